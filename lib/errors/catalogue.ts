@@ -45,6 +45,13 @@ export const ERROR_CATALOGUE = {
   'request.invalid': entry('validation', 400, false, 'The request does not match the expected shape'),
   'envelope.invalid': entry('validation', 400, false, 'The action envelope failed core validation'),
   'envelope.commit_requires_plan_id': entry('validation', 400, false, 'Every commit needs a plan_id'),
+  // protocol model (lib/protocol): core envelope validator
+  'envelope.compensate_requires_compensation_for': entry('validation', 400, false, 'Every compensate names the action it compensates in compensation_for'),
+  'envelope.transaction_context_required': entry('validation', 400, false, 'A TransactionRequest action needs a transaction context with a mode'),
+  'envelope.transaction_id_mismatch': entry('validation', 400, false, 'The wrapper transaction_id differs from the action transaction_id'),
+  'envelope.forbidden_key': entry('validation', 400, false, 'The envelope contains a forbidden key (__proto__, constructor or prototype)'),
+  'envelope.too_deep': entry('validation', 400, false, 'The envelope is nested deeper than the limit'),
+  'envelope.too_large': entry('validation', 413, false, 'The envelope exceeds the size limit'),
 
   // --- transaction store (compare-and-set) ---------------------------------
   'transaction.not_found': entry('not_found', 404, false, 'No transaction matches the selector'),
@@ -55,9 +62,41 @@ export const ERROR_CATALOGUE = {
   'transaction.invalid_provider_operation': entry('validation', 400, false, 'Provider and operation ID must be non-empty'),
   'transaction.invalid_selector': entry('validation', 400, false, 'Select by exactly one of transaction_id, plan_id or action_id'),
   'transaction.reconciliation_pending': entry('temporary', 503, true, 'Reconciliation has not reached a terminal answer yet', 5_000),
+  'transaction.lease_held': entry('conflict', 409, true, 'Another attempt holds an unexpired lease on the transaction'),
+  'transaction.invalid_record': entry('validation', 400, false, 'The transaction write is malformed (IDs, revision, lease or fields)'),
+  'transaction.invalid_receipt': entry('validation', 400, false, 'The receipt does not extend the transaction receipt chain'),
+  'transaction.invalid_listing': entry('validation', 400, false, 'List by a non-terminal status with a valid time bound, limit and cursor'),
+  'transaction.record_too_large': entry('validation', 413, false, 'The transaction record exceeds the store item size limit'),
+  'transaction.store_unavailable': entry('temporary', 503, true, 'The transaction store is temporarily unavailable', 1_000),
+
+  // --- queue and scheduler (lib/ports/queue.ts, lib/ports/scheduler.ts) ---------
+  'queue.message_invalid': entry('validation', 400, false, 'The queue message or its send options do not match the message schema'),
+  'queue.send_failed': entry('temporary', 503, true, 'The message could not be enqueued', 1_000),
+  'scheduler.request_failed': entry('temporary', 503, true, 'The reconciliation schedule could not be created or deleted', 1_000),
 
   // --- connectors -----------------------------------------------------------
   'connector.operation_unsupported': entry('permanent', 501, false, 'The connector does not support this operation'),
+  // connector SDK (lib/connectors, issue 3)
+  'connector.capability_mismatch': entry('validation', 400, false, 'The action names a capability other than the one bound to this connector handler'),
+  'connector.reconcile_requires_transaction': entry('validation', 400, false, 'A reconcile action needs a transaction context with a transaction ID'),
+  'connector.reconcile_requires_provider_operation': entry('conflict', 409, false, 'Reconciliation needs a durable provider operation ID'),
+  'connector.transaction_checkpoint_unavailable': entry('internal', 500, false, 'The transaction checkpoint is unavailable outside a transactional action'),
+  'connector.context_not_serializable': entry('internal', 500, false, 'The action execution context is attempt-scoped and cannot be serialized'),
+  'connector.stream_closed': entry('conflict', 409, false, 'The attempt has ended or its stream failed; no more chunks are accepted'),
+  'connector.stream_chunk_invalid': entry('internal', 500, false, 'A stream chunk is not plain JSON'),
+  'connector.stream_sink_failed': entry('internal', 500, false, 'The runtime could not persist a stream chunk'),
+  'connector.credentials_unavailable': entry('permanent', 502, false, 'Credential material for the verified tenant and account is empty or cannot be resolved'),
+  'connector.credentials_resolution_failed': entry('temporary', 503, true, 'The credential provider failed transiently', 1_000),
+  'connector.manifest_invalid': entry('internal', 500, false, 'The connector manifest does not match the manifest schema'),
+  'connector.admission_rejected': entry('validation', 422, false, 'The manifest advertises behaviour its implementation support does not declare'),
+  'connector.definition_invalid': entry('internal', 500, false, 'The connector definition is inconsistent'),
+  'connector.input_invalid': entry('validation', 400, false, 'The action input does not match the capability input schema'),
+  'connector.output_invalid': entry('internal', 502, false, 'The connector returned output that does not match the capability output schema'),
+  'connector.failure_invalid': entry('internal', 500, false, 'A connector failure has invalid or non-redacted fields'),
+  'connector.unexpected_error': entry('internal', 502, false, 'The connector failed with an unclassified error'),
+  'credentials.secret_not_serializable': entry('internal', 500, false, 'ConnectorSecret cannot be serialized'),
+  'credentials.secret_disposed': entry('internal', 500, false, 'The ConnectorSecret was disposed and its bytes zeroed'),
+  'credentials.handle_invalid': entry('validation', 400, false, 'The credential handle ID is not a valid opaque ID'),
 
   // --- service level --------------------------------------------------------
   'sla.timeout_exceeded': entry('timeout', 504, false, 'The action exceeded its effective timeout'),

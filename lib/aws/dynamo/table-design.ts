@@ -1,35 +1,90 @@
 /**
  * The single-table design, shared by the DynamoDB adapters, the CDK stateful
- * stack and the tests, so the three can never disagree. Documented in
- * docs/table-design.md.
+ * stack, lib/aws/dynamo/create-table.ts and the tests, so they can never
+ * disagree. Documented in docs/table-design.md.
+ *
+ * Pure constants and string builders: no AWS SDK import, so the CDK app can
+ * use it too.
  */
 export const TABLE_KEYS = { partitionKey: 'PK', sortKey: 'SK' } as const;
 
 /** TTL attribute: epoch seconds. DynamoDB deletes the item some time after. */
 export const TTL_ATTRIBUTE = 'ttl' as const;
 
+/**
+ * Every GSI projects KEYS_ONLY: a lookup through an index yields the base-table
+ * key, and the adapter then reads the item with a strongly consistent
+ * GetItem/BatchGetItem, so a compare-and-set revision never comes from an
+ * eventually consistent index copy.
+ */
+export const GSI_PROJECTION = 'KEYS_ONLY' as const;
+
 export const GSIS = {
-  /** Lookup by plan ID: `PLAN#<tenant>#<plan_id>`; set only when a plan exists. */
-  byPlan: { name: 'byPlan', partitionKey: 'GSI1PK', sortKey: 'GSI1SK' },
-  /** Lookup by the action ID bound to a transaction: `ACTION#<tenant>#<action_id>`. */
+  // No plan index: lookup by plan ID reads the `plan_ref` uniqueness item
+  // (keys.planRef) with a strongly consistent GetItem. (GSI1 is retired.)
+  /**
+   * Lookup by the action bound to a transaction: PK `ACTION#<tenant>#<action_id>`,
+   * SK `<created_at>#<transaction_id>`. The commit action replaces the planning
+   * action on claim_plan.
+   */
   byAction: { name: 'byAction', partitionKey: 'GSI2PK', sortKey: 'GSI2SK' },
   /**
-   * Sparse operator/sweeper index: only records that may need attention carry
-   * it. PK `STATUS#<status>`, SK `<iso time>#<tenant>#<id>` where the time is
-   * the earliest reconciliation time for `outcome_unknown`, otherwise the last
-   * update. The sweeper queries `STATUS#outcome_unknown` with SK <= now.
+   * Sparse operator/sweeper index: only non-terminal records carry it.
+   * PK `STATUS#<status>` (or `STATUS#outcome_unknown#escalated` for records
+   * parked for a human), SK `<iso time>#<tenant>#<transaction_id>` where the
+   * time is next_reconcile_at for `outcome_unknown`, otherwise the time the
+   * record entered its status. The sweeper queries `STATUS#outcome_unknown`
+   * with SK <= now.
    */
   byStatus: { name: 'byStatus', partitionKey: 'GSI3PK', sortKey: 'GSI3SK' },
 } as const;
 
+/** Every key attribute (all strings), for CreateTable's AttributeDefinitions. */
+export const KEY_ATTRIBUTES = [
+  TABLE_KEYS.partitionKey,
+  TABLE_KEYS.sortKey,
+  ...Object.values(GSIS).flatMap((g) => [g.partitionKey, g.sortKey]),
+] as const;
+
+/** The `item_type` attribute of every item. */
+export const ITEM_TYPES = {
+  transaction: 'transaction',
+  receipt: 'receipt',
+  /** Uniqueness guard: one plan ID per tenant maps to one transaction. */
+  planRef: 'plan_ref',
+  // Reserved for later issues (keys below).
+  action: 'action',
+  idempotency: 'idempotency',
+  approval: 'approval',
+  streamChunk: 'stream_chunk',
+  routeAssignment: 'route_assignment',
+} as const;
+
+/** Separator inside keys. Protocol IDs never contain it (ID_PATTERN forbids `#`). */
+export const KEY_SEPARATOR = '#';
+
+const pad = (n: number, width: number) => String(n).padStart(width, '0');
+
 /** Key builders. IDs never contain '#': the protocol ID pattern forbids it. */
 export const keys = {
   transaction: (tenant: string, transactionId: string) => ({ PK: `TXN#${tenant}#${transactionId}`, SK: 'TXN' }),
+  /** Receipts live in the transaction's partition, ordered by chain sequence. */
   receipt: (tenant: string, transactionId: string, seq: number) => ({
     PK: `TXN#${tenant}#${transactionId}`,
-    SK: `RCPT#${String(seq).padStart(8, '0')}`,
+    SK: `RCPT#${pad(seq, 8)}`,
   }),
-  planIndex: (tenant: string, planId: string) => `PLAN#${tenant}#${planId}`,
+  receiptPrefix: 'RCPT#',
+  planRef: (tenant: string, planId: string) => ({ PK: `PLAN#${tenant}#${planId}`, SK: 'PLAN' }),
   actionIndex: (tenant: string, actionId: string) => `ACTION#${tenant}#${actionId}`,
-  statusIndex: (status: string) => `STATUS#${status}`,
+  actionIndexSort: (createdAt: string, transactionId: string) => `${createdAt}#${transactionId}`,
+  statusIndex: (status: string, escalated = false) => (escalated ? `STATUS#${status}#escalated` : `STATUS#${status}`),
+  statusIndexSort: (time: string, tenant: string, transactionId: string) => `${time}#${tenant}#${transactionId}`,
+
+  // --- reserved for later issues (documented in docs/table-design.md) -------
+  action: (tenant: string, actionId: string) => ({ PK: `ACTION#${tenant}#${actionId}`, SK: 'ACTION' }),
+  /** Idempotency keys may contain `#`: the key component is their sha256 hex. */
+  idempotency: (tenant: string, principalId: string, keyHash: string) => ({ PK: `IDEM#${tenant}#${principalId}#${keyHash}`, SK: 'IDEM' }),
+  approval: (tenant: string, approvalId: string) => ({ PK: `APPROVAL#${tenant}#${approvalId}`, SK: 'APPROVAL' }),
+  streamChunk: (tenant: string, actionId: string, seq: number) => ({ PK: `ACTION#${tenant}#${actionId}`, SK: `CHUNK#${pad(seq, 8)}` }),
+  routeAssignment: (tenant: string, actionId: string) => ({ PK: `ACTION#${tenant}#${actionId}`, SK: 'ROUTE' }),
 } as const;

@@ -1,0 +1,76 @@
+/**
+ * Assembles the AIP runtime's CDK app: validated configuration, cdk-nag, the
+ * stateful stack and the stateless stack. infra/app.ts runs it for the CDK CLI;
+ * the stack tests call it with their own App.
+ */
+import { join } from 'node:path';
+import { type App, Duration, Tags } from 'aws-cdk-lib';
+import type { AwsSolutionsChecks } from 'cdk-nag';
+import { type InfraConfig, loadInfraConfig, parseInfraConfig } from './config.js';
+import { type FunctionDefinition, PROJECT_ROOT } from './functions.js';
+import { applyNagChecks } from './nag.js';
+import { StatefulStack } from './stateful-stack.js';
+import { StatelessStack } from './stateless-stack.js';
+
+/** CDK context key naming the configuration: a JSON file path (`-c config=path.json`) or, in code, an object. */
+export const CONFIG_CONTEXT_KEY = 'config';
+/** Used when no `config` context is given: a synth-only configuration with example.com endpoints. */
+export const DEFAULT_CONFIG_FILE = join(PROJECT_ROOT, 'infra', 'config.local.json');
+
+/**
+ * The Lambda functions of the runtime. Each entry becomes a function in the
+ * stateless stack with the grants it declares (infra/functions.ts).
+ */
+export const AIP_FUNCTIONS: readonly FunctionDefinition[] = [];
+
+export interface AipAppOptions {
+  /** Use this configuration instead of reading the `config` context. */
+  readonly config?: InfraConfig;
+  /** @default AIP_FUNCTIONS */
+  readonly functions?: readonly FunctionDefinition[];
+}
+
+export interface AipApp {
+  readonly config: InfraConfig;
+  readonly stateful: StatefulStack;
+  readonly stateless: StatelessStack;
+  readonly nag: AwsSolutionsChecks;
+}
+
+/** Reads the configuration named by the app's `config` context, or the default file. */
+export function configFromContext(app: App): InfraConfig {
+  const value: unknown = app.node.tryGetContext(CONFIG_CONTEXT_KEY);
+  if (value === undefined) return loadInfraConfig(DEFAULT_CONFIG_FILE);
+  if (typeof value === 'string') return loadInfraConfig(value);
+  return parseInfraConfig(value, `context "${CONFIG_CONTEXT_KEY}"`);
+}
+
+export function stackNames(envName: string): { stateful: string; stateless: string } {
+  return { stateful: `Aip-${envName}-Stateful`, stateless: `Aip-${envName}-Stateless` };
+}
+
+export function defineAipApp(app: App, options: AipAppOptions = {}): AipApp {
+  const config = options.config ?? configFromContext(app);
+  const nag = applyNagChecks(app);
+  const names = stackNames(config.envName);
+
+  // Both stacks are environment-agnostic (no `env`): synth never looks up an account or region.
+  const stateful = new StatefulStack(app, names.stateful, {
+    description: `AIP runtime (${config.envName}): transactions table, its key, work queues and DLQs`,
+    envName: config.envName,
+    queueEncryption: config.queueEncryption,
+    workerTimeout: Duration.seconds(config.workerTimeoutSeconds),
+    reconcilerTimeout: Duration.seconds(config.reconcilerTimeoutSeconds),
+  });
+  const stateless = new StatelessStack(app, names.stateless, {
+    description: `AIP runtime (${config.envName}): functions, scheduler group and roles`,
+    config,
+    stateful,
+    functions: options.functions ?? AIP_FUNCTIONS,
+  });
+  stateless.addStackDependency(stateful);
+
+  Tags.of(app).add('project', 'aip-runtime');
+  Tags.of(app).add('aip:env', config.envName);
+  return { config, stateful, stateless, nag };
+}

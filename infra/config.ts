@@ -1,0 +1,351 @@
+/**
+ * Deployment configuration of the AIP runtime: typed, validated with zod at synth
+ * time, and read from a JSON file named by CDK context (`-c config=path.json`).
+ *
+ * This module imports no aws-cdk-lib, so Lambda code may import the schema to
+ * validate the same configuration at cold start without pulling in CDK.
+ *
+ * Field reference and rationale: docs/infra.md ("Configuration").
+ */
+import { readFileSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
+import * as z from 'zod';
+import type { SecretsManagerReference } from '../lib/aws/secrets/secrets-manager-provider.js';
+import { ID_MAX_LENGTH, ID_PATTERN } from '../lib/protocol/primitives.js';
+import { TRANSACTION_MODES, type TransactionMode } from '../lib/transactions/status.js';
+
+/** CloudWatch Logs accepts only these retention periods (days). */
+export const LOG_RETENTION_DAYS = [
+  1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653,
+] as const;
+
+/**
+ * Modes an approval policy may gate. `dry_run` and `plan` are previews: the
+ * transactions page ("Preview comes before approval; mutation does not") runs
+ * them before any pending approval, so a policy can never gate them.
+ */
+export const APPROVAL_GATED_MODES = ['execute', 'commit', 'compensate', 'reconcile'] as const satisfies readonly TransactionMode[];
+export type ApprovalGatedMode = (typeof APPROVAL_GATED_MODES)[number];
+
+/** JWS algorithms the authorizer may accept. `none` is not representable. */
+export const JWT_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const;
+
+
+const httpsUrl = (what: string) =>
+  z
+    .string({ error: `must be a string holding the ${what}` })
+    .refine((value) => URL.canParse(value) && new URL(value).protocol === 'https:', {
+      message: `must be an absolute https:// URL (the ${what})`,
+    });
+
+const intIn = (min: number, max: number, what: string) =>
+  z
+    .int({ error: `must be an integer (${what})` })
+    .min(min, { message: `must be at least ${min} (${what})` })
+    .max(max, { message: `must be at most ${max} (${what})` });
+
+/** IDs follow the protocol ID pattern (lib/protocol/primitives.ts), as connectors, handles, tenants and capabilities do. */
+const protocolId = (what: string) =>
+  z
+    .string({ error: `must be a string (${what})` })
+    .min(1, { message: `must not be empty (${what})` })
+    .max(ID_MAX_LENGTH, { message: `must be at most ${ID_MAX_LENGTH} characters (${what})` })
+    .regex(ID_PATTERN, { message: `must use only letters, digits and . _ : @ / - (${what})` });
+
+const nonEmpty = (what: string, max = 256) =>
+  z
+    .string({ error: `must be a string (${what})` })
+    .min(1, { message: `must not be empty (${what})` })
+    .max(max, { message: `must be at most ${max} characters (${what})` });
+
+/**
+ * A Secrets Manager reference: the complete secret ARN (with the 6-character
+ * suffix Secrets Manager appends) or the secret name. A name is granted as
+ * `<name>-??????` in the stack's account and region, so no `*` is needed; a
+ * partial ARN is refused because it cannot be told apart from a complete one.
+ */
+const SECRET_ARN = /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]{1,512}-[A-Za-z0-9]{6}$/;
+const SECRET_NAME = /^[A-Za-z0-9/_+=.@-]{1,512}$/;
+const KMS_KEY_ARN = /^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key\/[A-Za-z0-9-]{1,128}$/;
+
+export const SecretReferenceSchema = z
+  .string({ error: 'must be a string: a Secrets Manager secret ARN or secret name' })
+  .refine((value) => (value.startsWith('arn:') ? SECRET_ARN.test(value) : SECRET_NAME.test(value)), {
+    message:
+      'must be a complete Secrets Manager secret ARN (arn:aws:secretsmanager:<region>:<account>:secret:<name>-<6 characters>) ' +
+      'or a secret name of 1-512 characters from A-Z a-z 0-9 / _ + = . @ -',
+  });
+
+/**
+ * One row of the deployment's credential reference map (the rows
+ * lib/connectors/credentials/references.ts selects from): which secret backs
+ * credential `handle` of the connector for a tenant, optionally for one
+ * external account of that tenant. The secret value never enters
+ * configuration; see `secretsManagerReferences` for the adapter's shape.
+ */
+export const CredentialReferenceSchema = z.strictObject({
+  handle: protocolId('credential handle'),
+  tenantId: protocolId('tenant ID'),
+  /** Absent: the tenant-wide default for every external account of the tenant. */
+  externalAccountId: protocolId('external account ID').optional(),
+  secret: SecretReferenceSchema,
+  /** @default AWSCURRENT (the service default) */
+  versionStage: nonEmpty('secret version stage').optional(),
+  /** When the SecretString is a JSON object: the string field holding the material. */
+  jsonField: nonEmpty('JSON field name').optional(),
+  /** The customer managed KMS key of the secret, when it is not the default `aws/secretsmanager` key. */
+  kmsKeyArn: z
+    .string({ error: 'must be a string (KMS key ARN)' })
+    .regex(KMS_KEY_ARN, { message: 'must be a KMS key ARN (arn:aws:kms:<region>:<account>:key/<key-id>)' })
+    .optional(),
+});
+
+export const ConnectorConfigSchema = z.strictObject({
+  /** Connector ID as its manifest names it. Only listed connectors are enabled. */
+  id: protocolId('connector ID'),
+  /**
+   * Where the deployment credential provider resolves each credential handle.
+   * Handles stay opaque to connectors (connector contract: "Resolve credentials
+   * at the provider edge").
+   */
+  credentials: z.array(CredentialReferenceSchema).default([]),
+});
+
+export const ApprovalPolicySchema = z.strictObject({
+  id: protocolId('approval policy ID'),
+  description: z.string({ error: 'must be a string' }).max(512, { message: 'must be at most 512 characters' }).optional(),
+  /** The enabled connector whose capabilities this policy gates. */
+  connector: protocolId('connector ID'),
+  /** Capability IDs gated; absent means every capability of the connector. */
+  capabilities: z.array(protocolId('capability ID')).min(1, { message: 'must list at least one capability, or be omitted' }).optional(),
+  /**
+   * Transaction modes gated; absent means every mutating path (plain
+   * invocation, execute, commit, compensate, reconcile).
+   */
+  modes: z
+    .array(z.enum(TRANSACTION_MODES, { error: `must be one of ${TRANSACTION_MODES.join(', ')}` }))
+    .min(1, { message: 'must list at least one mode, or be omitted' })
+    .optional(),
+  /** A decision is accepted only from a principal holding one of these JWT scopes. */
+  approverScopes: z.array(nonEmpty('JWT scope', 128)).min(1, { message: 'must list at least one approver scope' }),
+  minApprovals: intIn(1, 10, 'approvals needed').default(1),
+  /** A pending approval expires after this many seconds. */
+  expiresAfterSeconds: intIn(60, 7 * 24 * 3600, 'seconds').default(24 * 3600),
+});
+
+export const AuthConfigSchema = z.strictObject({
+  /** Exact `iss` claim expected (keep a trailing slash if the IdP issues one, as Auth0 does). */
+  issuer: httpsUrl('JWT issuer'),
+  /** Accepted `aud` value(s). */
+  audience: z.union([nonEmpty('JWT audience'), z.array(nonEmpty('JWT audience')).min(1, { message: 'must list at least one JWT audience' })], {
+    error: 'must be a non-empty string or a non-empty array of strings (JWT audience)',
+  }),
+  jwksUrl: httpsUrl('JWKS URL'),
+  algorithms: z
+    .array(z.enum(JWT_ALGORITHMS, { error: `must be one of ${JWT_ALGORITHMS.join(', ')}` }))
+    .min(1, { message: 'must list at least one JWS algorithm' })
+    .default(['RS256']),
+});
+
+export const InfraConfigSchema = z
+  .strictObject({
+    /** Short environment name; part of stack names and the schedule group name. */
+    envName: z.string({ error: 'must be a short environment name such as "dev" or "prod"' }).regex(/^[a-z][a-z0-9-]{0,15}$/, {
+      message: 'must match ^[a-z][a-z0-9-]{0,15}$ (it becomes part of stack and resource names)',
+    }),
+    auth: AuthConfigSchema,
+    connectors: z.array(ConnectorConfigSchema).default([]),
+    approvalPolicies: z.array(ApprovalPolicySchema).default([]),
+    /** Alarm notifications go here when set. */
+    alarmEmail: z.email({ error: 'must be an email address' }).optional(),
+    logRetentionDays: z
+      .literal(LOG_RETENTION_DAYS, { error: `must be one of ${LOG_RETENTION_DAYS.join(', ')} (CloudWatch Logs retention days)` })
+      .default(30),
+    /** `sqs-managed` (SSE-SQS) or `kms` (a customer managed key created by the stateful stack). */
+    queueEncryption: z.enum(['sqs-managed', 'kms'], { error: 'must be "sqs-managed" or "kms"' }).default('sqs-managed'),
+    /** Timeout of the connector worker Lambda; the invoke queue's visibility timeout derives from it. */
+    workerTimeoutSeconds: intIn(10, 900, 'seconds; Lambda allows at most 900').default(60),
+    /** Timeout of the reconcile consumer Lambda; the reconcile queue's visibility timeout derives from it. */
+    reconcilerTimeoutSeconds: intIn(10, 900, 'seconds; Lambda allows at most 900').default(60),
+  })
+  .superRefine((config, ctx) => {
+    const seen = new Set<string>();
+    config.connectors.forEach((connector, index) => {
+      if (seen.has(connector.id)) {
+        ctx.addIssue({ code: 'custom', path: ['connectors', index, 'id'], message: `duplicate connector ID "${connector.id}"` });
+      }
+      seen.add(connector.id);
+      const rows = new Set<string>();
+      connector.credentials.forEach((row, rowIndex) => {
+        const key = JSON.stringify([row.handle, row.tenantId, row.externalAccountId ?? null]);
+        if (rows.has(key)) {
+          const scope = row.externalAccountId === undefined ? `tenant "${row.tenantId}"` : `tenant "${row.tenantId}", external account "${row.externalAccountId}"`;
+          ctx.addIssue({
+            code: 'custom',
+            path: ['connectors', index, 'credentials', rowIndex],
+            message: `duplicate credential reference: handle "${row.handle}" for ${scope} is already mapped`,
+          });
+        }
+        rows.add(key);
+      });
+    });
+    const policyIds = new Set<string>();
+    config.approvalPolicies.forEach((policy, index) => {
+      if (policyIds.has(policy.id)) {
+        ctx.addIssue({ code: 'custom', path: ['approvalPolicies', index, 'id'], message: `duplicate approval policy ID "${policy.id}"` });
+      }
+      policyIds.add(policy.id);
+      if (!seen.has(policy.connector)) {
+        const enabled = [...seen].join(', ') || 'none';
+        ctx.addIssue({
+          code: 'custom',
+          path: ['approvalPolicies', index, 'connector'],
+          message: `"${policy.connector}" is not an enabled connector (enabled: ${enabled})`,
+        });
+      }
+      policy.modes?.forEach((mode, modeIndex) => {
+        if (!(APPROVAL_GATED_MODES as readonly string[]).includes(mode)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['approvalPolicies', index, 'modes', modeIndex],
+            message: `"${mode}" cannot be gated by approval: dry_run and plan are previews that run before any approval; gate one of ${APPROVAL_GATED_MODES.join(', ')}`,
+          });
+        }
+      });
+    });
+  });
+
+/** The validated configuration, with defaults applied. */
+export type InfraConfig = z.output<typeof InfraConfigSchema>;
+/** What a configuration file may contain (defaults not yet applied). */
+export type InfraConfigInput = z.input<typeof InfraConfigSchema>;
+export type ConnectorConfig = InfraConfig['connectors'][number];
+export type ApprovalPolicy = InfraConfig['approvalPolicies'][number];
+export type CredentialReference = z.output<typeof CredentialReferenceSchema>;
+
+export interface InfraConfigIssue {
+  /** Dotted path of the offending field, e.g. `auth.issuer` or `connectors[0].id`. */
+  readonly path: string;
+  readonly message: string;
+}
+
+/** Thrown at synth time for a configuration that cannot be deployed. */
+export class InfraConfigError extends Error {
+  readonly issues: readonly InfraConfigIssue[];
+
+  constructor(source: string, issues: readonly InfraConfigIssue[]) {
+    super(
+      `Invalid AIP infrastructure configuration (${source}):\n` +
+        issues.map((issue) => `  - ${issue.path || '(root)'}: ${issue.message}`).join('\n'),
+    );
+    this.name = 'InfraConfigError';
+    this.issues = issues;
+  }
+}
+
+function formatPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const segment of path) {
+    if (typeof segment === 'number') out += `[${segment}]`;
+    else out += out === '' ? String(segment) : `.${String(segment)}`;
+  }
+  return out;
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  if (issue.code === 'unrecognized_keys') {
+    return `unknown field(s) ${issue.keys.map((key) => `"${key}"`).join(', ')}`;
+  }
+  if (issue.code === 'invalid_type' && issue.input === undefined) {
+    return issue.message.startsWith('Invalid input') ? 'is required' : `is required: it ${issue.message}`;
+  }
+  return issue.message;
+}
+
+/** Validates a configuration object; throws {@link InfraConfigError} naming every bad field. */
+export function parseInfraConfig(input: unknown, source = 'inline configuration'): InfraConfig {
+  const result = InfraConfigSchema.safeParse(input);
+  if (result.success) return result.data;
+  throw new InfraConfigError(
+    source,
+    result.error.issues.map((issue) => ({ path: formatPath(issue.path), message: describeIssue(issue) })),
+  );
+}
+
+/** Reads and validates a JSON configuration file. Relative paths resolve against `cwd`. */
+export function loadInfraConfig(file: string, cwd: string = process.cwd()): InfraConfig {
+  const path = isAbsolute(file) ? file : resolve(cwd, file);
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    const reason = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'file not found' : (error as Error).message;
+    throw new InfraConfigError(path, [{ path: '', message: `cannot read the configuration file: ${reason} (pass -c config=<path.json>)` }]);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new InfraConfigError(path, [{ path: '', message: `not valid JSON: ${(error as Error).message}` }]);
+  }
+  return parseInfraConfig(json, path);
+}
+
+/** Audience as a list, whichever form the file used. */
+export function audiences(config: InfraConfig): string[] {
+  return typeof config.auth.audience === 'string' ? [config.auth.audience] : [...config.auth.audience];
+}
+
+/**
+ * The part of the configuration the Lambda functions need at run time. The
+ * stateless stack serialises it into the `AIP_RUNTIME_CONFIG` variable.
+ */
+export const RuntimeConfigSchema = z.strictObject({
+  envName: z.string(),
+  auth: AuthConfigSchema,
+  connectors: z.array(ConnectorConfigSchema),
+  approvalPolicies: z.array(ApprovalPolicySchema),
+});
+export type RuntimeConfig = z.output<typeof RuntimeConfigSchema>;
+
+export function toRuntimeConfig(config: InfraConfig): RuntimeConfig {
+  return {
+    envName: config.envName,
+    auth: config.auth,
+    connectors: config.connectors,
+    approvalPolicies: config.approvalPolicies,
+  };
+}
+
+/** Parses the `AIP_RUNTIME_CONFIG` JSON; throws {@link InfraConfigError} naming the bad field. */
+export function parseRuntimeConfig(json: string): RuntimeConfig {
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch (error) {
+    throw new InfraConfigError('AIP_RUNTIME_CONFIG', [{ path: '', message: `not valid JSON: ${(error as Error).message}` }]);
+  }
+  const result = RuntimeConfigSchema.safeParse(value);
+  if (result.success) return result.data;
+  throw new InfraConfigError(
+    'AIP_RUNTIME_CONFIG',
+    result.error.issues.map((issue) => ({ path: formatPath(issue.path), message: describeIssue(issue) })),
+  );
+}
+
+/**
+ * The connector's credential rows in the shape of the Secrets Manager
+ * credential provider (lib/aws/secrets/secrets-manager-provider.ts).
+ */
+export function secretsManagerReferences(config: Pick<RuntimeConfig, 'connectors'>, connectorId: string): SecretsManagerReference[] {
+  const connector = config.connectors.find((candidate) => candidate.id === connectorId);
+  return (connector?.credentials ?? []).map((row) => ({
+    connector_id: connectorId,
+    handle: row.handle,
+    tenant_id: row.tenantId,
+    ...(row.externalAccountId !== undefined ? { external_account_id: row.externalAccountId } : {}),
+    secret_id: row.secret,
+    ...(row.versionStage !== undefined ? { version_stage: row.versionStage } : {}),
+    ...(row.jsonField !== undefined ? { json_field: row.jsonField } : {}),
+  }));
+}

@@ -1,0 +1,290 @@
+/**
+ * How the stateless stack turns a {@link FunctionDefinition} into a Lambda
+ * function. A definition says what the function is (entry, timeout, trigger)
+ * and what it may touch; the builder applies the project's conventions:
+ *
+ * - Node.js 22 on arm64, an ESM bundle built by the locally installed esbuild
+ *   (no Docker), with the `createRequire` banner that ESM bundles of CommonJS
+ *   dependencies need;
+ * - its own log group with the configured retention, JSON log format, X-Ray
+ *   tracing, and Powertools settings that never log events or capture responses;
+ * - its own role with exactly the grants the definition asks for (no AWS
+ *   managed policies);
+ * - for a queue consumer: an SQS event source with partial batch responses,
+ *   after checking the queue's visibility timeout exceeds the function timeout.
+ *
+ * The list of definitions lives in infra/aip-app.ts (`AIP_FUNCTIONS`).
+ */
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ArnFormat, type Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import type * as kms from 'aws-cdk-lib/aws-kms';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import type { Construct } from 'constructs';
+import { GSIS } from '../lib/aws/dynamo/table-design.js';
+import { type InfraConfig, toRuntimeConfig } from './config.js';
+import { FUNCTION_ENV } from './function-env.js';
+import { NAG_REASONS } from './nag.js';
+import { assertVisibilityExceedsTimeout, type QueueName, type StatefulResources } from './stateful-stack.js';
+
+/** Repository root: entries and the lock file resolve against it, whatever the working directory. */
+export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+export const LAMBDA_RUNTIME = lambda.Runtime.NODEJS_22_X;
+export const LAMBDA_ARCHITECTURE = lambda.Architecture.ARM_64;
+export const ESM_REQUIRE_BANNER = "import { createRequire as __aipCreateRequire } from 'node:module'; const require = __aipCreateRequire(import.meta.url);";
+/** Lambda's limit on all environment variables of a function together. */
+const LAMBDA_ENVIRONMENT_LIMIT_BYTES = 4096;
+/** Budget for the runtime configuration, leaving room for the other variables (whose values are deploy-time tokens). */
+export const RUNTIME_CONFIG_LIMIT_BYTES = 2560;
+
+export interface QueueConsumer {
+  readonly queue: QueueName;
+  /** @default 10 */
+  readonly batchSize?: number;
+  /** @default none */
+  readonly maxBatchingWindow?: Duration;
+  /** Upper bound of concurrent function instances the event source scales to (2-1000). @default none */
+  readonly maxConcurrency?: number;
+}
+
+export interface FunctionAccess {
+  /** Data access to the transactions table and its indexes (and the table key). */
+  readonly table?: 'read' | 'readWrite';
+  /** Queues this function may send to. */
+  readonly sendTo?: readonly QueueName[];
+  /** Create, get and delete one-time schedules in the reconcile schedule group, and pass the scheduler role to them. */
+  readonly reconcileSchedules?: boolean;
+  /** Read every credential secret the configuration references (the connector worker). */
+  readonly connectorSecrets?: boolean;
+}
+
+export interface FunctionDefinition {
+  /** Construct ID, PascalCase and unique in the stack, e.g. `Worker`. */
+  readonly id: string;
+  /** Entry file relative to the repository root, e.g. `functions/worker.ts`. */
+  readonly entry: string;
+  /** Exported handler name. @default 'handler' */
+  readonly handler?: string;
+  readonly description: string;
+  readonly timeout: Duration;
+  /** @default 512 */
+  readonly memorySize?: number;
+  readonly consumes?: QueueConsumer;
+  readonly access?: FunctionAccess;
+  /** Extra variables; they may not reuse a name from FUNCTION_ENV. */
+  readonly environment?: Readonly<Record<string, string>>;
+}
+
+export interface FunctionBuildContext {
+  readonly config: InfraConfig;
+  readonly stateful: StatefulResources;
+  readonly scheduleGroupName: string;
+  readonly schedulerRole: iam.IRole;
+}
+
+export const TABLE_READ_ACTIONS = ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query'] as const;
+/** TransactWriteItems is authorised per item through these actions; there is no separate IAM action for it. */
+export const TABLE_WRITE_ACTIONS = [
+  'dynamodb:PutItem',
+  'dynamodb:UpdateItem',
+  'dynamodb:DeleteItem',
+  'dynamodb:BatchWriteItem',
+  'dynamodb:ConditionCheckItem',
+] as const;
+
+function secretArn(stack: Stack, reference: string): string {
+  if (reference.startsWith('arn:')) return reference;
+  // `-??????` matches the random suffix Secrets Manager appends to the name, without a `*`.
+  return stack.formatArn({ service: 'secretsmanager', resource: 'secret', resourceName: `${reference}-??????`, arnFormat: ArnFormat.COLON_RESOURCE_NAME });
+}
+
+/** Checks a definition before anything is created; throws naming the definition and the problem. */
+export function validateFunctionDefinition(definition: FunctionDefinition, stateful: StatefulResources): void {
+  const where = `function definition "${definition.id}"`;
+  if (!/^[A-Z][A-Za-z0-9]{0,63}$/.test(definition.id)) throw new Error(`${where}: id must be PascalCase letters and digits`);
+  const seconds = definition.timeout.toSeconds();
+  if (seconds < 1 || seconds > 900) throw new Error(`${where}: timeout must be 1-900 s, got ${seconds} s`);
+  if (definition.consumes) {
+    const workQueue = stateful.queues[definition.consumes.queue];
+    assertVisibilityExceedsTimeout(definition.consumes.queue, workQueue.visibilityTimeout, definition.timeout);
+  }
+  const reserved = new Set<string>(Object.values(FUNCTION_ENV));
+  for (const name of Object.keys(definition.environment ?? {})) {
+    if (reserved.has(name)) throw new Error(`${where}: environment variable ${name} is set by the stack and cannot be overridden`);
+  }
+}
+
+/** Builds one function as the module comment describes. */
+export function createFunction(scope: Construct, definition: FunctionDefinition, context: FunctionBuildContext): NodejsFunction {
+  validateFunctionDefinition(definition, context.stateful);
+  const stack = Stack.of(scope);
+  const { stateful, config } = context;
+  const access = definition.access ?? {};
+
+  const runtimeConfig = JSON.stringify(toRuntimeConfig(config));
+  if (Buffer.byteLength(runtimeConfig) > RUNTIME_CONFIG_LIMIT_BYTES) {
+    throw new Error(
+      `The runtime configuration is ${Buffer.byteLength(runtimeConfig)} bytes as JSON; Lambda allows ${LAMBDA_ENVIRONMENT_LIMIT_BYTES} bytes ` +
+        `of environment in total and this stack budgets ${RUNTIME_CONFIG_LIMIT_BYTES} for it. Shorten descriptions or IDs, or move the ` +
+        'approval policies to a store the functions read at cold start.',
+    );
+  }
+
+  const logGroup = new logs.LogGroup(scope, `${definition.id}Logs`, {
+    retention: config.logRetentionDays as logs.RetentionDays,
+    removalPolicy: RemovalPolicy.DESTROY,
+  });
+
+  const role = new iam.Role(scope, `${definition.id}Role`, {
+    assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+    description: `AIP ${config.envName}: ${definition.description}`.slice(0, 1000),
+  });
+  logGroup.grantWrite(role);
+
+  const kmsWildcards = { used: false };
+  const grantKeyReadWrite = (key: kms.IKey) => {
+    key.grantEncryptDecrypt(role);
+    kmsWildcards.used = true;
+  };
+
+  if (access.table) {
+    const tableArn = stateful.table.tableArn;
+    const indexArns = Object.values(GSIS).map((gsi) => `${tableArn}/index/${gsi.name}`);
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: access.table === 'readWrite' ? [...TABLE_READ_ACTIONS, ...TABLE_WRITE_ACTIONS] : [...TABLE_READ_ACTIONS],
+        resources: [tableArn, ...indexArns],
+      }),
+    );
+    if (access.table === 'readWrite') grantKeyReadWrite(stateful.tableKey);
+    else stateful.tableKey.grantDecrypt(role);
+  }
+
+  for (const name of new Set(access.sendTo ?? [])) {
+    const queue = stateful.queues[name].queue;
+    role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['sqs:SendMessage'], resources: [queue.queueArn] }));
+    if (stateful.queueKey) {
+      role.addToPrincipalPolicy(
+        new iam.PolicyStatement({ actions: ['kms:GenerateDataKey', 'kms:Decrypt'], resources: [stateful.queueKey.keyArn] }),
+      );
+    }
+  }
+
+  if (access.reconcileSchedules) {
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['scheduler:CreateSchedule', 'scheduler:GetSchedule', 'scheduler:DeleteSchedule'],
+        resources: [stack.formatArn({ service: 'scheduler', resource: 'schedule', resourceName: `${context.scheduleGroupName}/*` })],
+      }),
+    );
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['iam:PassRole'],
+        resources: [context.schedulerRole.roleArn],
+        conditions: { StringEquals: { 'iam:PassedToService': 'scheduler.amazonaws.com' } },
+      }),
+    );
+    Validations.of(role).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule/${context.scheduleGroupName}/*]`,
+      reason: NAG_REASONS.reconcileSchedules,
+    });
+  }
+
+  if (access.connectorSecrets) {
+    const credentials = config.connectors.flatMap((connector) => Object.values(connector.credentials));
+    if (credentials.length > 0) {
+      role.addToPrincipalPolicy(
+        new iam.PolicyStatement({
+          actions: ['secretsmanager:GetSecretValue'],
+          resources: [...new Set(credentials.map((credential) => secretArn(stack, credential.secret)))],
+        }),
+      );
+    }
+    const keyArns = [...new Set(credentials.flatMap((credential) => (credential.kmsKeyArn ? [credential.kmsKeyArn] : [])))];
+    if (keyArns.length > 0) {
+      role.addToPrincipalPolicy(
+        new iam.PolicyStatement({
+          actions: ['kms:Decrypt'],
+          resources: keyArns,
+          conditions: { StringEquals: { 'kms:ViaService': `secretsmanager.${stack.region}.amazonaws.com` } },
+        }),
+      );
+    }
+  }
+
+  const fn = new NodejsFunction(scope, definition.id, {
+    entry: join(PROJECT_ROOT, definition.entry),
+    handler: definition.handler ?? 'handler',
+    description: definition.description,
+    runtime: LAMBDA_RUNTIME,
+    architecture: LAMBDA_ARCHITECTURE,
+    timeout: definition.timeout,
+    memorySize: definition.memorySize ?? 512,
+    role,
+    logGroup,
+    loggingFormat: lambda.LoggingFormat.JSON,
+    tracing: lambda.Tracing.ACTIVE,
+    projectRoot: PROJECT_ROOT,
+    depsLockFilePath: join(PROJECT_ROOT, 'package-lock.json'),
+    bundling: {
+      format: OutputFormat.ESM,
+      target: 'node22',
+      platform: 'node',
+      mainFields: ['module', 'main'],
+      banner: ESM_REQUIRE_BANNER,
+      minify: true,
+      sourceMap: true,
+      sourcesContent: false,
+      // Bundle the AWS SDK too: the deployed code runs the versions the tests ran.
+      externalModules: [],
+      forceDockerBundling: false,
+    },
+    environment: {
+      NODE_OPTIONS: '--enable-source-maps',
+      POWERTOOLS_SERVICE_NAME: 'aip-runtime',
+      POWERTOOLS_METRICS_NAMESPACE: 'AIP',
+      POWERTOOLS_LOG_LEVEL: 'INFO',
+      POWERTOOLS_LOGGER_LOG_EVENT: 'false',
+      POWERTOOLS_TRACER_CAPTURE_RESPONSE: 'false',
+      [FUNCTION_ENV.envName]: config.envName,
+      [FUNCTION_ENV.tableName]: stateful.table.tableName,
+      [FUNCTION_ENV.invokeQueueUrl]: stateful.queues.invoke.queue.queueUrl,
+      [FUNCTION_ENV.reconcileQueueUrl]: stateful.queues.reconcile.queue.queueUrl,
+      [FUNCTION_ENV.reconcileQueueArn]: stateful.queues.reconcile.queue.queueArn,
+      [FUNCTION_ENV.scheduleGroupName]: context.scheduleGroupName,
+      [FUNCTION_ENV.schedulerRoleArn]: context.schedulerRole.roleArn,
+      [FUNCTION_ENV.runtimeConfig]: runtimeConfig,
+      ...definition.environment,
+    },
+  });
+
+  if (definition.consumes) {
+    const { queue, batchSize, maxBatchingWindow, maxConcurrency } = definition.consumes;
+    fn.addEventSource(
+      new SqsEventSource(stateful.queues[queue].queue, {
+        batchSize: batchSize ?? 10,
+        reportBatchItemFailures: true,
+        ...(maxBatchingWindow ? { maxBatchingWindow } : {}),
+        ...(maxConcurrency ? { maxConcurrency } : {}),
+      }),
+    );
+  }
+
+  // X-Ray's PutTraceSegments/PutTelemetryRecords accept no resource ARN.
+  Validations.of(role).acknowledge({ id: 'AwsSolutions-IAM5[Resource::*]', reason: NAG_REASONS.xrayWrite });
+  if (kmsWildcards.used) {
+    Validations.of(role).acknowledge(
+      { id: 'AwsSolutions-IAM5[Action::kms:ReEncrypt*]', reason: NAG_REASONS.kmsGrantWildcards },
+      { id: 'AwsSolutions-IAM5[Action::kms:GenerateDataKey*]', reason: NAG_REASONS.kmsGrantWildcards },
+    );
+  }
+  // Node.js 22 is the runtime the issue and the design card name; see docs/infra.md.
+  Validations.of(fn).acknowledge({ id: 'AwsSolutions-L1', reason: NAG_REASONS.nodeRuntime });
+
+  return fn;
+}

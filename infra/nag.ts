@@ -1,0 +1,39 @@
+/**
+ * cdk-nag (v3) wiring and the reason for every acknowledged finding.
+ *
+ * cdk-nag 3 is a CDK policy-validation plugin, not an Aspect: it is registered
+ * with `Validations.of(app).addPlugins(...)`, runs when the app synthesizes, and
+ * any finding it reports (warnings included) fails `cdk synth`. A finding is
+ * silenced only by `Validations.of(construct).acknowledge({ id, reason })` on the
+ * construct or an ancestor, one finding ID at a time (`AwsSolutions-IAM5[...]`
+ * names a single wildcard). Every acknowledgment in infra/ takes its reason from
+ * NAG_REASONS below; docs/infra.md lists them with the same words.
+ */
+import { type App, Validations } from 'aws-cdk-lib';
+import { AwsSolutionsChecks } from 'cdk-nag';
+
+export const NAG_REASONS = {
+  /** AwsSolutions-IAM5[Resource::*] on function roles. */
+  xrayWrite:
+    'Active tracing adds xray:PutTraceSegments and xray:PutTelemetryRecords, which support no resource-level permissions; ' +
+    'the function builder grants no other action on "*".',
+  /** AwsSolutions-IAM5[Action::kms:ReEncrypt*] and [Action::kms:GenerateDataKey*] on roles with table write access. */
+  kmsGrantWildcards:
+    "KMS key.grantEncryptDecrypt (used for the table's customer managed key, which DynamoDB uses on the caller's behalf) " +
+    'names kms:ReEncrypt* and kms:GenerateDataKey*; the statement is scoped to that one key ARN.',
+  /** AwsSolutions-IAM5[Resource::...:schedule/<group>/*] on roles that manage reconciliation schedules. */
+  reconcileSchedules:
+    'One-time reconciliation schedules get a deterministic name per transaction at run time, so their ARNs cannot be ' +
+    'listed at deploy time; the resource is limited to schedules in the AIP reconcile schedule group.',
+  /** AwsSolutions-L1 on every function. */
+  nodeRuntime:
+    'The runtime is pinned to Node.js 22 (issue 5 and the design card): bundles target node22 and the toolchain is ' +
+    'tested on it. Moving to a newer runtime is a deliberate upgrade, not a synth-time default.',
+} as const;
+
+/** Registers the AWS Solutions pack on the app; `verbose` adds each rule's explanation to findings. */
+export function applyNagChecks(app: App): AwsSolutionsChecks {
+  const pack = new AwsSolutionsChecks(app, { verbose: true });
+  Validations.of(app).addPlugins(pack);
+  return pack;
+}

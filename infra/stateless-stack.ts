@@ -1,0 +1,83 @@
+/**
+ * The stateless stack: code and wiring that can be destroyed and redeployed
+ * without losing data. It receives the stateful resources as props.
+ *
+ * Now: the EventBridge Scheduler group for one-time reconciliation schedules,
+ * and the role those schedules run as (it may only send to the reconcile
+ * queue). Functions come from the `functions` prop (see infra/functions.ts);
+ * the API, the authorizer and the alarms join this stack with them.
+ */
+import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import * as scheduler from 'aws-cdk-lib/aws-scheduler';
+import type { Construct } from 'constructs';
+import type { InfraConfig } from './config.js';
+import { createFunction, type FunctionDefinition } from './functions.js';
+import type { StatefulResources } from './stateful-stack.js';
+
+export interface StatelessStackProps extends StackProps {
+  readonly config: InfraConfig;
+  readonly stateful: StatefulResources;
+  /** The Lambda functions to deploy. @default none */
+  readonly functions?: readonly FunctionDefinition[];
+}
+
+/** Deterministic, so function code can name the group without a lookup. */
+export function scheduleGroupName(envName: string): string {
+  return `aip-${envName}-reconcile`;
+}
+
+export class StatelessStack extends Stack {
+  public readonly scheduleGroup: scheduler.CfnScheduleGroup;
+  public readonly scheduleGroupName: string;
+  /** Role EventBridge Scheduler assumes to deliver reconciliation triggers. */
+  public readonly schedulerRole: iam.Role;
+  /** The deployed functions by definition ID. */
+  public readonly functions: Readonly<Record<string, NodejsFunction>>;
+
+  constructor(scope: Construct, id: string, props: StatelessStackProps) {
+    super(scope, id, props);
+    const { config, stateful } = props;
+    const reconcileQueue = stateful.queues.reconcile.queue;
+
+    this.scheduleGroupName = scheduleGroupName(config.envName);
+    this.scheduleGroup = new scheduler.CfnScheduleGroup(this, 'ReconcileScheduleGroup', { name: this.scheduleGroupName });
+
+    const sendToReconcile = [new iam.PolicyStatement({ actions: ['sqs:SendMessage'], resources: [reconcileQueue.queueArn] })];
+    if (stateful.queueKey) {
+      // Sending to an SSE-KMS queue needs a data key from the queue's key.
+      sendToReconcile.push(
+        new iam.PolicyStatement({ actions: ['kms:GenerateDataKey', 'kms:Decrypt'], resources: [stateful.queueKey.keyArn] }),
+      );
+    }
+    this.schedulerRole = new iam.Role(this, 'SchedulerRole', {
+      description: `AIP ${config.envName}: EventBridge Scheduler delivers reconciliation triggers to the reconcile queue`,
+      // Confused-deputy guard: only schedules of this account, in this group, may assume the role.
+      assumedBy: new iam.ServicePrincipal('scheduler.amazonaws.com', {
+        conditions: {
+          StringEquals: {
+            'aws:SourceAccount': this.account,
+            'aws:SourceArn': this.scheduleGroup.attrArn,
+          },
+        },
+      }),
+      inlinePolicies: { SendToReconcileQueue: new iam.PolicyDocument({ statements: sendToReconcile }) },
+    });
+
+    const built: Record<string, NodejsFunction> = {};
+    for (const definition of props.functions ?? []) {
+      if (built[definition.id]) throw new Error(`Duplicate function definition ID "${definition.id}"`);
+      built[definition.id] = createFunction(this, definition, {
+        config,
+        stateful,
+        scheduleGroupName: this.scheduleGroupName,
+        schedulerRole: this.schedulerRole,
+      });
+    }
+    this.functions = built;
+
+    new CfnOutput(this, 'ScheduleGroupName', { value: this.scheduleGroupName });
+    new CfnOutput(this, 'SchedulerRoleArn', { value: this.schedulerRole.roleArn });
+  }
+}

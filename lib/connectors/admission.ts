@@ -1,0 +1,167 @@
+/**
+ * Manifest admission: compares each capability's nine implementation flags
+ * with the behaviour its contract advertises (the page's table) and lists
+ * every missing claim as a named issue.
+ */
+import type { Capability } from '../protocol/index.js';
+import type { FrozenConnector, ConnectorContext } from './interfaces.js';
+import { ConnectorManifestSchema, type ConnectorManifest } from './manifest.js';
+import { IMPLEMENTATION_FLAGS, ImplementationSupportSchema, NO_IMPLEMENTATION_SUPPORT, type ImplementationFlag, type ImplementationSupport } from './support.js';
+import { renderPath } from '../protocol/index.js';
+
+/** Rule names, quoted in every issue. Stable: tests and the conformance kit match on them. */
+export const ADMISSION_RULES = {
+  invocation: 'callable capability requires invocation',
+  cancellation: 'execution.supports_cancel requires cancellation',
+  streaming: 'execution.supports_streaming requires streaming',
+  retry: 'execution.supports_retry requires retry',
+  transaction: 'transaction contract requires transaction',
+  reconciliation: 'transaction mode reconcile requires reconciliation',
+  compensation: 'supported compensation requires compensation',
+  approval: 'required approval requires approval',
+  credentials: 'required credentials requires credentials',
+  support_record: 'callable capability requires an implementation support record',
+  exact_record: 'implementation support record has exactly the nine flags',
+  record_mismatch: 'manifest implementation_support equals the connector declaration',
+  duplicate_capability: 'capability IDs are unique',
+  manifest_schema: 'manifest matches the ConnectorManifest schema',
+  discovery: 'discovery succeeds',
+} as const;
+export type AdmissionRule = (typeof ADMISSION_RULES)[keyof typeof ADMISSION_RULES];
+
+export interface AdmissionIssue {
+  /** The capability concerned (absent for manifest-level issues). */
+  readonly capability_id?: string;
+  readonly rule: AdmissionRule;
+  /** The implementation flag that is missing, for flag rules. */
+  readonly flag?: ImplementationFlag;
+  /** Operator-safe detail (paths, never values). */
+  readonly detail?: string;
+}
+
+export interface AdmittedCapability {
+  readonly capability_id: string;
+  readonly capability: Capability;
+  readonly implementation_support: ImplementationSupport;
+}
+
+export interface AdmissionReport {
+  /** True when there is no issue at all. */
+  readonly admitted: boolean;
+  /** Every issue, in capability order then rule order. */
+  readonly issues: readonly AdmissionIssue[];
+  /** Capabilities without any issue (with their support records). */
+  readonly capabilities: readonly AdmittedCapability[];
+}
+
+/**
+ * Where admission reads the nine-flag records from: a record keyed by
+ * capability ID, a lookup function, or a connector's implementation_support.
+ */
+export type SupportSource =
+  | Readonly<Record<string, unknown>>
+  | ((capability_id: string) => unknown)
+  | Pick<FrozenConnector, 'implementation_support'>;
+
+/** The flags a capability's contract requires, each with the rule that requires it. */
+export function requiredFlags(capability: Capability): { flag: ImplementationFlag; rule: AdmissionRule }[] {
+  const out: { flag: ImplementationFlag; rule: AdmissionRule }[] = [];
+  // Resources are not required to declare callable invocation.
+  if (capability.kind !== 'resource') out.push({ flag: 'invocation', rule: ADMISSION_RULES.invocation });
+  if (capability.execution?.supports_cancel === true) out.push({ flag: 'cancellation', rule: ADMISSION_RULES.cancellation });
+  if (capability.execution?.supports_streaming === true) out.push({ flag: 'streaming', rule: ADMISSION_RULES.streaming });
+  if (capability.execution?.supports_retry === true) out.push({ flag: 'retry', rule: ADMISSION_RULES.retry });
+  if (capability.transaction !== undefined) out.push({ flag: 'transaction', rule: ADMISSION_RULES.transaction });
+  if (capability.transaction?.modes.includes('reconcile') === true) out.push({ flag: 'reconciliation', rule: ADMISSION_RULES.reconciliation });
+  const comp = capability.compensation?.mode;
+  if (comp === 'supported' || comp === 'best_effort') out.push({ flag: 'compensation', rule: ADMISSION_RULES.compensation });
+  if (capability.approval?.required === true) out.push({ flag: 'approval', rule: ADMISSION_RULES.approval });
+  if (capability.credentials?.required === true) out.push({ flag: 'credentials', rule: ADMISSION_RULES.credentials });
+  return out;
+}
+
+function lookup(source: SupportSource, id: string): unknown {
+  if (typeof source === 'function') return source(id);
+  if (typeof (source as { implementation_support?: unknown }).implementation_support === 'function') {
+    return (source as Pick<FrozenConnector, 'implementation_support'>).implementation_support(id);
+  }
+  const rec = source as Readonly<Record<string, unknown>>;
+  return Object.prototype.hasOwnProperty.call(rec, id) ? rec[id] : undefined;
+}
+
+function sameFlags(a: ImplementationSupport, b: ImplementationSupport): boolean {
+  return IMPLEMENTATION_FLAGS.every((f) => a[f] === b[f]);
+}
+
+/**
+ * Admits a manifest. `support` defaults to the manifest's own
+ * implementation_support; when given (e.g. the connector itself), the
+ * manifest's records must also equal it.
+ */
+export function admitManifest(manifest: ConnectorManifest | unknown, support?: SupportSource): AdmissionReport {
+  const parsed = ConnectorManifestSchema.safeParse(manifest);
+  if (!parsed.success) {
+    const issues: AdmissionIssue[] = parsed.error.issues.slice(0, 50).map((i) => ({
+      rule: ADMISSION_RULES.manifest_schema,
+      detail: `${renderPath(i.path)}: ${i.message}`,
+    }));
+    return { admitted: false, issues, capabilities: [] };
+  }
+  const m = parsed.data;
+  const issues: AdmissionIssue[] = [];
+  const admitted: AdmittedCapability[] = [];
+  const seen = new Set<string>();
+
+  for (const capability of m.capabilities) {
+    const id = capability.id;
+    const own: AdmissionIssue[] = [];
+    if (seen.has(id)) own.push({ capability_id: id, rule: ADMISSION_RULES.duplicate_capability });
+    seen.add(id);
+
+    const declared = lookup(support ?? m.implementation_support, id);
+    let record: ImplementationSupport | undefined;
+    if (declared === undefined || declared === null) {
+      if (capability.kind !== 'resource') own.push({ capability_id: id, rule: ADMISSION_RULES.support_record });
+    } else {
+      const exact = ImplementationSupportSchema.safeParse(declared);
+      if (exact.success) record = exact.data;
+      else own.push({ capability_id: id, rule: ADMISSION_RULES.exact_record, detail: exact.error.issues.map((i) => renderPath(i.path) || i.code).join(', ') });
+    }
+    if (support !== undefined && record !== undefined) {
+      const inManifest = m.implementation_support[id];
+      if (inManifest === undefined || !sameFlags(inManifest, record)) {
+        own.push({ capability_id: id, rule: ADMISSION_RULES.record_mismatch });
+      }
+    }
+    const effective = record ?? NO_IMPLEMENTATION_SUPPORT;
+    for (const { flag, rule } of requiredFlags(capability)) {
+      if (!effective[flag]) own.push({ capability_id: id, rule, flag });
+    }
+    issues.push(...own);
+    if (own.length === 0) admitted.push({ capability_id: id, capability, implementation_support: effective });
+  }
+  return { admitted: issues.length === 0, issues, capabilities: admitted };
+}
+
+/**
+ * Discovers a connector's manifest and admits it against the connector's own
+ * implementation_support declarations. A discovery failure is reported as an
+ * issue, not thrown.
+ */
+export async function admitConnector(connector: FrozenConnector, ctx: ConnectorContext = {}): Promise<AdmissionReport & { manifest?: ConnectorManifest }> {
+  let manifest: ConnectorManifest;
+  try {
+    manifest = await connector.discover(ctx);
+  } catch {
+    return { admitted: false, issues: [{ rule: ADMISSION_RULES.discovery }], capabilities: [] };
+  }
+  return { ...admitManifest(manifest, connector), manifest };
+}
+
+/** One line per issue, for logs and error messages. */
+export function formatAdmissionIssue(issue: AdmissionIssue): string {
+  const where = issue.capability_id ? `${issue.capability_id}: ` : '';
+  const flag = issue.flag ? ` (flag ${issue.flag} is false)` : '';
+  const detail = issue.detail ? ` [${issue.detail}]` : '';
+  return `${where}${issue.rule}${flag}${detail}`;
+}

@@ -1,0 +1,516 @@
+import { inspect } from 'node:util';
+import { AipError } from '../errors/aip-error.js';
+import {
+  ProviderOperationRefSchema,
+  ReconciliationCursorSchema,
+  type Principal,
+  type ProviderOperationRef,
+  type TransactionMode,
+} from '../protocol/index.js';
+import { systemClock, type Clock } from '../ports/clock.js';
+import type { StreamSink } from '../ports/stream-sink.js';
+import { CredentialHandle } from './credentials/handle.js';
+import { RuntimeStreamPublisher, type StreamPublisher, type StreamSummary } from './stream.js';
+
+// ---------------------------------------------------------------------------
+// Field types (the page's table)
+// ---------------------------------------------------------------------------
+
+/** Transport-authenticated principal, issuer, scheme, scopes and lifetime. */
+export interface ActorContext {
+  readonly principal: Principal;
+  readonly issuer: string;
+  /** Authentication scheme, e.g. `bearer_jwt`, `sigv4`, `mtls`. */
+  readonly scheme: string;
+  readonly scopes: readonly string[];
+  readonly lifetime: { readonly issued_at: Date; readonly expires_at: Date };
+}
+
+/** Verified tenant membership (present only when the action is tenant-scoped). */
+export interface TenantContext {
+  readonly tenant_id: string;
+  readonly external_account_id?: string;
+}
+
+/** Absolute execution deadline and remaining-time calculation. */
+export interface ExecutionDeadline {
+  readonly at: Date;
+  /** Milliseconds until `at` (never negative). */
+  remaining_ms(): number;
+}
+
+/** Idempotency reservation owned by this attempt. */
+export interface IdempotencyReservation {
+  /** The action's idempotency key: forward it to the provider. */
+  readonly key: string;
+  readonly reservation_id: string;
+  /** The attempt that owns the reservation. */
+  readonly attempt_id: string;
+}
+
+/** Verified approval IDs, decision IDs, policy hashes, and authorization. */
+export interface ApprovalEvidence {
+  readonly approval_ids: readonly string[];
+  readonly decision_ids: readonly string[];
+  readonly policy_hashes: readonly string[];
+  readonly authorization: {
+    readonly decision: 'allow';
+    readonly scopes: readonly string[];
+    readonly policy_id?: string;
+  };
+}
+
+/** Transaction ID, provider operation ID, and reconciliation cursor. */
+export interface TransactionExecutionContext {
+  readonly transaction_id: string;
+  readonly mode: TransactionMode;
+  readonly plan_id?: string;
+  /** The durable provider operation ID, when one was checkpointed (recovered on later attempts). */
+  readonly provider_operation_id?: string;
+  /** The full checkpointed reference (provider, operation ID, request ID). */
+  readonly provider_operation?: ProviderOperationRef;
+  /** The last opaque reconciliation cursor. */
+  readonly cursor?: string;
+}
+
+/** Durable provider-operation checkpoint publisher. */
+export interface TransactionCheckpointPublisher {
+  /**
+   * Call once the provider has accepted work and returned an operation ID,
+   * BEFORE awaiting a commit response that may be lost. Resolves once the
+   * reference is durable. Rejects with `transaction.invalid_provider_operation`
+   * for an empty reference and `transaction.provider_operation_conflict` when
+   * a different reference is already checkpointed.
+   */
+  checkpoint(ref: ProviderOperationRef, cursor?: string): Promise<void>;
+}
+
+/** Provider-effect durability checkpoint publisher. */
+export interface ExecutionCheckpointPublisher {
+  /**
+   * Call when the provider system of record has durably accepted an
+   * idempotent effect, before returning its response. A process-local
+   * notification to the installed observer: it carries no payload and no
+   * credentials, and it does not settle the action.
+   */
+  provider_effect_committed(): void;
+}
+
+/** Trusted trace and span identifiers. */
+export interface TraceContext {
+  readonly trace_id: string;
+  readonly span_id: string;
+}
+
+/** Input, output, and JSON-pointer redaction policy. */
+export interface RedactionPolicy {
+  /** The data contract requires redaction of retained input snapshots. */
+  readonly redaction_required: boolean;
+  /** RFC 6901 pointers into the action input to redact in records and logs. */
+  readonly input_pointers: readonly string[];
+  /** RFC 6901 pointers into the output to redact in records and logs. */
+  readonly output_pointers: readonly string[];
+}
+
+// ---------------------------------------------------------------------------
+// What the runtime supplies
+// ---------------------------------------------------------------------------
+
+/**
+ * Authenticated and durable state for ONE attempt, assembled by the runtime.
+ * Nothing here may come from ordinary action input or untrusted metadata.
+ */
+export interface TrustedAttemptState {
+  readonly action_id: string;
+  readonly attempt_id: string;
+  readonly capability_id: string;
+  readonly actor: ActorContext;
+  readonly tenant?: TenantContext;
+  readonly credential?: CredentialHandle;
+  /** The effective deadline (see effectiveDeadline in deadline.ts). */
+  readonly deadline_at: Date;
+  readonly idempotency?: IdempotencyReservation;
+  readonly approval?: ApprovalEvidence;
+  readonly transaction?: TransactionExecutionContext;
+  readonly trace: TraceContext;
+  readonly redaction: RedactionPolicy;
+  /** The capability was admitted with streaming (contract and flag). */
+  readonly streaming: boolean;
+}
+
+/** Writes a provider-operation checkpoint to the durable transaction record (fenced by the runtime). */
+export interface TransactionCheckpointWriter {
+  checkpoint(input: { readonly transaction_id: string; readonly provider_operation: ProviderOperationRef; readonly reconciliation_cursor?: string }): Promise<void>;
+}
+
+/** What an installed provider-effect observer receives: identifiers only, no payload. */
+export interface ProviderEffectCommittedEvent {
+  readonly action_id: string;
+  readonly attempt_id: string;
+  readonly capability_id: string;
+  readonly transaction_id?: string;
+  readonly at: Date;
+}
+
+export interface ProviderEffectObserver {
+  provider_effect_committed(event: ProviderEffectCommittedEvent): void;
+}
+
+/** Runtime facilities behind the context's publishers. */
+export interface ExecutionFacilities {
+  readonly clock?: Clock;
+  /** Required when the attempt is transactional (see TRANSACTION_CHECKPOINT_MODES). */
+  readonly transaction_checkpoints?: TransactionCheckpointWriter;
+  readonly provider_effect_observer?: ProviderEffectObserver;
+  /** Required when `streaming` is true. */
+  readonly stream_sink?: StreamSink;
+  /** Aborting it cancels the attempt (e.g. a client cancellation). */
+  readonly parent_signal?: AbortSignal;
+}
+
+/**
+ * Modes in which a transaction record is in an attempt status (prepared,
+ * committing, compensating, reconciling) and can take a checkpoint.
+ */
+export const TRANSACTION_CHECKPOINT_MODES: ReadonlySet<TransactionMode> = new Set<TransactionMode>(['execute', 'commit', 'compensate', 'reconcile']);
+
+// ---------------------------------------------------------------------------
+// The context
+// ---------------------------------------------------------------------------
+
+/** Module-private construction token: only createExecutionContext has it. */
+const CONSTRUCT: unique symbol = Symbol('ActionExecutionContext.construct');
+/** Symbol value held in an own enumerable property, so structuredClone throws a DataCloneError. */
+const NOT_CLONEABLE: unique symbol = Symbol('ActionExecutionContext is attempt-scoped');
+export const CONTEXT_REDACTED = 'ActionExecutionContext [REDACTED]';
+
+interface ContextState {
+  readonly trusted: TrustedAttemptState;
+  readonly clock: Clock;
+  readonly signal: AbortSignal;
+  readonly deadline: ExecutionDeadline;
+  readonly stream: RuntimeStreamPublisher;
+  readonly checkpoint: TransactionCheckpointPublisher | undefined;
+  readonly execution_checkpoints: ExecutionCheckpointPublisher;
+  readonly record: AttemptRecord;
+}
+
+interface AttemptRecord {
+  provider_operation: ProviderOperationRef | undefined;
+  cursor: string | undefined;
+  provider_effect_committed: boolean;
+}
+
+/** Module-private reader of a context's state (assigned in the class's static block). */
+// eslint-disable-next-line prefer-const
+let readState: (ctx: ActionExecutionContext) => ContextState;
+
+/**
+ * The trusted, attempt-scoped execution context a connector receives.
+ *
+ * Built only by the runtime (createExecutionContext); its constructor needs
+ * a module-private token. It is deliberately non-serializable:
+ * JSON.stringify throws AipError('connector.context_not_serializable'),
+ * structuredClone throws a DataCloneError, and util.inspect / console.log
+ * print `ActionExecutionContext [REDACTED]`. Do not place it in a provider
+ * payload, cache it, or rebuild it from caller-controlled fields.
+ */
+export class ActionExecutionContext {
+  readonly #s: ContextState;
+  /** Clone guard; carries no data. */
+  readonly attempt_scoped: typeof NOT_CLONEABLE = NOT_CLONEABLE;
+
+  /** @internal Use createExecutionContext (runtime only). */
+  constructor(token: typeof CONSTRUCT, state: ContextState) {
+    if (token !== CONSTRUCT) {
+      throw new AipError('internal.unexpected', 'ActionExecutionContext is constructed only by the runtime');
+    }
+    this.#s = state;
+    Object.freeze(this);
+  }
+
+  get actor(): ActorContext {
+    return this.#s.trusted.actor;
+  }
+  get tenant(): TenantContext | undefined {
+    return this.#s.trusted.tenant;
+  }
+  get credential(): CredentialHandle | undefined {
+    return this.#s.trusted.credential;
+  }
+  get deadline(): ExecutionDeadline {
+    return this.#s.deadline;
+  }
+  get cancellation(): AbortSignal {
+    return this.#s.signal;
+  }
+  get idempotency(): IdempotencyReservation | undefined {
+    return this.#s.trusted.idempotency;
+  }
+  get approval(): ApprovalEvidence | undefined {
+    return this.#s.trusted.approval;
+  }
+  get transaction(): TransactionExecutionContext | undefined {
+    return this.#s.trusted.transaction;
+  }
+  /**
+   * The durable provider-operation checkpoint publisher. Unavailable outside
+   * a transactional action (no transaction, or mode dry_run / plan /
+   * rollback_not_supported): reading it throws
+   * AipError('connector.transaction_checkpoint_unavailable').
+   */
+  get transaction_checkpoint(): TransactionCheckpointPublisher {
+    const p = this.#s.checkpoint;
+    if (p === undefined) {
+      throw new AipError('connector.transaction_checkpoint_unavailable', undefined, {
+        details: { mode: this.#s.trusted.transaction?.mode ?? null },
+      });
+    }
+    return p;
+  }
+  get execution_checkpoints(): ExecutionCheckpointPublisher {
+    return this.#s.execution_checkpoints;
+  }
+  get stream(): StreamPublisher {
+    return this.#s.stream;
+  }
+  get trace(): TraceContext {
+    return this.#s.trusted.trace;
+  }
+  get redaction(): RedactionPolicy {
+    return this.#s.trusted.redaction;
+  }
+
+  /** JSON.stringify(context) throws: the context is attempt-scoped. */
+  toJSON(): never {
+    throw new AipError('connector.context_not_serializable');
+  }
+  toString(): string {
+    return CONTEXT_REDACTED;
+  }
+  [Symbol.toPrimitive](): string {
+    return CONTEXT_REDACTED;
+  }
+  [inspect.custom](): string {
+    return CONTEXT_REDACTED;
+  }
+
+  static {
+    readState = (ctx) => ctx.#s;
+  }
+}
+
+/** The runtime's handle on one attempt. */
+export interface ExecutionAttempt {
+  readonly context: ActionExecutionContext;
+  readonly action_id: string;
+  readonly attempt_id: string;
+  readonly capability_id: string;
+  /** Signals cooperative cancellation (context.cancellation aborts with `reason`). */
+  cancel(reason?: unknown): void;
+  /**
+   * Ends the attempt: later stream emits are rejected. With drain (the
+   * default) it waits for pending chunk writes, so the terminal result is
+   * recorded after every chunk.
+   */
+  end(options?: { readonly drain?: boolean }): Promise<StreamSummary>;
+  /** The provider operation known to this attempt (recovered or checkpointed during it). */
+  readonly provider_operation: ProviderOperationRef | undefined;
+  readonly reconciliation_cursor: string | undefined;
+  /** True once the connector published provider_effect_committed. */
+  readonly provider_effect_committed: boolean;
+}
+
+/**
+ * Builds the context for one attempt from trusted state. The runtime calls
+ * this (runAttempt does); connectors never do.
+ */
+export function createExecutionContext(trusted: TrustedAttemptState, facilities: ExecutionFacilities = {}): ExecutionAttempt {
+  assertTrusted(trusted);
+  const clock = facilities.clock ?? systemClock;
+  const frozen = freezeTrusted(trusted);
+
+  const controller = new AbortController();
+  const parent = facilities.parent_signal;
+  if (parent !== undefined) {
+    if (parent.aborted) controller.abort(parent.reason);
+    else parent.addEventListener('abort', () => controller.abort(parent.reason), { once: true });
+  }
+
+  const at = new Date(frozen.deadline_at.getTime());
+  const deadline: ExecutionDeadline = Object.freeze({
+    at,
+    remaining_ms: () => Math.max(0, at.getTime() - clock.now().getTime()),
+  });
+
+  const record: AttemptRecord = {
+    provider_operation: frozen.transaction?.provider_operation,
+    cursor: frozen.transaction?.cursor,
+    provider_effect_committed: false,
+  };
+
+  const stream = new RuntimeStreamPublisher({
+    action_id: frozen.action_id,
+    attempt_id: frozen.attempt_id,
+    capability_id: frozen.capability_id,
+    enabled: frozen.streaming,
+    clock,
+    ...(facilities.stream_sink ? { sink: facilities.stream_sink } : {}),
+  });
+
+  let checkpoint: TransactionCheckpointPublisher | undefined;
+  const tx = frozen.transaction;
+  if (tx !== undefined && TRANSACTION_CHECKPOINT_MODES.has(tx.mode)) {
+    const writer = facilities.transaction_checkpoints;
+    if (writer === undefined) {
+      throw new AipError('internal.unexpected', 'a transactional attempt needs a transaction checkpoint writer');
+    }
+    checkpoint = Object.freeze({
+      async checkpoint(ref: ProviderOperationRef, cursor?: string): Promise<void> {
+        const parsedRef = ProviderOperationRefSchema.safeParse(ref);
+        if (!parsedRef.success) throw new AipError('transaction.invalid_provider_operation');
+        if (cursor !== undefined && !ReconciliationCursorSchema.safeParse(cursor).success) {
+          throw new AipError('transaction.invalid_provider_operation', 'the reconciliation cursor must be a non-empty string of at most 4096 characters');
+        }
+        const known = record.provider_operation;
+        if (known !== undefined && (known.provider !== parsedRef.data.provider || known.operation_id !== parsedRef.data.operation_id)) {
+          throw new AipError('transaction.provider_operation_conflict', undefined, {
+            details: { current_provider_operation: { provider: known.provider, operation_id: known.operation_id } },
+          });
+        }
+        const provider_operation = Object.freeze({ ...parsedRef.data });
+        await writer.checkpoint({
+          transaction_id: tx.transaction_id,
+          provider_operation,
+          ...(cursor !== undefined ? { reconciliation_cursor: cursor } : {}),
+        });
+        record.provider_operation = provider_operation;
+        if (cursor !== undefined) record.cursor = cursor;
+      },
+    });
+  }
+
+  const observer = facilities.provider_effect_observer;
+  const execution_checkpoints: ExecutionCheckpointPublisher = Object.freeze({
+    provider_effect_committed(): void {
+      record.provider_effect_committed = true;
+      if (observer === undefined) return;
+      try {
+        observer.provider_effect_committed(
+          Object.freeze({
+            action_id: frozen.action_id,
+            attempt_id: frozen.attempt_id,
+            capability_id: frozen.capability_id,
+            ...(tx ? { transaction_id: tx.transaction_id } : {}),
+            at: clock.now(),
+          }),
+        );
+      } catch {
+        // A process-local notification: an observer failure must not change the attempt.
+      }
+    },
+  });
+
+  const context = new ActionExecutionContext(CONSTRUCT, {
+    trusted: frozen,
+    clock,
+    signal: controller.signal,
+    deadline,
+    stream,
+    checkpoint,
+    execution_checkpoints,
+    record,
+  });
+
+  return Object.freeze({
+    context,
+    action_id: frozen.action_id,
+    attempt_id: frozen.attempt_id,
+    capability_id: frozen.capability_id,
+    cancel(reason?: unknown): void {
+      if (!controller.signal.aborted) controller.abort(reason);
+    },
+    end: (options?: { readonly drain?: boolean }) => stream.close(options),
+    get provider_operation() {
+      return record.provider_operation;
+    },
+    get reconciliation_cursor() {
+      return record.cursor;
+    },
+    get provider_effect_committed() {
+      return record.provider_effect_committed;
+    },
+  });
+}
+
+/** The attempt identity a context belongs to (runtime use: dispatch checks it). */
+export function contextAttemptIdentity(ctx: ActionExecutionContext): { action_id: string; attempt_id: string; capability_id: string } {
+  const t = readState(ctx).trusted;
+  return { action_id: t.action_id, attempt_id: t.attempt_id, capability_id: t.capability_id };
+}
+
+function assertTrusted(t: TrustedAttemptState): void {
+  const problems: string[] = [];
+  if (!(t.deadline_at instanceof Date) || Number.isNaN(t.deadline_at.getTime())) problems.push('deadline_at');
+  for (const k of ['action_id', 'attempt_id', 'capability_id'] as const) if (typeof t[k] !== 'string' || t[k].length === 0) problems.push(k);
+  if (t.credential !== undefined && !CredentialHandle.is(t.credential)) problems.push('credential');
+  if (t.transaction !== undefined) {
+    if (!t.transaction.transaction_id) problems.push('transaction.transaction_id');
+    const ref = t.transaction.provider_operation;
+    if (ref !== undefined && t.transaction.provider_operation_id !== undefined && ref.operation_id !== t.transaction.provider_operation_id) {
+      problems.push('transaction.provider_operation_id');
+    }
+  }
+  if (problems.length > 0) throw new AipError('internal.unexpected', 'invalid trusted attempt state', { details: { fields: problems } });
+}
+
+function freezeTrusted(t: TrustedAttemptState): TrustedAttemptState {
+  const tx = t.transaction;
+  let transaction: TransactionExecutionContext | undefined;
+  if (tx !== undefined) {
+    const provider_operation = tx.provider_operation ? Object.freeze({ ...tx.provider_operation }) : undefined;
+    const provider_operation_id = tx.provider_operation_id ?? provider_operation?.operation_id;
+    transaction = Object.freeze({
+      transaction_id: tx.transaction_id,
+      mode: tx.mode,
+      ...(tx.plan_id !== undefined ? { plan_id: tx.plan_id } : {}),
+      ...(provider_operation_id !== undefined ? { provider_operation_id } : {}),
+      ...(provider_operation !== undefined ? { provider_operation } : {}),
+      ...(tx.cursor !== undefined ? { cursor: tx.cursor } : {}),
+    });
+  }
+  return Object.freeze({
+    action_id: t.action_id,
+    attempt_id: t.attempt_id,
+    capability_id: t.capability_id,
+    actor: Object.freeze({
+      principal: Object.freeze({ ...t.actor.principal }),
+      issuer: t.actor.issuer,
+      scheme: t.actor.scheme,
+      scopes: Object.freeze([...t.actor.scopes]),
+      lifetime: Object.freeze({ issued_at: new Date(t.actor.lifetime.issued_at.getTime()), expires_at: new Date(t.actor.lifetime.expires_at.getTime()) }),
+    }),
+    ...(t.tenant !== undefined ? { tenant: Object.freeze({ ...t.tenant }) } : {}),
+    ...(t.credential !== undefined ? { credential: t.credential } : {}),
+    deadline_at: new Date(t.deadline_at.getTime()),
+    ...(t.idempotency !== undefined ? { idempotency: Object.freeze({ ...t.idempotency }) } : {}),
+    ...(t.approval !== undefined
+      ? {
+          approval: Object.freeze({
+            approval_ids: Object.freeze([...t.approval.approval_ids]),
+            decision_ids: Object.freeze([...t.approval.decision_ids]),
+            policy_hashes: Object.freeze([...t.approval.policy_hashes]),
+            authorization: Object.freeze({ ...t.approval.authorization, scopes: Object.freeze([...t.approval.authorization.scopes]) }),
+          }),
+        }
+      : {}),
+    ...(transaction !== undefined ? { transaction } : {}),
+    trace: Object.freeze({ ...t.trace }),
+    redaction: Object.freeze({
+      redaction_required: t.redaction.redaction_required,
+      input_pointers: Object.freeze([...t.redaction.input_pointers]),
+      output_pointers: Object.freeze([...t.redaction.output_pointers]),
+    }),
+    streaming: t.streaming,
+  });
+}

@@ -1,0 +1,60 @@
+import type { CredentialProvider } from '../../ports/credentials.js';
+import type { ActionExecutionContext } from '../context.js';
+import { isConnectorFailure, type ConnectorFailure } from '../failure.js';
+import type { ConnectorOperation } from '../operations.js';
+import { credentialsResolutionFailed, credentialsUnavailable } from './references.js';
+import { ConnectorSecret } from './secret.js';
+
+/**
+ * Resolves the context's credential handle through the deployment provider,
+ * for the context's VERIFIED tenant and external account. There is no other
+ * input: no fallback to anything the caller supplied.
+ *
+ * Fails with `connector.credentials_unavailable` when the context has no
+ * handle or no verified tenant, or the provider returns nothing usable;
+ * an untyped provider error becomes `connector.credentials_resolution_failed`.
+ */
+export async function resolveCredential(
+  provider: CredentialProvider,
+  ctx: ActionExecutionContext,
+  operation: ConnectorOperation = 'invocation',
+  source = 'connector-sdk:credentials',
+): Promise<ConnectorSecret> {
+  const handle = ctx.credential;
+  const tenant = ctx.tenant;
+  if (handle === undefined) throw credentialsUnavailable(undefined, { operation }, source, 'no_credential_handle');
+  if (tenant === undefined) throw credentialsUnavailable(handle, { operation }, source, 'no_verified_tenant');
+  const scope = {
+    tenant_id: tenant.tenant_id,
+    ...(tenant.external_account_id !== undefined ? { external_account_id: tenant.external_account_id } : {}),
+    operation,
+  };
+  let secret: unknown;
+  try {
+    secret = await provider.resolve(handle, scope);
+  } catch (err) {
+    if (isConnectorFailure(err)) throw err as ConnectorFailure;
+    throw credentialsResolutionFailed(handle, scope, source, { reason: 'provider_error' });
+  }
+  if (!ConnectorSecret.is(secret) || secret.disposed) throw credentialsUnavailable(handle, scope, source, 'empty_material');
+  return secret;
+}
+
+/**
+ * Resolves the credential, runs `fn` with it, and disposes it (zeroing the
+ * bytes) whatever happens. Use it around building and sending the downstream
+ * request only.
+ */
+export async function withCredential<T>(
+  provider: CredentialProvider,
+  ctx: ActionExecutionContext,
+  fn: (secret: ConnectorSecret) => Promise<T> | T,
+  operation: ConnectorOperation = 'invocation',
+): Promise<T> {
+  const secret = await resolveCredential(provider, ctx, operation);
+  try {
+    return await fn(secret);
+  } finally {
+    secret.dispose();
+  }
+}

@@ -1,0 +1,503 @@
+/**
+ * defineCapability / defineConnector: the authoring helper.
+ *
+ * An author declares each capability with zod input and output schemas and
+ * writes only the handlers it supports. Handler `input` is typed from the
+ * input schema; return values are typed to (and validated against) the
+ * output schema. The manifest carries JSON Schemas generated with
+ * z.toJSONSchema, and the nine implementation flags are DERIVED from the
+ * handlers that exist (plus two explicit declarations, retry and approval),
+ * so a manifest cannot claim an operation that is not implemented.
+ * defineConnector also runs manifest admission at definition time and
+ * refuses a contract that advertises more than the handlers implement.
+ */
+import * as z from 'zod';
+import { AipError } from '../errors/aip-error.js';
+import {
+  CapabilitySchema,
+  isJsonValue,
+  type Action,
+  type ActionResult,
+  type Capability,
+  type JsonObject,
+  type JsonValue,
+  type ProtocolError,
+} from '../protocol/index.js';
+import type { CredentialProvider } from '../ports/credentials.js';
+import { admitManifest, formatAdmissionIssue } from './admission.js';
+import { FrozenConnectorBase, connectorSource, defaultHealth } from './base.js';
+import type { ActionExecutionContext } from './context.js';
+import { resolveCredential } from './credentials/resolve.js';
+import type { ConnectorSecret } from './credentials/secret.js';
+import { ConnectorFailure, isConnectorFailure, toConnectorFailure, toProtocolError, type ConnectorFailureInit } from './failure.js';
+import {
+  CancelOutcomeSchema,
+  type CancelOutcome,
+  type ConnectorContext,
+  type ConnectorEmission,
+  type EmitReceipt,
+  type HealthReport,
+  type IngestResult,
+  type ProviderEvent,
+  type ReconciliationResult,
+} from './interfaces.js';
+import type { ConnectorManifest, ManifestResource } from './manifest.js';
+import { SIDE_EFFECTING_OPERATIONS, type ConnectorOperation } from './operations.js';
+import type { StreamChunk } from './stream-chunk.js';
+import { implementationSupport, type ImplementationSupport } from './support.js';
+
+// ---------------------------------------------------------------------------
+// Handler types
+// ---------------------------------------------------------------------------
+
+export type MaybePromise<T> = T | Promise<T>;
+
+/** Per-call helpers handed to every handler as its third argument. */
+export interface HandlerCall {
+  /** The action being executed (already validated by the runtime). */
+  readonly action: Action;
+  readonly capability_id: string;
+  /** The typed operation this call serves (used in failures). */
+  readonly operation: ConnectorOperation;
+  /**
+   * Resolves ctx.credential through the connector's credential provider for
+   * the verified tenant and account, runs `fn`, and disposes the secret.
+   */
+  withSecret<T>(fn: (secret: ConnectorSecret) => MaybePromise<T>): Promise<T>;
+  /** Builds a ConnectorFailure with this call's operation and the connector's source. */
+  failure(init: Omit<ConnectorFailureInit, 'operation' | 'source'> & { readonly source?: string }): ConnectorFailure;
+}
+
+/** A handler: validated input, the trusted context, per-call helpers. */
+export type Handler<I extends z.ZodType, R> = (input: z.output<I>, ctx: ActionExecutionContext, call: HandlerCall) => MaybePromise<R>;
+
+/**
+ * A streaming handler: yield chunks (published through ctx.stream.emit in
+ * order) and return the terminal output. When the capability was not
+ * admitted with streaming, the chunks are not published and only the
+ * terminal output counts.
+ */
+export type StreamHandler<I extends z.ZodType, O extends z.ZodType> = (
+  input: z.output<I>,
+  ctx: ActionExecutionContext,
+  call: HandlerCall,
+) => AsyncGenerator<StreamChunk, z.input<O>, void>;
+
+/** The default preview schema: any JSON value. */
+export type JsonSchemaType = z.ZodType<JsonValue, JsonValue>;
+
+export interface CapabilityHandlers<I extends z.ZodType, O extends z.ZodType, P extends z.ZodType> {
+  /** invoke_typed (modes: none, execute, rollback_not_supported). Sets `invocation`. */
+  readonly invoke?: Handler<I, z.input<O>>;
+  /** Streaming invoke_typed. Sets `invocation` and `streaming`. */
+  readonly stream?: StreamHandler<I, O>;
+  /** plan_typed (modes dry_run, plan). With `commit`, sets `transaction`. */
+  readonly plan?: Handler<I, z.input<P>>;
+  /** commit_typed. With `plan`, sets `transaction`. Checkpoint the provider operation before awaiting the response. */
+  readonly commit?: Handler<I, z.input<O>>;
+  /** compensate_typed. Sets `compensation`. */
+  readonly compensate?: Handler<I, z.input<O>>;
+  /** cancel_typed: request cancellation of the submitted downstream operation. Sets `cancellation`. */
+  readonly cancel?: Handler<I, CancelOutcome>;
+  /** reconcile_typed: ask the provider what happened to ctx.transaction.provider_operation_id. Sets `reconciliation`. */
+  readonly reconcile?: Handler<I, ReconciliationResult<z.input<O>>>;
+}
+
+/** The contract parts of a protocol Capability (everything but identity and schemas). */
+export type CapabilityContract = Omit<Capability, 'id' | 'kind' | 'description' | 'input_schema' | 'output_schema'>;
+
+export interface CapabilityDefinition<I extends z.ZodType, O extends z.ZodType, P extends z.ZodType> {
+  readonly id: string;
+  /** Default `tool`. A `resource` needs no invocation handler. */
+  readonly kind?: 'tool' | 'resource';
+  readonly description?: string;
+  readonly input: I;
+  readonly output: O;
+  /** Schema of plan/dry-run previews (default: any JSON value). */
+  readonly preview?: P;
+  /** What the capability advertises: execution, transaction, compensation, approval, credentials, ... */
+  readonly contract?: CapabilityContract;
+  /** Explicit: retry classification and downstream idempotency are implemented. Sets `retry`. */
+  readonly retry?: { readonly downstream_idempotency: true };
+  /** Explicit: verified approval evidence and resume behavior are implemented. Sets `approval`. */
+  readonly approval?: { readonly verified_evidence: true };
+  readonly handlers: CapabilityHandlers<I, O, P>;
+}
+
+/** A capability ready to be placed in a connector. */
+export interface DefinedCapability<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.ZodType, P extends z.ZodType = JsonSchemaType> {
+  readonly id: string;
+  readonly definition: CapabilityDefinition<I, O, P>;
+  /** The protocol Capability advertised in the manifest (JSON Schemas included). */
+  readonly capability: Capability;
+  /** Flags derived from the handlers (credentials is set by defineConnector). */
+  readonly derived_support: ImplementationSupport;
+}
+
+/** The handler input type of a defined capability. */
+export type CapabilityInput<C> = C extends DefinedCapability<infer I, z.ZodType, z.ZodType> ? z.output<I> : never;
+/** The output type a defined capability's handlers return. */
+export type CapabilityOutput<C> = C extends DefinedCapability<z.ZodType, infer O, z.ZodType> ? z.input<O> : never;
+
+// ---------------------------------------------------------------------------
+// defineCapability
+// ---------------------------------------------------------------------------
+
+function definitionError(message: string, details: Record<string, unknown> = {}): AipError {
+  return new AipError('connector.definition_invalid', message, { details });
+}
+
+function toJsonSchema(schema: z.ZodType, io: 'input' | 'output', where: string): JsonObject {
+  let out: unknown;
+  try {
+    out = z.toJSONSchema(schema, { io, target: 'draft-2020-12' });
+  } catch {
+    throw definitionError(`the ${where} schema cannot be represented as JSON Schema`, { schema: where });
+  }
+  if (typeof out !== 'object' || out === null || Array.isArray(out) || !isJsonValue(out)) {
+    throw definitionError(`the ${where} schema did not produce a JSON Schema object`, { schema: where });
+  }
+  return out as JsonObject;
+}
+
+/** Derives the flags a capability's handlers implement (credentials excluded). */
+export function deriveSupport(def: Pick<CapabilityDefinition<z.ZodType, z.ZodType, z.ZodType>, 'handlers' | 'retry' | 'approval'>, credentials = false): ImplementationSupport {
+  const h = def.handlers;
+  const invocation = h.invoke !== undefined || h.stream !== undefined;
+  return implementationSupport({
+    invocation,
+    cancellation: h.cancel !== undefined,
+    streaming: h.stream !== undefined,
+    retry: def.retry?.downstream_idempotency === true && (invocation || h.commit !== undefined),
+    transaction: h.plan !== undefined && h.commit !== undefined,
+    reconciliation: h.reconcile !== undefined,
+    compensation: h.compensate !== undefined,
+    approval: def.approval?.verified_evidence === true,
+    credentials,
+  });
+}
+
+/**
+ * Declares one capability. Type parameters are inferred from `input`,
+ * `output` and `preview`; handlers are then typed from them.
+ */
+export function defineCapability<I extends z.ZodType, O extends z.ZodType, P extends z.ZodType = JsonSchemaType>(
+  definition: CapabilityDefinition<I, O, P>,
+): DefinedCapability<I, O, P> {
+  const kind = definition.kind ?? 'tool';
+  const candidate = {
+    id: definition.id,
+    kind,
+    ...(definition.description !== undefined ? { description: definition.description } : {}),
+    input_schema: toJsonSchema(definition.input, 'input', `${definition.id} input`),
+    output_schema: toJsonSchema(definition.output, 'output', `${definition.id} output`),
+    ...(definition.contract ?? {}),
+  };
+  const parsed = CapabilitySchema.safeParse(candidate);
+  if (!parsed.success) {
+    throw definitionError(`capability ${String(definition.id)} is not a valid Capability`, {
+      issues: parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).slice(0, 20),
+    });
+  }
+  if (definition.retry !== undefined && definition.handlers.invoke === undefined && definition.handlers.stream === undefined && definition.handlers.commit === undefined) {
+    throw definitionError(`capability ${definition.id} declares retry without an invoke, stream or commit handler`);
+  }
+  return Object.freeze({
+    id: definition.id,
+    definition,
+    capability: parsed.data,
+    derived_support: deriveSupport(definition),
+  });
+}
+
+// ---------------------------------------------------------------------------
+// defineConnector
+// ---------------------------------------------------------------------------
+
+// The connector stores capabilities type-erased; handlers were checked at defineCapability.
+type AnyCapability = DefinedCapability<z.ZodType, z.ZodType, z.ZodType>;
+type ErasedHandlers = {
+  readonly [K in keyof CapabilityHandlers<z.ZodType, z.ZodType, z.ZodType>]?: (input: unknown, ctx: ActionExecutionContext, call: HandlerCall) => unknown;
+};
+
+export interface ConnectorDefinition {
+  readonly id: string;
+  readonly version: string;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  readonly capabilities: readonly DefinedCapability<any, any, any>[];
+  readonly resources?: readonly ManifestResource[];
+  /** The deployment credential provider. Its presence sets `credentials` on every capability. */
+  readonly credentials?: CredentialProvider;
+  /**
+   * Maps a provider error into a ConnectorFailure (return undefined to use the
+   * SDK default: `connector.unexpected_error`, uncertain for side-effecting operations).
+   */
+  readonly map_error?: (err: unknown, operation: ConnectorOperation) => ConnectorFailure | undefined;
+  /** Stronger readiness than "discovery succeeds"; return operator-safe detail. */
+  readonly health?: (ctx: ConnectorContext) => Promise<HealthReport>;
+  /** emit_typed. */
+  readonly emit?: (emission: ConnectorEmission, ctx: ActionExecutionContext) => Promise<EmitReceipt>;
+  /** ingest_typed. */
+  readonly ingest?: (event: ProviderEvent, ctx: ActionExecutionContext) => Promise<IngestResult>;
+  /**
+   * `enforce` (default): refuse, at definition time, a contract that
+   * advertises behaviour the handlers do not implement. `defer`: leave that
+   * to the runtime's admission (e.g. to test admission itself).
+   */
+  readonly admission?: 'enforce' | 'defer';
+}
+
+/** A FrozenConnector built by defineConnector. */
+export class DefinedConnector extends FrozenConnectorBase {
+  readonly id: string;
+  readonly version: string;
+  readonly #caps: ReadonlyMap<string, AnyCapability>;
+  readonly #support: ReadonlyMap<string, ImplementationSupport>;
+  readonly #manifest: ConnectorManifest;
+  readonly #def: ConnectorDefinition;
+
+  /** @internal use defineConnector */
+  constructor(def: ConnectorDefinition) {
+    super();
+    this.id = def.id;
+    this.version = def.version;
+    this.#def = def;
+    const caps = new Map<string, AnyCapability>();
+    const support = new Map<string, ImplementationSupport>();
+    for (const c of def.capabilities as readonly AnyCapability[]) {
+      if (caps.has(c.id)) throw definitionError(`duplicate capability ${c.id}`, { capability_id: c.id });
+      caps.set(c.id, c);
+      support.set(c.id, implementationSupport({ ...c.derived_support, credentials: def.credentials !== undefined }));
+    }
+    this.#caps = caps;
+    this.#support = support;
+    const manifest: ConnectorManifest = {
+      connector_id: def.id,
+      version: def.version,
+      capabilities: [...caps.values()].map((c) => c.capability),
+      ...(def.resources !== undefined ? { resources: [...def.resources] } : {}),
+      implementation_support: Object.fromEntries(support),
+    };
+    const report = admitManifest(manifest);
+    const schemaProblem = report.issues.find((i) => i.rule === 'manifest matches the ConnectorManifest schema');
+    if (schemaProblem !== undefined) throw definitionError('the connector manifest is invalid', { issues: report.issues.map(formatAdmissionIssue) });
+    if ((def.admission ?? 'enforce') === 'enforce' && !report.admitted) {
+      throw new AipError('connector.admission_rejected', `connector ${def.id} advertises behaviour it does not implement`, {
+        details: { issues: report.issues.map(formatAdmissionIssue) },
+      });
+    }
+    this.#manifest = deepFreeze(structuredClone(manifest));
+  }
+
+  /** The manifest (the same for every connector context). */
+  manifest(): ConnectorManifest {
+    return this.#manifest;
+  }
+
+  async discover(_ctx: ConnectorContext): Promise<ConnectorManifest> {
+    return this.#manifest;
+  }
+
+  override health(ctx: ConnectorContext): Promise<HealthReport> {
+    return this.#def.health ? this.#def.health(ctx) : defaultHealth(this, ctx);
+  }
+
+  implementation_support(capability_id: string): ImplementationSupport | undefined {
+    return this.#support.get(capability_id);
+  }
+
+  override map_error(err: unknown, operation: ConnectorOperation = 'invocation'): ProtocolError {
+    return toProtocolError(this.#normalize(err, operation));
+  }
+
+  async invoke_typed(action: Action, ctx: ActionExecutionContext): Promise<ActionResult> {
+    return this.#run(action, ctx, 'invocation', async (cap, input, call) => {
+      const h = cap.definition.handlers as ErasedHandlers;
+      if (h.stream !== undefined && (h.invoke === undefined || ctx.stream.enabled)) {
+        return this.#completed(action, cap.definition.output, await this.#drainStream(h.stream, input, ctx, call), 'invocation');
+      }
+      if (h.invoke === undefined) throw this.unsupported('invocation', action);
+      return this.#completed(action, cap.definition.output, await h.invoke(input, ctx, call), 'invocation');
+    });
+  }
+
+  override async plan_typed(action: Action, ctx: ActionExecutionContext): Promise<ActionResult> {
+    return this.#run(action, ctx, 'transaction_plan', async (cap, input, call) => {
+      const h = cap.definition.handlers as ErasedHandlers;
+      if (h.plan === undefined) throw this.unsupported('transaction_plan', action);
+      const preview = await h.plan(input, ctx, call);
+      return this.#completed(action, cap.definition.preview, preview, 'transaction_plan');
+    });
+  }
+
+  override async commit_typed(action: Action, ctx: ActionExecutionContext): Promise<ActionResult> {
+    return this.#run(action, ctx, 'transaction_commit', async (cap, input, call) => {
+      const h = cap.definition.handlers as ErasedHandlers;
+      if (h.commit === undefined) throw this.unsupported('transaction_commit', action);
+      return this.#completed(action, cap.definition.output, await h.commit(input, ctx, call), 'transaction_commit');
+    });
+  }
+
+  override async compensate_typed(action: Action, ctx: ActionExecutionContext): Promise<ActionResult> {
+    return this.#run(action, ctx, 'compensation', async (cap, input, call) => {
+      const h = cap.definition.handlers as ErasedHandlers;
+      if (h.compensate === undefined) throw this.unsupported('compensation', action);
+      return this.#completed(action, cap.definition.output, await h.compensate(input, ctx, call), 'compensation');
+    });
+  }
+
+  override async cancel_typed(action: Action, ctx: ActionExecutionContext): Promise<CancelOutcome> {
+    return this.#run(action, ctx, 'cancellation', async (cap, input, call) => {
+      const h = cap.definition.handlers as ErasedHandlers;
+      if (h.cancel === undefined) throw this.unsupported('cancellation', action);
+      const out = CancelOutcomeSchema.safeParse(await h.cancel(input, ctx, call));
+      if (!out.success) throw this.#invalidOutput('cancellation', out.error);
+      return out.data;
+    });
+  }
+
+  override async reconcile_typed(action: Action, ctx: ActionExecutionContext): Promise<ReconciliationResult> {
+    return this.#run(action, ctx, 'reconciliation', async (cap, input, call) => {
+      const h = cap.definition.handlers as ErasedHandlers;
+      if (h.reconcile === undefined) throw this.unsupported('reconciliation', action);
+      const r = (await h.reconcile(input, ctx, call)) as ReconciliationResult<unknown>;
+      if (r?.terminal === true && r.output !== undefined) {
+        const out = cap.definition.output.safeParse(r.output);
+        if (!out.success || !isJsonValue(out.data)) throw this.#invalidOutput('reconciliation', out.success ? undefined : out.error);
+        return { ...r, output: out.data as JsonValue };
+      }
+      return r as ReconciliationResult;
+    });
+  }
+
+  override async emit_typed(emission: ConnectorEmission, ctx: ActionExecutionContext): Promise<EmitReceipt> {
+    if (this.#def.emit === undefined) throw this.unsupported('emission');
+    try {
+      return await this.#def.emit(emission, ctx);
+    } catch (err) {
+      throw this.#normalize(err, 'emission');
+    }
+  }
+
+  override async ingest_typed(event: ProviderEvent, ctx: ActionExecutionContext): Promise<IngestResult> {
+    if (this.#def.ingest === undefined) throw this.unsupported('ingestion');
+    try {
+      return await this.#def.ingest(event, ctx);
+    } catch (err) {
+      throw this.#normalize(err, 'ingestion');
+    }
+  }
+
+  // -- internals --------------------------------------------------------------
+
+  async #run<T>(action: Action, ctx: ActionExecutionContext, operation: ConnectorOperation, body: (cap: AnyCapability, input: unknown, call: HandlerCall) => Promise<T>): Promise<T> {
+    const cap = this.#caps.get(action.capability_id);
+    if (cap === undefined) throw this.unsupported(operation, action);
+    const parsed = cap.definition.input.safeParse(action.input);
+    if (!parsed.success) {
+      throw new ConnectorFailure({
+        code: 'connector.input_invalid',
+        operation,
+        source: this.source,
+        redacted_details: { paths: parsed.error.issues.map((i) => i.path.join('/')).slice(0, 20) },
+      });
+    }
+    const call = this.#call(action, ctx, operation);
+    try {
+      return await body(cap, parsed.data, call);
+    } catch (err) {
+      throw this.#normalize(err, operation);
+    }
+  }
+
+  #call(action: Action, ctx: ActionExecutionContext, operation: ConnectorOperation): HandlerCall {
+    const provider = this.#def.credentials;
+    const source = this.source;
+    return Object.freeze({
+      action,
+      capability_id: action.capability_id,
+      operation,
+      async withSecret<T>(fn: (secret: ConnectorSecret) => MaybePromise<T>): Promise<T> {
+        if (provider === undefined) {
+          throw new ConnectorFailure({ code: 'connector.credentials_unavailable', operation, source, redacted_details: { reason: 'no_credential_provider' } });
+        }
+        const secret = await resolveCredential(provider, ctx, operation, source);
+        try {
+          return await fn(secret);
+        } finally {
+          secret.dispose();
+        }
+      },
+      failure(init: Omit<ConnectorFailureInit, 'operation' | 'source'> & { readonly source?: string }): ConnectorFailure {
+        return new ConnectorFailure({ ...init, operation, source: init.source ?? source });
+      },
+    });
+  }
+
+  async #drainStream(stream: NonNullable<ErasedHandlers['stream']>, input: unknown, ctx: ActionExecutionContext, call: HandlerCall): Promise<unknown> {
+    const gen = stream(input, ctx, call) as AsyncGenerator<StreamChunk, unknown, void>;
+    let done = false;
+    try {
+      for (;;) {
+        const next = await gen.next();
+        if (next.done === true) {
+          done = true;
+          return next.value;
+        }
+        if (ctx.cancellation.aborted) throw ctx.cancellation.reason ?? this.unsupported('streaming');
+        if (ctx.stream.enabled) await ctx.stream.emit(next.value);
+      }
+    } finally {
+      if (!done) await gen.return(undefined).catch(() => undefined);
+    }
+  }
+
+  #completed(action: Action, schema: z.ZodType | undefined, value: unknown, operation: ConnectorOperation): ActionResult {
+    let output: unknown = value;
+    if (schema !== undefined) {
+      const parsed = schema.safeParse(value);
+      if (!parsed.success) throw this.#invalidOutput(operation, parsed.error);
+      output = parsed.data;
+    }
+    if (output !== undefined && !isJsonValue(output)) throw this.#invalidOutput(operation);
+    return { action_id: action.id, status: 'completed', ...(output !== undefined ? { output: output as JsonValue } : {}) };
+  }
+
+  #invalidOutput(operation: ConnectorOperation, error?: z.ZodError): ConnectorFailure {
+    return new ConnectorFailure({
+      code: 'connector.output_invalid',
+      operation,
+      source: this.source,
+      // The handler ran: for side-effecting operations an effect may have happened.
+      uncertain_outcome: SIDE_EFFECTING_OPERATIONS.has(operation),
+      redacted_details: error ? { paths: error.issues.map((i) => i.path.join('/')).slice(0, 20) } : { reason: 'not_json' },
+    });
+  }
+
+  #normalize(err: unknown, operation: ConnectorOperation): ConnectorFailure {
+    if (isConnectorFailure(err)) return err;
+    const mapper = this.#def.map_error;
+    if (mapper !== undefined) {
+      try {
+        const mapped = mapper(err, operation);
+        if (mapped !== undefined) return mapped;
+      } catch {
+        // fall through to the SDK default
+      }
+    }
+    return toConnectorFailure(err, operation, connectorSource(this.id));
+  }
+}
+
+/** Builds a FrozenConnector from capability definitions. */
+export function defineConnector(definition: ConnectorDefinition): DefinedConnector {
+  return new DefinedConnector(definition);
+}
+
+function deepFreeze<T>(v: T): T {
+  if (v !== null && typeof v === 'object' && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const x of Object.values(v as object)) deepFreeze(x);
+  }
+  return v;
+}

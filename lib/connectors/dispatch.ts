@@ -1,0 +1,265 @@
+/**
+ * The runtime dispatch adapter: binds a handler to one capability, selects
+ * the typed method from the action's transaction mode (the page's table),
+ * and turns everything the connector returns or throws into a typed outcome.
+ * It never throws for connector behaviour.
+ */
+import { ActionResultSchema, ProtocolErrorSchema, type Action, type ActionResult, type JsonObject, type ProtocolError, type ProviderOperationRef, type TransactionMode } from '../protocol/index.js';
+import { contextAttemptIdentity, type ActionExecutionContext } from './context.js';
+import { ConnectorFailure, clampProtocolErrorRetry, isConnectorFailure, toConnectorFailure, toProtocolError } from './failure.js';
+import { ReconciliationResultSchema, type FrozenConnector } from './interfaces.js';
+import { SIDE_EFFECTING_OPERATIONS, TYPED_METHOD_OPERATION, type ConnectorOperation } from './operations.js';
+
+/** The typed methods an action can be dispatched to. */
+export type DispatchMethod = 'invoke_typed' | 'plan_typed' | 'commit_typed' | 'compensate_typed' | 'reconcile_typed';
+
+/** The page's dispatch table. `undefined` stands for "no transaction context". */
+export const DISPATCH_TABLE: Readonly<Record<TransactionMode | 'none', DispatchMethod>> = {
+  none: 'invoke_typed',
+  execute: 'invoke_typed',
+  rollback_not_supported: 'invoke_typed',
+  dry_run: 'plan_typed',
+  plan: 'plan_typed',
+  commit: 'commit_typed',
+  compensate: 'compensate_typed',
+  reconcile: 'reconcile_typed',
+};
+
+export function selectMethod(action: Pick<Action, 'transaction'>): DispatchMethod {
+  return DISPATCH_TABLE[action.transaction?.mode ?? 'none'];
+}
+
+export const DISPATCH_SOURCE = 'runtime:dispatch';
+
+/** What a reconciliation produced, for the runtime to persist. */
+export type ReconciliationRecord =
+  | { readonly terminal: true; readonly original_commit_completed: boolean; readonly cursor?: string; readonly evidence?: JsonObject }
+  | { readonly terminal: false; readonly cursor?: string; readonly evidence?: JsonObject };
+
+export type DispatchOutcome =
+  | {
+      readonly ok: true;
+      readonly method: DispatchMethod;
+      readonly operation: ConnectorOperation;
+      /** A completed (or other non-failed) ActionResult for the supplied action. */
+      readonly result: ActionResult;
+      readonly reconciliation?: ReconciliationRecord;
+    }
+  | {
+      readonly ok: false;
+      readonly method: DispatchMethod;
+      readonly operation: ConnectorOperation;
+      /** The wire error (retryability already made safe for the capability). */
+      readonly error: ProtocolError;
+      /** The typed failure, when the connector (or the adapter) produced one. */
+      readonly failure?: ConnectorFailure;
+      /** The failed ActionResult the connector returned, if it returned one. */
+      readonly result?: ActionResult;
+      readonly reconciliation?: ReconciliationRecord;
+    };
+
+export interface DispatchOptions {
+  /** The capability declares retry with downstream idempotency (execution.supports_retry and the retry flag). */
+  readonly capabilityRetryable?: boolean;
+}
+
+/** Builds a failed outcome from a ConnectorFailure. */
+export function failedOutcome(
+  method: DispatchMethod,
+  failure: ConnectorFailure,
+  options: DispatchOptions,
+  extra: { reconciliation?: ReconciliationRecord } = {},
+): Extract<DispatchOutcome, { ok: false }> {
+  return {
+    ok: false,
+    method,
+    operation: TYPED_METHOD_OPERATION[method],
+    error: toProtocolError(failure, options),
+    failure,
+    ...extra,
+  };
+}
+
+/**
+ * Dispatches `action` to `connector`'s typed method for the capability bound
+ * to this handler.
+ *
+ * - An action whose capability differs from `boundCapabilityId` (or a context
+ *   built for another action or capability) is rejected without calling the
+ *   connector: `connector.capability_mismatch`.
+ * - reconcile needs transaction context and a durable provider operation ID
+ *   (`connector.reconcile_requires_transaction`,
+ *   `connector.reconcile_requires_provider_operation`).
+ * - A non-terminal reconciliation becomes `transaction.reconciliation_pending`
+ *   (temporary, retryable, retry_after_ms 5000) keeping its cursor and
+ *   redacted evidence; a terminal one records original_commit_completed.
+ */
+export async function dispatch(
+  connector: FrozenConnector,
+  boundCapabilityId: string,
+  action: Action,
+  ctx: ActionExecutionContext,
+  options: DispatchOptions = {},
+): Promise<DispatchOutcome> {
+  const method = selectMethod(action);
+  const operation = TYPED_METHOD_OPERATION[method];
+
+  const identity = contextAttemptIdentity(ctx);
+  if (action.capability_id !== boundCapabilityId || identity.capability_id !== boundCapabilityId || identity.action_id !== action.id) {
+    return failedOutcome(
+      method,
+      new ConnectorFailure({
+        code: 'connector.capability_mismatch',
+        operation,
+        source: DISPATCH_SOURCE,
+        redacted_details: {
+          bound_capability_id: boundCapabilityId,
+          action_capability_id: action.capability_id,
+          ...(identity.action_id !== action.id ? { context_action_mismatch: true } : {}),
+          ...(identity.capability_id !== boundCapabilityId ? { context_capability_mismatch: true } : {}),
+        },
+      }),
+      options,
+    );
+  }
+
+  if (method === 'reconcile_typed') return dispatchReconcile(connector, action, ctx, options);
+
+  let result: ActionResult;
+  try {
+    result = await connector[method](action, ctx);
+  } catch (err) {
+    return thrownOutcome(connector, method, err, options);
+  }
+  return resultOutcome(method, action, result, options);
+}
+
+async function dispatchReconcile(connector: FrozenConnector, action: Action, ctx: ActionExecutionContext, options: DispatchOptions): Promise<DispatchOutcome> {
+  const method = 'reconcile_typed';
+  const tx = ctx.transaction;
+  const actionTx = action.transaction;
+  if (tx === undefined || actionTx?.mode !== 'reconcile' || tx.mode !== 'reconcile' || (actionTx.transaction_id !== undefined && actionTx.transaction_id !== tx.transaction_id)) {
+    return failedOutcome(method, new ConnectorFailure({ code: 'connector.reconcile_requires_transaction', operation: 'reconciliation', source: DISPATCH_SOURCE }), options);
+  }
+  if (tx.provider_operation_id === undefined) {
+    return failedOutcome(
+      method,
+      new ConnectorFailure({ code: 'connector.reconcile_requires_provider_operation', operation: 'reconciliation', source: DISPATCH_SOURCE, redacted_details: { transaction_id: tx.transaction_id } }),
+      options,
+    );
+  }
+  let raw: unknown;
+  try {
+    raw = await connector.reconcile_typed(action, ctx);
+  } catch (err) {
+    return thrownOutcome(connector, method, err, options);
+  }
+  const parsed = ReconciliationResultSchema.safeParse(raw);
+  const provider_operation: ProviderOperationRef | undefined = tx.provider_operation;
+  if (!parsed.success) {
+    return failedOutcome(
+      method,
+      new ConnectorFailure({
+        code: 'connector.output_invalid',
+        message: 'reconcile_typed returned an invalid ReconciliationResult',
+        operation: 'reconciliation',
+        source: DISPATCH_SOURCE,
+        ...(provider_operation ? { provider_operation } : {}),
+        redacted_details: { paths: parsed.error.issues.map((i) => i.path.join('/')) },
+      }),
+      options,
+    );
+  }
+  const r = parsed.data;
+  if (!r.terminal) {
+    const reconciliation: ReconciliationRecord = {
+      terminal: false,
+      ...(r.cursor !== undefined ? { cursor: r.cursor } : {}),
+      ...(r.evidence !== undefined ? { evidence: r.evidence } : {}),
+    };
+    return failedOutcome(
+      method,
+      new ConnectorFailure({
+        code: 'transaction.reconciliation_pending',
+        category: 'temporary',
+        retryable: true,
+        retry_after_ms: 5_000,
+        operation: 'reconciliation',
+        source: connectorSourceOf(connector),
+        ...(provider_operation ? { provider_operation } : {}),
+        redacted_details: {
+          ...(r.cursor !== undefined ? { reconciliation_cursor: r.cursor } : {}),
+          ...(r.evidence !== undefined ? { evidence: r.evidence } : {}),
+        },
+      }),
+      options,
+      { reconciliation },
+    );
+  }
+  const reconciliation: ReconciliationRecord = {
+    terminal: true,
+    original_commit_completed: r.original_commit_completed,
+    ...(r.cursor !== undefined ? { cursor: r.cursor } : {}),
+    ...(r.evidence !== undefined ? { evidence: r.evidence } : {}),
+  };
+  const result = {
+    action_id: action.id,
+    status: 'completed' as const,
+    ...(r.output !== undefined ? { output: r.output } : {}),
+    metadata: { reconciliation: { ...reconciliation } as JsonObject },
+  };
+  const checked = ActionResultSchema.safeParse(result);
+  if (!checked.success) {
+    return failedOutcome(
+      method,
+      new ConnectorFailure({ code: 'connector.output_invalid', operation: 'reconciliation', source: DISPATCH_SOURCE, redacted_details: { paths: checked.error.issues.map((i) => i.path.join('/')) } }),
+      options,
+      { reconciliation },
+    );
+  }
+  return { ok: true, method, operation: 'reconciliation', result: checked.data, reconciliation };
+}
+
+function resultOutcome(method: DispatchMethod, action: Action, result: unknown, options: DispatchOptions): DispatchOutcome {
+  const operation = TYPED_METHOD_OPERATION[method];
+  const parsed = ActionResultSchema.safeParse(result);
+  if (!parsed.success || parsed.data.action_id !== action.id) {
+    return failedOutcome(
+      method,
+      new ConnectorFailure({
+        code: 'connector.output_invalid',
+        message: 'the connector returned an invalid ActionResult',
+        operation,
+        source: DISPATCH_SOURCE,
+        // The connector ran: an external effect may have happened.
+        uncertain_outcome: SIDE_EFFECTING_OPERATIONS.has(operation),
+        redacted_details: parsed.success ? { reason: 'action_id_mismatch' } : { paths: parsed.error.issues.map((i) => i.path.join('/')) },
+      }),
+      options,
+    );
+  }
+  const r = parsed.data;
+  if (r.status === 'failed' && r.error !== undefined) {
+    return { ok: false, method, operation, error: clampProtocolErrorRetry(r.error, options), result: r };
+  }
+  return { ok: true, method, operation, result: r };
+}
+
+function thrownOutcome(connector: FrozenConnector, method: DispatchMethod, err: unknown, options: DispatchOptions): DispatchOutcome {
+  const operation = TYPED_METHOD_OPERATION[method];
+  if (isConnectorFailure(err)) return failedOutcome(method, err, options);
+  let mapped: ProtocolError | undefined;
+  try {
+    const candidate = ProtocolErrorSchema.safeParse(connector.map_error(err, operation));
+    if (candidate.success) mapped = candidate.data;
+  } catch {
+    mapped = undefined;
+  }
+  // A map_error that throws or returns something that is not a ProtocolError falls back to the SDK normalization.
+  if (mapped === undefined) return failedOutcome(method, toConnectorFailure(err, operation, connectorSourceOf(connector)), options);
+  return { ok: false, method, operation, error: clampProtocolErrorRetry(mapped, options) };
+}
+
+function connectorSourceOf(connector: FrozenConnector): string {
+  return `connector:${connector.id}`;
+}

@@ -1,0 +1,3 @@
+export * from './catalogue.js';
+export * from './aip-error.js';
+export * from './wire.js';

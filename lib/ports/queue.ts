@@ -1,0 +1,78 @@
+/**
+ * Port: enqueue connector invocations and reconciliation jobs.
+ *
+ * Delivery is at least once. A message can arrive twice, late or after a
+ * newer attempt; consumers rely on the fence token and the durable record's
+ * conditional writes, never on the queue, for exactly-once effects.
+ *
+ * The AWS adapter is lib/aws/sqs/queue.ts (one instance per queue).
+ */
+import type { QueueMessage } from './messages.js';
+
+export type { QueueMessage, InvokeMessage, ReconcileMessage, QueueMessageKind } from './messages.js';
+
+export interface QueueSendOptions {
+  /** Delay before the message becomes visible, 0..900 s (standard queues only). */
+  readonly delaySeconds?: number;
+  /**
+   * Deduplication ID (1..128 chars). Honoured by FIFO queues, whose 5-minute
+   * window drops repeats; a standard queue has no deduplication, so the
+   * adapter does not send it there. Correctness never depends on it.
+   */
+  readonly deduplicationId?: string;
+}
+
+export interface QueueSendResult {
+  readonly messageId: string;
+}
+
+export interface QueueBatchEntry {
+  /** Caller-chosen ID, unique in the batch: 1..80 of [A-Za-z0-9_-]. */
+  readonly id: string;
+  readonly message: QueueMessage;
+  readonly options?: QueueSendOptions;
+}
+
+export interface QueueBatchFailure {
+  readonly id: string;
+  readonly code: string;
+  /** True when the request itself was wrong; retrying it unchanged will fail again. */
+  readonly senderFault: boolean;
+  readonly message?: string;
+}
+
+export interface QueueBatchResult {
+  readonly sent: ReadonlyArray<{ readonly id: string; readonly messageId: string }>;
+  /** Entries that were not enqueued, after the adapter's own retries. */
+  readonly failed: ReadonlyArray<QueueBatchFailure>;
+}
+
+export interface MessageQueue {
+  /**
+   * Validates and enqueues one message. Throws `queue.message_invalid` for a
+   * message outside the schema (before any I/O), `queue.send_failed` when the
+   * queue did not accept it.
+   */
+  send(message: QueueMessage, options?: QueueSendOptions): Promise<QueueSendResult>;
+  /**
+   * Enqueues many messages (chunked into batches of 10). Partial failures are
+   * reported per entry in `failed`, never thrown; invalid messages throw
+   * `queue.message_invalid` before anything is sent.
+   */
+  sendBatch(entries: ReadonlyArray<QueueBatchEntry>): Promise<QueueBatchResult>;
+}
+
+/** A message as a consumer sees it, after decoding and validation. */
+export interface ReceivedQueueMessage<M extends QueueMessage = QueueMessage> {
+  /** Queue-assigned ID; the item identifier for partial batch failures. */
+  readonly messageId: string;
+  readonly message: M;
+  /** 1 on first delivery; grows on every redelivery. */
+  readonly receiveCount: number;
+  readonly sentAt: Date | undefined;
+}
+
+/** Result of handling one batch: IDs of the messages to redeliver. */
+export interface BatchOutcome {
+  readonly failedMessageIds: ReadonlyArray<string>;
+}

@@ -1,0 +1,200 @@
+/**
+ * Port: the durable transaction store.
+ *
+ * Every write is ONE conditional write that names the allowed current
+ * statuses and the expected revision (creation: that the record does not
+ * exist), and raises the revision by exactly one. Which (operation, from, to)
+ * triples are legal comes from the transition table in
+ * lib/transactions/state-machine.ts; a write naming any other triple is
+ * rejected with `transaction.invalid_transition` before anything is sent.
+ *
+ * Errors (all AipError):
+ * - `transaction.state_conflict`: lost race / wrong status or revision.
+ *   details: { transaction_id, current_status, current_revision,
+ *   expected_revision, allowed_statuses, reason? }, read from the failed
+ *   conditional write itself (never a second read). When the backend reports a
+ *   transaction conflict without the current item, details.reason is
+ *   `transaction_conflict` and current_status/current_revision are absent.
+ * - `transaction.already_exists` (create, claim_direct_commit; or a plan ID
+ *   already used by another transaction: details.reason `plan_id_in_use`).
+ * - `transaction.not_found`: the record to change does not exist.
+ * - `transaction.provider_operation_conflict`: a different provider operation is
+ *   already checkpointed (details.current_provider_operation).
+ * - `transaction.lease_held`: another owner holds an unexpired lease.
+ * - `transaction.invalid_transition`, `transaction.invalid_record`,
+ *   `transaction.invalid_provider_operation`, `transaction.invalid_receipt`,
+ *   `transaction.invalid_selector`, `transaction.invalid_listing`,
+ *   `transaction.record_too_large`, `transaction.store_unavailable`.
+ *
+ * The DynamoDB adapter is lib/aws/dynamo/transaction-store.ts.
+ */
+import type { ActionResult, IdentityContext, JsonObject, Principal, ProtocolError, ProviderOperationRef, TransactionPlan } from '../protocol/index.js';
+import type { ReceiptAppend, StoredReceipt, TransactionRecord } from '../transactions/record.js';
+import type { AttemptStatus, InitialStatus, SettleOutcome, TransactionOperation } from '../transactions/state-machine.js';
+import type { TransactionMode, TransactionStatus } from '../transactions/status.js';
+
+export type { ReceiptAppend, StoredReceipt, TransactionLease, TransactionRecord } from '../transactions/record.js';
+
+/** Request a fenced attempt lease as part of a write (fence + 1). */
+export interface LeaseRequest {
+  readonly owner: string;
+  /** Lease duration in milliseconds (1 .. 86_400_000). */
+  readonly ttl_ms: number;
+}
+
+interface RecordRef {
+  readonly tenant_id: string;
+  readonly transaction_id: string;
+}
+
+interface CasWrite extends RecordRef {
+  /** The revision the caller read; the write applies only while it is current. */
+  readonly expected_revision: number;
+  /** Append this receipt atomically with the write. */
+  readonly receipt?: ReceiptAppend;
+  /** Keys merged into the record's opaque `data` map. */
+  readonly data?: JsonObject;
+}
+
+export interface CreateTransactionInput extends RecordRef {
+  readonly status: InitialStatus;
+  readonly mode: TransactionMode;
+  readonly capability_id: string;
+  readonly action_id: string;
+  readonly principal: Principal;
+  readonly identity?: IdentityContext;
+  /** Required with `plan`; must equal plan.plan_id. Unique per tenant. */
+  readonly plan_id?: string;
+  readonly plan?: TransactionPlan;
+  readonly compensation_for?: string;
+  readonly error?: ProtocolError;
+  readonly result?: ActionResult;
+  readonly data?: JsonObject;
+  /** Lease for an attempt status (`prepared`, `compensating`). */
+  readonly lease?: LeaseRequest;
+  /** First receipt: seq 0, prev_hash GENESIS_RECEIPT_HASH, revision 1. */
+  readonly receipt?: ReceiptAppend;
+}
+
+/** claim_direct_commit: like create, straight in `committing`. */
+export type ClaimDirectCommitInput = Omit<CreateTransactionInput, 'status' | 'plan_id' | 'plan'>;
+
+export interface ClaimPlanInput extends CasWrite {
+  /** The plan being claimed; must be the record's plan ID. */
+  readonly plan_id: string;
+  /** The commit action that now owns the record (becomes `action_id`). */
+  readonly commit_action_id: string;
+  readonly lease?: LeaseRequest;
+}
+
+/** Operations `transition` accepts; the others have their own methods. */
+export type GenericTransitionOperation = Extract<TransactionOperation, 'expire_plan' | 'begin_reconcile' | 'settle' | 'reschedule_reconcile' | 'escalate'>;
+
+export interface TransitionPatch {
+  readonly error?: ProtocolError;
+  readonly result?: ActionResult;
+  readonly reconciliation_cursor?: string;
+  /** RFC 3339. Required by reschedule_reconcile; defaulted for a settle to outcome_unknown. */
+  readonly next_reconcile_at?: string;
+  /** Only for settle: a provider operation parsed from error details; may not replace a different one. */
+  readonly provider_operation?: ProviderOperationRef;
+}
+
+export interface TransitionInput extends CasWrite {
+  readonly operation: GenericTransitionOperation;
+  /** Allowed current statuses (each must reach `to` via `operation` in the table). */
+  readonly from: readonly TransactionStatus[];
+  readonly to: TransactionStatus;
+  readonly patch?: TransitionPatch;
+  /** Only when `to` is an attempt status (begin_reconcile). */
+  readonly lease?: LeaseRequest;
+}
+
+export interface SettleInput extends CasWrite {
+  readonly to: SettleOutcome;
+  /** Defaults to every status the table lets settle into `to`. */
+  readonly from?: readonly TransactionStatus[];
+  readonly result?: ActionResult;
+  readonly error?: ProtocolError;
+  readonly provider_operation?: ProviderOperationRef;
+  readonly reconciliation_cursor?: string;
+  /** For outcome_unknown; default now + (error.retry_after_ms ?? DEFAULT_RECONCILE_DELAY_MS). */
+  readonly next_reconcile_at?: string;
+}
+
+export interface CheckpointProviderOperationInput extends CasWrite {
+  readonly provider_operation: ProviderOperationRef;
+  readonly reconciliation_cursor?: string;
+  /** Defaults to all four attempt statuses. */
+  readonly from?: readonly AttemptStatus[];
+}
+
+export interface AcquireLeaseInput extends CasWrite {
+  readonly owner: string;
+  readonly ttl_ms: number;
+  /** Defaults to all four attempt statuses. */
+  readonly from?: readonly AttemptStatus[];
+}
+
+/**
+ * Exactly one of transaction_id, plan_id, action_id, always within a tenant.
+ * Loose on purpose (it is checked at run time): invalid → `transaction.invalid_selector`.
+ */
+export interface TransactionSelector {
+  readonly tenant_id: string;
+  readonly transaction_id?: string;
+  readonly plan_id?: string;
+  readonly action_id?: string;
+}
+
+export interface ListByStatusQuery {
+  /** A non-terminal status (terminal records are not indexed). */
+  readonly status: TransactionStatus;
+  /** List the records parked for a human (escalated outcome_unknown) instead. */
+  readonly escalated?: boolean;
+  /**
+   * Inclusive upper time bound (RFC 3339). The index time is next_reconcile_at
+   * for outcome_unknown, otherwise the time the record entered its status.
+   * The sweeper passes now to find overdue outcome_unknown records.
+   */
+  readonly until?: string;
+  /** Optional tenant filter (applied after the index read, so pages can be short). */
+  readonly tenant_id?: string;
+  /** 1 .. 100, default 25. */
+  readonly limit?: number;
+  readonly cursor?: string;
+}
+
+export interface Page<T> {
+  readonly items: T[];
+  /** Opaque; absent on the last page. */
+  readonly cursor?: string;
+}
+
+export interface ListReceiptsQuery extends RecordRef {
+  readonly limit?: number;
+  readonly cursor?: string;
+}
+
+export interface TransactionStore {
+  /** Create in an initial status; conditional on the transaction not existing. Revision 1. */
+  create(input: CreateTransactionInput): Promise<TransactionRecord>;
+  /** Create straight in `committing`; an existing transaction ID is `transaction.already_exists`. */
+  claimDirectCommit(input: ClaimDirectCommitInput): Promise<TransactionRecord>;
+  /** `planned → committing`, binding the commit action ID. Exactly one claimant wins. */
+  claimPlan(input: ClaimPlanInput): Promise<TransactionRecord>;
+  /** Generic compare-and-set transition (expire_plan, begin_reconcile, settle, reschedule_reconcile, escalate). */
+  transition(input: TransitionInput): Promise<TransactionRecord>;
+  /** Record the provider operation (and optional cursor) while an attempt can be in flight. */
+  checkpointProviderOperation(input: CheckpointProviderOperationInput): Promise<TransactionRecord>;
+  /** Settle an attempt (shorthand for transition with operation `settle`). Releases the lease. */
+  settle(input: SettleInput): Promise<TransactionRecord>;
+  /** Acquire, renew or take over the attempt lease (fails with lease_held while another owner's lease is live). */
+  acquireLease(input: AcquireLeaseInput): Promise<TransactionRecord>;
+  /** Look up by exactly one of transaction ID, plan ID or action ID; undefined when none matches. */
+  get(selector: TransactionSelector): Promise<TransactionRecord | undefined>;
+  /** Operator / sweeper listing through the sparse status index. */
+  listByStatus(query: ListByStatusQuery): Promise<Page<TransactionRecord>>;
+  /** The receipt chain in order (strongly consistent). */
+  listReceipts(query: ListReceiptsQuery): Promise<Page<StoredReceipt>>;
+}

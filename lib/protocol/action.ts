@@ -1,0 +1,86 @@
+import * as z from 'zod';
+import { TRANSACTION_MODES } from '../transactions/status.js';
+import { IdentityContextSchema } from './identity.js';
+import { JsonObjectSchema, JsonValueSchema } from './json.js';
+import { IdSchema, IdempotencyKeySchema, LabelsSchema, Rfc3339Schema, TransactionIdSchema } from './primitives.js';
+import { ProtocolErrorSchema } from './error.js';
+
+/** The seven transaction modes (spec README, list 1). */
+export const TransactionModeSchema = z.enum(TRANSACTION_MODES);
+export type TransactionMode = z.infer<typeof TransactionModeSchema>;
+
+/**
+ * `Action.transaction`: the canonical semantic transaction context. The
+ * structural schema does not apply the commit/compensate rules; the core
+ * envelope validator (`validateAction`) does.
+ */
+export const TransactionContextSchema = z.strictObject({
+  mode: TransactionModeSchema,
+  transaction_id: TransactionIdSchema.optional(),
+  plan_id: IdSchema.optional(),
+  /** The action ID this compensating action compensates. */
+  compensation_for: IdSchema.optional(),
+});
+export type TransactionContext = z.infer<typeof TransactionContextSchema>;
+
+export const ObservabilityMetadataSchema = z.strictObject({
+  trace_id: z.string().min(1).max(128).regex(/^[A-Za-z0-9._:-]+$/).optional(),
+  span_id: z.string().min(1).max(128).regex(/^[A-Za-z0-9._:-]+$/).optional(),
+  parent_span_id: z.string().min(1).max(128).regex(/^[A-Za-z0-9._:-]+$/).optional(),
+  correlation_id: IdSchema.optional(),
+  /**
+   * Caller-carried completion time of the original action, the compensation
+   * window fallback when no transaction record exists. Not equivalent to a
+   * durable completion timestamp.
+   */
+  original_completed_at: Rfc3339Schema.optional(),
+});
+export type ObservabilityMetadata = z.infer<typeof ObservabilityMetadataSchema>;
+
+export const ActionMetadataSchema = z.strictObject({
+  observability: ObservabilityMetadataSchema.optional(),
+  labels: LabelsSchema.optional(),
+});
+export type ActionMetadata = z.infer<typeof ActionMetadataSchema>;
+
+/** The governed action envelope. Strict: unknown fields are rejected. */
+export const ActionSchema = z.strictObject({
+  id: IdSchema,
+  capability_id: IdSchema,
+  input: JsonObjectSchema,
+  idempotency_key: IdempotencyKeySchema.optional(),
+  identity: IdentityContextSchema.optional(),
+  metadata: ActionMetadataSchema.optional(),
+  transaction: TransactionContextSchema.optional(),
+});
+export type Action = z.infer<typeof ActionSchema>;
+
+export const ACTION_STATUSES = ['accepted', 'running', 'requires_human', 'completed', 'failed', 'cancelled'] as const;
+export const ActionStatusSchema = z.enum(ACTION_STATUSES);
+export type ActionStatus = z.infer<typeof ActionStatusSchema>;
+export const TERMINAL_ACTION_STATUSES: readonly ActionStatus[] = ['completed', 'failed', 'cancelled'];
+
+/**
+ * The result of an action. A `failed` result carries an error; a
+ * `completed` result carries none.
+ */
+export const ActionResultSchema = z
+  .strictObject({
+    action_id: IdSchema,
+    status: ActionStatusSchema,
+    output: JsonValueSchema.optional(),
+    error: ProtocolErrorSchema.optional(),
+    /** True when this result is a stored terminal result replayed without invoking the connector. */
+    replayed: z.boolean().optional(),
+    completed_at: Rfc3339Schema.optional(),
+    metadata: JsonObjectSchema.optional(),
+  })
+  .superRefine((r, ctx) => {
+    if (r.status === 'failed' && r.error === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['error'], message: 'a failed result needs an error' });
+    }
+    if (r.status === 'completed' && r.error !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['error'], message: 'a completed result carries no error' });
+    }
+  });
+export type ActionResult = z.infer<typeof ActionResultSchema>;

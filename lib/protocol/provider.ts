@@ -1,0 +1,24 @@
+import * as z from 'zod';
+
+/**
+ * A provider-local operation reference, checkpointed once the provider has
+ * accepted work. Provider and operation ID must be non-empty. These are
+ * provider-chosen, so they are not constrained to the protocol ID pattern,
+ * only bounded and free of control characters.
+ */
+const ProviderTokenSchema = z
+  .string()
+  .min(1)
+  .max(512)
+  .regex(/^[^\x00-\x1f\x7f]+$/, { message: 'contains control characters' })
+  .refine((s) => s.trim().length > 0, { message: 'must not be blank' });
+
+export const ProviderOperationRefSchema = z.strictObject({
+  provider: ProviderTokenSchema,
+  operation_id: ProviderTokenSchema,
+  request_id: ProviderTokenSchema.optional(),
+});
+export type ProviderOperationRef = z.infer<typeof ProviderOperationRefSchema>;
+
+/** Opaque reconciliation cursor (connector-defined, never credential material). */
+export const ReconciliationCursorSchema = z.string().min(1).max(4096);

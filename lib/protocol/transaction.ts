@@ -1,0 +1,131 @@
+import * as z from 'zod';
+import { DURABLE_TRANSACTION_STATUSES, TRANSACTION_PROTOCOL_STATUSES } from '../transactions/status.js';
+import { ActionResultSchema, ActionSchema, ActionStatusSchema } from './action.js';
+import {
+  CompensationContractSchema,
+  DataContractSchema,
+  DryRunFidelitySchema,
+  ExecutionContractSchema,
+  IdempotencyContractSchema,
+} from './capability.js';
+import { IdentityContextSchema, PrincipalSchema } from './identity.js';
+import { JsonObjectSchema, JsonValueSchema } from './json.js';
+import { IdSchema, IdempotencyKeySchema, Rfc3339Schema, ScopeSchema, Sha256HexSchema, TextSchema, TransactionIdSchema } from './primitives.js';
+import { ProviderOperationRefSchema, ReconciliationCursorSchema } from './provider.js';
+
+/** The wire status: the twelve durable statuses plus `requires_human` and `cancelled`. */
+export const TransactionProtocolStatusSchema = z.enum(TRANSACTION_PROTOCOL_STATUSES);
+export type TransactionProtocolStatus = z.infer<typeof TransactionProtocolStatusSchema>;
+
+/** The durable record status (never `requires_human` or `cancelled`). */
+export const TransactionStatusSchema = z.enum(DURABLE_TRANSACTION_STATUSES);
+
+/**
+ * First-class transaction request: wraps an action with a required
+ * transaction ID and requester. Structural only; `validateTransactionRequest`
+ * adds the public rules (commit needs plan_id, matching transaction IDs, ...).
+ */
+export const TransactionRequestSchema = z.strictObject({
+  action: ActionSchema,
+  transaction_id: TransactionIdSchema,
+  requested_by: PrincipalSchema,
+  reason: TextSchema(2048).optional(),
+  metadata: JsonObjectSchema.optional(),
+  provider_operation: ProviderOperationRefSchema.optional(),
+  reconciliation_cursor: ReconciliationCursorSchema.optional(),
+});
+export type TransactionRequest = z.infer<typeof TransactionRequestSchema>;
+
+/** Input snapshot retained by a plan: only the hash when the data contract requires redaction. */
+export const InputSnapshotSchema = z.discriminatedUnion('redacted', [
+  z.strictObject({ redacted: z.literal(true), hash: Sha256HexSchema }),
+  z.strictObject({ redacted: z.literal(false), hash: Sha256HexSchema, value: JsonObjectSchema }),
+]);
+export type InputSnapshot = z.infer<typeof InputSnapshotSchema>;
+
+/** The approval policy applicable to a planned mutation (recorded, not an approval). */
+export const ApprovalPolicyRefSchema = z.strictObject({
+  policy_id: IdSchema,
+  /** Where the policy came from: the capability, a tenant default, or a compensation contract. */
+  source: z.enum(['capability', 'tenant_default', 'compensation']),
+  approver_scopes: z.array(ScopeSchema).max(64).optional(),
+  allow_self_approval: z.boolean().optional(),
+});
+export type ApprovalPolicyRef = z.infer<typeof ApprovalPolicyRefSchema>;
+
+export const PlanIdempotencyMetadataSchema = z.strictObject({
+  idempotency_key: IdempotencyKeySchema.optional(),
+  contract: IdempotencyContractSchema.optional(),
+});
+
+/** Result of downstream plan validation (downstream_validation / full_simulation only). */
+export const DownstreamValidationSchema = z.strictObject({
+  fidelity: DryRunFidelitySchema,
+  status: ActionStatusSchema,
+  output: JsonValueSchema.optional(),
+  validated_at: Rfc3339Schema,
+});
+export type DownstreamValidation = z.infer<typeof DownstreamValidationSchema>;
+
+/** Default plan lifetime: 15 minutes. */
+export const PLAN_TTL_MS = 15 * 60 * 1000;
+
+/** What a durable plan retains (spec README, list 4). */
+export const TransactionPlanSchema = z.strictObject({
+  plan_id: IdSchema,
+  transaction_id: TransactionIdSchema,
+  capability_id: IdSchema,
+  /** The planning principal (ID and kind). */
+  planned_by: PrincipalSchema,
+  planning_action_id: IdSchema,
+  /** sha256 over canonical JSON of {capability_id, input}; see planInputHash. */
+  input_hash: Sha256HexSchema,
+  input_snapshot: InputSnapshotSchema,
+  /** Absent when the planning action carried no identity context (presence is compared at commit). */
+  identity_snapshot: IdentityContextSchema.optional(),
+  approval_required: z.boolean(),
+  approval_policy: ApprovalPolicyRefSchema.optional(),
+  compensation: CompensationContractSchema.optional(),
+  data: DataContractSchema.optional(),
+  idempotency: PlanIdempotencyMetadataSchema.optional(),
+  /** Service-level metadata: the execution declarations in force when planned. */
+  service_level: ExecutionContractSchema.optional(),
+  downstream_validation: DownstreamValidationSchema.optional(),
+  created_at: Rfc3339Schema,
+  expires_at: Rfc3339Schema,
+});
+export type TransactionPlan = z.infer<typeof TransactionPlanSchema>;
+
+/** All-zero digest used as `prev_hash` of the first receipt in a chain. */
+export const GENESIS_RECEIPT_HASH = '0'.repeat(64);
+
+/**
+ * One link of a transaction's receipt chain. `hash` is sha256 over the
+ * canonical JSON of every other field (see receiptHash in canonical.ts);
+ * `prev_hash` is the previous receipt's hash (GENESIS_RECEIPT_HASH for seq 0).
+ */
+export const ReceiptSchema = z.strictObject({
+  seq: z.number().int().min(0),
+  transaction_id: TransactionIdSchema,
+  status: TransactionProtocolStatusSchema,
+  revision: z.number().int().min(0),
+  at: Rfc3339Schema,
+  prev_hash: Sha256HexSchema,
+  hash: Sha256HexSchema,
+  /** Event name, e.g. `transaction.planned`. */
+  event: z.string().min(1).max(128).regex(/^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$/, { message: 'invalid event name' }),
+});
+export type Receipt = z.infer<typeof ReceiptSchema>;
+
+export const TransactionResultSchema = z.strictObject({
+  transaction_id: TransactionIdSchema,
+  plan_id: IdSchema.optional(),
+  status: TransactionProtocolStatusSchema,
+  action_result: ActionResultSchema.optional(),
+  plan: TransactionPlanSchema.optional(),
+  provider_operation: ProviderOperationRefSchema.optional(),
+  reconciliation_cursor: ReconciliationCursorSchema.optional(),
+  earliest_reconcile_at: Rfc3339Schema.optional(),
+  receipts: z.array(ReceiptSchema).optional(),
+});
+export type TransactionResult = z.infer<typeof TransactionResultSchema>;

@@ -1,0 +1,155 @@
+/**
+ * The deployment configuration's validation: every rejection names its field,
+ * defaults are applied, and the runtime part survives the trip through the
+ * AIP_RUNTIME_CONFIG variable.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  APPROVAL_GATED_MODES,
+  InfraConfigError,
+  type InfraConfigInput,
+  loadInfraConfig,
+  parseInfraConfig,
+  parseRuntimeConfig,
+  toRuntimeConfig,
+} from '../../infra/config.js';
+import { BASE_CONFIG } from './support.js';
+
+function issuesOf(input: unknown): { path: string; message: string }[] {
+  try {
+    parseInfraConfig(input);
+  } catch (error) {
+    if (error instanceof InfraConfigError) return [...error.issues];
+    throw error;
+  }
+  throw new Error('expected the configuration to be rejected');
+}
+
+const withAuth = (auth: Partial<Record<string, unknown>>): unknown => ({ ...BASE_CONFIG, auth: { ...BASE_CONFIG.auth, ...auth } });
+
+describe('parseInfraConfig', () => {
+  it('applies the documented defaults', () => {
+    const config = parseInfraConfig({ envName: 'dev', auth: BASE_CONFIG.auth });
+    expect(config).toMatchObject({
+      connectors: [],
+      approvalPolicies: [],
+      logRetentionDays: 30,
+      queueEncryption: 'sqs-managed',
+      workerTimeoutSeconds: 60,
+      reconcilerTimeoutSeconds: 60,
+      auth: { algorithms: ['RS256'] },
+    });
+    expect(config.alarmEmail).toBeUndefined();
+  });
+
+  it.each([
+    ['envName', { ...BASE_CONFIG, envName: 'Prod_1' }, /must match/],
+    ['envName', { ...BASE_CONFIG, envName: undefined }, /is required/],
+    ['auth.issuer', withAuth({ issuer: 'http://issuer.example.com/' }), /https:\/\/ URL \(the JWT issuer\)/],
+    ['auth.jwksUrl', withAuth({ jwksUrl: 'jwks.json' }), /https:\/\/ URL \(the JWKS URL\)/],
+    ['auth.audience', withAuth({ audience: [] }), /audience/],
+    ['auth.algorithms[0]', withAuth({ algorithms: ['none'] }), /must be one of RS256/],
+    ['alarmEmail', { ...BASE_CONFIG, alarmEmail: 'ops at example' }, /email address/],
+    ['logRetentionDays', { ...BASE_CONFIG, logRetentionDays: 31 }, /retention days/],
+    ['queueEncryption', { ...BASE_CONFIG, queueEncryption: 'aes' }, /"sqs-managed" or "kms"/],
+    ['workerTimeoutSeconds', { ...BASE_CONFIG, workerTimeoutSeconds: 901 }, /900/],
+    ['connectors[0].id', { ...BASE_CONFIG, connectors: [{ id: 'Payments' }] }, /connector ID/],
+    [
+      'connectors[0].credentials.api_key.secret',
+      { ...BASE_CONFIG, connectors: [{ id: 'payments', credentials: { api_key: { secret: 'arn:aws:s3:::bucket' } } }] },
+      /Secrets Manager secret ARN/,
+    ],
+    [
+      'connectors[0].credentials.api_key.secret',
+      {
+        ...BASE_CONFIG,
+        connectors: [{ id: 'payments', credentials: { api_key: { secret: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:partial' } } }],
+      },
+      /complete Secrets Manager secret ARN/,
+    ],
+    ['connectors[1].id', { ...BASE_CONFIG, connectors: [{ id: 'payments' }, { id: 'payments' }] }, /duplicate connector ID "payments"/],
+    [
+      'approvalPolicies[0].connector',
+      { ...BASE_CONFIG, approvalPolicies: [{ id: 'p', connector: 'crm', approverScopes: ['aip:approve'] }] },
+      /"crm" is not an enabled connector \(enabled: payments\)/,
+    ],
+    [
+      'approvalPolicies[0].modes[0]',
+      { ...BASE_CONFIG, approvalPolicies: [{ id: 'p', connector: 'payments', modes: ['plan'], approverScopes: ['s'] }] },
+      /"plan" cannot be gated by approval/,
+    ],
+    [
+      'approvalPolicies[0].approverScopes',
+      { ...BASE_CONFIG, approvalPolicies: [{ id: 'p', connector: 'payments', approverScopes: [] }] },
+      /at least one approver scope/,
+    ],
+    ['', { ...BASE_CONFIG, region: 'eu-west-1' }, /unknown field\(s\) "region"/],
+  ] as const)('rejects a bad %s with a message naming it', (path, input, message) => {
+    const issues = issuesOf(input);
+    const issue = issues.find((candidate) => candidate.path === path);
+    expect(issue, JSON.stringify(issues)).toBeDefined();
+    expect(issue!.message).toMatch(message);
+  });
+
+  it('puts every issue in one error message, one line per field', () => {
+    expect(() => parseInfraConfig({ envName: 'x!', auth: { issuer: 'ftp://a', audience: 'a', jwksUrl: 'https://a/j' } }, 'test.json')).toThrow(
+      /^Invalid AIP infrastructure configuration \(test\.json\):\n {2}- envName: .+\n {2}- auth\.issuer: .+$/,
+    );
+  });
+
+  it('accepts every gated mode and rejects the two preview modes, whatever the combination', () => {
+    fc.assert(
+      fc.property(fc.subarray([...APPROVAL_GATED_MODES, 'dry_run', 'plan'] as const, { minLength: 1 }), (modes) => {
+        const input: InfraConfigInput = {
+          ...BASE_CONFIG,
+          approvalPolicies: [{ id: 'p', connector: 'payments', modes: [...modes], approverScopes: ['aip:approve'] }],
+        };
+        const previews = modes.filter((mode) => mode === 'dry_run' || mode === 'plan');
+        if (previews.length === 0) {
+          expect(parseInfraConfig(input).approvalPolicies[0]!.modes).toEqual(modes);
+        } else {
+          expect(issuesOf(input).map((issue) => issue.path)).toEqual(
+            previews.map((mode) => `approvalPolicies[0].modes[${modes.indexOf(mode)}]`),
+          );
+        }
+      }),
+    );
+  });
+});
+
+describe('loadInfraConfig', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'aip-config-'));
+
+  it('names the file when its JSON is malformed', () => {
+    const file = join(dir, 'broken.json');
+    writeFileSync(file, '{ "envName": ');
+    expect(() => loadInfraConfig(file)).toThrow(new RegExp(`\\(${file.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}\\):\\n {2}- \\(root\\): not valid JSON`));
+  });
+
+  it('resolves a relative path against the given directory', () => {
+    writeFileSync(join(dir, 'ok.json'), JSON.stringify(BASE_CONFIG));
+    expect(loadInfraConfig('ok.json', dir).envName).toBe('test');
+  });
+});
+
+describe('runtime configuration', () => {
+  it('round-trips through the AIP_RUNTIME_CONFIG JSON', () => {
+    const config = parseInfraConfig(BASE_CONFIG);
+    const json = JSON.stringify(toRuntimeConfig(config));
+    expect(parseRuntimeConfig(json)).toEqual(toRuntimeConfig(config));
+  });
+
+  it('carries references only: no field beyond envName, auth, connectors and approval policies', () => {
+    const config = parseInfraConfig({ ...BASE_CONFIG, alarmEmail: 'ops@example.com' });
+    expect(Object.keys(toRuntimeConfig(config)).sort()).toEqual(['approvalPolicies', 'auth', 'connectors', 'envName']);
+  });
+
+  it('rejects a malformed variable with a typed error', () => {
+    expect(() => parseRuntimeConfig('{')).toThrow(InfraConfigError);
+    expect(() => parseRuntimeConfig(JSON.stringify({ envName: 'x' }))).toThrow(/auth: is required/);
+  });
+});
