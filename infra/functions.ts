@@ -196,7 +196,7 @@ export function createFunction(scope: Construct, definition: FunctionDefinition,
   }
 
   if (access.connectorSecrets) {
-    const credentials = config.connectors.flatMap((connector) => Object.values(connector.credentials));
+    const credentials = config.connectors.flatMap((connector) => connector.credentials);
     if (credentials.length > 0) {
       role.addToPrincipalPolicy(
         new iam.PolicyStatement({

@@ -15,6 +15,7 @@ import {
   loadInfraConfig,
   parseInfraConfig,
   parseRuntimeConfig,
+  secretsManagerReferences,
   toRuntimeConfig,
 } from '../../infra/config.js';
 import { BASE_CONFIG } from './support.js';
@@ -29,6 +30,7 @@ function issuesOf(input: unknown): { path: string; message: string }[] {
   throw new Error('expected the configuration to be rejected');
 }
 
+const row = { handle: 'api_key', tenantId: 'acme', secret: 'aip/test/payments/api-key' };
 const withAuth = (auth: Partial<Record<string, unknown>>): unknown => ({ ...BASE_CONFIG, auth: { ...BASE_CONFIG.auth, ...auth } });
 
 describe('parseInfraConfig', () => {
@@ -57,19 +59,26 @@ describe('parseInfraConfig', () => {
     ['logRetentionDays', { ...BASE_CONFIG, logRetentionDays: 31 }, /retention days/],
     ['queueEncryption', { ...BASE_CONFIG, queueEncryption: 'aes' }, /"sqs-managed" or "kms"/],
     ['workerTimeoutSeconds', { ...BASE_CONFIG, workerTimeoutSeconds: 901 }, /900/],
-    ['connectors[0].id', { ...BASE_CONFIG, connectors: [{ id: 'Payments' }] }, /connector ID/],
+    ['connectors[0].id', { ...BASE_CONFIG, connectors: [{ id: 'pay#ments' }] }, /letters, digits and \. _ : @ \/ - \(connector ID\)/],
     [
-      'connectors[0].credentials.api_key.secret',
-      { ...BASE_CONFIG, connectors: [{ id: 'payments', credentials: { api_key: { secret: 'arn:aws:s3:::bucket' } } }] },
+      'connectors[0].credentials[0].secret',
+      { ...BASE_CONFIG, connectors: [{ id: 'payments', credentials: [{ ...row, secret: 'arn:aws:s3:::bucket' }] }] },
       /Secrets Manager secret ARN/,
     ],
     [
-      'connectors[0].credentials.api_key.secret',
-      {
-        ...BASE_CONFIG,
-        connectors: [{ id: 'payments', credentials: { api_key: { secret: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:partial' } } }],
-      },
+      'connectors[0].credentials[0].secret',
+      { ...BASE_CONFIG, connectors: [{ id: 'payments', credentials: [{ ...row, secret: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:partial' }] }] },
       /complete Secrets Manager secret ARN/,
+    ],
+    [
+      'connectors[0].credentials[0].tenantId',
+      { ...BASE_CONFIG, connectors: [{ id: 'payments', credentials: [{ handle: 'api_key', secret: 'x' }] }] },
+      /is required/,
+    ],
+    [
+      'connectors[0].credentials[1]',
+      { ...BASE_CONFIG, connectors: [{ id: 'payments', credentials: [row, { ...row, secret: 'other' }] }] },
+      /duplicate credential reference: handle "api_key" for tenant "acme" is already mapped/,
     ],
     ['connectors[1].id', { ...BASE_CONFIG, connectors: [{ id: 'payments' }, { id: 'payments' }] }, /duplicate connector ID "payments"/],
     [
@@ -137,6 +146,34 @@ describe('loadInfraConfig', () => {
 });
 
 describe('runtime configuration', () => {
+  it('gives the Secrets Manager credential provider its reference rows', () => {
+    const config = parseInfraConfig({
+      ...BASE_CONFIG,
+      connectors: [
+        {
+          id: 'payments',
+          credentials: [
+            row,
+            { handle: 'api_key', tenantId: 'acme', externalAccountId: 'acct_9', secret: 'aip/acme/acct_9', versionStage: 'AWSPREVIOUS', jsonField: 'key' },
+          ],
+        },
+      ],
+    });
+    expect(secretsManagerReferences(config, 'payments')).toEqual([
+      { connector_id: 'payments', handle: 'api_key', tenant_id: 'acme', secret_id: 'aip/test/payments/api-key' },
+      {
+        connector_id: 'payments',
+        handle: 'api_key',
+        tenant_id: 'acme',
+        external_account_id: 'acct_9',
+        secret_id: 'aip/acme/acct_9',
+        version_stage: 'AWSPREVIOUS',
+        json_field: 'key',
+      },
+    ]);
+    expect(secretsManagerReferences(config, 'crm')).toEqual([]);
+  });
+
   it('round-trips through the AIP_RUNTIME_CONFIG JSON', () => {
     const config = parseInfraConfig(BASE_CONFIG);
     const json = JSON.stringify(toRuntimeConfig(config));

@@ -19,7 +19,7 @@ export const BASE_CONFIG: InfraConfigInput = {
     audience: 'aip-runtime',
     jwksUrl: 'https://issuer.example.com/.well-known/jwks.json',
   },
-  connectors: [{ id: 'payments', credentials: { api_key: { secret: 'aip/test/payments/api-key' } } }],
+  connectors: [{ id: 'payments', credentials: [{ handle: 'api_key', tenantId: 'acme', secret: 'aip/test/payments/api-key' }] }],
   approvalPolicies: [{ id: 'payments-commit', connector: 'payments', modes: ['commit'], approverScopes: ['aip:approve'] }],
 };
 
