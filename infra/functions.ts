@@ -57,7 +57,7 @@ export interface FunctionAccess {
   readonly table?: 'read' | 'readWrite';
   /** Queues this function may send to. */
   readonly sendTo?: readonly QueueName[];
-  /** Create, get and delete one-time schedules in the reconcile schedule group, and pass the scheduler role to them. */
+  /** Create and delete one-time schedules in the reconcile schedule group (what lib/aws/scheduler does), and pass the scheduler role to them. */
   readonly reconcileSchedules?: boolean;
   /** Read every credential secret the configuration references (the connector worker). */
   readonly connectorSecrets?: boolean;
@@ -130,8 +130,9 @@ export function createFunction(scope: Construct, definition: FunctionDefinition,
   if (Buffer.byteLength(runtimeConfig) > RUNTIME_CONFIG_LIMIT_BYTES) {
     throw new Error(
       `The runtime configuration is ${Buffer.byteLength(runtimeConfig)} bytes as JSON; Lambda allows ${LAMBDA_ENVIRONMENT_LIMIT_BYTES} bytes ` +
-        `of environment in total and this stack budgets ${RUNTIME_CONFIG_LIMIT_BYTES} for it. Shorten descriptions or IDs, or move the ` +
-        'approval policies to a store the functions read at cold start.',
+        `of environment in total and this stack budgets ${RUNTIME_CONFIG_LIMIT_BYTES} for it (connectors, credential rows and ` +
+        'approval policies). Shorten descriptions or IDs, or deliver the runtime configuration as a file in the bundle ' +
+        '(see docs/infra.md, "Runtime configuration").',
     );
   }
 
@@ -146,10 +147,11 @@ export function createFunction(scope: Construct, definition: FunctionDefinition,
   });
   logGroup.grantWrite(role);
 
-  const kmsWildcards = { used: false };
+  // Set when a CDK key grant adds kms:ReEncrypt* / kms:GenerateDataKey*; only then are those findings acknowledged.
+  let kmsWildcardGrant = false;
   const grantKeyReadWrite = (key: kms.IKey) => {
     key.grantEncryptDecrypt(role);
-    kmsWildcards.used = true;
+    kmsWildcardGrant = true;
   };
 
   if (access.table) {
@@ -178,7 +180,7 @@ export function createFunction(scope: Construct, definition: FunctionDefinition,
   if (access.reconcileSchedules) {
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({
-        actions: ['scheduler:CreateSchedule', 'scheduler:GetSchedule', 'scheduler:DeleteSchedule'],
+        actions: ['scheduler:CreateSchedule', 'scheduler:DeleteSchedule'],
         resources: [stack.formatArn({ service: 'scheduler', resource: 'schedule', resourceName: `${context.scheduleGroupName}/*` })],
       }),
     );
@@ -277,7 +279,7 @@ export function createFunction(scope: Construct, definition: FunctionDefinition,
 
   // X-Ray's PutTraceSegments/PutTelemetryRecords accept no resource ARN.
   Validations.of(role).acknowledge({ id: 'AwsSolutions-IAM5[Resource::*]', reason: NAG_REASONS.xrayWrite });
-  if (kmsWildcards.used) {
+  if (kmsWildcardGrant) {
     Validations.of(role).acknowledge(
       { id: 'AwsSolutions-IAM5[Action::kms:ReEncrypt*]', reason: NAG_REASONS.kmsGrantWildcards },
       { id: 'AwsSolutions-IAM5[Action::kms:GenerateDataKey*]', reason: NAG_REASONS.kmsGrantWildcards },

@@ -15,7 +15,10 @@ import * as z from 'zod';
 import { AipError } from '../errors/aip-error.js';
 import {
   CapabilitySchema,
+  fidelityInvokesHandler,
   isJsonValue,
+  type DryRunFidelity,
+  type TransactionMode,
   type Action,
   type ActionResult,
   type Capability,
@@ -160,16 +163,49 @@ function toJsonSchema(schema: z.ZodType, io: 'input' | 'output', where: string):
   return out as JsonObject;
 }
 
-/** Derives the flags a capability's handlers implement (credentials excluded). */
-export function deriveSupport(def: Pick<CapabilityDefinition<z.ZodType, z.ZodType, z.ZodType>, 'handlers' | 'retry' | 'approval'>, credentials = false): ImplementationSupport {
+/**
+ * Which handler a transaction mode needs. dry_run and plan need `plan` only
+ * at downstream_validation / full_simulation fidelity (for schema_only and
+ * policy_and_schema the runtime builds the preview itself).
+ */
+function modeImplemented(mode: TransactionMode, h: CapabilityHandlers<z.ZodType, z.ZodType, z.ZodType>, fidelity: DryRunFidelity): boolean {
+  switch (mode) {
+    case 'dry_run':
+    case 'plan':
+      return !fidelityInvokesHandler(fidelity) || h.plan !== undefined;
+    case 'execute':
+    case 'rollback_not_supported':
+      return h.invoke !== undefined || h.stream !== undefined;
+    case 'commit':
+      return h.commit !== undefined;
+    case 'compensate':
+      return h.compensate !== undefined;
+    case 'reconcile':
+      return h.reconcile !== undefined;
+  }
+}
+
+/**
+ * Derives the flags a capability's handlers implement (credentials is set by
+ * defineConnector from the credential provider).
+ *
+ * `transaction`: with a transaction contract, true when a handler exists for
+ * every declared mode; without one, true when both `plan` and `commit` exist.
+ */
+export function deriveSupport(
+  def: Pick<CapabilityDefinition<z.ZodType, z.ZodType, z.ZodType>, 'handlers' | 'retry' | 'approval' | 'contract'>,
+  credentials = false,
+): ImplementationSupport {
   const h = def.handlers;
   const invocation = h.invoke !== undefined || h.stream !== undefined;
+  const tx = def.contract?.transaction;
+  const transaction = tx !== undefined ? tx.modes.every((m) => modeImplemented(m, h, tx.dry_run_fidelity)) : h.plan !== undefined && h.commit !== undefined;
   return implementationSupport({
     invocation,
     cancellation: h.cancel !== undefined,
     streaming: h.stream !== undefined,
     retry: def.retry?.downstream_idempotency === true && (invocation || h.commit !== undefined),
-    transaction: h.plan !== undefined && h.commit !== undefined,
+    transaction,
     reconciliation: h.reconcile !== undefined,
     compensation: h.compensate !== undefined,
     approval: def.approval?.verified_evidence === true,

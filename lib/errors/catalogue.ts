@@ -98,6 +98,43 @@ export const ERROR_CATALOGUE = {
   'credentials.secret_disposed': entry('internal', 500, false, 'The ConnectorSecret was disposed and its bytes zeroed'),
   'credentials.handle_invalid': entry('validation', 400, false, 'The credential handle ID is not a valid opaque ID'),
 
+  // --- runtime stores (lib/ports/{action,idempotency,approval,route,stream}-store.ts) ---
+  'action.already_exists': entry('conflict', 409, false, 'An action with this ID already exists in the tenant'),
+  'action.not_found': entry('not_found', 404, false, 'No action with this ID exists in the tenant'),
+  'action.state_conflict': entry('conflict', 409, false, 'The action is not in an allowed state or revision for this change'),
+  'action.lease_held': entry('conflict', 409, true, 'Another attempt holds an unexpired lease on the action', 1_000),
+  'action.fence_stale': entry('conflict', 409, false, 'The attempt holds an older fence: a newer attempt owns the action'),
+  'action.invalid_record': entry('validation', 400, false, 'The action write is malformed (IDs, statuses, lease or fields)'),
+  'idempotency.fingerprint_mismatch': entry('conflict', 409, false, 'The idempotency key was used for a different request (fingerprint mismatch)'),
+  'idempotency.in_flight': entry('conflict', 409, true, 'A request with this idempotency key is still in flight', 1_000),
+  'idempotency.outcome_unknown': entry('conflict', 409, false, 'The earlier request with this idempotency key has an unknown outcome; reconciliation is required'),
+  'idempotency.not_owner': entry('conflict', 409, false, 'The idempotency reservation is owned by another action or a newer attempt fence'),
+  'idempotency.invalid_request': entry('validation', 400, false, 'The idempotency reservation request is malformed'),
+  'approval.already_exists': entry('conflict', 409, false, 'An approval with this ID already exists in the tenant'),
+  'approval.not_found': entry('not_found', 404, false, 'No approval with this ID exists in the tenant'),
+  'approval.already_decided': entry('conflict', 409, false, 'The approval is no longer pending: a decision was already recorded or it expired'),
+  'approval.expired': entry('conflict', 409, false, 'The approval expired before the decision'),
+  'approval.not_expired': entry('conflict', 409, false, 'The approval has not reached its expiry yet'),
+  'approval.state_conflict': entry('conflict', 409, false, 'The approval changed since it was read (revision mismatch)'),
+  'approval.invalid_record': entry('validation', 400, false, 'The approval write is malformed (IDs, policy, decision or expiry)'),
+  'approval.invalid_listing': entry('validation', 400, false, 'List pending approvals with a valid tenant, time bound, limit and cursor'),
+  'route.invalid_assignment': entry('validation', 400, false, 'The route assignment is malformed'),
+  'stream.sequence_conflict': entry('conflict', 409, false, 'A stream chunk with this sequence number already exists for the action'),
+  'stream.invalid_chunk': entry('validation', 400, false, 'The stream chunk or listing request is malformed'),
+  // capability registry (lib/runtime/registry.ts)
+  'capability.not_found': entry('not_found', 404, false, 'No admitted capability has this ID'),
+
+  // --- http edge and auth (functions/http, functions/authorizer.ts, lib/auth; see docs/http-api.md) ---
+  'auth.unauthenticated': entry('authentication', 401, false, 'A valid bearer token is required'),
+  'auth.forbidden': entry('authorization', 403, false, 'The token was verified but grants no access to this API'),
+  'auth.insufficient_scope': entry('authorization', 403, false, 'The token lacks a scope this route requires'),
+  'auth.tenant_required': entry('validation', 400, false, 'The caller belongs to several tenants: name one in the X-AIP-Tenant header'),
+  'auth.tenant_forbidden': entry('authorization', 403, false, 'The caller is not a member of the selected tenant'),
+  'auth.authorizer_unavailable': entry('temporary', 503, true, 'The token could not be verified right now (key source unavailable)', 1_000),
+  'request.route_not_found': entry('not_found', 404, false, 'No route matches the method and path'),
+  'request.throttled': entry('rate_limited', 429, true, 'Too many requests', 1_000),
+  'request.timeout': entry('timeout', 504, false, 'The request did not complete within the gateway time limit'),
+
   // --- service level --------------------------------------------------------
   'sla.timeout_exceeded': entry('timeout', 504, false, 'The action exceeded its effective timeout'),
 

@@ -374,6 +374,13 @@ describe('function definitions', () => {
     expect(nagViolations(built.aip, built.app)).toEqual([]);
   });
 
+  it('refuses a runtime configuration too large for the Lambda environment, saying why', () => {
+    const credentials = Array.from({ length: 60 }, (_, i) => ({ handle: 'api_key', tenantId: `tenant-${i}`, secret: `aip/test/tenant-${i}/payments` }));
+    expect(() => buildAip({ ...BASE_CONFIG, connectors: [{ id: 'payments', credentials }] }, { functions: [worker] })).toThrow(
+      /The runtime configuration is \d+ bytes as JSON; Lambda allows 4096 bytes of environment in total/,
+    );
+  });
+
   it('refuses a queue consumer whose timeout is not below the queue visibility timeout', () => {
     expect(() => buildAip(BASE_CONFIG, { functions: [{ ...worker, timeout: Duration.seconds(360) }] })).toThrow(
       /invoke queue's visibility timeout \(360 s\) must exceed its consumer's timeout \(360 s\)/,

@@ -68,6 +68,19 @@ describe('defineCapability', () => {
     expect(planOnly.derived_support.transaction).toBe(false);
   });
 
+  it('derives `transaction` from handlers for every mode the transaction contract declares', () => {
+    const tx = (modes: ('execute' | 'plan' | 'commit' | 'reconcile' | 'compensate')[], dry_run_fidelity: 'schema_only' | 'full_simulation') => ({ transaction: { modes, dry_run_fidelity, requires_plan_before_commit: true } });
+    const invoke = () => ({ charge_id: 'c', status: 'succeeded' as const });
+    const mk = (contract: ReturnType<typeof tx>, handlers: Record<string, unknown>) => defineCapability({ id: 'c', input: ChargeInput, output: ChargeOutput, contract, handlers }).derived_support.transaction;
+    expect(mk(tx(['execute'], 'schema_only'), { invoke })).toBe(true);
+    expect(mk(tx(['execute', 'reconcile'], 'schema_only'), { invoke })).toBe(false);
+    // schema_only plans are built by the runtime: no plan handler needed
+    expect(mk(tx(['plan', 'commit'], 'schema_only'), { commit: invoke })).toBe(true);
+    // full_simulation plans call plan_typed
+    expect(mk(tx(['plan', 'commit'], 'full_simulation'), { commit: invoke })).toBe(false);
+    expect(mk(tx(['plan', 'commit'], 'full_simulation'), { commit: invoke, plan: () => ({}) })).toBe(true);
+  });
+
   it('puts JSON Schemas generated from the zod schemas into the capability', () => {
     const c = defineCapability({ id: 'payments.charge', description: 'Charge a card', input: ChargeInput, output: ChargeOutput, handlers: { invoke: () => ({ charge_id: 'c', status: 'succeeded' }) } });
     expect(c.capability).toMatchObject({

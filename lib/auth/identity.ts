@@ -1,0 +1,34 @@
+import * as z from 'zod';
+import { PrincipalSchema, type Principal } from '../protocol/identity.js';
+import { IdSchema, ScopeSchema } from '../protocol/primitives.js';
+
+/**
+ * Who is calling, as the HTTP edge hands it to the runtime. Built ONLY from a
+ * verified token (by the authorizer) and, in the HTTP handlers, ONLY from
+ * `requestContext.authorizer`: never from a request body, query or header.
+ */
+export interface CallerIdentity {
+  principal: Principal;
+  /** Tenant memberships (protocol IDs), deduplicated, in token order. */
+  tenants: string[];
+  /** OAuth scopes, deduplicated. */
+  scopes: string[];
+  /** The verified `iss`. */
+  issuer?: string;
+  /** RFC 3339 time the token expires. */
+  expires_at?: string;
+}
+
+/** Bounds on what one token may carry (API Gateway limits the authorizer context size). */
+export const IDENTITY_LIMITS = {
+  maxTenants: 256,
+  maxScopes: 256,
+} as const;
+
+export const CallerIdentitySchema = z.strictObject({
+  principal: PrincipalSchema,
+  tenants: z.array(IdSchema).max(IDENTITY_LIMITS.maxTenants),
+  scopes: z.array(ScopeSchema).max(IDENTITY_LIMITS.maxScopes),
+  issuer: z.string().min(1).max(2048).optional(),
+  expires_at: z.iso.datetime({ offset: true }).optional(),
+});

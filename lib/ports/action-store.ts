@@ -1,0 +1,179 @@
+/**
+ * Port: the durable action record (one per action ID and tenant).
+ *
+ * The record carries the validated envelope because queue messages carry
+ * identifiers only: a worker reads the action back from here. Every write is
+ * ONE conditional write naming the expected statuses and revision (creation:
+ * that the record does not exist) and raises `revision` by exactly one.
+ *
+ * Attempts hold a fenced lease: `acquireLease` raises `fence` (and `attempt`)
+ * by one and refuses while another owner's lease is live. Every write an
+ * attempt makes (`settle`, `renewLease`, a fenced `transition`) is
+ * conditional on the fence it holds, so a zombie holding an older fence can
+ * never write over a newer attempt.
+ *
+ * Errors (all AipError):
+ * - `action.already_exists` (create): details { action_id, current_status, current_revision }.
+ * - `action.not_found`: the record to change does not exist.
+ * - `action.state_conflict`: lost race / wrong status or revision. details:
+ *   { action_id, operation, current_status, current_revision,
+ *   expected_revision?, allowed_statuses, reason? }, read from the failed
+ *   conditional write itself (never a second read).
+ * - `action.lease_held`: another owner holds an unexpired lease (details
+ *   lease_owner, lease_expires_at, fence, current_status, current_revision).
+ * - `action.fence_stale`: the caller's fence is not the current one (a
+ *   zombie attempt), details { held_fence, current_fence, current_status, ... }.
+ * - `action.invalid_record`: malformed input (IDs, statuses, lease, sizes).
+ * - `transaction.store_unavailable` / `transaction.record_too_large`: shared
+ *   table failures (lib/aws/dynamo/transaction-store.ts mapStoreError).
+ *
+ * The DynamoDB adapter is lib/aws/dynamo/action-store.ts.
+ */
+import type { Action, ActionResult, ActionStatus, Principal, TransactionMode } from '../protocol/index.js';
+
+/** Action statuses an action can never leave. */
+export const TERMINAL_ACTION_STATUS_LIST = ['completed', 'failed', 'cancelled'] as const satisfies readonly ActionStatus[];
+/** Action statuses a worker may lease from (an attempt runs in `running`). */
+export const LEASABLE_ACTION_STATUSES = ['accepted', 'running'] as const satisfies readonly ActionStatus[];
+
+/**
+ * What is kept of the input once redacted (the data contract requires
+ * redaction): `{ redacted: true, hash }` where hash = planInputHash(capability_id, input).
+ */
+export interface RedactedInput {
+  readonly redacted: true;
+  readonly hash: string;
+}
+
+export interface ActionRecord {
+  readonly tenant_id: string;
+  readonly action_id: string;
+  /** The runtime principal that submitted the action. */
+  readonly principal: Principal;
+  readonly capability_id: string;
+  /** `action.transaction.mode` when the action carries a transaction context. */
+  readonly mode?: TransactionMode;
+  /** The transaction this action is bound to (may be filled in after creation). */
+  readonly transaction_id?: string;
+  readonly status: ActionStatus;
+  /** Compare-and-set revision: 1 after creation, +1 on every write. */
+  readonly revision: number;
+  /**
+   * The validated envelope (transaction ID filled in by the runtime where it
+   * copied or generated one). When `input_redacted` is true, `action.input`
+   * is the RedactedInput `{ redacted: true, hash }`, not the raw input.
+   */
+  readonly action: Action;
+  /** True once the raw input was dropped (settle/transition with redact_input). */
+  readonly input_redacted?: boolean;
+  /** planInputHash(capability_id, input), computed at create (kept after redaction). */
+  readonly input_hash: string;
+  readonly result?: ActionResult;
+  readonly approval_id?: string;
+  readonly idempotency_key?: string;
+  /** Lease grants so far (0 = never leased). Only the holder of the current fence may settle. */
+  readonly fence: number;
+  /** Attempts started so far (each lease grant starts one). */
+  readonly attempt: number;
+  readonly lease_owner?: string;
+  /** RFC 3339 (UTC, ms). */
+  readonly lease_expires_at?: string;
+  readonly cancel_requested_at?: string;
+  readonly created_at: string;
+  readonly updated_at: string;
+  /** Epoch seconds; set only when a retention was requested for a terminal action. */
+  readonly ttl?: number;
+}
+
+export interface ActionRef {
+  readonly tenant_id: string;
+  readonly action_id: string;
+}
+
+export interface CreateActionInput {
+  readonly tenant_id: string;
+  readonly principal: Principal;
+  /** The validated envelope. action_id and capability_id are taken from it. */
+  readonly action: Action;
+  /** Default `accepted`. A record may be created straight in `requires_human` or a terminal status (rejections). */
+  readonly status?: ActionStatus;
+  /** Default: action.transaction?.transaction_id. */
+  readonly transaction_id?: string;
+  readonly approval_id?: string;
+  readonly result?: ActionResult;
+  /** Drop the raw input right away (only allowed with a terminal status). */
+  readonly redact_input?: boolean;
+}
+
+export interface ActionPatch {
+  readonly result?: ActionResult;
+  readonly approval_id?: string;
+  readonly transaction_id?: string;
+  /** Replace the raw input by `{ redacted: true, hash }` (irreversible). */
+  readonly redact_input?: boolean;
+  /** Retention of a terminal record (sets `ttl`); ignored for non-terminal targets. */
+  readonly retention_seconds?: number;
+}
+
+export interface TransitionActionInput extends ActionRef {
+  /** Allowed current statuses (never terminal ones: a terminal action is never rewritten). */
+  readonly from: readonly ActionStatus[];
+  readonly to: ActionStatus;
+  readonly expected_revision: number;
+  /** When given, the write is also conditional on this being the current fence. */
+  readonly fence?: number;
+  readonly patch?: ActionPatch;
+}
+
+export interface AcquireActionLeaseInput extends ActionRef {
+  readonly owner: string;
+  /** 1 .. 86_400_000. */
+  readonly ttl_ms: number;
+  readonly expected_revision: number;
+  /** Default LEASABLE_ACTION_STATUSES. The record moves to `running`. */
+  readonly from?: readonly ActionStatus[];
+}
+
+export interface RenewActionLeaseInput extends ActionRef {
+  readonly owner: string;
+  /** The fence the caller holds. */
+  readonly fence: number;
+  readonly ttl_ms: number;
+}
+
+export interface SettleActionInput extends ActionRef {
+  /** The fence the caller holds; only the current fence may settle. */
+  readonly fence: number;
+  readonly to: 'completed' | 'failed' | 'cancelled';
+  readonly result: ActionResult;
+  /** Optional extra guard; the fence is the ownership guard. */
+  readonly expected_revision?: number;
+  /** Default ['running']. */
+  readonly from?: readonly ActionStatus[];
+  /** Drop the raw input, keeping `{ redacted: true, hash }` (data contract requires redaction). */
+  readonly redact_input?: boolean;
+  /** Sets `ttl` = now + retention_seconds. */
+  readonly retention_seconds?: number;
+}
+
+export interface RequestCancelInput extends ActionRef {
+  /** Optional extra guard. */
+  readonly expected_revision?: number;
+}
+
+export interface ActionStore {
+  /** Create; conditional on the action ID not existing in the tenant. Revision 1, fence 0, attempt 0. */
+  create(input: CreateActionInput): Promise<ActionRecord>;
+  /** Compare-and-set status change (optionally fenced). Leaving `running` releases the lease. */
+  transition(input: TransitionActionInput): Promise<ActionRecord>;
+  /** Grant a new lease: fence+1, attempt+1, status `running`. Refused while another owner's lease is live. */
+  acquireLease(input: AcquireActionLeaseInput): Promise<ActionRecord>;
+  /** Extend the caller's lease; conditional on owner and fence (does not change the fence). */
+  renewLease(input: RenewActionLeaseInput): Promise<ActionRecord>;
+  /** Fenced terminal settlement: sets result, releases the lease, optionally redacts the input. */
+  settle(input: SettleActionInput): Promise<ActionRecord>;
+  /** Record a cancellation request on a non-terminal action (idempotent: a second request returns the record unchanged). */
+  requestCancel(input: RequestCancelInput): Promise<ActionRecord>;
+  /** Strongly consistent read; undefined when absent. */
+  get(ref: ActionRef): Promise<ActionRecord | undefined>;
+}

@@ -1,0 +1,116 @@
+/**
+ * Port: durable approvals.
+ *
+ * An approval is created `pending` with an expiry. Exactly one decision is
+ * ever recorded: `decide` is ONE conditional write on `status = pending AND
+ * revision = expected AND expires_at > now`, so of any number of concurrent
+ * deciders exactly one wins. `expire` moves a pending approval whose expiry
+ * has passed to `expired` (also conditional). Approval state is separate from
+ * transaction state: an approved action can still fail to claim a plan.
+ *
+ * Pending approvals are listed per tenant through the sparse `byStatus` index
+ * (GSI3PK `APPROVAL#pending#<tenant>`, GSI3SK `<expires_at>#<approval_id>`):
+ * only pending approvals carry the index keys, so the listing is exactly the
+ * open work, oldest expiry first.
+ *
+ * Errors (all AipError):
+ * - `approval.already_exists` (create).
+ * - `approval.not_found`.
+ * - `approval.already_decided`: the approval is no longer pending (details:
+ *   approval_id, current_status, current_revision, decision?).
+ * - `approval.expired`: decide after expires_at (details expires_at).
+ * - `approval.not_expired`: expire before expires_at.
+ * - `approval.state_conflict`: pending but at another revision (lost race).
+ * - `approval.invalid_record`, `approval.invalid_listing`,
+ *   `transaction.store_unavailable`, `transaction.record_too_large`.
+ *
+ * The DynamoDB adapter is lib/aws/dynamo/approval-store.ts.
+ */
+import type { Principal } from '../protocol/index.js';
+import type { Page } from './transaction-store.js';
+
+export type ApprovalStatus = 'pending' | 'approved' | 'denied' | 'expired';
+export type ApprovalDecisionValue = 'approved' | 'denied';
+
+export interface ApprovalPolicySnapshot {
+  readonly policy_id: string;
+  /** sha256 hex of the canonical policy (evidence passed to the connector context). */
+  readonly policy_hash: string;
+  readonly approver_scopes: readonly string[];
+  readonly allow_self_approval: boolean;
+}
+
+export interface ApprovalDecision {
+  readonly decision_id: string;
+  readonly decided_by: Principal;
+  readonly decision: ApprovalDecisionValue;
+  /** Operator-safe text. */
+  readonly reason?: string;
+  readonly decided_at: string;
+}
+
+export interface ApprovalRecord {
+  readonly tenant_id: string;
+  readonly approval_id: string;
+  readonly action_id: string;
+  readonly transaction_id?: string;
+  readonly capability_id: string;
+  readonly requested_by: Principal;
+  readonly policy: ApprovalPolicySnapshot;
+  readonly status: ApprovalStatus;
+  readonly decision?: ApprovalDecision;
+  /** RFC 3339 (UTC, ms). */
+  readonly expires_at: string;
+  readonly created_at: string;
+  readonly updated_at: string;
+  readonly revision: number;
+}
+
+export interface ApprovalRef {
+  readonly tenant_id: string;
+  readonly approval_id: string;
+}
+
+export interface CreateApprovalInput extends ApprovalRef {
+  readonly action_id: string;
+  readonly transaction_id?: string;
+  readonly capability_id: string;
+  readonly requested_by: Principal;
+  readonly policy: ApprovalPolicySnapshot;
+  /** RFC 3339; must be in the future. */
+  readonly expires_at: string;
+}
+
+export interface DecideApprovalInput extends ApprovalRef {
+  readonly expected_revision: number;
+  readonly decision_id: string;
+  readonly decided_by: Principal;
+  readonly decision: ApprovalDecisionValue;
+  readonly reason?: string;
+}
+
+export interface ExpireApprovalInput extends ApprovalRef {
+  readonly expected_revision: number;
+}
+
+export interface ListPendingApprovalsQuery {
+  readonly tenant_id: string;
+  /** Only approvals whose expires_at <= this (RFC 3339): the expiry sweep. */
+  readonly expires_before?: string;
+  /** 1 .. 100, default 25. */
+  readonly limit?: number;
+  readonly cursor?: string;
+}
+
+export interface ApprovalStore {
+  /** Create `pending`, revision 1; conditional on the approval ID not existing in the tenant. */
+  create(input: CreateApprovalInput): Promise<ApprovalRecord>;
+  /** pending → approved|denied, once; refused after expiry. */
+  decide(input: DecideApprovalInput): Promise<ApprovalRecord>;
+  /** pending → expired once expires_at has passed. */
+  expire(input: ExpireApprovalInput): Promise<ApprovalRecord>;
+  /** Strongly consistent read. */
+  get(ref: ApprovalRef): Promise<ApprovalRecord | undefined>;
+  /** Pending approvals of a tenant, oldest expiry first (sparse index, then consistent reads). */
+  listPending(query: ListPendingApprovalsQuery): Promise<Page<ApprovalRecord>>;
+}

@@ -1,0 +1,76 @@
+/**
+ * Port: persisted stream chunks of an action.
+ *
+ * One ordered stream per (tenant, action ID), spanning every attempt: each
+ * chunk has a stream-wide `seq` (0, 1, 2, ...). `append` is ONE conditional
+ * put on the seq not existing, so two writers can never both write a seq (a
+ * zombie attempt racing a newer one loses: `stream.sequence_conflict`).
+ * Chunks are TTL'd (`ttl`, default 24 h, configurable).
+ *
+ * `StreamStoreSink` adapts the store to the connector SDK's StreamSink
+ * (lib/ports/stream-sink.ts): the publisher numbers chunks per attempt from
+ * 0, the sink adds the attempt's base seq (`openStreamSink` reads it with
+ * `nextSeq`), so a second attempt continues the action's stream.
+ *
+ * Errors: `stream.sequence_conflict` (409), `stream.invalid_chunk` (400),
+ * `transaction.store_unavailable`, `transaction.record_too_large`.
+ * The DynamoDB adapter is lib/aws/dynamo/stream-store.ts.
+ */
+import type { SequencedStreamChunk } from '../connectors/stream-chunk.js';
+import type { StreamSink } from './stream-sink.js';
+import type { Page } from './transaction-store.js';
+
+export interface StoredStreamChunk {
+  readonly tenant_id: string;
+  readonly action_id: string;
+  /** Stream-wide sequence (across attempts). */
+  readonly seq: number;
+  /** The chunk as the publisher produced it (its `sequence` is per attempt). */
+  readonly chunk: SequencedStreamChunk;
+  readonly stored_at: string;
+}
+
+export interface AppendChunkInput {
+  readonly tenant_id: string;
+  readonly action_id: string;
+  readonly seq: number;
+  readonly chunk: SequencedStreamChunk;
+}
+
+export interface ListChunksQuery {
+  readonly tenant_id: string;
+  readonly action_id: string;
+  /** Only chunks with seq > after. */
+  readonly after?: number;
+  /** 1 .. 1000, default 100. */
+  readonly limit?: number;
+  readonly cursor?: string;
+}
+
+export interface StreamStore {
+  /** Conditional on the seq not existing for the action. */
+  append(input: AppendChunkInput): Promise<StoredStreamChunk>;
+  /** In seq order (strongly consistent). */
+  list(query: ListChunksQuery): Promise<Page<StoredStreamChunk>>;
+  /** The seq the next chunk gets (0 for an empty stream). */
+  nextSeq(ref: { readonly tenant_id: string; readonly action_id: string }): Promise<number>;
+}
+
+/** StreamSink over a StreamStore for one attempt: seq = base_seq + chunk.sequence. */
+export class StreamStoreSink implements StreamSink {
+  constructor(
+    private readonly store: StreamStore,
+    private readonly tenant_id: string,
+    private readonly action_id: string,
+    private readonly base_seq: number,
+  ) {}
+
+  async write(chunk: SequencedStreamChunk): Promise<void> {
+    await this.store.append({ tenant_id: this.tenant_id, action_id: this.action_id, seq: this.base_seq + chunk.sequence, chunk });
+  }
+}
+
+/** A sink for a new attempt, continuing after the action's last stored chunk. */
+export async function openStreamSink(store: StreamStore, tenant_id: string, action_id: string): Promise<StreamStoreSink> {
+  return new StreamStoreSink(store, tenant_id, action_id, await store.nextSeq({ tenant_id, action_id }));
+}
