@@ -109,7 +109,8 @@ export interface CapabilityHandlers<I extends z.ZodType, O extends z.ZodType, P 
 /** The contract parts of a protocol Capability (everything but identity and schemas). */
 export type CapabilityContract = Omit<Capability, 'id' | 'kind' | 'description' | 'input_schema' | 'output_schema'>;
 
-export interface CapabilityDefinition<I extends z.ZodType, O extends z.ZodType, P extends z.ZodType> {
+/** What a capability declares: identity, schemas, contract and two explicit flags. */
+export interface CapabilitySpec<I extends z.ZodType, O extends z.ZodType, P extends z.ZodType> {
   readonly id: string;
   /** Default `tool`. A `resource` needs no invocation handler. */
   readonly kind?: 'tool' | 'resource';
@@ -124,7 +125,23 @@ export interface CapabilityDefinition<I extends z.ZodType, O extends z.ZodType, 
   readonly retry?: { readonly downstream_idempotency: true };
   /** Explicit: verified approval evidence and resume behavior are implemented. Sets `approval`. */
   readonly approval?: { readonly verified_evidence: true };
+}
+
+/** A spec plus the handlers that implement it. */
+export interface CapabilityDefinition<I extends z.ZodType, O extends z.ZodType, P extends z.ZodType> extends CapabilitySpec<I, O, P> {
   readonly handlers: CapabilityHandlers<I, O, P>;
+}
+
+/**
+ * Step two of defineCapability. The schemas are fixed by step one, so the
+ * handlers written here are fully typed: `input` from the input schema, the
+ * return value against the output schema (literal unions included).
+ */
+export interface CapabilityBuilder<I extends z.ZodType, O extends z.ZodType, P extends z.ZodType> {
+  readonly spec: CapabilitySpec<I, O, P>;
+  /** The protocol Capability this spec advertises. */
+  readonly capability: Capability;
+  implement(handlers: CapabilityHandlers<I, O, P>): DefinedCapability<I, O, P>;
 }
 
 /** A capability ready to be placed in a connector. */
@@ -214,35 +231,43 @@ export function deriveSupport(
 }
 
 /**
- * Declares one capability. Type parameters are inferred from `input`,
- * `output` and `preview`; handlers are then typed from them.
+ * Declares one capability in two steps:
+ *
+ *     const charge = defineCapability({ id, input, output, contract })
+ *       .implement({ invoke: async (input, ctx, call) => ..., reconcile: ... });
+ *
+ * Step one infers the schema types and builds the advertised Capability
+ * (JSON Schemas via z.toJSONSchema); step two types the handlers from them.
+ * (A single call cannot do both: TypeScript would type the handlers before
+ * the output schema is known and widen literal results.)
  */
-export function defineCapability<I extends z.ZodType, O extends z.ZodType, P extends z.ZodType = JsonSchemaType>(
-  definition: CapabilityDefinition<I, O, P>,
-): DefinedCapability<I, O, P> {
-  const kind = definition.kind ?? 'tool';
+export function defineCapability<I extends z.ZodType, O extends z.ZodType, P extends z.ZodType = JsonSchemaType>(spec: CapabilitySpec<I, O, P>): CapabilityBuilder<I, O, P> {
+  const kind = spec.kind ?? 'tool';
   const candidate = {
-    id: definition.id,
+    id: spec.id,
     kind,
-    ...(definition.description !== undefined ? { description: definition.description } : {}),
-    input_schema: toJsonSchema(definition.input, 'input', `${definition.id} input`),
-    output_schema: toJsonSchema(definition.output, 'output', `${definition.id} output`),
-    ...(definition.contract ?? {}),
+    ...(spec.description !== undefined ? { description: spec.description } : {}),
+    input_schema: toJsonSchema(spec.input, 'input', `${String(spec.id)} input`),
+    output_schema: toJsonSchema(spec.output, 'output', `${String(spec.id)} output`),
+    ...(spec.contract ?? {}),
   };
   const parsed = CapabilitySchema.safeParse(candidate);
   if (!parsed.success) {
-    throw definitionError(`capability ${String(definition.id)} is not a valid Capability`, {
+    throw definitionError(`capability ${String(spec.id)} is not a valid Capability`, {
       issues: parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).slice(0, 20),
     });
   }
-  if (definition.retry !== undefined && definition.handlers.invoke === undefined && definition.handlers.stream === undefined && definition.handlers.commit === undefined) {
-    throw definitionError(`capability ${definition.id} declares retry without an invoke, stream or commit handler`);
-  }
+  const capability = deepFreeze(parsed.data);
   return Object.freeze({
-    id: definition.id,
-    definition,
-    capability: parsed.data,
-    derived_support: deriveSupport(definition),
+    spec,
+    capability,
+    implement(handlers: CapabilityHandlers<I, O, P>): DefinedCapability<I, O, P> {
+      if (spec.retry !== undefined && handlers.invoke === undefined && handlers.stream === undefined && handlers.commit === undefined) {
+        throw definitionError(`capability ${spec.id} declares retry without an invoke, stream or commit handler`);
+      }
+      const definition: CapabilityDefinition<I, O, P> = Object.freeze({ ...spec, handlers: Object.freeze({ ...handlers }) });
+      return Object.freeze({ id: spec.id, definition, capability, derived_support: deriveSupport(definition) });
+    },
   });
 }
 

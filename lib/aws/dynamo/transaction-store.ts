@@ -244,7 +244,7 @@ function sameRef(a: unknown, b: ProviderOperationRef): boolean {
 }
 
 /** Drops `undefined` properties recursively (DynamoDB cannot store them). */
-function compact<T>(value: T): T {
+export function compact<T>(value: T): T {
   if (Array.isArray(value)) return value.map((v) => compact(v)) as T;
   if (value !== null && typeof value === 'object' && !(value instanceof Uint8Array)) {
     const out: Record<string, unknown> = {};
@@ -266,7 +266,7 @@ function toRecord(item: Item): TransactionRecord {
   return out as unknown as TransactionRecord;
 }
 
-function encodeCursor(key: Record<string, unknown> | undefined): string | undefined {
+export function encodeCursor(key: Record<string, unknown> | undefined): string | undefined {
   return key === undefined ? undefined : Buffer.from(JSON.stringify(key), 'utf8').toString('base64url');
 }
 
@@ -299,7 +299,8 @@ function statusIndex(status: TransactionStatus, tenant: string, transactionId: s
 
 // --- expression builder --------------------------------------------------------------------
 
-class UpdateBuilder {
+/** Exported for the runtime stores (lib/aws/dynamo/store-support.ts). */
+export class UpdateBuilder {
   private readonly names = new Map<string, string>();
   private readonly values: Record<string, unknown> = {};
   private valueCount = 0;
@@ -432,7 +433,7 @@ interface CancellationReason {
   Item?: unknown;
 }
 
-function errorName(err: unknown): string {
+export function errorName(err: unknown): string {
   return err !== null && typeof err === 'object' && 'name' in err ? String((err as { name: unknown }).name) : '';
 }
 
