@@ -28,7 +28,7 @@ import {
   type JWTVerifyGetKey,
   type JWTVerifyOptions,
 } from 'jose';
-import { ClaimMappingError, mapClaims, resolveClaimMapping, type ClaimMapping, type ClaimsConfig } from './claims.js';
+import { mapClaims, resolveClaimMapping, type ClaimMapping, type ClaimsConfig } from './claims.js';
 import type { CallerIdentity } from './identity.js';
 
 export const ASYMMETRIC_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const;
@@ -238,4 +238,3 @@ export function createTokenVerifier(config: TokenVerifierConfig): TokenVerifier 
   };
 }
 
-export { ClaimMappingError };

@@ -134,6 +134,7 @@ export async function runAttempt(req: AttemptRequest): Promise<AttemptOutcome> {
 
   const remaining = deadline_at.getTime() - clock.now().getTime();
   if (remaining <= 0) {
+    await attempt.end({ drain: false });
     attempt.cancel(timeoutReason());
     const cancellation: CancellationEvidence = { attempted: false, reason: 'no_work_started' };
     return finish(timeoutOutcome(req, method, attempt, cancellation, false), true, cancellation);
@@ -150,6 +151,9 @@ export async function runAttempt(req: AttemptRequest): Promise<AttemptOutcome> {
   timers.clearTimeout(timer);
   if (winner !== 'timeout') return finish(winner, false);
 
+  // The attempt ends at its deadline: close the stream first, so nothing the
+  // connector emits from here on (even from an abort listener) is accepted.
+  await attempt.end({ drain: false });
   attempt.cancel(timeoutReason());
   const cancellation = await attemptRemoteCancel(req, attempt, timers);
   return finish(timeoutOutcome(req, method, attempt, cancellation, true), true, cancellation);

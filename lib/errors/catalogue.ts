@@ -116,6 +116,7 @@ export const ERROR_CATALOGUE = {
   'approval.expired': entry('conflict', 409, false, 'The approval expired before the decision'),
   'approval.not_expired': entry('conflict', 409, false, 'The approval has not reached its expiry yet'),
   'approval.state_conflict': entry('conflict', 409, false, 'The approval changed since it was read (revision mismatch)'),
+  'approval.self_approval_forbidden': entry('authorization', 403, false, 'The approval policy does not allow the requester to decide their own approval'),
   'approval.invalid_record': entry('validation', 400, false, 'The approval write is malformed (IDs, policy, decision or expiry)'),
   'approval.invalid_listing': entry('validation', 400, false, 'List pending approvals with a valid tenant, time bound, limit and cursor'),
   'route.invalid_assignment': entry('validation', 400, false, 'The route assignment is malformed'),
@@ -134,6 +135,64 @@ export const ERROR_CATALOGUE = {
   'request.route_not_found': entry('not_found', 404, false, 'No route matches the method and path'),
   'request.throttled': entry('rate_limited', 429, true, 'Too many requests', 1_000),
   'request.timeout': entry('timeout', 504, false, 'The request did not complete within the gateway time limit'),
+
+  // --- runtime (lib/runtime: admission pipeline, modes, attempts, approvals, views) ---
+  // step 2: TransactionRequest checks
+  'runtime.requester_mismatch': entry('authorization', 403, false, 'requested_by does not name the authenticated runtime principal'),
+  // step 3: capability lookup and input schema
+  'runtime.input_invalid': entry('validation', 400, false, 'The action input does not match the capability input schema'),
+  'runtime.mode_unsupported': entry('validation', 422, false, 'The capability contract does not declare this transaction mode'),
+  // step 4: authorization
+  'runtime.caller_expired': entry('authentication', 401, false, 'The caller identity has expired'),
+  'runtime.tenant_required': entry('validation', 400, false, 'The tenant cannot be determined: name one of the caller tenants'),
+  'runtime.tenant_forbidden': entry('authorization', 403, false, 'The caller is not a member of the tenant the action names'),
+  'runtime.scope_missing': entry('authorization', 403, false, 'The caller lacks a scope the capability policy requires'),
+  // step 6: approval gate
+  'runtime.approval_denied': entry('approval', 403, false, 'The approval was denied'),
+  'runtime.approval_expired': entry('approval', 410, false, 'The pending approval expired before a decision'),
+  'runtime.approver_forbidden': entry('authorization', 403, false, 'The caller is not an authorized approver for this policy'),
+  'runtime.self_approval_forbidden': entry('authorization', 403, false, 'The requester cannot approve their own action under this policy'),
+  // step 7: idempotency
+  'runtime.idempotency_key_required': entry('validation', 400, false, 'The capability requires an idempotency_key'),
+  // step 8: transaction admission
+  'runtime.action_conflict': entry('conflict', 409, false, 'The action ID is already used by a different action'),
+  'runtime.action_in_flight': entry('conflict', 409, true, 'The action was already accepted and is still in flight', 1_000),
+  'runtime.transaction_id_required': entry('validation', 400, false, 'This transaction mode needs a transaction ID'),
+  'runtime.execution_contract_mismatch': entry('conflict', 409, false, 'The transaction ID exists with a different execution contract'),
+  'runtime.attempt_in_flight': entry('conflict', 409, true, 'An attempt on this transaction is in flight', 1_000),
+  'runtime.reconciliation_required': entry('conflict', 409, false, 'The transaction outcome is unknown: reconciliation is required, no blind retry'),
+  'runtime.plan_transaction_support_missing': entry('validation', 422, false, 'Downstream plan validation needs a handler that advertises transaction support'),
+  'runtime.plan_required': entry('validation', 400, false, 'This commit needs a plan: direct commit is not available here'),
+  'runtime.plan_not_found': entry('not_found', 404, false, 'The referenced plan does not exist'),
+  'runtime.plan_not_planned': entry('conflict', 409, false, 'The plan transaction record is no longer planned'),
+  'runtime.plan_capability_mismatch': entry('conflict', 409, false, 'The commit capability differs from the planned capability'),
+  'runtime.plan_principal_mismatch': entry('conflict', 409, false, 'The committing principal differs from the planning principal'),
+  'runtime.plan_expired': entry('conflict', 409, false, 'The plan has expired'),
+  'runtime.plan_transaction_mismatch': entry('conflict', 409, false, 'The supplied transaction ID differs from the planned transaction ID'),
+  'runtime.plan_input_mismatch': entry('conflict', 409, false, 'The hash of the capability ID and input differs from the plan hash'),
+  'runtime.plan_identity_mismatch': entry('conflict', 409, false, 'The identity context differs from the planned tenant or external account'),
+  'runtime.plan_claim_conflict': entry('conflict', 409, false, 'Another commit claimed the plan first'),
+  'runtime.compensation_not_supported': entry('validation', 422, false, 'The capability compensation mode is neither supported nor best_effort'),
+  'runtime.compensation_target_not_found': entry('not_found', 404, false, 'The action named by compensation_for does not exist'),
+  'runtime.compensation_target_ineligible': entry('conflict', 409, false, 'The compensation target neither completed nor recorded committed side effects requiring compensation'),
+  'runtime.compensation_window_expired': entry('conflict', 409, false, 'The compensation window has passed'),
+  'runtime.compensation_window_unverifiable': entry('validation', 422, false, 'The compensation window cannot be measured: no target record and no original_completed_at'),
+  'runtime.compensation_capability_unavailable': entry('validation', 422, false, 'The compensating capability named by the contract is not admitted'),
+  'runtime.reconcile_not_outcome_unknown': entry('conflict', 409, false, 'Reconciliation needs a transaction in outcome_unknown'),
+  // step 9: attempts and settlement
+  'runtime.attempt_abandoned': entry('temporary', 503, false, 'An earlier attempt stopped without settling; its provider outcome is unknown'),
+  'runtime.output_invalid': entry('internal', 502, false, 'The connector output does not match the capability output schema'),
+  'runtime.connector_unavailable': entry('temporary', 503, true, 'No connector instance serves this capability right now', 1_000),
+  'runtime.route_mismatch': entry('conflict', 409, false, 'The action route assignment pins another capability or tenant'),
+  'runtime.reconciliation_exhausted': entry('conflict', 409, false, 'Reconciliation attempts are exhausted: a human must decide'),
+  'runtime.cancelled': entry('conflict', 409, false, 'The action was cancelled before an attempt started'),
+  'runtime.cancel_not_allowed': entry('conflict', 409, false, 'The action can no longer be cancelled'),
+  // reads and operators
+  'runtime.operator_forbidden': entry('authorization', 403, false, 'Operator views need the operator scope'),
+  'runtime.invalid_query': entry('validation', 400, false, 'The query or selector is malformed'),
+  // configuration and test hooks
+  'runtime.config_invalid': entry('internal', 500, false, 'The runtime configuration is invalid'),
+  'runtime.crash_injected': entry('internal', 500, false, 'A test crash point fired (test mode only)'),
 
   // --- service level --------------------------------------------------------
   'sla.timeout_exceeded': entry('timeout', 504, false, 'The action exceeded its effective timeout'),

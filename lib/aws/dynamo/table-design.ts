@@ -87,4 +87,14 @@ export const keys = {
   approval: (tenant: string, approvalId: string) => ({ PK: `APPROVAL#${tenant}#${approvalId}`, SK: 'APPROVAL' }),
   streamChunk: (tenant: string, actionId: string, seq: number) => ({ PK: `ACTION#${tenant}#${actionId}`, SK: `CHUNK#${pad(seq, 8)}` }),
   routeAssignment: (tenant: string, actionId: string) => ({ PK: `ACTION#${tenant}#${actionId}`, SK: 'ROUTE' }),
+  streamChunkPrefix: 'CHUNK#',
+  /** Largest stream seq the 8-digit sort key holds. */
+  maxStreamSeq: 99_999_999,
+  /**
+   * Pending approvals in the sparse byStatus index (GSI3), one partition per
+   * tenant: GSI3PK `APPROVAL#pending#<tenant>`, GSI3SK `<expires_at>#<approval_id>`.
+   * Never collides with the transaction entries (`STATUS#...`).
+   */
+  approvalPendingIndex: (tenant: string) => `APPROVAL#pending#${tenant}`,
+  approvalPendingIndexSort: (expiresAt: string, approvalId: string) => `${expiresAt}#${approvalId}`,
 } as const;

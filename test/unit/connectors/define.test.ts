@@ -8,7 +8,8 @@ import {
   admitConnector,
   defineCapability,
   defineConnector,
-  type ReconciliationResult,
+  type CapabilityHandlers,
+  type JsonSchemaType,
 } from '../../../lib/connectors/index.js';
 import { MemorySink, action, attempt } from './fixtures.js';
 
@@ -41,7 +42,7 @@ const credentials = new EnvCredentialProvider({
 
 describe('defineCapability', () => {
   it('derives every flag from the handlers present (plus the explicit retry and approval declarations)', () => {
-    const none = defineCapability({ id: 'c.none', kind: 'resource', input: z.object({}), output: z.object({}), handlers: {} });
+    const none = defineCapability({ id: 'c.none', kind: 'resource', input: z.object({}), output: z.object({}) }).implement({});
     expect(IMPLEMENTATION_FLAGS.filter((f) => none.derived_support[f])).toEqual([]);
 
     const full = defineCapability({
@@ -50,28 +51,28 @@ describe('defineCapability', () => {
       output: ChargeOutput,
       retry: { downstream_idempotency: true },
       approval: { verified_evidence: true },
-      handlers: {
-        async *stream() {
-          yield { type: 'text', text: 'x' };
-          return { charge_id: 'c', status: 'succeeded' };
-        },
-        plan: () => ({ would_charge: true }),
-        commit: () => ({ charge_id: 'c', status: 'succeeded' }),
-        compensate: () => ({ charge_id: 'c', status: 'succeeded' }),
-        cancel: () => ({ accepted: true }),
-        reconcile: () => ({ terminal: false }),
+    }).implement({
+      async *stream() {
+        yield { type: 'text', text: 'x' };
+        return { charge_id: 'c', status: 'succeeded' };
       },
+      plan: () => ({ would_charge: true }),
+      commit: () => ({ charge_id: 'c', status: 'succeeded' }),
+      compensate: () => ({ charge_id: 'c', status: 'succeeded' }),
+      cancel: () => ({ accepted: true }),
+      reconcile: () => ({ terminal: false }),
     });
     expect(IMPLEMENTATION_FLAGS.filter((f) => full.derived_support[f])).toEqual(['invocation', 'cancellation', 'streaming', 'retry', 'transaction', 'reconciliation', 'compensation', 'approval']);
 
-    const planOnly = defineCapability({ id: 'c.plan', input: ChargeInput, output: ChargeOutput, handlers: { invoke: () => ({ charge_id: 'c', status: 'pending' }), plan: () => ({}) } });
+    const planOnly = defineCapability({ id: 'c.plan', input: ChargeInput, output: ChargeOutput }).implement({ invoke: () => ({ charge_id: 'c', status: 'pending' }), plan: () => ({}) });
     expect(planOnly.derived_support.transaction).toBe(false);
   });
 
   it('derives `transaction` from handlers for every mode the transaction contract declares', () => {
     const tx = (modes: ('execute' | 'plan' | 'commit' | 'reconcile' | 'compensate')[], dry_run_fidelity: 'schema_only' | 'full_simulation') => ({ transaction: { modes, dry_run_fidelity, requires_plan_before_commit: true } });
     const invoke = () => ({ charge_id: 'c', status: 'succeeded' as const });
-    const mk = (contract: ReturnType<typeof tx>, handlers: Record<string, unknown>) => defineCapability({ id: 'c', input: ChargeInput, output: ChargeOutput, contract, handlers }).derived_support.transaction;
+    const mk = (contract: ReturnType<typeof tx>, handlers: CapabilityHandlers<typeof ChargeInput, typeof ChargeOutput, JsonSchemaType>) =>
+      defineCapability({ id: 'c', input: ChargeInput, output: ChargeOutput, contract }).implement(handlers).derived_support.transaction;
     expect(mk(tx(['execute'], 'schema_only'), { invoke })).toBe(true);
     expect(mk(tx(['execute', 'reconcile'], 'schema_only'), { invoke })).toBe(false);
     // schema_only plans are built by the runtime: no plan handler needed
@@ -82,7 +83,7 @@ describe('defineCapability', () => {
   });
 
   it('puts JSON Schemas generated from the zod schemas into the capability', () => {
-    const c = defineCapability({ id: 'payments.charge', description: 'Charge a card', input: ChargeInput, output: ChargeOutput, handlers: { invoke: () => ({ charge_id: 'c', status: 'succeeded' }) } });
+    const c = defineCapability({ id: 'payments.charge', description: 'Charge a card', input: ChargeInput, output: ChargeOutput }).implement({ invoke: () => ({ charge_id: 'c', status: 'succeeded' }) });
     expect(c.capability).toMatchObject({
       id: 'payments.charge',
       kind: 'tool',
@@ -93,8 +94,8 @@ describe('defineCapability', () => {
   });
 
   it('refuses a retry declaration with nothing to retry and an invalid contract', () => {
-    expect(isAipError(thrown(() => defineCapability({ id: 'c', input: z.object({}), output: z.object({}), retry: { downstream_idempotency: true }, handlers: {} })), 'connector.definition_invalid')).toBe(true);
-    expect(isAipError(thrown(() => defineCapability({ id: 'has space', input: z.object({}), output: z.object({}), handlers: {} })), 'connector.definition_invalid')).toBe(true);
+    expect(isAipError(thrown(() => defineCapability({ id: 'c', input: z.object({}), output: z.object({}), retry: { downstream_idempotency: true } }).implement({})), 'connector.definition_invalid')).toBe(true);
+    expect(isAipError(thrown(() => defineCapability({ id: 'has space', input: z.object({}), output: z.object({}) }).implement({})), 'connector.definition_invalid')).toBe(true);
   });
 });
 
@@ -110,8 +111,7 @@ describe('defineConnector', () => {
             input: ChargeInput,
             output: ChargeOutput,
             contract: { execution: { supports_cancel: true, supports_streaming: false, supports_retry: false, timeout_ms: 5_000 }, credentials: { required: true } },
-            handlers: { invoke: () => ({ charge_id: 'c', status: 'succeeded' }) },
-          }),
+          }).implement({ invoke: () => ({ charge_id: 'c', status: 'succeeded' }) }),
         ],
       }),
     );
@@ -128,7 +128,7 @@ describe('defineConnector', () => {
       version: '1.2.3',
       credentials,
       capabilities: [
-        defineCapability({ id: 'payments.charge', input: ChargeInput, output: ChargeOutput, contract: { credentials: { required: true, kind: 'api_key' } }, handlers: { invoke: () => ({ charge_id: 'c', status: 'succeeded' }) } }),
+        defineCapability({ id: 'payments.charge', input: ChargeInput, output: ChargeOutput, contract: { credentials: { required: true, kind: 'api_key' } } }).implement({ invoke: () => ({ charge_id: 'c', status: 'succeeded' }) }),
       ],
     });
     expect(connector.implementation_support('payments.charge')).toMatchObject({ invocation: true, credentials: true, cancellation: false });
@@ -144,13 +144,13 @@ describe('defineConnector', () => {
       id: 'lying',
       version: '0.0.1',
       admission: 'defer',
-      capabilities: [defineCapability({ id: 'c', input: z.object({}), output: z.object({}), contract: { execution: { supports_cancel: true, supports_streaming: false, supports_retry: false, timeout_ms: 1 } }, handlers: { invoke: () => ({}) } })],
+      capabilities: [defineCapability({ id: 'c', input: z.object({}), output: z.object({}), contract: { execution: { supports_cancel: true, supports_streaming: false, supports_retry: false, timeout_ms: 1 } } }).implement({ invoke: () => ({}) })],
     });
     expect((await admitConnector(connector)).issues.map((i) => i.rule)).toEqual(['execution.supports_cancel requires cancellation']);
   });
 
   it('rejects duplicate capability IDs', () => {
-    const c = defineCapability({ id: 'c', input: z.object({}), output: z.object({}), handlers: { invoke: () => ({}) } });
+    const c = defineCapability({ id: 'c', input: z.object({}), output: z.object({}) }).implement({ invoke: () => ({}) });
     expect(isAipError(thrown(() => defineConnector({ id: 'd', version: '1.0.0', capabilities: [c, c] })), 'connector.definition_invalid')).toBe(true);
   });
 });
@@ -167,18 +167,17 @@ describe('a defined connector at run time', () => {
       credentials: { required: true },
     },
     retry: { downstream_idempotency: true },
-    handlers: {
-      async invoke(input, ctx, call) {
-        if (input.amount === 13) throw new Error('provider exploded');
-        if (input.amount === 14) return { charge_id: 42 } as never;
-        if (input.amount === 15) throw call.failure({ code: 'payments.card_declined', message: 'card declined', remote_status: 402 });
-        const key = await call.withSecret((s) => s.withUtf8((t) => t.slice(0, 7)));
-        seen.push({ input, key, idem: ctx.idempotency?.key });
-        return { charge_id: `ch_${input.amount}`, status: 'succeeded' };
-      },
-      async reconcile(_input, ctx): Promise<ReconciliationResult<z.input<typeof ChargeOutput>>> {
-        return { terminal: true, original_commit_completed: true, output: { charge_id: ctx.transaction?.provider_operation_id ?? '?', status: 'succeeded' } };
-      },
+  }).implement({
+    async invoke(input, ctx, call) {
+      if (input.amount === 13) throw new Error('provider exploded');
+      if (input.amount === 14) return { charge_id: 42 } as never;
+      if (input.amount === 15) throw call.failure({ code: 'payments.card_declined', message: 'card declined', remote_status: 402 });
+      const key = await call.withSecret((s) => s.withUtf8((t) => t.slice(0, 7)));
+      seen.push({ input, key, idem: ctx.idempotency?.key });
+      return { charge_id: `ch_${input.amount}`, status: 'succeeded' };
+    },
+    async reconcile(_input, ctx) {
+      return { terminal: true, original_commit_completed: true, output: { charge_id: ctx.transaction?.provider_operation_id ?? '?', status: 'succeeded' } };
     },
   });
   const connector = defineConnector({
@@ -263,11 +262,10 @@ describe('streaming handlers', () => {
         input: Progress,
         output: Done,
         contract: { execution: { supports_cancel: false, supports_streaming: true, supports_retry: false, timeout_ms: 1_000 } },
-        handlers: {
-          async *stream(input) {
-            for (let i = 0; i < input.steps; i++) yield { type: 'progress', progress: (i + 1) / input.steps };
-            return { total: input.steps };
-          },
+      }).implement({
+        async *stream(input) {
+          for (let i = 0; i < input.steps; i++) yield { type: 'progress', progress: (i + 1) / input.steps };
+          return { total: input.steps };
         },
       }),
     ],

@@ -1,0 +1,128 @@
+/**
+ * Action routes:
+ * - POST /v1/actions              → submitActionHandler
+ * - GET  /v1/actions/{id}         → getActionHandler
+ * - POST /v1/actions/{id}/cancel  → cancelActionHandler
+ * - GET  /v1/actions/{id}/stream  → streamActionHandler
+ */
+import { isAipError } from '../../lib/errors/aip-error.js';
+import { validateAction, validateTransactionRequest } from '../../lib/protocol/validate.js';
+import { createRouteHandler, type HttpDeps, type ProxyHandler } from '../shared/route-handler.js';
+import { header, headerValues, type AipHttpEvent, type HttpResult } from '../shared/http.js';
+import { productionRuntime } from '../shared/production-runtime.js';
+import type { ActionState, SubmitOutcome } from '../shared/runtime-api.js';
+import { parsePreferWait, pollUntil, SETTLED_STATUSES, waitBudgetMs } from '../shared/wait.js';
+import { ROUTES } from './routes.js';
+
+/**
+ * Edge validation of the submit body with the protocol's core envelope
+ * validator: an object with an `action` member is a TransactionRequest,
+ * anything else an Action. The runtime receives the parsed JSON unchanged
+ * (it validates again; the edge only rejects early, with the same codes).
+ */
+export function validateSubmitBody(json: unknown): unknown {
+  const isRequest = typeof json === 'object' && json !== null && !Array.isArray(json) && Object.prototype.hasOwnProperty.call(json, 'action');
+  if (isRequest) validateTransactionRequest(json);
+  else validateAction(json);
+  return json;
+}
+
+/** Path prefix of the API as the caller sees it (stage or base path mapping), from the proxy event. */
+export function basePath(event: Pick<AipHttpEvent, 'path' | 'requestContext'>): string {
+  const full = event.requestContext?.path;
+  if (typeof full !== 'string' || typeof event.path !== 'string' || !full.endsWith(event.path)) return '';
+  const prefix = full.slice(0, full.length - event.path.length);
+  return /^(\/[A-Za-z0-9._~-]+)*$/.test(prefix) ? prefix : '';
+}
+
+export function actionStatusUrl(event: Pick<AipHttpEvent, 'path' | 'requestContext'>, actionId: string): string {
+  return `${basePath(event)}/v1/actions/${encodeURIComponent(actionId)}`;
+}
+
+function settled(state: ActionState): boolean {
+  return SETTLED_STATUSES.has(state.action_result.status);
+}
+
+function validStatus(status: unknown, disposition: SubmitOutcome['disposition']): number {
+  if (typeof status === 'number' && Number.isInteger(status) && status >= 200 && status <= 599) return status;
+  return disposition === 'accepted' ? 202 : 200;
+}
+
+export function createSubmitActionHandler(deps: HttpDeps): ProxyHandler {
+  return createRouteHandler(
+    ROUTES.submitAction,
+    deps,
+    async ({ event, caller, tenant_id, body, runtime, clock, remainingMs }): Promise<HttpResult> => {
+      const rt = await runtime();
+      const outcome = await rt.submit(caller, body, { tenant_id: tenant_id as string });
+      const statusUrl = actionStatusUrl(event, outcome.action_id);
+      const response = {
+        action_id: outcome.action_id,
+        tenant_id: outcome.tenant_id,
+        disposition: outcome.disposition,
+        status_url: statusUrl,
+        action_result: outcome.action_result,
+        ...(outcome.transaction_result !== undefined ? { transaction_result: outcome.transaction_result } : {}),
+      };
+      const status = validStatus(outcome.http_status, outcome.disposition);
+      if (status !== 202) return { status, body: response };
+
+      const wait = parsePreferWait(headerValues(event, 'prefer'));
+      const budget = wait === undefined ? 0 : waitBudgetMs(wait, remainingMs());
+      if (budget > 0) {
+        const state = await pollUntil(() => rt.getAction(caller, outcome.tenant_id, outcome.action_id), settled, {
+          deadline: clock.now() + budget,
+          clock,
+        });
+        if (settled(state)) {
+          return {
+            status: 200,
+            headers: { 'Preference-Applied': `wait=${wait}` },
+            body: {
+              ...response,
+              action_result: state.action_result,
+              ...(state.transaction !== undefined ? { transaction_result: state.transaction } : {}),
+            },
+          };
+        }
+      }
+      return { status: 202, headers: { Location: statusUrl, 'Retry-After': '1' }, body: response };
+    },
+    { parseBody: validateSubmitBody },
+  );
+}
+
+export function createGetActionHandler(deps: HttpDeps): ProxyHandler {
+  return createRouteHandler(ROUTES.getAction, deps, async ({ caller, tenant_id, path, query, runtime, clock, remainingMs }) => {
+    const rt = await runtime();
+    const tenant = tenant_id as string;
+    const fetch = () => rt.getAction(caller, tenant, path.id);
+    const budget = query.wait === undefined ? 0 : waitBudgetMs(query.wait, remainingMs());
+    const state = budget > 0 ? await pollUntil(fetch, settled, { deadline: clock.now() + budget, clock }) : await fetch();
+    return { status: 200, body: state };
+  });
+}
+
+export function createCancelActionHandler(deps: HttpDeps): ProxyHandler {
+  return createRouteHandler(ROUTES.cancelAction, deps, async ({ caller, tenant_id, path, runtime }) => {
+    const rt = await runtime();
+    return { status: 200, body: await rt.cancel(caller, tenant_id as string, path.id) };
+  });
+}
+
+export function createStreamActionHandler(deps: HttpDeps): ProxyHandler {
+  return createRouteHandler(ROUTES.streamAction, deps, async ({ caller, tenant_id, path, query, runtime }) => {
+    const rt = await runtime();
+    return { status: 200, body: await rt.readStream(caller, tenant_id as string, path.id, query.after) };
+  });
+}
+
+const production: HttpDeps = { runtime: productionRuntime };
+
+/** Deployed handlers (functions/http/actions.<name>). */
+export const submitActionHandler = createSubmitActionHandler(production);
+export const getActionHandler = createGetActionHandler(production);
+export const cancelActionHandler = createCancelActionHandler(production);
+export const streamActionHandler = createStreamActionHandler(production);
+
+export { header, isAipError };

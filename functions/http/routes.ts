@@ -1,0 +1,361 @@
+/**
+ * THE route table of the HTTPS API (API Gateway REST API, proxy integration).
+ *
+ * One entry per route: method and resource path (API Gateway syntax,
+ * `{id}`), authentication, the scopes one of which the caller needs, the
+ * tenant policy, the zod schemas of path, query and body, the documented
+ * responses, and the Lambda entry (module path relative to the repository
+ * root + exported handler name) that serves it.
+ *
+ * Shared by:
+ * - the handlers (functions/http/*.ts), which build their middy chain from their entry;
+ * - the local HTTP server (dev/local/http-server.ts), which matches requests with {@link matchRoute};
+ * - the CDK stateless stack, which creates one method per entry;
+ * - the OpenAPI generator (functions/shared/openapi.ts).
+ *
+ * This module imports no handler code (only schemas), so infra can import it cheaply.
+ */
+import type * as z from 'zod';
+import {
+  ActionPathSchema,
+  ActionStateSchema,
+  ApprovalPathSchema,
+  CancelBodySchema,
+  DecisionBodySchema,
+  EmptyQuerySchema,
+  GetActionQuerySchema,
+  GetTransactionQuerySchema,
+  HealthSchema,
+  OperatorQuerySchema,
+  PageQuerySchema,
+  RuntimeObjectSchema,
+  StreamQuerySchema,
+  SubmitBodySchema,
+  SubmitResponseSchema,
+  TransactionResultSchema,
+} from '../../lib/http/schemas.js';
+
+export type HttpMethod = 'GET' | 'POST';
+export type TenantPolicy = 'required' | 'optional' | 'none';
+export type BodyPolicy = 'none' | 'optional' | 'required';
+
+/** Scopes the edge checks (any one of a route's list suffices). */
+export const SCOPES = {
+  actionsRead: 'aip:actions:read',
+  actionsWrite: 'aip:actions:write',
+  operator: 'aip:operator',
+} as const;
+
+export interface RouteResponse {
+  readonly description: string;
+  /** Body schema; absent for problem responses (they use the Problem schema). */
+  readonly schema?: z.ZodType;
+  /** Response headers worth documenting. */
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+export interface RouteDefinition<P extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType, B extends z.ZodType = z.ZodType> {
+  readonly id: string;
+  readonly method: HttpMethod;
+  /** API Gateway resource path, e.g. `/v1/actions/{id}`. */
+  readonly path: string;
+  readonly summary: string;
+  readonly description: string;
+  readonly tag: string;
+  /** `jwt`: the Lambda authorizer runs first; `none`: public. */
+  readonly auth: 'jwt' | 'none';
+  /** The caller needs at least one of these scopes; empty: any authenticated caller. */
+  readonly scopes: readonly string[];
+  readonly tenant: TenantPolicy;
+  readonly pathParams?: P;
+  readonly query: Q;
+  readonly body: BodyPolicy;
+  /** Documented body schema (POST /v1/actions is validated by the protocol envelope validator). */
+  readonly bodySchema?: B;
+  /** Whether the route honours `Prefer: wait=N`. */
+  readonly preferWait?: boolean;
+  /** Success responses by status; every route also documents its problem responses. */
+  readonly responses: Readonly<Record<number, RouteResponse>>;
+  /** Problem statuses the route can answer with (besides 401/403 from the authorizer and 500). */
+  readonly problems: readonly number[];
+  /** Lambda entry: module relative to the repository root, and exported handler. */
+  readonly handler: { readonly module: string; readonly export: string };
+  /** Suggested Lambda timeout (API Gateway's integration limit is 29 s). */
+  readonly timeoutSeconds: number;
+}
+
+function route<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType>(r: RouteDefinition<P, Q, B>): RouteDefinition<P, Q, B> {
+  return r;
+}
+
+const ACTIONS_MODULE = 'functions/http/actions.ts';
+const TRANSACTIONS_MODULE = 'functions/http/transactions.ts';
+const APPROVALS_MODULE = 'functions/http/approvals.ts';
+const META_MODULE = 'functions/http/meta.ts';
+
+const LOCATION_HEADERS = {
+  Location: 'The action status URL (GET it, optionally with ?wait=N)',
+  'Retry-After': 'Seconds to wait before polling',
+};
+
+export const ROUTES = {
+  submitAction: route({
+    id: 'submitAction',
+    method: 'POST',
+    path: '/v1/actions',
+    summary: 'Submit an action',
+    description:
+      'Admits a native action envelope or a TransactionRequest. 202 with the status URL when the connector is invoked through the queue; ' +
+      '200/201 when the runtime answers by itself (schema-only previews, replays, rejections). With `Prefer: wait=N` (N at most 25) ' +
+      'the call waits up to N seconds for a queued action to finish and then answers 200 with its terminal result.',
+    tag: 'actions',
+    auth: 'jwt',
+    scopes: [SCOPES.actionsWrite],
+    tenant: 'required',
+    query: EmptyQuerySchema,
+    body: 'required',
+    bodySchema: SubmitBodySchema,
+    preferWait: true,
+    responses: {
+      200: { description: 'Answered by the runtime, or finished within the Prefer: wait window', schema: SubmitResponseSchema },
+      201: { description: 'Created and answered by the runtime', schema: SubmitResponseSchema },
+      202: { description: 'Accepted: the connector runs through the queue', schema: SubmitResponseSchema, headers: LOCATION_HEADERS },
+    },
+    problems: [400, 404, 409, 413, 415, 422, 503],
+    handler: { module: ACTIONS_MODULE, export: 'submitActionHandler' },
+    timeoutSeconds: 29,
+  }),
+  getAction: route({
+    id: 'getAction',
+    method: 'GET',
+    path: '/v1/actions/{id}',
+    summary: 'Get an action’s status and result',
+    description: 'With `?wait=N` (N at most 25) long-polls until the action reaches a terminal status or requires_human, or N seconds pass.',
+    tag: 'actions',
+    auth: 'jwt',
+    scopes: [SCOPES.actionsRead, SCOPES.actionsWrite],
+    tenant: 'required',
+    pathParams: ActionPathSchema,
+    query: GetActionQuerySchema,
+    body: 'none',
+    responses: { 200: { description: 'The action result (and its transaction, if any)', schema: ActionStateSchema } },
+    problems: [400, 404],
+    handler: { module: ACTIONS_MODULE, export: 'getActionHandler' },
+    timeoutSeconds: 29,
+  }),
+  cancelAction: route({
+    id: 'cancelAction',
+    method: 'POST',
+    path: '/v1/actions/{id}/cancel',
+    summary: 'Cancel an action',
+    description: 'Requests cancellation. The body may be omitted or be an empty JSON object.',
+    tag: 'actions',
+    auth: 'jwt',
+    scopes: [SCOPES.actionsWrite],
+    tenant: 'required',
+    pathParams: ActionPathSchema,
+    query: EmptyQuerySchema,
+    body: 'optional',
+    bodySchema: CancelBodySchema,
+    responses: { 200: { description: 'The cancellation outcome', schema: RuntimeObjectSchema } },
+    problems: [400, 404, 409, 415],
+    handler: { module: ACTIONS_MODULE, export: 'cancelActionHandler' },
+    timeoutSeconds: 10,
+  }),
+  streamAction: route({
+    id: 'streamAction',
+    method: 'GET',
+    path: '/v1/actions/{id}/stream',
+    summary: 'Read an action’s persisted stream chunks',
+    description: 'Chunks with a sequence number greater than `after`, in order.',
+    tag: 'actions',
+    auth: 'jwt',
+    scopes: [SCOPES.actionsRead, SCOPES.actionsWrite],
+    tenant: 'required',
+    pathParams: ActionPathSchema,
+    query: StreamQuerySchema,
+    body: 'none',
+    responses: { 200: { description: 'A page of stream chunks', schema: RuntimeObjectSchema } },
+    problems: [400, 404],
+    handler: { module: ACTIONS_MODULE, export: 'streamActionHandler' },
+    timeoutSeconds: 10,
+  }),
+  getTransaction: route({
+    id: 'getTransaction',
+    method: 'GET',
+    path: '/v1/transactions',
+    summary: 'Get a transaction',
+    description: 'Select by exactly one of transaction_id, plan_id or action_id; `include=result,receipts` adds the action result and the receipt chain.',
+    tag: 'transactions',
+    auth: 'jwt',
+    scopes: [SCOPES.actionsRead, SCOPES.actionsWrite, SCOPES.operator],
+    tenant: 'required',
+    query: GetTransactionQuerySchema,
+    body: 'none',
+    responses: { 200: { description: 'The transaction', schema: TransactionResultSchema } },
+    problems: [400, 404],
+    handler: { module: TRANSACTIONS_MODULE, export: 'getTransactionHandler' },
+    timeoutSeconds: 10,
+  }),
+  listOperator: route({
+    id: 'listOperator',
+    method: 'GET',
+    path: '/v1/operator/transactions',
+    summary: 'Operator listing of stuck work',
+    description:
+      'Lists by view: outcome_unknown, reconciling, stalled_committing, pending_approvals, requires_human. Paginated with cursor and limit. ' +
+      'Without X-AIP-Tenant, a caller of several tenants gets all of them.',
+    tag: 'operator',
+    auth: 'jwt',
+    scopes: [SCOPES.operator],
+    tenant: 'optional',
+    query: OperatorQuerySchema,
+    body: 'none',
+    responses: { 200: { description: 'A page of records', schema: RuntimeObjectSchema } },
+    problems: [400],
+    handler: { module: TRANSACTIONS_MODULE, export: 'listOperatorHandler' },
+    timeoutSeconds: 10,
+  }),
+  listApprovals: route({
+    id: 'listApprovals',
+    method: 'GET',
+    path: '/v1/approvals',
+    summary: 'List pending approvals',
+    description: 'Pending approvals of the tenant, oldest expiry first. Which ones a caller may decide is the approval policy’s rule.',
+    tag: 'approvals',
+    auth: 'jwt',
+    scopes: [],
+    tenant: 'required',
+    query: PageQuerySchema,
+    body: 'none',
+    responses: { 200: { description: 'A page of approvals', schema: RuntimeObjectSchema } },
+    problems: [400],
+    handler: { module: APPROVALS_MODULE, export: 'listApprovalsHandler' },
+    timeoutSeconds: 10,
+  }),
+  decideApproval: route({
+    id: 'decideApproval',
+    method: 'POST',
+    path: '/v1/approvals/{id}/decision',
+    summary: 'Approve or deny',
+    description: 'Records one decision. The approval policy’s approver scopes and self-approval rule are enforced by the runtime.',
+    tag: 'approvals',
+    auth: 'jwt',
+    scopes: [],
+    tenant: 'required',
+    pathParams: ApprovalPathSchema,
+    query: EmptyQuerySchema,
+    body: 'required',
+    bodySchema: DecisionBodySchema,
+    responses: { 200: { description: 'The decided approval', schema: RuntimeObjectSchema } },
+    problems: [400, 404, 409, 415],
+    handler: { module: APPROVALS_MODULE, export: 'decideApprovalHandler' },
+    timeoutSeconds: 10,
+  }),
+  listCapabilities: route({
+    id: 'listCapabilities',
+    method: 'GET',
+    path: '/v1/capabilities',
+    summary: 'List capabilities',
+    description: 'The admitted capabilities of the enabled connectors.',
+    tag: 'meta',
+    auth: 'jwt',
+    scopes: [],
+    tenant: 'optional',
+    query: EmptyQuerySchema,
+    body: 'none',
+    responses: { 200: { description: 'The capability registry', schema: RuntimeObjectSchema } },
+    problems: [400],
+    handler: { module: META_MODULE, export: 'listCapabilitiesHandler' },
+    timeoutSeconds: 10,
+  }),
+  getHealth: route({
+    id: 'getHealth',
+    method: 'GET',
+    path: '/v1/health',
+    summary: 'Health and connector readiness',
+    description: '200 when the runtime is ok or degraded, 503 when unavailable.',
+    tag: 'meta',
+    auth: 'jwt',
+    scopes: [],
+    tenant: 'none',
+    query: EmptyQuerySchema,
+    body: 'none',
+    responses: { 200: { description: 'Healthy or degraded', schema: HealthSchema }, 503: { description: 'Unavailable', schema: HealthSchema } },
+    problems: [400],
+    handler: { module: META_MODULE, export: 'getHealthHandler' },
+    timeoutSeconds: 10,
+  }),
+  getOpenApi: route({
+    id: 'getOpenApi',
+    method: 'GET',
+    path: '/v1/openapi.json',
+    summary: 'This API’s OpenAPI 3.1 document',
+    description: 'Public: no token needed.',
+    tag: 'meta',
+    auth: 'none',
+    scopes: [],
+    tenant: 'none',
+    query: EmptyQuerySchema,
+    body: 'none',
+    responses: { 200: { description: 'The OpenAPI document' } },
+    problems: [400],
+    handler: { module: META_MODULE, export: 'getOpenApiHandler' },
+    timeoutSeconds: 10,
+  }),
+} as const;
+
+export type RouteId = keyof typeof ROUTES;
+export const ROUTE_LIST: readonly RouteDefinition[] = Object.values(ROUTES) as RouteDefinition[];
+
+export interface RouteMatch {
+  readonly route: RouteDefinition;
+  /** Decoded path parameters (API Gateway decodes them too). */
+  readonly pathParameters: Record<string, string> | null;
+}
+
+function segments(path: string): string[] {
+  return path.split('/').slice(1);
+}
+
+/**
+ * Matches a request path (without query string) against the table the way
+ * API Gateway matches resources: segment by segment, `{name}` matching one
+ * non-empty segment. Returns `undefined` when no resource has this path, and
+ * `{ allowed }` when the path exists but not for this method.
+ */
+export function matchRoute(
+  method: string,
+  rawPath: string,
+  routes: readonly RouteDefinition[] = ROUTE_LIST,
+): RouteMatch | { readonly allowed: readonly HttpMethod[] } | undefined {
+  const actual = segments(rawPath);
+  const allowed: HttpMethod[] = [];
+  for (const r of routes) {
+    const pattern = segments(r.path);
+    if (pattern.length !== actual.length) continue;
+    const params: Record<string, string> = {};
+    let ok = true;
+    for (let i = 0; i < pattern.length && ok; i++) {
+      const p = pattern[i] as string;
+      const a = actual[i] as string;
+      const name = /^\{([A-Za-z_][A-Za-z0-9_]*)\}$/.exec(p)?.[1];
+      if (name !== undefined) {
+        if (a.length === 0) ok = false;
+        else {
+          let decoded: string;
+          try {
+            decoded = decodeURIComponent(a);
+          } catch {
+            decoded = a;
+          }
+          params[name] = decoded;
+        }
+      } else if (p !== a) ok = false;
+    }
+    if (!ok) continue;
+    if (r.method === method) return { route: r, pathParameters: Object.keys(params).length > 0 ? params : null };
+    allowed.push(r.method);
+  }
+  return allowed.length > 0 ? { allowed } : undefined;
+}

@@ -1,0 +1,46 @@
+/**
+ * Sweeper Lambda, run by an EventBridge rule every minute → Runtime.sweep.
+ *
+ * The safety net behind EventBridge Scheduler: the Runtime finds overdue
+ * `outcome_unknown` records through the sparse status index and enqueues
+ * their reconciliation (`reason: 'sweeper'`). Locally (dev/local/start.ts)
+ * a 60 s timer calls this same handler, since LocalStack's Scheduler never
+ * fires. A failed sweep throws: the invocation is marked failed (worker
+ * error alarm), and the next minute's run tries again.
+ */
+import type { Context, ScheduledEvent } from 'aws-lambda';
+import { getRuntime } from '../shared/bootstrap.js';
+import { MetricUnit, withConsumerObservability } from '../shared/consumer-middleware.js';
+import { defaultObservability, type Observability } from '../shared/observability.js';
+import type { RuntimeProvider, SweepResult, WorkerRuntime } from '../shared/runtime-contract.js';
+
+export interface SweeperHandlerDeps {
+  readonly runtime: RuntimeProvider<Pick<WorkerRuntime, 'sweep'>>;
+  readonly observability?: Observability;
+}
+
+export type SweeperHandler = (event: ScheduledEvent, context: Context) => Promise<SweepResult>;
+
+export function createSweeperHandler(deps: SweeperHandlerDeps): SweeperHandler {
+  let wrapped: SweeperHandler | undefined;
+  const build = (): SweeperHandler => {
+    const obs = deps.observability ?? defaultObservability();
+    const body = async (): Promise<SweepResult> => {
+      const runtime = await deps.runtime();
+      // The Runtime's clock decides what is overdue (the event's time is only the rule's schedule).
+      const result = await runtime.sweep();
+      obs.metrics?.addMetric('SweeperEnqueued', MetricUnit.Count, result.enqueued);
+      if (result.enqueued > 0) obs.logger.info('sweeper: reconciliation enqueued for overdue records', { enqueued: result.enqueued });
+      else obs.logger.debug('sweeper: nothing overdue');
+      return { enqueued: result.enqueued };
+    };
+    return withConsumerObservability('sweeper', body, obs);
+  };
+  return (event, context) => {
+    wrapped ??= build();
+    return wrapped(event, context);
+  };
+}
+
+/** The deployed handler (`functions/scheduled/sweeper.handler`). */
+export const handler: SweeperHandler = createSweeperHandler({ runtime: getRuntime });

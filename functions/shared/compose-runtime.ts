@@ -1,0 +1,200 @@
+/**
+ * The wiring behind functions/shared/bootstrap.ts: adapters connected to the
+ * Runtime's ports. Only bootstrap.ts imports this module (on first use).
+ *
+ * This is the ONE module that imports the Runtime, the DynamoDB store
+ * adapters other than the transaction store, the connector host and the
+ * connector implementations. When one of those modules changes its exported
+ * names, this file is the only one to update.
+ *
+ * RECONCILE(issue 4 / issue 3 §9): written while lib/runtime/runtime.ts and
+ * lib/connectors/reference/payments.ts were being written. `Runtime` follows
+ * the lead's brief (`new Runtime(deps: RuntimeDeps)`, lib/runtime/deps.ts);
+ * `createPaymentsConnector` is a guess at the reference connector's factory.
+ * Check both when those files land.
+ */
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { createDynamoDbClient, createSchedulerClient, createSecretsManagerClient, createSqsClient } from '../../lib/aws/clients.js';
+import { DynamoActionStore } from '../../lib/aws/dynamo/action-store.js';
+import { DynamoApprovalStore } from '../../lib/aws/dynamo/approval-store.js';
+import { DynamoIdempotencyStore } from '../../lib/aws/dynamo/idempotency-store.js';
+import { DynamoRouteStore } from '../../lib/aws/dynamo/route-store.js';
+import { DynamoStreamStore } from '../../lib/aws/dynamo/stream-store.js';
+import { DynamoTransactionStore } from '../../lib/aws/dynamo/transaction-store.js';
+import { EventBridgeReconcileScheduler } from '../../lib/aws/scheduler/scheduler.js';
+import { SecretsManagerCredentialProvider } from '../../lib/aws/secrets/secrets-manager-provider.js';
+import { SqsMessageQueue } from '../../lib/aws/sqs/queue.js';
+import { EnvCredentialProvider } from '../../lib/connectors/credentials/env-provider.js';
+import type { FrozenConnector } from '../../lib/connectors/interfaces.js';
+import { createPaymentsConnector } from '../../lib/connectors/reference/payments.js';
+import { systemClock } from '../../lib/ports/clock.js';
+import type { CredentialProvider } from '../../lib/ports/credentials.js';
+import {
+  ProductionRuntimeConfigSchema,
+  RuntimeConfigSchema,
+  type RuntimeConfig as RuntimeSettings,
+  type TenantApprovalPolicy,
+  type TenantPolicy,
+} from '../../lib/runtime/config.js';
+import { staticConnectorHost } from '../../lib/runtime/deps.js';
+import { CapabilityRegistry } from '../../lib/runtime/registry.js';
+import { Runtime } from '../../lib/runtime/runtime.js';
+import { secretsManagerReferences } from '../../infra/config.js';
+import { BootstrapConfigError, OPTIONAL_ENV, parseNested, type BootstrapIssue, type BootstrapSettings, type RuntimeHandle, type RuntimeOverrides } from './bootstrap.js';
+import type { WorkerRuntime } from './runtime-contract.js';
+
+/** What a connector factory gets. */
+export interface ConnectorFactoryOptions {
+  /** The deployment's credential provider for this connector (resolves handles at the provider edge). */
+  readonly credentials: CredentialProvider;
+  /** Base URL override (AIP_CONNECTOR_ENDPOINTS). */
+  readonly baseUrl?: string;
+}
+
+/**
+ * The connector implementations this build can run, by connector ID. The
+ * deployment configuration enables a subset (`connectors[].id`); enabling an
+ * ID that is not here fails the composition with a message naming it.
+ */
+export const CONNECTOR_FACTORIES: Readonly<Record<string, (options: ConnectorFactoryOptions) => FrozenConnector>> = {
+  payments: (options) => createPaymentsConnector(options),
+};
+
+function credentialProvider(settings: BootstrapSettings, connector_id: string, overrides: RuntimeOverrides, secrets: () => ReturnType<typeof createSecretsManagerClient>): CredentialProvider {
+  if (settings.credentials.source === 'local') {
+    return new EnvCredentialProvider({
+      connector_id,
+      references: settings.credentials.references,
+      ...(overrides.credentialEnv ? { env: overrides.credentialEnv } : {}),
+    });
+  }
+  return new SecretsManagerCredentialProvider({ client: secrets(), connector_id, references: secretsManagerReferences(settings.runtimeConfig, connector_id) });
+}
+
+/**
+ * The tenants the deployment configuration names: tenants with their own
+ * runtime settings, and tenants with credential rows. The deployment's
+ * approval policies (infra/config.ts `approvalPolicies`) are not
+ * tenant-scoped, while the Runtime's are (`tenants[id].approvals`), so each
+ * deployment policy is applied to every one of these tenants.
+ */
+export function configuredTenants(settings: BootstrapSettings, runtimeSettings: RuntimeSettings): string[] {
+  const tenants = new Set(Object.keys(runtimeSettings.tenants));
+  for (const connector of settings.runtimeConfig.connectors) for (const row of connector.credentials) tenants.add(row.tenantId);
+  if (settings.credentials.source === 'local') for (const row of settings.credentials.references) tenants.add(row.tenant_id);
+  return [...tenants].sort();
+}
+
+/**
+ * AIP_RUNTIME_SETTINGS validated with the Runtime's schema. `test_mode` (the
+ * crash-point hook) is accepted only when the deployment's envName is
+ * `local` or `test`.
+ */
+export function parseRuntimeSettings(settings: BootstrapSettings): RuntimeSettings {
+  const schema = ['local', 'test'].includes(settings.runtimeConfig.envName) ? RuntimeConfigSchema : ProductionRuntimeConfigSchema;
+  const issues: BootstrapIssue[] = [];
+  const parsed = parseNested<RuntimeSettings>(OPTIONAL_ENV.runtimeSettings, schema, settings.runtimeSettings, issues);
+  if (!parsed) throw new BootstrapConfigError(issues);
+  return parsed;
+}
+
+/**
+ * The Runtime's configuration: AIP_RUNTIME_SETTINGS, the service principal,
+ * and the deployment's approval policies translated to tenant policies (a
+ * policy without `capabilities` selects every registered capability of its
+ * connector). A tenant's own policies come first, so they win.
+ */
+export function runtimeConfigFor(settings: BootstrapSettings, registry: CapabilityRegistry): RuntimeSettings {
+  const runtimeSettings = parseRuntimeSettings(settings);
+  const translated: TenantApprovalPolicy[] = [];
+  for (const policy of settings.runtimeConfig.approvalPolicies) {
+    const registered = registry.report.connectors.find((c) => c.connector_id === policy.connector)?.registered ?? [];
+    const capabilities = policy.capabilities ?? [...registered];
+    if (capabilities.length === 0) continue;
+    translated.push({
+      policy_id: policy.id,
+      capabilities,
+      ...(policy.modes ? { modes: [...policy.modes] } : {}),
+      approver_scopes: [...policy.approverScopes],
+      allow_self_approval: false,
+    });
+  }
+  const tenants: Record<string, TenantPolicy> = { ...runtimeSettings.tenants };
+  if (translated.length > 0) {
+    for (const tenant of configuredTenants(settings, runtimeSettings)) {
+      const own = tenants[tenant];
+      tenants[tenant] = { ...own, approvals: [...(own?.approvals ?? []), ...translated] };
+    }
+  }
+  return { ...runtimeSettings, service_principal: settings.servicePrincipal, tenants };
+}
+
+export async function composeRuntime(settings: BootstrapSettings, overrides: RuntimeOverrides = {}): Promise<RuntimeHandle> {
+  const clock = overrides.clock ?? systemClock;
+  const now = () => clock.now();
+  const common = overrides.maxAttempts !== undefined ? { maxAttempts: overrides.maxAttempts } : {};
+  const endpoint = (service: keyof BootstrapSettings['endpoints']) => {
+    const value = settings.endpoints[service];
+    return value !== undefined ? { endpoint: value } : {};
+  };
+
+  const dynamo = createDynamoDbClient({ ...common, ...endpoint('dynamodb') });
+  const documents = DynamoDBDocumentClient.from(dynamo, { marshallOptions: { removeUndefinedValues: true } });
+  const sqs = createSqsClient({ ...common, ...endpoint('sqs') });
+  const scheduler = createSchedulerClient({ ...common, ...endpoint('scheduler') });
+  let secretsClient: ReturnType<typeof createSecretsManagerClient> | undefined;
+  const secrets = () => (secretsClient ??= createSecretsManagerClient({ ...common, ...endpoint('secretsManager') }));
+  const close = () => {
+    documents.destroy();
+    sqs.destroy();
+    scheduler.destroy();
+    secretsClient?.destroy();
+  };
+
+  try {
+    // Enabled connectors, each with its deployment credential provider.
+    const connectors: FrozenConnector[] = [];
+    for (const { id } of settings.runtimeConfig.connectors) {
+      const factory = CONNECTOR_FACTORIES[id];
+      if (!factory) {
+        throw new Error(`AIP_RUNTIME_CONFIG enables connector "${id}", which this build does not contain (available: ${Object.keys(CONNECTOR_FACTORIES).join(', ')})`);
+      }
+      const baseUrl = settings.connectorEndpoints[id];
+      connectors.push(factory({ credentials: credentialProvider(settings, id, overrides, secrets), ...(baseUrl !== undefined ? { baseUrl } : {}) }));
+    }
+    const manifests = await Promise.all(connectors.map(async (connector) => ({ manifest: await connector.discover({}), support: connector })));
+    const registry = CapabilityRegistry.fromManifests(manifests);
+    const config = runtimeConfigFor(settings, registry);
+
+    const table = { client: documents, tableName: settings.tableName, now };
+    const runtime = new Runtime({
+      transactions: new DynamoTransactionStore(table),
+      actions: new DynamoActionStore(table),
+      idempotency: new DynamoIdempotencyStore({ ...table, retentionSeconds: config.idempotency.retention_seconds }),
+      approvals: new DynamoApprovalStore(table),
+      routes: new DynamoRouteStore(table),
+      streams: new DynamoStreamStore(table),
+      invokeQueue: new SqsMessageQueue({ client: sqs, queueUrl: settings.invokeQueueUrl, accepts: ['invoke'] }),
+      reconcileQueue: new SqsMessageQueue({ client: sqs, queueUrl: settings.reconcileQueueUrl, accepts: ['reconcile'] }),
+      scheduler: new EventBridgeReconcileScheduler({
+        client: scheduler,
+        groupName: settings.scheduleGroup,
+        targetQueueArn: settings.reconcileQueueArn,
+        roleArn: settings.schedulerRoleArn,
+        clock,
+      }),
+      registry,
+      connectors: staticConnectorHost(connectors),
+      clock,
+      config,
+      ...(overrides.logger ? { logger: overrides.logger } : {}),
+    });
+    // Compile-time check: the handlers' structural view still matches the Runtime.
+    const workerView: WorkerRuntime = runtime;
+    void workerView;
+    return { runtime, settings, close };
+  } catch (err) {
+    close();
+    throw err;
+  }
+}

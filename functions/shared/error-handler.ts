@@ -1,0 +1,54 @@
+/**
+ * Error mapping (middy `onError`): any thrown value becomes an RFC 9457
+ * `application/problem+json` response.
+ *
+ * - AipError → its catalogue status and code (details are already redacted).
+ * - middy's early timeout → 504 `request.timeout`.
+ * - anything else → 500 `internal.unexpected`, with no internal detail in the
+ *   body; the error's class and stack (not its message) are logged.
+ *
+ * It never throws: if building the problem fails, a fixed 500 body is used.
+ */
+import type { MiddlewareObj } from '@middy/core';
+import type { APIGatewayProxyResult } from 'aws-lambda';
+import { AipError, isAipError } from '../../lib/errors/aip-error.js';
+import { BASE_HEADERS, problemResponse, type AipHttpEvent } from './http.js';
+import { errorFacts, SILENT_LOGGER, type LoggerLike } from './logger.js';
+
+const FALLBACK: APIGatewayProxyResult = {
+  statusCode: 500,
+  headers: { ...BASE_HEADERS, 'Content-Type': 'application/problem+json' },
+  body: JSON.stringify({
+    type: 'urn:aip:error:internal.unexpected',
+    title: 'An unexpected internal error occurred',
+    status: 500,
+    detail: 'An unexpected internal error occurred',
+    code: 'internal.unexpected',
+    category: 'internal',
+    retryable: false,
+  }),
+};
+
+function isMiddyTimeout(err: unknown): boolean {
+  return err instanceof Error && err.name === 'TimeoutError' && (err.cause as { package?: unknown } | undefined)?.package === '@middy/core';
+}
+
+export function httpErrorHandler(options: { logger?: LoggerLike } = {}): MiddlewareObj<AipHttpEvent, APIGatewayProxyResult> {
+  const logger = options.logger ?? SILENT_LOGGER;
+  return {
+    name: 'httpErrorHandler',
+    onError: (request) => {
+      try {
+        const err: unknown = request.error;
+        const mapped = isMiddyTimeout(err) ? new AipError('request.timeout', undefined, { cause: err }) : err;
+        const requestId = request.event?.requestContext?.requestId;
+        const response = problemResponse(mapped, typeof requestId === 'string' ? requestId : undefined);
+        if (!isAipError(mapped)) logger.error('unhandled error', errorFacts(err));
+        else if (response.statusCode >= 500) logger.warn('request failed', { code: mapped.code, status: response.statusCode });
+        request.response = response;
+      } catch {
+        request.response = { ...FALLBACK, headers: { ...FALLBACK.headers } };
+      }
+    },
+  };
+}

@@ -1,0 +1,76 @@
+/**
+ * Powertools Logger, Metrics and Tracer shared by the Lambda entrypoints (the
+ * HTTP routes and authorizer here; the queue consumers and the sweeper use
+ * the same instances through ./consumer-middleware.ts). Safe to run anywhere:
+ *
+ * - in Lambda (AWS_LAMBDA_FUNCTION_NAME set): a Powertools Logger, EMF
+ *   Metrics and an X-Ray Tracer;
+ * - elsewhere (tests, the local stack): a Powertools Logger at WARN (unless
+ *   POWERTOOLS_LOG_LEVEL is set) and no metrics or tracer, since neither has
+ *   a receiver there.
+ *
+ * Instances are created on first use, not at import, so a process can set
+ * POWERTOOLS_* variables after importing a handler module.
+ *
+ * Logging rule: identifiers, statuses, codes and durations. Never a token, a
+ * request body, query values or the message of a foreign error.
+ */
+import { Logger } from '@aws-lambda-powertools/logger';
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
+import { Tracer } from '@aws-lambda-powertools/tracer';
+import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
+import type { MiddlewareObj } from '@middy/core';
+import type { LoggerLike } from './logger.js';
+
+export { MetricUnit };
+export type { LoggerLike };
+
+export const SERVICE_NAME = 'aip-runtime';
+export const METRICS_NAMESPACE = 'AIP';
+
+export interface Observability {
+  logger: LoggerLike;
+  metrics?: Metrics;
+  tracer?: Tracer;
+}
+
+export function inLambda(env: NodeJS.ProcessEnv = process.env): boolean {
+  return typeof env.AWS_LAMBDA_FUNCTION_NAME === 'string' && env.AWS_LAMBDA_FUNCTION_NAME.length > 0;
+}
+
+let shared: Observability | undefined;
+
+/** Process-wide Powertools instances (created on first use). */
+export function defaultObservability(): Observability {
+  if (shared !== undefined) return shared;
+  const lambda = inLambda();
+  const serviceName = process.env.POWERTOOLS_SERVICE_NAME ?? SERVICE_NAME;
+  const logger = new Logger({ serviceName, ...(process.env.POWERTOOLS_LOG_LEVEL === undefined && !lambda ? { logLevel: 'WARN' as const } : {}) });
+  const created: Observability = lambda
+    ? {
+        logger,
+        metrics: new Metrics({ namespace: process.env.POWERTOOLS_METRICS_NAMESPACE ?? METRICS_NAMESPACE, serviceName }),
+        tracer: new Tracer({ serviceName, captureHTTPsRequests: true }),
+      }
+    : { logger };
+  shared = created;
+  return created;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type AnyMw = MiddlewareObj<any, any>;
+
+/**
+ * The Powertools middlewares of an Observability, outermost first: Lambda
+ * context on the logger, handler tracing (responses never captured), metrics
+ * flush. Each only when the corresponding instance is present.
+ */
+export function powertoolsMiddlewares(obs: Observability): AnyMw[] {
+  const out: AnyMw[] = [];
+  if (obs.logger instanceof Logger) out.push(injectLambdaContext(obs.logger, { logEvent: false, resetKeys: true }) as AnyMw);
+  if (obs.tracer) out.push(captureLambdaHandler(obs.tracer, { captureResponse: false }) as AnyMw);
+  if (obs.metrics) out.push(logMetrics(obs.metrics, { throwOnEmptyMetrics: false }) as AnyMw);
+  return out;
+}

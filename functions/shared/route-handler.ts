@@ -1,0 +1,120 @@
+/**
+ * Builds a route's Lambda handler: its middy chain, in this order, from the
+ * route table entry (functions/http/routes.ts):
+ *
+ *   Powertools (logger context, tracer, metrics) → access log → error mapping
+ *   → caller identity + route scopes → body size limit → content type
+ *   → JSON parse → path/query/body validation → tenant selection → handler
+ *
+ * The handler gets typed, validated inputs and returns `{status, body,
+ * headers}`; it never sees the raw event body, and it never builds error
+ * responses itself (it throws AipError).
+ */
+import middy, { type MiddyfiedHandler } from '@middy/core';
+import type { APIGatewayProxyResult, Context } from 'aws-lambda';
+import type * as z from 'zod';
+import type { CallerIdentity } from '../../lib/auth/identity.js';
+import type { RouteDefinition } from '../http/routes.js';
+import { bodyLimit, DEFAULT_MAX_BODY_BYTES } from './body-limit.js';
+import { callerIdentity } from './caller-identity.js';
+import { contentType } from './content-type.js';
+import { httpErrorHandler } from './error-handler.js';
+import { jsonResponse, requestState, type AipHttpEvent, type HttpResult } from './http.js';
+import { httpObservability } from './http-observability.js';
+import { jsonBody } from './json-body.js';
+import { defaultObservability, type Observability } from './observability.js';
+import { resolveRuntime, type RuntimeApi, type RuntimeProvider } from './runtime-api.js';
+import { tenantSelection } from './tenant.js';
+import { parseAt, validateRequest } from './validate-request.js';
+import { SYSTEM_CLOCK, type WaitClock } from './wait.js';
+
+export interface HttpDeps {
+  /** The runtime, or a memoised factory (production: functions/shared/production-runtime.ts). */
+  readonly runtime: RuntimeProvider;
+  /** @default the process-wide Powertools instances */
+  readonly observability?: Observability;
+  /** Clock for waits. @default the system clock */
+  readonly clock?: WaitClock;
+  /** The handlers' own body limit in bytes. @default 256 KiB */
+  readonly maxBodyBytes?: number;
+}
+
+export type ProxyHandler = (event: AipHttpEvent, context: Context) => Promise<APIGatewayProxyResult>;
+
+type Out<T> = T extends z.ZodType ? z.output<T> : undefined;
+
+export interface RouteRequest<P, Q, B> {
+  readonly event: AipHttpEvent;
+  readonly context: Context;
+  /** Undefined only on public routes. */
+  readonly caller: CallerIdentity;
+  /** Set on routes whose tenant policy is `required` (and, when chosen, `optional`). */
+  readonly tenant_id: string | undefined;
+  readonly path: P;
+  readonly query: Q;
+  readonly body: B;
+  readonly runtime: () => Promise<RuntimeApi>;
+  readonly clock: WaitClock;
+  /** Milliseconds left before the Lambda times out (undefined outside Lambda). */
+  remainingMs(): number | undefined;
+}
+
+export interface RouteHandlerOptions<B> {
+  /** Custom body validation (default: the route's bodySchema). */
+  readonly parseBody?: (json: unknown) => B;
+}
+
+/** Time middy keeps back to turn an imminent Lambda timeout into a 504 problem. */
+export const TIMEOUT_EARLY_MS = 500;
+
+export function createRouteHandler<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType, TBody = Out<B>>(
+  route: RouteDefinition<P, Q, B>,
+  deps: HttpDeps,
+  handle: (request: RouteRequest<Out<P>, Out<Q>, TBody>) => Promise<HttpResult>,
+  options: RouteHandlerOptions<TBody> = {},
+): ProxyHandler {
+  const clock = deps.clock ?? SYSTEM_CLOCK;
+  const runtime = () => resolveRuntime(deps.runtime);
+  let wrapped: MiddyfiedHandler<AipHttpEvent, APIGatewayProxyResult> | undefined;
+
+  const parseBody = (json: unknown): unknown => {
+    if (options.parseBody) return options.parseBody(json);
+    if (route.bodySchema === undefined || route.body === 'none') return undefined;
+    return parseAt(route.bodySchema, json === undefined && route.body === 'optional' ? {} : json, 'body');
+  };
+
+  const build = () => {
+    const obs = deps.observability ?? defaultObservability();
+    const base = async (event: AipHttpEvent, context: Context): Promise<APIGatewayProxyResult> => {
+      const state = requestState(event);
+      const result = await handle({
+        event,
+        context,
+        caller: state.caller as CallerIdentity,
+        tenant_id: state.tenant_id,
+        path: state.path as Out<P>,
+        query: state.query as Out<Q>,
+        body: state.body as TBody,
+        runtime,
+        clock,
+        remainingMs: () => (typeof context?.getRemainingTimeInMillis === 'function' ? context.getRemainingTimeInMillis() : undefined),
+      });
+      return jsonResponse(result.status, result.body, result.headers);
+    };
+    const h = middy<AipHttpEvent, APIGatewayProxyResult>(base, { timeoutEarlyInMillis: TIMEOUT_EARLY_MS });
+    h.use(httpObservability(obs, route.id));
+    h.use(httpErrorHandler({ logger: obs.logger }));
+    if (route.auth === 'jwt') h.use(callerIdentity({ anyOfScopes: route.scopes }));
+    h.use(bodyLimit({ maxBytes: deps.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES }));
+    h.use(contentType({ body: route.body }));
+    h.use(jsonBody());
+    h.use(validateRequest({ ...(route.pathParams ? { path: route.pathParams } : {}), query: route.query, body: parseBody }));
+    if (route.auth === 'jwt') h.use(tenantSelection({ policy: route.tenant }));
+    return h;
+  };
+
+  return (event, context) => {
+    wrapped ??= build();
+    return wrapped(event, context);
+  };
+}

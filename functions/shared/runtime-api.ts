@@ -1,0 +1,107 @@
+/**
+ * The part of the runtime (lib/runtime/runtime.ts) the HTTP edge calls.
+ *
+ * The handlers depend on this interface only. Methods are declared with
+ * method syntax and pass-through results as `unknown`, so the real runtime
+ * object is assignable to it as long as its parameters match; where they do
+ * not, the production wiring (./production-runtime.ts) adapts.
+ *
+ * Every call gets the caller identity the authorizer verified (never anything
+ * from the body) and, where the route is tenant-scoped, the tenant the edge
+ * selected (see docs/http-api.md, "Tenant selection"). Domain failures are
+ * thrown as AipError and become problem responses with the catalogue's status.
+ */
+import type { CallerIdentity } from '../../lib/auth/identity.js';
+import type { OperatorView } from '../../lib/http/schemas.js';
+import type { ActionResult, TransactionResult } from '../../lib/protocol/index.js';
+
+export type { CallerIdentity };
+
+export type SubmitDisposition = 'completed' | 'accepted' | 'requires_human' | 'replayed' | 'rejected';
+
+export interface SubmitOutcome {
+  disposition: SubmitDisposition;
+  /** The status the runtime wants for its answer (202 for `accepted`). */
+  http_status: number;
+  action_id: string;
+  tenant_id: string;
+  action_result: ActionResult;
+  transaction_result?: TransactionResult;
+}
+
+export interface ActionState {
+  action_result: ActionResult;
+  transaction?: TransactionResult;
+}
+
+export interface TransactionSelector {
+  tenant_id: string;
+  transaction_id?: string;
+  plan_id?: string;
+  action_id?: string;
+}
+
+export interface TransactionInclude {
+  result?: boolean;
+  receipts?: boolean;
+}
+
+export interface OperatorListQuery {
+  view: OperatorView;
+  /** Absent: every tenant the caller belongs to (the runtime restricts). */
+  tenant_id?: string;
+  cursor?: string;
+  limit?: number;
+}
+
+export interface PageRequest {
+  cursor?: string;
+  limit?: number;
+}
+
+export interface ApprovalDecisionRequest {
+  decision: 'approve' | 'deny';
+  reason?: string;
+}
+
+export interface HealthReport {
+  status: 'ok' | 'degraded' | 'unavailable';
+}
+
+export interface RuntimeApi {
+  /** Admits an Action or TransactionRequest (the parsed, edge-validated JSON body). */
+  submit(caller: CallerIdentity, body: unknown, opts?: { tenant_id?: string }): Promise<SubmitOutcome>;
+  getAction(caller: CallerIdentity, tenant_id: string, action_id: string): Promise<ActionState>;
+  cancel(caller: CallerIdentity, tenant_id: string, action_id: string): Promise<unknown>;
+  /** Persisted stream chunks with a sequence number greater than `after`. */
+  readStream(caller: CallerIdentity, tenant_id: string, action_id: string, after?: number): Promise<unknown>;
+  getTransaction(caller: CallerIdentity, selector: TransactionSelector, include?: TransactionInclude): Promise<unknown>;
+  listOperator(caller: CallerIdentity, query: OperatorListQuery): Promise<unknown>;
+  listApprovals(caller: CallerIdentity, tenant_id: string, page?: PageRequest): Promise<unknown>;
+  decideApproval(caller: CallerIdentity, tenant_id: string, approval_id: string, decision: ApprovalDecisionRequest): Promise<unknown>;
+  /** The capability registry visible to the caller (in the tenant, when one is selected). */
+  capabilities(caller: CallerIdentity, tenant_id?: string): Promise<unknown>;
+  /** Runtime and connector readiness. */
+  health(caller: CallerIdentity): Promise<HealthReport>;
+}
+
+/** How handlers get the runtime: an instance, or a (memoised) async factory. */
+export type RuntimeProvider = RuntimeApi | (() => RuntimeApi | Promise<RuntimeApi>);
+
+export async function resolveRuntime(provider: RuntimeProvider): Promise<RuntimeApi> {
+  return typeof provider === 'function' ? provider() : provider;
+}
+
+/** Memoises an async factory; a failed attempt is not cached, so the next request retries. */
+export function memoizeRuntime(factory: () => Promise<RuntimeApi>): () => Promise<RuntimeApi> {
+  let pending: Promise<RuntimeApi> | undefined;
+  return () => {
+    if (pending === undefined) {
+      pending = factory().catch((err: unknown) => {
+        pending = undefined;
+        throw err;
+      });
+    }
+    return pending;
+  };
+}

@@ -1,0 +1,23 @@
+/**
+ * SQS worker Lambda: the connector invocation queue → Runtime.runAttempt.
+ *
+ * Messages carry identifiers and the fence only ({kind:'invoke', tenant_id,
+ * action_id, transaction_id?, fence, attempt}); the Runtime reloads the
+ * action from the store and applies the crash-safe attempt rules on a
+ * redelivery. Partial batch failures: see ../shared/queue-consumer.ts.
+ */
+import { getRuntime } from '../shared/bootstrap.js';
+import { createQueueConsumer, type QueueConsumerDeps, type SqsHandler } from '../shared/queue-consumer.js';
+import type { WorkerRuntime } from '../shared/runtime-contract.js';
+
+export type InvokeHandlerDeps = QueueConsumerDeps<Pick<WorkerRuntime, 'runAttempt'>>;
+
+export function createInvokeHandler(deps: InvokeHandlerDeps): SqsHandler {
+  return createQueueConsumer(
+    { name: 'invoke-worker', kind: 'invoke', metricPrefix: 'InvokeMessages', run: (runtime, message) => runtime.runAttempt(message) },
+    deps,
+  );
+}
+
+/** The deployed handler (`functions/worker/invoke.handler`). */
+export const handler: SqsHandler = createInvokeHandler({ runtime: getRuntime });

@@ -1,0 +1,80 @@
+/**
+ * The contract between the Lambda authorizer and the HTTP handlers.
+ *
+ * API Gateway copies the authorizer's `context` map (string values only) into
+ * `event.requestContext.authorizer` of every proxied request, next to
+ * `principalId`. The handlers rebuild the {@link CallerIdentity} from there
+ * and from nowhere else.
+ *
+ * Keys:
+ * - `principal_id`, `principal_kind`
+ * - `tenants`: JSON array of tenant IDs
+ * - `scopes`: JSON array of scopes
+ * - `issuer`, `expires_at` (optional)
+ */
+import { AipError } from '../errors/aip-error.js';
+import { CallerIdentitySchema, type CallerIdentity } from './identity.js';
+
+export const AUTHORIZER_CONTEXT_KEYS = {
+  principalId: 'principal_id',
+  principalKind: 'principal_kind',
+  tenants: 'tenants',
+  scopes: 'scopes',
+  issuer: 'issuer',
+  expiresAt: 'expires_at',
+} as const;
+
+export type AuthorizerContext = Record<string, string>;
+
+/** Identity → the authorizer's `context` map (strings only, as API Gateway requires). */
+export function encodeAuthorizerContext(identity: CallerIdentity): AuthorizerContext {
+  const ctx: AuthorizerContext = {
+    [AUTHORIZER_CONTEXT_KEYS.principalId]: identity.principal.id,
+    [AUTHORIZER_CONTEXT_KEYS.principalKind]: identity.principal.kind,
+    [AUTHORIZER_CONTEXT_KEYS.tenants]: JSON.stringify(identity.tenants),
+    [AUTHORIZER_CONTEXT_KEYS.scopes]: JSON.stringify(identity.scopes),
+  };
+  if (identity.issuer !== undefined) ctx[AUTHORIZER_CONTEXT_KEYS.issuer] = identity.issuer;
+  if (identity.expires_at !== undefined) ctx[AUTHORIZER_CONTEXT_KEYS.expiresAt] = identity.expires_at;
+  return ctx;
+}
+
+function unauthenticated(reason: string): AipError {
+  // The reason is about our own wiring, never about caller input: safe to return.
+  return new AipError('auth.unauthenticated', undefined, { details: { reason } });
+}
+
+function str(ctx: Readonly<Record<string, unknown>>, key: string): string | undefined {
+  const v = Object.prototype.hasOwnProperty.call(ctx, key) ? ctx[key] : undefined;
+  return typeof v === 'string' ? v : undefined;
+}
+
+function jsonArray(text: string | undefined): unknown {
+  if (text === undefined) return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * `requestContext.authorizer` → identity. Throws `auth.unauthenticated` when
+ * the context is missing or malformed (a route deployed without the
+ * authorizer must not run as anybody).
+ */
+export function decodeAuthorizerContext(authorizer: Readonly<Record<string, unknown>> | null | undefined): CallerIdentity {
+  if (authorizer === null || authorizer === undefined || typeof authorizer !== 'object') throw unauthenticated('no authorizer context');
+  const candidate: Record<string, unknown> = {
+    principal: { id: str(authorizer, AUTHORIZER_CONTEXT_KEYS.principalId), kind: str(authorizer, AUTHORIZER_CONTEXT_KEYS.principalKind) },
+    tenants: jsonArray(str(authorizer, AUTHORIZER_CONTEXT_KEYS.tenants)),
+    scopes: jsonArray(str(authorizer, AUTHORIZER_CONTEXT_KEYS.scopes)),
+  };
+  const issuer = str(authorizer, AUTHORIZER_CONTEXT_KEYS.issuer);
+  if (issuer !== undefined) candidate.issuer = issuer;
+  const expiresAt = str(authorizer, AUTHORIZER_CONTEXT_KEYS.expiresAt);
+  if (expiresAt !== undefined) candidate.expires_at = expiresAt;
+  const parsed = CallerIdentitySchema.safeParse(candidate);
+  if (!parsed.success) throw unauthenticated('malformed authorizer context');
+  return parsed.data;
+}

@@ -1,0 +1,89 @@
+/**
+ * The authorizer's deployment configuration, read from the `auth` part of the
+ * runtime configuration (infra/config.ts `AuthConfigSchema`: issuer,
+ * audience, jwksUrl, algorithms), plus the optional claim mapping
+ * (`claims`: a preset and overrides, see ./claims.ts) and clock tolerance.
+ *
+ * The schema is lenient about fields it does not know, so the infra
+ * configuration can grow without breaking cold starts; what it does read is
+ * validated strictly.
+ */
+import * as z from 'zod';
+import { ClaimsConfigSchema, type ClaimsConfig } from './claims.js';
+import {
+  ASYMMETRIC_ALGORITHMS,
+  DEFAULT_ALGORITHMS,
+  HMAC_ALGORITHMS,
+  MAX_CLOCK_TOLERANCE_SECONDS,
+  type TokenVerifierConfig,
+  type VerifierAlgorithm,
+} from './verifier.js';
+
+export const AuthSettingsSchema = z.looseObject({
+  issuer: z.string().min(1).max(2048),
+  audience: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]),
+  jwksUrl: z.url({ protocol: /^https?$/ }),
+  algorithms: z.array(z.enum([...ASYMMETRIC_ALGORITHMS, ...HMAC_ALGORITHMS])).min(1).optional(),
+  allowHmac: z.boolean().optional(),
+  clockToleranceSeconds: z.number().min(0).max(MAX_CLOCK_TOLERANCE_SECONDS).optional(),
+  claims: ClaimsConfigSchema.optional(),
+});
+export type AuthSettings = z.infer<typeof AuthSettingsSchema>;
+
+/** Thrown at cold start for a configuration the authorizer cannot run with. */
+export class AuthConfigError extends Error {
+  constructor(message: string) {
+    super(`auth configuration: ${message}`);
+    this.name = 'AuthConfigError';
+  }
+}
+
+/**
+ * Runtime configuration JSON (the `AIP_RUNTIME_CONFIG` variable) → verifier
+ * configuration with a remote JWKS key source. `claimsOverride` (the
+ * `AIP_AUTH_CLAIMS` variable) wins over `auth.claims`.
+ */
+export function verifierConfigFromRuntimeConfig(runtimeConfigJson: string, claimsOverride?: ClaimsConfig): TokenVerifierConfig {
+  let value: unknown;
+  try {
+    value = JSON.parse(runtimeConfigJson);
+  } catch {
+    throw new AuthConfigError('the runtime configuration is not valid JSON');
+  }
+  const auth = typeof value === 'object' && value !== null ? (value as { auth?: unknown }).auth : undefined;
+  const parsed = AuthSettingsSchema.safeParse(auth);
+  if (!parsed.success) {
+    throw new AuthConfigError(parsed.error.issues.map((i) => `auth.${i.path.join('.')}: ${i.message}`).join('; '));
+  }
+  const s = parsed.data;
+  const config: { -readonly [K in keyof TokenVerifierConfig]: TokenVerifierConfig[K] } = {
+    issuer: s.issuer,
+    audience: s.audience,
+    algorithms: (s.algorithms ?? DEFAULT_ALGORITHMS) as VerifierAlgorithm[],
+    keys: { kind: 'jwks_url', url: s.jwksUrl },
+  };
+  if (s.allowHmac !== undefined) config.allowHmac = s.allowHmac;
+  if (s.clockToleranceSeconds !== undefined) config.clockToleranceSeconds = s.clockToleranceSeconds;
+  const claims = claimsOverride ?? s.claims;
+  if (claims !== undefined) config.claims = claims;
+  return config;
+}
+
+/** Parses the `AIP_AUTH_CLAIMS` variable: a preset name (`cognito`) or a JSON claims configuration. */
+export function parseClaimsOverride(text: string | undefined): ClaimsConfig | undefined {
+  if (text === undefined || text.trim() === '') return undefined;
+  const trimmed = text.trim();
+  let value: unknown = trimmed;
+  if (trimmed.startsWith('{')) {
+    try {
+      value = JSON.parse(trimmed);
+    } catch {
+      throw new AuthConfigError('AIP_AUTH_CLAIMS is not valid JSON');
+    }
+  } else {
+    value = { preset: trimmed };
+  }
+  const parsed = ClaimsConfigSchema.safeParse(value);
+  if (!parsed.success) throw new AuthConfigError(`AIP_AUTH_CLAIMS: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
+  return parsed.data;
+}

@@ -1,0 +1,376 @@
+/**
+ * DynamoDB adapter of the ActionStore port (lib/ports/action-store.ts).
+ *
+ * Item: PK `ACTION#<tenant>#<action_id>`, SK `ACTION` (docs/table-design.md).
+ * The raw input is kept in its own attribute `input` (the `action` attribute
+ * holds the rest of the envelope) so that redaction is one `REMOVE input,
+ * SET input_redacted = true` inside the settling write; reads then present
+ * `action.input` as `{redacted: true, hash: input_hash}`.
+ *
+ * Every write is one conditional UpdateItem/PutItem; a failed condition is
+ * classified from the ALL_OLD image returned with the failure.
+ */
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { AipError } from '../../errors/aip-error.js';
+import {
+  ACTION_STATUSES,
+  ActionResultSchema,
+  ActionSchema,
+  PrincipalSchema,
+  planInputHash,
+  type Action,
+  type ActionStatus,
+  type JsonObject,
+} from '../../protocol/index.js';
+import {
+  LEASABLE_ACTION_STATUSES,
+  TERMINAL_ACTION_STATUS_LIST,
+  type AcquireActionLeaseInput,
+  type ActionPatch,
+  type ActionRecord,
+  type ActionRef,
+  type ActionStore,
+  type CreateActionInput,
+  type RenewActionLeaseInput,
+  type RequestCancelInput,
+  type SettleActionInput,
+  type TransitionActionInput,
+} from '../../ports/action-store.js';
+import {
+  UpdateBuilder,
+  checkId,
+  checkJson,
+  checkLeaseOwner,
+  checkRetention,
+  checkRevision,
+  compact,
+  conditionalPut,
+  conditionalUpdate,
+  consistentGet,
+  epochSeconds,
+  invalid,
+  type Item,
+} from './store-support.js';
+import { ITEM_TYPES, TTL_ATTRIBUTE, keys } from './table-design.js';
+
+export interface DynamoActionStoreOptions {
+  readonly client: DynamoDBDocumentClient;
+  readonly tableName: string;
+  /** Clock (tests pin it). Default: system time. */
+  readonly now?: () => Date;
+}
+
+const CODE = 'action.invalid_record' as const;
+const TERMINAL: ReadonlySet<string> = new Set(TERMINAL_ACTION_STATUS_LIST);
+const NON_TERMINAL: readonly ActionStatus[] = ACTION_STATUSES.filter((s) => !TERMINAL.has(s));
+
+const RECORD_FIELDS = [
+  'tenant_id',
+  'action_id',
+  'principal',
+  'capability_id',
+  'mode',
+  'transaction_id',
+  'status',
+  'revision',
+  'input_redacted',
+  'input_hash',
+  'result',
+  'approval_id',
+  'idempotency_key',
+  'fence',
+  'attempt',
+  'lease_owner',
+  'lease_expires_at',
+  'cancel_requested_at',
+  'created_at',
+  'updated_at',
+  TTL_ATTRIBUTE,
+] as const;
+
+function toRecord(item: Item): ActionRecord {
+  const out: Record<string, unknown> = {};
+  for (const f of RECORD_FIELDS) if (item[f] !== undefined) out[f] = item[f];
+  const envelope = (item.action ?? {}) as Record<string, unknown>;
+  // A redacted record keeps no raw input: it reads as {redacted: true, hash}.
+  const input = item.input_redacted === true ? { redacted: true, hash: item.input_hash } : (item.input ?? {});
+  out.action = { ...envelope, input };
+  out.fence ??= 0;
+  out.attempt ??= 0;
+  return out as unknown as ActionRecord;
+}
+
+function isStatus(s: unknown): s is ActionStatus {
+  return typeof s === 'string' && (ACTION_STATUSES as readonly string[]).includes(s);
+}
+
+function checkStatuses(field: string, list: unknown, allowTerminal: boolean): ActionStatus[] {
+  if (!Array.isArray(list) || list.length === 0) throw invalid(CODE, `${field} must name at least one status`, { field });
+  for (const s of list) {
+    if (!isStatus(s)) throw invalid(CODE, `${field} has an unknown action status`, { field });
+    if (!allowTerminal && TERMINAL.has(s)) throw invalid(CODE, `${field} may not contain a terminal status: a terminal action is never rewritten`, { field, status: s });
+  }
+  return [...list] as ActionStatus[];
+}
+
+function current(old: Item) {
+  return { current_status: old.status, current_revision: old.revision, current_fence: old.fence ?? 0 };
+}
+
+export class DynamoActionStore implements ActionStore {
+  private readonly client: DynamoDBDocumentClient;
+  private readonly table: string;
+  private readonly clock: () => Date;
+
+  constructor(options: DynamoActionStoreOptions) {
+    this.client = options.client;
+    this.table = options.tableName;
+    this.clock = options.now ?? (() => new Date());
+  }
+
+  private notFound(ref: ActionRef, operation: string): AipError {
+    return new AipError('action.not_found', `No action ${ref.action_id}`, { details: { action_id: ref.action_id, operation } });
+  }
+
+  private conflict(ref: ActionRef, operation: string, old: Item, allowed: readonly ActionStatus[], expected?: number, reason?: string): AipError {
+    return new AipError('action.state_conflict', `${operation}: action is ${String(old.status)} at revision ${String(old.revision)}; expected ${allowed.join('|')}${expected === undefined ? '' : ` at revision ${expected}`}`, {
+      details: {
+        action_id: ref.action_id,
+        operation,
+        ...current(old),
+        ...(expected !== undefined ? { expected_revision: expected } : {}),
+        allowed_statuses: [...allowed],
+        ...(reason ? { reason } : {}),
+      },
+    });
+  }
+
+  private staleFence(ref: ActionRef, operation: string, old: Item, held: number): AipError {
+    return new AipError('action.fence_stale', `${operation}: fence ${held} is not current (current fence ${String(old.fence ?? 0)})`, {
+      details: { action_id: ref.action_id, operation, held_fence: held, ...current(old) },
+    });
+  }
+
+  private checkRef(ref: ActionRef): void {
+    if (ref === null || typeof ref !== 'object') throw invalid(CODE, 'input must be an object');
+    checkId(CODE, 'tenant_id', ref.tenant_id);
+    checkId(CODE, 'action_id', ref.action_id);
+  }
+
+  private checkResult(ref: ActionRef, result: unknown, status?: ActionStatus): void {
+    if (result === undefined) return;
+    checkJson(CODE, 'result', result, true);
+    const parsed = ActionResultSchema.safeParse(result);
+    if (!parsed.success) throw invalid(CODE, 'result is not a valid ActionResult', { field: 'result', issues: parsed.error.issues.map((i) => i.path.join('.') || '(root)') });
+    if (parsed.data.action_id !== ref.action_id) throw invalid(CODE, 'result.action_id must be the action ID', { field: 'result.action_id' });
+    if (status !== undefined && parsed.data.status !== status) throw invalid(CODE, `result.status must be ${status}`, { field: 'result.status' });
+  }
+
+  /** SET/REMOVE clauses for a patch (shared by transition and settle). */
+  private applyPatch(b: UpdateBuilder, to: ActionStatus, patch: ActionPatch, nowMs: number): void {
+    if (patch.approval_id !== undefined) b.set('approval_id', checkId(CODE, 'approval_id', patch.approval_id));
+    if (patch.transaction_id !== undefined) b.set('transaction_id', checkId(CODE, 'transaction_id', patch.transaction_id));
+    if (patch.result !== undefined) b.set('result', patch.result);
+    if (patch.redact_input === true) {
+      // The raw input is removed; reads present {redacted: true, hash: input_hash} (computed at create).
+      b.remove('input');
+      b.set('input_redacted', true);
+    }
+    const retention = checkRetention(CODE, 'retention_seconds', patch.retention_seconds);
+    if (retention !== undefined && TERMINAL.has(to)) b.set(TTL_ATTRIBUTE, epochSeconds(nowMs) + retention);
+  }
+
+  async create(input: CreateActionInput): Promise<ActionRecord> {
+    if (input === null || typeof input !== 'object') throw invalid(CODE, 'input must be an object');
+    const tenant = checkId(CODE, 'tenant_id', input.tenant_id);
+    if (!PrincipalSchema.safeParse(input.principal).success) throw invalid(CODE, 'principal must be {id, kind}', { field: 'principal' });
+    checkJson(CODE, 'action', input.action, true);
+    const parsed = ActionSchema.safeParse(input.action);
+    if (!parsed.success) throw invalid(CODE, 'action is not a valid Action envelope', { field: 'action', issues: parsed.error.issues.slice(0, 20).map((i) => i.path.join('.') || '(root)') });
+    const action: Action = input.action;
+    const ref = { tenant_id: tenant, action_id: action.id };
+    const status = input.status ?? 'accepted';
+    if (!isStatus(status)) throw invalid(CODE, 'unknown action status', { field: 'status' });
+    if (status === 'running') throw invalid(CODE, 'an action enters running only through acquireLease', { field: 'status' });
+    if (input.redact_input === true && !TERMINAL.has(status)) throw invalid(CODE, 'the input can be redacted at creation only for a terminal action', { field: 'redact_input' });
+    this.checkResult(ref, input.result, TERMINAL.has(status) ? status : undefined);
+    const transactionId = input.transaction_id ?? action.transaction?.transaction_id;
+    if (transactionId !== undefined) checkId(CODE, 'transaction_id', transactionId);
+    if (input.approval_id !== undefined) checkId(CODE, 'approval_id', input.approval_id);
+
+    const now = this.clock();
+    const iso = now.toISOString();
+    const inputHash = planInputHash(action.capability_id, action.input);
+    const { input: rawInput, ...envelope } = action;
+    const storedInput: JsonObject | undefined = input.redact_input === true ? undefined : rawInput;
+    const item: Item = compact({
+      ...keys.action(tenant, action.id),
+      item_type: ITEM_TYPES.action,
+      tenant_id: tenant,
+      action_id: action.id,
+      principal: input.principal,
+      capability_id: action.capability_id,
+      mode: action.transaction?.mode,
+      transaction_id: transactionId,
+      status,
+      revision: 1,
+      action: envelope,
+      input: storedInput,
+      input_redacted: input.redact_input === true ? true : undefined,
+      input_hash: inputHash,
+      result: input.result,
+      approval_id: input.approval_id,
+      idempotency_key: action.idempotency_key,
+      fence: 0,
+      attempt: 0,
+      created_at: iso,
+      updated_at: iso,
+    });
+    const out = await conditionalPut(this.client, {
+      TableName: this.table,
+      Item: item,
+      ConditionExpression: 'attribute_not_exists(#pk)',
+      ExpressionAttributeNames: { '#pk': 'PK' },
+    });
+    if (!out.ok) {
+      throw new AipError('action.already_exists', `Action ${action.id} already exists`, {
+        details: { action_id: action.id, ...(out.old ? { current_status: out.old.status, current_revision: out.old.revision } : {}) },
+      });
+    }
+    return toRecord(item);
+  }
+
+  async transition(input: TransitionActionInput): Promise<ActionRecord> {
+    this.checkRef(input);
+    const from = checkStatuses('from', input.from, false);
+    if (!isStatus(input.to)) throw invalid(CODE, 'unknown target status', { field: 'to' });
+    if (input.to === 'running' && !from.includes('running')) throw invalid(CODE, 'an action enters running only through acquireLease', { field: 'to' });
+    const expected = checkRevision(CODE, input.expected_revision);
+    if (input.fence !== undefined) checkRevision(CODE, input.fence, 'fence');
+    const patch = input.patch ?? {};
+    if (patch.redact_input === true && !TERMINAL.has(input.to)) throw invalid(CODE, 'the input is redacted only when the action becomes terminal', { field: 'patch.redact_input' });
+    this.checkResult(input, patch.result, TERMINAL.has(input.to) ? input.to : undefined);
+    const nowMs = this.clock().getTime();
+    const b = new UpdateBuilder();
+    b.condition(`${b.n('status')} IN (${from.map((s) => b.v(s)).join(', ')})`);
+    b.condition(`${b.n('revision')} = ${b.v(expected)}`);
+    if (input.fence !== undefined) b.condition(`${b.n('fence')} = ${b.v(input.fence)}`);
+    b.set('status', input.to);
+    b.set('revision', expected + 1);
+    b.set('updated_at', new Date(nowMs).toISOString());
+    if (input.to !== 'running') b.remove('lease_owner', 'lease_expires_at');
+    this.applyPatch(b, input.to, patch, nowMs);
+    return this.write(input, 'transition', b, (old) => {
+      if (input.fence !== undefined && (old.fence ?? 0) !== input.fence) return this.staleFence(input, 'transition', old, input.fence);
+      return this.conflict(input, 'transition', old, from, expected);
+    });
+  }
+
+  async acquireLease(input: AcquireActionLeaseInput): Promise<ActionRecord> {
+    this.checkRef(input);
+    checkLeaseOwner(CODE, input.owner, input.ttl_ms);
+    const expected = checkRevision(CODE, input.expected_revision);
+    const from = checkStatuses('from', input.from ?? LEASABLE_ACTION_STATUSES, false);
+    const now = this.clock();
+    const iso = now.toISOString();
+    const b = new UpdateBuilder();
+    const exp = b.n('lease_expires_at');
+    b.condition(`${b.n('status')} IN (${from.map((s) => b.v(s)).join(', ')})`);
+    b.condition(`${b.n('revision')} = ${b.v(expected)}`);
+    b.condition(`attribute_not_exists(${exp}) OR ${exp} <= ${b.v(iso)} OR ${b.n('lease_owner')} = ${b.v(input.owner)}`);
+    b.set('status', 'running');
+    b.set('revision', expected + 1);
+    b.set('updated_at', iso);
+    b.set('lease_owner', input.owner);
+    b.set('lease_expires_at', new Date(now.getTime() + input.ttl_ms).toISOString());
+    b.setExpr('fence', `${b.n('fence')} + ${b.v(1)}`);
+    b.setExpr('attempt', `${b.n('attempt')} + ${b.v(1)}`);
+    return this.write(input, 'acquire_lease', b, (old) => {
+      const live = typeof old.lease_expires_at === 'string' && old.lease_expires_at > iso && old.lease_owner !== input.owner;
+      if (live && from.includes(old.status as ActionStatus)) {
+        return new AipError('action.lease_held', `Action ${input.action_id} is leased until ${String(old.lease_expires_at)}`, {
+          details: { action_id: input.action_id, ...current(old), lease_owner: old.lease_owner, lease_expires_at: old.lease_expires_at, fence: old.fence ?? 0 },
+        });
+      }
+      return this.conflict(input, 'acquire_lease', old, from, expected);
+    });
+  }
+
+  async renewLease(input: RenewActionLeaseInput): Promise<ActionRecord> {
+    this.checkRef(input);
+    checkLeaseOwner(CODE, input.owner, input.ttl_ms);
+    const fence = checkRevision(CODE, input.fence, 'fence');
+    const now = this.clock();
+    const iso = now.toISOString();
+    const b = new UpdateBuilder();
+    b.condition(`${b.n('status')} = ${b.v('running')}`);
+    b.condition(`${b.n('fence')} = ${b.v(fence)}`);
+    b.condition(`${b.n('lease_owner')} = ${b.v(input.owner)}`);
+    b.setExpr('revision', `${b.n('revision')} + ${b.v(1)}`);
+    b.set('updated_at', iso);
+    b.set('lease_expires_at', new Date(now.getTime() + input.ttl_ms).toISOString());
+    return this.write(input, 'renew_lease', b, (old) => {
+      if ((old.fence ?? 0) !== fence || old.lease_owner !== input.owner) return this.staleFence(input, 'renew_lease', old, fence);
+      return this.conflict(input, 'renew_lease', old, ['running']);
+    });
+  }
+
+  async settle(input: SettleActionInput): Promise<ActionRecord> {
+    this.checkRef(input);
+    const fence = checkRevision(CODE, input.fence, 'fence');
+    if (!TERMINAL.has(input.to)) throw invalid(CODE, 'settle lands in completed, failed or cancelled', { field: 'to' });
+    const from = checkStatuses('from', input.from ?? ['running'], false);
+    const expected = input.expected_revision === undefined ? undefined : checkRevision(CODE, input.expected_revision);
+    if (input.result === undefined) throw invalid(CODE, 'settle needs a result', { field: 'result' });
+    this.checkResult(input, input.result, input.to);
+    const nowMs = this.clock().getTime();
+    const b = new UpdateBuilder();
+    b.condition(`${b.n('fence')} = ${b.v(fence)}`);
+    b.condition(`${b.n('status')} IN (${from.map((s) => b.v(s)).join(', ')})`);
+    if (expected !== undefined) b.condition(`${b.n('revision')} = ${b.v(expected)}`);
+    b.set('status', input.to);
+    b.setExpr('revision', `${b.n('revision')} + ${b.v(1)}`);
+    b.set('updated_at', new Date(nowMs).toISOString());
+    b.remove('lease_owner', 'lease_expires_at');
+    const patch: ActionPatch = compact({ result: input.result, redact_input: input.redact_input, retention_seconds: input.retention_seconds });
+    this.applyPatch(b, input.to, patch, nowMs);
+    return this.write(input, 'settle', b, (old) => {
+      if ((old.fence ?? 0) !== fence) return this.staleFence(input, 'settle', old, fence);
+      return this.conflict(input, 'settle', old, from, expected);
+    });
+  }
+
+  async requestCancel(input: RequestCancelInput): Promise<ActionRecord> {
+    this.checkRef(input);
+    const expected = input.expected_revision === undefined ? undefined : checkRevision(CODE, input.expected_revision);
+    const iso = this.clock().toISOString();
+    const b = new UpdateBuilder();
+    b.condition(`${b.n('status')} IN (${NON_TERMINAL.map((s) => b.v(s)).join(', ')})`);
+    b.condition(`attribute_not_exists(${b.n('cancel_requested_at')})`);
+    if (expected !== undefined) b.condition(`${b.n('revision')} = ${b.v(expected)}`);
+    b.set('cancel_requested_at', iso);
+    b.setExpr('revision', `${b.n('revision')} + ${b.v(1)}`);
+    b.set('updated_at', iso);
+    const out = await conditionalUpdate(this.client, { TableName: this.table, Key: keys.action(input.tenant_id, input.action_id), ...b.render() });
+    if (out.ok) return toRecord(out.item);
+    const old = out.old;
+    if (old === undefined) throw this.notFound(input, 'request_cancel');
+    // Already requested and still open: idempotent, the record as it is.
+    if (old.cancel_requested_at !== undefined && !TERMINAL.has(String(old.status))) return toRecord(old);
+    throw this.conflict(input, 'request_cancel', old, NON_TERMINAL, expected, TERMINAL.has(String(old.status)) ? 'terminal' : undefined);
+  }
+
+  async get(ref: ActionRef): Promise<ActionRecord | undefined> {
+    this.checkRef(ref);
+    const item = await consistentGet(this.client, this.table, keys.action(ref.tenant_id, ref.action_id));
+    return item === undefined ? undefined : toRecord(item);
+  }
+
+  /** Issues the update; a failed condition is classified from its ALL_OLD image. */
+  private async write(ref: ActionRef, operation: string, b: UpdateBuilder, classify: (old: Item) => AipError): Promise<ActionRecord> {
+    const out = await conditionalUpdate(this.client, { TableName: this.table, Key: keys.action(ref.tenant_id, ref.action_id), ...b.render() });
+    if (out.ok) return toRecord(out.item);
+    if (out.old === undefined) throw this.notFound(ref, operation);
+    throw classify(out.old);
+  }
+}

@@ -1,0 +1,302 @@
+/**
+ * DynamoDB adapter of the ApprovalStore port (lib/ports/approval-store.ts).
+ *
+ * Item: PK `APPROVAL#<tenant>#<approval_id>`, SK `APPROVAL`. While pending
+ * it carries the sparse byStatus index keys GSI3PK `APPROVAL#pending#<tenant>`
+ * and GSI3SK `<expires_at>#<approval_id>`; the deciding or expiring write
+ * removes them (docs/table-design.md).
+ */
+import { QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { AipError } from '../../errors/aip-error.js';
+import { PrincipalSchema, ScopeSchema, Sha256HexSchema, TextSchema } from '../../protocol/index.js';
+import type {
+  ApprovalRecord,
+  ApprovalRef,
+  ApprovalStore,
+  CreateApprovalInput,
+  DecideApprovalInput,
+  ExpireApprovalInput,
+  ListPendingApprovalsQuery,
+} from '../../ports/approval-store.js';
+import type { Page } from '../../ports/transaction-store.js';
+import {
+  UpdateBuilder,
+  checkId,
+  checkLimit,
+  checkRevision,
+  checkTime,
+  compact,
+  conditionalPut,
+  conditionalUpdate,
+  consistentBatchGet,
+  consistentGet,
+  decodeCursor,
+  encodeCursor,
+  invalid,
+  mapStoreError,
+  type Item,
+} from './store-support.js';
+import { GSIS, ITEM_TYPES, keys } from './table-design.js';
+
+export interface DynamoApprovalStoreOptions {
+  readonly client: DynamoDBDocumentClient;
+  readonly tableName: string;
+  readonly now?: () => Date;
+}
+
+const CODE = 'approval.invalid_record' as const;
+const LIST_CODE = 'approval.invalid_listing' as const;
+const ReasonSchema = TextSchema(2048);
+
+const FIELDS = [
+  'tenant_id',
+  'approval_id',
+  'action_id',
+  'transaction_id',
+  'capability_id',
+  'requested_by',
+  'policy',
+  'status',
+  'decision',
+  'expires_at',
+  'created_at',
+  'updated_at',
+  'revision',
+] as const;
+
+function toRecord(item: Item): ApprovalRecord {
+  const out: Record<string, unknown> = {};
+  for (const f of FIELDS) if (item[f] !== undefined) out[f] = item[f];
+  return out as unknown as ApprovalRecord;
+}
+
+function current(old: Item) {
+  const d = old.decision as Record<string, unknown> | undefined;
+  return {
+    current_status: old.status,
+    current_revision: old.revision,
+    expires_at: old.expires_at,
+    ...(d ? { decision: { decision_id: d.decision_id, decision: d.decision, decided_at: d.decided_at } } : {}),
+  };
+}
+
+export class DynamoApprovalStore implements ApprovalStore {
+  private readonly client: DynamoDBDocumentClient;
+  private readonly table: string;
+  private readonly clock: () => Date;
+
+  constructor(options: DynamoApprovalStoreOptions) {
+    this.client = options.client;
+    this.table = options.tableName;
+    this.clock = options.now ?? (() => new Date());
+  }
+
+  private checkRef(ref: ApprovalRef): { PK: string; SK: string } {
+    if (ref === null || typeof ref !== 'object') throw invalid(CODE, 'input must be an object');
+    checkId(CODE, 'tenant_id', ref.tenant_id);
+    checkId(CODE, 'approval_id', ref.approval_id);
+    return keys.approval(ref.tenant_id, ref.approval_id);
+  }
+
+  async create(input: CreateApprovalInput): Promise<ApprovalRecord> {
+    const key = this.checkRef(input);
+    checkId(CODE, 'action_id', input.action_id);
+    checkId(CODE, 'capability_id', input.capability_id);
+    if (input.transaction_id !== undefined) checkId(CODE, 'transaction_id', input.transaction_id);
+    if (!PrincipalSchema.safeParse(input.requested_by).success) throw invalid(CODE, 'requested_by must be {id, kind}', { field: 'requested_by' });
+    const p = input.policy as unknown as Record<string, unknown> | undefined;
+    if (
+      p === undefined ||
+      p === null ||
+      typeof p !== 'object' ||
+      !checkPolicyId(p.policy_id) ||
+      !Sha256HexSchema.safeParse(p.policy_hash).success ||
+      !Array.isArray(p.approver_scopes) ||
+      p.approver_scopes.length > 64 ||
+      !p.approver_scopes.every((s) => ScopeSchema.safeParse(s).success) ||
+      typeof p.allow_self_approval !== 'boolean'
+    ) {
+      throw invalid(CODE, 'policy must be {policy_id, policy_hash (sha256 hex), approver_scopes, allow_self_approval}', { field: 'policy' });
+    }
+    const expiresAt = checkTime(CODE, 'expires_at', input.expires_at);
+    const iso = this.clock().toISOString();
+    if (expiresAt <= iso) throw invalid(CODE, 'expires_at must be in the future', { field: 'expires_at' });
+    const record: ApprovalRecord = compact({
+      tenant_id: input.tenant_id,
+      approval_id: input.approval_id,
+      action_id: input.action_id,
+      transaction_id: input.transaction_id,
+      capability_id: input.capability_id,
+      requested_by: { id: input.requested_by.id, kind: input.requested_by.kind },
+      policy: {
+        policy_id: input.policy.policy_id,
+        policy_hash: input.policy.policy_hash,
+        approver_scopes: [...input.policy.approver_scopes],
+        allow_self_approval: input.policy.allow_self_approval,
+      },
+      status: 'pending',
+      expires_at: expiresAt,
+      created_at: iso,
+      updated_at: iso,
+      revision: 1,
+    });
+    const out = await conditionalPut(this.client, {
+      TableName: this.table,
+      Item: {
+        ...key,
+        item_type: ITEM_TYPES.approval,
+        ...record,
+        GSI3PK: keys.approvalPendingIndex(input.tenant_id),
+        GSI3SK: keys.approvalPendingIndexSort(expiresAt, input.approval_id),
+      },
+      ConditionExpression: 'attribute_not_exists(#pk)',
+      ExpressionAttributeNames: { '#pk': 'PK' },
+    });
+    if (!out.ok) {
+      throw new AipError('approval.already_exists', `Approval ${input.approval_id} already exists`, {
+        details: { approval_id: input.approval_id, ...(out.old ? current(out.old) : {}) },
+      });
+    }
+    return record;
+  }
+
+  async decide(input: DecideApprovalInput): Promise<ApprovalRecord> {
+    const key = this.checkRef(input);
+    const expected = checkRevision(CODE, input.expected_revision);
+    checkId(CODE, 'decision_id', input.decision_id);
+    if (!PrincipalSchema.safeParse(input.decided_by).success) throw invalid(CODE, 'decided_by must be {id, kind}', { field: 'decided_by' });
+    if (input.decision !== 'approved' && input.decision !== 'denied') throw invalid(CODE, 'decision must be approved or denied', { field: 'decision' });
+    if (input.reason !== undefined && !ReasonSchema.safeParse(input.reason).success) throw invalid(CODE, 'reason must be text of at most 2048 characters', { field: 'reason' });
+    const iso = this.clock().toISOString();
+    const decision = compact({
+      decision_id: input.decision_id,
+      decided_by: { id: input.decided_by.id, kind: input.decided_by.kind },
+      decision: input.decision,
+      reason: input.reason,
+      decided_at: iso,
+    });
+    const b = new UpdateBuilder();
+    b.condition(`${b.n('status')} = ${b.v('pending')}`);
+    b.condition(`${b.n('revision')} = ${b.v(expected)}`);
+    b.condition(`${b.n('expires_at')} > ${b.v(iso)}`);
+    // Defence in depth: the policy's self-approval rule holds even if a caller forgot it.
+    b.condition(`${b.n('requested_by')}.${b.n('id')} <> ${b.v(input.decided_by.id)} OR ${b.n('policy')}.${b.n('allow_self_approval')} = ${b.v(true)}`);
+    b.set('status', input.decision);
+    b.set('decision', decision);
+    b.set('revision', expected + 1);
+    b.set('updated_at', iso);
+    b.remove('GSI3PK', 'GSI3SK');
+    const out = await conditionalUpdate(this.client, { TableName: this.table, Key: key, ...b.render() });
+    if (out.ok) return toRecord(out.item);
+    const old = out.old;
+    if (old === undefined) throw this.notFound(input, 'decide');
+    if (old.status !== 'pending') throw this.alreadyDecided(input, 'decide', old);
+    if (typeof old.expires_at === 'string' && old.expires_at <= iso) {
+      throw new AipError('approval.expired', `Approval ${input.approval_id} expired at ${old.expires_at}`, { details: { approval_id: input.approval_id, ...current(old) } });
+    }
+    if (old.revision !== expected) throw this.stateConflict(input, 'decide', old, expected);
+    const requester = old.requested_by as { id?: unknown } | undefined;
+    if (requester?.id === input.decided_by.id) {
+      throw new AipError('approval.self_approval_forbidden', 'The requester may not decide this approval', { details: { approval_id: input.approval_id, policy_id: (old.policy as { policy_id?: unknown } | undefined)?.policy_id } });
+    }
+    throw this.stateConflict(input, 'decide', old, expected);
+  }
+
+  async expire(input: ExpireApprovalInput): Promise<ApprovalRecord> {
+    const key = this.checkRef(input);
+    const expected = checkRevision(CODE, input.expected_revision);
+    const iso = this.clock().toISOString();
+    const b = new UpdateBuilder();
+    b.condition(`${b.n('status')} = ${b.v('pending')}`);
+    b.condition(`${b.n('revision')} = ${b.v(expected)}`);
+    b.condition(`${b.n('expires_at')} <= ${b.v(iso)}`);
+    b.set('status', 'expired');
+    b.set('revision', expected + 1);
+    b.set('updated_at', iso);
+    b.remove('GSI3PK', 'GSI3SK');
+    const out = await conditionalUpdate(this.client, { TableName: this.table, Key: key, ...b.render() });
+    if (out.ok) return toRecord(out.item);
+    const old = out.old;
+    if (old === undefined) throw this.notFound(input, 'expire');
+    if (old.status !== 'pending') throw this.alreadyDecided(input, 'expire', old);
+    if (old.revision !== expected) throw this.stateConflict(input, 'expire', old, expected);
+    throw new AipError('approval.not_expired', `Approval ${input.approval_id} expires at ${String(old.expires_at)}`, { details: { approval_id: input.approval_id, ...current(old) } });
+  }
+
+  async get(ref: ApprovalRef): Promise<ApprovalRecord | undefined> {
+    const key = this.checkRef(ref);
+    const item = await consistentGet(this.client, this.table, key);
+    return item === undefined ? undefined : toRecord(item);
+  }
+
+  async listPending(query: ListPendingApprovalsQuery): Promise<Page<ApprovalRecord>> {
+    if (query === null || typeof query !== 'object') throw invalid(LIST_CODE, 'query must be an object');
+    checkId(LIST_CODE, 'tenant_id', query.tenant_id);
+    const limit = checkLimit(LIST_CODE, query.limit, 25, 100);
+    const before = query.expires_before === undefined ? undefined : checkTime(LIST_CODE, 'expires_before', query.expires_before);
+    const pk = keys.approvalPendingIndex(query.tenant_id);
+    const start = decodeCursor(LIST_CODE, query.cursor, ['PK', 'SK', 'GSI3PK', 'GSI3SK']);
+    if (start !== undefined && start.GSI3PK !== pk) throw invalid(LIST_CODE, 'The cursor belongs to another listing', { field: 'cursor' });
+    const names: Record<string, string> = { '#pk': GSIS.byStatus.partitionKey };
+    const values: Record<string, unknown> = { ':pk': pk };
+    let condition = '#pk = :pk';
+    if (before !== undefined) {
+      // SK = `<expires_at>#<id>`; every SK with expires_at <= before sorts below `<before>$` ('#' < '$').
+      names['#sk'] = GSIS.byStatus.sortKey;
+      values[':bound'] = `${before}$`;
+      condition += ' AND #sk < :bound';
+    }
+    let out;
+    try {
+      out = await this.client.send(
+        new QueryCommand({
+          TableName: this.table,
+          IndexName: GSIS.byStatus.name,
+          KeyConditionExpression: condition,
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+          Limit: limit,
+          ...(start ? { ExclusiveStartKey: start } : {}),
+        }),
+      );
+    } catch (err) {
+      throw mapStoreError(err);
+    }
+    const indexKeys = out.Items ?? [];
+    const items = await consistentBatchGet(this.client, this.table, indexKeys.map((k) => ({ PK: k.PK, SK: k.SK })));
+    const records: ApprovalRecord[] = [];
+    for (const k of indexKeys) {
+      const item = items.get(`${String(k.PK)}|${String(k.SK)}`);
+      // The index can lag a moment behind a decision: re-check on the consistent read.
+      if (item === undefined || item.status !== 'pending' || item.tenant_id !== query.tenant_id) continue;
+      records.push(toRecord(item));
+    }
+    const cursor = encodeCursor(out.LastEvaluatedKey);
+    return cursor === undefined ? { items: records } : { items: records, cursor };
+  }
+
+  private notFound(ref: ApprovalRef, operation: string): AipError {
+    return new AipError('approval.not_found', `No approval ${ref.approval_id}`, { details: { approval_id: ref.approval_id, operation } });
+  }
+
+  private alreadyDecided(ref: ApprovalRef, operation: string, old: Item): AipError {
+    return new AipError('approval.already_decided', `${operation}: approval ${ref.approval_id} is already ${String(old.status)}`, {
+      details: { approval_id: ref.approval_id, operation, ...current(old) },
+    });
+  }
+
+  private stateConflict(ref: ApprovalRef, operation: string, old: Item, expected: number): AipError {
+    return new AipError('approval.state_conflict', `${operation}: approval ${ref.approval_id} is at revision ${String(old.revision)}, expected ${expected}`, {
+      details: { approval_id: ref.approval_id, operation, ...current(old), expected_revision: expected },
+    });
+  }
+}
+
+function checkPolicyId(v: unknown): boolean {
+  try {
+    checkId(CODE, 'policy.policy_id', v);
+    return true;
+  } catch {
+    return false;
+  }
+}

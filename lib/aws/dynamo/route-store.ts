@@ -1,0 +1,102 @@
+/**
+ * DynamoDB adapter of the RouteStore port (lib/ports/route-store.ts).
+ *
+ * Item: PK `ACTION#<tenant>#<action_id>`, SK `ROUTE`: in the action's own
+ * partition, keyed by action ID only. Immutable: written once by a
+ * conditional put, never updated. No index: there is no lookup by
+ * transaction or plan ID.
+ */
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { AipError } from '../../errors/aip-error.js';
+import { Sha256HexSchema } from '../../protocol/index.js';
+import { routeMismatches, type PutRouteResult, type RouteAssignment, type RouteRef, type RouteStore } from '../../ports/route-store.js';
+import { checkId, checkNonNegativeInt, checkTime, compact, conditionalPut, consistentGet, invalid, type Item } from './store-support.js';
+import { ITEM_TYPES, keys } from './table-design.js';
+
+export interface DynamoRouteStoreOptions {
+  readonly client: DynamoDBDocumentClient;
+  readonly tableName: string;
+}
+
+const CODE = 'route.invalid_assignment' as const;
+
+const FIELDS = [
+  'tenant_id',
+  'action_id',
+  'capability_id',
+  'verified_tenant',
+  'connector_id',
+  'connector_instance',
+  'replica',
+  'endpoint',
+  'peer_identity',
+  'peer_did',
+  'version',
+  'manifest_hash',
+  'policy_revision',
+  'credential_revision',
+  'health_revision',
+  'admission_reservation',
+  'fence_token',
+  'created_at',
+] as const satisfies readonly (keyof RouteAssignment)[];
+
+function toAssignment(item: Item): RouteAssignment {
+  const out: Record<string, unknown> = {};
+  for (const f of FIELDS) if (item[f] !== undefined) out[f] = item[f];
+  return out as unknown as RouteAssignment;
+}
+
+/** Printable, non-empty, bounded (revisions, endpoint, tokens: opaque but never control characters). */
+function checkText(field: string, value: unknown, max: number): void {
+  if (typeof value !== 'string' || value.length === 0 || value.length > max || /[\x00-\x1f\x7f]/.test(value)) {
+    throw invalid(CODE, `${field} must be a printable string of 1 to ${max} characters`, { field });
+  }
+}
+
+function checkAssignment(a: RouteAssignment): void {
+  if (a === null || typeof a !== 'object') throw invalid(CODE, 'assignment must be an object');
+  for (const f of ['tenant_id', 'action_id', 'capability_id', 'verified_tenant', 'connector_id', 'connector_instance', 'replica'] as const) checkId(CODE, f, a[f]);
+  checkText('endpoint', a.endpoint, 2048);
+  if (a.peer_identity !== undefined) checkText('peer_identity', a.peer_identity, 1024);
+  if (a.peer_did !== undefined) checkText('peer_did', a.peer_did, 1024);
+  checkText('version', a.version, 64);
+  if (!Sha256HexSchema.safeParse(a.manifest_hash).success) throw invalid(CODE, 'manifest_hash must be a sha256 hex digest', { field: 'manifest_hash' });
+  for (const f of ['policy_revision', 'credential_revision', 'health_revision', 'admission_reservation'] as const) checkText(f, a[f], 256);
+  checkNonNegativeInt(CODE, 'fence_token', a.fence_token);
+  checkTime(CODE, 'created_at', a.created_at);
+}
+
+export class DynamoRouteStore implements RouteStore {
+  private readonly client: DynamoDBDocumentClient;
+  private readonly table: string;
+
+  constructor(options: DynamoRouteStoreOptions) {
+    this.client = options.client;
+    this.table = options.tableName;
+  }
+
+  async putIfAbsent(assignment: RouteAssignment): Promise<PutRouteResult> {
+    checkAssignment(assignment);
+    const stored: RouteAssignment = compact(Object.fromEntries(FIELDS.map((f) => [f, assignment[f]])) as unknown as RouteAssignment);
+    const out = await conditionalPut(this.client, {
+      TableName: this.table,
+      Item: { ...keys.routeAssignment(assignment.tenant_id, assignment.action_id), item_type: ITEM_TYPES.routeAssignment, ...stored },
+      ConditionExpression: 'attribute_not_exists(#pk)',
+      ExpressionAttributeNames: { '#pk': 'PK' },
+    });
+    if (out.ok) return { created: true, assignment: stored, reusable: true, mismatched: [] };
+    if (out.old === undefined) throw new AipError('internal.unexpected', 'route assignment condition failed without an item');
+    const existing = toAssignment(out.old);
+    const mismatched = routeMismatches(existing, assignment);
+    return { created: false, assignment: existing, reusable: mismatched.length === 0, mismatched };
+  }
+
+  async get(ref: RouteRef): Promise<RouteAssignment | undefined> {
+    if (ref === null || typeof ref !== 'object') throw invalid(CODE, 'input must be an object');
+    checkId(CODE, 'tenant_id', ref.tenant_id);
+    checkId(CODE, 'action_id', ref.action_id);
+    const item = await consistentGet(this.client, this.table, keys.routeAssignment(ref.tenant_id, ref.action_id));
+    return item === undefined ? undefined : toAssignment(item);
+  }
+}

@@ -1,0 +1,373 @@
+/**
+ * The declarative HTTP connector's configuration: plain JSON, validated with
+ * zod, so it can live in a deployment config file. See README.md next to
+ * this file and docs/connector-authoring.md for a worked example.
+ *
+ * Conventions used throughout:
+ * - Mappings are objects keyed by a TARGET JSON pointer; each value is a
+ *   ValueSource. In a request mapping `from` / `{/pointer}` read the action
+ *   input; in a response mapping they read the provider response body.
+ * - `{$name}` / `{ "context": name }` read one of CONTEXT_VALUES, all taken
+ *   from the trusted execution context (never from action input).
+ * - No configuration value is secret: credentials are named by a handle and
+ *   resolved at the edge by the deployment CredentialProvider.
+ */
+import * as z from 'zod';
+import {
+  ApprovalRequirementSchema,
+  AuthorizationRequirementSchema,
+  CapabilityKindSchema,
+  CompensationContractSchema,
+  CredentialRequirementSchema,
+  DataContractSchema,
+  ErrorCategorySchema,
+  ErrorCodeSchema,
+  ExecutionContractSchema,
+  IdSchema,
+  IdempotencyContractSchema,
+  JsonObjectSchema,
+  JsonPointerSchema,
+  JsonValueSchema,
+  TextSchema,
+  TransactionContractSchema,
+} from '../../protocol/index.js';
+import { ConnectorVersionSchema, ManifestResourceSchema } from '../manifest.js';
+import { isSafePointer, parseTemplate } from './pointer.js';
+
+/** Trusted context values a mapping may read (`{$name}` or `{"context": name}`). */
+export const CONTEXT_VALUES = [
+  /** The action ID. */
+  'action_id',
+  /** ctx.transaction.transaction_id. */
+  'transaction_id',
+  /** ctx.transaction.plan_id. */
+  'plan_id',
+  /** The DERIVED idempotency key sent in the idempotency header (see idempotency.ts), never the raw action key. */
+  'idempotency_key',
+  /** The provider operation ID: recovered from the durable record, or learned in this attempt. */
+  'provider_operation_id',
+  /** The opaque reconciliation cursor, when one was checkpointed. */
+  'reconciliation_cursor',
+  /** The verified tenant (ctx.tenant.tenant_id). */
+  'tenant_id',
+  /** The verified external account (ctx.tenant.external_account_id). */
+  'external_account_id',
+  /** ctx.trace.trace_id. */
+  'trace_id',
+] as const;
+export type ContextValueName = (typeof CONTEXT_VALUES)[number];
+
+const PointerSchema = JsonPointerSchema.refine(isSafePointer, { message: 'a pointer token must not be __proto__, constructor or prototype' });
+
+const TemplateSchema = z
+  .string()
+  .max(2048)
+  .superRefine((t, ctx) => {
+    try {
+      for (const part of parseTemplate(t)) {
+        if ('context' in part && !(CONTEXT_VALUES as readonly string[]).includes(part.context)) {
+          ctx.addIssue({ code: 'custom', message: `unknown context value {$${part.context}}` });
+        }
+        if ('pointer' in part && !isSafePointer(part.pointer)) ctx.addIssue({ code: 'custom', message: 'forbidden pointer token in template' });
+      }
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: err instanceof Error ? err.message : 'invalid template' });
+    }
+  });
+
+/** Where one mapped value comes from. */
+export const ValueSourceSchema = z.union([
+  /** A JSON pointer into the mapping's document. Missing and not optional: the mapping fails. */
+  z.strictObject({ from: PointerSchema, optional: z.boolean().optional(), default: JsonValueSchema.optional() }),
+  /** A trusted context value. */
+  z.strictObject({ context: z.enum(CONTEXT_VALUES), optional: z.boolean().optional() }),
+  /** A literal JSON value. */
+  z.strictObject({ value: JsonValueSchema }),
+  /** A string template, e.g. `"order {/order_id} for {$tenant_id}"`. */
+  z.strictObject({ template: TemplateSchema }),
+]);
+export type ValueSource = z.infer<typeof ValueSourceSchema>;
+
+/** Target pointer → source. Insertion order is application order. */
+export const MappingSchema = z.record(PointerSchema, ValueSourceSchema).refine((m) => Object.keys(m).length <= 256, { message: 'at most 256 mapped values' });
+export type Mapping = z.infer<typeof MappingSchema>;
+
+export const HeaderNameSchema = z
+  .string()
+  .min(1)
+  .max(128)
+  .regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, { message: 'invalid HTTP header name' });
+
+/** Headers that a mapping may never set (credentials, framing, cookies). */
+export const RESERVED_HEADERS: ReadonlySet<string> = new Set([
+  'authorization',
+  'proxy-authorization',
+  'cookie',
+  'host',
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'content-type',
+]);
+
+export const HttpStatusSchema = z.number().int().min(100).max(599);
+const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+
+/** One HTTP request, built from the action input and trusted context. */
+export const RequestSpecSchema = z
+  .strictObject({
+    method: z.enum(HTTP_METHODS),
+    /** Path template below base_url, e.g. `/v1/operations/{$provider_operation_id}`. Placeholders are percent-encoded. */
+    path: TemplateSchema.refine((p) => p.startsWith('/'), { message: 'the path starts with "/"' }),
+    /** Query parameter name → source. A missing optional value omits the parameter. */
+    query: z.record(z.string().min(1).max(128), ValueSourceSchema).optional(),
+    /** Extra, non-secret request headers (RESERVED_HEADERS and the auth/idempotency headers are refused). */
+    headers: z.record(HeaderNameSchema, ValueSourceSchema).optional(),
+    /** JSON body mapping (target pointer in the body → source). Absent: no body. */
+    body: MappingSchema.optional(),
+    /** Per-request bound (the context deadline always applies too). */
+    timeout_ms: z.number().int().positive().max(86_400_000).optional(),
+  })
+  .superRefine((r, ctx) => {
+    if (r.method === 'GET' && r.body !== undefined) ctx.addIssue({ code: 'custom', path: ['body'], message: 'a GET request has no body' });
+    for (const h of Object.keys(r.headers ?? {})) {
+      if (RESERVED_HEADERS.has(h.toLowerCase())) ctx.addIssue({ code: 'custom', path: ['headers', h], message: 'this header is reserved' });
+    }
+  });
+export type RequestSpec = z.infer<typeof RequestSpecSchema>;
+
+/** Where the provider operation ID is: a JSON pointer into the response body, or a response header. */
+export const OperationIdSourceSchema = z.union([z.strictObject({ pointer: PointerSchema }), z.strictObject({ header: HeaderNameSchema })]);
+export type OperationIdSource = z.infer<typeof OperationIdSourceSchema>;
+
+/** Status HTTP error → typed failure. The first matching rule wins. */
+export const ErrorRuleSchema = z.strictObject({
+  /** One status, several, or a class. */
+  status: z.union([HttpStatusSchema, z.array(HttpStatusSchema).min(1).max(100), z.enum(['4xx', '5xx'])]),
+  /** Optional narrowing on a string field of the error body. */
+  match: z.strictObject({ pointer: PointerSchema, equals: z.array(z.string().max(256)).min(1).max(100) }).optional(),
+  code: ErrorCodeSchema,
+  category: ErrorCategorySchema,
+  retryable: z.boolean(),
+  /** True when the provider may have applied the effect despite the error (e.g. a 5xx after commit). */
+  uncertain_outcome: z.boolean().optional(),
+  /** Redacted summary (static text; provider messages are never copied). */
+  message: TextSchema(512).optional(),
+  /** Provider operation ID carried by the error body (e.g. a declined charge). */
+  provider_operation: z.strictObject({ pointer: PointerSchema }).optional(),
+  /** Short scalar fields copied from the error body into redacted_details (name → pointer). Never map free text. */
+  details: z.record(z.string().min(1).max(64).regex(/^[a-z][a-z0-9_]*$/), PointerSchema).optional(),
+});
+export type ErrorRule = z.infer<typeof ErrorRuleSchema>;
+
+/**
+ * A follow-up lookup that settles whether a mutation whose response was an
+ * uncertain error or was lost created an operation (typically a lookup by
+ * the idempotency key). `absent_statuses` must be answers by which the
+ * provider PROVES that no operation exists and none is in progress.
+ */
+export const ProbeSpecSchema = z.strictObject({
+  request: RequestSpecSchema,
+  found_statuses: z.array(HttpStatusSchema).min(1).max(20).default([200]),
+  absent_statuses: z.array(HttpStatusSchema).min(1).max(20),
+  provider_operation: z.strictObject({ pointer: PointerSchema }),
+  /** Provider status of the found operation, kept as evidence. */
+  status_pointer: PointerSchema.optional(),
+});
+export type ProbeSpec = z.infer<typeof ProbeSpecSchema>;
+
+/** invoke / commit / compensate: one provider request with an effect (or a read). */
+export const EffectOperationSchema = z.strictObject({
+  request: RequestSpecSchema,
+  /** `mutation` (default for non-GET): idempotency header, checkpoint, effect publication, uncertainty. `read`: none of these. */
+  effect: z.enum(['mutation', 'read']).optional(),
+  /** Success statuses (default: any 2xx). */
+  success_statuses: z.array(HttpStatusSchema).min(1).max(20).optional(),
+  /** Response body → output. Absent: the whole response body is the output. */
+  output: MappingSchema.optional(),
+  /** Provider operation ID extraction. Checkpointed as soon as it is known. */
+  provider_operation: OperationIdSourceSchema.optional(),
+  /**
+   * The response is accepted-but-not-final when the string at `pointer` is
+   * one of `values`: the connector then polls the capability's reconcile
+   * lookup until a terminal status, the deadline or cancellation.
+   */
+  pending: z.strictObject({ pointer: PointerSchema, values: z.array(z.string().max(128)).min(1).max(20) }).optional(),
+  /**
+   * Output once a pending operation completed, mapped from the terminal
+   * status-lookup response. Default: the reconcile lookup's `output` for
+   * invoke/commit; for compensate, `output` applied to the accepted response.
+   */
+  completed_output: MappingSchema.optional(),
+  probe: ProbeSpecSchema.optional(),
+  /** Operation-specific error rules (checked before the capability's and the connector's). */
+  errors: z.array(ErrorRuleSchema).max(100).optional(),
+});
+export type EffectOperation = z.infer<typeof EffectOperationSchema>;
+
+/** The status lookup used by reconcile_typed (and by completion polling). */
+export const StatusLookupSchema = z.strictObject({
+  /** Usually `GET /…/{$provider_operation_id}`; `{$reconciliation_cursor}` is available too. */
+  request: RequestSpecSchema,
+  status_pointer: PointerSchema,
+  /** Terminal: the original commit completed. */
+  succeeded: z.array(z.string().max(128)).min(1).max(20),
+  /** Terminal: the original commit did not complete. */
+  failed: z.array(z.string().max(128)).min(1).max(20),
+  /** Any other status is non-terminal (pending). */
+  /** Output for a succeeded operation (response body → output). Absent: no output. */
+  output: MappingSchema.optional(),
+  /** Next opaque cursor from the response (never credential material). */
+  cursor_pointer: PointerSchema.optional(),
+  errors: z.array(ErrorRuleSchema).max(100).optional(),
+});
+export type StatusLookup = z.infer<typeof StatusLookupSchema>;
+
+/** cancel_typed: request cancellation of the retained provider operation. */
+export const CancelSpecSchema = z.strictObject({
+  request: RequestSpecSchema,
+  accepted_statuses: z.array(HttpStatusSchema).min(1).max(20).default([200, 202]),
+  /** The provider refuses because the operation is already final: `{accepted: false}`. */
+  rejected_statuses: z.array(HttpStatusSchema).max(20).default([409]),
+  /** A short provider status kept as evidence. */
+  status_pointer: PointerSchema.optional(),
+  errors: z.array(ErrorRuleSchema).max(100).optional(),
+});
+export type CancelSpec = z.infer<typeof CancelSpecSchema>;
+
+/** plan_typed: a local preview of the request, or a downstream validation call. */
+export const PlanSpecSchema = z.union([
+  /** Returns the request that commit would send (no credentials, no network). */
+  z.strictObject({ preview: z.literal(true) }),
+  /** Calls a validation endpoint (downstream_validation). */
+  z.strictObject({
+    validate: z.strictObject({
+      request: RequestSpecSchema,
+      valid_statuses: z.array(HttpStatusSchema).min(1).max(20).default([200]),
+      output: MappingSchema.optional(),
+      errors: z.array(ErrorRuleSchema).max(100).optional(),
+    }),
+  }),
+]);
+export type PlanSpec = z.infer<typeof PlanSpecSchema>;
+
+/** The capability contract pieces the manifest advertises. */
+export const ContractSchema = z.strictObject({
+  transaction: TransactionContractSchema.optional(),
+  compensation: CompensationContractSchema.optional(),
+  data: DataContractSchema.optional(),
+  execution: ExecutionContractSchema.optional(),
+  approval: ApprovalRequirementSchema.optional(),
+  credentials: CredentialRequirementSchema.optional(),
+  idempotency: IdempotencyContractSchema.optional(),
+  authorization: AuthorizationRequirementSchema.optional(),
+});
+
+export const HttpCapabilityConfigSchema = z.strictObject({
+  id: IdSchema,
+  kind: CapabilityKindSchema.optional(),
+  description: TextSchema(4096).optional(),
+  /** JSON Schema of the action input (converted with z.fromJSONSchema). */
+  input_schema: JsonObjectSchema,
+  /** JSON Schema of the output. */
+  output_schema: JsonObjectSchema.optional(),
+  contract: ContractSchema.optional(),
+  /** Retry classification and downstream idempotency are implemented: sets the `retry` flag. */
+  retry: z.strictObject({ downstream_idempotency: z.literal(true) }).optional(),
+  /** Verified approval evidence and resume behavior are implemented: sets the `approval` flag. */
+  approval: z.strictObject({ verified_evidence: z.literal(true) }).optional(),
+  /** Only the operations listed here exist; the others are explicitly unsupported. */
+  operations: z.strictObject({
+    invoke: EffectOperationSchema.optional(),
+    plan: PlanSpecSchema.optional(),
+    /** `"invoke"` reuses the invoke operation. */
+    commit: z.union([EffectOperationSchema, z.literal('invoke')]).optional(),
+    /**
+     * The compensating request (e.g. a refund for a charge). Its input is
+     * validated against the input schema of contract.compensation.compensation_capability_id
+     * when that capability is in this connector, else against this capability's.
+     */
+    compensate: EffectOperationSchema.optional(),
+    cancel: CancelSpecSchema.optional(),
+    reconcile: StatusLookupSchema.optional(),
+  }),
+  errors: z.array(ErrorRuleSchema).max(100).optional(),
+});
+export type HttpCapabilityConfig = z.infer<typeof HttpCapabilityConfigSchema>;
+
+export const AuthConfigSchema = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('none') }),
+  /** `Authorization: Bearer <secret>`. */
+  z.strictObject({ type: z.literal('bearer'), credential_handle: IdSchema }),
+  /** `<header>: <secret>` (e.g. `X-Api-Key`). */
+  z.strictObject({ type: z.literal('header'), credential_handle: IdSchema, header: HeaderNameSchema }),
+]);
+export type AuthConfig = z.infer<typeof AuthConfigSchema>;
+
+export const HttpConnectorConfigSchema = z
+  .strictObject({
+    connector_id: IdSchema,
+    version: ConnectorVersionSchema,
+    /** The provider name recorded in ProviderOperationRef.provider. */
+    provider: z.string().min(1).max(128).regex(/^[A-Za-z0-9._:-]+$/),
+    base_url: z.url({ protocol: /^https?$/ }).refine((u) => !/[?#]/.test(u), { message: 'base_url has no query or fragment' }),
+    auth: AuthConfigSchema,
+    idempotency: z
+      .strictObject({
+        header: HeaderNameSchema.default('Idempotency-Key'),
+        /** Separates key spaces of connectors sharing one provider account (default: connector_id). */
+        namespace: IdSchema.optional(),
+      })
+      .default({ header: 'Idempotency-Key' }),
+    /** Response header carrying the provider request ID (e.g. `Request-Id`). */
+    request_id_header: HeaderNameSchema.optional(),
+    /** Bound for every request besides the context deadline. */
+    default_timeout_ms: z.number().int().positive().max(86_400_000).optional(),
+    /** Bound for cancel requests (they run after the attempt's cancellation was signalled). */
+    cancel_timeout_ms: z.number().int().positive().max(600_000).default(5_000),
+    /** Interval between completion polls of a pending operation. */
+    poll_interval_ms: z.number().int().min(0).max(600_000).default(500),
+    /** Connector-wide error rules (after operation and capability rules). */
+    errors: z.array(ErrorRuleSchema).max(200).default([]),
+    /** Optional readiness probe: GET base_url + path, ready on 2xx (no credentials sent). */
+    health: z.strictObject({ path: z.string().startsWith('/').max(2048) }).optional(),
+    capabilities: z.array(HttpCapabilityConfigSchema).min(1).max(500),
+    resources: z.array(ManifestResourceSchema).max(1000).optional(),
+  })
+  .superRefine((c, ctx) => {
+    const reserved = new Set([c.idempotency.header.toLowerCase()]);
+    if (c.auth.type === 'header') reserved.add(c.auth.header.toLowerCase());
+    c.capabilities.forEach((cap, i) => {
+      const ops = cap.operations;
+      const at = (...p: (string | number)[]) => ['capabilities', i, ...p];
+      if (ops.commit === 'invoke' && ops.invoke === undefined) ctx.addIssue({ code: 'custom', path: at('operations', 'commit'), message: 'commit "invoke" needs an invoke operation' });
+      for (const name of ['invoke', 'commit', 'compensate'] as const) {
+        const op = ops[name];
+        if (op === undefined || op === 'invoke') continue;
+        if (op.pending !== undefined && ops.reconcile === undefined) {
+          ctx.addIssue({ code: 'custom', path: at('operations', name, 'pending'), message: 'a pending response needs the capability reconcile lookup (used for completion polling)' });
+        }
+        if (op.effect === 'read' && (op.provider_operation !== undefined || op.pending !== undefined || op.probe !== undefined)) {
+          ctx.addIssue({ code: 'custom', path: at('operations', name), message: 'a read operation has no provider operation, pending state or probe' });
+        }
+      }
+      const requests: [RequestSpec, (string | number)[]][] = [];
+      for (const name of ['invoke', 'commit', 'compensate'] as const) {
+        const op = ops[name];
+        if (op !== undefined && op !== 'invoke') {
+          requests.push([op.request, at('operations', name, 'request')]);
+          if (op.probe) requests.push([op.probe.request, at('operations', name, 'probe', 'request')]);
+        }
+      }
+      if (ops.cancel) requests.push([ops.cancel.request, at('operations', 'cancel', 'request')]);
+      if (ops.reconcile) requests.push([ops.reconcile.request, at('operations', 'reconcile', 'request')]);
+      if (ops.plan && 'validate' in ops.plan) requests.push([ops.plan.validate.request, at('operations', 'plan', 'validate', 'request')]);
+      for (const [req, path] of requests) {
+        for (const h of Object.keys(req.headers ?? {})) {
+          if (reserved.has(h.toLowerCase())) ctx.addIssue({ code: 'custom', path: [...path, 'headers', h], message: 'this header is set by the connector' });
+        }
+      }
+    });
+  });
+export type HttpConnectorConfig = z.input<typeof HttpConnectorConfigSchema>;
+export type ParsedHttpConnectorConfig = z.output<typeof HttpConnectorConfigSchema>;

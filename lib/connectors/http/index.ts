@@ -1,0 +1,11 @@
+/**
+ * The declarative HTTP connector (issue 3, §9): point it at a REST API with
+ * configuration alone. See README.md next to this file.
+ */
+export * from './config.js';
+export * from './connector.js';
+export * from './idempotency.js';
+export { MappingError, applyMapping, buildRequest, renderTemplate, resolveSource, requestPreview, type BuiltRequest, type MappingScope } from './mapping.js';
+export { getPointer, setPointer, parsePointer, parseTemplate, isSafePointer, type TemplatePart } from './pointer.js';
+export { TransportFailure, MAX_RESPONSE_BYTES, type ProviderResponse, type ResponseHead } from './transport.js';
+export { defaultErrorRule, matchErrorRule, retryAfterMs } from './errors.js';

@@ -1,0 +1,158 @@
+/**
+ * Zod schemas of the HTTPS API's edge: path parameters, query strings,
+ * headers, edge-level bodies and response bodies. The protocol objects
+ * (Action, TransactionRequest, ActionResult, TransactionResult, Problem) come
+ * from lib/protocol and lib/errors; these schemas only wrap them.
+ *
+ * Query values arrive as strings (or arrays of strings when a name repeats),
+ * so numeric parameters are parsed from strings. Every object is strict:
+ * an unknown path/query field or body field is a 400.
+ *
+ * The OpenAPI document (functions/shared/openapi.ts) is generated from these.
+ */
+import * as z from 'zod';
+import { ProblemSchema } from '../errors/wire.js';
+import { ActionResultSchema, ActionSchema } from '../protocol/action.js';
+import { PrincipalSchema } from '../protocol/identity.js';
+import { IdSchema, TextSchema } from '../protocol/primitives.js';
+import { TransactionRequestSchema, TransactionResultSchema } from '../protocol/transaction.js';
+
+/** Longest `Prefer: wait=N` / `?wait=N` honoured, in seconds (API Gateway's limit is 29 s). */
+export const MAX_WAIT_SECONDS = 25;
+/** Default and maximum page sizes of list routes. */
+export const DEFAULT_PAGE_LIMIT = 25;
+export const MAX_PAGE_LIMIT = 100;
+
+/** Header naming the tenant when the caller belongs to several. */
+export const TENANT_HEADER = 'X-AIP-Tenant';
+
+const intString = (min: number, max: number, what: string) =>
+  z
+    .string()
+    .regex(/^\d{1,9}$/, { message: `expected a non-negative integer (${what})` })
+    .transform(Number)
+    .pipe(z.int().min(min).max(max));
+
+/** Opaque pagination cursor: printable ASCII, bounded. */
+export const CursorSchema = z
+  .string()
+  .min(1)
+  .max(2048)
+  .regex(/^[\x21-\x7e]+$/, { message: 'invalid cursor' })
+  .meta({ description: 'Opaque cursor from the previous page' });
+
+export const WaitQuerySchema = intString(0, MAX_WAIT_SECONDS, 'seconds').meta({
+  description: `Long-poll for up to this many seconds (at most ${MAX_WAIT_SECONDS}) until the action reaches a terminal status or requires_human`,
+});
+
+export const LimitQuerySchema = intString(1, MAX_PAGE_LIMIT, 'page size').meta({ description: `Page size, 1-${MAX_PAGE_LIMIT}` });
+
+// --- path parameters --------------------------------------------------------
+
+export const ActionPathSchema = z.strictObject({ id: IdSchema.meta({ description: 'Action ID' }) });
+export const ApprovalPathSchema = z.strictObject({ id: IdSchema.meta({ description: 'Approval ID' }) });
+
+// --- query strings ---------------------------------------------------------------
+
+export const GetActionQuerySchema = z.strictObject({ wait: WaitQuerySchema.optional() });
+
+export const StreamQuerySchema = z.strictObject({
+  after: intString(0, Number.MAX_SAFE_INTEGER, 'sequence number')
+    .meta({ description: 'Return only chunks with a sequence number greater than this' })
+    .optional(),
+});
+
+export const TRANSACTION_INCLUDES = ['result', 'receipts'] as const;
+
+/** `include=result,receipts` (comma-separated, or the parameter repeated). */
+export const IncludeQuerySchema = z
+  .union([z.string(), z.array(z.string()).max(8)])
+  .transform((v, ctx) => {
+    const parts = (Array.isArray(v) ? v : [v]).flatMap((s) => s.split(',')).map((s) => s.trim()).filter((s) => s.length > 0);
+    const out = { result: false, receipts: false };
+    for (const p of parts) {
+      if (p === 'result' || p === 'receipts') out[p] = true;
+      else {
+        ctx.addIssue({ code: 'custom', message: `include accepts only ${TRANSACTION_INCLUDES.join(', ')}` });
+        return z.NEVER;
+      }
+    }
+    return out;
+  })
+  .meta({ description: 'Comma-separated: result, receipts' });
+
+export const GetTransactionQuerySchema = z
+  .strictObject({
+    transaction_id: IdSchema.optional(),
+    plan_id: IdSchema.optional(),
+    action_id: IdSchema.optional(),
+    include: IncludeQuerySchema.optional(),
+  })
+  .superRefine((q, ctx) => {
+    const n = [q.transaction_id, q.plan_id, q.action_id].filter((v) => v !== undefined).length;
+    if (n !== 1) ctx.addIssue({ code: 'custom', path: [], message: 'give exactly one of transaction_id, plan_id or action_id' });
+  });
+
+export const OPERATOR_VIEWS = ['outcome_unknown', 'reconciling', 'stalled_committing', 'pending_approvals', 'requires_human'] as const;
+export type OperatorView = (typeof OPERATOR_VIEWS)[number];
+
+export const OperatorQuerySchema = z.strictObject({
+  view: z.enum(OPERATOR_VIEWS),
+  cursor: CursorSchema.optional(),
+  limit: LimitQuerySchema.optional(),
+});
+
+export const PageQuerySchema = z.strictObject({
+  cursor: CursorSchema.optional(),
+  limit: LimitQuerySchema.optional(),
+});
+
+export const EmptyQuerySchema = z.strictObject({});
+
+// --- bodies --------------------------------------------------------------------
+
+/** `POST /v1/actions`: a native action envelope, or a TransactionRequest wrapping one. */
+export const SubmitBodySchema = z.union([ActionSchema, TransactionRequestSchema]).meta({
+  description: 'An action envelope, or a TransactionRequest (an object with `action`, `transaction_id` and `requested_by`)',
+});
+
+export const CancelBodySchema = z.strictObject({}).meta({ description: 'Empty object (the body may also be omitted)' });
+
+export const APPROVAL_DECISIONS = ['approve', 'deny'] as const;
+export const DecisionBodySchema = z.strictObject({
+  decision: z.enum(APPROVAL_DECISIONS),
+  reason: TextSchema(2048).optional(),
+});
+export type DecisionBody = z.infer<typeof DecisionBodySchema>;
+
+// --- responses -------------------------------------------------------------------
+
+export const SUBMIT_DISPOSITIONS = ['completed', 'accepted', 'requires_human', 'replayed', 'rejected'] as const;
+
+export const SubmitResponseSchema = z
+  .strictObject({
+    action_id: IdSchema,
+    tenant_id: IdSchema,
+    disposition: z.enum(SUBMIT_DISPOSITIONS),
+    /** Where to poll the action: `GET` it, optionally with `?wait=`. */
+    status_url: z.string(),
+    action_result: ActionResultSchema,
+    transaction_result: TransactionResultSchema.optional(),
+  })
+  .meta({ description: 'How the runtime admitted the action, and its result so far' });
+
+export const ActionStateSchema = z
+  .looseObject({
+    action_result: ActionResultSchema,
+    transaction: TransactionResultSchema.optional(),
+  })
+  .meta({ description: 'The action result and, when the action is transactional, its transaction' });
+
+/** Bodies the runtime defines and the edge passes through unchanged. */
+export const RuntimeObjectSchema = z.looseObject({}).meta({ description: 'As returned by the runtime' });
+
+export const HealthSchema = z
+  .looseObject({ status: z.enum(['ok', 'degraded', 'unavailable']) })
+  .meta({ description: 'Runtime health and connector readiness; 503 when unavailable' });
+
+export { ActionResultSchema, ActionSchema, PrincipalSchema, ProblemSchema, TransactionRequestSchema, TransactionResultSchema };

@@ -1,0 +1,133 @@
+/**
+ * One connector invocation: resolves the action-scoped route, builds the
+ * trusted execution context from durable state, and runs the connector SDK's
+ * attempt (deadline, cancellation, dispatch table).
+ */
+import { AipError, isAipError } from '../../errors/aip-error.js';
+import { CredentialHandle } from '../../connectors/credentials/handle.js';
+import type { ApprovalEvidence, ExecutionFacilities, IdempotencyReservation as ContextReservation, TransactionExecutionContext } from '../../connectors/context.js';
+import { runAttempt as runConnectorAttempt, type AttemptOutcome as ConnectorAttemptOutcome } from '../../connectors/deadline.js';
+import { sha256Hex, type Action, type Principal } from '../../protocol/index.js';
+import type { RouteAssignment } from '../../ports/route-store.js';
+import type { HostedConnector } from '../deps.js';
+import type { Kernel } from '../kernel.js';
+import { bindRuntimeMemory, type RuntimeMemory } from '../memory.js';
+import type { RegisteredCapability } from '../registry.js';
+
+export interface InvocationSubject {
+  readonly tenant_id: string;
+  /** The connector-facing action (its capability is `reg`). */
+  readonly action: Action;
+  readonly reg: RegisteredCapability;
+  readonly principal: Principal;
+  readonly attempt_id: string;
+  readonly fence: number;
+  readonly issued_at: Date;
+  readonly lease_ms: number;
+  readonly transaction?: TransactionExecutionContext;
+  readonly approval?: ApprovalEvidence;
+  readonly idempotency?: ContextReservation;
+  readonly memory?: RuntimeMemory;
+  /** The route's action ID (the public action ID; equals action.id unless rewritten). */
+  readonly route_action_id?: string;
+}
+
+/** Attempt timeout: the capability's, else the configured default. */
+export function attemptTimeoutMs(k: Kernel, reg: RegisteredCapability): number {
+  return reg.capability.execution?.timeout_ms ?? k.config.default_attempt_timeout_ms;
+}
+
+/** Lease length for an attempt: its timeout plus the configured margin. */
+export function leaseMs(k: Kernel, reg: RegisteredCapability): number {
+  return Math.min(86_400_000, attemptTimeoutMs(k, reg) + k.config.lease_margin_ms);
+}
+
+export function hostedConnector(k: Kernel, reg: RegisteredCapability): HostedConnector {
+  const hosted = k.deps.connectors.get(reg.connector_id);
+  if (hosted === undefined) throw new AipError('runtime.connector_unavailable', undefined, { details: { connector_id: reg.connector_id } });
+  return hosted;
+}
+
+/**
+ * The immutable route assignment of the action ID: written once, reused by
+ * later attempts only when capability and tenant still match. There is no
+ * lookup by transaction or plan ID.
+ */
+export async function resolveRoute(k: Kernel, s: InvocationSubject, hosted: HostedConnector): Promise<RouteAssignment> {
+  const wanted: RouteAssignment = {
+    tenant_id: s.tenant_id,
+    action_id: s.route_action_id ?? s.action.id,
+    capability_id: s.reg.capability_id,
+    verified_tenant: s.tenant_id,
+    connector_id: s.reg.connector_id,
+    connector_instance: hosted.instance_id ?? 'local',
+    replica: hosted.replica ?? 'local-0',
+    endpoint: hosted.endpoint ?? 'in-process',
+    version: s.reg.connector_version,
+    manifest_hash: s.reg.manifest_hash,
+    policy_revision: k.config.policy_revision,
+    credential_revision: hosted.credential_revision ?? '0',
+    health_revision: hosted.health_revision ?? '0',
+    admission_reservation: `${s.attempt_id}`,
+    fence_token: s.fence,
+    created_at: k.iso(),
+  };
+  const put = await k.deps.routes.putIfAbsent(wanted);
+  if (!put.reusable) {
+    throw new AipError('runtime.route_mismatch', undefined, { details: { action_id: wanted.action_id, mismatched: [...put.mismatched] } });
+  }
+  const a = put.assignment;
+  if (a.connector_id !== wanted.connector_id || a.connector_instance !== wanted.connector_instance || a.replica !== wanted.replica) {
+    // The pinned replica is not the one hosted here: retry on the pinned route later.
+    throw new AipError('runtime.connector_unavailable', 'The pinned connector replica is not available here', {
+      details: { connector_id: a.connector_id, connector_instance: a.connector_instance, replica: a.replica },
+    });
+  }
+  return a;
+}
+
+/** Runs the connector attempt. Never throws for connector behaviour. */
+export async function invokeConnector(
+  k: Kernel,
+  s: InvocationSubject,
+  hosted: HostedConnector,
+  facilities: Omit<ExecutionFacilities, 'clock'> = {},
+): Promise<ConnectorAttemptOutcome> {
+  const cap = s.reg.capability;
+  const handleId = hosted.credential_handle?.(cap.id);
+  const deadline = new Date(k.now().getTime() + attemptTimeoutMs(k, s.reg));
+  const trace = s.action.metadata?.observability;
+  const pointers = cap.data?.redact_pointers ?? [];
+  return runConnectorAttempt({
+    connector: hosted.connector,
+    capability: cap,
+    support: s.reg.implementation_support,
+    action: s.action,
+    trusted: {
+      attempt_id: s.attempt_id,
+      actor: {
+        principal: s.principal,
+        issuer: k.config.issuer,
+        scheme: 'aip_runtime_attempt',
+        scopes: [...(cap.authorization?.scopes ?? [])],
+        lifetime: { issued_at: s.issued_at, expires_at: new Date(k.now().getTime() + s.lease_ms) },
+      },
+      tenant: { tenant_id: s.tenant_id, ...(s.action.identity?.external_account_id !== undefined ? { external_account_id: s.action.identity.external_account_id } : {}) },
+      ...(handleId !== undefined ? { credential: CredentialHandle.of(handleId) } : {}),
+      ...(s.idempotency !== undefined ? { idempotency: s.idempotency } : {}),
+      ...(s.approval !== undefined ? { approval: s.approval } : {}),
+      ...(s.transaction !== undefined ? { transaction: s.transaction } : {}),
+      trace: { trace_id: trace?.trace_id ?? `t-${sha256Hex(s.action.id).slice(0, 32)}`, span_id: trace?.span_id ?? s.attempt_id.slice(0, 128) },
+      redaction: { redaction_required: cap.data?.redaction_required === true, input_pointers: [...pointers], output_pointers: [...pointers] },
+      action_deadline: deadline,
+    },
+    facilities: { clock: k.clock, ...facilities },
+    default_timeout_ms: k.config.default_attempt_timeout_ms,
+    ...(s.memory !== undefined ? { on_attempt: (attempt) => bindRuntimeMemory(attempt.context, s.memory as RuntimeMemory) } : {}),
+  });
+}
+
+/** True for AipErrors raised before any connector call (no provider effect possible). */
+export function isPreInvocationError(err: unknown): err is AipError {
+  return isAipError(err) && (err.code === 'runtime.connector_unavailable' || err.code === 'runtime.route_mismatch' || err.code === 'route.invalid_assignment');
+}

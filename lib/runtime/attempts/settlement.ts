@@ -1,0 +1,323 @@
+/**
+ * Settlement of one attempt (pipeline step 9, second half).
+ *
+ * - execute / commit: a completed result settles `committed`; a failed result
+ *   whose code is sla.timeout_exceeded or whose details carry
+ *   uncertain_outcome: true settles `outcome_unknown` (keeping the provider
+ *   operation, the cursor, the redacted error and the earliest reconciliation
+ *   time: retry_after_ms, else 5 s) and schedules reconciliation; any other
+ *   failure settles `failed`.
+ * - compensate: completed → `compensated`, anything else → `failed`.
+ * - reconcile: completed → `reconciled`; failed (or non-terminal) → back to
+ *   `outcome_unknown` with updated recovery data and backoff; exhausted
+ *   attempts escalate to a human (wire `requires_human`).
+ * - plain invocation and rollback_not_supported: the action only.
+ *
+ * Order: transaction record (the authority, with its receipt) → action
+ * record (fenced) → idempotency reservation → schedule. A crash between
+ * steps is finished by the next delivery (finishFromRecord).
+ */
+import { AipError, isAipError } from '../../errors/aip-error.js';
+import { toProtocolError } from '../../errors/wire.js';
+import type { AttemptOutcome as ConnectorAttemptOutcome } from '../../connectors/deadline.js';
+import { ProviderOperationRefSchema, type ActionResult, type JsonObject, type ProtocolError, type ProviderOperationRef, type TransactionMode } from '../../protocol/index.js';
+import type { ActionRecord } from '../../ports/action-store.js';
+import type { TransactionRecord } from '../../ports/transaction-store.js';
+import { DEFAULT_RECONCILE_DELAY_MS, type SettleOutcome } from '../../transactions/state-machine.js';
+import { reconcileBackoffMs } from '../config.js';
+import { RECEIPT_EVENTS } from '../journal.js';
+import type { Kernel } from '../kernel.js';
+import type { RegisteredCapability } from '../registry.js';
+import type { AttemptOutcome } from '../types.js';
+
+/** True when a failed result leaves the provider outcome unknown (the page's rule). */
+export function isUncertainFailure(error: ProtocolError | undefined): boolean {
+  if (error === undefined) return false;
+  return error.code === 'sla.timeout_exceeded' || error.details?.uncertain_outcome === true || error.uncertain_outcome === true;
+}
+
+/** A provider operation parsed from error details (or the error's own field). */
+export function providerOperationFromError(error: ProtocolError | undefined): ProviderOperationRef | undefined {
+  if (error === undefined) return undefined;
+  if (error.provider_operation !== undefined) return error.provider_operation;
+  const parsed = ProviderOperationRefSchema.safeParse(error.details?.provider_operation);
+  return parsed.success ? parsed.data : undefined;
+}
+
+function cursorFromError(error: ProtocolError | undefined): string | undefined {
+  const c = error?.details?.reconciliation_cursor;
+  return typeof c === 'string' && c.length > 0 && c.length <= 4096 ? c : undefined;
+}
+
+export interface Classified {
+  /** The action's terminal result. */
+  readonly result: ActionResult;
+  /** Where the transaction record settles (undefined for plain invocations). */
+  readonly to?: SettleOutcome;
+  readonly error?: ProtocolError;
+}
+
+/** Turns what the connector attempt produced into the action result and the transaction outcome. */
+export function classify(k: Kernel, mode: TransactionMode | undefined, outcome: ConnectorAttemptOutcome, connectorReg: RegisteredCapability, action_id: string): Classified {
+  const at = k.iso();
+  let result: ActionResult;
+  let error: ProtocolError | undefined;
+  if (outcome.ok) {
+    result = { ...outcome.result, action_id, completed_at: outcome.result.completed_at ?? at };
+    if (result.status === 'completed' && outcome.method !== 'reconcile_typed' && outcome.method !== 'plan_typed') {
+      const issues = connectorReg.validateOutput(result.output);
+      if (issues.length > 0) {
+        // The handler ran: for a side-effecting method the effect may have happened.
+        error = {
+          ...toProtocolError(new AipError('runtime.output_invalid', undefined, { details: { issues: issues.map((i) => ({ path: i.path, keyword: i.keyword })) } })),
+          uncertain_outcome: true,
+          details: { issues: issues.map((i) => ({ path: i.path, keyword: i.keyword })), uncertain_outcome: true },
+        };
+        result = { action_id, status: 'failed', error, completed_at: at };
+      }
+    }
+  } else {
+    error = outcome.error;
+    result = { action_id, status: 'failed', error, completed_at: at };
+  }
+  if (result.status === 'failed' && result.error !== undefined) error = result.error;
+
+  switch (mode) {
+    case 'execute':
+    case 'commit': {
+      if (result.status === 'completed') return { result, to: 'committed' };
+      if (result.status === 'failed') return { result, to: isUncertainFailure(error) ? 'outcome_unknown' : 'failed', ...(error ? { error } : {}) };
+      // A non-terminal answer from a mutation: the effect may be under way.
+      const e = toProtocolError(new AipError('runtime.attempt_abandoned', 'The connector returned a non-terminal result for a mutation', { details: { uncertain_outcome: true, returned_status: result.status } }));
+      return { result: { action_id, status: 'failed', error: { ...e, uncertain_outcome: true }, completed_at: at }, to: 'outcome_unknown', error: { ...e, uncertain_outcome: true } };
+    }
+    case 'compensate':
+      return result.status === 'completed' ? { result, to: 'compensated' } : { result: asFailed(result, at), to: 'failed', ...(error ? { error } : {}) };
+    case 'reconcile':
+      return result.status === 'completed' ? { result, to: 'reconciled' } : { result: asFailed(result, at), to: 'outcome_unknown', ...(error ? { error } : {}) };
+    default:
+      return { result: result.status === 'completed' || result.status === 'failed' ? result : asFailed(result, at), ...(error ? { error } : {}) };
+  }
+}
+
+function asFailed(result: ActionResult, at: string): ActionResult {
+  if (result.status === 'failed') return result;
+  const e = toProtocolError(new AipError('runtime.attempt_abandoned', 'The connector returned a non-terminal result', { details: { returned_status: result.status } }));
+  return { action_id: result.action_id, status: 'failed', error: e, completed_at: at };
+}
+
+export interface SettleRequest {
+  readonly action: ActionRecord;
+  /** The fence this attempt holds on the action. */
+  readonly fence: number;
+  readonly mode: TransactionMode | undefined;
+  /** The transaction record as this attempt last wrote it (its revision is the fence on the record). */
+  readonly txn?: TransactionRecord;
+  readonly classified: Classified;
+  /** Recovery data the attempt learned (checkpointed or not). */
+  readonly provider_operation?: ProviderOperationRef;
+  readonly cursor?: string;
+  readonly reg: RegisteredCapability;
+  readonly attempt_id: string;
+  /** Reconcile: the reconciliation record (terminal or not) as evidence. */
+  readonly reconciliation?: JsonObject;
+}
+
+/** Settles the transaction, the action, the idempotency reservation, and schedules reconciliation when needed. */
+export async function settleAttempt(k: Kernel, req: SettleRequest): Promise<AttemptOutcome> {
+  const { action, classified } = req;
+  let txn = req.txn;
+  if (txn !== undefined && classified.to !== undefined) {
+    const error = classified.error;
+    const ref = providerOperationFromError(error) ?? req.provider_operation;
+    const keepRef = ref !== undefined && (txn.provider_operation === undefined || (txn.provider_operation.provider === ref.provider && txn.provider_operation.operation_id === ref.operation_id));
+    const cursor = cursorFromError(error) ?? req.cursor;
+    let next_reconcile_at: string | undefined;
+    if (classified.to === 'outcome_unknown') {
+      const delay =
+        req.mode === 'reconcile'
+          ? Math.max(error?.retry_after_ms ?? 0, reconcileBackoffMs(k.config, txn.reconcile_attempts))
+          : (error?.retry_after_ms ?? DEFAULT_RECONCILE_DELAY_MS);
+      next_reconcile_at = new Date(k.now().getTime() + delay).toISOString();
+    }
+    // reconcile → outcome_unknown keeps the original result; the reconcile answer is kept as evidence.
+    const keepOriginalResult = req.mode === 'reconcile' && classified.to === 'outcome_unknown';
+    try {
+      txn = await k.journal.settle(
+        txn,
+        {
+          to: classified.to,
+          from: [txn.status],
+          ...(keepOriginalResult ? {} : { result: classified.result }),
+          ...(error !== undefined ? { error } : {}),
+          ...(keepRef ? { provider_operation: ref } : {}),
+          ...(cursor !== undefined ? { reconciliation_cursor: cursor } : {}),
+          ...(next_reconcile_at !== undefined ? { next_reconcile_at } : {}),
+          data: {
+            last_attempt: { action_id: action.action_id, attempt_id: req.attempt_id, fence: req.fence, outcome: classified.to },
+            ...(req.mode === 'reconcile' ? { last_reconcile_result: classified.result as unknown as JsonObject } : {}),
+            ...(req.reconciliation !== undefined ? { last_reconciliation: req.reconciliation } : {}),
+          },
+        },
+        { action_id: action.action_id, attempt_id: req.attempt_id, fence: req.fence, ...(error ? { error_code: error.code } : {}) },
+      );
+    } catch (err) {
+      if (isAipError(err, 'transaction.state_conflict')) return superseded(action, req, 'transaction_revision_moved');
+      throw err;
+    }
+    k.crash('during_settlement');
+  }
+  return finishSideRecords(k, { action, fence: req.fence, mode: req.mode, result: classified.result, reg: req.reg, attempt_id: req.attempt_id, ...(txn !== undefined ? { txn } : {}) });
+}
+
+function superseded(action: ActionRecord, req: Pick<SettleRequest, 'fence' | 'txn'>, reason: string): AttemptOutcome {
+  return {
+    disposition: 'superseded',
+    tenant_id: action.tenant_id,
+    action_id: action.action_id,
+    ...(req.txn ? { transaction_id: req.txn.transaction_id } : {}),
+    retry: false,
+    fence: req.fence,
+    reason,
+  };
+}
+
+export interface FinishRequest {
+  readonly action: ActionRecord;
+  readonly fence: number;
+  readonly mode: TransactionMode | undefined;
+  readonly txn?: TransactionRecord;
+  readonly result: ActionResult;
+  readonly reg: RegisteredCapability;
+  readonly attempt_id: string;
+}
+
+/** Action settle (fenced), idempotency, then reconciliation scheduling / escalation. Idempotent on redelivery. */
+export async function finishSideRecords(k: Kernel, req: FinishRequest): Promise<AttemptOutcome> {
+  const { action, txn, result } = req;
+  const definitive = txn === undefined || (txn.status !== 'outcome_unknown' && txn.status !== 'reconciling');
+  const redact = req.reg.capability.data?.redaction_required === true && definitive && req.mode !== 'reconcile';
+  let settled: ActionRecord;
+  try {
+    settled = await k.deps.actions.settle({
+      tenant_id: action.tenant_id,
+      action_id: action.action_id,
+      fence: req.fence,
+      to: result.status === 'completed' ? 'completed' : 'failed',
+      result,
+      ...(redact ? { redact_input: true } : {}),
+      ...(k.config.action_retention_seconds > 0 ? { retention_seconds: k.config.action_retention_seconds } : {}),
+    });
+  } catch (err) {
+    if (isAipError(err, 'action.fence_stale') || isAipError(err, 'action.state_conflict')) return superseded(action, { fence: req.fence, ...(txn ? { txn } : {}) }, 'action_fence_moved');
+    throw err;
+  }
+
+  await settleIdempotency(k, action, req.fence, result, txn);
+  if (txn !== undefined) await afterTransactionSettled(k, txn, req.mode, action);
+
+  return {
+    disposition: 'settled',
+    tenant_id: action.tenant_id,
+    action_id: action.action_id,
+    ...(txn ? { transaction_id: txn.transaction_id, transaction_status: txn.status } : {}),
+    retry: false,
+    fence: req.fence,
+    action_result: settled.result ?? result,
+  };
+}
+
+async function settleIdempotency(k: Kernel, action: ActionRecord, fence: number, result: ActionResult, txn: TransactionRecord | undefined): Promise<void> {
+  const key = action.action.idempotency_key;
+  if (key === undefined) return;
+  const scope = { tenant_id: action.tenant_id, principal_id: action.principal.id, key, action_id: action.action_id, fence };
+  try {
+    // "never deleted on an ambiguous error": an unknown outcome marks the reservation uncertain.
+    if (txn?.status === 'outcome_unknown' || (txn === undefined && result.error !== undefined && isUncertainFailure(result.error))) await k.deps.idempotency.markUncertain(scope);
+    else await k.deps.idempotency.complete({ ...scope, result, retention_seconds: k.config.idempotency.retention_seconds });
+  } catch (err) {
+    if (!isAipError(err, 'idempotency.not_owner')) throw err;
+    k.log.warn('idempotency reservation not owned by this attempt', { action_id: action.action_id, fence });
+  }
+}
+
+/** Scheduling, escalation and the original reservation after a reconciliation. */
+async function afterTransactionSettled(k: Kernel, txn: TransactionRecord, mode: TransactionMode | undefined, action: ActionRecord): Promise<void> {
+  if (txn.status === 'outcome_unknown') {
+    if (mode === 'reconcile' && txn.reconcile_attempts >= k.config.reconcile.max_attempts) {
+      await escalate(k, txn, 'attempts_exhausted');
+      return;
+    }
+    if (txn.escalated_at !== undefined) return;
+    await scheduleReconcile(k, txn, mode === 'reconcile');
+    return;
+  }
+  if (txn.status === 'reconciled' && mode === 'reconcile') {
+    await cancelSchedule(k, txn);
+    await completeOriginalReservation(k, txn, action);
+  }
+}
+
+/** Creates the reconciliation trigger (moving an earlier one). Failures are logged: the sweeper is the safety net. */
+export async function scheduleReconcile(k: Kernel, txn: TransactionRecord, move: boolean): Promise<void> {
+  const at = new Date(txn.next_reconcile_at ?? k.now().getTime() + DEFAULT_RECONCILE_DELAY_MS);
+  k.crash('during_schedule_creation');
+  try {
+    if (move) await k.deps.scheduler.cancelReconcile({ tenant_id: txn.tenant_id, transaction_id: txn.transaction_id });
+    await k.deps.scheduler.scheduleReconcile({ tenant_id: txn.tenant_id, transaction_id: txn.transaction_id, at });
+  } catch (err) {
+    if (!isAipError(err, 'scheduler.request_failed')) throw err;
+    k.log.warn('reconciliation schedule not created; the sweeper will pick the transaction up', { transaction_id: txn.transaction_id });
+  }
+}
+
+async function cancelSchedule(k: Kernel, txn: TransactionRecord): Promise<void> {
+  try {
+    await k.deps.scheduler.cancelReconcile({ tenant_id: txn.tenant_id, transaction_id: txn.transaction_id });
+  } catch (err) {
+    if (!isAipError(err, 'scheduler.request_failed')) throw err;
+  }
+}
+
+/** Reconciliation never reached a terminal answer within the bound: park for a human. */
+export async function escalate(k: Kernel, txn: TransactionRecord, reason: string): Promise<TransactionRecord> {
+  if (txn.escalated_at !== undefined) return txn;
+  try {
+    const escalated = await k.journal.transition(txn, { operation: 'escalate', from: ['outcome_unknown'], to: 'outcome_unknown', data: { escalation_reason: reason } }, RECEIPT_EVENTS.escalated, {
+      reason,
+      reconcile_attempts: txn.reconcile_attempts,
+    });
+    await cancelSchedule(k, escalated);
+    return escalated;
+  } catch (err) {
+    if (isAipError(err, 'transaction.state_conflict')) return (await k.deps.transactions.get({ tenant_id: txn.tenant_id, transaction_id: txn.transaction_id })) ?? txn;
+    throw err;
+  }
+}
+
+/**
+ * After `reconciled`, the original request's uncertain reservation is completed
+ * with the original result annotated with the reconciliation (it is never
+ * rewritten as committed).
+ */
+async function completeOriginalReservation(k: Kernel, txn: TransactionRecord, reconcileAction: ActionRecord): Promise<void> {
+  const original = await k.deps.actions.get({ tenant_id: txn.tenant_id, action_id: txn.action_id });
+  const key = original?.action.idempotency_key;
+  if (original === undefined || key === undefined) return;
+  const scope = { tenant_id: original.tenant_id, principal_id: original.principal.id, key };
+  const reservation = await k.deps.idempotency.get(scope);
+  if (reservation === undefined || reservation.status !== 'uncertain' || reservation.action_id !== original.action_id) return;
+  const base = original.result ?? { action_id: original.action_id, status: 'failed' as const };
+  const reconciliation = (txn.result?.metadata as JsonObject | undefined)?.reconciliation;
+  try {
+    await k.deps.idempotency.complete({
+      ...scope,
+      action_id: original.action_id,
+      fence: reservation.fence,
+      result: { ...base, metadata: { ...(base.metadata ?? {}), transaction_status: 'reconciled', reconciled_by: reconcileAction.action_id, ...(reconciliation !== undefined ? { reconciliation } : {}) } },
+      retention_seconds: k.config.idempotency.retention_seconds,
+    });
+  } catch (err) {
+    if (!isAipError(err, 'idempotency.not_owner')) throw err;
+  }
+}

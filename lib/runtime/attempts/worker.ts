@@ -1,0 +1,364 @@
+/**
+ * The SQS worker: one crash-safe attempt per InvokeMessage.
+ *
+ * 1. Reload the action (messages carry IDs and a fence only).
+ * 2. Resolve the connector and the action-scoped route (no effect yet).
+ * 3. Lease the action (fence + 1): every later action write is fenced.
+ * 4. For a transactional mode, lease the transaction record. Its revision is
+ *    the fence of every transaction write, so a zombie attempt whose lease
+ *    was taken over can never checkpoint or settle over the newer one.
+ * 5. Recovery: a record still `prepared` / `committing` / `compensating`
+ *    that an earlier attempt leased (fence > 0) may have reached the provider.
+ *    The attempt re-invokes only with the same action and idempotency
+ *    identity and only when the capability declares retry with downstream
+ *    idempotency; otherwise it settles `outcome_unknown` and schedules
+ *    reconciliation. A `reconciling` record is re-driven (it only reads).
+ * 6. Invoke, then settle (settlement.ts).
+ */
+import { AipError, isAipError } from '../../errors/aip-error.js';
+import { toProtocolError } from '../../errors/wire.js';
+import { capabilityRetryable } from '../../connectors/deadline.js';
+import type { ApprovalEvidence, TransactionCheckpointWriter, TransactionExecutionContext } from '../../connectors/context.js';
+import type { ActionResult, JsonObject, TransactionMode } from '../../protocol/index.js';
+import type { ActionRecord } from '../../ports/action-store.js';
+import type { ApprovalRecord } from '../../ports/approval-store.js';
+import type { InvokeMessage } from '../../ports/messages.js';
+import { openStreamSink } from '../../ports/stream-store.js';
+import type { TransactionRecord } from '../../ports/transaction-store.js';
+import { isAttemptStatus } from '../../transactions/state-machine.js';
+import type { Kernel } from '../kernel.js';
+import type { CompensationMemory, RuntimeMemory } from '../memory.js';
+import { connectorFacingCompensation } from '../modes/compensate.js';
+import { isTerminalAction } from '../pipeline/action-record.js';
+import type { RegisteredCapability } from '../registry.js';
+import type { AttemptOutcome } from '../types.js';
+import { hostedConnector, invokeConnector, isPreInvocationError, leaseMs, resolveRoute, type InvocationSubject } from './invoke.js';
+import { classify, finishSideRecords, settleAttempt } from './settlement.js';
+
+function outcome(message: InvokeMessage, disposition: AttemptOutcome['disposition'], extra: Partial<AttemptOutcome> = {}): AttemptOutcome {
+  return {
+    disposition,
+    tenant_id: message.tenant_id,
+    action_id: message.action_id,
+    ...(message.transaction_id !== undefined ? { transaction_id: message.transaction_id } : {}),
+    retry: disposition === 'deferred',
+    ...extra,
+  };
+}
+
+/** The record an action's attempt drives: its own transaction (or, for reconcile, the one it reconciles). */
+function boundTo(action: ActionRecord, txn: TransactionRecord, mode: TransactionMode | undefined): boolean {
+  if (mode === 'reconcile') return txn.data.reconcile_action_id === action.action_id;
+  return txn.action_id === action.action_id;
+}
+
+/** True once an attempt of this action leased the transaction record (the last step before a provider call). */
+export function attemptStarted(action: Pick<ActionRecord, 'action_id'>, txn: TransactionRecord): boolean {
+  return txn.data.attempt_action_id === action.action_id;
+}
+
+export function approvalEvidence(approval: ApprovalRecord | undefined): ApprovalEvidence | undefined {
+  if (approval === undefined || approval.status !== 'approved' || approval.decision === undefined) return undefined;
+  return {
+    approval_ids: [approval.approval_id],
+    decision_ids: [approval.decision.decision_id],
+    policy_hashes: [approval.policy.policy_hash],
+    authorization: { decision: 'allow', scopes: [...approval.policy.approver_scopes], policy_id: approval.policy.policy_id },
+  };
+}
+
+export async function runAttempt(k: Kernel, message: InvokeMessage): Promise<AttemptOutcome> {
+  const ref = { tenant_id: message.tenant_id, action_id: message.action_id };
+  const action = await k.deps.actions.get(ref);
+  if (action === undefined) return outcome(message, 'dropped', { reason: 'action_not_found' });
+  if (action.status === 'requires_human') return outcome(message, 'dropped', { reason: 'awaiting_approval' });
+  const mode = action.action.transaction?.mode;
+  const txId = mode === undefined || mode === 'rollback_not_supported' ? undefined : action.transaction_id;
+  if (isTerminalAction(action.status)) {
+    if (action.status === 'cancelled' && txId !== undefined) await abandonUnstartedTransaction(k, action, txId);
+    return outcome(message, 'already_settled', { action_result: action.result ?? { action_id: action.action_id, status: action.status } });
+  }
+  k.crash('after_receive_before_lease');
+
+  const reg = k.deps.registry.find(action.capability_id);
+  let txn = txId !== undefined ? await k.deps.transactions.get({ tenant_id: action.tenant_id, transaction_id: txId }) : undefined;
+  if (txn !== undefined && !boundTo(action, txn, mode)) return outcome(message, 'dropped', { reason: 'transaction_bound_to_another_action' });
+  if (txId !== undefined && txn === undefined) return outcome(message, 'dropped', { reason: 'transaction_not_found' });
+
+  // Connector-facing action and capability (an alternate compensation capability rewrites it).
+  let connectorReg: RegisteredCapability | undefined = reg;
+  let memory: RuntimeMemory | undefined;
+  if (mode === 'compensate' && txn !== undefined && reg !== undefined) {
+    const alt = (txn.data.compensation as JsonObject | undefined)?.compensation_capability_id;
+    if (typeof alt === 'string' && alt !== reg.capability_id) connectorReg = k.deps.registry.find(alt);
+    memory = { compensation: await compensationMemory(k, action, txn, connectorReg?.capability_id ?? action.capability_id) };
+  }
+
+  // 2. connector and route (before any lease: nothing has reached a provider yet)
+  const attempt_id = `att-${k.ids()}`;
+  let hosted;
+  try {
+    if (reg === undefined || connectorReg === undefined) throw new AipError('capability.not_found', undefined, { details: { capability_id: action.capability_id } });
+    hosted = hostedConnector(k, connectorReg);
+    await resolveRoute(k, routeSubject(k, action, connectorReg, attempt_id), hosted);
+  } catch (err) {
+    if (isAipError(err, 'runtime.connector_unavailable')) return outcome(message, 'deferred', { reason: err.code, retry_after_ms: err.retryAfterMs ?? 1_000 });
+    if (isPreInvocationError(err) || isAipError(err, 'capability.not_found')) return failBeforeInvocation(k, message, action, txn, mode, err, attempt_id);
+    throw err;
+  }
+
+  // 3. lease the action
+  const lease_ms = leaseMs(k, connectorReg);
+  let leased: ActionRecord;
+  try {
+    leased = await k.deps.actions.acquireLease({ ...ref, owner: attempt_id, ttl_ms: lease_ms, expected_revision: action.revision });
+  } catch (err) {
+    if (isAipError(err, 'action.lease_held')) return outcome(message, 'deferred', { reason: err.code, retry_after_ms: retryAfter(k, err) });
+    if (isAipError(err, 'action.state_conflict')) return outcome(message, 'deferred', { reason: err.code, retry_after_ms: 1_000 });
+    throw err;
+  }
+  const fence = leased.fence;
+  const retrySafe = capabilityRetryable(connectorReg.capability, connectorReg.implementation_support);
+
+  // 4/5. transaction lease and recovery
+  if (txn !== undefined) {
+    if (!isAttemptStatus(txn.status)) {
+      // Settled by an earlier attempt that stopped before finishing the action: finish it.
+      const result = finishingResult(action, txn);
+      return finishSideRecords(k, { action: leased, fence, mode, txn, result, reg: connectorReg, attempt_id });
+    }
+    if (txn.lease_expires_at !== undefined && txn.lease_owner !== attempt_id && Date.parse(txn.lease_expires_at) > k.now().getTime()) {
+      return outcome(message, 'deferred', { reason: 'transaction.lease_held', retry_after_ms: Math.max(1, Date.parse(txn.lease_expires_at) - k.now().getTime()), fence });
+    }
+    // An earlier attempt of this action leased the record: it may have reached the provider.
+    const recovering = attemptStarted(action, txn);
+    if (recovering && txn.status !== 'reconciling' && !retrySafe) return settleAbandoned(k, leased, fence, txn, mode, connectorReg, attempt_id);
+    try {
+      txn = await k.journal.lease(txn, attempt_id, lease_ms, { attempt_action_id: action.action_id, attempt_fence: fence }, { action_id: action.action_id, attempt_id, fence, ...(recovering ? { recovered: true } : {}) });
+    } catch (err) {
+      if (isAipError(err, 'transaction.lease_held')) return outcome(message, 'deferred', { reason: err.code, retry_after_ms: 1_000, fence });
+      if (isAipError(err, 'transaction.state_conflict')) return outcome(message, 'deferred', { reason: err.code, retry_after_ms: 1_000, fence });
+      throw err;
+    }
+  } else if (leased.attempt > 1 && !retrySafe) {
+    // A plain invocation whose earlier attempt may have reached the provider.
+    return settleAbandoned(k, leased, fence, undefined, mode, connectorReg, attempt_id);
+  }
+
+  // Idempotency: this attempt takes over the reservation (fenced).
+  const key = action.action.idempotency_key;
+  if (key !== undefined) {
+    try {
+      await k.deps.idempotency.adopt({ tenant_id: action.tenant_id, principal_id: action.principal.id, key, action_id: action.action_id, fence });
+    } catch (err) {
+      if (!isAipError(err, 'idempotency.not_owner')) throw err;
+    }
+  }
+  const approval = action.approval_id !== undefined ? approvalEvidence(await k.deps.approvals.get({ tenant_id: action.tenant_id, approval_id: action.approval_id })) : undefined;
+
+  const connectorAction = mode === 'compensate' ? connectorFacingCompensation(action.action, connectorReg) : action.action;
+  const transaction: TransactionExecutionContext | undefined =
+    txn !== undefined
+      ? {
+          transaction_id: txn.transaction_id,
+          mode: mode as TransactionMode,
+          ...(txn.plan_id !== undefined ? { plan_id: txn.plan_id } : {}),
+          ...(txn.provider_operation !== undefined ? { provider_operation: txn.provider_operation } : {}),
+          ...(txn.reconciliation_cursor !== undefined ? { cursor: txn.reconciliation_cursor } : {}),
+        }
+      : undefined;
+  const subject: InvocationSubject = {
+    tenant_id: action.tenant_id,
+    action: connectorAction,
+    reg: connectorReg,
+    principal: action.principal,
+    attempt_id,
+    fence,
+    issued_at: new Date(Date.parse(action.created_at)),
+    lease_ms,
+    route_action_id: action.action_id,
+    ...(transaction !== undefined ? { transaction } : {}),
+    ...(approval !== undefined ? { approval } : {}),
+    ...(key !== undefined ? { idempotency: { key, reservation_id: `${action.tenant_id}/${action.action_id}`, attempt_id } } : {}),
+    ...(memory !== undefined ? { memory } : {}),
+  };
+
+  // The checkpoint writer: fenced by the revision this attempt holds.
+  let held = txn;
+  let crashed: unknown;
+  const checkpoints: TransactionCheckpointWriter = {
+    checkpoint: async ({ provider_operation, reconciliation_cursor }) => {
+      try {
+        k.crash('after_provider_accept_before_checkpoint');
+        if (held === undefined) throw new AipError('connector.transaction_checkpoint_unavailable');
+        held = await k.journal.checkpoint(held as TransactionRecord & { status: TransactionRecord['status'] }, provider_operation, reconciliation_cursor);
+        k.crash('after_checkpoint_before_response');
+      } catch (err) {
+        if (isAipError(err, 'runtime.crash_injected')) crashed = err;
+        throw err;
+      }
+    },
+  };
+  const streaming = connectorReg.capability.execution?.supports_streaming === true && connectorReg.implementation_support.streaming;
+  const stream_sink = streaming ? await openStreamSink(k.deps.streams, action.tenant_id, action.action_id) : undefined;
+
+  k.crash('after_lease_before_provider_call');
+  const attempt = await invokeConnector(k, subject, hosted, {
+    ...(txn !== undefined ? { transaction_checkpoints: checkpoints } : {}),
+    ...(stream_sink !== undefined ? { stream_sink } : {}),
+  });
+  if (crashed !== undefined) throw crashed;
+  k.crash('after_response_before_settlement');
+
+  const classified = classify(k, mode, attempt, connectorReg, action.action_id);
+  const reconciliation = attempt.reconciliation !== undefined ? ({ ...attempt.reconciliation } as JsonObject) : undefined;
+  return settleAttempt(k, {
+    action: leased,
+    fence,
+    mode,
+    ...(held !== undefined ? { txn: held } : {}),
+    classified,
+    ...(attempt.provider_operation !== undefined ? { provider_operation: attempt.provider_operation } : {}),
+    ...(attempt.reconciliation?.cursor !== undefined ? { cursor: attempt.reconciliation.cursor } : {}),
+    ...(reconciliation !== undefined ? { reconciliation } : {}),
+    reg: connectorReg,
+    attempt_id,
+  });
+}
+
+function routeSubject(k: Kernel, action: ActionRecord, reg: RegisteredCapability, attempt_id: string): InvocationSubject {
+  return {
+    tenant_id: action.tenant_id,
+    action: action.action,
+    reg,
+    principal: action.principal,
+    attempt_id,
+    fence: action.fence + 1,
+    issued_at: k.now(),
+    lease_ms: 0,
+    route_action_id: action.action_id,
+  };
+}
+
+function retryAfter(k: Kernel, err: AipError): number {
+  const until = err.details.lease_expires_at;
+  if (typeof until === 'string') return Math.max(1, Date.parse(until) - k.now().getTime());
+  return err.retryAfterMs ?? 1_000;
+}
+
+/** The action result an earlier attempt settled on the transaction record. */
+function finishingResult(action: ActionRecord, txn: TransactionRecord): ActionResult {
+  const mode = action.action.transaction?.mode;
+  if (mode === 'reconcile') {
+    const last = txn.data.last_reconcile_result as ActionResult | undefined;
+    if (txn.status === 'reconciled' && txn.result !== undefined) return { ...txn.result, action_id: action.action_id };
+    if (last !== undefined) return { ...last, action_id: action.action_id };
+  }
+  if (txn.result !== undefined) return { ...txn.result, action_id: action.action_id };
+  const err = txn.error ?? toProtocolError(new AipError('runtime.attempt_abandoned'));
+  return { action_id: action.action_id, status: 'failed', error: err };
+}
+
+/**
+ * A redelivered attempt finds the record still in an attempt status after an
+ * earlier attempt leased it, and the capability does not declare retry with
+ * downstream idempotency: no blind second provider call. The record settles
+ * outcome_unknown (keeping any checkpointed provider operation) and goes to
+ * reconciliation.
+ */
+async function settleAbandoned(
+  k: Kernel,
+  action: ActionRecord,
+  fence: number,
+  txn: TransactionRecord | undefined,
+  mode: TransactionMode | undefined,
+  reg: RegisteredCapability,
+  attempt_id: string,
+): Promise<AttemptOutcome> {
+  const error = {
+    ...toProtocolError(
+      new AipError('runtime.attempt_abandoned', undefined, {
+        details: { uncertain_outcome: true, previous_fence: txn?.fence ?? action.fence - 1, ...(txn?.lease_owner ? { previous_attempt_id: txn.lease_owner } : {}) },
+      }),
+    ),
+    uncertain_outcome: true,
+    ...(txn?.provider_operation !== undefined ? { provider_operation: txn.provider_operation } : {}),
+  };
+  const result: ActionResult = { action_id: action.action_id, status: 'failed', error, completed_at: k.iso() };
+  const out = await settleAttempt(k, {
+    action,
+    fence,
+    mode,
+    ...(txn !== undefined ? { txn } : {}),
+    classified: { result, error, ...(txn !== undefined ? { to: 'outcome_unknown' as const } : {}) },
+    reg,
+    attempt_id,
+  });
+  return out.disposition === 'settled' ? { ...out, disposition: 'recovered_outcome_unknown' } : out;
+}
+
+/** A permanent failure found before any connector call (e.g. the pinned route mismatches). */
+async function failBeforeInvocation(
+  k: Kernel,
+  message: InvokeMessage,
+  action: ActionRecord,
+  txn: TransactionRecord | undefined,
+  mode: TransactionMode | undefined,
+  err: AipError,
+  attempt_id: string,
+): Promise<AttemptOutcome> {
+  const reg = k.deps.registry.find(action.capability_id);
+  if (reg === undefined) return outcome(message, 'dropped', { reason: err.code });
+  let leased: ActionRecord;
+  try {
+    leased = await k.deps.actions.acquireLease({ tenant_id: action.tenant_id, action_id: action.action_id, owner: attempt_id, ttl_ms: leaseMs(k, reg), expected_revision: action.revision });
+  } catch (e) {
+    if (isAipError(e, 'action.lease_held') || isAipError(e, 'action.state_conflict')) return outcome(message, 'deferred', { reason: e.code, retry_after_ms: 1_000 });
+    throw e;
+  }
+  if (txn !== undefined && isAttemptStatus(txn.status) && attemptStarted(action, txn)) return settleAbandoned(k, leased, leased.fence, txn, mode, reg, attempt_id);
+  const error = toProtocolError(err);
+  const result: ActionResult = { action_id: action.action_id, status: 'failed', error, completed_at: k.iso() };
+  const to = txn === undefined || !isAttemptStatus(txn.status) ? undefined : txn.status === 'reconciling' ? ('outcome_unknown' as const) : ('failed' as const);
+  return settleAttempt(k, {
+    action: leased,
+    fence: leased.fence,
+    mode,
+    ...(txn !== undefined && to !== undefined ? { txn } : {}),
+    classified: { result, error, ...(to !== undefined ? { to } : {}) },
+    reg,
+    attempt_id,
+  });
+}
+
+/** A cancelled action whose transaction never started an attempt: the record fails (no provider effect possible). */
+export async function abandonUnstartedTransaction(k: Kernel, action: ActionRecord, txId: string): Promise<void> {
+  const txn = await k.deps.transactions.get({ tenant_id: action.tenant_id, transaction_id: txId });
+  if (txn === undefined || !isAttemptStatus(txn.status) || attemptStarted(action, txn)) return;
+  const mode = action.action.transaction?.mode;
+  if (!boundTo(action, txn, mode)) return;
+  const error = toProtocolError(new AipError('runtime.cancelled'));
+  const result: ActionResult = action.result ?? { action_id: action.action_id, status: 'cancelled' };
+  try {
+    await k.journal.settle(txn, { to: txn.status === 'reconciling' ? 'outcome_unknown' : 'failed', from: [txn.status], error, result }, { action_id: action.action_id, reason: 'cancelled_before_attempt' });
+  } catch (err) {
+    if (!isAipError(err, 'transaction.state_conflict')) throw err;
+  }
+}
+
+async function compensationMemory(k: Kernel, action: ActionRecord, txn: TransactionRecord, connectorCapability: string): Promise<CompensationMemory> {
+  const data = (txn.data.compensation as JsonObject | undefined) ?? {};
+  const target = typeof data.target_action_id === 'string' ? data.target_action_id : (txn.compensation_for as string);
+  const targetTxnId = typeof data.target_transaction_id === 'string' ? data.target_transaction_id : undefined;
+  const targetTxn = targetTxnId !== undefined ? await k.deps.transactions.get({ tenant_id: action.tenant_id, transaction_id: targetTxnId }) : undefined;
+  const targetAction = targetTxn?.result === undefined ? await k.deps.actions.get({ tenant_id: action.tenant_id, action_id: target }) : undefined;
+  const original = targetTxn?.result ?? targetAction?.result;
+  return {
+    original_action_id: target,
+    ...(targetTxnId !== undefined ? { original_transaction_id: targetTxnId } : {}),
+    ...(original !== undefined ? { original_result: original } : {}),
+    requested_capability_id: action.capability_id,
+    compensation_capability_id: connectorCapability,
+    compensation_action_id: action.action_id,
+  };
+}

@@ -1,0 +1,108 @@
+/**
+ * Runtime configuration: one zod schema with defaults, plus the production
+ * schema that forbids test mode (and therefore the crash-point hook).
+ *
+ * See docs/runtime.md.
+ */
+import * as z from 'zod';
+import { AipError } from '../errors/aip-error.js';
+import { IdSchema, PrincipalSchema, ScopeSchema, TRANSACTION_MODES } from '../protocol/index.js';
+import { DEFAULT_IDEMPOTENCY_RETENTION_SECONDS } from '../ports/idempotency-store.js';
+
+/** A tenant approval policy: which capabilities and modes need an approval. */
+export const TenantApprovalPolicySchema = z.strictObject({
+  policy_id: IdSchema,
+  /** Capability IDs it selects; `*` selects all. */
+  capabilities: z.array(z.union([IdSchema, z.literal('*')])).min(1).max(1000),
+  /** Modes it applies to; `none` is a plain invocation. Default: every mutating mode. */
+  modes: z.array(z.enum([...TRANSACTION_MODES, 'none'])).optional(),
+  approver_scopes: z.array(ScopeSchema).max(64).optional(),
+  allow_self_approval: z.boolean().optional(),
+});
+export type TenantApprovalPolicy = z.infer<typeof TenantApprovalPolicySchema>;
+
+export const TenantPolicySchema = z.strictObject({
+  /** Policies that put matching actions behind an approval. */
+  approvals: z.array(TenantApprovalPolicySchema).max(100).optional(),
+  /** The default tenant-policy approval (used when a compensation contract forces approval). */
+  default_approval_policy_id: IdSchema.optional(),
+});
+export type TenantPolicy = z.infer<typeof TenantPolicySchema>;
+
+const RuntimeConfigShape = {
+  /** The runtime's own service principal: reconcile actions run as it. */
+  service_principal: PrincipalSchema.default({ id: 'aip-runtime', kind: 'service' }),
+  /** Issuer recorded in the actor context of attempts. */
+  issuer: z.string().min(1).max(2048).default('aip-runtime'),
+  /** Attempt lease = effective timeout + this margin. */
+  lease_margin_ms: z.int().min(1_000).max(600_000).default(30_000),
+  /** Attempt timeout when the capability declares none. */
+  default_attempt_timeout_ms: z.int().min(1_000).max(900_000).default(60_000),
+  approvals: z
+    .strictObject({
+      ttl_ms: z.int().min(1_000).max(30 * 86_400_000).default(24 * 3_600_000),
+      /** Scopes an approver needs when the policy names none. */
+      default_approver_scopes: z.array(ScopeSchema).max(64).default(['aip:approve']),
+    })
+    .prefault({}),
+  idempotency: z
+    .strictObject({
+      retention_seconds: z.int().min(60).max(30 * 86_400).default(DEFAULT_IDEMPOTENCY_RETENTION_SECONDS),
+    })
+    .prefault({}),
+  reconcile: z
+    .strictObject({
+      /** Reconciliation attempts before escalating to a human (`requires_human`). */
+      max_attempts: z.int().min(1).max(100).default(5),
+      base_delay_ms: z.int().min(1_000).max(3_600_000).default(5_000),
+      max_delay_ms: z.int().min(1_000).max(86_400_000).default(15 * 60_000),
+    })
+    .prefault({}),
+  /** A committing/prepared/compensating record older than this is "stalled" (operator view, sweeper). */
+  stall_after_ms: z.int().min(1_000).max(86_400_000).default(5 * 60_000),
+  /** Scope that grants the operator views. */
+  operator_scope: ScopeSchema.default('aip:operate'),
+  /** Scopes the service principal holds for its own reconcile actions (besides the capability's). */
+  service_scopes: z.array(ScopeSchema).max(64).default([]),
+  /** Revision of the policy set, pinned by route assignments. */
+  policy_revision: z.string().min(1).max(128).default('1'),
+  tenants: z.record(IdSchema, TenantPolicySchema).default({}),
+  /** Retention of terminal action records, seconds (0 keeps them). */
+  action_retention_seconds: z.int().min(0).max(10 * 365 * 86_400).default(0),
+  /**
+   * Test mode: the only way to install the crash-point hook. The production
+   * schema rejects it.
+   */
+  test_mode: z.boolean().default(false),
+};
+
+export const RuntimeConfigSchema = z.strictObject(RuntimeConfigShape);
+export type RuntimeConfig = z.output<typeof RuntimeConfigSchema>;
+export type RuntimeConfigInput = z.input<typeof RuntimeConfigSchema>;
+
+/** Production: identical, except that test_mode may only be absent or false. */
+export const ProductionRuntimeConfigSchema = z.strictObject({
+  ...RuntimeConfigShape,
+  test_mode: z.literal(false).default(false),
+});
+
+/**
+ * Parses a configuration. `environment` other than `test`/`local` uses the
+ * production schema, so test mode can never be switched on there.
+ */
+export function parseRuntimeConfig(raw: unknown, environment = 'production'): RuntimeConfig {
+  const schema = environment === 'test' || environment === 'local' ? RuntimeConfigSchema : ProductionRuntimeConfigSchema;
+  const parsed = schema.safeParse(raw ?? {});
+  if (!parsed.success) {
+    throw new AipError('runtime.config_invalid', undefined, {
+      details: { issues: parsed.error.issues.slice(0, 20).map((i) => ({ path: i.path.join('.'), code: i.code })) },
+    });
+  }
+  return parsed.data;
+}
+
+/** Exponential reconciliation backoff after `attempts` completed attempts (1-based). */
+export function reconcileBackoffMs(config: RuntimeConfig, attempts: number): number {
+  const exp = Math.min(30, Math.max(0, attempts - 1));
+  return Math.min(config.reconcile.max_delay_ms, config.reconcile.base_delay_ms * 2 ** exp);
+}

@@ -1,0 +1,79 @@
+/**
+ * What the Runtime is built from: ports only (no AWS SDK in the domain).
+ */
+import { randomUUID } from 'node:crypto';
+import type { FrozenConnector } from '../connectors/interfaces.js';
+import type { Clock } from '../ports/clock.js';
+import type { ActionStore } from '../ports/action-store.js';
+import type { ApprovalStore } from '../ports/approval-store.js';
+import type { IdempotencyStore } from '../ports/idempotency-store.js';
+import type { MessageQueue } from '../ports/queue.js';
+import type { RouteStore } from '../ports/route-store.js';
+import type { ReconcileScheduler } from '../ports/scheduler.js';
+import type { StreamStore } from '../ports/stream-store.js';
+import type { TransactionStore } from '../ports/transaction-store.js';
+import type { RuntimeConfig } from './config.js';
+import type { CrashPoints } from './crash-points.js';
+import type { CapabilityRegistry } from './registry.js';
+
+/** One hosted connector: the frozen connector plus its placement and credential facts. */
+export interface HostedConnector {
+  readonly connector: FrozenConnector;
+  /** Connector instance and replica (route pinning). Default `local` / `local-0`. */
+  readonly instance_id?: string;
+  readonly replica?: string;
+  /** Endpoint recorded in route assignments. Default `in-process`. */
+  readonly endpoint?: string;
+  /** The credential handle ID handed to attempts of a capability (never material). */
+  credential_handle?(capability_id: string): string | undefined;
+  /** Revision of the deployment credentials (pinned by route assignments). Default `0`. */
+  readonly credential_revision?: string;
+  readonly health_revision?: string;
+}
+
+/** connector_id -> hosted connector (its own credential provider lives inside the connector). */
+export interface ConnectorHost {
+  get(connector_id: string): HostedConnector | undefined;
+}
+
+/** A ConnectorHost over a fixed map. */
+export function staticConnectorHost(connectors: readonly (FrozenConnector | HostedConnector)[]): ConnectorHost {
+  const map = new Map<string, HostedConnector>();
+  for (const c of connectors) {
+    const hosted: HostedConnector = 'connector' in c ? c : { connector: c };
+    map.set(hosted.connector.id, hosted);
+  }
+  return { get: (id) => map.get(id) };
+}
+
+/** Structured logger (Powertools-compatible subset). Messages and fields never carry secrets or raw input. */
+export interface RuntimeLogger {
+  info(message: string, fields?: Record<string, unknown>): void;
+  warn(message: string, fields?: Record<string, unknown>): void;
+  error(message: string, fields?: Record<string, unknown>): void;
+}
+
+export const SILENT_LOGGER: RuntimeLogger = Object.freeze({ info: () => undefined, warn: () => undefined, error: () => undefined });
+
+export interface RuntimeDeps {
+  readonly transactions: TransactionStore;
+  readonly actions: ActionStore;
+  readonly idempotency: IdempotencyStore;
+  readonly approvals: ApprovalStore;
+  readonly routes: RouteStore;
+  readonly streams: StreamStore;
+  readonly invokeQueue: MessageQueue;
+  readonly reconcileQueue: MessageQueue;
+  readonly scheduler: ReconcileScheduler;
+  readonly registry: CapabilityRegistry;
+  readonly connectors: ConnectorHost;
+  readonly clock: Clock;
+  /** ID generator (approval, decision and attempt IDs). Default randomUUID. */
+  readonly ids?: () => string;
+  readonly config: RuntimeConfig;
+  /** Test-only crash hook; refused unless config.test_mode. */
+  readonly crashPoints?: CrashPoints;
+  readonly logger?: RuntimeLogger;
+}
+
+export const defaultIds = (): string => randomUUID();

@@ -1,0 +1,59 @@
+/**
+ * Pipeline step 4 and the identity rules: the tenant comes from the caller's
+ * verified memberships, never from the body alone; scopes come from the
+ * verified token. Nothing here reads a principal from the action body.
+ */
+import type { CallerIdentity } from '../auth/identity.js';
+import { AipError } from '../errors/aip-error.js';
+import type { Action, Capability, Principal } from '../protocol/index.js';
+
+export type { CallerIdentity } from '../auth/identity.js';
+
+/** The caller's token must still be valid. */
+export function assertCallerCurrent(caller: CallerIdentity, now: Date): void {
+  if (caller.expires_at !== undefined && Date.parse(caller.expires_at) <= now.getTime()) {
+    throw new AipError('runtime.caller_expired');
+  }
+}
+
+/**
+ * The verified tenant of an action: the identity's tenant (or the explicit
+ * tenant option, or the caller's only tenant) and it must be one of the
+ * caller's memberships.
+ */
+export function resolveTenant(caller: CallerIdentity, action: Pick<Action, 'identity'>, explicit?: string): string {
+  const named = action.identity?.tenant_id;
+  if (named !== undefined && explicit !== undefined && named !== explicit) {
+    throw new AipError('runtime.tenant_forbidden', 'The action names a tenant other than the selected one', { details: { reason: 'tenant_differs' } });
+  }
+  const tenant = named ?? explicit ?? (caller.tenants.length === 1 ? caller.tenants[0] : undefined);
+  if (tenant === undefined) throw new AipError('runtime.tenant_required');
+  if (!caller.tenants.includes(tenant)) throw new AipError('runtime.tenant_forbidden');
+  return tenant;
+}
+
+/** Checks tenant membership for reads and decisions. */
+export function assertTenantMember(caller: CallerIdentity, tenant_id: string): void {
+  if (!caller.tenants.includes(tenant_id)) throw new AipError('runtime.tenant_forbidden');
+}
+
+/** Scopes the capability policy requires that the caller lacks. */
+export function missingScopes(caller: Pick<CallerIdentity, 'scopes'>, required: readonly string[]): string[] {
+  const have = new Set(caller.scopes);
+  return required.filter((s) => !have.has(s));
+}
+
+/** Step 4: scopes against the capability's authorization policy. */
+export function authorizeCapability(caller: CallerIdentity, capability: Capability): void {
+  const missing = missingScopes(caller, capability.authorization?.scopes ?? []);
+  if (missing.length > 0) throw new AipError('runtime.scope_missing', undefined, { details: { missing_scopes: missing, capability_id: capability.id } });
+}
+
+export function samePrincipal(a: Principal, b: Principal): boolean {
+  return a.id === b.id && a.kind === b.kind;
+}
+
+/** The runtime's own caller identity for its governed reconcile actions. */
+export function serviceCaller(principal: Principal, tenant_id: string, scopes: readonly string[]): CallerIdentity {
+  return { principal: { ...principal }, tenants: [tenant_id], scopes: [...new Set(scopes)] };
+}

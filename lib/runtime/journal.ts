@@ -1,0 +1,123 @@
+/**
+ * The transaction journal: every durable transaction write the runtime makes
+ * goes through here, and every one of them appends the next receipt of the
+ * record's hash chain in the same atomic write (the store checks that the
+ * receipt extends the stored head).
+ */
+import type { JsonObject, JsonValue, TransactionProtocolStatus } from '../protocol/index.js';
+import type { Clock } from '../ports/clock.js';
+import type {
+  ClaimDirectCommitInput,
+  ClaimPlanInput,
+  CreateTransactionInput,
+  SettleInput,
+  TransactionRecord,
+  TransactionStore,
+  TransitionInput,
+} from '../ports/transaction-store.js';
+import type { ProviderOperationRef } from '../protocol/index.js';
+import { buildReceipt } from './receipts.js';
+
+/** Receipt event names (lower-case dotted), one per kind of durable write. */
+export const RECEIPT_EVENTS = {
+  dry_run_completed: 'transaction.dry_run_completed',
+  planned: 'transaction.planned',
+  validation_failed: 'transaction.plan_validation_failed',
+  prepared: 'transaction.prepared',
+  plan_claimed: 'transaction.plan_claimed',
+  direct_commit_claimed: 'transaction.direct_commit_claimed',
+  compensating: 'transaction.compensation_started',
+  rollback_not_supported: 'transaction.rollback_not_supported',
+  attempt_started: 'transaction.attempt_started',
+  checkpoint: 'transaction.provider_operation_checkpointed',
+  settled: 'transaction.settled',
+  plan_expired: 'transaction.plan_expired',
+  reconcile_started: 'transaction.reconcile_started',
+  rescheduled: 'transaction.reconcile_rescheduled',
+  escalated: 'transaction.escalated',
+} as const;
+
+type Ref = Pick<TransactionRecord, 'tenant_id' | 'transaction_id' | 'revision' | 'receipt_count' | 'receipt_head'>;
+
+export class TransactionJournal {
+  constructor(
+    private readonly store: TransactionStore,
+    private readonly clock: Clock,
+  ) {}
+
+  private first(transaction_id: string, status: TransactionProtocolStatus, event: string, evidence?: JsonValue) {
+    return buildReceipt({ transaction_id, status, event, at: this.clock.now(), ...(evidence !== undefined ? { evidence } : {}) });
+  }
+
+  private next(record: Ref, status: TransactionProtocolStatus, event: string, evidence?: JsonValue) {
+    return buildReceipt({
+      record: { transaction_id: record.transaction_id, receipt_count: record.receipt_count, revision: record.revision, ...(record.receipt_head !== undefined ? { receipt_head: record.receipt_head } : {}) },
+      status,
+      event,
+      at: this.clock.now(),
+      ...(evidence !== undefined ? { evidence } : {}),
+    });
+  }
+
+  create(input: Omit<CreateTransactionInput, 'receipt'>, event: string, evidence?: JsonValue): Promise<TransactionRecord> {
+    return this.store.create({ ...input, receipt: this.first(input.transaction_id, input.status, event, evidence) });
+  }
+
+  claimDirectCommit(input: Omit<ClaimDirectCommitInput, 'receipt'>, evidence?: JsonValue): Promise<TransactionRecord> {
+    return this.store.claimDirectCommit({ ...input, receipt: this.first(input.transaction_id, 'committing', RECEIPT_EVENTS.direct_commit_claimed, evidence) });
+  }
+
+  claimPlan(record: Ref, input: Omit<ClaimPlanInput, 'receipt' | 'expected_revision' | 'tenant_id' | 'transaction_id'>, evidence?: JsonValue): Promise<TransactionRecord> {
+    return this.store.claimPlan({
+      ...input,
+      tenant_id: record.tenant_id,
+      transaction_id: record.transaction_id,
+      expected_revision: record.revision,
+      receipt: this.next(record, 'committing', RECEIPT_EVENTS.plan_claimed, evidence),
+    });
+  }
+
+  transition(record: Ref, input: Omit<TransitionInput, 'receipt' | 'expected_revision' | 'tenant_id' | 'transaction_id'>, event: string, evidence?: JsonValue): Promise<TransactionRecord> {
+    const status: TransactionProtocolStatus = input.operation === 'escalate' ? 'requires_human' : input.to;
+    return this.store.transition({
+      ...input,
+      tenant_id: record.tenant_id,
+      transaction_id: record.transaction_id,
+      expected_revision: record.revision,
+      receipt: this.next(record, status, event, evidence),
+    });
+  }
+
+  settle(record: Ref, input: Omit<SettleInput, 'receipt' | 'expected_revision' | 'tenant_id' | 'transaction_id'>, evidence?: JsonValue): Promise<TransactionRecord> {
+    return this.store.settle({
+      ...input,
+      tenant_id: record.tenant_id,
+      transaction_id: record.transaction_id,
+      expected_revision: record.revision,
+      receipt: this.next(record, input.to, `${RECEIPT_EVENTS.settled}.${input.to}`, evidence),
+    });
+  }
+
+  lease(record: Ref & Pick<TransactionRecord, 'status'>, owner: string, ttl_ms: number, data: JsonObject, evidence?: JsonValue): Promise<TransactionRecord> {
+    return this.store.acquireLease({
+      tenant_id: record.tenant_id,
+      transaction_id: record.transaction_id,
+      expected_revision: record.revision,
+      owner,
+      ttl_ms,
+      data,
+      receipt: this.next(record, record.status, RECEIPT_EVENTS.attempt_started, evidence),
+    });
+  }
+
+  checkpoint(record: Ref & Pick<TransactionRecord, 'status'>, provider_operation: ProviderOperationRef, reconciliation_cursor?: string): Promise<TransactionRecord> {
+    return this.store.checkpointProviderOperation({
+      tenant_id: record.tenant_id,
+      transaction_id: record.transaction_id,
+      expected_revision: record.revision,
+      provider_operation,
+      ...(reconciliation_cursor !== undefined ? { reconciliation_cursor } : {}),
+      receipt: this.next(record, record.status, RECEIPT_EVENTS.checkpoint, { provider: provider_operation.provider, operation_id: provider_operation.operation_id }),
+    });
+  }
+}

@@ -1,0 +1,83 @@
+/**
+ * The kernel: dependencies, configuration and the small helpers every
+ * runtime module shares.
+ */
+import { AipError, isAipError } from '../errors/aip-error.js';
+import { toProtocolError } from '../errors/wire.js';
+import { sha256Hex, type Action, type ActionResult, type JsonObject, type ProtocolError } from '../protocol/index.js';
+import type { Clock } from '../ports/clock.js';
+import type { InvokeMessage } from '../ports/messages.js';
+import type { RuntimeConfig } from './config.js';
+import { installCrashPoints, type CrashPointName, type CrashPoints } from './crash-points.js';
+import { SILENT_LOGGER, defaultIds, type RuntimeDeps, type RuntimeLogger } from './deps.js';
+import { TransactionJournal } from './journal.js';
+
+export class Kernel {
+  readonly deps: RuntimeDeps;
+  readonly config: RuntimeConfig;
+  readonly clock: Clock;
+  readonly ids: () => string;
+  readonly log: RuntimeLogger;
+  readonly journal: TransactionJournal;
+  readonly #crash: CrashPoints;
+
+  constructor(deps: RuntimeDeps) {
+    this.deps = deps;
+    this.config = deps.config;
+    this.clock = deps.clock;
+    this.ids = deps.ids ?? defaultIds;
+    this.log = deps.logger ?? SILENT_LOGGER;
+    this.journal = new TransactionJournal(deps.transactions, deps.clock);
+    this.#crash = installCrashPoints(deps.crashPoints, deps.config.test_mode === true);
+  }
+
+  now(): Date {
+    return this.clock.now();
+  }
+
+  iso(): string {
+    return this.clock.now().toISOString();
+  }
+
+  /** Test crash point (a no-op unless a hook was installed in test mode). */
+  crash(name: CrashPointName): void {
+    this.#crash.hit(name);
+  }
+
+  async enqueueInvoke(message: InvokeMessage): Promise<void> {
+    await this.deps.invokeQueue.send(message);
+  }
+}
+
+/** The transaction ID the runtime generates when a mode needs one and the action has none (deterministic per action). */
+export function deriveTransactionId(tenant_id: string, action_id: string): string {
+  return `txn-${sha256Hex(JSON.stringify([tenant_id, action_id])).slice(0, 40)}`;
+}
+
+/** The approval ID of an action's approval (deterministic, so a resubmission finds it). */
+export function deriveApprovalId(tenant_id: string, action_id: string): string {
+  return `apr-${sha256Hex(JSON.stringify(['approval', tenant_id, action_id])).slice(0, 40)}`;
+}
+
+/** A failed ActionResult for an AipError. */
+export function failedResult(action_id: string, err: AipError, at: Date, extras: Partial<ProtocolError> = {}): ActionResult {
+  return { action_id, status: 'failed', error: { ...toProtocolError(err), ...extras }, completed_at: at.toISOString() };
+}
+
+/** Errors that are worth a resubmission: nothing durable decided the outcome. */
+export function isTransientError(err: unknown): boolean {
+  if (!isAipError(err)) return true;
+  return err.code === 'transaction.store_unavailable' || err.code === 'runtime.crash_injected' || err.code === 'internal.unexpected' || err.code === 'queue.send_failed';
+}
+
+/** Marks a stored result as replayed (no connector invocation). */
+export function replayed(result: ActionResult, metadata?: JsonObject): ActionResult {
+  return { ...result, replayed: true, ...(metadata !== undefined ? { metadata: { ...(result.metadata ?? {}), ...metadata } } : {}) };
+}
+
+/** The action with the given transaction ID filled in. */
+export function withTransactionId(action: Action, transaction_id: string): Action {
+  const tx = action.transaction;
+  if (tx === undefined || tx.transaction_id === transaction_id) return action;
+  return { ...action, transaction: { ...tx, transaction_id } };
+}

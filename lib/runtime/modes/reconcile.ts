@@ -1,0 +1,59 @@
+/**
+ * reconcile (admission): needs a transaction ID, an existing record in
+ * outcome_unknown and a durable provider operation reference (from the
+ * first-class request, else recovered from the record). A compare-and-set
+ * moves the record outcome_unknown → reconciling before any handler call.
+ */
+import { AipError, isAipError } from '../../errors/aip-error.js';
+import type { ProviderOperationRef } from '../../protocol/index.js';
+import type { TransactionRecord } from '../../ports/transaction-store.js';
+import { RECEIPT_EVENTS } from '../journal.js';
+import type { Kernel } from '../kernel.js';
+import type { Admission } from '../pipeline/state.js';
+
+function sameRef(a: ProviderOperationRef, b: ProviderOperationRef): boolean {
+  return a.provider === b.provider && a.operation_id === b.operation_id;
+}
+
+export async function admitReconcile(k: Kernel, adm: Admission): Promise<TransactionRecord> {
+  const txId = adm.action.transaction?.transaction_id;
+  if (txId === undefined) throw new AipError('runtime.transaction_id_required', undefined, { details: { path: '/transaction/transaction_id' } });
+  const record = await k.deps.transactions.get({ tenant_id: adm.tenant_id, transaction_id: txId });
+  if (record === undefined) throw new AipError('transaction.not_found', undefined, { details: { transaction_id: txId } });
+  if (record.status === 'reconciling' && record.data.reconcile_action_id === adm.action.id) return record; // resubmission
+  if (record.status !== 'outcome_unknown') {
+    throw new AipError('runtime.reconcile_not_outcome_unknown', undefined, { details: { transaction_id: txId, status: record.status } });
+  }
+  if (record.capability_id !== adm.action.capability_id) {
+    throw new AipError('runtime.execution_contract_mismatch', undefined, { details: { transaction_id: txId, fields: ['capability_id'] } });
+  }
+  const requested = adm.request?.provider_operation;
+  const known = record.provider_operation;
+  if (requested !== undefined && known !== undefined && !sameRef(requested, known)) {
+    throw new AipError('transaction.provider_operation_conflict', undefined, { details: { transaction_id: txId, current_provider_operation: { provider: known.provider, operation_id: known.operation_id } } });
+  }
+  const ref = requested ?? known;
+  if (ref === undefined) {
+    throw new AipError('connector.reconcile_requires_provider_operation', undefined, { details: { transaction_id: txId } });
+  }
+  let begun: TransactionRecord;
+  try {
+    begun = await k.journal.transition(
+      record,
+      { operation: 'begin_reconcile', from: ['outcome_unknown'], to: 'reconciling', data: { reconcile_action_id: adm.action.id } },
+      RECEIPT_EVENTS.reconcile_started,
+      { action_id: adm.action.id, attempt: record.reconcile_attempts + 1 },
+    );
+  } catch (err) {
+    if (isAipError(err, 'transaction.state_conflict')) {
+      throw new AipError('runtime.reconcile_not_outcome_unknown', 'Another reconciliation started first', { details: { transaction_id: txId }, cause: err });
+    }
+    throw err;
+  }
+  const cursor = adm.request?.reconciliation_cursor;
+  if ((requested !== undefined && known === undefined) || (cursor !== undefined && cursor !== record.reconciliation_cursor)) {
+    // The request supplies recovery data the record lacks: make it durable before the handler runs.
+    begun = await k.journal.checkpoint(begun, ref, cursor);
+  }
+  return begun;
+}

@@ -1,0 +1,86 @@
+/**
+ * The action record: created once admission passed steps 1-4 (so a connector
+ * is never invoked, not even for a downstream plan validation, before a
+ * durable record exists). A resubmission of the same action ID must carry
+ * the same action; a different one is `runtime.action_conflict` naming the
+ * fields that differ.
+ */
+import { AipError, isAipError } from '../../errors/aip-error.js';
+import { canonicalJson, planInputHash, type ActionResult, type ActionStatus } from '../../protocol/index.js';
+import type { ActionRecord } from '../../ports/action-store.js';
+import { TERMINAL_ACTION_STATUS_LIST } from '../../ports/action-store.js';
+import type { Kernel } from '../kernel.js';
+import type { Admission } from './state.js';
+
+const same = (a: unknown, b: unknown) => canonicalJson(a ?? null) === canonicalJson(b ?? null);
+
+/** Fields in which a stored action differs from a resubmitted one. */
+export function actionDifferences(record: ActionRecord, adm: Admission): string[] {
+  const a = adm.action;
+  const out: string[] = [];
+  if (record.principal.id !== adm.principal.id || record.principal.kind !== adm.principal.kind) out.push('principal');
+  if (record.capability_id !== a.capability_id) out.push('capability_id');
+  if (record.input_hash !== planInputHash(a.capability_id, a.input)) out.push('input');
+  if (!same(record.action.transaction, a.transaction)) out.push('transaction');
+  if (!same(record.action.identity, a.identity)) out.push('identity');
+  if ((record.action.idempotency_key ?? null) !== (a.idempotency_key ?? null)) out.push('idempotency_key');
+  return out;
+}
+
+/** Creates the action record, or returns the existing one for the same action. */
+export async function ensureActionRecord(
+  k: Kernel,
+  adm: Admission,
+  init: { status?: ActionStatus; approval_id?: string } = {},
+): Promise<{ record: ActionRecord; created: boolean }> {
+  try {
+    const record = await k.deps.actions.create({
+      tenant_id: adm.tenant_id,
+      principal: adm.principal,
+      action: adm.action,
+      ...(init.status !== undefined ? { status: init.status } : {}),
+      ...(init.approval_id !== undefined ? { approval_id: init.approval_id } : {}),
+    });
+    return { record, created: true };
+  } catch (err) {
+    if (!isAipError(err, 'action.already_exists')) throw err;
+  }
+  const existing = await k.deps.actions.get({ tenant_id: adm.tenant_id, action_id: adm.action.id });
+  if (existing === undefined) throw new AipError('action.state_conflict', 'The action record vanished during admission', { details: { action_id: adm.action.id } });
+  const fields = actionDifferences(existing, adm);
+  if (fields.length > 0) throw new AipError('runtime.action_conflict', undefined, { details: { action_id: adm.action.id, fields } });
+  return { record: existing, created: false };
+}
+
+export function isTerminalAction(status: ActionStatus): boolean {
+  return (TERMINAL_ACTION_STATUS_LIST as readonly ActionStatus[]).includes(status);
+}
+
+/** The action's current result (a non-terminal action reports its status only). */
+export function actionResultOf(record: ActionRecord): ActionResult {
+  return record.result ?? { action_id: record.action_id, status: record.status };
+}
+
+/**
+ * Ends an action that has not started an attempt (accepted or requires_human)
+ * with a terminal result. Returns the updated record, or the current one when
+ * another writer got there first.
+ */
+export async function finishUnstartedAction(k: Kernel, record: ActionRecord, result: ActionResult): Promise<ActionRecord> {
+  const to = result.status === 'completed' ? 'completed' : result.status === 'cancelled' ? 'cancelled' : 'failed';
+  try {
+    return await k.deps.actions.transition({
+      tenant_id: record.tenant_id,
+      action_id: record.action_id,
+      from: [record.status],
+      to,
+      expected_revision: record.revision,
+      patch: { result, ...(k.config.action_retention_seconds > 0 ? { retention_seconds: k.config.action_retention_seconds } : {}) },
+    });
+  } catch (err) {
+    if (isAipError(err, 'action.state_conflict')) {
+      return (await k.deps.actions.get({ tenant_id: record.tenant_id, action_id: record.action_id })) ?? record;
+    }
+    throw err;
+  }
+}

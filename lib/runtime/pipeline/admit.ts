@@ -1,0 +1,245 @@
+/**
+ * The admission pipeline, in the page's order:
+ *   1 core envelope validation; 2 TransactionRequest checks;
+ *   3 capability lookup, input schema; 4 authorization;
+ *   5 preview-first exception (dry_run, plan); 6 approval gate;
+ *   7 idempotency reservation; 8 transaction admission; 9 dispatch.
+ * The native path and the TransactionRequest path share every step; the
+ * wrapper only adds a TransactionResult (receipts are appended either way).
+ *
+ * Steps 1-4 (and the static preconditions of 7-8) write nothing. The action
+ * record is created after step 4; a definitive rejection after that point is
+ * recorded as the action's failed result, then thrown.
+ */
+import { AipError, isAipError } from '../../errors/aip-error.js';
+import type { Action, ActionResult, TransactionRequest } from '../../protocol/index.js';
+import type { ActionRecord } from '../../ports/action-store.js';
+import type { TransactionRecord } from '../../ports/transaction-store.js';
+import { assertCallerCurrent, authorizeCapability, resolveTenant, type CallerIdentity } from '../identity.js';
+import { deriveApprovalId, deriveTransactionId, failedResult, isTransientError, replayed, withTransactionId, type Kernel } from '../kernel.js';
+import { admitCompensate } from '../modes/compensate.js';
+import { admitDirectCommit, admitPlannedCommit } from '../modes/commit.js';
+import { admitExecute, admitRollbackNotSupported, replayGate } from '../modes/execute.js';
+import { runPreview } from '../modes/preview.js';
+import { admitReconcile } from '../modes/reconcile.js';
+import type { SubmitOutcome } from '../types.js';
+import { toTransactionResult } from '../view.js';
+import { actionResultOf, ensureActionRecord, finishUnstartedAction, isTerminalAction } from './action-record.js';
+import { policySnapshot, selectApprovalPolicy } from './approval-policy.js';
+import { assertIdempotencyKey, assertModeDeclared, lookupAndValidate } from './capability.js';
+import { reserveIdempotency } from './idempotency.js';
+import { submitOutcome } from './outcome.js';
+import type { AdmittedAction, Admission } from './state.js';
+
+export interface PrepareOptions {
+  readonly tenant_id?: string;
+  readonly request?: TransactionRequest;
+  readonly internal?: boolean;
+  readonly trusted_direct_commit?: boolean;
+}
+
+/** Steps 3 and 4, then the transaction ID the mode needs. Writes nothing. */
+export async function prepare(k: Kernel, caller: CallerIdentity, submitted: Action, options: PrepareOptions = {}): Promise<Admission> {
+  // 3. capability lookup, then input schema validation (and the declared mode)
+  const reg = lookupAndValidate(k.deps.registry, submitted);
+  const mode = submitted.transaction?.mode;
+  assertModeDeclared(reg.capability, mode);
+  // 4. authorization: verified identity, tenant membership, capability scopes
+  assertCallerCurrent(caller, k.now());
+  const tenant_id = resolveTenant(caller, submitted, options.tenant_id);
+  authorizeCapability(caller, reg.capability);
+  // static precondition of step 7
+  assertIdempotencyKey(reg.capability, submitted);
+  if (mode === 'commit' && submitted.transaction?.plan_id === undefined && options.trusted_direct_commit !== true) {
+    throw new AipError('runtime.plan_required', undefined, { details: { path: '/transaction/plan_id' } });
+  }
+
+  let action = submitted;
+  const tx = submitted.transaction;
+  if (tx !== undefined && tx.transaction_id === undefined) {
+    if (mode === 'reconcile') throw new AipError('runtime.transaction_id_required', undefined, { details: { path: '/transaction/transaction_id' } });
+    if (mode === 'commit' && tx.plan_id !== undefined) {
+      // "a commit can recover it from the referenced plan"
+      const planned = await k.deps.transactions.get({ tenant_id, plan_id: tx.plan_id });
+      if (planned === undefined) throw new AipError('runtime.plan_not_found', undefined, { details: { plan_id: tx.plan_id } });
+      action = withTransactionId(submitted, planned.transaction_id);
+    } else {
+      action = withTransactionId(submitted, deriveTransactionId(tenant_id, submitted.id));
+    }
+  }
+  return {
+    caller,
+    principal: { ...caller.principal },
+    tenant_id,
+    action,
+    reg,
+    ...(options.request !== undefined ? { request: options.request } : {}),
+    ...(options.internal === true ? { internal: true } : {}),
+    ...(options.trusted_direct_commit === true ? { trusted_direct_commit: true } : {}),
+  };
+}
+
+function isPreview(action: Action): boolean {
+  const m = action.transaction?.mode;
+  return m === 'dry_run' || m === 'plan';
+}
+
+/** Steps 5 onwards for a prepared admission. */
+export async function admit(k: Kernel, adm: Admission): Promise<SubmitOutcome> {
+  const mode = adm.action.transaction?.mode;
+  // 6. approval gate (dry_run and plan use the preview-first exception)
+  const policy = isPreview(adm.action) ? undefined : selectApprovalPolicy(k.config, adm.tenant_id, adm.reg.capability, mode);
+  if (policy !== undefined) {
+    const approval_id = deriveApprovalId(adm.tenant_id, adm.action.id);
+    const { record, created } = await ensureActionRecord(k, adm, { status: 'requires_human', approval_id });
+    if (!created) return resubmission(k, { ...adm, record, created });
+    await ensureApproval(k, { ...adm, record, created });
+    return requiresHuman(adm, record);
+  }
+  const { record, created } = await ensureActionRecord(k, adm);
+  const admitted: AdmittedAction = { ...adm, record, created };
+  if (!created) return resubmission(k, admitted);
+  return guarded(k, admitted, () => (isPreview(adm.action) ? runPreview(k, admitted) : continueAdmission(k, admitted)));
+}
+
+/** Records a definitive rejection on an action this admission owns, then rethrows. */
+export async function guarded<T>(k: Kernel, adm: AdmittedAction, body: () => Promise<T>): Promise<T> {
+  try {
+    return await body();
+  } catch (err) {
+    if (isAipError(err) && !isTransientError(err)) {
+      const current = await k.deps.actions.get({ tenant_id: adm.tenant_id, action_id: adm.action.id });
+      if (current !== undefined && (current.status === 'accepted' || current.status === 'requires_human') && current.fence === 0) {
+        await finishUnstartedAction(k, current, failedResult(adm.action.id, err, k.now()));
+      }
+    }
+    throw err;
+  }
+}
+
+function requiresHuman(adm: Admission, record: ActionRecord): SubmitOutcome {
+  const result: ActionResult = { action_id: adm.action.id, status: 'requires_human', ...(record.approval_id ? { metadata: { approval_id: record.approval_id } } : {}) };
+  const txId = adm.action.transaction?.transaction_id;
+  return submitOutcome(
+    adm,
+    'requires_human',
+    result,
+    txId !== undefined && adm.request !== undefined ? { transaction_id: txId, ...(adm.action.transaction?.plan_id ? { plan_id: adm.action.transaction.plan_id } : {}), status: 'requires_human', action_result: result } : undefined,
+  );
+}
+
+/** Creates the pending approval of an action waiting as requires_human (idempotent). */
+export async function ensureApproval(k: Kernel, adm: AdmittedAction): Promise<void> {
+  const policy = selectApprovalPolicy(k.config, adm.tenant_id, adm.reg.capability, adm.action.transaction?.mode);
+  const approval_id = adm.record.approval_id ?? deriveApprovalId(adm.tenant_id, adm.action.id);
+  if (policy === undefined) return;
+  const existing = await k.deps.approvals.get({ tenant_id: adm.tenant_id, approval_id });
+  if (existing !== undefined) return;
+  try {
+    await k.deps.approvals.create({
+      tenant_id: adm.tenant_id,
+      approval_id,
+      action_id: adm.action.id,
+      ...(adm.action.transaction?.transaction_id !== undefined ? { transaction_id: adm.action.transaction.transaction_id } : {}),
+      capability_id: adm.action.capability_id,
+      requested_by: adm.record.principal,
+      policy: policySnapshot(policy, k.config),
+      expires_at: new Date(k.now().getTime() + k.config.approvals.ttl_ms).toISOString(),
+    });
+  } catch (err) {
+    if (!isAipError(err, 'approval.already_exists')) throw err;
+  }
+}
+
+/** A resubmission of an action ID that already has a record (same action). */
+async function resubmission(k: Kernel, adm: AdmittedAction): Promise<SubmitOutcome> {
+  const record = adm.record;
+  const mode = adm.action.transaction?.mode;
+  if (record.status === 'requires_human') {
+    await ensureApproval(k, adm);
+    return requiresHuman(adm, record);
+  }
+  if (record.status === 'accepted' && record.fence === 0) {
+    // Admission was interrupted before an attempt started: resume it (every step is idempotent).
+    const approval = record.approval_id !== undefined ? await k.deps.approvals.get({ tenant_id: adm.tenant_id, approval_id: record.approval_id }) : undefined;
+    const resumed: AdmittedAction = { ...adm, ...(approval?.status === 'approved' ? { approval } : {}) };
+    return guarded(k, resumed, () => (isPreview(adm.action) ? runPreview(k, resumed) : continueAdmission(k, resumed)));
+  }
+  if (mode === 'execute') {
+    const txId = adm.action.transaction?.transaction_id as string;
+    const existing = await k.deps.transactions.get({ tenant_id: adm.tenant_id, transaction_id: txId });
+    if (existing !== undefined) {
+      const verdict = replayGate(existing, adm);
+      if (verdict.kind === 'replay') return replayFromRecord(adm, verdict.record, record);
+    }
+  }
+  if (!isTerminalAction(record.status)) {
+    throw new AipError('runtime.action_in_flight', undefined, { details: { action_id: record.action_id, status: record.status } });
+  }
+  const txId = record.transaction_id;
+  const txRecord = txId !== undefined ? await k.deps.transactions.get({ tenant_id: adm.tenant_id, transaction_id: txId }) : undefined;
+  const result = replayed(actionResultOf(record));
+  return submitOutcome(adm, 'replayed', result, txRecord ? toTransactionResult(txRecord, { action_status: record.status, action_result: result }) : undefined);
+}
+
+function replayFromRecord(adm: Admission, txRecord: TransactionRecord, actionRecord: ActionRecord | undefined): SubmitOutcome {
+  const stored = actionRecord?.result ?? txRecord.result ?? { action_id: adm.action.id, status: 'completed' as const };
+  const result = replayed(stored, { transaction_status: txRecord.status });
+  return submitOutcome(adm, 'replayed', result, toTransactionResult(txRecord, { action_result: result }));
+}
+
+/** Steps 7 to 9 (shared by submit, a resumed admission and an approval). */
+export async function continueAdmission(k: Kernel, adm: AdmittedAction): Promise<SubmitOutcome> {
+  // 7. idempotency reservation
+  const idem = await reserveIdempotency(k, adm);
+  if (idem.replay !== undefined) {
+    const stored = replayed(idem.replay, idem.from_action_id !== undefined && idem.from_action_id !== adm.action.id ? { replayed_from: idem.from_action_id } : undefined);
+    await finishUnstartedAction(k, adm.record, { ...stored, action_id: adm.action.id });
+    return submitOutcome(adm, 'replayed', stored);
+  }
+
+  // 8. transaction admission
+  let txRecord: TransactionRecord | undefined;
+  switch (adm.action.transaction?.mode) {
+    case undefined:
+      break;
+    case 'execute': {
+      const out = await admitExecute(k, adm);
+      if (out.replay) {
+        if (adm.record.status === 'accepted' && adm.record.fence === 0 && out.record.result !== undefined) await finishUnstartedAction(k, adm.record, out.record.result);
+        return replayFromRecord(adm, out.record, undefined);
+      }
+      txRecord = out.record;
+      break;
+    }
+    case 'commit':
+      txRecord = adm.trusted_direct_commit === true && adm.action.transaction.plan_id === undefined ? await admitDirectCommit(k, adm) : await admitPlannedCommit(k, adm);
+      break;
+    case 'compensate':
+      txRecord = (await admitCompensate(k, adm)).record;
+      break;
+    case 'reconcile':
+      txRecord = await admitReconcile(k, adm);
+      break;
+    case 'rollback_not_supported':
+      txRecord = await admitRollbackNotSupported(k, adm);
+      break;
+    case 'dry_run':
+    case 'plan':
+      return runPreview(k, adm);
+  }
+
+  // 9. dispatch: the worker leases, invokes and settles
+  k.crash('after_admission_before_enqueue');
+  // The runtime's own reconcile actions run inline in the reconcile consumer (a crash is re-driven from `reconciling`).
+  if (adm.internal !== true) await k.enqueueInvoke({
+    kind: 'invoke',
+    tenant_id: adm.tenant_id,
+    action_id: adm.action.id,
+    ...(adm.action.transaction?.transaction_id !== undefined ? { transaction_id: adm.action.transaction.transaction_id } : {}),
+    fence: adm.record.fence,
+    attempt: adm.record.attempt + 1,
+  });
+  const result: ActionResult = { action_id: adm.action.id, status: 'accepted' };
+  return submitOutcome(adm, 'accepted', result, txRecord ? toTransactionResult(txRecord, { action_status: 'accepted' }) : undefined);
+}

@@ -1,0 +1,59 @@
+/**
+ * Pipeline step 7: the idempotency reservation, scoped to tenant, principal
+ * and key, carrying the request fingerprint. A different fingerprint is a
+ * mismatch conflict; an in-flight first request is a conflict with
+ * retry_after; a completed one replays its stored result marked as a replay;
+ * an uncertain one needs reconciliation.
+ */
+import type { ActionResult, TransactionContext } from '../../protocol/index.js';
+import { idempotencyFingerprint, idempotencyInFlightError, idempotencyOutcomeUnknownError } from '../../ports/idempotency-store.js';
+import { deriveTransactionId, type Kernel } from '../kernel.js';
+import type { AdmittedAction, Admission } from './state.js';
+
+/** Action.transaction as the caller sent it: a runtime-generated transaction ID is not part of the request. */
+export function submittedTransaction(adm: Pick<Admission, 'action' | 'tenant_id'>): TransactionContext | undefined {
+  const tx = adm.action.transaction;
+  if (tx === undefined) return undefined;
+  if (tx.transaction_id !== undefined && tx.transaction_id === deriveTransactionId(adm.tenant_id, adm.action.id)) {
+    const { transaction_id: _generated, ...rest } = tx;
+    return rest;
+  }
+  return tx;
+}
+
+export function fingerprintOf(adm: Pick<Admission, 'action' | 'tenant_id'>): string {
+  const transaction = submittedTransaction(adm);
+  return idempotencyFingerprint({
+    capability_id: adm.action.capability_id,
+    input: adm.action.input,
+    ...(transaction !== undefined ? { transaction } : {}),
+    ...(adm.action.identity !== undefined ? { identity: adm.action.identity } : {}),
+  });
+}
+
+/** Reserves the key for this action; returns a stored result to replay, or undefined to continue. */
+export async function reserveIdempotency(k: Kernel, adm: AdmittedAction): Promise<{ replay?: ActionResult; from_action_id?: string }> {
+  const key = adm.action.idempotency_key;
+  if (key === undefined) return {};
+  const out = await k.deps.idempotency.reserve({
+    tenant_id: adm.tenant_id,
+    principal_id: adm.principal.id,
+    key,
+    fingerprint: fingerprintOf(adm),
+    action_id: adm.action.id,
+    fence: adm.record.fence,
+    ...(adm.action.transaction?.transaction_id !== undefined ? { transaction_id: adm.action.transaction.transaction_id } : {}),
+    retention_seconds: k.config.idempotency.retention_seconds,
+  });
+  switch (out.outcome) {
+    case 'reserved':
+      return {};
+    case 'in_flight':
+      if (out.reservation.action_id === adm.action.id) return {}; // our own reservation (a resumed admission)
+      throw idempotencyInFlightError(out);
+    case 'completed':
+      return { replay: out.result, from_action_id: out.reservation.action_id };
+    case 'uncertain':
+      throw idempotencyOutcomeUnknownError(out);
+  }
+}

@@ -1,0 +1,33 @@
+/**
+ * What flows through the admission pipeline once steps 1-4 passed.
+ */
+import type { Action, Principal, TransactionRequest } from '../../protocol/index.js';
+import type { ActionRecord } from '../../ports/action-store.js';
+import type { ApprovalRecord } from '../../ports/approval-store.js';
+import type { CallerIdentity } from '../identity.js';
+import type { RegisteredCapability } from '../registry.js';
+
+export interface Admission {
+  readonly caller: CallerIdentity;
+  /** The submitting principal (the verified caller; never read from the body). */
+  readonly principal: Principal;
+  /** The verified tenant. */
+  readonly tenant_id: string;
+  /** The canonical action: wrapper transaction ID copied in, generated or recovered ID filled in. */
+  readonly action: Action;
+  readonly reg: RegisteredCapability;
+  /** The first-class TransactionRequest, when the wrapper path was used. */
+  readonly request?: TransactionRequest;
+  /** The approved approval this admission resumes from. */
+  readonly approval?: ApprovalRecord;
+  /** True when the runtime itself submits (governed reconcile as the service principal). */
+  readonly internal?: boolean;
+  /** Trusted direct-commit branch (never reachable from a public envelope). */
+  readonly trusted_direct_commit?: boolean;
+}
+
+export interface AdmittedAction extends Admission {
+  readonly record: ActionRecord;
+  /** True when this submission created the action record. */
+  readonly created: boolean;
+}

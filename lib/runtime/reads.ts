@@ -1,0 +1,151 @@
+/**
+ * Reads and operator views, scoped to the caller's tenant and ownership:
+ * the submitting principal sees its own actions and transactions, an
+ * operator (the configured operator scope) sees the tenant's. Anything else
+ * reads as not found (existence is not disclosed).
+ */
+import { AipError } from '../errors/aip-error.js';
+import type { ActionResult, TransactionResult } from '../protocol/index.js';
+import type { ActionRecord } from '../ports/action-store.js';
+import type { ApprovalRecord } from '../ports/approval-store.js';
+import type { StoredStreamChunk } from '../ports/stream-store.js';
+import type { TransactionRecord, TransactionSelector } from '../ports/transaction-store.js';
+import { abandonUnstartedTransaction } from './attempts/worker.js';
+import { assertCallerCurrent, assertTenantMember, type CallerIdentity } from './identity.js';
+import type { Kernel } from './kernel.js';
+import { actionResultOf, finishUnstartedAction, isTerminalAction } from './pipeline/action-record.js';
+import type { PageOf } from './types.js';
+import { readReceipts, toTransactionResult } from './view.js';
+
+function isOperator(k: Kernel, caller: CallerIdentity): boolean {
+  return caller.scopes.includes(k.config.operator_scope);
+}
+
+function owns(k: Kernel, caller: CallerIdentity, principal: { id: string; kind: string }): boolean {
+  return isOperator(k, caller) || (caller.principal.id === principal.id && caller.principal.kind === principal.kind);
+}
+
+async function visibleAction(k: Kernel, caller: CallerIdentity, tenant_id: string, action_id: string): Promise<ActionRecord> {
+  assertCallerCurrent(caller, k.now());
+  assertTenantMember(caller, tenant_id);
+  const record = await k.deps.actions.get({ tenant_id, action_id });
+  if (record === undefined || !owns(k, caller, record.principal)) throw new AipError('action.not_found', undefined, { details: { action_id } });
+  return record;
+}
+
+async function viewOf(k: Kernel, txn: TransactionRecord, include: { result?: boolean; receipts?: boolean }): Promise<TransactionResult> {
+  const bound = await k.deps.actions.get({ tenant_id: txn.tenant_id, action_id: txn.action_id });
+  const action_result: ActionResult | undefined = include.result === true ? (txn.result ?? bound?.result) : undefined;
+  const receipts = include.receipts === true ? await readReceipts(k, txn) : undefined;
+  return toTransactionResult(txn, {
+    ...(bound !== undefined ? { action_status: bound.status } : {}),
+    ...(action_result !== undefined ? { action_result } : {}),
+    ...(receipts !== undefined ? { receipts } : {}),
+  });
+}
+
+export async function getAction(k: Kernel, caller: CallerIdentity, tenant_id: string, action_id: string): Promise<{ action_result: ActionResult; transaction?: TransactionResult }> {
+  const record = await visibleAction(k, caller, tenant_id, action_id);
+  const action_result = actionResultOf(record);
+  if (record.transaction_id === undefined) return { action_result };
+  const txn = await k.deps.transactions.get({ tenant_id, transaction_id: record.transaction_id });
+  if (txn === undefined) return { action_result };
+  return { action_result, transaction: await viewOf(k, txn, {}) };
+}
+
+/** The transaction selected by exactly one of transaction_id, plan_id or action_id. */
+export async function getTransaction(
+  k: Kernel,
+  caller: CallerIdentity,
+  selector: TransactionSelector,
+  include: { result?: boolean; receipts?: boolean } = {},
+): Promise<TransactionResult> {
+  assertCallerCurrent(caller, k.now());
+  if (selector === null || typeof selector !== 'object' || typeof selector.tenant_id !== 'string') {
+    throw new AipError('transaction.invalid_selector');
+  }
+  assertTenantMember(caller, selector.tenant_id);
+  const given = (['transaction_id', 'plan_id', 'action_id'] as const).filter((f) => selector[f] !== undefined);
+  if (given.length !== 1) throw new AipError('transaction.invalid_selector', undefined, { details: { given } });
+  const txn = await k.deps.transactions.get(selector);
+  if (txn === undefined || !owns(k, caller, txn.principal)) throw new AipError('transaction.not_found');
+  return viewOf(k, txn, include);
+}
+
+export type OperatorView = 'outcome_unknown' | 'reconciling' | 'stalled_committing' | 'pending_approvals' | 'requires_human';
+
+export interface OperatorQuery {
+  readonly view: OperatorView;
+  readonly tenant_id?: string;
+  readonly cursor?: string;
+  readonly limit?: number;
+}
+
+export type OperatorItem = { readonly kind: 'transaction'; readonly transaction: TransactionResult; readonly updated_at: string; readonly reconcile_attempts: number } | { readonly kind: 'approval'; readonly approval: ApprovalRecord };
+
+/** What is stuck: outcome_unknown, reconciling, stalled committing, pending approvals, escalated (requires_human). */
+export async function listOperator(k: Kernel, caller: CallerIdentity, query: OperatorQuery): Promise<PageOf<OperatorItem>> {
+  assertCallerCurrent(caller, k.now());
+  if (!isOperator(k, caller)) throw new AipError('runtime.operator_forbidden');
+  if (query.tenant_id !== undefined) assertTenantMember(caller, query.tenant_id);
+  const page = { ...(query.limit !== undefined ? { limit: query.limit } : {}), ...(query.cursor !== undefined ? { cursor: query.cursor } : {}) };
+  if (query.view === 'pending_approvals') {
+    const tenant_id = query.tenant_id ?? (caller.tenants.length === 1 ? caller.tenants[0] : undefined);
+    if (tenant_id === undefined) throw new AipError('runtime.tenant_required');
+    const out = await k.deps.approvals.listPending({ tenant_id, ...page });
+    return { items: out.items.map((approval) => ({ kind: 'approval' as const, approval })), ...(out.cursor !== undefined ? { cursor: out.cursor } : {}) };
+  }
+  const byView = {
+    outcome_unknown: { status: 'outcome_unknown' as const },
+    reconciling: { status: 'reconciling' as const },
+    stalled_committing: { status: 'committing' as const, until: new Date(k.now().getTime() - k.config.stall_after_ms).toISOString() },
+    requires_human: { status: 'outcome_unknown' as const, escalated: true },
+  }[query.view];
+  if (byView === undefined) throw new AipError('runtime.invalid_query', undefined, { details: { field: 'view' } });
+  const out = await k.deps.transactions.listByStatus({ ...byView, ...(query.tenant_id !== undefined ? { tenant_id: query.tenant_id } : {}), ...page });
+  const items: OperatorItem[] = [];
+  for (const r of out.items) {
+    if (!caller.tenants.includes(r.tenant_id)) continue;
+    items.push({ kind: 'transaction', transaction: toTransactionResult(r, { action_status: query.view === 'requires_human' ? 'requires_human' : undefined }), updated_at: r.updated_at, reconcile_attempts: r.reconcile_attempts });
+  }
+  return { items, ...(out.cursor !== undefined ? { cursor: out.cursor } : {}) };
+}
+
+export async function readStream(k: Kernel, caller: CallerIdentity, tenant_id: string, action_id: string, after?: number): Promise<PageOf<StoredStreamChunk>> {
+  await visibleAction(k, caller, tenant_id, action_id);
+  const out = await k.deps.streams.list({ tenant_id, action_id, ...(after !== undefined ? { after } : {}) });
+  return { items: out.items, ...(out.cursor !== undefined ? { cursor: out.cursor } : {}) };
+}
+
+/**
+ * Cancels an action. Before any attempt started (accepted, or waiting for an
+ * approval) the action ends `cancelled` and a transaction it admitted fails
+ * (no provider effect was possible). A running action gets a durable
+ * cancellation request; a terminal one cannot be cancelled.
+ */
+export async function cancel(k: Kernel, caller: CallerIdentity, tenant_id: string, action_id: string): Promise<{ action_result: ActionResult; cancel_requested: boolean }> {
+  const record = await visibleAction(k, caller, tenant_id, action_id);
+  if (record.status === 'cancelled') return { action_result: actionResultOf(record), cancel_requested: false };
+  if (isTerminalAction(record.status)) throw new AipError('runtime.cancel_not_allowed', undefined, { details: { action_id, status: record.status } });
+  if ((record.status === 'accepted' && record.fence === 0) || record.status === 'requires_human') {
+    const ended = await finishUnstartedAction(k, record, { action_id, status: 'cancelled', completed_at: k.iso() });
+    if (ended.status === 'cancelled') {
+      if (record.approval_id !== undefined) {
+        const approval = await k.deps.approvals.get({ tenant_id, approval_id: record.approval_id });
+        if (approval?.status === 'pending') {
+          await k.deps.approvals
+            .decide({ tenant_id, approval_id: approval.approval_id, expected_revision: approval.revision, decision_id: `dec-${k.ids()}`, decided_by: caller.principal, decision: 'denied', reason: 'action cancelled' })
+            .catch(() => undefined);
+        }
+      }
+      const mode = ended.action.transaction?.mode;
+      if (ended.transaction_id !== undefined && mode !== undefined && mode !== 'dry_run' && mode !== 'plan' && mode !== 'rollback_not_supported') {
+        await abandonUnstartedTransaction(k, ended, ended.transaction_id);
+      }
+      return { action_result: actionResultOf(ended), cancel_requested: false };
+    }
+    if (isTerminalAction(ended.status)) return { action_result: actionResultOf(ended), cancel_requested: false };
+  }
+  const requested = await k.deps.actions.requestCancel({ tenant_id, action_id });
+  return { action_result: actionResultOf(requested), cancel_requested: true };
+}

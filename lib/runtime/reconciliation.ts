@@ -1,0 +1,169 @@
+/**
+ * The reconcile consumer and the sweeper.
+ *
+ * reconcile(message) runs as the runtime's own service principal and submits
+ * a governed reconcile action through the same pipeline (capability, schema,
+ * authorization, approval, transaction admission); the admitted attempt runs
+ * inline in the consumer. Reconciliation that never reaches a terminal
+ * answer is bounded: after `reconcile.max_attempts` the record is escalated
+ * (wire status `requires_human`).
+ *
+ * sweep() is the safety net: overdue outcome_unknown records (EventBridge
+ * Scheduler is the primary trigger), stalled attempts whose lease expired,
+ * expired plans and expired approvals.
+ */
+import { isAipError } from '../errors/aip-error.js';
+import { sha256Hex, validateAction, type Action } from '../protocol/index.js';
+import type { ReconcileMessage } from '../ports/messages.js';
+import type { QueueBatchEntry } from '../ports/queue.js';
+import type { TransactionRecord } from '../ports/transaction-store.js';
+import type { TransactionStatus } from '../transactions/status.js';
+import { runAttempt } from './attempts/worker.js';
+import { escalate } from './attempts/settlement.js';
+import { expireApproval } from './approvals.js';
+import { serviceCaller } from './identity.js';
+import { RECEIPT_EVENTS } from './journal.js';
+import type { Kernel } from './kernel.js';
+import { admit, prepare } from './pipeline/admit.js';
+import type { ReconcileOutcome } from './types.js';
+
+function out(msg: Pick<ReconcileMessage, 'tenant_id' | 'transaction_id'>, disposition: ReconcileOutcome['disposition'], extra: Partial<ReconcileOutcome> = {}): ReconcileOutcome {
+  return { disposition, tenant_id: msg.tenant_id, transaction_id: msg.transaction_id, retry: false, ...extra };
+}
+
+/** The deterministic ID of the n-th governed reconcile action of a transaction. */
+export function reconcileActionId(tenant_id: string, transaction_id: string, attempt: number): string {
+  return `rcn-${sha256Hex(JSON.stringify([tenant_id, transaction_id])).slice(0, 32)}-${attempt}`;
+}
+
+function leaseLive(k: Kernel, r: TransactionRecord): boolean {
+  return r.lease_expires_at !== undefined && Date.parse(r.lease_expires_at) > k.now().getTime();
+}
+
+function dispositionOf(r: TransactionRecord | undefined): ReconcileOutcome['disposition'] {
+  if (r === undefined) return 'not_applicable';
+  if (r.status === 'reconciled') return 'reconciled';
+  if (r.status === 'outcome_unknown') return r.escalated_at !== undefined ? 'escalated' : 'still_unknown';
+  if (r.status === 'reconciling') return 'in_progress';
+  return 'not_applicable';
+}
+
+export async function reconcileMessage(k: Kernel, msg: ReconcileMessage): Promise<ReconcileOutcome> {
+  const ref = { tenant_id: msg.tenant_id, transaction_id: msg.transaction_id };
+  const txn = await k.deps.transactions.get(ref);
+  if (txn === undefined) return out(msg, 'not_applicable', { reason: 'transaction_not_found' });
+
+  if (txn.status === 'reconciling') {
+    const actionId = txn.data.reconcile_action_id;
+    if (leaseLive(k, txn) || typeof actionId !== 'string') return out(msg, 'in_progress', { transaction_status: txn.status });
+    // A reconcile attempt stopped: reconciliation only reads provider state, so re-drive it.
+    const attempt = await runAttempt(k, { kind: 'invoke', tenant_id: txn.tenant_id, action_id: actionId, transaction_id: txn.transaction_id, fence: txn.fence, attempt: 1 });
+    const after = await k.deps.transactions.get(ref);
+    return out(msg, attempt.retry ? 'deferred' : dispositionOf(after), { action_id: actionId, retry: attempt.retry, ...(after ? { transaction_status: after.status } : {}) });
+  }
+  if (txn.status !== 'outcome_unknown') return out(msg, 'not_applicable', { transaction_status: txn.status });
+  if (txn.escalated_at !== undefined) return out(msg, 'requires_human', { transaction_status: txn.status, reason: 'escalated' });
+  if (txn.next_reconcile_at !== undefined && Date.parse(txn.next_reconcile_at) > k.now().getTime()) {
+    return out(msg, 'not_due', { transaction_status: txn.status });
+  }
+  if (txn.reconcile_attempts >= k.config.reconcile.max_attempts) {
+    const e = await escalate(k, txn, 'attempts_exhausted');
+    return out(msg, 'escalated', { transaction_status: e.status });
+  }
+  if (txn.provider_operation === undefined) {
+    // "If a connector learns the provider operation ID but does not publish it ... the generic runtime cannot invent that identifier."
+    const e = await escalate(k, txn, 'no_provider_operation');
+    return out(msg, 'escalated', { transaction_status: e.status, reason: 'no_provider_operation' });
+  }
+  const original = await k.deps.actions.get({ tenant_id: txn.tenant_id, action_id: txn.action_id });
+  if (original === undefined || original.input_redacted === true) {
+    const e = await escalate(k, txn, 'original_input_unavailable');
+    return out(msg, 'escalated', { transaction_status: e.status, reason: 'original_input_unavailable' });
+  }
+
+  const action: Action = {
+    id: reconcileActionId(txn.tenant_id, txn.transaction_id, txn.reconcile_attempts + 1),
+    capability_id: txn.capability_id,
+    input: original.action.input,
+    ...(original.action.identity !== undefined ? { identity: original.action.identity } : {}),
+    transaction: { mode: 'reconcile', transaction_id: txn.transaction_id },
+  };
+  const reg = k.deps.registry.find(txn.capability_id);
+  const caller = serviceCaller(k.config.service_principal, txn.tenant_id, [...(reg?.capability.authorization?.scopes ?? []), ...k.config.service_scopes]);
+  let admitted;
+  try {
+    // The same pipeline as any governed action, from the core envelope validator on.
+    const adm = await prepare(k, caller, validateAction(action), { tenant_id: txn.tenant_id, internal: true });
+    admitted = await admit(k, { ...adm, internal: true });
+  } catch (err) {
+    if (isAipError(err, 'runtime.reconcile_not_outcome_unknown') || isAipError(err, 'runtime.action_in_flight')) {
+      return out(msg, 'in_progress', { action_id: action.id });
+    }
+    throw err;
+  }
+  if (admitted.disposition === 'requires_human') return out(msg, 'requires_human', { action_id: action.id, reason: 'approval_pending' });
+  if (admitted.disposition !== 'accepted') {
+    const after = await k.deps.transactions.get(ref);
+    return out(msg, dispositionOf(after), { action_id: action.id, ...(after ? { transaction_status: after.status } : {}) });
+  }
+  // Internal admissions do not enqueue: the consumer runs the attempt inline.
+  const attempt = await runAttempt(k, { kind: 'invoke', tenant_id: txn.tenant_id, action_id: action.id, transaction_id: txn.transaction_id, fence: 0, attempt: 1 });
+  const after = await k.deps.transactions.get(ref);
+  return out(msg, attempt.retry ? 'deferred' : dispositionOf(after), { action_id: action.id, retry: attempt.retry, ...(after ? { transaction_status: after.status } : {}) });
+}
+
+const MAX_SWEEP_PAGES = 10;
+
+async function* listAll(k: Kernel, status: TransactionStatus, until: string): AsyncGenerator<TransactionRecord> {
+  let cursor: string | undefined;
+  for (let page = 0; page < MAX_SWEEP_PAGES; page++) {
+    const p = await k.deps.transactions.listByStatus({ status, until, limit: 100, ...(cursor !== undefined ? { cursor } : {}) });
+    for (const r of p.items) yield r;
+    cursor = p.cursor;
+    if (cursor === undefined) return;
+  }
+}
+
+/** The safety net. Returns how many messages it enqueued. */
+export async function sweep(k: Kernel, now: Date = k.now()): Promise<{ enqueued: number }> {
+  const iso = now.toISOString();
+  const reconcile: QueueBatchEntry[] = [];
+  const invoke: QueueBatchEntry[] = [];
+  let n = 0;
+  const id = () => `s${n++}`;
+
+  for await (const r of listAll(k, 'outcome_unknown', iso)) {
+    if (r.escalated_at !== undefined) continue;
+    reconcile.push({ id: id(), message: { kind: 'reconcile', tenant_id: r.tenant_id, transaction_id: r.transaction_id, reason: 'sweeper' } });
+  }
+  const stalledBefore = new Date(now.getTime() - k.config.stall_after_ms).toISOString();
+  for (const status of ['prepared', 'committing', 'compensating'] as const) {
+    for await (const r of listAll(k, status, stalledBefore)) {
+      if (r.lease_expires_at !== undefined && r.lease_expires_at > iso) continue;
+      invoke.push({ id: id(), message: { kind: 'invoke', tenant_id: r.tenant_id, action_id: r.action_id, transaction_id: r.transaction_id, fence: r.fence, attempt: 1 } });
+    }
+  }
+  for await (const r of listAll(k, 'reconciling', stalledBefore)) {
+    if (r.lease_expires_at !== undefined && r.lease_expires_at > iso) continue;
+    reconcile.push({ id: id(), message: { kind: 'reconcile', tenant_id: r.tenant_id, transaction_id: r.transaction_id, reason: 'sweeper' } });
+  }
+  // Plans past their 15 minutes: planned → failed.
+  for await (const r of listAll(k, 'planned', iso)) {
+    if (r.plan === undefined || Date.parse(r.plan.expires_at) > now.getTime()) continue;
+    try {
+      await k.journal.transition(r, { operation: 'expire_plan', from: ['planned'], to: 'failed' }, RECEIPT_EVENTS.plan_expired);
+    } catch (err) {
+      if (!isAipError(err, 'transaction.state_conflict')) throw err;
+    }
+  }
+  // Pending approvals past their expiry (tenants named in the configuration).
+  for (const tenant_id of Object.keys(k.config.tenants)) {
+    const page = await k.deps.approvals.listPending({ tenant_id, expires_before: iso, limit: 100 });
+    for (const a of page.items) await expireApproval(k, a);
+  }
+
+  let enqueued = 0;
+  if (reconcile.length > 0) enqueued += (await k.deps.reconcileQueue.sendBatch(reconcile)).sent.length;
+  if (invoke.length > 0) enqueued += (await k.deps.invokeQueue.sendBatch(invoke)).sent.length;
+  return { enqueued };
+}

@@ -1,0 +1,111 @@
+/**
+ * The governed action runtime: the API the Lambda handlers call.
+ *
+ * Execution model (docs/runtime.md): `submit` admits an action through the
+ * pipeline and enqueues an InvokeMessage (IDs and a fence only); the SQS
+ * worker's `runAttempt` leases, dispatches and settles; `reconcile` (the
+ * reconcile consumer) runs a governed reconcile action as the runtime's own
+ * service principal; `sweep` is the safety net.
+ */
+import { AipError } from '../errors/aip-error.js';
+import type { Action, TransactionResult } from '../protocol/index.js';
+import type { ApprovalRecord } from '../ports/approval-store.js';
+import { validateQueueMessage, type InvokeMessage, type ReconcileMessage } from '../ports/messages.js';
+import type { StoredStreamChunk } from '../ports/stream-store.js';
+import type { TransactionSelector } from '../ports/transaction-store.js';
+import { decideApproval, listApprovals, type ApprovalDecisionInput } from './approvals.js';
+import { runAttempt } from './attempts/worker.js';
+import type { RuntimeDeps } from './deps.js';
+import type { CallerIdentity } from './identity.js';
+import { Kernel } from './kernel.js';
+import { parseSubmission } from './pipeline/envelope.js';
+import { admit, prepare } from './pipeline/admit.js';
+import { validateAction } from '../protocol/index.js';
+import { cancel, getAction, getTransaction, listOperator, readStream, type OperatorItem, type OperatorQuery } from './reads.js';
+import { reconcileMessage, sweep } from './reconciliation.js';
+import type { AttemptOutcome, DecisionOutcome, PageOf, ReconcileOutcome, SubmitOutcome } from './types.js';
+
+export class Runtime {
+  readonly #k: Kernel;
+
+  constructor(deps: RuntimeDeps) {
+    this.#k = new Kernel(deps);
+  }
+
+  /**
+   * Admits a native Action or a TransactionRequest. `opts.tenant_id` selects
+   * one of the caller's tenants when the action names none. The body never
+   * supplies identity: the tenant must be one of the caller's memberships.
+   */
+  async submit(caller: CallerIdentity, body: unknown, opts: { tenant_id?: string; trusted?: false } = {}): Promise<SubmitOutcome> {
+    // 1. core envelope validation; 2. TransactionRequest checks
+    const parsed = parseSubmission(caller, body);
+    const adm = await prepare(this.#k, caller, parsed.action, {
+      ...(opts.tenant_id !== undefined ? { tenant_id: opts.tenant_id } : {}),
+      ...(parsed.request !== undefined ? { request: parsed.request } : {}),
+    });
+    return admit(this.#k, adm);
+  }
+
+  /**
+   * The only route to claim_direct_commit: a trusted in-process call that
+   * bypasses the public envelope's plan_id rule (the rest of the pipeline
+   * still applies). Needs requires_plan_before_commit = false.
+   */
+  async trustedDirectCommit(caller: CallerIdentity, action: Action): Promise<SubmitOutcome> {
+    if (action?.transaction?.mode !== 'commit') throw new AipError('runtime.mode_unsupported', 'trustedDirectCommit takes a commit action', { details: { mode: action?.transaction?.mode ?? null } });
+    const { transaction, ...rest } = action;
+    // The core validator's commit rule does not apply on this branch: validate the envelope without it, then restore the context.
+    const checked = validateAction({ ...rest, transaction: { ...transaction, mode: 'execute' } });
+    const restored: Action = { ...checked, transaction: { ...(checked.transaction as NonNullable<Action['transaction']>), mode: 'commit' } };
+    const adm = await prepare(this.#k, caller, restored, { trusted_direct_commit: true });
+    return admit(this.#k, adm);
+  }
+
+  /** The SQS worker: one crash-safe attempt. `retry: true` means "let the message be redelivered". */
+  async runAttempt(message: InvokeMessage): Promise<AttemptOutcome> {
+    const m = validateQueueMessage(message);
+    if (m.kind !== 'invoke') throw new AipError('queue.message_invalid', undefined, { details: { reason: 'kind_not_accepted:reconcile' } });
+    return runAttempt(this.#k, m);
+  }
+
+  /** The reconcile consumer. */
+  async reconcile(message: ReconcileMessage): Promise<ReconcileOutcome> {
+    const m = validateQueueMessage(message);
+    if (m.kind !== 'reconcile') throw new AipError('queue.message_invalid', undefined, { details: { reason: 'kind_not_accepted:invoke' } });
+    return reconcileMessage(this.#k, m);
+  }
+
+  /** The safety net: overdue outcome_unknown records, stalled attempts, expired plans and approvals. */
+  async sweep(now?: Date): Promise<{ enqueued: number }> {
+    return sweep(this.#k, now);
+  }
+
+  async decideApproval(caller: CallerIdentity, tenant_id: string, approval_id: string, decision: ApprovalDecisionInput): Promise<DecisionOutcome> {
+    return decideApproval(this.#k, caller, tenant_id, approval_id, decision);
+  }
+
+  async listApprovals(caller: CallerIdentity, tenant_id: string, page?: { cursor?: string; limit?: number }): Promise<PageOf<ApprovalRecord>> {
+    return listApprovals(this.#k, caller, tenant_id, page);
+  }
+
+  async getAction(caller: CallerIdentity, tenant_id: string, action_id: string) {
+    return getAction(this.#k, caller, tenant_id, action_id);
+  }
+
+  async cancel(caller: CallerIdentity, tenant_id: string, action_id: string) {
+    return cancel(this.#k, caller, tenant_id, action_id);
+  }
+
+  async getTransaction(caller: CallerIdentity, selector: TransactionSelector, include?: { result?: boolean; receipts?: boolean }): Promise<TransactionResult> {
+    return getTransaction(this.#k, caller, selector, include);
+  }
+
+  async listOperator(caller: CallerIdentity, query: OperatorQuery): Promise<PageOf<OperatorItem>> {
+    return listOperator(this.#k, caller, query);
+  }
+
+  async readStream(caller: CallerIdentity, tenant_id: string, action_id: string, after?: number): Promise<PageOf<StoredStreamChunk>> {
+    return readStream(this.#k, caller, tenant_id, action_id, after);
+  }
+}

@@ -1,0 +1,44 @@
+/**
+ * The transaction view: a durable record projected to the wire
+ * TransactionResult. `requires_human` and `cancelled` are projected from the
+ * surrounding action (and escalation); they are never durable statuses.
+ */
+import type { ActionResult, Receipt, TransactionResult } from '../protocol/index.js';
+import type { TransactionRecord } from '../ports/transaction-store.js';
+import { projectProtocolStatus } from '../transactions/state-machine.js';
+import type { Kernel } from './kernel.js';
+
+export interface ViewOptions {
+  /** Status of the surrounding action (e.g. `requires_human`, `cancelled`). */
+  readonly action_status?: string;
+  /** The terminal action result to include. */
+  readonly action_result?: ActionResult;
+  readonly receipts?: readonly Receipt[];
+}
+
+export function toTransactionResult(record: TransactionRecord, options: ViewOptions = {}): TransactionResult {
+  const status = projectProtocolStatus(record.status, { action_status: options.action_status, escalated: record.escalated_at !== undefined });
+  return {
+    transaction_id: record.transaction_id,
+    ...(record.plan_id !== undefined ? { plan_id: record.plan_id } : {}),
+    status,
+    ...(options.action_result !== undefined ? { action_result: options.action_result } : {}),
+    ...(record.plan !== undefined ? { plan: record.plan } : {}),
+    ...(record.provider_operation !== undefined ? { provider_operation: record.provider_operation } : {}),
+    ...(record.reconciliation_cursor !== undefined ? { reconciliation_cursor: record.reconciliation_cursor } : {}),
+    ...(record.status === 'outcome_unknown' && record.next_reconcile_at !== undefined ? { earliest_reconcile_at: record.next_reconcile_at } : {}),
+    ...(options.receipts !== undefined ? { receipts: [...options.receipts] } : {}),
+  };
+}
+
+/** The whole receipt chain of a record, in order. */
+export async function readReceipts(k: Kernel, record: Pick<TransactionRecord, 'tenant_id' | 'transaction_id'>): Promise<Receipt[]> {
+  const out: Receipt[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await k.deps.transactions.listReceipts({ tenant_id: record.tenant_id, transaction_id: record.transaction_id, limit: 100, ...(cursor !== undefined ? { cursor } : {}) });
+    for (const r of page.items) out.push(r.receipt);
+    cursor = page.cursor;
+  } while (cursor !== undefined);
+  return out;
+}
