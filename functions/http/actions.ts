@@ -125,4 +125,3 @@ export const getActionHandler = createGetActionHandler(production);
 export const cancelActionHandler = createCancelActionHandler(production);
 export const streamActionHandler = createStreamActionHandler(production);
 
-export { header, isAipError };

@@ -2,16 +2,46 @@
  * The runtime the deployed HTTP handlers use: the container-wide Runtime of
  * the composition root (./bootstrap.ts `getRuntime`, built lazily from the
  * function environment on the first invocation; in-process hosts install
- * their own with `installRuntime`).
+ * their own with `installRuntime`), adapted to the edge's RuntimeApi.
  *
- * The assignment below is the compile-time check that the Runtime satisfies
- * the edge's RuntimeApi (./runtime-api.ts). If the two drift, this line is
- * where tsc says so; adapt here, not in the handlers.
+ * The `CoreRuntime` assignment is the compile-time check that the Runtime
+ * satisfies the edge's contract. If the two drift, tsc reports it here;
+ * adapt here, not in the handlers.
+ *
+ * `capabilities` and `health` are used when the Runtime has them. Until it
+ * does: GET /v1/capabilities answers 501 `connector.operation_unsupported`,
+ * and GET /v1/health answers `{status: "ok"}` once the Runtime could be built
+ * (its construction loads configuration and admits the connector manifests;
+ * a failed build is a 500 on every route).
  */
+import { AipError } from '../../lib/errors/aip-error.js';
 import { getRuntime } from './bootstrap.js';
 import type { RuntimeApi } from './runtime-api.js';
 
+export type CoreRuntime = Omit<RuntimeApi, 'capabilities' | 'health'> & Partial<Pick<RuntimeApi, 'capabilities' | 'health'>>;
+
+export function toRuntimeApi(core: CoreRuntime): RuntimeApi {
+  return {
+    submit: (caller, body, opts) => core.submit(caller, body, opts),
+    getAction: (caller, tenant, id) => core.getAction(caller, tenant, id),
+    cancel: (caller, tenant, id) => core.cancel(caller, tenant, id),
+    readStream: (caller, tenant, id, after) => core.readStream(caller, tenant, id, after),
+    getTransaction: (caller, selector, include) => core.getTransaction(caller, selector, include),
+    listOperator: (caller, query) => core.listOperator(caller, query),
+    listApprovals: (caller, tenant, page) => core.listApprovals(caller, tenant, page),
+    decideApproval: (caller, tenant, id, decision) => core.decideApproval(caller, tenant, id, decision),
+    capabilities: async (caller, tenant) => {
+      if (typeof core.capabilities === 'function') return core.capabilities(caller, tenant);
+      throw new AipError('connector.operation_unsupported', 'This runtime does not list capabilities');
+    },
+    health: async (caller) => (typeof core.health === 'function' ? core.health(caller) : { status: 'ok' }),
+  };
+}
+
+let adapted: { core: unknown; api: RuntimeApi } | undefined;
+
 export async function productionRuntime(): Promise<RuntimeApi> {
-  const runtime: RuntimeApi = await getRuntime();
-  return runtime;
+  const core: CoreRuntime = await getRuntime();
+  if (adapted?.core !== core) adapted = { core, api: toRuntimeApi(core) };
+  return adapted.api;
 }

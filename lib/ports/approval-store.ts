@@ -21,6 +21,9 @@
  * - `approval.expired`: decide after expires_at (details expires_at).
  * - `approval.not_expired`: expire before expires_at.
  * - `approval.state_conflict`: pending but at another revision (lost race).
+ * - `approval.self_approval_forbidden` (403): the requester tried to APPROVE
+ *   while policy.allow_self_approval is false (checked inside the write;
+ *   the requester may always deny, i.e. withdraw, their own request).
  * - `approval.invalid_record`, `approval.invalid_listing`,
  *   `transaction.store_unavailable`, `transaction.record_too_large`.
  *

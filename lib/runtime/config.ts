@@ -6,7 +6,8 @@
  */
 import * as z from 'zod';
 import { AipError } from '../errors/aip-error.js';
-import { IdSchema, PrincipalSchema, ScopeSchema, TRANSACTION_MODES } from '../protocol/index.js';
+import { IdSchema, PrincipalSchema, ScopeSchema } from '../protocol/index.js';
+import { TRANSACTION_MODES } from '../transactions/status.js';
 import { DEFAULT_IDEMPOTENCY_RETENTION_SECONDS } from '../ports/idempotency-store.js';
 
 /** A tenant approval policy: which capabilities and modes need an approval. */

@@ -180,7 +180,10 @@ export class DynamoApprovalStore implements ApprovalStore {
     b.condition(`${b.n('revision')} = ${b.v(expected)}`);
     b.condition(`${b.n('expires_at')} > ${b.v(iso)}`);
     // Defence in depth: the policy's self-approval rule holds even if a caller forgot it.
-    b.condition(`${b.n('requested_by')}.${b.n('id')} <> ${b.v(input.decided_by.id)} OR ${b.n('policy')}.${b.n('allow_self_approval')} = ${b.v(true)}`);
+    // Only approving is guarded: a requester may always deny (withdraw) their own request.
+    if (input.decision === 'approved') {
+      b.condition(`${b.n('requested_by')}.${b.n('id')} <> ${b.v(input.decided_by.id)} OR ${b.n('policy')}.${b.n('allow_self_approval')} = ${b.v(true)}`);
+    }
     b.set('status', input.decision);
     b.set('decision', decision);
     b.set('revision', expected + 1);
@@ -196,7 +199,7 @@ export class DynamoApprovalStore implements ApprovalStore {
     }
     if (old.revision !== expected) throw this.stateConflict(input, 'decide', old, expected);
     const requester = old.requested_by as { id?: unknown } | undefined;
-    if (requester?.id === input.decided_by.id) {
+    if (input.decision === 'approved' && requester?.id === input.decided_by.id) {
       throw new AipError('approval.self_approval_forbidden', 'The requester may not decide this approval', { details: { approval_id: input.approval_id, policy_id: (old.policy as { policy_id?: unknown } | undefined)?.policy_id } });
     }
     throw this.stateConflict(input, 'decide', old, expected);

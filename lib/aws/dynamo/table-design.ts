@@ -52,7 +52,7 @@ export const ITEM_TYPES = {
   receipt: 'receipt',
   /** Uniqueness guard: one plan ID per tenant maps to one transaction. */
   planRef: 'plan_ref',
-  // Reserved for later issues (keys below).
+  // Runtime stores (lib/aws/dynamo/{action,idempotency,approval,stream,route}-store.ts).
   action: 'action',
   idempotency: 'idempotency',
   approval: 'approval',
@@ -80,7 +80,7 @@ export const keys = {
   statusIndex: (status: string, escalated = false) => (escalated ? `STATUS#${status}#escalated` : `STATUS#${status}`),
   statusIndexSort: (time: string, tenant: string, transactionId: string) => `${time}#${tenant}#${transactionId}`,
 
-  // --- reserved for later issues (documented in docs/table-design.md) -------
+  // --- runtime stores (documented in docs/table-design.md) ------------------
   action: (tenant: string, actionId: string) => ({ PK: `ACTION#${tenant}#${actionId}`, SK: 'ACTION' }),
   /** Idempotency keys may contain `#`: the key component is their sha256 hex. */
   idempotency: (tenant: string, principalId: string, keyHash: string) => ({ PK: `IDEM#${tenant}#${principalId}#${keyHash}`, SK: 'IDEM' }),

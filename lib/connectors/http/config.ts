@@ -371,3 +371,13 @@ export const HttpConnectorConfigSchema = z
   });
 export type HttpConnectorConfig = z.input<typeof HttpConnectorConfigSchema>;
 export type ParsedHttpConnectorConfig = z.output<typeof HttpConnectorConfigSchema>;
+
+/** Authoring types (what a configuration file may contain, defaults not yet applied). */
+export type RequestSpecConfig = z.input<typeof RequestSpecSchema>;
+export type EffectOperationConfig = z.input<typeof EffectOperationSchema>;
+export type StatusLookupConfig = z.input<typeof StatusLookupSchema>;
+export type CancelSpecConfig = z.input<typeof CancelSpecSchema>;
+export type ProbeSpecConfig = z.input<typeof ProbeSpecSchema>;
+export type PlanSpecConfig = z.input<typeof PlanSpecSchema>;
+export type ErrorRuleConfig = z.input<typeof ErrorRuleSchema>;
+export type HttpCapabilityConfigInput = z.input<typeof HttpCapabilityConfigSchema>;

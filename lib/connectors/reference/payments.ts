@@ -24,7 +24,8 @@
  *   `404` proves nothing was created (the failure becomes certain), `200`
  *   yields the operation ID to checkpoint.
  */
-import type { HttpConnectorConfig, Mapping } from '../http/config.js';
+import type { CancelSpecConfig, EffectOperationConfig, ErrorRuleConfig, HttpConnectorConfig, Mapping, ProbeSpecConfig, RequestSpecConfig, StatusLookupConfig } from '../http/config.js';
+import type { TransactionContract } from '../../protocol/index.js';
 import { HttpConnector, type HttpConnectorDeps } from '../http/connector.js';
 
 export interface PaymentsConnectorOptions {
@@ -139,15 +140,15 @@ const refundFromOperationView: Mapping = {
 };
 
 /** Did an uncertain mutation create an operation? Lookup by the derived idempotency key. */
-const probeByKey = {
+const probeByKey: ProbeSpecConfig = {
   request: { method: 'GET', path: '/v1/operations', query: { idempotency_key: { context: 'idempotency_key' } } },
   found_statuses: [200],
   absent_statuses: [404],
   provider_operation: { pointer: '/operation_id' },
   status_pointer: '/status',
-} as const;
+};
 
-const refundRequest = {
+const refundRequest: RequestSpecConfig = {
   method: 'POST',
   path: '/v1/refunds',
   body: {
@@ -155,25 +156,25 @@ const refundRequest = {
     '/amount': { from: '/amount', optional: true },
     '/metadata': { from: '/metadata', optional: true },
   },
-} as const;
+};
 
-const refundEffect = {
+const refundEffect: EffectOperationConfig = {
   request: refundRequest,
   provider_operation: { pointer: '/operation_id' },
   pending: { pointer: '/status', values: ['pending'] },
   output: refundFromRefundView,
   completed_output: refundFromOperationView,
   probe: probeByKey,
-} as const;
+};
 
-const cancelOperation = {
+const cancelOperation: CancelSpecConfig = {
   request: { method: 'POST', path: '/v1/operations/{$provider_operation_id}/cancel', body: {} },
   accepted_statuses: [200],
   rejected_statuses: [409],
   status_pointer: '/status',
-} as const;
+};
 
-function operationLookup(output: Mapping) {
+function operationLookup(output: Mapping): StatusLookupConfig {
   return {
     request: { method: 'GET', path: '/v1/operations/{$provider_operation_id}' },
     status_pointer: '/status',
@@ -181,11 +182,11 @@ function operationLookup(output: Mapping) {
     failed: ['failed', 'canceled'],
     output,
     cursor_pointer: '/updated_at',
-  } as const;
+  };
 }
 
 /** Provider error vocabulary → typed failures (first match wins). */
-const paymentsErrors: HttpConnectorConfig['errors'] = [
+const paymentsErrors: ErrorRuleConfig[] = [
   {
     status: 402,
     match: { pointer: '/error/type', equals: ['card_declined'] },
@@ -234,11 +235,11 @@ export function paymentsConnectorConfig(options: PaymentsConnectorOptions = {}):
   const execution = { supports_cancel: true, supports_streaming: false, supports_retry: true, timeout_ms };
   const credentials = { required: true, kind: 'api_key' };
   const idempotency = { required: false, downstream_idempotent: true };
-  const transaction = {
+  const transaction: TransactionContract = {
     modes: ['dry_run', 'plan', 'execute', 'commit', 'compensate', 'reconcile'],
     dry_run_fidelity: 'policy_and_schema',
     requires_plan_before_commit: false,
-  } as const;
+  };
   const handle = options.credentialHandle ?? DEFAULT_PAYMENTS_CREDENTIAL_HANDLE;
   return {
     connector_id: options.connectorId ?? 'payments',

@@ -118,12 +118,15 @@ describe('decide: one decision only', () => {
     expect(err).toMatchObject({ code: 'approval.state_conflict', details: { current_revision: 1, expected_revision: 5 } });
   });
 
-  it('the requester may not decide unless the policy allows self-approval', async () => {
+  it('the requester may not approve unless the policy allows self-approval (but may deny)', async () => {
     const input = approvalInput();
     await s.approvals.create(input);
     const err = await aipError(s.approvals.decide({ tenant_id: TENANT, approval_id: input.approval_id, expected_revision: 1, decision_id: 'self', decided_by: PRINCIPAL, decision: 'approved' }));
     expect(err.code).toBe('approval.self_approval_forbidden');
     expect(err.httpStatus).toBe(403);
+
+    // Denying (withdrawing) one's own request is always allowed.
+    expect((await s.approvals.decide({ tenant_id: TENANT, approval_id: input.approval_id, expected_revision: 1, decision_id: 'withdraw', decided_by: PRINCIPAL, decision: 'denied' })).status).toBe('denied');
 
     const allowed = approvalInput({ policy: { ...input.policy, allow_self_approval: true } });
     await s.approvals.create(allowed);

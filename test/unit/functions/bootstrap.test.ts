@@ -1,0 +1,117 @@
+/**
+ * The composition root's environment validation (functions/shared/bootstrap.ts).
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { BootstrapConfigError, FUNCTION_ENV, OPTIONAL_ENV, readBootstrapSettings, settingsToEnv } from '../../../functions/shared/bootstrap.js';
+
+const runtimeConfig = {
+  envName: 'local',
+  auth: { issuer: 'https://aip.local/dev', audience: 'aip-local', jwksUrl: 'https://aip.local/dev/.well-known/jwks.json', algorithms: ['ES256'] },
+  connectors: [{ id: 'payments', credentials: [{ handle: 'api_key', tenantId: 'demo', secret: 'aip/local/payments' }] }],
+  approvalPolicies: [{ id: 'pay', connector: 'payments', modes: ['commit'], approverScopes: ['aip:approve'], minApprovals: 1, expiresAfterSeconds: 3600 }],
+};
+
+const validEnv = (): NodeJS.ProcessEnv => ({
+  [FUNCTION_ENV.tableName]: 'aip-local',
+  [FUNCTION_ENV.invokeQueueUrl]: 'http://127.0.0.1:9324/000000000000/aip-local-invoke',
+  [FUNCTION_ENV.reconcileQueueUrl]: 'http://127.0.0.1:9324/000000000000/aip-local-reconcile',
+  [FUNCTION_ENV.reconcileQueueArn]: 'arn:aws:sqs:us-east-1:000000000000:aip-local-reconcile',
+  [FUNCTION_ENV.scheduleGroupName]: 'aip-local-reconcile',
+  [FUNCTION_ENV.schedulerRoleArn]: 'arn:aws:iam::000000000000:role/aip-local-scheduler',
+  [FUNCTION_ENV.runtimeConfig]: JSON.stringify(runtimeConfig),
+});
+
+function issuesOf(env: NodeJS.ProcessEnv): { variable: string; message: string }[] {
+  try {
+    readBootstrapSettings(env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(BootstrapConfigError);
+    return [...(err as BootstrapConfigError).issues];
+  }
+  throw new Error('expected a BootstrapConfigError');
+}
+
+describe('readBootstrapSettings', () => {
+  it('reads a complete environment with defaults for the optional variables', () => {
+    const settings = readBootstrapSettings({ ...validEnv(), AWS_ENDPOINT_URL: 'http://127.0.0.1:4566', AWS_ENDPOINT_URL_SQS: 'http://127.0.0.1:9324' });
+    expect(settings).toMatchObject({
+      tableName: 'aip-local',
+      reconcileQueueArn: 'arn:aws:sqs:us-east-1:000000000000:aip-local-reconcile',
+      scheduleGroup: 'aip-local-reconcile',
+      servicePrincipal: { id: 'aip-runtime', kind: 'service' },
+      credentials: { source: 'secrets-manager' },
+      connectorEndpoints: {},
+      runtimeSettings: {},
+      endpoints: { dynamodb: 'http://127.0.0.1:4566', sqs: 'http://127.0.0.1:9324', scheduler: 'http://127.0.0.1:4566', secretsManager: 'http://127.0.0.1:4566' },
+    });
+    expect(settings.runtimeConfig.connectors[0]?.id).toBe('payments');
+  });
+
+  it('names every missing or malformed variable at once, without echoing values', () => {
+    const env = validEnv();
+    delete env[FUNCTION_ENV.tableName];
+    env[FUNCTION_ENV.invokeQueueUrl] = 'not a url';
+    env[FUNCTION_ENV.schedulerRoleArn] = 'arn:aws:iam::000000000000:user/secret-looking-value';
+    const issues = issuesOf(env);
+    expect(issues.map((i) => i.variable).sort()).toEqual([FUNCTION_ENV.invokeQueueUrl, FUNCTION_ENV.schedulerRoleArn, FUNCTION_ENV.tableName].sort());
+    expect(JSON.stringify(issues)).not.toContain('secret-looking-value');
+    expect(() => readBootstrapSettings(env)).toThrow(/AIP_TABLE_NAME: is required/);
+  });
+
+  it('points into the runtime configuration JSON for a bad field', () => {
+    const env = validEnv();
+    env[FUNCTION_ENV.runtimeConfig] = JSON.stringify({ ...runtimeConfig, connectors: [{ id: 'bad id!', credentials: [] }] });
+    const issues = issuesOf(env);
+    expect(issues.some((i) => i.variable === `${FUNCTION_ENV.runtimeConfig}: connectors[0].id`)).toBe(true);
+    env[FUNCTION_ENV.runtimeConfig] = '{not json';
+    expect(issuesOf(env)).toEqual([{ variable: FUNCTION_ENV.runtimeConfig, message: 'is not valid JSON' }]);
+  });
+
+  it('reads JSON variables from a file path, relative to cwd', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'aip-bootstrap-'));
+    writeFileSync(join(dir, 'runtime.json'), JSON.stringify(runtimeConfig));
+    writeFileSync(join(dir, 'creds.json'), JSON.stringify({ references: [{ connector_id: 'payments', handle: 'api_key', tenant_id: 'demo', env: 'PAYMENTS_KEY' }] }));
+    const settings = readBootstrapSettings(
+      { ...validEnv(), [FUNCTION_ENV.runtimeConfig]: 'runtime.json', [OPTIONAL_ENV.localCredentials]: join(dir, 'creds.json') },
+      { cwd: dir },
+    );
+    expect(settings.runtimeConfig.envName).toBe('local');
+    expect(settings.credentials).toEqual({ source: 'local', references: [{ connector_id: 'payments', handle: 'api_key', tenant_id: 'demo', env: 'PAYMENTS_KEY' }] });
+    expect(issuesOf({ ...validEnv(), [FUNCTION_ENV.runtimeConfig]: 'missing.json' })).toEqual([
+      { variable: FUNCTION_ENV.runtimeConfig, message: 'is neither JSON nor the path of an existing file' },
+    ]);
+  });
+
+  it('validates the optional variables', () => {
+    const issues = issuesOf({
+      ...validEnv(),
+      [OPTIONAL_ENV.servicePrincipal]: 'has spaces',
+      [OPTIONAL_ENV.connectorEndpoints]: JSON.stringify({ payments: 'ftp://x' }),
+      [OPTIONAL_ENV.localCredentials]: JSON.stringify({ references: [{ connector_id: 'payments', handle: 'api_key', tenant_id: 'demo', value: 'sk' }] }),
+      [OPTIONAL_ENV.runtimeSettings]: '[1]',
+    });
+    const variables = issues.map((i) => i.variable);
+    expect(variables).toContain(OPTIONAL_ENV.servicePrincipal);
+    expect(variables).toContain(`${OPTIONAL_ENV.connectorEndpoints}: payments`);
+    expect(variables.some((v) => v.startsWith(OPTIONAL_ENV.localCredentials))).toBe(true);
+    expect(variables).toContain(OPTIONAL_ENV.runtimeSettings);
+    expect(issuesOf({ ...validEnv(), [OPTIONAL_ENV.connectorEndpoints]: JSON.stringify({ ledger: 'http://127.0.0.1:1' }) })).toEqual([
+      { variable: `${OPTIONAL_ENV.connectorEndpoints}: ledger`, message: 'is not an enabled connector (enabled: payments)' },
+    ]);
+  });
+
+  it('round-trips through settingsToEnv', () => {
+    const settings = readBootstrapSettings({
+      ...validEnv(),
+      [OPTIONAL_ENV.servicePrincipal]: 'svc-local',
+      [OPTIONAL_ENV.connectorEndpoints]: JSON.stringify({ payments: 'http://127.0.0.1:4010' }),
+      [OPTIONAL_ENV.runtimeSettings]: JSON.stringify({ stall_after_ms: 60_000 }),
+    });
+    const again = readBootstrapSettings(settingsToEnv(settings));
+    expect({ ...again, endpoints: {} }).toEqual({ ...settings, endpoints: {} });
+    expect(again.servicePrincipal).toEqual({ id: 'svc-local', kind: 'service' });
+  });
+});
