@@ -97,6 +97,17 @@ export const ERROR_CATALOGUE = {
   'credentials.secret_not_serializable': entry('internal', 500, false, 'ConnectorSecret cannot be serialized'),
   'credentials.secret_disposed': entry('internal', 500, false, 'The ConnectorSecret was disposed and its bytes zeroed'),
   'credentials.handle_invalid': entry('validation', 400, false, 'The credential handle ID is not a valid opaque ID'),
+  // declarative HTTP connector and reference connectors (lib/connectors/http, lib/connectors/reference; issue 3 §9)
+  'connector.provider_unreachable': entry('temporary', 503, true, 'The provider could not be reached; the request was not sent', 1_000),
+  'connector.provider_connection_lost': entry('temporary', 502, false, 'The connection to the provider broke after the request may have been sent; the outcome is uncertain'),
+  'connector.provider_response_invalid': entry('internal', 502, false, 'The provider response could not be read or mapped'),
+  'connector.provider_rejected': entry('permanent', 502, false, 'The provider rejected the request'),
+  'connector.provider_unavailable': entry('temporary', 503, true, 'The provider failed with a server error', 1_000),
+  'connector.provider_rate_limited': entry('rate_limited', 429, true, 'The provider throttled the request', 1_000),
+  'connector.provider_auth_failed': entry('permanent', 502, false, 'The provider rejected the connector credential'),
+  'connector.provider_operation_failed': entry('permanent', 502, false, 'The provider reports the operation as failed or canceled'),
+  'connector.provider_operation_unknown': entry('conflict', 409, false, 'No provider operation reference is known for this action'),
+  'connector.attempt_cancelled': entry('conflict', 409, false, 'The attempt was cancelled while the provider request was pending'),
 
   // --- runtime stores (lib/ports/{action,idempotency,approval,route,stream}-store.ts) ---
   'action.already_exists': entry('conflict', 409, false, 'An action with this ID already exists in the tenant'),

@@ -208,7 +208,12 @@ export class HttpConnector extends FrozenConnectorBase {
         ...(ops.reconcile !== undefined ? { reconcile: present } : {}),
       } as CapabilityDefinition<z.ZodType, z.ZodType, z.ZodType>['handlers'];
       const support = deriveSupport(
-        { handlers, ...(c.retry !== undefined ? { retry: c.retry } : {}), ...(c.approval !== undefined ? { approval: c.approval } : {}) },
+        {
+          handlers,
+          ...(c.retry !== undefined ? { retry: c.retry } : {}),
+          ...(c.approval !== undefined ? { approval: c.approval } : {}),
+          ...(c.contract !== undefined ? { contract: capability.data } : {}),
+        },
         cfg.auth.type !== 'none',
       );
       caps.set(c.id, {

@@ -1,0 +1,83 @@
+/**
+ * Human-readable rendering for the `aip` CLI. `--json` bypasses all of it.
+ */
+import type { ActionState, Page, SubmitResult, TransactionResult } from '../../lib/client/index.js';
+import type { ActionResult, ProtocolError } from '../../lib/protocol/index.js';
+
+function indent(text: string, by = '  '): string {
+  return text
+    .split('\n')
+    .map((l) => by + l)
+    .join('\n');
+}
+
+function json(value: unknown): string {
+  return JSON.stringify(value, null, 2);
+}
+
+function formatError(e: ProtocolError): string {
+  const lines = [`error:   ${e.code}: ${e.message}`, `         category ${e.category}, ${e.retryable ? 'retryable' : 'not retryable'}`];
+  if (e.uncertain_outcome) lines.push('         outcome uncertain: reconciliation decides what happened');
+  if (e.provider_operation) lines.push(`         provider operation ${e.provider_operation.provider}/${e.provider_operation.operation_id}`);
+  return lines.join('\n');
+}
+
+export function formatResult(result: ActionResult): string {
+  const lines = [`status:  ${result.status}${result.replayed ? ' (replayed)' : ''}`];
+  if (result.completed_at) lines.push(`at:      ${result.completed_at}`);
+  if (result.error) lines.push(formatError(result.error));
+  if (result.output !== undefined) lines.push('output:', indent(json(result.output)));
+  return lines.join('\n');
+}
+
+function formatTransaction(t: TransactionResult): string {
+  const lines = [`transaction ${t.transaction_id}: ${t.status}`];
+  if (t.plan_id) lines.push(`  plan:      ${t.plan_id}`);
+  if (t.provider_operation) lines.push(`  provider:  ${t.provider_operation.provider}/${t.provider_operation.operation_id}`);
+  if (t.earliest_reconcile_at) lines.push(`  reconcile: not before ${t.earliest_reconcile_at}`);
+  if (t.plan) lines.push(`  plan expires ${t.plan.expires_at}${t.plan.approval_required ? ', approval required' : ''}`);
+  if (t.action_result) lines.push(indent(formatResult(t.action_result)));
+  if (t.receipts?.length) {
+    lines.push('  receipts:');
+    for (const r of t.receipts) lines.push(`    #${r.seq} ${r.at} ${r.event} -> ${r.status} (rev ${r.revision}) ${r.hash.slice(0, 12)}…`);
+  }
+  return lines.join('\n');
+}
+
+export function formatSubmit(res: SubmitResult): string {
+  const lines = [`action ${res.action_id} (tenant ${res.tenant_id}): ${res.disposition}, HTTP ${res.http_status}`, formatResult(res.action_result)];
+  if (res.transaction_result) lines.push(formatTransaction(res.transaction_result));
+  if (res.disposition === 'accepted' && !['completed', 'failed', 'cancelled'].includes(res.action_result.status)) {
+    lines.push(`follow:  aip wait ${res.action_id}`);
+  }
+  if (res.action_result.status === 'requires_human') lines.push('next:    an approver decides with `aip approvals` and `aip approve <approval-id>`');
+  return lines.join('\n');
+}
+
+export function formatState(state: ActionState): string {
+  const lines = [`action ${state.action_result.action_id}`, formatResult(state.action_result)];
+  if (state.transaction) lines.push(formatTransaction(state.transaction));
+  return lines.join('\n');
+}
+
+export { formatTransaction };
+
+const COLUMNS = ['tenant_id', 'transaction_id', 'approval_id', 'action_id', 'capability_id', 'status', 'expires_at', 'next_reconcile_at', 'updated_at'];
+
+/** A page of records as an aligned table of the well-known columns they have. */
+export function formatPage(page: Page, empty: string): string {
+  const items = page.items ?? [];
+  if (items.length === 0) return empty;
+  const cols = COLUMNS.filter((c) => items.some((i) => typeof i[c] === 'string' || typeof i[c] === 'number'));
+  if (cols.length === 0) return items.map((i) => json(i)).join('\n');
+  const cell = (i: Record<string, unknown>, c: string) => (i[c] === undefined || i[c] === null ? '-' : String(i[c]));
+  const widths = cols.map((c) => Math.max(c.length, ...items.map((i) => cell(i, c).length)));
+  const row = (values: string[]) => values.map((v, k) => v.padEnd(widths[k] ?? 0)).join('  ').trimEnd();
+  const lines = [row(cols), ...items.map((i) => row(cols.map((c) => cell(i, c))))];
+  if (page.cursor) lines.push(`(more: --cursor ${page.cursor})`);
+  return lines.join('\n');
+}
+
+export function formatJson(value: unknown): string {
+  return json(value);
+}

@@ -1,0 +1,120 @@
+/**
+ * API Gateway (REST) Lambda authorizer: verifies the JWT bearer token and
+ * answers with an IAM policy plus the caller's identity as context.
+ *
+ * Works as a TOKEN authorizer (identity source `method.request.header.Authorization`,
+ * recommended, with validation expression {@link AUTHORIZATION_HEADER_PATTERN})
+ * and as a REQUEST authorizer (it reads the Authorization header itself).
+ *
+ * Outcomes, as API Gateway turns them into responses:
+ * - valid token with a usable identity → Allow on the whole stage (so a
+ *   cached result is right for every route), context = identity (strings);
+ * - missing, malformed, expired, wrong issuer/audience, `alg: none`, unknown
+ *   key, bad signature → `throw new Error('Unauthorized')` → 401 (UNAUTHORIZED);
+ * - verified but unusable claims (no usable subject, bad principal kind,
+ *   wrong token_use) → Deny → 403 (ACCESS_DENIED);
+ * - keys unavailable (JWKS endpoint down) or a bad configuration → any other
+ *   error → 500 (AUTHORIZER_FAILURE; the stack maps it to a 503 problem).
+ *
+ * Configuration: the `auth` part of AIP_RUNTIME_CONFIG (JSON, or a path to a
+ * JSON file): issuer, audience, jwksUrl, algorithms, optional claims mapping
+ * and clock tolerance; `AIP_AUTH_CLAIMS` (a preset name or JSON) overrides the
+ * claims mapping. See docs/http-api.md.
+ */
+import { readFileSync } from 'node:fs';
+import middy from '@middy/core';
+import type { APIGatewayAuthorizerResult, APIGatewayRequestAuthorizerEvent, APIGatewayTokenAuthorizerEvent, Context } from 'aws-lambda';
+import { encodeAuthorizerContext } from '../lib/auth/authorizer-context.js';
+import { ClaimMappingError } from '../lib/auth/claims.js';
+import { parseClaimsOverride, verifierConfigFromRuntimeConfig } from '../lib/auth/config.js';
+import { allowResult, denyResult } from '../lib/auth/policy.js';
+import { createTokenVerifier, KeySourceUnavailableError, TokenRejectedError, type TokenVerifier } from '../lib/auth/verifier.js';
+import { FUNCTION_ENV } from '../infra/function-env.js';
+import { errorFacts } from './shared/logger.js';
+import { defaultObservability, powertoolsMiddlewares, type Observability } from './shared/observability.js';
+
+/** API Gateway identity validation expression for the Authorization header. */
+export const AUTHORIZATION_HEADER_PATTERN = '^[Bb]earer [-0-9A-Za-z._~+/]+=*$';
+export const CLAIMS_OVERRIDE_ENV = 'AIP_AUTH_CLAIMS';
+
+export type AuthorizerEvent = APIGatewayTokenAuthorizerEvent | APIGatewayRequestAuthorizerEvent;
+export type AuthorizerHandler = (event: AuthorizerEvent, context: Context) => Promise<APIGatewayAuthorizerResult>;
+
+export interface AuthorizerDeps {
+  /** The verifier, or a factory called once on the first invocation. */
+  readonly verifier: TokenVerifier | (() => TokenVerifier);
+  readonly observability?: Observability;
+}
+
+/** The error whose message API Gateway turns into a 401. */
+export function unauthorized(): Error {
+  return new Error('Unauthorized');
+}
+
+function authorizationHeader(event: AuthorizerEvent): string | undefined {
+  if (event.type === 'TOKEN') return event.authorizationToken;
+  const headers = event.headers ?? {};
+  for (const [k, v] of Object.entries(headers)) if (k.toLowerCase() === 'authorization' && typeof v === 'string') return v;
+  return undefined;
+}
+
+/** `Bearer <token>` → token; anything else → undefined. */
+export function bearerToken(value: string | undefined): string | undefined {
+  if (typeof value !== 'string') return undefined;
+  const m = /^bearer +([^\s]+)$/i.exec(value.trim());
+  return m?.[1];
+}
+
+/** Reads the verifier configuration from the function environment. */
+export function verifierFromEnv(env: NodeJS.ProcessEnv = process.env): TokenVerifier {
+  const raw = env[FUNCTION_ENV.runtimeConfig]?.trim();
+  if (!raw) throw new Error(`${FUNCTION_ENV.runtimeConfig} is not set`);
+  const json = raw.startsWith('{') ? raw : readFileSync(raw, 'utf8');
+  return createTokenVerifier(verifierConfigFromRuntimeConfig(json, parseClaimsOverride(env[CLAIMS_OVERRIDE_ENV])));
+}
+
+export function createAuthorizerHandler(deps: AuthorizerDeps): AuthorizerHandler {
+  let verifier: TokenVerifier | undefined;
+  let wrapped: AuthorizerHandler | undefined;
+
+  const build = (): AuthorizerHandler => {
+    const obs = deps.observability ?? defaultObservability();
+    const { logger } = obs;
+    const body = async (event: AuthorizerEvent): Promise<APIGatewayAuthorizerResult> => {
+      const token = bearerToken(authorizationHeader(event));
+      if (token === undefined) {
+        logger.info('authorizer: no bearer token');
+        throw unauthorized();
+      }
+      try {
+        verifier ??= typeof deps.verifier === 'function' ? deps.verifier() : deps.verifier;
+        const identity = await verifier.verify(token);
+        logger.debug('authorizer: allowed', { principal: `${identity.principal.kind}:${identity.principal.id}`, tenants: identity.tenants.length });
+        return allowResult(identity.principal.id, event.methodArn, encodeAuthorizerContext(identity));
+      } catch (err) {
+        if (err instanceof TokenRejectedError) {
+          logger.info('authorizer: token rejected', { reason: err.reason });
+          throw unauthorized();
+        }
+        if (err instanceof ClaimMappingError) {
+          logger.warn('authorizer: verified token denied', { reason: err.reason });
+          return denyResult('unmapped', event.methodArn);
+        }
+        if (err instanceof KeySourceUnavailableError) logger.error('authorizer: signing keys unavailable', errorFacts(err.cause));
+        else logger.error('authorizer: unexpected failure', errorFacts(err));
+        throw new Error('Authorizer unavailable');
+      }
+    };
+    const h = middy<AuthorizerEvent, APIGatewayAuthorizerResult>(body, { timeoutEarlyInMillis: 0 });
+    h.use(powertoolsMiddlewares(obs));
+    return (event, context) => h(event, context);
+  };
+
+  return (event, context) => {
+    wrapped ??= build();
+    return wrapped(event, context);
+  };
+}
+
+/** The deployed authorizer (`functions/authorizer.handler`). */
+export const handler: AuthorizerHandler = createAuthorizerHandler({ verifier: () => verifierFromEnv() });

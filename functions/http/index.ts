@@ -1,0 +1,29 @@
+/**
+ * Every HTTP route's handler, built with the given dependencies: what the
+ * local HTTP server (dev/local/http-server.ts) and the end-to-end tests run.
+ * The deployed Lambdas use the per-module exports named in routes.ts.
+ */
+import type { HttpDeps, ProxyHandler } from '../shared/route-handler.js';
+import { createCancelActionHandler, createGetActionHandler, createStreamActionHandler, createSubmitActionHandler } from './actions.js';
+import { createDecideApprovalHandler, createListApprovalsHandler } from './approvals.js';
+import { createGetHealthHandler, createGetOpenApiHandler, createListCapabilitiesHandler } from './meta.js';
+import type { RouteId } from './routes.js';
+import { createGetTransactionHandler, createListOperatorHandler } from './transactions.js';
+
+export function createHttpHandlers(deps: HttpDeps): Record<RouteId, ProxyHandler> {
+  return {
+    submitAction: createSubmitActionHandler(deps),
+    getAction: createGetActionHandler(deps),
+    cancelAction: createCancelActionHandler(deps),
+    streamAction: createStreamActionHandler(deps),
+    getTransaction: createGetTransactionHandler(deps),
+    listOperator: createListOperatorHandler(deps),
+    listApprovals: createListApprovalsHandler(deps),
+    decideApproval: createDecideApprovalHandler(deps),
+    listCapabilities: createListCapabilitiesHandler(deps),
+    getHealth: createGetHealthHandler(deps),
+    getOpenApi: createGetOpenApiHandler(deps),
+  };
+}
+
+export type { HttpDeps, ProxyHandler };

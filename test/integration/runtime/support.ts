@@ -1,0 +1,191 @@
+/**
+ * The runtime test harness: every store on one DynamoDB Local table, the
+ * invoke and reconcile queues on fauxqs (the real SqsMessageQueue), the
+ * worker driven with the messages actually received from the queue, and a
+ * recording ReconcileScheduler used ONLY to assert scheduling calls.
+ */
+import { randomUUID } from 'node:crypto';
+import { CreateQueueCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { inject } from 'vitest';
+import { createSqsClient } from '../../../lib/aws/clients.js';
+import { DynamoActionStore } from '../../../lib/aws/dynamo/action-store.js';
+import { DynamoApprovalStore } from '../../../lib/aws/dynamo/approval-store.js';
+import { DynamoIdempotencyStore } from '../../../lib/aws/dynamo/idempotency-store.js';
+import { DynamoRouteStore } from '../../../lib/aws/dynamo/route-store.js';
+import { DynamoStreamStore } from '../../../lib/aws/dynamo/stream-store.js';
+import { SqsMessageQueue, changeVisibility, deleteMessages, receiveMessages } from '../../../lib/aws/sqs/queue.js';
+import type { FrozenConnector } from '../../../lib/connectors/interfaces.js';
+import { isAipError } from '../../../lib/errors/aip-error.js';
+import type { CallerIdentity } from '../../../lib/auth/identity.js';
+import { decodeQueueMessage, type InvokeMessage, type ReconcileMessage } from '../../../lib/ports/messages.js';
+import type { CancelReconcileResult, ReconcileScheduleRef, ReconcileScheduler, ScheduleReconcileRequest, ScheduleReconcileResult } from '../../../lib/ports/scheduler.js';
+import { ArmedCrashPoints } from '../../../lib/runtime/crash-points.js';
+import { parseRuntimeConfig, type RuntimeConfigInput } from '../../../lib/runtime/config.js';
+import { staticConnectorHost, type HostedConnector } from '../../../lib/runtime/deps.js';
+import { CapabilityRegistry } from '../../../lib/runtime/registry.js';
+import { verifyReceiptChain } from '../../../lib/runtime/receipts.js';
+import { Runtime } from '../../../lib/runtime/runtime.js';
+import type { AttemptOutcome } from '../../../lib/runtime/types.js';
+import { createTestTable, type TestTable } from '../../support/dynamo.js';
+import { manualClock } from '../../support/transaction-fixtures.js';
+import type { DefinedConnector } from '../../../lib/connectors/define.js';
+
+export const TENANT = 'tenant-a';
+export const OTHER_TENANT = 'tenant-b';
+
+export function caller(id = 'agent-1', overrides: Partial<CallerIdentity> = {}): CallerIdentity {
+  return { principal: { id, kind: 'agent' }, tenants: [TENANT], scopes: ['pay:write', 'pay:approve', 'aip:approve'], ...overrides };
+}
+export const operator: CallerIdentity = { principal: { id: 'ops-1', kind: 'user' }, tenants: [TENANT], scopes: ['aip:operate', 'aip:approve', 'pay:approve'] };
+
+/** Records scheduler calls (assertions only; no behaviour is faked beyond recording). */
+export class RecordingScheduler implements ReconcileScheduler {
+  readonly scheduled: ScheduleReconcileRequest[] = [];
+  readonly cancelled: ReconcileScheduleRef[] = [];
+  async scheduleReconcile(request: ScheduleReconcileRequest): Promise<ScheduleReconcileResult> {
+    this.scheduled.push(request);
+    return { name: `rc-${request.transaction_id}`, created: true, at: request.at };
+  }
+  async cancelReconcile(ref: ReconcileScheduleRef): Promise<CancelReconcileResult> {
+    this.cancelled.push(ref);
+    return { name: `rc-${ref.transaction_id}`, deleted: true };
+  }
+  for(transaction_id: string): ScheduleReconcileRequest[] {
+    return this.scheduled.filter((s) => s.transaction_id === transaction_id);
+  }
+}
+
+let sqsClient: SQSClient | undefined;
+function sqs(): SQSClient {
+  sqsClient ??= createSqsClient({ endpoint: inject('sqsEndpoint') });
+  return sqsClient;
+}
+
+async function createQueue(name: string): Promise<string> {
+  const out = await sqs().send(new CreateQueueCommand({ QueueName: `${name}-${randomUUID().slice(0, 8)}`, Attributes: { VisibilityTimeout: '60' } }));
+  return out.QueueUrl as string;
+}
+
+export interface HarnessOptions {
+  readonly connectors: readonly (FrozenConnector | HostedConnector)[];
+  readonly config?: RuntimeConfigInput;
+  readonly prefix?: string;
+  /** Register these manifests instead of the connectors' own (e.g. to test registry rejection). */
+  readonly manifests?: readonly DefinedConnector[];
+}
+
+export interface Harness {
+  readonly runtime: Runtime;
+  readonly table: TestTable;
+  readonly clock: ReturnType<typeof manualClock>;
+  readonly crash: ArmedCrashPoints;
+  readonly scheduler: RecordingScheduler;
+  readonly stores: {
+    actions: DynamoActionStore;
+    idempotency: DynamoIdempotencyStore;
+    approvals: DynamoApprovalStore;
+    routes: DynamoRouteStore;
+    streams: DynamoStreamStore;
+  };
+  readonly invokeQueueUrl: string;
+  readonly reconcileQueueUrl: string;
+  readonly registry: CapabilityRegistry;
+  /** Receives the visible invoke messages (without running them). */
+  receiveInvokes(): Promise<{ message: InvokeMessage; receipt: string }[]>;
+  /** Receives every visible invoke message and runs runAttempt on it; crashed or deferred messages become visible again. */
+  drain(): Promise<AttemptOutcome[]>;
+  receiveReconciles(): Promise<ReconcileMessage[]>;
+  /** The receipt chain of a transaction, verified against the record's anchor. */
+  verifyChain(transaction_id: string): Promise<ReturnType<typeof verifyReceiptChain>>;
+  destroy(): Promise<void>;
+}
+
+export async function createHarness(options: HarnessOptions): Promise<Harness> {
+  const table = await createTestTable({ prefix: options.prefix ?? 'rt' });
+  const clock = manualClock();
+  const base = { client: table.client, tableName: table.tableName, now: clock.now };
+  const stores = {
+    actions: new DynamoActionStore(base),
+    idempotency: new DynamoIdempotencyStore(base),
+    approvals: new DynamoApprovalStore(base),
+    routes: new DynamoRouteStore(base),
+    streams: new DynamoStreamStore(base),
+  };
+  const [invokeQueueUrl, reconcileQueueUrl] = await Promise.all([createQueue('rt-invoke'), createQueue('rt-reconcile')]);
+  const invokeQueue = new SqsMessageQueue({ client: sqs(), queueUrl: invokeQueueUrl, accepts: ['invoke'] });
+  const reconcileQueue = new SqsMessageQueue({ client: sqs(), queueUrl: reconcileQueueUrl, accepts: ['reconcile'] });
+  const scheduler = new RecordingScheduler();
+  const crash = new ArmedCrashPoints();
+  const hosted = options.connectors.map((c) => ('connector' in c ? c : { connector: c }));
+  const manifests = (options.manifests ?? hosted.map((h) => h.connector as DefinedConnector)).map((c) => c.manifest());
+  const registry = CapabilityRegistry.fromManifests(manifests);
+  const runtime = new Runtime({
+    transactions: table.store,
+    ...stores,
+    invokeQueue,
+    reconcileQueue,
+    scheduler,
+    registry,
+    connectors: staticConnectorHost(hosted),
+    clock: { now: clock.now },
+    config: parseRuntimeConfig({ ...(options.config ?? {}), test_mode: true }, 'test'),
+    crashPoints: crash,
+  });
+
+  async function receiveRaw(url: string) {
+    const out: { body: string; receipt: string }[] = [];
+    for (;;) {
+      const batch = await receiveMessages(sqs(), url, { waitTimeSeconds: 0, maxMessages: 10 });
+      if (batch.length === 0) return out;
+      for (const m of batch) out.push({ body: m.Body ?? '', receipt: m.ReceiptHandle ?? '' });
+    }
+  }
+
+  async function receiveInvokes() {
+    const raw = await receiveRaw(invokeQueueUrl);
+    return raw.map((r) => ({ message: decodeQueueMessage(r.body) as InvokeMessage, receipt: r.receipt }));
+  }
+
+  return {
+    runtime,
+    table,
+    clock,
+    crash,
+    scheduler,
+    stores,
+    invokeQueueUrl,
+    reconcileQueueUrl,
+    registry,
+    receiveInvokes,
+    async drain() {
+      const outcomes: AttemptOutcome[] = [];
+      const received = await receiveInvokes();
+      for (const { message, receipt } of received) {
+        try {
+          const o = await runtime.runAttempt(message);
+          outcomes.push(o);
+          if (o.retry) await changeVisibility(sqs(), invokeQueueUrl, receipt, 0);
+          else await deleteMessages(sqs(), invokeQueueUrl, [receipt]);
+        } catch (err) {
+          // A crash: the message is not acknowledged and comes back.
+          await changeVisibility(sqs(), invokeQueueUrl, receipt, 0);
+          if (!isAipError(err, 'runtime.crash_injected')) throw err;
+        }
+      }
+      return outcomes;
+    },
+    async receiveReconciles() {
+      const raw = await receiveRaw(reconcileQueueUrl);
+      await deleteMessages(sqs(), reconcileQueueUrl, raw.map((r) => r.receipt));
+      return raw.map((r) => decodeQueueMessage(r.body) as ReconcileMessage);
+    },
+    async verifyChain(transaction_id: string) {
+      const record = await table.store.get({ tenant_id: TENANT, transaction_id });
+      const receipts = (await table.store.listReceipts({ tenant_id: TENANT, transaction_id, limit: 100 })).items.map((r) => r.receipt);
+      return verifyReceiptChain(receipts, { transaction_id, ...(record ? { expected_count: record.receipt_count, ...(record.receipt_head ? { expected_head: record.receipt_head } : {}) } : {}) });
+    },
+    async destroy() {
+      await table.destroy();
+    },
+  };
+}
