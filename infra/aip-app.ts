@@ -6,6 +6,7 @@
 import { join } from 'node:path';
 import { type App, Duration, Tags } from 'aws-cdk-lib';
 import type { AwsSolutionsChecks } from 'cdk-nag';
+import { aipFunctionDefinitions } from './aip-functions.js';
 import { type InfraConfig, loadInfraConfig, parseInfraConfig } from './config.js';
 import { type FunctionDefinition, PROJECT_ROOT } from './functions.js';
 import { applyNagChecks } from './nag.js';
@@ -17,17 +18,15 @@ export const CONFIG_CONTEXT_KEY = 'config';
 /** Used when no `config` context is given: a synth-only configuration with example.com endpoints. */
 export const DEFAULT_CONFIG_FILE = join(PROJECT_ROOT, 'infra', 'config.local.json');
 
-/**
- * The Lambda functions of the runtime. Each entry becomes a function in the
- * stateless stack with the grants it declares (infra/functions.ts).
- */
-export const AIP_FUNCTIONS: readonly FunctionDefinition[] = [];
-
 export interface AipAppOptions {
   /** Use this configuration instead of reading the `config` context. */
   readonly config?: InfraConfig;
-  /** @default AIP_FUNCTIONS */
-  readonly functions?: readonly FunctionDefinition[];
+  /**
+   * The Lambda functions; each becomes a function in the stateless stack with
+   * the trigger and grants it declares (infra/functions.ts).
+   * @default aipFunctionDefinitions (infra/aip-functions.ts)
+   */
+  readonly functions?: readonly FunctionDefinition[] | ((config: InfraConfig) => readonly FunctionDefinition[]);
 }
 
 export interface AipApp {
@@ -63,10 +62,10 @@ export function defineAipApp(app: App, options: AipAppOptions = {}): AipApp {
     reconcilerTimeout: Duration.seconds(config.reconcilerTimeoutSeconds),
   });
   const stateless = new StatelessStack(app, names.stateless, {
-    description: `AIP runtime (${config.envName}): functions, scheduler group and roles`,
+    description: `AIP runtime (${config.envName}): API, functions, schedule group, alarms`,
     config,
     stateful,
-    functions: options.functions ?? AIP_FUNCTIONS,
+    functions: typeof options.functions === 'function' ? options.functions(config) : (options.functions ?? aipFunctionDefinitions(config)),
   });
   stateless.addStackDependency(stateful);
 

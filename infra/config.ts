@@ -10,6 +10,7 @@
 import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import * as z from 'zod';
+import { ClaimsConfigSchema } from '../lib/auth/claims.js';
 import type { SecretsManagerReference } from '../lib/aws/secrets/secrets-manager-provider.js';
 import { ID_MAX_LENGTH, ID_PATTERN } from '../lib/protocol/primitives.js';
 import { TRANSACTION_MODES, type TransactionMode } from '../lib/transactions/status.js';
@@ -29,6 +30,13 @@ export type ApprovalGatedMode = (typeof APPROVAL_GATED_MODES)[number];
 
 /** JWS algorithms the authorizer may accept. `none` is not representable. */
 export const JWT_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const;
+
+/** Log levels of the functions (Powertools Logger and Lambda's application log level). */
+export const LOG_LEVELS = ['DEBUG', 'INFO', 'WARN', 'ERROR'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** Largest authorizer results cache TTL this stack accepts (API Gateway allows 3600 s). See docs/infra.md ("Authorizer"). */
+export const MAX_AUTHORIZER_CACHE_SECONDS = 300;
 
 
 const httpsUrl = (what: string) =>
@@ -145,7 +153,43 @@ export const AuthConfigSchema = z.strictObject({
     .array(z.enum(JWT_ALGORITHMS, { error: `must be one of ${JWT_ALGORITHMS.join(', ')}` }))
     .min(1, { message: 'must list at least one JWS algorithm' })
     .default(['RS256']),
+  /**
+   * Where the authorizer finds tenants, principal kind and scopes in the
+   * verified claims: a preset (`generic`, `cognito`, `auth0`, `okta`) plus
+   * overrides (lib/auth/claims.ts). Absent: `generic`.
+   */
+  claims: ClaimsConfigSchema.optional(),
+  /** Accepted clock skew for `exp`/`nbf`/`iat`, in seconds. @default the verifier's */
+  clockToleranceSeconds: intIn(0, 60, 'seconds').optional(),
 });
+
+/** The REST API's stage, throttling and authorizer settings. */
+export const ApiConfigSchema = z.strictObject({
+  /** The stage name: the first path segment of the invoke URL (`https://<api>.execute-api.<region>.amazonaws.com/<stage>/v1/...`). */
+  stageName: z
+    .string({ error: 'must be a string (API stage name)' })
+    .regex(/^[A-Za-z0-9_]{1,64}$/, { message: 'must be 1-64 of A-Z a-z 0-9 _ (API stage name)' })
+    .default('api'),
+  /** Steady-state requests per second across the stage (API Gateway token bucket rate). */
+  throttlingRateLimit: intIn(1, 10_000, 'requests per second').default(50),
+  /** Burst size of the stage's token bucket. */
+  throttlingBurstLimit: intIn(1, 5_000, 'requests').default(100),
+  /** How long API Gateway caches an authorizer answer per token; 0 turns the cache off. */
+  authorizerCacheTtlSeconds: intIn(0, MAX_AUTHORIZER_CACHE_SECONDS, 'seconds').default(60),
+  /**
+   * Create the account-level role API Gateway uses to write execution logs
+   * (AWS::ApiGateway::Account, one per account and region). Set false when the
+   * account already has one configured.
+   */
+  cloudWatchRole: z.boolean({ error: 'must be true or false' }).default(true),
+});
+
+/** A connector's base URL override: an absolute http(s) URL. */
+const baseUrl = z
+  .string({ error: 'must be a string holding the connector base URL' })
+  .refine((value) => URL.canParse(value) && /^https?:$/.test(new URL(value).protocol), {
+    message: 'must be an absolute http:// or https:// URL (the connector base URL)',
+  });
 
 export const InfraConfigSchema = z
   .strictObject({
@@ -167,6 +211,21 @@ export const InfraConfigSchema = z
     workerTimeoutSeconds: intIn(10, 900, 'seconds; Lambda allows at most 900').default(60),
     /** Timeout of the reconcile consumer Lambda; the reconcile queue's visibility timeout derives from it. */
     reconcilerTimeoutSeconds: intIn(10, 900, 'seconds; Lambda allows at most 900').default(60),
+    /** Most concurrent worker instances the invoke queue's event source scales to (bounds the load on providers). */
+    workerMaxConcurrency: intIn(2, 1000, 'concurrent invocations; SQS event sources allow 2-1000').default(10),
+    /** Most concurrent reconcile consumer instances. */
+    reconcilerMaxConcurrency: intIn(2, 1000, 'concurrent invocations; SQS event sources allow 2-1000').default(5),
+    /** Log level of every function (Powertools Logger and Lambda's application log level). */
+    logLevel: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }).default('INFO'),
+    api: ApiConfigSchema.prefault({}),
+    /** The alarm on the oldest outcome_unknown record fires when it is older than this. */
+    outcomeUnknownAlarmAgeSeconds: intIn(60, 7 * 24 * 3600, 'seconds').default(1800),
+    /**
+     * Connector ID → base URL of its provider API, for connectors whose default
+     * base URL is not the one to use (the reference payments connector defaults
+     * to the local simulator). Set as AIP_CONNECTOR_ENDPOINTS on the functions.
+     */
+    connectorEndpoints: z.record(z.string(), baseUrl, { error: 'must be an object: connector ID → base URL' }).default({}),
   })
   .superRefine((config, ctx) => {
     const seen = new Set<string>();
@@ -189,6 +248,22 @@ export const InfraConfigSchema = z
         rows.add(key);
       });
     });
+    for (const id of Object.keys(config.connectorEndpoints)) {
+      if (!seen.has(id)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['connectorEndpoints', id],
+          message: `"${id}" is not an enabled connector (enabled: ${[...seen].join(', ') || 'none'})`,
+        });
+      }
+    }
+    if (config.api.throttlingBurstLimit < Math.min(config.api.throttlingRateLimit, 5_000)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['api', 'throttlingBurstLimit'],
+        message: `must be at least the rate limit (${config.api.throttlingRateLimit}): a smaller bucket cannot sustain the rate`,
+      });
+    }
     const policyIds = new Set<string>();
     config.approvalPolicies.forEach((policy, index) => {
       if (policyIds.has(policy.id)) {

@@ -1,7 +1,8 @@
 /**
- * Names of the environment variables the stateless stack sets on every Lambda
- * function. Plain constants with no aws-cdk-lib import, so function code can
- * import them without pulling CDK into a bundle.
+ * Names shared by the stack and the function code: the environment variables
+ * the stateless stack sets, and the CloudWatch metrics its alarms watch.
+ * Plain constants with no aws-cdk-lib import, so function code can import them
+ * without pulling CDK into a bundle.
  */
 export const FUNCTION_ENV = {
   /** The configuration's `envName`. */
@@ -25,3 +26,48 @@ export const FUNCTION_ENV = {
 } as const;
 
 export type FunctionEnvName = (typeof FUNCTION_ENV)[keyof typeof FUNCTION_ENV];
+
+/**
+ * Variables the stack sets only when the configuration asks for them. The
+ * composition root (functions/shared/bootstrap.ts, `OPTIONAL_ENV`) reads them
+ * under the same names.
+ */
+export const OPTIONAL_FUNCTION_ENV = {
+  /** JSON object, connector ID → provider base URL (`connectorEndpoints` in the configuration). */
+  connectorEndpoints: 'AIP_CONNECTOR_ENDPOINTS',
+} as const;
+
+/** Powertools and logging variables the stack sets on every function (values: infra/functions.ts). */
+export const POWERTOOLS_ENV = {
+  serviceName: 'POWERTOOLS_SERVICE_NAME',
+  metricsNamespace: 'POWERTOOLS_METRICS_NAMESPACE',
+  /** Powertools Logger reads POWERTOOLS_LOG_LEVEL first, then LOG_LEVEL; both are set to the same value. */
+  logLevel: 'POWERTOOLS_LOG_LEVEL',
+  logLevelAlias: 'LOG_LEVEL',
+} as const;
+
+/**
+ * The runtime's CloudWatch metrics that the stack alarms on. Functions emit
+ * them with Powertools Metrics (EMF), whose namespace comes from
+ * POWERTOOLS_METRICS_NAMESPACE and whose default dimension is
+ * `service` = POWERTOOLS_SERVICE_NAME.
+ */
+export const AIP_METRICS = {
+  /** POWERTOOLS_SERVICE_NAME of every function, hence the `service` dimension of every metric. */
+  serviceName: 'aip-runtime',
+  /**
+   * Age in seconds (unit `Seconds`) of the oldest transaction in
+   * `outcome_unknown`, escalated ones included. The sweeper publishes it on
+   * every run (0 when there is none); the stack alarms when its maximum passes
+   * `outcomeUnknownAlarmAgeSeconds`.
+   */
+  oldestOutcomeUnknownAge: 'OldestOutcomeUnknownAgeSeconds',
+} as const;
+
+/**
+ * Metrics namespace of an environment: `AIP/<envName>`, so that two
+ * environments in one account and region never feed each other's alarms.
+ */
+export function metricsNamespace(envName: string): string {
+  return `AIP/${envName}`;
+}

@@ -11,13 +11,18 @@
  * - its own role with exactly the grants the definition asks for (no AWS
  *   managed policies);
  * - for a queue consumer: an SQS event source with partial batch responses,
- *   after checking the queue's visibility timeout exceeds the function timeout.
+ *   after checking the queue's visibility timeout exceeds the function timeout;
+ * - for a scheduled function: an EventBridge rule with that schedule.
  *
- * The list of definitions lives in infra/aip-app.ts (`AIP_FUNCTIONS`).
+ * API methods and the authorizer are wired by infra/api.ts from the
+ * definitions' `trigger`. The definitions themselves live in
+ * infra/aip-functions.ts (`aipFunctionDefinitions`).
  */
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ArnFormat, type Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -25,9 +30,10 @@ import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
+import type { RouteId } from '../functions/http/routes.js';
 import { GSIS } from '../lib/aws/dynamo/table-design.js';
 import { type InfraConfig, toRuntimeConfig } from './config.js';
-import { FUNCTION_ENV } from './function-env.js';
+import { AIP_METRICS, FUNCTION_ENV, metricsNamespace, OPTIONAL_FUNCTION_ENV, POWERTOOLS_ENV } from './function-env.js';
 import { NAG_REASONS } from './nag.js';
 import { assertVisibilityExceedsTimeout, type QueueName, type StatefulResources } from './stateful-stack.js';
 
@@ -63,6 +69,17 @@ export interface FunctionAccess {
   readonly connectorSecrets?: boolean;
 }
 
+/**
+ * What invokes a function, besides an SQS event source (`consumes`):
+ * - `api`: API Gateway methods, one per route ID of functions/http/routes.ts (infra/api.ts);
+ * - `authorizer`: the API's Lambda authorizer (exactly one definition);
+ * - `schedule`: an EventBridge rule, e.g. every minute (the sweeper).
+ */
+export type FunctionTrigger =
+  | { readonly kind: 'api'; readonly routes: readonly RouteId[] }
+  | { readonly kind: 'authorizer' }
+  | { readonly kind: 'schedule'; readonly every: Duration };
+
 export interface FunctionDefinition {
   /** Construct ID, PascalCase and unique in the stack, e.g. `Worker`. */
   readonly id: string;
@@ -75,6 +92,14 @@ export interface FunctionDefinition {
   /** @default 512 */
   readonly memorySize?: number;
   readonly consumes?: QueueConsumer;
+  readonly trigger?: FunctionTrigger;
+  /**
+   * Retries Lambda makes of a failed asynchronous invocation (EventBridge
+   * rules invoke asynchronously). @default Lambda's (2)
+   */
+  readonly asyncRetryAttempts?: number;
+  /** Add an alarm on this function's Errors metric (infra/alarms.ts). @default false */
+  readonly alarmOnErrors?: boolean;
   readonly access?: FunctionAccess;
   /** Extra variables; they may not reuse a name from FUNCTION_ENV. */
   readonly environment?: Readonly<Record<string, string>>;
@@ -113,7 +138,15 @@ export function validateFunctionDefinition(definition: FunctionDefinition, state
     const workQueue = stateful.queues[definition.consumes.queue];
     assertVisibilityExceedsTimeout(definition.consumes.queue, workQueue.visibilityTimeout, definition.timeout);
   }
-  const reserved = new Set<string>(Object.values(FUNCTION_ENV));
+  if (definition.consumes && definition.trigger && definition.trigger.kind !== 'schedule') {
+    throw new Error(`${where}: a queue consumer cannot also serve the API or be the authorizer`);
+  }
+  if (definition.trigger?.kind === 'api' && definition.trigger.routes.length === 0) throw new Error(`${where}: an api trigger needs at least one route`);
+  if (definition.trigger?.kind === 'schedule') {
+    const minutes = definition.trigger.every.toMinutes({ integral: false });
+    if (!Number.isInteger(minutes) || minutes < 1) throw new Error(`${where}: a schedule runs every whole number of minutes (EventBridge rate), got ${minutes}`);
+  }
+  const reserved = new Set<string>([...Object.values(FUNCTION_ENV), ...Object.values(OPTIONAL_FUNCTION_ENV), ...Object.values(POWERTOOLS_ENV)]);
   for (const name of Object.keys(definition.environment ?? {})) {
     if (reserved.has(name)) throw new Error(`${where}: environment variable ${name} is set by the stack and cannot be overridden`);
   }
@@ -246,11 +279,15 @@ export function createFunction(scope: Construct, definition: FunctionDefinition,
       externalModules: [],
       forceDockerBundling: false,
     },
+    // Lambda's own filter (JSON format) agrees with Powertools' level, so neither hides the other's records.
+    applicationLogLevelV2: lambda.ApplicationLogLevel[config.logLevel],
+    ...(definition.asyncRetryAttempts !== undefined ? { retryAttempts: definition.asyncRetryAttempts } : {}),
     environment: {
       NODE_OPTIONS: '--enable-source-maps',
-      POWERTOOLS_SERVICE_NAME: 'aip-runtime',
-      POWERTOOLS_METRICS_NAMESPACE: 'AIP',
-      POWERTOOLS_LOG_LEVEL: 'INFO',
+      [POWERTOOLS_ENV.serviceName]: AIP_METRICS.serviceName,
+      [POWERTOOLS_ENV.metricsNamespace]: metricsNamespace(config.envName),
+      [POWERTOOLS_ENV.logLevel]: config.logLevel,
+      [POWERTOOLS_ENV.logLevelAlias]: config.logLevel,
       POWERTOOLS_LOGGER_LOG_EVENT: 'false',
       POWERTOOLS_TRACER_CAPTURE_RESPONSE: 'false',
       [FUNCTION_ENV.envName]: config.envName,
@@ -261,6 +298,9 @@ export function createFunction(scope: Construct, definition: FunctionDefinition,
       [FUNCTION_ENV.scheduleGroupName]: context.scheduleGroupName,
       [FUNCTION_ENV.schedulerRoleArn]: context.schedulerRole.roleArn,
       [FUNCTION_ENV.runtimeConfig]: runtimeConfig,
+      ...(Object.keys(config.connectorEndpoints).length > 0
+        ? { [OPTIONAL_FUNCTION_ENV.connectorEndpoints]: JSON.stringify(config.connectorEndpoints) }
+        : {}),
       ...definition.environment,
     },
   });
@@ -275,6 +315,16 @@ export function createFunction(scope: Construct, definition: FunctionDefinition,
         ...(maxConcurrency ? { maxConcurrency } : {}),
       }),
     );
+  }
+
+  if (definition.trigger?.kind === 'schedule') {
+    const minutes = definition.trigger.every.toMinutes();
+    new events.Rule(scope, `${definition.id}Schedule`, {
+      description: `AIP ${config.envName}: runs ${definition.id} every ${minutes === 1 ? 'minute' : `${minutes} minutes`}`,
+      schedule: events.Schedule.rate(definition.trigger.every),
+      // A missed run is not retried by EventBridge: the next one comes within the period anyway.
+      targets: [new targets.LambdaFunction(fn, { retryAttempts: 0 })],
+    });
   }
 
   // X-Ray's PutTraceSegments/PutTelemetryRecords accept no resource ARN.

@@ -25,6 +25,24 @@ export const NAG_REASONS = {
   reconcileSchedules:
     'One-time reconciliation schedules get a deterministic name per transaction at run time, so their ARNs cannot be ' +
     'listed at deploy time; the resource is limited to schedules in the AIP reconcile schedule group.',
+  /** AwsSolutions-COG4 on every API method. */
+  lambdaAuthorizer:
+    'The API authenticates with a Lambda TOKEN authorizer that verifies JWTs from any OIDC identity provider (issuer, ' +
+    'audience and JWKS URL from the configuration: Cognito, Auth0, Okta), as issue 5 asks; a Cognito user pool authorizer ' +
+    'would tie the runtime to Cognito.',
+  /** AwsSolutions-APIG4 on the public route(s) of the route table. */
+  publicRoute:
+    'GET /v1/openapi.json is public by design (the route table marks it auth: none): it serves the static OpenAPI ' +
+    'document, reads no data and calls no runtime.',
+  /** AwsSolutions-APIG3 on the stage. */
+  noWaf:
+    'No WAFv2 web ACL by default: every route except the OpenAPI document needs a verified JWT, the stage throttles, ' +
+    'bodies are size-limited, and a web ACL costs a monthly fee per ACL and rule. Associate one with the stage when the ' +
+    'deployment is internet-facing and policy demands it.',
+  /** AwsSolutions-IAM4 on the API Gateway CloudWatch role. */
+  apiGatewayCloudWatchRole:
+    'API Gateway writes execution logs (cdk-nag APIG6) through the account-level role, whose AWS managed policy ' +
+    'AmazonAPIGatewayPushToCloudWatchLogs is the one AWS documents for it; it grants CloudWatch Logs writes only.',
   /** AwsSolutions-L1 on every function. */
   nodeRuntime:
     'The runtime is pinned to Node.js 22 (issue 5 and the design card): bundles target node22 and the toolchain is ' +

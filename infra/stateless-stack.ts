@@ -2,16 +2,21 @@
  * The stateless stack: code and wiring that can be destroyed and redeployed
  * without losing data. It receives the stateful resources as props.
  *
- * Now: the EventBridge Scheduler group for one-time reconciliation schedules,
- * and the role those schedules run as (it may only send to the reconcile
- * queue). Functions come from the `functions` prop (see infra/functions.ts);
- * the API, the authorizer and the alarms join this stack with them.
+ * - the EventBridge Scheduler group for one-time reconciliation schedules, and
+ *   the role those schedules run as (it may only send to the reconcile queue);
+ * - the functions (infra/aip-functions.ts, built by infra/functions.ts): one
+ *   per route of the route table, the authorizer, the invoke worker, the
+ *   reconcile consumer and the sweeper with its every-minute rule;
+ * - the REST API with its authorizer (infra/api.ts);
+ * - the alarms and their optional SNS topic (infra/alarms.ts).
  */
 import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import type { Construct } from 'constructs';
+import { AipAlarms } from './alarms.js';
+import { AipApi } from './api.js';
 import type { InfraConfig } from './config.js';
 import { createFunction, type FunctionDefinition } from './functions.js';
 import type { StatefulResources } from './stateful-stack.js';
@@ -35,6 +40,9 @@ export class StatelessStack extends Stack {
   public readonly schedulerRole: iam.Role;
   /** The deployed functions by definition ID. */
   public readonly functions: Readonly<Record<string, NodejsFunction>>;
+  /** The REST API; present when some definition serves routes. */
+  public readonly api: AipApi | undefined;
+  public readonly alarms: AipAlarms;
 
   constructor(scope: Construct, id: string, props: StatelessStackProps) {
     super(scope, id, props);
@@ -65,8 +73,9 @@ export class StatelessStack extends Stack {
       inlinePolicies: { SendToReconcileQueue: new iam.PolicyDocument({ statements: sendToReconcile }) },
     });
 
+    const definitions = props.functions ?? [];
     const built: Record<string, NodejsFunction> = {};
-    for (const definition of props.functions ?? []) {
+    for (const definition of definitions) {
       if (built[definition.id]) throw new Error(`Duplicate function definition ID "${definition.id}"`);
       built[definition.id] = createFunction(this, definition, {
         config,
@@ -76,6 +85,29 @@ export class StatelessStack extends Stack {
       });
     }
     this.functions = built;
+
+    const routeFunctions: Record<string, NodejsFunction> = {};
+    for (const definition of definitions) {
+      if (definition.trigger?.kind !== 'api') continue;
+      for (const routeId of definition.trigger.routes) {
+        if (routeFunctions[routeId]) throw new Error(`Route ${routeId} is served by two functions: ${routeFunctions[routeId]!.node.id} and ${definition.id}`);
+        routeFunctions[routeId] = built[definition.id]!;
+      }
+    }
+    const authorizers = definitions.filter((definition) => definition.trigger?.kind === 'authorizer');
+    if (Object.keys(routeFunctions).length > 0) {
+      if (authorizers.length !== 1) throw new Error(`The API needs exactly one authorizer function definition, got ${authorizers.length}`);
+      this.api = new AipApi(this, 'Api', { config, routeFunctions, authorizerFunction: built[authorizers[0]!.id]! });
+    } else {
+      if (authorizers.length > 0) throw new Error('An authorizer function is defined but no function serves a route');
+      this.api = undefined;
+    }
+
+    this.alarms = new AipAlarms(this, 'Alarms', {
+      config,
+      stateful,
+      watchedFunctions: Object.fromEntries(definitions.filter((d) => d.alarmOnErrors).map((d) => [d.id, built[d.id]!])),
+    });
 
     new CfnOutput(this, 'ScheduleGroupName', { value: this.scheduleGroupName });
     new CfnOutput(this, 'SchedulerRoleArn', { value: this.schedulerRole.roleArn });

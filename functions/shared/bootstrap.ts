@@ -112,8 +112,12 @@ export class BootstrapConfigError extends Error {
 
 const required = (what: string) => z.string({ error: `is required: ${what}` }).trim().min(1, { message: `must not be empty: ${what}` });
 
-const url = (what: string) =>
-  required(what).refine((v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol), { message: `must be an http(s) URL (${what})` });
+/**
+ * A queue URL. Checked by shape, not with the WHATWG URL parser: emulators
+ * answer URLs such as `http://sqs.us-east-1.127.0.0.1:9324/000000000000/q`
+ * (fauxqs), whose host that parser rejects, while the SDK sends them fine.
+ */
+const url = (what: string) => required(what).regex(/^https?:\/\/[^/\s?#]+\/\S+$/, { message: `must be an http(s) URL (${what})` });
 
 const EnvSchema = z.object({
   [FUNCTION_ENV.tableName]: required('the DynamoDB table name').regex(/^[A-Za-z0-9_.-]{3,255}$/, {

@@ -7,11 +7,6 @@
  * connector implementations. When one of those modules changes its exported
  * names, this file is the only one to update.
  *
- * RECONCILE(issue 4 / issue 3 §9): written while lib/runtime/runtime.ts and
- * lib/connectors/reference/payments.ts were being written. `Runtime` follows
- * the lead's brief (`new Runtime(deps: RuntimeDeps)`, lib/runtime/deps.ts);
- * `createPaymentsConnector` is a guess at the reference connector's factory.
- * Check both when those files land.
  */
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createDynamoDbClient, createSchedulerClient, createSecretsManagerClient, createSqsClient } from '../../lib/aws/clients.js';
@@ -25,8 +20,7 @@ import { EventBridgeReconcileScheduler } from '../../lib/aws/scheduler/scheduler
 import { SecretsManagerCredentialProvider } from '../../lib/aws/secrets/secrets-manager-provider.js';
 import { SqsMessageQueue } from '../../lib/aws/sqs/queue.js';
 import { EnvCredentialProvider } from '../../lib/connectors/credentials/env-provider.js';
-import type { FrozenConnector } from '../../lib/connectors/interfaces.js';
-import { createPaymentsConnector } from '../../lib/connectors/reference/payments.js';
+import { createPaymentsConnector, DEFAULT_PAYMENTS_CREDENTIAL_HANDLE } from '../../lib/connectors/reference/payments.js';
 import { systemClock } from '../../lib/ports/clock.js';
 import type { CredentialProvider } from '../../lib/ports/credentials.js';
 import {
@@ -36,7 +30,7 @@ import {
   type TenantApprovalPolicy,
   type TenantPolicy,
 } from '../../lib/runtime/config.js';
-import { staticConnectorHost } from '../../lib/runtime/deps.js';
+import { staticConnectorHost, type HostedConnector } from '../../lib/runtime/deps.js';
 import { CapabilityRegistry } from '../../lib/runtime/registry.js';
 import { Runtime } from '../../lib/runtime/runtime.js';
 import { secretsManagerReferences } from '../../infra/config.js';
@@ -54,10 +48,15 @@ export interface ConnectorFactoryOptions {
 /**
  * The connector implementations this build can run, by connector ID. The
  * deployment configuration enables a subset (`connectors[].id`); enabling an
- * ID that is not here fails the composition with a message naming it.
+ * ID that is not here fails the composition with a message naming it. Each
+ * factory also names the credential handle its attempts get (the handle the
+ * deployment's credential references map to a secret).
  */
-export const CONNECTOR_FACTORIES: Readonly<Record<string, (options: ConnectorFactoryOptions) => FrozenConnector>> = {
-  payments: (options) => createPaymentsConnector(options),
+export const CONNECTOR_FACTORIES: Readonly<Record<string, (options: ConnectorFactoryOptions) => HostedConnector>> = {
+  payments: (options) => ({
+    connector: createPaymentsConnector({ credentials: options.credentials, ...(options.baseUrl !== undefined ? { baseUrl: options.baseUrl } : {}) }),
+    credential_handle: () => DEFAULT_PAYMENTS_CREDENTIAL_HANDLE,
+  }),
 };
 
 function credentialProvider(settings: BootstrapSettings, connector_id: string, overrides: RuntimeOverrides, secrets: () => ReturnType<typeof createSecretsManagerClient>): CredentialProvider {
@@ -153,7 +152,7 @@ export async function composeRuntime(settings: BootstrapSettings, overrides: Run
 
   try {
     // Enabled connectors, each with its deployment credential provider.
-    const connectors: FrozenConnector[] = [];
+    const connectors: HostedConnector[] = [];
     for (const { id } of settings.runtimeConfig.connectors) {
       const factory = CONNECTOR_FACTORIES[id];
       if (!factory) {
@@ -162,7 +161,7 @@ export async function composeRuntime(settings: BootstrapSettings, overrides: Run
       const baseUrl = settings.connectorEndpoints[id];
       connectors.push(factory({ credentials: credentialProvider(settings, id, overrides, secrets), ...(baseUrl !== undefined ? { baseUrl } : {}) }));
     }
-    const manifests = await Promise.all(connectors.map(async (connector) => ({ manifest: await connector.discover({}), support: connector })));
+    const manifests = await Promise.all(connectors.map(async ({ connector }) => ({ manifest: await connector.discover({}), support: connector })));
     const registry = CapabilityRegistry.fromManifests(manifests);
     const config = runtimeConfigFor(settings, registry);
 

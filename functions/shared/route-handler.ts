@@ -3,8 +3,12 @@
  * route table entry (functions/http/routes.ts):
  *
  *   Powertools (logger context, tracer, metrics) → access log → error mapping
- *   → caller identity + route scopes → body size limit → content type
- *   → JSON parse → path/query/body validation → tenant selection → handler
+ *   → caller identity + route scopes → tenant selection → body size limit
+ *   → content type → JSON parse → path/query/body validation → handler
+ *
+ * Authentication and authorization problems (401/403, tenant) come before
+ * anything about the request's shape, so an unauthorised caller learns
+ * nothing from validation errors.
  *
  * The handler gets typed, validated inputs and returns `{status, body,
  * headers}`; it never sees the raw event body, and it never builds error
@@ -104,12 +108,14 @@ export function createRouteHandler<P extends z.ZodType, Q extends z.ZodType, B e
     const h = middy<AipHttpEvent, APIGatewayProxyResult>(base, { timeoutEarlyInMillis: TIMEOUT_EARLY_MS });
     h.use(httpObservability(obs, route.id));
     h.use(httpErrorHandler({ logger: obs.logger }));
-    if (route.auth === 'jwt') h.use(callerIdentity({ anyOfScopes: route.scopes }));
+    if (route.auth === 'jwt') {
+      h.use(callerIdentity({ anyOfScopes: route.scopes }));
+      h.use(tenantSelection({ policy: route.tenant }));
+    }
     h.use(bodyLimit({ maxBytes: deps.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES }));
     h.use(contentType({ body: route.body }));
     h.use(jsonBody());
     h.use(validateRequest({ ...(route.pathParams ? { path: route.pathParams } : {}), query: route.query, body: parseBody }));
-    if (route.auth === 'jwt') h.use(tenantSelection({ policy: route.tenant }));
     return h;
   };
 

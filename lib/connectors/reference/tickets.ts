@@ -23,7 +23,7 @@ import { timeoutRetryable } from '../deadline.js';
 import { defineCapability, defineConnector, type DefinedConnector, type HandlerCall } from '../define.js';
 import { ConnectorFailure, isConnectorFailure } from '../failure.js';
 import { implementationSupport } from '../support.js';
-import type { ReconciliationResult } from '../interfaces.js';
+import type { CancelOutcome, ReconciliationResult } from '../interfaces.js';
 import { downstreamIdempotencyKey } from '../http/idempotency.js';
 import { TicketDesk, TicketDeskError, type DeskAnswer, type DeskOperation } from './ticket-desk.js';
 
@@ -184,41 +184,41 @@ export function createTicketsConnector(options: TicketsConnectorOptions): Define
     retry: { downstream_idempotency: true },
   });
   const createCapability = createSpec.implement({
-      invoke: create,
-      commit: create,
-      plan: (input, ctx, call) => {
-        if (ctx.cancellation.aborted) throw cancelledBeforeStart(call);
-        return { fidelity: 'preview', would_create: { title: input.title, priority: input.priority } };
-      },
-      cancel: async (_input, ctx, call) => {
-        const ref = knownOperation(ctx);
-        if (ref === undefined) throw call.failure({ code: 'connector.provider_operation_unknown', redacted_details: { reason: 'no_provider_operation' } });
-        try {
-          const answer = await withToken(call, (token) => desk.cancel(token, ref.operation_id));
-          return { accepted: true, provider_operation: ref, redacted_details: { provider_status: answer.value.status } };
-        } catch (err) {
-          if (err instanceof TicketDeskError && err.type === 'conflict') return { accepted: false, provider_operation: ref, redacted_details: { reason: 'operation_final' } };
-          throw deskFailure(call, err, { mutation: true, ref, retryAllowed: false });
-        }
-      },
-      reconcile: async (_input, ctx, call): Promise<ReconciliationResult<z.input<typeof CreateOutput>>> => {
-        if (ctx.cancellation.aborted) throw cancelledBeforeStart(call);
-        const ref = knownOperation(ctx);
-        if (ref === undefined) throw call.failure({ code: 'connector.reconcile_requires_provider_operation' });
-        let answer: DeskAnswer<DeskOperation>;
-        try {
-          answer = await withToken(call, (token) => desk.operation(token, ref.operation_id));
-        } catch (err) {
-          throw deskFailure(call, err, { mutation: false, ref, retryAllowed: false });
-        }
-        const op = answer.value;
-        const evidence = { provider_status: op.status, provider_request_id: answer.request_id };
-        if (op.status === 'succeeded' && op.ticket_id !== null) {
-          return { terminal: true, original_commit_completed: true, output: { ticket_id: op.ticket_id, operation_id: op.operation_id, status: op.status }, evidence };
-        }
-        if (op.status === 'failed' || op.status === 'canceled') return { terminal: true, original_commit_completed: false, evidence };
-        return { terminal: false, cursor: op.updated_at, evidence };
-      },
+    invoke: create,
+    commit: create,
+    plan: (input, ctx, call) => {
+      if (ctx.cancellation.aborted) throw cancelledBeforeStart(call);
+      return { fidelity: 'preview', would_create: { title: input.title, priority: input.priority } };
+    },
+    cancel: async (_input, ctx, call): Promise<CancelOutcome> => {
+      const ref = knownOperation(ctx);
+      if (ref === undefined) throw call.failure({ code: 'connector.provider_operation_unknown', redacted_details: { reason: 'no_provider_operation' } });
+      try {
+        const answer = await withToken(call, (token) => desk.cancel(token, ref.operation_id));
+        return { accepted: true, provider_operation: ref, redacted_details: { provider_status: answer.value.status } };
+      } catch (err) {
+        if (err instanceof TicketDeskError && err.type === 'conflict') return { accepted: false, provider_operation: ref, redacted_details: { reason: 'operation_final' } };
+        throw deskFailure(call, err, { mutation: true, ref, retryAllowed: false });
+      }
+    },
+    reconcile: async (_input, ctx, call): Promise<ReconciliationResult<z.input<typeof CreateOutput>>> => {
+      if (ctx.cancellation.aborted) throw cancelledBeforeStart(call);
+      const ref = knownOperation(ctx);
+      if (ref === undefined) throw call.failure({ code: 'connector.reconcile_requires_provider_operation' });
+      let answer: DeskAnswer<DeskOperation>;
+      try {
+        answer = await withToken(call, (token) => desk.operation(token, ref.operation_id));
+      } catch (err) {
+        throw deskFailure(call, err, { mutation: false, ref, retryAllowed: false });
+      }
+      const op = answer.value;
+      const evidence = { provider_status: op.status, provider_request_id: answer.request_id };
+      if (op.status === 'succeeded' && op.ticket_id !== null) {
+        return { terminal: true, original_commit_completed: true, output: { ticket_id: op.ticket_id, operation_id: op.operation_id, status: op.status }, evidence };
+      }
+      if (op.status === 'failed' || op.status === 'canceled') return { terminal: true, original_commit_completed: false, evidence };
+      return { terminal: false, cursor: op.updated_at, evidence };
+    },
   });
 
   const searchCapability = defineCapability({
@@ -232,19 +232,19 @@ export function createTicketsConnector(options: TicketsConnectorOptions): Define
     },
     retry: { downstream_idempotency: true },
   }).implement({
-      stream: async function* (input, ctx, call) {
-        if (ctx.cancellation.aborted) throw cancelledBeforeStart(call);
-        let found: DeskAnswer<readonly { ticket_id: string; title: string; priority: string; status: string }[]>;
-        try {
-          found = await withToken(call, (token) => desk.search(token, input.query));
-        } catch (err) {
-          throw deskFailure(call, err, { mutation: false, retryAllowed: false });
-        }
-        for (const t of found.value) {
-          yield { type: 'data', data: { ticket_id: t.ticket_id, title: t.title, priority: t.priority, status: t.status } };
-        }
-        return { count: found.value.length };
-      },
+    stream: async function* (input, ctx, call) {
+      if (ctx.cancellation.aborted) throw cancelledBeforeStart(call);
+      let found: DeskAnswer<readonly { ticket_id: string; title: string; priority: string; status: string }[]>;
+      try {
+        found = await withToken(call, (token) => desk.search(token, input.query));
+      } catch (err) {
+        throw deskFailure(call, err, { mutation: false, retryAllowed: false });
+      }
+      for (const t of found.value) {
+        yield { type: 'data', data: { ticket_id: t.ticket_id, title: t.title, priority: t.priority, status: t.status } };
+      }
+      return { count: found.value.length };
+    },
   });
 
   return defineConnector({

@@ -11,6 +11,7 @@
  *   uncertain_silent   lose the response without checkpointing anything
  *   partial            non-retryable failure recording side_effects_committed + compensation_required
  *   hang               accept, checkpoint, then never answer (the capability deadline fires)
+ *   gated              accept, checkpoint, then wait until the test opens the gate (provider.openGate())
  */
 import * as z from 'zod';
 import { defineCapability, defineConnector } from '../../../lib/connectors/define.js';
@@ -18,7 +19,7 @@ import type { ActionExecutionContext } from '../../../lib/connectors/context.js'
 import { ConnectorFailure } from '../../../lib/connectors/failure.js';
 import { runtimeMemory, type RuntimeMemory } from '../../../lib/runtime/memory.js';
 
-export const Scenario = z.enum(['ok', 'fail', 'uncertain', 'uncertain_silent', 'partial', 'hang']);
+export const Scenario = z.enum(['ok', 'fail', 'uncertain', 'uncertain_silent', 'partial', 'hang', 'gated']);
 export const TransferInput = z.strictObject({ amount: z.int().min(1).max(1_000_000), to: z.string().min(1).max(64), scenario: Scenario.default('ok') });
 export const TransferOutput = z.strictObject({ transfer_id: z.string(), amount: z.int() });
 
@@ -50,10 +51,36 @@ export class TestProvider {
   /** Optional hook run at every call (the model test reads the durable records here). */
   probe?: (call: Omit<ProviderCall, 'probe'>) => Promise<unknown>;
   #n = 0;
+  #gate: { promise: Promise<void>; open: () => void; entered: Promise<void>; enter: () => void } | undefined;
 
-  nextOperationId(): string {
+  /** Arms the gate: `gated` calls block until openGate(); `entered` resolves when one is inside. */
+  armGate(): { entered: Promise<void> } {
+    let open!: () => void;
+    let enter!: () => void;
+    const promise = new Promise<void>((r) => (open = r));
+    const entered = new Promise<void>((r) => (enter = r));
+    this.#gate = { promise, open, entered, enter };
+    return { entered };
+  }
+  openGate(): void {
+    this.#gate?.open();
+  }
+  async passGate(): Promise<void> {
+    if (this.#gate === undefined) return;
+    this.#gate.enter();
+    await this.#gate.promise;
+  }
+
+  /** Downstream idempotency: the same idempotency key always maps to the same provider operation. */
+  readonly #byKey = new Map<string, string>();
+
+  nextOperationId(idempotencyKey?: string): string {
+    const known = idempotencyKey !== undefined ? this.#byKey.get(idempotencyKey) : undefined;
+    if (known !== undefined) return known;
     this.#n += 1;
-    return `op-${this.#n}`;
+    const op = `op-${this.#n}`;
+    if (idempotencyKey !== undefined) this.#byKey.set(idempotencyKey, op);
+    return op;
   }
 
   count(method: ProviderCall['method'], transaction_id?: string): number {
@@ -90,10 +117,11 @@ async function mutate(provider: TestProvider, method: 'invoke' | 'commit' | 'com
     throw fail({ code: 'pay.partially_applied', category: 'permanent', retryable: false, redacted_details: { side_effects_committed: true, compensation_required: true } });
   }
   if (input.scenario === 'uncertain_silent') throw fail({ code: 'pay.connection_reset', category: 'temporary', retryable: false, uncertain_outcome: true });
-  const op = provider.nextOperationId();
+  const op = provider.nextOperationId(ctx.idempotency?.key);
   const transactional = ctx.transaction !== undefined && ctx.transaction.mode !== 'rollback_not_supported';
   if (transactional) await ctx.transaction_checkpoint.checkpoint({ provider: 'testpay', operation_id: op }, `cursor-${op}`);
   if (input.scenario === 'uncertain') throw fail({ code: 'pay.response_lost', category: 'temporary', retryable: false, uncertain_outcome: true, provider_operation: { provider: 'testpay', operation_id: op } });
+  if (input.scenario === 'gated') await provider.passGate();
   if (input.scenario === 'hang') {
     await new Promise<void>((resolve) => ctx.cancellation.addEventListener('abort', () => resolve(), { once: true }));
     throw fail({ code: 'pay.aborted', category: 'temporary', retryable: false, uncertain_outcome: true });

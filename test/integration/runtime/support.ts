@@ -101,8 +101,8 @@ export interface Harness {
 }
 
 export async function createHarness(options: HarnessOptions): Promise<Harness> {
-  const table = await createTestTable({ prefix: options.prefix ?? 'rt' });
   const clock = manualClock();
+  const table = await createTestTable({ prefix: options.prefix ?? 'rt', now: clock.now });
   const base = { client: table.client, tableName: table.tableName, now: clock.now };
   const stores = {
     actions: new DynamoActionStore(base),
@@ -188,4 +188,28 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
       await table.destroy();
     },
   };
+}
+
+// --- common flows ---------------------------------------------------------------------------
+
+/** The AipError code a promise rejects with. */
+export async function codeOf(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (err) {
+    if (isAipError(err)) return err.code;
+    throw err;
+  }
+  throw new Error('expected a rejection');
+}
+
+/** The AipError a promise rejects with. */
+export async function errorOf(p: Promise<unknown>) {
+  try {
+    await p;
+  } catch (err) {
+    if (isAipError(err)) return err;
+    throw err;
+  }
+  throw new Error('expected a rejection');
 }

@@ -1,0 +1,445 @@
+/**
+ * `npm start`: the whole AIP runtime on one machine, with no Docker and no
+ * AWS account, running the same handlers as the Lambda functions.
+ *
+ * What runs (all on 127.0.0.1):
+ * - DynamoDB Local (Java), persisted under `.local/dynamodb` (git-ignored);
+ * - fauxqs (SQS, in-process, IN MEMORY: queued messages do not survive a
+ *   restart, while DynamoDB records do; the sweeper re-enqueues overdue
+ *   `outcome_unknown` records after a restart);
+ * - the EventBridge Scheduler emulator (dev/scheduler-emulator), firing on time;
+ * - the payments provider simulator (dev/payments-simulator) and the
+ *   `payments` connector configured against it;
+ * - the Runtime, built by the composition root (functions/shared/bootstrap.ts)
+ *   from the same environment variables the Lambdas get, and installed for
+ *   every handler in this process;
+ * - the local API Gateway (dev/local/http-server.ts) with the HTTP handlers
+ *   and the Lambda authorizer, verifying tokens signed with the development key;
+ * - pollers feeding the invoke and reconcile queues to the worker and
+ *   reconcile handlers (lib/aws/sqs/poller.ts, Lambda's SQS event source);
+ * - the sweeper handler on a 60 s timer.
+ *
+ * `startLocalStack(options)` starts the same stack in-process (the end-to-end
+ * tests use it); running this file starts it with ports from the environment
+ * and prints the base URL, a token and a curl example. Ctrl-C stops everything.
+ * See docs/local-stack.md.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { createServer } from 'node:net';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { ScheduledEvent } from 'aws-lambda';
+import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { createDynamoDbClient, createSqsClient } from '../../lib/aws/clients.js';
+import { createTable } from '../../lib/aws/dynamo/create-table.js';
+import { localLambdaContext, startSqsPoller } from '../../lib/aws/sqs/poller.js';
+import { createTokenVerifier } from '../../lib/auth/verifier.js';
+import type { Runtime } from '../../lib/runtime/runtime.js';
+import type { ApprovalPolicy } from '../../infra/config.js';
+import { startDynamoDbLocal, type DynamoDbLocal } from '../emulators/dynamodb-local.js';
+import { startSqsEmulator, type FauxqsHandle } from '../emulators/fauxqs.js';
+import { startPaymentsSimulator, type PaymentsSimulator } from '../payments-simulator/server.js';
+import { startSchedulerEmulator, type SchedulerEmulator } from '../scheduler-emulator/emulator.js';
+import { DEV_AUDIENCE, DEV_ISSUER, devVerifierConfig, generateDevKeys, loadDevKeys, type DevKeys } from '../auth/keys.js';
+import { mintToken, type MintTokenOptions } from '../auth/mint.js';
+import { FUNCTION_ENV, OPTIONAL_ENV, createRuntime, installRuntime, readBootstrapSettings, uninstallRuntime, type RuntimeHandle } from '../../functions/shared/bootstrap.js';
+import { productionRuntime } from '../../functions/shared/production-runtime.js';
+import { handler as invokeHandler } from '../../functions/worker/invoke.js';
+import { handler as reconcileHandler } from '../../functions/worker/reconcile.js';
+import { handler as sweeperHandler } from '../../functions/scheduled/sweeper.js';
+import { startLocalHttpServer, type LocalHttpServer } from './http-server.js';
+import { LOCAL_APPROVER, LOCAL_PORTS, LOCAL_TENANT, LOCAL_TOKEN_DEFAULTS, type LocalService } from './defaults.js';
+
+export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const DEFAULT_DATA_DIR = join(PROJECT_ROOT, '.local');
+
+/** Names of the local resources. */
+export const LOCAL_NAMES = {
+  table: 'aip-local',
+  invokeQueue: 'aip-local-invoke',
+  reconcileQueue: 'aip-local-reconcile',
+  scheduleGroup: 'aip-local-reconcile',
+  schedulerRole: 'arn:aws:iam::000000000000:role/aip-local-scheduler',
+} as const;
+
+/** Queue settings: like the stack's, scaled to a laptop. */
+const QUEUE_VISIBILITY_SECONDS = 90;
+const QUEUE_MAX_RECEIVE_COUNT = 5;
+const WORKER_TIMEOUT_MS = 60_000;
+/** Environment variable the local credential reference reads the simulator's API key from. */
+const PAYMENTS_KEY_VARIABLE = 'AIP_LOCAL_PAYMENTS_API_KEY';
+const PAYMENTS_CREDENTIAL_HANDLE = 'payments/api_key';
+
+/** Local approval policy: commits and compensations of payments need one approval; execute does not. */
+export const DEFAULT_LOCAL_APPROVAL_POLICIES: ApprovalPolicy[] = [
+  {
+    id: 'local-payments-commit',
+    description: 'Planned payments need one approval before the commit; compensations too.',
+    connector: 'payments',
+    modes: ['commit', 'compensate'],
+    approverScopes: ['aip:approve'],
+    minApprovals: 1,
+    expiresAfterSeconds: 3600,
+  },
+];
+
+/** Runtime settings of the local stack (AIP_RUNTIME_SETTINGS), before the caller's overrides. */
+export const DEFAULT_LOCAL_RUNTIME_SETTINGS: Record<string, unknown> = {
+  // The edge grants the operator views with this scope (functions/http/routes.ts SCOPES.operator).
+  operator_scope: 'aip:operator',
+};
+
+export interface LocalStackOptions {
+  /** Root of the local state: DynamoDB files under `dynamodb/`, the dev key under `dev-keys/`. Default `<repo>/.local`. */
+  readonly dataDir?: string;
+  /** DynamoDB in memory and a fresh dev key: nothing is written to disk (tests). */
+  readonly inMemory?: boolean;
+  /** Ports on 127.0.0.1; 0 or absent picks a free one. */
+  readonly ports?: Partial<Record<LocalService, number>>;
+  /** Tenants the payments connector has (local) credentials for. Default ['demo']. */
+  readonly tenants?: readonly string[];
+  /** Deployment approval policies (infra/config.ts shape). Default {@link DEFAULT_LOCAL_APPROVAL_POLICIES}. */
+  readonly approvalPolicies?: readonly ApprovalPolicy[];
+  /** Merged over {@link DEFAULT_LOCAL_RUNTIME_SETTINGS} (lib/runtime/config.ts input). */
+  readonly runtimeSettings?: Record<string, unknown>;
+  /** Sweeper period. Default 60 000 ms; 0 turns the timer off (call `sweep()`). */
+  readonly sweepIntervalMs?: number;
+  /** Long-poll wait of the queue pollers, 0..20 s. Default 20. */
+  readonly pollWaitSeconds?: number;
+  /** Seed of the payments simulator's fault RNG. Default 1. */
+  readonly simulatorSeed?: number;
+  /** Stack-level messages (start, stop, background errors). Default: none. */
+  readonly log?: (line: string) => void;
+}
+
+export interface LocalStack {
+  /** API base URL, e.g. `http://127.0.0.1:3000`. */
+  readonly url: string;
+  /** The tenant the default token belongs to. */
+  readonly tenant: string;
+  readonly endpoints: { readonly dynamodb: string; readonly sqs: string; readonly scheduler: string; readonly payments: string };
+  /** A development token the stack accepts; defaults: principal `dev-user`, tenant `demo`, read/write/operator scopes. */
+  mintToken(options?: Partial<MintTokenOptions>): Promise<string>;
+  /** A token of the demo approver (scope aip:approve). */
+  mintApproverToken(options?: Partial<MintTokenOptions>): Promise<string>;
+  readonly simulator: PaymentsSimulator;
+  readonly scheduler: SchedulerEmulator;
+  readonly runtime: Runtime;
+  /** Runs the sweeper handler once, now. */
+  sweep(): Promise<{ enqueued: number }>;
+  /** Stops every server, poller, timer and child process. Idempotent. */
+  stop(): Promise<void>;
+}
+
+/** Fails early, naming the variable to change, when a fixed port is taken. */
+async function assertPortFree(service: LocalService, port: number): Promise<void> {
+  if (port === 0) return;
+  await new Promise<void>((resolvePort, reject) => {
+    const srv = createServer();
+    srv.once('error', (err: NodeJS.ErrnoException) => {
+      reject(
+        new Error(
+          err.code === 'EADDRINUSE'
+            ? `port ${port} (${service}) is in use: stop what holds it (an earlier npm start?) or set ${LOCAL_PORTS[service].env}=<port> (0 picks a free one)`
+            : `cannot listen on port ${port} (${service}): ${err.message}`,
+        ),
+      );
+    });
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolvePort()));
+  });
+}
+
+async function createQueueWithDlq(sqs: SQSClient, name: string): Promise<{ url: string; arn: string }> {
+  const arnOf = async (url: string) =>
+    (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }))).Attributes?.QueueArn as string;
+  const dlq = await sqs.send(new CreateQueueCommand({ QueueName: `${name}-dlq`, Attributes: { MessageRetentionPeriod: '1209600' } }));
+  const dlqArn = await arnOf(dlq.QueueUrl as string);
+  const main = await sqs.send(
+    new CreateQueueCommand({
+      QueueName: name,
+      Attributes: {
+        VisibilityTimeout: String(QUEUE_VISIBILITY_SECONDS),
+        RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount: QUEUE_MAX_RECEIVE_COUNT }),
+      },
+    }),
+  );
+  return { url: main.QueueUrl as string, arn: await arnOf(main.QueueUrl as string) };
+}
+
+function scheduledEvent(now: Date): ScheduledEvent {
+  return {
+    version: '0',
+    id: randomUUID(),
+    'detail-type': 'Scheduled Event',
+    source: 'aws.events',
+    account: '000000000000',
+    time: now.toISOString().replace(/\.\d{3}Z$/, 'Z'),
+    region: 'us-east-1',
+    resources: ['arn:aws:events:us-east-1:000000000000:rule/aip-local-sweeper'],
+    detail: {},
+  };
+}
+
+/** Starts the local stack. Everything started is stopped again if a later step fails. */
+export async function startLocalStack(options: LocalStackOptions = {}): Promise<LocalStack> {
+  const log = options.log ?? (() => undefined);
+  const dataDir = resolve(options.dataDir ?? DEFAULT_DATA_DIR);
+  const port = (service: LocalService) => options.ports?.[service] ?? 0;
+  const tenants = [...(options.tenants ?? [LOCAL_TENANT])];
+  const stops: Array<() => Promise<void> | void> = [];
+  const stopAll = async () => {
+    for (const stop of stops.splice(0).reverse()) {
+      try {
+        await stop();
+      } catch (err) {
+        log(`stop: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    }
+  };
+
+  try {
+    for (const service of Object.keys(LOCAL_PORTS) as LocalService[]) await assertPortFree(service, port(service));
+
+    // Emulators and the provider.
+    const paymentsKey = `sk_local_${randomBytes(18).toString('base64url')}`;
+    const started = await Promise.allSettled([
+      startDynamoDbLocal({ ...(port('dynamodb') !== 0 ? { port: port('dynamodb') } : {}), ...(options.inMemory ? {} : { dbPath: join(dataDir, 'dynamodb') }) }),
+      startSqsEmulator(port('sqs')),
+      startPaymentsSimulator({ port: port('payments'), host: '127.0.0.1', apiKeys: [paymentsKey], seed: options.simulatorSeed ?? 1 }),
+    ] as const);
+    for (const s of started) if (s.status === 'fulfilled') stops.push(() => s.value.stop());
+    const failed = started.find((s) => s.status === 'rejected');
+    if (failed) throw failed.reason;
+    const dynamo = (started[0] as PromiseFulfilledResult<DynamoDbLocal>).value;
+    const fauxqs = (started[1] as PromiseFulfilledResult<FauxqsHandle>).value;
+    const simulator = (started[2] as PromiseFulfilledResult<PaymentsSimulator>).value;
+
+    // Table and queues (idempotent: a second start finds the table).
+    const ddbClient = createDynamoDbClient({ endpoint: dynamo.endpoint });
+    try {
+      await createTable(ddbClient, LOCAL_NAMES.table, { ifNotExists: true });
+    } finally {
+      ddbClient.destroy();
+    }
+    const sqs = createSqsClient({ endpoint: fauxqs.endpoint });
+    stops.push(() => sqs.destroy());
+    const invokeQueue = await createQueueWithDlq(sqs, LOCAL_NAMES.invokeQueue);
+    const reconcileQueue = await createQueueWithDlq(sqs, LOCAL_NAMES.reconcileQueue);
+
+    const scheduler = await startSchedulerEmulator({
+      port: port('scheduler'),
+      sqsEndpoint: fauxqs.endpoint,
+      autoFire: true,
+      onError: (err, schedule) => log(`scheduler emulator: ${schedule ? `${schedule.name}: ` : ''}${err instanceof Error ? err.message : String(err)}`),
+    });
+    stops.push(() => scheduler.stop());
+
+    // The function environment, exactly as the stack would set it, validated by the composition root.
+    const runtimeConfig = {
+      envName: 'local',
+      auth: { issuer: DEV_ISSUER, audience: DEV_AUDIENCE, jwksUrl: `${DEV_ISSUER}/.well-known/jwks.json`, algorithms: ['ES256'] },
+      connectors: [{ id: 'payments', credentials: [] }],
+      approvalPolicies: options.approvalPolicies ?? DEFAULT_LOCAL_APPROVAL_POLICIES,
+    };
+    const env: NodeJS.ProcessEnv = {
+      [FUNCTION_ENV.tableName]: LOCAL_NAMES.table,
+      [FUNCTION_ENV.invokeQueueUrl]: invokeQueue.url,
+      [FUNCTION_ENV.reconcileQueueUrl]: reconcileQueue.url,
+      [FUNCTION_ENV.reconcileQueueArn]: reconcileQueue.arn,
+      [FUNCTION_ENV.scheduleGroupName]: LOCAL_NAMES.scheduleGroup,
+      [FUNCTION_ENV.schedulerRoleArn]: LOCAL_NAMES.schedulerRole,
+      [FUNCTION_ENV.runtimeConfig]: JSON.stringify(runtimeConfig),
+      [OPTIONAL_ENV.runtimeSettings]: JSON.stringify({ ...DEFAULT_LOCAL_RUNTIME_SETTINGS, ...options.runtimeSettings }),
+      [OPTIONAL_ENV.localCredentials]: JSON.stringify({
+        references: tenants.map((tenant_id) => ({ connector_id: 'payments', handle: PAYMENTS_CREDENTIAL_HANDLE, tenant_id, env: PAYMENTS_KEY_VARIABLE })),
+      }),
+      [OPTIONAL_ENV.connectorEndpoints]: JSON.stringify({ payments: simulator.url }),
+      AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint,
+      AWS_ENDPOINT_URL_SQS: fauxqs.endpoint,
+      AWS_ENDPOINT_URL_SCHEDULER: scheduler.endpoint,
+    };
+    const handle: RuntimeHandle = await createRuntime(readBootstrapSettings(env), { credentialEnv: { [PAYMENTS_KEY_VARIABLE]: paymentsKey } });
+    stops.push(() => handle.close());
+    installRuntime(handle.runtime);
+    stops.push(() => uninstallRuntime());
+
+    // Workers: the deployed handlers, fed by pollers as Lambda's event source would.
+    const pollerError = (name: string) => (err: unknown) => log(`${name} poller: ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`);
+    const wait = Math.min(20, Math.max(0, options.pollWaitSeconds ?? 20));
+    for (const [name, queue, fn] of [
+      ['invoke', invokeQueue, invokeHandler],
+      ['reconcile', reconcileQueue, reconcileHandler],
+    ] as const) {
+      const poller = startSqsPoller({
+        client: sqs,
+        queueUrl: queue.url,
+        queueArn: queue.arn,
+        handler: fn,
+        waitTimeSeconds: wait,
+        functionName: `aip-local-${name}`,
+        functionTimeoutMs: WORKER_TIMEOUT_MS,
+        onError: pollerError(name),
+      });
+      stops.push(() => poller.stop());
+    }
+
+    // The sweeper, on a timer (EventBridge rule every minute in AWS). Runs never overlap.
+    let sweeping: Promise<{ enqueued: number }> | undefined;
+    const sweep = (): Promise<{ enqueued: number }> => {
+      sweeping ??= sweeperHandler(scheduledEvent(new Date()), localLambdaContext('aip-local-sweeper', WORKER_TIMEOUT_MS, 'us-east-1')).finally(() => {
+        sweeping = undefined;
+      });
+      return sweeping;
+    };
+    const interval = options.sweepIntervalMs ?? 60_000;
+    if (interval > 0) {
+      const timer = setInterval(() => {
+        sweep().then(
+          (r) => {
+            if (r.enqueued > 0) log(`sweeper: enqueued reconciliation for ${r.enqueued} overdue record(s)`);
+          },
+          (err: unknown) => log(`sweeper: ${err instanceof Error ? err.message : String(err)}`),
+        );
+      }, interval);
+      timer.unref();
+      stops.push(async () => {
+        clearInterval(timer);
+        await sweeping?.catch(() => undefined);
+      });
+    }
+
+    // The API: local API Gateway, the HTTP handlers and the authorizer, verifying dev tokens.
+    const keys: DevKeys = options.inMemory ? await generateDevKeys() : await loadDevKeys(join(dataDir, 'dev-keys'));
+    const http: LocalHttpServer = await startLocalHttpServer({
+      port: port('api'),
+      host: '127.0.0.1',
+      http: { runtime: productionRuntime },
+      auth: { verifier: createTokenVerifier(devVerifierConfig(keys)) },
+      jwks: keys.jwks,
+    });
+    stops.push(() => http.stop());
+
+    let stopped: Promise<void> | undefined;
+    log(`local stack up at ${http.url}`);
+    return {
+      url: http.url,
+      tenant: tenants[0] ?? LOCAL_TENANT,
+      endpoints: { dynamodb: dynamo.endpoint, sqs: fauxqs.endpoint, scheduler: scheduler.endpoint, payments: simulator.url },
+      mintToken: (o = {}) => mintToken({ sub: LOCAL_TOKEN_DEFAULTS.sub, tenants: [...LOCAL_TOKEN_DEFAULTS.tenants], scopes: [...LOCAL_TOKEN_DEFAULTS.scopes], ...o }, keys),
+      mintApproverToken: (o = {}) => mintToken({ sub: LOCAL_APPROVER.sub, tenants: [...LOCAL_APPROVER.tenants], scopes: [...LOCAL_APPROVER.scopes], ...o }, keys),
+      simulator,
+      scheduler,
+      runtime: handle.runtime,
+      sweep,
+      stop: () => {
+        stopped ??= stopAll().then(() => log('local stack stopped'));
+        return stopped;
+      },
+    };
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// `npm start`
+// ---------------------------------------------------------------------------
+
+function portsFromEnv(env: NodeJS.ProcessEnv): Record<LocalService, number> {
+  const out = {} as Record<LocalService, number>;
+  for (const [service, spec] of Object.entries(LOCAL_PORTS) as [LocalService, (typeof LOCAL_PORTS)[LocalService]][]) {
+    const raw = env[spec.env]?.trim();
+    if (raw === undefined || raw === '') {
+      out[service] = spec.default;
+      continue;
+    }
+    if (!/^\d{1,5}$/.test(raw) || Number(raw) > 65_535) throw new Error(`${spec.env} must be a port number (0 picks a free one)`);
+    out[service] = Number(raw);
+  }
+  return out;
+}
+
+/** The banner: URL, token, a curl example that works when pasted, and the CLI. */
+export function banner(stack: Pick<LocalStack, 'url' | 'tenant' | 'endpoints'>, token: string, persistedAt: string | undefined): string {
+  const id = randomUUID().slice(0, 8);
+  const action = {
+    id: `act-demo-${id}`,
+    capability_id: 'payments.charge',
+    input: { amount: 1250, currency: 'eur', customer: 'cus_demo', description: 'npm start demo' },
+    idempotency_key: `demo-${id}`,
+    transaction: { mode: 'execute' },
+  };
+  return [
+    '',
+    'AIP runtime: local stack is up',
+    '',
+    `  API            ${stack.url}   (tenant ${stack.tenant})`,
+    `  DynamoDB       ${stack.endpoints.dynamodb}${persistedAt ? `   (data in ${persistedAt})` : '   (in memory)'}`,
+    `  SQS (fauxqs)   ${stack.endpoints.sqs}   (in memory: queued messages do not survive a restart)`,
+    `  Scheduler      ${stack.endpoints.scheduler}`,
+    `  Payments sim   ${stack.endpoints.payments}   (ledger: GET /_sim/ledger)`,
+    '',
+    'Token (12 h; principal dev-user, scopes aip:actions:read aip:actions:write aip:operator):',
+    '',
+    `  export AIP_URL=${stack.url}`,
+    `  export AIP_TOKEN=${token}`,
+    '',
+    'Charge 12.50 EUR and wait up to 5 s for the result:',
+    '',
+    `  curl -sS -X POST "${stack.url}/v1/actions" \\`,
+    `    -H "Authorization: Bearer ${token}" \\`,
+    '    -H "Content-Type: application/json" \\',
+    '    -H "Prefer: wait=5" \\',
+    `    -d '${JSON.stringify(action)}'`,
+    '',
+    'The CLI, with AIP_URL and AIP_TOKEN exported as above:',
+    '',
+    `  npx aip get ${action.id}`,
+    '  npx aip submit payments.charge --mode plan --input \'{"amount":900,"currency":"eur"}\'',
+    '  npx aip operator outcome-unknown',
+    '  npx aip approve <approval-id> --token "$(npx aip token --sub dev-approver --scope \'aip:approve aip:actions:read\')"',
+    '',
+    'Ctrl-C stops everything.',
+    '',
+  ].join('\n');
+}
+
+async function main(): Promise<void> {
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  const say = (line: string) => process.stderr.write(`[aip-local] ${line}\n`);
+  let stack: LocalStack;
+  try {
+    say('starting DynamoDB Local, fauxqs, the Scheduler emulator and the payments simulator…');
+    stack = await startLocalStack({ ports: portsFromEnv(process.env), log: say });
+  } catch (err) {
+    say(`could not start: ${err instanceof Error ? err.message : String(err)}`);
+    process.exitCode = 1;
+    return;
+  }
+  const token = await stack.mintToken({ ttl: '12h' });
+  process.stdout.write(banner(stack, token, join(DEFAULT_DATA_DIR, 'dynamodb')));
+
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) {
+      say(`${signal} again: exiting now`);
+      process.exit(130);
+    }
+    stopping = true;
+    say(`${signal}: stopping…`);
+    stack.stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        say(`stop failed: ${err instanceof Error ? err.message : String(err)}`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
+  await main();
+}

@@ -1,0 +1,153 @@
+/**
+ * The Lambda functions of the AIP runtime, as {@link FunctionDefinition}s:
+ *
+ * - one function per HTTP route of THE route table (functions/http/routes.ts),
+ *   generated from it, so the API can never drift from the handlers; routes
+ *   that name the same module and export share one function;
+ * - the JWT authorizer (functions/authorizer.ts);
+ * - the invoke worker and the reconcile consumer (SQS event sources with
+ *   partial batch responses);
+ * - the sweeper, run by an EventBridge rule every minute.
+ *
+ * Grants are per function and follow what the Runtime does on each path
+ * (see {@link ROUTE_ACCESS} and docs/infra.md, "Least privilege").
+ */
+import { Duration } from 'aws-cdk-lib';
+import { ROUTE_LIST, ROUTES, type RouteDefinition, type RouteId } from '../functions/http/routes.js';
+import type { InfraConfig } from './config.js';
+import type { FunctionAccess, FunctionDefinition } from './functions.js';
+
+/**
+ * What each route's Runtime path touches. Keyed by every route ID, so adding a
+ * route to the table without deciding its grants fails the typecheck here.
+ *
+ * - Reads (`getAction`, `streamAction`, `getTransaction`, `listOperator`) only
+ *   read the table.
+ * - `listApprovals` writes: it expires lapsed approvals as it lists them.
+ * - `submitAction` admits (table writes), enqueues the invocation, and runs
+ *   `downstream_validation`/`full_simulation` previews inline, which resolve
+ *   connector credentials.
+ * - `decideApproval` resumes an approved action: table writes and the enqueue.
+ * - `cancelAction` only writes the table.
+ * - `getHealth` may probe the store; `listCapabilities` reads the admitted
+ *   manifests (built from code, not the table); `getOpenApi` needs nothing.
+ */
+export const ROUTE_ACCESS = {
+  submitAction: { table: 'readWrite', sendTo: ['invoke'], connectorSecrets: true },
+  getAction: { table: 'read' },
+  cancelAction: { table: 'readWrite' },
+  streamAction: { table: 'read' },
+  getTransaction: { table: 'read' },
+  listOperator: { table: 'read' },
+  listApprovals: { table: 'readWrite' },
+  decideApproval: { table: 'readWrite', sendTo: ['invoke'] },
+  listCapabilities: {},
+  getHealth: { table: 'read' },
+  getOpenApi: {},
+} as const satisfies Record<RouteId, FunctionAccess>;
+
+/** `submitAction` → `SubmitAction`. */
+function pascal(id: string): string {
+  return id.charAt(0).toUpperCase() + id.slice(1);
+}
+
+function mergeAccess(accesses: readonly FunctionAccess[]): FunctionAccess {
+  const table = accesses.some((a) => a.table === 'readWrite') ? 'readWrite' : accesses.some((a) => a.table === 'read') ? 'read' : undefined;
+  const sendTo = [...new Set(accesses.flatMap((a) => a.sendTo ?? []))];
+  return {
+    ...(table ? { table } : {}),
+    ...(sendTo.length > 0 ? { sendTo } : {}),
+    ...(accesses.some((a) => a.reconcileSchedules) ? { reconcileSchedules: true } : {}),
+    ...(accesses.some((a) => a.connectorSecrets) ? { connectorSecrets: true } : {}),
+  };
+}
+
+/**
+ * One definition per distinct handler (module + export) of the route table.
+ * The timeout is the longest the grouped routes suggest.
+ */
+export function routeFunctionDefinitions(routes: readonly RouteDefinition[] = ROUTE_LIST): FunctionDefinition[] {
+  const groups = new Map<string, RouteDefinition[]>();
+  for (const route of routes) {
+    const key = `${route.handler.module}#${route.handler.export}`;
+    groups.set(key, [...(groups.get(key) ?? []), route]);
+  }
+  return [...groups.values()].map((group) => {
+    const first = group[0]!;
+    const ids = group.map((route) => route.id as RouteId);
+    return {
+      id: `Http${pascal(first.id)}`,
+      entry: first.handler.module,
+      handler: first.handler.export,
+      description: `HTTP ${group.map((route) => `${route.method} ${route.path}`).join(', ')}`,
+      timeout: Duration.seconds(Math.max(...group.map((route) => route.timeoutSeconds))),
+      trigger: { kind: 'api', routes: ids },
+      access: mergeAccess(ids.map((id) => ROUTE_ACCESS[id])),
+    };
+  });
+}
+
+export const AUTHORIZER_FUNCTION_ID = 'Authorizer';
+export const INVOKE_WORKER_FUNCTION_ID = 'InvokeWorker';
+export const RECONCILE_CONSUMER_FUNCTION_ID = 'ReconcileConsumer';
+export const SWEEPER_FUNCTION_ID = 'Sweeper';
+
+/** Records per SQS batch. Each record is an independent attempt; a small batch bounds what one timeout sends back to the queue. */
+export const INVOKE_BATCH_SIZE = 5;
+export const RECONCILE_BATCH_SIZE = 5;
+export const SWEEPER_TIMEOUT = Duration.seconds(60);
+
+/** Every function of the runtime for a configuration (the default of `defineAipApp`). */
+export function aipFunctionDefinitions(config: InfraConfig): FunctionDefinition[] {
+  return [
+    ...routeFunctionDefinitions(),
+    {
+      id: AUTHORIZER_FUNCTION_ID,
+      entry: 'functions/authorizer.ts',
+      handler: 'handler',
+      description: 'Verifies JWT bearer tokens for the REST API (Lambda TOKEN authorizer)',
+      // API Gateway waits at most 29 s for the whole request; a JWKS fetch that takes longer has failed anyway.
+      timeout: Duration.seconds(10),
+      trigger: { kind: 'authorizer' },
+      // No data access: it needs the configuration (issuer, audience, JWKS URL) and the network.
+      access: {},
+    },
+    {
+      id: INVOKE_WORKER_FUNCTION_ID,
+      entry: 'functions/worker/invoke.ts',
+      handler: 'handler',
+      description: 'Runs connector invocations from the invoke queue (crash-safe attempts)',
+      timeout: Duration.seconds(config.workerTimeoutSeconds),
+      consumes: { queue: 'invoke', batchSize: INVOKE_BATCH_SIZE, maxConcurrency: config.workerMaxConcurrency },
+      alarmOnErrors: true,
+      // Settling an attempt as outcome_unknown creates the one-time reconciliation schedule.
+      access: { table: 'readWrite', reconcileSchedules: true, connectorSecrets: true },
+    },
+    {
+      id: RECONCILE_CONSUMER_FUNCTION_ID,
+      entry: 'functions/worker/reconcile.ts',
+      handler: 'handler',
+      description: 'Reconciles outcome_unknown transactions from the reconcile queue',
+      timeout: Duration.seconds(config.reconcilerTimeoutSeconds),
+      consumes: { queue: 'reconcile', batchSize: RECONCILE_BATCH_SIZE, maxConcurrency: config.reconcilerMaxConcurrency },
+      alarmOnErrors: true,
+      // Runs the reconcile action inline (provider call), moves the schedule after an unresolved try, deletes it on settlement.
+      access: { table: 'readWrite', reconcileSchedules: true, connectorSecrets: true },
+    },
+    {
+      id: SWEEPER_FUNCTION_ID,
+      entry: 'functions/scheduled/sweeper.ts',
+      handler: 'handler',
+      description: 'Every minute: enqueues overdue reconciliations and stalled attempts, expires plans and approvals',
+      timeout: SWEEPER_TIMEOUT,
+      trigger: { kind: 'schedule', every: Duration.minutes(1) },
+      // A failed sweep is not retried: the next minute's run does the same work.
+      asyncRetryAttempts: 0,
+      alarmOnErrors: true,
+      access: { table: 'readWrite', sendTo: ['invoke', 'reconcile'] },
+    },
+  ];
+}
+
+/** The route IDs the table defines (for checks that every route is served). */
+export const ROUTE_IDS = Object.keys(ROUTES) as RouteId[];

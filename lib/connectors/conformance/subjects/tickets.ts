@@ -1,0 +1,79 @@
+/**
+ * The conformance subject for the tickets reference connector: the kit's
+ * planted secret becomes the desk's only API token, and the scenarios drive
+ * the in-process TicketDesk through its test hooks (hold, failNext, events).
+ * A worked example of a ConformanceSubject for connector authors.
+ */
+import type { Action, JsonObject } from '../../../protocol/index.js';
+import { TicketDesk } from '../../reference/ticket-desk.js';
+import { DEFAULT_TICKETS_CREDENTIAL_HANDLE, createTicketsConnector } from '../../reference/tickets.js';
+import type { ConformanceInstance, ConformanceSubject } from '../subject.js';
+
+export function ticketsConformanceSubject(): ConformanceSubject {
+  return {
+    name: 'tickets (defineConnector over the in-process ticket desk)',
+    credential_handle: DEFAULT_TICKETS_CREDENTIAL_HANDLE,
+    async setup(env): Promise<ConformanceInstance> {
+      const desk = new TicketDesk({ api_tokens: [env.secret] });
+      const connector = createTicketsConnector({ desk, credentials: env.credentials, logger: env.log });
+      let n = 0;
+      const action = (mode: 'commit' | 'execute', title: string): Action => {
+        n += 1;
+        return {
+          id: `tickets-conformance-${n}`,
+          capability_id: 'tickets.create',
+          input: { title, priority: 'normal' },
+          idempotency_key: `tickets-conformance-key-${n}`,
+          transaction: { mode, transaction_id: `tickets-conformance-tx-${n}`, ...(mode === 'commit' ? { plan_id: `plan:tickets-conformance-tx-${n}` } : {}) },
+        };
+      };
+      return {
+        connector,
+        sampleInput(capability_id): JsonObject | undefined {
+          if (capability_id === 'tickets.create') return { title: 'conformance probe', priority: 'low' };
+          if (capability_id === 'tickets.search') return { query: 'probe' };
+          return undefined;
+        },
+        scenarios: {
+          async uncertainCommit() {
+            // The desk accepts the creation (an operation ID exists) and holds its processing.
+            desk.hold();
+            const waiting = desk.waitForEvent((e) => e.type === 'waiting').then(() => undefined);
+            return {
+              action: action('commit', 'accepted then lost'),
+              waiting,
+              expect_provider_request_id: true,
+              verifyOperation: (ref) => (desk.findOperation(ref.operation_id) !== undefined ? undefined : 'the desk has no such operation'),
+              cleanup: async () => {
+                desk.release();
+              },
+            };
+          },
+          async lostResponse() {
+            desk.failNext('drop_after_accept');
+            return { action: action('commit', 'response lost') };
+          },
+          async committedEffect() {
+            const before = desk.tickets().length;
+            return { action: action('commit', 'committed'), effectRecorded: () => desk.tickets().length === before + 1 };
+          },
+          async rejectedBeforeEffect() {
+            desk.failNext('unavailable');
+            return { action: action('commit', 'rejected') };
+          },
+          async retry() {
+            const before = desk.tickets().length;
+            desk.failNext('drop_after_accept');
+            return {
+              action: action('execute', 'retried'),
+              verify: () => {
+                const created = desk.tickets().length - before;
+                return created === 1 ? undefined : `the desk holds ${created} new tickets after two attempts of one action`;
+              },
+            };
+          },
+        },
+      };
+    },
+  };
+}

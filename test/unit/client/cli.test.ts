@@ -1,0 +1,198 @@
+/**
+ * The `aip` CLI (dev/cli/main.ts) against a real local HTTP server; one test
+ * runs the real bin/aip.mjs entry in a child process.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { decodeJwt } from 'jose';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { main, type CliIo } from '../../../dev/cli/main.js';
+import { problem, startApiStub, type ApiStub, type StubRoute } from '../../support/api-stub.js';
+
+let stub: ApiStub;
+beforeAll(async () => {
+  stub = await startApiStub();
+});
+afterAll(async () => stub.stop());
+beforeEach(() => {
+  stub.requests.length = 0;
+});
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+async function run(argv: string[], route?: StubRoute, extra: Partial<CliIo> = {}): Promise<Run> {
+  if (route) stub.setRoute(route);
+  let stdout = '';
+  let stderr = '';
+  const code = await main(argv, {
+    stdout: (t) => (stdout += t),
+    stderr: (t) => (stderr += t),
+    env: { AIP_URL: stub.url, AIP_TOKEN: 'tok-env', AIP_TENANT: 'demo' },
+    ...extra,
+  });
+  return { code, stdout, stderr };
+}
+
+const result = (status: string, extra: Record<string, unknown> = {}) => ({ action_id: 'act-1', status, ...extra });
+const submitted = (status: string, disposition = 'accepted', http = 202) => ({
+  status: http,
+  body: { action_id: 'act-1', tenant_id: 'demo', disposition, status_url: '/v1/actions/act-1', action_result: result(status) },
+});
+
+describe('aip submit', () => {
+  it('builds an envelope from flags and prints what the runtime answered', async () => {
+    const r = await run(
+      ['submit', 'payments.charge', '--input', '{"amount":1250,"currency":"eur","customer":"cus_1"}', '--mode', 'execute', '--idempotency-key', 'order-1', '--wait', '5'],
+      () => submitted('accepted'),
+    );
+    expect(r.code).toBe(0);
+    const req = stub.requests[0];
+    expect(req?.headers.prefer).toBe('wait=5');
+    expect(req?.headers.authorization).toBe('Bearer tok-env');
+    expect(req?.headers['x-aip-tenant']).toBe('demo');
+    expect(req?.body).toMatchObject({
+      capability_id: 'payments.charge',
+      input: { amount: 1250, currency: 'eur', customer: 'cus_1' },
+      idempotency_key: 'order-1',
+      transaction: { mode: 'execute' },
+    });
+    expect((req?.body as { id: string }).id).toMatch(/^act-/);
+    expect(r.stdout).toContain('action act-1 (tenant demo): accepted, HTTP 202');
+    expect(r.stdout).toContain('aip wait act-1');
+  });
+
+  it('submits a JSON file or standard input as is, and prints JSON with --json', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'aip-cli-'));
+    const envelope = { id: 'a-file', capability_id: 'payments.charge', input: { amount: 1 } };
+    writeFileSync(join(dir, 'action.json'), JSON.stringify(envelope));
+    const fromFile = await run(['submit', join(dir, 'action.json'), '--json'], () => submitted('completed', 'completed', 200));
+    expect(stub.requests[0]?.body).toEqual(envelope);
+    expect(JSON.parse(fromFile.stdout)).toMatchObject({ http_status: 200, disposition: 'completed' });
+    const fromStdin = await run(['submit', '-'], undefined, { stdin: async () => JSON.stringify({ ...envelope, id: 'a-stdin' }) });
+    expect(fromStdin.code).toBe(0);
+    expect(stub.requests[1]?.body).toEqual({ ...envelope, id: 'a-stdin' });
+  });
+
+  it('refuses bad flags before sending', async () => {
+    expect((await run(['submit', 'payments.charge', '--input', '[1]'])).code).toBe(2);
+    expect((await run(['submit', 'payments.charge', '--input', '{}', '--mode', 'teleport'])).code).toBe(2);
+    expect((await run(['submit', 'payments.charge', '--input', '{}', '--wait', '30'])).code).toBe(2);
+    expect((await run(['submit', 'payments.charge', '--input', '{}', '--plan-id', 'p'])).code).toBe(2);
+    expect((await run(['get', 'a1', '--reason', 'x'])).stderr).toContain('--reason does not apply to "get"');
+    expect((await run(['frobnicate'])).code).toBe(2);
+    expect(stub.requests).toEqual([]);
+  });
+});
+
+describe('aip get and wait', () => {
+  it('prints a failed action with its error and exits 1', async () => {
+    const r = await run(['get', 'act-1'], () => ({
+      status: 200,
+      body: { action_result: result('failed', { error: { code: 'connector.unexpected_error', message: 'boom', category: 'internal', retryable: false } }) },
+    }));
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain('status:  failed');
+    expect(r.stdout).toContain('connector.unexpected_error: boom');
+  });
+
+  it('waits with progress on stderr and the final state on stdout', async () => {
+    const answers = ['accepted', 'running', 'completed'];
+    const r = await run(['wait', 'act-1', '--timeout', '60'], () => ({ status: 200, body: { action_result: result(answers.shift() ?? 'completed', { output: { id: 'ch_1' } }) } }));
+    expect(r.code).toBe(0);
+    expect(r.stderr.split('\n').filter((l) => l.startsWith('waiting for act-1')).map((l) => l.split(': ')[1]?.split(' ')[0])).toEqual(['accepted', 'running', 'completed']);
+    expect(r.stdout).toContain('status:  completed');
+    expect(r.stdout).toContain('"id": "ch_1"');
+  });
+
+  it('exits 3 when the wait times out', async () => {
+    const r = await run(['wait', 'act-1', '--timeout', '0'], () => ({ status: 200, body: { action_result: result('running') } }));
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain('did not finish within 0 ms');
+  });
+});
+
+describe('aip approvals, operators and transactions', () => {
+  it('approves and denies with a reason', async () => {
+    const route: StubRoute = (req) => ({ status: 200, body: { approval_id: req.path.split('/')[3], status: 'approved' } });
+    expect((await run(['approve', 'ap-1', '--reason', 'checked'], route)).code).toBe(0);
+    expect((await run(['deny', 'ap-2'])).code).toBe(0);
+    expect(stub.requests.map((r) => [r.path, r.body])).toEqual([
+      ['/v1/approvals/ap-1/decision', { decision: 'approve', reason: 'checked' }],
+      ['/v1/approvals/ap-2/decision', { decision: 'deny' }],
+    ]);
+  });
+
+  it('lists an operator view as a table', async () => {
+    const r = await run(['operator', 'outcome-unknown', '--limit', '10'], () => ({
+      status: 200,
+      body: { items: [{ tenant_id: 'demo', transaction_id: 'txn-1', status: 'outcome_unknown', next_reconcile_at: '2030-01-01T00:00:05.000Z' }], cursor: 'next' },
+    }));
+    expect(r.code).toBe(0);
+    expect(stub.requests[0]?.query).toEqual({ view: 'outcome_unknown', limit: '10' });
+    expect(r.stdout.split('\n')[0]).toMatch(/^tenant_id\s+transaction_id\s+status\s+next_reconcile_at$/);
+    expect(r.stdout).toContain('txn-1');
+    expect(r.stdout).toContain('(more: --cursor next)');
+    expect((await run(['operator', 'everything'])).code).toBe(2);
+    for (const [list, view] of [['stalled', 'stalled_committing'], ['approvals', 'pending_approvals'], ['requires-human', 'requires_human'], ['reconciling', 'reconciling']]) {
+      await run(['operator', list as string], () => ({ status: 200, body: { items: [] } }));
+      expect(stub.requests.at(-1)?.query.view).toBe(view);
+    }
+  });
+
+  it('shows a transaction with its receipts', async () => {
+    const r = await run(['transactions', '--plan-id', 'plan:txn-1'], () => ({
+      status: 200,
+      body: {
+        transaction_id: 'txn-1',
+        plan_id: 'plan:txn-1',
+        status: 'committed',
+        receipts: [{ seq: 0, transaction_id: 'txn-1', status: 'planned', revision: 1, at: '2030-01-01T00:00:00.000Z', prev_hash: '0'.repeat(64), hash: 'a'.repeat(64), event: 'transaction.planned' }],
+      },
+    }));
+    expect(r.code).toBe(0);
+    expect(stub.requests[0]?.query).toEqual({ plan_id: 'plan:txn-1', include: 'result,receipts' });
+    expect(r.stdout).toContain('transaction txn-1: committed');
+    expect(r.stdout).toContain('#0 2030-01-01T00:00:00.000Z transaction.planned -> planned');
+    expect((await run(['transactions', '--plan-id', 'p', '--action-id', 'a'])).code).toBe(2);
+  });
+
+  it('reports a problem answer with its code and status, and the problem JSON with --json', async () => {
+    const r = await run(['approvals', '--json'], () => problem(403, 'auth.tenant_forbidden'));
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('auth.tenant_forbidden (HTTP 403)');
+    expect(JSON.parse(r.stdout)).toMatchObject({ code: 'auth.tenant_forbidden', status: 403 });
+  });
+
+  it('lets --url, --token and --tenant win over the environment', async () => {
+    await run(['health', '--token', 'tok-flag', '--tenant', 'other', '--url', stub.url], () => ({ status: 200, body: { status: 'ok' } }));
+    expect(stub.requests[0]?.headers.authorization).toBe('Bearer tok-flag');
+    // health is not tenant-scoped: no tenant header.
+    expect(stub.requests[0]?.headers['x-aip-tenant']).toBeUndefined();
+  });
+});
+
+describe('aip token', () => {
+  it('mints a development token for the local stack', async () => {
+    const r = await run(['token', '--sub', 'alice', '--tenant', 'acme', '--scope', 'aip:actions:read aip:approve', '--ttl', '10m']);
+    expect(r.code).toBe(0);
+    const claims = decodeJwt(r.stdout.trim());
+    expect(claims).toMatchObject({ sub: 'alice', iss: 'https://aip.local/dev', aud: 'aip-local', 'aip:tenants': ['acme'], scope: 'aip:actions:read aip:approve' });
+    expect((claims.exp ?? 0) - (claims.iat ?? 0)).toBe(600);
+    expect(r.stderr).toContain('accepted only by the local stack');
+  });
+});
+
+describe('bin/aip.mjs', () => {
+  it('runs as an ESM entry', async () => {
+    stub.setRoute(() => ({ status: 200, body: { status: 'ok' } }));
+    const { stdout } = await promisify(execFile)(process.execPath, ['bin/aip.mjs', 'health', '--url', stub.url], { env: { ...process.env, AIP_TOKEN: '' } });
+    expect(stdout.trim()).toBe('health: ok');
+  });
+});
