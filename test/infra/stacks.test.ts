@@ -12,6 +12,7 @@ import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { GSI_PROJECTION, GSIS, KEY_ATTRIBUTES, TABLE_KEYS, TTL_ATTRIBUTE } from '../../lib/aws/dynamo/table-design.js';
 import { CONFIG_CONTEXT_KEY, defineAipApp, stackNames, type AipApp } from '../../infra/aip-app.js';
+import { aipFunctionDefinitions } from '../../infra/aip-functions.js';
 import { InfraConfigError } from '../../infra/config.js';
 import { applyNagChecks } from '../../infra/nag.js';
 import { FUNCTION_ENV } from '../../infra/function-env.js';
@@ -207,9 +208,12 @@ describe('stateless stack', () => {
     }
   });
 
-  it('deploys no function while the definition list is empty', () => {
-    template.resourceCountIs('AWS::Lambda::Function', 0);
-    expect(built.aip.stateless.functions).toEqual({});
+  it('deploys every function of infra/aip-functions.ts by default, and none when the definition list is empty', () => {
+    expect(Object.keys(built.aip.stateless.functions).sort()).toEqual(aipFunctionDefinitions(built.aip.config).map((d) => d.id).sort());
+    const empty = buildAip(BASE_CONFIG, { functions: [] });
+    Template.fromStack(empty.aip.stateless).resourceCountIs('AWS::Lambda::Function', 0);
+    expect(empty.aip.stateless.functions).toEqual({});
+    expect(empty.aip.stateless.api).toBeUndefined();
   });
 
   it('reports no cdk-nag findings and no CDK errors', () => {
