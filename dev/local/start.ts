@@ -35,6 +35,8 @@ import { createTable } from '../../lib/aws/dynamo/create-table.js';
 import { localLambdaContext, startSqsPoller } from '../../lib/aws/sqs/poller.js';
 import { createTokenVerifier } from '../../lib/auth/verifier.js';
 import type { Runtime } from '../../lib/runtime/runtime.js';
+import type { Clock } from '../../lib/ports/clock.js';
+import { createPaymentsConnector, DEFAULT_PAYMENTS_CREDENTIAL_HANDLE, type PaymentsConnectorOptions } from '../../lib/connectors/reference/payments.js';
 import type { ApprovalPolicy } from '../../infra/config.js';
 import { startDynamoDbLocal, type DynamoDbLocal } from '../emulators/dynamodb-local.js';
 import { startSqsEmulator, type FauxqsHandle } from '../emulators/fauxqs.js';
@@ -61,6 +63,21 @@ export const LOCAL_NAMES = {
   scheduleGroup: 'aip-local-reconcile',
   schedulerRole: 'arn:aws:iam::000000000000:role/aip-local-scheduler',
 } as const;
+
+/** A name prefix fits every resource name it starts (queue `-reconcile-dlq`, schedule group `-reconcile`). */
+const NAME_PREFIX_PATTERN = /^[A-Za-z0-9_-]{3,48}$/;
+
+/** The resource names for a prefix; `aip-local` gives {@link LOCAL_NAMES}. */
+export function localNames(prefix: string = LOCAL_NAMES.table): { table: string; invokeQueue: string; reconcileQueue: string; scheduleGroup: string; schedulerRole: string } {
+  if (!NAME_PREFIX_PATTERN.test(prefix)) throw new Error('namePrefix must be 3-48 of A-Z a-z 0-9 _ -');
+  return {
+    table: prefix,
+    invokeQueue: `${prefix}-invoke`,
+    reconcileQueue: `${prefix}-reconcile`,
+    scheduleGroup: `${prefix}-reconcile`,
+    schedulerRole: LOCAL_NAMES.schedulerRole,
+  };
+}
 
 /** Queue settings: like the stack's, scaled to a laptop. */
 const QUEUE_VISIBILITY_SECONDS = 90;
@@ -110,6 +127,22 @@ export interface LocalStackOptions {
   readonly simulatorSeed?: number;
   /** Stack-level messages (start, stop, background errors). Default: none. */
   readonly log?: (line: string) => void;
+  /**
+   * Use this DynamoDB endpoint (e.g. the test run's DynamoDB Local) instead of
+   * starting one. The stack does not stop it; `dataDir` and `inMemory` then
+   * only concern the dev key. Give each stack sharing it its own `namePrefix`.
+   */
+  readonly dynamoEndpoint?: string;
+  /** Use this SQS endpoint (e.g. the test run's fauxqs) instead of starting one; not stopped either. */
+  readonly sqsEndpoint?: string;
+  /** Prefix of the table, queue and schedule-group names (3-48 of A-Z a-z 0-9 _ -). Default `aip-local`. */
+  readonly namePrefix?: string;
+  /** The Runtime's clock. Default: the system clock. Tests move it (reconciliation due times, compensation windows). */
+  readonly clock?: Clock;
+  /** Fire due schedules on time. Default true; false: only `scheduler.fireDue(at)` fires them (tests). */
+  readonly schedulerAutoFire?: boolean;
+  /** Tunables of the payments connector (e.g. a compensation window); default: its own defaults. */
+  readonly payments?: Pick<PaymentsConnectorOptions, 'compensationWindowMs' | 'timeoutMs' | 'pollIntervalMs'>;
 }
 
 export interface LocalStack {
@@ -149,6 +182,9 @@ async function assertPortFree(service: LocalService, port: number): Promise<void
   });
 }
 
+/** What the stack needs of DynamoDB Local and fauxqs ({@link DynamoDbLocal}, {@link FauxqsHandle}). */
+type Emulator = Pick<DynamoDbLocal & FauxqsHandle, 'endpoint' | 'stop'>;
+
 async function createQueueWithDlq(sqs: SQSClient, name: string): Promise<{ url: string; arn: string }> {
   const arnOf = async (url: string) =>
     (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }))).Attributes?.QueueArn as string;
@@ -186,6 +222,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   const dataDir = resolve(options.dataDir ?? DEFAULT_DATA_DIR);
   const port = (service: LocalService) => options.ports?.[service] ?? 0;
   const tenants = [...(options.tenants ?? [LOCAL_TENANT])];
+  const names = localNames(options.namePrefix);
+  const external = { dynamodb: options.dynamoEndpoint, sqs: options.sqsEndpoint } as const;
   const stops: Array<() => Promise<void> | void> = [];
   const stopAll = async () => {
     for (const stop of stops.splice(0).reverse()) {
@@ -198,38 +236,44 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   };
 
   try {
-    for (const service of Object.keys(LOCAL_PORTS) as LocalService[]) await assertPortFree(service, port(service));
+    for (const service of Object.keys(LOCAL_PORTS) as LocalService[]) {
+      if (service === 'dynamodb' || service === 'sqs' ? external[service] === undefined : true) await assertPortFree(service, port(service));
+    }
 
-    // Emulators and the provider.
+    // Emulators (unless given) and the provider.
     const paymentsKey = `sk_local_${randomBytes(18).toString('base64url')}`;
+    // An emulator the caller runs: used as is, never stopped here.
+    const attached = async (endpoint: string): Promise<Emulator> => ({ endpoint, stop: async () => undefined });
     const started = await Promise.allSettled([
-      startDynamoDbLocal({ ...(port('dynamodb') !== 0 ? { port: port('dynamodb') } : {}), ...(options.inMemory ? {} : { dbPath: join(dataDir, 'dynamodb') }) }),
-      startSqsEmulator(port('sqs')),
+      external.dynamodb !== undefined
+        ? attached(external.dynamodb)
+        : startDynamoDbLocal({ ...(port('dynamodb') !== 0 ? { port: port('dynamodb') } : {}), ...(options.inMemory ? {} : { dbPath: join(dataDir, 'dynamodb') }) }),
+      external.sqs !== undefined ? attached(external.sqs) : startSqsEmulator(port('sqs')),
       startPaymentsSimulator({ port: port('payments'), host: '127.0.0.1', apiKeys: [paymentsKey], seed: options.simulatorSeed ?? 1 }),
     ] as const);
     for (const s of started) if (s.status === 'fulfilled') stops.push(() => s.value.stop());
     const failed = started.find((s) => s.status === 'rejected');
     if (failed) throw failed.reason;
-    const dynamo = (started[0] as PromiseFulfilledResult<DynamoDbLocal>).value;
-    const fauxqs = (started[1] as PromiseFulfilledResult<FauxqsHandle>).value;
+    const dynamo = (started[0] as PromiseFulfilledResult<Emulator>).value;
+    const fauxqs = (started[1] as PromiseFulfilledResult<Emulator>).value;
     const simulator = (started[2] as PromiseFulfilledResult<PaymentsSimulator>).value;
 
     // Table and queues (idempotent: a second start finds the table).
     const ddbClient = createDynamoDbClient({ endpoint: dynamo.endpoint });
     try {
-      await createTable(ddbClient, LOCAL_NAMES.table, { ifNotExists: true });
+      await createTable(ddbClient, names.table, { ifNotExists: true });
     } finally {
       ddbClient.destroy();
     }
     const sqs = createSqsClient({ endpoint: fauxqs.endpoint });
     stops.push(() => sqs.destroy());
-    const invokeQueue = await createQueueWithDlq(sqs, LOCAL_NAMES.invokeQueue);
-    const reconcileQueue = await createQueueWithDlq(sqs, LOCAL_NAMES.reconcileQueue);
+    const invokeQueue = await createQueueWithDlq(sqs, names.invokeQueue);
+    const reconcileQueue = await createQueueWithDlq(sqs, names.reconcileQueue);
 
     const scheduler = await startSchedulerEmulator({
       port: port('scheduler'),
       sqsEndpoint: fauxqs.endpoint,
-      autoFire: true,
+      autoFire: options.schedulerAutoFire ?? true,
       onError: (err, schedule) => log(`scheduler emulator: ${schedule ? `${schedule.name}: ` : ''}${err instanceof Error ? err.message : String(err)}`),
     });
     stops.push(() => scheduler.stop());
@@ -242,12 +286,12 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       approvalPolicies: options.approvalPolicies ?? DEFAULT_LOCAL_APPROVAL_POLICIES,
     };
     const env: NodeJS.ProcessEnv = {
-      [FUNCTION_ENV.tableName]: LOCAL_NAMES.table,
+      [FUNCTION_ENV.tableName]: names.table,
       [FUNCTION_ENV.invokeQueueUrl]: invokeQueue.url,
       [FUNCTION_ENV.reconcileQueueUrl]: reconcileQueue.url,
       [FUNCTION_ENV.reconcileQueueArn]: reconcileQueue.arn,
-      [FUNCTION_ENV.scheduleGroupName]: LOCAL_NAMES.scheduleGroup,
-      [FUNCTION_ENV.schedulerRoleArn]: LOCAL_NAMES.schedulerRole,
+      [FUNCTION_ENV.scheduleGroupName]: names.scheduleGroup,
+      [FUNCTION_ENV.schedulerRoleArn]: names.schedulerRole,
       [FUNCTION_ENV.runtimeConfig]: JSON.stringify(runtimeConfig),
       [OPTIONAL_ENV.runtimeSettings]: JSON.stringify({ ...DEFAULT_LOCAL_RUNTIME_SETTINGS, ...options.runtimeSettings }),
       [OPTIONAL_ENV.localCredentials]: JSON.stringify({
@@ -258,7 +302,21 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       AWS_ENDPOINT_URL_SQS: fauxqs.endpoint,
       AWS_ENDPOINT_URL_SCHEDULER: scheduler.endpoint,
     };
-    const handle: RuntimeHandle = await createRuntime(readBootstrapSettings(env), { credentialEnv: { [PAYMENTS_KEY_VARIABLE]: paymentsKey } });
+    const tunables = options.payments;
+    const handle: RuntimeHandle = await createRuntime(readBootstrapSettings(env), {
+      credentialEnv: { [PAYMENTS_KEY_VARIABLE]: paymentsKey },
+      ...(options.clock !== undefined ? { clock: options.clock } : {}),
+      ...(tunables !== undefined
+        ? {
+            connectorFactories: {
+              payments: (f) => ({
+                connector: createPaymentsConnector({ ...tunables, credentials: f.credentials, ...(f.baseUrl !== undefined ? { baseUrl: f.baseUrl } : {}) }),
+                credential_handle: () => DEFAULT_PAYMENTS_CREDENTIAL_HANDLE,
+              }),
+            },
+          }
+        : {}),
+    });
     stops.push(() => handle.close());
     installRuntime(handle.runtime);
     stops.push(() => uninstallRuntime());

@@ -5,10 +5,10 @@
  * - POST /v1/actions/{id}/cancel  → cancelActionHandler
  * - GET  /v1/actions/{id}/stream  → streamActionHandler
  */
-import { isAipError } from '../../lib/errors/aip-error.js';
+import { TERMINAL_ACTION_STATUSES } from '../../lib/protocol/action.js';
 import { validateAction, validateTransactionRequest } from '../../lib/protocol/validate.js';
 import { createRouteHandler, type HttpDeps, type ProxyHandler } from '../shared/route-handler.js';
-import { header, headerValues, type AipHttpEvent, type HttpResult } from '../shared/http.js';
+import { headerValues, type AipHttpEvent, type HttpResult } from '../shared/http.js';
 import { productionRuntime } from '../shared/production-runtime.js';
 import type { ActionState, SubmitOutcome } from '../shared/runtime-api.js';
 import { parsePreferWait, pollUntil, SETTLED_STATUSES, waitBudgetMs } from '../shared/wait.js';
@@ -39,6 +39,8 @@ export function actionStatusUrl(event: Pick<AipHttpEvent, 'path' | 'requestConte
   return `${basePath(event)}/v1/actions/${encodeURIComponent(actionId)}`;
 }
 
+const TERMINAL: ReadonlySet<string> = new Set(TERMINAL_ACTION_STATUSES);
+
 function settled(state: ActionState): boolean {
   return SETTLED_STATUSES.has(state.action_result.status);
 }
@@ -67,26 +69,24 @@ export function createSubmitActionHandler(deps: HttpDeps): ProxyHandler {
       const status = validStatus(outcome.http_status, outcome.disposition);
       if (status !== 202) return { status, body: response };
 
-      const wait = parsePreferWait(headerValues(event, 'prefer'));
+      // Queued (`accepted`) actions may be waited for; `requires_human` waits for a person, not for us.
+      const pending = { Location: statusUrl, 'Retry-After': '1' };
+      const wait = outcome.disposition === 'accepted' ? parsePreferWait(headerValues(event, 'prefer')) : undefined;
       const budget = wait === undefined ? 0 : waitBudgetMs(wait, remainingMs());
-      if (budget > 0) {
-        const state = await pollUntil(() => rt.getAction(caller, outcome.tenant_id, outcome.action_id), settled, {
-          deadline: clock.now() + budget,
-          clock,
-        });
-        if (settled(state)) {
-          return {
-            status: 200,
-            headers: { 'Preference-Applied': `wait=${wait}` },
-            body: {
-              ...response,
-              action_result: state.action_result,
-              ...(state.transaction !== undefined ? { transaction_result: state.transaction } : {}),
-            },
-          };
-        }
-      }
-      return { status: 202, headers: { Location: statusUrl, 'Retry-After': '1' }, body: response };
+      if (budget === 0) return { status: 202, headers: pending, body: response };
+
+      const state = await pollUntil(() => rt.getAction(caller, outcome.tenant_id, outcome.action_id), settled, {
+        deadline: clock.now() + budget,
+        clock,
+      });
+      const latest = {
+        ...response,
+        action_result: state.action_result,
+        ...(state.transaction !== undefined ? { transaction_result: state.transaction } : {}),
+      };
+      const applied = { 'Preference-Applied': `wait=${wait}` };
+      if (TERMINAL.has(state.action_result.status)) return { status: 200, headers: applied, body: latest };
+      return { status: 202, headers: { ...pending, ...applied }, body: latest };
     },
     { parseBody: validateSubmitBody },
   );

@@ -105,9 +105,10 @@ export const ROUTES = {
     path: '/v1/actions',
     summary: 'Submit an action',
     description:
-      'Admits a native action envelope or a TransactionRequest. 202 with the status URL when the connector is invoked through the queue; ' +
-      '200/201 when the runtime answers by itself (schema-only previews, replays, rejections). With `Prefer: wait=N` (N at most 25) ' +
-      'the call waits up to N seconds for a queued action to finish and then answers 200 with its terminal result.',
+      'Admits a native action envelope or a TransactionRequest. 202 with the status URL when the connector is invoked through the queue ' +
+      '(or the action waits for a human approval); 200/201 when the runtime answers by itself (schema-only previews, plans, replays); ' +
+      '422 with the failed action result when admission rejected it. With `Prefer: wait=N` (N at most 25) the call waits up to N seconds ' +
+      'for a queued action to finish and then answers 200 with its terminal result.',
     tag: 'actions',
     auth: 'jwt',
     scopes: [SCOPES.actionsWrite],
@@ -119,9 +120,10 @@ export const ROUTES = {
     responses: {
       200: { description: 'Answered by the runtime, or finished within the Prefer: wait window', schema: SubmitResponseSchema },
       201: { description: 'Created and answered by the runtime', schema: SubmitResponseSchema },
-      202: { description: 'Accepted: the connector runs through the queue', schema: SubmitResponseSchema, headers: LOCATION_HEADERS },
+      202: { description: 'Accepted: the connector runs through the queue, or the action waits for an approval', schema: SubmitResponseSchema, headers: LOCATION_HEADERS },
+      422: { description: 'Rejected at admission: the body carries the failed action result', schema: SubmitResponseSchema },
     },
-    problems: [400, 404, 409, 413, 415, 422, 503],
+    problems: [400, 404, 409, 413, 415, 503],
     handler: { module: ACTIONS_MODULE, export: 'submitActionHandler' },
     timeoutSeconds: 29,
   }),

@@ -46,6 +46,7 @@ import { IdSchema } from '../../lib/protocol/primitives.js';
 import type { Principal } from '../../lib/protocol/identity.js';
 import type { RuntimeLogger } from '../../lib/runtime/deps.js';
 import type { Runtime } from '../../lib/runtime/runtime.js';
+import type { ConnectorFactory } from './compose-runtime.js';
 import { FUNCTION_ENV } from '../../infra/function-env.js';
 import { InfraConfigError, RuntimeConfigSchema, type RuntimeConfig } from '../../infra/config.js';
 
@@ -321,6 +322,13 @@ export interface RuntimeOverrides {
   readonly credentialEnv?: Readonly<Record<string, string | undefined>>;
   /** SDK attempts per AWS call (default: the SDK's 3). */
   readonly maxAttempts?: number;
+  /**
+   * Factories that replace the build's own (CONNECTOR_FACTORIES in
+   * compose-runtime.ts) for the connector IDs they name: in-process hosts
+   * only (the local stack's connector tunables, tests). Which connectors are
+   * enabled is still the deployment configuration's decision.
+   */
+  readonly connectorFactories?: Readonly<Record<string, ConnectorFactory>>;
 }
 
 export interface RuntimeHandle {

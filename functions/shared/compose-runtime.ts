@@ -45,6 +45,9 @@ export interface ConnectorFactoryOptions {
   readonly baseUrl?: string;
 }
 
+/** Builds one enabled connector for the Runtime. */
+export type ConnectorFactory = (options: ConnectorFactoryOptions) => HostedConnector;
+
 /**
  * The connector implementations this build can run, by connector ID. The
  * deployment configuration enables a subset (`connectors[].id`); enabling an
@@ -52,7 +55,7 @@ export interface ConnectorFactoryOptions {
  * factory also names the credential handle its attempts get (the handle the
  * deployment's credential references map to a secret).
  */
-export const CONNECTOR_FACTORIES: Readonly<Record<string, (options: ConnectorFactoryOptions) => HostedConnector>> = {
+export const CONNECTOR_FACTORIES: Readonly<Record<string, ConnectorFactory>> = {
   payments: (options) => ({
     connector: createPaymentsConnector({ credentials: options.credentials, ...(options.baseUrl !== undefined ? { baseUrl: options.baseUrl } : {}) }),
     credential_handle: () => DEFAULT_PAYMENTS_CREDENTIAL_HANDLE,
@@ -154,7 +157,7 @@ export async function composeRuntime(settings: BootstrapSettings, overrides: Run
     // Enabled connectors, each with its deployment credential provider.
     const connectors: HostedConnector[] = [];
     for (const { id } of settings.runtimeConfig.connectors) {
-      const factory = CONNECTOR_FACTORIES[id];
+      const factory = overrides.connectorFactories?.[id] ?? CONNECTOR_FACTORIES[id];
       if (!factory) {
         throw new Error(`AIP_RUNTIME_CONFIG enables connector "${id}", which this build does not contain (available: ${Object.keys(CONNECTOR_FACTORIES).join(', ')})`);
       }

@@ -43,9 +43,16 @@ describe('parseInfraConfig', () => {
       queueEncryption: 'sqs-managed',
       workerTimeoutSeconds: 60,
       reconcilerTimeoutSeconds: 60,
+      workerMaxConcurrency: 10,
+      reconcilerMaxConcurrency: 5,
+      logLevel: 'INFO',
+      outcomeUnknownAlarmAgeSeconds: 1800,
+      connectorEndpoints: {},
+      api: { stageName: 'api', throttlingRateLimit: 50, throttlingBurstLimit: 100, authorizerCacheTtlSeconds: 60, cloudWatchRole: true },
       auth: { algorithms: ['RS256'] },
     });
     expect(config.alarmEmail).toBeUndefined();
+    expect(config.auth.claims).toBeUndefined();
   });
 
   it.each([
@@ -97,6 +104,17 @@ describe('parseInfraConfig', () => {
       /at least one approver scope/,
     ],
     ['', { ...BASE_CONFIG, region: 'eu-west-1' }, /unknown field\(s\) "region"/],
+    ['auth.claims.preset', withAuth({ claims: { preset: 'keycloak' } }), /generic/],
+    ['auth.clockToleranceSeconds', withAuth({ clockToleranceSeconds: 600 }), /at most 60/],
+    ['logLevel', { ...BASE_CONFIG, logLevel: 'TRACE' }, /one of DEBUG, INFO, WARN, ERROR/],
+    ['workerMaxConcurrency', { ...BASE_CONFIG, workerMaxConcurrency: 1 }, /SQS event sources allow 2-1000/],
+    ['api.authorizerCacheTtlSeconds', { ...BASE_CONFIG, api: { authorizerCacheTtlSeconds: 3600 } }, /at most 300/],
+    ['api.stageName', { ...BASE_CONFIG, api: { stageName: 'v1/prod' } }, /API stage name/],
+    ['api.throttlingBurstLimit', { ...BASE_CONFIG, api: { throttlingRateLimit: 100, throttlingBurstLimit: 10 } }, /at least the rate limit \(100\)/],
+    ['api', { ...BASE_CONFIG, api: { waf: true } }, /unknown field\(s\) "waf"/],
+    ['connectorEndpoints.crm', { ...BASE_CONFIG, connectorEndpoints: { crm: 'https://crm.example.com' } }, /"crm" is not an enabled connector \(enabled: payments\)/],
+    ['connectorEndpoints.payments', { ...BASE_CONFIG, connectorEndpoints: { payments: 'ftp://pay.example.com' } }, /http:\/\/ or https:\/\/ URL/],
+    ['outcomeUnknownAlarmAgeSeconds', { ...BASE_CONFIG, outcomeUnknownAlarmAgeSeconds: 10 }, /at least 60/],
   ] as const)('rejects a bad %s with a message naming it', (path, input, message) => {
     const issues = issuesOf(input);
     const issue = issues.find((candidate) => candidate.path === path);

@@ -174,7 +174,7 @@ describe('routing and handlers', () => {
     const t = await token();
     await problem(await call('/v1/actions/missing', { token: t }), 404, 'action.not_found');
     await problem(await call('/v1/actions/bad%20id', { token: t }), 400, 'request.invalid');
-    const post = (body: BodyInit, tk = t, headers: Record<string, string> = {}) =>
+    const post = (body: string | Uint8Array, tk = t, headers: Record<string, string> = {}) =>
       call('/v1/actions', { method: 'POST', token: tk, headers: { 'Content-Type': 'application/json', ...headers }, body });
     await problem(await post('{"id":'), 400, 'request.malformed_json');
     await problem(await post(new Uint8Array([0x7b, 0x22, 0xff, 0x22, 0x3a, 0x31, 0x7d])), 400, 'request.malformed_json');

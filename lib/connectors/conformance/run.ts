@@ -31,7 +31,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import Ajv2020Module from 'ajv/dist/2020.js';
-import { fidelityInvokesHandler, type Action, type Capability, type ProviderOperationRef, type TransactionMode } from '../../protocol/index.js';
+import { fidelityInvokesHandler, isJsonObject, type Action, type Capability, type JsonObject, type ProviderOperationRef, type TransactionMode } from '../../protocol/index.js';
 import { ADMISSION_RULES, admitManifest, formatAdmissionIssue } from '../admission.js';
 import type { ExecutionAttempt } from '../context.js';
 import { CredentialHandle } from '../credentials/handle.js';
@@ -331,7 +331,7 @@ class Kit {
     this.#probeCount += 1;
     const id = `conformance-probe-${this.#probeCount}`;
     const mode = PROBE_MODE[method];
-    const input = this.#i.sampleInput?.(cap.id, method) ?? {};
+    const input = this.#sample(cap.id, method) ?? {};
     return {
       id,
       capability_id: cap.id,
@@ -437,13 +437,21 @@ class Kit {
     if (problems.length > 0) this.#ledger.fail('explicit_unsupported', `${label} answers ${UNSUPPORTED} without the typed shape (${problems.join(', ')})`);
   }
 
+  /** The subject's sample input, if it is a plain JSON object (anything else is reported). */
+  #sample(capability_id: string, method: CapabilityMethod): JsonObject | undefined {
+    const raw = this.#i.sampleInput?.(capability_id, method);
+    if (raw === undefined) return undefined;
+    if (isJsonObject(raw)) return raw;
+    this.#ledger.note('manifest', `the sample input for ${method}(${capability_id}) is not a JSON object and was ignored`);
+    return undefined;
+  }
+
   #sampleSchemas(): void {
     const m = this.#manifest as ConnectorManifest;
-    const sample = this.#i.sampleInput;
-    if (sample === undefined) return;
+    if (this.#i.sampleInput === undefined) return;
     for (const cap of m.capabilities) {
       for (const method of CAPABILITY_METHODS) {
-        const input = sample(cap.id, method);
+        const input = this.#sample(cap.id, method);
         if (input === undefined || method === 'cancel_typed' || method === 'reconcile_typed') continue;
         const target = method === 'compensate_typed' ? (this.#capability(cap.compensation?.compensation_capability_id ?? cap.id) ?? cap) : cap;
         try {

@@ -5,7 +5,7 @@
  * provider behave in the ways the rules need (accept then lose a response,
  * reject before commit, ...).
  */
-import type { Action, JsonObject, ProviderOperationRef } from '../../protocol/index.js';
+import type { Action, ProviderOperationRef } from '../../protocol/index.js';
 import type { CredentialProvider } from '../../ports/credentials.js';
 import type { TrustedAttemptState } from '../context.js';
 import type { CredentialHandle } from '../credentials/handle.js';
@@ -102,7 +102,7 @@ export interface ConformanceInstance {
    * context, so a well-behaved connector performs no effect. Without a
    * sample the kit sends `{}`.
    */
-  sampleInput?(capability_id: string, method: CapabilityMethod): JsonObject | undefined;
+  sampleInput?(capability_id: string, method: CapabilityMethod): Readonly<Record<string, unknown>> | undefined;
   readonly scenarios?: ConformanceScenarios;
   /** The "makeContext" hook: adjust the trusted state the kit builds for an action. */
   trusted?(base: TrustedAttemptState, action: Action): TrustedAttemptState;

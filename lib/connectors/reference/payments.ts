@@ -39,6 +39,8 @@ export interface PaymentsConnectorOptions {
   readonly pollIntervalMs?: number;
   /** The capabilities' execution.timeout_ms (default 10 000 ms). */
   readonly timeoutMs?: number;
+  /** `window_ms` of payments.charge's compensation contract: how long after the charge a refund may compensate it. Default: no window. */
+  readonly compensationWindowMs?: number;
 }
 
 export const PAYMENTS_PROVIDER = 'payments-simulator';
@@ -261,7 +263,12 @@ export function paymentsConnectorConfig(options: PaymentsConnectorOptions = {}):
         output_schema: chargeOutput,
         contract: {
           transaction,
-          compensation: { mode: 'supported', compensation_capability_id: 'payments.refund', approval_required: false },
+          compensation: {
+            mode: 'supported',
+            compensation_capability_id: 'payments.refund',
+            approval_required: false,
+            ...(options.compensationWindowMs !== undefined ? { window_ms: options.compensationWindowMs } : {}),
+          },
           data: { redaction_required: false, redact_pointers: ['/customer'] },
           execution,
           credentials,

@@ -132,7 +132,7 @@ export async function runAttempt(k: Kernel, message: InvokeMessage): Promise<Att
     }
     // An earlier attempt of this action leased the record: it may have reached the provider.
     const recovering = attemptStarted(action, txn);
-    if (false && recovering && txn.status !== 'reconciling' && !retrySafe) return settleAbandoned(k, leased, fence, txn, mode, connectorReg, attempt_id);
+    if (recovering && txn.status !== 'reconciling' && !retrySafe) return settleAbandoned(k, leased, fence, txn, mode, connectorReg, attempt_id);
     try {
       txn = await k.journal.lease(txn, attempt_id, lease_ms, { attempt_action_id: action.action_id, attempt_fence: fence }, { action_id: action.action_id, attempt_id, fence, ...(recovering ? { recovered: true } : {}) });
     } catch (err) {

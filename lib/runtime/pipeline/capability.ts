@@ -6,12 +6,22 @@ import { AipError } from '../../errors/aip-error.js';
 import type { Action, Capability, TransactionMode } from '../../protocol/index.js';
 import type { CapabilityRegistry, RegisteredCapability } from '../registry.js';
 
-/** Looks the capability up (`capability.not_found`) and validates the input (`runtime.input_invalid`). */
+/**
+ * Looks the capability up (`capability.not_found`) and validates the input (`runtime.input_invalid`).
+ *
+ * A compensate whose CompensationContract names another compensation
+ * capability is rewritten to that capability before it reaches the connector
+ * (modes/compensate.ts), with this same input: its input schema governs the
+ * input. When that capability is not registered, admission fails later with
+ * `runtime.compensation_capability_unavailable`.
+ */
 export function lookupAndValidate(registry: CapabilityRegistry, action: Action): RegisteredCapability {
   const reg = registry.lookup(action.capability_id);
-  const issues = reg.validateInput(action.input);
+  const alternate = action.transaction?.mode === 'compensate' ? reg.capability.compensation?.compensation_capability_id : undefined;
+  const schemaOf = (alternate !== undefined && alternate !== reg.capability_id ? registry.find(alternate) : undefined) ?? reg;
+  const issues = schemaOf.validateInput(action.input);
   if (issues.length > 0) {
-    throw new AipError('runtime.input_invalid', undefined, { details: { capability_id: reg.capability_id, issues: issues.map((i) => ({ path: i.path, keyword: i.keyword })) } });
+    throw new AipError('runtime.input_invalid', undefined, { details: { capability_id: schemaOf.capability_id, issues: issues.map((i) => ({ path: i.path, keyword: i.keyword })) } });
   }
   return reg;
 }

@@ -554,7 +554,7 @@ describe('reconcile', () => {
 });
 
 describe('cancel', () => {
-  it('cancels the retained pending operation and reports a final one as not accepted', async () => {
+  it('cancels the retained pending operation (idempotently) and reports a final one as not accepted', async () => {
     sim.setFaults([{ match: { path: '/v1/charges' }, fault: 'pending' }]);
     const action = charge(undefined);
     const ac = new AbortController();
@@ -571,9 +571,18 @@ describe('cancel', () => {
     const cancelled = await resultOf(connector.cancel_typed(action, rec.attempt.context));
     expect(cancelled).toMatchObject({ accepted: true, provider_operation: { operation_id: op }, redacted_details: { provider_status: 'canceled' } });
     expect(sim.operation(op)?.status).toBe('canceled');
+    // A retry of the same cancellation is the same request: the provider replays its answer.
     const again = await resultOf(connector.cancel_typed(action, rec.attempt.context));
-    expect(again.accepted).toBe(false);
+    expect(again.accepted).toBe(true);
     expect(sim.ledger()).toHaveLength(0);
+
+    // An operation that already succeeded cannot be cancelled.
+    const done = charge('commit');
+    const doneRec = attemptFor(done);
+    await resultOf(connector.commit_typed(done, doneRec.attempt.context));
+    const refused = await resultOf(connector.cancel_typed(done, doneRec.attempt.context));
+    expect(refused).toMatchObject({ accepted: false, redacted_details: { remote_status: 409 } });
+    expect(sim.ledger()).toHaveLength(1);
   });
 
   it('without a known provider operation, cancellation is a typed failure', async () => {

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { uid } from '../../support/transaction-fixtures.js';
-import { TestProvider, testConnector, transfer } from './connectors.js';
+import { TestProvider, testConnector, transfer, type ScenarioName } from './connectors.js';
 import { TENANT, caller, codeOf, createHarness, errorOf, type Harness } from './support.js';
 
 let h: Harness;
@@ -17,7 +17,7 @@ afterAll(async () => h.destroy());
 
 const record = (tx: string) => h.table.store.get({ tenant_id: TENANT, transaction_id: tx });
 
-async function executed(scenario = 'ok', capability = 'pay.transfer', mode: 'execute' | 'none' = 'execute') {
+async function executed(scenario: ScenarioName = 'ok', capability = 'pay.transfer', mode: 'execute' | 'none' = 'execute') {
   const a = uid('a');
   const tx = uid('tx');
   await h.runtime.submit(caller(), { ...transfer(a, mode === 'execute' ? { transaction: { mode, transaction_id: tx } } : {}, { scenario }), capability_id: capability });

@@ -109,6 +109,7 @@ export class TestProvider {
 }
 
 type Input = z.output<typeof TransferInput>;
+export type ScenarioName = z.output<typeof Scenario>;
 
 async function mutate(provider: TestProvider, method: 'invoke' | 'commit' | 'compensate', capability_id: string, input: Input, ctx: ActionExecutionContext, action_id: string, fail: (init: ConstructorParameters<typeof ConnectorFailure>[0] extends infer T ? Omit<T & object, 'operation' | 'source'> : never) => ConnectorFailure) {
   await provider.record(method, capability_id, ctx, action_id);
@@ -277,7 +278,21 @@ export function testConnector(provider: TestProvider, options: ConnectorOptions 
     },
   }).implement({ invoke: handlersFor('pay.final').invoke });
 
-  return defineConnector({ id: 'testpay', version: '1.0.0', capabilities: [transfer, refund, quote, retryable, approved, secret, echo, slow, voucher, final] });
+  const streamed = defineCapability({
+    id: 'pay.statement',
+    input: TransferInput,
+    output: TransferOutput,
+    contract: { execution: { ...fast, supports_streaming: true } },
+  }).implement({
+    async *stream(input, ctx, call) {
+      await provider.record('invoke', 'pay.statement', ctx, call.action.id);
+      yield { type: 'progress', progress: 0.5, message: 'half' };
+      yield { type: 'text', text: `line for ${input.to}` };
+      return { transfer_id: 'statement', amount: input.amount };
+    },
+  });
+
+  return defineConnector({ id: 'testpay', version: '1.0.0', capabilities: [transfer, refund, quote, retryable, approved, secret, echo, slow, voucher, final, streamed] });
 }
 
 export function transfer(id: string, extra: Record<string, unknown> = {}, input: Partial<Input> = {}) {

@@ -55,7 +55,7 @@ type Cmd =
   | { kind: 'execute'; slot: number; sameAction: boolean; scenario: 'ok' | 'uncertain' | 'fail' }
   | { kind: 'reconcile'; slot: number; planned: boolean }
   | { kind: 'compensate'; slot: number }
-  | { kind: 'drive'; crash: CrashPointName | null }
+  | { kind: 'drive'; crash: CrashPointName | null; recover: boolean }
   | { kind: 'advance'; ms: number }
   | { kind: 'sweep' };
 
@@ -66,8 +66,8 @@ const cmd: fc.Arbitrary<Cmd> = fc.oneof(
   fc.record({ kind: fc.constant('execute' as const), slot: fc.nat(SLOTS - 1), sameAction: fc.boolean(), scenario: fc.constantFrom('ok' as const, 'uncertain' as const, 'fail' as const) }),
   fc.record({ kind: fc.constant('reconcile' as const), slot: fc.nat(SLOTS - 1), planned: fc.boolean() }),
   fc.record({ kind: fc.constant('compensate' as const), slot: fc.nat(SLOTS - 1) }),
-  fc.record({ kind: fc.constant('drive' as const), crash: fc.option(fc.constantFrom(...CRASH_POINTS), { nil: null, freq: 2 }) }),
-  fc.record({ kind: fc.constant('drive' as const), crash: fc.constant(null) }),
+  fc.record({ kind: fc.constant('drive' as const), crash: fc.constantFrom(...CRASH_POINTS), recover: fc.boolean() }),
+  fc.record({ kind: fc.constant('drive' as const), crash: fc.constant(null), recover: fc.constant(false) }),
   fc.record({ kind: fc.constant('advance' as const), ms: fc.constantFrom(5_000, 40_000, 70_000) }),
   fc.record({ kind: fc.constant('sweep' as const) }),
 );
@@ -130,6 +130,12 @@ describe('runtime model (fast-check, DynamoDB Local + fauxqs)', () => {
             case 'drive':
               if (c.crash !== null) h.crash.arm(c.crash);
               await h.drain();
+              if (c.recover) {
+                // The crashed attempt's lease runs out; the redelivered message recovers.
+                h.crash.disarm();
+                h.clock.advance(40_001);
+                await h.drain();
+              }
               break;
             case 'advance':
               h.clock.advance(c.ms);

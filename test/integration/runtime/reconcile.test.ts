@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { uid } from '../../support/transaction-fixtures.js';
-import { TestProvider, testConnector, transfer } from './connectors.js';
+import { TestProvider, testConnector, transfer, type ScenarioName } from './connectors.js';
 import { TENANT, caller, codeOf, createHarness, operator, type Harness } from './support.js';
 
 let h: Harness;
@@ -18,7 +18,7 @@ afterAll(async () => h.destroy());
 const record = (tx: string) => h.table.store.get({ tenant_id: TENANT, transaction_id: tx });
 const reconcileMsg = (tx: string) => ({ kind: 'reconcile' as const, tenant_id: TENANT, transaction_id: tx, reason: 'schedule' as const });
 
-async function uncertain(scenario = 'uncertain') {
+async function uncertain(scenario: ScenarioName = 'uncertain') {
   const a = uid('a');
   const tx = uid('tx');
   await h.runtime.submit(caller(), transfer(a, { transaction: { mode: 'execute', transaction_id: tx } }, { scenario }));

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DURABLE_TRANSACTION_STATUSES } from '../../../lib/transactions/status.js';
 import { verifyReceiptChain } from '../../../lib/runtime/receipts.js';
 import { uid } from '../../support/transaction-fixtures.js';
-import { TestProvider, testConnector, transfer } from './connectors.js';
+import { TestProvider, testConnector, transfer, type ScenarioName } from './connectors.js';
 import { OTHER_TENANT, TENANT, caller, codeOf, createHarness, operator, type Harness } from './support.js';
 
 let h: Harness;
@@ -20,7 +20,7 @@ afterAll(async () => h.destroy());
 const record = (tx: string) => h.table.store.get({ tenant_id: TENANT, transaction_id: tx });
 const receiptsOf = async (tx: string) => (await h.table.store.listReceipts({ tenant_id: TENANT, transaction_id: tx, limit: 100 })).items.map((r) => r.receipt);
 
-async function executed(scenario = 'ok') {
+async function executed(scenario: ScenarioName = 'ok') {
   const a = uid('a');
   const tx = uid('tx');
   await h.runtime.submit(caller(), transfer(a, { transaction: { mode: 'execute', transaction_id: tx } }, { scenario }));
@@ -207,5 +207,18 @@ describe('Connector routing is action-scoped', () => {
     const p = uid('p');
     await h.runtime.submit(caller(), transfer(p, { transaction: { mode: 'plan', transaction_id: uid('tx') } }));
     expect(await h.stores.routes.get({ tenant_id: TENANT, action_id: p })).toBeUndefined();
+  });
+});
+
+describe('Streaming through the action lifecycle', () => {
+  it('chunks a streaming capability publishes are persisted by the runtime and readable by the owner, after a cursor', async () => {
+    const a = uid('a');
+    await h.runtime.submit(caller(), { ...transfer(a), capability_id: 'pay.statement' });
+    await h.drain();
+    const all = await h.runtime.readStream(caller(), TENANT, a);
+    expect(all.items.map((c) => c.chunk.chunk.type)).toEqual(['progress', 'text']);
+    expect((await h.runtime.readStream(caller(), TENANT, a, 0)).items.map((c) => c.seq)).toEqual([1]);
+    expect((await h.runtime.getAction(caller(), TENANT, a)).action_result).toMatchObject({ status: 'completed', output: { transfer_id: 'statement' } });
+    expect(await codeOf(h.runtime.readStream(caller('agent-2'), TENANT, a))).toBe('action.not_found');
   });
 });

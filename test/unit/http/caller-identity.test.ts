@@ -9,7 +9,7 @@ import { ALICE, expectProblem, lambdaContext, proxyEvent, type EventInput } from
 
 function run(input: EventInput, anyOfScopes: string[] = []) {
   let caller: unknown;
-  const h = middy<AipHttpEvent, APIGatewayProxyResult>(async (event) => {
+  const h = middy<AipHttpEvent, APIGatewayProxyResult>(async (event: AipHttpEvent) => {
     caller = event.aip?.caller;
     return { statusCode: 204, body: '' };
   })

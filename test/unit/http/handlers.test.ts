@@ -116,11 +116,32 @@ describe('POST /v1/actions', () => {
     expect(clock.now() - start).toBe(3_000);
   });
 
-  it('stops waiting on requires_human', async () => {
+  it('stops waiting when a queued action needs a human, and keeps answering 202', async () => {
     const rt = stubRuntime({ submit: async () => outcome('accepted', 202, 'accepted'), getAction: async () => ({ action_result: { action_id: 'act-1', status: 'requires_human' } }) });
     const res = await createSubmitActionHandler(deps(rt))(jsonEvent({ json: ACTION, headers: { Prefer: 'wait=25' } }), lambdaContext());
-    expect(res.statusCode).toBe(200);
+    expect(res.statusCode).toBe(202);
+    expect(header(res, 'location')).toBe('/v1/actions/act-1');
+    expect(header(res, 'preference-applied')).toBe('wait=25');
     expect(body(res)).toMatchObject({ action_result: { status: 'requires_human' } });
+    expect(rt.calls.filter((c) => c.method === 'getAction')).toHaveLength(1);
+  });
+
+  it('does not wait on an action that already requires a human (runtime answered 202 requires_human)', async () => {
+    const rt = stubRuntime({ submit: async () => outcome('requires_human', 202, 'requires_human') });
+    const res = await createSubmitActionHandler(deps(rt))(jsonEvent({ json: ACTION, headers: { Prefer: 'wait=25' } }), lambdaContext());
+    expect(res.statusCode).toBe(202);
+    expect(header(res, 'location')).toBe('/v1/actions/act-1');
+    expect(body(res)).toMatchObject({ disposition: 'requires_human' });
+    expect(rt.calls.map((c) => c.method)).toEqual(['submit']);
+  });
+
+  it('passes a rejection through with the runtime’s 422 and the failed action result', async () => {
+    const failed = { ...outcome('rejected', 422, 'failed'), action_result: { action_id: 'act-1', status: 'failed' as const, error: { code: 'policy.denied', message: 'no', category: 'authorization' as const, retryable: false } } };
+    const rt = stubRuntime({ submit: async () => failed });
+    const res = await createSubmitActionHandler(deps(rt))(jsonEvent({ json: ACTION }), lambdaContext());
+    expect(res.statusCode).toBe(422);
+    expect(header(res, 'content-type')).toBe('application/json');
+    expect(body(res)).toMatchObject({ disposition: 'rejected', action_result: { status: 'failed', error: { code: 'policy.denied' } } });
   });
 
   it('the wait never outlasts the Lambda: with 2 s left it does not poll at all', async () => {
@@ -178,7 +199,7 @@ describe('GET /v1/actions/{id}', () => {
     proxyEvent({ resource: '/v1/actions/{id}', path: '/v1/actions/act-1', pathParameters: { id: 'act-1' }, ...extra });
 
   it('returns the action state from the runtime for the selected tenant', async () => {
-    const state = { action_result: { action_id: 'act-1', status: 'completed' } };
+    const state = { action_result: { action_id: 'act-1', status: 'completed' as const } };
     const rt = stubRuntime({ getAction: async () => state });
     const res = await createGetActionHandler(deps(rt))(event({ caller: { ...ALICE, scopes: ['aip:actions:read'], tenants: ['acme', 'globex'] }, headers: { 'X-AIP-Tenant': 'globex' } }), lambdaContext());
     expect(res.statusCode).toBe(200);
@@ -189,7 +210,7 @@ describe('GET /v1/actions/{id}', () => {
   it('long-polls with ?wait=N', async () => {
     const clock = fakeClock();
     let n = 0;
-    const rt = stubRuntime({ getAction: async () => ({ action_result: { action_id: 'act-1', status: ++n >= 3 ? 'failed' : 'running', ...(n >= 3 ? { error: { code: 'x.y', message: 'm', category: 'permanent', retryable: false } } : {}) } }) });
+    const rt = stubRuntime({ getAction: async () => ({ action_result: { action_id: 'act-1', status: (++n >= 3 ? 'failed' : 'running') as ActionResult['status'], ...(n >= 3 ? { error: { code: 'x.y', message: 'm', category: 'permanent', retryable: false } } : {}) } }) });
     const res = await createGetActionHandler(deps(rt, { clock }))(event({ query: { wait: '20' } }), lambdaContext());
     expect(body(res)).toMatchObject({ action_result: { status: 'failed' } });
     expect(n).toBe(3);

@@ -9,7 +9,7 @@ import { expectProblem, lambdaContext, proxyEvent } from './support.js';
 
 function run(body: string | null, isBase64Encoded = false) {
   let seen: unknown = 'not called';
-  const h = middy<AipHttpEvent, APIGatewayProxyResult>(async (event) => {
+  const h = middy<AipHttpEvent, APIGatewayProxyResult>(async (event: AipHttpEvent) => {
     seen = event.aip?.json;
     return { statusCode: 204, body: '' };
   })

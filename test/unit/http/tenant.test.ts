@@ -53,7 +53,7 @@ describe('selectTenant', () => {
 describe('tenantSelection middleware', () => {
   function run(caller: CallerIdentity, headers: Record<string, string>, policy: TenantPolicy) {
     let tenant: unknown = 'unset';
-    const h = middy<AipHttpEvent, APIGatewayProxyResult>(async (event) => {
+    const h = middy<AipHttpEvent, APIGatewayProxyResult>(async (event: AipHttpEvent) => {
       tenant = event.aip?.tenant_id;
       return { statusCode: 204, body: '' };
     })

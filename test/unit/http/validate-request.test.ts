@@ -11,7 +11,7 @@ import { expectProblem, lambdaContext, proxyEvent, type EventInput } from './sup
 
 function run(input: EventInput, validators: Parameters<typeof validateRequest>[0]) {
   let state: unknown;
-  const h = middy<AipHttpEvent, APIGatewayProxyResult>(async (event) => {
+  const h = middy<AipHttpEvent, APIGatewayProxyResult>(async (event: AipHttpEvent) => {
     state = { path: event.aip?.path, query: event.aip?.query, body: event.aip?.body };
     return { statusCode: 204, body: '' };
   })
@@ -32,7 +32,7 @@ describe('validateRequest', () => {
   });
 
   it('rejects unknown query parameters, bad values and repeated single-valued parameters with request.invalid', async () => {
-    for (const query of [{ wat: '1' }, { wait: '26' }, { wait: '-1' }, { wait: '1.5' }, { wait: 'abc' }, { wait: ['1', '2'] }]) {
+    for (const query of [{ wat: '1' }, { wait: '26' }, { wait: '-1' }, { wait: '1.5' }, { wait: 'abc' }, { wait: ['1', '2'] }] as Record<string, string | string[]>[]) {
       const p = expectProblem((await run({ query }, { query: GetActionQuerySchema })).res, 400, 'request.invalid');
       expect(p.details?.location).toBe('query');
     }
@@ -60,14 +60,14 @@ describe('validateRequest', () => {
     expect(ok.state).toMatchObject({ query: { plan_id: 'plan:t1', include: { result: true, receipts: true } } });
     const repeated = await run({ query: { action_id: 'a', include: ['result', 'receipts'] } }, { query: GetTransactionQuerySchema });
     expect(repeated.state).toMatchObject({ query: { include: { result: true, receipts: true } } });
-    for (const query of [{}, { plan_id: 'p', action_id: 'a' }, { transaction_id: 't', include: 'everything' }]) {
+    for (const query of [{}, { plan_id: 'p', action_id: 'a' }, { transaction_id: 't', include: 'everything' }] as Record<string, string>[]) {
       expectProblem((await run({ query }, { query: GetTransactionQuerySchema })).res, 400, 'request.invalid');
     }
   });
 
   it('operator listing needs a known view and bounds limit', async () => {
     expect((await run({ query: { view: 'outcome_unknown', limit: '100' } }, { query: OperatorQuerySchema })).res.statusCode).toBe(204);
-    for (const query of [{}, { view: 'everything' }, { view: 'reconciling', limit: '0' }, { view: 'reconciling', limit: '101' }, { view: 'reconciling', cursor: 'a b' }]) {
+    for (const query of [{}, { view: 'everything' }, { view: 'reconciling', limit: '0' }, { view: 'reconciling', limit: '101' }, { view: 'reconciling', cursor: 'a b' }] as Record<string, string>[]) {
       expectProblem((await run({ query }, { query: OperatorQuerySchema })).res, 400, 'request.invalid');
     }
   });

@@ -1,0 +1,14 @@
+const t0 = performance.now();
+const { startDynamoDbLocal } = await import('/work/main/dev/emulators/dynamodb-local.js');
+console.log('import', performance.now()-t0);
+const d = await startDynamoDbLocal({});
+console.log('ddb', performance.now()-t0);
+const { createDynamoDbClient } = await import('/work/main/lib/aws/clients.js');
+const { createTable } = await import('/work/main/lib/aws/dynamo/create-table.js');
+const c = createDynamoDbClient({ endpoint: d.endpoint });
+await createTable(c, 'xx1');
+console.log('table', performance.now()-t0);
+await createTable(c, 'xx2');
+console.log('table2', performance.now()-t0);
+await d.stop();
+console.log('stop', performance.now()-t0);

@@ -1,0 +1,106 @@
+/**
+ * The connector conformance kit against the two reference connectors (they
+ * pass, one vitest test per rule) and against a deliberately broken
+ * connector (it fails, and every message names the violated rule).
+ */
+import { describe, expect, it } from 'vitest';
+import { CONFORMANCE_RULES, runConformance, type ConformanceRuleId, type ConformanceSubject } from '../../../lib/connectors/conformance/index.js';
+import { describeConformance } from '../../../lib/connectors/conformance/vitest.js';
+import { ticketsConformanceSubject } from '../../../lib/connectors/conformance/subjects/tickets.js';
+import { TicketDesk } from '../../../lib/connectors/reference/ticket-desk.js';
+import { createTicketsConnector, DEFAULT_TICKETS_CREDENTIAL_HANDLE } from '../../../lib/connectors/reference/tickets.js';
+import { brokenConformanceSubject } from '../../fixtures/broken-connector.js';
+import { paymentsConformanceSubject } from '../../support/payments-conformance-subject.js';
+
+describeConformance('conformance: payments (declarative HTTP connector over the payments simulator)', () => paymentsConformanceSubject());
+
+describeConformance('conformance: tickets (defineConnector over the in-process ticket desk)', () => ticketsConformanceSubject());
+
+const RULE = Object.fromEntries(CONFORMANCE_RULES.map((r) => [r.id, r.rule])) as Record<ConformanceRuleId, string>;
+
+describe('conformance: the broken connector', () => {
+  it('fails every rule it violates, with messages that name the rule and never the secret', async () => {
+    const secret = 'csk_broken_fixture_secret_0123456789abcdef';
+    const report = await runConformance(brokenConformanceSubject(), { secret });
+    expect(report.passed).toBe(false);
+    const failed = report.results.filter((r) => !r.passed);
+    expect(failed.map((r) => r.id)).toEqual(['manifest', 'support_record', 'explicit_unsupported', 'checkpoint_before_wait', 'effect_checkpoint', 'recovery_evidence', 'secrets']);
+    for (const r of failed) {
+      expect(r.rule).toBe(RULE[r.id]);
+      expect(r.message.startsWith(`[${r.rule}] violated: `)).toBe(true);
+    }
+    for (const r of report.results) expect(r.message).not.toContain(secret);
+
+    const message = (id: ConformanceRuleId): string => report.results.find((r) => r.id === id)?.message ?? '';
+    // Claims flags it does not implement.
+    expect(message('manifest')).toContain('broken.create: flag cancellation is true but cancel_typed answers connector.operation_unsupported');
+    expect(message('manifest')).toContain('broken.create: flag reconciliation is true but reconcile_typed answers connector.operation_unsupported');
+    // Implements methods it does not claim.
+    expect(message('manifest')).toContain('broken.lookup: commit_typed is implemented (it returned a result) but flag transaction is false');
+    // Not the exact nine flags.
+    expect(message('support_record')).toContain('broken.lookup: the support record lacks approval');
+    expect(message('support_record')).toContain('beyond the nine flags (refund)');
+    // A plain Error instead of the typed unsupported failure.
+    expect(message('explicit_unsupported')).toContain('compensate_typed(broken.create): flag compensation is false, so it must reject with the typed ConnectorFailure connector.operation_unsupported');
+    expect(message('explicit_unsupported')).toContain('untyped Error');
+    // No checkpoint before the uncertain wait.
+    expect(message('checkpoint_before_wait')).toContain('no provider operation was checkpointed before the connector waited on a response the provider held');
+    // Effect published before the provider had it.
+    expect(message('effect_checkpoint')).toContain('provider_effect_committed was published before the provider had durably recorded the effect');
+    // uncertain_outcome lost.
+    expect(message('recovery_evidence')).toContain('uncertain-commit scenario: uncertain_outcome is false');
+    expect(message('recovery_evidence')).toContain('lost-response scenario: uncertain_outcome is false');
+    // The secret leaked into a failure message, and resolved secrets were kept.
+    expect(message('secrets')).toContain('secret material appears in the failure of commit_typed(broken.create) in the uncertain-commit scenario');
+    expect(message('secrets')).toContain('resolved secrets were never disposed');
+    // Not exercised: no retry scenario.
+    expect(report.results.find((r) => r.id === 'retry_identity')).toMatchObject({ passed: true, skipped: true });
+  });
+});
+
+describe('conformance: what the kit demands of a subject', () => {
+  it('a connector that claims transaction must come with the scenarios that exercise it', async () => {
+    const withoutScenarios: ConformanceSubject = {
+      name: 'tickets without scenarios',
+      credential_handle: DEFAULT_TICKETS_CREDENTIAL_HANDLE,
+      async setup(env) {
+        const desk = new TicketDesk({ api_tokens: [env.secret] });
+        return { connector: createTicketsConnector({ desk, credentials: env.credentials }), sampleInput: (id) => (id === 'tickets.create' ? { title: 'probe' } : { query: 'x' }) };
+      },
+    };
+    const report = await runConformance(withoutScenarios);
+    const byId = new Map(report.results.map((r) => [r.id, r]));
+    expect(byId.get('checkpoint_before_wait')?.passed).toBe(false);
+    expect(byId.get('checkpoint_before_wait')?.message).toContain('supplies no uncertainCommit scenario');
+    expect(byId.get('effect_checkpoint')?.passed).toBe(false);
+    // The probes alone never resolve a credential (they run cancelled), so the credentials claim is unproven.
+    expect(byId.get('secrets')?.message).toContain('no credential was resolved through the deployment credential provider');
+    expect(byId.get('manifest')?.passed).toBe(true);
+    expect(byId.get('explicit_unsupported')?.passed).toBe(true);
+  });
+
+  it('catches a secret written to a log line or to the console', async () => {
+    const leaky: ConformanceSubject = {
+      name: 'tickets with a leaky logger',
+      credential_handle: DEFAULT_TICKETS_CREDENTIAL_HANDLE,
+      async setup(env) {
+        const inner = await ticketsConformanceSubject().setup(env);
+        const desk = new TicketDesk({ api_tokens: [env.secret] });
+        const connector = createTicketsConnector({
+          desk,
+          credentials: env.credentials,
+          logger: (line) => {
+            env.log({ ...line, debug_token: Buffer.from(env.secret).toString('base64') });
+            if (line.event === 'effect_committed') console.warn('effect committed with token', env.secret);
+          },
+        });
+        return { ...inner, connector, scenarios: { committedEffect: async () => ({ action: { id: 'leak-1', capability_id: 'tickets.create', input: { title: 't' }, transaction: { mode: 'commit', transaction_id: 'leak-tx', plan_id: 'plan:leak-tx' } }, effectRecorded: () => desk.tickets().length === 1 }) } };
+      },
+    };
+    const report = await runConformance(leaky);
+    const secrets = report.results.find((r) => r.id === 'secrets');
+    expect(secrets?.passed).toBe(false);
+    expect(secrets?.message).toContain('secret material appears in a connector log line');
+    expect(secrets?.message).toContain('secret material appears in a console log line');
+  });
+});
