@@ -62,6 +62,9 @@ function mergeAccess(accesses: readonly FunctionAccess[]): FunctionAccess {
   };
 }
 
+/** API Gateway's default (and, without a quota increase, maximum) REST integration timeout. */
+export const API_INTEGRATION_TIMEOUT_SECONDS = 29;
+
 /**
  * One definition per distinct handler (module + export) of the route table.
  * The timeout is the longest the grouped routes suggest.
@@ -71,6 +74,14 @@ export function routeFunctionDefinitions(routes: readonly RouteDefinition[] = RO
   for (const route of routes) {
     const key = `${route.handler.module}#${route.handler.export}`;
     groups.set(key, [...(groups.get(key) ?? []), route]);
+  }
+  for (const route of routes) {
+    if (route.timeoutSeconds < 1 || route.timeoutSeconds > API_INTEGRATION_TIMEOUT_SECONDS) {
+      throw new Error(
+        `Route ${route.id} suggests a ${route.timeoutSeconds} s timeout; API Gateway stops waiting for a REST integration after ` +
+          `${API_INTEGRATION_TIMEOUT_SECONDS} s, so a route function may run 1-${API_INTEGRATION_TIMEOUT_SECONDS} s`,
+      );
+    }
   }
   return [...groups.values()].map((group) => {
     const first = group[0]!;

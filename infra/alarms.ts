@@ -38,7 +38,7 @@ export function oldestOutcomeUnknownAgeMetric(envName: string): cloudwatch.Metri
     dimensionsMap: { service: AIP_METRICS.serviceName },
     statistic: cloudwatch.Stats.MAXIMUM,
     period: ALARM_PERIOD,
-    unit: cloudwatch.Unit.SECONDS,
+    // No unit filter: an alarm with a unit sees only datapoints published with exactly that unit.
   });
 }
 

@@ -226,6 +226,8 @@ export class AipApi extends Construct {
       }
     }
 
+    // One output under a stable name (the README's describe-stacks query uses it) instead of CDK's hashed `Endpoint`.
+    this.api.node.tryRemoveChild('Endpoint');
     new CfnOutput(Stack.of(this), 'ApiUrl', {
       value: this.api.url,
       description: 'Base URL of the AIP HTTPS API (append v1/..., e.g. v1/health)',

@@ -247,6 +247,12 @@ export interface CostSummary {
   readonly write_capacity: number;
   /** Requests that returned no ConsumedCapacity (failed ones). */
   readonly capacity_unreported: number;
+  /**
+   * read + write capacity, plus 1 WCU per failed conditional write: AWS bills a
+   * write whose condition fails (at least 1 WCU), while neither AWS nor
+   * DynamoDB Local reports ConsumedCapacity with the error. An estimate.
+   */
+  readonly capacity_total_est: number;
   readonly sqs_sends: number;
   readonly scheduler_calls: number;
 }
@@ -284,13 +290,14 @@ export function summarize(calls: readonly CallRecord[], table?: string): CostSum
     else if (c.kind === 'read') read_capacity += c.capacity;
     else write_capacity += c.capacity;
   }
-  return { reads, writes, transact_writes, transact_items, failed_conditional, read_capacity, write_capacity, capacity_unreported, sqs_sends, scheduler_calls };
+  const capacity_total_est = read_capacity + write_capacity + failed_conditional;
+  return { reads, writes, transact_writes, transact_items, failed_conditional, read_capacity, write_capacity, capacity_unreported, capacity_total_est, sqs_sends, scheduler_calls };
 }
 
 /** Element-wise mean of summaries (per-action figures over several runs). */
 export function meanSummary(list: readonly CostSummary[]): CostSummary {
   const n = Math.max(1, list.length);
-  const keys = ['reads', 'writes', 'transact_writes', 'transact_items', 'failed_conditional', 'read_capacity', 'write_capacity', 'capacity_unreported', 'sqs_sends', 'scheduler_calls'] as const;
+  const keys = ['reads', 'writes', 'transact_writes', 'transact_items', 'failed_conditional', 'read_capacity', 'write_capacity', 'capacity_unreported', 'capacity_total_est', 'sqs_sends', 'scheduler_calls'] as const;
   const out = {} as Record<(typeof keys)[number], number>;
   for (const k of keys) out[k] = round(list.reduce((s, x) => s + x[k], 0) / n, 2);
   return out;

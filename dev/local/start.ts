@@ -28,7 +28,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { ScheduledEvent } from 'aws-lambda';
+import type { ScheduledEvent, SQSEvent } from 'aws-lambda';
 import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { createDynamoDbClient, createSqsClient } from '../../lib/aws/clients.js';
 import { createTable } from '../../lib/aws/dynamo/create-table.js';
@@ -36,6 +36,7 @@ import { localLambdaContext, startSqsPoller } from '../../lib/aws/sqs/poller.js'
 import { createTokenVerifier } from '../../lib/auth/verifier.js';
 import type { Runtime } from '../../lib/runtime/runtime.js';
 import type { Clock } from '../../lib/ports/clock.js';
+import { decodeQueueMessage, type QueueMessage } from '../../lib/ports/messages.js';
 import { createPaymentsConnector, DEFAULT_PAYMENTS_CREDENTIAL_HANDLE, type PaymentsConnectorOptions } from '../../lib/connectors/reference/payments.js';
 import type { ApprovalPolicy } from '../../infra/config.js';
 import { startDynamoDbLocal, type DynamoDbLocal } from '../emulators/dynamodb-local.js';
@@ -160,9 +161,18 @@ export interface LocalStack {
   readonly runtime: Runtime;
   /** Runs the sweeper handler once, now. */
   sweep(): Promise<{ enqueued: number }>;
+  /**
+   * Resolves with the message once the worker (`invoke`) or the reconcile
+   * consumer (`reconcile`) has finished a batch holding a message that
+   * matches `predicate`, side records and schedules included. Subscribe
+   * before causing the message (tests synchronise on it instead of sleeping).
+   */
+  handled(queue: LocalQueue, predicate?: (message: QueueMessage) => boolean): Promise<QueueMessage>;
   /** Stops every server, poller, timer and child process. Idempotent. */
   stop(): Promise<void>;
 }
+
+export type LocalQueue = 'invoke' | 'reconcile';
 
 /** Fails early, naming the variable to change, when a fixed port is taken. */
 async function assertPortFree(service: LocalService, port: number): Promise<void> {
@@ -324,6 +334,28 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     // Workers: the deployed handlers, fed by pollers as Lambda's event source would.
     const pollerError = (name: string) => (err: unknown) => log(`${name} poller: ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`);
     const wait = Math.min(20, Math.max(0, options.pollWaitSeconds ?? 20));
+    const watchers = new Set<{ queue: LocalQueue; predicate: (m: QueueMessage) => boolean; resolve: (m: QueueMessage) => void }>();
+    const notify = (queue: LocalQueue, event: SQSEvent) => {
+      if (watchers.size === 0) return;
+      for (const record of event.Records) {
+        let message: QueueMessage;
+        try {
+          message = decodeQueueMessage(record.body);
+        } catch {
+          continue;
+        }
+        for (const w of [...watchers]) {
+          if (w.queue === queue && w.predicate(message)) {
+            watchers.delete(w);
+            w.resolve(message);
+          }
+        }
+      }
+    };
+    const handled = (queue: LocalQueue, predicate: (m: QueueMessage) => boolean = () => true) =>
+      new Promise<QueueMessage>((resolveHandled) => {
+        watchers.add({ queue, predicate, resolve: resolveHandled });
+      });
     for (const [name, queue, fn] of [
       ['invoke', invokeQueue, invokeHandler],
       ['reconcile', reconcileQueue, reconcileHandler],
@@ -332,7 +364,13 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         client: sqs,
         queueUrl: queue.url,
         queueArn: queue.arn,
-        handler: fn,
+        handler: async (event, context) => {
+          try {
+            return await fn(event, context);
+          } finally {
+            notify(name, event);
+          }
+        },
         waitTimeSeconds: wait,
         functionName: `aip-local-${name}`,
         functionTimeoutMs: WORKER_TIMEOUT_MS,
@@ -389,6 +427,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       scheduler,
       runtime: handle.runtime,
       sweep,
+      handled,
       stop: () => {
         stopped ??= stopAll().then(() => log('local stack stopped'));
         return stopped;

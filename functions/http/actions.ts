@@ -75,10 +75,13 @@ export function createSubmitActionHandler(deps: HttpDeps): ProxyHandler {
       const budget = wait === undefined ? 0 : waitBudgetMs(wait, remainingMs());
       if (budget === 0) return { status: 202, headers: pending, body: response };
 
-      const state = await pollUntil(() => rt.getAction(caller, outcome.tenant_id, outcome.action_id), settled, {
-        deadline: clock.now() + budget,
-        clock,
-      });
+      let state: ActionState;
+      try {
+        state = await pollUntil(() => rt.getAction(caller, outcome.tenant_id, outcome.action_id), settled, { deadline: clock.now() + budget, clock });
+      } catch {
+        // The action WAS admitted: a failed status read must not turn that into an error answer.
+        return { status: 202, headers: pending, body: response };
+      }
       const latest = {
         ...response,
         action_result: state.action_result,

@@ -379,7 +379,7 @@ export class DefinedConnector extends FrozenConnectorBase {
       }
       if (h.invoke === undefined) throw this.unsupported('invocation', action);
       return this.#completed(action, cap.definition.output, await h.invoke(input, ctx, call), 'invocation');
-    });
+    }, (h) => h.invoke !== undefined || h.stream !== undefined);
   }
 
   override async plan_typed(action: Action, ctx: ActionExecutionContext): Promise<ActionResult> {
@@ -388,7 +388,7 @@ export class DefinedConnector extends FrozenConnectorBase {
       if (h.plan === undefined) throw this.unsupported('transaction_plan', action);
       const preview = await h.plan(input, ctx, call);
       return this.#completed(action, cap.definition.preview, preview, 'transaction_plan');
-    });
+    }, (h) => h.plan !== undefined);
   }
 
   override async commit_typed(action: Action, ctx: ActionExecutionContext): Promise<ActionResult> {
@@ -396,7 +396,7 @@ export class DefinedConnector extends FrozenConnectorBase {
       const h = cap.definition.handlers as ErasedHandlers;
       if (h.commit === undefined) throw this.unsupported('transaction_commit', action);
       return this.#completed(action, cap.definition.output, await h.commit(input, ctx, call), 'transaction_commit');
-    });
+    }, (h) => h.commit !== undefined);
   }
 
   override async compensate_typed(action: Action, ctx: ActionExecutionContext): Promise<ActionResult> {
@@ -404,7 +404,7 @@ export class DefinedConnector extends FrozenConnectorBase {
       const h = cap.definition.handlers as ErasedHandlers;
       if (h.compensate === undefined) throw this.unsupported('compensation', action);
       return this.#completed(action, cap.definition.output, await h.compensate(input, ctx, call), 'compensation');
-    });
+    }, (h) => h.compensate !== undefined);
   }
 
   override async cancel_typed(action: Action, ctx: ActionExecutionContext): Promise<CancelOutcome> {
@@ -414,7 +414,7 @@ export class DefinedConnector extends FrozenConnectorBase {
       const out = CancelOutcomeSchema.safeParse(await h.cancel(input, ctx, call));
       if (!out.success) throw this.#invalidOutput('cancellation', out.error);
       return out.data;
-    });
+    }, (h) => h.cancel !== undefined);
   }
 
   override async reconcile_typed(action: Action, ctx: ActionExecutionContext): Promise<ReconciliationResult> {
@@ -428,7 +428,7 @@ export class DefinedConnector extends FrozenConnectorBase {
         return { ...r, output: out.data as JsonValue };
       }
       return r as ReconciliationResult;
-    });
+    }, (h) => h.reconcile !== undefined);
   }
 
   override async emit_typed(emission: ConnectorEmission, ctx: ActionExecutionContext): Promise<EmitReceipt> {
@@ -451,9 +451,17 @@ export class DefinedConnector extends FrozenConnectorBase {
 
   // -- internals --------------------------------------------------------------
 
-  async #run<T>(action: Action, ctx: ActionExecutionContext, operation: ConnectorOperation, body: (cap: AnyCapability, input: unknown, call: HandlerCall) => Promise<T>): Promise<T> {
+  async #run<T>(
+    action: Action,
+    ctx: ActionExecutionContext,
+    operation: ConnectorOperation,
+    body: (cap: AnyCapability, input: unknown, call: HandlerCall) => Promise<T>,
+    implemented: (h: ErasedHandlers) => boolean,
+  ): Promise<T> {
     const cap = this.#caps.get(action.capability_id);
     if (cap === undefined) throw this.unsupported(operation, action);
+    // An operation without a handler is unsupported whatever its input (the page's default).
+    if (!implemented(cap.definition.handlers as ErasedHandlers)) throw this.unsupported(operation, action);
     const parsed = cap.definition.input.safeParse(action.input);
     if (!parsed.success) {
       throw new ConnectorFailure({

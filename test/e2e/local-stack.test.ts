@@ -22,7 +22,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vi
 import { startLocalStack, type LocalStack } from '../../dev/local/start.js';
 import type { LedgerEntry } from '../../dev/payments-simulator/server.js';
 import { reconcileScheduleName } from '../../lib/aws/scheduler/scheduler.js';
-import type { AipClient, SubmitBody } from '../../lib/client/index.js';
+import type { Action, AipClient } from '../../lib/client/index.js';
 import { reconcileActionId } from '../../lib/runtime/reconciliation.js';
 import { SteppedClock, clientFor, problemOf } from './support.js';
 
@@ -90,8 +90,8 @@ afterEach(() => {
 
 const uid = (prefix: string) => `${prefix}-${randomUUID().slice(0, 12)}`;
 
-function charge(id: string, amount: number, transaction: Record<string, unknown>, extra: Record<string, unknown> = {}): SubmitBody {
-  return { id, capability_id: 'payments.charge', input: { amount, currency: 'eur', customer: 'cus_e2e' }, transaction, ...extra } as SubmitBody;
+function charge(id: string, amount: number, transaction: NonNullable<Action['transaction']>, extra: Partial<Action> = {}): Action {
+  return { id, capability_id: 'payments.charge', input: { amount, currency: 'eur', customer: 'cus_e2e' }, transaction, ...extra };
 }
 
 /** Ledger entries committed since `mark` (an earlier `ledger().length`). */
@@ -158,7 +158,7 @@ describe('plan → approval → commit', () => {
     expect(done.action_result.status).toBe('completed');
     const txn = await alice.getTransaction({ plan_id: plan.plan_id }, { include: ['result', 'receipts'] });
     expect(txn).toMatchObject({ transaction_id: plan.transaction_id, status: 'committed', action_result: { action_id: commitId, status: 'completed' } });
-    expect(txn.receipts?.map((r) => r.event)).toEqual(expect.arrayContaining(['transaction.planned', 'transaction.committed']));
+    expect(txn.receipts?.map((r) => r.event)).toEqual(expect.arrayContaining(['transaction.planned', 'transaction.plan_claimed', 'transaction.settled.committed']));
 
     const effects = ledgerSince(mark);
     expect(effects).toHaveLength(1);

@@ -203,6 +203,14 @@ describe('the deployed runtime (default functions)', () => {
       });
     });
 
+    it('outputs the invoke URL once, as ApiUrl', () => {
+      const outputs = t.template.toJSON().Outputs as Record<string, Json>;
+      expect(Object.keys(outputs).sort()).toEqual(['ApiUrl', 'ScheduleGroupName', 'SchedulerRoleArn']);
+      const [[apiId]] = t.ofType('AWS::ApiGateway::RestApi') as [[string, Json]];
+      expect(JSON.stringify(outputs.ApiUrl!.Value)).toContain(`"Ref":"${apiId}"`);
+      expect(JSON.stringify(outputs.ApiUrl!.Value)).toContain('.execute-api.');
+    });
+
     it('allows API Gateway to invoke each route function only for its own method (no test-invoke permission)', () => {
       const permissions = t.ofType('AWS::Lambda::Permission').filter(([, p]) => p.Properties.Principal === 'apigateway.amazonaws.com');
       // One per method, plus the authorizer's.
@@ -542,6 +550,11 @@ describe('route table coverage', () => {
     expect([...served].sort()).toEqual(Object.keys(ROUTES).sort());
     expect(Object.keys(ROUTE_ACCESS).sort()).toEqual(Object.keys(ROUTES).sort());
     expect(new Set(definitions.map((d) => `${d.entry}#${d.handler}`)).size).toBe(definitions.length);
+  });
+
+  it('refuses a route whose suggested timeout exceeds API Gateway’s 29 s integration limit', () => {
+    const route = { ...ROUTE_LIST[0]!, timeoutSeconds: 60 };
+    expect(() => routeFunctionDefinitions([route])).toThrow(/Route submitAction suggests a 60 s timeout; API Gateway stops waiting .* after 29 s/);
   });
 
   it('groups routes that name the same module and export into one function', () => {

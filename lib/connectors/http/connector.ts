@@ -613,7 +613,8 @@ export class HttpConnector extends FrozenConnectorBase {
         },
       });
     } catch (err) {
-      if (err instanceof DraftFailure && err.draft.uncertain_outcome && op.probe !== undefined && err.draft.code === 'connector.provider_connection_lost') {
+      // Lost connection or a per-request timeout with time left: ask the provider whether the operation exists.
+      if (err instanceof DraftFailure && err.draft.uncertain_outcome && op.probe !== undefined && call.provider_operation === undefined) {
         throw new DraftFailure(await this.#probe(call, op, err.draft));
       }
       throw err;

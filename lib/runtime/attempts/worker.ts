@@ -34,28 +34,12 @@ import type { RegisteredCapability } from '../registry.js';
 import type { AttemptOutcome } from '../types.js';
 import { hostedConnector, invokeConnector, isPreInvocationError, leaseMs, resolveRoute, type InvocationSubject } from './invoke.js';
 import { classify, finishSideRecords, settleAttempt } from './settlement.js';
+import { abandonUnstartedTransaction, attemptOutcome, attemptStarted, boundTo, failBeforeInvocation, finishingResult, settleAbandoned, settleCancelled } from './recovery.js';
 
-function outcome(message: InvokeMessage, disposition: AttemptOutcome['disposition'], extra: Partial<AttemptOutcome> = {}): AttemptOutcome {
-  return {
-    disposition,
-    tenant_id: message.tenant_id,
-    action_id: message.action_id,
-    ...(message.transaction_id !== undefined ? { transaction_id: message.transaction_id } : {}),
-    retry: disposition === 'deferred',
-    ...extra,
-  };
-}
+export { abandonUnstartedTransaction, attemptStarted } from './recovery.js';
 
-/** The record an action's attempt drives: its own transaction (or, for reconcile, the one it reconciles). */
-function boundTo(action: ActionRecord, txn: TransactionRecord, mode: TransactionMode | undefined): boolean {
-  if (mode === 'reconcile') return txn.data.reconcile_action_id === action.action_id;
-  return txn.action_id === action.action_id;
-}
 
-/** True once an attempt of this action leased the transaction record (the last step before a provider call). */
-export function attemptStarted(action: Pick<ActionRecord, 'action_id'>, txn: TransactionRecord): boolean {
-  return txn.data.attempt_action_id === action.action_id;
-}
+
 
 export function approvalEvidence(approval: ApprovalRecord | undefined): ApprovalEvidence | undefined {
   if (approval === undefined || approval.status !== 'approved' || approval.decision === undefined) return undefined;
@@ -70,20 +54,20 @@ export function approvalEvidence(approval: ApprovalRecord | undefined): Approval
 export async function runAttempt(k: Kernel, message: InvokeMessage): Promise<AttemptOutcome> {
   const ref = { tenant_id: message.tenant_id, action_id: message.action_id };
   const action = await k.deps.actions.get(ref);
-  if (action === undefined) return outcome(message, 'dropped', { reason: 'action_not_found' });
-  if (action.status === 'requires_human') return outcome(message, 'dropped', { reason: 'awaiting_approval' });
+  if (action === undefined) return attemptOutcome(message, 'dropped', { reason: 'action_not_found' });
+  if (action.status === 'requires_human') return attemptOutcome(message, 'dropped', { reason: 'awaiting_approval' });
   const mode = action.action.transaction?.mode;
   const txId = mode === undefined || mode === 'rollback_not_supported' ? undefined : action.transaction_id;
   if (isTerminalAction(action.status)) {
     if (action.status === 'cancelled' && txId !== undefined) await abandonUnstartedTransaction(k, action, txId);
-    return outcome(message, 'already_settled', { action_result: action.result ?? { action_id: action.action_id, status: action.status } });
+    return attemptOutcome(message, 'already_settled', { action_result: action.result ?? { action_id: action.action_id, status: action.status } });
   }
   k.crash('after_receive_before_lease');
 
   const reg = k.deps.registry.find(action.capability_id);
   let txn = txId !== undefined ? await k.deps.transactions.get({ tenant_id: action.tenant_id, transaction_id: txId }) : undefined;
-  if (txn !== undefined && !boundTo(action, txn, mode)) return outcome(message, 'dropped', { reason: 'transaction_bound_to_another_action' });
-  if (txId !== undefined && txn === undefined) return outcome(message, 'dropped', { reason: 'transaction_not_found' });
+  if (txn !== undefined && !boundTo(action, txn, mode)) return attemptOutcome(message, 'dropped', { reason: 'transaction_bound_to_another_action' });
+  if (txId !== undefined && txn === undefined) return attemptOutcome(message, 'dropped', { reason: 'transaction_not_found' });
 
   // Connector-facing action and capability (an alternate compensation capability rewrites it).
   let connectorReg: RegisteredCapability | undefined = reg;
@@ -102,7 +86,7 @@ export async function runAttempt(k: Kernel, message: InvokeMessage): Promise<Att
     hosted = hostedConnector(k, connectorReg);
     await resolveRoute(k, routeSubject(k, action, connectorReg, attempt_id), hosted);
   } catch (err) {
-    if (isAipError(err, 'runtime.connector_unavailable')) return outcome(message, 'deferred', { reason: err.code, retry_after_ms: err.retryAfterMs ?? 1_000 });
+    if (isAipError(err, 'runtime.connector_unavailable')) return attemptOutcome(message, 'deferred', { reason: err.code, retry_after_ms: err.retryAfterMs ?? 1_000 });
     if (isPreInvocationError(err) || isAipError(err, 'capability.not_found')) return failBeforeInvocation(k, message, action, txn, mode, err, attempt_id);
     throw err;
   }
@@ -113,8 +97,8 @@ export async function runAttempt(k: Kernel, message: InvokeMessage): Promise<Att
   try {
     leased = await k.deps.actions.acquireLease({ ...ref, owner: attempt_id, ttl_ms: lease_ms, expected_revision: action.revision });
   } catch (err) {
-    if (isAipError(err, 'action.lease_held')) return outcome(message, 'deferred', { reason: err.code, retry_after_ms: retryAfter(k, err) });
-    if (isAipError(err, 'action.state_conflict')) return outcome(message, 'deferred', { reason: err.code, retry_after_ms: 1_000 });
+    if (isAipError(err, 'action.lease_held')) return attemptOutcome(message, 'deferred', { reason: err.code, retry_after_ms: retryAfter(k, err) });
+    if (isAipError(err, 'action.state_conflict')) return attemptOutcome(message, 'deferred', { reason: err.code, retry_after_ms: 1_000 });
     throw err;
   }
   const fence = leased.fence;
@@ -128,21 +112,25 @@ export async function runAttempt(k: Kernel, message: InvokeMessage): Promise<Att
       return finishSideRecords(k, { action: leased, fence, mode, txn, result, reg: connectorReg, attempt_id });
     }
     if (txn.lease_expires_at !== undefined && txn.lease_owner !== attempt_id && Date.parse(txn.lease_expires_at) > k.now().getTime()) {
-      return outcome(message, 'deferred', { reason: 'transaction.lease_held', retry_after_ms: Math.max(1, Date.parse(txn.lease_expires_at) - k.now().getTime()), fence });
+      return attemptOutcome(message, 'deferred', { reason: 'transaction.lease_held', retry_after_ms: Math.max(1, Date.parse(txn.lease_expires_at) - k.now().getTime()), fence });
     }
     // An earlier attempt of this action leased the record: it may have reached the provider.
     const recovering = attemptStarted(action, txn);
     if (recovering && txn.status !== 'reconciling' && !retrySafe) return settleAbandoned(k, leased, fence, txn, mode, connectorReg, attempt_id);
+    // A cancellation requested before this (first) attempt reached the provider: end without a call.
+    if (leased.cancel_requested_at !== undefined && !recovering) return settleCancelled(k, leased, fence, txn, attempt_id);
     try {
       txn = await k.journal.lease(txn, attempt_id, lease_ms, { attempt_action_id: action.action_id, attempt_fence: fence }, { action_id: action.action_id, attempt_id, fence, ...(recovering ? { recovered: true } : {}) });
     } catch (err) {
-      if (isAipError(err, 'transaction.lease_held')) return outcome(message, 'deferred', { reason: err.code, retry_after_ms: 1_000, fence });
-      if (isAipError(err, 'transaction.state_conflict')) return outcome(message, 'deferred', { reason: err.code, retry_after_ms: 1_000, fence });
+      if (isAipError(err, 'transaction.lease_held')) return attemptOutcome(message, 'deferred', { reason: err.code, retry_after_ms: 1_000, fence });
+      if (isAipError(err, 'transaction.state_conflict')) return attemptOutcome(message, 'deferred', { reason: err.code, retry_after_ms: 1_000, fence });
       throw err;
     }
   } else if (leased.attempt > 1 && !retrySafe) {
     // A plain invocation whose earlier attempt may have reached the provider.
     return settleAbandoned(k, leased, fence, undefined, mode, connectorReg, attempt_id);
+  } else if (leased.cancel_requested_at !== undefined && leased.attempt === 1) {
+    return settleCancelled(k, leased, fence, undefined, attempt_id);
   }
 
   // Idempotency: this attempt takes over the reservation (fenced).
@@ -246,105 +234,10 @@ function retryAfter(k: Kernel, err: AipError): number {
   return err.retryAfterMs ?? 1_000;
 }
 
-/** The action result an earlier attempt settled on the transaction record. */
-function finishingResult(action: ActionRecord, txn: TransactionRecord): ActionResult {
-  const mode = action.action.transaction?.mode;
-  if (mode === 'reconcile') {
-    const last = txn.data.last_reconcile_result as ActionResult | undefined;
-    if (txn.status === 'reconciled' && txn.result !== undefined) return { ...txn.result, action_id: action.action_id };
-    if (last !== undefined) return { ...last, action_id: action.action_id };
-  }
-  if (txn.result !== undefined) return { ...txn.result, action_id: action.action_id };
-  const err = txn.error ?? toProtocolError(new AipError('runtime.attempt_abandoned'));
-  return { action_id: action.action_id, status: 'failed', error: err };
-}
 
-/**
- * A redelivered attempt finds the record still in an attempt status after an
- * earlier attempt leased it, and the capability does not declare retry with
- * downstream idempotency: no blind second provider call. The record settles
- * outcome_unknown (keeping any checkpointed provider operation) and goes to
- * reconciliation.
- */
-async function settleAbandoned(
-  k: Kernel,
-  action: ActionRecord,
-  fence: number,
-  txn: TransactionRecord | undefined,
-  mode: TransactionMode | undefined,
-  reg: RegisteredCapability,
-  attempt_id: string,
-): Promise<AttemptOutcome> {
-  const error = {
-    ...toProtocolError(
-      new AipError('runtime.attempt_abandoned', undefined, {
-        details: { uncertain_outcome: true, previous_fence: txn?.fence ?? action.fence - 1, ...(txn?.lease_owner ? { previous_attempt_id: txn.lease_owner } : {}) },
-      }),
-    ),
-    uncertain_outcome: true,
-    ...(txn?.provider_operation !== undefined ? { provider_operation: txn.provider_operation } : {}),
-  };
-  const result: ActionResult = { action_id: action.action_id, status: 'failed', error, completed_at: k.iso() };
-  const out = await settleAttempt(k, {
-    action,
-    fence,
-    mode,
-    ...(txn !== undefined ? { txn } : {}),
-    classified: { result, error, ...(txn !== undefined ? { to: 'outcome_unknown' as const } : {}) },
-    reg,
-    attempt_id,
-  });
-  return out.disposition === 'settled' ? { ...out, disposition: 'recovered_outcome_unknown' } : out;
-}
 
-/** A permanent failure found before any connector call (e.g. the pinned route mismatches). */
-async function failBeforeInvocation(
-  k: Kernel,
-  message: InvokeMessage,
-  action: ActionRecord,
-  txn: TransactionRecord | undefined,
-  mode: TransactionMode | undefined,
-  err: AipError,
-  attempt_id: string,
-): Promise<AttemptOutcome> {
-  const reg = k.deps.registry.find(action.capability_id);
-  if (reg === undefined) return outcome(message, 'dropped', { reason: err.code });
-  let leased: ActionRecord;
-  try {
-    leased = await k.deps.actions.acquireLease({ tenant_id: action.tenant_id, action_id: action.action_id, owner: attempt_id, ttl_ms: leaseMs(k, reg), expected_revision: action.revision });
-  } catch (e) {
-    if (isAipError(e, 'action.lease_held') || isAipError(e, 'action.state_conflict')) return outcome(message, 'deferred', { reason: e.code, retry_after_ms: 1_000 });
-    throw e;
-  }
-  if (txn !== undefined && isAttemptStatus(txn.status) && attemptStarted(action, txn)) return settleAbandoned(k, leased, leased.fence, txn, mode, reg, attempt_id);
-  const error = toProtocolError(err);
-  const result: ActionResult = { action_id: action.action_id, status: 'failed', error, completed_at: k.iso() };
-  const to = txn === undefined || !isAttemptStatus(txn.status) ? undefined : txn.status === 'reconciling' ? ('outcome_unknown' as const) : ('failed' as const);
-  return settleAttempt(k, {
-    action: leased,
-    fence: leased.fence,
-    mode,
-    ...(txn !== undefined && to !== undefined ? { txn } : {}),
-    classified: { result, error, ...(to !== undefined ? { to } : {}) },
-    reg,
-    attempt_id,
-  });
-}
 
-/** A cancelled action whose transaction never started an attempt: the record fails (no provider effect possible). */
-export async function abandonUnstartedTransaction(k: Kernel, action: ActionRecord, txId: string): Promise<void> {
-  const txn = await k.deps.transactions.get({ tenant_id: action.tenant_id, transaction_id: txId });
-  if (txn === undefined || !isAttemptStatus(txn.status) || attemptStarted(action, txn)) return;
-  const mode = action.action.transaction?.mode;
-  if (!boundTo(action, txn, mode)) return;
-  const error = toProtocolError(new AipError('runtime.cancelled'));
-  const result: ActionResult = action.result ?? { action_id: action.action_id, status: 'cancelled' };
-  try {
-    await k.journal.settle(txn, { to: txn.status === 'reconciling' ? 'outcome_unknown' : 'failed', from: [txn.status], error, result }, { action_id: action.action_id, reason: 'cancelled_before_attempt' });
-  } catch (err) {
-    if (!isAipError(err, 'transaction.state_conflict')) throw err;
-  }
-}
+
 
 async function compensationMemory(k: Kernel, action: ActionRecord, txn: TransactionRecord, connectorCapability: string): Promise<CompensationMemory> {
   const data = (txn.data.compensation as JsonObject | undefined) ?? {};

@@ -4,7 +4,10 @@
  * a bounded set of facts" (+ spec README lists 3 and 4).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as z from 'zod';
+import { defineCapability, defineConnector } from '../../../lib/connectors/define.js';
 import { PLAN_TTL_MS, planInputHash } from '../../../lib/protocol/index.js';
+import { CapabilityRegistry } from '../../../lib/runtime/registry.js';
 import { uid } from '../../support/transaction-fixtures.js';
 import { TestProvider, testConnector, transfer } from './connectors.js';
 import { TENANT, caller, codeOf, createHarness, type Harness } from './support.js';
@@ -156,6 +159,26 @@ describe('A durable plan binds a bounded set of facts', () => {
     const tx = uid('tx');
     await h.runtime.submit(caller(), plan(uid('p'), tx, 'pay.quote'));
     expect(provider.count('plan', tx)).toBe(1);
+  });
+
+  it('the handler has to advertise transaction support: a full_simulation capability without it is never admitted, so it cannot be planned', async () => {
+    const noPlan = defineConnector({
+      id: 'noplan',
+      version: '1.0.0',
+      admission: 'defer',
+      capabilities: [
+        defineCapability({
+          id: 'noplan.transfer',
+          input: z.strictObject({ amount: z.int() }),
+          output: z.strictObject({ ok: z.boolean() }),
+          contract: { transaction: { modes: ['plan', 'commit'], dry_run_fidelity: 'full_simulation', requires_plan_before_commit: true } },
+        }).implement({ invoke: () => ({ ok: true }), commit: () => ({ ok: true }) }),
+      ],
+    });
+    expect(noPlan.implementation_support('noplan.transfer')?.transaction).toBe(false);
+    const registry = CapabilityRegistry.fromManifests([noPlan.manifest()]);
+    expect(registry.has('noplan.transfer')).toBe(false);
+    expect(registry.report.connectors[0]?.rejected[0]).toMatchObject({ capability_id: 'noplan.transfer', problem: 'admission' });
   });
 
   it('a failed validation creates a failed transaction record without a plan', async () => {

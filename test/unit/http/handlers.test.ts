@@ -144,6 +144,18 @@ describe('POST /v1/actions', () => {
     expect(body(res)).toMatchObject({ disposition: 'rejected', action_result: { status: 'failed', error: { code: 'policy.denied' } } });
   });
 
+  it('answers 202 (the action was admitted) when a status read fails during the wait', async () => {
+    const rt = stubRuntime({
+      submit: async () => outcome('accepted', 202, 'accepted'),
+      getAction: async () => {
+        throw new AipError('transaction.store_unavailable');
+      },
+    });
+    const res = await createSubmitActionHandler(deps(rt))(jsonEvent({ json: ACTION, headers: { Prefer: 'wait=5' } }), lambdaContext());
+    expect(res.statusCode).toBe(202);
+    expect(body(res)).toMatchObject({ disposition: 'accepted', action_result: { status: 'accepted' } });
+  });
+
   it('the wait never outlasts the Lambda: with 2 s left it does not poll at all', async () => {
     const rt = stubRuntime({ submit: async () => outcome('accepted', 202, 'accepted') });
     const res = await createSubmitActionHandler(deps(rt))(jsonEvent({ json: ACTION, headers: { Prefer: 'wait=25' } }), lambdaContext(2_000));

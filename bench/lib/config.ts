@@ -1,0 +1,78 @@
+/**
+ * Benchmark sizes. Every figure is configurable by environment variable;
+ * BENCH_QUICK=1 picks small sizes for a smoke run (about a minute).
+ */
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export type SectionId = 'cost' | 'peer' | 'e2e' | 'bundles' | 'scaling';
+export const ALL_SECTIONS: readonly SectionId[] = ['cost', 'peer', 'scaling', 'e2e', 'bundles'];
+
+export interface BenchConfig {
+  readonly quick: boolean;
+  readonly sections: readonly SectionId[];
+  /** Section 1: measured runs per scenario (after one traced warm-up run). */
+  readonly costRuns: number;
+  /** Section 2: runs per side. */
+  readonly peerRuns: number;
+  /** Section 3: concurrency levels and requests per level. */
+  readonly e2eConcurrency: readonly number[];
+  /** Requests at a level = max(e2eMinRequests, concurrency * e2eRequestsPerClient). */
+  readonly e2eRequestsPerClient: number;
+  readonly e2eMinRequests: number;
+  /** Section 4: fresh-process imports per bundle. */
+  readonly importRuns: number;
+  /** Also time the imports without --enable-source-maps (the Lambda functions set it). */
+  readonly importWithoutSourceMaps: boolean;
+  /** Section 5: stored transactions (cumulative) and receipt chain lengths. */
+  readonly scaleSizes: readonly number[];
+  readonly chainSizes: readonly number[];
+  /** Section 5: measured executes per size. */
+  readonly scaleRuns: number;
+  /** Section 5: give up bulk loading past this many seconds (reports what was reached). */
+  readonly loadBudgetSeconds: number;
+  /** Output folder and file stem (docs/bench/latest.{json,md}). */
+  readonly outDir: string;
+  readonly outName: string;
+}
+
+function int(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer`);
+  return n;
+}
+
+function list(name: string, fallback: readonly number[]): number[] {
+  const raw = process.env[name];
+  if (raw === undefined || raw.trim() === '') return [...fallback];
+  const out = raw.split(',').map((s) => Number(s.trim()));
+  if (out.some((n) => !Number.isInteger(n) || n <= 0)) throw new Error(`${name} must be a comma-separated list of positive integers`);
+  return out;
+}
+
+export function readConfig(env: NodeJS.ProcessEnv = process.env): BenchConfig {
+  const quick = env.BENCH_QUICK === '1' || env.BENCH_QUICK === 'true';
+  const sections = (env.BENCH_SECTIONS ?? '').trim();
+  const chosen = sections === '' ? [...ALL_SECTIONS] : sections.split(',').map((s) => s.trim());
+  for (const s of chosen) if (!ALL_SECTIONS.includes(s as SectionId)) throw new Error(`BENCH_SECTIONS: unknown section "${s}" (known: ${ALL_SECTIONS.join(', ')})`);
+  return {
+    quick,
+    sections: ALL_SECTIONS.filter((s) => chosen.includes(s)),
+    costRuns: int('BENCH_COST_RUNS', quick ? 3 : 15),
+    peerRuns: int('BENCH_PEER_RUNS', quick ? 5 : 30),
+    e2eConcurrency: list('BENCH_E2E_CONCURRENCY', [1, 8, 32]),
+    e2eRequestsPerClient: int('BENCH_E2E_REQUESTS_PER_CLIENT', quick ? 1 : 4),
+    e2eMinRequests: int('BENCH_E2E_MIN_REQUESTS', quick ? 4 : 25),
+    importRuns: int('BENCH_IMPORT_RUNS', quick ? 3 : 10),
+    importWithoutSourceMaps: (env.BENCH_IMPORT_NO_SOURCEMAPS ?? '1') !== '0',
+    scaleSizes: list('BENCH_SCALE_SIZES', quick ? [1_000, 3_000] : [1_000, 10_000, 100_000]),
+    chainSizes: list('BENCH_CHAIN_SIZES', [1, 10, 100]),
+    scaleRuns: int('BENCH_SCALE_RUNS', quick ? 3 : 10),
+    loadBudgetSeconds: int('BENCH_LOAD_BUDGET_S', quick ? 60 : 240),
+    // A quick run writes to the temp folder, so that it never replaces the committed full run.
+    outDir: env.BENCH_OUT_DIR ?? (quick ? join(tmpdir(), 'aip-bench') : 'docs/bench'),
+    outName: env.BENCH_OUT_NAME ?? 'latest',
+  };
+}

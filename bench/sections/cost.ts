@@ -1,0 +1,299 @@
+/**
+ * Section 1: DynamoDB cost per action, for each mode, on DynamoDB Local.
+ *
+ * Each scenario drives the real Runtime: `submit` (the API Lambda's work),
+ * then, when the action was accepted, `runAttempt` with the InvokeMessage
+ * received from the queue (the worker Lambda's work), or `reconcile` with a
+ * ReconcileMessage (the reconcile consumer's work). Setup that is not part of
+ * the measured action (the plan a commit needs, the committed charge a
+ * compensation refunds) runs with the meter off.
+ *
+ * Run 0 of every scenario is a warm-up whose call trace (with call sites)
+ * is kept for the report; runs 1..N are measured.
+ */
+import { AipError } from '../../lib/errors/aip-error.js';
+import type { ActionResult } from '../../lib/protocol/index.js';
+import type { SubmitOutcome } from '../../lib/runtime/types.js';
+import { TENANT, uid, type Harness } from '../lib/harness.js';
+import { meanSummary, summarize, traceLine, type CostSummary } from '../lib/meter.js';
+import { distribution, type Distribution } from '../lib/stats.js';
+
+export interface PhaseFigures {
+  readonly phase: string;
+  readonly cost: CostSummary;
+  readonly latency_ms: Distribution;
+}
+
+export interface ScenarioFigures {
+  readonly id: string;
+  readonly label: string;
+  readonly runs: number;
+  readonly phases: PhaseFigures[];
+  readonly total: CostSummary;
+  readonly latency_ms: Distribution;
+  /** The warm-up run's calls, one line each, with call sites. */
+  readonly trace: string[];
+}
+
+interface Phase<C> {
+  readonly name: string;
+  run(ctx: C): Promise<void>;
+}
+
+interface Scenario<C> {
+  readonly id: string;
+  readonly label: string;
+  prepare(): Promise<C>;
+  readonly phases: readonly Phase<C>[];
+}
+
+function expect(what: string, actual: unknown, wanted: unknown): void {
+  if (actual !== wanted) throw new Error(`benchmark scenario went off its path: ${what} was ${JSON.stringify(actual)}, expected ${JSON.stringify(wanted)}`);
+}
+
+/** Runs one scenario: a traced warm-up, then `runs` measured runs. */
+export async function runScenario<C>(h: Harness, s: Scenario<C>, runs: number): Promise<ScenarioFigures> {
+  const perPhase = new Map<string, { costs: CostSummary[]; ms: number[] }>();
+  const totals: CostSummary[] = [];
+  const totalMs: number[] = [];
+  let trace: string[] = [];
+  for (let i = 0; i <= runs; i++) {
+    const ctx = await h.meter.quiet(() => s.prepare());
+    h.meter.captureSites = i === 0;
+    const all: ReturnType<Harness['meter']['since']> = [];
+    let ms = 0;
+    for (const p of s.phases) {
+      const mark = h.meter.mark();
+      const t0 = performance.now();
+      await p.run(ctx);
+      const dt = performance.now() - t0;
+      const calls = h.meter.since(mark);
+      all.push(...calls);
+      ms += dt;
+      if (i === 0) {
+        trace.push(`${p.name}:`, ...calls.map((c) => `  ${traceLine(c)}`));
+        continue;
+      }
+      const slot = perPhase.get(p.name) ?? { costs: [], ms: [] };
+      slot.costs.push(summarize(calls));
+      slot.ms.push(dt);
+      perPhase.set(p.name, slot);
+    }
+    h.meter.captureSites = false;
+    if (i > 0) {
+      totals.push(summarize(all));
+      totalMs.push(ms);
+    }
+    h.meter.clear();
+  }
+  if (runs === 0) trace = [...trace, '(no measured runs)'];
+  return {
+    id: s.id,
+    label: s.label,
+    runs,
+    phases: s.phases.map((p) => ({ phase: p.name, cost: meanSummary(perPhase.get(p.name)?.costs ?? []), latency_ms: distribution(perPhase.get(p.name)?.ms ?? []) })),
+    total: meanSummary(totals),
+    latency_ms: distribution(totalMs),
+    trace,
+  };
+}
+
+// --- the actions ---------------------------------------------------------------------------
+
+export function chargeAction(mode: string, extra: Record<string, unknown> = {}, key: string | null = uid('idem')): Record<string, unknown> {
+  return {
+    id: uid(mode.slice(0, 3)),
+    capability_id: 'payments.charge',
+    input: { amount: 1250, currency: 'eur', customer: 'cus_bench', description: 'benchmark' },
+    ...(key !== null ? { idempotency_key: key } : {}),
+    transaction: { mode, ...extra },
+  };
+}
+
+async function submit(h: Harness, body: unknown, disposition: string): Promise<SubmitOutcome> {
+  const out = await h.runtime.submit(h.caller, body);
+  expect('submit disposition', out.disposition, disposition);
+  return out;
+}
+
+/** Runs the queued attempt(s); expects exactly one. */
+async function attempt(h: Harness, status: string): Promise<ActionResult | undefined> {
+  const messages = await h.meter.quiet(() => h.receiveInvokes());
+  expect('invoke messages', messages.length, 1);
+  const out = await h.runtime.runAttempt(messages[0]!);
+  expect('attempt transaction status', out.transaction_status, status);
+  return out.action_result;
+}
+
+/** A committed charge, made quietly (setup). */
+async function committedCharge(h: Harness): Promise<{ action: Record<string, unknown>; charge_id: string }> {
+  const action = chargeAction('execute');
+  await submit(h, action, 'accepted');
+  const result = await attempt(h, 'committed');
+  const charge_id = (result?.output as { charge_id?: string } | undefined)?.charge_id;
+  if (charge_id === undefined) throw new Error('setup: the charge has no charge_id');
+  return { action, charge_id };
+}
+
+/** The next POST /v1/charges commits at the provider but its response is lost. */
+function loseNextChargeResponse(h: Harness): void {
+  h.emulators.simulator.setFaults([{ match: { method: 'POST', path: '/v1/charges' }, fault: { type: 'drop_after_commit' }, times: 1 }]);
+}
+
+export function costScenarios(h: Harness): Scenario<Record<string, unknown>>[] {
+  return [
+    {
+      id: 'execute',
+      label: 'execute (with idempotency key)',
+      prepare: async () => ({ action: chargeAction('execute') }),
+      phases: [
+        { name: 'admit (API)', run: async (c) => void (await submit(h, c.action, 'accepted')) },
+        { name: 'attempt (worker)', run: async () => void (await attempt(h, 'committed')) },
+      ],
+    },
+    {
+      id: 'execute_no_key',
+      label: 'execute (no idempotency key)',
+      prepare: async () => ({ action: chargeAction('execute', {}, null) }),
+      phases: [
+        { name: 'admit (API)', run: async (c) => void (await submit(h, c.action, 'accepted')) },
+        { name: 'attempt (worker)', run: async () => void (await attempt(h, 'committed')) },
+      ],
+    },
+    {
+      id: 'dry_run',
+      label: 'dry_run',
+      prepare: async () => ({ action: chargeAction('dry_run', {}, null) }),
+      phases: [{ name: 'admit (API)', run: async (c) => void (await submit(h, c.action, 'completed')) }],
+    },
+    {
+      id: 'plan',
+      label: 'plan',
+      prepare: async () => ({ action: chargeAction('plan', {}, null) }),
+      phases: [{ name: 'admit (API)', run: async (c) => void (await submit(h, c.action, 'completed')) }],
+    },
+    {
+      id: 'commit',
+      label: 'commit (of a plan)',
+      prepare: async () => {
+        const plan = await submit(h, chargeAction('plan', {}, null), 'completed');
+        const plan_id = (plan.action_result.output as { plan_id: string }).plan_id;
+        return { action: chargeAction('commit', { plan_id }) };
+      },
+      phases: [
+        { name: 'admit (API)', run: async (c) => void (await submit(h, c.action, 'accepted')) },
+        { name: 'attempt (worker)', run: async () => void (await attempt(h, 'committed')) },
+      ],
+    },
+    {
+      id: 'execute_outcome_unknown',
+      label: 'execute, provider response lost (→ outcome_unknown)',
+      prepare: async () => {
+        loseNextChargeResponse(h);
+        return { action: chargeAction('execute') };
+      },
+      phases: [
+        { name: 'admit (API)', run: async (c) => void (await submit(h, c.action, 'accepted')) },
+        { name: 'attempt (worker)', run: async () => void (await attempt(h, 'outcome_unknown')) },
+      ],
+    },
+    {
+      id: 'reconcile',
+      label: 'reconcile (outcome_unknown → reconciled)',
+      prepare: async () => {
+        loseNextChargeResponse(h);
+        const action = chargeAction('execute');
+        await submit(h, action, 'accepted');
+        await attempt(h, 'outcome_unknown');
+        const txn = await h.transactions.get({ tenant_id: TENANT, action_id: action.id as string });
+        if (txn === undefined) throw new Error('setup: no transaction');
+        // Make the reconciliation due (the record asks for it 5 s later) without waiting.
+        h.clock.advance(6_000);
+        return { transaction_id: txn.transaction_id };
+      },
+      phases: [
+        {
+          name: 'reconcile (consumer)',
+          run: async (c) => {
+            const out = await h.runtime.reconcile({ kind: 'reconcile', tenant_id: TENANT, transaction_id: c.transaction_id as string, reason: 'schedule' });
+            expect('reconcile disposition', out.disposition, 'reconciled');
+          },
+        },
+      ],
+    },
+    {
+      id: 'compensate',
+      label: 'compensate (refund of a committed charge)',
+      prepare: async () => {
+        const { action, charge_id } = await committedCharge(h);
+        return { action: { ...chargeAction('compensate', { compensation_for: action.id }), input: { charge_id } } };
+      },
+      phases: [
+        { name: 'admit (API)', run: async (c) => void (await submit(h, c.action, 'accepted')) },
+        { name: 'attempt (worker)', run: async () => void (await attempt(h, 'compensated')) },
+      ],
+    },
+    {
+      id: 'replay_key',
+      label: 'idempotent replay (same key, new action ID)',
+      prepare: async () => {
+        const { action } = await committedCharge(h);
+        return { action: { ...action, id: uid('rep') } };
+      },
+      phases: [{ name: 'admit (API)', run: async (c) => void (await submit(h, c.action, 'replayed')) }],
+    },
+    {
+      id: 'replay_action',
+      label: 'idempotent replay (same action resubmitted)',
+      prepare: async () => ({ action: (await committedCharge(h)).action }),
+      phases: [{ name: 'admit (API)', run: async (c) => void (await submit(h, c.action, 'replayed')) }],
+    },
+    {
+      id: 'read_view',
+      label: 'read: transaction view with receipts (committed execute)',
+      prepare: async () => {
+        const { action } = await committedCharge(h);
+        return { action_id: action.id };
+      },
+      phases: [
+        {
+          name: 'GET /v1/transactions?include=receipts',
+          run: async (c) => {
+            const view = await h.runtime.getTransaction(h.caller, { tenant_id: TENANT, action_id: c.action_id as string }, { result: true, receipts: true });
+            expect('view status', view.status, 'committed');
+          },
+        },
+      ],
+    },
+    {
+      id: 'poll_action',
+      label: 'read: one Prefer: wait poll (getAction of a committed execute)',
+      prepare: async () => ({ action_id: (await committedCharge(h)).action.id }),
+      phases: [
+        {
+          name: 'getAction',
+          run: async (c) => {
+            const state = await h.runtime.getAction(h.caller, TENANT, c.action_id as string);
+            expect('action status', state.action_result.status, 'completed');
+          },
+        },
+      ],
+    },
+  ];
+}
+
+export async function runCostSection(h: Harness, runs: number, log: (line: string) => void): Promise<ScenarioFigures[]> {
+  const out: ScenarioFigures[] = [];
+  for (const s of costScenarios(h)) {
+    const t0 = performance.now();
+    try {
+      out.push(await runScenario(h, s, runs));
+    } catch (err) {
+      h.meter.recording = true;
+      const message = err instanceof AipError ? `${err.code}: ${err.message}` : err instanceof Error ? err.message : String(err);
+      throw new Error(`section 1, scenario ${s.id}: ${message}`, { cause: err });
+    }
+    log(`  ${s.id}: ${Math.round(performance.now() - t0)} ms`);
+  }
+  return out;
+}
