@@ -63,7 +63,6 @@ function functionEnv(FUNCTION_ENV: Record<string, string>, POWERTOOLS_ENV: Recor
     [POWERTOOLS_ENV.logLevelAlias as string]: 'INFO',
     POWERTOOLS_LOGGER_LOG_EVENT: 'false',
     POWERTOOLS_TRACER_CAPTURE_RESPONSE: 'false',
-    POWERTOOLS_TRACE_ENABLED: 'false',
     [FUNCTION_ENV.envName as string]: 'bench',
     [FUNCTION_ENV.tableName as string]: 'aip-bench',
     [FUNCTION_ENV.invokeQueueUrl as string]: 'http://127.0.0.1:9/000000000000/aip-bench-invoke',

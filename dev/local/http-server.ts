@@ -34,7 +34,8 @@ import type { AddressInfo } from 'node:net';
 import type { APIGatewayAuthorizerResult, APIGatewayProxyResult, Context } from 'aws-lambda';
 import type { JSONWebKeySet } from 'jose';
 import { policyAllows } from '../../lib/auth/policy.js';
-import type { TokenVerifier } from '../../lib/auth/verifier.js';
+import { createTokenVerifier, type TokenVerifier } from '../../lib/auth/verifier.js';
+import { devVerifierConfig, type DevKeys } from '../auth/keys.js';
 import { gatewayProblem, gatewayResponse, type GatewayResponseType } from '../../lib/http/gateway-responses.js';
 import { PROBLEM_CONTENT_TYPE } from '../../lib/errors/wire.js';
 import { AUTHORIZATION_HEADER_PATTERN, createAuthorizerHandler, type AuthorizerHandler } from '../../functions/authorizer.js';
@@ -193,6 +194,11 @@ function withTimeout<T>(p: Promise<T>, ms: number): Promise<T | typeof TIMED_OUT
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }
 const TIMED_OUT = Symbol('timed out');
+
+/** `auth` and `jwks` options that accept the dev signing key's tokens (see dev/auth). */
+export function devAuthOptions(keys: DevKeys): Pick<LocalHttpServerOptions, 'auth' | 'jwks'> {
+  return { auth: { verifier: createTokenVerifier(devVerifierConfig(keys)) }, jwks: keys.jwks };
+}
 
 export async function startLocalHttpServer(options: LocalHttpServerOptions): Promise<LocalHttpServer> {
   const host = options.host ?? '127.0.0.1';

@@ -99,10 +99,21 @@ function ledgerSince(mark: number): LedgerEntry[] {
   return stack.simulator.ledger().slice(mark);
 }
 
+/**
+ * Resolves once the worker has finished the batch that ran this action: its
+ * settlement's side records (idempotency record, reconciliation schedule)
+ * are written after the action itself settles.
+ */
+function workerDone(action_id: string): Promise<unknown> {
+  return stack.handled('invoke', (m) => m.kind === 'invoke' && m.action_id === action_id);
+}
+
 /** Executes a charge and waits for it: the completed result and its charge ID. */
 async function executedCharge(client: AipClient, amount: number) {
   const id = uid('exec');
+  const worked = workerDone(id);
   const sub = await client.submitAction(charge(id, amount, { mode: 'execute' }), { wait: WAIT });
+  await worked;
   expect(sub.action_result.status).toBe('completed');
   const output = sub.action_result.output as { charge_id: string; operation_id: string };
   return { id, charge_id: output.charge_id, operation_id: output.operation_id, transaction_id: sub.transaction_result?.transaction_id as string };
@@ -207,7 +218,9 @@ describe('provider timeout → outcome_unknown → reconciliation on its schedul
     stack.simulator.setFaults([{ match: { method: 'POST', path: '/v1/charges' }, fault: { type: 'error_after_commit', status: 504 }, times: 1 }]);
     const id = uid('timeout');
     const key = uid('key');
+    const worked = workerDone(id);
     const sub = await bob.submitAction(charge(id, 5_040, { mode: 'execute' }, { idempotency_key: key }), { wait: WAIT });
+    await worked;
     expect(sub.action_result).toMatchObject({ status: 'failed', error: { uncertain_outcome: true, remote_status: 504, retryable: false } });
     const unknown = sub.transaction_result;
     expect(unknown?.status).toBe('outcome_unknown');
@@ -314,7 +327,9 @@ describe('idempotency keys', () => {
     const mark = stack.simulator.ledger().length;
     const key = uid('idem');
     const first = uid('idem-first');
+    const worked = workerDone(first);
     const sub = await bob.submitAction(charge(first, 1_111, { mode: 'execute' }, { idempotency_key: key }), { wait: WAIT });
+    await worked;
     expect(sub.action_result.status).toBe('completed');
     const chargeId = (sub.action_result.output as { charge_id: string }).charge_id;
 

@@ -22,6 +22,9 @@ import { BASE_CONFIG, buildAip, newApp } from './support.js';
 
 type Json = Record<string, any>;
 
+/** For checks that do not involve the functions: skips building them (the full set is in runtime-stack.test.ts). */
+const NO_FUNCTIONS = { functions: [] } as const;
+
 function logicalId(stack: Stack, construct: IConstruct): string {
   return stack.getLogicalId(construct.node.defaultChild as CfnElement);
 }
@@ -50,7 +53,7 @@ describe('stateful stack (default configuration: SSE-SQS queues)', () => {
   let built: ReturnType<typeof buildAip>;
   let template: Template;
   beforeAll(() => {
-    built = buildAip();
+    built = buildAip(BASE_CONFIG, NO_FUNCTIONS);
     template = Template.fromStack(built.aip.stateful);
   });
 
@@ -227,7 +230,7 @@ describe('stateless stack', () => {
 describe('KMS-encrypted queues (queueEncryption: "kms")', () => {
   let built: ReturnType<typeof buildAip>;
   beforeAll(() => {
-    built = buildAip({ ...BASE_CONFIG, queueEncryption: 'kms' });
+    built = buildAip({ ...BASE_CONFIG, queueEncryption: 'kms' }, NO_FUNCTIONS);
   });
 
   it('encrypts all four queues with the queue key, a rotated and retained CMK', () => {
@@ -278,7 +281,7 @@ describe('cdk-nag wiring', () => {
 
 describe('visibility timeout', () => {
   it('defaults to six times the configured consumer timeouts', () => {
-    const { aip } = buildAip({ ...BASE_CONFIG, workerTimeoutSeconds: 100, reconcilerTimeoutSeconds: 30 });
+    const { aip } = buildAip({ ...BASE_CONFIG, workerTimeoutSeconds: 100, reconcilerTimeoutSeconds: 30 }, NO_FUNCTIONS);
     expect(aip.stateful.queues.invoke.visibilityTimeout.toSeconds()).toBe(600);
     expect(aip.stateful.queues.reconcile.visibilityTimeout.toSeconds()).toBe(180);
     Template.fromStack(aip.stateful).hasResourceProperties('AWS::SQS::Queue', { VisibilityTimeout: 600 });
@@ -397,13 +400,13 @@ describe('configuration at synth time', () => {
     const file = join(newApp().outdir, 'config.json');
     writeFileSync(file, JSON.stringify({ ...BASE_CONFIG, envName: 'fromfile' }));
     const app = newApp({ [CONFIG_CONTEXT_KEY]: file });
-    const aip = defineAipApp(app);
+    const aip = defineAipApp(app, NO_FUNCTIONS);
     expect(aip.config.envName).toBe('fromfile');
     expect(aip.stateful.stackName).toBe('Aip-fromfile-Stateful');
   });
 
   it('falls back to infra/config.local.json, which is valid', () => {
-    const aip = defineAipApp(newApp());
+    const aip = defineAipApp(newApp(), NO_FUNCTIONS);
     expect(aip.config.envName).toBe('local');
   });
 

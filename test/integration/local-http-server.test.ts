@@ -12,7 +12,7 @@ import type { APIGatewayProxyResult } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { devVerifierConfig, generateDevKeys, type DevKeys } from '../../dev/auth/keys.js';
 import { mintToken } from '../../dev/auth/mint.js';
-import { startLocalHttpServer, type LocalHttpServer } from '../../dev/local/http-server.js';
+import { devAuthOptions, startLocalHttpServer, type LocalHttpServer } from '../../dev/local/http-server.js';
 import type { AipHttpEvent } from '../../functions/shared/http.js';
 import { SILENT_LOGGER } from '../../functions/shared/logger.js';
 import type { RuntimeApi } from '../../functions/shared/runtime-api.js';
@@ -132,6 +132,17 @@ describe('authentication at the gateway', () => {
       expect(res.headers.get('retry-after')).toBe('1');
     } finally {
       await down.stop();
+    }
+  });
+
+  it('devAuthOptions wires the dev key into a server that accepts minted tokens', async () => {
+    const dev = await startLocalHttpServer({ http: { runtime: runtime as RuntimeApi, observability: { logger: SILENT_LOGGER } }, ...devAuthOptions(keys) });
+    try {
+      const res = await fetch(`${dev.url}/v1/actions/a9`, { headers: { Authorization: `Bearer ${await token()}` } });
+      expect(res.status).toBe(200);
+      expect(await (await fetch(`${dev.url}/.well-known/jwks.json`)).json()).toEqual(keys.jwks);
+    } finally {
+      await dev.stop();
     }
   });
 
