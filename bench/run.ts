@@ -96,7 +96,7 @@ async function main(): Promise<number> {
   }
   if (wants('bundles')) {
     const { runBundlesSection } = await import('./sections/bundles.js');
-    await timed('bundles', () => runBundlesSection({ runs: config.importRuns, withoutSourceMaps: config.importWithoutSourceMaps }, log));
+    await timed('bundles', () => runBundlesSection({ runs: config.importRuns, runsWithoutSourceMaps: config.importRunsNoSourceMaps }, log));
   }
 
   report.finished_at = new Date().toISOString();

@@ -1,5 +1,5 @@
 /** What the benchmark ran on (and the source revision, read-only). */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { arch, cpus, freemem, loadavg, platform, release, totalmem } from 'node:os';
 import { availableParallelism } from 'node:os';
 
@@ -33,7 +33,8 @@ function sh(cmd: string, args: string[]): string | undefined {
 export function machineInfo(): MachineInfo {
   const commit = sh('git', ['rev-parse', '--short', 'HEAD']);
   const dirty = sh('git', ['status', '--porcelain', '--untracked-files=no']);
-  const javaVersion = (sh('java', ['-version']) ?? 'unknown').split('\n')[0] ?? 'unknown';
+  const java = spawnSync('java', ['-version'], { encoding: 'utf8', timeout: 10_000 });
+  const javaVersion = `${java.stderr ?? ''}${java.stdout ?? ''}`.trim().split('\n')[0] || 'java: unknown';
   return {
     cpu_model: cpus()[0]?.model?.trim() ?? 'unknown',
     cores: availableParallelism(),

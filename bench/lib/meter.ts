@@ -170,7 +170,7 @@ function siteOf(stack: string | undefined): string | undefined {
     if (!m) continue;
     const fn = m[1] as string;
     const file = m[3] as string;
-    if (file.startsWith('aws/clients') || m[2] === 'bench') continue;
+    if (file.startsWith('aws/clients') || m[2] === 'bench' || fn === '<anonymous>' || fn.startsWith('Object.')) continue;
     const label = `${fn}`;
     if (frames[frames.length - 1] !== label) frames.push(label);
     if (frames.length >= 6) break;

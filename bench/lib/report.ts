@@ -136,7 +136,8 @@ export function renderMarkdown(r: BenchReport): string {
       for (const [name, s] of [['AIP runtime', c.ours], ['Powertools', c.powertools]] as const) {
         lines.push(`| ${c.id} | ${name} | ${f(s.cost.reads)} | ${f(s.cost.writes)} | ${f(s.cost.read_capacity)} | ${f(s.cost.write_capacity)} | ${f(s.cost.capacity_total_est)} | ${f(s.latency_ms.p50)} | ${f(s.latency_ms.p95)} |`);
       }
-      lines.push(`| ${c.id} | **ratio (ours / theirs)** | ×${f(c.ratio.reads, 2)} | ×${f(c.ratio.writes, 2)} | | | ×${f(c.ratio.capacity, 2)} | ×${f(c.ratio.latency_p50, 2)} | |`);
+      const x = (r: number, a: number, b: number) => (Number.isFinite(r) ? `×${f(r, 2)}` : `${f(a)} vs ${f(b)}`);
+      lines.push(`| ${c.id} | **ratio (ours / theirs)** | ${x(c.ratio.reads, c.ours.cost.reads, c.powertools.cost.reads)} | ${x(c.ratio.writes, c.ours.cost.writes, c.powertools.cost.writes)} | | | ${x(c.ratio.capacity, c.ours.cost.capacity_total_est, c.powertools.cost.capacity_total_est)} | ${x(c.ratio.latency_p50, c.ours.latency_ms.p50, c.powertools.latency_ms.p50)} | |`);
     }
     lines.push('', '<details><summary>Call traces</summary>', '');
     for (const c of r.peer.cases) {
@@ -223,7 +224,7 @@ export function renderMarkdown(r: BenchReport): string {
   const c = r.config;
   lines.push(
     `Sizes: cost runs ${c.costRuns}, peer runs ${c.peerRuns}, e2e concurrency ${c.e2eConcurrency.join('/')} (requests per level max(${c.e2eMinRequests}, ${c.e2eRequestsPerClient} × clients)), ` +
-      `import runs ${c.importRuns}, table sizes ${c.scaleSizes.join('/')}, chains ${c.chainSizes.join('/')}, scale runs ${c.scaleRuns}, load budget ${c.loadBudgetSeconds} s.`,
+      `import runs ${c.importRuns} (+${c.importRunsNoSourceMaps} without source maps), table sizes ${c.scaleSizes.join('/')}, chains ${c.chainSizes.join('/')}, scale runs ${c.scaleRuns}, load budget ${c.loadBudgetSeconds} s.`,
     '',
   );
   return lines.join('\n');

@@ -42,7 +42,7 @@ export interface BundleFigures {
   readonly init_ms_p50: number;
   readonly init_ms_min: number;
   readonly init_ms_max: number;
-  /** Median import time without source-map support. */
+  /** Median import time without source-map support (fewer runs). */
   readonly init_ms_p50_no_sourcemaps?: number;
   readonly error?: string;
 }
@@ -91,7 +91,7 @@ async function importMs(file: string, env: Record<string, string>, sourceMaps: b
   return ms;
 }
 
-export async function runBundlesSection(options: { runs: number; withoutSourceMaps: boolean }, log: (line: string) => void): Promise<BundlesFigures> {
+export async function runBundlesSection(options: { runs: number; runsWithoutSourceMaps: number }, log: (line: string) => void): Promise<BundlesFigures> {
   const [{ aipFunctionDefinitions }, { loadInfraConfig, toRuntimeConfig }, { DEFAULT_CONFIG_FILE }, fns, fenv, esbuildPkg] = await Promise.all([
     import('../../infra/aip-functions.js'),
     import('../../infra/config.js'),
@@ -134,9 +134,9 @@ export async function runBundlesSection(options: { runs: number; withoutSourceMa
       try {
         const withMaps: number[] = [];
         const without: number[] = [];
-        for (let i = 0; i < options.runs; i++) {
-          withMaps.push(await importMs(outfile, env, true));
-          if (options.withoutSourceMaps) without.push(await importMs(outfile, env, false));
+        for (let i = 0; i < Math.max(options.runs, options.runsWithoutSourceMaps); i++) {
+          if (i < options.runs) withMaps.push(await importMs(outfile, env, true));
+          if (i < options.runsWithoutSourceMaps) without.push(await importMs(outfile, env, false));
         }
         const d = distribution(withMaps);
         bundles.push({ ...figures, init_ms_p50: d.p50, init_ms_min: d.min, init_ms_max: d.max, ...(without.length > 0 ? { init_ms_p50_no_sourcemaps: distribution(without).p50 } : {}) });

@@ -24,6 +24,9 @@ import { TOKEN_VALIDATION_REGEX, VALIDATION_GATEWAY_RESPONSES } from '../../infr
 import { AIP_METRICS, FUNCTION_ENV, metricsNamespace, OPTIONAL_FUNCTION_ENV } from '../../infra/function-env.js';
 import { TABLE_WRITE_ACTIONS } from '../../infra/functions.js';
 import { GATEWAY_RESPONSES, gatewayResponseTemplate } from '../../lib/http/gateway-responses.js';
+import { join } from 'node:path';
+import { loadInfraConfig } from '../../infra/config.js';
+import { PROJECT_ROOT } from '../../infra/functions.js';
 import { BASE_CONFIG, buildAip } from './support.js';
 
 type Json = Record<string, any>;
@@ -540,6 +543,19 @@ describe('the deployed runtime with alarm email, KMS queues, connector endpoints
 
   it('reports no cdk-nag findings', () => {
     expect(built.aip.nag.validateScope(built.app).violations.map((v) => v.ruleName)).toEqual([]);
+  });
+});
+
+describe('shipped configuration files', () => {
+  it.each(['config.local.json', 'config.localstack.json'])('infra/%s builds the whole runtime with no cdk-nag findings', (file) => {
+    const config = loadInfraConfig(join(PROJECT_ROOT, 'infra', file));
+    const built = buildAip(config);
+    expect(built.aip.nag.validateScope(built.app).violations.map((v) => v.ruleName)).toEqual([]);
+    expect(built.aip.stateless.api).toBeDefined();
+    if (file === 'config.localstack.json') {
+      // LocalStack needs no account-level API Gateway logging role.
+      Template.fromStack(built.aip.stateless).resourceCountIs('AWS::ApiGateway::Account', 0);
+    }
   });
 });
 
