@@ -160,11 +160,14 @@ export function createFunction(scope: Construct, definition: FunctionDefinition,
   const access = definition.access ?? {};
 
   const runtimeConfig = JSON.stringify(toRuntimeConfig(config));
-  if (Buffer.byteLength(runtimeConfig) > RUNTIME_CONFIG_LIMIT_BYTES) {
+  const connectorEndpoints = Object.keys(config.connectorEndpoints).length > 0 ? JSON.stringify(config.connectorEndpoints) : undefined;
+  // AIP_CONNECTOR_ENDPOINTS shares the budget: both are configuration-sized JSON.
+  const configBytes = Buffer.byteLength(runtimeConfig) + (connectorEndpoints ? Buffer.byteLength(connectorEndpoints) : 0);
+  if (configBytes > RUNTIME_CONFIG_LIMIT_BYTES) {
     throw new Error(
-      `The runtime configuration is ${Buffer.byteLength(runtimeConfig)} bytes as JSON; Lambda allows ${LAMBDA_ENVIRONMENT_LIMIT_BYTES} bytes ` +
-        `of environment in total and this stack budgets ${RUNTIME_CONFIG_LIMIT_BYTES} for it (connectors, credential rows and ` +
-        'approval policies). Shorten descriptions or IDs, or deliver the runtime configuration as a file in the bundle ' +
+      `The runtime configuration is ${configBytes} bytes as JSON; Lambda allows ${LAMBDA_ENVIRONMENT_LIMIT_BYTES} bytes ` +
+        `of environment in total and this stack budgets ${RUNTIME_CONFIG_LIMIT_BYTES} for it (connectors, credential rows, ` +
+        'approval policies and connector endpoints). Shorten descriptions or IDs, or deliver the runtime configuration as a file in the bundle ' +
         '(see docs/infra.md, "Runtime configuration").',
     );
   }
@@ -298,9 +301,7 @@ export function createFunction(scope: Construct, definition: FunctionDefinition,
       [FUNCTION_ENV.scheduleGroupName]: context.scheduleGroupName,
       [FUNCTION_ENV.schedulerRoleArn]: context.schedulerRole.roleArn,
       [FUNCTION_ENV.runtimeConfig]: runtimeConfig,
-      ...(Object.keys(config.connectorEndpoints).length > 0
-        ? { [OPTIONAL_FUNCTION_ENV.connectorEndpoints]: JSON.stringify(config.connectorEndpoints) }
-        : {}),
+      ...(connectorEndpoints ? { [OPTIONAL_FUNCTION_ENV.connectorEndpoints]: connectorEndpoints } : {}),
       ...definition.environment,
     },
   });

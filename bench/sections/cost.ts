@@ -282,8 +282,21 @@ export function costScenarios(h: Harness): Scenario<Record<string, unknown>>[] {
   ];
 }
 
+/** Process warm-up (JIT, connection pools, the simulator): a few executes and previews with the meter off. */
+export async function warmUp(h: Harness, rounds = 5): Promise<void> {
+  await h.meter.quiet(async () => {
+    for (let i = 0; i < rounds; i++) {
+      await submit(h, chargeAction('execute'), 'accepted');
+      await attempt(h, 'committed');
+      await submit(h, chargeAction('plan', {}, null), 'completed');
+    }
+  });
+  h.meter.clear();
+}
+
 export async function runCostSection(h: Harness, runs: number, log: (line: string) => void): Promise<ScenarioFigures[]> {
   const out: ScenarioFigures[] = [];
+  await warmUp(h);
   for (const s of costScenarios(h)) {
     const t0 = performance.now();
     try {

@@ -27,7 +27,7 @@ import { localLambdaContext } from '../../lib/aws/sqs/poller.js';
 import { meteredDynamo, uid, type Harness } from '../lib/harness.js';
 import { Meter, meanSummary, summarize, traceLine, type CostSummary } from '../lib/meter.js';
 import { distribution, ratio, type Distribution } from '../lib/stats.js';
-import { chargeAction } from './cost.js';
+import { chargeAction, warmUp } from './cost.js';
 
 export interface SideFigures {
   readonly cost: CostSummary;
@@ -72,6 +72,7 @@ async function createPowertoolsTable(client: DynamoDBClient, tableName: string):
 }
 
 export async function runPeerSection(h: Harness, runs: number, version: string): Promise<PeerFigures> {
+  await warmUp(h, 3);
   const meter = new Meter();
   const { raw } = meteredDynamo(h.emulators.dynamo.endpoint, meter);
   const tableName = `${h.tableName}-powertools`;

@@ -22,7 +22,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vi
 import { startLocalStack, type LocalStack } from '../../dev/local/start.js';
 import type { LedgerEntry } from '../../dev/payments-simulator/server.js';
 import { reconcileScheduleName } from '../../lib/aws/scheduler/scheduler.js';
-import type { Action, AipClient } from '../../lib/client/index.js';
+import { TERMINAL_STATUSES, type Action, type ActionState, type AipClient } from '../../lib/client/index.js';
 import { reconcileActionId } from '../../lib/runtime/reconciliation.js';
 import { SteppedClock, clientFor, problemOf } from './support.js';
 
@@ -31,8 +31,10 @@ const TENANT_B = 'acme';
 const READ_WRITE = ['aip:actions:read', 'aip:actions:write'];
 /** payments.charge's compensation window in this stack. */
 const COMPENSATION_WINDOW_MS = 10 * 60_000;
-/** Long-poll window of the waits (the API's maximum is 25 s). */
+/** Long-poll window of a submit (`Prefer: wait`; the API's maximum is 25 s). */
 const WAIT = 20;
+/** How long a test waits for an action to finish, in successive long polls (a loaded CI machine is slow). */
+const FINISH_MS = 45_000;
 
 const clock = new SteppedClock();
 const violations: string[] = [];
@@ -94,6 +96,20 @@ function charge(id: string, amount: number, transaction: NonNullable<Action['tra
   return { id, capability_id: 'payments.charge', input: { amount, currency: 'eur', customer: 'cus_e2e' }, transaction, ...extra };
 }
 
+/** Long-polls (`?wait=`) until the action is terminal or waits for a human. */
+function finished(client: AipClient, action_id: string): Promise<ActionState> {
+  return client.waitForAction(action_id, { timeoutMs: FINISH_MS, pollSeconds: WAIT });
+}
+
+/** Submits with `Prefer: wait`, then keeps long-polling if the action is still running: its settled state. */
+async function submitted(client: AipClient, body: Action): Promise<ActionState> {
+  const sub = await client.submitAction(body, { wait: WAIT });
+  if (TERMINAL_STATUSES.includes(sub.action_result.status) || sub.action_result.status === 'requires_human') {
+    return { action_result: sub.action_result, ...(sub.transaction_result !== undefined ? { transaction: sub.transaction_result } : {}) };
+  }
+  return finished(client, sub.action_id);
+}
+
 /** Ledger entries committed since `mark` (an earlier `ledger().length`). */
 function ledgerSince(mark: number): LedgerEntry[] {
   return stack.simulator.ledger().slice(mark);
@@ -112,11 +128,11 @@ function workerDone(action_id: string): Promise<unknown> {
 async function executedCharge(client: AipClient, amount: number) {
   const id = uid('exec');
   const worked = workerDone(id);
-  const sub = await client.submitAction(charge(id, amount, { mode: 'execute' }), { wait: WAIT });
+  const state = await submitted(client, charge(id, amount, { mode: 'execute' }));
   await worked;
-  expect(sub.action_result.status).toBe('completed');
-  const output = sub.action_result.output as { charge_id: string; operation_id: string };
-  return { id, charge_id: output.charge_id, operation_id: output.operation_id, transaction_id: sub.transaction_result?.transaction_id as string };
+  expect(state.action_result.status).toBe('completed');
+  const output = state.action_result.output as { charge_id: string; operation_id: string };
+  return { id, charge_id: output.charge_id, operation_id: output.operation_id, transaction_id: state.transaction?.transaction_id as string };
 }
 
 /** Plans a charge: its plan ID. */
@@ -165,7 +181,7 @@ describe('plan → approval → commit', () => {
     expect(decided).toMatchObject({ approval: { status: 'approved', decision: { decided_by: { id: 'dev-approver' } } } });
     await problemOf(approver.approve(approvalId), 409, 'approval.already_decided');
 
-    const done = await alice.getAction(commitId, { wait: WAIT });
+    const done = await finished(alice, commitId);
     expect(done.action_result.status).toBe('completed');
     const txn = await alice.getTransaction({ plan_id: plan.plan_id }, { include: ['result', 'receipts'] });
     expect(txn).toMatchObject({ transaction_id: plan.transaction_id, status: 'committed', action_result: { action_id: commitId, status: 'completed' } });
@@ -198,7 +214,7 @@ describe('20 concurrent commits of one plan', () => {
     }
 
     const winner = winners[0]?.id as string;
-    expect((await bob.getAction(winner, { wait: WAIT })).action_result.status).toBe('completed');
+    expect((await finished(bob, winner)).action_result.status).toBe('completed');
     const txn = await bob.getTransaction({ plan_id: plan.plan_id }, { include: ['result'] });
     expect(txn).toMatchObject({ status: 'committed', action_result: { action_id: winner } });
     // Each losing action ended failed with its conflict; none reached the provider.
@@ -219,10 +235,10 @@ describe('provider timeout → outcome_unknown → reconciliation on its schedul
     const id = uid('timeout');
     const key = uid('key');
     const worked = workerDone(id);
-    const sub = await bob.submitAction(charge(id, 5_040, { mode: 'execute' }, { idempotency_key: key }), { wait: WAIT });
+    const state = await submitted(bob, charge(id, 5_040, { mode: 'execute' }, { idempotency_key: key }));
     await worked;
-    expect(sub.action_result).toMatchObject({ status: 'failed', error: { uncertain_outcome: true, remote_status: 504, retryable: false } });
-    const unknown = sub.transaction_result;
+    expect(state.action_result).toMatchObject({ status: 'failed', error: { uncertain_outcome: true, remote_status: 504, retryable: false } });
+    const unknown = state.transaction;
     expect(unknown?.status).toBe('outcome_unknown');
     const txId = unknown?.transaction_id as string;
     const op = unknown?.provider_operation?.operation_id as string;
@@ -256,7 +272,7 @@ describe('provider timeout → outcome_unknown → reconciliation on its schedul
     await lookup;
 
     const reconcileId = reconcileActionId(TENANT_B, txId, 1);
-    const reconcile = await bob.getAction(reconcileId, { wait: WAIT });
+    const reconcile = await finished(bob, reconcileId);
     expect(reconcile.action_result).toMatchObject({ status: 'completed', output: { operation_id: op, status: 'succeeded' } });
     const txn = await bob.getTransaction({ transaction_id: txId }, { include: ['receipts'] });
     expect(txn.status).toBe('reconciled');
@@ -286,7 +302,7 @@ describe('compensation and its window', () => {
     expect(approval).toBeDefined();
     await approver.approve(approval?.approval_id as string);
 
-    const done = await alice.getAction(compId, { wait: WAIT });
+    const done = await finished(alice, compId);
     expect(done.action_result).toMatchObject({ status: 'completed', output: { charge_id: target.charge_id, amount: 3_100, status: 'succeeded' } });
     expect(done.transaction?.status).toBe('compensated');
     // The original stays committed: compensation is a new governed action, not a rollback.
@@ -328,10 +344,10 @@ describe('idempotency keys', () => {
     const key = uid('idem');
     const first = uid('idem-first');
     const worked = workerDone(first);
-    const sub = await bob.submitAction(charge(first, 1_111, { mode: 'execute' }, { idempotency_key: key }), { wait: WAIT });
+    const state = await submitted(bob, charge(first, 1_111, { mode: 'execute' }, { idempotency_key: key }));
     await worked;
-    expect(sub.action_result.status).toBe('completed');
-    const chargeId = (sub.action_result.output as { charge_id: string }).charge_id;
+    expect(state.action_result.status).toBe('completed');
+    const chargeId = (state.action_result.output as { charge_id: string }).charge_id;
 
     // The same action again: its stored result.
     const resent = await bob.submitAction(charge(first, 1_111, { mode: 'execute' }, { idempotency_key: key }));
@@ -366,7 +382,7 @@ describe('cancellation', () => {
 
     const cancelled = await alice.cancel(commitId);
     expect(cancelled).toMatchObject({ cancel_requested: false, action_result: { action_id: commitId, status: 'cancelled' } });
-    expect((await alice.getAction(commitId, { wait: WAIT })).action_result.status).toBe('cancelled');
+    expect((await alice.getAction(commitId)).action_result.status).toBe('cancelled');
     // Idempotent, and the approval is closed with it: no pending approval, no late decision.
     expect((await alice.cancel(commitId)).action_result).toMatchObject({ status: 'cancelled' });
     expect(await approvalOf(approver, commitId)).toBeUndefined();

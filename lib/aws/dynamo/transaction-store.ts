@@ -299,6 +299,13 @@ function statusIndex(status: TransactionStatus, tenant: string, transactionId: s
 
 // --- expression builder --------------------------------------------------------------------
 
+type UpdateEffect =
+  | { readonly kind: 'set'; readonly attr: string; readonly value: unknown }
+  | { readonly kind: 'remove'; readonly attr: string }
+  | { readonly kind: 'increment'; readonly attr: string; readonly by: number }
+  | { readonly kind: 'set_data'; readonly key: string; readonly value: unknown }
+  | { readonly kind: 'opaque' };
+
 /** Exported for the runtime stores (lib/aws/dynamo/store-support.ts). */
 export class UpdateBuilder {
   private readonly names = new Map<string, string>();
@@ -306,6 +313,8 @@ export class UpdateBuilder {
   private valueCount = 0;
   /** Keyed by attribute path: the last action on a path wins, so SET and REMOVE never collide. */
   private readonly actions = new Map<string, { kind: 'set'; expr: string } | { kind: 'remove'; expr: string }>();
+  /** What each action does to the item, keyed like `actions`, so that {@link applyTo} can replay the update locally. */
+  private readonly effects = new Map<string, UpdateEffect>();
   private readonly conditions: string[] = [];
 
   n(attr: string): string {
@@ -326,11 +335,21 @@ export class UpdateBuilder {
   set(attr: string, value: unknown): this {
     if (value === undefined) return this;
     this.actions.set(attr, { kind: 'set', expr: `${this.n(attr)} = ${this.v(value)}` });
+    this.effects.set(attr, { kind: 'set', attr, value: compact(value) });
     return this;
   }
 
+  /** A SET with a free-form expression: {@link applyTo} cannot replay it. Prefer {@link increment}. */
   setExpr(attr: string, expr: string): this {
     this.actions.set(attr, { kind: 'set', expr: `${this.n(attr)} = ${expr}` });
+    this.effects.set(attr, { kind: 'opaque' });
+    return this;
+  }
+
+  /** attr = attr + by (the attribute must exist and be a number, as DynamoDB requires). */
+  increment(attr: string, by = 1): this {
+    this.actions.set(attr, { kind: 'set', expr: `${this.n(attr)} = ${this.n(attr)} + ${this.v(by)}` });
+    this.effects.set(attr, { kind: 'increment', attr, by });
     return this;
   }
 
@@ -340,13 +359,52 @@ export class UpdateBuilder {
     for (const [k, v] of Object.entries(data)) {
       if (v === undefined) continue;
       this.actions.set(`data.${k}`, { kind: 'set', expr: `${this.n('data')}.${this.n(k)} = ${this.v(v)}` });
+      this.effects.set(`data.${k}`, { kind: 'set_data', key: k, value: compact(v) });
     }
     return this;
   }
 
   remove(...attrs: string[]): this {
-    for (const attr of attrs) this.actions.set(attr, { kind: 'remove', expr: this.n(attr) });
+    for (const attr of attrs) {
+      this.actions.set(attr, { kind: 'remove', expr: this.n(attr) });
+      this.effects.set(attr, { kind: 'remove', attr });
+    }
     return this;
+  }
+
+  /**
+   * The item as this update leaves it, computed from the exact item it was
+   * applied to (`before`), or undefined when the update cannot be replayed
+   * locally (a free-form SET, or an item shape DynamoDB itself would have
+   * rejected). Used to avoid reading an item back after a TransactWriteItems.
+   */
+  applyTo(before: Readonly<Record<string, unknown>>): Record<string, unknown> | undefined {
+    const after: Record<string, unknown> = structuredClone(before) as Record<string, unknown>;
+    for (const e of this.effects.values()) {
+      switch (e.kind) {
+        case 'opaque':
+          return undefined;
+        case 'set':
+          after[e.attr] = structuredClone(e.value);
+          break;
+        case 'remove':
+          delete after[e.attr];
+          break;
+        case 'increment': {
+          const current = after[e.attr];
+          if (typeof current !== 'number') return undefined;
+          after[e.attr] = current + e.by;
+          break;
+        }
+        case 'set_data': {
+          const data = after.data;
+          if (data === null || typeof data !== 'object' || Array.isArray(data)) return undefined;
+          (data as Record<string, unknown>)[e.key] = structuredClone(e.value);
+          break;
+        }
+      }
+    }
+    return after;
   }
 
   condition(expr: string): this {
@@ -773,7 +831,7 @@ export class DynamoTransactionStore implements TransactionStore {
     if (lease === undefined) return;
     b.set('lease_owner', lease.owner);
     b.set('lease_expires_at', new Date(now.getTime() + lease.ttl_ms).toISOString());
-    b.setExpr('fence', `${b.n('fence')} + ${b.v(1)}`);
+    b.increment('fence');
   }
 
   private providerOperationGuard(b: UpdateBuilder, ref: ProviderOperationRef): void {
@@ -882,7 +940,7 @@ export class DynamoTransactionStore implements TransactionStore {
       this.landIn(b, tenant, txn, input.to, iso);
     }
     if (input.operation === 'begin_reconcile') {
-      b.setExpr('reconcile_attempts', `${b.n('reconcile_attempts')} + ${b.v(1)}`);
+      b.increment('reconcile_attempts');
       b.remove('next_reconcile_at', 'escalated_at');
     }
     if (ref) this.providerOperationGuard(b, ref);

@@ -49,7 +49,7 @@ import { deriveSupport, type CapabilityDefinition } from '../define.js';
 import { ConnectorFailure, isConnectorFailure } from '../failure.js';
 import type { CancelOutcome, ConnectorContext, HealthReport, ReconciliationResult } from '../interfaces.js';
 import type { ConnectorManifest } from '../manifest.js';
-import type { ConnectorOperation } from '../operations.js';
+import { SIDE_EFFECTING_OPERATIONS, type ConnectorOperation } from '../operations.js';
 import type { ImplementationSupport } from '../support.js';
 import {
   HttpConnectorConfigSchema,
@@ -397,7 +397,7 @@ export class HttpConnector extends FrozenConnectorBase {
       operation: call.operation,
       source: this.source,
       retryable: false,
-      uncertain_outcome: ['invocation', 'transaction_commit', 'compensation', 'cancellation'].includes(call.operation),
+      uncertain_outcome: SIDE_EFFECTING_OPERATIONS.has(call.operation),
       ...this.#refs(call),
       redacted_details: { error_type: err instanceof Error && /^[A-Za-z0-9_$]{1,64}$/.test(err.name) ? err.name : 'unknown' },
       cause: err,

@@ -76,6 +76,11 @@ export async function settleAbandoned(
     ...(txn?.provider_operation !== undefined ? { provider_operation: txn.provider_operation } : {}),
   };
   const result: ActionResult = { action_id: action.action_id, status: 'failed', error, completed_at: k.iso() };
+  k.log.warn('attempt recovery: an earlier attempt may have reached the provider; settling outcome_unknown', {
+    action_id: action.action_id,
+    ...(txn !== undefined ? { transaction_id: txn.transaction_id } : {}),
+    fence,
+  });
   const out = await settleAttempt(k, {
     action,
     fence,

@@ -162,7 +162,10 @@ export async function settleAttempt(k: Kernel, req: SettleRequest): Promise<Atte
         { action_id: action.action_id, attempt_id: req.attempt_id, fence: req.fence, ...(error ? { error_code: error.code } : {}) },
       );
     } catch (err) {
-      if (isAipError(err, 'transaction.state_conflict')) return superseded(action, req, 'transaction_revision_moved');
+      if (isAipError(err, 'transaction.state_conflict')) {
+        k.log.warn('superseded attempt: its settlement lost the compare-and-set', { action_id: action.action_id, transaction_id: txn.transaction_id, fence: req.fence });
+        return superseded(action, req, 'transaction_revision_moved');
+      }
       throw err;
     }
     k.crash('during_settlement');
@@ -282,6 +285,7 @@ async function cancelSchedule(k: Kernel, txn: TransactionRecord): Promise<void> 
 /** Reconciliation never reached a terminal answer within the bound: park for a human. */
 export async function escalate(k: Kernel, txn: TransactionRecord, reason: string): Promise<TransactionRecord> {
   if (txn.escalated_at !== undefined) return txn;
+  k.log.warn('reconciliation escalated to a human', { transaction_id: txn.transaction_id, reason, reconcile_attempts: txn.reconcile_attempts });
   try {
     const escalated = await k.journal.transition(txn, { operation: 'escalate', from: ['outcome_unknown'], to: 'outcome_unknown', data: { escalation_reason: reason } }, RECEIPT_EVENTS.escalated, {
       reason,
