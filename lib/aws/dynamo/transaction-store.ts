@@ -35,6 +35,7 @@ import {
   ProviderOperationRefSchema,
   ReceiptSchema,
   ReconciliationCursorSchema,
+  canonicalJson,
   inspectJson,
   receiptHash,
   type JsonObject,
@@ -83,9 +84,26 @@ export interface DynamoTransactionStoreOptions {
    * never expire.
    */
   readonly dryRunRetentionSeconds?: number;
+  /**
+   * Transaction items whose current image the adapter keeps after reading or
+   * writing them, so that a write carrying a receipt (a TransactWriteItems,
+   * which returns no item image) need not read the record back. 0 turns it
+   * off. Default 256. See docs/bench/analysis.md (4.1).
+   */
+  readonly knownImages?: number;
+  /**
+   * Read the record back anyway and fail (`internal.unexpected`) if it differs
+   * from the image computed locally. For tests; default: the environment
+   * variable AIP_DYNAMO_VERIFY_IMAGES=1.
+   */
+  readonly verifyKnownImages?: boolean;
 }
 
 type Item = Record<string, unknown>;
+
+/** How long a known image may be used (the same container usually writes within milliseconds of its read). */
+const KNOWN_IMAGE_TTL_MS = 60_000;
+const DEFAULT_KNOWN_IMAGES = 256;
 
 const DEFAULT_DRY_RUN_RETENTION_S = 7 * 24 * 3600;
 const MAX_LEASE_MS = 86_400_000;
@@ -557,12 +575,52 @@ export class DynamoTransactionStore implements TransactionStore {
   private readonly table: string;
   private readonly clock: () => Date;
   private readonly dryRunRetentionSeconds: number;
+  /**
+   * Known images: transaction items as this adapter last read or wrote them,
+   * keyed by PK, with the (process) time they were learned. An image is only
+   * ever used as the pre-image of a write conditioned on its revision and
+   * created_at; every write raises the revision, so one (created_at, revision)
+   * pair is one item state.
+   */
+  private readonly images = new Map<string, { readonly item: Item; readonly learned: number }>();
+  private readonly imageLimit: number;
+  private readonly verifyImages: boolean;
 
   constructor(options: DynamoTransactionStoreOptions) {
     this.client = options.client;
     this.table = options.tableName;
     this.clock = options.now ?? (() => new Date());
     this.dryRunRetentionSeconds = options.dryRunRetentionSeconds ?? DEFAULT_DRY_RUN_RETENTION_S;
+    this.imageLimit = Math.max(0, Math.floor(options.knownImages ?? DEFAULT_KNOWN_IMAGES));
+    this.verifyImages = options.verifyKnownImages ?? process.env.AIP_DYNAMO_VERIFY_IMAGES === '1';
+  }
+
+  // --- known images ----------------------------------------------------------------------
+
+  private remember(item: Item | undefined): void {
+    if (this.imageLimit === 0 || item === undefined || typeof item.PK !== 'string') return;
+    this.images.delete(item.PK);
+    this.images.set(item.PK, { item: structuredClone(item), learned: performance.now() });
+    if (this.images.size > this.imageLimit) {
+      const oldest = this.images.keys().next().value;
+      if (oldest !== undefined) this.images.delete(oldest);
+    }
+  }
+
+  private forget(tenant: string, txn: string): void {
+    this.images.delete(keys.transaction(tenant, txn).PK);
+  }
+
+  /** The known image of the item at `revision`, if any (and still fresh). */
+  private recall(tenant: string, txn: string, revision: number): Item | undefined {
+    const pk = keys.transaction(tenant, txn).PK;
+    const known = this.images.get(pk);
+    if (known === undefined) return undefined;
+    if (performance.now() - known.learned > KNOWN_IMAGE_TTL_MS) {
+      this.images.delete(pk);
+      return undefined;
+    }
+    return known.item.revision === revision && typeof known.item.created_at === 'string' ? known.item : undefined;
   }
 
   // --- creation ------------------------------------------------------------------------
@@ -672,6 +730,7 @@ export class DynamoTransactionStore implements TransactionStore {
         if (errorName(err) === 'ConditionalCheckFailedException') throw existsError(fromAttributeMap((err as { Item?: unknown }).Item));
         throw mapStoreError(err);
       }
+      this.remember(compact(item));
       return record;
     }
 
@@ -713,6 +772,7 @@ export class DynamoTransactionStore implements TransactionStore {
         stateConflict({ operation, tenant_id: tenant, transaction_id: txn, from: [], expected_revision: 0 }, undefined, 'transaction_conflict'),
       );
     }
+    this.remember(compact(item));
     return record;
   }
 
@@ -761,8 +821,10 @@ export class DynamoTransactionStore implements TransactionStore {
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           }),
         );
+        this.remember(out.Attributes);
         return toRecord(out.Attributes ?? {});
       } catch (err) {
+        this.forget(spec.tenant_id, spec.transaction_id);
         if (errorName(err) === 'ConditionalCheckFailedException') {
           throw classifyCasFailure(spec, fromAttributeMap((err as { Item?: unknown }).Item));
         }
@@ -775,6 +837,11 @@ export class DynamoTransactionStore implements TransactionStore {
     b.condition(r.prev_hash === GENESIS_RECEIPT_HASH ? `attribute_not_exists(${b.n('receipt_head')})` : `${b.n('receipt_head')} = ${b.v(r.prev_hash)}`);
     b.set('receipt_count', r.seq + 1);
     b.set('receipt_head', r.hash);
+    // The known pre-image, if this adapter holds the item at the expected
+    // revision. The write is then also conditioned on its created_at, so the
+    // pre-image is certainly the item the write applies to.
+    const before = this.recall(spec.tenant_id, spec.transaction_id, spec.expected_revision);
+    if (before !== undefined) b.condition(`${b.n('created_at')} = ${b.v(before.created_at)}`);
     try {
       await this.client.send(
         new TransactWriteCommand({
@@ -785,16 +852,30 @@ export class DynamoTransactionStore implements TransactionStore {
         }),
       );
     } catch (err) {
+      this.forget(spec.tenant_id, spec.transaction_id);
       throw classifyTransactFailure(
         err,
         { 0: (old) => classifyCasFailure(spec, old), 1: () => stateConflict(spec, undefined, 'receipt_exists') },
         raceConflictFor(spec),
       );
     }
+    const computed = before !== undefined ? b.applyTo(before) : undefined;
+    if (computed !== undefined && !this.verifyImages) {
+      this.remember(computed);
+      return toRecord(structuredClone(computed));
+    }
     // TransactWriteItems returns no item image: read the record back strongly
     // consistently. Its revision is >= the one this write produced.
     const after = await this.readTransaction(spec.tenant_id, spec.transaction_id);
     if (after === undefined) throw new AipError('internal.unexpected', 'transaction vanished after a successful write');
+    if (computed !== undefined && after.revision === spec.expected_revision + 1) {
+      const expected = canonicalJson(toRecord(computed) as unknown as JsonObject);
+      if (canonicalJson(after as unknown as JsonObject) !== expected) {
+        throw new AipError('internal.unexpected', 'The locally computed transaction image differs from the stored item', {
+          details: { transaction_id: spec.transaction_id, operation: spec.operation },
+        });
+      }
+    }
     return after;
   }
 
@@ -1042,6 +1123,8 @@ export class DynamoTransactionStore implements TransactionStore {
   private async readTransaction(tenant: string, txn: string): Promise<TransactionRecord | undefined> {
     try {
       const out = await this.client.send(new GetCommand({ TableName: this.table, Key: keys.transaction(tenant, txn), ConsistentRead: true }));
+      if (out.Item === undefined) this.forget(tenant, txn);
+      else this.remember(out.Item);
       return out.Item ? toRecord(out.Item) : undefined;
     } catch (err) {
       throw mapStoreError(err);
@@ -1102,6 +1185,7 @@ export class DynamoTransactionStore implements TransactionStore {
   private async readByKey(k: Item): Promise<TransactionRecord | undefined> {
     try {
       const out = await this.client.send(new GetCommand({ TableName: this.table, Key: { PK: k.PK, SK: k.SK }, ConsistentRead: true }));
+      this.remember(out.Item);
       return out.Item ? toRecord(out.Item) : undefined;
     } catch (err) {
       throw mapStoreError(err);
@@ -1183,7 +1267,10 @@ export class DynamoTransactionStore implements TransactionStore {
       } catch (err) {
         throw mapStoreError(err);
       }
-      for (const item of out.Responses?.[this.table] ?? []) found.set(`${String(item.PK)}|${String(item.SK)}`, toRecord(item));
+      for (const item of out.Responses?.[this.table] ?? []) {
+        this.remember(item);
+        found.set(`${String(item.PK)}|${String(item.SK)}`, toRecord(item));
+      }
       pending = (out.UnprocessedKeys?.[this.table]?.Keys as Item[] | undefined) ?? [];
     }
     return found;
