@@ -1,7 +1,8 @@
 /**
  * Meta routes:
- * - GET /v1/capabilities  → listCapabilitiesHandler
- * - GET /v1/health        → getHealthHandler (503 when the runtime reports `unavailable`)
+ * - GET /v1/capabilities  → listCapabilitiesHandler (the selected tenant, if any, is passed on)
+ * - GET /v1/health        → getHealthHandler (200 for `ok` and `degraded` alike: the body says which
+ *   connectors are not ready; a runtime that cannot be built fails every route with 500)
  * - GET /v1/openapi.json  → getOpenApiHandler (public; needs no runtime)
  */
 import { buildOpenApiDocument } from '../shared/openapi.js';
@@ -19,8 +20,7 @@ export function createListCapabilitiesHandler(deps: HttpDeps): ProxyHandler {
 export function createGetHealthHandler(deps: HttpDeps): ProxyHandler {
   return createRouteHandler(ROUTES.getHealth, deps, async ({ caller, runtime }) => {
     const rt = await runtime();
-    const report = await rt.health(caller);
-    return { status: report.status === 'unavailable' ? 503 : 200, body: report };
+    return { status: 200, body: await rt.health(caller) };
   });
 }
 

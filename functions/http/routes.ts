@@ -16,11 +16,13 @@
  * This module imports no handler code (only schemas), so infra can import it cheaply.
  */
 import type * as z from 'zod';
+import { OPERATOR_SCOPE } from '../../lib/auth/scopes.js';
 import {
   ActionPathSchema,
   ActionStateSchema,
   ApprovalPathSchema,
   CancelBodySchema,
+  CapabilityListSchema,
   DecisionBodySchema,
   EmptyQuerySchema,
   GetActionQuerySchema,
@@ -43,7 +45,7 @@ export type BodyPolicy = 'none' | 'optional' | 'required';
 export const SCOPES = {
   actionsRead: 'aip:actions:read',
   actionsWrite: 'aip:actions:write',
-  operator: 'aip:operator',
+  operator: OPERATOR_SCOPE,
 } as const;
 
 export interface RouteResponse {
@@ -259,14 +261,16 @@ export const ROUTES = {
     method: 'GET',
     path: '/v1/capabilities',
     summary: 'List capabilities',
-    description: 'The admitted capabilities of the enabled connectors.',
+    description:
+      'The admitted capabilities of the enabled connectors that the caller’s scopes allow it to invoke: schemas and contracts. ' +
+      'With a selected tenant, each also lists that tenant’s approval policies selecting it.',
     tag: 'meta',
     auth: 'jwt',
     scopes: [],
     tenant: 'optional',
     query: EmptyQuerySchema,
     body: 'none',
-    responses: { 200: { description: 'The capability registry', schema: RuntimeObjectSchema } },
+    responses: { 200: { description: 'The capability registry', schema: CapabilityListSchema } },
     problems: [400],
     handler: { module: META_MODULE, export: 'listCapabilitiesHandler' },
     timeoutSeconds: 10,
@@ -276,14 +280,16 @@ export const ROUTES = {
     method: 'GET',
     path: '/v1/health',
     summary: 'Health and connector readiness',
-    description: '200 when the runtime is ok or degraded, 503 when unavailable.',
+    description:
+      'Readiness of every hosted connector (its health check, bounded in time). 200 whether `ok` or `degraded`: the body names the connectors ' +
+      'that are not ready. A runtime that cannot start answers 500 on every route.',
     tag: 'meta',
     auth: 'jwt',
     scopes: [],
     tenant: 'none',
     query: EmptyQuerySchema,
     body: 'none',
-    responses: { 200: { description: 'Healthy or degraded', schema: HealthSchema }, 503: { description: 'Unavailable', schema: HealthSchema } },
+    responses: { 200: { description: 'Ready (`ok`) or degraded', schema: HealthSchema } },
     problems: [400],
     handler: { module: META_MODULE, export: 'getHealthHandler' },
     timeoutSeconds: 10,

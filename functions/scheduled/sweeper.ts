@@ -7,8 +7,13 @@
  * a 60 s timer calls this same handler, since LocalStack's Scheduler never
  * fires. A failed sweep throws: the invocation is marked failed (worker
  * error alarm), and the next minute's run tries again.
+ *
+ * Every run publishes AIP_METRICS.oldestOutcomeUnknownAge (unit Seconds, no
+ * dimension besides Powertools' default `service`), the metric the stack's
+ * oldest-outcome-unknown alarm watches (infra/alarms.ts).
  */
 import type { Context, ScheduledEvent } from 'aws-lambda';
+import { AIP_METRICS } from '../../infra/function-env.js';
 import { getRuntime } from '../shared/bootstrap.js';
 import { MetricUnit, withConsumerObservability } from '../shared/consumer-middleware.js';
 import { defaultObservability, type Observability } from '../shared/observability.js';
@@ -29,10 +34,12 @@ export function createSweeperHandler(deps: SweeperHandlerDeps): SweeperHandler {
       const runtime = await deps.runtime();
       // The Runtime's clock decides what is overdue (the event's time is only the rule's schedule).
       const result = await runtime.sweep();
+      const age = result.oldest_outcome_unknown_age_seconds;
       obs.metrics?.addMetric('SweeperEnqueued', MetricUnit.Count, result.enqueued);
-      if (result.enqueued > 0) obs.logger.info('sweeper: reconciliation enqueued for overdue records', { enqueued: result.enqueued });
-      else obs.logger.debug('sweeper: nothing overdue');
-      return { enqueued: result.enqueued };
+      obs.metrics?.addMetric(AIP_METRICS.oldestOutcomeUnknownAge, MetricUnit.Seconds, age);
+      if (result.enqueued > 0) obs.logger.info('sweeper: reconciliation enqueued for overdue records', { enqueued: result.enqueued, oldest_outcome_unknown_age_seconds: age });
+      else obs.logger.debug('sweeper: nothing overdue', { oldest_outcome_unknown_age_seconds: age });
+      return { enqueued: result.enqueued, oldest_outcome_unknown_age_seconds: age };
     };
     return withConsumerObservability('sweeper', body, obs);
   };

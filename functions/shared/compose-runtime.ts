@@ -35,6 +35,7 @@ import { CapabilityRegistry } from '../../lib/runtime/registry.js';
 import { Runtime } from '../../lib/runtime/runtime.js';
 import { secretsManagerReferences } from '../../infra/config.js';
 import { BootstrapConfigError, OPTIONAL_ENV, parseNested, type BootstrapIssue, type BootstrapSettings, type RuntimeHandle, type RuntimeOverrides } from './bootstrap.js';
+import type { RuntimeApi } from './runtime-api.js';
 import type { WorkerRuntime } from './runtime-contract.js';
 
 /** What a connector factory gets. */
@@ -191,9 +192,11 @@ export async function composeRuntime(settings: BootstrapSettings, overrides: Run
       config,
       ...(overrides.logger ? { logger: overrides.logger } : {}),
     });
-    // Compile-time check: the handlers' structural view still matches the Runtime.
+    // Compile-time check: the handlers' structural views still match the Runtime.
     const workerView: WorkerRuntime = runtime;
+    const httpView: RuntimeApi = runtime;
     void workerView;
+    void httpView;
     return { runtime, settings, close };
   } catch (err) {
     close();

@@ -5,20 +5,13 @@
  * their own with `installRuntime`), adapted to the edge's RuntimeApi.
  *
  * The `CoreRuntime` assignment is the compile-time check that the Runtime
- * satisfies the edge's contract. If the two drift, tsc reports it here;
- * adapt here, not in the handlers.
- *
- * `capabilities` and `health` are used when the Runtime has them. Until it
- * does: GET /v1/capabilities answers 501 `connector.operation_unsupported`,
- * and GET /v1/health answers `{status: "ok"}` once the Runtime could be built
- * (its construction loads configuration and admits the connector manifests;
- * a failed build is a 500 on every route).
+ * satisfies the edge's contract (capabilities and health included). If the
+ * two drift, tsc reports it here; adapt here, not in the handlers.
  */
-import { AipError } from '../../lib/errors/aip-error.js';
 import { getRuntime } from './bootstrap.js';
 import type { RuntimeApi } from './runtime-api.js';
 
-export type CoreRuntime = Omit<RuntimeApi, 'capabilities' | 'health'> & Partial<Pick<RuntimeApi, 'capabilities' | 'health'>>;
+export type CoreRuntime = RuntimeApi;
 
 export function toRuntimeApi(core: CoreRuntime): RuntimeApi {
   return {
@@ -30,11 +23,8 @@ export function toRuntimeApi(core: CoreRuntime): RuntimeApi {
     listOperator: (caller, query) => core.listOperator(caller, query),
     listApprovals: (caller, tenant, page) => core.listApprovals(caller, tenant, page),
     decideApproval: (caller, tenant, id, decision) => core.decideApproval(caller, tenant, id, decision),
-    capabilities: async (caller, tenant) => {
-      if (typeof core.capabilities === 'function') return core.capabilities(caller, tenant);
-      throw new AipError('connector.operation_unsupported', 'This runtime does not list capabilities');
-    },
-    health: async (caller) => (typeof core.health === 'function' ? core.health(caller) : { status: 'ok' }),
+    capabilities: (caller, tenant) => core.capabilities(caller, tenant),
+    health: (caller) => core.health(caller),
   };
 }
 

@@ -64,8 +64,17 @@ export interface ApprovalDecisionRequest {
   reason?: string;
 }
 
+/** One hosted connector's readiness; `detail` is operator-safe. */
+export interface ConnectorReadiness {
+  id: string;
+  ready: boolean;
+  detail?: string;
+}
+
 export interface HealthReport {
-  status: 'ok' | 'degraded' | 'unavailable';
+  /** `ok` when every hosted connector is ready, else `degraded` (both answer 200). */
+  status: 'ok' | 'degraded';
+  connectors: ConnectorReadiness[];
 }
 
 export interface RuntimeApi {
@@ -81,7 +90,7 @@ export interface RuntimeApi {
   decideApproval(caller: CallerIdentity, tenant_id: string, approval_id: string, decision: ApprovalDecisionRequest): Promise<unknown>;
   /** The capability registry visible to the caller (in the tenant, when one is selected). */
   capabilities(caller: CallerIdentity, tenant_id?: string): Promise<unknown>;
-  /** Runtime and connector readiness. */
+  /** Connector readiness (each hosted connector's health check, bounded in time). */
   health(caller: CallerIdentity): Promise<HealthReport>;
 }
 

@@ -14,6 +14,12 @@ export type { InvokeMessage, ReconcileMessage } from '../../lib/ports/messages.j
 
 export interface SweepResult {
   readonly enqueued: number;
+  /**
+   * Age in seconds of the oldest `outcome_unknown` transaction, escalated ones
+   * included, 0 when there is none (the Runtime's definition: now − the
+   * record's last write). Published as AIP_METRICS.oldestOutcomeUnknownAge.
+   */
+  readonly oldest_outcome_unknown_age_seconds: number;
 }
 
 export interface WorkerRuntime {
@@ -21,7 +27,7 @@ export interface WorkerRuntime {
   runAttempt(message: InvokeMessage): Promise<unknown>;
   /** One reconciliation message (reconcile queue consumer). Throws to have the message redelivered. */
   reconcile(message: ReconcileMessage): Promise<unknown>;
-  /** Enqueues reconciliation for overdue `outcome_unknown` records (the safety net). */
+  /** Enqueues reconciliation for overdue `outcome_unknown` records (the safety net) and reports the oldest one's age. */
   sweep(now?: Date): Promise<SweepResult>;
 }
 

@@ -8,3 +8,4 @@ export * from './verifier.js';
 export * from './authorizer-context.js';
 export * from './policy.js';
 export * from './config.js';
+export * from './scopes.js';

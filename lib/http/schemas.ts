@@ -13,8 +13,18 @@
 import * as z from 'zod';
 import { ProblemSchema } from '../errors/wire.js';
 import { ActionResultSchema, ActionSchema } from '../protocol/action.js';
+import {
+  ApprovalRequirementSchema,
+  CapabilityKindSchema,
+  CompensationContractSchema,
+  ExecutionContractSchema,
+  IdempotencyContractSchema,
+  TransactionContractSchema,
+} from '../protocol/capability.js';
 import { PrincipalSchema } from '../protocol/identity.js';
-import { IdSchema, TextSchema } from '../protocol/primitives.js';
+import { JsonObjectSchema } from '../protocol/json.js';
+import { IdSchema, ScopeSchema, TextSchema } from '../protocol/primitives.js';
+import { TRANSACTION_MODES } from '../transactions/status.js';
 import { TransactionRequestSchema, TransactionResultSchema } from '../protocol/transaction.js';
 
 /** Longest `Prefer: wait=N` / `?wait=N` honoured, in seconds (API Gateway's limit is 29 s). */
@@ -151,8 +161,57 @@ export const ActionStateSchema = z
 /** Bodies the runtime defines and the edge passes through unchanged. */
 export const RuntimeObjectSchema = z.looseObject({}).meta({ description: 'As returned by the runtime' });
 
+/** GET /v1/capabilities (the Runtime's CapabilityList, lib/runtime/types.ts). */
+export const TenantApprovalSummarySchema = z
+  .strictObject({
+    policy_id: IdSchema,
+    modes: z.array(z.enum([...TRANSACTION_MODES, 'none'])).meta({ description: 'Modes the policy applies to; `none` is a plain invocation' }),
+    approver_scopes: z.array(ScopeSchema),
+    allow_self_approval: z.boolean(),
+  })
+  .meta({ description: 'A tenant approval policy that selects the capability' });
+
+export const CapabilitySummarySchema = z
+  .strictObject({
+    id: IdSchema,
+    kind: CapabilityKindSchema,
+    description: z.string().optional(),
+    connector_id: IdSchema,
+    connector_version: z.string(),
+    input_schema: JsonObjectSchema.meta({ description: 'JSON Schema of the action input' }),
+    output_schema: JsonObjectSchema.meta({ description: 'JSON Schema of the output' }).optional(),
+    transaction: TransactionContractSchema.optional(),
+    compensation: CompensationContractSchema.optional(),
+    execution: ExecutionContractSchema.optional(),
+    approval: ApprovalRequirementSchema.meta({ description: 'The capability’s own approval requirement' }).optional(),
+    idempotency: IdempotencyContractSchema.optional(),
+    tenant_approval_policies: z
+      .array(TenantApprovalSummarySchema)
+      .meta({ description: 'Only with a selected tenant: its approval policies that select this capability, in evaluation order' })
+      .optional(),
+  })
+  .meta({ description: 'A registered capability the caller may invoke, with its schemas and contracts' });
+
+export const CapabilityListSchema = z
+  .strictObject({
+    tenant_id: IdSchema.meta({ description: 'The selected tenant, when one was' }).optional(),
+    items: z.array(CapabilitySummarySchema),
+  })
+  .meta({ description: 'The registered capabilities the caller’s scopes allow it to invoke, sorted by ID' });
+
+export const ConnectorReadinessSchema = z
+  .strictObject({
+    id: IdSchema,
+    ready: z.boolean(),
+    detail: z.string().max(256).meta({ description: 'Operator-safe reason' }).optional(),
+  })
+  .meta({ description: 'One hosted connector’s readiness' });
+
 export const HealthSchema = z
-  .looseObject({ status: z.enum(['ok', 'degraded', 'unavailable']) })
-  .meta({ description: 'Runtime health and connector readiness; 503 when unavailable' });
+  .strictObject({
+    status: z.enum(['ok', 'degraded']).meta({ description: '`ok` when every hosted connector is ready, else `degraded`' }),
+    connectors: z.array(ConnectorReadinessSchema),
+  })
+  .meta({ description: 'Connector readiness: each hosted connector’s health check, bounded in time' });
 
 export { ActionResultSchema, ActionSchema, PrincipalSchema, ProblemSchema, TransactionRequestSchema, TransactionResultSchema };

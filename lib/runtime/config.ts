@@ -5,6 +5,7 @@
  * See docs/runtime.md.
  */
 import * as z from 'zod';
+import { OPERATOR_SCOPE } from '../auth/scopes.js';
 import { AipError } from '../errors/aip-error.js';
 import { IdSchema, PrincipalSchema, ScopeSchema } from '../protocol/index.js';
 import { TRANSACTION_MODES } from '../transactions/status.js';
@@ -59,10 +60,12 @@ const RuntimeConfigShape = {
       max_delay_ms: z.int().min(1_000).max(86_400_000).default(15 * 60_000),
     })
     .prefault({}),
+  /** Bound on one connector health check (health()); a slower check reports the connector not ready. */
+  health_timeout_ms: z.int().min(10).max(25_000).default(2_000),
   /** A committing/prepared/compensating record older than this is "stalled" (operator view, sweeper). */
   stall_after_ms: z.int().min(1_000).max(86_400_000).default(5 * 60_000),
-  /** Scope that grants the operator views. */
-  operator_scope: ScopeSchema.default('aip:operate'),
+  /** Scope that grants the operator views. Default: the scope the edge requires on the operator routes. */
+  operator_scope: ScopeSchema.default(OPERATOR_SCOPE),
   /** Scopes the service principal holds for its own reconcile actions (besides the capability's). */
   service_scopes: z.array(ScopeSchema).max(64).default([]),
   /** Revision of the policy set, pinned by route assignments. */

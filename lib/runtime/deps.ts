@@ -34,6 +34,8 @@ export interface HostedConnector {
 /** connector_id -> hosted connector (its own credential provider lives inside the connector). */
 export interface ConnectorHost {
   get(connector_id: string): HostedConnector | undefined;
+  /** The IDs of every hosted connector (readiness checks them all). */
+  ids(): string[];
 }
 
 /** A ConnectorHost over a fixed map. */
@@ -43,7 +45,7 @@ export function staticConnectorHost(connectors: readonly (FrozenConnector | Host
     const hosted: HostedConnector = 'connector' in c ? c : { connector: c };
     map.set(hosted.connector.id, hosted);
   }
-  return { get: (id) => map.get(id) };
+  return { get: (id) => map.get(id), ids: () => [...map.keys()].sort() };
 }
 
 /** Structured logger (Powertools-compatible subset). Messages and fields never carry secrets or raw input. */

@@ -7,7 +7,22 @@ export { staticConnectorHost, SILENT_LOGGER } from './deps.js';
 export { RuntimeConfigSchema, ProductionRuntimeConfigSchema, parseRuntimeConfig, reconcileBackoffMs, type RuntimeConfig, type RuntimeConfigInput, type TenantPolicy, type TenantApprovalPolicy } from './config.js';
 export { CRASH_POINTS, ArmedCrashPoints, NO_CRASH_POINTS, type CrashPoints, type CrashPointName } from './crash-points.js';
 export type { CallerIdentity } from './identity.js';
-export type { SubmitOutcome, SubmitDisposition, AttemptOutcome, AttemptDisposition, ReconcileOutcome, ReconcileDisposition, DecisionOutcome, PageOf } from './types.js';
+export type {
+  SubmitOutcome,
+  SubmitDisposition,
+  AttemptOutcome,
+  AttemptDisposition,
+  ReconcileOutcome,
+  ReconcileDisposition,
+  DecisionOutcome,
+  PageOf,
+  CapabilityList,
+  CapabilitySummary,
+  TenantApprovalSummary,
+  RuntimeHealth,
+  ConnectorReadiness,
+  SweepOutcome,
+} from './types.js';
 export { DISPOSITION_HTTP } from './types.js';
 export type { ApprovalDecisionInput } from './approvals.js';
 export type { OperatorQuery, OperatorView, OperatorItem } from './reads.js';

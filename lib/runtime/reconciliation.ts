@@ -25,7 +25,7 @@ import { serviceCaller } from './identity.js';
 import { RECEIPT_EVENTS } from './journal.js';
 import type { Kernel } from './kernel.js';
 import { admit, prepare } from './pipeline/admit.js';
-import type { ReconcileOutcome } from './types.js';
+import type { ReconcileOutcome, SweepOutcome } from './types.js';
 
 function out(msg: Pick<ReconcileMessage, 'tenant_id' | 'transaction_id'>, disposition: ReconcileOutcome['disposition'], extra: Partial<ReconcileOutcome> = {}): ReconcileOutcome {
   return { disposition, tenant_id: msg.tenant_id, transaction_id: msg.transaction_id, retry: false, ...extra };
@@ -124,8 +124,41 @@ async function* listAll(k: Kernel, status: TransactionStatus, until: string): As
   }
 }
 
-/** The safety net. Returns how many messages it enqueued. */
-export async function sweep(k: Kernel, now: Date = k.now()): Promise<{ enqueued: number }> {
+/** Records read per status-index partition to find the oldest outcome_unknown record. */
+export const OLDEST_OUTCOME_UNKNOWN_SAMPLE = 100;
+
+/**
+ * Age in whole seconds of the oldest `outcome_unknown` record, escalated ones
+ * included (0 when there is none): now − `updated_at`, the time of the
+ * record's last write, i.e. when it (re-)entered `outcome_unknown` or was
+ * escalated. A record that keeps cycling through reconciliation stays young;
+ * one nobody touches (reconciliation not keeping up, or a human needed)
+ * grows old.
+ *
+ * Cost: the first page (OLDEST_OUTCOME_UNKNOWN_SAMPLE records) of each of
+ * the two status-index partitions, no `until` bound:
+ * - escalated records sort by `escalated_at`, which is their `updated_at`, so
+ *   the oldest escalated record is always seen;
+ * - pending records sort by `next_reconcile_at` (`updated_at` + a backoff of
+ *   at most `reconcile.max_delay_ms`, or a connector's retry_after_ms), so the
+ *   first page holds the most overdue ones. With more pending records than
+ *   one page, an older record whose reconciliation is due later than the
+ *   page's last can be missed: the figure is then a lower bound.
+ */
+export async function oldestOutcomeUnknownAgeSeconds(k: Kernel, now: Date): Promise<number> {
+  let oldest = Number.POSITIVE_INFINITY;
+  for (const escalated of [false, true]) {
+    const page = await k.deps.transactions.listByStatus({ status: 'outcome_unknown', escalated, limit: OLDEST_OUTCOME_UNKNOWN_SAMPLE });
+    for (const r of page.items) {
+      const at = Date.parse(r.updated_at);
+      if (Number.isFinite(at) && at < oldest) oldest = at;
+    }
+  }
+  return oldest === Number.POSITIVE_INFINITY ? 0 : Math.max(0, Math.floor((now.getTime() - oldest) / 1000));
+}
+
+/** The safety net. Returns how many messages it enqueued and the oldest outcome_unknown age. */
+export async function sweep(k: Kernel, now: Date = k.now()): Promise<SweepOutcome> {
   const iso = now.toISOString();
   const reconcile: QueueBatchEntry[] = [];
   const invoke: QueueBatchEntry[] = [];
@@ -165,5 +198,6 @@ export async function sweep(k: Kernel, now: Date = k.now()): Promise<{ enqueued:
   let enqueued = 0;
   if (reconcile.length > 0) enqueued += (await k.deps.reconcileQueue.sendBatch(reconcile)).sent.length;
   if (invoke.length > 0) enqueued += (await k.deps.invokeQueue.sendBatch(invoke)).sent.length;
-  return { enqueued };
+  // After the safety-net work, so a failing age query cannot hold it up.
+  return { enqueued, oldest_outcome_unknown_age_seconds: await oldestOutcomeUnknownAgeSeconds(k, now) };
 }

@@ -22,8 +22,9 @@ import { parseSubmission } from './pipeline/envelope.js';
 import { admit, prepare } from './pipeline/admit.js';
 import { validateAction } from '../protocol/index.js';
 import { cancel, getAction, getTransaction, listOperator, readStream, type OperatorItem, type OperatorQuery } from './reads.js';
+import { connectorHealth, listCapabilities } from './meta.js';
 import { reconcileMessage, sweep } from './reconciliation.js';
-import type { AttemptOutcome, DecisionOutcome, PageOf, ReconcileOutcome, SubmitOutcome } from './types.js';
+import type { AttemptOutcome, CapabilityList, DecisionOutcome, PageOf, ReconcileOutcome, RuntimeHealth, SubmitOutcome, SweepOutcome } from './types.js';
 
 export class Runtime {
   readonly #k: Kernel;
@@ -76,9 +77,23 @@ export class Runtime {
     return reconcileMessage(this.#k, m);
   }
 
-  /** The safety net: overdue outcome_unknown records, stalled attempts, expired plans and approvals. */
-  async sweep(now?: Date): Promise<{ enqueued: number }> {
+  /**
+   * The safety net: overdue outcome_unknown records, stalled attempts, expired
+   * plans and approvals. Also reports the age of the oldest outcome_unknown
+   * record (the sweeper publishes it as a metric).
+   */
+  async sweep(now?: Date): Promise<SweepOutcome> {
     return sweep(this.#k, now);
+  }
+
+  /** The registered capabilities the caller may invoke (with the tenant's approval policies when a tenant is given). */
+  async capabilities(caller: CallerIdentity, tenant_id?: string): Promise<CapabilityList> {
+    return listCapabilities(this.#k, caller, tenant_id);
+  }
+
+  /** Readiness of every hosted connector, each check bounded by config.health_timeout_ms. */
+  async health(caller?: CallerIdentity): Promise<RuntimeHealth> {
+    return connectorHealth(this.#k, caller);
   }
 
   async decideApproval(caller: CallerIdentity, tenant_id: string, approval_id: string, decision: ApprovalDecisionInput): Promise<DecisionOutcome> {

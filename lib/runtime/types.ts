@@ -1,7 +1,18 @@
 /**
  * The public outcome types of the Runtime API.
  */
-import type { ActionResult, TransactionResult } from '../protocol/index.js';
+import type {
+  ActionResult,
+  ApprovalRequirement,
+  Capability,
+  CompensationContract,
+  ExecutionContract,
+  IdempotencyContract,
+  JsonObject,
+  TransactionContract,
+  TransactionMode,
+  TransactionResult,
+} from '../protocol/index.js';
 import type { ApprovalRecord } from '../ports/approval-store.js';
 import type { TransactionStatus } from '../transactions/status.js';
 
@@ -83,4 +94,71 @@ export interface DecisionOutcome {
 export interface PageOf<T> {
   readonly items: T[];
   readonly cursor?: string;
+}
+
+/** A tenant approval policy that selects a capability (GET /v1/capabilities with a selected tenant). */
+export interface TenantApprovalSummary {
+  readonly policy_id: string;
+  /** The modes it applies to (`none` = a plain invocation); the default set when the policy names none. */
+  readonly modes: readonly (TransactionMode | 'none')[];
+  readonly approver_scopes: readonly string[];
+  readonly allow_self_approval: boolean;
+}
+
+/**
+ * One registered capability as a caller sees it: what to send, what comes
+ * back, and the contracts that govern it. Never credentials, data-handling
+ * pointers, manifest hashes or anything from the connector's deployment.
+ */
+export interface CapabilitySummary {
+  readonly id: string;
+  readonly kind: Capability['kind'];
+  readonly description?: string;
+  readonly connector_id: string;
+  readonly connector_version: string;
+  readonly input_schema: JsonObject;
+  readonly output_schema?: JsonObject;
+  readonly transaction?: TransactionContract;
+  readonly compensation?: CompensationContract;
+  readonly execution?: ExecutionContract;
+  /** The capability's own approval requirement. */
+  readonly approval?: ApprovalRequirement;
+  readonly idempotency?: IdempotencyContract;
+  /** Only with a selected tenant: that tenant's approval policies selecting this capability, in evaluation order. */
+  readonly tenant_approval_policies?: readonly TenantApprovalSummary[];
+}
+
+export interface CapabilityList {
+  /** The selected tenant, when one was. */
+  readonly tenant_id?: string;
+  /** Sorted by ID. */
+  readonly items: CapabilitySummary[];
+}
+
+/** One hosted connector's readiness. `detail` is operator-safe (the connector contract), bounded and single-line. */
+export interface ConnectorReadiness {
+  readonly id: string;
+  readonly ready: boolean;
+  readonly detail?: string;
+}
+
+export interface RuntimeHealth {
+  /** `ok` when every hosted connector is ready (also when none is hosted), else `degraded`. */
+  readonly status: 'ok' | 'degraded';
+  /** Sorted by ID. */
+  readonly connectors: ConnectorReadiness[];
+}
+
+export interface SweepOutcome {
+  /** Messages enqueued (reconcile and invoke). */
+  readonly enqueued: number;
+  /**
+   * Age in whole seconds of the oldest `outcome_unknown` record, escalated
+   * ones included; 0 when there is none. A record's age is now − its
+   * `updated_at`: the time of its last write, which for an `outcome_unknown`
+   * record is when it (re-)entered `outcome_unknown` (after an attempt or an
+   * inconclusive reconciliation) or was escalated. See sweep() in
+   * ./reconciliation.ts for which records are examined.
+   */
+  readonly oldest_outcome_unknown_age_seconds: number;
 }

@@ -13,7 +13,7 @@ import type { ApprovalPolicySnapshot } from '../../ports/approval-store.js';
 import type { RuntimeConfig } from '../config.js';
 
 /** Modes a tenant policy applies to when it names none: everything that reaches a connector with effect. */
-const DEFAULT_POLICY_MODES: readonly (TransactionMode | 'none')[] = ['execute', 'commit', 'compensate', 'reconcile', 'rollback_not_supported', 'none'];
+export const DEFAULT_POLICY_MODES: readonly (TransactionMode | 'none')[] = ['execute', 'commit', 'compensate', 'reconcile', 'rollback_not_supported', 'none'];
 
 /** The default tenant-policy approval ID when the tenant configures none. */
 export const DEFAULT_TENANT_APPROVAL_POLICY_ID = 'tenant-default';

@@ -17,6 +17,7 @@ import { SqsMessageQueue, changeVisibility, deleteMessages, receiveMessages } fr
 import type { FrozenConnector } from '../../../lib/connectors/interfaces.js';
 import { isAipError } from '../../../lib/errors/aip-error.js';
 import type { CallerIdentity } from '../../../lib/auth/identity.js';
+import { OPERATOR_SCOPE } from '../../../lib/auth/scopes.js';
 import { decodeQueueMessage, type InvokeMessage, type ReconcileMessage } from '../../../lib/ports/messages.js';
 import type { CancelReconcileResult, ReconcileScheduleRef, ReconcileScheduler, ScheduleReconcileRequest, ScheduleReconcileResult } from '../../../lib/ports/scheduler.js';
 import { ArmedCrashPoints } from '../../../lib/runtime/crash-points.js';
@@ -36,7 +37,7 @@ export const OTHER_TENANT = 'tenant-b';
 export function caller(id = 'agent-1', overrides: Partial<CallerIdentity> = {}): CallerIdentity {
   return { principal: { id, kind: 'agent' }, tenants: [TENANT], scopes: ['pay:write', 'pay:approve', 'aip:approve'], ...overrides };
 }
-export const operator: CallerIdentity = { principal: { id: 'ops-1', kind: 'user' }, tenants: [TENANT], scopes: ['aip:operate', 'aip:approve', 'pay:approve'] };
+export const operator: CallerIdentity = { principal: { id: 'ops-1', kind: 'user' }, tenants: [TENANT], scopes: [OPERATOR_SCOPE, 'aip:approve', 'pay:approve'] };
 
 /** Records scheduler calls (assertions only; no behaviour is faked beyond recording). */
 export class RecordingScheduler implements ReconcileScheduler {
