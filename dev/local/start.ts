@@ -144,6 +144,8 @@ export interface LocalStackOptions {
   readonly schedulerAutoFire?: boolean;
   /** Tunables of the payments connector (e.g. a compensation window); default: its own defaults. */
   readonly payments?: Pick<PaymentsConnectorOptions, 'compensationWindowMs' | 'timeoutMs' | 'pollIntervalMs'>;
+  /** The simulator's API key (the payments credential). Default: a fresh random key. Tests plant a known secret to scan for leaks. */
+  readonly paymentsApiKey?: string;
 }
 
 export interface LocalStack {
@@ -251,7 +253,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     }
 
     // Emulators (unless given) and the provider.
-    const paymentsKey = `sk_local_${randomBytes(18).toString('base64url')}`;
+    const paymentsKey = options.paymentsApiKey ?? `sk_local_${randomBytes(18).toString('base64url')}`;
     // An emulator the caller runs: used as is, never stopped here.
     const attached = async (endpoint: string): Promise<Emulator> => ({ endpoint, stop: async () => undefined });
     const started = await Promise.allSettled([

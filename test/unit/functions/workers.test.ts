@@ -3,7 +3,8 @@
  * Runtime's method signatures: which records a batch reports as failed, and
  * what reaches the Runtime and the logs.
  */
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { Context, ScheduledEvent, SQSEvent, SQSRecord } from 'aws-lambda';
 import { encodeQueueMessage, type InvokeMessage, type QueueMessage, type ReconcileMessage } from '../../../lib/ports/messages.js';
 import { AipError } from '../../../lib/errors/aip-error.js';
@@ -14,6 +15,13 @@ import { createSweeperHandler } from '../../../functions/scheduled/sweeper.js';
 import { installRuntime, uninstallRuntime } from '../../../functions/shared/bootstrap.js';
 import { summarizeOutcome } from '../../../functions/shared/runtime-contract.js';
 import type { Observability } from '../../../functions/shared/observability.js';
+import { AIP_METRICS, metricsNamespace } from '../../../infra/function-env.js';
+
+/** The parts of an EMF document these tests read. */
+interface EmfDocument {
+  readonly _aws: { readonly CloudWatchMetrics: readonly { readonly Namespace: string; readonly Dimensions: readonly string[][]; readonly Metrics: readonly { Name: string; Unit?: string }[] }[] };
+  readonly [key: string]: unknown;
+}
 
 interface LogLine {
   level: string;
@@ -202,10 +210,70 @@ describe('sweeper', () => {
   it('runs one sweep per invocation and returns what was enqueued', async () => {
     const calls: Array<Date | undefined> = [];
     const { obs, lines } = recordingObservability();
-    const handler = createSweeperHandler({ runtime: async () => ({ sweep: async (now?: Date) => (calls.push(now), { enqueued: 3 }) }), observability: obs });
-    expect(await handler(scheduled, context())).toEqual({ enqueued: 3 });
+    const handler = createSweeperHandler({
+      runtime: async () => ({ sweep: async (now?: Date) => (calls.push(now), { enqueued: 3, oldest_outcome_unknown_age_seconds: 42 }) }),
+      observability: obs,
+    });
+    expect(await handler(scheduled, context())).toEqual({ enqueued: 3, oldest_outcome_unknown_age_seconds: 42 });
     expect(calls).toEqual([undefined]);
-    expect(lines.find((l) => l.level === 'info')?.fields).toEqual({ enqueued: 3 });
+    expect(lines.find((l) => l.level === 'info')?.fields).toEqual({ enqueued: 3, oldest_outcome_unknown_age_seconds: 42 });
+  });
+
+  describe('metrics (Powertools EMF, as in Lambda)', () => {
+    /** A real Powertools Metrics instance (output disabled) whose flushed EMF documents are recorded. */
+    function recordingMetrics(): { metrics: Metrics; flushed: EmfDocument[] } {
+      vi.stubEnv('POWERTOOLS_METRICS_DISABLED', 'true');
+      const quiet = () => undefined;
+      const metrics = new Metrics({ namespace: metricsNamespace('test'), serviceName: AIP_METRICS.serviceName, logger: { debug: quiet, info: quiet, warn: quiet, error: quiet } });
+      const flushed: EmfDocument[] = [];
+      const publish = metrics.publishStoredMetrics.bind(metrics);
+      vi.spyOn(metrics, 'publishStoredMetrics').mockImplementation(() => {
+        if (metrics.hasStoredMetrics()) flushed.push(metrics.serializeMetrics() as unknown as EmfDocument);
+        return publish();
+      });
+      return { metrics, flushed };
+    }
+    afterEach(() => {
+      vi.unstubAllEnvs();
+      vi.restoreAllMocks();
+    });
+
+    function definition(doc: EmfDocument, name: string) {
+      const directive = doc._aws.CloudWatchMetrics.find((d) => d.Metrics.some((m) => m.Name === name));
+      return directive === undefined ? undefined : { namespace: directive.Namespace, dimensions: directive.Dimensions, unit: directive.Metrics.find((m) => m.Name === name)?.Unit, value: doc[name] };
+    }
+
+    it('publishes the oldest outcome_unknown age the alarm watches: its name, unit Seconds, only the service dimension', async () => {
+      const { metrics, flushed } = recordingMetrics();
+      const ages = [125, 0];
+      const handler = createSweeperHandler({
+        runtime: async () => ({ sweep: async () => ({ enqueued: 0, oldest_outcome_unknown_age_seconds: ages.shift() as number }) }),
+        observability: { ...recordingObservability().obs, metrics },
+      });
+      await handler(scheduled, context());
+      await handler(scheduled, context());
+      const published = flushed.map((doc) => definition(doc, AIP_METRICS.oldestOutcomeUnknownAge));
+      expect(published).toEqual([
+        { namespace: 'AIP/test', dimensions: [['service']], unit: 'Seconds', value: 125 },
+        // 0 is published too: "nothing is outcome_unknown" is a datapoint, not missing data.
+        { namespace: 'AIP/test', dimensions: [['service']], unit: 'Seconds', value: 0 },
+      ]);
+      expect(flushed.map((doc) => doc.service)).toEqual([AIP_METRICS.serviceName, AIP_METRICS.serviceName]);
+    });
+
+    it('publishes nothing when the sweep fails', async () => {
+      const { metrics, flushed } = recordingMetrics();
+      const handler = createSweeperHandler({
+        runtime: async () => ({
+          sweep: async () => {
+            throw new AipError('transaction.store_unavailable');
+          },
+        }),
+        observability: { ...recordingObservability().obs, metrics },
+      });
+      await expect(handler(scheduled, context())).rejects.toMatchObject({ code: 'transaction.store_unavailable' });
+      expect(flushed.map((doc) => definition(doc, AIP_METRICS.oldestOutcomeUnknownAge))).toEqual([]);
+    });
   });
 
   it('fails the invocation when the sweep fails', async () => {

@@ -14,6 +14,7 @@ import {
 } from '../../../functions/http/actions.js';
 import { createDecideApprovalHandler, createListApprovalsHandler } from '../../../functions/http/approvals.js';
 import { createGetHealthHandler, createGetOpenApiHandler, createListCapabilitiesHandler } from '../../../functions/http/meta.js';
+import { ROUTES, type RouteDefinition } from '../../../functions/http/routes.js';
 import { createGetTransactionHandler, createListOperatorHandler } from '../../../functions/http/transactions.js';
 import type { SubmitOutcome } from '../../../functions/shared/runtime-api.js';
 import { AipError } from '../../../lib/errors/aip-error.js';
@@ -306,14 +307,75 @@ describe('approvals', () => {
 });
 
 describe('meta', () => {
-  it('capabilities and health go to the runtime; health is 503 when unavailable', async () => {
-    let status: 'ok' | 'unavailable' = 'ok';
-    const rt = stubRuntime({ capabilities: async () => ({ items: [{ id: 'payments.refund' }] }), health: async () => ({ status }) });
-    expect(body(await createListCapabilitiesHandler(deps(rt))(proxyEvent({ path: '/v1/capabilities' }), lambdaContext()))).toEqual({ items: [{ id: 'payments.refund' }] });
+  /** The response schema the route table documents (and the OpenAPI document publishes) for a status. */
+  function responseSchema(route: RouteDefinition, status: number) {
+    const schema = route.responses[status]?.schema;
+    if (schema === undefined) throw new Error(`${route.id} documents no ${status} body schema`);
+    return schema;
+  }
+
+  const CAPABILITIES = {
+    tenant_id: 'acme',
+    items: [
+      {
+        id: 'payments.refund',
+        kind: 'tool',
+        connector_id: 'payments',
+        connector_version: '1.0.0',
+        input_schema: { type: 'object' },
+        transaction: { modes: ['execute'], dry_run_fidelity: 'schema_only', requires_plan_before_commit: false },
+        approval: { required: false },
+        tenant_approval_policies: [{ policy_id: 'big', modes: ['execute'], approver_scopes: ['aip:approve'], allow_self_approval: false }],
+      },
+    ],
+  };
+
+  it('GET /v1/capabilities passes the caller and the selected tenant (none for a multi-tenant caller without the header)', async () => {
+    const rt = stubRuntime({ capabilities: async () => CAPABILITIES });
+    const h = createListCapabilitiesHandler(deps(rt));
+    const res = await h(proxyEvent({ path: '/v1/capabilities' }), lambdaContext());
+    expect(res.statusCode).toBe(200);
+    expect(body(res)).toEqual(CAPABILITIES);
+    expect(responseSchema(ROUTES.listCapabilities, 200).parse(body(res))).toEqual(CAPABILITIES);
+    const multi = { ...ALICE, tenants: ['acme', 'globex'] };
+    await h(proxyEvent({ path: '/v1/capabilities', caller: multi }), lambdaContext());
+    await h(proxyEvent({ path: '/v1/capabilities', caller: multi, headers: { 'X-AIP-Tenant': 'globex' } }), lambdaContext());
+    expect(rt.calls).toEqual([
+      { method: 'capabilities', args: [ALICE, 'acme'] },
+      { method: 'capabilities', args: [multi, undefined] },
+      { method: 'capabilities', args: [multi, 'globex'] },
+    ]);
+    expectProblem(await h(proxyEvent({ path: '/v1/capabilities', headers: { 'X-AIP-Tenant': 'globex' } }), lambdaContext()), 403, 'auth.tenant_forbidden');
+  });
+
+  it('GET /v1/capabilities maps the runtime’s refusals to problems', async () => {
+    const rt = stubRuntime({
+      capabilities: async () => {
+        throw new AipError('runtime.caller_expired');
+      },
+    });
+    expectProblem(await createListCapabilitiesHandler(deps(rt))(proxyEvent({ path: '/v1/capabilities' }), lambdaContext()), 401, 'runtime.caller_expired');
+  });
+
+  it('GET /v1/health answers 200 with the runtime’s readiness report, ok or degraded', async () => {
+    const reports = [
+      { status: 'ok' as const, connectors: [{ id: 'payments', ready: true }] },
+      { status: 'degraded' as const, connectors: [{ id: 'payments', ready: false, detail: 'provider health endpoint answered 503' }] },
+    ];
+    let next = 0;
+    const rt = stubRuntime({ health: async () => reports[next++] as (typeof reports)[number] });
     const health = createGetHealthHandler(deps(rt));
-    expect((await health(proxyEvent({ path: '/v1/health' }), lambdaContext())).statusCode).toBe(200);
-    status = 'unavailable';
-    expect((await health(proxyEvent({ path: '/v1/health' }), lambdaContext())).statusCode).toBe(503);
+    for (const report of reports) {
+      const res = await health(proxyEvent({ path: '/v1/health' }), lambdaContext());
+      expect(res.statusCode).toBe(200);
+      expect(body(res)).toEqual(report);
+      expect(responseSchema(ROUTES.getHealth, 200).parse(body(res))).toEqual(report);
+    }
+    expect(rt.calls).toEqual([
+      { method: 'health', args: [ALICE] },
+      { method: 'health', args: [ALICE] },
+    ]);
+    expect(Object.keys(ROUTES.getHealth.responses)).toEqual(['200']);
   });
 
   it('serves the OpenAPI document without a caller and without the runtime', async () => {
