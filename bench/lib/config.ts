@@ -34,6 +34,8 @@ export interface BenchConfig {
   /** Output folder and file stem (docs/bench/latest.{json,md}). */
   readonly outDir: string;
   readonly outName: string;
+  /** BENCH_STORE_KNOWN_IMAGES, when set (0 = the transaction store reads every record back, as before 4.1). */
+  readonly storeKnownImages?: string;
 }
 
 function int(name: string, fallback: number): number {
@@ -74,5 +76,6 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): BenchConfig {
     // A quick run writes to the temp folder, so that it never replaces the committed full run.
     outDir: env.BENCH_OUT_DIR ?? (quick ? join(tmpdir(), 'aip-bench') : 'docs/bench'),
     outName: env.BENCH_OUT_NAME ?? 'latest',
+    ...(env.BENCH_STORE_KNOWN_IMAGES !== undefined && env.BENCH_STORE_KNOWN_IMAGES !== '' ? { storeKnownImages: env.BENCH_STORE_KNOWN_IMAGES } : {}),
   };
 }

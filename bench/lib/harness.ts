@@ -166,7 +166,9 @@ export async function createHarness(emulators: Emulators, options: HarnessOption
   const registry = CapabilityRegistry.fromManifests([{ manifest: await connector.discover({}), support: connector }]);
   const config = parseRuntimeConfig({ operator_scope: 'aip:operator', ...(options.config ?? {}) }, 'local');
   const table = { client: doc, tableName, now };
-  const transactions = new DynamoTransactionStore(table);
+  // BENCH_STORE_KNOWN_IMAGES=0 measures the store as it was before it kept known images (docs/bench/analysis.md 4.1).
+  const knownImages = process.env.BENCH_STORE_KNOWN_IMAGES;
+  const transactions = new DynamoTransactionStore({ ...table, ...(knownImages !== undefined && knownImages !== '' ? { knownImages: Number(knownImages) } : {}) });
   const actions = new DynamoActionStore(table);
   const runtime = new Runtime({
     transactions,

@@ -16,7 +16,8 @@
  * Node's own start-up is excluded. Median of N runs. The environment is the
  * function environment the stack sets (dummy values, loopback endpoints),
  * with NODE_OPTIONS=--enable-source-maps as the functions get it, and again
- * without it. The handlers build the Runtime lazily on the first
+ * without it. Imports go round-robin over the bundles, so that background
+ * load falls on every bundle alike. The handlers build the Runtime lazily on the first
  * invocation, so nothing here reaches the network.
  */
 import { execFile } from 'node:child_process';
@@ -109,6 +110,8 @@ export async function runBundlesSection(options: { runs: number; runsWithoutSour
   const dir = mkdtempSync(join(tmpdir(), 'aip-bench-bundles-'));
   const bundles: BundleFigures[] = [];
   try {
+    // Build every bundle first.
+    const built: { outfile: string; figures: Omit<BundleFigures, 'init_ms_p50' | 'init_ms_min' | 'init_ms_max'>; withMaps: number[]; without: number[]; error?: string }[] = [];
     for (const [entry, functions] of byEntry) {
       const outfile = join(dir, entry.replace(/[/.]/g, '_'), 'index.mjs');
       const t0 = performance.now();
@@ -130,22 +133,38 @@ export async function runBundlesSection(options: { runs: number; runsWithoutSour
       });
       const build_ms = Math.round(performance.now() - t0);
       const code = readFileSync(outfile);
-      const figures = { entry, functions, bytes: code.length, gzip_bytes: gzipSync(code, { level: 9 }).length, sourcemap_bytes: statSync(`${outfile}.map`).size, build_ms };
-      try {
-        const withMaps: number[] = [];
-        const without: number[] = [];
-        for (let i = 0; i < Math.max(options.runs, options.runsWithoutSourceMaps); i++) {
-          if (i < options.runs) withMaps.push(await importMs(outfile, env, true));
-          if (i < options.runsWithoutSourceMaps) without.push(await importMs(outfile, env, false));
+      built.push({
+        outfile,
+        figures: { entry, functions, bytes: code.length, gzip_bytes: gzipSync(code, { level: 9 }).length, sourcemap_bytes: statSync(`${outfile}.map`).size, build_ms },
+        withMaps: [],
+        without: [],
+      });
+      log(`  built ${entry}: ${(code.length / 1024).toFixed(0)} KiB in ${build_ms} ms`);
+    }
+    // Then import them round-robin, so that background load falls on every bundle alike.
+    for (let i = 0; i < Math.max(options.runs, options.runsWithoutSourceMaps); i++) {
+      for (const b of built) {
+        if (b.error !== undefined) continue;
+        try {
+          if (i < options.runs) b.withMaps.push(await importMs(b.outfile, env, true));
+          if (i < options.runsWithoutSourceMaps) b.without.push(await importMs(b.outfile, env, false));
+        } catch (err) {
+          b.error = err instanceof Error ? err.message.split('\n').slice(0, 3).join(' ') : String(err);
+          log(`  ${b.figures.entry}: import failed: ${b.error}`);
         }
-        const d = distribution(withMaps);
-        bundles.push({ ...figures, init_ms_p50: d.p50, init_ms_min: d.min, init_ms_max: d.max, ...(without.length > 0 ? { init_ms_p50_no_sourcemaps: distribution(without).p50 } : {}) });
-        log(`  ${entry}: ${(figures.bytes / 1024).toFixed(0)} KiB, init p50 ${d.p50} ms`);
-      } catch (err) {
-        const message = err instanceof Error ? err.message.split('\n').slice(0, 3).join(' ') : String(err);
-        bundles.push({ ...figures, init_ms_p50: Number.NaN, init_ms_min: Number.NaN, init_ms_max: Number.NaN, error: message });
-        log(`  ${entry}: import failed: ${message}`);
       }
+    }
+    for (const b of built) {
+      const d = distribution(b.withMaps);
+      bundles.push({
+        ...b.figures,
+        init_ms_p50: d.p50,
+        init_ms_min: d.min,
+        init_ms_max: d.max,
+        ...(b.without.length > 0 ? { init_ms_p50_no_sourcemaps: distribution(b.without).p50 } : {}),
+        ...(b.error !== undefined ? { error: b.error } : {}),
+      });
+      log(`  ${b.figures.entry}: init p50 ${d.p50} ms`);
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -198,6 +198,6 @@ export async function sweep(k: Kernel, now: Date = k.now()): Promise<SweepOutcom
   let enqueued = 0;
   if (reconcile.length > 0) enqueued += (await k.deps.reconcileQueue.sendBatch(reconcile)).sent.length;
   if (invoke.length > 0) enqueued += (await k.deps.invokeQueue.sendBatch(invoke)).sent.length;
-  // After the safety-net work, so a failing age query cannot hold it up.
+  // After the safety-net work: a failing age read fails the sweep, but only once the messages are sent.
   return { enqueued, oldest_outcome_unknown_age_seconds: await oldestOutcomeUnknownAgeSeconds(k, now) };
 }

@@ -252,38 +252,94 @@ describe('provider timeout → outcome_unknown → reconciliation on its schedul
     const stuck = await bob.listOperator('outcome_unknown');
     expect(stuck.items.map((i) => (i.transaction as { transaction_id: string }).transaction_id)).toContain(txId);
 
-    // The one-time schedule: deterministic name, at or after the earliest reconciliation time, targeting the reconcile queue.
-    const name = reconcileScheduleName({ tenant_id: TENANT_B, transaction_id: txId });
-    const schedule = stack.scheduler.list().find((s) => s.name === name);
-    expect(schedule).toMatchObject({ state: 'ENABLED', actionAfterCompletion: 'DELETE' });
-    const at = schedule?.at as Date;
-    expect(at.getTime()).toBeGreaterThanOrEqual(Date.parse(unknown?.earliest_reconcile_at as string));
-    expect(JSON.parse(schedule?.target.Input as string)).toEqual({ kind: 'reconcile', tenant_id: TENANT_B, transaction_id: txId, reason: 'schedule' });
+    await reconciledOnSchedule(txId, unknown?.earliest_reconcile_at as string, op, mark);
+  });
 
-    // Not before its time.
-    expect(await stack.scheduler.fireDue(new Date(at.getTime() - 1_000))).toEqual([]);
-    expect(ledgerSince(mark)).toHaveLength(1);
+  it('a provider that does not answer before the request timeout (latency after commit): the probe in the margin learns the operation; outcome_unknown → schedule → reconciled, one charge', async () => {
+    const mark = stack.simulator.ledger().length;
+    // The provider commits the charge, then holds its answer far beyond the attempt deadline. The connector's
+    // request times out at the deadline (payments.charge's 10 s, real timers) minus its default probe margin
+    // (2 s), probes by idempotency key in that margin and checkpoints the operation: this test waits ~8 s.
+    stack.simulator.setFaults([{ match: { method: 'POST', path: '/v1/charges' }, fault: { type: 'latency', ms: 600_000, phase: 'after_commit' }, times: 1 }]);
+    const id = uid('latency');
+    const key = uid('key');
+    const held = stack.simulator.waitForEvent((e) => e.type === 'fault_applied' && e.method === 'POST' && e.path === '/v1/charges');
+    const probed = stack.simulator.waitForEvent((e) => e.type === 'response' && e.method === 'GET' && e.path === '/v1/operations');
+    const worked = workerDone(id);
+    try {
+      const state = await submitted(bob, charge(id, 5_050, { mode: 'execute' }, { idempotency_key: key }));
+      await worked;
+      await held;
+      // The connector's request timed out inside its probe margin; the probe by idempotency key found the committed operation.
+      expect(await probed).toMatchObject({ status: 200 });
+      expect(state.action_result).toMatchObject({
+        status: 'failed',
+        error: { code: 'sla.timeout_exceeded', category: 'timeout', uncertain_outcome: true, retryable: false },
+      });
+      const unknown = state.transaction;
+      expect(unknown?.status).toBe('outcome_unknown');
+      const txId = unknown?.transaction_id as string;
+      const op = unknown?.provider_operation?.operation_id as string;
+      expect(op).toMatch(/^op_/);
+      expect((state.action_result.error as { provider_operation?: { operation_id: string } } | undefined)?.provider_operation?.operation_id).toBe(op);
+      expect(ledgerSince(mark)).toMatchObject([{ kind: 'charge', amount: 5_050, operation_id: op }]);
 
-    // At its time (the Runtime's clock too): delivered, deleted, and the reconcile consumer asks the provider.
-    clock.advanceTo(at);
-    const lookup = stack.simulator.waitForEvent((e) => e.type === 'response' && e.method === 'GET' && e.path === `/v1/operations/${op}`);
-    const fired = await stack.scheduler.fireDue(at);
-    expect(fired).toEqual([expect.objectContaining({ name, delivered: true, deleted: true })]);
-    await lookup;
+      // The held answer is released: it reaches nobody and changes nothing.
+      stack.simulator.releaseDelays();
+      await stack.simulator.idle();
+      expect(ledgerSince(mark)).toHaveLength(1);
 
-    const reconcileId = reconcileActionId(TENANT_B, txId, 1);
-    const reconcile = await finished(bob, reconcileId);
-    expect(reconcile.action_result).toMatchObject({ status: 'completed', output: { operation_id: op, status: 'succeeded' } });
-    const txn = await bob.getTransaction({ transaction_id: txId }, { include: ['receipts'] });
-    expect(txn.status).toBe('reconciled');
-    expect(txn.receipts?.map((r) => r.status)).toEqual(expect.arrayContaining(['outcome_unknown', 'reconciling', 'reconciled']));
-    expect(stack.scheduler.list().find((s) => s.name === name)).toBeUndefined();
+      // No blind retry while the outcome is unknown.
+      await problemOf(bob.submitAction(charge(id, 5_050, { mode: 'execute' }, { idempotency_key: key })), 409, 'runtime.reconciliation_required');
 
-    // Reconciled is not committed, and nothing was charged twice.
-    expect(ledgerSince(mark)).toHaveLength(1);
-    expect(stack.simulator.effectsFor(ledgerSince(mark)[0]?.idempotency_key as string)).toHaveLength(1);
+      await reconciledOnSchedule(txId, unknown?.earliest_reconcile_at as string, op, mark);
+    } finally {
+      stack.simulator.setFaults([]);
+      stack.simulator.releaseDelays();
+      await stack.simulator.idle();
+    }
   });
 });
+
+/**
+ * The reconciliation of an outcome_unknown charge on its one-time schedule:
+ * not before its time; at its time (schedule fired, the Runtime's clock
+ * moved there) the reconcile consumer looks the operation up, the
+ * transaction is reconciled, the schedule is gone, and the provider holds
+ * exactly one charge since `mark`.
+ */
+async function reconciledOnSchedule(txId: string, earliestReconcileAt: string, op: string, mark: number): Promise<void> {
+  // The one-time schedule: deterministic name, at or after the earliest reconciliation time, targeting the reconcile queue.
+  const name = reconcileScheduleName({ tenant_id: TENANT_B, transaction_id: txId });
+  const schedule = stack.scheduler.list().find((s) => s.name === name);
+  expect(schedule).toMatchObject({ state: 'ENABLED', actionAfterCompletion: 'DELETE' });
+  const at = schedule?.at as Date;
+  expect(at.getTime()).toBeGreaterThanOrEqual(Date.parse(earliestReconcileAt));
+  expect(JSON.parse(schedule?.target.Input as string)).toEqual({ kind: 'reconcile', tenant_id: TENANT_B, transaction_id: txId, reason: 'schedule' });
+
+  // Not before its time.
+  expect(await stack.scheduler.fireDue(new Date(at.getTime() - 1_000))).toEqual([]);
+  expect(ledgerSince(mark)).toHaveLength(1);
+
+  // At its time (the Runtime's clock too): delivered, deleted, and the reconcile consumer asks the provider.
+  clock.advanceTo(at);
+  const lookup = stack.simulator.waitForEvent((e) => e.type === 'response' && e.method === 'GET' && e.path === `/v1/operations/${op}`);
+  const fired = await stack.scheduler.fireDue(at);
+  expect(fired).toEqual([expect.objectContaining({ name, delivered: true, deleted: true })]);
+  await lookup;
+
+  const reconcileId = reconcileActionId(TENANT_B, txId, 1);
+  const reconcile = await finished(bob, reconcileId);
+  expect(reconcile.action_result).toMatchObject({ status: 'completed', output: { operation_id: op, status: 'succeeded' } });
+  const txn = await bob.getTransaction({ transaction_id: txId }, { include: ['receipts'] });
+  expect(txn.status).toBe('reconciled');
+  expect(txn.receipts?.map((r) => r.status)).toEqual(expect.arrayContaining(['outcome_unknown', 'reconciling', 'reconciled']));
+  expect(stack.scheduler.list().find((s) => s.name === name)).toBeUndefined();
+
+  // Reconciled is not committed, and nothing was charged twice.
+  expect(ledgerSince(mark)).toHaveLength(1);
+  expect(stack.simulator.effectsFor(ledgerSince(mark)[0]?.idempotency_key as string)).toHaveLength(1);
+}
 
 describe('compensation and its window', () => {
   it('inside the window: the approved compensation refunds the charge', async () => {

@@ -160,11 +160,16 @@ export const ErrorRuleSchema = z.strictObject({
 });
 export type ErrorRule = z.infer<typeof ErrorRuleSchema>;
 
+/** Upper bound of the default probe margin (see `probe_margin_ms`). */
+export const DEFAULT_PROBE_MARGIN_MS = 2_000;
+
 /**
  * A follow-up lookup that settles whether a mutation whose response was an
  * uncertain error or was lost created an operation (typically a lookup by
  * the idempotency key). `absent_statuses` must be answers by which the
- * provider PROVES that no operation exists and none is in progress.
+ * provider PROVES that no operation exists and none is in progress. After a
+ * request TIMEOUT they are never taken as proof (the provider may still be
+ * processing the delayed request): the failure then stays uncertain.
  */
 export const ProbeSpecSchema = z.strictObject({
   request: RequestSpecSchema,
@@ -323,6 +328,15 @@ export const HttpConnectorConfigSchema = z
     request_id_header: HeaderNameSchema.optional(),
     /** Bound for every request besides the context deadline. */
     default_timeout_ms: z.number().int().positive().max(86_400_000).optional(),
+    /**
+     * Time kept back from the attempt deadline for a mutation that has a
+     * `probe`: its request times out that much earlier, so that the probe by
+     * idempotency key still runs before the deadline. Default:
+     * min(DEFAULT_PROBE_MARGIN_MS, a quarter of the remaining time); always at
+     * most half of the remaining time. `0`: no margin (the request may use the
+     * whole deadline, and a timeout at the deadline is never probed).
+     */
+    probe_margin_ms: z.number().int().min(0).max(600_000).optional(),
     /** Bound for cancel requests (they run after the attempt's cancellation was signalled). */
     cancel_timeout_ms: z.number().int().positive().max(600_000).default(5_000),
     /** Interval between completion polls of a pending operation. */

@@ -19,7 +19,9 @@
  * 7. maps errors to typed failures; after a request may have reached the
  *    provider, a lost connection, a timeout or an uncertain error status is
  *    `uncertain_outcome=true` with every known provider reference, unless a
- *    configured probe proves that no operation exists.
+ *    configured probe proves that no operation exists. A mutation with a
+ *    probe times out `probe_margin_ms` before the attempt deadline, so that
+ *    the probe still runs (and checkpoints what it finds) in time.
  *
  * The nine implementation flags are derived with the SDK's deriveSupport
  * from the operations that are configured, and the manifest is admitted at
@@ -52,6 +54,7 @@ import type { ConnectorManifest } from '../manifest.js';
 import { SIDE_EFFECTING_OPERATIONS, type ConnectorOperation } from '../operations.js';
 import type { ImplementationSupport } from '../support.js';
 import {
+  DEFAULT_PROBE_MARGIN_MS,
   HttpConnectorConfigSchema,
   type ContextValueName,
   type EffectOperation,
@@ -599,11 +602,12 @@ export class HttpConnector extends FrozenConnectorBase {
     const site = (): FailureSite => this.#site(call, req.method, op.request.path, mutation);
     const idSource = op.provider_operation;
 
+    const times = this.#effectTimes(call, op, mutation);
     let res: ProviderResponse;
     try {
       res = await this.#send(call, req, op.request, {
         mutation,
-        budget_ms: this.#budget(call.ctx, op.request),
+        budget_ms: times.budget_ms,
         signal: call.ctx.cancellation,
         onHeaders: async (head) => {
           // An operation ID in a header is checkpointed before the body is awaited.
@@ -613,9 +617,10 @@ export class HttpConnector extends FrozenConnectorBase {
         },
       });
     } catch (err) {
-      // Lost connection or a per-request timeout with time left: ask the provider whether the operation exists.
+      // Lost connection, or a request timeout inside the probe margin: ask the provider whether the operation exists.
       if (err instanceof DraftFailure && err.draft.uncertain_outcome && op.probe !== undefined && call.provider_operation === undefined) {
-        throw new DraftFailure(await this.#probe(call, op, err.draft));
+        const timedOut = err.draft.code === 'sla.timeout_exceeded';
+        throw new DraftFailure(await this.#probe(call, op, err.draft, { after_timeout: timedOut, until: times.probe_until }));
       }
       throw err;
     }
@@ -627,13 +632,13 @@ export class HttpConnector extends FrozenConnectorBase {
         draft.provider_operation = call.provider_operation;
       }
       if (draft.uncertain_outcome && op.probe !== undefined && call.provider_operation === undefined) {
-        throw new DraftFailure(await this.#probe(call, op, draft));
+        throw new DraftFailure(await this.#probe(call, op, draft, { after_timeout: false, until: times.probe_until }));
       }
       throw new DraftFailure(draft);
     }
     if (res.malformed) {
       const draft = invalidResponseDraft(site(), 'response_not_json', res.status);
-      throw new DraftFailure(mutation && op.probe !== undefined && call.provider_operation === undefined ? await this.#probe(call, op, draft) : draft);
+      throw new DraftFailure(mutation && op.probe !== undefined && call.provider_operation === undefined ? await this.#probe(call, op, draft, { after_timeout: false, until: times.probe_until }) : draft);
     }
 
     if (mutation && idSource !== undefined && 'pointer' in idSource && call.provider_operation === undefined) {
@@ -687,15 +692,41 @@ export class HttpConnector extends FrozenConnectorBase {
   }
 
   /**
-   * Settles whether an uncertain mutation created an operation. Absent (the
-   * provider proves nothing exists): the failure becomes certain. Found: the
-   * operation is checkpointed and the failure keeps uncertain_outcome=true
-   * with its reference. Anything else leaves the failure as it was.
+   * The request budget of an effect, and the (monotonic) instant by which its
+   * probe must be done. A mutation with a probe keeps the probe margin back
+   * from the attempt deadline: its request times out that much earlier, and
+   * the probe runs in what is left. `probe_until` is measured on the
+   * process's monotonic clock from the remaining time at the start, because
+   * the context's clock may be a stepped one (the runtime's) while the
+   * attempt deadline is enforced by real timers.
    */
-  async #probe(call: Call, op: EffectOperation, draft: FailureDraft): Promise<FailureDraft> {
+  #effectTimes(call: Call, op: EffectOperation, mutation: boolean): { budget_ms: number; probe_until: number } {
+    const remaining = call.ctx.deadline.remaining_ms();
+    const probe_until = performance.now() + remaining;
+    let budget_ms = this.#budget(call.ctx, op.request);
+    if (mutation && op.probe !== undefined) {
+      const configured = this.config.probe_margin_ms;
+      const margin = Math.min(configured ?? Math.min(DEFAULT_PROBE_MARGIN_MS, Math.floor(remaining / 4)), Math.floor(remaining / 2));
+      if (margin > 0) budget_ms = Math.min(budget_ms, remaining - margin);
+    }
+    return { budget_ms, probe_until };
+  }
+
+  /**
+   * Settles whether an uncertain mutation created an operation. Found: the
+   * operation is checkpointed and the failure keeps uncertain_outcome=true
+   * with its reference. Absent (the provider proves nothing exists): the
+   * failure becomes certain, EXCEPT after a request timeout: the provider
+   * may still be holding the delayed request and commit it after answering
+   * the probe (a `before_commit` delay), so "absent" is not proof then and
+   * the failure stays uncertain (`probe: absent_unproven`). Anything else
+   * (the probe failed, timed out, answered another status) leaves the failure
+   * as it was: uncertain without a reference.
+   */
+  async #probe(call: Call, op: EffectOperation, draft: FailureDraft, when: { after_timeout: boolean; until: number }): Promise<FailureDraft> {
     const probe = op.probe;
     if (probe === undefined) return draft;
-    const budget = this.#budget(call.ctx, probe.request);
+    const budget = Math.min(this.#budget(call.ctx, probe.request), Math.floor(when.until - performance.now()));
     if (call.ctx.cancellation.aborted || budget <= 0) return draft;
     let res: ProviderResponse;
     try {
@@ -705,6 +736,7 @@ export class HttpConnector extends FrozenConnectorBase {
       return { ...draft, redacted_details: { ...draft.redacted_details, probe: 'failed' } };
     }
     if (probe.absent_statuses.includes(res.status)) {
+      if (when.after_timeout) return { ...draft, redacted_details: { ...draft.redacted_details, probe: 'absent_unproven' } };
       return { ...draft, uncertain_outcome: false, redacted_details: { ...draft.redacted_details, probe: 'absent' } };
     }
     if (probe.found_statuses.includes(res.status)) {

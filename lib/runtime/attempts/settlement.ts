@@ -162,7 +162,13 @@ export async function settleAttempt(k: Kernel, req: SettleRequest): Promise<Atte
         { action_id: action.action_id, attempt_id: req.attempt_id, fence: req.fence, ...(error ? { error_code: error.code } : {}) },
       );
     } catch (err) {
-      if (isAipError(err, 'transaction.state_conflict')) {
+      // A lost compare-and-set: the record moved on under a newer attempt (a zombie whose lease was taken
+      // over). The store names a differing provider operation before the revision, so a provider-operation
+      // conflict on a record whose revision moved past the one this attempt held is the same lost race.
+      const moved =
+        isAipError(err, 'transaction.state_conflict') ||
+        (isAipError(err, 'transaction.provider_operation_conflict') && typeof err.details?.current_revision === 'number' && err.details.current_revision !== txn.revision);
+      if (moved) {
         k.log.warn('superseded attempt: its settlement lost the compare-and-set', { action_id: action.action_id, transaction_id: txn.transaction_id, fence: req.fence });
         return superseded(action, req, 'transaction_revision_moved');
       }

@@ -405,17 +405,55 @@ describe('fault mapping', () => {
     expect(outcome.ok && outcome.result.output).toMatchObject({ charge_id: entry?.resource_id, operation_id: entry?.operation_id, status: 'succeeded' });
   });
 
-  it('latency beyond the deadline: uncertain without an operation; the retry replays the committed charge', async () => {
+  it('latency after_commit beyond the request timeout: the probe in the margin finds the operation, checkpoints it, uncertain with its ref', async () => {
     sim.setFaults([{ match: { path: '/v1/charges' }, fault: { type: 'latency', ms: 600_000, phase: 'after_commit' } }]);
     const action = charge('execute');
     const held = sim.waitForEvent((e) => e.type === 'fault_applied');
-    const rec = attemptFor(action, { deadlineMs: 250 });
+    const probed = sim.waitForEvent((e) => e.type === 'response' && e.method === 'GET' && e.path === '/v1/operations');
+    // Default margin: min(2 s, a quarter of the remaining time) → the POST times out at ~1.5 s, the probe runs in the last ~0.5 s.
+    const rec = attemptFor(action, { deadlineMs: 2_000 });
     const call = failureOf(connector.invoke_typed(action, rec.attempt.context));
     await held;
     const failure = await call;
+    await probed;
+    const entry = sim.ledger()[0];
+    expect(entry?.operation_id).toMatch(/^op_/);
+    expect(failure).toMatchObject({ code: 'sla.timeout_exceeded', category: 'timeout', uncertain_outcome: true, retryable: false });
+    expect(failure.provider_operation).toEqual({ provider: PAYMENTS_PROVIDER, operation_id: entry?.operation_id });
+    expect(failure.redacted_details).toMatchObject({ request_sent: 'maybe', probe: 'found', provider_status: 'succeeded' });
+    // Checkpointed before the failure was returned; no effect published (the connector never saw the success).
+    expect(rec.checkpoints.map((c) => c.provider_operation.operation_id)).toEqual([entry?.operation_id]);
+    expect(rec.events).toEqual([`checkpoint:${entry?.operation_id}`]);
+    expect(rec.attempt.provider_operation?.operation_id).toBe(entry?.operation_id);
+    expect(connectorLogs.map((l) => l.event)).toContain('provider_operation_checkpointed');
+    sim.releaseDelays();
+    await sim.idle();
+    expect(sim.ledger()).toHaveLength(1);
+
+    // The checkpointed operation reconciles: the charge succeeded, once.
+    const reconcile: Action = { ...action, id: `${action.id}-reconcile`, transaction: { mode: 'reconcile', transaction_id: action.transaction?.transaction_id as string } };
+    const r = attemptFor(reconcile, { provider_operation: failure.provider_operation as ProviderOperationRef });
+    const outcome = await dispatch(connector, 'payments.charge', reconcile, r.attempt.context);
+    observe(outcome);
+    expect(outcome.ok && outcome.reconciliation).toMatchObject({ terminal: true, original_commit_completed: true });
+    expect(sim.ledger()).toHaveLength(1);
+  });
+
+  it('latency beyond the deadline with the probe held too: uncertain without an operation; the retry replays the committed charge', async () => {
+    sim.setFaults([
+      { match: { path: '/v1/charges' }, fault: { type: 'latency', ms: 600_000, phase: 'after_commit' } },
+      { match: { method: 'GET', path: '/v1/operations' }, fault: { type: 'latency', ms: 600_000 } },
+    ]);
+    const action = charge('execute');
+    const probeHeld = sim.waitForEvent((e) => e.type === 'fault_applied' && e.method === 'GET');
+    const rec = attemptFor(action, { deadlineMs: 250 });
+    const call = failureOf(connector.invoke_typed(action, rec.attempt.context));
+    await probeHeld;
+    const failure = await call;
     expect(failure).toMatchObject({ code: 'sla.timeout_exceeded', category: 'timeout', uncertain_outcome: true, retryable: false });
     expect(failure.provider_operation).toBeUndefined();
-    expect(failure.redacted_details).toMatchObject({ request_sent: 'maybe' });
+    expect(failure.redacted_details).toMatchObject({ request_sent: 'maybe', probe: 'failed' });
+    expect(rec.checkpoints).toEqual([]);
     sim.releaseDelays();
     await sim.idle();
     expect(sim.ledger()).toHaveLength(1);
@@ -424,14 +462,55 @@ describe('fault mapping', () => {
     expect(sim.ledger()).toHaveLength(1);
   });
 
+  it('latency before_commit beyond the request timeout: the key is still in use, so the failure stays uncertain without a ref', async () => {
+    sim.setFaults([{ match: { path: '/v1/charges' }, fault: { type: 'latency', ms: 600_000, phase: 'before_commit' } }]);
+    const action = charge('execute');
+    const probed = sim.waitForEvent((e) => e.type === 'response' && e.method === 'GET' && e.path === '/v1/operations');
+    const rec = attemptFor(action, { deadlineMs: 1_000 });
+    const failure = await failureOf(connector.invoke_typed(action, rec.attempt.context));
+    expect(await probed).toMatchObject({ status: 409 });
+    expect(failure).toMatchObject({ code: 'sla.timeout_exceeded', uncertain_outcome: true, retryable: false });
+    expect(failure.provider_operation).toBeUndefined();
+    expect(failure.redacted_details).toMatchObject({ request_sent: 'maybe', probe: 'inconclusive', probe_status: 409 });
+    expect(rec.checkpoints).toEqual([]);
+    // The held request commits after the attempt gave up: exactly why the failure had to stay uncertain.
+    sim.releaseDelays();
+    await sim.idle();
+    expect(sim.ledger()).toHaveLength(1);
+  });
+
+  it('after a timeout, an "absent" probe answer is not proof: the provider may commit the delayed request afterwards', async () => {
+    // A probe whose lookup answers 404 while the delayed request is still held (unlike the simulator's key lookup, which says 409).
+    const config = paymentsConnectorConfig({ baseUrl: sim.url, pollIntervalMs: 20 }) as unknown as { capabilities: { id: string; operations: Record<string, unknown> }[] };
+    const chargeCap = config.capabilities.find((c) => c.id === 'payments.charge');
+    const invoke = chargeCap?.operations.invoke as { probe: { request: Record<string, unknown> } };
+    invoke.probe = { ...invoke.probe, request: { method: 'GET', path: '/v1/operations/{$idempotency_key}' } };
+    const blind = createHttpConnector(config, { credentials: credentials(), logger: (l) => connectorLogs.push(l) });
+    sim.setFaults([{ match: { path: '/v1/charges' }, fault: { type: 'latency', ms: 600_000, phase: 'before_commit' } }]);
+    const action = charge('execute');
+    const probed = sim.waitForEvent((e) => e.type === 'response' && e.method === 'GET' && e.path.startsWith('/v1/operations/'));
+    const rec = attemptFor(action, { deadlineMs: 1_000 });
+    const failure = await failureOf(blind.invoke_typed(action, rec.attempt.context));
+    expect(await probed).toMatchObject({ status: 404 });
+    expect(failure).toMatchObject({ code: 'sla.timeout_exceeded', uncertain_outcome: true, retryable: false });
+    expect(failure.provider_operation).toBeUndefined();
+    expect(failure.redacted_details).toMatchObject({ request_sent: 'maybe', probe: 'absent_unproven' });
+    sim.releaseDelays();
+    await sim.idle();
+    // The "absent" answer came before the commit: had the connector believed it, a retry would have been offered for a charge that exists.
+    expect(sim.ledger()).toHaveLength(1);
+  });
+
   it('the runtime deadline (runAttempt) returns sla.timeout_exceeded with uncertain_outcome', async () => {
     sim.setFaults([{ match: { path: '/v1/charges' }, fault: { type: 'latency', ms: 600_000, phase: 'before_commit' } }]);
     const action = charge('execute');
-    const capability = (await connector.discover({})).capabilities.find((c) => c.id === 'payments.charge');
+    // probe_margin_ms 0: the request may use the whole deadline, so the runtime's deadline is what ends the attempt.
+    const noMargin = createHttpConnector({ ...paymentsConnectorConfig({ baseUrl: sim.url, pollIntervalMs: 20 }), probe_margin_ms: 0 }, { credentials: credentials() });
+    const capability = (await noMargin.discover({})).capabilities.find((c) => c.id === 'payments.charge');
     const outcome = await runAttempt({
-      connector,
+      connector: noMargin,
       capability: capability!,
-      support: connector.implementation_support('payments.charge')!,
+      support: noMargin.implementation_support('payments.charge')!,
       action,
       trusted: {
         attempt_id: 'att-runtime',

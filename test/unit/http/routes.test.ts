@@ -2,7 +2,8 @@ import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { createHttpHandlers } from '../../../functions/http/index.js';
-import { matchRoute, ROUTE_LIST, ROUTES } from '../../../functions/http/routes.js';
+import { matchRoute, ROUTE_LIST, ROUTES, SCOPES } from '../../../functions/http/routes.js';
+import { parseRuntimeConfig } from '../../../lib/runtime/config.js';
 import { deps, stubRuntime } from './support.js';
 
 const ROOT = resolve(import.meta.dirname, '../../..');
@@ -19,6 +20,13 @@ describe('route table', () => {
       const mod = (await import(pathToFileURL(resolve(ROOT, r.handler.module)).href)) as Record<string, unknown>;
       expect(typeof mod[r.handler.export], `${r.handler.module}#${r.handler.export}`).toBe('function');
     }
+  });
+
+  it('requires on the operator routes the scope the runtime grants the operator views by default', () => {
+    expect(SCOPES.operator).toBe('aip:operator');
+    expect(parseRuntimeConfig({}).operator_scope).toBe(SCOPES.operator);
+    expect(parseRuntimeConfig({}, 'test').operator_scope).toBe(SCOPES.operator);
+    expect(ROUTES.listOperator.scopes).toEqual([SCOPES.operator]);
   });
 
   it('has a handler for every route in createHttpHandlers', () => {
