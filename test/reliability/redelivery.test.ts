@@ -53,7 +53,7 @@ afterAll(async () => {
   recordScenario('redelivery', {
     scenario: 'Redelivery and zombies',
     cases: counts.cases ?? 0,
-    held: ['duplicate delivery after settlement: no provider call, records unchanged', 'concurrent delivery during a live lease: deferred', 'delivery after lease expiry: takeover settles outcome_unknown without a blind call', 'late attempt refused when it tries to checkpoint/settle (record unchanged)', 'at most one provider effect per intent'],
+    held: ['duplicate delivery after settlement: no provider call, records unchanged', 'concurrent delivery during a live lease: deferred', 'delivery after lease expiry: the takeover (higher fence) settles from the checkpointed operation or as outcome_unknown, never by a blind provider call', 'late attempt refused when it tries to checkpoint/settle (record unchanged)', 'at most one provider effect per intent'],
     counts,
   });
   sqs?.destroy();
