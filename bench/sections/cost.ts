@@ -9,7 +9,8 @@
  * compensation refunds) runs with the meter off.
  *
  * Run 0 of every scenario is a warm-up whose call trace (with call sites)
- * is kept for the report; runs 1..N are measured.
+ * is kept for the report; runs 1..N are measured. The scenarios take turns
+ * (run i of every scenario before run i+1 of any).
  */
 import { AipError } from '../../lib/errors/aip-error.js';
 import type { ActionResult } from '../../lib/protocol/index.js';
@@ -54,52 +55,73 @@ function expect(what: string, actual: unknown, wanted: unknown): void {
   if (actual !== wanted) throw new Error(`benchmark scenario went off its path: ${what} was ${JSON.stringify(actual)}, expected ${JSON.stringify(wanted)}`);
 }
 
-/** Runs one scenario: a traced warm-up, then `runs` measured runs. */
-export async function runScenario<C>(h: Harness, s: Scenario<C>, runs: number): Promise<ScenarioFigures> {
-  const perPhase = new Map<string, { costs: CostSummary[]; ms: number[] }>();
-  const totals: CostSummary[] = [];
-  const totalMs: number[] = [];
-  let trace: string[] = [];
-  for (let i = 0; i <= runs; i++) {
+/** The figures of one scenario, collected one run at a time (so that scenarios can take turns). */
+export class ScenarioRun<C> {
+  private readonly perPhase = new Map<string, { costs: CostSummary[]; ms: number[] }>();
+  private readonly totals: CostSummary[] = [];
+  private readonly totalMs: number[] = [];
+  private readonly trace: string[] = [];
+
+  constructor(
+    private readonly h: Harness,
+    readonly scenario: Scenario<C>,
+  ) {}
+
+  /** Run `i`: 0 is the traced warm-up, 1.. are measured. */
+  async iterate(i: number): Promise<void> {
+    const { h, scenario: s } = this;
     const ctx = await h.meter.quiet(() => s.prepare());
     h.meter.captureSites = i === 0;
     const all: ReturnType<Harness['meter']['since']> = [];
     let ms = 0;
-    for (const p of s.phases) {
-      if (p.setup) await h.meter.quiet(() => p.setup!(ctx));
-      const mark = h.meter.mark();
-      const t0 = performance.now();
-      await p.run(ctx);
-      const dt = performance.now() - t0;
-      const calls = h.meter.since(mark);
-      all.push(...calls);
-      ms += dt;
-      if (i === 0) {
-        trace.push(`${p.name}:`, ...calls.map((c) => `  ${traceLine(c)}`));
-        continue;
+    try {
+      for (const p of s.phases) {
+        if (p.setup) await h.meter.quiet(() => p.setup!(ctx));
+        const mark = h.meter.mark();
+        const t0 = performance.now();
+        await p.run(ctx);
+        const dt = performance.now() - t0;
+        const calls = h.meter.since(mark);
+        all.push(...calls);
+        ms += dt;
+        if (i === 0) {
+          this.trace.push(`${p.name}:`, ...calls.map((c) => `  ${traceLine(c)}`));
+          continue;
+        }
+        const slot = this.perPhase.get(p.name) ?? { costs: [], ms: [] };
+        slot.costs.push(summarize(calls));
+        slot.ms.push(dt);
+        this.perPhase.set(p.name, slot);
       }
-      const slot = perPhase.get(p.name) ?? { costs: [], ms: [] };
-      slot.costs.push(summarize(calls));
-      slot.ms.push(dt);
-      perPhase.set(p.name, slot);
+    } finally {
+      h.meter.captureSites = false;
     }
-    h.meter.captureSites = false;
     if (i > 0) {
-      totals.push(summarize(all));
-      totalMs.push(ms);
+      this.totals.push(summarize(all));
+      this.totalMs.push(ms);
     }
     h.meter.clear();
   }
-  if (runs === 0) trace = [...trace, '(no measured runs)'];
-  return {
-    id: s.id,
-    label: s.label,
-    runs,
-    phases: s.phases.map((p) => ({ phase: p.name, cost: meanSummary(perPhase.get(p.name)?.costs ?? []), latency_ms: distribution(perPhase.get(p.name)?.ms ?? []) })),
-    total: meanSummary(totals),
-    latency_ms: distribution(totalMs),
-    trace,
-  };
+
+  figures(runs: number): ScenarioFigures {
+    const s = this.scenario;
+    return {
+      id: s.id,
+      label: s.label,
+      runs,
+      phases: s.phases.map((p) => ({ phase: p.name, cost: meanSummary(this.perPhase.get(p.name)?.costs ?? []), latency_ms: distribution(this.perPhase.get(p.name)?.ms ?? []) })),
+      total: meanSummary(this.totals),
+      latency_ms: distribution(this.totalMs),
+      trace: runs === 0 ? [...this.trace, '(no measured runs)'] : [...this.trace],
+    };
+  }
+}
+
+/** Runs one scenario on its own: a traced warm-up, then `runs` measured runs. */
+export async function runScenario<C>(h: Harness, s: Scenario<C>, runs: number): Promise<ScenarioFigures> {
+  const run = new ScenarioRun(h, s);
+  for (let i = 0; i <= runs; i++) await run.iterate(i);
+  return run.figures(runs);
 }
 
 // --- the actions ---------------------------------------------------------------------------
@@ -307,8 +329,12 @@ export function costScenarios(h: Harness): Scenario<Record<string, unknown>>[] {
   ];
 }
 
-/** Process warm-up (JIT, connection pools, the simulator): a few executes and previews with the meter off. */
-export async function warmUp(h: Harness, rounds = 5): Promise<void> {
+/**
+ * Warm-up with the meter off: V8 and, above all, DynamoDB Local's JVM compile
+ * their hot paths only after many requests, and connection pools fill. Without
+ * it the first scenario measured runs up to twice as slow as the same work later.
+ */
+export async function warmUp(h: Harness, rounds = 25): Promise<void> {
   await h.meter.quiet(async () => {
     for (let i = 0; i < rounds; i++) {
       await submit(h, chargeAction('execute'), 'accepted');
@@ -320,18 +346,21 @@ export async function warmUp(h: Harness, rounds = 5): Promise<void> {
 }
 
 export async function runCostSection(h: Harness, runs: number, log: (line: string) => void): Promise<ScenarioFigures[]> {
-  const out: ScenarioFigures[] = [];
   await warmUp(h);
-  for (const s of costScenarios(h)) {
-    const t0 = performance.now();
-    try {
-      out.push(await runScenario(h, s, runs));
-    } catch (err) {
-      h.meter.recording = true;
-      const message = err instanceof AipError ? `${err.code}: ${err.message}` : err instanceof Error ? err.message : String(err);
-      throw new Error(`section 1, scenario ${s.id}: ${message}`, { cause: err });
+  // The scenarios take turns, one run each, so that background load and the
+  // emulators' warm-up fall on every scenario alike.
+  const all = costScenarios(h).map((s) => new ScenarioRun(h, s));
+  for (let i = 0; i <= runs; i++) {
+    for (const run of all) {
+      try {
+        await run.iterate(i);
+      } catch (err) {
+        h.meter.recording = true;
+        const message = err instanceof AipError ? `${err.code}: ${err.message}` : err instanceof Error ? err.message : String(err);
+        throw new Error(`section 1, scenario ${run.scenario.id}, run ${i}: ${message}`, { cause: err });
+      }
     }
-    log(`  ${s.id}: ${Math.round(performance.now() - t0)} ms`);
+    if (i === 0 || i === runs) log(`  run ${i} of ${runs} done`);
   }
-  return out;
+  return all.map((run) => run.figures(runs));
 }

@@ -72,7 +72,7 @@ async function createPowertoolsTable(client: DynamoDBClient, tableName: string):
 }
 
 export async function runPeerSection(h: Harness, runs: number, version: string): Promise<PeerFigures> {
-  await warmUp(h, 3);
+  await warmUp(h, 10);
   const meter = new Meter();
   const { raw } = meteredDynamo(h.emulators.dynamo.endpoint, meter);
   const tableName = `${h.tableName}-powertools`;
