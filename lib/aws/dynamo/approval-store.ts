@@ -6,7 +6,7 @@
  * and GSI3SK `<expires_at>#<approval_id>`; the deciding or expiring write
  * removes them (docs/table-design.md).
  */
-import { QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { AipError } from '../../errors/aip-error.js';
 import { PrincipalSchema, ScopeSchema, Sha256HexSchema, TextSchema } from '../../protocol/index.js';
 import type {
@@ -30,13 +30,13 @@ import {
   conditionalUpdate,
   consistentBatchGet,
   consistentGet,
-  decodeCursor,
   encodeCursor,
   invalid,
   mapStoreError,
   type Item,
 } from './store-support.js';
-import { GSIS, ITEM_TYPES, keys } from './table-design.js';
+import { queryStatusIndex } from './pagination.js';
+import { ITEM_TYPES, keys } from './table-design.js';
 
 export interface DynamoApprovalStoreOptions {
   readonly client: DynamoDBDocumentClient;
@@ -238,30 +238,10 @@ export class DynamoApprovalStore implements ApprovalStore {
     const limit = checkLimit(LIST_CODE, query.limit, 25, 100);
     const before = query.expires_before === undefined ? undefined : checkTime(LIST_CODE, 'expires_before', query.expires_before);
     const pk = keys.approvalPendingIndex(query.tenant_id);
-    const start = decodeCursor(LIST_CODE, query.cursor, ['PK', 'SK', 'GSI3PK', 'GSI3SK']);
-    if (start !== undefined && start.GSI3PK !== pk) throw invalid(LIST_CODE, 'The cursor belongs to another listing', { field: 'cursor' });
-    const names: Record<string, string> = { '#pk': GSIS.byStatus.partitionKey };
-    const values: Record<string, unknown> = { ':pk': pk };
-    let condition = '#pk = :pk';
-    if (before !== undefined) {
-      // SK = `<expires_at>#<id>`; every SK with expires_at <= before sorts below `<before>$` ('#' < '$').
-      names['#sk'] = GSIS.byStatus.sortKey;
-      values[':bound'] = `${before}$`;
-      condition += ' AND #sk < :bound';
-    }
     let out;
     try {
-      out = await this.client.send(
-        new QueryCommand({
-          TableName: this.table,
-          IndexName: GSIS.byStatus.name,
-          KeyConditionExpression: condition,
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: values,
-          Limit: limit,
-          ...(start ? { ExclusiveStartKey: start } : {}),
-        }),
-      );
+      // SK = `<expires_at>#<id>`: the index bound keeps every approval expiring at or before `before`.
+      out = await queryStatusIndex(this.client, this.table, { code: LIST_CODE, pk, upTo: before, limit, cursor: query.cursor });
     } catch (err) {
       throw mapStoreError(err);
     }

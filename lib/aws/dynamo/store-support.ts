@@ -18,7 +18,8 @@ import { ID_MAX_LENGTH, ID_PATTERN, inspectJson } from '../../protocol/index.js'
 import { fromAttributeMap } from './attribute-values.js';
 import { errorName, mapStoreError } from './transaction-store.js';
 
-export { UpdateBuilder, compact, encodeCursor, mapStoreError } from './transaction-store.js';
+export { UpdateBuilder, compact, mapStoreError } from './transaction-store.js';
+export { decodeCursor, encodeCursor } from './pagination.js';
 
 export type Item = Record<string, unknown>;
 
@@ -124,20 +125,6 @@ export function checkLimit(code: ErrorCode, limit: unknown, fallback: number, ma
   return limit;
 }
 
-/** Decodes an opaque cursor (base64url JSON of string key attributes) made by encodeCursor. */
-export function decodeCursor(code: ErrorCode, cursor: unknown, allowed: readonly string[]): Record<string, string> | undefined {
-  if (cursor === undefined) return undefined;
-  try {
-    if (typeof cursor !== 'string' || cursor.length > 4096) throw new Error('shape');
-    const parsed: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('shape');
-    const entries = Object.entries(parsed as Record<string, unknown>);
-    if (entries.length === 0 || entries.some(([k, v]) => !allowed.includes(k) || typeof v !== 'string')) throw new Error('shape');
-    return Object.fromEntries(entries) as Record<string, string>;
-  } catch {
-    throw invalid(code, 'The pagination cursor is not valid', { field: 'cursor' });
-  }
-}
 
 /** Copies the named fields of an item (drops keys, index attributes and item_type). */
 export function pick<T>(item: Item, fields: readonly string[]): T {

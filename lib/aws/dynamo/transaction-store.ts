@@ -71,6 +71,7 @@ import {
 } from '../../transactions/state-machine.js';
 import { TRANSACTION_MODES, type TransactionStatus } from '../../transactions/status.js';
 import { fromAttributeMap } from './attribute-values.js';
+import { decodeCursor, encodeCursor, queryStatusIndex } from './pagination.js';
 import { GSIS, ITEM_TYPES, TTL_ATTRIBUTE, keys } from './table-design.js';
 
 export interface DynamoTransactionStoreOptions {
@@ -284,23 +285,7 @@ function toRecord(item: Item): TransactionRecord {
   return out as unknown as TransactionRecord;
 }
 
-export function encodeCursor(key: Record<string, unknown> | undefined): string | undefined {
-  return key === undefined ? undefined : Buffer.from(JSON.stringify(key), 'utf8').toString('base64url');
-}
-
-function decodeCursor(cursor: string | undefined, allowed: readonly string[]): Record<string, string> | undefined {
-  if (cursor === undefined) return undefined;
-  try {
-    if (typeof cursor !== 'string' || cursor.length > 4096) throw new Error('shape');
-    const parsed: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('shape');
-    const entries = Object.entries(parsed as Record<string, unknown>);
-    if (entries.length === 0 || entries.some(([k, v]) => !allowed.includes(k) || typeof v !== 'string')) throw new Error('shape');
-    return Object.fromEntries(entries) as Record<string, string>;
-  } catch {
-    throw invalid('transaction.invalid_listing', 'The pagination cursor is not valid', { field: 'cursor' });
-  }
-}
+export { encodeCursor } from './pagination.js';
 
 function checkLimit(limit: unknown): number {
   if (limit === undefined) return DEFAULT_LIST_LIMIT;
@@ -1211,31 +1196,9 @@ export class DynamoTransactionStore implements TransactionStore {
     }
     const limit = checkLimit(query.limit);
     const pk = keys.statusIndex(query.status, escalated);
-    const start = decodeCursor(query.cursor, ['PK', 'SK', 'GSI3PK', 'GSI3SK']);
-    if (start !== undefined && start.GSI3PK !== pk) throw invalid('transaction.invalid_listing', 'The cursor belongs to another listing', { field: 'cursor' });
-
-    const names: Record<string, string> = { '#pk': GSIS.byStatus.partitionKey };
-    const values: Record<string, unknown> = { ':pk': pk };
-    let keyCondition = '#pk = :pk';
-    if (until !== undefined) {
-      // SK = `<iso>#...`; every SK with time <= until sorts below `<until>$` ('#' < '$').
-      names['#sk'] = GSIS.byStatus.sortKey;
-      values[':bound'] = `${until}$`;
-      keyCondition += ' AND #sk < :bound';
-    }
     let out;
     try {
-      out = await this.client.send(
-        new QueryCommand({
-          TableName: this.table,
-          IndexName: GSIS.byStatus.name,
-          KeyConditionExpression: keyCondition,
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: values,
-          Limit: limit,
-          ...(start ? { ExclusiveStartKey: start } : {}),
-        }),
-      );
+      out = await queryStatusIndex(this.client, this.table, { code: 'transaction.invalid_listing', pk, upTo: until, limit, cursor: query.cursor });
     } catch (err) {
       throw mapStoreError(err);
     }
@@ -1282,7 +1245,7 @@ export class DynamoTransactionStore implements TransactionStore {
     checkId('transaction_id', query.transaction_id);
     const limit = checkLimit(query.limit);
     const base = keys.transaction(query.tenant_id, query.transaction_id);
-    const start = decodeCursor(query.cursor, ['PK', 'SK']);
+    const start = decodeCursor('transaction.invalid_listing', query.cursor, ['PK', 'SK']);
     if (start !== undefined && start.PK !== base.PK) throw invalid('transaction.invalid_listing', 'The cursor belongs to another listing', { field: 'cursor' });
     let out;
     try {

@@ -1,0 +1,64 @@
+/**
+ * Pagination and status-index querying shared by the DynamoDB adapters.
+ * Depends on nothing else in this folder (besides the table design), so every
+ * adapter can import it without cycles.
+ */
+import { QueryCommand, type DynamoDBDocumentClient, type QueryCommandOutput } from '@aws-sdk/lib-dynamodb';
+import { AipError } from '../../errors/aip-error.js';
+import type { ErrorCode } from '../../errors/catalogue.js';
+import { GSIS } from './table-design.js';
+
+/** Opaque cursor: base64url JSON of the LastEvaluatedKey. */
+export function encodeCursor(key: Record<string, unknown> | undefined): string | undefined {
+  return key === undefined ? undefined : Buffer.from(JSON.stringify(key), 'utf8').toString('base64url');
+}
+
+/** Decodes a cursor made by encodeCursor; anything else is `code` (a 4xx listing error). */
+export function decodeCursor(code: ErrorCode, cursor: unknown, allowed: readonly string[]): Record<string, string> | undefined {
+  if (cursor === undefined) return undefined;
+  try {
+    if (typeof cursor !== 'string' || cursor.length > 4096) throw new Error('shape');
+    const parsed: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('shape');
+    const entries = Object.entries(parsed as Record<string, unknown>);
+    if (entries.length === 0 || entries.some(([k, v]) => !allowed.includes(k) || typeof v !== 'string')) throw new Error('shape');
+    return Object.fromEntries(entries) as Record<string, string>;
+  } catch {
+    throw new AipError(code, 'The pagination cursor is not valid', { details: { field: 'cursor' } });
+  }
+}
+
+/**
+ * One page of the sparse byStatus index under `pk`. Its sort keys start with an
+ * RFC 3339 time followed by '#', so `upTo` (inclusive) bounds them as `< upTo + '$'`
+ * ('#' sorts below '$'). A cursor from another listing is `code`.
+ */
+export async function queryStatusIndex(
+  client: DynamoDBDocumentClient,
+  table: string,
+  opts: { code: ErrorCode; pk: string; upTo?: string; limit: number; cursor?: unknown },
+): Promise<QueryCommandOutput> {
+  const start = decodeCursor(opts.code, opts.cursor, ['PK', 'SK', 'GSI3PK', 'GSI3SK']);
+  if (start !== undefined && start.GSI3PK !== opts.pk) {
+    throw new AipError(opts.code, 'The cursor belongs to another listing', { details: { field: 'cursor' } });
+  }
+  const names: Record<string, string> = { '#pk': GSIS.byStatus.partitionKey };
+  const values: Record<string, unknown> = { ':pk': opts.pk };
+  let condition = '#pk = :pk';
+  if (opts.upTo !== undefined) {
+    names['#sk'] = GSIS.byStatus.sortKey;
+    values[':bound'] = `${opts.upTo}$`;
+    condition += ' AND #sk < :bound';
+  }
+  return client.send(
+    new QueryCommand({
+      TableName: table,
+      IndexName: GSIS.byStatus.name,
+      KeyConditionExpression: condition,
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+      Limit: opts.limit,
+      ...(start ? { ExclusiveStartKey: start } : {}),
+    }),
+  );
+}
