@@ -19,6 +19,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { clientConfig, createSchedulerClient, createSqsClient } from '../../lib/aws/clients.js';
 import { DynamoActionStore } from '../../lib/aws/dynamo/action-store.js';
 import { DynamoApprovalStore } from '../../lib/aws/dynamo/approval-store.js';
+import { DynamoAtomicWrites } from '../../lib/aws/dynamo/atomic-writes.js';
 import { createTable } from '../../lib/aws/dynamo/create-table.js';
 import { DynamoIdempotencyStore } from '../../lib/aws/dynamo/idempotency-store.js';
 import { DynamoRouteStore } from '../../lib/aws/dynamo/route-store.js';
@@ -170,10 +171,14 @@ export async function createHarness(emulators: Emulators, options: HarnessOption
   const knownImages = process.env.BENCH_STORE_KNOWN_IMAGES;
   const transactions = new DynamoTransactionStore({ ...table, ...(knownImages !== undefined && knownImages !== '' ? { knownImages: Number(knownImages) } : {}) });
   const actions = new DynamoActionStore(table);
+  const idempotency = new DynamoIdempotencyStore({ ...table, retentionSeconds: config.idempotency.retention_seconds });
+  // BENCH_ATOMIC_WRITES=0 measures the runtime with separate writes per store (docs/bench/analysis.md 4.2).
+  const atomic = process.env.BENCH_ATOMIC_WRITES === '0' ? undefined : new DynamoAtomicWrites({ client: doc, transactions, actions, idempotency });
   const runtime = new Runtime({
     transactions,
     actions,
-    idempotency: new DynamoIdempotencyStore({ ...table, retentionSeconds: config.idempotency.retention_seconds }),
+    idempotency,
+    ...(atomic !== undefined ? { atomic } : {}),
     approvals: new DynamoApprovalStore(table),
     routes: new DynamoRouteStore(table),
     streams: new DynamoStreamStore(table),

@@ -12,6 +12,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createDynamoDbClient, createSchedulerClient, createSecretsManagerClient, createSqsClient } from '../../lib/aws/clients.js';
 import { DynamoActionStore } from '../../lib/aws/dynamo/action-store.js';
 import { DynamoApprovalStore } from '../../lib/aws/dynamo/approval-store.js';
+import { DynamoAtomicWrites } from '../../lib/aws/dynamo/atomic-writes.js';
 import { DynamoIdempotencyStore } from '../../lib/aws/dynamo/idempotency-store.js';
 import { DynamoRouteStore } from '../../lib/aws/dynamo/route-store.js';
 import { DynamoStreamStore } from '../../lib/aws/dynamo/stream-store.js';
@@ -170,10 +171,14 @@ export async function composeRuntime(settings: BootstrapSettings, overrides: Run
     const config = runtimeConfigFor(settings, registry);
 
     const table = { client: documents, tableName: settings.tableName, now };
+    const transactions = new DynamoTransactionStore(table);
+    const actions = new DynamoActionStore(table);
+    const idempotency = new DynamoIdempotencyStore({ ...table, retentionSeconds: config.idempotency.retention_seconds });
     const runtime = new Runtime({
-      transactions: new DynamoTransactionStore(table),
-      actions: new DynamoActionStore(table),
-      idempotency: new DynamoIdempotencyStore({ ...table, retentionSeconds: config.idempotency.retention_seconds }),
+      transactions,
+      actions,
+      idempotency,
+      atomic: new DynamoAtomicWrites({ client: documents, transactions, actions, idempotency }),
       approvals: new DynamoApprovalStore(table),
       routes: new DynamoRouteStore(table),
       streams: new DynamoStreamStore(table),

@@ -103,6 +103,8 @@ export interface CreateActionInput {
   readonly result?: ActionResult;
   /** Drop the raw input right away (only allowed with a terminal status). */
   readonly redact_input?: boolean;
+  /** Retention of a record created terminal (sets `ttl`); ignored otherwise. */
+  readonly retention_seconds?: number;
 }
 
 export interface ActionPatch {

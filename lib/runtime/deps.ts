@@ -6,6 +6,7 @@ import type { FrozenConnector } from '../connectors/interfaces.js';
 import type { Clock } from '../ports/clock.js';
 import type { ActionStore } from '../ports/action-store.js';
 import type { ApprovalStore } from '../ports/approval-store.js';
+import type { AtomicWrites } from '../ports/atomic-writes.js';
 import type { IdempotencyStore } from '../ports/idempotency-store.js';
 import type { MessageQueue } from '../ports/queue.js';
 import type { RouteStore } from '../ports/route-store.js';
@@ -64,6 +65,12 @@ export interface RuntimeDeps {
   readonly approvals: ApprovalStore;
   readonly routes: RouteStore;
   readonly streams: StreamStore;
+  /**
+   * Composite writes (one atomic write to admit an action, one to settle it).
+   * Optional: without it the runtime makes the same changes as separate
+   * conditional writes of the individual stores (docs/runtime-stores.md).
+   */
+  readonly atomic?: AtomicWrites;
   readonly invokeQueue: MessageQueue;
   readonly reconcileQueue: MessageQueue;
   readonly scheduler: ReconcileScheduler;

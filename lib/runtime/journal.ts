@@ -7,6 +7,7 @@
 import type { JsonObject, JsonValue, TransactionProtocolStatus } from '../protocol/index.js';
 import type { Clock } from '../ports/clock.js';
 import type {
+  AcquireLeaseInput,
   ClaimDirectCommitInput,
   ClaimPlanInput,
   CreateTransactionInput,
@@ -60,7 +61,12 @@ export class TransactionJournal {
   }
 
   create(input: Omit<CreateTransactionInput, 'receipt'>, event: string, evidence?: JsonValue): Promise<TransactionRecord> {
-    return this.store.create({ ...input, receipt: this.first(input.transaction_id, input.status, event, evidence) });
+    return this.store.create(this.createInput(input, event, evidence));
+  }
+
+  /** The creation with its first receipt (for a composite admission write). */
+  createInput(input: Omit<CreateTransactionInput, 'receipt'>, event: string, evidence?: JsonValue): CreateTransactionInput {
+    return { ...input, receipt: this.first(input.transaction_id, input.status, event, evidence) };
   }
 
   claimDirectCommit(input: Omit<ClaimDirectCommitInput, 'receipt'>, evidence?: JsonValue): Promise<TransactionRecord> {
@@ -68,13 +74,18 @@ export class TransactionJournal {
   }
 
   claimPlan(record: Ref, input: Omit<ClaimPlanInput, 'receipt' | 'expected_revision' | 'tenant_id' | 'transaction_id'>, evidence?: JsonValue): Promise<TransactionRecord> {
-    return this.store.claimPlan({
+    return this.store.claimPlan(this.claimPlanInput(record, input, evidence));
+  }
+
+  /** The plan claim of `record` with its receipt (for a composite admission write). */
+  claimPlanInput(record: Ref, input: Omit<ClaimPlanInput, 'receipt' | 'expected_revision' | 'tenant_id' | 'transaction_id'>, evidence?: JsonValue): ClaimPlanInput {
+    return {
       ...input,
       tenant_id: record.tenant_id,
       transaction_id: record.transaction_id,
       expected_revision: record.revision,
       receipt: this.next(record, 'committing', RECEIPT_EVENTS.plan_claimed, evidence),
-    });
+    };
   }
 
   transition(record: Ref, input: Omit<TransitionInput, 'receipt' | 'expected_revision' | 'tenant_id' | 'transaction_id'>, event: string, evidence?: JsonValue): Promise<TransactionRecord> {
@@ -89,17 +100,27 @@ export class TransactionJournal {
   }
 
   settle(record: Ref, input: Omit<SettleInput, 'receipt' | 'expected_revision' | 'tenant_id' | 'transaction_id'>, evidence?: JsonValue): Promise<TransactionRecord> {
-    return this.store.settle({
+    return this.store.settle(this.settleInput(record, input, evidence));
+  }
+
+  /** The settlement of `record` with its receipt (for a composite settlement write). */
+  settleInput(record: Ref, input: Omit<SettleInput, 'receipt' | 'expected_revision' | 'tenant_id' | 'transaction_id'>, evidence?: JsonValue): SettleInput {
+    return {
       ...input,
       tenant_id: record.tenant_id,
       transaction_id: record.transaction_id,
       expected_revision: record.revision,
       receipt: this.next(record, input.to, `${RECEIPT_EVENTS.settled}.${input.to}`, evidence),
-    });
+    };
   }
 
   lease(record: Ref & Pick<TransactionRecord, 'status'>, owner: string, ttl_ms: number, data: JsonObject, evidence?: JsonValue): Promise<TransactionRecord> {
-    return this.store.acquireLease({
+    return this.store.acquireLease(this.leaseInput(record, owner, ttl_ms, data, evidence));
+  }
+
+  /** The attempt lease of `record` with its `attempt_started` receipt (for a composite attempt-start write). */
+  leaseInput(record: Ref & Pick<TransactionRecord, 'status'>, owner: string, ttl_ms: number, data: JsonObject, evidence?: JsonValue): AcquireLeaseInput {
+    return {
       tenant_id: record.tenant_id,
       transaction_id: record.transaction_id,
       expected_revision: record.revision,
@@ -107,7 +128,7 @@ export class TransactionJournal {
       ttl_ms,
       data,
       receipt: this.next(record, record.status, RECEIPT_EVENTS.attempt_started, evidence),
-    });
+    };
   }
 
   checkpoint(record: Ref & Pick<TransactionRecord, 'status'>, provider_operation: ProviderOperationRef, reconciliation_cursor?: string): Promise<TransactionRecord> {

@@ -60,6 +60,26 @@ export interface DynamoActionStoreOptions {
   readonly now?: () => Date;
 }
 
+/** A conditional Put built but not sent (document client shape). */
+export interface PreparedActionPut {
+  readonly put: { TableName: string; Item: Item; ConditionExpression: string; ExpressionAttributeNames: Record<string, string> };
+  /** The record the Put creates. */
+  readonly record: ActionRecord;
+  /** `action.already_exists` from the ALL_OLD image of a failed Put. */
+  readonly exists: (old: Item | undefined) => AipError;
+  /** The existing record from that image. */
+  readonly existing: (old: Item | undefined) => ActionRecord | undefined;
+}
+
+/** A conditional Update built but not sent. */
+export interface PreparedActionUpdate {
+  readonly builder: UpdateBuilder;
+  readonly update: { TableName: string; Key: { PK: string; SK: string } } & ReturnType<UpdateBuilder['render']>;
+  readonly classify: (old: Item) => AipError;
+  /** The typed error for a failed condition (ALL_OLD image, undefined when the item is absent). */
+  readonly failure: (old: Item | undefined) => AipError;
+}
+
 const CODE = 'action.invalid_record' as const;
 const TERMINAL: ReadonlySet<string> = new Set(TERMINAL_ACTION_STATUS_LIST);
 const NON_TERMINAL: readonly ActionStatus[] = ACTION_STATUSES.filter((s) => !TERMINAL.has(s));
@@ -181,6 +201,18 @@ export class DynamoActionStore implements ActionStore {
   }
 
   async create(input: CreateActionInput): Promise<ActionRecord> {
+    const prepared = this.prepareCreate(input);
+    const out = await conditionalPut(this.client, prepared.put);
+    if (!out.ok) throw prepared.exists(out.old);
+    return prepared.record;
+  }
+
+  /**
+   * Validates a creation and builds its conditional Put (not sent), with the
+   * classifier of its failure. Shared by create() and the composite admission
+   * write (lib/aws/dynamo/atomic-writes.ts).
+   */
+  prepareCreate(input: CreateActionInput): PreparedActionPut {
     if (input === null || typeof input !== 'object') throw invalid(CODE, 'input must be an object');
     const tenant = checkId(CODE, 'tenant_id', input.tenant_id);
     if (!PrincipalSchema.safeParse(input.principal).success) throw invalid(CODE, 'principal must be {id, kind}', { field: 'principal' });
@@ -197,6 +229,7 @@ export class DynamoActionStore implements ActionStore {
     const transactionId = input.transaction_id ?? action.transaction?.transaction_id;
     if (transactionId !== undefined) checkId(CODE, 'transaction_id', transactionId);
     if (input.approval_id !== undefined) checkId(CODE, 'approval_id', input.approval_id);
+    const retention = checkRetention(CODE, 'retention_seconds', input.retention_seconds);
 
     const now = this.clock();
     const iso = now.toISOString();
@@ -225,19 +258,22 @@ export class DynamoActionStore implements ActionStore {
       attempt: 0,
       created_at: iso,
       updated_at: iso,
+      [TTL_ATTRIBUTE]: retention !== undefined && TERMINAL.has(status) ? epochSeconds(now.getTime()) + retention : undefined,
     });
-    const out = await conditionalPut(this.client, {
-      TableName: this.table,
-      Item: item,
-      ConditionExpression: 'attribute_not_exists(#pk)',
-      ExpressionAttributeNames: { '#pk': 'PK' },
-    });
-    if (!out.ok) {
-      throw new AipError('action.already_exists', `Action ${action.id} already exists`, {
-        details: { action_id: action.id, ...(out.old ? { current_status: out.old.status, current_revision: out.old.revision } : {}) },
-      });
-    }
-    return toRecord(item);
+    return {
+      put: {
+        TableName: this.table,
+        Item: item,
+        ConditionExpression: 'attribute_not_exists(#pk)',
+        ExpressionAttributeNames: { '#pk': 'PK' },
+      },
+      record: toRecord(item),
+      exists: (old) =>
+        new AipError('action.already_exists', `Action ${action.id} already exists`, {
+          details: { action_id: action.id, ...(old ? { current_status: old.status, current_revision: old.revision } : {}) },
+        }),
+      existing: (old) => (old === undefined ? undefined : toRecord(old)),
+    };
   }
 
   async transition(input: TransitionActionInput): Promise<ActionRecord> {
@@ -267,6 +303,16 @@ export class DynamoActionStore implements ActionStore {
   }
 
   async acquireLease(input: AcquireActionLeaseInput): Promise<ActionRecord> {
+    const prepared = this.prepareLease(input);
+    return this.write(input, 'acquire_lease', prepared.builder, prepared.classify);
+  }
+
+  /**
+   * acquireLease() built but not sent, for the composite attempt-start write.
+   * `leased(held)` is the record after the write, computed from the record
+   * read at the expected revision (the write is conditioned on that revision).
+   */
+  prepareLease(input: AcquireActionLeaseInput): PreparedActionUpdate & { leased: (held: ActionRecord) => ActionRecord } {
     this.checkRef(input);
     checkLeaseOwner(CODE, input.owner, input.ttl_ms);
     const expected = checkRevision(CODE, input.expected_revision);
@@ -285,7 +331,8 @@ export class DynamoActionStore implements ActionStore {
     b.set('lease_expires_at', new Date(now.getTime() + input.ttl_ms).toISOString());
     b.setExpr('fence', `${b.n('fence')} + ${b.v(1)}`);
     b.setExpr('attempt', `${b.n('attempt')} + ${b.v(1)}`);
-    return this.write(input, 'acquire_lease', b, (old) => {
+    const expiresAt = new Date(now.getTime() + input.ttl_ms).toISOString();
+    const classify = (old: Item): AipError => {
       const live = typeof old.lease_expires_at === 'string' && old.lease_expires_at > iso && old.lease_owner !== input.owner;
       if (live && from.includes(old.status as ActionStatus)) {
         return new AipError('action.lease_held', `Action ${input.action_id} is leased until ${String(old.lease_expires_at)}`, {
@@ -293,7 +340,17 @@ export class DynamoActionStore implements ActionStore {
         });
       }
       return this.conflict(input, 'acquire_lease', old, from, expected);
-    });
+    };
+    return {
+      builder: b,
+      update: { TableName: this.table, Key: keys.action(input.tenant_id, input.action_id), ...b.render() },
+      classify,
+      failure: (old) => (old === undefined ? this.notFound(input, 'acquire_lease') : classify(old)),
+      leased: (held) => {
+        if (held.revision !== expected || held.action_id !== input.action_id) throw invalid(CODE, 'the held record is not the one the lease was conditioned on', { field: 'expected_revision' });
+        return { ...held, status: 'running', revision: expected + 1, updated_at: iso, lease_owner: input.owner, lease_expires_at: expiresAt, fence: held.fence + 1, attempt: held.attempt + 1 };
+      },
+    };
   }
 
   async renewLease(input: RenewActionLeaseInput): Promise<ActionRecord> {
@@ -316,6 +373,12 @@ export class DynamoActionStore implements ActionStore {
   }
 
   async settle(input: SettleActionInput): Promise<ActionRecord> {
+    const prepared = this.prepareSettle(input);
+    return this.write(input, 'settle', prepared.builder, prepared.classify);
+  }
+
+  /** A fenced settlement built but not sent (shared by settle() and the composite settlement write). */
+  prepareSettle(input: SettleActionInput): PreparedActionUpdate {
     this.checkRef(input);
     const fence = checkRevision(CODE, input.fence, 'fence');
     if (!TERMINAL.has(input.to)) throw invalid(CODE, 'settle lands in completed, failed or cancelled', { field: 'to' });
@@ -334,10 +397,17 @@ export class DynamoActionStore implements ActionStore {
     b.remove('lease_owner', 'lease_expires_at');
     const patch: ActionPatch = compact({ result: input.result, redact_input: input.redact_input, retention_seconds: input.retention_seconds });
     this.applyPatch(b, input.to, patch, nowMs);
-    return this.write(input, 'settle', b, (old) => {
+    const key = keys.action(input.tenant_id, input.action_id);
+    const classify = (old: Item): AipError => {
       if ((old.fence ?? 0) !== fence) return this.staleFence(input, 'settle', old, fence);
       return this.conflict(input, 'settle', old, from, expected);
-    });
+    };
+    return {
+      builder: b,
+      update: { TableName: this.table, Key: key, ...b.render() },
+      classify,
+      failure: (old) => (old === undefined ? this.notFound(input, 'settle') : classify(old)),
+    };
   }
 
   async requestCancel(input: RequestCancelInput): Promise<ActionRecord> {

@@ -50,6 +50,22 @@ export interface DynamoIdempotencyStoreOptions {
   readonly inFlightRetryAfterMs?: number;
 }
 
+/** A reservation Put built but not sent. */
+export interface PreparedReserve {
+  readonly put: { TableName: string; Item: Item; ConditionExpression: string; ExpressionAttributeNames: Record<string, string>; ExpressionAttributeValues: Record<string, unknown> };
+  /** The reservation the Put creates. */
+  readonly reservation: IdempotencyReservation;
+  /** The outcome named by the ALL_OLD image of a failed Put (throws idempotency.fingerprint_mismatch). */
+  readonly held: (old: Item | undefined) => Exclude<ReserveOutcome, { outcome: 'reserved' }>;
+}
+
+/** An owner-conditioned Update built but not sent. */
+export interface PreparedOwnerUpdate {
+  readonly update: { TableName: string; Key: { PK: string; SK: string } } & ReturnType<UpdateBuilder['render']>;
+  /** idempotency.not_owner from the ALL_OLD image of a failed Update. */
+  readonly failure: (old: Item | undefined) => AipError;
+}
+
 const CODE = 'idempotency.invalid_request' as const;
 
 const FIELDS = [
@@ -109,6 +125,19 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
   }
 
   async reserve(input: ReserveInput): Promise<ReserveOutcome> {
+    const prepared = this.prepareReserve(input);
+    const out = await conditionalPut(this.client, prepared.put);
+    if (out.ok) return { outcome: 'reserved', reservation: prepared.reservation };
+    return prepared.held(out.old);
+  }
+
+  /**
+   * Validates a reservation and builds its conditional Put (not sent): absent,
+   * or present but expired. `held` turns the ALL_OLD image of a failed Put
+   * into the outcome (throws idempotency.fingerprint_mismatch). Shared by
+   * reserve() and the composite admission write.
+   */
+  prepareReserve(input: ReserveInput): PreparedReserve {
     const key = this.scopeKey(input);
     if (!Sha256HexSchema.safeParse(input.fingerprint).success) throw invalid(CODE, 'fingerprint must be a lower-case sha256 hex digest', { field: 'fingerprint' });
     this.checkOwner(input);
@@ -135,15 +164,20 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
       [TTL_ATTRIBUTE]: ttlFor(expiresMs),
     });
     // Absent, or present but expired (TTL deletion lags): the reservation is ours.
-    const out = await conditionalPut(this.client, {
-      TableName: this.table,
-      Item: item,
-      ConditionExpression: 'attribute_not_exists(#pk) OR (attribute_exists(#exp) AND #exp <= :now)',
-      ExpressionAttributeNames: { '#pk': 'PK', '#exp': 'expires_at' },
-      ExpressionAttributeValues: { ':now': iso },
-    });
-    if (out.ok) return { outcome: 'reserved', reservation: toReservation(item) };
-    const old = out.old;
+    return {
+      put: {
+        TableName: this.table,
+        Item: item,
+        ConditionExpression: 'attribute_not_exists(#pk) OR (attribute_exists(#exp) AND #exp <= :now)',
+        ExpressionAttributeNames: { '#pk': 'PK', '#exp': 'expires_at' },
+        ExpressionAttributeValues: { ':now': iso },
+      },
+      reservation: toReservation(item),
+      held: (old) => this.heldOutcome(input, old),
+    };
+  }
+
+  private heldOutcome(input: ReserveInput, old: Item | undefined): Exclude<ReserveOutcome, { outcome: 'reserved' }> {
     if (old === undefined) throw new AipError('internal.unexpected', 'idempotency reservation condition failed without an item');
     const existing = toReservation(old);
     if (existing.fingerprint !== input.fingerprint) {
@@ -183,6 +217,17 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
   }
 
   async complete(input: CompleteInput): Promise<IdempotencyReservation> {
+    const prepared = this.prepareComplete(input);
+    const out = await conditionalUpdate(this.client, prepared.update);
+    if (out.ok) return toReservation(out.item);
+    const old = out.old;
+    // A repeated complete by the same owner: the stored result stands.
+    if (old !== undefined && old.status === 'completed' && old.action_id === input.action_id && old.fence === input.fence) return toReservation(old);
+    throw prepared.failure(old);
+  }
+
+  /** complete() built but not sent (owner-conditioned update), for the composite settlement write. */
+  prepareComplete(input: CompleteInput): PreparedOwnerUpdate {
     const key = this.scopeKey(input);
     this.checkOwner(input);
     checkJson(CODE, 'result', input.result, true);
@@ -203,15 +248,18 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
     b.set('updated_at', iso);
     b.set('expires_at', new Date(expiresMs).toISOString());
     b.set(TTL_ATTRIBUTE, ttlFor(expiresMs));
-    const out = await conditionalUpdate(this.client, { TableName: this.table, Key: key, ...b.render() });
-    if (out.ok) return toReservation(out.item);
-    const old = out.old;
-    // A repeated complete by the same owner: the stored result stands.
-    if (old !== undefined && old.status === 'completed' && old.action_id === input.action_id && old.fence === input.fence) return toReservation(old);
-    throw this.notOwner('complete', input, old, iso);
+    return { update: { TableName: this.table, Key: key, ...b.render() }, failure: (old) => this.notOwner('complete', input, old, iso) };
   }
 
   async markUncertain(input: OwnerInput): Promise<IdempotencyReservation> {
+    const prepared = this.prepareMarkUncertain(input);
+    const out = await conditionalUpdate(this.client, prepared.update);
+    if (out.ok) return toReservation(out.item);
+    throw prepared.failure(out.old);
+  }
+
+  /** markUncertain() built but not sent, for the composite settlement write. */
+  prepareMarkUncertain(input: OwnerInput): PreparedOwnerUpdate {
     const key = this.scopeKey(input);
     this.checkOwner(input);
     const iso = this.clock().toISOString();
@@ -225,12 +273,18 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
     b.setExpr('revision', `${b.n('revision')} + ${b.v(1)}`);
     b.set('updated_at', iso);
     b.remove('expires_at', TTL_ATTRIBUTE);
-    const out = await conditionalUpdate(this.client, { TableName: this.table, Key: key, ...b.render() });
-    if (out.ok) return toReservation(out.item);
-    throw this.notOwner('mark_uncertain', input, out.old, iso);
+    return { update: { TableName: this.table, Key: key, ...b.render() }, failure: (old) => this.notOwner('mark_uncertain', input, old, iso) };
   }
 
   async adopt(input: AdoptInput): Promise<IdempotencyReservation> {
+    const prepared = this.prepareAdopt(input);
+    const out = await conditionalUpdate(this.client, prepared.update);
+    if (out.ok) return toReservation(out.item);
+    throw prepared.failure(out.old);
+  }
+
+  /** adopt() built but not sent, for the composite attempt-start write. */
+  prepareAdopt(input: AdoptInput): PreparedOwnerUpdate {
     const key = this.scopeKey(input);
     this.checkOwner(input);
     const iso = this.clock().toISOString();
@@ -243,9 +297,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
     b.set('fence', input.fence);
     b.setExpr('revision', `${b.n('revision')} + ${b.v(1)}`);
     b.set('updated_at', iso);
-    const out = await conditionalUpdate(this.client, { TableName: this.table, Key: key, ...b.render() });
-    if (out.ok) return toReservation(out.item);
-    throw this.notOwner('adopt', input, out.old, iso);
+    return { update: { TableName: this.table, Key: key, ...b.render() }, failure: (old) => this.notOwner('adopt', input, old, iso) };
   }
 
   async get(scope: IdempotencyScope): Promise<IdempotencyReservation | undefined> {

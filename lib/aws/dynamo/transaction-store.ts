@@ -102,6 +102,34 @@ export interface DynamoTransactionStoreOptions {
 
 type Item = Record<string, unknown>;
 
+/** One item of a TransactWriteItems request (document client shape). */
+export type TransactItem = NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']>[number];
+
+/** A creation built but not sent: its items, a classifier per item index, and what it produces. */
+export interface PreparedCreate {
+  readonly record: TransactionRecord;
+  readonly transactItems: TransactItem[];
+  /** Classifies the ALL_OLD image of a failed item, by its index in transactItems. */
+  readonly handlers: Record<number, (old: Item | undefined) => AipError>;
+  /** The error for a TransactionConflict (a concurrent transaction on the same item). */
+  readonly onRace: () => AipError;
+  /** Call once the items were written. */
+  readonly committed: () => void;
+  /** The existing record named by the ALL_OLD image of the transaction item. */
+  readonly existing: (old: Item | undefined) => TransactionRecord | undefined;
+}
+
+/** A compare-and-set write carrying a receipt, built but not sent (see prepareSettle). */
+export interface PreparedCas {
+  /** [Update transaction, Put receipt]. */
+  readonly transactItems: TransactItem[];
+  /** Classifiers of those two items (indexes 0 and 1). */
+  readonly handlers: Record<number, (old: Item | undefined) => AipError>;
+  readonly onRace: () => AipError;
+  /** The record after the write (computed from the held image); undefined when it cannot be computed. */
+  readonly after: () => TransactionRecord | undefined;
+}
+
 /** How long a known image may be used (the same container usually writes within milliseconds of its read). */
 const KNOWN_IMAGE_TTL_MS = 60_000;
 const DEFAULT_KNOWN_IMAGES = 256;
@@ -650,7 +678,13 @@ export class DynamoTransactionStore implements TransactionStore {
     checkReceipt(input.receipt, input.transaction_id, 1, true);
   }
 
-  private async createRecord(operation: 'create' | 'claim_direct_commit', input: CreateTransactionInput): Promise<TransactionRecord> {
+  /**
+   * Validates a creation and builds its items (the transaction item, the plan-ID
+   * guard, the first receipt) with a failure classifier per item. Used by
+   * create/claimDirectCommit and by the composite writes
+   * (lib/aws/dynamo/atomic-writes.ts), which add items of other stores.
+   */
+  prepareCreate(operation: 'create' | 'claim_direct_commit', input: CreateTransactionInput): PreparedCreate {
     this.validateCreate(operation, input);
     const now = this.clock();
     const iso = now.toISOString();
@@ -700,26 +734,7 @@ export class DynamoTransactionStore implements TransactionStore {
         details: { transaction_id: txn, operation, ...(old ? currentOf(old) : {}) },
       });
 
-    if (input.receipt === undefined && input.plan_id === undefined) {
-      try {
-        await this.client.send(
-          new PutCommand({
-            TableName: this.table,
-            Item: item,
-            ConditionExpression: 'attribute_not_exists(#pk)',
-            ExpressionAttributeNames: { '#pk': 'PK' },
-            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          }),
-        );
-      } catch (err) {
-        if (errorName(err) === 'ConditionalCheckFailedException') throw existsError(fromAttributeMap((err as { Item?: unknown }).Item));
-        throw mapStoreError(err);
-      }
-      this.remember(compact(item));
-      return record;
-    }
-
-    const transactItems: NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']> = [
+    const transactItems: TransactItem[] = [
       {
         Put: {
           TableName: this.table,
@@ -750,14 +765,38 @@ export class DynamoTransactionStore implements TransactionStore {
     if (input.receipt !== undefined) {
       transactItems.push({ Put: this.receiptPut(tenant, txn, input.receipt, iso, ttl) });
     }
+    return {
+      record,
+      transactItems,
+      handlers,
+      onRace: () => stateConflict({ operation, tenant_id: tenant, transaction_id: txn, from: [], expected_revision: 0 }, undefined, 'transaction_conflict'),
+      committed: () => this.remember(compact(item)),
+      existing: (old) => (old === undefined ? undefined : toRecord(old)),
+    };
+  }
+
+  private async createRecord(operation: 'create' | 'claim_direct_commit', input: CreateTransactionInput): Promise<TransactionRecord> {
+    const prepared = this.prepareCreate(operation, input);
+    const { record, transactItems, handlers } = prepared;
+    const first = transactItems[0]?.Put;
+    if (first === undefined) throw new AipError('internal.unexpected', 'no transaction item');
+    if (input.receipt === undefined && input.plan_id === undefined) {
+      try {
+        await this.client.send(new PutCommand(first as ConstructorParameters<typeof PutCommand>[0]));
+      } catch (err) {
+        if (errorName(err) === 'ConditionalCheckFailedException') throw (handlers[0] as (old: Item | undefined) => AipError)(fromAttributeMap((err as { Item?: unknown }).Item));
+        throw mapStoreError(err);
+      }
+      prepared.committed();
+      return record;
+    }
+
     try {
       await this.client.send(new TransactWriteCommand({ TransactItems: transactItems }));
     } catch (err) {
-      throw classifyTransactFailure(err, handlers, () =>
-        stateConflict({ operation, tenant_id: tenant, transaction_id: txn, from: [], expected_revision: 0 }, undefined, 'transaction_conflict'),
-      );
+      throw classifyTransactFailure(err, handlers, prepared.onRace);
     }
-    this.remember(compact(item));
+    prepared.committed();
     return record;
   }
 
@@ -787,12 +826,24 @@ export class DynamoTransactionStore implements TransactionStore {
    * Issues one conditional write: status IN from AND revision = expected
    * (+ the builder's own conditions, + the receipt chain condition).
    */
-  private async cas(spec: CasSpec, b: UpdateBuilder, now: Date): Promise<TransactionRecord> {
+  /** The conditions and sets every compare-and-set write carries (status, revision, and the receipt chain). */
+  private casConditions(spec: CasSpec, b: UpdateBuilder, now: Date): void {
     const statusValues = spec.from.map((s) => b.v(s));
     b.condition(`${b.n('status')} IN (${statusValues.join(', ')})`);
     b.condition(`${b.n('revision')} = ${b.v(spec.expected_revision)}`);
     b.set('revision', spec.expected_revision + 1);
     b.set('updated_at', now.toISOString());
+    if (spec.receipt !== undefined) {
+      const r = spec.receipt.receipt;
+      b.condition(`${b.n('receipt_count')} = ${b.v(r.seq)}`);
+      b.condition(r.prev_hash === GENESIS_RECEIPT_HASH ? `attribute_not_exists(${b.n('receipt_head')})` : `${b.n('receipt_head')} = ${b.v(r.prev_hash)}`);
+      b.set('receipt_count', r.seq + 1);
+      b.set('receipt_head', r.hash);
+    }
+  }
+
+  private async cas(spec: CasSpec, b: UpdateBuilder, now: Date): Promise<TransactionRecord> {
+    this.casConditions(spec, b, now);
     const key = keys.transaction(spec.tenant_id, spec.transaction_id);
 
     if (spec.receipt === undefined) {
@@ -817,11 +868,6 @@ export class DynamoTransactionStore implements TransactionStore {
       }
     }
 
-    const r = spec.receipt.receipt;
-    b.condition(`${b.n('receipt_count')} = ${b.v(r.seq)}`);
-    b.condition(r.prev_hash === GENESIS_RECEIPT_HASH ? `attribute_not_exists(${b.n('receipt_head')})` : `${b.n('receipt_head')} = ${b.v(r.prev_hash)}`);
-    b.set('receipt_count', r.seq + 1);
-    b.set('receipt_head', r.hash);
     // The known pre-image, if this adapter holds the item at the expected
     // revision. The write is then also conditioned on its created_at, so the
     // pre-image is certainly the item the write applies to.
@@ -921,6 +967,17 @@ export class DynamoTransactionStore implements TransactionStore {
   }
 
   async claimPlan(input: ClaimPlanInput): Promise<TransactionRecord> {
+    const { spec, b, now } = this.buildClaimPlan(input);
+    return this.cas(spec, b, now);
+  }
+
+  /** claimPlan() built but not sent (with its receipt), for the composite admission write of a planned commit. */
+  prepareClaimPlan(input: ClaimPlanInput, held: TransactionRecord): PreparedCas {
+    const { spec, b, now } = this.buildClaimPlan(input);
+    return this.prepared(spec, b, now, held);
+  }
+
+  private buildClaimPlan(input: ClaimPlanInput): { spec: CasSpec; b: UpdateBuilder; now: Date } {
     this.checkRef(input);
     checkId('plan_id', input.plan_id);
     checkId('commit_action_id', input.commit_action_id);
@@ -946,10 +1003,16 @@ export class DynamoTransactionStore implements TransactionStore {
     b.set('GSI2PK', keys.actionIndex(input.tenant_id, input.commit_action_id));
     this.grantLease(b, input.lease, now);
     b.mergeData(input.data);
-    return this.cas(spec, b, now);
+    return { spec, b, now };
   }
 
   async transition(input: TransitionInput): Promise<TransactionRecord> {
+    const { spec, b, now } = this.buildTransition(input);
+    return this.cas(spec, b, now);
+  }
+
+  /** Validates a generic transition and builds its update (without the common CAS conditions). */
+  private buildTransition(input: TransitionInput): { spec: CasSpec; b: UpdateBuilder; now: Date } {
     this.checkRef(input);
     if (!GENERIC_OPERATIONS.has(input.operation)) {
       throw new AipError('transaction.invalid_transition', `${String(input.operation)} has its own store operation`, { details: { operation: input.operation } });
@@ -1015,10 +1078,53 @@ export class DynamoTransactionStore implements TransactionStore {
     b.set('reconciliation_cursor', cursor);
     this.grantLease(b, input.lease, now);
     b.mergeData(input.data);
-    return this.cas(spec, b, now);
+    return { spec, b, now };
   }
 
   async settle(input: SettleInput): Promise<TransactionRecord> {
+    return this.transition(this.settleAsTransition(input));
+  }
+
+  /**
+   * A settlement built but not sent, for the composite settlement write
+   * (lib/aws/dynamo/atomic-writes.ts): the same conditional update and receipt
+   * as settle(), additionally conditioned on the held record's created_at so
+   * that the record after the write can be computed from `held` without a read.
+   */
+  prepareSettle(input: SettleInput, held: TransactionRecord): PreparedCas {
+    const { spec, b, now } = this.buildTransition(this.settleAsTransition(input));
+    return this.prepared(spec, b, now, held);
+  }
+
+  /** A compare-and-set write with its receipt, as TransactWriteItems parts (see prepareSettle). */
+  private prepared(spec: CasSpec, b: UpdateBuilder, now: Date, held: TransactionRecord): PreparedCas {
+    if (spec.receipt === undefined) throw invalid('transaction.invalid_receipt', 'a composite settlement carries its receipt', { field: 'receipt' });
+    this.casConditions(spec, b, now);
+    const before: Item | undefined =
+      this.recall(spec.tenant_id, spec.transaction_id, spec.expected_revision) ??
+      (held.revision === spec.expected_revision && held.transaction_id === spec.transaction_id && held.tenant_id === spec.tenant_id ? { ...keys.transaction(spec.tenant_id, spec.transaction_id), ...held } : undefined);
+    if (before !== undefined) b.condition(`${b.n('created_at')} = ${b.v(before.created_at)}`);
+    const key = keys.transaction(spec.tenant_id, spec.transaction_id);
+    return {
+      transactItems: [
+        { Update: { TableName: this.table, Key: key, ...b.render(), ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } },
+        { Put: this.receiptPut(spec.tenant_id, spec.transaction_id, spec.receipt, now.toISOString()) },
+      ],
+      handlers: { 0: (old) => { this.forget(spec.tenant_id, spec.transaction_id); return classifyCasFailure(spec, old); }, 1: () => stateConflict(spec, undefined, 'receipt_exists') },
+      onRace: () => { this.forget(spec.tenant_id, spec.transaction_id); return raceConflictFor(spec)(); },
+      after: () => {
+        const computed = before !== undefined ? b.applyTo(before) : undefined;
+        if (computed === undefined) {
+          this.forget(spec.tenant_id, spec.transaction_id);
+          return undefined;
+        }
+        this.remember(computed);
+        return toRecord(structuredClone(computed));
+      },
+    };
+  }
+
+  private settleAsTransition(input: SettleInput): TransitionInput {
     if (input === null || typeof input !== 'object') throw invalid('transaction.invalid_record', 'input must be an object');
     if (!isTransactionStatus(input.to)) throw invalid('transaction.invalid_record', 'unknown target status', { field: 'to' });
     const from = input.from ?? allowedFrom('settle', input.to).filter((s): s is TransactionStatus => s !== null);
@@ -1029,19 +1135,17 @@ export class DynamoTransactionStore implements TransactionStore {
       reconciliation_cursor: input.reconciliation_cursor,
       next_reconcile_at: input.next_reconcile_at,
     });
-    return this.transition(
-      compact({
-        tenant_id: input.tenant_id,
-        transaction_id: input.transaction_id,
-        expected_revision: input.expected_revision,
-        operation: 'settle',
-        from,
-        to: input.to,
-        patch,
-        data: input.data,
-        receipt: input.receipt,
-      }) as TransitionInput,
-    );
+    return compact({
+      tenant_id: input.tenant_id,
+      transaction_id: input.transaction_id,
+      expected_revision: input.expected_revision,
+      operation: 'settle',
+      from,
+      to: input.to,
+      patch,
+      data: input.data,
+      receipt: input.receipt,
+    }) as TransitionInput;
   }
 
   async checkpointProviderOperation(input: CheckpointProviderOperationInput): Promise<TransactionRecord> {
@@ -1070,6 +1174,17 @@ export class DynamoTransactionStore implements TransactionStore {
   }
 
   async acquireLease(input: AcquireLeaseInput): Promise<TransactionRecord> {
+    const { spec, b, now } = this.buildLease(input);
+    return this.cas(spec, b, now);
+  }
+
+  /** acquireLease() built but not sent (with its receipt), for the composite attempt-start write. */
+  prepareLease(input: AcquireLeaseInput, held: TransactionRecord): PreparedCas {
+    const { spec, b, now } = this.buildLease(input);
+    return this.prepared(spec, b, now, held);
+  }
+
+  private buildLease(input: AcquireLeaseInput): { spec: CasSpec; b: UpdateBuilder; now: Date } {
     this.checkRef(input);
     checkLease({ owner: input.owner, ttl_ms: input.ttl_ms }, undefined);
     checkJson('data', input.data, true);
@@ -1100,7 +1215,7 @@ export class DynamoTransactionStore implements TransactionStore {
     b.condition(`attribute_not_exists(${exp}) OR ${exp} <= ${b.v(iso)} OR ${b.n('lease_owner')} = ${b.v(input.owner)}`);
     this.grantLease(b, { owner: input.owner, ttl_ms: input.ttl_ms }, now);
     b.mergeData(input.data);
-    return this.cas(spec, b, now);
+    return { spec, b, now };
   }
 
   // --- reads --------------------------------------------------------------------------------

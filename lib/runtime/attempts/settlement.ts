@@ -13,16 +13,21 @@
  *   attempts escalate to a human (wire `requires_human`).
  * - plain invocation and rollback_not_supported: the action only.
  *
- * Order: transaction record (the authority, with its receipt) → action
- * record (fenced) → idempotency reservation → schedule. A crash between
- * steps is finished by the next delivery (finishFromRecord).
+ * With composite writes (RuntimeDeps.atomic) the transaction record (with
+ * its receipt), the action record (fenced) and the idempotency reservation
+ * settle in ONE write, then the schedule is created; a crash after the write
+ * leaves the schedule to the sweeper. Without them the order is: transaction
+ * record (the authority) → action record (fenced) → idempotency reservation →
+ * schedule, and a crash between steps is finished by the next delivery
+ * (finishSideRecords).
  */
 import { AipError, isAipError } from '../../errors/aip-error.js';
 import { toProtocolError } from '../../errors/wire.js';
 import type { AttemptOutcome as ConnectorAttemptOutcome } from '../../connectors/deadline.js';
 import { ProviderOperationRefSchema, type ActionResult, type JsonObject, type ProtocolError, type ProviderOperationRef, type TransactionMode } from '../../protocol/index.js';
-import type { ActionRecord } from '../../ports/action-store.js';
-import type { TransactionRecord } from '../../ports/transaction-store.js';
+import type { ActionRecord, SettleActionInput } from '../../ports/action-store.js';
+import type { AtomicWrites, IdempotencySettlement, SettleWriteOutcome } from '../../ports/atomic-writes.js';
+import type { SettleInput, TransactionRecord } from '../../ports/transaction-store.js';
 import { DEFAULT_RECONCILE_DELAY_MS, type SettleOutcome } from '../../transactions/state-machine.js';
 import { reconcileBackoffMs } from '../config.js';
 import { RECEIPT_EVENTS } from '../journal.js';
@@ -123,52 +128,65 @@ export interface SettleRequest {
   readonly reconciliation?: JsonObject;
 }
 
+/** The transaction settlement an attempt asks for (same fields whichever path writes it). */
+function transactionSettlement(k: Kernel, req: SettleRequest, txn: TransactionRecord, to: SettleOutcome): { input: Omit<SettleInput, 'receipt' | 'expected_revision' | 'tenant_id' | 'transaction_id'>; evidence: JsonObject } {
+  const { action, classified } = req;
+  const error = classified.error;
+  const ref = providerOperationFromError(error) ?? req.provider_operation;
+  const keepRef = ref !== undefined && (txn.provider_operation === undefined || (txn.provider_operation.provider === ref.provider && txn.provider_operation.operation_id === ref.operation_id));
+  const cursor = cursorFromError(error) ?? req.cursor;
+  let next_reconcile_at: string | undefined;
+  if (to === 'outcome_unknown') {
+    const delay =
+      req.mode === 'reconcile'
+        ? Math.max(error?.retry_after_ms ?? 0, reconcileBackoffMs(k.config, txn.reconcile_attempts))
+        : (error?.retry_after_ms ?? DEFAULT_RECONCILE_DELAY_MS);
+    next_reconcile_at = new Date(k.now().getTime() + delay).toISOString();
+  }
+  // reconcile → outcome_unknown keeps the original result; the reconcile answer is kept as evidence.
+  const keepOriginalResult = req.mode === 'reconcile' && to === 'outcome_unknown';
+  return {
+    input: {
+      to,
+      from: [txn.status],
+      ...(keepOriginalResult ? {} : { result: classified.result }),
+      ...(error !== undefined ? { error } : {}),
+      ...(keepRef ? { provider_operation: ref } : {}),
+      ...(cursor !== undefined ? { reconciliation_cursor: cursor } : {}),
+      ...(next_reconcile_at !== undefined ? { next_reconcile_at } : {}),
+      data: {
+        last_attempt: { action_id: action.action_id, attempt_id: req.attempt_id, fence: req.fence, outcome: to },
+        ...(req.mode === 'reconcile' ? { last_reconcile_result: classified.result as unknown as JsonObject } : {}),
+        ...(req.reconciliation !== undefined ? { last_reconciliation: req.reconciliation } : {}),
+      },
+    },
+    evidence: { action_id: action.action_id, attempt_id: req.attempt_id, fence: req.fence, ...(error ? { error_code: error.code } : {}) },
+  };
+}
+
+/**
+ * A lost compare-and-set on the transaction: the record moved on under a newer attempt (a zombie whose lease
+ * was taken over). The store names a differing provider operation before the revision, so a
+ * provider-operation conflict on a record whose revision moved past the one this attempt held is the same lost race.
+ */
+function transactionMoved(err: unknown, txn: TransactionRecord): boolean {
+  return (
+    isAipError(err, 'transaction.state_conflict') ||
+    (isAipError(err, 'transaction.provider_operation_conflict') && typeof err.details?.current_revision === 'number' && err.details.current_revision !== txn.revision)
+  );
+}
+
 /** Settles the transaction, the action, the idempotency reservation, and schedules reconciliation when needed. */
 export async function settleAttempt(k: Kernel, req: SettleRequest): Promise<AttemptOutcome> {
+  if (k.deps.atomic !== undefined) return settleAtomically(k, req, k.deps.atomic);
   const { action, classified } = req;
   let txn = req.txn;
   if (txn !== undefined && classified.to !== undefined) {
-    const error = classified.error;
-    const ref = providerOperationFromError(error) ?? req.provider_operation;
-    const keepRef = ref !== undefined && (txn.provider_operation === undefined || (txn.provider_operation.provider === ref.provider && txn.provider_operation.operation_id === ref.operation_id));
-    const cursor = cursorFromError(error) ?? req.cursor;
-    let next_reconcile_at: string | undefined;
-    if (classified.to === 'outcome_unknown') {
-      const delay =
-        req.mode === 'reconcile'
-          ? Math.max(error?.retry_after_ms ?? 0, reconcileBackoffMs(k.config, txn.reconcile_attempts))
-          : (error?.retry_after_ms ?? DEFAULT_RECONCILE_DELAY_MS);
-      next_reconcile_at = new Date(k.now().getTime() + delay).toISOString();
-    }
-    // reconcile → outcome_unknown keeps the original result; the reconcile answer is kept as evidence.
-    const keepOriginalResult = req.mode === 'reconcile' && classified.to === 'outcome_unknown';
+    const { input, evidence } = transactionSettlement(k, req, txn, classified.to);
     try {
-      txn = await k.journal.settle(
-        txn,
-        {
-          to: classified.to,
-          from: [txn.status],
-          ...(keepOriginalResult ? {} : { result: classified.result }),
-          ...(error !== undefined ? { error } : {}),
-          ...(keepRef ? { provider_operation: ref } : {}),
-          ...(cursor !== undefined ? { reconciliation_cursor: cursor } : {}),
-          ...(next_reconcile_at !== undefined ? { next_reconcile_at } : {}),
-          data: {
-            last_attempt: { action_id: action.action_id, attempt_id: req.attempt_id, fence: req.fence, outcome: classified.to },
-            ...(req.mode === 'reconcile' ? { last_reconcile_result: classified.result as unknown as JsonObject } : {}),
-            ...(req.reconciliation !== undefined ? { last_reconciliation: req.reconciliation } : {}),
-          },
-        },
-        { action_id: action.action_id, attempt_id: req.attempt_id, fence: req.fence, ...(error ? { error_code: error.code } : {}) },
-      );
+      txn = await k.journal.settle(txn, input, evidence);
     } catch (err) {
-      // A lost compare-and-set: the record moved on under a newer attempt (a zombie whose lease was taken
-      // over). The store names a differing provider operation before the revision, so a provider-operation
-      // conflict on a record whose revision moved past the one this attempt held is the same lost race.
-      const moved =
-        isAipError(err, 'transaction.state_conflict') ||
-        (isAipError(err, 'transaction.provider_operation_conflict') && typeof err.details?.current_revision === 'number' && err.details.current_revision !== txn.revision);
-      if (moved) {
+      if (transactionMoved(err, txn)) {
         k.log.warn('superseded attempt: its settlement lost the compare-and-set', { action_id: action.action_id, transaction_id: txn.transaction_id, fence: req.fence });
         return superseded(action, req, 'transaction_revision_moved');
       }
@@ -177,6 +195,71 @@ export async function settleAttempt(k: Kernel, req: SettleRequest): Promise<Atte
     k.crash('during_settlement');
   }
   return finishSideRecords(k, { action, fence: req.fence, mode: req.mode, result: classified.result, reg: req.reg, attempt_id: req.attempt_id, ...(txn !== undefined ? { txn } : {}) });
+}
+
+/**
+ * The settlement as ONE composite write (lib/ports/atomic-writes.ts): the
+ * transaction (status and revision conditioned, with its receipt), the action
+ * (fenced) and the idempotency reservation (owner-conditioned) change together
+ * or not at all, so no delivery has to repair a half-settled attempt.
+ * Tolerated refusals, as with separate writes: a reservation this attempt does
+ * not own is left alone (the write is repeated without it); an action whose
+ * fence moved (a newer attempt holds it) is left to that attempt: the
+ * transaction still settles and the attempt reports itself superseded.
+ */
+async function settleAtomically(k: Kernel, req: SettleRequest, atomic: AtomicWrites): Promise<AttemptOutcome> {
+  const { action, classified, result } = { ...req, result: req.classified.result };
+  const held = req.txn !== undefined && classified.to !== undefined ? req.txn : undefined;
+  const transaction = held !== undefined && classified.to !== undefined ? transactionSettlement(k, req, held, classified.to) : undefined;
+  const statusAfter = transaction !== undefined ? transaction.input.to : req.txn?.status;
+  const actionSettle = actionSettlement(k, { ...req, result }, statusAfter);
+  const idempotency = reservationSettlement(k, action, req.fence, result, req.txn !== undefined, statusAfter);
+
+  let withAction = true;
+  let withIdempotency = idempotency !== undefined;
+  let txn = req.txn;
+  for (let round = 0; round < 3; round++) {
+    let out: SettleWriteOutcome;
+    try {
+      out = await atomic.settle({
+        ...(held !== undefined && transaction !== undefined ? { transaction: { input: k.journal.settleInput(held, transaction.input, transaction.evidence), held } } : {}),
+        ...(withAction ? { action: actionSettle } : {}),
+        ...(withIdempotency && idempotency !== undefined ? { idempotency } : {}),
+      });
+    } catch (err) {
+      if (held !== undefined && transactionMoved(err, held)) {
+        k.log.warn('superseded attempt: its settlement lost the compare-and-set', { action_id: action.action_id, transaction_id: held.transaction_id, fence: req.fence });
+        return superseded(action, req, 'transaction_revision_moved');
+      }
+      if (held === undefined && isAipError(err, 'action.state_conflict') && err.details.reason === 'transaction_conflict') return superseded(action, req, 'action_fence_moved');
+      throw err;
+    }
+    if (!out.settled) {
+      const refusedAction = out.refused.action;
+      if (refusedAction !== undefined) {
+        if (!isAipError(refusedAction, 'action.fence_stale') && !isAipError(refusedAction, 'action.state_conflict')) throw refusedAction;
+        // A newer attempt holds the action: it finishes the action and the reservation from the settled record.
+        if (held === undefined) return superseded(action, req, 'action_fence_moved');
+        withAction = false;
+        withIdempotency = false;
+        continue;
+      }
+      const refusedReservation = out.refused.idempotency;
+      if (refusedReservation !== undefined) {
+        if (!isAipError(refusedReservation, 'idempotency.not_owner')) throw refusedReservation;
+        k.log.warn('idempotency reservation not owned by this attempt', { action_id: action.action_id, fence: req.fence });
+        withIdempotency = false;
+        continue;
+      }
+      throw new AipError('internal.unexpected', 'settlement refused without a reason');
+    }
+    if (out.transaction !== undefined) txn = out.transaction;
+    k.crash('during_settlement');
+    if (!withAction) return superseded(action, { fence: req.fence, ...(txn ? { txn } : {}) }, 'action_fence_moved');
+    if (txn !== undefined) await afterTransactionSettled(k, txn, req.mode, action);
+    return settledOutcome(action, req.fence, txn, result);
+  }
+  throw new AipError('internal.unexpected', 'settlement did not converge');
 }
 
 function superseded(action: ActionRecord, req: Pick<SettleRequest, 'fence' | 'txn'>, reason: string): AttemptOutcome {
@@ -204,19 +287,9 @@ export interface FinishRequest {
 /** Action settle (fenced), idempotency, then reconciliation scheduling / escalation. Idempotent on redelivery. */
 export async function finishSideRecords(k: Kernel, req: FinishRequest): Promise<AttemptOutcome> {
   const { action, txn, result } = req;
-  const definitive = txn === undefined || (txn.status !== 'outcome_unknown' && txn.status !== 'reconciling');
-  const redact = req.reg.capability.data?.redaction_required === true && definitive && req.mode !== 'reconcile';
   let settled: ActionRecord;
   try {
-    settled = await k.deps.actions.settle({
-      tenant_id: action.tenant_id,
-      action_id: action.action_id,
-      fence: req.fence,
-      to: result.status === 'completed' ? 'completed' : 'failed',
-      result,
-      ...(redact ? { redact_input: true } : {}),
-      ...(k.config.action_retention_seconds > 0 ? { retention_seconds: k.config.action_retention_seconds } : {}),
-    });
+    settled = await k.deps.actions.settle(actionSettlement(k, req, txn?.status));
   } catch (err) {
     if (isAipError(err, 'action.fence_stale') || isAipError(err, 'action.state_conflict')) return superseded(action, { fence: req.fence, ...(txn ? { txn } : {}) }, 'action_fence_moved');
     throw err;
@@ -224,26 +297,51 @@ export async function finishSideRecords(k: Kernel, req: FinishRequest): Promise<
 
   await settleIdempotency(k, action, req.fence, result, txn);
   if (txn !== undefined) await afterTransactionSettled(k, txn, req.mode, action);
+  return settledOutcome(action, req.fence, txn, settled.result ?? result);
+}
 
+function settledOutcome(action: ActionRecord, fence: number, txn: TransactionRecord | undefined, action_result: ActionResult): AttemptOutcome {
   return {
     disposition: 'settled',
     tenant_id: action.tenant_id,
     action_id: action.action_id,
     ...(txn ? { transaction_id: txn.transaction_id, transaction_status: txn.status } : {}),
     retry: false,
-    fence: req.fence,
-    action_result: settled.result ?? result,
+    fence,
+    action_result,
   };
 }
 
-async function settleIdempotency(k: Kernel, action: ActionRecord, fence: number, result: ActionResult, txn: TransactionRecord | undefined): Promise<void> {
+/** The fenced action settlement (the input is redacted once the outcome is definitive, where the capability requires it). */
+function actionSettlement(k: Kernel, req: Pick<FinishRequest, 'action' | 'fence' | 'mode' | 'reg' | 'result'>, transactionStatus: TransactionRecord['status'] | undefined): SettleActionInput {
+  const definitive = transactionStatus === undefined || (transactionStatus !== 'outcome_unknown' && transactionStatus !== 'reconciling');
+  const redact = req.reg.capability.data?.redaction_required === true && definitive && req.mode !== 'reconcile';
+  return {
+    tenant_id: req.action.tenant_id,
+    action_id: req.action.action_id,
+    fence: req.fence,
+    to: req.result.status === 'completed' ? 'completed' : 'failed',
+    result: req.result,
+    ...(redact ? { redact_input: true } : {}),
+    ...(k.config.action_retention_seconds > 0 ? { retention_seconds: k.config.action_retention_seconds } : {}),
+  };
+}
+
+/** What the attempt writes to its reservation, if the action has a key: "never deleted on an ambiguous error", an unknown outcome marks it uncertain. */
+function reservationSettlement(k: Kernel, action: ActionRecord, fence: number, result: ActionResult, hasTransaction: boolean, transactionStatus: TransactionRecord['status'] | undefined): IdempotencySettlement | undefined {
   const key = action.action.idempotency_key;
-  if (key === undefined) return;
+  if (key === undefined) return undefined;
   const scope = { tenant_id: action.tenant_id, principal_id: action.principal.id, key, action_id: action.action_id, fence };
+  const uncertain = transactionStatus === 'outcome_unknown' || (!hasTransaction && result.error !== undefined && isUncertainFailure(result.error));
+  return uncertain ? { kind: 'mark_uncertain', input: scope } : { kind: 'complete', input: { ...scope, result, retention_seconds: k.config.idempotency.retention_seconds } };
+}
+
+async function settleIdempotency(k: Kernel, action: ActionRecord, fence: number, result: ActionResult, txn: TransactionRecord | undefined): Promise<void> {
+  const settlement = reservationSettlement(k, action, fence, result, txn !== undefined, txn?.status);
+  if (settlement === undefined) return;
   try {
-    // "never deleted on an ambiguous error": an unknown outcome marks the reservation uncertain.
-    if (txn?.status === 'outcome_unknown' || (txn === undefined && result.error !== undefined && isUncertainFailure(result.error))) await k.deps.idempotency.markUncertain(scope);
-    else await k.deps.idempotency.complete({ ...scope, result, retention_seconds: k.config.idempotency.retention_seconds });
+    if (settlement.kind === 'mark_uncertain') await k.deps.idempotency.markUncertain(settlement.input);
+    else await k.deps.idempotency.complete(settlement.input);
   } catch (err) {
     if (!isAipError(err, 'idempotency.not_owner')) throw err;
     k.log.warn('idempotency reservation not owned by this attempt', { action_id: action.action_id, fence });

@@ -22,6 +22,7 @@ import type { ApprovalEvidence, TransactionCheckpointWriter, TransactionExecutio
 import type { ActionResult, JsonObject, TransactionMode } from '../../protocol/index.js';
 import type { ActionRecord } from '../../ports/action-store.js';
 import type { ApprovalRecord } from '../../ports/approval-store.js';
+import type { AtomicWrites } from '../../ports/atomic-writes.js';
 import type { InvokeMessage } from '../../ports/messages.js';
 import { openStreamSink } from '../../ports/stream-store.js';
 import type { TransactionRecord } from '../../ports/transaction-store.js';
@@ -93,55 +94,23 @@ export async function runAttempt(k: Kernel, message: InvokeMessage): Promise<Att
 
   // 3. lease the action
   const lease_ms = leaseMs(k, connectorReg);
+  const retrySafe = capabilityRetryable(connectorReg.capability, connectorReg.implementation_support);
+  const key = action.action.idempotency_key;
   let leased: ActionRecord;
-  try {
-    leased = await k.deps.actions.acquireLease({ ...ref, owner: attempt_id, ttl_ms: lease_ms, expected_revision: action.revision });
-  } catch (err) {
-    if (isAipError(err, 'action.lease_held')) return attemptOutcome(message, 'deferred', { reason: err.code, retry_after_ms: retryAfter(k, err) });
-    if (isAipError(err, 'action.state_conflict')) return attemptOutcome(message, 'deferred', { reason: err.code, retry_after_ms: 1_000 });
-    throw err;
+  const atomic = k.deps.atomic;
+  if (atomic !== undefined && startIsFoldable(k, action, txn, attempt_id, retrySafe)) {
+    // 3-5 as ONE composite write: action lease, transaction lease (+ receipt), reservation adoption.
+    const started = await startAtomically(k, atomic, message, action, txn, attempt_id, lease_ms);
+    if ('disposition' in started) return started;
+    leased = started.action;
+    txn = started.transaction ?? txn;
+  } else {
+    const out = await startSeparately(k, message, action, txn, mode, connectorReg, attempt_id, lease_ms, retrySafe);
+    if ('disposition' in out) return out;
+    leased = out.action;
+    txn = out.transaction ?? txn;
   }
   const fence = leased.fence;
-  const retrySafe = capabilityRetryable(connectorReg.capability, connectorReg.implementation_support);
-
-  // 4/5. transaction lease and recovery
-  if (txn !== undefined) {
-    if (!isAttemptStatus(txn.status)) {
-      // Settled by an earlier attempt that stopped before finishing the action: finish it.
-      const result = finishingResult(action, txn);
-      return finishSideRecords(k, { action: leased, fence, mode, txn, result, reg: connectorReg, attempt_id });
-    }
-    if (txn.lease_expires_at !== undefined && txn.lease_owner !== attempt_id && Date.parse(txn.lease_expires_at) > k.now().getTime()) {
-      return attemptOutcome(message, 'deferred', { reason: 'transaction.lease_held', retry_after_ms: Math.max(1, Date.parse(txn.lease_expires_at) - k.now().getTime()), fence });
-    }
-    // An earlier attempt of this action leased the record: it may have reached the provider.
-    const recovering = attemptStarted(action, txn);
-    if (recovering && txn.status !== 'reconciling' && !retrySafe) return settleAbandoned(k, leased, fence, txn, mode, connectorReg, attempt_id);
-    // A cancellation requested before this (first) attempt reached the provider: end without a call.
-    if (leased.cancel_requested_at !== undefined && !recovering) return settleCancelled(k, leased, fence, txn, attempt_id);
-    try {
-      txn = await k.journal.lease(txn, attempt_id, lease_ms, { attempt_action_id: action.action_id, attempt_fence: fence }, { action_id: action.action_id, attempt_id, fence, ...(recovering ? { recovered: true } : {}) });
-    } catch (err) {
-      if (isAipError(err, 'transaction.lease_held')) return attemptOutcome(message, 'deferred', { reason: err.code, retry_after_ms: 1_000, fence });
-      if (isAipError(err, 'transaction.state_conflict')) return attemptOutcome(message, 'deferred', { reason: err.code, retry_after_ms: 1_000, fence });
-      throw err;
-    }
-  } else if (leased.attempt > 1 && !retrySafe) {
-    // A plain invocation whose earlier attempt may have reached the provider.
-    return settleAbandoned(k, leased, fence, undefined, mode, connectorReg, attempt_id);
-  } else if (leased.cancel_requested_at !== undefined && leased.attempt === 1) {
-    return settleCancelled(k, leased, fence, undefined, attempt_id);
-  }
-
-  // Idempotency: this attempt takes over the reservation (fenced).
-  const key = action.action.idempotency_key;
-  if (key !== undefined) {
-    try {
-      await k.deps.idempotency.adopt({ tenant_id: action.tenant_id, principal_id: action.principal.id, key, action_id: action.action_id, fence });
-    } catch (err) {
-      if (!isAipError(err, 'idempotency.not_owner')) throw err;
-    }
-  }
   const approval = action.approval_id !== undefined ? approvalEvidence(await k.deps.approvals.get({ tenant_id: action.tenant_id, approval_id: action.approval_id })) : undefined;
 
   const connectorAction = mode === 'compensate' ? connectorFacingCompensation(action.action, connectorReg) : action.action;
@@ -212,6 +181,146 @@ export async function runAttempt(k: Kernel, message: InvokeMessage): Promise<Att
     reg: connectorReg,
     attempt_id,
   });
+}
+
+/**
+ * True when no recovery branch of steps 3-5 applies (judged from the records
+ * as read; the composite write is conditioned on their revisions, so a record
+ * that changed in between refuses it). Only then do the leases and the
+ * adoption fold into one write; every other case takes the separate path.
+ */
+function startIsFoldable(k: Kernel, action: ActionRecord, txn: TransactionRecord | undefined, attempt_id: string, retrySafe: boolean): boolean {
+  if (txn === undefined) {
+    // A plain invocation without a key leases the action only: one UpdateItem is cheaper than a transaction.
+    if (action.action.idempotency_key === undefined) return false;
+    const attempt = action.attempt + 1;
+    return !(attempt > 1 && !retrySafe) && !(action.cancel_requested_at !== undefined && attempt === 1);
+  }
+  if (!isAttemptStatus(txn.status)) return false;
+  if (txn.lease_expires_at !== undefined && txn.lease_owner !== attempt_id && Date.parse(txn.lease_expires_at) > k.now().getTime()) return false;
+  const recovering = attemptStarted(action, txn);
+  if (recovering && txn.status !== 'reconciling' && !retrySafe) return false;
+  return !(action.cancel_requested_at !== undefined && !recovering);
+}
+
+/**
+ * Steps 3-5 as ONE composite write (lib/ports/atomic-writes.ts): the action
+ * lease (fence + 1), the transaction lease with its `attempt_started` receipt
+ * and the reservation adoption. A refusal writes nothing: a held lease or a
+ * moved record defers the message as with separate writes; a reservation this
+ * action does not own is left alone (the write is repeated without it).
+ */
+async function startAtomically(
+  k: Kernel,
+  atomic: AtomicWrites,
+  message: InvokeMessage,
+  action: ActionRecord,
+  txn: TransactionRecord | undefined,
+  attempt_id: string,
+  lease_ms: number,
+): Promise<AttemptOutcome | { action: ActionRecord; transaction?: TransactionRecord }> {
+  const fence = action.fence + 1;
+  const recovering = txn !== undefined && attemptStarted(action, txn);
+  const key = action.action.idempotency_key;
+  let adopt = key !== undefined;
+  for (let round = 0; round < 2; round++) {
+    const out = await atomic.startAttempt({
+      action: { input: { tenant_id: action.tenant_id, action_id: action.action_id, owner: attempt_id, ttl_ms: lease_ms, expected_revision: action.revision }, held: action },
+      ...(txn !== undefined
+        ? {
+            transaction: {
+              input: k.journal.leaseInput(txn, attempt_id, lease_ms, { attempt_action_id: action.action_id, attempt_fence: fence }, { action_id: action.action_id, attempt_id, fence, ...(recovering ? { recovered: true } : {}) }),
+              held: txn,
+            },
+          }
+        : {}),
+      ...(adopt && key !== undefined ? { idempotency: { tenant_id: action.tenant_id, principal_id: action.principal.id, key, action_id: action.action_id, fence } } : {}),
+    });
+    if (out.started) return { action: out.action, ...(out.transaction !== undefined ? { transaction: out.transaction } : {}) };
+    const { action: refusedAction, transaction: refusedTxn, idempotency: refusedIdem } = out.refused;
+    if (refusedAction !== undefined) {
+      const code = refusedAction.code;
+      if (code === 'action.lease_held') return attemptOutcome(message, 'deferred', { reason: code, retry_after_ms: retryAfter(k, refusedAction) });
+      if (code === 'action.state_conflict') return attemptOutcome(message, 'deferred', { reason: code, retry_after_ms: 1_000 });
+      throw refusedAction;
+    }
+    if (refusedTxn !== undefined) {
+      const code = refusedTxn.code;
+      if (code === 'transaction.lease_held' || code === 'transaction.state_conflict') return attemptOutcome(message, 'deferred', { reason: code, retry_after_ms: 1_000 });
+      throw refusedTxn;
+    }
+    if (refusedIdem !== undefined) {
+      if (!isAipError(refusedIdem, 'idempotency.not_owner')) throw refusedIdem;
+      adopt = false;
+      continue;
+    }
+    throw new AipError('internal.unexpected', 'attempt start refused without a reason');
+  }
+  throw new AipError('internal.unexpected', 'attempt start did not converge');
+}
+
+/** Steps 3-5 as separate writes: the action lease, the recovery paths, the transaction lease, the reservation adoption. */
+async function startSeparately(
+  k: Kernel,
+  message: InvokeMessage,
+  action: ActionRecord,
+  txn: TransactionRecord | undefined,
+  mode: TransactionMode | undefined,
+  connectorReg: RegisteredCapability,
+  attempt_id: string,
+  lease_ms: number,
+  retrySafe: boolean,
+): Promise<AttemptOutcome | { action: ActionRecord; transaction?: TransactionRecord }> {
+  let leased: ActionRecord;
+  const ref = { tenant_id: message.tenant_id, action_id: message.action_id };
+  try {
+    leased = await k.deps.actions.acquireLease({ ...ref, owner: attempt_id, ttl_ms: lease_ms, expected_revision: action.revision });
+  } catch (err) {
+    if (isAipError(err, 'action.lease_held')) return attemptOutcome(message, 'deferred', { reason: err.code, retry_after_ms: retryAfter(k, err) });
+    if (isAipError(err, 'action.state_conflict')) return attemptOutcome(message, 'deferred', { reason: err.code, retry_after_ms: 1_000 });
+    throw err;
+  }
+  const fence = leased.fence;
+
+  // 4/5. transaction lease and recovery
+  if (txn !== undefined) {
+    if (!isAttemptStatus(txn.status)) {
+      // Settled by an earlier attempt that stopped before finishing the action: finish it.
+      const result = finishingResult(action, txn);
+      return finishSideRecords(k, { action: leased, fence, mode, txn, result, reg: connectorReg, attempt_id });
+    }
+    if (txn.lease_expires_at !== undefined && txn.lease_owner !== attempt_id && Date.parse(txn.lease_expires_at) > k.now().getTime()) {
+      return attemptOutcome(message, 'deferred', { reason: 'transaction.lease_held', retry_after_ms: Math.max(1, Date.parse(txn.lease_expires_at) - k.now().getTime()), fence });
+    }
+    // An earlier attempt of this action leased the record: it may have reached the provider.
+    const recovering = attemptStarted(action, txn);
+    if (recovering && txn.status !== 'reconciling' && !retrySafe) return settleAbandoned(k, leased, fence, txn, mode, connectorReg, attempt_id);
+    // A cancellation requested before this (first) attempt reached the provider: end without a call.
+    if (leased.cancel_requested_at !== undefined && !recovering) return settleCancelled(k, leased, fence, txn, attempt_id);
+    try {
+      txn = await k.journal.lease(txn, attempt_id, lease_ms, { attempt_action_id: action.action_id, attempt_fence: fence }, { action_id: action.action_id, attempt_id, fence, ...(recovering ? { recovered: true } : {}) });
+    } catch (err) {
+      if (isAipError(err, 'transaction.lease_held')) return attemptOutcome(message, 'deferred', { reason: err.code, retry_after_ms: 1_000, fence });
+      if (isAipError(err, 'transaction.state_conflict')) return attemptOutcome(message, 'deferred', { reason: err.code, retry_after_ms: 1_000, fence });
+      throw err;
+    }
+  } else if (leased.attempt > 1 && !retrySafe) {
+    // A plain invocation whose earlier attempt may have reached the provider.
+    return settleAbandoned(k, leased, fence, undefined, mode, connectorReg, attempt_id);
+  } else if (leased.cancel_requested_at !== undefined && leased.attempt === 1) {
+    return settleCancelled(k, leased, fence, undefined, attempt_id);
+  }
+
+  // Idempotency: this attempt takes over the reservation (fenced).
+  const key = action.action.idempotency_key;
+  if (key !== undefined) {
+    try {
+      await k.deps.idempotency.adopt({ tenant_id: action.tenant_id, principal_id: action.principal.id, key, action_id: action.action_id, fence });
+    } catch (err) {
+      if (!isAipError(err, 'idempotency.not_owner')) throw err;
+    }
+  }
+  return { action: leased, ...(txn !== undefined ? { transaction: txn } : {}) };
 }
 
 function routeSubject(k: Kernel, action: ActionRecord, reg: RegisteredCapability, attempt_id: string): InvocationSubject {

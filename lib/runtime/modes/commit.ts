@@ -70,17 +70,23 @@ export async function admitPlannedCommit(k: Kernel, adm: Admission): Promise<Tra
   const { record, alreadyClaimed } = await recheckPlan(k, adm);
   if (alreadyClaimed) return record;
   try {
-    return await k.journal.claimPlan(
-      record,
-      { plan_id: record.plan_id as string, commit_action_id: adm.action.id, data: { commit_transaction_context: { ...adm.action.transaction } as JsonObject } },
-      { action_id: adm.action.id },
-    );
+    return await k.journal.claimPlan(record, planClaim(adm, record), { action_id: adm.action.id });
   } catch (err) {
-    if (isAipError(err, 'transaction.state_conflict')) {
-      throw new AipError('runtime.plan_claim_conflict', undefined, { details: { plan_id: record.plan_id, transaction_id: record.transaction_id }, cause: err });
-    }
-    throw err;
+    throw claimConflict(err, record);
   }
+}
+
+/** What a commit's claim_plan writes (shared with the composite admission write). */
+export function planClaim(adm: Pick<Admission, 'action'>, record: TransactionRecord): { plan_id: string; commit_action_id: string; data: JsonObject } {
+  return { plan_id: record.plan_id as string, commit_action_id: adm.action.id, data: { commit_transaction_context: { ...adm.action.transaction } as JsonObject } };
+}
+
+/** A lost claim race is `runtime.plan_claim_conflict` (exactly one claimant wins); other errors pass through. */
+export function claimConflict(err: unknown, record: Pick<TransactionRecord, 'plan_id' | 'transaction_id'>): unknown {
+  if (isAipError(err, 'transaction.state_conflict')) {
+    return new AipError('runtime.plan_claim_conflict', undefined, { details: { plan_id: record.plan_id, transaction_id: record.transaction_id }, cause: err });
+  }
+  return err;
 }
 
 /**

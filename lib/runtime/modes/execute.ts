@@ -12,7 +12,7 @@
  */
 import { AipError, isAipError } from '../../errors/aip-error.js';
 import { canonicalJson, type JsonObject } from '../../protocol/index.js';
-import type { TransactionRecord } from '../../ports/transaction-store.js';
+import type { CreateTransactionInput, TransactionRecord } from '../../ports/transaction-store.js';
 import { RECEIPT_EVENTS } from '../journal.js';
 import type { Kernel } from '../kernel.js';
 import type { Admission } from '../pipeline/state.js';
@@ -60,6 +60,21 @@ export function replayGate(record: TransactionRecord, adm: Pick<Admission, 'acti
   }
 }
 
+/** The `prepared` record an execute admission creates. */
+export function preparedRecordInput(adm: Pick<Admission, 'action' | 'tenant_id' | 'principal'>): Omit<CreateTransactionInput, 'receipt'> {
+  return {
+    tenant_id: adm.tenant_id,
+    transaction_id: adm.action.transaction?.transaction_id as string,
+    status: 'prepared',
+    mode: 'execute',
+    capability_id: adm.action.capability_id,
+    action_id: adm.action.id,
+    principal: adm.principal,
+    ...(adm.action.identity !== undefined ? { identity: adm.action.identity } : {}),
+    data: { transaction_context: { ...adm.action.transaction } as JsonObject },
+  };
+}
+
 /** Step 8 for execute: the replay gate, else a new `prepared` record. */
 export async function admitExecute(k: Kernel, adm: Admission): Promise<{ record: TransactionRecord; replay: boolean }> {
   const txId = adm.action.transaction?.transaction_id as string;
@@ -70,21 +85,7 @@ export async function admitExecute(k: Kernel, adm: Admission): Promise<{ record:
       if (verdict.kind === 'replay') return { record: verdict.record, replay: true };
     }
     try {
-      const record = await k.journal.create(
-        {
-          tenant_id: adm.tenant_id,
-          transaction_id: txId,
-          status: 'prepared',
-          mode: 'execute',
-          capability_id: adm.action.capability_id,
-          action_id: adm.action.id,
-          principal: adm.principal,
-          ...(adm.action.identity !== undefined ? { identity: adm.action.identity } : {}),
-          data: { transaction_context: { ...adm.action.transaction } as JsonObject },
-        },
-        RECEIPT_EVENTS.prepared,
-        { action_id: adm.action.id },
-      );
+      const record = await k.journal.create(preparedRecordInput(adm), RECEIPT_EVENTS.prepared, { action_id: adm.action.id });
       return { record, replay: false };
     } catch (err) {
       // A concurrent execute created it first: apply the gate to what it wrote.

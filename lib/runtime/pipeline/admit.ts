@@ -15,19 +15,22 @@ import { AipError, isAipError } from '../../errors/aip-error.js';
 import type { Action, ActionResult, TransactionRequest } from '../../protocol/index.js';
 import type { ActionRecord } from '../../ports/action-store.js';
 import type { TransactionRecord } from '../../ports/transaction-store.js';
+import type { AtomicWrites } from '../../ports/atomic-writes.js';
+import { idempotencyInFlightError, idempotencyOutcomeUnknownError } from '../../ports/idempotency-store.js';
+import { RECEIPT_EVENTS } from '../journal.js';
 import { assertCallerCurrent, authorizeCapability, resolveTenant, type CallerIdentity } from '../identity.js';
 import { deriveApprovalId, deriveTransactionId, failedResult, isTransientError, replayed, withTransactionId, type Kernel } from '../kernel.js';
 import { admitCompensate } from '../modes/compensate.js';
-import { admitDirectCommit, admitPlannedCommit } from '../modes/commit.js';
-import { admitExecute, admitRollbackNotSupported, replayGate } from '../modes/execute.js';
+import { admitDirectCommit, admitPlannedCommit, claimConflict, planClaim, recheckPlan } from '../modes/commit.js';
+import { admitExecute, admitRollbackNotSupported, preparedRecordInput, replayGate } from '../modes/execute.js';
 import { runPreview } from '../modes/preview.js';
 import { admitReconcile } from '../modes/reconcile.js';
 import type { SubmitOutcome } from '../types.js';
 import { toTransactionResult } from '../view.js';
-import { actionResultOf, ensureActionRecord, finishUnstartedAction, isTerminalAction } from './action-record.js';
+import { actionDifferences, actionResultOf, ensureActionRecord, finishUnstartedAction, isTerminalAction } from './action-record.js';
 import { policySnapshot, selectApprovalPolicy } from './approval-policy.js';
 import { assertIdempotencyKey, assertModeDeclared, lookupAndValidate } from './capability.js';
-import { reserveIdempotency } from './idempotency.js';
+import { reserveIdempotency, reserveInput } from './idempotency.js';
 import { submitOutcome } from './outcome.js';
 import type { AdmittedAction, Admission } from './state.js';
 
@@ -96,6 +99,12 @@ export async function admit(k: Kernel, adm: Admission): Promise<SubmitOutcome> {
     await ensureApproval(k, { ...adm, record, created });
     return requiresHuman(adm, record);
   }
+  const atomic = k.deps.atomic;
+  const foldable =
+    mode === 'execute' ||
+    (mode === undefined && adm.action.idempotency_key !== undefined) ||
+    (mode === 'commit' && adm.action.transaction?.plan_id !== undefined && adm.trusted_direct_commit !== true);
+  if (atomic !== undefined && foldable) return admitAtomically(k, adm, atomic);
   const { record, created } = await ensureActionRecord(k, adm);
   const admitted: AdmittedAction = { ...adm, record, created };
   if (!created) return resubmission(k, admitted);
@@ -107,7 +116,8 @@ export async function guarded<T>(k: Kernel, adm: AdmittedAction, body: () => Pro
   try {
     return await body();
   } catch (err) {
-    if (isAipError(err) && !isTransientError(err)) {
+    // runtime.attempt_in_flight: this very action's attempt is under way (a resubmission found it): nothing to record on it.
+    if (isAipError(err) && !isTransientError(err) && !isAipError(err, 'runtime.attempt_in_flight')) {
       const current = await k.deps.actions.get({ tenant_id: adm.tenant_id, action_id: adm.action.id });
       if (current !== undefined && (current.status === 'accepted' || current.status === 'requires_human') && current.fence === 0) {
         await finishUnstartedAction(k, current, failedResult(adm.action.id, err, k.now()));
@@ -229,7 +239,11 @@ export async function continueAdmission(k: Kernel, adm: AdmittedAction): Promise
       return runPreview(k, adm);
   }
 
-  // 9. dispatch: the worker leases, invokes and settles
+  return dispatch(k, adm, txRecord);
+}
+
+/** Step 9: the worker leases, invokes and settles. */
+async function dispatch(k: Kernel, adm: AdmittedAction, txRecord: TransactionRecord | undefined): Promise<SubmitOutcome> {
   k.crash('after_admission_before_enqueue');
   // The runtime's own reconcile actions run inline in the reconcile consumer (a crash is re-driven from `reconciling`).
   if (adm.internal !== true) await k.enqueueInvoke({
@@ -242,4 +256,122 @@ export async function continueAdmission(k: Kernel, adm: AdmittedAction): Promise
   });
   const result: ActionResult = { action_id: adm.action.id, status: 'accepted' };
   return submitOutcome(adm, 'accepted', result, txRecord ? toTransactionResult(txRecord, { action_status: 'accepted' }) : undefined);
+}
+
+/**
+ * Steps 7 and 8 for execute, a planned commit and a plain invocation with an
+ * idempotency key as ONE composite write: the action record, the idempotency
+ * reservation and the `prepared` record with its first receipt, or the claim
+ * of the planned record (lib/ports/atomic-writes.ts). Nothing is read first
+ * except, for a commit, the plan its seven-point recheck needs. When the write
+ * is refused, the images of the refused items decide, in the order the
+ * separate writes are made (action, then reservation, then transaction), with
+ * the same typed outcome:
+ *
+ * - the action ID exists: a resubmission of that action (or runtime.action_conflict);
+ * - the key is held: idempotency.fingerprint_mismatch, idempotency.in_flight,
+ *   idempotency.outcome_unknown, or a replay of the stored result;
+ * - the plan claim lost: runtime.plan_claim_conflict;
+ * - the transaction ID exists: the replay gate on the stored record.
+ *
+ * The action record is then created once, already in its final state (failed
+ * with the rejection, or finished with the replayed result): one write where
+ * the separate path makes two.
+ */
+async function admitAtomically(k: Kernel, adm: Admission, atomic: AtomicWrites): Promise<SubmitOutcome> {
+  const mode = adm.action.transaction?.mode;
+  // A planned commit: the seven-point recheck reads the planned record the claim is conditioned on.
+  let planned: TransactionRecord | undefined;
+  if (mode === 'commit') {
+    let checked: Awaited<ReturnType<typeof recheckPlan>>;
+    try {
+      checked = await recheckPlan(k, adm);
+    } catch (err) {
+      // The separate writes reserve the key before the recheck: a held key answers first (replay, in_flight, ...).
+      const key = adm.action.idempotency_key;
+      if (key !== undefined && (await k.deps.idempotency.get({ tenant_id: adm.tenant_id, principal_id: adm.principal.id, key })) !== undefined) return admitSeparately(k, adm);
+      return rejectUnadmitted(k, adm, err);
+    }
+    if (checked.alreadyClaimed) return admitSeparately(k, adm);
+    planned = checked.record;
+  }
+  const reservation = reserveInput(k, adm, 0);
+  const out = await atomic.admit({
+    action: { tenant_id: adm.tenant_id, principal: adm.principal, action: adm.action },
+    ...(reservation !== undefined ? { reservation } : {}),
+    ...(mode === 'execute' ? { transaction: k.journal.createInput(preparedRecordInput(adm), RECEIPT_EVENTS.prepared, { action_id: adm.action.id }) } : {}),
+    ...(planned !== undefined ? { claim: { input: k.journal.claimPlanInput(planned, planClaim(adm, planned), { action_id: adm.action.id }), held: planned } } : {}),
+  });
+  if (out.admitted) {
+    const admitted: AdmittedAction = { ...adm, record: out.action, created: true };
+    return guarded(k, admitted, () => dispatch(k, admitted, out.transaction));
+  }
+  if (out.existing_action !== undefined) {
+    const fields = actionDifferences(out.existing_action, adm);
+    if (fields.length > 0) throw new AipError('runtime.action_conflict', undefined, { details: { action_id: adm.action.id, fields } });
+    return resubmission(k, { ...adm, record: out.existing_action, created: false });
+  }
+  if (out.reservation_error !== undefined) return rejectUnadmitted(k, adm, out.reservation_error);
+  const held = out.reservation;
+  if (held !== undefined) {
+    switch (held.outcome) {
+      case 'completed': {
+        const stored = replayed(held.result, held.reservation.action_id !== adm.action.id ? { replayed_from: held.reservation.action_id } : undefined);
+        if (!(await createFinished(k, adm, { ...stored, action_id: adm.action.id }))) return admitSeparately(k, adm);
+        return submitOutcome(adm, 'replayed', stored);
+      }
+      case 'uncertain':
+        return rejectUnadmitted(k, adm, idempotencyOutcomeUnknownError(held));
+      case 'in_flight':
+        // Held by this very action ID although its record is absent (it expired): the separate path decides.
+        if (held.reservation.action_id === adm.action.id) return admitSeparately(k, adm);
+        return rejectUnadmitted(k, adm, idempotencyInFlightError(held));
+    }
+  }
+  if (out.claim_error !== undefined) return rejectUnadmitted(k, adm, claimConflict(out.claim_error, planned ?? { transaction_id: adm.action.transaction?.transaction_id as string }));
+  const existing = out.existing_transaction;
+  if (existing === undefined) throw new AipError('internal.unexpected', 'admission refused without a reason');
+  let verdict: ReturnType<typeof replayGate>;
+  try {
+    verdict = replayGate(existing, adm);
+  } catch (err) {
+    return rejectUnadmitted(k, adm, err);
+  }
+  if (verdict.kind !== 'replay') throw new AipError('internal.unexpected', 'the replay gate admitted an existing transaction');
+  if (verdict.record.result !== undefined && !(await createFinished(k, adm, verdict.record.result))) return admitSeparately(k, adm);
+  return replayFromRecord(adm, verdict.record, undefined);
+}
+
+/** The separate-writes path (a race on the action ID found while recording the outcome, or a case the fold leaves to it). */
+async function admitSeparately(k: Kernel, adm: Admission): Promise<SubmitOutcome> {
+  const { record, created } = await ensureActionRecord(k, adm);
+  const admitted: AdmittedAction = { ...adm, record, created };
+  if (!created) return resubmission(k, admitted);
+  return guarded(k, admitted, () => continueAdmission(k, admitted));
+}
+
+/** Creates the action record already finished with `result` (false when the action ID exists by now). */
+async function createFinished(k: Kernel, adm: Admission, result: ActionResult): Promise<boolean> {
+  const status = result.status === 'completed' ? 'completed' : result.status === 'cancelled' ? 'cancelled' : 'failed';
+  try {
+    await k.deps.actions.create({
+      tenant_id: adm.tenant_id,
+      principal: adm.principal,
+      action: adm.action,
+      status,
+      result,
+      ...(k.config.action_retention_seconds > 0 ? { retention_seconds: k.config.action_retention_seconds } : {}),
+    });
+    return true;
+  } catch (err) {
+    if (isAipError(err, 'action.already_exists')) return false;
+    throw err;
+  }
+}
+
+/** A definitive rejection of an admission that wrote nothing: the action is recorded failed with it (as `guarded` does), then it is thrown. */
+async function rejectUnadmitted(k: Kernel, adm: Admission, err: unknown): Promise<SubmitOutcome> {
+  // The action ID exists by now (a concurrent submission of the same action): that one decides.
+  if (isAipError(err) && !isTransientError(err) && !(await createFinished(k, adm, failedResult(adm.action.id, err, k.now())))) return admitSeparately(k, adm);
+  throw err;
 }

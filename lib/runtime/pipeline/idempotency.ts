@@ -6,7 +6,7 @@
  * an uncertain one needs reconciliation.
  */
 import type { ActionResult, TransactionContext } from '../../protocol/index.js';
-import { idempotencyFingerprint, idempotencyInFlightError, idempotencyOutcomeUnknownError } from '../../ports/idempotency-store.js';
+import { idempotencyFingerprint, idempotencyInFlightError, idempotencyOutcomeUnknownError, type ReserveInput } from '../../ports/idempotency-store.js';
 import { deriveTransactionId, type Kernel } from '../kernel.js';
 import type { AdmittedAction, Admission } from './state.js';
 
@@ -31,20 +31,27 @@ export function fingerprintOf(adm: Pick<Admission, 'action' | 'tenant_id'>): str
   });
 }
 
-/** Reserves the key for this action; returns a stored result to replay, or undefined to continue. */
-export async function reserveIdempotency(k: Kernel, adm: AdmittedAction): Promise<{ replay?: ActionResult; from_action_id?: string }> {
+/** The reservation an admission asks for (undefined without an idempotency key). */
+export function reserveInput(k: Kernel, adm: Admission, fence: number): ReserveInput | undefined {
   const key = adm.action.idempotency_key;
-  if (key === undefined) return {};
-  const out = await k.deps.idempotency.reserve({
+  if (key === undefined) return undefined;
+  return {
     tenant_id: adm.tenant_id,
     principal_id: adm.principal.id,
     key,
     fingerprint: fingerprintOf(adm),
     action_id: adm.action.id,
-    fence: adm.record.fence,
+    fence,
     ...(adm.action.transaction?.transaction_id !== undefined ? { transaction_id: adm.action.transaction.transaction_id } : {}),
     retention_seconds: k.config.idempotency.retention_seconds,
-  });
+  };
+}
+
+/** Reserves the key for this action; returns a stored result to replay, or undefined to continue. */
+export async function reserveIdempotency(k: Kernel, adm: AdmittedAction): Promise<{ replay?: ActionResult; from_action_id?: string }> {
+  const input = reserveInput(k, adm, adm.record.fence);
+  if (input === undefined) return {};
+  const out = await k.deps.idempotency.reserve(input);
   switch (out.outcome) {
     case 'reserved':
       return {};

@@ -116,16 +116,31 @@ describe('Crash points', () => {
     expect(provider.count('invoke', tx)).toBe(1);
   });
 
-  it('during_settlement: the transaction settled; the redelivery finishes the action from the durable record', async () => {
-    const { a, tx } = await submit();
+  it('during_settlement: transaction, action and reservation settled in one write; the redelivery finds them settled and calls nothing', async () => {
+    const key = uid('key');
+    const { a, tx } = await submit('pay.transfer', {}, { idempotency_key: key });
+    h.crash.arm('during_settlement');
+    expect(await h.drain()).toEqual([]);
+    expect((await record(tx))?.status).toBe('committed');
+    expect((await action(a))?.result).toMatchObject({ status: 'completed', output: { amount: 100 } });
+    expect((await h.stores.idempotency.get({ tenant_id: TENANT, principal_id: caller().principal.id, key }))?.status).toBe('completed');
+    h.clock.advance(LEASE);
+    expect((await h.drain()).map((o) => o.disposition)).toEqual(['already_settled']);
+    expect(provider.count('invoke', tx)).toBe(1);
+    expect((await h.verifyChain(tx)).valid).toBe(true);
+  });
+
+  it('during_settlement on an unknown outcome: settled in one write before the schedule; the sweeper enqueues the overdue reconciliation', async () => {
+    const { a, tx } = await submit('pay.transfer', { scenario: 'uncertain' });
     h.crash.arm('during_settlement');
     await h.drain();
-    expect((await record(tx))?.status).toBe('committed');
-    expect((await action(a))?.status).toBe('running');
-    h.clock.advance(LEASE);
-    await h.drain();
-    expect((await action(a))?.result).toMatchObject({ status: 'completed', output: { amount: 100 } });
-    expect(provider.count('invoke', tx)).toBe(1);
+    expect((await record(tx))?.status).toBe('outcome_unknown');
+    expect((await action(a))?.status).toBe('failed');
+    expect(h.scheduler.for(tx)).toEqual([]);
+    await h.receiveReconciles();
+    h.clock.advance(5_000);
+    await h.runtime.sweep(h.clock.now());
+    expect((await h.receiveReconciles()).map((m) => m.transaction_id)).toContain(tx);
   });
 
   it('during_schedule_creation: the schedule was lost; the sweeper enqueues the overdue reconciliation', async () => {
@@ -138,6 +153,29 @@ describe('Crash points', () => {
     h.clock.advance(5_000);
     await h.runtime.sweep(h.clock.now());
     expect((await h.receiveReconciles()).map((m) => m.transaction_id)).toContain(tx);
+  });
+});
+
+describe('Crash points with separate writes per store (no composite writes)', () => {
+  let legacy: Harness;
+  const legacyProvider = new TestProvider();
+  beforeAll(async () => {
+    legacy = await createHarness({ connectors: [testConnector(legacyProvider)], prefix: 'rt-crash-sep', config: { stall_after_ms: 60_000 }, atomicWrites: false });
+  });
+  afterAll(async () => legacy.destroy());
+
+  it('during_settlement: the transaction settled; the redelivery finishes the action from the durable record', async () => {
+    const a = uid('a');
+    const tx = uid('tx');
+    await legacy.runtime.submit(caller(), transfer(a, { transaction: { mode: 'execute', transaction_id: tx } }));
+    legacy.crash.arm('during_settlement');
+    await legacy.drain();
+    expect((await legacy.table.store.get({ tenant_id: TENANT, transaction_id: tx }))?.status).toBe('committed');
+    expect((await legacy.stores.actions.get({ tenant_id: TENANT, action_id: a }))?.status).toBe('running');
+    legacy.clock.advance(LEASE);
+    await legacy.drain();
+    expect((await legacy.stores.actions.get({ tenant_id: TENANT, action_id: a }))?.result).toMatchObject({ status: 'completed', output: { amount: 100 } });
+    expect(legacyProvider.count('invoke', tx)).toBe(1);
   });
 });
 

@@ -11,6 +11,7 @@ import { createSqsClient } from '../../../lib/aws/clients.js';
 import { DynamoActionStore } from '../../../lib/aws/dynamo/action-store.js';
 import { DynamoApprovalStore } from '../../../lib/aws/dynamo/approval-store.js';
 import { DynamoIdempotencyStore } from '../../../lib/aws/dynamo/idempotency-store.js';
+import { DynamoAtomicWrites } from '../../../lib/aws/dynamo/atomic-writes.js';
 import { DynamoRouteStore } from '../../../lib/aws/dynamo/route-store.js';
 import { DynamoStreamStore } from '../../../lib/aws/dynamo/stream-store.js';
 import { SqsMessageQueue, changeVisibility, deleteMessages, receiveMessages } from '../../../lib/aws/sqs/queue.js';
@@ -73,6 +74,8 @@ export interface HarnessOptions {
   readonly prefix?: string;
   /** Register these manifests instead of the connectors' own (e.g. to test registry rejection). */
   readonly manifests?: readonly DefinedConnector[];
+  /** Composite admission/settlement writes (RuntimeDeps.atomic). Default true; false runs the separate-writes path. */
+  readonly atomicWrites?: boolean;
 }
 
 export interface Harness {
@@ -123,6 +126,7 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
   const runtime = new Runtime({
     transactions: table.store,
     ...stores,
+    ...(options.atomicWrites !== false ? { atomic: new DynamoAtomicWrites({ client: table.client, transactions: table.store, actions: stores.actions, idempotency: stores.idempotency }) } : {}),
     invokeQueue,
     reconcileQueue,
     scheduler,
