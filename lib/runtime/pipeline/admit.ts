@@ -55,12 +55,13 @@ export async function prepare(k: Kernel, caller: CallerIdentity, submitted: Acti
   }
 
   let action = submitted;
+  let planned: TransactionRecord | undefined;
   const tx = submitted.transaction;
   if (tx !== undefined && tx.transaction_id === undefined) {
     if (mode === 'reconcile') throw new AipError('runtime.transaction_id_required', undefined, { details: { path: '/transaction/transaction_id' } });
     if (mode === 'commit' && tx.plan_id !== undefined) {
       // "a commit can recover it from the referenced plan"
-      const planned = await k.deps.transactions.get({ tenant_id, plan_id: tx.plan_id });
+      planned = await k.deps.transactions.get({ tenant_id, plan_id: tx.plan_id });
       if (planned === undefined) throw new AipError('runtime.plan_not_found', undefined, { details: { plan_id: tx.plan_id } });
       action = withTransactionId(submitted, planned.transaction_id);
     } else {
@@ -76,6 +77,7 @@ export async function prepare(k: Kernel, caller: CallerIdentity, submitted: Acti
     ...(options.request !== undefined ? { request: options.request } : {}),
     ...(options.internal === true ? { internal: true } : {}),
     ...(options.trusted_direct_commit === true ? { trusted_direct_commit: true } : {}),
+    ...(planned !== undefined ? { known_transaction: planned } : {}),
   };
 }
 
