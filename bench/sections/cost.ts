@@ -314,7 +314,21 @@ export function costScenarios(h: Harness): Scenario<Record<string, unknown>>[] {
     },
     {
       id: 'poll_action',
-      label: 'read: one Prefer: wait poll (getAction of a committed execute)',
+      label: 'read: one Prefer: wait poll (getActionResult of a committed execute)',
+      prepare: async () => ({ action_id: (await committedCharge(h)).action.id }),
+      phases: [
+        {
+          name: 'getActionResult',
+          run: async (c) => {
+            const result = await h.runtime.getActionResult(h.caller, TENANT, c.action_id as string);
+            expect('action status', result.status, 'completed');
+          },
+        },
+      ],
+    },
+    {
+      id: 'get_action',
+      label: 'read: action state with its transaction (getAction of a committed execute; once at the end of a wait)',
       prepare: async () => ({ action_id: (await committedCharge(h)).action.id }),
       phases: [
         {

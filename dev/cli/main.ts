@@ -334,7 +334,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       case 'health': {
         const res = await client.health();
         out(asJson ? formatJson(res) : `health: ${res.status}${Object.keys(res).length > 1 ? `\n${formatJson(res)}` : ''}`);
-        return res.status === 'unavailable' ? 1 : 0;
+        return res.status === 'ok' ? 0 : 1;
       }
     }
     throw new UsageError(`unknown command "${command}"`);

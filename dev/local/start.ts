@@ -34,6 +34,7 @@ import { createDynamoDbClient, createSqsClient } from '../../lib/aws/clients.js'
 import { createTable } from '../../lib/aws/dynamo/create-table.js';
 import { localLambdaContext, startSqsPoller } from '../../lib/aws/sqs/poller.js';
 import { createTokenVerifier } from '../../lib/auth/verifier.js';
+import type { CrashPoints } from '../../lib/runtime/crash-points.js';
 import type { Runtime } from '../../lib/runtime/runtime.js';
 import type { Clock } from '../../lib/ports/clock.js';
 import { decodeQueueMessage, type QueueMessage } from '../../lib/ports/messages.js';
@@ -81,7 +82,7 @@ export function localNames(prefix: string = LOCAL_NAMES.table): { table: string;
 }
 
 /** Queue settings: like the stack's, scaled to a laptop. */
-const QUEUE_VISIBILITY_SECONDS = 90;
+export const QUEUE_VISIBILITY_SECONDS = 90;
 const QUEUE_MAX_RECEIVE_COUNT = 5;
 const WORKER_TIMEOUT_MS = 60_000;
 /** Environment variable the local credential reference reads the simulator's API key from. */
@@ -146,6 +147,20 @@ export interface LocalStackOptions {
   readonly payments?: Pick<PaymentsConnectorOptions, 'compensationWindowMs' | 'timeoutMs' | 'pollIntervalMs'>;
   /** The simulator's API key (the payments credential). Default: a fresh random key. Tests plant a known secret to scan for leaks. */
   readonly paymentsApiKey?: string;
+  /**
+   * Test only: the Runtime's crash-point hook (lib/runtime/crash-points.ts).
+   * The Runtime refuses it unless `runtimeSettings` has `test_mode: true`,
+   * which the local and test environments allow and production refuses.
+   */
+  readonly crashPoints?: CrashPoints;
+  /**
+   * A message the worker or reconcile consumer failed (threw, or asked for a
+   * redelivery) becomes visible again after this many seconds
+   * (ChangeMessageVisibility) instead of the queue's visibility timeout
+   * ({@link QUEUE_VISIBILITY_SECONDS}). Default: the visibility timeout, as in
+   * AWS. Tests that move the Runtime clock past the lease use 0.
+   */
+  readonly redeliveryDelaySeconds?: number;
 }
 
 export interface LocalStack {
@@ -318,6 +333,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const handle: RuntimeHandle = await createRuntime(readBootstrapSettings(env), {
       credentialEnv: { [PAYMENTS_KEY_VARIABLE]: paymentsKey },
       ...(options.clock !== undefined ? { clock: options.clock } : {}),
+      ...(options.crashPoints !== undefined ? { crashPoints: options.crashPoints } : {}),
       ...(tunables !== undefined
         ? {
             connectorFactories: {
@@ -374,6 +390,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
           }
         },
         waitTimeSeconds: wait,
+        ...(options.redeliveryDelaySeconds !== undefined ? { retryDelaySeconds: Math.max(0, Math.floor(options.redeliveryDelaySeconds)) } : {}),
         functionName: `aip-local-${name}`,
         functionTimeoutMs: WORKER_TIMEOUT_MS,
         onError: pollerError(name),

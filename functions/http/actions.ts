@@ -10,8 +10,9 @@ import { validateAction, validateTransactionRequest } from '../../lib/protocol/v
 import { createRouteHandler, type HttpDeps, type ProxyHandler } from '../shared/route-handler.js';
 import { headerValues, type AipHttpEvent, type HttpResult } from '../shared/http.js';
 import { productionRuntime } from '../shared/production-runtime.js';
-import type { ActionState, SubmitOutcome } from '../shared/runtime-api.js';
-import { parsePreferWait, pollUntil, SETTLED_STATUSES, waitBudgetMs } from '../shared/wait.js';
+import type { ActionResult } from '../../lib/protocol/index.js';
+import type { ActionState, CallerIdentity, RuntimeApi, SubmitOutcome } from '../shared/runtime-api.js';
+import { parsePreferWait, pollUntil, SETTLED_STATUSES, waitBudgetMs, type WaitClock } from '../shared/wait.js';
 import { ROUTES } from './routes.js';
 
 /**
@@ -41,8 +42,18 @@ export function actionStatusUrl(event: Pick<AipHttpEvent, 'path' | 'requestConte
 
 const TERMINAL: ReadonlySet<string> = new Set(TERMINAL_ACTION_STATUSES);
 
-function settled(state: ActionState): boolean {
-  return SETTLED_STATUSES.has(state.action_result.status);
+function settled(result: ActionResult): boolean {
+  return SETTLED_STATUSES.has(result.status);
+}
+
+/**
+ * A wait: polls the action's result alone (one read of the action record per
+ * poll) until it settles or the deadline passes, then reads the full state
+ * (with the transaction view) once.
+ */
+async function waitForAction(rt: RuntimeApi, caller: CallerIdentity, tenant_id: string, action_id: string, deadline: number, clock: WaitClock): Promise<ActionState> {
+  await pollUntil(() => rt.getActionResult(caller, tenant_id, action_id), settled, { deadline, clock });
+  return rt.getAction(caller, tenant_id, action_id);
 }
 
 function validStatus(status: unknown, disposition: SubmitOutcome['disposition']): number {
@@ -77,7 +88,7 @@ export function createSubmitActionHandler(deps: HttpDeps): ProxyHandler {
 
       let state: ActionState;
       try {
-        state = await pollUntil(() => rt.getAction(caller, outcome.tenant_id, outcome.action_id), settled, { deadline: clock.now() + budget, clock });
+        state = await waitForAction(rt, caller, outcome.tenant_id, outcome.action_id, clock.now() + budget, clock);
       } catch {
         // The action WAS admitted: a failed status read must not turn that into an error answer.
         return { status: 202, headers: pending, body: response };
@@ -101,7 +112,7 @@ export function createGetActionHandler(deps: HttpDeps): ProxyHandler {
     const tenant = tenant_id as string;
     const fetch = () => rt.getAction(caller, tenant, path.id);
     const budget = query.wait === undefined ? 0 : waitBudgetMs(query.wait, remainingMs());
-    const state = budget > 0 ? await pollUntil(fetch, settled, { deadline: clock.now() + budget, clock }) : await fetch();
+    const state = budget > 0 ? await waitForAction(rt, caller, tenant, path.id, clock.now() + budget, clock) : await fetch();
     return { status: 200, body: state };
   });
 }

@@ -44,6 +44,7 @@ import { LocalCredentialConfigSchema, type LocalCredentialReference } from '../.
 import type { Clock } from '../../lib/ports/clock.js';
 import { IdSchema } from '../../lib/protocol/primitives.js';
 import type { Principal } from '../../lib/protocol/identity.js';
+import type { CrashPoints } from '../../lib/runtime/crash-points.js';
 import type { RuntimeLogger } from '../../lib/runtime/deps.js';
 import type { Runtime } from '../../lib/runtime/runtime.js';
 import type { ConnectorFactory } from './compose-runtime.js';
@@ -329,6 +330,13 @@ export interface RuntimeOverrides {
    * enabled is still the deployment configuration's decision.
    */
   readonly connectorFactories?: Readonly<Record<string, ConnectorFactory>>;
+  /**
+   * Test-only crash hook (lib/runtime/crash-points.ts), handed to the
+   * Runtime, which refuses it unless the runtime settings say `test_mode`;
+   * AIP_RUNTIME_SETTINGS may say so only when `envName` is `local` or `test`.
+   * In-process hosts only (the local stack's reliability tests).
+   */
+  readonly crashPoints?: CrashPoints;
 }
 
 export interface RuntimeHandle {

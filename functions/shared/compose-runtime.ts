@@ -196,6 +196,7 @@ export async function composeRuntime(settings: BootstrapSettings, overrides: Run
       clock,
       config,
       ...(overrides.logger ? { logger: overrides.logger } : {}),
+      ...(overrides.crashPoints ? { crashPoints: overrides.crashPoints } : {}),
     });
     // Compile-time check: the handlers' structural views still match the Runtime.
     const workerView: WorkerRuntime = runtime;

@@ -81,6 +81,8 @@ export interface RuntimeApi {
   /** Admits an Action or TransactionRequest (the parsed, edge-validated JSON body). */
   submit(caller: CallerIdentity, body: unknown, opts?: { tenant_id?: string }): Promise<SubmitOutcome>;
   getAction(caller: CallerIdentity, tenant_id: string, action_id: string): Promise<ActionState>;
+  /** The action's result alone (one read, same authorization as getAction): what a wait polls before reading the full state once. */
+  getActionResult(caller: CallerIdentity, tenant_id: string, action_id: string): Promise<ActionResult>;
   cancel(caller: CallerIdentity, tenant_id: string, action_id: string): Promise<unknown>;
   /** Persisted stream chunks with a sequence number greater than `after`. */
   readStream(caller: CallerIdentity, tenant_id: string, action_id: string, after?: number): Promise<unknown>;

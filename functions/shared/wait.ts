@@ -2,9 +2,10 @@
  * Waiting for an action to settle: `Prefer: wait=N` (RFC 7240) on
  * POST /v1/actions and `?wait=N` on GET /v1/actions/{id}.
  *
- * The wait is a polling loop on the runtime's getAction with a bounded,
- * growing interval (200 ms → 1 s): a real wait for state another process
- * (the queue worker) changes. It ends when the action reaches a terminal
+ * The wait is a polling loop with a bounded, growing interval (200 ms → 1 s)
+ * on the runtime's getActionResult (one read of the action record), then one
+ * getAction for the full state: a real wait for state another process (the
+ * queue worker) changes. It ends when the action reaches a terminal
  * status or `requires_human` (which only a person can move on), when N
  * seconds pass, or when the Lambda is about to run out of time.
  */

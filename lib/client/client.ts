@@ -123,8 +123,6 @@ interface RequestSpec {
   readonly signal?: AbortSignal | undefined;
   /** Added to the request timeout (long polls). */
   readonly waitSeconds?: number;
-  /** Statuses whose JSON body is returned instead of thrown (health: 503). */
-  readonly acceptStatuses?: readonly number[];
 }
 
 export class AipClient {
@@ -319,9 +317,9 @@ export class AipClient {
     return (await this.#request<Record<string, unknown>>({ method: 'GET', path: '/v1/capabilities', tenant: options.tenant, signal: options.signal })).body;
   }
 
-  /** `GET /v1/health`; a 503 with a health body is returned (status `unavailable`), not thrown. */
+  /** `GET /v1/health`: `ok`, or `degraded` naming the connectors that are not ready (both 200). */
   async health(options: CallOptions = {}): Promise<HealthReport> {
-    return (await this.#request<HealthReport>({ method: 'GET', path: '/v1/health', tenant: false, signal: options.signal, acceptStatuses: [503] })).body;
+    return (await this.#request<HealthReport>({ method: 'GET', path: '/v1/health', tenant: false, signal: options.signal })).body;
   }
 
   /** `GET /v1/openapi.json`. */
@@ -366,13 +364,11 @@ export class AipClient {
       });
     }
     const contentType = response.headers.get('content-type') ?? '';
-    const accepted = spec.acceptStatuses?.includes(response.status) === true;
-    if (!response.ok && !accepted) throw errorFromResponse(response.status, contentType, text, label, response.headers.get('retry-after'));
+    if (!response.ok) throw errorFromResponse(response.status, contentType, text, label, response.headers.get('retry-after'));
     if (text.length === 0) return { status: response.status, body: {} as T };
     try {
       return { status: response.status, body: JSON.parse(text) as T };
     } catch (err) {
-      if (accepted) throw errorFromResponse(response.status, contentType, text, label, response.headers.get('retry-after'));
       throw new AipClientError({ status: response.status, code: CLIENT_ERROR_CODES.badResponse, message: `${label} answered ${response.status} with a body that is not JSON`, request: label, cause: err });
     }
   }

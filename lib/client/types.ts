@@ -62,8 +62,9 @@ export interface StreamPage {
   readonly [key: string]: unknown;
 }
 
+/** `GET /v1/health`: 200 whether every connector is ready (`ok`) or some are not (`degraded`). */
 export interface HealthReport {
-  readonly status: 'ok' | 'degraded' | 'unavailable';
+  readonly status: 'ok' | 'degraded';
   readonly [key: string]: unknown;
 }
 

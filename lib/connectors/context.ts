@@ -80,7 +80,9 @@ export interface TransactionCheckpointPublisher {
    * BEFORE awaiting a commit response that may be lost. Resolves once the
    * reference is durable. Rejects with `transaction.invalid_provider_operation`
    * for an empty reference and `transaction.provider_operation_conflict` when
-   * a different reference is already checkpointed.
+   * a different reference (provider or operation ID) is already checkpointed.
+   * The same operation again is idempotent: the durable reference is kept
+   * as first written (a replay's new request ID does not replace it).
    */
   checkpoint(ref: ProviderOperationRef, cursor?: string): Promise<void>;
 }
@@ -378,7 +380,10 @@ export function createExecutionContext(trusted: TrustedAttemptState, facilities:
             details: { current_provider_operation: { provider: known.provider, operation_id: known.operation_id } },
           });
         }
-        const provider_operation = Object.freeze({ ...parsedRef.data });
+        // The same operation again (a retry under the same idempotency identity gets the provider's replay, with
+        // its own request ID): the reference already durable stays; only a new cursor is written, with it.
+        if (known !== undefined && cursor === undefined) return;
+        const provider_operation = known ?? Object.freeze({ ...parsedRef.data });
         await writer.checkpoint({
           transaction_id: tx.transaction_id,
           provider_operation,

@@ -33,8 +33,14 @@ async function visibleAction(k: Kernel, caller: CallerIdentity, tenant_id: strin
   return record;
 }
 
-async function viewOf(k: Kernel, txn: TransactionRecord, include: { result?: boolean; receipts?: boolean }): Promise<TransactionResult> {
-  const bound = await k.deps.actions.get({ tenant_id: txn.tenant_id, action_id: txn.action_id });
+/**
+ * The wire view of a transaction record, with the status of the action it is
+ * bound to. `known` is an action record the caller read in this request; it
+ * is used when it is that bound action (else the bound action is read).
+ */
+async function viewOf(k: Kernel, txn: TransactionRecord, include: { result?: boolean; receipts?: boolean }, known?: ActionRecord): Promise<TransactionResult> {
+  const bound =
+    known !== undefined && known.tenant_id === txn.tenant_id && known.action_id === txn.action_id ? known : await k.deps.actions.get({ tenant_id: txn.tenant_id, action_id: txn.action_id });
   const action_result: ActionResult | undefined = include.result === true ? (txn.result ?? bound?.result) : undefined;
   const receipts = include.receipts === true ? await readReceipts(k, txn) : undefined;
   return toTransactionResult(txn, {
@@ -50,7 +56,16 @@ export async function getAction(k: Kernel, caller: CallerIdentity, tenant_id: st
   if (record.transaction_id === undefined) return { action_result };
   const txn = await k.deps.transactions.get({ tenant_id, transaction_id: record.transaction_id });
   if (txn === undefined) return { action_result };
-  return { action_result, transaction: await viewOf(k, txn, {}) };
+  return { action_result, transaction: await viewOf(k, txn, {}, record) };
+}
+
+/**
+ * The action's result alone: one read of the action record, with the same
+ * authorization as getAction. What a `Prefer: wait` loop polls until the
+ * action settles, before it asks for the full view once.
+ */
+export async function getActionResult(k: Kernel, caller: CallerIdentity, tenant_id: string, action_id: string): Promise<ActionResult> {
+  return actionResultOf(await visibleAction(k, caller, tenant_id, action_id));
 }
 
 /** The transaction selected by exactly one of transaction_id, plan_id or action_id. */

@@ -25,7 +25,7 @@ import { serviceCaller } from './identity.js';
 import { RECEIPT_EVENTS } from './journal.js';
 import type { Kernel } from './kernel.js';
 import { admit, prepare } from './pipeline/admit.js';
-import type { ReconcileOutcome, SweepOutcome } from './types.js';
+import type { AttemptOutcome, ReconcileOutcome, SweepOutcome } from './types.js';
 
 function out(msg: Pick<ReconcileMessage, 'tenant_id' | 'transaction_id'>, disposition: ReconcileOutcome['disposition'], extra: Partial<ReconcileOutcome> = {}): ReconcileOutcome {
   return { disposition, tenant_id: msg.tenant_id, transaction_id: msg.transaction_id, retry: false, ...extra };
@@ -48,6 +48,21 @@ function dispositionOf(r: TransactionRecord | undefined): ReconcileOutcome['disp
   return 'not_applicable';
 }
 
+/**
+ * The outcome after the consumer ran a reconcile attempt. An attempt that
+ * settled the record `reconciled` reports it from its own settle write (the
+ * record's state right after it; nothing follows it in this attempt); any other
+ * outcome (still unknown, perhaps escalated after the settle, deferred,
+ * superseded) is read back from the record.
+ */
+async function afterAttempt(k: Kernel, msg: ReconcileMessage, action_id: string, attempt: AttemptOutcome): Promise<ReconcileOutcome> {
+  if (attempt.disposition === 'settled' && attempt.transaction_status === 'reconciled' && !attempt.retry) {
+    return out(msg, 'reconciled', { action_id, retry: false, transaction_status: 'reconciled' });
+  }
+  const after = await k.deps.transactions.get({ tenant_id: msg.tenant_id, transaction_id: msg.transaction_id });
+  return out(msg, attempt.retry ? 'deferred' : dispositionOf(after), { action_id, retry: attempt.retry, ...(after ? { transaction_status: after.status } : {}) });
+}
+
 export async function reconcileMessage(k: Kernel, msg: ReconcileMessage): Promise<ReconcileOutcome> {
   const ref = { tenant_id: msg.tenant_id, transaction_id: msg.transaction_id };
   const txn = await k.deps.transactions.get(ref);
@@ -58,8 +73,7 @@ export async function reconcileMessage(k: Kernel, msg: ReconcileMessage): Promis
     if (leaseLive(k, txn) || typeof actionId !== 'string') return out(msg, 'in_progress', { transaction_status: txn.status });
     // A reconcile attempt stopped: reconciliation only reads provider state, so re-drive it.
     const attempt = await runAttempt(k, { kind: 'invoke', tenant_id: txn.tenant_id, action_id: actionId, transaction_id: txn.transaction_id, fence: txn.fence, attempt: 1 });
-    const after = await k.deps.transactions.get(ref);
-    return out(msg, attempt.retry ? 'deferred' : dispositionOf(after), { action_id: actionId, retry: attempt.retry, ...(after ? { transaction_status: after.status } : {}) });
+    return afterAttempt(k, msg, actionId, attempt);
   }
   if (txn.status !== 'outcome_unknown') return out(msg, 'not_applicable', { transaction_status: txn.status });
   if (txn.escalated_at !== undefined) return out(msg, 'requires_human', { transaction_status: txn.status, reason: 'escalated' });
@@ -94,7 +108,8 @@ export async function reconcileMessage(k: Kernel, msg: ReconcileMessage): Promis
   try {
     // The same pipeline as any governed action, from the core envelope validator on.
     const adm = await prepare(k, caller, validateAction(action), { tenant_id: txn.tenant_id, internal: true });
-    admitted = await admit(k, { ...adm, internal: true });
+    // Admission starts from the record read above (its begin_reconcile write is conditional on it).
+    admitted = await admit(k, { ...adm, internal: true, known_transaction: txn });
   } catch (err) {
     if (isAipError(err, 'runtime.reconcile_not_outcome_unknown') || isAipError(err, 'runtime.action_in_flight')) {
       return out(msg, 'in_progress', { action_id: action.id });
@@ -108,8 +123,7 @@ export async function reconcileMessage(k: Kernel, msg: ReconcileMessage): Promis
   }
   // Internal admissions do not enqueue: the consumer runs the attempt inline.
   const attempt = await runAttempt(k, { kind: 'invoke', tenant_id: txn.tenant_id, action_id: action.id, transaction_id: txn.transaction_id, fence: 0, attempt: 1 });
-  const after = await k.deps.transactions.get(ref);
-  return out(msg, attempt.retry ? 'deferred' : dispositionOf(after), { action_id: action.id, retry: attempt.retry, ...(after ? { transaction_status: after.status } : {}) });
+  return afterAttempt(k, msg, action.id, attempt);
 }
 
 const MAX_SWEEP_PAGES = 10;

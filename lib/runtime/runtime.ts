@@ -8,7 +8,7 @@
  * service principal; `sweep` is the safety net.
  */
 import { AipError } from '../errors/aip-error.js';
-import type { Action, TransactionResult } from '../protocol/index.js';
+import type { Action, ActionResult, TransactionResult } from '../protocol/index.js';
 import type { ApprovalRecord } from '../ports/approval-store.js';
 import { validateQueueMessage, type InvokeMessage, type ReconcileMessage } from '../ports/messages.js';
 import type { StoredStreamChunk } from '../ports/stream-store.js';
@@ -21,7 +21,7 @@ import { Kernel } from './kernel.js';
 import { parseSubmission } from './pipeline/envelope.js';
 import { admit, prepare } from './pipeline/admit.js';
 import { validateAction } from '../protocol/index.js';
-import { cancel, getAction, getTransaction, listOperator, readStream, type OperatorItem, type OperatorQuery } from './reads.js';
+import { cancel, getAction, getActionResult, getTransaction, listOperator, readStream, type OperatorItem, type OperatorQuery } from './reads.js';
 import { connectorHealth, listCapabilities } from './meta.js';
 import { reconcileMessage, sweep } from './reconciliation.js';
 import type { AttemptOutcome, CapabilityList, DecisionOutcome, PageOf, ReconcileOutcome, RuntimeHealth, SubmitOutcome, SweepOutcome } from './types.js';
@@ -106,6 +106,11 @@ export class Runtime {
 
   async getAction(caller: CallerIdentity, tenant_id: string, action_id: string) {
     return getAction(this.#k, caller, tenant_id, action_id);
+  }
+
+  /** The action's result only (one read; same authorization as getAction): what a wait loop polls. */
+  async getActionResult(caller: CallerIdentity, tenant_id: string, action_id: string): Promise<ActionResult> {
+    return getActionResult(this.#k, caller, tenant_id, action_id);
   }
 
   async cancel(caller: CallerIdentity, tenant_id: string, action_id: string) {

@@ -151,7 +151,8 @@ function transactionSettlement(k: Kernel, req: SettleRequest, txn: TransactionRe
       from: [txn.status],
       ...(keepOriginalResult ? {} : { result: classified.result }),
       ...(error !== undefined ? { error } : {}),
-      ...(keepRef ? { provider_operation: ref } : {}),
+      // The same operation as the record's (a replay may carry another request ID): the durable reference stays.
+      ...(keepRef ? { provider_operation: txn.provider_operation ?? ref } : {}),
       ...(cursor !== undefined ? { reconciliation_cursor: cursor } : {}),
       ...(next_reconcile_at !== undefined ? { next_reconcile_at } : {}),
       data: {

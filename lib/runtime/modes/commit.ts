@@ -17,14 +17,25 @@ function fail(code: ErrorCode, plan: Pick<TransactionPlan, 'plan_id' | 'transact
 }
 
 /**
- * The seven checks, in the page's order. Returns the planned record, or the
- * record this same commit action already claimed (a resubmission).
+ * The planned record `prepare` already read for this admission (when it
+ * recovered the transaction ID from the plan), if it is the plan's record.
  */
-export async function recheckPlan(k: Kernel, adm: Admission): Promise<{ record: TransactionRecord; alreadyClaimed: boolean }> {
+export function knownPlanned(adm: Admission, plan_id: string): TransactionRecord | undefined {
+  const known = adm.known_transaction;
+  return known !== undefined && known.tenant_id === adm.tenant_id && known.plan_id === plan_id ? known : undefined;
+}
+
+/**
+ * The seven checks, in the page's order. Returns the planned record, or the
+ * record this same commit action already claimed (a resubmission). `known`
+ * is the plan's record as this request already read it (strongly consistent,
+ * see knownPlanned); without it the record is read here.
+ */
+export async function recheckPlan(k: Kernel, adm: Admission, known?: TransactionRecord): Promise<{ record: TransactionRecord; alreadyClaimed: boolean }> {
   const tx = adm.action.transaction;
   const plan_id = tx?.plan_id;
   if (plan_id === undefined) throw new AipError('runtime.plan_required', undefined, { details: { path: '/transaction/plan_id' } });
-  const record = await k.deps.transactions.get({ tenant_id: adm.tenant_id, plan_id });
+  const record = known ?? (await k.deps.transactions.get({ tenant_id: adm.tenant_id, plan_id }));
   // 1. the plan exists and its transaction record is still planned
   if (record === undefined || record.plan === undefined) throw new AipError('runtime.plan_not_found', undefined, { details: { plan_id } });
   const plan = record.plan;
@@ -65,15 +76,8 @@ async function expirePlan(k: Kernel, record: TransactionRecord): Promise<void> {
   }
 }
 
-/** Step 8 for a planned commit: recheck, then claim_plan (planned → committing). Exactly one claimant wins. */
-export async function admitPlannedCommit(k: Kernel, adm: Admission): Promise<TransactionRecord> {
-  const { record, alreadyClaimed } = await recheckPlan(k, adm);
-  if (alreadyClaimed) return record;
-  try {
-    return await k.journal.claimPlan(record, planClaim(adm, record), { action_id: adm.action.id });
-  } catch (err) {
-    throw claimConflict(err, record);
-  }
+function claimPlan(k: Kernel, adm: Admission, record: TransactionRecord): Promise<TransactionRecord> {
+  return k.journal.claimPlan(record, planClaim(adm, record), { action_id: adm.action.id });
 }
 
 /** What a commit's claim_plan writes (shared with the composite admission write). */
@@ -87,6 +91,38 @@ export function claimConflict(err: unknown, record: Pick<TransactionRecord, 'pla
     return new AipError('runtime.plan_claim_conflict', undefined, { details: { plan_id: record.plan_id, transaction_id: record.transaction_id }, cause: err });
   }
   return err;
+}
+
+/**
+ * Step 8 for a planned commit: recheck, then claim_plan (planned → committing). Exactly one claimant wins.
+ *
+ * When `prepare` already read the planned record (it recovered the transaction
+ * ID from the plan), the recheck starts from that record instead of reading it
+ * again. The claim is a compare-and-set on `planned`, the plan ID and that
+ * record's revision, so it cannot succeed over a record that moved since; if
+ * it loses, the commit is decided as before, from a fresh read: recheck (which
+ * names what changed, or finds this action's own claim) and claim once more.
+ */
+export async function admitPlannedCommit(k: Kernel, adm: Admission): Promise<TransactionRecord> {
+  const plan_id = adm.action.transaction?.plan_id;
+  const known = plan_id !== undefined ? knownPlanned(adm, plan_id) : undefined;
+  if (known !== undefined) {
+    const first = await recheckPlan(k, adm, known);
+    if (first.alreadyClaimed) return first.record;
+    try {
+      return await claimPlan(k, adm, first.record);
+    } catch (err) {
+      if (!isAipError(err, 'transaction.state_conflict')) throw err;
+      // The record moved after prepare read it: decide from a fresh read below.
+    }
+  }
+  const { record, alreadyClaimed } = await recheckPlan(k, adm);
+  if (alreadyClaimed) return record;
+  try {
+    return await claimPlan(k, adm, record);
+  } catch (err) {
+    throw claimConflict(err, record);
+  }
 }
 
 /**

@@ -18,8 +18,25 @@ function sameRef(a: ProviderOperationRef, b: ProviderOperationRef): boolean {
 export async function admitReconcile(k: Kernel, adm: Admission): Promise<TransactionRecord> {
   const txId = adm.action.transaction?.transaction_id;
   if (txId === undefined) throw new AipError('runtime.transaction_id_required', undefined, { details: { path: '/transaction/transaction_id' } });
+  // The reconcile consumer already read the record (strongly consistent): start from it. The
+  // begin_reconcile write is a compare-and-set on outcome_unknown and that record's revision; if it
+  // loses, decide as before from a fresh read (another reconciliation, or this action's own begin).
+  const known = adm.known_transaction;
+  if (known !== undefined && known.tenant_id === adm.tenant_id && known.transaction_id === txId) {
+    const begun = await beginReconcile(k, adm, txId, known, true);
+    if (begun !== undefined) return begun;
+  }
   const record = await k.deps.transactions.get({ tenant_id: adm.tenant_id, transaction_id: txId });
   if (record === undefined) throw new AipError('transaction.not_found', undefined, { details: { transaction_id: txId } });
+  return (await beginReconcile(k, adm, txId, record, false)) as TransactionRecord;
+}
+
+/**
+ * The checks and the outcome_unknown → reconciling compare-and-set, from
+ * `record`. With `mayBeStale`, a lost compare-and-set returns undefined (the
+ * caller reads the record again) instead of throwing.
+ */
+async function beginReconcile(k: Kernel, adm: Admission, txId: string, record: TransactionRecord, mayBeStale: boolean): Promise<TransactionRecord | undefined> {
   if (record.status === 'reconciling' && record.data.reconcile_action_id === adm.action.id) return record; // resubmission
   if (record.status !== 'outcome_unknown') {
     throw new AipError('runtime.reconcile_not_outcome_unknown', undefined, { details: { transaction_id: txId, status: record.status } });
@@ -46,6 +63,7 @@ export async function admitReconcile(k: Kernel, adm: Admission): Promise<Transac
     );
   } catch (err) {
     if (isAipError(err, 'transaction.state_conflict')) {
+      if (mayBeStale) return undefined;
       throw new AipError('runtime.reconcile_not_outcome_unknown', 'Another reconciliation started first', { details: { transaction_id: txId }, cause: err });
     }
     throw err;

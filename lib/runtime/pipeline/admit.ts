@@ -21,7 +21,7 @@ import { RECEIPT_EVENTS } from '../journal.js';
 import { assertCallerCurrent, authorizeCapability, resolveTenant, type CallerIdentity } from '../identity.js';
 import { deriveApprovalId, deriveTransactionId, failedResult, isTransientError, replayed, withTransactionId, type Kernel } from '../kernel.js';
 import { admitCompensate } from '../modes/compensate.js';
-import { admitDirectCommit, admitPlannedCommit, claimConflict, planClaim, recheckPlan } from '../modes/commit.js';
+import { admitDirectCommit, admitPlannedCommit, claimConflict, knownPlanned, planClaim, recheckPlan } from '../modes/commit.js';
 import { admitExecute, admitRollbackNotSupported, preparedRecordInput, replayGate } from '../modes/execute.js';
 import { runPreview } from '../modes/preview.js';
 import { admitReconcile } from '../modes/reconcile.js';
@@ -58,12 +58,13 @@ export async function prepare(k: Kernel, caller: CallerIdentity, submitted: Acti
   }
 
   let action = submitted;
+  let planned: TransactionRecord | undefined;
   const tx = submitted.transaction;
   if (tx !== undefined && tx.transaction_id === undefined) {
     if (mode === 'reconcile') throw new AipError('runtime.transaction_id_required', undefined, { details: { path: '/transaction/transaction_id' } });
     if (mode === 'commit' && tx.plan_id !== undefined) {
       // "a commit can recover it from the referenced plan"
-      const planned = await k.deps.transactions.get({ tenant_id, plan_id: tx.plan_id });
+      planned = await k.deps.transactions.get({ tenant_id, plan_id: tx.plan_id });
       if (planned === undefined) throw new AipError('runtime.plan_not_found', undefined, { details: { plan_id: tx.plan_id } });
       action = withTransactionId(submitted, planned.transaction_id);
     } else {
@@ -79,6 +80,7 @@ export async function prepare(k: Kernel, caller: CallerIdentity, submitted: Acti
     ...(options.request !== undefined ? { request: options.request } : {}),
     ...(options.internal === true ? { internal: true } : {}),
     ...(options.trusted_direct_commit === true ? { trusted_direct_commit: true } : {}),
+    ...(planned !== undefined ? { known_transaction: planned } : {}),
   };
 }
 
@@ -282,10 +284,13 @@ async function admitAtomically(k: Kernel, adm: Admission, atomic: AtomicWrites):
   const mode = adm.action.transaction?.mode;
   // A planned commit: the seven-point recheck reads the planned record the claim is conditioned on.
   let planned: TransactionRecord | undefined;
+  // The planned record `prepare` already read (when it recovered the transaction ID from the plan) saves a read;
+  // the claim is conditioned on its revision, so a record that moved since makes the claim lose (retried fresh below).
+  const known = mode === 'commit' && adm.action.transaction?.plan_id !== undefined ? knownPlanned(adm, adm.action.transaction.plan_id) : undefined;
   if (mode === 'commit') {
     let checked: Awaited<ReturnType<typeof recheckPlan>>;
     try {
-      checked = await recheckPlan(k, adm);
+      checked = await recheckPlan(k, adm, known);
     } catch (err) {
       // The separate writes reserve the key before the recheck: a held key answers first (replay, in_flight, ...).
       const key = adm.action.idempotency_key;
@@ -328,7 +333,15 @@ async function admitAtomically(k: Kernel, adm: Admission, atomic: AtomicWrites):
         return rejectUnadmitted(k, adm, idempotencyInFlightError(held));
     }
   }
-  if (out.claim_error !== undefined) return rejectUnadmitted(k, adm, claimConflict(out.claim_error, planned ?? { transaction_id: adm.action.transaction?.transaction_id as string }));
+  if (out.claim_error !== undefined) {
+    if (known !== undefined) {
+      // Lost against a record read before this request's recheck: decide again from a fresh read (nothing was written).
+      const { known_transaction: _stale, ...fresh } = adm;
+      void _stale;
+      return admitAtomically(k, fresh, atomic);
+    }
+    return rejectUnadmitted(k, adm, claimConflict(out.claim_error, planned ?? { transaction_id: adm.action.transaction?.transaction_id as string }));
+  }
   const existing = out.existing_transaction;
   if (existing === undefined) throw new AipError('internal.unexpected', 'admission refused without a reason');
   let verdict: ReturnType<typeof replayGate>;

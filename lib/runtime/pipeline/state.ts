@@ -4,6 +4,7 @@
 import type { Action, Principal, TransactionRequest } from '../../protocol/index.js';
 import type { ActionRecord } from '../../ports/action-store.js';
 import type { ApprovalRecord } from '../../ports/approval-store.js';
+import type { TransactionRecord } from '../../ports/transaction-store.js';
 import type { CallerIdentity } from '../identity.js';
 import type { RegisteredCapability } from '../registry.js';
 
@@ -24,6 +25,15 @@ export interface Admission {
   readonly internal?: boolean;
   /** Trusted direct-commit branch (never reachable from a public envelope). */
   readonly trusted_direct_commit?: boolean;
+  /**
+   * A transaction record this request already read (strongly consistent): the
+   * planned record a commit's plan ID resolved to in `prepare`, or the
+   * `outcome_unknown` record the reconcile consumer examined. The mode's
+   * admission starts from it instead of reading it again. Safe because the
+   * admission write is conditional on that record's status and revision; a
+   * lost compare-and-set falls back to a fresh read and the same checks.
+   */
+  readonly known_transaction?: TransactionRecord;
 }
 
 export interface AdmittedAction extends Admission {

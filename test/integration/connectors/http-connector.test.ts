@@ -335,7 +335,7 @@ describe('checkpoints', () => {
       { match: { method: 'GET', path: '/v1/operations/*' }, fault: { type: 'latency', ms: 600_000 } },
     ]);
     const action = charge('commit');
-    const rec = attemptFor(action, { deadlineMs: 300 });
+    const rec = attemptFor(action, { deadlineMs: 1_500 });
     const held = sim.waitForEvent((e) => e.type === 'fault_applied' && e.method === 'GET');
     const call = failureOf(connector.commit_typed(action, rec.attempt.context));
     await held;
@@ -446,7 +446,7 @@ describe('fault mapping', () => {
     ]);
     const action = charge('execute');
     const probeHeld = sim.waitForEvent((e) => e.type === 'fault_applied' && e.method === 'GET');
-    const rec = attemptFor(action, { deadlineMs: 250 });
+    const rec = attemptFor(action, { deadlineMs: 2_000 });
     const call = failureOf(connector.invoke_typed(action, rec.attempt.context));
     await probeHeld;
     const failure = await call;
@@ -466,7 +466,7 @@ describe('fault mapping', () => {
     sim.setFaults([{ match: { path: '/v1/charges' }, fault: { type: 'latency', ms: 600_000, phase: 'before_commit' } }]);
     const action = charge('execute');
     const probed = sim.waitForEvent((e) => e.type === 'response' && e.method === 'GET' && e.path === '/v1/operations');
-    const rec = attemptFor(action, { deadlineMs: 1_000 });
+    const rec = attemptFor(action, { deadlineMs: 2_000 });
     const failure = await failureOf(connector.invoke_typed(action, rec.attempt.context));
     expect(await probed).toMatchObject({ status: 409 });
     expect(failure).toMatchObject({ code: 'sla.timeout_exceeded', uncertain_outcome: true, retryable: false });
@@ -489,7 +489,7 @@ describe('fault mapping', () => {
     sim.setFaults([{ match: { path: '/v1/charges' }, fault: { type: 'latency', ms: 600_000, phase: 'before_commit' } }]);
     const action = charge('execute');
     const probed = sim.waitForEvent((e) => e.type === 'response' && e.method === 'GET' && e.path.startsWith('/v1/operations/'));
-    const rec = attemptFor(action, { deadlineMs: 1_000 });
+    const rec = attemptFor(action, { deadlineMs: 2_000 });
     const failure = await failureOf(blind.invoke_typed(action, rec.attempt.context));
     expect(await probed).toMatchObject({ status: 404 });
     expect(failure).toMatchObject({ code: 'sla.timeout_exceeded', uncertain_outcome: true, retryable: false });
@@ -521,7 +521,7 @@ describe('fault mapping', () => {
         transaction: { transaction_id: action.transaction?.transaction_id as string, mode: 'execute' },
         trace: { trace_id: 't', span_id: 's' },
         redaction: { redaction_required: false, input_pointers: [], output_pointers: [] },
-        action_deadline: new Date(Date.now() + 200),
+        action_deadline: new Date(Date.now() + 1_000),
       },
       facilities: { transaction_checkpoints: { checkpoint: async () => undefined } },
     });

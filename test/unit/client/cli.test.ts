@@ -176,6 +176,12 @@ describe('aip approvals, operators and transactions', () => {
     // health is not tenant-scoped: no tenant header.
     expect(stub.requests[0]?.headers['x-aip-tenant']).toBeUndefined();
   });
+
+  it('exits 1 when health is degraded', async () => {
+    const r = await run(['health', '--url', stub.url], () => ({ status: 200, body: { status: 'degraded', connectors: [{ connector_id: 'payments', ready: false }] } }));
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain('health: degraded');
+  });
 });
 
 describe('aip token', () => {

@@ -152,6 +152,18 @@ describe('transaction_checkpoint', () => {
     expect(writer.calls).toHaveLength(1);
   });
 
+  it('the same operation again (a replay with its own request ID) keeps the durable reference: nothing written, or only a new cursor with it', async () => {
+    const writer = recordingWriter();
+    const known = { provider: 'sim', operation_id: 'op-1', request_id: 'req-1' };
+    const a = attempt({ transaction: { transaction_id: 'tx-1', mode: 'execute', provider_operation: known } }, { transaction_checkpoints: writer });
+    await a.context.transaction_checkpoint.checkpoint({ provider: 'sim', operation_id: 'op-1', request_id: 'req-2' });
+    expect(writer.calls).toEqual([]);
+    await a.context.transaction_checkpoint.checkpoint({ provider: 'sim', operation_id: 'op-1', request_id: 'req-3' }, 'cursor-2');
+    expect(writer.calls).toEqual([{ transaction_id: 'tx-1', provider_operation: known, reconciliation_cursor: 'cursor-2' }]);
+    expect(a.provider_operation).toEqual(known);
+    expect(a.reconciliation_cursor).toBe('cursor-2');
+  });
+
   it('requires the runtime to supply a writer for a transactional attempt', () => {
     expect(isAipError(thrown(() => attempt({ transaction: { transaction_id: 'tx-1', mode: 'execute' } })), 'internal.unexpected')).toBe(true);
   });

@@ -5,7 +5,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { BootstrapConfigError, FUNCTION_ENV, OPTIONAL_ENV, readBootstrapSettings, settingsToEnv } from '../../../functions/shared/bootstrap.js';
+import { BootstrapConfigError, FUNCTION_ENV, OPTIONAL_ENV, createRuntime, readBootstrapSettings, settingsToEnv } from '../../../functions/shared/bootstrap.js';
+import { parseRuntimeSettings } from '../../../functions/shared/compose-runtime.js';
+import { ArmedCrashPoints } from '../../../lib/runtime/crash-points.js';
 
 const runtimeConfig = {
   envName: 'local',
@@ -113,5 +115,30 @@ describe('readBootstrapSettings', () => {
     const again = readBootstrapSettings(settingsToEnv(settings));
     expect({ ...again, endpoints: {} }).toEqual({ ...settings, endpoints: {} });
     expect(again.servicePrincipal).toEqual({ id: 'svc-local', kind: 'service' });
+  });
+});
+
+describe('test mode (the crash-point hook)', () => {
+  const settingsFor = (envName: string, runtimeSettings: Record<string, unknown>) =>
+    readBootstrapSettings({ ...validEnv(), [FUNCTION_ENV.runtimeConfig]: JSON.stringify({ ...runtimeConfig, envName }), [OPTIONAL_ENV.runtimeSettings]: JSON.stringify(runtimeSettings) });
+
+  it('a production deployment refuses test_mode in AIP_RUNTIME_SETTINGS; local and test accept it', () => {
+    let caught: unknown;
+    try {
+      parseRuntimeSettings(settingsFor('prod', { test_mode: true }));
+    } catch (err) {
+      caught = err;
+    }
+    expect(caught).toBeInstanceOf(BootstrapConfigError);
+    expect((caught as BootstrapConfigError).issues.map((i) => i.variable)).toEqual([`${OPTIONAL_ENV.runtimeSettings}: test_mode`]);
+    expect(parseRuntimeSettings(settingsFor('prod', {})).test_mode).toBe(false);
+    expect(parseRuntimeSettings(settingsFor('local', { test_mode: true })).test_mode).toBe(true);
+    expect(parseRuntimeSettings(settingsFor('test', { test_mode: true })).test_mode).toBe(true);
+  });
+
+  it('the composition hands crash points to the Runtime, which refuses them without test mode', async () => {
+    await expect(createRuntime(settingsFor('local', {}), { crashPoints: new ArmedCrashPoints() })).rejects.toMatchObject({ code: 'runtime.config_invalid' });
+    const handle = await createRuntime(settingsFor('local', { test_mode: true }), { crashPoints: new ArmedCrashPoints() });
+    handle.close();
   });
 });

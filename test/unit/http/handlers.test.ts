@@ -91,40 +91,56 @@ describe('POST /v1/actions', () => {
     expect(rt.calls).toEqual([]);
   });
 
-  it('with Prefer: wait=N polls until the action settles and answers 200 with the terminal result', async () => {
+  it('with Prefer: wait=N polls the action result until it settles, then reads the full state once and answers 200', async () => {
     const clock = fakeClock();
     const start = clock.now();
+    const done = () => clock.now() - start >= 1_500;
     const rt = stubRuntime({
       submit: async () => outcome('accepted', 202, 'accepted'),
+      getActionResult: async () => ({ action_id: 'act-1', status: done() ? 'completed' : 'running' }),
       getAction: async () => ({
-        action_result: { action_id: 'act-1', status: clock.now() - start >= 1_500 ? 'completed' : 'running', ...(clock.now() - start >= 1_500 ? { output: { ok: true } } : {}) },
+        action_result: { action_id: 'act-1', status: done() ? 'completed' : 'running', ...(done() ? { output: { ok: true } } : {}) },
+        transaction: { transaction_id: 'tx-1', status: done() ? 'committed' : 'committing' },
       }),
     });
     const res = await createSubmitActionHandler(deps(rt, { clock }))(jsonEvent({ json: ACTION, headers: { Prefer: 'wait=10' } }), lambdaContext());
     expect(res.statusCode).toBe(200);
     expect(header(res, 'preference-applied')).toBe('wait=10');
-    expect(body(res)).toMatchObject({ disposition: 'accepted', action_result: { status: 'completed', output: { ok: true } } });
-    expect(rt.calls.filter((c) => c.method === 'getAction').every((c) => c.args[1] === 'acme' && c.args[2] === 'act-1')).toBe(true);
+    expect(body(res)).toMatchObject({ disposition: 'accepted', action_result: { status: 'completed', output: { ok: true } }, transaction_result: { transaction_id: 'tx-1', status: 'committed' } });
+    const reads = rt.calls.filter((c) => c.method === 'getAction' || c.method === 'getActionResult');
+    expect(reads.every((c) => c.args[1] === 'acme' && c.args[2] === 'act-1')).toBe(true);
+    // 0, 0.2, 0.5, 0.95, 1.625 s: four polls of the result while running, the fifth settled, then one full read.
+    expect(reads.map((c) => c.method)).toEqual(['getActionResult', 'getActionResult', 'getActionResult', 'getActionResult', 'getActionResult', 'getAction']);
   });
 
-  it('with Prefer: wait=N answers 202 when the action is still running after N seconds', async () => {
+  it('with Prefer: wait=N answers 202 with the latest full state when the action is still running after N seconds', async () => {
     const clock = fakeClock();
     const start = clock.now();
-    const rt = stubRuntime({ submit: async () => outcome('accepted', 202, 'accepted'), getAction: async () => ({ action_result: { action_id: 'act-1', status: 'running' } }) });
+    const rt = stubRuntime({
+      submit: async () => outcome('accepted', 202, 'accepted'),
+      getActionResult: async () => ({ action_id: 'act-1', status: 'running' }),
+      getAction: async () => ({ action_result: { action_id: 'act-1', status: 'running' }, transaction: { transaction_id: 'tx-1', status: 'committing' } }),
+    });
     const res = await createSubmitActionHandler(deps(rt, { clock }))(jsonEvent({ json: ACTION, headers: { Prefer: 'wait=3' } }), lambdaContext());
     expect(res.statusCode).toBe(202);
     expect(header(res, 'location')).toBe('/v1/actions/act-1');
+    expect(body(res)).toMatchObject({ action_result: { status: 'running' }, transaction_result: { status: 'committing' } });
     expect(clock.now() - start).toBe(3_000);
+    expect(rt.calls.filter((c) => c.method === 'getAction')).toHaveLength(1);
   });
 
   it('stops waiting when a queued action needs a human, and keeps answering 202', async () => {
-    const rt = stubRuntime({ submit: async () => outcome('accepted', 202, 'accepted'), getAction: async () => ({ action_result: { action_id: 'act-1', status: 'requires_human' } }) });
+    const rt = stubRuntime({
+      submit: async () => outcome('accepted', 202, 'accepted'),
+      getActionResult: async () => ({ action_id: 'act-1', status: 'requires_human' }),
+      getAction: async () => ({ action_result: { action_id: 'act-1', status: 'requires_human' } }),
+    });
     const res = await createSubmitActionHandler(deps(rt))(jsonEvent({ json: ACTION, headers: { Prefer: 'wait=25' } }), lambdaContext());
     expect(res.statusCode).toBe(202);
     expect(header(res, 'location')).toBe('/v1/actions/act-1');
     expect(header(res, 'preference-applied')).toBe('wait=25');
     expect(body(res)).toMatchObject({ action_result: { status: 'requires_human' } });
-    expect(rt.calls.filter((c) => c.method === 'getAction')).toHaveLength(1);
+    expect(rt.calls.map((c) => c.method)).toEqual(['submit', 'getActionResult', 'getAction']);
   });
 
   it('does not wait on an action that already requires a human (runtime answered 202 requires_human)', async () => {
@@ -146,15 +162,18 @@ describe('POST /v1/actions', () => {
   });
 
   it('answers 202 (the action was admitted) when a status read fails during the wait', async () => {
-    const rt = stubRuntime({
-      submit: async () => outcome('accepted', 202, 'accepted'),
-      getAction: async () => {
-        throw new AipError('transaction.store_unavailable');
-      },
-    });
-    const res = await createSubmitActionHandler(deps(rt))(jsonEvent({ json: ACTION, headers: { Prefer: 'wait=5' } }), lambdaContext());
-    expect(res.statusCode).toBe(202);
-    expect(body(res)).toMatchObject({ disposition: 'accepted', action_result: { status: 'accepted' } });
+    const unavailable = async (): Promise<never> => {
+      throw new AipError('transaction.store_unavailable');
+    };
+    for (const failing of [
+      { getActionResult: unavailable },
+      { getActionResult: async () => ({ action_id: 'act-1', status: 'completed' as const }), getAction: unavailable },
+    ]) {
+      const rt = stubRuntime({ submit: async () => outcome('accepted', 202, 'accepted'), ...failing });
+      const res = await createSubmitActionHandler(deps(rt))(jsonEvent({ json: ACTION, headers: { Prefer: 'wait=5' } }), lambdaContext());
+      expect(res.statusCode).toBe(202);
+      expect(body(res)).toMatchObject({ disposition: 'accepted', action_result: { status: 'accepted' } });
+    }
   });
 
   it('the wait never outlasts the Lambda: with 2 s left it does not poll at all', async () => {
@@ -220,13 +239,28 @@ describe('GET /v1/actions/{id}', () => {
     expect(rt.calls[0]?.args.slice(1)).toEqual(['globex', 'act-1']);
   });
 
-  it('long-polls with ?wait=N', async () => {
+  it('long-polls with ?wait=N: the action result until it settles, then the full state once', async () => {
     const clock = fakeClock();
     let n = 0;
-    const rt = stubRuntime({ getAction: async () => ({ action_result: { action_id: 'act-1', status: (++n >= 3 ? 'failed' : 'running') as ActionResult['status'], ...(n >= 3 ? { error: { code: 'x.y', message: 'm', category: 'permanent', retryable: false } } : {}) } }) });
+    const failed = { action_id: 'act-1', status: 'failed' as const, error: { code: 'x.y', message: 'm', category: 'permanent' as const, retryable: false } };
+    const rt = stubRuntime({
+      getActionResult: async () => (++n >= 3 ? failed : { action_id: 'act-1', status: 'running' as ActionResult['status'] }),
+      getAction: async () => ({ action_result: failed, transaction: { transaction_id: 'tx-1', status: 'failed' } }),
+    });
     const res = await createGetActionHandler(deps(rt, { clock }))(event({ query: { wait: '20' } }), lambdaContext());
-    expect(body(res)).toMatchObject({ action_result: { status: 'failed' } });
+    expect(body(res)).toEqual({ action_result: failed, transaction: { transaction_id: 'tx-1', status: 'failed' } });
     expect(n).toBe(3);
+    expect(rt.calls.filter((c) => c.method === 'getAction')).toHaveLength(1);
+  });
+
+  it('a ?wait=N for an action the caller cannot see answers the same not-found problem', async () => {
+    const rt = stubRuntime({
+      getActionResult: async () => {
+        throw new AipError('action.not_found');
+      },
+    });
+    expectProblem(await createGetActionHandler(deps(rt))(event({ query: { wait: '5' } }), lambdaContext()), 404, 'action.not_found');
+    expect(rt.calls.map((c) => c.method)).toEqual(['getActionResult']);
   });
 
   it('maps not found, rejects bad IDs and other tenants', async () => {

@@ -154,6 +154,7 @@ export function stubRuntime(impl: Partial<RuntimeApi> = {}): RuntimeApi & { call
   const methods: (keyof RuntimeApi)[] = [
     'submit',
     'getAction',
+    'getActionResult',
     'cancel',
     'readStream',
     'getTransaction',
