@@ -223,9 +223,9 @@ const CASES: readonly CrashCase[] = [
   },
   { point: 'after_response_before_settlement', flow: 'execute', final: 'committed', charge_requests: 2, recovery: 'the lost response is replayed by the provider under the same key' },
   { point: 'after_response_before_settlement', flow: 'commit', final: 'committed', charge_requests: 2, recovery: 'the lost commit response is replayed by the provider under the same key' },
-  { point: 'during_settlement', flow: 'execute', final: 'committed', charge_requests: 1, recovery: 'the transaction settled; the redelivery finishes the action from the record' },
-  { point: 'during_settlement', flow: 'commit', final: 'committed', charge_requests: 1, recovery: 'the commit settled; the redelivery finishes the action from the record' },
-  { point: 'during_settlement', flow: 'execute', lost: 'answer', final: 'reconciled', charge_requests: 1, recovery: 'outcome_unknown settled; the redelivery finishes the action and schedules; the Scheduler fires the reconciliation' },
+  { point: 'during_settlement', flow: 'execute', final: 'committed', charge_requests: 1, recovery: 'transaction, action and reservation settled in one write; the redelivery finds them settled' },
+  { point: 'during_settlement', flow: 'commit', final: 'committed', charge_requests: 1, recovery: 'the commit settled in one write with its action; the redelivery finds them settled' },
+  { point: 'during_settlement', flow: 'execute', lost: 'answer', final: 'reconciled', charge_requests: 1, recovery: 'outcome_unknown settled in one write before the schedule; the sweeper enqueues the overdue reconciliation' },
   { point: 'during_schedule_creation', flow: 'execute', lost: 'answer', final: 'reconciled', charge_requests: 1, recovery: 'the schedule is lost; the sweeper enqueues the overdue reconciliation' },
   { point: 'during_schedule_creation', flow: 'commit', lost: 'answer', final: 'reconciled', charge_requests: 1, recovery: 'the commit schedule is lost; the sweeper enqueues the overdue reconciliation' },
 ];
@@ -325,8 +325,9 @@ async function runCase(c: CrashCase): Promise<void> {
     const name = reconcileScheduleName({ tenant_id: TENANT, transaction_id });
     const schedule = stack.scheduler.list().find((s) => s.name === name);
     const reconciled = stack.handled('reconcile', (m) => m.kind === 'reconcile' && m.transaction_id === transaction_id);
-    if (c.point === 'during_schedule_creation') {
-      // The crash took the schedule with it (the redelivery found the action settled): the sweeper is the safety net.
+    if (c.point === 'during_schedule_creation' || c.point === 'during_settlement') {
+      // The crash came after the one settlement write and took the schedule with it (the redelivery finds the
+      // action settled): the sweeper is the safety net.
       expect(schedule).toBeUndefined();
       clock.advanceTo(new Date(settled.earliest_reconcile_at as string));
       expect((await stack.sweep()).enqueued).toBeGreaterThanOrEqual(1);
