@@ -143,17 +143,29 @@ export async function runAttempt(k: Kernel, message: InvokeMessage): Promise<Att
   // The checkpoint writer: fenced by the revision this attempt holds.
   let held = txn;
   let crashed: unknown;
+  // Checkpoint writes in flight. The deadline may end the connector call while one is being written; it
+  // still lands (or fails) and moves the revision, so settlement waits for it and settles from `held`.
+  const writing = new Set<Promise<void>>();
   const checkpoints: TransactionCheckpointWriter = {
-    checkpoint: async ({ provider_operation, reconciliation_cursor }) => {
-      try {
-        k.crash('after_provider_accept_before_checkpoint');
-        if (held === undefined) throw new AipError('connector.transaction_checkpoint_unavailable');
-        held = await k.journal.checkpoint(held as TransactionRecord & { status: TransactionRecord['status'] }, provider_operation, reconciliation_cursor);
-        k.crash('after_checkpoint_before_response');
-      } catch (err) {
-        if (isAipError(err, 'runtime.crash_injected')) crashed = err;
-        throw err;
-      }
+    checkpoint: ({ provider_operation, reconciliation_cursor }) => {
+      const write = (async () => {
+        try {
+          k.crash('after_provider_accept_before_checkpoint');
+          if (held === undefined) throw new AipError('connector.transaction_checkpoint_unavailable');
+          held = await k.journal.checkpoint(held as TransactionRecord & { status: TransactionRecord['status'] }, provider_operation, reconciliation_cursor);
+          k.crash('after_checkpoint_before_response');
+        } catch (err) {
+          if (isAipError(err, 'runtime.crash_injected')) crashed = err;
+          throw err;
+        }
+      })();
+      const tracked = write.then(
+        () => undefined,
+        () => undefined,
+      );
+      writing.add(tracked);
+      void tracked.then(() => writing.delete(tracked));
+      return write;
     },
   };
   const streaming = connectorReg.capability.execution?.supports_streaming === true && connectorReg.implementation_support.streaming;
@@ -164,6 +176,7 @@ export async function runAttempt(k: Kernel, message: InvokeMessage): Promise<Att
     ...(txn !== undefined ? { transaction_checkpoints: checkpoints } : {}),
     ...(stream_sink !== undefined ? { stream_sink } : {}),
   });
+  await Promise.all([...writing]);
   if (crashed !== undefined) throw crashed;
   k.crash('after_response_before_settlement');
 

@@ -121,6 +121,11 @@ export async function admitPlannedCommit(k: Kernel, adm: Admission): Promise<Tra
   try {
     return await claimPlan(k, adm, record);
   } catch (err) {
+    if (isAipError(err, 'transaction.state_conflict')) {
+      // Lost to a concurrent admission of this same commit action (a duplicate submission): it is claimed, by this action.
+      const current = await k.deps.transactions.get({ tenant_id: adm.tenant_id, transaction_id: record.transaction_id });
+      if (current !== undefined && current.status === 'committing' && current.action_id === adm.action.id) return current;
+    }
     throw claimConflict(err, record);
   }
 }

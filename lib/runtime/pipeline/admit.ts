@@ -113,12 +113,18 @@ export async function admit(k: Kernel, adm: Admission): Promise<SubmitOutcome> {
   return guarded(k, admitted, () => (isPreview(adm.action) ? runPreview(k, admitted) : continueAdmission(k, admitted)));
 }
 
-/** Records a definitive rejection on an action this admission owns, then rethrows. */
+/**
+ * Records a definitive rejection on an action this admission owns, then rethrows.
+ * `runtime.attempt_in_flight` is not one: a resubmission (or a concurrent
+ * duplicate) that resumed admission found this very action's transaction
+ * already admitted and in flight; the refusal concerns that request only, and
+ * the action goes on (failing it would leave its transaction `prepared` with
+ * no attempt ever settling it).
+ */
 export async function guarded<T>(k: Kernel, adm: AdmittedAction, body: () => Promise<T>): Promise<T> {
   try {
     return await body();
   } catch (err) {
-    // runtime.attempt_in_flight: this very action's attempt is under way (a resubmission found it): nothing to record on it.
     if (isAipError(err) && !isTransientError(err) && !isAipError(err, 'runtime.attempt_in_flight')) {
       const current = await k.deps.actions.get({ tenant_id: adm.tenant_id, action_id: adm.action.id });
       if (current !== undefined && (current.status === 'accepted' || current.status === 'requires_human') && current.fence === 0) {
