@@ -276,6 +276,26 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
     return { update: { TableName: this.table, Key: key, ...b.render() }, failure: (old) => this.notOwner('mark_uncertain', input, old, iso) };
   }
 
+  async expireRejected(input: OwnerInput): Promise<IdempotencyReservation> {
+    const key = this.scopeKey(input);
+    this.checkOwner(input);
+    const now = this.clock();
+    const iso = now.toISOString();
+    const b = new UpdateBuilder();
+    const exp = b.n('expires_at');
+    b.condition(`${b.n('action_id')} = ${b.v(input.action_id)}`);
+    b.condition(`${b.n('fence')} = ${b.v(input.fence)}`);
+    b.condition(`${b.n('status')} = ${b.v('in_flight')}`);
+    b.condition(`attribute_not_exists(${exp}) OR ${exp} > ${b.v(iso)}`);
+    b.setExpr('revision', `${b.n('revision')} + ${b.v(1)}`);
+    b.set('updated_at', iso);
+    b.set('expires_at', iso);
+    b.set(TTL_ATTRIBUTE, ttlFor(now.getTime()));
+    const out = await conditionalUpdate(this.client, { TableName: this.table, Key: key, ...b.render() });
+    if (out.ok) return toReservation(out.item);
+    throw this.notOwner('expire_rejected', input, out.old, iso);
+  }
+
   async adopt(input: AdoptInput): Promise<IdempotencyReservation> {
     const prepared = this.prepareAdopt(input);
     const out = await conditionalUpdate(this.client, prepared.update);

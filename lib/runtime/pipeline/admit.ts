@@ -129,9 +129,26 @@ export async function guarded<T>(k: Kernel, adm: AdmittedAction, body: () => Pro
       const current = await k.deps.actions.get({ tenant_id: adm.tenant_id, action_id: adm.action.id });
       if (current !== undefined && (current.status === 'accepted' || current.status === 'requires_human') && current.fence === 0) {
         await finishUnstartedAction(k, current, failedResult(adm.action.id, err, k.now()));
+        await releaseReservation(k, adm, current.fence);
       }
     }
     throw err;
+  }
+}
+
+/**
+ * Gives back the idempotency key this rejected admission reserved (if it did:
+ * a reservation held by another action, or none, is left alone), so a
+ * corrected request may use it, as when the composite admission write is
+ * refused and writes nothing.
+ */
+async function releaseReservation(k: Kernel, adm: AdmittedAction, fence: number): Promise<void> {
+  const key = adm.action.idempotency_key;
+  if (key === undefined) return;
+  try {
+    await k.deps.idempotency.expireRejected({ tenant_id: adm.tenant_id, principal_id: adm.principal.id, key, action_id: adm.action.id, fence });
+  } catch (err) {
+    if (!isAipError(err, 'idempotency.not_owner')) throw err;
   }
 }
 

@@ -226,6 +226,34 @@ describe('uncertain outcomes: kept, never deleted', () => {
   });
 });
 
+describe('expireRejected (an admission rejected after it reserved the key)', () => {
+  it('ends the retention now, keeps the item, and lets the next request reserve the key afresh', async () => {
+    const first = reserveInput();
+    await s.idempotency.reserve(first);
+    const expired = await s.idempotency.expireRejected(first);
+    expect(expired).toMatchObject({ status: 'in_flight', revision: 2 });
+    expect(await s.idempotency.get(first)).toBeUndefined();
+    expect(await s.rawItem(keys.idempotency(TENANT, PRINCIPAL.id, idempotencyKeyHash(first.key)))).toBeDefined();
+    s.clock.advance(1);
+    const next = await s.idempotency.reserve({ ...first, action_id: uid('corrected'), fingerprint: 'f'.repeat(64) });
+    expect(next.outcome).toBe('reserved');
+  });
+
+  it('is fenced on the owner and refuses anything but an in-flight reservation', async () => {
+    const first = reserveInput({ fence: 0 });
+    await s.idempotency.reserve(first);
+    expect((await aipError(s.idempotency.expireRejected({ ...first, action_id: 'other' }))).details).toMatchObject({ reason: 'other_action' });
+    expect((await aipError(s.idempotency.expireRejected({ ...first, fence: 1 }))).details).toMatchObject({ reason: 'stale_fence' });
+    await s.idempotency.complete({ ...first, result: result(first.action_id) });
+    expect((await aipError(s.idempotency.expireRejected(first))).details).toMatchObject({ reason: 'status_completed' });
+    const uncertain = reserveInput();
+    await s.idempotency.reserve(uncertain);
+    await s.idempotency.markUncertain(uncertain);
+    expect((await aipError(s.idempotency.expireRejected(uncertain))).details).toMatchObject({ reason: 'status_uncertain' });
+    expect((await aipError(s.idempotency.expireRejected(reserveInput()))).details).toMatchObject({ reason: 'not_found' });
+  });
+});
+
 describe('adopt', () => {
   it('a newer attempt of the same action takes the reservation over; the zombie can no longer complete', async () => {
     const first = reserveInput({ fence: 1 });

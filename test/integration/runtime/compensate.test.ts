@@ -49,6 +49,16 @@ describe('Compensation is a new governed action', () => {
     expect(await codeOf(h.runtime.submit(caller(), compensate(uid('nobody'))))).toBe('runtime.compensation_target_not_found');
   });
 
+  it('a compensate rejected after its key was reserved gives the key back: the corrected request with the same key is admitted', async () => {
+    const key = uid('key');
+    expect(await codeOf(h.runtime.submit(caller(), compensate(uid('nobody'), { idempotency_key: key })))).toBe('runtime.compensation_target_not_found');
+    expect(await h.stores.idempotency.get({ tenant_id: TENANT, principal_id: caller().principal.id, key })).toBeUndefined();
+    const ok = await executed();
+    expect((await h.runtime.submit(caller(), compensate(ok.a, { idempotency_key: key }))).disposition).toBe('accepted');
+    await h.drain();
+    expect((await h.stores.idempotency.get({ tenant_id: TENANT, principal_id: caller().principal.id, key }))?.status).toBe('completed');
+  });
+
   it('a narrow partial-failure path qualifies when a non-retryable error records both side_effects_committed: true and compensation_required: true', async () => {
     const { a, tx } = await executed('partial');
     const rec = await record(tx);
