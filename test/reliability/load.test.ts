@@ -522,7 +522,9 @@ describe('load', () => {
     const ledger = stack.simulator.ledger();
     const firstTxn = items.findIndex((i) => i.SK?.S === 'TXN' && i.status?.S === 'committed');
     const firstReceipt = items.findIndex((i) => i.SK?.S === 'RCPT#00000001');
-    const firstAction = items.findIndex((i) => i.SK?.S === 'ACTION' && i.mode?.S === 'execute');
+    // An action a client submitted and had accepted (not a warm-up, retry copy or runtime-internal action).
+    const accepted = new Set(submitted.map((a) => `${a.tenant_id}/${a.action_id}`));
+    const firstAction = items.findIndex((i) => i.SK?.S === 'ACTION' && accepted.has(`${i.tenant_id?.S}/${i.action_id?.S}`));
     const without = (n: number) => items.filter((_, i) => i !== n);
     const planted = {
       duplicated_effect: checkConsistency({ items, ledger: [...ledger, { ...(ledger[0] as (typeof ledger)[number]), operation_id: 'op_planted' }], submitted }).duplicated.length,
