@@ -104,7 +104,27 @@ export type StartWriteOutcome =
       readonly refused: { readonly action?: AipError; readonly transaction?: AipError; readonly idempotency?: AipError };
     };
 
+export interface AttemptReadInput {
+  readonly tenant_id: string;
+  readonly action_id: string;
+  /** The transaction the invocation message names, read in the same request. */
+  readonly transaction_id?: string;
+}
+
+export interface AttemptRead {
+  /** The action record (undefined: absent), as `ActionStore.get` returns it. */
+  readonly action: ActionRecord | undefined;
+  /** Present when the transaction item was read (record undefined: absent), as `TransactionStore.get` returns it. */
+  readonly transaction?: { readonly transaction_id: string; readonly record: TransactionRecord | undefined };
+}
+
 export interface AtomicWrites {
+  /**
+   * The records an attempt starts from, the action and the transaction its
+   * message names, read strongly consistently in ONE request (the same
+   * capacity as two reads). Optional: without it the worker reads them apart.
+   */
+  loadAttempt?(input: AttemptReadInput): Promise<AttemptRead>;
   /** Attempt start: action lease + transaction lease (+ receipt) + reservation adoption in one write. Nothing is written when any part refuses. */
   startAttempt(input: StartWriteInput): Promise<StartWriteOutcome>;
   /** Admission: action + reservation + transaction creation or plan claim (+ receipt) in one write. */

@@ -14,6 +14,7 @@
  */
 import { isAipError } from '../errors/aip-error.js';
 import { sha256Hex, validateAction, type Action } from '../protocol/index.js';
+import type { ActionRecord } from '../ports/action-store.js';
 import type { ReconcileMessage } from '../ports/messages.js';
 import type { QueueBatchEntry } from '../ports/queue.js';
 import type { TransactionRecord } from '../ports/transaction-store.js';
@@ -105,11 +106,13 @@ export async function reconcileMessage(k: Kernel, msg: ReconcileMessage): Promis
   const reg = k.deps.registry.find(txn.capability_id);
   const caller = serviceCaller(k.config.service_principal, txn.tenant_id, [...(reg?.capability.authorization?.scopes ?? []), ...k.config.service_scopes]);
   let admitted;
+  // The records as the admission's own writes left them: the inline attempt starts from them.
+  const written: { action?: ActionRecord; transaction?: TransactionRecord } = {};
   try {
     // The same pipeline as any governed action, from the core envelope validator on.
     const adm = await prepare(k, caller, validateAction(action), { tenant_id: txn.tenant_id, internal: true });
     // Admission starts from the record read above (its begin_reconcile write is conditional on it).
-    admitted = await admit(k, { ...adm, internal: true, known_transaction: txn });
+    admitted = await admit(k, { ...adm, internal: true, known_transaction: txn, written });
   } catch (err) {
     if (isAipError(err, 'runtime.reconcile_not_outcome_unknown') || isAipError(err, 'runtime.action_in_flight')) {
       return out(msg, 'in_progress', { action_id: action.id });
@@ -122,7 +125,7 @@ export async function reconcileMessage(k: Kernel, msg: ReconcileMessage): Promis
     return out(msg, dispositionOf(after), { action_id: action.id, ...(after ? { transaction_status: after.status } : {}) });
   }
   // Internal admissions do not enqueue: the consumer runs the attempt inline.
-  const attempt = await runAttempt(k, { kind: 'invoke', tenant_id: txn.tenant_id, action_id: action.id, transaction_id: txn.transaction_id, fence: 0, attempt: 1 });
+  const attempt = await runAttempt(k, { kind: 'invoke', tenant_id: txn.tenant_id, action_id: action.id, transaction_id: txn.transaction_id, fence: 0, attempt: 1 }, { original, ...written });
   return afterAttempt(k, msg, action.id, attempt);
 }
 

@@ -430,6 +430,17 @@ export class DynamoActionStore implements ActionStore {
     throw this.conflict(input, 'request_cancel', old, NON_TERMINAL, expected, TERMINAL.has(String(old.status)) ? 'terminal' : undefined);
   }
 
+  /** The table and key of the action item, the ref checked as `get` checks it (for a composite read, lib/aws/dynamo/atomic-writes.ts). */
+  readKey(ref: ActionRef): { readonly table: string; readonly key: { PK: string; SK: string } } {
+    this.checkRef(ref);
+    return { table: this.table, key: keys.action(ref.tenant_id, ref.action_id) };
+  }
+
+  /** The record of an action item read strongly consistently by a composite read. */
+  recordOf(item: Item): ActionRecord {
+    return toRecord(item);
+  }
+
   async get(ref: ActionRef): Promise<ActionRecord | undefined> {
     this.checkRef(ref);
     const item = await consistentGet(this.client, this.table, keys.action(ref.tenant_id, ref.action_id));

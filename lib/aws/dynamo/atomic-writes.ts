@@ -13,9 +13,9 @@
  * 4 MB; each item appears once.
  */
 import { setTimeout as delay } from 'node:timers/promises';
-import { TransactWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, TransactWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { AipError } from '../../errors/aip-error.js';
-import type { AdmitWriteInput, AdmitWriteOutcome, AtomicWrites, SettleWriteInput, SettleWriteOutcome, StartWriteInput, StartWriteOutcome } from '../../ports/atomic-writes.js';
+import type { AdmitWriteInput, AdmitWriteOutcome, AtomicWrites, AttemptRead, AttemptReadInput, SettleWriteInput, SettleWriteOutcome, StartWriteInput, StartWriteOutcome } from '../../ports/atomic-writes.js';
 import type { TransactionRecord } from '../../ports/transaction-store.js';
 import type { DynamoActionStore } from './action-store.js';
 import { fromAttributeMap } from './attribute-values.js';
@@ -85,6 +85,41 @@ export class DynamoAtomicWrites implements AtomicWrites {
     const record = await this.transactions.get({ tenant_id: ref.tenant_id, transaction_id: ref.transaction_id });
     if (record === undefined) throw new AipError('internal.unexpected', 'transaction vanished after a successful write');
     return record;
+  }
+
+  /**
+   * One BatchGetItem (ConsistentRead) for the action and its transaction. Keys
+   * DynamoDB leaves unprocessed (throttling) are asked again with a short
+   * backoff; after 8 rounds the read fails as `transaction.store_unavailable`.
+   */
+  async loadAttempt(input: AttemptReadInput): Promise<AttemptRead> {
+    const action = this.actions.readKey({ tenant_id: input.tenant_id, action_id: input.action_id });
+    const txn = input.transaction_id !== undefined ? this.transactions.readKey(input.tenant_id, input.transaction_id) : undefined;
+    if (txn !== undefined && txn.table !== action.table) throw new AipError('internal.unexpected', 'the action and transaction stores use different tables');
+    const found = new Map<string, Item>();
+    const id = (k: { PK: unknown; SK: unknown }) => `${String(k.PK)}|${String(k.SK)}`;
+    let pending: Item[] = [action.key, ...(txn !== undefined ? [txn.key] : [])];
+    for (let round = 0; pending.length > 0; round++) {
+      if (round > 0) {
+        if (round > 8) throw new AipError('transaction.store_unavailable', undefined, { details: { reason: 'unprocessed_keys' } });
+        await delay(Math.min(1_000, 25 * 2 ** round));
+      }
+      let out;
+      try {
+        out = await this.client.send(new BatchGetCommand({ RequestItems: { [action.table]: { Keys: pending, ConsistentRead: true } } }));
+      } catch (err) {
+        throw mapStoreError(err);
+      }
+      for (const item of out.Responses?.[action.table] ?? []) found.set(id(item as { PK: unknown; SK: unknown }), item);
+      pending = (out.UnprocessedKeys?.[action.table]?.Keys as Item[] | undefined) ?? [];
+    }
+    const actionItem = found.get(id(action.key));
+    return {
+      action: actionItem !== undefined ? this.actions.recordOf(actionItem) : undefined,
+      ...(txn !== undefined && input.transaction_id !== undefined
+        ? { transaction: { transaction_id: input.transaction_id, record: this.transactions.recordOf(input.tenant_id, input.transaction_id, found.get(id(txn.key))) } }
+        : {}),
+    };
   }
 
   async admit(input: AdmitWriteInput): Promise<AdmitWriteOutcome> {

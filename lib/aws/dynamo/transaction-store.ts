@@ -1231,6 +1231,25 @@ export class DynamoTransactionStore implements TransactionStore {
     }
   }
 
+  /**
+   * The table and key of a transaction item for a composite read (lib/aws/dynamo/atomic-writes.ts);
+   * undefined when `get` would refuse the IDs (the caller then reads through `get`).
+   */
+  readKey(tenant_id: string, transaction_id: string): { readonly table: string; readonly key: { PK: string; SK: string } } | undefined {
+    const ok = (v: unknown) => typeof v === 'string' && v.length > 0 && v.length <= ID_MAX_LENGTH && ID_PATTERN.test(v);
+    return ok(tenant_id) && ok(transaction_id) ? { table: this.table, key: keys.transaction(tenant_id, transaction_id) } : undefined;
+  }
+
+  /** The record of a transaction item read strongly consistently by a composite read (undefined: absent); learned as `get` learns it. */
+  recordOf(tenant_id: string, transaction_id: string, item: Item | undefined): TransactionRecord | undefined {
+    if (item === undefined) {
+      this.forget(tenant_id, transaction_id);
+      return undefined;
+    }
+    this.remember(item);
+    return toRecord(item);
+  }
+
   async get(selector: TransactionSelector): Promise<TransactionRecord | undefined> {
     const bad = () => invalid('transaction.invalid_selector', 'Select by exactly one of transaction_id, plan_id or action_id, within a tenant');
     if (selector === null || typeof selector !== 'object') throw bad();

@@ -32,6 +32,7 @@ import { DEFAULT_RECONCILE_DELAY_MS, type SettleOutcome } from '../../transactio
 import { reconcileBackoffMs } from '../config.js';
 import { RECEIPT_EVENTS } from '../journal.js';
 import type { Kernel } from '../kernel.js';
+import { isTerminalAction } from '../pipeline/action-record.js';
 import type { RegisteredCapability } from '../registry.js';
 import type { AttemptOutcome } from '../types.js';
 
@@ -126,6 +127,8 @@ export interface SettleRequest {
   readonly attempt_id: string;
   /** Reconcile: the reconciliation record (terminal or not) as evidence. */
   readonly reconciliation?: JsonObject;
+  /** Reconcile: the original action as the consumer read it (used only when terminal: a terminal action is never rewritten). */
+  readonly original?: ActionRecord;
 }
 
 /** The transaction settlement an attempt asks for (same fields whichever path writes it). */
@@ -195,7 +198,16 @@ export async function settleAttempt(k: Kernel, req: SettleRequest): Promise<Atte
     }
     k.crash('during_settlement');
   }
-  return finishSideRecords(k, { action, fence: req.fence, mode: req.mode, result: classified.result, reg: req.reg, attempt_id: req.attempt_id, ...(txn !== undefined ? { txn } : {}) });
+  return finishSideRecords(k, {
+    action,
+    fence: req.fence,
+    mode: req.mode,
+    result: classified.result,
+    reg: req.reg,
+    attempt_id: req.attempt_id,
+    ...(txn !== undefined ? { txn } : {}),
+    ...(req.original !== undefined ? { original: req.original } : {}),
+  });
 }
 
 /**
@@ -257,7 +269,7 @@ async function settleAtomically(k: Kernel, req: SettleRequest, atomic: AtomicWri
     if (out.transaction !== undefined) txn = out.transaction;
     k.crash('during_settlement');
     if (!withAction) return superseded(action, { fence: req.fence, ...(txn ? { txn } : {}) }, 'action_fence_moved');
-    if (txn !== undefined) await afterTransactionSettled(k, txn, req.mode, action);
+    if (txn !== undefined) await afterTransactionSettled(k, txn, req.mode, action, req.original);
     return settledOutcome(action, req.fence, txn, result);
   }
   throw new AipError('internal.unexpected', 'settlement did not converge');
@@ -283,6 +295,8 @@ export interface FinishRequest {
   readonly result: ActionResult;
   readonly reg: RegisteredCapability;
   readonly attempt_id: string;
+  /** See SettleRequest.original. */
+  readonly original?: ActionRecord;
 }
 
 /** Action settle (fenced), idempotency, then reconciliation scheduling / escalation. Idempotent on redelivery. */
@@ -297,7 +311,7 @@ export async function finishSideRecords(k: Kernel, req: FinishRequest): Promise<
   }
 
   await settleIdempotency(k, action, req.fence, result, txn);
-  if (txn !== undefined) await afterTransactionSettled(k, txn, req.mode, action);
+  if (txn !== undefined) await afterTransactionSettled(k, txn, req.mode, action, req.original);
   return settledOutcome(action, req.fence, txn, settled.result ?? result);
 }
 
@@ -350,7 +364,7 @@ async function settleIdempotency(k: Kernel, action: ActionRecord, fence: number,
 }
 
 /** Scheduling, escalation and the original reservation after a reconciliation. */
-async function afterTransactionSettled(k: Kernel, txn: TransactionRecord, mode: TransactionMode | undefined, action: ActionRecord): Promise<void> {
+async function afterTransactionSettled(k: Kernel, txn: TransactionRecord, mode: TransactionMode | undefined, action: ActionRecord, original?: ActionRecord): Promise<void> {
   if (txn.status === 'outcome_unknown') {
     if (mode === 'reconcile' && txn.reconcile_attempts >= k.config.reconcile.max_attempts) {
       await escalate(k, txn, 'attempts_exhausted');
@@ -362,7 +376,7 @@ async function afterTransactionSettled(k: Kernel, txn: TransactionRecord, mode: 
   }
   if (txn.status === 'reconciled' && mode === 'reconcile') {
     await cancelSchedule(k, txn);
-    await completeOriginalReservation(k, txn, action);
+    await completeOriginalReservation(k, txn, action, original);
   }
 }
 
@@ -409,8 +423,13 @@ export async function escalate(k: Kernel, txn: TransactionRecord, reason: string
  * with the original result annotated with the reconciliation (it is never
  * rewritten as committed).
  */
-async function completeOriginalReservation(k: Kernel, txn: TransactionRecord, reconcileAction: ActionRecord): Promise<void> {
-  const original = await k.deps.actions.get({ tenant_id: txn.tenant_id, action_id: txn.action_id });
+async function completeOriginalReservation(k: Kernel, txn: TransactionRecord, reconcileAction: ActionRecord, held?: ActionRecord): Promise<void> {
+  // The consumer's (strongly consistent) read of the original action is reused only when it was terminal:
+  // a terminal action is never rewritten (settle and every transition are conditioned on a non-terminal status).
+  const original =
+    held !== undefined && held.tenant_id === txn.tenant_id && held.action_id === txn.action_id && isTerminalAction(held.status)
+      ? held
+      : await k.deps.actions.get({ tenant_id: txn.tenant_id, action_id: txn.action_id });
   const key = original?.action.idempotency_key;
   if (original === undefined || key === undefined) return;
   const scope = { tenant_id: original.tenant_id, principal_id: original.principal.id, key };

@@ -52,9 +52,27 @@ export function approvalEvidence(approval: ApprovalRecord | undefined): Approval
   };
 }
 
-export async function runAttempt(k: Kernel, message: InvokeMessage): Promise<AttemptOutcome> {
-  const ref = { tenant_id: message.tenant_id, action_id: message.action_id };
-  const action = await k.deps.actions.get(ref);
+/**
+ * What the reconcile consumer, running a reconcile attempt inline, already holds:
+ * - `action`, `transaction`: the reconcile action and the transaction exactly as
+ *   the admission's own conditional writes returned them (creation,
+ *   begin_reconcile); the attempt starts from them instead of reading them. The
+ *   lease write that follows is conditioned on their revisions, as after a read.
+ * - `original`: the original action as the consumer read it (strongly
+ *   consistent); the settlement reuses it only if it was terminal (a terminal
+ *   action is never rewritten).
+ */
+export interface KnownRecords {
+  readonly action?: ActionRecord;
+  readonly transaction?: TransactionRecord;
+  readonly original?: ActionRecord;
+}
+
+export async function runAttempt(k: Kernel, message: InvokeMessage, known?: KnownRecords): Promise<AttemptOutcome> {
+  const heldAction = known?.action !== undefined && known.action.tenant_id === message.tenant_id && known.action.action_id === message.action_id ? known.action : undefined;
+  const heldTxn = known?.transaction !== undefined && known.transaction.tenant_id === message.tenant_id && known.transaction.transaction_id === message.transaction_id ? known.transaction : undefined;
+  const loaded = heldAction !== undefined ? { action: heldAction, ...(heldTxn !== undefined ? { transaction: { transaction_id: heldTxn.transaction_id, record: heldTxn } } : {}) } : await loadAttempt(k, message);
+  const action = loaded.action;
   if (action === undefined) return attemptOutcome(message, 'dropped', { reason: 'action_not_found' });
   if (action.status === 'requires_human') return attemptOutcome(message, 'dropped', { reason: 'awaiting_approval' });
   const mode = action.action.transaction?.mode;
@@ -66,7 +84,12 @@ export async function runAttempt(k: Kernel, message: InvokeMessage): Promise<Att
   k.crash('after_receive_before_lease');
 
   const reg = k.deps.registry.find(action.capability_id);
-  let txn = txId !== undefined ? await k.deps.transactions.get({ tenant_id: action.tenant_id, transaction_id: txId }) : undefined;
+  let txn =
+    txId === undefined
+      ? undefined
+      : loaded.transaction?.transaction_id === txId
+        ? loaded.transaction.record
+        : await k.deps.transactions.get({ tenant_id: action.tenant_id, transaction_id: txId });
   if (txn !== undefined && !boundTo(action, txn, mode)) return attemptOutcome(message, 'dropped', { reason: 'transaction_bound_to_another_action' });
   if (txId !== undefined && txn === undefined) return attemptOutcome(message, 'dropped', { reason: 'transaction_not_found' });
 
@@ -193,7 +216,21 @@ export async function runAttempt(k: Kernel, message: InvokeMessage): Promise<Att
     ...(reconciliation !== undefined ? { reconciliation } : {}),
     reg: connectorReg,
     attempt_id,
+    ...(mode === 'reconcile' && known?.original !== undefined ? { original: known.original } : {}),
   });
+}
+
+/**
+ * Step 1: the action, and the transaction the message names, in one
+ * strongly consistent read when the composite port offers it (otherwise the
+ * action alone here; the transaction is read once the action names it). The
+ * transaction read here is used only when the action is bound to that very ID.
+ */
+async function loadAttempt(k: Kernel, message: InvokeMessage): Promise<{ action: ActionRecord | undefined; transaction?: { transaction_id: string; record: TransactionRecord | undefined } }> {
+  const ref = { tenant_id: message.tenant_id, action_id: message.action_id };
+  const atomic = k.deps.atomic;
+  if (atomic?.loadAttempt === undefined || message.transaction_id === undefined) return { action: await k.deps.actions.get(ref) };
+  return atomic.loadAttempt({ ...ref, transaction_id: message.transaction_id });
 }
 
 /**

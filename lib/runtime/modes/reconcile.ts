@@ -73,5 +73,6 @@ async function beginReconcile(k: Kernel, adm: Admission, txId: string, record: T
     // The request supplies recovery data the record lacks: make it durable before the handler runs.
     begun = await k.journal.checkpoint(begun, ref, cursor);
   }
+  if (adm.written !== undefined) adm.written.transaction = begun;
   return begun;
 }

@@ -271,6 +271,7 @@ export async function continueAdmission(k: Kernel, adm: AdmittedAction): Promise
 async function dispatch(k: Kernel, adm: AdmittedAction, txRecord: TransactionRecord | undefined): Promise<SubmitOutcome> {
   k.crash('after_admission_before_enqueue');
   // The runtime's own reconcile actions run inline in the reconcile consumer (a crash is re-driven from `reconciling`).
+  if (adm.internal === true && adm.created && adm.written !== undefined) adm.written.action = adm.record;
   if (adm.internal !== true) await k.enqueueInvoke({
     kind: 'invoke',
     tenant_id: adm.tenant_id,

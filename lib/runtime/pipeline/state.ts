@@ -34,6 +34,14 @@ export interface Admission {
    * lost compare-and-set falls back to a fresh read and the same checks.
    */
   readonly known_transaction?: TransactionRecord;
+  /**
+   * Internal admissions whose attempt the caller runs inline (the reconcile
+   * consumer): filled with the records exactly as this admission's own
+   * conditional writes left them (the action record it created; the
+   * transaction record its begin_reconcile write returned), so the attempt
+   * need not read them again. Nothing is put here from a read.
+   */
+  readonly written?: { action?: ActionRecord; transaction?: TransactionRecord };
 }
 
 export interface AdmittedAction extends Admission {

@@ -442,3 +442,45 @@ describe('Composite attempt start', () => {
     expect(await table.store.get({ tenant_id: TENANT, transaction_id: out1.transaction?.transaction_id as string })).toMatchObject({ fence: 1, lease_owner: owner, receipt_count: 2 });
   });
 });
+
+describe('loadAttempt: the action and its transaction in one strongly consistent read', () => {
+  it('returns what the two stores’ own reads return, in one BatchGetItem', async () => {
+    const a = actionFixture();
+    await admitted(admission(a));
+    const txnId = a.transaction?.transaction_id as string;
+    const from = sent.length;
+    const read = await atomic.loadAttempt({ tenant_id: TENANT, action_id: a.id, transaction_id: txnId });
+    expect(sent.slice(from)).toEqual(['BatchGetItem']);
+    expect(read.action).toEqual(await actions.get({ tenant_id: TENANT, action_id: a.id }));
+    expect(read.transaction).toEqual({ transaction_id: txnId, record: await table.store.get({ tenant_id: TENANT, transaction_id: txnId }) });
+  });
+
+  it('absent items read as absent; without a transaction ID only the action is read', async () => {
+    const missing = await atomic.loadAttempt({ tenant_id: TENANT, action_id: uid('none'), transaction_id: uid('txn-none') });
+    expect(missing.action).toBeUndefined();
+    expect(missing.transaction).toEqual({ transaction_id: expect.any(String), record: undefined });
+    const a = actionFixture();
+    await admitted(admission(a));
+    const alone = await atomic.loadAttempt({ tenant_id: TENANT, action_id: a.id });
+    expect(alone.action?.action_id).toBe(a.id);
+    expect(alone.transaction).toBeUndefined();
+  });
+
+  it('IDs the stores refuse: the action store’s error; a transaction ID get would refuse is left to get', async () => {
+    const badAction = await atomic.loadAttempt({ tenant_id: TENANT, action_id: 'not an id' }).then(
+      () => undefined,
+      (err: unknown) => (err instanceof AipError ? err.code : 'other'),
+    );
+    const viaGet = await actions.get({ tenant_id: TENANT, action_id: 'not an id' }).then(
+      () => undefined,
+      (err: unknown) => (err instanceof AipError ? err.code : 'other'),
+    );
+    expect(badAction).toBe(viaGet);
+    expect(badAction).toBeDefined();
+    const a = actionFixture();
+    await admitted(admission(a));
+    const read = await atomic.loadAttempt({ tenant_id: TENANT, action_id: a.id, transaction_id: 'not an id' });
+    expect(read.action?.action_id).toBe(a.id);
+    expect(read.transaction).toBeUndefined();
+  });
+});

@@ -30,10 +30,25 @@ interface Request {
   readonly command: string;
   /** Partition key of the item read (GetItem) or queried (Query). */
   readonly pk: string;
+  /** BatchGetItem: the partition keys asked for. */
+  readonly batch?: string[];
 }
 const requests: Request[] = [];
 /** Runs once, just before the next TransactWriteItems: the moment a concurrent writer moves the record. */
 let beforeNextTransactWrite: (() => Promise<void>) | undefined;
+/** The next BatchGetItem answers its last key as unprocessed (as DynamoDB does under throttling). */
+let throttleNextBatchGet = false;
+
+function text(raw: unknown): string {
+  if (typeof raw === 'string') return raw;
+  if (raw !== null && typeof raw === 'object' && typeof (raw as { S?: unknown }).S === 'string') return (raw as { S: string }).S;
+  return '';
+}
+
+function batchKeys(input: { RequestItems?: Record<string, { Keys?: { PK?: unknown }[] }> }): string[] | undefined {
+  if (input.RequestItems === undefined) return undefined;
+  return Object.values(input.RequestItems).flatMap((r) => (r.Keys ?? []).map((k) => text(k.PK)));
+}
 
 function pkOf(input: { Key?: { PK?: unknown }; ExpressionAttributeValues?: Record<string, unknown> }): string {
   const raw = input.Key?.PK ?? input.ExpressionAttributeValues?.[':pk'];
@@ -52,7 +67,18 @@ beforeAll(async () => {
         beforeNextTransactWrite = undefined;
         await run();
       }
-      requests.push({ command: String(context.commandName), pk: pkOf(args.input as Parameters<typeof pkOf>[0]) });
+      const batch = batchKeys(args.input as Parameters<typeof batchKeys>[0]);
+      requests.push({ command: String(context.commandName), pk: pkOf(args.input as Parameters<typeof pkOf>[0]), ...(batch !== undefined ? { batch } : {}) });
+      if (context.commandName === 'BatchGetItemCommand' && throttleNextBatchGet) {
+        throttleNextBatchGet = false;
+        // Ask for all but the last key; hand the last one back as unprocessed.
+        const input = args.input as { RequestItems: Record<string, { Keys: unknown[]; ConsistentRead?: boolean }> };
+        const [table, request] = Object.entries(input.RequestItems)[0] as [string, { Keys: unknown[]; ConsistentRead?: boolean }];
+        const held = request.Keys[request.Keys.length - 1];
+        const out = await next({ ...args, input: { ...input, RequestItems: { [table]: { ...request, Keys: request.Keys.slice(0, -1) } } } });
+        (out.output as { UnprocessedKeys?: unknown }).UnprocessedKeys = { [table]: { ...request, Keys: [held] } };
+        return out;
+      }
       return next(args);
     },
     { step: 'initialize', name: 'recordRequests' },
@@ -61,10 +87,11 @@ beforeAll(async () => {
 afterAll(async () => h.destroy());
 beforeEach(() => {
   beforeNextTransactWrite = undefined;
+  throttleNextBatchGet = false;
 });
 
-/** The GetItem requests made while `body` runs, by item partition-key prefix. */
-async function readsDuring<T>(body: () => Promise<T>): Promise<{ value: T; gets: (prefix: string) => number; queries: (prefix: string) => number }> {
+/** The read requests made while `body` runs, by item partition-key prefix. */
+async function readsDuring<T>(body: () => Promise<T>): Promise<{ value: T; gets: (prefix: string) => number; queries: (prefix: string) => number; batches: string[][] }> {
   const from = requests.length;
   const value = await body();
   const seen = requests.slice(from);
@@ -72,6 +99,7 @@ async function readsDuring<T>(body: () => Promise<T>): Promise<{ value: T; gets:
     value,
     gets: (prefix) => seen.filter((r) => r.command === 'GetItemCommand' && r.pk.startsWith(prefix)).length,
     queries: (prefix) => seen.filter((r) => r.command === 'QueryCommand' && r.pk.startsWith(prefix)).length,
+    batches: seen.filter((r) => r.command === 'BatchGetItemCommand').map((r) => (r.batch ?? []).map((pk) => pk.split('#')[0] as string)),
   };
 }
 
@@ -141,12 +169,32 @@ describe('The reconcile consumer admits from the record it examined', () => {
 
   it('reconciles with the transaction read by the consumer and by the attempt only', async () => {
     const tx = await uncertain();
-    const { value: out, gets } = await readsDuring(() => h.runtime.reconcile(msg(tx)));
+    const { value: out, gets, batches } = await readsDuring(() => h.runtime.reconcile(msg(tx)));
     expect(out).toMatchObject({ disposition: 'reconciled', transaction_status: 'reconciled' });
     expect((await record(tx))?.status).toBe('reconciled');
-    // Before: consumer, admission, attempt and a final read (4).
-    expect(gets('TXN#')).toBeLessThanOrEqual(2);
+    // Before: consumer, admission, attempt and a final read (4); then consumer and attempt (2). Now the
+    // attempt starts from the records the admission's writes returned: the consumer's read only.
+    expect(gets('TXN#')).toBe(1);
+    expect(gets('ACTION#')).toBe(1);
+    expect(batches).toEqual([]);
     expect((await h.verifyChain(tx)).valid).toBe(true);
+  });
+
+  it('the original action the consumer read (terminal) is not read again to complete its reservation; a replay of the key answers the reconciled result', async () => {
+    const tx = uid('tx');
+    const key = `k-${uid('x')}`;
+    const a = transfer(uid('a'), { transaction: { mode: 'execute', transaction_id: tx }, idempotency_key: key }, { scenario: 'uncertain' });
+    await h.runtime.submit(caller(), a);
+    await h.drain();
+    expect((await record(tx))?.status).toBe('outcome_unknown');
+    h.clock.advance(5_000);
+    const { value: out, gets } = await readsDuring(() => h.runtime.reconcile(msg(tx)));
+    expect(out).toMatchObject({ disposition: 'reconciled', transaction_status: 'reconciled' });
+    // The consumer's read of the original action only (before: a second one to complete the reservation).
+    expect(gets('ACTION#')).toBe(1);
+    const replay = await h.runtime.submit(caller(), { ...a, id: uid('again') });
+    expect(replay.disposition).toBe('replayed');
+    expect(replay.action_result.metadata).toMatchObject({ transaction_status: 'reconciled', reconciled_by: out.action_id });
   });
 
   it('the same reconcile action begun after the consumer’s read (a concurrent delivery): re-driven from a fresh read, reconciled once', async () => {
@@ -157,8 +205,11 @@ describe('The reconcile consumer admits from the record it examined', () => {
       const current = (await record(tx)) as TransactionRecord;
       await journal.transition(current, { operation: 'begin_reconcile', from: ['outcome_unknown'], to: 'reconciling', data: { reconcile_action_id: actionId } }, RECEIPT_EVENTS.reconcile_started);
     };
-    const out = await h.runtime.reconcile(msg(tx));
+    const { value: out, gets } = await readsDuring(() => h.runtime.reconcile(msg(tx)));
     expect(out).toMatchObject({ disposition: 'reconciled', action_id: actionId, transaction_status: 'reconciled' });
+    // The consumer, the concurrent writer above, the admission's fresh read, and the attempt: the record the
+    // admission found begun (a read, not its own write) is read again by the attempt.
+    expect(gets('TXN#')).toBe(4);
     const receipts = await h.table.store.listReceipts({ tenant_id: TENANT, transaction_id: tx, limit: 100 });
     expect(receipts.items.filter((r) => r.receipt.event === RECEIPT_EVENTS.reconcile_started)).toHaveLength(1);
     expect((await h.verifyChain(tx)).valid).toBe(true);
@@ -172,6 +223,53 @@ describe('The reconcile consumer admits from the record it examined', () => {
     };
     expect(await h.runtime.reconcile(msg(tx))).toMatchObject({ disposition: 'in_progress' });
     expect((await record(tx))?.data.reconcile_action_id).toBe('rcn-someone-else');
+  });
+});
+
+describe('An attempt reads its action and transaction in one request', () => {
+  it('execute: one BatchGetItem for the action and the transaction, no GetItem of either; settled as before', async () => {
+    const tx = uid('tx');
+    const a = transfer(uid('a'), { transaction: { mode: 'execute', transaction_id: tx }, idempotency_key: `k-${uid('x')}` });
+    await h.runtime.submit(caller(), a);
+    const { value: outcomes, gets, batches } = await readsDuring(() => h.drain());
+    expect(outcomes).toEqual([expect.objectContaining({ disposition: 'settled', action_id: a.id })]);
+    expect(batches).toEqual([['ACTION', 'TXN']]);
+    expect(gets('ACTION#')).toBe(0);
+    expect(gets('TXN#')).toBe(0);
+    expect(await record(tx)).toMatchObject({ status: 'committed', action_id: a.id });
+    expect((await h.runtime.getAction(caller(), TENANT, a.id)).action_result).toMatchObject({ status: 'completed' });
+    expect((await h.verifyChain(tx)).valid).toBe(true);
+  });
+
+  it('a key DynamoDB leaves unprocessed is asked again: the attempt runs as usual', async () => {
+    const tx = uid('tx');
+    const a = transfer(uid('a'), { transaction: { mode: 'execute', transaction_id: tx } });
+    await h.runtime.submit(caller(), a);
+    throttleNextBatchGet = true;
+    const { value: outcomes, gets, batches } = await readsDuring(() => h.drain());
+    expect(throttleNextBatchGet).toBe(false);
+    expect(outcomes).toEqual([expect.objectContaining({ disposition: 'settled', action_id: a.id })]);
+    expect(batches).toEqual([['ACTION', 'TXN'], ['TXN']]);
+    expect(gets('TXN#')).toBe(0);
+    expect(await record(tx)).toMatchObject({ status: 'committed', action_id: a.id });
+  });
+
+  it('a message naming another transaction than the action’s: the action’s own transaction is read and used', async () => {
+    const tx = uid('tx');
+    const a = transfer(uid('a'), { transaction: { mode: 'execute', transaction_id: tx } });
+    await h.runtime.submit(caller(), a);
+    const message = { kind: 'invoke' as const, tenant_id: TENANT, action_id: a.id, transaction_id: uid('tx-other'), fence: 0, attempt: 1 };
+    const { value: out, gets } = await readsDuring(() => h.runtime.runAttempt(message));
+    expect(out).toMatchObject({ disposition: 'settled', action_id: a.id });
+    expect(gets('TXN#')).toBe(1);
+    expect(await record(tx)).toMatchObject({ status: 'committed', action_id: a.id });
+    // The queued message finds the action settled.
+    expect(await h.drain()).toEqual([expect.objectContaining({ disposition: 'already_settled' })]);
+  });
+
+  it('a message for an action that does not exist is dropped as before', async () => {
+    const message = { kind: 'invoke' as const, tenant_id: TENANT, action_id: uid('ghost'), transaction_id: uid('tx'), fence: 0, attempt: 1 };
+    expect(await h.runtime.runAttempt(message)).toMatchObject({ disposition: 'dropped', reason: 'action_not_found' });
   });
 });
 
