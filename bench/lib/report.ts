@@ -46,7 +46,7 @@ export function headline(r: BenchReport): string[] {
   if (exec) {
     const t = exec.total;
     out.push(
-      `- **execute** (payments.charge with an idempotency key, admitted + run + settled): **${f(t.reads + t.writes)} DynamoDB requests** (${f(t.reads)} reads, ${f(t.writes)} writes of which ${f(t.transact_writes)} TransactWriteItems), ${f(t.read_capacity)} RCU + ${f(t.write_capacity)} WCU, 1 SQS send; p50 ${f(exec.latency_ms.p50)} ms in-process (submit + attempt, queue wait excluded).`,
+      `- **execute** (payments.charge with an idempotency key, admitted + run + settled): **${f(t.reads + t.writes)} DynamoDB requests** (${f(t.reads)} ${t.reads === 1 ? 'read' : 'reads'}, ${f(t.writes)} writes of which ${f(t.transact_writes)} TransactWriteItems), ${f(t.read_capacity)} RCU + ${f(t.write_capacity)} WCU, 1 SQS send; p50 ${f(exec.latency_ms.p50)} ms in-process (submit + attempt, queue wait excluded).`,
     );
   }
   const peer = r.peer?.cases.find((c) => c.id === 'execute');
