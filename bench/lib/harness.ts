@@ -31,7 +31,7 @@ import type { CallerIdentity } from '../../lib/auth/identity.js';
 import { EnvCredentialProvider } from '../../lib/connectors/credentials/env-provider.js';
 import { createPaymentsConnector, DEFAULT_PAYMENTS_CREDENTIAL_HANDLE } from '../../lib/connectors/reference/payments.js';
 import { decodeQueueMessage, type InvokeMessage } from '../../lib/ports/messages.js';
-import type { Clock } from '../../lib/ports/clock.js';
+import { SteppedClock } from '../../lib/ports/clock.js';
 import { parseRuntimeConfig, type RuntimeConfigInput } from '../../lib/runtime/config.js';
 import { staticConnectorHost } from '../../lib/runtime/deps.js';
 import { CapabilityRegistry } from '../../lib/runtime/registry.js';
@@ -46,30 +46,19 @@ import { Meter, instrumentCalls, instrumentDynamo } from './meter.js';
 export const TENANT = 'bench';
 export const PAYMENTS_KEY_VARIABLE = 'AIP_BENCH_PAYMENTS_API_KEY';
 
-/** A clock that the benchmark moves forward (never back). */
-export class OffsetClock implements Clock {
-  #offset = 0;
-  now(): Date {
-    return new Date(Date.now() + this.#offset);
-  }
-  advance(ms: number): void {
-    this.#offset += ms;
-  }
-}
-
 export interface Emulators {
   readonly dynamo: DynamoDbLocal;
   readonly fauxqs: FauxqsHandle;
   readonly simulator: PaymentsSimulator;
   readonly scheduler: SchedulerEmulator;
   readonly paymentsKey: string;
-  readonly clock: OffsetClock;
+  readonly clock: SteppedClock;
   stop(): Promise<void>;
 }
 
 /** DynamoDB Local (in memory), fauxqs, the payments simulator and the Scheduler emulator (not firing: the benchmark reconciles itself). */
 export async function startEmulators(): Promise<Emulators> {
-  const clock = new OffsetClock();
+  const clock = new SteppedClock();
   const paymentsKey = `sk_bench_${randomBytes(12).toString('base64url')}`;
   const [dynamo, fauxqs, simulator] = await Promise.all([
     startDynamoDbLocal({}),
@@ -114,7 +103,7 @@ export interface Harness {
   readonly raw: DynamoDBClient;
   readonly transactions: DynamoTransactionStore;
   readonly actions: DynamoActionStore;
-  readonly clock: OffsetClock;
+  readonly clock: SteppedClock;
   readonly emulators: Emulators;
   readonly caller: CallerIdentity;
   readonly operator: CallerIdentity;

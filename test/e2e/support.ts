@@ -5,31 +5,9 @@
 import { expect } from 'vitest';
 import { AipClient, AipClientError, type ProblemBody } from '../../lib/client/index.js';
 import { ProblemSchema, type Problem } from '../../lib/errors/wire.js';
-import type { Clock } from '../../lib/ports/clock.js';
 
-/**
- * The Runtime's clock in the end-to-end stack: the wall clock plus an offset
- * that only grows. Tests move it to a reconciliation's due time or past a
- * compensation window instead of sleeping.
- */
-export class SteppedClock implements Clock {
-  #offsetMs = 0;
-
-  now(): Date {
-    return new Date(Date.now() + this.#offsetMs);
-  }
-
-  advance(ms: number): void {
-    if (ms < 0) throw new RangeError('the clock only moves forward');
-    this.#offsetMs += ms;
-  }
-
-  /** Moves forward to `at` (no-op when it is already later). */
-  advanceTo(at: Date): void {
-    const ahead = at.getTime() - this.now().getTime();
-    if (ahead > 0) this.#offsetMs += ahead;
-  }
-}
+/** The Runtime's clock in the end-to-end stack (moved to a due time or past a window instead of sleeping). */
+export { SteppedClock } from '../../lib/ports/clock.js';
 
 /**
  * A fetch for the AipClient that checks every answer the API gives:

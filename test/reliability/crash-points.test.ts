@@ -54,7 +54,7 @@ import { ArmedCrashPoints, CRASH_POINTS, type CrashPointName } from '../../lib/r
 import { verifyReceiptChain } from '../../lib/runtime/receipts.js';
 import { reconcileActionId } from '../../lib/runtime/reconciliation.js';
 import { SteppedClock, clientFor, problemOf } from '../e2e/support.js';
-import { dynamoClient, recordScenario, reliabilityStack } from './support.js';
+import { counter, dynamoClient, recordScenario, reliabilityStack } from './support.js';
 
 const TENANT = 'acme';
 /** The Runtime's default stall threshold (`stall_after_ms`): the sweeper re-drives older attempt records. */
@@ -90,7 +90,7 @@ let operator: AipClient;
 let transactions: DynamoTransactionStore;
 let documents: DynamoDBDocumentClient;
 
-const counts: Record<string, number> = {};
+const { counts, bump } = counter();
 const TOTALS = [
   'cases',
   'execute_cases',
@@ -112,9 +112,6 @@ const TOTALS = [
 ];
 /** Cases per crash point, then the totals, in a fixed order (zeros included). */
 const ordered = (c: Record<string, number>): Record<string, number> => Object.fromEntries([...CRASH_POINTS, ...TOTALS].map((k) => [k, c[k] ?? 0]));
-const bump = (k: string, n = 1) => {
-  counts[k] = (counts[k] ?? 0) + n;
-};
 
 beforeAll(async () => {
   let table: string;

@@ -56,11 +56,11 @@ import { handler as invokeHandler } from '../../functions/worker/invoke.js';
 import { handler as reconcileHandler } from '../../functions/worker/reconcile.js';
 import type { LocalStack } from '../../dev/local/start.js';
 import type { FaultRuleInput, SimEvent } from '../../dev/payments-simulator/server.js';
-import type { Clock } from '../../lib/ports/clock.js';
+import { SteppedClock } from '../../lib/ports/clock.js';
 import type { QueueMessage } from '../../lib/ports/messages.js';
 import { fromAttributeMap } from '../../lib/aws/dynamo/attribute-values.js';
 import { checkConsistency, type SubmittedAction } from './consistency.js';
-import { dynamoClient, recordScenario, reliabilityStack, scanAll } from './support.js';
+import { counter, dynamoClient, recordScenario, reliabilityStack, scanAll } from './support.js';
 
 const ACTIONS = Math.max(10, Number(process.env.AIP_LOAD_ACTIONS ?? 2_000));
 const CLIENTS = 50;
@@ -80,13 +80,6 @@ const RECONCILE_ROUNDS = 12;
 const WORKERS = Math.max(1, Number(process.env.AIP_LOAD_WORKERS ?? 4));
 /** The Runtime's default `stall_after_ms`. */
 const STALL_AFTER_MS = 5 * 60_000;
-
-class MovableClock implements Clock {
-  offsetMs = 0;
-  now(): Date {
-    return new Date(Date.now() + this.offsetMs);
-  }
-}
 
 /**
  * About 10% of the charge calls get a fault (first matching rule whose draw
@@ -132,15 +125,12 @@ function intents(): Intent[] {
   return out;
 }
 
-const clock = new MovableClock();
+const clock = new SteppedClock();
 let stack: LocalStack;
 let table: string;
 let ddb: DynamoDBClient;
 const tokens: { principal: string; tenant: string; token: string }[] = [];
-const counts: Record<string, number> = {};
-const bump = (k: string, n = 1) => {
-  counts[k] = (counts[k] ?? 0) + n;
-};
+const { counts, bump } = counter();
 /** Simulator events: faults applied, charge responses. */
 const faultsByKind: Record<string, number> = {};
 let chargeCalls = 0;
@@ -482,7 +472,7 @@ describe('load', () => {
       // Attempt records left without an attempt are the sweeper's once they are stalled (stall_after_ms, 5 min by default).
       const stalled = open.some((t) => ['prepared', 'committing', 'compensating', 'reconciling'].includes(String(t.status)));
       const at = Math.max(clock.now().getTime() + (stalled ? STALL_AFTER_MS : 0), ...dueTimes) + 1_000;
-      clock.offsetMs += at - clock.now().getTime();
+      clock.advanceTo(at);
       let from = handledCount.invoke + handledCount.reconcile;
       const fired = (await stack.scheduler.fireDue(new Date(at))).filter((r) => r.delivered).length;
       await messagesHandled(from, fired, `round ${rounds}: schedules fired`);

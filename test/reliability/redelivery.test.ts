@@ -16,32 +16,22 @@ import { randomUUID } from 'node:crypto';
 import { GetQueueAttributesCommand, GetQueueUrlCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { LocalStack } from '../../dev/local/start.js';
-import type { Clock } from '../../lib/ports/clock.js';
+import { SteppedClock } from '../../lib/ports/clock.js';
 import type { InvokeMessage } from '../../lib/ports/messages.js';
 import { reconcileActionId } from '../../lib/runtime/reconciliation.js';
-import { recordScenario, reliabilityStack } from './support.js';
+import { counter, recordScenario, reliabilityStack } from './support.js';
 
 const TENANT = 'acme';
 /** The payments capabilities' timeout here; the lease is this plus the 30 s margin. */
 const TIMEOUT_MS = 60_000;
 const LEASE_MS = TIMEOUT_MS + 30_000;
 
-class MovableClock implements Clock {
-  offsetMs = 0;
-  now(): Date {
-    return new Date(Date.now() + this.offsetMs);
-  }
-}
-
-const clock = new MovableClock();
+const clock = new SteppedClock();
 let stack: LocalStack;
 let table: string;
 let token: string;
 let sqs: SQSClient;
-const counts: Record<string, number> = {};
-const bump = (k: string, n = 1) => {
-  counts[k] = (counts[k] ?? 0) + n;
-};
+const { counts, bump } = counter();
 
 beforeAll(async () => {
   ({ stack, table } = await reliabilityStack('redeliver', { tenants: [TENANT], approvalPolicies: [], clock, payments: { timeoutMs: TIMEOUT_MS } }));
@@ -133,7 +123,7 @@ describe('redelivery and zombies', () => {
     // checkpointed before the call, so recovery looks it up (no new charge) and settles from what it finds,
     // or settles outcome_unknown when it cannot know; it never calls the provider blindly.
     const callsBefore = stack.simulator.ledger().length;
-    clock.offsetMs += LEASE_MS + 1_000;
+    clock.advance(LEASE_MS + 1_000);
     const takeover = await stack.runtime.runAttempt(message);
     expect(['recovered_outcome_unknown', 'settled']).toContain(takeover.disposition);
     expect(takeover.fence).toBeGreaterThanOrEqual(2);
@@ -164,7 +154,7 @@ describe('redelivery and zombies', () => {
       // Reconciliation on its schedule finds the one charge.
       const schedule = stack.scheduler.list().find((s) => JSON.parse(s.target.Input ?? '{}').transaction_id === transaction_id);
       expect(schedule).toBeDefined();
-      clock.offsetMs += Math.max(0, (schedule?.at as Date).getTime() - clock.now().getTime());
+      clock.advanceTo(schedule?.at as Date);
       const reconciled = stack.handled('reconcile', (m) => m.kind === 'reconcile' && m.transaction_id === transaction_id);
       await stack.scheduler.fireDue(schedule?.at as Date);
       await reconciled;

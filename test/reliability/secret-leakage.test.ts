@@ -22,7 +22,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { LocalStack } from '../../dev/local/start.js';
 import type { QueueMessage } from '../../lib/ports/messages.js';
-import type { Clock } from '../../lib/ports/clock.js';
+import { SteppedClock } from '../../lib/ports/clock.js';
 import { reconcileActionId } from '../../lib/runtime/reconciliation.js';
 import { dynamoClient, recordScenario, reliabilityStack, scanAll } from './support.js';
 
@@ -40,14 +40,7 @@ const FORMS: Record<string, string> = {
 const TENANT = 'acme';
 const WAIT = 20;
 
-class MovableClock implements Clock {
-  offsetMs = 0;
-  now(): Date {
-    return new Date(Date.now() + this.offsetMs);
-  }
-}
-
-const clock = new MovableClock();
+const clock = new SteppedClock();
 let stack: LocalStack;
 let table: string;
 let ddb: DynamoDBClient;
@@ -205,7 +198,7 @@ describe('secret leakage', () => {
     expect(schedule).toBeDefined();
     observed.schedules?.push(...stack.scheduler.list().map((s) => safeJson(s)));
     const at = schedule?.at as Date;
-    clock.offsetMs += Math.max(0, at.getTime() - clock.now().getTime());
+    clock.advanceTo(at);
     const reconciled = stack.handled('reconcile', (m) => m.kind === 'reconcile' && m.transaction_id === unknownTx);
     await stack.scheduler.fireDue(at);
     await reconciled;

@@ -18,7 +18,7 @@ import type { LocalStack } from '../../dev/local/start.js';
 import { generateDevKeys } from '../../dev/auth/keys.js';
 import { mintToken } from '../../dev/auth/mint.js';
 import { ProblemSchema } from '../../lib/errors/wire.js';
-import type { Clock } from '../../lib/ports/clock.js';
+import { SteppedClock } from '../../lib/ports/clock.js';
 import { dynamoClient, recordScenario, reliabilityStack, tableFingerprint } from './support.js';
 
 const A = 'demo';
@@ -26,15 +26,7 @@ const B = 'acme';
 const RW = ['aip:actions:read', 'aip:actions:write'];
 const WAIT = 20;
 
-/** The Runtime's clock: wall clock plus an offset the test moves forward (plan expiry without sleeping). */
-class MovableClock implements Clock {
-  offsetMs = 0;
-  now(): Date {
-    return new Date(Date.now() + this.offsetMs);
-  }
-}
-
-const clock = new MovableClock();
+const clock = new SteppedClock();
 let stack: LocalStack;
 let table: string;
 let ddb: DynamoDBClient;
@@ -302,11 +294,11 @@ describe('approvals and plans', () => {
     const later = await planned(tokens.bob as string);
     const laterTx = await call(tokens.bob as string, 'GET', `/v1/transactions?plan_id=${encodeURIComponent(later.plan_id)}&include=plan`);
     const expiresAt = Date.parse(((laterTx.body.plan as { expires_at?: string } | undefined)?.expires_at ?? new Date(Date.now() + 15 * 60_000).toISOString()));
-    clock.offsetMs += expiresAt - Date.now() + 1_000;
+    clock.advanceTo(expiresAt + 1_000);
     try {
       await refused(call(tokens.bob as string, 'POST', '/v1/actions', charge(uid('late'), { mode: 'commit', plan_id: later.plan_id })), [409, 410, 422], 'runtime.plan_expired');
     } finally {
-      clock.offsetMs = 0;
+      clock.reset();
     }
     expect(stack.simulator.ledger().length).toBe(mark);
   });

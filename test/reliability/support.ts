@@ -20,6 +20,17 @@ export interface ScenarioReport {
   counts: Record<string, number>;
 }
 
+/** A scenario's counters: `bump(key, n)` adds n (default 1) to `counts[key]`. */
+export function counter(): { counts: Record<string, number>; bump: (key: string, n?: number) => void } {
+  const counts: Record<string, number> = {};
+  return {
+    counts,
+    bump: (key, n = 1) => {
+      counts[key] = (counts[key] ?? 0) + n;
+    },
+  };
+}
+
 /** Writes a scenario's counts for the report script (one JSON file per scenario). */
 export function recordScenario(file: string, report: ScenarioReport): void {
   mkdirSync(REPORT_DIR, { recursive: true });
