@@ -39,7 +39,8 @@ export async function recheckPlan(k: Kernel, adm: Admission, known?: Transaction
   // 1. the plan exists and its transaction record is still planned
   if (record === undefined || record.plan === undefined) throw new AipError('runtime.plan_not_found', undefined, { details: { plan_id } });
   const plan = record.plan;
-  if (record.status === 'committing' && record.action_id === adm.action.id) return { record, alreadyClaimed: true };
+  // Claimed by this very commit action (a resubmission or a concurrent duplicate), whatever its attempt has done since.
+  if (record.status !== 'planned' && record.action_id === adm.action.id) return { record, alreadyClaimed: true };
   if (record.status !== 'planned') throw fail('runtime.plan_not_planned', plan, { status: record.status });
   // 2. the current capability ID matches the planned capability
   if (adm.action.capability_id !== plan.capability_id) throw fail('runtime.plan_capability_mismatch', plan);
@@ -124,7 +125,7 @@ export async function admitPlannedCommit(k: Kernel, adm: Admission): Promise<Tra
     if (isAipError(err, 'transaction.state_conflict')) {
       // Lost to a concurrent admission of this same commit action (a duplicate submission): it is claimed, by this action.
       const current = await k.deps.transactions.get({ tenant_id: adm.tenant_id, transaction_id: record.transaction_id });
-      if (current !== undefined && current.status === 'committing' && current.action_id === adm.action.id) return current;
+      if (current !== undefined && current.status !== 'planned' && current.action_id === adm.action.id) return current;
     }
     throw claimConflict(err, record);
   }

@@ -36,6 +36,18 @@ describe('What a planned commit rechecks', () => {
     await h.drain();
   });
 
+  it('a resubmission of a commit whose action was read before its attempt started, and whose transaction has moved past committing since, is its own claim (not plan_not_planned)', async () => {
+    const tx = await planned();
+    const c = commit(tx);
+    await h.runtime.submit(caller(), c);
+    // The attempt ran to the end between the duplicate's read of the action (still accepted, fence 0) and its recheck of the plan.
+    const claimed = await record(tx);
+    await h.table.store.settle({ tenant_id: TENANT, transaction_id: tx, expected_revision: claimed?.revision as number, to: 'committed' });
+    expect((await h.runtime.submit(caller(), c)).disposition).toBe('accepted');
+    await h.drain();
+    expect((await record(tx))?.status).toBe('committed');
+  });
+
   it('the current capability ID matches the planned capability', async () => {
     const tx = await planned();
     expect(await codeOf(h.runtime.submit(caller(), commit(tx, {}, {}, 'pay.quote')))).toBe('runtime.plan_capability_mismatch');
