@@ -13,6 +13,12 @@ export interface CallerIdentity {
   tenants: string[];
   /** OAuth scopes, deduplicated. */
   scopes: string[];
+  /**
+   * External accounts (protocol IDs) the token lets the principal act for,
+   * from the claim mapping's accounts claim. An action naming
+   * `identity.external_account_id` must name one of these.
+   */
+  accounts?: string[];
   /** The verified `iss`. */
   issuer?: string;
   /** RFC 3339 time the token expires. */
@@ -23,12 +29,14 @@ export interface CallerIdentity {
 export const IDENTITY_LIMITS = {
   maxTenants: 256,
   maxScopes: 256,
+  maxAccounts: 256,
 } as const;
 
 export const CallerIdentitySchema = z.strictObject({
   principal: PrincipalSchema,
   tenants: z.array(IdSchema).max(IDENTITY_LIMITS.maxTenants),
   scopes: z.array(ScopeSchema).max(IDENTITY_LIMITS.maxScopes),
+  accounts: z.array(IdSchema).max(IDENTITY_LIMITS.maxAccounts).optional(),
   issuer: z.string().min(1).max(2048).optional(),
   expires_at: z.iso.datetime({ offset: true }).optional(),
 });

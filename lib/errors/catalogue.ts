@@ -158,6 +158,10 @@ export const ERROR_CATALOGUE = {
   'runtime.tenant_required': entry('validation', 400, false, 'The tenant cannot be determined: name one of the caller tenants'),
   'runtime.tenant_forbidden': entry('authorization', 403, false, 'The caller is not a member of the tenant the action names'),
   'runtime.scope_missing': entry('authorization', 403, false, 'The caller lacks a scope the capability policy requires'),
+  'runtime.account_forbidden': entry('authorization', 403, false, 'The caller token does not hold the external account the action names'),
+  // the authority rule (lib/runtime/authority.ts)
+  'runtime.operator_required': entry('authorization', 403, false, 'This operation needs the operator scope'),
+  'runtime.compensation_forbidden': entry('authorization', 403, false, 'The caller may not compensate another principal action'),
   // step 6: approval gate
   'runtime.approval_denied': entry('approval', 403, false, 'The approval was denied'),
   'runtime.approval_expired': entry('approval', 410, false, 'The pending approval expired before a decision'),
@@ -201,6 +205,7 @@ export const ERROR_CATALOGUE = {
   // reads and operators
   'runtime.operator_forbidden': entry('authorization', 403, false, 'Operator views need the operator scope'),
   'runtime.invalid_query': entry('validation', 400, false, 'The query or selector is malformed'),
+  'runtime.cursor_invalid': entry('validation', 400, false, 'The pagination cursor is not valid for this caller and query'),
   // configuration and test hooks
   'runtime.config_invalid': entry('internal', 500, false, 'The runtime configuration is invalid'),
   'runtime.crash_injected': entry('internal', 500, false, 'A test crash point fired (test mode only)'),

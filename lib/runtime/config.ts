@@ -28,6 +28,12 @@ export const TenantPolicySchema = z.strictObject({
   approvals: z.array(TenantApprovalPolicySchema).max(100).optional(),
   /** The default tenant-policy approval (used when a compensation contract forces approval). */
   default_approval_policy_id: IdSchema.optional(),
+  /**
+   * Scopes that let a principal compensate another principal's action in
+   * this tenant (lib/runtime/authority.ts, role `compensator`). Default: the
+   * operator scope.
+   */
+  compensator_scopes: z.array(ScopeSchema).max(64).optional(),
 });
 export type TenantPolicy = z.infer<typeof TenantPolicySchema>;
 

@@ -5,7 +5,7 @@
  */
 import type { CallerIdentity } from '../auth/identity.js';
 import { AipError } from '../errors/aip-error.js';
-import type { Action, Capability, Principal } from '../protocol/index.js';
+import type { Action, Capability } from '../protocol/index.js';
 
 export type { CallerIdentity } from '../auth/identity.js';
 
@@ -49,11 +49,4 @@ export function authorizeCapability(caller: CallerIdentity, capability: Capabili
   if (missing.length > 0) throw new AipError('runtime.scope_missing', undefined, { details: { missing_scopes: missing, capability_id: capability.id } });
 }
 
-export function samePrincipal(a: Principal, b: Principal): boolean {
-  return a.id === b.id && a.kind === b.kind;
-}
-
-/** The runtime's own caller identity for its governed reconcile actions. */
-export function serviceCaller(principal: Principal, tenant_id: string, scopes: readonly string[]): CallerIdentity {
-  return { principal: { ...principal }, tenants: [tenant_id], scopes: [...new Set(scopes)] };
-}
+export { samePrincipal, serviceCaller } from './authority.js';

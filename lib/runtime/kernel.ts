@@ -7,6 +7,7 @@ import { toProtocolError } from '../errors/wire.js';
 import { sha256Hex, type Action, type ActionResult, type JsonObject, type ProtocolError } from '../protocol/index.js';
 import type { Clock } from '../ports/clock.js';
 import type { InvokeMessage } from '../ports/messages.js';
+import { Authority, authorityPolicy } from './authority.js';
 import type { RuntimeConfig } from './config.js';
 import { installCrashPoints, type CrashPointName, type CrashPoints } from './crash-points.js';
 import { SILENT_LOGGER, defaultIds, type RuntimeDeps, type RuntimeLogger } from './deps.js';
@@ -19,6 +20,8 @@ export class Kernel {
   readonly ids: () => string;
   readonly log: RuntimeLogger;
   readonly journal: TransactionJournal;
+  /** The one authority rule (lib/runtime/authority.ts). */
+  readonly authority: Authority;
   readonly #crash: CrashPoints;
 
   constructor(deps: RuntimeDeps) {
@@ -28,6 +31,7 @@ export class Kernel {
     this.ids = deps.ids ?? defaultIds;
     this.log = deps.logger ?? SILENT_LOGGER;
     this.journal = new TransactionJournal(deps.transactions, deps.clock);
+    this.authority = new Authority(authorityPolicy(deps.config));
     this.#crash = installCrashPoints(deps.crashPoints, deps.config.test_mode === true);
   }
 

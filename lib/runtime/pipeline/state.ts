@@ -42,6 +42,19 @@ export interface Admission {
    * need not read them again. Nothing is put here from a read.
    */
   readonly written?: { action?: ActionRecord; transaction?: TransactionRecord };
+  /**
+   * A compensate's target as `prepare` found it, after the authority rule
+   * allowed this caller to compensate it: the approval request shows its
+   * owner, and compensate admission starts from it.
+   */
+  readonly compensation_target?: CompensationTargetRef;
+}
+
+/** The action a compensate names (compensation_for), with its recorded owner. */
+export interface CompensationTargetRef {
+  readonly action_id: string;
+  readonly transaction_id?: string;
+  readonly owner: Principal;
 }
 
 export interface AdmittedAction extends Admission {
