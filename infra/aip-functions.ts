@@ -24,6 +24,8 @@ import type { FunctionAccess, FunctionDefinition } from './functions.js';
  * - Reads (`getAction`, `streamAction`, `getTransaction`, `listOperator`) only
  *   read the table.
  * - `listApprovals` writes: it expires lapsed approvals as it lists them.
+ * - `listOperator` and `listApprovals` read the cursor key secret: they seal
+ *   the cursors they return and open the ones they get (lib/runtime/cursor.ts).
  * - `submitAction` admits (table writes), enqueues the invocation, and runs
  *   `downstream_validation`/`full_simulation` previews inline, which resolve
  *   connector credentials.
@@ -38,8 +40,8 @@ export const ROUTE_ACCESS = {
   cancelAction: { table: 'readWrite' },
   streamAction: { table: 'read' },
   getTransaction: { table: 'read' },
-  listOperator: { table: 'read' },
-  listApprovals: { table: 'readWrite' },
+  listOperator: { table: 'read', cursorKey: true },
+  listApprovals: { table: 'readWrite', cursorKey: true },
   decideApproval: { table: 'readWrite', sendTo: ['invoke'] },
   listCapabilities: {},
   getHealth: { table: 'read' },
@@ -59,6 +61,7 @@ function mergeAccess(accesses: readonly FunctionAccess[]): FunctionAccess {
     ...(sendTo.length > 0 ? { sendTo } : {}),
     ...(accesses.some((a) => a.reconcileSchedules) ? { reconcileSchedules: true } : {}),
     ...(accesses.some((a) => a.connectorSecrets) ? { connectorSecrets: true } : {}),
+    ...(accesses.some((a) => a.cursorKey) ? { cursorKey: true } : {}),
   };
 }
 

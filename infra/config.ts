@@ -119,6 +119,13 @@ export const ConnectorConfigSchema = z.strictObject({
   credentials: z.array(CredentialReferenceSchema).default([]),
 });
 
+/** An approval policy's tenant selector: a protocol tenant ID, or `'*'` (every tenant). */
+const tenantSelector = z
+  .string({ error: 'must be a string (a tenant ID, or "*" for every tenant)' })
+  .refine((value) => value === '*' || (value.length >= 1 && value.length <= ID_MAX_LENGTH && ID_PATTERN.test(value)), {
+    message: `must be "*" or a tenant ID of at most ${ID_MAX_LENGTH} letters, digits and . _ : @ / -`,
+  });
+
 export const ApprovalPolicySchema = z.strictObject({
   id: protocolId('approval policy ID'),
   description: z.string({ error: 'must be a string' }).max(512, { message: 'must be at most 512 characters' }).optional(),
@@ -134,8 +141,19 @@ export const ApprovalPolicySchema = z.strictObject({
     .array(z.enum(TRANSACTION_MODES, { error: `must be one of ${TRANSACTION_MODES.join(', ')}` }))
     .min(1, { message: 'must list at least one mode, or be omitted' })
     .optional(),
-  /** A decision is accepted only from a principal holding one of these JWT scopes. */
+  /**
+   * Tenants the policy applies to: tenant IDs, or `'*'` for every tenant.
+   * Absent means every tenant, including tenants the configuration names
+   * nowhere else (a token's tenant is enough).
+   */
+  tenants: z
+    .array(tenantSelector)
+    .min(1, { message: 'must list at least one tenant (or "*"), or be omitted' })
+    .max(1000, { message: 'must list at most 1000 tenants' })
+    .optional(),
+  /** A decision is accepted only from a principal holding ONE of these JWT scopes (any of them suffices). */
   approverScopes: z.array(nonEmpty('JWT scope', 128)).min(1, { message: 'must list at least one approver scope' }),
+  /** Distinct approvers needed before the action runs; any one denial ends the approval. */
   minApprovals: intIn(1, 10, 'approvals needed').default(1),
   /** A pending approval expires after this many seconds. */
   expiresAfterSeconds: intIn(60, 7 * 24 * 3600, 'seconds').default(24 * 3600),
@@ -278,6 +296,15 @@ export const InfraConfigSchema = z
           message: `"${policy.connector}" is not an enabled connector (enabled: ${enabled})`,
         });
       }
+      const selected = policy.tenants ?? [];
+      if (selected.includes('*') && selected.length > 1) {
+        ctx.addIssue({ code: 'custom', path: ['approvalPolicies', index, 'tenants'], message: '"*" selects every tenant: list it alone, or list tenant IDs' });
+      }
+      selected.forEach((tenant, tenantIndex) => {
+        if (selected.indexOf(tenant) !== tenantIndex) {
+          ctx.addIssue({ code: 'custom', path: ['approvalPolicies', index, 'tenants', tenantIndex], message: `duplicate tenant "${tenant}"` });
+        }
+      });
       policy.modes?.forEach((mode, modeIndex) => {
         if (!(APPROVAL_GATED_MODES as readonly string[]).includes(mode)) {
           ctx.addIssue({

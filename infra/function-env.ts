@@ -23,6 +23,13 @@ export const FUNCTION_ENV = {
    * only; no secret value is ever in it.
    */
   runtimeConfig: 'AIP_RUNTIME_CONFIG',
+  /**
+   * ARN of the Secrets Manager secret holding the key material that seals
+   * pagination cursors (lib/runtime/cursor.ts). Set on every function; only
+   * the functions that list may read the secret (`cursorKey` access). The
+   * composition requires it outside the `local` and `test` environments.
+   */
+  cursorKeySecretArn: 'AIP_CURSOR_KEY_SECRET_ARN',
 } as const;
 
 export type FunctionEnvName = (typeof FUNCTION_ENV)[keyof typeof FUNCTION_ENV];

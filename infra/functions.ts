@@ -67,6 +67,8 @@ export interface FunctionAccess {
   readonly reconcileSchedules?: boolean;
   /** Read every credential secret the configuration references (the connector worker). */
   readonly connectorSecrets?: boolean;
+  /** Read the cursor key secret (the functions whose routes page: they seal and open cursors). */
+  readonly cursorKey?: boolean;
 }
 
 /**
@@ -255,6 +257,11 @@ export function createFunction(scope: Construct, definition: FunctionDefinition,
     }
   }
 
+  if (access.cursorKey) {
+    // The exact secret ARN (its own reference), no wildcard; it is encrypted with the AWS managed key, so no KMS grant.
+    role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [stateful.cursorKeySecret.secretArn] }));
+  }
+
   const fn = new NodejsFunction(scope, definition.id, {
     entry: join(PROJECT_ROOT, definition.entry),
     handler: definition.handler ?? 'handler',
@@ -301,6 +308,7 @@ export function createFunction(scope: Construct, definition: FunctionDefinition,
       [FUNCTION_ENV.scheduleGroupName]: context.scheduleGroupName,
       [FUNCTION_ENV.schedulerRoleArn]: context.schedulerRole.roleArn,
       [FUNCTION_ENV.runtimeConfig]: runtimeConfig,
+      [FUNCTION_ENV.cursorKeySecretArn]: stateful.cursorKeySecret.secretArn,
       ...(connectorEndpoints ? { [OPTIONAL_FUNCTION_ENV.connectorEndpoints]: connectorEndpoints } : {}),
       ...definition.environment,
     },

@@ -43,6 +43,11 @@ export const NAG_REASONS = {
   apiGatewayCloudWatchRole:
     'API Gateway writes execution logs (cdk-nag APIG6) through the account-level role, whose AWS managed policy ' +
     'AmazonAPIGatewayPushToCloudWatchLogs is the one AWS documents for it; it grants CloudWatch Logs writes only.',
+  /** AwsSolutions-SMG4 on the cursor key secret (stateful stack). */
+  cursorKeyRotation:
+    'The secret is key material for sealing pagination cursors (AES-256-GCM via HKDF), not a credential of another ' +
+    'system, so there is nothing for a rotation function to rotate against; it is rotated by writing ' +
+    '{"current": <new>, "previous": [<old>]} as a new version (docs/infra.md), which keeps outstanding cursors valid.',
   /** AwsSolutions-L1 on every function. */
   nodeRuntime:
     'The runtime is pinned to Node.js 22 (issue 5 and the design card): bundles target node22 and the toolchain is ' +

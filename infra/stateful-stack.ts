@@ -2,16 +2,19 @@
  * The stateful stack: everything that holds data and must survive a redeploy or
  * a teardown of the code. The single DynamoDB table (its keys, GSIs and TTL come
  * from lib/aws/dynamo/table-design.ts, the same module the store adapter uses),
- * its KMS key, and the two work queues with their dead-letter queues.
+ * its KMS key, the two work queues with their dead-letter queues, and the
+ * secret whose generated key material seals pagination cursors.
  *
  * Why it is apart from the stateless stack, and every choice below: docs/infra.md.
  */
-import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as kms from 'aws-cdk-lib/aws-kms';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import { GSI_PROJECTION, GSIS, TABLE_KEYS, TTL_ATTRIBUTE } from '../lib/aws/dynamo/table-design.js';
+import { NAG_REASONS } from './nag.js';
 
 export const QUEUE_NAMES = ['invoke', 'reconcile'] as const;
 /** `invoke` carries connector invocations; `reconcile` carries reconciliation triggers (from Scheduler and the sweeper). */
@@ -52,7 +55,12 @@ export interface StatefulResources {
   /** Customer managed key of the queues, when `queueEncryption` is `kms`; otherwise SSE-SQS and undefined. */
   readonly queueKey: kms.IKey | undefined;
   readonly queues: Readonly<Record<QueueName, WorkQueue>>;
+  /** Key material that seals pagination cursors (a generated string; read by the listing functions). */
+  readonly cursorKeySecret: secretsmanager.ISecret;
 }
+
+/** The cursor key's generated string: 64 letters and digits (HKDF input, lib/runtime/cursor.ts). */
+export const CURSOR_KEY_LENGTH = 64;
 
 export interface StatefulStackProps extends StackProps {
   /** Environment name from the configuration; used in KMS aliases only (physical names are left to CloudFormation). */
@@ -94,6 +102,7 @@ export class StatefulStack extends Stack implements StatefulResources {
   public readonly reconcileQueue: sqs.Queue;
   public readonly reconcileDeadLetterQueue: sqs.Queue;
   public readonly queues: Readonly<Record<QueueName, WorkQueue>>;
+  public readonly cursorKeySecret: secretsmanager.Secret;
 
   constructor(scope: Construct, id: string, props: StatefulStackProps) {
     super(scope, id, props);
@@ -170,6 +179,15 @@ export class StatefulStack extends Stack implements StatefulResources {
     this.reconcileQueue = reconcile.queue;
     this.reconcileDeadLetterQueue = reconcile.deadLetterQueue;
     this.queues = { invoke, reconcile };
+
+    // Seals the cursors of the listings. Retained: a replaced key only invalidates outstanding cursors,
+    // but a deleted one would break the functions until the next deploy.
+    this.cursorKeySecret = new secretsmanager.Secret(this, 'CursorKey', {
+      description: `AIP runtime (${props.envName}): key material that seals pagination cursors`,
+      generateSecretString: { passwordLength: CURSOR_KEY_LENGTH, excludePunctuation: true, includeSpace: false },
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    Validations.of(this.cursorKeySecret).acknowledge({ id: 'AwsSolutions-SMG4', reason: NAG_REASONS.cursorKeyRotation });
 
     new CfnOutput(this, 'TableName', { value: this.table.tableName, description: 'The AIP transactions table' });
     new CfnOutput(this, 'InvokeDeadLetterQueueUrl', { value: invoke.deadLetterQueue.queueUrl, description: 'Failed connector invocations' });

@@ -7,6 +7,7 @@
  *   --sub <id>          principal ID (required)
  *   --kind <kind>       user | agent | service | application (default user)
  *   --tenant <id>       tenant membership; repeat for several
+ *   --account <id>      external account the token holds (claim aip:accounts); repeat, or comma-separate
  *   --scope <scope>     scope; repeat, or pass a space-separated list (default aip:actions:read aip:actions:write)
  *   --ttl <span>        lifetime: seconds or 15m, 1h, 2d (default 1h)
  *   --keys-dir <dir>    dev key directory (default .local/dev-keys)
@@ -31,6 +32,7 @@ export async function main(argv: string[]): Promise<number> {
         sub: { type: 'string' },
         kind: { type: 'string' },
         tenant: { type: 'string', multiple: true },
+        account: { type: 'string', multiple: true },
         scope: { type: 'string', multiple: true },
         ttl: { type: 'string' },
         'keys-dir': { type: 'string' },
@@ -45,7 +47,7 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   if (values.help) {
-    process.stdout.write('usage: node --import tsx dev/auth/mint-token.ts --sub <id> [--kind user] [--tenant <id>]... [--scope <s>]... [--ttl 1h] [--json]\n');
+    process.stdout.write('usage: node --import tsx dev/auth/mint-token.ts --sub <id> [--kind user] [--tenant <id>]... [--account <id>]... [--scope <s>]... [--ttl 1h] [--json]\n');
     return 0;
   }
   if (values.sub === undefined || values.sub === '') {
@@ -55,12 +57,14 @@ export async function main(argv: string[]): Promise<number> {
   try {
     const keys = await loadDevKeys(values['keys-dir'] ?? DEFAULT_DEV_KEYS_DIR);
     const scopes = values.scope?.flatMap((s) => s.split(/\s+/).filter((x) => x.length > 0));
+    const accounts = values.account?.flatMap((a) => a.split(/[\s,]+/).filter((x) => x.length > 0));
     const ttl = values.ttl ?? '1h';
     const token = await mintToken(
       {
         sub: values.sub,
         ...(values.kind !== undefined ? { kind: values.kind as PrincipalKind } : {}),
         tenants: values.tenant ?? [],
+        ...(accounts !== undefined ? { accounts } : {}),
         ...(scopes !== undefined ? { scopes } : {}),
         ttl,
       },

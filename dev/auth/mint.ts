@@ -2,7 +2,7 @@
  * Mints development tokens the local stack accepts: ES256, signed with the
  * dev key (./keys.ts), issuer `https://aip.local/dev`, audience `aip-local`,
  * claims in the `generic` preset's names (`aip:principal_kind`,
- * `aip:tenants`, `scope`). FOR LOCAL DEVELOPMENT AND TESTS ONLY.
+ * `aip:tenants`, `aip:accounts`, `scope`). FOR LOCAL DEVELOPMENT AND TESTS ONLY.
  */
 import { randomUUID } from 'node:crypto';
 import { SignJWT } from 'jose';
@@ -18,6 +18,11 @@ export interface MintTokenOptions {
   /** @default 'user' */
   kind?: PrincipalKind;
   tenants?: readonly string[];
+  /**
+   * External accounts the token lets the principal act for (claim
+   * `aip:accounts`, omitted when absent: the token then holds no account).
+   */
+  accounts?: readonly string[];
   /** @default DEFAULT_DEV_SCOPES */
   scopes?: readonly string[];
   /** Seconds, or a jose time span such as `1h`, `30m`. @default 1h */
@@ -58,6 +63,7 @@ export async function mintToken(options: MintTokenOptions, keys?: DevKeys): Prom
   return new SignJWT({
     'aip:principal_kind': kind,
     'aip:tenants': [...(options.tenants ?? [])],
+    ...(options.accounts !== undefined ? { 'aip:accounts': [...options.accounts] } : {}),
     scope: [...(options.scopes ?? DEFAULT_DEV_SCOPES)].join(' '),
     ...options.claims,
   })

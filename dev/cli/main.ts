@@ -4,7 +4,7 @@
  *   aip submit payments.charge --input '{"amount":1250,"currency":"eur","customer":"cus_1"}' --mode execute --wait 5
  *   aip wait <action-id>
  *   aip operator outcome-unknown
- *   aip token --sub alice --tenant demo          (local stack only)
+ *   aip token --sub alice --tenant demo --account acct_1   (local stack only)
  *
  * Every command prints human-readable text, or the API's JSON with --json.
  * Base URL: --url, else AIP_URL, else http://127.0.0.1:3000 (`npm start`).
@@ -71,6 +71,7 @@ const OPTIONS = {
   sub: { type: 'string' },
   kind: { type: 'string' },
   scope: { type: 'string', multiple: true },
+  account: { type: 'string', multiple: true },
   ttl: { type: 'string' },
 } as const;
 
@@ -89,7 +90,7 @@ const COMMAND_OPTIONS: Readonly<Record<string, readonly (keyof typeof OPTIONS)[]
   operator: ['cursor', 'limit'],
   capabilities: [],
   health: [],
-  token: ['sub', 'kind', 'scope', 'ttl'],
+  token: ['sub', 'kind', 'scope', 'account', 'ttl'],
   help: [],
 };
 
@@ -117,8 +118,11 @@ Transactions and operators
   health
 
 Local stack only
-  token [--sub <id>] [--tenant <id>] [--scope <s>]... [--kind user] [--ttl 1h]
-        mints a development token signed with the local dev key (.local/dev-keys)
+  token [--sub <id>] [--tenant <id>] [--scope <s>]... [--account <id>]... [--kind user] [--ttl 1h]
+        mints a development token signed with the local dev key (.local/dev-keys);
+        --account (repeatable or comma-separated) names the external accounts the
+        token holds (claim aip:accounts): an action's identity.external_account_id
+        must be one of them
 
 Global options
   --url <base>     API base URL (AIP_URL; default ${DEFAULT_URL})
@@ -360,12 +364,14 @@ async function mintDevToken(values: Values, tenant: string | undefined, out: (t:
   const { LOCAL_TOKEN_DEFAULTS } = await import('../local/defaults.js');
   const ttl = values.ttl ?? '1h';
   const scopes = values.scope?.flatMap((s) => s.split(/\s+/).filter((x) => x.length > 0)) ?? [...LOCAL_TOKEN_DEFAULTS.scopes];
+  const accounts = values.account?.flatMap((a) => a.split(/[\s,]+/).filter((x) => x.length > 0));
   let token: string;
   try {
     token = await mintToken({
       sub: values.sub ?? LOCAL_TOKEN_DEFAULTS.sub,
       ...(values.kind !== undefined ? { kind: values.kind as PrincipalKind } : {}),
       tenants: tenant ? [tenant] : [...LOCAL_TOKEN_DEFAULTS.tenants],
+      ...(accounts !== undefined ? { accounts } : {}),
       scopes,
       ttl,
     });

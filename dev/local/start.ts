@@ -148,6 +148,14 @@ export interface LocalStackOptions {
   /** The simulator's API key (the payments credential). Default: a fresh random key. Tests plant a known secret to scan for leaks. */
   readonly paymentsApiKey?: string;
   /**
+   * Account-specific payments credentials: one credential row per entry for
+   * (tenant, external account), backed by its own API key, next to the
+   * tenant-wide rows (which use `paymentsApiKey`). The simulator accepts every
+   * key; its `response` events name the key a request used by
+   * `api_key_index`: 0 is `paymentsApiKey`, i + 1 is this list's entry i.
+   */
+  readonly paymentsAccountKeys?: readonly { readonly tenant_id: string; readonly external_account_id: string; readonly apiKey: string }[];
+  /**
    * Test only: the Runtime's crash-point hook (lib/runtime/crash-points.ts).
    * The Runtime refuses it unless `runtimeSettings` has `test_mode: true`,
    * which the local and test environments allow and production refuses.
@@ -269,6 +277,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
 
     // Emulators (unless given) and the provider.
     const paymentsKey = options.paymentsApiKey ?? `sk_local_${randomBytes(18).toString('base64url')}`;
+    const accountKeys = (options.paymentsAccountKeys ?? []).map((row, i) => ({ ...row, env: `${PAYMENTS_KEY_VARIABLE}_ACCOUNT_${i}` }));
     // An emulator the caller runs: used as is, never stopped here.
     const attached = async (endpoint: string): Promise<Emulator> => ({ endpoint, stop: async () => undefined });
     const started = await Promise.allSettled([
@@ -276,7 +285,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         ? attached(external.dynamodb)
         : startDynamoDbLocal({ ...(port('dynamodb') !== 0 ? { port: port('dynamodb') } : {}), ...(options.inMemory ? {} : { dbPath: join(dataDir, 'dynamodb') }) }),
       external.sqs !== undefined ? attached(external.sqs) : startSqsEmulator(port('sqs')),
-      startPaymentsSimulator({ port: port('payments'), host: '127.0.0.1', apiKeys: [paymentsKey], seed: options.simulatorSeed ?? 1 }),
+      startPaymentsSimulator({ port: port('payments'), host: '127.0.0.1', apiKeys: [paymentsKey, ...accountKeys.map((a) => a.apiKey)], seed: options.simulatorSeed ?? 1 }),
     ] as const);
     for (const s of started) if (s.status === 'fulfilled') stops.push(() => s.value.stop());
     const failed = started.find((s) => s.status === 'rejected');
@@ -322,16 +331,21 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       [FUNCTION_ENV.runtimeConfig]: JSON.stringify(runtimeConfig),
       [OPTIONAL_ENV.runtimeSettings]: JSON.stringify({ ...DEFAULT_LOCAL_RUNTIME_SETTINGS, ...options.runtimeSettings }),
       [OPTIONAL_ENV.localCredentials]: JSON.stringify({
-        references: tenants.map((tenant_id) => ({ connector_id: 'payments', handle: PAYMENTS_CREDENTIAL_HANDLE, tenant_id, env: PAYMENTS_KEY_VARIABLE })),
+        references: [
+          ...tenants.map((tenant_id) => ({ connector_id: 'payments', handle: PAYMENTS_CREDENTIAL_HANDLE, tenant_id, env: PAYMENTS_KEY_VARIABLE })),
+          ...accountKeys.map((a) => ({ connector_id: 'payments', handle: PAYMENTS_CREDENTIAL_HANDLE, tenant_id: a.tenant_id, external_account_id: a.external_account_id, env: a.env })),
+        ],
       }),
       [OPTIONAL_ENV.connectorEndpoints]: JSON.stringify({ payments: simulator.url }),
+      // Cursor key: AIP_CURSOR_KEY from the environment, else a random key per start (cursors do not survive a restart).
+      [OPTIONAL_ENV.cursorKey]: process.env[OPTIONAL_ENV.cursorKey] || randomBytes(32).toString('base64url'),
       AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint,
       AWS_ENDPOINT_URL_SQS: fauxqs.endpoint,
       AWS_ENDPOINT_URL_SCHEDULER: scheduler.endpoint,
     };
     const tunables = options.payments;
     const handle: RuntimeHandle = await createRuntime(readBootstrapSettings(env), {
-      credentialEnv: { [PAYMENTS_KEY_VARIABLE]: paymentsKey },
+      credentialEnv: { [PAYMENTS_KEY_VARIABLE]: paymentsKey, ...Object.fromEntries(accountKeys.map((a) => [a.env, a.apiKey])) },
       ...(options.clock !== undefined ? { clock: options.clock } : {}),
       ...(options.crashPoints !== undefined ? { crashPoints: options.crashPoints } : {}),
       ...(tunables !== undefined

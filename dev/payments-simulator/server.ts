@@ -96,6 +96,8 @@ export type SimEvent =
       readonly path: string;
       readonly status: number | 'dropped';
       readonly idempotency_key: string | undefined;
+      /** Position in `apiKeys` of the key a `/v1` request authenticated with (never the key itself). */
+      readonly api_key_index?: number;
     };
 
 export interface PaymentsSimulator {
@@ -142,6 +144,8 @@ interface RequestCtx {
   readonly query: URLSearchParams;
   readonly state: ProviderState;
   idempotencyKey?: string;
+  /** Index in `apiKeys` of the key the request authenticated with. */
+  apiKeyIndex?: number;
   replayed?: boolean;
   fault?: Fault['type'];
 }
@@ -226,13 +230,16 @@ export async function startPaymentsSimulator(options: PaymentsSimulatorOptions):
     while (inflight.size > 0) await Promise.allSettled([...inflight]);
   };
 
-  const authenticate = (header: string | undefined): boolean => {
+  /** The index of the presented key in `apiKeys`, or undefined. Every key is compared (constant time). */
+  const authenticate = (header: string | undefined): number | undefined => {
     const m = header === undefined ? null : /^Bearer +(\S+) *$/i.exec(header);
-    if (!m?.[1]) return false;
+    if (!m?.[1]) return undefined;
     const presented = digest(m[1]);
-    let ok = false;
-    for (const d of keyDigests) ok = timingSafeEqual(presented, d) || ok;
-    return ok;
+    let index: number | undefined;
+    keyDigests.forEach((d, i) => {
+      if (timingSafeEqual(presented, d)) index ??= i;
+    });
+    return index;
   };
 
   // --- response plumbing ---
@@ -510,7 +517,8 @@ export async function startPaymentsSimulator(options: PaymentsSimulatorOptions):
   };
 
   const routeV1 = async (ctx: RequestCtx): Promise<void> => {
-    if (!authenticate(ctx.req.headers.authorization)) {
+    ctx.apiKeyIndex = authenticate(ctx.req.headers.authorization);
+    if (ctx.apiKeyIndex === undefined) {
       fail(ctx, providerError(401, 'authentication_failed', 'Missing or invalid API key'), {
         'www-authenticate': 'Bearer realm="payments-simulator"',
       });
@@ -640,7 +648,15 @@ export async function startPaymentsSimulator(options: PaymentsSimulatorOptions):
       if (logged) return;
       logged = true;
       const status: number | 'dropped' = res.writableEnded ? res.statusCode : 'dropped';
-      emit({ type: 'response', request_id: ctx.id, method: ctx.method, path: ctx.path, status, idempotency_key: ctx.idempotencyKey });
+      emit({
+        type: 'response',
+        request_id: ctx.id,
+        method: ctx.method,
+        path: ctx.path,
+        status,
+        idempotency_key: ctx.idempotencyKey,
+        ...(ctx.apiKeyIndex !== undefined ? { api_key_index: ctx.apiKeyIndex } : {}),
+      });
       if (!log) return;
       const line: SimLogLine = {
         ts: now().toISOString(),

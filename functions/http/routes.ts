@@ -225,7 +225,9 @@ export const ROUTES = {
     method: 'GET',
     path: '/v1/approvals',
     summary: 'List pending approvals',
-    description: 'Pending approvals of the tenant, oldest expiry first. Which ones a caller may decide is the approval policy’s rule.',
+    description:
+      'Pending approvals of the tenant, oldest expiry first: an approver (any one of an approval policy’s approver scopes) or an operator sees every one, ' +
+      'any other member only those requested for them (docs/authority.md). Paginated with an opaque cursor bound to the caller and the listing.',
     tag: 'approvals',
     auth: 'jwt',
     scopes: [],

@@ -30,6 +30,8 @@
  * | AIP_SCHEDULE_GROUP | yes | EventBridge Scheduler group of those schedules |
  * | AIP_SCHEDULER_ROLE_ARN | yes | role the schedules run as |
  * | AIP_RUNTIME_CONFIG | yes | JSON, or a path to a JSON file: `RuntimeConfig` of infra/config.ts (auth, enabled connectors with credential references, approval policies) |
+ * | AIP_CURSOR_KEY_SECRET_ARN | outside `local`/`test` | ARN of the Secrets Manager secret whose string is the key material sealing pagination cursors (lib/runtime/cursor.ts); read once per container, on the first listing |
+ * | AIP_CURSOR_KEY | no | the key material itself (at least 32 characters, or `{"current","previous"}` JSON), `local`/`test` only; with neither variable there, a random key per composition |
  * | AIP_RUNTIME_SETTINGS | no | JSON or path: the Runtime's own tuning (`RuntimeConfigInput` of lib/runtime/config.ts: tenant approval policies, reconciliation backoff, stall threshold, scopes, retention); defaults otherwise. `test_mode` only when `envName` is `local` or `test` |
  * | AIP_SERVICE_PRINCIPAL | no | ID of the runtime's own service principal (reconciliation runs as it); wins over AIP_RUNTIME_SETTINGS; default `aip-runtime` |
  * | AIP_LOCAL_CREDENTIALS | no | JSON or path, `{"references":[...]}` of lib/connectors/credentials/env-provider.ts: resolve credentials from environment variables or files instead of Secrets Manager (local runs) |
@@ -60,9 +62,22 @@ export const OPTIONAL_ENV = {
   servicePrincipal: 'AIP_SERVICE_PRINCIPAL',
   localCredentials: 'AIP_LOCAL_CREDENTIALS',
   connectorEndpoints: 'AIP_CONNECTOR_ENDPOINTS',
+  /** Cursor key material inline (local and test environments only; deployed functions use AIP_CURSOR_KEY_SECRET_ARN). */
+  cursorKey: 'AIP_CURSOR_KEY',
 } as const;
 
 export const DEFAULT_SERVICE_PRINCIPAL_ID = 'aip-runtime';
+
+/**
+ * Where the key that seals pagination cursors comes from: a Secrets Manager
+ * secret (deployed functions), the material itself (local runs, tests), or
+ * nowhere (a random key per composition; refused outside `local`/`test` by
+ * the composition, compose-runtime.ts).
+ */
+export type CursorKeySource =
+  | { readonly source: 'secrets-manager'; readonly secretArn: string }
+  | { readonly source: 'inline'; readonly material: string }
+  | { readonly source: 'none' };
 
 export type CredentialSource =
   | { readonly source: 'secrets-manager' }
@@ -87,6 +102,8 @@ export interface BootstrapSettings {
   /** The runtime's own service principal (kind `service`); default `aip-runtime`. */
   readonly servicePrincipal: Principal;
   readonly credentials: CredentialSource;
+  /** The key that seals pagination cursors (AIP_CURSOR_KEY_SECRET_ARN or AIP_CURSOR_KEY). */
+  readonly cursorKey: CursorKeySource;
   /** Connector ID → base URL override. */
   readonly connectorEndpoints: Readonly<Record<string, string>>;
   /** Endpoints the environment names (AWS_ENDPOINT_URL*); absent: the SDK's regional endpoint. */
@@ -137,6 +154,12 @@ const EnvSchema = z.object({
     message: 'must be an IAM role ARN (arn:aws:iam::<account>:role/<name>)',
   }),
   [FUNCTION_ENV.runtimeConfig]: required('JSON or a path to a JSON file with the runtime configuration'),
+  [FUNCTION_ENV.cursorKeySecretArn]: z
+    .string()
+    .trim()
+    .regex(/^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[\w/+=.@-]{1,512}$/, { message: 'must be a Secrets Manager secret ARN (arn:aws:secretsmanager:<region>:<account>:secret:<name>)' })
+    .optional(),
+  [OPTIONAL_ENV.cursorKey]: z.string().optional(),
   [OPTIONAL_ENV.runtimeSettings]: z.string().trim().optional(),
   [OPTIONAL_ENV.servicePrincipal]: z.string().trim().optional(),
   [OPTIONAL_ENV.localCredentials]: z.string().trim().optional(),
@@ -264,6 +287,19 @@ export function readBootstrapSettings(env: NodeJS.ProcessEnv = process.env, opti
     }
   }
 
+  let cursorKey: CursorKeySource = { source: 'none' };
+  const cursorKeyArn = vars[FUNCTION_ENV.cursorKeySecretArn];
+  const cursorKeyMaterial = env[OPTIONAL_ENV.cursorKey];
+  if (cursorKeyArn !== undefined && cursorKeyMaterial !== undefined) {
+    issues.push({ variable: OPTIONAL_ENV.cursorKey, message: `set either it or ${FUNCTION_ENV.cursorKeySecretArn}, not both` });
+  } else if (cursorKeyArn !== undefined) {
+    cursorKey = { source: 'secrets-manager', secretArn: cursorKeyArn };
+  } else if (cursorKeyMaterial !== undefined) {
+    if (runtimeConfig && !['local', 'test'].includes(runtimeConfig.envName)) {
+      issues.push({ variable: OPTIONAL_ENV.cursorKey, message: `is for the local and test environments only; deployed functions read the key from ${FUNCTION_ENV.cursorKeySecretArn}` });
+    } else cursorKey = { source: 'inline', material: cursorKeyMaterial };
+  }
+
   if (issues.length > 0 || !runtimeConfig || !runtimeSettings) throw new BootstrapConfigError(issues);
 
   const endpoints: Partial<Record<AwsService, string>> = {};
@@ -284,6 +320,7 @@ export function readBootstrapSettings(env: NodeJS.ProcessEnv = process.env, opti
     runtimeSettings,
     servicePrincipal,
     credentials,
+    cursorKey,
     connectorEndpoints,
     endpoints,
   };
@@ -302,6 +339,8 @@ export function settingsToEnv(settings: BootstrapSettings): Record<string, strin
     [OPTIONAL_ENV.runtimeSettings]: JSON.stringify(settings.runtimeSettings),
     [OPTIONAL_ENV.servicePrincipal]: settings.servicePrincipal.id,
   };
+  if (settings.cursorKey.source === 'secrets-manager') env[FUNCTION_ENV.cursorKeySecretArn] = settings.cursorKey.secretArn;
+  if (settings.cursorKey.source === 'inline') env[OPTIONAL_ENV.cursorKey] = settings.cursorKey.material;
   if (settings.credentials.source === 'local') env[OPTIONAL_ENV.localCredentials] = JSON.stringify({ references: settings.credentials.references });
   if (Object.keys(settings.connectorEndpoints).length > 0) env[OPTIONAL_ENV.connectorEndpoints] = JSON.stringify(settings.connectorEndpoints);
   return env;

@@ -9,6 +9,7 @@
  *
  */
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { GetSecretValueCommand } from '@aws-sdk/client-secrets-manager';
 import { createDynamoDbClient, createSchedulerClient, createSecretsManagerClient, createSqsClient } from '../../lib/aws/clients.js';
 import { DynamoActionStore } from '../../lib/aws/dynamo/action-store.js';
 import { DynamoApprovalStore } from '../../lib/aws/dynamo/approval-store.js';
@@ -27,15 +28,16 @@ import type { CredentialProvider } from '../../lib/ports/credentials.js';
 import {
   ProductionRuntimeConfigSchema,
   RuntimeConfigSchema,
+  type GlobalApprovalPolicy,
   type RuntimeConfig as RuntimeSettings,
-  type TenantApprovalPolicy,
   type TenantPolicy,
 } from '../../lib/runtime/config.js';
+import { AesGcmCursorSealer, ephemeralCursorSealer, parseCursorKeyMaterial, type CursorSealer } from '../../lib/runtime/cursor.js';
 import { staticConnectorHost, type HostedConnector } from '../../lib/runtime/deps.js';
 import { CapabilityRegistry } from '../../lib/runtime/registry.js';
 import { Runtime } from '../../lib/runtime/runtime.js';
 import { secretsManagerReferences } from '../../infra/config.js';
-import { BootstrapConfigError, OPTIONAL_ENV, parseNested, type BootstrapIssue, type BootstrapSettings, type RuntimeHandle, type RuntimeOverrides } from './bootstrap.js';
+import { BootstrapConfigError, FUNCTION_ENV, OPTIONAL_ENV, parseNested, type BootstrapIssue, type BootstrapSettings, type RuntimeHandle, type RuntimeOverrides } from './bootstrap.js';
 import type { RuntimeApi } from './runtime-api.js';
 import type { WorkerRuntime } from './runtime-contract.js';
 
@@ -77,10 +79,11 @@ function credentialProvider(settings: BootstrapSettings, connector_id: string, o
 
 /**
  * The tenants the deployment configuration names: tenants with their own
- * runtime settings, and tenants with credential rows. The deployment's
- * approval policies (infra/config.ts `approvalPolicies`) are not
- * tenant-scoped, while the Runtime's are (`tenants[id].approvals`), so each
- * deployment policy is applied to every one of these tenants.
+ * runtime settings, and tenants with credential rows. They get an entry in
+ * the Runtime's `tenants` (so the sweeper visits their pending approvals);
+ * approval policies do NOT depend on this list: a deployment policy applies
+ * to the tenants its selector names, every tenant by default
+ * ({@link runtimeConfigFor}).
  */
 export function configuredTenants(settings: BootstrapSettings, runtimeSettings: RuntimeSettings): string[] {
   const tenants = new Set(Object.keys(runtimeSettings.tenants));
@@ -104,33 +107,71 @@ export function parseRuntimeSettings(settings: BootstrapSettings): RuntimeSettin
 
 /**
  * The Runtime's configuration: AIP_RUNTIME_SETTINGS, the service principal,
- * and the deployment's approval policies translated to tenant policies (a
- * policy without `capabilities` selects every registered capability of its
- * connector). A tenant's own policies come first, so they win.
+ * and the deployment's approval policies translated to runtime-wide policies
+ * (`approval_policies`) with their tenant selector (`tenants`, default every
+ * tenant, configured or not), approvers needed and lifetime. A policy without
+ * `capabilities` selects every registered capability of its connector. A
+ * tenant's own policies (`tenants[t].approvals`) are considered first, so
+ * they win; AIP_RUNTIME_SETTINGS' own runtime-wide policies come before the
+ * deployment's.
  */
 export function runtimeConfigFor(settings: BootstrapSettings, registry: CapabilityRegistry): RuntimeSettings {
   const runtimeSettings = parseRuntimeSettings(settings);
-  const translated: TenantApprovalPolicy[] = [];
+  const translated: GlobalApprovalPolicy[] = [];
   for (const policy of settings.runtimeConfig.approvalPolicies) {
     const registered = registry.report.connectors.find((c) => c.connector_id === policy.connector)?.registered ?? [];
     const capabilities = policy.capabilities ?? [...registered];
     if (capabilities.length === 0) continue;
     translated.push({
       policy_id: policy.id,
+      tenants: [...(policy.tenants ?? ['*'])],
       capabilities,
       ...(policy.modes ? { modes: [...policy.modes] } : {}),
       approver_scopes: [...policy.approverScopes],
       allow_self_approval: false,
+      min_approvals: policy.minApprovals,
+      ttl_ms: policy.expiresAfterSeconds * 1000,
     });
   }
   const tenants: Record<string, TenantPolicy> = { ...runtimeSettings.tenants };
-  if (translated.length > 0) {
-    for (const tenant of configuredTenants(settings, runtimeSettings)) {
-      const own = tenants[tenant];
-      tenants[tenant] = { ...own, approvals: [...(own?.approvals ?? []), ...translated] };
+  for (const tenant of configuredTenants(settings, runtimeSettings)) tenants[tenant] ??= {};
+  return {
+    ...runtimeSettings,
+    service_principal: settings.servicePrincipal,
+    tenants,
+    approval_policies: [...runtimeSettings.approval_policies, ...translated],
+  };
+}
+
+/**
+ * The sealer of the listings' pagination cursors (lib/runtime/cursor.ts).
+ * Deployed functions read the key material from the Secrets Manager secret
+ * AIP_CURSOR_KEY_SECRET_ARN names, through the composition's Secrets Manager
+ * client, once per container: on the first listing, so the functions that
+ * never list need no grant on the secret. Local runs and tests may give the
+ * material (AIP_CURSOR_KEY) or nothing (a random key per composition);
+ * anywhere else a missing key fails the composition.
+ */
+export function cursorSealerFor(settings: BootstrapSettings, secrets: () => ReturnType<typeof createSecretsManagerClient>): CursorSealer {
+  const key = settings.cursorKey;
+  if (key.source === 'secrets-manager') {
+    return new AesGcmCursorSealer(async () => {
+      const out = await secrets().send(new GetSecretValueCommand({ SecretId: key.secretArn }));
+      if (typeof out.SecretString !== 'string') throw new Error(`${FUNCTION_ENV.cursorKeySecretArn}: the secret has no string value`);
+      return parseCursorKeyMaterial(out.SecretString);
+    });
+  }
+  if (key.source === 'inline') {
+    try {
+      return new AesGcmCursorSealer(parseCursorKeyMaterial(key.material));
+    } catch (err) {
+      throw new BootstrapConfigError([{ variable: OPTIONAL_ENV.cursorKey, message: (err as Error).message.replace(/^cursor key material: /, '') }]);
     }
   }
-  return { ...runtimeSettings, service_principal: settings.servicePrincipal, tenants };
+  if (!['local', 'test'].includes(settings.runtimeConfig.envName)) {
+    throw new BootstrapConfigError([{ variable: FUNCTION_ENV.cursorKeySecretArn, message: 'is required outside the local and test environments (the key that seals pagination cursors)' }]);
+  }
+  return ephemeralCursorSealer();
 }
 
 export async function composeRuntime(settings: BootstrapSettings, overrides: RuntimeOverrides = {}): Promise<RuntimeHandle> {
@@ -156,6 +197,7 @@ export async function composeRuntime(settings: BootstrapSettings, overrides: Run
   };
 
   try {
+    const cursors = cursorSealerFor(settings, secrets);
     // Enabled connectors, each with its deployment credential provider.
     const connectors: HostedConnector[] = [];
     for (const { id } of settings.runtimeConfig.connectors) {
@@ -195,6 +237,7 @@ export async function composeRuntime(settings: BootstrapSettings, overrides: Run
       connectors: staticConnectorHost(connectors),
       clock,
       config,
+      cursors,
       ...(overrides.logger ? { logger: overrides.logger } : {}),
       ...(overrides.crashPoints ? { crashPoints: overrides.crashPoints } : {}),
     });

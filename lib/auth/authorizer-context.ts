@@ -10,7 +10,15 @@
  * - `principal_id`, `principal_kind`
  * - `tenants`: JSON array of tenant IDs
  * - `scopes`: JSON array of scopes
+ * - `accounts`: JSON array of external account IDs (only when the token had
+ *   an accounts claim; absent = the caller holds no account)
  * - `issuer`, `expires_at` (optional)
+ *
+ * Size: API Gateway bounds the authorizer response, context included. Every
+ * value here comes from the verified token, which is at most 8 KiB
+ * (verifier.ts MAX_TOKEN_LENGTH), and each list is bounded by
+ * IDENTITY_LIMITS (lib/auth/identity.ts), so the accounts list adds at most
+ * what the token's accounts claim carried (plus JSON quoting).
  */
 import { AipError } from '../errors/aip-error.js';
 import { CallerIdentitySchema, type CallerIdentity } from './identity.js';
@@ -20,6 +28,7 @@ export const AUTHORIZER_CONTEXT_KEYS = {
   principalKind: 'principal_kind',
   tenants: 'tenants',
   scopes: 'scopes',
+  accounts: 'accounts',
   issuer: 'issuer',
   expiresAt: 'expires_at',
 } as const;
@@ -34,6 +43,7 @@ export function encodeAuthorizerContext(identity: CallerIdentity): AuthorizerCon
     [AUTHORIZER_CONTEXT_KEYS.tenants]: JSON.stringify(identity.tenants),
     [AUTHORIZER_CONTEXT_KEYS.scopes]: JSON.stringify(identity.scopes),
   };
+  if (identity.accounts !== undefined) ctx[AUTHORIZER_CONTEXT_KEYS.accounts] = JSON.stringify(identity.accounts);
   if (identity.issuer !== undefined) ctx[AUTHORIZER_CONTEXT_KEYS.issuer] = identity.issuer;
   if (identity.expires_at !== undefined) ctx[AUTHORIZER_CONTEXT_KEYS.expiresAt] = identity.expires_at;
   return ctx;
@@ -70,6 +80,9 @@ export function decodeAuthorizerContext(authorizer: Readonly<Record<string, unkn
     tenants: jsonArray(str(authorizer, AUTHORIZER_CONTEXT_KEYS.tenants)),
     scopes: jsonArray(str(authorizer, AUTHORIZER_CONTEXT_KEYS.scopes)),
   };
+  const accounts = str(authorizer, AUTHORIZER_CONTEXT_KEYS.accounts);
+  // Present but not a JSON array of IDs: malformed (the schema refuses it), never "no account".
+  if (accounts !== undefined) candidate.accounts = jsonArray(accounts) ?? null;
   const issuer = str(authorizer, AUTHORIZER_CONTEXT_KEYS.issuer);
   if (issuer !== undefined) candidate.issuer = issuer;
   const expiresAt = str(authorizer, AUTHORIZER_CONTEXT_KEYS.expiresAt);

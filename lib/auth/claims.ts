@@ -4,15 +4,20 @@
  * Identity providers put the same facts under different claims. A
  * {@link ClaimMapping} names where to look; presets cover the common IdPs:
  *
- * | preset    | tenants                                   | principal kind                               | scopes                  | audience checked in      |
- * |-----------|-------------------------------------------|----------------------------------------------|-------------------------|--------------------------|
- * | `generic` | `aip:tenants`, `tenants`                  | `aip:principal_kind`, `principal_kind`       | `scope`, `scp`          | `aud`                    |
- * | `cognito` | `custom:tenants`, `aip:tenants`           | `custom:principal_kind`, `aip:principal_kind` | `scope`                 | `aud` or `client_id`     |
- * | `auth0`   | `<ns>tenants`                             | `<ns>principal_kind`                          | `scope`, `permissions`  | `aud`                    |
- * | `okta`    | `tenants`, `aip:tenants`                  | `principal_kind`, `aip:principal_kind`        | `scp`, `scope`          | `aud`                    |
+ * | preset    | tenants                                   | accounts                          | principal kind                               | scopes                  | audience checked in      |
+ * |-----------|-------------------------------------------|-----------------------------------|----------------------------------------------|-------------------------|--------------------------|
+ * | `generic` | `aip:tenants`, `tenants`                  | `aip:accounts`, `accounts`        | `aip:principal_kind`, `principal_kind`       | `scope`, `scp`          | `aud`                    |
+ * | `cognito` | `custom:tenants`, `aip:tenants`           | `custom:accounts`, `aip:accounts` | `custom:principal_kind`, `aip:principal_kind` | `scope`                 | `aud` or `client_id`     |
+ * | `auth0`   | `<ns>tenants`                             | `<ns>accounts`                    | `<ns>principal_kind`                          | `scope`, `permissions`  | `aud`                    |
+ * | `okta`    | `tenants`, `aip:tenants`                  | `accounts`, `aip:accounts`        | `principal_kind`, `aip:principal_kind`        | `scp`, `scope`          | `aud`                    |
  *
- * The first tenants/kind claim present wins; scopes are the union of every
- * scope claim present. A claim value may be a JSON array of strings or one
+ * The first tenants/accounts/kind claim present wins; scopes are the union
+ * of every scope claim present. Accounts are the external accounts
+ * (`identity.external_account_id`) the principal may act for: a token with
+ * no accounts claim holds none, so an action naming an account is refused
+ * (`runtime.account_forbidden`, lib/runtime/identity.ts `resolveAccount`).
+ * Tenant and account values that are not protocol IDs are dropped (that only
+ * ever narrows access). A claim value may be a JSON array of strings or one
  * string separated by commas and/or spaces (Cognito custom attributes are
  * strings). Auth0 requires namespaced custom claims: `<ns>` defaults to
  * `https://aip/` and is configurable.
@@ -46,6 +51,8 @@ export interface ClaimMapping {
   readonly machineKind: PrincipalKind;
   /** Claims holding tenant memberships; first present wins. */
   readonly tenantsClaims: readonly string[];
+  /** Claims holding the external accounts the principal may act for; first present wins. */
+  readonly accountsClaims: readonly string[];
   /** Claims holding scopes; the union of all present. */
   readonly scopeClaims: readonly string[];
   /** Claims the configured audience is matched against (`aud`, and `client_id` for Cognito access tokens). */
@@ -63,6 +70,7 @@ const GENERIC: ClaimMapping = {
   defaultKind: 'user',
   machineKind: 'service',
   tenantsClaims: ['aip:tenants', 'tenants'],
+  accountsClaims: ['aip:accounts', 'accounts'],
   scopeClaims: ['scope', 'scp'],
   audienceClaims: ['aud'],
 };
@@ -77,6 +85,7 @@ export function claimPreset(name: ClaimPresetName, options: { namespace?: string
         ...GENERIC,
         kindClaims: ['custom:principal_kind', 'aip:principal_kind'],
         tenantsClaims: ['custom:tenants', 'aip:tenants'],
+        accountsClaims: ['custom:accounts', 'aip:accounts'],
         scopeClaims: ['scope'],
         audienceClaims: ['aud', 'client_id'],
         tokenUse: 'access',
@@ -88,6 +97,7 @@ export function claimPreset(name: ClaimPresetName, options: { namespace?: string
         subjectEncoding: 'escape',
         kindClaims: [`${ns}principal_kind`],
         tenantsClaims: [`${ns}tenants`],
+        accountsClaims: [`${ns}accounts`],
         scopeClaims: ['scope', 'permissions'],
       };
     }
@@ -96,6 +106,7 @@ export function claimPreset(name: ClaimPresetName, options: { namespace?: string
         ...GENERIC,
         kindClaims: ['principal_kind', 'aip:principal_kind'],
         tenantsClaims: ['tenants', 'aip:tenants'],
+        accountsClaims: ['accounts', 'aip:accounts'],
         scopeClaims: ['scp', 'scope'],
       };
   }
@@ -114,6 +125,7 @@ export const ClaimsConfigSchema = z.strictObject({
   defaultKind: z.enum(PRINCIPAL_KINDS).optional(),
   machineKind: z.enum(PRINCIPAL_KINDS).optional(),
   tenantsClaims: z.array(claimName).min(1).max(8).optional(),
+  accountsClaims: z.array(claimName).min(1).max(8).optional(),
   scopeClaims: z.array(claimName).min(1).max(8).optional(),
   audienceClaims: z.array(z.enum(['aud', 'client_id', 'azp', 'cid'])).min(1).max(4).optional(),
   /** `any` turns off the preset's token_use check. */
@@ -132,6 +144,7 @@ export function resolveClaimMapping(config: ClaimsConfig = {}): ClaimMapping {
   if (c.defaultKind !== undefined) out.defaultKind = c.defaultKind;
   if (c.machineKind !== undefined) out.machineKind = c.machineKind;
   if (c.tenantsClaims !== undefined) out.tenantsClaims = c.tenantsClaims;
+  if (c.accountsClaims !== undefined) out.accountsClaims = c.accountsClaims;
   if (c.scopeClaims !== undefined) out.scopeClaims = c.scopeClaims;
   if (c.audienceClaims !== undefined) out.audienceClaims = c.audienceClaims;
   if (c.tokenUse === 'any') delete out.tokenUse;
@@ -208,16 +221,26 @@ function principalKind(payload: Readonly<Record<string, unknown>>, mapping: Clai
   return isMachineToken(payload) ? mapping.machineKind : mapping.defaultKind;
 }
 
-function tenants(payload: Readonly<Record<string, unknown>>, mapping: ClaimMapping): string[] {
-  for (const claim of mapping.tenantsClaims) {
+/** The first present claim of `claims` as deduplicated protocol IDs, or undefined when none is present. */
+function idList(payload: Readonly<Record<string, unknown>>, claims: readonly string[], max: number, what: string): string[] | undefined {
+  for (const claim of claims) {
     const v = own(payload, claim);
     if (v === undefined) continue;
-    // Only tenant IDs the protocol can carry are kept: dropping one only ever narrows access.
+    // Only IDs the protocol can carry are kept: dropping one only ever narrows access.
     const list = [...new Set(stringList(v, claim))].filter((t) => t.length <= ID_MAX_LENGTH && ID_PATTERN.test(t));
-    if (list.length > IDENTITY_LIMITS.maxTenants) throw new ClaimMappingError(`claim ${claim} lists more than ${IDENTITY_LIMITS.maxTenants} tenants`);
+    if (list.length > max) throw new ClaimMappingError(`claim ${claim} lists more than ${max} ${what}`);
     return list;
   }
-  return [];
+  return undefined;
+}
+
+function tenants(payload: Readonly<Record<string, unknown>>, mapping: ClaimMapping): string[] {
+  return idList(payload, mapping.tenantsClaims, IDENTITY_LIMITS.maxTenants, 'tenants') ?? [];
+}
+
+/** The token's accounts, or undefined when it has no accounts claim (it then holds no account). */
+function accounts(payload: Readonly<Record<string, unknown>>, mapping: ClaimMapping): string[] | undefined {
+  return idList(payload, mapping.accountsClaims, IDENTITY_LIMITS.maxAccounts, 'accounts');
 }
 
 function scopes(payload: Readonly<Record<string, unknown>>, mapping: ClaimMapping): string[] {
@@ -241,6 +264,8 @@ export function mapClaims(payload: Readonly<Record<string, unknown>>, mapping: C
     tenants: tenants(payload, mapping),
     scopes: scopes(payload, mapping),
   };
+  const held = accounts(payload, mapping);
+  if (held !== undefined) identity.accounts = held;
   const iss = own(payload, 'iss');
   if (typeof iss === 'string') identity.issuer = iss;
   const exp = own(payload, 'exp');

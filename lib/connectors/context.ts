@@ -39,10 +39,27 @@ export interface ExecutionDeadline {
   remaining_ms(): number;
 }
 
-/** Idempotency reservation owned by this attempt. */
+/**
+ * Idempotency reservation owned by this attempt. Reservations are scoped to
+ * (tenant, principal, key): two principals may use the same key for separate
+ * actions, each with its own effect.
+ */
 export interface IdempotencyReservation {
-  /** The action's idempotency key: forward it to the provider. */
+  /**
+   * The caller's raw idempotency key, as submitted. NOT unique across
+   * principals or tenants: never send it (or a key derived from it alone, or
+   * from it and the tenant) to a provider, or one principal's request is
+   * deduplicated into another's effect.
+   */
   readonly key: string;
+  /**
+   * The scope-unique identity of the reservation (see `reservationIdentity`
+   * in lib/ports/idempotency-store.ts): deterministic from (tenant, principal
+   * kind, principal ID, key), the same for every retry and attempt of the
+   * action, different for two principals or two tenants using the same key.
+   * Downstream idempotency keys must derive from it (the HTTP connector's
+   * `downstreamIdempotencyKey` does).
+   */
   readonly reservation_id: string;
   /** The attempt that owns the reservation. */
   readonly attempt_id: string;

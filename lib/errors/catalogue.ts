@@ -127,6 +127,7 @@ export const ERROR_CATALOGUE = {
   'approval.expired': entry('conflict', 409, false, 'The approval expired before the decision'),
   'approval.not_expired': entry('conflict', 409, false, 'The approval has not reached its expiry yet'),
   'approval.state_conflict': entry('conflict', 409, false, 'The approval changed since it was read (revision mismatch)'),
+  'approval.already_approved_by_caller': entry('conflict', 409, false, 'The caller already approved this approval; the next approval must come from a different approver'),
   'approval.self_approval_forbidden': entry('authorization', 403, false, 'The approval policy does not allow the requester to decide their own approval'),
   'approval.invalid_record': entry('validation', 400, false, 'The approval write is malformed (IDs, policy, decision or expiry)'),
   'approval.invalid_listing': entry('validation', 400, false, 'List pending approvals with a valid tenant, time bound, limit and cursor'),

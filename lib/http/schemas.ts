@@ -43,11 +43,16 @@ const intString = (min: number, max: number, what: string) =>
     .transform(Number)
     .pipe(z.int().min(min).max(max));
 
-/** Opaque pagination cursor: printable ASCII, bounded. */
+/**
+ * Opaque pagination cursor: printable ASCII, bounded. The listings' cursors
+ * are sealed (`c1.` + base64url of AES-256-GCM output, lib/runtime/cursor.ts,
+ * `MAX_SEALED_CURSOR_LENGTH`); the runtime refuses any other cursor with
+ * `runtime.cursor_invalid`.
+ */
 export const CursorSchema = z
   .string()
   .min(1)
-  .max(2048)
+  .max(4096)
   .regex(/^[\x21-\x7e]+$/, { message: 'invalid cursor' })
   .meta({ description: 'Opaque cursor from the previous page' });
 

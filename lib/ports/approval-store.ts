@@ -1,12 +1,17 @@
 /**
  * Port: durable approvals.
  *
- * An approval is created `pending` with an expiry. Exactly one decision is
- * ever recorded: `decide` is ONE conditional write on `status = pending AND
- * revision = expected AND expires_at > now`, so of any number of concurrent
- * deciders exactly one wins. `expire` moves a pending approval whose expiry
- * has passed to `expired` (also conditional). Approval state is separate from
- * transaction state: an approved action can still fail to claim a plan.
+ * An approval is created `pending` with an expiry. Each decision is ONE
+ * conditional write on `status = pending AND revision = expected AND
+ * expires_at > now`, so of any number of concurrent deciders at one revision
+ * exactly one wins. Every decision is kept (`decisions`, in order). An
+ * approval stays `pending` until `policy.min_approvals` DISTINCT approvers
+ * have approved (the write that records the last one moves it to
+ * `approved`); any denial moves it to `denied`. The same approver approving
+ * twice is refused inside the write (`approval.already_approved_by_caller`).
+ * `expire` moves a pending approval whose expiry has passed to `expired`
+ * (also conditional). Approval state is separate from transaction state: an
+ * approved action can still fail to claim a plan.
  *
  * Pending approvals are listed per tenant through the sparse `byStatus` index
  * (GSI3PK `APPROVAL#pending#<tenant>`, GSI3SK `<expires_at>#<approval_id>`):
@@ -21,6 +26,9 @@
  * - `approval.expired`: decide after expires_at (details expires_at).
  * - `approval.not_expired`: expire before expires_at.
  * - `approval.state_conflict`: pending but at another revision (lost race).
+ * - `approval.already_approved_by_caller` (409): this principal's approval is
+ *   already among the decisions of the pending approval (details
+ *   approval_id, current_status, current_revision, approvals, min_approvals).
  * - `approval.self_approval_forbidden` (403): the requester tried to APPROVE
  *   while policy.allow_self_approval is false (checked inside the write;
  *   the requester may always deny, i.e. withdraw, their own request).
@@ -39,8 +47,23 @@ export interface ApprovalPolicySnapshot {
   readonly policy_id: string;
   /** sha256 hex of the canonical policy (evidence passed to the connector context). */
   readonly policy_hash: string;
+  /** Holding ONE of these scopes makes a principal an approver (lib/runtime/authority.ts). */
   readonly approver_scopes: readonly string[];
   readonly allow_self_approval: boolean;
+  /** Distinct approvers needed (1-10; records written before it existed read as 1). */
+  readonly min_approvals: number;
+  /** The policy's own approval lifetime, when it sets one (else the runtime's `approvals.ttl_ms`). */
+  readonly ttl_ms?: number;
+}
+
+/** What an approval is about, beyond the action: shown to approvers. */
+export interface ApprovalSubject {
+  /** A compensate: the action it compensates, with that action's recorded owner. */
+  readonly compensation_for?: {
+    readonly action_id: string;
+    readonly transaction_id?: string;
+    readonly owner: Principal;
+  };
 }
 
 export interface ApprovalDecision {
@@ -61,7 +84,11 @@ export interface ApprovalRecord {
   readonly requested_by: Principal;
   readonly policy: ApprovalPolicySnapshot;
   readonly status: ApprovalStatus;
+  /** The decision that ended it (the last approval, or the denial); absent while pending. */
   readonly decision?: ApprovalDecision;
+  /** Every decision recorded, oldest first (partial approvals included). */
+  readonly decisions: readonly ApprovalDecision[];
+  readonly subject?: ApprovalSubject;
   /** RFC 3339 (UTC, ms). */
   readonly expires_at: string;
   readonly created_at: string;
@@ -82,6 +109,7 @@ export interface CreateApprovalInput extends ApprovalRef {
   readonly policy: ApprovalPolicySnapshot;
   /** RFC 3339; must be in the future. */
   readonly expires_at: string;
+  readonly subject?: ApprovalSubject;
 }
 
 export interface DecideApprovalInput extends ApprovalRef {
@@ -90,6 +118,13 @@ export interface DecideApprovalInput extends ApprovalRef {
   readonly decided_by: Principal;
   readonly decision: ApprovalDecisionValue;
   readonly reason?: string;
+  /**
+   * The record at `expected_revision` the caller already read (strongly
+   * consistent): the store then does not read it again. The write stays
+   * conditional on everything it relies on (revision, approvals so far,
+   * min_approvals), so a stale or wrong record only loses the write.
+   */
+  readonly current?: ApprovalRecord;
 }
 
 export interface ExpireApprovalInput extends ApprovalRef {
@@ -108,7 +143,7 @@ export interface ListPendingApprovalsQuery {
 export interface ApprovalStore {
   /** Create `pending`, revision 1; conditional on the approval ID not existing in the tenant. */
   create(input: CreateApprovalInput): Promise<ApprovalRecord>;
-  /** pending → approved|denied, once; refused after expiry. */
+  /** Records one decision: pending stays pending (a partial approval) or becomes approved|denied; refused after expiry. */
   decide(input: DecideApprovalInput): Promise<ApprovalRecord>;
   /** pending → expired once expires_at has passed. */
   expire(input: ExpireApprovalInput): Promise<ApprovalRecord>;

@@ -1,16 +1,21 @@
 /**
- * Approval decisions. An authorized approver (holding the policy's approver
- * scopes and, unless the policy allows it, not the requester) approves or
- * denies a pending approval exactly once. Approval resumes the action
- * (steps 7-9 of the pipeline, with the decision as verified evidence for the
- * connector context); denial ends it; pending approvals expire. Approval and
- * transaction state stay separate: an approved action can still fail to
- * claim a plan, and that failure is the action's result.
+ * Approval decisions. An authorized approver (the authority rule's `approve`:
+ * holding ONE of the policy's approver scopes and, unless the policy allows
+ * it, not the requester) approves or denies a pending approval, once per
+ * approver. The approval stays pending until the policy's `min_approvals`
+ * distinct approvers approved; the approval that completes it resumes the
+ * action (steps 7-9 of the pipeline, with every approving decision as
+ * verified evidence for the connector context); any denial ends it; pending
+ * approvals expire. Approval and transaction state stay separate: an
+ * approved action can still fail to claim a plan, and that failure is the
+ * action's result.
  */
 import { AipError, isAipError } from '../errors/aip-error.js';
 import type { ActionResult } from '../protocol/index.js';
 import type { ApprovalRecord } from '../ports/approval-store.js';
-import { assertCallerCurrent, assertTenantMember, missingScopes, type CallerIdentity } from './identity.js';
+import { assertCallerCurrent, assertTenantMember, type CallerIdentity } from './identity.js';
+import type { AuthorityTarget } from './authority.js';
+import { cursorSealerOf, type CursorBinding } from './cursor.js';
 import { failedResult, type Kernel } from './kernel.js';
 import { actionResultOf, finishUnstartedAction } from './pipeline/action-record.js';
 import { continueAdmission, guarded } from './pipeline/admit.js';
@@ -38,45 +43,65 @@ export async function expireApproval(k: Kernel, approval: ApprovalRecord): Promi
   }
 }
 
+/** The approval as the authority rule sees it (lib/runtime/authority.ts, operation `approve`). */
+function approvalTarget(approval: ApprovalRecord): AuthorityTarget {
+  return {
+    kind: 'approval',
+    tenant_id: approval.tenant_id,
+    id: approval.approval_id,
+    approver_scopes: approval.policy.approver_scopes,
+    allow_self_approval: approval.policy.allow_self_approval,
+    requested_by: approval.requested_by,
+  };
+}
+
+/** Concurrent decisions on one approval lose their write to each other: read again and retry this often. */
+const DECIDE_ATTEMPTS = 12;
+
 export async function decideApproval(k: Kernel, caller: CallerIdentity, tenant_id: string, approval_id: string, input: ApprovalDecisionInput): Promise<DecisionOutcome> {
   assertCallerCurrent(caller, k.now());
   assertTenantMember(caller, tenant_id);
   if (input === null || typeof input !== 'object' || (input.decision !== 'approve' && input.decision !== 'deny')) {
     throw new AipError('runtime.invalid_query', 'decision must be approve or deny', { details: { field: 'decision' } });
   }
-  const approval = await k.deps.approvals.get({ tenant_id, approval_id });
-  if (approval === undefined) throw new AipError('approval.not_found', undefined, { details: { approval_id } });
-  const missing = missingScopes(caller, approval.policy.approver_scopes);
-  if (missing.length > 0) throw new AipError('runtime.approver_forbidden', undefined, { details: { approval_id, missing_scopes: missing } });
-  if (!approval.policy.allow_self_approval && caller.principal.id === approval.requested_by.id) {
-    throw new AipError('runtime.self_approval_forbidden', undefined, { details: { approval_id } });
-  }
-  if (approval.status === 'pending' && Date.parse(approval.expires_at) <= k.now().getTime()) {
-    await expireApproval(k, approval);
-    throw new AipError('runtime.approval_expired', undefined, { details: { approval_id, expires_at: approval.expires_at } });
-  }
-  let decided: ApprovalRecord;
-  try {
-    decided = await k.deps.approvals.decide({
-      tenant_id,
-      approval_id,
-      expected_revision: approval.revision,
-      decision_id: `dec-${k.ids()}`,
-      decided_by: { ...caller.principal },
-      decision: input.decision === 'approve' ? 'approved' : 'denied',
-      ...(input.reason !== undefined ? { reason: input.reason } : {}),
-    });
-  } catch (err) {
-    if (isAipError(err, 'approval.expired')) {
+  const decision_id = `dec-${k.ids()}`;
+  let decided: ApprovalRecord | undefined;
+  for (let attempt = 1; decided === undefined; attempt += 1) {
+    const approval = await k.deps.approvals.get({ tenant_id, approval_id });
+    if (approval === undefined) throw new AipError('approval.not_found', undefined, { details: { approval_id } });
+    // The authority rule: one of the policy's approver scopes suffices; the requester only under
+    // self-approval; a caller who may not read the approval is told it does not exist.
+    k.authority.require(caller, 'approve', approvalTarget(approval));
+    if (approval.status === 'pending' && Date.parse(approval.expires_at) <= k.now().getTime()) {
       await expireApproval(k, approval);
-      throw new AipError('runtime.approval_expired', undefined, { details: { approval_id }, cause: err });
+      throw new AipError('runtime.approval_expired', undefined, { details: { approval_id, expires_at: approval.expires_at } });
     }
-    throw err;
+    try {
+      decided = await k.deps.approvals.decide({
+        tenant_id,
+        approval_id,
+        expected_revision: approval.revision,
+        current: approval,
+        decision_id,
+        decided_by: { ...caller.principal },
+        decision: input.decision === 'approve' ? 'approved' : 'denied',
+        ...(input.reason !== undefined ? { reason: input.reason } : {}),
+      });
+    } catch (err) {
+      if (isAipError(err, 'approval.expired')) {
+        await expireApproval(k, approval);
+        throw new AipError('runtime.approval_expired', undefined, { details: { approval_id }, cause: err });
+      }
+      // Another approver's decision landed first: decide again on the record as it is now.
+      if (isAipError(err, 'approval.state_conflict') && attempt < DECIDE_ATTEMPTS) continue;
+      throw err;
+    }
   }
 
   const action = await k.deps.actions.get({ tenant_id, action_id: decided.action_id });
   if (action === undefined) throw new AipError('action.not_found', undefined, { details: { action_id: decided.action_id } });
-  if (action.status !== 'requires_human') return { approval: decided, action_result: actionResultOf(action) };
+  // Still pending (fewer distinct approvers than the policy needs), or the action moved on already.
+  if (decided.status === 'pending' || action.status !== 'requires_human') return { approval: decided, action_result: actionResultOf(action) };
 
   if (decided.status === 'denied') {
     const err = new AipError('runtime.approval_denied', undefined, { details: { approval_id, decision_id: decided.decision?.decision_id ?? null } });
@@ -84,7 +109,7 @@ export async function decideApproval(k: Kernel, caller: CallerIdentity, tenant_i
     return { approval: decided, action_result: actionResultOf(ended) };
   }
 
-  // Approved: resume the action (steps 7-9) with the decision as evidence.
+  // Approved: resume the action (steps 7-9) with the decisions as evidence.
   const accepted = await k.deps.actions.transition({ tenant_id, action_id: action.action_id, from: ['requires_human'], to: 'accepted', expected_revision: action.revision });
   const reg = k.deps.registry.find(accepted.capability_id);
   if (reg === undefined) {
@@ -112,16 +137,31 @@ export async function decideApproval(k: Kernel, caller: CallerIdentity, tenant_i
   }
 }
 
-/** Pending approvals of a tenant (expired ones are expired on the way). */
+/**
+ * Pending approvals of a tenant that the caller may see (expired ones are
+ * expired on the way): the authority rule's `read_approval` (lib/runtime/authority.ts),
+ * so an approver (one of the policy's approver scopes) or an operator sees
+ * every one, and anyone else only those requested for them. A page may hold
+ * fewer items than its limit and still have a cursor.
+ *
+ * Cursors are sealed (lib/runtime/cursor.ts), bound to this listing, the
+ * tenant and the principal; anything else is `runtime.cursor_invalid`.
+ */
 export async function listApprovals(k: Kernel, caller: CallerIdentity, tenant_id: string, page: { cursor?: string; limit?: number } = {}): Promise<PageOf<ApprovalRecord>> {
   assertCallerCurrent(caller, k.now());
   assertTenantMember(caller, tenant_id);
-  const out = await k.deps.approvals.listPending({ tenant_id, ...(page.limit !== undefined ? { limit: page.limit } : {}), ...(page.cursor !== undefined ? { cursor: page.cursor } : {}) });
+  const sealer = cursorSealerOf(k.deps);
+  const binding: CursorBinding = { listing: 'approvals', tenants: [tenant_id], principal: caller.principal };
+  const cursor = page.cursor !== undefined ? await sealer.open(page.cursor, binding) : undefined;
+  const out = await k.deps.approvals.listPending({ tenant_id, ...(page.limit !== undefined ? { limit: page.limit } : {}), ...(cursor !== undefined ? { cursor } : {}) });
   const now = k.now().getTime();
   const items: ApprovalRecord[] = [];
   for (const a of out.items) {
-    if (Date.parse(a.expires_at) <= now) await expireApproval(k, a);
-    else items.push(a);
+    if (Date.parse(a.expires_at) <= now) {
+      await expireApproval(k, a);
+      continue;
+    }
+    if (k.authority.allows(caller, 'read_approval', approvalTarget(a)) !== undefined) items.push(a);
   }
-  return out.cursor !== undefined ? { items, cursor: out.cursor } : { items };
+  return out.cursor !== undefined ? { items, cursor: await sealer.seal(out.cursor, binding) } : { items };
 }

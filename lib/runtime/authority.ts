@@ -30,6 +30,7 @@ export const AUTHORITY_OPERATIONS = [
   'cancel',
   'commit',
   'execute_replay',
+  'resubmit',
   'reconcile',
   'reconcile_override',
   'compensate',
@@ -102,10 +103,17 @@ export const AUTHORITY_TABLE: Readonly<Record<AuthorityOperation, AuthorityRow>>
   },
   execute_replay: {
     operation: 'execute_replay',
-    description: 'Name an existing transaction ID in an execute, or resubmit an existing action ID (the replay gate)',
+    description: 'Name an existing transaction ID in an execute (the replay gate)',
     allowed: ['owner', 'service'],
     visible: { code: 'runtime.execution_contract_mismatch' },
     hidden: { code: 'runtime.execution_contract_mismatch', conceal: true },
+  },
+  resubmit: {
+    operation: 'resubmit',
+    description: 'Submit an action ID that already exists (a resubmission of the same action)',
+    allowed: ['owner', 'service'],
+    visible: { code: 'runtime.action_conflict' },
+    hidden: { code: 'runtime.action_conflict', conceal: true },
   },
   reconcile: {
     operation: 'reconcile',
@@ -117,7 +125,7 @@ export const AUTHORITY_TABLE: Readonly<Record<AuthorityOperation, AuthorityRow>>
   reconcile_override: {
     operation: 'reconcile_override',
     description: 'Reconcile an escalated (requires_human) transaction, or supply a provider operation where none was checkpointed',
-    allowed: ['operator', 'service'],
+    allowed: ['operator'],
     visible: { code: 'runtime.operator_required' },
     hidden: 'by_kind',
   },
@@ -151,9 +159,16 @@ export const AUTHORITY_TABLE: Readonly<Record<AuthorityOperation, AuthorityRow>>
   },
 };
 
-/** The target of an operation, as the durable records describe it. `undefined` = it does not exist. */
+/**
+ * The target of an operation, as the durable records describe it. A target
+ * that does not exist is `{ kind, tenant_id, id, missing: true }` (or
+ * `undefined` where the kind does not matter): nobody may act on it, and the
+ * refusal is the kind's not-found answer.
+ */
 export interface AuthorityTarget {
   readonly kind: TargetKind;
+  /** True when no such record exists. */
+  readonly missing?: boolean;
   readonly tenant_id: string;
   /** The ID the caller named (the only detail a concealed refusal carries). */
   readonly id?: string;
@@ -219,7 +234,7 @@ export class Authority {
   /** The caller's roles with respect to the target (empty when the target does not exist). */
   roles(caller: CallerIdentity, target: AuthorityTarget | undefined): Set<AuthorityRole> {
     const roles = new Set<AuthorityRole>();
-    if (target === undefined || !caller.tenants.includes(target.tenant_id)) return roles;
+    if (target === undefined || target.missing === true || !caller.tenants.includes(target.tenant_id)) return roles;
     if (isServiceCaller(caller) && samePrincipal(caller.principal, this.#policy.service_principal)) roles.add('service');
     if (samePrincipal(caller.principal, target.owner)) roles.add('owner');
     if (this.isOperator(caller)) roles.add('operator');
@@ -235,7 +250,9 @@ export class Authority {
   /** May the caller read the target at all (does a refusal may name it)? */
   mayRead(caller: CallerIdentity, target: AuthorityTarget | undefined): boolean {
     const roles = this.roles(caller, target);
-    return roles.has('owner') || roles.has('operator') || roles.has('service') || (target?.kind === 'approval' && (roles.has('approver') || roles.has('requester') || anyOf(caller.scopes, target.approver_scopes)));
+    if (roles.has('owner') || roles.has('operator') || roles.has('service')) return true;
+    if (target?.kind === 'approval') return roles.has('approver') || roles.has('requester') || anyOf(caller.scopes, target.approver_scopes);
+    return target?.kind === 'compensation_target' && roles.has('compensator');
   }
 
   /** Allow (the role that allowed it) or undefined. */
@@ -254,7 +271,7 @@ export class Authority {
   /** The refusal for a caller the table does not allow. */
   refusal(caller: CallerIdentity, operation: AuthorityOperation, target: AuthorityTarget | undefined): AipError {
     const row = AUTHORITY_TABLE[operation];
-    const visible = target !== undefined && this.mayRead(caller, target);
+    const visible = target !== undefined && target.missing !== true && this.mayRead(caller, target);
     const spec = visible ? row.visible : row.hidden;
     const kind = target?.kind ?? 'action';
     let code = spec === 'by_kind' ? NOT_FOUND_BY_KIND[kind] : spec.code;
@@ -265,6 +282,11 @@ export class Authority {
     const details = conceal ? (target?.id !== undefined ? { [idField]: target.id } : {}) : { ...(target?.id !== undefined ? { [idField]: target.id } : {}), ...(target?.details ?? {}) };
     return new AipError(code, undefined, { details });
   }
+}
+
+/** A target that does not exist. */
+export function missingTarget(kind: TargetKind, tenant_id: string, id?: string): AuthorityTarget {
+  return { kind, tenant_id, missing: true, ...(id !== undefined ? { id } : {}) };
 }
 
 /** The authority policy of a runtime configuration. */

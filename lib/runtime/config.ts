@@ -18,10 +18,30 @@ export const TenantApprovalPolicySchema = z.strictObject({
   capabilities: z.array(z.union([IdSchema, z.literal('*')])).min(1).max(1000),
   /** Modes it applies to; `none` is a plain invocation. Default: every mutating mode. */
   modes: z.array(z.enum([...TRANSACTION_MODES, 'none'])).optional(),
+  /** Holding ONE of these scopes makes a principal an approver (default: `approvals.default_approver_scopes`). */
   approver_scopes: z.array(ScopeSchema).max(64).optional(),
   allow_self_approval: z.boolean().optional(),
+  /** Distinct approvers needed before the action runs (default 1); any one denial ends the approval. */
+  min_approvals: z.int().min(1).max(10).optional(),
+  /** A pending approval under this policy expires after this long (default: `approvals.ttl_ms`). */
+  ttl_ms: z.int().min(1_000).max(30 * 86_400_000).optional(),
 });
 export type TenantApprovalPolicy = z.infer<typeof TenantApprovalPolicySchema>;
+
+/** A tenant selector: a tenant ID, or `*` (every tenant, configured or not). */
+export const TenantSelectorSchema = z.union([IdSchema, z.literal('*')]);
+
+/**
+ * A runtime-wide approval policy (`approval_policies`): a tenant policy plus
+ * the tenants it applies to. The deployment's approval policies
+ * (infra/config.ts `approvalPolicies`) become these.
+ */
+export const GlobalApprovalPolicySchema = z.strictObject({
+  ...TenantApprovalPolicySchema.shape,
+  /** Tenants it applies to; `*` (the default) is every tenant, including tenants named nowhere in the configuration. */
+  tenants: z.array(TenantSelectorSchema).min(1).max(1000).default(['*']),
+});
+export type GlobalApprovalPolicy = z.output<typeof GlobalApprovalPolicySchema>;
 
 export const TenantPolicySchema = z.strictObject({
   /** Policies that put matching actions behind an approval. */
@@ -77,6 +97,12 @@ const RuntimeConfigShape = {
   /** Revision of the policy set, pinned by route assignments. */
   policy_revision: z.string().min(1).max(128).default('1'),
   tenants: z.record(IdSchema, TenantPolicySchema).default({}),
+  /**
+   * Runtime-wide approval policies, each with its tenant selector. Evaluated
+   * after the capability's own policy and the tenant's own
+   * `tenants[t].approvals`, in order (lib/runtime/pipeline/approval-policy.ts).
+   */
+  approval_policies: z.array(GlobalApprovalPolicySchema).max(100).default([]),
   /** Retention of terminal action records, seconds (0 keeps them). */
   action_retention_seconds: z.int().min(0).max(10 * 365 * 86_400).default(0),
   /**

@@ -15,6 +15,7 @@ import type { StreamStore } from '../ports/stream-store.js';
 import type { TransactionStore } from '../ports/transaction-store.js';
 import type { RuntimeConfig } from './config.js';
 import type { CrashPoints } from './crash-points.js';
+import type { CursorSealer } from './cursor.js';
 import type { CapabilityRegistry } from './registry.js';
 
 /** One hosted connector: the frozen connector plus its placement and credential facts. */
@@ -82,6 +83,14 @@ export interface RuntimeDeps {
   readonly config: RuntimeConfig;
   /** Test-only crash hook; refused unless config.test_mode. */
   readonly crashPoints?: CrashPoints;
+  /**
+   * Seals the listings' pagination cursors (lib/runtime/cursor.ts) with the
+   * deployment's key. The production composition always passes one
+   * (functions/shared/compose-runtime.ts, key from Secrets Manager). Absent:
+   * a random key per dependency bundle, so cursors open only in this process
+   * (tests, a single local process).
+   */
+  readonly cursors?: CursorSealer;
   readonly logger?: RuntimeLogger;
 }
 

@@ -1,7 +1,8 @@
 /**
  * Pipeline step 4 and the identity rules: the tenant comes from the caller's
- * verified memberships, never from the body alone; scopes come from the
- * verified token. Nothing here reads a principal from the action body.
+ * verified memberships, never from the body alone; so does the external
+ * account (the token's accounts claim); scopes come from the verified token.
+ * Nothing here reads a principal from the action body.
  */
 import type { CallerIdentity } from '../auth/identity.js';
 import { AipError } from '../errors/aip-error.js';
@@ -30,6 +31,24 @@ export function resolveTenant(caller: CallerIdentity, action: Pick<Action, 'iden
   if (tenant === undefined) throw new AipError('runtime.tenant_required');
   if (!caller.tenants.includes(tenant)) throw new AipError('runtime.tenant_forbidden');
   return tenant;
+}
+
+/**
+ * The verified external account of an action: `identity.external_account_id`,
+ * when the action names one, must be one of the accounts the caller's token
+ * holds (`caller.accounts`; a token without an accounts claim holds none).
+ * The account selects the credential row the attempt resolves (tenant,
+ * account → secret), so it is never taken from the body alone. Returns the
+ * account, or undefined when the action names none (the tenant-wide
+ * credential applies). The refusal names the field, not the account.
+ */
+export function resolveAccount(caller: CallerIdentity, action: Pick<Action, 'identity'>): string | undefined {
+  const named = action.identity?.external_account_id;
+  if (named === undefined) return undefined;
+  if (!(caller.accounts ?? []).includes(named)) {
+    throw new AipError('runtime.account_forbidden', undefined, { details: { path: '/identity/external_account_id' } });
+  }
+  return named;
 }
 
 /** Checks tenant membership for reads and decisions. */

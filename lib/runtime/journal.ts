@@ -131,14 +131,14 @@ export class TransactionJournal {
     };
   }
 
-  checkpoint(record: Ref & Pick<TransactionRecord, 'status'>, provider_operation: ProviderOperationRef, reconciliation_cursor?: string): Promise<TransactionRecord> {
+  checkpoint(record: Ref & Pick<TransactionRecord, 'status'>, provider_operation: ProviderOperationRef, reconciliation_cursor?: string, evidence?: JsonObject): Promise<TransactionRecord> {
     return this.store.checkpointProviderOperation({
       tenant_id: record.tenant_id,
       transaction_id: record.transaction_id,
       expected_revision: record.revision,
       provider_operation,
       ...(reconciliation_cursor !== undefined ? { reconciliation_cursor } : {}),
-      receipt: this.next(record, record.status, RECEIPT_EVENTS.checkpoint, { provider: provider_operation.provider, operation_id: provider_operation.operation_id }),
+      receipt: this.next(record, record.status, RECEIPT_EVENTS.checkpoint, { provider: provider_operation.provider, operation_id: provider_operation.operation_id, ...(evidence ?? {}) }),
     });
   }
 }

@@ -7,7 +7,8 @@
  * and the transaction, compensation, execution, approval and idempotency
  * contracts. Never credentials, data-handling pointers or anything about the
  * connector's deployment. With a selected tenant (one of the caller's), each
- * item also names that tenant's approval policies that select it.
+ * item also names the approval policies that select it for that tenant: the
+ * tenant's own, then the runtime-wide ones whose tenant selector matches.
  *
  * health(): every hosted connector's own `health` (the SDK default: ready
  * when discovery succeeds), run concurrently, each bounded by
@@ -22,7 +23,7 @@ import type { HealthReport } from '../connectors/interfaces.js';
 import type { HostedConnector } from './deps.js';
 import { assertCallerCurrent, assertTenantMember, missingScopes, type CallerIdentity } from './identity.js';
 import type { Kernel } from './kernel.js';
-import { DEFAULT_POLICY_MODES } from './pipeline/approval-policy.js';
+import { DEFAULT_POLICY_MODES, selectsCapability, tenantApprovalPolicies } from './pipeline/approval-policy.js';
 import type { RegisteredCapability } from './registry.js';
 import type { CapabilityList, CapabilitySummary, ConnectorReadiness, RuntimeHealth, TenantApprovalSummary } from './types.js';
 
@@ -48,10 +49,15 @@ function summarize(reg: RegisteredCapability, tenantPolicies: readonly TenantApp
   };
 }
 
+/**
+ * The tenant's approval policies that select the capability, in evaluation
+ * order: its own, then the runtime-wide (deployment) policies whose tenant
+ * selector matches it, as `selectApprovalPolicy` considers them.
+ */
 function tenantPoliciesFor(k: Kernel, tenant_id: string, capability_id: string): TenantApprovalSummary[] {
   const defaults = k.config.approvals.default_approver_scopes;
-  return (k.config.tenants[tenant_id]?.approvals ?? [])
-    .filter((p) => p.capabilities.includes('*') || p.capabilities.includes(capability_id))
+  return tenantApprovalPolicies(k.config, tenant_id)
+    .filter((p) => selectsCapability(p, capability_id))
     .map((p) => ({
       policy_id: p.policy_id,
       modes: [...(p.modes ?? DEFAULT_POLICY_MODES)],

@@ -12,25 +12,30 @@ import type { StoredStreamChunk } from '../ports/stream-store.js';
 import type { TransactionRecord, TransactionSelector } from '../ports/transaction-store.js';
 import { abandonUnstartedTransaction } from './attempts/worker.js';
 import { assertCallerCurrent, assertTenantMember, type CallerIdentity } from './identity.js';
+import { cursorSealerOf, type CursorBinding } from './cursor.js';
 import type { Kernel } from './kernel.js';
 import { actionResultOf, finishUnstartedAction, isTerminalAction } from './pipeline/action-record.js';
 import type { PageOf } from './types.js';
+import { missingTarget, type AuthorityTarget } from './authority.js';
+import { transactionTarget } from './pipeline/targets.js';
 import { readReceipts, toTransactionResult } from './view.js';
 
 function isOperator(k: Kernel, caller: CallerIdentity): boolean {
   return caller.scopes.includes(k.config.operator_scope);
 }
 
-function owns(k: Kernel, caller: CallerIdentity, principal: { id: string; kind: string }): boolean {
-  return isOperator(k, caller) || (caller.principal.id === principal.id && caller.principal.kind === principal.kind);
+/** The action as an authority target (undefined when it does not exist). */
+function actionTarget(tenant_id: string, action_id: string, record: ActionRecord | undefined): AuthorityTarget {
+  return { kind: 'action', tenant_id, id: action_id, ...(record !== undefined ? { owner: record.principal } : {}) };
 }
 
-async function visibleAction(k: Kernel, caller: CallerIdentity, tenant_id: string, action_id: string): Promise<ActionRecord> {
+/** An action the caller may read (authority rule `read`; `cancel` for a cancellation), else action.not_found. */
+async function visibleAction(k: Kernel, caller: CallerIdentity, tenant_id: string, action_id: string, operation: 'read' | 'cancel' = 'read'): Promise<ActionRecord> {
   assertCallerCurrent(caller, k.now());
   assertTenantMember(caller, tenant_id);
   const record = await k.deps.actions.get({ tenant_id, action_id });
-  if (record === undefined || !owns(k, caller, record.principal)) throw new AipError('action.not_found', undefined, { details: { action_id } });
-  return record;
+  k.authority.require(caller, operation, record === undefined ? missingTarget('action', tenant_id, action_id) : actionTarget(tenant_id, action_id, record));
+  return record as ActionRecord;
 }
 
 /**
@@ -55,7 +60,8 @@ export async function getAction(k: Kernel, caller: CallerIdentity, tenant_id: st
   const action_result = actionResultOf(record);
   if (record.transaction_id === undefined) return { action_result };
   const txn = await k.deps.transactions.get({ tenant_id, transaction_id: record.transaction_id });
-  if (txn === undefined) return { action_result };
+  // The transaction view only when the caller may read that transaction too (an action is never a window on another's record).
+  if (txn === undefined || k.authority.allows(caller, 'read', transactionTarget(txn, tenant_id, txn.transaction_id)) === undefined) return { action_result };
   return { action_result, transaction: await viewOf(k, txn, {}, record) };
 }
 
@@ -83,7 +89,9 @@ export async function getTransaction(
   const given = (['transaction_id', 'plan_id', 'action_id'] as const).filter((f) => selector[f] !== undefined);
   if (given.length !== 1) throw new AipError('transaction.invalid_selector', undefined, { details: { given } });
   const txn = await k.deps.transactions.get(selector);
-  if (txn === undefined || !owns(k, caller, txn.principal)) throw new AipError('transaction.not_found');
+  if (txn === undefined) throw new AipError('transaction.not_found');
+  // Selected by plan or action ID, the refusal must not name the transaction: the target carries no ID.
+  k.authority.require(caller, 'read', { kind: 'transaction', tenant_id: selector.tenant_id, owner: txn.principal });
   return viewOf(k, txn, include);
 }
 
@@ -98,32 +106,46 @@ export interface OperatorQuery {
 
 export type OperatorItem = { readonly kind: 'transaction'; readonly transaction: TransactionResult; readonly updated_at: string; readonly reconcile_attempts: number } | { readonly kind: 'approval'; readonly approval: ApprovalRecord };
 
-/** What is stuck: outcome_unknown, reconciling, stalled committing, pending approvals, escalated (requires_human). */
+/**
+ * What is stuck: outcome_unknown, reconciling, stalled committing, pending approvals, escalated (requires_human).
+ *
+ * Cursors are sealed (lib/runtime/cursor.ts): the store's cursor, which may
+ * name another tenant's record (the status index is global per status), never
+ * leaves the runtime, and a cursor opens only for the same principal, tenant
+ * scope (the selected tenant, else all of the caller's) and view; anything
+ * else is `runtime.cursor_invalid`.
+ */
 export async function listOperator(k: Kernel, caller: CallerIdentity, query: OperatorQuery): Promise<PageOf<OperatorItem>> {
   assertCallerCurrent(caller, k.now());
   if (!isOperator(k, caller)) throw new AipError('runtime.operator_forbidden');
   if (query.tenant_id !== undefined) assertTenantMember(caller, query.tenant_id);
-  const page = { ...(query.limit !== undefined ? { limit: query.limit } : {}), ...(query.cursor !== undefined ? { cursor: query.cursor } : {}) };
-  if (query.view === 'pending_approvals') {
-    const tenant_id = query.tenant_id ?? (caller.tenants.length === 1 ? caller.tenants[0] : undefined);
-    if (tenant_id === undefined) throw new AipError('runtime.tenant_required');
-    const out = await k.deps.approvals.listPending({ tenant_id, ...page });
-    return { items: out.items.map((approval) => ({ kind: 'approval' as const, approval })), ...(out.cursor !== undefined ? { cursor: out.cursor } : {}) };
-  }
-  const byView = {
+  const views = {
     outcome_unknown: { status: 'outcome_unknown' as const },
     reconciling: { status: 'reconciling' as const },
     stalled_committing: { status: 'committing' as const, until: new Date(k.now().getTime() - k.config.stall_after_ms).toISOString() },
     requires_human: { status: 'outcome_unknown' as const, escalated: true },
-  }[query.view];
-  if (byView === undefined) throw new AipError('runtime.invalid_query', undefined, { details: { field: 'view' } });
+    pending_approvals: undefined,
+  };
+  if (typeof query.view !== 'string' || !Object.hasOwn(views, query.view)) throw new AipError('runtime.invalid_query', undefined, { details: { field: 'view' } });
+  const byView = views[query.view];
+  const approvalsTenant = query.tenant_id ?? (caller.tenants.length === 1 ? caller.tenants[0] : undefined);
+  if (byView === undefined && approvalsTenant === undefined) throw new AipError('runtime.tenant_required');
+  const sealer = cursorSealerOf(k.deps);
+  const binding: CursorBinding = { listing: 'operator', tenants: query.tenant_id !== undefined ? [query.tenant_id] : caller.tenants, principal: caller.principal, query: { view: query.view } };
+  const cursor = query.cursor !== undefined ? await sealer.open(query.cursor, binding) : undefined;
+  const page = { ...(query.limit !== undefined ? { limit: query.limit } : {}), ...(cursor !== undefined ? { cursor } : {}) };
+  const sealed = async (next: string | undefined) => (next !== undefined ? { cursor: await sealer.seal(next, binding) } : {});
+  if (byView === undefined) {
+    const out = await k.deps.approvals.listPending({ tenant_id: approvalsTenant as string, ...page });
+    return { items: out.items.map((approval) => ({ kind: 'approval' as const, approval })), ...(await sealed(out.cursor)) };
+  }
   const out = await k.deps.transactions.listByStatus({ ...byView, ...(query.tenant_id !== undefined ? { tenant_id: query.tenant_id } : {}), ...page });
   const items: OperatorItem[] = [];
   for (const r of out.items) {
     if (!caller.tenants.includes(r.tenant_id)) continue;
     items.push({ kind: 'transaction', transaction: toTransactionResult(r, { action_status: query.view === 'requires_human' ? 'requires_human' : undefined }), updated_at: r.updated_at, reconcile_attempts: r.reconcile_attempts });
   }
-  return { items, ...(out.cursor !== undefined ? { cursor: out.cursor } : {}) };
+  return { items, ...(await sealed(out.cursor)) };
 }
 
 export async function readStream(k: Kernel, caller: CallerIdentity, tenant_id: string, action_id: string, after?: number): Promise<PageOf<StoredStreamChunk>> {
@@ -139,7 +161,7 @@ export async function readStream(k: Kernel, caller: CallerIdentity, tenant_id: s
  * cancellation request; a terminal one cannot be cancelled.
  */
 export async function cancel(k: Kernel, caller: CallerIdentity, tenant_id: string, action_id: string): Promise<{ action_result: ActionResult; cancel_requested: boolean }> {
-  const record = await visibleAction(k, caller, tenant_id, action_id);
+  const record = await visibleAction(k, caller, tenant_id, action_id, 'cancel');
   if (record.status === 'cancelled') return { action_result: actionResultOf(record), cancel_requested: false };
   if (isTerminalAction(record.status)) throw new AipError('runtime.cancel_not_allowed', undefined, { details: { action_id, status: record.status } });
   if ((record.status === 'accepted' && record.fence === 0) || record.status === 'requires_human') {

@@ -104,15 +104,19 @@ export async function reconcileMessage(k: Kernel, msg: ReconcileMessage): Promis
     transaction: { mode: 'reconcile', transaction_id: txn.transaction_id },
   };
   const reg = k.deps.registry.find(txn.capability_id);
-  const caller = serviceCaller(k.config.service_principal, txn.tenant_id, [...(reg?.capability.authorization?.scopes ?? []), ...k.config.service_scopes]);
+  // The original was admitted under the account check: the service principal acts for exactly its account (or none).
+  const account = original.action.identity?.external_account_id;
+  const caller = serviceCaller(k.config.service_principal, txn.tenant_id, [...(reg?.capability.authorization?.scopes ?? []), ...k.config.service_scopes], {
+    accounts: account !== undefined ? [account] : [],
+  });
   let admitted;
   // The records as the admission's own writes left them: the inline attempt starts from them.
   const written: { action?: ActionRecord; transaction?: TransactionRecord } = {};
   try {
     // The same pipeline as any governed action, from the core envelope validator on.
-    const adm = await prepare(k, caller, validateAction(action), { tenant_id: txn.tenant_id, internal: true });
     // Admission starts from the record read above (its begin_reconcile write is conditional on it).
-    admitted = await admit(k, { ...adm, internal: true, known_transaction: txn, written });
+    const adm = await prepare(k, caller, validateAction(action), { tenant_id: txn.tenant_id, internal: true, known: txn });
+    admitted = await admit(k, { ...adm, internal: true, written });
   } catch (err) {
     if (isAipError(err, 'runtime.reconcile_not_outcome_unknown') || isAipError(err, 'runtime.action_in_flight')) {
       return out(msg, 'in_progress', { action_id: action.id });

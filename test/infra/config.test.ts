@@ -103,6 +103,36 @@ describe('parseInfraConfig', () => {
       { ...BASE_CONFIG, approvalPolicies: [{ id: 'p', connector: 'payments', approverScopes: [] }] },
       /at least one approver scope/,
     ],
+    [
+      'approvalPolicies[0].tenants',
+      { ...BASE_CONFIG, approvalPolicies: [{ id: 'p', connector: 'payments', approverScopes: ['s'], tenants: [] }] },
+      /at least one tenant \(or "\*"\), or be omitted/,
+    ],
+    [
+      'approvalPolicies[0].tenants[1]',
+      { ...BASE_CONFIG, approvalPolicies: [{ id: 'p', connector: 'payments', approverScopes: ['s'], tenants: ['acme', 'not a tenant'] }] },
+      /must be "\*" or a tenant ID/,
+    ],
+    [
+      'approvalPolicies[0].tenants',
+      { ...BASE_CONFIG, approvalPolicies: [{ id: 'p', connector: 'payments', approverScopes: ['s'], tenants: ['*', 'acme'] }] },
+      /"\*" selects every tenant: list it alone/,
+    ],
+    [
+      'approvalPolicies[0].tenants[1]',
+      { ...BASE_CONFIG, approvalPolicies: [{ id: 'p', connector: 'payments', approverScopes: ['s'], tenants: ['acme', 'acme'] }] },
+      /duplicate tenant "acme"/,
+    ],
+    [
+      'approvalPolicies[0].minApprovals',
+      { ...BASE_CONFIG, approvalPolicies: [{ id: 'p', connector: 'payments', approverScopes: ['s'], minApprovals: 0 }] },
+      /at least 1 \(approvals needed\)/,
+    ],
+    [
+      'approvalPolicies[0].expiresAfterSeconds',
+      { ...BASE_CONFIG, approvalPolicies: [{ id: 'p', connector: 'payments', approverScopes: ['s'], expiresAfterSeconds: 8 * 24 * 3600 }] },
+      /at most 604800 \(seconds\)/,
+    ],
     ['', { ...BASE_CONFIG, region: 'eu-west-1' }, /unknown field\(s\) "region"/],
     ['auth.claims.preset', withAuth({ claims: { preset: 'keycloak' } }), /generic/],
     ['auth.clockToleranceSeconds', withAuth({ clockToleranceSeconds: 600 }), /at most 60/],
@@ -126,6 +156,23 @@ describe('parseInfraConfig', () => {
     expect(() => parseInfraConfig({ envName: 'x!', auth: { issuer: 'ftp://a', audience: 'a', jwksUrl: 'https://a/j' } }, 'test.json')).toThrow(
       /^Invalid AIP infrastructure configuration \(test\.json\):\n {2}- envName: .+\n {2}- auth\.issuer: .+$/,
     );
+  });
+
+  it('approval policies: a tenant selector is optional (absent = every tenant); minApprovals and expiresAfterSeconds default to 1 and 86400', () => {
+    const config = parseInfraConfig({
+      ...BASE_CONFIG,
+      approvalPolicies: [
+        { id: 'everyone', connector: 'payments', approverScopes: ['aip:approve'] },
+        { id: 'named', connector: 'payments', approverScopes: ['aip:approve', 'ops:approve'], tenants: ['acme', 'beta'], minApprovals: 2, expiresAfterSeconds: 3600 },
+        { id: 'star', connector: 'payments', approverScopes: ['aip:approve'], tenants: ['*'] },
+      ],
+    });
+    expect(config.approvalPolicies[0]).toEqual({ id: 'everyone', connector: 'payments', approverScopes: ['aip:approve'], minApprovals: 1, expiresAfterSeconds: 86_400 });
+    expect(config.approvalPolicies[0]?.tenants).toBeUndefined();
+    expect(config.approvalPolicies[1]).toMatchObject({ tenants: ['acme', 'beta'], minApprovals: 2, expiresAfterSeconds: 3600 });
+    expect(config.approvalPolicies[2]?.tenants).toEqual(['*']);
+    // The runtime part carries the selector to the functions.
+    expect(parseRuntimeConfig(JSON.stringify(toRuntimeConfig(config))).approvalPolicies[1]?.tenants).toEqual(['acme', 'beta']);
   });
 
   it('accepts every gated mode and rejects the two preview modes, whatever the combination', () => {

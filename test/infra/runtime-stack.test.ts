@@ -301,7 +301,9 @@ describe('the deployed runtime (default functions)', () => {
         const id = routeFunctionDefinitions().find((d) => d.trigger?.kind === 'api' && d.trigger.routes.includes(route))!.id;
         const actions = t.actions(id);
         expect(actions.filter((a) => WRITE_ACTIONS.has(a)), route).toEqual([]);
-        expect(actions.filter((a) => /^(sqs:SendMessage|scheduler:|iam:PassRole|secretsmanager:)/.test(a)), route).toEqual([]);
+        // A listing reads the cursor key secret (its own test below), and no other secret.
+        const secrets = route === 'listOperator' ? ['secretsmanager:GetSecretValue'] : [];
+        expect(actions.filter((a) => /^(sqs:SendMessage|scheduler:|iam:PassRole|secretsmanager:)/.test(a)), route).toEqual(secrets);
         expect(actions.filter((a) => /^kms:(Encrypt|ReEncrypt|GenerateDataKey)/.test(a)), route).toEqual([]);
       }
       // The table itself is only read where the route table says so.
@@ -311,13 +313,13 @@ describe('the deployed runtime (default functions)', () => {
 
     it('follows ROUTE_ACCESS for every route', () => {
       for (const route of ROUTE_LIST) {
-        const access = ROUTE_ACCESS[route.id as RouteId] as { table?: string; sendTo?: readonly string[]; connectorSecrets?: boolean };
+        const access = ROUTE_ACCESS[route.id as RouteId] as { table?: string; sendTo?: readonly string[]; connectorSecrets?: boolean; cursorKey?: boolean };
         const id = routeFunctionDefinitions().find((d) => d.trigger?.kind === 'api' && d.trigger.routes.includes(route.id as RouteId))!.id;
         const actions = t.actions(id);
         expect(actions.some((a) => WRITE_ACTIONS.has(a)), route.id).toBe(access.table === 'readWrite');
         expect(actions.includes('dynamodb:GetItem'), route.id).toBe(access.table !== undefined);
         expect(actions.includes('sqs:SendMessage'), route.id).toBe((access.sendTo ?? []).length > 0);
-        expect(actions.includes('secretsmanager:GetSecretValue'), route.id).toBe(access.connectorSecrets === true);
+        expect(actions.includes('secretsmanager:GetSecretValue'), route.id).toBe(access.connectorSecrets === true || access.cursorKey === true);
       }
     });
 
@@ -365,10 +367,11 @@ describe('the deployed runtime (default functions)', () => {
     });
 
     it('reads connector secrets only where connectors run: submit (inline previews), the worker and the reconcile consumer', () => {
-      const readers = allIds().filter((id) => t.actions(id).includes('secretsmanager:GetSecretValue'));
+      const connectorSecret = (s: Json) => s.Action === 'secretsmanager:GetSecretValue' && JSON.stringify(s.Resource).includes(':secret:aip/test/payments/');
+      const readers = allIds().filter((id) => t.statements(id).some(connectorSecret));
       expect(readers.sort()).toEqual(['HttpSubmitAction', INVOKE_WORKER_FUNCTION_ID, RECONCILE_CONSUMER_FUNCTION_ID].sort());
       for (const id of readers) {
-        const statement = t.statements(id).find((s) => s.Action === 'secretsmanager:GetSecretValue')!;
+        const statement = t.statements(id).find(connectorSecret)!;
         expect(JSON.stringify(statement.Resource)).toContain(':secret:aip/test/payments/api-key-??????');
         expect(JSON.stringify(statement.Resource)).not.toContain('*');
       }
@@ -447,6 +450,7 @@ describe('the deployed runtime (default functions)', () => {
         [FUNCTION_ENV.reconcileQueueUrl]: 'https://sqs.eu-west-1.amazonaws.com/123456789012/reconcile',
         [FUNCTION_ENV.reconcileQueueArn]: 'arn:aws:sqs:eu-west-1:123456789012:reconcile',
         [FUNCTION_ENV.schedulerRoleArn]: 'arn:aws:iam::123456789012:role/Aip-test-Stateless-SchedulerRole',
+        [FUNCTION_ENV.cursorKeySecretArn]: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:CursorKey1A2B3C4D-AbCdEf',
       };
       const env: NodeJS.ProcessEnv = {};
       for (const [name, value] of Object.entries(variables)) {
@@ -465,6 +469,7 @@ describe('the deployed runtime (default functions)', () => {
         expect(settings.scheduleGroup).toBe('aip-test-reconcile');
         expect(settings.runtimeConfig.envName).toBe('test');
         expect(settings.credentials).toEqual({ source: 'secrets-manager' });
+        expect(settings.cursorKey).toEqual({ source: 'secrets-manager', secretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:CursorKey1A2B3C4D-AbCdEf' });
         expect(settings.connectorEndpoints).toEqual({});
       }
     });

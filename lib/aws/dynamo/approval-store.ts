@@ -3,16 +3,25 @@
  *
  * Item: PK `APPROVAL#<tenant>#<approval_id>`, SK `APPROVAL`. While pending
  * it carries the sparse byStatus index keys GSI3PK `APPROVAL#pending#<tenant>`
- * and GSI3SK `<expires_at>#<approval_id>`; the deciding or expiring write
- * removes them (docs/table-design.md).
+ * and GSI3SK `<expires_at>#<approval_id>`; the deciding (final) or expiring
+ * write removes them (docs/table-design.md).
+ *
+ * Decisions: `decisions` holds every decision in order; `approver_keys` (not
+ * part of the record) holds `<kind>#<id>` of each approving principal, so the
+ * write itself refuses a second approval by the same principal
+ * (`NOT contains(approver_keys, :me)`) and counts the approvals so far
+ * (`size(approver_keys)`). A partial approval appends and stays pending; the
+ * approval that reaches `policy.min_approvals` (checked in the write) ends it
+ * `approved`; a denial ends it `denied`.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { AipError } from '../../errors/aip-error.js';
-import { PrincipalSchema, ScopeSchema, Sha256HexSchema, TextSchema } from '../../protocol/index.js';
+import { PrincipalSchema, ScopeSchema, Sha256HexSchema, TextSchema, type Principal } from '../../protocol/index.js';
 import type {
   ApprovalRecord,
   ApprovalRef,
   ApprovalStore,
+  ApprovalSubject,
   CreateApprovalInput,
   DecideApprovalInput,
   ExpireApprovalInput,
@@ -58,6 +67,8 @@ const FIELDS = [
   'policy',
   'status',
   'decision',
+  'decisions',
+  'subject',
   'expires_at',
   'created_at',
   'updated_at',
@@ -67,7 +78,25 @@ const FIELDS = [
 function toRecord(item: Item): ApprovalRecord {
   const out: Record<string, unknown> = {};
   for (const f of FIELDS) if (item[f] !== undefined) out[f] = item[f];
+  // Records written before min approvals: one approval, and the one decision they hold.
+  const policy = out.policy as Record<string, unknown> | undefined;
+  if (policy !== undefined && policy !== null && typeof policy === 'object' && policy.min_approvals === undefined) out.policy = { ...policy, min_approvals: 1 };
+  out.decisions ??= out.decision !== undefined ? [out.decision] : [];
   return out as unknown as ApprovalRecord;
+}
+
+/** The key of an approving principal in `approver_keys` (principals compare by kind and ID). */
+function approverKey(p: Principal): string {
+  return `${p.kind}#${p.id}`;
+}
+
+function approvalsOf(old: Item): number {
+  return Array.isArray(old.approver_keys) ? old.approver_keys.length : 0;
+}
+
+function minApprovalsOf(old: Item): number {
+  const min = (old.policy as { min_approvals?: unknown } | undefined)?.min_approvals;
+  return typeof min === 'number' ? min : 1;
 }
 
 function current(old: Item) {
@@ -76,7 +105,31 @@ function current(old: Item) {
     current_status: old.status,
     current_revision: old.revision,
     expires_at: old.expires_at,
+    approvals: approvalsOf(old),
+    min_approvals: minApprovalsOf(old),
     ...(d ? { decision: { decision_id: d.decision_id, decision: d.decision, decided_at: d.decided_at } } : {}),
+  };
+}
+
+/** An optional subject, validated and copied (only the known fields). */
+function checkSubject(subject: CreateApprovalInput['subject']): ApprovalSubject | undefined {
+  if (subject === undefined) return undefined;
+  const bad = () => invalid(CODE, 'subject must be {compensation_for?: {action_id, transaction_id?, owner: {id, kind}}}', { field: 'subject' });
+  if (subject === null || typeof subject !== 'object' || Array.isArray(subject)) throw bad();
+  if (Object.keys(subject).some((k) => k !== 'compensation_for')) throw bad();
+  const c = subject.compensation_for as Record<string, unknown> | undefined;
+  if (c === undefined) return {};
+  if (c === null || typeof c !== 'object' || Object.keys(c).some((k) => !['action_id', 'transaction_id', 'owner'].includes(k))) throw bad();
+  checkId(CODE, 'subject.compensation_for.action_id', c.action_id);
+  if (c.transaction_id !== undefined) checkId(CODE, 'subject.compensation_for.transaction_id', c.transaction_id);
+  if (!PrincipalSchema.safeParse(c.owner).success) throw bad();
+  const owner = c.owner as Principal;
+  return {
+    compensation_for: compact({
+      action_id: c.action_id as string,
+      transaction_id: c.transaction_id as string | undefined,
+      owner: { id: owner.id, kind: owner.kind },
+    }),
   };
 }
 
@@ -114,10 +167,13 @@ export class DynamoApprovalStore implements ApprovalStore {
       !Array.isArray(p.approver_scopes) ||
       p.approver_scopes.length > 64 ||
       !p.approver_scopes.every((s) => ScopeSchema.safeParse(s).success) ||
-      typeof p.allow_self_approval !== 'boolean'
+      typeof p.allow_self_approval !== 'boolean' ||
+      (p.min_approvals !== undefined && (!Number.isSafeInteger(p.min_approvals) || (p.min_approvals as number) < 1 || (p.min_approvals as number) > 10)) ||
+      (p.ttl_ms !== undefined && (!Number.isSafeInteger(p.ttl_ms) || (p.ttl_ms as number) < 1_000 || (p.ttl_ms as number) > 30 * 86_400_000))
     ) {
-      throw invalid(CODE, 'policy must be {policy_id, policy_hash (sha256 hex), approver_scopes, allow_self_approval}', { field: 'policy' });
+      throw invalid(CODE, 'policy must be {policy_id, policy_hash (sha256 hex), approver_scopes, allow_self_approval, min_approvals (1-10), ttl_ms?}', { field: 'policy' });
     }
+    const subject = checkSubject(input.subject);
     const expiresAt = checkTime(CODE, 'expires_at', input.expires_at);
     const iso = this.clock().toISOString();
     if (expiresAt <= iso) throw invalid(CODE, 'expires_at must be in the future', { field: 'expires_at' });
@@ -133,8 +189,12 @@ export class DynamoApprovalStore implements ApprovalStore {
         policy_hash: input.policy.policy_hash,
         approver_scopes: [...input.policy.approver_scopes],
         allow_self_approval: input.policy.allow_self_approval,
+        min_approvals: input.policy.min_approvals ?? 1,
+        ttl_ms: input.policy.ttl_ms,
       },
       status: 'pending',
+      decisions: [],
+      subject,
       expires_at: expiresAt,
       created_at: iso,
       updated_at: iso,
@@ -168,27 +228,52 @@ export class DynamoApprovalStore implements ApprovalStore {
     if (input.decision !== 'approved' && input.decision !== 'denied') throw invalid(CODE, 'decision must be approved or denied', { field: 'decision' });
     if (input.reason !== undefined && !ReasonSchema.safeParse(input.reason).success) throw invalid(CODE, 'reason must be text of at most 2048 characters', { field: 'reason' });
     const iso = this.clock().toISOString();
+    const decidedBy: Principal = { id: input.decided_by.id, kind: input.decided_by.kind };
     const decision = compact({
       decision_id: input.decision_id,
-      decided_by: { id: input.decided_by.id, kind: input.decided_by.kind },
+      decided_by: decidedBy,
       decision: input.decision,
       reason: input.reason,
       decided_at: iso,
     });
+
+    // The approvals so far and the approvals needed, from the record the caller holds or a consistent read.
+    // The write is conditional on both, so a stale or wrong record only loses the write.
+    let held: ApprovalRecord | undefined = input.current;
+    if (held === undefined) {
+      const item = await consistentGet(this.client, this.table, key);
+      if (item === undefined) throw this.notFound(input, 'decide');
+      held = toRecord(item);
+    }
+    const approvalsSoFar = held.decisions.filter((d) => d.decision === 'approved').length;
+    const needed = held.policy.min_approvals ?? 1;
+    const me = approverKey(decidedBy);
+    const final = input.decision === 'denied' || approvalsSoFar + 1 >= needed;
+
     const b = new UpdateBuilder();
     b.condition(`${b.n('status')} = ${b.v('pending')}`);
     b.condition(`${b.n('revision')} = ${b.v(expected)}`);
     b.condition(`${b.n('expires_at')} > ${b.v(iso)}`);
-    // Defence in depth: the policy's self-approval rule holds even if a caller forgot it.
-    // Only approving is guarded: a requester may always deny (withdraw) their own request.
+    const empty = b.v([]);
     if (input.decision === 'approved') {
-      b.condition(`${b.n('requested_by')}.${b.n('id')} <> ${b.v(input.decided_by.id)} OR ${b.n('policy')}.${b.n('allow_self_approval')} = ${b.v(true)}`);
+      // Defence in depth: the policy's self-approval rule holds even if a caller forgot it.
+      // Only approving is guarded: a requester may always deny (withdraw) their own request.
+      b.condition(`${b.n('requested_by')}.${b.n('id')} <> ${b.v(decidedBy.id)} OR ${b.n('policy')}.${b.n('allow_self_approval')} = ${b.v(true)}`);
+      // One approval per principal; the count the outcome below relies on; the threshold from the record itself.
+      b.condition(`NOT contains(${b.n('approver_keys')}, ${b.v(me)})`);
+      b.condition(approvalsSoFar === 0 ? `attribute_not_exists(${b.n('approver_keys')}) OR size(${b.n('approver_keys')}) = ${b.v(0)}` : `size(${b.n('approver_keys')}) = ${b.v(approvalsSoFar)}`);
+      const min = `${b.n('policy')}.${b.n('min_approvals')}`;
+      b.condition(final ? `attribute_not_exists(${min}) OR ${min} <= ${b.v(approvalsSoFar + 1)}` : `${min} > ${b.v(approvalsSoFar + 1)}`);
+      b.setExpr('approver_keys', `list_append(if_not_exists(${b.n('approver_keys')}, ${empty}), ${b.v([me])})`);
     }
-    b.set('status', input.decision);
-    b.set('decision', decision);
+    b.setExpr('decisions', `list_append(if_not_exists(${b.n('decisions')}, ${empty}), ${b.v([decision])})`);
+    if (final) {
+      b.set('status', input.decision);
+      b.set('decision', decision);
+      b.remove('GSI3PK', 'GSI3SK');
+    }
     b.set('revision', expected + 1);
     b.set('updated_at', iso);
-    b.remove('GSI3PK', 'GSI3SK');
     const out = await conditionalUpdate(this.client, { TableName: this.table, Key: key, ...b.render() });
     if (out.ok) return toRecord(out.item);
     const old = out.old;
@@ -198,10 +283,16 @@ export class DynamoApprovalStore implements ApprovalStore {
       throw new AipError('approval.expired', `Approval ${input.approval_id} expired at ${old.expires_at}`, { details: { approval_id: input.approval_id, ...current(old) } });
     }
     if (old.revision !== expected) throw this.stateConflict(input, 'decide', old, expected);
+    if (input.decision === 'approved' && Array.isArray(old.approver_keys) && old.approver_keys.includes(me)) {
+      throw new AipError('approval.already_approved_by_caller', `Approval ${input.approval_id} already holds this principal's approval`, {
+        details: { approval_id: input.approval_id, ...current(old) },
+      });
+    }
     const requester = old.requested_by as { id?: unknown } | undefined;
     if (input.decision === 'approved' && requester?.id === input.decided_by.id) {
       throw new AipError('approval.self_approval_forbidden', 'The requester may not decide this approval', { details: { approval_id: input.approval_id, policy_id: (old.policy as { policy_id?: unknown } | undefined)?.policy_id } });
     }
+    // The record the outcome was computed from was not the one at this revision.
     throw this.stateConflict(input, 'decide', old, expected);
   }
 

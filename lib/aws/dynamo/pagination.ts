@@ -29,9 +29,23 @@ export function decodeCursor(code: ErrorCode, cursor: unknown, allowed: readonly
 }
 
 /**
+ * A Query that failed because of the ExclusiveStartKey a cursor decoded to
+ * (DynamoDB answers `ValidationException`: a missing or empty key attribute,
+ * a key outside the key condition) is the listing's typed 4xx `code`, not a
+ * store failure. Defence in depth: the runtime seals the cursors callers see
+ * (lib/runtime/cursor.ts), so a forged one is refused before it gets here.
+ */
+export function rejectedStartKey(err: unknown, code: ErrorCode, start: Record<string, string> | undefined): AipError | undefined {
+  const name = err !== null && typeof err === 'object' && 'name' in err ? String((err as { name: unknown }).name) : '';
+  if (start === undefined || name !== 'ValidationException') return undefined;
+  return new AipError(code, 'The pagination cursor is not valid', { details: { field: 'cursor' } });
+}
+
+/**
  * One page of the sparse byStatus index under `pk`. Its sort keys start with an
  * RFC 3339 time followed by '#', so `upTo` (inclusive) bounds them as `< upTo + '$'`
- * ('#' sorts below '$'). A cursor from another listing is `code`.
+ * ('#' sorts below '$'). A cursor from another listing, or one DynamoDB refuses
+ * as a start key, is `code`.
  */
 export async function queryStatusIndex(
   client: DynamoDBDocumentClient,
@@ -50,15 +64,19 @@ export async function queryStatusIndex(
     values[':bound'] = `${opts.upTo}$`;
     condition += ' AND #sk < :bound';
   }
-  return client.send(
-    new QueryCommand({
-      TableName: table,
-      IndexName: GSIS.byStatus.name,
-      KeyConditionExpression: condition,
-      ExpressionAttributeNames: names,
-      ExpressionAttributeValues: values,
-      Limit: opts.limit,
-      ...(start ? { ExclusiveStartKey: start } : {}),
-    }),
-  );
+  try {
+    return await client.send(
+      new QueryCommand({
+        TableName: table,
+        IndexName: GSIS.byStatus.name,
+        KeyConditionExpression: condition,
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+        Limit: opts.limit,
+        ...(start ? { ExclusiveStartKey: start } : {}),
+      }),
+    );
+  } catch (err) {
+    throw rejectedStartKey(err, opts.code, start) ?? err;
+  }
 }

@@ -26,6 +26,7 @@ import {
   mapStoreError,
   type Item,
 } from './store-support.js';
+import { rejectedStartKey } from './pagination.js';
 import { ITEM_TYPES, TTL_ATTRIBUTE, keys } from './table-design.js';
 
 export interface DynamoStreamStoreOptions {
@@ -132,7 +133,7 @@ export class DynamoStreamStore implements StreamStore {
         }),
       );
     } catch (err) {
-      throw mapStoreError(err);
+      throw rejectedStartKey(err, CODE, start) ?? mapStoreError(err);
     }
     const items = (out.Items ?? []).map(toChunk);
     const cursor = encodeCursor(out.LastEvaluatedKey);

@@ -71,7 +71,7 @@ import {
 } from '../../transactions/state-machine.js';
 import { TRANSACTION_MODES, type TransactionStatus } from '../../transactions/status.js';
 import { fromAttributeMap } from './attribute-values.js';
-import { decodeCursor, encodeCursor, queryStatusIndex } from './pagination.js';
+import { decodeCursor, encodeCursor, queryStatusIndex, rejectedStartKey } from './pagination.js';
 import { GSIS, ITEM_TYPES, TTL_ATTRIBUTE, keys } from './table-design.js';
 
 export interface DynamoTransactionStoreOptions {
@@ -1395,7 +1395,7 @@ export class DynamoTransactionStore implements TransactionStore {
         }),
       );
     } catch (err) {
-      throw mapStoreError(err);
+      throw rejectedStartKey(err, 'transaction.invalid_listing', start) ?? mapStoreError(err);
     }
     const items: StoredReceipt[] = (out.Items ?? []).map((i) =>
       i.evidence === undefined

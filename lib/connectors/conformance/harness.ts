@@ -8,6 +8,7 @@
 import { format, inspect } from 'node:util';
 import type { Action, Capability, ProviderOperationRef } from '../../protocol/index.js';
 import type { CredentialProvider, CredentialResolutionScope } from '../../ports/credentials.js';
+import { reservationIdentity } from '../../ports/idempotency-store.js';
 import { createExecutionContext, type ExecutionAttempt, type ExecutionFacilities, type TrustedAttemptState } from '../context.js';
 import type { CredentialHandle } from '../credentials/handle.js';
 import { credentialsUnavailable } from '../credentials/references.js';
@@ -108,12 +109,13 @@ export function conformanceTrustedState(action: Action, opts: ConformanceContext
   const now = Date.now();
   const tx = action.transaction;
   const data = opts.capability?.data;
+  const principal = { id: 'conformance-kit', kind: 'service' } as const;
   const base: TrustedAttemptState = {
     action_id: action.id,
     attempt_id,
     capability_id: action.capability_id,
     actor: {
-      principal: { id: 'conformance-kit', kind: 'service' },
+      principal,
       issuer: 'urn:aip:conformance',
       scheme: 'conformance',
       scopes: [],
@@ -122,7 +124,16 @@ export function conformanceTrustedState(action: Action, opts: ConformanceContext
     tenant: { tenant_id: opts.tenant_id },
     credential: opts.credential_handle,
     deadline_at: new Date(now + (opts.attempt_timeout_ms ?? 10_000)),
-    ...(action.idempotency_key !== undefined ? { idempotency: { key: action.idempotency_key, reservation_id: `reservation-${action.id}`, attempt_id } } : {}),
+    // As the runtime does: the reservation's scope-unique identity (tenant, principal, key).
+    ...(action.idempotency_key !== undefined
+      ? {
+          idempotency: {
+            key: action.idempotency_key,
+            reservation_id: reservationIdentity({ tenant_id: opts.tenant_id, principal_kind: principal.kind, principal_id: principal.id, key: action.idempotency_key }),
+            attempt_id,
+          },
+        }
+      : {}),
     ...(opts.capability?.approval?.required === true
       ? {
           approval: {

@@ -3,24 +3,39 @@
  * action's idempotency identity, so every retry of the same action sends the
  * same key and the provider deduplicates it.
  *
- * Identity (all from the trusted context or the validated envelope):
- * - with an idempotency key (ctx.idempotency.key, else action.idempotency_key):
- *     ["aip-idem/v1", namespace, capability_id, purpose, "key", tenant_id or "", key]
+ * Identity (all from the trusted context, never from the action body):
+ * - with an idempotency reservation (ctx.idempotency, set by the runtime
+ *   when the action carries an idempotency key):
+ *     ["aip-idem/v2", namespace, capability_id, purpose, "reservation", reservation_id]
  * - without one:
- *     ["aip-idem/v1", namespace, capability_id, purpose, "action", action_id, transaction_id or ""]
+ *     ["aip-idem/v2", namespace, capability_id, purpose, "action", tenant_id or "", action_id, transaction_id or ""]
  *
  * The key sent is `aip1-` + base64url(SHA-256(JSON.stringify(identity))),
- * 48 printable ASCII characters. Hashing keeps tenant IDs and caller keys
- * out of the provider's records and bounds the length; the tenant in the
- * identity keeps two tenants' equal keys apart in a shared provider account;
- * the capability and the purpose keep a charge, a refund and a cancel of the
- * same action apart. `namespace` defaults to the connector ID.
+ * 48 printable ASCII characters.
+ *
+ * Why the reservation ID and not the caller's key: reservations are scoped to
+ * (tenant, principal, key), so two principals of one tenant may submit the
+ * same key and body as two separate actions with two effects. A key derived
+ * from the tenant and the raw key would make the provider deduplicate the
+ * second principal's request into the first one's effect (v1 did this).
+ * `reservation_id` is the scope-unique identity of the reservation (see
+ * `reservationIdentity` in lib/ports/idempotency-store.ts), stable across
+ * every attempt of the action. Without a reservation, the action ID is unique
+ * per tenant only, so the tenant from the trusted context is part of the
+ * identity: two tenants sharing a provider account never collide.
+ *
+ * Hashing keeps tenant IDs, principals and caller keys out of the provider's
+ * records and bounds the length; the capability and the purpose keep a
+ * charge, a refund and a cancel of the same action apart. `namespace`
+ * defaults to the connector ID. Every request of an action that names the
+ * key (the effect and the lookup by key, `context: 'idempotency_key'`) uses
+ * this same derivation.
  */
 import { createHash } from 'node:crypto';
 import type { Action } from '../../protocol/index.js';
 import type { ActionExecutionContext } from '../context.js';
 
-export const IDEMPOTENCY_DERIVATION_VERSION = 'aip-idem/v1';
+export const IDEMPOTENCY_DERIVATION_VERSION = 'aip-idem/v2';
 export const IDEMPOTENCY_KEY_PREFIX = 'aip1-';
 
 /** `effect`: invoke, commit and compensate requests. `cancel`: the remote cancellation of the action's operation. */
@@ -31,40 +46,53 @@ export type IdempotencyIdentity =
       readonly namespace: string;
       readonly capability_id: string;
       readonly purpose: IdempotencyPurpose;
-      readonly kind: 'key';
-      readonly tenant_id?: string;
-      readonly idempotency_key: string;
+      readonly kind: 'reservation';
+      /** ctx.idempotency.reservation_id: unique per (tenant, principal, key). */
+      readonly reservation_id: string;
     }
   | {
       readonly namespace: string;
       readonly capability_id: string;
       readonly purpose: IdempotencyPurpose;
       readonly kind: 'action';
+      /** ctx.tenant.tenant_id (action IDs are unique per tenant only). */
+      readonly tenant_id?: string;
       readonly action_id: string;
       readonly transaction_id?: string;
     };
 
-/** The identity of one action's downstream request, read from trusted state only. */
-export function idempotencyIdentityOf(action: Pick<Action, 'id' | 'capability_id' | 'idempotency_key'>, ctx: ActionExecutionContext, namespace: string, purpose: IdempotencyPurpose): IdempotencyIdentity {
-  const key = ctx.idempotency?.key ?? action.idempotency_key;
-  if (key !== undefined) {
-    const tenant_id = ctx.tenant?.tenant_id;
-    return { namespace, capability_id: action.capability_id, purpose, kind: 'key', idempotency_key: key, ...(tenant_id !== undefined ? { tenant_id } : {}) };
-  }
+/**
+ * The identity of one action's downstream request, read from trusted state
+ * only: the reservation when the runtime gave one, else the action's
+ * identity within its tenant. `action.idempotency_key` is never used: it is
+ * the caller's raw key, not unique across principals.
+ */
+export function idempotencyIdentityOf(action: Pick<Action, 'id' | 'capability_id'>, ctx: ActionExecutionContext, namespace: string, purpose: IdempotencyPurpose): IdempotencyIdentity {
+  const reservation_id = ctx.idempotency?.reservation_id;
+  if (reservation_id !== undefined) return { namespace, capability_id: action.capability_id, purpose, kind: 'reservation', reservation_id };
+  const tenant_id = ctx.tenant?.tenant_id;
   const transaction_id = ctx.transaction?.transaction_id;
-  return { namespace, capability_id: action.capability_id, purpose, kind: 'action', action_id: action.id, ...(transaction_id !== undefined ? { transaction_id } : {}) };
+  return {
+    namespace,
+    capability_id: action.capability_id,
+    purpose,
+    kind: 'action',
+    ...(tenant_id !== undefined ? { tenant_id } : {}),
+    action_id: action.id,
+    ...(transaction_id !== undefined ? { transaction_id } : {}),
+  };
 }
 
 /** The key sent to the provider for an identity. */
 export function deriveIdempotencyKey(identity: IdempotencyIdentity): string {
   const material =
-    identity.kind === 'key'
-      ? [IDEMPOTENCY_DERIVATION_VERSION, identity.namespace, identity.capability_id, identity.purpose, 'key', identity.tenant_id ?? '', identity.idempotency_key]
-      : [IDEMPOTENCY_DERIVATION_VERSION, identity.namespace, identity.capability_id, identity.purpose, 'action', identity.action_id, identity.transaction_id ?? ''];
+    identity.kind === 'reservation'
+      ? [IDEMPOTENCY_DERIVATION_VERSION, identity.namespace, identity.capability_id, identity.purpose, 'reservation', identity.reservation_id]
+      : [IDEMPOTENCY_DERIVATION_VERSION, identity.namespace, identity.capability_id, identity.purpose, 'action', identity.tenant_id ?? '', identity.action_id, identity.transaction_id ?? ''];
   return IDEMPOTENCY_KEY_PREFIX + createHash('sha256').update(JSON.stringify(material), 'utf8').digest('base64url');
 }
 
-/** Shorthand: the key for an action in a context. */
-export function downstreamIdempotencyKey(action: Pick<Action, 'id' | 'capability_id' | 'idempotency_key'>, ctx: ActionExecutionContext, namespace: string, purpose: IdempotencyPurpose = 'effect'): string {
+/** Shorthand: the key for an action in a context (what connectors send; see the file comment). */
+export function downstreamIdempotencyKey(action: Pick<Action, 'id' | 'capability_id'>, ctx: ActionExecutionContext, namespace: string, purpose: IdempotencyPurpose = 'effect'): string {
   return deriveIdempotencyKey(idempotencyIdentityOf(action, ctx, namespace, purpose));
 }

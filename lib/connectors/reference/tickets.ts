@@ -120,6 +120,8 @@ export function createTicketsConnector(options: TicketsConnectorOptions): Define
   const create = async (input: z.output<typeof CreateInput>, ctx: ActionExecutionContext, call: HandlerCall): Promise<z.input<typeof CreateOutput>> => {
     if (ctx.cancellation.aborted) throw cancelledBeforeStart(call);
     const retryAllowed = timeoutRetryable(createSpec.capability, implementationSupport({ retry: true }), call.action);
+    // Derived from the runtime's scope-unique reservation (ctx.idempotency.reservation_id: tenant, principal,
+    // key), never from the caller's raw key: two principals reusing one key are two creations, not one.
     const idempotency_key = downstreamIdempotencyKey(call.action, ctx, connector_id, 'effect');
     let accepted: DeskAnswer<DeskOperation>;
     try {

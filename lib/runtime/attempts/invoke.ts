@@ -112,6 +112,10 @@ export async function invokeConnector(
         scopes: [...(cap.authorization?.scopes ?? [])],
         lifetime: { issued_at: s.issued_at, expires_at: new Date(k.now().getTime() + s.lease_ms) },
       },
+      // The account picks the credential row (tenant, account → secret). `s.action` is the durable action
+      // record's action, admitted only if the caller's token held this account (prepare → resolveAccount);
+      // resubmissions must match it, a resumed approval reuses it, and a reconcile's service caller holds
+      // exactly the original's account. So this is never an account the submitting token did not hold.
       tenant: { tenant_id: s.tenant_id, ...(s.action.identity?.external_account_id !== undefined ? { external_account_id: s.action.identity.external_account_id } : {}) },
       ...(handleId !== undefined ? { credential: CredentialHandle.of(handleId) } : {}),
       ...(s.idempotency !== undefined ? { idempotency: s.idempotency } : {}),

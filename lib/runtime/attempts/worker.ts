@@ -23,6 +23,7 @@ import type { ActionResult, JsonObject, TransactionMode } from '../../protocol/i
 import type { ActionRecord } from '../../ports/action-store.js';
 import type { ApprovalRecord } from '../../ports/approval-store.js';
 import type { AtomicWrites } from '../../ports/atomic-writes.js';
+import { reservationIdentity } from '../../ports/idempotency-store.js';
 import type { InvokeMessage } from '../../ports/messages.js';
 import { openStreamSink } from '../../ports/stream-store.js';
 import type { TransactionRecord } from '../../ports/transaction-store.js';
@@ -42,11 +43,13 @@ export { abandonUnstartedTransaction, attemptStarted } from './recovery.js';
 
 
 
+/** The verified approval evidence of an approved approval: every approving decision (min_approvals may need several). */
 export function approvalEvidence(approval: ApprovalRecord | undefined): ApprovalEvidence | undefined {
   if (approval === undefined || approval.status !== 'approved' || approval.decision === undefined) return undefined;
+  const approving = (approval.decisions ?? []).filter((d) => d.decision === 'approved').map((d) => d.decision_id);
   return {
     approval_ids: [approval.approval_id],
-    decision_ids: [approval.decision.decision_id],
+    decision_ids: approving.length > 0 ? approving : [approval.decision.decision_id],
     policy_hashes: [approval.policy.policy_hash],
     authorization: { decision: 'allow', scopes: [...approval.policy.approver_scopes], policy_id: approval.policy.policy_id },
   };
@@ -159,7 +162,17 @@ export async function runAttempt(k: Kernel, message: InvokeMessage, known?: Know
     route_action_id: action.action_id,
     ...(transaction !== undefined ? { transaction } : {}),
     ...(approval !== undefined ? { approval } : {}),
-    ...(key !== undefined ? { idempotency: { key, reservation_id: `${action.tenant_id}/${action.action_id}`, attempt_id } } : {}),
+    // reservation_id: the scope-unique identity of the reservation (tenant, principal, key), the same for every
+    // attempt of this action; connectors derive downstream idempotency keys from it, never from the raw key.
+    ...(key !== undefined
+      ? {
+          idempotency: {
+            key,
+            reservation_id: reservationIdentity({ tenant_id: action.tenant_id, principal_kind: action.principal.kind, principal_id: action.principal.id, key }),
+            attempt_id,
+          },
+        }
+      : {}),
     ...(memory !== undefined ? { memory } : {}),
   };
 

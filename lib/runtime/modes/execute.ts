@@ -16,6 +16,7 @@ import type { CreateTransactionInput, TransactionRecord } from '../../ports/tran
 import { RECEIPT_EVENTS } from '../journal.js';
 import type { Kernel } from '../kernel.js';
 import type { Admission } from '../pipeline/state.js';
+import { transactionTarget } from '../pipeline/targets.js';
 
 const same = (a: unknown, b: unknown) => canonicalJson(a ?? null) === canonicalJson(b ?? null);
 
@@ -81,6 +82,7 @@ export async function admitExecute(k: Kernel, adm: Admission): Promise<{ record:
   for (let round = 0; round < 2; round++) {
     const existing = await k.deps.transactions.get({ tenant_id: adm.tenant_id, transaction_id: txId });
     if (existing !== undefined) {
+      k.authority.require(adm.caller, 'execute_replay', transactionTarget(existing, adm.tenant_id, txId, { fields: executionContractDifferences(existing, adm) }));
       const verdict = replayGate(existing, adm);
       if (verdict.kind === 'replay') return { record: verdict.record, replay: true };
     }

@@ -71,7 +71,9 @@ async function beginReconcile(k: Kernel, adm: Admission, txId: string, record: T
   const cursor = adm.request?.reconciliation_cursor;
   if ((requested !== undefined && known === undefined) || (cursor !== undefined && cursor !== record.reconciliation_cursor)) {
     // The request supplies recovery data the record lacks: make it durable before the handler runs.
-    begun = await k.journal.checkpoint(begun, ref, cursor);
+    // A provider operation the runtime never checkpointed is bound by an operator (the authority rule): name them as its evidence.
+    const supplied_by = requested !== undefined && known === undefined ? { supplied_by: { ...adm.principal }, source: 'reconcile_request' } : undefined;
+    begun = await k.journal.checkpoint(begun, ref, cursor, supplied_by);
   }
   if (adm.written !== undefined) adm.written.transaction = begun;
   return begun;

@@ -47,9 +47,20 @@ export async function ensureActionRecord(
   }
   const existing = await k.deps.actions.get({ tenant_id: adm.tenant_id, action_id: adm.action.id });
   if (existing === undefined) throw new AipError('action.state_conflict', 'The action record vanished during admission', { details: { action_id: adm.action.id } });
-  const fields = actionDifferences(existing, adm);
-  if (fields.length > 0) throw new AipError('runtime.action_conflict', undefined, { details: { action_id: adm.action.id, fields } });
+  assertResubmission(k, existing, adm);
   return { record: existing, created: false };
+}
+
+/**
+ * An action ID that already exists may be resubmitted only by its owner
+ * (the authority rule's `resubmit`), and only as the same action: otherwise
+ * `runtime.action_conflict`, naming the differing fields only to a caller
+ * who may read the existing action.
+ */
+export function assertResubmission(k: Kernel, existing: ActionRecord, adm: Admission): void {
+  const fields = actionDifferences(existing, adm);
+  k.authority.require(adm.caller, 'resubmit', { kind: 'action', tenant_id: existing.tenant_id, id: existing.action_id, owner: existing.principal, details: { fields } });
+  if (fields.length > 0) throw new AipError('runtime.action_conflict', undefined, { details: { action_id: adm.action.id, fields } });
 }
 
 export function isTerminalAction(status: ActionStatus): boolean {

@@ -18,20 +18,21 @@ import type { TransactionRecord } from '../../ports/transaction-store.js';
 import type { AtomicWrites } from '../../ports/atomic-writes.js';
 import { idempotencyInFlightError, idempotencyOutcomeUnknownError } from '../../ports/idempotency-store.js';
 import { RECEIPT_EVENTS } from '../journal.js';
-import { assertCallerCurrent, authorizeCapability, resolveTenant, type CallerIdentity } from '../identity.js';
+import { assertCallerCurrent, authorizeCapability, resolveAccount, resolveTenant, type CallerIdentity } from '../identity.js';
 import { deriveApprovalId, deriveTransactionId, failedResult, isTransientError, replayed, withTransactionId, type Kernel } from '../kernel.js';
 import { admitCompensate } from '../modes/compensate.js';
 import { admitDirectCommit, admitPlannedCommit, claimConflict, knownPlanned, planClaim, recheckPlan } from '../modes/commit.js';
-import { admitExecute, admitRollbackNotSupported, preparedRecordInput, replayGate } from '../modes/execute.js';
+import { admitExecute, admitRollbackNotSupported, executionContractDifferences, preparedRecordInput, replayGate } from '../modes/execute.js';
 import { runPreview } from '../modes/preview.js';
 import { admitReconcile } from '../modes/reconcile.js';
 import type { SubmitOutcome } from '../types.js';
 import { toTransactionResult } from '../view.js';
-import { actionDifferences, actionResultOf, ensureActionRecord, finishUnstartedAction, isTerminalAction } from './action-record.js';
+import { actionResultOf, assertResubmission, ensureActionRecord, finishUnstartedAction, isTerminalAction } from './action-record.js';
 import { policySnapshot, selectApprovalPolicy } from './approval-policy.js';
 import { assertIdempotencyKey, assertModeDeclared, lookupAndValidate } from './capability.js';
 import { reserveIdempotency, reserveInput } from './idempotency.js';
 import { submitOutcome } from './outcome.js';
+import { resolveTargets, transactionTarget } from './targets.js';
 import type { AdmittedAction, Admission } from './state.js';
 
 export interface PrepareOptions {
@@ -39,6 +40,8 @@ export interface PrepareOptions {
   readonly request?: TransactionRequest;
   readonly internal?: boolean;
   readonly trusted_direct_commit?: boolean;
+  /** A transaction record the caller already read (strongly consistent): the reconcile consumer's. */
+  readonly known?: TransactionRecord;
 }
 
 /** Steps 3 and 4, then the transaction ID the mode needs. Writes nothing. */
@@ -50,6 +53,7 @@ export async function prepare(k: Kernel, caller: CallerIdentity, submitted: Acti
   // 4. authorization: verified identity, tenant membership, capability scopes
   assertCallerCurrent(caller, k.now());
   const tenant_id = resolveTenant(caller, submitted, options.tenant_id);
+  resolveAccount(caller, submitted); // the external account (credential row) must be one the token holds
   authorizeCapability(caller, reg.capability);
   // static precondition of step 7
   assertIdempotencyKey(reg.capability, submitted);
@@ -57,20 +61,16 @@ export async function prepare(k: Kernel, caller: CallerIdentity, submitted: Acti
     throw new AipError('runtime.plan_required', undefined, { details: { path: '/transaction/plan_id' } });
   }
 
-  let action = submitted;
-  let planned: TransactionRecord | undefined;
-  const tx = submitted.transaction;
-  if (tx !== undefined && tx.transaction_id === undefined) {
-    if (mode === 'reconcile') throw new AipError('runtime.transaction_id_required', undefined, { details: { path: '/transaction/transaction_id' } });
-    if (mode === 'commit' && tx.plan_id !== undefined) {
-      // "a commit can recover it from the referenced plan"
-      planned = await k.deps.transactions.get({ tenant_id, plan_id: tx.plan_id });
-      if (planned === undefined) throw new AipError('runtime.plan_not_found', undefined, { details: { plan_id: tx.plan_id } });
-      action = withTransactionId(submitted, planned.transaction_id);
-    } else {
-      action = withTransactionId(submitted, deriveTransactionId(tenant_id, submitted.id));
-    }
-  }
+  // 4b. the existing records the action names (plan, transaction, compensation target): the authority rule, before any write
+  const targets = await resolveTargets(k, caller, tenant_id, submitted, {
+    ...(options.request !== undefined ? { request: options.request } : {}),
+    ...(options.known !== undefined ? { known: options.known } : {}),
+    ...(options.trusted_direct_commit === true ? { trusted_direct_commit: true } : {}),
+  });
+  let action = targets.action;
+  const tx = action.transaction;
+  if (tx !== undefined && tx.transaction_id === undefined) action = withTransactionId(action, deriveTransactionId(tenant_id, submitted.id));
+  const known = targets.known_transaction;
   return {
     caller,
     principal: { ...caller.principal },
@@ -80,7 +80,8 @@ export async function prepare(k: Kernel, caller: CallerIdentity, submitted: Acti
     ...(options.request !== undefined ? { request: options.request } : {}),
     ...(options.internal === true ? { internal: true } : {}),
     ...(options.trusted_direct_commit === true ? { trusted_direct_commit: true } : {}),
-    ...(planned !== undefined ? { known_transaction: planned } : {}),
+    ...(known !== undefined ? { known_transaction: known } : {}),
+    ...(targets.compensation_target !== undefined ? { compensation_target: targets.compensation_target } : {}),
   };
 }
 
@@ -95,6 +96,11 @@ export async function admit(k: Kernel, adm: Admission): Promise<SubmitOutcome> {
   // 6. approval gate (dry_run and plan use the preview-first exception)
   const policy = isPreview(adm.action) ? undefined : selectApprovalPolicy(k.config, adm.tenant_id, adm.reg.capability, mode);
   if (policy !== undefined) {
+    // A commit that can never succeed is refused before an approver is asked (the seven-point recheck, reads only).
+    if (mode === 'commit' && adm.action.transaction?.plan_id !== undefined) {
+      const refusal = await recheckBeforeApproval(k, adm);
+      if (refusal !== undefined) return rejectUnadmitted(k, adm, refusal);
+    }
     const approval_id = deriveApprovalId(adm.tenant_id, adm.action.id);
     const { record, created } = await ensureActionRecord(k, adm, { status: 'requires_human', approval_id });
     if (!created) return resubmission(k, { ...adm, record, created });
@@ -111,6 +117,27 @@ export async function admit(k: Kernel, adm: Admission): Promise<SubmitOutcome> {
   const admitted: AdmittedAction = { ...adm, record, created };
   if (!created) return resubmission(k, admitted);
   return guarded(k, admitted, () => (isPreview(adm.action) ? runPreview(k, admitted) : continueAdmission(k, admitted)));
+}
+
+/**
+ * The seven-point recheck of an approval-gated commit, run before the
+ * approval gate so that an approver is never asked about a commit that
+ * cannot succeed. Returns the refusal, or undefined when the commit may go
+ * to its approver. An action that already exists (a resubmission), or an
+ * idempotency key already held (a replay or an in-flight twin, which the
+ * later steps answer), is left to the normal path.
+ */
+async function recheckBeforeApproval(k: Kernel, adm: Admission): Promise<unknown> {
+  try {
+    await recheckPlan(k, adm, knownPlanned(adm, adm.action.transaction?.plan_id as string));
+    return undefined;
+  } catch (err) {
+    if (!isAipError(err) || isTransientError(err)) throw err;
+    if ((await k.deps.actions.get({ tenant_id: adm.tenant_id, action_id: adm.action.id })) !== undefined) return undefined;
+    const key = adm.action.idempotency_key;
+    if (key !== undefined && (await k.deps.idempotency.get({ tenant_id: adm.tenant_id, principal_id: adm.principal.id, key })) !== undefined) return undefined;
+    return err;
+  }
 }
 
 /**
@@ -165,11 +192,14 @@ function requiresHuman(adm: Admission, record: ActionRecord): SubmitOutcome {
 
 /** Creates the pending approval of an action waiting as requires_human (idempotent). */
 export async function ensureApproval(k: Kernel, adm: AdmittedAction): Promise<void> {
-  const policy = selectApprovalPolicy(k.config, adm.tenant_id, adm.reg.capability, adm.action.transaction?.mode);
+  // The governing policy with its terms (approvers needed, its own lifetime of a pending approval).
+  const policy = policySnapshot(k.config, adm.tenant_id, adm.reg.capability, adm.action.transaction?.mode);
   const approval_id = adm.record.approval_id ?? deriveApprovalId(adm.tenant_id, adm.action.id);
   if (policy === undefined) return;
   const existing = await k.deps.approvals.get({ tenant_id: adm.tenant_id, approval_id });
   if (existing !== undefined) return;
+  // A compensate's approval shows whose work it undoes (the target's recorded owner).
+  const target = adm.compensation_target;
   try {
     await k.deps.approvals.create({
       tenant_id: adm.tenant_id,
@@ -178,8 +208,19 @@ export async function ensureApproval(k: Kernel, adm: AdmittedAction): Promise<vo
       ...(adm.action.transaction?.transaction_id !== undefined ? { transaction_id: adm.action.transaction.transaction_id } : {}),
       capability_id: adm.action.capability_id,
       requested_by: adm.record.principal,
-      policy: policySnapshot(policy, k.config),
-      expires_at: new Date(k.now().getTime() + k.config.approvals.ttl_ms).toISOString(),
+      policy,
+      expires_at: new Date(k.now().getTime() + (policy.ttl_ms ?? k.config.approvals.ttl_ms)).toISOString(),
+      ...(target !== undefined
+        ? {
+            subject: {
+              compensation_for: {
+                action_id: target.action_id,
+                ...(target.transaction_id !== undefined ? { transaction_id: target.transaction_id } : {}),
+                owner: { id: target.owner.id, kind: target.owner.kind },
+              },
+            },
+          }
+        : {}),
     });
   } catch (err) {
     if (!isAipError(err, 'approval.already_exists')) throw err;
@@ -336,8 +377,7 @@ async function admitAtomically(k: Kernel, adm: Admission, atomic: AtomicWrites):
     return guarded(k, admitted, () => dispatch(k, admitted, out.transaction));
   }
   if (out.existing_action !== undefined) {
-    const fields = actionDifferences(out.existing_action, adm);
-    if (fields.length > 0) throw new AipError('runtime.action_conflict', undefined, { details: { action_id: adm.action.id, fields } });
+    assertResubmission(k, out.existing_action, adm);
     return resubmission(k, { ...adm, record: out.existing_action, created: false });
   }
   if (out.reservation_error !== undefined) return rejectUnadmitted(k, adm, out.reservation_error);
@@ -368,6 +408,8 @@ async function admitAtomically(k: Kernel, adm: Admission, atomic: AtomicWrites):
   }
   const existing = out.existing_transaction;
   if (existing === undefined) throw new AipError('internal.unexpected', 'admission refused without a reason');
+  // Another principal's transaction ID: refused as the authority rule says, and nothing is recorded (nothing was written).
+  k.authority.require(adm.caller, 'execute_replay', transactionTarget(existing, adm.tenant_id, existing.transaction_id, { fields: executionContractDifferences(existing, adm) }));
   let verdict: ReturnType<typeof replayGate>;
   try {
     verdict = replayGate(existing, adm);

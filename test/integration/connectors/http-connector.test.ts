@@ -23,7 +23,8 @@ import {
 } from '../../../lib/connectors/index.js';
 import { createHttpConnector, deriveIdempotencyKey, type HttpConnector, type HttpConnectorLogLine } from '../../../lib/connectors/http/index.js';
 import { createPaymentsConnector, paymentsConnectorConfig, PAYMENTS_PROVIDER } from '../../../lib/connectors/reference/payments.js';
-import type { Action, ProviderOperationRef } from '../../../lib/protocol/index.js';
+import type { Action, Principal, ProviderOperationRef } from '../../../lib/protocol/index.js';
+import { reservationIdentity } from '../../../lib/ports/idempotency-store.js';
 import { isAipError } from '../../../lib/errors/aip-error.js';
 import { startPaymentsSimulator, type PaymentsSimulator, type SimEvent, type SimLogLine } from '../../../dev/payments-simulator/server.js';
 
@@ -81,7 +82,15 @@ interface Recorded {
 
 let attemptCounter = 0;
 
-function attemptFor(action: Action, opts: { deadlineMs?: number; tenant?: string; provider_operation?: ProviderOperationRef; signal?: AbortSignal } = {}): Recorded {
+const USER_1: Principal = { id: 'user-1', kind: 'user' };
+
+/** The reservation identity the runtime puts in the context for this action's key (see worker.ts). */
+function reservationOf(action: Action, opts: { tenant?: string; principal?: Principal } = {}): string {
+  const principal = opts.principal ?? USER_1;
+  return reservationIdentity({ tenant_id: opts.tenant ?? TENANT, principal_kind: principal.kind, principal_id: principal.id, key: action.idempotency_key as string });
+}
+
+function attemptFor(action: Action, opts: { deadlineMs?: number; tenant?: string; principal?: Principal; provider_operation?: ProviderOperationRef; signal?: AbortSignal } = {}): Recorded {
   attemptCounter += 1;
   const events: string[] = [];
   const checkpoints: Recorded['checkpoints'] = [];
@@ -92,7 +101,7 @@ function attemptFor(action: Action, opts: { deadlineMs?: number; tenant?: string
     attempt_id: `att-${attemptCounter}`,
     capability_id: action.capability_id,
     actor: {
-      principal: { id: 'user-1', kind: 'user' },
+      principal: opts.principal ?? USER_1,
       issuer: 'https://issuer.example',
       scheme: 'bearer_jwt',
       scopes: ['payments:write'],
@@ -101,7 +110,7 @@ function attemptFor(action: Action, opts: { deadlineMs?: number; tenant?: string
     tenant: { tenant_id: opts.tenant ?? TENANT },
     credential: credentialHandle('payments/api_key'),
     deadline_at: new Date(Date.now() + (opts.deadlineMs ?? 10_000)),
-    ...(action.idempotency_key !== undefined ? { idempotency: { key: action.idempotency_key, reservation_id: `res-${action.id}`, attempt_id: `att-${attemptCounter}` } } : {}),
+    ...(action.idempotency_key !== undefined ? { idempotency: { key: action.idempotency_key, reservation_id: reservationOf(action, opts), attempt_id: `att-${attemptCounter}` } } : {}),
     ...(tx !== undefined
       ? {
           transaction: {
@@ -261,18 +270,19 @@ describe('the idempotency key', () => {
     expect((retried.output as { charge_id: string }).charge_id).toBe(sim.ledger()[0]?.resource_id);
   });
 
-  it('is derived exactly as documented from the tenant and the idempotency key', async () => {
+  it('is derived exactly as documented from the reservation identity', async () => {
     const { keys, off } = chargeKeys();
     const action = charge('execute');
     await resultOf(connector.invoke_typed(action, attemptFor(action).attempt.context));
     off();
-    const identity = { namespace: 'payments', capability_id: 'payments.charge', purpose: 'effect', kind: 'key', idempotency_key: action.idempotency_key as string } as const;
-    const expected = deriveIdempotencyKey({ ...identity, tenant_id: TENANT });
+    const identity = { namespace: 'payments', capability_id: 'payments.charge', purpose: 'effect', kind: 'reservation' } as const;
+    const expected = deriveIdempotencyKey({ ...identity, reservation_id: reservationOf(action) });
     expect(keys).toEqual([expected]);
     expect(expected).toMatch(/^aip1-[A-Za-z0-9_-]{43}$/);
-    // The same caller key of another tenant, or for a cancel, is another identity.
-    expect(deriveIdempotencyKey({ ...identity, tenant_id: 'tenant-b' })).not.toBe(expected);
-    expect(deriveIdempotencyKey({ ...identity, tenant_id: TENANT, purpose: 'cancel' })).not.toBe(expected);
+    // The same caller key of another tenant or another principal, or for a cancel, is another identity.
+    expect(deriveIdempotencyKey({ ...identity, reservation_id: reservationOf(action, { tenant: 'tenant-b' }) })).not.toBe(expected);
+    expect(deriveIdempotencyKey({ ...identity, reservation_id: reservationOf(action, { principal: { id: 'user-2', kind: 'user' } }) })).not.toBe(expected);
+    expect(deriveIdempotencyKey({ ...identity, reservation_id: reservationOf(action), purpose: 'cancel' })).not.toBe(expected);
     // Another tenant's credential is resolved for that tenant only: here it has none, so nothing is sent.
     const other = await failureOf(connector.invoke_typed(action, attemptFor(action, { tenant: 'tenant-b' }).attempt.context));
     expect(other.code).toBe('connector.credentials_unavailable');
@@ -286,9 +296,22 @@ describe('the idempotency key', () => {
     await resultOf(connector.invoke_typed(action, attemptFor(action).attempt.context));
     await resultOf(connector.invoke_typed(action, attemptFor(action).attempt.context));
     off();
-    const expected = deriveIdempotencyKey({ namespace: 'payments', capability_id: 'payments.charge', purpose: 'effect', kind: 'action', action_id: action.id, transaction_id: action.transaction?.transaction_id as string });
+    const expected = deriveIdempotencyKey({ namespace: 'payments', capability_id: 'payments.charge', purpose: 'effect', kind: 'action', tenant_id: TENANT, action_id: action.id, transaction_id: action.transaction?.transaction_id as string });
     expect(keys).toEqual([expected, expected]);
     expect(sim.ledger()).toHaveLength(1);
+  });
+
+  it('differs for two principals of one tenant reusing one key and body: two charges, not one', async () => {
+    const { keys, off } = chargeKeys();
+    const alice = charge(undefined, { idempotency_key: 'shared-key' });
+    const bob = charge(undefined, { idempotency_key: 'shared-key', input: alice.input });
+    const first = await resultOf(connector.invoke_typed(alice, attemptFor(alice, { principal: { id: 'alice', kind: 'user' } }).attempt.context));
+    const second = await resultOf(connector.invoke_typed(bob, attemptFor(bob, { principal: { id: 'bob', kind: 'user' } }).attempt.context));
+    off();
+    expect(keys).toHaveLength(2);
+    expect(keys[0]).not.toBe(keys[1]);
+    expect(sim.ledger()).toHaveLength(2);
+    expect((first.output as { charge_id: string }).charge_id).not.toBe((second.output as { charge_id: string }).charge_id);
   });
 });
 

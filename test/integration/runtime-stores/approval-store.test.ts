@@ -1,10 +1,14 @@
 /**
  * ApprovalStore against DynamoDB Local: one decision only (raced), expiry,
- * self-approval guard, and the sparse pending listing per tenant.
+ * self-approval guard, min approvals by distinct approvers (raced), the
+ * subject, and the sparse pending listing per tenant.
  */
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../../lib/aws/dynamo/table-design.js';
-import type { CreateApprovalInput } from '../../../lib/ports/approval-store.js';
+import { isAipError } from '../../../lib/errors/aip-error.js';
+import type { ApprovalRecord, CreateApprovalInput, DecideApprovalInput } from '../../../lib/ports/approval-store.js';
+import type { Principal } from '../../../lib/protocol/index.js';
 import { sha256Hex } from '../../../lib/protocol/index.js';
 import { RACERS, TENANT, OTHER_TENANT, PRINCIPAL, aipError, createStores, split, uid, type Stores } from './support.js';
 
@@ -26,7 +30,7 @@ function approvalInput(overrides: Partial<CreateApprovalInput> = {}): CreateAppr
     transaction_id: uid('txn'),
     capability_id: 'payments.transfer',
     requested_by: PRINCIPAL,
-    policy: { policy_id: 'pol-payments', policy_hash: sha256Hex('policy'), approver_scopes: ['payments:approve'], allow_self_approval: false },
+    policy: { policy_id: 'pol-payments', policy_hash: sha256Hex('policy'), approver_scopes: ['payments:approve'], allow_self_approval: false, min_approvals: 1 },
     expires_at: new Date(Date.parse(s.clock.iso()) + 3600_000).toISOString(),
     ...overrides,
   };
@@ -172,6 +176,198 @@ describe('expire', () => {
     );
     expect(won).toHaveLength(1);
     expect(won[0]?.status).toBe('expired');
+  });
+});
+
+const approver = (i: number | string): Principal => ({ id: `approver-${i}`, kind: 'user' });
+const needing = (min_approvals: number, overrides: Partial<CreateApprovalInput> = {}) => {
+  const base = approvalInput(overrides);
+  return { ...base, policy: { ...base.policy, min_approvals } };
+};
+const decideAs = (input: CreateApprovalInput, who: Principal, expected_revision: number, extra: Partial<DecideApprovalInput> = {}) =>
+  s.approvals.decide({ tenant_id: input.tenant_id, approval_id: input.approval_id, expected_revision, decision_id: uid('dec'), decided_by: who, decision: 'approved', ...extra });
+
+describe('min approvals: distinct approvers, one conditional write per decision', () => {
+  it('stays pending (and listed) until min_approvals distinct approvers approved; every decision is kept', async () => {
+    const tenant = uid('tenant-min');
+    const input = needing(2, { tenant_id: tenant });
+    expect((await s.approvals.create(input)).policy.min_approvals).toBe(2);
+    const first = await decideAs(input, approver(1), 1, { decision_id: 'dec-a', reason: 'first' });
+    expect(first).toMatchObject({ status: 'pending', revision: 2, decisions: [{ decision_id: 'dec-a', decided_by: approver(1), decision: 'approved', reason: 'first' }] });
+    expect(first.decision).toBeUndefined();
+    expect((await s.approvals.listPending({ tenant_id: tenant })).items.map((a) => a.approval_id)).toEqual([input.approval_id]);
+
+    const second = await decideAs(input, approver(2), 2, { decision_id: 'dec-b' });
+    expect(second).toMatchObject({ status: 'approved', revision: 3, decision: { decision_id: 'dec-b', decided_by: approver(2) } });
+    expect(second.decisions.map((d) => [d.decision_id, d.decided_by.id, d.decision])).toEqual([
+      ['dec-a', 'approver-1', 'approved'],
+      ['dec-b', 'approver-2', 'approved'],
+    ]);
+    expect(await s.approvals.get(input)).toEqual(second);
+    expect((await s.rawItem(keys.approval(tenant, input.approval_id)))?.GSI3PK).toBeUndefined();
+    expect((await s.approvals.listPending({ tenant_id: tenant })).items).toEqual([]);
+  });
+
+  it('the same approver approving twice is approval.already_approved_by_caller (409), decided inside the write', async () => {
+    const input = needing(3);
+    await s.approvals.create(input);
+    await decideAs(input, approver('twice'), 1);
+    const err = await aipError(decideAs(input, approver('twice'), 2));
+    expect(err).toMatchObject({ code: 'approval.already_approved_by_caller', httpStatus: 409, details: { approval_id: input.approval_id, current_status: 'pending', current_revision: 2, approvals: 1, min_approvals: 3 } });
+    // A record claiming no approvals yet does not get past the write either.
+    const held = (await s.approvals.get(input)) as ApprovalRecord;
+    const forged: ApprovalRecord = { ...held, decisions: [] };
+    expect((await aipError(decideAs(input, approver('twice'), 2, { current: forged }))).code).toBe('approval.already_approved_by_caller');
+    // The same principal ID under another kind is another principal (principals compare by kind and ID).
+    expect((await decideAs(input, { id: 'approver-twice', kind: 'agent' }, 2)).status).toBe('pending');
+    expect((await s.approvals.get(input))?.decisions).toHaveLength(2);
+  });
+
+  it('a denial after a partial approval ends it denied, keeping both decisions; nothing decides it afterwards', async () => {
+    const input = needing(2);
+    await s.approvals.create(input);
+    await decideAs(input, approver(1), 1, { decision_id: 'yes' });
+    const denied = await decideAs(input, approver(2), 2, { decision_id: 'no', decision: 'denied', reason: 'too large' });
+    expect(denied).toMatchObject({ status: 'denied', revision: 3, decision: { decision_id: 'no', decision: 'denied', reason: 'too large' } });
+    expect(denied.decisions.map((d) => d.decision)).toEqual(['approved', 'denied']);
+    expect((await aipError(decideAs(input, approver(3), 3))).code).toBe('approval.already_decided');
+  });
+
+  it('an approver may deny after approving (any denial ends it)', async () => {
+    const input = needing(2);
+    await s.approvals.create(input);
+    await decideAs(input, approver('x'), 1);
+    expect((await decideAs(input, approver('x'), 2, { decision: 'denied' })).status).toBe('denied');
+  });
+
+  it('a record that miscounts the approvals so far (stale or forged) loses the write: approval.state_conflict, nothing changes', async () => {
+    const input = needing(3);
+    await s.approvals.create(input);
+    await decideAs(input, approver(1), 1);
+    const held = (await s.approvals.get(input)) as ApprovalRecord;
+    // Claims one approval more than the item holds (so the next one would complete it): the count is checked in the write.
+    const forged: ApprovalRecord = { ...held, decisions: [...held.decisions, { ...held.decisions[0]!, decision_id: 'ghost', decided_by: approver('ghost') }] };
+    expect((await aipError(decideAs(input, approver(2), 2, { current: forged }))).code).toBe('approval.state_conflict');
+    // Claims a lower threshold than the item's (2 instead of 3): the threshold is checked in the write too.
+    const cheaper: ApprovalRecord = { ...held, policy: { ...held.policy, min_approvals: 2 } };
+    expect((await aipError(decideAs(input, approver(2), 2, { current: cheaper }))).code).toBe('approval.state_conflict');
+    expect(await s.approvals.get(input)).toEqual(held);
+  });
+
+  it(`${RACERS} distinct approvers race at the same revision: exactly one write succeeds, the rest lose with approval.state_conflict`, async () => {
+    const input = needing(3);
+    await s.approvals.create(input);
+    const { won, lost } = split(await Promise.allSettled(Array.from({ length: RACERS }, (_, i) => decideAs(input, approver(`r${i}`), 1))));
+    expect(won).toHaveLength(1);
+    expect(won[0]).toMatchObject({ status: 'pending', revision: 2 });
+    for (const e of lost) expect(e).toMatchObject({ code: 'approval.state_conflict', details: { current_status: 'pending', current_revision: 2, approvals: 1 } });
+    expect((await s.approvals.get(input))?.decisions).toHaveLength(1);
+  });
+
+  it(`${RACERS} distinct approvers, each deciding again on a lost race: exactly min_approvals writes succeed and the last one approves`, async () => {
+    const input = needing(3);
+    await s.approvals.create(input);
+    type Outcome = { ok: ApprovalRecord } | { err: unknown };
+    const outcomes = await Promise.all(
+      Array.from({ length: RACERS }, async (_, i): Promise<Outcome> => {
+        for (;;) {
+          const held = (await s.approvals.get(input)) as ApprovalRecord;
+          try {
+            return { ok: await decideAs(input, approver(`q${i}`), held.revision, { current: held }) };
+          } catch (err) {
+            if (isAipError(err, 'approval.state_conflict')) continue;
+            return { err };
+          }
+        }
+      }),
+    );
+    const won = outcomes.flatMap((o) => ('ok' in o ? [o.ok] : []));
+    expect(won).toHaveLength(3);
+    expect(won.map((r) => r.status).sort()).toEqual(['approved', 'pending', 'pending']);
+    for (const o of outcomes) if ('err' in o) expect(o.err).toMatchObject({ code: 'approval.already_decided', details: { current_status: 'approved', current_revision: 4 } });
+    const final = (await s.approvals.get(input)) as ApprovalRecord;
+    expect(final).toMatchObject({ status: 'approved', revision: 4 });
+    expect(new Set(final.decisions.map((d) => d.decided_by.id)).size).toBe(3);
+    expect(final.decision?.decision_id).toBe(final.decisions[2]?.decision_id);
+  });
+
+  it(`the same approver ${RACERS} times at once: one approval counts`, async () => {
+    const input = needing(2);
+    await s.approvals.create(input);
+    const { won } = split(await Promise.allSettled(Array.from({ length: RACERS }, () => decideAs(input, approver('same'), 1))));
+    expect(won).toHaveLength(1);
+    const again = await aipError(decideAs(input, approver('same'), 2));
+    expect(again.code).toBe('approval.already_approved_by_caller');
+  });
+
+  it("expiry follows the approval's own expires_at (the policy's lifetime): a partial approval expires with its decisions kept", async () => {
+    const short = needing(2, { expires_at: new Date(Date.parse(s.clock.iso()) + 60_000).toISOString() });
+    const long = needing(2, { expires_at: new Date(Date.parse(s.clock.iso()) + 7_200_000).toISOString() });
+    await s.approvals.create({ ...short, policy: { ...short.policy, ttl_ms: 60_000 } });
+    await s.approvals.create({ ...long, policy: { ...long.policy, ttl_ms: 7_200_000 } });
+    expect((await s.approvals.get(short))?.policy.ttl_ms).toBe(60_000);
+    await decideAs(short, approver(1), 1);
+    await decideAs(long, approver(1), 1);
+    s.clock.advance(60_000);
+    expect((await aipError(decideAs(short, approver(2), 2))).code).toBe('approval.expired');
+    const expired = await s.approvals.expire({ tenant_id: TENANT, approval_id: short.approval_id, expected_revision: 2 });
+    expect(expired).toMatchObject({ status: 'expired', revision: 3 });
+    expect(expired.decisions).toHaveLength(1);
+    // The other policy's approval is still open and completes.
+    expect((await decideAs(long, approver(2), 2)).status).toBe('approved');
+  });
+
+  it('rejects min_approvals or ttl_ms out of range', async () => {
+    expect((await aipError(s.approvals.create(needing(0)))).code).toBe('approval.invalid_record');
+    expect((await aipError(s.approvals.create(needing(11)))).code).toBe('approval.invalid_record');
+    const input = approvalInput();
+    expect((await aipError(s.approvals.create({ ...input, policy: { ...input.policy, ttl_ms: 10 } }))).code).toBe('approval.invalid_record');
+  });
+
+  it('a record written before min approvals reads as one approval needed, with its one decision', async () => {
+    const approval_id = uid('legacy');
+    const now = s.clock.iso();
+    const legacy = {
+      tenant_id: TENANT,
+      approval_id,
+      action_id: uid('act'),
+      capability_id: 'payments.transfer',
+      requested_by: PRINCIPAL,
+      policy: { policy_id: 'pol-old', policy_hash: sha256Hex('old'), approver_scopes: ['payments:approve'], allow_self_approval: false },
+      status: 'pending',
+      expires_at: new Date(Date.parse(now) + 3600_000).toISOString(),
+      created_at: now,
+      updated_at: now,
+      revision: 1,
+    };
+    await s.table.client.send(new PutCommand({ TableName: s.table.tableName, Item: { ...keys.approval(TENANT, approval_id), item_type: 'approval', ...legacy } }));
+    expect(await s.approvals.get({ tenant_id: TENANT, approval_id })).toMatchObject({ policy: { min_approvals: 1 }, decisions: [] });
+    const approved = await s.approvals.decide({ tenant_id: TENANT, approval_id, expected_revision: 1, decision_id: 'd-old', decided_by: APPROVER, decision: 'approved' });
+    expect(approved).toMatchObject({ status: 'approved', decision: { decision_id: 'd-old' }, decisions: [{ decision_id: 'd-old' }] });
+  });
+});
+
+describe('subject', () => {
+  it("stores a compensation target's owner with the approval", async () => {
+    const subject = { compensation_for: { action_id: uid('orig'), transaction_id: uid('txn'), owner: { id: 'alice', kind: 'user' as const } } };
+    const input = approvalInput({ subject });
+    expect((await s.approvals.create(input)).subject).toEqual(subject);
+    expect((await s.approvals.get(input))?.subject).toEqual(subject);
+    expect((await s.approvals.listPending({ tenant_id: TENANT, limit: 100 })).items.find((a) => a.approval_id === input.approval_id)?.subject).toEqual(subject);
+  });
+
+  it('rejects a malformed subject and writes nothing', async () => {
+    const bad = [
+      { compensation_for: { action_id: 'has space', owner: { id: 'alice', kind: 'user' } } },
+      { compensation_for: { action_id: 'a1', owner: { id: 'alice' } } },
+      { compensation_for: { action_id: 'a1', owner: { id: 'alice', kind: 'user' }, secret: 'x' } },
+      { other: true },
+    ];
+    for (const subject of bad) {
+      const input = approvalInput({ subject: subject as unknown as CreateApprovalInput['subject'] });
+      expect((await aipError(s.approvals.create(input))).code).toBe('approval.invalid_record');
+      expect(await s.approvals.get(input)).toBeUndefined();
+    }
   });
 });
 

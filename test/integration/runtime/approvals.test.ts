@@ -49,10 +49,16 @@ describe('The approval gate', () => {
     expect(approval).toMatchObject({ approval: { policy: { policy_id: 'tenant-echo-policy' } } });
   });
 
-  it('an approver needs the policy approver scopes', async () => {
+  it('an approver needs one of the policy approver scopes (the authority rule)', async () => {
     const { approval } = await pending();
+    // Neither an approver nor the requester: may not even read the approval.
     const noScope = { ...caller('approver-x'), scopes: ['pay:write'] };
-    expect(await codeOf(h.runtime.decideApproval(noScope, TENANT, approval.approval_id, { decision: 'approve' }))).toBe('runtime.approver_forbidden');
+    expect(await codeOf(h.runtime.decideApproval(noScope, TENANT, approval.approval_id, { decision: 'approve' }))).toBe('approval.not_found');
+    // An operator without an approver scope reads it, and is told why not.
+    const operatorOnly = { ...operator, scopes: operator.scopes.filter((s) => s !== 'pay:approve') };
+    expect(await codeOf(h.runtime.decideApproval(operatorOnly, TENANT, approval.approval_id, { decision: 'approve' }))).toBe('runtime.approver_forbidden');
+    // The requester without an approver scope, likewise.
+    expect(await codeOf(h.runtime.decideApproval({ ...caller(), scopes: ['pay:write'] }, TENANT, approval.approval_id, { decision: 'approve' }))).toBe('runtime.approver_forbidden');
   });
 
   it('by default the approver is not the requester', async () => {

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { uid } from '../../support/transaction-fixtures.js';
 import { TestProvider, testConnector, transfer } from './connectors.js';
-import { TENANT, caller, codeOf, createHarness, errorOf, type Harness } from './support.js';
+import { TENANT, caller, codeOf, createHarness, errorOf, operator, type Harness } from './support.js';
 
 let h: Harness;
 const provider = new TestProvider();
@@ -55,9 +55,12 @@ describe('What a planned commit rechecks', () => {
 
   it('the committing principal ID and kind match the planning principal', async () => {
     const tx = await planned();
-    expect(await codeOf(h.runtime.submit(caller('agent-2'), commit(tx)))).toBe('runtime.plan_principal_mismatch');
+    // Another principal may not even see the plan: the answer of a plan that does not exist (docs/authority.md).
+    expect(await codeOf(h.runtime.submit(caller('agent-2'), commit(tx)))).toBe('runtime.plan_not_found');
     const sameIdOtherKind = { ...caller(), principal: { id: 'agent-1', kind: 'user' as const } };
-    expect(await codeOf(h.runtime.submit(sameIdOtherKind, commit(tx)))).toBe('runtime.plan_principal_mismatch');
+    expect(await codeOf(h.runtime.submit(sameIdOtherKind, commit(tx)))).toBe('runtime.plan_not_found');
+    // An operator may see it, and is told why it cannot commit it.
+    expect(await codeOf(h.runtime.submit({ ...operator, scopes: [...operator.scopes, 'pay:write'] }, commit(tx)))).toBe('runtime.plan_principal_mismatch');
   });
 
   it('the plan has not expired', async () => {

@@ -55,9 +55,13 @@ describe('Reconciliation asks the provider what happened', () => {
     expect((await record(tx))?.status).toBe('outcome_unknown');
   });
 
-  it('the first-class request can provide the reference and cursor', async () => {
+  it('the first-class request can provide the reference and cursor (binding one where none was checkpointed is an operator’s call)', async () => {
     const { tx } = await uncertain('uncertain_silent');
-    const out = await h.runtime.submit(caller(), publicReconcile(tx, { provider_operation: { provider: 'testpay', operation_id: 'op-known-to-caller' }, reconciliation_cursor: 'c-1' }));
+    const supplied = { provider_operation: { provider: 'testpay', operation_id: 'op-known-to-caller' }, reconciliation_cursor: 'c-1' };
+    // The owner may reconcile, but not bind an operation the runtime never checkpointed (docs/authority.md).
+    expect(await codeOf(h.runtime.submit(caller(), publicReconcile(tx, supplied)))).toBe('runtime.operator_required');
+    const ops = { ...operator, scopes: [...operator.scopes, 'pay:write'] };
+    const out = await h.runtime.submit(ops, publicReconcile(tx, { ...supplied, requested_by: ops.principal }));
     expect(out.transaction_result).toMatchObject({ status: 'reconciling', provider_operation: { operation_id: 'op-known-to-caller' }, reconciliation_cursor: 'c-1' });
     await h.drain();
     const call = provider.calls.find((c) => c.method === 'reconcile' && c.transaction_id === tx);

@@ -35,10 +35,13 @@ import type { DefinedConnector } from '../../../lib/connectors/define.js';
 export const TENANT = 'tenant-a';
 export const OTHER_TENANT = 'tenant-b';
 
+/** The external accounts the fixtures' identities name: a caller must hold an account it names (resolveAccount). */
+export const ACCOUNTS = ['acct-1', 'acct-2', 'acct-9'];
+
 export function caller(id = 'agent-1', overrides: Partial<CallerIdentity> = {}): CallerIdentity {
-  return { principal: { id, kind: 'agent' }, tenants: [TENANT], scopes: ['pay:write', 'pay:approve', 'aip:approve'], ...overrides };
+  return { principal: { id, kind: 'agent' }, tenants: [TENANT], scopes: ['pay:write', 'pay:approve', 'aip:approve'], accounts: [...ACCOUNTS], ...overrides };
 }
-export const operator: CallerIdentity = { principal: { id: 'ops-1', kind: 'user' }, tenants: [TENANT], scopes: [OPERATOR_SCOPE, 'aip:approve', 'pay:approve'] };
+export const operator: CallerIdentity = { principal: { id: 'ops-1', kind: 'user' }, tenants: [TENANT], scopes: [OPERATOR_SCOPE, 'aip:approve', 'pay:approve'], accounts: [...ACCOUNTS] };
 
 /** Records scheduler calls (assertions only; no behaviour is faked beyond recording). */
 export class RecordingScheduler implements ReconcileScheduler {

@@ -4,6 +4,7 @@
  */
 import * as z from 'zod';
 import { defineCapability, defineConnector, type CredentialProvider } from '../../../lib/connectors/index.js';
+import { downstreamIdempotencyKey } from '../../../lib/connectors/http/index.js';
 
 /** The provider's client: `submit` answers with an operation ID at once and with the outcome later. */
 export interface BankClient {
@@ -37,9 +38,12 @@ export function bankConnector(bank: BankClient, credentials: CredentialProvider)
     },
   }).implement({
     async invoke(input, ctx, call) {
-      // 1. Use the secret only while building the request.
+      // 1. The provider's idempotency key derives from the runtime's reservation
+      //    (ctx.idempotency.reservation_id), never from the caller's raw key.
+      //    Use the secret only while building the request.
+      const idempotency_key = downstreamIdempotencyKey(call.action, ctx, 'bank');
       const submitted = await call.withSecret((secret) =>
-        secret.withUtf8((api_key) => bank.submit(input, { api_key, idempotency_key: ctx.idempotency?.key ?? call.action.id })),
+        secret.withUtf8((api_key) => bank.submit(input, { api_key, idempotency_key })),
       );
       // 2. The provider accepted work: make its operation ID durable BEFORE
       //    awaiting a response that may be lost. (Only transactional actions
