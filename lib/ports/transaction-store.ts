@@ -88,15 +88,15 @@ export interface ClaimPlanInput extends CasWrite {
 }
 
 /** Operations `transition` accepts; the others have their own methods. */
-export type GenericTransitionOperation = Extract<TransactionOperation, 'expire_plan' | 'begin_reconcile' | 'settle' | 'reschedule_reconcile' | 'escalate'>;
+export type GenericTransitionOperation = Extract<TransactionOperation, 'expire_plan' | 'begin_reconcile' | 'settle' | 'reschedule_reconcile' | 'escalate' | 'refuse_reconcile' | 'request_reconcile' | 'resolve'>;
 
 export interface TransitionPatch {
   readonly error?: ProtocolError;
   readonly result?: ActionResult;
   readonly reconciliation_cursor?: string;
-  /** RFC 3339. Required by reschedule_reconcile; defaulted for a settle to outcome_unknown. */
+  /** RFC 3339. Required by reschedule_reconcile and refuse_reconcile; defaulted for a settle to outcome_unknown and to now for request_reconcile. */
   readonly next_reconcile_at?: string;
-  /** Only for settle: a provider operation parsed from error details; may not replace a different one. */
+  /** Only for settle and resolve: a provider operation (parsed from error details, or found by an operator); may not replace a different one. */
   readonly provider_operation?: ProviderOperationRef;
 }
 

@@ -99,12 +99,24 @@ export type TransactionPlan = z.infer<typeof TransactionPlanSchema>;
 /** All-zero digest used as `prev_hash` of the first receipt in a chain. */
 export const GENESIS_RECEIPT_HASH = '0'.repeat(64);
 
+/** The receipt format this runtime writes (see lib/protocol/receipt-chain.ts). */
+export const RECEIPT_VERSION = 2;
+
 /**
  * One link of a transaction's receipt chain. `hash` is sha256 over the
- * canonical JSON of every other field (see receiptHash in canonical.ts);
- * `prev_hash` is the previous receipt's hash (GENESIS_RECEIPT_HASH for seq 0).
+ * canonical JSON of every other field (receiptHashInput in
+ * receipt-chain.ts); `prev_hash` is the previous receipt's hash
+ * (GENESIS_RECEIPT_HASH for seq 0).
+ *
+ * Version 2 (`v: 2`) receipts carry, inside the hash, the durable status the
+ * write left (never the wire-only `requires_human`), who acted (`actor`), the
+ * redacted evidence and, when the write recorded an action result, its
+ * digest (`result_digest`: sha256 of the result's canonical JSON). Receipts
+ * without `v` are the earlier format, hashed over the first seven fields
+ * only; they still verify.
  */
 export const ReceiptSchema = z.strictObject({
+  v: z.literal(RECEIPT_VERSION).optional(),
   seq: z.number().int().min(0),
   transaction_id: TransactionIdSchema,
   status: TransactionProtocolStatusSchema,
@@ -114,6 +126,12 @@ export const ReceiptSchema = z.strictObject({
   hash: Sha256HexSchema,
   /** Event name, e.g. `transaction.planned`. */
   event: z.string().min(1).max(128).regex(/^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$/, { message: 'invalid event name' }),
+  /** Who acted: the principal on whose authority the write happened (the runtime's service principal for its own). */
+  actor: PrincipalSchema.optional(),
+  /** Redacted evidence of the write (provider operation, reasons, an operator's findings). */
+  evidence: JsonValueSchema.optional(),
+  /** sha256 of the canonical JSON of the action result this write recorded. */
+  result_digest: Sha256HexSchema.optional(),
 });
 export type Receipt = z.infer<typeof ReceiptSchema>;
 

@@ -30,7 +30,7 @@ export class Kernel {
     this.clock = deps.clock;
     this.ids = deps.ids ?? defaultIds;
     this.log = deps.logger ?? SILENT_LOGGER;
-    this.journal = new TransactionJournal(deps.transactions, deps.clock);
+    this.journal = new TransactionJournal(deps.transactions, deps.clock, deps.config.service_principal);
     this.authority = new Authority(authorityPolicy(deps.config));
     this.#crash = installCrashPoints(deps.crashPoints, deps.config.test_mode === true);
   }

@@ -15,7 +15,8 @@
  * pass the record's anchor (`receipt_count`, `receipt_head`) to detect that
  * too. See docs/runtime-stores.md.
  */
-import { GENESIS_RECEIPT_HASH, ReceiptSchema, receiptHash, type JsonValue, type Receipt, type TransactionProtocolStatus } from '../protocol/index.js';
+import { GENESIS_RECEIPT_HASH, RECEIPT_VERSION, receiptHash, sha256Hex, type ActionResult, type JsonValue, type Principal, type Receipt, type TransactionProtocolStatus } from '../protocol/index.js';
+import { resultDigestText, verifyReceiptChainSync, type ReceiptChainVerdict, type VerifyReceiptChainOptions } from '../protocol/receipt-chain.js';
 import type { ReceiptAppend } from '../transactions/record.js';
 
 /** The chain tip a new receipt extends (a transaction record has these fields). */
@@ -49,11 +50,15 @@ export interface BuildReceiptInput {
   /** Event name, e.g. `transaction.planned` (lower-case dotted). */
   readonly event: string;
   readonly at: string | Date;
-  /** Optional redacted evidence stored beside the receipt (not hashed). */
+  /** Redacted evidence of the write (inside the receipt, covered by its hash). */
   readonly evidence?: JsonValue;
+  /** Who acted (the runtime's service principal for its own writes). */
+  readonly actor?: Principal;
+  /** The action result this write records: its digest goes into the receipt. */
+  readonly result?: ActionResult;
 }
 
-/** Builds the receipt (hash included) that extends the given tip. */
+/** Builds the receipt (hash included) that extends the given tip: a version 2 receipt (see lib/protocol/receipt-chain.ts). */
 export function buildReceipt(input: BuildReceiptInput): ReceiptAppend {
   const transaction_id = input.record?.transaction_id ?? input.transaction_id;
   if (transaction_id === undefined) throw new TypeError('buildReceipt needs record or transaction_id');
@@ -71,66 +76,28 @@ export function buildReceipt(input: BuildReceiptInput): ReceiptAppend {
   }
   const revision = input.revision ?? (input.record !== undefined ? input.record.revision + 1 : 1);
   const at = typeof input.at === 'string' ? input.at : input.at.toISOString();
-  const body = { seq, transaction_id, status: input.status, revision, at, prev_hash, event: input.event };
-  const receipt: Receipt = { ...body, hash: receiptHash(body) };
-  return input.evidence === undefined ? { receipt } : { receipt, evidence: input.evidence };
+  const body: Omit<Receipt, 'hash'> = {
+    v: RECEIPT_VERSION,
+    seq,
+    transaction_id,
+    status: input.status,
+    revision,
+    at,
+    prev_hash,
+    event: input.event,
+    ...(input.actor !== undefined ? { actor: { id: input.actor.id, kind: input.actor.kind } } : {}),
+    ...(input.evidence !== undefined ? { evidence: input.evidence } : {}),
+    ...(input.result !== undefined ? { result_digest: sha256Hex(resultDigestText(input.result)) } : {}),
+  };
+  return { receipt: { ...body, hash: receiptHash(body) } };
 }
 
-export type ReceiptChainProblem = 'altered' | 'removed' | 'reordered' | 'broken_link';
-
-export type ReceiptChainVerdict =
-  | { readonly valid: true; readonly count: number; readonly head?: string }
-  | { readonly valid: false; readonly problem: ReceiptChainProblem; readonly at_seq: number };
-
-export interface VerifyReceiptChainOptions {
-  /** Every receipt must name this transaction. */
-  readonly transaction_id?: string;
-  /** The record's receipt_count: detects removal of trailing receipts. */
-  readonly expected_count?: number;
-  /** The record's receipt_head: detects a rewritten (re-hashed) last receipt. */
-  readonly expected_head?: string;
-}
+export type { ReceiptChainProblem, ReceiptChainVerdict, VerifyReceiptChainOptions } from '../protocol/receipt-chain.js';
 
 /**
- * Verifies a receipt chain presented in order (seq 0 first). Checks, for each
- * position i: the receipt is well formed and its hash is its own
- * (`altered`); its seq is i (`removed` when receipt i is missing, `reordered`
- * when it appears elsewhere); its prev_hash is the previous hash
- * (`broken_link`); revisions strictly grow (`reordered`). Then the optional
- * anchor: fewer receipts than expected_count is `removed`, a head other
- * than expected_head is `altered`.
+ * Verifies a receipt chain presented in order (seq 0 first): the checks of
+ * lib/protocol/receipt-chain.ts with node:crypto's SHA-256.
  */
 export function verifyReceiptChain(receipts: readonly unknown[], options: VerifyReceiptChainOptions = {}): ReceiptChainVerdict {
-  const seqs = receipts.map((r) => (r !== null && typeof r === 'object' && typeof (r as { seq?: unknown }).seq === 'number' ? (r as { seq: number }).seq : -1));
-  let prevHash = GENESIS_RECEIPT_HASH;
-  let prevRevision = -1;
-  for (let i = 0; i < receipts.length; i++) {
-    const parsed = ReceiptSchema.safeParse(receipts[i]);
-    if (!parsed.success) return { valid: false, problem: 'altered', at_seq: i };
-    const r = parsed.data;
-    const { hash, ...body } = r;
-    if (receiptHash(body) !== hash) return { valid: false, problem: 'altered', at_seq: i };
-    if (options.transaction_id !== undefined && r.transaction_id !== options.transaction_id) return { valid: false, problem: 'altered', at_seq: i };
-    if (i > 0 && r.transaction_id !== (receipts[0] as Receipt).transaction_id) return { valid: false, problem: 'altered', at_seq: i };
-    if (r.seq !== i) {
-      // Receipt i appears later (or r went backwards): the order changed. Otherwise i is gone.
-      const elsewhere = seqs.indexOf(i, i + 1) !== -1;
-      return { valid: false, problem: elsewhere || r.seq < i ? 'reordered' : 'removed', at_seq: i };
-    }
-    if (r.prev_hash !== prevHash) return { valid: false, problem: 'broken_link', at_seq: i };
-    if (r.revision <= prevRevision) return { valid: false, problem: 'reordered', at_seq: i };
-    prevHash = hash;
-    prevRevision = r.revision;
-  }
-  if (options.expected_count !== undefined && receipts.length < options.expected_count) {
-    return { valid: false, problem: 'removed', at_seq: receipts.length };
-  }
-  if (options.expected_count !== undefined && receipts.length > options.expected_count) {
-    return { valid: false, problem: 'altered', at_seq: options.expected_count };
-  }
-  const head = receipts.length === 0 ? undefined : prevHash;
-  if (options.expected_head !== undefined && head !== options.expected_head) {
-    return { valid: false, problem: 'altered', at_seq: Math.max(0, receipts.length - 1) };
-  }
-  return head === undefined ? { valid: true, count: 0 } : { valid: true, count: receipts.length, head };
+  return verifyReceiptChainSync(receipts, options, (text) => sha256Hex(text));
 }

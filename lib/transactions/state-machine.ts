@@ -39,6 +39,16 @@ export const TRANSACTION_OPERATIONS = [
   'reschedule_reconcile',
   /** Reconciliation attempts exhausted: park for a human (wire status `requires_human`). */
   'escalate',
+  /**
+   * A reconciliation the runtime could not even start (its admission was
+   * refused): counts as an attempt and backs off, so every refusal ends at the
+   * bound (self-transition of `outcome_unknown`).
+   */
+  'refuse_reconcile',
+  /** An operator asks for reconciliation now: the attempt bound is reset once and the record is due (self-transition). */
+  'request_reconcile',
+  /** An operator records the truth found at the provider for an escalated record: `outcome_unknown → reconciled`. */
+  'resolve',
 ] as const;
 export type TransactionOperation = (typeof TRANSACTION_OPERATIONS)[number];
 
@@ -107,6 +117,10 @@ export const TRANSITION_TABLE: readonly TransitionRule[] = Object.freeze([
   ...rows('settle', ['reconciling'], ['reconciled', 'outcome_unknown']),
   ...selfRows('reschedule_reconcile', ['outcome_unknown']),
   ...selfRows('escalate', ['outcome_unknown']),
+  ...selfRows('refuse_reconcile', ['outcome_unknown']),
+  ...selfRows('request_reconcile', ['outcome_unknown']),
+  // An operator's resolution is a definitive answer as well: `reconciled`, with the operator's evidence.
+  ...rows('resolve', ['outcome_unknown'], ['reconciled']),
 ].map((r) => Object.freeze(r)));
 
 const TERMINAL_SET: ReadonlySet<TransactionStatus> = new Set(TERMINAL_STATUSES);

@@ -178,6 +178,9 @@ const GENERIC_OPERATIONS: ReadonlySet<string> = new Set<GenericTransitionOperati
   'settle',
   'reschedule_reconcile',
   'escalate',
+  'refuse_reconcile',
+  'request_reconcile',
+  'resolve',
 ]);
 
 const UNAVAILABLE_ERRORS: ReadonlySet<string> = new Set([
@@ -1026,11 +1029,11 @@ export class DynamoTransactionStore implements TransactionStore {
     const cursor = checkCursor(patch.reconciliation_cursor);
     let nextReconcileAt = patch.next_reconcile_at === undefined ? undefined : checkTime('next_reconcile_at', patch.next_reconcile_at);
     const ref = patch.provider_operation === undefined ? undefined : checkProviderOperation(patch.provider_operation);
-    if (ref !== undefined && input.operation !== 'settle') {
-      throw invalid('transaction.invalid_record', 'a provider operation is recorded by checkpoint or settle only', { field: 'patch.provider_operation' });
+    if (ref !== undefined && input.operation !== 'settle' && input.operation !== 'resolve') {
+      throw invalid('transaction.invalid_record', 'a provider operation is recorded by checkpoint, settle or resolve only', { field: 'patch.provider_operation' });
     }
-    if (input.operation === 'reschedule_reconcile' && nextReconcileAt === undefined) {
-      throw invalid('transaction.invalid_record', 'reschedule_reconcile needs next_reconcile_at', { field: 'patch.next_reconcile_at' });
+    if ((input.operation === 'reschedule_reconcile' || input.operation === 'refuse_reconcile') && nextReconcileAt === undefined) {
+      throw invalid('transaction.invalid_record', `${input.operation} needs next_reconcile_at`, { field: 'patch.next_reconcile_at' });
     }
     if (nextReconcileAt !== undefined && (input.to !== 'outcome_unknown' || input.operation === 'escalate')) {
       throw invalid('transaction.invalid_record', 'next_reconcile_at belongs to outcome_unknown', { field: 'patch.next_reconcile_at' });
@@ -1053,6 +1056,7 @@ export class DynamoTransactionStore implements TransactionStore {
       ...(ref ? { classifyFirst: this.providerConflict(txn, ref) } : {}),
     };
 
+    if (input.operation === 'request_reconcile' && nextReconcileAt === undefined) nextReconcileAt = iso;
     if (input.to === 'outcome_unknown' && input.operation !== 'escalate') {
       if (nextReconcileAt === undefined) {
         const delayMs = patch.error?.retry_after_ms ?? DEFAULT_RECONCILE_DELAY_MS;
@@ -1072,6 +1076,9 @@ export class DynamoTransactionStore implements TransactionStore {
       b.increment('reconcile_attempts');
       b.remove('next_reconcile_at', 'escalated_at');
     }
+    // A refused reconciliation is an attempt too (the bound counts it); an operator's request resets the bound once.
+    if (input.operation === 'refuse_reconcile') b.increment('reconcile_attempts');
+    if (input.operation === 'request_reconcile') b.set('reconcile_attempts', 0);
     if (ref) this.providerOperationGuard(b, ref);
     b.set('error', patch.error);
     b.set('result', patch.result);

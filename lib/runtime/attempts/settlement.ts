@@ -406,7 +406,9 @@ export async function escalate(k: Kernel, txn: TransactionRecord, reason: string
   if (txn.escalated_at !== undefined) return txn;
   k.log.warn('reconciliation escalated to a human', { transaction_id: txn.transaction_id, reason, reconcile_attempts: txn.reconcile_attempts });
   try {
+    // The receipt records the durable status (outcome_unknown) with the escalated fact; requires_human is the wire's projection.
     const escalated = await k.journal.transition(txn, { operation: 'escalate', from: ['outcome_unknown'], to: 'outcome_unknown', data: { escalation_reason: reason } }, RECEIPT_EVENTS.escalated, {
+      escalated: true,
       reason,
       reconcile_attempts: txn.reconcile_attempts,
     });

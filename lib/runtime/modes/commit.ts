@@ -78,7 +78,7 @@ async function expirePlan(k: Kernel, record: TransactionRecord): Promise<void> {
 }
 
 function claimPlan(k: Kernel, adm: Admission, record: TransactionRecord): Promise<TransactionRecord> {
-  return k.journal.claimPlan(record, planClaim(adm, record), { action_id: adm.action.id });
+  return k.journal.claimPlan(record, planClaim(adm, record), { action_id: adm.action.id }, { actor: adm.principal });
 }
 
 /** What a commit's claim_plan writes (shared with the composite admission write). */

@@ -60,6 +60,7 @@ async function beginReconcile(k: Kernel, adm: Admission, txId: string, record: T
       { operation: 'begin_reconcile', from: ['outcome_unknown'], to: 'reconciling', data: { reconcile_action_id: adm.action.id } },
       RECEIPT_EVENTS.reconcile_started,
       { action_id: adm.action.id, attempt: record.reconcile_attempts + 1 },
+      { actor: adm.principal },
     );
   } catch (err) {
     if (isAipError(err, 'transaction.state_conflict')) {
@@ -73,7 +74,7 @@ async function beginReconcile(k: Kernel, adm: Admission, txId: string, record: T
     // The request supplies recovery data the record lacks: make it durable before the handler runs.
     // A provider operation the runtime never checkpointed is bound by an operator (the authority rule): name them as its evidence.
     const supplied_by = requested !== undefined && known === undefined ? { supplied_by: { ...adm.principal }, source: 'reconcile_request' } : undefined;
-    begun = await k.journal.checkpoint(begun, ref, cursor, supplied_by);
+    begun = await k.journal.checkpoint(begun, ref, cursor, supplied_by, { actor: adm.principal });
   }
   if (adm.written !== undefined) adm.written.transaction = begun;
   return begun;

@@ -370,7 +370,7 @@ async function admitAtomically(k: Kernel, adm: Admission, atomic: AtomicWrites):
     action: { tenant_id: adm.tenant_id, principal: adm.principal, action: adm.action },
     ...(reservation !== undefined ? { reservation } : {}),
     ...(mode === 'execute' ? { transaction: k.journal.createInput(preparedRecordInput(adm), RECEIPT_EVENTS.prepared, { action_id: adm.action.id }) } : {}),
-    ...(planned !== undefined ? { claim: { input: k.journal.claimPlanInput(planned, planClaim(adm, planned), { action_id: adm.action.id }), held: planned } } : {}),
+    ...(planned !== undefined ? { claim: { input: k.journal.claimPlanInput(planned, planClaim(adm, planned), { action_id: adm.action.id }, { actor: adm.principal }), held: planned } } : {}),
   });
   if (out.admitted) {
     const admitted: AdmittedAction = { ...adm, record: out.action, created: true };

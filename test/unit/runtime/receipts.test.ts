@@ -4,7 +4,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { GENESIS_RECEIPT_HASH, ReceiptSchema, receiptHash, type Receipt, type TransactionProtocolStatus } from '../../../lib/protocol/index.js';
+import { GENESIS_RECEIPT_HASH, ReceiptSchema, canonicalJson, receiptHash, sha256Hex, type Receipt, type TransactionProtocolStatus } from '../../../lib/protocol/index.js';
 import { TRANSACTION_PROTOCOL_STATUSES } from '../../../lib/transactions/status.js';
 import { buildReceipt, verifyReceiptChain } from '../../../lib/runtime/receipts.js';
 
@@ -43,11 +43,26 @@ describe('buildReceipt', () => {
     expect(viaPrev.receipt).toEqual(next.receipt);
   });
 
-  it('carries optional evidence beside the receipt without hashing it', () => {
-    const a = buildReceipt({ transaction_id: 't', status: 'failed', event: 'transaction.failed', at: new Date(T0), evidence: { code: 'x' } });
-    const b = buildReceipt({ transaction_id: 't', status: 'failed', event: 'transaction.failed', at: new Date(T0) });
-    expect(a.evidence).toEqual({ code: 'x' });
-    expect(a.receipt.hash).toBe(b.receipt.hash);
+  it('carries the evidence, the actor and the digest of the recorded result inside the receipt, covered by its hash', () => {
+    const result = { action_id: 'a-1', status: 'completed' as const, output: { charge_id: 'ch_1' } };
+    const base = { transaction_id: 't', status: 'committed' as const, event: 'transaction.settled.committed', at: new Date(T0) };
+    const a = buildReceipt({ ...base, evidence: { code: 'x' }, actor: { id: 'ops', kind: 'user' }, result });
+    const b = buildReceipt(base);
+    expect(a.receipt).toMatchObject({ v: 2, evidence: { code: 'x' }, actor: { id: 'ops', kind: 'user' }, result_digest: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(a.receipt.hash).not.toBe(b.receipt.hash);
+    for (const tamper of [{ evidence: { code: 'y' } }, { actor: { id: 'alice', kind: 'user' } }, { result_digest: '0'.repeat(64) }]) {
+      expect(verifyReceiptChain([{ ...a.receipt, ...tamper }])).toMatchObject({ valid: false, problem: 'altered', at_seq: 0 });
+    }
+    // The result the record holds must be the one the receipt recorded.
+    expect(verifyReceiptChain([a.receipt], { result })).toMatchObject({ valid: true });
+    expect(verifyReceiptChain([a.receipt], { result: { ...result, output: { charge_id: 'ch_2' } } })).toEqual({ valid: false, problem: 'result_mismatch', at_seq: 0 });
+  });
+
+  it('still verifies a legacy receipt (no version: the seven original fields hashed)', () => {
+    const body = { seq: 0, transaction_id: 't', status: 'failed' as const, revision: 1, at: new Date(T0).toISOString(), prev_hash: '0'.repeat(64), event: 'transaction.failed' };
+    const legacy = { ...body, hash: sha256Hex(canonicalJson(body)) };
+    expect(verifyReceiptChain([legacy])).toMatchObject({ valid: true, count: 1 });
+    expect(verifyReceiptChain([{ ...legacy, event: 'transaction.other' }])).toMatchObject({ valid: false, problem: 'altered' });
   });
 });
 

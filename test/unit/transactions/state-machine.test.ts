@@ -69,8 +69,8 @@ describe('transition table', () => {
     expect(allowedFrom('settle', 'failed').sort()).toEqual(['committing', 'compensating', 'prepared']);
   });
 
-  it('never rewrites reconciled as committed or compensated, and nothing enters reconciled except from reconciling', () => {
-    expect(TRANSITION_TABLE.filter((r) => r.to === 'reconciled').map((r) => r.from)).toEqual(['reconciling']);
+  it('never rewrites reconciled as committed or compensated; reconciled is entered only from a reconciliation or an operator resolution', () => {
+    expect(TRANSITION_TABLE.filter((r) => r.to === 'reconciled').map((r) => `${r.operation}:${r.from}`).sort()).toEqual(['resolve:outcome_unknown', 'settle:reconciling']);
     expect(TRANSITION_TABLE.some((r) => r.from === 'reconciled')).toBe(false);
     expect(TRANSITION_TABLE.some((r) => r.from === 'reconciling' && (r.to === 'committed' || r.to === 'compensated'))).toBe(false);
   });
