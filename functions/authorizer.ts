@@ -26,11 +26,11 @@ import middy from '@middy/core';
 import type { APIGatewayAuthorizerResult, APIGatewayRequestAuthorizerEvent, APIGatewayTokenAuthorizerEvent, Context } from 'aws-lambda';
 import { encodeAuthorizerContext } from '../lib/auth/authorizer-context.js';
 import { ClaimMappingError } from '../lib/auth/claims.js';
-import { parseClaimsOverride, verifierConfigFromRuntimeConfig } from '../lib/auth/config.js';
+import { AuthConfigError, parseClaimsOverride, verifierConfigFromRuntimeConfig } from '../lib/auth/config.js';
 import { allowResult, denyResult } from '../lib/auth/policy.js';
-import { createTokenVerifier, KeySourceUnavailableError, TokenRejectedError, type TokenVerifier } from '../lib/auth/verifier.js';
+import { createTokenVerifier, KeySourceUnavailableError, TokenRejectedError, type TokenVerifier, type TokenVerifierConfig } from '../lib/auth/verifier.js';
 import { FUNCTION_ENV } from '../infra/function-env.js';
-import { errorFacts } from './shared/logger.js';
+import { errorFacts, isConfigurationError } from './shared/logger.js';
 import { defaultObservability, powertoolsMiddlewares, type Observability } from './shared/observability.js';
 
 /** API Gateway identity validation expression for the Authorization header. */
@@ -65,12 +65,39 @@ export function bearerToken(value: string | undefined): string | undefined {
   return m?.[1];
 }
 
-/** Reads the verifier configuration from the function environment. */
+/**
+ * Reads the verifier configuration from the function environment. Every
+ * configuration problem is an {@link AuthConfigError} whose message names the
+ * variable (and the field inside it), never a value, so the authorizer can
+ * log it.
+ */
 export function verifierFromEnv(env: NodeJS.ProcessEnv = process.env): TokenVerifier {
-  const raw = env[FUNCTION_ENV.runtimeConfig]?.trim();
-  if (!raw) throw new Error(`${FUNCTION_ENV.runtimeConfig} is not set`);
-  const json = raw.startsWith('{') ? raw : readFileSync(raw, 'utf8');
-  return createTokenVerifier(verifierConfigFromRuntimeConfig(json, parseClaimsOverride(env[CLAIMS_OVERRIDE_ENV])));
+  const variable = FUNCTION_ENV.runtimeConfig;
+  const raw = env[variable]?.trim();
+  if (!raw) throw new AuthConfigError(`${variable} is not set`);
+  let json = raw;
+  if (!raw.startsWith('{')) {
+    try {
+      json = readFileSync(raw, 'utf8');
+    } catch (err) {
+      throw new AuthConfigError(`${variable} is neither JSON nor the path of a readable file (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    }
+  }
+  const claims = parseClaimsOverride(env[CLAIMS_OVERRIDE_ENV]);
+  const inVariable = (err: unknown): AuthConfigError =>
+    new AuthConfigError(`${variable}: ${err instanceof Error ? err.message.replace(/^auth configuration: /, '') : 'invalid'}`);
+  let config: TokenVerifierConfig;
+  try {
+    config = verifierConfigFromRuntimeConfig(json, claims);
+  } catch (err) {
+    throw inVariable(err);
+  }
+  try {
+    // Its errors are about the configuration (algorithms, audience, tolerance, JWKS URL scheme): no network here.
+    return createTokenVerifier(config);
+  } catch (err) {
+    throw inVariable(err);
+  }
 }
 
 export function createAuthorizerHandler(deps: AuthorizerDeps): AuthorizerHandler {
@@ -101,6 +128,8 @@ export function createAuthorizerHandler(deps: AuthorizerDeps): AuthorizerHandler
           return denyResult('unmapped', event.methodArn);
         }
         if (err instanceof KeySourceUnavailableError) logger.error('authorizer: signing keys unavailable', errorFacts(err.cause));
+        // A bad environment: the message names the variable (and field) to fix, never a value.
+        else if (isConfigurationError(err)) logger.error('authorizer: invalid configuration', errorFacts(err));
         else logger.error('authorizer: unexpected failure', errorFacts(err));
         throw new Error('Authorizer unavailable');
       }

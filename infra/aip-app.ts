@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { type App, Duration, Tags } from 'aws-cdk-lib';
 import type { AwsSolutionsChecks } from 'cdk-nag';
 import { aipFunctionDefinitions } from './aip-functions.js';
+import { checkAttemptTimeouts } from './attempt-timeouts.js';
 import { type InfraConfig, loadInfraConfig, parseInfraConfig } from './config.js';
 import { type FunctionDefinition, PROJECT_ROOT } from './functions.js';
 import { applyNagChecks } from './nag.js';
@@ -50,6 +51,9 @@ export function stackNames(envName: string): { stateful: string; stateless: stri
 
 export function defineAipApp(app: App, options: AipAppOptions = {}): AipApp {
   const config = options.config ?? configFromContext(app);
+  const functions = typeof options.functions === 'function' ? options.functions(config) : (options.functions ?? aipFunctionDefinitions(config));
+  // No connector attempt (plus its cancellation and settlement) may outlive the worker Lambda that runs it.
+  checkAttemptTimeouts(config, functions);
   const nag = applyNagChecks(app);
   const names = stackNames(config.envName);
 
@@ -65,7 +69,7 @@ export function defineAipApp(app: App, options: AipAppOptions = {}): AipApp {
     description: `AIP runtime (${config.envName}): API, functions, schedule group, alarms`,
     config,
     stateful,
-    functions: typeof options.functions === 'function' ? options.functions(config) : (options.functions ?? aipFunctionDefinitions(config)),
+    functions,
   });
   stateless.addStackDependency(stateful);
 

@@ -41,8 +41,12 @@ export const ROUTE_ACCESS = {
   streamAction: { table: 'read' },
   getTransaction: { table: 'read' },
   listOperator: { table: 'read', cursorKey: true },
+  operatorOverview: { table: 'read' },
+  operatorReconcile: { table: 'readWrite', sendTo: ['reconcile'] },
+  operatorResolve: { table: 'readWrite', cancelSchedules: true },
   listApprovals: { table: 'readWrite', cursorKey: true },
-  decideApproval: { table: 'readWrite', sendTo: ['invoke'] },
+  // An approved resolution (four eyes) settles the record and cancels its schedule.
+  decideApproval: { table: 'readWrite', sendTo: ['invoke'], cancelSchedules: true },
   listCapabilities: {},
   getHealth: { table: 'read' },
   getOpenApi: {},
@@ -60,6 +64,7 @@ function mergeAccess(accesses: readonly FunctionAccess[]): FunctionAccess {
     ...(table ? { table } : {}),
     ...(sendTo.length > 0 ? { sendTo } : {}),
     ...(accesses.some((a) => a.reconcileSchedules) ? { reconcileSchedules: true } : {}),
+    ...(accesses.some((a) => a.cancelSchedules) ? { cancelSchedules: true } : {}),
     ...(accesses.some((a) => a.connectorSecrets) ? { connectorSecrets: true } : {}),
     ...(accesses.some((a) => a.cursorKey) ? { cursorKey: true } : {}),
   };

@@ -18,8 +18,6 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import type * as z from 'zod';
 import { ROUTE_LIST, type RouteDefinition } from '../functions/http/routes.js';
-import { ERROR_CATALOGUE, type ErrorCode } from '../lib/errors/catalogue.js';
-import { PROBLEM_CONTENT_TYPE, PROBLEM_TYPE_PREFIX } from '../lib/errors/wire.js';
 import { GATEWAY_RESPONSES, gatewayResponseHeaders, gatewayResponseTemplate } from '../lib/http/gateway-responses.js';
 import type { InfraConfig } from './config.js';
 import { NAG_REASONS } from './nag.js';
@@ -31,29 +29,6 @@ import { NAG_REASONS } from './nag.js';
  * (a stack test compares them; the stack does not import handler code).
  */
 export const TOKEN_VALIDATION_REGEX = '^[Bb]earer [-0-9A-Za-z._~+/]+=*$';
-
-/**
- * Gateway responses this stack adds to lib/http/gateway-responses.ts: the
- * request validator's rejections (a required query parameter is missing).
- * The handlers answer the same requests with `request.invalid` too.
- */
-export const VALIDATION_GATEWAY_RESPONSES: readonly { readonly type: 'BAD_REQUEST_PARAMETERS' | 'BAD_REQUEST_BODY'; readonly status: number; readonly code: ErrorCode; readonly detail: string }[] = [
-  { type: 'BAD_REQUEST_PARAMETERS', status: 400, code: 'request.invalid', detail: 'A required request parameter is missing' },
-  { type: 'BAD_REQUEST_BODY', status: 400, code: 'request.invalid', detail: 'The request body does not match the expected shape' },
-];
-
-function validationProblemTemplate(spec: (typeof VALIDATION_GATEWAY_RESPONSES)[number]): string {
-  const entry = ERROR_CATALOGUE[spec.code];
-  return JSON.stringify({
-    type: `${PROBLEM_TYPE_PREFIX}${spec.code}`,
-    title: entry.title,
-    status: spec.status,
-    detail: spec.detail,
-    code: spec.code,
-    category: entry.category,
-    retryable: entry.retryable,
-  });
-}
 
 /** Gateway response bodies are VTL templates: a `$` or `#` would be interpreted, not sent. */
 function staticTemplate(template: string): string {
@@ -186,11 +161,8 @@ export class AipApi extends Construct {
       validateRequestBody: true,
     });
 
+    // Every response type API Gateway has (DEFAULT_4XX/5XX and each specific one) answers a problem document.
     for (const spec of GATEWAY_RESPONSES) this.addProblemResponse(spec.type, spec.status, gatewayResponseHeaders(spec), gatewayResponseTemplate(spec));
-    for (const spec of VALIDATION_GATEWAY_RESPONSES) {
-      const headers = { 'Content-Type': `'${PROBLEM_CONTENT_TYPE}'`, 'Cache-Control': "'no-store'" };
-      this.addProblemResponse(spec.type, spec.status, headers, validationProblemTemplate(spec));
-    }
 
     const methods: Record<string, apigw.Method> = {};
     const integrations = new Map<lambda.IFunction, apigw.LambdaIntegration>();

@@ -11,6 +11,7 @@ import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import * as z from 'zod';
 import { ClaimsConfigSchema } from '../lib/auth/claims.js';
+import { HTTP_AUTH_ENVIRONMENTS } from '../lib/auth/environments.js';
 import type { SecretsManagerReference } from '../lib/aws/secrets/secrets-manager-provider.js';
 import { ID_MAX_LENGTH, ID_PATTERN } from '../lib/protocol/primitives.js';
 import { TRANSACTION_MODES, type TransactionMode } from '../lib/transactions/status.js';
@@ -39,12 +40,42 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 export const MAX_AUTHORIZER_CACHE_SECONDS = 300;
 
 
-const httpsUrl = (what: string) =>
+/**
+ * An auth URL (JWT issuer, JWKS URL): https, or http where the environment
+ * allows it. The field accepts both schemes; {@link refineAuthUrls} refuses
+ * `http:` unless `envName` is one of {@link HTTP_AUTH_ENVIRONMENTS}.
+ */
+const authUrl = (what: string) =>
   z
     .string({ error: `must be a string holding the ${what}` })
-    .refine((value) => URL.canParse(value) && new URL(value).protocol === 'https:', {
+    .refine((value) => URL.canParse(value) && /^https?:$/.test(new URL(value).protocol), {
       message: `must be an absolute https:// URL (the ${what})`,
     });
+
+const AUTH_URL_FIELDS = [
+  ['issuer', 'JWT issuer'],
+  ['jwksUrl', 'JWKS URL'],
+] as const;
+
+/**
+ * `http:` auth URLs only in the `local` and `localstack` environments, where
+ * LocalStack's Lambda containers verify tokens against a development JWKS on
+ * the host (README.md, "Deploy to LocalStack"). Everywhere else the issuer
+ * and the JWKS URL must be https.
+ */
+function refineAuthUrls(config: { envName: string; auth: { issuer: string; jwksUrl: string } }, ctx: z.RefinementCtx): void {
+  if (HTTP_AUTH_ENVIRONMENTS.includes(config.envName)) return;
+  for (const [field, what] of AUTH_URL_FIELDS) {
+    const value = config.auth[field];
+    if (URL.canParse(value) && new URL(value).protocol === 'http:') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['auth', field],
+        message: `must be an absolute https:// URL (the ${what}); http:// is accepted only when envName is ${HTTP_AUTH_ENVIRONMENTS.map((e) => `"${e}"`).join(' or ')} (envName is "${config.envName}")`,
+      });
+    }
+  }
+}
 
 const intIn = (min: number, max: number, what: string) =>
   z
@@ -159,14 +190,48 @@ export const ApprovalPolicySchema = z.strictObject({
   expiresAfterSeconds: intIn(60, 7 * 24 * 3600, 'seconds').default(24 * 3600),
 });
 
+/** OAuth scope tokens (RFC 6749 §3.3: printable ASCII but space, `"` and `\\`). */
+const oauthScope = z
+  .string({ error: 'must be a string (OAuth scope)' })
+  .regex(/^[\x21\x23-\x5B\x5D-\x7E]{1,128}$/, { message: 'must be an OAuth scope: 1-128 printable characters, no space, " or \\' });
+
+/** Scopes the operator console asks for when `auth.console.scopes` is not set. */
+export const DEFAULT_CONSOLE_SCOPES = ['openid', 'aip:actions:read', 'aip:actions:write', 'aip:operator'] as const;
+
+/**
+ * The operator console's OIDC client (authorization code + PKCE, a public
+ * client: no secret). When set, the stack serves the console at
+ * `<ApiUrl>console/` (infra/console.ts); the IdP settings it needs are in
+ * docs/infra.md ("Operator console").
+ */
+export const ConsoleAuthSchema = z.strictObject({
+  /** The public client's ID at the identity provider. */
+  clientId: nonEmpty('OIDC client ID'),
+  /** Requested scopes; must include `openid`. The route scopes a token needs are in docs/http-api.md. */
+  scopes: z
+    .array(oauthScope)
+    .min(1, { message: 'must list at least one scope' })
+    .refine((scopes) => scopes.includes('openid'), { message: 'must include "openid" (the console signs in with OpenID Connect)' })
+    .default([...DEFAULT_CONSOLE_SCOPES]),
+  /** Sent as `audience` on the authorization request, for IdPs that pick the access token's audience that way (Auth0). */
+  audience: nonEmpty('OAuth audience').optional(),
+  /** Where OIDC discovery starts, when it is not `auth.issuer` (an https URL). */
+  discoveryIssuer: z
+    .string({ error: 'must be a string holding the OIDC issuer URL' })
+    .refine((value) => URL.canParse(value) && new URL(value).protocol === 'https:', { message: 'must be an absolute https:// URL (the OIDC issuer)' })
+    .optional(),
+  /** The tenant the console selects at first (X-AIP-Tenant); otherwise the token's first. */
+  defaultTenant: protocolId('tenant ID').optional(),
+});
+
 export const AuthConfigSchema = z.strictObject({
   /** Exact `iss` claim expected (keep a trailing slash if the IdP issues one, as Auth0 does). */
-  issuer: httpsUrl('JWT issuer'),
+  issuer: authUrl('JWT issuer'),
   /** Accepted `aud` value(s). */
   audience: z.union([nonEmpty('JWT audience'), z.array(nonEmpty('JWT audience')).min(1, { message: 'must list at least one JWT audience' })], {
     error: 'must be a non-empty string or a non-empty array of strings (JWT audience)',
   }),
-  jwksUrl: httpsUrl('JWKS URL'),
+  jwksUrl: authUrl('JWKS URL'),
   algorithms: z
     .array(z.enum(JWT_ALGORITHMS, { error: `must be one of ${JWT_ALGORITHMS.join(', ')}` }))
     .min(1, { message: 'must list at least one JWS algorithm' })
@@ -179,6 +244,8 @@ export const AuthConfigSchema = z.strictObject({
   claims: ClaimsConfigSchema.optional(),
   /** Accepted clock skew for `exp`/`nbf`/`iat`, in seconds. @default the verifier's */
   clockToleranceSeconds: intIn(0, 60, 'seconds').optional(),
+  /** The operator console's OIDC client. Absent: the console is not deployed. */
+  console: ConsoleAuthSchema.optional(),
 });
 
 /** The REST API's stage, throttling and authorizer settings. */
@@ -246,6 +313,7 @@ export const InfraConfigSchema = z
     connectorEndpoints: z.record(z.string(), baseUrl, { error: 'must be an object: connector ID → base URL' }).default({}),
   })
   .superRefine((config, ctx) => {
+    refineAuthUrls(config, ctx);
     const seen = new Set<string>();
     config.connectors.forEach((connector, index) => {
       if (seen.has(connector.id)) {
@@ -402,12 +470,14 @@ export function audiences(config: InfraConfig): string[] {
  * The part of the configuration the Lambda functions need at run time. The
  * stateless stack serialises it into the `AIP_RUNTIME_CONFIG` variable.
  */
-export const RuntimeConfigSchema = z.strictObject({
-  envName: z.string(),
-  auth: AuthConfigSchema,
-  connectors: z.array(ConnectorConfigSchema),
-  approvalPolicies: z.array(ApprovalPolicySchema),
-});
+export const RuntimeConfigSchema = z
+  .strictObject({
+    envName: z.string(),
+    auth: AuthConfigSchema,
+    connectors: z.array(ConnectorConfigSchema),
+    approvalPolicies: z.array(ApprovalPolicySchema),
+  })
+  .superRefine(refineAuthUrls);
 export type RuntimeConfig = z.output<typeof RuntimeConfigSchema>;
 
 export function toRuntimeConfig(config: InfraConfig): RuntimeConfig {

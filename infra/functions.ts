@@ -65,6 +65,8 @@ export interface FunctionAccess {
   readonly sendTo?: readonly QueueName[];
   /** Create and delete one-time schedules in the reconcile schedule group (what lib/aws/scheduler does), and pass the scheduler role to them. */
   readonly reconcileSchedules?: boolean;
+  /** Only delete schedules in the reconcile group (an operator's resolution settles a record: its schedule goes); no PassRole. */
+  readonly cancelSchedules?: boolean;
   /** Read every credential secret the configuration references (the connector worker). */
   readonly connectorSecrets?: boolean;
   /** Read the cursor key secret (the functions whose routes page: they seal and open cursors). */
@@ -105,6 +107,12 @@ export interface FunctionDefinition {
   readonly access?: FunctionAccess;
   /** Extra variables; they may not reuse a name from FUNCTION_ENV. */
   readonly environment?: Readonly<Record<string, string>>;
+  /**
+   * Shell commands run after esbuild bundled the entry (local bundling), given
+   * the project root and the bundle's folder: files to ship beside the code
+   * (the operator console's build, infra/console.ts).
+   */
+  readonly afterBundling?: (inputDir: string, outputDir: string) => string[];
 }
 
 export interface FunctionBuildContext {
@@ -235,6 +243,19 @@ export function createFunction(scope: Construct, definition: FunctionDefinition,
     });
   }
 
+  if (access.cancelSchedules && !access.reconcileSchedules) {
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['scheduler:DeleteSchedule'],
+        resources: [stack.formatArn({ service: 'scheduler', resource: 'schedule', resourceName: `${context.scheduleGroupName}/*` })],
+      }),
+    );
+    Validations.of(role).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule/${context.scheduleGroupName}/*]`,
+      reason: NAG_REASONS.reconcileSchedules,
+    });
+  }
+
   if (access.connectorSecrets) {
     const credentials = config.connectors.flatMap((connector) => connector.credentials);
     if (credentials.length > 0) {
@@ -288,6 +309,9 @@ export function createFunction(scope: Construct, definition: FunctionDefinition,
       // Bundle the AWS SDK too: the deployed code runs the versions the tests ran.
       externalModules: [],
       forceDockerBundling: false,
+      ...(definition.afterBundling !== undefined
+        ? { commandHooks: { beforeBundling: () => [], beforeInstall: () => [], afterBundling: definition.afterBundling } }
+        : {}),
     },
     // Lambda's own filter (JSON format) agrees with Powertools' level, so neither hides the other's records.
     applicationLogLevelV2: lambda.ApplicationLogLevel[config.logLevel],

@@ -34,6 +34,11 @@ export const NAG_REASONS = {
   publicRoute:
     'GET /v1/openapi.json is public by design (the route table marks it auth: none): it serves the static OpenAPI ' +
     'document, reads no data and calls no runtime.',
+  /** AwsSolutions-APIG4 and AwsSolutions-COG4 on the operator console's methods (infra/console.ts). */
+  consoleStatic:
+    'GET /console and /console/{proxy+} serve the operator console: the static files of its build and a config.json holding ' +
+    'only public OIDC client settings (issuer, client ID, scopes). They read no data and call no runtime; the page signs in with ' +
+    'OIDC (authorization code + PKCE) and calls the API with the bearer token, where the authorizer checks it as on any route.',
   /** AwsSolutions-APIG3 on the stage. */
   noWaf:
     'No WAFv2 web ACL by default: every route except the OpenAPI document needs a verified JWT, the stage throttles, ' +

@@ -17,6 +17,7 @@ import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import type { Construct } from 'constructs';
 import { AipAlarms } from './alarms.js';
 import { AipApi } from './api.js';
+import { AipConsole } from './console.js';
 import type { InfraConfig } from './config.js';
 import { createFunction, type FunctionDefinition } from './functions.js';
 import type { StatefulResources } from './stateful-stack.js';
@@ -43,6 +44,8 @@ export class StatelessStack extends Stack {
   /** The REST API; present when some definition serves routes. */
   public readonly api: AipApi | undefined;
   public readonly alarms: AipAlarms;
+  /** The operator console; present when `auth.console` is configured. */
+  public readonly console: AipConsole | undefined;
 
   constructor(scope: Construct, id: string, props: StatelessStackProps) {
     super(scope, id, props);
@@ -98,6 +101,10 @@ export class StatelessStack extends Stack {
     if (Object.keys(routeFunctions).length > 0) {
       if (authorizers.length !== 1) throw new Error(`The API needs exactly one authorizer function definition, got ${authorizers.length}`);
       this.api = new AipApi(this, 'Api', { config, routeFunctions, authorizerFunction: built[authorizers[0]!.id]! });
+      // The operator console, same origin as the API (infra/console.ts), when the configuration names its OIDC client.
+      if (config.auth.console !== undefined) {
+        this.console = new AipConsole(this, 'OperatorConsole', { api: this.api, build: { config, stateful, scheduleGroupName: this.scheduleGroupName, schedulerRole: this.schedulerRole } });
+      }
     } else {
       if (authorizers.length > 0) throw new Error('An authorizer function is defined but no function serves a route');
       this.api = undefined;

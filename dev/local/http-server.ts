@@ -75,7 +75,16 @@ export interface LocalHttpServerOptions {
   readonly integrationTimeoutMs?: number;
   /** Where gateway-level events are logged (never bodies or tokens). @default silent */
   readonly logger?: LoggerLike;
+  /**
+   * Local-only paths served before the route table is consulted (the
+   * operator console and its development sign-in, dev/local/console.ts).
+   * Answers true when it wrote the response. Never part of the deployed API.
+   */
+  readonly localRoutes?: LocalRoutes;
 }
+
+/** A local-only request handler: the request, its response, and the already-read body. */
+export type LocalRoutes = (request: { readonly method: string; readonly path: string; readonly headers: IncomingMessage['headers']; readonly body: Buffer }, res: ServerResponse) => Promise<boolean>;
 
 export interface LocalHttpServer {
   /** Base URL, e.g. `http://127.0.0.1:4010` (no trailing slash). */
@@ -231,6 +240,8 @@ export async function startLocalHttpServer(options: LocalHttpServerOptions): Pro
       res.end(JSON.stringify(options.jwks));
       return;
     }
+
+    if (options.localRoutes !== undefined && (await options.localRoutes({ method, path, headers: req.headers, body: bodyBytes }, res))) return;
 
     const match = matchRoute(method, path, ROUTE_LIST);
     if (match === undefined || !('route' in match)) {

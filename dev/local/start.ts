@@ -52,6 +52,8 @@ import { handler as invokeHandler } from '../../functions/worker/invoke.js';
 import { handler as reconcileHandler } from '../../functions/worker/reconcile.js';
 import { handler as sweeperHandler } from '../../functions/scheduled/sweeper.js';
 import { startLocalHttpServer, type LocalHttpServer } from './http-server.js';
+import { localConsoleRoutes } from './console.js';
+import { CONSOLE_PATH, type ConsoleConfig } from '../../functions/console/serve.js';
 import { LOCAL_APPROVER, LOCAL_PORTS, LOCAL_TENANT, LOCAL_TOKEN_DEFAULTS, type LocalService } from './defaults.js';
 
 export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -169,11 +171,19 @@ export interface LocalStackOptions {
    * AWS. Tests that move the Runtime clock past the lease use 0.
    */
   readonly redeliveryDelaySeconds?: number;
+  /**
+   * Serve the operator console from this build (console/build.ts) at
+   * `/console/`, with the development sign-in `POST /_local/token`
+   * (dev/local/console.ts). Default: no console.
+   */
+  readonly console?: { readonly assetsDir: string; readonly config?: ConsoleConfig };
 }
 
 export interface LocalStack {
   /** API base URL, e.g. `http://127.0.0.1:3000`. */
   readonly url: string;
+  /** The operator console, e.g. `http://127.0.0.1:3000/console/`, when the `console` option is set. */
+  readonly consoleUrl?: string;
   /** The tenant the default token belongs to. */
   readonly tenant: string;
   readonly endpoints: { readonly dynamodb: string; readonly sqs: string; readonly scheduler: string; readonly payments: string };
@@ -445,6 +455,16 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       http: { runtime: productionRuntime },
       auth: { verifier: createTokenVerifier(devVerifierConfig(keys)) },
       jwks: keys.jwks,
+      ...(options.console !== undefined
+        ? {
+            localRoutes: localConsoleRoutes({
+              assetsDir: options.console.assetsDir,
+              tenant: tenants[0] ?? LOCAL_TENANT,
+              mint: (o) => mintToken(o, keys),
+              ...(options.console.config !== undefined ? { config: options.console.config } : {}),
+            }),
+          }
+        : {}),
     });
     stops.push(() => http.stop());
 
@@ -452,6 +472,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     log(`local stack up at ${http.url}`);
     return {
       url: http.url,
+      ...(options.console !== undefined ? { consoleUrl: `${http.url}${CONSOLE_PATH}/` } : {}),
       tenant: tenants[0] ?? LOCAL_TENANT,
       endpoints: { dynamodb: dynamo.endpoint, sqs: fauxqs.endpoint, scheduler: scheduler.endpoint, payments: simulator.url },
       mintToken: (o = {}) => mintToken({ sub: LOCAL_TOKEN_DEFAULTS.sub, tenants: [...LOCAL_TOKEN_DEFAULTS.tenants], scopes: [...LOCAL_TOKEN_DEFAULTS.scopes], ...o }, keys),
@@ -491,7 +512,7 @@ function portsFromEnv(env: NodeJS.ProcessEnv): Record<LocalService, number> {
 }
 
 /** The banner: URL, token, a curl example that works when pasted, and the CLI. */
-export function banner(stack: Pick<LocalStack, 'url' | 'tenant' | 'endpoints'>, token: string, persistedAt: string | undefined): string {
+export function banner(stack: Pick<LocalStack, 'url' | 'tenant' | 'endpoints' | 'consoleUrl'>, token: string, persistedAt: string | undefined): string {
   const id = randomUUID().slice(0, 8);
   const action = {
     id: `act-demo-${id}`,
@@ -505,6 +526,7 @@ export function banner(stack: Pick<LocalStack, 'url' | 'tenant' | 'endpoints'>, 
     'AIP runtime: local stack is up',
     '',
     `  API            ${stack.url}   (tenant ${stack.tenant})`,
+    ...(stack.consoleUrl !== undefined ? [`  Console        ${stack.consoleUrl}   (development sign-in)`] : []),
     `  DynamoDB       ${stack.endpoints.dynamodb}${persistedAt ? `   (data in ${persistedAt})` : '   (in memory)'}`,
     `  SQS (fauxqs)   ${stack.endpoints.sqs}   (in memory: queued messages do not survive a restart)`,
     `  Scheduler      ${stack.endpoints.scheduler}`,
@@ -540,8 +562,12 @@ async function main(): Promise<void> {
   const say = (line: string) => process.stderr.write(`[aip-local] ${line}\n`);
   let stack: LocalStack;
   try {
+    say('building the operator console…');
+    // Vite is loaded only here, so in-process users of the stack (tests) do not pay for it.
+    const { buildConsole } = await import('../../console/build.js');
+    const consoleDir = await buildConsole(join(DEFAULT_DATA_DIR, 'console'));
     say('starting DynamoDB Local, fauxqs, the Scheduler emulator and the payments simulator…');
-    stack = await startLocalStack({ ports: portsFromEnv(process.env), log: say });
+    stack = await startLocalStack({ ports: portsFromEnv(process.env), log: say, console: { assetsDir: consoleDir } });
   } catch (err) {
     say(`could not start: ${err instanceof Error ? err.message : String(err)}`);
     process.exitCode = 1;

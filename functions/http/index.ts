@@ -7,6 +7,7 @@ import type { HttpDeps, ProxyHandler } from '../shared/route-handler.js';
 import { createCancelActionHandler, createGetActionHandler, createStreamActionHandler, createSubmitActionHandler } from './actions.js';
 import { createDecideApprovalHandler, createListApprovalsHandler } from './approvals.js';
 import { createGetHealthHandler, createGetOpenApiHandler, createListCapabilitiesHandler } from './meta.js';
+import { createOperatorOverviewHandler, createOperatorReconcileHandler, createOperatorResolveHandler } from './operator.js';
 import type { RouteId } from './routes.js';
 import { createGetTransactionHandler, createListOperatorHandler } from './transactions.js';
 
@@ -18,6 +19,9 @@ export function createHttpHandlers(deps: HttpDeps): Record<RouteId, ProxyHandler
     streamAction: createStreamActionHandler(deps),
     getTransaction: createGetTransactionHandler(deps),
     listOperator: createListOperatorHandler(deps),
+    operatorOverview: createOperatorOverviewHandler(deps),
+    operatorReconcile: createOperatorReconcileHandler(deps),
+    operatorResolve: createOperatorResolveHandler(deps),
     listApprovals: createListApprovalsHandler(deps),
     decideApproval: createDecideApprovalHandler(deps),
     listCapabilities: createListCapabilitiesHandler(deps),

@@ -28,6 +28,9 @@ import {
   GetActionQuerySchema,
   GetTransactionQuerySchema,
   HealthSchema,
+  OperatorReconcileBodySchema,
+  ResolveBodySchema,
+  TransactionPathSchema,
   OperatorQuerySchema,
   PageQuerySchema,
   RuntimeObjectSchema,
@@ -94,6 +97,7 @@ const ACTIONS_MODULE = 'functions/http/actions.ts';
 const TRANSACTIONS_MODULE = 'functions/http/transactions.ts';
 const APPROVALS_MODULE = 'functions/http/approvals.ts';
 const META_MODULE = 'functions/http/meta.ts';
+const OPERATOR_MODULE = 'functions/http/operator.ts';
 
 const LOCATION_HEADERS = {
   Location: 'The action status URL (GET it, optionally with ?wait=N)',
@@ -218,6 +222,71 @@ export const ROUTES = {
     responses: { 200: { description: 'A page of records', schema: RuntimeObjectSchema } },
     problems: [400],
     handler: { module: TRANSACTIONS_MODULE, export: 'listOperatorHandler' },
+    timeoutSeconds: 10,
+  }),
+  operatorOverview: route({
+    id: 'operatorOverview',
+    method: 'GET',
+    path: '/v1/operator/overview',
+    summary: 'Operator overview of stuck work',
+    description:
+      'Each operator list (outcome_unknown, requires_human, reconciling, stalled_committing, pending_approvals) with the size of its first page ' +
+      '(`more` when there is more) and the age of its oldest item. Without X-AIP-Tenant, a caller of several tenants gets all of them.',
+    tag: 'operator',
+    auth: 'jwt',
+    scopes: [SCOPES.operator],
+    tenant: 'optional',
+    query: EmptyQuerySchema,
+    body: 'none',
+    responses: { 200: { description: 'The lists', schema: RuntimeObjectSchema } },
+    problems: [400],
+    handler: { module: OPERATOR_MODULE, export: 'operatorOverviewHandler' },
+    timeoutSeconds: 10,
+  }),
+  operatorReconcile: route({
+    id: 'operatorReconcile',
+    method: 'POST',
+    path: '/v1/operator/transactions/{id}/reconcile',
+    summary: 'Reconcile now',
+    description:
+      'An operator asks for the reconciliation of an outcome_unknown transaction (escalated or not) now. The attempt bound is reset once; ' +
+      'a receipt names the operator and the reason. The reconcile consumer runs it: poll the transaction.',
+    tag: 'operator',
+    auth: 'jwt',
+    scopes: [SCOPES.operator],
+    tenant: 'required',
+    pathParams: TransactionPathSchema,
+    query: EmptyQuerySchema,
+    body: 'optional',
+    bodySchema: OperatorReconcileBodySchema,
+    responses: { 202: { description: 'Requested: the transaction as it is now', schema: RuntimeObjectSchema } },
+    problems: [400, 404, 409, 415],
+    handler: { module: OPERATOR_MODULE, export: 'operatorReconcileHandler' },
+    timeoutSeconds: 10,
+  }),
+  operatorResolve: route({
+    id: 'operatorResolve',
+    method: 'POST',
+    path: '/v1/operator/transactions/{id}/resolve',
+    summary: 'Resolve an escalated transaction with evidence',
+    description:
+      'For a transaction escalated to a human (requires_human): the operator records what the provider says happened (`effect`), the ' +
+      'provider operation if one was found, a reason and references to the evidence. The transaction settles reconciled with all of it in ' +
+      'its receipt (200), or, where the tenant policy asks for four eyes, waits for a second operator as an approval (202).',
+    tag: 'operator',
+    auth: 'jwt',
+    scopes: [SCOPES.operator],
+    tenant: 'required',
+    pathParams: TransactionPathSchema,
+    query: EmptyQuerySchema,
+    body: 'required',
+    bodySchema: ResolveBodySchema,
+    responses: {
+      200: { description: 'Resolved: the transaction, reconciled', schema: RuntimeObjectSchema },
+      202: { description: 'Waiting for a second operator: the approval', schema: RuntimeObjectSchema },
+    },
+    problems: [400, 404, 409, 415],
+    handler: { module: OPERATOR_MODULE, export: 'operatorResolveHandler' },
     timeoutSeconds: 10,
   }),
   listApprovals: route({

@@ -3,9 +3,10 @@
  * Runtime's ports. Only bootstrap.ts imports this module (on first use).
  *
  * This is the ONE module that imports the Runtime, the DynamoDB store
- * adapters other than the transaction store, the connector host and the
- * connector implementations. When one of those modules changes its exported
- * names, this file is the only one to update.
+ * adapters other than the transaction store and the connector host; the
+ * connector implementations are listed in ./connector-factories.ts (pure, so
+ * the CDK app reads their manifests at synth). When one of those modules
+ * changes its exported names, this file is the only one to update.
  *
  */
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
@@ -22,7 +23,6 @@ import { EventBridgeReconcileScheduler } from '../../lib/aws/scheduler/scheduler
 import { SecretsManagerCredentialProvider } from '../../lib/aws/secrets/secrets-manager-provider.js';
 import { SqsMessageQueue } from '../../lib/aws/sqs/queue.js';
 import { EnvCredentialProvider } from '../../lib/connectors/credentials/env-provider.js';
-import { createPaymentsConnector, DEFAULT_PAYMENTS_CREDENTIAL_HANDLE } from '../../lib/connectors/reference/payments.js';
 import { systemClock } from '../../lib/ports/clock.js';
 import type { CredentialProvider } from '../../lib/ports/credentials.js';
 import {
@@ -40,31 +40,9 @@ import { secretsManagerReferences } from '../../infra/config.js';
 import { BootstrapConfigError, FUNCTION_ENV, OPTIONAL_ENV, parseNested, type BootstrapIssue, type BootstrapSettings, type RuntimeHandle, type RuntimeOverrides } from './bootstrap.js';
 import type { RuntimeApi } from './runtime-api.js';
 import type { WorkerRuntime } from './runtime-contract.js';
+import { CONNECTOR_FACTORIES } from './connector-factories.js';
 
-/** What a connector factory gets. */
-export interface ConnectorFactoryOptions {
-  /** The deployment's credential provider for this connector (resolves handles at the provider edge). */
-  readonly credentials: CredentialProvider;
-  /** Base URL override (AIP_CONNECTOR_ENDPOINTS). */
-  readonly baseUrl?: string;
-}
-
-/** Builds one enabled connector for the Runtime. */
-export type ConnectorFactory = (options: ConnectorFactoryOptions) => HostedConnector;
-
-/**
- * The connector implementations this build can run, by connector ID. The
- * deployment configuration enables a subset (`connectors[].id`); enabling an
- * ID that is not here fails the composition with a message naming it. Each
- * factory also names the credential handle its attempts get (the handle the
- * deployment's credential references map to a secret).
- */
-export const CONNECTOR_FACTORIES: Readonly<Record<string, ConnectorFactory>> = {
-  payments: (options) => ({
-    connector: createPaymentsConnector({ credentials: options.credentials, ...(options.baseUrl !== undefined ? { baseUrl: options.baseUrl } : {}) }),
-    credential_handle: () => DEFAULT_PAYMENTS_CREDENTIAL_HANDLE,
-  }),
-};
+export { CONNECTOR_FACTORIES, type ConnectorFactory, type ConnectorFactoryOptions } from './connector-factories.js';
 
 function credentialProvider(settings: BootstrapSettings, connector_id: string, overrides: RuntimeOverrides, secrets: () => ReturnType<typeof createSecretsManagerClient>): CredentialProvider {
   if (settings.credentials.source === 'local') {
@@ -200,10 +178,12 @@ export async function composeRuntime(settings: BootstrapSettings, overrides: Run
     const cursors = cursorSealerFor(settings, secrets);
     // Enabled connectors, each with its deployment credential provider.
     const connectors: HostedConnector[] = [];
-    for (const { id } of settings.runtimeConfig.connectors) {
+    for (const [index, { id }] of settings.runtimeConfig.connectors.entries()) {
       const factory = overrides.connectorFactories?.[id] ?? CONNECTOR_FACTORIES[id];
       if (!factory) {
-        throw new Error(`AIP_RUNTIME_CONFIG enables connector "${id}", which this build does not contain (available: ${Object.keys(CONNECTOR_FACTORIES).join(', ')})`);
+        throw new BootstrapConfigError([
+          { variable: `${FUNCTION_ENV.runtimeConfig}: connectors[${index}].id`, message: `enables connector "${id}", which this build does not contain (available: ${Object.keys(CONNECTOR_FACTORIES).join(', ')})` },
+        ]);
       }
       const baseUrl = settings.connectorEndpoints[id];
       connectors.push(factory({ credentials: credentialProvider(settings, id, overrides, secrets), ...(baseUrl !== undefined ? { baseUrl } : {}) }));

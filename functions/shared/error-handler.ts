@@ -5,7 +5,10 @@
  * - AipError → its catalogue status and code (details are already redacted).
  * - middy's early timeout → 504 `request.timeout`.
  * - anything else → 500 `internal.unexpected`, with no internal detail in the
- *   body; the error's class and stack (not its message) are logged.
+ *   body; the error's class and stack (not its message) are logged, except
+ *   for a configuration error (e.g. `BootstrapConfigError`: the runtime
+ *   cannot be built from the function environment), whose message names the
+ *   bad variable and never a value (./logger.ts `errorFacts`).
  *
  * It never throws: if building the problem fails, a fixed 500 body is used.
  */
@@ -13,7 +16,7 @@ import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyResult } from 'aws-lambda';
 import { AipError, isAipError } from '../../lib/errors/aip-error.js';
 import { BASE_HEADERS, problemResponse, type AipHttpEvent } from './http.js';
-import { errorFacts, SILENT_LOGGER, type LoggerLike } from './logger.js';
+import { errorFacts, isConfigurationError, SILENT_LOGGER, type LoggerLike } from './logger.js';
 
 const FALLBACK: APIGatewayProxyResult = {
   statusCode: 500,
@@ -43,7 +46,8 @@ export function httpErrorHandler(options: { logger?: LoggerLike } = {}): Middlew
         const mapped = isMiddyTimeout(err) ? new AipError('request.timeout', undefined, { cause: err }) : err;
         const requestId = request.event?.requestContext?.requestId;
         const response = problemResponse(mapped, typeof requestId === 'string' ? requestId : undefined);
-        if (!isAipError(mapped)) logger.error('unhandled error', errorFacts(err));
+        // A bad function environment (the runtime cannot be built) is logged with the message naming the variable.
+        if (!isAipError(mapped)) logger.error(isConfigurationError(err) ? 'invalid function configuration' : 'unhandled error', errorFacts(err));
         else if (response.statusCode >= 500) logger.warn('request failed', { code: mapped.code, status: response.statusCode });
         request.response = response;
       } catch {

@@ -26,6 +26,9 @@ export function toRuntimeApi(core: CoreRuntime): RuntimeApi {
     decideApproval: (caller, tenant, id, decision) => core.decideApproval(caller, tenant, id, decision),
     capabilities: (caller, tenant) => core.capabilities(caller, tenant),
     health: (caller) => core.health(caller),
+    operatorOverview: (caller, tenant) => core.operatorOverview(caller, tenant),
+    requestReconcile: (caller, tenant, id, input) => core.requestReconcile(caller, tenant, id, input),
+    resolve: (caller, tenant, id, resolution) => core.resolve(caller, tenant, id, resolution),
   };
 }
 

@@ -19,7 +19,13 @@
  * visibility timeout.
  *
  * If the Runtime cannot be built at all (bad configuration), the handler
- * throws: Lambda then retries the whole batch, and the error is in the logs.
+ * logs it (a configuration error with its message, which names the variable)
+ * and throws: Lambda then retries the whole batch.
+ *
+ * Each record's Runtime call gets the invocation's remaining time
+ * (`context.getRemainingTimeInMillis`), which caps the connector attempt's
+ * deadline (lib/runtime/attempt-budget.ts): the attempt times out, asks the
+ * connector to cancel and settles before Lambda would stop the function.
  *
  * Logs carry the SQS message ID, the receive count and the message's
  * identifiers only. Errors are logged by code (AipError) or by name: a
@@ -31,7 +37,8 @@ import { AipError, isAipError } from '../../lib/errors/aip-error.js';
 import type { QueueMessage, QueueMessageKind } from '../../lib/ports/messages.js';
 import { MetricUnit, withConsumerObservability } from './consumer-middleware.js';
 import { defaultObservability, type Observability } from './observability.js';
-import { requestsRedelivery, summarizeOutcome, type RuntimeProvider } from './runtime-contract.js';
+import { errorFacts } from './logger.js';
+import { requestsRedelivery, summarizeOutcome, type AttemptBudget, type RuntimeProvider } from './runtime-contract.js';
 
 /** Records handled at once within a batch. Each is an independent action; fences keep duplicates apart. */
 export const DEFAULT_RECORD_CONCURRENCY = 10;
@@ -85,7 +92,8 @@ export function createQueueConsumer<K extends QueueMessageKind, R>(
     readonly kind: K;
     /** Metric name prefix, e.g. `Invoke`. */
     readonly metricPrefix: string;
-    readonly run: (runtime: R, message: Extract<QueueMessage, { kind: K }>) => Promise<unknown>;
+    /** `budget` carries the invocation's remaining time (Lambda's `getRemainingTimeInMillis`) to the Runtime. */
+    readonly run: (runtime: R, message: Extract<QueueMessage, { kind: K }>, budget: AttemptBudget) => Promise<unknown>;
   },
   deps: QueueConsumerDeps<R>,
 ): SqsHandler {
@@ -95,8 +103,18 @@ export function createQueueConsumer<K extends QueueMessageKind, R>(
   const build = (): SqsHandler => {
     const obs = deps.observability ?? defaultObservability();
     const { logger, metrics } = obs;
-    const body = async (event: SQSEvent): Promise<SQSBatchResponse> => {
-      const runtime = await deps.runtime();
+    const body = async (event: SQSEvent, context: Context): Promise<SQSBatchResponse> => {
+      let runtime: R;
+      try {
+        runtime = await deps.runtime();
+      } catch (err) {
+        // A bad environment: the message of a configuration error names the variable (never a value).
+        logger.error(`${options.name}: the runtime could not be built; the batch will be retried`, errorFacts(err));
+        throw err;
+      }
+      // Every record's attempt ends, timeout path included, before Lambda stops the function.
+      const remaining = typeof context?.getRemainingTimeInMillis === 'function' ? () => context.getRemainingTimeInMillis() : undefined;
+      const budget: AttemptBudget = remaining !== undefined ? { remaining_ms: remaining } : {};
       const response = await handleSqsBatch(
         event,
         async (received) => {
@@ -104,7 +122,7 @@ export function createQueueConsumer<K extends QueueMessageKind, R>(
           if (message.kind !== options.kind) {
             throw new AipError('queue.message_invalid', undefined, { details: { reason: `kind_not_accepted:${message.kind}` } });
           }
-          const outcome = await options.run(runtime, message as Extract<QueueMessage, { kind: K }>);
+          const outcome = await options.run(runtime, message as Extract<QueueMessage, { kind: K }>, budget);
           if (requestsRedelivery(outcome)) throw new RedeliveryRequested(summarizeOutcome(outcome));
           metrics?.addMetric(`${options.metricPrefix}Processed`, MetricUnit.Count, 1);
           logger.info(`${options.name}: message processed`, {

@@ -94,6 +94,12 @@ export interface RuntimeApi {
   capabilities(caller: CallerIdentity, tenant_id?: string): Promise<unknown>;
   /** Connector readiness (each hosted connector's health check, bounded in time). */
   health(caller: CallerIdentity): Promise<HealthReport>;
+  /** The operator lists at a glance. */
+  operatorOverview(caller: CallerIdentity, tenant_id?: string): Promise<unknown>;
+  /** Reconcile now: resets the attempt bound once. */
+  requestReconcile(caller: CallerIdentity, tenant_id: string, transaction_id: string, input?: { reason?: string }): Promise<unknown>;
+  /** An operator's resolution of an escalated transaction. */
+  resolve(caller: CallerIdentity, tenant_id: string, transaction_id: string, resolution: unknown): Promise<{ transaction: unknown } | { approval: unknown; status: 'requires_human' }>;
 }
 
 /** How handlers get the runtime: an instance, or a (memoised) async factory. */

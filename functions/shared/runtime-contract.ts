@@ -9,8 +9,10 @@
  * assignable to it (./compose-runtime.ts checks that at compile time).
  */
 import type { InvokeMessage, ReconcileMessage } from '../../lib/ports/messages.js';
+import type { AttemptBudget } from '../../lib/runtime/attempt-budget.js';
 
 export type { InvokeMessage, ReconcileMessage } from '../../lib/ports/messages.js';
+export type { AttemptBudget } from '../../lib/runtime/attempt-budget.js';
 
 export interface SweepResult {
   readonly enqueued: number;
@@ -23,10 +25,14 @@ export interface SweepResult {
 }
 
 export interface WorkerRuntime {
-  /** One attempt of an invoke message (SQS worker). Throws to have the message redelivered. */
-  runAttempt(message: InvokeMessage): Promise<unknown>;
-  /** One reconciliation message (reconcile queue consumer). Throws to have the message redelivered. */
-  reconcile(message: ReconcileMessage): Promise<unknown>;
+  /**
+   * One attempt of an invoke message (SQS worker). Throws to have the message
+   * redelivered. `budget.remaining_ms` is the invocation's remaining time: the
+   * connector attempt's deadline is capped by it minus the settlement margin.
+   */
+  runAttempt(message: InvokeMessage, budget?: AttemptBudget): Promise<unknown>;
+  /** One reconciliation message (reconcile queue consumer), its inline attempt bounded by `budget`. Throws to have the message redelivered. */
+  reconcile(message: ReconcileMessage, budget?: AttemptBudget): Promise<unknown>;
   /** Enqueues reconciliation for overdue `outcome_unknown` records (the safety net) and reports the oldest one's age. */
   sweep(now?: Date): Promise<SweepResult>;
 }

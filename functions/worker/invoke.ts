@@ -14,7 +14,7 @@ export type InvokeHandlerDeps = QueueConsumerDeps<Pick<WorkerRuntime, 'runAttemp
 
 export function createInvokeHandler(deps: InvokeHandlerDeps): SqsHandler {
   return createQueueConsumer(
-    { name: 'invoke-worker', kind: 'invoke', metricPrefix: 'InvokeMessages', run: (runtime, message) => runtime.runAttempt(message) },
+    { name: 'invoke-worker', kind: 'invoke', metricPrefix: 'InvokeMessages', run: (runtime, message, budget) => runtime.runAttempt(message, budget) },
     deps,
   );
 }

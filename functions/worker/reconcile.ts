@@ -16,7 +16,7 @@ export type ReconcileHandlerDeps = QueueConsumerDeps<Pick<WorkerRuntime, 'reconc
 
 export function createReconcileHandler(deps: ReconcileHandlerDeps): SqsHandler {
   return createQueueConsumer(
-    { name: 'reconcile-consumer', kind: 'reconcile', metricPrefix: 'ReconcileMessages', run: (runtime, message) => runtime.reconcile(message) },
+    { name: 'reconcile-consumer', kind: 'reconcile', metricPrefix: 'ReconcileMessages', run: (runtime, message, budget) => runtime.reconcile(message, budget) },
     deps,
   );
 }

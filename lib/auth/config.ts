@@ -10,6 +10,7 @@
  */
 import * as z from 'zod';
 import { ClaimsConfigSchema, type ClaimsConfig } from './claims.js';
+import { HTTP_AUTH_ENVIRONMENTS } from './environments.js';
 import {
   ASYMMETRIC_ALGORITHMS,
   DEFAULT_ALGORITHMS,
@@ -41,7 +42,9 @@ export class AuthConfigError extends Error {
 /**
  * Runtime configuration JSON (the `AIP_RUNTIME_CONFIG` variable) → verifier
  * configuration with a remote JWKS key source. `claimsOverride` (the
- * `AIP_AUTH_CLAIMS` variable) wins over `auth.claims`.
+ * `AIP_AUTH_CLAIMS` variable) wins over `auth.claims`. An `http:` JWKS URL
+ * off loopback is accepted only when `envName` is one of
+ * `HTTP_AUTH_ENVIRONMENTS` (./environments.ts).
  */
 export function verifierConfigFromRuntimeConfig(runtimeConfigJson: string, claimsOverride?: ClaimsConfig): TokenVerifierConfig {
   let value: unknown;
@@ -51,6 +54,7 @@ export function verifierConfigFromRuntimeConfig(runtimeConfigJson: string, claim
     throw new AuthConfigError('the runtime configuration is not valid JSON');
   }
   const auth = typeof value === 'object' && value !== null ? (value as { auth?: unknown }).auth : undefined;
+  const envName = typeof value === 'object' && value !== null ? (value as { envName?: unknown }).envName : undefined;
   const parsed = AuthSettingsSchema.safeParse(auth);
   if (!parsed.success) {
     throw new AuthConfigError(parsed.error.issues.map((i) => `auth.${i.path.join('.')}: ${i.message}`).join('; '));
@@ -60,7 +64,7 @@ export function verifierConfigFromRuntimeConfig(runtimeConfigJson: string, claim
     issuer: s.issuer,
     audience: s.audience,
     algorithms: (s.algorithms ?? DEFAULT_ALGORITHMS) as VerifierAlgorithm[],
-    keys: { kind: 'jwks_url', url: s.jwksUrl },
+    keys: { kind: 'jwks_url', url: s.jwksUrl, ...(typeof envName === 'string' && HTTP_AUTH_ENVIRONMENTS.includes(envName) ? { allowHttp: true } : {}) },
   };
   if (s.allowHmac !== undefined) config.allowHmac = s.allowHmac;
   if (s.clockToleranceSeconds !== undefined) config.clockToleranceSeconds = s.clockToleranceSeconds;

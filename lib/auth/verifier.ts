@@ -42,7 +42,19 @@ export const DEFAULT_CLOCK_TOLERANCE_SECONDS = 5;
 export const MAX_CLOCK_TOLERANCE_SECONDS = 60;
 
 export type KeySource =
-  | { readonly kind: 'jwks_url'; readonly url: string; readonly timeoutMs?: number; readonly cooldownMs?: number; readonly cacheMaxAgeMs?: number }
+  | {
+      readonly kind: 'jwks_url';
+      readonly url: string;
+      readonly timeoutMs?: number;
+      readonly cooldownMs?: number;
+      readonly cacheMaxAgeMs?: number;
+      /**
+       * Accept an `http:` URL on any host, not only on loopback. Only the
+       * `local` and `localstack` environments set it (./config.ts), where
+       * Lambda containers reach a development JWKS on the host.
+       */
+      readonly allowHttp?: boolean;
+    }
   | { readonly kind: 'jwks'; readonly jwks: JSONWebKeySet }
   | { readonly kind: 'resolver'; readonly getKey: JWTVerifyGetKey };
 
@@ -125,8 +137,8 @@ function keyResolver(source: KeySource): JWTVerifyGetKey {
     case 'jwks_url': {
       const url = new URL(source.url);
       const loopback = url.hostname === '127.0.0.1' || url.hostname === 'localhost' || url.hostname === '[::1]';
-      if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) {
-        throw new Error('auth configuration: the JWKS URL must use https (http only on loopback)');
+      if (url.protocol !== 'https:' && !(url.protocol === 'http:' && (loopback || source.allowHttp === true))) {
+        throw new Error('auth configuration: the JWKS URL must use https (http only on loopback, or in the local and localstack environments)');
       }
       return createRemoteJWKSet(url, {
         timeoutDuration: source.timeoutMs ?? 3000,

@@ -77,6 +77,29 @@ export interface ApprovalEvidence {
   };
 }
 
+/**
+ * The identity of the original effect request a reconcile attempt is about:
+ * the action whose response was lost (execute / commit / compensate), as the
+ * runtime recorded it. A connector uses it to recompute the downstream
+ * idempotency key the original request sent (see `originalIdempotencyKey` in
+ * lib/connectors/http/idempotency.ts) and look the provider operation up by
+ * that key when no provider operation ID was checkpointed.
+ */
+export interface OriginalRequestIdentity {
+  /** The original action's ID (not the reconcile action's). */
+  readonly action_id: string;
+  /** The capability the original action invoked. */
+  readonly capability_id: string;
+  /** The transaction the original action belonged to. */
+  readonly transaction_id: string;
+  /**
+   * The original action's idempotency reservation identity
+   * (`reservationIdentity` in lib/ports/idempotency-store.ts), when it had
+   * one: downstream keys derive from it, never from the caller's raw key.
+   */
+  readonly reservation_id?: string;
+}
+
 /** Transaction ID, provider operation ID, and reconciliation cursor. */
 export interface TransactionExecutionContext {
   readonly transaction_id: string;
@@ -88,6 +111,14 @@ export interface TransactionExecutionContext {
   readonly provider_operation?: ProviderOperationRef;
   /** The last opaque reconciliation cursor. */
   readonly cursor?: string;
+  /**
+   * Reconcile attempts: the identity of the original effect request being
+   * reconciled (filled by the runtime from durable state, never from the
+   * reconcile action's input). With it a connector that declares the
+   * `idempotency_key` reconcile lookup can find the provider operation when
+   * no `provider_operation_id` was checkpointed.
+   */
+  readonly original_request?: OriginalRequestIdentity;
 }
 
 /** Durable provider-operation checkpoint publisher. */
@@ -482,6 +513,15 @@ function assertTrusted(t: TrustedAttemptState): void {
     if (ref !== undefined && t.transaction.provider_operation_id !== undefined && ref.operation_id !== t.transaction.provider_operation_id) {
       problems.push('transaction.provider_operation_id');
     }
+    const original = t.transaction.original_request;
+    if (original !== undefined) {
+      for (const k of ['action_id', 'capability_id', 'transaction_id'] as const) {
+        if (typeof original[k] !== 'string' || original[k].length === 0) problems.push(`transaction.original_request.${k}`);
+      }
+      if (original.reservation_id !== undefined && (typeof original.reservation_id !== 'string' || original.reservation_id.length === 0)) {
+        problems.push('transaction.original_request.reservation_id');
+      }
+    }
   }
   if (problems.length > 0) throw new AipError('internal.unexpected', 'invalid trusted attempt state', { details: { fields: problems } });
 }
@@ -499,6 +539,16 @@ function freezeTrusted(t: TrustedAttemptState): TrustedAttemptState {
       ...(provider_operation_id !== undefined ? { provider_operation_id } : {}),
       ...(provider_operation !== undefined ? { provider_operation } : {}),
       ...(tx.cursor !== undefined ? { cursor: tx.cursor } : {}),
+      ...(tx.original_request !== undefined
+        ? {
+            original_request: Object.freeze({
+              action_id: tx.original_request.action_id,
+              capability_id: tx.original_request.capability_id,
+              transaction_id: tx.original_request.transaction_id,
+              ...(tx.original_request.reservation_id !== undefined ? { reservation_id: tx.original_request.reservation_id } : {}),
+            }),
+          }
+        : {}),
     });
   }
   return Object.freeze({

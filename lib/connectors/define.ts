@@ -42,7 +42,10 @@ import {
   type HealthReport,
   type IngestResult,
   type ProviderEvent,
+  type ReconcileLookup,
   type ReconciliationResult,
+  DEFAULT_RECONCILE_LOOKUP,
+  RECONCILE_LOOKUPS,
 } from './interfaces.js';
 import type { ConnectorManifest, ManifestResource } from './manifest.js';
 import { SIDE_EFFECTING_OPERATIONS, type ConnectorOperation } from './operations.js';
@@ -102,8 +105,31 @@ export interface CapabilityHandlers<I extends z.ZodType, O extends z.ZodType, P 
   readonly compensate?: Handler<I, z.input<O>>;
   /** cancel_typed: request cancellation of the submitted downstream operation. Sets `cancellation`. */
   readonly cancel?: Handler<I, CancelOutcome>;
-  /** reconcile_typed: ask the provider what happened to ctx.transaction.provider_operation_id. Sets `reconciliation`. */
-  readonly reconcile?: Handler<I, ReconciliationResult<z.input<O>>>;
+  /**
+   * reconcile_typed: ask the provider what happened to
+   * ctx.transaction.provider_operation_id. Sets `reconciliation`. A plain
+   * handler finds the operation by its ID only; the object form
+   * `{ lookup: ['provider_operation', 'idempotency_key'], handler }` also
+   * declares that it can find it by the original request's idempotency key
+   * (`originalIdempotencyKey(ctx, namespace)`), so dispatch runs it without an
+   * operation ID when the context carries `transaction.original_request`.
+   */
+  readonly reconcile?: ReconcileHandler<I, O> | ReconcileDeclaration<I, O>;
+}
+
+/** A reconcile handler (see CapabilityHandlers.reconcile). */
+export type ReconcileHandler<I extends z.ZodType, O extends z.ZodType> = Handler<I, ReconciliationResult<z.input<O>>>;
+
+/**
+ * A reconcile handler with its lookup declaration. `lookup` lists how the
+ * handler can find the provider operation (ReconcileLookup, non-empty): with
+ * `'idempotency_key'`, the handler must cope with a context that has no
+ * `provider_operation_id` but has `transaction.original_request`, and return
+ * the operation it found as `provider_operation`.
+ */
+export interface ReconcileDeclaration<I extends z.ZodType, O extends z.ZodType> {
+  readonly lookup: readonly ReconcileLookup[];
+  readonly handler: ReconcileHandler<I, O>;
 }
 
 /** The contract parts of a protocol Capability (everything but identity and schemas). */
@@ -265,6 +291,15 @@ export function defineCapability<I extends z.ZodType, O extends z.ZodType, P ext
       if (spec.retry !== undefined && handlers.invoke === undefined && handlers.stream === undefined && handlers.commit === undefined) {
         throw definitionError(`capability ${spec.id} declares retry without an invoke, stream or commit handler`);
       }
+      const reconcile: unknown = handlers.reconcile;
+      if (reconcile !== undefined && typeof reconcile !== 'function') {
+        const r = reconcile as { lookup?: unknown; handler?: unknown };
+        const lookup = r.lookup;
+        if (typeof r.handler !== 'function') throw definitionError(`capability ${spec.id}: reconcile needs a handler function`);
+        if (!Array.isArray(lookup) || lookup.length === 0 || lookup.some((l) => !(RECONCILE_LOOKUPS as readonly unknown[]).includes(l))) {
+          throw definitionError(`capability ${spec.id}: reconcile.lookup must list one or more of ${RECONCILE_LOOKUPS.join(', ')}`);
+        }
+      }
       const definition: CapabilityDefinition<I, O, P> = Object.freeze({ ...spec, handlers: Object.freeze({ ...handlers }) });
       return Object.freeze({ id: spec.id, definition, capability, derived_support: deriveSupport(definition) });
     },
@@ -277,9 +312,10 @@ export function defineCapability<I extends z.ZodType, O extends z.ZodType, P ext
 
 // The connector stores capabilities type-erased; handlers were checked at defineCapability.
 type AnyCapability = DefinedCapability<z.ZodType, z.ZodType, z.ZodType>;
+type ErasedHandler = (input: unknown, ctx: ActionExecutionContext, call: HandlerCall) => unknown;
 type ErasedHandlers = {
-  readonly [K in keyof CapabilityHandlers<z.ZodType, z.ZodType, z.ZodType>]?: (input: unknown, ctx: ActionExecutionContext, call: HandlerCall) => unknown;
-};
+  readonly [K in Exclude<keyof CapabilityHandlers<z.ZodType, z.ZodType, z.ZodType>, 'reconcile'>]?: ErasedHandler;
+} & { readonly reconcile?: ErasedHandler | { readonly lookup: readonly ReconcileLookup[]; readonly handler: ErasedHandler } };
 
 export interface ConnectorDefinition {
   readonly id: string;
@@ -367,6 +403,18 @@ export class DefinedConnector extends FrozenConnectorBase {
     return this.#support.get(capability_id);
   }
 
+  /**
+   * How the capability's reconcile handler finds the provider operation: its
+   * declared `lookup`, `['provider_operation']` for a plain handler, `[]`
+   * without one (or for an unknown capability).
+   */
+  reconcile_lookup(capability_id: string): readonly ReconcileLookup[] {
+    const r = (this.#caps.get(capability_id)?.definition.handlers as ErasedHandlers | undefined)?.reconcile;
+    if (r === undefined) return Object.freeze([]);
+    if (typeof r === 'function') return DEFAULT_RECONCILE_LOOKUP;
+    return Object.freeze(RECONCILE_LOOKUPS.filter((l) => r.lookup.includes(l)));
+  }
+
   override map_error(err: unknown, operation: ConnectorOperation = 'invocation'): ProtocolError {
     return toProtocolError(this.#normalize(err, operation));
   }
@@ -421,7 +469,8 @@ export class DefinedConnector extends FrozenConnectorBase {
     return this.#run(action, ctx, 'reconciliation', async (cap, input, call) => {
       const h = cap.definition.handlers as ErasedHandlers;
       if (h.reconcile === undefined) throw this.unsupported('reconciliation', action);
-      const r = (await h.reconcile(input, ctx, call)) as ReconciliationResult<unknown>;
+      const handler = typeof h.reconcile === 'function' ? h.reconcile : h.reconcile.handler;
+      const r = (await handler(input, ctx, call)) as ReconciliationResult<unknown>;
       if (r?.terminal === true && r.output !== undefined) {
         const out = cap.definition.output.safeParse(r.output);
         if (!out.success || !isJsonValue(out.data)) throw this.#invalidOutput('reconciliation', out.success ? undefined : out.error);

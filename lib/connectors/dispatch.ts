@@ -7,7 +7,7 @@
 import { ActionResultSchema, ProtocolErrorSchema, type Action, type ActionResult, type JsonObject, type ProtocolError, type ProviderOperationRef, type TransactionMode } from '../protocol/index.js';
 import { contextAttemptIdentity, type ActionExecutionContext } from './context.js';
 import { ConnectorFailure, clampProtocolErrorRetry, isConnectorFailure, toConnectorFailure, toProtocolError } from './failure.js';
-import { ReconciliationResultSchema, type FrozenConnector } from './interfaces.js';
+import { ReconciliationResultSchema, reconcileLookupOf, type FrozenConnector } from './interfaces.js';
 import { SIDE_EFFECTING_OPERATIONS, TYPED_METHOD_OPERATION, type ConnectorOperation } from './operations.js';
 
 /** The typed methods an action can be dispatched to. */
@@ -31,10 +31,21 @@ export function selectMethod(action: Pick<Action, 'transaction'>): DispatchMetho
 
 export const DISPATCH_SOURCE = 'runtime:dispatch';
 
-/** What a reconciliation produced, for the runtime to persist. */
+/**
+ * What a reconciliation produced, for the runtime to persist.
+ * `provider_operation` is set when the connector found the operation by the
+ * original request's idempotency key (no operation ID was known): the
+ * runtime checkpoints it so later reconciliations look it up by ID.
+ */
 export type ReconciliationRecord =
-  | { readonly terminal: true; readonly original_commit_completed: boolean; readonly cursor?: string; readonly evidence?: JsonObject }
-  | { readonly terminal: false; readonly cursor?: string; readonly evidence?: JsonObject };
+  | {
+      readonly terminal: true;
+      readonly original_commit_completed: boolean;
+      readonly cursor?: string;
+      readonly evidence?: JsonObject;
+      readonly provider_operation?: ProviderOperationRef;
+    }
+  | { readonly terminal: false; readonly cursor?: string; readonly evidence?: JsonObject; readonly provider_operation?: ProviderOperationRef };
 
 export type DispatchOutcome =
   | {
@@ -87,9 +98,11 @@ export function failedOutcome(
  * - An action whose capability differs from `boundCapabilityId` (or a context
  *   built for another action or capability) is rejected without calling the
  *   connector: `connector.capability_mismatch`.
- * - reconcile needs transaction context and a durable provider operation ID
- *   (`connector.reconcile_requires_transaction`,
- *   `connector.reconcile_requires_provider_operation`).
+ * - reconcile needs transaction context (`connector.reconcile_requires_transaction`)
+ *   and a durable provider operation ID, or else (an extension of the page)
+ *   `ctx.transaction.original_request` AND a connector that declares the
+ *   `idempotency_key` reconcile lookup for the capability (reconcileLookupOf);
+ *   otherwise `connector.reconcile_requires_provider_operation`.
  * - A non-terminal reconciliation becomes `transaction.reconciliation_pending`
  *   (temporary, retryable, retry_after_ms 5000) keeping its cursor and
  *   redacted evidence; a terminal one records original_commit_completed.
@@ -142,11 +155,20 @@ async function dispatchReconcile(connector: FrozenConnector, action: Action, ctx
     return failedOutcome(method, new ConnectorFailure({ code: 'connector.reconcile_requires_transaction', operation: 'reconciliation', source: DISPATCH_SOURCE }), options);
   }
   if (tx.provider_operation_id === undefined) {
-    return failedOutcome(
-      method,
-      new ConnectorFailure({ code: 'connector.reconcile_requires_provider_operation', operation: 'reconciliation', source: DISPATCH_SOURCE, redacted_details: { transaction_id: tx.transaction_id } }),
-      options,
-    );
+    // Without an operation ID the connector may look the original request up by its idempotency key, when it says it can.
+    const byKey = reconcileLookupOf(connector, action.capability_id).includes('idempotency_key');
+    if (tx.original_request === undefined || !byKey) {
+      return failedOutcome(
+        method,
+        new ConnectorFailure({
+          code: 'connector.reconcile_requires_provider_operation',
+          operation: 'reconciliation',
+          source: DISPATCH_SOURCE,
+          redacted_details: { transaction_id: tx.transaction_id, idempotency_key_lookup: !byKey ? 'not_declared' : 'no_original_request' },
+        }),
+        options,
+      );
+    }
   }
   let raw: unknown;
   try {
@@ -155,7 +177,24 @@ async function dispatchReconcile(connector: FrozenConnector, action: Action, ctx
     return thrownOutcome(connector, method, err, options);
   }
   const parsed = ReconciliationResultSchema.safeParse(raw);
-  const provider_operation: ProviderOperationRef | undefined = tx.provider_operation;
+  const known: ProviderOperationRef | undefined = tx.provider_operation;
+  if (parsed.success && parsed.data.provider_operation !== undefined && !sameAsKnown(parsed.data.provider_operation, tx.provider_operation_id, known)) {
+    // The operation being reconciled is already known: a connector that reports another one is wrong, not a new fact.
+    return failedOutcome(
+      method,
+      new ConnectorFailure({
+        code: 'connector.output_invalid',
+        message: 'reconcile_typed reported a provider operation other than the one being reconciled',
+        operation: 'reconciliation',
+        source: DISPATCH_SOURCE,
+        ...(known ? { provider_operation: known } : {}),
+        redacted_details: { reason: 'provider_operation_mismatch' },
+      }),
+      options,
+    );
+  }
+  const provider_operation: ProviderOperationRef | undefined = known ?? (parsed.success ? parsed.data.provider_operation : undefined);
+  const found = parsed.success ? parsed.data.provider_operation : undefined;
   if (!parsed.success) {
     return failedOutcome(
       method,
@@ -176,6 +215,7 @@ async function dispatchReconcile(connector: FrozenConnector, action: Action, ctx
       terminal: false,
       ...(r.cursor !== undefined ? { cursor: r.cursor } : {}),
       ...(r.evidence !== undefined ? { evidence: r.evidence } : {}),
+      ...(found !== undefined ? { provider_operation: found } : {}),
     };
     return failedOutcome(
       method,
@@ -190,6 +230,7 @@ async function dispatchReconcile(connector: FrozenConnector, action: Action, ctx
         redacted_details: {
           ...(r.cursor !== undefined ? { reconciliation_cursor: r.cursor } : {}),
           ...(r.evidence !== undefined ? { evidence: r.evidence } : {}),
+          ...(found !== undefined ? { provider_operation: { ...found } } : {}),
         },
       }),
       options,
@@ -201,6 +242,7 @@ async function dispatchReconcile(connector: FrozenConnector, action: Action, ctx
     original_commit_completed: r.original_commit_completed,
     ...(r.cursor !== undefined ? { cursor: r.cursor } : {}),
     ...(r.evidence !== undefined ? { evidence: r.evidence } : {}),
+    ...(found !== undefined ? { provider_operation: found } : {}),
   };
   const result = {
     action_id: action.id,
@@ -218,6 +260,13 @@ async function dispatchReconcile(connector: FrozenConnector, action: Action, ctx
     );
   }
   return { ok: true, method, operation: 'reconciliation', result: checked.data, reconciliation };
+}
+
+/** A reported operation is acceptable when no operation was known, or when it is the known one. */
+function sameAsKnown(reported: ProviderOperationRef, known_id: string | undefined, known: ProviderOperationRef | undefined): boolean {
+  if (known_id === undefined) return true;
+  if (reported.operation_id !== known_id) return false;
+  return known === undefined || known.provider === reported.provider;
 }
 
 function resultOutcome(method: DispatchMethod, action: Action, result: unknown, options: DispatchOptions): DispatchOutcome {

@@ -25,6 +25,7 @@ export {
   type ExecutionDeadline,
   type ExecutionFacilities,
   type IdempotencyReservation,
+  type OriginalRequestIdentity,
   type ProviderEffectCommittedEvent,
   type ProviderEffectObserver,
   type RedactionPolicy,
@@ -43,6 +44,7 @@ export * from './credentials/secret.js';
 export * from './credentials/references.js';
 export * from './credentials/resolve.js';
 export * from './credentials/env-provider.js';
+export { downstreamIdempotencyKey, originalIdempotencyKey, type IdempotencyPurpose } from './http/idempotency.js';
 export type { CredentialProvider, CredentialResolutionScope } from '../ports/credentials.js';
 export type { StreamSink } from '../ports/stream-sink.js';
 export type { Clock } from '../ports/clock.js';

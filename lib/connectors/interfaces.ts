@@ -140,6 +140,12 @@ export interface EscalationConnector extends Connector {
  * The result of reconcile_typed. A terminal result records whether the
  * original commit completed; a non-terminal one keeps an opaque cursor and
  * redacted evidence and becomes `transaction.reconciliation_pending`.
+ *
+ * `provider_operation` is the provider operation the reconciliation found
+ * when it looked the original request up by its idempotency key (no
+ * provider operation ID was known): the runtime checkpoints it, so later
+ * reconciliations look it up by ID. When an ID was known it is omitted, or
+ * names that same operation.
  */
 export type ReconciliationResult<O = JsonValue> =
   | {
@@ -149,11 +155,15 @@ export type ReconciliationResult<O = JsonValue> =
       readonly cursor?: string;
       /** Redacted evidence, safe for durable audit storage. */
       readonly evidence?: JsonObject;
+      /** The operation found by idempotency key (see above). */
+      readonly provider_operation?: ProviderOperationRef;
     }
   | {
       readonly terminal: false;
       readonly cursor?: string;
       readonly evidence?: JsonObject;
+      /** The operation found by idempotency key (see above). */
+      readonly provider_operation?: ProviderOperationRef;
     };
 
 export const ReconciliationResultSchema = z.discriminatedUnion('terminal', [
@@ -163,13 +173,48 @@ export const ReconciliationResultSchema = z.discriminatedUnion('terminal', [
     output: z.unknown().optional(),
     cursor: ReconciliationCursorSchema.optional(),
     evidence: JsonObjectSchema.optional(),
+    provider_operation: ProviderOperationRefSchema.optional(),
   }),
   z.strictObject({
     terminal: z.literal(false),
     cursor: ReconciliationCursorSchema.optional(),
     evidence: JsonObjectSchema.optional(),
+    provider_operation: ProviderOperationRefSchema.optional(),
   }),
 ]);
+
+/**
+ * How a connector can find the provider operation a reconciliation is about:
+ * - `provider_operation`: by the checkpointed provider operation ID
+ *   (`ctx.transaction.provider_operation_id`), the page's rule;
+ * - `idempotency_key`: by the idempotency key the original request sent,
+ *   recomputed from `ctx.transaction.original_request` (an extension: see
+ *   docs/connector-authoring.md, "Reconciling without an operation ID").
+ */
+export const RECONCILE_LOOKUPS = ['provider_operation', 'idempotency_key'] as const;
+export type ReconcileLookup = (typeof RECONCILE_LOOKUPS)[number];
+export const ReconcileLookupSchema = z.enum(RECONCILE_LOOKUPS);
+
+/** The lookup a connector without `reconcile_lookup` supports. */
+export const DEFAULT_RECONCILE_LOOKUP: readonly ReconcileLookup[] = Object.freeze(['provider_operation'] as const);
+
+/**
+ * The reconcile lookups `connector` declares for a capability: its
+ * `reconcile_lookup(capability_id)` when it has one (unknown values dropped),
+ * else DEFAULT_RECONCILE_LOOKUP. A `reconcile_lookup` that throws or answers
+ * something other than an array declares nothing beyond the default.
+ */
+export function reconcileLookupOf(connector: FrozenConnector, capability_id: string): readonly ReconcileLookup[] {
+  if (typeof connector.reconcile_lookup !== 'function') return DEFAULT_RECONCILE_LOOKUP;
+  let declared: unknown;
+  try {
+    declared = connector.reconcile_lookup(capability_id);
+  } catch {
+    return DEFAULT_RECONCILE_LOOKUP;
+  }
+  if (!Array.isArray(declared)) return DEFAULT_RECONCILE_LOOKUP;
+  return Object.freeze(RECONCILE_LOOKUPS.filter((l) => declared.includes(l)));
+}
 
 /** What emit_typed publishes: a terminal result or a provider event. */
 export type ConnectorEmission =
@@ -223,6 +268,15 @@ export interface FrozenConnector extends Connector {
   cancel_typed(action: Action, ctx: ActionExecutionContext): Promise<CancelOutcome>;
   /** Determine the terminal outcome of an uncertain provider operation. */
   reconcile_typed(action: Action, ctx: ActionExecutionContext): Promise<ReconciliationResult>;
+  /**
+   * Optional: how reconcile_typed can find the provider operation of a
+   * capability (see ReconcileLookup). Absent: `['provider_operation']`.
+   * Declaring `'idempotency_key'` lets dispatch run reconcile_typed without a
+   * provider operation ID when the context carries
+   * `transaction.original_request`. A capability without reconciliation
+   * answers `[]`. Read it through reconcileLookupOf.
+   */
+  reconcile_lookup?(capability_id: string): readonly ReconcileLookup[];
   /** Emit a terminal result or provider event. */
   emit_typed(emission: ConnectorEmission, ctx: ActionExecutionContext): Promise<EmitReceipt>;
   /** Map one provider event under trusted context. */

@@ -147,6 +147,10 @@ export const ERROR_CATALOGUE = {
   'request.route_not_found': entry('not_found', 404, false, 'No route matches the method and path'),
   'request.throttled': entry('rate_limited', 429, true, 'Too many requests', 1_000),
   'request.timeout': entry('timeout', 504, false, 'The request did not complete within the gateway time limit'),
+  // API Gateway's own answers without a more specific code (lib/http/gateway-responses.ts)
+  'auth.api_key_invalid': entry('authorization', 403, false, 'The API key is missing or not valid for this API'),
+  'request.blocked': entry('authorization', 403, false, 'The request was blocked by the web application firewall'),
+  'request.rejected': entry('validation', 400, false, 'The gateway rejected the request'),
 
   // --- runtime (lib/runtime: admission pipeline, modes, attempts, approvals, views) ---
   // step 2: TransactionRequest checks
@@ -205,6 +209,7 @@ export const ERROR_CATALOGUE = {
   'runtime.cancel_not_allowed': entry('conflict', 409, false, 'The action can no longer be cancelled'),
   // reads and operators
   'runtime.operator_forbidden': entry('authorization', 403, false, 'Operator views need the operator scope'),
+  'runtime.resolve_not_escalated': entry('conflict', 409, false, 'Only a transaction escalated to a human (requires_human) can be resolved by an operator'),
   'runtime.invalid_query': entry('validation', 400, false, 'The query or selector is malformed'),
   'runtime.cursor_invalid': entry('validation', 400, false, 'The pagination cursor is not valid for this caller and query'),
   // configuration and test hooks

@@ -23,7 +23,8 @@ import {
 } from '../protocol/capability.js';
 import { PrincipalSchema } from '../protocol/identity.js';
 import { JsonObjectSchema } from '../protocol/json.js';
-import { IdSchema, ScopeSchema, TextSchema } from '../protocol/primitives.js';
+import { IdSchema, ScopeSchema, TextSchema, TransactionIdSchema } from '../protocol/primitives.js';
+import { ResolutionSchema } from '../ports/approval-store.js';
 import { TRANSACTION_MODES } from '../transactions/status.js';
 import { TransactionRequestSchema, TransactionResultSchema } from '../protocol/transaction.js';
 
@@ -66,6 +67,7 @@ export const LimitQuerySchema = intString(1, MAX_PAGE_LIMIT, 'page size').meta({
 
 export const ActionPathSchema = z.strictObject({ id: IdSchema.meta({ description: 'Action ID' }) });
 export const ApprovalPathSchema = z.strictObject({ id: IdSchema.meta({ description: 'Approval ID' }) });
+export const TransactionPathSchema = z.strictObject({ id: TransactionIdSchema.meta({ description: 'Transaction ID' }) });
 
 // --- query strings ---------------------------------------------------------------
 
@@ -139,6 +141,12 @@ export const DecisionBodySchema = z.strictObject({
   reason: TextSchema(2048).optional(),
 });
 export type DecisionBody = z.infer<typeof DecisionBodySchema>;
+
+/** POST /v1/operator/transactions/{id}/reconcile (the body may also be omitted). */
+export const OperatorReconcileBodySchema = z.strictObject({ reason: TextSchema(2048).optional() });
+
+/** POST /v1/operator/transactions/{id}/resolve. */
+export const ResolveBodySchema = ResolutionSchema;
 
 // --- responses -------------------------------------------------------------------
 

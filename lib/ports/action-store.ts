@@ -29,7 +29,7 @@
  *
  * The DynamoDB adapter is lib/aws/dynamo/action-store.ts.
  */
-import type { Action, ActionResult, ActionStatus, Principal, TransactionMode } from '../protocol/index.js';
+import type { Action, ActionResult, ActionStatus, Principal, ProviderOperationRef, TransactionMode } from '../protocol/index.js';
 
 /** Action statuses an action can never leave. */
 export const TERMINAL_ACTION_STATUS_LIST = ['completed', 'failed', 'cancelled'] as const satisfies readonly ActionStatus[];
@@ -71,6 +71,12 @@ export interface ActionRecord {
   readonly result?: ActionResult;
   readonly approval_id?: string;
   readonly idempotency_key?: string;
+  /**
+   * Recovery data a first-class reconcile request supplied (provider
+   * operation, cursor), kept with the action so that a reconcile waiting for
+   * an approval still has it when it resumes.
+   */
+  readonly recovery?: ActionRecovery;
   /** Lease grants so far (0 = never leased). Only the holder of the current fence may settle. */
   readonly fence: number;
   /** Attempts started so far (each lease grant starts one). */
@@ -90,6 +96,11 @@ export interface ActionRef {
   readonly action_id: string;
 }
 
+export interface ActionRecovery {
+  readonly provider_operation?: ProviderOperationRef;
+  readonly reconciliation_cursor?: string;
+}
+
 export interface CreateActionInput {
   readonly tenant_id: string;
   readonly principal: Principal;
@@ -101,6 +112,8 @@ export interface CreateActionInput {
   readonly transaction_id?: string;
   readonly approval_id?: string;
   readonly result?: ActionResult;
+  /** See ActionRecord.recovery. */
+  readonly recovery?: ActionRecovery;
   /** Drop the raw input right away (only allowed with a terminal status). */
   readonly redact_input?: boolean;
   /** Retention of a record created terminal (sets `ttl`); ignored otherwise. */

@@ -37,7 +37,8 @@
  *
  * The DynamoDB adapter is lib/aws/dynamo/approval-store.ts.
  */
-import type { Principal } from '../protocol/index.js';
+import * as z from 'zod';
+import { ProviderOperationRefSchema, Sha256HexSchema, TextSchema, type Principal } from '../protocol/index.js';
 import type { Page } from './transaction-store.js';
 
 export type ApprovalStatus = 'pending' | 'approved' | 'denied' | 'expired';
@@ -56,6 +57,29 @@ export interface ApprovalPolicySnapshot {
   readonly ttl_ms?: number;
 }
 
+/** Attachments of an operator's resolution: references to evidence kept elsewhere (tickets, provider consoles, files). */
+export const ResolutionAttachmentSchema = z.strictObject({
+  /** Where the evidence is (https:, s3:, a ticket URN ...). */
+  uri: z.string().min(1).max(2048).regex(/^[a-z][a-z0-9+.-]*:\S+$/, { message: 'must be an absolute URI' }),
+  description: TextSchema(512).optional(),
+  /** sha256 hex of the referenced content, when known. */
+  sha256: Sha256HexSchema.optional(),
+});
+
+/**
+ * What an operator found at the provider for an escalated transaction
+ * (POST /v1/operator/transactions/{id}/resolve): whether the original effect
+ * happened, the provider operation if one was found, a reason and
+ * references to the evidence.
+ */
+export const ResolutionSchema = z.strictObject({
+  effect: z.enum(['committed', 'not_committed']),
+  provider_operation: ProviderOperationRefSchema.optional(),
+  reason: TextSchema(2048).pipe(z.string().min(1)),
+  attachments: z.array(ResolutionAttachmentSchema).max(20).optional(),
+});
+export type Resolution = z.infer<typeof ResolutionSchema>;
+
 /** What an approval is about, beyond the action: shown to approvers. */
 export interface ApprovalSubject {
   /** A compensate: the action it compensates, with that action's recorded owner. */
@@ -64,6 +88,8 @@ export interface ApprovalSubject {
     readonly transaction_id?: string;
     readonly owner: Principal;
   };
+  /** An operator's resolution of an escalated transaction, waiting for a second operator (four eyes). */
+  readonly resolution?: Resolution & { readonly transaction_id: string };
 }
 
 export interface ApprovalDecision {
@@ -140,6 +166,15 @@ export interface ListPendingApprovalsQuery {
   readonly cursor?: string;
 }
 
+/** Pending approvals of every tenant expiring at or before a time (the expiry sweep). */
+export interface ListExpiringApprovalsQuery {
+  /** RFC 3339. */
+  readonly expires_before: string;
+  /** 1 .. 100, default 25. */
+  readonly limit?: number;
+  readonly cursor?: string;
+}
+
 export interface ApprovalStore {
   /** Create `pending`, revision 1; conditional on the approval ID not existing in the tenant. */
   create(input: CreateApprovalInput): Promise<ApprovalRecord>;
@@ -151,4 +186,6 @@ export interface ApprovalStore {
   get(ref: ApprovalRef): Promise<ApprovalRecord | undefined>;
   /** Pending approvals of a tenant, oldest expiry first (sparse index, then consistent reads). */
   listPending(query: ListPendingApprovalsQuery): Promise<Page<ApprovalRecord>>;
+  /** Pending approvals of every tenant expiring at or before `expires_before`, oldest first (the sparse byExpiry index). */
+  listExpiring(query: ListExpiringApprovalsQuery): Promise<Page<ApprovalRecord>>;
 }

@@ -31,8 +31,8 @@ export const InvokeMessageSchema = z.strictObject({
 });
 export type InvokeMessage = z.infer<typeof InvokeMessageSchema>;
 
-/** Why a reconciliation was enqueued: its Scheduler schedule fired, or the sweeper found it overdue. */
-export const RECONCILE_REASONS = ['schedule', 'sweeper'] as const;
+/** Why a reconciliation was enqueued: its Scheduler schedule fired, the sweeper found it overdue, or an operator asked. */
+export const RECONCILE_REASONS = ['schedule', 'sweeper', 'operator'] as const;
 export type ReconcileReason = (typeof RECONCILE_REASONS)[number];
 
 /** Reconciliation job for one `outcome_unknown` transaction. */

@@ -145,5 +145,26 @@ export const TransactionResultSchema = z.strictObject({
   reconciliation_cursor: ReconciliationCursorSchema.optional(),
   earliest_reconcile_at: Rfc3339Schema.optional(),
   receipts: z.array(ReceiptSchema).optional(),
+  /** How many receipts the chain holds: a listing with fewer was truncated. */
+  receipt_count: z.number().int().min(0).optional(),
+  /** The hash of the last receipt (the chain's anchor). */
+  receipt_head: Sha256HexSchema.optional(),
+  /** The actions connected to this transaction (for a timeline). */
+  links: z
+    .strictObject({
+      /** The action the record is bound to (the commit action once a plan is claimed). */
+      action_id: IdSchema,
+      /** The action that planned it. */
+      planning_action_id: IdSchema.optional(),
+      /** A compensation: the action it compensates. */
+      compensation_for: IdSchema.optional(),
+      /** The governed reconcile action of the current or last reconciliation. */
+      reconcile_action_id: IdSchema.optional(),
+    })
+    .optional(),
+  /** Parked for a human (wire status requires_human): when and why. */
+  escalated: z.strictObject({ at: Rfc3339Schema, reason: z.string().max(256).optional() }).optional(),
+  /** Reconciliation attempts so far (toward the bound). */
+  reconcile_attempts: z.number().int().min(0).optional(),
 });
 export type TransactionResult = z.infer<typeof TransactionResultSchema>;

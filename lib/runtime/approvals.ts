@@ -17,6 +17,7 @@ import { assertCallerCurrent, assertTenantMember, type CallerIdentity } from './
 import type { AuthorityTarget } from './authority.js';
 import { cursorSealerOf, type CursorBinding } from './cursor.js';
 import { failedResult, type Kernel } from './kernel.js';
+import { applyResolution } from './operator.js';
 import { actionResultOf, finishUnstartedAction } from './pipeline/action-record.js';
 import { continueAdmission, guarded } from './pipeline/admit.js';
 import type { AdmittedAction } from './pipeline/state.js';
@@ -98,6 +99,10 @@ export async function decideApproval(k: Kernel, caller: CallerIdentity, tenant_i
     }
   }
 
+  // An operator's resolution waiting for a second operator (four eyes): approving it applies it.
+  const proposal = decided.subject?.resolution;
+  if (proposal !== undefined) return decideResolution(k, decided, proposal);
+
   const action = await k.deps.actions.get({ tenant_id, action_id: decided.action_id });
   if (action === undefined) throw new AipError('action.not_found', undefined, { details: { action_id: decided.action_id } });
   // Still pending (fewer distinct approvers than the policy needs), or the action moved on already.
@@ -135,6 +140,18 @@ export async function decideApproval(k: Kernel, caller: CallerIdentity, tenant_i
     const result: ActionResult = current?.result ?? failedResult(accepted.action_id, err, k.now());
     return { approval: decided, action_result: result };
   }
+}
+
+/** The decision on a resolution proposal: approved → the resolution applies (with both operators in its receipt). */
+async function decideResolution(k: Kernel, decided: ApprovalRecord, proposal: NonNullable<NonNullable<ApprovalRecord['subject']>['resolution']>): Promise<DecisionOutcome> {
+  const { transaction_id, ...resolution } = proposal;
+  const original = await k.deps.actions.get({ tenant_id: decided.tenant_id, action_id: decided.action_id });
+  const unchanged: ActionResult = original !== undefined ? actionResultOf(original) : { action_id: decided.action_id, status: 'failed' };
+  if (decided.status !== 'approved') return { approval: decided, action_result: unchanged };
+  const record = await k.deps.transactions.get({ tenant_id: decided.tenant_id, transaction_id });
+  if (record === undefined) throw new AipError('transaction.not_found', undefined, { details: { transaction_id } });
+  const resolved = await applyResolution(k, record, resolution, decided.requested_by, decided);
+  return { approval: decided, action_result: resolved.result ?? unchanged };
 }
 
 /**

@@ -37,6 +37,8 @@ export const AUTHORITY_OPERATIONS = [
   'approve',
   'read_approval',
   'list_operator',
+  'operator_reconcile',
+  'resolve',
 ] as const;
 export type AuthorityOperation = (typeof AUTHORITY_OPERATIONS)[number];
 
@@ -148,6 +150,20 @@ export const AUTHORITY_TABLE: Readonly<Record<AuthorityOperation, AuthorityRow>>
     description: 'See a pending approval (GET /v1/approvals lists only these)',
     allowed: ['approver', 'operator', 'requester'],
     visible: 'by_kind',
+    hidden: 'by_kind',
+  },
+  operator_reconcile: {
+    operation: 'operator_reconcile',
+    description: 'Reconcile now (POST /v1/operator/transactions/{id}/reconcile): resets the attempt bound once',
+    allowed: ['operator'],
+    visible: { code: 'runtime.operator_required' },
+    hidden: 'by_kind',
+  },
+  resolve: {
+    operation: 'resolve',
+    description: 'Record the truth found at the provider for an escalated transaction (POST /v1/operator/transactions/{id}/resolve)',
+    allowed: ['operator'],
+    visible: { code: 'runtime.operator_required' },
     hidden: 'by_kind',
   },
   list_operator: {

@@ -54,6 +54,8 @@ export const TenantPolicySchema = z.strictObject({
    * operator scope.
    */
   compensator_scopes: z.array(ScopeSchema).max(64).optional(),
+  /** Overrides the deployment-wide `resolution` rule for this tenant. */
+  resolution: z.strictObject({ four_eyes: z.boolean().optional() }).optional(),
 });
 export type TenantPolicy = z.infer<typeof TenantPolicySchema>;
 
@@ -84,6 +86,19 @@ const RuntimeConfigShape = {
       max_attempts: z.int().min(1).max(100).default(5),
       base_delay_ms: z.int().min(1_000).max(3_600_000).default(5_000),
       max_delay_ms: z.int().min(1_000).max(86_400_000).default(15 * 60_000),
+    })
+    .prefault({}),
+  /**
+   * Operator resolutions of escalated transactions (POST
+   * /v1/operator/transactions/{id}/resolve): with `four_eyes`, a second
+   * operator must approve a resolution before it applies (a tenant's
+   * `resolution.four_eyes` overrides it). `approval_ttl_ms`: how long that
+   * approval waits.
+   */
+  resolution: z
+    .strictObject({
+      four_eyes: z.boolean().default(false),
+      approval_ttl_ms: z.int().min(60_000).max(30 * 86_400_000).default(24 * 3_600_000),
     })
     .prefault({}),
   /** Bound on one connector health check (health()); a slower check reports the connector not ready. */

@@ -6,6 +6,7 @@ export type { RuntimeDeps, ConnectorHost, HostedConnector, RuntimeLogger } from 
 export { staticConnectorHost, SILENT_LOGGER } from './deps.js';
 export { RuntimeConfigSchema, ProductionRuntimeConfigSchema, parseRuntimeConfig, reconcileBackoffMs, type RuntimeConfig, type RuntimeConfigInput, type TenantPolicy, type TenantApprovalPolicy } from './config.js';
 export { CRASH_POINTS, ArmedCrashPoints, NO_CRASH_POINTS, type CrashPoints, type CrashPointName } from './crash-points.js';
+export { ATTEMPT_SETTLEMENT_MARGIN_MS, type AttemptBudget } from './attempt-budget.js';
 export type { CallerIdentity } from './identity.js';
 export type {
   SubmitOutcome,

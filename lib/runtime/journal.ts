@@ -37,6 +37,9 @@ export const RECEIPT_EVENTS = {
   reconcile_started: 'transaction.reconcile_started',
   rescheduled: 'transaction.reconcile_rescheduled',
   escalated: 'transaction.escalated',
+  reconcile_refused: 'transaction.reconcile_refused',
+  reconcile_requested: 'transaction.reconcile_requested',
+  resolved: 'transaction.resolved',
 } as const;
 
 type Ref = Pick<TransactionRecord, 'tenant_id' | 'transaction_id' | 'revision' | 'receipt_count' | 'receipt_head'>;

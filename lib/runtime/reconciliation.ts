@@ -12,7 +12,9 @@
  * Scheduler is the primary trigger), stalled attempts whose lease expired,
  * expired plans and expired approvals.
  */
-import { isAipError } from '../errors/aip-error.js';
+import { AipError, isAipError } from '../errors/aip-error.js';
+import { isErrorCode } from '../errors/catalogue.js';
+import { reconcileBackoffMs } from './config.js';
 import { sha256Hex, validateAction, type Action } from '../protocol/index.js';
 import type { ActionRecord } from '../ports/action-store.js';
 import type { ReconcileMessage } from '../ports/messages.js';
@@ -20,11 +22,12 @@ import type { QueueBatchEntry } from '../ports/queue.js';
 import type { TransactionRecord } from '../ports/transaction-store.js';
 import type { TransactionStatus } from '../transactions/status.js';
 import { runAttempt } from './attempts/worker.js';
-import { escalate } from './attempts/settlement.js';
+import { escalate, scheduleReconcile } from './attempts/settlement.js';
 import { expireApproval } from './approvals.js';
 import { serviceCaller } from './identity.js';
 import { RECEIPT_EVENTS } from './journal.js';
-import type { Kernel } from './kernel.js';
+import { deriveApprovalId, isTransientError, type Kernel } from './kernel.js';
+import { lookupByIdempotencyKey, ranCapabilityId } from './modes/reconcile.js';
 import { admit, prepare } from './pipeline/admit.js';
 import type { AttemptOutcome, ReconcileOutcome, SweepOutcome } from './types.js';
 
@@ -32,9 +35,14 @@ function out(msg: Pick<ReconcileMessage, 'tenant_id' | 'transaction_id'>, dispos
   return { disposition, tenant_id: msg.tenant_id, transaction_id: msg.transaction_id, retry: false, ...extra };
 }
 
-/** The deterministic ID of the n-th governed reconcile action of a transaction. */
-export function reconcileActionId(tenant_id: string, transaction_id: string, attempt: number): string {
-  return `rcn-${sha256Hex(JSON.stringify([tenant_id, transaction_id])).slice(0, 32)}-${attempt}`;
+/**
+ * The deterministic ID of the n-th governed reconcile action of a
+ * transaction; after an operator reset the bound (`resets` > 0) the count
+ * starts again in a new series, so no ID is used twice.
+ */
+export function reconcileActionId(tenant_id: string, transaction_id: string, attempt: number, resets = 0): string {
+  const base = `rcn-${sha256Hex(JSON.stringify([tenant_id, transaction_id])).slice(0, 32)}`;
+  return resets > 0 ? `${base}-r${resets}-${attempt}` : `${base}-${attempt}`;
 }
 
 function leaseLive(k: Kernel, r: TransactionRecord): boolean {
@@ -64,6 +72,74 @@ async function afterAttempt(k: Kernel, msg: ReconcileMessage, action_id: string,
   return out(msg, attempt.retry ? 'deferred' : dispositionOf(after), { action_id, retry: attempt.retry, ...(after ? { transaction_status: after.status } : {}) });
 }
 
+/**
+ * A reconciliation the runtime could not start, or that ended without an
+ * attempt (its admission was refused, its approval expired or was denied,
+ * its pinned connector is gone): one attempt toward the bound. The record
+ * stays `outcome_unknown`, backs off (a transient refusal by the base delay,
+ * any other exponentially) and is escalated to a human once the bound is
+ * reached, so every refusal ends (docs/runtime.md, "Bounded reconciliation").
+ */
+async function refused(k: Kernel, msg: ReconcileMessage, txn: TransactionRecord, err: unknown, action_id?: string): Promise<ReconcileOutcome> {
+  const code = isAipError(err) ? err.code : 'internal.unexpected';
+  const attempts = txn.reconcile_attempts + 1;
+  const delay = isTransientError(err) ? k.config.reconcile.base_delay_ms : reconcileBackoffMs(k.config, attempts);
+  k.log.warn('reconciliation refused', { transaction_id: txn.transaction_id, code, reconcile_attempts: attempts });
+  let after: TransactionRecord;
+  try {
+    after = await k.journal.transition(
+      txn,
+      {
+        operation: 'refuse_reconcile',
+        from: ['outcome_unknown'],
+        to: 'outcome_unknown',
+        patch: { next_reconcile_at: new Date(k.now().getTime() + delay).toISOString() },
+        data: { last_reconcile_refusal: code },
+      },
+      RECEIPT_EVENTS.reconcile_refused,
+      { code, attempt: attempts, ...(action_id !== undefined ? { action_id } : {}) },
+    );
+  } catch (e) {
+    // The record moved (another reconciliation began, or it settled): that one decides.
+    if (isAipError(e, 'transaction.state_conflict')) return out(msg, 'in_progress', { reason: `refused:${code}` });
+    throw e;
+  }
+  if (after.reconcile_attempts >= k.config.reconcile.max_attempts) {
+    const e = await escalate(k, after, 'attempts_exhausted');
+    return out(msg, 'escalated', { transaction_status: e.status, reason: `refused:${code}`, ...(action_id !== undefined ? { action_id } : {}) });
+  }
+  await scheduleReconcile(k, after, true);
+  return out(msg, 'still_unknown', { transaction_status: after.status, reason: `refused:${code}`, ...(action_id !== undefined ? { action_id } : {}) });
+}
+
+/** Errors the consumer cannot record (the store is down, a test crash): the message is redelivered. */
+function unrecordable(err: unknown): boolean {
+  return isAipError(err, 'transaction.store_unavailable') || isAipError(err, 'runtime.crash_injected');
+}
+
+/**
+ * A reconcile waiting for an approval: not an attempt (a human decides), but
+ * not due either until the approval can have expired, so neither the sweeper
+ * nor the schedule spins on it. Its expiry or denial ends the action, and the
+ * next round counts that as a refusal.
+ */
+async function awaitApproval(k: Kernel, msg: ReconcileMessage, txn: TransactionRecord, action_id: string): Promise<ReconcileOutcome> {
+  const approval = await k.deps.approvals.get({ tenant_id: txn.tenant_id, approval_id: deriveApprovalId(txn.tenant_id, action_id) });
+  const until = approval?.expires_at;
+  if (until !== undefined && Date.parse(until) > k.now().getTime() && (txn.next_reconcile_at === undefined || txn.next_reconcile_at < until)) {
+    try {
+      const moved = await k.journal.transition(txn, { operation: 'reschedule_reconcile', from: ['outcome_unknown'], to: 'outcome_unknown', patch: { next_reconcile_at: until } }, RECEIPT_EVENTS.rescheduled, {
+        reason: 'awaiting_approval',
+        action_id,
+      });
+      await scheduleReconcile(k, moved, true);
+    } catch (err) {
+      if (!isAipError(err, 'transaction.state_conflict')) throw err;
+    }
+  }
+  return out(msg, 'requires_human', { action_id, reason: 'approval_pending' });
+}
+
 export async function reconcileMessage(k: Kernel, msg: ReconcileMessage): Promise<ReconcileOutcome> {
   const ref = { tenant_id: msg.tenant_id, transaction_id: msg.transaction_id };
   const txn = await k.deps.transactions.get(ref);
@@ -85,8 +161,12 @@ export async function reconcileMessage(k: Kernel, msg: ReconcileMessage): Promis
     const e = await escalate(k, txn, 'attempts_exhausted');
     return out(msg, 'escalated', { transaction_status: e.status });
   }
-  if (txn.provider_operation === undefined) {
-    // "If a connector learns the provider operation ID but does not publish it ... the generic runtime cannot invent that identifier."
+  // Reconcile what actually ran: for a compensation through an alternate capability, that capability.
+  const capability_id = ranCapabilityId(txn);
+  const reg = k.deps.registry.find(capability_id);
+  if (txn.provider_operation === undefined && !lookupByIdempotencyKey(k, reg)) {
+    // "If a connector learns the provider operation ID but does not publish it ... the generic runtime cannot invent
+    // that identifier." Unless the connector can look the operation up by the idempotency key the runtime sent.
     const e = await escalate(k, txn, 'no_provider_operation');
     return out(msg, 'escalated', { transaction_status: e.status, reason: 'no_provider_operation' });
   }
@@ -97,13 +177,12 @@ export async function reconcileMessage(k: Kernel, msg: ReconcileMessage): Promis
   }
 
   const action: Action = {
-    id: reconcileActionId(txn.tenant_id, txn.transaction_id, txn.reconcile_attempts + 1),
-    capability_id: txn.capability_id,
+    id: reconcileActionId(txn.tenant_id, txn.transaction_id, txn.reconcile_attempts + 1, typeof txn.data.reconcile_resets === 'number' ? txn.data.reconcile_resets : 0),
+    capability_id,
     input: original.action.input,
     ...(original.action.identity !== undefined ? { identity: original.action.identity } : {}),
     transaction: { mode: 'reconcile', transaction_id: txn.transaction_id },
   };
-  const reg = k.deps.registry.find(txn.capability_id);
   // The original was admitted under the account check: the service principal acts for exactly its account (or none).
   const account = original.action.identity?.external_account_id;
   const caller = serviceCaller(k.config.service_principal, txn.tenant_id, [...(reg?.capability.authorization?.scopes ?? []), ...k.config.service_scopes], {
@@ -121,11 +200,18 @@ export async function reconcileMessage(k: Kernel, msg: ReconcileMessage): Promis
     if (isAipError(err, 'runtime.reconcile_not_outcome_unknown') || isAipError(err, 'runtime.action_in_flight')) {
       return out(msg, 'in_progress', { action_id: action.id });
     }
-    throw err;
+    if (unrecordable(err)) throw err;
+    return refused(k, msg, txn, err, action.id);
   }
-  if (admitted.disposition === 'requires_human') return out(msg, 'requires_human', { action_id: action.id, reason: 'approval_pending' });
+  if (admitted.disposition === 'requires_human') return awaitApproval(k, msg, txn, action.id);
   if (admitted.disposition !== 'accepted') {
+    // Admitted without an attempt: a rejection, or the replay of this round's action that already ended (its approval
+    // expired or was denied). The record did not move: a refusal, counted toward the bound.
     const after = await k.deps.transactions.get(ref);
+    if (after !== undefined && after.status === 'outcome_unknown' && after.revision === txn.revision) {
+      const error = admitted.action_result.error;
+      return refused(k, msg, after, new AipError(error !== undefined && isErrorCode(error.code) ? error.code : 'runtime.reconcile_not_outcome_unknown'), action.id);
+    }
     return out(msg, dispositionOf(after), { action_id: action.id, ...(after ? { transaction_status: after.status } : {}) });
   }
   // Internal admissions do not enqueue: the consumer runs the attempt inline.
@@ -210,10 +296,13 @@ export async function sweep(k: Kernel, now: Date = k.now()): Promise<SweepOutcom
       if (!isAipError(err, 'transaction.state_conflict')) throw err;
     }
   }
-  // Pending approvals past their expiry (tenants named in the configuration).
-  for (const tenant_id of Object.keys(k.config.tenants)) {
-    const page = await k.deps.approvals.listPending({ tenant_id, expires_before: iso, limit: 100 });
-    for (const a of page.items) await expireApproval(k, a);
+  // Pending approvals past their expiry, of every tenant (the byExpiry index; not the configuration's tenant list).
+  let approvalCursor: string | undefined;
+  for (let page = 0; page < MAX_SWEEP_PAGES; page++) {
+    const p = await k.deps.approvals.listExpiring({ expires_before: iso, limit: 100, ...(approvalCursor !== undefined ? { cursor: approvalCursor } : {}) });
+    for (const a of p.items) await expireApproval(k, a);
+    approvalCursor = p.cursor;
+    if (approvalCursor === undefined) break;
   }
 
   let enqueued = 0;

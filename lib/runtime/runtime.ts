@@ -14,6 +14,7 @@ import { validateQueueMessage, type InvokeMessage, type ReconcileMessage } from 
 import type { StoredStreamChunk } from '../ports/stream-store.js';
 import type { TransactionSelector } from '../ports/transaction-store.js';
 import { decideApproval, listApprovals, type ApprovalDecisionInput } from './approvals.js';
+import { withAttemptBudget, type AttemptBudget } from './attempt-budget.js';
 import { runAttempt } from './attempts/worker.js';
 import type { RuntimeDeps } from './deps.js';
 import type { CallerIdentity } from './identity.js';
@@ -24,6 +25,7 @@ import { validateAction } from '../protocol/index.js';
 import { cancel, getAction, getActionResult, getTransaction, listOperator, readStream, type OperatorItem, type OperatorQuery } from './reads.js';
 import { connectorHealth, listCapabilities } from './meta.js';
 import { reconcileMessage, sweep } from './reconciliation.js';
+import { overview, requestReconcile, resolve } from './operator.js';
 import type { AttemptOutcome, CapabilityList, DecisionOutcome, PageOf, ReconcileOutcome, RuntimeHealth, SubmitOutcome, SweepOutcome } from './types.js';
 
 export class Runtime {
@@ -63,18 +65,23 @@ export class Runtime {
     return admit(this.#k, adm);
   }
 
-  /** The SQS worker: one crash-safe attempt. `retry: true` means "let the message be redelivered". */
-  async runAttempt(message: InvokeMessage): Promise<AttemptOutcome> {
+  /**
+   * The SQS worker: one crash-safe attempt. `retry: true` means "let the
+   * message be redelivered". `budget.remaining_ms` (the Lambda's remaining
+   * time) caps the connector attempt's deadline, so its timeout path runs
+   * before the function is stopped (./attempt-budget.ts).
+   */
+  async runAttempt(message: InvokeMessage, budget?: AttemptBudget): Promise<AttemptOutcome> {
     const m = validateQueueMessage(message);
     if (m.kind !== 'invoke') throw new AipError('queue.message_invalid', undefined, { details: { reason: 'kind_not_accepted:reconcile' } });
-    return runAttempt(this.#k, m);
+    return withAttemptBudget(budget, () => runAttempt(this.#k, m));
   }
 
-  /** The reconcile consumer. */
-  async reconcile(message: ReconcileMessage): Promise<ReconcileOutcome> {
+  /** The reconcile consumer. `budget` bounds its inline reconcile attempt as in {@link runAttempt}. */
+  async reconcile(message: ReconcileMessage, budget?: AttemptBudget): Promise<ReconcileOutcome> {
     const m = validateQueueMessage(message);
     if (m.kind !== 'reconcile') throw new AipError('queue.message_invalid', undefined, { details: { reason: 'kind_not_accepted:invoke' } });
-    return reconcileMessage(this.#k, m);
+    return withAttemptBudget(budget, () => reconcileMessage(this.#k, m));
   }
 
   /**
@@ -127,5 +134,20 @@ export class Runtime {
 
   async readStream(caller: CallerIdentity, tenant_id: string, action_id: string, after?: number): Promise<PageOf<StoredStreamChunk>> {
     return readStream(this.#k, caller, tenant_id, action_id, after);
+  }
+
+  /** The operator lists at a glance: the first page's size and the oldest item's age, per list. */
+  async operatorOverview(caller: CallerIdentity, tenant_id?: string) {
+    return overview(this.#k, caller, tenant_id);
+  }
+
+  /** Reconcile now (an operator): resets the attempt bound once, with a receipt naming the operator. */
+  async requestReconcile(caller: CallerIdentity, tenant_id: string, transaction_id: string, input: { reason?: string } = {}) {
+    return requestReconcile(this.#k, caller, tenant_id, transaction_id, input);
+  }
+
+  /** An operator's resolution of an escalated transaction (applied, or proposed to a second operator). */
+  async resolve(caller: CallerIdentity, tenant_id: string, transaction_id: string, resolution: unknown) {
+    return resolve(this.#k, caller, tenant_id, transaction_id, resolution);
   }
 }

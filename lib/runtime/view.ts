@@ -28,6 +28,18 @@ export function toTransactionResult(record: TransactionRecord, options: ViewOpti
     ...(record.reconciliation_cursor !== undefined ? { reconciliation_cursor: record.reconciliation_cursor } : {}),
     ...(record.status === 'outcome_unknown' && record.next_reconcile_at !== undefined ? { earliest_reconcile_at: record.next_reconcile_at } : {}),
     ...(options.receipts !== undefined ? { receipts: [...options.receipts] } : {}),
+    receipt_count: record.receipt_count,
+    ...(record.receipt_head !== undefined ? { receipt_head: record.receipt_head } : {}),
+    links: {
+      action_id: record.action_id,
+      ...(record.plan?.planning_action_id !== undefined ? { planning_action_id: record.plan.planning_action_id } : {}),
+      ...(record.compensation_for !== undefined ? { compensation_for: record.compensation_for } : {}),
+      ...(typeof record.data.reconcile_action_id === 'string' ? { reconcile_action_id: record.data.reconcile_action_id } : {}),
+    },
+    ...(record.escalated_at !== undefined
+      ? { escalated: { at: record.escalated_at, ...(typeof record.data.escalation_reason === 'string' ? { reason: record.data.escalation_reason } : {}) } }
+      : {}),
+    ...(record.reconcile_attempts > 0 ? { reconcile_attempts: record.reconcile_attempts } : {}),
   };
 }
 

@@ -19,6 +19,11 @@ import {
   toRuntimeConfig,
 } from '../../infra/config.js';
 import { BASE_CONFIG } from './support.js';
+import { verifierFromEnv } from '../../functions/authorizer.js';
+import { PROJECT_ROOT } from '../../infra/functions.js';
+import { DEV_ALGORITHM, DEV_AUDIENCE, DEV_ISSUER, loadDevKeys } from '../../dev/auth/keys.js';
+import { mintToken } from '../../dev/auth/mint.js';
+import { DEFAULT_JWKS_PORT, JWKS_PATH, startJwksServer } from '../../dev/auth/serve-jwks.js';
 
 function issuesOf(input: unknown): { path: string; message: string }[] {
   try {
@@ -60,6 +65,9 @@ describe('parseInfraConfig', () => {
     ['envName', { ...BASE_CONFIG, envName: undefined }, /is required/],
     ['auth.issuer', withAuth({ issuer: 'http://issuer.example.com/' }), /https:\/\/ URL \(the JWT issuer\)/],
     ['auth.jwksUrl', withAuth({ jwksUrl: 'jwks.json' }), /https:\/\/ URL \(the JWKS URL\)/],
+    ['auth.jwksUrl', withAuth({ jwksUrl: 'http://issuer.example.com/jwks.json' }), /https:\/\/ URL \(the JWKS URL\); http:\/\/ is accepted only when envName is "local" or "localstack" \(envName is "test"\)/],
+    ['auth.issuer', withAuth({ issuer: 'http://issuer.example.com/' }), /http:\/\/ is accepted only when envName is "local" or "localstack"/],
+    ['auth.jwksUrl', withAuth({ jwksUrl: 'ftp://issuer.example.com/jwks.json' }), /https:\/\/ URL \(the JWKS URL\)/],
     ['auth.audience', withAuth({ audience: [] }), /audience/],
     ['auth.algorithms[0]', withAuth({ algorithms: ['none'] }), /must be one of RS256/],
     ['alarmEmail', { ...BASE_CONFIG, alarmEmail: 'ops at example' }, /email address/],
@@ -253,5 +261,56 @@ describe('runtime configuration', () => {
   it('rejects a malformed variable with a typed error', () => {
     expect(() => parseRuntimeConfig('{')).toThrow(InfraConfigError);
     expect(() => parseRuntimeConfig(JSON.stringify({ envName: 'x' }))).toThrow(/auth: is required/);
+  });
+});
+
+describe('http auth URLs (LocalStack against the development issuer)', () => {
+  const httpAuth = { issuer: 'http://host.docker.internal:8080/realms/dev', jwksUrl: 'http://host.docker.internal:4011/.well-known/jwks.json' };
+
+  it.each(['local', 'localstack'])('accepts an http:// JWKS URL and issuer when envName is %s, and carries them to the functions', (envName) => {
+    const config = parseInfraConfig({ ...BASE_CONFIG, envName, auth: { ...BASE_CONFIG.auth, ...httpAuth } });
+    expect(config.auth).toMatchObject(httpAuth);
+    const runtime = parseRuntimeConfig(JSON.stringify(toRuntimeConfig(config)));
+    expect(runtime.auth.jwksUrl).toBe(httpAuth.jwksUrl);
+    // The authorizer builds a verifier from the same variable (keys are fetched on first use, not here).
+    expect(() => verifierFromEnv({ AIP_RUNTIME_CONFIG: JSON.stringify(runtime) })).not.toThrow();
+  });
+
+  it.each(['dev', 'prod', 'test', 'localstack2'])('refuses them for envName %s, naming each field', (envName) => {
+    const issues = issuesOf({ ...BASE_CONFIG, envName, auth: { ...BASE_CONFIG.auth, ...httpAuth } });
+    expect(issues.map((issue) => issue.path).sort()).toEqual(['auth.issuer', 'auth.jwksUrl']);
+    for (const issue of issues) expect(issue.message).toContain(`(envName is "${envName}")`);
+    // The runtime slice is checked the same way when a function reads it.
+    const runtime = JSON.stringify({ envName, auth: { ...BASE_CONFIG.auth, ...httpAuth }, connectors: [], approvalPolicies: [] });
+    expect(() => parseRuntimeConfig(runtime)).toThrow(/auth\.jwksUrl: must be an absolute https:\/\/ URL/);
+    // And the authorizer's verifier refuses to fetch keys over http off loopback there.
+    expect(() => verifierFromEnv({ AIP_RUNTIME_CONFIG: runtime })).toThrow(/JWKS URL must use https/);
+  });
+
+  it('infra/config.localstack.json trusts the development issuer that `aip token` signs for', () => {
+    const config = loadInfraConfig(join(PROJECT_ROOT, 'infra', 'config.localstack.json'));
+    expect(config.envName).toBe('localstack');
+    expect(config.auth).toMatchObject({
+      issuer: DEV_ISSUER,
+      audience: DEV_AUDIENCE,
+      algorithms: [DEV_ALGORITHM],
+      jwksUrl: `http://host.docker.internal:${DEFAULT_JWKS_PORT}${JWKS_PATH}`,
+    });
+  });
+
+  it('a LocalStack-style verifier accepts a development token against the JWKS dev/auth/serve-jwks.ts serves', async () => {
+    const keysDir = mkdtempSync(join(tmpdir(), 'aip-dev-keys-'));
+    const server = await startJwksServer({ host: '127.0.0.1', port: 0, keysDir });
+    try {
+      const localstack = loadInfraConfig(join(PROJECT_ROOT, 'infra', 'config.localstack.json'));
+      // The deployed URL names host.docker.internal; here the same server is reached on loopback.
+      const runtime = { ...toRuntimeConfig(localstack), auth: { ...localstack.auth, jwksUrl: server.jwksUrl } };
+      const verifier = verifierFromEnv({ AIP_RUNTIME_CONFIG: JSON.stringify(runtime) });
+      const token = await mintToken({ sub: 'alice', tenants: ['demo'], scopes: ['aip:actions:write'] }, await loadDevKeys(keysDir));
+      const identity = await verifier.verify(token);
+      expect(identity).toMatchObject({ principal: { id: 'alice' }, tenants: ['demo'], scopes: ['aip:actions:write'], issuer: DEV_ISSUER });
+    } finally {
+      await server.stop();
+    }
   });
 });

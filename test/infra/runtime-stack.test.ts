@@ -20,10 +20,13 @@ import {
   SWEEPER_FUNCTION_ID,
   AUTHORIZER_FUNCTION_ID,
 } from '../../infra/aip-functions.js';
-import { TOKEN_VALIDATION_REGEX, VALIDATION_GATEWAY_RESPONSES } from '../../infra/api.js';
+import { TOKEN_VALIDATION_REGEX } from '../../infra/api.js';
 import { AIP_METRICS, FUNCTION_ENV, metricsNamespace, OPTIONAL_FUNCTION_ENV } from '../../infra/function-env.js';
 import { TABLE_WRITE_ACTIONS } from '../../infra/functions.js';
 import { GATEWAY_RESPONSES, gatewayResponseTemplate } from '../../lib/http/gateway-responses.js';
+import { ResponseType } from 'aws-cdk-lib/aws-apigateway';
+import { ERROR_CATALOGUE, isErrorCode } from '../../lib/errors/catalogue.js';
+import { ProblemSchema } from '../../lib/errors/wire.js';
 import { join } from 'node:path';
 import { loadInfraConfig } from '../../infra/config.js';
 import { PROJECT_ROOT } from '../../infra/functions.js';
@@ -179,12 +182,31 @@ describe('the deployed runtime (default functions)', () => {
         expect(response!.ResponseParameters['gatewayresponse.header.Content-Type']).toBe("'application/problem+json'");
         expect(response!.ResponseTemplates['application/json']).toBe(gatewayResponseTemplate(spec));
       }
-      for (const spec of VALIDATION_GATEWAY_RESPONSES) {
-        const response = responses.get(spec.type)!;
-        expect(response.StatusCode).toBe('400');
-        expect(JSON.parse(response.ResponseTemplates['application/json'] as string)).toMatchObject({ code: 'request.invalid', status: 400 });
+      expect(responses.size).toBe(GATEWAY_RESPONSES.length);
+    });
+
+    it("has a problem+json gateway response for every response type of aws-cdk-lib's ResponseType (DEFAULT_4XX/5XX included), so a new type fails here", () => {
+      // The expected list comes from the CDK's static members, not from lib/http/gateway-responses.ts.
+      const cdkTypes = Object.getOwnPropertyNames(ResponseType)
+        .map((name) => (ResponseType as unknown as Record<string, unknown>)[name])
+        .filter((value): value is ResponseType => value instanceof ResponseType)
+        .map((value) => value.responseType)
+        .sort();
+      expect(cdkTypes).toEqual(expect.arrayContaining(['DEFAULT_4XX', 'DEFAULT_5XX', 'UNAUTHORIZED', 'ACCESS_DENIED', 'WAF_FILTERED', 'UNSUPPORTED_MEDIA_TYPE']));
+      const responses = new Map(t.ofType('AWS::ApiGateway::GatewayResponse').map(([, r]) => [r.Properties.ResponseType as string, r.Properties as Json]));
+      expect([...responses.keys()].sort()).toEqual(cdkTypes);
+      for (const type of cdkTypes) {
+        const response = responses.get(type)!;
+        expect(response.ResponseParameters['gatewayresponse.header.Content-Type'], type).toBe("'application/problem+json'");
+        const status = Number(response.StatusCode);
+        expect(status >= 400 && status <= 599, `${type}: ${response.StatusCode}`).toBe(true);
+        // The body is a problem document with a stable, catalogued code whose status is the response's.
+        const problem = ProblemSchema.parse(JSON.parse(response.ResponseTemplates['application/json'] as string));
+        expect(isErrorCode(problem.code), type).toBe(true);
+        expect(problem.status, type).toBe(status);
+        expect(ERROR_CATALOGUE[problem.code as keyof typeof ERROR_CATALOGUE].http, type).toBe(status);
+        expect(problem.type).toBe(`urn:aip:error:${problem.code}`);
       }
-      expect(responses.size).toBe(GATEWAY_RESPONSES.length + VALIDATION_GATEWAY_RESPONSES.length);
     });
 
     it('traces the stage, logs access as JSON and errors without request data, and throttles', () => {
@@ -323,9 +345,17 @@ describe('the deployed runtime (default functions)', () => {
       }
     });
 
-    it('lets only the invoke worker and the reconcile consumer create and delete schedules, in the reconcile group only', () => {
-      const schedulers = allIds().filter((id) => t.actions(id).some((a) => a.startsWith('scheduler:')));
+    it('lets only the invoke worker and the reconcile consumer create and delete schedules, in the reconcile group only; a resolution may only delete', () => {
+      const schedulers = allIds().filter((id) => t.actions(id).includes('scheduler:CreateSchedule'));
       expect(schedulers.sort()).toEqual([INVOKE_WORKER_FUNCTION_ID, RECONCILE_CONSUMER_FUNCTION_ID].sort());
+      // An operator's resolution (applied at once, or by the second operator's approval) cancels the record's schedule.
+      const cancellers = allIds().filter((id) => t.actions(id).includes('scheduler:DeleteSchedule') && !t.actions(id).includes('scheduler:CreateSchedule'));
+      expect(cancellers.sort()).toEqual(['HttpDecideApproval', 'HttpOperatorResolve']);
+      for (const id of cancellers) {
+        const statement = t.statements(id).find((s) => asList<string>(s.Action).includes('scheduler:DeleteSchedule'))!;
+        expect(asList(statement.Action)).toEqual(['scheduler:DeleteSchedule']);
+        expect(JSON.stringify(statement.Resource)).toContain(':schedule/aip-test-reconcile/*');
+      }
       for (const id of schedulers) {
         const statement = t.statements(id).find((s) => asList<string>(s.Action).includes('scheduler:CreateSchedule'))!;
         expect(asList(statement.Action).sort()).toEqual(['scheduler:CreateSchedule', 'scheduler:DeleteSchedule']);
@@ -347,7 +377,7 @@ describe('the deployed runtime (default functions)', () => {
       }
     });
 
-    it('sends to queues only where the runtime enqueues: submit and decide to invoke, the sweeper to both', () => {
+    it('sends to queues only where the runtime enqueues: submit and decide to invoke, an operator request to reconcile, the sweeper to both', () => {
       const stateful = built.aip.stateful;
       const queueOf = (arn: unknown) => {
         const ref = t.resolveImport(arn) as Json;
@@ -362,6 +392,7 @@ describe('the deployed runtime (default functions)', () => {
       expect(sends).toEqual({
         HttpSubmitAction: ['invoke'],
         HttpDecideApproval: ['invoke'],
+        HttpOperatorReconcile: ['reconcile'],
         [SWEEPER_FUNCTION_ID]: ['invoke', 'reconcile'],
       });
     });

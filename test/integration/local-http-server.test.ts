@@ -19,6 +19,7 @@ import type { RuntimeApi } from '../../functions/shared/runtime-api.js';
 import { createTokenVerifier, KeySourceUnavailableError, type TokenVerifier } from '../../lib/auth/verifier.js';
 import { AipError } from '../../lib/errors/aip-error.js';
 import { ProblemSchema, type Problem } from '../../lib/errors/wire.js';
+import { gatewayResponse, gatewayResponseTemplate, type GatewayResponseType } from '../../lib/http/gateway-responses.js';
 import { stubRuntime } from '../unit/http/support.js';
 
 let keys: DevKeys;
@@ -179,6 +180,26 @@ describe('routing and handlers', () => {
     await problem(await call('/v1/actions', { token: t }), 404, 'request.route_not_found');
     await problem(await call('/v1/actions/a1', { method: 'DELETE', token: t }), 404, 'request.route_not_found');
     await problem(await call('/'), 404, 'request.route_not_found');
+  });
+
+  it('answers for itself with exactly the bodies and headers the deployed stack’s gateway responses send', async () => {
+    const t = await token();
+    const answers: [GatewayResponseType, Response][] = [
+      ['UNAUTHORIZED', await call('/v1/actions/a1')],
+      ['ACCESS_DENIED', await call('/v1/actions/a1', { token: await token({ claims: { 'aip:principal_kind': 'root' } }) })],
+      ['MISSING_AUTHENTICATION_TOKEN', await call('/v1/nothing', { token: t })],
+      ['REQUEST_TOO_LARGE', await call('/v1/actions', { method: 'POST', token: t, headers: { 'Content-Type': 'application/json' }, body: 'x'.repeat(1024 * 1024 + 1) })],
+      ['INTEGRATION_FAILURE', await call('/v1/approvals', { token: t })],
+    ];
+    for (const [type, res] of answers) {
+      const spec = gatewayResponse(type);
+      expect(res.status, type).toBe(spec.status);
+      expect(res.headers.get('x-amzn-errortype'), type).toBe(type);
+      expect(res.headers.get('content-type'), type).toBe('application/problem+json');
+      for (const [name, value] of Object.entries(spec.headers ?? {})) expect(res.headers.get(name), `${type} ${name}`).toBe(value);
+      // The stack's template (infra/api.ts sends it verbatim): the same bytes.
+      expect(await res.text(), type).toBe(gatewayResponseTemplate(spec));
+    }
   });
 
   it('problems from the handlers: not found, bad JSON, invalid UTF-8, scope, tenant', async () => {

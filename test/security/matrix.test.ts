@@ -26,6 +26,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROUTE_LIST, type RouteDefinition } from '../../functions/http/routes.js';
 import type { CallerIdentity } from '../../lib/auth/identity.js';
+import { SteppedClock } from '../../lib/ports/clock.js';
 import { Authority } from '../../lib/runtime/authority.js';
 import { Runtime } from '../../lib/runtime/runtime.js';
 import { TRANSACTION_MODES } from '../../lib/transactions/status.js';
@@ -42,6 +43,8 @@ interface Fixtures {
   plan: { plan_id: string; transaction_id: string };
   pending: { action_id: string; approval_id: string };
   unknown: { transaction_id: string };
+  /** outcome_unknown with no operation to look up, escalated to a human by the reconcile consumer. */
+  escalated: { transaction_id: string; operation_id: string };
 }
 type FixtureKind = keyof Fixtures;
 
@@ -191,6 +194,25 @@ const ROUTE_ROWS: Readonly<Record<string, Row>> = {
       approver: noScope,
     },
   },
+  operatorOverview: {
+    uses: 'unknown',
+    request: () => ({ method: 'GET', path: '/v1/operator/overview' }),
+    expect: { other_tenant: tenantForbidden, other_principal: noScope, no_scope: noScope, operator: ok(), approver: noScope },
+  },
+  operatorReconcile: {
+    uses: 'unknown',
+    request: (f) => ({ method: 'POST', path: `/v1/operator/transactions/${f.unknown.transaction_id}/reconcile`, body: { reason: 'matrix' } }),
+    expect: { other_tenant: tenantForbidden, other_principal: noScope, no_scope: noScope, operator: wrote(202), approver: noScope },
+  },
+  operatorResolve: {
+    uses: 'escalated',
+    request: (f) => ({
+      method: 'POST',
+      path: `/v1/operator/transactions/${f.escalated.transaction_id}/resolve`,
+      body: { effect: 'committed', provider_operation: { provider: 'payments', operation_id: f.escalated.operation_id }, reason: 'found at the provider (matrix)' },
+    }),
+    expect: { other_tenant: tenantForbidden, other_principal: noScope, no_scope: noScope, operator: wrote(200), approver: noScope },
+  },
   listApprovals: {
     uses: 'pending',
     request: () => ({ method: 'GET', path: '/v1/approvals' }),
@@ -243,12 +265,14 @@ const MATRIX: Readonly<Record<string, Row>> = {
 
 // --- the stack, the callers, the fixtures -------------------------------------------------------
 
+const clock = new SteppedClock();
 let s: SecurityStack;
 let owner: string;
 const tokens = {} as Record<Actor, string>;
 
 beforeAll(async () => {
   s = await securityStack('matrix', T, {
+    clock,
     tenants: [T, OTHER],
     approvalPolicies: [{ id: 'matrix-approvals', connector: 'payments', modes: ['commit', 'compensate'], approverScopes: ['aip:approve'], minApprovals: 1, expiresAfterSeconds: 3600 }],
   });
@@ -281,6 +305,31 @@ async function make(kind: FixtureKind): Promise<Fixtures[FixtureKind]> {
       expect(sub.status, JSON.stringify(sub.body)).toBe(202);
       return { action_id: id, approval_id: (sub.body.action_result as { metadata: { approval_id: string } }).metadata.approval_id };
     }
+    case 'escalated': {
+      // The charge's answer is lost and so is the probe's: no operation known. Once due, the consumer escalates it
+      // (unless the connector can look the operation up by key; then its lookups are made to fail too).
+      s.stack.simulator.setFaults([
+        { match: { method: 'POST', path: '/v1/charges' }, fault: { type: 'error_after_commit', status: 504 }, times: 1 },
+        { match: { method: 'GET', path: '/v1/operations' }, fault: { type: 'error_before_commit', status: 503 }, times: 'always' },
+      ]);
+      try {
+        const out = await executed(s, owner, { idempotency_key: uid('k') });
+        expect(out.transaction.status).toBe('outcome_unknown');
+        const operation_id = (s.stack.simulator.ledger().at(-1) as { operation_id: string }).operation_id;
+        const txId = out.transaction.transaction_id;
+        for (let round = 0; round < 20; round++) {
+          // Move the runtime's clock just to the record's next reconciliation (plans and approvals of the other fixtures stay valid).
+          const view = await s.call(owner, 'GET', `/v1/transactions?transaction_id=${txId}`);
+          const due = (view.body as { earliest_reconcile_at?: string }).earliest_reconcile_at;
+          if (due !== undefined) clock.advanceTo(Date.parse(due) + 1);
+          const r = await s.stack.runtime.reconcile({ kind: 'reconcile', tenant_id: T, transaction_id: txId, reason: 'sweeper' });
+          if (r.disposition === 'escalated' || r.disposition === 'requires_human') return { transaction_id: txId, operation_id };
+        }
+        throw new Error('the record was not escalated within 20 rounds');
+      } finally {
+        s.stack.simulator.setFaults([]);
+      }
+    }
     case 'unknown': {
       s.stack.simulator.setFaults([{ match: { method: 'POST', path: '/v1/charges' }, fault: { type: 'error_after_commit', status: 504 }, times: 1 }]);
       try {
@@ -295,7 +344,13 @@ async function make(kind: FixtureKind): Promise<Fixtures[FixtureKind]> {
 }
 
 async function fixtures(): Promise<Fixtures> {
-  return { completed: (await make('completed')) as Fixtures['completed'], plan: (await make('plan')) as Fixtures['plan'], pending: (await make('pending')) as Fixtures['pending'], unknown: (await make('unknown')) as Fixtures['unknown'] };
+  return {
+    completed: (await make('completed')) as Fixtures['completed'],
+    plan: (await make('plan')) as Fixtures['plan'],
+    pending: (await make('pending')) as Fixtures['pending'],
+    unknown: (await make('unknown')) as Fixtures['unknown'],
+    escalated: (await make('escalated')) as Fixtures['escalated'],
+  };
 }
 
 interface CellResult {
@@ -336,6 +391,9 @@ async function runCell(name: string, row: Row, actor: Actor, shared: Fixtures): 
   const req = row.request(f);
   const admits = admittedAction(req, f);
   const worked = admits !== undefined ? s.stack.handled('invoke', (m) => m.kind === 'invoke' && m.action_id === admits) : undefined;
+  // An operator's reconcile request is worked off by the reconcile consumer.
+  const reconciles = /^\/v1\/operator\/transactions\/([^/]+)\/reconcile$/.exec(req.path)?.[1];
+  const reconciled = reconciles !== undefined ? s.stack.handled('reconcile', (m) => m.kind === 'reconcile' && m.transaction_id === reconciles) : undefined;
   const before = want.writes === true ? undefined : (await tableFingerprint(s.ddb, s.table)).digest;
   const ledger = s.stack.simulator.ledger().length;
   let answer: Answer;
@@ -347,6 +405,7 @@ async function runCell(name: string, row: Row, actor: Actor, shared: Fixtures): 
   const problems: string[] = [];
   const enqueued = answer.body.disposition === 'accepted' || (req.path.endsWith('/decision') && (answer.body.action_result as { status?: string } | undefined)?.status === 'accepted');
   if (enqueued && worked !== undefined && (await guard(worked, 30_000)) === 'timed_out') problems.push('the admitted action was not worked off');
+  if (answer.status === 202 && reconciled !== undefined && (await guard(reconciled, 30_000)) === 'timed_out') problems.push('the requested reconciliation was not worked off');
   if (answer.status !== want.status) problems.push(`status ${answer.status}, expected ${want.status}`);
   if (want.code !== undefined && answer.body.code !== want.code) problems.push(`code ${String(answer.body.code)}, expected ${want.code}`);
   if (answer.status >= 400 && !(typeof answer.body.type === 'string' && typeof answer.body.code === 'string')) problems.push('not a problem+json body');

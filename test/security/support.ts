@@ -47,7 +47,7 @@ export async function securityStack(prefix: string, tenant: string, options: Par
     stack,
     table,
     ddb,
-    token: (sub, scopes, tenants = [tenant]) => stack.mintToken({ sub, tenants: [...tenants], scopes: [...scopes], ttl: '2h' }),
+    token: (sub, scopes, tenants = [tenant]) => stack.mintToken({ sub, tenants: [...tenants], scopes: [...scopes], ttl: '7d' }),
     call,
     async finished(token, id) {
       for (;;) {

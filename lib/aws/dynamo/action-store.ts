@@ -17,6 +17,8 @@ import {
   ActionResultSchema,
   ActionSchema,
   PrincipalSchema,
+  ProviderOperationRefSchema,
+  ReconciliationCursorSchema,
   planInputHash,
   type Action,
   type ActionStatus,
@@ -98,6 +100,7 @@ const RECORD_FIELDS = [
   'result',
   'approval_id',
   'idempotency_key',
+  'recovery',
   'fence',
   'attempt',
   'lease_owner',
@@ -229,6 +232,14 @@ export class DynamoActionStore implements ActionStore {
     const transactionId = input.transaction_id ?? action.transaction?.transaction_id;
     if (transactionId !== undefined) checkId(CODE, 'transaction_id', transactionId);
     if (input.approval_id !== undefined) checkId(CODE, 'approval_id', input.approval_id);
+    if (input.recovery !== undefined) {
+      const ok =
+        typeof input.recovery === 'object' &&
+        input.recovery !== null &&
+        (input.recovery.provider_operation === undefined || ProviderOperationRefSchema.safeParse(input.recovery.provider_operation).success) &&
+        (input.recovery.reconciliation_cursor === undefined || ReconciliationCursorSchema.safeParse(input.recovery.reconciliation_cursor).success);
+      if (!ok) throw invalid(CODE, 'recovery must hold a provider operation reference and/or a reconciliation cursor', { field: 'recovery' });
+    }
     const retention = checkRetention(CODE, 'retention_seconds', input.retention_seconds);
 
     const now = this.clock();
@@ -254,6 +265,7 @@ export class DynamoActionStore implements ActionStore {
       result: input.result,
       approval_id: input.approval_id,
       idempotency_key: action.idempotency_key,
+      recovery: input.recovery === undefined ? undefined : compact({ ...input.recovery }),
       fence: 0,
       attempt: 0,
       created_at: iso,

@@ -25,8 +25,10 @@ import type {
   CreateApprovalInput,
   DecideApprovalInput,
   ExpireApprovalInput,
+  ListExpiringApprovalsQuery,
   ListPendingApprovalsQuery,
 } from '../../ports/approval-store.js';
+import { ResolutionSchema } from '../../ports/approval-store.js';
 import type { Page } from '../../ports/transaction-store.js';
 import {
   UpdateBuilder,
@@ -45,7 +47,7 @@ import {
   type Item,
 } from './store-support.js';
 import { queryStatusIndex } from './pagination.js';
-import { ITEM_TYPES, keys } from './table-design.js';
+import { GSIS, ITEM_TYPES, keys } from './table-design.js';
 
 export interface DynamoApprovalStoreOptions {
   readonly client: DynamoDBDocumentClient;
@@ -116,9 +118,17 @@ function checkSubject(subject: CreateApprovalInput['subject']): ApprovalSubject 
   if (subject === undefined) return undefined;
   const bad = () => invalid(CODE, 'subject must be {compensation_for?: {action_id, transaction_id?, owner: {id, kind}}}', { field: 'subject' });
   if (subject === null || typeof subject !== 'object' || Array.isArray(subject)) throw bad();
-  if (Object.keys(subject).some((k) => k !== 'compensation_for')) throw bad();
+  if (Object.keys(subject).some((k) => k !== 'compensation_for' && k !== 'resolution')) throw bad();
+  let resolution: ApprovalSubject['resolution'];
+  if (subject.resolution !== undefined) {
+    const { transaction_id, ...rest } = subject.resolution as unknown as Record<string, unknown>;
+    checkId(CODE, 'subject.resolution.transaction_id', transaction_id);
+    const parsed = ResolutionSchema.safeParse(rest);
+    if (!parsed.success) throw invalid(CODE, 'subject.resolution is not a valid resolution', { field: 'subject.resolution' });
+    resolution = { ...parsed.data, transaction_id: transaction_id as string };
+  }
   const c = subject.compensation_for as Record<string, unknown> | undefined;
-  if (c === undefined) return {};
+  if (c === undefined) return resolution !== undefined ? { resolution } : {};
   if (c === null || typeof c !== 'object' || Object.keys(c).some((k) => !['action_id', 'transaction_id', 'owner'].includes(k))) throw bad();
   checkId(CODE, 'subject.compensation_for.action_id', c.action_id);
   if (c.transaction_id !== undefined) checkId(CODE, 'subject.compensation_for.transaction_id', c.transaction_id);
@@ -130,6 +140,7 @@ function checkSubject(subject: CreateApprovalInput['subject']): ApprovalSubject 
       transaction_id: c.transaction_id as string | undefined,
       owner: { id: owner.id, kind: owner.kind },
     }),
+    ...(resolution !== undefined ? { resolution } : {}),
   };
 }
 
@@ -208,6 +219,8 @@ export class DynamoApprovalStore implements ApprovalStore {
         ...record,
         GSI3PK: keys.approvalPendingIndex(input.tenant_id),
         GSI3SK: keys.approvalPendingIndexSort(expiresAt, input.approval_id),
+        GSI4PK: keys.approvalExpiryIndex,
+        GSI4SK: keys.approvalExpiryIndexSort(expiresAt, input.tenant_id, input.approval_id),
       },
       ConditionExpression: 'attribute_not_exists(#pk)',
       ExpressionAttributeNames: { '#pk': 'PK' },
@@ -270,7 +283,7 @@ export class DynamoApprovalStore implements ApprovalStore {
     if (final) {
       b.set('status', input.decision);
       b.set('decision', decision);
-      b.remove('GSI3PK', 'GSI3SK');
+      b.remove('GSI3PK', 'GSI3SK', 'GSI4PK', 'GSI4SK');
     }
     b.set('revision', expected + 1);
     b.set('updated_at', iso);
@@ -307,7 +320,7 @@ export class DynamoApprovalStore implements ApprovalStore {
     b.set('status', 'expired');
     b.set('revision', expected + 1);
     b.set('updated_at', iso);
-    b.remove('GSI3PK', 'GSI3SK');
+    b.remove('GSI3PK', 'GSI3SK', 'GSI4PK', 'GSI4SK');
     const out = await conditionalUpdate(this.client, { TableName: this.table, Key: key, ...b.render() });
     if (out.ok) return toRecord(out.item);
     const old = out.old;
@@ -321,6 +334,29 @@ export class DynamoApprovalStore implements ApprovalStore {
     const key = this.checkRef(ref);
     const item = await consistentGet(this.client, this.table, key);
     return item === undefined ? undefined : toRecord(item);
+  }
+
+  async listExpiring(query: ListExpiringApprovalsQuery): Promise<Page<ApprovalRecord>> {
+    if (query === null || typeof query !== 'object') throw invalid(LIST_CODE, 'query must be an object');
+    const limit = checkLimit(LIST_CODE, query.limit, 25, 100);
+    const before = checkTime(LIST_CODE, 'expires_before', query.expires_before);
+    let out;
+    try {
+      // SK = `<expires_at>#<tenant>#<id>`: the index bound keeps every approval expiring at or before `before`.
+      out = await queryStatusIndex(this.client, this.table, { code: LIST_CODE, pk: keys.approvalExpiryIndex, upTo: before, limit, cursor: query.cursor, index: GSIS.byExpiry });
+    } catch (err) {
+      throw mapStoreError(err);
+    }
+    const indexKeys = out.Items ?? [];
+    const items = await consistentBatchGet(this.client, this.table, indexKeys.map((k) => ({ PK: k.PK, SK: k.SK })));
+    const records: ApprovalRecord[] = [];
+    for (const k of indexKeys) {
+      const item = items.get(`${String(k.PK)}|${String(k.SK)}`);
+      if (item === undefined || item.status !== 'pending') continue; // index lag
+      records.push(toRecord(item));
+    }
+    const cursor = encodeCursor(out.LastEvaluatedKey);
+    return cursor === undefined ? { items: records } : { items: records, cursor };
   }
 
   async listPending(query: ListPendingApprovalsQuery): Promise<Page<ApprovalRecord>> {

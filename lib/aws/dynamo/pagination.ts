@@ -50,17 +50,18 @@ export function rejectedStartKey(err: unknown, code: ErrorCode, start: Record<st
 export async function queryStatusIndex(
   client: DynamoDBDocumentClient,
   table: string,
-  opts: { code: ErrorCode; pk: string; upTo?: string; limit: number; cursor?: unknown },
+  opts: { code: ErrorCode; pk: string; upTo?: string; limit: number; cursor?: unknown; index?: (typeof GSIS)['byStatus' | 'byExpiry'] },
 ): Promise<QueryCommandOutput> {
-  const start = decodeCursor(opts.code, opts.cursor, ['PK', 'SK', 'GSI3PK', 'GSI3SK']);
-  if (start !== undefined && start.GSI3PK !== opts.pk) {
+  const index = opts.index ?? GSIS.byStatus;
+  const start = decodeCursor(opts.code, opts.cursor, ['PK', 'SK', index.partitionKey, index.sortKey]);
+  if (start !== undefined && start[index.partitionKey] !== opts.pk) {
     throw new AipError(opts.code, 'The cursor belongs to another listing', { details: { field: 'cursor' } });
   }
-  const names: Record<string, string> = { '#pk': GSIS.byStatus.partitionKey };
+  const names: Record<string, string> = { '#pk': index.partitionKey };
   const values: Record<string, unknown> = { ':pk': opts.pk };
   let condition = '#pk = :pk';
   if (opts.upTo !== undefined) {
-    names['#sk'] = GSIS.byStatus.sortKey;
+    names['#sk'] = index.sortKey;
     values[':bound'] = `${opts.upTo}$`;
     condition += ' AND #sk < :bound';
   }
@@ -68,7 +69,7 @@ export async function queryStatusIndex(
     return await client.send(
       new QueryCommand({
         TableName: table,
-        IndexName: GSIS.byStatus.name,
+        IndexName: index.name,
         KeyConditionExpression: condition,
         ExpressionAttributeNames: names,
         ExpressionAttributeValues: values,

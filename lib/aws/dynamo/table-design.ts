@@ -37,6 +37,14 @@ export const GSIS = {
    * with SK <= now.
    */
   byStatus: { name: 'byStatus', partitionKey: 'GSI3PK', sortKey: 'GSI3SK' },
+  /**
+   * Sparse expiry index across tenants: only pending approvals carry it. PK
+   * `EXPIRY#approval`, SK `<expires_at>#<tenant>#<approval_id>`. The sweeper
+   * expires every tenant's overdue approvals from it, tenants named in no
+   * configuration included (the byStatus partition of approvals is per tenant,
+   * for the tenant's own listing).
+   */
+  byExpiry: { name: 'byExpiry', partitionKey: 'GSI4PK', sortKey: 'GSI4SK' },
 } as const;
 
 /** Every key attribute (all strings), for CreateTable's AttributeDefinitions. */
@@ -97,4 +105,7 @@ export const keys = {
    */
   approvalPendingIndex: (tenant: string) => `APPROVAL#pending#${tenant}`,
   approvalPendingIndexSort: (expiresAt: string, approvalId: string) => `${expiresAt}#${approvalId}`,
+  /** Pending approvals of every tenant in the sparse byExpiry index (GSI4), oldest expiry first. */
+  approvalExpiryIndex: 'EXPIRY#approval',
+  approvalExpiryIndexSort: (expiresAt: string, tenant: string, approvalId: string) => `${expiresAt}#${tenant}#${approvalId}`,
 } as const;

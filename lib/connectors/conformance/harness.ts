@@ -9,7 +9,7 @@ import { format, inspect } from 'node:util';
 import type { Action, Capability, ProviderOperationRef } from '../../protocol/index.js';
 import type { CredentialProvider, CredentialResolutionScope } from '../../ports/credentials.js';
 import { reservationIdentity } from '../../ports/idempotency-store.js';
-import { createExecutionContext, type ExecutionAttempt, type ExecutionFacilities, type TrustedAttemptState } from '../context.js';
+import { createExecutionContext, type ExecutionAttempt, type ExecutionFacilities, type OriginalRequestIdentity, type TrustedAttemptState } from '../context.js';
 import type { CredentialHandle } from '../credentials/handle.js';
 import { credentialsUnavailable } from '../credentials/references.js';
 import { ConnectorSecret } from '../credentials/secret.js';
@@ -94,6 +94,8 @@ export interface ConformanceContextOptions {
   readonly streaming?: boolean;
   /** A provider operation recovered from a previous attempt (reconcile, cancel). */
   readonly provider_operation?: ProviderOperationRef;
+  /** Reconcile: the original effect request being reconciled (transaction.original_request). */
+  readonly original_request?: OriginalRequestIdentity;
   /** Start the attempt already cancelled (probes). */
   readonly cancelled?: boolean;
   /** The subject's hook to adjust the trusted state. */
@@ -151,6 +153,7 @@ export function conformanceTrustedState(action: Action, opts: ConformanceContext
             mode: tx.mode,
             ...(tx.plan_id !== undefined ? { plan_id: tx.plan_id } : {}),
             ...(opts.provider_operation !== undefined ? { provider_operation: opts.provider_operation, provider_operation_id: opts.provider_operation.operation_id } : {}),
+            ...(opts.original_request !== undefined ? { original_request: opts.original_request } : {}),
           },
         }
       : {}),

@@ -21,7 +21,9 @@
  * - recovery_evidence: every failure is a ConnectorFailure with the twelve
  *   fields; a lost commit fails with uncertain_outcome=true, the checkpointed
  *   provider_operation and (when one was returned) the provider request ID;
- *   the checkpointed operation can be reconciled.
+ *   the checkpointed operation can be reconciled; when a capability declares
+ *   the `idempotency_key` reconcile lookup, a reconcile with no operation ID
+ *   but `transaction.original_request` finds the committed effect's operation.
  * - secrets: a unique secret is planted in the credential provider; it must
  *   be resolved through it for the verified tenant, every resolved secret
  *   disposed, and it must appear in no output, failure (any serialized
@@ -33,11 +35,11 @@ import { randomBytes } from 'node:crypto';
 import Ajv2020Module from 'ajv/dist/2020.js';
 import { fidelityInvokesHandler, isJsonObject, type Action, type Capability, type JsonObject, type ProviderOperationRef, type TransactionMode } from '../../protocol/index.js';
 import { ADMISSION_RULES, admitManifest, formatAdmissionIssue } from '../admission.js';
-import type { ExecutionAttempt } from '../context.js';
+import type { ExecutionAttempt, OriginalRequestIdentity } from '../context.js';
 import { CredentialHandle } from '../credentials/handle.js';
 import { selectMethod } from '../dispatch.js';
 import { ConnectorFailure, ConnectorFailureRecordSchema, isConnectorFailure } from '../failure.js';
-import { CancelOutcomeSchema, ReconciliationResultSchema, type FrozenConnector } from '../interfaces.js';
+import { CancelOutcomeSchema, ReconciliationResultSchema, reconcileLookupOf, type FrozenConnector } from '../interfaces.js';
 import type { ConnectorManifest } from '../manifest.js';
 import { TYPED_METHOD_OPERATION } from '../operations.js';
 import { IMPLEMENTATION_FLAGS, ImplementationSupportSchema } from '../support.js';
@@ -200,7 +202,11 @@ class Kit {
     return (this.#manifest?.capabilities ?? []).some((c) => this.#support(c.id)[flag] === true);
   }
 
-  #attempt(action: Action, recorder: AttemptRecorder, extra: { cancelled?: boolean; provider_operation?: ProviderOperationRef } = {}): ExecutionAttempt {
+  #attempt(
+    action: Action,
+    recorder: AttemptRecorder,
+    extra: { cancelled?: boolean; provider_operation?: ProviderOperationRef; original_request?: OriginalRequestIdentity } = {},
+  ): ExecutionAttempt {
     const cap = this.#capability(action.capability_id);
     const support = this.#support(action.capability_id);
     return conformanceAttempt(action, {
@@ -211,6 +217,7 @@ class Kit {
       ...(cap !== undefined ? { capability: cap } : {}),
       streaming: cap?.execution?.supports_streaming === true && support.streaming === true,
       ...(extra.provider_operation !== undefined ? { provider_operation: extra.provider_operation } : {}),
+      ...(extra.original_request !== undefined ? { original_request: extra.original_request } : {}),
       ...(extra.cancelled === true ? { cancelled: true } : {}),
       ...(this.#i.trusted !== undefined ? { adjust: (base, a) => (this.#i.trusted as NonNullable<ConformanceInstance['trusted']>)(base, a) } : {}),
     });
@@ -648,9 +655,62 @@ class Kit {
         if (cp !== undefined && cp.seq > first.seq) this.#ledger.note('effect_checkpoint', `${label}: the operation was checkpointed after the effect was published`);
         if (first.recorded !== false && !recorder.effects.some((e) => e.seq > out.seq)) this.#ledger.note('effect_checkpoint', `${s.action.capability_id}: published once the provider held the effect, before returning`);
       }
+      if (reconcileLookupOf(this.#c, s.action.capability_id).includes('idempotency_key')) {
+        await this.#reconcileByKeyAfter(s.action, attempt, recorder.checkpoints.at(-1)?.provider_operation, label);
+      }
     } finally {
       await this.#cleanup(s, 'committedEffect');
     }
+  }
+
+  /**
+   * The capability declares the `idempotency_key` reconcile lookup: a
+   * reconcile with NO provider operation ID, only the original request's
+   * identity (as the runtime records it: action, capability, transaction,
+   * reservation), must find the operation the committed effect created. The
+   * reconcile action carries no idempotency key of its own, so only
+   * `original_request` can lead the connector to the original key.
+   */
+  async #reconcileByKeyAfter(original: Action, effect: ExecutionAttempt, checkpointed: ProviderOperationRef | undefined, label: string): Promise<void> {
+    const ctx = effect.context;
+    const transaction_id = ctx.transaction?.transaction_id ?? original.transaction?.transaction_id ?? `conformance-tx-${original.id}`;
+    const reservation_id = ctx.idempotency?.reservation_id;
+    const original_request: OriginalRequestIdentity = {
+      action_id: original.id,
+      capability_id: original.capability_id,
+      transaction_id,
+      ...(reservation_id !== undefined ? { reservation_id } : {}),
+    };
+    const action: Action = { id: `${original.id}-reconcile-by-key`, capability_id: original.capability_id, input: original.input, transaction: { mode: 'reconcile', transaction_id } };
+    const what = `reconcile_typed(${action.capability_id}) without a provider operation ID after ${label}`;
+    const recorder = new AttemptRecorder();
+    const attempt = this.#attempt(action, recorder, { original_request });
+    const out = await this.#call(what, () => this.#c.reconcile_typed(action, attempt.context));
+    await attempt.end({ drain: false });
+    for (const c of recorder.checkpoints) this.#env.evidence.add('a reconcile checkpoint', c);
+    if (out === CALL_TIMED_OUT) {
+      this.#ledger.fail('recovery_evidence', `${what}: the call did not return`);
+      return;
+    }
+    if (!out.ok) {
+      if (this.#typedFailure(what, out.error)) {
+        this.#ledger.fail('recovery_evidence', `${what}: the capability declares the idempotency_key reconcile lookup but failed (${out.error.code})`);
+      }
+      return;
+    }
+    const parsed = ReconciliationResultSchema.safeParse(out.value);
+    if (!parsed.success) {
+      this.#ledger.fail('recovery_evidence', `${what} returned an invalid ReconciliationResult`);
+      return;
+    }
+    const r = parsed.data;
+    if (r.cursor !== undefined) this.#env.evidence.add('a reconciliation cursor', r.cursor);
+    const problems: string[] = [];
+    if (r.provider_operation === undefined) problems.push('it reports no provider_operation, so the operation the effect created was not found by the original idempotency key');
+    else if (checkpointed !== undefined && !sameOperation(r.provider_operation, checkpointed)) problems.push('the provider_operation it found differs from the operation the effect checkpointed');
+    if (r.terminal && !r.original_commit_completed) problems.push('it reports the original commit as not completed although the provider holds the effect');
+    if (problems.length > 0) this.#ledger.fail('recovery_evidence', `${what}: ${problems.join(', ')}`);
+    else this.#ledger.note('recovery_evidence', `${action.capability_id}: a reconcile without an operation ID finds the effect's operation by the original idempotency key`);
   }
 
   async #rejectedBeforeEffect(): Promise<void> {

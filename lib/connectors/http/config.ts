@@ -44,6 +44,12 @@ export const CONTEXT_VALUES = [
   'plan_id',
   /** The DERIVED idempotency key sent in the idempotency header (see idempotency.ts), never the raw action key. */
   'idempotency_key',
+  /**
+   * Reconcile attempts: the derived key the ORIGINAL request sent (from
+   * ctx.transaction.original_request, see originalIdempotencyKey in
+   * idempotency.ts). Missing when the context has no original_request.
+   */
+  'original_idempotency_key',
   /** The provider operation ID: recovered from the durable record, or learned in this attempt. */
   'provider_operation_id',
   /** The opaque reconciliation cursor, when one was checkpointed. */
@@ -210,6 +216,42 @@ export const EffectOperationSchema = z.strictObject({
 });
 export type EffectOperation = z.infer<typeof EffectOperationSchema>;
 
+/**
+ * reconcile_typed without a provider operation ID: look the ORIGINAL
+ * request's operation up by the idempotency key it sent (e.g.
+ * `GET /operations?idempotency_key={$original_idempotency_key}`). The probe's
+ * shape (request, found / absent statuses, operation ID pointer), plus the
+ * status lookup's response mappings, which default to the enclosing lookup's
+ * (the found body is read as an operation status).
+ *
+ * A found operation is mapped like the operation lookup's answer (terminal
+ * or not) and returned as `provider_operation` for the runtime to
+ * checkpoint. `absent_statuses` are NEVER a proof that the original request
+ * will not still land (it may be held or in flight): the result is
+ * non-terminal. `pending_statuses` say the provider is still processing a
+ * request with that key (non-terminal too). Anything else is a typed failure
+ * through the error rules.
+ */
+export const KeyLookupSchema = z.strictObject({
+  /** Must read `{$original_idempotency_key}` (or `{"context": "original_idempotency_key"}`). */
+  request: RequestSpecSchema,
+  found_statuses: z.array(HttpStatusSchema).min(1).max(20).default([200]),
+  absent_statuses: z.array(HttpStatusSchema).min(1).max(20).default([404]),
+  /** E.g. the simulator's `409 idempotency_key_in_use` while the original request is held. */
+  pending_statuses: z.array(HttpStatusSchema).max(20).default([]),
+  /** Operation ID in the found body. */
+  provider_operation: z.strictObject({ pointer: PointerSchema }),
+  /** Default: the enclosing lookup's status_pointer. */
+  status_pointer: PointerSchema.optional(),
+  /** Default: the enclosing lookup's output. */
+  output: MappingSchema.optional(),
+  /** Default: the enclosing lookup's cursor_pointer. */
+  cursor_pointer: PointerSchema.optional(),
+  /** Default: the enclosing lookup's errors. */
+  errors: z.array(ErrorRuleSchema).max(100).optional(),
+});
+export type KeyLookup = z.infer<typeof KeyLookupSchema>;
+
 /** The status lookup used by reconcile_typed (and by completion polling). */
 export const StatusLookupSchema = z.strictObject({
   /** Usually `GET /…/{$provider_operation_id}`; `{$reconciliation_cursor}` is available too. */
@@ -225,6 +267,12 @@ export const StatusLookupSchema = z.strictObject({
   /** Next opaque cursor from the response (never credential material). */
   cursor_pointer: PointerSchema.optional(),
   errors: z.array(ErrorRuleSchema).max(100).optional(),
+  /**
+   * Reconcile without a provider operation ID: the lookup by the original
+   * request's idempotency key. Configuring it declares the `idempotency_key`
+   * reconcile lookup (FrozenConnector.reconcile_lookup).
+   */
+  by_idempotency_key: KeyLookupSchema.optional(),
 });
 export type StatusLookup = z.infer<typeof StatusLookupSchema>;
 
@@ -375,6 +423,17 @@ export const HttpConnectorConfigSchema = z
       }
       if (ops.cancel) requests.push([ops.cancel.request, at('operations', 'cancel', 'request')]);
       if (ops.reconcile) requests.push([ops.reconcile.request, at('operations', 'reconcile', 'request')]);
+      const byKey = ops.reconcile?.by_idempotency_key;
+      if (byKey !== undefined) {
+        requests.push([byKey.request, at('operations', 'reconcile', 'by_idempotency_key', 'request')]);
+        if (!readsContext(byKey.request, 'original_idempotency_key')) {
+          ctx.addIssue({
+            code: 'custom',
+            path: at('operations', 'reconcile', 'by_idempotency_key', 'request'),
+            message: 'the lookup by idempotency key must send {$original_idempotency_key} (the key of the original request, not of the reconcile action)',
+          });
+        }
+      }
       if (ops.plan && 'validate' in ops.plan) requests.push([ops.plan.validate.request, at('operations', 'plan', 'validate', 'request')]);
       for (const [req, path] of requests) {
         for (const h of Object.keys(req.headers ?? {})) {
@@ -384,12 +443,31 @@ export const HttpConnectorConfigSchema = z
     });
   });
 export type HttpConnectorConfig = z.input<typeof HttpConnectorConfigSchema>;
+
+/** Whether a request reads the trusted context value `name` (path, query, headers or body). */
+function readsContext(req: RequestSpec, name: ContextValueName): boolean {
+  const inTemplate = (t: string): boolean => {
+    try {
+      return parseTemplate(t).some((p) => 'context' in p && p.context === name);
+    } catch {
+      return false;
+    }
+  };
+  const inSource = (src: ValueSource): boolean => ('context' in src && src.context === name) || ('template' in src && inTemplate(src.template));
+  return (
+    inTemplate(req.path) ||
+    Object.values(req.query ?? {}).some(inSource) ||
+    Object.values(req.headers ?? {}).some(inSource) ||
+    Object.values(req.body ?? {}).some(inSource)
+  );
+}
 export type ParsedHttpConnectorConfig = z.output<typeof HttpConnectorConfigSchema>;
 
 /** Authoring types (what a configuration file may contain, defaults not yet applied). */
 export type RequestSpecConfig = z.input<typeof RequestSpecSchema>;
 export type EffectOperationConfig = z.input<typeof EffectOperationSchema>;
 export type StatusLookupConfig = z.input<typeof StatusLookupSchema>;
+export type KeyLookupConfig = z.input<typeof KeyLookupSchema>;
 export type CancelSpecConfig = z.input<typeof CancelSpecSchema>;
 export type ProbeSpecConfig = z.input<typeof ProbeSpecSchema>;
 export type PlanSpecConfig = z.input<typeof PlanSpecSchema>;

@@ -22,6 +22,10 @@
  *    configured probe proves that no operation exists. A mutation with a
  *    probe times out `probe_margin_ms` before the attempt deadline, so that
  *    the probe still runs (and checkpoints what it finds) in time.
+ * 8. reconciles by the provider operation ID, or, without one, by the
+ *    ORIGINAL request's idempotency key (`reconcile.by_idempotency_key`,
+ *    `{$original_idempotency_key}`): a found operation is returned as the
+ *    result's `provider_operation`; "not found" is non-terminal.
  *
  * The nine implementation flags are derived with the SDK's deriveSupport
  * from the operations that are configured, and the manifest is admitted at
@@ -49,7 +53,7 @@ import { resolveCredential } from '../credentials/resolve.js';
 import { timeoutRetryable } from '../deadline.js';
 import { deriveSupport, type CapabilityDefinition } from '../define.js';
 import { ConnectorFailure, isConnectorFailure } from '../failure.js';
-import type { CancelOutcome, ConnectorContext, HealthReport, ReconciliationResult } from '../interfaces.js';
+import { DEFAULT_RECONCILE_LOOKUP, type CancelOutcome, type ConnectorContext, type HealthReport, type ReconcileLookup, type ReconciliationResult } from '../interfaces.js';
 import type { ConnectorManifest } from '../manifest.js';
 import { SIDE_EFFECTING_OPERATIONS, type ConnectorOperation } from '../operations.js';
 import type { ImplementationSupport } from '../support.js';
@@ -60,12 +64,14 @@ import {
   type EffectOperation,
   type ErrorRule,
   type HttpConnectorConfig,
+  type KeyLookup,
+  type Mapping,
   type ParsedHttpConnectorConfig,
   type RequestSpec,
   type StatusLookup,
 } from './config.js';
 import { DraftFailure, finalizeDraft, httpErrorDraft, invalidResponseDraft, transportDraft, type FailureDraft, type FailureSite } from './errors.js';
-import { downstreamIdempotencyKey, type IdempotencyPurpose } from './idempotency.js';
+import { downstreamIdempotencyKey, originalIdempotencyKey, type IdempotencyPurpose } from './idempotency.js';
 import { MappingError, applyMapping, buildRequest, evidenceScalar, requestPreview, type BuiltRequest, type MappingScope } from './mapping.js';
 import { getPointer } from './pointer.js';
 import { TransportFailure, exchange, pause, type ProviderResponse, type ResponseHead } from './transport.js';
@@ -258,6 +264,17 @@ export class HttpConnector extends FrozenConnectorBase {
     return this.#caps.get(capability_id)?.support;
   }
 
+  /**
+   * How reconcile_typed finds the provider operation: by ID, and also by the
+   * original request's idempotency key when the capability's reconcile lookup
+   * configures `by_idempotency_key`. `[]` without a reconcile lookup.
+   */
+  reconcile_lookup(capability_id: string): readonly ReconcileLookup[] {
+    const lookup = this.#caps.get(capability_id)?.cfg.operations.reconcile;
+    if (lookup === undefined) return Object.freeze([]);
+    return lookup.by_idempotency_key !== undefined ? Object.freeze(['provider_operation', 'idempotency_key'] as const) : DEFAULT_RECONCILE_LOOKUP;
+  }
+
   /** Ready when discovery succeeds and, if configured, the provider health endpoint answers 2xx. */
   override async health(ctx: ConnectorContext): Promise<HealthReport> {
     const discovered = await defaultHealth(this, ctx);
@@ -445,6 +462,8 @@ export class HttpConnector extends FrozenConnectorBase {
             return ctx.transaction?.plan_id;
           case 'idempotency_key':
             return downstreamIdempotencyKey(action, ctx, this.#namespace, purpose);
+          case 'original_idempotency_key':
+            return originalIdempotencyKey(ctx, this.#namespace, purpose);
           case 'provider_operation_id':
             return this.#knownOperation(call)?.operation_id;
           case 'reconciliation_cursor':
@@ -817,17 +836,20 @@ export class HttpConnector extends FrozenConnectorBase {
     const site = this.#site(call, req.method, lookup.request.path, duringCommit);
     if (!isSuccess(res.status, undefined)) throw new DraftFailure(httpErrorDraft(this.#errorRules(call, lookup.errors), res, res.json, { ...site, mutation: false }).draft);
     if (res.malformed) throw new DraftFailure(invalidResponseDraft({ ...site, mutation: false }, 'response_not_json', res.status));
-    const raw = getPointer(res.json, lookup.status_pointer);
-    const provider_status = evidenceScalar(raw);
-    if (typeof raw === 'string' && lookup.succeeded.includes(raw)) return { kind: 'succeeded', res, provider_status };
-    if (typeof raw === 'string' && lookup.failed.includes(raw)) return { kind: 'failed', res, provider_status };
-    return { kind: 'pending', res, provider_status };
+    return classifyStatus(res, lookup.status_pointer, lookup);
   }
 
   async #reconcile(call: Call, lookup: StatusLookup): Promise<ReconciliationResult> {
     const known = this.#knownOperation(call);
     if (known === undefined) {
-      throw new ConnectorFailure({ code: 'connector.reconcile_requires_provider_operation', operation: 'reconciliation', source: this.source });
+      // No operation ID: the lookup by the original request's idempotency key, when configured and the runtime named the original request.
+      if (lookup.by_idempotency_key !== undefined && call.ctx.transaction?.original_request !== undefined) return this.#reconcileByKey(call, lookup, lookup.by_idempotency_key);
+      throw new ConnectorFailure({
+        code: 'connector.reconcile_requires_provider_operation',
+        operation: 'reconciliation',
+        source: this.source,
+        redacted_details: { idempotency_key_lookup: lookup.by_idempotency_key === undefined ? 'not_declared' : 'no_original_request' },
+      });
     }
     call.provider_operation = known;
     const status = await this.#lookup(call, lookup, false);
@@ -837,16 +859,65 @@ export class HttpConnector extends FrozenConnectorBase {
       remote_status: status.res.status,
       ...(status.res.request_id !== undefined ? { provider_request_id: status.res.request_id } : {}),
     };
+    return this.#reconciliationOf(call, status, { output: lookup.output, cursor_pointer: lookup.cursor_pointer }, site, evidence);
+  }
+
+  /**
+   * Reconciliation without a provider operation ID: asks the provider for the
+   * operation of the idempotency key the ORIGINAL request sent
+   * (`{$original_idempotency_key}`). Found: its status is mapped as the
+   * operation lookup maps it (terminal or not) and the operation is returned
+   * as `provider_operation` for the runtime to checkpoint (the connector does
+   * not checkpoint it: the reconcile attempt's record is the runtime's).
+   * Absent: NON-terminal, because an absent answer is no proof that the
+   * original request will not still land (it may be in flight or held by the
+   * provider, see the probe's `absent_unproven`). Pending statuses (the
+   * provider still processes a request with that key): non-terminal. Any
+   * other answer is a typed (certain: a lookup has no effect) failure.
+   */
+  async #reconcileByKey(call: Call, lookup: StatusLookup, byKey: KeyLookup): Promise<ReconciliationResult> {
+    const req = buildRequest(this.config.base_url, byKey.request, this.#scope(call, call.input, 'effect'));
+    const res = await this.#send(call, req, byKey.request, { mutation: false, budget_ms: this.#budget(call.ctx, byKey.request), signal: call.ctx.cancellation, track_request_id: false });
+    const site = this.#site(call, req.method, byKey.request.path, false);
+    const evidence: JsonObject = {
+      lookup: 'idempotency_key',
+      remote_status: res.status,
+      ...(res.request_id !== undefined ? { provider_request_id: res.request_id } : {}),
+    };
+    if (byKey.found_statuses.includes(res.status)) {
+      if (res.malformed) throw new DraftFailure(invalidResponseDraft(site, 'response_not_json', res.status));
+      const id = operationIdText(getPointer(res.json, byKey.provider_operation.pointer));
+      const ref = ProviderOperationRefSchema.safeParse({ provider: this.config.provider, operation_id: id });
+      if (id === undefined || !ref.success) throw new DraftFailure(invalidResponseDraft(site, 'invalid_provider_operation_id', res.status));
+      call.provider_operation = ref.data;
+      const status = classifyStatus(res, byKey.status_pointer ?? lookup.status_pointer, lookup);
+      const found: JsonObject = { ...evidence, operation_found: true, ...(status.provider_status !== undefined ? { provider_status: status.provider_status } : {}) };
+      const mappings = { output: byKey.output ?? lookup.output, cursor_pointer: byKey.cursor_pointer ?? lookup.cursor_pointer };
+      return { ...this.#reconciliationOf(call, status, mappings, site, found), provider_operation: ref.data };
+    }
+    if (byKey.absent_statuses.includes(res.status)) return { terminal: false, evidence: { ...evidence, operation_found: false } };
+    if (byKey.pending_statuses.includes(res.status)) return { terminal: false, evidence: { ...evidence, operation_found: false, original_request_in_progress: true } };
+    throw new DraftFailure(httpErrorDraft(this.#errorRules(call, byKey.errors ?? lookup.errors), res, res.json, site).draft);
+  }
+
+  /** A status lookup's answer → ReconciliationResult (output for a success, cursor, evidence). */
+  #reconciliationOf(
+    call: Call,
+    status: LookupStatus,
+    mappings: { output: Mapping | undefined; cursor_pointer: string | undefined },
+    site: FailureSite,
+    evidence: JsonObject,
+  ): ReconciliationResult {
     let cursor: string | undefined;
-    if (lookup.cursor_pointer !== undefined) {
-      const c = evidenceScalar(getPointer(status.res.json, lookup.cursor_pointer));
+    if (mappings.cursor_pointer !== undefined) {
+      const c = evidenceScalar(getPointer(status.res.json, mappings.cursor_pointer));
       if (c !== undefined && ReconciliationCursorSchema.safeParse(String(c)).success) cursor = String(c);
     }
     const withCursor = cursor !== undefined ? { cursor } : {};
     if (status.kind === 'succeeded') {
       let output: JsonValue | undefined;
-      if (lookup.output !== undefined) {
-        const mapped = this.#mapResponse(call, lookup.output, status.res.json, site, status.res.status);
+      if (mappings.output !== undefined) {
+        const mapped = this.#mapResponse(call, mappings.output, status.res.json, site, status.res.status);
         output = this.#result(call, mapped, call.cap.output, site, false).output;
       }
       return { terminal: true, original_commit_completed: true, ...(output !== undefined ? { output } : {}), ...withCursor, evidence };
@@ -899,6 +970,15 @@ export class HttpConnector extends FrozenConnectorBase {
 }
 
 type LookupStatus = { kind: 'succeeded' | 'failed' | 'pending'; res: ProviderResponse; provider_status: string | number | boolean | undefined };
+
+/** Reads an operation status from a lookup answer: succeeded / failed per the lookup's lists, anything else pending. */
+function classifyStatus(res: ProviderResponse, status_pointer: string, lists: Pick<StatusLookup, 'succeeded' | 'failed'>): LookupStatus {
+  const raw = getPointer(res.json, status_pointer);
+  const provider_status = evidenceScalar(raw);
+  if (typeof raw === 'string' && lists.succeeded.includes(raw)) return { kind: 'succeeded', res, provider_status };
+  if (typeof raw === 'string' && lists.failed.includes(raw)) return { kind: 'failed', res, provider_status };
+  return { kind: 'pending', res, provider_status };
+}
 
 /** Builds a declarative HTTP connector from its configuration (validated; invalid → AipError `connector.definition_invalid`). */
 export function createHttpConnector(config: HttpConnectorConfig | unknown, deps: HttpConnectorDeps = {}): HttpConnector {

@@ -30,10 +30,16 @@
  * defaults to the connector ID. Every request of an action that names the
  * key (the effect and the lookup by key, `context: 'idempotency_key'`) uses
  * this same derivation.
+ *
+ * Reconciling by key: a reconcile action is another action (its own ID, maybe
+ * its own reservation), so its own derivation is NOT the key the original
+ * request sent. `originalIdempotencyKey` recomputes that key from
+ * `ctx.transaction.original_request` (the original action's identity, filled
+ * by the runtime) and the trusted tenant, with the same derivation.
  */
 import { createHash } from 'node:crypto';
 import type { Action } from '../../protocol/index.js';
-import type { ActionExecutionContext } from '../context.js';
+import type { ActionExecutionContext, OriginalRequestIdentity } from '../context.js';
 
 export const IDEMPOTENCY_DERIVATION_VERSION = 'aip-idem/v2';
 export const IDEMPOTENCY_KEY_PREFIX = 'aip1-';
@@ -68,17 +74,55 @@ export type IdempotencyIdentity =
  * the caller's raw key, not unique across principals.
  */
 export function idempotencyIdentityOf(action: Pick<Action, 'id' | 'capability_id'>, ctx: ActionExecutionContext, namespace: string, purpose: IdempotencyPurpose): IdempotencyIdentity {
-  const reservation_id = ctx.idempotency?.reservation_id;
-  if (reservation_id !== undefined) return { namespace, capability_id: action.capability_id, purpose, kind: 'reservation', reservation_id };
-  const tenant_id = ctx.tenant?.tenant_id;
-  const transaction_id = ctx.transaction?.transaction_id;
+  return identityFrom(
+    {
+      capability_id: action.capability_id,
+      action_id: action.id,
+      reservation_id: ctx.idempotency?.reservation_id,
+      tenant_id: ctx.tenant?.tenant_id,
+      transaction_id: ctx.transaction?.transaction_id,
+    },
+    namespace,
+    purpose,
+  );
+}
+
+/**
+ * The identity of the ORIGINAL request a reconcile attempt is about: the same
+ * derivation as idempotencyIdentityOf, from `ctx.transaction.original_request`
+ * (its action, capability, transaction and reservation) and the trusted
+ * tenant. Undefined without `original_request`.
+ */
+export function originalIdempotencyIdentityOf(ctx: ActionExecutionContext, namespace: string, purpose: IdempotencyPurpose = 'effect'): IdempotencyIdentity | undefined {
+  const original: OriginalRequestIdentity | undefined = ctx.transaction?.original_request;
+  if (original === undefined) return undefined;
+  return identityFrom(
+    {
+      capability_id: original.capability_id,
+      action_id: original.action_id,
+      reservation_id: original.reservation_id,
+      tenant_id: ctx.tenant?.tenant_id,
+      transaction_id: original.transaction_id,
+    },
+    namespace,
+    purpose,
+  );
+}
+
+function identityFrom(
+  facts: { capability_id: string; action_id: string; reservation_id: string | undefined; tenant_id: string | undefined; transaction_id: string | undefined },
+  namespace: string,
+  purpose: IdempotencyPurpose,
+): IdempotencyIdentity {
+  const { capability_id, reservation_id, tenant_id, action_id, transaction_id } = facts;
+  if (reservation_id !== undefined) return { namespace, capability_id, purpose, kind: 'reservation', reservation_id };
   return {
     namespace,
-    capability_id: action.capability_id,
+    capability_id,
     purpose,
     kind: 'action',
     ...(tenant_id !== undefined ? { tenant_id } : {}),
-    action_id: action.id,
+    action_id,
     ...(transaction_id !== undefined ? { transaction_id } : {}),
   };
 }
@@ -95,4 +139,17 @@ export function deriveIdempotencyKey(identity: IdempotencyIdentity): string {
 /** Shorthand: the key for an action in a context (what connectors send; see the file comment). */
 export function downstreamIdempotencyKey(action: Pick<Action, 'id' | 'capability_id'>, ctx: ActionExecutionContext, namespace: string, purpose: IdempotencyPurpose = 'effect'): string {
   return deriveIdempotencyKey(idempotencyIdentityOf(action, ctx, namespace, purpose));
+}
+
+/**
+ * The downstream key the ORIGINAL request of a reconcile attempt sent: what
+ * `downstreamIdempotencyKey(originalAction, originalCtx, namespace, purpose)`
+ * returned in the original attempt, recomputed from
+ * `ctx.transaction.original_request` and the trusted tenant. Undefined when
+ * the context has no `original_request`. Use it to look the provider
+ * operation up by key when no provider operation ID was checkpointed.
+ */
+export function originalIdempotencyKey(ctx: ActionExecutionContext, namespace: string, purpose: IdempotencyPurpose = 'effect'): string | undefined {
+  const identity = originalIdempotencyIdentityOf(ctx, namespace, purpose);
+  return identity !== undefined ? deriveIdempotencyKey(identity) : undefined;
 }

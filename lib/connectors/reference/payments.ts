@@ -9,7 +9,8 @@
  * - `payments.charge`: invoke (execute), plan (local preview), commit,
  *   compensate (a refund; contract names `payments.refund` as the
  *   compensation capability), cancel (of a pending charge) and reconcile (by
- *   provider operation ID). Retry with downstream idempotency.
+ *   provider operation ID, or, when none was checkpointed, by the original
+ *   request's idempotency key). Retry with downstream idempotency.
  * - `payments.refund`: the same set for refunds (it also serves the
  *   compensating action the runtime routes to it).
  * - resource `payments.operations`: operation lookup by ID.
@@ -23,8 +24,22 @@
  *   the connector then probes `GET /v1/operations?idempotency_key=…`:
  *   `404` proves nothing was created (the failure becomes certain), `200`
  *   yields the operation ID to checkpoint.
+ * - Reconciliation without an operation ID (the probe failed too) asks the
+ *   same endpoint for the ORIGINAL request's key
+ *   (`{$original_idempotency_key}`): `200` is the operation (mapped like the
+ *   lookup by ID), `404` and `409 idempotency_key_in_use` are non-terminal.
  */
-import type { CancelSpecConfig, EffectOperationConfig, ErrorRuleConfig, HttpConnectorConfig, Mapping, ProbeSpecConfig, RequestSpecConfig, StatusLookupConfig } from '../http/config.js';
+import type {
+  CancelSpecConfig,
+  EffectOperationConfig,
+  ErrorRuleConfig,
+  HttpConnectorConfig,
+  KeyLookupConfig,
+  Mapping,
+  ProbeSpecConfig,
+  RequestSpecConfig,
+  StatusLookupConfig,
+} from '../http/config.js';
 import type { TransactionContract } from '../../protocol/index.js';
 import { HttpConnector, type HttpConnectorDeps } from '../http/connector.js';
 
@@ -176,6 +191,21 @@ const cancelOperation: CancelSpecConfig = {
   status_pointer: '/status',
 };
 
+/**
+ * Reconcile without an operation ID: the operation of the ORIGINAL request's
+ * key (same operation view as the lookup by ID, so status, output and cursor
+ * mappings are the lookup's). 404 is not proof the original request will not
+ * land: non-terminal. 409 `idempotency_key_in_use`: the original request is
+ * still held, non-terminal.
+ */
+const reconcileByKey: KeyLookupConfig = {
+  request: { method: 'GET', path: '/v1/operations', query: { idempotency_key: { context: 'original_idempotency_key' } } },
+  found_statuses: [200],
+  absent_statuses: [404],
+  pending_statuses: [409],
+  provider_operation: { pointer: '/operation_id' },
+};
+
 function operationLookup(output: Mapping): StatusLookupConfig {
   return {
     request: { method: 'GET', path: '/v1/operations/{$provider_operation_id}' },
@@ -184,6 +214,7 @@ function operationLookup(output: Mapping): StatusLookupConfig {
     failed: ['failed', 'canceled'],
     output,
     cursor_pointer: '/updated_at',
+    by_idempotency_key: reconcileByKey,
   };
 }
 

@@ -9,6 +9,7 @@ import type { ApprovalEvidence, ExecutionFacilities, IdempotencyReservation as C
 import { runAttempt as runConnectorAttempt, type AttemptOutcome as ConnectorAttemptOutcome } from '../../connectors/deadline.js';
 import { sha256Hex, type Action, type Principal } from '../../protocol/index.js';
 import type { RouteAssignment } from '../../ports/route-store.js';
+import { boundedAttemptMs } from '../attempt-budget.js';
 import type { HostedConnector } from '../deps.js';
 import type { Kernel } from '../kernel.js';
 import { bindRuntimeMemory, type RuntimeMemory } from '../memory.js';
@@ -95,7 +96,8 @@ export async function invokeConnector(
 ): Promise<ConnectorAttemptOutcome> {
   const cap = s.reg.capability;
   const handleId = hosted.credential_handle?.(cap.id);
-  const deadline = new Date(k.now().getTime() + attemptTimeoutMs(k, s.reg));
+  // The capability's timeout, capped by the invocation's remaining time minus the settlement margin (../attempt-budget.ts).
+  const deadline = new Date(k.now().getTime() + boundedAttemptMs(attemptTimeoutMs(k, s.reg)));
   const trace = s.action.metadata?.observability;
   const pointers = cap.data?.redact_pointers ?? [];
   return runConnectorAttempt({

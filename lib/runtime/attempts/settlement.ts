@@ -376,7 +376,7 @@ async function afterTransactionSettled(k: Kernel, txn: TransactionRecord, mode: 
   }
   if (txn.status === 'reconciled' && mode === 'reconcile') {
     await cancelSchedule(k, txn);
-    await completeOriginalReservation(k, txn, action, original);
+    await completeOriginalReservation(k, txn, action.action_id, original);
   }
 }
 
@@ -393,7 +393,7 @@ export async function scheduleReconcile(k: Kernel, txn: TransactionRecord, move:
   }
 }
 
-async function cancelSchedule(k: Kernel, txn: TransactionRecord): Promise<void> {
+export async function cancelSchedule(k: Kernel, txn: TransactionRecord): Promise<void> {
   try {
     await k.deps.scheduler.cancelReconcile({ tenant_id: txn.tenant_id, transaction_id: txn.transaction_id });
   } catch (err) {
@@ -425,7 +425,7 @@ export async function escalate(k: Kernel, txn: TransactionRecord, reason: string
  * with the original result annotated with the reconciliation (it is never
  * rewritten as committed).
  */
-async function completeOriginalReservation(k: Kernel, txn: TransactionRecord, reconcileAction: ActionRecord, held?: ActionRecord): Promise<void> {
+export async function completeOriginalReservation(k: Kernel, txn: TransactionRecord, reconciledBy: string, held?: ActionRecord): Promise<void> {
   // The consumer's (strongly consistent) read of the original action is reused only when it was terminal:
   // a terminal action is never rewritten (settle and every transition are conditioned on a non-terminal status).
   const original =
@@ -444,7 +444,7 @@ async function completeOriginalReservation(k: Kernel, txn: TransactionRecord, re
       ...scope,
       action_id: original.action_id,
       fence: reservation.fence,
-      result: { ...base, metadata: { ...(base.metadata ?? {}), transaction_status: 'reconciled', reconciled_by: reconcileAction.action_id, ...(reconciliation !== undefined ? { reconciliation } : {}) } },
+      result: { ...base, metadata: { ...(base.metadata ?? {}), transaction_status: 'reconciled', reconciled_by: reconciledBy, ...(reconciliation !== undefined ? { reconciliation } : {}) } },
       retention_seconds: k.config.idempotency.retention_seconds,
     });
   } catch (err) {

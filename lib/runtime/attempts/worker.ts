@@ -18,7 +18,7 @@
 import { AipError, isAipError } from '../../errors/aip-error.js';
 import { toProtocolError } from '../../errors/wire.js';
 import { capabilityRetryable } from '../../connectors/deadline.js';
-import type { ApprovalEvidence, TransactionCheckpointWriter, TransactionExecutionContext } from '../../connectors/context.js';
+import type { ApprovalEvidence, OriginalRequestIdentity, TransactionCheckpointWriter, TransactionExecutionContext } from '../../connectors/context.js';
 import type { ActionResult, JsonObject, TransactionMode } from '../../protocol/index.js';
 import type { ActionRecord } from '../../ports/action-store.js';
 import type { ApprovalRecord } from '../../ports/approval-store.js';
@@ -31,6 +31,7 @@ import { isAttemptStatus } from '../../transactions/state-machine.js';
 import type { Kernel } from '../kernel.js';
 import type { CompensationMemory, RuntimeMemory } from '../memory.js';
 import { connectorFacingCompensation } from '../modes/compensate.js';
+import { ranCapabilityId } from '../modes/reconcile.js';
 import { isTerminalAction } from '../pipeline/action-record.js';
 import type { RegisteredCapability } from '../registry.js';
 import type { AttemptOutcome } from '../types.js';
@@ -52,6 +53,29 @@ export function approvalEvidence(approval: ApprovalRecord | undefined): Approval
     decision_ids: approving.length > 0 ? approving : [approval.decision.decision_id],
     policy_hashes: [approval.policy.policy_hash],
     authorization: { decision: 'allow', scopes: [...approval.policy.approver_scopes], policy_id: approval.policy.policy_id },
+  };
+}
+
+/**
+ * A reconcile attempt's view of the request it reconciles: the original
+ * effect's action, the capability that actually ran (an alternate
+ * compensation capability, for a compensation), the transaction and the
+ * scope-unique identity of its idempotency reservation, so that a connector
+ * can look the operation up by the key that request sent when no operation
+ * ID was checkpointed (lib/connectors/http/idempotency.ts
+ * `originalIdempotencyKey`).
+ */
+async function originalRequestOf(k: Kernel, txn: TransactionRecord, held?: ActionRecord): Promise<{ original_request?: OriginalRequestIdentity }> {
+  const original = held !== undefined && held.tenant_id === txn.tenant_id && held.action_id === txn.action_id ? held : await k.deps.actions.get({ tenant_id: txn.tenant_id, action_id: txn.action_id });
+  if (original === undefined) return {};
+  const key = original.action.idempotency_key;
+  return {
+    original_request: {
+      action_id: original.action_id,
+      capability_id: ranCapabilityId(txn),
+      transaction_id: txn.transaction_id,
+      ...(key !== undefined ? { reservation_id: reservationIdentity({ tenant_id: original.tenant_id, principal_kind: original.principal.kind, principal_id: original.principal.id, key }) } : {}),
+    },
   };
 }
 
@@ -113,7 +137,10 @@ export async function runAttempt(k: Kernel, message: InvokeMessage, known?: Know
     hosted = hostedConnector(k, connectorReg);
     await resolveRoute(k, routeSubject(k, action, connectorReg, attempt_id), hosted);
   } catch (err) {
-    if (isAipError(err, 'runtime.connector_unavailable')) return attemptOutcome(message, 'deferred', { reason: err.code, retry_after_ms: err.retryAfterMs ?? 1_000 });
+    // A reconciliation only reads: rather than wait for a connector that may never come back (a redelivery loop), it
+    // ends this attempt (back to outcome_unknown, counted by its begin) and the bound decides.
+    if (isAipError(err, 'runtime.connector_unavailable') && mode !== 'reconcile') return attemptOutcome(message, 'deferred', { reason: err.code, retry_after_ms: err.retryAfterMs ?? 1_000 });
+    if (isAipError(err, 'runtime.connector_unavailable')) return failBeforeInvocation(k, message, action, txn, mode, err, attempt_id);
     if (isPreInvocationError(err) || isAipError(err, 'capability.not_found')) return failBeforeInvocation(k, message, action, txn, mode, err, attempt_id);
     throw err;
   }
@@ -148,6 +175,7 @@ export async function runAttempt(k: Kernel, message: InvokeMessage, known?: Know
           ...(txn.plan_id !== undefined ? { plan_id: txn.plan_id } : {}),
           ...(txn.provider_operation !== undefined ? { provider_operation: txn.provider_operation } : {}),
           ...(txn.reconciliation_cursor !== undefined ? { cursor: txn.reconciliation_cursor } : {}),
+          ...(mode === 'reconcile' ? await originalRequestOf(k, txn, known?.original) : {}),
         }
       : undefined;
   const subject: InvocationSubject = {
@@ -224,7 +252,12 @@ export async function runAttempt(k: Kernel, message: InvokeMessage, known?: Know
     mode,
     ...(held !== undefined ? { txn: held } : {}),
     classified,
-    ...(attempt.provider_operation !== undefined ? { provider_operation: attempt.provider_operation } : {}),
+    // A reconciliation that found the operation by the idempotency key reports it: it becomes the record's reference.
+    ...(attempt.provider_operation !== undefined
+      ? { provider_operation: attempt.provider_operation }
+      : attempt.reconciliation?.provider_operation !== undefined
+        ? { provider_operation: attempt.reconciliation.provider_operation }
+        : {}),
     ...(attempt.reconciliation?.cursor !== undefined ? { cursor: attempt.reconciliation.cursor } : {}),
     ...(reconciliation !== undefined ? { reconciliation } : {}),
     reg: connectorReg,

@@ -9,10 +9,37 @@ import type { ProviderOperationRef } from '../../protocol/index.js';
 import type { TransactionRecord } from '../../ports/transaction-store.js';
 import { RECEIPT_EVENTS } from '../journal.js';
 import type { Kernel } from '../kernel.js';
-import type { Admission } from '../pipeline/state.js';
+import type { RegisteredCapability } from '../registry.js';
+import type { Admission, AdmittedAction } from '../pipeline/state.js';
+import { requestRecovery } from '../pipeline/action-record.js';
 
 function sameRef(a: ProviderOperationRef, b: ProviderOperationRef): boolean {
   return a.provider === b.provider && a.operation_id === b.operation_id;
+}
+
+/**
+ * Whether the connector serving a capability can look an operation up by the
+ * idempotency key the runtime sent (its `reconcile_lookup` declares
+ * `idempotency_key`), so that a record with no checkpointed operation can
+ * still be reconciled instead of going to a human at once.
+ */
+export function lookupByIdempotencyKey(k: Kernel, reg: RegisteredCapability | undefined): boolean {
+  if (reg === undefined) return false;
+  const connector = k.deps.connectors.get(reg.connector_id)?.connector as { reconcile_lookup?: (capability_id: string) => readonly string[] } | undefined;
+  return connector?.reconcile_lookup?.(reg.capability_id).includes('idempotency_key') === true;
+}
+
+/**
+ * The capability whose provider effect a record stands for, i.e. what a
+ * reconciliation must ask about: for a compensation through an alternate
+ * compensation capability, that capability; otherwise the record's own.
+ */
+export function ranCapabilityId(record: Pick<TransactionRecord, 'mode' | 'capability_id' | 'data'>): string {
+  if (record.mode === 'compensate') {
+    const alt = (record.data.compensation as { compensation_capability_id?: unknown } | undefined)?.compensation_capability_id;
+    if (typeof alt === 'string') return alt;
+  }
+  return record.capability_id;
 }
 
 export async function admitReconcile(k: Kernel, adm: Admission): Promise<TransactionRecord> {
@@ -41,16 +68,20 @@ async function beginReconcile(k: Kernel, adm: Admission, txId: string, record: T
   if (record.status !== 'outcome_unknown') {
     throw new AipError('runtime.reconcile_not_outcome_unknown', undefined, { details: { transaction_id: txId, status: record.status } });
   }
-  if (record.capability_id !== adm.action.capability_id) {
-    throw new AipError('runtime.execution_contract_mismatch', undefined, { details: { transaction_id: txId, fields: ['capability_id'] } });
+  // Reconcile what actually ran: a compensation through an alternate capability is reconciled against that capability.
+  if (ranCapabilityId(record) !== adm.action.capability_id) {
+    throw new AipError('runtime.execution_contract_mismatch', undefined, { details: { transaction_id: txId, fields: ['capability_id'], capability_id: ranCapabilityId(record) } });
   }
-  const requested = adm.request?.provider_operation;
+  // From the request, or (a reconcile resumed after its approval) from what the request left on the action record.
+  const recovery = adm.request !== undefined ? requestRecovery(adm) : 'record' in adm ? (adm as AdmittedAction).record.recovery : undefined;
+  const requested = recovery?.provider_operation;
   const known = record.provider_operation;
   if (requested !== undefined && known !== undefined && !sameRef(requested, known)) {
     throw new AipError('transaction.provider_operation_conflict', undefined, { details: { transaction_id: txId, current_provider_operation: { provider: known.provider, operation_id: known.operation_id } } });
   }
   const ref = requested ?? known;
-  if (ref === undefined) {
+  // Without an operation ID, only a connector that can look the operation up by the idempotency key the runtime sent.
+  if (ref === undefined && !lookupByIdempotencyKey(k, adm.reg)) {
     throw new AipError('connector.reconcile_requires_provider_operation', undefined, { details: { transaction_id: txId } });
   }
   let begun: TransactionRecord;
@@ -69,8 +100,8 @@ async function beginReconcile(k: Kernel, adm: Admission, txId: string, record: T
     }
     throw err;
   }
-  const cursor = adm.request?.reconciliation_cursor;
-  if ((requested !== undefined && known === undefined) || (cursor !== undefined && cursor !== record.reconciliation_cursor)) {
+  const cursor = recovery?.reconciliation_cursor;
+  if (ref !== undefined && ((requested !== undefined && known === undefined) || (cursor !== undefined && cursor !== record.reconciliation_cursor))) {
     // The request supplies recovery data the record lacks: make it durable before the handler runs.
     // A provider operation the runtime never checkpointed is bound by an operator (the authority rule): name them as its evidence.
     const supplied_by = requested !== undefined && known === undefined ? { supplied_by: { ...adm.principal }, source: 'reconcile_request' } : undefined;

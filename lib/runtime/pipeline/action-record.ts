@@ -7,7 +7,7 @@
  */
 import { AipError, isAipError } from '../../errors/aip-error.js';
 import { canonicalJson, planInputHash, type ActionResult, type ActionStatus } from '../../protocol/index.js';
-import type { ActionRecord } from '../../ports/action-store.js';
+import type { ActionRecord, ActionRecovery } from '../../ports/action-store.js';
 import { TERMINAL_ACTION_STATUS_LIST } from '../../ports/action-store.js';
 import type { Kernel } from '../kernel.js';
 import type { Admission } from './state.js';
@@ -40,6 +40,7 @@ export async function ensureActionRecord(
       action: adm.action,
       ...(init.status !== undefined ? { status: init.status } : {}),
       ...(init.approval_id !== undefined ? { approval_id: init.approval_id } : {}),
+      ...(requestRecovery(adm) !== undefined ? { recovery: requestRecovery(adm) } : {}),
     });
     return { record, created: true };
   } catch (err) {
@@ -61,6 +62,18 @@ export function assertResubmission(k: Kernel, existing: ActionRecord, adm: Admis
   const fields = actionDifferences(existing, adm);
   k.authority.require(adm.caller, 'resubmit', { kind: 'action', tenant_id: existing.tenant_id, id: existing.action_id, owner: existing.principal, details: { fields } });
   if (fields.length > 0) throw new AipError('runtime.action_conflict', undefined, { details: { action_id: adm.action.id, fields } });
+}
+
+/**
+ * The recovery data a first-class reconcile request supplies (provider
+ * operation, cursor): stored with the action, so that a reconcile that waits
+ * for an approval still has it when it resumes.
+ */
+export function requestRecovery(adm: Pick<Admission, 'request' | 'action'>): ActionRecovery | undefined {
+  if (adm.action.transaction?.mode !== 'reconcile' || adm.request === undefined) return undefined;
+  const { provider_operation, reconciliation_cursor } = adm.request;
+  if (provider_operation === undefined && reconciliation_cursor === undefined) return undefined;
+  return { ...(provider_operation !== undefined ? { provider_operation } : {}), ...(reconciliation_cursor !== undefined ? { reconciliation_cursor } : {}) };
 }
 
 export function isTerminalAction(status: ActionStatus): boolean {

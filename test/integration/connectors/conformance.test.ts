@@ -16,6 +16,15 @@ describeConformance('conformance: payments (declarative HTTP connector over the 
 
 describeConformance('conformance: tickets (defineConnector over the in-process ticket desk)', () => ticketsConformanceSubject());
 
+describe('conformance: payments reconciles without an operation ID', () => {
+  it('the kit finds the committed charge by the original idempotency key (payments.charge declares the lookup)', async () => {
+    const report = await runConformance(paymentsConformanceSubject());
+    const evidence = report.results.find((r) => r.id === 'recovery_evidence');
+    expect(evidence?.passed).toBe(true);
+    expect(evidence?.message).toContain("payments.charge: a reconcile without an operation ID finds the effect's operation by the original idempotency key");
+  });
+});
+
 const RULE = Object.fromEntries(CONFORMANCE_RULES.map((r) => [r.id, r.rule])) as Record<ConformanceRuleId, string>;
 
 describe('conformance: the broken connector', () => {

@@ -19,9 +19,10 @@ import {
   runAttempt,
   toProtocolError,
   type ExecutionAttempt,
+  type OriginalRequestIdentity,
   type TrustedAttemptState,
 } from '../../../lib/connectors/index.js';
-import { createHttpConnector, deriveIdempotencyKey, type HttpConnector, type HttpConnectorLogLine } from '../../../lib/connectors/http/index.js';
+import { createHttpConnector, deriveIdempotencyKey, originalIdempotencyKey, type HttpConnector, type HttpConnectorLogLine } from '../../../lib/connectors/http/index.js';
 import { createPaymentsConnector, paymentsConnectorConfig, PAYMENTS_PROVIDER } from '../../../lib/connectors/reference/payments.js';
 import type { Action, Principal, ProviderOperationRef } from '../../../lib/protocol/index.js';
 import { reservationIdentity } from '../../../lib/ports/idempotency-store.js';
@@ -90,7 +91,10 @@ function reservationOf(action: Action, opts: { tenant?: string; principal?: Prin
   return reservationIdentity({ tenant_id: opts.tenant ?? TENANT, principal_kind: principal.kind, principal_id: principal.id, key: action.idempotency_key as string });
 }
 
-function attemptFor(action: Action, opts: { deadlineMs?: number; tenant?: string; principal?: Principal; provider_operation?: ProviderOperationRef; signal?: AbortSignal } = {}): Recorded {
+function attemptFor(
+  action: Action,
+  opts: { deadlineMs?: number; tenant?: string; principal?: Principal; provider_operation?: ProviderOperationRef; original_request?: OriginalRequestIdentity; signal?: AbortSignal } = {},
+): Recorded {
   attemptCounter += 1;
   const events: string[] = [];
   const checkpoints: Recorded['checkpoints'] = [];
@@ -118,6 +122,7 @@ function attemptFor(action: Action, opts: { deadlineMs?: number; tenant?: string
             mode: tx.mode,
             ...(tx.plan_id !== undefined ? { plan_id: tx.plan_id } : {}),
             ...(opts.provider_operation !== undefined ? { provider_operation: opts.provider_operation } : {}),
+            ...(opts.original_request !== undefined ? { original_request: opts.original_request } : {}),
           },
         }
       : {}),
@@ -652,6 +657,159 @@ describe('reconcile', () => {
     sim.resolveOperation(ref.operation_id, 'failed', 'expired_card');
     const settled = await resultOf(connector.reconcile_typed(reconcile, attemptFor(reconcile, { provider_operation: ref }).attempt.context));
     expect(settled).toMatchObject({ terminal: true, original_commit_completed: false, evidence: { provider_status: 'failed' } });
+  });
+});
+
+describe('reconcile by idempotency key (no provider operation ID)', () => {
+  /** The identity of `original` as the runtime records it for a later reconcile (same tenant and reservation identity). */
+  function originalOf(original: Action, opts: { tenant?: string; principal?: Principal } = {}): OriginalRequestIdentity {
+    return { action_id: original.id, capability_id: original.capability_id, transaction_id: original.transaction?.transaction_id as string, reservation_id: reservationOf(original, opts) };
+  }
+
+  /** A reconcile action of its own: another ID and NO idempotency key, so only original_request leads to the original key. */
+  function reconcileOf(original: Action, n = 1): Action {
+    return { id: `${original.id}-reconcile-${n}`, capability_id: original.capability_id, input: original.input, transaction: { mode: 'reconcile', transaction_id: original.transaction?.transaction_id as string } };
+  }
+
+  it('a lost response whose probe failed too: the reconcile finds the charge by the original key and reports it terminal', async () => {
+    sim.setFaults([
+      { match: { method: 'POST', path: '/v1/charges' }, fault: { type: 'error_after_commit', status: 504 } },
+      { match: { method: 'GET', path: '/v1/operations' }, fault: { type: 'error_before_commit', status: 503 } },
+    ]);
+    const action = charge('commit');
+    const rec = attemptFor(action);
+    const failure = await failureOf(connector.commit_typed(action, rec.attempt.context));
+    expect(failure).toMatchObject({ code: 'payments.provider_unavailable', remote_status: 504, uncertain_outcome: true, retryable: false });
+    // No operation ID anywhere: the runtime would have had to escalate.
+    expect(failure.provider_operation).toBeUndefined();
+    expect(failure.redacted_details).toMatchObject({ probe: 'inconclusive', probe_status: 503 });
+    expect(rec.checkpoints).toEqual([]);
+    const entry = sim.ledger()[0];
+    expect(sim.ledger()).toHaveLength(1);
+
+    const reconcile = reconcileOf(action);
+    const r = attemptFor(reconcile, { original_request: originalOf(action) });
+    expect(r.attempt.context.transaction?.provider_operation_id).toBeUndefined();
+    // The key the lookup sends is the one the lost charge sent.
+    expect(originalIdempotencyKey(r.attempt.context, 'payments')).toBe(entry?.idempotency_key);
+    const outcome = await dispatch(connector, 'payments.charge', reconcile, r.attempt.context);
+    observe(outcome);
+    expect(outcome.ok).toBe(true);
+    const found: ProviderOperationRef = { provider: PAYMENTS_PROVIDER, operation_id: entry?.operation_id as string };
+    expect(outcome.reconciliation).toMatchObject({
+      terminal: true,
+      original_commit_completed: true,
+      provider_operation: found,
+      evidence: { lookup: 'idempotency_key', operation_found: true, provider_status: 'succeeded', remote_status: 200 },
+    });
+    expect(outcome.ok && outcome.result.output).toMatchObject({ charge_id: entry?.resource_id, operation_id: entry?.operation_id, status: 'succeeded' });
+    // Returned, not checkpointed by the connector (the runtime checkpoints it); nothing was charged again.
+    expect(r.checkpoints).toEqual([]);
+    expect(sim.ledger()).toHaveLength(1);
+
+    // With the found operation checkpointed, the next reconciliation is the ordinary lookup by ID.
+    const byId = reconcileOf(action, 2);
+    const again = await resultOf(connector.reconcile_typed(byId, attemptFor(byId, { provider_operation: found, original_request: originalOf(action) }).attempt.context));
+    expect(again).toMatchObject({ terminal: true, original_commit_completed: true, evidence: { provider_status: 'succeeded' } });
+    expect(again.provider_operation).toBeUndefined();
+  });
+
+  it('the key is the ORIGINAL identity: another reservation (another principal) finds nothing', async () => {
+    sim.setFaults([{ match: { method: 'POST', path: '/v1/charges' }, fault: { type: 'error_after_commit', status: 504 } }]);
+    const action = charge('commit');
+    await failureOf(connector.commit_typed(action, attemptFor(action).attempt.context));
+    expect(sim.ledger()).toHaveLength(1);
+    const reconcile = reconcileOf(action);
+    const other = originalOf(action, { principal: { id: 'user-2', kind: 'user' } });
+    const result = await resultOf(connector.reconcile_typed(reconcile, attemptFor(reconcile, { original_request: other }).attempt.context));
+    expect(result).toMatchObject({ terminal: false, evidence: { lookup: 'idempotency_key', operation_found: false, remote_status: 404 } });
+    expect(result.provider_operation).toBeUndefined();
+  });
+
+  it('a charge that never reached the provider: nothing is found, which is not proof, so the result is non-terminal', async () => {
+    sim.setFaults([
+      { match: { method: 'POST', path: '/v1/charges' }, fault: { type: 'error_before_commit', status: 503 } },
+      { match: { method: 'GET', path: '/v1/operations' }, fault: { type: 'error_before_commit', status: 503 } },
+    ]);
+    const action = charge('commit');
+    const failure = await failureOf(connector.commit_typed(action, attemptFor(action).attempt.context));
+    // The probe failed, so the connector cannot tell the 503 was before the commit.
+    expect(failure).toMatchObject({ code: 'payments.provider_unavailable', uncertain_outcome: true });
+    expect(failure.provider_operation).toBeUndefined();
+    expect(sim.ledger()).toHaveLength(0);
+
+    const reconcile = reconcileOf(action);
+    const outcome = await dispatch(connector, 'payments.charge', reconcile, attemptFor(reconcile, { original_request: originalOf(action) }).attempt.context);
+    observe(outcome);
+    expect(outcome.ok).toBe(false);
+    expect(!outcome.ok && outcome.error).toMatchObject({ code: 'transaction.reconciliation_pending', category: 'temporary', retryable: true, retry_after_ms: 5000 });
+    expect(!outcome.ok && outcome.error.provider_operation).toBeUndefined();
+    expect(outcome.reconciliation).toEqual({ terminal: false, evidence: { lookup: 'idempotency_key', remote_status: 404, provider_request_id: expect.stringMatching(/^req_/), operation_found: false } });
+    expect(sim.ledger()).toHaveLength(0);
+  });
+
+  it('while the provider still holds the original request the result is non-terminal; once it commits, terminal', async () => {
+    sim.setFaults([{ match: { method: 'POST', path: '/v1/charges' }, fault: { type: 'latency', ms: 600_000, phase: 'before_commit' } }]);
+    const action = charge('execute');
+    const ac = new AbortController();
+    const held = sim.waitForEvent((e) => e.type === 'fault_applied');
+    const call = failureOf(connector.invoke_typed(action, attemptFor(action, { signal: ac.signal }).attempt.context));
+    await held;
+    ac.abort();
+    const lost = await call;
+    expect(lost).toMatchObject({ code: 'connector.attempt_cancelled', uncertain_outcome: true });
+    expect(lost.provider_operation).toBeUndefined();
+
+    const reconcile = reconcileOf(action);
+    const inProgress = await dispatch(connector, 'payments.charge', reconcile, attemptFor(reconcile, { original_request: originalOf(action) }).attempt.context);
+    observe(inProgress);
+    expect(inProgress.reconciliation).toMatchObject({ terminal: false, evidence: { lookup: 'idempotency_key', remote_status: 409, operation_found: false, original_request_in_progress: true } });
+
+    // The held request commits after the attempt gave up: exactly why "not found yet" could not be terminal.
+    sim.releaseDelays();
+    await sim.idle();
+    expect(sim.ledger()).toHaveLength(1);
+    const later = reconcileOf(action, 2);
+    const settled = await dispatch(connector, 'payments.charge', later, attemptFor(later, { original_request: originalOf(action) }).attempt.context);
+    observe(settled);
+    expect(settled.reconciliation).toMatchObject({ terminal: true, original_commit_completed: true, provider_operation: { provider: PAYMENTS_PROVIDER, operation_id: sim.ledger()[0]?.operation_id } });
+  });
+
+  it('a failing lookup is a typed, certain failure (no effect can come from a lookup)', async () => {
+    sim.setFaults([{ match: { method: 'GET', path: '/v1/operations' }, fault: { type: 'error_before_commit', status: 503 } }]);
+    const action = charge('commit');
+    const reconcile = reconcileOf(action);
+    const failure = await failureOf(connector.reconcile_typed(reconcile, attemptFor(reconcile, { original_request: originalOf(action) }).attempt.context));
+    expect(failure).toMatchObject({ code: 'payments.provider_unavailable', remote_status: 503, uncertain_outcome: false, retryable: true, operation: 'reconciliation' });
+    expect(failure.redacted_details).toMatchObject({ http_method: 'GET', route: '/v1/operations' });
+  });
+
+  it('refund: payments.refund declares and uses the same lookup', async () => {
+    const original = charge('execute');
+    const paid = await resultOf(connector.invoke_typed(original, attemptFor(original).attempt.context));
+    const chargeId = (paid.output as { charge_id: string }).charge_id;
+    sim.setFaults([
+      { match: { method: 'POST', path: '/v1/refunds' }, fault: 'drop_after_commit' },
+      { match: { method: 'GET', path: '/v1/operations' }, fault: { type: 'error_before_commit', status: 503 } },
+    ]);
+    actionCounter += 1;
+    const refund: Action = {
+      id: `act-${actionCounter}`,
+      capability_id: 'payments.refund',
+      input: { charge_id: chargeId, amount: 250 },
+      idempotency_key: `refund-${actionCounter}`,
+      transaction: { mode: 'execute', transaction_id: `tx-${actionCounter}` },
+    };
+    const lost = await failureOf(connector.invoke_typed(refund, attemptFor(refund).attempt.context));
+    expect(lost).toMatchObject({ uncertain_outcome: true });
+    expect(lost.provider_operation).toBeUndefined();
+    expect(connector.reconcile_lookup('payments.refund')).toEqual(['provider_operation', 'idempotency_key']);
+    const reconcile = reconcileOf(refund);
+    const outcome = await dispatch(connector, 'payments.refund', reconcile, attemptFor(reconcile, { original_request: originalOf(refund) }).attempt.context);
+    observe(outcome);
+    const entry = sim.ledger().find((e) => e.kind === 'refund');
+    expect(outcome.reconciliation).toMatchObject({ terminal: true, original_commit_completed: true, provider_operation: { operation_id: entry?.operation_id } });
+    expect(outcome.ok && outcome.result.output).toMatchObject({ refund_id: entry?.resource_id, charge_id: chargeId, amount: 250 });
   });
 });
 

@@ -150,6 +150,14 @@ describe('verifier configuration', () => {
     expect(() => createTokenVerifier(config({ clockToleranceSeconds: 3600 }))).toThrow();
     expect(() => createTokenVerifier(config({ keys: { kind: 'jwks_url', url: 'http://idp.example.com/jwks' } }))).toThrow(/https/);
   });
+
+  it('accepts an http JWKS URL off loopback only with allowHttp (the local and localstack environments)', () => {
+    const url = 'http://host.docker.internal:4011/.well-known/jwks.json';
+    expect(() => createTokenVerifier(config({ keys: { kind: 'jwks_url', url, allowHttp: false } }))).toThrow(/https/);
+    expect(() => createTokenVerifier(config({ keys: { kind: 'jwks_url', url, allowHttp: true } }))).not.toThrow();
+    // allowHttp widens the scheme only: anything but http(s) is still refused.
+    expect(() => createTokenVerifier(config({ keys: { kind: 'jwks_url', url: 'ftp://host.docker.internal/jwks', allowHttp: true } }))).toThrow(/https/);
+  });
 });
 
 describe('remote JWKS (over loopback)', () => {

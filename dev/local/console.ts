@@ -1,0 +1,90 @@
+/**
+ * The operator console on the local stack (`npm start`): the console
+ * function's handler (functions/console/serve.ts) at `/console/`, with a
+ * development config.json, and the development sign-in endpoint
+ * `POST /_local/token`. LOCAL ONLY: these paths are served by the local HTTP
+ * server before its route table (dev/local/http-server.ts `localRoutes`);
+ * they are not routes of functions/http/routes.ts and no deployment has them.
+ *
+ * `POST /_local/token` with `{"sub": "<principal>", "scopes": [...]}`
+ * (Content-Type application/json, so a page of another origin cannot send it
+ * without a CORS preflight, which this server never grants) answers
+ * `{"access_token", "token_type": "Bearer", "expires_in"}`: a development
+ * token (dev/auth/mint.ts) for the stack's tenant, with only the scopes the
+ * console offers.
+ */
+import type { ServerResponse } from 'node:http';
+import { CONSOLE_PATH, createConsoleHandler, type ConsoleConfig } from '../../functions/console/serve.js';
+import { ID_MAX_LENGTH, ID_PATTERN } from '../../lib/protocol/primitives.js';
+import type { MintTokenOptions } from '../auth/mint.js';
+import type { LocalRoutes } from './http-server.js';
+
+export const LOCAL_TOKEN_PATH = '/_local/token';
+/** Lifetime of a console development token. */
+export const CONSOLE_TOKEN_TTL_SECONDS = 12 * 3600;
+
+/** Scopes the development sign-in offers (and the only ones it mints). */
+export const CONSOLE_DEV_SCOPES = ['aip:actions:read', 'aip:actions:write', 'aip:operator', 'aip:approve'] as const;
+export const CONSOLE_DEV_SUBJECTS = ['dev-operator', 'dev-approver', 'dev-user'] as const;
+
+export interface LocalConsoleOptions {
+  /** The console build (console/build.ts). */
+  readonly assetsDir: string;
+  /** The tenant of the minted tokens. */
+  readonly tenant: string;
+  readonly mint: (options: MintTokenOptions) => Promise<string>;
+  /** Serve this config.json instead of the development one (tests: an OIDC sign-in against a loopback IdP). */
+  readonly config?: ConsoleConfig;
+}
+
+/** The development config.json. */
+export function localConsoleConfig(tenant: string): ConsoleConfig {
+  return {
+    mode: 'dev',
+    environment: 'local',
+    tenant,
+    dev: { token_endpoint: LOCAL_TOKEN_PATH, subjects: [...CONSOLE_DEV_SUBJECTS], scopes: [...CONSOLE_DEV_SCOPES], default_scopes: [...CONSOLE_DEV_SCOPES] },
+  };
+}
+
+function send(res: ServerResponse, status: number, body: unknown, type = 'application/json'): void {
+  res.writeHead(status, { 'Content-Type': type, 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' });
+  res.end(JSON.stringify(body));
+}
+
+function refuse(res: ServerResponse, status: number, detail: string): void {
+  send(res, status, { type: 'urn:aip:error:request.invalid', title: 'Invalid request', status, detail, code: 'request.invalid', category: 'validation', retryable: false }, 'application/problem+json');
+}
+
+async function mintFor(options: LocalConsoleOptions, body: Buffer, contentType: string | undefined, res: ServerResponse): Promise<void> {
+  if (!/^application\/json\b/i.test(contentType ?? '')) return refuse(res, 415, 'send application/json');
+  let input: unknown;
+  try {
+    input = JSON.parse(body.toString('utf8'));
+  } catch {
+    return refuse(res, 400, 'the body is not JSON');
+  }
+  const { sub, scopes } = (typeof input === 'object' && input !== null ? input : {}) as { sub?: unknown; scopes?: unknown };
+  if (typeof sub !== 'string' || sub.length === 0 || sub.length > ID_MAX_LENGTH || !ID_PATTERN.test(sub)) return refuse(res, 400, 'sub must be a principal ID');
+  if (!Array.isArray(scopes) || !scopes.every((s): s is string => typeof s === 'string' && (CONSOLE_DEV_SCOPES as readonly string[]).includes(s))) {
+    return refuse(res, 400, `scopes must be a list of ${CONSOLE_DEV_SCOPES.join(', ')}`);
+  }
+  const token = await options.mint({ sub, tenants: [options.tenant], scopes: [...new Set(scopes)], ttl: CONSOLE_TOKEN_TTL_SECONDS });
+  send(res, 200, { access_token: token, token_type: 'Bearer', expires_in: CONSOLE_TOKEN_TTL_SECONDS });
+}
+
+export function localConsoleRoutes(options: LocalConsoleOptions): LocalRoutes {
+  const serve = createConsoleHandler({ assetsDir: options.assetsDir, config: options.config ?? localConsoleConfig(options.tenant) });
+  return async (req, res) => {
+    if (req.path === LOCAL_TOKEN_PATH) {
+      if (req.method !== 'POST') refuse(res, 405, 'POST only');
+      else await mintFor(options, req.body, req.headers['content-type'], res);
+      return true;
+    }
+    if (req.path !== CONSOLE_PATH && !req.path.startsWith(`${CONSOLE_PATH}/`)) return false;
+    const out = await serve({ httpMethod: req.method, path: req.path, pathParameters: null });
+    res.writeHead(out.statusCode, out.headers as Record<string, string>);
+    res.end(out.body);
+    return true;
+  };
+}

@@ -1,0 +1,252 @@
+/**
+ * What operators do about stuck work, with evidence:
+ *
+ * - `overview`: each operator list with its size (first page) and the age of
+ *   its oldest item;
+ * - `requestReconcile`: reconcile now. The attempt bound is reset once
+ *   (state machine `request_reconcile`, a receipt naming the operator and
+ *   the reason) and the reconcile consumer is asked at once;
+ * - `resolve`: for an escalated record (wire `requires_human`), the operator
+ *   records the truth found at the provider: the effect happened or not, the
+ *   provider operation if one was found, a reason and references to the
+ *   evidence. The record settles `reconciled` (state machine `resolve`) with
+ *   all of that in its receipt. Where the tenant policy asks for four eyes,
+ *   the resolution waits as an approval that a second operator decides.
+ *
+ * Every write is a compare-and-set through the journal; nothing bypasses the
+ * transition table. Who may: the authority rule (`operator_reconcile`,
+ * `resolve`, `list_operator`).
+ */
+import { AipError, isAipError } from '../errors/aip-error.js';
+import { sha256Hex, type ActionResult, type JsonObject, type Principal } from '../protocol/index.js';
+import { ResolutionSchema, type ApprovalRecord, type Resolution } from '../ports/approval-store.js';
+import type { TransactionRecord } from '../ports/transaction-store.js';
+import { cancelSchedule, completeOriginalReservation } from './attempts/settlement.js';
+import { missingTarget } from './authority.js';
+import { assertCallerCurrent, assertTenantMember, type CallerIdentity } from './identity.js';
+import { RECEIPT_EVENTS } from './journal.js';
+import type { Kernel } from './kernel.js';
+import { transactionTarget } from './pipeline/targets.js';
+import type { OperatorView } from './reads.js';
+import { toTransactionResult } from './view.js';
+
+/** One operator list in the overview. */
+export interface OverviewEntry {
+  readonly view: OperatorView;
+  /** Items on the first page (at most OVERVIEW_SAMPLE). */
+  readonly count: number;
+  /** More than the first page. */
+  readonly more: boolean;
+  /** When the oldest item entered its state (the record's last write, or the approval's creation). */
+  readonly oldest_at?: string;
+  readonly oldest_age_seconds?: number;
+}
+
+export const OVERVIEW_SAMPLE = 100;
+
+const VIEWS: readonly OperatorView[] = ['outcome_unknown', 'requires_human', 'reconciling', 'stalled_committing', 'pending_approvals'];
+
+function ageOf(k: Kernel, at: string | undefined): { oldest_at?: string; oldest_age_seconds?: number } {
+  if (at === undefined) return {};
+  return { oldest_at: at, oldest_age_seconds: Math.max(0, Math.floor((k.now().getTime() - Date.parse(at)) / 1000)) };
+}
+
+/** The operator lists at a glance: size of the first page and the oldest item's age, per list. */
+export async function overview(k: Kernel, caller: CallerIdentity, tenant_id?: string): Promise<{ tenant_id?: string; views: OverviewEntry[] }> {
+  assertCallerCurrent(caller, k.now());
+  k.authority.require(caller, 'list_operator', { kind: 'tenant', tenant_id: tenant_id ?? caller.tenants[0] ?? '' });
+  if (tenant_id !== undefined) assertTenantMember(caller, tenant_id);
+  const tenants = tenant_id !== undefined ? [tenant_id] : caller.tenants;
+  const entries: OverviewEntry[] = [];
+  for (const view of VIEWS) {
+    if (view === 'pending_approvals') {
+      let count = 0;
+      let more = false;
+      let oldest: string | undefined;
+      for (const t of tenants) {
+        const page = await k.deps.approvals.listPending({ tenant_id: t, limit: OVERVIEW_SAMPLE });
+        const live = page.items.filter((a) => Date.parse(a.expires_at) > k.now().getTime());
+        count += live.length;
+        more ||= page.cursor !== undefined;
+        for (const a of live) if (oldest === undefined || a.created_at < oldest) oldest = a.created_at;
+      }
+      entries.push({ view, count, more, ...ageOf(k, oldest) });
+      continue;
+    }
+    const query =
+      view === 'outcome_unknown'
+        ? { status: 'outcome_unknown' as const }
+        : view === 'requires_human'
+          ? { status: 'outcome_unknown' as const, escalated: true }
+          : view === 'reconciling'
+            ? { status: 'reconciling' as const }
+            : { status: 'committing' as const, until: new Date(k.now().getTime() - k.config.stall_after_ms).toISOString() };
+    const page = await k.deps.transactions.listByStatus({ ...query, limit: OVERVIEW_SAMPLE, ...(tenant_id !== undefined ? { tenant_id } : {}) });
+    const mine = page.items.filter((r) => tenants.includes(r.tenant_id));
+    let oldest: string | undefined;
+    for (const r of mine) if (oldest === undefined || r.updated_at < oldest) oldest = r.updated_at;
+    entries.push({ view, count: mine.length, more: page.cursor !== undefined, ...ageOf(k, oldest) });
+  }
+  return { ...(tenant_id !== undefined ? { tenant_id } : {}), views: entries };
+}
+
+async function operatorTarget(k: Kernel, caller: CallerIdentity, tenant_id: string, transaction_id: string, operation: 'operator_reconcile' | 'resolve'): Promise<TransactionRecord> {
+  assertCallerCurrent(caller, k.now());
+  assertTenantMember(caller, tenant_id);
+  const record = await k.deps.transactions.get({ tenant_id, transaction_id });
+  k.authority.require(caller, operation, record === undefined ? missingTarget('transaction', tenant_id, transaction_id) : transactionTarget(record, tenant_id, transaction_id));
+  return record as TransactionRecord;
+}
+
+/**
+ * Reconcile now: resets the attempt bound once (and un-escalates), with a
+ * receipt naming the operator, then asks the reconcile consumer. Only an
+ * `outcome_unknown` record (escalated or not): a reconciliation in progress
+ * is `runtime.reconcile_not_outcome_unknown`.
+ */
+export async function requestReconcile(k: Kernel, caller: CallerIdentity, tenant_id: string, transaction_id: string, input: { reason?: string } = {}) {
+  const record = await operatorTarget(k, caller, tenant_id, transaction_id, 'operator_reconcile');
+  if (record.status !== 'outcome_unknown') {
+    throw new AipError('runtime.reconcile_not_outcome_unknown', undefined, { details: { transaction_id, status: record.status } });
+  }
+  const resets = typeof record.data.reconcile_resets === 'number' ? record.data.reconcile_resets : 0;
+  let requested: TransactionRecord;
+  try {
+    requested = await k.journal.transition(
+      record,
+      { operation: 'request_reconcile', from: ['outcome_unknown'], to: 'outcome_unknown', data: { reconcile_resets: resets + 1, reconcile_requested_by: { ...caller.principal } } },
+      RECEIPT_EVENTS.reconcile_requested,
+      { requested_by: { ...caller.principal }, previous_attempts: record.reconcile_attempts, ...(record.escalated_at !== undefined ? { was_escalated: true } : {}), ...(input.reason !== undefined ? { reason: input.reason } : {}) },
+      { actor: caller.principal },
+    );
+  } catch (err) {
+    if (isAipError(err, 'transaction.state_conflict')) throw new AipError('runtime.reconcile_not_outcome_unknown', 'The transaction moved: read it again', { details: { transaction_id }, cause: err });
+    throw err;
+  }
+  await k.deps.reconcileQueue.send({ kind: 'reconcile', tenant_id, transaction_id, reason: 'operator' });
+  return { transaction: toTransactionResult(requested) };
+}
+
+/** Whether resolutions in this tenant need a second operator. */
+function fourEyes(k: Kernel, tenant_id: string): boolean {
+  return k.config.tenants[tenant_id]?.resolution?.four_eyes ?? k.config.resolution.four_eyes;
+}
+
+/** The deterministic ID of a resolution's approval (one per proposal). */
+function resolutionApprovalId(tenant_id: string, transaction_id: string, proposal: Resolution, by: Principal): string {
+  return `apr-res-${sha256Hex(JSON.stringify([tenant_id, transaction_id, by.id, by.kind, proposal])).slice(0, 36)}`;
+}
+
+function checkEscalated(record: TransactionRecord): void {
+  if (record.status !== 'outcome_unknown' || record.escalated_at === undefined) {
+    throw new AipError('runtime.resolve_not_escalated', undefined, { details: { transaction_id: record.transaction_id, status: record.status, escalated: record.escalated_at !== undefined } });
+  }
+}
+
+/**
+ * Resolve an escalated record with the operator's evidence. Applied at once,
+ * or (four eyes) proposed as an approval for a second operator.
+ */
+export async function resolve(
+  k: Kernel,
+  caller: CallerIdentity,
+  tenant_id: string,
+  transaction_id: string,
+  input: unknown,
+): Promise<{ transaction: ReturnType<typeof toTransactionResult> } | { approval: ApprovalRecord; status: 'requires_human' }> {
+  const parsed = ResolutionSchema.safeParse(input);
+  if (!parsed.success) {
+    throw new AipError('request.invalid', 'The resolution is not valid', { details: { issues: parsed.error.issues.slice(0, 20).map((i) => ({ path: i.path.join('.'), code: i.code })) } });
+  }
+  const resolution = parsed.data;
+  const record = await operatorTarget(k, caller, tenant_id, transaction_id, 'resolve');
+  checkEscalated(record);
+  const known = record.provider_operation;
+  if (resolution.provider_operation !== undefined && known !== undefined && (known.provider !== resolution.provider_operation.provider || known.operation_id !== resolution.provider_operation.operation_id)) {
+    throw new AipError('transaction.provider_operation_conflict', undefined, { details: { transaction_id, current_provider_operation: { provider: known.provider, operation_id: known.operation_id } } });
+  }
+  if (!fourEyes(k, tenant_id)) return { transaction: toTransactionResult(await applyResolution(k, record, resolution, caller.principal)) };
+
+  const approval_id = resolutionApprovalId(tenant_id, transaction_id, resolution, caller.principal);
+  const existing = await k.deps.approvals.get({ tenant_id, approval_id });
+  if (existing !== undefined) return { approval: existing, status: 'requires_human' };
+  const approver_scopes = [k.config.operator_scope];
+  try {
+    const approval = await k.deps.approvals.create({
+      tenant_id,
+      approval_id,
+      // The approval store is action-centric: a resolution names the record's bound action and capability.
+      action_id: record.action_id,
+      transaction_id,
+      capability_id: record.capability_id,
+      requested_by: { ...caller.principal },
+      policy: {
+        policy_id: 'resolution-four-eyes',
+        policy_hash: sha256Hex(JSON.stringify({ policy_id: 'resolution-four-eyes', approver_scopes, allow_self_approval: false, min_approvals: 1 })),
+        approver_scopes,
+        allow_self_approval: false,
+        min_approvals: 1,
+      },
+      subject: { resolution: { ...resolution, transaction_id } },
+      expires_at: new Date(k.now().getTime() + k.config.resolution.approval_ttl_ms).toISOString(),
+    });
+    return { approval, status: 'requires_human' };
+  } catch (err) {
+    if (!isAipError(err, 'approval.already_exists')) throw err;
+    return { approval: (await k.deps.approvals.get({ tenant_id, approval_id })) as ApprovalRecord, status: 'requires_human' };
+  }
+}
+
+/**
+ * Settles an escalated record `reconciled` with the resolution as its
+ * evidence (the `resolve` row), then what follows any reconciliation: the
+ * schedule is cancelled and the original request's uncertain idempotency
+ * reservation is completed. `approved_by`: the second operator (four eyes).
+ */
+export async function applyResolution(k: Kernel, record: TransactionRecord, resolution: Resolution, resolved_by: Principal, approval?: ApprovalRecord): Promise<TransactionRecord> {
+  checkEscalated(record);
+  const evidence: JsonObject = {
+    resolution: JSON.parse(JSON.stringify(resolution)) as JsonObject,
+    resolved_by: { ...resolved_by },
+    ...(approval !== undefined
+      ? { approval_id: approval.approval_id, approved_by: (approval.decisions ?? []).filter((d) => d.decision === 'approved').map((d) => ({ ...d.decided_by })) }
+      : {}),
+  };
+  const result: ActionResult = {
+    action_id: record.action_id,
+    status: 'completed',
+    output: { resolution: evidence },
+    completed_at: k.iso(),
+    metadata: {
+      reconciliation: {
+        original_commit_completed: resolution.effect === 'committed',
+        source: 'operator_resolution',
+        resolved_by: { ...resolved_by },
+        ...(resolution.provider_operation !== undefined ? { provider_operation: { ...resolution.provider_operation } } : {}),
+      },
+    },
+  };
+  let resolved: TransactionRecord;
+  try {
+    resolved = await k.journal.transition(
+      record,
+      {
+        operation: 'resolve',
+        from: ['outcome_unknown'],
+        to: 'reconciled',
+        patch: { result, ...(resolution.provider_operation !== undefined ? { provider_operation: resolution.provider_operation } : {}) },
+      },
+      RECEIPT_EVENTS.resolved,
+      evidence,
+      { actor: resolved_by, result },
+    );
+  } catch (err) {
+    if (isAipError(err, 'transaction.state_conflict')) {
+      throw new AipError('runtime.resolve_not_escalated', 'The transaction moved: read it again', { details: { transaction_id: record.transaction_id }, cause: err });
+    }
+    throw err;
+  }
+  await cancelSchedule(k, resolved);
+  await completeOriginalReservation(k, resolved, `operator:${resolved_by.id}`);
+  return resolved;
+}

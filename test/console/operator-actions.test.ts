@@ -1,0 +1,111 @@
+/**
+ * The console's operator actions on the runtime's operator routes
+ * (`POST /v1/operator/transactions/{id}/reconcile` and `.../resolve`), in a
+ * real browser against the local stack: "Reconcile now" on an
+ * outcome_unknown charge, followed to `reconciled` by the page itself (it
+ * long-polls the reconcile action); and "Resolve with evidence" on a record
+ * escalated to a human, after which the timeline shows the resolution's
+ * receipt with the operator's evidence and the chain still verifies.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser, Page } from 'playwright-core';
+import type { LocalStack } from '../../dev/local/start.js';
+import { SteppedClock } from '../../lib/ports/clock.js';
+import { charge, clientOf, consoleStack, devSignIn, launchBrowser, newPage, screenshot, uid } from './support.js';
+
+const clock = new SteppedClock();
+let stack: LocalStack;
+let browser: Browser;
+let page: Page;
+
+beforeAll(async () => {
+  // One reconciliation attempt before a record escalates to a human (the resolve test needs an escalated record).
+  [stack, browser] = await Promise.all([consoleStack('console-ops', { clock, runtimeSettings: { reconcile: { max_attempts: 1 } } }), launchBrowser()]);
+  page = await newPage(browser);
+  page.setDefaultTimeout(30_000);
+  await devSignIn(page, stack.consoleUrl as string, 'dev-operator');
+});
+afterAll(async () => {
+  await browser?.close();
+  await stack?.stop();
+});
+
+const LOOKUP_FAILS = { match: { method: 'GET' as const, path: '/v1/operations' }, fault: { type: 'error_before_commit' as const, status: 503 as const } };
+
+/** A charge whose answer the provider's gateway loses after committing; `probeFails`: nor can the operation be found. */
+async function uncertain(probeFails: boolean) {
+  const user = clientOf(stack, await stack.mintToken());
+  stack.simulator.setFaults([{ match: { method: 'POST', path: '/v1/charges' }, fault: { type: 'error_after_commit', status: 504 }, times: 1 }, ...(probeFails ? [LOOKUP_FAILS] : [])]);
+  const id = uid('charge');
+  const worked = stack.handled('invoke', (m) => m.kind === 'invoke' && m.action_id === id);
+  try {
+    await user.submitAction(charge(id, 3_300, { mode: 'execute' }), { wait: 5 });
+    await worked;
+  } finally {
+    stack.simulator.setFaults([]);
+  }
+  const state = await user.getAction(id);
+  expect(state.transaction?.status).toBe('outcome_unknown');
+  return state.transaction as NonNullable<typeof state.transaction>;
+}
+
+async function openTransaction(txId: string): Promise<void> {
+  await page.goto(`${stack.consoleUrl}#/transactions/${encodeURIComponent(txId)}`);
+  await page.getByTestId('transaction-id').filter({ hasText: txId }).waitFor();
+  await page.locator('[data-testid="verdict"][data-verdict="valid"]').waitFor();
+}
+
+describe('operator actions', () => {
+  it('reconciles now from the transaction page and follows it to reconciled', async () => {
+    const txn = await uncertain(false);
+    await openTransaction(txn.transaction_id);
+    await page.getByRole('button', { name: 'Reconcile now' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Reconcile now?' });
+    await dialog.getByLabel('Reason').fill('customer asked; provider status page is green');
+    await dialog.getByRole('button', { name: 'Confirm reconcile' }).click();
+    await page.getByRole('status').filter({ hasText: 'Reconciliation finished: the transaction is reconciled.' }).waitFor();
+    await page.getByTestId('transaction-status').filter({ hasText: /^reconciled$/ }).waitFor();
+    await page.locator('[data-testid="verdict"][data-verdict="valid"]').waitFor();
+    expect(await page.getByTestId('provider-operation').textContent()).toContain(txn.provider_operation?.operation_id as string);
+    await screenshot(page, 'reconcile-now');
+  });
+
+  it('resolves an escalated record with evidence, and shows the resolution receipt', async () => {
+    const txn = await uncertain(true);
+    expect(txn.provider_operation).toBeUndefined();
+    // The provider cannot be asked: once its attempts are used up, the reconciliation escalates it to a human.
+    stack.simulator.setFaults([LOOKUP_FAILS]);
+    let disposition: string | undefined;
+    try {
+      for (let i = 0; i < 4 && disposition !== 'escalated'; i++) {
+        clock.advance(20 * 60_000);
+        disposition = (await stack.runtime.reconcile({ kind: 'reconcile', tenant_id: stack.tenant, transaction_id: txn.transaction_id, reason: 'sweeper' })).disposition;
+      }
+    } finally {
+      stack.simulator.setFaults([]);
+    }
+    expect(disposition).toBe('escalated');
+    const found = stack.simulator.ledger().at(-1) as { operation_id: string };
+
+    await page.goto(`${stack.consoleUrl}#/work/requires_human`);
+    await page.getByRole('button', { name: 'Refresh' }).click();
+    await page.locator(`tr[data-transaction-id="${txn.transaction_id}"] a`).click();
+    await page.locator('[data-testid="verdict"][data-verdict="valid"]').waitFor();
+
+    await page.getByRole('button', { name: 'Resolve with evidence' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Resolve with evidence?' });
+    await dialog.getByLabel('committed (the effect happened)').check();
+    await dialog.getByLabel('Provider', { exact: true }).fill('payments-simulator');
+    await dialog.getByLabel('Operation ID').fill(found.operation_id);
+    await dialog.getByLabel('Reason (required)').fill('charge found in the provider dashboard');
+    await dialog.getByLabel('URI').fill('https://dashboard.example.com/operations/' + found.operation_id);
+    await dialog.getByLabel('Description').fill('dashboard export');
+    await screenshot(page, 'resolve-with-evidence');
+    await dialog.getByRole('button', { name: 'Confirm resolution' }).click();
+    await page.getByRole('status').filter({ hasText: /^(Resolved: the transaction is|A second operator must approve)/ }).waitFor();
+
+    await page.locator('ol.timeline li').filter({ hasText: 'charge found in the provider dashboard' }).first().waitFor({ state: 'attached' });
+    await page.locator('[data-testid="verdict"][data-verdict="valid"]').waitFor();
+    await screenshot(page, 'transaction-resolved');
+  });
+});
