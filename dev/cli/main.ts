@@ -5,6 +5,7 @@
  *   aip wait <action-id>
  *   aip operator outcome-unknown
  *   aip token --sub alice --tenant demo --account acct_1   (local stack only)
+ *   aip verify <file | - | transaction-id>   (receipt chain, offline; dev/cli/verify.ts)
  *
  * Every command prints human-readable text, or the API's JSON with --json.
  * Base URL: --url, else AIP_URL, else http://127.0.0.1:3000 (`npm start`).
@@ -12,6 +13,7 @@
  *
  * Exit codes: 0 done; 1 the API answered an error, or (get/wait/submit) the
  * action failed or was cancelled; 2 usage; 3 `wait` reached its timeout.
+ * `verify`: 0 valid; 1 invalid, truncated or unverifiable; 2 usage or fetch error.
  */
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
@@ -20,6 +22,7 @@ import { AipClient, AipClientError, CLIENT_ERROR_CODES, OPERATOR_VIEWS, type Act
 import type { Action, PrincipalKind, TransactionMode } from '../../lib/protocol/index.js';
 import { TRANSACTION_MODES } from '../../lib/transactions/status.js';
 import { formatJson, formatPage, formatState, formatSubmit, formatTransaction } from './format.js';
+import { verifyCommand } from './verify.js';
 
 export const DEFAULT_URL = 'http://127.0.0.1:3000';
 
@@ -73,6 +76,8 @@ const OPTIONS = {
   scope: { type: 'string', multiple: true },
   account: { type: 'string', multiple: true },
   ttl: { type: 'string' },
+  // verify
+  quiet: { type: 'boolean', short: 'q' },
 } as const;
 
 type Values = { [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K] extends { multiple: true } ? string[] : (typeof OPTIONS)[K] extends { type: 'boolean' } ? boolean : string };
@@ -91,6 +96,7 @@ const COMMAND_OPTIONS: Readonly<Record<string, readonly (keyof typeof OPTIONS)[]
   capabilities: [],
   health: [],
   token: ['sub', 'kind', 'scope', 'account', 'ttl'],
+  verify: ['quiet'],
   help: [],
 };
 
@@ -114,6 +120,11 @@ Transactions and operators
   transactions (--transaction-id T | --plan-id P | --action-id A) [--include result,receipts]
   operator <list> [--limit N] [--cursor C]
            lists: ${Object.keys(OPERATOR_LISTS).join(', ')}
+  verify <file.json | - | transaction-id> [--quiet]
+           verifies a receipt chain offline (hashes, links, the receipt_count/receipt_head
+           anchor, action_result against its result_digest); a transaction ID is fetched
+           with include=result,receipts. Exit 0 valid, 1 invalid/truncated/unverifiable,
+           2 usage or fetch error
   capabilities
   health
 
@@ -334,6 +345,10 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
         const res = await client.capabilities();
         out(formatJson(res));
         return 0;
+      }
+      case 'verify': {
+        const target = positional(args, 0, 'a JSON file, - (standard input) or a transaction ID');
+        return await verifyCommand(target, { out, err, ...(io.stdin ? { stdin: io.stdin } : {}), client, baseUrl, asJson, quiet: values.quiet === true });
       }
       case 'health': {
         const res = await client.health();

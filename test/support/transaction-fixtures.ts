@@ -19,6 +19,10 @@ export function manualClock(startIso = '2030-01-01T00:00:00.000Z') {
     advance: (deltaMs: number) => {
       ms += deltaMs;
     },
+    /** Moves forward to `at` (epoch ms; no-op when the clock is already later). */
+    advanceTo: (at: number) => {
+      if (at > ms) ms = at;
+    },
     iso: () => new Date(ms).toISOString(),
   };
 }

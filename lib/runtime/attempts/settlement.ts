@@ -98,7 +98,12 @@ export function classify(k: Kernel, mode: TransactionMode | undefined, outcome: 
       return { result: { action_id, status: 'failed', error: { ...e, uncertain_outcome: true }, completed_at: at }, to: 'outcome_unknown', error: { ...e, uncertain_outcome: true } };
     }
     case 'compensate':
-      return result.status === 'completed' ? { result, to: 'compensated' } : { result: asFailed(result, at), to: 'failed', ...(error ? { error } : {}) };
+      if (result.status === 'completed') return { result, to: 'compensated' };
+      // The page settles "another result" as failed; an UNCERTAIN failure of a compensation (a refund whose answer was
+      // lost) is not proof that nothing happened, so it settles outcome_unknown and is reconciled ("Compensation can
+      // itself need approval, idempotency, reconciliation, and operator follow-up").
+      if (result.status === 'failed' && isUncertainFailure(error)) return { result, to: 'outcome_unknown', ...(error ? { error } : {}) };
+      return { result: asFailed(result, at), to: 'failed', ...(error ? { error } : {}) };
     case 'reconcile':
       return result.status === 'completed' ? { result, to: 'reconciled' } : { result: asFailed(result, at), to: 'outcome_unknown', ...(error ? { error } : {}) };
     default:
