@@ -12,7 +12,7 @@
  * - `scopes`: JSON array of scopes
  * - `accounts`: JSON array of external account IDs (only when the token had
  *   an accounts claim; absent = the caller holds no account)
- * - `issuer`, `expires_at` (optional)
+ * - `issuer`, `expires_at`, `issued_at` (optional)
  *
  * Size: API Gateway bounds the authorizer response, context included. Every
  * value here comes from the verified token, which is at most 8 KiB
@@ -31,6 +31,7 @@ export const AUTHORIZER_CONTEXT_KEYS = {
   accounts: 'accounts',
   issuer: 'issuer',
   expiresAt: 'expires_at',
+  issuedAt: 'issued_at',
 } as const;
 
 export type AuthorizerContext = Record<string, string>;
@@ -46,6 +47,7 @@ export function encodeAuthorizerContext(identity: CallerIdentity): AuthorizerCon
   if (identity.accounts !== undefined) ctx[AUTHORIZER_CONTEXT_KEYS.accounts] = JSON.stringify(identity.accounts);
   if (identity.issuer !== undefined) ctx[AUTHORIZER_CONTEXT_KEYS.issuer] = identity.issuer;
   if (identity.expires_at !== undefined) ctx[AUTHORIZER_CONTEXT_KEYS.expiresAt] = identity.expires_at;
+  if (identity.issued_at !== undefined) ctx[AUTHORIZER_CONTEXT_KEYS.issuedAt] = identity.issued_at;
   return ctx;
 }
 
@@ -87,6 +89,8 @@ export function decodeAuthorizerContext(authorizer: Readonly<Record<string, unkn
   if (issuer !== undefined) candidate.issuer = issuer;
   const expiresAt = str(authorizer, AUTHORIZER_CONTEXT_KEYS.expiresAt);
   if (expiresAt !== undefined) candidate.expires_at = expiresAt;
+  const issuedAt = str(authorizer, AUTHORIZER_CONTEXT_KEYS.issuedAt);
+  if (issuedAt !== undefined) candidate.issued_at = issuedAt;
   const parsed = CallerIdentitySchema.safeParse(candidate);
   if (!parsed.success) throw unauthenticated('malformed authorizer context');
   return parsed.data;

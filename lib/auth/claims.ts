@@ -273,5 +273,10 @@ export function mapClaims(payload: Readonly<Record<string, unknown>>, mapping: C
     const d = new Date(exp * 1000);
     if (!Number.isNaN(d.getTime())) identity.expires_at = d.toISOString();
   }
+  const iat = own(payload, 'iat');
+  if (typeof iat === 'number' && Number.isFinite(iat)) {
+    const d = new Date(iat * 1000);
+    if (!Number.isNaN(d.getTime())) identity.issued_at = d.toISOString();
+  }
   return identity;
 }

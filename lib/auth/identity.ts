@@ -23,6 +23,8 @@ export interface CallerIdentity {
   issuer?: string;
   /** RFC 3339 time the token expires. */
   expires_at?: string;
+  /** RFC 3339 time the token was issued (`iat`). */
+  issued_at?: string;
 }
 
 /** Bounds on what one token may carry (API Gateway limits the authorizer context size). */
@@ -39,4 +41,5 @@ export const CallerIdentitySchema = z.strictObject({
   accounts: z.array(IdSchema).max(IDENTITY_LIMITS.maxAccounts).optional(),
   issuer: z.string().min(1).max(2048).optional(),
   expires_at: z.iso.datetime({ offset: true }).optional(),
+  issued_at: z.iso.datetime({ offset: true }).optional(),
 });

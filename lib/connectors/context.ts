@@ -16,14 +16,30 @@ import { RuntimeStreamPublisher, type StreamPublisher, type StreamSummary } from
 // Field types (the page's table)
 // ---------------------------------------------------------------------------
 
-/** Transport-authenticated principal, issuer, scheme, scopes and lifetime. */
+/**
+ * Transport-authenticated principal, issuer, scheme, scopes and lifetime: the
+ * token the runtime verified when it admitted the action (`bearer_jwt`), or
+ * the runtime's own service identity (`aip_runtime_service`) for the actions
+ * it submits itself.
+ */
 export interface ActorContext {
   readonly principal: Principal;
   readonly issuer: string;
-  /** Authentication scheme, e.g. `bearer_jwt`, `sigv4`, `mtls`. */
+  /** Authentication scheme, e.g. `bearer_jwt`, `aip_runtime_service`, `sigv4`, `mtls`. */
   readonly scheme: string;
+  /** The scopes the verified token granted. */
   readonly scopes: readonly string[];
+  /** The token's lifetime (`iat`, `exp`). An attempt may run after it ended: see `delegation`. */
   readonly lifetime: { readonly issued_at: Date; readonly expires_at: Date };
+  /**
+   * Present when the runtime acts on the principal's behalf beyond the
+   * token: the attempt runs after the token expired (an approval resumed it,
+   * a redelivery or the sweeper re-drove it), or the runtime's service
+   * principal reconciles another principal's transaction (`on_behalf_of`).
+   * The authority was checked when the action was admitted; a connector that
+   * must not act on an expired authentication refuses here.
+   */
+  readonly delegation?: { readonly reason: 'token_expired_before_attempt' | 'runtime_reconciliation'; readonly on_behalf_of?: Principal };
 }
 
 /** Verified tenant membership (present only when the action is tenant-scoped). */
@@ -146,10 +162,13 @@ export interface ExecutionCheckpointPublisher {
   provider_effect_committed(): void;
 }
 
-/** Trusted trace and span identifiers. */
+/** Trusted trace and span identifiers (W3C Trace Context: the runtime's span of this attempt, a child of the caller's). */
 export interface TraceContext {
   readonly trace_id: string;
+  /** The runtime's own span for this attempt. */
   readonly span_id: string;
+  /** The caller's span, when the caller sent valid W3C IDs. */
+  readonly parent_span_id?: string;
 }
 
 /** Input, output, and JSON-pointer redaction policy. */
@@ -561,6 +580,9 @@ function freezeTrusted(t: TrustedAttemptState): TrustedAttemptState {
       scheme: t.actor.scheme,
       scopes: Object.freeze([...t.actor.scopes]),
       lifetime: Object.freeze({ issued_at: new Date(t.actor.lifetime.issued_at.getTime()), expires_at: new Date(t.actor.lifetime.expires_at.getTime()) }),
+      ...(t.actor.delegation !== undefined
+        ? { delegation: Object.freeze({ reason: t.actor.delegation.reason, ...(t.actor.delegation.on_behalf_of !== undefined ? { on_behalf_of: Object.freeze({ ...t.actor.delegation.on_behalf_of }) } : {}) }) }
+        : {}),
     }),
     ...(t.tenant !== undefined ? { tenant: Object.freeze({ ...t.tenant }) } : {}),
     ...(t.credential !== undefined ? { credential: t.credential } : {}),

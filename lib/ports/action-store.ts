@@ -77,6 +77,8 @@ export interface ActionRecord {
    * an approval still has it when it resumes.
    */
   readonly recovery?: ActionRecovery;
+  /** See RecordedActor (absent on records written before it existed). */
+  readonly actor?: RecordedActor;
   /** Lease grants so far (0 = never leased). Only the holder of the current fence may settle. */
   readonly fence: number;
   /** Attempts started so far (each lease grant starts one). */
@@ -94,6 +96,21 @@ export interface ActionRecord {
 export interface ActionRef {
   readonly tenant_id: string;
   readonly action_id: string;
+}
+
+/**
+ * The verified facts about who submitted the action, from the token the
+ * admission verified (or the runtime's own service identity): what an
+ * attempt's trusted `actor` context is built from.
+ */
+export interface RecordedActor {
+  /** `bearer_jwt` for a verified token; `aip_runtime_service` for the runtime's own actions. */
+  readonly scheme: string;
+  readonly issuer?: string;
+  /** The scopes the verified token granted. */
+  readonly scopes: readonly string[];
+  readonly issued_at?: string;
+  readonly expires_at?: string;
 }
 
 export interface ActionRecovery {
@@ -114,6 +131,8 @@ export interface CreateActionInput {
   readonly result?: ActionResult;
   /** See ActionRecord.recovery. */
   readonly recovery?: ActionRecovery;
+  /** See ActionRecord.actor. */
+  readonly actor?: RecordedActor;
   /** Drop the raw input right away (only allowed with a terminal status). */
   readonly redact_input?: boolean;
   /** Retention of a record created terminal (sets `ttl`); ignored otherwise. */

@@ -228,6 +228,18 @@ export function isServiceCaller(caller: CallerIdentity): boolean {
   return SERVICE_CALLERS.has(caller);
 }
 
+/** What the action record keeps of the verified caller (an attempt's `actor` is built from it). */
+export function recordedActor(caller: CallerIdentity, runtimeIssuer: string): { scheme: string; issuer?: string; scopes: string[]; issued_at?: string; expires_at?: string } {
+  if (isServiceCaller(caller)) return { scheme: 'aip_runtime_service', issuer: runtimeIssuer, scopes: [...caller.scopes] };
+  return {
+    scheme: 'bearer_jwt',
+    ...(caller.issuer !== undefined ? { issuer: caller.issuer } : {}),
+    scopes: [...caller.scopes],
+    ...(caller.issued_at !== undefined ? { issued_at: caller.issued_at } : {}),
+    ...(caller.expires_at !== undefined ? { expires_at: caller.expires_at } : {}),
+  };
+}
+
 // --- the rule ----------------------------------------------------------------
 
 export function samePrincipal(a: Principal | undefined, b: Principal | undefined): boolean {

@@ -101,6 +101,7 @@ const RECORD_FIELDS = [
   'approval_id',
   'idempotency_key',
   'recovery',
+  'actor',
   'fence',
   'attempt',
   'lease_owner',
@@ -240,6 +241,15 @@ export class DynamoActionStore implements ActionStore {
         (input.recovery.reconciliation_cursor === undefined || ReconciliationCursorSchema.safeParse(input.recovery.reconciliation_cursor).success);
       if (!ok) throw invalid(CODE, 'recovery must hold a provider operation reference and/or a reconciliation cursor', { field: 'recovery' });
     }
+    if (input.actor !== undefined) {
+      const a = input.actor as unknown as Record<string, unknown>;
+      const ok =
+        typeof a === 'object' && a !== null && typeof a.scheme === 'string' && a.scheme.length > 0 && a.scheme.length <= 64 &&
+        Array.isArray(a.scopes) && a.scopes.length <= 256 && a.scopes.every((x) => typeof x === 'string' && x.length <= 200) &&
+        (a.issuer === undefined || (typeof a.issuer === 'string' && a.issuer.length <= 2048)) &&
+        (a.issued_at === undefined || typeof a.issued_at === 'string') && (a.expires_at === undefined || typeof a.expires_at === 'string');
+      if (!ok) throw invalid(CODE, 'actor must be {scheme, scopes, issuer?, issued_at?, expires_at?}', { field: 'actor' });
+    }
     const retention = checkRetention(CODE, 'retention_seconds', input.retention_seconds);
 
     const now = this.clock();
@@ -266,6 +276,7 @@ export class DynamoActionStore implements ActionStore {
       approval_id: input.approval_id,
       idempotency_key: action.idempotency_key,
       recovery: input.recovery === undefined ? undefined : compact({ ...input.recovery }),
+      actor: input.actor === undefined ? undefined : compact({ ...input.actor, scopes: [...input.actor.scopes] }),
       fence: 0,
       attempt: 0,
       created_at: iso,

@@ -5,7 +5,9 @@
  */
 import { AipError, isAipError } from '../../errors/aip-error.js';
 import { CredentialHandle } from '../../connectors/credentials/handle.js';
-import type { ApprovalEvidence, ExecutionFacilities, IdempotencyReservation as ContextReservation, TransactionExecutionContext } from '../../connectors/context.js';
+import type { ActorContext, ApprovalEvidence, ExecutionFacilities, IdempotencyReservation as ContextReservation, TraceContext, TransactionExecutionContext } from '../../connectors/context.js';
+import type { RecordedActor } from '../../ports/action-store.js';
+import { randomBytes } from 'node:crypto';
 import { runAttempt as runConnectorAttempt, type AttemptOutcome as ConnectorAttemptOutcome } from '../../connectors/deadline.js';
 import { sha256Hex, type Action, type Principal } from '../../protocol/index.js';
 import type { RouteAssignment } from '../../ports/route-store.js';
@@ -31,6 +33,10 @@ export interface InvocationSubject {
   readonly memory?: RuntimeMemory;
   /** The route's action ID (the public action ID; equals action.id unless rewritten). */
   readonly route_action_id?: string;
+  /** The verified caller facts the admission recorded on the action. */
+  readonly actor?: RecordedActor;
+  /** A reconcile the runtime runs for another principal's transaction: that principal. */
+  readonly on_behalf_of?: Principal;
 }
 
 /** Attempt timeout: the capability's, else the configured default. */
@@ -87,6 +93,50 @@ export async function resolveRoute(k: Kernel, s: InvocationSubject, hosted: Host
   return a;
 }
 
+/**
+ * The attempt's actor, from the verified token the admission recorded on the
+ * action (issuer, scheme, granted scopes, lifetime), never invented. Records
+ * written before the actor was kept fall back to the runtime's issuer and the
+ * capability's scopes. `delegation` says when the runtime acts beyond the
+ * token: it expired before this attempt, or the runtime reconciles another
+ * principal's transaction.
+ */
+export function actorContext(k: Kernel, s: InvocationSubject): ActorContext {
+  const a = s.actor;
+  const issued_at = a?.issued_at !== undefined ? new Date(a.issued_at) : s.issued_at;
+  const expires_at = a?.expires_at !== undefined ? new Date(a.expires_at) : new Date(k.now().getTime() + s.lease_ms);
+  const delegation: ActorContext['delegation'] =
+    s.on_behalf_of !== undefined
+      ? { reason: 'runtime_reconciliation', on_behalf_of: { ...s.on_behalf_of } }
+      : expires_at.getTime() <= k.now().getTime()
+        ? { reason: 'token_expired_before_attempt' }
+        : undefined;
+  return {
+    principal: s.principal,
+    issuer: a?.issuer ?? k.config.issuer,
+    scheme: a?.scheme ?? 'aip_runtime_service',
+    scopes: [...(a?.scopes ?? s.reg.capability.authorization?.scopes ?? [])],
+    lifetime: { issued_at, expires_at },
+    ...(delegation !== undefined ? { delegation } : {}),
+  };
+}
+
+const TRACE_ID = /^[0-9a-f]{32}$/;
+const SPAN_ID = /^[0-9a-f]{16}$/;
+
+/**
+ * The attempt's trace context: a new runtime span (W3C Trace Context IDs) as
+ * a child of the caller's trace when the caller's metadata carries valid W3C
+ * IDs (`trace_id` 32 lower-case hex, `span_id` 16, not all zeros); otherwise
+ * a new trace. Caller strings are never copied in as the runtime's own span.
+ */
+export function attemptSpan(callerTraceId: string | undefined, callerSpanId: string | undefined): TraceContext {
+  const validTrace = callerTraceId !== undefined && TRACE_ID.test(callerTraceId) && !/^0+$/.test(callerTraceId);
+  const validSpan = callerSpanId !== undefined && SPAN_ID.test(callerSpanId) && !/^0+$/.test(callerSpanId);
+  const trace_id = validTrace ? callerTraceId : randomBytes(16).toString('hex');
+  return { trace_id, span_id: randomBytes(8).toString('hex'), ...(validTrace && validSpan ? { parent_span_id: callerSpanId } : {}) };
+}
+
 /** Runs the connector attempt. Never throws for connector behaviour. */
 export async function invokeConnector(
   k: Kernel,
@@ -107,13 +157,7 @@ export async function invokeConnector(
     action: s.action,
     trusted: {
       attempt_id: s.attempt_id,
-      actor: {
-        principal: s.principal,
-        issuer: k.config.issuer,
-        scheme: 'aip_runtime_attempt',
-        scopes: [...(cap.authorization?.scopes ?? [])],
-        lifetime: { issued_at: s.issued_at, expires_at: new Date(k.now().getTime() + s.lease_ms) },
-      },
+      actor: actorContext(k, s),
       // The account picks the credential row (tenant, account → secret). `s.action` is the durable action
       // record's action, admitted only if the caller's token held this account (prepare → resolveAccount);
       // resubmissions must match it, a resumed approval reuses it, and a reconcile's service caller holds
@@ -123,7 +167,7 @@ export async function invokeConnector(
       ...(s.idempotency !== undefined ? { idempotency: s.idempotency } : {}),
       ...(s.approval !== undefined ? { approval: s.approval } : {}),
       ...(s.transaction !== undefined ? { transaction: s.transaction } : {}),
-      trace: { trace_id: trace?.trace_id ?? `t-${sha256Hex(s.action.id).slice(0, 32)}`, span_id: trace?.span_id ?? s.attempt_id.slice(0, 128) },
+      trace: attemptSpan(trace?.trace_id, trace?.span_id),
       redaction: { redaction_required: cap.data?.redaction_required === true, input_pointers: [...pointers], output_pointers: [...pointers] },
       action_deadline: deadline,
     },

@@ -188,6 +188,9 @@ export async function runAttempt(k: Kernel, message: InvokeMessage, known?: Know
     issued_at: new Date(Date.parse(action.created_at)),
     lease_ms,
     route_action_id: action.action_id,
+    ...(action.actor !== undefined ? { actor: action.actor } : {}),
+    // The runtime's service principal reconciling another principal's transaction acts on that principal's behalf.
+    ...(mode === 'reconcile' && txn !== undefined && (txn.principal.id !== action.principal.id || txn.principal.kind !== action.principal.kind) ? { on_behalf_of: txn.principal } : {}),
     ...(transaction !== undefined ? { transaction } : {}),
     ...(approval !== undefined ? { approval } : {}),
     // reservation_id: the scope-unique identity of the reservation (tenant, principal, key), the same for every

@@ -10,6 +10,7 @@ import { canonicalJson, planInputHash, type ActionResult, type ActionStatus } fr
 import type { ActionRecord, ActionRecovery } from '../../ports/action-store.js';
 import { TERMINAL_ACTION_STATUS_LIST } from '../../ports/action-store.js';
 import type { Kernel } from '../kernel.js';
+import { recordedActor } from '../authority.js';
 import type { Admission } from './state.js';
 
 const same = (a: unknown, b: unknown) => canonicalJson(a ?? null) === canonicalJson(b ?? null);
@@ -41,6 +42,7 @@ export async function ensureActionRecord(
       ...(init.status !== undefined ? { status: init.status } : {}),
       ...(init.approval_id !== undefined ? { approval_id: init.approval_id } : {}),
       ...(requestRecovery(adm) !== undefined ? { recovery: requestRecovery(adm) } : {}),
+      actor: recordedActor(adm.caller, k.config.issuer),
     });
     return { record, created: true };
   } catch (err) {

@@ -33,6 +33,7 @@ import { assertIdempotencyKey, assertModeDeclared, lookupAndValidate } from './c
 import { reserveIdempotency, reserveInput } from './idempotency.js';
 import { submitOutcome } from './outcome.js';
 import { resolveTargets, transactionTarget } from './targets.js';
+import { recordedActor } from '../authority.js';
 import type { AdmittedAction, Admission } from './state.js';
 
 export interface PrepareOptions {
@@ -367,7 +368,7 @@ async function admitAtomically(k: Kernel, adm: Admission, atomic: AtomicWrites):
   }
   const reservation = reserveInput(k, adm, 0);
   const out = await atomic.admit({
-    action: { tenant_id: adm.tenant_id, principal: adm.principal, action: adm.action },
+    action: { tenant_id: adm.tenant_id, principal: adm.principal, action: adm.action, actor: recordedActor(adm.caller, k.config.issuer) },
     ...(reservation !== undefined ? { reservation } : {}),
     ...(mode === 'execute' ? { transaction: k.journal.createInput(preparedRecordInput(adm), RECEIPT_EVENTS.prepared, { action_id: adm.action.id }) } : {}),
     ...(planned !== undefined ? { claim: { input: k.journal.claimPlanInput(planned, planClaim(adm, planned), { action_id: adm.action.id }, { actor: adm.principal }), held: planned } } : {}),
@@ -437,6 +438,7 @@ async function createFinished(k: Kernel, adm: Admission, result: ActionResult): 
       tenant_id: adm.tenant_id,
       principal: adm.principal,
       action: adm.action,
+      actor: recordedActor(adm.caller, k.config.issuer),
       status,
       result,
       ...(k.config.action_retention_seconds > 0 ? { retention_seconds: k.config.action_retention_seconds } : {}),
