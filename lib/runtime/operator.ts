@@ -137,6 +137,11 @@ function resolutionApprovalId(tenant_id: string, transaction_id: string, proposa
   return `apr-res-${sha256Hex(JSON.stringify([tenant_id, transaction_id, by.id, by.kind, proposal])).slice(0, 36)}`;
 }
 
+/** Whether `ref` is the record's checkpointed provider operation (provider and operation ID; the request ID is the provider's detail). */
+function namesCheckpointed(record: TransactionRecord, ref: { provider: string; operation_id: string }): boolean {
+  return record.provider_operation !== undefined && record.provider_operation.provider === ref.provider && record.provider_operation.operation_id === ref.operation_id;
+}
+
 function checkEscalated(record: TransactionRecord): void {
   if (record.status !== 'outcome_unknown' || record.escalated_at === undefined) {
     throw new AipError('runtime.resolve_not_escalated', undefined, { details: { transaction_id: record.transaction_id, status: record.status, escalated: record.escalated_at !== undefined } });
@@ -234,7 +239,9 @@ export async function applyResolution(k: Kernel, record: TransactionRecord, reso
         operation: 'resolve',
         from: ['outcome_unknown'],
         to: 'reconciled',
-        patch: { result, ...(resolution.provider_operation !== undefined ? { provider_operation: resolution.provider_operation } : {}) },
+        // The checkpointed operation, when the resolution names it (same provider and ID), stays as it was
+        // checkpointed (with its request_id): re-binding it without one would be refused by the store's guard.
+        patch: { result, ...(resolution.provider_operation !== undefined && !namesCheckpointed(record, resolution.provider_operation) ? { provider_operation: resolution.provider_operation } : {}) },
       },
       RECEIPT_EVENTS.resolved,
       evidence,
