@@ -29,7 +29,7 @@
  *
  * The DynamoDB adapter is lib/aws/dynamo/action-store.ts.
  */
-import type { Action, ActionResult, ActionStatus, Principal, ProviderOperationRef, TransactionMode } from '../protocol/index.js';
+import type { Action, ActionResult, ActionStatus, JsonObject, Principal, ProviderOperationRef, TransactionMode } from '../protocol/index.js';
 
 /** Action statuses an action can never leave. */
 export const TERMINAL_ACTION_STATUS_LIST = ['completed', 'failed', 'cancelled'] as const satisfies readonly ActionStatus[];
@@ -135,6 +135,8 @@ export interface CreateActionInput {
   readonly actor?: RecordedActor;
   /** Drop the raw input right away (only allowed with a terminal status). */
   readonly redact_input?: boolean;
+  /** Store this pointer-redacted copy of the input (terminal status only); the input hash is computed from `action.input`. */
+  readonly redacted_input?: JsonObject;
   /** Retention of a record created terminal (sets `ttl`); ignored otherwise. */
   readonly retention_seconds?: number;
 }
@@ -145,6 +147,8 @@ export interface ActionPatch {
   readonly transaction_id?: string;
   /** Replace the raw input by `{ redacted: true, hash }` (irreversible). */
   readonly redact_input?: boolean;
+  /** Replace the stored input by this copy with values redacted at the data contract's pointers (terminal only; the input hash is kept). */
+  readonly redacted_input?: JsonObject;
   /** Retention of a terminal record (sets `ttl`); ignored for non-terminal targets. */
   readonly retention_seconds?: number;
 }
@@ -186,7 +190,21 @@ export interface SettleActionInput extends ActionRef {
   readonly from?: readonly ActionStatus[];
   /** Drop the raw input, keeping `{ redacted: true, hash }` (data contract requires redaction). */
   readonly redact_input?: boolean;
+  /** Store a pointer-redacted copy of the input instead (see ActionPatch.redacted_input). */
+  readonly redacted_input?: JsonObject;
   /** Sets `ttl` = now + retention_seconds. */
+  readonly retention_seconds?: number;
+}
+
+/**
+ * Redacts the input of an action that is already terminal (its outcome became
+ * definitive later: an uncertain original once reconciled or resolved).
+ * Conditional on the revision; irreversible.
+ */
+export interface RedactTerminalInput extends ActionRef {
+  readonly expected_revision: number;
+  readonly redact_input?: boolean;
+  readonly redacted_input?: JsonObject;
   readonly retention_seconds?: number;
 }
 
@@ -206,6 +224,8 @@ export interface ActionStore {
   renewLease(input: RenewActionLeaseInput): Promise<ActionRecord>;
   /** Fenced terminal settlement: sets result, releases the lease, optionally redacts the input. */
   settle(input: SettleActionInput): Promise<ActionRecord>;
+  /** See RedactTerminalInput. */
+  redactTerminal(input: RedactTerminalInput): Promise<ActionRecord>;
   /** Record a cancellation request on a non-terminal action (idempotent: a second request returns the record unchanged). */
   requestCancel(input: RequestCancelInput): Promise<ActionRecord>;
   /** Strongly consistent read; undefined when absent. */

@@ -21,7 +21,7 @@ import { AipError, isAipError } from '../errors/aip-error.js';
 import { sha256Hex, type ActionResult, type JsonObject, type Principal } from '../protocol/index.js';
 import { ResolutionSchema, type ApprovalRecord, type Resolution } from '../ports/approval-store.js';
 import type { TransactionRecord } from '../ports/transaction-store.js';
-import { cancelSchedule, completeOriginalReservation } from './attempts/settlement.js';
+import { cancelSchedule, completeOriginalReservation, redactOriginalInput } from './attempts/settlement.js';
 import { missingTarget } from './authority.js';
 import { assertCallerCurrent, assertTenantMember, type CallerIdentity } from './identity.js';
 import { RECEIPT_EVENTS } from './journal.js';
@@ -255,5 +255,6 @@ export async function applyResolution(k: Kernel, record: TransactionRecord, reso
   }
   await cancelSchedule(k, resolved);
   await completeOriginalReservation(k, resolved, `operator:${resolved_by.id}`);
+  await redactOriginalInput(k, resolved);
   return resolved;
 }

@@ -34,6 +34,7 @@ import {
   type ActionStore,
   type CreateActionInput,
   type RenewActionLeaseInput,
+  type RedactTerminalInput,
   type RequestCancelInput,
   type SettleActionInput,
   type TransitionActionInput,
@@ -199,6 +200,12 @@ export class DynamoActionStore implements ActionStore {
       // The raw input is removed; reads present {redacted: true, hash: input_hash} (computed at create).
       b.remove('input');
       b.set('input_redacted', true);
+    } else if (patch.redacted_input !== undefined) {
+      if (!TERMINAL.has(to)) throw invalid(CODE, 'the input is redacted only once the action is terminal', { field: 'patch.redacted_input' });
+      checkJson(CODE, 'redacted_input', patch.redacted_input, true);
+      // Values at the data contract's pointers replaced; input_hash (of the original input) is kept.
+      b.set('input', patch.redacted_input);
+      b.set('input_pointers_redacted', true);
     }
     const retention = checkRetention(CODE, 'retention_seconds', patch.retention_seconds);
     if (retention !== undefined && TERMINAL.has(to)) b.set(TTL_ATTRIBUTE, epochSeconds(nowMs) + retention);
@@ -256,7 +263,8 @@ export class DynamoActionStore implements ActionStore {
     const iso = now.toISOString();
     const inputHash = planInputHash(action.capability_id, action.input);
     const { input: rawInput, ...envelope } = action;
-    const storedInput: JsonObject | undefined = input.redact_input === true ? undefined : rawInput;
+    if (input.redacted_input !== undefined && !TERMINAL.has(status)) throw invalid(CODE, 'a redacted input is stored at creation only for a terminal action', { field: 'redacted_input' });
+    const storedInput: JsonObject | undefined = input.redact_input === true ? undefined : (input.redacted_input ?? rawInput);
     const item: Item = compact({
       ...keys.action(tenant, action.id),
       item_type: ITEM_TYPES.action,
@@ -418,7 +426,7 @@ export class DynamoActionStore implements ActionStore {
     b.setExpr('revision', `${b.n('revision')} + ${b.v(1)}`);
     b.set('updated_at', new Date(nowMs).toISOString());
     b.remove('lease_owner', 'lease_expires_at');
-    const patch: ActionPatch = compact({ result: input.result, redact_input: input.redact_input, retention_seconds: input.retention_seconds });
+    const patch: ActionPatch = compact({ result: input.result, redact_input: input.redact_input, redacted_input: input.redacted_input, retention_seconds: input.retention_seconds });
     this.applyPatch(b, input.to, patch, nowMs);
     const key = keys.action(input.tenant_id, input.action_id);
     const classify = (old: Item): AipError => {
@@ -431,6 +439,21 @@ export class DynamoActionStore implements ActionStore {
       classify,
       failure: (old) => (old === undefined ? this.notFound(input, 'settle') : classify(old)),
     };
+  }
+
+  async redactTerminal(input: RedactTerminalInput): Promise<ActionRecord> {
+    this.checkRef(input);
+    const expected = checkRevision(CODE, input.expected_revision);
+    if (input.redact_input !== true && input.redacted_input === undefined) throw invalid(CODE, 'redactTerminal needs redact_input or redacted_input', { field: 'redact_input' });
+    const nowMs = this.clock().getTime();
+    const b = new UpdateBuilder();
+    const terminal = [...TERMINAL] as ActionStatus[];
+    b.condition(`${b.n('status')} IN (${terminal.map((s) => b.v(s)).join(', ')})`);
+    b.condition(`${b.n('revision')} = ${b.v(expected)}`);
+    b.setExpr('revision', `${b.n('revision')} + ${b.v(1)}`);
+    b.set('updated_at', new Date(nowMs).toISOString());
+    this.applyPatch(b, 'completed', compact({ redact_input: input.redact_input, redacted_input: input.redacted_input, retention_seconds: input.retention_seconds }), nowMs);
+    return this.write(input, 'redactTerminal', b, (old) => this.conflict(input, 'redactTerminal', old, terminal, expected));
   }
 
   async requestCancel(input: RequestCancelInput): Promise<ActionRecord> {

@@ -30,6 +30,7 @@ import type { AtomicWrites, IdempotencySettlement, SettleWriteOutcome } from '..
 import type { SettleInput, TransactionRecord } from '../../ports/transaction-store.js';
 import { DEFAULT_RECONCILE_DELAY_MS, type SettleOutcome } from '../../transactions/state-machine.js';
 import { reconcileBackoffMs } from '../config.js';
+import { dataPolicyOf, definitiveInputRedaction, redactResult, type DataPolicy } from '../redaction.js';
 import { RECEIPT_EVENTS } from '../journal.js';
 import type { Kernel } from '../kernel.js';
 import { isTerminalAction } from '../pipeline/action-record.js';
@@ -70,22 +71,36 @@ export function classify(k: Kernel, mode: TransactionMode | undefined, outcome: 
   let error: ProtocolError | undefined;
   if (outcome.ok) {
     result = { ...outcome.result, action_id, completed_at: outcome.result.completed_at ?? at };
-    if (result.status === 'completed' && outcome.method !== 'reconcile_typed' && outcome.method !== 'plan_typed') {
-      const issues = connectorReg.validateOutput(result.output);
-      if (issues.length > 0) {
-        // The handler ran: for a side-effecting method the effect may have happened.
-        error = {
-          ...toProtocolError(new AipError('runtime.output_invalid', undefined, { details: { issues: issues.map((i) => ({ path: i.path, keyword: i.keyword })) } })),
-          uncertain_outcome: true,
-          details: { issues: issues.map((i) => ({ path: i.path, keyword: i.keyword })), uncertain_outcome: true },
-        };
-        result = { action_id, status: 'failed', error, completed_at: at };
-      }
-    }
+    // The output schema is checked on the output as returned; what is stored is redacted at the data contract's pointers.
+    const redactStored = (r: ActionResult): ActionResult => redactResult(r, dataPolicyOf(connectorReg.capability));
+    const checked = classifyOutput(result, outcome.method, connectorReg, action_id, at);
+    result = redactStored(checked.result);
+    if (checked.error !== undefined) error = checked.error;
   } else {
     error = outcome.error;
     result = { action_id, status: 'failed', error, completed_at: at };
   }
+  return classifyResult(mode, result, error, action_id, at);
+}
+
+/** A completed result whose output fails the admitted output schema is an uncertain failure (the handler ran). */
+function classifyOutput(result: ActionResult, method: string, connectorReg: RegisteredCapability, action_id: string, at: string): { result: ActionResult; error?: ProtocolError } {
+  if (result.status === 'completed' && method !== 'reconcile_typed' && method !== 'plan_typed') {
+    const issues = connectorReg.validateOutput(result.output);
+    if (issues.length > 0) {
+      const error: ProtocolError = {
+        ...toProtocolError(new AipError('runtime.output_invalid', undefined, { details: { issues: issues.map((i) => ({ path: i.path, keyword: i.keyword })) } })),
+        uncertain_outcome: true,
+        details: { issues: issues.map((i) => ({ path: i.path, keyword: i.keyword })), uncertain_outcome: true },
+      };
+      return { result: { action_id, status: 'failed', error, completed_at: at }, error };
+    }
+  }
+  return { result };
+}
+
+function classifyResult(mode: TransactionMode | undefined, result: ActionResult, errorIn: ProtocolError | undefined, action_id: string, at: string): Classified {
+  let error = errorIn;
   if (result.status === 'failed' && result.error !== undefined) error = result.error;
 
   switch (mode) {
@@ -334,17 +349,47 @@ function settledOutcome(action: ActionRecord, fence: number, txn: TransactionRec
 
 /** The fenced action settlement (the input is redacted once the outcome is definitive, where the capability requires it). */
 function actionSettlement(k: Kernel, req: Pick<FinishRequest, 'action' | 'fence' | 'mode' | 'reg' | 'result'>, transactionStatus: TransactionRecord['status'] | undefined): SettleActionInput {
-  const definitive = transactionStatus === undefined || (transactionStatus !== 'outcome_unknown' && transactionStatus !== 'reconciling');
-  const redact = req.reg.capability.data?.redaction_required === true && definitive && req.mode !== 'reconcile';
+  // Definitive: nothing will need the raw input again. A reconcile action's input is a copy of the original's
+  // (which keeps it until the outcome is known): it is never needed after its own attempt.
+  const definitive = req.mode === 'reconcile' || transactionStatus === undefined || (transactionStatus !== 'outcome_unknown' && transactionStatus !== 'reconciling');
+  const policy = dataPolicyOf(k.deps.registry.find(req.action.capability_id)?.capability ?? req.reg.capability);
+  const redaction = definitive ? definitiveInputRedaction(policy, req.action.action.input) : undefined;
   return {
     tenant_id: req.action.tenant_id,
     action_id: req.action.action_id,
     fence: req.fence,
     to: req.result.status === 'completed' ? 'completed' : 'failed',
     result: req.result,
-    ...(redact ? { redact_input: true } : {}),
-    ...(k.config.action_retention_seconds > 0 ? { retention_seconds: k.config.action_retention_seconds } : {}),
+    ...(redaction ?? {}),
+    ...actionRetention(k, policy),
   };
+}
+
+/** An action record's retention: the capability's retention_days, else the runtime's action_retention_seconds. */
+export function actionRetention(k: Kernel, policy: DataPolicy): { retention_seconds?: number } {
+  if (policy.retention_days !== undefined) return { retention_seconds: policy.retention_days * 86_400 };
+  return k.config.action_retention_seconds > 0 ? { retention_seconds: k.config.action_retention_seconds } : {};
+}
+
+/**
+ * Once an uncertain outcome is known (reconciled or resolved), nothing needs
+ * the original action's input any more: it is redacted as the data contract
+ * says (best effort: a lost race leaves a newer revision that the next
+ * resolution path redacts).
+ */
+export async function redactOriginalInput(k: Kernel, txn: TransactionRecord): Promise<void> {
+  // The original action's capability is the record's (a compensation's alternate capability only ran it).
+  const policy = dataPolicyOf(k.deps.registry.find(txn.capability_id)?.capability);
+  if (!policy.redaction_required && policy.pointers.length === 0) return;
+  const original = await k.deps.actions.get({ tenant_id: txn.tenant_id, action_id: txn.action_id });
+  if (original === undefined || original.input_redacted === true || !isTerminalAction(original.status)) return;
+  const redaction = definitiveInputRedaction(policy, original.action.input);
+  if (redaction === undefined) return;
+  try {
+    await k.deps.actions.redactTerminal({ tenant_id: original.tenant_id, action_id: original.action_id, expected_revision: original.revision, ...redaction });
+  } catch (err) {
+    if (!isAipError(err, 'action.state_conflict')) throw err;
+  }
 }
 
 /** What the attempt writes to its reservation, if the action has a key: "never deleted on an ambiguous error", an unknown outcome marks it uncertain. */
@@ -382,6 +427,7 @@ async function afterTransactionSettled(k: Kernel, txn: TransactionRecord, mode: 
   if (txn.status === 'reconciled' && mode === 'reconcile') {
     await cancelSchedule(k, txn);
     await completeOriginalReservation(k, txn, action.action_id, original);
+    await redactOriginalInput(k, txn);
   }
 }
 

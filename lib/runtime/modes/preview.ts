@@ -35,6 +35,7 @@ import type { AdmittedAction } from '../pipeline/state.js';
 import { submitOutcome as outcome } from '../pipeline/outcome.js';
 import type { SubmitOutcome } from '../types.js';
 import { toTransactionResult } from '../view.js';
+import { redactPointers } from '../redaction.js';
 
 interface PreviewFacts {
   readonly approval_required: boolean;
@@ -80,8 +81,8 @@ export async function runPreview(k: Kernel, adm: AdmittedAction): Promise<Submit
       lease_ms: leaseMs(k, reg),
       transaction: { transaction_id: tx.transaction_id, mode: tx.mode, ...(tx.plan_id !== undefined ? { plan_id: tx.plan_id } : {}) },
     };
-    await resolveRoute(k, subject, hosted);
-    const outcome = await invokeConnector(k, subject, hosted);
+    const route = await resolveRoute(k, subject, hosted);
+    const outcome = await invokeConnector(k, { ...subject, route }, hosted);
     const status = outcome.ok ? outcome.result.status : 'failed';
     const output = outcome.ok ? outcome.result.output : undefined;
     validation = { fidelity, status, ...(output !== undefined ? { output } : {}), validated_at: k.iso() };
@@ -189,7 +190,8 @@ async function completePlan(
   const now = k.now();
   const plan_id = tx?.plan_id ?? defaultPlanId(txId);
   const redact = reg.capability.data?.redaction_required === true;
-  const input_snapshot: InputSnapshot = redact ? { redacted: true, hash: facts.input_hash } : { redacted: false, hash: facts.input_hash, value: action.input };
+  // The snapshot keeps the raw input unless the contract requires redaction; values at its pointers are redacted either way.
+  const input_snapshot: InputSnapshot = redact ? { redacted: true, hash: facts.input_hash } : { redacted: false, hash: facts.input_hash, value: redactPointers(action.input, reg.capability.data?.redact_pointers ?? []) };
   const plan: TransactionPlan = {
     plan_id,
     transaction_id: txId,

@@ -11,6 +11,8 @@ import type { ActionRecord, ActionRecovery } from '../../ports/action-store.js';
 import { TERMINAL_ACTION_STATUS_LIST } from '../../ports/action-store.js';
 import type { Kernel } from '../kernel.js';
 import { recordedActor } from '../authority.js';
+import { dataPolicyOf, definitiveInputRedaction, redactResult } from '../redaction.js';
+import { actionRetention } from '../attempts/settlement.js';
 import type { Admission } from './state.js';
 
 const same = (a: unknown, b: unknown) => canonicalJson(a ?? null) === canonicalJson(b ?? null);
@@ -94,6 +96,10 @@ export function actionResultOf(record: ActionRecord): ActionResult {
  */
 export async function finishUnstartedAction(k: Kernel, record: ActionRecord, result: ActionResult): Promise<ActionRecord> {
   const to = result.status === 'completed' ? 'completed' : result.status === 'cancelled' ? 'cancelled' : 'failed';
+  // Terminal without an attempt (a preview, a rejection, a cancellation, an expired approval): definitive, so the
+  // data contract's redaction applies to the input now, and to the stored output.
+  const policy = dataPolicyOf(k.deps.registry.find(record.capability_id)?.capability);
+  const redaction = record.input_redacted === true ? undefined : definitiveInputRedaction(policy, record.action.input);
   try {
     return await k.deps.actions.transition({
       tenant_id: record.tenant_id,
@@ -101,7 +107,7 @@ export async function finishUnstartedAction(k: Kernel, record: ActionRecord, res
       from: [record.status],
       to,
       expected_revision: record.revision,
-      patch: { result, ...(k.config.action_retention_seconds > 0 ? { retention_seconds: k.config.action_retention_seconds } : {}) },
+      patch: { result: redactResult(result, policy), ...(redaction ?? {}), ...actionRetention(k, policy) },
     });
   } catch (err) {
     if (isAipError(err, 'action.state_conflict')) {

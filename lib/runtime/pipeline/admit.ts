@@ -34,6 +34,8 @@ import { reserveIdempotency, reserveInput } from './idempotency.js';
 import { submitOutcome } from './outcome.js';
 import { resolveTargets, transactionTarget } from './targets.js';
 import { recordedActor } from '../authority.js';
+import { dataPolicyOf, definitiveInputRedaction, redactResult } from '../redaction.js';
+import { actionRetention } from '../attempts/settlement.js';
 import type { AdmittedAction, Admission } from './state.js';
 
 export interface PrepareOptions {
@@ -433,6 +435,8 @@ async function admitSeparately(k: Kernel, adm: Admission): Promise<SubmitOutcome
 /** Creates the action record already finished with `result` (false when the action ID exists by now). */
 async function createFinished(k: Kernel, adm: Admission, result: ActionResult): Promise<boolean> {
   const status = result.status === 'completed' ? 'completed' : result.status === 'cancelled' ? 'cancelled' : 'failed';
+  // Created already terminal (a rejection or a replay): the data contract's redaction applies at once.
+  const policy = dataPolicyOf(adm.reg.capability);
   try {
     await k.deps.actions.create({
       tenant_id: adm.tenant_id,
@@ -440,8 +444,9 @@ async function createFinished(k: Kernel, adm: Admission, result: ActionResult): 
       action: adm.action,
       actor: recordedActor(adm.caller, k.config.issuer),
       status,
-      result,
-      ...(k.config.action_retention_seconds > 0 ? { retention_seconds: k.config.action_retention_seconds } : {}),
+      result: redactResult(result, policy),
+      ...(definitiveInputRedaction(policy, adm.action.input) ?? {}),
+      ...actionRetention(k, policy),
     });
     return true;
   } catch (err) {

@@ -23,7 +23,7 @@ import { decodeQueueMessage, type InvokeMessage, type ReconcileMessage } from '.
 import type { CancelReconcileResult, ReconcileScheduleRef, ReconcileScheduler, ScheduleReconcileRequest, ScheduleReconcileResult } from '../../../lib/ports/scheduler.js';
 import { ArmedCrashPoints } from '../../../lib/runtime/crash-points.js';
 import { parseRuntimeConfig, type RuntimeConfigInput } from '../../../lib/runtime/config.js';
-import { staticConnectorHost, type HostedConnector } from '../../../lib/runtime/deps.js';
+import { staticConnectorHost, type HostedConnector, type RuntimeLogger } from '../../../lib/runtime/deps.js';
 import { CapabilityRegistry } from '../../../lib/runtime/registry.js';
 import { verifyReceiptChain } from '../../../lib/runtime/receipts.js';
 import { Runtime } from '../../../lib/runtime/runtime.js';
@@ -79,6 +79,8 @@ export interface HarnessOptions {
   readonly manifests?: readonly DefinedConnector[];
   /** Composite admission/settlement writes (RuntimeDeps.atomic). Default true; false runs the separate-writes path. */
   readonly atomicWrites?: boolean;
+  /** The runtime's logger (tests that inspect what it logs). */
+  readonly logger?: RuntimeLogger;
 }
 
 export interface Harness {
@@ -138,6 +140,7 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
     clock: { now: clock.now },
     config: parseRuntimeConfig({ ...(options.config ?? {}), test_mode: true }, 'test'),
     crashPoints: crash,
+    ...(options.logger !== undefined ? { logger: options.logger } : {}),
   });
 
   async function receiveRaw(url: string) {
