@@ -56,6 +56,18 @@ interface CasWrite extends RecordRef {
   readonly data?: JsonObject;
 }
 
+/**
+ * The capability's data retention (DataContract.retention_days), applied when
+ * a record becomes terminal: the record, every receipt of its chain and its
+ * plan-ID item get the same `ttl` (now + days), in the same atomic write as
+ * the terminal transition. A record that is not terminal never expires.
+ */
+export interface RetentionStamp {
+  readonly days: number;
+  /** The record's plan ID (its plan-ID uniqueness item expires with it). */
+  readonly plan_id?: string;
+}
+
 export interface CreateTransactionInput extends RecordRef {
   readonly status: InitialStatus;
   readonly mode: TransactionMode;
@@ -74,6 +86,8 @@ export interface CreateTransactionInput extends RecordRef {
   readonly lease?: LeaseRequest;
   /** First receipt: seq 0, prev_hash GENESIS_RECEIPT_HASH, revision 1. */
   readonly receipt?: ReceiptAppend;
+  /** Applied when the record is created terminal (see RetentionStamp). */
+  readonly retention?: RetentionStamp;
 }
 
 /** claim_direct_commit: like create, straight in `committing`. */
@@ -108,6 +122,8 @@ export interface TransitionInput extends CasWrite {
   readonly patch?: TransitionPatch;
   /** Only when `to` is an attempt status (begin_reconcile). */
   readonly lease?: LeaseRequest;
+  /** Applied when `to` is terminal (see RetentionStamp). */
+  readonly retention?: RetentionStamp;
 }
 
 export interface SettleInput extends CasWrite {
@@ -120,6 +136,8 @@ export interface SettleInput extends CasWrite {
   readonly reconciliation_cursor?: string;
   /** For outcome_unknown; default now + (error.retry_after_ms ?? DEFAULT_RECONCILE_DELAY_MS). */
   readonly next_reconcile_at?: string;
+  /** Applied when `to` is terminal (see RetentionStamp). */
+  readonly retention?: RetentionStamp;
 }
 
 export interface CheckpointProviderOperationInput extends CasWrite {

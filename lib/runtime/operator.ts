@@ -29,6 +29,7 @@ import type { Kernel } from './kernel.js';
 import { transactionTarget } from './pipeline/targets.js';
 import type { OperatorView } from './reads.js';
 import { toTransactionResult } from './view.js';
+import { retentionFor } from './retention.js';
 
 /** One operator list in the overview. */
 export interface OverviewEntry {
@@ -242,6 +243,7 @@ export async function applyResolution(k: Kernel, record: TransactionRecord, reso
         // The checkpointed operation, when the resolution names it (same provider and ID), stays as it was
         // checkpointed (with its request_id): re-binding it without one would be refused by the store's guard.
         patch: { result, ...(resolution.provider_operation !== undefined && !namesCheckpointed(record, resolution.provider_operation) ? { provider_operation: resolution.provider_operation } : {}) },
+        ...(retentionFor(k, record.capability_id, record) !== undefined ? { retention: retentionFor(k, record.capability_id, record) } : {}),
       },
       RECEIPT_EVENTS.resolved,
       evidence,

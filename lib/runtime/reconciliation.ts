@@ -28,6 +28,7 @@ import { serviceCaller } from './identity.js';
 import { RECEIPT_EVENTS } from './journal.js';
 import { deriveApprovalId, isTransientError, type Kernel } from './kernel.js';
 import { lookupByIdempotencyKey, ranCapabilityId } from './modes/reconcile.js';
+import { retentionFor } from './retention.js';
 import { admit, prepare } from './pipeline/admit.js';
 import type { AttemptOutcome, ReconcileOutcome, SweepOutcome } from './types.js';
 
@@ -291,7 +292,8 @@ export async function sweep(k: Kernel, now: Date = k.now()): Promise<SweepOutcom
   for await (const r of listAll(k, 'planned', iso)) {
     if (r.plan === undefined || Date.parse(r.plan.expires_at) > now.getTime()) continue;
     try {
-      await k.journal.transition(r, { operation: 'expire_plan', from: ['planned'], to: 'failed' }, RECEIPT_EVENTS.plan_expired);
+      const retention = retentionFor(k, r.capability_id, r);
+      await k.journal.transition(r, { operation: 'expire_plan', from: ['planned'], to: 'failed', ...(retention !== undefined ? { retention } : {}) }, RECEIPT_EVENTS.plan_expired);
     } catch (err) {
       if (!isAipError(err, 'transaction.state_conflict')) throw err;
     }

@@ -204,6 +204,7 @@ export class DynamoAtomicWrites implements AtomicWrites {
       });
     const sent = await this.send(items, race);
     if (sent.ok) {
+      await txn?.afterStamps();
       const record = txn !== undefined && input.transaction !== undefined ? await this.recordAfter(txn, input.transaction.input) : undefined;
       return { started: true, action: action.leased(input.action.held), ...(record !== undefined ? { transaction: record } : {}) };
     }
@@ -240,6 +241,7 @@ export class DynamoAtomicWrites implements AtomicWrites {
 
     const sent = await this.send(items, race);
     if (sent.ok) {
+      await txn?.afterStamps();
       const record = txn !== undefined && input.transaction !== undefined ? await this.recordAfter(txn, input.transaction.input) : undefined;
       return { settled: true, ...(record !== undefined ? { transaction: record } : {}) };
     }

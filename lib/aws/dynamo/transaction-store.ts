@@ -121,13 +121,15 @@ export interface PreparedCreate {
 
 /** A compare-and-set write carrying a receipt, built but not sent (see prepareSettle). */
 export interface PreparedCas {
-  /** [Update transaction, Put receipt]. */
+  /** [Update transaction, Put receipt, retention stamps of a terminal write of a retained record]. */
   readonly transactItems: TransactItem[];
   /** Classifiers of those two items (indexes 0 and 1). */
   readonly handlers: Record<number, (old: Item | undefined) => AipError>;
   readonly onRace: () => AipError;
   /** The record after the write (computed from the held image); undefined when it cannot be computed. */
   readonly after: () => TransactionRecord | undefined;
+  /** After a successful write: retention stamps a very long chain's atomic write could not hold. */
+  readonly afterStamps: () => Promise<void>;
 }
 
 /** How long a known image may be used (the same container usually writes within milliseconds of its read). */
@@ -474,6 +476,21 @@ interface CasSpec {
   readonly classifyFirst?: (old: Item) => AipError | undefined;
   /** Checked when status and revision matched (e.g. live lease, plan mismatch). */
   readonly classifyAfter?: (old: Item) => AipError | undefined;
+  /** A terminal write of a capability with a retention: the ttl and the items it stamps besides the record. */
+  readonly retention?: { readonly ttl: number; readonly plan_id?: string };
+}
+
+/** Items a plain terminal write stamps besides the record and its new receipt (TransactWriteItems holds 100). */
+const STAMP_LIMIT = 96;
+/** In the composite settlement, which also writes the action and the reservation. */
+const COMPOSITE_STAMP_LIMIT = 94;
+
+/** The ttl a terminal write of a retained record carries (epoch seconds), or undefined. */
+function retentionOf(retention: { days: number; plan_id?: string } | undefined, now: Date): { ttl: number; plan_id?: string } | undefined {
+  if (retention === undefined) return undefined;
+  if (!Number.isInteger(retention.days) || retention.days < 1 || retention.days > 36_500) throw invalid('transaction.invalid_record', 'retention.days must be 1 .. 36500', { field: 'retention.days' });
+  if (retention.plan_id !== undefined) checkId('retention.plan_id', retention.plan_id);
+  return { ttl: Math.floor(now.getTime() / 1000) + retention.days * 86_400, ...(retention.plan_id !== undefined ? { plan_id: retention.plan_id } : {}) };
 }
 
 function currentOf(old: Item) {
@@ -719,10 +736,13 @@ export class DynamoTransactionStore implements TransactionStore {
       updated_at: iso,
       data: input.data ?? {},
     });
+    const retained = isTerminalStatus(input.status) ? retentionOf(input.retention, now) : undefined;
     const ttl =
-      input.status === 'dry_run_completed' && this.dryRunRetentionSeconds > 0
-        ? { [TTL_ATTRIBUTE]: Math.floor(now.getTime() / 1000) + this.dryRunRetentionSeconds }
-        : {};
+      retained !== undefined
+        ? { [TTL_ATTRIBUTE]: retained.ttl }
+        : input.status === 'dry_run_completed' && this.dryRunRetentionSeconds > 0
+          ? { [TTL_ATTRIBUTE]: Math.floor(now.getTime() / 1000) + this.dryRunRetentionSeconds }
+          : {};
     const item: Item = {
       ...keys.transaction(tenant, txn),
       item_type: ITEM_TYPES.transaction,
@@ -803,6 +823,41 @@ export class DynamoTransactionStore implements TransactionStore {
     return record;
   }
 
+  /**
+   * The other items a terminal write of a retained record stamps with its
+   * ttl, in the same TransactWriteItems: the receipts written before this one
+   * (the most recent `limit`; older ones, on very long chains, right after)
+   * and the plan-ID item.
+   */
+  private retentionStamps(spec: CasSpec, limit = STAMP_LIMIT): TransactItem[] {
+    const r = spec.retention;
+    if (r === undefined || spec.receipt === undefined) return [];
+    const seq = spec.receipt.receipt.seq;
+    const stamp = (Key: Item): TransactItem => ({
+      Update: { TableName: this.table, Key, UpdateExpression: 'SET #ttl = :ttl', ConditionExpression: 'attribute_exists(#pk)', ExpressionAttributeNames: { '#ttl': TTL_ATTRIBUTE, '#pk': 'PK' }, ExpressionAttributeValues: { ':ttl': r.ttl } },
+    });
+    const items: TransactItem[] = [];
+    if (r.plan_id !== undefined) items.push(stamp(keys.planRef(spec.tenant_id, r.plan_id)));
+    for (let i = seq - 1; i >= 0 && items.length < limit; i--) items.push(stamp(keys.receipt(spec.tenant_id, spec.transaction_id, i)));
+    return items;
+  }
+
+  /** Receipts of a very long chain the atomic write could not hold: stamped right after it (idempotent). */
+  private async stampOverflow(spec: CasSpec, limit = STAMP_LIMIT): Promise<void> {
+    const r = spec.retention;
+    if (r === undefined || spec.receipt === undefined) return;
+    const inTransaction = limit - (r.plan_id !== undefined ? 1 : 0);
+    for (let i = spec.receipt.receipt.seq - 1 - inTransaction; i >= 0; i--) {
+      try {
+        await this.client.send(
+          new UpdateCommand({ TableName: this.table, Key: keys.receipt(spec.tenant_id, spec.transaction_id, i), UpdateExpression: 'SET #ttl = :ttl', ConditionExpression: 'attribute_exists(#pk)', ExpressionAttributeNames: { '#ttl': TTL_ATTRIBUTE, '#pk': 'PK' }, ExpressionAttributeValues: { ':ttl': r.ttl } }),
+        );
+      } catch (err) {
+        if (errorName(err) !== 'ConditionalCheckFailedException') throw mapStoreError(err);
+      }
+    }
+  }
+
   private receiptPut(tenant: string, txn: string, append: ReceiptAppend, iso: string, ttl: Item = {}) {
     const r = append.receipt;
     return {
@@ -881,7 +936,8 @@ export class DynamoTransactionStore implements TransactionStore {
         new TransactWriteCommand({
           TransactItems: [
             { Update: { TableName: this.table, Key: key, ...b.render(), ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } },
-            { Put: this.receiptPut(spec.tenant_id, spec.transaction_id, spec.receipt, now.toISOString()) },
+            { Put: this.receiptPut(spec.tenant_id, spec.transaction_id, spec.receipt, now.toISOString(), spec.retention !== undefined ? { [TTL_ATTRIBUTE]: spec.retention.ttl } : {}) },
+            ...this.retentionStamps(spec),
           ],
         }),
       );
@@ -893,6 +949,7 @@ export class DynamoTransactionStore implements TransactionStore {
         raceConflictFor(spec),
       );
     }
+    await this.stampOverflow(spec);
     const computed = before !== undefined ? b.applyTo(before) : undefined;
     if (computed !== undefined && !this.verifyImages) {
       this.remember(computed);
@@ -1042,6 +1099,7 @@ export class DynamoTransactionStore implements TransactionStore {
     checkReceipt(input.receipt, input.transaction_id, input.expected_revision + 1, false);
 
     const now = this.clock();
+    const retention = isTerminalStatus(input.to) ? retentionOf(input.retention, now) : undefined;
     const iso = now.toISOString();
     const tenant = input.tenant_id;
     const txn = input.transaction_id;
@@ -1054,7 +1112,9 @@ export class DynamoTransactionStore implements TransactionStore {
       expected_revision: input.expected_revision,
       ...(input.receipt ? { receipt: input.receipt } : {}),
       ...(ref ? { classifyFirst: this.providerConflict(txn, ref) } : {}),
+      ...(retention !== undefined ? { retention } : {}),
     };
+    if (retention !== undefined) b.set(TTL_ATTRIBUTE, retention.ttl);
 
     if (input.operation === 'request_reconcile' && nextReconcileAt === undefined) nextReconcileAt = iso;
     if (input.to === 'outcome_unknown' && input.operation !== 'escalate') {
@@ -1115,10 +1175,12 @@ export class DynamoTransactionStore implements TransactionStore {
     return {
       transactItems: [
         { Update: { TableName: this.table, Key: key, ...b.render(), ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } },
-        { Put: this.receiptPut(spec.tenant_id, spec.transaction_id, spec.receipt, now.toISOString()) },
+        { Put: this.receiptPut(spec.tenant_id, spec.transaction_id, spec.receipt, now.toISOString(), spec.retention !== undefined ? { [TTL_ATTRIBUTE]: spec.retention.ttl } : {}) },
+        ...this.retentionStamps(spec, COMPOSITE_STAMP_LIMIT),
       ],
       handlers: { 0: (old) => { this.forget(spec.tenant_id, spec.transaction_id); return classifyCasFailure(spec, old); }, 1: () => stateConflict(spec, undefined, 'receipt_exists') },
       onRace: () => { this.forget(spec.tenant_id, spec.transaction_id); return raceConflictFor(spec)(); },
+      afterStamps: () => this.stampOverflow(spec, COMPOSITE_STAMP_LIMIT),
       after: () => {
         const computed = before !== undefined ? b.applyTo(before) : undefined;
         if (computed === undefined) {
@@ -1152,6 +1214,7 @@ export class DynamoTransactionStore implements TransactionStore {
       patch,
       data: input.data,
       receipt: input.receipt,
+      retention: input.retention,
     }) as TransitionInput;
   }
 

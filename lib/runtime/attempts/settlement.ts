@@ -31,6 +31,7 @@ import type { SettleInput, TransactionRecord } from '../../ports/transaction-sto
 import { DEFAULT_RECONCILE_DELAY_MS, type SettleOutcome } from '../../transactions/state-machine.js';
 import { reconcileBackoffMs } from '../config.js';
 import { dataPolicyOf, definitiveInputRedaction, redactResult, type DataPolicy } from '../redaction.js';
+import { retentionFor } from '../retention.js';
 import { RECEIPT_EVENTS } from '../journal.js';
 import type { Kernel } from '../kernel.js';
 import { isTerminalAction } from '../pipeline/action-record.js';
@@ -178,6 +179,8 @@ function transactionSettlement(k: Kernel, req: SettleRequest, txn: TransactionRe
       ...(keepRef ? { provider_operation: txn.provider_operation ?? ref } : {}),
       ...(cursor !== undefined ? { reconciliation_cursor: cursor } : {}),
       ...(next_reconcile_at !== undefined ? { next_reconcile_at } : {}),
+      // A terminal settlement of a retained record stamps the record, its receipts and its plan item (../retention.ts).
+      ...(to !== 'outcome_unknown' && retentionFor(k, txn.capability_id, txn) !== undefined ? { retention: retentionFor(k, txn.capability_id, txn) } : {}),
       data: {
         last_attempt: { action_id: action.action_id, attempt_id: req.attempt_id, fence: req.fence, outcome: to },
         ...(req.mode === 'reconcile' ? { last_reconcile_result: classified.result as unknown as JsonObject } : {}),

@@ -10,6 +10,7 @@ import { planInputHash, type JsonObject, type TransactionPlan } from '../../prot
 import type { TransactionRecord } from '../../ports/transaction-store.js';
 import { RECEIPT_EVENTS } from '../journal.js';
 import type { Kernel } from '../kernel.js';
+import { retentionFor } from '../retention.js';
 import type { Admission } from '../pipeline/state.js';
 
 function fail(code: ErrorCode, plan: Pick<TransactionPlan, 'plan_id' | 'transaction_id'>, extra: Record<string, unknown> = {}): AipError {
@@ -71,7 +72,8 @@ export async function recheckPlan(k: Kernel, adm: Admission, known?: Transaction
 /** A plan past its expiry moves planned → failed (best effort: a lost race changes nothing). */
 async function expirePlan(k: Kernel, record: TransactionRecord): Promise<void> {
   try {
-    await k.journal.transition(record, { operation: 'expire_plan', from: ['planned'], to: 'failed' }, RECEIPT_EVENTS.plan_expired);
+    const retention = retentionFor(k, record.capability_id, record);
+    await k.journal.transition(record, { operation: 'expire_plan', from: ['planned'], to: 'failed', ...(retention !== undefined ? { retention } : {}) }, RECEIPT_EVENTS.plan_expired);
   } catch (err) {
     if (!isAipError(err, 'transaction.state_conflict')) throw err;
   }

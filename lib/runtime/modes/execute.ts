@@ -17,6 +17,7 @@ import { RECEIPT_EVENTS } from '../journal.js';
 import type { Kernel } from '../kernel.js';
 import type { Admission } from '../pipeline/state.js';
 import { transactionTarget } from '../pipeline/targets.js';
+import { retentionFor } from '../retention.js';
 
 const same = (a: unknown, b: unknown) => canonicalJson(a ?? null) === canonicalJson(b ?? null);
 
@@ -110,6 +111,7 @@ export async function admitRollbackNotSupported(k: Kernel, adm: Admission): Prom
         capability_id: adm.action.capability_id,
         action_id: adm.action.id,
         principal: adm.principal,
+        ...(retentionFor(k, adm.action.capability_id) !== undefined ? { retention: retentionFor(k, adm.action.capability_id) } : {}),
         ...(adm.action.identity !== undefined ? { identity: adm.action.identity } : {}),
         data: { transaction_context: { ...adm.action.transaction } as JsonObject },
       },

@@ -36,6 +36,7 @@ import { submitOutcome as outcome } from '../pipeline/outcome.js';
 import type { SubmitOutcome } from '../types.js';
 import { toTransactionResult } from '../view.js';
 import { redactPointers } from '../redaction.js';
+import { retentionFor } from '../retention.js';
 
 interface PreviewFacts {
   readonly approval_required: boolean;
@@ -141,6 +142,7 @@ async function completeDryRun(k: Kernel, adm: AdmittedAction, facts: PreviewFact
         ...(action.identity !== undefined ? { identity: action.identity } : {}),
         result,
         data: { transaction_context: { ...action.transaction } as JsonObject, ...(validation !== undefined ? { downstream_validation: validation as unknown as JsonObject } : {}) },
+        ...(retentionFor(k, action.capability_id) !== undefined ? { retention: retentionFor(k, action.capability_id) } : {}),
       },
       RECEIPT_EVENTS.dry_run_completed,
       { action_id: action.id },
@@ -177,7 +179,14 @@ async function completePlan(
     const result: ActionResult = { action_id: action.id, status: 'failed', error: validationError, completed_at: k.iso(), metadata: { transaction_id: txId } };
     const record = await createOrReuse(k, adm, () =>
       k.journal.create(
-        { ...base, status: 'failed', error: validationError, result, data: { transaction_context: { ...tx } as JsonObject, ...(validation ? { downstream_validation: validation as unknown as JsonObject } : {}) } },
+        {
+          ...base,
+          status: 'failed',
+          error: validationError,
+          result,
+          data: { transaction_context: { ...tx } as JsonObject, ...(validation ? { downstream_validation: validation as unknown as JsonObject } : {}) },
+          ...(retentionFor(k, action.capability_id) !== undefined ? { retention: retentionFor(k, action.capability_id) } : {}),
+        },
         RECEIPT_EVENTS.validation_failed,
         { action_id: action.id, error_code: validationError.code },
       ),

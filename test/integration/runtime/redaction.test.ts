@@ -31,7 +31,7 @@ const fast = { supports_cancel: false, supports_streaming: false, supports_retry
 const modes = ['dry_run', 'plan', 'execute', 'commit', 'reconcile'] as const;
 
 function vault(opts: { pending?: boolean } = {}) {
-  async function effect(input: { lose: boolean }, raw: unknown, ctx: ActionExecutionContext, failure: (i: never) => Error, out: unknown) {
+  async function effect<T>(input: { lose: boolean }, raw: unknown, ctx: ActionExecutionContext, failure: (i: never) => Error, out: T): Promise<T> {
     seen.push(raw);
     await ctx.transaction_checkpoint.checkpoint({ provider: 'vault', operation_id: `op-${seen.length}` });
     if (input.lose) throw failure({ code: 'vault.lost', category: 'temporary', retryable: false, uncertain_outcome: true } as never);

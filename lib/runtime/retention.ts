@@ -1,0 +1,29 @@
+/**
+ * DataContract.retention_days, applied consistently to every item of a
+ * transaction (issue 13, "Redaction and retention"):
+ *
+ * - the transaction record, every receipt of its chain and its plan-ID item
+ *   get the same `ttl` (the terminal write's time + retention_days) in the
+ *   same atomic write as the transition that makes the record terminal
+ *   (settle, expire_plan, resolve, or a record created terminal); a record
+ *   that is not terminal never expires, so an escalated transaction waiting
+ *   for a human keeps its whole chain;
+ * - the action records bound to it expire the same number of days after they
+ *   end (./attempts/settlement.ts `actionRetention`), instead of the
+ *   runtime-wide `action_retention_seconds`;
+ * - route assignments and stream chunks of those actions, and the idempotency
+ *   reservation, keep their own shorter lifetimes (a reservation's retention
+ *   is capped by the contract's).
+ *
+ * DynamoDB deletes an expired item some time after its ttl (typically within
+ * days), not at the instant.
+ */
+import type { RetentionStamp, TransactionRecord } from '../ports/transaction-store.js';
+import type { Kernel } from './kernel.js';
+
+/** The retention stamp of a capability's terminal transaction writes, or undefined when its contract sets none. */
+export function retentionFor(k: Kernel, capability_id: string, record?: Pick<TransactionRecord, 'plan_id'>): RetentionStamp | undefined {
+  const days = k.deps.registry.find(capability_id)?.capability.data?.retention_days;
+  if (days === undefined) return undefined;
+  return { days, ...(record?.plan_id !== undefined ? { plan_id: record.plan_id } : {}) };
+}

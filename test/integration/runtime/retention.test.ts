@@ -1,0 +1,118 @@
+/**
+ * Issue 13, item 3 (retention): DataContract.retention_days on every item of
+ * a transaction. The terminal write stamps the record, every receipt and the
+ * plan-ID item with one ttl, atomically; the actions expire after the same
+ * number of days; a record that is not terminal (outcome_unknown, escalated)
+ * never carries a ttl, so a stuck transaction keeps its whole chain.
+ */
+import * as z from 'zod';
+import { ScanCommand } from '@aws-sdk/client-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { defineCapability, defineConnector } from '../../../lib/connectors/define.js';
+import { TransactionJournal } from '../../../lib/runtime/journal.js';
+import { uid } from '../../support/transaction-fixtures.js';
+import { TENANT, caller, createHarness, type Harness } from './support.js';
+
+const DAYS = 30;
+const In = z.strictObject({ n: z.int(), lose: z.boolean().default(false) });
+const fast = { supports_cancel: false, supports_streaming: false, supports_retry: false, timeout_ms: 10_000 };
+
+function archive() {
+  const cap = (id: string, retention?: number) =>
+    defineCapability({
+      id,
+      input: In,
+      output: z.strictObject({ ok: z.boolean() }),
+      contract: {
+        transaction: { modes: ['plan', 'execute', 'commit', 'reconcile'], dry_run_fidelity: 'schema_only', requires_plan_before_commit: true },
+        data: { redaction_required: false, ...(retention !== undefined ? { retention_days: retention } : {}) },
+        execution: fast,
+      },
+    }).implement({
+      invoke: async (input, ctx, call) => {
+        await ctx.transaction_checkpoint.checkpoint({ provider: 'archive', operation_id: `op-${call.action.id}` });
+        if (input.lose) throw call.failure({ code: 'archive.lost', category: 'temporary', retryable: false, uncertain_outcome: true } as never);
+        return { ok: true };
+      },
+      commit: async (_input, ctx, call) => {
+        await ctx.transaction_checkpoint.checkpoint({ provider: 'archive', operation_id: `op-${call.action.id}` });
+        return { ok: true };
+      },
+      reconcile: async () => ({ terminal: true as const, original_commit_completed: true, output: { ok: true } }),
+    });
+  return defineConnector({ id: 'archive', version: '1.0.0', capabilities: [cap('archive.kept', DAYS), cap('archive.forever')] });
+}
+
+let h: Harness;
+beforeAll(async () => {
+  h = await createHarness({ connectors: [archive()], prefix: 'rt-retain' });
+});
+afterAll(async () => h.destroy());
+
+async function items(): Promise<Record<string, unknown>[]> {
+  const out: Record<string, unknown>[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await h.table.client.send(new ScanCommand({ TableName: h.table.tableName, ConsistentRead: true, ...(start ? { ExclusiveStartKey: start as never } : {}) }));
+    out.push(...(page.Items ?? []).map((i) => ({ PK: i.PK?.S, SK: i.SK?.S, ttl: i.ttl?.N !== undefined ? Number(i.ttl.N) : undefined })));
+    start = page.LastEvaluatedKey as Record<string, unknown> | undefined;
+  } while (start !== undefined);
+  return out;
+}
+
+const ofTransaction = async (tx: string) => (await items()).filter((i) => i.PK === `TXN#${TENANT}#${tx}`);
+const expected = () => Math.floor(h.clock.now().getTime() / 1000) + DAYS * 86_400;
+
+describe('retention_days', () => {
+  it('a terminal execute stamps the record and every receipt with one ttl; the action expires after the same days', async () => {
+    const id = uid('a');
+    const tx = uid('tx');
+    await h.runtime.submit(caller(), { id, capability_id: 'archive.kept', input: { n: 1 }, transaction: { mode: 'execute', transaction_id: tx } });
+    await h.drain();
+    const txItems = await ofTransaction(tx);
+    expect(txItems.length).toBeGreaterThanOrEqual(4); // record + prepared, attempt, checkpoint, settle receipts
+    const ttls = new Set(txItems.map((i) => i.ttl));
+    expect([...ttls]).toEqual([expected()]);
+    const action = (await items()).find((i) => i.PK === `ACTION#${TENANT}#${id}` && i.SK === 'ACTION');
+    expect(action?.ttl).toBe(expected());
+  });
+
+  it('a committed plan stamps its plan-ID item too', async () => {
+    const planned = await h.runtime.submit(caller(), { id: uid('p'), capability_id: 'archive.kept', input: { n: 2 }, transaction: { mode: 'plan' } });
+    const plan_id = (planned.action_result.output as { plan_id: string }).plan_id;
+    const tx = (planned.action_result.output as { transaction_id: string }).transaction_id;
+    await h.runtime.submit(caller(), { id: uid('c'), capability_id: 'archive.kept', input: { n: 2 }, transaction: { mode: 'commit', plan_id } });
+    await h.drain();
+    expect([...new Set((await ofTransaction(tx)).map((i) => i.ttl))]).toEqual([expected()]);
+    const planRef = (await items()).find((i) => i.PK === `PLAN#${TENANT}#${plan_id}`);
+    expect(planRef?.ttl).toBe(expected());
+  });
+
+  it('an outcome_unknown record keeps every item until it is reconciled, then all are stamped', async () => {
+    const tx = uid('tx');
+    await h.runtime.submit(caller(), { id: uid('a'), capability_id: 'archive.kept', input: { n: 3, lose: true }, transaction: { mode: 'execute', transaction_id: tx } });
+    await h.drain();
+    expect((await ofTransaction(tx)).every((i) => i.ttl === undefined)).toBe(true);
+    h.clock.advance(10_000);
+    expect((await h.runtime.reconcile({ kind: 'reconcile', tenant_id: TENANT, transaction_id: tx, reason: 'schedule' })).disposition).toBe('reconciled');
+    expect([...new Set((await ofTransaction(tx)).map((i) => i.ttl))]).toEqual([expected()]);
+  });
+
+  it('a capability without retention_days keeps its records', async () => {
+    const tx = uid('tx');
+    await h.runtime.submit(caller(), { id: uid('a'), capability_id: 'archive.forever', input: { n: 4 }, transaction: { mode: 'execute', transaction_id: tx } });
+    await h.drain();
+    expect((await ofTransaction(tx)).every((i) => i.ttl === undefined)).toBe(true);
+  });
+
+  it('a chain longer than one atomic write holds is stamped entirely (the rest right after the write)', async () => {
+    const tx = uid('tx');
+    const journal = new TransactionJournal(h.table.store, { now: h.clock.now });
+    let record = await journal.create({ tenant_id: TENANT, transaction_id: tx, status: 'prepared', mode: 'execute', capability_id: 'archive.kept', action_id: uid('a'), principal: { id: 'agent-1', kind: 'agent' }, data: {} }, 'transaction.prepared');
+    for (let i = 0; i < 120; i++) record = await journal.lease(record, 'owner-1', 60_000, {});
+    await journal.settle(record, { to: 'committed', from: ['prepared'], retention: { days: DAYS } });
+    const all = await ofTransaction(tx);
+    expect(all).toHaveLength(1 + 122);
+    expect([...new Set(all.map((i) => i.ttl))]).toEqual([expected()]);
+  });
+});
