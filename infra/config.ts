@@ -311,6 +311,21 @@ export const InfraConfigSchema = z
      * to the local simulator). Set as AIP_CONNECTOR_ENDPOINTS on the functions.
      */
     connectorEndpoints: z.record(z.string(), baseUrl, { error: 'must be an object: connector ID → base URL' }).default({}),
+    /**
+     * Remote connector placement (infra/remote-host.ts, docs/infra.md "Remote
+     * connector host"): these enabled connectors run in a connector host
+     * Lambda behind a Function URL, reached through signed requests (KMS keys
+     * created by the stack). Absent: every connector runs in-process.
+     */
+    remoteConnectorHost: z
+      .strictObject({
+        connectors: z.array(protocolId('connector ID')).min(1, { message: 'must list at least one enabled connector' }),
+        instanceId: protocolId('connector instance ID').default('host-1'),
+        replica: protocolId('replica ID').default('host-1-a'),
+        timeoutSeconds: intIn(10, 900, 'seconds; Lambda allows at most 900').default(60),
+        memorySize: intIn(128, 10_240, 'MB').default(512),
+      })
+      .optional(),
   })
   .superRefine((config, ctx) => {
     refineAuthUrls(config, ctx);
@@ -333,6 +348,11 @@ export const InfraConfigSchema = z
         }
         rows.add(key);
       });
+    });
+    config.remoteConnectorHost?.connectors.forEach((id, index) => {
+      if (!seen.has(id)) {
+        ctx.addIssue({ code: 'custom', path: ['remoteConnectorHost', 'connectors', index], message: `"${id}" is not an enabled connector (enabled: ${[...seen].join(', ') || 'none'})` });
+      }
     });
     for (const id of Object.keys(config.connectorEndpoints)) {
       if (!seen.has(id)) {

@@ -20,6 +20,7 @@ import { AipApi } from './api.js';
 import { AipConsole } from './console.js';
 import type { InfraConfig } from './config.js';
 import { createFunction, type FunctionDefinition } from './functions.js';
+import { AipRemoteConnectorHost } from './remote-host.js';
 import type { StatefulResources } from './stateful-stack.js';
 
 export interface StatelessStackProps extends StackProps {
@@ -46,6 +47,8 @@ export class StatelessStack extends Stack {
   public readonly alarms: AipAlarms;
   /** The operator console; present when `auth.console` is configured. */
   public readonly console: AipConsole | undefined;
+  /** The remote connector host, its keys and the checkpoint receiver; present when `remoteConnectorHost` is configured. */
+  public readonly remoteHost: AipRemoteConnectorHost | undefined;
 
   constructor(scope: Construct, id: string, props: StatelessStackProps) {
     super(scope, id, props);
@@ -88,6 +91,15 @@ export class StatelessStack extends Stack {
       });
     }
     this.functions = built;
+
+    // Remote placement: the host, its keys and the checkpoint receiver; every function that composes the runtime
+    // (those with table access) gets the placement and may sign with the runtime key.
+    if (config.remoteConnectorHost !== undefined) {
+      this.remoteHost = new AipRemoteConnectorHost(this, 'RemoteConnectorHost', { build: { config, stateful, scheduleGroupName: this.scheduleGroupName, schedulerRole: this.schedulerRole } });
+      for (const definition of definitions) if (definition.access?.table !== undefined) this.remoteHost.grantRuntime(built[definition.id]!);
+    } else {
+      this.remoteHost = undefined;
+    }
 
     const routeFunctions: Record<string, NodejsFunction> = {};
     for (const definition of definitions) {

@@ -52,6 +52,8 @@ import { handler as invokeHandler } from '../../functions/worker/invoke.js';
 import { handler as reconcileHandler } from '../../functions/worker/reconcile.js';
 import { handler as sweeperHandler } from '../../functions/scheduled/sweeper.js';
 import { startLocalHttpServer, type LocalHttpServer } from './http-server.js';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { localRemoteKeys, startLocalRemote, type LocalRemoteHost } from './remote-host.js';
 import { localConsoleRoutes } from './console.js';
 import { CONSOLE_PATH, type ConsoleConfig } from '../../functions/console/serve.js';
 import { LOCAL_APPROVER, LOCAL_PORTS, LOCAL_TENANT, LOCAL_TOKEN_DEFAULTS, type LocalService } from './defaults.js';
@@ -172,6 +174,16 @@ export interface LocalStackOptions {
    */
   readonly redeliveryDelaySeconds?: number;
   /**
+   * Where the payments connector runs: `in-process` (default: a trusted
+   * local module in the runtime's process) or `remote` (a connector host on
+   * its own loopback server, reached through signed requests; the runtime
+   * holds no payments credential). `npm start` reads AIP_CONNECTOR_PLACEMENT.
+   * See docs/local-stack.md, "Remote connector host".
+   */
+  readonly connectorPlacement?: 'in-process' | 'remote';
+  /** Ports of the remote host and the runtime's checkpoint receiver (remote placement). Default: free ports. */
+  readonly remotePorts?: { readonly host?: number; readonly receiver?: number };
+  /**
    * Serve the operator console from this build (console/build.ts) at
    * `/console/`, with the development sign-in `POST /_local/token`
    * (dev/local/console.ts). Default: no console.
@@ -194,6 +206,8 @@ export interface LocalStack {
   readonly simulator: PaymentsSimulator;
   readonly scheduler: SchedulerEmulator;
   readonly runtime: Runtime;
+  /** The remote connector host and its fault hooks (remote placement only). */
+  readonly remote?: LocalRemoteHost;
   /** Runs the sweeper handler once, now. */
   sweep(): Promise<{ enqueued: number }>;
   /**
@@ -354,8 +368,34 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       AWS_ENDPOINT_URL_SCHEDULER: scheduler.endpoint,
     };
     const tunables = options.payments;
+    const credentialEnv = { [PAYMENTS_KEY_VARIABLE]: paymentsKey, ...Object.fromEntries(accountKeys.map((a) => [a.env, a.apiKey])) };
+    // Remote placement: the connector host (with the payments credentials) and the checkpoint receiver start first:
+    // the runtime's composition discovers the host's signed manifest.
+    let remote: LocalRemoteHost | undefined;
+    if (options.connectorPlacement === 'remote') {
+      const documents = DynamoDBDocumentClient.from(createDynamoDbClient({ endpoint: dynamo.endpoint }), { marshallOptions: { removeUndefinedValues: true } });
+      stops.push(() => documents.destroy());
+      const started = await startLocalRemote({
+        keys: localRemoteKeys(options.inMemory ? undefined : join(dataDir, 'remote-keys')),
+        ...(options.remotePorts?.host !== undefined ? { hostPort: options.remotePorts.host } : {}),
+        ...(options.remotePorts?.receiver !== undefined ? { receiverPort: options.remotePorts.receiver } : {}),
+        payments: (f) => ({
+          connector: createPaymentsConnector({ ...tunables, credentials: f.credentials, baseUrl: simulator.url }),
+          credential_handle: () => DEFAULT_PAYMENTS_CREDENTIAL_HANDLE,
+        }),
+        credentials: { references: JSON.parse(env[OPTIONAL_ENV.localCredentials] as string).references, env: credentialEnv },
+        documents,
+        tableName: names.table,
+        ...(options.clock !== undefined ? { clock: options.clock } : {}),
+        onError: (err) => log(`remote host: ${err instanceof Error ? err.message : String(err)}`),
+      });
+      stops.push(() => started.stop());
+      remote = started.hooks;
+      env[OPTIONAL_ENV.remoteConnectors] = JSON.stringify(started.placement);
+    }
     const handle: RuntimeHandle = await createRuntime(readBootstrapSettings(env), {
-      credentialEnv: { [PAYMENTS_KEY_VARIABLE]: paymentsKey, ...Object.fromEntries(accountKeys.map((a) => [a.env, a.apiKey])) },
+      // Remote placement: the runtime holds no provider credential (it resolves inside the connector host).
+      credentialEnv: remote === undefined ? credentialEnv : {},
       ...(options.clock !== undefined ? { clock: options.clock } : {}),
       ...(options.crashPoints !== undefined ? { crashPoints: options.crashPoints } : {}),
       ...(tunables !== undefined
@@ -480,6 +520,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       simulator,
       scheduler,
       runtime: handle.runtime,
+      ...(remote !== undefined ? { remote } : {}),
       sweep,
       handled,
       stop: () => {
@@ -511,8 +552,26 @@ function portsFromEnv(env: NodeJS.ProcessEnv): Record<LocalService, number> {
   return out;
 }
 
+/**
+ * AIP_CONNECTOR_PLACEMENT (`in-process`, the default, or `remote`), and for
+ * `remote` the ports AIP_CONNECTOR_HOST_PORT (4020) and
+ * AIP_CHECKPOINT_RECEIVER_PORT (4021).
+ */
+export function placementFromEnv(env: NodeJS.ProcessEnv): Pick<LocalStackOptions, 'connectorPlacement' | 'remotePorts'> {
+  const raw = (env.AIP_CONNECTOR_PLACEMENT ?? '').trim();
+  if (raw === '' || raw === 'in-process') return { connectorPlacement: 'in-process' };
+  if (raw !== 'remote') throw new Error('AIP_CONNECTOR_PLACEMENT must be in-process or remote');
+  const port = (name: string, fallback: number) => {
+    const v = (env[name] ?? '').trim();
+    if (v === '') return fallback;
+    if (!/^\d{1,5}$/.test(v) || Number(v) > 65_535) throw new Error(`${name} must be a port number (0 picks a free one)`);
+    return Number(v);
+  };
+  return { connectorPlacement: 'remote', remotePorts: { host: port('AIP_CONNECTOR_HOST_PORT', 4020), receiver: port('AIP_CHECKPOINT_RECEIVER_PORT', 4021) } };
+}
+
 /** The banner: URL, token, a curl example that works when pasted, and the CLI. */
-export function banner(stack: Pick<LocalStack, 'url' | 'tenant' | 'endpoints' | 'consoleUrl'>, token: string, persistedAt: string | undefined): string {
+export function banner(stack: Pick<LocalStack, 'url' | 'tenant' | 'endpoints' | 'consoleUrl' | 'remote'>, token: string, persistedAt: string | undefined): string {
   const id = randomUUID().slice(0, 8);
   const action = {
     id: `act-demo-${id}`,
@@ -531,6 +590,9 @@ export function banner(stack: Pick<LocalStack, 'url' | 'tenant' | 'endpoints' | 
     `  SQS (fauxqs)   ${stack.endpoints.sqs}   (in memory: queued messages do not survive a restart)`,
     `  Scheduler      ${stack.endpoints.scheduler}`,
     `  Payments sim   ${stack.endpoints.payments}   (ledger: GET /_sim/ledger)`,
+    ...(stack.remote !== undefined
+      ? [`  Payments host  ${stack.remote.hostUrl}   (remote connector host, key ${stack.remote.kid.slice(0, 12)}…; checkpoint receiver ${stack.remote.receiverUrl})`]
+      : ['  Payments       in-process connector (AIP_CONNECTOR_PLACEMENT=remote runs it on a remote connector host)']),
     '',
     'Token (12 h; principal dev-user, scopes aip:actions:read aip:actions:write aip:operator):',
     '',
@@ -567,7 +629,8 @@ async function main(): Promise<void> {
     const { buildConsole } = await import('../../console/build.js');
     const consoleDir = await buildConsole(join(DEFAULT_DATA_DIR, 'console'));
     say('starting DynamoDB Local, fauxqs, the Scheduler emulator and the payments simulator…');
-    stack = await startLocalStack({ ports: portsFromEnv(process.env), log: say, console: { assetsDir: consoleDir } });
+    const placement = placementFromEnv(process.env);
+    stack = await startLocalStack({ ports: portsFromEnv(process.env), log: say, console: { assetsDir: consoleDir }, ...placement });
   } catch (err) {
     say(`could not start: ${err instanceof Error ? err.message : String(err)}`);
     process.exitCode = 1;

@@ -118,6 +118,8 @@ export interface PaymentsSimulator {
   faults(): FaultRuleView[];
   /** Forgets all charges, refunds, operations, idempotency keys, ledger and faults; reseeds the RNG. */
   reset(): void;
+  /** Replaces the accepted API keys (a rotation: the old ones get 401 from now on). Same rules as `apiKeys`. */
+  setApiKeys(keys: readonly string[]): void;
   /** Resolves once no request is being handled (including ones held by latency faults). */
   idle(): Promise<void>;
   /** Ends every pending latency-fault delay now, as if it had elapsed. Returns how many. */
@@ -179,7 +181,7 @@ export async function startPaymentsSimulator(options: PaymentsSimulatorOptions):
     throw new TypeError('startPaymentsSimulator: apiKeys must list at least one non-empty key');
   }
   // Compare digests in constant time (equal lengths whatever the presented key).
-  const keyDigests = apiKeys.map(digest);
+  let keyDigests = apiKeys.map(digest);
   const host = options.host ?? '127.0.0.1';
   const now = options.now ?? (() => new Date());
   const controlRoutes = options.controlRoutes ?? true;
@@ -736,6 +738,12 @@ export async function startPaymentsSimulator(options: PaymentsSimulatorOptions):
     reset: () => {
       state = makeState();
       faultBook.reset();
+    },
+    setApiKeys: (keys) => {
+      if (!Array.isArray(keys) || keys.length === 0 || keys.some((k) => typeof k !== 'string' || k.length === 0)) {
+        throw new TypeError('setApiKeys: keys must list at least one non-empty key');
+      }
+      keyDigests = keys.map(digest);
     },
     idle,
     releaseDelays: () => endDelays('released'),

@@ -43,6 +43,7 @@ import { isAbsolute, resolve } from 'node:path';
 import * as z from 'zod';
 import { configuredEndpoint, type AwsService } from '../../lib/aws/clients.js';
 import { LocalCredentialConfigSchema, type LocalCredentialReference } from '../../lib/connectors/credentials/env-provider.js';
+import { RemotePlacementSchema, inlineKeysAllowed, keySources, type RemotePlacement } from '../../lib/connectors/remote/config.js';
 import type { Clock } from '../../lib/ports/clock.js';
 import { IdSchema } from '../../lib/protocol/primitives.js';
 import type { Principal } from '../../lib/protocol/identity.js';
@@ -64,6 +65,8 @@ export const OPTIONAL_ENV = {
   connectorEndpoints: 'AIP_CONNECTOR_ENDPOINTS',
   /** Cursor key material inline (local and test environments only; deployed functions use AIP_CURSOR_KEY_SECRET_ARN). */
   cursorKey: 'AIP_CURSOR_KEY',
+  /** Remote connector placement (lib/connectors/remote/config.ts; docs/infra.md "Remote connector host"). */
+  remoteConnectors: 'AIP_REMOTE_CONNECTORS',
 } as const;
 
 export const DEFAULT_SERVICE_PRINCIPAL_ID = 'aip-runtime';
@@ -106,6 +109,8 @@ export interface BootstrapSettings {
   readonly cursorKey: CursorKeySource;
   /** Connector ID → base URL override. */
   readonly connectorEndpoints: Readonly<Record<string, string>>;
+  /** Connectors placed on a remote connector host (AIP_REMOTE_CONNECTORS); absent: every connector runs in-process. */
+  readonly remotePlacement?: RemotePlacement;
   /** Endpoints the environment names (AWS_ENDPOINT_URL*); absent: the SDK's regional endpoint. */
   readonly endpoints: Readonly<Partial<Record<AwsService, string>>>;
 }
@@ -164,6 +169,7 @@ const EnvSchema = z.object({
   [OPTIONAL_ENV.servicePrincipal]: z.string().trim().optional(),
   [OPTIONAL_ENV.localCredentials]: z.string().trim().optional(),
   [OPTIONAL_ENV.connectorEndpoints]: z.string().trim().optional(),
+  [OPTIONAL_ENV.remoteConnectors]: z.string().trim().optional(),
 });
 
 function formatPath(path: readonly PropertyKey[]): string {
@@ -287,6 +293,22 @@ export function readBootstrapSettings(env: NodeJS.ProcessEnv = process.env, opti
     }
   }
 
+  let remotePlacement: RemotePlacement | undefined;
+  const rawRemote = env[OPTIONAL_ENV.remoteConnectors]?.trim();
+  if (rawRemote) {
+    const value = readJsonValue(OPTIONAL_ENV.remoteConnectors, rawRemote, cwd, issues);
+    if (value !== undefined) remotePlacement = parseNested(OPTIONAL_ENV.remoteConnectors, RemotePlacementSchema, value, issues);
+    if (remotePlacement !== undefined && runtimeConfig) {
+      const enabled = new Set(runtimeConfig.connectors.map((c) => c.id));
+      for (const c of remotePlacement.connectors) {
+        if (!enabled.has(c.id)) issues.push({ variable: `${OPTIONAL_ENV.remoteConnectors}: ${c.id}`, message: `is not an enabled connector (enabled: ${[...enabled].join(', ') || 'none'})` });
+      }
+      if (!inlineKeysAllowed(runtimeConfig.envName) && keySources(remotePlacement).some((k) => k.source === 'inline')) {
+        issues.push({ variable: OPTIONAL_ENV.remoteConnectors, message: 'inline keys are for the local and test environments only; use KMS keys' });
+      }
+    }
+  }
+
   let cursorKey: CursorKeySource = { source: 'none' };
   const cursorKeyArn = vars[FUNCTION_ENV.cursorKeySecretArn];
   const cursorKeyMaterial = env[OPTIONAL_ENV.cursorKey];
@@ -323,6 +345,7 @@ export function readBootstrapSettings(env: NodeJS.ProcessEnv = process.env, opti
     cursorKey,
     connectorEndpoints,
     endpoints,
+    ...(remotePlacement !== undefined ? { remotePlacement } : {}),
   };
 }
 
@@ -343,6 +366,7 @@ export function settingsToEnv(settings: BootstrapSettings): Record<string, strin
   if (settings.cursorKey.source === 'inline') env[OPTIONAL_ENV.cursorKey] = settings.cursorKey.material;
   if (settings.credentials.source === 'local') env[OPTIONAL_ENV.localCredentials] = JSON.stringify({ references: settings.credentials.references });
   if (Object.keys(settings.connectorEndpoints).length > 0) env[OPTIONAL_ENV.connectorEndpoints] = JSON.stringify(settings.connectorEndpoints);
+  if (settings.remotePlacement !== undefined) env[OPTIONAL_ENV.remoteConnectors] = JSON.stringify(settings.remotePlacement);
   return env;
 }
 

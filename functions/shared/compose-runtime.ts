@@ -41,6 +41,7 @@ import { BootstrapConfigError, FUNCTION_ENV, OPTIONAL_ENV, parseNested, type Boo
 import type { RuntimeApi } from './runtime-api.js';
 import type { WorkerRuntime } from './runtime-contract.js';
 import { CONNECTOR_FACTORIES } from './connector-factories.js';
+import { remoteConnectorsFor } from '../connector-host/compose.js';
 
 export { CONNECTOR_FACTORIES, type ConnectorFactory, type ConnectorFactoryOptions } from './connector-factories.js';
 
@@ -176,9 +177,16 @@ export async function composeRuntime(settings: BootstrapSettings, overrides: Run
 
   try {
     const cursors = cursorSealerFor(settings, secrets);
-    // Enabled connectors, each with its deployment credential provider.
+    // Enabled connectors, each with its deployment credential provider; or, placed remotely
+    // (AIP_REMOTE_CONNECTORS), the signed proxy to its connector host (credentials resolve in the host).
+    const remote = settings.remotePlacement !== undefined ? await remoteConnectorsFor(settings.remotePlacement, { envName: settings.runtimeConfig.envName, documents, tableName: settings.tableName, clock }) : undefined;
     const connectors: HostedConnector[] = [];
     for (const [index, { id }] of settings.runtimeConfig.connectors.entries()) {
+      const proxy = remote?.get(id);
+      if (proxy !== undefined) {
+        connectors.push(proxy);
+        continue;
+      }
       const factory = overrides.connectorFactories?.[id] ?? CONNECTOR_FACTORIES[id];
       if (!factory) {
         throw new BootstrapConfigError([

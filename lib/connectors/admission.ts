@@ -18,6 +18,7 @@ export const ADMISSION_RULES = {
   transaction: 'transaction contract requires transaction',
   reconciliation: 'transaction mode reconcile requires reconciliation',
   compensation: 'supported compensation requires compensation',
+  compensation_target: 'the compensation capability is in the connector or resolvable',
   approval: 'required approval requires approval',
   credentials: 'required credentials requires credentials',
   support_record: 'callable capability requires an implementation support record',
@@ -63,7 +64,39 @@ export type SupportSource =
   | ((capability_id: string) => unknown)
   | Pick<FrozenConnector, 'implementation_support'>;
 
-/** The flags a capability's contract requires, each with the rule that requires it. */
+/**
+ * The capability a supported compensation is sent to: the contract's
+ * `compensation_capability_id` when it names another capability (the
+ * runtime rewrites the compensating action to it), else the capability
+ * itself. Undefined when the capability supports no compensation.
+ */
+export function compensationTarget(capability: Capability): string | undefined {
+  const comp = capability.compensation;
+  if (comp?.mode !== 'supported' && comp?.mode !== 'best_effort') return undefined;
+  return comp.compensation_capability_id ?? capability.id;
+}
+
+/** A compensation capability found outside the manifest being admitted. */
+export interface ResolvedCapability {
+  readonly capability: Capability;
+  readonly implementation_support: ImplementationSupport;
+}
+
+export interface AdmissionOptions {
+  /**
+   * Resolves a compensation capability that is not in the manifest (e.g.
+   * another connector's, from the runtime's registry). Without it, such a
+   * capability is not resolvable and the naming capability is not admitted.
+   */
+  readonly resolve_capability?: (capability_id: string) => ResolvedCapability | undefined;
+}
+
+/**
+ * The flags a capability's contract requires OF ITSELF, each with the rule
+ * that requires it. A supported compensation sent to another capability
+ * (`compensation_capability_id`) requires `compensation` of that capability
+ * instead (checked by admitManifest).
+ */
 export function requiredFlags(capability: Capability): { flag: ImplementationFlag; rule: AdmissionRule }[] {
   const out: { flag: ImplementationFlag; rule: AdmissionRule }[] = [];
   // Resources are not required to declare callable invocation.
@@ -73,8 +106,7 @@ export function requiredFlags(capability: Capability): { flag: ImplementationFla
   if (capability.execution?.supports_retry === true) out.push({ flag: 'retry', rule: ADMISSION_RULES.retry });
   if (capability.transaction !== undefined) out.push({ flag: 'transaction', rule: ADMISSION_RULES.transaction });
   if (capability.transaction?.modes.includes('reconcile') === true) out.push({ flag: 'reconciliation', rule: ADMISSION_RULES.reconciliation });
-  const comp = capability.compensation?.mode;
-  if (comp === 'supported' || comp === 'best_effort') out.push({ flag: 'compensation', rule: ADMISSION_RULES.compensation });
+  if (compensationTarget(capability) === capability.id) out.push({ flag: 'compensation', rule: ADMISSION_RULES.compensation });
   if (capability.approval?.required === true) out.push({ flag: 'approval', rule: ADMISSION_RULES.approval });
   if (capability.credentials?.required === true) out.push({ flag: 'credentials', rule: ADMISSION_RULES.credentials });
   return out;
@@ -97,8 +129,14 @@ function sameFlags(a: ImplementationSupport, b: ImplementationSupport): boolean 
  * Admits a manifest. `support` defaults to the manifest's own
  * implementation_support; when given (e.g. the connector itself), the
  * manifest's records must also equal it.
+ *
+ * A capability whose supported compensation names another capability
+ * (`compensation_capability_id`) needs `compensation` on THAT capability,
+ * where the runtime sends the compensating action: found in the same
+ * manifest, or through `options.resolve_capability`; otherwise it is not
+ * admitted (`the compensation capability is in the connector or resolvable`).
  */
-export function admitManifest(manifest: ConnectorManifest | unknown, support?: SupportSource): AdmissionReport {
+export function admitManifest(manifest: ConnectorManifest | unknown, support?: SupportSource, options: AdmissionOptions = {}): AdmissionReport {
   const parsed = ConnectorManifestSchema.safeParse(manifest);
   if (!parsed.success) {
     const issues: AdmissionIssue[] = parsed.error.issues.slice(0, 50).map((i) => ({
@@ -136,6 +174,21 @@ export function admitManifest(manifest: ConnectorManifest | unknown, support?: S
     const effective = record ?? NO_IMPLEMENTATION_SUPPORT;
     for (const { flag, rule } of requiredFlags(capability)) {
       if (!effective[flag]) own.push({ capability_id: id, rule, flag });
+    }
+    const target = compensationTarget(capability);
+    if (target !== undefined && target !== id) {
+      const inManifest = m.capabilities.some((c) => c.id === target);
+      let targetSupport: ImplementationSupport | undefined;
+      if (inManifest) {
+        const exact = ImplementationSupportSchema.safeParse(lookup(support ?? m.implementation_support, target));
+        targetSupport = exact.success ? exact.data : NO_IMPLEMENTATION_SUPPORT;
+      } else {
+        const resolved = options.resolve_capability?.(target);
+        const exact = resolved !== undefined ? ImplementationSupportSchema.safeParse(resolved.implementation_support) : undefined;
+        targetSupport = exact === undefined ? undefined : exact.success ? exact.data : NO_IMPLEMENTATION_SUPPORT;
+      }
+      if (targetSupport === undefined) own.push({ capability_id: id, rule: ADMISSION_RULES.compensation_target, detail: `compensation capability ${target}` });
+      else if (!targetSupport.compensation) own.push({ capability_id: id, rule: ADMISSION_RULES.compensation, flag: 'compensation', detail: `compensation capability ${target}` });
     }
     issues.push(...own);
     if (own.length === 0) admitted.push({ capability_id: id, capability, implementation_support: effective });

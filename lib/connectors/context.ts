@@ -56,6 +56,41 @@ export interface ExecutionDeadline {
 }
 
 /**
+ * Why an attempt was cancelled:
+ * - `client_cancelled`: the caller (a user or client) cancelled the action;
+ * - `deadline_exceeded`: the effective timeout passed (the runtime's deadline);
+ * - `lease_lost`: another worker now owns the action (this attempt's lease ended);
+ * - `shutdown`: the runtime process is stopping;
+ * - `unspecified`: the canceller gave no reason the SDK recognizes.
+ */
+export const CANCELLATION_KINDS = ['client_cancelled', 'deadline_exceeded', 'lease_lost', 'shutdown', 'unspecified'] as const;
+export type CancellationKind = (typeof CANCELLATION_KINDS)[number];
+
+/** The typed reason of a cancellation, read as `ctx.cancellation_reason`. */
+export interface CancellationReason {
+  readonly kind: CancellationKind;
+  /** The typed code the canceller aborted with, when it gave one (e.g. `sla.timeout_exceeded`). */
+  readonly code?: string;
+}
+
+function isCancellationKind(v: unknown): v is CancellationKind {
+  return typeof v === 'string' && (CANCELLATION_KINDS as readonly string[]).includes(v);
+}
+
+/**
+ * The typed reason of an abort: an explicit kind wins; otherwise a reason that
+ * is itself a kind (`'lease_lost'`) or carries one (`{ kind }`), a typed
+ * `sla.timeout_exceeded` failure (`deadline_exceeded`), else `fallback`.
+ */
+export function cancellationReasonOf(reason: unknown, kind: CancellationKind | undefined, fallback: CancellationKind): CancellationReason {
+  const obj = reason !== null && typeof reason === 'object' ? (reason as { kind?: unknown; code?: unknown }) : undefined;
+  const code = typeof obj?.code === 'string' && /^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$/.test(obj.code) ? obj.code : undefined;
+  const inferred: CancellationKind =
+    kind ?? (isCancellationKind(reason) ? reason : isCancellationKind(obj?.kind) ? obj.kind : code === 'sla.timeout_exceeded' ? 'deadline_exceeded' : fallback);
+  return Object.freeze({ kind: inferred, ...(code !== undefined ? { code } : {}) });
+}
+
+/**
  * Idempotency reservation owned by this attempt. Reservations are scoped to
  * (tenant, principal, key): two principals may use the same key for separate
  * actions, each with its own effect.
@@ -157,7 +192,8 @@ export interface ExecutionCheckpointPublisher {
    * Call when the provider system of record has durably accepted an
    * idempotent effect, before returning its response. A process-local
    * notification to the installed observer: it carries no payload and no
-   * credentials, and it does not settle the action.
+   * credentials, and it does not settle the action. Throws
+   * AipError('connector.attempt_ended') once the attempt has ended.
    */
   provider_effect_committed(): void;
 }
@@ -235,6 +271,11 @@ export interface ExecutionFacilities {
   readonly stream_sink?: StreamSink;
   /** Aborting it cancels the attempt (e.g. a client cancellation). */
   readonly parent_signal?: AbortSignal;
+  /**
+   * What an abort of `parent_signal` means when its reason names no kind
+   * (see cancellationReasonOf). Default `client_cancelled`.
+   */
+  readonly parent_signal_kind?: CancellationKind;
 }
 
 /**
@@ -268,6 +309,11 @@ interface AttemptRecord {
   provider_operation: ProviderOperationRef | undefined;
   cursor: string | undefined;
   provider_effect_committed: boolean;
+  /** The connector checkpointed (or tried to checkpoint) a valid provider operation in THIS attempt. */
+  provider_operation_checkpointed: boolean;
+  /** The attempt is over (ExecutionAttempt.retire): the context refuses credentials, checkpoints and the stream. */
+  retired: boolean;
+  cancellation: CancellationReason | undefined;
 }
 
 /** Module-private reader of a context's state (assigned in the class's static block). */
@@ -313,20 +359,39 @@ export class ActionExecutionContext {
   get cancellation(): AbortSignal {
     return this.#s.signal;
   }
+  /**
+   * Why `cancellation` aborted (client cancel, deadline, lost lease,
+   * shutdown), or undefined while it has not. Already set when the abort
+   * listeners run.
+   */
+  get cancellation_reason(): CancellationReason | undefined {
+    return this.#s.record.cancellation;
+  }
   get idempotency(): IdempotencyReservation | undefined {
     return this.#s.trusted.idempotency;
   }
   get approval(): ApprovalEvidence | undefined {
     return this.#s.trusted.approval;
   }
+  /**
+   * Transaction ID, mode, the durable provider operation and cursor. Once this
+   * attempt checkpointed an operation, it is the one shown here (so that, for
+   * example, cancel_typed called with this context uses the retained
+   * reference, as the page asks).
+   */
   get transaction(): TransactionExecutionContext | undefined {
-    return this.#s.trusted.transaction;
+    const t = this.#s.trusted.transaction;
+    const ref = this.#s.record.provider_operation;
+    if (t === undefined || ref === undefined || (t.provider_operation_id === ref.operation_id && t.provider_operation !== undefined)) return t;
+    return Object.freeze({ ...t, provider_operation_id: ref.operation_id, provider_operation: ref, ...(this.#s.record.cursor !== undefined ? { cursor: this.#s.record.cursor } : {}) });
   }
   /**
    * The durable provider-operation checkpoint publisher. Unavailable outside
    * a transactional action (no transaction, or mode dry_run / plan /
    * rollback_not_supported): reading it throws
-   * AipError('connector.transaction_checkpoint_unavailable').
+   * AipError('connector.transaction_checkpoint_unavailable'). Guard with
+   * `ctx.can_checkpoint`, not with `ctx.transaction !== undefined` (a
+   * `rollback_not_supported` action has a transaction but no checkpoint).
    */
   get transaction_checkpoint(): TransactionCheckpointPublisher {
     const p = this.#s.checkpoint;
@@ -336,6 +401,16 @@ export class ActionExecutionContext {
       });
     }
     return p;
+  }
+  /**
+   * True exactly when `transaction_checkpoint.checkpoint(...)` can be called:
+   * the action is transactional in a mode with an attempt status (`execute`,
+   * `commit`, `compensate`, `reconcile`; not `rollback_not_supported`,
+   * `dry_run`, `plan` or a plain invocation) and the attempt has not ended.
+   * The guard to write before checkpointing.
+   */
+  get can_checkpoint(): boolean {
+    return this.#s.checkpoint !== undefined && !this.#s.record.retired;
   }
   get execution_checkpoints(): ExecutionCheckpointPublisher {
     return this.#s.execution_checkpoints;
@@ -375,14 +450,29 @@ export interface ExecutionAttempt {
   readonly action_id: string;
   readonly attempt_id: string;
   readonly capability_id: string;
-  /** Signals cooperative cancellation (context.cancellation aborts with `reason`). */
-  cancel(reason?: unknown): void;
+  /**
+   * Signals cooperative cancellation: context.cancellation aborts with
+   * `reason`, and context.cancellation_reason says why (`kind`, else inferred
+   * from `reason`, see cancellationReasonOf).
+   */
+  cancel(reason?: unknown, kind?: CancellationKind): void;
   /**
    * Ends the attempt: later stream emits are rejected. With drain (the
    * default) it waits for pending chunk writes, so the terminal result is
    * recorded after every chunk.
    */
   end(options?: { readonly drain?: boolean }): Promise<StreamSummary>;
+  /**
+   * The attempt is over for good (runAttempt calls it before it returns): the
+   * context becomes unusable. Credential resolution fails with
+   * `connector.attempt_ended`, `transaction_checkpoint.checkpoint` rejects
+   * with `connector.attempt_ended` (nothing reaches the writer),
+   * `execution_checkpoints.provider_effect_committed` throws it (the
+   * observer is not notified), `can_checkpoint` is false, and stream emits
+   * are rejected (`connector.stream_closed`). Idempotent.
+   */
+  retire(): void;
+  readonly retired: boolean;
   /** The provider operation known to this attempt (recovered or checkpointed during it). */
   readonly provider_operation: ProviderOperationRef | undefined;
   readonly reconciliation_cursor: string | undefined;
@@ -400,10 +490,25 @@ export function createExecutionContext(trusted: TrustedAttemptState, facilities:
   const frozen = freezeTrusted(trusted);
 
   const controller = new AbortController();
+  const record: AttemptRecord = {
+    provider_operation: frozen.transaction?.provider_operation,
+    cursor: frozen.transaction?.cursor,
+    provider_effect_committed: false,
+    provider_operation_checkpointed: false,
+    retired: false,
+    cancellation: undefined,
+  };
+  // The typed reason is recorded before the signal aborts, so abort listeners can read it.
+  const abort = (reason: unknown, kind: CancellationKind | undefined, fallback: CancellationKind): void => {
+    if (controller.signal.aborted) return;
+    record.cancellation = cancellationReasonOf(reason, kind, fallback);
+    controller.abort(reason);
+  };
   const parent = facilities.parent_signal;
   if (parent !== undefined) {
-    if (parent.aborted) controller.abort(parent.reason);
-    else parent.addEventListener('abort', () => controller.abort(parent.reason), { once: true });
+    const parentKind = facilities.parent_signal_kind;
+    if (parent.aborted) abort(parent.reason, parentKind, 'client_cancelled');
+    else parent.addEventListener('abort', () => abort(parent.reason, parentKind, 'client_cancelled'), { once: true });
   }
 
   const at = new Date(frozen.deadline_at.getTime());
@@ -411,12 +516,6 @@ export function createExecutionContext(trusted: TrustedAttemptState, facilities:
     at,
     remaining_ms: () => Math.max(0, at.getTime() - clock.now().getTime()),
   });
-
-  const record: AttemptRecord = {
-    provider_operation: frozen.transaction?.provider_operation,
-    cursor: frozen.transaction?.cursor,
-    provider_effect_committed: false,
-  };
 
   const stream = new RuntimeStreamPublisher({
     action_id: frozen.action_id,
@@ -436,8 +535,11 @@ export function createExecutionContext(trusted: TrustedAttemptState, facilities:
     }
     checkpoint = Object.freeze({
       async checkpoint(ref: ProviderOperationRef, cursor?: string): Promise<void> {
+        if (record.retired) throw attemptEnded('transaction_checkpoint');
         const parsedRef = ProviderOperationRefSchema.safeParse(ref);
         if (!parsedRef.success) throw new AipError('transaction.invalid_provider_operation');
+        // The provider accepted work (it returned an operation ID): from here on an effect may have happened.
+        record.provider_operation_checkpointed = true;
         if (cursor !== undefined && !ReconciliationCursorSchema.safeParse(cursor).success) {
           throw new AipError('transaction.invalid_provider_operation', 'the reconciliation cursor must be a non-empty string of at most 4096 characters');
         }
@@ -465,6 +567,7 @@ export function createExecutionContext(trusted: TrustedAttemptState, facilities:
   const observer = facilities.provider_effect_observer;
   const execution_checkpoints: ExecutionCheckpointPublisher = Object.freeze({
     provider_effect_committed(): void {
+      if (record.retired) throw attemptEnded('execution_checkpoints');
       record.provider_effect_committed = true;
       if (observer === undefined) return;
       try {
@@ -499,10 +602,17 @@ export function createExecutionContext(trusted: TrustedAttemptState, facilities:
     action_id: frozen.action_id,
     attempt_id: frozen.attempt_id,
     capability_id: frozen.capability_id,
-    cancel(reason?: unknown): void {
-      if (!controller.signal.aborted) controller.abort(reason);
+    cancel(reason?: unknown, kind?: CancellationKind): void {
+      abort(reason, kind, 'unspecified');
     },
     end: (options?: { readonly drain?: boolean }) => stream.close(options),
+    retire(): void {
+      record.retired = true;
+      void stream.close({ drain: false });
+    },
+    get retired() {
+      return record.retired;
+    },
     get provider_operation() {
       return record.provider_operation;
     },
@@ -519,6 +629,45 @@ export function createExecutionContext(trusted: TrustedAttemptState, facilities:
 export function contextAttemptIdentity(ctx: ActionExecutionContext): { action_id: string; attempt_id: string; capability_id: string } {
   const t = readState(ctx).trusted;
   return { action_id: t.action_id, attempt_id: t.attempt_id, capability_id: t.capability_id };
+}
+
+/** What the attempt behind a context learned so far (SDK and runtime use, see lib/connectors/internal.ts). */
+export interface AttemptEvidence {
+  /** The provider operation known to the attempt (recovered from durable state or checkpointed in it). */
+  readonly provider_operation: ProviderOperationRef | undefined;
+  /** The connector published provider_effect_committed in this attempt. */
+  readonly provider_effect_committed: boolean;
+  /** The connector checkpointed (or tried to checkpoint) a provider operation in this attempt: the provider accepted work. */
+  readonly provider_operation_checkpointed: boolean;
+  /** The attempt is over (ExecutionAttempt.retire). */
+  readonly retired: boolean;
+  readonly cancellation: CancellationReason | undefined;
+}
+
+const NO_EVIDENCE: AttemptEvidence = Object.freeze({
+  provider_operation: undefined,
+  provider_effect_committed: false,
+  provider_operation_checkpointed: false,
+  retired: false,
+  cancellation: undefined,
+});
+
+/** The evidence of the attempt behind `ctx` (nothing, for an object that is not a runtime-built context). */
+export function contextAttemptEvidence(ctx: ActionExecutionContext): AttemptEvidence {
+  if (!(ctx instanceof ActionExecutionContext)) return NO_EVIDENCE;
+  const r = readState(ctx).record;
+  return {
+    provider_operation: r.provider_operation,
+    provider_effect_committed: r.provider_effect_committed,
+    provider_operation_checkpointed: r.provider_operation_checkpointed,
+    retired: r.retired,
+    cancellation: r.cancellation,
+  };
+}
+
+/** The typed error of a context used after its attempt ended. */
+export function attemptEnded(facility: 'transaction_checkpoint' | 'execution_checkpoints'): AipError {
+  return new AipError('connector.attempt_ended', undefined, { details: { facility } });
 }
 
 function assertTrusted(t: TrustedAttemptState): void {

@@ -83,6 +83,17 @@ export interface AttemptRequest {
   readonly default_timeout_ms?: number;
   /** Called with the attempt before dispatch (e.g. to wire a client cancellation to attempt.cancel). */
   readonly on_attempt?: (attempt: ExecutionAttempt) => void;
+  /**
+   * A client's cancellation of the action while the connector runs. When it
+   * aborts, the attempt's cancellation token is signalled (reason
+   * `client_cancelled`), `cancel_typed` is called with the attempt's context
+   * where the capability supports cancellation (bounded by cancel_grace_ms),
+   * and the connector's own answer, bounded by the deadline, settles the
+   * attempt: a completed result stands (the cancellation lost the race); a
+   * failure that may have had an effect stays uncertain for reconciliation to
+   * decide.
+   */
+  readonly cancel_signal?: AbortSignal;
 }
 
 export type AttemptOutcome = DispatchOutcome & {
@@ -93,6 +104,8 @@ export type AttemptOutcome = DispatchOutcome & {
   readonly provider_effect_committed: boolean;
   readonly stream: StreamSummary;
   readonly cancellation?: CancellationEvidence;
+  /** The client cancelled the action during this attempt (cancel_signal aborted). */
+  readonly client_cancelled?: boolean;
 };
 
 /**
@@ -120,6 +133,9 @@ export async function runAttempt(req: AttemptRequest): Promise<AttemptOutcome> {
   const finish = async (outcome: DispatchOutcome, timed_out: boolean, cancellation?: CancellationEvidence): Promise<AttemptOutcome> => {
     // After a timeout, do not wait on the sink either: the attempt must not outlive its deadline.
     const stream = await attempt.end({ drain: !timed_out });
+    // The attempt is over: a context the connector kept (or a late handler still holds) can no longer
+    // resolve credentials, checkpoint or stream.
+    attempt.retire();
     const provider_operation = attempt.provider_operation;
     return {
       ...outcome,
@@ -135,7 +151,7 @@ export async function runAttempt(req: AttemptRequest): Promise<AttemptOutcome> {
   const remaining = deadline_at.getTime() - clock.now().getTime();
   if (remaining <= 0) {
     await attempt.end({ drain: false });
-    attempt.cancel(timeoutReason());
+    attempt.cancel(timeoutReason(), 'deadline_exceeded');
     const cancellation: CancellationEvidence = { attempted: false, reason: 'no_work_started' };
     return finish(timeoutOutcome(req, method, attempt, cancellation, false), true, cancellation);
   }
@@ -147,16 +163,45 @@ export async function runAttempt(req: AttemptRequest): Promise<AttemptOutcome> {
   const work = dispatch(connector, capability.id, action, ctx, dispatchOptions);
   // A late result (after the deadline) is discarded; never let it surface as an unhandled rejection.
   work.catch(() => undefined);
-  const winner = await Promise.race([work, expired]);
+  const signal = req.cancel_signal;
+  const cancelled =
+    signal === undefined
+      ? undefined
+      : new Promise<'cancelled'>((resolve) => {
+          if (signal.aborted) resolve('cancelled');
+          else signal.addEventListener('abort', () => resolve('cancelled'), { once: true });
+        });
+  const winner = await Promise.race([work, expired, ...(cancelled !== undefined ? [cancelled] : [])]);
+  if (winner === 'cancelled') {
+    // A client cancellation reaches the running attempt: the token, then the provider (the same connector, on the
+    // pinned route), then the connector's own answer decides, within the deadline.
+    attempt.cancel(new ConnectorFailure({ code: 'connector.attempt_cancelled', operation: TYPED_METHOD_OPERATION[method], source: CLIENT_CANCEL_SOURCE }), 'client_cancelled');
+    const cancellation = await attemptRemoteCancel(req, attempt, timers);
+    const after = await Promise.race([work, expired]);
+    timers.clearTimeout(timer);
+    if (after !== 'timeout') return { ...(await finish(withCancellation(after, cancellation), false, cancellation)), client_cancelled: true };
+    await attempt.end({ drain: false });
+    return { ...(await finish(timeoutOutcome(req, method, attempt, cancellation, true), true, cancellation)), client_cancelled: true };
+  }
   timers.clearTimeout(timer);
   if (winner !== 'timeout') return finish(winner, false);
 
   // The attempt ends at its deadline: close the stream first, so nothing the
   // connector emits from here on (even from an abort listener) is accepted.
   await attempt.end({ drain: false });
-  attempt.cancel(timeoutReason());
+  attempt.cancel(timeoutReason(), 'deadline_exceeded');
+  // cancel_typed still runs with the attempt's context (credentials, the provider operation); the attempt retires after it.
   const cancellation = await attemptRemoteCancel(req, attempt, timers);
   return finish(timeoutOutcome(req, method, attempt, cancellation, true), true, cancellation);
+}
+
+export const CLIENT_CANCEL_SOURCE = 'runtime:client_cancel';
+
+/** The connector's answer after a client cancellation, with what the cancellation did as evidence. */
+function withCancellation(outcome: DispatchOutcome, cancellation: CancellationEvidence): DispatchOutcome {
+  if (outcome.ok) return outcome;
+  const error = outcome.error;
+  return { ...outcome, error: { ...error, details: { ...(error.details ?? {}), client_cancelled: true, cancellation: { ...cancellation } as JsonObject } } };
 }
 
 function timeoutReason(): ConnectorFailure {

@@ -12,7 +12,7 @@
  * refuses a contract that advertises more than the handlers implement.
  */
 import * as z from 'zod';
-import { AipError } from '../errors/aip-error.js';
+import { AipError, isAipError } from '../errors/aip-error.js';
 import {
   CapabilitySchema,
   fidelityInvokesHandler,
@@ -29,10 +29,22 @@ import {
 import type { CredentialProvider } from '../ports/credentials.js';
 import { admitManifest, formatAdmissionIssue } from './admission.js';
 import { FrozenConnectorBase, connectorSource, defaultHealth } from './base.js';
-import type { ActionExecutionContext } from './context.js';
+import { contextAttemptEvidence, type ActionExecutionContext } from './context.js';
 import { resolveCredential } from './credentials/resolve.js';
 import type { ConnectorSecret } from './credentials/secret.js';
-import { ConnectorFailure, isConnectorFailure, toConnectorFailure, toProtocolError, type ConnectorFailureInit } from './failure.js';
+import {
+  ConnectorFailure,
+  escalateAfterEffect,
+  isConnectorFailure,
+  isSdkFailure,
+  isTimeoutFailure,
+  markSdkFailure,
+  timeoutNeverRetryable,
+  toConnectorFailure,
+  toProtocolError,
+  withFailureFields,
+  type ConnectorFailureInit,
+} from './failure.js';
 import {
   CancelOutcomeSchema,
   type CancelOutcome,
@@ -51,6 +63,7 @@ import type { ConnectorManifest, ManifestResource } from './manifest.js';
 import { SIDE_EFFECTING_OPERATIONS, type ConnectorOperation } from './operations.js';
 import type { StreamChunk } from './stream-chunk.js';
 import { implementationSupport, type ImplementationSupport } from './support.js';
+import { withinDeadline, type BoundedWork, type WithinDeadlineOptions } from './within-deadline.js';
 
 // ---------------------------------------------------------------------------
 // Handler types
@@ -72,6 +85,13 @@ export interface HandlerCall {
   withSecret<T>(fn: (secret: ConnectorSecret) => MaybePromise<T>): Promise<T>;
   /** Builds a ConnectorFailure with this call's operation and the connector's source. */
   failure(init: Omit<ConnectorFailureInit, 'operation' | 'source'> & { readonly source?: string }): ConnectorFailure;
+  /**
+   * `withinDeadline(ctx, work, options)` with this call's operation and the
+   * connector's source: waits for `work` no longer than the attempt deadline
+   * minus `margin_ms` (default 250) and not past cancellation, failing with a
+   * typed `sla.timeout_exceeded` / `connector.attempt_cancelled`.
+   */
+  withinDeadline<T>(work: BoundedWork<T>, options?: Omit<WithinDeadlineOptions, 'operation' | 'source'>): Promise<T>;
 }
 
 /** A handler: validated input, the trusted context, per-call helpers. */
@@ -328,8 +348,11 @@ export interface ConnectorDefinition {
   /**
    * Maps a provider error into a ConnectorFailure (return undefined to use the
    * SDK default: `connector.unexpected_error`, uncertain for side-effecting operations).
+   * It receives the failing call's action and context (undefined for
+   * emission and ingestion, which have no action); a two-argument function
+   * still fits.
    */
-  readonly map_error?: (err: unknown, operation: ConnectorOperation) => ConnectorFailure | undefined;
+  readonly map_error?: MapError;
   /** Stronger readiness than "discovery succeeds"; return operator-safe detail. */
   readonly health?: (ctx: ConnectorContext) => Promise<HealthReport>;
   /** emit_typed. */
@@ -343,6 +366,17 @@ export interface ConnectorDefinition {
    */
   readonly admission?: 'enforce' | 'defer';
 }
+
+/** A connector's own error mapping (see ConnectorDefinition.map_error). */
+export type MapError = (
+  err: unknown,
+  operation: ConnectorOperation,
+  action: Action | undefined,
+  ctx: ActionExecutionContext | undefined,
+) => ConnectorFailure | undefined;
+
+/** Operations whose failure can follow a provider effect of the same attempt. */
+const EFFECT_OPERATIONS: ReadonlySet<ConnectorOperation> = new Set<ConnectorOperation>(['invocation', 'transaction_commit', 'compensation']);
 
 /** A FrozenConnector built by defineConnector. */
 export class DefinedConnector extends FrozenConnectorBase {
@@ -415,8 +449,8 @@ export class DefinedConnector extends FrozenConnectorBase {
     return Object.freeze(RECONCILE_LOOKUPS.filter((l) => r.lookup.includes(l)));
   }
 
-  override map_error(err: unknown, operation: ConnectorOperation = 'invocation'): ProtocolError {
-    return toProtocolError(this.#normalize(err, operation));
+  override map_error(err: unknown, operation: ConnectorOperation = 'invocation', action?: Action, ctx?: ActionExecutionContext): ProtocolError {
+    return toProtocolError(this.#normalize(err, operation, action, ctx).failure);
   }
 
   async invoke_typed(action: Action, ctx: ActionExecutionContext): Promise<ActionResult> {
@@ -485,7 +519,7 @@ export class DefinedConnector extends FrozenConnectorBase {
     try {
       return await this.#def.emit(emission, ctx);
     } catch (err) {
-      throw this.#normalize(err, 'emission');
+      throw this.#normalize(err, 'emission', undefined, ctx).failure;
     }
   }
 
@@ -494,7 +528,7 @@ export class DefinedConnector extends FrozenConnectorBase {
     try {
       return await this.#def.ingest(event, ctx);
     } catch (err) {
-      throw this.#normalize(err, 'ingestion');
+      throw this.#normalize(err, 'ingestion', undefined, ctx).failure;
     }
   }
 
@@ -524,7 +558,8 @@ export class DefinedConnector extends FrozenConnectorBase {
     try {
       return await body(cap, parsed.data, call);
     } catch (err) {
-      throw this.#normalize(err, operation);
+      const { failure, classified } = this.#normalize(err, operation, action, ctx);
+      throw settleFailure(failure, classified, operation, action, ctx);
     }
   }
 
@@ -537,7 +572,7 @@ export class DefinedConnector extends FrozenConnectorBase {
       operation,
       async withSecret<T>(fn: (secret: ConnectorSecret) => MaybePromise<T>): Promise<T> {
         if (provider === undefined) {
-          throw new ConnectorFailure({ code: 'connector.credentials_unavailable', operation, source, redacted_details: { reason: 'no_credential_provider' } });
+          throw markSdkFailure(new ConnectorFailure({ code: 'connector.credentials_unavailable', operation, source, redacted_details: { reason: 'no_credential_provider' } }));
         }
         const secret = await resolveCredential(provider, ctx, operation, source);
         try {
@@ -548,6 +583,9 @@ export class DefinedConnector extends FrozenConnectorBase {
       },
       failure(init: Omit<ConnectorFailureInit, 'operation' | 'source'> & { readonly source?: string }): ConnectorFailure {
         return new ConnectorFailure({ ...init, operation, source: init.source ?? source });
+      },
+      withinDeadline<T>(work: BoundedWork<T>, options: Omit<WithinDeadlineOptions, 'operation' | 'source'> = {}): Promise<T> {
+        return withinDeadline(ctx, work, { ...options, operation, source });
       },
     });
   }
@@ -562,7 +600,9 @@ export class DefinedConnector extends FrozenConnectorBase {
           done = true;
           return next.value;
         }
-        if (ctx.cancellation.aborted) throw ctx.cancellation.reason ?? this.unsupported('streaming');
+        // Yielded after cancellation: the handler was running (an effect may have happened, and
+        // settleFailure adds what the attempt checkpointed); never rethrow the canceller's reason as is.
+        if (ctx.cancellation.aborted) throw this.#cancelledWhileStreaming(ctx);
         if (ctx.stream.enabled) await ctx.stream.emit(next.value);
       }
     } finally {
@@ -581,30 +621,69 @@ export class DefinedConnector extends FrozenConnectorBase {
     return { action_id: action.id, status: 'completed', ...(output !== undefined ? { output: output as JsonValue } : {}) };
   }
 
+  #cancelledWhileStreaming(ctx: ActionExecutionContext): ConnectorFailure {
+    const reason = ctx.cancellation_reason;
+    return markSdkFailure(
+      new ConnectorFailure({
+        code: 'connector.attempt_cancelled',
+        category: 'conflict',
+        retryable: false,
+        operation: 'invocation',
+        source: this.source,
+        uncertain_outcome: true,
+        redacted_details: {
+          cancelled_while: 'streaming',
+          cancellation_reason: reason?.kind ?? 'unspecified',
+          ...(reason?.code !== undefined ? { cancellation_code: reason.code } : {}),
+        },
+      }),
+    );
+  }
+
   #invalidOutput(operation: ConnectorOperation, error?: z.ZodError): ConnectorFailure {
-    return new ConnectorFailure({
+    return markSdkFailure(new ConnectorFailure({
       code: 'connector.output_invalid',
       operation,
       source: this.source,
       // The handler ran: for side-effecting operations an effect may have happened.
       uncertain_outcome: SIDE_EFFECTING_OPERATIONS.has(operation),
       redacted_details: error ? { paths: error.issues.map((i) => i.path.join('/')).slice(0, 20) } : { reason: 'not_json' },
-    });
+    }));
   }
 
-  #normalize(err: unknown, operation: ConnectorOperation): ConnectorFailure {
-    if (isConnectorFailure(err)) return err;
+  /**
+   * A ConnectorFailure, and whether the connector classified it itself: a
+   * typed failure it threw, or its map_error's mapping of a provider error.
+   * SDK and runtime errors (AipErrors such as a checkpoint conflict, failures
+   * marked with markSdkFailure) and the SDK default for unclassified errors
+   * are not.
+   */
+  #normalize(err: unknown, operation: ConnectorOperation, action: Action | undefined, ctx: ActionExecutionContext | undefined): { failure: ConnectorFailure; classified: boolean } {
+    if (isConnectorFailure(err)) return { failure: err, classified: !isSdkFailure(err) };
     const mapper = this.#def.map_error;
     if (mapper !== undefined) {
       try {
-        const mapped = mapper(err, operation);
-        if (mapped !== undefined) return mapped;
+        const mapped = mapper(err, operation, action, ctx);
+        if (mapped !== undefined) return { failure: mapped, classified: !isAipError(err) };
       } catch {
         // fall through to the SDK default
       }
     }
-    return toConnectorFailure(err, operation, connectorSource(this.id));
+    return { failure: toConnectorFailure(err, operation, connectorSource(this.id)), classified: false };
   }
+}
+
+/**
+ * The last word on a failure of an effect operation: once an effect may have
+ * happened in the attempt it is uncertain with the known provider operation
+ * (escalateAfterEffect), and a timeout of a `commit` or `execute` is never
+ * retryable (the page's rule), whoever reported it.
+ */
+function settleFailure(failure: ConnectorFailure, classified: boolean, operation: ConnectorOperation, action: Action, ctx: ActionExecutionContext): ConnectorFailure {
+  if (!EFFECT_OPERATIONS.has(operation)) return failure;
+  let out = escalateAfterEffect(failure, contextAttemptEvidence(ctx), classified);
+  if (out.retryable && isTimeoutFailure(out) && timeoutNeverRetryable(action.transaction?.mode)) out = withFailureFields(out, { retryable: false });
+  return out;
 }
 
 /** Builds a FrozenConnector from capability definitions. */

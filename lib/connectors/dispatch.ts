@@ -4,9 +4,23 @@
  * and turns everything the connector returns or throws into a typed outcome.
  * It never throws for connector behaviour.
  */
+import { isAipError } from '../errors/aip-error.js';
 import { ActionResultSchema, ProtocolErrorSchema, type Action, type ActionResult, type JsonObject, type ProtocolError, type ProviderOperationRef, type TransactionMode } from '../protocol/index.js';
-import { contextAttemptIdentity, type ActionExecutionContext } from './context.js';
-import { ConnectorFailure, clampProtocolErrorRetry, isConnectorFailure, toConnectorFailure, toProtocolError } from './failure.js';
+import { contextAttemptEvidence, contextAttemptIdentity, type ActionExecutionContext } from './context.js';
+import {
+  ConnectorFailure,
+  clampProtocolErrorRetry,
+  escalateAfterEffect,
+  escalateProtocolErrorAfterEffect,
+  isConnectorFailure,
+  isSdkFailure,
+  isTimeoutFailure,
+  markSdkFailure,
+  timeoutNeverRetryable,
+  toConnectorFailure,
+  toProtocolError,
+  withFailureFields,
+} from './failure.js';
 import { ReconciliationResultSchema, reconcileLookupOf, type FrozenConnector } from './interfaces.js';
 import { SIDE_EFFECTING_OPERATIONS, TYPED_METHOD_OPERATION, type ConnectorOperation } from './operations.js';
 
@@ -106,6 +120,13 @@ export function failedOutcome(
  * - A non-terminal reconciliation becomes `transaction.reconciliation_pending`
  *   (temporary, retryable, retry_after_ms 5000) keeping its cursor and
  *   redacted evidence; a terminal one records original_commit_completed.
+ * - A failure of invoke / commit / compensate after the attempt published
+ *   provider_effect_committed, or (unless the connector classified it
+ *   itself) after it checkpointed a provider operation, is
+ *   `uncertain_outcome: true` with the known provider operation
+ *   (escalateAfterEffect).
+ * - A timeout (`sla.timeout_exceeded` or category `timeout`) of a `commit` or
+ *   `execute` action is never retryable, whoever reports it.
  */
 export async function dispatch(
   connector: FrozenConnector,
@@ -142,9 +163,25 @@ export async function dispatch(
   try {
     result = await connector[method](action, ctx);
   } catch (err) {
-    return thrownOutcome(connector, method, err, options);
+    return settleOutcome(thrownOutcome(connector, method, action, ctx, err, options), action);
   }
-  return resultOutcome(method, action, result, options);
+  return settleOutcome(resultOutcome(method, action, ctx, result, options), action);
+}
+
+/** The page's timeout rule on the wire: a timeout of a `commit` or `execute` is never retryable, whoever reports it. */
+function settleOutcome(outcome: DispatchOutcome, action: Action): DispatchOutcome {
+  if (outcome.ok || !timeoutNeverRetryable(action.transaction?.mode) || !isTimeoutFailure(outcome.error)) return outcome;
+  if (!outcome.error.retryable && outcome.failure?.retryable !== true) return outcome;
+  return {
+    ...outcome,
+    error: { ...outcome.error, retryable: false },
+    ...(outcome.failure !== undefined ? { failure: withFailureFields(outcome.failure, { retryable: false }) } : {}),
+  };
+}
+
+/** Effect methods: their failures can follow a provider effect of the same attempt. */
+function isEffectMethod(method: DispatchMethod): boolean {
+  return method === 'invoke_typed' || method === 'commit_typed' || method === 'compensate_typed';
 }
 
 async function dispatchReconcile(connector: FrozenConnector, action: Action, ctx: ActionExecutionContext, options: DispatchOptions): Promise<DispatchOutcome> {
@@ -174,7 +211,7 @@ async function dispatchReconcile(connector: FrozenConnector, action: Action, ctx
   try {
     raw = await connector.reconcile_typed(action, ctx);
   } catch (err) {
-    return thrownOutcome(connector, method, err, options);
+    return thrownOutcome(connector, method, action, ctx, err, options);
   }
   const parsed = ReconciliationResultSchema.safeParse(raw);
   const known: ProviderOperationRef | undefined = tx.provider_operation;
@@ -269,12 +306,12 @@ function sameAsKnown(reported: ProviderOperationRef, known_id: string | undefine
   return known === undefined || known.provider === reported.provider;
 }
 
-function resultOutcome(method: DispatchMethod, action: Action, result: unknown, options: DispatchOptions): DispatchOutcome {
+function resultOutcome(method: DispatchMethod, action: Action, ctx: ActionExecutionContext, result: unknown, options: DispatchOptions): DispatchOutcome {
   const operation = TYPED_METHOD_OPERATION[method];
+  const evidence = contextAttemptEvidence(ctx);
   const parsed = ActionResultSchema.safeParse(result);
   if (!parsed.success || parsed.data.action_id !== action.id) {
-    return failedOutcome(
-      method,
+    const invalid = markSdkFailure(
       new ConnectorFailure({
         code: 'connector.output_invalid',
         message: 'the connector returned an invalid ActionResult',
@@ -284,29 +321,38 @@ function resultOutcome(method: DispatchMethod, action: Action, result: unknown, 
         uncertain_outcome: SIDE_EFFECTING_OPERATIONS.has(operation),
         redacted_details: parsed.success ? { reason: 'action_id_mismatch' } : { paths: parsed.error.issues.map((i) => i.path.join('/')) },
       }),
-      options,
     );
+    return failedOutcome(method, isEffectMethod(method) ? escalateAfterEffect(invalid, evidence, false) : invalid, options);
   }
   const r = parsed.data;
   if (r.status === 'failed' && r.error !== undefined) {
-    return { ok: false, method, operation, error: clampProtocolErrorRetry(r.error, options), result: r };
+    // A failed result is the connector's own classification: only a published effect makes it uncertain.
+    const error = isEffectMethod(method) ? escalateProtocolErrorAfterEffect(r.error, evidence, true, options) : r.error;
+    return { ok: false, method, operation, error: clampProtocolErrorRetry(error, options), result: r };
   }
   return { ok: true, method, operation, result: r };
 }
 
-function thrownOutcome(connector: FrozenConnector, method: DispatchMethod, err: unknown, options: DispatchOptions): DispatchOutcome {
+function thrownOutcome(connector: FrozenConnector, method: DispatchMethod, action: Action, ctx: ActionExecutionContext, err: unknown, options: DispatchOptions): DispatchOutcome {
   const operation = TYPED_METHOD_OPERATION[method];
-  if (isConnectorFailure(err)) return failedOutcome(method, err, options);
+  const evidence = contextAttemptEvidence(ctx);
+  const effect = isEffectMethod(method);
+  if (isConnectorFailure(err)) return failedOutcome(method, effect ? escalateAfterEffect(err, evidence, !isSdkFailure(err)) : err, options);
   let mapped: ProtocolError | undefined;
   try {
-    const candidate = ProtocolErrorSchema.safeParse(connector.map_error(err, operation));
+    const candidate = ProtocolErrorSchema.safeParse(connector.map_error(err, operation, action, ctx));
     if (candidate.success) mapped = candidate.data;
   } catch {
     mapped = undefined;
   }
   // A map_error that throws or returns something that is not a ProtocolError falls back to the SDK normalization.
-  if (mapped === undefined) return failedOutcome(method, toConnectorFailure(err, operation, connectorSourceOf(connector)), options);
-  return { ok: false, method, operation, error: clampProtocolErrorRetry(mapped, options) };
+  if (mapped === undefined) {
+    const failure = toConnectorFailure(err, operation, connectorSourceOf(connector));
+    return failedOutcome(method, effect ? escalateAfterEffect(failure, evidence, false) : failure, options);
+  }
+  // The connector's mapping of a provider error is its classification; an SDK or runtime error (an AipError) is not.
+  const error = effect ? escalateProtocolErrorAfterEffect(mapped, evidence, !isAipError(err), options) : mapped;
+  return { ok: false, method, operation, error: clampProtocolErrorRetry(error, options) };
 }
 
 function connectorSourceOf(connector: FrozenConnector): string {

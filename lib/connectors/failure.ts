@@ -275,6 +275,112 @@ export function toProtocolError(failure: ConnectorFailure, options: ToProtocolEr
   });
 }
 
+// ---------------------------------------------------------------------------
+// Uncertainty after an effect, and the timeout rule
+// ---------------------------------------------------------------------------
+
+const sdkFailures = new WeakSet<ConnectorFailure>();
+
+/**
+ * Marks a failure as produced by the SDK or the runtime itself (a stream,
+ * credential or output failure), not as a classification the connector made
+ * of the provider's answer. See escalateAfterEffect.
+ */
+export function markSdkFailure<T extends ConnectorFailure>(failure: T): T {
+  sdkFailures.add(failure);
+  return failure;
+}
+
+export function isSdkFailure(failure: ConnectorFailure): boolean {
+  return sdkFailures.has(failure);
+}
+
+/** What the attempt did before it failed (see contextAttemptEvidence in context.ts). */
+export interface EffectEvidence {
+  /** The provider operation known to the attempt (recovered or checkpointed). */
+  readonly provider_operation?: ProviderOperationRef | undefined;
+  /** The connector published provider_effect_committed in this attempt. */
+  readonly provider_effect_committed: boolean;
+  /** The connector checkpointed (or tried to) a provider operation in this attempt. */
+  readonly provider_operation_checkpointed: boolean;
+}
+
+export type UncertainBecause = 'provider_effect_committed' | 'provider_operation_checkpointed';
+
+/**
+ * Why a failure must report `uncertain_outcome: true` because of what its
+ * attempt did first, or undefined:
+ * - after `provider_effect_committed` (the provider durably accepted the
+ *   effect) every failure of the attempt;
+ * - after a provider operation was checkpointed (the provider accepted
+ *   work) every failure the connector did not classify itself: SDK and
+ *   runtime errors (a checkpoint conflict, a stream or credential failure,
+ *   invalid output) and unclassified errors. A typed failure the connector
+ *   built from the provider's answer (e.g. "declined", with the operation)
+ *   keeps its own uncertainty.
+ */
+export function uncertainBecause(evidence: EffectEvidence, classifiedByConnector: boolean): UncertainBecause | undefined {
+  if (evidence.provider_effect_committed) return 'provider_effect_committed';
+  if (evidence.provider_operation_checkpointed && !classifiedByConnector) return 'provider_operation_checkpointed';
+  return undefined;
+}
+
+/**
+ * Once an effect may have happened, a failure of the attempt is
+ * `uncertain_outcome: true` and carries the known provider operation
+ * (details gain `uncertain_because`). A failure that records committed side
+ * effects needing compensation (`side_effects_committed: true`, the partial
+ * path) is a known outcome and stays certain, gaining only the operation.
+ */
+export function escalateAfterEffect(failure: ConnectorFailure, evidence: EffectEvidence, classifiedByConnector: boolean): ConnectorFailure {
+  const why = uncertainBecause(evidence, classifiedByConnector);
+  if (why === undefined) return failure;
+  const partial = failure.redacted_details.side_effects_committed === true;
+  const uncertain = failure.uncertain_outcome || !partial;
+  const provider_operation = failure.provider_operation ?? evidence.provider_operation;
+  if (uncertain === failure.uncertain_outcome && provider_operation === failure.provider_operation) return failure;
+  return withFailureFields(failure, {
+    uncertain_outcome: uncertain,
+    ...(provider_operation !== undefined ? { provider_operation } : {}),
+    redacted_details: { ...(failure.redacted_details as JsonObject), ...(uncertain && !failure.uncertain_outcome ? { uncertain_because: why } : {}) },
+  });
+}
+
+/** escalateAfterEffect for a wire error that did not come from a ConnectorFailure (map_error output, a failed ActionResult). */
+export function escalateProtocolErrorAfterEffect(error: ProtocolError, evidence: EffectEvidence, classifiedByConnector: boolean, options: ToProtocolErrorOptions = {}): ProtocolError {
+  const why = uncertainBecause(evidence, classifiedByConnector);
+  if (why === undefined) return error;
+  const wasUncertain = error.uncertain_outcome === true || error.details?.uncertain_outcome === true;
+  const uncertain = wasUncertain || error.details?.side_effects_committed !== true;
+  const provider_operation = error.provider_operation ?? evidence.provider_operation;
+  const out: ProtocolError = {
+    ...error,
+    ...(provider_operation !== undefined ? { provider_operation: { ...provider_operation } } : {}),
+    ...(uncertain ? { uncertain_outcome: true, details: { ...(error.details ?? {}), uncertain_outcome: true, ...(!wasUncertain ? { uncertain_because: why } : {}) } } : {}),
+  };
+  return clampProtocolErrorRetry(out, options);
+}
+
+/** A timeout, whoever reports it: `sla.timeout_exceeded` or category `timeout`. */
+export function isTimeoutFailure(failure: { readonly code: string; readonly category: string }): boolean {
+  return failure.code === 'sla.timeout_exceeded' || failure.category === 'timeout';
+}
+
+/**
+ * The page's timeout rule for the action's mode: a timeout of a `commit` or
+ * `execute` transaction is never retryable, whoever reports it (the runtime's
+ * deadline or the connector's own deadline-bound wait).
+ */
+export function timeoutNeverRetryable(mode: string | undefined): boolean {
+  return mode === 'commit' || mode === 'execute';
+}
+
+/** A copy of `failure` with some fields replaced (the cause and the SDK mark are kept). */
+export function withFailureFields(failure: ConnectorFailure, patch: Partial<Omit<ConnectorFailureInit, 'cause'>>): ConnectorFailure {
+  const copy = new ConnectorFailure({ ...failure.toJSON(), ...patch, cause: connectorFailureCause(failure) ?? failure });
+  return isSdkFailure(failure) ? markSdkFailure(copy) : copy;
+}
+
 /**
  * Applies the same never-upgrade rule to a ProtocolError that did not come
  * from a ConnectorFailure (e.g. a connector's own map_error output).

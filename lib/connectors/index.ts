@@ -12,14 +12,17 @@ export * from './base.js';
 export * from './admission.js';
 export * from './stream-chunk.js';
 export * from './stream.js';
+// createExecutionContext is the runtime's: lib/connectors/internal.ts (connectors never build a context).
 export {
   ActionExecutionContext,
+  CANCELLATION_KINDS,
   CONTEXT_REDACTED,
   TRANSACTION_CHECKPOINT_MODES,
-  createExecutionContext,
   contextAttemptIdentity,
   type ActorContext,
   type ApprovalEvidence,
+  type CancellationKind,
+  type CancellationReason,
   type ExecutionAttempt,
   type ExecutionCheckpointPublisher,
   type ExecutionDeadline,
@@ -39,6 +42,11 @@ export {
 export * from './dispatch.js';
 export * from './deadline.js';
 export * from './define.js';
+export * from './within-deadline.js';
+// The protocol types a handler works with.
+export type { Action, ActionResult, ProtocolError, ProviderOperationRef } from '../protocol/index.js';
+// What the runtime hands a handler beside the action (e.g. a compensation's target): docs/connector-authoring.md.
+export { runtimeMemory, type RuntimeMemory, type CompensationMemory } from '../runtime/memory.js';
 export * from './credentials/handle.js';
 export * from './credentials/secret.js';
 export * from './credentials/references.js';

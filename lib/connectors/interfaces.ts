@@ -35,9 +35,10 @@ export interface Connector {
   discover(ctx: ConnectorContext): Promise<ConnectorManifest>;
   /**
    * Converts a connector error to a typed AIP protocol error. The runtime
-   * passes the typed operation that failed, so the error can name it.
+   * passes the typed operation that failed, so the error can name it, and
+   * the action and trusted context of the failing call (when there is one).
    */
-  map_error(err: unknown, operation?: ConnectorOperation): ProtocolError;
+  map_error(err: unknown, operation?: ConnectorOperation, action?: Action, ctx?: ActionExecutionContext): ProtocolError;
   /**
    * Whether the connector can currently discover and serve traffic. The
    * default (see defaultHealth) treats successful discovery as ready.

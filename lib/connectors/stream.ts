@@ -1,6 +1,6 @@
 import type { Clock } from '../ports/clock.js';
 import type { StreamSink } from '../ports/stream-sink.js';
-import { ConnectorFailure, toConnectorFailure } from './failure.js';
+import { ConnectorFailure, markSdkFailure, toConnectorFailure } from './failure.js';
 import { StreamChunkSchema, type SequencedStreamChunk, type StreamChunk } from './stream-chunk.js';
 
 /** What a connector sees as `context.stream`. */
@@ -80,16 +80,16 @@ export class RuntimeStreamPublisher implements StreamPublisher {
   #emit(chunk: StreamChunk): Promise<{ readonly sequence: number }> {
     const source = this.#opts.source ?? 'runtime:stream';
     if (!this.enabled) {
-      return Promise.reject(ConnectorFailure.unsupported('streaming', source, { capability_id: this.#opts.capability_id }));
+      return Promise.reject(markSdkFailure(ConnectorFailure.unsupported('streaming', source, { capability_id: this.#opts.capability_id })));
     }
     if (this.#closed || this.#failure !== undefined) {
       return Promise.reject(
-        new ConnectorFailure({ code: 'connector.stream_closed', operation: 'streaming', source, redacted_details: { reason: this.#closed ? 'attempt_ended' : 'earlier_chunk_failed' } }),
+        markSdkFailure(new ConnectorFailure({ code: 'connector.stream_closed', operation: 'streaming', source, redacted_details: { reason: this.#closed ? 'attempt_ended' : 'earlier_chunk_failed' } })),
       );
     }
     const parsed = StreamChunkSchema.safeParse(chunk);
     if (!parsed.success) {
-      return Promise.reject(new ConnectorFailure({ code: 'connector.stream_chunk_invalid', operation: 'streaming', source, redacted_details: { paths: parsed.error.issues.map((i) => i.path.join('/')) } }));
+      return Promise.reject(markSdkFailure(new ConnectorFailure({ code: 'connector.stream_chunk_invalid', operation: 'streaming', source, redacted_details: { paths: parsed.error.issues.map((i) => i.path.join('/')) } })));
     }
     const sequence = this.#next++;
     const record: SequencedStreamChunk = Object.freeze({
@@ -135,13 +135,13 @@ export class RuntimeStreamPublisher implements StreamPublisher {
 }
 
 function toSinkFailure(err: unknown, source: string): ConnectorFailure {
-  if (err instanceof ConnectorFailure) return err;
+  if (err instanceof ConnectorFailure) return markSdkFailure(err);
   const normalized = toConnectorFailure(err, 'streaming', source);
-  return new ConnectorFailure({
+  return markSdkFailure(new ConnectorFailure({
     code: 'connector.stream_sink_failed',
     operation: 'streaming',
     source,
     redacted_details: { cause_code: normalized.code },
     cause: err,
-  });
+  }));
 }

@@ -101,6 +101,8 @@ const RuntimeConfigShape = {
       approval_ttl_ms: z.int().min(60_000).max(30 * 86_400_000).default(24 * 3_600_000),
     })
     .prefault({}),
+  /** How often a running attempt checks its action for a client's cancellation request (one GetItem each time). */
+  cancel_poll_ms: z.int().min(10).max(60_000).default(1_000),
   /** Bound on one connector health check (health()); a slower check reports the connector not ready. */
   health_timeout_ms: z.int().min(10).max(25_000).default(2_000),
   /** A committing/prepared/compensating record older than this is "stalled" (operator view, sweeper). */

@@ -26,6 +26,13 @@ export interface HostedConnector {
   readonly replica?: string;
   /** Endpoint recorded in route assignments. Default `in-process`. */
   readonly endpoint?: string;
+  /**
+   * Remote placement (lib/connectors/remote): the connector host's key ID and
+   * DID, pinned by route assignments as `peer_identity` / `peer_did`. Absent
+   * for a trusted local module.
+   */
+  readonly peer_identity?: string;
+  readonly peer_did?: string;
   /** The credential handle ID handed to attempts of a capability (never material). */
   credential_handle?(capability_id: string): string | undefined;
   /** Revision of the deployment credentials (pinned by route assignments). Default `0`. */

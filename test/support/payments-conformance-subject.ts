@@ -2,7 +2,9 @@
  * The conformance subject for the payments reference connector (the
  * declarative HTTP connector configured for the payments simulator). The
  * kit's planted secret becomes the simulator's only API key; scenarios use
- * the simulator's fault rules and events (no sleeps).
+ * the simulator's fault rules and events (no sleeps); the simulator tells the
+ * kit what it observes (ledger, pending operations, key rotation, the
+ * idempotency keys it was sent).
  */
 import type { Action, JsonObject } from '../../lib/protocol/index.js';
 import type { ConformanceInstance, ConformanceSubject } from '../../lib/connectors/conformance/index.js';
@@ -17,6 +19,11 @@ export function paymentsConformanceSubject(): ConformanceSubject {
       const sim = await startPaymentsSimulator({ apiKeys: [env.secret], seed: 7 });
       // Completion polls are never needed twice here: the first poll is the one a scenario holds.
       const connector = createPaymentsConnector({ baseUrl: sim.url, credentials: env.credentials, logger: env.log, pollIntervalMs: 60_000 });
+      // The authority the provider was presented with: the idempotency key of every request that carried one.
+      const received: { idempotency_key: string }[] = [];
+      sim.onEvent((e) => {
+        if (e.type === 'response' && e.idempotency_key !== undefined) received.push({ idempotency_key: e.idempotency_key });
+      });
       let n = 0;
       const charge = (mode: 'commit' | 'execute'): Action => {
         n += 1;
@@ -35,6 +42,13 @@ export function paymentsConformanceSubject(): ConformanceSubject {
       };
       return {
         connector,
+        provider: {
+          effects: () => sim.ledger().length,
+          settle,
+          isPending: (ref) => sim.operation(ref.operation_id)?.status === 'pending',
+          rotateSecret: (next) => sim.setApiKeys([next]),
+          received: () => received,
+        },
         sampleInput(capability_id, method): JsonObject {
           if (capability_id === 'payments.charge' && method !== 'compensate_typed') return { amount: 100, currency: 'eur' };
           return { charge_id: 'ch_conformance' };
@@ -86,3 +100,6 @@ export function paymentsConformanceSubject(): ConformanceSubject {
     },
   };
 }
+
+/** The CLI's module contract: `npx aip-conformance test/support/payments-conformance-subject.ts`. */
+export default paymentsConformanceSubject;

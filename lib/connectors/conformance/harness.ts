@@ -10,10 +10,10 @@ import type { Action, Capability, ProviderOperationRef } from '../../protocol/in
 import type { CredentialProvider, CredentialResolutionScope } from '../../ports/credentials.js';
 import { reservationIdentity } from '../../ports/idempotency-store.js';
 import { createExecutionContext, type ExecutionAttempt, type ExecutionFacilities, type OriginalRequestIdentity, type TrustedAttemptState } from '../context.js';
-import type { CredentialHandle } from '../credentials/handle.js';
+import { CredentialHandle } from '../credentials/handle.js';
 import { credentialsUnavailable } from '../credentials/references.js';
 import { ConnectorSecret } from '../credentials/secret.js';
-import { isConnectorFailure, toProtocolError } from '../failure.js';
+import { ConnectorFailure, isConnectorFailure, toProtocolError } from '../failure.js';
 import type { SequencedStreamChunk } from '../stream-chunk.js';
 
 let seq = 0;
@@ -23,19 +23,40 @@ export function nextSequence(): number {
   return seq;
 }
 
+/** What a context was used for after its attempt ended. */
+export type LateUse = 'transaction checkpoint' | 'provider_effect_committed' | 'stream chunk';
+
 /** Records what a connector published during one attempt. */
 export class AttemptRecorder {
   readonly checkpoints: { readonly seq: number; readonly provider_operation: ProviderOperationRef; readonly cursor?: string }[] = [];
   readonly effects: { readonly seq: number; recorded?: boolean }[] = [];
   readonly chunks: SequencedStreamChunk[] = [];
+  /** Publications that arrived after the kit ended the attempt (a kept context). */
+  readonly late: LateUse[] = [];
   /** Evaluated synchronously when the connector publishes provider_effect_committed. */
   onEffect: (() => boolean | Promise<boolean>) | undefined;
+  /** Called for every use of the context after `ended` was set. */
+  onLate: ((use: LateUse) => void) | undefined;
+  /** Set by the kit when the attempt is over. */
+  ended = false;
   readonly #pending: Promise<void>[] = [];
+
+  #lateUse(use: LateUse): boolean {
+    if (!this.ended) return false;
+    this.late.push(use);
+    try {
+      this.onLate?.(use);
+    } catch {
+      // reporting must never break the caller
+    }
+    return true;
+  }
 
   facilities(): ExecutionFacilities {
     return {
       transaction_checkpoints: {
         checkpoint: async (input) => {
+          if (this.#lateUse('transaction checkpoint')) return;
           this.checkpoints.push({
             seq: nextSequence(),
             provider_operation: { ...input.provider_operation },
@@ -45,6 +66,7 @@ export class AttemptRecorder {
       },
       provider_effect_observer: {
         provider_effect_committed: () => {
+          if (this.#lateUse('provider_effect_committed')) return;
           const entry: { seq: number; recorded?: boolean } = { seq: nextSequence() };
           this.effects.push(entry);
           const check = this.onEffect;
@@ -70,6 +92,7 @@ export class AttemptRecorder {
       },
       stream_sink: {
         write: async (chunk) => {
+          if (this.#lateUse('stream chunk')) return;
           this.chunks.push(chunk);
         },
       },
@@ -84,10 +107,14 @@ export class AttemptRecorder {
 
 export interface ConformanceContextOptions {
   readonly tenant_id: string;
+  /** The verified external account (absent: the attempt has none). */
+  readonly external_account_id?: string;
   readonly credential_handle: CredentialHandle;
   readonly recorder: AttemptRecorder;
   /** Deadline from now (default 10 000 ms). */
   readonly attempt_timeout_ms?: number;
+  /** An absolute deadline (wins over attempt_timeout_ms), e.g. one already past. */
+  readonly deadline_at?: Date;
   /** The capability (for its data redaction policy and streaming contract). */
   readonly capability?: Capability;
   /** Streaming was admitted for the capability (contract and flag). */
@@ -98,6 +125,8 @@ export interface ConformanceContextOptions {
   readonly original_request?: OriginalRequestIdentity;
   /** Start the attempt already cancelled (probes). */
   readonly cancelled?: boolean;
+  /** The abort reason when `cancelled` (default: a client cancellation). */
+  readonly cancel_reason?: unknown;
   /** The subject's hook to adjust the trusted state. */
   readonly adjust?: (base: TrustedAttemptState, action: Action) => TrustedAttemptState;
 }
@@ -123,9 +152,9 @@ export function conformanceTrustedState(action: Action, opts: ConformanceContext
       scopes: [],
       lifetime: { issued_at: new Date(now - 60_000), expires_at: new Date(now + 3_600_000) },
     },
-    tenant: { tenant_id: opts.tenant_id },
+    tenant: { tenant_id: opts.tenant_id, ...(opts.external_account_id !== undefined ? { external_account_id: opts.external_account_id } : {}) },
     credential: opts.credential_handle,
-    deadline_at: new Date(now + (opts.attempt_timeout_ms ?? 10_000)),
+    deadline_at: opts.deadline_at ?? new Date(now + (opts.attempt_timeout_ms ?? 10_000)),
     // As the runtime does: the reservation's scope-unique identity (tenant, principal, key).
     ...(action.idempotency_key !== undefined
       ? {
@@ -167,32 +196,79 @@ export function conformanceTrustedState(action: Action, opts: ConformanceContext
 /** Builds a recorded execution context for an action. */
 export function conformanceAttempt(action: Action, opts: ConformanceContextOptions): ExecutionAttempt {
   const attempt = createExecutionContext(conformanceTrustedState(action, opts), opts.recorder.facilities());
-  if (opts.cancelled === true) attempt.cancel(new Error('conformance probe: cancelled before the call'));
+  if (opts.cancelled === true) attempt.cancel(opts.cancel_reason ?? clientCancellation());
   return attempt;
 }
 
+/** The reason of a client's cancellation (`kind` names it for ctx.cancellation_reason). */
+export function clientCancellation(): Error {
+  return Object.assign(new Error('conformance: the client cancelled the action'), { kind: 'client_cancelled' });
+}
+
+/** The reason the runtime aborts an attempt with at its deadline. */
+export function deadlineCancellation(): ConnectorFailure {
+  return new ConnectorFailure({ code: 'sla.timeout_exceeded', operation: 'invocation', source: 'conformance:deadline' });
+}
+
+/** One credential resolution the planted provider answered (or refused). */
+export interface PlantedResolution {
+  readonly seq: number;
+  /** The handle's ID. */
+  readonly handle: string;
+  /** The handle object itself: the kit gives every attempt its own, so a resolution names its attempt. */
+  readonly handle_ref: CredentialHandle;
+  readonly scope: CredentialResolutionScope;
+  readonly answered: boolean;
+}
+
 /**
- * A credential provider holding ONE planted secret for one handle and one
- * tenant. It records every resolution and every secret it hands out, so the
- * kit can check that resolution happened at the edge, for the verified
- * tenant, and that every secret was disposed.
+ * The kit's deployment credential provider: ONE planted secret (rotated by
+ * the kit) for one handle ID. It answers a resolution for any scope with the
+ * current secret (so that a connector resolving for the wrong tenant or
+ * account is reported by `trusted_context` instead of failing every scenario),
+ * records every resolution and every secret it hands out (the kit checks
+ * scope, attempt and disposal), and refuses other handle IDs with a typed
+ * `connector.credentials_unavailable`.
  */
 export class PlantedCredentialProvider implements CredentialProvider {
-  readonly resolutions: { readonly handle: string; readonly scope: CredentialResolutionScope }[] = [];
+  readonly resolutions: PlantedResolution[] = [];
   readonly issued: ConnectorSecret[] = [];
+  /** Every secret planted so far (the first and each rotation). */
+  readonly secrets: string[] = [];
+  /** Called synchronously for every resolution, before it is answered. */
+  observer: ((resolution: PlantedResolution) => void) | undefined;
   readonly #handle: CredentialHandle;
   readonly #tenant: string;
-  readonly #secret: string;
+  #secret: string;
 
   constructor(handle: CredentialHandle, tenant_id: string, secret: string) {
     this.#handle = handle;
     this.#tenant = tenant_id;
     this.#secret = secret;
+    this.secrets.push(secret);
+  }
+
+  /** The verified tenant the kit plants for. */
+  get tenant_id(): string {
+    return this.#tenant;
+  }
+
+  /** From now on resolutions answer `next`. */
+  rotate(next: string): void {
+    this.#secret = next;
+    this.secrets.push(next);
   }
 
   async resolve(handle: CredentialHandle, scope: CredentialResolutionScope): Promise<ConnectorSecret> {
-    this.resolutions.push({ handle: handle.id, scope: { ...scope } });
-    if (handle.id !== this.#handle.id || scope.tenant_id !== this.#tenant) throw credentialsUnavailable(handle, scope, 'credentials:conformance', 'no_reference');
+    const answered = CredentialHandle.is(handle) && handle.id === this.#handle.id;
+    const resolution: PlantedResolution = { seq: nextSequence(), handle: String(handle?.id ?? ''), handle_ref: handle, scope: { ...scope }, answered };
+    this.resolutions.push(resolution);
+    try {
+      this.observer?.(resolution);
+    } catch {
+      // observation must never change the answer
+    }
+    if (!answered) throw credentialsUnavailable(handle, scope, 'credentials:conformance', 'no_reference');
     const secret = ConnectorSecret.fromUtf8(this.#secret, { ...(scope.operation ? { operation: scope.operation } : {}), source: 'credentials:conformance' });
     this.issued.push(secret);
     return secret;

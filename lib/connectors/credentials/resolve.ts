@@ -1,6 +1,6 @@
 import type { CredentialProvider } from '../../ports/credentials.js';
-import type { ActionExecutionContext } from '../context.js';
-import { isConnectorFailure, type ConnectorFailure } from '../failure.js';
+import { contextAttemptEvidence, type ActionExecutionContext } from '../context.js';
+import { ConnectorFailure, isConnectorFailure, markSdkFailure } from '../failure.js';
 import type { ConnectorOperation } from '../operations.js';
 import { credentialsResolutionFailed, credentialsUnavailable } from './references.js';
 import { ConnectorSecret } from './secret.js';
@@ -12,7 +12,11 @@ import { ConnectorSecret } from './secret.js';
  *
  * Fails with `connector.credentials_unavailable` when the context has no
  * handle or no verified tenant, or the provider returns nothing usable;
- * an untyped provider error becomes `connector.credentials_resolution_failed`.
+ * an untyped provider error becomes `connector.credentials_resolution_failed`;
+ * a context whose attempt ended (ExecutionAttempt.retire) is refused with
+ * `connector.attempt_ended`, before the provider is asked. Every failure is
+ * marked as the SDK's (see markSdkFailure): after a provider effect it is
+ * reported uncertain.
  */
 export async function resolveCredential(
   provider: CredentialProvider,
@@ -20,6 +24,17 @@ export async function resolveCredential(
   operation: ConnectorOperation = 'invocation',
   source = 'connector-sdk:credentials',
 ): Promise<ConnectorSecret> {
+  try {
+    return await resolveFor(provider, ctx, operation, source);
+  } catch (err) {
+    throw isConnectorFailure(err) ? markSdkFailure(err) : err;
+  }
+}
+
+async function resolveFor(provider: CredentialProvider, ctx: ActionExecutionContext, operation: ConnectorOperation, source: string): Promise<ConnectorSecret> {
+  if (contextAttemptEvidence(ctx).retired) {
+    throw new ConnectorFailure({ code: 'connector.attempt_ended', operation, source, redacted_details: { facility: 'credentials' } });
+  }
   const handle = ctx.credential;
   const tenant = ctx.tenant;
   if (handle === undefined) throw credentialsUnavailable(undefined, { operation }, source, 'no_credential_handle');
@@ -33,7 +48,7 @@ export async function resolveCredential(
   try {
     secret = await provider.resolve(handle, scope);
   } catch (err) {
-    if (isConnectorFailure(err)) throw err as ConnectorFailure;
+    if (isConnectorFailure(err)) throw err;
     throw credentialsResolutionFailed(handle, scope, source, { reason: 'provider_error' });
   }
   if (!ConnectorSecret.is(secret) || secret.disposed) throw credentialsUnavailable(handle, scope, source, 'empty_material');

@@ -10,7 +10,8 @@
  * - `wait` resolves when the operation is terminal (it can be aborted);
  * - `operation`, `cancel`, `ticket`, `search` as usual;
  * - test hooks: `hold()` keeps the next submitted operation pending until
- *   `release()`; `failNext('unavailable')` rejects the next submit before
+ *   `release()`; `setApiTokens()` rotates the accepted tokens;
+ *   `failNext('unavailable')` rejects the next submit before
  *   anything is recorded; `failNext('drop_after_accept')` records (and
  *   commits) the next submit, then loses the answer; events (`accepted`,
  *   `waiting`, `committed`) let tests synchronise without sleeping.
@@ -83,7 +84,7 @@ interface OpRecord {
 const digest = (b: Uint8Array | string): Buffer => createHash('sha256').update(b).digest();
 
 export class TicketDesk {
-  readonly #tokens: Buffer[];
+  #tokens: Buffer[];
   readonly #now: () => Date;
   readonly #ops = new Map<string, OpRecord>();
   readonly #byKey = new Map<string, string>();
@@ -188,6 +189,12 @@ export class TicketDesk {
   }
 
   // --- test hooks ----------------------------------------------------------------
+
+  /** Replaces the accepted API tokens (a rotation: the old ones are refused from now on). */
+  setApiTokens(tokens: readonly (string | Uint8Array)[]): void {
+    if (tokens.length === 0 || tokens.some((t) => t.length === 0)) throw new TypeError('TicketDesk: api_tokens must list non-empty tokens');
+    this.#tokens = tokens.map(digest);
+  }
 
   /** Keeps the next `n` submitted operations pending until release(). */
   hold(n = 1): void {

@@ -18,7 +18,7 @@
 import * as z from 'zod';
 import type { Action, ProviderOperationRef } from '../../protocol/index.js';
 import type { CredentialProvider } from '../../ports/credentials.js';
-import { TRANSACTION_CHECKPOINT_MODES, type ActionExecutionContext } from '../context.js';
+import type { ActionExecutionContext } from '../context.js';
 import { timeoutRetryable } from '../deadline.js';
 import { defineCapability, defineConnector, type DefinedConnector, type HandlerCall } from '../define.js';
 import { ConnectorFailure, isConnectorFailure } from '../failure.js';
@@ -28,6 +28,8 @@ import { downstreamIdempotencyKey } from '../http/idempotency.js';
 import { TicketDesk, TicketDeskError, type DeskAnswer, type DeskOperation } from './ticket-desk.js';
 
 export const TICKET_DESK_PROVIDER = 'ticket-desk';
+/** How long before the attempt deadline the connector stops waiting for the desk and reports the lost wait itself. */
+export const DESK_WAIT_MARGIN_MS = 250;
 export const DEFAULT_TICKETS_CREDENTIAL_HANDLE = 'tickets/api_token';
 
 /** One structured log line (identifiers only). */
@@ -133,9 +135,9 @@ export function createTicketsConnector(options: TicketsConnectorOptions): Define
     log({ event: 'desk_request', capability_id: call.capability_id, action_id: call.action.id, outcome: 'accepted', provider_request_id: accepted.request_id });
     const ref: ProviderOperationRef = { provider: TICKET_DESK_PROVIDER, operation_id: accepted.value.operation_id, request_id: accepted.request_id };
     retained.set(ctx, ref);
-    // The operation ID exists: checkpoint it BEFORE waiting for the desk to process it.
-    const tx = ctx.transaction;
-    if (tx !== undefined && TRANSACTION_CHECKPOINT_MODES.has(tx.mode)) {
+    // The operation ID exists: checkpoint it BEFORE waiting for the desk to process it
+    // (possible exactly in a transactional mode with an attempt status: execute, commit).
+    if (ctx.can_checkpoint) {
       try {
         await ctx.transaction_checkpoint.checkpoint(ref);
       } catch {
@@ -143,15 +145,15 @@ export function createTicketsConnector(options: TicketsConnectorOptions): Define
       }
       log({ event: 'operation_checkpointed', capability_id: call.capability_id, action_id: call.action.id, provider_operation_id: ref.operation_id });
     }
-    const deadline = AbortSignal.timeout(Math.max(0, ctx.deadline.remaining_ms()));
-    const signal = AbortSignal.any([ctx.cancellation, deadline]);
+    // Wait for processing, bounded by the deadline minus a margin and by cancellation: a lost wait is this
+    // connector's typed failure (`sla.timeout_exceeded` / `connector.attempt_cancelled`), uncertain, with the operation.
     let done: DeskAnswer<DeskOperation>;
     try {
-      done = await withToken(call, (token) => desk.wait(token, ref.operation_id, signal));
+      done = await call.withinDeadline((signal) => withToken(call, (token) => desk.wait(token, ref.operation_id, signal)), {
+        margin_ms: DESK_WAIT_MARGIN_MS,
+        failure: { retryable: retryAllowed, uncertain_outcome: true, provider_operation: ref, provider_request_id: accepted.request_id, redacted_details: { waiting_for: 'desk_processing' } },
+      });
     } catch (err) {
-      if (err instanceof TicketDeskError && err.type === 'aborted' && deadline.aborted && !ctx.cancellation.aborted) {
-        throw call.failure({ code: 'sla.timeout_exceeded', retryable: retryAllowed, uncertain_outcome: true, provider_operation: ref, provider_request_id: accepted.request_id, redacted_details: { waiting_for: 'desk_processing' } });
-      }
       throw deskFailure(call, err, { mutation: true, ref, retryAllowed });
     }
     const op = done.value;

@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { runAttempt as runConnectorAttempt, type AttemptOutcome as ConnectorAttemptOutcome } from '../../connectors/deadline.js';
 import { sha256Hex, type Action, type Principal } from '../../protocol/index.js';
 import type { RouteAssignment } from '../../ports/route-store.js';
+import { bindAttemptPlacement } from '../../connectors/remote/placement.js';
 import { boundedAttemptMs } from '../attempt-budget.js';
 import type { HostedConnector } from '../deps.js';
 import type { Kernel } from '../kernel.js';
@@ -33,6 +34,8 @@ export interface InvocationSubject {
   readonly memory?: RuntimeMemory;
   /** The route's action ID (the public action ID; equals action.id unless rewritten). */
   readonly route_action_id?: string;
+  /** The route assignment resolveRoute returned: bound to the attempt's context (a remote connector sends it pinned). */
+  readonly route?: RouteAssignment;
   /** The verified caller facts the admission recorded on the action. */
   readonly actor?: RecordedActor;
   /** A reconcile the runtime runs for another principal's transaction: that principal. */
@@ -70,6 +73,8 @@ export async function resolveRoute(k: Kernel, s: InvocationSubject, hosted: Host
     connector_instance: hosted.instance_id ?? 'local',
     replica: hosted.replica ?? 'local-0',
     endpoint: hosted.endpoint ?? 'in-process',
+    ...(hosted.peer_identity !== undefined ? { peer_identity: hosted.peer_identity } : {}),
+    ...(hosted.peer_did !== undefined ? { peer_did: hosted.peer_did } : {}),
     version: s.reg.connector_version,
     manifest_hash: s.reg.manifest_hash,
     policy_revision: k.config.policy_revision,
@@ -84,8 +89,14 @@ export async function resolveRoute(k: Kernel, s: InvocationSubject, hosted: Host
     throw new AipError('runtime.route_mismatch', undefined, { details: { action_id: wanted.action_id, mismatched: [...put.mismatched] } });
   }
   const a = put.assignment;
-  if (a.connector_id !== wanted.connector_id || a.connector_instance !== wanted.connector_instance || a.replica !== wanted.replica) {
-    // The pinned replica is not the one hosted here: retry on the pinned route later.
+  if (
+    a.connector_id !== wanted.connector_id ||
+    a.connector_instance !== wanted.connector_instance ||
+    a.replica !== wanted.replica ||
+    a.endpoint !== wanted.endpoint ||
+    a.peer_identity !== wanted.peer_identity
+  ) {
+    // The pinned replica (or remote peer) is not the one hosted here: retry on the pinned route later.
     throw new AipError('runtime.connector_unavailable', 'The pinned connector replica is not available here', {
       details: { connector_id: a.connector_id, connector_instance: a.connector_instance, replica: a.replica },
     });
@@ -143,6 +154,7 @@ export async function invokeConnector(
   s: InvocationSubject,
   hosted: HostedConnector,
   facilities: Omit<ExecutionFacilities, 'clock'> = {},
+  cancel_signal?: AbortSignal,
 ): Promise<ConnectorAttemptOutcome> {
   const cap = s.reg.capability;
   const handleId = hosted.credential_handle?.(cap.id);
@@ -173,8 +185,51 @@ export async function invokeConnector(
     },
     facilities: { clock: k.clock, ...facilities },
     default_timeout_ms: k.config.default_attempt_timeout_ms,
-    ...(s.memory !== undefined ? { on_attempt: (attempt) => bindRuntimeMemory(attempt.context, s.memory as RuntimeMemory) } : {}),
+    ...(cancel_signal !== undefined ? { cancel_signal } : {}),
+    ...(s.memory !== undefined || s.route !== undefined
+      ? {
+          on_attempt: (attempt) => {
+            if (s.memory !== undefined) bindRuntimeMemory(attempt.context, s.memory);
+            // The pinned route and the lease this attempt holds (a remote connector signs them into its request).
+            if (s.route !== undefined) bindAttemptPlacement(attempt.context, { route: s.route, lease: { attempt_id: s.attempt_id, fence: s.fence, expires_at: new Date(k.now().getTime() + s.lease_ms) } });
+          },
+        }
+      : {}),
   });
+}
+
+/**
+ * Watches the action for a client's cancellation request while its attempt
+ * runs in the connector: the request is durable on the action record
+ * (`cancel_requested_at`, written by `Runtime.cancel`), so the worker reads it
+ * back every `config.cancel_poll_ms` (one strongly consistent GetItem) and
+ * aborts the returned signal when it appears. `stop()` ends the watch.
+ */
+export function watchCancellation(k: Kernel, tenant_id: string, action_id: string): { signal: AbortSignal; stop: () => void } {
+  const controller = new AbortController();
+  let stopped = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const poll = async (): Promise<void> => {
+    if (stopped) return;
+    try {
+      const current = await k.deps.actions.get({ tenant_id, action_id });
+      if (current?.cancel_requested_at !== undefined) {
+        controller.abort();
+        return;
+      }
+    } catch {
+      // A failed read only delays the watch; the attempt is unaffected.
+    }
+    if (!stopped) timer = setTimeout(() => void poll(), k.config.cancel_poll_ms);
+  };
+  timer = setTimeout(() => void poll(), k.config.cancel_poll_ms);
+  return {
+    signal: controller.signal,
+    stop: () => {
+      stopped = true;
+      if (timer !== undefined) clearTimeout(timer);
+    },
+  };
 }
 
 /** True for AipErrors raised before any connector call (no provider effect possible). */

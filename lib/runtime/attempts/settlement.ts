@@ -81,7 +81,13 @@ export function classify(k: Kernel, mode: TransactionMode | undefined, outcome: 
     error = outcome.error;
     result = { action_id, status: 'failed', error, completed_at: at };
   }
-  return classifyResult(mode, result, error, action_id, at);
+  const classified = classifyResult(mode, result, error, action_id, at);
+  // A client cancelled the action and the connector's answer is a certain failure: nothing happened, and the action
+  // ends `cancelled` (its transaction `failed`: failed before any known commit). An uncertain one stays uncertain.
+  if (outcome.client_cancelled === true && classified.result.status === 'failed' && !isUncertainFailure(classified.error) && classified.to !== 'outcome_unknown') {
+    return { ...classified, result: { ...classified.result, status: 'cancelled' } };
+  }
+  return classified;
 }
 
 /** A completed result whose output fails the admitted output schema is an uncertain failure (the handler ran). */
@@ -361,7 +367,7 @@ function actionSettlement(k: Kernel, req: Pick<FinishRequest, 'action' | 'fence'
     tenant_id: req.action.tenant_id,
     action_id: req.action.action_id,
     fence: req.fence,
-    to: req.result.status === 'completed' ? 'completed' : 'failed',
+    to: req.result.status === 'completed' ? 'completed' : req.result.status === 'cancelled' ? 'cancelled' : 'failed',
     result: req.result,
     ...(redaction ?? {}),
     ...actionRetention(k, policy),

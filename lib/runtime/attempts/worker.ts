@@ -35,7 +35,7 @@ import { ranCapabilityId } from '../modes/reconcile.js';
 import { isTerminalAction } from '../pipeline/action-record.js';
 import type { RegisteredCapability } from '../registry.js';
 import type { AttemptOutcome } from '../types.js';
-import { hostedConnector, invokeConnector, isPreInvocationError, leaseMs, resolveRoute, type InvocationSubject } from './invoke.js';
+import { hostedConnector, invokeConnector, isPreInvocationError, leaseMs, resolveRoute, watchCancellation, type InvocationSubject } from './invoke.js';
 import { classify, finishSideRecords, settleAttempt } from './settlement.js';
 import { abandonUnstartedTransaction, attemptOutcome, attemptStarted, boundTo, failBeforeInvocation, finishingResult, settleAbandoned, settleCancelled } from './recovery.js';
 
@@ -132,10 +132,11 @@ export async function runAttempt(k: Kernel, message: InvokeMessage, known?: Know
   // 2. connector and route (before any lease: nothing has reached a provider yet)
   const attempt_id = `att-${k.ids()}`;
   let hosted;
+  let route;
   try {
     if (reg === undefined || connectorReg === undefined) throw new AipError('capability.not_found', undefined, { details: { capability_id: action.capability_id } });
     hosted = hostedConnector(k, connectorReg);
-    await resolveRoute(k, routeSubject(k, action, connectorReg, attempt_id), hosted);
+    route = await resolveRoute(k, routeSubject(k, action, connectorReg, attempt_id), hosted);
   } catch (err) {
     // A reconciliation only reads: rather than wait for a connector that may never come back (a redelivery loop), it
     // ends this attempt (back to outcome_unknown, counted by its begin) and the bound decides.
@@ -188,6 +189,7 @@ export async function runAttempt(k: Kernel, message: InvokeMessage, known?: Know
     issued_at: new Date(Date.parse(action.created_at)),
     lease_ms,
     route_action_id: action.action_id,
+    route,
     ...(action.actor !== undefined ? { actor: action.actor } : {}),
     // The runtime's service principal reconciling another principal's transaction acts on that principal's behalf.
     ...(mode === 'reconcile' && txn !== undefined && (txn.principal.id !== action.principal.id || txn.principal.kind !== action.principal.kind) ? { on_behalf_of: txn.principal } : {}),
@@ -239,10 +241,23 @@ export async function runAttempt(k: Kernel, message: InvokeMessage, known?: Know
   const stream_sink = streaming ? await openStreamSink(k.deps.streams, action.tenant_id, action.action_id) : undefined;
 
   k.crash('after_lease_before_provider_call');
-  const attempt = await invokeConnector(k, subject, hosted, {
-    ...(txn !== undefined ? { transaction_checkpoints: checkpoints } : {}),
-    ...(stream_sink !== undefined ? { stream_sink } : {}),
-  });
+  // A client's cancellation reaches the attempt while it is inside the connector (not for the runtime's own reconciliations).
+  const watch = mode !== 'reconcile' ? watchCancellation(k, action.tenant_id, action.action_id) : undefined;
+  let attempt: Awaited<ReturnType<typeof invokeConnector>>;
+  try {
+    attempt = await invokeConnector(
+      k,
+      subject,
+      hosted,
+      {
+        ...(txn !== undefined ? { transaction_checkpoints: checkpoints } : {}),
+        ...(stream_sink !== undefined ? { stream_sink } : {}),
+      },
+      watch?.signal,
+    );
+  } finally {
+    watch?.stop();
+  }
   await Promise.all([...writing]);
   if (crashed !== undefined) throw crashed;
   k.crash('after_response_before_settlement');

@@ -6,7 +6,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ConnectorFailure, EnvCredentialProvider, createExecutionContext, credentialHandle, type TrustedAttemptState } from '../../../lib/connectors/index.js';
+import { ConnectorFailure, EnvCredentialProvider, credentialHandle, type TrustedAttemptState } from '../../../lib/connectors/index.js';
+import { createExecutionContext } from '../../../lib/connectors/internal.js';
 import { createHttpConnector, type HttpConnectorConfig } from '../../../lib/connectors/http/index.js';
 import type { Action } from '../../../lib/protocol/index.js';
 

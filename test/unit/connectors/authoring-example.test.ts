@@ -54,11 +54,16 @@ describe('the worked example of docs/connector-authoring.md', () => {
       facilities: { transaction_checkpoints: writer },
     });
 
-    // execute: the bank commits but the response never comes back.
+    // execute: the bank commits but the response never comes back. The connector stops waiting 500 ms
+    // before the deadline (call.withinDeadline) and reports the lost wait itself, before the runtime's timer.
     const running = runAttempt(base('execute'));
-    await vi.advanceTimersByTimeAsync(10_000);
+    await vi.advanceTimersByTimeAsync(9_500);
     const first = await running;
-    expect(first).toMatchObject({ ok: false, timed_out: true, error: { code: 'sla.timeout_exceeded', uncertain_outcome: true, retryable: false, provider_operation: { provider: 'bank', operation_id: 'op-1' } } });
+    expect(first).toMatchObject({
+      ok: false,
+      timed_out: false,
+      error: { code: 'sla.timeout_exceeded', source: 'connector:bank', uncertain_outcome: true, retryable: false, provider_operation: { provider: 'bank', operation_id: 'op-1' }, details: { margin_ms: 500 } },
+    });
     expect(checkpoints).toEqual([{ transaction_id: 'tx-1', provider_operation: { provider: 'bank', operation_id: 'op-1' } }]);
     expect(JSON.stringify(first)).not.toContain('bank_live_key');
     expect(bank.keysSeen).toEqual(['bank_live_key']);
@@ -68,4 +73,33 @@ describe('the worked example of docs/connector-authoring.md', () => {
     expect(second).toMatchObject({ ok: true, reconciliation: { terminal: true, original_commit_completed: true }, result: { output: { transfer_id: 'op-1', state: 'settled' } } });
     expect(bank.ledger.size).toBe(1);
   });
+
+  it("the guide's checkpoint guard holds in both modes: execute checkpoints, rollback_not_supported runs without a checkpoint", async () => {
+    const connector = bankConnector(new SettlingBank(), credentials);
+    const admitted = (await admitConnector(connector)).capabilities[0]!;
+    const { action_id: _a, capability_id: _c, deadline_at: _d, streaming: _s, ...rest } = trusted({ capability_id: 'bank.transfer' });
+    for (const mode of ['execute', 'rollback_not_supported'] as const) {
+      const checkpoints: unknown[] = [];
+      const outcome = await runAttempt({
+        connector,
+        capability: admitted.capability,
+        support: admitted.implementation_support,
+        action: action({ capability_id: 'bank.transfer', input: { to_account: 'DE02', amount_cents: 500, currency: 'EUR' }, transaction: { mode, transaction_id: `tx-${mode}` } }),
+        trusted: { ...rest, transaction: { transaction_id: `tx-${mode}`, mode } },
+        facilities: { transaction_checkpoints: { checkpoint: async (c) => void checkpoints.push(c) } },
+      });
+      expect(outcome, mode).toMatchObject({ ok: true, result: { status: 'completed', output: { transfer_id: 'op-1', state: 'settled' } } });
+      expect(checkpoints.length, mode).toBe(mode === 'execute' ? 1 : 0);
+    }
+  });
 });
+
+/** A provider stand-in that settles at once. */
+class SettlingBank implements BankClient {
+  async submit() {
+    return { operation_id: 'op-1', outcome: Promise.resolve({ state: 'settled' as const }) };
+  }
+  async lookup() {
+    return { state: 'settled' as const };
+  }
+}

@@ -7,10 +7,10 @@ import { ManualClock } from '../../../lib/ports/clock.js';
 import {
   ActionExecutionContext,
   CONTEXT_REDACTED,
-  createExecutionContext,
   type ProviderEffectCommittedEvent,
   type TransactionCheckpointWriter,
 } from '../../../lib/connectors/index.js';
+import { createExecutionContext } from '../../../lib/connectors/internal.js';
 import { T0, attempt, trusted } from './fixtures.js';
 
 function recordingWriter(): TransactionCheckpointWriter & { calls: unknown[] } {

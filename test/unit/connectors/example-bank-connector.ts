@@ -33,7 +33,7 @@ export function bankConnector(bank: BankClient, credentials: CredentialProvider)
     output: TransferOutput,
     contract: {
       execution: { supports_cancel: false, supports_streaming: false, supports_retry: false, timeout_ms: 10_000 },
-      transaction: { modes: ['execute', 'reconcile'], dry_run_fidelity: 'schema_only', requires_plan_before_commit: false },
+      transaction: { modes: ['execute', 'rollback_not_supported', 'reconcile'], dry_run_fidelity: 'schema_only', requires_plan_before_commit: false },
       credentials: { required: true, kind: 'api_key' },
     },
   }).implement({
@@ -46,13 +46,17 @@ export function bankConnector(bank: BankClient, credentials: CredentialProvider)
         secret.withUtf8((api_key) => bank.submit(input, { api_key, idempotency_key })),
       );
       // 2. The provider accepted work: make its operation ID durable BEFORE
-      //    awaiting a response that may be lost. (Only transactional actions
-      //    have a checkpoint; a plain invocation has no transaction.)
-      if (ctx.transaction !== undefined) {
+      //    awaiting a response that may be lost. `ctx.can_checkpoint` is true
+      //    exactly when a checkpoint is possible: `execute` here, not a plain
+      //    invocation nor `rollback_not_supported` (no transaction record).
+      if (ctx.can_checkpoint) {
         await ctx.transaction_checkpoint.checkpoint({ provider: 'bank', operation_id: submitted.operation_id });
       }
-      // 3. Now wait for the outcome. A lost response leaves a reconcilable operation behind.
-      const outcome = await submitted.outcome;
+      // 3. Now wait for the outcome, bounded by the deadline minus a margin: at
+      //    the margin the SDK fails with a typed, uncertain `sla.timeout_exceeded`
+      //    carrying the checkpointed operation. A lost response leaves a
+      //    reconcilable operation behind.
+      const outcome = await call.withinDeadline(submitted.outcome, { margin_ms: 500 });
       ctx.execution_checkpoints.provider_effect_committed();
       return { transfer_id: submitted.operation_id, state: outcome.state };
     },

@@ -3,12 +3,12 @@
  */
 import type { Action, Capability } from '../../../lib/protocol/index.js';
 import {
-  createExecutionContext,
   credentialHandle,
   type ExecutionAttempt,
   type ExecutionFacilities,
   type TrustedAttemptState,
 } from '../../../lib/connectors/index.js';
+import { createExecutionContext } from '../../../lib/connectors/internal.js';
 import type { SequencedStreamChunk } from '../../../lib/connectors/index.js';
 
 export const T0 = new Date('2030-01-01T00:00:00.000Z');

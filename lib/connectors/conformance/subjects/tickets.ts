@@ -1,7 +1,9 @@
 /**
  * The conformance subject for the tickets reference connector: the kit's
- * planted secret becomes the desk's only API token, and the scenarios drive
- * the in-process TicketDesk through its test hooks (hold, failNext, events).
+ * planted secret becomes the desk's only API token, the scenarios drive the
+ * in-process TicketDesk through its test hooks (hold, failNext, events), and
+ * the desk tells the kit what it observes: tickets (effects), pending
+ * operations, token rotation and the idempotency keys it was given.
  * A worked example of a ConformanceSubject for connector authors.
  */
 import type { Action, JsonObject } from '../../../protocol/index.js';
@@ -16,6 +18,11 @@ export function ticketsConformanceSubject(): ConformanceSubject {
     async setup(env): Promise<ConformanceInstance> {
       const desk = new TicketDesk({ api_tokens: [env.secret] });
       const connector = createTicketsConnector({ desk, credentials: env.credentials, logger: env.log });
+      // The authority the desk was presented with: the idempotency key of every accepted creation.
+      const received: { idempotency_key: string }[] = [];
+      desk.onEvent((e) => {
+        if (e.type === 'accepted') received.push({ idempotency_key: e.idempotency_key });
+      });
       let n = 0;
       const action = (mode: 'commit' | 'execute', title: string): Action => {
         n += 1;
@@ -29,6 +36,15 @@ export function ticketsConformanceSubject(): ConformanceSubject {
       };
       return {
         connector,
+        provider: {
+          effects: () => desk.tickets().length,
+          settle: async () => {
+            desk.release();
+          },
+          isPending: (ref) => desk.findOperation(ref.operation_id)?.status === 'pending',
+          rotateSecret: (next) => desk.setApiTokens([next]),
+          received: () => received,
+        },
         sampleInput(capability_id): JsonObject | undefined {
           if (capability_id === 'tickets.create') return { title: 'conformance probe', priority: 'low' };
           if (capability_id === 'tickets.search') return { query: 'probe' };
@@ -61,6 +77,10 @@ export function ticketsConformanceSubject(): ConformanceSubject {
             desk.failNext('unavailable');
             return { action: action('commit', 'rejected') };
           },
+          async streamed() {
+            // tickets.search streams one chunk per ticket whose title contains the query ('' matches every ticket).
+            return { action: { id: `tickets-conformance-search-${++n}`, capability_id: 'tickets.search', input: { query: '' } }, min_chunks: desk.tickets().length };
+          },
           async retry() {
             const before = desk.tickets().length;
             desk.failNext('drop_after_accept');
@@ -77,3 +97,6 @@ export function ticketsConformanceSubject(): ConformanceSubject {
     },
   };
 }
+
+/** The CLI's module contract: `npx aip-conformance lib/connectors/conformance/subjects/tickets.ts`. */
+export default ticketsConformanceSubject;

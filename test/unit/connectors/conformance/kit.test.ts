@@ -51,8 +51,28 @@ describe('defineConnector and unsupported operations', () => {
 describe('the kit on small connectors', () => {
   it('passes a minimal well-behaved connector (rules it cannot exercise are skipped)', async () => {
     const report = await runConformance(subjectOf(defineConnector({ id: 'echo', version: '1.0.0', capabilities: [echo] })));
-    expect(report.results.filter((r) => !r.passed)).toEqual([]);
-    expect(report.results.filter((r) => r.skipped).map((r) => r.id)).toEqual(['checkpoint_before_wait', 'effect_checkpoint', 'retry_identity']);
+    expect(report.results.filter((r) => r.status === 'failed')).toEqual([]);
+    expect(report.passed).toBe(true);
+    // Skipped, with the reason, never passed: nothing in this subject can exercise them.
+    expect(report.results.filter((r) => r.skipped).map((r) => r.id)).toEqual([
+      'credentials_per_attempt',
+      'retry_identity',
+      'timeout_not_retryable',
+      'streaming',
+      'plan_no_effect',
+      'cancelled_call_no_effect',
+      'cancel_verified',
+      'checkpoint_before_wait',
+      'effect_checkpoint',
+      'reconcile_pending_not_terminal',
+      'placement',
+    ]);
+    for (const r of report.results.filter((x) => x.skipped)) {
+      expect(r.passed).toBe(false);
+      expect(r.message).toBe(`[${r.id}] skipped: ${r.reason}`);
+    }
+    expect(report.results.find((r) => r.id === 'cancelled_call_no_effect')?.reason).toBe('the subject’s provider does not report its effects (provider.effects)');
+    expect(report.counts).toEqual({ passed: 7, failed: 0, skipped: 11 });
   });
 
   it('flags an unsupported failure with the wrong shape, and a hand-rolled claim of an absent method', async () => {
@@ -79,7 +99,7 @@ describe('the kit on small connectors', () => {
 
   it('needs no sample input to see unclaimed methods, and reports a sample that fails the manifest schema', async () => {
     const report = await runConformance(subjectOf(defineConnector({ id: 'echo', version: '1.0.0', capabilities: [echo] }), undefined));
-    expect(report.results.find((r) => r.id === 'manifest')?.passed).toBe(true);
+    expect(report.results.find((r) => r.id === 'manifest')?.status).toBe('passed');
     const withBadSample = await runConformance(subjectOf(defineConnector({ id: 'echo', version: '1.0.0', capabilities: [echo] }), { text: 42 }));
     expect(withBadSample.results.find((r) => r.id === 'manifest')?.message).toContain('the sample input for invoke_typed does not satisfy the input_schema of echo.say');
   });

@@ -69,14 +69,14 @@ function subject(name: string, keyOf: (ctx: ActionExecutionContext, call: Handle
 describe('conformance: reconcile by idempotency key', () => {
   it('passes a connector whose reconcile finds the effect’s operation by the original key', async () => {
     const report = await runConformance(subject('ledger', (ctx) => originalIdempotencyKey(ctx, 'ledger')));
-    expect(report.results.filter((r) => !r.passed)).toEqual([]);
+    expect(report.results.filter((r) => r.status === 'failed')).toEqual([]);
     expect(report.results.find((r) => r.id === 'recovery_evidence')?.message).toContain("ledger.post: a reconcile without an operation ID finds the effect's operation by the original idempotency key");
   });
 
   it('fails a connector that declares the lookup but derives the key from the reconcile action', async () => {
     const report = await runConformance(subject('ledger (wrong key)', (ctx, call) => downstreamIdempotencyKey(call.action, ctx, 'ledger')));
     const result = report.results.find((r) => r.id === 'recovery_evidence');
-    expect(result?.passed).toBe(false);
+    expect(result?.status).toBe('failed');
     expect(result?.message).toContain(
       'reconcile_typed(ledger.post) without a provider operation ID after invoke_typed(ledger.post) in the committed-effect scenario: it reports no provider_operation, so the operation the effect created was not found by the original idempotency key',
     );
@@ -84,7 +84,7 @@ describe('conformance: reconcile by idempotency key', () => {
 
   it('does not run the check for a connector that does not declare the lookup', async () => {
     const report = await runConformance(subject('ledger (by ID only)', () => undefined, false));
-    expect(report.results.filter((r) => !r.passed)).toEqual([]);
+    expect(report.results.filter((r) => r.status === 'failed')).toEqual([]);
     expect(report.results.find((r) => r.id === 'recovery_evidence')?.message).not.toContain('original idempotency key');
   });
 });

@@ -1,0 +1,165 @@
+/**
+ * Compositions of the remote placement:
+ * - `composeConnectorHost`: a connector host from AIP_CONNECTOR_HOST_CONFIG:
+ *   the enabled connectors built by this build's factories
+ *   (functions/shared/connector-factories.ts) with the HOST's own credential
+ *   provider (Secrets Manager rows, or local references), its signing key,
+ *   the runtime keys it trusts and its nonce store;
+ * - `remoteConnectorsFor`: the runtime's proxies (HostedConnectors) from
+ *   AIP_REMOTE_CONNECTORS;
+ * - `composeCheckpointReceiver`: the runtime's checkpoint receiver.
+ */
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { KMSClient } from '@aws-sdk/client-kms';
+import { createDynamoDbClient, createSecretsManagerClient } from '../../lib/aws/clients.js';
+import { DynamoNonceStore } from '../../lib/aws/dynamo/remote-nonce-store.js';
+import { DynamoRemoteCheckpointInbox } from '../../lib/aws/dynamo/remote-checkpoint-inbox.js';
+import { SecretsManagerCredentialProvider } from '../../lib/aws/secrets/secrets-manager-provider.js';
+import { EnvCredentialProvider, type LocalCredentialReference } from '../../lib/connectors/credentials/env-provider.js';
+import { CheckpointReceiver } from '../../lib/connectors/remote/callback.js';
+import { ConnectorHostConfigSchema, RemotePlacementSchema, type ConnectorHostConfig, type RemotePlacement } from '../../lib/connectors/remote/config.js';
+import { RemoteConnectorHost, type LocallyHostedConnector } from '../../lib/connectors/remote/host.js';
+import { RemoteKeyring } from '../../lib/connectors/remote/jws.js';
+import { remoteHostedConnector, type RemoteConnector } from '../../lib/connectors/remote/proxy.js';
+import { InMemoryNonceStore, type NonceStore, type RemoteCheckpointInbox } from '../../lib/connectors/remote/stores.js';
+import type { Clock } from '../../lib/ports/clock.js';
+import type { CredentialProvider } from '../../lib/ports/credentials.js';
+import type { HostedConnector } from '../../lib/runtime/deps.js';
+import { CONNECTOR_FACTORIES, type ConnectorFactory } from '../shared/connector-factories.js';
+import { KeyResolver } from './keys.js';
+
+/** Parses a JSON configuration with its schema; the error names the variable and the paths. */
+export function parseJsonConfig<T>(variable: string, raw: string | undefined, schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } } }): T {
+  if (raw === undefined || raw.trim() === '') throw new Error(`${variable} is required`);
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    throw new Error(`${variable} is not JSON`);
+  }
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw new Error(`${variable}: ${parsed.error.issues.map((i) => `${i.path.map(String).join('.') || '(root)'}: ${i.message}`).join('; ')}`);
+  return parsed.data;
+}
+
+export const parseHostConfig = (raw: string | undefined): ConnectorHostConfig => parseJsonConfig('AIP_CONNECTOR_HOST_CONFIG', raw, ConnectorHostConfigSchema);
+export const parsePlacement = (raw: string | undefined): RemotePlacement => parseJsonConfig('AIP_REMOTE_CONNECTORS', raw, RemotePlacementSchema);
+
+export interface HostOverrides {
+  /** Local credential references (instead of the config's Secrets Manager rows) and the environment they read. */
+  readonly localCredentials?: { readonly references: readonly LocalCredentialReference[]; readonly env?: Readonly<Record<string, string | undefined>> };
+  readonly connectorFactories?: Readonly<Record<string, ConnectorFactory>>;
+  /** The endpoint when the config says `function-url`. */
+  readonly endpoint?: string;
+  readonly nonces?: NonceStore;
+  readonly fetch?: typeof fetch;
+  readonly clock?: Clock;
+  readonly kms?: () => KMSClient;
+  readonly dynamoEndpoint?: string;
+}
+
+export async function composeConnectorHost(config: ConnectorHostConfig, overrides: HostOverrides = {}): Promise<RemoteConnectorHost> {
+  const keys = new KeyResolver(config.envName, overrides.kms);
+  const endpoint = config.endpoint === 'function-url' ? overrides.endpoint : config.endpoint;
+  if (endpoint === undefined) throw new Error('AIP_CONNECTOR_HOST_CONFIG: endpoint "function-url" needs the Function URL of the request');
+  let secrets: ReturnType<typeof createSecretsManagerClient> | undefined;
+  const connectors: LocallyHostedConnector[] = config.connectors.map((c) => {
+    const factory = overrides.connectorFactories?.[c.id] ?? CONNECTOR_FACTORIES[c.id];
+    if (factory === undefined) throw new Error(`AIP_CONNECTOR_HOST_CONFIG: connector "${c.id}" is not in this build (available: ${Object.keys(CONNECTOR_FACTORIES).join(', ')})`);
+    const credentials: CredentialProvider =
+      overrides.localCredentials !== undefined
+        ? new EnvCredentialProvider({ connector_id: c.id, references: overrides.localCredentials.references, ...(overrides.localCredentials.env !== undefined ? { env: overrides.localCredentials.env } : {}) })
+        : new SecretsManagerCredentialProvider({
+            client: (secrets ??= createSecretsManagerClient()),
+            connector_id: c.id,
+            references: c.credentials.map((row) => ({
+              connector_id: c.id,
+              handle: row.handle,
+              tenant_id: row.tenantId,
+              ...(row.externalAccountId !== undefined ? { external_account_id: row.externalAccountId } : {}),
+              secret_id: row.secret,
+              ...(row.versionStage !== undefined ? { version_stage: row.versionStage } : {}),
+              ...(row.jsonField !== undefined ? { json_field: row.jsonField } : {}),
+            })),
+          });
+    const built: HostedConnector = factory({ credentials, ...(c.baseUrl !== undefined ? { baseUrl: c.baseUrl } : {}) });
+    return {
+      connector: built.connector,
+      credential_revision: c.credentialRevision,
+      ...(built.credential_handle !== undefined ? { credential_handle: (cap: string) => built.credential_handle?.(cap) } : {}),
+    };
+  });
+  const nonces =
+    overrides.nonces ??
+    (config.nonceTable !== undefined
+      ? new DynamoNonceStore({
+          client: DynamoDBDocumentClient.from(createDynamoDbClient(overrides.dynamoEndpoint !== undefined ? { endpoint: overrides.dynamoEndpoint } : {})),
+          tableName: config.nonceTable,
+        })
+      : new InMemoryNonceStore());
+  return RemoteConnectorHost.create({
+    endpoint,
+    instance_id: config.instanceId,
+    replica: config.replica,
+    connectors,
+    signer: await keys.signer(config.signing, 'signing'),
+    runtime_keys: new RemoteKeyring(await Promise.all(config.runtimeKeys.map((k, i) => keys.publicKey(k, `runtimeKeys[${i}]`)))),
+    nonces,
+    ...(config.callbackUrls !== undefined ? { callback_urls: config.callbackUrls } : {}),
+    ...(overrides.fetch !== undefined ? { fetch: overrides.fetch } : {}),
+    ...(overrides.clock !== undefined ? { clock: overrides.clock } : {}),
+  });
+}
+
+export interface PlacementDeps {
+  readonly envName: string;
+  /** The runtime table (the checkpoint inbox lives there). */
+  readonly documents: DynamoDBDocumentClient;
+  readonly tableName: string;
+  readonly clock?: Clock;
+  readonly fetch?: typeof fetch;
+  readonly kms?: () => KMSClient;
+}
+
+/** The runtime's proxies, by connector ID. */
+export async function remoteConnectorsFor(placement: RemotePlacement, deps: PlacementDeps): Promise<Map<string, HostedConnector & { readonly connector: RemoteConnector }>> {
+  const keys = new KeyResolver(deps.envName, deps.kms);
+  const signer = await keys.signer(placement.signing, 'AIP_REMOTE_CONNECTORS.signing');
+  const inbox: RemoteCheckpointInbox = new DynamoRemoteCheckpointInbox({ client: deps.documents, tableName: deps.tableName, ...(deps.clock !== undefined ? { now: () => deps.clock?.now() as Date } : {}) });
+  const out = new Map<string, HostedConnector & { readonly connector: RemoteConnector }>();
+  for (const [i, c] of placement.connectors.entries()) {
+    out.set(
+      c.id,
+      remoteHostedConnector({
+        connector_id: c.id,
+        endpoint: c.endpoint,
+        instance_id: c.instanceId,
+        replica: c.replica,
+        host_key: await keys.publicKey(c.hostKey, `AIP_REMOTE_CONNECTORS.connectors[${i}].hostKey`),
+        signer,
+        inbox,
+        credential_revision: c.credentialRevision,
+        ...(placement.callbackUrl !== undefined ? { callback_url: placement.callbackUrl } : {}),
+        ...(deps.clock !== undefined ? { clock: deps.clock } : {}),
+        ...(deps.fetch !== undefined ? { fetch: deps.fetch } : {}),
+      }),
+    );
+  }
+  return out;
+}
+
+/** The runtime's checkpoint receiver (its URL from the placement, or the Function URL it is served on). */
+export async function composeCheckpointReceiver(placement: RemotePlacement, deps: PlacementDeps & { readonly url?: string }): Promise<CheckpointReceiver> {
+  const keys = new KeyResolver(deps.envName, deps.kms);
+  const signer = await keys.signer(placement.signing, 'AIP_REMOTE_CONNECTORS.signing');
+  const url = deps.url ?? placement.callbackUrl;
+  if (url === undefined) throw new Error('AIP_REMOTE_CONNECTORS.callbackUrl is required by the checkpoint receiver');
+  return new CheckpointReceiver({
+    signer,
+    runtime_keys: await RemoteKeyring.of([signer.public_jwk]),
+    host_keys: new RemoteKeyring(await Promise.all(placement.connectors.map((c, i) => keys.publicKey(c.hostKey, `AIP_REMOTE_CONNECTORS.connectors[${i}].hostKey`)))),
+    inbox: new DynamoRemoteCheckpointInbox({ client: deps.documents, tableName: deps.tableName }),
+    url,
+    ...(deps.clock !== undefined ? { clock: deps.clock } : {}),
+  });
+}

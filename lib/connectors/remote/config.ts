@@ -1,0 +1,98 @@
+/**
+ * Configuration of the remote placement (JSON in environment variables):
+ *
+ * - `AIP_REMOTE_CONNECTORS` (the runtime's functions: workers, the
+ *   reconcile consumer, the checkpoint receiver): which enabled connectors
+ *   run on which host, the host's public key (the pinned peer), the
+ *   runtime's signing key and the checkpoint receiver's URL.
+ * - `AIP_CONNECTOR_HOST_CONFIG` (a connector host): its endpoint, instance
+ *   and replica, its signing key, the runtime keys it trusts, the connectors
+ *   it runs and their credential references (resolved inside the host).
+ *
+ * A key is `{source: "kms", keyId}` (a KMS ECC_NIST_P256 SIGN_VERIFY key:
+ * deployments) or an inline JWK (local stack and tests only: refused outside
+ * the `local` and `test` environments by the compositions).
+ */
+import * as z from 'zod';
+import { IdSchema } from '../../protocol/index.js';
+
+const Jwk = z.looseObject({ kty: z.literal('EC'), crv: z.literal('P-256'), x: z.string().min(1), y: z.string().min(1), d: z.string().min(1).optional() });
+
+export const KeySourceSchema = z.discriminatedUnion('source', [
+  z.strictObject({ source: z.literal('kms'), keyId: z.string().min(1).max(2048) }),
+  z.strictObject({ source: z.literal('inline'), jwk: Jwk }),
+]);
+export type KeySource = z.infer<typeof KeySourceSchema>;
+
+const HttpUrl = z.url({ protocol: /^https?$/ }).transform((u) => u.replace(/\/+$/, ''));
+
+export const RemotePlacementSchema = z.strictObject({
+  /** The runtime's signing key (requests, checkpoint acknowledgements). */
+  signing: KeySourceSchema,
+  /** The checkpoint receiver's URL (absent: transactional capabilities cannot checkpoint remotely). */
+  callbackUrl: HttpUrl.optional(),
+  connectors: z
+    .array(
+      z.strictObject({
+        id: IdSchema,
+        /** The host's public base URL, pinned by routes. */
+        endpoint: HttpUrl,
+        instanceId: IdSchema,
+        replica: IdSchema,
+        /** The host's key (public half used): the pinned peer. */
+        hostKey: KeySourceSchema,
+        credentialRevision: z.string().min(1).max(256).default('0'),
+      }),
+    )
+    .min(1),
+});
+export type RemotePlacement = z.infer<typeof RemotePlacementSchema>;
+
+export const CredentialRowSchema = z.strictObject({
+  handle: z.string().min(1).max(256),
+  tenantId: IdSchema,
+  externalAccountId: IdSchema.optional(),
+  secret: z.string().min(1).max(2048),
+  versionStage: z.string().min(1).max(256).optional(),
+  jsonField: z.string().min(1).max(256).optional(),
+});
+
+export const ConnectorHostConfigSchema = z.strictObject({
+  envName: z.string().min(1).max(32),
+  /** The public base URL routes pin; `function-url`: the Lambda Function URL the request arrived on. */
+  endpoint: z.union([HttpUrl, z.literal('function-url')]),
+  instanceId: IdSchema,
+  replica: IdSchema,
+  signing: KeySourceSchema,
+  runtimeKeys: z.array(KeySourceSchema).min(1).max(10),
+  connectors: z
+    .array(
+      z.strictObject({
+        id: IdSchema,
+        baseUrl: HttpUrl.optional(),
+        credentialRevision: z.string().min(1).max(256).default('0'),
+        /** Secrets Manager credential rows (deployments); local hosts take AIP_LOCAL_CREDENTIALS-style references instead. */
+        credentials: z.array(CredentialRowSchema).max(1000).default([]),
+      }),
+    )
+    .min(1),
+  /** Checkpoint receiver URLs the host may call (absent: the one a verified request names). */
+  callbackUrls: z.array(HttpUrl).max(10).optional(),
+  /** DynamoDB table of the host's nonces (absent: process memory, a single long-lived process). */
+  nonceTable: z.string().min(3).max(255).optional(),
+});
+export type ConnectorHostConfig = z.infer<typeof ConnectorHostConfigSchema>;
+
+export const REMOTE_ENV = {
+  placement: 'AIP_REMOTE_CONNECTORS',
+  hostConfig: 'AIP_CONNECTOR_HOST_CONFIG',
+} as const;
+
+/** Inline keys are for the local and test environments only. */
+export function inlineKeysAllowed(envName: string): boolean {
+  return envName === 'local' || envName === 'test';
+}
+
+export function keySources(p: RemotePlacement): KeySource[] {
+  return [p.signing, ...p.connectors.map((c) => c.hostKey)];
+}
