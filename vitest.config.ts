@@ -1,15 +1,51 @@
+/**
+ * Test tiers (vitest projects):
+ * - `unit`: test/unit, pure code and request-shape checks. No Java, no
+ *   emulator: `npm run test:unit` runs on a bare machine in seconds.
+ * - `integration`: everything else (emulators, local stack, browser, infra
+ *   assertions, reliability and security), with DynamoDB Local and fauxqs
+ *   started once by the global setup. Its load run is the small one
+ *   (AIP_LOAD_ACTIONS defaults to 400 here).
+ * - `load`: the 2,000-action load run alone (`npm run test:load`).
+ *
+ * `npm test` (what CI runs) runs `unit` and `integration`.
+ */
 import { defineConfig } from 'vitest/config';
+
+const shared = {
+  testTimeout: 60_000,
+  hookTimeout: 60_000,
+  pool: 'forks' as const,
+  allowOnly: false,
+  passWithNoTests: false,
+};
+const LOAD = 'test/reliability/load.test.ts';
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    globalSetup: ['test/support/global-setup.ts'],
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
-    pool: 'forks',
     maxWorkers: 2,
     reporters: ['default'],
-    allowOnly: false,
-    passWithNoTests: false,
+    projects: [
+      { test: { ...shared, name: 'unit', include: ['test/unit/**/*.test.ts'] } },
+      {
+        test: {
+          ...shared,
+          name: 'integration',
+          include: ['test/**/*.test.ts'],
+          exclude: ['test/unit/**', '**/node_modules/**'],
+          globalSetup: ['test/support/global-setup.ts'],
+          env: { AIP_LOAD_ACTIONS: process.env.AIP_LOAD_ACTIONS ?? '400' },
+        },
+      },
+      {
+        test: {
+          ...shared,
+          name: 'load',
+          include: [LOAD],
+          globalSetup: ['test/support/global-setup.ts'],
+          env: { AIP_LOAD_ACTIONS: process.env.AIP_LOAD_ACTIONS ?? '2000' },
+        },
+      },
+    ],
   },
 });

@@ -7,7 +7,10 @@
  * 2. peer     the same against Powertools idempotency (makeIdempotent + DynamoDB persistence);
  * 5. scaling  cost as the table grows, and per receipt-chain length;
  * 3. e2e      HTTP submit → terminal result on the local stack at 1, 8 and 32 clients;
- * 4. bundles  minified bundle size and module initialisation time of every Lambda function.
+ * 4. bundles  bundle bytes loaded at cold start, composition by package, and cold start (import + first-invocation composition) per function, vs the authorizer and a bare Powertools-idempotency handler.
+ *    latency  where one execute's end-to-end time goes on the local stack, default vs tuned Prefer: wait polling;
+ *    fairness a quiet tenant's latency behind another tenant's slow-provider backlog, oldest first vs a message group per tenant;
+ *    awscost  USD per million executes on AWS (list prices) vs Powertools and Step Functions (run last).
  *
  * Sizes come from the environment (bench/lib/config.ts); BENCH_QUICK=1 is a
  * smoke run that writes to the temp folder instead of docs/bench.
@@ -94,9 +97,22 @@ async function main(): Promise<number> {
     const { runE2eSection } = await import('./sections/e2e.js');
     await timed('e2e', () => runE2eSection({ concurrency: config.e2eConcurrency, perClient: config.e2eRequestsPerClient, min: config.e2eMinRequests }, log));
   }
+  if (wants('latency')) {
+    const { latencyOptions, runLatencySection } = await import('./sections/latency.js');
+    await timed('latency', () => runLatencySection(latencyOptions(config.quick), log));
+  }
+  if (wants('fairness')) {
+    const { fairnessOptions, runFairnessSection } = await import('./sections/fairness.js');
+    await timed('fairness', () => runFairnessSection(fairnessOptions(config.quick), log));
+  }
   if (wants('bundles')) {
     const { runBundlesSection } = await import('./sections/bundles.js');
-    await timed('bundles', () => runBundlesSection({ runs: config.importRuns, runsWithoutSourceMaps: config.importRunsNoSourceMaps }, log));
+    await timed('bundles', () => runBundlesSection({ runs: config.importRuns }, log));
+  }
+
+  if (wants('awscost')) {
+    const { runAwsCostSection } = await import('./sections/awscost.js');
+    await timed('awscost', () => runAwsCostSection(report, log));
   }
 
   report.finished_at = new Date().toISOString();

@@ -31,7 +31,7 @@ import { allowResult, denyResult } from '../lib/auth/policy.js';
 import { createTokenVerifier, KeySourceUnavailableError, TokenRejectedError, type TokenVerifier, type TokenVerifierConfig } from '../lib/auth/verifier.js';
 import { FUNCTION_ENV } from '../infra/function-env.js';
 import { errorFacts, isConfigurationError } from './shared/logger.js';
-import { defaultObservability, powertoolsMiddlewares, type Observability } from './shared/observability.js';
+import { defaultObservability, powertoolsMiddlewares, withTracer, type Observability } from './shared/observability.js';
 
 /** API Gateway identity validation expression for the Authorization header. */
 export const AUTHORIZATION_HEADER_PATTERN = '^[Bb]earer [-0-9A-Za-z._~+/]+=*$';
@@ -102,10 +102,10 @@ export function verifierFromEnv(env: NodeJS.ProcessEnv = process.env): TokenVeri
 
 export function createAuthorizerHandler(deps: AuthorizerDeps): AuthorizerHandler {
   let verifier: TokenVerifier | undefined;
-  let wrapped: AuthorizerHandler | undefined;
+  let wrapped: Promise<AuthorizerHandler> | undefined;
 
-  const build = (): AuthorizerHandler => {
-    const obs = deps.observability ?? defaultObservability();
+  const build = async (): Promise<AuthorizerHandler> => {
+    const obs = await withTracer(deps.observability ?? defaultObservability());
     const { logger } = obs;
     const body = async (event: AuthorizerEvent): Promise<APIGatewayAuthorizerResult> => {
       const token = bearerToken(authorizationHeader(event));
@@ -139,9 +139,13 @@ export function createAuthorizerHandler(deps: AuthorizerDeps): AuthorizerHandler
     return (event, context) => h(event, context);
   };
 
-  return (event, context) => {
-    wrapped ??= build();
-    return wrapped(event, context);
+  return async (event, context) => {
+    // A failed build is not kept: the next invocation builds again.
+    wrapped ??= build().catch((err: unknown) => {
+      wrapped = undefined;
+      throw err;
+    });
+    return (await wrapped)(event, context);
   };
 }
 

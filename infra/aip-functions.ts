@@ -138,6 +138,7 @@ export function aipFunctionDefinitions(config: InfraConfig): FunctionDefinition[
       description: 'Runs connector invocations from the invoke queue (crash-safe attempts)',
       timeout: Duration.seconds(config.workerTimeoutSeconds),
       consumes: { queue: 'invoke', batchSize: INVOKE_BATCH_SIZE, maxConcurrency: config.workerMaxConcurrency },
+      ...(config.workerReservedConcurrency !== undefined ? { reservedConcurrency: config.workerReservedConcurrency } : {}),
       alarmOnErrors: true,
       // Settling an attempt as outcome_unknown creates the one-time reconciliation schedule.
       access: { table: 'readWrite', reconcileSchedules: true, connectorSecrets: true },
@@ -149,6 +150,7 @@ export function aipFunctionDefinitions(config: InfraConfig): FunctionDefinition[
       description: 'Reconciles outcome_unknown transactions from the reconcile queue',
       timeout: Duration.seconds(config.reconcilerTimeoutSeconds),
       consumes: { queue: 'reconcile', batchSize: RECONCILE_BATCH_SIZE, maxConcurrency: config.reconcilerMaxConcurrency },
+      ...(config.reconcilerReservedConcurrency !== undefined ? { reservedConcurrency: config.reconcilerReservedConcurrency } : {}),
       alarmOnErrors: true,
       // Runs the reconcile action inline (provider call), moves the schedule after an unresolved try, deletes it on settlement.
       access: { table: 'readWrite', reconcileSchedules: true, connectorSecrets: true },

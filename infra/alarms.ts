@@ -10,7 +10,12 @@
  * - the oldest `outcome_unknown` transaction is older than
  *   `outcomeUnknownAlarmAgeSeconds` (the sweeper's
  *   `OldestOutcomeUnknownAgeSeconds` metric): reconciliation is not keeping up,
- *   or a transaction was escalated and waits for a human.
+ *   or a transaction was escalated and waits for a human;
+ * - the invoke queue's oldest message of a quiet tenant is older than
+ *   `quietTenantQueueAgeAlarmSeconds` (`ApproximateAgeOfOldestMessageInQuietGroups`,
+ *   which SQS publishes for a fair queue: the producers send a message group
+ *   per tenant). One tenant's backlog behind a slow provider does not page
+ *   anyone; tenants waiting behind it, or workers too few for everyone, do.
  *
  * Thresholds and reasons: docs/infra.md ("Alarms").
  */
@@ -55,6 +60,7 @@ export class AipAlarms extends Construct {
   public readonly deadLetterAlarms: Readonly<Record<string, cloudwatch.Alarm>>;
   public readonly errorAlarms: Readonly<Record<string, cloudwatch.Alarm>>;
   public readonly outcomeUnknownAgeAlarm: cloudwatch.Alarm;
+  public readonly quietTenantQueueAgeAlarm: cloudwatch.Alarm;
 
   constructor(scope: Construct, id: string, props: AipAlarmsProps) {
     super(scope, id);
@@ -106,7 +112,25 @@ export class AipAlarms extends Construct {
       treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     });
 
-    const all = [...Object.values(deadLetterAlarms), ...Object.values(errorAlarms), this.outcomeUnknownAgeAlarm];
+    // A fair queue (a standard queue whose messages carry MessageGroupId = tenant) publishes its quiet
+    // tenants' metrics: the age of their oldest message stays low while one noisy tenant has a backlog.
+    this.quietTenantQueueAgeAlarm = new cloudwatch.Alarm(this, 'InvokeQuietTenantQueueAge', {
+      alarmName: `aip-${env}-invoke-quiet-tenant-queue-age`,
+      alarmDescription:
+        `AIP ${env}: an invocation of a tenant that is not the noisy one has waited in the invoke queue for more than ${config.quietTenantQueueAgeAlarmSeconds} s. ` +
+        'The workers do not keep up with the tenants that are not flooding the queue: check the worker errors, its concurrency (workerMaxConcurrency) and ApproximateNumberOfNoisyGroups.',
+      metric: stateful.queues.invoke.queue.metric('ApproximateAgeOfOldestMessageInQuietGroups', {
+        statistic: cloudwatch.Stats.MAXIMUM,
+        period: ALARM_PERIOD,
+      }),
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+      threshold: config.quietTenantQueueAgeAlarmSeconds,
+      evaluationPeriods: 1,
+      // SQS publishes nothing for an idle queue.
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
+
+    const all = [...Object.values(deadLetterAlarms), ...Object.values(errorAlarms), this.outcomeUnknownAgeAlarm, this.quietTenantQueueAgeAlarm];
 
     if (config.alarmEmail !== undefined) {
       // SSE with a customer managed key: CloudWatch cannot use the AWS managed aws/sns key to publish.

@@ -300,6 +300,31 @@ export const InfraConfigSchema = z
     workerMaxConcurrency: intIn(2, 1000, 'concurrent invocations; SQS event sources allow 2-1000').default(10),
     /** Most concurrent reconcile consumer instances. */
     reconcilerMaxConcurrency: intIn(2, 1000, 'concurrent invocations; SQS event sources allow 2-1000').default(5),
+    /**
+     * Reserved concurrency of the invoke worker: instances no other function of
+     * the account can take, so a burst elsewhere (the API functions included)
+     * never throttles the worker below its event source's maximum concurrency.
+     * At least `workerMaxConcurrency` (Lambda throttles an event source whose
+     * maximum concurrency exceeds the function's reserved concurrency). Absent:
+     * the worker shares the account's unreserved pool (an account must keep
+     * 100 unreserved, so small accounts cannot reserve). docs/infra.md.
+     */
+    workerReservedConcurrency: intIn(2, 10_000, 'reserved concurrent executions').optional(),
+    /** Reserved concurrency of the reconcile consumer; at least `reconcilerMaxConcurrency`. Absent: none. */
+    reconcilerReservedConcurrency: intIn(2, 10_000, 'reserved concurrent executions').optional(),
+    /**
+     * The alarm on the invoke queue's quiet tenants (SQS fair queues'
+     * ApproximateAgeOfOldestMessageInQuietGroups: the oldest message of the
+     * tenants that are not noisy) fires when it is older than this.
+     */
+    quietTenantQueueAgeAlarmSeconds: intIn(60, 43_200, 'seconds').default(300),
+    /**
+     * X-Ray active tracing of every function, with the Powertools Tracer in the
+     * code (handler subsegments, outgoing HTTPS calls). Off: no X-Ray, and the
+     * functions never import the tracer (about 100 KiB of code loaded on the
+     * first invocation; docs/bench/analysis.md, "Cold start and bundles").
+     */
+    tracing: z.boolean().default(true),
     /** Log level of every function (Powertools Logger and Lambda's application log level). */
     logLevel: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }).default('INFO'),
     api: ApiConfigSchema.prefault({}),
@@ -360,6 +385,19 @@ export const InfraConfigSchema = z
           code: 'custom',
           path: ['connectorEndpoints', id],
           message: `"${id}" is not an enabled connector (enabled: ${[...seen].join(', ') || 'none'})`,
+        });
+      }
+    }
+    for (const [reserved, max] of [
+      ['workerReservedConcurrency', 'workerMaxConcurrency'],
+      ['reconcilerReservedConcurrency', 'reconcilerMaxConcurrency'],
+    ] as const) {
+      const value = config[reserved];
+      if (value !== undefined && value < config[max]) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [reserved],
+          message: `must be at least ${max} (${config[max]}): Lambda throttles an SQS event source whose maximum concurrency exceeds the function's reserved concurrency`,
         });
       }
     }

@@ -14,7 +14,7 @@
  */
 import { CfnOutput, Duration, Stack, Validations } from 'aws-cdk-lib';
 import * as apigw from 'aws-cdk-lib/aws-apigateway';
-import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
 import { CONSOLE_ASSETS_FOLDER, CONSOLE_CONFIG_ENV, type ConsoleConfig } from '../functions/console/serve.js';
 import type { AipApi } from './api.js';
@@ -65,7 +65,7 @@ export interface AipConsoleProps {
 }
 
 export class AipConsole extends Construct {
-  public readonly function: NodejsFunction;
+  public readonly function: lambda.Function;
   public readonly methods: readonly apigw.Method[];
 
   constructor(scope: Construct, id: string, props: AipConsoleProps) {

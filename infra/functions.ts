@@ -3,9 +3,11 @@
  * function. A definition says what the function is (entry, timeout, trigger)
  * and what it may touch; the builder applies the project's conventions:
  *
- * - Node.js 22 on arm64, an ESM bundle built by the locally installed esbuild
- *   (no Docker), with the `createRequire` banner that ESM bundles of CommonJS
- *   dependencies need;
+ * - Node.js 22 on arm64, an ESM bundle with code splitting built by the
+ *   locally installed esbuild (no Docker) with the options of
+ *   infra/bundling.ts (shared with the bench; the header there says why a
+ *   `lambda.Function` with a local bundling step, not NodejsFunction), the
+ *   capability registry's validators precompiled for the enabled connectors;
  * - its own log group with the configured retention, JSON log format, X-Ray
  *   tracing, and Powertools settings that never log events or capture responses;
  * - its own role with exactly the grants the definition asks for (no AWS
@@ -18,31 +20,29 @@
  * definitions' `trigger`. The definitions themselves live in
  * infra/aip-functions.ts (`aipFunctionDefinitions`).
  */
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { ArnFormat, type Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { ArnFormat, AssetHashType, DockerImage, type Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
-import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import type { RouteId } from '../functions/http/routes.js';
 import { GSIS } from '../lib/aws/dynamo/table-design.js';
+import { BUNDLE_ENTRY_NAME, BUNDLE_ROOT, localBundlingCommand, runLocalBundling } from './bundling.js';
 import { type InfraConfig, toRuntimeConfig } from './config.js';
 import { AIP_METRICS, FUNCTION_ENV, metricsNamespace, OPTIONAL_FUNCTION_ENV, POWERTOOLS_ENV } from './function-env.js';
 import { NAG_REASONS } from './nag.js';
 import { assertVisibilityExceedsTimeout, type QueueName, type StatefulResources } from './stateful-stack.js';
 
-/** Repository root: entries and the lock file resolve against it, whatever the working directory. */
-export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+/** Repository root: entries resolve against it, whatever the working directory. */
+export const PROJECT_ROOT = BUNDLE_ROOT;
 
 export const LAMBDA_RUNTIME = lambda.Runtime.NODEJS_22_X;
 export const LAMBDA_ARCHITECTURE = lambda.Architecture.ARM_64;
-export const ESM_REQUIRE_BANNER = "import { createRequire as __aipCreateRequire } from 'node:module'; const require = __aipCreateRequire(import.meta.url);";
+export { ESM_REQUIRE_BANNER } from './bundling.js';
 /** Lambda's limit on all environment variables of a function together. */
 const LAMBDA_ENVIRONMENT_LIMIT_BYTES = 4096;
 /** Budget for the runtime configuration, leaving room for the other variables (whose values are deploy-time tokens). */
@@ -95,6 +95,12 @@ export interface FunctionDefinition {
   readonly timeout: Duration;
   /** @default 512 */
   readonly memorySize?: number;
+  /**
+   * Reserved concurrent executions: instances kept for this function alone
+   * (and its ceiling). With `consumes.maxConcurrency`, at least that much.
+   * @default none (the account's unreserved pool)
+   */
+  readonly reservedConcurrency?: number;
   readonly consumes?: QueueConsumer;
   readonly trigger?: FunctionTrigger;
   /**
@@ -148,6 +154,14 @@ export function validateFunctionDefinition(definition: FunctionDefinition, state
     const workQueue = stateful.queues[definition.consumes.queue];
     assertVisibilityExceedsTimeout(definition.consumes.queue, workQueue.visibilityTimeout, definition.timeout);
   }
+  if (definition.reservedConcurrency !== undefined) {
+    const reserved = definition.reservedConcurrency;
+    if (!Number.isInteger(reserved) || reserved < 1) throw new Error(`${where}: reservedConcurrency must be a positive integer, got ${reserved}`);
+    const max = definition.consumes?.maxConcurrency;
+    if (max !== undefined && reserved < max) {
+      throw new Error(`${where}: reservedConcurrency (${reserved}) is below the event source's maxConcurrency (${max}); Lambda would throttle the queue's messages`);
+    }
+  }
   if (definition.consumes && definition.trigger && definition.trigger.kind !== 'schedule') {
     throw new Error(`${where}: a queue consumer cannot also serve the API or be the authorizer`);
   }
@@ -163,7 +177,7 @@ export function validateFunctionDefinition(definition: FunctionDefinition, state
 }
 
 /** Builds one function as the module comment describes. */
-export function createFunction(scope: Construct, definition: FunctionDefinition, context: FunctionBuildContext): NodejsFunction {
+export function createFunction(scope: Construct, definition: FunctionDefinition, context: FunctionBuildContext): lambda.Function {
   validateFunctionDefinition(definition, context.stateful);
   const stack = Stack.of(scope);
   const { stateful, config } = context;
@@ -283,36 +297,33 @@ export function createFunction(scope: Construct, definition: FunctionDefinition,
     role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [stateful.cursorKeySecret.secretArn] }));
   }
 
-  const fn = new NodejsFunction(scope, definition.id, {
-    entry: join(PROJECT_ROOT, definition.entry),
-    handler: definition.handler ?? 'handler',
+  const bundled = { entry: definition.entry, connectors: config.connectors.map(({ id }) => ({ id, ...(config.connectorEndpoints[id] !== undefined ? { baseUrl: config.connectorEndpoints[id] } : {}) })) };
+  const fn = new lambda.Function(scope, definition.id, {
+    // index.mjs + chunks/ (infra/bundling.ts), built locally: no Docker image is ever pulled.
+    code: lambda.Code.fromAsset(PROJECT_ROOT, {
+      assetHashType: AssetHashType.OUTPUT,
+      bundling: {
+        image: DockerImage.fromRegistry('public.ecr.aws/docker/library/node:22-local-bundling-only'),
+        // What is bundled, spelled out: CDK caches a staged asset by these options (the function below does not count).
+        command: localBundlingCommand(bundled, '/asset-output').args,
+        ...(definition.afterBundling !== undefined ? { environment: { AIP_AFTER_BUNDLING: definition.afterBundling('<input>', '<output>').join(' && ') } } : {}),
+        local: {
+          tryBundle: (outputDir) =>
+            runLocalBundling({ ...bundled, ...(definition.afterBundling !== undefined ? { afterBundling: definition.afterBundling } : {}) }, outputDir),
+        },
+      },
+    }),
+    handler: `${BUNDLE_ENTRY_NAME}.${definition.handler ?? 'handler'}`,
     description: definition.description,
     runtime: LAMBDA_RUNTIME,
     architecture: LAMBDA_ARCHITECTURE,
     timeout: definition.timeout,
     memorySize: definition.memorySize ?? 512,
+    ...(definition.reservedConcurrency !== undefined ? { reservedConcurrentExecutions: definition.reservedConcurrency } : {}),
     role,
     logGroup,
     loggingFormat: lambda.LoggingFormat.JSON,
-    tracing: lambda.Tracing.ACTIVE,
-    projectRoot: PROJECT_ROOT,
-    depsLockFilePath: join(PROJECT_ROOT, 'package-lock.json'),
-    bundling: {
-      format: OutputFormat.ESM,
-      target: 'node22',
-      platform: 'node',
-      mainFields: ['module', 'main'],
-      banner: ESM_REQUIRE_BANNER,
-      minify: true,
-      sourceMap: true,
-      sourcesContent: false,
-      // Bundle the AWS SDK too: the deployed code runs the versions the tests ran.
-      externalModules: [],
-      forceDockerBundling: false,
-      ...(definition.afterBundling !== undefined
-        ? { commandHooks: { beforeBundling: () => [], beforeInstall: () => [], afterBundling: definition.afterBundling } }
-        : {}),
-    },
+    tracing: config.tracing ? lambda.Tracing.ACTIVE : lambda.Tracing.DISABLED,
     // Lambda's own filter (JSON format) agrees with Powertools' level, so neither hides the other's records.
     applicationLogLevelV2: lambda.ApplicationLogLevel[config.logLevel],
     ...(definition.asyncRetryAttempts !== undefined ? { retryAttempts: definition.asyncRetryAttempts } : {}),
@@ -324,6 +335,8 @@ export function createFunction(scope: Construct, definition: FunctionDefinition,
       [POWERTOOLS_ENV.logLevelAlias]: config.logLevel,
       POWERTOOLS_LOGGER_LOG_EVENT: 'false',
       POWERTOOLS_TRACER_CAPTURE_RESPONSE: 'false',
+      // functions/shared/observability.ts imports the tracer only when this is not `false`.
+      POWERTOOLS_TRACE_ENABLED: String(config.tracing),
       [FUNCTION_ENV.envName]: config.envName,
       [FUNCTION_ENV.tableName]: stateful.table.tableName,
       [FUNCTION_ENV.invokeQueueUrl]: stateful.queues.invoke.queue.queueUrl,

@@ -28,7 +28,7 @@ export const NAG_REASONS = {
   /** AwsSolutions-COG4 on every API method. */
   lambdaAuthorizer:
     'The API authenticates with a Lambda TOKEN authorizer that verifies JWTs from any OIDC identity provider (issuer, ' +
-    'audience and JWKS URL from the configuration: Cognito, Auth0, Okta), as issue 5 asks; a Cognito user pool authorizer ' +
+    'audience and JWKS URL from the configuration: Cognito, Auth0, Okta); a Cognito user pool authorizer ' +
     'would tie the runtime to Cognito.',
   /** AwsSolutions-APIG4 on the public route(s) of the route table. */
   publicRoute:
@@ -55,8 +55,8 @@ export const NAG_REASONS = {
     '{"current": <new>, "previous": [<old>]} as a new version (docs/infra.md), which keeps outstanding cursors valid.',
   /** AwsSolutions-L1 on every function. */
   nodeRuntime:
-    'The runtime is pinned to Node.js 22 (issue 5 and the design card): bundles target node22 and the toolchain is ' +
-    'tested on it. Moving to a newer runtime is a deliberate upgrade, not a synth-time default.',
+    'Every function runs on Node.js 22 (LAMBDA_RUNTIME in infra/functions.ts) and its bundle targets node22, so the ' +
+    'runtime and the bundle target move together. Moving to a newer runtime is a deliberate upgrade, not a synth-time default.',
 } as const;
 
 /** Registers the AWS Solutions pack on the app; `verbose` adds each rule's explanation to findings. */

@@ -25,7 +25,6 @@ import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { Construct } from 'constructs';
 import type { ConnectorHostConfig, RemotePlacement } from '../lib/connectors/remote/config.js';
 import { REMOTE_ENV } from '../lib/connectors/remote/config.js';
@@ -42,8 +41,8 @@ export class AipRemoteConnectorHost extends Construct {
   public readonly runtimeKey: kms.Key;
   public readonly hostKey: kms.Key;
   public readonly nonceTable: dynamodb.Table;
-  public readonly hostFunction: NodejsFunction;
-  public readonly receiverFunction: NodejsFunction;
+  public readonly hostFunction: lambda.Function;
+  public readonly receiverFunction: lambda.Function;
   public readonly hostUrl: lambda.FunctionUrl;
   public readonly receiverUrl: lambda.FunctionUrl;
   readonly #placement: string;
@@ -153,7 +152,7 @@ export class AipRemoteConnectorHost extends Construct {
   }
 
   /** A runtime function: AIP_REMOTE_CONNECTORS, Sign with the runtime key, read both public keys. */
-  grantRuntime(fn: NodejsFunction): void {
+  grantRuntime(fn: lambda.Function): void {
     fn.addEnvironment(REMOTE_ENV.placement, this.#placement);
     this.runtimeKey.grant(fn, 'kms:Sign', 'kms:GetPublicKey');
     this.hostKey.grant(fn, 'kms:GetPublicKey');

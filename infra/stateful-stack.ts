@@ -162,6 +162,8 @@ export class StatefulStack extends Stack implements StatefulResources {
         retentionPeriod: DEAD_LETTER_RETENTION,
         removalPolicy: RemovalPolicy.RETAIN,
       });
+      // A standard queue, not FIFO: the producers put MessageGroupId = tenant on every message, which makes
+      // it an SQS fair queue (no queue attribute turns that on); docs/queue-and-scheduler.md, "Fairness between tenants".
       const queue = new sqs.Queue(this, `${name}Queue`, {
         ...queueEncryptionProps,
         visibilityTimeout,

@@ -12,7 +12,7 @@
  */
 import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
-import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import type { Construct } from 'constructs';
 import { AipAlarms } from './alarms.js';
@@ -41,7 +41,7 @@ export class StatelessStack extends Stack {
   /** Role EventBridge Scheduler assumes to deliver reconciliation triggers. */
   public readonly schedulerRole: iam.Role;
   /** The deployed functions by definition ID. */
-  public readonly functions: Readonly<Record<string, NodejsFunction>>;
+  public readonly functions: Readonly<Record<string, lambda.Function>>;
   /** The REST API; present when some definition serves routes. */
   public readonly api: AipApi | undefined;
   public readonly alarms: AipAlarms;
@@ -80,7 +80,7 @@ export class StatelessStack extends Stack {
     });
 
     const definitions = props.functions ?? [];
-    const built: Record<string, NodejsFunction> = {};
+    const built: Record<string, lambda.Function> = {};
     for (const definition of definitions) {
       if (built[definition.id]) throw new Error(`Duplicate function definition ID "${definition.id}"`);
       built[definition.id] = createFunction(this, definition, {
@@ -101,7 +101,7 @@ export class StatelessStack extends Stack {
       this.remoteHost = undefined;
     }
 
-    const routeFunctions: Record<string, NodejsFunction> = {};
+    const routeFunctions: Record<string, lambda.Function> = {};
     for (const definition of definitions) {
       if (definition.trigger?.kind !== 'api') continue;
       for (const routeId of definition.trigger.routes) {

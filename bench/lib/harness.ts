@@ -42,6 +42,7 @@ import { startSqsEmulator, type FauxqsHandle } from '../../dev/emulators/fauxqs.
 import { startPaymentsSimulator, type PaymentsSimulator } from '../../dev/payments-simulator/server.js';
 import { startSchedulerEmulator, type SchedulerEmulator } from '../../dev/scheduler-emulator/emulator.js';
 import { Meter, instrumentCalls, instrumentDynamo } from './meter.js';
+import { Biller } from './billing.js';
 
 export const TENANT = 'bench';
 export const PAYMENTS_KEY_VARIABLE = 'AIP_BENCH_PAYMENTS_API_KEY';
@@ -91,6 +92,16 @@ export function meteredDynamo(endpoint: string, meter: Meter): { raw: DynamoDBCl
   // maxAttempts 1 so that no SDK retry hides or doubles a request.
   const raw = new DynamoDBClient({ ...clientConfig('dynamodb', { endpoint, maxAttempts: 1 }), requestHandler: { httpAgent: agent() } });
   instrumentDynamo(raw, meter);
+  // The biller reads item images with its own client, never metered (bench/lib/billing.ts); it ends with `raw`.
+  if (meter.biller === undefined) {
+    const unmetered = new DynamoDBClient({ ...clientConfig('dynamodb', { endpoint }), requestHandler: { httpAgent: agent() } });
+    meter.biller = new Biller(unmetered);
+    const destroy = raw.destroy.bind(raw);
+    raw.destroy = () => {
+      unmetered.destroy();
+      destroy();
+    };
+  }
   const doc = DynamoDBDocumentClient.from(raw, { marshallOptions: { removeUndefinedValues: true } });
   return { raw, doc };
 }

@@ -19,6 +19,7 @@
  * DescribeTable, ...) = control, reported apart and excluded from the cost.
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { round1, type Billed, type Biller } from './billing.js';
 
 export type Service = 'dynamodb' | 'sqs' | 'scheduler';
 export type CallKind = 'read' | 'write' | 'control' | 'call';
@@ -41,6 +42,8 @@ export interface CallRecord {
   readonly site?: string;
   readonly ms: number;
   readonly table?: string;
+  /** Capacity as AWS bills it, from the item images (only while `Meter.billing` is on; see ./billing.ts). */
+  readonly billed?: Billed;
 }
 
 const READS = new Set(['GetItem', 'Query', 'Scan', 'BatchGetItem', 'TransactGetItems']);
@@ -53,6 +56,14 @@ export class Meter {
   recording = true;
   /** Capture call sites from stack frames (costs a little time per call). */
   captureSites = false;
+  /**
+   * Bill every DynamoDB request from its item images (./billing.ts): reads the
+   * touched items before and after with the biller's own unmetered client, so
+   * only on runs whose latency is not measured (the traced warm-up runs).
+   */
+  billing = false;
+  /** The biller `billing` uses (set by the harness). */
+  biller: Biller | undefined;
 
   record(r: CallRecord): void {
     if (this.recording) this.calls.push(r);
@@ -191,15 +202,30 @@ export function instrumentDynamo(client: DynamoDBClient, meter: Meter, options: 
       const site = meter.captureSites ? siteOf(new Error().stack) : undefined;
       const { targets, items, table } = targetsOf(op, input);
       const kind: CallKind = READS.has(op) ? 'read' : WRITES.has(op) ? 'write' : 'control';
+      // Billing (warm-up runs only): the touched items' images before a write, outside the request's own time.
+      const biller = meter.billing && meter.recording && CAPACITY_OPS.has(op) ? meter.biller : undefined;
+      const touched = biller !== undefined ? await biller.targets(op, input) : undefined;
+      const before = biller !== undefined && touched !== undefined && kind === 'write' ? await biller.images(touched) : undefined;
       const t0 = performance.now();
       try {
         const out = await next(args);
+        const ms = performance.now() - t0;
         const capacity = capacityOf(out.output as unknown as Record<string, unknown>);
-        meter.record({ service: 'dynamodb', op, kind, items, ok: true, ...(capacity !== undefined ? { capacity } : {}), targets, ...(site ? { site } : {}), ms: performance.now() - t0, ...(table ? { table } : {}) });
+        let billed: Billed | undefined;
+        if (biller !== undefined) {
+          billed =
+            touched === undefined
+              ? { wru: kind === 'write' ? (capacity ?? 0) : 0, rru: kind === 'read' ? (capacity ?? 0) : 0, index_wru: 0, basis: 'reported', items: [] }
+              : await biller.bill(op, input, touched, before ?? (await biller.images(touched)), true);
+        }
+        meter.record({ service: 'dynamodb', op, kind, items, ok: true, ...(capacity !== undefined ? { capacity } : {}), targets, ...(site ? { site } : {}), ms, ...(table ? { table } : {}), ...(billed ? { billed } : {}) });
         return out;
       } catch (err) {
+        const ms = performance.now() - t0;
         const error = (err as { name?: string }).name ?? 'Error';
-        meter.record({ service: 'dynamodb', op, kind, items, ok: false, error, targets, ...(site ? { site } : {}), ms: performance.now() - t0, ...(table ? { table } : {}) });
+        const refused = error === 'ConditionalCheckFailedException' || error === 'TransactionCanceledException';
+        const billed: Billed | undefined = biller !== undefined && touched !== undefined && refused ? await biller.bill(op, input, touched, before ?? [], false) : undefined;
+        meter.record({ service: 'dynamodb', op, kind, items, ok: false, error, targets, ...(site ? { site } : {}), ms, ...(table ? { table } : {}), ...(billed ? { billed } : {}) });
         throw err;
       }
     },
@@ -313,5 +339,15 @@ export function traceLine(c: CallRecord): string {
   const what = c.op === 'TransactWriteItems' || c.op.startsWith('Batch') ? `[${c.targets.join(', ')}]` : c.targets.join(',');
   const status = c.ok ? '' : ` (${c.error})`;
   const cap = c.capacity !== undefined ? ` ${round(c.capacity, 1)} CU` : '';
-  return `${c.service === 'dynamodb' ? '' : `${c.service}:`}${c.op} ${what}${status}${cap}${c.site ? `  — ${c.site}` : ''}`.replace(/\s+$/, '');
+  const bill = c.billed !== undefined ? ` {billed: ${billedText(c.billed)}}` : '';
+  return `${c.service === 'dynamodb' ? '' : `${c.service}:`}${c.op} ${what}${status}${cap}${bill}${c.site ? `  — ${c.site}` : ''}`.replace(/\s+$/, '');
+}
+
+/** `12 WRU + 2 index WRU; ACTION 1,032 B, TXN 1,290 B` (what one request costs as billed, and the item sizes behind it). */
+export function billedText(b: Billed): string {
+  const units = [b.wru > 0 ? `${round1(b.wru)} WRU` : '', b.index_wru > 0 ? `${round1(b.index_wru)} index WRU` : '', b.rru > 0 ? `${round1(b.rru)} RRU` : ''].filter((x) => x !== '').join(' + ') || '0';
+  if (b.basis === 'refused_estimate') return `${units} (refused: estimate)`;
+  if (b.basis === 'reported') return `${units} (as reported)`;
+  const sizes = b.items.map((i) => `${i.what.replace(/^[A-Za-z]+:/, '')} ${(i.before !== i.after && i.before > 0 ? `${i.before}→${i.after}` : `${Math.max(i.before, i.after)}`)} B`).join(', ');
+  return `${units}; ${sizes}`;
 }

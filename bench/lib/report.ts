@@ -1,9 +1,12 @@
 /** The JSON report and its markdown rendering. */
-import type { BundlesFigures } from '../sections/bundles.js';
+import { bundlesHeadline, renderBundlesMarkdown, type BundlesFigures } from '../sections/bundles.js';
 import type { ScenarioFigures } from '../sections/cost.js';
 import type { E2eFigures } from '../sections/e2e.js';
 import type { PeerFigures } from '../sections/peer.js';
 import type { ScalingFigures } from '../sections/scaling.js';
+import { latencyHeadline, renderLatencyMarkdown, type LatencyFigures } from '../sections/latency.js';
+import { fairnessHeadline, renderFairnessMarkdown, type FairnessFigures } from '../sections/fairness.js';
+import { awsCostHeadline, renderAwsCostMarkdown, type AwsCostFigures } from '../sections/awscost.js';
 import type { BenchConfig, SectionId } from './config.js';
 import type { MachineInfo } from './machine.js';
 import type { CostSummary } from './meter.js';
@@ -22,10 +25,12 @@ export interface BenchReport {
   readonly e2e?: E2eFigures;
   readonly bundles?: BundlesFigures;
   readonly scaling?: ScalingFigures;
+  readonly latency?: LatencyFigures;
+  readonly fairness?: FairnessFigures;
+  readonly awscost?: AwsCostFigures;
 }
 
 const f = (x: number, d = 1) => (Number.isFinite(x) ? (Math.round(x * 10 ** d) / 10 ** d).toString() : '–');
-const kib = (b: number) => `${(b / 1024).toFixed(0)}`;
 
 function writesCell(c: CostSummary): string {
   return c.transact_writes > 0 ? `${f(c.writes)} (${f(c.transact_writes)} TWI, ${f(c.transact_items)} items)` : f(c.writes);
@@ -40,6 +45,42 @@ const COST_HEAD = [
   '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
 ];
 
+/** Section 1's billed capacity per action and the item sizes behind the execute's bill (bench/lib/billing.ts). */
+function billedMarkdown(cost: readonly ScenarioFigures[]): string[] {
+  if (!cost.some((s) => s.billed !== undefined)) return [];
+  const lines = [
+    '',
+    '### Capacity as AWS bills it (on demand)',
+    '',
+    'From the item images of the warm-up run (bench/lib/billing.ts): a write bills ceil(max(item size before, after) / 1 KB) write request units, twice for an item of a TransactWriteItems; ' +
+      'a strongly consistent read bills ceil(size / 4 KB) per item; index entries written apart; a refused conditional write is estimated at 1 WRU.',
+    '',
+    '| action | write requests | WRU | index WRU | RRU | request units | requests estimated or as reported |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const s of cost) {
+    if (s.billed === undefined) continue;
+    const b = s.billed.total;
+    lines.push(`| ${s.label} | ${f(s.total.writes)} | ${f(b.wru)} | ${f(b.index_wru)} | ${f(b.rru)} | **${f(b.total)}** | ${b.estimated_requests + b.reported_requests} |`);
+  }
+  const exec = cost.find((s) => s.id === 'execute');
+  if (exec?.billed !== undefined) {
+    lines.push(
+      '',
+      'Item sizes behind the execute\'s bill (largest image of each item kind, AWS\'s size rules; units of that write or read):',
+      '',
+      '| item | bytes | where | units | largest attributes (bytes) |',
+      '|---|---:|---|---:|---|',
+    );
+    for (const it of exec.billed.items) {
+      lines.push(`| ${it.kind} | ${it.bytes.toLocaleString('en')} | ${it.at} | ${f(it.units)} | ${it.attributes.slice(0, 5).map((a) => `${a.name} ${a.bytes}`).join(', ')} |`);
+    }
+    lines.push('', 'Per phase:', '', '| phase | WRU | index WRU | RRU | request units |', '|---|---:|---:|---:|---:|');
+    for (const p of exec.billed.phases) lines.push(`| ${p.phase} | ${f(p.billed.wru)} | ${f(p.billed.index_wru)} | ${f(p.billed.rru)} | ${f(p.billed.total)} |`);
+  }
+  return lines;
+}
+
 export function headline(r: BenchReport): string[] {
   const out: string[] = [];
   const exec = r.cost?.find((s) => s.id === 'execute');
@@ -49,10 +90,17 @@ export function headline(r: BenchReport): string[] {
       `- **execute** (payments.charge with an idempotency key, admitted + run + settled): **${f(t.reads + t.writes)} DynamoDB requests** (${f(t.reads)} ${t.reads === 1 ? 'read' : 'reads'}, ${f(t.writes)} writes of which ${f(t.transact_writes)} TransactWriteItems), ${f(t.read_capacity)} RCU + ${f(t.write_capacity)} WCU, 1 SQS send; p50 ${f(exec.latency_ms.p50)} ms in-process (submit + attempt, queue wait excluded).`,
     );
   }
+  if (exec?.billed) {
+    const b = exec.billed.total;
+    out.push(
+      `- **execute, capacity as AWS bills it** (on-demand; item sizes rounded up to 1 KB per write and 4 KB per read, transactional items ×2): **${f(b.total)} request units** = ${f(b.wru)} WRU + ${f(b.index_wru)} index WRU + ${f(b.rru)} RRU, from ${f(exec.total.writes)} write requests.`,
+    );
+  }
   const peer = r.peer?.cases.find((c) => c.id === 'execute');
   if (peer) {
     out.push(
-      `- vs **Powertools idempotency** (${r.peer?.powertools_version}) around the same provider call: ×${f(peer.ratio.requests, 2)} requests, ×${f(peer.ratio.capacity, 2)} capacity, ×${f(peer.ratio.latency_p50, 2)} median latency (${f(peer.ours.latency_ms.p50)} ms vs ${f(peer.powertools.latency_ms.p50)} ms).`,
+      `- vs **Powertools idempotency** (${r.peer?.powertools_version}) around the same provider call: ×${f(peer.ratio.requests, 2)} requests, ×${f(peer.ratio.capacity, 2)} capacity, ×${f(peer.ratio.latency_p50, 2)} median latency (${f(peer.ours.latency_ms.p50)} ms vs ${f(peer.powertools.latency_ms.p50)} ms)` +
+        `${peer.ratio.billed !== undefined && peer.ours.billed && peer.powertools.billed ? `; billed capacity ×${f(peer.ratio.billed, 2)} (${f(peer.ours.billed.total)} vs ${f(peer.powertools.billed.total)} request units)` : ''}.`,
     );
   }
   const e1 = r.e2e?.levels.find((l) => l.flow === 'execute' && l.concurrency === 1);
@@ -63,14 +111,8 @@ export function headline(r: BenchReport): string[] {
     );
   }
   if (r.bundles && r.bundles.bundles.length > 0) {
-    const ok = r.bundles.bundles.filter((b) => b.error === undefined);
-    const sizes = ok.map((b) => b.bytes);
-    const inits = ok.map((b) => b.init_ms_p50);
-    if (ok.length > 0) {
-      out.push(
-        `- **bundles**: ${kib(Math.min(...sizes))}–${kib(Math.max(...sizes))} KiB minified per function; module initialisation ${f(Math.min(...inits), 0)}–${f(Math.max(...inits), 0)} ms (median of ${r.bundles.runs}, fresh Node process, source maps on as deployed).`,
-      );
-    }
+    const line = bundlesHeadline(r.bundles);
+    if (line !== undefined) out.push(line);
   }
   const s = r.scaling;
   if (s && s.sizes.length > 0) {
@@ -81,6 +123,12 @@ export function headline(r: BenchReport): string[] {
       `- **scaling**: an execute costs ${req(first.execute.cost)} requests at ${first.stored.toLocaleString('en')} stored transactions and ${req(last.execute.cost)} at ${last.stored.toLocaleString('en')} (p50 ${f(first.execute.latency_ms.p50)} → ${f(last.execute.latency_ms.p50)} ms)${s.load.stopped_early ? ` — ${s.load.note}` : ''}.`,
     );
   }
+  const lat = r.latency ? latencyHeadline(r.latency) : undefined;
+  if (lat !== undefined) out.push(lat);
+  const fair = r.fairness ? fairnessHeadline(r.fairness) : undefined;
+  if (fair !== undefined) out.push(fair);
+  const aws = r.awscost ? awsCostHeadline(r.awscost) : undefined;
+  if (aws !== undefined) out.push(aws);
   return out;
 }
 
@@ -119,6 +167,7 @@ export function renderMarkdown(r: BenchReport): string {
       lines.push(costRow(`**${s.label}**`, s.total, s.latency_ms.p50, s.latency_ms.p95));
       if (s.phases.length > 1) for (const p of s.phases) lines.push(costRow(`  ↳ ${p.phase}`, p.cost, p.latency_ms.p50, p.latency_ms.p95));
     }
+    lines.push(...billedMarkdown(r.cost));
     lines.push('', '<details><summary>Call traces (warm-up run of each action, with the adapter method and runtime function that issued each call)</summary>', '');
     for (const s of r.cost) lines.push(`**${s.label}**`, '', '```', ...s.trace, '```', '');
     lines.push('</details>', '');
@@ -129,7 +178,7 @@ export function renderMarkdown(r: BenchReport): string {
     lines.push(
       `Same DynamoDB Local and payments simulator; @aws-lambda-powertools/idempotency ${r.peer.powertools_version} \`makeIdempotent\` + \`DynamoDBPersistenceLayer\` (own table, key \`id\`) around a handler that makes the same charge; ` +
         `${r.peer.runs} interleaved runs. Capacity includes 1 WCU per failed conditional write (estimate; see section 1). ` +
-        'Powertools stores one idempotency record; the runtime also stores the action, the transaction with its hash-chained receipts, the route assignment, fenced leases and the provider-operation checkpoint.',
+        'Powertools stores one idempotency record; the runtime also stores the action, the transaction with its hash-chained receipts, the route assignment, fenced leases and the provider operation.',
       '',
       '| case | side | reads | writes | RCU | WCU | capacity (est.) | p50 ms | p95 ms |',
       '|---|---|---:|---:|---:|---:|---:|---:|---:|',
@@ -140,6 +189,23 @@ export function renderMarkdown(r: BenchReport): string {
       }
       const x = (r: number, a: number, b: number) => (Number.isFinite(r) ? `×${f(r, 2)}` : `${f(a)} vs ${f(b)}`);
       lines.push(`| ${c.id} | **ratio (ours / theirs)** | ${x(c.ratio.reads, c.ours.cost.reads, c.powertools.cost.reads)} | ${x(c.ratio.writes, c.ours.cost.writes, c.powertools.cost.writes)} | | | ${x(c.ratio.capacity, c.ours.cost.capacity_total_est, c.powertools.cost.capacity_total_est)} | ${x(c.ratio.latency_p50, c.ours.latency_ms.p50, c.powertools.latency_ms.p50)} | |`);
+    }
+    if (r.peer.cases.some((c) => c.ours.billed && c.powertools.billed)) {
+      lines.push(
+        '',
+        'Capacity as AWS bills it on demand (bench/lib/billing.ts: from the item images of the warm run; writes per 1 KB, reads per 4 KB, transactional items ×2, index writes apart):',
+        '',
+        '| case | side | DynamoDB requests | write requests | WRU | index WRU | RRU | request units |',
+        '|---|---|---:|---:|---:|---:|---:|---:|',
+      );
+      for (const c of r.peer.cases) {
+        if (!c.ours.billed || !c.powertools.billed) continue;
+        for (const [name, side] of [['AIP runtime', c.ours], ['Powertools', c.powertools]] as const) {
+          const b = side.billed!;
+          lines.push(`| ${c.id} | ${name} | ${f(side.cost.reads + side.cost.writes)} | ${f(side.cost.writes)} | ${f(b.wru)} | ${f(b.index_wru)} | ${f(b.rru)} | ${f(b.total)} |`);
+        }
+        lines.push(`| ${c.id} | **ratio (ours / theirs)** | ×${f(c.ratio.requests, 2)} | ×${f(c.ratio.writes, 2)} | | | | **×${f(c.ratio.billed ?? Number.NaN, 2)}** |`);
+      }
     }
     lines.push('', '<details><summary>Call traces</summary>', '');
     for (const c of r.peer.cases) {
@@ -168,23 +234,7 @@ export function renderMarkdown(r: BenchReport): string {
     lines.push('');
   }
 
-  if (r.bundles) {
-    lines.push('## 4. Bundle size and module initialisation', '');
-    lines.push(
-      `esbuild ${r.bundles.esbuild_version} with the options of infra/functions.ts (ESM, node22 target, minified, createRequire banner, AWS SDK bundled, external source map). ` +
-        `Initialisation = \`await import(bundle)\` in a fresh \`node --input-type=module\` process (${r.bundles.node_version}), median of ${r.bundles.runs}; Node's own start-up is not included. ` +
-        'Functions that share an entry module share its bundle.',
-      '',
-      '| functions | entry | minified KiB | gzip KiB | source map KiB | init p50 ms (source maps on, as deployed) | init min–max ms | init p50 ms (no source maps) |',
-      '|---|---|---:|---:|---:|---:|---:|---:|',
-    );
-    for (const b of r.bundles.bundles) {
-      lines.push(
-        `| ${b.functions.join(', ')} | \`${b.entry}\` | ${kib(b.bytes)} | ${kib(b.gzip_bytes)} | ${kib(b.sourcemap_bytes)} | ${b.error ? `failed: ${b.error}` : f(b.init_ms_p50)} | ${f(b.init_ms_min)}–${f(b.init_ms_max)} | ${b.init_ms_p50_no_sourcemaps !== undefined ? f(b.init_ms_p50_no_sourcemaps) : '–'} |`,
-      );
-    }
-    lines.push('');
-  }
+  if (r.bundles) lines.push(...renderBundlesMarkdown(r.bundles));
 
   if (r.scaling) {
     const s = r.scaling;
@@ -220,13 +270,17 @@ export function renderMarkdown(r: BenchReport): string {
     lines.push('');
   }
 
+  if (r.latency) lines.push(...renderLatencyMarkdown(r.latency, '## 6. Latency breakdown of one execute (local stack)'));
+  if (r.fairness) lines.push(...renderFairnessMarkdown(r.fairness, '## 7. Fairness between tenants (local stack)'));
+  if (r.awscost) lines.push(...renderAwsCostMarkdown(r.awscost, '## 8. AWS cost per million executes'));
+
   lines.push('## Run', '', '| section | seconds |', '|---|---:|');
   for (const [k, v] of Object.entries(r.section_seconds)) lines.push(`| ${k} | ${f(v ?? 0, 0)} |`);
   lines.push(`| **total** | **${f(r.duration_seconds ?? 0, 0)}** |`, '');
   const c = r.config;
   lines.push(
     `Sizes: cost runs ${c.costRuns}, peer runs ${c.peerRuns}, e2e concurrency ${c.e2eConcurrency.join('/')} (requests per level max(${c.e2eMinRequests}, ${c.e2eRequestsPerClient} × clients)), ` +
-      `import runs ${c.importRuns} (+${c.importRunsNoSourceMaps} without source maps), table sizes ${c.scaleSizes.join('/')}, chains ${c.chainSizes.join('/')}, scale runs ${c.scaleRuns}, load budget ${c.loadBudgetSeconds} s.`,
+      `cold-start runs ${c.importRuns} per function, table sizes ${c.scaleSizes.join('/')}, chains ${c.chainSizes.join('/')}, scale runs ${c.scaleRuns}, load budget ${c.loadBudgetSeconds} s.`,
     '',
   );
   return lines.join('\n');

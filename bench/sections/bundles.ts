@@ -1,50 +1,111 @@
 /**
- * Section 4: bundle size and module initialisation ("cold start" minus the
- * Lambda sandbox) of every Lambda function.
+ * Section "bundles": what a Lambda cold start of each function loads and how
+ * long it takes, bundled exactly as deployed.
  *
- * The function list is the stack's own (infra/aip-functions.ts
- * `aipFunctionDefinitions` for infra/config.local.json). Each distinct entry
- * module is bundled once with esbuild using the options infra/functions.ts
- * gives NodejsFunction (ESM, node22 target, platform node, mainFields
- * module/main, minified, the createRequire banner, external source map
- * without sources content, nothing external: the AWS SDK is bundled);
- * functions that share an entry module share its bundle, as they do in
- * `cdk synth` (NodejsFunction bundles the whole entry module).
+ * Bundles. Every distinct entry module of the stack's functions
+ * (infra/aip-functions.ts `aipFunctionDefinitions` for
+ * infra/config.local.json) is bundled by infra/bundling.ts `bundleFunction`,
+ * the code `cdk synth` runs: ESM with code splitting, the capability
+ * registry precompiled for the enabled connectors. Functions that share an
+ * entry module share its bundle. Beside them, two yardsticks bundled the
+ * same way: the authorizer (a function of the stack) and a bare handler made
+ * idempotent with Powertools (bench/fixtures/powertools-idempotency-handler.ts).
  *
- * Initialisation time: a fresh `node --input-type=module` process imports
- * the bundle and prints performance.now() around the dynamic import, so
- * Node's own start-up is excluded. Median of N runs. The environment is the
- * function environment the stack sets (dummy values, loopback endpoints),
- * with NODE_OPTIONS=--enable-source-maps as the functions get it, and again
- * without it. Imports go round-robin over the bundles, so that background
- * load falls on every bundle alike. The handlers build the Runtime lazily on the first
- * invocation, so nothing here reaches the network.
+ * - `static_bytes`: the entry chunk plus every chunk it imports statically,
+ *   transitively (esbuild's metafile): what Node reads, parses and evaluates
+ *   before the handler can run. `total_bytes`: every chunk, the lazily
+ *   imported ones included (what the first invocations may load).
+ * - Composition by package: esbuild's `bytesInOutput` of every input, grouped
+ *   by npm package (project files by folder), for the statically loaded
+ *   chunks and for the whole bundle.
+ *
+ * Cold start, in a fresh `node` process per run (Node's own start-up
+ * excluded), with the function environment the stack sets (dummy values,
+ * every AWS endpoint on the discard port of loopback, AWS_MAX_ATTEMPTS=1,
+ * NODE_OPTIONS=--enable-source-maps as deployed):
+ * - `import`: `await import(index.mjs)` (Lambda's INIT phase);
+ * - `first`: the first invocation of the deployed handler with a
+ *   representative event (the function's own route for an API function, an
+ *   SQS record for a worker, a malformed bearer token for the authorizer):
+ *   the handler builds its middleware chain and, for the runtime's functions,
+ *   composes the Runtime (configuration, connectors, capability registry,
+ *   stores, clients), then makes its first store call, which fails at once
+ *   (connection refused, one attempt). The GET /v1/capabilities function
+ *   answers 200 without any network.
+ * - `warm`: the same invocation again in the same process; `first − warm` is
+ *   the first-invocation composition, reported as `compose`.
+ * - cold start = import + compose. Median over the runs; the runs go
+ *   round-robin over the functions, so background load falls on all alike.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { gzipSync } from 'node:zlib';
-import { build } from 'esbuild';
+import type { Metafile } from 'esbuild';
 import { distribution } from '../lib/stats.js';
 
 const run = promisify(execFile);
 
+export interface PackageBytes {
+  readonly package: string;
+  readonly bytes: number;
+}
+
+export interface ColdStartFigures {
+  /** Median import ms. */
+  readonly import_ms: number;
+  /** Median first-invocation ms (composition + a failed store call). */
+  readonly first_ms: number;
+  /** Median second-invocation ms. */
+  readonly warm_ms: number;
+  /** Median of (first − warm) per process: the composition on the first invocation. */
+  readonly compose_ms: number;
+  /** Median of (import + first − warm) per process. */
+  readonly cold_ms: number;
+  readonly cold_ms_min: number;
+  readonly cold_ms_max: number;
+  /** What the first invocation answered (status code, or the error's name). */
+  readonly outcome: string;
+}
+
 export interface BundleFigures {
   readonly entry: string;
+  /** The stack's functions that deploy this bundle (or the yardstick's name). */
   readonly functions: string[];
-  readonly bytes: number;
-  readonly gzip_bytes: number;
-  readonly sourcemap_bytes: number;
+  /** `runtime` (a function of the stack), `authorizer`, or `yardstick` (the bare Powertools handler). */
+  readonly kind: 'runtime' | 'authorizer' | 'yardstick' | 'before' | 'deferred';
+  readonly handler: string;
+  /** What the first invocation is (method + path, or event kind). */
+  readonly invocation: string;
+  readonly static_bytes: number;
+  readonly static_gzip_bytes: number;
+  /**
+   * What the first invocation loads on top of `static_bytes`: the chunks the
+   * handler imports on its first call, transitively (the Runtime's
+   * composition; for a `deferred` bundle, the whole handler module too).
+   * Lazy chunks that only some paths load (run-time ajv, the tracer, remote
+   * connectors, the queues' and Scheduler's adapters) are not counted.
+   */
+  readonly first_invocation_bytes: number;
+  readonly total_bytes: number;
+  readonly chunks: number;
   readonly build_ms: number;
-  /** Median import time, ms, with NODE_OPTIONS=--enable-source-maps (as deployed). */
-  readonly init_ms_p50: number;
-  readonly init_ms_min: number;
-  readonly init_ms_max: number;
-  /** Median import time without source-map support (fewer runs). */
-  readonly init_ms_p50_no_sourcemaps?: number;
+  /** Statically loaded bytes by package, largest first. */
+  readonly static_packages: PackageBytes[];
+  /** Whole bundle by package, largest first. */
+  readonly total_packages: PackageBytes[];
+  /** Whether the bundle carries the precompiled registry (so never loads ajv's compiler). */
+  readonly precompiled_registry: boolean;
+  /** Median import ms (= cold.import_ms): Lambda's INIT phase. */
+  readonly init_ms_p50?: number;
+  /** Median first-invocation composition ms (= cold.compose_ms), billed in the first invocation. */
+  readonly compose_ms_p50?: number;
+  readonly cold?: ColdStartFigures;
+  /** The same with tracing on (POWERTOOLS_TRACE_ENABLED=true): the tracer is imported on the first invocation. */
+  readonly cold_traced?: ColdStartFigures;
   readonly error?: string;
 }
 
@@ -53,18 +114,22 @@ export interface BundlesFigures {
   readonly esbuild_version: string;
   readonly node_version: string;
   readonly bundles: BundleFigures[];
+  /** Ratios of the API route functions' median cold start to the yardsticks'. */
+  readonly ratios: { readonly entry: string; readonly to_authorizer: number; readonly to_powertools: number }[];
+  readonly note: string;
 }
 
-/** The function environment infra/functions.ts sets, with dummy values. */
-function functionEnv(FUNCTION_ENV: Record<string, string>, POWERTOOLS_ENV: Record<string, string>, runtimeConfig: string): Record<string, string> {
+/** The function environment infra/functions.ts sets, with dummy values and loopback endpoints. */
+export function functionEnv(FUNCTION_ENV: Record<string, string>, POWERTOOLS_ENV: Record<string, string>, runtimeConfig: string): Record<string, string> {
   return {
     [POWERTOOLS_ENV.serviceName as string]: 'aip-runtime',
     [POWERTOOLS_ENV.metricsNamespace as string]: 'AIP/bench',
-    [POWERTOOLS_ENV.logLevel as string]: 'INFO',
-    [POWERTOOLS_ENV.logLevelAlias as string]: 'INFO',
+    [POWERTOOLS_ENV.logLevel as string]: 'ERROR',
+    [POWERTOOLS_ENV.logLevelAlias as string]: 'ERROR',
     POWERTOOLS_LOGGER_LOG_EVENT: 'false',
     POWERTOOLS_TRACER_CAPTURE_RESPONSE: 'false',
-    [FUNCTION_ENV.envName as string]: 'bench',
+    POWERTOOLS_TRACE_ENABLED: 'false',
+    [FUNCTION_ENV.envName as string]: 'test',
     [FUNCTION_ENV.tableName as string]: 'aip-bench',
     [FUNCTION_ENV.invokeQueueUrl as string]: 'http://127.0.0.1:9/000000000000/aip-bench-invoke',
     [FUNCTION_ENV.reconcileQueueUrl as string]: 'http://127.0.0.1:9/000000000000/aip-bench-reconcile',
@@ -76,98 +141,352 @@ function functionEnv(FUNCTION_ENV: Record<string, string>, POWERTOOLS_ENV: Recor
     AWS_ACCESS_KEY_ID: 'bench',
     AWS_SECRET_ACCESS_KEY: 'bench',
     AWS_ENDPOINT_URL: 'http://127.0.0.1:9',
+    AWS_MAX_ATTEMPTS: '1',
     AWS_LAMBDA_FUNCTION_NAME: 'aip-bench',
     AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+    IDEMPOTENCY_TABLE_NAME: 'aip-bench-idempotency',
   };
 }
 
-const IMPORT_PROBE = 'const t=performance.now(); await import(process.env.AIP_BENCH_BUNDLE); process.stdout.write(String(performance.now()-t));';
+/**
+ * The probe a fresh process runs: import, first invocation, second invocation.
+ * Prints one JSON line; exits at once (open sockets of a failed call must not hold it).
+ */
+const PROBE = [
+  'const context = { functionName: "aip-bench", functionVersion: "$LATEST", invokedFunctionArn: "arn:aws:lambda:us-east-1:000000000000:function:aip-bench", memoryLimitInMB: "512", awsRequestId: "bench", logGroupName: "bench", logStreamName: "bench", callbackWaitsForEmptyEventLoop: true, getRemainingTimeInMillis: () => 29000, done() {}, fail() {}, succeed() {} };',
+  'const outcome = (r) => (r && typeof r === "object" && "statusCode" in r ? String(r.statusCode) : r && typeof r === "object" && "batchItemFailures" in r ? `${r.batchItemFailures.length} failed` : "ok");',
+  'const invoke = async (h, e) => { try { return outcome(await h(e, context)); } catch (err) { return `threw ${err && err.name}`; } };',
+  'const t0 = performance.now(); const m = await import(process.env.AIP_BENCH_BUNDLE); const t1 = performance.now();',
+  'const h = m[process.env.AIP_BENCH_HANDLER]; if (typeof h !== "function") throw new Error("no handler " + process.env.AIP_BENCH_HANDLER);',
+  'const o1 = await invoke(h, JSON.parse(process.env.AIP_BENCH_EVENT)); const t2 = performance.now();',
+  'await invoke(h, JSON.parse(process.env.AIP_BENCH_EVENT)); const t3 = performance.now();',
+  'process.stdout.write(JSON.stringify({ import_ms: t1 - t0, first_ms: t2 - t1, warm_ms: t3 - t2, outcome: o1 })); process.exit(0);',
+].join('\n');
 
-async function importMs(file: string, env: Record<string, string>, sourceMaps: boolean): Promise<number> {
-  const childEnv: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env, AIP_BENCH_BUNDLE: pathToFileURL(file).href };
-  if (sourceMaps) childEnv.NODE_OPTIONS = '--enable-source-maps';
-  const { stdout } = await run(process.execPath, ['--input-type=module', '-e', IMPORT_PROBE], { env: childEnv, timeout: 60_000 });
-  const ms = Number(stdout.trim());
-  if (!Number.isFinite(ms)) throw new Error(`unexpected output: ${stdout.slice(0, 200)}`);
-  return ms;
+interface Sample {
+  import_ms: number;
+  first_ms: number;
+  warm_ms: number;
+  outcome: string;
 }
 
-export async function runBundlesSection(options: { runs: number; runsWithoutSourceMaps: number }, log: (line: string) => void): Promise<BundlesFigures> {
-  const [{ aipFunctionDefinitions }, { loadInfraConfig, toRuntimeConfig }, { DEFAULT_CONFIG_FILE }, fns, fenv, esbuildPkg] = await Promise.all([
+export async function probe(file: string, handler: string, event: unknown, env: Record<string, string>): Promise<Sample> {
+  const childEnv: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '',
+    ...env,
+    NODE_OPTIONS: '--enable-source-maps',
+    AIP_BENCH_BUNDLE: pathToFileURL(file).href,
+    AIP_BENCH_HANDLER: handler,
+    AIP_BENCH_EVENT: JSON.stringify(event),
+  };
+  const { stdout } = await run(process.execPath, ['--input-type=module', '-e', PROBE], { env: childEnv, timeout: 60_000 });
+  const line = stdout.trim().split('\n').pop() ?? '';
+  const sample = JSON.parse(line) as Sample;
+  if (!Number.isFinite(sample.import_ms)) throw new Error(`unexpected output: ${stdout.slice(0, 200)}`);
+  return sample;
+}
+
+function summarizeSamples(samples: readonly Sample[]): ColdStartFigures {
+  const cold = distribution(samples.map((s) => s.import_ms + Math.max(0, s.first_ms - s.warm_ms)));
+  const outcomes = [...new Set(samples.map((s) => s.outcome))];
+  return {
+    import_ms: distribution(samples.map((s) => s.import_ms)).p50,
+    first_ms: distribution(samples.map((s) => s.first_ms)).p50,
+    warm_ms: distribution(samples.map((s) => s.warm_ms)).p50,
+    compose_ms: distribution(samples.map((s) => Math.max(0, s.first_ms - s.warm_ms))).p50,
+    cold_ms: cold.p50,
+    cold_ms_min: cold.min,
+    cold_ms_max: cold.max,
+    outcome: outcomes.join(' / '),
+  };
+}
+
+/** Bytes by package of the given outputs, largest first. */
+export function packageBytes(metafile: Metafile, outputs: readonly string[], inputPackage: (input: string) => string): PackageBytes[] {
+  const by = new Map<string, number>();
+  for (const out of outputs) {
+    for (const [input, { bytesInOutput }] of Object.entries(metafile.outputs[out]?.inputs ?? {})) {
+      const pkg = inputPackage(input);
+      by.set(pkg, (by.get(pkg) ?? 0) + bytesInOutput);
+    }
+  }
+  return [...by.entries()].map(([pkg, bytes]) => ({ package: pkg, bytes })).sort((a, b) => b.bytes - a.bytes);
+}
+
+interface Target {
+  /**
+   * `before`: the same code as one file with run-time ajv (no splitting, no precompiled registry).
+   * `deferred`: the deployed bundle, but its entry a stub that imports the handler module on the first invocation.
+   */
+  readonly variant?: 'before' | 'deferred';
+  readonly entry: string;
+  readonly functions: string[];
+  readonly kind: BundleFigures['kind'];
+  readonly handler: string;
+  readonly invocation: string;
+  readonly event: unknown;
+}
+
+export async function runBundlesSection(options: { runs: number }, log: (line: string) => void): Promise<BundlesFigures> {
+  const [{ aipFunctionDefinitions }, { loadInfraConfig, toRuntimeConfig }, { DEFAULT_CONFIG_FILE }, bundling, fenv, { ROUTES }, { encodeAuthorizerContext }, esbuildPkg] = await Promise.all([
     import('../../infra/aip-functions.js'),
     import('../../infra/config.js'),
     import('../../infra/aip-app.js'),
-    import('../../infra/functions.js'),
+    import('../../infra/bundling.js'),
     import('../../infra/function-env.js'),
+    import('../../functions/http/routes.js'),
+    import('../../lib/auth/authorizer-context.js'),
     import('esbuild'),
   ]);
   const config = loadInfraConfig(DEFAULT_CONFIG_FILE);
   const definitions = aipFunctionDefinitions(config);
-  const byEntry = new Map<string, string[]>();
-  for (const d of definitions) byEntry.set(d.entry, [...(byEntry.get(d.entry) ?? []), d.id]);
+  const connectors = config.connectors.map(({ id }) => ({ id, ...(config.connectorEndpoints[id] !== undefined ? { baseUrl: config.connectorEndpoints[id] } : {}) }));
   const env = functionEnv(fenv.FUNCTION_ENV, fenv.POWERTOOLS_ENV, JSON.stringify(toRuntimeConfig(config)));
 
-  const dir = mkdtempSync(join(tmpdir(), 'aip-bench-bundles-'));
-  const bundles: BundleFigures[] = [];
-  try {
-    // Build every bundle first.
-    const built: { outfile: string; figures: Omit<BundleFigures, 'init_ms_p50' | 'init_ms_min' | 'init_ms_max'>; withMaps: number[]; without: number[]; error?: string }[] = [];
-    for (const [entry, functions] of byEntry) {
-      const outfile = join(dir, entry.replace(/[/.]/g, '_'), 'index.mjs');
-      const t0 = performance.now();
-      // The options of infra/functions.ts (NodejsFunction `bundling`), passed to esbuild directly.
-      await build({
-        entryPoints: [join(fns.PROJECT_ROOT, entry)],
-        bundle: true,
-        outfile,
-        platform: 'node',
-        target: 'node22',
-        format: 'esm',
-        mainFields: ['module', 'main'],
-        banner: { js: fns.ESM_REQUIRE_BANNER },
-        minify: true,
-        sourcemap: true,
-        sourcesContent: false,
-        external: [],
-        logLevel: 'error',
-      });
-      const build_ms = Math.round(performance.now() - t0);
-      const code = readFileSync(outfile);
-      built.push({
-        outfile,
-        figures: { entry, functions, bytes: code.length, gzip_bytes: gzipSync(code, { level: 9 }).length, sourcemap_bytes: statSync(`${outfile}.map`).size, build_ms },
-        withMaps: [],
-        without: [],
-      });
-      log(`  built ${entry}: ${(code.length / 1024).toFixed(0)} KiB in ${build_ms} ms`);
+  const caller = {
+    principal: { id: 'bench', kind: 'user' as const },
+    tenants: ['acme'],
+    scopes: ['aip:actions:read', 'aip:actions:write', 'aip:operator'],
+    issuer: 'https://issuer.bench/',
+    expires_at: '2099-01-01T00:00:00.000Z',
+  };
+  const routeEvent = (routeId: string) => {
+    const route = (ROUTES as Record<string, { method: string; path: string; auth: string }>)[routeId];
+    if (route === undefined) throw new Error(`no route ${routeId}`);
+    const path = route.path.replace('{id}', 'bench-1');
+    // GET /v1/transactions selects by query; every other route's ID is in its path.
+    const query = routeId === 'getTransaction' ? { transaction_id: 'bench-1' } : null;
+    return {
+      resource: route.path,
+      path,
+      httpMethod: route.method,
+      headers: { accept: 'application/json' },
+      multiValueHeaders: { accept: ['application/json'] },
+      queryStringParameters: query,
+      multiValueQueryStringParameters: query === null ? null : Object.fromEntries(Object.entries(query).map(([k, v]) => [k, [v]])),
+      pathParameters: route.path.includes('{id}') ? { id: 'bench-1' } : null,
+      stageVariables: null,
+      body: null,
+      isBase64Encoded: false,
+      requestContext: {
+        accountId: '000000000000',
+        apiId: 'bench',
+        authorizer: route.auth === 'jwt' ? { ...encodeAuthorizerContext(caller), principalId: 'bench' } : null,
+        httpMethod: route.method,
+        path,
+        protocol: 'HTTP/1.1',
+        requestId: 'bench',
+        requestTimeEpoch: 0,
+        resourceId: 'bench',
+        resourcePath: route.path,
+        stage: 'v1',
+        identity: { sourceIp: '127.0.0.1', userAgent: 'bench' },
+      },
+    };
+  };
+  const sqsEvent = (kind: 'invoke' | 'reconcile') => ({
+    Records: [
+      {
+        messageId: 'bench-1',
+        receiptHandle: 'bench',
+        body: JSON.stringify(
+          kind === 'invoke'
+            ? { kind: 'invoke', tenant_id: 'acme', action_id: 'bench-1', fence: 1, attempt: 1 }
+            : { kind: 'reconcile', tenant_id: 'acme', transaction_id: 'bench-1' },
+        ),
+        attributes: { ApproximateReceiveCount: '1', SentTimestamp: '0', SenderId: 'bench', ApproximateFirstReceiveTimestamp: '0' },
+        messageAttributes: {},
+        md5OfBody: '',
+        eventSource: 'aws:sqs',
+        eventSourceARN: `arn:aws:sqs:us-east-1:000000000000:aip-bench-${kind}`,
+        awsRegion: 'us-east-1',
+      },
+    ],
+  });
+
+  // One target per distinct entry module: for an API module, a GET route it serves if it has one (reads first).
+  const targets: Target[] = [];
+  const byEntry = new Map<string, typeof definitions>();
+  for (const d of definitions) byEntry.set(d.entry, [...(byEntry.get(d.entry) ?? []), d]);
+  for (const [entry, defs] of byEntry) {
+    const functions = defs.map((d) => d.id);
+    const api = defs.filter((d) => d.trigger?.kind === 'api');
+    if (api.length > 0) {
+      const withRoutes = api.map((d) => ({ d, route: (d.trigger as { routes: readonly string[] }).routes[0] as string }));
+      const pick = withRoutes.find(({ route }) => (ROUTES as Record<string, { method: string }>)[route]?.method === 'GET') ?? withRoutes[0];
+      const route = (ROUTES as Record<string, { method: string; path: string }>)[pick?.route as string];
+      targets.push({ entry, functions, kind: 'runtime', handler: pick?.d.handler ?? 'handler', invocation: `${route?.method} ${route?.path}`, event: routeEvent(pick?.route as string) });
+    } else if (defs.some((d) => d.trigger?.kind === 'authorizer')) {
+      targets.push({ entry, functions, kind: 'authorizer', handler: 'handler', invocation: 'REQUEST authorizer, malformed bearer token', event: { type: 'REQUEST', methodArn: 'arn:aws:execute-api:us-east-1:000000000000:bench/v1/GET/v1/health', headers: { Authorization: 'Bearer not-a-jwt' } } });
+    } else if (defs.some((d) => d.consumes?.queue === 'invoke')) {
+      targets.push({ entry, functions, kind: 'runtime', handler: 'handler', invocation: 'SQS invoke record', event: sqsEvent('invoke') });
+    } else if (defs.some((d) => d.consumes?.queue === 'reconcile')) {
+      targets.push({ entry, functions, kind: 'runtime', handler: 'handler', invocation: 'SQS reconcile record', event: sqsEvent('reconcile') });
+    } else {
+      targets.push({ entry, functions, kind: 'runtime', handler: defs[0]?.handler ?? 'handler', invocation: 'scheduled event', event: { source: 'aws.events', 'detail-type': 'Scheduled Event', time: '2026-01-01T00:00:00Z', detail: {} } });
     }
-    // Then import them round-robin, so that background load falls on every bundle alike.
-    for (let i = 0; i < Math.max(options.runs, options.runsWithoutSourceMaps); i++) {
+  }
+  // Before/after in the same run: the API route bundle as NodejsFunction built it (one file, validators compiled by ajv at run time).
+  const apiTarget = targets.find((t) => t.entry === 'functions/http/actions.ts') ?? targets.find((t) => t.entry.startsWith('functions/http/'));
+  if (apiTarget !== undefined) targets.push({ ...apiTarget, variant: 'before', kind: 'before', functions: [`${apiTarget.functions[0]} as before (one file, run-time ajv)`] });
+  // The option of deferring the whole handler module to the first invocation (not deployed): the same code, measured the same way.
+  if (apiTarget !== undefined) targets.push({ ...apiTarget, variant: 'deferred', kind: 'deferred', functions: [`${apiTarget.functions[0]} with the handler module deferred (not deployed)`] });
+  targets.push({
+    entry: 'bench/fixtures/powertools-idempotency-handler.ts',
+    functions: ['Powertools idempotency (bare handler)'],
+    kind: 'yardstick',
+    handler: 'handler',
+    invocation: 'idempotent call (its DynamoDB write fails at once)',
+    event: { idempotency_key: 'bench-1', amount: 1 },
+  });
+
+  // BENCH_BUNDLES_ONLY (comma-separated substrings of entries): measure only those, for a quick iteration (the yardsticks stay).
+  const only = (process.env.BENCH_BUNDLES_ONLY ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '');
+  if (only.length > 0) targets.splice(0, targets.length, ...targets.filter((t) => t.kind === 'authorizer' || t.kind === 'yardstick' || only.some((o) => t.entry.includes(o) && ((t.kind !== 'before' && t.kind !== 'deferred') || only.includes(t.kind)))));
+  const dir = mkdtempSync(join(tmpdir(), 'aip-bench-bundles-'));
+  const built: { target: Target; file: string; figures: Omit<BundleFigures, 'cold' | 'cold_traced'>; plain: Sample[]; traced: Sample[]; error?: string }[] = [];
+  try {
+    for (const target of targets) {
+      const outdir = join(dir, `${target.entry.replace(/[/.]/g, '_')}${target.variant ? `_${target.variant}` : ''}`);
+      const t0 = performance.now();
+      const { metafile } = await bundling.bundleFunction(
+        target.variant === 'before'
+          ? { entry: target.entry, outdir, splitting: false }
+          : { entry: target.entry, outdir, connectors, ...(target.variant === 'deferred' ? { deferHandlers: [target.handler] } : {}) },
+      );
+      const build_ms = Math.round(performance.now() - t0);
+      const entryOut = bundling.entryOutput(metafile);
+      const statics = bundling.staticallyLoaded(metafile, entryOut);
+      const code = Object.keys(metafile.outputs).filter((k) => k.endsWith('.mjs'));
+      const staticBytes = statics.reduce((n, k) => n + (metafile.outputs[k]?.bytes ?? 0), 0);
+      // Loaded by the first invocation: the chunks the entry imports dynamically on every first call (the
+      // deferred handler module, the Runtime's composition), with their static imports, beyond the static set.
+      const firstRoots = Object.keys(metafile.outputs).filter((k) =>
+        /(^|\/)compose-runtime-[^/]*\.mjs$/.test(k) || (target.variant === 'deferred' && (metafile.outputs[entryOut]?.imports ?? []).some((i) => i.kind === 'dynamic-import' && i.path === k)),
+      );
+      const firstLoaded = new Set(firstRoots.flatMap((k) => bundling.staticallyLoaded(metafile, k)).filter((k) => !statics.includes(k)));
+      const gzip = statics.reduce((n, k) => n + gzipSync(readFileSync(join(bundling.BUNDLE_ROOT, k)), { level: 9 }).length, 0);
+      const file = join(bundling.BUNDLE_ROOT, entryOut);
+      built.push({
+        target,
+        file,
+        plain: [],
+        traced: [],
+        figures: {
+          entry: target.entry,
+          functions: target.functions,
+          kind: target.kind,
+          handler: target.handler,
+          invocation: target.invocation,
+          static_bytes: staticBytes,
+          static_gzip_bytes: gzip,
+          first_invocation_bytes: [...firstLoaded].reduce((n, k) => n + (metafile.outputs[k]?.bytes ?? 0), 0),
+          total_bytes: code.reduce((n, k) => n + (metafile.outputs[k]?.bytes ?? 0), 0),
+          chunks: code.length,
+          build_ms,
+          static_packages: packageBytes(metafile, statics, bundling.inputPackage),
+          total_packages: packageBytes(metafile, code, bundling.inputPackage),
+          precompiled_registry: Object.keys(metafile.inputs).some((k) => k.startsWith('aip-precompiled:')),
+        },
+      });
+      log(`  built ${target.entry}: ${(staticBytes / 1024).toFixed(0)} KiB loaded at import, ${(code.length)} chunks, in ${build_ms} ms`);
+    }
+    const tracedEnv = { ...env, POWERTOOLS_TRACE_ENABLED: 'true', _X_AMZN_TRACE_ID: 'Root=1-00000000-000000000000000000000000;Parent=0000000000000000;Sampled=0', AWS_XRAY_CONTEXT_MISSING: 'IGNORE_ERROR' };
+    for (let i = 0; i < options.runs; i++) {
       for (const b of built) {
         if (b.error !== undefined) continue;
         try {
-          if (i < options.runs) b.withMaps.push(await importMs(b.outfile, env, true));
-          if (i < options.runsWithoutSourceMaps) b.without.push(await importMs(b.outfile, env, false));
+          b.plain.push(await probe(b.file, b.target.handler, b.target.event, env));
+          if (b.target.kind === 'runtime' || b.target.kind === 'authorizer') b.traced.push(await probe(b.file, b.target.handler, b.target.event, tracedEnv));
         } catch (err) {
           b.error = err instanceof Error ? err.message.split('\n').slice(0, 3).join(' ') : String(err);
-          log(`  ${b.figures.entry}: import failed: ${b.error}`);
+          log(`  ${b.target.entry}: probe failed: ${b.error}`);
         }
       }
-    }
-    for (const b of built) {
-      const d = distribution(b.withMaps);
-      bundles.push({
-        ...b.figures,
-        init_ms_p50: d.p50,
-        init_ms_min: d.min,
-        init_ms_max: d.max,
-        ...(b.without.length > 0 ? { init_ms_p50_no_sourcemaps: distribution(b.without).p50 } : {}),
-        ...(b.error !== undefined ? { error: b.error } : {}),
-      });
-      log(`  ${b.figures.entry}: init p50 ${d.p50} ms`);
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-  return { runs: options.runs, esbuild_version: esbuildPkg.version, node_version: process.version, bundles };
+  const bundles: BundleFigures[] = built.map((b) => ({
+    ...b.figures,
+    ...(b.plain.length > 0 ? { cold: summarizeSamples(b.plain), init_ms_p50: summarizeSamples(b.plain).import_ms, compose_ms_p50: summarizeSamples(b.plain).compose_ms } : {}),
+    ...(b.traced.length > 0 ? { cold_traced: summarizeSamples(b.traced) } : {}),
+    ...(b.error !== undefined ? { error: b.error } : {}),
+  }));
+  for (const b of bundles) log(`  ${b.entry}: cold ${b.cold?.cold_ms ?? '–'} ms (import ${b.cold?.import_ms ?? '–'} + compose ${b.cold?.compose_ms ?? '–'}), first answered ${b.cold?.outcome ?? '–'}`);
+  const authorizer = bundles.find((b) => b.kind === 'authorizer')?.cold?.cold_ms;
+  const powertools = bundles.find((b) => b.kind === 'yardstick')?.cold?.cold_ms;
+  const ratios = bundles
+    .filter((b) => (b.kind === 'runtime' || b.kind === 'before' || b.kind === 'deferred') && b.entry.startsWith('functions/http/') && b.cold !== undefined)
+    .map((b) => ({
+      entry: b.kind === 'before' ? `${b.entry} (before: one file, run-time ajv)` : b.kind === 'deferred' ? `${b.entry} (handler module deferred, not deployed)` : b.entry,
+      to_authorizer: authorizer ? Math.round(((b.cold as ColdStartFigures).cold_ms / authorizer) * 100) / 100 : Number.NaN,
+      to_powertools: powertools ? Math.round(((b.cold as ColdStartFigures).cold_ms / powertools) * 100) / 100 : Number.NaN,
+    }));
+  return {
+    runs: options.runs,
+    esbuild_version: esbuildPkg.version,
+    node_version: process.version,
+    bundles,
+    ratios,
+    note:
+      'cold = import + (first − warm invocation), per fresh process, median. Tracing off (POWERTOOLS_TRACE_ENABLED=false) unless in the "traced" columns. ' +
+      'Every store call fails at once against loopback (AWS_MAX_ATTEMPTS=1), so the first invocation is composition plus one refused connection, and warm is the refused connection alone.',
+  };
+}
+
+const kib = (b: number) => (b / 1024).toFixed(0);
+const ms = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '–' : (Math.round(x * 10) / 10).toString());
+
+/** The summary line of the report. */
+export function bundlesHeadline(b: BundlesFigures): string | undefined {
+  const api = b.bundles.filter((x) => x.kind === 'runtime' && x.entry.startsWith('functions/http/') && x.cold !== undefined);
+  const auth = b.bundles.find((x) => x.kind === 'authorizer');
+  const pt = b.bundles.find((x) => x.kind === 'yardstick');
+  if (api.length === 0) return undefined;
+  const sizes = api.map((x) => x.static_bytes);
+  const colds = api.map((x) => (x.cold as ColdStartFigures).cold_ms);
+  const ratios = b.ratios.map((r) => r.to_powertools).filter(Number.isFinite);
+  return (
+    `- **cold start**: API route functions load ${kib(Math.min(...sizes))}–${kib(Math.max(...sizes))} KiB at import (authorizer ${auth ? kib(auth.static_bytes) : '–'} KiB); ` +
+    `import + first-invocation composition ${ms(Math.min(...colds))}–${ms(Math.max(...colds))} ms median (authorizer ${ms(auth?.cold?.cold_ms)} ms, bare Powertools idempotency handler ${ms(pt?.cold?.cold_ms)} ms` +
+    `${ratios.length > 0 ? `; ×${ms(Math.min(...ratios))}–×${ms(Math.max(...ratios))} the latter` : ''}), fresh Node processes, tracing off.`
+  );
+}
+
+/** The section's markdown. */
+export function renderBundlesMarkdown(b: BundlesFigures): string[] {
+  const lines: string[] = ['## 4. Cold start and bundles', ''];
+  lines.push(
+    `Every distinct entry module bundled by infra/bundling.ts (what \`cdk synth\` deploys: esbuild ${b.esbuild_version}, ESM with code splitting, minified, the registry's validators precompiled). ` +
+      `"At import" = the entry chunk and every chunk it imports statically (what Node loads before the handler runs); "total" includes the lazily imported chunks. ` +
+      `Cold start in a fresh \`node\` process (${b.node_version}; Node's own start-up excluded), median of ${b.runs}: ${b.note}`,
+    '',
+    '| functions | entry | first invocation | KiB at import | gzip KiB | KiB + first invocation | KiB total | chunks | import ms | compose ms | cold ms (min–max) | answered | traced: compose ms | traced: cold ms |',
+    '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|',
+  );
+  for (const x of b.bundles) {
+    const c = x.cold;
+    const t = x.cold_traced;
+    lines.push(
+      `| ${x.functions.join(', ')} | \`${x.entry}\` | ${x.invocation} | ${kib(x.static_bytes)} | ${kib(x.static_gzip_bytes)} | ${kib(x.first_invocation_bytes ?? 0)} | ${kib(x.total_bytes)} | ${x.chunks} | ${ms(c?.import_ms)} | ${ms(c?.compose_ms)} | ` +
+        `${x.error ? `failed: ${x.error}` : `${ms(c?.cold_ms)} (${ms(c?.cold_ms_min)}–${ms(c?.cold_ms_max)})`} | ${c?.outcome ?? '–'} | ${ms(t?.compose_ms)} | ${ms(t?.cold_ms)} |`,
+    );
+  }
+  if (b.ratios.length > 0) {
+    lines.push('', 'API route cold start (import + composition) relative to the yardsticks of the same run:', '', '| entry | × authorizer | × bare Powertools idempotency |', '|---|---:|---:|');
+    for (const r of b.ratios) lines.push(`| \`${r.entry}\` | ${ms(r.to_authorizer)} | ${ms(r.to_powertools)} |`);
+  }
+  lines.push('', 'Bytes by package (esbuild `bytesInOutput`; project files by folder), at import and in total, largest ten:', '');
+  for (const x of b.bundles) {
+    const top = (list: readonly PackageBytes[]) =>
+      list
+        .slice(0, 10)
+        .map((p) => `${p.package} ${kib(p.bytes)}`)
+        .join(', ');
+    lines.push(`- \`${x.entry}\`${x.kind === 'before' || x.kind === 'deferred' ? ` (${x.functions.join(', ')})` : ''}${x.precompiled_registry ? ' (precompiled registry)' : ''}: at import: ${top(x.static_packages)}; total: ${top(x.total_packages)}.`);
+  }
+  lines.push('');
+  return lines;
 }

@@ -17,7 +17,8 @@ import type { ActionResult } from '../../lib/protocol/index.js';
 import type { InvokeMessage } from '../../lib/ports/messages.js';
 import type { SubmitOutcome } from '../../lib/runtime/types.js';
 import { TENANT, uid, type Harness } from '../lib/harness.js';
-import { meanSummary, summarize, traceLine, type CostSummary } from '../lib/meter.js';
+import { sumBilled, type BilledSummary } from '../lib/billing.js';
+import { meanSummary, summarize, traceLine, type CallRecord, type CostSummary } from '../lib/meter.js';
 import { distribution, type Distribution } from '../lib/stats.js';
 
 export interface PhaseFigures {
@@ -35,6 +36,50 @@ export interface ScenarioFigures {
   readonly latency_ms: Distribution;
   /** The warm-up run's calls, one line each, with call sites. */
   readonly trace: string[];
+  /** Capacity as AWS bills it, from the warm-up run's item images (bench/lib/billing.ts). Counts are properties of the code: one run tells them. */
+  readonly billed?: BilledFigures;
+}
+
+/** An item's size as the warm-up run wrote or read it, with the attributes that make it up (largest first). */
+export interface ItemSizeFigure {
+  /** Item kind: ACTION, IDEM, TXN, RCPT, ROUTE, PLAN, ... */
+  readonly kind: string;
+  /** Its largest image in the action, bytes (AWS's item size rules). */
+  readonly bytes: number;
+  /** Where: `<phase>: <request> <verb>` of that largest image. */
+  readonly at: string;
+  /** Billed units of that write or read. */
+  readonly units: number;
+  readonly attributes: readonly { readonly name: string; readonly bytes: number }[];
+}
+
+export interface BilledFigures {
+  readonly total: BilledSummary;
+  readonly phases: { readonly phase: string; readonly billed: BilledSummary }[];
+  /** The largest image of each item kind the action touched. */
+  readonly items: readonly ItemSizeFigure[];
+}
+
+/** The billed figures of a traced run: per phase, in all, and the largest image per item kind. */
+export function billedFigures(phases: readonly { phase: string; calls: readonly CallRecord[] }[]): BilledFigures | undefined {
+  const all = phases.flatMap((p) => p.calls);
+  if (!all.some((c) => c.billed !== undefined)) return undefined;
+  const items = new Map<string, ItemSizeFigure>();
+  for (const p of phases) {
+    for (const c of p.calls) {
+      for (const it of c.billed?.items ?? []) {
+        const kind = it.what.replace(/^[A-Za-z]+:/, '');
+        const bytes = Math.max(it.before, it.after);
+        const known = items.get(kind);
+        if (known === undefined || bytes > known.bytes) items.set(kind, { kind, bytes, at: `${p.phase}: ${c.op} ${it.what}`, units: it.units, attributes: it.attributes.slice(0, 12) });
+      }
+    }
+  }
+  return {
+    total: sumBilled(all.map((c) => c.billed)),
+    phases: phases.map((p) => ({ phase: p.phase, billed: sumBilled(p.calls.map((c) => c.billed)) })),
+    items: [...items.values()].sort((a, b) => b.bytes - a.bytes),
+  };
 }
 
 interface Phase<C> {
@@ -61,6 +106,7 @@ export class ScenarioRun<C> {
   private readonly totals: CostSummary[] = [];
   private readonly totalMs: number[] = [];
   private readonly trace: string[] = [];
+  private billed: BilledFigures | undefined;
 
   constructor(
     private readonly h: Harness,
@@ -72,7 +118,9 @@ export class ScenarioRun<C> {
     const { h, scenario: s } = this;
     const ctx = await h.meter.quiet(() => s.prepare());
     h.meter.captureSites = i === 0;
+    h.meter.billing = i === 0;
     const all: ReturnType<Harness['meter']['since']> = [];
+    const traced: { phase: string; calls: CallRecord[] }[] = [];
     let ms = 0;
     try {
       for (const p of s.phases) {
@@ -86,6 +134,7 @@ export class ScenarioRun<C> {
         ms += dt;
         if (i === 0) {
           this.trace.push(`${p.name}:`, ...calls.map((c) => `  ${traceLine(c)}`));
+          traced.push({ phase: p.name, calls });
           continue;
         }
         const slot = this.perPhase.get(p.name) ?? { costs: [], ms: [] };
@@ -95,7 +144,9 @@ export class ScenarioRun<C> {
       }
     } finally {
       h.meter.captureSites = false;
+      h.meter.billing = false;
     }
+    if (i === 0) this.billed = billedFigures(traced);
     if (i > 0) {
       this.totals.push(summarize(all));
       this.totalMs.push(ms);
@@ -113,6 +164,7 @@ export class ScenarioRun<C> {
       total: meanSummary(this.totals),
       latency_ms: distribution(this.totalMs),
       trace: runs === 0 ? [...this.trace, '(no measured runs)'] : [...this.trace],
+      ...(this.billed !== undefined ? { billed: this.billed } : {}),
     };
   }
 }

@@ -25,7 +25,8 @@ import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dyn
 import type { Context } from 'aws-lambda';
 import { localLambdaContext } from '../../lib/aws/sqs/poller.js';
 import { meteredDynamo, uid, type Harness } from '../lib/harness.js';
-import { Meter, meanSummary, summarize, traceLine, type CostSummary } from '../lib/meter.js';
+import { sumBilled, type BilledSummary } from '../lib/billing.js';
+import { Meter, meanSummary, summarize, traceLine, type CallRecord, type CostSummary } from '../lib/meter.js';
 import { distribution, ratio, type Distribution } from '../lib/stats.js';
 import { chargeAction, warmUp } from './cost.js';
 
@@ -33,14 +34,16 @@ export interface SideFigures {
   readonly cost: CostSummary;
   readonly latency_ms: Distribution;
   readonly trace: string[];
+  /** Capacity as AWS bills it (bench/lib/billing.ts), from the warm run's item images. */
+  readonly billed?: BilledSummary;
 }
 
 export interface PeerCase {
   readonly id: 'execute' | 'replay';
   readonly ours: SideFigures;
   readonly powertools: SideFigures;
-  /** ours / powertools. */
-  readonly ratio: { readonly requests: number; readonly writes: number; readonly reads: number; readonly capacity: number; readonly latency_p50: number };
+  /** ours / powertools. `billed`: capacity as AWS bills it (write + index write + read units). */
+  readonly ratio: { readonly requests: number; readonly writes: number; readonly reads: number; readonly capacity: number; readonly latency_p50: number; readonly billed?: number };
 }
 
 export interface PeerFigures {
@@ -95,11 +98,15 @@ export async function runPeerSection(h: Harness, runs: number, version: string):
   });
   const context = () => localLambdaContext('powertools-bench', 60_000, 'us-east-1');
 
-  const ours = { execute: [] as CostSummary[], replay: [] as CostSummary[], executeMs: [] as number[], replayMs: [] as number[], traces: { execute: [] as string[], replay: [] as string[] } };
-  const theirs = { execute: [] as CostSummary[], replay: [] as CostSummary[], executeMs: [] as number[], replayMs: [] as number[], traces: { execute: [] as string[], replay: [] as string[] } };
+  const ours = { execute: [] as CostSummary[], replay: [] as CostSummary[], executeMs: [] as number[], replayMs: [] as number[], traces: { execute: [] as string[], replay: [] as string[] }, billed: {} as Partial<Record<'execute' | 'replay', BilledSummary>> };
+  const theirs = { execute: [] as CostSummary[], replay: [] as CostSummary[], executeMs: [] as number[], replayMs: [] as number[], traces: { execute: [] as string[], replay: [] as string[] }, billed: {} as Partial<Record<'execute' | 'replay', BilledSummary>> };
+  const billedOf = (calls: readonly CallRecord[]) => sumBilled(calls.map((c) => c.billed));
 
   for (let i = 0; i <= runs; i++) {
     const warm = i === 0;
+    // The warm run is billed from its item images (extra reads on another client; its latency is not measured).
+    h.meter.billing = warm;
+    meter.billing = warm;
     // --- ours: execute, then a replay of the same key under a new action ID
     const action = chargeAction('execute');
     let mark = h.meter.mark();
@@ -112,8 +119,10 @@ export async function runPeerSection(h: Harness, runs: number, version: string):
     ms += performance.now() - t0;
     if (admitted.disposition !== 'accepted' || settled.transaction_status !== 'committed') throw new Error('section 2: our execute did not commit');
     let calls = h.meter.since(mark);
-    if (warm) ours.traces.execute = calls.map(traceLine);
-    else {
+    if (warm) {
+      ours.traces.execute = calls.map(traceLine);
+      ours.billed.execute = billedOf(calls);
+    } else {
       ours.execute.push(summarize(calls));
       ours.executeMs.push(ms);
     }
@@ -123,8 +132,10 @@ export async function runPeerSection(h: Harness, runs: number, version: string):
     ms = performance.now() - t0;
     if (replay.disposition !== 'replayed') throw new Error('section 2: our replay did not replay');
     calls = h.meter.since(mark);
-    if (warm) ours.traces.replay = calls.map(traceLine);
-    else {
+    if (warm) {
+      ours.traces.replay = calls.map(traceLine);
+      ours.billed.replay = billedOf(calls);
+    } else {
       ours.replay.push(summarize(calls));
       ours.replayMs.push(ms);
     }
@@ -137,8 +148,10 @@ export async function runPeerSection(h: Harness, runs: number, version: string):
     const first = await idempotentCharge(event, context());
     ms = performance.now() - t0;
     calls = meter.since(mark);
-    if (warm) theirs.traces.execute = calls.map(traceLine);
-    else {
+    if (warm) {
+      theirs.traces.execute = calls.map(traceLine);
+      theirs.billed.execute = billedOf(calls);
+    } else {
       theirs.execute.push(summarize(calls));
       theirs.executeMs.push(ms);
     }
@@ -148,19 +161,23 @@ export async function runPeerSection(h: Harness, runs: number, version: string):
     ms = performance.now() - t0;
     if ((again as { id?: string }).id !== (first as { id?: string }).id) throw new Error('section 2: the Powertools replay returned another charge');
     calls = meter.since(mark);
-    if (warm) theirs.traces.replay = calls.map(traceLine);
-    else {
+    if (warm) {
+      theirs.traces.replay = calls.map(traceLine);
+      theirs.billed.replay = billedOf(calls);
+    } else {
       theirs.replay.push(summarize(calls));
       theirs.replayMs.push(ms);
     }
     meter.clear();
   }
+  h.meter.billing = false;
+  meter.billing = false;
   raw.destroy();
 
-  const side = (costs: CostSummary[], ms: number[], trace: string[]): SideFigures => ({ cost: meanSummary(costs), latency_ms: distribution(ms), trace });
+  const side = (costs: CostSummary[], ms: number[], trace: string[], billed: BilledSummary | undefined): SideFigures => ({ cost: meanSummary(costs), latency_ms: distribution(ms), trace, ...(billed !== undefined ? { billed } : {}) });
   const cases: PeerCase[] = (['execute', 'replay'] as const).map((id) => {
-    const o = side(ours[id], id === 'execute' ? ours.executeMs : ours.replayMs, ours.traces[id]);
-    const p = side(theirs[id], id === 'execute' ? theirs.executeMs : theirs.replayMs, theirs.traces[id]);
+    const o = side(ours[id], id === 'execute' ? ours.executeMs : ours.replayMs, ours.traces[id], ours.billed[id]);
+    const p = side(theirs[id], id === 'execute' ? theirs.executeMs : theirs.replayMs, theirs.traces[id], theirs.billed[id]);
     const req = (c: CostSummary) => c.reads + c.writes;
     const cap = (c: CostSummary) => c.capacity_total_est;
     return {
@@ -173,6 +190,7 @@ export async function runPeerSection(h: Harness, runs: number, version: string):
         reads: ratio(o.cost.reads, p.cost.reads),
         capacity: ratio(cap(o.cost), cap(p.cost)),
         latency_p50: ratio(o.latency_ms.p50, p.latency_ms.p50),
+        ...(o.billed !== undefined && p.billed !== undefined ? { billed: ratio(o.billed.total, p.billed.total) } : {}),
       },
     };
   });

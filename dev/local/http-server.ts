@@ -37,7 +37,7 @@ import { policyAllows } from '../../lib/auth/policy.js';
 import { createTokenVerifier, type TokenVerifier } from '../../lib/auth/verifier.js';
 import { devVerifierConfig, type DevKeys } from '../auth/keys.js';
 import { gatewayProblem, gatewayResponse, type GatewayResponseType } from '../../lib/http/gateway-responses.js';
-import { PROBLEM_CONTENT_TYPE } from '../../lib/errors/wire.js';
+import { PROBLEM_CONTENT_TYPE } from '../../lib/protocol/problem.js';
 import { AUTHORIZATION_HEADER_PATTERN, createAuthorizerHandler, type AuthorizerHandler } from '../../functions/authorizer.js';
 import { createHttpHandlers } from '../../functions/http/index.js';
 import { matchRoute, ROUTE_LIST, type RouteDefinition, type RouteId } from '../../functions/http/routes.js';
@@ -147,7 +147,7 @@ function queryMaps(search: URLSearchParams): { single: Record<string, string> | 
   for (const [k, v] of search) {
     any = true;
     const define = <T>(o: Record<string, T>, val: T) => Object.defineProperty(o, k, { value: val, enumerable: true, writable: true, configurable: true });
-    const list = Object.prototype.hasOwnProperty.call(multi, k) ? (multi[k] as string[]) : [];
+    const list = Object.hasOwn(multi, k) ? (multi[k] as string[]) : [];
     list.push(v);
     define(multi, list);
     define(single, v);

@@ -15,8 +15,10 @@
  *   every handler in this process;
  * - the local API Gateway (dev/local/http-server.ts) with the HTTP handlers
  *   and the Lambda authorizer, verifying tokens signed with the development key;
- * - pollers feeding the invoke and reconcile queues to the worker and
- *   reconcile handlers (lib/aws/sqs/poller.ts, Lambda's SQS event source);
+ * - event sources feeding the invoke and reconcile queues to the worker and
+ *   reconcile handlers (lib/aws/sqs/local-event-source.ts: Lambda's SQS
+ *   event source, with `workerInstances` batches at once, and the delivery
+ *   order of an SQS fair queue, which fauxqs does not implement);
  * - the sweeper handler on a 60 s timer.
  *
  * `startLocalStack(options)` starts the same stack in-process (the end-to-end
@@ -32,7 +34,9 @@ import type { ScheduledEvent, SQSEvent } from 'aws-lambda';
 import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { createDynamoDbClient, createSqsClient } from '../../lib/aws/clients.js';
 import { createTable } from '../../lib/aws/dynamo/create-table.js';
-import { localLambdaContext, startSqsPoller } from '../../lib/aws/sqs/poller.js';
+import { localLambdaContext } from '../../lib/aws/sqs/poller.js';
+import { messageGroupOf, startLocalEventSource } from '../../lib/aws/sqs/local-event-source.js';
+import type { QueueFairness } from '../../lib/ports/queue.js';
 import { createTokenVerifier } from '../../lib/auth/verifier.js';
 import type { CrashPoints } from '../../lib/runtime/crash-points.js';
 import type { Runtime } from '../../lib/runtime/runtime.js';
@@ -52,6 +56,7 @@ import { handler as invokeHandler } from '../../functions/worker/invoke.js';
 import { handler as reconcileHandler } from '../../functions/worker/reconcile.js';
 import { handler as sweeperHandler } from '../../functions/scheduled/sweeper.js';
 import { startLocalHttpServer, type LocalHttpServer } from './http-server.js';
+import type { HttpDeps } from '../../functions/shared/route-handler.js';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { localRemoteKeys, startLocalRemote, type LocalRemoteHost } from './remote-host.js';
 import { localConsoleRoutes } from './console.js';
@@ -129,6 +134,24 @@ export interface LocalStackOptions {
   readonly sweepIntervalMs?: number;
   /** Long-poll wait of the queue pollers, 0..20 s. Default 20. */
   readonly pollWaitSeconds?: number;
+  /**
+   * How the invoke and reconcile queues serve their tenants. `tenant`
+   * (default): as an SQS fair queue does when messages carry a message group
+   * per tenant, which is what the deployed producers send (emulated here:
+   * fauxqs serves standard queues oldest first). `none`: oldest first, the
+   * behaviour before fair queues. docs/queue-and-scheduler.md.
+   */
+  readonly fairness?: QueueFairness;
+  /** Batches each consumer (invoke worker, reconcile consumer) runs at once, as Lambda's concurrency. Default 1. */
+  readonly workerInstances?: number;
+  /** Messages per batch, 1..10. Default 10 (the deployed event sources use 5). */
+  readonly workerBatchSize?: number;
+  /**
+   * Poll schedule of `Prefer: wait` / `?wait=` in the HTTP handlers (first
+   * interval and cap in ms, each ≥ 1). Default: the deployed handlers' own
+   * (200 ms, ×1.5 per poll, up to 1 s). The benchmark tunes it (bench/sections/latency.ts).
+   */
+  readonly waitPoll?: HttpDeps['waitPoll'];
   /** Seed of the payments simulator's fault RNG. Default 1. */
   readonly simulatorSeed?: number;
   /** Stack-level messages (start, stop, background errors). Default: none. */
@@ -442,7 +465,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       ['invoke', invokeQueue, invokeHandler],
       ['reconcile', reconcileQueue, reconcileHandler],
     ] as const) {
-      const poller = startSqsPoller({
+      const source = startLocalEventSource({
         client: sqs,
         queueUrl: queue.url,
         queueArn: queue.arn,
@@ -454,12 +477,18 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
           }
         },
         waitTimeSeconds: wait,
+        visibilityTimeoutSeconds: QUEUE_VISIBILITY_SECONDS,
+        fairness: options.fairness ?? 'tenant',
+        // fauxqs keeps no MessageGroupId on standard queues: the producer's group is derived again from the body.
+        groupOf: messageGroupOf,
+        instances: options.workerInstances ?? 1,
+        batchSize: options.workerBatchSize ?? 10,
         ...(options.redeliveryDelaySeconds !== undefined ? { retryDelaySeconds: Math.max(0, Math.floor(options.redeliveryDelaySeconds)) } : {}),
         functionName: `aip-local-${name}`,
         functionTimeoutMs: WORKER_TIMEOUT_MS,
         onError: pollerError(name),
       });
-      stops.push(() => poller.stop());
+      stops.push(() => source.stop());
     }
 
     // The sweeper, on a timer (EventBridge rule every minute in AWS). Runs never overlap.
@@ -492,7 +521,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const http: LocalHttpServer = await startLocalHttpServer({
       port: port('api'),
       host: '127.0.0.1',
-      http: { runtime: productionRuntime },
+      http: { runtime: productionRuntime, ...(options.waitPoll !== undefined ? { waitPoll: options.waitPoll } : {}) },
       auth: { verifier: createTokenVerifier(devVerifierConfig(keys)) },
       jwks: keys.jwks,
       ...(options.console !== undefined

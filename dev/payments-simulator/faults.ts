@@ -14,6 +14,8 @@ export interface FaultContext {
   readonly method: 'GET' | 'POST';
   readonly path: string;
   readonly idempotencyKey: string | undefined;
+  /** The `customer` of a charge request's body, when it has one. */
+  readonly customer?: string | undefined;
   /** `create`: a new charge or refund is about to be committed. */
   readonly stage: 'create' | 'replay' | 'cancel' | 'read';
 }
@@ -111,6 +113,7 @@ export class FaultBook {
       if (m.method !== ctx.method) continue;
       if (!pathMatches(m.path, ctx.path)) continue;
       if (m.idempotency_key !== undefined && m.idempotency_key !== ctx.idempotencyKey) continue;
+      if (m.customer !== undefined && m.customer !== ctx.customer) continue;
       if (!applies(rule.fault, ctx)) continue;
       if (rule.probability < 1 && !(this.random() < rule.probability)) continue;
       if (rule.remaining !== 'always') {

@@ -32,13 +32,13 @@ export async function startFromEnv(
   env: NodeJS.ProcessEnv = process.env,
   write: (line: string) => void = (line) => process.stdout.write(`${line}\n`),
 ): Promise<PaymentsSimulator> {
-  const apiKeys = (env['PAYMENTS_SIM_API_KEY'] ?? '')
+  const apiKeys = (env.PAYMENTS_SIM_API_KEY ?? '')
     .split(',')
     .map((k) => k.trim())
     .filter((k) => k.length > 0);
   if (apiKeys.length === 0) throw new ConfigError('PAYMENTS_SIM_API_KEY is required (comma-separate several keys)');
   let faults: FaultRuleInput[] | undefined;
-  const rawFaults = env['PAYMENTS_SIM_FAULTS'];
+  const rawFaults = env.PAYMENTS_SIM_FAULTS;
   if (rawFaults !== undefined && rawFaults.trim() !== '') {
     try {
       faults = JSON.parse(rawFaults) as FaultRuleInput[];
@@ -46,10 +46,10 @@ export async function startFromEnv(
       throw new ConfigError('PAYMENTS_SIM_FAULTS must be a JSON list of fault rules');
     }
   }
-  const quiet = env['PAYMENTS_SIM_LOG'] === 'off';
+  const quiet = env.PAYMENTS_SIM_LOG === 'off';
   const sim = await startPaymentsSimulator({
     port: intFrom(env, 'PORT', 4010, 65_535),
-    host: env['HOST']?.trim() || '127.0.0.1',
+    host: env.HOST?.trim() || '127.0.0.1',
     apiKeys,
     seed: intFrom(env, 'PAYMENTS_SIM_SEED', 1, 0xffff_ffff),
     ...(faults ? { faults } : {}),

@@ -101,6 +101,12 @@ export const FaultMatch = z.strictObject({
   /** Exact path, or a prefix ending in `*` (e.g. `/v1/operations/*`). Omitted: any /v1 path. */
   path: z.string().min(1).max(300).optional(),
   idempotency_key: IdempotencyKey.optional(),
+  /**
+   * The `customer` of a `POST /v1/charges` body (exact). A request without one,
+   * and every other route, does not match. Lets a run make one customer's
+   * charges slow or failing while others are not (e.g. one tenant's traffic).
+   */
+  customer: z.string().min(1).max(255).optional(),
 });
 export type FaultMatch = z.output<typeof FaultMatch>;
 

@@ -13,7 +13,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
-import * as z from 'zod';
+import type * as z from 'zod';
 import { FaultBook, type FaultContext, type FaultRuleView, type SelectedFault } from './faults.js';
 import {
   BodyAborted,
@@ -150,6 +150,8 @@ interface RequestCtx {
   apiKeyIndex?: number;
   replayed?: boolean;
   fault?: Fault['type'];
+  /** The `customer` of a charge request (fault rules can match it). */
+  customer?: string;
 }
 
 /** Thrown inside a handler to answer with a typed provider error. */
@@ -302,7 +304,7 @@ export async function startPaymentsSimulator(options: PaymentsSimulatorOptions):
 
   const selectFault = (ctx: RequestCtx, stage: FaultContext['stage']): SelectedFault | undefined => {
     const method = ctx.method === 'GET' ? 'GET' : 'POST';
-    const selected = faultBook.select({ method, path: ctx.path, idempotencyKey: ctx.idempotencyKey, stage });
+    const selected = faultBook.select({ method, path: ctx.path, idempotencyKey: ctx.idempotencyKey, customer: ctx.customer, stage });
     if (selected) {
       ctx.fault = selected.fault.type;
       emit({
@@ -445,6 +447,7 @@ export async function startPaymentsSimulator(options: PaymentsSimulatorOptions):
   const createCharge = async (ctx: RequestCtx): Promise<void> => {
     const key = requireIdempotencyKey(ctx);
     const body = parse(CreateChargeBody, await jsonBody(ctx), 'charge');
+    if (body.customer !== undefined) ctx.customer = body.customer;
     await mutate(ctx, key, 'POST /v1/charges', body, 'create', (fault) => {
       const outcome = outcomeOf(fault);
       const view = ctx.state.commitCharge(key, body, outcome);
@@ -683,7 +686,7 @@ export async function startPaymentsSimulator(options: PaymentsSimulatorOptions):
       else fail(ctx, providerError(404, 'route_not_found', 'No such route'));
     } catch (err) {
       if (err instanceof Reject) {
-        const allow = err.error.extra?.['allow'];
+        const allow = err.error.extra?.allow;
         fail(ctx, err.error, typeof allow === 'string' ? { allow } : {});
       } else if (err instanceof BodyAborted) {
         drop(ctx);

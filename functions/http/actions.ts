@@ -51,8 +51,16 @@ function settled(result: ActionResult): boolean {
  * poll) until it settles or the deadline passes, then reads the full state
  * (with the transaction view) once.
  */
-async function waitForAction(rt: RuntimeApi, caller: CallerIdentity, tenant_id: string, action_id: string, deadline: number, clock: WaitClock): Promise<ActionState> {
-  await pollUntil(() => rt.getActionResult(caller, tenant_id, action_id), settled, { deadline, clock });
+async function waitForAction(
+  rt: RuntimeApi,
+  caller: CallerIdentity,
+  tenant_id: string,
+  action_id: string,
+  deadline: number,
+  clock: WaitClock,
+  poll: HttpDeps['waitPoll'] = {},
+): Promise<ActionState> {
+  await pollUntil(() => rt.getActionResult(caller, tenant_id, action_id), settled, { deadline, clock, ...poll });
   return rt.getAction(caller, tenant_id, action_id);
 }
 
@@ -88,7 +96,7 @@ export function createSubmitActionHandler(deps: HttpDeps): ProxyHandler {
 
       let state: ActionState;
       try {
-        state = await waitForAction(rt, caller, outcome.tenant_id, outcome.action_id, clock.now() + budget, clock);
+        state = await waitForAction(rt, caller, outcome.tenant_id, outcome.action_id, clock.now() + budget, clock, deps.waitPoll);
       } catch {
         // The action WAS admitted: a failed status read must not turn that into an error answer.
         return { status: 202, headers: pending, body: response };
@@ -112,7 +120,7 @@ export function createGetActionHandler(deps: HttpDeps): ProxyHandler {
     const tenant = tenant_id as string;
     const fetch = () => rt.getAction(caller, tenant, path.id);
     const budget = query.wait === undefined ? 0 : waitBudgetMs(query.wait, remainingMs());
-    const state = budget > 0 ? await waitForAction(rt, caller, tenant, path.id, clock.now() + budget, clock) : await fetch();
+    const state = budget > 0 ? await waitForAction(rt, caller, tenant, path.id, clock.now() + budget, clock, deps.waitPoll) : await fetch();
     return { status: 200, body: state };
   });
 }

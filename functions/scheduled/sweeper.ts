@@ -16,7 +16,7 @@ import type { Context, ScheduledEvent } from 'aws-lambda';
 import { AIP_METRICS } from '../../infra/function-env.js';
 import { getRuntime } from '../shared/bootstrap.js';
 import { MetricUnit, withConsumerObservability } from '../shared/consumer-middleware.js';
-import { defaultObservability, type Observability } from '../shared/observability.js';
+import { defaultObservability, withTracer, type Observability } from '../shared/observability.js';
 import type { RuntimeProvider, SweepResult, WorkerRuntime } from '../shared/runtime-contract.js';
 
 export interface SweeperHandlerDeps {
@@ -27,9 +27,9 @@ export interface SweeperHandlerDeps {
 export type SweeperHandler = (event: ScheduledEvent, context: Context) => Promise<SweepResult>;
 
 export function createSweeperHandler(deps: SweeperHandlerDeps): SweeperHandler {
-  let wrapped: SweeperHandler | undefined;
-  const build = (): SweeperHandler => {
-    const obs = deps.observability ?? defaultObservability();
+  let wrapped: Promise<SweeperHandler> | undefined;
+  const build = async (): Promise<SweeperHandler> => {
+    const obs = await withTracer(deps.observability ?? defaultObservability());
     const body = async (): Promise<SweepResult> => {
       const runtime = await deps.runtime();
       // The Runtime's clock decides what is overdue (the event's time is only the rule's schedule).
@@ -43,9 +43,13 @@ export function createSweeperHandler(deps: SweeperHandlerDeps): SweeperHandler {
     };
     return withConsumerObservability('sweeper', body, obs);
   };
-  return (event, context) => {
-    wrapped ??= build();
-    return wrapped(event, context);
+  return async (event, context) => {
+    // A failed build is not kept: the next invocation builds again.
+    wrapped ??= build().catch((err: unknown) => {
+      wrapped = undefined;
+      throw err;
+    });
+    return (await wrapped)(event, context);
   };
 }
 

@@ -41,7 +41,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import * as z from 'zod';
-import { configuredEndpoint, type AwsService } from '../../lib/aws/clients.js';
+import { configuredEndpoint, type AwsService } from '../../lib/aws/client-config.js';
 import { LocalCredentialConfigSchema, type LocalCredentialReference } from '../../lib/connectors/credentials/env-provider.js';
 import { RemotePlacementSchema, inlineKeysAllowed, keySources, type RemotePlacement } from '../../lib/connectors/remote/config.js';
 import type { Clock } from '../../lib/ports/clock.js';

@@ -11,7 +11,9 @@
  */
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { GetSecretValueCommand } from '@aws-sdk/client-secrets-manager';
-import { createDynamoDbClient, createSchedulerClient, createSecretsManagerClient, createSqsClient } from '../../lib/aws/clients.js';
+import { createDynamoDbClient } from '../../lib/aws/clients/dynamodb.js';
+import { createSecretsManagerClient } from '../../lib/aws/clients/secrets-manager.js';
+import type { AwsClientOptions } from '../../lib/aws/client-config.js';
 import { DynamoActionStore } from '../../lib/aws/dynamo/action-store.js';
 import { DynamoApprovalStore } from '../../lib/aws/dynamo/approval-store.js';
 import { DynamoAtomicWrites } from '../../lib/aws/dynamo/atomic-writes.js';
@@ -19,12 +21,12 @@ import { DynamoIdempotencyStore } from '../../lib/aws/dynamo/idempotency-store.j
 import { DynamoRouteStore } from '../../lib/aws/dynamo/route-store.js';
 import { DynamoStreamStore } from '../../lib/aws/dynamo/stream-store.js';
 import { DynamoTransactionStore } from '../../lib/aws/dynamo/transaction-store.js';
-import { EventBridgeReconcileScheduler } from '../../lib/aws/scheduler/scheduler.js';
 import { SecretsManagerCredentialProvider } from '../../lib/aws/secrets/secrets-manager-provider.js';
-import { SqsMessageQueue } from '../../lib/aws/sqs/queue.js';
 import { EnvCredentialProvider } from '../../lib/connectors/credentials/env-provider.js';
-import { systemClock } from '../../lib/ports/clock.js';
+import { systemClock, type Clock } from '../../lib/ports/clock.js';
 import type { CredentialProvider } from '../../lib/ports/credentials.js';
+import type { MessageQueue } from '../../lib/ports/queue.js';
+import type { ReconcileScheduler } from '../../lib/ports/scheduler.js';
 import {
   ProductionRuntimeConfigSchema,
   RuntimeConfigSchema,
@@ -34,14 +36,15 @@ import {
 } from '../../lib/runtime/config.js';
 import { AesGcmCursorSealer, ephemeralCursorSealer, parseCursorKeyMaterial, type CursorSealer } from '../../lib/runtime/cursor.js';
 import { staticConnectorHost, type HostedConnector } from '../../lib/runtime/deps.js';
-import { CapabilityRegistry } from '../../lib/runtime/registry.js';
+import { CapabilityRegistry, type ManifestSource } from '../../lib/runtime/registry-core.js';
+import { PrecompiledMismatchError, precompiledCompilers, type PrecompiledRegistry } from '../../lib/runtime/schema-precompiled.js';
+import { PRECOMPILED_REGISTRY } from './precompiled-registry.js';
 import { Runtime } from '../../lib/runtime/runtime.js';
 import { secretsManagerReferences } from '../../infra/config.js';
 import { BootstrapConfigError, FUNCTION_ENV, OPTIONAL_ENV, parseNested, type BootstrapIssue, type BootstrapSettings, type RuntimeHandle, type RuntimeOverrides } from './bootstrap.js';
 import type { RuntimeApi } from './runtime-api.js';
 import type { WorkerRuntime } from './runtime-contract.js';
 import { CONNECTOR_FACTORIES } from './connector-factories.js';
-import { remoteConnectorsFor } from '../connector-host/compose.js';
 
 export { CONNECTOR_FACTORIES, type ConnectorFactory, type ConnectorFactoryOptions } from './connector-factories.js';
 
@@ -153,6 +156,84 @@ export function cursorSealerFor(settings: BootstrapSettings, secrets: () => Retu
   return ephemeralCursorSealer();
 }
 
+/**
+ * The capability registry of the enabled connectors. With a precompiled
+ * registry in the bundle (infra/bundling.ts) its validators serve every
+ * connector they were built for and ajv is never loaded; a connector they do
+ * not cover (or no precompiled registry: `npm start`, the tests) is compiled
+ * by run-time ajv, imported only then.
+ */
+export async function buildRegistry(manifests: readonly ManifestSource[], precompiled: PrecompiledRegistry | undefined = PRECOMPILED_REGISTRY): Promise<CapabilityRegistry> {
+  if (precompiled !== undefined) {
+    try {
+      return CapabilityRegistry.fromManifests(manifests, { compilers: precompiledCompilers(precompiled) });
+    } catch (err) {
+      if (!(err instanceof PrecompiledMismatchError)) throw err;
+    }
+  }
+  const { AJV_SCHEMA_COMPILERS } = await import('../../lib/runtime/schema-ajv.js');
+  return CapabilityRegistry.fromManifests(manifests, { compilers: precompiled !== undefined ? precompiledCompilers(precompiled, AJV_SCHEMA_COMPILERS) : AJV_SCHEMA_COMPILERS });
+}
+
+/** Memoises an async load; a failed load is not kept (the next call tries again). */
+function once<T>(load: () => Promise<T>): () => Promise<T> {
+  let pending: Promise<T> | undefined;
+  return () =>
+    (pending ??= load().catch((err: unknown) => {
+      pending = undefined;
+      throw err;
+    }));
+}
+
+/**
+ * The SQS queues and the EventBridge Scheduler adapter of the Runtime, each
+ * imported (with its SDK client) and built on its first call. They are the
+ * adapters of lib/aws unchanged, reached through the ports' asynchronous
+ * methods only, so the Runtime sees no difference; a route that only reads
+ * never loads them. One SQS client serves both queues, as before.
+ */
+export function lazyAdapters(sqsOptions: AwsClientOptions, schedulerOptions: AwsClientOptions) {
+  let sqsClient: { destroy(): void } | undefined;
+  let schedulerClient: { destroy(): void } | undefined;
+  const sqs = once(async () => {
+    const [{ createSqsClient }, { SqsMessageQueue }] = await Promise.all([import('../../lib/aws/clients/sqs.js'), import('../../lib/aws/sqs/queue.js')]);
+    const client = createSqsClient(sqsOptions);
+    sqsClient = client;
+    return { client, SqsMessageQueue };
+  });
+  return {
+    queue(options: { readonly queueUrl: string; readonly accepts: readonly ('invoke' | 'reconcile')[] }): MessageQueue {
+      const adapter = once(async () => {
+        const { client, SqsMessageQueue } = await sqs();
+        return new SqsMessageQueue({ client, queueUrl: options.queueUrl, accepts: [...options.accepts] });
+      });
+      return {
+        send: async (message, sendOptions) => (await adapter()).send(message, sendOptions),
+        sendBatch: async (entries) => (await adapter()).sendBatch(entries),
+      };
+    },
+    scheduler(options: { readonly groupName: string; readonly targetQueueArn: string; readonly roleArn: string; readonly clock: Clock }): ReconcileScheduler {
+      const adapter = once(async () => {
+        const [{ createSchedulerClient }, { EventBridgeReconcileScheduler }] = await Promise.all([
+          import('../../lib/aws/clients/scheduler.js'),
+          import('../../lib/aws/scheduler/scheduler.js'),
+        ]);
+        const client = createSchedulerClient(schedulerOptions);
+        schedulerClient = client;
+        return new EventBridgeReconcileScheduler({ client, ...options });
+      });
+      return {
+        scheduleReconcile: async (request) => (await adapter()).scheduleReconcile(request),
+        cancelReconcile: async (ref) => (await adapter()).cancelReconcile(ref),
+      };
+    },
+    close(): void {
+      sqsClient?.destroy();
+      schedulerClient?.destroy();
+    },
+  };
+}
+
 export async function composeRuntime(settings: BootstrapSettings, overrides: RuntimeOverrides = {}): Promise<RuntimeHandle> {
   const clock = overrides.clock ?? systemClock;
   const now = () => clock.now();
@@ -164,14 +245,14 @@ export async function composeRuntime(settings: BootstrapSettings, overrides: Run
 
   const dynamo = createDynamoDbClient({ ...common, ...endpoint('dynamodb') });
   const documents = DynamoDBDocumentClient.from(dynamo, { marshallOptions: { removeUndefinedValues: true } });
-  const sqs = createSqsClient({ ...common, ...endpoint('sqs') });
-  const scheduler = createSchedulerClient({ ...common, ...endpoint('scheduler') });
+  // The SQS and Scheduler adapters (and their SDK clients) are imported and built on their first call:
+  // a route that only reads never loads them (lazyQueues, lazyScheduler).
+  const lazy = lazyAdapters({ ...common, ...endpoint('sqs') }, { ...common, ...endpoint('scheduler') });
   let secretsClient: ReturnType<typeof createSecretsManagerClient> | undefined;
   const secrets = () => (secretsClient ??= createSecretsManagerClient({ ...common, ...endpoint('secretsManager') }));
   const close = () => {
     documents.destroy();
-    sqs.destroy();
-    scheduler.destroy();
+    lazy.close();
     secretsClient?.destroy();
   };
 
@@ -179,7 +260,11 @@ export async function composeRuntime(settings: BootstrapSettings, overrides: Run
     const cursors = cursorSealerFor(settings, secrets);
     // Enabled connectors, each with its deployment credential provider; or, placed remotely
     // (AIP_REMOTE_CONNECTORS), the signed proxy to its connector host (credentials resolve in the host).
-    const remote = settings.remotePlacement !== undefined ? await remoteConnectorsFor(settings.remotePlacement, { envName: settings.runtimeConfig.envName, documents, tableName: settings.tableName, clock }) : undefined;
+    // Imported only when connectors are placed remotely: the signed proxies, their keyring and the KMS client stay out of the other deployments' cold start.
+    const remote =
+      settings.remotePlacement !== undefined
+        ? await (await import('../connector-host/compose.js')).remoteConnectorsFor(settings.remotePlacement, { envName: settings.runtimeConfig.envName, documents, tableName: settings.tableName, clock })
+        : undefined;
     const connectors: HostedConnector[] = [];
     for (const [index, { id }] of settings.runtimeConfig.connectors.entries()) {
       const proxy = remote?.get(id);
@@ -197,7 +282,7 @@ export async function composeRuntime(settings: BootstrapSettings, overrides: Run
       connectors.push(factory({ credentials: credentialProvider(settings, id, overrides, secrets), ...(baseUrl !== undefined ? { baseUrl } : {}) }));
     }
     const manifests = await Promise.all(connectors.map(async ({ connector }) => ({ manifest: await connector.discover({}), support: connector })));
-    const registry = CapabilityRegistry.fromManifests(manifests);
+    const registry = await buildRegistry(manifests);
     const config = runtimeConfigFor(settings, registry);
 
     const table = { client: documents, tableName: settings.tableName, now };
@@ -212,10 +297,9 @@ export async function composeRuntime(settings: BootstrapSettings, overrides: Run
       approvals: new DynamoApprovalStore(table),
       routes: new DynamoRouteStore(table),
       streams: new DynamoStreamStore(table),
-      invokeQueue: new SqsMessageQueue({ client: sqs, queueUrl: settings.invokeQueueUrl, accepts: ['invoke'] }),
-      reconcileQueue: new SqsMessageQueue({ client: sqs, queueUrl: settings.reconcileQueueUrl, accepts: ['reconcile'] }),
-      scheduler: new EventBridgeReconcileScheduler({
-        client: scheduler,
+      invokeQueue: lazy.queue({ queueUrl: settings.invokeQueueUrl, accepts: ['invoke'] }),
+      reconcileQueue: lazy.queue({ queueUrl: settings.reconcileQueueUrl, accepts: ['reconcile'] }),
+      scheduler: lazy.scheduler({
         groupName: settings.scheduleGroup,
         targetQueueArn: settings.reconcileQueueArn,
         roleArn: settings.schedulerRoleArn,

@@ -60,3 +60,26 @@ export function connectorManifest(id: string, options: { readonly baseUrl?: stri
   if (typeof manifest !== 'function') throw new Error(`connector "${id}" publishes no synchronous manifest(): its capabilities cannot be read at synth`);
   return (manifest as () => ConnectorManifest).call(connector);
 }
+
+/**
+ * What the bundle-time precompilation of the registry needs from connector
+ * `id` of this build (lib/runtime/schema-precompile.ts): the manifest its
+ * code publishes (`discover`, as the composition reads it) and its
+ * implementation-support record for each capability. Built with no
+ * credentials and no network, like {@link connectorManifest}.
+ */
+export async function connectorRegistrySource(
+  id: string,
+  options: { readonly baseUrl?: string } = {},
+): Promise<{ connector_id: string; manifest: ConnectorManifest; support: Record<string, unknown> }> {
+  const factory = CONNECTOR_FACTORIES[id];
+  if (factory === undefined) throw new Error(`this build has no connector "${id}" (available: ${Object.keys(CONNECTOR_FACTORIES).join(', ')})`);
+  const { connector } = factory({ credentials: NO_CREDENTIALS, ...(options.baseUrl !== undefined ? { baseUrl: options.baseUrl } : {}) });
+  const manifest = await connector.discover({});
+  const support: Record<string, unknown> = {};
+  for (const capability of manifest.capabilities ?? []) {
+    const record = connector.implementation_support(capability.id);
+    if (record !== undefined) support[capability.id] = record;
+  }
+  return { connector_id: id, manifest, support };
+}

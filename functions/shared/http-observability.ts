@@ -24,7 +24,7 @@ function errorCode(response: APIGatewayProxyResult | null | undefined): string |
 /** Use it before the error handler, so its after/onError see the mapped response. */
 export function accessLog(obs: Observability, routeId: string): Mw {
   const started = new WeakMap<object, number>();
-  const finish = (request: { event: AipHttpEvent; response: APIGatewayProxyResult | null }) => {
+  const finish = (request: { event: AipHttpEvent; response?: APIGatewayProxyResult | null }) => {
     const status = request.response?.statusCode ?? 500;
     const t0 = started.get(request.event);
     const caller = request.event.aip?.caller;

@@ -4,13 +4,18 @@
  * the same instances through ./consumer-middleware.ts). Safe to run anywhere:
  *
  * - in Lambda (AWS_LAMBDA_FUNCTION_NAME set): a Powertools Logger, EMF
- *   Metrics and an X-Ray Tracer;
+ *   Metrics and, unless POWERTOOLS_TRACE_ENABLED is `false` (the stack sets
+ *   it from the configuration's `tracing`), an X-Ray Tracer;
  * - elsewhere (tests, the local stack): a Powertools Logger at WARN (unless
  *   POWERTOOLS_LOG_LEVEL is set) and no metrics or tracer, since neither has
  *   a receiver there.
  *
  * Instances are created on first use, not at import, so a process can set
- * POWERTOOLS_* variables after importing a handler module.
+ * POWERTOOLS_* variables after importing a handler module. The Tracer (and
+ * the X-Ray SDK under it: about 100 KiB of code, tens of ms of import) is not
+ * even imported unless tracing is on: {@link withTracer} imports it when the
+ * handler builds its middleware chain, on the first invocation (a chunk of
+ * its own in the bundle, infra/bundling.ts).
  *
  * Logging rule: identifiers, statuses, codes and durations. Never a token, a
  * request body, query values or the message of a foreign error.
@@ -19,7 +24,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
-import { Tracer } from '@aws-lambda-powertools/tracer';
+import type { Tracer } from '@aws-lambda-powertools/tracer';
 import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import type { MiddlewareObj } from '@middy/core';
 import type { LoggerLike } from './logger.js';
@@ -52,11 +57,33 @@ export function defaultObservability(): Observability {
     ? {
         logger,
         metrics: new Metrics({ namespace: process.env.POWERTOOLS_METRICS_NAMESPACE ?? METRICS_NAMESPACE, serviceName }),
-        tracer: new Tracer({ serviceName, captureHTTPsRequests: true }),
       }
     : { logger };
   shared = created;
   return created;
+}
+
+/** Whether the process-wide Observability traces: in Lambda, unless POWERTOOLS_TRACE_ENABLED is `false`. */
+export function tracingEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
+  return inLambda(env) && (env.POWERTOOLS_TRACE_ENABLED ?? '').trim().toLowerCase() !== 'false';
+}
+
+let tracerLoad: Promise<void> | undefined;
+
+/**
+ * `obs`, with the Powertools Tracer added when it is the process-wide
+ * instance and tracing is enabled: the tracer module is imported here, once,
+ * so a function that does not trace never loads it. Other Observability
+ * objects (tests, in-process hosts) are returned as they are.
+ */
+export async function withTracer(obs: Observability): Promise<Observability> {
+  if (obs !== shared || obs.tracer !== undefined || !tracingEnabled()) return obs;
+  tracerLoad ??= import('@aws-lambda-powertools/tracer').then(({ Tracer: TracerClass }) => {
+    const target = shared as Observability;
+    target.tracer ??= new TracerClass({ serviceName: process.env.POWERTOOLS_SERVICE_NAME ?? SERVICE_NAME, captureHTTPsRequests: true });
+  });
+  await tracerLoad;
+  return obs;
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -36,7 +36,7 @@ import { handleSqsBatch } from '../../lib/aws/sqs/queue.js';
 import { AipError, isAipError } from '../../lib/errors/aip-error.js';
 import type { QueueMessage, QueueMessageKind } from '../../lib/ports/messages.js';
 import { MetricUnit, withConsumerObservability } from './consumer-middleware.js';
-import { defaultObservability, type Observability } from './observability.js';
+import { defaultObservability, withTracer, type Observability } from './observability.js';
 import { errorFacts } from './logger.js';
 import { requestsRedelivery, summarizeOutcome, type AttemptBudget, type RuntimeProvider } from './runtime-contract.js';
 
@@ -98,10 +98,10 @@ export function createQueueConsumer<K extends QueueMessageKind, R>(
   deps: QueueConsumerDeps<R>,
 ): SqsHandler {
   const concurrency = Math.max(1, Math.floor(deps.concurrency ?? DEFAULT_RECORD_CONCURRENCY));
-  let wrapped: SqsHandler | undefined;
+  let wrapped: Promise<SqsHandler> | undefined;
 
-  const build = (): SqsHandler => {
-    const obs = deps.observability ?? defaultObservability();
+  const build = async (): Promise<SqsHandler> => {
+    const obs = await withTracer(deps.observability ?? defaultObservability());
     const { logger, metrics } = obs;
     const body = async (event: SQSEvent, context: Context): Promise<SQSBatchResponse> => {
       let runtime: R;
@@ -176,8 +176,12 @@ export function createQueueConsumer<K extends QueueMessageKind, R>(
     return withConsumerObservability(options.name, body, obs);
   };
 
-  return (event, context) => {
-    wrapped ??= build();
-    return wrapped(event, context);
+  return async (event, context) => {
+    // A failed build is not kept: the next invocation builds again.
+    wrapped ??= build().catch((err: unknown) => {
+      wrapped = undefined;
+      throw err;
+    });
+    return (await wrapped)(event, context);
   };
 }

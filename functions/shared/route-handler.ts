@@ -26,7 +26,7 @@ import { httpErrorHandler } from './error-handler.js';
 import { jsonResponse, requestState, type AipHttpEvent, type HttpResult } from './http.js';
 import { httpObservability } from './http-observability.js';
 import { jsonBody } from './json-body.js';
-import { defaultObservability, type Observability } from './observability.js';
+import { defaultObservability, withTracer, type Observability } from './observability.js';
 import { resolveRuntime, type RuntimeApi, type RuntimeProvider } from './runtime-api.js';
 import { tenantSelection } from './tenant.js';
 import { parseAt, validateRequest } from './validate-request.js';
@@ -39,6 +39,11 @@ export interface HttpDeps {
   readonly observability?: Observability;
   /** Clock for waits. @default the system clock */
   readonly clock?: WaitClock;
+  /**
+   * Poll schedule of `Prefer: wait` / `?wait=` (./wait.ts `pollUntil`): first
+   * interval and cap in ms, each at least 1. @default 200 ms, ×1.5 per poll, up to 1 s
+   */
+  readonly waitPoll?: { readonly initialIntervalMs?: number; readonly maxIntervalMs?: number };
   /** The handlers' own body limit in bytes. @default 256 KiB */
   readonly maxBodyBytes?: number;
 }
@@ -79,7 +84,7 @@ export function createRouteHandler<P extends z.ZodType, Q extends z.ZodType, B e
 ): ProxyHandler {
   const clock = deps.clock ?? SYSTEM_CLOCK;
   const runtime = () => resolveRuntime(deps.runtime);
-  let wrapped: MiddyfiedHandler<AipHttpEvent, APIGatewayProxyResult> | undefined;
+  let wrapped: Promise<MiddyfiedHandler<AipHttpEvent, APIGatewayProxyResult>> | undefined;
 
   const parseBody = (json: unknown): unknown => {
     if (options.parseBody) return options.parseBody(json);
@@ -87,8 +92,8 @@ export function createRouteHandler<P extends z.ZodType, Q extends z.ZodType, B e
     return parseAt(route.bodySchema, json === undefined && route.body === 'optional' ? {} : json, 'body');
   };
 
-  const build = () => {
-    const obs = deps.observability ?? defaultObservability();
+  const build = async () => {
+    const obs = await withTracer(deps.observability ?? defaultObservability());
     const base = async (event: AipHttpEvent, context: Context): Promise<APIGatewayProxyResult> => {
       const state = requestState(event);
       const result = await handle({
@@ -119,8 +124,13 @@ export function createRouteHandler<P extends z.ZodType, Q extends z.ZodType, B e
     return h;
   };
 
-  return (event, context) => {
-    wrapped ??= build();
-    return wrapped(event, context);
+  return async (event, context) => {
+    // Built on the first invocation (the tracer, when on, is imported then: ./observability.ts).
+    // A failed build is not kept: the next invocation builds again.
+    wrapped ??= build().catch((err: unknown) => {
+      wrapped = undefined;
+      throw err;
+    });
+    return (await wrapped)(event, context);
   };
 }

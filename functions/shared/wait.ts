@@ -2,8 +2,9 @@
  * Waiting for an action to settle: `Prefer: wait=N` (RFC 7240) on
  * POST /v1/actions and `?wait=N` on GET /v1/actions/{id}.
  *
- * The wait is a polling loop with a bounded, growing interval (200 ms → 1 s)
- * on the runtime's getActionResult (one read of the action record), then one
+ * The wait is a polling loop with a bounded, growing interval (by default
+ * 200 ms, ×1.5, up to 1 s; `HttpDeps.waitPoll` changes the first interval and
+ * the cap) on the runtime's getActionResult (one read of the action record), then one
  * getAction for the full state: a real wait for state another process (the
  * queue worker) changes. It ends when the action reaches a terminal
  * status or `requires_human` (which only a person can move on), when N

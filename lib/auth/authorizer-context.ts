@@ -57,7 +57,7 @@ function unauthenticated(reason: string): AipError {
 }
 
 function str(ctx: Readonly<Record<string, unknown>>, key: string): string | undefined {
-  const v = Object.prototype.hasOwnProperty.call(ctx, key) ? ctx[key] : undefined;
+  const v = Object.hasOwn(ctx, key) ? ctx[key] : undefined;
   return typeof v === 'string' ? v : undefined;
 }
 

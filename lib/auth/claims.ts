@@ -163,7 +163,7 @@ export class ClaimMappingError extends Error {
 }
 
 function own(payload: Readonly<Record<string, unknown>>, key: string): unknown {
-  return Object.prototype.hasOwnProperty.call(payload, key) ? payload[key] : undefined;
+  return Object.hasOwn(payload, key) ? payload[key] : undefined;
 }
 
 const SCOPE_PATTERN = /^[\x21-\x7e]{1,200}$/;

@@ -9,6 +9,7 @@
  * validated strictly.
  */
 import * as z from 'zod';
+import { joinIssuePath } from '../common/issues.js';
 import { ClaimsConfigSchema, type ClaimsConfig } from './claims.js';
 import { HTTP_AUTH_ENVIRONMENTS } from './environments.js';
 import {
@@ -57,7 +58,7 @@ export function verifierConfigFromRuntimeConfig(runtimeConfigJson: string, claim
   const envName = typeof value === 'object' && value !== null ? (value as { envName?: unknown }).envName : undefined;
   const parsed = AuthSettingsSchema.safeParse(auth);
   if (!parsed.success) {
-    throw new AuthConfigError(parsed.error.issues.map((i) => `auth.${i.path.join('.')}: ${i.message}`).join('; '));
+    throw new AuthConfigError(parsed.error.issues.map((i) => `auth.${joinIssuePath(i.path, '.')}: ${i.message}`).join('; '));
   }
   const s = parsed.data;
   const config: { -readonly [K in keyof TokenVerifierConfig]: TokenVerifierConfig[K] } = {
@@ -88,6 +89,6 @@ export function parseClaimsOverride(text: string | undefined): ClaimsConfig | un
     value = { preset: trimmed };
   }
   const parsed = ClaimsConfigSchema.safeParse(value);
-  if (!parsed.success) throw new AuthConfigError(`AIP_AUTH_CLAIMS: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
+  if (!parsed.success) throw new AuthConfigError(`AIP_AUTH_CLAIMS: ${parsed.error.issues.map((i) => `${joinIssuePath(i.path, '.') || '(root)'}: ${i.message}`).join('; ')}`);
   return parsed.data;
 }

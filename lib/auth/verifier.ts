@@ -153,7 +153,7 @@ const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*$/;
 
 function audienceMatches(payload: JWTPayload, audiences: readonly string[], claims: ClaimMapping['audienceClaims']): boolean {
   for (const claim of claims) {
-    const v: unknown = Object.prototype.hasOwnProperty.call(payload, claim) ? (payload as Record<string, unknown>)[claim] : undefined;
+    const v: unknown = Object.hasOwn(payload, claim) ? (payload as Record<string, unknown>)[claim] : undefined;
     if (typeof v === 'string' && audiences.includes(v)) return true;
     if (claim === 'aud' && Array.isArray(v) && v.some((a) => typeof a === 'string' && audiences.includes(a))) return true;
   }

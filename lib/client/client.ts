@@ -12,6 +12,7 @@
  * retryable errors until its deadline.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { TENANT_HEADER } from '../http/constants.js';
 import { AipClientError, CLIENT_ERROR_CODES, errorFromResponse } from './errors.js';
 import {
   MAX_WAIT_SECONDS,
@@ -31,7 +32,7 @@ import {
 } from './types.js';
 
 /** Header naming the tenant when the caller belongs to several. */
-export const TENANT_HEADER = 'X-AIP-Tenant';
+export { TENANT_HEADER };
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 
 export type TokenSource = string | (() => string | Promise<string>);

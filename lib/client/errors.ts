@@ -25,7 +25,7 @@ export const CLIENT_ERROR_CODES = {
 
 export type ClientErrorCode = (typeof CLIENT_ERROR_CODES)[keyof typeof CLIENT_ERROR_CODES];
 
-/** An RFC 9457 problem as the API sends it (lib/errors/wire.ts `Problem`), read leniently. */
+/** An RFC 9457 problem as the API sends it (lib/protocol/problem.ts `Problem`), read leniently. */
 export interface ProblemBody {
   readonly type?: string;
   readonly title?: string;

@@ -1,45 +1,36 @@
 /**
  * Request and response shapes of the HTTPS API, as the client sees them.
- * Protocol objects come from lib/protocol; the edge's own envelopes mirror
- * lib/http/schemas.ts. Response interfaces accept extra fields: a newer
- * server may add some, and the client passes them through.
+ * Protocol objects come from lib/protocol; the edge's own envelopes are the
+ * types of the edge schemas (lib/http/schemas.ts), imported as types only so
+ * that the client does not load zod; its fixed values come from
+ * lib/http/constants.ts. Responses accept extra fields: a newer server may
+ * add some, and the client passes them through.
  */
+import type {
+  ActionState as EdgeActionState,
+  HealthReport as EdgeHealthReport,
+  OperatorView,
+  SubmitDisposition,
+  SubmitResponse as EdgeSubmitResponse,
+} from '../http/schemas.js';
+import type { APPROVAL_DECISIONS, TRANSACTION_INCLUDES } from '../http/constants.js';
 import type { Action, ActionResult, ActionStatus, Receipt, TransactionRequest, TransactionResult } from '../protocol/index.js';
 
 export type { Action, ActionResult, ActionStatus, TransactionRequest, TransactionResult, Receipt };
+export type { OperatorView, SubmitDisposition };
+export { MAX_WAIT_SECONDS, OPERATOR_VIEWS, SUBMIT_DISPOSITIONS } from '../http/constants.js';
 
-/** Longest `Prefer: wait=N` / `?wait=N` the API honours, seconds. */
-export const MAX_WAIT_SECONDS = 25;
-
-export const SUBMIT_DISPOSITIONS = ['completed', 'accepted', 'requires_human', 'replayed', 'rejected'] as const;
-export type SubmitDisposition = (typeof SUBMIT_DISPOSITIONS)[number];
-
-/** The operator listings (`GET /v1/operator/transactions?view=`). */
-export const OPERATOR_VIEWS = ['outcome_unknown', 'reconciling', 'stalled_committing', 'pending_approvals', 'requires_human'] as const;
-export type OperatorView = (typeof OPERATOR_VIEWS)[number];
+/** A response as the client reads it: the edge's shape, read-only, with room for fields a newer server adds. */
+type Open<T> = Readonly<T> & { readonly [key: string]: unknown };
 
 /** Action statuses an action never leaves. */
 export const TERMINAL_STATUSES: readonly ActionStatus[] = ['completed', 'failed', 'cancelled'];
 
-/** `POST /v1/actions` answer. */
-export interface SubmitResponse {
-  readonly action_id: string;
-  readonly tenant_id: string;
-  readonly disposition: SubmitDisposition;
-  /** Where to poll the action (`GET`, optionally `?wait=`). */
-  readonly status_url: string;
-  readonly action_result: ActionResult;
-  /** On the TransactionRequest path. */
-  readonly transaction_result?: TransactionResult;
-  readonly [key: string]: unknown;
-}
+/** `POST /v1/actions` answer; `transaction_result` on the TransactionRequest path. */
+export type SubmitResponse = Open<EdgeSubmitResponse>;
 
 /** `GET /v1/actions/{id}` answer. */
-export interface ActionState {
-  readonly action_result: ActionResult;
-  readonly transaction?: TransactionResult;
-  readonly [key: string]: unknown;
-}
+export type ActionState = Open<EdgeActionState>;
 
 /** One page of a listing. */
 export interface Page<T = Record<string, unknown>> {
@@ -63,16 +54,13 @@ export interface StreamPage {
 }
 
 /** `GET /v1/health`: 200 whether every connector is ready (`ok`) or some are not (`degraded`). */
-export interface HealthReport {
-  readonly status: 'ok' | 'degraded';
-  readonly [key: string]: unknown;
-}
+export type HealthReport = Open<EdgeHealthReport>;
 
 export type TransactionSelector = { readonly transaction_id: string } | { readonly plan_id: string } | { readonly action_id: string };
 
-export type TransactionInclude = 'result' | 'receipts';
+export type TransactionInclude = (typeof TRANSACTION_INCLUDES)[number];
 
-export type ApprovalDecision = 'approve' | 'deny';
+export type ApprovalDecision = (typeof APPROVAL_DECISIONS)[number];
 
 /** Either body `POST /v1/actions` accepts. */
 export type SubmitBody = Action | TransactionRequest;

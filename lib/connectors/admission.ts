@@ -118,7 +118,7 @@ function lookup(source: SupportSource, id: string): unknown {
     return (source as Pick<FrozenConnector, 'implementation_support'>).implementation_support(id);
   }
   const rec = source as Readonly<Record<string, unknown>>;
-  return Object.prototype.hasOwnProperty.call(rec, id) ? rec[id] : undefined;
+  return Object.hasOwn(rec, id) ? rec[id] : undefined;
 }
 
 function sameFlags(a: ImplementationSupport, b: ImplementationSupport): boolean {

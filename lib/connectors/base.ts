@@ -8,7 +8,7 @@ import type {
   ConnectorEmission,
   EmitReceipt,
   FrozenConnector,
-  HealthReport,
+  ConnectorHealth,
   IngestResult,
   ProviderEvent,
   ReconciliationResult,
@@ -22,7 +22,7 @@ import type { ImplementationSupport } from './support.js';
  * operator-safe: on failure it names only the failure code, never the raw
  * error message.
  */
-export async function defaultHealth(connector: Pick<Connector, 'id' | 'discover'>, ctx: ConnectorContext): Promise<HealthReport> {
+export async function defaultHealth(connector: Pick<Connector, 'id' | 'discover'>, ctx: ConnectorContext): Promise<ConnectorHealth> {
   try {
     await connector.discover(ctx);
     return { ready: true };
@@ -64,7 +64,7 @@ export abstract class FrozenConnectorBase implements FrozenConnector {
     return ConnectorFailure.unsupported(operation, this.source, action ? { capability_id: action.capability_id } : undefined);
   }
 
-  health(ctx: ConnectorContext): Promise<HealthReport> {
+  health(ctx: ConnectorContext): Promise<ConnectorHealth> {
     return defaultHealth(this, ctx);
   }
 

@@ -8,7 +8,7 @@ import {
   type TransactionMode,
 } from '../protocol/index.js';
 import { systemClock, type Clock } from '../ports/clock.js';
-import type { StreamSink } from '../ports/stream-sink.js';
+import type { StreamSink } from './ports/stream-sink.js';
 import { CredentialHandle } from './credentials/handle.js';
 import { RuntimeStreamPublisher, type StreamPublisher, type StreamSummary } from './stream.js';
 
@@ -184,6 +184,20 @@ export interface TransactionCheckpointPublisher {
    * as first written (a replay's new request ID does not replace it).
    */
   checkpoint(ref: ProviderOperationRef, cursor?: string): Promise<void>;
+  /**
+   * The same reference when the provider's final answer is already in hand:
+   * the connector returns its result or failure next, with nothing awaited in
+   * between that could be lost (no body still to read, no polling, no
+   * probe). The page asks for the durable checkpoint "before awaiting a
+   * commit response that may be lost"; with the answer in hand there is no
+   * such wait left, so the runtime may persist the reference in the attempt's
+   * settlement write instead of a write of its own (it still writes it
+   * durably first when anything of its own would be awaited before that
+   * settlement). Same validation and conflict rules as `checkpoint`; resolves
+   * once the runtime holds the reference. Before ANY wait that can be lost,
+   * call `checkpoint`.
+   */
+  checkpoint_with_answer(ref: ProviderOperationRef, cursor?: string): Promise<void>;
 }
 
 /** Provider-effect durability checkpoint publisher. */
@@ -246,6 +260,13 @@ export interface TrustedAttemptState {
 /** Writes a provider-operation checkpoint to the durable transaction record (fenced by the runtime). */
 export interface TransactionCheckpointWriter {
   checkpoint(input: { readonly transaction_id: string; readonly provider_operation: ProviderOperationRef; readonly reconciliation_cursor?: string }): Promise<void>;
+  /**
+   * Optional: keep a reference the connector published with its answer in
+   * hand (`checkpoint_with_answer`) for the attempt's settlement write, which
+   * carries it (the attempt's `provider_operation`). A writer without it gets
+   * every reference through `checkpoint`, durable before the call resolves.
+   */
+  hold?(input: { readonly transaction_id: string; readonly provider_operation: ProviderOperationRef; readonly reconciliation_cursor?: string }): Promise<void>;
 }
 
 /** What an installed provider-effect observer receives: identifiers only, no payload. */
@@ -311,13 +332,14 @@ interface AttemptRecord {
   provider_effect_committed: boolean;
   /** The connector checkpointed (or tried to checkpoint) a valid provider operation in THIS attempt. */
   provider_operation_checkpointed: boolean;
+  /** `provider_operation` is held for the settlement write (checkpoint_with_answer), not yet durable. */
+  provider_operation_held: boolean;
   /** The attempt is over (ExecutionAttempt.retire): the context refuses credentials, checkpoints and the stream. */
   retired: boolean;
   cancellation: CancellationReason | undefined;
 }
 
-/** Module-private reader of a context's state (assigned in the class's static block). */
-// eslint-disable-next-line prefer-const
+/** Module-private reader of a context's state: `let`, because the class's static block below assigns it. */
 let readState: (ctx: ActionExecutionContext) => ContextState;
 
 /**
@@ -478,6 +500,16 @@ export interface ExecutionAttempt {
   readonly reconciliation_cursor: string | undefined;
   /** True once the connector published provider_effect_committed. */
   readonly provider_effect_committed: boolean;
+  /** `provider_operation` was published with the answer in hand (checkpoint_with_answer) and is not durable yet. */
+  readonly provider_operation_held: boolean;
+  /**
+   * Makes a held reference durable (the writer's `checkpoint`) before the
+   * runtime itself awaits anything that can be lost before its settlement
+   * (a cancellation request to the provider after a deadline or a client's
+   * cancel). Nothing to do when no reference is held. Rejects with the
+   * writer's error (the reference stays held for the settlement).
+   */
+  persist_held(): Promise<void>;
 }
 
 /**
@@ -495,6 +527,7 @@ export function createExecutionContext(trusted: TrustedAttemptState, facilities:
     cursor: frozen.transaction?.cursor,
     provider_effect_committed: false,
     provider_operation_checkpointed: false,
+    provider_operation_held: false,
     retired: false,
     cancellation: undefined,
   };
@@ -533,34 +566,39 @@ export function createExecutionContext(trusted: TrustedAttemptState, facilities:
     if (writer === undefined) {
       throw new AipError('internal.unexpected', 'a transactional attempt needs a transaction checkpoint writer');
     }
-    checkpoint = Object.freeze({
-      async checkpoint(ref: ProviderOperationRef, cursor?: string): Promise<void> {
-        if (record.retired) throw attemptEnded('transaction_checkpoint');
-        const parsedRef = ProviderOperationRefSchema.safeParse(ref);
-        if (!parsedRef.success) throw new AipError('transaction.invalid_provider_operation');
-        // The provider accepted work (it returned an operation ID): from here on an effect may have happened.
-        record.provider_operation_checkpointed = true;
-        if (cursor !== undefined && !ReconciliationCursorSchema.safeParse(cursor).success) {
-          throw new AipError('transaction.invalid_provider_operation', 'the reconciliation cursor must be a non-empty string of at most 4096 characters');
-        }
-        const known = record.provider_operation;
-        if (known !== undefined && (known.provider !== parsedRef.data.provider || known.operation_id !== parsedRef.data.operation_id)) {
-          throw new AipError('transaction.provider_operation_conflict', undefined, {
-            details: { current_provider_operation: { provider: known.provider, operation_id: known.operation_id } },
-          });
-        }
-        // The same operation again (a retry under the same idempotency identity gets the provider's replay, with
-        // its own request ID): the reference already durable stays; only a new cursor is written, with it.
-        if (known !== undefined && cursor === undefined) return;
-        const provider_operation = known ?? Object.freeze({ ...parsedRef.data });
-        await writer.checkpoint({
-          transaction_id: tx.transaction_id,
-          provider_operation,
-          ...(cursor !== undefined ? { reconciliation_cursor: cursor } : {}),
+    const publish = async (ref: ProviderOperationRef, cursor: string | undefined, answered: boolean): Promise<void> => {
+      if (record.retired) throw attemptEnded('transaction_checkpoint');
+      const parsedRef = ProviderOperationRefSchema.safeParse(ref);
+      if (!parsedRef.success) throw new AipError('transaction.invalid_provider_operation');
+      // The provider accepted work (it returned an operation ID): from here on an effect may have happened.
+      record.provider_operation_checkpointed = true;
+      if (cursor !== undefined && !ReconciliationCursorSchema.safeParse(cursor).success) {
+        throw new AipError('transaction.invalid_provider_operation', 'the reconciliation cursor must be a non-empty string of at most 4096 characters');
+      }
+      const known = record.provider_operation;
+      if (known !== undefined && (known.provider !== parsedRef.data.provider || known.operation_id !== parsedRef.data.operation_id)) {
+        throw new AipError('transaction.provider_operation_conflict', undefined, {
+          details: { current_provider_operation: { provider: known.provider, operation_id: known.operation_id } },
         });
-        record.provider_operation = provider_operation;
-        if (cursor !== undefined) record.cursor = cursor;
-      },
+      }
+      // The same operation again (a retry under the same idempotency identity gets the provider's replay, with
+      // its own request ID): the reference already durable stays; only a new cursor is written, with it. A
+      // reference only held for the settlement is written now if a durable checkpoint is asked for after all.
+      // (A cursor is written durably: the settlement carries the reference only.)
+      const hold = answered && writer.hold !== undefined && cursor === undefined;
+      if (known !== undefined && cursor === undefined && (hold || !record.provider_operation_held)) return;
+      const provider_operation = known ?? Object.freeze({ ...parsedRef.data });
+      const input = { transaction_id: tx.transaction_id, provider_operation, ...(cursor !== undefined ? { reconciliation_cursor: cursor } : {}) };
+      // With the answer in hand the runtime may keep the reference for its settlement write; otherwise durable now.
+      if (hold) await writer.hold?.(input);
+      else await writer.checkpoint(input);
+      record.provider_operation = provider_operation;
+      record.provider_operation_held = hold;
+      if (cursor !== undefined) record.cursor = cursor;
+    };
+    checkpoint = Object.freeze({
+      checkpoint: (ref: ProviderOperationRef, cursor?: string): Promise<void> => publish(ref, cursor, false),
+      checkpoint_with_answer: (ref: ProviderOperationRef, cursor?: string): Promise<void> => publish(ref, cursor, true),
     });
   }
 
@@ -621,6 +659,22 @@ export function createExecutionContext(trusted: TrustedAttemptState, facilities:
     },
     get provider_effect_committed() {
       return record.provider_effect_committed;
+    },
+    get provider_operation_held() {
+      return record.provider_operation_held;
+    },
+    async persist_held(): Promise<void> {
+      const writer = facilities.transaction_checkpoints;
+      const ref = record.provider_operation;
+      if (!record.provider_operation_held || ref === undefined || tx === undefined || writer === undefined) return;
+      record.provider_operation_held = false;
+      try {
+        await writer.checkpoint({ transaction_id: tx.transaction_id, provider_operation: ref });
+      } catch (err) {
+        // Still held: the settlement carries it.
+        record.provider_operation_held = true;
+        throw err;
+      }
     },
   });
 }

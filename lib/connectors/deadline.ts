@@ -131,6 +131,8 @@ export async function runAttempt(req: AttemptRequest): Promise<AttemptOutcome> {
   const dispatchOptions = { capabilityRetryable: capabilityRetryable(capability, support) };
 
   const finish = async (outcome: DispatchOutcome, timed_out: boolean, cancellation?: CancellationEvidence): Promise<AttemptOutcome> => {
+    // A reference held for the settlement (checkpoint_with_answer) is made durable before waiting on the sink.
+    if (streaming && !timed_out) await persistHeld(attempt);
     // After a timeout, do not wait on the sink either: the attempt must not outlive its deadline.
     const stream = await attempt.end({ drain: !timed_out });
     // The attempt is over: a context the connector kept (or a late handler still holds) can no longer
@@ -208,7 +210,18 @@ function timeoutReason(): ConnectorFailure {
   return new ConnectorFailure({ code: 'sla.timeout_exceeded', operation: 'invocation', source: DEADLINE_SOURCE });
 }
 
+/**
+ * A provider operation the connector published with its answer in hand is held for the settlement write; the
+ * runtime makes it durable before it awaits anything of its own that can be lost first. A failed write leaves it
+ * held (the settlement still carries it); the runtime's writer reports its own failures.
+ */
+async function persistHeld(attempt: ExecutionAttempt): Promise<void> {
+  if (!attempt.provider_operation_held) return;
+  await attempt.persist_held().catch(() => undefined);
+}
+
 async function attemptRemoteCancel(req: AttemptRequest, attempt: ExecutionAttempt, timers: Timers): Promise<CancellationEvidence> {
+  await persistHeld(attempt);
   if (!req.support.cancellation) return { attempted: false, reason: 'cancellation_unsupported' };
   const grace = req.cancel_grace_ms ?? DEFAULT_CANCEL_GRACE_MS;
   let timer: unknown;

@@ -12,6 +12,8 @@
  * refuses a contract that advertises more than the handlers implement.
  */
 import * as z from 'zod';
+import { deepFreeze } from '../common/deep-freeze.js';
+import { joinIssuePath } from '../common/issues.js';
 import { AipError, isAipError } from '../errors/aip-error.js';
 import {
   CapabilitySchema,
@@ -26,7 +28,7 @@ import {
   type JsonValue,
   type ProtocolError,
 } from '../protocol/index.js';
-import type { CredentialProvider } from '../ports/credentials.js';
+import type { CredentialProvider } from './ports/credentials.js';
 import { admitManifest, formatAdmissionIssue } from './admission.js';
 import { FrozenConnectorBase, connectorSource, defaultHealth } from './base.js';
 import { contextAttemptEvidence, type ActionExecutionContext } from './context.js';
@@ -51,7 +53,7 @@ import {
   type ConnectorContext,
   type ConnectorEmission,
   type EmitReceipt,
-  type HealthReport,
+  type ConnectorHealth,
   type IngestResult,
   type ProviderEvent,
   type ReconcileLookup,
@@ -61,7 +63,7 @@ import {
 } from './interfaces.js';
 import type { ConnectorManifest, ManifestResource } from './manifest.js';
 import { SIDE_EFFECTING_OPERATIONS, type ConnectorOperation } from './operations.js';
-import type { StreamChunk } from './stream-chunk.js';
+import type { StreamChunk } from '../protocol/stream-chunk.js';
 import { implementationSupport, type ImplementationSupport } from './support.js';
 import { withinDeadline, type BoundedWork, type WithinDeadlineOptions } from './within-deadline.js';
 
@@ -300,7 +302,7 @@ export function defineCapability<I extends z.ZodType, O extends z.ZodType, P ext
   const parsed = CapabilitySchema.safeParse(candidate);
   if (!parsed.success) {
     throw definitionError(`capability ${String(spec.id)} is not a valid Capability`, {
-      issues: parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).slice(0, 20),
+      issues: parsed.error.issues.map((i) => `${joinIssuePath(i.path, '.')}: ${i.message}`).slice(0, 20),
     });
   }
   const capability = deepFreeze(parsed.data);
@@ -340,8 +342,8 @@ type ErasedHandlers = {
 export interface ConnectorDefinition {
   readonly id: string;
   readonly version: string;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  readonly capabilities: readonly DefinedCapability<any, any, any>[];
+  /** `any`: each capability keeps its own input and output types, which a list of them cannot name. */
+  readonly capabilities: readonly AnyCapability[];
   readonly resources?: readonly ManifestResource[];
   /** The deployment credential provider. Its presence sets `credentials` on every capability. */
   readonly credentials?: CredentialProvider;
@@ -354,7 +356,7 @@ export interface ConnectorDefinition {
    */
   readonly map_error?: MapError;
   /** Stronger readiness than "discovery succeeds"; return operator-safe detail. */
-  readonly health?: (ctx: ConnectorContext) => Promise<HealthReport>;
+  readonly health?: (ctx: ConnectorContext) => Promise<ConnectorHealth>;
   /** emit_typed. */
   readonly emit?: (emission: ConnectorEmission, ctx: ActionExecutionContext) => Promise<EmitReceipt>;
   /** ingest_typed. */
@@ -429,7 +431,7 @@ export class DefinedConnector extends FrozenConnectorBase {
     return this.#manifest;
   }
 
-  override health(ctx: ConnectorContext): Promise<HealthReport> {
+  override health(ctx: ConnectorContext): Promise<ConnectorHealth> {
     return this.#def.health ? this.#def.health(ctx) : defaultHealth(this, ctx);
   }
 
@@ -551,7 +553,7 @@ export class DefinedConnector extends FrozenConnectorBase {
         code: 'connector.input_invalid',
         operation,
         source: this.source,
-        redacted_details: { paths: parsed.error.issues.map((i) => i.path.join('/')).slice(0, 20) },
+        redacted_details: { paths: parsed.error.issues.map((i) => joinIssuePath(i.path, '/')).slice(0, 20) },
       });
     }
     const call = this.#call(action, ctx, operation);
@@ -647,7 +649,7 @@ export class DefinedConnector extends FrozenConnectorBase {
       source: this.source,
       // The handler ran: for side-effecting operations an effect may have happened.
       uncertain_outcome: SIDE_EFFECTING_OPERATIONS.has(operation),
-      redacted_details: error ? { paths: error.issues.map((i) => i.path.join('/')).slice(0, 20) } : { reason: 'not_json' },
+      redacted_details: error ? { paths: error.issues.map((i) => joinIssuePath(i.path, '/')).slice(0, 20) } : { reason: 'not_json' },
     }));
   }
 
@@ -689,12 +691,4 @@ function settleFailure(failure: ConnectorFailure, classified: boolean, operation
 /** Builds a FrozenConnector from capability definitions. */
 export function defineConnector(definition: ConnectorDefinition): DefinedConnector {
   return new DefinedConnector(definition);
-}
-
-function deepFreeze<T>(v: T): T {
-  if (v !== null && typeof v === 'object' && !Object.isFrozen(v)) {
-    Object.freeze(v);
-    for (const x of Object.values(v as object)) deepFreeze(x);
-  }
-  return v;
 }

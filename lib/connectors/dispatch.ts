@@ -4,6 +4,7 @@
  * and turns everything the connector returns or throws into a typed outcome.
  * It never throws for connector behaviour.
  */
+import { joinIssuePath } from '../common/issues.js';
 import { isAipError } from '../errors/aip-error.js';
 import { ActionResultSchema, ProtocolErrorSchema, type Action, type ActionResult, type JsonObject, type ProtocolError, type ProviderOperationRef, type TransactionMode } from '../protocol/index.js';
 import { contextAttemptEvidence, contextAttemptIdentity, type ActionExecutionContext } from './context.js';
@@ -241,7 +242,7 @@ async function dispatchReconcile(connector: FrozenConnector, action: Action, ctx
         operation: 'reconciliation',
         source: DISPATCH_SOURCE,
         ...(provider_operation ? { provider_operation } : {}),
-        redacted_details: { paths: parsed.error.issues.map((i) => i.path.join('/')) },
+        redacted_details: { paths: parsed.error.issues.map((i) => joinIssuePath(i.path, '/')) },
       }),
       options,
     );
@@ -291,7 +292,7 @@ async function dispatchReconcile(connector: FrozenConnector, action: Action, ctx
   if (!checked.success) {
     return failedOutcome(
       method,
-      new ConnectorFailure({ code: 'connector.output_invalid', operation: 'reconciliation', source: DISPATCH_SOURCE, redacted_details: { paths: checked.error.issues.map((i) => i.path.join('/')) } }),
+      new ConnectorFailure({ code: 'connector.output_invalid', operation: 'reconciliation', source: DISPATCH_SOURCE, redacted_details: { paths: checked.error.issues.map((i) => joinIssuePath(i.path, '/')) } }),
       options,
       { reconciliation },
     );
@@ -319,7 +320,7 @@ function resultOutcome(method: DispatchMethod, action: Action, ctx: ActionExecut
         source: DISPATCH_SOURCE,
         // The connector ran: an external effect may have happened.
         uncertain_outcome: SIDE_EFFECTING_OPERATIONS.has(operation),
-        redacted_details: parsed.success ? { reason: 'action_id_mismatch' } : { paths: parsed.error.issues.map((i) => i.path.join('/')) },
+        redacted_details: parsed.success ? { reason: 'action_id_mismatch' } : { paths: parsed.error.issues.map((i) => joinIssuePath(i.path, '/')) },
       }),
     );
     return failedOutcome(method, isEffectMethod(method) ? escalateAfterEffect(invalid, evidence, false) : invalid, options);

@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { deepFreeze } from '../common/deep-freeze.js';
 import { AipError, isAipError } from '../errors/aip-error.js';
 import { ERROR_CATALOGUE, isErrorCode, type ErrorCategory } from '../errors/catalogue.js';
 import {
@@ -400,12 +401,4 @@ function dropUndefined<T extends Record<string, unknown>>(o: T): T {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(o)) if (v !== undefined) out[k] = v;
   return out as T;
-}
-
-function deepFreeze<T>(v: T): T {
-  if (v !== null && typeof v === 'object' && !Object.isFrozen(v)) {
-    Object.freeze(v);
-    for (const x of Object.values(v as object)) deepFreeze(x);
-  }
-  return v;
 }

@@ -1,5 +1,5 @@
 /**
- * The connector SDK (issue 3): the connector page's contract as TypeScript.
+ * The connector SDK: the connector page's contract as TypeScript.
  * See docs/connector-authoring.md (authors) and lib/connectors/README.md
  * (design notes).
  */
@@ -10,7 +10,7 @@ export * from './manifest.js';
 export * from './interfaces.js';
 export * from './base.js';
 export * from './admission.js';
-export * from './stream-chunk.js';
+export * from '../protocol/stream-chunk.js';
 export * from './stream.js';
 // createExecutionContext is the runtime's: lib/connectors/internal.ts (connectors never build a context).
 export {
@@ -53,6 +53,6 @@ export * from './credentials/references.js';
 export * from './credentials/resolve.js';
 export * from './credentials/env-provider.js';
 export { downstreamIdempotencyKey, originalIdempotencyKey, type IdempotencyPurpose } from './http/idempotency.js';
-export type { CredentialProvider, CredentialResolutionScope } from '../ports/credentials.js';
-export type { StreamSink } from '../ports/stream-sink.js';
+export type { CredentialProvider, CredentialResolutionScope } from './ports/credentials.js';
+export type { StreamSink } from './ports/stream-sink.js';
 export type { Clock } from '../ports/clock.js';

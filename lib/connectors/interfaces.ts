@@ -21,8 +21,12 @@ export interface ConnectorContext {
   readonly signal?: AbortSignal;
 }
 
-/** Readiness. `detail` must be operator-safe (no secrets, no provider payloads). */
-export interface HealthReport {
+/**
+ * A connector's own readiness (its `health` check). `detail` must be
+ * operator-safe (no secrets, no provider payloads). The API's `GET /v1/health`
+ * answer (HealthReport, lib/http/schemas.ts) gathers one of these per hosted connector.
+ */
+export interface ConnectorHealth {
   readonly ready: boolean;
   readonly detail?: string;
 }
@@ -45,7 +49,7 @@ export interface Connector {
    * Readiness does not prove a provider operation, webhook, or credential
    * has been qualified.
    */
-  health(ctx: ConnectorContext): Promise<HealthReport>;
+  health(ctx: ConnectorContext): Promise<ConnectorHealth>;
 }
 
 // ---------------------------------------------------------------------------

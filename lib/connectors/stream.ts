@@ -1,7 +1,8 @@
+import { joinIssuePath } from '../common/issues.js';
 import type { Clock } from '../ports/clock.js';
-import type { StreamSink } from '../ports/stream-sink.js';
+import type { StreamSink } from './ports/stream-sink.js';
 import { ConnectorFailure, markSdkFailure, toConnectorFailure } from './failure.js';
-import { StreamChunkSchema, type SequencedStreamChunk, type StreamChunk } from './stream-chunk.js';
+import { StreamChunkSchema, type SequencedStreamChunk, type StreamChunk } from '../protocol/stream-chunk.js';
 
 /** What a connector sees as `context.stream`. */
 export interface StreamPublisher {
@@ -89,7 +90,7 @@ export class RuntimeStreamPublisher implements StreamPublisher {
     }
     const parsed = StreamChunkSchema.safeParse(chunk);
     if (!parsed.success) {
-      return Promise.reject(markSdkFailure(new ConnectorFailure({ code: 'connector.stream_chunk_invalid', operation: 'streaming', source, redacted_details: { paths: parsed.error.issues.map((i) => i.path.join('/')) } })));
+      return Promise.reject(markSdkFailure(new ConnectorFailure({ code: 'connector.stream_chunk_invalid', operation: 'streaming', source, redacted_details: { paths: parsed.error.issues.map((i) => joinIssuePath(i.path, '/')) } })));
     }
     const sequence = this.#next++;
     const record: SequencedStreamChunk = Object.freeze({

@@ -41,3 +41,13 @@ export class AipError extends Error {
 export function isAipError(err: unknown, code?: ErrorCode): err is AipError {
   return err instanceof AipError && (code === undefined || err.code === code);
 }
+
+/**
+ * Any thrown value → AipError. A non-AipError becomes `internal.unexpected`
+ * with a generic message: its own message may carry secrets or input, so it
+ * is kept only as `cause` (never serialized).
+ */
+export function toAipError(err: unknown): AipError {
+  if (err instanceof AipError) return err;
+  return new AipError('internal.unexpected', undefined, { cause: err });
+}

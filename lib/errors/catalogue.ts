@@ -76,7 +76,7 @@ export const ERROR_CATALOGUE = {
 
   // --- connectors -----------------------------------------------------------
   'connector.operation_unsupported': entry('permanent', 501, false, 'The connector does not support this operation'),
-  // connector SDK (lib/connectors, issue 3)
+  // connector SDK (lib/connectors)
   'connector.capability_mismatch': entry('validation', 400, false, 'The action names a capability other than the one bound to this connector handler'),
   'connector.reconcile_requires_transaction': entry('validation', 400, false, 'A reconcile action needs a transaction context with a transaction ID'),
   'connector.reconcile_requires_provider_operation': entry('conflict', 409, false, 'Reconciliation needs a durable provider operation ID'),
@@ -95,7 +95,7 @@ export const ERROR_CATALOGUE = {
   'connector.output_invalid': entry('internal', 502, false, 'The connector returned output that does not match the capability output schema'),
   'connector.failure_invalid': entry('internal', 500, false, 'A connector failure has invalid or non-redacted fields'),
   'connector.unexpected_error': entry('internal', 502, false, 'The connector failed with an unclassified error'),
-  // remote connector placement (lib/connectors/remote, issue 13)
+  // remote connector placement (lib/connectors/remote)
   'connector.remote_signature_invalid': entry('authentication', 401, false, 'The remote connector message is unsigned, malformed, or not signed by the expected key'),
   'connector.remote_replay': entry('authentication', 401, false, 'The remote connector message reuses a nonce already seen within the freshness window'),
   'connector.remote_stale': entry('authentication', 401, false, 'The remote connector message was issued outside the freshness window'),
@@ -107,7 +107,7 @@ export const ERROR_CATALOGUE = {
   'credentials.secret_not_serializable': entry('internal', 500, false, 'ConnectorSecret cannot be serialized'),
   'credentials.secret_disposed': entry('internal', 500, false, 'The ConnectorSecret was disposed and its bytes zeroed'),
   'credentials.handle_invalid': entry('validation', 400, false, 'The credential handle ID is not a valid opaque ID'),
-  // declarative HTTP connector and reference connectors (lib/connectors/http, lib/connectors/reference; issue 3 §9)
+  // declarative HTTP connector and reference connectors (lib/connectors/http, lib/connectors/reference)
   'connector.provider_unreachable': entry('temporary', 503, true, 'The provider could not be reached; the request was not sent', 1_000),
   'connector.provider_connection_lost': entry('temporary', 502, false, 'The connection to the provider broke after the request may have been sent; the outcome is uncertain'),
   'connector.provider_response_invalid': entry('internal', 502, false, 'The provider response could not be read or mapped'),
@@ -236,5 +236,5 @@ export const ERROR_CATALOGUE = {
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;
 
 export function isErrorCode(code: string): code is ErrorCode {
-  return Object.prototype.hasOwnProperty.call(ERROR_CATALOGUE, code);
+  return Object.hasOwn(ERROR_CATALOGUE, code);
 }

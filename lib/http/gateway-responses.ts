@@ -15,7 +15,7 @@
  * fails the tests until it has an entry here.
  */
 import { ERROR_CATALOGUE, type ErrorCode } from '../errors/catalogue.js';
-import { PROBLEM_CONTENT_TYPE, PROBLEM_TYPE_PREFIX } from '../errors/wire.js';
+import { PROBLEM_CONTENT_TYPE, PROBLEM_TYPE_PREFIX } from '../protocol/problem.js';
 
 /** API Gateway `ResponseType` names (aws-cdk-lib `apigateway.ResponseType`): every one of them. */
 export const GATEWAY_RESPONSE_TYPES = [

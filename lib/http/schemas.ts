@@ -11,7 +11,7 @@
  * The OpenAPI document (functions/shared/openapi.ts) is generated from these.
  */
 import * as z from 'zod';
-import { ProblemSchema } from '../errors/wire.js';
+import { ProblemSchema } from '../protocol/problem.js';
 import { ActionResultSchema, ActionSchema } from '../protocol/action.js';
 import {
   ApprovalRequirementSchema,
@@ -25,17 +25,20 @@ import { PrincipalSchema } from '../protocol/identity.js';
 import { JsonObjectSchema } from '../protocol/json.js';
 import { IdSchema, ScopeSchema, TextSchema, TransactionIdSchema } from '../protocol/primitives.js';
 import { ResolutionSchema } from '../ports/approval-store.js';
-import { TRANSACTION_MODES } from '../transactions/status.js';
+import { TRANSACTION_MODES } from '../protocol/action.js';
 import { TransactionRequestSchema, TransactionResultSchema } from '../protocol/transaction.js';
+import { APPROVAL_DECISIONS, MAX_PAGE_LIMIT, MAX_WAIT_SECONDS, OPERATOR_VIEWS, SUBMIT_DISPOSITIONS, TRANSACTION_INCLUDES } from './constants.js';
 
-/** Longest `Prefer: wait=N` / `?wait=N` honoured, in seconds (API Gateway's limit is 29 s). */
-export const MAX_WAIT_SECONDS = 25;
-/** Default and maximum page sizes of list routes. */
-export const DEFAULT_PAGE_LIMIT = 25;
-export const MAX_PAGE_LIMIT = 100;
-
-/** Header naming the tenant when the caller belongs to several. */
-export const TENANT_HEADER = 'X-AIP-Tenant';
+export {
+  APPROVAL_DECISIONS,
+  DEFAULT_PAGE_LIMIT,
+  MAX_PAGE_LIMIT,
+  MAX_WAIT_SECONDS,
+  OPERATOR_VIEWS,
+  SUBMIT_DISPOSITIONS,
+  TENANT_HEADER,
+  TRANSACTION_INCLUDES,
+} from './constants.js';
 
 const intString = (min: number, max: number, what: string) =>
   z
@@ -79,8 +82,6 @@ export const StreamQuerySchema = z.strictObject({
     .optional(),
 });
 
-export const TRANSACTION_INCLUDES = ['result', 'receipts'] as const;
-
 /** `include=result,receipts` (comma-separated, or the parameter repeated). */
 export const IncludeQuerySchema = z
   .union([z.string(), z.array(z.string()).max(8)])
@@ -110,11 +111,11 @@ export const GetTransactionQuerySchema = z
     if (n !== 1) ctx.addIssue({ code: 'custom', path: [], message: 'give exactly one of transaction_id, plan_id or action_id' });
   });
 
-export const OPERATOR_VIEWS = ['outcome_unknown', 'reconciling', 'stalled_committing', 'pending_approvals', 'requires_human'] as const;
-export type OperatorView = (typeof OPERATOR_VIEWS)[number];
+export const OperatorViewSchema = z.enum(OPERATOR_VIEWS);
+export type OperatorView = z.infer<typeof OperatorViewSchema>;
 
 export const OperatorQuerySchema = z.strictObject({
-  view: z.enum(OPERATOR_VIEWS),
+  view: OperatorViewSchema,
   cursor: CursorSchema.optional(),
   limit: LimitQuerySchema.optional(),
 });
@@ -135,7 +136,6 @@ export const SubmitBodySchema = z.union([ActionSchema, TransactionRequestSchema]
 
 export const CancelBodySchema = z.strictObject({}).meta({ description: 'Empty object (the body may also be omitted)' });
 
-export const APPROVAL_DECISIONS = ['approve', 'deny'] as const;
 export const DecisionBodySchema = z.strictObject({
   decision: z.enum(APPROVAL_DECISIONS),
   reason: TextSchema(2048).optional(),
@@ -150,19 +150,28 @@ export const ResolveBodySchema = ResolutionSchema;
 
 // --- responses -------------------------------------------------------------------
 
-export const SUBMIT_DISPOSITIONS = ['completed', 'accepted', 'requires_human', 'replayed', 'rejected'] as const;
+/**
+ * - `completed`: a terminal result was reached synchronously (dry run, plan);
+ * - `accepted`: admitted and enqueued for the worker;
+ * - `requires_human`: waiting for an approval;
+ * - `replayed`: a stored terminal result, no connector invocation;
+ * - `rejected`: admission recorded a terminal failure (a failed downstream plan validation, a denial).
+ */
+export const SubmitDispositionSchema = z.enum(SUBMIT_DISPOSITIONS);
+export type SubmitDisposition = z.infer<typeof SubmitDispositionSchema>;
 
 export const SubmitResponseSchema = z
   .strictObject({
     action_id: IdSchema,
     tenant_id: IdSchema,
-    disposition: z.enum(SUBMIT_DISPOSITIONS),
+    disposition: SubmitDispositionSchema,
     /** Where to poll the action: `GET` it, optionally with `?wait=`. */
     status_url: z.string(),
     action_result: ActionResultSchema,
     transaction_result: TransactionResultSchema.optional(),
   })
   .meta({ description: 'How the runtime admitted the action, and its result so far' });
+export type SubmitResponse = z.infer<typeof SubmitResponseSchema>;
 
 export const ActionStateSchema = z
   .looseObject({
@@ -170,6 +179,7 @@ export const ActionStateSchema = z
     transaction: TransactionResultSchema.optional(),
   })
   .meta({ description: 'The action result and, when the action is transactional, its transaction' });
+export type ActionState = z.infer<typeof ActionStateSchema>;
 
 /** Bodies the runtime defines and the edge passes through unchanged. */
 export const RuntimeObjectSchema = z.looseObject({}).meta({ description: 'As returned by the runtime' });
@@ -221,6 +231,7 @@ export const ConnectorReadinessSchema = z
     detail: z.string().max(256).meta({ description: 'Operator-safe reason' }).optional(),
   })
   .meta({ description: 'One hosted connector’s readiness' });
+export type ConnectorReadiness = z.infer<typeof ConnectorReadinessSchema>;
 
 export const HealthSchema = z
   .strictObject({
@@ -228,5 +239,11 @@ export const HealthSchema = z
     connectors: z.array(ConnectorReadinessSchema),
   })
   .meta({ description: 'Connector readiness: each hosted connector’s health check, bounded in time' });
+/**
+ * `GET /v1/health`: `ok` when every hosted connector is ready (also when none
+ * is hosted), else `degraded` (both 200). `connectors` is sorted by ID; each
+ * `detail` is operator-safe (the connector contract), bounded and single-line.
+ */
+export type HealthReport = z.infer<typeof HealthSchema>;
 
 export { ActionResultSchema, ActionSchema, PrincipalSchema, ProblemSchema, TransactionRequestSchema, TransactionResultSchema };

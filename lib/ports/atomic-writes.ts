@@ -26,19 +26,21 @@
  *   `action.state_conflict`, `idempotency.not_owner`); nothing was written and
  *   the caller may retry without the refused parts.
  * - `startAttempt` returns `{ started: false, refused }` naming every refused
- *   part with its typed error; nothing was written.
+ *   part with its typed error (a route assignment that already exists: the
+ *   stored one, as `RouteStore.putIfAbsent` returns it); nothing was written.
  * - A concurrent transaction on the same items (DynamoDB TransactionConflict)
  *   is retried a few times by the adapter, then reported as
  *   `transaction.state_conflict` with details.reason `transaction_conflict`.
  *
  * The DynamoDB adapter is lib/aws/dynamo/atomic-writes.ts (one
- * TransactWriteItems; at most 4 items here, well inside the 100-item and
+ * TransactWriteItems; at most 5 items here, well inside the 100-item and
  * 4 MB limits; every part is a different item, as DynamoDB requires).
  */
 import type { AipError } from '../errors/aip-error.js';
 import type { AcquireActionLeaseInput, ActionRecord, CreateActionInput, SettleActionInput } from './action-store.js';
 import type { AdoptInput, CompleteInput, IdempotencyReservation, OwnerInput, ReserveInput, ReserveOutcome } from './idempotency-store.js';
 import type { AcquireLeaseInput, ClaimPlanInput, CreateTransactionInput, SettleInput, TransactionRecord } from './transaction-store.js';
+import type { PutRouteResult, RouteAssignment } from './route-store.js';
 
 export interface AdmitWriteInput {
   /** Create the action record (not exists). */
@@ -94,14 +96,24 @@ export interface StartWriteInput {
   readonly transaction?: { readonly input: AcquireLeaseInput; readonly held: TransactionRecord };
   /** The new attempt adopts the reservation (stored fence < new fence). */
   readonly idempotency?: AdoptInput;
+  /**
+   * Write the action's route assignment if none exists (RouteStore.putIfAbsent's
+   * item and condition): a first attempt pins its route in the same write that
+   * takes its leases, so the route is durable before the provider is called.
+   */
+  readonly route?: RouteAssignment;
 }
 
 export type StartWriteOutcome =
-  | { readonly started: true; readonly action: ActionRecord; readonly transaction?: TransactionRecord }
+  | { readonly started: true; readonly action: ActionRecord; readonly transaction?: TransactionRecord; readonly route?: PutRouteResult }
   | {
       readonly started: false;
-      /** The typed errors each refusing store would have raised (action.lease_held, transaction.lease_held, *.state_conflict, idempotency.not_owner). */
-      readonly refused: { readonly action?: AipError; readonly transaction?: AipError; readonly idempotency?: AipError };
+      /**
+       * The typed errors each refusing store would have raised (action.lease_held, transaction.lease_held,
+       * *.state_conflict, idempotency.not_owner). `route`: an assignment already exists for the action; it is
+       * returned (from the cancelled write's image) as putIfAbsent returns it, for the caller's reuse rules.
+       */
+      readonly refused: { readonly action?: AipError; readonly transaction?: AipError; readonly idempotency?: AipError; readonly route?: PutRouteResult };
     };
 
 export interface AttemptReadInput {
@@ -125,7 +137,7 @@ export interface AtomicWrites {
    * capacity as two reads). Optional: without it the worker reads them apart.
    */
   loadAttempt?(input: AttemptReadInput): Promise<AttemptRead>;
-  /** Attempt start: action lease + transaction lease (+ receipt) + reservation adoption in one write. Nothing is written when any part refuses. */
+  /** Attempt start: action lease + transaction lease (+ receipt) + reservation adoption (+ the route assignment of a first attempt) in one write. Nothing is written when any part refuses. */
   startAttempt(input: StartWriteInput): Promise<StartWriteOutcome>;
   /** Admission: action + reservation + transaction creation or plan claim (+ receipt) in one write. */
   admit(input: AdmitWriteInput): Promise<AdmitWriteOutcome>;

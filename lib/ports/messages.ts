@@ -10,6 +10,7 @@
  * `credentials`) is rejected on both the sending and the receiving side.
  */
 import * as z from 'zod';
+import { joinIssuePath } from '../common/issues.js';
 import { AipError } from '../errors/aip-error.js';
 import { IdSchema, TransactionIdSchema } from '../protocol/primitives.js';
 
@@ -57,7 +58,7 @@ function invalid(reason: string, issues?: z.core.$ZodIssue[]): AipError {
   const details: Record<string, unknown> = { reason };
   if (issues) {
     details.issues = issues.map((i) => ({
-      path: i.path.map(String).join('.'),
+      path: joinIssuePath(i.path, '.'),
       code: i.code,
       ...(i.code === 'unrecognized_keys' ? { keys: (i as { keys: string[] }).keys } : {}),
     }));

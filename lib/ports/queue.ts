@@ -11,6 +11,27 @@ import type { QueueMessage } from './messages.js';
 
 export type { QueueMessage, InvokeMessage, ReconcileMessage, QueueMessageKind } from './messages.js';
 
+/**
+ * Fairness between the tenants sharing a queue.
+ *
+ * - `tenant`: every message names its tenant as its fairness group. A queue
+ *   that serves groups fairly (SQS fair queues on AWS, the local event
+ *   source's emulation of them) then keeps one tenant's backlog, say 1 000
+ *   invocations of a slow provider, from delaying another tenant's message:
+ *   the next free worker gets the quiet tenant's message first.
+ * - `none`: messages carry no group; the queue serves them oldest first, so a
+ *   message waits behind every message sent before it.
+ *
+ * docs/queue-and-scheduler.md, "Fairness between tenants".
+ */
+export type QueueFairness = 'tenant' | 'none';
+export const QUEUE_FAIRNESS: readonly QueueFairness[] = ['tenant', 'none'];
+
+/** The fairness group of a message: its tenant (every message kind names one). */
+export function fairnessGroupOf(message: QueueMessage): string {
+  return message.tenant_id;
+}
+
 export interface QueueSendOptions {
   /** Delay before the message becomes visible, 0..900 s (standard queues only). */
   readonly delaySeconds?: number;

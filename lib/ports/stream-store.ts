@@ -7,17 +7,16 @@
  * zombie attempt racing a newer one loses: `stream.sequence_conflict`).
  * Chunks are TTL'd (`ttl`, default 24 h, configurable).
  *
- * `StreamStoreSink` adapts the store to the connector SDK's StreamSink
- * (lib/ports/stream-sink.ts): the publisher numbers chunks per attempt from
- * 0, the sink adds the attempt's base seq (`openStreamSink` reads it with
- * `nextSeq`), so a second attempt continues the action's stream.
+ * The runtime adapts the store to the connector SDK's StreamSink
+ * (lib/runtime/attempts/stream-sink.ts): the publisher numbers chunks per
+ * attempt from 0, the sink adds the attempt's base seq (read with `nextSeq`),
+ * so a second attempt continues the action's stream.
  *
  * Errors: `stream.sequence_conflict` (409), `stream.invalid_chunk` (400),
  * `transaction.store_unavailable`, `transaction.record_too_large`.
  * The DynamoDB adapter is lib/aws/dynamo/stream-store.ts.
  */
-import type { SequencedStreamChunk } from '../connectors/stream-chunk.js';
-import type { StreamSink } from './stream-sink.js';
+import type { SequencedStreamChunk } from '../protocol/stream-chunk.js';
 import type { Page } from './transaction-store.js';
 
 export interface StoredStreamChunk {
@@ -54,23 +53,4 @@ export interface StreamStore {
   list(query: ListChunksQuery): Promise<Page<StoredStreamChunk>>;
   /** The seq the next chunk gets (0 for an empty stream). */
   nextSeq(ref: { readonly tenant_id: string; readonly action_id: string }): Promise<number>;
-}
-
-/** StreamSink over a StreamStore for one attempt: seq = base_seq + chunk.sequence. */
-export class StreamStoreSink implements StreamSink {
-  constructor(
-    private readonly store: StreamStore,
-    private readonly tenant_id: string,
-    private readonly action_id: string,
-    private readonly base_seq: number,
-  ) {}
-
-  async write(chunk: SequencedStreamChunk): Promise<void> {
-    await this.store.append({ tenant_id: this.tenant_id, action_id: this.action_id, seq: this.base_seq + chunk.sequence, chunk });
-  }
-}
-
-/** A sink for a new attempt, continuing after the action's last stored chunk. */
-export async function openStreamSink(store: StreamStore, tenant_id: string, action_id: string): Promise<StreamStoreSink> {
-  return new StreamStoreSink(store, tenant_id, action_id, await store.nextSeq({ tenant_id, action_id }));
 }

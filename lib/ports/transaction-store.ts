@@ -28,10 +28,19 @@
  *
  * The DynamoDB adapter is lib/aws/dynamo/transaction-store.ts.
  */
-import type { ActionResult, IdentityContext, JsonObject, Principal, ProtocolError, ProviderOperationRef, TransactionPlan } from '../protocol/index.js';
+import type {
+  ActionResult,
+  IdentityContext,
+  JsonObject,
+  Principal,
+  ProtocolError,
+  ProviderOperationRef,
+  TransactionMode,
+  TransactionPlan,
+  TransactionStatus,
+} from '../protocol/index.js';
 import type { ReceiptAppend, StoredReceipt, TransactionRecord } from '../transactions/record.js';
 import type { AttemptStatus, InitialStatus, SettleOutcome, TransactionOperation } from '../transactions/state-machine.js';
-import type { TransactionMode, TransactionStatus } from '../transactions/status.js';
 
 export type { ReceiptAppend, StoredReceipt, TransactionLease, TransactionRecord } from '../transactions/record.js';
 

@@ -1,11 +1,11 @@
 import * as z from 'zod';
-import { TRANSACTION_MODES } from '../transactions/status.js';
 import { IdentityContextSchema } from './identity.js';
 import { JsonObjectSchema, JsonValueSchema } from './json.js';
 import { IdSchema, IdempotencyKeySchema, LabelsSchema, Rfc3339Schema, TransactionIdSchema } from './primitives.js';
 import { ProtocolErrorSchema } from './error.js';
 
 /** The seven transaction modes (spec README, list 1). */
+export const TRANSACTION_MODES = ['dry_run', 'plan', 'execute', 'commit', 'compensate', 'reconcile', 'rollback_not_supported'] as const;
 export const TransactionModeSchema = z.enum(TRANSACTION_MODES);
 export type TransactionMode = z.infer<typeof TransactionModeSchema>;
 

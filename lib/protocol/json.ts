@@ -89,7 +89,7 @@ export function inspectJson(value: unknown, options: InspectOptions = {}): JsonP
           if (len > maxNodes) return { kind: 'too_large', path };
           size += 2 + len;
           for (let i = len - 1; i >= 0; i--) {
-            if (!Object.prototype.hasOwnProperty.call(v, i)) return { kind: 'not_json', path: [...path, i], reason: 'sparse array' };
+            if (!Object.hasOwn(v, i)) return { kind: 'not_json', path: [...path, i], reason: 'sparse array' };
             const d = Object.getOwnPropertyDescriptor(v, i);
             if (d === undefined || !('value' in d)) return { kind: 'not_json', path: [...path, i], reason: 'accessor property' };
             if (d.value === undefined) return { kind: 'not_json', path: [...path, i], reason: 'undefined array element' };

@@ -1,5 +1,4 @@
 import * as z from 'zod';
-import { DURABLE_TRANSACTION_STATUSES, TRANSACTION_PROTOCOL_STATUSES } from '../transactions/status.js';
 import { ActionResultSchema, ActionSchema, ActionStatusSchema } from './action.js';
 import {
   CompensationContractSchema,
@@ -13,12 +12,38 @@ import { JsonObjectSchema, JsonValueSchema } from './json.js';
 import { IdSchema, IdempotencyKeySchema, Rfc3339Schema, ScopeSchema, Sha256HexSchema, TextSchema, TransactionIdSchema } from './primitives.js';
 import { ProviderOperationRefSchema, ReconciliationCursorSchema } from './provider.js';
 
+/** The twelve durable transaction statuses, exactly as the AIP transactions page names them. */
+export const DURABLE_TRANSACTION_STATUSES = [
+  'dry_run_completed',
+  'planned',
+  'prepared',
+  'committing',
+  'committed',
+  'compensating',
+  'compensated',
+  'failed',
+  'outcome_unknown',
+  'reconciling',
+  'reconciled',
+  'rollback_not_supported',
+] as const;
+
+/**
+ * The two wire-only statuses: projected from the surrounding action result,
+ * never stored as a durable status.
+ */
+export const WIRE_ONLY_STATUSES = ['requires_human', 'cancelled'] as const;
+export type WireOnlyStatus = (typeof WIRE_ONLY_STATUSES)[number];
+
+export const TRANSACTION_PROTOCOL_STATUSES = [...DURABLE_TRANSACTION_STATUSES, ...WIRE_ONLY_STATUSES] as const;
+
 /** The wire status: the twelve durable statuses plus `requires_human` and `cancelled`. */
 export const TransactionProtocolStatusSchema = z.enum(TRANSACTION_PROTOCOL_STATUSES);
 export type TransactionProtocolStatus = z.infer<typeof TransactionProtocolStatusSchema>;
 
 /** The durable record status (never `requires_human` or `cancelled`). */
 export const TransactionStatusSchema = z.enum(DURABLE_TRANSACTION_STATUSES);
+export type TransactionStatus = z.infer<typeof TransactionStatusSchema>;
 
 /**
  * First-class transaction request: wraps an action with a required

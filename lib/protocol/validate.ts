@@ -24,7 +24,7 @@ function safeSegment(seg: PropertyKey): string {
 
 /** Renders a path as a JSON Pointer (RFC 6901), sanitized. */
 export function renderPath(path: readonly PropertyKey[]): string {
-  return path.map((p) => '/' + safeSegment(p).replace(/~/g, '~0').replace(/\//g, '~1')).join('');
+  return path.map((p) => `/${safeSegment(p).replace(/~/g, '~0').replace(/\//g, '~1')}`).join('');
 }
 
 function renderMessage(issue: z.core.$ZodIssue): string {

@@ -246,7 +246,7 @@ export function samePrincipal(a: Principal | undefined, b: Principal | undefined
   return a !== undefined && b !== undefined && a.id === b.id && a.kind === b.kind;
 }
 
-const anyOf = (have: readonly string[], wanted: readonly string[] | undefined) => wanted !== undefined && wanted.some((s) => have.includes(s));
+const anyOf = (have: readonly string[], wanted: readonly string[] | undefined): boolean => wanted?.some((s) => have.includes(s)) ?? false;
 
 export class Authority {
   readonly #policy: AuthorityPolicy;

@@ -5,10 +5,10 @@
  * See docs/runtime.md.
  */
 import * as z from 'zod';
+import { joinIssuePath } from '../common/issues.js';
 import { OPERATOR_SCOPE } from '../auth/scopes.js';
 import { AipError } from '../errors/aip-error.js';
-import { IdSchema, PrincipalSchema, ScopeSchema } from '../protocol/index.js';
-import { TRANSACTION_MODES } from '../transactions/status.js';
+import { IdSchema, PrincipalSchema, ScopeSchema, TRANSACTION_MODES } from '../protocol/index.js';
 import { DEFAULT_IDEMPOTENCY_RETENTION_SECONDS } from '../ports/idempotency-store.js';
 
 /** A tenant approval policy: which capabilities and modes need an approval. */
@@ -148,7 +148,7 @@ export function parseRuntimeConfig(raw: unknown, environment = 'production'): Ru
   const parsed = schema.safeParse(raw ?? {});
   if (!parsed.success) {
     throw new AipError('runtime.config_invalid', undefined, {
-      details: { issues: parsed.error.issues.slice(0, 20).map((i) => ({ path: i.path.join('.'), code: i.code })) },
+      details: { issues: parsed.error.issues.slice(0, 20).map((i) => ({ path: joinIssuePath(i.path, '.'), code: i.code })) },
     });
   }
   return parsed.data;

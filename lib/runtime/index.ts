@@ -1,5 +1,5 @@
 /**
- * The governed action runtime (issue 4). See docs/runtime.md and docs/spec-map.md.
+ * The governed action runtime. See docs/runtime.md and docs/spec-map.md.
  */
 export { Runtime } from './runtime.js';
 export type { RuntimeDeps, ConnectorHost, HostedConnector, RuntimeLogger } from './deps.js';
@@ -20,7 +20,7 @@ export type {
   CapabilityList,
   CapabilitySummary,
   TenantApprovalSummary,
-  RuntimeHealth,
+  HealthReport,
   ConnectorReadiness,
   SweepOutcome,
 } from './types.js';

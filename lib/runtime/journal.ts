@@ -4,8 +4,7 @@
  * record's hash chain in the same atomic write (the store checks that the
  * receipt extends the stored head).
  */
-import type { ActionResult, JsonObject, JsonValue, Principal } from '../protocol/index.js';
-import type { TransactionStatus } from '../transactions/status.js';
+import type { ActionResult, JsonObject, JsonValue, Principal, TransactionStatus } from '../protocol/index.js';
 import type { Clock } from '../ports/clock.js';
 import type {
   AcquireLeaseInput,

@@ -2,8 +2,8 @@
  * The kernel: dependencies, configuration and the small helpers every
  * runtime module shares.
  */
-import { AipError, isAipError } from '../errors/aip-error.js';
-import { toProtocolError } from '../errors/wire.js';
+import { type AipError, isAipError } from '../errors/aip-error.js';
+import { toProtocolError } from '../protocol/problem.js';
 import { sha256Hex, type Action, type ActionResult, type JsonObject, type ProtocolError } from '../protocol/index.js';
 import type { Clock } from '../ports/clock.js';
 import type { InvokeMessage } from '../ports/messages.js';

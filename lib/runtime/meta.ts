@@ -19,13 +19,13 @@
  */
 import { connectorSource } from '../connectors/base.js';
 import { toConnectorFailure } from '../connectors/failure.js';
-import type { HealthReport } from '../connectors/interfaces.js';
+import type { ConnectorHealth } from '../connectors/interfaces.js';
 import type { HostedConnector } from './deps.js';
 import { assertCallerCurrent, assertTenantMember, missingScopes, type CallerIdentity } from './identity.js';
 import type { Kernel } from './kernel.js';
 import { DEFAULT_POLICY_MODES, selectsCapability, tenantApprovalPolicies } from './pipeline/approval-policy.js';
 import type { RegisteredCapability } from './registry.js';
-import type { CapabilityList, CapabilitySummary, ConnectorReadiness, RuntimeHealth, TenantApprovalSummary } from './types.js';
+import type { CapabilityList, CapabilitySummary, ConnectorReadiness, HealthReport, TenantApprovalSummary } from './types.js';
 
 /** Longest readiness detail passed on. */
 export const MAX_HEALTH_DETAIL = 256;
@@ -81,7 +81,7 @@ export async function listCapabilities(k: Kernel, caller: CallerIdentity, tenant
 /** One line, no control characters, bounded. */
 function safeDetail(detail: unknown): string | undefined {
   if (typeof detail !== 'string') return undefined;
-  // eslint-disable-next-line no-control-regex
+  // The control characters in the pattern are the point: they are what is replaced.
   const line = detail.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
   return line.length === 0 ? undefined : line.slice(0, MAX_HEALTH_DETAIL);
 }
@@ -97,7 +97,7 @@ async function checkConnector(id: string, hosted: HostedConnector, timeoutMs: nu
   });
   try {
     const check = hosted.connector.health({ signal: controller.signal, ...(hosted.instance_id !== undefined ? { instance_id: hosted.instance_id } : {}) });
-    const report: HealthReport | 'timeout' = await Promise.race([check, timedOut]);
+    const report: ConnectorHealth | 'timeout' = await Promise.race([check, timedOut]);
     if (report === 'timeout') return { id, ready: false, detail: `health check timed out after ${timeoutMs} ms` };
     if (typeof report !== 'object' || report === null || typeof report.ready !== 'boolean') return { id, ready: false, detail: 'health check answered an invalid report' };
     const detail = safeDetail(report.detail);
@@ -109,7 +109,7 @@ async function checkConnector(id: string, hosted: HostedConnector, timeoutMs: nu
   }
 }
 
-export async function connectorHealth(k: Kernel, caller?: CallerIdentity): Promise<RuntimeHealth> {
+export async function connectorHealth(k: Kernel, caller?: CallerIdentity): Promise<HealthReport> {
   if (caller !== undefined) assertCallerCurrent(caller, k.now());
   const ids = [...new Set(k.deps.connectors.ids())].sort();
   const connectors = await Promise.all(

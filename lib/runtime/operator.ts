@@ -17,6 +17,7 @@
  * transition table. Who may: the authority rule (`operator_reconcile`,
  * `resolve`, `list_operator`).
  */
+import { joinIssuePath } from '../common/issues.js';
 import { AipError, isAipError } from '../errors/aip-error.js';
 import { sha256Hex, type ActionResult, type JsonObject, type Principal } from '../protocol/index.js';
 import { ResolutionSchema, type ApprovalRecord, type Resolution } from '../ports/approval-store.js';
@@ -162,7 +163,7 @@ export async function resolve(
 ): Promise<{ transaction: ReturnType<typeof toTransactionResult> } | { approval: ApprovalRecord; status: 'requires_human' }> {
   const parsed = ResolutionSchema.safeParse(input);
   if (!parsed.success) {
-    throw new AipError('request.invalid', 'The resolution is not valid', { details: { issues: parsed.error.issues.slice(0, 20).map((i) => ({ path: i.path.join('.'), code: i.code })) } });
+    throw new AipError('request.invalid', 'The resolution is not valid', { details: { issues: parsed.error.issues.slice(0, 20).map((i) => ({ path: joinIssuePath(i.path, '.'), code: i.code })) } });
   }
   const resolution = parsed.data;
   const record = await operatorTarget(k, caller, tenant_id, transaction_id, 'resolve');

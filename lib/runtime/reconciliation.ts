@@ -15,12 +15,11 @@
 import { AipError, isAipError } from '../errors/aip-error.js';
 import { isErrorCode } from '../errors/catalogue.js';
 import { reconcileBackoffMs } from './config.js';
-import { sha256Hex, validateAction, type Action } from '../protocol/index.js';
+import { sha256Hex, validateAction, type Action, type TransactionStatus } from '../protocol/index.js';
 import type { ActionRecord } from '../ports/action-store.js';
 import type { ReconcileMessage } from '../ports/messages.js';
 import type { QueueBatchEntry } from '../ports/queue.js';
 import type { TransactionRecord } from '../ports/transaction-store.js';
-import type { TransactionStatus } from '../transactions/status.js';
 import { runAttempt } from './attempts/worker.js';
 import { escalate, scheduleReconcile } from './attempts/settlement.js';
 import { expireApproval } from './approvals.js';

@@ -1,6 +1,5 @@
 /**
- * The capability's data contract applied to what the runtime keeps
- * (issue 13, "Redaction and retention"):
+ * The capability's data contract applied to what the runtime keeps:
  *
  * - `redaction_required`: once an action's outcome is definitive, its raw
  *   input is dropped from the action record (it reads as `{redacted: true,
@@ -62,7 +61,7 @@ export function redactPointers<T extends JsonValue>(value: T, pointers: readonly
         if (last) cur[Number(token)] = REDACTED;
         else cur = cur[Number(token)] as JsonValue;
       } else if (cur !== null && typeof cur === 'object') {
-        if (!Object.prototype.hasOwnProperty.call(cur, token)) break;
+        if (!Object.hasOwn(cur, token)) break;
         if (last) (cur as JsonObject)[token] = REDACTED;
         else cur = (cur as JsonObject)[token] as JsonValue;
       } else break;

@@ -1,6 +1,6 @@
 /**
  * DataContract.retention_days, applied consistently to every item of a
- * transaction (issue 13, "Redaction and retention"):
+ * transaction:
  *
  * - the transaction record, every receipt of its chain and its plan-ID item
  *   get the same `ttl` (the terminal write's time + retention_days) in the
@@ -9,7 +9,7 @@
  *   that is not terminal never expires, so an escalated transaction waiting
  *   for a human keeps its whole chain;
  * - the action records bound to it expire the same number of days after they
- *   end (./attempts/settlement.ts `actionRetention`), instead of the
+ *   end (`actionRetention`), instead of the
  *   runtime-wide `action_retention_seconds`;
  * - route assignments and stream chunks of those actions, and the idempotency
  *   reservation, keep their own shorter lifetimes (a reservation's retention
@@ -20,10 +20,17 @@
  */
 import type { RetentionStamp, TransactionRecord } from '../ports/transaction-store.js';
 import type { Kernel } from './kernel.js';
+import type { DataPolicy } from './redaction.js';
 
 /** The retention stamp of a capability's terminal transaction writes, or undefined when its contract sets none. */
 export function retentionFor(k: Kernel, capability_id: string, record?: Pick<TransactionRecord, 'plan_id'>): RetentionStamp | undefined {
   const days = k.deps.registry.find(capability_id)?.capability.data?.retention_days;
   if (days === undefined) return undefined;
   return { days, ...(record?.plan_id !== undefined ? { plan_id: record.plan_id } : {}) };
+}
+
+/** An action record's retention: the capability's retention_days, else the runtime's action_retention_seconds. */
+export function actionRetention(k: Kernel, policy: DataPolicy): { retention_seconds?: number } {
+  if (policy.retention_days !== undefined) return { retention_seconds: policy.retention_days * 86_400 };
+  return k.config.action_retention_seconds > 0 ? { retention_seconds: k.config.action_retention_seconds } : {};
 }

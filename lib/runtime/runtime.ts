@@ -26,7 +26,7 @@ import { cancel, getAction, getActionResult, getTransaction, listOperator, readS
 import { connectorHealth, listCapabilities } from './meta.js';
 import { reconcileMessage, sweep } from './reconciliation.js';
 import { overview, requestReconcile, resolve } from './operator.js';
-import type { AttemptOutcome, CapabilityList, DecisionOutcome, PageOf, ReconcileOutcome, RuntimeHealth, SubmitOutcome, SweepOutcome } from './types.js';
+import type { AttemptOutcome, CapabilityList, DecisionOutcome, PageOf, ReconcileOutcome, HealthReport, SubmitOutcome, SweepOutcome } from './types.js';
 
 export class Runtime {
   readonly #k: Kernel;
@@ -99,7 +99,7 @@ export class Runtime {
   }
 
   /** Readiness of every hosted connector, each check bounded by config.health_timeout_ms. */
-  async health(caller?: CallerIdentity): Promise<RuntimeHealth> {
+  async health(caller?: CallerIdentity): Promise<HealthReport> {
     return connectorHealth(this.#k, caller);
   }
 

@@ -14,18 +14,14 @@ import type {
   TransactionResult,
 } from '../protocol/index.js';
 import type { ApprovalRecord } from '../ports/approval-store.js';
-import type { TransactionStatus } from '../transactions/status.js';
+import type { TransactionStatus } from '../protocol/index.js';
+import type { ConnectorReadiness, HealthReport, SubmitDisposition } from '../http/schemas.js';
 
-export type SubmitDisposition = 'completed' | 'accepted' | 'requires_human' | 'replayed' | 'rejected';
+/** The edge's answers are the runtime's outcomes: their types come from the edge schemas. */
+export type { ConnectorReadiness, HealthReport, SubmitDisposition };
 
 export interface SubmitOutcome {
-  /**
-   * - `completed`: a terminal result was reached synchronously (dry run, plan);
-   * - `accepted`: admitted and enqueued for the worker;
-   * - `requires_human`: waiting for an approval;
-   * - `replayed`: a stored terminal result, no connector invocation;
-   * - `rejected`: admission recorded a terminal failure (a failed downstream plan validation, a denial).
-   */
+  /** How admission ended (see SubmitDispositionSchema in lib/http/schemas.ts). */
   readonly disposition: SubmitDisposition;
   readonly http_status: number;
   readonly action_id: string;
@@ -133,20 +129,6 @@ export interface CapabilityList {
   readonly tenant_id?: string;
   /** Sorted by ID. */
   readonly items: CapabilitySummary[];
-}
-
-/** One hosted connector's readiness. `detail` is operator-safe (the connector contract), bounded and single-line. */
-export interface ConnectorReadiness {
-  readonly id: string;
-  readonly ready: boolean;
-  readonly detail?: string;
-}
-
-export interface RuntimeHealth {
-  /** `ok` when every hosted connector is ready (also when none is hosted), else `degraded`. */
-  readonly status: 'ok' | 'degraded';
-  /** Sorted by ID. */
-  readonly connectors: ConnectorReadiness[];
 }
 
 export interface SweepOutcome {

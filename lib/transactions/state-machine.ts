@@ -15,7 +15,8 @@
  * See docs/transactions-state-machine.md.
  */
 import { AipError } from '../errors/aip-error.js';
-import { DURABLE_TRANSACTION_STATUSES, type TransactionProtocolStatusValue, type TransactionStatus } from './status.js';
+import type { TransactionProtocolStatus } from '../protocol/transaction.js';
+import { DURABLE_TRANSACTION_STATUSES, type TransactionStatus } from './status.js';
 
 /** Named operations of the state machine. */
 export const TRANSACTION_OPERATIONS = [
@@ -258,7 +259,7 @@ export const CANCELLABLE_PROJECTION_STATUSES = ['planned', 'failed'] as const sa
  * - otherwise the durable status itself. A terminal durable status is never
  *   hidden behind `requires_human`.
  */
-export function projectProtocolStatus(status: TransactionStatus, facts: ProjectionFacts = {}): TransactionProtocolStatusValue {
+export function projectProtocolStatus(status: TransactionStatus, facts: ProjectionFacts = {}): TransactionProtocolStatus {
   if (facts.action_status === 'cancelled' && (CANCELLABLE_PROJECTION_STATUSES as readonly TransactionStatus[]).includes(status)) {
     return 'cancelled';
   }

@@ -98,7 +98,7 @@ describe('operator actions', () => {
     await dialog.getByLabel('Provider', { exact: true }).fill('payments-simulator');
     await dialog.getByLabel('Operation ID').fill(found.operation_id);
     await dialog.getByLabel('Reason (required)').fill('charge found in the provider dashboard');
-    await dialog.getByLabel('URI').fill('https://dashboard.example.com/operations/' + found.operation_id);
+    await dialog.getByLabel('URI').fill(`https://dashboard.example.com/operations/${found.operation_id}`);
     await dialog.getByLabel('Description').fill('dashboard export');
     await screenshot(page, 'resolve-with-evidence');
     await dialog.getByRole('button', { name: 'Confirm resolution' }).click();

@@ -1,5 +1,5 @@
 /**
- * Issue 12, item 4, over HTTP on the local stack with the payments connector
+ * Reconciliation by idempotency key, over HTTP on the local stack with the payments connector
  * and simulator: a timeout with no provider operation known is no longer
  * escalated at once. The reconcile consumer asks the provider by the
  * idempotency key the runtime sent, finds the operation, binds it to the

@@ -1,5 +1,5 @@
 /**
- * Issue 13: the payments connector placed on a remote connector host, over
+ * The payments connector placed on a remote connector host, over
  * HTTP on the local stack (`connectorPlacement: 'remote'`). The runtime holds
  * only the signed proxy; the host holds the payments credential.
  *

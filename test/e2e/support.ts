@@ -4,7 +4,7 @@
  */
 import { expect } from 'vitest';
 import { AipClient, AipClientError, type ProblemBody } from '../../lib/client/index.js';
-import { ProblemSchema, type Problem } from '../../lib/errors/wire.js';
+import { ProblemSchema, type Problem } from '../../lib/protocol/problem.js';
 
 /** The Runtime's clock in the end-to-end stack (moved to a due time or past a window instead of sleeping). */
 export { SteppedClock } from '../../lib/ports/clock.js';

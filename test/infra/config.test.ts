@@ -52,11 +52,14 @@ describe('parseInfraConfig', () => {
       reconcilerMaxConcurrency: 5,
       logLevel: 'INFO',
       outcomeUnknownAlarmAgeSeconds: 1800,
+      quietTenantQueueAgeAlarmSeconds: 300,
       connectorEndpoints: {},
       api: { stageName: 'api', throttlingRateLimit: 50, throttlingBurstLimit: 100, authorizerCacheTtlSeconds: 60, cloudWatchRole: true },
       auth: { algorithms: ['RS256'] },
     });
     expect(config.alarmEmail).toBeUndefined();
+    expect(config.workerReservedConcurrency).toBeUndefined();
+    expect(config.reconcilerReservedConcurrency).toBeUndefined();
     expect(config.auth.claims).toBeUndefined();
   });
 
@@ -153,6 +156,9 @@ describe('parseInfraConfig', () => {
     ['connectorEndpoints.crm', { ...BASE_CONFIG, connectorEndpoints: { crm: 'https://crm.example.com' } }, /"crm" is not an enabled connector \(enabled: payments\)/],
     ['connectorEndpoints.payments', { ...BASE_CONFIG, connectorEndpoints: { payments: 'ftp://pay.example.com' } }, /http:\/\/ or https:\/\/ URL/],
     ['outcomeUnknownAlarmAgeSeconds', { ...BASE_CONFIG, outcomeUnknownAlarmAgeSeconds: 10 }, /at least 60/],
+    ['quietTenantQueueAgeAlarmSeconds', { ...BASE_CONFIG, quietTenantQueueAgeAlarmSeconds: 30 }, /at least 60/],
+    ['workerReservedConcurrency', { ...BASE_CONFIG, workerReservedConcurrency: 5 }, /at least workerMaxConcurrency \(10\)/],
+    ['reconcilerReservedConcurrency', { ...BASE_CONFIG, reconcilerMaxConcurrency: 8, reconcilerReservedConcurrency: 6 }, /at least reconcilerMaxConcurrency \(8\)/],
   ] as const)('rejects a bad %s with a message naming it', (path, input, message) => {
     const issues = issuesOf(input);
     const issue = issues.find((candidate) => candidate.path === path);

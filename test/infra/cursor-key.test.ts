@@ -1,5 +1,5 @@
 /**
- * The key that seals pagination cursors (issue 11, defect 6): a retained
+ * The key that seals pagination cursors: a retained
  * Secrets Manager secret with a generated string in the stateful stack, its
  * ARN in every function's environment, and read access only for the
  * functions whose routes page (listOperator, listApprovals).

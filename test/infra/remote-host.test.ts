@@ -1,5 +1,5 @@
 /**
- * Issue 13 in the CDK app (infra/remote-host.ts): with `remoteConnectorHost`
+ * The remote connector placement in the CDK app (infra/remote-host.ts): with `remoteConnectorHost`
  * the stateless stack deploys the connector host and the checkpoint receiver
  * behind Function URLs, two KMS ES256 keys and the host's nonce table; the
  * runtime functions get the placement and only the grants they need; the

@@ -26,7 +26,7 @@ import { TABLE_WRITE_ACTIONS } from '../../infra/functions.js';
 import { GATEWAY_RESPONSES, gatewayResponseTemplate } from '../../lib/http/gateway-responses.js';
 import { ResponseType } from 'aws-cdk-lib/aws-apigateway';
 import { ERROR_CATALOGUE, isErrorCode } from '../../lib/errors/catalogue.js';
-import { ProblemSchema } from '../../lib/errors/wire.js';
+import { ProblemSchema } from '../../lib/protocol/problem.js';
 import { join } from 'node:path';
 import { loadInfraConfig } from '../../infra/config.js';
 import { PROJECT_ROOT } from '../../infra/functions.js';
@@ -458,6 +458,32 @@ describe('the deployed runtime (default functions)', () => {
       });
     });
 
+    it('alarms when a quiet tenant’s invocation waits in the invoke queue (fair-queue metric), not on the noisy tenant’s backlog', () => {
+      const stateful = built.aip.stateful;
+      const alarms = t
+        .ofType('AWS::CloudWatch::Alarm')
+        .map(([, a]) => a.Properties as Json)
+        .filter((a) => a.MetricName === 'ApproximateAgeOfOldestMessageInQuietGroups');
+      expect(alarms).toHaveLength(1);
+      expect(alarms[0]).toMatchObject({
+        AlarmName: 'aip-test-invoke-quiet-tenant-queue-age',
+        Namespace: 'AWS/SQS',
+        Statistic: 'Maximum',
+        ComparisonOperator: 'GreaterThanThreshold',
+        Threshold: 300,
+        TreatMissingData: 'notBreaching',
+      });
+      expect(t.resolveImport((alarms[0]!.Dimensions as Json[])[0]!.Value)).toEqual({ 'Fn::GetAtt': [logicalId(stateful, stateful.invokeQueue), 'QueueName'] });
+      // No alarm on the queue's overall age: a noisy tenant's backlog alone must not page anyone.
+      expect(t.ofType('AWS::CloudWatch::Alarm').filter(([, a]) => a.Properties.MetricName === 'ApproximateAgeOfOldestMessage')).toEqual([]);
+    });
+
+    it('reserves no concurrency for the workers by default (the account’s unreserved pool)', () => {
+      for (const id of [INVOKE_WORKER_FUNCTION_ID, RECONCILE_CONSUMER_FUNCTION_ID]) {
+        expect(t.resources[t.fnId(id)]!.Properties.ReservedConcurrentExecutions).toBeUndefined();
+      }
+    });
+
     it('creates no topic and no alarm actions without an alarm email', () => {
       t.template.resourceCountIs('AWS::SNS::Topic', 0);
       for (const [, a] of t.ofType('AWS::CloudWatch::Alarm')) expect(a.Properties.AlarmActions).toBeUndefined();
@@ -525,11 +551,22 @@ describe('the deployed runtime with alarm email, KMS queues, connector endpoints
       auth: { ...BASE_CONFIG.auth, claims: { preset: 'cognito' }, clockToleranceSeconds: 5 },
       alarmEmail: 'ops@example.com',
       queueEncryption: 'kms',
+      workerReservedConcurrency: 20,
+      reconcilerReservedConcurrency: 5,
+      quietTenantQueueAgeAlarmSeconds: 120,
       connectorEndpoints: { payments: 'https://api.payments.example.com' },
       api: { authorizerCacheTtlSeconds: 0, throttlingRateLimit: 20, throttlingBurstLimit: 40, stageName: 'prod' },
       logLevel: 'DEBUG',
     });
     t = inspect(built);
+  });
+
+  it('reserves the configured concurrency for the invoke worker and the reconcile consumer, at least their event sources’ maximum', () => {
+    expect(t.resources[t.fnId(INVOKE_WORKER_FUNCTION_ID)]!.Properties.ReservedConcurrentExecutions).toBe(20);
+    expect(t.resources[t.fnId(RECONCILE_CONSUMER_FUNCTION_ID)]!.Properties.ReservedConcurrentExecutions).toBe(5);
+    const maxima = t.ofType('AWS::Lambda::EventSourceMapping').map(([, m]) => (m.Properties.ScalingConfig as Json).MaximumConcurrency as number);
+    expect(maxima.sort((a, b) => a - b)).toEqual([5, 10]);
+    t.template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'ApproximateAgeOfOldestMessageInQuietGroups', Threshold: 120 });
   });
 
   it('notifies an encrypted, TLS-only topic that CloudWatch alarms of this deployment may publish to', () => {

@@ -322,6 +322,8 @@ describe('function definitions', () => {
     template.hasResourceProperties('AWS::Lambda::Function', {
       Runtime: 'nodejs22.x',
       Architectures: ['arm64'],
+      // infra/bundling.ts: index.mjs + chunks/, the handler named after the entry chunk.
+      Handler: 'index.handler',
       Timeout: 60,
       MemorySize: 512,
       TracingConfig: { Mode: 'Active' },
@@ -332,6 +334,7 @@ describe('function definitions', () => {
           [FUNCTION_ENV.scheduleGroupName]: 'aip-test-reconcile',
           [FUNCTION_ENV.runtimeConfig]: Match.stringLikeRegexp('"issuer":"https://issuer.example.com/"'),
           POWERTOOLS_LOGGER_LOG_EVENT: 'false',
+          POWERTOOLS_TRACE_ENABLED: 'true',
         }),
       },
     });

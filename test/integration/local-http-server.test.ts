@@ -18,7 +18,7 @@ import { SILENT_LOGGER } from '../../functions/shared/logger.js';
 import type { RuntimeApi } from '../../functions/shared/runtime-api.js';
 import { createTokenVerifier, KeySourceUnavailableError, type TokenVerifier } from '../../lib/auth/verifier.js';
 import { AipError } from '../../lib/errors/aip-error.js';
-import { ProblemSchema, type Problem } from '../../lib/errors/wire.js';
+import { ProblemSchema, type Problem } from '../../lib/protocol/problem.js';
 import { gatewayResponse, gatewayResponseTemplate, type GatewayResponseType } from '../../lib/http/gateway-responses.js';
 import { stubRuntime } from '../unit/http/support.js';
 

@@ -34,7 +34,7 @@ function record(r: Reply): Reply {
 
 async function toReply(res: Response): Promise<Reply> {
   const text = await res.text();
-  let body: unknown = undefined;
+  let body: unknown;
   try {
     body = JSON.parse(text);
   } catch {
@@ -55,7 +55,7 @@ function client(sim: PaymentsSimulator) {
   const headers = (o: CallOptions): Record<string, string> => {
     const h: Record<string, string> = {};
     const auth = o.auth === undefined ? `Bearer ${API_KEY}` : o.auth;
-    if (auth !== null) h['authorization'] = auth;
+    if (auth !== null) h.authorization = auth;
     if (o.key !== undefined && o.key !== null) h['idempotency-key'] = o.key;
     const ct = o.contentType === undefined ? 'application/json' : o.contentType;
     if (ct !== null) h['content-type'] = ct;
@@ -456,6 +456,17 @@ describe('faults', () => {
     expect((await api.charge('m-3')).status).toBe(503);
     expect((await api.charge('m-3')).status).toBe(503);
     expect(sim.effectsFor('m-3')).toHaveLength(1);
+    expect(sim.faults()).toMatchObject([{ remaining: 'always' }]);
+  });
+
+  it("matches a charge body's customer, and nothing else, when the rule names one", async () => {
+    sim.setFaults([{ match: { customer: 'cus_slow' }, fault: 'error_before_commit', times: 'always' }]);
+    expect((await api.charge('c-1', { amount: 100, currency: 'EUR', customer: 'cus_slow' })).status).toBe(503);
+    expect((await api.charge('c-2', { amount: 100, currency: 'EUR', customer: 'cus_fast' })).status).toBe(201);
+    expect((await api.charge('c-3', { amount: 100, currency: 'EUR' })).status).toBe(201);
+    // A refund has no customer: it never matches.
+    const charge = (await api.charge('c-4', { amount: 100, currency: 'EUR', customer: 'cus_fast' })).body as { id: string };
+    expect((await api.refund('r-1', { charge_id: charge.id })).status).toBe(201);
     expect(sim.faults()).toMatchObject([{ remaining: 'always' }]);
   });
 

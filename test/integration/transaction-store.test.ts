@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DescribeTableCommand, DescribeTimeToLiveCommand } from '@aws-sdk/client-dynamodb';
 import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { createTable } from '../../lib/aws/dynamo/create-table.js';
-import { AipError, isAipError } from '../../lib/errors/aip-error.js';
+import { AipError } from '../../lib/errors/aip-error.js';
 import type { ErrorCode } from '../../lib/errors/catalogue.js';
 import { GENESIS_RECEIPT_HASH, receiptHash } from '../../lib/protocol/index.js';
 import { GSIS, keys, TTL_ATTRIBUTE } from '../../lib/aws/dynamo/table-design.js';

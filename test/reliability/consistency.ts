@@ -1,5 +1,5 @@
 /**
- * Consistency checker of the reliability suite (issue 6 §3): after a workload,
+ * Consistency checker of the reliability suite: after a workload,
  * it reads EVERY item of the table (a full, strongly consistent Scan) and the
  * payments provider's ledger, and reports what was lost, duplicated or stuck,
  * and whether every receipt chain verifies. It is pure (no I/O): give it the

@@ -1,5 +1,5 @@
 /**
- * Crash points on the local stack (issue 6 §1): the same eight points as
+ * Crash points on the local stack: the same eight points as
  * test/integration/runtime/crash.test.ts, but over HTTP against the stack of
  * `npm start` (dev/local/start.ts): the real authorizer and HTTP handlers,
  * the Runtime built by the composition root, the DynamoDB stores, the invoke
@@ -208,15 +208,15 @@ const CASES: readonly CrashCase[] = [
   { point: 'after_lease_before_provider_call', flow: 'commit', final: 'committed', charge_requests: 1, recovery: 'the redelivery after the lease re-invokes the commit under the same key' },
   { point: 'after_provider_accept_before_checkpoint', flow: 'execute', final: 'committed', charge_requests: 2, recovery: 'the redelivery re-invokes under the same key; the provider replays the one charge' },
   { point: 'after_provider_accept_before_checkpoint', flow: 'commit', final: 'committed', charge_requests: 2, recovery: 'the commit is re-invoked under the same key; the provider replays the one charge' },
-  { point: 'after_checkpoint_before_response', flow: 'execute', final: 'committed', charge_requests: 2, recovery: 'the redelivery keeps the checkpointed operation; the provider replays the one charge' },
-  { point: 'after_checkpoint_before_response', flow: 'commit', final: 'committed', charge_requests: 2, recovery: 'the commit keeps the checkpointed operation; the provider replays the one charge' },
+  { point: 'after_checkpoint_before_response', flow: 'execute', final: 'committed', charge_requests: 2, recovery: 'the operation held for the settlement is lost with the process; the redelivery re-invokes under the same key and the provider replays the one charge' },
+  { point: 'after_checkpoint_before_response', flow: 'commit', final: 'committed', charge_requests: 2, recovery: 'the operation held for the settlement is lost with the process; the commit is re-invoked under the same key and the provider replays the one charge' },
   {
     point: 'after_checkpoint_before_response',
     flow: 'execute',
     lost: 'retry_answer',
     final: 'reconciled',
     charge_requests: 2,
-    recovery: "the replay's answer is lost too; the probe finds the checkpointed operation, outcome_unknown keeps it; the Scheduler fires the reconciliation",
+    recovery: "the replay's answer is lost too; the probe finds the operation by the request's key, outcome_unknown keeps it; the Scheduler fires the reconciliation",
   },
   { point: 'after_response_before_settlement', flow: 'execute', final: 'committed', charge_requests: 2, recovery: 'the lost response is replayed by the provider under the same key' },
   { point: 'after_response_before_settlement', flow: 'commit', final: 'committed', charge_requests: 2, recovery: 'the lost commit response is replayed by the provider under the same key' },

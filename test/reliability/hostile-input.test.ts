@@ -1,5 +1,5 @@
 /**
- * Hostile input at the HTTP edge (issue 6 §4): fast-check fuzz against the
+ * Hostile input at the HTTP edge: fast-check fuzz against the
  * local stack's API Gateway (dev/local/http-server.ts: the real authorizer
  * and the real handlers over the real Runtime on DynamoDB Local and fauxqs).
  *
@@ -13,7 +13,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { LocalStack } from '../../dev/local/start.js';
-import { ProblemSchema } from '../../lib/errors/wire.js';
+import { ProblemSchema } from '../../lib/protocol/problem.js';
 import { dynamoClient, recordScenario, reliabilityStack, tableFingerprint } from './support.js';
 
 /** Bound of one request: a hang fails the case instead of the file. */
@@ -149,7 +149,7 @@ function pathEncode(s: string): string {
   try {
     return encodeURIComponent(s);
   } catch {
-    return encodeURIComponent(s.replace(/[\ud800-\udfff]/g, '')) + '%ED%A0%80';
+    return `${encodeURIComponent(s.replace(/[\ud800-\udfff]/g, ''))}%ED%A0%80`;
   }
 }
 

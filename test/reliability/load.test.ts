@@ -24,15 +24,14 @@
  * operations and responses held past the timeout (`outcome_unknown` after the
  * attempt's deadline), short latencies (no change of outcome).
  *
- * Each queue is served by the stack's poller plus extra pollers running the
- * same deployed handler (`AIP_LOAD_WORKERS` instances, default 4), as Lambda
- * runs several batches at once. A warm-up (a few actions, no faults) runs
+ * Each queue is served by `AIP_LOAD_WORKERS` instances (default 4) of the
+ * stack's event source running the deployed handler, as Lambda runs several
+ * batches at once (`workerInstances`, lib/aws/sqs/local-event-source.ts). A warm-up (a few actions, no faults) runs
  * first, so that a cold start does not pass for a provider timeout; the
  * payments timeout is 5 s.
  *
  * Synchronisation, no sleeps: each client subscribes to its action's invoke
- * message being handled by a worker (the stack's `handled` hook, and the extra
- * pollers' own notification), submits without waiting, then reads the action
+ * message being handled by a worker (the stack's `handled` hook), submits without waiting, then reads the action
  * over HTTP, long-polling (`GET /v1/actions/{id}?wait=`) if that attempt did
  * not settle it. Afterwards the open records (found through the sparse
  * byStatus index) are driven by moving the Runtime's clock and firing the
@@ -47,13 +46,8 @@
  *
  * Wall time and throughput are recorded as figures, never asserted.
  */
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GetItemCommand, QueryCommand, type AttributeValue, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { startSqsPoller } from '../../lib/aws/sqs/poller.js';
-import { decodeQueueMessage } from '../../lib/ports/messages.js';
-import { handler as invokeHandler } from '../../functions/worker/invoke.js';
-import { handler as reconcileHandler } from '../../functions/worker/reconcile.js';
 import type { LocalStack } from '../../dev/local/start.js';
 import type { FaultRuleInput, SimEvent } from '../../dev/payments-simulator/server.js';
 import { SteppedClock } from '../../lib/ports/clock.js';
@@ -71,9 +65,9 @@ const TIMEOUT_MS = 5_000;
 const WAIT_S = 20;
 const RECONCILE_ROUNDS = 12;
 /**
- * Instances per queue (invoke worker, reconcile consumer): the stack's poller
- * plus extra ones running the same deployed handler, as Lambda runs several
- * batches at once (`AIP_LOAD_WORKERS`, default 4). One batch waits for its
+ * Instances per queue (invoke worker, reconcile consumer), each running the
+ * deployed handler, as Lambda runs several batches at once (`AIP_LOAD_WORKERS`,
+ * default 4). One batch waits for its
  * slowest record, so a single poller lets every held provider call stall the
  * queue: 1 instance measured ~10 actions/s here, 3-5 instances 23-26/s.
  */
@@ -136,11 +130,9 @@ const faultsByKind: Record<string, number> = {};
 let chargeCalls = 0;
 /** Queue messages handled (a worker or the reconcile consumer finished the batch holding them). */
 const handledCount = { invoke: 0, reconcile: 0 };
-let handledWaiters: (() => void)[] = [];
+const handledWaiters: (() => void)[] = [];
 /** Waiters for one action's invoke message, by `tenant/action`. */
 const actionWaiters = new Map<string, (() => void)[]>();
-const extraPollers: { stop(): Promise<void> }[] = [];
-let sqs: SQSClient | undefined;
 
 function noteHandled(queue: 'invoke' | 'reconcile', m: QueueMessage): void {
   handledCount[queue]++;
@@ -161,7 +153,7 @@ function invokeHandled(tenant: string, action_id: string): Promise<void> {
 }
 
 beforeAll(async () => {
-  ({ stack, table } = await reliabilityStack('load', { tenants: [...TENANTS], approvalPolicies: [], clock, payments: { timeoutMs: TIMEOUT_MS }, simulatorSeed: 6 }));
+  ({ stack, table } = await reliabilityStack('load', { tenants: [...TENANTS], approvalPolicies: [], clock, payments: { timeoutMs: TIMEOUT_MS }, simulatorSeed: 6, workerInstances: WORKERS }));
   ddb = dynamoClient();
   for (let w = 0; w < CLIENTS; w++) {
     const principal = `loader-${String(w).padStart(2, '0')}`;
@@ -183,43 +175,10 @@ beforeAll(async () => {
       return false;
     });
   }
-  // Extra instances of the invoke worker and of the reconcile consumer (the deployed handlers, as the stack's own pollers run them).
-  sqs = new SQSClient({ endpoint: inject('sqsEndpoint'), region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
-  for (const [queue, fn] of [
-    ['invoke', invokeHandler],
-    ['reconcile', reconcileHandler],
-  ] as const) {
-    const queueUrl = (await sqs.send(new GetQueueUrlCommand({ QueueName: `${table}-${queue}` }))).QueueUrl as string;
-    for (let i = 1; i < WORKERS; i++) {
-      extraPollers.push(
-        startSqsPoller({
-          client: sqs,
-          queueUrl,
-          functionName: `aip-local-${queue}-${i}`,
-          functionTimeoutMs: 60_000,
-          handler: async (event, context) => {
-            try {
-              return await fn(event, context);
-            } finally {
-              for (const r of event.Records) {
-                try {
-                  noteHandled(queue, decodeQueueMessage(r.body));
-                } catch {
-                  // not a queue message: nothing waits for it
-                }
-              }
-            }
-          },
-        }),
-      );
-    }
-  }
 }, 120_000);
 
 afterAll(async () => {
   stack?.simulator.releaseDelays();
-  await Promise.all(extraPollers.map((p) => p.stop()));
-  sqs?.destroy();
   ddb?.destroy();
   await stack?.stop();
 });

@@ -1,5 +1,5 @@
 /**
- * Redelivery and zombies (issue 6 §2) on the local stack: the real payments
+ * Redelivery and zombies on the local stack: the real payments
  * connector against the payments simulator, the invoke queue on fauxqs and
  * the worker handler behind its poller. Extra "Lambda instances" are direct
  * `runtime.runAttempt(message)` calls with the same message, as a second

@@ -1,5 +1,5 @@
 /**
- * Secret leakage (issue 6 §5): the payments credential is a planted, unique
+ * Secret leakage: the payments credential is a planted, unique
  * secret. A representative workload runs over HTTP against the local stack
  * (execute, plan + commit, a provider 504 after commit → outcome_unknown →
  * scheduled reconciliation, a compensation, declined and failing calls,

@@ -1,5 +1,5 @@
 /**
- * Security at the HTTP edge (issue 6 §5), over real HTTP against the local
+ * Security at the HTTP edge, over real HTTP against the local
  * stack (real authorizer, handlers, Runtime, DynamoDB Local, fauxqs,
  * payments simulator):
  * - tokens: expired, `alg: none`, wrong issuer, audience or key, tampered;
@@ -17,7 +17,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { LocalStack } from '../../dev/local/start.js';
 import { generateDevKeys } from '../../dev/auth/keys.js';
 import { mintToken } from '../../dev/auth/mint.js';
-import { ProblemSchema } from '../../lib/errors/wire.js';
+import { ProblemSchema } from '../../lib/protocol/problem.js';
 import { SteppedClock } from '../../lib/ports/clock.js';
 import { dynamoClient, recordScenario, reliabilityStack, tableFingerprint } from './support.js';
 
@@ -278,7 +278,7 @@ describe('approvals and plans', () => {
     expect(bobTx.body.status).toBe('planned');
 
     // Tenant A (an approval gate on commits): carol's commit of alice's plan is refused before any approver is asked
-    // (issue 11, defect 9: the recheck and the authority rule run before the approval gate); nothing is written.
+    // (the recheck and the authority rule run before the approval gate); nothing is written.
     const alicePlan = await planned(tokens.alice as string);
     const carolId = uid('carol');
     await writesNothing(async () => {

@@ -1,5 +1,5 @@
 /**
- * Regression (issue 11, defect 1): downstream idempotency keys must not
+ * Regression (defect 1): downstream idempotency keys must not
  * collide across principals.
  *
  * Idempotency reservations are scoped to (tenant, principal, key). Two

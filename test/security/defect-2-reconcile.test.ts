@@ -1,5 +1,5 @@
 /**
- * Issue 11, defect 2, over HTTP on the local stack: any writer could
+ * Defect 2 (reconciling anyone's transaction), over HTTP on the local stack: any writer could
  * reconcile anyone's transaction with an arbitrary provider operation. Now a
  * reconcile may be requested only by the owner, an operator or the runtime;
  * a supplied operation that differs from the checkpointed one is

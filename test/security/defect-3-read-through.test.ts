@@ -1,5 +1,5 @@
 /**
- * Issue 11, defect 3, over HTTP on the local stack: naming Alice's plan or
+ * Defect 3 (reading through another principal's plan), over HTTP on the local stack: naming Alice's plan or
  * transaction in Bob's own commit or execute made `GET /v1/actions/{bob's
  * action}` return her transaction view (planned_by, plan input, provider
  * operation). Now such a commit or execute is refused before anything is

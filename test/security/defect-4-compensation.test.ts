@@ -1,5 +1,5 @@
 /**
- * Issue 11, defect 4, over HTTP on the local stack: compensation targets had
+ * Defect 4 (compensating another principal's charge), over HTTP on the local stack: compensation targets had
  * no ownership check; Bob could compensate Alice's committed charge once an
  * approver (who could not tell whose it was) approved. Now compensating needs
  * the target's owner, or a principal the tenant policy allows (the operator

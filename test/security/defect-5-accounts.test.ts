@@ -1,5 +1,5 @@
 /**
- * Regression (issue 11, defect 5): the credential account must come from the
+ * Regression (defect 5): the credential account must come from the
  * verified token, never from the request body.
  *
  * `action.identity.external_account_id` selects the credential row (tenant,
@@ -22,7 +22,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { LocalStack } from '../../dev/local/start.js';
 import type { SimEvent } from '../../dev/payments-simulator/server.js';
-import { ProblemSchema } from '../../lib/errors/wire.js';
+import { ProblemSchema } from '../../lib/protocol/problem.js';
 import { SteppedClock } from '../../lib/ports/clock.js';
 import { reconcileActionId } from '../../lib/runtime/reconciliation.js';
 import { dynamoClient, reliabilityStack, tableFingerprint } from '../reliability/support.js';

@@ -1,5 +1,5 @@
 /**
- * Regression test of issue 11, defects 6 and 8 (the listings), over real HTTP
+ * Regression test of defects 6 and 8 (the listings), over real HTTP
  * against the local stack (real authorizer, handlers, Runtime, DynamoDB
  * Local, fauxqs, payments simulator).
  *
@@ -19,7 +19,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalStack } from '../../dev/local/start.js';
-import { ProblemSchema } from '../../lib/errors/wire.js';
+import { ProblemSchema } from '../../lib/protocol/problem.js';
 import { reliabilityStack } from '../reliability/support.js';
 
 const DEMO = 'demo';

@@ -1,5 +1,5 @@
 /**
- * Regression test of issue 11, defect 7 ("approval policy applies only to
+ * Regression test of defect 7 ("approval policy applies only to
  * tenants named in the configuration"), over real HTTP against the local
  * stack (real authorizer, handlers, Runtime, DynamoDB Local, fauxqs,
  * payments simulator).
@@ -20,7 +20,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalStack } from '../../dev/local/start.js';
 import type { ApprovalPolicy } from '../../infra/config.js';
-import { ProblemSchema } from '../../lib/errors/wire.js';
+import { ProblemSchema } from '../../lib/protocol/problem.js';
 import type { Clock } from '../../lib/ports/clock.js';
 import { reliabilityStack } from '../reliability/support.js';
 

@@ -1,5 +1,5 @@
 /**
- * Issue 11, defect 8 (second half), over HTTP on the local stack: error
+ * Defect 8, second half (what error details reveal), over HTTP on the local stack: error
  * details revealed whether another principal's action exists and its
  * status. Now an answer about another principal's action is the answer about
  * one that does not exist; where an ID is taken (action IDs are unique per

@@ -1,5 +1,5 @@
 /**
- * Issue 11, defect 9, over HTTP on the local stack: a commit whose input,
+ * Defect 9 (the plan recheck before the approval gate), over HTTP on the local stack: a commit whose input,
  * principal or transaction ID differs from its plan was first put to an
  * approver (202 requires_human) and refused only after approval. Now the
  * seven-point recheck runs before the approval gate: such a commit is

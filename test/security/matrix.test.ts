@@ -1,5 +1,5 @@
 /**
- * The security matrix (issue 11), generated from the route table and the
+ * The security matrix, generated from the route table and the
  * mode list: every route of functions/http/routes.ts, and POST /v1/actions
  * in every transaction mode (and as a plain invocation), is called over real
  * HTTP on the local stack as five callers against the owner's records:

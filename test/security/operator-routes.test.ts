@@ -1,5 +1,5 @@
 /**
- * Issue 12, "Operators can act, with evidence", over real HTTP on the local
+ * "Operators can act, with evidence", over real HTTP on the local
  * stack: the operator routes (functions/http/operator.ts →
  * lib/runtime/operator.ts).
  *

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'vitest';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { LocalStack, LocalStackOptions } from '../../dev/local/start.js';
-import { ProblemSchema } from '../../lib/errors/wire.js';
+import { ProblemSchema } from '../../lib/protocol/problem.js';
 import { dynamoClient, reliabilityStack, tableFingerprint } from '../reliability/support.js';
 
 export const RW = ['aip:actions:read', 'aip:actions:write'] as const;

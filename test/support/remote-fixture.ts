@@ -18,7 +18,7 @@ import {
   type ReconciliationResult,
   type TransactionCheckpointWriter,
 } from '../../lib/connectors/index.js';
-import type { SequencedStreamChunk } from '../../lib/connectors/stream-chunk.js';
+import type { SequencedStreamChunk } from '../../lib/protocol/stream-chunk.js';
 import { bindAttemptPlacement } from '../../lib/connectors/remote/placement.js';
 import type { RouteAssignment } from '../../lib/ports/route-store.js';
 import type { RemoteConnector } from '../../lib/connectors/remote/proxy.js';

@@ -1,9 +1,8 @@
 /** Builders for transaction store tests: records, plans and hash-chained receipts. */
 import { randomUUID } from 'node:crypto';
-import { GENESIS_RECEIPT_HASH, receiptHash, sha256Hex, type Receipt, type TransactionPlan } from '../../lib/protocol/index.js';
+import { GENESIS_RECEIPT_HASH, receiptHash, sha256Hex, type Receipt, type TransactionPlan, type TransactionProtocolStatus } from '../../lib/protocol/index.js';
 import type { CreateTransactionInput, ReceiptAppend } from '../../lib/ports/transaction-store.js';
 import type { TransactionRecord } from '../../lib/transactions/record.js';
-import type { TransactionProtocolStatusValue } from '../../lib/transactions/status.js';
 
 export const TENANT = 'tenant-a';
 
@@ -84,7 +83,7 @@ export function preparedInput(transactionId = uid('txn'), overrides: Partial<Cre
 export function nextReceipt(
   record: Pick<TransactionRecord, 'transaction_id' | 'receipt_count' | 'receipt_head'> | { transaction_id: string; receipt_count?: undefined; receipt_head?: undefined },
   revision: number,
-  status: TransactionProtocolStatusValue,
+  status: TransactionProtocolStatus,
   event: string,
   at = '2030-01-01T00:00:00.000Z',
 ): ReceiptAppend {

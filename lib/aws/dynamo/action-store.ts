@@ -153,6 +153,11 @@ export class DynamoActionStore implements ActionStore {
     this.clock = options.now ?? (() => new Date());
   }
 
+  /** The table the action items live in (the composite writes put an action's route item beside it). */
+  get tableName(): string {
+    return this.table;
+  }
+
   private notFound(ref: ActionRef, operation: string): AipError {
     return new AipError('action.not_found', `No action ${ref.action_id}`, { details: { action_id: ref.action_id, operation } });
   }

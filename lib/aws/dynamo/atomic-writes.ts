@@ -1,26 +1,31 @@
 /**
  * DynamoDB adapter of the AtomicWrites port (lib/ports/atomic-writes.ts):
- * one TransactWriteItems per admission and per settlement, built from the
- * store adapters' own item builders (prepareCreate, prepareReserve,
- * prepareSettle, prepareComplete, prepareMarkUncertain), so every part keeps
- * exactly its store's condition, item shape and failure classification.
+ * one TransactWriteItems per admission, attempt start and settlement, built
+ * from the store adapters' own item builders (prepareCreate, prepareReserve,
+ * prepareLease, prepareAdopt, prepareRoutePut, prepareSettle,
+ * prepareComplete, prepareMarkUncertain), so every part keeps exactly its
+ * store's condition, item shape and failure classification.
  *
  * Every part asks for its ALL_OLD image on a failed condition; a cancelled
  * transaction is classified from CancellationReasons[i].Item, never by a
  * second read. A TransactionConflict (another transaction on one of the items
  * in flight) is retried with a short jittered backoff, then reported as a lost
- * race. Limits: at most 4 items per write, far below DynamoDB's 100 items /
+ * race. Limits: at most 5 items per write, far below DynamoDB's 100 items /
  * 4 MB; each item appears once.
  */
 import { setTimeout as delay } from 'node:timers/promises';
-import { BatchGetCommand, TransactWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { TransactWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { AipError } from '../../errors/aip-error.js';
 import type { AdmitWriteInput, AdmitWriteOutcome, AtomicWrites, AttemptRead, AttemptReadInput, SettleWriteInput, SettleWriteOutcome, StartWriteInput, StartWriteOutcome } from '../../ports/atomic-writes.js';
+import type { PutRouteResult } from '../../ports/route-store.js';
 import type { TransactionRecord } from '../../ports/transaction-store.js';
 import type { DynamoActionStore } from './action-store.js';
 import { fromAttributeMap } from './attribute-values.js';
 import type { DynamoIdempotencyStore } from './idempotency-store.js';
-import { errorName, mapStoreError, type DynamoTransactionStore, type PreparedCas, type TransactItem } from './transaction-store.js';
+import { prepareRoutePut } from './route-store.js';
+import { errorName, mapStoreError } from './store-errors.js';
+import { consistentBatchGet } from './store-support.js';
+import type { DynamoTransactionStore, PreparedCas, TransactItem } from './transaction-store.js';
 
 export interface DynamoAtomicWritesOptions {
   readonly client: DynamoDBDocumentClient;
@@ -43,6 +48,8 @@ export class DynamoAtomicWrites implements AtomicWrites {
   private readonly transactions: DynamoTransactionStore;
   private readonly actions: DynamoActionStore;
   private readonly idempotency: DynamoIdempotencyStore;
+  /** The route assignment lives in the action's partition, on the action store's table. */
+  private readonly routeTable: string;
   private readonly conflictRetries: number;
 
   constructor(options: DynamoAtomicWritesOptions) {
@@ -50,6 +57,7 @@ export class DynamoAtomicWrites implements AtomicWrites {
     this.transactions = options.transactions;
     this.actions = options.actions;
     this.idempotency = options.idempotency;
+    this.routeTable = options.actions.tableName;
     this.conflictRetries = options.conflictRetries ?? 6;
   }
 
@@ -96,23 +104,8 @@ export class DynamoAtomicWrites implements AtomicWrites {
     const action = this.actions.readKey({ tenant_id: input.tenant_id, action_id: input.action_id });
     const txn = input.transaction_id !== undefined ? this.transactions.readKey(input.tenant_id, input.transaction_id) : undefined;
     if (txn !== undefined && txn.table !== action.table) throw new AipError('internal.unexpected', 'the action and transaction stores use different tables');
-    const found = new Map<string, Item>();
     const id = (k: { PK: unknown; SK: unknown }) => `${String(k.PK)}|${String(k.SK)}`;
-    let pending: Item[] = [action.key, ...(txn !== undefined ? [txn.key] : [])];
-    for (let round = 0; pending.length > 0; round++) {
-      if (round > 0) {
-        if (round > 8) throw new AipError('transaction.store_unavailable', undefined, { details: { reason: 'unprocessed_keys' } });
-        await delay(Math.min(1_000, 25 * 2 ** round));
-      }
-      let out;
-      try {
-        out = await this.client.send(new BatchGetCommand({ RequestItems: { [action.table]: { Keys: pending, ConsistentRead: true } } }));
-      } catch (err) {
-        throw mapStoreError(err);
-      }
-      for (const item of out.Responses?.[action.table] ?? []) found.set(id(item as { PK: unknown; SK: unknown }), item);
-      pending = (out.UnprocessedKeys?.[action.table]?.Keys as Item[] | undefined) ?? [];
-    }
+    const found = await consistentBatchGet(this.client, action.table, [action.key, ...(txn !== undefined ? [txn.key] : [])]);
     const actionItem = found.get(id(action.key));
     return {
       action: actionItem !== undefined ? this.actions.recordOf(actionItem) : undefined,
@@ -193,10 +186,12 @@ export class DynamoAtomicWrites implements AtomicWrites {
     const action = this.actions.prepareLease(input.action.input);
     const txn = input.transaction !== undefined ? this.transactions.prepareLease(input.transaction.input, input.transaction.held) : undefined;
     const idem = input.idempotency !== undefined ? this.idempotency.prepareAdopt(input.idempotency) : undefined;
+    const route = input.route !== undefined ? prepareRoutePut(this.routeTable, input.route) : undefined;
     const items: TransactItem[] = [{ Update: { ...action.update, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } }];
     const txnAt = items.length;
     if (txn !== undefined) items.push(...txn.transactItems);
     const idemAt = idem !== undefined ? items.push({ Update: { ...idem.update, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } }) - 1 : -1;
+    const routeAt = route !== undefined ? items.push({ Put: { ...route.put, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } }) - 1 : -1;
     const race = () =>
       txn?.onRace() ??
       new AipError('action.state_conflict', 'attempt start: a concurrent write to the same items won the race', {
@@ -206,10 +201,10 @@ export class DynamoAtomicWrites implements AtomicWrites {
     if (sent.ok) {
       await txn?.afterStamps();
       const record = txn !== undefined && input.transaction !== undefined ? await this.recordAfter(txn, input.transaction.input) : undefined;
-      return { started: true, action: action.leased(input.action.held), ...(record !== undefined ? { transaction: record } : {}) };
+      return { started: true, action: action.leased(input.action.held), ...(record !== undefined ? { transaction: record } : {}), ...(route !== undefined ? { route: route.created } : {}) };
     }
     const failed = (i: number) => i >= 0 && sent.reasons[i]?.code === 'ConditionalCheckFailed';
-    const refused: { action?: AipError; transaction?: AipError; idempotency?: AipError } = {};
+    const refused: { action?: AipError; transaction?: AipError; idempotency?: AipError; route?: PutRouteResult } = {};
     if (failed(0)) refused.action = action.failure(sent.reasons[0]?.old);
     if (txn !== undefined) {
       for (let i = 0; i < txn.transactItems.length; i++) {
@@ -217,6 +212,13 @@ export class DynamoAtomicWrites implements AtomicWrites {
       }
     }
     if (idem !== undefined && failed(idemAt)) refused.idempotency = idem.failure(sent.reasons[idemAt]?.old);
+    // The route's only condition is "no assignment yet": a refusal carries the stored one (ALL_OLD); one without an
+    // image (deleted in between, which the table never does) is a lost race like any other part's.
+    if (route !== undefined && failed(routeAt)) {
+      const old = sent.reasons[routeAt]?.old;
+      if (old === undefined) throw race();
+      refused.route = route.existing(old);
+    }
     return { started: false, refused };
   }
 

@@ -10,7 +10,7 @@
  */
 import { PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { NonceStore } from '../../connectors/remote/stores.js';
-import { errorName, mapStoreError } from './transaction-store.js';
+import { errorName, mapStoreError } from './store-errors.js';
 
 export interface DynamoNonceStoreOptions {
   readonly client: DynamoDBDocumentClient;

@@ -67,6 +67,42 @@ function checkAssignment(a: RouteAssignment): void {
   checkTime(CODE, 'created_at', a.created_at);
 }
 
+/** A put-if-absent of a route assignment, built but not sent. */
+export interface PreparedRoutePut {
+  readonly put: { TableName: string; Item: Item; ConditionExpression: string; ExpressionAttributeNames: Record<string, string> };
+  /** The result when the put lands. */
+  readonly created: PutRouteResult;
+  /** The result when the put is refused: the stored assignment from the ALL_OLD image, reusable or not. */
+  existing(old: Item | undefined): PutRouteResult;
+}
+
+/**
+ * `DynamoRouteStore.putIfAbsent` built but not sent: the same checks, item and
+ * condition (`attribute_not_exists(PK)`), for the composite attempt-start
+ * write (lib/aws/dynamo/atomic-writes.ts), which classifies a refusal with
+ * `existing(old)` exactly as putIfAbsent does. A module function, not a store
+ * method: the store's surface stays `putIfAbsent` and `get` (no other lookup).
+ */
+export function prepareRoutePut(tableName: string, assignment: RouteAssignment): PreparedRoutePut {
+  checkAssignment(assignment);
+  const stored: RouteAssignment = compact(Object.fromEntries(FIELDS.map((f) => [f, assignment[f]])) as unknown as RouteAssignment);
+  return {
+    put: {
+      TableName: tableName,
+      Item: { ...keys.routeAssignment(assignment.tenant_id, assignment.action_id), item_type: ITEM_TYPES.routeAssignment, ...stored },
+      ConditionExpression: 'attribute_not_exists(#pk)',
+      ExpressionAttributeNames: { '#pk': 'PK' },
+    },
+    created: { created: true, assignment: stored, reusable: true, mismatched: [] },
+    existing: (old) => {
+      if (old === undefined) throw new AipError('internal.unexpected', 'route assignment condition failed without an item');
+      const existing = toAssignment(old);
+      const mismatched = routeMismatches(existing, assignment);
+      return { created: false, assignment: existing, reusable: mismatched.length === 0, mismatched };
+    },
+  };
+}
+
 export class DynamoRouteStore implements RouteStore {
   private readonly client: DynamoDBDocumentClient;
   private readonly table: string;
@@ -77,19 +113,10 @@ export class DynamoRouteStore implements RouteStore {
   }
 
   async putIfAbsent(assignment: RouteAssignment): Promise<PutRouteResult> {
-    checkAssignment(assignment);
-    const stored: RouteAssignment = compact(Object.fromEntries(FIELDS.map((f) => [f, assignment[f]])) as unknown as RouteAssignment);
-    const out = await conditionalPut(this.client, {
-      TableName: this.table,
-      Item: { ...keys.routeAssignment(assignment.tenant_id, assignment.action_id), item_type: ITEM_TYPES.routeAssignment, ...stored },
-      ConditionExpression: 'attribute_not_exists(#pk)',
-      ExpressionAttributeNames: { '#pk': 'PK' },
-    });
-    if (out.ok) return { created: true, assignment: stored, reusable: true, mismatched: [] };
-    if (out.old === undefined) throw new AipError('internal.unexpected', 'route assignment condition failed without an item');
-    const existing = toAssignment(out.old);
-    const mismatched = routeMismatches(existing, assignment);
-    return { created: false, assignment: existing, reusable: mismatched.length === 0, mismatched };
+    const prepared = prepareRoutePut(this.table, assignment);
+    const out = await conditionalPut(this.client, prepared.put);
+    if (out.ok) return prepared.created;
+    return prepared.existing(out.old);
   }
 
   async get(ref: RouteRef): Promise<RouteAssignment | undefined> {

@@ -1,7 +1,8 @@
 /**
  * Shared plumbing of the runtime-store adapters (action, idempotency,
- * approval, route, stream) on the single table. It reuses the transaction
- * store's expression builder and error mapping (lib/aws/dynamo/transaction-store.ts):
+ * approval, route, stream) on the single table, with the expression builder
+ * (lib/aws/dynamo/update-builder.ts) and error mapping (lib/aws/dynamo/store-errors.ts)
+ * the transaction store uses too:
  *
  * - a conditional write returns the item DynamoDB hands back with the
  *   failure (ReturnValuesOnConditionCheckFailure: ALL_OLD), so every lost
@@ -16,9 +17,10 @@ import { AipError } from '../../errors/aip-error.js';
 import type { ErrorCode } from '../../errors/catalogue.js';
 import { ID_MAX_LENGTH, ID_PATTERN, inspectJson } from '../../protocol/index.js';
 import { fromAttributeMap } from './attribute-values.js';
-import { errorName, mapStoreError } from './transaction-store.js';
+import { errorName, mapStoreError } from './store-errors.js';
 
-export { UpdateBuilder, compact, mapStoreError } from './transaction-store.js';
+export { mapStoreError } from './store-errors.js';
+export { UpdateBuilder, compact } from './update-builder.js';
 export { decodeCursor, encodeCursor } from './pagination.js';
 
 export type Item = Record<string, unknown>;

@@ -8,7 +8,7 @@
  */
 import { QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { AipError } from '../../errors/aip-error.js';
-import { StreamChunkSchema } from '../../connectors/stream-chunk.js';
+import { StreamChunkSchema } from '../../protocol/stream-chunk.js';
 import type { AppendChunkInput, ListChunksQuery, StoredStreamChunk, StreamStore } from '../../ports/stream-store.js';
 import type { Page } from '../../ports/transaction-store.js';
 import {

@@ -12,42 +12,21 @@
  *   lost race too: `transaction.state_conflict` with details.reason
  *   `transaction_conflict` (the current item is not available then).
  *
- * Key design: lib/aws/dynamo/table-design.ts, docs/table-design.md.
+ * Key design: lib/aws/dynamo/table-design.ts, docs/table-design.md. Beside
+ * this module: input checks (transaction-checks.ts), classification of a
+ * failed compare-and-set (transaction-conflicts.ts), SDK error mapping
+ * (store-errors.ts), the update-expression builder (update-builder.ts) and the
+ * item-image cache (known-images.ts).
  */
-import { setTimeout as delay } from 'node:timers/promises';
-import {
-  BatchGetCommand,
-  GetCommand,
-  PutCommand,
-  QueryCommand,
-  TransactWriteCommand,
-  UpdateCommand,
-  type DynamoDBDocumentClient,
-} from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { AipError } from '../../errors/aip-error.js';
-import type { ErrorCode } from '../../errors/catalogue.js';
-import {
-  GENESIS_RECEIPT_HASH,
-  ID_PATTERN,
-  ID_MAX_LENGTH,
-  IdentityContextSchema,
-  PrincipalSchema,
-  ProviderOperationRefSchema,
-  ReceiptSchema,
-  ReconciliationCursorSchema,
-  canonicalJson,
-  inspectJson,
-  receiptHash,
-  type JsonObject,
-  type ProviderOperationRef,
-} from '../../protocol/index.js';
+import { GENESIS_RECEIPT_HASH, canonicalJson, type JsonObject, type ProviderOperationRef } from '../../protocol/index.js';
 import type {
   AcquireLeaseInput,
   CheckpointProviderOperationInput,
   ClaimDirectCommitInput,
   ClaimPlanInput,
   CreateTransactionInput,
-  GenericTransitionOperation,
   LeaseRequest,
   ListByStatusQuery,
   ListReceiptsQuery,
@@ -59,20 +38,38 @@ import type {
   TransitionPatch,
 } from '../../ports/transaction-store.js';
 import type { ReceiptAppend, StoredReceipt, TransactionRecord } from '../../transactions/record.js';
-import {
-  ATTEMPT_STATUSES,
-  DEFAULT_RECONCILE_DELAY_MS,
-  allowedFrom,
-  assertTransitionAllowed,
-  isAttemptStatus,
-  isTerminalStatus,
-  isTransactionStatus,
-  type TransactionOperation,
-} from '../../transactions/state-machine.js';
-import { TRANSACTION_MODES, type TransactionStatus } from '../../transactions/status.js';
+import { ATTEMPT_STATUSES, DEFAULT_RECONCILE_DELAY_MS, allowedFrom, isAttemptStatus, isTerminalStatus, isTransactionStatus } from '../../transactions/state-machine.js';
+import type { TransactionStatus } from '../../transactions/status.js';
 import { fromAttributeMap } from './attribute-values.js';
+import { DEFAULT_KNOWN_IMAGES, KnownImages } from './known-images.js';
 import { decodeCursor, encodeCursor, queryStatusIndex, rejectedStartKey } from './pagination.js';
+import { classifyTransactFailure, errorName, mapStoreError } from './store-errors.js';
+import { consistentBatchGet, isId } from './store-support.js';
 import { GSIS, ITEM_TYPES, TTL_ATTRIBUTE, keys } from './table-design.js';
+import {
+  checkCreate,
+  checkCursor,
+  checkFrom,
+  checkId,
+  checkJson,
+  checkLease,
+  checkProviderOperation,
+  checkReceipt,
+  checkReceiptListing,
+  checkRef,
+  checkSelector,
+  checkStatusListing,
+  checkTransition,
+  invalid,
+  retentionOf,
+} from './transaction-checks.js';
+import { classifyCasFailure, currentOf, providerConflict, raceConflictFor, stateConflict, type CasSpec } from './transaction-conflicts.js';
+import { compact, UpdateBuilder } from './update-builder.js';
+
+// Imported from here by the other adapters and by tests; their home is the module named.
+export { classifyTransactFailure, errorName, mapStoreError } from './store-errors.js';
+export { compact, UpdateBuilder } from './update-builder.js';
+export { encodeCursor } from './pagination.js';
 
 export interface DynamoTransactionStoreOptions {
   readonly client: DynamoDBDocumentClient;
@@ -132,16 +129,7 @@ export interface PreparedCas {
   readonly afterStamps: () => Promise<void>;
 }
 
-/** How long a known image may be used (the same container usually writes within milliseconds of its read). */
-const KNOWN_IMAGE_TTL_MS = 60_000;
-const DEFAULT_KNOWN_IMAGES = 256;
-
 const DEFAULT_DRY_RUN_RETENTION_S = 7 * 24 * 3600;
-const MAX_LEASE_MS = 86_400_000;
-const DEFAULT_LIST_LIMIT = 25;
-const MAX_LIST_LIMIT = 100;
-/** Upper bound of any JSON payload kept on the record (DynamoDB items are at most 400 KB). */
-const JSON_LIMITS = { maxDepth: 64, maxNodes: 50_000, maxSize: 400 * 1024, maxStringLength: 400 * 1024 } as const;
 
 /** The record fields, as stored on the transaction item. */
 const RECORD_FIELDS = [
@@ -174,140 +162,6 @@ const RECORD_FIELDS = [
   'data',
 ] as const satisfies readonly (keyof TransactionRecord)[];
 
-const GENERIC_OPERATIONS: ReadonlySet<string> = new Set<GenericTransitionOperation>([
-  'expire_plan',
-  'begin_reconcile',
-  'settle',
-  'reschedule_reconcile',
-  'escalate',
-  'refuse_reconcile',
-  'request_reconcile',
-  'resolve',
-]);
-
-const UNAVAILABLE_ERRORS: ReadonlySet<string> = new Set([
-  'ProvisionedThroughputExceededException',
-  'ThrottlingException',
-  'RequestLimitExceeded',
-  'InternalServerError',
-  'ServiceUnavailable',
-  'LimitExceededException',
-  'TimeoutError',
-]);
-const NETWORK_ERROR_CODES: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND']);
-
-// --- small helpers -------------------------------------------------------------
-
-function invalid(code: ErrorCode, message: string, details: Record<string, unknown> = {}): AipError {
-  return new AipError(code, message, { details });
-}
-
-function checkId(field: string, value: unknown): string {
-  if (typeof value !== 'string' || value.length === 0 || value.length > ID_MAX_LENGTH || !ID_PATTERN.test(value)) {
-    throw invalid('transaction.invalid_record', `${field} must be a protocol ID`, { field });
-  }
-  return value;
-}
-
-function checkRevision(value: unknown): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
-    throw invalid('transaction.invalid_record', 'expected_revision must be a positive integer', { field: 'expected_revision' });
-  }
-  return value;
-}
-
-function checkJson(field: string, value: unknown, object: boolean): void {
-  if (value === undefined) return;
-  if (object && (value === null || typeof value !== 'object' || Array.isArray(value))) {
-    throw invalid('transaction.invalid_record', `${field} must be a JSON object`, { field });
-  }
-  const problem = inspectJson(value, JSON_LIMITS);
-  if (problem !== undefined) {
-    const code: ErrorCode = problem.kind === 'too_large' ? 'transaction.record_too_large' : 'transaction.invalid_record';
-    throw invalid(code, `${field} is not storable JSON (${problem.kind})`, { field, problem: problem.kind });
-  }
-}
-
-function checkTime(field: string, value: unknown): string {
-  const ms = typeof value === 'string' ? Date.parse(value) : Number.NaN;
-  if (!Number.isFinite(ms)) throw invalid('transaction.invalid_record', `${field} must be an RFC 3339 time`, { field });
-  return new Date(ms).toISOString();
-}
-
-function checkLease(lease: LeaseRequest | undefined, status: TransactionStatus | undefined): void {
-  if (lease === undefined) return;
-  if (typeof lease.owner !== 'string' || lease.owner.length === 0 || lease.owner.length > 256 || /[\x00-\x1f\x7f]/.test(lease.owner)) {
-    throw invalid('transaction.invalid_record', 'lease owner must be a non-empty printable string of at most 256 characters', { field: 'lease.owner' });
-  }
-  if (!Number.isSafeInteger(lease.ttl_ms) || lease.ttl_ms < 1 || lease.ttl_ms > MAX_LEASE_MS) {
-    throw invalid('transaction.invalid_record', `lease ttl_ms must be an integer from 1 to ${MAX_LEASE_MS}`, { field: 'lease.ttl_ms' });
-  }
-  if (status !== undefined && !isAttemptStatus(status)) {
-    throw invalid('transaction.invalid_record', `a lease can only be held in ${ATTEMPT_STATUSES.join(', ')}`, { field: 'lease', status });
-  }
-}
-
-function checkProviderOperation(ref: unknown): ProviderOperationRef {
-  const parsed = ProviderOperationRefSchema.safeParse(ref);
-  if (!parsed.success) {
-    throw invalid('transaction.invalid_provider_operation', 'Provider and operation ID must be non-empty (and printable)', {
-      issues: parsed.error.issues.map((i) => i.path.join('.') || '(root)'),
-    });
-  }
-  return parsed.data;
-}
-
-function checkCursor(cursor: unknown): string | undefined {
-  if (cursor === undefined) return undefined;
-  if (!ReconciliationCursorSchema.safeParse(cursor).success) {
-    throw invalid('transaction.invalid_record', 'reconciliation_cursor must be a string of 1 to 4096 characters', { field: 'reconciliation_cursor' });
-  }
-  return cursor as string;
-}
-
-function checkReceipt(append: ReceiptAppend | undefined, transactionId: string, revision: number, first: boolean): void {
-  if (append === undefined) return;
-  const parsed = ReceiptSchema.safeParse(append.receipt);
-  if (!parsed.success) {
-    throw invalid('transaction.invalid_receipt', 'The receipt does not match the receipt schema', {
-      issues: parsed.error.issues.map((i) => i.path.join('.') || '(root)'),
-    });
-  }
-  const r = parsed.data;
-  const problems: string[] = [];
-  if (r.transaction_id !== transactionId) problems.push('transaction_id');
-  if (r.revision !== revision) problems.push('revision');
-  if (first && (r.seq !== 0 || r.prev_hash !== GENESIS_RECEIPT_HASH)) problems.push('seq/prev_hash of the first receipt');
-  const { hash, ...rest } = r;
-  if (receiptHash(rest) !== hash) problems.push('hash');
-  if (problems.length > 0) {
-    throw invalid('transaction.invalid_receipt', `The receipt does not extend this chain: ${problems.join(', ')}`, {
-      fields: problems,
-      expected_revision: revision,
-    });
-  }
-  checkJson('receipt.evidence', append.evidence, false);
-}
-
-function sameRef(a: unknown, b: ProviderOperationRef): boolean {
-  if (a === null || typeof a !== 'object') return false;
-  const x = a as Record<string, unknown>;
-  return x.provider === b.provider && x.operation_id === b.operation_id && (x.request_id ?? undefined) === (b.request_id ?? undefined);
-}
-
-/** Drops `undefined` properties recursively (DynamoDB cannot store them). */
-export function compact<T>(value: T): T {
-  if (Array.isArray(value)) return value.map((v) => compact(v)) as T;
-  if (value !== null && typeof value === 'object' && !(value instanceof Uint8Array)) {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
-      if (v !== undefined) Object.defineProperty(out, k, { value: compact(v), enumerable: true, writable: true, configurable: true });
-    }
-    return out as T;
-  }
-  return value;
-}
-
 function toRecord(item: Item): TransactionRecord {
   const out: Record<string, unknown> = {};
   for (const f of RECORD_FIELDS) if (item[f] !== undefined) out[f] = item[f];
@@ -318,166 +172,9 @@ function toRecord(item: Item): TransactionRecord {
   return out as unknown as TransactionRecord;
 }
 
-export { encodeCursor } from './pagination.js';
-
-function checkLimit(limit: unknown): number {
-  if (limit === undefined) return DEFAULT_LIST_LIMIT;
-  if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
-    throw invalid('transaction.invalid_listing', `limit must be an integer from 1 to ${MAX_LIST_LIMIT}`, { field: 'limit' });
-  }
-  return limit;
-}
-
 /** Sort time of the status index: the reconciliation time for outcome_unknown, else the entry time. */
 function statusIndex(status: TransactionStatus, tenant: string, transactionId: string, time: string, escalated: boolean) {
   return { GSI3PK: keys.statusIndex(status, escalated), GSI3SK: keys.statusIndexSort(time, tenant, transactionId) };
-}
-
-// --- expression builder --------------------------------------------------------------------
-
-type UpdateEffect =
-  | { readonly kind: 'set'; readonly attr: string; readonly value: unknown }
-  | { readonly kind: 'remove'; readonly attr: string }
-  | { readonly kind: 'increment'; readonly attr: string; readonly by: number }
-  | { readonly kind: 'set_data'; readonly key: string; readonly value: unknown }
-  | { readonly kind: 'opaque' };
-
-/** Exported for the runtime stores (lib/aws/dynamo/store-support.ts). */
-export class UpdateBuilder {
-  private readonly names = new Map<string, string>();
-  private readonly values: Record<string, unknown> = {};
-  private valueCount = 0;
-  /** Keyed by attribute path: the last action on a path wins, so SET and REMOVE never collide. */
-  private readonly actions = new Map<string, { kind: 'set'; expr: string } | { kind: 'remove'; expr: string }>();
-  /** What each action does to the item, keyed like `actions`, so that {@link applyTo} can replay the update locally. */
-  private readonly effects = new Map<string, UpdateEffect>();
-  private readonly conditions: string[] = [];
-
-  n(attr: string): string {
-    let p = this.names.get(attr);
-    if (p === undefined) {
-      p = `#n${this.names.size}`;
-      this.names.set(attr, p);
-    }
-    return p;
-  }
-
-  v(value: unknown): string {
-    const p = `:v${this.valueCount++}`;
-    this.values[p] = compact(value);
-    return p;
-  }
-
-  set(attr: string, value: unknown): this {
-    if (value === undefined) return this;
-    this.actions.set(attr, { kind: 'set', expr: `${this.n(attr)} = ${this.v(value)}` });
-    this.effects.set(attr, { kind: 'set', attr, value: compact(value) });
-    return this;
-  }
-
-  /** A SET with a free-form expression: {@link applyTo} cannot replay it. Prefer {@link increment}. */
-  setExpr(attr: string, expr: string): this {
-    this.actions.set(attr, { kind: 'set', expr: `${this.n(attr)} = ${expr}` });
-    this.effects.set(attr, { kind: 'opaque' });
-    return this;
-  }
-
-  /** attr = attr + by (the attribute must exist and be a number, as DynamoDB requires). */
-  increment(attr: string, by = 1): this {
-    this.actions.set(attr, { kind: 'set', expr: `${this.n(attr)} = ${this.n(attr)} + ${this.v(by)}` });
-    this.effects.set(attr, { kind: 'increment', attr, by });
-    return this;
-  }
-
-  /** data.<key> = value, for every key of `data`. */
-  mergeData(data: JsonObject | undefined): this {
-    if (data === undefined) return this;
-    for (const [k, v] of Object.entries(data)) {
-      if (v === undefined) continue;
-      this.actions.set(`data.${k}`, { kind: 'set', expr: `${this.n('data')}.${this.n(k)} = ${this.v(v)}` });
-      this.effects.set(`data.${k}`, { kind: 'set_data', key: k, value: compact(v) });
-    }
-    return this;
-  }
-
-  remove(...attrs: string[]): this {
-    for (const attr of attrs) {
-      this.actions.set(attr, { kind: 'remove', expr: this.n(attr) });
-      this.effects.set(attr, { kind: 'remove', attr });
-    }
-    return this;
-  }
-
-  /**
-   * The item as this update leaves it, computed from the exact item it was
-   * applied to (`before`), or undefined when the update cannot be replayed
-   * locally (a free-form SET, or an item shape DynamoDB itself would have
-   * rejected). Used to avoid reading an item back after a TransactWriteItems.
-   */
-  applyTo(before: Readonly<Record<string, unknown>>): Record<string, unknown> | undefined {
-    const after: Record<string, unknown> = structuredClone(before) as Record<string, unknown>;
-    for (const e of this.effects.values()) {
-      switch (e.kind) {
-        case 'opaque':
-          return undefined;
-        case 'set':
-          after[e.attr] = structuredClone(e.value);
-          break;
-        case 'remove':
-          delete after[e.attr];
-          break;
-        case 'increment': {
-          const current = after[e.attr];
-          if (typeof current !== 'number') return undefined;
-          after[e.attr] = current + e.by;
-          break;
-        }
-        case 'set_data': {
-          const data = after.data;
-          if (data === null || typeof data !== 'object' || Array.isArray(data)) return undefined;
-          (data as Record<string, unknown>)[e.key] = structuredClone(e.value);
-          break;
-        }
-      }
-    }
-    return after;
-  }
-
-  condition(expr: string): this {
-    this.conditions.push(expr);
-    return this;
-  }
-
-  render() {
-    const sets = [...this.actions.values()].filter((a) => a.kind === 'set').map((a) => a.expr);
-    const removes = [...this.actions.values()].filter((a) => a.kind === 'remove').map((a) => a.expr);
-    const parts: string[] = [];
-    if (sets.length > 0) parts.push(`SET ${sets.join(', ')}`);
-    if (removes.length > 0) parts.push(`REMOVE ${removes.join(', ')}`);
-    return {
-      UpdateExpression: parts.join(' '),
-      ConditionExpression: this.conditions.map((c) => `(${c})`).join(' AND '),
-      ExpressionAttributeNames: Object.fromEntries([...this.names].map(([attr, p]) => [p, attr])),
-      ExpressionAttributeValues: this.values,
-    };
-  }
-}
-
-// --- failure classification -----------------------------------------------------------------
-
-interface CasSpec {
-  readonly operation: TransactionOperation;
-  readonly tenant_id: string;
-  readonly transaction_id: string;
-  readonly from: readonly TransactionStatus[];
-  readonly expected_revision: number;
-  readonly receipt?: ReceiptAppend;
-  /** Checked before the status/revision check (e.g. a different provider operation). */
-  readonly classifyFirst?: (old: Item) => AipError | undefined;
-  /** Checked when status and revision matched (e.g. live lease, plan mismatch). */
-  readonly classifyAfter?: (old: Item) => AipError | undefined;
-  /** A terminal write of a capability with a retention: the ttl and the items it stamps besides the record. */
-  readonly retention?: { readonly ttl: number; readonly plan_id?: string };
 }
 
 /** Items a plain terminal write stamps besides the record and its new receipt (TransactWriteItems holds 100). */
@@ -485,138 +182,13 @@ const STAMP_LIMIT = 96;
 /** In the composite settlement, which also writes the action and the reservation. */
 const COMPOSITE_STAMP_LIMIT = 94;
 
-/** The ttl a terminal write of a retained record carries (epoch seconds), or undefined. */
-function retentionOf(retention: { days: number; plan_id?: string } | undefined, now: Date): { ttl: number; plan_id?: string } | undefined {
-  if (retention === undefined) return undefined;
-  if (!Number.isInteger(retention.days) || retention.days < 1 || retention.days > 36_500) throw invalid('transaction.invalid_record', 'retention.days must be 1 .. 36500', { field: 'retention.days' });
-  if (retention.plan_id !== undefined) checkId('retention.plan_id', retention.plan_id);
-  return { ttl: Math.floor(now.getTime() / 1000) + retention.days * 86_400, ...(retention.plan_id !== undefined ? { plan_id: retention.plan_id } : {}) };
-}
-
-function currentOf(old: Item) {
-  return { current_status: old.status, current_revision: old.revision };
-}
-
-function stateConflict(spec: CasSpec, old: Item | undefined, reason?: string): AipError {
-  const current = old ? currentOf(old) : {};
-  const message = old
-    ? `${spec.operation}: transaction is ${String(old.status)} at revision ${String(old.revision)}; expected ${spec.from.join('|')} at revision ${spec.expected_revision}`
-    : `${spec.operation}: a concurrent write to the transaction won the race`;
-  return new AipError('transaction.state_conflict', message, {
-    details: {
-      transaction_id: spec.transaction_id,
-      operation: spec.operation,
-      ...current,
-      expected_revision: spec.expected_revision,
-      allowed_statuses: [...spec.from],
-      ...(reason ? { reason } : {}),
-    },
-  });
-}
-
-function classifyCasFailure(spec: CasSpec, old: Item | undefined): AipError {
-  if (old === undefined) {
-    return new AipError('transaction.not_found', `No transaction ${spec.transaction_id}`, {
-      details: { transaction_id: spec.transaction_id, operation: spec.operation },
-    });
-  }
-  const first = spec.classifyFirst?.(old);
-  if (first) return first;
-  if (!spec.from.includes(old.status as TransactionStatus) || old.revision !== spec.expected_revision) return stateConflict(spec, old);
-  const after = spec.classifyAfter?.(old);
-  if (after) return after;
-  if (spec.receipt) {
-    const r = spec.receipt.receipt;
-    const head = (old.receipt_head as string | undefined) ?? GENESIS_RECEIPT_HASH;
-    if ((old.receipt_count ?? 0) !== r.seq || head !== r.prev_hash) {
-      return new AipError('transaction.invalid_receipt', 'The receipt does not extend the stored chain (seq or prev_hash)', {
-        details: { transaction_id: spec.transaction_id, ...currentOf(old), receipt_count: old.receipt_count ?? 0, seq: r.seq },
-      });
-    }
-  }
-  return stateConflict(spec, old, 'condition_failed');
-}
-
-interface CancellationReason {
-  Code?: string;
-  Item?: unknown;
-}
-
-export function errorName(err: unknown): string {
-  return err !== null && typeof err === 'object' && 'name' in err ? String((err as { name: unknown }).name) : '';
-}
-
-function cancellationReasons(err: unknown): CancellationReason[] {
-  const reasons = (err as { CancellationReasons?: unknown }).CancellationReasons;
-  return Array.isArray(reasons) ? (reasons as CancellationReason[]) : [];
-}
-
-/**
- * Maps an SDK error that is not a condition failure. Exported for tests.
- */
-export function mapStoreError(err: unknown): AipError {
-  if (err instanceof AipError) return err;
-  const name = errorName(err);
-  const code = (err as { code?: unknown } | null)?.code;
-  const message = String((err as { message?: unknown } | null)?.message ?? '');
-  if (name === 'ValidationException' && /size/i.test(message)) {
-    return new AipError('transaction.record_too_large', undefined, { details: { reason: name } });
-  }
-  if (name === 'TransactionCanceledException' && cancellationReasons(err).some((r) => r.Code === 'ValidationError')) {
-    return new AipError('transaction.record_too_large', undefined, { details: { reason: 'ValidationError' } });
-  }
-  if (UNAVAILABLE_ERRORS.has(name) || (typeof code === 'string' && NETWORK_ERROR_CODES.has(code))) {
-    return new AipError('transaction.store_unavailable', undefined, { details: { reason: name || String(code) }, cause: err });
-  }
-  return new AipError('internal.unexpected', 'The transaction store failed unexpectedly', { details: { reason: name || 'unknown' }, cause: err });
-}
-
-/**
- * Classifies a failed TransactWriteItems. `index` is the position of the item
- * whose condition matters; `onItem` classifies its ALL_OLD image. Exported so
- * the TransactionConflict mapping can be tested deterministically.
- */
-export function classifyTransactFailure(
-  err: unknown,
-  handlers: { readonly [index: number]: (old: Item | undefined) => AipError },
-  onRace: () => AipError,
-): AipError {
-  const name = errorName(err);
-  if (name === 'TransactionConflictException') return onRace();
-  if (name !== 'TransactionCanceledException') return mapStoreError(err);
-  const reasons = cancellationReasons(err);
-  for (let i = 0; i < reasons.length; i++) {
-    const reason = reasons[i];
-    if (reason?.Code === 'ConditionalCheckFailed') {
-      const handler = handlers[i];
-      const old = fromAttributeMap(reason.Item);
-      return handler ? handler(old) : onRace();
-    }
-  }
-  if (reasons.some((r) => r.Code === 'TransactionConflict')) return onRace();
-  return mapStoreError(err);
-}
-
-function raceConflictFor(spec: CasSpec): () => AipError {
-  return () => stateConflict(spec, undefined, 'transaction_conflict');
-}
-
-// --- the adapter ---------------------------------------------------------------------------
-
 export class DynamoTransactionStore implements TransactionStore {
   private readonly client: DynamoDBDocumentClient;
   private readonly table: string;
   private readonly clock: () => Date;
   private readonly dryRunRetentionSeconds: number;
-  /**
-   * Known images: transaction items as this adapter last read or wrote them,
-   * keyed by PK, with the (process) time they were learned. An image is only
-   * ever used as the pre-image of a write conditioned on its revision and
-   * created_at; every write raises the revision, so one (created_at, revision)
-   * pair is one item state.
-   */
-  private readonly images = new Map<string, { readonly item: Item; readonly learned: number }>();
-  private readonly imageLimit: number;
+  /** Transaction items as this adapter last read or wrote them (lib/aws/dynamo/known-images.ts). */
+  private readonly images: KnownImages;
   private readonly verifyImages: boolean;
 
   constructor(options: DynamoTransactionStoreOptions) {
@@ -624,36 +196,8 @@ export class DynamoTransactionStore implements TransactionStore {
     this.table = options.tableName;
     this.clock = options.now ?? (() => new Date());
     this.dryRunRetentionSeconds = options.dryRunRetentionSeconds ?? DEFAULT_DRY_RUN_RETENTION_S;
-    this.imageLimit = Math.max(0, Math.floor(options.knownImages ?? DEFAULT_KNOWN_IMAGES));
+    this.images = new KnownImages(Math.max(0, Math.floor(options.knownImages ?? DEFAULT_KNOWN_IMAGES)));
     this.verifyImages = options.verifyKnownImages ?? process.env.AIP_DYNAMO_VERIFY_IMAGES === '1';
-  }
-
-  // --- known images ----------------------------------------------------------------------
-
-  private remember(item: Item | undefined): void {
-    if (this.imageLimit === 0 || item === undefined || typeof item.PK !== 'string') return;
-    this.images.delete(item.PK);
-    this.images.set(item.PK, { item: structuredClone(item), learned: performance.now() });
-    if (this.images.size > this.imageLimit) {
-      const oldest = this.images.keys().next().value;
-      if (oldest !== undefined) this.images.delete(oldest);
-    }
-  }
-
-  private forget(tenant: string, txn: string): void {
-    this.images.delete(keys.transaction(tenant, txn).PK);
-  }
-
-  /** The known image of the item at `revision`, if any (and still fresh). */
-  private recall(tenant: string, txn: string, revision: number): Item | undefined {
-    const pk = keys.transaction(tenant, txn).PK;
-    const known = this.images.get(pk);
-    if (known === undefined) return undefined;
-    if (performance.now() - known.learned > KNOWN_IMAGE_TTL_MS) {
-      this.images.delete(pk);
-      return undefined;
-    }
-    return known.item.revision === revision && typeof known.item.created_at === 'string' ? known.item : undefined;
   }
 
   // --- creation ------------------------------------------------------------------------
@@ -666,38 +210,6 @@ export class DynamoTransactionStore implements TransactionStore {
     return this.createRecord('claim_direct_commit', { ...input, status: 'committing' } as unknown as CreateTransactionInput);
   }
 
-  private validateCreate(operation: 'create' | 'claim_direct_commit', input: CreateTransactionInput): void {
-    if (input === null || typeof input !== 'object') throw invalid('transaction.invalid_record', 'input must be an object');
-    checkId('tenant_id', input.tenant_id);
-    checkId('transaction_id', input.transaction_id);
-    checkId('capability_id', input.capability_id);
-    checkId('action_id', input.action_id);
-    if (!isTransactionStatus(input.status)) throw invalid('transaction.invalid_record', 'unknown status', { field: 'status' });
-    assertTransitionAllowed(operation, [null], input.status);
-    if (!(TRANSACTION_MODES as readonly string[]).includes(input.mode)) throw invalid('transaction.invalid_record', 'unknown mode', { field: 'mode' });
-    if (!PrincipalSchema.safeParse(input.principal).success) throw invalid('transaction.invalid_record', 'principal must be {id, kind}', { field: 'principal' });
-    if (input.identity !== undefined && !IdentityContextSchema.safeParse(input.identity).success) {
-      throw invalid('transaction.invalid_record', 'identity is not a valid identity context', { field: 'identity' });
-    }
-    if (input.compensation_for !== undefined) checkId('compensation_for', input.compensation_for);
-    if (input.plan_id !== undefined) checkId('plan_id', input.plan_id);
-    if (input.plan !== undefined) {
-      checkJson('plan', input.plan, true);
-      const p = input.plan as unknown as Record<string, unknown>;
-      if (input.plan_id === undefined || p.plan_id !== input.plan_id || p.transaction_id !== input.transaction_id || p.capability_id !== input.capability_id) {
-        throw invalid('transaction.invalid_record', 'plan must carry the record plan_id, transaction_id and capability_id', { field: 'plan' });
-      }
-    }
-    if (input.status === 'planned' && input.plan === undefined) {
-      throw invalid('transaction.invalid_record', 'a planned record needs its plan', { field: 'plan' });
-    }
-    checkJson('error', input.error, true);
-    checkJson('result', input.result, true);
-    checkJson('data', input.data, true);
-    checkLease(input.lease, input.status);
-    checkReceipt(input.receipt, input.transaction_id, 1, true);
-  }
-
   /**
    * Validates a creation and builds its items (the transaction item, the plan-ID
    * guard, the first receipt) with a failure classifier per item. Used by
@@ -705,7 +217,7 @@ export class DynamoTransactionStore implements TransactionStore {
    * (lib/aws/dynamo/atomic-writes.ts), which add items of other stores.
    */
   prepareCreate(operation: 'create' | 'claim_direct_commit', input: CreateTransactionInput): PreparedCreate {
-    this.validateCreate(operation, input);
+    checkCreate(operation, input);
     const now = this.clock();
     const iso = now.toISOString();
     const tenant = input.tenant_id;
@@ -793,7 +305,7 @@ export class DynamoTransactionStore implements TransactionStore {
       transactItems,
       handlers,
       onRace: () => stateConflict({ operation, tenant_id: tenant, transaction_id: txn, from: [], expected_revision: 0 }, undefined, 'transaction_conflict'),
-      committed: () => this.remember(compact(item)),
+      committed: () => this.images.remember(compact(item)),
       existing: (old) => (old === undefined ? undefined : toRecord(old)),
     };
   }
@@ -880,10 +392,6 @@ export class DynamoTransactionStore implements TransactionStore {
 
   // --- compare-and-set writes ---------------------------------------------------------------
 
-  /**
-   * Issues one conditional write: status IN from AND revision = expected
-   * (+ the builder's own conditions, + the receipt chain condition).
-   */
   /** The conditions and sets every compare-and-set write carries (status, revision, and the receipt chain). */
   private casConditions(spec: CasSpec, b: UpdateBuilder, now: Date): void {
     const statusValues = spec.from.map((s) => b.v(s));
@@ -900,6 +408,10 @@ export class DynamoTransactionStore implements TransactionStore {
     }
   }
 
+  /**
+   * Issues one conditional write: status IN from AND revision = expected
+   * (+ the builder's own conditions, + the receipt chain condition).
+   */
   private async cas(spec: CasSpec, b: UpdateBuilder, now: Date): Promise<TransactionRecord> {
     this.casConditions(spec, b, now);
     const key = keys.transaction(spec.tenant_id, spec.transaction_id);
@@ -915,10 +427,10 @@ export class DynamoTransactionStore implements TransactionStore {
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           }),
         );
-        this.remember(out.Attributes);
+        this.images.remember(out.Attributes);
         return toRecord(out.Attributes ?? {});
       } catch (err) {
-        this.forget(spec.tenant_id, spec.transaction_id);
+        this.images.forget(spec.tenant_id, spec.transaction_id);
         if (errorName(err) === 'ConditionalCheckFailedException') {
           throw classifyCasFailure(spec, fromAttributeMap((err as { Item?: unknown }).Item));
         }
@@ -929,7 +441,7 @@ export class DynamoTransactionStore implements TransactionStore {
     // The known pre-image, if this adapter holds the item at the expected
     // revision. The write is then also conditioned on its created_at, so the
     // pre-image is certainly the item the write applies to.
-    const before = this.recall(spec.tenant_id, spec.transaction_id, spec.expected_revision);
+    const before = this.images.recall(spec.tenant_id, spec.transaction_id, spec.expected_revision);
     if (before !== undefined) b.condition(`${b.n('created_at')} = ${b.v(before.created_at)}`);
     try {
       await this.client.send(
@@ -942,7 +454,7 @@ export class DynamoTransactionStore implements TransactionStore {
         }),
       );
     } catch (err) {
-      this.forget(spec.tenant_id, spec.transaction_id);
+      this.images.forget(spec.tenant_id, spec.transaction_id);
       throw classifyTransactFailure(
         err,
         { 0: (old) => classifyCasFailure(spec, old), 1: () => stateConflict(spec, undefined, 'receipt_exists') },
@@ -952,7 +464,7 @@ export class DynamoTransactionStore implements TransactionStore {
     await this.stampOverflow(spec);
     const computed = before !== undefined ? b.applyTo(before) : undefined;
     if (computed !== undefined && !this.verifyImages) {
-      this.remember(computed);
+      this.images.remember(computed);
       return toRecord(structuredClone(computed));
     }
     // TransactWriteItems returns no item image: read the record back strongly
@@ -968,23 +480,6 @@ export class DynamoTransactionStore implements TransactionStore {
       }
     }
     return after;
-  }
-
-  private checkRef(input: { tenant_id: string; transaction_id: string; expected_revision: number }): void {
-    if (input === null || typeof input !== 'object') throw invalid('transaction.invalid_record', 'input must be an object');
-    checkId('tenant_id', input.tenant_id);
-    checkId('transaction_id', input.transaction_id);
-    checkRevision(input.expected_revision);
-  }
-
-  private checkFrom(operation: TransactionOperation, from: readonly TransactionStatus[], to: TransactionStatus | 'self'): void {
-    if (!Array.isArray(from) || from.length === 0) {
-      throw new AipError('transaction.invalid_transition', `${operation}: name at least one allowed current status`, { details: { operation } });
-    }
-    for (const f of from) {
-      if (!isTransactionStatus(f)) throw invalid('transaction.invalid_record', 'unknown status in from', { field: 'from' });
-      assertTransitionAllowed(operation, [f], to === 'self' ? f : to);
-    }
   }
 
   /** Index and lease maintenance for a write that lands in `to`. */
@@ -1017,15 +512,6 @@ export class DynamoTransactionStore implements TransactionStore {
     b.set('provider_operation', ref);
   }
 
-  private providerConflict(txn: string, ref: ProviderOperationRef): (old: Item) => AipError | undefined {
-    return (old) =>
-      old.provider_operation !== undefined && !sameRef(old.provider_operation, ref)
-        ? new AipError('transaction.provider_operation_conflict', `Transaction ${txn} already has a different provider operation`, {
-            details: { transaction_id: txn, ...currentOf(old), current_provider_operation: old.provider_operation as Record<string, unknown> },
-          })
-        : undefined;
-  }
-
   async claimPlan(input: ClaimPlanInput): Promise<TransactionRecord> {
     const { spec, b, now } = this.buildClaimPlan(input);
     return this.cas(spec, b, now);
@@ -1038,7 +524,7 @@ export class DynamoTransactionStore implements TransactionStore {
   }
 
   private buildClaimPlan(input: ClaimPlanInput): { spec: CasSpec; b: UpdateBuilder; now: Date } {
-    this.checkRef(input);
+    checkRef(input);
     checkId('plan_id', input.plan_id);
     checkId('commit_action_id', input.commit_action_id);
     checkJson('data', input.data, true);
@@ -1056,7 +542,7 @@ export class DynamoTransactionStore implements TransactionStore {
       ...(input.receipt ? { receipt: input.receipt } : {}),
       classifyAfter: (old) => (old.plan_id !== input.plan_id ? stateConflict(spec, old, 'plan_mismatch') : undefined),
     };
-    this.checkFrom('claim_plan', spec.from, 'committing');
+    checkFrom('claim_plan', spec.from, 'committing');
     b.condition(`${b.n('plan_id')} = ${b.v(input.plan_id)}`);
     this.landIn(b, input.tenant_id, input.transaction_id, 'committing', iso);
     b.set('action_id', input.commit_action_id);
@@ -1073,30 +559,9 @@ export class DynamoTransactionStore implements TransactionStore {
 
   /** Validates a generic transition and builds its update (without the common CAS conditions). */
   private buildTransition(input: TransitionInput): { spec: CasSpec; b: UpdateBuilder; now: Date } {
-    this.checkRef(input);
-    if (!GENERIC_OPERATIONS.has(input.operation)) {
-      throw new AipError('transaction.invalid_transition', `${String(input.operation)} has its own store operation`, { details: { operation: input.operation } });
-    }
-    if (!isTransactionStatus(input.to)) throw invalid('transaction.invalid_record', 'unknown target status', { field: 'to' });
-    this.checkFrom(input.operation, input.from, input.to);
-    const patch: TransitionPatch = input.patch ?? {};
-    checkJson('patch.error', patch.error, true);
-    checkJson('patch.result', patch.result, true);
-    checkJson('data', input.data, true);
-    const cursor = checkCursor(patch.reconciliation_cursor);
-    let nextReconcileAt = patch.next_reconcile_at === undefined ? undefined : checkTime('next_reconcile_at', patch.next_reconcile_at);
-    const ref = patch.provider_operation === undefined ? undefined : checkProviderOperation(patch.provider_operation);
-    if (ref !== undefined && input.operation !== 'settle' && input.operation !== 'resolve') {
-      throw invalid('transaction.invalid_record', 'a provider operation is recorded by checkpoint, settle or resolve only', { field: 'patch.provider_operation' });
-    }
-    if ((input.operation === 'reschedule_reconcile' || input.operation === 'refuse_reconcile') && nextReconcileAt === undefined) {
-      throw invalid('transaction.invalid_record', `${input.operation} needs next_reconcile_at`, { field: 'patch.next_reconcile_at' });
-    }
-    if (nextReconcileAt !== undefined && (input.to !== 'outcome_unknown' || input.operation === 'escalate')) {
-      throw invalid('transaction.invalid_record', 'next_reconcile_at belongs to outcome_unknown', { field: 'patch.next_reconcile_at' });
-    }
-    checkLease(input.lease, input.lease === undefined ? undefined : input.to);
-    checkReceipt(input.receipt, input.transaction_id, input.expected_revision + 1, false);
+    const checked = checkTransition(input);
+    const { patch, cursor, ref } = checked;
+    let nextReconcileAt = checked.nextReconcileAt;
 
     const now = this.clock();
     const retention = isTerminalStatus(input.to) ? retentionOf(input.retention, now) : undefined;
@@ -1111,7 +576,7 @@ export class DynamoTransactionStore implements TransactionStore {
       from: [...input.from],
       expected_revision: input.expected_revision,
       ...(input.receipt ? { receipt: input.receipt } : {}),
-      ...(ref ? { classifyFirst: this.providerConflict(txn, ref) } : {}),
+      ...(ref ? { classifyFirst: providerConflict(txn, ref) } : {}),
       ...(retention !== undefined ? { retention } : {}),
     };
     if (retention !== undefined) b.set(TTL_ATTRIBUTE, retention.ttl);
@@ -1168,7 +633,7 @@ export class DynamoTransactionStore implements TransactionStore {
     if (spec.receipt === undefined) throw invalid('transaction.invalid_receipt', 'a composite settlement carries its receipt', { field: 'receipt' });
     this.casConditions(spec, b, now);
     const before: Item | undefined =
-      this.recall(spec.tenant_id, spec.transaction_id, spec.expected_revision) ??
+      this.images.recall(spec.tenant_id, spec.transaction_id, spec.expected_revision) ??
       (held.revision === spec.expected_revision && held.transaction_id === spec.transaction_id && held.tenant_id === spec.tenant_id ? { ...keys.transaction(spec.tenant_id, spec.transaction_id), ...held } : undefined);
     if (before !== undefined) b.condition(`${b.n('created_at')} = ${b.v(before.created_at)}`);
     const key = keys.transaction(spec.tenant_id, spec.transaction_id);
@@ -1178,16 +643,16 @@ export class DynamoTransactionStore implements TransactionStore {
         { Put: this.receiptPut(spec.tenant_id, spec.transaction_id, spec.receipt, now.toISOString(), spec.retention !== undefined ? { [TTL_ATTRIBUTE]: spec.retention.ttl } : {}) },
         ...this.retentionStamps(spec, COMPOSITE_STAMP_LIMIT),
       ],
-      handlers: { 0: (old) => { this.forget(spec.tenant_id, spec.transaction_id); return classifyCasFailure(spec, old); }, 1: () => stateConflict(spec, undefined, 'receipt_exists') },
-      onRace: () => { this.forget(spec.tenant_id, spec.transaction_id); return raceConflictFor(spec)(); },
+      handlers: { 0: (old) => { this.images.forget(spec.tenant_id, spec.transaction_id); return classifyCasFailure(spec, old); }, 1: () => stateConflict(spec, undefined, 'receipt_exists') },
+      onRace: () => { this.images.forget(spec.tenant_id, spec.transaction_id); return raceConflictFor(spec)(); },
       afterStamps: () => this.stampOverflow(spec, COMPOSITE_STAMP_LIMIT),
       after: () => {
         const computed = before !== undefined ? b.applyTo(before) : undefined;
         if (computed === undefined) {
-          this.forget(spec.tenant_id, spec.transaction_id);
+          this.images.forget(spec.tenant_id, spec.transaction_id);
           return undefined;
         }
-        this.remember(computed);
+        this.images.remember(computed);
         return toRecord(structuredClone(computed));
       },
     };
@@ -1219,12 +684,12 @@ export class DynamoTransactionStore implements TransactionStore {
   }
 
   async checkpointProviderOperation(input: CheckpointProviderOperationInput): Promise<TransactionRecord> {
-    this.checkRef(input);
+    checkRef(input);
     const ref = checkProviderOperation(input.provider_operation);
     const cursor = checkCursor(input.reconciliation_cursor);
     checkJson('data', input.data, true);
     const from = input.from ?? ATTEMPT_STATUSES;
-    this.checkFrom('checkpoint', from, 'self');
+    checkFrom('checkpoint', from, 'self');
     checkReceipt(input.receipt, input.transaction_id, input.expected_revision + 1, false);
     const now = this.clock();
     const b = new UpdateBuilder();
@@ -1235,7 +700,7 @@ export class DynamoTransactionStore implements TransactionStore {
       from: [...from],
       expected_revision: input.expected_revision,
       ...(input.receipt ? { receipt: input.receipt } : {}),
-      classifyFirst: this.providerConflict(input.transaction_id, ref),
+      classifyFirst: providerConflict(input.transaction_id, ref),
     };
     this.providerOperationGuard(b, ref);
     b.set('reconciliation_cursor', cursor);
@@ -1255,11 +720,11 @@ export class DynamoTransactionStore implements TransactionStore {
   }
 
   private buildLease(input: AcquireLeaseInput): { spec: CasSpec; b: UpdateBuilder; now: Date } {
-    this.checkRef(input);
+    checkRef(input);
     checkLease({ owner: input.owner, ttl_ms: input.ttl_ms }, undefined);
     checkJson('data', input.data, true);
     const from = input.from ?? ATTEMPT_STATUSES;
-    this.checkFrom('lease', from, 'self');
+    checkFrom('lease', from, 'self');
     checkReceipt(input.receipt, input.transaction_id, input.expected_revision + 1, false);
     const now = this.clock();
     const iso = now.toISOString();
@@ -1293,8 +758,8 @@ export class DynamoTransactionStore implements TransactionStore {
   private async readTransaction(tenant: string, txn: string): Promise<TransactionRecord | undefined> {
     try {
       const out = await this.client.send(new GetCommand({ TableName: this.table, Key: keys.transaction(tenant, txn), ConsistentRead: true }));
-      if (out.Item === undefined) this.forget(tenant, txn);
-      else this.remember(out.Item);
+      if (out.Item === undefined) this.images.forget(tenant, txn);
+      else this.images.remember(out.Item);
       return out.Item ? toRecord(out.Item) : undefined;
     } catch (err) {
       throw mapStoreError(err);
@@ -1306,30 +771,21 @@ export class DynamoTransactionStore implements TransactionStore {
    * undefined when `get` would refuse the IDs (the caller then reads through `get`).
    */
   readKey(tenant_id: string, transaction_id: string): { readonly table: string; readonly key: { PK: string; SK: string } } | undefined {
-    const ok = (v: unknown) => typeof v === 'string' && v.length > 0 && v.length <= ID_MAX_LENGTH && ID_PATTERN.test(v);
-    return ok(tenant_id) && ok(transaction_id) ? { table: this.table, key: keys.transaction(tenant_id, transaction_id) } : undefined;
+    return isId(tenant_id) && isId(transaction_id) ? { table: this.table, key: keys.transaction(tenant_id, transaction_id) } : undefined;
   }
 
   /** The record of a transaction item read strongly consistently by a composite read (undefined: absent); learned as `get` learns it. */
   recordOf(tenant_id: string, transaction_id: string, item: Item | undefined): TransactionRecord | undefined {
     if (item === undefined) {
-      this.forget(tenant_id, transaction_id);
+      this.images.forget(tenant_id, transaction_id);
       return undefined;
     }
-    this.remember(item);
+    this.images.remember(item);
     return toRecord(item);
   }
 
   async get(selector: TransactionSelector): Promise<TransactionRecord | undefined> {
-    const bad = () => invalid('transaction.invalid_selector', 'Select by exactly one of transaction_id, plan_id or action_id, within a tenant');
-    if (selector === null || typeof selector !== 'object') throw bad();
-    const tenantOk = typeof selector.tenant_id === 'string' && ID_PATTERN.test(selector.tenant_id) && selector.tenant_id.length <= ID_MAX_LENGTH;
-    const given = (['transaction_id', 'plan_id', 'action_id'] as const).filter((k) => selector[k] !== undefined);
-    const field = given[0];
-    if (!tenantOk || given.length !== 1 || field === undefined) throw bad();
-    const value = selector[field];
-    if (typeof value !== 'string' || value.length === 0 || value.length > ID_MAX_LENGTH || !ID_PATTERN.test(value)) throw bad();
-    const tenant = selector.tenant_id;
+    const { tenant, field, value } = checkSelector(selector);
 
     if (field === 'transaction_id') return this.readTransaction(tenant, value);
 
@@ -1374,7 +830,7 @@ export class DynamoTransactionStore implements TransactionStore {
   private async readByKey(k: Item): Promise<TransactionRecord | undefined> {
     try {
       const out = await this.client.send(new GetCommand({ TableName: this.table, Key: { PK: k.PK, SK: k.SK }, ConsistentRead: true }));
-      this.remember(out.Item);
+      this.images.remember(out.Item);
       return out.Item ? toRecord(out.Item) : undefined;
     } catch (err) {
       throw mapStoreError(err);
@@ -1382,23 +838,7 @@ export class DynamoTransactionStore implements TransactionStore {
   }
 
   async listByStatus(query: ListByStatusQuery): Promise<Page<TransactionRecord>> {
-    if (query === null || typeof query !== 'object' || !isTransactionStatus(query.status) || isTerminalStatus(query.status)) {
-      throw invalid('transaction.invalid_listing', 'List by a non-terminal status (terminal records are not indexed)', { field: 'status' });
-    }
-    const escalated = query.escalated === true;
-    if (escalated && query.status !== 'outcome_unknown') {
-      throw invalid('transaction.invalid_listing', 'Only outcome_unknown records are escalated', { field: 'escalated' });
-    }
-    if (query.tenant_id !== undefined && (typeof query.tenant_id !== 'string' || !ID_PATTERN.test(query.tenant_id))) {
-      throw invalid('transaction.invalid_listing', 'tenant_id must be a protocol ID', { field: 'tenant_id' });
-    }
-    let until: string | undefined;
-    if (query.until !== undefined) {
-      const ms = typeof query.until === 'string' ? Date.parse(query.until) : Number.NaN;
-      if (!Number.isFinite(ms)) throw invalid('transaction.invalid_listing', 'until must be an RFC 3339 time', { field: 'until' });
-      until = new Date(ms).toISOString();
-    }
-    const limit = checkLimit(query.limit);
+    const { escalated, until, limit } = checkStatusListing(query);
     const pk = keys.statusIndex(query.status, escalated);
     let out;
     try {
@@ -1420,34 +860,19 @@ export class DynamoTransactionStore implements TransactionStore {
     return cursor === undefined ? { items } : { items, cursor };
   }
 
-  private async batchRead(keyList: Item[]): Promise<Map<string, TransactionRecord>> {
+  /** Strongly consistent reads of the records at `keyList` (keyed `PK|SK`), learned as `get` learns them. */
+  private async batchRead(keyList: readonly Item[]): Promise<Map<string, TransactionRecord>> {
+    const items = await consistentBatchGet(this.client, this.table, keyList.map((k) => ({ PK: k.PK, SK: k.SK })));
     const found = new Map<string, TransactionRecord>();
-    let pending = keyList;
-    for (let attempt = 0; pending.length > 0; attempt++) {
-      if (attempt > 0) {
-        if (attempt > 8) throw new AipError('transaction.store_unavailable', undefined, { details: { reason: 'unprocessed_keys' } });
-        await delay(Math.min(1000, 25 * 2 ** attempt)); // backoff for UnprocessedKeys (throttling)
-      }
-      let out;
-      try {
-        out = await this.client.send(new BatchGetCommand({ RequestItems: { [this.table]: { Keys: pending, ConsistentRead: true } } }));
-      } catch (err) {
-        throw mapStoreError(err);
-      }
-      for (const item of out.Responses?.[this.table] ?? []) {
-        this.remember(item);
-        found.set(`${String(item.PK)}|${String(item.SK)}`, toRecord(item));
-      }
-      pending = (out.UnprocessedKeys?.[this.table]?.Keys as Item[] | undefined) ?? [];
+    for (const [key, item] of items) {
+      this.images.remember(item);
+      found.set(key, toRecord(item));
     }
     return found;
   }
 
   async listReceipts(query: ListReceiptsQuery): Promise<Page<StoredReceipt>> {
-    if (query === null || typeof query !== 'object') throw invalid('transaction.invalid_listing', 'query must be an object');
-    checkId('tenant_id', query.tenant_id);
-    checkId('transaction_id', query.transaction_id);
-    const limit = checkLimit(query.limit);
+    const limit = checkReceiptListing(query);
     const base = keys.transaction(query.tenant_id, query.transaction_id);
     const start = decodeCursor('transaction.invalid_listing', query.cursor, ['PK', 'SK']);
     if (start !== undefined && start.PK !== base.PK) throw invalid('transaction.invalid_listing', 'The cursor belongs to another listing', { field: 'cursor' });

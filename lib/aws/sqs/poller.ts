@@ -17,7 +17,9 @@
  *
  * Differences from Lambda: batches run one at a time; there is no batching
  * window; the handler is not killed at its timeout (the Context only reports
- * the remaining time).
+ * the remaining time). The local stack runs its workers with
+ * ./local-event-source.ts instead: several instances at once, and SQS fair
+ * queues' delivery order emulated.
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -157,8 +159,60 @@ export function localLambdaContext(functionName: string, timeoutMs: number, regi
   };
 }
 
-export function createSqsPoller(options: SqsPollerOptions): SqsPoller {
+/** What {@link runSqsBatch} needs: the poller's options, resolved. */
+export interface SqsBatchRunOptions extends Pick<SqsPollerOptions, 'client' | 'queueUrl' | 'handler' | 'functionTimeoutMs' | 'retryDelaySeconds' | 'onError'> {
+  readonly functionName: string;
+  readonly region: string;
+}
+
+/**
+ * One Lambda invocation of a received batch: calls the handler with the
+ * records and a local Context, reads its answer as Lambda reads a partial
+ * batch response ({@link failedItemIds}), deletes the succeeded messages and,
+ * with `retryDelaySeconds`, makes the failed ones visible again after it.
+ */
+export async function runSqsBatch(options: SqsBatchRunOptions, records: SQSRecord[]): Promise<PollResult> {
   const { client, queueUrl, handler } = options;
+  const received = records.map((r) => r.messageId);
+  if (records.length === 0) return { received, succeeded: [], failed: [], notDeleted: [] };
+
+  let failedIds: 'all' | string[];
+  let handlerError: unknown;
+  let threw = false;
+  try {
+    const response = await handler({ Records: records }, localLambdaContext(options.functionName, options.functionTimeoutMs ?? 30_000, options.region));
+    failedIds = failedItemIds(response, new Set(received));
+  } catch (err) {
+    threw = true;
+    handlerError = err;
+    failedIds = 'all';
+    options.onError?.(err);
+  }
+  const failedSet = new Set(failedIds === 'all' ? received : failedIds);
+  const succeededRecords = records.filter((r) => !failedSet.has(r.messageId));
+  const failedRecords = records.filter((r) => failedSet.has(r.messageId));
+
+  const notDeletedHandles = new Set(await deleteMessages(client, queueUrl, succeededRecords.map((r) => r.receiptHandle)));
+  if (options.retryDelaySeconds !== undefined) {
+    for (const r of failedRecords) {
+      try {
+        await changeVisibility(client, queueUrl, r.receiptHandle, options.retryDelaySeconds);
+      } catch (err) {
+        options.onError?.(err);
+      }
+    }
+  }
+  return {
+    received,
+    succeeded: succeededRecords.map((r) => r.messageId),
+    failed: failedRecords.map((r) => r.messageId),
+    notDeleted: succeededRecords.filter((r) => notDeletedHandles.has(r.receiptHandle)).map((r) => r.messageId),
+    ...(threw ? { handlerError } : {}),
+  };
+}
+
+export function createSqsPoller(options: SqsPollerOptions): SqsPoller {
+  const { client, queueUrl } = options;
   const batchSize = Math.min(SQS_BATCH_MAX, Math.max(1, options.batchSize ?? SQS_BATCH_MAX));
   const functionName = options.functionName ?? `local-${queueUrl.slice(queueUrl.lastIndexOf('/') + 1)}`;
   let source: { arn: string; region: string } | undefined;
@@ -184,42 +238,7 @@ export function createSqsPoller(options: SqsPollerOptions): SqsPoller {
       ...(abortSignal ? { abortSignal } : {}),
     });
     const records = messages.filter((m) => m.MessageId && m.ReceiptHandle).map((m) => toSqsRecord(m, arn, region));
-    const received = records.map((r) => r.messageId);
-    if (records.length === 0) return { received, succeeded: [], failed: [], notDeleted: [] };
-
-    let failedIds: 'all' | string[];
-    let handlerError: unknown;
-    let threw = false;
-    try {
-      const response = await handler({ Records: records }, localLambdaContext(functionName, options.functionTimeoutMs ?? 30_000, region));
-      failedIds = failedItemIds(response, new Set(received));
-    } catch (err) {
-      threw = true;
-      handlerError = err;
-      failedIds = 'all';
-      options.onError?.(err);
-    }
-    const failedSet = new Set(failedIds === 'all' ? received : failedIds);
-    const succeededRecords = records.filter((r) => !failedSet.has(r.messageId));
-    const failedRecords = records.filter((r) => failedSet.has(r.messageId));
-
-    const notDeletedHandles = new Set(await deleteMessages(client, queueUrl, succeededRecords.map((r) => r.receiptHandle)));
-    if (options.retryDelaySeconds !== undefined) {
-      for (const r of failedRecords) {
-        try {
-          await changeVisibility(client, queueUrl, r.receiptHandle, options.retryDelaySeconds);
-        } catch (err) {
-          options.onError?.(err);
-        }
-      }
-    }
-    return {
-      received,
-      succeeded: succeededRecords.map((r) => r.messageId),
-      failed: failedRecords.map((r) => r.messageId),
-      notDeleted: succeededRecords.filter((r) => notDeletedHandles.has(r.receiptHandle)).map((r) => r.messageId),
-      ...(threw ? { handlerError } : {}),
-    };
+    return runSqsBatch({ ...options, functionName, region }, records);
   }
 
   async function run(signal: AbortSignal): Promise<void> {

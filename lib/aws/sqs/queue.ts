@@ -3,7 +3,10 @@
  * helpers the Lambda handlers and the local poller (./poller.ts) share.
  *
  * - Producer: `SqsMessageQueue` (SendMessage / SendMessageBatch). Every message
- *   is validated against the strict schema before any I/O.
+ *   is validated against the strict schema before any I/O. On a standard
+ *   queue every message carries `MessageGroupId` = its tenant, which makes the
+ *   queue an SQS fair queue (docs/queue-and-scheduler.md, "Fairness between
+ *   tenants"); FIFO queues keep one group per transaction.
  * - Consumer in Lambda: `decodeSqsRecord` and `handleSqsBatch` turn an SQSEvent
  *   into decoded messages and an SQSBatchResponse (partial batch failures).
  * - Local consumer: `receiveMessages`, `deleteMessages`, `changeVisibility`.
@@ -23,12 +26,14 @@ import {
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { AipError, isAipError } from '../../errors/aip-error.js';
 import { decodeQueueMessage, encodeQueueMessage, validateQueueMessage } from '../../ports/messages.js';
+import { fairnessGroupOf } from '../../ports/queue.js';
 import type {
   MessageQueue,
   QueueBatchEntry,
   QueueBatchFailure,
   QueueBatchResult,
   QueueMessage,
+  QueueFairness,
   QueueMessageKind,
   QueueSendOptions,
   QueueSendResult,
@@ -41,6 +46,8 @@ export const SQS_BATCH_MAX = 10;
 export const SQS_MAX_DELAY_SECONDS = 900;
 const BATCH_ENTRY_ID = /^[A-Za-z0-9_-]{1,80}$/;
 const DEDUP_ID = /^[\x21-\x7e]{1,128}$/;
+/** SQS limit on `MessageGroupId` (FIFO and fair queues alike). */
+export const SQS_MESSAGE_GROUP_ID_MAX = 128;
 
 export interface SqsMessageQueueOptions {
   readonly client: SQSClient;
@@ -49,6 +56,14 @@ export interface SqsMessageQueueOptions {
   readonly accepts?: ReadonlyArray<QueueMessageKind>;
   /** FIFO queues only: message group of a message. Default: a hash of tenant and transaction (or action). */
   readonly messageGroupId?: (message: QueueMessage) => string;
+  /**
+   * Standard queues only. `tenant` (default): every message carries
+   * `MessageGroupId` = {@link fairMessageGroupId}, so SQS serves the queue as a
+   * fair queue. `none`: no group (oldest first). FIFO queues ignore it: their
+   * group orders and locks, so a group per tenant would run a tenant's actions
+   * one at a time.
+   */
+  readonly fairness?: QueueFairness;
   /** Extra SendMessageBatch rounds for entries that failed without sender fault. Default 2. */
   readonly batchRetries?: number;
 }
@@ -72,9 +87,24 @@ export function defaultMessageGroupId(message: QueueMessage): string {
   return `g-${createHash('sha256').update(JSON.stringify([message.tenant_id, subject])).digest('base64url')}`;
 }
 
+/**
+ * The fair-queue message group of a message: its tenant ID when it fits the
+ * 128 characters SQS allows (tenant IDs use letters, digits and `. _ : @ / -`,
+ * all valid in a group ID), else `#` + base64url(SHA-256(tenant ID)), which no
+ * tenant ID can equal (`#` is not an ID character). The raw tenant ID keeps the
+ * fair-queue metrics (noisy groups, Contributor Insights) readable; the body
+ * already names the tenant, so the group reveals nothing more.
+ */
+export function fairMessageGroupId(message: QueueMessage): string {
+  const tenant = fairnessGroupOf(message);
+  return tenant.length <= SQS_MESSAGE_GROUP_ID_MAX ? tenant : `#${createHash('sha256').update(tenant).digest('base64url')}`;
+}
+
 export class SqsMessageQueue implements MessageQueue {
   readonly queueUrl: string;
   readonly fifo: boolean;
+  /** What a standard queue's messages carry as their group (FIFO queues: not used). */
+  readonly fairness: QueueFairness;
   private readonly client: SQSClient;
   private readonly accepts: ReadonlySet<QueueMessageKind> | undefined;
   private readonly groupId: (message: QueueMessage) => string;
@@ -86,6 +116,7 @@ export class SqsMessageQueue implements MessageQueue {
     this.fifo = options.queueUrl.endsWith('.fifo');
     this.accepts = options.accepts ? new Set(options.accepts) : undefined;
     this.groupId = options.messageGroupId ?? defaultMessageGroupId;
+    this.fairness = options.fairness ?? 'tenant';
     this.batchRetries = options.batchRetries ?? 2;
   }
 
@@ -109,6 +140,9 @@ export class SqsMessageQueue implements MessageQueue {
     if (this.fifo) {
       fields.MessageGroupId = this.groupId(valid);
       if (deduplicationId !== undefined) fields.MessageDeduplicationId = deduplicationId;
+    } else if (this.fairness === 'tenant') {
+      // A standard queue with message groups is an SQS fair queue: a tenant's backlog does not delay other tenants.
+      fields.MessageGroupId = fairMessageGroupId(valid);
     }
     return fields;
   }

@@ -7,14 +7,14 @@
  */
 import { format, inspect } from 'node:util';
 import type { Action, Capability, ProviderOperationRef } from '../../protocol/index.js';
-import type { CredentialProvider, CredentialResolutionScope } from '../../ports/credentials.js';
+import type { CredentialProvider, CredentialResolutionScope } from '../ports/credentials.js';
 import { reservationIdentity } from '../../ports/idempotency-store.js';
 import { createExecutionContext, type ExecutionAttempt, type ExecutionFacilities, type OriginalRequestIdentity, type TrustedAttemptState } from '../context.js';
 import { CredentialHandle } from '../credentials/handle.js';
 import { credentialsUnavailable } from '../credentials/references.js';
 import { ConnectorSecret } from '../credentials/secret.js';
 import { ConnectorFailure, isConnectorFailure, toProtocolError } from '../failure.js';
-import type { SequencedStreamChunk } from '../stream-chunk.js';
+import type { SequencedStreamChunk } from '../../protocol/stream-chunk.js';
 
 let seq = 0;
 /** A global sequence number: orders checkpoints, effects and call settlements across the run. */

@@ -8,7 +8,7 @@
  * reject before commit, ...).
  */
 import type { Action, ProviderOperationRef } from '../../protocol/index.js';
-import type { CredentialProvider } from '../../ports/credentials.js';
+import type { CredentialProvider } from '../ports/credentials.js';
 import type { TrustedAttemptState } from '../context.js';
 import type { CredentialHandle } from '../credentials/handle.js';
 import type { FrozenConnector } from '../interfaces.js';

@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import * as z from 'zod';
 import { AipError } from '../../errors/aip-error.js';
 import { IdSchema } from '../../protocol/index.js';
-import type { CredentialProvider, CredentialResolutionScope } from '../../ports/credentials.js';
+import type { CredentialProvider, CredentialResolutionScope } from '../ports/credentials.js';
 import { ConnectorFailure } from '../failure.js';
 import type { CredentialHandle } from './handle.js';
 import { CredentialReferenceMap, credentialsUnavailable, type CredentialReferenceKey } from './references.js';

@@ -1,5 +1,5 @@
 import { AipError } from '../../errors/aip-error.js';
-import type { CredentialResolutionScope } from '../../ports/credentials.js';
+import type { CredentialResolutionScope } from '../ports/credentials.js';
 import { ConnectorFailure } from '../failure.js';
 import type { CredentialHandle } from './handle.js';
 

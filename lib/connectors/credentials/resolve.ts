@@ -1,4 +1,4 @@
-import type { CredentialProvider } from '../../ports/credentials.js';
+import type { CredentialProvider } from '../ports/credentials.js';
 import { contextAttemptEvidence, type ActionExecutionContext } from '../context.js';
 import { ConnectorFailure, isConnectorFailure, markSdkFailure } from '../failure.js';
 import type { ConnectorOperation } from '../operations.js';

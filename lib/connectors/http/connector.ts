@@ -27,39 +27,37 @@
  *    `{$original_idempotency_key}`): a found operation is returned as the
  *    result's `provider_operation`; "not found" is non-terminal.
  *
- * The nine implementation flags are derived with the SDK's deriveSupport
- * from the operations that are configured, and the manifest is admitted at
- * construction: a configuration cannot advertise what it does not implement.
+ * The configuration is compiled at construction (compile.ts): the nine
+ * implementation flags are derived with the SDK's deriveSupport from the
+ * operations that are configured, and the manifest is admitted, so a
+ * configuration cannot advertise what it does not implement.
  */
-import * as z from 'zod';
-import { AipError, isAipError } from '../../errors/aip-error.js';
+import type * as z from 'zod';
+import { isAipError } from '../../errors/aip-error.js';
+import { joinIssuePath } from '../../common/issues.js';
 import {
-  CapabilitySchema,
   ProviderOperationRefSchema,
   ReconciliationCursorSchema,
   isJsonValue,
   type Action,
   type ActionResult,
-  type Capability,
   type JsonObject,
   type JsonValue,
   type ProviderOperationRef,
 } from '../../protocol/index.js';
-import type { CredentialProvider } from '../../ports/credentials.js';
-import { admitManifest, formatAdmissionIssue } from '../admission.js';
+import type { CredentialProvider } from '../ports/credentials.js';
 import { FrozenConnectorBase, defaultHealth } from '../base.js';
 import { TRANSACTION_CHECKPOINT_MODES, type ActionExecutionContext } from '../context.js';
 import { resolveCredential } from '../credentials/resolve.js';
 import { timeoutRetryable } from '../deadline.js';
-import { deriveSupport, type CapabilityDefinition } from '../define.js';
 import { ConnectorFailure, isConnectorFailure } from '../failure.js';
-import { DEFAULT_RECONCILE_LOOKUP, type CancelOutcome, type ConnectorContext, type HealthReport, type ReconcileLookup, type ReconciliationResult } from '../interfaces.js';
+import { DEFAULT_RECONCILE_LOOKUP, type CancelOutcome, type ConnectorContext, type ConnectorHealth, type ReconcileLookup, type ReconciliationResult } from '../interfaces.js';
 import type { ConnectorManifest } from '../manifest.js';
 import { SIDE_EFFECTING_OPERATIONS, type ConnectorOperation } from '../operations.js';
 import type { ImplementationSupport } from '../support.js';
+import { compileHttpConnector, type CompiledCapability } from './compile.js';
 import {
   DEFAULT_PROBE_MARGIN_MS,
-  HttpConnectorConfigSchema,
   type ContextValueName,
   type EffectOperation,
   type ErrorRule,
@@ -73,6 +71,7 @@ import {
 import { DraftFailure, finalizeDraft, httpErrorDraft, invalidResponseDraft, transportDraft, type FailureDraft, type FailureSite } from './errors.js';
 import { downstreamIdempotencyKey, originalIdempotencyKey, type IdempotencyPurpose } from './idempotency.js';
 import { MappingError, applyMapping, buildRequest, evidenceScalar, requestPreview, type BuiltRequest, type MappingScope } from './mapping.js';
+import { classifyStatus, isSuccess, operationIdText, type LookupStatus } from './lookup.js';
 import { getPointer } from './pointer.js';
 import { TransportFailure, exchange, pause, type ProviderResponse, type ResponseHead } from './transport.js';
 
@@ -101,17 +100,6 @@ export interface HttpConnectorDeps {
   readonly logger?: (line: HttpConnectorLogLine) => void;
 }
 
-interface CompiledCapability {
-  readonly cfg: ParsedHttpConnectorConfig['capabilities'][number];
-  readonly capability: Capability;
-  readonly support: ImplementationSupport;
-  readonly input: z.ZodType;
-  readonly output: z.ZodType | undefined;
-  /** Input/output of compensate (the compensation capability's, when it is in this connector). */
-  readonly compensateInput: z.ZodType;
-  readonly compensateOutput: z.ZodType | undefined;
-}
-
 /** Per-call state: what this call learned about the provider operation. */
 interface Call {
   readonly action: Action;
@@ -123,30 +111,8 @@ interface Call {
   provider_operation?: ProviderOperationRef;
 }
 
-function definitionError(message: string, details: Record<string, unknown> = {}): AipError {
-  return new AipError('connector.definition_invalid', message, { details });
-}
-
-function schemaFromJson(schema: JsonObject, where: string): z.ZodType {
-  try {
-    return z.fromJSONSchema(schema as Parameters<typeof z.fromJSONSchema>[0]) as z.ZodType;
-  } catch {
-    throw definitionError(`the ${where} JSON Schema is not supported`, { schema: where });
-  }
-}
-
-function isSuccess(status: number, statuses: readonly number[] | undefined): boolean {
-  return statuses !== undefined ? statuses.includes(status) : status >= 200 && status < 300;
-}
-
-function operationIdText(v: JsonValue | undefined): string | undefined {
-  if (typeof v === 'string' && v.length > 0) return v;
-  if (typeof v === 'number' && Number.isFinite(v)) return String(v);
-  return undefined;
-}
-
 function zodPaths(error: z.ZodError): JsonValue {
-  return error.issues.map((i) => i.path.map(String).join('/')).slice(0, 20);
+  return error.issues.map((i) => joinIssuePath(i.path, '/')).slice(0, 20);
 }
 
 /** A FrozenConnector driven by an HttpConnectorConfig. Build it with createHttpConnector. */
@@ -164,92 +130,16 @@ export class HttpConnector extends FrozenConnectorBase {
 
   constructor(config: HttpConnectorConfig | unknown, deps: HttpConnectorDeps = {}) {
     super();
-    const parsed = HttpConnectorConfigSchema.safeParse(config);
-    if (!parsed.success) {
-      throw definitionError('the HTTP connector configuration is invalid', {
-        issues: parsed.error.issues.slice(0, 20).map((i) => `${i.path.map(String).join('.')}: ${i.message}`),
-      });
-    }
-    const cfg = parsed.data;
-    if (cfg.auth.type !== 'none' && deps.credentials === undefined) {
-      throw definitionError('auth needs a deployment CredentialProvider (deps.credentials)', { auth: cfg.auth.type });
-    }
+    const compiled = compileHttpConnector(config, { credentials_available: deps.credentials !== undefined });
+    const cfg = compiled.config;
     this.config = cfg;
     this.id = cfg.connector_id;
     this.version = cfg.version;
+    this.#caps = compiled.capabilities;
+    this.#manifest = compiled.manifest;
     this.#deps = deps;
     this.#fetch = deps.fetch ?? globalThis.fetch;
     this.#namespace = cfg.idempotency.namespace ?? cfg.connector_id;
-
-    const schemas = new Map<string, { input: z.ZodType; output: z.ZodType | undefined }>();
-    for (const c of cfg.capabilities) {
-      if (schemas.has(c.id)) throw definitionError(`duplicate capability ${c.id}`, { capability_id: c.id });
-      schemas.set(c.id, {
-        input: schemaFromJson(c.input_schema, `${c.id} input`),
-        output: c.output_schema !== undefined ? schemaFromJson(c.output_schema, `${c.id} output`) : undefined,
-      });
-    }
-    const caps = new Map<string, CompiledCapability>();
-    for (const c of cfg.capabilities) {
-      const own = schemas.get(c.id) as { input: z.ZodType; output: z.ZodType | undefined };
-      const target = c.contract?.compensation?.compensation_capability_id;
-      const comp = target !== undefined ? (schemas.get(target) ?? own) : own;
-      const candidate = {
-        id: c.id,
-        kind: c.kind ?? 'tool',
-        ...(c.description !== undefined ? { description: c.description } : {}),
-        input_schema: c.input_schema,
-        ...(c.output_schema !== undefined ? { output_schema: c.output_schema } : {}),
-        ...(c.contract ?? {}),
-      };
-      const capability = CapabilitySchema.safeParse(candidate);
-      if (!capability.success) {
-        throw definitionError(`capability ${c.id} is not a valid Capability`, { issues: capability.error.issues.map((i) => i.path.join('.')).slice(0, 20) });
-      }
-      const present = (): undefined => undefined;
-      const ops = c.operations;
-      const handlers = {
-        ...(ops.invoke !== undefined ? { invoke: present } : {}),
-        ...(ops.plan !== undefined ? { plan: present } : {}),
-        ...(ops.commit !== undefined ? { commit: present } : {}),
-        ...(ops.compensate !== undefined ? { compensate: present } : {}),
-        ...(ops.cancel !== undefined ? { cancel: present } : {}),
-        ...(ops.reconcile !== undefined ? { reconcile: present } : {}),
-      } as CapabilityDefinition<z.ZodType, z.ZodType, z.ZodType>['handlers'];
-      const support = deriveSupport(
-        {
-          handlers,
-          ...(c.retry !== undefined ? { retry: c.retry } : {}),
-          ...(c.approval !== undefined ? { approval: c.approval } : {}),
-          ...(c.contract !== undefined ? { contract: capability.data } : {}),
-        },
-        cfg.auth.type !== 'none',
-      );
-      caps.set(c.id, {
-        cfg: c,
-        capability: capability.data,
-        support,
-        input: own.input,
-        output: own.output,
-        compensateInput: comp.input,
-        compensateOutput: comp.output,
-      });
-    }
-    this.#caps = caps;
-    const manifest: ConnectorManifest = {
-      connector_id: cfg.connector_id,
-      version: cfg.version,
-      capabilities: [...caps.values()].map((c) => c.capability),
-      ...(cfg.resources !== undefined ? { resources: cfg.resources } : {}),
-      implementation_support: Object.fromEntries([...caps.values()].map((c) => [c.capability.id, c.support])),
-    };
-    const report = admitManifest(manifest);
-    if (!report.admitted) {
-      throw new AipError('connector.admission_rejected', `connector ${cfg.connector_id} advertises behaviour its configuration does not implement`, {
-        details: { issues: report.issues.map(formatAdmissionIssue) },
-      });
-    }
-    this.#manifest = deepFreeze(structuredClone(manifest));
   }
 
   manifest(): ConnectorManifest {
@@ -276,7 +166,7 @@ export class HttpConnector extends FrozenConnectorBase {
   }
 
   /** Ready when discovery succeeds and, if configured, the provider health endpoint answers 2xx. */
-  override async health(ctx: ConnectorContext): Promise<HealthReport> {
+  override async health(ctx: ConnectorContext): Promise<ConnectorHealth> {
     const discovered = await defaultHealth(this, ctx);
     const h = this.config.health;
     if (!discovered.ready || h === undefined) return discovered;
@@ -534,8 +424,13 @@ export class HttpConnector extends FrozenConnectorBase {
     }
   }
 
-  /** Records the provider operation: retained for cancel, checkpointed when the action is transactional. */
-  async #checkpoint(call: Call, operation_id: string, site: FailureSite): Promise<void> {
+  /**
+   * Records the provider operation: retained for cancel, checkpointed when the action is transactional.
+   * `answered`: the provider's final answer is in hand and the connector returns (or throws) next, with nothing
+   * awaited in between; the runtime may then persist the reference with its settlement write
+   * (`checkpoint_with_answer`). Anything else (a body still to read, polling) gets the durable checkpoint first.
+   */
+  async #checkpoint(call: Call, operation_id: string, site: FailureSite, answered = false): Promise<void> {
     const candidate = {
       provider: this.config.provider,
       operation_id,
@@ -550,7 +445,8 @@ export class HttpConnector extends FrozenConnectorBase {
     const tx = call.ctx.transaction;
     if (tx !== undefined && TRANSACTION_CHECKPOINT_MODES.has(tx.mode)) {
       try {
-        await call.ctx.transaction_checkpoint.checkpoint(ref.data);
+        if (answered) await call.ctx.transaction_checkpoint.checkpoint_with_answer(ref.data);
+        else await call.ctx.transaction_checkpoint.checkpoint(ref.data);
       } catch (err) {
         // The provider accepted work that the runtime could not record: the outcome is uncertain.
         throw new ConnectorFailure({
@@ -647,7 +543,8 @@ export class HttpConnector extends FrozenConnectorBase {
     if (!isSuccess(res.status, op.success_statuses)) {
       const { draft, operation_id } = httpErrorDraft(this.#errorRules(call, op.errors), res, res.json, site());
       if (mutation && operation_id !== undefined) {
-        await this.#checkpoint(call, operation_id, site());
+        // The error answer is final: with the operation known no probe follows, the failure is thrown next.
+        await this.#checkpoint(call, operation_id, site(), true);
         draft.provider_operation = call.provider_operation;
       }
       if (draft.uncertain_outcome && op.probe !== undefined && call.provider_operation === undefined) {
@@ -660,16 +557,17 @@ export class HttpConnector extends FrozenConnectorBase {
       throw new DraftFailure(mutation && op.probe !== undefined && call.provider_operation === undefined ? await this.#probe(call, op, draft, { after_timeout: false, until: times.probe_until }) : draft);
     }
 
+    // A pending operation is polled (a wait whose answer may be lost): its reference is durable before the poll.
+    // Otherwise the body read is the provider's final answer: the result is returned next.
+    const pendingStatus = mutation && op.pending !== undefined ? getPointer(res.json, op.pending.pointer) : undefined;
+    const pending = op.pending !== undefined && typeof pendingStatus === 'string' && op.pending.values.includes(pendingStatus);
     if (mutation && idSource !== undefined && 'pointer' in idSource && call.provider_operation === undefined) {
       const id = operationIdText(getPointer(res.json, idSource.pointer));
-      if (id !== undefined) await this.#checkpoint(call, id, site());
+      if (id !== undefined) await this.#checkpoint(call, id, site(), !pending);
       else this.#log(call, { level: 'warn', event: 'provider_operation_missing', method: req.method, route: op.request.path });
     }
 
-    if (mutation && op.pending !== undefined) {
-      const status = getPointer(res.json, op.pending.pointer);
-      if (typeof status === 'string' && op.pending.values.includes(status)) return this.#awaitCompletion(call, op, res, outputSchema);
-    }
+    if (pending) return this.#awaitCompletion(call, op, res, outputSchema);
 
     if (mutation) this.#publishEffect(call);
     const output = op.output !== undefined ? this.#mapResponse(call, op.output, res.json, site(), res.status) : res.json;
@@ -761,7 +659,8 @@ export class HttpConnector extends FrozenConnectorBase {
     if (probe.found_statuses.includes(res.status)) {
       const id = operationIdText(getPointer(res.json, probe.provider_operation.pointer));
       if (id === undefined) return { ...draft, redacted_details: { ...draft.redacted_details, probe: 'inconclusive' } };
-      await this.#checkpoint(call, id, this.#site(call, probe.request.method, probe.request.path, true));
+      // The probe's answer is final: the failure draft is returned and thrown next.
+      await this.#checkpoint(call, id, this.#site(call, probe.request.method, probe.request.path, true), true);
       const status = probe.status_pointer !== undefined ? evidenceScalar(getPointer(res.json, probe.status_pointer)) : undefined;
       return {
         ...draft,
@@ -969,26 +868,7 @@ export class HttpConnector extends FrozenConnectorBase {
   }
 }
 
-type LookupStatus = { kind: 'succeeded' | 'failed' | 'pending'; res: ProviderResponse; provider_status: string | number | boolean | undefined };
-
-/** Reads an operation status from a lookup answer: succeeded / failed per the lookup's lists, anything else pending. */
-function classifyStatus(res: ProviderResponse, status_pointer: string, lists: Pick<StatusLookup, 'succeeded' | 'failed'>): LookupStatus {
-  const raw = getPointer(res.json, status_pointer);
-  const provider_status = evidenceScalar(raw);
-  if (typeof raw === 'string' && lists.succeeded.includes(raw)) return { kind: 'succeeded', res, provider_status };
-  if (typeof raw === 'string' && lists.failed.includes(raw)) return { kind: 'failed', res, provider_status };
-  return { kind: 'pending', res, provider_status };
-}
-
 /** Builds a declarative HTTP connector from its configuration (validated; invalid → AipError `connector.definition_invalid`). */
 export function createHttpConnector(config: HttpConnectorConfig | unknown, deps: HttpConnectorDeps = {}): HttpConnector {
   return new HttpConnector(config, deps);
-}
-
-function deepFreeze<T>(v: T): T {
-  if (v !== null && typeof v === 'object' && !Object.isFrozen(v)) {
-    Object.freeze(v);
-    for (const x of Object.values(v as object)) deepFreeze(x);
-  }
-  return v;
 }

@@ -1,5 +1,5 @@
 /**
- * The declarative HTTP connector (issue 3, §9): point it at a REST API with
+ * The declarative HTTP connector: point it at a REST API with
  * configuration alone. See README.md next to this file.
  */
 export * from './config.js';

@@ -37,7 +37,7 @@ export function getPointer(doc: unknown, pointer: string): JsonValue | undefined
       if (!/^(0|[1-9][0-9]*)$/.test(token)) return undefined;
       cur = cur[Number(token)];
     } else if (cur !== null && typeof cur === 'object') {
-      if (!Object.prototype.hasOwnProperty.call(cur, token)) return undefined;
+      if (!Object.hasOwn(cur, token)) return undefined;
       cur = (cur as Record<string, unknown>)[token];
     } else {
       return undefined;
@@ -75,7 +75,7 @@ export function setPointer(root: JsonValue, pointer: string, value: JsonValue): 
       if (last) {
         obj[token] = value;
       } else {
-        const next = Object.prototype.hasOwnProperty.call(obj, token) ? obj[token] : undefined;
+        const next = Object.hasOwn(obj, token) ? obj[token] : undefined;
         if (next === undefined || next === null || typeof next !== 'object') obj[token] = {};
         cur = obj[token] as JsonValue;
       }

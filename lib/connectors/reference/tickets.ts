@@ -17,7 +17,7 @@
  */
 import * as z from 'zod';
 import type { Action, ProviderOperationRef } from '../../protocol/index.js';
-import type { CredentialProvider } from '../../ports/credentials.js';
+import type { CredentialProvider } from '../ports/credentials.js';
 import type { ActionExecutionContext } from '../context.js';
 import { timeoutRetryable } from '../deadline.js';
 import { defineCapability, defineConnector, type DefinedConnector, type HandlerCall } from '../define.js';
@@ -25,7 +25,7 @@ import { ConnectorFailure, isConnectorFailure } from '../failure.js';
 import { implementationSupport } from '../support.js';
 import type { CancelOutcome, ReconciliationResult } from '../interfaces.js';
 import { downstreamIdempotencyKey } from '../http/idempotency.js';
-import { TicketDesk, TicketDeskError, type DeskAnswer, type DeskOperation } from './ticket-desk.js';
+import { type TicketDesk, TicketDeskError, type DeskAnswer, type DeskOperation } from './ticket-desk.js';
 
 export const TICKET_DESK_PROVIDER = 'ticket-desk';
 /** How long before the attempt deadline the connector stops waiting for the desk and reports the lost wait itself. */

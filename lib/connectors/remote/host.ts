@@ -29,11 +29,12 @@
  * stream chunks are collected and travel in the signed answer.
  */
 import { randomBytes } from 'node:crypto';
+import { joinIssuePath } from '../../common/issues.js';
 import { AipError, isAipError } from '../../errors/aip-error.js';
 import { ERROR_CATALOGUE, isErrorCode } from '../../errors/catalogue.js';
 import { hashJson, type JsonObject } from '../../protocol/index.js';
 import { systemClock, type Clock } from '../../ports/clock.js';
-import type { StreamSink } from '../../ports/stream-sink.js';
+import type { StreamSink } from '../ports/stream-sink.js';
 import { createExecutionContext, type ExecutionAttempt, type TransactionCheckpointWriter, type TrustedAttemptState } from '../context.js';
 import { CredentialHandle } from '../credentials/handle.js';
 import { runAttempt } from '../deadline.js';
@@ -42,7 +43,7 @@ import { ConnectorFailure, toConnectorFailure } from '../failure.js';
 import { reconcileLookupOf, type FrozenConnector } from '../interfaces.js';
 import type { ConnectorManifest } from '../manifest.js';
 import { TYPED_METHOD_OPERATION, type ConnectorOperation } from '../operations.js';
-import type { StreamChunk } from '../stream-chunk.js';
+import type { StreamChunk } from '../../protocol/stream-chunk.js';
 import { didOf, messageDigest, signCompact, verifyCompact, type RemoteKeyring, type RemoteSigner } from './jws.js';
 import {
   DEADLINE_HEADER,
@@ -243,7 +244,7 @@ export class RemoteConnectorHost {
       return this.#refuse(undefined, digest, 'connector.remote_signature_invalid', { reason });
     }
     const parsed = RemoteRequestSchema.safeParse(verified.payload);
-    if (!parsed.success) return this.#refuse(undefined, digest, 'connector.remote_signature_invalid', { reason: 'payload_schema', paths: parsed.error.issues.slice(0, 10).map((i) => i.path.join('/')) });
+    if (!parsed.success) return this.#refuse(undefined, digest, 'connector.remote_signature_invalid', { reason: 'payload_schema', paths: parsed.error.issues.slice(0, 10).map((i) => joinIssuePath(i.path, '/')) });
     const r = parsed.data;
     if (r.iss !== verified.kid) return this.#refuse(r, digest, 'connector.remote_signature_invalid', { reason: 'issuer' });
     const now = this.#clock.now().getTime();

@@ -21,7 +21,7 @@ import {
 import { ConnectorFailureRecordSchema } from '../failure.js';
 import { CancelOutcomeSchema } from '../interfaces.js';
 import { ConnectorManifestSchema } from '../manifest.js';
-import { StreamChunkSchema } from '../stream-chunk.js';
+import { StreamChunkSchema } from '../../protocol/stream-chunk.js';
 
 /** The JWS `typ` of each message kind (a message of one kind never verifies as another). */
 export const REMOTE_TYP = {

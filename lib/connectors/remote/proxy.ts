@@ -39,7 +39,7 @@ import {
   type ConnectorEmission,
   type EmitReceipt,
   type FrozenConnector,
-  type HealthReport,
+  type ConnectorHealth,
   type IngestResult,
   type ProviderEvent,
   type ReconcileLookup,
@@ -148,7 +148,7 @@ export class RemoteConnector implements FrozenConnector {
     return c.manifest as ConnectorManifest;
   }
 
-  async health(ctx: ConnectorContext): Promise<HealthReport> {
+  async health(ctx: ConnectorContext): Promise<ConnectorHealth> {
     try {
       const n = nonce();
       const verified = await this.#getSigned(`${REMOTE_PATHS.health}?connector_id=${encodeURIComponent(this.id)}&nonce=${n}`, REMOTE_TYP.health, 'health', ctx.signal);

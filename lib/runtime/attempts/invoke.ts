@@ -10,7 +10,7 @@ import type { RecordedActor } from '../../ports/action-store.js';
 import { randomBytes } from 'node:crypto';
 import { runAttempt as runConnectorAttempt, type AttemptOutcome as ConnectorAttemptOutcome } from '../../connectors/deadline.js';
 import { sha256Hex, type Action, type Principal } from '../../protocol/index.js';
-import type { RouteAssignment } from '../../ports/route-store.js';
+import type { PutRouteResult, RouteAssignment } from '../../ports/route-store.js';
 import { bindAttemptPlacement } from '../../connectors/remote/placement.js';
 import { boundedAttemptMs } from '../attempt-budget.js';
 import type { HostedConnector } from '../deps.js';
@@ -64,7 +64,17 @@ export function hostedConnector(k: Kernel, reg: RegisteredCapability): HostedCon
  * lookup by transaction or plan ID.
  */
 export async function resolveRoute(k: Kernel, s: InvocationSubject, hosted: HostedConnector): Promise<RouteAssignment> {
-  const wanted: RouteAssignment = {
+  const wanted = routeAssignment(k, s, hosted);
+  return pinnedRoute(wanted, await k.deps.routes.putIfAbsent(wanted));
+}
+
+/**
+ * The assignment this attempt would pin (not written): what `resolveRoute`
+ * puts if absent, and what a first attempt's composite start write carries
+ * (worker.ts), so that both paths write the same item.
+ */
+export function routeAssignment(k: Kernel, s: InvocationSubject, hosted: HostedConnector): RouteAssignment {
+  return {
     tenant_id: s.tenant_id,
     action_id: s.route_action_id ?? s.action.id,
     capability_id: s.reg.capability_id,
@@ -84,7 +94,17 @@ export async function resolveRoute(k: Kernel, s: InvocationSubject, hosted: Host
     fence_token: s.fence,
     created_at: k.iso(),
   };
-  const put = await k.deps.routes.putIfAbsent(wanted);
+}
+
+/**
+ * The reuse rules, applied to what the put-if-absent answered (the route
+ * store's own write, or the route part of the composite start write): a
+ * stored assignment whose capability or tenant differs is
+ * `runtime.route_mismatch`; one pinned to another connector instance,
+ * replica, endpoint or remote peer is `runtime.connector_unavailable` (retry
+ * on the pinned route later). Returns the assignment the attempt runs under.
+ */
+export function pinnedRoute(wanted: RouteAssignment, put: PutRouteResult): RouteAssignment {
   if (!put.reusable) {
     throw new AipError('runtime.route_mismatch', undefined, { details: { action_id: wanted.action_id, mismatched: [...put.mismatched] } });
   }

@@ -3,7 +3,7 @@
  * instead of calling the provider (see worker.ts for the main path).
  */
 import { AipError, isAipError } from '../../errors/aip-error.js';
-import { toProtocolError } from '../../errors/wire.js';
+import { toProtocolError } from '../../protocol/problem.js';
 import type { ActionResult, TransactionMode } from '../../protocol/index.js';
 import type { ActionRecord } from '../../ports/action-store.js';
 import type { InvokeMessage } from '../../ports/messages.js';

@@ -22,7 +22,7 @@
  * (finishSideRecords).
  */
 import { AipError, isAipError } from '../../errors/aip-error.js';
-import { toProtocolError } from '../../errors/wire.js';
+import { toProtocolError } from '../../protocol/problem.js';
 import type { AttemptOutcome as ConnectorAttemptOutcome } from '../../connectors/deadline.js';
 import { ProviderOperationRefSchema, type ActionResult, type JsonObject, type ProtocolError, type ProviderOperationRef, type TransactionMode } from '../../protocol/index.js';
 import type { ActionRecord, SettleActionInput } from '../../ports/action-store.js';
@@ -30,8 +30,8 @@ import type { AtomicWrites, IdempotencySettlement, SettleWriteOutcome } from '..
 import type { SettleInput, TransactionRecord } from '../../ports/transaction-store.js';
 import { DEFAULT_RECONCILE_DELAY_MS, type SettleOutcome } from '../../transactions/state-machine.js';
 import { reconcileBackoffMs } from '../config.js';
-import { dataPolicyOf, definitiveInputRedaction, redactResult, type DataPolicy } from '../redaction.js';
-import { retentionFor } from '../retention.js';
+import { dataPolicyOf, definitiveInputRedaction, redactResult } from '../redaction.js';
+import { actionRetention, retentionFor } from '../retention.js';
 import { RECEIPT_EVENTS } from '../journal.js';
 import type { Kernel } from '../kernel.js';
 import { isTerminalAction } from '../pipeline/action-record.js';
@@ -193,7 +193,14 @@ function transactionSettlement(k: Kernel, req: SettleRequest, txn: TransactionRe
         ...(req.reconciliation !== undefined ? { last_reconciliation: req.reconciliation } : {}),
       },
     },
-    evidence: { action_id: action.action_id, attempt_id: req.attempt_id, fence: req.fence, ...(error ? { error_code: error.code } : {}) },
+    evidence: {
+      action_id: action.action_id,
+      attempt_id: req.attempt_id,
+      fence: req.fence,
+      ...(error ? { error_code: error.code } : {}),
+      // A reference first recorded by this settlement (no checkpoint receipt names it): the receipt does.
+      ...(keepRef && txn.provider_operation === undefined && ref !== undefined ? { provider: ref.provider, operation_id: ref.operation_id } : {}),
+    },
   };
 }
 
@@ -372,12 +379,6 @@ function actionSettlement(k: Kernel, req: Pick<FinishRequest, 'action' | 'fence'
     ...(redaction ?? {}),
     ...actionRetention(k, policy),
   };
-}
-
-/** An action record's retention: the capability's retention_days, else the runtime's action_retention_seconds. */
-export function actionRetention(k: Kernel, policy: DataPolicy): { retention_seconds?: number } {
-  if (policy.retention_days !== undefined) return { retention_seconds: policy.retention_days * 86_400 };
-  return k.config.action_retention_seconds > 0 ? { retention_seconds: k.config.action_retention_seconds } : {};
 }
 
 /**

@@ -2,7 +2,10 @@
  * The SQS worker: one crash-safe attempt per InvokeMessage.
  *
  * 1. Reload the action (messages carry IDs and a fence only).
- * 2. Resolve the connector and the action-scoped route (no effect yet).
+ * 2. Resolve the connector and the action-scoped route (no effect yet). With
+ *    composite writes, a first attempt (fence 0) does not write the route
+ *    here: its put-if-absent is one more item of step 3's write, so the route,
+ *    the leases and the adoption land together, before the provider call.
  * 3. Lease the action (fence + 1): every later action write is fenced.
  * 4. For a transactional mode, lease the transaction record. Its revision is
  *    the fence of every transaction write, so a zombie attempt whose lease
@@ -13,19 +16,23 @@
  *    identity and only when the capability declares retry with downstream
  *    idempotency; otherwise it settles `outcome_unknown` and schedules
  *    reconciliation. A `reconciling` record is re-driven (it only reads).
- * 6. Invoke, then settle (settlement.ts).
+ * 6. Invoke, then settle (settlement.ts). A provider operation the connector
+ *    checkpoints before a wait that can be lost is written durably at once
+ *    (fenced by the transaction revision); one published with the provider's
+ *    final answer in hand (`checkpoint_with_answer`) is written by the
+ *    settlement itself, in the same write.
  */
 import { AipError, isAipError } from '../../errors/aip-error.js';
-import { toProtocolError } from '../../errors/wire.js';
 import { capabilityRetryable } from '../../connectors/deadline.js';
 import type { ApprovalEvidence, OriginalRequestIdentity, TransactionCheckpointWriter, TransactionExecutionContext } from '../../connectors/context.js';
-import type { ActionResult, JsonObject, TransactionMode } from '../../protocol/index.js';
+import type { JsonObject, TransactionMode } from '../../protocol/index.js';
 import type { ActionRecord } from '../../ports/action-store.js';
 import type { ApprovalRecord } from '../../ports/approval-store.js';
 import type { AtomicWrites } from '../../ports/atomic-writes.js';
 import { reservationIdentity } from '../../ports/idempotency-store.js';
 import type { InvokeMessage } from '../../ports/messages.js';
-import { openStreamSink } from '../../ports/stream-store.js';
+import type { RouteAssignment } from '../../ports/route-store.js';
+import { openStreamSink } from './stream-sink.js';
 import type { TransactionRecord } from '../../ports/transaction-store.js';
 import { isAttemptStatus } from '../../transactions/state-machine.js';
 import type { Kernel } from '../kernel.js';
@@ -35,7 +42,7 @@ import { ranCapabilityId } from '../modes/reconcile.js';
 import { isTerminalAction } from '../pipeline/action-record.js';
 import type { RegisteredCapability } from '../registry.js';
 import type { AttemptOutcome } from '../types.js';
-import { hostedConnector, invokeConnector, isPreInvocationError, leaseMs, resolveRoute, watchCancellation, type InvocationSubject } from './invoke.js';
+import { hostedConnector, invokeConnector, isPreInvocationError, leaseMs, pinnedRoute, resolveRoute, routeAssignment, watchCancellation, type InvocationSubject } from './invoke.js';
 import { classify, finishSideRecords, settleAttempt } from './settlement.js';
 import { abandonUnstartedTransaction, attemptOutcome, attemptStarted, boundTo, failBeforeInvocation, finishingResult, settleAbandoned, settleCancelled } from './recovery.js';
 
@@ -131,19 +138,24 @@ export async function runAttempt(k: Kernel, message: InvokeMessage, known?: Know
 
   // 2. connector and route (before any lease: nothing has reached a provider yet)
   const attempt_id = `att-${k.ids()}`;
+  const atomic = k.deps.atomic;
+  const routeRefused = (err: unknown) => routeFailure(k, message, action, txn, mode, err, attempt_id);
   let hosted;
-  let route;
+  let route: RouteAssignment | undefined;
+  // A first attempt whose start is one composite write pins its route in that same write (step 3), not before it.
+  let unwritten: RouteAssignment | undefined;
+  let foldable = false;
   try {
     if (reg === undefined || connectorReg === undefined) throw new AipError('capability.not_found', undefined, { details: { capability_id: action.capability_id } });
     hosted = hostedConnector(k, connectorReg);
-    route = await resolveRoute(k, routeSubject(k, action, connectorReg, attempt_id), hosted);
+    foldable = atomic !== undefined && startIsFoldable(k, action, txn, attempt_id, capabilityRetryable(connectorReg.capability, connectorReg.implementation_support));
+    const subject = routeSubject(k, action, connectorReg, attempt_id);
+    // No attempt ever leased the action (fence 0), so no attempt pinned a route: the common path. A route that exists
+    // anyway (a delivery that put it and was then deferred) refuses the composite write and is judged by the same rules.
+    if (foldable && action.fence === 0) unwritten = routeAssignment(k, subject, hosted);
+    else route = await resolveRoute(k, subject, hosted);
   } catch (err) {
-    // A reconciliation only reads: rather than wait for a connector that may never come back (a redelivery loop), it
-    // ends this attempt (back to outcome_unknown, counted by its begin) and the bound decides.
-    if (isAipError(err, 'runtime.connector_unavailable') && mode !== 'reconcile') return attemptOutcome(message, 'deferred', { reason: err.code, retry_after_ms: err.retryAfterMs ?? 1_000 });
-    if (isAipError(err, 'runtime.connector_unavailable')) return failBeforeInvocation(k, message, action, txn, mode, err, attempt_id);
-    if (isPreInvocationError(err) || isAipError(err, 'capability.not_found')) return failBeforeInvocation(k, message, action, txn, mode, err, attempt_id);
-    throw err;
+    return routeRefused(err);
   }
 
   // 3. lease the action
@@ -151,13 +163,14 @@ export async function runAttempt(k: Kernel, message: InvokeMessage, known?: Know
   const retrySafe = capabilityRetryable(connectorReg.capability, connectorReg.implementation_support);
   const key = action.action.idempotency_key;
   let leased: ActionRecord;
-  const atomic = k.deps.atomic;
-  if (atomic !== undefined && startIsFoldable(k, action, txn, attempt_id, retrySafe)) {
-    // 3-5 as ONE composite write: action lease, transaction lease (+ receipt), reservation adoption.
-    const started = await startAtomically(k, atomic, message, action, txn, attempt_id, lease_ms);
+  if (atomic !== undefined && foldable) {
+    // 3-5 as ONE composite write: action lease, transaction lease (+ receipt), reservation adoption, and on a first
+    // attempt the route assignment (put if absent), so the route is durable before the provider is called.
+    const started = await startAtomically(k, atomic, message, action, txn, attempt_id, lease_ms, unwritten, routeRefused);
     if ('disposition' in started) return started;
     leased = started.action;
     txn = started.transaction ?? txn;
+    route = started.route ?? route;
   } else {
     const out = await startSeparately(k, message, action, txn, mode, connectorReg, attempt_id, lease_ms, retrySafe);
     if ('disposition' in out) return out;
@@ -189,7 +202,7 @@ export async function runAttempt(k: Kernel, message: InvokeMessage, known?: Know
     issued_at: new Date(Date.parse(action.created_at)),
     lease_ms,
     route_action_id: action.action_id,
-    route,
+    ...(route !== undefined ? { route } : {}),
     ...(action.actor !== undefined ? { actor: action.actor } : {}),
     // The runtime's service principal reconciling another principal's transaction acts on that principal's behalf.
     ...(mode === 'reconcile' && txn !== undefined && (txn.principal.id !== action.principal.id || txn.principal.kind !== action.principal.kind) ? { on_behalf_of: txn.principal } : {}),
@@ -235,6 +248,20 @@ export async function runAttempt(k: Kernel, message: InvokeMessage, known?: Know
       writing.add(tracked);
       void tracked.then(() => writing.delete(tracked));
       return write;
+    },
+    // The connector holds the provider's final answer and returns next (checkpoint_with_answer): nothing that can
+    // be lost is awaited before the settlement, so the reference goes into the settlement write (the attempt's
+    // provider_operation) instead of a write of its own. Any wait of the runtime's own before the settlement (a
+    // cancellation request, a stream drain) makes it durable first (lib/connectors/deadline.ts persistHeld).
+    hold: async () => {
+      try {
+        k.crash('after_provider_accept_before_checkpoint');
+        if (held === undefined) throw new AipError('connector.transaction_checkpoint_unavailable');
+        k.crash('after_checkpoint_before_response');
+      } catch (err) {
+        if (isAipError(err, 'runtime.crash_injected')) crashed = err;
+        throw err;
+      }
     },
   };
   const streaming = connectorReg.capability.execution?.supports_streaming === true && connectorReg.implementation_support.streaming;
@@ -320,9 +347,14 @@ function startIsFoldable(k: Kernel, action: ActionRecord, txn: TransactionRecord
 /**
  * Steps 3-5 as ONE composite write (lib/ports/atomic-writes.ts): the action
  * lease (fence + 1), the transaction lease with its `attempt_started` receipt
- * and the reservation adoption. A refusal writes nothing: a held lease or a
+ * and the reservation adoption, plus, on a first attempt, the route
+ * assignment (put if absent). A refusal writes nothing: a held lease or a
  * moved record defers the message as with separate writes; a reservation this
- * action does not own is left alone (the write is repeated without it).
+ * action does not own is left alone (the write is repeated without it); an
+ * assignment that already exists is judged by resolveRoute's reuse rules
+ * (pinnedRoute) exactly as a refused put-if-absent is: reusable, the write is
+ * repeated without the route part; otherwise `onRouteRefused` answers (the
+ * route mismatch fails before any provider call, another replica defers).
  */
 async function startAtomically(
   k: Kernel,
@@ -332,12 +364,16 @@ async function startAtomically(
   txn: TransactionRecord | undefined,
   attempt_id: string,
   lease_ms: number,
-): Promise<AttemptOutcome | { action: ActionRecord; transaction?: TransactionRecord }> {
+  unwritten: RouteAssignment | undefined,
+  onRouteRefused: (err: unknown) => Promise<AttemptOutcome>,
+): Promise<AttemptOutcome | { action: ActionRecord; transaction?: TransactionRecord; route?: RouteAssignment }> {
   const fence = action.fence + 1;
   const recovering = txn !== undefined && attemptStarted(action, txn);
   const key = action.action.idempotency_key;
   let adopt = key !== undefined;
-  for (let round = 0; round < 2; round++) {
+  let withRoute = unwritten;
+  let route: RouteAssignment | undefined;
+  for (let round = 0; round < 3; round++) {
     const out = await atomic.startAttempt({
       action: { input: { tenant_id: action.tenant_id, action_id: action.action_id, owner: attempt_id, ttl_ms: lease_ms, expected_revision: action.revision }, held: action },
       ...(txn !== undefined
@@ -349,9 +385,22 @@ async function startAtomically(
           }
         : {}),
       ...(adopt && key !== undefined ? { idempotency: { tenant_id: action.tenant_id, principal_id: action.principal.id, key, action_id: action.action_id, fence } } : {}),
+      ...(withRoute !== undefined ? { route: withRoute } : {}),
     });
-    if (out.started) return { action: out.action, ...(out.transaction !== undefined ? { transaction: out.transaction } : {}) };
-    const { action: refusedAction, transaction: refusedTxn, idempotency: refusedIdem } = out.refused;
+    if (out.started) {
+      if (withRoute !== undefined && out.route !== undefined) route = pinnedRoute(withRoute, out.route);
+      return { action: out.action, ...(out.transaction !== undefined ? { transaction: out.transaction } : {}), ...(route !== undefined ? { route } : {}) };
+    }
+    const { action: refusedAction, transaction: refusedTxn, idempotency: refusedIdem, route: refusedRoute } = out.refused;
+    if (refusedRoute !== undefined && withRoute !== undefined) {
+      // An assignment exists already: the reuse rules decide first, as when resolveRoute's put-if-absent is refused.
+      try {
+        route = pinnedRoute(withRoute, refusedRoute);
+      } catch (err) {
+        return onRouteRefused(err);
+      }
+      withRoute = undefined;
+    }
     if (refusedAction !== undefined) {
       const code = refusedAction.code;
       if (code === 'action.lease_held') return attemptOutcome(message, 'deferred', { reason: code, retry_after_ms: retryAfter(k, refusedAction) });
@@ -368,6 +417,7 @@ async function startAtomically(
       adopt = false;
       continue;
     }
+    if (refusedRoute !== undefined) continue;
     throw new AipError('internal.unexpected', 'attempt start refused without a reason');
   }
   throw new AipError('internal.unexpected', 'attempt start did not converge');
@@ -435,6 +485,24 @@ async function startSeparately(
     }
   }
   return { action: leased, ...(txn !== undefined ? { transaction: txn } : {}) };
+}
+
+/** A route that cannot be used before any provider call: another replica defers; a mismatch (or a missing connector) fails the attempt without a call. */
+function routeFailure(
+  k: Kernel,
+  message: InvokeMessage,
+  action: ActionRecord,
+  txn: TransactionRecord | undefined,
+  mode: TransactionMode | undefined,
+  err: unknown,
+  attempt_id: string,
+): Promise<AttemptOutcome> {
+  // A reconciliation only reads: rather than wait for a connector that may never come back (a redelivery loop), it
+  // ends this attempt (back to outcome_unknown, counted by its begin) and the bound decides.
+  if (isAipError(err, 'runtime.connector_unavailable') && mode !== 'reconcile') return Promise.resolve(attemptOutcome(message, 'deferred', { reason: err.code, retry_after_ms: err.retryAfterMs ?? 1_000 }));
+  if (isAipError(err, 'runtime.connector_unavailable')) return failBeforeInvocation(k, message, action, txn, mode, err, attempt_id);
+  if (isPreInvocationError(err) || isAipError(err, 'capability.not_found')) return failBeforeInvocation(k, message, action, txn, mode, err, attempt_id);
+  return Promise.reject(err);
 }
 
 function routeSubject(k: Kernel, action: ActionRecord, reg: RegisteredCapability, attempt_id: string): InvocationSubject {

@@ -12,7 +12,7 @@ import { TERMINAL_ACTION_STATUS_LIST } from '../../ports/action-store.js';
 import type { Kernel } from '../kernel.js';
 import { recordedActor } from '../authority.js';
 import { dataPolicyOf, definitiveInputRedaction, redactResult } from '../redaction.js';
-import { actionRetention } from '../attempts/settlement.js';
+import { actionRetention } from '../retention.js';
 import type { Admission } from './state.js';
 
 const same = (a: unknown, b: unknown) => canonicalJson(a ?? null) === canonicalJson(b ?? null);

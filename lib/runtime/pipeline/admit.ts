@@ -35,7 +35,7 @@ import { submitOutcome } from './outcome.js';
 import { resolveTargets, transactionTarget } from './targets.js';
 import { recordedActor } from '../authority.js';
 import { dataPolicyOf, definitiveInputRedaction, redactResult } from '../redaction.js';
-import { actionRetention } from '../attempts/settlement.js';
+import { actionRetention } from '../retention.js';
 import type { AdmittedAction, Admission } from './state.js';
 
 export interface PrepareOptions {

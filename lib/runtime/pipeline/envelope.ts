@@ -22,7 +22,7 @@ export interface ParsedSubmission {
 
 /** A body is a TransactionRequest when it wraps an `action`. */
 export function isTransactionRequestBody(body: unknown): boolean {
-  return typeof body === 'object' && body !== null && !Array.isArray(body) && Object.prototype.hasOwnProperty.call(body, 'action');
+  return typeof body === 'object' && body !== null && !Array.isArray(body) && Object.hasOwn(body, 'action');
 }
 
 /** Step 1 (core validation) and step 2 (TransactionRequest checks). */

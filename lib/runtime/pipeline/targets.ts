@@ -76,7 +76,7 @@ async function reconcileTarget(k: Kernel, caller: CallerIdentity, tenant_id: str
   const target = transactionTarget(record, tenant_id, txId);
   k.authority.require(caller, 'reconcile', target);
   const r = record as TransactionRecord;
-  // A record parked for a human: only an operator reconciles it (issue 12 adds the operator route).
+  // A record parked for a human: only an operator reconciles it (the operator's reconcile route).
   if (r.status === 'outcome_unknown' && r.escalated_at !== undefined) k.authority.require(caller, 'reconcile_override', transactionTarget(r, tenant_id, txId, { escalated_at: r.escalated_at }));
   const supplied = options.request?.provider_operation;
   if (supplied !== undefined) {

@@ -158,7 +158,7 @@ describe('a REST API of our own', () => {
     expect(req.req.method).toBe('POST');
     expect(req.req.url).toBe('/api/tenants/tenant-a/orders?source=aip&note=gift');
     expect(req.req.headers['x-api-key']).toBe(KEY);
-    expect(req.req.headers['authorization']).toBeUndefined();
+    expect(req.req.headers.authorization).toBeUndefined();
     expect(req.req.headers['x-action']).toBe('order-act-1');
     expect(req.req.headers['x-request-key']).toMatch(/^aip1-/);
     expect(JSON.parse(req.body)).toEqual({ item: { sku: 'A/1', qty: 2 }, label: 'order of 2 × A/1' });

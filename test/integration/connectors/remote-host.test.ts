@@ -1,5 +1,5 @@
 /**
- * Issue 13: the remote proxy against a connector host over loopback HTTP
+ * The remote proxy against a connector host over loopback HTTP
  * (functions/connector-host/server.ts), with the runtime's checkpoint
  * receiver on a second loopback server and its inbox on DynamoDB Local.
  *

@@ -1,8 +1,9 @@
 /**
  * The composite writes (lib/ports/atomic-writes.ts, lib/aws/dynamo/atomic-writes.ts)
  * on DynamoDB Local: one TransactWriteItems to admit (action + reservation +
- * prepared record + first receipt) and one to settle (transaction + receipt +
- * action + reservation); refusals classified from the cancelled write's own
+ * prepared record + first receipt), one to start an attempt (leases, receipt,
+ * adoption, and a first attempt's route assignment) and one to settle
+ * (transaction + receipt + action + reservation); refusals classified from the cancelled write's own
  * images; nothing partial ever written; real concurrent writers.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,13 +13,15 @@ import { DynamoIdempotencyStore } from '../../../lib/aws/dynamo/idempotency-stor
 import { keys } from '../../../lib/aws/dynamo/table-design.js';
 import { AipError, isAipError } from '../../../lib/errors/aip-error.js';
 import type { ActionRecord } from '../../../lib/ports/action-store.js';
-import type { AdmitWriteInput, AdmitWriteOutcome } from '../../../lib/ports/atomic-writes.js';
+import type { AdmitWriteInput, AdmitWriteOutcome, StartWriteInput } from '../../../lib/ports/atomic-writes.js';
+import type { RouteAssignment } from '../../../lib/ports/route-store.js';
+import { DynamoRouteStore } from '../../../lib/aws/dynamo/route-store.js';
 import { idempotencyFingerprint, idempotencyKeyHash, type ReserveInput } from '../../../lib/ports/idempotency-store.js';
 import type { TransactionRecord } from '../../../lib/ports/transaction-store.js';
-import type { Action, ActionResult } from '../../../lib/protocol/index.js';
+import { sha256Hex, type Action, type ActionResult } from '../../../lib/protocol/index.js';
 import { createTestTable, type TestTable } from '../../support/dynamo.js';
 import { manualClock, nextReceipt, plannedInput, preparedInput } from '../../support/transaction-fixtures.js';
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { PRINCIPAL, TENANT, action as actionFixture, split, uid } from './support.js';
 
 const RACERS = 50;
@@ -26,6 +29,7 @@ let table: TestTable;
 let actions: DynamoActionStore;
 let idempotency: DynamoIdempotencyStore;
 let atomic: DynamoAtomicWrites;
+let routes: DynamoRouteStore;
 const clock = manualClock();
 /** DynamoDB commands sent, by name (SDK middleware on the test client). */
 const sent: string[] = [];
@@ -36,6 +40,7 @@ beforeAll(async () => {
   actions = new DynamoActionStore(base);
   idempotency = new DynamoIdempotencyStore(base);
   atomic = new DynamoAtomicWrites({ client: table.client, transactions: table.store, actions, idempotency });
+  routes = new DynamoRouteStore(base);
   table.raw.middlewareStack.add(
     (next, context) => async (args) => {
       sent.push(String(context.commandName).replace(/Command$/, ''));
@@ -440,6 +445,130 @@ describe('Composite attempt start', () => {
     const owner = started[0]?.started ? started[0].action.lease_owner : '';
     expect(await actions.get({ tenant_id: TENANT, action_id: a.id })).toMatchObject({ fence: 1, lease_owner: owner });
     expect(await table.store.get({ tenant_id: TENANT, transaction_id: out1.transaction?.transaction_id as string })).toMatchObject({ fence: 1, lease_owner: owner, receipt_count: 2 });
+  });
+});
+
+describe('Composite attempt start with the route assignment (a first attempt)', () => {
+  function route(a: Action, overrides: Partial<RouteAssignment> = {}): RouteAssignment {
+    return {
+      tenant_id: TENANT,
+      action_id: a.id,
+      capability_id: a.capability_id,
+      verified_tenant: TENANT,
+      connector_id: 'payments',
+      connector_instance: 'local',
+      replica: 'replica-a',
+      endpoint: 'in-process',
+      version: '1.0.0',
+      manifest_hash: sha256Hex('manifest'),
+      policy_revision: '1',
+      credential_revision: '0',
+      health_revision: '0',
+      admission_reservation: 'att-1',
+      fence_token: 1,
+      created_at: clock.iso(),
+      ...overrides,
+    };
+  }
+
+  function firstStart(a: Action, held: { action: ActionRecord; txn: TransactionRecord }, owner: string, pinned: RouteAssignment): StartWriteInput {
+    const fence = held.action.fence + 1;
+    return {
+      action: { input: { tenant_id: TENANT, action_id: a.id, owner, ttl_ms: 1_000, expected_revision: held.action.revision }, held: held.action },
+      transaction: {
+        held: held.txn,
+        input: {
+          tenant_id: TENANT,
+          transaction_id: held.txn.transaction_id,
+          expected_revision: held.txn.revision,
+          owner,
+          ttl_ms: 1_000,
+          data: { attempt_action_id: a.id, attempt_fence: fence },
+          receipt: nextReceipt(held.txn, held.txn.revision + 1, held.txn.status, 'transaction.attempt_started'),
+        },
+      },
+      idempotency: { tenant_id: TENANT, principal_id: PRINCIPAL.id, key: a.idempotency_key as string, action_id: a.id, fence },
+      route: pinned,
+    };
+  }
+
+  const routeKey = (a: Action) => keys.routeAssignment(TENANT, a.id);
+
+  it('the route put-if-absent is one more item of the same TransactWriteItems: the route, both leases and the adoption land together', async () => {
+    const a = actionFixture();
+    const out1 = await admitted(admission(a));
+    const pinned = route(a);
+    sent.length = 0;
+    const out = await atomic.startAttempt(firstStart(a, { action: out1.action, txn: out1.transaction as TransactionRecord }, 'att-1', pinned));
+    expect(sent).toEqual(['TransactWriteItems']);
+    if (!out.started) throw new Error('expected the attempt to start');
+    expect(out.route).toEqual({ created: true, assignment: pinned, reusable: true, mismatched: [] });
+    expect(await routes.get({ tenant_id: TENANT, action_id: a.id })).toEqual(pinned);
+    expect(await raw(routeKey(a))).toMatchObject({ item_type: 'route_assignment', replica: 'replica-a' });
+    expect(out.action).toEqual(await actions.get({ tenant_id: TENANT, action_id: a.id }));
+    expect(out.transaction).toEqual(await table.store.get({ tenant_id: TENANT, transaction_id: out1.transaction?.transaction_id as string }));
+    expect(await idempotency.get({ tenant_id: TENANT, principal_id: PRINCIPAL.id, key: a.idempotency_key as string })).toMatchObject({ fence: 1 });
+  });
+
+  it('an assignment that already exists refuses the whole write: the stored one comes back as putIfAbsent returns it (reusable, or naming the mismatch) and nothing is written', async () => {
+    for (const existing of [{ replica: 'replica-b' }, { capability_id: 'payments.refund' }] as const) {
+      const a = actionFixture();
+      const out1 = await admitted(admission(a));
+      const stored = route(a, existing);
+      await routes.putIfAbsent(stored);
+      const txn = out1.transaction as TransactionRecord;
+      const idemKey = itemKeys(admission(a)).idem;
+      const before = { action: await raw(keys.action(TENANT, a.id)), txn: await raw(keys.transaction(TENANT, txn.transaction_id)), idem: await raw(idemKey), route: await raw(routeKey(a)) };
+      sent.length = 0;
+      const out = await atomic.startAttempt(firstStart(a, { action: out1.action, txn }, 'att-1', route(a)));
+      expect(sent).toEqual(['TransactWriteItems']);
+      if (out.started) throw new Error('expected the start to be refused by the existing route');
+      const mismatch = 'capability_id' in existing;
+      expect(out.refused.route).toEqual({ created: false, assignment: stored, reusable: !mismatch, mismatched: mismatch ? ['capability_id'] : [] });
+      expect(out.refused.action ?? out.refused.transaction ?? out.refused.idempotency).toBeUndefined();
+      expect({ action: await raw(keys.action(TENANT, a.id)), txn: await raw(keys.transaction(TENANT, txn.transaction_id)), idem: await raw(idemKey), route: await raw(routeKey(a)) }).toEqual(before);
+      expect(await raw(keys.receipt(TENANT, txn.transaction_id, 1))).toBeUndefined();
+      // Repeated without the route part (what the worker does with a reusable route), the leases land.
+      const again = firstStart(a, { action: out1.action, txn }, 'att-1', route(a));
+      const { route: _omitted, ...withoutRoute } = again;
+      expect((await atomic.startAttempt(withoutRoute)).started).toBe(true);
+      expect(await routes.get({ tenant_id: TENANT, action_id: a.id })).toEqual(stored);
+    }
+  });
+
+  it('a malformed assignment is route.invalid_assignment before anything is sent', async () => {
+    const a = actionFixture();
+    const out1 = await admitted(admission(a));
+    sent.length = 0;
+    const err = await atomic.startAttempt(firstStart(a, { action: out1.action, txn: out1.transaction as TransactionRecord }, 'att-1', route(a, { manifest_hash: 'nope' }))).catch((e: unknown) => e);
+    expect(isAipError(err, 'route.invalid_assignment')).toBe(true);
+    expect(sent).toEqual([]);
+  });
+
+  it(`${RACERS} concurrent first attempts of the same action, each pinning its own replica: exactly one route and one lease, both the winner's`, async () => {
+    const a = actionFixture();
+    const out1 = await admitted(admission(a));
+    const held = { action: out1.action, txn: out1.transaction as TransactionRecord };
+    const results = await Promise.allSettled(Array.from({ length: RACERS }, (_, i) => atomic.startAttempt(firstStart(a, held, `att-${i}`, route(a, { replica: `replica-${i}`, admission_reservation: `att-${i}` })))));
+    const { won, lost } = split(results);
+    const started = won.filter((o) => o.started);
+    expect(started).toHaveLength(1);
+    const winner = started[0];
+    if (winner === undefined || !winner.started) throw new Error('expected one start');
+    const owner = winner.action.lease_owner as string;
+    expect(winner.route?.assignment.admission_reservation).toBe(owner);
+    for (const o of won) {
+      if (o.started) continue;
+      // Every loser is refused by a part the winner wrote: the lease it holds, the revision it moved, or the route it pinned.
+      expect(o.refused.action ?? o.refused.transaction ?? o.refused.route).toBeDefined();
+      if (o.refused.route !== undefined) expect(o.refused.route.assignment.admission_reservation).toBe(owner);
+    }
+    for (const e of lost) expect(isAipError(e, 'transaction.state_conflict')).toBe(true);
+    expect(await routes.get({ tenant_id: TENANT, action_id: a.id })).toMatchObject({ replica: `replica-${owner.slice('att-'.length)}`, admission_reservation: owner });
+    const partition = await table.client.send(new QueryCommand({ TableName: table.tableName, KeyConditionExpression: 'PK = :pk', ExpressionAttributeValues: { ':pk': keys.action(TENANT, a.id).PK }, ConsistentRead: true }));
+    expect(partition.Items?.map((i) => i.SK).sort()).toEqual(['ACTION', 'ROUTE']);
+    expect(await actions.get({ tenant_id: TENANT, action_id: a.id })).toMatchObject({ fence: 1, attempt: 1, lease_owner: owner });
+    expect(await table.store.get({ tenant_id: TENANT, transaction_id: held.txn.transaction_id })).toMatchObject({ fence: 1, lease_owner: owner, receipt_count: 2 });
   });
 });
 

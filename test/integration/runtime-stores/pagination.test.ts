@@ -1,8 +1,8 @@
 /**
  * The DynamoDB adapters' own (unsealed) cursors, against DynamoDB Local: a
  * cursor that decodes to a start key DynamoDB refuses (`ValidationException`)
- * is the listing's typed 400, never `internal.unexpected` (issue 11, defect
- * 6, defence in depth: the runtime seals the cursors callers see, so such a
+ * is the listing's typed 400, never `internal.unexpected` (defence in
+ * depth: the runtime seals the cursors callers see, so such a
  * cursor can only come from inside).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

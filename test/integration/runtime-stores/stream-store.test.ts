@@ -4,11 +4,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RuntimeStreamPublisher } from '../../../lib/connectors/stream.js';
-import type { SequencedStreamChunk } from '../../../lib/connectors/stream-chunk.js';
+import type { SequencedStreamChunk } from '../../../lib/protocol/stream-chunk.js';
 import { DEFAULT_STREAM_RETENTION_SECONDS } from '../../../lib/aws/dynamo/stream-store.js';
 import { keys } from '../../../lib/aws/dynamo/table-design.js';
 import { ManualClock } from '../../../lib/ports/clock.js';
-import { openStreamSink } from '../../../lib/ports/stream-store.js';
+import { openStreamSink } from '../../../lib/runtime/attempts/stream-sink.js';
 import { RACERS, TENANT, OTHER_TENANT, aipError, createStores, uid, type Stores } from './support.js';
 
 let s: Stores;

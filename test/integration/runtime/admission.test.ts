@@ -1,6 +1,6 @@
 /**
  * Transactions page: "Action context carries the transaction intent" and the
- * admission pipeline order (issue 4 §2).
+ * admission pipeline order.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deriveTransactionId } from '../../../lib/runtime/kernel.js';

@@ -1,6 +1,5 @@
 /**
- * Approval policies beyond the tenants the configuration names (issue 11,
- * defect 7): runtime-wide policies (`approval_policies`) with their tenant
+ * Approval policies beyond the tenants the configuration names: runtime-wide policies (`approval_policies`) with their tenant
  * selector, precedence (capability, then the tenant's own, then runtime-wide),
  * the policy's own lifetime (`ttl_ms`), `min_approvals` distinct approvers,
  * approver scopes as "any of" (the authority rule), and the approval's

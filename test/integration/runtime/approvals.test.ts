@@ -1,5 +1,5 @@
 /**
- * Pipeline step 6 (issue 4 §3) and the transactions page's "Approval and
+ * Pipeline step 6 and the transactions page's "Approval and
  * transaction state remain separate".
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * Issue 13, item 1: a user's cancel reaches an attempt already inside the
+ * A user's cancel reaches an attempt already inside the
  * connector. The worker watches the action's durable cancellation request
  * while the connector runs, aborts the context's cancellation token (reason
  * `client_cancelled`), calls cancel_typed where supported (on the pinned

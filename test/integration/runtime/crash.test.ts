@@ -1,5 +1,5 @@
 /**
- * Spec README gap "A worker that dies mid-attempt" (issue 4 §9): crash-safe
+ * Spec README gap "A worker that dies mid-attempt": crash-safe
  * attempts, driven through every named crash point, with the real SQS queue
  * redelivering the message.
  */

@@ -1,5 +1,5 @@
 /**
- * Pipeline step 7: idempotency reservations (issue 4 §4).
+ * Pipeline step 7: idempotency reservations.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { idempotencyFingerprint } from '../../../lib/ports/idempotency-store.js';

@@ -1,5 +1,5 @@
 /**
- * Paging the listings against DynamoDB Local (issue 11, defects 6 and 8):
+ * Paging the listings against DynamoDB Local:
  * `listOperator` and `listApprovals` return sealed cursors
  * (lib/runtime/cursor.ts) that page through exactly what the caller may see,
  * and open only for the same principal, tenant scope, view and listing.

@@ -140,7 +140,7 @@ describe('Reconciliation asks the provider what happened', () => {
   });
 
   it('a provider operation ID does not prove that the provider committed: the record stays outcome_unknown until reconciled', async () => {
-    const { tx, rec } = await uncertain();
+    const { rec } = await uncertain();
     expect(rec.provider_operation).toBeDefined();
     expect(rec.status).toBe('outcome_unknown');
   });

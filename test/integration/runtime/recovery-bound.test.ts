@@ -1,5 +1,5 @@
 /**
- * Issue 12: reconciliation always ends.
+ * Reconciliation always ends.
  *
  * - A model test (fast-check): from an `outcome_unknown` record and ANY
  *   sequence of per-round outcomes (the provider answers terminal, pending or
@@ -183,7 +183,7 @@ describe('reconciliation always ends (model)', () => {
         for (const s of steps) {
           if (ended(await record(tx))) break;
           rounds += 1;
-          let undo = () => undefined as void;
+          let undo: () => void = () => undefined;
           if (s.kind === 'answer') {
             shop.answers.set(op, s.answer);
             if (firstTerminal === undefined && (s.answer === 'committed' || s.answer === 'not_committed')) firstTerminal = rounds;

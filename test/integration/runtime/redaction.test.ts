@@ -1,5 +1,5 @@
 /**
- * Issue 13, item 3: the data contract applied to what the runtime keeps.
+ * The data contract applied to what the runtime keeps.
  *
  * - `redact_pointers`: the connector sees the raw values, but no stored copy
  *   does once it is no longer needed: outputs are redacted when written, the

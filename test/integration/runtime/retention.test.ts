@@ -1,5 +1,5 @@
 /**
- * Issue 13, item 3 (retention): DataContract.retention_days on every item of
+ * Retention: DataContract.retention_days on every item of
  * a transaction. The terminal write stamps the record, every receipt and the
  * plan-ID item with one ttl, atomically; the actions expire after the same
  * number of days; a record that is not terminal (outcome_unknown, escalated)

@@ -1,5 +1,5 @@
 /**
- * Issue 13, item 2: the context's actor is the verified caller (issuer,
+ * The trusted context: its actor is the verified caller (issuer,
  * scheme, the token's scopes and lifetime, kept from admission), never
  * synthesized; delegation is explicit; the trace is a runtime span that is a
  * child of the caller's W3C trace, never the caller's strings copied in.

@@ -1,5 +1,5 @@
 /**
- * External accounts come only from verified token claims (issue 11, defect 5):
+ * External accounts come only from verified token claims:
  * the accounts claim per preset, the authorizer context round trip, and the
  * authorizer handler carrying a token's accounts to the handlers.
  */

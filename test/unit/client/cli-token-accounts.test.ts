@@ -1,5 +1,5 @@
 /**
- * `aip token --account` (issue 11, defect 5): development tokens name the
+ * `aip token --account`: development tokens name the
  * external accounts they hold in the generic preset's `aip:accounts` claim;
  * without `--account` the token holds none (no claim at all).
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 13, item 5: the author experience of the connector SDK.
+ * The author experience of the connector SDK.
  */
 import * as z from 'zod';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';

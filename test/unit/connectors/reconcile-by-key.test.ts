@@ -1,5 +1,5 @@
 /**
- * Issue 12, item 4 (connector side): reconciliation by idempotency key.
+ * Reconciliation by idempotency key, on the connector side.
  *
  * - the context carries (and freezes) transaction.original_request;
  * - originalIdempotencyKey recomputes exactly the key the original request sent;

@@ -1,5 +1,5 @@
 /**
- * Remote placement (issue 13): signing, verification and pinning, in both
+ * Remote placement: signing, verification and pinning, in both
  * directions, without a network. The host's `handle` is called directly;
  * the proxy's fetch is a function that hands the request to the host (and
  * lets a test tamper with the answer).

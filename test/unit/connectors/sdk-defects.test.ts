@@ -1,5 +1,5 @@
 /**
- * Issue 13, item 4: the connector SDK's defects, each pinned by a test.
+ * Defects found in the connector SDK, each pinned by a test.
  */
 import * as z from 'zod';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';

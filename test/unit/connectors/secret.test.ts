@@ -57,6 +57,7 @@ describe('ConnectorSecret', () => {
     expect(s.toString()).toBe(REDACTED);
     expect(String(s)).toBe(REDACTED);
     expect(`${s}`).toBe(REDACTED);
+    // biome-ignore lint/style/useTemplate: this line tests `+` concatenation (ToPrimitive with the default hint), which a template literal would not
     expect('k=' + s).toBe('k=[REDACTED]');
     expect(inspect(s)).toBe(REDACTED);
     expect(inspect({ s }, { depth: 5, showHidden: true })).not.toContain(MATERIAL);

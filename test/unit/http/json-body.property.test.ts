@@ -11,7 +11,7 @@ import { createSubmitActionHandler } from '../../../functions/http/actions.js';
 import { createDecideApprovalHandler } from '../../../functions/http/approvals.js';
 import { parseJsonBody } from '../../../functions/shared/json-body.js';
 import { AipError } from '../../../lib/errors/aip-error.js';
-import { ProblemSchema } from '../../../lib/errors/wire.js';
+import { ProblemSchema } from '../../../lib/protocol/problem.js';
 import { deps, lambdaContext, proxyEvent, stubRuntime } from './support.js';
 
 const runtime = stubRuntime({

@@ -11,7 +11,7 @@ import { expect } from 'vitest';
 import { encodeAuthorizerContext } from '../../../lib/auth/authorizer-context.js';
 import type { CallerIdentity } from '../../../lib/auth/identity.js';
 import { AipError } from '../../../lib/errors/aip-error.js';
-import { ProblemSchema, type Problem } from '../../../lib/errors/wire.js';
+import { ProblemSchema, type Problem } from '../../../lib/protocol/problem.js';
 import type { AipHttpEvent } from '../../../functions/shared/http.js';
 import { SILENT_LOGGER, type LoggerLike } from '../../../functions/shared/logger.js';
 import type { Observability } from '../../../functions/shared/observability.js';

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { AipError } from '../../../lib/errors/aip-error.js';
 import { ERROR_CATALOGUE, ERROR_CATEGORIES, isErrorCode, type CatalogueEntry, type ErrorCategory, type ErrorCode } from '../../../lib/errors/catalogue.js';
-import { PROBLEM_TYPE_PREFIX, ProblemSchema, toAipError, toProblem, toProtocolError } from '../../../lib/errors/wire.js';
+import { toAipError } from '../../../lib/errors/aip-error.js';
+import { PROBLEM_TYPE_PREFIX, ProblemSchema, toProblem, toProtocolError } from '../../../lib/protocol/problem.js';
 import { ERROR_CODE_PATTERN, ProtocolErrorSchema } from '../../../lib/protocol/index.js';
 
 const entries = Object.entries(ERROR_CATALOGUE) as [ErrorCode, CatalogueEntry][];

@@ -25,11 +25,8 @@ import {
   defaultPlanId,
   planInputHash,
   receiptHash,
-  sha256Hex,
 } from '../../../lib/protocol/index.js';
 import { DURABLE_TRANSACTION_STATUSES, TRANSACTION_MODES } from '../../../lib/transactions/status.js';
-
-const hash = sha256Hex('x');
 
 describe('IdSchema', () => {
   it.each(['a', 'tx-1', 'plan:tx-1', 'user@example.com', 'cap/payments.refund', 'A_b.c:d@e/f-g', 'x'.repeat(ID_MAX_LENGTH)])(
@@ -46,7 +43,7 @@ describe('IdSchema', () => {
     const tx = 't'.repeat(TRANSACTION_ID_MAX_LENGTH);
     expect(defaultPlanId(tx)).toBe(`plan:${tx}`);
     expect(IdSchema.safeParse(defaultPlanId(tx)).success).toBe(true);
-    expect(TransactionRequestSchema.shape.transaction_id.safeParse(tx + 't').success).toBe(false);
+    expect(TransactionRequestSchema.shape.transaction_id.safeParse(`${tx}t`).success).toBe(false);
   });
 });
 

@@ -135,7 +135,7 @@ describe('prototype-pollution keys are rejected and inert', () => {
         expect(r).not.toBe('ok');
         if (r !== 'ok') expect(r.code).toBe('envelope.forbidden_key');
         expect(({} as Record<string, unknown>).polluted).toBeUndefined();
-        expect(Object.prototype.hasOwnProperty.call(Object.prototype, 'polluted')).toBe(false);
+        expect(Object.hasOwn(Object.prototype, 'polluted')).toBe(false);
       }),
       { numRuns: 300 },
     );

@@ -114,7 +114,7 @@ describe('envelope.invalid details never echo input values', () => {
       capability_id: 42,
       input: { card: secret },
       idempotency_key: `${secret}\n`,
-      identity: { tenant_id: secret + '#' },
+      identity: { tenant_id: `${secret}#` },
       metadata: { observability: { original_completed_at: secret } },
       transaction: { mode: secret },
       unknown_field: secret,
@@ -135,7 +135,7 @@ describe('envelope.invalid details never echo input values', () => {
     }
   });
   it('unknown keys are reported sanitized and truncated', () => {
-    const longKey = 'k'.repeat(500) + ' x';
+    const longKey = `${'k'.repeat(500)} x`;
     const e = errorOf(() => validateAction({ ...action(), [longKey]: 1 }));
     const msg = (e.details.issues as { message: string }[])[0]?.message ?? '';
     expect(msg.length).toBeLessThan(120);

@@ -1,5 +1,5 @@
 /**
- * `resolveAccount` (issue 11, defect 5): an action's
+ * `resolveAccount`: an action's
  * `identity.external_account_id` must be one of the accounts the caller's
  * verified token holds; the runtime's service caller for a reconcile holds
  * exactly the original action's account.

@@ -1,8 +1,8 @@
 /**
  * Approval policy selection (lib/runtime/pipeline/approval-policy.ts) and the
  * translation of the deployment's approval policies into runtime-wide ones
- * (functions/shared/compose-runtime.ts `runtimeConfigFor`): issue 11,
- * defect 7.
+ * (functions/shared/compose-runtime.ts `runtimeConfigFor`), so that a policy
+ * without a tenant selector applies to every tenant, named in the configuration or not.
  */
 import * as fc from 'fast-check';
 import { describe, expect, it } from 'vitest';

@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { AipError, isAipError } from '../../../lib/errors/aip-error.js';
+import { type AipError, isAipError } from '../../../lib/errors/aip-error.js';
 import { CursorSchema } from '../../../lib/http/schemas.js';
 import {
   AesGcmCursorSealer,
@@ -16,7 +16,7 @@ import {
   type CursorBinding,
 } from '../../../lib/runtime/cursor.js';
 
-const KEY = 'k'.repeat(20) + '0123456789abcdefghij'; // 40 characters, fixed
+const KEY = `${'k'.repeat(20)}0123456789abcdefghij`; // 40 characters, fixed
 const OTHER_KEY = 'z'.repeat(48);
 const sealer = new AesGcmCursorSealer({ current: KEY });
 

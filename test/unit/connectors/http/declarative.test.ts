@@ -43,14 +43,14 @@ describe('JSON pointers (RFC 6901)', () => {
     expect(setPointer({ list: [1] }, '/list/-', 2)).toEqual({ list: [1, 2] });
     expect(setPointer({ x: 1 }, '', 'whole')).toBe('whole');
     expect(() => setPointer({}, '/__proto__/polluted', true)).toThrow(TypeError);
-    expect(({} as Record<string, unknown>)['polluted']).toBeUndefined();
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 
   it('what is written at a pointer is read back from it (property)', () => {
     const token = fc.string({ maxLength: 6 }).filter((t) => !['__proto__', 'constructor', 'prototype', '-'].includes(t) && !/^\d+$/.test(t));
     fc.assert(
       fc.property(fc.array(token, { minLength: 1, maxLength: 5 }), fc.jsonValue(), (tokens, value) => {
-        const pointer = tokens.map((t) => '/' + t.replace(/~/g, '~0').replace(/\//g, '~1')).join('');
+        const pointer = tokens.map((t) => `/${t.replace(/~/g, '~0').replace(/\//g, '~1')}`).join('');
         const doc = setPointer({}, pointer, value as JsonValue);
         expect(getPointer(doc, pointer)).toEqual(value);
       }),

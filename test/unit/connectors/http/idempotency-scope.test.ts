@@ -1,5 +1,5 @@
 /**
- * Issue 11, defect 1: the downstream idempotency key is unique per
+ * The downstream idempotency key is unique per
  * idempotency reservation (tenant, principal, key), not per (tenant, key).
  * The context is built as the runtime builds it (lib/runtime/attempts/worker.ts):
  * `reservation_id` is `reservationIdentity(scope)`.

@@ -1,5 +1,11 @@
+/**
+ * A stream chunk, as a streaming capability emits it, as the runtime persists
+ * it and as `GET /v1/actions/{id}/stream` serves it. The connector SDK
+ * re-exports it (lib/connectors/index.ts).
+ */
 import * as z from 'zod';
-import { JsonValueSchema, TextSchema, type JsonValue } from '../protocol/index.js';
+import { JsonValueSchema, type JsonValue } from './json.js';
+import { TextSchema } from './primitives.js';
 
 /**
  * One incremental piece of output a streaming capability publishes through

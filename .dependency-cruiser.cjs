@@ -1,0 +1,37 @@
+/**
+ * The layering rules, checked by `npm run lint:deps` (part of `npm test`).
+ * CONTRIBUTING.md › "Layering" explains them.
+ */
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'A cycle makes the import order decide behaviour and hides which module owns a name.',
+      from: { path: '^(lib|functions|infra|dev|bench|console/src)/' },
+      to: { circular: true },
+    },
+    {
+      name: 'domain-imports-no-aws-sdk',
+      severity: 'error',
+      comment: 'The domain is pure: only the adapters under lib/aws talk to AWS.',
+      from: { path: '^lib/', pathNot: '^lib/aws/' },
+      to: { path: '^node_modules/(@aws-sdk|@smithy|@aws-lambda-powertools)/' },
+    },
+    {
+      name: 'runtime-imports-no-infra',
+      severity: 'error',
+      comment: 'Lambda code must never pull the CDK app (or aws-cdk-lib) into a bundle.',
+      from: { path: '^(lib|functions)/' },
+      to: { path: ['^infra/', '^node_modules/(aws-cdk-lib|constructs)/'] },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^(node_modules|cdk\\.out|\\.vitest-tmp)/' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default', 'types'] },
+  },
+};

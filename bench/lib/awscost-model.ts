@@ -1,0 +1,363 @@
+/**
+ * The AWS cost model: dollars per million executes of `payments.charge`, for
+ * this runtime as deployed by infra/ (API Gateway REST API + Lambda TOKEN
+ * authorizer, the submit Lambda, the invoke worker on an SQS event source,
+ * DynamoDB on demand, EventBridge Scheduler for `outcome_unknown`) and, side
+ * by side, three ways of making the same provider call:
+ *
+ * - `powertools`: API Gateway → one Lambda with Powertools idempotency
+ *   (`makeIdempotent` + DynamoDB persistence: PutItem, then UpdateItem) around
+ *   the provider call, answering synchronously;
+ * - `sfn_standard`: API Gateway → StartExecution (service integration, no
+ *   Lambda; the execution name is the idempotency key, which Standard
+ *   workflows deduplicate, and the execution history is the durable record),
+ *   a single Task state invoking a Lambda that calls the provider; the client
+ *   reads the result with one DescribeExecution (a second API request);
+ * - `sfn_express`: API Gateway → StartSyncExecution, a single Task state
+ *   invoking a Lambda that wraps the call in Powertools idempotency (Express
+ *   runs at least once and keeps no execution history, so it needs the record).
+ *
+ * Pure: inputs in, figures out; no I/O, no clock. bench/sections/awscost.ts
+ * gathers the inputs from the other sections' measurements (or the previous
+ * run) and states where each came from; test/unit/bench/awscost-model.test.ts
+ * checks the arithmetic on a fixed input.
+ *
+ * Conventions:
+ * - every quantity is per execute, in the unit of its price; `usd_per_million`
+ *   = quantity × price per unit × 1,000,000;
+ * - Lambda duration is billed per invocation, rounded up to the millisecond,
+ *   at the configured memory (GB = MB / 1024); a cold start adds its INIT
+ *   duration (billed since 2025-08-01) on a `cold_start_share` of invocations;
+ * - an SQS event source receives and deletes once per batch: `esm_batch_size`
+ *   messages share one ReceiveMessage, one DeleteMessageBatch and one
+ *   invocation (records run concurrently, so the invocation lasts about as
+ *   long as one attempt); idle long polls of the event source are a fixed
+ *   monthly cost, not per execute, and left out (as are the sweeper's runs);
+ * - an `outcome_unknown_share` of executes lose the provider's answer: their
+ *   attempt settles `outcome_unknown` (its own measured cost), creates a
+ *   one-time schedule (API call: not billed), the schedule fires once
+ *   (a Scheduler invocation) into the reconcile queue (a SendMessage), and the
+ *   reconcile consumer runs once (measured cost) and settles it;
+ * - free tiers are left out.
+ */
+import { costOf, type PriceId, type PriceList } from './prices.js';
+
+export interface DynamoUnits {
+  /** Write request units as AWS bills them (transactional items twice). */
+  readonly wru: number;
+  /** Read request units (strongly consistent: 1 per 4 KB). */
+  readonly rru: number;
+}
+
+export interface AipInputs {
+  /** API Gateway requests per execute (1: POST /v1/actions with `Prefer: wait`). */
+  readonly api_requests: number;
+  /** Billed duration of the submit Lambda per execute: admission plus the `Prefer: wait` until it answers, ms. */
+  readonly api_ms: number;
+  /** Reads of the wait (its polls and the final view), RRU. */
+  readonly wait_rru: number;
+  /** Worker attempt of an execute that commits, ms (in-process). */
+  readonly attempt_ms: number;
+  /** Admission + attempt of an execute that commits (the wait's reads apart). */
+  readonly committed: DynamoUnits;
+  /** The same execute when the provider's answer is lost (settles outcome_unknown). */
+  readonly outcome_unknown: DynamoUnits & { readonly attempt_ms: number };
+  /** One run of the reconcile consumer on such a record (outcome_unknown → reconciled). */
+  readonly reconcile: DynamoUnits & { readonly ms: number };
+  /** Size of one queue message (the InvokeMessage: IDs and a fence), bytes. */
+  readonly message_bytes: number;
+  /** Invoke-queue messages sent per execute (measured: SendMessage calls of the execute scenario); each is received and deleted once. */
+  readonly invoke_messages: number;
+}
+
+export interface ModelInputs {
+  readonly prices: PriceList;
+  readonly aip: AipInputs;
+  /** Powertools idempotency around the provider call: handler duration and its DynamoDB units. */
+  readonly powertools: { readonly ms: number; readonly units: DynamoUnits };
+  /** A bare provider call from a Lambda (the Standard workflow's task), ms. */
+  readonly provider_call_ms: number;
+  /** The JWT authorizer's warm invocation, ms. */
+  readonly authorizer_ms: number;
+  /** INIT (cold start) duration billed per cold invocation, ms; `small` = a bundle without the runtime (peer Lambdas). */
+  readonly init_ms: { readonly api: number; readonly worker: number; readonly authorizer: number; readonly reconcile: number; readonly small: number };
+  readonly assumptions: Assumptions;
+}
+
+export interface Assumptions {
+  /** Configured memory, MB (infra/functions.ts: 512 unless a definition says otherwise). */
+  readonly memory_mb: { readonly api: number; readonly worker: number; readonly authorizer: number; readonly reconcile: number; readonly peer: number };
+  /** Authorizer invocations per API request: 1 without a cache hit; the TOKEN authorizer caches per token for the configured TTL. */
+  readonly authorizer_invocations_per_request: number;
+  /** Messages per event-source batch (the worker's `batchSize` is 5; at low rates batches hold 1). */
+  readonly esm_batch_size: number;
+  /** Share of executes whose provider answer is lost (→ outcome_unknown → one reconciliation). */
+  readonly outcome_unknown_share: number;
+  /** Share of invocations that are cold starts (INIT billed). */
+  readonly cold_start_share: number;
+  /** Provider latency beyond what was measured (the simulator answers in about a millisecond), ms; added wherever a function waits on the provider. */
+  readonly extra_provider_ms: number;
+  /** State transitions of the minimal Standard workflow (one Task state). */
+  readonly standard_transitions: number;
+  /** API Gateway requests of the Standard option (StartExecution, then one DescribeExecution). */
+  readonly standard_api_requests: number;
+  /** Express billed memory, MB (64 MB chunks; a one-state workflow with a small payload uses about 50 MB). */
+  readonly express_memory_mb: number;
+  /** Express workflow time on top of its Task's Lambda (state entry, invoke), ms, before rounding up to 100 ms. */
+  readonly express_overhead_ms: number;
+}
+
+export type OptionId = 'aip' | 'aip_tuned_wait' | 'powertools' | 'sfn_standard' | 'sfn_express';
+
+export interface CostLine {
+  readonly component: string;
+  readonly price: PriceId;
+  /** Per execute, in the price's unit. */
+  readonly quantity: number;
+  readonly unit: string;
+  readonly usd_per_million: number;
+}
+
+export interface OptionCost {
+  readonly id: OptionId;
+  readonly label: string;
+  readonly lines: CostLine[];
+  readonly usd_per_million: number;
+}
+
+const MS_PER_S = 1000;
+const MB_PER_GB = 1024;
+const SQS_CHUNK_BYTES = 64 * 1024;
+
+/** A `Prefer: wait` poll schedule (functions/shared/wait.ts pollUntil): first interval, cap, growth per poll. */
+export interface PollSchedule {
+  readonly initial_ms: number;
+  readonly max_ms: number;
+  readonly factor: number;
+}
+
+/** The deployed handlers' schedule (functions/shared/wait.ts defaults). */
+export const DEPLOYED_WAIT_POLL: PollSchedule = { initial_ms: 200, max_ms: 1_000, factor: 1.5 };
+
+/**
+ * When a wait loop polling on `schedule` (each poll taking `pollMs`) notices
+ * an action that settles `settleMs` after the loop's first poll started, and
+ * how many polls it made by then. Mirrors pollUntil: a poll at once, then
+ * sleep, grow the interval (rounded up), poll again; a poll sees the
+ * settlement when it starts after it.
+ */
+export function waitNotice(settleMs: number, schedule: PollSchedule, pollMs: number): { readonly notice_ms: number; readonly polls: number } {
+  let t = 0;
+  let interval = schedule.initial_ms;
+  let polls = 0;
+  for (;;) {
+    const start = t;
+    polls++;
+    t += pollMs;
+    if (start >= settleMs) return { notice_ms: t, polls };
+    t += interval;
+    interval = Math.min(Math.ceil(interval * schedule.factor), schedule.max_ms);
+  }
+}
+
+/** GB-seconds of `invocations` invocations of `ms` each (billed per 1 ms, rounded up) at `memoryMb`. */
+export function gbSeconds(invocations: number, ms: number, memoryMb: number): number {
+  return invocations * (Math.ceil(Math.max(0, ms)) / MS_PER_S) * (memoryMb / MB_PER_GB);
+}
+
+/** Express duration: rounded up to 100 ms, memory in 64 MB chunks. */
+export function expressGbSeconds(ms: number, memoryMb: number): number {
+  const billedS = (Math.ceil(Math.max(1, ms) / 100) * 100) / MS_PER_S;
+  const billedMb = Math.ceil(Math.max(1, memoryMb) / 64) * 64;
+  return billedS * (billedMb / MB_PER_GB);
+}
+
+class Lines {
+  readonly lines: CostLine[] = [];
+  constructor(private readonly prices: PriceList) {}
+
+  add(component: string, price: PriceId, quantity: number): this {
+    if (!(quantity > 0)) return this;
+    const p = this.prices[price];
+    this.lines.push({ component, price, quantity, unit: p.unit, usd_per_million: costOf(p, quantity) * 1e6 });
+    return this;
+  }
+
+  /** Requests and duration of a Lambda function. */
+  lambda(name: string, invocations: number, ms: number, memoryMb: number): this {
+    return this.add(`${name}: invocations`, 'lambdaRequest', invocations).add(`${name}: duration`, 'lambdaArmGbSecond', gbSeconds(invocations, ms, memoryMb));
+  }
+
+  option(id: OptionId, label: string): OptionCost {
+    return { id, label, lines: this.lines, usd_per_million: this.lines.reduce((s, l) => s + l.usd_per_million, 0) };
+  }
+}
+
+/** Cold-start GB-seconds: `share` of each function's invocations pay its INIT. */
+function initGbSeconds(share: number, fns: readonly { invocations: number; init_ms: number; memory_mb: number }[]): number {
+  return fns.reduce((s, f) => s + gbSeconds(f.invocations * share, f.init_ms, f.memory_mb), 0);
+}
+
+function authorizer(l: Lines, m: ModelInputs, apiRequests: number): number {
+  const invocations = apiRequests * m.assumptions.authorizer_invocations_per_request;
+  l.add('API Gateway REST requests', 'apigwRestRequest', apiRequests);
+  l.lambda('Authorizer Lambda', invocations, m.authorizer_ms, m.assumptions.memory_mb.authorizer);
+  return invocations;
+}
+
+/** This runtime: submit (with its wait), worker attempt, and the outcome_unknown share's reconciliation. */
+export function aipCost(m: ModelInputs, aip: AipInputs = m.aip, id: OptionId = 'aip', label = 'AIP runtime (this repo)'): OptionCost {
+  const a = m.assumptions;
+  const p = a.outcome_unknown_share;
+  const b = Math.max(1, a.esm_batch_size);
+  const extra = a.extra_provider_ms;
+  const l = new Lines(m.prices);
+  const authInvocations = authorizer(l, m, aip.api_requests);
+  // The submit Lambda waits for the provider too when the client asked to wait.
+  l.lambda('Submit Lambda (admission + Prefer: wait)', aip.api_requests, aip.api_ms + (aip.api_ms > 0 ? extra : 0), a.memory_mb.api);
+  const workerInvocations = 1 / b;
+  l.add('Worker Lambda: invocations', 'lambdaRequest', workerInvocations);
+  l.add(
+    'Worker Lambda: duration',
+    'lambdaArmGbSecond',
+    (1 - p) * gbSeconds(workerInvocations, aip.attempt_ms + extra, a.memory_mb.worker) + p * gbSeconds(workerInvocations, aip.outcome_unknown.attempt_ms + extra, a.memory_mb.worker),
+  );
+  const reconcileInvocations = p / b;
+  l.lambda('Reconcile Lambda (outcome_unknown share)', reconcileInvocations, aip.reconcile.ms + extra, a.memory_mb.reconcile);
+  l.add(
+    'Cold starts (INIT billed)',
+    'lambdaArmGbSecond',
+    initGbSeconds(a.cold_start_share, [
+      { invocations: authInvocations, init_ms: m.init_ms.authorizer, memory_mb: a.memory_mb.authorizer },
+      { invocations: aip.api_requests, init_ms: m.init_ms.api, memory_mb: a.memory_mb.api },
+      { invocations: workerInvocations, init_ms: m.init_ms.worker, memory_mb: a.memory_mb.worker },
+      { invocations: reconcileInvocations, init_ms: m.init_ms.reconcile, memory_mb: a.memory_mb.reconcile },
+    ]),
+  );
+  l.add('DynamoDB writes', 'dynamoWriteRequestUnit', (1 - p) * aip.committed.wru + p * (aip.outcome_unknown.wru + aip.reconcile.wru));
+  l.add('DynamoDB reads (execute)', 'dynamoReadRequestUnit', (1 - p) * aip.committed.rru + p * (aip.outcome_unknown.rru + aip.reconcile.rru));
+  l.add('DynamoDB reads (Prefer: wait polls + final view)', 'dynamoReadRequestUnit', aip.wait_rru);
+  const chunks = Math.max(1, Math.ceil(aip.message_bytes / SQS_CHUNK_BYTES));
+  // Send (per 64 KB chunk), then one ReceiveMessage and one DeleteMessageBatch per batch.
+  l.add('SQS invoke queue (send, receive, delete)', 'sqsStandardRequest', aip.invoke_messages * (chunks + 2 / b));
+  // The schedule sends one ReconcileMessage (IDs only: one chunk); the reconcile consumer receives and deletes it.
+  l.add('SQS reconcile queue (outcome_unknown share)', 'sqsStandardRequest', p * (1 + 2 / b));
+  l.add('Scheduler invocations (outcome_unknown share)', 'schedulerInvocation', p);
+  return l.option(id, label);
+}
+
+export function powertoolsCost(m: ModelInputs): OptionCost {
+  const a = m.assumptions;
+  const l = new Lines(m.prices);
+  const authInvocations = authorizer(l, m, 1);
+  l.lambda('Lambda with Powertools idempotency', 1, m.powertools.ms + a.extra_provider_ms, a.memory_mb.peer);
+  l.add(
+    'Cold starts (INIT billed)',
+    'lambdaArmGbSecond',
+    initGbSeconds(a.cold_start_share, [
+      { invocations: authInvocations, init_ms: m.init_ms.authorizer, memory_mb: a.memory_mb.authorizer },
+      { invocations: 1, init_ms: m.init_ms.small, memory_mb: a.memory_mb.peer },
+    ]),
+  );
+  l.add('DynamoDB writes', 'dynamoWriteRequestUnit', m.powertools.units.wru);
+  l.add('DynamoDB reads (execute)', 'dynamoReadRequestUnit', m.powertools.units.rru);
+  return l.option('powertools', 'Powertools idempotency (API Gateway + Lambda)');
+}
+
+export function standardCost(m: ModelInputs): OptionCost {
+  const a = m.assumptions;
+  const l = new Lines(m.prices);
+  const authInvocations = authorizer(l, m, a.standard_api_requests);
+  l.add('Step Functions Standard transitions', 'sfnStandardTransition', a.standard_transitions);
+  l.lambda('Task Lambda (provider call)', 1, m.provider_call_ms + a.extra_provider_ms, a.memory_mb.peer);
+  l.add(
+    'Cold starts (INIT billed)',
+    'lambdaArmGbSecond',
+    initGbSeconds(a.cold_start_share, [
+      { invocations: authInvocations, init_ms: m.init_ms.authorizer, memory_mb: a.memory_mb.authorizer },
+      { invocations: 1, init_ms: m.init_ms.small, memory_mb: a.memory_mb.peer },
+    ]),
+  );
+  return l.option('sfn_standard', 'Step Functions Standard (1 Task state)');
+}
+
+export function expressCost(m: ModelInputs): OptionCost {
+  const a = m.assumptions;
+  const l = new Lines(m.prices);
+  const authInvocations = authorizer(l, m, 1);
+  const taskMs = m.powertools.ms + a.extra_provider_ms;
+  l.add('Step Functions Express requests', 'sfnExpressRequest', 1);
+  l.add('Step Functions Express duration', 'sfnExpressGbSecond', expressGbSeconds(taskMs + a.express_overhead_ms, a.express_memory_mb));
+  l.lambda('Task Lambda (Powertools idempotency + provider call)', 1, taskMs, a.memory_mb.peer);
+  l.add(
+    'Cold starts (INIT billed)',
+    'lambdaArmGbSecond',
+    initGbSeconds(a.cold_start_share, [
+      { invocations: authInvocations, init_ms: m.init_ms.authorizer, memory_mb: a.memory_mb.authorizer },
+      { invocations: 1, init_ms: m.init_ms.small, memory_mb: a.memory_mb.peer },
+    ]),
+  );
+  l.add('DynamoDB writes', 'dynamoWriteRequestUnit', m.powertools.units.wru);
+  l.add('DynamoDB reads (execute)', 'dynamoReadRequestUnit', m.powertools.units.rru);
+  return l.option('sfn_express', 'Step Functions Express (1 Task state, sync)');
+}
+
+/** Every option; `tunedWait` adds the runtime with its `Prefer: wait` poll tuned (the latency section's figures). */
+export function costModel(m: ModelInputs, tunedWait?: Pick<AipInputs, 'api_ms' | 'wait_rru'>): OptionCost[] {
+  return [
+    aipCost(m),
+    ...(tunedWait !== undefined ? [aipCost(m, { ...m.aip, ...tunedWait }, 'aip_tuned_wait', 'AIP runtime, Prefer: wait poll tuned')] : []),
+    powertoolsCost(m),
+    standardCost(m),
+    expressCost(m),
+  ];
+}
+
+// --- DynamoDB units of a measured scenario ------------------------------------------------------
+
+/** What billedUnits reads of a cost-section scenario (bench/sections/cost.ts ScenarioFigures). */
+export interface MeasuredScenario {
+  /** The warm-up run's call trace, one line per request (bench/lib/meter.ts traceLine). */
+  readonly trace: readonly string[];
+  /** Units billed from item images by AWS's rules (bench/lib/billing.ts), when the run billed them. */
+  readonly billed?: { readonly total: { readonly wru: number; readonly rru: number; readonly index_wru: number; readonly estimated_requests: number } };
+}
+
+const TRACE_LINE = /^\s*([A-Za-z]+)\s+(\[[^\]]*\]|[^\s(]+)?\s*(?:\(([A-Za-z]+)\))?\s*(?:([\d.]+) CU)?/;
+const READ_OPS = new Set(['GetItem', 'Query', 'Scan', 'BatchGetItem', 'TransactGetItems']);
+const WRITE_OPS = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'TransactWriteItems', 'BatchWriteItem']);
+
+/**
+ * DynamoDB units of one scenario as AWS bills them: the billed figures when
+ * the run has them (index writes included), else an estimate from the call
+ * trace: DynamoDB Local's reported capacity per request (1 unit when it
+ * reports none), every TransactWriteItems raised to at least 2 WRU per item
+ * it carries (AWS bills each item twice, at least 1 KB each; DynamoDB Local
+ * reports less for multi-item transactions) — a lower bound.
+ */
+export function billedUnits(s: MeasuredScenario): DynamoUnits & { readonly source: string } {
+  const b = s.billed?.total;
+  if (b !== undefined) {
+    const refused = b.estimated_requests > 0 ? `; ${b.estimated_requests} refused write(s) at 1 WRU each` : '';
+    return {
+      wru: b.wru + b.index_wru,
+      rru: b.rru,
+      source: `cost section, billed from item sizes by AWS's rules (billed.total${b.index_wru > 0 ? `, ${b.index_wru} index WRU included` : ''}${refused})`,
+    };
+  }
+  let wru = 0;
+  let rru = 0;
+  for (const line of s.trace) {
+    if (/^\S.*:$/.test(line)) continue; // a phase heading
+    const m = TRACE_LINE.exec(line);
+    if (!m) continue;
+    const [, op, target, , cu] = m;
+    const capacity = cu !== undefined ? Number(cu) : undefined;
+    if (READ_OPS.has(op!)) rru += capacity ?? 1;
+    else if (op === 'TransactWriteItems') {
+      const items = target?.startsWith('[') ? target.slice(1, -1).split(',').filter((x) => x.trim() !== '').length : 1;
+      wru += Math.max(2 * items, capacity ?? 0);
+    } else if (WRITE_OPS.has(op!)) wru += capacity ?? 1;
+  }
+  return { wru, rru, source: "estimated from the cost section's call trace (DynamoDB Local capacity per request; each TransactWriteItems at least 2 WRU per item): a lower bound" };
+}

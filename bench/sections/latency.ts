@@ -1,0 +1,504 @@
+/**
+ * Section `latency`: where the local stack's end-to-end time of ONE execute
+ * goes (HTTP submit with `Prefer: wait` → terminal result, one client), and
+ * what of it would remain on AWS.
+ *
+ * The whole stack runs in this process (dev/local/start.ts), so one clock
+ * (performance.now) times every step. Instrumentation is bench-only and
+ * removed afterwards; nothing in the runtime changes:
+ * - the Runtime instance's submit / runAttempt / getActionResult / getAction
+ *   are wrapped (the handlers reach that instance through getRuntime);
+ * - DynamoAtomicWrites.prototype.settle marks the settlement write;
+ * - the SDK clients' `send` (DynamoDB, document client, SQS) records each
+ *   request's op and time, so DynamoDB Local's share of every segment is
+ *   measured and the poller's ReceiveMessage that got the message is seen;
+ * - global fetch is wrapped before the stack starts (the payments connector
+ *   takes it at construction): the provider call's start and end.
+ *
+ * Runs are sequential (one action in flight, sweeper off), after a warm-up.
+ * Two poll schedules of the `Prefer: wait` loop take turns run by run on the
+ * same stack (one `waitPoll` object handed to the stack, switched between
+ * runs): the deployed default (200 ms, ×1.5, ≤ 1 s) and a tuned one
+ * (BENCH_WAIT_POLL_MS, default 25 ms, ×1.5, ≤ BENCH_WAIT_POLL_MAX_MS).
+ *
+ * It also times, for the cost model (bench/sections/awscost.ts): the JWT
+ * authorizer warm (in-process, ES256 dev key) and a bare provider call
+ * (POST /v1/charges on the simulator, as the peer handlers make it).
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { startLocalStack } from '../../dev/local/start.js';
+import { generateDevKeys, devVerifierConfig } from '../../dev/auth/keys.js';
+import { mintToken } from '../../dev/auth/mint.js';
+import { createAuthorizerHandler } from '../../functions/authorizer.js';
+import { DynamoAtomicWrites } from '../../lib/aws/dynamo/atomic-writes.js';
+import { createTokenVerifier } from '../../lib/auth/verifier.js';
+import { AipClient } from '../../lib/client/index.js';
+import { distribution, type Distribution } from '../lib/stats.js';
+
+export interface LatencyOptions {
+  readonly runs: number;
+  readonly warmup: number;
+  readonly tuned: { readonly initialIntervalMs: number; readonly maxIntervalMs: number };
+  /** Authorizer / bare provider call samples. */
+  readonly probes: number;
+}
+
+/** BENCH_LATENCY_RUNS (per variant), BENCH_WAIT_POLL_MS, BENCH_WAIT_POLL_MAX_MS. */
+export function latencyOptions(quick: boolean, env: NodeJS.ProcessEnv = process.env): LatencyOptions {
+  const int = (name: string, fallback: number, min: number) => {
+    const raw = env[name]?.trim();
+    if (raw === undefined || raw === '') return fallback;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer ≥ ${min}`);
+    return n;
+  };
+  const initial = int('BENCH_WAIT_POLL_MS', 25, 1);
+  return {
+    runs: int('BENCH_LATENCY_RUNS', quick ? 6 : 30, 1),
+    warmup: quick ? 4 : 10,
+    tuned: { initialIntervalMs: initial, maxIntervalMs: Math.max(initial, int('BENCH_WAIT_POLL_MAX_MS', 1_000, 1)) },
+    probes: quick ? 20 : 100,
+  };
+}
+
+export type SegmentId = 'edge' | 'admit' | 'queue' | 'dispatch' | 'pre_provider' | 'provider' | 'settle' | 'notice' | 'respond';
+
+export interface SegmentFigures {
+  readonly id: SegmentId;
+  readonly label: string;
+  readonly ms: Distribution;
+  /** DynamoDB Local time on the segment's critical path (the requests its actor — admission, attempt or wait — started in it), mean ms, and their count. */
+  readonly dynamo_ms_mean: number;
+  readonly dynamo_requests_mean: number;
+  /** `local-only`: machinery of the local stack; `remains`: the same work on AWS (at AWS's latency); `wait-poll`: the runtime's own Prefer: wait polling, deployed as is. */
+  readonly kind: 'local-only' | 'remains' | 'wait-poll';
+  readonly on_aws: string;
+}
+
+export interface VariantFigures {
+  readonly id: 'default' | 'tuned';
+  readonly label: string;
+  readonly wait_poll: { readonly initial_ms: number; readonly max_ms: number; readonly factor: number };
+  readonly runs: number;
+  readonly total_ms: Distribution;
+  readonly segments: SegmentFigures[];
+  /** getActionResult polls per execute (mean) and the final getAction. */
+  readonly polls_mean: number;
+  /** The submit handler's busy span: runtime.submit start → the final view read (what the submit Lambda is billed for, minus the edge), ms. */
+  readonly api_handler_ms: Distribution;
+  /** DynamoDB Local time on the whole path (mean ms) and the share of the total. */
+  readonly dynamo_ms_mean: number;
+  readonly dynamo_share: number;
+  readonly errors?: string[];
+}
+
+export interface LatencyFigures {
+  readonly note: string;
+  readonly variants: VariantFigures[];
+  /** DynamoDB Local round trips seen on the path, per operation (ms). */
+  readonly dynamo_ops: Record<string, Distribution>;
+  /** The JWT authorizer handler, warm, in-process (ES256 dev key), ms. */
+  readonly authorizer_ms: Distribution;
+  /** A bare POST /v1/charges to the simulator from this process, ms. */
+  readonly provider_call_ms: Distribution;
+}
+
+const SEGMENTS: Record<SegmentId, { label: string; kind: SegmentFigures['kind']; on_aws: string }> = {
+  edge: {
+    label: 'client → handler (loopback HTTP, local API Gateway, authorizer, middlewares)',
+    kind: 'local-only',
+    on_aws: 'replaced by API Gateway REST + the TOKEN authorizer (cached 60 s per token) + a warm Lambda invoke: typically tens of ms over the internet, not measured here',
+  },
+  admit: { label: 'admission (its DynamoDB write + SendMessage)', kind: 'remains', on_aws: 'remains (same requests; DynamoDB and SQS on AWS answer in single-digit ms each)' },
+  queue: {
+    label: 'queue hop (SendMessage done → the event source\'s long-poll ReceiveMessage returns)',
+    kind: 'local-only',
+    on_aws: 'fauxqs wakes a waiting long poll at once (no poll interval here); on AWS the SQS event source\'s pollers deliver with their own latency (commonly tens of ms, not measured here)',
+  },
+  dispatch: {
+    label: 'event source → worker handler → runtime.runAttempt (visibility reset, Lambda middlewares)',
+    kind: 'local-only',
+    on_aws: 'in-process call here, plus the local event source\'s ChangeMessageVisibilityBatch; a warm Lambda invoke on AWS (part of the event source delivery)',
+  },
+  pre_provider: { label: 'attempt until the provider call (attempt read, lease write)', kind: 'remains', on_aws: 'remains (same requests)' },
+  provider: { label: 'provider call (payments simulator)', kind: 'remains', on_aws: 'remains, at the real provider\'s latency (the simulator answers in ~1 ms; a card API takes hundreds)' },
+  settle: { label: 'settlement (and checkpoint) writes', kind: 'remains', on_aws: 'remains (same requests)' },
+  notice: {
+    label: 'settled → the wait notices (sleep to the next poll + that GetItem)',
+    kind: 'wait-poll',
+    on_aws: 'NOT an emulator artefact: the deployed submit handler polls the same way; remains on AWS unless the poll schedule is tuned',
+  },
+  respond: { label: 'final view (2 reads) + response over HTTP', kind: 'remains', on_aws: 'remains (2 reads), plus API Gateway on the way out' },
+};
+
+/** Who issued a request: the admission, the worker's attempt, or the wait loop (AsyncLocalStorage around the Runtime methods). */
+type Actor = 'admit' | 'worker' | 'wait';
+
+interface Call {
+  readonly op: string;
+  readonly actor: Actor | undefined;
+  readonly t0: number;
+  t1: number;
+  messages?: number;
+}
+
+/** The actor whose requests are on the critical path of each segment. */
+const SEGMENT_ACTOR: Partial<Record<SegmentId, Actor>> = { admit: 'admit', pre_provider: 'worker', provider: 'worker', settle: 'worker', notice: 'wait', respond: 'wait' };
+
+interface Timeline {
+  t_req: number;
+  t_resp: number;
+  submit?: [number, number];
+  attempt?: [number, number];
+  provider?: [number, number];
+  settle1?: number;
+  polls: { t0: number; t1: number; status: string }[];
+  view1?: number;
+  dynamo: Call[];
+  sqs: Call[];
+}
+
+type Patch = () => void;
+
+/** Replaces `obj[key]` with `wrap(original)`; returns the undo. */
+function patch<T extends object, K extends keyof T>(obj: T, key: K, wrap: (original: T[K]) => T[K]): Patch {
+  const had = Object.hasOwn(obj, key);
+  const original = obj[key];
+  (obj as Record<K, T[K]>)[key] = wrap(original);
+  return () => {
+    if (had) (obj as Record<K, T[K]>)[key] = original;
+    else delete (obj as Record<K, unknown>)[key];
+  };
+}
+
+const TERMINAL = new Set(['completed', 'failed', 'cancelled', 'requires_human']);
+
+function urlOf(input: unknown): string {
+  if (typeof input === 'string') return input;
+  if (input instanceof URL) return input.href;
+  return (input as { url?: string } | undefined)?.url ?? '';
+}
+
+function segmentsOf(t: Timeline): Partial<Record<SegmentId, [number, number]>> | string {
+  if (!t.submit) return 'no submit';
+  if (!t.attempt) return 'no attempt';
+  if (!t.provider) return 'no provider call';
+  if (t.settle1 === undefined) return 'no settlement write';
+  // The first poll that saw the action settled. Its GetItem may return a hair before the settlement
+  // write's own response is processed (the write is done on the server first): the settlement then ends there.
+  const noticed = t.polls.find((p) => TERMINAL.has(p.status));
+  if (!noticed) return 'the wait did not notice the settlement';
+  const settled = Math.min(t.settle1, noticed.t1);
+  const recv = t.sqs.find((c) => c.op === 'ReceiveMessage' && (c.messages ?? 0) > 0 && c.t1 >= t.submit![1] - 1)?.t1 ?? t.attempt[0];
+  return {
+    edge: [t.t_req, t.submit[0]],
+    admit: [t.submit[0], t.submit[1]],
+    queue: [t.submit[1], Math.min(recv, t.attempt[0])],
+    dispatch: [Math.min(recv, t.attempt[0]), t.attempt[0]],
+    pre_provider: [t.attempt[0], t.provider[0]],
+    provider: [t.provider[0], t.provider[1]],
+    settle: [t.provider[1], settled],
+    notice: [settled, noticed.t1],
+    respond: [noticed.t1, t.t_resp],
+  };
+}
+
+const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
+const mean = (xs: readonly number[]) => (xs.length === 0 ? Number.NaN : xs.reduce((s, x) => s + x, 0) / xs.length);
+
+export async function runLatencySection(options: LatencyOptions, log: (line: string) => void): Promise<LatencyFigures> {
+  const undo: Patch[] = [];
+  const actor = new AsyncLocalStorage<Actor>();
+  let current: Timeline | undefined;
+  let simUrl: string | undefined;
+  const allDynamo: Call[] = [];
+
+  // --- instrumentation (before the stack starts: the connector takes fetch at construction)
+  undo.push(
+    patch(globalThis, 'fetch', (original) => {
+      return (async (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => {
+        const isCharge = simUrl !== undefined && urlOf(input).startsWith(`${simUrl}/v1/charges`);
+        const t0 = performance.now();
+        const res = await original(input, init);
+        if (isCharge && current && current.provider === undefined) current.provider = [t0, performance.now()];
+        return res;
+      }) as typeof fetch;
+    }),
+  );
+  const sendWrap = (record: (c: Call, out: unknown) => void) => (original: unknown) =>
+    async function (this: unknown, command: { constructor: { name: string } }, ...rest: unknown[]) {
+      const call: Call = { op: command.constructor.name.replace(/Command$/, ''), actor: actor.getStore(), t0: performance.now(), t1: 0 };
+      const out = await (original as (...a: unknown[]) => Promise<unknown>).call(this, command, ...rest);
+      call.t1 = performance.now();
+      record(call, out);
+      return out;
+    };
+  const onDynamo = (c: Call) => {
+    if (!current) return;
+    allDynamo.push(c);
+    current.dynamo.push(c);
+  };
+  undo.push(patch(DynamoDBClient.prototype, 'send', sendWrap(onDynamo) as never));
+  undo.push(patch(DynamoDBDocumentClient.prototype, 'send', sendWrap(onDynamo) as never));
+  undo.push(
+    patch(
+      SQSClient.prototype,
+      'send',
+      sendWrap((c, out) => {
+        if (c.op === 'ReceiveMessage') c.messages = ((out as { Messages?: unknown[] }).Messages ?? []).length;
+        current?.sqs.push(c);
+      }) as never,
+    ),
+  );
+  undo.push(
+    patch(DynamoAtomicWrites.prototype, 'settle', (original) => {
+      return async function (this: DynamoAtomicWrites, ...args: Parameters<DynamoAtomicWrites['settle']>) {
+        const out = await original.apply(this, args);
+        if (current) current.settle1 = performance.now();
+        return out;
+      } as DynamoAtomicWrites['settle'];
+    }),
+  );
+
+  const waitPoll: { initialIntervalMs?: number; maxIntervalMs?: number } = {};
+  const paymentsApiKey = `sk_bench_${randomBytes(12).toString('base64url')}`;
+  try {
+    const stack = await startLocalStack({
+      inMemory: true,
+      ports: { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, payments: 0 },
+      approvalPolicies: [],
+      sweepIntervalMs: 0,
+      paymentsApiKey,
+      waitPoll,
+    });
+    simUrl = stack.simulator.url;
+    try {
+      const rt = stack.runtime as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>;
+      for (const method of ['submit', 'runAttempt', 'getActionResult', 'getAction'] as const) {
+        undo.push(
+          patch(rt, method, (original) => async (...args: unknown[]) => {
+            const t0 = performance.now();
+            const who: Actor = method === 'submit' ? 'admit' : method === 'runAttempt' ? 'worker' : 'wait';
+            const out = await actor.run(who, () => original.apply(stack.runtime, args));
+            const t1 = performance.now();
+            const t = current;
+            if (t) {
+              if (method === 'submit') t.submit ??= [t0, t1];
+              else if (method === 'runAttempt') t.attempt ??= [t0, t1];
+              else if (method === 'getActionResult') t.polls.push({ t0, t1, status: String((out as { status?: unknown }).status) });
+              else t.view1 = t1;
+            }
+            return out;
+          }),
+        );
+      }
+      const token = await stack.mintToken({ ttl: '2h' });
+      const client = new AipClient({ baseUrl: stack.url, token, tenant: stack.tenant });
+      /**
+       * One execute over HTTP; resolves once the client has its answer AND the
+       * worker's batch holding the action is done (the stack's `handled` hook),
+       * so that no worker tail overlaps the next run.
+       */
+      const execute = async (): Promise<string> => {
+        const id = `lat-${randomUUID().slice(0, 12)}`;
+        const workerDone = stack.handled('invoke', (m) => m.kind === 'invoke' && m.action_id === id);
+        const sub = await client.submitAction(
+          { id, capability_id: 'payments.charge', input: { amount: 1250, currency: 'eur', customer: 'cus_lat' }, idempotency_key: id, transaction: { mode: 'execute' } } as never,
+          { wait: 20 },
+        );
+        // Admitted, so its invoke message is (or will be) handled.
+        await workerDone;
+        return sub.action_result.status;
+      };
+      for (let i = 0; i < options.warmup; i++) await execute();
+
+      const variants = [
+        { id: 'default' as const, label: 'deployed default: 200 ms, ×1.5, ≤ 1 s', poll: {}, initial: 200, max: 1_000 },
+        {
+          id: 'tuned' as const,
+          label: `tuned: ${options.tuned.initialIntervalMs} ms, ×1.5, ≤ ${options.tuned.maxIntervalMs} ms`,
+          poll: { initialIntervalMs: options.tuned.initialIntervalMs, maxIntervalMs: options.tuned.maxIntervalMs },
+          initial: options.tuned.initialIntervalMs,
+          max: options.tuned.maxIntervalMs,
+        },
+      ];
+      const timelines = new Map<string, Timeline[]>(variants.map((v) => [v.id, []]));
+      const errors = new Map<string, string[]>(variants.map((v) => [v.id, []]));
+      for (let i = 0; i < options.runs; i++) {
+        for (const v of variants) {
+          waitPoll.initialIntervalMs = v.poll.initialIntervalMs;
+          waitPoll.maxIntervalMs = v.poll.maxIntervalMs;
+          const t: Timeline = { t_req: performance.now(), t_resp: 0, polls: [], dynamo: [], sqs: [] };
+          current = t;
+          try {
+            const status = await execute();
+            t.t_resp = performance.now();
+            if (status !== 'completed') errors.get(v.id)!.push(`terminal status ${status}`);
+            else timelines.get(v.id)!.push(t);
+          } catch (err) {
+            errors.get(v.id)!.push(err instanceof Error ? err.message : String(err));
+          } finally {
+            current = undefined;
+          }
+        }
+      }
+
+      const figures: VariantFigures[] = variants.map((v) => {
+        const list = timelines.get(v.id)!;
+        const errs = errors.get(v.id)!;
+        const bySegment = new Map<SegmentId, { ms: number[]; dyn: number[]; dynN: number[] }>();
+        const totals: number[] = [];
+        const handler: number[] = [];
+        const polls: number[] = [];
+        const dynamoTotal: number[] = [];
+        for (const t of list) {
+          const seg = segmentsOf(t);
+          if (typeof seg === 'string') {
+            if (errs.length < 5) errs.push(seg);
+            continue;
+          }
+          totals.push(t.t_resp - t.t_req);
+          if (t.submit && t.view1 !== undefined) handler.push(t.view1 - t.submit[0]);
+          polls.push(t.polls.length);
+          let dyn = 0;
+          for (const [id, [a, b]] of Object.entries(seg) as [SegmentId, [number, number]][]) {
+            const who = SEGMENT_ACTOR[id];
+            const inside = who === undefined ? [] : t.dynamo.filter((c) => c.actor === who && c.t0 >= a && c.t0 < b && c.t1 > 0);
+            const d = inside.reduce((s, c) => s + (c.t1 - c.t0), 0);
+            dyn += d;
+            const slot = bySegment.get(id) ?? { ms: [], dyn: [], dynN: [] };
+            slot.ms.push(b - a);
+            slot.dyn.push(d);
+            slot.dynN.push(inside.length);
+            bySegment.set(id, slot);
+          }
+          dynamoTotal.push(dyn);
+        }
+        const total = distribution(totals);
+        return {
+          id: v.id,
+          label: v.label,
+          wait_poll: { initial_ms: v.initial, max_ms: v.max, factor: 1.5 },
+          runs: totals.length,
+          total_ms: total,
+          segments: (Object.keys(SEGMENTS) as SegmentId[]).map((id) => {
+            const slot = bySegment.get(id) ?? { ms: [], dyn: [], dynN: [] };
+            return { id, ...SEGMENTS[id], ms: distribution(slot.ms), dynamo_ms_mean: round(mean(slot.dyn)), dynamo_requests_mean: round(mean(slot.dynN), 2) };
+          }),
+          polls_mean: round(mean(polls), 2),
+          api_handler_ms: distribution(handler),
+          dynamo_ms_mean: round(mean(dynamoTotal)),
+          dynamo_share: round(mean(dynamoTotal) / total.mean, 3),
+          ...(errs.length > 0 ? { errors: errs.slice(0, 5) } : {}),
+        };
+      });
+      for (const f of figures) log(`  ${f.id}: p50 ${f.total_ms.p50} ms over ${f.runs} runs, ${f.polls_mean} polls, DynamoDB Local ${f.dynamo_ms_mean} ms`);
+
+      // --- probes for the cost model: a bare provider call, the authorizer warm
+      const provider: number[] = [];
+      for (let i = 0; i < options.probes; i++) {
+        const t0 = performance.now();
+        const res = await fetch(`${stack.simulator.url}/v1/charges`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${paymentsApiKey}`, 'content-type': 'application/json', 'idempotency-key': `probe-${randomUUID()}` },
+          body: JSON.stringify({ amount: 1250, currency: 'eur' }),
+        });
+        await res.arrayBuffer();
+        if (i > 0) provider.push(performance.now() - t0);
+      }
+      const dynamoOps: Record<string, number[]> = {};
+      for (const c of allDynamo) if (c.t1 > 0) (dynamoOps[c.op] ??= []).push(c.t1 - c.t0);
+      return {
+        note:
+          'one client, sequential executes on the in-process local stack (DynamoDB Local, fauxqs, the Scheduler emulator, the payments simulator, the local API Gateway, the local SQS event source with one instance); ' +
+          'the two poll schedules take turns run by run; segment means add up to the mean total',
+        variants: figures,
+        dynamo_ops: Object.fromEntries(Object.entries(dynamoOps).map(([op, xs]) => [op, distribution(xs)])),
+        authorizer_ms: await timeAuthorizer(options.probes),
+        provider_call_ms: distribution(provider),
+      };
+    } finally {
+      await stack.stop();
+    }
+  } finally {
+    for (const u of undo.reverse()) u();
+  }
+}
+
+/** The real authorizer handler with the dev verifier, warm: median of `n` calls on one token. */
+async function timeAuthorizer(n: number): Promise<Distribution> {
+  const keys = await generateDevKeys();
+  const handler = createAuthorizerHandler({ verifier: createTokenVerifier(devVerifierConfig(keys)) });
+  const token = await mintToken({ sub: 'bench', tenants: ['bench'], scopes: ['aip:actions:write'], ttl: '1h' }, keys);
+  const event = { type: 'TOKEN' as const, authorizationToken: `Bearer ${token}`, methodArn: 'arn:aws:execute-api:us-east-1:000000000000:api/bench/POST/v1/actions' };
+  const context = { getRemainingTimeInMillis: () => 10_000, functionName: 'bench-authorizer', awsRequestId: 'bench' } as never;
+  const ms: number[] = [];
+  for (let i = 0; i < n + 5; i++) {
+    const t0 = performance.now();
+    await handler(event, context);
+    if (i >= 5) ms.push(performance.now() - t0);
+  }
+  return distribution(ms, 2);
+}
+
+// --- rendering ------------------------------------------------------------------------------
+
+const f = (x: number, d = 1) => (Number.isFinite(x) ? (Math.round(x * 10 ** d) / 10 ** d).toString() : '–');
+
+export function renderLatencyMarkdown(l: LatencyFigures, heading = '## Latency breakdown of one execute (local stack)'): string[] {
+  const lines: string[] = [heading, ''];
+  const [def, tuned] = [l.variants.find((v) => v.id === 'default'), l.variants.find((v) => v.id === 'tuned')];
+  lines.push(
+    `HTTP submit with \`Prefer: wait=20\` → terminal result, one client; ${l.note}. Timestamps from wrappers on the Runtime instance, the settlement write, the SDK clients and fetch (bench/sections/latency.ts). ` +
+      '**local-only** = machinery of the local stack; **remains** = the same work on AWS, at AWS\'s latency; **wait-poll** = the runtime\'s own `Prefer: wait` polling (functions/http/actions.ts), deployed as is.',
+    '',
+    `| segment | kind | ${l.variants.map((v) => `${v.id}: mean ms (p50) [DynamoDB Local ms / requests]`).join(' | ')} | on AWS |`,
+    `|---|---|${l.variants.map(() => '---:').join('|')}|---|`,
+  );
+  for (const s of def?.segments ?? []) {
+    const cells = l.variants.map((v) => {
+      const x = v.segments.find((y) => y.id === s.id);
+      return x ? `${f(x.ms.mean)} (${f(x.ms.p50)}) [${f(x.dynamo_ms_mean)} / ${f(x.dynamo_requests_mean, 2)}]` : '–';
+    });
+    lines.push(`| ${s.label} | ${s.kind} | ${cells.join(' | ')} | ${s.on_aws} |`);
+  }
+  lines.push(
+    `| **total** | | ${l.variants.map((v) => `**${f(v.total_ms.mean)} (${f(v.total_ms.p50)})** [${f(v.dynamo_ms_mean)}, ${f(v.dynamo_share * 100, 0)} %]`).join(' | ')} | |`,
+    `| p95 total | | ${l.variants.map((v) => f(v.total_ms.p95)).join(' | ')} | |`,
+    `| polls per execute (getActionResult) | | ${l.variants.map((v) => f(v.polls_mean, 2)).join(' | ')} | 1 RRU each on AWS |`,
+    `| submit handler busy (submit → final view), p50 | | ${l.variants.map((v) => f(v.api_handler_ms.p50)).join(' | ')} | what the submit Lambda is billed for |`,
+    '',
+  );
+  const ops = Object.entries(l.dynamo_ops)
+    .map(([op, d]) => `${op} ${f(d.p50)} ms (n ${d.n})`)
+    .join(', ');
+  lines.push(
+    `DynamoDB Local round trips on the path, p50: ${ops}. Authorizer handler warm (ES256 dev key, in-process): p50 ${f(l.authorizer_ms.p50, 2)} ms. Bare provider call (POST /v1/charges to the simulator): p50 ${f(l.provider_call_ms.p50, 2)} ms.`,
+    '',
+  );
+  if (def && tuned) {
+    const notice = (v: VariantFigures) => v.segments.find((s) => s.id === 'notice')?.ms.mean ?? Number.NaN;
+    lines.push(
+      `The \`Prefer: wait\` notice delay is ${f(notice(def))} ms of the default's ${f(def.total_ms.mean)} ms mean (${f((notice(def) / def.total_ms.mean) * 100, 0)} %); tuned to ${tuned.wait_poll.initial_ms} ms it is ${f(notice(tuned))} ms, for ${f(tuned.polls_mean - def.polls_mean, 2)} more polls per execute.`,
+      '',
+    );
+  }
+  for (const v of l.variants) if (v.errors) lines.push(`Errors (${v.id}): ${v.errors.join('; ')}`, '');
+  return lines;
+}
+
+/** One line for the report's headline. */
+export function latencyHeadline(l: LatencyFigures): string | undefined {
+  const def = l.variants.find((v) => v.id === 'default');
+  const tuned = l.variants.find((v) => v.id === 'tuned');
+  if (!def) return undefined;
+  const notice = (v: VariantFigures) => v.segments.find((s) => s.id === 'notice')?.ms.mean ?? Number.NaN;
+  return (
+    `- **latency of one execute** (local stack, 1 client): mean ${f(def.total_ms.mean, 0)} ms (p50 ${f(def.total_ms.p50, 0)}) with the deployed \`Prefer: wait\` poll, of which ${f(notice(def), 0)} ms is the wait noticing the settlement and ${f(def.dynamo_share * 100, 0)} % DynamoDB Local` +
+    (tuned ? `; with the poll tuned to ${tuned.wait_poll.initial_ms} ms: mean ${f(tuned.total_ms.mean, 0)} ms (p50 ${f(tuned.total_ms.p50, 0)}), notice ${f(notice(tuned), 0)} ms, ${f(tuned.polls_mean - def.polls_mean, 1)} more polls.` : '.')
+  );
+}

@@ -1,0 +1,267 @@
+/**
+ * THE bundling of the Lambda functions: one definition of the esbuild options,
+ * used by the CDK functions (infra/functions.ts, through {@link localBundling}
+ * and infra/bundle-cli.ts) and by the bench (bench/sections/bundles.ts), so
+ * what is measured is what is deployed.
+ *
+ * Decisions (measured by `npm run bench`, section "bundles"; figures in
+ * docs/bench/analysis.md, "Cold start and bundles"):
+ *
+ * - **ESM with code splitting.** Each function is bundled from its entry into
+ *   `index.mjs` plus `chunks/*.mjs`. Every `import()` of the code becomes a
+ *   chunk that is read, parsed and evaluated only when the code path runs: the
+ *   composition of the Runtime (functions/shared/compose-runtime.ts, loaded on
+ *   the first invocation that needs it), the run-time ajv fallback, the X-Ray
+ *   tracer when tracing is off, the AWS SDK's credential providers it never
+ *   uses on Lambda (SSO, INI, process, …; the SDK imports them lazily itself).
+ *   NodejsFunction cannot split (it writes one `outfile`), so the stack uses
+ *   `lambda.Function` with `Code.fromAsset` and a local bundling step (no
+ *   Docker) that runs this module in a child process (infra/bundle-cli.ts):
+ *   CDK's local bundling is synchronous, esbuild's plugins are not.
+ * - **Everything bundled, the AWS SDK included** (nothing external): the
+ *   deployed code runs the versions the tests ran, and a prototype with the SDK
+ *   external (Lambda's copy) started slower: the runtime's SDK is not
+ *   minified, not tree-shaken and is resolved file by file from disk.
+ * - **Validators compiled at bundle time.** The capability registry's JSON
+ *   Schemas are compiled by ajv here, for the connectors the deployment
+ *   enables, and shipped as standalone validator code
+ *   (lib/runtime/schema-precompile.ts generates the module;
+ *   lib/runtime/schema-precompiled.ts serves it). The plugin below resolves
+ *   the stand-in functions/shared/precompiled-registry.ts to that generated
+ *   module, so the deployed functions never load nor run ajv's compiler;
+ *   `npm start` and the tests keep the stand-in (run-time ajv).
+ * - Minified, node22 target, `module` before `main` (ESM builds of the
+ *   dependencies tree-shake), the `createRequire` banner that ESM bundles of
+ *   CommonJS dependencies need, external source maps without the sources'
+ *   content (NODE_OPTIONS=--enable-source-maps is set on the functions).
+ * - **zod without its JIT** ({@link ZOD_JITLESS_BANNER}): a cold start
+ *   parses each schema a few times, not enough to repay compiling a parser
+ *   for it; the first invocation's composition was about 55 ms (20 %) shorter.
+ */
+import { execFileSync, execSync } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { BuildOptions, Metafile, Plugin } from 'esbuild';
+
+/** Repository root: entries resolve against it, whatever the working directory. */
+export const BUNDLE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+export const ESM_REQUIRE_BANNER = "import { createRequire as __aipCreateRequire } from 'node:module'; const require = __aipCreateRequire(import.meta.url);";
+
+/**
+ * zod without its JIT (`z.config({ jitless: true })`), set before any schema
+ * is built. zod v4 reads the flag when an object schema is constructed and,
+ * with the JIT on, generates and compiles a parser (`new Function`) on that
+ * schema's first parse: tens of milliseconds on a cold start's first
+ * invocation, for schemas most functions parse once or a few times per
+ * container. The flag is zod's global configuration object
+ * (`globalThis.__zod_globalConfig`, which `z.config()` writes); the banner
+ * starts every chunk, so whichever chunk Node evaluates first sets it before
+ * zod's module runs. test/infra/bundling.test.ts checks that zod still reads
+ * that object. Measured in docs/bench/analysis.md, "Cold start and bundles".
+ */
+export const ZOD_JITLESS_BANNER = 'Object.assign(globalThis.__zod_globalConfig ??= {}, { jitless: true });';
+
+/** The entry file name of every bundle: the handler is `index.<export>`. */
+export const BUNDLE_ENTRY_NAME = 'index';
+/** Where the shared and lazily imported chunks go, inside the bundle folder. */
+export const BUNDLE_CHUNK_NAMES = 'chunks/[name]-[hash]';
+
+/** The stand-in module the plugin replaces (relative to the repository root, without extension). */
+export const PRECOMPILED_REGISTRY_STAND_IN = 'functions/shared/precompiled-registry';
+
+/** A connector the deployment enables: its registry is precompiled into the bundles that compose the Runtime. */
+export interface BundledConnector {
+  readonly id: string;
+  readonly baseUrl?: string;
+}
+
+export interface BundleFunctionOptions {
+  /** Entry module, relative to the repository root (or absolute). */
+  readonly entry: string;
+  /** Output folder: `index.mjs`, `chunks/`, their source maps. */
+  readonly outdir: string;
+  /**
+   * Connectors whose registry is precompiled. Absent: the stand-in stays
+   * (run-time ajv), as under `npm start`.
+   */
+  readonly connectors?: readonly BundledConnector[];
+  /** Write the metafile (esbuild's inputs and outputs) as `meta.json` beside the bundle. @default false */
+  readonly writeMetafile?: boolean;
+  /**
+   * `false`: one `index.mjs`, no chunks (what NodejsFunction built before).
+   * Only the bench's before/after comparison sets it. @default true
+   */
+  readonly splitting?: boolean;
+  /**
+   * Defer the whole entry module to the first invocation: the bundle's entry
+   * becomes a stub exporting these handlers, each importing the real module
+   * on its first call. Only the bench sets it, to measure that option
+   * (import bytes fall to almost nothing; the first invocation loads
+   * everything): the deployed functions do not defer. @default undefined
+   */
+  readonly deferHandlers?: readonly string[];
+}
+
+/**
+ * The entry stub of {@link BundleFunctionOptions.deferHandlers}: each handler
+ * imports the entry module on its first call (one import per container) and
+ * calls the real handler.
+ */
+export function deferredEntryPlugin(entry: string, handlers: readonly string[]): Plugin {
+  const target = isAbsolute(entry) ? entry : join(BUNDLE_ROOT, entry);
+  for (const h of handlers) if (!/^[A-Za-z_$][\w$]*$/.test(h)) throw new Error(`not an export name: ${h}`);
+  return {
+    name: 'aip-deferred-entry',
+    setup(build) {
+      build.onResolve({ filter: /^aip-deferred-entry$/ }, () => ({ path: 'entry', namespace: 'aip-deferred' }));
+      build.onLoad({ filter: /.*/, namespace: 'aip-deferred' }, () => ({
+        contents: [
+          `let loaded; const load = () => (loaded ??= import(${JSON.stringify(target)}).catch((err) => { loaded = undefined; throw err; }));`,
+          ...handlers.map((h) => `export const ${h} = async (event, context) => (await load()).${h}(event, context);`),
+        ].join('\n'),
+        loader: 'js',
+        resolveDir: BUNDLE_ROOT,
+      }));
+    },
+  };
+}
+
+/** The esbuild options of every function (without the precompiled-registry plugin). */
+export function esbuildOptions(entry: string, outdir: string): BuildOptions {
+  return {
+    entryPoints: { [BUNDLE_ENTRY_NAME]: isAbsolute(entry) ? entry : join(BUNDLE_ROOT, entry) },
+    bundle: true,
+    outdir,
+    splitting: true,
+    chunkNames: BUNDLE_CHUNK_NAMES,
+    outExtension: { '.js': '.mjs' },
+    platform: 'node',
+    target: 'node22',
+    format: 'esm',
+    mainFields: ['module', 'main'],
+    banner: { js: `${ESM_REQUIRE_BANNER} ${ZOD_JITLESS_BANNER}` },
+    minify: true,
+    sourcemap: true,
+    sourcesContent: false,
+    // The AWS SDK is bundled too: see the header.
+    external: [],
+    metafile: true,
+    logLevel: 'error',
+    absWorkingDir: BUNDLE_ROOT,
+  };
+}
+
+/**
+ * Resolves the stand-in functions/shared/precompiled-registry.ts to the
+ * module `generate` returns (called once, and only when a bundle imports
+ * the stand-in). The generated code's `require()`s of ajv's run-time helpers
+ * resolve from the repository root.
+ */
+export function precompiledRegistryPlugin(generate: () => Promise<string>): Plugin {
+  let source: Promise<string> | undefined;
+  const standIn = join(BUNDLE_ROOT, PRECOMPILED_REGISTRY_STAND_IN);
+  return {
+    name: 'aip-precompiled-registry',
+    setup(build) {
+      build.onResolve({ filter: /precompiled-registry(\.[jt]s)?$/ }, (args) => {
+        const target = resolve(args.resolveDir, args.path).replace(/\.[jt]s$/, '');
+        return target === standIn ? { path: 'precompiled-registry.generated.js', namespace: 'aip-precompiled' } : undefined;
+      });
+      build.onLoad({ filter: /.*/, namespace: 'aip-precompiled' }, async () => ({
+        contents: await (source ??= generate()),
+        loader: 'js',
+        resolveDir: BUNDLE_ROOT,
+      }));
+    },
+  };
+}
+
+/** The source of the precompiled registry for these connectors (build-time imports only). */
+export async function generatePrecompiledRegistry(connectors: readonly BundledConnector[]): Promise<string> {
+  const [{ connectorRegistrySource }, { precompiledRegistrySource }] = await Promise.all([
+    import('../functions/shared/connector-factories.js'),
+    import('../lib/runtime/schema-precompile.js'),
+  ]);
+  const sources = [];
+  for (const c of connectors) sources.push(await connectorRegistrySource(c.id, c.baseUrl !== undefined ? { baseUrl: c.baseUrl } : {}));
+  return precompiledRegistrySource(sources);
+}
+
+/** Bundles one function into `outdir`. */
+export async function bundleFunction(options: BundleFunctionOptions): Promise<{ readonly metafile: Metafile }> {
+  const { build } = await import('esbuild');
+  mkdirSync(options.outdir, { recursive: true });
+  const connectors = options.connectors;
+  const base = esbuildOptions(options.entry, options.outdir);
+  const defer = options.deferHandlers;
+  const result = await build({
+    ...base,
+    ...(defer !== undefined ? { entryPoints: { [BUNDLE_ENTRY_NAME]: 'aip-deferred-entry' } } : {}),
+    ...(options.splitting === false ? { splitting: false } : {}),
+    plugins: [
+      ...(connectors !== undefined ? [precompiledRegistryPlugin(() => generatePrecompiledRegistry(connectors))] : []),
+      ...(defer !== undefined ? [deferredEntryPlugin(options.entry, defer)] : []),
+    ],
+  });
+  const metafile = result.metafile as Metafile;
+  if (options.writeMetafile === true) {
+    const { writeFileSync } = await import('node:fs');
+    writeFileSync(join(options.outdir, 'meta.json'), JSON.stringify(metafile));
+  }
+  return { metafile };
+}
+
+/** The output file of the entry (`index.mjs`) and every chunk it imports statically, transitively: what a cold start loads before the handler runs. */
+export function staticallyLoaded(metafile: Metafile, entryOutput: string): string[] {
+  const seen = new Set<string>();
+  const stack = [entryOutput];
+  while (stack.length > 0) {
+    const file = stack.pop() as string;
+    if (seen.has(file)) continue;
+    seen.add(file);
+    for (const imported of metafile.outputs[file]?.imports ?? []) {
+      if (imported.kind === 'import-statement' && imported.external !== true) stack.push(imported.path);
+    }
+  }
+  return [...seen];
+}
+
+/** The output key of the entry chunk in a metafile. */
+export function entryOutput(metafile: Metafile): string {
+  const key = Object.keys(metafile.outputs).find((k) => new RegExp(`(^|/)${BUNDLE_ENTRY_NAME}\\.mjs$`).test(k));
+  if (key === undefined) throw new Error('the bundle has no index.mjs');
+  return key;
+}
+
+/** The package an esbuild input belongs to: `zod`, `@aws-sdk/core`, or the project folder (`lib/runtime`). */
+export function inputPackage(input: string): string {
+  const m = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(input);
+  if (m) return m[1] as string;
+  if (input.startsWith('aip-precompiled:')) return '(precompiled registry)';
+  const parts = input.split('/');
+  return parts.length > 2 ? parts.slice(0, 2).join('/') : input;
+}
+
+/**
+ * The CDK local bundling of a function: runs infra/bundle-cli.ts (this
+ * module's {@link bundleFunction}) in a child process with tsx, then the
+ * definition's after-bundling commands. Synchronous, as CDK requires.
+ */
+export function localBundlingCommand(options: { readonly entry: string; readonly connectors: readonly BundledConnector[] }, outputDir: string): { file: string; args: string[] } {
+  return {
+    file: process.execPath,
+    args: ['--import', 'tsx', 'infra/bundle-cli.ts', '--entry', options.entry, '--outdir', outputDir, '--connectors', JSON.stringify(options.connectors)],
+  };
+}
+
+export function runLocalBundling(
+  options: { readonly entry: string; readonly connectors: readonly BundledConnector[]; readonly afterBundling?: (inputDir: string, outputDir: string) => string[] },
+  outputDir: string,
+): boolean {
+  const { file, args } = localBundlingCommand(options, outputDir);
+  execFileSync(file, args, { cwd: BUNDLE_ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+  for (const command of options.afterBundling?.(BUNDLE_ROOT, outputDir) ?? []) execSync(command, { cwd: BUNDLE_ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+  return true;
+}

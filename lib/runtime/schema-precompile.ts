@@ -1,0 +1,94 @@
+/**
+ * Bundle-time half of ./schema-precompiled.ts: runs the capability
+ * registry's own compilation (`CapabilityRegistry.fromManifests` with the
+ * ajv compilers of ./schema-ajv.ts, ajv's `code.source` on) for each
+ * connector and writes the JavaScript module the deployed functions import:
+ * the manifests, the support records and, for every schema the registration
+ * compiles, ajv's standalone validator or the compile error.
+ *
+ * The module's `require()` calls name ajv's and ajv-formats' run-time
+ * helpers; the bundler resolves them from the project (infra/bundling.ts
+ * bundles the module with the function). Build-time only: nothing deployed
+ * imports this file.
+ */
+import standaloneCodeModule from 'ajv/dist/standalone/index.js';
+import type { ValidateFunction } from 'ajv';
+import type { ConnectorManifest } from '../connectors/manifest.js';
+import { CapabilityRegistry, type SchemaCompilers, type SchemaRequest } from './registry.js';
+import { ajvConnectorCompiler, type AjvInstance } from './schema-ajv.js';
+import { requestKey } from './schema-precompiled.js';
+
+type StandaloneCode = (ajv: AjvInstance, validate: ValidateFunction) => string;
+const standaloneCode = ((m: unknown) => (typeof m === 'function' ? m : (m as { default: unknown }).default))(standaloneCodeModule) as StandaloneCode;
+
+/** One connector of the build: what its code publishes. */
+export interface PrecompileSource {
+  readonly connector_id: string;
+  readonly manifest: ConnectorManifest;
+  /** `implementation_support(id)` for each capability of the manifest. */
+  readonly support: Readonly<Record<string, unknown>>;
+}
+
+interface Recorded {
+  manifest_hash?: string;
+  plan?: readonly SchemaRequest[];
+  readonly results: { key: string; code?: string; error?: string }[];
+}
+
+/** The JavaScript source of the precompiled registry module for these connectors. */
+export function precompiledRegistrySource(sources: readonly PrecompileSource[], options: { readonly validateFormats?: boolean } = {}): string {
+  const validateFormats = options.validateFormats !== false;
+  const blocks: string[] = [];
+  const entries: string[] = [];
+  let n = 0;
+  for (const source of sources) {
+    // What the deployed function will see: the manifest and support records as JSON.
+    const manifest = JSON.parse(JSON.stringify(source.manifest)) as ConnectorManifest;
+    const support = JSON.parse(JSON.stringify(source.support ?? {})) as Record<string, unknown>;
+    const recorded: Recorded = { results: [] };
+    const compilers: SchemaCompilers = {
+      forConnector: (connector, { validateFormats: formats }) => {
+        recorded.manifest_hash = connector.manifest_hash;
+        recorded.plan = connector.plan;
+        const ajv = ajvConnectorCompiler(formats, { code: { source: true } });
+        return {
+          compile: (schema, draft, request) => {
+            const key = requestKey(request);
+            try {
+              const validate = ajv.compile(schema, draft, request);
+              recorded.results.push({ key, code: standaloneCode(ajv.instance(draft), validate) });
+              return validate;
+            } catch (err) {
+              recorded.results.push({ key, error: String((err as Error).message) });
+              throw err;
+            }
+          },
+        };
+      },
+    };
+    CapabilityRegistry.fromManifests([{ manifest, support }], { validateFormats, compilers });
+    // A manifest the admission refuses as a whole registers nothing: no entry, the run-time path reports it.
+    if (recorded.manifest_hash === undefined || recorded.plan === undefined) continue;
+    const results: string[] = [];
+    for (const r of recorded.results) {
+      if (r.code !== undefined) {
+        const name = `v${n++}`;
+        blocks.push(`const ${name} = (() => {\nconst module = { exports: {} };\nconst exports = module.exports;\n${r.code}\nreturn module.exports;\n})();`);
+        results.push(`${JSON.stringify(r.key)}: ${name}`);
+      } else {
+        results.push(`${JSON.stringify(r.key)}: ${JSON.stringify({ error: r.error })}`);
+      }
+    }
+    entries.push(
+      `{ connector_id: ${JSON.stringify(source.connector_id)}, manifest: ${JSON.stringify(manifest)}, support: ${JSON.stringify(support)}, ` +
+        `manifest_hash: ${JSON.stringify(recorded.manifest_hash)}, validate_formats: ${validateFormats}, plan: ${JSON.stringify(recorded.plan)}, ` +
+        `results: { ${results.join(', ')} } }`,
+    );
+  }
+  return [
+    '// Generated at bundle time by lib/runtime/schema-precompile.ts from the connectors\' manifests. Do not edit.',
+    ...blocks,
+    `export const PRECOMPILED_REGISTRY = { version: 1, connectors: [${entries.join(', ')}] };`,
+    '',
+  ].join('\n');
+}

@@ -1,0 +1,117 @@
+/**
+ * The bundling of the functions (infra/bundling.ts): ESM with code splitting
+ * from the one set of esbuild options, the capability registry precompiled
+ * into the bundles that compose the Runtime (ajv's compiler only in a lazily
+ * imported chunk), nothing of the Runtime in the authorizer, and the
+ * tracing switch of the configuration. Structure only: sizes and timings are
+ * `npm run bench` figures.
+ */
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Duration } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { defineAipApp } from '../../infra/aip-app.js';
+import { parseInfraConfig } from '../../infra/config.js';
+import type { FunctionDefinition } from '../../infra/functions.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { bundleFunction, entryOutput, esbuildOptions, staticallyLoaded, ZOD_JITLESS_BANNER } from '../../infra/bundling.js';
+import { BASE_CONFIG, buildAip, newApp } from './support.js';
+
+const dirs: string[] = [];
+const outdir = () => {
+  const dir = mkdtempSync(join(tmpdir(), 'aip-bundle-test-'));
+  dirs.push(dir);
+  return dir;
+};
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+function inputsOf(metafile: Awaited<ReturnType<typeof bundleFunction>>['metafile'], outputs: readonly string[]): string[] {
+  return outputs.flatMap((o) => Object.keys(metafile.outputs[o]?.inputs ?? {}));
+}
+
+describe('bundling', () => {
+  it('splits every function into an ESM entry chunk and chunks, minified, with source maps and the createRequire banner', () => {
+    const options = esbuildOptions('functions/http/meta.ts', '/out');
+    expect(options).toMatchObject({ format: 'esm', splitting: true, bundle: true, minify: true, sourcemap: true, platform: 'node', target: 'node22', external: [] });
+    expect(options.outExtension).toEqual({ '.js': '.mjs' });
+    expect(options.banner?.js).toContain('createRequire');
+    expect(options.banner?.js).toContain(ZOD_JITLESS_BANNER);
+  });
+
+  it("the jitless banner writes zod's own global configuration (the object z.config() returns)", async () => {
+    const { config } = await import('zod/v4/core');
+    const before = config().jitless;
+    try {
+      new Function(ZOD_JITLESS_BANNER)();
+      expect((globalThis as { __zod_globalConfig?: unknown }).__zod_globalConfig).toBe(config());
+      expect(config().jitless).toBe(true);
+    } finally {
+      config({ jitless: before });
+    }
+  });
+
+  it('a route bundle carries the precompiled registry; ajv compiles only in a lazily imported chunk, the Runtime is composed in one', async () => {
+    const { metafile } = await bundleFunction({ entry: 'functions/http/meta.ts', outdir: outdir(), connectors: [{ id: 'payments' }] });
+    const entry = entryOutput(metafile);
+    const loaded = inputsOf(metafile, staticallyLoaded(metafile, entry));
+    const all = inputsOf(metafile, Object.keys(metafile.outputs));
+    expect(all).toContain('aip-precompiled:precompiled-registry.generated.js');
+    expect(all.some((i) => i.startsWith('functions/shared/precompiled-registry'))).toBe(false);
+    for (const lazy of ['node_modules/ajv/dist/core.js', 'lib/runtime/runtime.ts', 'functions/shared/compose-runtime.ts', 'node_modules/aws-xray-sdk-core/dist/lib/index.js']) {
+      expect(loaded, lazy).not.toContain(lazy);
+    }
+    expect(all).toContain('functions/shared/compose-runtime.ts');
+  });
+
+  it('the authorizer loads nothing of the Runtime and no AWS SDK', async () => {
+    const { metafile } = await bundleFunction({ entry: 'functions/authorizer.ts', outdir: outdir(), connectors: [{ id: 'payments' }] });
+    const all = inputsOf(metafile, Object.keys(metafile.outputs));
+    expect(all.filter((i) => i.startsWith('lib/runtime/') || i.includes('node_modules/@aws-sdk/') || i.startsWith('aip-precompiled:'))).toEqual([]);
+  });
+});
+
+describe('tracing switch', () => {
+  const fnProps = (tracing: boolean) => {
+    const template = Template.fromStack(buildAip({ ...BASE_CONFIG, tracing }).aip.stateless);
+    return Object.values(template.findResources('AWS::Lambda::Function')).map((r) => (r as { Properties: Record<string, unknown> }).Properties);
+  };
+
+  it('on (the default): X-Ray active and the Powertools tracer enabled', () => {
+    for (const p of fnProps(true)) {
+      expect(p.TracingConfig).toEqual({ Mode: 'Active' });
+      expect((p.Environment as { Variables: Record<string, unknown> }).Variables.POWERTOOLS_TRACE_ENABLED).toBe('true');
+    }
+  });
+
+  it('off: no X-Ray, and the functions never import the tracer', () => {
+    const props = fnProps(false);
+    expect(props.length).toBeGreaterThan(0);
+    for (const p of props) {
+      expect(p.TracingConfig).toBeUndefined();
+      expect((p.Environment as { Variables: Record<string, unknown> }).Variables.POWERTOOLS_TRACE_ENABLED).toBe('false');
+    }
+  });
+});
+
+describe('synth with bundling on', () => {
+  it('bundles each entry into its own asset (index.mjs, chunks), never one function\'s bundle for another', () => {
+    const fixture = (id: string, entry: string): FunctionDefinition => ({ id, entry, description: id, timeout: Duration.seconds(30), consumes: { queue: 'invoke', batchSize: 5 } });
+    const app = newApp({ 'aws:cdk:bundling-stacks': ['**'] });
+    const aip = defineAipApp(app, {
+      config: parseInfraConfig(BASE_CONFIG),
+      functions: [fixture('One', 'test/infra/fixtures/queue-consumer.ts'), fixture('Two', 'functions/worker/reconcile.ts')],
+    });
+    const functions = Object.values(Template.fromStack(aip.stateless).findResources('AWS::Lambda::Function')).map(
+      (r) => (r as { Properties: { Code: { S3Key: string }; Handler: string } }).Properties,
+    );
+    expect(functions.map((f) => f.Handler)).toEqual(['index.handler', 'index.handler']);
+    expect(new Set(functions.map((f) => f.Code.S3Key)).size).toBe(2);
+    // Really bundled (a skipped bundling would also give two keys): each staged asset is its own bundle.
+    const staged = functions.map((f) => join(app.outdir, `asset.${f.Code.S3Key.replace(/\.zip$/, '')}`));
+    for (const dir of staged) expect(existsSync(join(dir, 'index.mjs')), dir).toBe(true);
+    expect(readFileSync(join(staged[0] as string, 'index.mjs'), 'utf8')).not.toEqual(readFileSync(join(staged[1] as string, 'index.mjs'), 'utf8'));
+  });
+});

@@ -1,0 +1,260 @@
+/**
+ * The route assignment folded into the attempt start (docs/runtime-stores.md,
+ * "Composite writes"; docs/bench/analysis.md 6): a first attempt (fence 0)
+ * pins its action-scoped route with one more item of the attempt-start
+ * TransactWriteItems, so the route, the leases and the adoption land together,
+ * before the provider call. A route that already exists refuses that write
+ * and is judged by resolveRoute's reuse rules exactly as a refused
+ * put-if-absent is (reusable: the write is repeated without it; another
+ * capability: runtime.route_mismatch; another instance, replica, endpoint or
+ * peer: deferred). A redelivery of a started attempt keeps today's
+ * put-if-absent read-back. Requests are recorded by SDK middleware on the
+ * test client; races are real concurrent writers (two Runtimes on one table).
+ */
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import { createSqsClient } from '../../../lib/aws/clients.js';
+import { DynamoAtomicWrites } from '../../../lib/aws/dynamo/atomic-writes.js';
+import { SqsMessageQueue } from '../../../lib/aws/sqs/queue.js';
+import { keys } from '../../../lib/aws/dynamo/table-design.js';
+import type { InvokeMessage } from '../../../lib/ports/messages.js';
+import type { RouteAssignment } from '../../../lib/ports/route-store.js';
+import { parseRuntimeConfig } from '../../../lib/runtime/config.js';
+import { staticConnectorHost } from '../../../lib/runtime/deps.js';
+import { Runtime } from '../../../lib/runtime/runtime.js';
+import { uid } from '../../support/transaction-fixtures.js';
+import { TestProvider, testConnector, transfer } from './connectors.js';
+import type { AttemptOutcome } from '../../../lib/runtime/types.js';
+import { RecordingScheduler, TENANT, caller, createHarness, type Harness } from './support.js';
+
+let h: Harness;
+let separate: Harness;
+const provider = new TestProvider();
+const separateProvider = new TestProvider();
+const LEASE = 10_000 + 30_000; // capability timeout + lease margin
+
+/** DynamoDB requests of the test client: command and, for a TransactWriteItems, `<verb>:<SK kind>` per item. */
+const requests: { command: string; items: string[]; ok: boolean }[] = [];
+
+function kindOf(key: Record<string, unknown> | undefined): string {
+  const sk = typeof key?.SK === 'string' ? key.SK : '?';
+  return sk.startsWith('RCPT#') ? 'RCPT' : sk;
+}
+
+beforeAll(async () => {
+  h = await createHarness({ connectors: [testConnector(provider)], prefix: 'rt-route-fold' });
+  separate = await createHarness({ connectors: [testConnector(separateProvider)], prefix: 'rt-route-sep', atomicWrites: false });
+  for (const harness of [h, separate]) {
+    harness.table.raw.middlewareStack.add(
+      (next, context) => async (args) => {
+        const command = String(context.commandName).replace(/Command$/, '');
+        const input = args.input as { TransactItems?: Record<string, { Item?: Record<string, unknown>; Key?: Record<string, unknown> }>[] };
+        const items = (input.TransactItems ?? []).map((it) => {
+          const [verb, body] = Object.entries(it)[0] ?? ['?', {}];
+          return `${verb}:${kindOf(body.Item ?? body.Key)}`;
+        });
+        try {
+          const out = await next(args);
+          requests.push({ command, items, ok: true });
+          return out;
+        } catch (err) {
+          requests.push({ command, items, ok: false });
+          throw err;
+        }
+      },
+      { step: 'initialize', name: 'routeFoldCounter' },
+    );
+  }
+});
+afterAll(async () => {
+  await h?.destroy();
+  await separate?.destroy();
+});
+beforeEach(() => {
+  requests.length = 0;
+});
+
+const START = ['Update:ACTION', 'Update:TXN', 'Put:RCPT', 'Update:IDEM'];
+
+async function submitExecute(harness: Harness, capability = 'pay.transfer'): Promise<{ a: string; tx: string }> {
+  const a = uid('a');
+  const tx = uid('tx');
+  await harness.runtime.submit(caller(), { ...transfer(a, { transaction: { mode: 'execute', transaction_id: tx }, idempotency_key: uid('key') }), capability_id: capability });
+  requests.length = 0;
+  return { a, tx };
+}
+
+/** The assignment a first attempt of `a` here would pin (resolveRoute's fields), with overrides. */
+function pinned(a: string, overrides: Partial<RouteAssignment> = {}): RouteAssignment {
+  const reg = h.registry.lookup('pay.transfer');
+  return {
+    tenant_id: TENANT,
+    action_id: a,
+    capability_id: 'pay.transfer',
+    verified_tenant: TENANT,
+    connector_id: reg.connector_id,
+    connector_instance: 'local',
+    replica: 'local-0',
+    endpoint: 'in-process',
+    version: reg.connector_version,
+    manifest_hash: reg.manifest_hash,
+    policy_revision: '1',
+    credential_revision: '0',
+    health_revision: '0',
+    admission_reservation: 'att-earlier-delivery',
+    fence_token: 1,
+    created_at: new Date(h.clock.now()).toISOString(),
+    ...overrides,
+  };
+}
+
+const routeOf = (harness: Harness, a: string) => harness.stores.routes.get({ tenant_id: TENANT, action_id: a });
+const recordOf = (harness: Harness, tx: string) => harness.table.store.get({ tenant_id: TENANT, transaction_id: tx });
+const actionOf = (harness: Harness, a: string) => harness.stores.actions.get({ tenant_id: TENANT, action_id: a });
+/** The attempt ID that settled the record (its last attempt). */
+const lastAttemptOf = async (harness: Harness, tx: string) => ((await recordOf(harness, tx))?.data.last_attempt as { attempt_id?: string } | undefined)?.attempt_id;
+/** Drains the queue and returns the outcome for `a` (a deferred message of an earlier test may come round too). */
+const drainFor = async (harness: Harness, a: string): Promise<AttemptOutcome | undefined> => (await harness.drain()).find((o) => o.action_id === a);
+
+describe('A first attempt pins its route in the attempt-start write', () => {
+  it('one TransactWriteItems carries the route with the leases and the adoption: no PutItem; the worker writes start, checkpoint, settlement', async () => {
+    const { a, tx } = await submitExecute(h);
+    expect(await drainFor(h, a)).toMatchObject({ disposition: 'settled', transaction_status: 'committed' });
+    // (A cancellation watch may read the action while the connector runs: reads of single items are left out.)
+    const worker = requests.filter((r) => r.command !== 'GetItem');
+    expect(worker.map((r) => r.command)).toEqual(['BatchGetItem', 'TransactWriteItems', 'TransactWriteItems', 'TransactWriteItems']);
+    expect(worker[1]?.items).toEqual([...START, 'Put:ROUTE']);
+    expect(worker[2]?.items).toEqual(['Update:TXN', 'Put:RCPT']);
+    expect(worker[3]?.items).toEqual(['Update:TXN', 'Put:RCPT', 'Update:ACTION', 'Update:IDEM']);
+    expect(requests.every((r) => r.ok)).toBe(true);
+    expect(await routeOf(h, a)).toMatchObject({ action_id: a, capability_id: 'pay.transfer', replica: 'local-0', endpoint: 'in-process', fence_token: 1 });
+    // The route is the one the attempt that called the provider pinned, in the write that leased it.
+    expect((await routeOf(h, a))?.admission_reservation).toBe(await lastAttemptOf(h, tx));
+    expect(provider.count('invoke', tx)).toBe(1);
+    expect((await h.verifyChain(tx)).valid).toBe(true);
+  });
+
+  it('without composite writes the route is still its own put-if-absent before the leases (the separate-writes path is unchanged)', async () => {
+    const { a, tx } = await submitExecute(separate);
+    expect(await drainFor(separate, a)).toMatchObject({ disposition: 'settled', transaction_status: 'committed' });
+    const writes = requests.filter((r) => r.command !== 'GetItem' && r.command !== 'BatchGetItem');
+    expect(writes[0]).toMatchObject({ command: 'PutItem', ok: true });
+    expect(writes.map((r) => r.command)).toEqual(['PutItem', 'UpdateItem', 'TransactWriteItems', 'UpdateItem', 'TransactWriteItems', 'TransactWriteItems', 'UpdateItem', 'UpdateItem']);
+    expect(await routeOf(separate, a)).toMatchObject({ action_id: a, fence_token: 1 });
+    expect(separateProvider.count('invoke', tx)).toBe(1);
+  });
+});
+
+describe('A route that already exists: the same reuse rules as a refused put-if-absent', () => {
+  it('reusable (an earlier delivery pinned this replica and was deferred before any lease): the start is repeated without the route, which stays as pinned', async () => {
+    const { a, tx } = await submitExecute(h);
+    const earlier = pinned(a);
+    await h.stores.routes.putIfAbsent(earlier);
+    requests.length = 0;
+    expect(await drainFor(h, a)).toMatchObject({ disposition: 'settled', transaction_status: 'committed' });
+    const starts = requests.filter((r) => r.items[0] === 'Update:ACTION' && r.items.includes('Update:TXN'));
+    expect(starts.map((r) => [r.ok, r.items])).toEqual([
+      [false, [...START, 'Put:ROUTE']],
+      [true, START],
+    ]);
+    expect(await routeOf(h, a)).toEqual(earlier);
+    expect(provider.count('invoke', tx)).toBe(1);
+  });
+
+  it('pinned to another capability: runtime.route_mismatch before any provider call; the refused start wrote nothing', async () => {
+    const { a, tx } = await submitExecute(h);
+    await h.stores.routes.putIfAbsent(pinned(a, { capability_id: 'pay.slow' }));
+    const before = await recordOf(h, tx);
+    requests.length = 0;
+    await h.drain();
+    const first = requests.find((r) => r.command === 'TransactWriteItems');
+    expect(first).toMatchObject({ ok: false, items: [...START, 'Put:ROUTE'] });
+    expect((await h.runtime.getAction(caller(), TENANT, a)).action_result).toMatchObject({ status: 'failed', error: { code: 'runtime.route_mismatch' } });
+    const rec = await recordOf(h, tx);
+    expect(rec?.status).toBe('failed');
+    // The record was never leased for an attempt (no attempt_started receipt): it failed straight from prepared.
+    expect(rec?.data.attempt_action_id).toBeUndefined();
+    expect(rec?.revision).toBe((before?.revision ?? 0) + 1);
+    expect(provider.calls.filter((c) => c.action_id === a)).toEqual([]);
+  });
+
+  it('a redelivery after a started attempt (fence 1) reads the route back with the put-if-absent and starts without it', async () => {
+    const { a, tx } = await submitExecute(h, 'pay.idempotent');
+    h.crash.arm('after_lease_before_provider_call');
+    await h.drain();
+    const route = await routeOf(h, a);
+    expect(route?.fence_token).toBe(1);
+    h.clock.advance(LEASE);
+    requests.length = 0;
+    expect(await drainFor(h, a)).toMatchObject({ disposition: 'settled', transaction_status: 'committed' });
+    expect(requests.find((r) => r.command === 'PutItem')).toMatchObject({ ok: false });
+    expect(requests.find((r) => r.command === 'TransactWriteItems')).toMatchObject({ ok: true, items: START });
+    expect(await routeOf(h, a)).toEqual(route);
+    expect(provider.count('invoke', tx)).toBe(1);
+  });
+
+  for (const [what, overrides] of [
+    ['another replica', { replica: 'replica-b' }],
+    ['another endpoint', { endpoint: 'https://connectors.example/testpay' }],
+    ['a remote peer (another peer identity)', { peer_identity: 'kid-host-b', peer_did: 'did:web:host-b.example' }],
+  ] as const) {
+    it(`pinned to ${what}: deferred to the pinned route; nothing leased, nothing called`, async () => {
+      const { a, tx } = await submitExecute(h);
+      await h.stores.routes.putIfAbsent(pinned(a, overrides));
+      const before = { action: await actionOf(h, a), record: await recordOf(h, tx) };
+      expect(await drainFor(h, a)).toMatchObject({ disposition: 'deferred', retry: true, reason: 'runtime.connector_unavailable' });
+      expect(await actionOf(h, a)).toEqual(before.action);
+      expect(await recordOf(h, tx)).toEqual(before.record);
+      expect(await routeOf(h, a)).toMatchObject(overrides);
+      expect(provider.calls.filter((c) => c.action_id === a)).toEqual([]);
+    });
+  }
+
+});
+
+describe('Concurrent first attempts', () => {
+  it('deliveries of one message to two runtimes hosting different replicas race: exactly one route and one lease, one provider call', async () => {
+    // Runtime B: the same table, stores and registry, the same connector code hosted as another replica.
+    const sqs = createSqsClient({ endpoint: inject('sqsEndpoint') });
+    const b = new Runtime({
+      transactions: h.table.store,
+      ...h.stores,
+      atomic: new DynamoAtomicWrites({ client: h.table.client, transactions: h.table.store, actions: h.stores.actions, idempotency: h.stores.idempotency }),
+      invokeQueue: new SqsMessageQueue({ client: sqs, queueUrl: h.invokeQueueUrl, accepts: ['invoke'] }),
+      reconcileQueue: new SqsMessageQueue({ client: sqs, queueUrl: h.reconcileQueueUrl, accepts: ['reconcile'] }),
+      scheduler: new RecordingScheduler(),
+      registry: h.registry,
+      connectors: staticConnectorHost([{ connector: testConnector(provider), replica: 'replica-b' }]),
+      clock: { now: h.clock.now },
+      config: parseRuntimeConfig({ test_mode: true }, 'test'),
+    });
+    const RACERS = 10;
+    for (let round = 0; round < 3; round++) {
+      const { a, tx } = await submitExecute(h);
+      const message = (await h.receiveInvokes()).find((m) => m.message.action_id === a)?.message as InvokeMessage;
+      expect(message).toBeDefined();
+      const results = await Promise.allSettled(Array.from({ length: RACERS }, (_, i) => (i % 2 === 0 ? h.runtime : b).runAttempt(message)));
+      const settled = results.flatMap((r) => (r.status === 'fulfilled' && r.value.disposition === 'settled' ? [r.value] : []));
+      expect(settled).toHaveLength(1);
+      for (const r of results) {
+        if (r.status === 'rejected') expect(String((r.reason as { code?: string }).code)).toBe('transaction.state_conflict');
+        else if (r.value.disposition !== 'settled') expect(r.value).toMatchObject({ disposition: 'deferred', retry: true });
+      }
+      const route = await routeOf(h, a);
+      const partition = await h.table.client.send(
+        new QueryCommand({ TableName: h.table.tableName, KeyConditionExpression: 'PK = :pk', ExpressionAttributeValues: { ':pk': keys.action(TENANT, a).PK }, ConsistentRead: true }),
+      );
+      expect(partition.Items?.map((i) => i.SK).sort()).toEqual(['ACTION', 'ROUTE']);
+      const action = await actionOf(h, a);
+      const rec = await recordOf(h, tx);
+      expect(action).toMatchObject({ status: 'completed', fence: 1, attempt: 1 });
+      expect(rec).toMatchObject({ status: 'committed', fence: 1 });
+      // The one lease and the one route are the same attempt's.
+      expect(route?.admission_reservation).toBe(await lastAttemptOf(h, tx));
+      expect(['local-0', 'replica-b']).toContain(route?.replica);
+      expect(provider.count('invoke', tx)).toBe(1);
+      expect((await h.verifyChain(tx)).valid).toBe(true);
+    }
+    sqs.destroy();
+  });
+});
