@@ -29,7 +29,8 @@ import { ClaimMappingError } from '../lib/auth/claims.js';
 import { AuthConfigError, parseClaimsOverride, verifierConfigFromRuntimeConfig } from '../lib/auth/config.js';
 import { allowResult, denyResult } from '../lib/auth/policy.js';
 import { createTokenVerifier, KeySourceUnavailableError, TokenRejectedError, type TokenVerifier, type TokenVerifierConfig } from '../lib/auth/verifier.js';
-import { FUNCTION_ENV } from '../infra/function-env.js';
+import { FUNCTION_ENV } from '../lib/config/function-env.js';
+import { lazyHandler } from './shared/lazy.js';
 import { errorFacts, isConfigurationError } from './shared/logger.js';
 import { defaultObservability, powertoolsMiddlewares, withTracer, type Observability } from './shared/observability.js';
 
@@ -102,7 +103,6 @@ export function verifierFromEnv(env: NodeJS.ProcessEnv = process.env): TokenVeri
 
 export function createAuthorizerHandler(deps: AuthorizerDeps): AuthorizerHandler {
   let verifier: TokenVerifier | undefined;
-  let wrapped: Promise<AuthorizerHandler> | undefined;
 
   const build = async (): Promise<AuthorizerHandler> => {
     const obs = await withTracer(deps.observability ?? defaultObservability());
@@ -135,18 +135,11 @@ export function createAuthorizerHandler(deps: AuthorizerDeps): AuthorizerHandler
       }
     };
     const h = middy<AuthorizerEvent, APIGatewayAuthorizerResult>(body, { timeoutEarlyInMillis: 0 });
-    h.use(powertoolsMiddlewares(obs));
+    h.use(powertoolsMiddlewares<AuthorizerEvent, APIGatewayAuthorizerResult>(obs));
     return (event, context) => h(event, context);
   };
 
-  return async (event, context) => {
-    // A failed build is not kept: the next invocation builds again.
-    wrapped ??= build().catch((err: unknown) => {
-      wrapped = undefined;
-      throw err;
-    });
-    return (await wrapped)(event, context);
-  };
+  return lazyHandler(build);
 }
 
 /** The deployed authorizer (`functions/authorizer.handler`). */

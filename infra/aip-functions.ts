@@ -1,7 +1,7 @@
 /**
  * The Lambda functions of the AIP runtime, as {@link FunctionDefinition}s:
  *
- * - one function per HTTP route of THE route table (functions/http/routes.ts),
+ * - one function per HTTP route of THE route table (lib/http/routes.ts),
  *   generated from it, so the API can never drift from the handlers; routes
  *   that name the same module and export share one function;
  * - the JWT authorizer (functions/authorizer.ts);
@@ -13,7 +13,7 @@
  * (see {@link ROUTE_ACCESS} and docs/infra.md, "Least privilege").
  */
 import { Duration } from 'aws-cdk-lib';
-import { ROUTE_LIST, ROUTES, type RouteDefinition, type RouteId } from '../functions/http/routes.js';
+import { ROUTE_LIST, type RouteDefinition, type RouteId } from '../lib/http/routes.js';
 import type { InfraConfig } from './config.js';
 import type { FunctionAccess, FunctionDefinition } from './functions.js';
 
@@ -169,6 +169,3 @@ export function aipFunctionDefinitions(config: InfraConfig): FunctionDefinition[
     },
   ];
 }
-
-/** The route IDs the table defines (for checks that every route is served). */
-export const ROUTE_IDS = Object.keys(ROUTES) as RouteId[];

@@ -1,7 +1,7 @@
 /**
  * The HTTPS API: an API Gateway REST API (v1; LocalStack's free tier has no
  * HTTP APIs) whose methods come from THE route table
- * (functions/http/routes.ts), each a Lambda proxy integration to the function
+ * (lib/http/routes.ts), each a Lambda proxy integration to the function
  * that serves the route, behind the JWT TOKEN authorizer unless the route is
  * public.
  *
@@ -17,7 +17,7 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import type * as z from 'zod';
-import { ROUTE_LIST, type RouteDefinition } from '../functions/http/routes.js';
+import { ROUTE_LIST, type RouteDefinition } from '../lib/http/routes.js';
 import { GATEWAY_RESPONSES, gatewayResponseHeaders, gatewayResponseTemplate } from '../lib/http/gateway-responses.js';
 import type { InfraConfig } from './config.js';
 import { NAG_REASONS } from './nag.js';
@@ -108,7 +108,7 @@ export class AipApi extends Construct {
     const { config } = props;
     const routes = props.routes ?? ROUTE_LIST;
     const missing = routes.filter((route) => !props.routeFunctions[route.id]).map((route) => route.id);
-    if (missing.length > 0) throw new Error(`No function serves route(s) ${missing.join(', ')} of functions/http/routes.ts`);
+    if (missing.length > 0) throw new Error(`No function serves route(s) ${missing.join(', ')} of lib/http/routes.ts`);
 
     this.accessLogs = new logs.LogGroup(this, 'AccessLogs', {
       retention: config.logRetentionDays as logs.RetentionDays,

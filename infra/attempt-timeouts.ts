@@ -31,13 +31,13 @@
 import { connectorManifest } from '../functions/shared/connector-factories.js';
 import type { Capability } from '../lib/protocol/index.js';
 import { ATTEMPT_SETTLEMENT_MARGIN_MS, requiredFunctionTimeoutMs } from '../lib/runtime/attempt-budget.js';
-import { RuntimeConfigSchema } from '../lib/runtime/config.js';
+import { RuntimeSettingsSchema } from '../lib/runtime/config.js';
 import { InfraConfigError, type InfraConfig, type InfraConfigIssue } from './config.js';
 import type { FunctionDefinition } from './functions.js';
 import type { QueueName } from './stateful-stack.js';
 
 /** The attempt timeout of a capability that declares none, as deployed (the Runtime's default). */
-export const DEPLOYED_DEFAULT_ATTEMPT_TIMEOUT_MS: number = RuntimeConfigSchema.shape.default_attempt_timeout_ms.parse(undefined);
+export const DEPLOYED_DEFAULT_ATTEMPT_TIMEOUT_MS: number = RuntimeSettingsSchema.shape.default_attempt_timeout_ms.parse(undefined);
 
 /** The configuration field behind each queue consumer's timeout. */
 const TIMEOUT_FIELD: Record<QueueName, 'workerTimeoutSeconds' | 'reconcilerTimeoutSeconds'> = {

@@ -169,11 +169,11 @@ export function precompiledRegistryPlugin(generate: () => Promise<string>): Plug
         const target = resolve(args.resolveDir, args.path).replace(/\.[jt]s$/, '');
         return target === standIn ? { path: 'precompiled-registry.generated.js', namespace: 'aip-precompiled' } : undefined;
       });
-      build.onLoad({ filter: /.*/, namespace: 'aip-precompiled' }, async () => ({
-        contents: await (source ??= generate()),
-        loader: 'js',
-        resolveDir: BUNDLE_ROOT,
-      }));
+      build.onLoad({ filter: /.*/, namespace: 'aip-precompiled' }, async () => {
+        // Generated once per build, however many entries resolve the stand-in.
+        source ??= generate();
+        return { contents: await source, loader: 'js', resolveDir: BUNDLE_ROOT };
+      });
     },
   };
 }

@@ -29,10 +29,10 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
-import type { RouteId } from '../functions/http/routes.js';
+import type { RouteId } from '../lib/http/routes.js';
 import { GSIS } from '../lib/aws/dynamo/table-design.js';
 import { BUNDLE_ENTRY_NAME, BUNDLE_ROOT, localBundlingCommand, runLocalBundling } from './bundling.js';
-import { type InfraConfig, toRuntimeConfig } from './config.js';
+import { type InfraConfig, toDeploymentRuntimeConfig } from './config.js';
 import { AIP_METRICS, FUNCTION_ENV, metricsNamespace, OPTIONAL_FUNCTION_ENV, POWERTOOLS_ENV } from './function-env.js';
 import { NAG_REASONS } from './nag.js';
 import { assertVisibilityExceedsTimeout, type QueueName, type StatefulResources } from './stateful-stack.js';
@@ -42,7 +42,6 @@ export const PROJECT_ROOT = BUNDLE_ROOT;
 
 export const LAMBDA_RUNTIME = lambda.Runtime.NODEJS_22_X;
 export const LAMBDA_ARCHITECTURE = lambda.Architecture.ARM_64;
-export { ESM_REQUIRE_BANNER } from './bundling.js';
 /** Lambda's limit on all environment variables of a function together. */
 const LAMBDA_ENVIRONMENT_LIMIT_BYTES = 4096;
 /** Budget for the runtime configuration, leaving room for the other variables (whose values are deploy-time tokens). */
@@ -75,7 +74,7 @@ export interface FunctionAccess {
 
 /**
  * What invokes a function, besides an SQS event source (`consumes`):
- * - `api`: API Gateway methods, one per route ID of functions/http/routes.ts (infra/api.ts);
+ * - `api`: API Gateway methods, one per route ID of lib/http/routes.ts (infra/api.ts);
  * - `authorizer`: the API's Lambda authorizer (exactly one definition);
  * - `schedule`: an EventBridge rule, e.g. every minute (the sweeper).
  */
@@ -183,7 +182,7 @@ export function createFunction(scope: Construct, definition: FunctionDefinition,
   const { stateful, config } = context;
   const access = definition.access ?? {};
 
-  const runtimeConfig = JSON.stringify(toRuntimeConfig(config));
+  const runtimeConfig = JSON.stringify(toDeploymentRuntimeConfig(config));
   const connectorEndpoints = Object.keys(config.connectorEndpoints).length > 0 ? JSON.stringify(config.connectorEndpoints) : undefined;
   // AIP_CONNECTOR_ENDPOINTS shares the budget: both are configuration-sized JSON.
   const configBytes = Buffer.byteLength(runtimeConfig) + (connectorEndpoints ? Buffer.byteLength(connectorEndpoints) : 0);

@@ -32,7 +32,7 @@ import { EnvCredentialProvider } from '../../lib/connectors/credentials/env-prov
 import { createPaymentsConnector, DEFAULT_PAYMENTS_CREDENTIAL_HANDLE } from '../../lib/connectors/reference/payments.js';
 import { decodeQueueMessage, type InvokeMessage } from '../../lib/ports/messages.js';
 import { SteppedClock } from '../../lib/ports/clock.js';
-import { parseRuntimeConfig, type RuntimeConfigInput } from '../../lib/runtime/config.js';
+import { parseRuntimeSettingsInput, type RuntimeSettingsInput } from '../../lib/runtime/config.js';
 import { staticConnectorHost } from '../../lib/runtime/deps.js';
 import { CapabilityRegistry } from '../../lib/runtime/registry.js';
 import { Runtime } from '../../lib/runtime/runtime.js';
@@ -128,7 +128,7 @@ export interface Harness {
 export interface HarnessOptions {
   readonly tableName?: string;
   /** Merged into the runtime configuration. Default: no approval policies (so commit and compensate run without an approval). */
-  readonly config?: RuntimeConfigInput;
+  readonly config?: RuntimeSettingsInput;
   /** Payments capabilities' execution timeout (default 10 000 ms, as shipped). */
   readonly paymentsTimeoutMs?: number;
   readonly pollIntervalMs?: number;
@@ -165,7 +165,7 @@ export async function createHarness(emulators: Emulators, options: HarnessOption
     ...(options.pollIntervalMs !== undefined ? { pollIntervalMs: options.pollIntervalMs } : {}),
   });
   const registry = CapabilityRegistry.fromManifests([{ manifest: await connector.discover({}), support: connector }]);
-  const config = parseRuntimeConfig({ operator_scope: 'aip:operator', ...(options.config ?? {}) }, 'local');
+  const config = parseRuntimeSettingsInput({ operator_scope: 'aip:operator', ...(options.config ?? {}) }, 'local');
   const table = { client: doc, tableName, now };
   // BENCH_STORE_KNOWN_IMAGES=0 measures the store as it was before it kept known images (docs/bench/analysis.md 4.1).
   const knownImages = process.env.BENCH_STORE_KNOWN_IMAGES;

@@ -33,10 +33,6 @@ export function distribution(values: readonly number[], digits = 1): Distributio
   };
 }
 
-export function median(values: readonly number[]): number {
-  return distribution(values, 3).p50;
-}
-
 /** Ratio rounded to 2 decimals (NaN when the denominator is 0). */
 export function ratio(a: number, b: number): number {
   return b === 0 ? Number.NaN : Math.round((a / b) * 100) / 100;

@@ -28,8 +28,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { billedUnits, costModel, DEPLOYED_WAIT_POLL, waitNotice, type PollSchedule, type AipInputs, type Assumptions, type DynamoUnits, type ModelInputs, type OptionCost, type OptionId } from '../lib/awscost-model.js';
 import { PRICES, PRICES_READ_ON, type Price, type PriceId } from '../lib/prices.js';
-import type { BenchReport } from '../lib/report.js';
-import type { BundleFigures } from './bundles.js';
+import type { BundleFigures, BundlesFigures } from './bundles.js';
+import type { E2eFigures } from './e2e.js';
+import type { PeerFigures } from './peer.js';
 import type { ScenarioFigures } from './cost.js';
 import { latencyOptions, type LatencyFigures } from './latency.js';
 
@@ -58,7 +59,15 @@ export interface AwsCostFigures {
   readonly notes: string[];
 }
 
-type Partial2 = Pick<BenchReport, 'cost' | 'peer' | 'bundles' | 'e2e' | 'started_at'> & { latency?: LatencyFigures };
+/** What this section reads of the run's report (the other sections' figures); structural, so the report module can import this one. */
+type Partial2 = {
+  readonly started_at: string;
+  readonly cost?: ScenarioFigures[];
+  readonly peer?: PeerFigures;
+  readonly bundles?: BundlesFigures;
+  readonly e2e?: E2eFigures;
+  readonly latency?: LatencyFigures;
+};
 
 /** The previous run's figures (docs/bench/latest.json), if readable. */
 function previousRun(): Partial2 | undefined {

@@ -15,6 +15,13 @@
  *   transitively (esbuild's metafile): what Node reads, parses and evaluates
  *   before the handler can run. `total_bytes`: every chunk, the lazily
  *   imported ones included (what the first invocations may load).
+ *   `first_invocation_bytes`: what the first invocation adds to the static
+ *   set on every path (the Runtime's composition chunk and its static
+ *   imports; for the `deferred` variant, the handler module too).
+ * - Variants of the API route bundle, measured the same way in the same run:
+ *   `before` (one file, run-time ajv: what NodejsFunction deployed) and
+ *   `deferred` (the deployed bundle behind an entry stub that imports the
+ *   handler module on the first invocation: an option, not deployed).
  * - Composition by package: esbuild's `bytesInOutput` of every input, grouped
  *   by npm package (project files by folder), for the statically loaded
  *   chunks and for the whole bundle.
@@ -154,7 +161,9 @@ export function functionEnv(FUNCTION_ENV: Record<string, string>, POWERTOOLS_ENV
  */
 const PROBE = [
   'const context = { functionName: "aip-bench", functionVersion: "$LATEST", invokedFunctionArn: "arn:aws:lambda:us-east-1:000000000000:function:aip-bench", memoryLimitInMB: "512", awsRequestId: "bench", logGroupName: "bench", logStreamName: "bench", callbackWaitsForEmptyEventLoop: true, getRemainingTimeInMillis: () => 29000, done() {}, fail() {}, succeed() {} };',
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: the probe's source text, whose template literals run in the child process
   'const outcome = (r) => (r && typeof r === "object" && "statusCode" in r ? String(r.statusCode) : r && typeof r === "object" && "batchItemFailures" in r ? `${r.batchItemFailures.length} failed` : "ok");',
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: the probe's source text, whose template literals run in the child process
   'const invoke = async (h, e) => { try { return outcome(await h(e, context)); } catch (err) { return `threw ${err && err.name}`; } };',
   'const t0 = performance.now(); const m = await import(process.env.AIP_BENCH_BUNDLE); const t1 = performance.now();',
   'const h = m[process.env.AIP_BENCH_HANDLER]; if (typeof h !== "function") throw new Error("no handler " + process.env.AIP_BENCH_HANDLER);',
@@ -229,20 +238,20 @@ interface Target {
 }
 
 export async function runBundlesSection(options: { runs: number }, log: (line: string) => void): Promise<BundlesFigures> {
-  const [{ aipFunctionDefinitions }, { loadInfraConfig, toRuntimeConfig }, { DEFAULT_CONFIG_FILE }, bundling, fenv, { ROUTES }, { encodeAuthorizerContext }, esbuildPkg] = await Promise.all([
+  const [{ aipFunctionDefinitions }, { loadInfraConfig, toDeploymentRuntimeConfig }, { DEFAULT_CONFIG_FILE }, bundling, fenv, { ROUTES }, { encodeAuthorizerContext }, esbuildPkg] = await Promise.all([
     import('../../infra/aip-functions.js'),
-    import('../../infra/config.js'),
+    import('../../lib/config/deployment.js'),
     import('../../infra/aip-app.js'),
     import('../../infra/bundling.js'),
-    import('../../infra/function-env.js'),
-    import('../../functions/http/routes.js'),
+    import('../../lib/config/function-env.js'),
+    import('../../lib/http/routes.js'),
     import('../../lib/auth/authorizer-context.js'),
     import('esbuild'),
   ]);
   const config = loadInfraConfig(DEFAULT_CONFIG_FILE);
   const definitions = aipFunctionDefinitions(config);
   const connectors = config.connectors.map(({ id }) => ({ id, ...(config.connectorEndpoints[id] !== undefined ? { baseUrl: config.connectorEndpoints[id] } : {}) }));
-  const env = functionEnv(fenv.FUNCTION_ENV, fenv.POWERTOOLS_ENV, JSON.stringify(toRuntimeConfig(config)));
+  const env = functionEnv(fenv.FUNCTION_ENV, fenv.POWERTOOLS_ENV, JSON.stringify(toDeploymentRuntimeConfig(config)));
 
   const caller = {
     principal: { id: 'bench', kind: 'user' as const },

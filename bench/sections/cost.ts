@@ -169,13 +169,6 @@ export class ScenarioRun<C> {
   }
 }
 
-/** Runs one scenario on its own: a traced warm-up, then `runs` measured runs. */
-export async function runScenario<C>(h: Harness, s: Scenario<C>, runs: number): Promise<ScenarioFigures> {
-  const run = new ScenarioRun(h, s);
-  for (let i = 0; i <= runs; i++) await run.iterate(i);
-  return run.figures(runs);
-}
-
 // --- the actions ---------------------------------------------------------------------------
 
 export function chargeAction(mode: string, extra: Record<string, unknown> = {}, key: string | null = uid('idem')): Record<string, unknown> {

@@ -6,7 +6,7 @@
  */
 import type { ConsoleConfig } from './config-types.js';
 
-export type { ConsoleConfig, DevSignIn, OidcSignIn } from './config-types.js';
+export type { ConsoleConfig } from './config-types.js';
 
 export async function loadConfig(): Promise<ConsoleConfig> {
   const res = await fetch(new URL('config.json', document.baseURI), { cache: 'no-store' });

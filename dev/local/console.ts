@@ -4,7 +4,7 @@
  * development config.json, and the development sign-in endpoint
  * `POST /_local/token`. LOCAL ONLY: these paths are served by the local HTTP
  * server before its route table (dev/local/http-server.ts `localRoutes`);
- * they are not routes of functions/http/routes.ts and no deployment has them.
+ * they are not routes of lib/http/routes.ts and no deployment has them.
  *
  * `POST /_local/token` with `{"sub": "<principal>", "scopes": [...]}`
  * (Content-Type application/json, so a page of another origin cannot send it

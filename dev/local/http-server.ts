@@ -5,7 +5,7 @@
  *
  * Per request, in API Gateway's order:
  * 1. request size: more than 10 MB (API Gateway's hard limit) → 413 (REQUEST_TOO_LARGE);
- * 2. route match against functions/http/routes.ts: unknown path or method →
+ * 2. route match against lib/http/routes.ts: unknown path or method →
  *    404 (MISSING_AUTHENTICATION_TOKEN, as the stack maps it);
  * 3. for routes with `auth: jwt`: no Authorization header, or one that fails
  *    the identity validation expression → 401 without calling the authorizer;
@@ -40,7 +40,7 @@ import { gatewayProblem, gatewayResponse, type GatewayResponseType } from '../..
 import { PROBLEM_CONTENT_TYPE } from '../../lib/protocol/problem.js';
 import { AUTHORIZATION_HEADER_PATTERN, createAuthorizerHandler, type AuthorizerHandler } from '../../functions/authorizer.js';
 import { createHttpHandlers } from '../../functions/http/index.js';
-import { matchRoute, ROUTE_LIST, type RouteDefinition, type RouteId } from '../../functions/http/routes.js';
+import { matchRoute, ROUTE_LIST, type RouteDefinition, type RouteId } from '../../lib/http/routes.js';
 import type { AipHttpEvent } from '../../functions/shared/http.js';
 import { SILENT_LOGGER, errorFacts, type LoggerLike } from '../../functions/shared/logger.js';
 import type { Observability } from '../../functions/shared/observability.js';
@@ -134,7 +134,9 @@ function headerMaps(req: IncomingMessage): { headers: Record<string, string>; mu
     const value = raw[i + 1] as string;
     // Header names keep the client's casing, as API Gateway forwards them; the same name in other casings is merged.
     const existing = Object.keys(multi).find((k) => k.toLowerCase() === name.toLowerCase()) ?? name;
-    (multi[existing] ??= []).push(value);
+    const list = multi[existing];
+    if (list) list.push(value);
+    else multi[existing] = [value];
     headers[existing] = value;
   }
   return { headers, multi };

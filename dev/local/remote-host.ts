@@ -161,8 +161,12 @@ export async function startLocalRemote(o: StartLocalRemoteOptions): Promise<Star
         receiverUrl: receiverServer.url,
         kid: h.kid,
         did: h.did,
-        dropAnswers: (n) => void (drop = n),
-        forgeAnswers: (n) => void (forge = n),
+        dropAnswers: (n) => {
+          drop = n;
+        },
+        forgeAnswers: (n) => {
+          forge = n;
+        },
       },
       stop,
     };

@@ -43,14 +43,18 @@ import type { Runtime } from '../../lib/runtime/runtime.js';
 import type { Clock } from '../../lib/ports/clock.js';
 import { decodeQueueMessage, type QueueMessage } from '../../lib/ports/messages.js';
 import { createPaymentsConnector, DEFAULT_PAYMENTS_CREDENTIAL_HANDLE, type PaymentsConnectorOptions } from '../../lib/connectors/reference/payments.js';
-import type { ApprovalPolicy } from '../../infra/config.js';
+import type { ApprovalPolicy, DeploymentRuntimeConfig } from '../../lib/config/deployment.js';
+import type { LocalCredentialReference } from '../../lib/connectors/credentials/env-provider.js';
+import type { RemotePlacement } from '../../lib/connectors/remote/config.js';
 import { startDynamoDbLocal, type DynamoDbLocal } from '../emulators/dynamodb-local.js';
 import { startSqsEmulator, type FauxqsHandle } from '../emulators/fauxqs.js';
 import { startPaymentsSimulator, type PaymentsSimulator } from '../payments-simulator/server.js';
 import { startSchedulerEmulator, type SchedulerEmulator } from '../scheduler-emulator/emulator.js';
 import { DEV_AUDIENCE, DEV_ISSUER, devVerifierConfig, generateDevKeys, loadDevKeys, type DevKeys } from '../auth/keys.js';
 import { mintToken, type MintTokenOptions } from '../auth/mint.js';
-import { FUNCTION_ENV, OPTIONAL_ENV, createRuntime, installRuntime, readBootstrapSettings, uninstallRuntime, type RuntimeHandle } from '../../functions/shared/bootstrap.js';
+import { createRuntime, installRuntime, uninstallRuntime } from '../../functions/shared/bootstrap.js';
+import type { RuntimeHandle } from '../../functions/shared/compose-runtime.js';
+import { DEFAULT_SERVICE_PRINCIPAL_ID, OPTIONAL_ENV, readBootstrapSettings, settingsToEnv } from '../../functions/shared/settings.js';
 import { productionRuntime } from '../../functions/shared/production-runtime.js';
 import { handler as invokeHandler } from '../../functions/worker/invoke.js';
 import { handler as reconcileHandler } from '../../functions/worker/reconcile.js';
@@ -113,7 +117,7 @@ export const DEFAULT_LOCAL_APPROVAL_POLICIES: ApprovalPolicy[] = [
 
 /** Runtime settings of the local stack (AIP_RUNTIME_SETTINGS), before the caller's overrides. */
 export const DEFAULT_LOCAL_RUNTIME_SETTINGS: Record<string, unknown> = {
-  // The edge grants the operator views with this scope (functions/http/routes.ts SCOPES.operator).
+  // The edge grants the operator views with this scope (lib/http/routes.ts SCOPES.operator).
   operator_scope: 'aip:operator',
 };
 
@@ -126,7 +130,7 @@ export interface LocalStackOptions {
   readonly ports?: Partial<Record<LocalService, number>>;
   /** Tenants the payments connector has (local) credentials for. Default ['demo']. */
   readonly tenants?: readonly string[];
-  /** Deployment approval policies (infra/config.ts shape). Default {@link DEFAULT_LOCAL_APPROVAL_POLICIES}. */
+  /** Deployment approval policies (lib/config/deployment.ts shape). Default {@link DEFAULT_LOCAL_APPROVAL_POLICIES}. */
   readonly approvalPolicies?: readonly ApprovalPolicy[];
   /** Merged over {@link DEFAULT_LOCAL_RUNTIME_SETTINGS} (lib/runtime/config.ts input). */
   readonly runtimeSettings?: Record<string, unknown>;
@@ -361,40 +365,22 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     });
     stops.push(() => scheduler.stop());
 
-    // The function environment, exactly as the stack would set it, validated by the composition root.
-    const runtimeConfig = {
+    const runtimeConfig: DeploymentRuntimeConfig = {
       envName: 'local',
       auth: { issuer: DEV_ISSUER, audience: DEV_AUDIENCE, jwksUrl: `${DEV_ISSUER}/.well-known/jwks.json`, algorithms: ['ES256'] },
       connectors: [{ id: 'payments', credentials: [] }],
-      approvalPolicies: options.approvalPolicies ?? DEFAULT_LOCAL_APPROVAL_POLICIES,
+      approvalPolicies: [...(options.approvalPolicies ?? DEFAULT_LOCAL_APPROVAL_POLICIES)],
     };
-    const env: NodeJS.ProcessEnv = {
-      [FUNCTION_ENV.tableName]: names.table,
-      [FUNCTION_ENV.invokeQueueUrl]: invokeQueue.url,
-      [FUNCTION_ENV.reconcileQueueUrl]: reconcileQueue.url,
-      [FUNCTION_ENV.reconcileQueueArn]: reconcileQueue.arn,
-      [FUNCTION_ENV.scheduleGroupName]: names.scheduleGroup,
-      [FUNCTION_ENV.schedulerRoleArn]: names.schedulerRole,
-      [FUNCTION_ENV.runtimeConfig]: JSON.stringify(runtimeConfig),
-      [OPTIONAL_ENV.runtimeSettings]: JSON.stringify({ ...DEFAULT_LOCAL_RUNTIME_SETTINGS, ...options.runtimeSettings }),
-      [OPTIONAL_ENV.localCredentials]: JSON.stringify({
-        references: [
-          ...tenants.map((tenant_id) => ({ connector_id: 'payments', handle: PAYMENTS_CREDENTIAL_HANDLE, tenant_id, env: PAYMENTS_KEY_VARIABLE })),
-          ...accountKeys.map((a) => ({ connector_id: 'payments', handle: PAYMENTS_CREDENTIAL_HANDLE, tenant_id: a.tenant_id, external_account_id: a.external_account_id, env: a.env })),
-        ],
-      }),
-      [OPTIONAL_ENV.connectorEndpoints]: JSON.stringify({ payments: simulator.url }),
-      // Cursor key: AIP_CURSOR_KEY from the environment, else a random key per start (cursors do not survive a restart).
-      [OPTIONAL_ENV.cursorKey]: process.env[OPTIONAL_ENV.cursorKey] || randomBytes(32).toString('base64url'),
-      AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint,
-      AWS_ENDPOINT_URL_SQS: fauxqs.endpoint,
-      AWS_ENDPOINT_URL_SCHEDULER: scheduler.endpoint,
-    };
+    const credentialReferences: LocalCredentialReference[] = [
+      ...tenants.map((tenant_id) => ({ connector_id: 'payments', handle: PAYMENTS_CREDENTIAL_HANDLE, tenant_id, env: PAYMENTS_KEY_VARIABLE })),
+      ...accountKeys.map((a) => ({ connector_id: 'payments', handle: PAYMENTS_CREDENTIAL_HANDLE, tenant_id: a.tenant_id, external_account_id: a.external_account_id, env: a.env })),
+    ];
     const tunables = options.payments;
     const credentialEnv = { [PAYMENTS_KEY_VARIABLE]: paymentsKey, ...Object.fromEntries(accountKeys.map((a) => [a.env, a.apiKey])) };
     // Remote placement: the connector host (with the payments credentials) and the checkpoint receiver start first:
     // the runtime's composition discovers the host's signed manifest.
     let remote: LocalRemoteHost | undefined;
+    let remotePlacement: RemotePlacement | undefined;
     if (options.connectorPlacement === 'remote') {
       const documents = DynamoDBDocumentClient.from(createDynamoDbClient({ endpoint: dynamo.endpoint }), { marshallOptions: { removeUndefinedValues: true } });
       stops.push(() => documents.destroy());
@@ -406,7 +392,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
           connector: createPaymentsConnector({ ...tunables, credentials: f.credentials, baseUrl: simulator.url }),
           credential_handle: () => DEFAULT_PAYMENTS_CREDENTIAL_HANDLE,
         }),
-        credentials: { references: JSON.parse(env[OPTIONAL_ENV.localCredentials] as string).references, env: credentialEnv },
+        credentials: { references: credentialReferences, env: credentialEnv },
         documents,
         tableName: names.table,
         ...(options.clock !== undefined ? { clock: options.clock } : {}),
@@ -414,8 +400,32 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       });
       stops.push(() => started.stop());
       remote = started.hooks;
-      env[OPTIONAL_ENV.remoteConnectors] = JSON.stringify(started.placement);
+      remotePlacement = started.placement;
     }
+    // The function environment, as the stack would set it (settingsToEnv), validated by the composition root.
+    const env: NodeJS.ProcessEnv = {
+      ...settingsToEnv({
+        tableName: names.table,
+        invokeQueueUrl: invokeQueue.url,
+        reconcileQueueUrl: reconcileQueue.url,
+        reconcileQueueArn: reconcileQueue.arn,
+        scheduleGroup: names.scheduleGroup,
+        schedulerRoleArn: names.schedulerRole,
+        runtimeConfig,
+        runtimeSettings: { ...DEFAULT_LOCAL_RUNTIME_SETTINGS, ...options.runtimeSettings },
+        servicePrincipal: { id: DEFAULT_SERVICE_PRINCIPAL_ID, kind: 'service' },
+        credentials: { source: 'local', references: credentialReferences },
+        // Cursor key: AIP_CURSOR_KEY from the environment, else a random key per start (cursors do not survive a restart).
+        cursorKey: { source: 'inline', material: process.env[OPTIONAL_ENV.cursorKey] || randomBytes(32).toString('base64url') },
+        connectorEndpoints: { payments: simulator.url },
+        ...(remotePlacement !== undefined ? { remotePlacement } : {}),
+        // settingsToEnv leaves endpoints to the SDK's own variables, set below.
+        endpoints: {},
+      }),
+      AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint,
+      AWS_ENDPOINT_URL_SQS: fauxqs.endpoint,
+      AWS_ENDPOINT_URL_SCHEDULER: scheduler.endpoint,
+    };
     const handle: RuntimeHandle = await createRuntime(readBootstrapSettings(env), {
       // Remote placement: the runtime holds no provider credential (it resolves inside the connector host).
       credentialEnv: remote === undefined ? credentialEnv : {},

@@ -90,7 +90,6 @@ export const Fault = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('decline'), code: z.string().min(1).max(64).default('generic_decline') }),
 ]);
 export type Fault = z.output<typeof Fault>;
-export type FaultType = Fault['type'];
 
 /** A bare fault name is shorthand for `{ type: name }`. */
 const FaultOrName = z.preprocess((v) => (typeof v === 'string' ? { type: v } : v), Fault);

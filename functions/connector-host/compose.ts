@@ -23,7 +23,7 @@ import { RemoteKeyring } from '../../lib/connectors/remote/jws.js';
 import { remoteHostedConnector, type RemoteConnector } from '../../lib/connectors/remote/proxy.js';
 import { InMemoryNonceStore, type NonceStore, type RemoteCheckpointInbox } from '../../lib/connectors/remote/stores.js';
 import type { Clock } from '../../lib/ports/clock.js';
-import type { CredentialProvider } from '../../lib/ports/credentials.js';
+import type { CredentialProvider } from '../../lib/connectors/ports/credentials.js';
 import type { HostedConnector } from '../../lib/runtime/deps.js';
 import { CONNECTOR_FACTORIES, type ConnectorFactory } from '../shared/connector-factories.js';
 import { KeyResolver } from './keys.js';
@@ -62,7 +62,11 @@ export async function composeConnectorHost(config: ConnectorHostConfig, override
   const keys = new KeyResolver(config.envName, overrides.kms);
   const endpoint = config.endpoint === 'function-url' ? overrides.endpoint : config.endpoint;
   if (endpoint === undefined) throw new Error('AIP_CONNECTOR_HOST_CONFIG: endpoint "function-url" needs the Function URL of the request');
-  let secrets: ReturnType<typeof createSecretsManagerClient> | undefined;
+  let secretsClient: ReturnType<typeof createSecretsManagerClient> | undefined;
+  const secrets = () => {
+    if (secretsClient === undefined) secretsClient = createSecretsManagerClient();
+    return secretsClient;
+  };
   const connectors: LocallyHostedConnector[] = config.connectors.map((c) => {
     const factory = overrides.connectorFactories?.[c.id] ?? CONNECTOR_FACTORIES[c.id];
     if (factory === undefined) throw new Error(`AIP_CONNECTOR_HOST_CONFIG: connector "${c.id}" is not in this build (available: ${Object.keys(CONNECTOR_FACTORIES).join(', ')})`);
@@ -70,7 +74,7 @@ export async function composeConnectorHost(config: ConnectorHostConfig, override
       overrides.localCredentials !== undefined
         ? new EnvCredentialProvider({ connector_id: c.id, references: overrides.localCredentials.references, ...(overrides.localCredentials.env !== undefined ? { env: overrides.localCredentials.env } : {}) })
         : new SecretsManagerCredentialProvider({
-            client: (secrets ??= createSecretsManagerClient()),
+            client: secrets(),
             connector_id: c.id,
             references: c.credentials.map((row) => ({
               connector_id: c.id,

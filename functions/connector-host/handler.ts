@@ -11,9 +11,8 @@
 import type { LambdaFunctionURLEvent, LambdaFunctionURLResult } from 'aws-lambda';
 import { REMOTE_ENV } from '../../lib/connectors/remote/config.js';
 import type { HostRequest, HostResponse, RemoteConnectorHost } from '../../lib/connectors/remote/host.js';
+import { once } from '../shared/lazy.js';
 import { composeConnectorHost, parseHostConfig } from './compose.js';
-
-let host: Promise<RemoteConnectorHost> | undefined;
 
 /** Function URL event → transport-neutral request (lower-case headers, body decoded). */
 export function toHostRequest(event: LambdaFunctionURLEvent): HostRequest {
@@ -28,10 +27,10 @@ export function toFunctionUrlResult(answer: HostResponse): LambdaFunctionURLResu
   return { statusCode: answer.status, headers: { ...answer.headers }, body: answer.body, isBase64Encoded: false };
 }
 
+const host = once(
+  (domainName: string): Promise<RemoteConnectorHost> => composeConnectorHost(parseHostConfig(process.env[REMOTE_ENV.hostConfig]), { endpoint: `https://${domainName}` }),
+);
+
 export async function handler(event: LambdaFunctionURLEvent): Promise<LambdaFunctionURLResult> {
-  host ??= composeConnectorHost(parseHostConfig(process.env[REMOTE_ENV.hostConfig]), { endpoint: `https://${event.requestContext.domainName}` }).catch((err: unknown) => {
-    host = undefined;
-    throw err;
-  });
-  return toFunctionUrlResult(await (await host).handle(toHostRequest(event)));
+  return toFunctionUrlResult(await (await host(event.requestContext.domainName)).handle(toHostRequest(event)));
 }

@@ -18,7 +18,8 @@ export class KeyResolver {
     this.#kmsFactory = kms ?? (() => createKmsClient());
   }
   #client(): KMSClient {
-    return (this.#kms ??= this.#kmsFactory());
+    if (this.#kms === undefined) this.#kms = this.#kmsFactory();
+    return this.#kms;
   }
   #inline(source: Extract<KeySource, { source: 'inline' }>, what: string): JWK {
     if (!inlineKeysAllowed(this.#envName)) throw new Error(`${what}: inline keys are for the local and test environments only; use a KMS key`);

@@ -12,29 +12,27 @@
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { LambdaFunctionURLEvent, LambdaFunctionURLResult } from 'aws-lambda';
 import { createDynamoDbClient } from '../../lib/aws/clients.js';
+import { FUNCTION_ENV } from '../../lib/config/function-env.js';
 import type { CheckpointReceiver } from '../../lib/connectors/remote/callback.js';
 import { REMOTE_ENV } from '../../lib/connectors/remote/config.js';
-import { FUNCTION_ENV } from '../../infra/function-env.js';
 import { composeCheckpointReceiver, parsePlacement } from './compose.js';
+import { once } from '../shared/lazy.js';
 import { toFunctionUrlResult, toHostRequest } from './handler.js';
 
 export const RECEIVER_ENV = { tableName: FUNCTION_ENV.tableName, envName: FUNCTION_ENV.envName } as const;
 
-let receiver: Promise<CheckpointReceiver> | undefined;
+/** Built on the first request: its URL is the Function URL the receiver is served on. */
+const receiver = once(async (domainName: string): Promise<CheckpointReceiver> => {
+  const tableName = process.env[RECEIVER_ENV.tableName];
+  if (tableName === undefined) throw new Error(`${RECEIVER_ENV.tableName} is required`);
+  return composeCheckpointReceiver(parsePlacement(process.env[REMOTE_ENV.placement]), {
+    envName: process.env[RECEIVER_ENV.envName] ?? 'prod',
+    documents: DynamoDBDocumentClient.from(createDynamoDbClient(), { marshallOptions: { removeUndefinedValues: true } }),
+    tableName,
+    url: `https://${domainName}`,
+  });
+});
 
 export async function handler(event: LambdaFunctionURLEvent): Promise<LambdaFunctionURLResult> {
-  receiver ??= (async () => {
-    const tableName = process.env[RECEIVER_ENV.tableName];
-    if (tableName === undefined) throw new Error(`${RECEIVER_ENV.tableName} is required`);
-    return composeCheckpointReceiver(parsePlacement(process.env[REMOTE_ENV.placement]), {
-      envName: process.env[RECEIVER_ENV.envName] ?? 'prod',
-      documents: DynamoDBDocumentClient.from(createDynamoDbClient(), { marshallOptions: { removeUndefinedValues: true } }),
-      tableName,
-      url: `https://${event.requestContext.domainName}`,
-    });
-  })().catch((err: unknown) => {
-    receiver = undefined;
-    throw err;
-  });
-  return toFunctionUrlResult(await (await receiver).handle(toHostRequest(event)));
+  return toFunctionUrlResult(await (await receiver(event.requestContext.domainName)).handle(toHostRequest(event)));
 }

@@ -13,7 +13,7 @@ import { productionRuntime } from '../shared/production-runtime.js';
 import type { ActionResult } from '../../lib/protocol/index.js';
 import type { ActionState, CallerIdentity, RuntimeApi, SubmitOutcome } from '../shared/runtime-api.js';
 import { parsePreferWait, pollUntil, SETTLED_STATUSES, waitBudgetMs, type WaitClock } from '../shared/wait.js';
-import { ROUTES } from './routes.js';
+import { ROUTES } from '../../lib/http/routes.js';
 
 /**
  * Edge validation of the submit body with the protocol's core envelope
@@ -22,7 +22,7 @@ import { ROUTES } from './routes.js';
  * (it validates again; the edge only rejects early, with the same codes).
  */
 export function validateSubmitBody(json: unknown): unknown {
-  const isRequest = typeof json === 'object' && json !== null && !Array.isArray(json) && Object.prototype.hasOwnProperty.call(json, 'action');
+  const isRequest = typeof json === 'object' && json !== null && !Array.isArray(json) && Object.hasOwn(json, 'action');
   if (isRequest) validateTransactionRequest(json);
   else validateAction(json);
   return json;

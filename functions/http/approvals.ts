@@ -5,7 +5,7 @@
  */
 import { createRouteHandler, type HttpDeps, type ProxyHandler } from '../shared/route-handler.js';
 import { productionRuntime } from '../shared/production-runtime.js';
-import { ROUTES } from './routes.js';
+import { ROUTES } from '../../lib/http/routes.js';
 
 export function createListApprovalsHandler(deps: HttpDeps): ProxyHandler {
   return createRouteHandler(ROUTES.listApprovals, deps, async ({ caller, tenant_id, query, runtime }) => {

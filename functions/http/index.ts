@@ -1,14 +1,15 @@
 /**
  * Every HTTP route's handler, built with the given dependencies: what the
  * local HTTP server (dev/local/http-server.ts) and the end-to-end tests run.
- * The deployed Lambdas use the per-module exports named in routes.ts.
+ * The deployed Lambdas use the per-module exports the route table names
+ * (lib/http/routes.ts, `handler`).
  */
+import type { RouteId } from '../../lib/http/routes.js';
 import type { HttpDeps, ProxyHandler } from '../shared/route-handler.js';
 import { createCancelActionHandler, createGetActionHandler, createStreamActionHandler, createSubmitActionHandler } from './actions.js';
 import { createDecideApprovalHandler, createListApprovalsHandler } from './approvals.js';
 import { createGetHealthHandler, createGetOpenApiHandler, createListCapabilitiesHandler } from './meta.js';
 import { createOperatorOverviewHandler, createOperatorReconcileHandler, createOperatorResolveHandler } from './operator.js';
-import type { RouteId } from './routes.js';
 import { createGetTransactionHandler, createListOperatorHandler } from './transactions.js';
 
 export function createHttpHandlers(deps: HttpDeps): Record<RouteId, ProxyHandler> {

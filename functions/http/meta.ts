@@ -8,7 +8,7 @@
 import { buildOpenApiDocument } from '../shared/openapi.js';
 import { createRouteHandler, type HttpDeps, type ProxyHandler } from '../shared/route-handler.js';
 import { productionRuntime } from '../shared/production-runtime.js';
-import { ROUTES } from './routes.js';
+import { ROUTES } from '../../lib/http/routes.js';
 
 export function createListCapabilitiesHandler(deps: HttpDeps): ProxyHandler {
   return createRouteHandler(ROUTES.listCapabilities, deps, async ({ caller, tenant_id, runtime }) => {

@@ -6,7 +6,7 @@
  */
 import { createRouteHandler, type HttpDeps, type ProxyHandler } from '../shared/route-handler.js';
 import { productionRuntime } from '../shared/production-runtime.js';
-import { ROUTES } from './routes.js';
+import { ROUTES } from '../../lib/http/routes.js';
 
 export function createOperatorOverviewHandler(deps: HttpDeps): ProxyHandler {
   return createRouteHandler(ROUTES.operatorOverview, deps, async ({ caller, tenant_id, runtime }) => {

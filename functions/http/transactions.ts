@@ -6,7 +6,7 @@
 import { createRouteHandler, type HttpDeps, type ProxyHandler } from '../shared/route-handler.js';
 import { productionRuntime } from '../shared/production-runtime.js';
 import type { TransactionSelector } from '../shared/runtime-api.js';
-import { ROUTES } from './routes.js';
+import { ROUTES } from '../../lib/http/routes.js';
 
 export function createGetTransactionHandler(deps: HttpDeps): ProxyHandler {
   return createRouteHandler(ROUTES.getTransaction, deps, async ({ caller, tenant_id, query, runtime }) => {

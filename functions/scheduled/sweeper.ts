@@ -13,9 +13,10 @@
  * oldest-outcome-unknown alarm watches (infra/alarms.ts).
  */
 import type { Context, ScheduledEvent } from 'aws-lambda';
-import { AIP_METRICS } from '../../infra/function-env.js';
+import { AIP_METRICS } from '../../lib/config/function-env.js';
 import { getRuntime } from '../shared/bootstrap.js';
 import { MetricUnit, withConsumerObservability } from '../shared/consumer-middleware.js';
+import { lazyHandler } from '../shared/lazy.js';
 import { defaultObservability, withTracer, type Observability } from '../shared/observability.js';
 import type { RuntimeProvider, SweepResult, WorkerRuntime } from '../shared/runtime-contract.js';
 
@@ -27,7 +28,6 @@ export interface SweeperHandlerDeps {
 export type SweeperHandler = (event: ScheduledEvent, context: Context) => Promise<SweepResult>;
 
 export function createSweeperHandler(deps: SweeperHandlerDeps): SweeperHandler {
-  let wrapped: Promise<SweeperHandler> | undefined;
   const build = async (): Promise<SweeperHandler> => {
     const obs = await withTracer(deps.observability ?? defaultObservability());
     const body = async (): Promise<SweepResult> => {
@@ -41,16 +41,9 @@ export function createSweeperHandler(deps: SweeperHandlerDeps): SweeperHandler {
       else obs.logger.debug('sweeper: nothing overdue', { oldest_outcome_unknown_age_seconds: age });
       return { enqueued: result.enqueued, oldest_outcome_unknown_age_seconds: age };
     };
-    return withConsumerObservability('sweeper', body, obs);
+    return withConsumerObservability(body, obs);
   };
-  return async (event, context) => {
-    // A failed build is not kept: the next invocation builds again.
-    wrapped ??= build().catch((err: unknown) => {
-      wrapped = undefined;
-      throw err;
-    });
-    return (await wrapped)(event, context);
-  };
+  return lazyHandler(build);
 }
 
 /** The deployed handler (`functions/scheduled/sweeper.handler`). */

@@ -1,446 +1,44 @@
 /**
- * THE composition root of the deployed functions and of the local stack.
+ * The Runtime of this container, shared by every Lambda handler.
  *
- * - {@link readBootstrapSettings} validates the function environment with zod
- *   and fails with one message naming every bad variable (never its value).
- * - {@link createRuntime} wires the Runtime from validated settings: DynamoDB
- *   stores, the two SQS queues, the EventBridge Scheduler adapter, the
- *   capability registry of the enabled connectors and their credential
- *   providers. The wiring itself lives in ./compose-runtime.ts, loaded on
- *   first use, so importing a handler module stays cheap and free of the
- *   Runtime's module graph (the handlers' unit tests import them with a stub).
- * - {@link getRuntime} is what every Lambda handler calls: one Runtime per
- *   container, built lazily at the first invocation from `process.env`. A
- *   failed build is not cached, so the next invocation tries again (and the
- *   failure shows on every invocation's logs, not only the first).
+ * - {@link getRuntime} is what the handlers call: one Runtime per container,
+ *   built lazily at the first invocation from `process.env` (read by
+ *   ./settings.ts). A failed build is not cached, so the next invocation tries
+ *   again (and the failure shows on every invocation's logs, not only the
+ *   first).
+ * - {@link createRuntime} builds a Runtime from validated settings. The
+ *   wiring lives in ./compose-runtime.ts, imported on first use, so importing
+ *   a handler module stays cheap and free of the Runtime's module graph (the
+ *   handlers' unit tests import them with a stub).
  * - {@link installRuntime} lets an in-process host (dev/local/start.ts, the
  *   end-to-end tests) hand the same handlers a runtime it built itself.
  *
  * Business rules do not live here: this module only reads configuration and
  * connects adapters to ports.
- *
- * Environment (names from infra/function-env.ts, which the stack sets):
- *
- * | variable | required | meaning |
- * |---|---|---|
- * | AIP_TABLE_NAME | yes | the single DynamoDB table |
- * | AIP_INVOKE_QUEUE_URL | yes | connector invocations (SQS standard queue) |
- * | AIP_RECONCILE_QUEUE_URL | yes | reconciliation jobs (SQS standard queue) |
- * | AIP_RECONCILE_QUEUE_ARN | yes | target of the one-time reconciliation schedules |
- * | AIP_SCHEDULE_GROUP | yes | EventBridge Scheduler group of those schedules |
- * | AIP_SCHEDULER_ROLE_ARN | yes | role the schedules run as |
- * | AIP_RUNTIME_CONFIG | yes | JSON, or a path to a JSON file: `RuntimeConfig` of infra/config.ts (auth, enabled connectors with credential references, approval policies) |
- * | AIP_CURSOR_KEY_SECRET_ARN | outside `local`/`test` | ARN of the Secrets Manager secret whose string is the key material sealing pagination cursors (lib/runtime/cursor.ts); read once per container, on the first listing |
- * | AIP_CURSOR_KEY | no | the key material itself (at least 32 characters, or `{"current","previous"}` JSON), `local`/`test` only; with neither variable there, a random key per composition |
- * | AIP_RUNTIME_SETTINGS | no | JSON or path: the Runtime's own tuning (`RuntimeConfigInput` of lib/runtime/config.ts: tenant approval policies, reconciliation backoff, stall threshold, scopes, retention); defaults otherwise. `test_mode` only when `envName` is `local` or `test` |
- * | AIP_SERVICE_PRINCIPAL | no | ID of the runtime's own service principal (reconciliation runs as it); wins over AIP_RUNTIME_SETTINGS; default `aip-runtime` |
- * | AIP_LOCAL_CREDENTIALS | no | JSON or path, `{"references":[...]}` of lib/connectors/credentials/env-provider.ts: resolve credentials from environment variables or files instead of Secrets Manager (local runs) |
- * | AIP_CONNECTOR_ENDPOINTS | no | JSON object, connector ID → base URL override (the local stack points `payments` at the simulator) |
- * | AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_<SERVICE> | no | honoured by lib/aws/clients.ts (LocalStack, emulators) |
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { isAbsolute, resolve } from 'node:path';
-import * as z from 'zod';
-import { configuredEndpoint, type AwsService } from '../../lib/aws/client-config.js';
-import { LocalCredentialConfigSchema, type LocalCredentialReference } from '../../lib/connectors/credentials/env-provider.js';
-import { RemotePlacementSchema, inlineKeysAllowed, keySources, type RemotePlacement } from '../../lib/connectors/remote/config.js';
-import type { Clock } from '../../lib/ports/clock.js';
-import { IdSchema } from '../../lib/protocol/primitives.js';
-import type { Principal } from '../../lib/protocol/identity.js';
-import type { CrashPoints } from '../../lib/runtime/crash-points.js';
-import type { RuntimeLogger } from '../../lib/runtime/deps.js';
 import type { Runtime } from '../../lib/runtime/runtime.js';
-import type { ConnectorFactory } from './compose-runtime.js';
-import { FUNCTION_ENV } from '../../infra/function-env.js';
-import { InfraConfigError, RuntimeConfigSchema, type RuntimeConfig } from '../../infra/config.js';
+import type { RuntimeHandle, RuntimeOverrides } from './compose-runtime.js';
+import { once } from './lazy.js';
+import { readBootstrapSettings, type BootstrapSettings } from './settings.js';
 
-export { FUNCTION_ENV } from '../../infra/function-env.js';
-export type { RuntimeConfig as DeploymentRuntimeConfig } from '../../infra/config.js';
-
-/** Optional variables the stack does not set (not part of FUNCTION_ENV). */
-export const OPTIONAL_ENV = {
-  runtimeSettings: 'AIP_RUNTIME_SETTINGS',
-  servicePrincipal: 'AIP_SERVICE_PRINCIPAL',
-  localCredentials: 'AIP_LOCAL_CREDENTIALS',
-  connectorEndpoints: 'AIP_CONNECTOR_ENDPOINTS',
-  /** Cursor key material inline (local and test environments only; deployed functions use AIP_CURSOR_KEY_SECRET_ARN). */
-  cursorKey: 'AIP_CURSOR_KEY',
-  /** Remote connector placement (lib/connectors/remote/config.ts; docs/infra.md "Remote connector host"). */
-  remoteConnectors: 'AIP_REMOTE_CONNECTORS',
-} as const;
-
-export const DEFAULT_SERVICE_PRINCIPAL_ID = 'aip-runtime';
-
-/**
- * Where the key that seals pagination cursors comes from: a Secrets Manager
- * secret (deployed functions), the material itself (local runs, tests), or
- * nowhere (a random key per composition; refused outside `local`/`test` by
- * the composition, compose-runtime.ts).
- */
-export type CursorKeySource =
-  | { readonly source: 'secrets-manager'; readonly secretArn: string }
-  | { readonly source: 'inline'; readonly material: string }
-  | { readonly source: 'none' };
-
-export type CredentialSource =
-  | { readonly source: 'secrets-manager' }
-  | { readonly source: 'local'; readonly references: readonly LocalCredentialReference[] };
-
-/** Everything the composition needs, validated. */
-export interface BootstrapSettings {
-  readonly tableName: string;
-  readonly invokeQueueUrl: string;
-  readonly reconcileQueueUrl: string;
-  readonly reconcileQueueArn: string;
-  readonly scheduleGroup: string;
-  readonly schedulerRoleArn: string;
-  readonly runtimeConfig: RuntimeConfig;
-  /**
-   * The Runtime's tuning as given (AIP_RUNTIME_SETTINGS, a JSON object; `{}`
-   * when unset). The composition validates it with the Runtime's own schema
-   * (lib/runtime/config.ts) and adds the service principal and the
-   * deployment's approval policies (compose-runtime.ts, `runtimeConfigFor`).
-   */
-  readonly runtimeSettings: Readonly<Record<string, unknown>>;
-  /** The runtime's own service principal (kind `service`); default `aip-runtime`. */
-  readonly servicePrincipal: Principal;
-  readonly credentials: CredentialSource;
-  /** The key that seals pagination cursors (AIP_CURSOR_KEY_SECRET_ARN or AIP_CURSOR_KEY). */
-  readonly cursorKey: CursorKeySource;
-  /** Connector ID → base URL override. */
-  readonly connectorEndpoints: Readonly<Record<string, string>>;
-  /** Connectors placed on a remote connector host (AIP_REMOTE_CONNECTORS); absent: every connector runs in-process. */
-  readonly remotePlacement?: RemotePlacement;
-  /** Endpoints the environment names (AWS_ENDPOINT_URL*); absent: the SDK's regional endpoint. */
-  readonly endpoints: Readonly<Partial<Record<AwsService, string>>>;
-}
-
-export interface BootstrapIssue {
-  /** The environment variable, with a path inside its JSON when relevant (`AIP_RUNTIME_CONFIG: connectors[0].id`). */
-  readonly variable: string;
-  readonly message: string;
-}
-
-/** Thrown for an environment the functions cannot run with. Names variables, never their values. */
-export class BootstrapConfigError extends Error {
-  readonly issues: readonly BootstrapIssue[];
-  constructor(issues: readonly BootstrapIssue[]) {
-    super(
-      'Invalid AIP function environment (see functions/shared/bootstrap.ts for every variable):\n' +
-        issues.map((i) => `  - ${i.variable}: ${i.message}`).join('\n'),
-    );
-    this.name = 'BootstrapConfigError';
-    this.issues = issues;
-  }
-}
-
-const required = (what: string) => z.string({ error: `is required: ${what}` }).trim().min(1, { message: `must not be empty: ${what}` });
-
-/**
- * A queue URL. Checked by shape, not with the WHATWG URL parser: emulators
- * answer URLs such as `http://sqs.us-east-1.127.0.0.1:9324/000000000000/q`
- * (fauxqs), whose host that parser rejects, while the SDK sends them fine.
- */
-const url = (what: string) => required(what).regex(/^https?:\/\/[^/\s?#]+\/\S+$/, { message: `must be an http(s) URL (${what})` });
-
-const EnvSchema = z.object({
-  [FUNCTION_ENV.tableName]: required('the DynamoDB table name').regex(/^[A-Za-z0-9_.-]{3,255}$/, {
-    message: 'must be a DynamoDB table name: 3-255 of A-Z a-z 0-9 _ . -',
-  }),
-  [FUNCTION_ENV.invokeQueueUrl]: url('the invoke queue URL'),
-  [FUNCTION_ENV.reconcileQueueUrl]: url('the reconcile queue URL'),
-  [FUNCTION_ENV.reconcileQueueArn]: required('the reconcile queue ARN').regex(/^arn:aws[a-z-]*:sqs:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,80}(\.fifo)?$/, {
-    message: 'must be an SQS queue ARN (arn:aws:sqs:<region>:<account>:<name>)',
-  }),
-  [FUNCTION_ENV.scheduleGroupName]: required('the EventBridge Scheduler group').regex(/^[0-9a-zA-Z_.-]{1,64}$/, {
-    message: 'must be a schedule group name: 1-64 of 0-9 a-z A-Z - _ .',
-  }),
-  [FUNCTION_ENV.schedulerRoleArn]: required('the role Scheduler assumes').regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/-]{1,512}$/, {
-    message: 'must be an IAM role ARN (arn:aws:iam::<account>:role/<name>)',
-  }),
-  [FUNCTION_ENV.runtimeConfig]: required('JSON or a path to a JSON file with the runtime configuration'),
-  [FUNCTION_ENV.cursorKeySecretArn]: z
-    .string()
-    .trim()
-    .regex(/^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[\w/+=.@-]{1,512}$/, { message: 'must be a Secrets Manager secret ARN (arn:aws:secretsmanager:<region>:<account>:secret:<name>)' })
-    .optional(),
-  [OPTIONAL_ENV.cursorKey]: z.string().optional(),
-  [OPTIONAL_ENV.runtimeSettings]: z.string().trim().optional(),
-  [OPTIONAL_ENV.servicePrincipal]: z.string().trim().optional(),
-  [OPTIONAL_ENV.localCredentials]: z.string().trim().optional(),
-  [OPTIONAL_ENV.connectorEndpoints]: z.string().trim().optional(),
-  [OPTIONAL_ENV.remoteConnectors]: z.string().trim().optional(),
-});
-
-function formatPath(path: readonly PropertyKey[]): string {
-  let out = '';
-  for (const segment of path) {
-    if (typeof segment === 'number') out += `[${segment}]`;
-    else out += out === '' ? String(segment) : `.${String(segment)}`;
-  }
-  return out;
-}
-
-function describe(issue: z.core.$ZodIssue): string {
-  if (issue.code === 'unrecognized_keys') return `unknown field(s) ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
-  if (issue.code === 'invalid_type' && issue.input === undefined) return issue.message.startsWith('Invalid input') ? 'is required' : issue.message;
-  return issue.message;
-}
-
-/** A variable holding JSON, or a path to a JSON file (resolved against `cwd`). */
-function readJsonValue(variable: string, raw: string, cwd: string, issues: BootstrapIssue[]): unknown {
-  let text = raw;
-  if (!raw.startsWith('{') && !raw.startsWith('[')) {
-    const path = isAbsolute(raw) ? raw : resolve(cwd, raw);
-    if (!existsSync(path)) {
-      issues.push({ variable, message: 'is neither JSON nor the path of an existing file' });
-      return undefined;
-    }
-    try {
-      text = readFileSync(path, 'utf8');
-    } catch (err) {
-      issues.push({ variable, message: `cannot read the file it names (${(err as NodeJS.ErrnoException).code ?? 'error'})` });
-      return undefined;
-    }
-  }
-  try {
-    return JSON.parse(text);
-  } catch {
-    issues.push({ variable, message: 'is not valid JSON' });
-    return undefined;
-  }
-}
-
-/** Validates a nested JSON value; its issues are reported under `variable: path`. */
-export function parseNested<T>(variable: string, schema: z.ZodType<T>, value: unknown, issues: BootstrapIssue[]): T | undefined {
-  const result = schema.safeParse(value);
-  if (result.success) return result.data;
-  for (const issue of result.error.issues) {
-    const path = formatPath(issue.path);
-    issues.push({ variable: path ? `${variable}: ${path}` : variable, message: describe(issue) });
-  }
-  return undefined;
-}
-
-const ConnectorEndpointsSchema = z.record(
-  IdSchema,
-  z.string().refine((v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol), { message: 'must be an http(s) URL' }),
-);
-
-export interface ReadSettingsOptions {
-  /** Relative config paths resolve against this. Default process.cwd(). */
-  readonly cwd?: string;
-}
-
-/**
- * Validates the function environment. Throws {@link BootstrapConfigError}
- * listing every problem at once.
- */
-export function readBootstrapSettings(env: NodeJS.ProcessEnv = process.env, options: ReadSettingsOptions = {}): BootstrapSettings {
-  const cwd = options.cwd ?? process.cwd();
-  const issues: BootstrapIssue[] = [];
-  const parsed = EnvSchema.safeParse(env);
-  if (!parsed.success) {
-    for (const issue of parsed.error.issues) issues.push({ variable: formatPath(issue.path), message: describe(issue) });
-  }
-  const vars = (parsed.success ? parsed.data : {}) as Partial<z.output<typeof EnvSchema>>;
-
-  let runtimeConfig: RuntimeConfig | undefined;
-  const rawConfig = vars[FUNCTION_ENV.runtimeConfig];
-  if (rawConfig !== undefined) {
-    const value = readJsonValue(FUNCTION_ENV.runtimeConfig, rawConfig, cwd, issues);
-    if (value !== undefined) runtimeConfig = parseNested(FUNCTION_ENV.runtimeConfig, RuntimeConfigSchema, value, issues);
-  } else if (parsed.success) {
-    issues.push({ variable: FUNCTION_ENV.runtimeConfig, message: 'is required' });
-  }
-
-  let runtimeSettings: Record<string, unknown> | undefined;
-  const rawSettings = env[OPTIONAL_ENV.runtimeSettings]?.trim();
-  const settingsValue = rawSettings ? readJsonValue(OPTIONAL_ENV.runtimeSettings, rawSettings, cwd, issues) : {};
-  if (settingsValue !== undefined) {
-    if (typeof settingsValue === 'object' && settingsValue !== null && !Array.isArray(settingsValue)) runtimeSettings = settingsValue as Record<string, unknown>;
-    else issues.push({ variable: OPTIONAL_ENV.runtimeSettings, message: 'must be a JSON object' });
-  }
-
-  let servicePrincipal: Principal = { id: DEFAULT_SERVICE_PRINCIPAL_ID, kind: 'service' };
-  const rawPrincipal = env[OPTIONAL_ENV.servicePrincipal]?.trim();
-  if (rawPrincipal) {
-    if (IdSchema.safeParse(rawPrincipal).success) servicePrincipal = { id: rawPrincipal, kind: 'service' };
-    else issues.push({ variable: OPTIONAL_ENV.servicePrincipal, message: 'must be a protocol ID: 1-256 of letters, digits and . _ : @ / -' });
-  }
-
-  let credentials: CredentialSource = { source: 'secrets-manager' };
-  const rawLocal = env[OPTIONAL_ENV.localCredentials]?.trim();
-  if (rawLocal) {
-    const value = readJsonValue(OPTIONAL_ENV.localCredentials, rawLocal, cwd, issues);
-    if (value !== undefined) {
-      const local = parseNested(OPTIONAL_ENV.localCredentials, LocalCredentialConfigSchema, value, issues);
-      if (local) credentials = { source: 'local', references: local.references as LocalCredentialReference[] };
-    }
-  }
-
-  let connectorEndpoints: Record<string, string> = {};
-  const rawEndpoints = env[OPTIONAL_ENV.connectorEndpoints]?.trim();
-  if (rawEndpoints) {
-    const value = readJsonValue(OPTIONAL_ENV.connectorEndpoints, rawEndpoints, cwd, issues);
-    if (value !== undefined) connectorEndpoints = parseNested(OPTIONAL_ENV.connectorEndpoints, ConnectorEndpointsSchema, value, issues) ?? {};
-  }
-
-  if (runtimeConfig) {
-    const enabled = new Set(runtimeConfig.connectors.map((c) => c.id));
-    for (const id of Object.keys(connectorEndpoints)) {
-      if (!enabled.has(id)) issues.push({ variable: `${OPTIONAL_ENV.connectorEndpoints}: ${id}`, message: `is not an enabled connector (enabled: ${[...enabled].join(', ') || 'none'})` });
-    }
-  }
-
-  let remotePlacement: RemotePlacement | undefined;
-  const rawRemote = env[OPTIONAL_ENV.remoteConnectors]?.trim();
-  if (rawRemote) {
-    const value = readJsonValue(OPTIONAL_ENV.remoteConnectors, rawRemote, cwd, issues);
-    if (value !== undefined) remotePlacement = parseNested(OPTIONAL_ENV.remoteConnectors, RemotePlacementSchema, value, issues);
-    if (remotePlacement !== undefined && runtimeConfig) {
-      const enabled = new Set(runtimeConfig.connectors.map((c) => c.id));
-      for (const c of remotePlacement.connectors) {
-        if (!enabled.has(c.id)) issues.push({ variable: `${OPTIONAL_ENV.remoteConnectors}: ${c.id}`, message: `is not an enabled connector (enabled: ${[...enabled].join(', ') || 'none'})` });
-      }
-      if (!inlineKeysAllowed(runtimeConfig.envName) && keySources(remotePlacement).some((k) => k.source === 'inline')) {
-        issues.push({ variable: OPTIONAL_ENV.remoteConnectors, message: 'inline keys are for the local and test environments only; use KMS keys' });
-      }
-    }
-  }
-
-  let cursorKey: CursorKeySource = { source: 'none' };
-  const cursorKeyArn = vars[FUNCTION_ENV.cursorKeySecretArn];
-  const cursorKeyMaterial = env[OPTIONAL_ENV.cursorKey];
-  if (cursorKeyArn !== undefined && cursorKeyMaterial !== undefined) {
-    issues.push({ variable: OPTIONAL_ENV.cursorKey, message: `set either it or ${FUNCTION_ENV.cursorKeySecretArn}, not both` });
-  } else if (cursorKeyArn !== undefined) {
-    cursorKey = { source: 'secrets-manager', secretArn: cursorKeyArn };
-  } else if (cursorKeyMaterial !== undefined) {
-    if (runtimeConfig && !['local', 'test'].includes(runtimeConfig.envName)) {
-      issues.push({ variable: OPTIONAL_ENV.cursorKey, message: `is for the local and test environments only; deployed functions read the key from ${FUNCTION_ENV.cursorKeySecretArn}` });
-    } else cursorKey = { source: 'inline', material: cursorKeyMaterial };
-  }
-
-  if (issues.length > 0 || !runtimeConfig || !runtimeSettings) throw new BootstrapConfigError(issues);
-
-  const endpoints: Partial<Record<AwsService, string>> = {};
-  for (const service of ['dynamodb', 'sqs', 'scheduler', 'secretsManager'] as const) {
-    const endpoint = configuredEndpoint(service, undefined, env);
-    if (endpoint) endpoints[service] = endpoint;
-  }
-
-  const v = vars as z.output<typeof EnvSchema>;
-  return {
-    tableName: v[FUNCTION_ENV.tableName],
-    invokeQueueUrl: v[FUNCTION_ENV.invokeQueueUrl],
-    reconcileQueueUrl: v[FUNCTION_ENV.reconcileQueueUrl],
-    reconcileQueueArn: v[FUNCTION_ENV.reconcileQueueArn],
-    scheduleGroup: v[FUNCTION_ENV.scheduleGroupName],
-    schedulerRoleArn: v[FUNCTION_ENV.schedulerRoleArn],
-    runtimeConfig,
-    runtimeSettings,
-    servicePrincipal,
-    credentials,
-    cursorKey,
-    connectorEndpoints,
-    endpoints,
-    ...(remotePlacement !== undefined ? { remotePlacement } : {}),
-  };
-}
-
-/** The inverse of {@link readBootstrapSettings}, for in-process hosts that pass settings as an environment. */
-export function settingsToEnv(settings: BootstrapSettings): Record<string, string> {
-  const env: Record<string, string> = {
-    [FUNCTION_ENV.tableName]: settings.tableName,
-    [FUNCTION_ENV.invokeQueueUrl]: settings.invokeQueueUrl,
-    [FUNCTION_ENV.reconcileQueueUrl]: settings.reconcileQueueUrl,
-    [FUNCTION_ENV.reconcileQueueArn]: settings.reconcileQueueArn,
-    [FUNCTION_ENV.scheduleGroupName]: settings.scheduleGroup,
-    [FUNCTION_ENV.schedulerRoleArn]: settings.schedulerRoleArn,
-    [FUNCTION_ENV.runtimeConfig]: JSON.stringify(settings.runtimeConfig),
-    [OPTIONAL_ENV.runtimeSettings]: JSON.stringify(settings.runtimeSettings),
-    [OPTIONAL_ENV.servicePrincipal]: settings.servicePrincipal.id,
-  };
-  if (settings.cursorKey.source === 'secrets-manager') env[FUNCTION_ENV.cursorKeySecretArn] = settings.cursorKey.secretArn;
-  if (settings.cursorKey.source === 'inline') env[OPTIONAL_ENV.cursorKey] = settings.cursorKey.material;
-  if (settings.credentials.source === 'local') env[OPTIONAL_ENV.localCredentials] = JSON.stringify({ references: settings.credentials.references });
-  if (Object.keys(settings.connectorEndpoints).length > 0) env[OPTIONAL_ENV.connectorEndpoints] = JSON.stringify(settings.connectorEndpoints);
-  if (settings.remotePlacement !== undefined) env[OPTIONAL_ENV.remoteConnectors] = JSON.stringify(settings.remotePlacement);
-  return env;
-}
-
-// ---------------------------------------------------------------------------
-// Composition
-// ---------------------------------------------------------------------------
-
-export interface RuntimeOverrides {
-  /** Default: the system clock. */
-  readonly clock?: Clock;
-  /** Where the Runtime logs (a Powertools Logger fits). Default: the Runtime's own default. */
-  readonly logger?: RuntimeLogger;
-  /**
-   * Environment the local credential provider reads (AIP_LOCAL_CREDENTIALS
-   * `env` references). Default: process.env at resolve time.
-   */
-  readonly credentialEnv?: Readonly<Record<string, string | undefined>>;
-  /** SDK attempts per AWS call (default: the SDK's 3). */
-  readonly maxAttempts?: number;
-  /**
-   * Factories that replace the build's own (CONNECTOR_FACTORIES in
-   * compose-runtime.ts) for the connector IDs they name: in-process hosts
-   * only (the local stack's connector tunables, tests). Which connectors are
-   * enabled is still the deployment configuration's decision.
-   */
-  readonly connectorFactories?: Readonly<Record<string, ConnectorFactory>>;
-  /**
-   * Test-only crash hook (lib/runtime/crash-points.ts), handed to the
-   * Runtime, which refuses it unless the runtime settings say `test_mode`;
-   * AIP_RUNTIME_SETTINGS may say so only when `envName` is `local` or `test`.
-   * In-process hosts only (the local stack's reliability tests).
-   */
-  readonly crashPoints?: CrashPoints;
-}
-
-export interface RuntimeHandle {
-  readonly runtime: Runtime;
-  readonly settings: BootstrapSettings;
-  /** Destroys the SDK clients (the local stack calls it on stop). */
-  close(): void;
-}
-
-/** Builds a Runtime from validated settings. */
+/** Builds a Runtime from validated settings (./compose-runtime.ts, imported on the first call). */
 export async function createRuntime(settings: BootstrapSettings, overrides: RuntimeOverrides = {}): Promise<RuntimeHandle> {
   const { composeRuntime } = await import('./compose-runtime.js');
   return composeRuntime(settings, overrides);
 }
 
-let installed: Promise<Runtime> | undefined;
-let building: Promise<Runtime> | undefined;
-let settingsCache: BootstrapSettings | undefined;
+/** The Runtime built from process.env (settings read at each attempt); see ./lazy.ts for what a failed build does. */
+const fromEnvironment = () => once(async () => (await createRuntime(readBootstrapSettings(process.env))).runtime);
 
-/** The validated settings of this container (from process.env, read once). */
-export function getSettings(): BootstrapSettings {
-  settingsCache ??= readBootstrapSettings(process.env);
-  return settingsCache;
-}
+let installed: Promise<Runtime> | undefined;
+let building = fromEnvironment();
 
 /**
  * The container's Runtime: built from process.env on first use, or the one an
  * in-process host installed. Concurrent first calls share one build.
  */
 export function getRuntime(): Promise<Runtime> {
-  if (installed) return installed;
-  if (!building) {
-    const attempt = (async () => (await createRuntime(getSettings())).runtime)();
-    building = attempt;
-    // A failed build is retried by the next invocation rather than cached.
-    attempt.catch(() => {
-      if (building === attempt) building = undefined;
-      settingsCache = undefined;
-    });
-  }
-  return building;
+  return installed ?? building();
 }
 
 /**
@@ -454,6 +52,5 @@ export function installRuntime(runtime: Runtime): void {
 
 export function uninstallRuntime(): void {
   installed = undefined;
-  building = undefined;
-  settingsCache = undefined;
+  building = fromEnvironment();
 }

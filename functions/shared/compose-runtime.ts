@@ -1,6 +1,7 @@
 /**
  * The wiring behind functions/shared/bootstrap.ts: adapters connected to the
- * Runtime's ports. Only bootstrap.ts imports this module (on first use).
+ * Runtime's ports, from the settings of ./settings.ts. Only bootstrap.ts
+ * imports this module (on first use); this module never imports bootstrap.ts.
  *
  * This is the ONE module that imports the Runtime, the DynamoDB store
  * adapters other than the transaction store and the connector host; the
@@ -22,31 +23,64 @@ import { DynamoRouteStore } from '../../lib/aws/dynamo/route-store.js';
 import { DynamoStreamStore } from '../../lib/aws/dynamo/stream-store.js';
 import { DynamoTransactionStore } from '../../lib/aws/dynamo/transaction-store.js';
 import { SecretsManagerCredentialProvider } from '../../lib/aws/secrets/secrets-manager-provider.js';
+import { secretsManagerReferences } from '../../lib/config/deployment.js';
+import { FUNCTION_ENV } from '../../lib/config/function-env.js';
 import { EnvCredentialProvider } from '../../lib/connectors/credentials/env-provider.js';
+import type { CredentialProvider } from '../../lib/connectors/ports/credentials.js';
 import { systemClock, type Clock } from '../../lib/ports/clock.js';
-import type { CredentialProvider } from '../../lib/ports/credentials.js';
 import type { MessageQueue } from '../../lib/ports/queue.js';
 import type { ReconcileScheduler } from '../../lib/ports/scheduler.js';
-import {
-  ProductionRuntimeConfigSchema,
-  RuntimeConfigSchema,
-  type GlobalApprovalPolicy,
-  type RuntimeConfig as RuntimeSettings,
-  type TenantPolicy,
-} from '../../lib/runtime/config.js';
+import type { CrashPoints } from '../../lib/runtime/crash-points.js';
+import { ProductionRuntimeSettingsSchema, RuntimeSettingsSchema, type GlobalApprovalPolicy, type RuntimeSettings, type TenantSettings } from '../../lib/runtime/config.js';
 import { AesGcmCursorSealer, ephemeralCursorSealer, parseCursorKeyMaterial, type CursorSealer } from '../../lib/runtime/cursor.js';
-import { staticConnectorHost, type HostedConnector } from '../../lib/runtime/deps.js';
+import { staticConnectorHost, type HostedConnector, type RuntimeLogger } from '../../lib/runtime/deps.js';
 import { CapabilityRegistry, type ManifestSource } from '../../lib/runtime/registry-core.js';
 import { PrecompiledMismatchError, precompiledCompilers, type PrecompiledRegistry } from '../../lib/runtime/schema-precompiled.js';
 import { PRECOMPILED_REGISTRY } from './precompiled-registry.js';
 import { Runtime } from '../../lib/runtime/runtime.js';
-import { secretsManagerReferences } from '../../infra/config.js';
-import { BootstrapConfigError, FUNCTION_ENV, OPTIONAL_ENV, parseNested, type BootstrapIssue, type BootstrapSettings, type RuntimeHandle, type RuntimeOverrides } from './bootstrap.js';
+import { BootstrapConfigError, OPTIONAL_ENV, parseNested, type BootstrapIssue, type BootstrapSettings } from './settings.js';
 import type { RuntimeApi } from './runtime-api.js';
 import type { WorkerRuntime } from './runtime-contract.js';
-import { CONNECTOR_FACTORIES } from './connector-factories.js';
+import { CONNECTOR_FACTORIES, type ConnectorFactory } from './connector-factories.js';
+import { once } from './lazy.js';
 
 export { CONNECTOR_FACTORIES, type ConnectorFactory, type ConnectorFactoryOptions } from './connector-factories.js';
+
+/** What an in-process host may put in place of the composition's defaults. */
+export interface RuntimeOverrides {
+  /** Default: the system clock. */
+  readonly clock?: Clock;
+  /** Where the Runtime logs (a Powertools Logger fits). Default: the Runtime's own default. */
+  readonly logger?: RuntimeLogger;
+  /**
+   * Environment the local credential provider reads (AIP_LOCAL_CREDENTIALS
+   * `env` references). Default: process.env at resolve time.
+   */
+  readonly credentialEnv?: Readonly<Record<string, string | undefined>>;
+  /** SDK attempts per AWS call (default: the SDK's 3). */
+  readonly maxAttempts?: number;
+  /**
+   * Factories that replace the build's own (CONNECTOR_FACTORIES of
+   * ./connector-factories.ts) for the connector IDs they name: in-process hosts
+   * only (the local stack's connector tunables, tests). Which connectors are
+   * enabled is still the deployment configuration's decision.
+   */
+  readonly connectorFactories?: Readonly<Record<string, ConnectorFactory>>;
+  /**
+   * Test-only crash hook (lib/runtime/crash-points.ts), handed to the
+   * Runtime, which refuses it unless the runtime settings say `test_mode`;
+   * AIP_RUNTIME_SETTINGS may say so only when `envName` is `local` or `test`.
+   * In-process hosts only (the local stack's reliability tests).
+   */
+  readonly crashPoints?: CrashPoints;
+}
+
+export interface RuntimeHandle {
+  readonly runtime: Runtime;
+  readonly settings: BootstrapSettings;
+  /** Destroys the SDK clients (the local stack calls it on stop). */
+  close(): void;
+}
 
 function credentialProvider(settings: BootstrapSettings, connector_id: string, overrides: RuntimeOverrides, secrets: () => ReturnType<typeof createSecretsManagerClient>): CredentialProvider {
   if (settings.credentials.source === 'local') {
@@ -80,7 +114,7 @@ export function configuredTenants(settings: BootstrapSettings, runtimeSettings: 
  * `local` or `test`.
  */
 export function parseRuntimeSettings(settings: BootstrapSettings): RuntimeSettings {
-  const schema = ['local', 'test'].includes(settings.runtimeConfig.envName) ? RuntimeConfigSchema : ProductionRuntimeConfigSchema;
+  const schema = ['local', 'test'].includes(settings.runtimeConfig.envName) ? RuntimeSettingsSchema : ProductionRuntimeSettingsSchema;
   const issues: BootstrapIssue[] = [];
   const parsed = parseNested<RuntimeSettings>(OPTIONAL_ENV.runtimeSettings, schema, settings.runtimeSettings, issues);
   if (!parsed) throw new BootstrapConfigError(issues);
@@ -115,7 +149,7 @@ export function runtimeConfigFor(settings: BootstrapSettings, registry: Capabili
       ttl_ms: policy.expiresAfterSeconds * 1000,
     });
   }
-  const tenants: Record<string, TenantPolicy> = { ...runtimeSettings.tenants };
+  const tenants: Record<string, TenantSettings> = { ...runtimeSettings.tenants };
   for (const tenant of configuredTenants(settings, runtimeSettings)) tenants[tenant] ??= {};
   return {
     ...runtimeSettings,
@@ -175,28 +209,22 @@ export async function buildRegistry(manifests: readonly ManifestSource[], precom
   return CapabilityRegistry.fromManifests(manifests, { compilers: precompiled !== undefined ? precompiledCompilers(precompiled, AJV_SCHEMA_COMPILERS) : AJV_SCHEMA_COMPILERS });
 }
 
-/** Memoises an async load; a failed load is not kept (the next call tries again). */
-function once<T>(load: () => Promise<T>): () => Promise<T> {
-  let pending: Promise<T> | undefined;
-  return () =>
-    (pending ??= load().catch((err: unknown) => {
-      pending = undefined;
-      throw err;
-    }));
-}
-
 /**
  * The SQS queues and the EventBridge Scheduler adapter of the Runtime, each
  * imported (with its SDK client) and built on its first call. They are the
  * adapters of lib/aws unchanged, reached through the ports' asynchronous
  * methods only, so the Runtime sees no difference; a route that only reads
- * never loads them. One SQS client serves both queues, as before.
+ * never loads them. One SQS client serves both queues, as before. The
+ * adapters and clients come in one module (./messaging-adapters.ts): one
+ * import per adapter split the bundles into many more chunks, which cost
+ * what the bytes saved (docs/bench/analysis.md, "Cold start and bundles").
  */
 export function lazyAdapters(sqsOptions: AwsClientOptions, schedulerOptions: AwsClientOptions) {
   let sqsClient: { destroy(): void } | undefined;
   let schedulerClient: { destroy(): void } | undefined;
+  const adapters = once(() => import('./messaging-adapters.js'));
   const sqs = once(async () => {
-    const [{ createSqsClient }, { SqsMessageQueue }] = await Promise.all([import('../../lib/aws/clients/sqs.js'), import('../../lib/aws/sqs/queue.js')]);
+    const { createSqsClient, SqsMessageQueue } = await adapters();
     const client = createSqsClient(sqsOptions);
     sqsClient = client;
     return { client, SqsMessageQueue };
@@ -214,10 +242,7 @@ export function lazyAdapters(sqsOptions: AwsClientOptions, schedulerOptions: Aws
     },
     scheduler(options: { readonly groupName: string; readonly targetQueueArn: string; readonly roleArn: string; readonly clock: Clock }): ReconcileScheduler {
       const adapter = once(async () => {
-        const [{ createSchedulerClient }, { EventBridgeReconcileScheduler }] = await Promise.all([
-          import('../../lib/aws/clients/scheduler.js'),
-          import('../../lib/aws/scheduler/scheduler.js'),
-        ]);
+        const { createSchedulerClient, EventBridgeReconcileScheduler } = await adapters();
         const client = createSchedulerClient(schedulerOptions);
         schedulerClient = client;
         return new EventBridgeReconcileScheduler({ client, ...options });

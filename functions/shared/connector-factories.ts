@@ -11,7 +11,7 @@
  */
 import { createPaymentsConnector, DEFAULT_PAYMENTS_CREDENTIAL_HANDLE } from '../../lib/connectors/reference/payments.js';
 import type { ConnectorManifest } from '../../lib/connectors/manifest.js';
-import type { CredentialProvider } from '../../lib/ports/credentials.js';
+import type { CredentialProvider } from '../../lib/connectors/ports/credentials.js';
 import type { HostedConnector } from '../../lib/runtime/deps.js';
 
 /** What a connector factory gets. */

@@ -22,7 +22,6 @@ import type { Observability } from './observability.js';
 export { MetricUnit } from '@aws-lambda-powertools/metrics';
 
 export function withConsumerObservability<E, R>(
-  name: string,
   fn: (event: E, context: Context) => Promise<R>,
   obs: Observability,
 ): (event: E, context: Context) => Promise<R> {

@@ -60,5 +60,5 @@ export function accessLog(obs: Observability, routeId: string): Mw {
 
 /** Powertools middlewares (outermost first), then the access log. */
 export function httpObservability(obs: Observability, routeId: string): Mw[] {
-  return [...(powertoolsMiddlewares(obs) as Mw[]), accessLog(obs, routeId)];
+  return [...powertoolsMiddlewares<AipHttpEvent, APIGatewayProxyResult>(obs), accessLog(obs, routeId)];
 }

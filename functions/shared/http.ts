@@ -5,7 +5,8 @@
  */
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import type { CallerIdentity } from '../../lib/auth/identity.js';
-import { PROBLEM_CONTENT_TYPE, toAipError, toProblem } from '../../lib/errors/index.js';
+import { toAipError } from '../../lib/errors/aip-error.js';
+import { PROBLEM_CONTENT_TYPE, toProblem } from '../../lib/protocol/problem.js';
 
 /** What the middlewares learn about a request, attached to the event. */
 export interface AipRequestState {

@@ -22,8 +22,8 @@ export const SILENT_LOGGER: LoggerLike = {
 /**
  * Configuration errors whose message our code writes from variable names,
  * field paths and fixed text, never from a value: the composition root's
- * (`BootstrapConfigError`, functions/shared/bootstrap.ts), the deployment
- * configuration's (`InfraConfigError`, infra/config.ts) and the authorizer's
+ * (`BootstrapConfigError`, functions/shared/settings.ts), the deployment
+ * configuration's (`InfraConfigError`, lib/config/deployment.ts) and the authorizer's
  * (`AuthConfigError`, lib/auth/config.ts). A function started with a bad
  * environment must say which variable is wrong, so their message is logged;
  * any other error's message could carry input or secrets and is not. Matched

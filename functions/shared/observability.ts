@@ -86,18 +86,17 @@ export async function withTracer(obs: Observability): Promise<Observability> {
   return obs;
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type AnyMw = MiddlewareObj<any, any>;
-
 /**
  * The Powertools middlewares of an Observability, outermost first: Lambda
  * context on the logger, handler tracing (responses never captured), metrics
  * flush. Each only when the corresponding instance is present.
  */
-export function powertoolsMiddlewares(obs: Observability): AnyMw[] {
-  const out: AnyMw[] = [];
-  if (obs.logger instanceof Logger) out.push(injectLambdaContext(obs.logger, { logEvent: false, resetKeys: true }) as AnyMw);
-  if (obs.tracer) out.push(captureLambdaHandler(obs.tracer, { captureResponse: false }) as AnyMw);
-  if (obs.metrics) out.push(logMetrics(obs.metrics, { throwOnEmptyMetrics: false }) as AnyMw);
+export function powertoolsMiddlewares<TEvent, TResult>(obs: Observability): MiddlewareObj<TEvent, TResult>[] {
+  // The Powertools middlewares read only the Lambda context and the handler's outcome: any event and result type fits.
+  type Mw = MiddlewareObj<TEvent, TResult>;
+  const out: Mw[] = [];
+  if (obs.logger instanceof Logger) out.push(injectLambdaContext(obs.logger, { logEvent: false, resetKeys: true }) as Mw);
+  if (obs.tracer) out.push(captureLambdaHandler(obs.tracer, { captureResponse: false }) as Mw);
+  if (obs.metrics) out.push(logMetrics(obs.metrics, { throwOnEmptyMetrics: false }) as Mw);
   return out;
 }

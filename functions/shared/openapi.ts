@@ -1,6 +1,6 @@
 /**
  * The OpenAPI 3.1 document of the HTTPS API, generated from the route table
- * (functions/http/routes.ts) and the zod schemas with zod 4's
+ * (lib/http/routes.ts) and the zod schemas with zod 4's
  * `z.toJSONSchema` (JSON Schema 2020-12, OpenAPI 3.1's dialect).
  *
  * Deterministic: the same code gives byte-identical JSON, so the committed
@@ -8,7 +8,7 @@
  * (regenerate with `npx tsx dev/scripts/gen-openapi.ts`).
  */
 import * as z from 'zod';
-import { ProblemSchema } from '../../lib/errors/wire.js';
+import { ProblemSchema } from '../../lib/protocol/problem.js';
 import {
   ActionResultSchema,
   ActionSchema,
@@ -26,7 +26,7 @@ import {
   TransactionResultSchema,
 } from '../../lib/http/schemas.js';
 import { JsonObjectSchema } from '../../lib/protocol/json.js';
-import { ROUTE_LIST, type RouteDefinition } from '../http/routes.js';
+import { ROUTE_LIST, type RouteDefinition } from '../../lib/http/routes.js';
 
 export const OPENAPI_VERSION = '3.1.0';
 export const API_VERSION = '1.0.0';
@@ -205,8 +205,9 @@ export function buildOpenApiDocument(routes: readonly RouteDefinition[] = ROUTE_
   const { schemas, refOf } = componentSchemas();
   const paths: Record<string, Record<string, Json>> = {};
   for (const route of routes) {
-    const item = (paths[route.path] ??= {});
+    const item = paths[route.path] ?? {};
     item[route.method.toLowerCase()] = operation(route, refOf);
+    paths[route.path] = item;
   }
   return {
     openapi: OPENAPI_VERSION,

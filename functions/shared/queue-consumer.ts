@@ -36,6 +36,7 @@ import { handleSqsBatch } from '../../lib/aws/sqs/queue.js';
 import { AipError, isAipError } from '../../lib/errors/aip-error.js';
 import type { QueueMessage, QueueMessageKind } from '../../lib/ports/messages.js';
 import { MetricUnit, withConsumerObservability } from './consumer-middleware.js';
+import { lazyHandler } from './lazy.js';
 import { defaultObservability, withTracer, type Observability } from './observability.js';
 import { errorFacts } from './logger.js';
 import { requestsRedelivery, summarizeOutcome, type AttemptBudget, type RuntimeProvider } from './runtime-contract.js';
@@ -98,7 +99,6 @@ export function createQueueConsumer<K extends QueueMessageKind, R>(
   deps: QueueConsumerDeps<R>,
 ): SqsHandler {
   const concurrency = Math.max(1, Math.floor(deps.concurrency ?? DEFAULT_RECORD_CONCURRENCY));
-  let wrapped: Promise<SqsHandler> | undefined;
 
   const build = async (): Promise<SqsHandler> => {
     const obs = await withTracer(deps.observability ?? defaultObservability());
@@ -173,15 +173,8 @@ export function createQueueConsumer<K extends QueueMessageKind, R>(
       }
       return response;
     };
-    return withConsumerObservability(options.name, body, obs);
+    return withConsumerObservability(body, obs);
   };
 
-  return async (event, context) => {
-    // A failed build is not kept: the next invocation builds again.
-    wrapped ??= build().catch((err: unknown) => {
-      wrapped = undefined;
-      throw err;
-    });
-    return (await wrapped)(event, context);
-  };
+  return lazyHandler(build);
 }

@@ -1,6 +1,6 @@
 /**
  * Builds a route's Lambda handler: its middy chain, in this order, from the
- * route table entry (functions/http/routes.ts):
+ * route table entry (lib/http/routes.ts):
  *
  *   Powertools (logger context, tracer, metrics) → access log → error mapping
  *   → caller identity + route scopes → tenant selection → body size limit
@@ -14,11 +14,11 @@
  * headers}`; it never sees the raw event body, and it never builds error
  * responses itself (it throws AipError).
  */
-import middy, { type MiddyfiedHandler } from '@middy/core';
+import middy from '@middy/core';
 import type { APIGatewayProxyResult, Context } from 'aws-lambda';
 import type * as z from 'zod';
 import type { CallerIdentity } from '../../lib/auth/identity.js';
-import type { RouteDefinition } from '../http/routes.js';
+import type { RouteDefinition } from '../../lib/http/routes.js';
 import { bodyLimit, DEFAULT_MAX_BODY_BYTES } from './body-limit.js';
 import { callerIdentity } from './caller-identity.js';
 import { contentType } from './content-type.js';
@@ -26,6 +26,7 @@ import { httpErrorHandler } from './error-handler.js';
 import { jsonResponse, requestState, type AipHttpEvent, type HttpResult } from './http.js';
 import { httpObservability } from './http-observability.js';
 import { jsonBody } from './json-body.js';
+import { lazyHandler } from './lazy.js';
 import { defaultObservability, withTracer, type Observability } from './observability.js';
 import { resolveRuntime, type RuntimeApi, type RuntimeProvider } from './runtime-api.js';
 import { tenantSelection } from './tenant.js';
@@ -57,7 +58,7 @@ export interface RouteRequest<P, Q, B> {
   readonly context: Context;
   /** Undefined only on public routes. */
   readonly caller: CallerIdentity;
-  /** Set on routes whose tenant policy is `required` (and, when chosen, `optional`). */
+  /** Set on routes whose tenant requirement is `required` (and, when chosen, `optional`). */
   readonly tenant_id: string | undefined;
   readonly path: P;
   readonly query: Q;
@@ -84,7 +85,6 @@ export function createRouteHandler<P extends z.ZodType, Q extends z.ZodType, B e
 ): ProxyHandler {
   const clock = deps.clock ?? SYSTEM_CLOCK;
   const runtime = () => resolveRuntime(deps.runtime);
-  let wrapped: Promise<MiddyfiedHandler<AipHttpEvent, APIGatewayProxyResult>> | undefined;
 
   const parseBody = (json: unknown): unknown => {
     if (options.parseBody) return options.parseBody(json);
@@ -115,7 +115,7 @@ export function createRouteHandler<P extends z.ZodType, Q extends z.ZodType, B e
     h.use(httpErrorHandler({ logger: obs.logger }));
     if (route.auth === 'jwt') {
       h.use(callerIdentity({ anyOfScopes: route.scopes }));
-      h.use(tenantSelection({ policy: route.tenant }));
+      h.use(tenantSelection({ requirement: route.tenant }));
     }
     h.use(bodyLimit({ maxBytes: deps.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES }));
     h.use(contentType({ body: route.body }));
@@ -124,13 +124,6 @@ export function createRouteHandler<P extends z.ZodType, Q extends z.ZodType, B e
     return h;
   };
 
-  return async (event, context) => {
-    // Built on the first invocation (the tracer, when on, is imported then: ./observability.ts).
-    // A failed build is not kept: the next invocation builds again.
-    wrapped ??= build().catch((err: unknown) => {
-      wrapped = undefined;
-      throw err;
-    });
-    return (await wrapped)(event, context);
-  };
+  // Built on the first invocation (the tracer, when on, is imported then: ./observability.ts).
+  return lazyHandler(build);
 }

@@ -12,12 +12,10 @@
  * thrown as AipError and become problem responses with the catalogue's status.
  */
 import type { CallerIdentity } from '../../lib/auth/identity.js';
-import type { OperatorView } from '../../lib/http/schemas.js';
+import type { HealthReport, OperatorView, SubmitDisposition } from '../../lib/http/schemas.js';
 import type { ActionResult, TransactionResult } from '../../lib/protocol/index.js';
 
 export type { CallerIdentity };
-
-export type SubmitDisposition = 'completed' | 'accepted' | 'requires_human' | 'replayed' | 'rejected';
 
 export interface SubmitOutcome {
   disposition: SubmitDisposition;
@@ -65,18 +63,6 @@ export interface ApprovalDecisionRequest {
 }
 
 /** One hosted connector's readiness; `detail` is operator-safe. */
-export interface ConnectorReadiness {
-  id: string;
-  ready: boolean;
-  detail?: string;
-}
-
-export interface HealthReport {
-  /** `ok` when every hosted connector is ready, else `degraded` (both answer 200). */
-  status: 'ok' | 'degraded';
-  connectors: ConnectorReadiness[];
-}
-
 export interface RuntimeApi {
   /** Admits an Action or TransactionRequest (the parsed, edge-validated JSON body). */
   submit(caller: CallerIdentity, body: unknown, opts?: { tenant_id?: string }): Promise<SubmitOutcome>;
@@ -107,18 +93,4 @@ export type RuntimeProvider = RuntimeApi | (() => RuntimeApi | Promise<RuntimeAp
 
 export async function resolveRuntime(provider: RuntimeProvider): Promise<RuntimeApi> {
   return typeof provider === 'function' ? provider() : provider;
-}
-
-/** Memoises an async factory; a failed attempt is not cached, so the next request retries. */
-export function memoizeRuntime(factory: () => Promise<RuntimeApi>): () => Promise<RuntimeApi> {
-  let pending: Promise<RuntimeApi> | undefined;
-  return () => {
-    if (pending === undefined) {
-      pending = factory().catch((err: unknown) => {
-        pending = undefined;
-        throw err;
-      });
-    }
-    return pending;
-  };
 }

@@ -15,14 +15,13 @@ import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyResult } from 'aws-lambda';
 import type { CallerIdentity } from '../../lib/auth/identity.js';
 import { AipError } from '../../lib/errors/aip-error.js';
+import type { TenantRequirement } from '../../lib/http/routes.js';
 import { TENANT_HEADER } from '../../lib/http/schemas.js';
 import { ID_MAX_LENGTH, ID_PATTERN } from '../../lib/protocol/primitives.js';
 import { headerValues, requestState, type AipHttpEvent } from './http.js';
 
-export type TenantPolicy = 'required' | 'optional' | 'none';
-
 /** Pure selection rule; throws the AipErrors listed above. */
-export function selectTenant(caller: CallerIdentity, headerValue: readonly string[], policy: Exclude<TenantPolicy, 'none'>): string | undefined {
+export function selectTenant(caller: CallerIdentity, headerValue: readonly string[], requirement: Exclude<TenantRequirement, 'none'>): string | undefined {
   const named = [...new Set(headerValue.map((v) => v.trim()))];
   if (named.length > 1) {
     throw new AipError('request.invalid', `Send one ${TENANT_HEADER} header`, { details: { location: 'header', header: TENANT_HEADER } });
@@ -36,19 +35,19 @@ export function selectTenant(caller: CallerIdentity, headerValue: readonly strin
     return requested;
   }
   if (caller.tenants.length === 1) return caller.tenants[0];
-  if (policy === 'optional') return undefined;
+  if (requirement === 'optional') return undefined;
   if (caller.tenants.length === 0) throw new AipError('auth.tenant_forbidden', 'The caller belongs to no tenant');
   throw new AipError('auth.tenant_required');
 }
 
-export function tenantSelection(options: { policy: TenantPolicy }): MiddlewareObj<AipHttpEvent, APIGatewayProxyResult> {
+export function tenantSelection(options: { requirement: TenantRequirement }): MiddlewareObj<AipHttpEvent, APIGatewayProxyResult> {
   return {
     name: 'tenantSelection',
     before: (request) => {
-      if (options.policy === 'none') return;
+      if (options.requirement === 'none') return;
       const state = requestState(request.event);
       if (state.caller === undefined) throw new AipError('auth.unauthenticated');
-      const tenant = selectTenant(state.caller, headerValues(request.event, TENANT_HEADER), options.policy);
+      const tenant = selectTenant(state.caller, headerValues(request.event, TENANT_HEADER), options.requirement);
       if (tenant !== undefined) state.tenant_id = tenant;
     },
   };

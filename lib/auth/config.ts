@@ -1,6 +1,6 @@
 /**
  * The authorizer's deployment configuration, read from the `auth` part of the
- * runtime configuration (infra/config.ts `AuthConfigSchema`: issuer,
+ * runtime configuration (lib/config/deployment.ts `AuthConfigSchema`: issuer,
  * audience, jwksUrl, algorithms), plus the optional claim mapping
  * (`claims`: a preset and overrides, see ./claims.ts) and clock tolerance.
  *
@@ -30,7 +30,6 @@ export const AuthSettingsSchema = z.looseObject({
   clockToleranceSeconds: z.number().min(0).max(MAX_CLOCK_TOLERANCE_SECONDS).optional(),
   claims: ClaimsConfigSchema.optional(),
 });
-export type AuthSettings = z.infer<typeof AuthSettingsSchema>;
 
 /** Thrown at cold start for a configuration the authorizer cannot run with. */
 export class AuthConfigError extends Error {

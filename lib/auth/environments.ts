@@ -3,7 +3,7 @@
  * plain `http:`: the local stack and LocalStack, whose Lambda containers
  * verify tokens against a development JWKS on the host
  * (`http://host.docker.internal:...`, README.md "Deploy to LocalStack").
- * Every other environment needs https: infra/config.ts refuses the rest at
+ * Every other environment needs https: lib/config/deployment.ts refuses the rest at
  * synth, and the verifier refuses an `http:` JWKS URL off loopback
  * (./verifier.ts, ./config.ts).
  *

@@ -1,6 +1,6 @@
 /**
  * OAuth scopes with a meaning in more than one layer. One constant each, so
- * the HTTP edge's route table (functions/http/routes.ts `SCOPES`) and the
+ * the HTTP edge's route table (lib/http/routes.ts `SCOPES`) and the
  * runtime's configuration default (lib/runtime/config.ts `operator_scope`)
  * cannot drift apart.
  */

@@ -23,6 +23,7 @@ export const CLIENT_ERROR_CODES = {
   badRequest: 'client.invalid_argument',
 } as const;
 
+/** @public */
 export type ClientErrorCode = (typeof CLIENT_ERROR_CODES)[keyof typeof CLIENT_ERROR_CODES];
 
 /** An RFC 9457 problem as the API sends it (lib/protocol/problem.ts `Problem`), read leniently. */
@@ -83,6 +84,7 @@ export class AipClientError extends Error {
   }
 }
 
+/** @public */
 export function isAipClientError(err: unknown, code?: string): err is AipClientError {
   return err instanceof AipClientError && (code === undefined || err.code === code);
 }

@@ -16,8 +16,11 @@ import type {
 import type { APPROVAL_DECISIONS, TRANSACTION_INCLUDES } from '../http/constants.js';
 import type { Action, ActionResult, ActionStatus, Receipt, TransactionRequest, TransactionResult } from '../protocol/index.js';
 
+/** @public */
 export type { Action, ActionResult, ActionStatus, TransactionRequest, TransactionResult, Receipt };
+/** @public */
 export type { OperatorView, SubmitDisposition };
+/** @public */
 export { MAX_WAIT_SECONDS, OPERATOR_VIEWS, SUBMIT_DISPOSITIONS } from '../http/constants.js';
 
 /** A response as the client reads it: the edge's shape, read-only, with room for fields a newer server adds. */

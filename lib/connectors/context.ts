@@ -685,7 +685,7 @@ export function contextAttemptIdentity(ctx: ActionExecutionContext): { action_id
   return { action_id: t.action_id, attempt_id: t.attempt_id, capability_id: t.capability_id };
 }
 
-/** What the attempt behind a context learned so far (SDK and runtime use, see lib/connectors/internal.ts). */
+/** What the attempt behind a context learned so far (SDK and runtime use). */
 export interface AttemptEvidence {
   /** The provider operation known to the attempt (recovered from durable state or checkpointed in it). */
   readonly provider_operation: ProviderOperationRef | undefined;

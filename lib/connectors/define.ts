@@ -342,7 +342,7 @@ type ErasedHandlers = {
 export interface ConnectorDefinition {
   readonly id: string;
   readonly version: string;
-  /** `any`: each capability keeps its own input and output types, which a list of them cannot name. */
+  /** Type-erased: each capability keeps its own input and output types, which a list of them cannot name. */
   readonly capabilities: readonly AnyCapability[];
   readonly resources?: readonly ManifestResource[];
   /** The deployment credential provider. Its presence sets `credentials` on every capability. */
@@ -397,7 +397,7 @@ export class DefinedConnector extends FrozenConnectorBase {
     this.#def = def;
     const caps = new Map<string, AnyCapability>();
     const support = new Map<string, ImplementationSupport>();
-    for (const c of def.capabilities as readonly AnyCapability[]) {
+    for (const c of def.capabilities) {
       if (caps.has(c.id)) throw definitionError(`duplicate capability ${c.id}`, { capability_id: c.id });
       caps.set(c.id, c);
       support.set(c.id, implementationSupport({ ...c.derived_support, credentials: def.credentials !== undefined }));

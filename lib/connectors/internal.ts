@@ -6,9 +6,4 @@
  * kit, a remote connector host and tests construct execution contexts; a
  * connector receives its context and never builds one.
  */
-export {
-  createExecutionContext,
-  contextAttemptEvidence,
-  cancellationReasonOf,
-  type AttemptEvidence,
-} from './context.js';
+export { createExecutionContext } from './context.js';

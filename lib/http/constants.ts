@@ -6,8 +6,7 @@
 
 /** Longest `Prefer: wait=N` / `?wait=N` honoured, in seconds (API Gateway's limit is 29 s). */
 export const MAX_WAIT_SECONDS = 25;
-/** Default and maximum page sizes of list routes. */
-export const DEFAULT_PAGE_LIMIT = 25;
+/** Maximum page size of list routes. */
 export const MAX_PAGE_LIMIT = 100;
 
 /** Header naming the tenant when the caller belongs to several. */

@@ -11,7 +11,6 @@
  * The OpenAPI document (functions/shared/openapi.ts) is generated from these.
  */
 import * as z from 'zod';
-import { ProblemSchema } from '../protocol/problem.js';
 import { ActionResultSchema, ActionSchema } from '../protocol/action.js';
 import {
   ApprovalRequirementSchema,
@@ -21,7 +20,6 @@ import {
   IdempotencyContractSchema,
   TransactionContractSchema,
 } from '../protocol/capability.js';
-import { PrincipalSchema } from '../protocol/identity.js';
 import { JsonObjectSchema } from '../protocol/json.js';
 import { IdSchema, ScopeSchema, TextSchema, TransactionIdSchema } from '../protocol/primitives.js';
 import { ResolutionSchema } from '../ports/approval-store.js';
@@ -29,16 +27,7 @@ import { TRANSACTION_MODES } from '../protocol/action.js';
 import { TransactionRequestSchema, TransactionResultSchema } from '../protocol/transaction.js';
 import { APPROVAL_DECISIONS, MAX_PAGE_LIMIT, MAX_WAIT_SECONDS, OPERATOR_VIEWS, SUBMIT_DISPOSITIONS, TRANSACTION_INCLUDES } from './constants.js';
 
-export {
-  APPROVAL_DECISIONS,
-  DEFAULT_PAGE_LIMIT,
-  MAX_PAGE_LIMIT,
-  MAX_WAIT_SECONDS,
-  OPERATOR_VIEWS,
-  SUBMIT_DISPOSITIONS,
-  TENANT_HEADER,
-  TRANSACTION_INCLUDES,
-} from './constants.js';
+export { MAX_WAIT_SECONDS, TENANT_HEADER } from './constants.js';
 
 const intString = (min: number, max: number, what: string) =>
   z
@@ -140,7 +129,6 @@ export const DecisionBodySchema = z.strictObject({
   decision: z.enum(APPROVAL_DECISIONS),
   reason: TextSchema(2048).optional(),
 });
-export type DecisionBody = z.infer<typeof DecisionBodySchema>;
 
 /** POST /v1/operator/transactions/{id}/reconcile (the body may also be omitted). */
 export const OperatorReconcileBodySchema = z.strictObject({ reason: TextSchema(2048).optional() });
@@ -246,4 +234,4 @@ export const HealthSchema = z
  */
 export type HealthReport = z.infer<typeof HealthSchema>;
 
-export { ActionResultSchema, ActionSchema, PrincipalSchema, ProblemSchema, TransactionRequestSchema, TransactionResultSchema };
+export { ActionResultSchema, ActionSchema, TransactionRequestSchema, TransactionResultSchema };

@@ -36,15 +36,6 @@ export const TERMINAL_ACTION_STATUS_LIST = ['completed', 'failed', 'cancelled'] 
 /** Action statuses a worker may lease from (an attempt runs in `running`). */
 export const LEASABLE_ACTION_STATUSES = ['accepted', 'running'] as const satisfies readonly ActionStatus[];
 
-/**
- * What is kept of the input once redacted (the data contract requires
- * redaction): `{ redacted: true, hash }` where hash = planInputHash(capability_id, input).
- */
-export interface RedactedInput {
-  readonly redacted: true;
-  readonly hash: string;
-}
-
 export interface ActionRecord {
   readonly tenant_id: string;
   readonly action_id: string;
@@ -61,7 +52,8 @@ export interface ActionRecord {
   /**
    * The validated envelope (transaction ID filled in by the runtime where it
    * copied or generated one). When `input_redacted` is true, `action.input`
-   * is the RedactedInput `{ redacted: true, hash }`, not the raw input.
+   * is `{ redacted: true, hash }` (hash = planInputHash(capability_id,
+   * input); the data contract requires redaction), not the raw input.
    */
   readonly action: Action;
   /** True once the raw input was dropped (settle/transition with redact_input). */

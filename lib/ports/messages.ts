@@ -34,7 +34,6 @@ export type InvokeMessage = z.infer<typeof InvokeMessageSchema>;
 
 /** Why a reconciliation was enqueued: its Scheduler schedule fired, the sweeper found it overdue, or an operator asked. */
 export const RECONCILE_REASONS = ['schedule', 'sweeper', 'operator'] as const;
-export type ReconcileReason = (typeof RECONCILE_REASONS)[number];
 
 /** Reconciliation job for one `outcome_unknown` transaction. */
 export const ReconcileMessageSchema = z.strictObject({

@@ -9,7 +9,7 @@
  */
 import type { QueueMessage } from './messages.js';
 
-export type { QueueMessage, InvokeMessage, ReconcileMessage, QueueMessageKind } from './messages.js';
+export type { QueueMessage, QueueMessageKind } from './messages.js';
 
 /**
  * Fairness between the tenants sharing a queue.
@@ -25,7 +25,6 @@ export type { QueueMessage, InvokeMessage, ReconcileMessage, QueueMessageKind } 
  * docs/queue-and-scheduler.md, "Fairness between tenants".
  */
 export type QueueFairness = 'tenant' | 'none';
-export const QUEUE_FAIRNESS: readonly QueueFairness[] = ['tenant', 'none'];
 
 /** The fairness group of a message: its tenant (every message kind names one). */
 export function fairnessGroupOf(message: QueueMessage): string {
@@ -91,9 +90,4 @@ export interface ReceivedQueueMessage<M extends QueueMessage = QueueMessage> {
   /** 1 on first delivery; grows on every redelivery. */
   readonly receiveCount: number;
   readonly sentAt: Date | undefined;
-}
-
-/** Result of handling one batch: IDs of the messages to redeliver. */
-export interface BatchOutcome {
-  readonly failedMessageIds: ReadonlyArray<string>;
 }

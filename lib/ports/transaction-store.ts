@@ -42,7 +42,7 @@ import type {
 import type { ReceiptAppend, StoredReceipt, TransactionRecord } from '../transactions/record.js';
 import type { AttemptStatus, InitialStatus, SettleOutcome, TransactionOperation } from '../transactions/state-machine.js';
 
-export type { ReceiptAppend, StoredReceipt, TransactionLease, TransactionRecord } from '../transactions/record.js';
+export type { ReceiptAppend, StoredReceipt, TransactionRecord } from '../transactions/record.js';
 
 /** Request a fenced attempt lease as part of a write (fence + 1). */
 export interface LeaseRequest {

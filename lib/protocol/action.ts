@@ -35,12 +35,14 @@ export const ObservabilityMetadataSchema = z.strictObject({
    */
   original_completed_at: Rfc3339Schema.optional(),
 });
+/** @public */
 export type ObservabilityMetadata = z.infer<typeof ObservabilityMetadataSchema>;
 
 export const ActionMetadataSchema = z.strictObject({
   observability: ObservabilityMetadataSchema.optional(),
   labels: LabelsSchema.optional(),
 });
+/** @public */
 export type ActionMetadata = z.infer<typeof ActionMetadataSchema>;
 
 /** The governed action envelope. Strict: unknown fields are rejected. */

@@ -27,6 +27,7 @@ export type TransactionContract = z.infer<typeof TransactionContractSchema>;
 
 export const COMPENSATION_MODES = ['not_required', 'supported', 'best_effort', 'rollback_not_supported'] as const;
 export const CompensationModeSchema = z.enum(COMPENSATION_MODES);
+/** @public */
 export type CompensationMode = z.infer<typeof CompensationModeSchema>;
 
 /**
@@ -49,6 +50,7 @@ export const DataContractSchema = z.strictObject({
   redact_pointers: z.array(JsonPointerSchema).max(256).optional(),
   retention_days: z.number().int().positive().max(36_500).optional(),
 });
+/** @public */
 export type DataContract = z.infer<typeof DataContractSchema>;
 
 /** Execution declarations: cancel, streaming, retry, timeout. */
@@ -74,6 +76,7 @@ export const CredentialRequirementSchema = z.strictObject({
   kind: z.string().min(1).max(64).regex(/^[a-z][a-z0-9_]*$/, { message: 'invalid credential kind' }).optional(),
   scopes: z.array(ScopeSchema).max(64).optional(),
 });
+/** @public */
 export type CredentialRequirement = z.infer<typeof CredentialRequirementSchema>;
 
 export const IdempotencyContractSchema = z.strictObject({
@@ -87,6 +90,7 @@ export type IdempotencyContract = z.infer<typeof IdempotencyContractSchema>;
 export const AuthorizationRequirementSchema = z.strictObject({
   scopes: z.array(ScopeSchema).max(64),
 });
+/** @public */
 export type AuthorizationRequirement = z.infer<typeof AuthorizationRequirementSchema>;
 
 export const CAPABILITY_KINDS = ['tool', 'resource'] as const;

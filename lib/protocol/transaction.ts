@@ -33,6 +33,7 @@ export const DURABLE_TRANSACTION_STATUSES = [
  * never stored as a durable status.
  */
 export const WIRE_ONLY_STATUSES = ['requires_human', 'cancelled'] as const;
+/** @public */
 export type WireOnlyStatus = (typeof WIRE_ONLY_STATUSES)[number];
 
 export const TRANSACTION_PROTOCOL_STATUSES = [...DURABLE_TRANSACTION_STATUSES, ...WIRE_ONLY_STATUSES] as const;

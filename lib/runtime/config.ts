@@ -1,6 +1,9 @@
 /**
- * Runtime configuration: one zod schema with defaults, plus the production
- * schema that forbids test mode (and therefore the crash-point hook).
+ * The Runtime's settings (`RuntimeSettings`, the `AIP_RUNTIME_SETTINGS`
+ * variable): one zod schema with defaults, plus the production schema that
+ * forbids test mode (and therefore the crash-point hook). Not the
+ * deployment's run-time configuration (`DeploymentRuntimeConfig` in
+ * lib/config/deployment.ts, the `AIP_RUNTIME_CONFIG` variable).
  *
  * See docs/runtime.md.
  */
@@ -34,7 +37,7 @@ export const TenantSelectorSchema = z.union([IdSchema, z.literal('*')]);
 /**
  * A runtime-wide approval policy (`approval_policies`): a tenant policy plus
  * the tenants it applies to. The deployment's approval policies
- * (infra/config.ts `approvalPolicies`) become these.
+ * (lib/config/deployment.ts `approvalPolicies`) become these.
  */
 export const GlobalApprovalPolicySchema = z.strictObject({
   ...TenantApprovalPolicySchema.shape,
@@ -43,7 +46,8 @@ export const GlobalApprovalPolicySchema = z.strictObject({
 });
 export type GlobalApprovalPolicy = z.output<typeof GlobalApprovalPolicySchema>;
 
-export const TenantPolicySchema = z.strictObject({
+/** One tenant's settings (`tenants[t]`): its approval policies, compensators and resolution rule. */
+export const TenantSettingsSchema = z.strictObject({
   /** Policies that put matching actions behind an approval. */
   approvals: z.array(TenantApprovalPolicySchema).max(100).optional(),
   /** The default tenant-policy approval (used when a compensation contract forces approval). */
@@ -57,9 +61,9 @@ export const TenantPolicySchema = z.strictObject({
   /** Overrides the deployment-wide `resolution` rule for this tenant. */
   resolution: z.strictObject({ four_eyes: z.boolean().optional() }).optional(),
 });
-export type TenantPolicy = z.infer<typeof TenantPolicySchema>;
+export type TenantSettings = z.infer<typeof TenantSettingsSchema>;
 
-const RuntimeConfigShape = {
+const RuntimeSettingsShape = {
   /** The runtime's own service principal: reconcile actions run as it. */
   service_principal: PrincipalSchema.default({ id: 'aip-runtime', kind: 'service' }),
   /** Issuer recorded in the actor context of attempts. */
@@ -113,7 +117,7 @@ const RuntimeConfigShape = {
   service_scopes: z.array(ScopeSchema).max(64).default([]),
   /** Revision of the policy set, pinned by route assignments. */
   policy_revision: z.string().min(1).max(128).default('1'),
-  tenants: z.record(IdSchema, TenantPolicySchema).default({}),
+  tenants: z.record(IdSchema, TenantSettingsSchema).default({}),
   /**
    * Runtime-wide approval policies, each with its tenant selector. Evaluated
    * after the capability's own policy and the tenant's own
@@ -129,22 +133,23 @@ const RuntimeConfigShape = {
   test_mode: z.boolean().default(false),
 };
 
-export const RuntimeConfigSchema = z.strictObject(RuntimeConfigShape);
-export type RuntimeConfig = z.output<typeof RuntimeConfigSchema>;
-export type RuntimeConfigInput = z.input<typeof RuntimeConfigSchema>;
+export const RuntimeSettingsSchema = z.strictObject(RuntimeSettingsShape);
+export type RuntimeSettings = z.output<typeof RuntimeSettingsSchema>;
+export type RuntimeSettingsInput = z.input<typeof RuntimeSettingsSchema>;
 
 /** Production: identical, except that test_mode may only be absent or false. */
-export const ProductionRuntimeConfigSchema = z.strictObject({
-  ...RuntimeConfigShape,
+export const ProductionRuntimeSettingsSchema = z.strictObject({
+  ...RuntimeSettingsShape,
   test_mode: z.literal(false).default(false),
 });
 
 /**
- * Parses a configuration. `environment` other than `test`/`local` uses the
+ * Parses the Runtime's settings (defaults applied); throws
+ * `runtime.config_invalid`. `environment` other than `test`/`local` uses the
  * production schema, so test mode can never be switched on there.
  */
-export function parseRuntimeConfig(raw: unknown, environment = 'production'): RuntimeConfig {
-  const schema = environment === 'test' || environment === 'local' ? RuntimeConfigSchema : ProductionRuntimeConfigSchema;
+export function parseRuntimeSettingsInput(raw: unknown, environment = 'production'): RuntimeSettings {
+  const schema = environment === 'test' || environment === 'local' ? RuntimeSettingsSchema : ProductionRuntimeSettingsSchema;
   const parsed = schema.safeParse(raw ?? {});
   if (!parsed.success) {
     throw new AipError('runtime.config_invalid', undefined, {
@@ -155,7 +160,7 @@ export function parseRuntimeConfig(raw: unknown, environment = 'production'): Ru
 }
 
 /** Exponential reconciliation backoff after `attempts` completed attempts (1-based). */
-export function reconcileBackoffMs(config: RuntimeConfig, attempts: number): number {
+export function reconcileBackoffMs(config: RuntimeSettings, attempts: number): number {
   const exp = Math.min(30, Math.max(0, attempts - 1));
   return Math.min(config.reconcile.max_delay_ms, config.reconcile.base_delay_ms * 2 ** exp);
 }

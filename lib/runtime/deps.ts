@@ -13,7 +13,7 @@ import type { RouteStore } from '../ports/route-store.js';
 import type { ReconcileScheduler } from '../ports/scheduler.js';
 import type { StreamStore } from '../ports/stream-store.js';
 import type { TransactionStore } from '../ports/transaction-store.js';
-import type { RuntimeConfig } from './config.js';
+import type { RuntimeSettings } from './config.js';
 import type { CrashPoints } from './crash-points.js';
 import type { CursorSealer } from './cursor.js';
 import type { CapabilityRegistry } from './registry.js';
@@ -87,7 +87,7 @@ export interface RuntimeDeps {
   readonly clock: Clock;
   /** ID generator (approval, decision and attempt IDs). Default randomUUID. */
   readonly ids?: () => string;
-  readonly config: RuntimeConfig;
+  readonly config: RuntimeSettings;
   /** Test-only crash hook; refused unless config.test_mode. */
   readonly crashPoints?: CrashPoints;
   /**

@@ -68,4 +68,4 @@ export function authorizeCapability(caller: CallerIdentity, capability: Capabili
   if (missing.length > 0) throw new AipError('runtime.scope_missing', undefined, { details: { missing_scopes: missing, capability_id: capability.id } });
 }
 
-export { samePrincipal, serviceCaller } from './authority.js';
+export { serviceCaller } from './authority.js';

@@ -8,14 +8,14 @@ import { sha256Hex, type Action, type ActionResult, type JsonObject, type Protoc
 import type { Clock } from '../ports/clock.js';
 import type { InvokeMessage } from '../ports/messages.js';
 import { Authority, authorityPolicy } from './authority.js';
-import type { RuntimeConfig } from './config.js';
+import type { RuntimeSettings } from './config.js';
 import { installCrashPoints, type CrashPointName, type CrashPoints } from './crash-points.js';
 import { SILENT_LOGGER, defaultIds, type RuntimeDeps, type RuntimeLogger } from './deps.js';
 import { TransactionJournal } from './journal.js';
 
 export class Kernel {
   readonly deps: RuntimeDeps;
-  readonly config: RuntimeConfig;
+  readonly config: RuntimeSettings;
   readonly clock: Clock;
   readonly ids: () => string;
   readonly log: RuntimeLogger;

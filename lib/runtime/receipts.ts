@@ -92,7 +92,7 @@ export function buildReceipt(input: BuildReceiptInput): ReceiptAppend {
   return { receipt: { ...body, hash: receiptHash(body) } };
 }
 
-export type { ReceiptChainProblem, ReceiptChainVerdict, VerifyReceiptChainOptions } from '../protocol/receipt-chain.js';
+export type { ReceiptChainVerdict, VerifyReceiptChainOptions } from '../protocol/receipt-chain.js';
 
 /**
  * Verifies a receipt chain presented in order (seq 0 first): the checks of

@@ -52,7 +52,11 @@ export function ajvConnectorCompiler(validateFormats: boolean, extra: Record<str
   };
   const ajv2020 = make(Ajv2020);
   let ajv07: AjvInstance | undefined;
-  const instance = (draft: SchemaDraft): AjvInstance => (draft === '2020-12' ? ajv2020 : (ajv07 ??= make(AjvDraft7)));
+  const instance = (draft: SchemaDraft): AjvInstance => {
+    if (draft === '2020-12') return ajv2020;
+    ajv07 ??= make(AjvDraft7);
+    return ajv07;
+  };
   return { instance, compile: (schema, draft) => instance(draft).compile(schema) };
 }
 

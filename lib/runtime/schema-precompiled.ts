@@ -53,11 +53,6 @@ function samePlan(a: readonly SchemaRequest[], b: readonly SchemaRequest[]): boo
   return a.length === b.length && a.every((r, i) => r.capability_id === b[i]?.capability_id && r.which === b[i]?.which);
 }
 
-/** The precompiled entry of an enabled connector, when the bundle has one. */
-export function precompiledConnector(data: PrecompiledRegistry | undefined, connector_id: string): PrecompiledConnector | undefined {
-  return data?.connectors.find((c) => c.connector_id === connector_id);
-}
-
 /** A registration the precompiled validators were not built for (another manifest, plan or `validateFormats`). */
 export class PrecompiledMismatchError extends Error {
   constructor(manifest_hash: string) {

@@ -21,14 +21,6 @@ import type { TransactionMode, TransactionStatus } from './status.js';
 
 export type { ProviderOperationRef, Receipt };
 
-/** Fenced attempt lease. `fence` counts lease grants on this record (1, 2, ...). */
-export interface TransactionLease {
-  readonly lease_owner: string;
-  /** RFC 3339 (UTC, millisecond precision). */
-  readonly lease_expires_at: string;
-  readonly fence: number;
-}
-
 export interface TransactionRecord {
   readonly tenant_id: string;
   readonly transaction_id: string;
@@ -65,6 +57,7 @@ export interface TransactionRecord {
   readonly reconcile_attempts: number;
   /** Set when reconciliation was escalated to a human (wire status `requires_human`). */
   readonly escalated_at?: string;
+  /** The fenced attempt lease, while one is held: its owner and its expiry (RFC 3339, UTC, millisecond precision). */
   readonly lease_owner?: string;
   readonly lease_expires_at?: string;
   /** Lease grants so far (0 = never leased). A zombie attempt holds an older fence and an older revision. */

@@ -8,10 +8,4 @@
  * projected from the surrounding action and never stored.
  */
 export { TRANSACTION_MODES, type TransactionMode } from '../protocol/action.js';
-export {
-  DURABLE_TRANSACTION_STATUSES,
-  TRANSACTION_PROTOCOL_STATUSES,
-  WIRE_ONLY_STATUSES,
-  type TransactionStatus,
-  type WireOnlyStatus,
-} from '../protocol/transaction.js';
+export { DURABLE_TRANSACTION_STATUSES, TRANSACTION_PROTOCOL_STATUSES, type TransactionStatus } from '../protocol/transaction.js';

@@ -12,7 +12,7 @@ import { InfraConfigError, parseInfraConfig, type InfraConfigInput } from '../..
 import type { FunctionDefinition } from '../../infra/functions.js';
 import { createPaymentsConnector } from '../../lib/connectors/reference/payments.js';
 import { ATTEMPT_SETTLEMENT_MARGIN_MS } from '../../lib/runtime/attempt-budget.js';
-import { parseRuntimeConfig } from '../../lib/runtime/config.js';
+import { parseRuntimeSettingsInput } from '../../lib/runtime/config.js';
 import { BASE_CONFIG, buildAip } from './support.js';
 
 /** The payments connector's capabilities and their declared timeouts, from the connector itself. */
@@ -40,7 +40,7 @@ describe('worker Lambda timeouts against connector attempt timeouts', () => {
       expect(t).toMatchObject({ connector_id: 'payments', attempt_timeout_ms: declared.timeout_ms ?? DEPLOYED_DEFAULT_ATTEMPT_TIMEOUT_MS, reconciles: declared.reconciles });
     }
     // The stack sets no AIP_RUNTIME_SETTINGS: a capability without a timeout gets the Runtime's schema default.
-    expect(DEPLOYED_DEFAULT_ATTEMPT_TIMEOUT_MS).toBe(parseRuntimeConfig({}).default_attempt_timeout_ms);
+    expect(DEPLOYED_DEFAULT_ATTEMPT_TIMEOUT_MS).toBe(parseRuntimeSettingsInput({}).default_attempt_timeout_ms);
     expect(capabilityAttemptTimeouts(parseInfraConfig({ ...BASE_CONFIG, connectors: [], approvalPolicies: [] }))).toEqual([]);
   });
 

@@ -14,10 +14,10 @@ import {
   type InfraConfigInput,
   loadInfraConfig,
   parseInfraConfig,
-  parseRuntimeConfig,
+  parseDeploymentRuntimeConfig,
   secretsManagerReferences,
-  toRuntimeConfig,
-} from '../../infra/config.js';
+  toDeploymentRuntimeConfig,
+} from '../../lib/config/deployment.js';
 import { BASE_CONFIG } from './support.js';
 import { verifierFromEnv } from '../../functions/authorizer.js';
 import { PROJECT_ROOT } from '../../infra/functions.js';
@@ -186,7 +186,7 @@ describe('parseInfraConfig', () => {
     expect(config.approvalPolicies[1]).toMatchObject({ tenants: ['acme', 'beta'], minApprovals: 2, expiresAfterSeconds: 3600 });
     expect(config.approvalPolicies[2]?.tenants).toEqual(['*']);
     // The runtime part carries the selector to the functions.
-    expect(parseRuntimeConfig(JSON.stringify(toRuntimeConfig(config))).approvalPolicies[1]?.tenants).toEqual(['acme', 'beta']);
+    expect(parseDeploymentRuntimeConfig(JSON.stringify(toDeploymentRuntimeConfig(config))).approvalPolicies[1]?.tenants).toEqual(['acme', 'beta']);
   });
 
   it('accepts every gated mode and rejects the two preview modes, whatever the combination', () => {
@@ -255,18 +255,18 @@ describe('runtime configuration', () => {
 
   it('round-trips through the AIP_RUNTIME_CONFIG JSON', () => {
     const config = parseInfraConfig(BASE_CONFIG);
-    const json = JSON.stringify(toRuntimeConfig(config));
-    expect(parseRuntimeConfig(json)).toEqual(toRuntimeConfig(config));
+    const json = JSON.stringify(toDeploymentRuntimeConfig(config));
+    expect(parseDeploymentRuntimeConfig(json)).toEqual(toDeploymentRuntimeConfig(config));
   });
 
   it('carries references only: no field beyond envName, auth, connectors and approval policies', () => {
     const config = parseInfraConfig({ ...BASE_CONFIG, alarmEmail: 'ops@example.com' });
-    expect(Object.keys(toRuntimeConfig(config)).sort()).toEqual(['approvalPolicies', 'auth', 'connectors', 'envName']);
+    expect(Object.keys(toDeploymentRuntimeConfig(config)).sort()).toEqual(['approvalPolicies', 'auth', 'connectors', 'envName']);
   });
 
   it('rejects a malformed variable with a typed error', () => {
-    expect(() => parseRuntimeConfig('{')).toThrow(InfraConfigError);
-    expect(() => parseRuntimeConfig(JSON.stringify({ envName: 'x' }))).toThrow(/auth: is required/);
+    expect(() => parseDeploymentRuntimeConfig('{')).toThrow(InfraConfigError);
+    expect(() => parseDeploymentRuntimeConfig(JSON.stringify({ envName: 'x' }))).toThrow(/auth: is required/);
   });
 });
 
@@ -276,7 +276,7 @@ describe('http auth URLs (LocalStack against the development issuer)', () => {
   it.each(['local', 'localstack'])('accepts an http:// JWKS URL and issuer when envName is %s, and carries them to the functions', (envName) => {
     const config = parseInfraConfig({ ...BASE_CONFIG, envName, auth: { ...BASE_CONFIG.auth, ...httpAuth } });
     expect(config.auth).toMatchObject(httpAuth);
-    const runtime = parseRuntimeConfig(JSON.stringify(toRuntimeConfig(config)));
+    const runtime = parseDeploymentRuntimeConfig(JSON.stringify(toDeploymentRuntimeConfig(config)));
     expect(runtime.auth.jwksUrl).toBe(httpAuth.jwksUrl);
     // The authorizer builds a verifier from the same variable (keys are fetched on first use, not here).
     expect(() => verifierFromEnv({ AIP_RUNTIME_CONFIG: JSON.stringify(runtime) })).not.toThrow();
@@ -288,7 +288,7 @@ describe('http auth URLs (LocalStack against the development issuer)', () => {
     for (const issue of issues) expect(issue.message).toContain(`(envName is "${envName}")`);
     // The runtime slice is checked the same way when a function reads it.
     const runtime = JSON.stringify({ envName, auth: { ...BASE_CONFIG.auth, ...httpAuth }, connectors: [], approvalPolicies: [] });
-    expect(() => parseRuntimeConfig(runtime)).toThrow(/auth\.jwksUrl: must be an absolute https:\/\/ URL/);
+    expect(() => parseDeploymentRuntimeConfig(runtime)).toThrow(/auth\.jwksUrl: must be an absolute https:\/\/ URL/);
     // And the authorizer's verifier refuses to fetch keys over http off loopback there.
     expect(() => verifierFromEnv({ AIP_RUNTIME_CONFIG: runtime })).toThrow(/JWKS URL must use https/);
   });
@@ -310,7 +310,7 @@ describe('http auth URLs (LocalStack against the development issuer)', () => {
     try {
       const localstack = loadInfraConfig(join(PROJECT_ROOT, 'infra', 'config.localstack.json'));
       // The deployed URL names host.docker.internal; here the same server is reached on loopback.
-      const runtime = { ...toRuntimeConfig(localstack), auth: { ...localstack.auth, jwksUrl: server.jwksUrl } };
+      const runtime = { ...toDeploymentRuntimeConfig(localstack), auth: { ...localstack.auth, jwksUrl: server.jwksUrl } };
       const verifier = verifierFromEnv({ AIP_RUNTIME_CONFIG: JSON.stringify(runtime) });
       const token = await mintToken({ sub: 'alice', tenants: ['demo'], scopes: ['aip:actions:write'] }, await loadDevKeys(keysDir));
       const identity = await verifier.verify(token);

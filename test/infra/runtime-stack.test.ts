@@ -10,8 +10,8 @@ import type { CfnElement, Stack } from 'aws-cdk-lib';
 import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { AUTHORIZATION_HEADER_PATTERN, verifierFromEnv } from '../../functions/authorizer.js';
-import { ROUTE_LIST, ROUTES, type RouteId } from '../../functions/http/routes.js';
-import { OPTIONAL_ENV, readBootstrapSettings } from '../../functions/shared/bootstrap.js';
+import { ROUTE_LIST, ROUTES, type RouteId } from '../../lib/http/routes.js';
+import { OPTIONAL_ENV, readBootstrapSettings } from '../../functions/shared/settings.js';
 import {
   INVOKE_WORKER_FUNCTION_ID,
   RECONCILE_CONSUMER_FUNCTION_ID,
@@ -105,7 +105,7 @@ describe('the deployed runtime (default functions)', () => {
   });
 
   describe('REST API', () => {
-    it('is a REST API (v1), regional, with one method per route of functions/http/routes.ts', () => {
+    it('is a REST API (v1), regional, with one method per route of lib/http/routes.ts', () => {
       t.template.resourceCountIs('AWS::ApiGateway::RestApi', 1);
       t.template.resourceCountIs('AWS::ApiGatewayV2::Api', 0);
       t.template.hasResourceProperties('AWS::ApiGateway::RestApi', { EndpointConfiguration: { Types: ['REGIONAL'] } });

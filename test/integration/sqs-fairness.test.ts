@@ -84,7 +84,7 @@ describe('the producer names the tenant as the message group (SQS fair queues)',
     await queue.sendBatch([{ id: 'b1', message: invoke('tenant-b', 2) }]);
     const [single, many] = sentTo(queueUrl, from);
     expect(single?.body).not.toHaveProperty('MessageGroupId');
-    expect((many?.body.Entries as Array<Record<string, unknown>>)[0]).not.toHaveProperty('MessageGroupId');
+    expect((many!.body.Entries as Array<Record<string, unknown>>)[0]).not.toHaveProperty('MessageGroupId');
   });
 
   it('keeps one group per transaction on a FIFO queue, whatever the fairness (a group per tenant would serialise it)', async () => {

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { AipError } from '../../lib/errors/aip-error.js';
-import { classifyTransactFailure, mapStoreError } from '../../lib/aws/dynamo/transaction-store.js';
+import { classifyTransactFailure, mapStoreError } from '../../lib/aws/dynamo/store-errors.js';
 import { keys } from '../../lib/aws/dynamo/table-design.js';
 import { createTestTable, type TestTable } from '../support/dynamo.js';
 import { TENANT, nextReceipt, plannedInput, preparedInput, uid } from '../support/transaction-fixtures.js';

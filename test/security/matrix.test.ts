@@ -1,6 +1,6 @@
 /**
  * The security matrix, generated from the route table and the
- * mode list: every route of functions/http/routes.ts, and POST /v1/actions
+ * mode list: every route of lib/http/routes.ts, and POST /v1/actions
  * in every transaction mode (and as a plain invocation), is called over real
  * HTTP on the local stack as five callers against the owner's records:
  *
@@ -24,7 +24,7 @@
  * reliability report.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROUTE_LIST, type RouteDefinition } from '../../functions/http/routes.js';
+import { ROUTE_LIST, type RouteDefinition } from '../../lib/http/routes.js';
 import type { CallerIdentity } from '../../lib/auth/identity.js';
 import { SteppedClock } from '../../lib/ports/clock.js';
 import { Authority } from '../../lib/runtime/authority.js';
@@ -462,7 +462,9 @@ const FAULTS: Record<string, () => () => void> = {
         (Runtime.prototype as unknown as Record<string, unknown>)[m] = original;
       };
     });
-    return () => undo.forEach((u) => u());
+    return () => {
+      for (const u of undo) u();
+    };
   },
   'the owner is not recognised (ownership checks inverted)': () => {
     const original = Authority.prototype.roles;

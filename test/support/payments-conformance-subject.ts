@@ -11,7 +11,8 @@ import type { ConformanceInstance, ConformanceSubject } from '../../lib/connecto
 import { createPaymentsConnector, DEFAULT_PAYMENTS_CREDENTIAL_HANDLE } from '../../lib/connectors/reference/payments.js';
 import { startPaymentsSimulator } from '../../dev/payments-simulator/server.js';
 
-export function paymentsConformanceSubject(): ConformanceSubject {
+/** The CLI's module contract: `npx aip-conformance test/support/payments-conformance-subject.ts`. */
+export default function paymentsConformanceSubject(): ConformanceSubject {
   return {
     name: 'payments (declarative HTTP connector over the payments simulator)',
     credential_handle: DEFAULT_PAYMENTS_CREDENTIAL_HANDLE,
@@ -100,6 +101,3 @@ export function paymentsConformanceSubject(): ConformanceSubject {
     },
   };
 }
-
-/** The CLI's module contract: `npx aip-conformance test/support/payments-conformance-subject.ts`. */
-export default paymentsConformanceSubject;

@@ -1,6 +1,6 @@
 /** One action: its result, its transaction, and cancel. */
 import { useEffect, useState } from 'preact/hooks';
-import type { Ctx } from '../app.js';
+import type { Ctx } from '../ctx.js';
 import { asProblem, type ActionResult, type ApiProblem, type TransactionView } from '../api.js';
 import { Field, Json, ProblemView, StatusBadge } from '../ui.js';
 import { CancelDialog } from './transaction.js';
@@ -16,8 +16,14 @@ export function ActionPage({ ctx, id }: { ctx: Ctx; id: string }) {
     let live = true;
     ctx.api
       .action(id)
-      .then((s) => live && (setState(s), setProblem(undefined)))
-      .catch((err: unknown) => live && setProblem(asProblem(err)));
+      .then((s) => {
+        if (!live) return;
+        setState(s);
+        setProblem(undefined);
+      })
+      .catch((err: unknown) => {
+        if (live) setProblem(asProblem(err));
+      });
     return () => {
       live = false;
     };

@@ -6,7 +6,7 @@
  * evidence, cancel its action.
  */
 import { useEffect, useState } from 'preact/hooks';
-import type { Ctx } from '../app.js';
+import type { Ctx } from '../ctx.js';
 import { asProblem, isRouteMissing, type ApiProblem, type ResolveInput, type TransactionView } from '../api.js';
 import { verifyTransaction, type ReceiptChainVerdict } from '../verify.js';
 import { Age, ConfirmDialog, Field, Json, ProblemView, short, StatusBadge } from '../ui.js';
@@ -89,6 +89,7 @@ export function TransactionPage({ ctx, id }: { ctx: Ctx; id: string }) {
       )}
       {problem && <ProblemView problem={problem} onDismiss={() => setProblem(undefined)} />}
 
+      {/* biome-ignore lint/a11y/useSemanticElements: a row of buttons, not a form section; a <fieldset> would bring its own border, padding and form semantics */}
       <div class="operations" role="group" aria-label="Operator actions">
         <button type="button" class="primary" disabled={!RECONCILABLE.has(status)} onClick={() => setDialog('reconcile')}>
           Reconcile now

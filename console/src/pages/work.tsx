@@ -4,7 +4,7 @@
  * Pending approvals are decided here (approve or deny, with a reason).
  */
 import { useEffect, useState } from 'preact/hooks';
-import type { Ctx } from '../app.js';
+import type { Ctx } from '../ctx.js';
 import { asProblem, isRouteMissing, OPERATOR_VIEWS, type ApiProblem, type ApprovalRecord, type OperatorItem, type OperatorView, type OverviewView } from '../api.js';
 import { Age, ageOf, ConfirmDialog, formatAge, ProblemView, short, StatusBadge } from '../ui.js';
 

@@ -143,7 +143,7 @@ export class DynamoAtomicWrites implements AtomicWrites {
       };
     }
     const failed = (i: number) => sent.reasons[i]?.code === 'ConditionalCheckFailed';
-    let out: { -readonly [K in keyof Extract<AdmitWriteOutcome, { admitted: false }>]: Extract<AdmitWriteOutcome, { admitted: false }>[K] } = { admitted: false };
+    const out: { -readonly [K in keyof Extract<AdmitWriteOutcome, { admitted: false }>]: Extract<AdmitWriteOutcome, { admitted: false }>[K] } = { admitted: false };
     if (failed(0)) {
       const existing = action.existing(sent.reasons[0]?.old);
       if (existing !== undefined) out.existing_action = existing;

@@ -7,7 +7,6 @@
  * Numbers become JS numbers (the store only keeps safe integers and JSON
  * numbers); binary values become Uint8Array.
  */
-export type RawAttributeValue = Record<string, unknown>;
 
 export function fromAttributeValue(av: unknown): unknown {
   if (av === null || typeof av !== 'object') return undefined;

@@ -127,14 +127,6 @@ export function checkLimit(code: ErrorCode, limit: unknown, fallback: number, ma
   return limit;
 }
 
-
-/** Copies the named fields of an item (drops keys, index attributes and item_type). */
-export function pick<T>(item: Item, fields: readonly string[]): T {
-  const out: Record<string, unknown> = {};
-  for (const f of fields) if (item[f] !== undefined) out[f] = item[f];
-  return out as T;
-}
-
 export function epochSeconds(ms: number): number {
   return Math.floor(ms / 1000);
 }

@@ -68,9 +68,6 @@ export const ITEM_TYPES = {
   routeAssignment: 'route_assignment',
 } as const;
 
-/** Separator inside keys. Protocol IDs never contain it (ID_PATTERN forbids `#`). */
-export const KEY_SEPARATOR = '#';
-
 const pad = (n: number, width: number) => String(n).padStart(width, '0');
 
 /** Key builders. IDs never contain '#': the protocol ID pattern forbids it. */

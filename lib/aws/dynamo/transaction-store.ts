@@ -66,11 +66,6 @@ import {
 import { classifyCasFailure, currentOf, providerConflict, raceConflictFor, stateConflict, type CasSpec } from './transaction-conflicts.js';
 import { compact, UpdateBuilder } from './update-builder.js';
 
-// Imported from here by the other adapters and by tests; their home is the module named.
-export { classifyTransactFailure, errorName, mapStoreError } from './store-errors.js';
-export { compact, UpdateBuilder } from './update-builder.js';
-export { encodeCursor } from './pagination.js';
-
 export interface DynamoTransactionStoreOptions {
   readonly client: DynamoDBDocumentClient;
   readonly tableName: string;

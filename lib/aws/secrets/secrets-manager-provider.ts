@@ -78,7 +78,7 @@ export class SecretsManagerCredentialProvider implements CredentialProvider {
     let field: unknown;
     try {
       const obj: unknown = JSON.parse(text);
-      field = typeof obj === 'object' && obj !== null && Object.prototype.hasOwnProperty.call(obj, ref.json_field) ? (obj as Record<string, unknown>)[ref.json_field] : undefined;
+      field = typeof obj === 'object' && obj !== null && Object.hasOwn(obj, ref.json_field) ? (obj as Record<string, unknown>)[ref.json_field] : undefined;
     } catch {
       throw credentialsUnavailable(handle, scope, SOURCE, 'secret_not_json');
     }

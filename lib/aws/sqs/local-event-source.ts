@@ -135,8 +135,10 @@ export class FairBacklog<T> {
     } else {
       const noisy = new Map<string, boolean>();
       const isNoisy = (group: string) => {
-        let n = noisy.get(group);
-        if (n === undefined) noisy.set(group, (n = this.isNoisy(group)));
+        const known = noisy.get(group);
+        if (known !== undefined) return known;
+        const n = this.isNoisy(group);
+        noisy.set(group, n);
         return n;
       };
       for (const entry of this.waiting) {

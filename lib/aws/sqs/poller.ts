@@ -27,7 +27,7 @@ import { GetQueueAttributesCommand, type Message, type SQSClient } from '@aws-sd
 import type { Context, SQSBatchResponse, SQSEvent, SQSMessageAttributes, SQSRecord, SQSRecordAttributes } from 'aws-lambda';
 import { changeVisibility, deleteMessages, receiveMessages, SQS_BATCH_MAX } from './queue.js';
 
-export type SqsBatchHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse | void | null | undefined>;
+export type SqsBatchHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse | null | undefined>;
 
 export interface SqsPollerOptions {
   readonly client: SQSClient;

@@ -144,6 +144,7 @@ export type RequestSpec = z.infer<typeof RequestSpecSchema>;
 
 /** Where the provider operation ID is: a JSON pointer into the response body, or a response header. */
 export const OperationIdSourceSchema = z.union([z.strictObject({ pointer: PointerSchema }), z.strictObject({ header: HeaderNameSchema })]);
+/** @public */
 export type OperationIdSource = z.infer<typeof OperationIdSourceSchema>;
 
 /** Status HTTP error → typed failure. The first matching rule wins. */
@@ -185,6 +186,7 @@ export const ProbeSpecSchema = z.strictObject({
   /** Provider status of the found operation, kept as evidence. */
   status_pointer: PointerSchema.optional(),
 });
+/** @public */
 export type ProbeSpec = z.infer<typeof ProbeSpecSchema>;
 
 /** invoke / commit / compensate: one provider request with an effect (or a read). */
@@ -286,6 +288,7 @@ export const CancelSpecSchema = z.strictObject({
   status_pointer: PointerSchema.optional(),
   errors: z.array(ErrorRuleSchema).max(100).optional(),
 });
+/** @public */
 export type CancelSpec = z.infer<typeof CancelSpecSchema>;
 
 /** plan_typed: a local preview of the request, or a downstream validation call. */
@@ -302,6 +305,7 @@ export const PlanSpecSchema = z.union([
     }),
   }),
 ]);
+/** @public */
 export type PlanSpec = z.infer<typeof PlanSpecSchema>;
 
 /** The capability contract pieces the manifest advertises. */
@@ -346,6 +350,7 @@ export const HttpCapabilityConfigSchema = z.strictObject({
   }),
   errors: z.array(ErrorRuleSchema).max(100).optional(),
 });
+/** @public */
 export type HttpCapabilityConfig = z.infer<typeof HttpCapabilityConfigSchema>;
 
 export const AuthConfigSchema = z.discriminatedUnion('type', [
@@ -355,6 +360,7 @@ export const AuthConfigSchema = z.discriminatedUnion('type', [
   /** `<header>: <secret>` (e.g. `X-Api-Key`). */
   z.strictObject({ type: z.literal('header'), credential_handle: IdSchema, header: HeaderNameSchema }),
 ]);
+/** @public */
 export type AuthConfig = z.infer<typeof AuthConfigSchema>;
 
 export const HttpConnectorConfigSchema = z
@@ -470,6 +476,8 @@ export type StatusLookupConfig = z.input<typeof StatusLookupSchema>;
 export type KeyLookupConfig = z.input<typeof KeyLookupSchema>;
 export type CancelSpecConfig = z.input<typeof CancelSpecSchema>;
 export type ProbeSpecConfig = z.input<typeof ProbeSpecSchema>;
+/** @public */
 export type PlanSpecConfig = z.input<typeof PlanSpecSchema>;
 export type ErrorRuleConfig = z.input<typeof ErrorRuleSchema>;
+/** @public */
 export type HttpCapabilityConfigInput = z.input<typeof HttpCapabilityConfigSchema>;

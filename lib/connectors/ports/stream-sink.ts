@@ -10,7 +10,7 @@
  */
 import type { SequencedStreamChunk } from '../../protocol/stream-chunk.js';
 
-export type { SequencedStreamChunk, StreamChunk } from '../../protocol/stream-chunk.js';
+export type { SequencedStreamChunk } from '../../protocol/stream-chunk.js';
 
 export interface StreamSink {
   write(chunk: SequencedStreamChunk): Promise<void>;

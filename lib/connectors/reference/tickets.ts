@@ -16,7 +16,7 @@
  * synchronously) and the secret is disposed before the answer is awaited.
  */
 import * as z from 'zod';
-import type { Action, ProviderOperationRef } from '../../protocol/index.js';
+import type { ProviderOperationRef } from '../../protocol/index.js';
 import type { CredentialProvider } from '../ports/credentials.js';
 import type { ActionExecutionContext } from '../context.js';
 import { timeoutRetryable } from '../deadline.js';
@@ -261,9 +261,4 @@ export function createTicketsConnector(options: TicketsConnectorOptions): Define
         ? new ConnectorFailure({ code: 'connector.provider_rejected', operation, source: source(connector_id), provider_request_id: err.request_id, redacted_details: { desk_error: err.type } })
         : undefined,
   });
-}
-
-/** The action a demo or test uses to open a ticket. */
-export function ticketAction(id: string, input: { title: string; body?: string; priority?: 'low' | 'normal' | 'high' }, extra: Partial<Action> = {}): Action {
-  return { id, capability_id: 'tickets.create', input: { ...input }, ...extra };
 }

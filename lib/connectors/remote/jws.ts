@@ -136,18 +136,6 @@ function refuse(reason: string): AipError {
   return new AipError('connector.remote_signature_invalid', undefined, { details: { reason } });
 }
 
-/** The unverified protected header, for routing a refusal; never trust it. */
-export function peekHeader(message: string): { kid?: string; typ?: string } | undefined {
-  const [h] = message.split('.');
-  if (h === undefined || !B64URL.test(h)) return undefined;
-  try {
-    const header = JSON.parse(Buffer.from(h, 'base64url').toString('utf8')) as unknown;
-    return typeof header === 'object' && header !== null ? (header as { kid?: string; typ?: string }) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 /**
  * Verifies a compact JWS: three base64url parts, a header of exactly
  * `{alg: ES256, kid, typ}` with the expected `typ`, a `kid` in `keyring`, a

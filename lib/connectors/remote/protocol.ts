@@ -220,6 +220,7 @@ export const RemoteManifestSchema = z.strictObject({
   replica: IdSchema,
   connector: PublishedConnectorSchema,
 });
+/** @public */
 export type RemoteManifest = z.infer<typeof RemoteManifestSchema>;
 
 /** Host → runtime: GET /v1/health?connector_id=…&nonce=… */

@@ -9,7 +9,7 @@ import type { ActorContext, ApprovalEvidence, ExecutionFacilities, IdempotencyRe
 import type { RecordedActor } from '../../ports/action-store.js';
 import { randomBytes } from 'node:crypto';
 import { runAttempt as runConnectorAttempt, type AttemptOutcome as ConnectorAttemptOutcome } from '../../connectors/deadline.js';
-import { sha256Hex, type Action, type Principal } from '../../protocol/index.js';
+import type { Action, Principal } from '../../protocol/index.js';
 import type { PutRouteResult, RouteAssignment } from '../../ports/route-store.js';
 import { bindAttemptPlacement } from '../../connectors/remote/placement.js';
 import { boundedAttemptMs } from '../attempt-budget.js';

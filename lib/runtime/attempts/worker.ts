@@ -46,7 +46,7 @@ import { hostedConnector, invokeConnector, isPreInvocationError, leaseMs, pinned
 import { classify, finishSideRecords, settleAttempt } from './settlement.js';
 import { abandonUnstartedTransaction, attemptOutcome, attemptStarted, boundTo, failBeforeInvocation, finishingResult, settleAbandoned, settleCancelled } from './recovery.js';
 
-export { abandonUnstartedTransaction, attemptStarted } from './recovery.js';
+export { abandonUnstartedTransaction } from './recovery.js';
 
 
 

@@ -15,7 +15,7 @@
  */
 import { hashJson, type ApprovalPolicyRef, type Capability, type TransactionMode } from '../../protocol/index.js';
 import type { ApprovalPolicySnapshot } from '../../ports/approval-store.js';
-import type { RuntimeConfig, TenantApprovalPolicy } from '../config.js';
+import type { RuntimeSettings, TenantApprovalPolicy } from '../config.js';
 
 /** Modes a tenant policy applies to when it names none: everything that reaches a connector with effect. */
 export const DEFAULT_POLICY_MODES: readonly (TransactionMode | 'none')[] = ['execute', 'commit', 'compensate', 'reconcile', 'rollback_not_supported', 'none'];
@@ -42,7 +42,7 @@ export function selectsTenant(selector: readonly string[], tenant_id: string): b
  * (`tenants[t].approvals`), then the runtime-wide ones whose selector
  * matches it. An unconfigured tenant gets just the runtime-wide defaults.
  */
-export function tenantApprovalPolicies(config: RuntimeConfig, tenant_id: string): TenantApprovalPolicy[] {
+export function tenantApprovalPolicies(config: RuntimeSettings, tenant_id: string): TenantApprovalPolicy[] {
   const own = config.tenants[tenant_id]?.approvals ?? [];
   const global = (config.approval_policies ?? []).filter((p) => selectsTenant(p.tenants, tenant_id));
   return [...own, ...global];
@@ -58,7 +58,7 @@ export function selectsCapability(policy: TenantApprovalPolicy, capability_id: s
  * with its terms, or undefined. For dry_run and plan pass the mode the
  * preview stands for (`commit` for a plan, `execute` for a dry run).
  */
-export function selectApprovalPolicyTerms(config: RuntimeConfig, tenant_id: string, capability: Capability, mode: TransactionMode | undefined): SelectedApprovalPolicy | undefined {
+export function selectApprovalPolicyTerms(config: RuntimeSettings, tenant_id: string, capability: Capability, mode: TransactionMode | undefined): SelectedApprovalPolicy | undefined {
   const defaults = config.approvals.default_approver_scopes;
   if (capability.approval?.required === true) {
     return {
@@ -96,7 +96,7 @@ export function selectApprovalPolicyTerms(config: RuntimeConfig, tenant_id: stri
 }
 
 /** The policy reference alone (what a preview records as `approval_policy`), or undefined. */
-export function selectApprovalPolicy(config: RuntimeConfig, tenant_id: string, capability: Capability, mode: TransactionMode | undefined): ApprovalPolicyRef | undefined {
+export function selectApprovalPolicy(config: RuntimeSettings, tenant_id: string, capability: Capability, mode: TransactionMode | undefined): ApprovalPolicyRef | undefined {
   return selectApprovalPolicyTerms(config, tenant_id, capability, mode)?.ref;
 }
 
@@ -105,7 +105,7 @@ export function selectApprovalPolicy(config: RuntimeConfig, tenant_id: string, c
  * mode for this tenant (what a pending approval stores), or undefined when
  * no policy applies. See {@link snapshotOf}.
  */
-export function policySnapshot(config: RuntimeConfig, tenant_id: string, capability: Capability, mode: TransactionMode | undefined): ApprovalPolicySnapshot | undefined {
+export function policySnapshot(config: RuntimeSettings, tenant_id: string, capability: Capability, mode: TransactionMode | undefined): ApprovalPolicySnapshot | undefined {
   const selected = selectApprovalPolicyTerms(config, tenant_id, capability, mode);
   return selected === undefined ? undefined : snapshotOf(selected, config);
 }
@@ -115,7 +115,7 @@ export function policySnapshot(config: RuntimeConfig, tenant_id: string, capabil
  * handed to the connector context, and covers every term an approval is
  * decided by (approver scopes, self-approval, approvals needed, lifetime).
  */
-export function snapshotOf(selected: SelectedApprovalPolicy, config: RuntimeConfig): ApprovalPolicySnapshot {
+export function snapshotOf(selected: SelectedApprovalPolicy, config: RuntimeSettings): ApprovalPolicySnapshot {
   const policy = selected.ref;
   const approver_scopes = [...(policy.approver_scopes ?? config.approvals.default_approver_scopes)];
   const allow_self_approval = policy.allow_self_approval ?? false;

@@ -6,11 +6,11 @@
 import { describe, expect, it } from 'vitest';
 import { REVIEW_ITEMS, conformanceRule, runConformance, type ConformanceRuleId, type ConformanceSubject } from '../../../lib/connectors/conformance/index.js';
 import { describeConformance } from '../../../lib/connectors/conformance/vitest.js';
-import { ticketsConformanceSubject } from '../../../lib/connectors/conformance/subjects/tickets.js';
+import ticketsConformanceSubject from '../../../lib/connectors/conformance/subjects/tickets.js';
 import { TicketDesk } from '../../../lib/connectors/reference/ticket-desk.js';
 import { createTicketsConnector, DEFAULT_TICKETS_CREDENTIAL_HANDLE } from '../../../lib/connectors/reference/tickets.js';
 import { brokenConformanceSubject } from '../../fixtures/broken-connector.js';
-import { paymentsConformanceSubject } from '../../support/payments-conformance-subject.js';
+import paymentsConformanceSubject from '../../support/payments-conformance-subject.js';
 import { ledgerSubject } from '../../fixtures/broken-connectors/baseline.js';
 
 // The vitest helper, as authors use it, on a connector that every rule applies to (one test per rule, none skipped).

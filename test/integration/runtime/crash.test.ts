@@ -4,7 +4,7 @@
  * redelivering the message.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseRuntimeConfig } from '../../../lib/runtime/config.js';
+import { parseRuntimeSettingsInput } from '../../../lib/runtime/config.js';
 import { ArmedCrashPoints } from '../../../lib/runtime/crash-points.js';
 import { Runtime } from '../../../lib/runtime/runtime.js';
 import { uid } from '../../support/transaction-fixtures.js';
@@ -229,8 +229,8 @@ describe('Crash-safe attempts', () => {
   });
 
   it('crash points can only be installed in test mode, which the production configuration forbids', () => {
-    expect(() => parseRuntimeConfig({ test_mode: true }, 'production')).toThrow(expect.objectContaining({ code: 'runtime.config_invalid' }));
-    const deps = { config: parseRuntimeConfig({}, 'production'), crashPoints: new ArmedCrashPoints() };
+    expect(() => parseRuntimeSettingsInput({ test_mode: true }, 'production')).toThrow(expect.objectContaining({ code: 'runtime.config_invalid' }));
+    const deps = { config: parseRuntimeSettingsInput({}, 'production'), crashPoints: new ArmedCrashPoints() };
     expect(() => new Runtime(deps as never)).toThrow(expect.objectContaining({ code: 'runtime.config_invalid' }));
   });
 });

@@ -19,7 +19,7 @@ import { SqsMessageQueue } from '../../../lib/aws/sqs/queue.js';
 import { keys } from '../../../lib/aws/dynamo/table-design.js';
 import type { InvokeMessage } from '../../../lib/ports/messages.js';
 import type { RouteAssignment } from '../../../lib/ports/route-store.js';
-import { parseRuntimeConfig } from '../../../lib/runtime/config.js';
+import { parseRuntimeSettingsInput } from '../../../lib/runtime/config.js';
 import { staticConnectorHost } from '../../../lib/runtime/deps.js';
 import { Runtime } from '../../../lib/runtime/runtime.js';
 import { uid } from '../../support/transaction-fixtures.js';
@@ -226,7 +226,7 @@ describe('Concurrent first attempts', () => {
       registry: h.registry,
       connectors: staticConnectorHost([{ connector: testConnector(provider), replica: 'replica-b' }]),
       clock: { now: h.clock.now },
-      config: parseRuntimeConfig({ test_mode: true }, 'test'),
+      config: parseRuntimeSettingsInput({ test_mode: true }, 'test'),
     });
     const RACERS = 10;
     for (let round = 0; round < 3; round++) {

@@ -22,7 +22,7 @@ import { OPERATOR_SCOPE } from '../../../lib/auth/scopes.js';
 import { decodeQueueMessage, type InvokeMessage, type ReconcileMessage } from '../../../lib/ports/messages.js';
 import type { CancelReconcileResult, ReconcileScheduleRef, ReconcileScheduler, ScheduleReconcileRequest, ScheduleReconcileResult } from '../../../lib/ports/scheduler.js';
 import { ArmedCrashPoints } from '../../../lib/runtime/crash-points.js';
-import { parseRuntimeConfig, type RuntimeConfigInput } from '../../../lib/runtime/config.js';
+import { parseRuntimeSettingsInput, type RuntimeSettingsInput } from '../../../lib/runtime/config.js';
 import { staticConnectorHost, type HostedConnector, type RuntimeLogger } from '../../../lib/runtime/deps.js';
 import { CapabilityRegistry } from '../../../lib/runtime/registry.js';
 import { verifyReceiptChain } from '../../../lib/runtime/receipts.js';
@@ -73,7 +73,7 @@ async function createQueue(name: string): Promise<string> {
 
 export interface HarnessOptions {
   readonly connectors: readonly (FrozenConnector | HostedConnector)[];
-  readonly config?: RuntimeConfigInput;
+  readonly config?: RuntimeSettingsInput;
   readonly prefix?: string;
   /** Register these manifests instead of the connectors' own (e.g. to test registry rejection). */
   readonly manifests?: readonly DefinedConnector[];
@@ -138,7 +138,7 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
     registry,
     connectors: staticConnectorHost(hosted),
     clock: { now: clock.now },
-    config: parseRuntimeConfig({ ...(options.config ?? {}), test_mode: true }, 'test'),
+    config: parseRuntimeSettingsInput({ ...(options.config ?? {}), test_mode: true }, 'test'),
     crashPoints: crash,
     ...(options.logger !== undefined ? { logger: options.logger } : {}),
   });

@@ -63,7 +63,7 @@ describe('aip submit', () => {
       idempotency_key: 'order-1',
       transaction: { mode: 'execute' },
     });
-    expect((req?.body as { id: string }).id).toMatch(/^act-/);
+    expect((req!.body as { id: string }).id).toMatch(/^act-/);
     expect(r.stdout).toContain('action act-1 (tenant demo): accepted, HTTP 202');
     expect(r.stdout).toContain('aip wait act-1');
   });

@@ -186,6 +186,7 @@ describe('streaming from commit', () => {
             transaction: { modes: ['plan', 'commit'], dry_run_fidelity: 'schema_only', requires_plan_before_commit: true },
           },
         }).implement({
+          // biome-ignore lint/correctness/useYield: a stream handler that emits no chunk, only its result
           stream: async function* () {
             return { id: 'invoked' };
           },

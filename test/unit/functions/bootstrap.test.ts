@@ -1,11 +1,13 @@
 /**
- * The composition root's environment validation (functions/shared/bootstrap.ts).
+ * The composition root's environment validation (functions/shared/settings.ts).
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { BootstrapConfigError, FUNCTION_ENV, OPTIONAL_ENV, createRuntime, readBootstrapSettings, settingsToEnv } from '../../../functions/shared/bootstrap.js';
+import { FUNCTION_ENV } from '../../../lib/config/function-env.js';
+import { createRuntime } from '../../../functions/shared/bootstrap.js';
+import { BootstrapConfigError, OPTIONAL_ENV, readBootstrapSettings, settingsToEnv } from '../../../functions/shared/settings.js';
 import { parseRuntimeSettings } from '../../../functions/shared/compose-runtime.js';
 import { ArmedCrashPoints } from '../../../lib/runtime/crash-points.js';
 

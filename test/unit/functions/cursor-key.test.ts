@@ -8,7 +8,8 @@
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { BootstrapConfigError, FUNCTION_ENV, OPTIONAL_ENV, readBootstrapSettings, settingsToEnv, type BootstrapSettings } from '../../../functions/shared/bootstrap.js';
+import { FUNCTION_ENV } from '../../../lib/config/function-env.js';
+import { BootstrapConfigError, OPTIONAL_ENV, readBootstrapSettings, settingsToEnv, type BootstrapSettings } from '../../../functions/shared/settings.js';
 import { cursorSealerFor } from '../../../functions/shared/compose-runtime.js';
 import { isAipError } from '../../../lib/errors/aip-error.js';
 import type { CursorBinding } from '../../../lib/runtime/cursor.js';

@@ -15,7 +15,7 @@ import { createSweeperHandler } from '../../../functions/scheduled/sweeper.js';
 import { installRuntime, uninstallRuntime } from '../../../functions/shared/bootstrap.js';
 import { summarizeOutcome } from '../../../functions/shared/runtime-contract.js';
 import type { Observability } from '../../../functions/shared/observability.js';
-import { AIP_METRICS, metricsNamespace } from '../../../infra/function-env.js';
+import { AIP_METRICS, metricsNamespace } from '../../../lib/config/function-env.js';
 
 /** The parts of an EMF document these tests read. */
 interface EmfDocument {

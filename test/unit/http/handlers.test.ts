@@ -14,7 +14,7 @@ import {
 } from '../../../functions/http/actions.js';
 import { createDecideApprovalHandler, createListApprovalsHandler } from '../../../functions/http/approvals.js';
 import { createGetHealthHandler, createGetOpenApiHandler, createListCapabilitiesHandler } from '../../../functions/http/meta.js';
-import { ROUTES, type RouteDefinition } from '../../../functions/http/routes.js';
+import { ROUTES, type RouteDefinition } from '../../../lib/http/routes.js';
 import { createGetTransactionHandler, createListOperatorHandler } from '../../../functions/http/transactions.js';
 import type { SubmitOutcome } from '../../../functions/shared/runtime-api.js';
 import { AipError } from '../../../lib/errors/aip-error.js';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { OPENAPI_DOC_PATH } from '../../../dev/scripts/gen-openapi.js';
-import { ROUTE_LIST } from '../../../functions/http/routes.js';
+import { ROUTE_LIST } from '../../../lib/http/routes.js';
 import { buildOpenApiDocument, renderOpenApiDocument } from '../../../functions/shared/openapi.js';
 
 type Json = Record<string, unknown>;
@@ -46,6 +46,6 @@ describe('OpenAPI document', () => {
     const doc = buildOpenApiDocument() as { components: { schemas: Record<string, Json> } };
     expect(doc.components.schemas.Action).toMatchObject({ type: 'object', additionalProperties: false, required: expect.arrayContaining(['id', 'capability_id', 'input']) });
     expect(doc.components.schemas.DecisionBody).toMatchObject({ additionalProperties: false, properties: { decision: { enum: ['approve', 'deny'] } } });
-    expect((doc.components.schemas.Action?.properties as Json).input).toEqual({ type: 'object' });
+    expect((doc.components.schemas.Action!.properties as Json).input).toEqual({ type: 'object' });
   });
 });

@@ -2,8 +2,8 @@ import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { createHttpHandlers } from '../../../functions/http/index.js';
-import { matchRoute, ROUTE_LIST, ROUTES, SCOPES } from '../../../functions/http/routes.js';
-import { parseRuntimeConfig } from '../../../lib/runtime/config.js';
+import { matchRoute, ROUTE_LIST, ROUTES, SCOPES } from '../../../lib/http/routes.js';
+import { parseRuntimeSettingsInput } from '../../../lib/runtime/config.js';
 import { deps, stubRuntime } from './support.js';
 
 const ROOT = resolve(import.meta.dirname, '../../..');
@@ -24,8 +24,8 @@ describe('route table', () => {
 
   it('requires on the operator routes the scope the runtime grants the operator views by default', () => {
     expect(SCOPES.operator).toBe('aip:operator');
-    expect(parseRuntimeConfig({}).operator_scope).toBe(SCOPES.operator);
-    expect(parseRuntimeConfig({}, 'test').operator_scope).toBe(SCOPES.operator);
+    expect(parseRuntimeSettingsInput({}).operator_scope).toBe(SCOPES.operator);
+    expect(parseRuntimeSettingsInput({}, 'test').operator_scope).toBe(SCOPES.operator);
     expect(ROUTES.listOperator.scopes).toEqual([SCOPES.operator]);
   });
 

@@ -10,7 +10,6 @@ import type { APIGatewayProxyResult, Context } from 'aws-lambda';
 import { expect } from 'vitest';
 import { encodeAuthorizerContext } from '../../../lib/auth/authorizer-context.js';
 import type { CallerIdentity } from '../../../lib/auth/identity.js';
-import { AipError } from '../../../lib/errors/aip-error.js';
 import { ProblemSchema, type Problem } from '../../../lib/protocol/problem.js';
 import type { AipHttpEvent } from '../../../functions/shared/http.js';
 import { SILENT_LOGGER, type LoggerLike } from '../../../functions/shared/logger.js';
@@ -205,8 +204,4 @@ export function expectProblem(res: APIGatewayProxyResult, status: number, code?:
   if (code !== undefined) expect(problem.code).toBe(code);
   expect(problem.type).toBe(`urn:aip:error:${problem.code}`);
   return problem;
-}
-
-export function notFound(): never {
-  throw new AipError('action.not_found');
 }

@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { callerIdentity } from '../../../functions/shared/caller-identity.js';
 import { httpErrorHandler } from '../../../functions/shared/error-handler.js';
 import type { AipHttpEvent } from '../../../functions/shared/http.js';
-import { selectTenant, tenantSelection, type TenantPolicy } from '../../../functions/shared/tenant.js';
+import type { TenantRequirement } from '../../../lib/http/routes.js';
+import { selectTenant, tenantSelection } from '../../../functions/shared/tenant.js';
 import type { CallerIdentity } from '../../../lib/auth/identity.js';
 import { AipError } from '../../../lib/errors/aip-error.js';
 import { ALICE, expectProblem, lambdaContext, proxyEvent } from './support.js';
@@ -51,7 +52,7 @@ describe('selectTenant', () => {
 });
 
 describe('tenantSelection middleware', () => {
-  function run(caller: CallerIdentity, headers: Record<string, string>, policy: TenantPolicy) {
+  function run(caller: CallerIdentity, headers: Record<string, string>, requirement: TenantRequirement) {
     let tenant: unknown = 'unset';
     const h = middy<AipHttpEvent, APIGatewayProxyResult>(async (event: AipHttpEvent) => {
       tenant = event.aip?.tenant_id;
@@ -59,7 +60,7 @@ describe('tenantSelection middleware', () => {
     })
       .use(httpErrorHandler())
       .use(callerIdentity())
-      .use(tenantSelection({ policy }));
+      .use(tenantSelection({ requirement }));
     return h(proxyEvent({ caller, headers }), lambdaContext()).then((res) => ({ res, tenant }));
   }
 

@@ -4,8 +4,8 @@ import { TRANSACTION_MODES } from '../../../lib/transactions/status.js';
 import { FORBIDDEN_KEYS, inspectJson, type JsonObject } from '../../../lib/protocol/index.js';
 import type { Action, TransactionRequest } from '../../../lib/protocol/index.js';
 
-export const idArb = fc.stringMatching(/^[A-Za-z0-9._:@/-]{1,40}$/);
-export const txIdArb = idArb;
+const idArb = fc.stringMatching(/^[A-Za-z0-9._:@/-]{1,40}$/);
+const txIdArb = idArb;
 
 export const inputArb: fc.Arbitrary<JsonObject> = fc
   .dictionary(fc.string({ maxLength: 12 }), fc.jsonValue({ maxDepth: 4 }), { maxKeys: 6 })

@@ -202,6 +202,7 @@ describe('pollution, depth and size guards', () => {
       Number.NaN,
       Number.POSITIVE_INFINITY,
       Object.defineProperty({}, 'x', { get: () => 1, enumerable: true }),
+      // biome-ignore lint/suspicious/noSparseArray: the hole is the input under test
       [1, , 3],
       [undefined],
       new Proxy({}, { ownKeys: () => { throw new Error('trap'); } }),

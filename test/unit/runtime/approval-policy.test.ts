@@ -6,11 +6,12 @@
  */
 import * as fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { FUNCTION_ENV, OPTIONAL_ENV, readBootstrapSettings } from '../../../functions/shared/bootstrap.js';
+import { FUNCTION_ENV } from '../../../lib/config/function-env.js';
+import { OPTIONAL_ENV, readBootstrapSettings } from '../../../functions/shared/settings.js';
 import { runtimeConfigFor } from '../../../functions/shared/compose-runtime.js';
 import { implementationSupport, type ConnectorManifest } from '../../../lib/connectors/index.js';
 import type { Capability } from '../../../lib/protocol/index.js';
-import { parseRuntimeConfig, type RuntimeConfigInput } from '../../../lib/runtime/config.js';
+import { parseRuntimeSettingsInput, type RuntimeSettingsInput } from '../../../lib/runtime/config.js';
 import { policySnapshot, selectApprovalPolicy, selectApprovalPolicyTerms, snapshotOf, tenantApprovalPolicies } from '../../../lib/runtime/pipeline/approval-policy.js';
 import { CapabilityRegistry } from '../../../lib/runtime/registry.js';
 
@@ -19,7 +20,7 @@ const CHARGE = cap('payments.charge');
 const REFUND = cap('payments.refund');
 const GUARDED = cap('payments.guarded', { approval: { required: true, policy_id: 'cap-own', approver_scopes: ['treasury:approve'] } });
 
-const config = (input: RuntimeConfigInput) => parseRuntimeConfig({ ...input, test_mode: true }, 'test');
+const config = (input: RuntimeSettingsInput) => parseRuntimeSettingsInput({ ...input, test_mode: true }, 'test');
 
 describe('selectApprovalPolicy', () => {
   const c = config({
@@ -113,7 +114,7 @@ describe('runtime configuration schema', () => {
       { policy_id: 'p', capabilities: ['*'], ttl_ms: 10 },
       { policy_id: 'p', capabilities: ['*'], unknown: true },
     ];
-    for (const policy of bad) expect(() => config({ approval_policies: [policy] } as RuntimeConfigInput), JSON.stringify(policy)).toThrow(/config/);
+    for (const policy of bad) expect(() => config({ approval_policies: [policy] } as RuntimeSettingsInput), JSON.stringify(policy)).toThrow(/config/);
   });
 });
 

@@ -11,7 +11,8 @@ import { TicketDesk } from '../../reference/ticket-desk.js';
 import { DEFAULT_TICKETS_CREDENTIAL_HANDLE, createTicketsConnector } from '../../reference/tickets.js';
 import type { ConformanceInstance, ConformanceSubject } from '../subject.js';
 
-export function ticketsConformanceSubject(): ConformanceSubject {
+/** The CLI's module contract: `npx aip-conformance lib/connectors/conformance/subjects/tickets.ts`. */
+export default function ticketsConformanceSubject(): ConformanceSubject {
   return {
     name: 'tickets (defineConnector over the in-process ticket desk)',
     credential_handle: DEFAULT_TICKETS_CREDENTIAL_HANDLE,
@@ -97,6 +98,3 @@ export function ticketsConformanceSubject(): ConformanceSubject {
     },
   };
 }
-
-/** The CLI's module contract: `npx aip-conformance lib/connectors/conformance/subjects/tickets.ts`. */
-export default ticketsConformanceSubject;

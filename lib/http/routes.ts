@@ -3,20 +3,22 @@
  *
  * One entry per route: method and resource path (API Gateway syntax,
  * `{id}`), authentication, the scopes one of which the caller needs, the
- * tenant policy, the zod schemas of path, query and body, the documented
+ * tenant requirement, the zod schemas of path, query and body, the documented
  * responses, and the Lambda entry (module path relative to the repository
  * root + exported handler name) that serves it.
  *
  * Shared by:
- * - the handlers (functions/http/*.ts), which build their middy chain from their entry;
+ * - the handlers (functions/http/*.ts), which build their middy chain from their entry
+ *   (functions/shared/route-handler.ts);
  * - the local HTTP server (dev/local/http-server.ts), which matches requests with {@link matchRoute};
  * - the CDK stateless stack, which creates one method per entry;
  * - the OpenAPI generator (functions/shared/openapi.ts).
  *
- * This module imports no handler code (only schemas), so infra can import it cheaply.
+ * Data only: it imports no handler code (only schemas) and names each Lambda
+ * entry by its module path, so the CDK app and the local server import it cheaply.
  */
 import type * as z from 'zod';
-import { OPERATOR_SCOPE } from '../../lib/auth/scopes.js';
+import { OPERATOR_SCOPE } from '../auth/scopes.js';
 import {
   ActionPathSchema,
   ActionStateSchema,
@@ -38,10 +40,15 @@ import {
   SubmitBodySchema,
   SubmitResponseSchema,
   TransactionResultSchema,
-} from '../../lib/http/schemas.js';
+} from './schemas.js';
 
 export type HttpMethod = 'GET' | 'POST';
-export type TenantPolicy = 'required' | 'optional' | 'none';
+/**
+ * Whether a route needs a selected tenant (X-AIP-Tenant, or the caller's only
+ * tenant): `required`; `optional` (without one, the runtime answers across
+ * the caller's tenants); `none` (no tenant selection at all).
+ */
+export type TenantRequirement = 'required' | 'optional' | 'none';
 export type BodyPolicy = 'none' | 'optional' | 'required';
 
 /** Scopes the edge checks (any one of a route's list suffices). */
@@ -71,7 +78,7 @@ export interface RouteDefinition<P extends z.ZodType = z.ZodType, Q extends z.Zo
   readonly auth: 'jwt' | 'none';
   /** The caller needs at least one of these scopes; empty: any authenticated caller. */
   readonly scopes: readonly string[];
-  readonly tenant: TenantPolicy;
+  readonly tenant: TenantRequirement;
   readonly pathParams?: P;
   readonly query: Q;
   readonly body: BodyPolicy;

@@ -1,0 +1,555 @@
+/**
+ * Deployment configuration of the AIP runtime: typed, validated with zod at synth
+ * time, and read from a JSON file named by CDK context (`-c config=path.json`).
+ * The CDK app (infra/) and the Lambda functions both read it from here; its
+ * run-time part reaches the functions as the `AIP_RUNTIME_CONFIG` variable.
+ *
+ * Field reference and rationale: docs/infra.md ("Configuration").
+ */
+import { readFileSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
+import * as z from 'zod';
+import { describeIssue, formatIssuePath } from '../common/issues.js';
+import { ClaimsConfigSchema } from '../auth/claims.js';
+import { HTTP_AUTH_ENVIRONMENTS } from '../auth/environments.js';
+import type { SecretsManagerReference } from '../aws/secrets/secrets-manager-provider.js';
+import { ID_MAX_LENGTH, ID_PATTERN } from '../protocol/primitives.js';
+import { TRANSACTION_MODES, type TransactionMode } from '../transactions/status.js';
+
+/** CloudWatch Logs accepts only these retention periods (days). */
+export const LOG_RETENTION_DAYS = [
+  1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653,
+] as const;
+
+/**
+ * Modes an approval policy may gate. `dry_run` and `plan` are previews: the
+ * transactions page ("Preview comes before approval; mutation does not") runs
+ * them before any pending approval, so a policy can never gate them.
+ */
+export const APPROVAL_GATED_MODES = ['execute', 'commit', 'compensate', 'reconcile'] as const satisfies readonly TransactionMode[];
+
+/** JWS algorithms the authorizer may accept. `none` is not representable. */
+export const JWT_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const;
+
+/** Log levels of the functions (Powertools Logger and Lambda's application log level). */
+export const LOG_LEVELS = ['DEBUG', 'INFO', 'WARN', 'ERROR'] as const;
+
+/** Largest authorizer results cache TTL this stack accepts (API Gateway allows 3600 s). See docs/infra.md ("Authorizer"). */
+export const MAX_AUTHORIZER_CACHE_SECONDS = 300;
+
+/**
+ * An auth URL (JWT issuer, JWKS URL): https, or http where the environment
+ * allows it. The field accepts both schemes; {@link refineAuthUrls} refuses
+ * `http:` unless `envName` is one of {@link HTTP_AUTH_ENVIRONMENTS}.
+ */
+const authUrl = (what: string) =>
+  z
+    .string({ error: `must be a string holding the ${what}` })
+    .refine((value) => URL.canParse(value) && /^https?:$/.test(new URL(value).protocol), {
+      message: `must be an absolute https:// URL (the ${what})`,
+    });
+
+const AUTH_URL_FIELDS = [
+  ['issuer', 'JWT issuer'],
+  ['jwksUrl', 'JWKS URL'],
+] as const;
+
+/**
+ * `http:` auth URLs only in the `local` and `localstack` environments, where
+ * LocalStack's Lambda containers verify tokens against a development JWKS on
+ * the host (README.md, "Deploy to LocalStack"). Everywhere else the issuer
+ * and the JWKS URL must be https.
+ */
+function refineAuthUrls(config: { envName: string; auth: { issuer: string; jwksUrl: string } }, ctx: z.RefinementCtx): void {
+  if (HTTP_AUTH_ENVIRONMENTS.includes(config.envName)) return;
+  for (const [field, what] of AUTH_URL_FIELDS) {
+    const value = config.auth[field];
+    if (URL.canParse(value) && new URL(value).protocol === 'http:') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['auth', field],
+        message: `must be an absolute https:// URL (the ${what}); http:// is accepted only when envName is ${HTTP_AUTH_ENVIRONMENTS.map((e) => `"${e}"`).join(' or ')} (envName is "${config.envName}")`,
+      });
+    }
+  }
+}
+
+const intIn = (min: number, max: number, what: string) =>
+  z
+    .int({ error: `must be an integer (${what})` })
+    .min(min, { message: `must be at least ${min} (${what})` })
+    .max(max, { message: `must be at most ${max} (${what})` });
+
+/** IDs follow the protocol ID pattern (lib/protocol/primitives.ts), as connectors, handles, tenants and capabilities do. */
+const protocolId = (what: string) =>
+  z
+    .string({ error: `must be a string (${what})` })
+    .min(1, { message: `must not be empty (${what})` })
+    .max(ID_MAX_LENGTH, { message: `must be at most ${ID_MAX_LENGTH} characters (${what})` })
+    .regex(ID_PATTERN, { message: `must use only letters, digits and . _ : @ / - (${what})` });
+
+const nonEmpty = (what: string, max = 256) =>
+  z
+    .string({ error: `must be a string (${what})` })
+    .min(1, { message: `must not be empty (${what})` })
+    .max(max, { message: `must be at most ${max} characters (${what})` });
+
+/**
+ * A Secrets Manager reference: the complete secret ARN (with the 6-character
+ * suffix Secrets Manager appends) or the secret name. A name is granted as
+ * `<name>-??????` in the stack's account and region, so no `*` is needed; a
+ * partial ARN is refused because it cannot be told apart from a complete one.
+ */
+const SECRET_ARN = /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]{1,512}-[A-Za-z0-9]{6}$/;
+const SECRET_NAME = /^[A-Za-z0-9/_+=.@-]{1,512}$/;
+const KMS_KEY_ARN = /^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key\/[A-Za-z0-9-]{1,128}$/;
+
+export const SecretReferenceSchema = z
+  .string({ error: 'must be a string: a Secrets Manager secret ARN or secret name' })
+  .refine((value) => (value.startsWith('arn:') ? SECRET_ARN.test(value) : SECRET_NAME.test(value)), {
+    message:
+      'must be a complete Secrets Manager secret ARN (arn:aws:secretsmanager:<region>:<account>:secret:<name>-<6 characters>) ' +
+      'or a secret name of 1-512 characters from A-Z a-z 0-9 / _ + = . @ -',
+  });
+
+/**
+ * One row of the deployment's credential reference map (the rows
+ * lib/connectors/credentials/references.ts selects from): which secret backs
+ * credential `handle` of the connector for a tenant, optionally for one
+ * external account of that tenant. The secret value never enters
+ * configuration; see `secretsManagerReferences` for the adapter's shape.
+ */
+export const CredentialReferenceSchema = z.strictObject({
+  handle: protocolId('credential handle'),
+  tenantId: protocolId('tenant ID'),
+  /** Absent: the tenant-wide default for every external account of the tenant. */
+  externalAccountId: protocolId('external account ID').optional(),
+  secret: SecretReferenceSchema,
+  /** @default AWSCURRENT (the service default) */
+  versionStage: nonEmpty('secret version stage').optional(),
+  /** When the SecretString is a JSON object: the string field holding the material. */
+  jsonField: nonEmpty('JSON field name').optional(),
+  /** The customer managed KMS key of the secret, when it is not the default `aws/secretsmanager` key. */
+  kmsKeyArn: z
+    .string({ error: 'must be a string (KMS key ARN)' })
+    .regex(KMS_KEY_ARN, { message: 'must be a KMS key ARN (arn:aws:kms:<region>:<account>:key/<key-id>)' })
+    .optional(),
+});
+
+export const ConnectorConfigSchema = z.strictObject({
+  /** Connector ID as its manifest names it. Only listed connectors are enabled. */
+  id: protocolId('connector ID'),
+  /**
+   * Where the deployment credential provider resolves each credential handle.
+   * Handles stay opaque to connectors (connector contract: "Resolve credentials
+   * at the provider edge").
+   */
+  credentials: z.array(CredentialReferenceSchema).default([]),
+});
+
+/** An approval policy's tenant selector: a protocol tenant ID, or `'*'` (every tenant). */
+const tenantSelector = z
+  .string({ error: 'must be a string (a tenant ID, or "*" for every tenant)' })
+  .refine((value) => value === '*' || (value.length >= 1 && value.length <= ID_MAX_LENGTH && ID_PATTERN.test(value)), {
+    message: `must be "*" or a tenant ID of at most ${ID_MAX_LENGTH} letters, digits and . _ : @ / -`,
+  });
+
+export const ApprovalPolicySchema = z.strictObject({
+  id: protocolId('approval policy ID'),
+  description: z.string({ error: 'must be a string' }).max(512, { message: 'must be at most 512 characters' }).optional(),
+  /** The enabled connector whose capabilities this policy gates. */
+  connector: protocolId('connector ID'),
+  /** Capability IDs gated; absent means every capability of the connector. */
+  capabilities: z.array(protocolId('capability ID')).min(1, { message: 'must list at least one capability, or be omitted' }).optional(),
+  /**
+   * Transaction modes gated; absent means every mutating path (plain
+   * invocation, execute, commit, compensate, reconcile).
+   */
+  modes: z
+    .array(z.enum(TRANSACTION_MODES, { error: `must be one of ${TRANSACTION_MODES.join(', ')}` }))
+    .min(1, { message: 'must list at least one mode, or be omitted' })
+    .optional(),
+  /**
+   * Tenants the policy applies to: tenant IDs, or `'*'` for every tenant.
+   * Absent means every tenant, including tenants the configuration names
+   * nowhere else (a token's tenant is enough).
+   */
+  tenants: z
+    .array(tenantSelector)
+    .min(1, { message: 'must list at least one tenant (or "*"), or be omitted' })
+    .max(1000, { message: 'must list at most 1000 tenants' })
+    .optional(),
+  /** A decision is accepted only from a principal holding ONE of these JWT scopes (any of them suffices). */
+  approverScopes: z.array(nonEmpty('JWT scope', 128)).min(1, { message: 'must list at least one approver scope' }),
+  /** Distinct approvers needed before the action runs; any one denial ends the approval. */
+  minApprovals: intIn(1, 10, 'approvals needed').default(1),
+  /** A pending approval expires after this many seconds. */
+  expiresAfterSeconds: intIn(60, 7 * 24 * 3600, 'seconds').default(24 * 3600),
+});
+
+/** OAuth scope tokens (RFC 6749 §3.3: printable ASCII but space, `"` and `\\`). */
+const oauthScope = z
+  .string({ error: 'must be a string (OAuth scope)' })
+  .regex(/^[\x21\x23-\x5B\x5D-\x7E]{1,128}$/, { message: 'must be an OAuth scope: 1-128 printable characters, no space, " or \\' });
+
+/** Scopes the operator console asks for when `auth.console.scopes` is not set. */
+export const DEFAULT_CONSOLE_SCOPES = ['openid', 'aip:actions:read', 'aip:actions:write', 'aip:operator'] as const;
+
+/**
+ * The operator console's OIDC client (authorization code + PKCE, a public
+ * client: no secret). When set, the stack serves the console at
+ * `<ApiUrl>console/` (infra/console.ts); the IdP settings it needs are in
+ * docs/infra.md ("Operator console").
+ */
+export const ConsoleAuthSchema = z.strictObject({
+  /** The public client's ID at the identity provider. */
+  clientId: nonEmpty('OIDC client ID'),
+  /** Requested scopes; must include `openid`. The route scopes a token needs are in docs/http-api.md. */
+  scopes: z
+    .array(oauthScope)
+    .min(1, { message: 'must list at least one scope' })
+    .refine((scopes) => scopes.includes('openid'), { message: 'must include "openid" (the console signs in with OpenID Connect)' })
+    .default([...DEFAULT_CONSOLE_SCOPES]),
+  /** Sent as `audience` on the authorization request, for IdPs that pick the access token's audience that way (Auth0). */
+  audience: nonEmpty('OAuth audience').optional(),
+  /** Where OIDC discovery starts, when it is not `auth.issuer` (an https URL). */
+  discoveryIssuer: z
+    .string({ error: 'must be a string holding the OIDC issuer URL' })
+    .refine((value) => URL.canParse(value) && new URL(value).protocol === 'https:', { message: 'must be an absolute https:// URL (the OIDC issuer)' })
+    .optional(),
+  /** The tenant the console selects at first (X-AIP-Tenant); otherwise the token's first. */
+  defaultTenant: protocolId('tenant ID').optional(),
+});
+
+export const AuthConfigSchema = z.strictObject({
+  /** Exact `iss` claim expected (keep a trailing slash if the IdP issues one, as Auth0 does). */
+  issuer: authUrl('JWT issuer'),
+  /** Accepted `aud` value(s). */
+  audience: z.union([nonEmpty('JWT audience'), z.array(nonEmpty('JWT audience')).min(1, { message: 'must list at least one JWT audience' })], {
+    error: 'must be a non-empty string or a non-empty array of strings (JWT audience)',
+  }),
+  jwksUrl: authUrl('JWKS URL'),
+  algorithms: z
+    .array(z.enum(JWT_ALGORITHMS, { error: `must be one of ${JWT_ALGORITHMS.join(', ')}` }))
+    .min(1, { message: 'must list at least one JWS algorithm' })
+    .default(['RS256']),
+  /**
+   * Where the authorizer finds tenants, principal kind and scopes in the
+   * verified claims: a preset (`generic`, `cognito`, `auth0`, `okta`) plus
+   * overrides (lib/auth/claims.ts). Absent: `generic`.
+   */
+  claims: ClaimsConfigSchema.optional(),
+  /** Accepted clock skew for `exp`/`nbf`/`iat`, in seconds. @default the verifier's */
+  clockToleranceSeconds: intIn(0, 60, 'seconds').optional(),
+  /** The operator console's OIDC client. Absent: the console is not deployed. */
+  console: ConsoleAuthSchema.optional(),
+});
+
+/** The REST API's stage, throttling and authorizer settings. */
+export const ApiConfigSchema = z.strictObject({
+  /** The stage name: the first path segment of the invoke URL (`https://<api>.execute-api.<region>.amazonaws.com/<stage>/v1/...`). */
+  stageName: z
+    .string({ error: 'must be a string (API stage name)' })
+    .regex(/^[A-Za-z0-9_]{1,64}$/, { message: 'must be 1-64 of A-Z a-z 0-9 _ (API stage name)' })
+    .default('api'),
+  /** Steady-state requests per second across the stage (API Gateway token bucket rate). */
+  throttlingRateLimit: intIn(1, 10_000, 'requests per second').default(50),
+  /** Burst size of the stage's token bucket. */
+  throttlingBurstLimit: intIn(1, 5_000, 'requests').default(100),
+  /** How long API Gateway caches an authorizer answer per token; 0 turns the cache off. */
+  authorizerCacheTtlSeconds: intIn(0, MAX_AUTHORIZER_CACHE_SECONDS, 'seconds').default(60),
+  /**
+   * Create the account-level role API Gateway uses to write execution logs
+   * (AWS::ApiGateway::Account, one per account and region). Set false when the
+   * account already has one configured.
+   */
+  cloudWatchRole: z.boolean({ error: 'must be true or false' }).default(true),
+});
+
+/** A connector's base URL override: an absolute http(s) URL. */
+const baseUrl = z
+  .string({ error: 'must be a string holding the connector base URL' })
+  .refine((value) => URL.canParse(value) && /^https?:$/.test(new URL(value).protocol), {
+    message: 'must be an absolute http:// or https:// URL (the connector base URL)',
+  });
+
+export const InfraConfigSchema = z
+  .strictObject({
+    /** Short environment name; part of stack names and the schedule group name. */
+    envName: z.string({ error: 'must be a short environment name such as "dev" or "prod"' }).regex(/^[a-z][a-z0-9-]{0,15}$/, {
+      message: 'must match ^[a-z][a-z0-9-]{0,15}$ (it becomes part of stack and resource names)',
+    }),
+    auth: AuthConfigSchema,
+    connectors: z.array(ConnectorConfigSchema).default([]),
+    approvalPolicies: z.array(ApprovalPolicySchema).default([]),
+    /** Alarm notifications go here when set. */
+    alarmEmail: z.email({ error: 'must be an email address' }).optional(),
+    logRetentionDays: z
+      .literal(LOG_RETENTION_DAYS, { error: `must be one of ${LOG_RETENTION_DAYS.join(', ')} (CloudWatch Logs retention days)` })
+      .default(30),
+    /** `sqs-managed` (SSE-SQS) or `kms` (a customer managed key created by the stateful stack). */
+    queueEncryption: z.enum(['sqs-managed', 'kms'], { error: 'must be "sqs-managed" or "kms"' }).default('sqs-managed'),
+    /** Timeout of the connector worker Lambda; the invoke queue's visibility timeout derives from it. */
+    workerTimeoutSeconds: intIn(10, 900, 'seconds; Lambda allows at most 900').default(60),
+    /** Timeout of the reconcile consumer Lambda; the reconcile queue's visibility timeout derives from it. */
+    reconcilerTimeoutSeconds: intIn(10, 900, 'seconds; Lambda allows at most 900').default(60),
+    /** Most concurrent worker instances the invoke queue's event source scales to (bounds the load on providers). */
+    workerMaxConcurrency: intIn(2, 1000, 'concurrent invocations; SQS event sources allow 2-1000').default(10),
+    /** Most concurrent reconcile consumer instances. */
+    reconcilerMaxConcurrency: intIn(2, 1000, 'concurrent invocations; SQS event sources allow 2-1000').default(5),
+    /**
+     * Reserved concurrency of the invoke worker: instances no other function of
+     * the account can take, so a burst elsewhere (the API functions included)
+     * never throttles the worker below its event source's maximum concurrency.
+     * At least `workerMaxConcurrency` (Lambda throttles an event source whose
+     * maximum concurrency exceeds the function's reserved concurrency). Absent:
+     * the worker shares the account's unreserved pool (an account must keep
+     * 100 unreserved, so small accounts cannot reserve). docs/infra.md.
+     */
+    workerReservedConcurrency: intIn(2, 10_000, 'reserved concurrent executions').optional(),
+    /** Reserved concurrency of the reconcile consumer; at least `reconcilerMaxConcurrency`. Absent: none. */
+    reconcilerReservedConcurrency: intIn(2, 10_000, 'reserved concurrent executions').optional(),
+    /**
+     * The alarm on the invoke queue's quiet tenants (SQS fair queues'
+     * ApproximateAgeOfOldestMessageInQuietGroups: the oldest message of the
+     * tenants that are not noisy) fires when it is older than this.
+     */
+    quietTenantQueueAgeAlarmSeconds: intIn(60, 43_200, 'seconds').default(300),
+    /**
+     * X-Ray active tracing of every function, with the Powertools Tracer in the
+     * code (handler subsegments, outgoing HTTPS calls). Off: no X-Ray, and the
+     * functions never import the tracer (about 100 KiB of code loaded on the
+     * first invocation; docs/bench/analysis.md, "Cold start and bundles").
+     */
+    tracing: z.boolean().default(true),
+    /** Log level of every function (Powertools Logger and Lambda's application log level). */
+    logLevel: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }).default('INFO'),
+    api: ApiConfigSchema.prefault({}),
+    /** The alarm on the oldest outcome_unknown record fires when it is older than this. */
+    outcomeUnknownAlarmAgeSeconds: intIn(60, 7 * 24 * 3600, 'seconds').default(1800),
+    /**
+     * Connector ID → base URL of its provider API, for connectors whose default
+     * base URL is not the one to use (the reference payments connector defaults
+     * to the local simulator). Set as AIP_CONNECTOR_ENDPOINTS on the functions.
+     */
+    connectorEndpoints: z.record(z.string(), baseUrl, { error: 'must be an object: connector ID → base URL' }).default({}),
+    /**
+     * Remote connector placement (infra/remote-host.ts, docs/infra.md "Remote
+     * connector host"): these enabled connectors run in a connector host
+     * Lambda behind a Function URL, reached through signed requests (KMS keys
+     * created by the stack). Absent: every connector runs in-process.
+     */
+    remoteConnectorHost: z
+      .strictObject({
+        connectors: z.array(protocolId('connector ID')).min(1, { message: 'must list at least one enabled connector' }),
+        instanceId: protocolId('connector instance ID').default('host-1'),
+        replica: protocolId('replica ID').default('host-1-a'),
+        timeoutSeconds: intIn(10, 900, 'seconds; Lambda allows at most 900').default(60),
+        memorySize: intIn(128, 10_240, 'MB').default(512),
+      })
+      .optional(),
+  })
+  .superRefine((config, ctx) => {
+    refineAuthUrls(config, ctx);
+    const seen = new Set<string>();
+    config.connectors.forEach((connector, index) => {
+      if (seen.has(connector.id)) {
+        ctx.addIssue({ code: 'custom', path: ['connectors', index, 'id'], message: `duplicate connector ID "${connector.id}"` });
+      }
+      seen.add(connector.id);
+      const rows = new Set<string>();
+      connector.credentials.forEach((row, rowIndex) => {
+        const key = JSON.stringify([row.handle, row.tenantId, row.externalAccountId ?? null]);
+        if (rows.has(key)) {
+          const scope = row.externalAccountId === undefined ? `tenant "${row.tenantId}"` : `tenant "${row.tenantId}", external account "${row.externalAccountId}"`;
+          ctx.addIssue({
+            code: 'custom',
+            path: ['connectors', index, 'credentials', rowIndex],
+            message: `duplicate credential reference: handle "${row.handle}" for ${scope} is already mapped`,
+          });
+        }
+        rows.add(key);
+      });
+    });
+    config.remoteConnectorHost?.connectors.forEach((id, index) => {
+      if (!seen.has(id)) {
+        ctx.addIssue({ code: 'custom', path: ['remoteConnectorHost', 'connectors', index], message: `"${id}" is not an enabled connector (enabled: ${[...seen].join(', ') || 'none'})` });
+      }
+    });
+    for (const id of Object.keys(config.connectorEndpoints)) {
+      if (!seen.has(id)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['connectorEndpoints', id],
+          message: `"${id}" is not an enabled connector (enabled: ${[...seen].join(', ') || 'none'})`,
+        });
+      }
+    }
+    for (const [reserved, max] of [
+      ['workerReservedConcurrency', 'workerMaxConcurrency'],
+      ['reconcilerReservedConcurrency', 'reconcilerMaxConcurrency'],
+    ] as const) {
+      const value = config[reserved];
+      if (value !== undefined && value < config[max]) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [reserved],
+          message: `must be at least ${max} (${config[max]}): Lambda throttles an SQS event source whose maximum concurrency exceeds the function's reserved concurrency`,
+        });
+      }
+    }
+    if (config.api.throttlingBurstLimit < Math.min(config.api.throttlingRateLimit, 5_000)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['api', 'throttlingBurstLimit'],
+        message: `must be at least the rate limit (${config.api.throttlingRateLimit}): a smaller bucket cannot sustain the rate`,
+      });
+    }
+    const policyIds = new Set<string>();
+    config.approvalPolicies.forEach((policy, index) => {
+      if (policyIds.has(policy.id)) {
+        ctx.addIssue({ code: 'custom', path: ['approvalPolicies', index, 'id'], message: `duplicate approval policy ID "${policy.id}"` });
+      }
+      policyIds.add(policy.id);
+      if (!seen.has(policy.connector)) {
+        const enabled = [...seen].join(', ') || 'none';
+        ctx.addIssue({
+          code: 'custom',
+          path: ['approvalPolicies', index, 'connector'],
+          message: `"${policy.connector}" is not an enabled connector (enabled: ${enabled})`,
+        });
+      }
+      const selected = policy.tenants ?? [];
+      if (selected.includes('*') && selected.length > 1) {
+        ctx.addIssue({ code: 'custom', path: ['approvalPolicies', index, 'tenants'], message: '"*" selects every tenant: list it alone, or list tenant IDs' });
+      }
+      selected.forEach((tenant, tenantIndex) => {
+        if (selected.indexOf(tenant) !== tenantIndex) {
+          ctx.addIssue({ code: 'custom', path: ['approvalPolicies', index, 'tenants', tenantIndex], message: `duplicate tenant "${tenant}"` });
+        }
+      });
+      policy.modes?.forEach((mode, modeIndex) => {
+        if (!(APPROVAL_GATED_MODES as readonly string[]).includes(mode)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['approvalPolicies', index, 'modes', modeIndex],
+            message: `"${mode}" cannot be gated by approval: dry_run and plan are previews that run before any approval; gate one of ${APPROVAL_GATED_MODES.join(', ')}`,
+          });
+        }
+      });
+    });
+  });
+
+/** The validated configuration, with defaults applied. */
+export type InfraConfig = z.output<typeof InfraConfigSchema>;
+/** What a configuration file may contain (defaults not yet applied). */
+export type InfraConfigInput = z.input<typeof InfraConfigSchema>;
+export type ApprovalPolicy = InfraConfig['approvalPolicies'][number];
+
+export interface InfraConfigIssue {
+  /** Dotted path of the offending field, e.g. `auth.issuer` or `connectors[0].id`. */
+  readonly path: string;
+  readonly message: string;
+}
+
+/** Thrown at synth time for a configuration that cannot be deployed. */
+export class InfraConfigError extends Error {
+  readonly issues: readonly InfraConfigIssue[];
+
+  constructor(source: string, issues: readonly InfraConfigIssue[]) {
+    super(
+      `Invalid AIP infrastructure configuration (${source}):\n` +
+        issues.map((issue) => `  - ${issue.path || '(root)'}: ${issue.message}`).join('\n'),
+    );
+    this.name = 'InfraConfigError';
+    this.issues = issues;
+  }
+}
+
+/** Validates a configuration object; throws {@link InfraConfigError} naming every bad field. */
+export function parseInfraConfig(input: unknown, source = 'inline configuration'): InfraConfig {
+  const result = InfraConfigSchema.safeParse(input);
+  if (result.success) return result.data;
+  throw new InfraConfigError(
+    source,
+    result.error.issues.map((issue) => ({ path: formatIssuePath(issue.path), message: describeIssue(issue) })),
+  );
+}
+
+/** Reads and validates a JSON configuration file. Relative paths resolve against `cwd`. */
+export function loadInfraConfig(file: string, cwd: string = process.cwd()): InfraConfig {
+  const path = isAbsolute(file) ? file : resolve(cwd, file);
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    const reason = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'file not found' : (error as Error).message;
+    throw new InfraConfigError(path, [{ path: '', message: `cannot read the configuration file: ${reason} (pass -c config=<path.json>)` }]);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new InfraConfigError(path, [{ path: '', message: `not valid JSON: ${(error as Error).message}` }]);
+  }
+  return parseInfraConfig(json, path);
+}
+
+/**
+ * The part of the configuration the Lambda functions need at run time. The
+ * stateless stack serialises it into the `AIP_RUNTIME_CONFIG` variable.
+ * Not the Runtime's own settings (`RuntimeSettings` in
+ * lib/runtime/config.ts, the `AIP_RUNTIME_SETTINGS` variable).
+ */
+export const DeploymentRuntimeConfigSchema = z
+  .strictObject({
+    envName: z.string(),
+    auth: AuthConfigSchema,
+    connectors: z.array(ConnectorConfigSchema),
+    approvalPolicies: z.array(ApprovalPolicySchema),
+  })
+  .superRefine(refineAuthUrls);
+export type DeploymentRuntimeConfig = z.output<typeof DeploymentRuntimeConfigSchema>;
+
+/** The run-time part of a validated configuration (what the stack puts in `AIP_RUNTIME_CONFIG`). */
+export function toDeploymentRuntimeConfig(config: InfraConfig): DeploymentRuntimeConfig {
+  return {
+    envName: config.envName,
+    auth: config.auth,
+    connectors: config.connectors,
+    approvalPolicies: config.approvalPolicies,
+  };
+}
+
+/** Parses the `AIP_RUNTIME_CONFIG` JSON; throws {@link InfraConfigError} naming the bad field. */
+export function parseDeploymentRuntimeConfig(json: string): DeploymentRuntimeConfig {
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch (error) {
+    throw new InfraConfigError('AIP_RUNTIME_CONFIG', [{ path: '', message: `not valid JSON: ${(error as Error).message}` }]);
+  }
+  const result = DeploymentRuntimeConfigSchema.safeParse(value);
+  if (result.success) return result.data;
+  throw new InfraConfigError(
+    'AIP_RUNTIME_CONFIG',
+    result.error.issues.map((issue) => ({ path: formatIssuePath(issue.path), message: describeIssue(issue) })),
+  );
+}
+
+/**
+ * The connector's credential rows in the shape of the Secrets Manager
+ * credential provider (lib/aws/secrets/secrets-manager-provider.ts).
+ */
+export function secretsManagerReferences(config: Pick<DeploymentRuntimeConfig, 'connectors'>, connectorId: string): SecretsManagerReference[] {
+  const connector = config.connectors.find((candidate) => candidate.id === connectorId);
+  return (connector?.credentials ?? []).map((row) => ({
+    connector_id: connectorId,
+    handle: row.handle,
+    tenant_id: row.tenantId,
+    ...(row.externalAccountId !== undefined ? { external_account_id: row.externalAccountId } : {}),
+    secret_id: row.secret,
+    ...(row.versionStage !== undefined ? { version_stage: row.versionStage } : {}),
+    ...(row.jsonField !== undefined ? { json_field: row.jsonField } : {}),
+  }));
+}
