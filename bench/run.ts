@@ -72,7 +72,8 @@ async function main(): Promise<number> {
         }
         if (wants('peer')) {
           const { runPeerSection } = await import('./sections/peer.js');
-          const version = (JSON.parse(readFileSync(resolve('node_modules/@aws-lambda-powertools/idempotency/package.json'), 'utf8')) as { version: string }).version;
+          const version = (JSON.parse(readFileSync(resolve('node_modules/@aws-lambda-powertools/idempotency/package.json'), 'utf8')) as { version: string })
+            .version;
           await timed('peer', () => runPeerSection(h, config.peerRuns, version));
         }
       } finally {
@@ -83,7 +84,11 @@ async function main(): Promise<number> {
         const scale = await createHarness(emulators);
         try {
           await timed('scaling', () =>
-            runScalingSection(scale, { sizes: config.scaleSizes, chains: config.chainSizes, runs: config.scaleRuns, loadBudgetSeconds: config.loadBudgetSeconds }, log),
+            runScalingSection(
+              scale,
+              { sizes: config.scaleSizes, chains: config.chainSizes, runs: config.scaleRuns, loadBudgetSeconds: config.loadBudgetSeconds },
+              log,
+            ),
           );
         } finally {
           await scale.destroy();

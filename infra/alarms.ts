@@ -162,7 +162,14 @@ export class AipAlarms extends Construct {
           resources: [topic.topicArn],
           conditions: {
             StringEquals: { 'aws:SourceAccount': stack.account },
-            ArnLike: { 'aws:SourceArn': stack.formatArn({ service: 'cloudwatch', resource: 'alarm', resourceName: `aip-${env}-*`, arnFormat: ArnFormat.COLON_RESOURCE_NAME }) },
+            ArnLike: {
+              'aws:SourceArn': stack.formatArn({
+                service: 'cloudwatch',
+                resource: 'alarm',
+                resourceName: `aip-${env}-*`,
+                arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+              }),
+            },
           },
         }),
       );

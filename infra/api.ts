@@ -179,7 +179,9 @@ export class AipApi extends Construct {
         operationName: route.id,
         requestValidator: this.requestValidator,
         requestParameters: methodRequestParameters(route),
-        ...(isPublic ? { authorizationType: apigw.AuthorizationType.NONE } : { authorizer: this.authorizer, authorizationType: apigw.AuthorizationType.CUSTOM }),
+        ...(isPublic
+          ? { authorizationType: apigw.AuthorizationType.NONE }
+          : { authorizer: this.authorizer, authorizationType: apigw.AuthorizationType.CUSTOM }),
       });
       Validations.of(method).acknowledge({ id: 'AwsSolutions-COG4', reason: NAG_REASONS.lambdaAuthorizer });
       if (isPublic) Validations.of(method).acknowledge({ id: 'AwsSolutions-APIG4', reason: NAG_REASONS.publicRoute });

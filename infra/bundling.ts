@@ -249,7 +249,10 @@ export function inputPackage(input: string): string {
  * module's {@link bundleFunction}) in a child process with tsx, then the
  * definition's after-bundling commands. Synchronous, as CDK requires.
  */
-export function localBundlingCommand(options: { readonly entry: string; readonly connectors: readonly BundledConnector[] }, outputDir: string): { file: string; args: string[] } {
+export function localBundlingCommand(
+  options: { readonly entry: string; readonly connectors: readonly BundledConnector[] },
+  outputDir: string,
+): { file: string; args: string[] } {
   return {
     file: process.execPath,
     args: ['--import', 'tsx', 'infra/bundle-cli.ts', '--entry', options.entry, '--outdir', outputDir, '--connectors', JSON.stringify(options.connectors)],
@@ -257,7 +260,11 @@ export function localBundlingCommand(options: { readonly entry: string; readonly
 }
 
 export function runLocalBundling(
-  options: { readonly entry: string; readonly connectors: readonly BundledConnector[]; readonly afterBundling?: (inputDir: string, outputDir: string) => string[] },
+  options: {
+    readonly entry: string;
+    readonly connectors: readonly BundledConnector[];
+    readonly afterBundling?: (inputDir: string, outputDir: string) => string[];
+  },
   outputDir: string,
 ): boolean {
   const { file, args } = localBundlingCommand(options, outputDir);

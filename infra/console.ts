@@ -77,10 +77,15 @@ export class AipConsole extends Construct {
     const open = { authorizationType: apigw.AuthorizationType.NONE, requestValidator: api.requestValidator } as const;
     this.methods = [
       root.addMethod('GET', integration, { ...open, operationName: 'getConsole' }),
-      root.addResource('{proxy+}').addMethod('GET', integration, { ...open, operationName: 'getConsoleFile', requestParameters: { 'method.request.path.proxy': true } }),
+      root
+        .addResource('{proxy+}')
+        .addMethod('GET', integration, { ...open, operationName: 'getConsoleFile', requestParameters: { 'method.request.path.proxy': true } }),
     ];
     for (const method of this.methods) {
-      Validations.of(method).acknowledge({ id: 'AwsSolutions-APIG4', reason: NAG_REASONS.consoleStatic }, { id: 'AwsSolutions-COG4', reason: NAG_REASONS.consoleStatic });
+      Validations.of(method).acknowledge(
+        { id: 'AwsSolutions-APIG4', reason: NAG_REASONS.consoleStatic },
+        { id: 'AwsSolutions-COG4', reason: NAG_REASONS.consoleStatic },
+      );
     }
     new CfnOutput(Stack.of(this), 'ConsoleUrl', {
       value: `${api.api.url}${CONSOLE_RESOURCE}/`,

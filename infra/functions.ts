@@ -158,7 +158,9 @@ export function validateFunctionDefinition(definition: FunctionDefinition, state
     if (!Number.isInteger(reserved) || reserved < 1) throw new Error(`${where}: reservedConcurrency must be a positive integer, got ${reserved}`);
     const max = definition.consumes?.maxConcurrency;
     if (max !== undefined && reserved < max) {
-      throw new Error(`${where}: reservedConcurrency (${reserved}) is below the event source's maxConcurrency (${max}); Lambda would throttle the queue's messages`);
+      throw new Error(
+        `${where}: reservedConcurrency (${reserved}) is below the event source's maxConcurrency (${max}); Lambda would throttle the queue's messages`,
+      );
     }
   }
   if (definition.consumes && definition.trigger && definition.trigger.kind !== 'schedule') {
@@ -167,7 +169,8 @@ export function validateFunctionDefinition(definition: FunctionDefinition, state
   if (definition.trigger?.kind === 'api' && definition.trigger.routes.length === 0) throw new Error(`${where}: an api trigger needs at least one route`);
   if (definition.trigger?.kind === 'schedule') {
     const minutes = definition.trigger.every.toMinutes({ integral: false });
-    if (!Number.isInteger(minutes) || minutes < 1) throw new Error(`${where}: a schedule runs every whole number of minutes (EventBridge rate), got ${minutes}`);
+    if (!Number.isInteger(minutes) || minutes < 1)
+      throw new Error(`${where}: a schedule runs every whole number of minutes (EventBridge rate), got ${minutes}`);
   }
   const reserved = new Set<string>([...Object.values(FUNCTION_ENV), ...Object.values(OPTIONAL_FUNCTION_ENV), ...Object.values(POWERTOOLS_ENV)]);
   for (const name of Object.keys(definition.environment ?? {})) {
@@ -230,9 +233,7 @@ export function createFunction(scope: Construct, definition: FunctionDefinition,
     const queue = stateful.queues[name].queue;
     role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['sqs:SendMessage'], resources: [queue.queueArn] }));
     if (stateful.queueKey) {
-      role.addToPrincipalPolicy(
-        new iam.PolicyStatement({ actions: ['kms:GenerateDataKey', 'kms:Decrypt'], resources: [stateful.queueKey.keyArn] }),
-      );
+      role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['kms:GenerateDataKey', 'kms:Decrypt'], resources: [stateful.queueKey.keyArn] }));
     }
   }
 
@@ -296,7 +297,10 @@ export function createFunction(scope: Construct, definition: FunctionDefinition,
     role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [stateful.cursorKeySecret.secretArn] }));
   }
 
-  const bundled = { entry: definition.entry, connectors: config.connectors.map(({ id }) => ({ id, ...(config.connectorEndpoints[id] !== undefined ? { baseUrl: config.connectorEndpoints[id] } : {}) })) };
+  const bundled = {
+    entry: definition.entry,
+    connectors: config.connectors.map(({ id }) => ({ id, ...(config.connectorEndpoints[id] !== undefined ? { baseUrl: config.connectorEndpoints[id] } : {}) })),
+  };
   const fn = new lambda.Function(scope, definition.id, {
     // index.mjs + chunks/ (infra/bundling.ts), built locally: no Docker image is ever pulled.
     code: lambda.Code.fromAsset(PROJECT_ROOT, {
@@ -305,7 +309,9 @@ export function createFunction(scope: Construct, definition: FunctionDefinition,
         image: DockerImage.fromRegistry('public.ecr.aws/docker/library/node:22-local-bundling-only'),
         // What is bundled, spelled out: CDK caches a staged asset by these options (the function below does not count).
         command: localBundlingCommand(bundled, '/asset-output').args,
-        ...(definition.afterBundling !== undefined ? { environment: { AIP_AFTER_BUNDLING: definition.afterBundling('<input>', '<output>').join(' && ') } } : {}),
+        ...(definition.afterBundling !== undefined
+          ? { environment: { AIP_AFTER_BUNDLING: definition.afterBundling('<input>', '<output>').join(' && ') } }
+          : {}),
         local: {
           tryBundle: (outputDir) =>
             runLocalBundling({ ...bundled, ...(definition.afterBundling !== undefined ? { afterBundling: definition.afterBundling } : {}) }, outputDir),

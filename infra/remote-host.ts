@@ -1,5 +1,5 @@
 /**
- * The remote connector host (issue 13), deployed when the configuration has
+ * The remote connector host, deployed when the configuration has
  * `remoteConnectorHost`: the listed connectors run out of the runtime's
  * functions, in their own Lambda, reached through signed requests
  * (lib/connectors/remote, docs/infra.md "Remote connector host").
@@ -146,9 +146,18 @@ export class AipRemoteConnectorHost extends Construct {
     this.runtimeKey.grant(this.receiverFunction, 'kms:Sign', 'kms:GetPublicKey');
     this.hostKey.grant(this.receiverFunction, 'kms:GetPublicKey');
 
-    new CfnOutput(Stack.of(this), 'ConnectorHostUrl', { value: this.hostUrl.url, description: 'The remote connector host (Function URL; signed requests only)' });
-    new CfnOutput(Stack.of(this), 'CheckpointReceiverUrl', { value: this.receiverUrl.url, description: "The runtime's checkpoint receiver (Function URL; signed callbacks only)" });
-    new CfnOutput(Stack.of(this), 'ConnectorHostKeyArn', { value: this.hostKey.keyArn, description: "The host's KMS signing key (its key ID is the peer identity routes pin)" });
+    new CfnOutput(Stack.of(this), 'ConnectorHostUrl', {
+      value: this.hostUrl.url,
+      description: 'The remote connector host (Function URL; signed requests only)',
+    });
+    new CfnOutput(Stack.of(this), 'CheckpointReceiverUrl', {
+      value: this.receiverUrl.url,
+      description: "The runtime's checkpoint receiver (Function URL; signed callbacks only)",
+    });
+    new CfnOutput(Stack.of(this), 'ConnectorHostKeyArn', {
+      value: this.hostKey.keyArn,
+      description: "The host's KMS signing key (its key ID is the peer identity routes pin)",
+    });
   }
 
   /** A runtime function: AIP_REMOTE_CONNECTORS, Sign with the runtime key, read both public keys. */

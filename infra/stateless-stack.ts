@@ -61,9 +61,7 @@ export class StatelessStack extends Stack {
     const sendToReconcile = [new iam.PolicyStatement({ actions: ['sqs:SendMessage'], resources: [reconcileQueue.queueArn] })];
     if (stateful.queueKey) {
       // Sending to an SSE-KMS queue needs a data key from the queue's key.
-      sendToReconcile.push(
-        new iam.PolicyStatement({ actions: ['kms:GenerateDataKey', 'kms:Decrypt'], resources: [stateful.queueKey.keyArn] }),
-      );
+      sendToReconcile.push(new iam.PolicyStatement({ actions: ['kms:GenerateDataKey', 'kms:Decrypt'], resources: [stateful.queueKey.keyArn] }));
     }
     this.schedulerRole = new iam.Role(this, 'SchedulerRole', {
       description: `AIP ${config.envName}: EventBridge Scheduler delivers reconciliation triggers to the reconcile queue`,
@@ -95,7 +93,9 @@ export class StatelessStack extends Stack {
     // Remote placement: the host, its keys and the checkpoint receiver; every function that composes the runtime
     // (those with table access) gets the placement and may sign with the runtime key.
     if (config.remoteConnectorHost !== undefined) {
-      this.remoteHost = new AipRemoteConnectorHost(this, 'RemoteConnectorHost', { build: { config, stateful, scheduleGroupName: this.scheduleGroupName, schedulerRole: this.schedulerRole } });
+      this.remoteHost = new AipRemoteConnectorHost(this, 'RemoteConnectorHost', {
+        build: { config, stateful, scheduleGroupName: this.scheduleGroupName, schedulerRole: this.schedulerRole },
+      });
       for (const definition of definitions) if (definition.access?.table !== undefined) this.remoteHost.grantRuntime(built[definition.id]!);
     } else {
       this.remoteHost = undefined;
@@ -115,7 +115,10 @@ export class StatelessStack extends Stack {
       this.api = new AipApi(this, 'Api', { config, routeFunctions, authorizerFunction: built[authorizers[0]!.id]! });
       // The operator console, same origin as the API (infra/console.ts), when the configuration names its OIDC client.
       if (config.auth.console !== undefined) {
-        this.console = new AipConsole(this, 'OperatorConsole', { api: this.api, build: { config, stateful, scheduleGroupName: this.scheduleGroupName, schedulerRole: this.schedulerRole } });
+        this.console = new AipConsole(this, 'OperatorConsole', {
+          api: this.api,
+          build: { config, stateful, scheduleGroupName: this.scheduleGroupName, schedulerRole: this.schedulerRole },
+        });
       }
     } else {
       if (authorizers.length > 0) throw new Error('An authorizer function is defined but no function serves a route');

@@ -220,7 +220,8 @@ export function aipCost(m: ModelInputs, aip: AipInputs = m.aip, id: OptionId = '
   l.add(
     'Worker Lambda: duration',
     'lambdaArmGbSecond',
-    (1 - p) * gbSeconds(workerInvocations, aip.attempt_ms + extra, a.memory_mb.worker) + p * gbSeconds(workerInvocations, aip.outcome_unknown.attempt_ms + extra, a.memory_mb.worker),
+    (1 - p) * gbSeconds(workerInvocations, aip.attempt_ms + extra, a.memory_mb.worker) +
+      p * gbSeconds(workerInvocations, aip.outcome_unknown.attempt_ms + extra, a.memory_mb.worker),
   );
   const reconcileInvocations = p / b;
   l.lambda('Reconcile Lambda (outcome_unknown share)', reconcileInvocations, aip.reconcile.ms + extra, a.memory_mb.reconcile);
@@ -355,9 +356,19 @@ export function billedUnits(s: MeasuredScenario): DynamoUnits & { readonly sourc
     const capacity = cu !== undefined ? Number(cu) : undefined;
     if (READ_OPS.has(op!)) rru += capacity ?? 1;
     else if (op === 'TransactWriteItems') {
-      const items = target?.startsWith('[') ? target.slice(1, -1).split(',').filter((x) => x.trim() !== '').length : 1;
+      const items = target?.startsWith('[')
+        ? target
+            .slice(1, -1)
+            .split(',')
+            .filter((x) => x.trim() !== '').length
+        : 1;
       wru += Math.max(2 * items, capacity ?? 0);
     } else if (WRITE_OPS.has(op!)) wru += capacity ?? 1;
   }
-  return { wru, rru, source: "estimated from the cost section's call trace (DynamoDB Local capacity per request; each TransactWriteItems at least 2 WRU per item): a lower bound" };
+  return {
+    wru,
+    rru,
+    source:
+      "estimated from the cost section's call trace (DynamoDB Local capacity per request; each TransactWriteItems at least 2 WRU per item): a lower bound",
+  };
 }

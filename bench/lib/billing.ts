@@ -45,7 +45,10 @@ const bytes = (s: string) => UTF8.encode(s).length;
 
 /** Significant digits of a DynamoDB number string (leading and trailing zeros trimmed, sign, point and exponent ignored). */
 function significantDigits(n: string): number {
-  const mantissa = n.trim().replace(/^[+-]/, '').replace(/[eE].*$/, '');
+  const mantissa = n
+    .trim()
+    .replace(/^[+-]/, '')
+    .replace(/[eE].*$/, '');
   const digits = mantissa.replace('.', '').replace(/^0+/, '');
   const trimmed = digits.replace(/0+$/, '');
   return Math.max(1, trimmed.length);
@@ -203,7 +206,9 @@ export class Biller {
       case 'UpdateItem':
       case 'DeleteItem':
       case 'GetItem':
-        return table ? [{ table, key: await this.keyOf(table, input.Key as Record<string, unknown>), verb: op.replace(/Item$/, ''), transactional: false }] : [];
+        return table
+          ? [{ table, key: await this.keyOf(table, input.Key as Record<string, unknown>), verb: op.replace(/Item$/, ''), transactional: false }]
+          : [];
       case 'TransactWriteItems': {
         const out: Target[] = [];
         for (const it of (input.TransactItems ?? []) as Record<string, Record<string, unknown>>[]) {
@@ -231,13 +236,29 @@ export class Biller {
   }
 
   /** The bill of a request from the images before and after it. */
-  async bill(op: string, input: Record<string, unknown>, targets: readonly Target[], before: readonly (AttributeMap | undefined)[], ok: boolean): Promise<Billed> {
+  async bill(
+    op: string,
+    input: Record<string, unknown>,
+    targets: readonly Target[],
+    before: readonly (AttributeMap | undefined)[],
+    ok: boolean,
+  ): Promise<Billed> {
     if (op === 'GetItem' || op === 'BatchGetItem') {
-      const consistent = op === 'GetItem' ? input.ConsistentRead === true : Object.values((input.RequestItems ?? {}) as Record<string, { ConsistentRead?: boolean }>).every((r) => r.ConsistentRead === true);
+      const consistent =
+        op === 'GetItem'
+          ? input.ConsistentRead === true
+          : Object.values((input.RequestItems ?? {}) as Record<string, { ConsistentRead?: boolean }>).every((r) => r.ConsistentRead === true);
       const items = targets.map((t, i) => {
         const image = before[i];
         const size = itemSize(image);
-        return { what: `Get:${kindOfKey(t.key)}`, before: size, after: size, units: readUnits(size, consistent), index_units: 0, attributes: image ? attributeSizes(image) : [] };
+        return {
+          what: `Get:${kindOfKey(t.key)}`,
+          before: size,
+          after: size,
+          units: readUnits(size, consistent),
+          index_units: 0,
+          attributes: image ? attributeSizes(image) : [],
+        };
       });
       return { wru: 0, rru: items.reduce((s, x) => s + x.units, 0), index_wru: 0, basis: 'items', items };
     }
@@ -251,7 +272,14 @@ export class Biller {
       const size = Math.max(itemSize(b), itemSize(a));
       const units = writeUnits(size) * (t.transactional ? 2 : 1);
       const larger = itemSize(a) >= itemSize(b) ? a : b;
-      items.push({ what: `${t.verb}:${kindOfKey(t.key)}`, before: itemSize(b), after: itemSize(a), units, index_units: await this.indexUnits(t, b, a), attributes: larger ? attributeSizes(larger) : [] });
+      items.push({
+        what: `${t.verb}:${kindOfKey(t.key)}`,
+        before: itemSize(b),
+        after: itemSize(a),
+        units,
+        index_units: await this.indexUnits(t, b, a),
+        attributes: larger ? attributeSizes(larger) : [],
+      });
     }
     return { wru: items.reduce((s, x) => s + x.units, 0), rru: 0, index_wru: items.reduce((s, x) => s + x.index_units, 0), basis: 'items', items };
   }

@@ -61,7 +61,8 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): BenchConfig {
   const quick = env.BENCH_QUICK === '1' || env.BENCH_QUICK === 'true';
   const sections = (env.BENCH_SECTIONS ?? '').trim();
   const chosen = sections === '' ? [...ALL_SECTIONS] : sections.split(',').map((s) => s.trim());
-  for (const s of chosen) if (!ALL_SECTIONS.includes(s as SectionId)) throw new Error(`BENCH_SECTIONS: unknown section "${s}" (known: ${ALL_SECTIONS.join(', ')})`);
+  for (const s of chosen)
+    if (!ALL_SECTIONS.includes(s as SectionId)) throw new Error(`BENCH_SECTIONS: unknown section "${s}" (known: ${ALL_SECTIONS.join(', ')})`);
   return {
     quick,
     sections: ALL_SECTIONS.filter((s) => chosen.includes(s)),

@@ -146,7 +146,8 @@ export async function createHarness(emulators: Emulators, options: HarnessOption
   const control = createSqsClient({ endpoint: emulators.fauxqs.endpoint });
   const invokeUrl = await createQueue(control, `${tableName}-invoke`);
   const reconcileUrl = await createQueue(control, `${tableName}-reconcile`);
-  const reconcileArn = (await control.send(new GetQueueAttributesCommand({ QueueUrl: reconcileUrl, AttributeNames: ['QueueArn'] }))).Attributes?.QueueArn as string;
+  const reconcileArn = (await control.send(new GetQueueAttributesCommand({ QueueUrl: reconcileUrl, AttributeNames: ['QueueArn'] }))).Attributes
+    ?.QueueArn as string;
 
   const schedulerClient = createSchedulerClient({ endpoint: emulators.scheduler.endpoint, maxAttempts: 1 });
   instrumentCalls(schedulerClient, 'scheduler', meter);
@@ -169,7 +170,10 @@ export async function createHarness(emulators: Emulators, options: HarnessOption
   const table = { client: doc, tableName, now };
   // BENCH_STORE_KNOWN_IMAGES=0 measures the store as it was before it kept known images (docs/bench/analysis.md 4.1).
   const knownImages = process.env.BENCH_STORE_KNOWN_IMAGES;
-  const transactions = new DynamoTransactionStore({ ...table, ...(knownImages !== undefined && knownImages !== '' ? { knownImages: Number(knownImages) } : {}) });
+  const transactions = new DynamoTransactionStore({
+    ...table,
+    ...(knownImages !== undefined && knownImages !== '' ? { knownImages: Number(knownImages) } : {}),
+  });
   const actions = new DynamoActionStore(table);
   const idempotency = new DynamoIdempotencyStore({ ...table, retentionSeconds: config.idempotency.retention_seconds });
   // BENCH_ATOMIC_WRITES=0 measures the runtime with separate writes per store (docs/bench/analysis.md 4.2).
@@ -202,7 +206,11 @@ export async function createHarness(emulators: Emulators, options: HarnessOption
     for (;;) {
       const batch = await receiveMessages(control, invokeUrl, { waitTimeSeconds: 0, maxMessages: 10 });
       if (batch.length === 0) return out;
-      await deleteMessages(control, invokeUrl, batch.map((m) => m.ReceiptHandle ?? ''));
+      await deleteMessages(
+        control,
+        invokeUrl,
+        batch.map((m) => m.ReceiptHandle ?? ''),
+      );
       for (const m of batch) out.push(decodeQueueMessage(m.Body ?? '') as InvokeMessage);
     }
   };

@@ -131,8 +131,12 @@ function targetsOf(op: string, input: Record<string, unknown>): { targets: strin
     case 'Query': {
       if (typeof input.IndexName === 'string') return { targets: [`idx:${input.IndexName}`], items: 1, ...(table ? { table } : {}) };
       const values = (input.ExpressionAttributeValues ?? {}) as Record<string, unknown>;
-      const pk = Object.values(values).map(unwrap).find((v) => typeof v === 'string' && /^[A-Z]+#/.test(v)) as string | undefined;
-      const sk = Object.values(values).map(unwrap).find((v) => typeof v === 'string' && /^(RCPT|CHUNK)#?/.test(v)) as string | undefined;
+      const pk = Object.values(values)
+        .map(unwrap)
+        .find((v) => typeof v === 'string' && /^[A-Z]+#/.test(v)) as string | undefined;
+      const sk = Object.values(values)
+        .map(unwrap)
+        .find((v) => typeof v === 'string' && /^(RCPT|CHUNK)#?/.test(v)) as string | undefined;
       const base = pk?.split('#')[0] ?? '?';
       return { targets: [sk ? `${base}/${sk.startsWith('RCPT') ? 'RCPT*' : 'CHUNK*'}` : `${base}*`], items: 1, ...(table ? { table } : {}) };
     }
@@ -154,7 +158,10 @@ function targetsOf(op: string, input: Record<string, unknown>): { targets: strin
         const list = Array.isArray(v) ? v : ((v as { Keys?: unknown[] }).Keys ?? []);
         n += list.length;
         for (const e of list as Record<string, unknown>[]) {
-          const it = (e.PutRequest as { Item?: Record<string, unknown> } | undefined)?.Item ?? (e.DeleteRequest as { Key?: Record<string, unknown> } | undefined)?.Key ?? e;
+          const it =
+            (e.PutRequest as { Item?: Record<string, unknown> } | undefined)?.Item ??
+            (e.DeleteRequest as { Key?: Record<string, unknown> } | undefined)?.Key ??
+            e;
           kinds.add(kindOf(it));
         }
       }
@@ -177,7 +184,9 @@ function siteOf(stack: string | undefined): string | undefined {
   if (!stack) return undefined;
   const frames: string[] = [];
   for (const line of stack.split('\n').slice(1)) {
-    const m = /at (?:async )?(?:new )?([\w$.<>]+) \((?:file:\/\/)?[^)]*\/(lib|bench|node_modules\/@aws-lambda-powertools)\/([\w/.-]+)\.[tj]s:\d+:\d+\)/.exec(line);
+    const m = /at (?:async )?(?:new )?([\w$.<>]+) \((?:file:\/\/)?[^)]*\/(lib|bench|node_modules\/@aws-lambda-powertools)\/([\w/.-]+)\.[tj]s:\d+:\d+\)/.exec(
+      line,
+    );
     if (!m) continue;
     const fn = m[1] as string;
     const file = m[3] as string;
@@ -218,14 +227,39 @@ export function instrumentDynamo(client: DynamoDBClient, meter: Meter, options: 
               ? { wru: kind === 'write' ? (capacity ?? 0) : 0, rru: kind === 'read' ? (capacity ?? 0) : 0, index_wru: 0, basis: 'reported', items: [] }
               : await biller.bill(op, input, touched, before ?? (await biller.images(touched)), true);
         }
-        meter.record({ service: 'dynamodb', op, kind, items, ok: true, ...(capacity !== undefined ? { capacity } : {}), targets, ...(site ? { site } : {}), ms, ...(table ? { table } : {}), ...(billed ? { billed } : {}) });
+        meter.record({
+          service: 'dynamodb',
+          op,
+          kind,
+          items,
+          ok: true,
+          ...(capacity !== undefined ? { capacity } : {}),
+          targets,
+          ...(site ? { site } : {}),
+          ms,
+          ...(table ? { table } : {}),
+          ...(billed ? { billed } : {}),
+        });
         return out;
       } catch (err) {
         const ms = performance.now() - t0;
         const error = (err as { name?: string }).name ?? 'Error';
         const refused = error === 'ConditionalCheckFailedException' || error === 'TransactionCanceledException';
-        const billed: Billed | undefined = biller !== undefined && touched !== undefined && refused ? await biller.bill(op, input, touched, before ?? [], false) : undefined;
-        meter.record({ service: 'dynamodb', op, kind, items, ok: false, error, targets, ...(site ? { site } : {}), ms, ...(table ? { table } : {}), ...(billed ? { billed } : {}) });
+        const billed: Billed | undefined =
+          biller !== undefined && touched !== undefined && refused ? await biller.bill(op, input, touched, before ?? [], false) : undefined;
+        meter.record({
+          service: 'dynamodb',
+          op,
+          kind,
+          items,
+          ok: false,
+          error,
+          targets,
+          ...(site ? { site } : {}),
+          ms,
+          ...(table ? { table } : {}),
+          ...(billed ? { billed } : {}),
+        });
         throw err;
       }
     },
@@ -252,7 +286,16 @@ export function instrumentCalls(client: MiddlewareClient, service: Service, mete
         meter.record({ service, op, kind: 'call', items, ok: true, targets: [], ms: performance.now() - t0 });
         return out;
       } catch (err) {
-        meter.record({ service, op, kind: 'call', items, ok: false, error: (err as { name?: string }).name ?? 'Error', targets: [], ms: performance.now() - t0 });
+        meter.record({
+          service,
+          op,
+          kind: 'call',
+          items,
+          ok: false,
+          error: (err as { name?: string }).name ?? 'Error',
+          targets: [],
+          ms: performance.now() - t0,
+        });
         throw err;
       }
     },
@@ -317,13 +360,37 @@ export function summarize(calls: readonly CallRecord[], table?: string): CostSum
     else write_capacity += c.capacity;
   }
   const capacity_total_est = read_capacity + write_capacity + failed_conditional;
-  return { reads, writes, transact_writes, transact_items, failed_conditional, read_capacity, write_capacity, capacity_unreported, capacity_total_est, sqs_sends, scheduler_calls };
+  return {
+    reads,
+    writes,
+    transact_writes,
+    transact_items,
+    failed_conditional,
+    read_capacity,
+    write_capacity,
+    capacity_unreported,
+    capacity_total_est,
+    sqs_sends,
+    scheduler_calls,
+  };
 }
 
 /** Element-wise mean of summaries (per-action figures over several runs). */
 export function meanSummary(list: readonly CostSummary[]): CostSummary {
   const n = Math.max(1, list.length);
-  const keys = ['reads', 'writes', 'transact_writes', 'transact_items', 'failed_conditional', 'read_capacity', 'write_capacity', 'capacity_unreported', 'capacity_total_est', 'sqs_sends', 'scheduler_calls'] as const;
+  const keys = [
+    'reads',
+    'writes',
+    'transact_writes',
+    'transact_items',
+    'failed_conditional',
+    'read_capacity',
+    'write_capacity',
+    'capacity_unreported',
+    'capacity_total_est',
+    'sqs_sends',
+    'scheduler_calls',
+  ] as const;
   const out = {} as Record<(typeof keys)[number], number>;
   for (const k of keys) out[k] = round(list.reduce((s, x) => s + x[k], 0) / n, 2);
   return out;
@@ -345,9 +412,14 @@ export function traceLine(c: CallRecord): string {
 
 /** `12 WRU + 2 index WRU; ACTION 1,032 B, TXN 1,290 B` (what one request costs as billed, and the item sizes behind it). */
 export function billedText(b: Billed): string {
-  const units = [b.wru > 0 ? `${round1(b.wru)} WRU` : '', b.index_wru > 0 ? `${round1(b.index_wru)} index WRU` : '', b.rru > 0 ? `${round1(b.rru)} RRU` : ''].filter((x) => x !== '').join(' + ') || '0';
+  const units =
+    [b.wru > 0 ? `${round1(b.wru)} WRU` : '', b.index_wru > 0 ? `${round1(b.index_wru)} index WRU` : '', b.rru > 0 ? `${round1(b.rru)} RRU` : '']
+      .filter((x) => x !== '')
+      .join(' + ') || '0';
   if (b.basis === 'refused_estimate') return `${units} (refused: estimate)`;
   if (b.basis === 'reported') return `${units} (as reported)`;
-  const sizes = b.items.map((i) => `${i.what.replace(/^[A-Za-z]+:/, '')} ${(i.before !== i.after && i.before > 0 ? `${i.before}→${i.after}` : `${Math.max(i.before, i.after)}`)} B`).join(', ');
+  const sizes = b.items
+    .map((i) => `${i.what.replace(/^[A-Za-z]+:/, '')} ${i.before !== i.after && i.before > 0 ? `${i.before}→${i.after}` : `${Math.max(i.before, i.after)}`} B`)
+    .join(', ');
   return `${units}; ${sizes}`;
 }

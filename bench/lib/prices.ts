@@ -51,7 +51,8 @@ export const PRICES = {
     per: 1e6,
     unit: 'request',
     basis: 'official',
-    source: 'docs.aws.amazon.com/whitepapers/latest/best-practices-api-gateway-private-apis-integration/cost-optimization.html (Table 4: REST, first 333 million requests per month $3.50 per million); aws.amazon.com/api-gateway/pricing/',
+    source:
+      'docs.aws.amazon.com/whitepapers/latest/best-practices-api-gateway-private-apis-integration/cost-optimization.html (Table 4: REST, first 333 million requests per month $3.50 per million); aws.amazon.com/api-gateway/pricing/',
     note: 'first 333 M requests/month; the authorizer cache is not billed per request (caching of responses is, and is off)',
   }),
   lambdaRequest: p({
@@ -70,7 +71,8 @@ export const PRICES = {
     per: 1,
     unit: 'GB-second',
     basis: 'secondary',
-    source: 'cloudchipr.com/blog/aws-lambda-pricing (US East (N. Virginia), Arm: first 7.5 billion GB-seconds per month $0.0000133334); same figure in git.mcrn.ar lambda_local_runner docs/lambda-13-cost.md',
+    source:
+      'cloudchipr.com/blog/aws-lambda-pricing (US East (N. Virginia), Arm: first 7.5 billion GB-seconds per month $0.0000133334); same figure in git.mcrn.ar lambda_local_runner docs/lambda-13-cost.md',
     note: 'billed per 1 ms; since 2025-08-01 the INIT phase of ZIP functions on managed runtimes is billed too (AWS Compute Blog, "AWS Lambda standardizes billing for INIT Phase")',
   }),
   dynamoWriteRequestUnit: p({
@@ -80,7 +82,8 @@ export const PRICES = {
     per: 1e6,
     unit: 'WRU',
     basis: 'secondary',
-    source: 'airbyte.com/data-engineering-resources/dynamodb-pricing (2025-07-21, US East: $0.625 per million WRU after the 2024-11-01 50 % on-demand price cut); jusdb.com DynamoDB cost guide (2025-08-19)',
+    source:
+      'airbyte.com/data-engineering-resources/dynamodb-pricing (2025-07-21, US East: $0.625 per million WRU after the 2024-11-01 50 % on-demand price cut); jusdb.com DynamoDB cost guide (2025-08-19)',
     note: '1 WRU per 1 KB of item written (UpdateItem: the larger of the item before and after); an item in TransactWriteItems costs 2 WRU per 1 KB',
   }),
   dynamoReadRequestUnit: p({
@@ -100,7 +103,8 @@ export const PRICES = {
     per: 1e6,
     unit: 'request',
     basis: 'secondary',
-    source: 'cloudburn.io/blog/amazon-sqs-pricing (2026-03-14, US East: Standard $0.40 per million, first 100 billion/month); factualminds.com SQS pricing (2026-06-13)',
+    source:
+      'cloudburn.io/blog/amazon-sqs-pricing (2026-03-14, US East: Standard $0.40 per million, first 100 billion/month); factualminds.com SQS pricing (2026-06-13)',
     note: 'every 64 KB chunk of a payload is one request; SendMessage, ReceiveMessage (empty ones too) and DeleteMessage(Batch) each count',
   }),
   schedulerInvocation: p({
@@ -110,7 +114,8 @@ export const PRICES = {
     per: 1e6,
     unit: 'invocation',
     basis: 'secondary',
-    source: 'cloudburn.io/blog/amazon-eventbridge-pricing (2026-03-13: Scheduler $1.00 per million invocations, 14 M/month free); awsnegotiations.com/eventbridge-scheduler-cost (2026-05: creating and storing schedules is included, firing them is billed)',
+    source:
+      'cloudburn.io/blog/amazon-eventbridge-pricing (2026-03-13: Scheduler $1.00 per million invocations, 14 M/month free); awsnegotiations.com/eventbridge-scheduler-cost (2026-05: creating and storing schedules is included, firing them is billed)',
     note: 'CreateSchedule / DeleteSchedule calls are not billed per the sources read; one wring.co page says invocations are free, which the others contradict: the model bills them',
   }),
   sfnStandardTransition: p({
@@ -120,7 +125,8 @@ export const PRICES = {
     per: 1e6,
     unit: 'state transition',
     basis: 'official',
-    source: 'aws.amazon.com/step-functions/pricing/ (state transitions pricing table: US East (N. Virginia) $0.0250 per 1,000 state transitions); aws.amazon.com/blogs/compute/building-cost-effective-aws-step-functions-workflows/ ("$25 per million for Standard Workflows")',
+    source:
+      'aws.amazon.com/step-functions/pricing/ (state transitions pricing table: US East (N. Virginia) $0.0250 per 1,000 state transitions); aws.amazon.com/blogs/compute/building-cost-effective-aws-step-functions-workflows/ ("$25 per million for Standard Workflows")',
     note: 'a transition each time a state of the workflow runs, retries included; 4,000/month free',
   }),
   sfnExpressRequest: p({
@@ -139,7 +145,8 @@ export const PRICES = {
     per: 1,
     unit: 'GB-second',
     basis: 'official',
-    source: 'aws.amazon.com/step-functions/pricing/ (pricing example 3: $0.06000 per GB-hour for the first 1,000 GB-hours, $0.03 for the next 4,000, $0.01642 beyond)',
+    source:
+      'aws.amazon.com/step-functions/pricing/ (pricing example 3: $0.06000 per GB-hour for the first 1,000 GB-hours, $0.03 for the next 4,000, $0.01642 beyond)',
     note: 'duration rounded up to 100 ms, memory billed in 64 MB chunks (50 MB + definition + payload for a small workflow)',
   }),
 } as const satisfies Record<string, Price>;

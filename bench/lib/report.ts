@@ -61,22 +61,30 @@ function billedMarkdown(cost: readonly ScenarioFigures[]): string[] {
   for (const s of cost) {
     if (s.billed === undefined) continue;
     const b = s.billed.total;
-    lines.push(`| ${s.label} | ${f(s.total.writes)} | ${f(b.wru)} | ${f(b.index_wru)} | ${f(b.rru)} | **${f(b.total)}** | ${b.estimated_requests + b.reported_requests} |`);
+    lines.push(
+      `| ${s.label} | ${f(s.total.writes)} | ${f(b.wru)} | ${f(b.index_wru)} | ${f(b.rru)} | **${f(b.total)}** | ${b.estimated_requests + b.reported_requests} |`,
+    );
   }
   const exec = cost.find((s) => s.id === 'execute');
   if (exec?.billed !== undefined) {
     lines.push(
       '',
-      'Item sizes behind the execute\'s bill (largest image of each item kind, AWS\'s size rules; units of that write or read):',
+      "Item sizes behind the execute's bill (largest image of each item kind, AWS's size rules; units of that write or read):",
       '',
       '| item | bytes | where | units | largest attributes (bytes) |',
       '|---|---:|---|---:|---|',
     );
     for (const it of exec.billed.items) {
-      lines.push(`| ${it.kind} | ${it.bytes.toLocaleString('en')} | ${it.at} | ${f(it.units)} | ${it.attributes.slice(0, 5).map((a) => `${a.name} ${a.bytes}`).join(', ')} |`);
+      lines.push(
+        `| ${it.kind} | ${it.bytes.toLocaleString('en')} | ${it.at} | ${f(it.units)} | ${it.attributes
+          .slice(0, 5)
+          .map((a) => `${a.name} ${a.bytes}`)
+          .join(', ')} |`,
+      );
     }
     lines.push('', 'Per phase:', '', '| phase | WRU | index WRU | RRU | request units |', '|---|---:|---:|---:|---:|');
-    for (const p of exec.billed.phases) lines.push(`| ${p.phase} | ${f(p.billed.wru)} | ${f(p.billed.index_wru)} | ${f(p.billed.rru)} | ${f(p.billed.total)} |`);
+    for (const p of exec.billed.phases)
+      lines.push(`| ${p.phase} | ${f(p.billed.wru)} | ${f(p.billed.index_wru)} | ${f(p.billed.rru)} | ${f(p.billed.total)} |`);
   }
   return lines;
 }
@@ -168,7 +176,11 @@ export function renderMarkdown(r: BenchReport): string {
       if (s.phases.length > 1) for (const p of s.phases) lines.push(costRow(`  ↳ ${p.phase}`, p.cost, p.latency_ms.p50, p.latency_ms.p95));
     }
     lines.push(...billedMarkdown(r.cost));
-    lines.push('', '<details><summary>Call traces (warm-up run of each action, with the adapter method and runtime function that issued each call)</summary>', '');
+    lines.push(
+      '',
+      '<details><summary>Call traces (warm-up run of each action, with the adapter method and runtime function that issued each call)</summary>',
+      '',
+    );
     for (const s of r.cost) lines.push(`**${s.label}**`, '', '```', ...s.trace, '```', '');
     lines.push('</details>', '');
   }
@@ -184,11 +196,18 @@ export function renderMarkdown(r: BenchReport): string {
       '|---|---|---:|---:|---:|---:|---:|---:|---:|',
     );
     for (const c of r.peer.cases) {
-      for (const [name, s] of [['AIP runtime', c.ours], ['Powertools', c.powertools]] as const) {
-        lines.push(`| ${c.id} | ${name} | ${f(s.cost.reads)} | ${f(s.cost.writes)} | ${f(s.cost.read_capacity)} | ${f(s.cost.write_capacity)} | ${f(s.cost.capacity_total_est)} | ${f(s.latency_ms.p50)} | ${f(s.latency_ms.p95)} |`);
+      for (const [name, s] of [
+        ['AIP runtime', c.ours],
+        ['Powertools', c.powertools],
+      ] as const) {
+        lines.push(
+          `| ${c.id} | ${name} | ${f(s.cost.reads)} | ${f(s.cost.writes)} | ${f(s.cost.read_capacity)} | ${f(s.cost.write_capacity)} | ${f(s.cost.capacity_total_est)} | ${f(s.latency_ms.p50)} | ${f(s.latency_ms.p95)} |`,
+        );
       }
       const x = (r: number, a: number, b: number) => (Number.isFinite(r) ? `×${f(r, 2)}` : `${f(a)} vs ${f(b)}`);
-      lines.push(`| ${c.id} | **ratio (ours / theirs)** | ${x(c.ratio.reads, c.ours.cost.reads, c.powertools.cost.reads)} | ${x(c.ratio.writes, c.ours.cost.writes, c.powertools.cost.writes)} | | | ${x(c.ratio.capacity, c.ours.cost.capacity_total_est, c.powertools.cost.capacity_total_est)} | ${x(c.ratio.latency_p50, c.ours.latency_ms.p50, c.powertools.latency_ms.p50)} | |`);
+      lines.push(
+        `| ${c.id} | **ratio (ours / theirs)** | ${x(c.ratio.reads, c.ours.cost.reads, c.powertools.cost.reads)} | ${x(c.ratio.writes, c.ours.cost.writes, c.powertools.cost.writes)} | | | ${x(c.ratio.capacity, c.ours.cost.capacity_total_est, c.powertools.cost.capacity_total_est)} | ${x(c.ratio.latency_p50, c.ours.latency_ms.p50, c.powertools.latency_ms.p50)} | |`,
+      );
     }
     if (r.peer.cases.some((c) => c.ours.billed && c.powertools.billed)) {
       lines.push(
@@ -200,11 +219,18 @@ export function renderMarkdown(r: BenchReport): string {
       );
       for (const c of r.peer.cases) {
         if (!c.ours.billed || !c.powertools.billed) continue;
-        for (const [name, side] of [['AIP runtime', c.ours], ['Powertools', c.powertools]] as const) {
+        for (const [name, side] of [
+          ['AIP runtime', c.ours],
+          ['Powertools', c.powertools],
+        ] as const) {
           const b = side.billed!;
-          lines.push(`| ${c.id} | ${name} | ${f(side.cost.reads + side.cost.writes)} | ${f(side.cost.writes)} | ${f(b.wru)} | ${f(b.index_wru)} | ${f(b.rru)} | ${f(b.total)} |`);
+          lines.push(
+            `| ${c.id} | ${name} | ${f(side.cost.reads + side.cost.writes)} | ${f(side.cost.writes)} | ${f(b.wru)} | ${f(b.index_wru)} | ${f(b.rru)} | ${f(b.total)} |`,
+          );
         }
-        lines.push(`| ${c.id} | **ratio (ours / theirs)** | ×${f(c.ratio.requests, 2)} | ×${f(c.ratio.writes, 2)} | | | | **×${f(c.ratio.billed ?? Number.NaN, 2)}** |`);
+        lines.push(
+          `| ${c.id} | **ratio (ours / theirs)** | ×${f(c.ratio.requests, 2)} | ×${f(c.ratio.writes, 2)} | | | | **×${f(c.ratio.billed ?? Number.NaN, 2)}** |`,
+        );
       }
     }
     lines.push('', '<details><summary>Call traces</summary>', '');
@@ -224,7 +250,9 @@ export function renderMarkdown(r: BenchReport): string {
       '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     );
     for (const l of r.e2e.levels) {
-      lines.push(`| ${l.flow} | ${l.concurrency} | ${l.requests} | ${l.completed} | ${l.failed} | ${f(l.wall_seconds)} | ${f(l.throughput_per_s)} | ${f(l.latency_ms.p50, 0)} | ${f(l.latency_ms.p95, 0)} | ${f(l.latency_ms.p99, 0)} |`);
+      lines.push(
+        `| ${l.flow} | ${l.concurrency} | ${l.requests} | ${l.completed} | ${l.failed} | ${f(l.wall_seconds)} | ${f(l.throughput_per_s)} | ${f(l.latency_ms.p50, 0)} | ${f(l.latency_ms.p95, 0)} | ${f(l.latency_ms.p99, 0)} |`,
+      );
     }
     const errs = r.e2e.levels.filter((l) => l.errors && l.errors.length > 0);
     if (errs.length > 0) {

@@ -26,7 +26,19 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { billedUnits, costModel, DEPLOYED_WAIT_POLL, waitNotice, type PollSchedule, type AipInputs, type Assumptions, type DynamoUnits, type ModelInputs, type OptionCost, type OptionId } from '../lib/awscost-model.js';
+import {
+  billedUnits,
+  costModel,
+  DEPLOYED_WAIT_POLL,
+  waitNotice,
+  type PollSchedule,
+  type AipInputs,
+  type Assumptions,
+  type DynamoUnits,
+  type ModelInputs,
+  type OptionCost,
+  type OptionId,
+} from '../lib/awscost-model.js';
 import { PRICES, PRICES_READ_ON, type Price, type PriceId } from '../lib/prices.js';
 import type { BundleFigures, BundlesFigures } from './bundles.js';
 import type { E2eFigures } from './e2e.js';
@@ -106,11 +118,14 @@ export async function runAwsCostSection(report: Partial2, log: (line: string) =>
     fellBack.assumed.add(section);
     return undefined;
   };
-  const note = (name: string, value: number | string, source: string) => inputs.push({ name, value: typeof value === 'number' ? Math.round(value * 1000) / 1000 : value, source });
+  const note = (name: string, value: number | string, source: string) =>
+    inputs.push({ name, value: typeof value === 'number' ? Math.round(value * 1000) / 1000 : value, source });
 
   // --- infra: memory sizes, authorizer cache TTL, batch size
   const { loadInfraConfig } = await import('../../infra/config.js');
-  const { aipFunctionDefinitions, INVOKE_BATCH_SIZE, AUTHORIZER_FUNCTION_ID, INVOKE_WORKER_FUNCTION_ID, RECONCILE_CONSUMER_FUNCTION_ID } = await import('../../infra/aip-functions.js');
+  const { aipFunctionDefinitions, INVOKE_BATCH_SIZE, AUTHORIZER_FUNCTION_ID, INVOKE_WORKER_FUNCTION_ID, RECONCILE_CONSUMER_FUNCTION_ID } = await import(
+    '../../infra/aip-functions.js'
+  );
   const infra = loadInfraConfig('infra/config.local.json');
   const defs = aipFunctionDefinitions(infra);
   const DEFAULT_MEMORY = 512; // infra/functions.ts: `memorySize: definition.memorySize ?? 512`
@@ -122,12 +137,20 @@ export async function runAwsCostSection(report: Partial2, log: (line: string) =>
     reconcile: memoryOf(RECONCILE_CONSUMER_FUNCTION_ID),
     peer: DEFAULT_MEMORY,
   };
-  note('memory MB (submit, authorizer, worker, reconcile; peers)', `${memory.api}, ${memory.authorizer}, ${memory.worker}, ${memory.reconcile}; ${memory.peer}`, 'infra/aip-functions.ts definitions (infra/functions.ts default 512 MB), arm64');
+  note(
+    'memory MB (submit, authorizer, worker, reconcile; peers)',
+    `${memory.api}, ${memory.authorizer}, ${memory.worker}, ${memory.reconcile}; ${memory.peer}`,
+    'infra/aip-functions.ts definitions (infra/functions.ts default 512 MB), arm64',
+  );
   const ttl = infra.api.authorizerCacheTtlSeconds;
 
   // --- section 1 figures
   const scenario = (id: string) => {
-    const got = pick(report.cost?.find((s) => s.id === id), prev?.cost?.find((s) => s.id === id), 'cost');
+    const got = pick(
+      report.cost?.find((s) => s.id === id),
+      prev?.cost?.find((s) => s.id === id),
+      'cost',
+    );
     if (!got) throw new Error(`no cost figures for "${id}" in this run or in docs/bench/latest.json: run with BENCH_SECTIONS including cost`);
     return got;
   };
@@ -166,7 +189,11 @@ export async function runAwsCostSection(report: Partial2, log: (line: string) =>
   const pollMs = poll.value.latency_ms.p50;
   const viewMs = view.value.latency_ms.p50;
   const settleMs = queueMs + attemptMs;
-  const tunedSchedule: PollSchedule = { initial_ms: latencyOptions(false).tuned.initialIntervalMs, max_ms: latencyOptions(false).tuned.maxIntervalMs, factor: 1.5 };
+  const tunedSchedule: PollSchedule = {
+    initial_ms: latencyOptions(false).tuned.initialIntervalMs,
+    max_ms: latencyOptions(false).tuned.maxIntervalMs,
+    factor: 1.5,
+  };
   const deployedWait = waitNotice(settleMs, DEPLOYED_WAIT_POLL, pollMs);
   const tunedWaitModel = waitNotice(settleMs, tunedSchedule, pollMs);
   const apiMs = admitMs + deployedWait.notice_ms + viewMs;
@@ -195,7 +222,11 @@ export async function runAwsCostSection(report: Partial2, log: (line: string) =>
   note('bare provider call ms (simulator)', providerMs, latency ? latency.source : noLatency);
 
   // --- section 2: Powertools
-  const peer = pick(report.peer?.cases.find((c) => c.id === 'execute'), prev?.peer?.cases.find((c) => c.id === 'execute'), 'peer');
+  const peer = pick(
+    report.peer?.cases.find((c) => c.id === 'execute'),
+    prev?.peer?.cases.find((c) => c.id === 'execute'),
+    'peer',
+  );
   if (!peer) throw new Error('no peer figures in this run or in docs/bench/latest.json: run with BENCH_SECTIONS including peer');
   const pt = peer.value.powertools;
   // Billed from item images when the peer section reports it; otherwise DynamoDB Local's units (Powertools writes
@@ -213,14 +244,18 @@ export async function runAwsCostSection(report: Partial2, log: (line: string) =>
   // invocation; both are billed (INIT since 2025-08-01). Older runs report the import alone: the composition
   // is then the issue's measured ~200 ms for the runtime's functions, an assumption stated as such.
   const bundles = pick(report.bundles, prev?.bundles, 'bundles');
-  const COMPOSE_ASSUMED_MS = 200; // issue 14: "about 200 ms to compose the runtime on the first invocation"
-  const assumedInit = { runtime: 280, small: 110 }; // issue 14: ~250 ms import of a runtime bundle; the authorizer ~80-110 ms
-  const coldOf = (match: (b: BundleFigures) => boolean, runtime: boolean): { ms: number; how: 'measured' | 'import measured, composition assumed' | 'assumed' } => {
+  const COMPOSE_ASSUMED_MS = 200; // the composition measured on the single-bundle build: "about 200 ms to compose the runtime on the first invocation"
+  const assumedInit = { runtime: 280, small: 110 }; // the single-bundle build: ~250 ms import of a runtime bundle; the authorizer ~80-110 ms
+  const coldOf = (
+    match: (b: BundleFigures) => boolean,
+    runtime: boolean,
+  ): { ms: number; how: 'measured' | 'import measured, composition assumed' | 'assumed' } => {
     const b = bundles?.value.bundles.find((x) => x.error === undefined && match(x));
     const importMs = b?.init_ms_p50 ?? b?.cold?.import_ms;
     const composeMs = b?.compose_ms_p50 ?? b?.cold?.compose_ms;
-    if (importMs === undefined) return { ms: (runtime ? assumedInit.runtime + COMPOSE_ASSUMED_MS : assumedInit.small), how: 'assumed' };
-    if (composeMs === undefined) return { ms: importMs + (runtime ? COMPOSE_ASSUMED_MS : 0), how: runtime ? 'import measured, composition assumed' : 'measured' };
+    if (importMs === undefined) return { ms: runtime ? assumedInit.runtime + COMPOSE_ASSUMED_MS : assumedInit.small, how: 'assumed' };
+    if (composeMs === undefined)
+      return { ms: importMs + (runtime ? COMPOSE_ASSUMED_MS : 0), how: runtime ? 'import measured, composition assumed' : 'measured' };
     return { ms: importMs + composeMs, how: 'measured' };
   };
   const byEntry = (entry: string) => (b: BundleFigures) => b.entry === entry && b.kind !== 'before' && b.kind !== 'deferred';
@@ -238,9 +273,11 @@ export async function runAwsCostSection(report: Partial2, log: (line: string) =>
   const hows = [...new Set(Object.values(cold).map((c) => c.how))];
   note(
     'cold start ms billed per cold invocation: import + first-invocation composition (submit, worker, reconcile, authorizer, peer Lambdas)',
-    `${Object.values(init).map((x) => round1(x)).join(', ')}`,
+    `${Object.values(init)
+      .map((x) => round1(x))
+      .join(', ')}`,
     `${bundles ? bundles.source : 'assumption: the bundles section ran neither in this run nor in the previous one'}; ${hows.join(' / ')}` +
-      `${hows.includes('import measured, composition assumed') ? ` (composition ${COMPOSE_ASSUMED_MS} ms, issue 14's measurement)` : ''}` +
+      `${hows.includes('import measured, composition assumed') ? ` (composition ${COMPOSE_ASSUMED_MS} ms, the single-bundle build's measurement)` : ''}` +
       '; medians of fresh Node processes on the bench machine (x86, not Lambda arm64)' +
       `${smallIsAuthorizer ? "; peer Lambdas: the authorizer's figure (a small bundle), an estimate" : ''}`,
   );
@@ -259,13 +296,41 @@ export async function runAwsCostSection(report: Partial2, log: (line: string) =>
     express_memory_mb: 64,
     express_overhead_ms: 20,
   };
-  note('authorizer invocations per API request', assumptions.authorizer_invocations_per_request, `assumption: ${requestsPerToken} requests per token within the authorizer cache TTL (${ttl} s, infra api.authorizerCacheTtlSeconds); BENCH_AWSCOST_REQUESTS_PER_TOKEN`);
-  note('messages per worker batch', assumptions.esm_batch_size, `assumption: low rate, one message per batch (the event source allows ${INVOKE_BATCH_SIZE}); BENCH_AWSCOST_BATCH`);
-  note('share of executes that go outcome_unknown', assumptions.outcome_unknown_share, 'assumption: ~3 %, as the load test measured (docs/reliability-report.md: 46 of 1,398 transactions reconciled, at 9.4 % injected provider faults: pessimistic for a healthy provider); BENCH_AWSCOST_OUTCOME_UNKNOWN');
-  note('share of invocations that are cold starts', assumptions.cold_start_share, 'assumption: 1 % (AWS: INITs "typically occur in under 1% of invocations"); BENCH_AWSCOST_COLD_SHARE');
-  note('provider latency beyond the simulator ms', assumptions.extra_provider_ms, 'assumption: 0 (durations include the local simulator\'s answer, a few ms; a real provider takes longer); BENCH_AWSCOST_PROVIDER_MS; the sensitivity table shows 300 ms');
-  note('Standard workflow: transitions / API requests', `${assumptions.standard_transitions} / ${assumptions.standard_api_requests}`, 'assumption: one Task state (one state entered); StartExecution + one DescribeExecution through API Gateway service integrations');
-  note('Express workflow: billed memory MB / overhead ms', `${assumptions.express_memory_mb} / ${assumptions.express_overhead_ms}`, 'assumption: 50 MB + a small definition and payload → one 64 MB chunk; duration = the Lambda task + 20 ms, rounded up to 100 ms');
+  note(
+    'authorizer invocations per API request',
+    assumptions.authorizer_invocations_per_request,
+    `assumption: ${requestsPerToken} requests per token within the authorizer cache TTL (${ttl} s, infra api.authorizerCacheTtlSeconds); BENCH_AWSCOST_REQUESTS_PER_TOKEN`,
+  );
+  note(
+    'messages per worker batch',
+    assumptions.esm_batch_size,
+    `assumption: low rate, one message per batch (the event source allows ${INVOKE_BATCH_SIZE}); BENCH_AWSCOST_BATCH`,
+  );
+  note(
+    'share of executes that go outcome_unknown',
+    assumptions.outcome_unknown_share,
+    'assumption: ~3 %, as the load test measured (docs/reliability-report.md: 46 of 1,398 transactions reconciled, at 9.4 % injected provider faults: pessimistic for a healthy provider); BENCH_AWSCOST_OUTCOME_UNKNOWN',
+  );
+  note(
+    'share of invocations that are cold starts',
+    assumptions.cold_start_share,
+    'assumption: 1 % (AWS: INITs "typically occur in under 1% of invocations"); BENCH_AWSCOST_COLD_SHARE',
+  );
+  note(
+    'provider latency beyond the simulator ms',
+    assumptions.extra_provider_ms,
+    "assumption: 0 (durations include the local simulator's answer, a few ms; a real provider takes longer); BENCH_AWSCOST_PROVIDER_MS; the sensitivity table shows 300 ms",
+  );
+  note(
+    'Standard workflow: transitions / API requests',
+    `${assumptions.standard_transitions} / ${assumptions.standard_api_requests}`,
+    'assumption: one Task state (one state entered); StartExecution + one DescribeExecution through API Gateway service integrations',
+  );
+  note(
+    'Express workflow: billed memory MB / overhead ms',
+    `${assumptions.express_memory_mb} / ${assumptions.express_overhead_ms}`,
+    'assumption: 50 MB + a small definition and payload → one 64 MB chunk; duration = the Lambda task + 20 ms, rounded up to 100 ms',
+  );
 
   const aip: AipInputs = {
     api_requests: 1,
@@ -314,7 +379,9 @@ export async function runAwsCostSection(report: Partial2, log: (line: string) =>
     { label: 'Standard: one Retry of its Task (2 transitions)', totals: totals(withA({ standard_transitions: 2 })) },
   ];
   if (!committed.source.startsWith('cost section')) {
-    notes.push('DynamoDB units are a lower bound estimated from call traces (the cost figures used carry no billed units: an older run): AWS rounds each transactional item up to 1 KB and bills it twice, and bills an update on the larger of the item before and after.');
+    notes.push(
+      'DynamoDB units are a lower bound estimated from call traces (the cost figures used carry no billed units: an older run): AWS rounds each transactional item up to 1 KB and bills it twice, and bills an update on the larger of the item before and after.',
+    );
   }
   if (fellBack.previous.size > 0 || fellBack.assumed.size > 0) {
     notes.push(
@@ -326,7 +393,7 @@ export async function runAwsCostSection(report: Partial2, log: (line: string) =>
   }
   notes.push(
     'Durations are in-process medians measured against emulators on the bench machine (x86), applied to arm64 Lambda prices: an estimate of billed duration, not a measurement on AWS.',
-    'Not per execute, left out: the sweeper (one invocation and 8 Queries a minute), the SQS event sources\' idle long polls, CloudWatch Logs and X-Ray, data transfer, storage (DynamoDB items are kept until their TTL), KMS.',
+    "Not per execute, left out: the sweeper (one invocation and 8 Queries a minute), the SQS event sources' idle long polls, CloudWatch Logs and X-Ray, data transfer, storage (DynamoDB items are kept until their TTL), KMS.",
     'The alternatives do less: Powertools stores one idempotency record; the Step Functions options keep their execution history (Standard) or a Powertools record (Express); none reconciles a lost provider answer, keeps a receipt chain, or enforces governance.',
   );
   log(`  ${options.map((o) => `${o.id} $${o.usd_per_million.toFixed(2)}/M`).join(', ')}`);
@@ -375,12 +442,22 @@ export function renderAwsCostMarkdown(a: AwsCostFigures, heading = '## AWS cost 
   lines.push('');
 
   if (aip) {
-    lines.push('<details><summary>This runtime, quantities per execute</summary>', '', '| component | quantity per execute | unit | USD per million |', '|---|---:|---|---:|');
+    lines.push(
+      '<details><summary>This runtime, quantities per execute</summary>',
+      '',
+      '| component | quantity per execute | unit | USD per million |',
+      '|---|---:|---|---:|',
+    );
     for (const l of aip.lines) lines.push(`| ${l.component} | ${qty(l.quantity)} | ${l.unit} | ${usd(l.usd_per_million)} |`);
     lines.push('', '</details>', '');
   }
 
-  lines.push('Sensitivity (total USD per million executes):', '', `| case | ${a.options.map((o) => o.id).join(' | ')} |`, `|---|${ids.map(() => '---:').join('|')}|`);
+  lines.push(
+    'Sensitivity (total USD per million executes):',
+    '',
+    `| case | ${a.options.map((o) => o.id).join(' | ')} |`,
+    `|---|${ids.map(() => '---:').join('|')}|`,
+  );
   for (const s of a.sensitivity) lines.push(`| ${s.label} | ${ids.map((id) => usd(s.totals[id] ?? Number.NaN)).join(' | ')} |`);
   lines.push('');
 
@@ -391,7 +468,9 @@ export function renderAwsCostMarkdown(a: AwsCostFigures, heading = '## AWS cost 
   lines.push(`List prices (${a.region}, read ${a.prices_read_on}):`, '', '| service | item | USD | per | basis | source |', '|---|---|---:|---|---|---|');
   for (const p of Object.values(a.prices)) {
     const per = p.per === 1 ? p.unit : `${p.per.toLocaleString('en')} ${p.unit}s`;
-    lines.push(`| ${p.service} | ${p.item} | ${p.usd < 0.001 ? p.usd.toPrecision(6) : p.usd} | ${per} | ${p.basis} | ${p.source}${p.note ? ` — ${p.note}` : ''} |`);
+    lines.push(
+      `| ${p.service} | ${p.item} | ${p.usd < 0.001 ? p.usd.toPrecision(6) : p.usd} | ${per} | ${p.basis} | ${p.source}${p.note ? ` — ${p.note}` : ''} |`,
+    );
   }
   lines.push('');
   for (const n of a.notes) lines.push(`- ${n}`);

@@ -238,7 +238,16 @@ interface Target {
 }
 
 export async function runBundlesSection(options: { runs: number }, log: (line: string) => void): Promise<BundlesFigures> {
-  const [{ aipFunctionDefinitions }, { loadInfraConfig, toDeploymentRuntimeConfig }, { DEFAULT_CONFIG_FILE }, bundling, fenv, { ROUTES }, { encodeAuthorizerContext }, esbuildPkg] = await Promise.all([
+  const [
+    { aipFunctionDefinitions },
+    { loadInfraConfig, toDeploymentRuntimeConfig },
+    { DEFAULT_CONFIG_FILE },
+    bundling,
+    fenv,
+    { ROUTES },
+    { encodeAuthorizerContext },
+    esbuildPkg,
+  ] = await Promise.all([
     import('../../infra/aip-functions.js'),
     import('../../lib/config/deployment.js'),
     import('../../infra/aip-app.js'),
@@ -250,7 +259,10 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
   ]);
   const config = loadInfraConfig(DEFAULT_CONFIG_FILE);
   const definitions = aipFunctionDefinitions(config);
-  const connectors = config.connectors.map(({ id }) => ({ id, ...(config.connectorEndpoints[id] !== undefined ? { baseUrl: config.connectorEndpoints[id] } : {}) }));
+  const connectors = config.connectors.map(({ id }) => ({
+    id,
+    ...(config.connectorEndpoints[id] !== undefined ? { baseUrl: config.connectorEndpoints[id] } : {}),
+  }));
   const env = functionEnv(fenv.FUNCTION_ENV, fenv.POWERTOOLS_ENV, JSON.stringify(toDeploymentRuntimeConfig(config)));
 
   const caller = {
@@ -325,22 +337,54 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
       const withRoutes = api.map((d) => ({ d, route: (d.trigger as { routes: readonly string[] }).routes[0] as string }));
       const pick = withRoutes.find(({ route }) => (ROUTES as Record<string, { method: string }>)[route]?.method === 'GET') ?? withRoutes[0];
       const route = (ROUTES as Record<string, { method: string; path: string }>)[pick?.route as string];
-      targets.push({ entry, functions, kind: 'runtime', handler: pick?.d.handler ?? 'handler', invocation: `${route?.method} ${route?.path}`, event: routeEvent(pick?.route as string) });
+      targets.push({
+        entry,
+        functions,
+        kind: 'runtime',
+        handler: pick?.d.handler ?? 'handler',
+        invocation: `${route?.method} ${route?.path}`,
+        event: routeEvent(pick?.route as string),
+      });
     } else if (defs.some((d) => d.trigger?.kind === 'authorizer')) {
-      targets.push({ entry, functions, kind: 'authorizer', handler: 'handler', invocation: 'REQUEST authorizer, malformed bearer token', event: { type: 'REQUEST', methodArn: 'arn:aws:execute-api:us-east-1:000000000000:bench/v1/GET/v1/health', headers: { Authorization: 'Bearer not-a-jwt' } } });
+      targets.push({
+        entry,
+        functions,
+        kind: 'authorizer',
+        handler: 'handler',
+        invocation: 'REQUEST authorizer, malformed bearer token',
+        event: {
+          type: 'REQUEST',
+          methodArn: 'arn:aws:execute-api:us-east-1:000000000000:bench/v1/GET/v1/health',
+          headers: { Authorization: 'Bearer not-a-jwt' },
+        },
+      });
     } else if (defs.some((d) => d.consumes?.queue === 'invoke')) {
       targets.push({ entry, functions, kind: 'runtime', handler: 'handler', invocation: 'SQS invoke record', event: sqsEvent('invoke') });
     } else if (defs.some((d) => d.consumes?.queue === 'reconcile')) {
       targets.push({ entry, functions, kind: 'runtime', handler: 'handler', invocation: 'SQS reconcile record', event: sqsEvent('reconcile') });
     } else {
-      targets.push({ entry, functions, kind: 'runtime', handler: defs[0]?.handler ?? 'handler', invocation: 'scheduled event', event: { source: 'aws.events', 'detail-type': 'Scheduled Event', time: '2026-01-01T00:00:00Z', detail: {} } });
+      targets.push({
+        entry,
+        functions,
+        kind: 'runtime',
+        handler: defs[0]?.handler ?? 'handler',
+        invocation: 'scheduled event',
+        event: { source: 'aws.events', 'detail-type': 'Scheduled Event', time: '2026-01-01T00:00:00Z', detail: {} },
+      });
     }
   }
   // Before/after in the same run: the API route bundle as NodejsFunction built it (one file, validators compiled by ajv at run time).
   const apiTarget = targets.find((t) => t.entry === 'functions/http/actions.ts') ?? targets.find((t) => t.entry.startsWith('functions/http/'));
-  if (apiTarget !== undefined) targets.push({ ...apiTarget, variant: 'before', kind: 'before', functions: [`${apiTarget.functions[0]} as before (one file, run-time ajv)`] });
+  if (apiTarget !== undefined)
+    targets.push({ ...apiTarget, variant: 'before', kind: 'before', functions: [`${apiTarget.functions[0]} as before (one file, run-time ajv)`] });
   // The option of deferring the whole handler module to the first invocation (not deployed): the same code, measured the same way.
-  if (apiTarget !== undefined) targets.push({ ...apiTarget, variant: 'deferred', kind: 'deferred', functions: [`${apiTarget.functions[0]} with the handler module deferred (not deployed)`] });
+  if (apiTarget !== undefined)
+    targets.push({
+      ...apiTarget,
+      variant: 'deferred',
+      kind: 'deferred',
+      functions: [`${apiTarget.functions[0]} with the handler module deferred (not deployed)`],
+    });
   targets.push({
     entry: 'bench/fixtures/powertools-idempotency-handler.ts',
     functions: ['Powertools idempotency (bare handler)'],
@@ -351,8 +395,21 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
   });
 
   // BENCH_BUNDLES_ONLY (comma-separated substrings of entries): measure only those, for a quick iteration (the yardsticks stay).
-  const only = (process.env.BENCH_BUNDLES_ONLY ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '');
-  if (only.length > 0) targets.splice(0, targets.length, ...targets.filter((t) => t.kind === 'authorizer' || t.kind === 'yardstick' || only.some((o) => t.entry.includes(o) && ((t.kind !== 'before' && t.kind !== 'deferred') || only.includes(t.kind)))));
+  const only = (process.env.BENCH_BUNDLES_ONLY ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+  if (only.length > 0)
+    targets.splice(
+      0,
+      targets.length,
+      ...targets.filter(
+        (t) =>
+          t.kind === 'authorizer' ||
+          t.kind === 'yardstick' ||
+          only.some((o) => t.entry.includes(o) && ((t.kind !== 'before' && t.kind !== 'deferred') || only.includes(t.kind))),
+      ),
+    );
   const dir = mkdtempSync(join(tmpdir(), 'aip-bench-bundles-'));
   const built: { target: Target; file: string; figures: Omit<BundleFigures, 'cold' | 'cold_traced'>; plain: Sample[]; traced: Sample[]; error?: string }[] = [];
   try {
@@ -371,8 +428,10 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
       const staticBytes = statics.reduce((n, k) => n + (metafile.outputs[k]?.bytes ?? 0), 0);
       // Loaded by the first invocation: the chunks the entry imports dynamically on every first call (the
       // deferred handler module, the Runtime's composition), with their static imports, beyond the static set.
-      const firstRoots = Object.keys(metafile.outputs).filter((k) =>
-        /(^|\/)compose-runtime-[^/]*\.mjs$/.test(k) || (target.variant === 'deferred' && (metafile.outputs[entryOut]?.imports ?? []).some((i) => i.kind === 'dynamic-import' && i.path === k)),
+      const firstRoots = Object.keys(metafile.outputs).filter(
+        (k) =>
+          /(^|\/)compose-runtime-[^/]*\.mjs$/.test(k) ||
+          (target.variant === 'deferred' && (metafile.outputs[entryOut]?.imports ?? []).some((i) => i.kind === 'dynamic-import' && i.path === k)),
       );
       const firstLoaded = new Set(firstRoots.flatMap((k) => bundling.staticallyLoaded(metafile, k)).filter((k) => !statics.includes(k)));
       const gzip = statics.reduce((n, k) => n + gzipSync(readFileSync(join(bundling.BUNDLE_ROOT, k)), { level: 9 }).length, 0);
@@ -399,9 +458,14 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
           precompiled_registry: Object.keys(metafile.inputs).some((k) => k.startsWith('aip-precompiled:')),
         },
       });
-      log(`  built ${target.entry}: ${(staticBytes / 1024).toFixed(0)} KiB loaded at import, ${(code.length)} chunks, in ${build_ms} ms`);
+      log(`  built ${target.entry}: ${(staticBytes / 1024).toFixed(0)} KiB loaded at import, ${code.length} chunks, in ${build_ms} ms`);
     }
-    const tracedEnv = { ...env, POWERTOOLS_TRACE_ENABLED: 'true', _X_AMZN_TRACE_ID: 'Root=1-00000000-000000000000000000000000;Parent=0000000000000000;Sampled=0', AWS_XRAY_CONTEXT_MISSING: 'IGNORE_ERROR' };
+    const tracedEnv = {
+      ...env,
+      POWERTOOLS_TRACE_ENABLED: 'true',
+      _X_AMZN_TRACE_ID: 'Root=1-00000000-000000000000000000000000;Parent=0000000000000000;Sampled=0',
+      AWS_XRAY_CONTEXT_MISSING: 'IGNORE_ERROR',
+    };
     for (let i = 0; i < options.runs; i++) {
       for (const b of built) {
         if (b.error !== undefined) continue;
@@ -419,17 +483,27 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
   }
   const bundles: BundleFigures[] = built.map((b) => ({
     ...b.figures,
-    ...(b.plain.length > 0 ? { cold: summarizeSamples(b.plain), init_ms_p50: summarizeSamples(b.plain).import_ms, compose_ms_p50: summarizeSamples(b.plain).compose_ms } : {}),
+    ...(b.plain.length > 0
+      ? { cold: summarizeSamples(b.plain), init_ms_p50: summarizeSamples(b.plain).import_ms, compose_ms_p50: summarizeSamples(b.plain).compose_ms }
+      : {}),
     ...(b.traced.length > 0 ? { cold_traced: summarizeSamples(b.traced) } : {}),
     ...(b.error !== undefined ? { error: b.error } : {}),
   }));
-  for (const b of bundles) log(`  ${b.entry}: cold ${b.cold?.cold_ms ?? '–'} ms (import ${b.cold?.import_ms ?? '–'} + compose ${b.cold?.compose_ms ?? '–'}), first answered ${b.cold?.outcome ?? '–'}`);
+  for (const b of bundles)
+    log(
+      `  ${b.entry}: cold ${b.cold?.cold_ms ?? '–'} ms (import ${b.cold?.import_ms ?? '–'} + compose ${b.cold?.compose_ms ?? '–'}), first answered ${b.cold?.outcome ?? '–'}`,
+    );
   const authorizer = bundles.find((b) => b.kind === 'authorizer')?.cold?.cold_ms;
   const powertools = bundles.find((b) => b.kind === 'yardstick')?.cold?.cold_ms;
   const ratios = bundles
     .filter((b) => (b.kind === 'runtime' || b.kind === 'before' || b.kind === 'deferred') && b.entry.startsWith('functions/http/') && b.cold !== undefined)
     .map((b) => ({
-      entry: b.kind === 'before' ? `${b.entry} (before: one file, run-time ajv)` : b.kind === 'deferred' ? `${b.entry} (handler module deferred, not deployed)` : b.entry,
+      entry:
+        b.kind === 'before'
+          ? `${b.entry} (before: one file, run-time ajv)`
+          : b.kind === 'deferred'
+            ? `${b.entry} (handler module deferred, not deployed)`
+            : b.entry,
       to_authorizer: authorizer ? Math.round(((b.cold as ColdStartFigures).cold_ms / authorizer) * 100) / 100 : Number.NaN,
       to_powertools: powertools ? Math.round(((b.cold as ColdStartFigures).cold_ms / powertools) * 100) / 100 : Number.NaN,
     }));
@@ -484,7 +558,13 @@ export function renderBundlesMarkdown(b: BundlesFigures): string[] {
     );
   }
   if (b.ratios.length > 0) {
-    lines.push('', 'API route cold start (import + composition) relative to the yardsticks of the same run:', '', '| entry | × authorizer | × bare Powertools idempotency |', '|---|---:|---:|');
+    lines.push(
+      '',
+      'API route cold start (import + composition) relative to the yardsticks of the same run:',
+      '',
+      '| entry | × authorizer | × bare Powertools idempotency |',
+      '|---|---:|---:|',
+    );
     for (const r of b.ratios) lines.push(`| \`${r.entry}\` | ${ms(r.to_authorizer)} | ${ms(r.to_powertools)} |`);
   }
   lines.push('', 'Bytes by package (esbuild `bytesInOutput`; project files by folder), at import and in total, largest ten:', '');
@@ -494,7 +574,9 @@ export function renderBundlesMarkdown(b: BundlesFigures): string[] {
         .slice(0, 10)
         .map((p) => `${p.package} ${kib(p.bytes)}`)
         .join(', ');
-    lines.push(`- \`${x.entry}\`${x.kind === 'before' || x.kind === 'deferred' ? ` (${x.functions.join(', ')})` : ''}${x.precompiled_registry ? ' (precompiled registry)' : ''}: at import: ${top(x.static_packages)}; total: ${top(x.total_packages)}.`);
+    lines.push(
+      `- \`${x.entry}\`${x.kind === 'before' || x.kind === 'deferred' ? ` (${x.functions.join(', ')})` : ''}${x.precompiled_registry ? ' (precompiled registry)' : ''}: at import: ${top(x.static_packages)}; total: ${top(x.total_packages)}.`,
+    );
   }
   lines.push('');
   return lines;

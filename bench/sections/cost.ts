@@ -71,7 +71,8 @@ export function billedFigures(phases: readonly { phase: string; calls: readonly 
         const kind = it.what.replace(/^[A-Za-z]+:/, '');
         const bytes = Math.max(it.before, it.after);
         const known = items.get(kind);
-        if (known === undefined || bytes > known.bytes) items.set(kind, { kind, bytes, at: `${p.phase}: ${c.op} ${it.what}`, units: it.units, attributes: it.attributes.slice(0, 12) });
+        if (known === undefined || bytes > known.bytes)
+          items.set(kind, { kind, bytes, at: `${p.phase}: ${c.op} ${it.what}`, units: it.units, attributes: it.attributes.slice(0, 12) });
       }
     }
   }
@@ -160,7 +161,11 @@ export class ScenarioRun<C> {
       id: s.id,
       label: s.label,
       runs,
-      phases: s.phases.map((p) => ({ phase: p.name, cost: meanSummary(this.perPhase.get(p.name)?.costs ?? []), latency_ms: distribution(this.perPhase.get(p.name)?.ms ?? []) })),
+      phases: s.phases.map((p) => ({
+        phase: p.name,
+        cost: meanSummary(this.perPhase.get(p.name)?.costs ?? []),
+        latency_ms: distribution(this.perPhase.get(p.name)?.ms ?? []),
+      })),
       total: meanSummary(this.totals),
       latency_ms: distribution(this.totalMs),
       trace: runs === 0 ? [...this.trace, '(no measured runs)'] : [...this.trace],
@@ -238,19 +243,13 @@ export function costScenarios(h: Harness): Scenario<Record<string, unknown>>[] {
       id: 'execute',
       label: 'execute (with idempotency key)',
       prepare: async () => ({ action: chargeAction('execute') }),
-      phases: [
-        { name: 'admit (API)', run: async (c) => void (await submit(h, c.action, 'accepted')) },
-        attemptPhase(h, 'committed'),
-      ],
+      phases: [{ name: 'admit (API)', run: async (c) => void (await submit(h, c.action, 'accepted')) }, attemptPhase(h, 'committed')],
     },
     {
       id: 'execute_no_key',
       label: 'execute (no idempotency key)',
       prepare: async () => ({ action: chargeAction('execute', {}, null) }),
-      phases: [
-        { name: 'admit (API)', run: async (c) => void (await submit(h, c.action, 'accepted')) },
-        attemptPhase(h, 'committed'),
-      ],
+      phases: [{ name: 'admit (API)', run: async (c) => void (await submit(h, c.action, 'accepted')) }, attemptPhase(h, 'committed')],
     },
     {
       id: 'dry_run',
@@ -272,10 +271,7 @@ export function costScenarios(h: Harness): Scenario<Record<string, unknown>>[] {
         const plan_id = (plan.action_result.output as { plan_id: string }).plan_id;
         return { action: chargeAction('commit', { plan_id }) };
       },
-      phases: [
-        { name: 'admit (API)', run: async (c) => void (await submit(h, c.action, 'accepted')) },
-        attemptPhase(h, 'committed'),
-      ],
+      phases: [{ name: 'admit (API)', run: async (c) => void (await submit(h, c.action, 'accepted')) }, attemptPhase(h, 'committed')],
     },
     {
       id: 'execute_outcome_unknown',
@@ -284,10 +280,7 @@ export function costScenarios(h: Harness): Scenario<Record<string, unknown>>[] {
         loseNextChargeResponse(h);
         return { action: chargeAction('execute') };
       },
-      phases: [
-        { name: 'admit (API)', run: async (c) => void (await submit(h, c.action, 'accepted')) },
-        attemptPhase(h, 'outcome_unknown'),
-      ],
+      phases: [{ name: 'admit (API)', run: async (c) => void (await submit(h, c.action, 'accepted')) }, attemptPhase(h, 'outcome_unknown')],
     },
     {
       id: 'reconcile',
@@ -320,10 +313,7 @@ export function costScenarios(h: Harness): Scenario<Record<string, unknown>>[] {
         const { action, charge_id } = await committedCharge(h);
         return { action: { ...chargeAction('compensate', { compensation_for: action.id }), input: { charge_id } } };
       },
-      phases: [
-        { name: 'admit (API)', run: async (c) => void (await submit(h, c.action, 'accepted')) },
-        attemptPhase(h, 'compensated'),
-      ],
+      phases: [{ name: 'admit (API)', run: async (c) => void (await submit(h, c.action, 'accepted')) }, attemptPhase(h, 'compensated')],
     },
     {
       id: 'replay_key',

@@ -114,7 +114,10 @@ async function runLevel(client: AipClient, flow: LevelFigures['flow'], concurren
   };
 }
 
-export async function runE2eSection(options: { concurrency: readonly number[]; perClient: number; min: number }, log: (line: string) => void): Promise<E2eFigures> {
+export async function runE2eSection(
+  options: { concurrency: readonly number[]; perClient: number; min: number },
+  log: (line: string) => void,
+): Promise<E2eFigures> {
   const stack = await startLocalStack({
     inMemory: true,
     ports: { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, payments: 0 },

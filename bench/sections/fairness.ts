@@ -201,7 +201,9 @@ async function runVariant(id: 'before' | 'after', fairness: QueueFairness, o: Fa
       statuses,
       ...(errors.length > 0 ? { errors: errors.slice(0, 5) } : {}),
     };
-    log(`  ${id}: quiet p50 ${figures.quiet_ms.p50} ms (idle ${figures.quiet_idle_ms.p50}), max ${figures.quiet_ms.max}; noisy drain p50 ${figures.drain_ms.p50} ms`);
+    log(
+      `  ${id}: quiet p50 ${figures.quiet_ms.p50} ms (idle ${figures.quiet_idle_ms.p50}), max ${figures.quiet_ms.max}; noisy drain p50 ${figures.drain_ms.p50} ms`,
+    );
     return figures;
   } finally {
     stack.simulator.releaseDelays();
@@ -240,7 +242,9 @@ export function renderFairnessMarkdown(r: FairnessFigures, heading = '## Fairnes
     const statuses = Object.entries(v.statuses)
       .map(([k, n]) => `${k} ${n}`)
       .join(', ');
-    lines.push(`| ${v.label} | ${f(v.quiet_idle_ms.p50)} | ${f(v.quiet_ms.p50)} | ${f(v.quiet_ms.max)} | ${f(v.noisy_ms.p50)} | ${f(v.drain_ms.p50)} | ${statuses} |`);
+    lines.push(
+      `| ${v.label} | ${f(v.quiet_idle_ms.p50)} | ${f(v.quiet_ms.p50)} | ${f(v.quiet_ms.max)} | ${f(v.noisy_ms.p50)} | ${f(v.drain_ms.p50)} | ${statuses} |`,
+    );
   }
   lines.push('');
   for (const v of r.variants) if (v.errors) lines.push(`Errors (${v.id}): ${v.errors.join('; ')}`, '');

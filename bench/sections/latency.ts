@@ -111,21 +111,31 @@ const SEGMENTS: Record<SegmentId, { label: string; kind: SegmentFigures['kind'];
   edge: {
     label: 'client → handler (loopback HTTP, local API Gateway, authorizer, middlewares)',
     kind: 'local-only',
-    on_aws: 'replaced by API Gateway REST + the TOKEN authorizer (cached 60 s per token) + a warm Lambda invoke: typically tens of ms over the internet, not measured here',
+    on_aws:
+      'replaced by API Gateway REST + the TOKEN authorizer (cached 60 s per token) + a warm Lambda invoke: typically tens of ms over the internet, not measured here',
   },
-  admit: { label: 'admission (its DynamoDB write + SendMessage)', kind: 'remains', on_aws: 'remains (same requests; DynamoDB and SQS on AWS answer in single-digit ms each)' },
+  admit: {
+    label: 'admission (its DynamoDB write + SendMessage)',
+    kind: 'remains',
+    on_aws: 'remains (same requests; DynamoDB and SQS on AWS answer in single-digit ms each)',
+  },
   queue: {
-    label: 'queue hop (SendMessage done → the event source\'s long-poll ReceiveMessage returns)',
+    label: "queue hop (SendMessage done → the event source's long-poll ReceiveMessage returns)",
     kind: 'local-only',
-    on_aws: 'fauxqs wakes a waiting long poll at once (no poll interval here); on AWS the SQS event source\'s pollers deliver with their own latency (commonly tens of ms, not measured here)',
+    on_aws:
+      "fauxqs wakes a waiting long poll at once (no poll interval here); on AWS the SQS event source's pollers deliver with their own latency (commonly tens of ms, not measured here)",
   },
   dispatch: {
     label: 'event source → worker handler → runtime.runAttempt (visibility reset, Lambda middlewares)',
     kind: 'local-only',
-    on_aws: 'in-process call here, plus the local event source\'s ChangeMessageVisibilityBatch; a warm Lambda invoke on AWS (part of the event source delivery)',
+    on_aws: "in-process call here, plus the local event source's ChangeMessageVisibilityBatch; a warm Lambda invoke on AWS (part of the event source delivery)",
   },
   pre_provider: { label: 'attempt until the provider call (attempt read, lease write)', kind: 'remains', on_aws: 'remains (same requests)' },
-  provider: { label: 'provider call (payments simulator)', kind: 'remains', on_aws: 'remains, at the real provider\'s latency (the simulator answers in ~1 ms; a card API takes hundreds)' },
+  provider: {
+    label: 'provider call (payments simulator)',
+    kind: 'remains',
+    on_aws: "remains, at the real provider's latency (the simulator answers in ~1 ms; a card API takes hundreds)",
+  },
   settle: { label: 'settlement (and checkpoint) writes', kind: 'remains', on_aws: 'remains (same requests)' },
   notice: {
     label: 'settled → the wait notices (sleep to the next poll + that GetItem)',
@@ -147,7 +157,14 @@ interface Call {
 }
 
 /** The actor whose requests are on the critical path of each segment. */
-const SEGMENT_ACTOR: Partial<Record<SegmentId, Actor>> = { admit: 'admit', pre_provider: 'worker', provider: 'worker', settle: 'worker', notice: 'wait', respond: 'wait' };
+const SEGMENT_ACTOR: Partial<Record<SegmentId, Actor>> = {
+  admit: 'admit',
+  pre_provider: 'worker',
+  provider: 'worker',
+  settle: 'worker',
+  notice: 'wait',
+  respond: 'wait',
+};
 
 interface Timeline {
   t_req: number;
@@ -307,7 +324,13 @@ export async function runLatencySection(options: LatencyOptions, log: (line: str
         const id = `lat-${randomUUID().slice(0, 12)}`;
         const workerDone = stack.handled('invoke', (m) => m.kind === 'invoke' && m.action_id === id);
         const sub = await client.submitAction(
-          { id, capability_id: 'payments.charge', input: { amount: 1250, currency: 'eur', customer: 'cus_lat' }, idempotency_key: id, transaction: { mode: 'execute' } } as never,
+          {
+            id,
+            capability_id: 'payments.charge',
+            input: { amount: 1250, currency: 'eur', customer: 'cus_lat' },
+            idempotency_key: id,
+            transaction: { mode: 'execute' },
+          } as never,
           { wait: 20 },
         );
         // Admitted, so its invoke message is (or will be) handled.
@@ -434,7 +457,11 @@ async function timeAuthorizer(n: number): Promise<Distribution> {
   const keys = await generateDevKeys();
   const handler = createAuthorizerHandler({ verifier: createTokenVerifier(devVerifierConfig(keys)) });
   const token = await mintToken({ sub: 'bench', tenants: ['bench'], scopes: ['aip:actions:write'], ttl: '1h' }, keys);
-  const event = { type: 'TOKEN' as const, authorizationToken: `Bearer ${token}`, methodArn: 'arn:aws:execute-api:us-east-1:000000000000:api/bench/POST/v1/actions' };
+  const event = {
+    type: 'TOKEN' as const,
+    authorizationToken: `Bearer ${token}`,
+    methodArn: 'arn:aws:execute-api:us-east-1:000000000000:api/bench/POST/v1/actions',
+  };
   const context = { getRemainingTimeInMillis: () => 10_000, functionName: 'bench-authorizer', awsRequestId: 'bench' } as never;
   const ms: number[] = [];
   for (let i = 0; i < n + 5; i++) {
@@ -454,7 +481,7 @@ export function renderLatencyMarkdown(l: LatencyFigures, heading = '## Latency b
   const [def, tuned] = [l.variants.find((v) => v.id === 'default'), l.variants.find((v) => v.id === 'tuned')];
   lines.push(
     `HTTP submit with \`Prefer: wait=20\` → terminal result, one client; ${l.note}. Timestamps from wrappers on the Runtime instance, the settlement write, the SDK clients and fetch (bench/sections/latency.ts). ` +
-      '**local-only** = machinery of the local stack; **remains** = the same work on AWS, at AWS\'s latency; **wait-poll** = the runtime\'s own `Prefer: wait` polling (functions/http/actions.ts), deployed as is.',
+      "**local-only** = machinery of the local stack; **remains** = the same work on AWS, at AWS's latency; **wait-poll** = the runtime's own `Prefer: wait` polling (functions/http/actions.ts), deployed as is.",
     '',
     `| segment | kind | ${l.variants.map((v) => `${v.id}: mean ms (p50) [DynamoDB Local ms / requests]`).join(' | ')} | on AWS |`,
     `|---|---|${l.variants.map(() => '---:').join('|')}|---|`,
@@ -499,6 +526,8 @@ export function latencyHeadline(l: LatencyFigures): string | undefined {
   const notice = (v: VariantFigures) => v.segments.find((s) => s.id === 'notice')?.ms.mean ?? Number.NaN;
   return (
     `- **latency of one execute** (local stack, 1 client): mean ${f(def.total_ms.mean, 0)} ms (p50 ${f(def.total_ms.p50, 0)}) with the deployed \`Prefer: wait\` poll, of which ${f(notice(def), 0)} ms is the wait noticing the settlement and ${f(def.dynamo_share * 100, 0)} % DynamoDB Local` +
-    (tuned ? `; with the poll tuned to ${tuned.wait_poll.initial_ms} ms: mean ${f(tuned.total_ms.mean, 0)} ms (p50 ${f(tuned.total_ms.p50, 0)}), notice ${f(notice(tuned), 0)} ms, ${f(tuned.polls_mean - def.polls_mean, 1)} more polls.` : '.')
+    (tuned
+      ? `; with the poll tuned to ${tuned.wait_poll.initial_ms} ms: mean ${f(tuned.total_ms.mean, 0)} ms (p50 ${f(tuned.total_ms.p50, 0)}), notice ${f(notice(tuned), 0)} ms, ${f(tuned.polls_mean - def.polls_mean, 1)} more polls.`
+      : '.')
   );
 }

@@ -43,7 +43,14 @@ export interface PeerCase {
   readonly ours: SideFigures;
   readonly powertools: SideFigures;
   /** ours / powertools. `billed`: capacity as AWS bills it (write + index write + read units). */
-  readonly ratio: { readonly requests: number; readonly writes: number; readonly reads: number; readonly capacity: number; readonly latency_p50: number; readonly billed?: number };
+  readonly ratio: {
+    readonly requests: number;
+    readonly writes: number;
+    readonly reads: number;
+    readonly capacity: number;
+    readonly latency_p50: number;
+    readonly billed?: number;
+  };
 }
 
 export interface PeerFigures {
@@ -98,8 +105,22 @@ export async function runPeerSection(h: Harness, runs: number, version: string):
   });
   const context = () => localLambdaContext('powertools-bench', 60_000, 'us-east-1');
 
-  const ours = { execute: [] as CostSummary[], replay: [] as CostSummary[], executeMs: [] as number[], replayMs: [] as number[], traces: { execute: [] as string[], replay: [] as string[] }, billed: {} as Partial<Record<'execute' | 'replay', BilledSummary>> };
-  const theirs = { execute: [] as CostSummary[], replay: [] as CostSummary[], executeMs: [] as number[], replayMs: [] as number[], traces: { execute: [] as string[], replay: [] as string[] }, billed: {} as Partial<Record<'execute' | 'replay', BilledSummary>> };
+  const ours = {
+    execute: [] as CostSummary[],
+    replay: [] as CostSummary[],
+    executeMs: [] as number[],
+    replayMs: [] as number[],
+    traces: { execute: [] as string[], replay: [] as string[] },
+    billed: {} as Partial<Record<'execute' | 'replay', BilledSummary>>,
+  };
+  const theirs = {
+    execute: [] as CostSummary[],
+    replay: [] as CostSummary[],
+    executeMs: [] as number[],
+    replayMs: [] as number[],
+    traces: { execute: [] as string[], replay: [] as string[] },
+    billed: {} as Partial<Record<'execute' | 'replay', BilledSummary>>,
+  };
   const billedOf = (calls: readonly CallRecord[]) => sumBilled(calls.map((c) => c.billed));
 
   for (let i = 0; i <= runs; i++) {
@@ -174,7 +195,12 @@ export async function runPeerSection(h: Harness, runs: number, version: string):
   meter.billing = false;
   raw.destroy();
 
-  const side = (costs: CostSummary[], ms: number[], trace: string[], billed: BilledSummary | undefined): SideFigures => ({ cost: meanSummary(costs), latency_ms: distribution(ms), trace, ...(billed !== undefined ? { billed } : {}) });
+  const side = (costs: CostSummary[], ms: number[], trace: string[], billed: BilledSummary | undefined): SideFigures => ({
+    cost: meanSummary(costs),
+    latency_ms: distribution(ms),
+    trace,
+    ...(billed !== undefined ? { billed } : {}),
+  });
   const cases: PeerCase[] = (['execute', 'replay'] as const).map((id) => {
     const o = side(ours[id], id === 'execute' ? ours.executeMs : ours.replayMs, ours.traces[id], ours.billed[id]);
     const p = side(theirs[id], id === 'execute' ? theirs.executeMs : theirs.replayMs, theirs.traces[id], theirs.billed[id]);

@@ -48,7 +48,14 @@ export interface ChainFigures {
 export interface ScalingFigures {
   readonly requested_sizes: number[];
   readonly sizes: TableSizeFigures[];
-  readonly load: { readonly items: number; readonly seconds: number; readonly items_per_second: number; readonly item_bytes: number; readonly stopped_early: boolean; readonly note?: string };
+  readonly load: {
+    readonly items: number;
+    readonly seconds: number;
+    readonly items_per_second: number;
+    readonly item_bytes: number;
+    readonly stopped_early: boolean;
+    readonly note?: string;
+  };
   readonly chains: ChainFigures[];
 }
 
@@ -170,11 +177,15 @@ export async function runScalingSection(
       await h.runtime.runAttempt(m!);
     });
     written += options.runs + 1;
-    const someAction = `act-bulk-${Math.floor(loaded / 2).toString(36).padStart(8, '0')}`;
+    const someAction = `act-bulk-${Math.floor(loaded / 2)
+      .toString(36)
+      .padStart(8, '0')}`;
     const view = await measure(h, options.runs, async () => {
-      await h.runtime.getTransaction(h.operator, { tenant_id: TENANT, action_id: loaded > 0 ? someAction : uid('none') }, { result: true, receipts: true }).catch((err: unknown) => {
-        if (loaded > 0) throw err;
-      });
+      await h.runtime
+        .getTransaction(h.operator, { tenant_id: TENANT, action_id: loaded > 0 ? someAction : uid('none') }, { result: true, receipts: true })
+        .catch((err: unknown) => {
+          if (loaded > 0) throw err;
+        });
     });
     const sweep = await measure(h, Math.min(options.runs, 5), async () => {
       await h.runtime.sweep();
@@ -191,7 +202,16 @@ export async function runScalingSection(
     const transaction_id = uid('txn-chain');
     let record: TransactionRecord = await h.meter.quiet(async () => {
       let r = await journal.create(
-        { tenant_id: TENANT, transaction_id, status: 'prepared', mode: 'execute', capability_id: 'payments.charge', action_id: uid('act-chain'), principal: h.caller.principal, data: {} },
+        {
+          tenant_id: TENANT,
+          transaction_id,
+          status: 'prepared',
+          mode: 'execute',
+          capability_id: 'payments.charge',
+          action_id: uid('act-chain'),
+          principal: h.caller.principal,
+          data: {},
+        },
         RECEIPT_EVENTS.prepared,
       );
       for (let i = 1; i < n; i++) r = await journal.checkpoint(r, op);

@@ -111,7 +111,11 @@ export interface ApiOptions {
 export class ConsoleApi {
   constructor(private readonly options: ApiOptions) {}
 
-  async request<T>(method: 'GET' | 'POST', path: string, init: { query?: Record<string, string | number | undefined>; body?: unknown } = {}): Promise<{ status: number; body: T }> {
+  async request<T>(
+    method: 'GET' | 'POST',
+    path: string,
+    init: { query?: Record<string, string | number | undefined>; body?: unknown } = {},
+  ): Promise<{ status: number; body: T }> {
     const url = new URL(`${this.options.baseUrl}${path}`);
     for (const [k, v] of Object.entries(init.query ?? {})) if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
     const headers: Record<string, string> = { accept: 'application/json, application/problem+json' };
@@ -155,7 +159,9 @@ export class ConsoleApi {
 
   /** `GET /v1/actions/{id}`; with `wait`, long-polls up to that many seconds for the action to settle. */
   action(id: string, wait?: number): Promise<{ action_result: ActionResult; transaction?: TransactionView }> {
-    return this.request<{ action_result: ActionResult; transaction?: TransactionView }>('GET', `/v1/actions/${encodeURIComponent(id)}`, { query: { wait } }).then((r) => r.body);
+    return this.request<{ action_result: ActionResult; transaction?: TransactionView }>('GET', `/v1/actions/${encodeURIComponent(id)}`, {
+      query: { wait },
+    }).then((r) => r.body);
   }
 
   /**
@@ -178,7 +184,8 @@ export class ConsoleApi {
   /** Follows an action until it is terminal or waits for a human (repeated long polls, at most `rounds`). */
   async settled(id: string, rounds = 6): Promise<ActionResult> {
     let last = (await this.action(id, 20)).action_result;
-    for (let i = 1; i < rounds && !['completed', 'failed', 'cancelled', 'requires_human'].includes(last.status); i++) last = (await this.action(id, 20)).action_result;
+    for (let i = 1; i < rounds && !['completed', 'failed', 'cancelled', 'requires_human'].includes(last.status); i++)
+      last = (await this.action(id, 20)).action_result;
     return last;
   }
 
@@ -193,9 +200,13 @@ export class ConsoleApi {
   }
 
   reconcile(transactionId: string, reason?: string): Promise<{ action_id?: string; transaction: TransactionView }> {
-    return this.request<{ action_id?: string; transaction: TransactionView }>('POST', `/v1/operator/transactions/${encodeURIComponent(transactionId)}/reconcile`, {
-      body: reason ? { reason } : {},
-    }).then((r) => r.body);
+    return this.request<{ action_id?: string; transaction: TransactionView }>(
+      'POST',
+      `/v1/operator/transactions/${encodeURIComponent(transactionId)}/reconcile`,
+      {
+        body: reason ? { reason } : {},
+      },
+    ).then((r) => r.body);
   }
 
   resolve(transactionId: string, input: ResolveInput): Promise<ResolveOutcome> {

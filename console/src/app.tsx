@@ -14,7 +14,6 @@ import { TransactionPage } from './pages/transaction.js';
 import { ActionPage } from './pages/action.js';
 import type { Ctx } from './ctx.js';
 
-
 type Route = { page: 'work'; view: OperatorView } | { page: 'transaction'; id: string } | { page: 'action'; id: string };
 
 function parseRoute(hash: string): Route {
@@ -62,7 +61,10 @@ export function App() {
   };
 
   // The tenant: the one chosen in this tab, else the configured one, else the token's first.
-  const effectiveTenant = session ? (tenant ?? (config?.tenant !== undefined && (session.tenants.length === 0 || session.tenants.includes(config.tenant)) ? config.tenant : session.tenants[0])) : undefined;
+  const effectiveTenant = session
+    ? (tenant ??
+      (config?.tenant !== undefined && (session.tenants.length === 0 || session.tenants.includes(config.tenant)) ? config.tenant : session.tenants[0]))
+    : undefined;
   const api = useMemo(
     () =>
       config

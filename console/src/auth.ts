@@ -119,7 +119,9 @@ function transport(issuer: URL): { [oauth.allowInsecureRequests]?: boolean } {
   return loopback ? { [oauth.allowInsecureRequests]: true } : {};
 }
 
-async function authorizationServer(config: ConsoleConfig): Promise<{ as: oauth.AuthorizationServer; client: oauth.Client; options: ReturnType<typeof transport> }> {
+async function authorizationServer(
+  config: ConsoleConfig,
+): Promise<{ as: oauth.AuthorizationServer; client: oauth.Client; options: ReturnType<typeof transport> }> {
   if (config.oidc === undefined) throw new Error('OIDC is not configured');
   const issuer = new URL(config.oidc.issuer);
   const options = transport(issuer);

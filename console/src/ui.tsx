@@ -20,11 +20,21 @@ export function ageOf(at: string | undefined, now = Date.now()): number | undefi
 
 export function Age({ at }: { at: string | undefined }) {
   const age = ageOf(at);
-  return age === undefined ? <span class="muted">—</span> : <time dateTime={at} title={at}>{formatAge(age)} ago</time>;
+  return age === undefined ? (
+    <span class="muted">—</span>
+  ) : (
+    <time dateTime={at} title={at}>
+      {formatAge(age)} ago
+    </time>
+  );
 }
 
 export function StatusBadge({ status }: { status: string }) {
-  return <span class={`badge status-${status}`} data-status={status}>{status}</span>;
+  return (
+    <span class={`badge status-${status}`} data-status={status}>
+      {status}
+    </span>
+  );
 }
 
 /** An RFC 9457 problem as the API sent it: code, title, detail. */

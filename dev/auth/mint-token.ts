@@ -47,7 +47,9 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   if (values.help) {
-    process.stdout.write('usage: node --import tsx dev/auth/mint-token.ts --sub <id> [--kind user] [--tenant <id>]... [--account <id>]... [--scope <s>]... [--ttl 1h] [--json]\n');
+    process.stdout.write(
+      'usage: node --import tsx dev/auth/mint-token.ts --sub <id> [--kind user] [--tenant <id>]... [--account <id>]... [--scope <s>]... [--ttl 1h] [--json]\n',
+    );
     return 0;
   }
   if (values.sub === undefined || values.sub === '') {

@@ -72,7 +72,11 @@ export function formatPage(page: Page, empty: string): string {
   if (cols.length === 0) return items.map((i) => json(i)).join('\n');
   const cell = (i: Record<string, unknown>, c: string) => (i[c] === undefined || i[c] === null ? '-' : String(i[c]));
   const widths = cols.map((c) => Math.max(c.length, ...items.map((i) => cell(i, c).length)));
-  const row = (values: string[]) => values.map((v, k) => v.padEnd(widths[k] ?? 0)).join('  ').trimEnd();
+  const row = (values: string[]) =>
+    values
+      .map((v, k) => v.padEnd(widths[k] ?? 0))
+      .join('  ')
+      .trimEnd();
   const lines = [row(cols), ...items.map((i) => row(cols.map((c) => cell(i, c))))];
   if (page.cursor) lines.push(`(more: --cursor ${page.cursor})`);
   return lines.join('\n');

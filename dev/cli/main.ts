@@ -80,7 +80,9 @@ const OPTIONS = {
   quiet: { type: 'boolean', short: 'q' },
 } as const;
 
-type Values = { [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K] extends { multiple: true } ? string[] : (typeof OPTIONS)[K] extends { type: 'boolean' } ? boolean : string };
+type Values = {
+  [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K] extends { multiple: true } ? string[] : (typeof OPTIONS)[K] extends { type: 'boolean' } ? boolean : string;
+};
 
 const GLOBAL = ['url', 'token', 'tenant', 'json', 'help'] as const;
 const COMMAND_OPTIONS: Readonly<Record<string, readonly (keyof typeof OPTIONS)[]>> = {
@@ -188,8 +190,10 @@ export function actionFromFlags(capability: string, v: Values): Action {
   const input = parseJsonOption('input', v.input);
   if (typeof input !== 'object' || input === null || Array.isArray(input)) throw new UsageError('--input must be a JSON object');
   const mode = v.mode as TransactionMode | undefined;
-  if (mode !== undefined && !(TRANSACTION_MODES as readonly string[]).includes(mode)) throw new UsageError(`--mode must be one of ${TRANSACTION_MODES.join(', ')}`);
-  if (mode === undefined && (v['transaction-id'] || v['plan-id'] || v['compensation-for'])) throw new UsageError('--transaction-id, --plan-id and --compensation-for need --mode');
+  if (mode !== undefined && !(TRANSACTION_MODES as readonly string[]).includes(mode))
+    throw new UsageError(`--mode must be one of ${TRANSACTION_MODES.join(', ')}`);
+  if (mode === undefined && (v['transaction-id'] || v['plan-id'] || v['compensation-for']))
+    throw new UsageError('--transaction-id, --plan-id and --compensation-for need --mode');
   const action: Action = {
     id: v.id ?? `act-${randomUUID()}`,
     capability_id: capability,
@@ -287,7 +291,9 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
             timeoutMs: timeoutSeconds * 1000,
             onProgress: (s, elapsedMs) => {
               const status = s.action_result.status;
-              err(`waiting for ${id}: ${status}${status === lastStatus ? '' : status === 'requires_human' ? ' (an approval is needed)' : ''} after ${Math.round(elapsedMs / 1000)}s`);
+              err(
+                `waiting for ${id}: ${status}${status === lastStatus ? '' : status === 'requires_human' ? ' (an approval is needed)' : ''} after ${Math.round(elapsedMs / 1000)}s`,
+              );
               lastStatus = status;
             },
           });
@@ -326,7 +332,10 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
           values['action-id'] !== undefined ? { action_id: values['action-id'] } : undefined,
         ].filter((s) => s !== undefined);
         if (selectors.length !== 1) throw new UsageError('give exactly one of --transaction-id, --plan-id or --action-id');
-        const include = (values.include ?? 'result,receipts').split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+        const include = (values.include ?? 'result,receipts')
+          .split(',')
+          .map((s) => s.trim())
+          .filter((s) => s.length > 0);
         for (const i of include) if (i !== 'result' && i !== 'receipts') throw new UsageError('--include accepts result and receipts');
         const txn = await client.getTransaction(selectors[0] as { transaction_id: string }, { include: include as ('result' | 'receipts')[] });
         out(asJson ? formatJson(txn) : formatTransaction(txn));

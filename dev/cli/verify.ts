@@ -83,7 +83,8 @@ function lineOf(r: unknown): ReceiptLine {
 }
 
 const PROBLEM_TEXT: Readonly<Record<Exclude<VerifyVerdictKind, 'valid' | 'unverifiable' | 'truncated'>, (at: number) => string>> = {
-  altered: (at) => `receipt #${at} was altered (its content does not hash to its recorded hash, it names another transaction, or the chain does not end at receipt_head)`,
+  altered: (at) =>
+    `receipt #${at} was altered (its content does not hash to its recorded hash, it names another transaction, or the chain does not end at receipt_head)`,
   removed: (at) => `receipt #${at} is missing (removed from the chain)`,
   reordered: (at) => `receipt #${at} is out of order`,
   broken_link: (at) => `receipt #${at} does not link to the previous receipt's hash`,
@@ -95,12 +96,24 @@ export function verifyDocument(doc: unknown, source: VerifyVerdict['source'], re
   const txn = transactionOf(doc);
   const transaction_id = requested ?? (typeof txn?.transaction_id === 'string' ? txn.transaction_id : undefined);
   const receipts = Array.isArray(txn?.receipts) ? (txn.receipts as unknown[]) : undefined;
-  const base = { source, ...(transaction_id !== undefined ? { transaction_id } : {}), receipts_presented: receipts?.length ?? 0, ...(receipts !== undefined ? { receipts: receipts.map(lineOf) } : {}) };
+  const base = {
+    source,
+    ...(transaction_id !== undefined ? { transaction_id } : {}),
+    receipts_presented: receipts?.length ?? 0,
+    ...(receipts !== undefined ? { receipts: receipts.map(lineOf) } : {}),
+  };
   const name = transaction_id !== undefined ? `transaction ${transaction_id}` : 'the document';
-  const unverifiable = (why: string): VerifyVerdict => ({ ...base, valid: false, verdict: 'unverifiable', result_checked: false, summary: `UNVERIFIABLE: ${name}: ${why}` });
+  const unverifiable = (why: string): VerifyVerdict => ({
+    ...base,
+    valid: false,
+    verdict: 'unverifiable',
+    result_checked: false,
+    summary: `UNVERIFIABLE: ${name}: ${why}`,
+  });
 
   if (txn === undefined) return unverifiable('no transaction in it (expected the JSON of GET /v1/transactions?transaction_id=…&include=result,receipts)');
-  if (receipts === undefined) return unverifiable('it carries no receipts (fetch GET /v1/transactions with include=result,receipts, or run aip verify <transaction-id>)');
+  if (receipts === undefined)
+    return unverifiable('it carries no receipts (fetch GET /v1/transactions with include=result,receipts, or run aip verify <transaction-id>)');
   const count = txn.receipt_count;
   const head = txn.receipt_head;
   if (typeof count !== 'number' || !Number.isInteger(count) || count < 0 || typeof head !== 'string') {
@@ -110,7 +123,11 @@ export function verifyDocument(doc: unknown, source: VerifyVerdict['source'], re
   }
   const anchored = { ...base, expected_count: count, expected_head: head };
   const result = txn.action_result;
-  const verdict = verifyReceiptChainSync(receipts, { ...(transaction_id !== undefined ? { transaction_id } : {}), expected_count: count, expected_head: head, ...(result !== undefined ? { result } : {}) }, sha256);
+  const verdict = verifyReceiptChainSync(
+    receipts,
+    { ...(transaction_id !== undefined ? { transaction_id } : {}), expected_count: count, expected_head: head, ...(result !== undefined ? { result } : {}) },
+    sha256,
+  );
   const result_checked = result !== undefined && receipts.some((r) => isObject(r) && typeof r.result_digest === 'string');
   if (verdict.valid) {
     return {
@@ -134,11 +151,19 @@ export function verifyDocument(doc: unknown, source: VerifyVerdict['source'], re
       summary: `INVALID (truncated): ${name}: ${receipts.length} receipt${receipts.length === 1 ? '' : 's'} presented but the record holds ${count}: receipt #${receipts.length} onward is missing`,
     };
   }
-  return { ...anchored, valid: false, verdict: verdict.problem, at_seq: verdict.at_seq, result_checked, summary: `INVALID (${verdict.problem}): ${name}: ${PROBLEM_TEXT[verdict.problem](verdict.at_seq)}` };
+  return {
+    ...anchored,
+    valid: false,
+    verdict: verdict.problem,
+    at_seq: verdict.at_seq,
+    result_checked,
+    summary: `INVALID (${verdict.problem}): ${name}: ${PROBLEM_TEXT[verdict.problem](verdict.at_seq)}`,
+  };
 }
 
 const text = (v: unknown) => (v === undefined || v === null ? '?' : typeof v === 'string' || typeof v === 'number' ? String(v) : JSON.stringify(v));
-const actorText = (a: unknown) => (isObject(a) && typeof a.id === 'string' ? `${typeof a.kind === 'string' ? a.kind : '?'}:${a.id}` : a === undefined ? '-' : text(a));
+const actorText = (a: unknown) =>
+  isObject(a) && typeof a.id === 'string' ? `${typeof a.kind === 'string' ? a.kind : '?'}:${a.id}` : a === undefined ? '-' : text(a);
 
 /** The readable receipt list, with where the chain breaks marked. */
 export function formatReceipts(v: VerifyVerdict): string {
@@ -163,7 +188,9 @@ export function formatReceipts(v: VerifyVerdict): string {
     out.push(`  ${row.map((cell, c) => (c < 4 ? cell.padEnd(widths[c] ?? 0) : cell)).join('  ')}${mark}`);
   });
   if (v.verdict === 'truncated' && v.expected_count !== undefined) {
-    out.push(`  (receipt${v.expected_count - lines.length === 1 ? '' : 's'} #${lines.length}${v.expected_count - lines.length > 1 ? `..#${v.expected_count - 1}` : ''} missing)`);
+    out.push(
+      `  (receipt${v.expected_count - lines.length === 1 ? '' : 's'} #${lines.length}${v.expected_count - lines.length > 1 ? `..#${v.expected_count - 1}` : ''} missing)`,
+    );
   }
   return out.join('\n');
 }

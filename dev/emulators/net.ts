@@ -19,10 +19,7 @@ export function freePort(): Promise<number> {
  * Polls `probe` until it resolves truthy. This is readiness polling of an
  * external process (not a sleep standing in for synchronisation).
  */
-export async function waitUntil(
-  probe: () => Promise<boolean>,
-  opts: { timeoutMs: number; intervalMs?: number; what: string },
-): Promise<void> {
+export async function waitUntil(probe: () => Promise<boolean>, opts: { timeoutMs: number; intervalMs?: number; what: string }): Promise<void> {
   const deadline = Date.now() + opts.timeoutMs;
   let last: unknown;
   for (;;) {

@@ -53,7 +53,12 @@ function send(res: ServerResponse, status: number, body: unknown, type = 'applic
 }
 
 function refuse(res: ServerResponse, status: number, detail: string): void {
-  send(res, status, { type: 'urn:aip:error:request.invalid', title: 'Invalid request', status, detail, code: 'request.invalid', category: 'validation', retryable: false }, 'application/problem+json');
+  send(
+    res,
+    status,
+    { type: 'urn:aip:error:request.invalid', title: 'Invalid request', status, detail, code: 'request.invalid', category: 'validation', retryable: false },
+    'application/problem+json',
+  );
 }
 
 async function mintFor(options: LocalConsoleOptions, body: Buffer, contentType: string | undefined, res: ServerResponse): Promise<void> {

@@ -84,7 +84,10 @@ export interface LocalHttpServerOptions {
 }
 
 /** A local-only request handler: the request, its response, and the already-read body. */
-export type LocalRoutes = (request: { readonly method: string; readonly path: string; readonly headers: IncomingMessage['headers']; readonly body: Buffer }, res: ServerResponse) => Promise<boolean>;
+export type LocalRoutes = (
+  request: { readonly method: string; readonly path: string; readonly headers: IncomingMessage['headers']; readonly body: Buffer },
+  res: ServerResponse,
+) => Promise<boolean>;
 
 export interface LocalHttpServer {
   /** Base URL, e.g. `http://127.0.0.1:4010` (no trailing slash). */
@@ -182,7 +185,13 @@ export function lambdaContext(functionName: string, timeoutMs: number, requestId
 }
 
 function isProxyResult(v: unknown): v is APIGatewayProxyResult {
-  return typeof v === 'object' && v !== null && Number.isInteger((v as { statusCode?: unknown }).statusCode) && (v as { statusCode: number }).statusCode >= 100 && (v as { statusCode: number }).statusCode <= 599;
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    Number.isInteger((v as { statusCode?: unknown }).statusCode) &&
+    (v as { statusCode: number }).statusCode >= 100 &&
+    (v as { statusCode: number }).statusCode <= 599
+  );
 }
 
 /** The authorizer context as API Gateway hands it to the integration: primitive values only, as strings. */
@@ -274,7 +283,8 @@ export async function startLocalHttpServer(options: LocalHttpServerOptions): Pro
         }
         return;
       }
-      const ctx = typeof result === 'object' && result !== null && typeof result.principalId === 'string' ? authorizerContext(result, Date.now() - t0) : undefined;
+      const ctx =
+        typeof result === 'object' && result !== null && typeof result.principalId === 'string' ? authorizerContext(result, Date.now() - t0) : undefined;
       if (ctx === undefined) {
         sendGateway(res, 'AUTHORIZER_CONFIGURATION_ERROR', requestId);
         return;

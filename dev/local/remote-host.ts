@@ -92,7 +92,10 @@ export async function startLocalRemote(o: StartLocalRemoteOptions): Promise<Star
   let forge = 0;
   const forger = await localSigner(generateRemoteKeyPair().private_jwk);
   const hostSigner = await localSigner(o.keys.host);
-  const intercept = async (req: { method: string }, answer: { status: number; headers: Readonly<Record<string, string>>; body: string }): Promise<AnswerDisposition> => {
+  const intercept = async (
+    req: { method: string },
+    answer: { status: number; headers: Readonly<Record<string, string>>; body: string },
+  ): Promise<AnswerDisposition> => {
     if (req.method !== 'POST') return 'send';
     if (drop > 0) {
       drop--;
@@ -129,7 +132,11 @@ export async function startLocalRemote(o: StartLocalRemoteOptions): Promise<Star
       ...(o.onError !== undefined ? { onError: o.onError } : {}),
     });
     servers.push(hostServer);
-    const receiverServer = await startRemoteServer({ port: o.receiverPort ?? 0, handle: (req) => (receiver as CheckpointReceiver).handle(req), ...(o.onError !== undefined ? { onError: o.onError } : {}) });
+    const receiverServer = await startRemoteServer({
+      port: o.receiverPort ?? 0,
+      handle: (req) => (receiver as CheckpointReceiver).handle(req),
+      ...(o.onError !== undefined ? { onError: o.onError } : {}),
+    });
     servers.push(receiverServer);
 
     const runtimePublic: PublicJwk = publicJwkOf(o.keys.runtime);
@@ -137,7 +144,16 @@ export async function startLocalRemote(o: StartLocalRemoteOptions): Promise<Star
     const placement: RemotePlacement = {
       signing: { source: 'inline', jwk: o.keys.runtime as never },
       callbackUrl: receiverServer.url,
-      connectors: [{ id: 'payments', endpoint: hostServer.url, instanceId: LOCAL_HOST_INSTANCE, replica: LOCAL_HOST_REPLICA, hostKey: { source: 'inline', jwk: { ...hostPublic } }, credentialRevision: '0' }],
+      connectors: [
+        {
+          id: 'payments',
+          endpoint: hostServer.url,
+          instanceId: LOCAL_HOST_INSTANCE,
+          replica: LOCAL_HOST_REPLICA,
+          hostKey: { source: 'inline', jwk: { ...hostPublic } },
+          credentialRevision: '0',
+        },
+      ],
     };
     host = await composeConnectorHost(
       {
@@ -150,9 +166,18 @@ export async function startLocalRemote(o: StartLocalRemoteOptions): Promise<Star
         connectors: [{ id: 'payments', credentialRevision: '0', credentials: [] }],
         callbackUrls: [receiverServer.url],
       },
-      { localCredentials: { references: o.credentials.references, env: o.credentials.env }, connectorFactories: { payments: o.payments }, ...(o.clock !== undefined ? { clock: o.clock } : {}) },
+      {
+        localCredentials: { references: o.credentials.references, env: o.credentials.env },
+        connectorFactories: { payments: o.payments },
+        ...(o.clock !== undefined ? { clock: o.clock } : {}),
+      },
     );
-    receiver = await composeCheckpointReceiver(placement, { envName: 'local', documents: o.documents, tableName: o.tableName, ...(o.clock !== undefined ? { clock: o.clock } : {}) });
+    receiver = await composeCheckpointReceiver(placement, {
+      envName: 'local',
+      documents: o.documents,
+      tableName: o.tableName,
+      ...(o.clock !== undefined ? { clock: o.clock } : {}),
+    });
     const h = host;
     return {
       placement,

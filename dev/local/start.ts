@@ -83,7 +83,13 @@ export const LOCAL_NAMES = {
 const NAME_PREFIX_PATTERN = /^[A-Za-z0-9_-]{3,48}$/;
 
 /** The resource names for a prefix; `aip-local` gives {@link LOCAL_NAMES}. */
-export function localNames(prefix: string = LOCAL_NAMES.table): { table: string; invokeQueue: string; reconcileQueue: string; scheduleGroup: string; schedulerRole: string } {
+export function localNames(prefix: string = LOCAL_NAMES.table): {
+  table: string;
+  invokeQueue: string;
+  reconcileQueue: string;
+  scheduleGroup: string;
+  schedulerRole: string;
+} {
   if (!NAME_PREFIX_PATTERN.test(prefix)) throw new Error('namePrefix must be 3-48 of A-Z a-z 0-9 _ -');
   return {
     table: prefix,
@@ -334,9 +340,17 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const started = await Promise.allSettled([
       external.dynamodb !== undefined
         ? attached(external.dynamodb)
-        : startDynamoDbLocal({ ...(port('dynamodb') !== 0 ? { port: port('dynamodb') } : {}), ...(options.inMemory ? {} : { dbPath: join(dataDir, 'dynamodb') }) }),
+        : startDynamoDbLocal({
+            ...(port('dynamodb') !== 0 ? { port: port('dynamodb') } : {}),
+            ...(options.inMemory ? {} : { dbPath: join(dataDir, 'dynamodb') }),
+          }),
       external.sqs !== undefined ? attached(external.sqs) : startSqsEmulator(port('sqs')),
-      startPaymentsSimulator({ port: port('payments'), host: '127.0.0.1', apiKeys: [paymentsKey, ...accountKeys.map((a) => a.apiKey)], seed: options.simulatorSeed ?? 1 }),
+      startPaymentsSimulator({
+        port: port('payments'),
+        host: '127.0.0.1',
+        apiKeys: [paymentsKey, ...accountKeys.map((a) => a.apiKey)],
+        seed: options.simulatorSeed ?? 1,
+      }),
     ] as const);
     for (const s of started) if (s.status === 'fulfilled') stops.push(() => s.value.stop());
     const failed = started.find((s) => s.status === 'rejected');
@@ -373,7 +387,13 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     };
     const credentialReferences: LocalCredentialReference[] = [
       ...tenants.map((tenant_id) => ({ connector_id: 'payments', handle: PAYMENTS_CREDENTIAL_HANDLE, tenant_id, env: PAYMENTS_KEY_VARIABLE })),
-      ...accountKeys.map((a) => ({ connector_id: 'payments', handle: PAYMENTS_CREDENTIAL_HANDLE, tenant_id: a.tenant_id, external_account_id: a.external_account_id, env: a.env })),
+      ...accountKeys.map((a) => ({
+        connector_id: 'payments',
+        handle: PAYMENTS_CREDENTIAL_HANDLE,
+        tenant_id: a.tenant_id,
+        external_account_id: a.external_account_id,
+        env: a.env,
+      })),
     ];
     const tunables = options.payments;
     const credentialEnv = { [PAYMENTS_KEY_VARIABLE]: paymentsKey, ...Object.fromEntries(accountKeys.map((a) => [a.env, a.apiKey])) };
@@ -554,8 +574,10 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       ...(options.console !== undefined ? { consoleUrl: `${http.url}${CONSOLE_PATH}/` } : {}),
       tenant: tenants[0] ?? LOCAL_TENANT,
       endpoints: { dynamodb: dynamo.endpoint, sqs: fauxqs.endpoint, scheduler: scheduler.endpoint, payments: simulator.url },
-      mintToken: (o = {}) => mintToken({ sub: LOCAL_TOKEN_DEFAULTS.sub, tenants: [...LOCAL_TOKEN_DEFAULTS.tenants], scopes: [...LOCAL_TOKEN_DEFAULTS.scopes], ...o }, keys),
-      mintApproverToken: (o = {}) => mintToken({ sub: LOCAL_APPROVER.sub, tenants: [...LOCAL_APPROVER.tenants], scopes: [...LOCAL_APPROVER.scopes], ...o }, keys),
+      mintToken: (o = {}) =>
+        mintToken({ sub: LOCAL_TOKEN_DEFAULTS.sub, tenants: [...LOCAL_TOKEN_DEFAULTS.tenants], scopes: [...LOCAL_TOKEN_DEFAULTS.scopes], ...o }, keys),
+      mintApproverToken: (o = {}) =>
+        mintToken({ sub: LOCAL_APPROVER.sub, tenants: [...LOCAL_APPROVER.tenants], scopes: [...LOCAL_APPROVER.scopes], ...o }, keys),
       simulator,
       scheduler,
       runtime: handle.runtime,
@@ -610,7 +632,11 @@ export function placementFromEnv(env: NodeJS.ProcessEnv): Pick<LocalStackOptions
 }
 
 /** The banner: URL, token, a curl example that works when pasted, and the CLI. */
-export function banner(stack: Pick<LocalStack, 'url' | 'tenant' | 'endpoints' | 'consoleUrl' | 'remote'>, token: string, persistedAt: string | undefined): string {
+export function banner(
+  stack: Pick<LocalStack, 'url' | 'tenant' | 'endpoints' | 'consoleUrl' | 'remote'>,
+  token: string,
+  persistedAt: string | undefined,
+): string {
   const id = randomUUID().slice(0, 8);
   const action = {
     id: `act-demo-${id}`,
@@ -630,7 +656,9 @@ export function banner(stack: Pick<LocalStack, 'url' | 'tenant' | 'endpoints' | 
     `  Scheduler      ${stack.endpoints.scheduler}`,
     `  Payments sim   ${stack.endpoints.payments}   (ledger: GET /_sim/ledger)`,
     ...(stack.remote !== undefined
-      ? [`  Payments host  ${stack.remote.hostUrl}   (remote connector host, key ${stack.remote.kid.slice(0, 12)}…; checkpoint receiver ${stack.remote.receiverUrl})`]
+      ? [
+          `  Payments host  ${stack.remote.hostUrl}   (remote connector host, key ${stack.remote.kid.slice(0, 12)}…; checkpoint receiver ${stack.remote.receiverUrl})`,
+        ]
       : ['  Payments       in-process connector (AIP_CONNECTOR_PLACEMENT=remote runs it on a remote connector host)']),
     '',
     'Token (12 h; principal dev-user, scopes aip:actions:read aip:actions:write aip:operator):',

@@ -20,9 +20,7 @@ const currency = z
   .regex(/^[A-Za-z]{3}$/, 'must be a three-letter ISO 4217 code')
   .transform((c) => c.toUpperCase());
 
-const metadata = z
-  .record(z.string().min(1).max(40), z.string().max(500))
-  .refine((m) => Object.keys(m).length <= 50, 'at most 50 metadata keys');
+const metadata = z.record(z.string().min(1).max(40), z.string().max(500)).refine((m) => Object.keys(m).length <= 50, 'at most 50 metadata keys');
 
 export const CreateChargeBody = z.strictObject({
   amount,

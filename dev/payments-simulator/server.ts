@@ -15,16 +15,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type * as z from 'zod';
 import { FaultBook, type FaultContext, type FaultRuleView, type SelectedFault } from './faults.js';
-import {
-  BodyAborted,
-  BodyTooLarge,
-  errorBody,
-  isJsonContentType,
-  readBody,
-  sendJson,
-  stableStringify,
-  validationError,
-} from './http.js';
+import { BodyAborted, BodyTooLarge, errorBody, isJsonContentType, readBody, sendJson, stableStringify, validationError } from './http.js';
 import {
   CancelBody,
   CreateChargeBody,
@@ -353,9 +344,7 @@ export async function startPaymentsSimulator(options: PaymentsSimulatorOptions):
   const requireIdempotencyKey = (ctx: RequestCtx): string => {
     const raw = ctx.req.headers['idempotency-key'];
     if (raw === undefined) {
-      throw new Reject(
-        providerError(400, 'idempotency_key_missing', 'Mutations need an Idempotency-Key header', { param: 'Idempotency-Key' }),
-      );
+      throw new Reject(providerError(400, 'idempotency_key_missing', 'Mutations need an Idempotency-Key header', { param: 'Idempotency-Key' }));
     }
     const r = IdempotencyKey.safeParse(raw);
     if (!r.success) {

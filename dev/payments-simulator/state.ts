@@ -8,16 +8,7 @@
  * so concurrent requests on one process can never both commit.
  */
 import { randomBytes } from 'node:crypto';
-import type {
-  ChargeView,
-  CreateChargeBody,
-  CreateRefundBody,
-  LedgerEntry,
-  OperationKind,
-  OperationStatus,
-  OperationView,
-  RefundView,
-} from './schemas.js';
+import type { ChargeView, CreateChargeBody, CreateRefundBody, LedgerEntry, OperationKind, OperationStatus, OperationView, RefundView } from './schemas.js';
 
 /** A typed provider error: HTTP status plus the `error.type` the body carries. */
 export interface ProviderError {
@@ -28,12 +19,7 @@ export interface ProviderError {
   readonly extra?: Record<string, unknown>;
 }
 
-export function providerError(
-  status: number,
-  type: string,
-  message: string,
-  more: { param?: string; extra?: Record<string, unknown> } = {},
-): ProviderError {
+export function providerError(status: number, type: string, message: string, more: { param?: string; extra?: Record<string, unknown> } = {}): ProviderError {
   return { status, type, message, ...more };
 }
 
@@ -92,10 +78,7 @@ interface OperationRecord {
 }
 
 /** How a new charge or refund ends up when it is committed. */
-export type CommitOutcome =
-  | { readonly status: 'succeeded' }
-  | { readonly status: 'pending' }
-  | { readonly status: 'failed'; readonly failure_code: string };
+export type CommitOutcome = { readonly status: 'succeeded' } | { readonly status: 'pending' } | { readonly status: 'failed'; readonly failure_code: string };
 
 export type Result<T> = { ok: true; value: T } | { ok: false; error: ProviderError };
 

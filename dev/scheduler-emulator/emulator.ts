@@ -295,8 +295,7 @@ export async function startSchedulerEmulator(options: SchedulerEmulatorOptions):
 
   const server: Server = createServer((req, res) => {
     route(req, res).catch((err: unknown) => {
-      const apiError =
-        err instanceof SchedulerApiError ? err : new SchedulerApiError('InternalServerException', 500, 'The scheduler emulator failed');
+      const apiError = err instanceof SchedulerApiError ? err : new SchedulerApiError('InternalServerException', 500, 'The scheduler emulator failed');
       if (!(err instanceof SchedulerApiError)) options.onError?.(err);
       if (!res.headersSent) send(res, apiError.status, { Message: apiError.message }, apiError.type);
     });
@@ -317,9 +316,7 @@ export async function startSchedulerEmulator(options: SchedulerEmulatorOptions):
     const attempt = s.attempts;
     try {
       const client = sqsFor(s.sqs.region);
-      const { QueueUrl } = await client.send(
-        new GetQueueUrlCommand({ QueueName: s.sqs.queueName, QueueOwnerAWSAccountId: s.sqs.accountId }),
-      );
+      const { QueueUrl } = await client.send(new GetQueueUrlCommand({ QueueName: s.sqs.queueName, QueueOwnerAWSAccountId: s.sqs.accountId }));
       const executionId = randomBytes(8).toString('hex');
       // Without an Input, send an empty JSON object (AWS sends its own default notification).
       const body = withContextAttributes(s.target.Input ?? '{}', s, executionId, attempt);
@@ -327,9 +324,7 @@ export async function startSchedulerEmulator(options: SchedulerEmulatorOptions):
         new SendMessageCommand({
           QueueUrl,
           MessageBody: body,
-          ...(s.sqs.fifo
-            ? { MessageGroupId: s.target.SqsParameters?.MessageGroupId, MessageDeduplicationId: executionId }
-            : {}),
+          ...(s.sqs.fifo ? { MessageGroupId: s.target.SqsParameters?.MessageGroupId, MessageDeduplicationId: executionId } : {}),
         }),
       );
       s.completed = true;

@@ -7,12 +7,7 @@
 
 export class SchedulerApiError extends Error {
   constructor(
-    readonly type:
-      | 'ValidationException'
-      | 'ConflictException'
-      | 'ResourceNotFoundException'
-      | 'UnknownOperationException'
-      | 'InternalServerException',
+    readonly type: 'ValidationException' | 'ConflictException' | 'ResourceNotFoundException' | 'UnknownOperationException' | 'InternalServerException',
     readonly status: number,
     message: string,
   ) {

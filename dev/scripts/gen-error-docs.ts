@@ -46,9 +46,7 @@ export function renderErrorCatalogueDoc(): string {
   for (const [ns, list] of groups) {
     lines.push(`## \`${ns}\``, '', '| code | category | HTTP | retryable | retry after (ms) | title |', '|---|---|---|---|---|---|');
     for (const [code, e] of list) {
-      lines.push(
-        `| \`${code}\` | ${e.category} | ${e.http} | ${e.retryable ? 'yes' : 'no'} | ${e.retryAfterMs ?? ''} | ${cell(e.title)} |`,
-      );
+      lines.push(`| \`${code}\` | ${e.category} | ${e.http} | ${e.retryable ? 'yes' : 'no'} | ${e.retryAfterMs ?? ''} | ${cell(e.title)} |`);
     }
     lines.push('');
   }

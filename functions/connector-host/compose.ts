@@ -29,7 +29,11 @@ import { CONNECTOR_FACTORIES, type ConnectorFactory } from '../shared/connector-
 import { KeyResolver } from './keys.js';
 
 /** Parses a JSON configuration with its schema; the error names the variable and the paths. */
-export function parseJsonConfig<T>(variable: string, raw: string | undefined, schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } } }): T {
+export function parseJsonConfig<T>(
+  variable: string,
+  raw: string | undefined,
+  schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } } },
+): T {
   if (raw === undefined || raw.trim() === '') throw new Error(`${variable} is required`);
   let value: unknown;
   try {
@@ -38,7 +42,8 @@ export function parseJsonConfig<T>(variable: string, raw: string | undefined, sc
     throw new Error(`${variable} is not JSON`);
   }
   const parsed = schema.safeParse(value);
-  if (!parsed.success) throw new Error(`${variable}: ${parsed.error.issues.map((i) => `${i.path.map(String).join('.') || '(root)'}: ${i.message}`).join('; ')}`);
+  if (!parsed.success)
+    throw new Error(`${variable}: ${parsed.error.issues.map((i) => `${i.path.map(String).join('.') || '(root)'}: ${i.message}`).join('; ')}`);
   return parsed.data;
 }
 
@@ -69,10 +74,15 @@ export async function composeConnectorHost(config: ConnectorHostConfig, override
   };
   const connectors: LocallyHostedConnector[] = config.connectors.map((c) => {
     const factory = overrides.connectorFactories?.[c.id] ?? CONNECTOR_FACTORIES[c.id];
-    if (factory === undefined) throw new Error(`AIP_CONNECTOR_HOST_CONFIG: connector "${c.id}" is not in this build (available: ${Object.keys(CONNECTOR_FACTORIES).join(', ')})`);
+    if (factory === undefined)
+      throw new Error(`AIP_CONNECTOR_HOST_CONFIG: connector "${c.id}" is not in this build (available: ${Object.keys(CONNECTOR_FACTORIES).join(', ')})`);
     const credentials: CredentialProvider =
       overrides.localCredentials !== undefined
-        ? new EnvCredentialProvider({ connector_id: c.id, references: overrides.localCredentials.references, ...(overrides.localCredentials.env !== undefined ? { env: overrides.localCredentials.env } : {}) })
+        ? new EnvCredentialProvider({
+            connector_id: c.id,
+            references: overrides.localCredentials.references,
+            ...(overrides.localCredentials.env !== undefined ? { env: overrides.localCredentials.env } : {}),
+          })
         : new SecretsManagerCredentialProvider({
             client: secrets(),
             connector_id: c.id,
@@ -126,10 +136,17 @@ export interface PlacementDeps {
 }
 
 /** The runtime's proxies, by connector ID. */
-export async function remoteConnectorsFor(placement: RemotePlacement, deps: PlacementDeps): Promise<Map<string, HostedConnector & { readonly connector: RemoteConnector }>> {
+export async function remoteConnectorsFor(
+  placement: RemotePlacement,
+  deps: PlacementDeps,
+): Promise<Map<string, HostedConnector & { readonly connector: RemoteConnector }>> {
   const keys = new KeyResolver(deps.envName, deps.kms);
   const signer = await keys.signer(placement.signing, 'AIP_REMOTE_CONNECTORS.signing');
-  const inbox: RemoteCheckpointInbox = new DynamoRemoteCheckpointInbox({ client: deps.documents, tableName: deps.tableName, ...(deps.clock !== undefined ? { now: () => deps.clock?.now() as Date } : {}) });
+  const inbox: RemoteCheckpointInbox = new DynamoRemoteCheckpointInbox({
+    client: deps.documents,
+    tableName: deps.tableName,
+    ...(deps.clock !== undefined ? { now: () => deps.clock?.now() as Date } : {}),
+  });
   const out = new Map<string, HostedConnector & { readonly connector: RemoteConnector }>();
   for (const [i, c] of placement.connectors.entries()) {
     out.set(
@@ -161,7 +178,9 @@ export async function composeCheckpointReceiver(placement: RemotePlacement, deps
   return new CheckpointReceiver({
     signer,
     runtime_keys: await RemoteKeyring.of([signer.public_jwk]),
-    host_keys: new RemoteKeyring(await Promise.all(placement.connectors.map((c, i) => keys.publicKey(c.hostKey, `AIP_REMOTE_CONNECTORS.connectors[${i}].hostKey`)))),
+    host_keys: new RemoteKeyring(
+      await Promise.all(placement.connectors.map((c, i) => keys.publicKey(c.hostKey, `AIP_REMOTE_CONNECTORS.connectors[${i}].hostKey`))),
+    ),
     inbox: new DynamoRemoteCheckpointInbox({ client: deps.documents, tableName: deps.tableName }),
     url,
     ...(deps.clock !== undefined ? { clock: deps.clock } : {}),

@@ -28,7 +28,8 @@ export function toFunctionUrlResult(answer: HostResponse): LambdaFunctionURLResu
 }
 
 const host = once(
-  (domainName: string): Promise<RemoteConnectorHost> => composeConnectorHost(parseHostConfig(process.env[REMOTE_ENV.hostConfig]), { endpoint: `https://${domainName}` }),
+  (domainName: string): Promise<RemoteConnectorHost> =>
+    composeConnectorHost(parseHostConfig(process.env[REMOTE_ENV.hostConfig]), { endpoint: `https://${domainName}` }),
 );
 
 export async function handler(event: LambdaFunctionURLEvent): Promise<LambdaFunctionURLResult> {

@@ -105,10 +105,16 @@ function securityHeaders(config: ConsoleConfig): Record<string, string> {
 
 function notFound(): APIGatewayProxyResult {
   const spec = gatewayResponse('MISSING_AUTHENTICATION_TOKEN');
-  return { statusCode: spec.status, headers: { 'Content-Type': PROBLEM_CONTENT_TYPE, 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' }, body: JSON.stringify(gatewayProblem(spec)) };
+  return {
+    statusCode: spec.status,
+    headers: { 'Content-Type': PROBLEM_CONTENT_TYPE, 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' },
+    body: JSON.stringify(gatewayProblem(spec)),
+  };
 }
 
-export type ConsoleHandler = (event: Pick<APIGatewayProxyEvent, 'httpMethod' | 'path' | 'pathParameters'> & { requestContext?: { path?: string } }) => Promise<APIGatewayProxyResult>;
+export type ConsoleHandler = (
+  event: Pick<APIGatewayProxyEvent, 'httpMethod' | 'path' | 'pathParameters'> & { requestContext?: { path?: string } },
+) => Promise<APIGatewayProxyResult>;
 
 export function createConsoleHandler(options: ConsoleSiteOptions): ConsoleHandler {
   let assets: Map<string, Asset> | undefined;
@@ -129,13 +135,21 @@ export function createConsoleHandler(options: ConsoleSiteOptions): ConsoleHandle
     }
     const file = event.pathParameters?.proxy ?? rest.slice(1);
     if (file === 'config.json') {
-      return { statusCode: 200, headers: { 'Content-Type': 'application/json', 'Cache-Control': 'no-store', ...securityHeaders(config) }, body: method === 'HEAD' ? '' : JSON.stringify(config) };
+      return {
+        statusCode: 200,
+        headers: { 'Content-Type': 'application/json', 'Cache-Control': 'no-store', ...securityHeaders(config) },
+        body: method === 'HEAD' ? '' : JSON.stringify(config),
+      };
     }
     const asset = assets.get(file === '' ? 'index.html' : file);
     if (asset === undefined) return notFound();
     return {
       statusCode: 200,
-      headers: { 'Content-Type': asset.type, 'Cache-Control': asset.immutable ? 'public, max-age=31536000, immutable' : 'no-cache', ...securityHeaders(config) },
+      headers: {
+        'Content-Type': asset.type,
+        'Cache-Control': asset.immutable ? 'public, max-age=31536000, immutable' : 'no-cache',
+        ...securityHeaders(config),
+      },
       body: method === 'HEAD' ? '' : asset.body.toString('utf8'),
     };
   };

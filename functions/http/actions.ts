@@ -146,4 +146,3 @@ export const submitActionHandler = createSubmitActionHandler(production);
 export const getActionHandler = createGetActionHandler(production);
 export const cancelActionHandler = createCancelActionHandler(production);
 export const streamActionHandler = createStreamActionHandler(production);
-

@@ -37,7 +37,8 @@ export function createSweeperHandler(deps: SweeperHandlerDeps): SweeperHandler {
       const age = result.oldest_outcome_unknown_age_seconds;
       obs.metrics?.addMetric('SweeperEnqueued', MetricUnit.Count, result.enqueued);
       obs.metrics?.addMetric(AIP_METRICS.oldestOutcomeUnknownAge, MetricUnit.Seconds, age);
-      if (result.enqueued > 0) obs.logger.info('sweeper: reconciliation enqueued for overdue records', { enqueued: result.enqueued, oldest_outcome_unknown_age_seconds: age });
+      if (result.enqueued > 0)
+        obs.logger.info('sweeper: reconciliation enqueued for overdue records', { enqueued: result.enqueued, oldest_outcome_unknown_age_seconds: age });
       else obs.logger.debug('sweeper: nothing overdue', { oldest_outcome_unknown_age_seconds: age });
       return { enqueued: result.enqueued, oldest_outcome_unknown_age_seconds: age };
     };

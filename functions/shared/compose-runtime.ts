@@ -31,7 +31,13 @@ import { systemClock, type Clock } from '../../lib/ports/clock.js';
 import type { MessageQueue } from '../../lib/ports/queue.js';
 import type { ReconcileScheduler } from '../../lib/ports/scheduler.js';
 import type { CrashPoints } from '../../lib/runtime/crash-points.js';
-import { ProductionRuntimeSettingsSchema, RuntimeSettingsSchema, type GlobalApprovalPolicy, type RuntimeSettings, type TenantSettings } from '../../lib/runtime/config.js';
+import {
+  ProductionRuntimeSettingsSchema,
+  RuntimeSettingsSchema,
+  type GlobalApprovalPolicy,
+  type RuntimeSettings,
+  type TenantSettings,
+} from '../../lib/runtime/config.js';
 import { AesGcmCursorSealer, ephemeralCursorSealer, parseCursorKeyMaterial, type CursorSealer } from '../../lib/runtime/cursor.js';
 import { staticConnectorHost, type HostedConnector, type RuntimeLogger } from '../../lib/runtime/deps.js';
 import { CapabilityRegistry, type ManifestSource } from '../../lib/runtime/registry-core.js';
@@ -82,7 +88,12 @@ export interface RuntimeHandle {
   close(): void;
 }
 
-function credentialProvider(settings: BootstrapSettings, connector_id: string, overrides: RuntimeOverrides, secrets: () => ReturnType<typeof createSecretsManagerClient>): CredentialProvider {
+function credentialProvider(
+  settings: BootstrapSettings,
+  connector_id: string,
+  overrides: RuntimeOverrides,
+  secrets: () => ReturnType<typeof createSecretsManagerClient>,
+): CredentialProvider {
   if (settings.credentials.source === 'local') {
     return new EnvCredentialProvider({
       connector_id,
@@ -185,7 +196,9 @@ export function cursorSealerFor(settings: BootstrapSettings, secrets: () => Retu
     }
   }
   if (!['local', 'test'].includes(settings.runtimeConfig.envName)) {
-    throw new BootstrapConfigError([{ variable: FUNCTION_ENV.cursorKeySecretArn, message: 'is required outside the local and test environments (the key that seals pagination cursors)' }]);
+    throw new BootstrapConfigError([
+      { variable: FUNCTION_ENV.cursorKeySecretArn, message: 'is required outside the local and test environments (the key that seals pagination cursors)' },
+    ]);
   }
   return ephemeralCursorSealer();
 }
@@ -197,7 +210,10 @@ export function cursorSealerFor(settings: BootstrapSettings, secrets: () => Retu
  * not cover (or no precompiled registry: `npm start`, the tests) is compiled
  * by run-time ajv, imported only then.
  */
-export async function buildRegistry(manifests: readonly ManifestSource[], precompiled: PrecompiledRegistry | undefined = PRECOMPILED_REGISTRY): Promise<CapabilityRegistry> {
+export async function buildRegistry(
+  manifests: readonly ManifestSource[],
+  precompiled: PrecompiledRegistry | undefined = PRECOMPILED_REGISTRY,
+): Promise<CapabilityRegistry> {
   if (precompiled !== undefined) {
     try {
       return CapabilityRegistry.fromManifests(manifests, { compilers: precompiledCompilers(precompiled) });
@@ -206,7 +222,9 @@ export async function buildRegistry(manifests: readonly ManifestSource[], precom
     }
   }
   const { AJV_SCHEMA_COMPILERS } = await import('../../lib/runtime/schema-ajv.js');
-  return CapabilityRegistry.fromManifests(manifests, { compilers: precompiled !== undefined ? precompiledCompilers(precompiled, AJV_SCHEMA_COMPILERS) : AJV_SCHEMA_COMPILERS });
+  return CapabilityRegistry.fromManifests(manifests, {
+    compilers: precompiled !== undefined ? precompiledCompilers(precompiled, AJV_SCHEMA_COMPILERS) : AJV_SCHEMA_COMPILERS,
+  });
 }
 
 /**
@@ -288,7 +306,12 @@ export async function composeRuntime(settings: BootstrapSettings, overrides: Run
     // Imported only when connectors are placed remotely: the signed proxies, their keyring and the KMS client stay out of the other deployments' cold start.
     const remote =
       settings.remotePlacement !== undefined
-        ? await (await import('../connector-host/compose.js')).remoteConnectorsFor(settings.remotePlacement, { envName: settings.runtimeConfig.envName, documents, tableName: settings.tableName, clock })
+        ? await (await import('../connector-host/compose.js')).remoteConnectorsFor(settings.remotePlacement, {
+            envName: settings.runtimeConfig.envName,
+            documents,
+            tableName: settings.tableName,
+            clock,
+          })
         : undefined;
     const connectors: HostedConnector[] = [];
     for (const [index, { id }] of settings.runtimeConfig.connectors.entries()) {
@@ -300,7 +323,10 @@ export async function composeRuntime(settings: BootstrapSettings, overrides: Run
       const factory = overrides.connectorFactories?.[id] ?? CONNECTOR_FACTORIES[id];
       if (!factory) {
         throw new BootstrapConfigError([
-          { variable: `${FUNCTION_ENV.runtimeConfig}: connectors[${index}].id`, message: `enables connector "${id}", which this build does not contain (available: ${Object.keys(CONNECTOR_FACTORIES).join(', ')})` },
+          {
+            variable: `${FUNCTION_ENV.runtimeConfig}: connectors[${index}].id`,
+            message: `enables connector "${id}", which this build does not contain (available: ${Object.keys(CONNECTOR_FACTORIES).join(', ')})`,
+          },
         ]);
       }
       const baseUrl = settings.connectorEndpoints[id];

@@ -27,6 +27,7 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import type { Tracer } from '@aws-lambda-powertools/tracer';
 import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import type { MiddlewareObj } from '@middy/core';
+import { once } from './lazy.js';
 import type { LoggerLike } from './logger.js';
 
 export { MetricUnit };
@@ -68,7 +69,12 @@ export function tracingEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
   return inLambda(env) && (env.POWERTOOLS_TRACE_ENABLED ?? '').trim().toLowerCase() !== 'false';
 }
 
-let tracerLoad: Promise<void> | undefined;
+/** Imports the tracer module and gives the shared Observability its Tracer, once (a failed import is tried again). */
+const loadTracer = once(async () => {
+  const { Tracer: TracerClass } = await import('@aws-lambda-powertools/tracer');
+  const target = shared as Observability;
+  target.tracer ??= new TracerClass({ serviceName: process.env.POWERTOOLS_SERVICE_NAME ?? SERVICE_NAME, captureHTTPsRequests: true });
+});
 
 /**
  * `obs`, with the Powertools Tracer added when it is the process-wide
@@ -78,11 +84,7 @@ let tracerLoad: Promise<void> | undefined;
  */
 export async function withTracer(obs: Observability): Promise<Observability> {
   if (obs !== shared || obs.tracer !== undefined || !tracingEnabled()) return obs;
-  tracerLoad ??= import('@aws-lambda-powertools/tracer').then(({ Tracer: TracerClass }) => {
-    const target = shared as Observability;
-    target.tracer ??= new TracerClass({ serviceName: process.env.POWERTOOLS_SERVICE_NAME ?? SERVICE_NAME, captureHTTPsRequests: true });
-  });
-  await tracerLoad;
+  await loadTracer();
   return obs;
 }
 

@@ -85,7 +85,12 @@ export interface RuntimeApi {
   /** Reconcile now: resets the attempt bound once. */
   requestReconcile(caller: CallerIdentity, tenant_id: string, transaction_id: string, input?: { reason?: string }): Promise<unknown>;
   /** An operator's resolution of an escalated transaction. */
-  resolve(caller: CallerIdentity, tenant_id: string, transaction_id: string, resolution: unknown): Promise<{ transaction: unknown } | { approval: unknown; status: 'requires_human' }>;
+  resolve(
+    caller: CallerIdentity,
+    tenant_id: string,
+    transaction_id: string,
+    resolution: unknown,
+  ): Promise<{ transaction: unknown } | { approval: unknown; status: 'requires_human' }>;
 }
 
 /** How handlers get the runtime: an instance, or a (memoised) async factory. */

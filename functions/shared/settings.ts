@@ -66,9 +66,7 @@ export type CursorKeySource =
   | { readonly source: 'inline'; readonly material: string }
   | { readonly source: 'none' };
 
-export type CredentialSource =
-  | { readonly source: 'secrets-manager' }
-  | { readonly source: 'local'; readonly references: readonly LocalCredentialReference[] };
+export type CredentialSource = { readonly source: 'secrets-manager' } | { readonly source: 'local'; readonly references: readonly LocalCredentialReference[] };
 
 /** Everything the composition needs, validated. */
 export interface BootstrapSettings {
@@ -119,7 +117,11 @@ export class BootstrapConfigError extends Error {
 }
 
 /** A variable that must be set; missing, describeIssue reads "is required: it must hold <what>". */
-const required = (what: string) => z.string({ error: `must hold ${what}` }).trim().min(1, { message: `must not be empty: ${what}` });
+const required = (what: string) =>
+  z
+    .string({ error: `must hold ${what}` })
+    .trim()
+    .min(1, { message: `must not be empty: ${what}` });
 
 /**
  * A queue URL. Checked by shape, not with the WHATWG URL parser: emulators
@@ -147,7 +149,9 @@ const EnvSchema = z.object({
   [FUNCTION_ENV.cursorKeySecretArn]: z
     .string()
     .trim()
-    .regex(/^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[\w/+=.@-]{1,512}$/, { message: 'must be a Secrets Manager secret ARN (arn:aws:secretsmanager:<region>:<account>:secret:<name>)' })
+    .regex(/^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[\w/+=.@-]{1,512}$/, {
+      message: 'must be a Secrets Manager secret ARN (arn:aws:secretsmanager:<region>:<account>:secret:<name>)',
+    })
     .optional(),
   [OPTIONAL_ENV.cursorKey]: z.string().optional(),
   [OPTIONAL_ENV.runtimeSettings]: z.string().trim().optional(),
@@ -228,7 +232,8 @@ export function readBootstrapSettings(env: NodeJS.ProcessEnv = process.env, opti
   const rawSettings = env[OPTIONAL_ENV.runtimeSettings]?.trim();
   const settingsValue = rawSettings ? readJsonValue(OPTIONAL_ENV.runtimeSettings, rawSettings, cwd, issues) : {};
   if (settingsValue !== undefined) {
-    if (typeof settingsValue === 'object' && settingsValue !== null && !Array.isArray(settingsValue)) runtimeSettings = settingsValue as Record<string, unknown>;
+    if (typeof settingsValue === 'object' && settingsValue !== null && !Array.isArray(settingsValue))
+      runtimeSettings = settingsValue as Record<string, unknown>;
     else issues.push({ variable: OPTIONAL_ENV.runtimeSettings, message: 'must be a JSON object' });
   }
 
@@ -259,7 +264,11 @@ export function readBootstrapSettings(env: NodeJS.ProcessEnv = process.env, opti
   if (runtimeConfig) {
     const enabled = new Set(runtimeConfig.connectors.map((c) => c.id));
     for (const id of Object.keys(connectorEndpoints)) {
-      if (!enabled.has(id)) issues.push({ variable: `${OPTIONAL_ENV.connectorEndpoints}: ${id}`, message: `is not an enabled connector (enabled: ${[...enabled].join(', ') || 'none'})` });
+      if (!enabled.has(id))
+        issues.push({
+          variable: `${OPTIONAL_ENV.connectorEndpoints}: ${id}`,
+          message: `is not an enabled connector (enabled: ${[...enabled].join(', ') || 'none'})`,
+        });
     }
   }
 
@@ -271,7 +280,11 @@ export function readBootstrapSettings(env: NodeJS.ProcessEnv = process.env, opti
     if (remotePlacement !== undefined && runtimeConfig) {
       const enabled = new Set(runtimeConfig.connectors.map((c) => c.id));
       for (const c of remotePlacement.connectors) {
-        if (!enabled.has(c.id)) issues.push({ variable: `${OPTIONAL_ENV.remoteConnectors}: ${c.id}`, message: `is not an enabled connector (enabled: ${[...enabled].join(', ') || 'none'})` });
+        if (!enabled.has(c.id))
+          issues.push({
+            variable: `${OPTIONAL_ENV.remoteConnectors}: ${c.id}`,
+            message: `is not an enabled connector (enabled: ${[...enabled].join(', ') || 'none'})`,
+          });
       }
       if (!inlineKeysAllowed(runtimeConfig.envName) && keySources(remotePlacement).some((k) => k.source === 'inline')) {
         issues.push({ variable: OPTIONAL_ENV.remoteConnectors, message: 'inline keys are for the local and test environments only; use KMS keys' });
@@ -288,7 +301,10 @@ export function readBootstrapSettings(env: NodeJS.ProcessEnv = process.env, opti
     cursorKey = { source: 'secrets-manager', secretArn: cursorKeyArn };
   } else if (cursorKeyMaterial !== undefined) {
     if (runtimeConfig && !['local', 'test'].includes(runtimeConfig.envName)) {
-      issues.push({ variable: OPTIONAL_ENV.cursorKey, message: `is for the local and test environments only; deployed functions read the key from ${FUNCTION_ENV.cursorKeySecretArn}` });
+      issues.push({
+        variable: OPTIONAL_ENV.cursorKey,
+        message: `is for the local and test environments only; deployed functions read the key from ${FUNCTION_ENV.cursorKeySecretArn}`,
+      });
     } else cursorKey = { source: 'inline', material: cursorKeyMaterial };
   }
 

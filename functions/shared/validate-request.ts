@@ -28,9 +28,13 @@ export interface RequestValidators {
 }
 
 export function invalidRequest(location: RequestLocation, issues: readonly z.core.$ZodIssue[]): AipError {
-  return new AipError('request.invalid', `The request ${location === 'body' ? 'body' : location === 'path' ? 'path' : 'query string'} does not match the expected shape`, {
-    details: { location, issues: renderIssues(issues) },
-  });
+  return new AipError(
+    'request.invalid',
+    `The request ${location === 'body' ? 'body' : location === 'path' ? 'path' : 'query string'} does not match the expected shape`,
+    {
+      details: { location, issues: renderIssues(issues) },
+    },
+  );
 }
 
 /** Parses with a schema; a mismatch becomes `request.invalid` for that location. */

@@ -127,7 +127,11 @@ export const ClaimsConfigSchema = z.strictObject({
   tenantsClaims: z.array(claimName).min(1).max(8).optional(),
   accountsClaims: z.array(claimName).min(1).max(8).optional(),
   scopeClaims: z.array(claimName).min(1).max(8).optional(),
-  audienceClaims: z.array(z.enum(['aud', 'client_id', 'azp', 'cid'])).min(1).max(4).optional(),
+  audienceClaims: z
+    .array(z.enum(['aud', 'client_id', 'azp', 'cid']))
+    .min(1)
+    .max(4)
+    .optional(),
   /** `any` turns off the preset's token_use check. */
   tokenUse: z.string().min(1).max(64).optional(),
 });

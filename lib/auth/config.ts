@@ -25,7 +25,10 @@ export const AuthSettingsSchema = z.looseObject({
   issuer: z.string().min(1).max(2048),
   audience: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]),
   jwksUrl: z.url({ protocol: /^https?$/ }),
-  algorithms: z.array(z.enum([...ASYMMETRIC_ALGORITHMS, ...HMAC_ALGORITHMS])).min(1).optional(),
+  algorithms: z
+    .array(z.enum([...ASYMMETRIC_ALGORITHMS, ...HMAC_ALGORITHMS]))
+    .min(1)
+    .optional(),
   allowHmac: z.boolean().optional(),
   clockToleranceSeconds: z.number().min(0).max(MAX_CLOCK_TOLERANCE_SECONDS).optional(),
   claims: ClaimsConfigSchema.optional(),
@@ -88,6 +91,7 @@ export function parseClaimsOverride(text: string | undefined): ClaimsConfig | un
     value = { preset: trimmed };
   }
   const parsed = ClaimsConfigSchema.safeParse(value);
-  if (!parsed.success) throw new AuthConfigError(`AIP_AUTH_CLAIMS: ${parsed.error.issues.map((i) => `${joinIssuePath(i.path, '.') || '(root)'}: ${i.message}`).join('; ')}`);
+  if (!parsed.success)
+    throw new AuthConfigError(`AIP_AUTH_CLAIMS: ${parsed.error.issues.map((i) => `${joinIssuePath(i.path, '.') || '(root)'}: ${i.message}`).join('; ')}`);
   return parsed.data;
 }

@@ -50,7 +50,13 @@ export function denyResult(principalId: string, methodArn: string): APIGatewayAu
 
 function wildcardMatch(pattern: string, value: string): boolean {
   // IAM-style: `*` any run of characters, `?` one character.
-  const re = new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`, 's');
+  const re = new RegExp(
+    `^${pattern
+      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+      .replace(/\*/g, '.*')
+      .replace(/\?/g, '.')}$`,
+    's',
+  );
   return re.test(value);
 }
 

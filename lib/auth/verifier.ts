@@ -249,4 +249,3 @@ export function createTokenVerifier(config: TokenVerifierConfig): TokenVerifier 
     },
   };
 }
-

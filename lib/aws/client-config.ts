@@ -41,11 +41,7 @@ export function serviceEndpointEnvVar(service: AwsService): string {
  * AWS_ENDPOINT_URL; undefined means the SDK's regional AWS endpoint (or a
  * shared-config `endpoint_url`, which this helper does not read).
  */
-export function configuredEndpoint(
-  service: AwsService,
-  explicit?: string,
-  env: NodeJS.ProcessEnv = process.env,
-): string | undefined {
+export function configuredEndpoint(service: AwsService, explicit?: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
   if (explicit) return explicit;
   if ((env.AWS_IGNORE_CONFIGURED_ENDPOINT_URLS ?? '').toLowerCase() === 'true') return undefined;
   return env[serviceEndpointEnvVar(service)] || env.AWS_ENDPOINT_URL || undefined;

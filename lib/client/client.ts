@@ -191,7 +191,11 @@ export class AipClient {
       const remainingMs = options.timeoutMs - (Date.now() - started);
       const wait = Math.max(0, Math.min(pollSeconds, Math.floor(remainingMs / 1000)));
       try {
-        last = await this.getAction(id, { wait, ...(options.tenant !== undefined ? { tenant: options.tenant } : {}), ...(options.signal ? { signal: options.signal } : {}) });
+        last = await this.getAction(id, {
+          wait,
+          ...(options.tenant !== undefined ? { tenant: options.tenant } : {}),
+          ...(options.signal ? { signal: options.signal } : {}),
+        });
         options.onProgress?.(last, Date.now() - started);
         if (isSettled(last, stopAtHuman)) return last;
       } catch (err) {
@@ -213,15 +217,29 @@ export class AipClient {
 
   /** `POST /v1/actions/{id}/cancel`. */
   async cancel(id: string, options: CallOptions = {}): Promise<Record<string, unknown>> {
-    return (await this.#request<Record<string, unknown>>({ method: 'POST', path: `/v1/actions/${pathId(id)}/cancel`, body: {}, tenant: options.tenant, signal: options.signal }))
-      .body;
+    return (
+      await this.#request<Record<string, unknown>>({
+        method: 'POST',
+        path: `/v1/actions/${pathId(id)}/cancel`,
+        body: {},
+        tenant: options.tenant,
+        signal: options.signal,
+      })
+    ).body;
   }
 
   /** `GET /v1/actions/{id}/stream?after=`: one page of persisted chunks. */
   async readStream(id: string, options: CallOptions & { readonly after?: number } = {}): Promise<StreamPage> {
     if (options.after !== undefined && (!Number.isSafeInteger(options.after) || options.after < 0)) throw invalid('after must be a non-negative integer');
-    return (await this.#request<StreamPage>({ method: 'GET', path: `/v1/actions/${pathId(id)}/stream`, query: { after: options.after }, tenant: options.tenant, signal: options.signal }))
-      .body;
+    return (
+      await this.#request<StreamPage>({
+        method: 'GET',
+        path: `/v1/actions/${pathId(id)}/stream`,
+        query: { after: options.after },
+        tenant: options.tenant,
+        signal: options.signal,
+      })
+    ).body;
   }
 
   /**
@@ -254,7 +272,10 @@ export class AipClient {
   // --- transactions and operators --------------------------------------------------
 
   /** `GET /v1/transactions` by exactly one of transaction_id, plan_id or action_id. */
-  async getTransaction(selector: TransactionSelector, options: CallOptions & { readonly include?: readonly TransactionInclude[] } = {}): Promise<TransactionResult> {
+  async getTransaction(
+    selector: TransactionSelector,
+    options: CallOptions & { readonly include?: readonly TransactionInclude[] } = {},
+  ): Promise<TransactionResult> {
     const keys = (['transaction_id', 'plan_id', 'action_id'] as const).filter((k) => (selector as Record<string, unknown>)[k] !== undefined);
     if (keys.length !== 1) throw invalid('select by exactly one of transaction_id, plan_id or action_id');
     const key = keys[0] as 'transaction_id' | 'plan_id' | 'action_id';
@@ -286,7 +307,15 @@ export class AipClient {
 
   /** `GET /v1/approvals`: pending approvals of the tenant. */
   async listApprovals(options: PageOptions = {}): Promise<Page> {
-    return (await this.#request<Page>({ method: 'GET', path: '/v1/approvals', query: { cursor: options.cursor, limit: options.limit }, tenant: options.tenant, signal: options.signal })).body;
+    return (
+      await this.#request<Page>({
+        method: 'GET',
+        path: '/v1/approvals',
+        query: { cursor: options.cursor, limit: options.limit },
+        tenant: options.tenant,
+        signal: options.signal,
+      })
+    ).body;
   }
 
   /** `POST /v1/approvals/{id}/decision`. */
@@ -358,7 +387,9 @@ export class AipClient {
       throw new AipClientError({
         status: 0,
         code: timedOut ? CLIENT_ERROR_CODES.timeout : CLIENT_ERROR_CODES.network,
-        message: timedOut ? `${label} timed out` : `${label} failed: ${err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : 'network error'}`,
+        message: timedOut
+          ? `${label} timed out`
+          : `${label} failed: ${err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : 'network error'}`,
         retryable: true,
         request: label,
         cause: err,
@@ -370,7 +401,13 @@ export class AipClient {
     try {
       return { status: response.status, body: JSON.parse(text) as T };
     } catch (err) {
-      throw new AipClientError({ status: response.status, code: CLIENT_ERROR_CODES.badResponse, message: `${label} answered ${response.status} with a body that is not JSON`, request: label, cause: err });
+      throw new AipClientError({
+        status: response.status,
+        code: CLIENT_ERROR_CODES.badResponse,
+        message: `${label} answered ${response.status} with a body that is not JSON`,
+        request: label,
+        cause: err,
+      });
     }
   }
 }

@@ -108,7 +108,11 @@ export function errorFromResponse(status: number, contentType: string, text: str
       code: problem.code,
       message: `${problem.code}: ${detail}`,
       retryable: problem.retryable === true,
-      ...(typeof problem.retry_after_ms === 'number' ? { retryAfterMs: problem.retry_after_ms } : retryAfterSeconds !== undefined ? { retryAfterMs: retryAfterSeconds } : {}),
+      ...(typeof problem.retry_after_ms === 'number'
+        ? { retryAfterMs: problem.retry_after_ms }
+        : retryAfterSeconds !== undefined
+          ? { retryAfterMs: retryAfterSeconds }
+          : {}),
       ...(problem.details && typeof problem.details === 'object' ? { details: problem.details } : {}),
       problem,
       request,

@@ -17,9 +17,7 @@ import { ID_MAX_LENGTH, ID_PATTERN } from '../protocol/primitives.js';
 import { TRANSACTION_MODES, type TransactionMode } from '../transactions/status.js';
 
 /** CloudWatch Logs accepts only these retention periods (days). */
-export const LOG_RETENTION_DAYS = [
-  1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653,
-] as const;
+export const LOG_RETENTION_DAYS = [1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653] as const;
 
 /**
  * Modes an approval policy may gate. `dry_run` and `plan` are previews: the
@@ -43,11 +41,9 @@ export const MAX_AUTHORIZER_CACHE_SECONDS = 300;
  * `http:` unless `envName` is one of {@link HTTP_AUTH_ENVIRONMENTS}.
  */
 const authUrl = (what: string) =>
-  z
-    .string({ error: `must be a string holding the ${what}` })
-    .refine((value) => URL.canParse(value) && /^https?:$/.test(new URL(value).protocol), {
-      message: `must be an absolute https:// URL (the ${what})`,
-    });
+  z.string({ error: `must be a string holding the ${what}` }).refine((value) => URL.canParse(value) && /^https?:$/.test(new URL(value).protocol), {
+    message: `must be an absolute https:// URL (the ${what})`,
+  });
 
 const AUTH_URL_FIELDS = [
   ['issuer', 'JWT issuer'],
@@ -284,9 +280,7 @@ export const InfraConfigSchema = z
     approvalPolicies: z.array(ApprovalPolicySchema).default([]),
     /** Alarm notifications go here when set. */
     alarmEmail: z.email({ error: 'must be an email address' }).optional(),
-    logRetentionDays: z
-      .literal(LOG_RETENTION_DAYS, { error: `must be one of ${LOG_RETENTION_DAYS.join(', ')} (CloudWatch Logs retention days)` })
-      .default(30),
+    logRetentionDays: z.literal(LOG_RETENTION_DAYS, { error: `must be one of ${LOG_RETENTION_DAYS.join(', ')} (CloudWatch Logs retention days)` }).default(30),
     /** `sqs-managed` (SSE-SQS) or `kms` (a customer managed key created by the stateful stack). */
     queueEncryption: z.enum(['sqs-managed', 'kms'], { error: 'must be "sqs-managed" or "kms"' }).default('sqs-managed'),
     /** Timeout of the connector worker Lambda; the invoke queue's visibility timeout derives from it. */
@@ -361,7 +355,8 @@ export const InfraConfigSchema = z
       connector.credentials.forEach((row, rowIndex) => {
         const key = JSON.stringify([row.handle, row.tenantId, row.externalAccountId ?? null]);
         if (rows.has(key)) {
-          const scope = row.externalAccountId === undefined ? `tenant "${row.tenantId}"` : `tenant "${row.tenantId}", external account "${row.externalAccountId}"`;
+          const scope =
+            row.externalAccountId === undefined ? `tenant "${row.tenantId}"` : `tenant "${row.tenantId}", external account "${row.externalAccountId}"`;
           ctx.addIssue({
             code: 'custom',
             path: ['connectors', index, 'credentials', rowIndex],
@@ -373,7 +368,11 @@ export const InfraConfigSchema = z
     });
     config.remoteConnectorHost?.connectors.forEach((id, index) => {
       if (!seen.has(id)) {
-        ctx.addIssue({ code: 'custom', path: ['remoteConnectorHost', 'connectors', index], message: `"${id}" is not an enabled connector (enabled: ${[...seen].join(', ') || 'none'})` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['remoteConnectorHost', 'connectors', index],
+          message: `"${id}" is not an enabled connector (enabled: ${[...seen].join(', ') || 'none'})`,
+        });
       }
     });
     for (const id of Object.keys(config.connectorEndpoints)) {
@@ -457,10 +456,8 @@ export class InfraConfigError extends Error {
   readonly issues: readonly InfraConfigIssue[];
 
   constructor(source: string, issues: readonly InfraConfigIssue[]) {
-    super(
-      `Invalid AIP infrastructure configuration (${source}):\n` +
-        issues.map((issue) => `  - ${issue.path || '(root)'}: ${issue.message}`).join('\n'),
-    );
+    const lines = issues.map((issue) => `  - ${issue.path || '(root)'}: ${issue.message}`);
+    super(`Invalid AIP infrastructure configuration (${source}):\n${lines.join('\n')}`);
     this.name = 'InfraConfigError';
     this.issues = issues;
   }

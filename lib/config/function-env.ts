@@ -34,7 +34,7 @@ export const FUNCTION_ENV = {
 
 /**
  * Variables the stack sets only when the configuration asks for them. The
- * composition root (functions/shared/bootstrap.ts, `OPTIONAL_ENV`) reads them
+ * composition root (functions/shared/settings.ts, `OPTIONAL_ENV`) reads them
  * under the same names.
  */
 export const OPTIONAL_FUNCTION_ENV = {

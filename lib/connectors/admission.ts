@@ -6,7 +6,13 @@
 import type { Capability } from '../protocol/index.js';
 import type { FrozenConnector, ConnectorContext } from './interfaces.js';
 import { ConnectorManifestSchema, type ConnectorManifest } from './manifest.js';
-import { IMPLEMENTATION_FLAGS, ImplementationSupportSchema, NO_IMPLEMENTATION_SUPPORT, type ImplementationFlag, type ImplementationSupport } from './support.js';
+import {
+  IMPLEMENTATION_FLAGS,
+  ImplementationSupportSchema,
+  NO_IMPLEMENTATION_SUPPORT,
+  type ImplementationFlag,
+  type ImplementationSupport,
+} from './support.js';
 import { renderPath } from '../protocol/index.js';
 
 /** Rule names, quoted in every issue. Stable: tests and the conformance kit match on them. */
@@ -59,10 +65,7 @@ export interface AdmissionReport {
  * Where admission reads the nine-flag records from: a record keyed by
  * capability ID, a lookup function, or a connector's implementation_support.
  */
-export type SupportSource =
-  | Readonly<Record<string, unknown>>
-  | ((capability_id: string) => unknown)
-  | Pick<FrozenConnector, 'implementation_support'>;
+export type SupportSource = Readonly<Record<string, unknown>> | ((capability_id: string) => unknown) | Pick<FrozenConnector, 'implementation_support'>;
 
 /**
  * The capability a supported compensation is sent to: the contract's
@@ -188,7 +191,8 @@ export function admitManifest(manifest: ConnectorManifest | unknown, support?: S
         targetSupport = exact === undefined ? undefined : exact.success ? exact.data : NO_IMPLEMENTATION_SUPPORT;
       }
       if (targetSupport === undefined) own.push({ capability_id: id, rule: ADMISSION_RULES.compensation_target, detail: `compensation capability ${target}` });
-      else if (!targetSupport.compensation) own.push({ capability_id: id, rule: ADMISSION_RULES.compensation, flag: 'compensation', detail: `compensation capability ${target}` });
+      else if (!targetSupport.compensation)
+        own.push({ capability_id: id, rule: ADMISSION_RULES.compensation, flag: 'compensation', detail: `compensation capability ${target}` });
     }
     issues.push(...own);
     if (own.length === 0) admitted.push({ capability_id: id, capability, implementation_support: effective });

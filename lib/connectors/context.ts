@@ -1,12 +1,6 @@
 import { inspect } from 'node:util';
 import { AipError } from '../errors/aip-error.js';
-import {
-  ProviderOperationRefSchema,
-  ReconciliationCursorSchema,
-  type Principal,
-  type ProviderOperationRef,
-  type TransactionMode,
-} from '../protocol/index.js';
+import { ProviderOperationRefSchema, ReconciliationCursorSchema, type Principal, type ProviderOperationRef, type TransactionMode } from '../protocol/index.js';
 import { systemClock, type Clock } from '../ports/clock.js';
 import type { StreamSink } from './ports/stream-sink.js';
 import { CredentialHandle } from './credentials/handle.js';
@@ -259,7 +253,11 @@ export interface TrustedAttemptState {
 
 /** Writes a provider-operation checkpoint to the durable transaction record (fenced by the runtime). */
 export interface TransactionCheckpointWriter {
-  checkpoint(input: { readonly transaction_id: string; readonly provider_operation: ProviderOperationRef; readonly reconciliation_cursor?: string }): Promise<void>;
+  checkpoint(input: {
+    readonly transaction_id: string;
+    readonly provider_operation: ProviderOperationRef;
+    readonly reconciliation_cursor?: string;
+  }): Promise<void>;
   /**
    * Optional: keep a reference the connector published with its answer in
    * hand (`checkpoint_with_answer`) for the attempt's settlement write, which
@@ -405,7 +403,12 @@ export class ActionExecutionContext {
     const t = this.#s.trusted.transaction;
     const ref = this.#s.record.provider_operation;
     if (t === undefined || ref === undefined || (t.provider_operation_id === ref.operation_id && t.provider_operation !== undefined)) return t;
-    return Object.freeze({ ...t, provider_operation_id: ref.operation_id, provider_operation: ref, ...(this.#s.record.cursor !== undefined ? { cursor: this.#s.record.cursor } : {}) });
+    return Object.freeze({
+      ...t,
+      provider_operation_id: ref.operation_id,
+      provider_operation: ref,
+      ...(this.#s.record.cursor !== undefined ? { cursor: this.#s.record.cursor } : {}),
+    });
   }
   /**
    * The durable provider-operation checkpoint publisher. Unavailable outside
@@ -784,7 +787,12 @@ function freezeTrusted(t: TrustedAttemptState): TrustedAttemptState {
       scopes: Object.freeze([...t.actor.scopes]),
       lifetime: Object.freeze({ issued_at: new Date(t.actor.lifetime.issued_at.getTime()), expires_at: new Date(t.actor.lifetime.expires_at.getTime()) }),
       ...(t.actor.delegation !== undefined
-        ? { delegation: Object.freeze({ reason: t.actor.delegation.reason, ...(t.actor.delegation.on_behalf_of !== undefined ? { on_behalf_of: Object.freeze({ ...t.actor.delegation.on_behalf_of }) } : {}) }) }
+        ? {
+            delegation: Object.freeze({
+              reason: t.actor.delegation.reason,
+              ...(t.actor.delegation.on_behalf_of !== undefined ? { on_behalf_of: Object.freeze({ ...t.actor.delegation.on_behalf_of }) } : {}),
+            }),
+          }
         : {}),
     }),
     ...(t.tenant !== undefined ? { tenant: Object.freeze({ ...t.tenant }) } : {}),

@@ -36,7 +36,12 @@ export const DEFAULT_CANCEL_GRACE_MS = 2_000;
 export const DEADLINE_SOURCE = 'runtime:deadline';
 
 /** The effective deadline: min(now + capability timeout, action deadline), else now + fallback. */
-export function effectiveDeadline(now: Date, capabilityTimeoutMs: number | undefined, actionDeadline: Date | undefined, fallbackMs = DEFAULT_ATTEMPT_TIMEOUT_MS): Date {
+export function effectiveDeadline(
+  now: Date,
+  capabilityTimeoutMs: number | undefined,
+  actionDeadline: Date | undefined,
+  fallbackMs = DEFAULT_ATTEMPT_TIMEOUT_MS,
+): Date {
   const candidates: number[] = [];
   if (capabilityTimeoutMs !== undefined) candidates.push(now.getTime() + capabilityTimeoutMs);
   if (actionDeadline !== undefined) candidates.push(actionDeadline.getTime());
@@ -121,10 +126,7 @@ export async function runAttempt(req: AttemptRequest): Promise<AttemptOutcome> {
   const deadline_at = effectiveDeadline(clock.now(), capability.execution?.timeout_ms, action_deadline, req.default_timeout_ms);
   const streaming = capability.execution?.supports_streaming === true && support.streaming;
 
-  const attempt = createExecutionContext(
-    { ...trustedRest, action_id: action.id, capability_id: capability.id, deadline_at, streaming },
-    req.facilities ?? {},
-  );
+  const attempt = createExecutionContext({ ...trustedRest, action_id: action.id, capability_id: capability.id, deadline_at, streaming }, req.facilities ?? {});
   req.on_attempt?.(attempt);
   const ctx = attempt.context;
   const method = selectMethod(action);
@@ -177,7 +179,10 @@ export async function runAttempt(req: AttemptRequest): Promise<AttemptOutcome> {
   if (winner === 'cancelled') {
     // A client cancellation reaches the running attempt: the token, then the provider (the same connector, on the
     // pinned route), then the connector's own answer decides, within the deadline.
-    attempt.cancel(new ConnectorFailure({ code: 'connector.attempt_cancelled', operation: TYPED_METHOD_OPERATION[method], source: CLIENT_CANCEL_SOURCE }), 'client_cancelled');
+    attempt.cancel(
+      new ConnectorFailure({ code: 'connector.attempt_cancelled', operation: TYPED_METHOD_OPERATION[method], source: CLIENT_CANCEL_SOURCE }),
+      'client_cancelled',
+    );
     const cancellation = await attemptRemoteCancel(req, attempt, timers);
     const after = await Promise.race([work, expired]);
     timers.clearTimeout(timer);
@@ -241,7 +246,13 @@ async function attemptRemoteCancel(req: AttemptRequest, attempt: ExecutionAttemp
   return evidence;
 }
 
-function timeoutOutcome(req: AttemptRequest, method: DispatchMethod, attempt: ExecutionAttempt, cancellation: CancellationEvidence, workStarted: boolean): DispatchOutcome {
+function timeoutOutcome(
+  req: AttemptRequest,
+  method: DispatchMethod,
+  attempt: ExecutionAttempt,
+  cancellation: CancellationEvidence,
+  workStarted: boolean,
+): DispatchOutcome {
   const operation = TYPED_METHOD_OPERATION[method];
   const retryable = timeoutRetryable(req.capability, req.support, req.action);
   const provider_operation = attempt.provider_operation;

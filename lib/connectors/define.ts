@@ -289,7 +289,9 @@ export function deriveSupport(
  * (A single call cannot do both: TypeScript would type the handlers before
  * the output schema is known and widen literal results.)
  */
-export function defineCapability<I extends z.ZodType, O extends z.ZodType, P extends z.ZodType = JsonSchemaType>(spec: CapabilitySpec<I, O, P>): CapabilityBuilder<I, O, P> {
+export function defineCapability<I extends z.ZodType, O extends z.ZodType, P extends z.ZodType = JsonSchemaType>(
+  spec: CapabilitySpec<I, O, P>,
+): CapabilityBuilder<I, O, P> {
   const kind = spec.kind ?? 'tool';
   const candidate = {
     id: spec.id,
@@ -456,64 +458,100 @@ export class DefinedConnector extends FrozenConnectorBase {
   }
 
   async invoke_typed(action: Action, ctx: ActionExecutionContext): Promise<ActionResult> {
-    return this.#run(action, ctx, 'invocation', async (cap, input, call) => {
-      const h = cap.definition.handlers as ErasedHandlers;
-      if (h.stream !== undefined && (h.invoke === undefined || ctx.stream.enabled)) {
-        return this.#completed(action, cap.definition.output, await this.#drainStream(h.stream, input, ctx, call), 'invocation');
-      }
-      if (h.invoke === undefined) throw this.unsupported('invocation', action);
-      return this.#completed(action, cap.definition.output, await h.invoke(input, ctx, call), 'invocation');
-    }, (h) => h.invoke !== undefined || h.stream !== undefined);
+    return this.#run(
+      action,
+      ctx,
+      'invocation',
+      async (cap, input, call) => {
+        const h = cap.definition.handlers as ErasedHandlers;
+        if (h.stream !== undefined && (h.invoke === undefined || ctx.stream.enabled)) {
+          return this.#completed(action, cap.definition.output, await this.#drainStream(h.stream, input, ctx, call), 'invocation');
+        }
+        if (h.invoke === undefined) throw this.unsupported('invocation', action);
+        return this.#completed(action, cap.definition.output, await h.invoke(input, ctx, call), 'invocation');
+      },
+      (h) => h.invoke !== undefined || h.stream !== undefined,
+    );
   }
 
   override async plan_typed(action: Action, ctx: ActionExecutionContext): Promise<ActionResult> {
-    return this.#run(action, ctx, 'transaction_plan', async (cap, input, call) => {
-      const h = cap.definition.handlers as ErasedHandlers;
-      if (h.plan === undefined) throw this.unsupported('transaction_plan', action);
-      const preview = await h.plan(input, ctx, call);
-      return this.#completed(action, cap.definition.preview, preview, 'transaction_plan');
-    }, (h) => h.plan !== undefined);
+    return this.#run(
+      action,
+      ctx,
+      'transaction_plan',
+      async (cap, input, call) => {
+        const h = cap.definition.handlers as ErasedHandlers;
+        if (h.plan === undefined) throw this.unsupported('transaction_plan', action);
+        const preview = await h.plan(input, ctx, call);
+        return this.#completed(action, cap.definition.preview, preview, 'transaction_plan');
+      },
+      (h) => h.plan !== undefined,
+    );
   }
 
   override async commit_typed(action: Action, ctx: ActionExecutionContext): Promise<ActionResult> {
-    return this.#run(action, ctx, 'transaction_commit', async (cap, input, call) => {
-      const h = cap.definition.handlers as ErasedHandlers;
-      if (h.commit === undefined) throw this.unsupported('transaction_commit', action);
-      return this.#completed(action, cap.definition.output, await h.commit(input, ctx, call), 'transaction_commit');
-    }, (h) => h.commit !== undefined);
+    return this.#run(
+      action,
+      ctx,
+      'transaction_commit',
+      async (cap, input, call) => {
+        const h = cap.definition.handlers as ErasedHandlers;
+        if (h.commit === undefined) throw this.unsupported('transaction_commit', action);
+        return this.#completed(action, cap.definition.output, await h.commit(input, ctx, call), 'transaction_commit');
+      },
+      (h) => h.commit !== undefined,
+    );
   }
 
   override async compensate_typed(action: Action, ctx: ActionExecutionContext): Promise<ActionResult> {
-    return this.#run(action, ctx, 'compensation', async (cap, input, call) => {
-      const h = cap.definition.handlers as ErasedHandlers;
-      if (h.compensate === undefined) throw this.unsupported('compensation', action);
-      return this.#completed(action, cap.definition.output, await h.compensate(input, ctx, call), 'compensation');
-    }, (h) => h.compensate !== undefined);
+    return this.#run(
+      action,
+      ctx,
+      'compensation',
+      async (cap, input, call) => {
+        const h = cap.definition.handlers as ErasedHandlers;
+        if (h.compensate === undefined) throw this.unsupported('compensation', action);
+        return this.#completed(action, cap.definition.output, await h.compensate(input, ctx, call), 'compensation');
+      },
+      (h) => h.compensate !== undefined,
+    );
   }
 
   override async cancel_typed(action: Action, ctx: ActionExecutionContext): Promise<CancelOutcome> {
-    return this.#run(action, ctx, 'cancellation', async (cap, input, call) => {
-      const h = cap.definition.handlers as ErasedHandlers;
-      if (h.cancel === undefined) throw this.unsupported('cancellation', action);
-      const out = CancelOutcomeSchema.safeParse(await h.cancel(input, ctx, call));
-      if (!out.success) throw this.#invalidOutput('cancellation', out.error);
-      return out.data;
-    }, (h) => h.cancel !== undefined);
+    return this.#run(
+      action,
+      ctx,
+      'cancellation',
+      async (cap, input, call) => {
+        const h = cap.definition.handlers as ErasedHandlers;
+        if (h.cancel === undefined) throw this.unsupported('cancellation', action);
+        const out = CancelOutcomeSchema.safeParse(await h.cancel(input, ctx, call));
+        if (!out.success) throw this.#invalidOutput('cancellation', out.error);
+        return out.data;
+      },
+      (h) => h.cancel !== undefined,
+    );
   }
 
   override async reconcile_typed(action: Action, ctx: ActionExecutionContext): Promise<ReconciliationResult> {
-    return this.#run(action, ctx, 'reconciliation', async (cap, input, call) => {
-      const h = cap.definition.handlers as ErasedHandlers;
-      if (h.reconcile === undefined) throw this.unsupported('reconciliation', action);
-      const handler = typeof h.reconcile === 'function' ? h.reconcile : h.reconcile.handler;
-      const r = (await handler(input, ctx, call)) as ReconciliationResult<unknown>;
-      if (r?.terminal === true && r.output !== undefined) {
-        const out = cap.definition.output.safeParse(r.output);
-        if (!out.success || !isJsonValue(out.data)) throw this.#invalidOutput('reconciliation', out.success ? undefined : out.error);
-        return { ...r, output: out.data as JsonValue };
-      }
-      return r as ReconciliationResult;
-    }, (h) => h.reconcile !== undefined);
+    return this.#run(
+      action,
+      ctx,
+      'reconciliation',
+      async (cap, input, call) => {
+        const h = cap.definition.handlers as ErasedHandlers;
+        if (h.reconcile === undefined) throw this.unsupported('reconciliation', action);
+        const handler = typeof h.reconcile === 'function' ? h.reconcile : h.reconcile.handler;
+        const r = (await handler(input, ctx, call)) as ReconciliationResult<unknown>;
+        if (r?.terminal === true && r.output !== undefined) {
+          const out = cap.definition.output.safeParse(r.output);
+          if (!out.success || !isJsonValue(out.data)) throw this.#invalidOutput('reconciliation', out.success ? undefined : out.error);
+          return { ...r, output: out.data as JsonValue };
+        }
+        return r as ReconciliationResult;
+      },
+      (h) => h.reconcile !== undefined,
+    );
   }
 
   override async emit_typed(emission: ConnectorEmission, ctx: ActionExecutionContext): Promise<EmitReceipt> {
@@ -574,7 +612,9 @@ export class DefinedConnector extends FrozenConnectorBase {
       operation,
       async withSecret<T>(fn: (secret: ConnectorSecret) => MaybePromise<T>): Promise<T> {
         if (provider === undefined) {
-          throw markSdkFailure(new ConnectorFailure({ code: 'connector.credentials_unavailable', operation, source, redacted_details: { reason: 'no_credential_provider' } }));
+          throw markSdkFailure(
+            new ConnectorFailure({ code: 'connector.credentials_unavailable', operation, source, redacted_details: { reason: 'no_credential_provider' } }),
+          );
         }
         const secret = await resolveCredential(provider, ctx, operation, source);
         try {
@@ -643,14 +683,16 @@ export class DefinedConnector extends FrozenConnectorBase {
   }
 
   #invalidOutput(operation: ConnectorOperation, error?: z.ZodError): ConnectorFailure {
-    return markSdkFailure(new ConnectorFailure({
-      code: 'connector.output_invalid',
-      operation,
-      source: this.source,
-      // The handler ran: for side-effecting operations an effect may have happened.
-      uncertain_outcome: SIDE_EFFECTING_OPERATIONS.has(operation),
-      redacted_details: error ? { paths: error.issues.map((i) => joinIssuePath(i.path, '/')).slice(0, 20) } : { reason: 'not_json' },
-    }));
+    return markSdkFailure(
+      new ConnectorFailure({
+        code: 'connector.output_invalid',
+        operation,
+        source: this.source,
+        // The handler ran: for side-effecting operations an effect may have happened.
+        uncertain_outcome: SIDE_EFFECTING_OPERATIONS.has(operation),
+        redacted_details: error ? { paths: error.issues.map((i) => joinIssuePath(i.path, '/')).slice(0, 20) } : { reason: 'not_json' },
+      }),
+    );
   }
 
   /**
@@ -660,7 +702,12 @@ export class DefinedConnector extends FrozenConnectorBase {
    * marked with markSdkFailure) and the SDK default for unclassified errors
    * are not.
    */
-  #normalize(err: unknown, operation: ConnectorOperation, action: Action | undefined, ctx: ActionExecutionContext | undefined): { failure: ConnectorFailure; classified: boolean } {
+  #normalize(
+    err: unknown,
+    operation: ConnectorOperation,
+    action: Action | undefined,
+    ctx: ActionExecutionContext | undefined,
+  ): { failure: ConnectorFailure; classified: boolean } {
     if (isConnectorFailure(err)) return { failure: err, classified: !isSdkFailure(err) };
     const mapper = this.#def.map_error;
     if (mapper !== undefined) {
@@ -681,7 +728,13 @@ export class DefinedConnector extends FrozenConnectorBase {
  * (escalateAfterEffect), and a timeout of a `commit` or `execute` is never
  * retryable (the page's rule), whoever reported it.
  */
-function settleFailure(failure: ConnectorFailure, classified: boolean, operation: ConnectorOperation, action: Action, ctx: ActionExecutionContext): ConnectorFailure {
+function settleFailure(
+  failure: ConnectorFailure,
+  classified: boolean,
+  operation: ConnectorOperation,
+  action: Action,
+  ctx: ActionExecutionContext,
+): ConnectorFailure {
   if (!EFFECT_OPERATIONS.has(operation)) return failure;
   let out = escalateAfterEffect(failure, contextAttemptEvidence(ctx), classified);
   if (out.retryable && isTimeoutFailure(out) && timeoutNeverRetryable(action.transaction?.mode)) out = withFailureFields(out, { retryable: false });

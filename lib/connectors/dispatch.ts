@@ -6,7 +6,16 @@
  */
 import { joinIssuePath } from '../common/issues.js';
 import { isAipError } from '../errors/aip-error.js';
-import { ActionResultSchema, ProtocolErrorSchema, type Action, type ActionResult, type JsonObject, type ProtocolError, type ProviderOperationRef, type TransactionMode } from '../protocol/index.js';
+import {
+  ActionResultSchema,
+  ProtocolErrorSchema,
+  type Action,
+  type ActionResult,
+  type JsonObject,
+  type ProtocolError,
+  type ProviderOperationRef,
+  type TransactionMode,
+} from '../protocol/index.js';
 import { contextAttemptEvidence, contextAttemptIdentity, type ActionExecutionContext } from './context.js';
 import {
   ConnectorFailure,
@@ -189,8 +198,17 @@ async function dispatchReconcile(connector: FrozenConnector, action: Action, ctx
   const method = 'reconcile_typed';
   const tx = ctx.transaction;
   const actionTx = action.transaction;
-  if (tx === undefined || actionTx?.mode !== 'reconcile' || tx.mode !== 'reconcile' || (actionTx.transaction_id !== undefined && actionTx.transaction_id !== tx.transaction_id)) {
-    return failedOutcome(method, new ConnectorFailure({ code: 'connector.reconcile_requires_transaction', operation: 'reconciliation', source: DISPATCH_SOURCE }), options);
+  if (
+    tx === undefined ||
+    actionTx?.mode !== 'reconcile' ||
+    tx.mode !== 'reconcile' ||
+    (actionTx.transaction_id !== undefined && actionTx.transaction_id !== tx.transaction_id)
+  ) {
+    return failedOutcome(
+      method,
+      new ConnectorFailure({ code: 'connector.reconcile_requires_transaction', operation: 'reconciliation', source: DISPATCH_SOURCE }),
+      options,
+    );
   }
   if (tx.provider_operation_id === undefined) {
     // Without an operation ID the connector may look the original request up by its idempotency key, when it says it can.
@@ -292,7 +310,12 @@ async function dispatchReconcile(connector: FrozenConnector, action: Action, ctx
   if (!checked.success) {
     return failedOutcome(
       method,
-      new ConnectorFailure({ code: 'connector.output_invalid', operation: 'reconciliation', source: DISPATCH_SOURCE, redacted_details: { paths: checked.error.issues.map((i) => joinIssuePath(i.path, '/')) } }),
+      new ConnectorFailure({
+        code: 'connector.output_invalid',
+        operation: 'reconciliation',
+        source: DISPATCH_SOURCE,
+        redacted_details: { paths: checked.error.issues.map((i) => joinIssuePath(i.path, '/')) },
+      }),
       options,
       { reconciliation },
     );
@@ -334,7 +357,14 @@ function resultOutcome(method: DispatchMethod, action: Action, ctx: ActionExecut
   return { ok: true, method, operation, result: r };
 }
 
-function thrownOutcome(connector: FrozenConnector, method: DispatchMethod, action: Action, ctx: ActionExecutionContext, err: unknown, options: DispatchOptions): DispatchOutcome {
+function thrownOutcome(
+  connector: FrozenConnector,
+  method: DispatchMethod,
+  action: Action,
+  ctx: ActionExecutionContext,
+  err: unknown,
+  options: DispatchOptions,
+): DispatchOutcome {
   const operation = TYPED_METHOD_OPERATION[method];
   const evidence = contextAttemptEvidence(ctx);
   const effect = isEffectMethod(method);

@@ -348,7 +348,12 @@ export function escalateAfterEffect(failure: ConnectorFailure, evidence: EffectE
 }
 
 /** escalateAfterEffect for a wire error that did not come from a ConnectorFailure (map_error output, a failed ActionResult). */
-export function escalateProtocolErrorAfterEffect(error: ProtocolError, evidence: EffectEvidence, classifiedByConnector: boolean, options: ToProtocolErrorOptions = {}): ProtocolError {
+export function escalateProtocolErrorAfterEffect(
+  error: ProtocolError,
+  evidence: EffectEvidence,
+  classifiedByConnector: boolean,
+  options: ToProtocolErrorOptions = {},
+): ProtocolError {
   const why = uncertainBecause(evidence, classifiedByConnector);
   if (why === undefined) return error;
   const wasUncertain = error.uncertain_outcome === true || error.details?.uncertain_outcome === true;
@@ -357,7 +362,9 @@ export function escalateProtocolErrorAfterEffect(error: ProtocolError, evidence:
   const out: ProtocolError = {
     ...error,
     ...(provider_operation !== undefined ? { provider_operation: { ...provider_operation } } : {}),
-    ...(uncertain ? { uncertain_outcome: true, details: { ...(error.details ?? {}), uncertain_outcome: true, ...(!wasUncertain ? { uncertain_because: why } : {}) } } : {}),
+    ...(uncertain
+      ? { uncertain_outcome: true, details: { ...(error.details ?? {}), uncertain_outcome: true, ...(!wasUncertain ? { uncertain_because: why } : {}) } }
+      : {}),
   };
   return clampProtocolErrorRetry(out, options);
 }

@@ -17,7 +17,10 @@ export const ManifestResourceSchema = z.strictObject({
 export type ManifestResource = z.infer<typeof ManifestResourceSchema>;
 
 /** Connector versions: semantic versions (`1.2.3`, `1.2.3-rc.1`). */
-export const ConnectorVersionSchema = z.string().max(64).regex(/^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/, { message: 'expected a semantic version' });
+export const ConnectorVersionSchema = z
+  .string()
+  .max(64)
+  .regex(/^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/, { message: 'expected a semantic version' });
 
 /**
  * What `discover` returns: the connector's identity, its capabilities (the

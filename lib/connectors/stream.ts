@@ -62,7 +62,12 @@ export class RuntimeStreamPublisher implements StreamPublisher {
 
   constructor(opts: RuntimeStreamPublisherOptions) {
     if (opts.enabled && opts.sink === undefined) {
-      throw new ConnectorFailure({ code: 'connector.stream_sink_failed', message: 'streaming capability without a stream sink', operation: 'streaming', source: 'runtime:stream' });
+      throw new ConnectorFailure({
+        code: 'connector.stream_sink_failed',
+        message: 'streaming capability without a stream sink',
+        operation: 'streaming',
+        source: 'runtime:stream',
+      });
     }
     this.enabled = opts.enabled;
     this.#opts = opts;
@@ -85,12 +90,28 @@ export class RuntimeStreamPublisher implements StreamPublisher {
     }
     if (this.#closed || this.#failure !== undefined) {
       return Promise.reject(
-        markSdkFailure(new ConnectorFailure({ code: 'connector.stream_closed', operation: 'streaming', source, redacted_details: { reason: this.#closed ? 'attempt_ended' : 'earlier_chunk_failed' } })),
+        markSdkFailure(
+          new ConnectorFailure({
+            code: 'connector.stream_closed',
+            operation: 'streaming',
+            source,
+            redacted_details: { reason: this.#closed ? 'attempt_ended' : 'earlier_chunk_failed' },
+          }),
+        ),
       );
     }
     const parsed = StreamChunkSchema.safeParse(chunk);
     if (!parsed.success) {
-      return Promise.reject(markSdkFailure(new ConnectorFailure({ code: 'connector.stream_chunk_invalid', operation: 'streaming', source, redacted_details: { paths: parsed.error.issues.map((i) => joinIssuePath(i.path, '/')) } })));
+      return Promise.reject(
+        markSdkFailure(
+          new ConnectorFailure({
+            code: 'connector.stream_chunk_invalid',
+            operation: 'streaming',
+            source,
+            redacted_details: { paths: parsed.error.issues.map((i) => joinIssuePath(i.path, '/')) },
+          }),
+        ),
+      );
     }
     const sequence = this.#next++;
     const record: SequencedStreamChunk = Object.freeze({
@@ -138,11 +159,13 @@ export class RuntimeStreamPublisher implements StreamPublisher {
 function toSinkFailure(err: unknown, source: string): ConnectorFailure {
   if (err instanceof ConnectorFailure) return markSdkFailure(err);
   const normalized = toConnectorFailure(err, 'streaming', source);
-  return markSdkFailure(new ConnectorFailure({
-    code: 'connector.stream_sink_failed',
-    operation: 'streaming',
-    source,
-    redacted_details: { cause_code: normalized.code },
-    cause: err,
-  }));
+  return markSdkFailure(
+    new ConnectorFailure({
+      code: 'connector.stream_sink_failed',
+      operation: 'streaming',
+      source,
+      redacted_details: { cause_code: normalized.code },
+      cause: err,
+    }),
+  );
 }

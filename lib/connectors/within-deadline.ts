@@ -75,11 +75,14 @@ export function withinDeadline<T>(ctx: ActionExecutionContext, work: BoundedWork
     const evidence = contextAttemptEvidence(ctx);
     const f = options.failure ?? {};
     const uncertain =
-      f.uncertain_outcome ?? ((started && SIDE_EFFECTING_OPERATIONS.has(operation)) || evidence.provider_effect_committed || evidence.provider_operation_checkpointed);
+      f.uncertain_outcome ??
+      ((started && SIDE_EFFECTING_OPERATIONS.has(operation)) || evidence.provider_effect_committed || evidence.provider_operation_checkpointed);
     const provider_operation = f.provider_operation ?? evidence.provider_operation;
     const reason = ctx.cancellation_reason;
     return new ConnectorFailure({
-      ...(kind === 'timeout' ? { code: 'sla.timeout_exceeded', category: 'timeout' as const } : { code: 'connector.attempt_cancelled', category: 'conflict' as const }),
+      ...(kind === 'timeout'
+        ? { code: 'sla.timeout_exceeded', category: 'timeout' as const }
+        : { code: 'connector.attempt_cancelled', category: 'conflict' as const }),
       operation,
       source,
       ...(f.message !== undefined ? { message: f.message } : {}),
@@ -90,7 +93,9 @@ export function withinDeadline<T>(ctx: ActionExecutionContext, work: BoundedWork
       redacted_details: {
         ...(f.redacted_details ?? {}),
         margin_ms,
-        ...(kind === 'cancelled' ? { cancellation_reason: reason?.kind ?? 'unspecified', ...(reason?.code !== undefined ? { cancellation_code: reason.code } : {}) } : {}),
+        ...(kind === 'cancelled'
+          ? { cancellation_reason: reason?.kind ?? 'unspecified', ...(reason?.code !== undefined ? { cancellation_code: reason.code } : {}) }
+          : {}),
       },
     });
   };

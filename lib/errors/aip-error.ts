@@ -13,11 +13,7 @@ export class AipError extends Error {
   readonly details: Readonly<Record<string, unknown>>;
   readonly retryAfterMs: number | undefined;
 
-  constructor(
-    code: ErrorCode,
-    message?: string,
-    options: { details?: Record<string, unknown>; retryAfterMs?: number; cause?: unknown } = {},
-  ) {
+  constructor(code: ErrorCode, message?: string, options: { details?: Record<string, unknown>; retryAfterMs?: number; cause?: unknown } = {}) {
     super(message ?? ERROR_CATALOGUE[code].title, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'AipError';
     this.code = code;

@@ -55,7 +55,12 @@ export interface GatewayResponseSpec {
 
 const BEARER_CHALLENGE = { 'WWW-Authenticate': 'Bearer realm="aip"' } as const;
 const INTERNAL = { status: 500, code: 'internal.unexpected', detail: 'An unexpected internal error occurred' } as const;
-const AUTHORIZER_DOWN = { status: 503, code: 'auth.authorizer_unavailable', detail: 'The token could not be verified right now', headers: { 'Retry-After': '1' } } as const;
+const AUTHORIZER_DOWN = {
+  status: 503,
+  code: 'auth.authorizer_unavailable',
+  detail: 'The token could not be verified right now',
+  headers: { 'Retry-After': '1' },
+} as const;
 
 /**
  * One entry per response type. The API authenticates with bearer JWTs (a
@@ -68,9 +73,27 @@ const AUTHORIZER_DOWN = { status: 503, code: 'auth.authorizer_unavailable', deta
  * and a fixed status keeps the body's `status` true.
  */
 export const GATEWAY_RESPONSES: readonly GatewayResponseSpec[] = [
-  { type: 'UNAUTHORIZED', status: 401, code: 'auth.unauthenticated', detail: 'Send a valid bearer token in the Authorization header', headers: BEARER_CHALLENGE },
-  { type: 'EXPIRED_TOKEN', status: 401, code: 'auth.unauthenticated', detail: 'The authentication token has expired: send a valid bearer token in the Authorization header', headers: BEARER_CHALLENGE },
-  { type: 'INVALID_SIGNATURE', status: 401, code: 'auth.unauthenticated', detail: 'The request signature is not valid: send a valid bearer token in the Authorization header', headers: BEARER_CHALLENGE },
+  {
+    type: 'UNAUTHORIZED',
+    status: 401,
+    code: 'auth.unauthenticated',
+    detail: 'Send a valid bearer token in the Authorization header',
+    headers: BEARER_CHALLENGE,
+  },
+  {
+    type: 'EXPIRED_TOKEN',
+    status: 401,
+    code: 'auth.unauthenticated',
+    detail: 'The authentication token has expired: send a valid bearer token in the Authorization header',
+    headers: BEARER_CHALLENGE,
+  },
+  {
+    type: 'INVALID_SIGNATURE',
+    status: 401,
+    code: 'auth.unauthenticated',
+    detail: 'The request signature is not valid: send a valid bearer token in the Authorization header',
+    headers: BEARER_CHALLENGE,
+  },
   { type: 'ACCESS_DENIED', status: 403, code: 'auth.forbidden', detail: 'The token was verified but grants no access to this API' },
   { type: 'INVALID_API_KEY', status: 403, code: 'auth.api_key_invalid', detail: 'The API key is missing or not valid for this API' },
   { type: 'WAF_FILTERED', status: 403, code: 'request.blocked', detail: 'The request was blocked by the web application firewall' },

@@ -133,7 +133,11 @@ export const ROUTES = {
     responses: {
       200: { description: 'Answered by the runtime, or finished within the Prefer: wait window', schema: SubmitResponseSchema },
       201: { description: 'Created and answered by the runtime', schema: SubmitResponseSchema },
-      202: { description: 'Accepted: the connector runs through the queue, or the action waits for an approval', schema: SubmitResponseSchema, headers: LOCATION_HEADERS },
+      202: {
+        description: 'Accepted: the connector runs through the queue, or the action waits for an approval',
+        schema: SubmitResponseSchema,
+        headers: LOCATION_HEADERS,
+      },
       422: { description: 'Rejected at admission: the body carries the failed action result', schema: SubmitResponseSchema },
     },
     problems: [400, 404, 409, 413, 415, 503],

@@ -75,7 +75,10 @@ export const StreamQuerySchema = z.strictObject({
 export const IncludeQuerySchema = z
   .union([z.string(), z.array(z.string()).max(8)])
   .transform((v, ctx) => {
-    const parts = (Array.isArray(v) ? v : [v]).flatMap((s) => s.split(',')).map((s) => s.trim()).filter((s) => s.length > 0);
+    const parts = (Array.isArray(v) ? v : [v])
+      .flatMap((s) => s.split(','))
+      .map((s) => s.trim())
+      .filter((s) => s.length > 0);
     const out = { result: false, receipts: false };
     for (const p of parts) {
       if (p === 'result' || p === 'receipts') out[p] = true;

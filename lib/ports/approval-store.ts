@@ -60,7 +60,11 @@ export interface ApprovalPolicySnapshot {
 /** Attachments of an operator's resolution: references to evidence kept elsewhere (tickets, provider consoles, files). */
 export const ResolutionAttachmentSchema = z.strictObject({
   /** Where the evidence is (https:, s3:, a ticket URN ...). */
-  uri: z.string().min(1).max(2048).regex(/^[a-z][a-z0-9+.-]*:\S+$/, { message: 'must be an absolute URI' }),
+  uri: z
+    .string()
+    .min(1)
+    .max(2048)
+    .regex(/^[a-z][a-z0-9+.-]*:\S+$/, { message: 'must be an absolute URI' }),
   description: TextSchema(512).optional(),
   /** sha256 hex of the referenced content, when known. */
   sha256: Sha256HexSchema.optional(),

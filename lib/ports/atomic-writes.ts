@@ -74,7 +74,9 @@ export type AdmitWriteOutcome =
       readonly claim_error?: AipError;
     };
 
-export type IdempotencySettlement = { readonly kind: 'complete'; readonly input: CompleteInput } | { readonly kind: 'mark_uncertain'; readonly input: OwnerInput };
+export type IdempotencySettlement =
+  | { readonly kind: 'complete'; readonly input: CompleteInput }
+  | { readonly kind: 'mark_uncertain'; readonly input: OwnerInput };
 
 export interface SettleWriteInput {
   /** Settle the transaction (with its receipt), from the record the attempt holds. */

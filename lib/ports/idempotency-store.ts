@@ -34,7 +34,15 @@
  * The DynamoDB adapter is lib/aws/dynamo/idempotency-store.ts.
  */
 import { AipError } from '../errors/aip-error.js';
-import { hashJson, sha256Hex, type ActionResult, type IdentityContext, type JsonObject, type PrincipalKind, type TransactionContext } from '../protocol/index.js';
+import {
+  hashJson,
+  sha256Hex,
+  type ActionResult,
+  type IdentityContext,
+  type JsonObject,
+  type PrincipalKind,
+  type TransactionContext,
+} from '../protocol/index.js';
 
 /** Default retention of a reservation: 24 hours. */
 export const DEFAULT_IDEMPOTENCY_RETENTION_SECONDS = 24 * 3600;

@@ -67,7 +67,10 @@ export interface RouteStore {
 }
 
 /** Which of capability/tenant differ between a stored assignment and a new request. */
-export function routeMismatches(existing: Pick<RouteAssignment, 'capability_id' | 'tenant_id' | 'verified_tenant'>, wanted: Pick<RouteAssignment, 'capability_id' | 'tenant_id' | 'verified_tenant'>): RouteMismatch[] {
+export function routeMismatches(
+  existing: Pick<RouteAssignment, 'capability_id' | 'tenant_id' | 'verified_tenant'>,
+  wanted: Pick<RouteAssignment, 'capability_id' | 'tenant_id' | 'verified_tenant'>,
+): RouteMismatch[] {
   const out: RouteMismatch[] = [];
   if (existing.capability_id !== wanted.capability_id) out.push('capability_id');
   if (existing.tenant_id !== wanted.tenant_id || existing.verified_tenant !== wanted.verified_tenant) out.push('tenant_id');

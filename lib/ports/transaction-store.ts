@@ -111,7 +111,10 @@ export interface ClaimPlanInput extends CasWrite {
 }
 
 /** Operations `transition` accepts; the others have their own methods. */
-export type GenericTransitionOperation = Extract<TransactionOperation, 'expire_plan' | 'begin_reconcile' | 'settle' | 'reschedule_reconcile' | 'escalate' | 'refuse_reconcile' | 'request_reconcile' | 'resolve'>;
+export type GenericTransitionOperation = Extract<
+  TransactionOperation,
+  'expire_plan' | 'begin_reconcile' | 'settle' | 'reschedule_reconcile' | 'escalate' | 'refuse_reconcile' | 'request_reconcile' | 'resolve'
+>;
 
 export interface TransitionPatch {
   readonly error?: ProtocolError;

@@ -24,9 +24,24 @@ export const TransactionContextSchema = z.strictObject({
 export type TransactionContext = z.infer<typeof TransactionContextSchema>;
 
 export const ObservabilityMetadataSchema = z.strictObject({
-  trace_id: z.string().min(1).max(128).regex(/^[A-Za-z0-9._:-]+$/).optional(),
-  span_id: z.string().min(1).max(128).regex(/^[A-Za-z0-9._:-]+$/).optional(),
-  parent_span_id: z.string().min(1).max(128).regex(/^[A-Za-z0-9._:-]+$/).optional(),
+  trace_id: z
+    .string()
+    .min(1)
+    .max(128)
+    .regex(/^[A-Za-z0-9._:-]+$/)
+    .optional(),
+  span_id: z
+    .string()
+    .min(1)
+    .max(128)
+    .regex(/^[A-Za-z0-9._:-]+$/)
+    .optional(),
+  parent_span_id: z
+    .string()
+    .min(1)
+    .max(128)
+    .regex(/^[A-Za-z0-9._:-]+$/)
+    .optional(),
   correlation_id: IdSchema.optional(),
   /**
    * Caller-carried completion time of the original action, the compensation

@@ -38,7 +38,12 @@ export type CompensationMode = z.infer<typeof CompensationModeSchema>;
 export const CompensationContractSchema = z.strictObject({
   mode: CompensationModeSchema,
   compensation_capability_id: IdSchema.optional(),
-  window_ms: z.number().int().positive().max(366 * 86_400_000).optional(),
+  window_ms: z
+    .number()
+    .int()
+    .positive()
+    .max(366 * 86_400_000)
+    .optional(),
   approval_required: z.boolean(),
 });
 export type CompensationContract = z.infer<typeof CompensationContractSchema>;
@@ -73,7 +78,12 @@ export type ApprovalRequirement = z.infer<typeof ApprovalRequirementSchema>;
 export const CredentialRequirementSchema = z.strictObject({
   required: z.boolean(),
   /** Credential kind, e.g. `api_key`, `oauth2`, `basic` (a name, never material). */
-  kind: z.string().min(1).max(64).regex(/^[a-z][a-z0-9_]*$/, { message: 'invalid credential kind' }).optional(),
+  kind: z
+    .string()
+    .min(1)
+    .max(64)
+    .regex(/^[a-z][a-z0-9_]*$/, { message: 'invalid credential kind' })
+    .optional(),
   scopes: z.array(ScopeSchema).max(64).optional(),
 });
 /** @public */

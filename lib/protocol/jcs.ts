@@ -23,7 +23,13 @@ const canonicalize: Serialize = typeof canonicalizeAny === 'function' ? canonica
  * AipError('internal.unexpected').
  */
 export function canonicalJson(value: unknown): string {
-  const problem = inspectJson(value, { maxDepth: 64, maxNodes: 1_000_000, maxSize: 64 * 1_048_576, maxStringLength: 16 * 1_048_576, rejectForbiddenKeys: false });
+  const problem = inspectJson(value, {
+    maxDepth: 64,
+    maxNodes: 1_000_000,
+    maxSize: 64 * 1_048_576,
+    maxStringLength: 16 * 1_048_576,
+    rejectForbiddenKeys: false,
+  });
   if (problem !== undefined) {
     throw new AipError('internal.unexpected', 'value cannot be canonicalized as JSON', {
       details: { reason: problem.kind },

@@ -29,7 +29,11 @@ export function defaultPlanId(transactionId: string): string {
 }
 
 /** Idempotency keys: 1..256 printable ASCII characters, no whitespace. */
-export const IdempotencyKeySchema = z.string().min(1).max(256).regex(/^[\x21-\x7e]+$/, { message: 'invalid idempotency key: printable ASCII without whitespace' });
+export const IdempotencyKeySchema = z
+  .string()
+  .min(1)
+  .max(256)
+  .regex(/^[\x21-\x7e]+$/, { message: 'invalid idempotency key: printable ASCII without whitespace' });
 
 /** RFC 3339 timestamp with `Z` or a numeric offset. */
 export const Rfc3339Schema = z.iso.datetime({ offset: true });
@@ -39,15 +43,32 @@ export const Sha256HexSchema = z.string().regex(/^[0-9a-f]{64}$/, { message: 'ex
 
 /** Short human-readable text (messages, reasons, descriptions): no control characters except tab/newline. */
 export const TextSchema = (max: number) =>
-  z.string().max(max).regex(/^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]*$/, { message: 'contains control characters' });
+  z
+    .string()
+    .max(max)
+    .regex(/^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]*$/, { message: 'contains control characters' });
 
 /** OAuth-style scope strings. */
-export const ScopeSchema = z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, { message: 'invalid scope' });
+export const ScopeSchema = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[\x21-\x7e]+$/, { message: 'invalid scope' });
 
 /** RFC 6901 JSON Pointer: empty (whole document) or `/`-separated tokens with only `~0`/`~1` escapes. */
-export const JsonPointerSchema = z.string().max(1024).regex(/^(\/([^~/]|~[01])*)*$/, { message: 'invalid JSON pointer (RFC 6901)' });
+export const JsonPointerSchema = z
+  .string()
+  .max(1024)
+  .regex(/^(\/([^~/]|~[01])*)*$/, { message: 'invalid JSON pointer (RFC 6901)' });
 
 /** Label keys and values on action metadata. */
 export const LabelsSchema = z
-  .record(z.string().min(1).max(63).regex(/^[a-z0-9]([a-z0-9._/-]*[a-z0-9])?$/, { message: 'invalid label key' }), TextSchema(256))
+  .record(
+    z
+      .string()
+      .min(1)
+      .max(63)
+      .regex(/^[a-z0-9]([a-z0-9._/-]*[a-z0-9])?$/, { message: 'invalid label key' }),
+    TextSchema(256),
+  )
   .refine((r) => Object.keys(r).length <= 64, { message: 'at most 64 labels' });

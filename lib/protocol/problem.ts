@@ -37,10 +37,7 @@ function boundedMessage(m: string): string {
 }
 
 /** Provider-side fields a caller may attach when converting (e.g. from a connector failure). */
-export type ProtocolErrorExtras = Pick<
-  ProtocolError,
-  'provider_request_id' | 'provider_operation' | 'remote_status' | 'uncertain_outcome' | 'source'
->;
+export type ProtocolErrorExtras = Pick<ProtocolError, 'provider_request_id' | 'provider_operation' | 'remote_status' | 'uncertain_outcome' | 'source'>;
 
 /** AipError → ProtocolError. Category and retryability come from the catalogue. */
 export function toProtocolError(err: AipError, extras: ProtocolErrorExtras = {}): ProtocolError {

@@ -61,7 +61,12 @@ export interface VerifyReceiptChainOptions {
 export type Sha256Hex = (text: string) => string | Promise<string>;
 
 /** The verdict, given each receipt's computed hash (undefined for one that is not well formed). */
-function verdictOf(receipts: readonly unknown[], computed: readonly (string | undefined)[], options: VerifyReceiptChainOptions, resultDigest: string | undefined): ReceiptChainVerdict {
+function verdictOf(
+  receipts: readonly unknown[],
+  computed: readonly (string | undefined)[],
+  options: VerifyReceiptChainOptions,
+  resultDigest: string | undefined,
+): ReceiptChainVerdict {
   const seqs = receipts.map((r) => (r !== null && typeof r === 'object' && typeof (r as { seq?: unknown }).seq === 'number' ? (r as { seq: number }).seq : -1));
   let prevHash = GENESIS_RECEIPT_HASH;
   let prevRevision = -1;
@@ -111,7 +116,11 @@ function hashTextOf(receipt: unknown): string | undefined {
 }
 
 /** Verifies with a synchronous SHA-256 (the runtime, the CLI). */
-export function verifyReceiptChainSync(receipts: readonly unknown[], options: VerifyReceiptChainOptions, sha256: (text: string) => string): ReceiptChainVerdict {
+export function verifyReceiptChainSync(
+  receipts: readonly unknown[],
+  options: VerifyReceiptChainOptions,
+  sha256: (text: string) => string,
+): ReceiptChainVerdict {
   const computed = receipts.map((r) => {
     const text = hashTextOf(r);
     return text === undefined ? undefined : sha256(text);
@@ -121,7 +130,11 @@ export function verifyReceiptChainSync(receipts: readonly unknown[], options: Ve
 }
 
 /** Verifies with an asynchronous SHA-256 (the browser's WebCrypto). */
-export async function verifyReceiptChainAsync(receipts: readonly unknown[], options: VerifyReceiptChainOptions, sha256: Sha256Hex): Promise<ReceiptChainVerdict> {
+export async function verifyReceiptChainAsync(
+  receipts: readonly unknown[],
+  options: VerifyReceiptChainOptions,
+  sha256: Sha256Hex,
+): Promise<ReceiptChainVerdict> {
   const computed = await Promise.all(
     receipts.map(async (r) => {
       const text = hashTextOf(r);

@@ -1,12 +1,6 @@
 import * as z from 'zod';
 import { ActionResultSchema, ActionSchema, ActionStatusSchema } from './action.js';
-import {
-  CompensationContractSchema,
-  DataContractSchema,
-  DryRunFidelitySchema,
-  ExecutionContractSchema,
-  IdempotencyContractSchema,
-} from './capability.js';
+import { CompensationContractSchema, DataContractSchema, DryRunFidelitySchema, ExecutionContractSchema, IdempotencyContractSchema } from './capability.js';
 import { IdentityContextSchema, PrincipalSchema } from './identity.js';
 import { JsonObjectSchema, JsonValueSchema } from './json.js';
 import { IdSchema, IdempotencyKeySchema, Rfc3339Schema, ScopeSchema, Sha256HexSchema, TextSchema, TransactionIdSchema } from './primitives.js';
@@ -151,7 +145,11 @@ export const ReceiptSchema = z.strictObject({
   prev_hash: Sha256HexSchema,
   hash: Sha256HexSchema,
   /** Event name, e.g. `transaction.planned`. */
-  event: z.string().min(1).max(128).regex(/^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$/, { message: 'invalid event name' }),
+  event: z
+    .string()
+    .min(1)
+    .max(128)
+    .regex(/^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$/, { message: 'invalid event name' }),
   /** Who acted: the principal on whose authority the write happened (the runtime's service principal for its own). */
   actor: PrincipalSchema.optional(),
   /** Redacted evidence of the write (provider operation, reasons, an operator's findings). */

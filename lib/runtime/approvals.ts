@@ -40,7 +40,11 @@ export async function expireApproval(k: Kernel, approval: ApprovalRecord): Promi
   }
   const action = await k.deps.actions.get({ tenant_id: approval.tenant_id, action_id: approval.action_id });
   if (action?.status === 'requires_human') {
-    await finishUnstartedAction(k, action, failedResult(action.action_id, new AipError('runtime.approval_expired', undefined, { details: { approval_id: approval.approval_id } }), k.now()));
+    await finishUnstartedAction(
+      k,
+      action,
+      failedResult(action.action_id, new AipError('runtime.approval_expired', undefined, { details: { approval_id: approval.approval_id } }), k.now()),
+    );
   }
 }
 
@@ -59,7 +63,13 @@ function approvalTarget(approval: ApprovalRecord): AuthorityTarget {
 /** Concurrent decisions on one approval lose their write to each other: read again and retry this often. */
 const DECIDE_ATTEMPTS = 12;
 
-export async function decideApproval(k: Kernel, caller: CallerIdentity, tenant_id: string, approval_id: string, input: ApprovalDecisionInput): Promise<DecisionOutcome> {
+export async function decideApproval(
+  k: Kernel,
+  caller: CallerIdentity,
+  tenant_id: string,
+  approval_id: string,
+  input: ApprovalDecisionInput,
+): Promise<DecisionOutcome> {
   assertCallerCurrent(caller, k.now());
   assertTenantMember(caller, tenant_id);
   if (input === null || typeof input !== 'object' || (input.decision !== 'approve' && input.decision !== 'deny')) {
@@ -115,10 +125,20 @@ export async function decideApproval(k: Kernel, caller: CallerIdentity, tenant_i
   }
 
   // Approved: resume the action (steps 7-9) with the decisions as evidence.
-  const accepted = await k.deps.actions.transition({ tenant_id, action_id: action.action_id, from: ['requires_human'], to: 'accepted', expected_revision: action.revision });
+  const accepted = await k.deps.actions.transition({
+    tenant_id,
+    action_id: action.action_id,
+    from: ['requires_human'],
+    to: 'accepted',
+    expected_revision: action.revision,
+  });
   const reg = k.deps.registry.find(accepted.capability_id);
   if (reg === undefined) {
-    const ended = await finishUnstartedAction(k, accepted, failedResult(accepted.action_id, new AipError('capability.not_found', undefined, { details: { capability_id: accepted.capability_id } }), k.now()));
+    const ended = await finishUnstartedAction(
+      k,
+      accepted,
+      failedResult(accepted.action_id, new AipError('capability.not_found', undefined, { details: { capability_id: accepted.capability_id } }), k.now()),
+    );
     return { approval: decided, action_result: actionResultOf(ended) };
   }
   const adm: AdmittedAction = {
@@ -143,7 +163,11 @@ export async function decideApproval(k: Kernel, caller: CallerIdentity, tenant_i
 }
 
 /** The decision on a resolution proposal: approved → the resolution applies (with both operators in its receipt). */
-async function decideResolution(k: Kernel, decided: ApprovalRecord, proposal: NonNullable<NonNullable<ApprovalRecord['subject']>['resolution']>): Promise<DecisionOutcome> {
+async function decideResolution(
+  k: Kernel,
+  decided: ApprovalRecord,
+  proposal: NonNullable<NonNullable<ApprovalRecord['subject']>['resolution']>,
+): Promise<DecisionOutcome> {
   const { transaction_id, ...resolution } = proposal;
   const original = await k.deps.actions.get({ tenant_id: decided.tenant_id, action_id: decided.action_id });
   const unchanged: ActionResult = original !== undefined ? actionResultOf(original) : { action_id: decided.action_id, status: 'failed' };
@@ -164,13 +188,22 @@ async function decideResolution(k: Kernel, decided: ApprovalRecord, proposal: No
  * Cursors are sealed (lib/runtime/cursor.ts), bound to this listing, the
  * tenant and the principal; anything else is `runtime.cursor_invalid`.
  */
-export async function listApprovals(k: Kernel, caller: CallerIdentity, tenant_id: string, page: { cursor?: string; limit?: number } = {}): Promise<PageOf<ApprovalRecord>> {
+export async function listApprovals(
+  k: Kernel,
+  caller: CallerIdentity,
+  tenant_id: string,
+  page: { cursor?: string; limit?: number } = {},
+): Promise<PageOf<ApprovalRecord>> {
   assertCallerCurrent(caller, k.now());
   assertTenantMember(caller, tenant_id);
   const sealer = cursorSealerOf(k.deps);
   const binding: CursorBinding = { listing: 'approvals', tenants: [tenant_id], principal: caller.principal };
   const cursor = page.cursor !== undefined ? await sealer.open(page.cursor, binding) : undefined;
-  const out = await k.deps.approvals.listPending({ tenant_id, ...(page.limit !== undefined ? { limit: page.limit } : {}), ...(cursor !== undefined ? { cursor } : {}) });
+  const out = await k.deps.approvals.listPending({
+    tenant_id,
+    ...(page.limit !== undefined ? { limit: page.limit } : {}),
+    ...(cursor !== undefined ? { cursor } : {}),
+  });
   const now = k.now().getTime();
   const items: ApprovalRecord[] = [];
   for (const a of out.items) {

@@ -213,7 +213,12 @@ export interface AuthorityPolicy {
 const SERVICE_CALLERS = new WeakSet<CallerIdentity>();
 
 /** The runtime's own caller identity for its governed reconcile actions. */
-export function serviceCaller(principal: Principal, tenant_id: string, scopes: readonly string[], extra: { accounts?: readonly string[] } = {}): CallerIdentity {
+export function serviceCaller(
+  principal: Principal,
+  tenant_id: string,
+  scopes: readonly string[],
+  extra: { accounts?: readonly string[] } = {},
+): CallerIdentity {
   const caller: CallerIdentity = {
     principal: { ...principal },
     tenants: [tenant_id],
@@ -229,7 +234,10 @@ export function isServiceCaller(caller: CallerIdentity): boolean {
 }
 
 /** What the action record keeps of the verified caller (an attempt's `actor` is built from it). */
-export function recordedActor(caller: CallerIdentity, runtimeIssuer: string): { scheme: string; issuer?: string; scopes: string[]; issued_at?: string; expires_at?: string } {
+export function recordedActor(
+  caller: CallerIdentity,
+  runtimeIssuer: string,
+): { scheme: string; issuer?: string; scopes: string[]; issued_at?: string; expires_at?: string } {
   if (isServiceCaller(caller)) return { scheme: 'aip_runtime_service', issuer: runtimeIssuer, scopes: [...caller.scopes] };
   return {
     scheme: 'bearer_jwt',
@@ -304,10 +312,15 @@ export class Authority {
     const kind = target?.kind ?? 'action';
     let code = spec === 'by_kind' ? NOT_FOUND_BY_KIND[kind] : spec.code;
     // The requester holding an approver scope, where the policy forbids self-approval.
-    if (operation === 'approve' && visible && samePrincipal(caller.principal, target?.requested_by) && anyOf(caller.scopes, target?.approver_scopes)) code = 'runtime.self_approval_forbidden';
+    if (operation === 'approve' && visible && samePrincipal(caller.principal, target?.requested_by) && anyOf(caller.scopes, target?.approver_scopes))
+      code = 'runtime.self_approval_forbidden';
     const conceal = spec === 'by_kind' || spec.conceal === true || !visible;
     const idField = kind === 'compensation_target' ? 'compensation_for' : `${kind === 'tenant' ? 'tenant' : kind}_id`;
-    const details = conceal ? (target?.id !== undefined ? { [idField]: target.id } : {}) : { ...(target?.id !== undefined ? { [idField]: target.id } : {}), ...(target?.details ?? {}) };
+    const details = conceal
+      ? target?.id !== undefined
+        ? { [idField]: target.id }
+        : {}
+      : { ...(target?.id !== undefined ? { [idField]: target.id } : {}), ...(target?.details ?? {}) };
     return new AipError(code, undefined, { details });
   }
 }
@@ -318,7 +331,11 @@ export function missingTarget(kind: TargetKind, tenant_id: string, id?: string):
 }
 
 /** The authority policy of a runtime configuration. */
-export function authorityPolicy(config: { operator_scope: string; service_principal: Principal; tenants: Readonly<Record<string, { compensator_scopes?: readonly string[] | undefined }>> }): AuthorityPolicy {
+export function authorityPolicy(config: {
+  operator_scope: string;
+  service_principal: Principal;
+  tenants: Readonly<Record<string, { compensator_scopes?: readonly string[] | undefined }>>;
+}): AuthorityPolicy {
   return {
     operator_scope: config.operator_scope,
     service_principal: config.service_principal,

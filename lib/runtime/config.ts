@@ -18,7 +18,10 @@ import { DEFAULT_IDEMPOTENCY_RETENTION_SECONDS } from '../ports/idempotency-stor
 export const TenantApprovalPolicySchema = z.strictObject({
   policy_id: IdSchema,
   /** Capability IDs it selects; `*` selects all. */
-  capabilities: z.array(z.union([IdSchema, z.literal('*')])).min(1).max(1000),
+  capabilities: z
+    .array(z.union([IdSchema, z.literal('*')]))
+    .min(1)
+    .max(1000),
   /** Modes it applies to; `none` is a plain invocation. Default: every mutating mode. */
   modes: z.array(z.enum([...TRANSACTION_MODES, 'none'])).optional(),
   /** Holding ONE of these scopes makes a principal an approver (default: `approvals.default_approver_scopes`). */
@@ -27,7 +30,11 @@ export const TenantApprovalPolicySchema = z.strictObject({
   /** Distinct approvers needed before the action runs (default 1); any one denial ends the approval. */
   min_approvals: z.int().min(1).max(10).optional(),
   /** A pending approval under this policy expires after this long (default: `approvals.ttl_ms`). */
-  ttl_ms: z.int().min(1_000).max(30 * 86_400_000).optional(),
+  ttl_ms: z
+    .int()
+    .min(1_000)
+    .max(30 * 86_400_000)
+    .optional(),
 });
 export type TenantApprovalPolicy = z.infer<typeof TenantApprovalPolicySchema>;
 
@@ -74,14 +81,22 @@ const RuntimeSettingsShape = {
   default_attempt_timeout_ms: z.int().min(1_000).max(900_000).default(60_000),
   approvals: z
     .strictObject({
-      ttl_ms: z.int().min(1_000).max(30 * 86_400_000).default(24 * 3_600_000),
+      ttl_ms: z
+        .int()
+        .min(1_000)
+        .max(30 * 86_400_000)
+        .default(24 * 3_600_000),
       /** Scopes an approver needs when the policy names none. */
       default_approver_scopes: z.array(ScopeSchema).max(64).default(['aip:approve']),
     })
     .prefault({}),
   idempotency: z
     .strictObject({
-      retention_seconds: z.int().min(60).max(30 * 86_400).default(DEFAULT_IDEMPOTENCY_RETENTION_SECONDS),
+      retention_seconds: z
+        .int()
+        .min(60)
+        .max(30 * 86_400)
+        .default(DEFAULT_IDEMPOTENCY_RETENTION_SECONDS),
     })
     .prefault({}),
   reconcile: z
@@ -89,7 +104,11 @@ const RuntimeSettingsShape = {
       /** Reconciliation attempts before escalating to a human (`requires_human`). */
       max_attempts: z.int().min(1).max(100).default(5),
       base_delay_ms: z.int().min(1_000).max(3_600_000).default(5_000),
-      max_delay_ms: z.int().min(1_000).max(86_400_000).default(15 * 60_000),
+      max_delay_ms: z
+        .int()
+        .min(1_000)
+        .max(86_400_000)
+        .default(15 * 60_000),
     })
     .prefault({}),
   /**
@@ -102,7 +121,11 @@ const RuntimeSettingsShape = {
   resolution: z
     .strictObject({
       four_eyes: z.boolean().default(false),
-      approval_ttl_ms: z.int().min(60_000).max(30 * 86_400_000).default(24 * 3_600_000),
+      approval_ttl_ms: z
+        .int()
+        .min(60_000)
+        .max(30 * 86_400_000)
+        .default(24 * 3_600_000),
     })
     .prefault({}),
   /** How often a running attempt checks its action for a client's cancellation request (one GetItem each time). */
@@ -110,7 +133,11 @@ const RuntimeSettingsShape = {
   /** Bound on one connector health check (health()); a slower check reports the connector not ready. */
   health_timeout_ms: z.int().min(10).max(25_000).default(2_000),
   /** A committing/prepared/compensating record older than this is "stalled" (operator view, sweeper). */
-  stall_after_ms: z.int().min(1_000).max(86_400_000).default(5 * 60_000),
+  stall_after_ms: z
+    .int()
+    .min(1_000)
+    .max(86_400_000)
+    .default(5 * 60_000),
   /** Scope that grants the operator views. Default: the scope the edge requires on the operator routes. */
   operator_scope: ScopeSchema.default(OPERATOR_SCOPE),
   /** Scopes the service principal holds for its own reconcile actions (besides the capability's). */
@@ -125,7 +152,11 @@ const RuntimeSettingsShape = {
    */
   approval_policies: z.array(GlobalApprovalPolicySchema).max(100).default([]),
   /** Retention of terminal action records, seconds (0 keeps them). */
-  action_retention_seconds: z.int().min(0).max(10 * 365 * 86_400).default(0),
+  action_retention_seconds: z
+    .int()
+    .min(0)
+    .max(10 * 365 * 86_400)
+    .default(0),
   /**
    * Test mode: the only way to install the crash-point hook. The production
    * schema rejects it.

@@ -106,7 +106,8 @@ export function parseCursorKeyMaterial(secret: string): CursorKeyMaterial {
     material = { current: text };
   }
   for (const key of [material.current, ...(material.previous ?? [])]) {
-    if (key.length < MIN_CURSOR_KEY_MATERIAL_LENGTH) throw new Error(`cursor key material: every key needs at least ${MIN_CURSOR_KEY_MATERIAL_LENGTH} characters`);
+    if (key.length < MIN_CURSOR_KEY_MATERIAL_LENGTH)
+      throw new Error(`cursor key material: every key needs at least ${MIN_CURSOR_KEY_MATERIAL_LENGTH} characters`);
   }
   return material;
 }

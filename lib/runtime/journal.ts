@@ -62,12 +62,25 @@ export class TransactionJournal {
   ) {}
 
   private first(transaction_id: string, status: TransactionStatus, event: string, evidence?: JsonValue, meta: ReceiptMeta = {}) {
-    return buildReceipt({ transaction_id, status, event, at: this.clock.now(), actor: meta.actor ?? this.actor, ...(evidence !== undefined ? { evidence } : {}), ...(meta.result !== undefined ? { result: meta.result } : {}) });
+    return buildReceipt({
+      transaction_id,
+      status,
+      event,
+      at: this.clock.now(),
+      actor: meta.actor ?? this.actor,
+      ...(evidence !== undefined ? { evidence } : {}),
+      ...(meta.result !== undefined ? { result: meta.result } : {}),
+    });
   }
 
   private next(record: Ref, status: TransactionStatus, event: string, evidence?: JsonValue, meta: ReceiptMeta = {}) {
     return buildReceipt({
-      record: { transaction_id: record.transaction_id, receipt_count: record.receipt_count, revision: record.revision, ...(record.receipt_head !== undefined ? { receipt_head: record.receipt_head } : {}) },
+      record: {
+        transaction_id: record.transaction_id,
+        receipt_count: record.receipt_count,
+        revision: record.revision,
+        ...(record.receipt_head !== undefined ? { receipt_head: record.receipt_head } : {}),
+      },
       status,
       event,
       at: this.clock.now(),
@@ -87,15 +100,28 @@ export class TransactionJournal {
   }
 
   claimDirectCommit(input: Omit<ClaimDirectCommitInput, 'receipt'>, evidence?: JsonValue): Promise<TransactionRecord> {
-    return this.store.claimDirectCommit({ ...input, receipt: this.first(input.transaction_id, 'committing', RECEIPT_EVENTS.direct_commit_claimed, evidence, { actor: input.principal }) });
+    return this.store.claimDirectCommit({
+      ...input,
+      receipt: this.first(input.transaction_id, 'committing', RECEIPT_EVENTS.direct_commit_claimed, evidence, { actor: input.principal }),
+    });
   }
 
-  claimPlan(record: Ref, input: Omit<ClaimPlanInput, 'receipt' | 'expected_revision' | 'tenant_id' | 'transaction_id'>, evidence?: JsonValue, meta?: ReceiptMeta): Promise<TransactionRecord> {
+  claimPlan(
+    record: Ref,
+    input: Omit<ClaimPlanInput, 'receipt' | 'expected_revision' | 'tenant_id' | 'transaction_id'>,
+    evidence?: JsonValue,
+    meta?: ReceiptMeta,
+  ): Promise<TransactionRecord> {
     return this.store.claimPlan(this.claimPlanInput(record, input, evidence, meta));
   }
 
   /** The plan claim of `record` with its receipt (for a composite admission write). */
-  claimPlanInput(record: Ref, input: Omit<ClaimPlanInput, 'receipt' | 'expected_revision' | 'tenant_id' | 'transaction_id'>, evidence?: JsonValue, meta?: ReceiptMeta): ClaimPlanInput {
+  claimPlanInput(
+    record: Ref,
+    input: Omit<ClaimPlanInput, 'receipt' | 'expected_revision' | 'tenant_id' | 'transaction_id'>,
+    evidence?: JsonValue,
+    meta?: ReceiptMeta,
+  ): ClaimPlanInput {
     return {
       ...input,
       tenant_id: record.tenant_id,
@@ -110,7 +136,13 @@ export class TransactionJournal {
    * write leaves (an escalation stays `outcome_unknown`, with the `escalated`
    * fact in its evidence; `requires_human` is a wire projection only).
    */
-  transition(record: Ref, input: Omit<TransitionInput, 'receipt' | 'expected_revision' | 'tenant_id' | 'transaction_id'>, event: string, evidence?: JsonValue, meta?: ReceiptMeta): Promise<TransactionRecord> {
+  transition(
+    record: Ref,
+    input: Omit<TransitionInput, 'receipt' | 'expected_revision' | 'tenant_id' | 'transaction_id'>,
+    event: string,
+    evidence?: JsonValue,
+    meta?: ReceiptMeta,
+  ): Promise<TransactionRecord> {
     return this.store.transition({
       ...input,
       tenant_id: record.tenant_id,
@@ -120,19 +152,32 @@ export class TransactionJournal {
     });
   }
 
-  settle(record: Ref, input: Omit<SettleInput, 'receipt' | 'expected_revision' | 'tenant_id' | 'transaction_id'>, evidence?: JsonValue, meta?: ReceiptMeta): Promise<TransactionRecord> {
+  settle(
+    record: Ref,
+    input: Omit<SettleInput, 'receipt' | 'expected_revision' | 'tenant_id' | 'transaction_id'>,
+    evidence?: JsonValue,
+    meta?: ReceiptMeta,
+  ): Promise<TransactionRecord> {
     return this.store.settle(this.settleInput(record, input, evidence, meta));
   }
 
   /** The settlement of `record` with its receipt (for a composite settlement write). */
-  settleInput(record: Ref, input: Omit<SettleInput, 'receipt' | 'expected_revision' | 'tenant_id' | 'transaction_id'>, evidence?: JsonValue, meta?: ReceiptMeta): SettleInput {
+  settleInput(
+    record: Ref,
+    input: Omit<SettleInput, 'receipt' | 'expected_revision' | 'tenant_id' | 'transaction_id'>,
+    evidence?: JsonValue,
+    meta?: ReceiptMeta,
+  ): SettleInput {
     return {
       ...input,
       tenant_id: record.tenant_id,
       transaction_id: record.transaction_id,
       expected_revision: record.revision,
       // The result the settlement records is covered by the receipt's hash (its digest).
-      receipt: this.next(record, input.to, `${RECEIPT_EVENTS.settled}.${input.to}`, evidence, { ...(input.result !== undefined ? { result: input.result } : {}), ...meta }),
+      receipt: this.next(record, input.to, `${RECEIPT_EVENTS.settled}.${input.to}`, evidence, {
+        ...(input.result !== undefined ? { result: input.result } : {}),
+        ...meta,
+      }),
     };
   }
 
@@ -153,14 +198,26 @@ export class TransactionJournal {
     };
   }
 
-  checkpoint(record: Ref & Pick<TransactionRecord, 'status'>, provider_operation: ProviderOperationRef, reconciliation_cursor?: string, evidence?: JsonObject, meta?: ReceiptMeta): Promise<TransactionRecord> {
+  checkpoint(
+    record: Ref & Pick<TransactionRecord, 'status'>,
+    provider_operation: ProviderOperationRef,
+    reconciliation_cursor?: string,
+    evidence?: JsonObject,
+    meta?: ReceiptMeta,
+  ): Promise<TransactionRecord> {
     return this.store.checkpointProviderOperation({
       tenant_id: record.tenant_id,
       transaction_id: record.transaction_id,
       expected_revision: record.revision,
       provider_operation,
       ...(reconciliation_cursor !== undefined ? { reconciliation_cursor } : {}),
-      receipt: this.next(record, record.status, RECEIPT_EVENTS.checkpoint, { provider: provider_operation.provider, operation_id: provider_operation.operation_id, ...(evidence ?? {}) }, meta),
+      receipt: this.next(
+        record,
+        record.status,
+        RECEIPT_EVENTS.checkpoint,
+        { provider: provider_operation.provider, operation_id: provider_operation.operation_id, ...(evidence ?? {}) },
+        meta,
+      ),
     });
   }
 }

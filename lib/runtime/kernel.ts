@@ -71,7 +71,12 @@ export function failedResult(action_id: string, err: AipError, at: Date, extras:
 /** Errors that are worth a resubmission: nothing durable decided the outcome. */
 export function isTransientError(err: unknown): boolean {
   if (!isAipError(err)) return true;
-  return err.code === 'transaction.store_unavailable' || err.code === 'runtime.crash_injected' || err.code === 'internal.unexpected' || err.code === 'queue.send_failed';
+  return (
+    err.code === 'transaction.store_unavailable' ||
+    err.code === 'runtime.crash_injected' ||
+    err.code === 'internal.unexpected' ||
+    err.code === 'queue.send_failed'
+  );
 }
 
 /** Marks a stored result as replayed (no connector invocation). */

@@ -99,7 +99,8 @@ async function checkConnector(id: string, hosted: HostedConnector, timeoutMs: nu
     const check = hosted.connector.health({ signal: controller.signal, ...(hosted.instance_id !== undefined ? { instance_id: hosted.instance_id } : {}) });
     const report: ConnectorHealth | 'timeout' = await Promise.race([check, timedOut]);
     if (report === 'timeout') return { id, ready: false, detail: `health check timed out after ${timeoutMs} ms` };
-    if (typeof report !== 'object' || report === null || typeof report.ready !== 'boolean') return { id, ready: false, detail: 'health check answered an invalid report' };
+    if (typeof report !== 'object' || report === null || typeof report.ready !== 'boolean')
+      return { id, ready: false, detail: 'health check answered an invalid report' };
     const detail = safeDetail(report.detail);
     return { id, ready: report.ready, ...(detail !== undefined ? { detail } : {}) };
   } catch (err) {

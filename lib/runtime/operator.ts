@@ -92,11 +92,21 @@ export async function overview(k: Kernel, caller: CallerIdentity, tenant_id?: st
   return { ...(tenant_id !== undefined ? { tenant_id } : {}), views: entries };
 }
 
-async function operatorTarget(k: Kernel, caller: CallerIdentity, tenant_id: string, transaction_id: string, operation: 'operator_reconcile' | 'resolve'): Promise<TransactionRecord> {
+async function operatorTarget(
+  k: Kernel,
+  caller: CallerIdentity,
+  tenant_id: string,
+  transaction_id: string,
+  operation: 'operator_reconcile' | 'resolve',
+): Promise<TransactionRecord> {
   assertCallerCurrent(caller, k.now());
   assertTenantMember(caller, tenant_id);
   const record = await k.deps.transactions.get({ tenant_id, transaction_id });
-  k.authority.require(caller, operation, record === undefined ? missingTarget('transaction', tenant_id, transaction_id) : transactionTarget(record, tenant_id, transaction_id));
+  k.authority.require(
+    caller,
+    operation,
+    record === undefined ? missingTarget('transaction', tenant_id, transaction_id) : transactionTarget(record, tenant_id, transaction_id),
+  );
   return record as TransactionRecord;
 }
 
@@ -116,13 +126,24 @@ export async function requestReconcile(k: Kernel, caller: CallerIdentity, tenant
   try {
     requested = await k.journal.transition(
       record,
-      { operation: 'request_reconcile', from: ['outcome_unknown'], to: 'outcome_unknown', data: { reconcile_resets: resets + 1, reconcile_requested_by: { ...caller.principal } } },
+      {
+        operation: 'request_reconcile',
+        from: ['outcome_unknown'],
+        to: 'outcome_unknown',
+        data: { reconcile_resets: resets + 1, reconcile_requested_by: { ...caller.principal } },
+      },
       RECEIPT_EVENTS.reconcile_requested,
-      { requested_by: { ...caller.principal }, previous_attempts: record.reconcile_attempts, ...(record.escalated_at !== undefined ? { was_escalated: true } : {}), ...(input.reason !== undefined ? { reason: input.reason } : {}) },
+      {
+        requested_by: { ...caller.principal },
+        previous_attempts: record.reconcile_attempts,
+        ...(record.escalated_at !== undefined ? { was_escalated: true } : {}),
+        ...(input.reason !== undefined ? { reason: input.reason } : {}),
+      },
       { actor: caller.principal },
     );
   } catch (err) {
-    if (isAipError(err, 'transaction.state_conflict')) throw new AipError('runtime.reconcile_not_outcome_unknown', 'The transaction moved: read it again', { details: { transaction_id }, cause: err });
+    if (isAipError(err, 'transaction.state_conflict'))
+      throw new AipError('runtime.reconcile_not_outcome_unknown', 'The transaction moved: read it again', { details: { transaction_id }, cause: err });
     throw err;
   }
   await k.deps.reconcileQueue.send({ kind: 'reconcile', tenant_id, transaction_id, reason: 'operator' });
@@ -141,12 +162,18 @@ function resolutionApprovalId(tenant_id: string, transaction_id: string, proposa
 
 /** Whether `ref` is the record's checkpointed provider operation (provider and operation ID; the request ID is the provider's detail). */
 function namesCheckpointed(record: TransactionRecord, ref: { provider: string; operation_id: string }): boolean {
-  return record.provider_operation !== undefined && record.provider_operation.provider === ref.provider && record.provider_operation.operation_id === ref.operation_id;
+  return (
+    record.provider_operation !== undefined &&
+    record.provider_operation.provider === ref.provider &&
+    record.provider_operation.operation_id === ref.operation_id
+  );
 }
 
 function checkEscalated(record: TransactionRecord): void {
   if (record.status !== 'outcome_unknown' || record.escalated_at === undefined) {
-    throw new AipError('runtime.resolve_not_escalated', undefined, { details: { transaction_id: record.transaction_id, status: record.status, escalated: record.escalated_at !== undefined } });
+    throw new AipError('runtime.resolve_not_escalated', undefined, {
+      details: { transaction_id: record.transaction_id, status: record.status, escalated: record.escalated_at !== undefined },
+    });
   }
 }
 
@@ -163,14 +190,22 @@ export async function resolve(
 ): Promise<{ transaction: ReturnType<typeof toTransactionResult> } | { approval: ApprovalRecord; status: 'requires_human' }> {
   const parsed = ResolutionSchema.safeParse(input);
   if (!parsed.success) {
-    throw new AipError('request.invalid', 'The resolution is not valid', { details: { issues: parsed.error.issues.slice(0, 20).map((i) => ({ path: joinIssuePath(i.path, '.'), code: i.code })) } });
+    throw new AipError('request.invalid', 'The resolution is not valid', {
+      details: { issues: parsed.error.issues.slice(0, 20).map((i) => ({ path: joinIssuePath(i.path, '.'), code: i.code })) },
+    });
   }
   const resolution = parsed.data;
   const record = await operatorTarget(k, caller, tenant_id, transaction_id, 'resolve');
   checkEscalated(record);
   const known = record.provider_operation;
-  if (resolution.provider_operation !== undefined && known !== undefined && (known.provider !== resolution.provider_operation.provider || known.operation_id !== resolution.provider_operation.operation_id)) {
-    throw new AipError('transaction.provider_operation_conflict', undefined, { details: { transaction_id, current_provider_operation: { provider: known.provider, operation_id: known.operation_id } } });
+  if (
+    resolution.provider_operation !== undefined &&
+    known !== undefined &&
+    (known.provider !== resolution.provider_operation.provider || known.operation_id !== resolution.provider_operation.operation_id)
+  ) {
+    throw new AipError('transaction.provider_operation_conflict', undefined, {
+      details: { transaction_id, current_provider_operation: { provider: known.provider, operation_id: known.operation_id } },
+    });
   }
   if (!fourEyes(k, tenant_id)) return { transaction: toTransactionResult(await applyResolution(k, record, resolution, caller.principal)) };
 
@@ -210,13 +245,22 @@ export async function resolve(
  * schedule is cancelled and the original request's uncertain idempotency
  * reservation is completed. `approved_by`: the second operator (four eyes).
  */
-export async function applyResolution(k: Kernel, record: TransactionRecord, resolution: Resolution, resolved_by: Principal, approval?: ApprovalRecord): Promise<TransactionRecord> {
+export async function applyResolution(
+  k: Kernel,
+  record: TransactionRecord,
+  resolution: Resolution,
+  resolved_by: Principal,
+  approval?: ApprovalRecord,
+): Promise<TransactionRecord> {
   checkEscalated(record);
   const evidence: JsonObject = {
     resolution: JSON.parse(JSON.stringify(resolution)) as JsonObject,
     resolved_by: { ...resolved_by },
     ...(approval !== undefined
-      ? { approval_id: approval.approval_id, approved_by: (approval.decisions ?? []).filter((d) => d.decision === 'approved').map((d) => ({ ...d.decided_by })) }
+      ? {
+          approval_id: approval.approval_id,
+          approved_by: (approval.decisions ?? []).filter((d) => d.decision === 'approved').map((d) => ({ ...d.decided_by })),
+        }
       : {}),
   };
   const result: ActionResult = {
@@ -243,7 +287,12 @@ export async function applyResolution(k: Kernel, record: TransactionRecord, reso
         to: 'reconciled',
         // The checkpointed operation, when the resolution names it (same provider and ID), stays as it was
         // checkpointed (with its request_id): re-binding it without one would be refused by the store's guard.
-        patch: { result, ...(resolution.provider_operation !== undefined && !namesCheckpointed(record, resolution.provider_operation) ? { provider_operation: resolution.provider_operation } : {}) },
+        patch: {
+          result,
+          ...(resolution.provider_operation !== undefined && !namesCheckpointed(record, resolution.provider_operation)
+            ? { provider_operation: resolution.provider_operation }
+            : {}),
+        },
         ...(retentionFor(k, record.capability_id, record) !== undefined ? { retention: retentionFor(k, record.capability_id, record) } : {}),
       },
       RECEIPT_EVENTS.resolved,
@@ -252,7 +301,10 @@ export async function applyResolution(k: Kernel, record: TransactionRecord, reso
     );
   } catch (err) {
     if (isAipError(err, 'transaction.state_conflict')) {
-      throw new AipError('runtime.resolve_not_escalated', 'The transaction moved: read it again', { details: { transaction_id: record.transaction_id }, cause: err });
+      throw new AipError('runtime.resolve_not_escalated', 'The transaction moved: read it again', {
+        details: { transaction_id: record.transaction_id },
+        cause: err,
+      });
     }
     throw err;
   }

@@ -30,7 +30,13 @@ function actionTarget(tenant_id: string, action_id: string, record: ActionRecord
 }
 
 /** An action the caller may read (authority rule `read`; `cancel` for a cancellation), else action.not_found. */
-async function visibleAction(k: Kernel, caller: CallerIdentity, tenant_id: string, action_id: string, operation: 'read' | 'cancel' = 'read'): Promise<ActionRecord> {
+async function visibleAction(
+  k: Kernel,
+  caller: CallerIdentity,
+  tenant_id: string,
+  action_id: string,
+  operation: 'read' | 'cancel' = 'read',
+): Promise<ActionRecord> {
   assertCallerCurrent(caller, k.now());
   assertTenantMember(caller, tenant_id);
   const record = await k.deps.actions.get({ tenant_id, action_id });
@@ -45,7 +51,9 @@ async function visibleAction(k: Kernel, caller: CallerIdentity, tenant_id: strin
  */
 async function viewOf(k: Kernel, txn: TransactionRecord, include: { result?: boolean; receipts?: boolean }, known?: ActionRecord): Promise<TransactionResult> {
   const bound =
-    known !== undefined && known.tenant_id === txn.tenant_id && known.action_id === txn.action_id ? known : await k.deps.actions.get({ tenant_id: txn.tenant_id, action_id: txn.action_id });
+    known !== undefined && known.tenant_id === txn.tenant_id && known.action_id === txn.action_id
+      ? known
+      : await k.deps.actions.get({ tenant_id: txn.tenant_id, action_id: txn.action_id });
   const action_result: ActionResult | undefined = include.result === true ? (txn.result ?? bound?.result) : undefined;
   const receipts = include.receipts === true ? await readReceipts(k, txn) : undefined;
   return toTransactionResult(txn, {
@@ -55,7 +63,12 @@ async function viewOf(k: Kernel, txn: TransactionRecord, include: { result?: boo
   });
 }
 
-export async function getAction(k: Kernel, caller: CallerIdentity, tenant_id: string, action_id: string): Promise<{ action_result: ActionResult; transaction?: TransactionResult }> {
+export async function getAction(
+  k: Kernel,
+  caller: CallerIdentity,
+  tenant_id: string,
+  action_id: string,
+): Promise<{ action_result: ActionResult; transaction?: TransactionResult }> {
   const record = await visibleAction(k, caller, tenant_id, action_id);
   const action_result = actionResultOf(record);
   if (record.transaction_id === undefined) return { action_result };
@@ -104,7 +117,9 @@ export interface OperatorQuery {
   readonly limit?: number;
 }
 
-export type OperatorItem = { readonly kind: 'transaction'; readonly transaction: TransactionResult; readonly updated_at: string; readonly reconcile_attempts: number } | { readonly kind: 'approval'; readonly approval: ApprovalRecord };
+export type OperatorItem =
+  | { readonly kind: 'transaction'; readonly transaction: TransactionResult; readonly updated_at: string; readonly reconcile_attempts: number }
+  | { readonly kind: 'approval'; readonly approval: ApprovalRecord };
 
 /**
  * What is stuck: outcome_unknown, reconciling, stalled committing, pending approvals, escalated (requires_human).
@@ -126,12 +141,18 @@ export async function listOperator(k: Kernel, caller: CallerIdentity, query: Ope
     requires_human: { status: 'outcome_unknown' as const, escalated: true },
     pending_approvals: undefined,
   };
-  if (typeof query.view !== 'string' || !Object.hasOwn(views, query.view)) throw new AipError('runtime.invalid_query', undefined, { details: { field: 'view' } });
+  if (typeof query.view !== 'string' || !Object.hasOwn(views, query.view))
+    throw new AipError('runtime.invalid_query', undefined, { details: { field: 'view' } });
   const byView = views[query.view];
   const approvalsTenant = query.tenant_id ?? (caller.tenants.length === 1 ? caller.tenants[0] : undefined);
   if (byView === undefined && approvalsTenant === undefined) throw new AipError('runtime.tenant_required');
   const sealer = cursorSealerOf(k.deps);
-  const binding: CursorBinding = { listing: 'operator', tenants: query.tenant_id !== undefined ? [query.tenant_id] : caller.tenants, principal: caller.principal, query: { view: query.view } };
+  const binding: CursorBinding = {
+    listing: 'operator',
+    tenants: query.tenant_id !== undefined ? [query.tenant_id] : caller.tenants,
+    principal: caller.principal,
+    query: { view: query.view },
+  };
   const cursor = query.cursor !== undefined ? await sealer.open(query.cursor, binding) : undefined;
   const page = { ...(query.limit !== undefined ? { limit: query.limit } : {}), ...(cursor !== undefined ? { cursor } : {}) };
   const sealed = async (next: string | undefined) => (next !== undefined ? { cursor: await sealer.seal(next, binding) } : {});
@@ -143,7 +164,12 @@ export async function listOperator(k: Kernel, caller: CallerIdentity, query: Ope
   const items: OperatorItem[] = [];
   for (const r of out.items) {
     if (!caller.tenants.includes(r.tenant_id)) continue;
-    items.push({ kind: 'transaction', transaction: toTransactionResult(r, { action_status: query.view === 'requires_human' ? 'requires_human' : undefined }), updated_at: r.updated_at, reconcile_attempts: r.reconcile_attempts });
+    items.push({
+      kind: 'transaction',
+      transaction: toTransactionResult(r, { action_status: query.view === 'requires_human' ? 'requires_human' : undefined }),
+      updated_at: r.updated_at,
+      reconcile_attempts: r.reconcile_attempts,
+    });
   }
   return { items, ...(await sealed(out.cursor)) };
 }
@@ -160,7 +186,12 @@ export async function readStream(k: Kernel, caller: CallerIdentity, tenant_id: s
  * (no provider effect was possible). A running action gets a durable
  * cancellation request; a terminal one cannot be cancelled.
  */
-export async function cancel(k: Kernel, caller: CallerIdentity, tenant_id: string, action_id: string): Promise<{ action_result: ActionResult; cancel_requested: boolean }> {
+export async function cancel(
+  k: Kernel,
+  caller: CallerIdentity,
+  tenant_id: string,
+  action_id: string,
+): Promise<{ action_result: ActionResult; cancel_requested: boolean }> {
   const record = await visibleAction(k, caller, tenant_id, action_id, 'cancel');
   if (record.status === 'cancelled') return { action_result: actionResultOf(record), cancel_requested: false };
   if (isTerminalAction(record.status)) throw new AipError('runtime.cancel_not_allowed', undefined, { details: { action_id, status: record.status } });
@@ -171,7 +202,15 @@ export async function cancel(k: Kernel, caller: CallerIdentity, tenant_id: strin
         const approval = await k.deps.approvals.get({ tenant_id, approval_id: record.approval_id });
         if (approval?.status === 'pending') {
           await k.deps.approvals
-            .decide({ tenant_id, approval_id: approval.approval_id, expected_revision: approval.revision, decision_id: `dec-${k.ids()}`, decided_by: caller.principal, decision: 'denied', reason: 'action cancelled' })
+            .decide({
+              tenant_id,
+              approval_id: approval.approval_id,
+              expected_revision: approval.revision,
+              decision_id: `dec-${k.ids()}`,
+              decided_by: caller.principal,
+              decision: 'denied',
+              reason: 'action cancelled',
+            })
             .catch(() => undefined);
         }
       }

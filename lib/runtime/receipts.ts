@@ -15,7 +15,17 @@
  * pass the record's anchor (`receipt_count`, `receipt_head`) to detect that
  * too. See docs/runtime-stores.md.
  */
-import { GENESIS_RECEIPT_HASH, RECEIPT_VERSION, receiptHash, sha256Hex, type ActionResult, type JsonValue, type Principal, type Receipt, type TransactionProtocolStatus } from '../protocol/index.js';
+import {
+  GENESIS_RECEIPT_HASH,
+  RECEIPT_VERSION,
+  receiptHash,
+  sha256Hex,
+  type ActionResult,
+  type JsonValue,
+  type Principal,
+  type Receipt,
+  type TransactionProtocolStatus,
+} from '../protocol/index.js';
 import { resultDigestText, verifyReceiptChainSync, type ReceiptChainVerdict, type VerifyReceiptChainOptions } from '../protocol/receipt-chain.js';
 import type { ReceiptAppend } from '../transactions/record.js';
 

@@ -31,7 +31,11 @@ import { retentionFor } from './retention.js';
 import { admit, prepare } from './pipeline/admit.js';
 import type { AttemptOutcome, ReconcileOutcome, SweepOutcome } from './types.js';
 
-function out(msg: Pick<ReconcileMessage, 'tenant_id' | 'transaction_id'>, disposition: ReconcileOutcome['disposition'], extra: Partial<ReconcileOutcome> = {}): ReconcileOutcome {
+function out(
+  msg: Pick<ReconcileMessage, 'tenant_id' | 'transaction_id'>,
+  disposition: ReconcileOutcome['disposition'],
+  extra: Partial<ReconcileOutcome> = {},
+): ReconcileOutcome {
   return { disposition, tenant_id: msg.tenant_id, transaction_id: msg.transaction_id, retry: false, ...extra };
 }
 
@@ -69,7 +73,11 @@ async function afterAttempt(k: Kernel, msg: ReconcileMessage, action_id: string,
     return out(msg, 'reconciled', { action_id, retry: false, transaction_status: 'reconciled' });
   }
   const after = await k.deps.transactions.get({ tenant_id: msg.tenant_id, transaction_id: msg.transaction_id });
-  return out(msg, attempt.retry ? 'deferred' : dispositionOf(after), { action_id, retry: attempt.retry, ...(after ? { transaction_status: after.status } : {}) });
+  return out(msg, attempt.retry ? 'deferred' : dispositionOf(after), {
+    action_id,
+    retry: attempt.retry,
+    ...(after ? { transaction_status: after.status } : {}),
+  });
 }
 
 /**
@@ -128,10 +136,15 @@ async function awaitApproval(k: Kernel, msg: ReconcileMessage, txn: TransactionR
   const until = approval?.expires_at;
   if (until !== undefined && Date.parse(until) > k.now().getTime() && (txn.next_reconcile_at === undefined || txn.next_reconcile_at < until)) {
     try {
-      const moved = await k.journal.transition(txn, { operation: 'reschedule_reconcile', from: ['outcome_unknown'], to: 'outcome_unknown', patch: { next_reconcile_at: until } }, RECEIPT_EVENTS.rescheduled, {
-        reason: 'awaiting_approval',
-        action_id,
-      });
+      const moved = await k.journal.transition(
+        txn,
+        { operation: 'reschedule_reconcile', from: ['outcome_unknown'], to: 'outcome_unknown', patch: { next_reconcile_at: until } },
+        RECEIPT_EVENTS.rescheduled,
+        {
+          reason: 'awaiting_approval',
+          action_id,
+        },
+      );
       await scheduleReconcile(k, moved, true);
     } catch (err) {
       if (!isAipError(err, 'transaction.state_conflict')) throw err;
@@ -149,7 +162,14 @@ export async function reconcileMessage(k: Kernel, msg: ReconcileMessage): Promis
     const actionId = txn.data.reconcile_action_id;
     if (leaseLive(k, txn) || typeof actionId !== 'string') return out(msg, 'in_progress', { transaction_status: txn.status });
     // A reconcile attempt stopped: reconciliation only reads provider state, so re-drive it.
-    const attempt = await runAttempt(k, { kind: 'invoke', tenant_id: txn.tenant_id, action_id: actionId, transaction_id: txn.transaction_id, fence: txn.fence, attempt: 1 });
+    const attempt = await runAttempt(k, {
+      kind: 'invoke',
+      tenant_id: txn.tenant_id,
+      action_id: actionId,
+      transaction_id: txn.transaction_id,
+      fence: txn.fence,
+      attempt: 1,
+    });
     return afterAttempt(k, msg, actionId, attempt);
   }
   if (txn.status !== 'outcome_unknown') return out(msg, 'not_applicable', { transaction_status: txn.status });
@@ -177,7 +197,12 @@ export async function reconcileMessage(k: Kernel, msg: ReconcileMessage): Promis
   }
 
   const action: Action = {
-    id: reconcileActionId(txn.tenant_id, txn.transaction_id, txn.reconcile_attempts + 1, typeof txn.data.reconcile_resets === 'number' ? txn.data.reconcile_resets : 0),
+    id: reconcileActionId(
+      txn.tenant_id,
+      txn.transaction_id,
+      txn.reconcile_attempts + 1,
+      typeof txn.data.reconcile_resets === 'number' ? txn.data.reconcile_resets : 0,
+    ),
     capability_id,
     input: original.action.input,
     ...(original.action.identity !== undefined ? { identity: original.action.identity } : {}),
@@ -210,12 +235,22 @@ export async function reconcileMessage(k: Kernel, msg: ReconcileMessage): Promis
     const after = await k.deps.transactions.get(ref);
     if (after !== undefined && after.status === 'outcome_unknown' && after.revision === txn.revision) {
       const error = admitted.action_result.error;
-      return refused(k, msg, after, new AipError(error !== undefined && isErrorCode(error.code) ? error.code : 'runtime.reconcile_not_outcome_unknown'), action.id);
+      return refused(
+        k,
+        msg,
+        after,
+        new AipError(error !== undefined && isErrorCode(error.code) ? error.code : 'runtime.reconcile_not_outcome_unknown'),
+        action.id,
+      );
     }
     return out(msg, dispositionOf(after), { action_id: action.id, ...(after ? { transaction_status: after.status } : {}) });
   }
   // Internal admissions do not enqueue: the consumer runs the attempt inline.
-  const attempt = await runAttempt(k, { kind: 'invoke', tenant_id: txn.tenant_id, action_id: action.id, transaction_id: txn.transaction_id, fence: 0, attempt: 1 }, { original, ...written });
+  const attempt = await runAttempt(
+    k,
+    { kind: 'invoke', tenant_id: txn.tenant_id, action_id: action.id, transaction_id: txn.transaction_id, fence: 0, attempt: 1 },
+    { original, ...written },
+  );
   return afterAttempt(k, msg, action.id, attempt);
 }
 
@@ -280,7 +315,10 @@ export async function sweep(k: Kernel, now: Date = k.now()): Promise<SweepOutcom
   for (const status of ['prepared', 'committing', 'compensating'] as const) {
     for await (const r of listAll(k, status, stalledBefore)) {
       if (r.lease_expires_at !== undefined && r.lease_expires_at > iso) continue;
-      invoke.push({ id: id(), message: { kind: 'invoke', tenant_id: r.tenant_id, action_id: r.action_id, transaction_id: r.transaction_id, fence: r.fence, attempt: 1 } });
+      invoke.push({
+        id: id(),
+        message: { kind: 'invoke', tenant_id: r.tenant_id, action_id: r.action_id, transaction_id: r.transaction_id, fence: r.fence, attempt: 1 },
+      });
     }
   }
   for await (const r of listAll(k, 'reconciling', stalledBefore)) {
@@ -292,7 +330,11 @@ export async function sweep(k: Kernel, now: Date = k.now()): Promise<SweepOutcom
     if (r.plan === undefined || Date.parse(r.plan.expires_at) > now.getTime()) continue;
     try {
       const retention = retentionFor(k, r.capability_id, r);
-      await k.journal.transition(r, { operation: 'expire_plan', from: ['planned'], to: 'failed', ...(retention !== undefined ? { retention } : {}) }, RECEIPT_EVENTS.plan_expired);
+      await k.journal.transition(
+        r,
+        { operation: 'expire_plan', from: ['planned'], to: 'failed', ...(retention !== undefined ? { retention } : {}) },
+        RECEIPT_EVENTS.plan_expired,
+      );
     } catch (err) {
       if (!isAipError(err, 'transaction.state_conflict')) throw err;
     }

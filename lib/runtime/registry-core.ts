@@ -96,7 +96,10 @@ export interface ConnectorSchemaCompiler {
  * connector: schema `$id`s of different connectors can never collide).
  */
 export interface SchemaCompilers {
-  forConnector(connector: { readonly manifest_hash: string; readonly plan: readonly SchemaRequest[] }, options: { readonly validateFormats: boolean }): ConnectorSchemaCompiler;
+  forConnector(
+    connector: { readonly manifest_hash: string; readonly plan: readonly SchemaRequest[] },
+    options: { readonly validateFormats: boolean },
+  ): ConnectorSchemaCompiler;
 }
 
 let defaultCompilers: SchemaCompilers | undefined;
@@ -249,7 +252,9 @@ export class CapabilityRegistry {
       );
     }
     const report: RegistryReport = {
-      connectors: connectors.map(({ registration }) => Object.freeze({ ...registration, registered: [...registration.registered], rejected: [...registration.rejected] })),
+      connectors: connectors.map(({ registration }) =>
+        Object.freeze({ ...registration, registered: [...registration.registered], rejected: [...registration.rejected] }),
+      ),
     };
     return new CapabilityRegistry(byId, report);
   }

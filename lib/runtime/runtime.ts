@@ -56,7 +56,8 @@ export class Runtime {
    * still applies). Needs requires_plan_before_commit = false.
    */
   async trustedDirectCommit(caller: CallerIdentity, action: Action): Promise<SubmitOutcome> {
-    if (action?.transaction?.mode !== 'commit') throw new AipError('runtime.mode_unsupported', 'trustedDirectCommit takes a commit action', { details: { mode: action?.transaction?.mode ?? null } });
+    if (action?.transaction?.mode !== 'commit')
+      throw new AipError('runtime.mode_unsupported', 'trustedDirectCommit takes a commit action', { details: { mode: action?.transaction?.mode ?? null } });
     const { transaction, ...rest } = action;
     // The core validator's commit rule does not apply on this branch: validate the envelope without it, then restore the context.
     const checked = validateAction({ ...rest, transaction: { ...transaction, mode: 'execute' } });

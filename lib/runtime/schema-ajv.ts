@@ -44,7 +44,10 @@ export function ajvOptions(validateFormats: boolean): Record<string, unknown> {
 }
 
 /** One connector's ajv instances (2020-12 at once, draft-07 on first use), each with ajv-formats. */
-export function ajvConnectorCompiler(validateFormats: boolean, extra: Record<string, unknown> = {}): ConnectorSchemaCompiler & { instance(draft: SchemaDraft): AjvInstance } {
+export function ajvConnectorCompiler(
+  validateFormats: boolean,
+  extra: Record<string, unknown> = {},
+): ConnectorSchemaCompiler & { instance(draft: SchemaDraft): AjvInstance } {
   const make = (Ctor: AjvCtor): AjvInstance => {
     const ajv = new Ctor({ ...ajvOptions(validateFormats), ...extra });
     addFormats(ajv);

@@ -86,7 +86,7 @@ export function precompiledRegistrySource(sources: readonly PrecompileSource[], 
     );
   }
   return [
-    '// Generated at bundle time by lib/runtime/schema-precompile.ts from the connectors\' manifests. Do not edit.',
+    "// Generated at bundle time by lib/runtime/schema-precompile.ts from the connectors' manifests. Do not edit.",
     ...blocks,
     `export const PRECOMPILED_REGISTRY = { version: 1, connectors: [${entries.join(', ')}] };`,
     '',

@@ -52,11 +52,19 @@ const RECEIPT_PAGE = 100;
  * page of exactly the limit comes back with a cursor, and the next Query
  * would find nothing (a chain of exactly 100 receipts).
  */
-export async function readReceipts(k: Kernel, record: Pick<TransactionRecord, 'tenant_id' | 'transaction_id'> & { readonly receipt_count?: number }): Promise<Receipt[]> {
+export async function readReceipts(
+  k: Kernel,
+  record: Pick<TransactionRecord, 'tenant_id' | 'transaction_id'> & { readonly receipt_count?: number },
+): Promise<Receipt[]> {
   const out: Receipt[] = [];
   let cursor: string | undefined;
   do {
-    const page = await k.deps.transactions.listReceipts({ tenant_id: record.tenant_id, transaction_id: record.transaction_id, limit: RECEIPT_PAGE, ...(cursor !== undefined ? { cursor } : {}) });
+    const page = await k.deps.transactions.listReceipts({
+      tenant_id: record.tenant_id,
+      transaction_id: record.transaction_id,
+      limit: RECEIPT_PAGE,
+      ...(cursor !== undefined ? { cursor } : {}),
+    });
     for (const r of page.items) out.push(r.receipt);
     cursor = page.cursor;
     if (record.receipt_count !== undefined && out.length >= record.receipt_count) break;

@@ -104,25 +104,27 @@ function selfRows(operation: TransactionOperation, statuses: readonly Transactio
  * THE transition table. Read it as a list of triples; nothing outside this
  * list is a legal durable state change.
  */
-export const TRANSITION_TABLE: readonly TransitionRule[] = Object.freeze([
-  ...rows('create', [null], INITIAL_STATUSES),
-  ...rows('claim_direct_commit', [null], ['committing']),
-  ...rows('claim_plan', ['planned'], ['committing']),
-  ...rows('expire_plan', ['planned'], ['failed']),
-  ...rows('begin_reconcile', ['outcome_unknown'], ['reconciling']),
-  ...selfRows('checkpoint', ATTEMPT_STATUSES),
-  ...selfRows('lease', ATTEMPT_STATUSES),
-  ...rows('settle', ['prepared', 'committing'], ['committed', 'failed', 'outcome_unknown']),
-  ...rows('settle', ['compensating'], ['compensated', 'failed', 'outcome_unknown']),
-  // `reconciled` is its own terminal answer: never rewritten as committed or compensated.
-  ...rows('settle', ['reconciling'], ['reconciled', 'outcome_unknown']),
-  ...selfRows('reschedule_reconcile', ['outcome_unknown']),
-  ...selfRows('escalate', ['outcome_unknown']),
-  ...selfRows('refuse_reconcile', ['outcome_unknown']),
-  ...selfRows('request_reconcile', ['outcome_unknown']),
-  // An operator's resolution is a definitive answer as well: `reconciled`, with the operator's evidence.
-  ...rows('resolve', ['outcome_unknown'], ['reconciled']),
-].map((r) => Object.freeze(r)));
+export const TRANSITION_TABLE: readonly TransitionRule[] = Object.freeze(
+  [
+    ...rows('create', [null], INITIAL_STATUSES),
+    ...rows('claim_direct_commit', [null], ['committing']),
+    ...rows('claim_plan', ['planned'], ['committing']),
+    ...rows('expire_plan', ['planned'], ['failed']),
+    ...rows('begin_reconcile', ['outcome_unknown'], ['reconciling']),
+    ...selfRows('checkpoint', ATTEMPT_STATUSES),
+    ...selfRows('lease', ATTEMPT_STATUSES),
+    ...rows('settle', ['prepared', 'committing'], ['committed', 'failed', 'outcome_unknown']),
+    ...rows('settle', ['compensating'], ['compensated', 'failed', 'outcome_unknown']),
+    // `reconciled` is its own terminal answer: never rewritten as committed or compensated.
+    ...rows('settle', ['reconciling'], ['reconciled', 'outcome_unknown']),
+    ...selfRows('reschedule_reconcile', ['outcome_unknown']),
+    ...selfRows('escalate', ['outcome_unknown']),
+    ...selfRows('refuse_reconcile', ['outcome_unknown']),
+    ...selfRows('request_reconcile', ['outcome_unknown']),
+    // An operator's resolution is a definitive answer as well: `reconciled`, with the operator's evidence.
+    ...rows('resolve', ['outcome_unknown'], ['reconciled']),
+  ].map((r) => Object.freeze(r)),
+);
 
 const TERMINAL_SET: ReadonlySet<TransactionStatus> = new Set(TERMINAL_STATUSES);
 const ATTEMPT_SET: ReadonlySet<TransactionStatus> = new Set(ATTEMPT_STATUSES);

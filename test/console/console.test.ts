@@ -98,7 +98,10 @@ describe('operator console', () => {
     await reconciled;
 
     await page.getByRole('button', { name: 'Refresh' }).click();
-    await page.getByTestId('transaction-status').filter({ hasText: /^reconciled$/ }).waitFor();
+    await page
+      .getByTestId('transaction-status')
+      .filter({ hasText: /^reconciled$/ })
+      .waitFor();
     await page.locator('[data-testid="verdict"][data-verdict="valid"]').waitFor();
     expect(await page.locator('ol.timeline li .badge').allTextContents()).toEqual(expect.arrayContaining(['outcome_unknown', 'reconciling', 'reconciled']));
     await screenshot(page, 'transaction-reconciled');
@@ -140,14 +143,23 @@ describe('operator console', () => {
     await row.getByRole('button', { name: 'Approve' }).click();
     await dialog.getByLabel('Reason').fill('amount checked');
     await dialog.getByRole('button', { name: 'Confirm approval' }).click();
-    await page.getByRole('status').filter({ hasText: `Approval ${approvalId} approved` }).waitFor();
+    await page
+      .getByRole('status')
+      .filter({ hasText: `Approval ${approvalId} approved` })
+      .waitFor();
     await row.waitFor({ state: 'detached' });
     await committed;
 
     await page.goto(`${stack.consoleUrl}#/actions/${encodeURIComponent(commitId)}`);
-    await page.getByTestId('action-status').filter({ hasText: /^completed$/ }).waitFor();
+    await page
+      .getByTestId('action-status')
+      .filter({ hasText: /^completed$/ })
+      .waitFor();
     await page.locator('dl.facts a').click();
-    await page.getByTestId('transaction-status').filter({ hasText: /^committed$/ }).waitFor();
+    await page
+      .getByTestId('transaction-status')
+      .filter({ hasText: /^committed$/ })
+      .waitFor();
     await page.locator('[data-testid="verdict"][data-verdict="valid"]').waitFor();
     const events = await page.locator('ol.timeline li').evaluateAll((lis) => lis.map((li) => li.getAttribute('data-event')));
     expect(events).toEqual(expect.arrayContaining(['transaction.planned', 'transaction.plan_claimed', 'transaction.settled.committed']));

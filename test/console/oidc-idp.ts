@@ -28,7 +28,11 @@ export interface LoopbackIdp {
   stop(): Promise<void>;
 }
 
-const cors = { 'Access-Control-Allow-Origin': '*', 'Access-Control-Allow-Headers': 'content-type, accept, authorization, dpop', 'Access-Control-Allow-Methods': 'GET, POST' };
+const cors = {
+  'Access-Control-Allow-Origin': '*',
+  'Access-Control-Allow-Headers': 'content-type, accept, authorization, dpop',
+  'Access-Control-Allow-Methods': 'GET, POST',
+};
 
 function json(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { 'Content-Type': 'application/json', 'Cache-Control': 'no-store', ...cors });
@@ -85,7 +89,12 @@ export async function startLoopbackIdp(options: { clientId: string; subject: str
           (params.scope ?? '').split(' ').includes('openid');
         if (!ok) return json(res, 400, { error: 'invalid_request' });
         const code = randomBytes(16).toString('base64url');
-        codes.set(code, { challenge: params.code_challenge as string, nonce: params.nonce ?? '', redirect_uri: params.redirect_uri as string, client_id: params.client_id as string });
+        codes.set(code, {
+          challenge: params.code_challenge as string,
+          nonce: params.nonce ?? '',
+          redirect_uri: params.redirect_uri as string,
+          client_id: params.client_id as string,
+        });
         const back = new URL(params.redirect_uri as string);
         back.searchParams.set('code', code);
         back.searchParams.set('state', params.state as string);
@@ -101,7 +110,9 @@ export async function startLoopbackIdp(options: { clientId: string; subject: str
           params.client_id === grant.client_id &&
           params.redirect_uri === grant.redirect_uri &&
           params.client_secret === undefined &&
-          createHash('sha256').update(params.code_verifier ?? '').digest('base64url') === grant.challenge;
+          createHash('sha256')
+            .update(params.code_verifier ?? '')
+            .digest('base64url') === grant.challenge;
         tokenRequests.push({ params, headers: req.headers, verified });
         if (!verified || grant === undefined) return json(res, 400, { error: 'invalid_grant' });
         const now = Math.floor(Date.now() / 1000);

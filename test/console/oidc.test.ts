@@ -20,7 +20,11 @@ beforeAll(async () => {
   let mint: (() => Promise<string>) | undefined;
   idp = await startLoopbackIdp({ clientId: CLIENT_ID, subject: 'oidc-operator', accessToken: () => (mint as () => Promise<string>)() });
   [stack, browser] = await Promise.all([
-    consoleStack('console-oidc', {}, { mode: 'oidc', environment: 'test', tenant: 'demo', oidc: { issuer: idp.url, client_id: CLIENT_ID, scopes: ['openid', 'aip:operator'] } }),
+    consoleStack(
+      'console-oidc',
+      {},
+      { mode: 'oidc', environment: 'test', tenant: 'demo', oidc: { issuer: idp.url, client_id: CLIENT_ID, scopes: ['openid', 'aip:operator'] } },
+    ),
     launchBrowser(),
   ]);
   const s = stack;
@@ -49,7 +53,13 @@ describe('OIDC sign-in (authorization code + PKCE)', () => {
     // The authorization request: code flow, S256 challenge, state and nonce, back to the console's own URL.
     expect(idp.authorizeRequests).toHaveLength(1);
     const auth = idp.authorizeRequests[0]?.params ?? {};
-    expect(auth).toMatchObject({ client_id: CLIENT_ID, response_type: 'code', code_challenge_method: 'S256', redirect_uri: consoleUrl, scope: 'openid aip:operator' });
+    expect(auth).toMatchObject({
+      client_id: CLIENT_ID,
+      response_type: 'code',
+      code_challenge_method: 'S256',
+      redirect_uri: consoleUrl,
+      scope: 'openid aip:operator',
+    });
     expect(auth.code_challenge).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(auth.state).toBeTruthy();
     expect(auth.nonce).toBeTruthy();

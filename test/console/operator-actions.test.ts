@@ -35,7 +35,10 @@ const LOOKUP_FAILS = { match: { method: 'GET' as const, path: '/v1/operations' }
 /** A charge whose answer the provider's gateway loses after committing; `probeFails`: nor can the operation be found. */
 async function uncertain(probeFails: boolean) {
   const user = clientOf(stack, await stack.mintToken());
-  stack.simulator.setFaults([{ match: { method: 'POST', path: '/v1/charges' }, fault: { type: 'error_after_commit', status: 504 }, times: 1 }, ...(probeFails ? [LOOKUP_FAILS] : [])]);
+  stack.simulator.setFaults([
+    { match: { method: 'POST', path: '/v1/charges' }, fault: { type: 'error_after_commit', status: 504 }, times: 1 },
+    ...(probeFails ? [LOOKUP_FAILS] : []),
+  ]);
   const id = uid('charge');
   const worked = stack.handled('invoke', (m) => m.kind === 'invoke' && m.action_id === id);
   try {
@@ -64,7 +67,10 @@ describe('operator actions', () => {
     await dialog.getByLabel('Reason').fill('customer asked; provider status page is green');
     await dialog.getByRole('button', { name: 'Confirm reconcile' }).click();
     await page.getByRole('status').filter({ hasText: 'Reconciliation finished: the transaction is reconciled.' }).waitFor();
-    await page.getByTestId('transaction-status').filter({ hasText: /^reconciled$/ }).waitFor();
+    await page
+      .getByTestId('transaction-status')
+      .filter({ hasText: /^reconciled$/ })
+      .waitFor();
     await page.locator('[data-testid="verdict"][data-verdict="valid"]').waitFor();
     expect(await page.getByTestId('provider-operation').textContent()).toContain(txn.provider_operation?.operation_id as string);
     await screenshot(page, 'reconcile-now');
@@ -79,7 +85,8 @@ describe('operator actions', () => {
     try {
       for (let i = 0; i < 4 && disposition !== 'escalated'; i++) {
         clock.advance(20 * 60_000);
-        disposition = (await stack.runtime.reconcile({ kind: 'reconcile', tenant_id: stack.tenant, transaction_id: txn.transaction_id, reason: 'sweeper' })).disposition;
+        disposition = (await stack.runtime.reconcile({ kind: 'reconcile', tenant_id: stack.tenant, transaction_id: txn.transaction_id, reason: 'sweeper' }))
+          .disposition;
       }
     } finally {
       stack.simulator.setFaults([]);
@@ -102,7 +109,10 @@ describe('operator actions', () => {
     await dialog.getByLabel('Description').fill('dashboard export');
     await screenshot(page, 'resolve-with-evidence');
     await dialog.getByRole('button', { name: 'Confirm resolution' }).click();
-    await page.getByRole('status').filter({ hasText: /^(Resolved: the transaction is|A second operator must approve)/ }).waitFor();
+    await page
+      .getByRole('status')
+      .filter({ hasText: /^(Resolved: the transaction is|A second operator must approve)/ })
+      .waitFor();
 
     await page.locator('ol.timeline li').filter({ hasText: 'charge found in the provider dashboard' }).first().waitFor({ state: 'attached' });
     await page.locator('[data-testid="verdict"][data-verdict="valid"]').waitFor();

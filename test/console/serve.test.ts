@@ -6,14 +6,25 @@
  */
 import type { ServerResponse } from 'node:http';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { consoleConfigFromEnv, consoleCsp, createConsoleHandler, CONSOLE_CONFIG_ENV, type ConsoleConfig, type ConsoleHandler } from '../../functions/console/serve.js';
+import {
+  consoleConfigFromEnv,
+  consoleCsp,
+  createConsoleHandler,
+  CONSOLE_CONFIG_ENV,
+  type ConsoleConfig,
+  type ConsoleHandler,
+} from '../../functions/console/serve.js';
 import { CONSOLE_DEV_SCOPES, localConsoleConfig, localConsoleRoutes, LOCAL_TOKEN_PATH } from '../../dev/local/console.js';
 import { devVerifierConfig, generateDevKeys, type DevKeys } from '../../dev/auth/keys.js';
 import { mintToken } from '../../dev/auth/mint.js';
 import { createTokenVerifier } from '../../lib/auth/verifier.js';
 import { consoleBuild } from './support.js';
 
-const OIDC: ConsoleConfig = { mode: 'oidc', environment: 'prod', oidc: { issuer: 'https://idp.example.com/tenant/', client_id: 'aip-console', scopes: ['openid', 'aip:operator'] } };
+const OIDC: ConsoleConfig = {
+  mode: 'oidc',
+  environment: 'prod',
+  oidc: { issuer: 'https://idp.example.com/tenant/', client_id: 'aip-console', scopes: ['openid', 'aip:operator'] },
+};
 
 let assetsDir: string;
 let serve: ConsoleHandler;
@@ -29,7 +40,13 @@ describe('console site handler', () => {
   it('serves index.html under /console/ with a strict CSP, and redirects /console keeping the stage prefix', async () => {
     const index = await get('/console/');
     expect(index.statusCode).toBe(200);
-    expect(index.headers).toMatchObject({ 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': 'no-cache', 'X-Content-Type-Options': 'nosniff', 'X-Frame-Options': 'DENY', 'Referrer-Policy': 'no-referrer' });
+    expect(index.headers).toMatchObject({
+      'Content-Type': 'text/html; charset=utf-8',
+      'Cache-Control': 'no-cache',
+      'X-Content-Type-Options': 'nosniff',
+      'X-Frame-Options': 'DENY',
+      'Referrer-Policy': 'no-referrer',
+    });
     expect(index.body).toContain('<div id="app"></div>');
     const csp = String(index.headers?.['Content-Security-Policy']);
     for (const d of ["default-src 'none'", "script-src 'self'", "style-src 'self'", "frame-ancestors 'none'", "base-uri 'none'"]) expect(csp).toContain(d);
@@ -62,7 +79,14 @@ describe('console site handler', () => {
   });
 
   it('answers 404 problems for anything that is not a file of the build, a traversal included, and for other methods', async () => {
-    for (const path of ['/console/nope.js', '/console/../package.json', '/console/assets/../../package.json', '/console/src/main.tsx', '/consolex', '/v1/health']) {
+    for (const path of [
+      '/console/nope.js',
+      '/console/../package.json',
+      '/console/assets/../../package.json',
+      '/console/src/main.tsx',
+      '/consolex',
+      '/v1/health',
+    ]) {
       const out = await get(path);
       expect(out.statusCode, path).toBe(404);
       expect(out.headers?.['Content-Type']).toBe('application/problem+json');
@@ -109,7 +133,15 @@ describe('local development sign-in (POST /_local/token)', () => {
 
   const post = async (body: unknown, contentType = 'application/json') => {
     const { res, out } = recorder();
-    const handled = await routes({ method: 'POST', path: LOCAL_TOKEN_PATH, headers: { 'content-type': contentType }, body: Buffer.from(typeof body === 'string' ? body : JSON.stringify(body)) }, res);
+    const handled = await routes(
+      {
+        method: 'POST',
+        path: LOCAL_TOKEN_PATH,
+        headers: { 'content-type': contentType },
+        body: Buffer.from(typeof body === 'string' ? body : JSON.stringify(body)),
+      },
+      res,
+    );
     expect(handled).toBe(true);
     return out;
   };

@@ -45,7 +45,12 @@ function filesUnder(dir: string): string[] {
 /** Hash of everything the build reads: the console's sources and the shared modules it imports. */
 function sourceHash(): string {
   const h = createHash('sha256');
-  const roots = [join(PROJECT_ROOT, 'console'), join(PROJECT_ROOT, 'lib', 'protocol'), join(PROJECT_ROOT, 'lib', 'client'), join(PROJECT_ROOT, 'lib', 'errors')];
+  const roots = [
+    join(PROJECT_ROOT, 'console'),
+    join(PROJECT_ROOT, 'lib', 'protocol'),
+    join(PROJECT_ROOT, 'lib', 'client'),
+    join(PROJECT_ROOT, 'lib', 'errors'),
+  ];
   for (const file of roots.flatMap(filesUnder).sort()) {
     h.update(relative(PROJECT_ROOT, file)).update('\0').update(readFileSync(file)).update('\0');
   }

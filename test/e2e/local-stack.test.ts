@@ -57,7 +57,14 @@ beforeAll(async () => {
     runtimeSettings: {
       tenants: {
         [TENANT_A]: {
-          approvals: [{ policy_id: 'demo-payments', capabilities: ['payments.charge', 'payments.refund'], modes: ['commit', 'compensate'], approver_scopes: ['aip:approve'] }],
+          approvals: [
+            {
+              policy_id: 'demo-payments',
+              capabilities: ['payments.charge', 'payments.refund'],
+              modes: ['commit', 'compensate'],
+              approver_scopes: ['aip:approve'],
+            },
+          ],
         },
       },
     },
@@ -172,7 +179,11 @@ describe('plan → approval → commit', () => {
 
     // The requester cannot decide: without the approver scope, nor with it (no self-approval).
     await problemOf(alice.approve(approvalId), 403, 'runtime.approver_forbidden');
-    const aliceApprover = clientFor(stack.url, await stack.mintToken({ sub: 'alice', tenants: [TENANT_A], scopes: [...READ_WRITE, 'aip:approve'] }), violations);
+    const aliceApprover = clientFor(
+      stack.url,
+      await stack.mintToken({ sub: 'alice', tenants: [TENANT_A], scopes: [...READ_WRITE, 'aip:approve'] }),
+      violations,
+    );
     await problemOf(aliceApprover.approve(approvalId), 403, 'runtime.self_approval_forbidden');
 
     // The approver sees it pending and approves.
@@ -185,7 +196,9 @@ describe('plan → approval → commit', () => {
     expect(done.action_result.status).toBe('completed');
     const txn = await alice.getTransaction({ plan_id: plan.plan_id }, { include: ['result', 'receipts'] });
     expect(txn).toMatchObject({ transaction_id: plan.transaction_id, status: 'committed', action_result: { action_id: commitId, status: 'completed' } });
-    expect(txn.receipts?.map((r) => r.event)).toEqual(expect.arrayContaining(['transaction.planned', 'transaction.plan_claimed', 'transaction.settled.committed']));
+    expect(txn.receipts?.map((r) => r.event)).toEqual(
+      expect.arrayContaining(['transaction.planned', 'transaction.plan_claimed', 'transaction.settled.committed']),
+    );
 
     const effects = ledgerSince(mark);
     expect(effects).toHaveLength(1);
@@ -380,7 +393,12 @@ describe('compensation and its window', () => {
     clock.advance(COMPENSATION_WINDOW_MS + 1_000);
     const compId = uid('late-refund');
     const problem = await problemOf(
-      bob.submitAction({ id: compId, capability_id: 'payments.charge', input: { charge_id: target.charge_id }, transaction: { mode: 'compensate', compensation_for: target.id } }),
+      bob.submitAction({
+        id: compId,
+        capability_id: 'payments.charge',
+        input: { charge_id: target.charge_id },
+        transaction: { mode: 'compensate', compensation_for: target.id },
+      }),
       409,
       'runtime.compensation_window_expired',
     );
@@ -407,7 +425,11 @@ describe('idempotency keys', () => {
 
     // The same action again: its stored result.
     const resent = await bob.submitAction(charge(first, 1_111, { mode: 'execute' }, { idempotency_key: key }));
-    expect(resent).toMatchObject({ http_status: 200, disposition: 'replayed', action_result: { status: 'completed', replayed: true, output: { charge_id: chargeId } } });
+    expect(resent).toMatchObject({
+      http_status: 200,
+      disposition: 'replayed',
+      action_result: { status: 'completed', replayed: true, output: { charge_id: chargeId } },
+    });
 
     // Another action with the same key and body: the first one's result, marked as a replay.
     const second = uid('idem-second');
@@ -420,7 +442,11 @@ describe('idempotency keys', () => {
 
     // The key with a different body: a conflict naming the mismatch, and no effect.
     const third = uid('idem-third');
-    const problem = await problemOf(bob.submitAction(charge(third, 9_999, { mode: 'execute' }, { idempotency_key: key })), 409, 'idempotency.fingerprint_mismatch');
+    const problem = await problemOf(
+      bob.submitAction(charge(third, 9_999, { mode: 'execute' }, { idempotency_key: key })),
+      409,
+      'idempotency.fingerprint_mismatch',
+    );
     expect(problem.details).toMatchObject({ reason: 'fingerprint_mismatch', action_id: first });
 
     expect(ledgerSince(mark)).toMatchObject([{ kind: 'charge', amount: 1_111, resource_id: chargeId }]);

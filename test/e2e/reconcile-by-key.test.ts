@@ -45,10 +45,19 @@ describe('reconciliation by idempotency key', () => {
     expect(out.disposition).toBe('reconciled');
 
     const after = await s.call(alice, 'GET', `/v1/transactions?transaction_id=${txId}&include=result,receipts`);
-    const body = after.body as { status: string; provider_operation?: { operation_id: string }; receipts: unknown[]; receipt_count: number; receipt_head: string; action_result?: unknown };
+    const body = after.body as {
+      status: string;
+      provider_operation?: { operation_id: string };
+      receipts: unknown[];
+      receipt_count: number;
+      receipt_head: string;
+      action_result?: unknown;
+    };
     expect(body.status).toBe('reconciled');
     expect(body.provider_operation?.operation_id).toBe((charged[0] as { operation_id: string }).operation_id);
-    expect(verifyReceiptChain(body.receipts, { transaction_id: txId, expected_count: body.receipt_count, expected_head: body.receipt_head })).toMatchObject({ valid: true });
+    expect(verifyReceiptChain(body.receipts, { transaction_id: txId, expected_count: body.receipt_count, expected_head: body.receipt_head })).toMatchObject({
+      valid: true,
+    });
     // Still one charge: reconciliation only looked the operation up.
     expect(s.stack.simulator.ledger().slice(mark)).toHaveLength(1);
   });

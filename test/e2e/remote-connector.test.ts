@@ -53,7 +53,14 @@ describe('payments on a remote connector host', () => {
     expect(inbox.Item?.provider_operation).toEqual(op);
     // The action-scoped route pins the remote peer.
     const route = await s.ddb.send(new GetCommand({ TableName: s.table, Key: { PK: `ACTION#${T}#${done.id}`, SK: 'ROUTE' }, ConsistentRead: true }));
-    expect(route.Item).toMatchObject({ connector_id: 'payments', endpoint: remote?.hostUrl, connector_instance: 'local-host', replica: 'local-host-0', peer_identity: remote?.kid, peer_did: remote?.did });
+    expect(route.Item).toMatchObject({
+      connector_id: 'payments',
+      endpoint: remote?.hostUrl,
+      connector_instance: 'local-host',
+      replica: 'local-host-0',
+      peer_identity: remote?.kid,
+      peer_did: remote?.did,
+    });
   });
 
   it('a lost answer after the charge: outcome_unknown with the checkpointed operation, reconciled, one charge', async () => {
@@ -72,7 +79,13 @@ describe('payments on a remote connector host', () => {
     const after = await s.call(alice, 'GET', `/v1/transactions?transaction_id=${done.transaction.transaction_id}&include=receipts`);
     const body = after.body as { status: string; receipts: unknown[]; receipt_count: number; receipt_head: string };
     expect(body.status).toBe('reconciled');
-    expect(verifyReceiptChain(body.receipts, { transaction_id: done.transaction.transaction_id, expected_count: body.receipt_count, expected_head: body.receipt_head })).toMatchObject({ valid: true });
+    expect(
+      verifyReceiptChain(body.receipts, {
+        transaction_id: done.transaction.transaction_id,
+        expected_count: body.receipt_count,
+        expected_head: body.receipt_head,
+      }),
+    ).toMatchObject({ valid: true });
     expect(s.stack.simulator.ledger().slice(mark)).toHaveLength(1);
   });
 
@@ -80,7 +93,11 @@ describe('payments on a remote connector host', () => {
     const mark = s.stack.simulator.ledger().length;
     s.stack.remote?.forgeAnswers(1);
     const done = await executed(s, alice);
-    const result = done.answer.body.action_result as { status: string; output?: unknown; error?: { code: string; uncertain_outcome?: boolean; details?: { reason?: string } } };
+    const result = done.answer.body.action_result as {
+      status: string;
+      output?: unknown;
+      error?: { code: string; uncertain_outcome?: boolean; details?: { reason?: string } };
+    };
     expect(result.output).toBeUndefined();
     expect(JSON.stringify(done.answer.body)).not.toContain('forged');
     expect(result.error).toMatchObject({ code: 'connector.remote_signature_invalid', uncertain_outcome: true, details: { reason: 'signature' } });

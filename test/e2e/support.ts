@@ -24,9 +24,15 @@ export function checkingFetch(violations: string[]): typeof fetch {
     const type = res.headers.get('content-type') ?? '';
     if (res.status >= 400) {
       if (type !== 'application/problem+json') violations.push(`${where}: content-type ${type}`);
-      const parsed = ProblemSchema.safeParse(await res.clone().json().catch(() => undefined));
+      const parsed = ProblemSchema.safeParse(
+        await res
+          .clone()
+          .json()
+          .catch(() => undefined),
+      );
       if (!parsed.success) violations.push(`${where}: not a problem body (${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.code}`).join(', ')})`);
-      else if (parsed.data.status !== res.status || parsed.data.type !== `urn:aip:error:${parsed.data.code}`) violations.push(`${where}: problem status/type mismatch`);
+      else if (parsed.data.status !== res.status || parsed.data.type !== `urn:aip:error:${parsed.data.code}`)
+        violations.push(`${where}: problem status/type mismatch`);
     } else if (!type.startsWith('application/json')) {
       violations.push(`${where}: content-type ${type}`);
     }

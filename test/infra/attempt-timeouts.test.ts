@@ -37,7 +37,11 @@ describe('worker Lambda timeouts against connector attempt timeouts', () => {
     expect(timeouts.map((t) => t.capability_id).sort()).toEqual(PAYMENTS_CAPABILITIES.map((c) => c.id).sort());
     for (const t of timeouts) {
       const declared = PAYMENTS_CAPABILITIES.find((c) => c.id === t.capability_id)!;
-      expect(t).toMatchObject({ connector_id: 'payments', attempt_timeout_ms: declared.timeout_ms ?? DEPLOYED_DEFAULT_ATTEMPT_TIMEOUT_MS, reconciles: declared.reconciles });
+      expect(t).toMatchObject({
+        connector_id: 'payments',
+        attempt_timeout_ms: declared.timeout_ms ?? DEPLOYED_DEFAULT_ATTEMPT_TIMEOUT_MS,
+        reconciles: declared.reconciles,
+      });
     }
     // The stack sets no AIP_RUNTIME_SETTINGS: a capability without a timeout gets the Runtime's schema default.
     expect(DEPLOYED_DEFAULT_ATTEMPT_TIMEOUT_MS).toBe(parseRuntimeSettingsInput({}).default_attempt_timeout_ms);
@@ -56,7 +60,9 @@ describe('worker Lambda timeouts against connector attempt timeouts', () => {
     // Every capability of the connector runs in the invoke worker; the reconcile consumer (60 s) is fine.
     expect(error.issues.every((issue) => issue.path === 'workerTimeoutSeconds')).toBe(true);
     expect(error.issues).toHaveLength(PAYMENTS_CAPABILITIES.length);
-    expect(error.message).toMatch(/^Invalid AIP infrastructure configuration \(worker Lambda timeouts vs connector attempt timeouts\):\n {2}- workerTimeoutSeconds: capability "payments\./);
+    expect(error.message).toMatch(
+      /^Invalid AIP infrastructure configuration \(worker Lambda timeouts vs connector attempt timeouts\):\n {2}- workerTimeoutSeconds: capability "payments\./,
+    );
   });
 
   it('fails the synth for the reconcile consumer too, for the capabilities it reconciles', () => {
@@ -64,7 +70,9 @@ describe('worker Lambda timeouts against connector attempt timeouts', () => {
     const error = synthError({ ...BASE_CONFIG, reconcilerTimeoutSeconds: lambdaSeconds });
     expect(error.issues.every((issue) => issue.path === 'reconcilerTimeoutSeconds')).toBe(true);
     expect(error.issues.map((issue) => /capability "([^"]+)"/.exec(issue.message)?.[1]).sort()).toEqual(
-      PAYMENTS_CAPABILITIES.filter((c) => c.reconciles).map((c) => c.id).sort(),
+      PAYMENTS_CAPABILITIES.filter((c) => c.reconciles)
+        .map((c) => c.id)
+        .sort(),
     );
     expect(error.issues[0]?.message).toContain(`the ${lambdaSeconds} s timeout of the ${RECONCILE_CONSUMER_FUNCTION_ID} Lambda (reconcile queue)`);
   });

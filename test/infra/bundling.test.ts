@@ -35,7 +35,16 @@ function inputsOf(metafile: Awaited<ReturnType<typeof bundleFunction>>['metafile
 describe('bundling', () => {
   it('splits every function into an ESM entry chunk and chunks, minified, with source maps and the createRequire banner', () => {
     const options = esbuildOptions('functions/http/meta.ts', '/out');
-    expect(options).toMatchObject({ format: 'esm', splitting: true, bundle: true, minify: true, sourcemap: true, platform: 'node', target: 'node22', external: [] });
+    expect(options).toMatchObject({
+      format: 'esm',
+      splitting: true,
+      bundle: true,
+      minify: true,
+      sourcemap: true,
+      platform: 'node',
+      target: 'node22',
+      external: [],
+    });
     expect(options.outExtension).toEqual({ '.js': '.mjs' });
     expect(options.banner?.js).toContain('createRequire');
     expect(options.banner?.js).toContain(ZOD_JITLESS_BANNER);
@@ -60,7 +69,12 @@ describe('bundling', () => {
     const all = inputsOf(metafile, Object.keys(metafile.outputs));
     expect(all).toContain('aip-precompiled:precompiled-registry.generated.js');
     expect(all.some((i) => i.startsWith('functions/shared/precompiled-registry'))).toBe(false);
-    for (const lazy of ['node_modules/ajv/dist/core.js', 'lib/runtime/runtime.ts', 'functions/shared/compose-runtime.ts', 'node_modules/aws-xray-sdk-core/dist/lib/index.js']) {
+    for (const lazy of [
+      'node_modules/ajv/dist/core.js',
+      'lib/runtime/runtime.ts',
+      'functions/shared/compose-runtime.ts',
+      'node_modules/aws-xray-sdk-core/dist/lib/index.js',
+    ]) {
       expect(loaded, lazy).not.toContain(lazy);
     }
     expect(all).toContain('functions/shared/compose-runtime.ts');
@@ -97,8 +111,14 @@ describe('tracing switch', () => {
 });
 
 describe('synth with bundling on', () => {
-  it('bundles each entry into its own asset (index.mjs, chunks), never one function\'s bundle for another', () => {
-    const fixture = (id: string, entry: string): FunctionDefinition => ({ id, entry, description: id, timeout: Duration.seconds(30), consumes: { queue: 'invoke', batchSize: 5 } });
+  it("bundles each entry into its own asset (index.mjs, chunks), never one function's bundle for another", () => {
+    const fixture = (id: string, entry: string): FunctionDefinition => ({
+      id,
+      entry,
+      description: id,
+      timeout: Duration.seconds(30),
+      consumes: { queue: 'invoke', batchSize: 5 },
+    });
     const app = newApp({ 'aws:cdk:bundling-stacks': ['**'] });
     const aip = defineAipApp(app, {
       config: parseInfraConfig(BASE_CONFIG),

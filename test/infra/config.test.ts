@@ -68,7 +68,11 @@ describe('parseInfraConfig', () => {
     ['envName', { ...BASE_CONFIG, envName: undefined }, /is required/],
     ['auth.issuer', withAuth({ issuer: 'http://issuer.example.com/' }), /https:\/\/ URL \(the JWT issuer\)/],
     ['auth.jwksUrl', withAuth({ jwksUrl: 'jwks.json' }), /https:\/\/ URL \(the JWKS URL\)/],
-    ['auth.jwksUrl', withAuth({ jwksUrl: 'http://issuer.example.com/jwks.json' }), /https:\/\/ URL \(the JWKS URL\); http:\/\/ is accepted only when envName is "local" or "localstack" \(envName is "test"\)/],
+    [
+      'auth.jwksUrl',
+      withAuth({ jwksUrl: 'http://issuer.example.com/jwks.json' }),
+      /https:\/\/ URL \(the JWKS URL\); http:\/\/ is accepted only when envName is "local" or "localstack" \(envName is "test"\)/,
+    ],
     ['auth.issuer', withAuth({ issuer: 'http://issuer.example.com/' }), /http:\/\/ is accepted only when envName is "local" or "localstack"/],
     ['auth.jwksUrl', withAuth({ jwksUrl: 'ftp://issuer.example.com/jwks.json' }), /https:\/\/ URL \(the JWKS URL\)/],
     ['auth.audience', withAuth({ audience: [] }), /audience/],
@@ -153,12 +157,20 @@ describe('parseInfraConfig', () => {
     ['api.stageName', { ...BASE_CONFIG, api: { stageName: 'v1/prod' } }, /API stage name/],
     ['api.throttlingBurstLimit', { ...BASE_CONFIG, api: { throttlingRateLimit: 100, throttlingBurstLimit: 10 } }, /at least the rate limit \(100\)/],
     ['api', { ...BASE_CONFIG, api: { waf: true } }, /unknown field\(s\) "waf"/],
-    ['connectorEndpoints.crm', { ...BASE_CONFIG, connectorEndpoints: { crm: 'https://crm.example.com' } }, /"crm" is not an enabled connector \(enabled: payments\)/],
+    [
+      'connectorEndpoints.crm',
+      { ...BASE_CONFIG, connectorEndpoints: { crm: 'https://crm.example.com' } },
+      /"crm" is not an enabled connector \(enabled: payments\)/,
+    ],
     ['connectorEndpoints.payments', { ...BASE_CONFIG, connectorEndpoints: { payments: 'ftp://pay.example.com' } }, /http:\/\/ or https:\/\/ URL/],
     ['outcomeUnknownAlarmAgeSeconds', { ...BASE_CONFIG, outcomeUnknownAlarmAgeSeconds: 10 }, /at least 60/],
     ['quietTenantQueueAgeAlarmSeconds', { ...BASE_CONFIG, quietTenantQueueAgeAlarmSeconds: 30 }, /at least 60/],
     ['workerReservedConcurrency', { ...BASE_CONFIG, workerReservedConcurrency: 5 }, /at least workerMaxConcurrency \(10\)/],
-    ['reconcilerReservedConcurrency', { ...BASE_CONFIG, reconcilerMaxConcurrency: 8, reconcilerReservedConcurrency: 6 }, /at least reconcilerMaxConcurrency \(8\)/],
+    [
+      'reconcilerReservedConcurrency',
+      { ...BASE_CONFIG, reconcilerMaxConcurrency: 8, reconcilerReservedConcurrency: 6 },
+      /at least reconcilerMaxConcurrency \(8\)/,
+    ],
   ] as const)('rejects a bad %s with a message naming it', (path, input, message) => {
     const issues = issuesOf(input);
     const issue = issues.find((candidate) => candidate.path === path);
@@ -177,11 +189,24 @@ describe('parseInfraConfig', () => {
       ...BASE_CONFIG,
       approvalPolicies: [
         { id: 'everyone', connector: 'payments', approverScopes: ['aip:approve'] },
-        { id: 'named', connector: 'payments', approverScopes: ['aip:approve', 'ops:approve'], tenants: ['acme', 'beta'], minApprovals: 2, expiresAfterSeconds: 3600 },
+        {
+          id: 'named',
+          connector: 'payments',
+          approverScopes: ['aip:approve', 'ops:approve'],
+          tenants: ['acme', 'beta'],
+          minApprovals: 2,
+          expiresAfterSeconds: 3600,
+        },
         { id: 'star', connector: 'payments', approverScopes: ['aip:approve'], tenants: ['*'] },
       ],
     });
-    expect(config.approvalPolicies[0]).toEqual({ id: 'everyone', connector: 'payments', approverScopes: ['aip:approve'], minApprovals: 1, expiresAfterSeconds: 86_400 });
+    expect(config.approvalPolicies[0]).toEqual({
+      id: 'everyone',
+      connector: 'payments',
+      approverScopes: ['aip:approve'],
+      minApprovals: 1,
+      expiresAfterSeconds: 86_400,
+    });
     expect(config.approvalPolicies[0]?.tenants).toBeUndefined();
     expect(config.approvalPolicies[1]).toMatchObject({ tenants: ['acme', 'beta'], minApprovals: 2, expiresAfterSeconds: 3600 });
     expect(config.approvalPolicies[2]?.tenants).toEqual(['*']);
@@ -200,9 +225,7 @@ describe('parseInfraConfig', () => {
         if (previews.length === 0) {
           expect(parseInfraConfig(input).approvalPolicies[0]!.modes).toEqual(modes);
         } else {
-          expect(issuesOf(input).map((issue) => issue.path)).toEqual(
-            previews.map((mode) => `approvalPolicies[0].modes[${modes.indexOf(mode)}]`),
-          );
+          expect(issuesOf(input).map((issue) => issue.path)).toEqual(previews.map((mode) => `approvalPolicies[0].modes[${modes.indexOf(mode)}]`));
         }
       }),
     );

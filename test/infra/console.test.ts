@@ -72,7 +72,9 @@ describe('operator console (auth.console set)', () => {
 
   it('ships the console build beside the bundled handler', () => {
     const def = consoleFunctionDefinition(parseInfraConfig(WITH_CONSOLE));
-    expect(def.afterBundling?.('/repo', '/asset-output')).toEqual([`cd "/repo" && node --import tsx console/build.ts "/asset-output/${CONSOLE_ASSETS_FOLDER}"`]);
+    expect(def.afterBundling?.('/repo', '/asset-output')).toEqual([
+      `cd "/repo" && node --import tsx console/build.ts "/asset-output/${CONSOLE_ASSETS_FOLDER}"`,
+    ]);
   });
 
   it('outputs the console URL (the OIDC redirect URI)', () => {
@@ -95,7 +97,10 @@ describe('operator console configuration', () => {
   });
 
   it('refuses scopes without openid and a non-https discovery issuer, naming the field', () => {
-    const bad = { ...BASE_CONFIG, auth: { ...BASE_CONFIG.auth, console: { clientId: 'c', scopes: ['aip:operator'], discoveryIssuer: 'http://idp.example.com' } } };
+    const bad = {
+      ...BASE_CONFIG,
+      auth: { ...BASE_CONFIG.auth, console: { clientId: 'c', scopes: ['aip:operator'], discoveryIssuer: 'http://idp.example.com' } },
+    };
     let caught: unknown;
     try {
       parseInfraConfig(bad);

@@ -49,12 +49,14 @@ async function handleDrift(config: InfraConfig): Promise<string[]> {
     const requested = await requestedHandles(connector.id);
     const tenants = [...new Set(connector.credentials.map((r) => r.tenantId))].sort();
     for (const row of connector.credentials) {
-      if (!requested.includes(row.handle)) problems.push(`${connector.id}: handle "${row.handle}" (tenant ${row.tenantId}) is not one the connector asks for (${requested.join(', ')})`);
+      if (!requested.includes(row.handle))
+        problems.push(`${connector.id}: handle "${row.handle}" (tenant ${row.tenantId}) is not one the connector asks for (${requested.join(', ')})`);
     }
     for (const handle of requested) {
       if (connector.credentials.length === 0) problems.push(`${connector.id}: asks for "${handle}", which no row maps`);
       for (const tenant of tenants) {
-        if (!connector.credentials.some((r) => r.handle === handle && r.tenantId === tenant)) problems.push(`${connector.id}: asks for "${handle}", which tenant ${tenant} does not map`);
+        if (!connector.credentials.some((r) => r.handle === handle && r.tenantId === tenant))
+          problems.push(`${connector.id}: asks for "${handle}", which tenant ${tenant} does not map`);
       }
     }
   }
@@ -86,6 +88,8 @@ describe('credential handles of the example configurations', () => {
       'payments: handle "api_key" (tenant demo) is not one the connector asks for (payments/api_key)',
       'payments: asks for "payments/api_key", which tenant demo does not map',
     ]);
-    expect(await handleDrift({ ...config, connectors: [{ id: 'payments', credentials: [] }] })).toEqual(['payments: asks for "payments/api_key", which no row maps']);
+    expect(await handleDrift({ ...config, connectors: [{ id: 'payments', credentials: [] }] })).toEqual([
+      'payments: asks for "payments/api_key", which no row maps',
+    ]);
   });
 });

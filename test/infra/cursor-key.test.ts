@@ -93,7 +93,10 @@ describe('the stateless stack', () => {
       const onSecret = statements(id).filter((s) => asList(s.Resource).some((r) => JSON.stringify(resolveImport(r)) === JSON.stringify({ Ref: secretId })));
       if (onSecret.length === 0) continue;
       readers.push(id);
-      expect(onSecret.map((s) => ({ Effect: s.Effect, Action: s.Action, Resources: asList(s.Resource).length })), id).toEqual([{ Effect: 'Allow', Action: 'secretsmanager:GetSecretValue', Resources: 1 }]);
+      expect(
+        onSecret.map((s) => ({ Effect: s.Effect, Action: s.Action, Resources: asList(s.Resource).length })),
+        id,
+      ).toEqual([{ Effect: 'Allow', Action: 'secretsmanager:GetSecretValue', Resources: 1 }]);
     }
     expect(readers.sort()).toEqual(listing);
   });

@@ -67,7 +67,10 @@ describe('remote connector host (remoteConnectorHost set)', () => {
   it('the host signs with its key, reads the runtime key’s public half, the nonce table and the payments secret', () => {
     const remote = built.aip.stateless.remoteHost;
     const s = statementsOf(template, built.aip.stateless, remote?.hostFunction);
-    const kmsActions = s.filter((x) => actionsOf(x).some((a) => a.startsWith('kms:'))).flatMap(actionsOf).sort();
+    const kmsActions = s
+      .filter((x) => actionsOf(x).some((a) => a.startsWith('kms:')))
+      .flatMap(actionsOf)
+      .sort();
     expect(kmsActions).toEqual(['kms:GetPublicKey', 'kms:GetPublicKey', 'kms:Sign']);
     expect(s.some((x) => actionsOf(x).includes('dynamodb:PutItem'))).toBe(true);
     expect(s.some((x) => actionsOf(x).includes('secretsmanager:GetSecretValue'))).toBe(true);
@@ -86,7 +89,11 @@ describe('remote connector host (remoteConnectorHost set)', () => {
     const runtimeKeyId = stack.getLogicalId(stack.remoteHost?.runtimeKey.node.defaultChild as CfnElement);
     expect(JSON.stringify(sign[0]?.Resource)).toContain(runtimeKeyId);
     // The authorizer composes no runtime: nothing of the placement.
-    const authorizer = Object.values(template.findResources('AWS::Lambda::Function')).find((f) => String(f.Properties.Description ?? '').toLowerCase().includes('authorizer')) as Json | undefined;
+    const authorizer = Object.values(template.findResources('AWS::Lambda::Function')).find((f) =>
+      String(f.Properties.Description ?? '')
+        .toLowerCase()
+        .includes('authorizer'),
+    ) as Json | undefined;
     if (authorizer !== undefined) expect(Object.keys(authorizer.Properties.Environment?.Variables ?? {})).not.toContain('AIP_REMOTE_CONNECTORS');
   });
 

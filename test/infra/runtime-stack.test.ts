@@ -192,7 +192,9 @@ describe('the deployed runtime (default functions)', () => {
         .filter((value): value is ResponseType => value instanceof ResponseType)
         .map((value) => value.responseType)
         .sort();
-      expect(cdkTypes).toEqual(expect.arrayContaining(['DEFAULT_4XX', 'DEFAULT_5XX', 'UNAUTHORIZED', 'ACCESS_DENIED', 'WAF_FILTERED', 'UNSUPPORTED_MEDIA_TYPE']));
+      expect(cdkTypes).toEqual(
+        expect.arrayContaining(['DEFAULT_4XX', 'DEFAULT_5XX', 'UNAUTHORIZED', 'ACCESS_DENIED', 'WAF_FILTERED', 'UNSUPPORTED_MEDIA_TYPE']),
+      );
       const responses = new Map(t.ofType('AWS::ApiGateway::GatewayResponse').map(([, r]) => [r.Properties.ResponseType as string, r.Properties as Json]));
       expect([...responses.keys()].sort()).toEqual(cdkTypes);
       for (const type of cdkTypes) {
@@ -215,7 +217,14 @@ describe('the deployed runtime (default functions)', () => {
         TracingEnabled: true,
         AccessLogSetting: { DestinationArn: Match.anyValue(), Format: Match.stringLikeRegexp('"requestId":"\\$context.requestId"') },
         MethodSettings: [
-          Match.objectLike({ HttpMethod: '*', ResourcePath: '/*', LoggingLevel: 'ERROR', DataTraceEnabled: false, ThrottlingRateLimit: 50, ThrottlingBurstLimit: 100 }),
+          Match.objectLike({
+            HttpMethod: '*',
+            ResourcePath: '/*',
+            LoggingLevel: 'ERROR',
+            DataTraceEnabled: false,
+            ThrottlingRateLimit: 50,
+            ThrottlingBurstLimit: 100,
+          }),
         ],
       });
       const stage = t.ofType('AWS::ApiGateway::Stage')[0]![1];
@@ -322,11 +331,20 @@ describe('the deployed runtime (default functions)', () => {
       for (const route of READ_ONLY_ROUTES) {
         const id = routeFunctionDefinitions().find((d) => d.trigger?.kind === 'api' && d.trigger.routes.includes(route))!.id;
         const actions = t.actions(id);
-        expect(actions.filter((a) => WRITE_ACTIONS.has(a)), route).toEqual([]);
+        expect(
+          actions.filter((a) => WRITE_ACTIONS.has(a)),
+          route,
+        ).toEqual([]);
         // A listing reads the cursor key secret (its own test below), and no other secret.
         const secrets = route === 'listOperator' ? ['secretsmanager:GetSecretValue'] : [];
-        expect(actions.filter((a) => /^(sqs:SendMessage|scheduler:|iam:PassRole|secretsmanager:)/.test(a)), route).toEqual(secrets);
-        expect(actions.filter((a) => /^kms:(Encrypt|ReEncrypt|GenerateDataKey)/.test(a)), route).toEqual([]);
+        expect(
+          actions.filter((a) => /^(sqs:SendMessage|scheduler:|iam:PassRole|secretsmanager:)/.test(a)),
+          route,
+        ).toEqual(secrets);
+        expect(
+          actions.filter((a) => /^kms:(Encrypt|ReEncrypt|GenerateDataKey)/.test(a)),
+          route,
+        ).toEqual([]);
       }
       // The table itself is only read where the route table says so.
       expect(t.actions('HttpGetAction')).toEqual(expect.arrayContaining(['dynamodb:GetItem', 'dynamodb:Query']));
@@ -338,7 +356,10 @@ describe('the deployed runtime (default functions)', () => {
         const access = ROUTE_ACCESS[route.id as RouteId] as { table?: string; sendTo?: readonly string[]; connectorSecrets?: boolean; cursorKey?: boolean };
         const id = routeFunctionDefinitions().find((d) => d.trigger?.kind === 'api' && d.trigger.routes.includes(route.id as RouteId))!.id;
         const actions = t.actions(id);
-        expect(actions.some((a) => WRITE_ACTIONS.has(a)), route.id).toBe(access.table === 'readWrite');
+        expect(
+          actions.some((a) => WRITE_ACTIONS.has(a)),
+          route.id,
+        ).toBe(access.table === 'readWrite');
         expect(actions.includes('dynamodb:GetItem'), route.id).toBe(access.table !== undefined);
         expect(actions.includes('sqs:SendMessage'), route.id).toBe((access.sendTo ?? []).length > 0);
         expect(actions.includes('secretsmanager:GetSecretValue'), route.id).toBe(access.connectorSecrets === true || access.cursorKey === true);
@@ -386,7 +407,10 @@ describe('the deployed runtime (default functions)', () => {
       };
       const sends: Record<string, string[]> = {};
       for (const id of allIds()) {
-        const targets = t.statements(id).filter((s) => asList<string>(s.Action).includes('sqs:SendMessage')).flatMap((s) => asList(s.Resource).map(queueOf));
+        const targets = t
+          .statements(id)
+          .filter((s) => asList<string>(s.Action).includes('sqs:SendMessage'))
+          .flatMap((s) => asList(s.Resource).map(queueOf));
         if (targets.length > 0) sends[id] = targets.sort();
       }
       expect(sends).toEqual({
@@ -427,7 +451,10 @@ describe('the deployed runtime (default functions)', () => {
   describe('alarms', () => {
     it('alarms when either DLQ holds a message', () => {
       const stateful = built.aip.stateful;
-      const alarms = t.ofType('AWS::CloudWatch::Alarm').map(([, a]) => a.Properties as Json).filter((a) => a.MetricName === 'ApproximateNumberOfMessagesVisible');
+      const alarms = t
+        .ofType('AWS::CloudWatch::Alarm')
+        .map(([, a]) => a.Properties as Json)
+        .filter((a) => a.MetricName === 'ApproximateNumberOfMessagesVisible');
       expect(alarms).toHaveLength(2);
       const queues = alarms.map((a) => t.resolveImport((a.Dimensions as Json[])[0]!.Value));
       expect(queues).toEqual(
@@ -436,14 +463,19 @@ describe('the deployed runtime (default functions)', () => {
           { 'Fn::GetAtt': [logicalId(stateful, stateful.reconcileDeadLetterQueue), 'QueueName'] },
         ]),
       );
-      for (const a of alarms) expect(a).toMatchObject({ Namespace: 'AWS/SQS', ComparisonOperator: 'GreaterThanThreshold', Threshold: 0, TreatMissingData: 'notBreaching' });
+      for (const a of alarms)
+        expect(a).toMatchObject({ Namespace: 'AWS/SQS', ComparisonOperator: 'GreaterThanThreshold', Threshold: 0, TreatMissingData: 'notBreaching' });
     });
 
     it('alarms on invocation errors of the worker, the reconcile consumer and the sweeper', () => {
-      const alarms = t.ofType('AWS::CloudWatch::Alarm').map(([, a]) => a.Properties as Json).filter((a) => a.MetricName === 'Errors');
+      const alarms = t
+        .ofType('AWS::CloudWatch::Alarm')
+        .map(([, a]) => a.Properties as Json)
+        .filter((a) => a.MetricName === 'Errors');
       const functions = alarms.map((a) => ((a.Dimensions as Json[]).find((d) => d.Name === 'FunctionName')!.Value as Json).Ref);
       expect(functions.sort()).toEqual([INVOKE_WORKER_FUNCTION_ID, RECONCILE_CONSUMER_FUNCTION_ID, SWEEPER_FUNCTION_ID].map((id) => t.fnId(id)).sort());
-      for (const a of alarms) expect(a).toMatchObject({ Namespace: 'AWS/Lambda', Statistic: 'Sum', ComparisonOperator: 'GreaterThanOrEqualToThreshold', Threshold: 1 });
+      for (const a of alarms)
+        expect(a).toMatchObject({ Namespace: 'AWS/Lambda', Statistic: 'Sum', ComparisonOperator: 'GreaterThanOrEqualToThreshold', Threshold: 1 });
     });
 
     it('alarms on the age of the oldest outcome_unknown record, the metric the sweeper publishes', () => {
@@ -526,7 +558,10 @@ describe('the deployed runtime (default functions)', () => {
         expect(settings.scheduleGroup).toBe('aip-test-reconcile');
         expect(settings.runtimeConfig.envName).toBe('test');
         expect(settings.credentials).toEqual({ source: 'secrets-manager' });
-        expect(settings.cursorKey).toEqual({ source: 'secrets-manager', secretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:CursorKey1A2B3C4D-AbCdEf' });
+        expect(settings.cursorKey).toEqual({
+          source: 'secrets-manager',
+          secretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:CursorKey1A2B3C4D-AbCdEf',
+        });
         expect(settings.connectorEndpoints).toEqual({});
       }
     });

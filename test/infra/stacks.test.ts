@@ -136,15 +136,11 @@ describe('stateful stack (default configuration: SSE-SQS queues)', () => {
 
   it('denies non-TLS access on every queue (enforceSSL)', () => {
     const stack = built.aip.stateful;
-    const queueIds = Object.values(stack.queues).flatMap((w) =>
-      [w.queue, w.deadLetterQueue].map((q) => logicalId(stack, q)),
-    );
+    const queueIds = Object.values(stack.queues).flatMap((w) => [w.queue, w.deadLetterQueue].map((q) => logicalId(stack, q)));
     const policies = Object.values(template.findResources('AWS::SQS::QueuePolicy')) as Json[];
     const protectedQueues = policies
       .filter((p) =>
-        (p.Properties.PolicyDocument.Statement as Json[]).some(
-          (s) => s.Effect === 'Deny' && s.Condition?.Bool?.['aws:SecureTransport'] === 'false',
-        ),
+        (p.Properties.PolicyDocument.Statement as Json[]).some((s) => s.Effect === 'Deny' && s.Condition?.Bool?.['aws:SecureTransport'] === 'false'),
       )
       .flatMap((p) => (p.Properties.Queues as Json[]).map((q) => q.Ref as string));
     expect(protectedQueues.sort()).toEqual(queueIds.sort());
@@ -212,7 +208,11 @@ describe('stateless stack', () => {
   });
 
   it('deploys every function of infra/aip-functions.ts by default, and none when the definition list is empty', () => {
-    expect(Object.keys(built.aip.stateless.functions).sort()).toEqual(aipFunctionDefinitions(built.aip.config).map((d) => d.id).sort());
+    expect(Object.keys(built.aip.stateless.functions).sort()).toEqual(
+      aipFunctionDefinitions(built.aip.config)
+        .map((d) => d.id)
+        .sort(),
+    );
     const empty = buildAip(BASE_CONFIG, { functions: [] });
     Template.fromStack(empty.aip.stateless).resourceCountIs('AWS::Lambda::Function', 0);
     expect(empty.aip.stateless.functions).toEqual({});

@@ -31,10 +31,7 @@ export function newApp(context: Record<string, unknown> = {}): App {
   });
 }
 
-export function buildAip(
-  config: InfraConfigInput = BASE_CONFIG,
-  options: Omit<AipAppOptions, 'config'> = {},
-): { app: App; aip: AipApp } {
+export function buildAip(config: InfraConfigInput = BASE_CONFIG, options: Omit<AipAppOptions, 'config'> = {}): { app: App; aip: AipApp } {
   const app = newApp();
   const aip = defineAipApp(app, { ...options, config: parseInfraConfig(config) });
   return { app, aip };

@@ -21,7 +21,10 @@ let s: SecurityStack;
 let token: string;
 let dir: string;
 /** The API's answer for an executed charge, with its result and whole chain. */
-let doc: { transaction_id: string; receipts: Receipt[]; receipt_count: number; receipt_head: string; action_result: Record<string, unknown> } & Record<string, unknown>;
+let doc: { transaction_id: string; receipts: Receipt[]; receipt_count: number; receipt_head: string; action_result: Record<string, unknown> } & Record<
+  string,
+  unknown
+>;
 let actionView: Record<string, unknown>;
 
 interface Run {
@@ -36,7 +39,7 @@ function aip(args: readonly string[]): Promise<Run> {
   const env = { ...rest, AIP_TOKEN: '' };
   return new Promise((resolve) => {
     execFile(process.execPath, ['bin/aip.mjs', ...args], { env }, (error, stdout, stderr) => {
-      const code = error === null ? 0 : typeof (error as { code?: unknown }).code === 'number' ? ((error as { code: number }).code) : -1;
+      const code = error === null ? 0 : typeof (error as { code?: unknown }).code === 'number' ? (error as { code: number }).code : -1;
       resolve({ code, stdout, stderr });
     });
   });
@@ -192,7 +195,14 @@ describe('aip verify <transaction-id>', () => {
   it('fetches the transaction from the local stack and verifies it: exit 0', async () => {
     const r = await aip(['verify', doc.transaction_id, '--url', s.stack.url, '--token', token, '--tenant', T, '--json']);
     expect(r.code, r.stderr).toBe(0);
-    expect(JSON.parse(r.stdout)).toMatchObject({ valid: true, verdict: 'valid', source: 'api', transaction_id: doc.transaction_id, expected_head: doc.receipt_head, result_checked: true });
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      valid: true,
+      verdict: 'valid',
+      source: 'api',
+      transaction_id: doc.transaction_id,
+      expected_head: doc.receipt_head,
+      result_checked: true,
+    });
   });
 
   it('fetch and usage errors exit 2', async () => {

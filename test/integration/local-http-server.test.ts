@@ -29,7 +29,13 @@ let echoed: AipHttpEvent | undefined;
 const runtime = stubRuntime({
   submit: async (_caller, body, opts) => {
     const id = (body as { id: string }).id;
-    return { disposition: 'accepted', http_status: 202, action_id: id, tenant_id: opts?.tenant_id ?? '?', action_result: { action_id: id, status: 'accepted' } };
+    return {
+      disposition: 'accepted',
+      http_status: 202,
+      action_id: id,
+      tenant_id: opts?.tenant_id ?? '?',
+      action_result: { action_id: id, status: 'accepted' },
+    };
   },
   getAction: async (_caller, tenant, id) => {
     if (id === 'missing') throw new AipError('action.not_found');
@@ -98,7 +104,11 @@ describe('authentication at the gateway', () => {
     const res = await call('/v1/actions/a1', { token: 'abc.def.ghi' });
     expect(res.headers.get('www-authenticate')).toMatch(/^Bearer/);
     await problem(res, 401, 'auth.unauthenticated');
-    await problem(await call('/v1/actions/a1', { token: await token({ ttl: 60, issuedAt: Math.floor(Date.now() / 1000) - 7200 }) }), 401, 'auth.unauthenticated');
+    await problem(
+      await call('/v1/actions/a1', { token: await token({ ttl: 60, issuedAt: Math.floor(Date.now() / 1000) - 7200 }) }),
+      401,
+      'auth.unauthenticated',
+    );
     const none = `${Buffer.from('{"alg":"none"}').toString('base64url')}.${Buffer.from(JSON.stringify({ sub: 'alice', iss: 'https://aip.local/dev', aud: 'aip-local', exp: 9_999_999_999 })).toString('base64url')}.`;
     await problem(await call('/v1/actions/a1', { headers: { Authorization: `Bearer ${none}` } }), 401, 'auth.unauthenticated');
     expect(runtime.calls.filter((c) => c.method === 'getAction')).toHaveLength(0);
@@ -188,7 +198,10 @@ describe('routing and handlers', () => {
       ['UNAUTHORIZED', await call('/v1/actions/a1')],
       ['ACCESS_DENIED', await call('/v1/actions/a1', { token: await token({ claims: { 'aip:principal_kind': 'root' } }) })],
       ['MISSING_AUTHENTICATION_TOKEN', await call('/v1/nothing', { token: t })],
-      ['REQUEST_TOO_LARGE', await call('/v1/actions', { method: 'POST', token: t, headers: { 'Content-Type': 'application/json' }, body: 'x'.repeat(1024 * 1024 + 1) })],
+      [
+        'REQUEST_TOO_LARGE',
+        await call('/v1/actions', { method: 'POST', token: t, headers: { 'Content-Type': 'application/json' }, body: 'x'.repeat(1024 * 1024 + 1) }),
+      ],
       ['INTEGRATION_FAILURE', await call('/v1/approvals', { token: t })],
     ];
     for (const [type, res] of answers) {
@@ -220,7 +233,11 @@ describe('routing and handlers', () => {
   it('413: the handler’s 256 KiB limit, then the gateway’s limit', async () => {
     const t = await token();
     const big = JSON.stringify({ id: 'a', capability_id: 'c', input: { pad: 'x'.repeat(300 * 1024) } });
-    await problem(await call('/v1/actions', { method: 'POST', token: t, headers: { 'Content-Type': 'application/json' }, body: big }), 413, 'request.body_too_large');
+    await problem(
+      await call('/v1/actions', { method: 'POST', token: t, headers: { 'Content-Type': 'application/json' }, body: big }),
+      413,
+      'request.body_too_large',
+    );
     const huge = 'x'.repeat(1024 * 1024 + 1);
     const res = await call('/v1/actions', { method: 'POST', token: t, headers: { 'Content-Type': 'application/json' }, body: huge });
     const p = await problem(res, 413, 'request.body_too_large');
@@ -235,7 +252,10 @@ describe('routing and handlers', () => {
   });
 
   it('builds the API Gateway proxy event: authorizer context, headers, query, resource', async () => {
-    const res = await call('/v1/capabilities?x=1&x=2', { token: await token({ tenants: ['acme', 'globex'] }), headers: { 'X-Custom-Header': 'v', 'X-AIP-Tenant': 'globex' } });
+    const res = await call('/v1/capabilities?x=1&x=2', {
+      token: await token({ tenants: ['acme', 'globex'] }),
+      headers: { 'X-Custom-Header': 'v', 'X-AIP-Tenant': 'globex' },
+    });
     expect(res.status).toBe(200);
     const e = echoed as AipHttpEvent;
     expect(e.resource).toBe('/v1/capabilities');

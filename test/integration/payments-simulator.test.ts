@@ -77,8 +77,7 @@ function client(sim: PaymentsSimulator) {
   return {
     post,
     get,
-    charge: (key: string, body: unknown = { amount: 1250, currency: 'EUR' }, o: CallOptions = {}) =>
-      post('/v1/charges', body, { ...o, key }),
+    charge: (key: string, body: unknown = { amount: 1250, currency: 'EUR' }, o: CallOptions = {}) => post('/v1/charges', body, { ...o, key }),
     refund: (key: string, body: unknown, o: CallOptions = {}) => post('/v1/refunds', body, { ...o, key }),
     opByKey: (key: string) => get(`/v1/operations?idempotency_key=${encodeURIComponent(key)}`),
     op: (id: string) => get(`/v1/operations/${id}`),
@@ -300,7 +299,12 @@ describe('refunds', () => {
     expect(over.body.error).toMatchObject({ type: 'refund_exceeds_charge', refundable_amount: 200 });
     sim.resolveOperation(pendingRefund.body.operation_id, 'failed');
     expect((await api.refund('rf-w2', { charge_id: c.body.id, amount: 500 })).status).toBe(201);
-    expect(sim.ledger().filter((e) => e.kind === 'refund').map((e) => e.amount)).toEqual([500]);
+    expect(
+      sim
+        .ledger()
+        .filter((e) => e.kind === 'refund')
+        .map((e) => e.amount),
+    ).toEqual([500]);
   });
 });
 

@@ -163,9 +163,7 @@ describe('Scheduler emulator wire behaviour', () => {
     ['a bad group name', { GroupName: 'no spaces allowed' }],
   ])('rejects %s with ValidationException', async (_what, overrides) => {
     const q = await createQueue();
-    const err = await scheduler
-      .send(new CreateScheduleCommand(rawInput(`bad-${randomUUID().slice(0, 8)}`, q.arn, overrides)))
-      .catch((e: unknown) => e);
+    const err = await scheduler.send(new CreateScheduleCommand(rawInput(`bad-${randomUUID().slice(0, 8)}`, q.arn, overrides))).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ValidationException);
     expect((err as ValidationException).$metadata.httpStatusCode).toBe(400);
   });
@@ -177,7 +175,11 @@ describe('Scheduler emulator wire behaviour', () => {
       new CreateScheduleCommand(
         rawInput(name, q.arn, {
           ActionAfterCompletion: 'NONE',
-          Target: { Arn: q.arn, RoleArn: ROLE_ARN, Input: '{"arn":"<aws.scheduler.schedule-arn>","at":"<aws.scheduler.scheduled-time>","n":<aws.scheduler.attempt-number>}' },
+          Target: {
+            Arn: q.arn,
+            RoleArn: ROLE_ARN,
+            Input: '{"arn":"<aws.scheduler.schedule-arn>","at":"<aws.scheduler.scheduled-time>","n":<aws.scheduler.attempt-number>}',
+          },
         }),
       ),
     );

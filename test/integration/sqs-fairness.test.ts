@@ -15,7 +15,14 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { CreateQueueCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { createSqsClient } from '../../lib/aws/clients.js';
-import { SQS_MESSAGE_GROUP_ID_MAX, SqsMessageQueue, decodeSqsRecord, defaultMessageGroupId, fairMessageGroupId, receiveMessages } from '../../lib/aws/sqs/queue.js';
+import {
+  SQS_MESSAGE_GROUP_ID_MAX,
+  SqsMessageQueue,
+  decodeSqsRecord,
+  defaultMessageGroupId,
+  fairMessageGroupId,
+  receiveMessages,
+} from '../../lib/aws/sqs/queue.js';
 import { messageGroupOf, startLocalEventSource } from '../../lib/aws/sqs/local-event-source.js';
 import type { InvokeMessage } from '../../lib/ports/messages.js';
 import type { QueueFairness } from '../../lib/ports/queue.js';
@@ -46,7 +53,14 @@ async function createQueue(fifo = false): Promise<string> {
   return out.QueueUrl as string;
 }
 
-const invoke = (tenant_id: string, n: number): InvokeMessage => ({ kind: 'invoke', tenant_id, action_id: `act-${n}`, transaction_id: `txn-${n}`, fence: 1, attempt: 1 });
+const invoke = (tenant_id: string, n: number): InvokeMessage => ({
+  kind: 'invoke',
+  tenant_id,
+  action_id: `act-${n}`,
+  transaction_id: `txn-${n}`,
+  fence: 1,
+  attempt: 1,
+});
 
 /** The wire requests sent to one queue since `from`. */
 function sentTo(queueUrl: string, from: number) {
@@ -224,7 +238,11 @@ describe('local event source: a tenant queued behind another tenant’s backlog'
     expect(handled).toHaveLength(1);
     // The five read ahead are visible again now (held for BACKLOG_HOLD_SECONDS otherwise); the handled one is deleted.
     const back: string[] = [];
-    for (let m = await receiveMessages(client, queueUrl, { waitTimeSeconds: 1 }); m.length > 0; m = await receiveMessages(client, queueUrl, { waitTimeSeconds: 0 })) {
+    for (
+      let m = await receiveMessages(client, queueUrl, { waitTimeSeconds: 1 });
+      m.length > 0;
+      m = await receiveMessages(client, queueUrl, { waitTimeSeconds: 0 })
+    ) {
       back.push(...m.map((x) => x.MessageId as string));
     }
     expect(back).toHaveLength(5);

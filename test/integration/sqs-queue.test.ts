@@ -22,9 +22,7 @@ afterAll(() => client.destroy());
 
 async function createQueue(attributes: Record<string, string> = {}, fifo = false): Promise<string> {
   const name = `sqs-queue-test-${randomUUID().slice(0, 8)}${fifo ? '.fifo' : ''}`;
-  const out = await client.send(
-    new CreateQueueCommand({ QueueName: name, Attributes: { ...(fifo ? { FifoQueue: 'true' } : {}), ...attributes } }),
-  );
+  const out = await client.send(new CreateQueueCommand({ QueueName: name, Attributes: { ...(fifo ? { FifoQueue: 'true' } : {}), ...attributes } }));
   return out.QueueUrl as string;
 }
 
@@ -138,9 +136,7 @@ describe('SqsMessageQueue against fauxqs', () => {
   it('rejects raw fields on the consumer side too, and reports such records as failed', async () => {
     const queueUrl = await createQueue();
     // Written by something that bypassed the adapter.
-    await client.send(
-      new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: JSON.stringify({ ...invoke(1), raw_input: { to: 'x' } }) }),
-    );
+    await client.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: JSON.stringify({ ...invoke(1), raw_input: { to: 'x' } }) }));
     const messages = await receiveMessages(client, queueUrl, { waitTimeSeconds: 5 });
     expect(messages).toHaveLength(1);
     const record = {
@@ -172,10 +168,24 @@ describe('SqsMessageQueue against fauxqs', () => {
   it('accepts every schema-valid message and rejects any extra field (property)', () => {
     const id = fc.stringMatching(/^[A-Za-z0-9._:@/-]{1,40}$/);
     const message = fc.oneof(
-      fc.record({ kind: fc.constant('invoke' as const), tenant_id: id, action_id: id, transaction_id: id, fence: fc.nat(), attempt: fc.integer({ min: 1, max: 100 }) }),
-      fc.record({ kind: fc.constant('reconcile' as const), tenant_id: id, transaction_id: id, reason: fc.constantFrom('schedule' as const, 'sweeper' as const) }),
+      fc.record({
+        kind: fc.constant('invoke' as const),
+        tenant_id: id,
+        action_id: id,
+        transaction_id: id,
+        fence: fc.nat(),
+        attempt: fc.integer({ min: 1, max: 100 }),
+      }),
+      fc.record({
+        kind: fc.constant('reconcile' as const),
+        tenant_id: id,
+        transaction_id: id,
+        reason: fc.constantFrom('schedule' as const, 'sweeper' as const),
+      }),
     );
-    const extraKey = fc.string({ minLength: 1, maxLength: 12 }).filter((k) => !['kind', 'tenant_id', 'action_id', 'transaction_id', 'fence', 'attempt', 'reason'].includes(k));
+    const extraKey = fc
+      .string({ minLength: 1, maxLength: 12 })
+      .filter((k) => !['kind', 'tenant_id', 'action_id', 'transaction_id', 'fence', 'attempt', 'reason'].includes(k));
     fc.assert(
       fc.property(message, extraKey, fc.jsonValue(), (m, k, v) => {
         expect(decodeQueueMessage(encodeQueueMessage(m))).toEqual(m);

@@ -141,7 +141,10 @@ describe('known images', () => {
     await t.client.send(new DeleteCommand({ TableName: t.tableName, Key: keys.receipt(TENANT, txn, 0) }));
     const later = manualClock('2031-01-01T00:00:00.000Z');
     const other = store({ now: later.now });
-    await other.create({ ...preparedInput(txn, { principal: { id: 'someone-else', kind: 'agent' } }), receipt: nextReceipt({ transaction_id: txn }, 1, 'prepared', 'transaction.prepared') });
+    await other.create({
+      ...preparedInput(txn, { principal: { id: 'someone-else', kind: 'agent' } }),
+      receipt: nextReceipt({ transaction_id: txn }, 1, 'prepared', 'transaction.prepared'),
+    });
     // Same revision (1) and receipt chain position: only created_at tells the incarnations apart.
     const err = await lease(a, old).catch((e: unknown) => e);
     expect(isAipError(err, 'transaction.state_conflict')).toBe(true);

@@ -162,9 +162,7 @@ describe(`${RACERS} concurrent creations of one transaction ID, ${ROUNDS} rounds
   it(`with a plan (TransactWriteItems with the plan-ID guard, ${TRANSACT_ROUNDS} rounds): exactly one record, one plan_ref, no duplicate`, async () => {
     for (let round = 0; round < TRANSACT_ROUNDS; round++) {
       const id = uid(`create-plan-${round}`);
-      const results = await Promise.allSettled(
-        Array.from({ length: RACERS }, (_, i) => t.store.create(plannedInput(id, { action_id: `plan-${round}-${i}` }))),
-      );
+      const results = await Promise.allSettled(Array.from({ length: RACERS }, (_, i) => t.store.create(plannedInput(id, { action_id: `plan-${round}-${i}` }))));
       const { won, lost } = split(results);
       expect(won).toHaveLength(1);
       for (const err of lost) {
@@ -200,10 +198,7 @@ describe('TransactionConflict is a lost race', () => {
   it('prefers the condition failure with its item image when one is reported', () => {
     const cancelled = Object.assign(new Error('cancelled'), {
       name: 'TransactionCanceledException',
-      CancellationReasons: [
-        { Code: 'ConditionalCheckFailed', Item: { status: { S: 'committing' }, revision: { N: '2' } } },
-        { Code: 'TransactionConflict' },
-      ],
+      CancellationReasons: [{ Code: 'ConditionalCheckFailed', Item: { status: { S: 'committing' }, revision: { N: '2' } } }, { Code: 'TransactionConflict' }],
     });
     let seen: unknown;
     const e = classifyTransactFailure(cancelled, { 0: (old) => ((seen = old), onItem()) }, onRace);
@@ -215,7 +210,9 @@ describe('TransactionConflict is a lost race', () => {
     expect(mapStoreError(Object.assign(new Error('x'), { name: 'ProvisionedThroughputExceededException' })).code).toBe('transaction.store_unavailable');
     expect(mapStoreError(Object.assign(new Error('x'), { name: 'ThrottlingException' })).retryable).toBe(true);
     expect(mapStoreError(Object.assign(new Error('connect'), { code: 'ECONNREFUSED' })).code).toBe('transaction.store_unavailable');
-    expect(mapStoreError(Object.assign(new Error('Item size has exceeded the maximum allowed size'), { name: 'ValidationException' })).code).toBe('transaction.record_too_large');
+    expect(mapStoreError(Object.assign(new Error('Item size has exceeded the maximum allowed size'), { name: 'ValidationException' })).code).toBe(
+      'transaction.record_too_large',
+    );
     expect(mapStoreError(new Error('boom')).code).toBe('internal.unexpected');
   });
 });

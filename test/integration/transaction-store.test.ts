@@ -60,7 +60,11 @@ describe('createTable', () => {
       { AttributeName: 'SK', KeyType: 'RANGE' },
     ]);
     const indexes = (Table?.GlobalSecondaryIndexes ?? []).map((g) => [g.IndexName, g.KeySchema?.map((k) => k.AttributeName), g.Projection?.ProjectionType]);
-    expect(indexes.sort()).toEqual(Object.values(GSIS).map((g) => [g.name, [g.partitionKey, g.sortKey], 'KEYS_ONLY']).sort());
+    expect(indexes.sort()).toEqual(
+      Object.values(GSIS)
+        .map((g) => [g.name, [g.partitionKey, g.sortKey], 'KEYS_ONLY'])
+        .sort(),
+    );
     const ttl = await t.raw.send(new DescribeTimeToLiveCommand({ TableName: t.tableName }));
     expect(ttl.TimeToLiveDescription).toMatchObject({ TimeToLiveStatus: 'ENABLED', AttributeName: TTL_ATTRIBUTE });
     await expect(createTable(t.raw, t.tableName, { ifNotExists: true })).resolves.toBeUndefined();
@@ -131,7 +135,13 @@ describe('create', () => {
       [{ ...preparedInput(id), lease: { owner: 'w1', ttl_ms: 0 } }, 'transaction.invalid_record'],
       [{ ...preparedInput(id), data: { when: new Date() } as never }, 'transaction.invalid_record'],
       [{ ...preparedInput(id), data: { big: 'x'.repeat(500 * 1024) } }, 'transaction.record_too_large'],
-      [{ ...preparedInput(id), receipt: { receipt: { ...nextReceipt({ transaction_id: id }, 1, 'prepared', 'transaction.prepared').receipt, hash: '0'.repeat(64) } } }, 'transaction.invalid_receipt'],
+      [
+        {
+          ...preparedInput(id),
+          receipt: { receipt: { ...nextReceipt({ transaction_id: id }, 1, 'prepared', 'transaction.prepared').receipt, hash: '0'.repeat(64) } },
+        },
+        'transaction.invalid_receipt',
+      ],
       [{ ...preparedInput(id), receipt: nextReceipt({ transaction_id: id }, 2, 'prepared', 'transaction.prepared') }, 'transaction.invalid_receipt'],
     ];
     for (const [input, code] of cases) {
@@ -154,7 +164,12 @@ describe('create', () => {
     expect(failedItem?.[TTL_ATTRIBUTE]).toBeUndefined();
 
     for (const status of ['rollback_not_supported', 'compensating'] as const) {
-      const r = await t.store.create({ ...preparedInput(uid('txn')), status, mode: status === 'compensating' ? 'compensate' : 'rollback_not_supported', compensation_for: 'act-1' });
+      const r = await t.store.create({
+        ...preparedInput(uid('txn')),
+        status,
+        mode: status === 'compensating' ? 'compensate' : 'rollback_not_supported',
+        compensation_for: 'act-1',
+      });
       expect(r.status).toBe(status);
     }
     const prepared = await createPrepared();
@@ -250,7 +265,10 @@ describe('transition', () => {
     await rejected(t.store.transition({ ...base, operation: 'expire_plan', from: ['planned', 'committing'], to: 'failed' }), 'transaction.invalid_transition');
     await rejected(t.store.transition({ ...base, operation: 'settle', from: [], to: 'committed' }), 'transaction.invalid_transition');
     await rejected(t.store.transition({ ...base, operation: 'claim_plan' as never, from: ['planned'], to: 'committing' }), 'transaction.invalid_transition');
-    await rejected(t.store.transition({ ...base, operation: 'expire_plan', from: ['planned'], to: 'failed', expected_revision: 0 }), 'transaction.invalid_record');
+    await rejected(
+      t.store.transition({ ...base, operation: 'expire_plan', from: ['planned'], to: 'failed', expected_revision: 0 }),
+      'transaction.invalid_record',
+    );
     expect((await t.store.get({ tenant_id: TENANT, transaction_id: p.transaction_id }))?.revision).toBe(1);
   });
 
@@ -267,7 +285,12 @@ describe('transition', () => {
     );
     expect(err.details).toMatchObject({ current_status: 'committed', current_revision: 2 });
     await rejected(
-      t.store.checkpointProviderOperation({ tenant_id: TENANT, transaction_id: p.transaction_id, expected_revision: 2, provider_operation: { provider: 'p', operation_id: 'o' } }),
+      t.store.checkpointProviderOperation({
+        tenant_id: TENANT,
+        transaction_id: p.transaction_id,
+        expected_revision: 2,
+        provider_operation: { provider: 'p', operation_id: 'o' },
+      }),
       'transaction.state_conflict',
     );
     expect(await t.store.get({ tenant_id: TENANT, transaction_id: p.transaction_id })).toEqual(done);
@@ -277,16 +300,37 @@ describe('transition', () => {
     const u = await toOutcomeUnknown();
     expect(u.next_reconcile_at).toBe(new Date(clock.now().getTime() + 5_000).toISOString());
     const ref = { tenant_id: TENANT, transaction_id: u.transaction_id };
-    const rec = await t.store.transition({ ...ref, expected_revision: u.revision, operation: 'begin_reconcile', from: ['outcome_unknown'], to: 'reconciling', lease: { owner: 'rec-1', ttl_ms: 10_000 } });
+    const rec = await t.store.transition({
+      ...ref,
+      expected_revision: u.revision,
+      operation: 'begin_reconcile',
+      from: ['outcome_unknown'],
+      to: 'reconciling',
+      lease: { owner: 'rec-1', ttl_ms: 10_000 },
+    });
     expect(rec).toMatchObject({ status: 'reconciling', reconcile_attempts: 1, lease_owner: 'rec-1' });
     expect(rec.next_reconcile_at).toBeUndefined();
-    const back = await t.store.settle({ ...ref, expected_revision: rec.revision, to: 'outcome_unknown', reconciliation_cursor: 'cursor-2', next_reconcile_at: '2030-01-01T01:00:00Z' });
-    expect(back).toMatchObject({ status: 'outcome_unknown', reconciliation_cursor: 'cursor-2', next_reconcile_at: '2030-01-01T01:00:00.000Z', reconcile_attempts: 1 });
+    const back = await t.store.settle({
+      ...ref,
+      expected_revision: rec.revision,
+      to: 'outcome_unknown',
+      reconciliation_cursor: 'cursor-2',
+      next_reconcile_at: '2030-01-01T01:00:00Z',
+    });
+    expect(back).toMatchObject({
+      status: 'outcome_unknown',
+      reconciliation_cursor: 'cursor-2',
+      next_reconcile_at: '2030-01-01T01:00:00.000Z',
+      reconcile_attempts: 1,
+    });
     expect(back.lease_owner).toBeUndefined();
     const esc = await t.store.transition({ ...ref, expected_revision: back.revision, operation: 'escalate', from: ['outcome_unknown'], to: 'outcome_unknown' });
     expect(esc.escalated_at).toBe(clock.iso());
     expect((await rawItem(keys.transaction(TENANT, u.transaction_id).PK, 'TXN'))?.GSI3PK).toBe('STATUS#outcome_unknown#escalated');
-    await rejected(t.store.transition({ ...ref, expected_revision: esc.revision, operation: 'reschedule_reconcile', from: ['outcome_unknown'], to: 'outcome_unknown' }), 'transaction.invalid_record');
+    await rejected(
+      t.store.transition({ ...ref, expected_revision: esc.revision, operation: 'reschedule_reconcile', from: ['outcome_unknown'], to: 'outcome_unknown' }),
+      'transaction.invalid_record',
+    );
     const again = await t.store.transition({
       ...ref,
       expected_revision: esc.revision,
@@ -297,7 +341,13 @@ describe('transition', () => {
     });
     expect(again.escalated_at).toBeUndefined();
     expect((await rawItem(keys.transaction(TENANT, u.transaction_id).PK, 'TXN'))?.GSI3SK).toBe(`2030-01-02T00:00:00.000Z#${TENANT}#${u.transaction_id}`);
-    const rec2 = await t.store.transition({ ...ref, expected_revision: again.revision, operation: 'begin_reconcile', from: ['outcome_unknown'], to: 'reconciling' });
+    const rec2 = await t.store.transition({
+      ...ref,
+      expected_revision: again.revision,
+      operation: 'begin_reconcile',
+      from: ['outcome_unknown'],
+      to: 'reconciling',
+    });
     expect(rec2.reconcile_attempts).toBe(2);
     const done = await t.store.settle({ ...ref, expected_revision: rec2.revision, to: 'reconciled', result: { action_id: 'rec-action', status: 'completed' } });
     expect(done).toMatchObject({ status: 'reconciled', result: { action_id: 'rec-action', status: 'completed' } });
@@ -325,7 +375,14 @@ describe('settle', () => {
 
   it('settles outcome_unknown with the error, a parsed provider operation, and retry_after_ms as the delay', async () => {
     const p = await createPrepared();
-    const error = { code: 'sla.timeout_exceeded', message: 'timed out', category: 'timeout' as const, retryable: false, retry_after_ms: 30_000, uncertain_outcome: true };
+    const error = {
+      code: 'sla.timeout_exceeded',
+      message: 'timed out',
+      category: 'timeout' as const,
+      retryable: false,
+      retry_after_ms: 30_000,
+      uncertain_outcome: true,
+    };
     const r = await t.store.settle({
       tenant_id: TENANT,
       transaction_id: p.transaction_id,
@@ -341,20 +398,43 @@ describe('settle', () => {
 
   it('may not replace a checkpointed provider operation with a different one', async () => {
     const p = await createPrepared();
-    const c = await t.store.checkpointProviderOperation({ tenant_id: TENANT, transaction_id: p.transaction_id, expected_revision: 1, provider_operation: { provider: 'p', operation_id: 'op-A' } });
+    const c = await t.store.checkpointProviderOperation({
+      tenant_id: TENANT,
+      transaction_id: p.transaction_id,
+      expected_revision: 1,
+      provider_operation: { provider: 'p', operation_id: 'op-A' },
+    });
     const err = await rejected(
-      t.store.settle({ tenant_id: TENANT, transaction_id: p.transaction_id, expected_revision: c.revision, to: 'outcome_unknown', provider_operation: { provider: 'p', operation_id: 'op-B' } }),
+      t.store.settle({
+        tenant_id: TENANT,
+        transaction_id: p.transaction_id,
+        expected_revision: c.revision,
+        to: 'outcome_unknown',
+        provider_operation: { provider: 'p', operation_id: 'op-B' },
+      }),
       'transaction.provider_operation_conflict',
     );
     expect(err.details).toMatchObject({ current_status: 'prepared', current_revision: 2, current_provider_operation: { provider: 'p', operation_id: 'op-A' } });
-    const ok = await t.store.settle({ tenant_id: TENANT, transaction_id: p.transaction_id, expected_revision: c.revision, to: 'outcome_unknown', provider_operation: { provider: 'p', operation_id: 'op-A' } });
+    const ok = await t.store.settle({
+      tenant_id: TENANT,
+      transaction_id: p.transaction_id,
+      expected_revision: c.revision,
+      to: 'outcome_unknown',
+      provider_operation: { provider: 'p', operation_id: 'op-A' },
+    });
     expect(ok.status).toBe('outcome_unknown');
   });
 
   it('settles compensating records to compensated or failed only', async () => {
     const c = await t.store.create({ ...preparedInput(uid('txn')), status: 'compensating', mode: 'compensate', compensation_for: 'orig-1' });
-    await rejected(t.store.settle({ tenant_id: TENANT, transaction_id: c.transaction_id, expected_revision: 1, to: 'committed', from: ['compensating'] }), 'transaction.invalid_transition');
-    const err = await rejected(t.store.settle({ tenant_id: TENANT, transaction_id: c.transaction_id, expected_revision: 1, to: 'committed' }), 'transaction.state_conflict');
+    await rejected(
+      t.store.settle({ tenant_id: TENANT, transaction_id: c.transaction_id, expected_revision: 1, to: 'committed', from: ['compensating'] }),
+      'transaction.invalid_transition',
+    );
+    const err = await rejected(
+      t.store.settle({ tenant_id: TENANT, transaction_id: c.transaction_id, expected_revision: 1, to: 'committed' }),
+      'transaction.state_conflict',
+    );
     expect(err.details).toMatchObject({ current_status: 'compensating', allowed_statuses: ['prepared', 'committing'] });
     const r = await t.store.settle({ tenant_id: TENANT, transaction_id: c.transaction_id, expected_revision: 1, to: 'compensated' });
     expect(r).toMatchObject({ status: 'compensated', compensation_for: 'orig-1' });
@@ -370,8 +450,15 @@ describe('checkpoint provider operation', () => {
     expect(a).toMatchObject({ revision: 2, status: 'prepared', provider_operation: op, reconciliation_cursor: 'c1' });
     const b = await t.store.checkpointProviderOperation({ ...ref, expected_revision: 2, provider_operation: op, reconciliation_cursor: 'c2' });
     expect(b).toMatchObject({ revision: 3, provider_operation: op, reconciliation_cursor: 'c2' });
-    for (const other of [{ ...op, operation_id: 'op-2' }, { provider: 'payments-sim', operation_id: 'op-1' }, { ...op, provider: 'x' }]) {
-      const err = await rejected(t.store.checkpointProviderOperation({ ...ref, expected_revision: 3, provider_operation: other }), 'transaction.provider_operation_conflict');
+    for (const other of [
+      { ...op, operation_id: 'op-2' },
+      { provider: 'payments-sim', operation_id: 'op-1' },
+      { ...op, provider: 'x' },
+    ]) {
+      const err = await rejected(
+        t.store.checkpointProviderOperation({ ...ref, expected_revision: 3, provider_operation: other }),
+        'transaction.provider_operation_conflict',
+      );
       expect(err.details).toMatchObject({ current_status: 'prepared', current_revision: 3, current_provider_operation: op });
     }
     // Fenced by revision: the same reference at a stale revision loses the CAS.
@@ -386,21 +473,48 @@ describe('checkpoint provider operation', () => {
       const err = await rejected(t.store.checkpointProviderOperation({ ...ref, provider_operation: bad as never }), 'transaction.invalid_provider_operation');
       expect(err.httpStatus).toBe(400);
     }
-    await rejected(t.store.checkpointProviderOperation({ ...ref, provider_operation: { provider: 'p', operation_id: 'o' }, reconciliation_cursor: '' }), 'transaction.invalid_record');
+    await rejected(
+      t.store.checkpointProviderOperation({ ...ref, provider_operation: { provider: 'p', operation_id: 'o' }, reconciliation_cursor: '' }),
+      'transaction.invalid_record',
+    );
     const planned = await t.store.create(plannedInput());
     const err = await rejected(
-      t.store.checkpointProviderOperation({ tenant_id: TENANT, transaction_id: planned.transaction_id, expected_revision: 1, provider_operation: { provider: 'p', operation_id: 'o' } }),
+      t.store.checkpointProviderOperation({
+        tenant_id: TENANT,
+        transaction_id: planned.transaction_id,
+        expected_revision: 1,
+        provider_operation: { provider: 'p', operation_id: 'o' },
+      }),
       'transaction.state_conflict',
     );
     expect(err.details).toMatchObject({ current_status: 'planned', allowed_statuses: ['prepared', 'committing', 'compensating', 'reconciling'] });
     await rejected(
-      t.store.checkpointProviderOperation({ tenant_id: TENANT, transaction_id: planned.transaction_id, expected_revision: 1, provider_operation: { provider: 'p', operation_id: 'o' }, from: ['planned' as never] }),
+      t.store.checkpointProviderOperation({
+        tenant_id: TENANT,
+        transaction_id: planned.transaction_id,
+        expected_revision: 1,
+        provider_operation: { provider: 'p', operation_id: 'o' },
+        from: ['planned' as never],
+      }),
       'transaction.invalid_transition',
     );
     // Works while committing, compensating and reconciling too.
     const u = await toOutcomeUnknown();
-    const rec = await t.store.transition({ tenant_id: TENANT, transaction_id: u.transaction_id, expected_revision: u.revision, operation: 'begin_reconcile', from: ['outcome_unknown'], to: 'reconciling' });
-    const cp = await t.store.checkpointProviderOperation({ tenant_id: TENANT, transaction_id: u.transaction_id, expected_revision: rec.revision, provider_operation: { provider: 'p', operation_id: 'late' }, reconciliation_cursor: 'page-2' });
+    const rec = await t.store.transition({
+      tenant_id: TENANT,
+      transaction_id: u.transaction_id,
+      expected_revision: u.revision,
+      operation: 'begin_reconcile',
+      from: ['outcome_unknown'],
+      to: 'reconciling',
+    });
+    const cp = await t.store.checkpointProviderOperation({
+      tenant_id: TENANT,
+      transaction_id: u.transaction_id,
+      expected_revision: rec.revision,
+      provider_operation: { provider: 'p', operation_id: 'late' },
+      reconciliation_cursor: 'page-2',
+    });
     expect(cp).toMatchObject({ status: 'reconciling', reconciliation_cursor: 'page-2' });
   });
 });
@@ -443,9 +557,20 @@ describe('receipts', () => {
     });
     expect(r2).toMatchObject({ status: 'committing', revision: 2, receipt_count: 2, action_id: 'commit-r' });
     // A write without a receipt leaves the chain alone.
-    const r3 = await t.store.checkpointProviderOperation({ tenant_id: TENANT, transaction_id: id, expected_revision: 2, provider_operation: { provider: 'p', operation_id: 'o' } });
+    const r3 = await t.store.checkpointProviderOperation({
+      tenant_id: TENANT,
+      transaction_id: id,
+      expected_revision: 2,
+      provider_operation: { provider: 'p', operation_id: 'o' },
+    });
     expect(r3.receipt_count).toBe(2);
-    const r4 = await t.store.settle({ tenant_id: TENANT, transaction_id: id, expected_revision: 3, to: 'committed', receipt: { ...nextReceipt(r3, 4, 'committed', 'transaction.committed'), evidence: { note: 'ok' } } });
+    const r4 = await t.store.settle({
+      tenant_id: TENANT,
+      transaction_id: id,
+      expected_revision: 3,
+      to: 'committed',
+      receipt: { ...nextReceipt(r3, 4, 'committed', 'transaction.committed'), evidence: { note: 'ok' } },
+    });
     expect(r4).toMatchObject({ status: 'committed', revision: 4, receipt_count: 3 });
 
     const all = await t.store.listReceipts({ tenant_id: TENANT, transaction_id: id });
@@ -478,10 +603,22 @@ describe('receipts', () => {
     const r1 = await t.store.create({ ...preparedInput(id), receipt: nextReceipt({ transaction_id: id }, 1, 'prepared', 'transaction.prepared') });
     // Pretends the chain is empty: seq 0 / genesis prev_hash.
     const forked = nextReceipt({ transaction_id: id }, 2, 'committed', 'transaction.committed');
-    const err = await rejected(t.store.settle({ tenant_id: TENANT, transaction_id: id, expected_revision: 1, to: 'committed', receipt: forked }), 'transaction.invalid_receipt');
+    const err = await rejected(
+      t.store.settle({ tenant_id: TENANT, transaction_id: id, expected_revision: 1, to: 'committed', receipt: forked }),
+      'transaction.invalid_receipt',
+    );
     expect(err.details).toMatchObject({ current_status: 'prepared', current_revision: 1, receipt_count: 1 });
     // Wrong revision in the receipt is caught before writing.
-    await rejected(t.store.settle({ tenant_id: TENANT, transaction_id: id, expected_revision: 1, to: 'committed', receipt: nextReceipt(r1, 5, 'committed', 'transaction.committed') }), 'transaction.invalid_receipt');
+    await rejected(
+      t.store.settle({
+        tenant_id: TENANT,
+        transaction_id: id,
+        expected_revision: 1,
+        to: 'committed',
+        receipt: nextReceipt(r1, 5, 'committed', 'transaction.committed'),
+      }),
+      'transaction.invalid_receipt',
+    );
     expect(await t.store.get({ tenant_id: TENANT, transaction_id: id })).toEqual(r1);
     expect((await t.store.listReceipts({ tenant_id: TENANT, transaction_id: id })).items).toHaveLength(1);
   });
@@ -491,7 +628,13 @@ describe('receipts', () => {
     const r1 = await t.store.create(preparedInput(id));
     await t.store.settle({ tenant_id: TENANT, transaction_id: id, expected_revision: 1, to: 'failed' });
     const err = await rejected(
-      t.store.settle({ tenant_id: TENANT, transaction_id: id, expected_revision: 1, to: 'committed', receipt: nextReceipt(r1, 2, 'committed', 'transaction.committed') }),
+      t.store.settle({
+        tenant_id: TENANT,
+        transaction_id: id,
+        expected_revision: 1,
+        to: 'committed',
+        receipt: nextReceipt(r1, 2, 'committed', 'transaction.committed'),
+      }),
       'transaction.state_conflict',
     );
     expect(err.details).toMatchObject({ current_status: 'failed', current_revision: 2, expected_revision: 1 });
@@ -534,7 +677,13 @@ describe('list by status', () => {
     for (let i = 0; i < 5; i++) {
       const tenant = i === 4 ? 'tenant-b' : TENANT;
       const r = await l.store.claimDirectCommit({ ...preparedInput(`u-${i}`), tenant_id: tenant, mode: 'commit' });
-      const u = await l.store.settle({ tenant_id: tenant, transaction_id: r.transaction_id, expected_revision: 1, to: 'outcome_unknown', next_reconcile_at: new Date(Date.parse('2031-06-01T00:00:00Z') + (i + 1) * 60_000).toISOString() });
+      const u = await l.store.settle({
+        tenant_id: tenant,
+        transaction_id: r.transaction_id,
+        expected_revision: 1,
+        to: 'outcome_unknown',
+        next_reconcile_at: new Date(Date.parse('2031-06-01T00:00:00Z') + (i + 1) * 60_000).toISOString(),
+      });
       due.push(u.transaction_id);
     }
     const committing = await l.store.claimDirectCommit({ ...preparedInput('stalled'), mode: 'commit' });
@@ -556,14 +705,28 @@ describe('list by status', () => {
 
     // Escalation parks a record outside the sweeper's listing.
     const u0 = all.items[0]!;
-    await l.store.transition({ tenant_id: TENANT, transaction_id: u0.transaction_id, expected_revision: u0.revision, operation: 'escalate', from: ['outcome_unknown'], to: 'outcome_unknown' });
+    await l.store.transition({
+      tenant_id: TENANT,
+      transaction_id: u0.transaction_id,
+      expected_revision: u0.revision,
+      operation: 'escalate',
+      from: ['outcome_unknown'],
+      to: 'outcome_unknown',
+    });
     expect((await l.store.listByStatus({ status: 'outcome_unknown', until })).items.map((r) => r.transaction_id)).toEqual(['u-1', 'u-2']);
     expect((await l.store.listByStatus({ status: 'outcome_unknown', escalated: true })).items.map((r) => r.transaction_id)).toEqual(['u-0']);
 
     // The raw index holds only non-terminal records.
     const settled = await l.store.settle({ tenant_id: TENANT, transaction_id: committing.transaction_id, expected_revision: 1, to: 'committed' });
     expect(settled.status).toBe('committed');
-    const raw = await l.client.send(new QueryCommand({ TableName: l.tableName, IndexName: 'byStatus', KeyConditionExpression: 'GSI3PK = :p', ExpressionAttributeValues: { ':p': 'STATUS#committing' } }));
+    const raw = await l.client.send(
+      new QueryCommand({
+        TableName: l.tableName,
+        IndexName: 'byStatus',
+        KeyConditionExpression: 'GSI3PK = :p',
+        ExpressionAttributeValues: { ':p': 'STATUS#committing' },
+      }),
+    );
     expect(raw.Items).toEqual([]);
   });
 

@@ -40,12 +40,20 @@ async function queueWithDlq(prefix: string, maxReceiveCount: number): Promise<{ 
 }
 
 async function depth(url: string): Promise<number> {
-  const a = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] })))
-    .Attributes;
+  const a = (
+    await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }))
+  ).Attributes;
   return Number(a?.ApproximateNumberOfMessages ?? 0) + Number(a?.ApproximateNumberOfMessagesNotVisible ?? 0);
 }
 
-const invoke = (action_id: string): InvokeMessage => ({ kind: 'invoke', tenant_id: 'tenant-w', action_id, transaction_id: `txn-${action_id}`, fence: 1, attempt: 1 });
+const invoke = (action_id: string): InvokeMessage => ({
+  kind: 'invoke',
+  tenant_id: 'tenant-w',
+  action_id,
+  transaction_id: `txn-${action_id}`,
+  fence: 1,
+  attempt: 1,
+});
 
 describe('invoke worker over fauxqs', () => {
   it('deletes settled messages, redelivers failed ones and moves poison messages to the DLQ', async () => {
@@ -77,7 +85,10 @@ describe('invoke worker over fauxqs', () => {
     expect(await depth(q.url)).toBe(0);
     expect(calls).toEqual({ ok: 1, busy: 2, boom: 2 });
     const dead = await receiveMessages(sqs, q.dlqUrl, { waitTimeSeconds: 0 });
-    const deadBodies = dead.map((m) => JSON.parse(m.Body as string) as { action_id: string }).map((b) => b.action_id).sort();
+    const deadBodies = dead
+      .map((m) => JSON.parse(m.Body as string) as { action_id: string })
+      .map((b) => b.action_id)
+      .sort();
     expect(deadBodies).toEqual(['boom', 'poison']);
   });
 });

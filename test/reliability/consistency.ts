@@ -204,7 +204,8 @@ export function checkConsistency(input: ConsistencyInput): ConsistencyReport {
       continue;
     }
     bump(counts, `actions_${s.mode}_${a.status}`);
-    if (s.observed_status !== undefined && s.observed_status !== a.status) lost.push(`${a.key}: the client last saw ${s.observed_status}, the record says ${a.status}`);
+    if (s.observed_status !== undefined && s.observed_status !== a.status)
+      lost.push(`${a.key}: the client last saw ${s.observed_status}, the record says ${a.status}`);
     if (a.principal_id !== s.principal_id) lost.push(`${a.key}: principal ${a.principal_id ?? '-'} ≠ submitter ${s.principal_id}`);
     if (s.mode === 'plan') {
       const t = txnOf(a.tenant_id, a.transaction_id);
@@ -237,7 +238,9 @@ export function checkConsistency(input: ConsistencyInput): ConsistencyReport {
       if (a.fence === 0) {
         if (a.status !== 'failed') lost.push(`${a.key}: ${a.mode} never ran but is ${a.status}`);
         else if (t !== undefined && t.action_id === a.action_id) {
-          lost.push(`${a.key}: recorded as failed at admission (${str(obj(a.result.error)?.code) ?? '-'}) while its transaction ${t.transaction_id} went on (${t.status})`);
+          lost.push(
+            `${a.key}: recorded as failed at admission (${str(obj(a.result.error)?.code) ?? '-'}) while its transaction ${t.transaction_id} went on (${t.status})`,
+          );
         } else bump(counts, `rejected_at_admission`);
         continue;
       }
@@ -263,7 +266,10 @@ export function checkConsistency(input: ConsistencyInput): ConsistencyReport {
             : t.status === 'outcome_unknown' || t.status === 'reconciling' || t.status === 'reconciled'
               ? a.status === 'failed' && uncertain
               : !TERMINAL_TXN.has(t.status);
-      if (!agrees) lost.push(`${a.key}: action ${a.status}${error ? ` (${str(error.code) ?? '-'})` : ''} disagrees with its transaction ${t.transaction_id} (${t.status})`);
+      if (!agrees)
+        lost.push(
+          `${a.key}: action ${a.status}${error ? ` (${str(error.code) ?? '-'})` : ''} disagrees with its transaction ${t.transaction_id} (${t.status})`,
+        );
     } else if (reconcile && t === undefined) {
       lost.push(`${a.key}: reconcile action names missing transaction ${a.transaction_id ?? '-'}`);
     }
@@ -278,11 +284,13 @@ export function checkConsistency(input: ConsistencyInput): ConsistencyReport {
     }
     if (from !== a.action_id) {
       bump(counts, 'replays_of_other_action');
-      if (original.idempotency_key === undefined || original.idempotency_key !== a.idempotency_key) duplicated.push(`${a.key}: replays ${from} without sharing its idempotency key`);
+      if (original.idempotency_key === undefined || original.idempotency_key !== a.idempotency_key)
+        duplicated.push(`${a.key}: replays ${from} without sharing its idempotency key`);
       if (original.principal_id !== a.principal_id) duplicated.push(`${a.key}: replays ${from} of another principal`);
       if (txnOf(a.tenant_id, a.transaction_id) !== undefined) duplicated.push(`${a.key}: a replay with a transaction of its own (${a.transaction_id ?? '-'})`);
     }
-    if (str(a.result?.status) !== str(original.result?.status)) duplicated.push(`${a.key}: replayed status ${str(a.result?.status)} ≠ ${from}'s ${str(original.result?.status)}`);
+    if (str(a.result?.status) !== str(original.result?.status))
+      duplicated.push(`${a.key}: replayed status ${str(a.result?.status)} ≠ ${from}'s ${str(original.result?.status)}`);
     if (JSON.stringify(a.result?.output) !== JSON.stringify(original.result?.output)) duplicated.push(`${a.key}: replayed output differs from ${from}'s`);
   }
 
@@ -302,7 +310,9 @@ export function checkConsistency(input: ConsistencyInput): ConsistencyReport {
         t.status === 'committing' ||
         t.status === 'compensating' ||
         t.status === 'planned';
-      (reachable ? recoverable : stuck).push(`${t.key}: ${t.status}${escalated ? ' (escalated)' : ''}${nextAt !== undefined ? `, next_reconcile_at ${nextAt}` : ''}`);
+      (reachable ? recoverable : stuck).push(
+        `${t.key}: ${t.status}${escalated ? ' (escalated)' : ''}${nextAt !== undefined ? `, next_reconcile_at ${nextAt}` : ''}`,
+      );
     }
     // Bound to an action that exists and names it.
     if (t.action_id === undefined) lost.push(`${t.key}: transaction names no action`);
@@ -315,7 +325,11 @@ export function checkConsistency(input: ConsistencyInput): ConsistencyReport {
     const list = (receipts.get(`TXN#${t.tenant_id}#${t.transaction_id}`) ?? []).sort((x, y) => x.seq - y.seq).map((r) => r.receipt);
     const count = typeof t.item.receipt_count === 'number' ? t.item.receipt_count : -1;
     const head = str(t.item.receipt_head);
-    const verdict = verifyReceiptChain(list, { transaction_id: t.transaction_id, expected_count: count, ...(head !== undefined ? { expected_head: head } : {}) });
+    const verdict = verifyReceiptChain(list, {
+      transaction_id: t.transaction_id,
+      expected_count: count,
+      ...(head !== undefined ? { expected_head: head } : {}),
+    });
     if (!verdict.valid) chains.push(`${t.key}: chain ${verdict.problem} at seq ${verdict.at_seq} (${list.length} receipts, record says ${count})`);
     else {
       bump(counts, 'chains_verified');
@@ -335,7 +349,8 @@ export function checkConsistency(input: ConsistencyInput): ConsistencyReport {
     }
     if (t.status === 'reconciled') bump(counts, reconciledCompleted(t.item) ? 'reconciled_effect_found' : 'reconciled_no_effect');
   }
-  for (const [op, list] of byOperation) if (list.length > 1) duplicated.push(`provider operation ${op} claimed by ${list.length} transactions: ${list.map((t) => t.key).join(', ')}`);
+  for (const [op, list] of byOperation)
+    if (list.length > 1) duplicated.push(`provider operation ${op} claimed by ${list.length} transactions: ${list.map((t) => t.key).join(', ')}`);
   for (const [a, list] of boundTo) if (list.length > 1) duplicated.push(`${a}: bound to ${list.length} transactions`);
 
   // --- idempotency records ---------------------------------------------------------------
@@ -344,7 +359,8 @@ export function checkConsistency(input: ConsistencyInput): ConsistencyReport {
     bump(counts, `idempotency_${status}`);
     const t = txnOf(str(r.tenant_id) ?? '', str(r.transaction_id));
     if (status === 'in_flight') stuck.push(`idempotency ${str(r.PK)}: in_flight (action ${str(r.action_id)})`);
-    else if (status === 'uncertain' && t?.status !== 'outcome_unknown') stuck.push(`idempotency ${str(r.PK)}: uncertain while transaction ${str(r.transaction_id)} is ${t?.status ?? 'missing'}`);
+    else if (status === 'uncertain' && t?.status !== 'outcome_unknown')
+      stuck.push(`idempotency ${str(r.PK)}: uncertain while transaction ${str(r.transaction_id)} is ${t?.status ?? 'missing'}`);
   }
 
   // --- the ledger ------------------------------------------------------------------------
@@ -359,7 +375,8 @@ export function checkConsistency(input: ConsistencyInput): ConsistencyReport {
     const owners = byOperation.get(e.operation_id) ?? [];
     if (owners.length === 0) ledgerProblems.push(`ledger effect ${e.operation_id} (amount ${e.amount}) belongs to no transaction`);
     const owner = committedOps.get(e.operation_id);
-    if (owner === undefined && owners.length > 0) ledgerProblems.push(`ledger effect ${e.operation_id} belongs to ${owners.map((t) => `${t.key} (${t.status})`).join(', ')}, which did not commit`);
+    if (owner === undefined && owners.length > 0)
+      ledgerProblems.push(`ledger effect ${e.operation_id} belongs to ${owners.map((t) => `${t.key} (${t.status})`).join(', ')}, which did not commit`);
   }
   for (const [amount, n] of perAmount) if (n > 1) duplicated.push(`intent with amount ${amount}: ${n} ledger effects`);
   for (const [key, n] of perKey) if (n > 1) duplicated.push(`provider idempotency key ${key}: ${n} ledger effects`);

@@ -124,8 +124,16 @@ beforeAll(async () => {
     clock,
   }));
   stack.simulator.onEvent((e) => events.push(e));
-  client = clientFor(stack.url, await stack.mintToken({ sub: 'crash-tester', tenants: [TENANT], scopes: ['aip:actions:read', 'aip:actions:write'], ttl: '2h' }), violations);
-  operator = clientFor(stack.url, await stack.mintToken({ sub: 'crash-operator', tenants: [TENANT], scopes: ['aip:actions:read', 'aip:operator'], ttl: '2h' }), violations);
+  client = clientFor(
+    stack.url,
+    await stack.mintToken({ sub: 'crash-tester', tenants: [TENANT], scopes: ['aip:actions:read', 'aip:actions:write'], ttl: '2h' }),
+    violations,
+  );
+  operator = clientFor(
+    stack.url,
+    await stack.mintToken({ sub: 'crash-operator', tenants: [TENANT], scopes: ['aip:actions:read', 'aip:operator'], ttl: '2h' }),
+    violations,
+  );
   documents = DynamoDBDocumentClient.from(dynamoClient());
   transactions = new DynamoTransactionStore({ client: documents, tableName: table });
 });
@@ -172,8 +180,10 @@ function deliveries(action_id: string, n: number): Promise<void> {
   return stack.handled('invoke', (m: QueueMessage) => m.kind === 'invoke' && m.action_id === action_id).then(() => deliveries(action_id, n - 1));
 }
 
-const charges = (from: number) => events.slice(from).filter((e): e is Extract<SimEvent, { type: 'response' }> => e.type === 'response' && e.method === 'POST' && e.path === '/v1/charges');
-const lookups = (from: number, op: string) => events.slice(from).filter((e) => e.type === 'response' && e.method === 'GET' && e.path === `/v1/operations/${op}`);
+const charges = (from: number) =>
+  events.slice(from).filter((e): e is Extract<SimEvent, { type: 'response' }> => e.type === 'response' && e.method === 'POST' && e.path === '/v1/charges');
+const lookups = (from: number, op: string) =>
+  events.slice(from).filter((e) => e.type === 'response' && e.method === 'GET' && e.path === `/v1/operations/${op}`);
 
 type Flow = 'execute' | 'commit';
 type Final = 'committed' | 'reconciled';
@@ -200,31 +210,127 @@ interface CrashCase {
  * charge); a record already `outcome_unknown` is only ever reconciled.
  */
 const CASES: readonly CrashCase[] = [
-  { point: 'after_admission_before_enqueue', flow: 'execute', final: 'committed', charge_requests: 1, recovery: 'nothing enqueued; the sweeper re-drives the stalled prepared record' },
-  { point: 'after_admission_before_enqueue', flow: 'commit', final: 'committed', charge_requests: 1, recovery: 'nothing enqueued; the sweeper re-drives the stalled committing record' },
+  {
+    point: 'after_admission_before_enqueue',
+    flow: 'execute',
+    final: 'committed',
+    charge_requests: 1,
+    recovery: 'nothing enqueued; the sweeper re-drives the stalled prepared record',
+  },
+  {
+    point: 'after_admission_before_enqueue',
+    flow: 'commit',
+    final: 'committed',
+    charge_requests: 1,
+    recovery: 'nothing enqueued; the sweeper re-drives the stalled committing record',
+  },
   { point: 'after_receive_before_lease', flow: 'execute', final: 'committed', charge_requests: 1, recovery: 'the redelivery runs the first attempt' },
   { point: 'after_receive_before_lease', flow: 'commit', final: 'committed', charge_requests: 1, recovery: 'the redelivery runs the first commit attempt' },
-  { point: 'after_lease_before_provider_call', flow: 'execute', final: 'committed', charge_requests: 1, recovery: 'the redelivery after the lease re-invokes under the same key' },
-  { point: 'after_lease_before_provider_call', flow: 'commit', final: 'committed', charge_requests: 1, recovery: 'the redelivery after the lease re-invokes the commit under the same key' },
-  { point: 'after_provider_accept_before_checkpoint', flow: 'execute', final: 'committed', charge_requests: 2, recovery: 'the redelivery re-invokes under the same key; the provider replays the one charge' },
-  { point: 'after_provider_accept_before_checkpoint', flow: 'commit', final: 'committed', charge_requests: 2, recovery: 'the commit is re-invoked under the same key; the provider replays the one charge' },
-  { point: 'after_checkpoint_before_response', flow: 'execute', final: 'committed', charge_requests: 2, recovery: 'the operation held for the settlement is lost with the process; the redelivery re-invokes under the same key and the provider replays the one charge' },
-  { point: 'after_checkpoint_before_response', flow: 'commit', final: 'committed', charge_requests: 2, recovery: 'the operation held for the settlement is lost with the process; the commit is re-invoked under the same key and the provider replays the one charge' },
+  {
+    point: 'after_lease_before_provider_call',
+    flow: 'execute',
+    final: 'committed',
+    charge_requests: 1,
+    recovery: 'the redelivery after the lease re-invokes under the same key',
+  },
+  {
+    point: 'after_lease_before_provider_call',
+    flow: 'commit',
+    final: 'committed',
+    charge_requests: 1,
+    recovery: 'the redelivery after the lease re-invokes the commit under the same key',
+  },
+  {
+    point: 'after_provider_accept_before_checkpoint',
+    flow: 'execute',
+    final: 'committed',
+    charge_requests: 2,
+    recovery: 'the redelivery re-invokes under the same key; the provider replays the one charge',
+  },
+  {
+    point: 'after_provider_accept_before_checkpoint',
+    flow: 'commit',
+    final: 'committed',
+    charge_requests: 2,
+    recovery: 'the commit is re-invoked under the same key; the provider replays the one charge',
+  },
+  {
+    point: 'after_checkpoint_before_response',
+    flow: 'execute',
+    final: 'committed',
+    charge_requests: 2,
+    recovery:
+      'the operation held for the settlement is lost with the process; the redelivery re-invokes under the same key and the provider replays the one charge',
+  },
+  {
+    point: 'after_checkpoint_before_response',
+    flow: 'commit',
+    final: 'committed',
+    charge_requests: 2,
+    recovery:
+      'the operation held for the settlement is lost with the process; the commit is re-invoked under the same key and the provider replays the one charge',
+  },
   {
     point: 'after_checkpoint_before_response',
     flow: 'execute',
     lost: 'retry_answer',
     final: 'reconciled',
     charge_requests: 2,
-    recovery: "the replay's answer is lost too; the probe finds the operation by the request's key, outcome_unknown keeps it; the Scheduler fires the reconciliation",
+    recovery:
+      "the replay's answer is lost too; the probe finds the operation by the request's key, outcome_unknown keeps it; the Scheduler fires the reconciliation",
   },
-  { point: 'after_response_before_settlement', flow: 'execute', final: 'committed', charge_requests: 2, recovery: 'the lost response is replayed by the provider under the same key' },
-  { point: 'after_response_before_settlement', flow: 'commit', final: 'committed', charge_requests: 2, recovery: 'the lost commit response is replayed by the provider under the same key' },
-  { point: 'during_settlement', flow: 'execute', final: 'committed', charge_requests: 1, recovery: 'transaction, action and reservation settled in one write; the redelivery finds them settled' },
-  { point: 'during_settlement', flow: 'commit', final: 'committed', charge_requests: 1, recovery: 'the commit settled in one write with its action; the redelivery finds them settled' },
-  { point: 'during_settlement', flow: 'execute', lost: 'answer', final: 'reconciled', charge_requests: 1, recovery: 'outcome_unknown settled in one write before the schedule; the sweeper enqueues the overdue reconciliation' },
-  { point: 'during_schedule_creation', flow: 'execute', lost: 'answer', final: 'reconciled', charge_requests: 1, recovery: 'the schedule is lost; the sweeper enqueues the overdue reconciliation' },
-  { point: 'during_schedule_creation', flow: 'commit', lost: 'answer', final: 'reconciled', charge_requests: 1, recovery: 'the commit schedule is lost; the sweeper enqueues the overdue reconciliation' },
+  {
+    point: 'after_response_before_settlement',
+    flow: 'execute',
+    final: 'committed',
+    charge_requests: 2,
+    recovery: 'the lost response is replayed by the provider under the same key',
+  },
+  {
+    point: 'after_response_before_settlement',
+    flow: 'commit',
+    final: 'committed',
+    charge_requests: 2,
+    recovery: 'the lost commit response is replayed by the provider under the same key',
+  },
+  {
+    point: 'during_settlement',
+    flow: 'execute',
+    final: 'committed',
+    charge_requests: 1,
+    recovery: 'transaction, action and reservation settled in one write; the redelivery finds them settled',
+  },
+  {
+    point: 'during_settlement',
+    flow: 'commit',
+    final: 'committed',
+    charge_requests: 1,
+    recovery: 'the commit settled in one write with its action; the redelivery finds them settled',
+  },
+  {
+    point: 'during_settlement',
+    flow: 'execute',
+    lost: 'answer',
+    final: 'reconciled',
+    charge_requests: 1,
+    recovery: 'outcome_unknown settled in one write before the schedule; the sweeper enqueues the overdue reconciliation',
+  },
+  {
+    point: 'during_schedule_creation',
+    flow: 'execute',
+    lost: 'answer',
+    final: 'reconciled',
+    charge_requests: 1,
+    recovery: 'the schedule is lost; the sweeper enqueues the overdue reconciliation',
+  },
+  {
+    point: 'during_schedule_creation',
+    flow: 'commit',
+    lost: 'answer',
+    final: 'reconciled',
+    charge_requests: 1,
+    recovery: 'the commit schedule is lost; the sweeper enqueues the overdue reconciliation',
+  },
 ];
 
 async function planned(amount: number): Promise<{ id: string; plan_id: string; transaction_id: string }> {
@@ -315,7 +421,8 @@ async function runCase(c: CrashCase): Promise<void> {
     // No blind retry through the API either: resubmitting the same action is refused until reconciled, or
     // answered with the stored (uncertain) result; the provider sees nothing.
     const resubmitted = await client.submitAction(body).catch((err: unknown) => err);
-    if (resubmitted instanceof AipClientError) expect({ status: resubmitted.status, code: resubmitted.code }).toEqual({ status: 409, code: 'runtime.reconciliation_required' });
+    if (resubmitted instanceof AipClientError)
+      expect({ status: resubmitted.status, code: resubmitted.code }).toEqual({ status: 409, code: 'runtime.reconciliation_required' });
     else expect(resubmitted).toMatchObject({ action_result: { status: 'failed', error: { uncertain_outcome: true } } });
     expect(charges(unknownAt)).toEqual([]);
 
@@ -393,7 +500,10 @@ async function runCase(c: CrashCase): Promise<void> {
   const stored = await client.getAction(id);
   const replay = await client.submitAction(body);
   expect(replay.disposition).toBe('replayed');
-  expect(replay.action_result).toMatchObject({ status: stored.action_result.status, ...(stored.action_result.output !== undefined ? { output: stored.action_result.output } : {}) });
+  expect(replay.action_result).toMatchObject({
+    status: stored.action_result.status,
+    ...(stored.action_result.output !== undefined ? { output: stored.action_result.output } : {}),
+  });
   expect(charges(before)).toEqual([]);
   expect(stack.simulator.ledger().slice(ledgerMark)).toHaveLength(1);
 

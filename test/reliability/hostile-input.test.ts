@@ -37,7 +37,12 @@ const statuses: Record<string, number> = {};
 beforeAll(async () => {
   ({ stack, table } = await reliabilityStack('fuzz'));
   ddb = dynamoClient();
-  token = await stack.mintToken({ sub: 'fuzzer', tenants: ['demo'], scopes: ['aip:actions:read', 'aip:actions:write', 'aip:operator', 'aip:approve'], ttl: '2h' });
+  token = await stack.mintToken({
+    sub: 'fuzzer',
+    tenants: ['demo'],
+    scopes: ['aip:actions:read', 'aip:actions:write', 'aip:operator', 'aip:approve'],
+    ttl: '2h',
+  });
 });
 
 afterAll(async () => {
@@ -45,7 +50,12 @@ afterAll(async () => {
   recordScenario('hostile-input', {
     scenario: 'Hostile input at the HTTP edge',
     cases: total,
-    held: ['every answer 4xx application/problem+json (RFC 9457, catalogued code)', 'no 500', 'no hang (per-request AbortSignal)', 'table content unchanged (full Scan)'],
+    held: [
+      'every answer 4xx application/problem+json (RFC 9457, catalogued code)',
+      'no 500',
+      'no hang (per-request AbortSignal)',
+      'table content unchanged (full Scan)',
+    ],
     counts: { ...counts, ...Object.fromEntries(Object.entries(statuses).map(([s, n]) => [`status_${s}`, n])) },
   });
   ddb?.destroy();
@@ -117,7 +127,11 @@ function validAction(): Record<string, unknown> {
 const post = (body: string | Uint8Array, path = '/v1/actions'): Sent => ({ method: 'POST', path, body });
 
 /** Any JSON value, including keys that attack prototypes. */
-const hostileKey = fc.oneof(fc.constantFrom('__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', 'valueOf', ''), fc.string({ maxLength: 12 }), fc.string({ unit: 'binary', maxLength: 8 }));
+const hostileKey = fc.oneof(
+  fc.constantFrom('__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', 'valueOf', ''),
+  fc.string({ maxLength: 12 }),
+  fc.string({ unit: 'binary', maxLength: 8 }),
+);
 const hostileJson: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
   value: fc.oneof(
     { depthSize: 'small', withCrossShrink: true },
@@ -135,12 +149,35 @@ const hostileJson: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
 const text = (v: unknown) => JSON.stringify(v) ?? 'null';
 
 /** Values of a type the field does not have. */
-const wrongValue = fc.oneof(fc.constant(null), fc.boolean(), fc.integer(), fc.double(), fc.array(fc.integer(), { maxLength: 3 }), fc.dictionary(fc.string({ maxLength: 5 }), fc.integer(), { maxKeys: 3 }), fc.string({ maxLength: 20 }));
+const wrongValue = fc.oneof(
+  fc.constant(null),
+  fc.boolean(),
+  fc.integer(),
+  fc.double(),
+  fc.array(fc.integer(), { maxLength: 3 }),
+  fc.dictionary(fc.string({ maxLength: 5 }), fc.integer(), { maxKeys: 3 }),
+  fc.string({ maxLength: 20 }),
+);
 
 /** Strings that are not IDs (ID_PATTERN: letters, digits and . _ : @ / -). */
 const invalidId = fc.oneof(
   fc.constant(''),
-  fc.constantFrom(' ', 'a b', '..\\etc\\passwd', 'a?b', 'a#b', 'a\u0000b', '%00', 'id\n', '<script>', "'; DROP TABLE x; --", '\u202e', '\ud800', '😀', 'a'.repeat(10_000)),
+  fc.constantFrom(
+    ' ',
+    'a b',
+    '..\\etc\\passwd',
+    'a?b',
+    'a#b',
+    'a\u0000b',
+    '%00',
+    'id\n',
+    '<script>',
+    "'; DROP TABLE x; --",
+    '\u202e',
+    '\ud800',
+    '😀',
+    'a'.repeat(10_000),
+  ),
   fc.string({ unit: 'binary', minLength: 1, maxLength: 40 }).filter((s) => /[^A-Za-z0-9._:@/-]/.test(s)),
 );
 
@@ -161,7 +198,10 @@ function deepNest(depth: number, kind: 'array' | 'object'): string {
 
 describe('hostile input at the HTTP edge', () => {
   it('random JSON values as a submission', async () => {
-    await fuzz('random_json', hostileJson.map((v) => post(text(v))));
+    await fuzz(
+      'random_json',
+      hostileJson.map((v) => post(text(v))),
+    );
   });
 
   it('random JSON as an approval decision and a cancel', async () => {
@@ -190,22 +230,35 @@ describe('hostile input at the HTTP edge', () => {
       'huge',
       fc.oneof(
         // Over the body limit (256 KiB): 413.
-        fc.integer({ min: 256 * 1024 + 1, max: 2 * 1024 * 1024 }).map((n) => post(text({ ...validAction(), input: { amount: 1, currency: 'eur', customer: 'x'.repeat(n) } }))),
+        fc
+          .integer({ min: 256 * 1024 + 1, max: 2 * 1024 * 1024 })
+          .map((n) => post(text({ ...validAction(), input: { amount: 1, currency: 'eur', customer: 'x'.repeat(n) } }))),
         // Under the limit, but strings far beyond any field's maximum.
-        fc.tuple(fc.constantFrom('id', 'capability_id', 'customer', 'currency', 'idempotency_key'), fc.integer({ min: 5_000, max: 200_000 })).map(([field, n]) => {
-          const a = validAction();
-          const big = 'é'.repeat(n / 2);
-          if (field === 'customer' || field === 'currency') (a.input as Record<string, unknown>)[field] = big;
-          else a[field] = big;
-          return post(text(a));
-        }),
+        fc
+          .tuple(fc.constantFrom('id', 'capability_id', 'customer', 'currency', 'idempotency_key'), fc.integer({ min: 5_000, max: 200_000 }))
+          .map(([field, n]) => {
+            const a = validAction();
+            const big = 'é'.repeat(n / 2);
+            if (field === 'customer' || field === 'currency') (a.input as Record<string, unknown>)[field] = big;
+            else a[field] = big;
+            return post(text(a));
+          }),
       ),
       Math.ceil(RUNS / 8),
     );
   });
 
   it('wrong types in every field of an action', async () => {
-    const paths = [['id'], ['capability_id'], ['input'], ['transaction'], ['transaction', 'mode'], ['input', 'amount'], ['input', 'currency'], ['input', 'customer']];
+    const paths = [
+      ['id'],
+      ['capability_id'],
+      ['input'],
+      ['transaction'],
+      ['transaction', 'mode'],
+      ['input', 'amount'],
+      ['input', 'currency'],
+      ['input', 'customer'],
+    ];
     await fuzz(
       'wrong_types',
       fc.tuple(fc.constantFrom(...paths), wrongValue).map(([path, value]) => {
@@ -224,12 +277,18 @@ describe('hostile input at the HTTP edge', () => {
   it('unknown fields, at the top, in the transaction and in the wrapper', async () => {
     await fuzz(
       'unknown_fields',
-      fc.tuple(fc.string({ minLength: 1, maxLength: 12 }).map((k) => `x_${k}`), hostileJson, fc.constantFrom('action', 'transaction', 'wrapper')).map(([key, value, where]) => {
-        const a = validAction();
-        if (where === 'action') return post(text({ ...a, [key]: value }));
-        if (where === 'transaction') return post(text({ ...a, transaction: { mode: 'execute', [key]: value } }));
-        return post(text({ action: a, transaction_id: uid(), requested_by: { id: 'fuzzer', kind: 'user' }, [key]: value }));
-      }),
+      fc
+        .tuple(
+          fc.string({ minLength: 1, maxLength: 12 }).map((k) => `x_${k}`),
+          hostileJson,
+          fc.constantFrom('action', 'transaction', 'wrapper'),
+        )
+        .map(([key, value, where]) => {
+          const a = validAction();
+          if (where === 'action') return post(text({ ...a, [key]: value }));
+          if (where === 'transaction') return post(text({ ...a, transaction: { mode: 'execute', [key]: value } }));
+          return post(text({ action: a, transaction_id: uid(), requested_by: { id: 'fuzzer', kind: 'user' }, [key]: value }));
+        }),
     );
   });
 
@@ -237,14 +296,20 @@ describe('hostile input at the HTTP edge', () => {
     const evil = fc.constantFrom('__proto__', 'constructor', 'prototype');
     await fuzz(
       'prototype_keys',
-      fc.tuple(evil, fc.constantFrom('action', 'transaction', 'wrapper', 'principal'), fc.constantFrom('{"polluted":true}', '{"prototype":{"polluted":true}}', '[]', '"x"', 'null')).map(([key, where, value]) => {
-        const a = validAction();
-        const inject = (json: string) => json.replace(/^\{/, `{"${key}":${value},`);
-        if (where === 'action') return post(inject(text(a)));
-        if (where === 'transaction') return post(text({ ...a, transaction: '__T__' }).replace('"__T__"', inject(text({ mode: 'execute' }))));
-        if (where === 'wrapper') return post(inject(text({ action: a, transaction_id: uid(), requested_by: { id: 'fuzzer', kind: 'user' } })));
-        return post(text({ action: a, transaction_id: uid(), requested_by: '__P__' }).replace('"__P__"', inject(text({ id: 'fuzzer', kind: 'user' }))));
-      }),
+      fc
+        .tuple(
+          evil,
+          fc.constantFrom('action', 'transaction', 'wrapper', 'principal'),
+          fc.constantFrom('{"polluted":true}', '{"prototype":{"polluted":true}}', '[]', '"x"', 'null'),
+        )
+        .map(([key, where, value]) => {
+          const a = validAction();
+          const inject = (json: string) => json.replace(/^\{/, `{"${key}":${value},`);
+          if (where === 'action') return post(inject(text(a)));
+          if (where === 'transaction') return post(text({ ...a, transaction: '__T__' }).replace('"__T__"', inject(text({ mode: 'execute' }))));
+          if (where === 'wrapper') return post(inject(text({ action: a, transaction_id: uid(), requested_by: { id: 'fuzzer', kind: 'user' } })));
+          return post(text({ action: a, transaction_id: uid(), requested_by: '__P__' }).replace('"__P__"', inject(text({ id: 'fuzzer', kind: 'user' }))));
+        }),
       Math.ceil(RUNS / 4),
     );
     // Nothing polluted the process's prototypes.
@@ -257,16 +322,27 @@ describe('hostile input at the HTTP edge', () => {
       'invalid_unicode',
       fc.oneof(
         // Raw bytes that are not UTF-8, spliced into a valid action's text.
-        fc.tuple(fc.uint8Array({ minLength: 1, maxLength: 8 }).map((b) => Uint8Array.from(b, (x) => x | 0x80)), fc.constantFrom('id', 'customer')).map(([bytes, field]) => {
-          const a = validAction();
-          const marker = 'MARKER';
-          if (field === 'customer') (a.input as Record<string, unknown>).customer = marker;
-          else a.id = marker;
-          const [head, tail] = text(a).split(marker) as [string, string];
-          return { method: 'POST', path: '/v1/actions', body: Uint8Array.from([...enc.encode(head), 0xc3, 0x28, ...bytes, 0xff, ...enc.encode(tail)]) } satisfies Sent;
-        }),
+        fc
+          .tuple(
+            fc.uint8Array({ minLength: 1, maxLength: 8 }).map((b) => Uint8Array.from(b, (x) => x | 0x80)),
+            fc.constantFrom('id', 'customer'),
+          )
+          .map(([bytes, field]) => {
+            const a = validAction();
+            const marker = 'MARKER';
+            if (field === 'customer') (a.input as Record<string, unknown>).customer = marker;
+            else a.id = marker;
+            const [head, tail] = text(a).split(marker) as [string, string];
+            return {
+              method: 'POST',
+              path: '/v1/actions',
+              body: Uint8Array.from([...enc.encode(head), 0xc3, 0x28, ...bytes, 0xff, ...enc.encode(tail)]),
+            } satisfies Sent;
+          }),
         // Lone surrogates and NULs as JSON escapes in ID fields.
-        fc.constantFrom('\\ud800', '\\udfff', '\\u0000', '\\ud800\\ud800', 'a\\udc00b').map((esc) => post(text({ ...validAction(), id: '__I__' }).replace('__I__', esc))),
+        fc
+          .constantFrom('\\ud800', '\\udfff', '\\u0000', '\\ud800\\ud800', 'a\\udc00b')
+          .map((esc) => post(text({ ...validAction(), id: '__I__' }).replace('__I__', esc))),
         // A body that is not JSON at all.
         fc.uint8Array({ minLength: 1, maxLength: 512 }).map((b) => ({ method: 'POST', path: '/v1/actions', body: b }) satisfies Sent),
       ),
@@ -276,30 +352,45 @@ describe('hostile input at the HTTP edge', () => {
   it('invalid IDs in bodies, paths and queries', async () => {
     await fuzz(
       'invalid_ids',
-      fc.tuple(invalidId, fc.constantFrom('action_id', 'capability_id', 'transaction_id', 'requested_by', 'path_get', 'path_cancel', 'path_stream', 'path_decision', 'query_tx')).map(([bad, where]) => {
-        const a = validAction();
-        const enc = pathEncode(bad);
-        switch (where) {
-          case 'action_id':
-            return post(text({ ...a, id: bad }));
-          case 'capability_id':
-            return post(text({ ...a, capability_id: bad }));
-          case 'transaction_id':
-            return post(text({ action: a, transaction_id: bad, requested_by: { id: 'fuzzer', kind: 'user' } }));
-          case 'requested_by':
-            return post(text({ action: a, transaction_id: uid(), requested_by: { id: bad, kind: 'user' } }));
-          case 'path_get':
-            return { method: 'GET', path: `/v1/actions/${enc}` };
-          case 'path_cancel':
-            return post('{}', `/v1/actions/${enc}/cancel`);
-          case 'path_stream':
-            return { method: 'GET', path: `/v1/actions/${enc}/stream` };
-          case 'path_decision':
-            return post(text({ decision: 'approve' }), `/v1/approvals/${enc}/decision`);
-          default:
-            return { method: 'GET', path: `/v1/transactions?transaction_id=${enc}` };
-        }
-      }),
+      fc
+        .tuple(
+          invalidId,
+          fc.constantFrom(
+            'action_id',
+            'capability_id',
+            'transaction_id',
+            'requested_by',
+            'path_get',
+            'path_cancel',
+            'path_stream',
+            'path_decision',
+            'query_tx',
+          ),
+        )
+        .map(([bad, where]) => {
+          const a = validAction();
+          const enc = pathEncode(bad);
+          switch (where) {
+            case 'action_id':
+              return post(text({ ...a, id: bad }));
+            case 'capability_id':
+              return post(text({ ...a, capability_id: bad }));
+            case 'transaction_id':
+              return post(text({ action: a, transaction_id: bad, requested_by: { id: 'fuzzer', kind: 'user' } }));
+            case 'requested_by':
+              return post(text({ action: a, transaction_id: uid(), requested_by: { id: bad, kind: 'user' } }));
+            case 'path_get':
+              return { method: 'GET', path: `/v1/actions/${enc}` };
+            case 'path_cancel':
+              return post('{}', `/v1/actions/${enc}/cancel`);
+            case 'path_stream':
+              return { method: 'GET', path: `/v1/actions/${enc}/stream` };
+            case 'path_decision':
+              return post(text({ decision: 'approve' }), `/v1/approvals/${enc}/decision`);
+            default:
+              return { method: 'GET', path: `/v1/transactions?transaction_id=${enc}` };
+          }
+        }),
     );
   });
 
@@ -310,7 +401,10 @@ describe('hostile input at the HTTP edge', () => {
         const wrapperTx = uid();
         const actionTx = uid();
         const a = validAction();
-        a.transaction = mode === 'commit' ? { mode, transaction_id: actionTx, plan_id: samePlan ? `plan:${wrapperTx}` : `plan:${actionTx}` } : { mode, transaction_id: actionTx };
+        a.transaction =
+          mode === 'commit'
+            ? { mode, transaction_id: actionTx, plan_id: samePlan ? `plan:${wrapperTx}` : `plan:${actionTx}` }
+            : { mode, transaction_id: actionTx };
         return post(text({ action: a, transaction_id: wrapperTx, requested_by: { id: 'fuzzer', kind: 'user' } }));
       }),
       Math.ceil(RUNS / 4),

@@ -1,6 +1,7 @@
 /**
- * Load on the local stack (issue 6 §3): at least 2,000 actions
- * (`AIP_LOAD_ACTIONS`, default 2000) submitted over HTTP by 50 concurrent
+ * Load on the local stack: `AIP_LOAD_ACTIONS` actions (2,000 in the `load`
+ * test project, `npm run test:load`; 400 in the default `integration`
+ * project, vitest.config.ts) submitted over HTTP by 50 concurrent
  * clients (a pool of 50 async workers, one principal and token each, spread
  * over two tenants), with faults injected into about 10% of the provider's
  * charge calls; then the consistency checker (`consistency.ts`) reads every
@@ -82,15 +83,33 @@ const STALL_AFTER_MS = 5 * 60_000;
  */
 const FAULTS: FaultRuleInput[] = [
   { id: 'pending', match: { method: 'POST', path: '/v1/charges' }, fault: { type: 'pending' }, times: 2, probability: 0.02 },
-  { id: 'held', match: { method: 'POST', path: '/v1/charges' }, fault: { type: 'latency', ms: TIMEOUT_MS + 1_500, phase: 'after_commit' }, times: 2, probability: 0.02 },
+  {
+    id: 'held',
+    match: { method: 'POST', path: '/v1/charges' },
+    fault: { type: 'latency', ms: TIMEOUT_MS + 1_500, phase: 'after_commit' },
+    times: 2,
+    probability: 0.02,
+  },
   { id: 'decline', match: { method: 'POST', path: '/v1/charges' }, fault: { type: 'decline' }, times: 'always', probability: 0.02 },
   { id: '503-before', match: { method: 'POST', path: '/v1/charges' }, fault: { type: 'error_before_commit', status: 503 }, times: 'always', probability: 0.02 },
   { id: '500-before', match: { method: 'POST', path: '/v1/charges' }, fault: { type: 'error_before_commit', status: 500 }, times: 'always', probability: 0.01 },
   { id: '502-after', match: { method: 'POST', path: '/v1/charges' }, fault: { type: 'error_after_commit', status: 502 }, times: 'always', probability: 0.012 },
   { id: '504-after', match: { method: 'POST', path: '/v1/charges' }, fault: { type: 'error_after_commit', status: 504 }, times: 'always', probability: 0.012 },
   { id: 'drop', match: { method: 'POST', path: '/v1/charges' }, fault: { type: 'drop_after_commit' }, times: 'always', probability: 0.02 },
-  { id: 'slow-after', match: { method: 'POST', path: '/v1/charges' }, fault: { type: 'latency', ms: 150, phase: 'after_commit' }, times: 'always', probability: 0.012 },
-  { id: 'slow-before', match: { method: 'POST', path: '/v1/charges' }, fault: { type: 'latency', ms: 150, phase: 'before_commit' }, times: 'always', probability: 0.006 },
+  {
+    id: 'slow-after',
+    match: { method: 'POST', path: '/v1/charges' },
+    fault: { type: 'latency', ms: 150, phase: 'after_commit' },
+    times: 'always',
+    probability: 0.012,
+  },
+  {
+    id: 'slow-before',
+    match: { method: 'POST', path: '/v1/charges' },
+    fault: { type: 'latency', ms: 150, phase: 'before_commit' },
+    times: 'always',
+    probability: 0.006,
+  },
 ];
 
 interface Intent {
@@ -113,7 +132,15 @@ function intents(): Intent[] {
   let actions = 0;
   for (let n = 0; actions < ACTIONS; n++) {
     const kind = n % 20 < 11 || actions + 2 > ACTIONS ? 'execute' : 'plan_commit';
-    out.push({ n, kind, amount: 10_000 + n, retrySame: n % 7 === 1, retryNewId: kind === 'execute' && n % 9 === 2, concurrent: n % 10 === 3, keyed: kind === 'execute' || n % 2 === 0 });
+    out.push({
+      n,
+      kind,
+      amount: 10_000 + n,
+      retrySame: n % 7 === 1,
+      retryNewId: kind === 'execute' && n % 9 === 2,
+      concurrent: n % 10 === 3,
+      keyed: kind === 'execute' || n % 2 === 0,
+    });
     actions += kind === 'execute' ? 1 : 2;
   }
   return out;
@@ -153,17 +180,29 @@ function invokeHandled(tenant: string, action_id: string): Promise<void> {
 }
 
 beforeAll(async () => {
-  ({ stack, table } = await reliabilityStack('load', { tenants: [...TENANTS], approvalPolicies: [], clock, payments: { timeoutMs: TIMEOUT_MS }, simulatorSeed: 6, workerInstances: WORKERS }));
+  ({ stack, table } = await reliabilityStack('load', {
+    tenants: [...TENANTS],
+    approvalPolicies: [],
+    clock,
+    payments: { timeoutMs: TIMEOUT_MS },
+    simulatorSeed: 6,
+    workerInstances: WORKERS,
+  }));
   ddb = dynamoClient();
   for (let w = 0; w < CLIENTS; w++) {
     const principal = `loader-${String(w).padStart(2, '0')}`;
     const tenant = TENANTS[w % TENANTS.length] as string;
-    tokens.push({ principal, tenant, token: await stack.mintToken({ sub: principal, tenants: [tenant], scopes: ['aip:actions:read', 'aip:actions:write'], ttl: '2h' }) });
+    tokens.push({
+      principal,
+      tenant,
+      token: await stack.mintToken({ sub: principal, tenants: [tenant], scopes: ['aip:actions:read', 'aip:actions:write'], ttl: '2h' }),
+    });
   }
   stack.simulator.onEvent((e: SimEvent) => {
     if (e.type === 'fault_applied') {
       const f = e.fault;
-      const kind = f.type === 'latency' ? (f.ms > TIMEOUT_MS ? 'latency_past_timeout' : `latency_${f.phase}`) : 'status' in f ? `${f.type}_${f.status}` : f.type;
+      const kind =
+        f.type === 'latency' ? (f.ms > TIMEOUT_MS ? 'latency_past_timeout' : `latency_${f.phase}`) : 'status' in f ? `${f.type}_${f.status}` : f.type;
       faultsByKind[kind] = (faultsByKind[kind] ?? 0) + 1;
     }
     if (e.type === 'response' && e.method === 'POST' && e.path === '/v1/charges') chargeCalls++;
@@ -199,7 +238,8 @@ async function call(token: string, method: string, path: string, body?: unknown)
   return { status: res.status, body: text.length > 0 ? (JSON.parse(text) as Record<string, unknown>) : {} };
 }
 
-const resultOf = (b: Record<string, unknown>) => b.action_result as { status?: string; replayed?: boolean; output?: Record<string, unknown>; error?: { code?: string } } | undefined;
+const resultOf = (b: Record<string, unknown>) =>
+  b.action_result as { status?: string; replayed?: boolean; output?: Record<string, unknown>; error?: { code?: string } } | undefined;
 const terminal = (s: string | undefined) => s === 'completed' || s === 'failed' || s === 'cancelled';
 
 function chargeBody(id: string, intent: Intent, principal: string, transaction: Record<string, unknown>, key: boolean) {
@@ -226,7 +266,13 @@ async function settle(token: string, id: string): Promise<Record<string, unknown
 }
 
 /** Codes a duplicate or retry may be refused with (never a 5xx). */
-const RETRY_REFUSALS = new Set(['runtime.action_in_flight', 'runtime.attempt_in_flight', 'runtime.reconciliation_required', 'idempotency.in_flight', 'idempotency.outcome_unknown']);
+const RETRY_REFUSALS = new Set([
+  'runtime.action_in_flight',
+  'runtime.attempt_in_flight',
+  'runtime.reconciliation_required',
+  'idempotency.in_flight',
+  'idempotency.outcome_unknown',
+]);
 
 const submitted: SubmittedAction[] = [];
 const problems: string[] = [];
@@ -238,15 +284,21 @@ function retryAnswer(kind: string, a: Answer, originalStatus: string | undefined
   if (a.status >= 500) problems.push(`${kind} retry: ${a.status} ${JSON.stringify(a.body).slice(0, 300)}`);
   else if (a.status === 200 && r?.replayed === true) {
     bump(`retry_replayed`);
-    if (originalStatus !== undefined && terminal(originalStatus) && r.status !== originalStatus) problems.push(`${kind} retry replayed ${r.status}, the original ended ${originalStatus}`);
+    if (originalStatus !== undefined && terminal(originalStatus) && r.status !== originalStatus)
+      problems.push(`${kind} retry replayed ${r.status}, the original ended ${originalStatus}`);
   } else if (a.status === 202 || (a.status === 200 && !terminal(r?.status))) bump('retry_same_action_in_progress');
   else if (a.status === 409 && RETRY_REFUSALS.has(String(a.body.code))) bump(`retry_refused_${String(a.body.code)}`);
-  else if (a.status === 200 && terminal(r?.status) && r?.replayed !== true) problems.push(`${kind} retry answered a terminal result not marked as replayed: ${JSON.stringify(a.body).slice(0, 300)}`);
+  else if (a.status === 200 && terminal(r?.status) && r?.replayed !== true)
+    problems.push(`${kind} retry answered a terminal result not marked as replayed: ${JSON.stringify(a.body).slice(0, 300)}`);
   else problems.push(`${kind} retry: unexpected ${a.status} ${JSON.stringify(a.body).slice(0, 300)}`);
 }
 
 /** Submits (once, or three times at once) and waits for the action to be terminal. */
-async function submitAndSettle(who: (typeof tokens)[number], body: ReturnType<typeof chargeBody>, intent: Intent): Promise<{ first: Answer; final: Record<string, unknown> } | undefined> {
+async function submitAndSettle(
+  who: (typeof tokens)[number],
+  body: ReturnType<typeof chargeBody>,
+  intent: Intent,
+): Promise<{ first: Answer; final: Record<string, unknown> } | undefined> {
   const copies = intent.concurrent ? 3 : 1;
   // Subscribe before submitting: the worker's batch holding this action's message (a plain event, no polling).
   const worked = invokeHandled(who.tenant, body.id);
@@ -327,10 +379,18 @@ async function openTransactions(): Promise<Record<string, unknown>[]> {
     let start: Record<string, AttributeValue> | undefined;
     do {
       const page = await ddb.send(
-        new QueryCommand({ TableName: table, IndexName: 'byStatus', KeyConditionExpression: 'GSI3PK = :pk', ExpressionAttributeValues: { ':pk': { S: `STATUS#${status}` } }, ExclusiveStartKey: start }),
+        new QueryCommand({
+          TableName: table,
+          IndexName: 'byStatus',
+          KeyConditionExpression: 'GSI3PK = :pk',
+          ExpressionAttributeValues: { ':pk': { S: `STATUS#${status}` } },
+          ExclusiveStartKey: start,
+        }),
       );
       for (const key of page.Items ?? []) {
-        const item = (await ddb.send(new GetItemCommand({ TableName: table, Key: { PK: key.PK as AttributeValue, SK: key.SK as AttributeValue }, ConsistentRead: true }))).Item;
+        const item = (
+          await ddb.send(new GetItemCommand({ TableName: table, Key: { PK: key.PK as AttributeValue, SK: key.SK as AttributeValue }, ConsistentRead: true }))
+        ).Item;
         const t = fromAttributeMap(item) ?? {};
         if (t.SK === 'TXN' && !TERMINAL_TXN.includes(String(t.status))) open.push(t);
       }
@@ -379,7 +439,11 @@ describe('load', () => {
     expect(mine).toHaveLength(12);
     for (const a of mine) {
       const t = await call(who.token, 'GET', `/v1/transactions?action_id=${encodeURIComponent(a.action_id)}`);
-      expect({ id: a.action_id, action: a.observed_status, transaction: t.body.status }).toEqual({ id: a.action_id, action: 'completed', transaction: 'committed' });
+      expect({ id: a.action_id, action: a.observed_status, transaction: t.body.status }).toEqual({
+        id: a.action_id,
+        action: 'completed',
+        transaction: 'committed',
+      });
     }
     const amounts = new Set(mine.map((a) => a.amount));
     expect(stack.simulator.ledger().filter((e) => amounts.has(e.amount))).toHaveLength(12);
@@ -392,7 +456,15 @@ describe('load', () => {
     const beforeWarmup = submitted.length;
     for (const [i, who] of tokens.slice(0, TENANTS.length).entries()) {
       for (const [j, kind] of (['execute', 'plan_commit', 'execute'] as const).entries()) {
-        await runIntent(who, { n: 1_000_000 + i * 10 + j, kind, amount: 1_000_000 + i * 10 + j, retrySame: false, retryNewId: false, concurrent: false, keyed: true });
+        await runIntent(who, {
+          n: 1_000_000 + i * 10 + j,
+          kind,
+          amount: 1_000_000 + i * 10 + j,
+          retrySame: false,
+          retryNewId: false,
+          concurrent: false,
+          keyed: true,
+        });
       }
     }
     const warmup = submitted.length - beforeWarmup;
@@ -427,7 +499,9 @@ describe('load', () => {
         }
       }
       // Move the Runtime's clock past every due time, fire the due schedules, run the sweeper.
-      const dueTimes = [...open.map((t) => Date.parse(String(t.next_reconcile_at ?? ''))), ...stack.scheduler.list().map((s) => s.at.getTime())].filter((t) => Number.isFinite(t));
+      const dueTimes = [...open.map((t) => Date.parse(String(t.next_reconcile_at ?? ''))), ...stack.scheduler.list().map((s) => s.at.getTime())].filter((t) =>
+        Number.isFinite(t),
+      );
       // Attempt records left without an attempt are the sweeper's once they are stalled (stall_after_ms, 5 min by default).
       const stalled = open.some((t) => ['prepared', 'committing', 'compensating', 'reconciling'].includes(String(t.status)));
       const at = Math.max(clock.now().getTime() + (stalled ? STALL_AFTER_MS : 0), ...dueTimes) + 1_000;
@@ -444,14 +518,31 @@ describe('load', () => {
     // One full Scan: the still-open listing and the checker read every item.
     const items = await scanAll(ddb, table);
     const stillOpen = items.map((i) => fromAttributeMap(i) ?? {}).filter((t) => t.SK === 'TXN' && !TERMINAL_TXN.includes(String(t.status)));
-    expect(stillOpen.map((t) => `${String(t.transaction_id)}: ${String(t.status)}${t.escalated_at !== undefined ? ' (escalated)' : ''} after ${String(t.action_id)}: ${JSON.stringify(t.error)}`)).toEqual([]);
+    expect(
+      stillOpen.map(
+        (t) =>
+          `${String(t.transaction_id)}: ${String(t.status)}${t.escalated_at !== undefined ? ' (escalated)' : ''} after ${String(t.action_id)}: ${JSON.stringify(t.error)}`,
+      ),
+    ).toEqual([]);
     const drainSeconds = (performance.now() - drainStarted) / 1000;
 
     // The checker reads everything.
-    const scheduled = new Set(stack.scheduler.list().filter((s) => !s.completed).map((s) => String((JSON.parse(s.target.Input ?? '{}') as { transaction_id?: string }).transaction_id)));
+    const scheduled = new Set(
+      stack.scheduler
+        .list()
+        .filter((s) => !s.completed)
+        .map((s) => String((JSON.parse(s.target.Input ?? '{}') as { transaction_id?: string }).transaction_id)),
+    );
     const report = checkConsistency({ items, ledger: stack.simulator.ledger(), submitted, scheduled });
     expect(problems).toEqual([]);
-    expect({ lost: report.lost, duplicated: report.duplicated, stuck: report.stuck, chains: report.chains, ledger: report.ledger, recoverable: report.recoverable }).toEqual({
+    expect({
+      lost: report.lost,
+      duplicated: report.duplicated,
+      stuck: report.stuck,
+      chains: report.chains,
+      ledger: report.ledger,
+      recoverable: report.recoverable,
+    }).toEqual({
       lost: [],
       duplicated: [],
       stuck: [],
@@ -476,7 +567,8 @@ describe('load', () => {
     const firstAction = items.findIndex((i) => i.SK?.S === 'ACTION' && accepted.has(`${i.tenant_id?.S}/${i.action_id?.S}`));
     const without = (n: number) => items.filter((_, i) => i !== n);
     const planted = {
-      duplicated_effect: checkConsistency({ items, ledger: [...ledger, { ...(ledger[0] as (typeof ledger)[number]), operation_id: 'op_planted' }], submitted }).duplicated.length,
+      duplicated_effect: checkConsistency({ items, ledger: [...ledger, { ...(ledger[0] as (typeof ledger)[number]), operation_id: 'op_planted' }], submitted })
+        .duplicated.length,
       removed_receipt: checkConsistency({ items: without(firstReceipt), ledger, submitted }).chains.length,
       removed_action: checkConsistency({ items: without(firstAction), ledger, submitted }).lost.length,
       removed_transaction: checkConsistency({ items: without(firstTxn), ledger, submitted }).lost.length,

@@ -43,7 +43,13 @@ afterAll(async () => {
   recordScenario('redelivery', {
     scenario: 'Redelivery and zombies',
     cases: counts.cases ?? 0,
-    held: ['duplicate delivery after settlement: no provider call, records unchanged', 'concurrent delivery during a live lease: deferred', 'delivery after lease expiry: the takeover (higher fence) settles from the checkpointed operation or as outcome_unknown, never by a blind provider call', 'late attempt refused when it tries to checkpoint/settle (record unchanged)', 'at most one provider effect per intent'],
+    held: [
+      'duplicate delivery after settlement: no provider call, records unchanged',
+      'concurrent delivery during a live lease: deferred',
+      'delivery after lease expiry: the takeover (higher fence) settles from the checkpointed operation or as outcome_unknown, never by a blind provider call',
+      'late attempt refused when it tries to checkpoint/settle (record unchanged)',
+      'at most one provider effect per intent',
+    ],
     counts,
   });
   sqs?.destroy();
@@ -63,7 +69,13 @@ async function call(method: string, path: string, body?: unknown) {
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
-const charge = (id: string, amount: number, key: string) => ({ id, capability_id: 'payments.charge', input: { amount, currency: 'eur', customer: 'cus_redeliver' }, transaction: { mode: 'execute' }, idempotency_key: key });
+const charge = (id: string, amount: number, key: string) => ({
+  id,
+  capability_id: 'payments.charge',
+  input: { amount, currency: 'eur', customer: 'cus_redeliver' },
+  transaction: { mode: 'execute' },
+  idempotency_key: key,
+});
 
 const effectsFor = (key: string) => stack.simulator.ledger().filter((e) => e.idempotency_key === key || JSON.stringify(e).includes(key));
 
@@ -140,8 +152,16 @@ describe('redelivery and zombies', () => {
     expect(await transactionOf(id)).toEqual(taken);
     // Refused as superseded, the zombie's message was acknowledged, not failed back to the queue for redelivery.
     const url = (await sqs.send(new GetQueueUrlCommand({ QueueName: `${table}-invoke` }))).QueueUrl as string;
-    const attrs = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }))).Attributes ?? {};
-    expect({ visible: Number(attrs.ApproximateNumberOfMessages), inFlight: Number(attrs.ApproximateNumberOfMessagesNotVisible) }).toEqual({ visible: 0, inFlight: 0 });
+    const attrs =
+      (
+        await sqs.send(
+          new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }),
+        )
+      ).Attributes ?? {};
+    expect({ visible: Number(attrs.ApproximateNumberOfMessages), inFlight: Number(attrs.ApproximateNumberOfMessagesNotVisible) }).toEqual({
+      visible: 0,
+      inFlight: 0,
+    });
     bump('zombies_refused');
 
     // No blind retry: a third delivery does not call the provider.

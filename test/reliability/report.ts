@@ -13,7 +13,14 @@ const ORDER = ['hostile-input', 'security', 'security-matrix', 'secret-leakage',
 const cell = (s: string) => s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 
 export function renderReport(reports: readonly (ScenarioReport & { file: string })[], generatedAt = new Date()): string {
-  const rows = reports.map((r) => `| ${cell(r.scenario)} | ${r.cases} | ${cell(r.held.join('; '))} | ${cell(Object.entries(r.counts).map(([k, v]) => `${k}=${v}`).join(', '))} |`);
+  const rows = reports.map(
+    (r) =>
+      `| ${cell(r.scenario)} | ${r.cases} | ${cell(r.held.join('; '))} | ${cell(
+        Object.entries(r.counts)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(', '),
+      )} |`,
+  );
   return [
     '# Reliability report',
     '',

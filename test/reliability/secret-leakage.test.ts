@@ -88,7 +88,9 @@ beforeAll(async () => {
     tenants: [TENANT],
     approvalPolicies: [],
     runtimeSettings: {
-      tenants: { [TENANT]: { approvals: [{ policy_id: 'leak-comp', capabilities: ['payments.charge'], modes: ['compensate'], approver_scopes: ['aip:approve'] }] } },
+      tenants: {
+        [TENANT]: { approvals: [{ policy_id: 'leak-comp', capabilities: ['payments.charge'], modes: ['compensate'], approver_scopes: ['aip:approve'] }] },
+      },
     },
     paymentsApiKey: SECRET,
     clock,
@@ -207,8 +209,13 @@ describe('secret leakage', () => {
 
     // compensation (approved by another principal)
     const compId = uid('refund');
-    const comp = await call('POST', '/v1/actions', { id: compId, capability_id: 'payments.charge', input: { charge_id: chargeId }, transaction: { mode: 'compensate', compensation_for: execId } });
-    const approvalId = ((comp.body.action_result as { metadata: { approval_id: string } }).metadata).approval_id;
+    const comp = await call('POST', '/v1/actions', {
+      id: compId,
+      capability_id: 'payments.charge',
+      input: { charge_id: chargeId },
+      transaction: { mode: 'compensate', compensation_for: execId },
+    });
+    const approvalId = (comp.body.action_result as { metadata: { approval_id: string } }).metadata.approval_id;
     const compWorked = stack.handled('invoke', (m) => m.kind === 'invoke' && m.action_id === compId);
     await call('POST', `/v1/approvals/${approvalId}/decision`, { decision: 'approve' }, approverToken);
     const compDone = await finish(compId);
@@ -235,7 +242,9 @@ describe('secret leakage', () => {
     try {
       for (const suffix of ['invoke', 'invoke-dlq', 'reconcile', 'reconcile-dlq']) {
         const url = (await sqs.send(new GetQueueUrlCommand({ QueueName: `${table}-${suffix}` }))).QueueUrl as string;
-        const got = await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, VisibilityTimeout: 0, WaitTimeSeconds: 0, MessageAttributeNames: ['All'] }));
+        const got = await sqs.send(
+          new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, VisibilityTimeout: 0, WaitTimeSeconds: 0, MessageAttributeNames: ['All'] }),
+        );
         observed.sqs_left?.push(...(got.Messages ?? []).map((m) => JSON.stringify(m)));
       }
     } finally {
@@ -261,7 +270,9 @@ describe('secret leakage', () => {
     recordScenario('secret-leakage', {
       scenario: 'Secret leakage (planted credential)',
       cases: Object.values(observed).reduce((n, v) => n + v.length, 0),
-      held: ['secret (raw, base64, base64url, hex, sha256, fragment) absent from DynamoDB items, SQS messages (handled, left, DLQs), schedules, logs, API responses and receipts'],
+      held: [
+        'secret (raw, base64, base64url, hex, sha256, fragment) absent from DynamoDB items, SQS messages (handled, left, DLQs), schedules, logs, API responses and receipts',
+      ],
       counts: { ...counts, transactions: txIds.length, forms: Object.keys(FORMS).length, hits: hits.length },
     });
   });

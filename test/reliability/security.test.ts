@@ -41,7 +41,16 @@ beforeAll(async () => {
     clock,
     runtimeSettings: {
       tenants: {
-        [A]: { approvals: [{ policy_id: 'sec-payments', capabilities: ['payments.charge', 'payments.refund'], modes: ['commit', 'compensate'], approver_scopes: ['aip:approve'] }] },
+        [A]: {
+          approvals: [
+            {
+              policy_id: 'sec-payments',
+              capabilities: ['payments.charge', 'payments.refund'],
+              modes: ['commit', 'compensate'],
+              approver_scopes: ['aip:approve'],
+            },
+          ],
+        },
       },
     },
   }));
@@ -60,7 +69,15 @@ afterAll(async () => {
   recordScenario('security', {
     scenario: 'Security: tokens, tenant isolation, requester, approvals, plans',
     cases: checks,
-    held: ['forged/expired tokens 401', 'cross-tenant reads, commits, compensations, approvals, reconciliations, streams refused', 'requested_by must be the principal', 'forged tenant/principal in body refused', 'no self-approval', 'no plan reuse by another principal or after expiry', 'nothing written by a rejection'],
+    held: [
+      'forged/expired tokens 401',
+      'cross-tenant reads, commits, compensations, approvals, reconciliations, streams refused',
+      'requested_by must be the principal',
+      'forged tenant/principal in body refused',
+      'no self-approval',
+      'no plan reuse by another principal or after expiry',
+      'nothing written by a rejection',
+    ],
     counts: { checks, ...rejected },
   });
   ddb?.destroy();
@@ -78,7 +95,12 @@ async function call(token: string, method: string, path: string, body?: unknown,
   const headers: Record<string, string> = { authorization: `Bearer ${token}` };
   if (body !== undefined) headers['content-type'] = 'application/json';
   if (tenant !== undefined) headers['x-aip-tenant'] = tenant;
-  const res = await fetch(`${stack.url}${path}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}), signal: AbortSignal.timeout(40_000) });
+  const res = await fetch(`${stack.url}${path}`, {
+    method,
+    headers,
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    signal: AbortSignal.timeout(40_000),
+  });
   const text = await res.text();
   return { status: res.status, body: text.length > 0 ? (JSON.parse(text) as Record<string, unknown>) : {} };
 }
@@ -134,7 +156,11 @@ async function executed(token: string) {
   const done = await finished(token, id);
   await worked;
   expect((done.body.action_result as { status: string }).status).toBe('completed');
-  return { id, transaction_id: (done.body.transaction as { transaction_id: string }).transaction_id, output: (done.body.action_result as { output: { charge_id: string } }).output };
+  return {
+    id,
+    transaction_id: (done.body.transaction as { transaction_id: string }).transaction_id,
+    output: (done.body.action_result as { output: { charge_id: string } }).output,
+  };
 }
 
 async function planned(token: string) {
@@ -190,7 +216,7 @@ describe('tenant isolation', () => {
     const pendingId = uid('pending');
     const pending = await call(tokens.alice as string, 'POST', '/v1/actions', charge(pendingId, { mode: 'commit', plan_id: plan.plan_id }));
     expect(pending.status).toBe(202);
-    const approvalId = ((pending.body.action_result as { metadata: { approval_id: string } }).metadata).approval_id;
+    const approvalId = (pending.body.action_result as { metadata: { approval_id: string } }).metadata.approval_id;
     const bob = tokens.bob as string;
 
     await writesNothing(async () => {
@@ -204,13 +230,31 @@ describe('tenant isolation', () => {
       await refused(call(bob, 'POST', '/v1/actions', charge(uid('b'), { mode: 'commit', plan_id: plan.plan_id })), 404, 'runtime.plan_not_found');
       await refused(call(bob, 'POST', '/v1/actions', charge(uid('b'), { mode: 'commit', plan_id: plan.plan_id }), A), 403, 'auth.tenant_forbidden');
       // compensation of A's charge
-      const comp = (id: string) => ({ id, capability_id: 'payments.charge', input: { charge_id: done.output.charge_id }, transaction: { mode: 'compensate', compensation_for: done.id } });
+      const comp = (id: string) => ({
+        id,
+        capability_id: 'payments.charge',
+        input: { charge_id: done.output.charge_id },
+        transaction: { mode: 'compensate', compensation_for: done.id },
+      });
       // In B's tenant the target does not exist: the compensation input is validated as the capability's own input and refused.
-      await refused(call(bob, 'POST', '/v1/actions', comp(uid('b-comp'))), [400, 404, 409, 422], ['runtime.compensation_target_not_found', 'action.not_found', 'transaction.not_found', 'runtime.input_invalid']);
+      await refused(
+        call(bob, 'POST', '/v1/actions', comp(uid('b-comp'))),
+        [400, 404, 409, 422],
+        ['runtime.compensation_target_not_found', 'action.not_found', 'transaction.not_found', 'runtime.input_invalid'],
+      );
       await refused(call(bob, 'POST', '/v1/actions', comp(uid('b-comp')), A), 403, 'auth.tenant_forbidden');
       // reconciliation of A's transaction
-      const rec = (id: string) => ({ id, capability_id: 'payments.charge', input: { amount: 1_000, currency: 'eur', customer: 'cus_sec' }, transaction: { mode: 'reconcile', transaction_id: done.transaction_id } });
-      await refused(call(bob, 'POST', '/v1/actions', rec(uid('b-rec'))), [400, 404, 409], ['transaction.not_found', 'runtime.transaction_not_found', 'runtime.reconcile_not_applicable']);
+      const rec = (id: string) => ({
+        id,
+        capability_id: 'payments.charge',
+        input: { amount: 1_000, currency: 'eur', customer: 'cus_sec' },
+        transaction: { mode: 'reconcile', transaction_id: done.transaction_id },
+      });
+      await refused(
+        call(bob, 'POST', '/v1/actions', rec(uid('b-rec'))),
+        [400, 404, 409],
+        ['transaction.not_found', 'runtime.transaction_not_found', 'runtime.reconcile_not_applicable'],
+      );
       await refused(call(bob, 'POST', '/v1/actions', rec(uid('b-rec')), A), 403, 'auth.tenant_forbidden');
       // approvals and cancels
       await refused(call(bob, 'POST', `/v1/approvals/${approvalId}/decision`, { decision: 'approve' }), 404, 'approval.not_found');
@@ -225,11 +269,19 @@ describe('requester and forged identity', () => {
     const alice = tokens.alice as string;
     await writesNothing(async () => {
       await refused(
-        call(alice, 'POST', '/v1/actions', { action: charge(uid('rq'), { mode: 'execute' }), transaction_id: uid('tx'), requested_by: { id: 'mallory', kind: 'user' } }),
+        call(alice, 'POST', '/v1/actions', {
+          action: charge(uid('rq'), { mode: 'execute' }),
+          transaction_id: uid('tx'),
+          requested_by: { id: 'mallory', kind: 'user' },
+        }),
         [400, 403],
         'runtime.requester_mismatch',
       );
-      await refused(call(alice, 'POST', '/v1/actions', charge(uid('ft'), { mode: 'execute' }, { identity: { tenant_id: B } })), 403, 'runtime.tenant_forbidden');
+      await refused(
+        call(alice, 'POST', '/v1/actions', charge(uid('ft'), { mode: 'execute' }, { identity: { tenant_id: B } })),
+        403,
+        'runtime.tenant_forbidden',
+      );
     });
   });
 
@@ -238,8 +290,18 @@ describe('requester and forged identity', () => {
     const id = uid('forge');
     // Unknown top-level fields (a forged `principal`/`tenant_id`) are refused by the strict envelope.
     await writesNothing(async () => {
-      await refused(call(alice, 'POST', '/v1/actions', charge(uid('fp'), { mode: 'execute' }, { principal: { id: 'root', kind: 'service' } })), 400, ['envelope.invalid', 'envelope.unknown_field', 'request.invalid_body', 'request.validation_failed']);
-      await refused(call(alice, 'POST', '/v1/actions', charge(uid('fp'), { mode: 'execute' }, { tenant_id: B })), 400, ['envelope.invalid', 'envelope.unknown_field', 'request.invalid_body', 'request.validation_failed']);
+      await refused(call(alice, 'POST', '/v1/actions', charge(uid('fp'), { mode: 'execute' }, { principal: { id: 'root', kind: 'service' } })), 400, [
+        'envelope.invalid',
+        'envelope.unknown_field',
+        'request.invalid_body',
+        'request.validation_failed',
+      ]);
+      await refused(call(alice, 'POST', '/v1/actions', charge(uid('fp'), { mode: 'execute' }, { tenant_id: B })), 400, [
+        'envelope.invalid',
+        'envelope.unknown_field',
+        'request.invalid_body',
+        'request.validation_failed',
+      ]);
     });
     // The identity's own tenant is accepted and the record belongs to alice in A.
     const sub = await call(alice, 'POST', '/v1/actions', charge(id, { mode: 'execute' }, { identity: { tenant_id: A } }));
@@ -255,10 +317,17 @@ describe('approvals and plans', () => {
     const plan = await planned(tokens.alice as string);
     const id = uid('self');
     const pending = await call(tokens.alice as string, 'POST', '/v1/actions', charge(id, { mode: 'commit', plan_id: plan.plan_id }));
-    const approvalId = ((pending.body.action_result as { metadata: { approval_id: string } }).metadata).approval_id;
+    const approvalId = (pending.body.action_result as { metadata: { approval_id: string } }).metadata.approval_id;
     await writesNothing(async () => {
-      await refused(call(tokens.aliceApprover as string, 'POST', `/v1/approvals/${approvalId}/decision`, { decision: 'approve' }), 403, 'runtime.self_approval_forbidden');
-      await refused(call(tokens.alice as string, 'POST', `/v1/approvals/${approvalId}/decision`, { decision: 'approve' }), 403, ['runtime.approver_forbidden', 'auth.insufficient_scope']);
+      await refused(
+        call(tokens.aliceApprover as string, 'POST', `/v1/approvals/${approvalId}/decision`, { decision: 'approve' }),
+        403,
+        'runtime.self_approval_forbidden',
+      );
+      await refused(call(tokens.alice as string, 'POST', `/v1/approvals/${approvalId}/decision`, { decision: 'approve' }), 403, [
+        'runtime.approver_forbidden',
+        'auth.insufficient_scope',
+      ]);
     });
     const ok = await call(tokens.approver as string, 'POST', `/v1/approvals/${approvalId}/decision`, { decision: 'approve' });
     expect(ok.status).toBe(200);
@@ -282,7 +351,11 @@ describe('approvals and plans', () => {
     const alicePlan = await planned(tokens.alice as string);
     const carolId = uid('carol');
     await writesNothing(async () => {
-      await refused(call(tokens.carol as string, 'POST', '/v1/actions', charge(carolId, { mode: 'commit', plan_id: alicePlan.plan_id })), 404, 'runtime.plan_not_found');
+      await refused(
+        call(tokens.carol as string, 'POST', '/v1/actions', charge(carolId, { mode: 'commit', plan_id: alicePlan.plan_id })),
+        404,
+        'runtime.plan_not_found',
+      );
     });
     await refused(call(tokens.carol as string, 'GET', `/v1/actions/${carolId}`), 404, 'action.not_found');
     const aliceTx = await call(tokens.alice as string, 'GET', `/v1/transactions?plan_id=${encodeURIComponent(alicePlan.plan_id)}`);
@@ -292,10 +365,14 @@ describe('approvals and plans', () => {
     // (The page: an implementation-generated plan expires after 15 minutes; the tokens live 2 h, so they stay valid.)
     const later = await planned(tokens.bob as string);
     const laterTx = await call(tokens.bob as string, 'GET', `/v1/transactions?plan_id=${encodeURIComponent(later.plan_id)}&include=plan`);
-    const expiresAt = Date.parse(((laterTx.body.plan as { expires_at?: string } | undefined)?.expires_at ?? new Date(Date.now() + 15 * 60_000).toISOString()));
+    const expiresAt = Date.parse((laterTx.body.plan as { expires_at?: string } | undefined)?.expires_at ?? new Date(Date.now() + 15 * 60_000).toISOString());
     clock.advanceTo(expiresAt + 1_000);
     try {
-      await refused(call(tokens.bob as string, 'POST', '/v1/actions', charge(uid('late'), { mode: 'commit', plan_id: later.plan_id })), [409, 410, 422], 'runtime.plan_expired');
+      await refused(
+        call(tokens.bob as string, 'POST', '/v1/actions', charge(uid('late'), { mode: 'commit', plan_id: later.plan_id })),
+        [409, 410, 422],
+        'runtime.plan_expired',
+      );
     } finally {
       clock.reset();
     }

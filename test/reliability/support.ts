@@ -75,6 +75,14 @@ export async function scanAll(ddb: DynamoDBClient, table: string): Promise<Recor
 /** A stable fingerprint of a table's content (key + every attribute), to prove "nothing written". */
 export async function tableFingerprint(ddb: DynamoDBClient, table: string): Promise<{ count: number; digest: string }> {
   const items = await scanAll(ddb, table);
-  const lines = items.map((i) => JSON.stringify(Object.keys(i).sort().map((k) => [k, i[k]]))).sort();
+  const lines = items
+    .map((i) =>
+      JSON.stringify(
+        Object.keys(i)
+          .sort()
+          .map((k) => [k, i[k]]),
+      ),
+    )
+    .sort();
   return { count: items.length, digest: lines.join('\n') };
 }

@@ -44,7 +44,12 @@ interface Answer {
 async function call(token: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
   const h: Record<string, string> = { authorization: `Bearer ${token}`, ...headers };
   if (body !== undefined) h['content-type'] = 'application/json';
-  const res = await fetch(`${stack.url}${path}`, { method, headers: h, ...(body !== undefined ? { body: JSON.stringify(body) } : {}), signal: AbortSignal.timeout(40_000) });
+  const res = await fetch(`${stack.url}${path}`, {
+    method,
+    headers: h,
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    signal: AbortSignal.timeout(40_000),
+  });
   const text = await res.text();
   return { status: res.status, body: text.length > 0 ? (JSON.parse(text) as Record<string, unknown>) : {} };
 }
@@ -60,7 +65,13 @@ async function finished(token: string, id: string): Promise<Answer> {
 }
 
 function charge(id: string) {
-  return { id, capability_id: 'payments.charge', input: { amount: 1000, currency: 'eur', customer: 'cus_x' }, idempotency_key: 'K1', transaction: { mode: 'execute' } };
+  return {
+    id,
+    capability_id: 'payments.charge',
+    input: { amount: 1000, currency: 'eur', customer: 'cus_x' },
+    idempotency_key: 'K1',
+    transaction: { mode: 'execute' },
+  };
 }
 
 /** Submits with `Prefer: wait=N`, waits for the worker's batch and the settled result. */

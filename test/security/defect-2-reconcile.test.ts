@@ -31,7 +31,12 @@ function reconcileRequest(requester: string, transaction_id: string, provider_op
   return {
     transaction_id,
     requested_by: { id: requester, kind: 'user' },
-    action: { id: uid('rec'), capability_id: 'payments.charge', input: { amount: 1_000, currency: 'eur', customer: 'cus_sec' }, transaction: { mode: 'reconcile', transaction_id } },
+    action: {
+      id: uid('rec'),
+      capability_id: 'payments.charge',
+      input: { amount: 1_000, currency: 'eur', customer: 'cus_sec' },
+      transaction: { mode: 'reconcile', transaction_id },
+    },
     ...(provider_operation !== undefined ? { provider_operation } : {}),
   };
 }
@@ -40,7 +45,9 @@ function reconcileRequest(requester: string, transaction_id: string, provider_op
 async function uncertain(token: string, probeFails = false) {
   s.stack.simulator.setFaults([
     { match: { method: 'POST', path: '/v1/charges' }, fault: { type: 'error_after_commit', status: 504 }, times: 1 },
-    ...(probeFails ? [{ match: { method: 'GET' as const, path: '/v1/operations' }, fault: { type: 'error_before_commit' as const, status: 503 as const } }] : []),
+    ...(probeFails
+      ? [{ match: { method: 'GET' as const, path: '/v1/operations' }, fault: { type: 'error_before_commit' as const, status: 503 as const } }]
+      : []),
   ]);
   try {
     const out = await executed(s, token, { idempotency_key: uid('k') });
@@ -59,7 +66,10 @@ describe('defect 2: who may reconcile, and with which provider operation', () =>
     s.stack.simulator.setFaults([{ match: { method: 'POST', path: '/v1/charges' }, fault: { type: 'decline' }, times: 1 }]);
     const bobs = await executed(s, bob);
     s.stack.simulator.setFaults([]);
-    const bobOp = { provider: 'payments', operation_id: (bobs.answer.body.action_result as { error: { provider_operation: { operation_id: string } } }).error.provider_operation.operation_id };
+    const bobOp = {
+      provider: 'payments',
+      operation_id: (bobs.answer.body.action_result as { error: { provider_operation: { operation_id: string } } }).error.provider_operation.operation_id,
+    };
     expect(bobOp.operation_id).toMatch(/^op_/);
 
     await writesNothing(s, async () => {
@@ -74,7 +84,11 @@ describe('defect 2: who may reconcile, and with which provider operation', () =>
   it('the owner supplying an operation that differs from the checkpointed one: transaction.provider_operation_conflict, nothing written', async () => {
     const txn = await uncertain(alice);
     await writesNothing(s, async () => {
-      const a = await refused(s.call(alice, 'POST', '/v1/actions', reconcileRequest('alice', txn.transaction_id, { provider: 'payments', operation_id: 'op_not_mine' })), 409, 'transaction.provider_operation_conflict');
+      const a = await refused(
+        s.call(alice, 'POST', '/v1/actions', reconcileRequest('alice', txn.transaction_id, { provider: 'payments', operation_id: 'op_not_mine' })),
+        409,
+        'transaction.provider_operation_conflict',
+      );
       expect(a.body.details).toMatchObject({ current_provider_operation: { operation_id: txn.provider_operation?.operation_id } });
     });
   });
@@ -128,7 +142,11 @@ describe('defect 2: who may reconcile, and with which provider operation', () =>
     const found = s.stack.simulator.ledger().at(-1) as { operation_id: string };
     const supplied = { provider: 'payments', operation_id: found.operation_id };
     await writesNothing(s, async () => {
-      await refused(s.call(alice, 'POST', '/v1/actions', charge(uid('rec'), { mode: 'reconcile', transaction_id: txn.transaction_id })), 403, 'runtime.operator_required');
+      await refused(
+        s.call(alice, 'POST', '/v1/actions', charge(uid('rec'), { mode: 'reconcile', transaction_id: txn.transaction_id })),
+        403,
+        'runtime.operator_required',
+      );
       await refused(s.call(alice, 'POST', '/v1/actions', reconcileRequest('alice', txn.transaction_id, supplied)), 403, 'runtime.operator_required');
     });
     const req = reconcileRequest('ops', txn.transaction_id, supplied);

@@ -37,9 +37,15 @@ describe("defect 3: another principal's plan or transaction through one's own ac
     let missing: Record<string, unknown> = {};
     await writesNothing(s, async () => {
       theirs = (await refused(s.call(bob, 'POST', '/v1/actions', charge(mine, { mode: 'commit', plan_id: plan.plan_id })), 404, 'runtime.plan_not_found')).body;
-      missing = (await refused(s.call(bob, 'POST', '/v1/actions', charge(nope, { mode: 'commit', plan_id: `plan:${uid('none')}` })), 404, 'runtime.plan_not_found')).body;
+      missing = (
+        await refused(s.call(bob, 'POST', '/v1/actions', charge(nope, { mode: 'commit', plan_id: `plan:${uid('none')}` })), 404, 'runtime.plan_not_found')
+      ).body;
       // Naming her transaction as well changes nothing.
-      await refused(s.call(bob, 'POST', '/v1/actions', charge(uid('b-commit-tx'), { mode: 'commit', plan_id: plan.plan_id, transaction_id: plan.transaction_id })), 404, 'runtime.plan_not_found');
+      await refused(
+        s.call(bob, 'POST', '/v1/actions', charge(uid('b-commit-tx'), { mode: 'commit', plan_id: plan.plan_id, transaction_id: plan.transaction_id })),
+        404,
+        'runtime.plan_not_found',
+      );
       await refused(s.call(bob, 'GET', `/v1/actions/${mine}`), 404, 'action.not_found');
     });
     expect(shape(theirs)).toEqual(shape(missing));
@@ -54,7 +60,11 @@ describe("defect 3: another principal's plan or transaction through one's own ac
     expect(done.transaction.status).toBe('committed');
     const mine = uid('b-exec');
     await writesNothing(s, async () => {
-      const a = await refused(s.call(bob, 'POST', '/v1/actions', charge(mine, { mode: 'execute', transaction_id: done.transaction.transaction_id })), 409, 'runtime.execution_contract_mismatch');
+      const a = await refused(
+        s.call(bob, 'POST', '/v1/actions', charge(mine, { mode: 'execute', transaction_id: done.transaction.transaction_id })),
+        409,
+        'runtime.execution_contract_mismatch',
+      );
       expect(a.body.details).toEqual({ transaction_id: done.transaction.transaction_id });
       expect(mentions(a.body, 'alice')).toBe(false);
       expect(mentions(a.body, 'committed')).toBe(false);
@@ -64,7 +74,11 @@ describe("defect 3: another principal's plan or transaction through one's own ac
 
   it("the owner's own conflicting execute still names the differing fields", async () => {
     const done = await executed(s, alice);
-    const a = await refused(s.call(alice, 'POST', '/v1/actions', charge(uid('a-exec'), { mode: 'execute', transaction_id: done.transaction.transaction_id })), 409, 'runtime.execution_contract_mismatch');
+    const a = await refused(
+      s.call(alice, 'POST', '/v1/actions', charge(uid('a-exec'), { mode: 'execute', transaction_id: done.transaction.transaction_id })),
+      409,
+      'runtime.execution_contract_mismatch',
+    );
     expect(a.body.details).toMatchObject({ transaction_id: done.transaction.transaction_id, fields: expect.arrayContaining(['action_id']) });
   });
 
@@ -73,7 +87,11 @@ describe("defect 3: another principal's plan or transaction through one's own ac
     const plan = await planned(s, bob);
     const mine = uid('b-commit-other-tx');
     await writesNothing(s, async () => {
-      const a = await refused(s.call(bob, 'POST', '/v1/actions', charge(mine, { mode: 'commit', plan_id: plan.plan_id, transaction_id: hers.transaction.transaction_id })), 409, 'runtime.plan_transaction_mismatch');
+      const a = await refused(
+        s.call(bob, 'POST', '/v1/actions', charge(mine, { mode: 'commit', plan_id: plan.plan_id, transaction_id: hers.transaction.transaction_id })),
+        409,
+        'runtime.plan_transaction_mismatch',
+      );
       expect(a.body.details).toMatchObject({ transaction_id: plan.transaction_id });
       await refused(s.call(bob, 'GET', `/v1/actions/${mine}`), 404, 'action.not_found');
     });

@@ -17,7 +17,9 @@ let approver: string;
 
 beforeAll(async () => {
   s = await securityStack('d4', T, {
-    approvalPolicies: [{ id: 'd4-compensate', connector: 'payments', modes: ['compensate'], approverScopes: ['aip:approve'], minApprovals: 1, expiresAfterSeconds: 3600 }],
+    approvalPolicies: [
+      { id: 'd4-compensate', connector: 'payments', modes: ['compensate'], approverScopes: ['aip:approve'], minApprovals: 1, expiresAfterSeconds: 3600 },
+    ],
   });
   alice = await s.token('alice', RW);
   bob = await s.token('bob', RW);
@@ -49,7 +51,13 @@ describe('defect 4: who may compensate whose action', () => {
     let missing: Record<string, unknown> = {};
     await writesNothing(s, async () => {
       theirs = (await refused(s.call(bob, 'POST', '/v1/actions', refund(uid('b-comp'), target)), 404, 'runtime.compensation_target_not_found')).body;
-      missing = (await refused(s.call(bob, 'POST', '/v1/actions', refund(uid('b-comp'), { id: uid('nothing'), charge_id: target.charge_id })), 404, 'runtime.compensation_target_not_found')).body;
+      missing = (
+        await refused(
+          s.call(bob, 'POST', '/v1/actions', refund(uid('b-comp'), { id: uid('nothing'), charge_id: target.charge_id })),
+          404,
+          'runtime.compensation_target_not_found',
+        )
+      ).body;
     });
     expect(Object.keys(theirs.details as object)).toEqual(Object.keys(missing.details as object));
     expect(mentions(theirs, 'alice')).toBe(false);

@@ -74,7 +74,12 @@ interface Answer {
 async function call(token: string, method: string, path: string, body?: unknown): Promise<Answer> {
   const headers: Record<string, string> = { authorization: `Bearer ${token}` };
   if (body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(`${stack.url}${path}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}), signal: AbortSignal.timeout(40_000) });
+  const res = await fetch(`${stack.url}${path}`, {
+    method,
+    headers,
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    signal: AbortSignal.timeout(40_000),
+  });
   const text = await res.text();
   return { status: res.status, contentType: res.headers.get('content-type') ?? '', body: text.length > 0 ? (JSON.parse(text) as Record<string, unknown>) : {} };
 }
@@ -100,7 +105,8 @@ function charge(id: string, transaction: Record<string, unknown>, account: strin
 }
 
 /** Provider requests (authenticated or not) answered since event index `from`. */
-const providerCalls = (from: number) => events.slice(from).filter((e): e is Extract<SimEvent, { type: 'response' }> => e.type === 'response' && e.path.startsWith('/v1/'));
+const providerCalls = (from: number) =>
+  events.slice(from).filter((e): e is Extract<SimEvent, { type: 'response' }> => e.type === 'response' && e.path.startsWith('/v1/'));
 
 /** A 403 `runtime.account_forbidden` problem that wrote nothing and called no provider. */
 async function refusedWritingNothing(token: string, body: unknown): Promise<void> {
@@ -190,7 +196,9 @@ describe('defect 5: the credential account comes from the token', () => {
     const done = await run(tokens.other, charge(id, { mode: 'execute' }, OTHER, 3_000));
     const transaction = done.body.transaction as { status: string; transaction_id: string };
     expect(transaction.status, JSON.stringify(done.body)).toBe('outcome_unknown');
-    const schedule = stack.scheduler.list().find((s) => (JSON.parse(s.target.Input ?? '{}') as { transaction_id?: string }).transaction_id === transaction.transaction_id);
+    const schedule = stack.scheduler
+      .list()
+      .find((s) => (JSON.parse(s.target.Input ?? '{}') as { transaction_id?: string }).transaction_id === transaction.transaction_id);
     expect(schedule).toBeDefined();
     const at = schedule?.at as Date;
     clock.advanceTo(at);

@@ -93,7 +93,12 @@ async function call(token: string, method: string, path: string, body?: unknown,
   const headers: Record<string, string> = { authorization: `Bearer ${token}` };
   if (body !== undefined) headers['content-type'] = 'application/json';
   if (tenant !== undefined) headers['x-aip-tenant'] = tenant;
-  const res = await fetch(`${stack.url}${path}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}), signal: AbortSignal.timeout(40_000) });
+  const res = await fetch(`${stack.url}${path}`, {
+    method,
+    headers,
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    signal: AbortSignal.timeout(40_000),
+  });
   const text = await res.text();
   return { status: res.status, contentType: res.headers.get('content-type') ?? '', body: text.length > 0 ? (JSON.parse(text) as Record<string, unknown>) : {} };
 }
@@ -130,7 +135,9 @@ const operatorList = (token: string, view: string, params: { limit?: number; cur
   );
 
 const approvalsList = (token: string, params: { limit?: number; cursor?: string } = {}) => {
-  const query = [params.limit !== undefined ? `limit=${params.limit}` : '', params.cursor !== undefined ? `cursor=${encodeURIComponent(params.cursor)}` : ''].filter((q) => q !== '').join('&');
+  const query = [params.limit !== undefined ? `limit=${params.limit}` : '', params.cursor !== undefined ? `cursor=${encodeURIComponent(params.cursor)}` : '']
+    .filter((q) => q !== '')
+    .join('&');
   return call(token, 'GET', `/v1/approvals${query ? `?${query}` : ''}`);
 };
 
@@ -154,10 +161,11 @@ function cursorInvalid(a: Answer): void {
   expect(JSON.stringify(a.body)).not.toMatch(/ValidationException|GSI3|STATUS#|demo/);
 }
 
-const ids = (a: Answer) => (a.body.items as Array<{ transaction?: { transaction_id: string }; approval_id?: string }>).map((i) => i.transaction?.transaction_id ?? i.approval_id);
+const ids = (a: Answer) =>
+  (a.body.items as Array<{ transaction?: { transaction_id: string }; approval_id?: string }>).map((i) => i.transaction?.transaction_id ?? i.approval_id);
 
 describe('defect 6: operator cursors are opaque and bound to tenant, principal and query', () => {
-  it("an acme operator paging outcome_unknown with limit 1 sees no demo item, and no cursor names demo in any decoding", async () => {
+  it('an acme operator paging outcome_unknown with limit 1 sees no demo item, and no cursor names demo in any decoding', async () => {
     let cursor: string | undefined;
     let pages = 0;
     do {

@@ -36,7 +36,11 @@ describe("defect 8: details about another principal's action", () => {
     const done = await executed(s, alice);
     const ghost = uid('ghost');
     await writesNothing(s, async () => {
-      for (const [method, suffix] of [['GET', ''], ['GET', '/stream'], ['POST', '/cancel']] as const) {
+      for (const [method, suffix] of [
+        ['GET', ''],
+        ['GET', '/stream'],
+        ['POST', '/cancel'],
+      ] as const) {
         const body = method === 'POST' ? {} : undefined;
         const theirs = await refused(s.call(bob, method, `/v1/actions/${done.id}${suffix}`, body), 404, 'action.not_found');
         const none = await refused(s.call(bob, method, `/v1/actions/${ghost}${suffix}`, body), 404, 'action.not_found');
@@ -53,7 +57,12 @@ describe("defect 8: details about another principal's action", () => {
     expect(failed.transaction.status).toBe('failed');
     await writesNothing(s, async () => {
       const a = await refused(
-        s.call(bob, 'POST', '/v1/actions', { id: uid('b-comp'), capability_id: 'payments.charge', input: { charge_id: 'ch_x' }, transaction: { mode: 'compensate', compensation_for: failed.id } }),
+        s.call(bob, 'POST', '/v1/actions', {
+          id: uid('b-comp'),
+          capability_id: 'payments.charge',
+          input: { charge_id: 'ch_x' },
+          transaction: { mode: 'compensate', compensation_for: failed.id },
+        }),
         404,
         'runtime.compensation_target_not_found',
       );

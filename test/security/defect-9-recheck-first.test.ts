@@ -16,7 +16,9 @@ let approver: string;
 
 beforeAll(async () => {
   s = await securityStack('d9', T, {
-    approvalPolicies: [{ id: 'd9-commit', connector: 'payments', modes: ['commit'], approverScopes: ['aip:approve'], minApprovals: 1, expiresAfterSeconds: 3600 }],
+    approvalPolicies: [
+      { id: 'd9-commit', connector: 'payments', modes: ['commit'], approverScopes: ['aip:approve'], minApprovals: 1, expiresAfterSeconds: 3600 },
+    ],
   });
   alice = await s.token('alice', RW);
   operator = await s.token('ops', [...RW, 'aip:operator']);
@@ -49,7 +51,11 @@ describe('defect 9: a commit that can never succeed is refused before an approve
     const plan = await planned(s, alice, 1_000);
     const other = await executed(s, alice);
     const id = uid('c-txn');
-    await refused(s.call(alice, 'POST', '/v1/actions', charge(id, { mode: 'commit', plan_id: plan.plan_id, transaction_id: other.transaction.transaction_id })), 409, 'runtime.plan_transaction_mismatch');
+    await refused(
+      s.call(alice, 'POST', '/v1/actions', charge(id, { mode: 'commit', plan_id: plan.plan_id, transaction_id: other.transaction.transaction_id })),
+      409,
+      'runtime.plan_transaction_mismatch',
+    );
     expect(await pendingApprovals()).not.toContain(id);
   });
 

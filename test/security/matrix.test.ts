@@ -79,7 +79,9 @@ const detailsOnly = (keys: string[]) => (b: Record<string, unknown>) => expect(O
 const approvalIds = (b: Record<string, unknown>) => ((b.items as { approval_id: string }[] | undefined) ?? []).map((a) => a.approval_id);
 
 /** A submit of a payments.charge body naming the owner's record. */
-const submitOf = (body: (f: Fixtures) => unknown) => (f: Fixtures): Request => ({ method: 'POST', path: '/v1/actions', body: body(f) });
+const submitOf =
+  (body: (f: Fixtures) => unknown) =>
+  (f: Fixtures): Request => ({ method: 'POST', path: '/v1/actions', body: body(f) });
 
 /** POST /v1/actions naming another action's ID: only its owner may resubmit it. */
 const resubmitRow = (transaction?: Record<string, unknown>): Row => ({
@@ -127,7 +129,12 @@ const SUBMIT_ROWS: Readonly<Record<string, Row>> = {
   },
   compensate: {
     uses: 'completed',
-    request: submitOf((f) => ({ id: uid('m-comp'), capability_id: 'payments.charge', input: { charge_id: f.completed.charge_id }, transaction: { mode: 'compensate', compensation_for: f.completed.id } })),
+    request: submitOf((f) => ({
+      id: uid('m-comp'),
+      capability_id: 'payments.charge',
+      input: { charge_id: f.completed.charge_id },
+      transaction: { mode: 'compensate', compensation_for: f.completed.id },
+    })),
     expect: {
       other_tenant: tenantForbidden,
       other_principal: no(404, 'runtime.compensation_target_not_found', detailsOnly(['compensation_for'])),
@@ -166,7 +173,13 @@ const ROUTE_ROWS: Readonly<Record<string, Row>> = {
   getAction: {
     uses: 'completed',
     request: (f) => ({ method: 'GET', path: `/v1/actions/${f.completed.id}` }),
-    expect: { other_tenant: tenantForbidden, other_principal: no(404, 'action.not_found'), no_scope: noScope, operator: ok(), approver: no(404, 'action.not_found') },
+    expect: {
+      other_tenant: tenantForbidden,
+      other_principal: no(404, 'action.not_found'),
+      no_scope: noScope,
+      operator: ok(),
+      approver: no(404, 'action.not_found'),
+    },
   },
   cancelAction: {
     uses: 'pending',
@@ -176,12 +189,24 @@ const ROUTE_ROWS: Readonly<Record<string, Row>> = {
   streamAction: {
     uses: 'completed',
     request: (f) => ({ method: 'GET', path: `/v1/actions/${f.completed.id}/stream` }),
-    expect: { other_tenant: tenantForbidden, other_principal: no(404, 'action.not_found'), no_scope: noScope, operator: ok(), approver: no(404, 'action.not_found') },
+    expect: {
+      other_tenant: tenantForbidden,
+      other_principal: no(404, 'action.not_found'),
+      no_scope: noScope,
+      operator: ok(),
+      approver: no(404, 'action.not_found'),
+    },
   },
   getTransaction: {
     uses: 'completed',
     request: (f) => ({ method: 'GET', path: `/v1/transactions?transaction_id=${f.completed.transaction_id}&include=result,receipts` }),
-    expect: { other_tenant: tenantForbidden, other_principal: no(404, 'transaction.not_found'), no_scope: noScope, operator: ok(), approver: no(404, 'transaction.not_found') },
+    expect: {
+      other_tenant: tenantForbidden,
+      other_principal: no(404, 'transaction.not_found'),
+      no_scope: noScope,
+      operator: ok(),
+      approver: no(404, 'transaction.not_found'),
+    },
   },
   listOperator: {
     uses: 'unknown',
@@ -209,7 +234,11 @@ const ROUTE_ROWS: Readonly<Record<string, Row>> = {
     request: (f) => ({
       method: 'POST',
       path: `/v1/operator/transactions/${f.escalated.transaction_id}/resolve`,
-      body: { effect: 'committed', provider_operation: { provider: 'payments', operation_id: f.escalated.operation_id }, reason: 'found at the provider (matrix)' },
+      body: {
+        effect: 'committed',
+        provider_operation: { provider: 'payments', operation_id: f.escalated.operation_id },
+        reason: 'found at the provider (matrix)',
+      },
     }),
     expect: { other_tenant: tenantForbidden, other_principal: noScope, no_scope: noScope, operator: wrote(200), approver: noScope },
   },
@@ -274,7 +303,16 @@ beforeAll(async () => {
   s = await securityStack('matrix', T, {
     clock,
     tenants: [T, OTHER],
-    approvalPolicies: [{ id: 'matrix-approvals', connector: 'payments', modes: ['commit', 'compensate'], approverScopes: ['aip:approve'], minApprovals: 1, expiresAfterSeconds: 3600 }],
+    approvalPolicies: [
+      {
+        id: 'matrix-approvals',
+        connector: 'payments',
+        modes: ['commit', 'compensate'],
+        approverScopes: ['aip:approve'],
+        minApprovals: 1,
+        expiresAfterSeconds: 3600,
+      },
+    ],
   });
   owner = await s.token('alice', RW);
   Object.assign(tokens, {
@@ -292,7 +330,11 @@ async function make(kind: FixtureKind): Promise<Fixtures[FixtureKind]> {
     case 'completed': {
       const done = await executed(s, owner);
       expect(done.transaction.status).toBe('committed');
-      return { id: done.id, transaction_id: done.transaction.transaction_id, charge_id: (done.answer.body.action_result as { output: { charge_id: string } }).output.charge_id };
+      return {
+        id: done.id,
+        transaction_id: done.transaction.transaction_id,
+        charge_id: (done.answer.body.action_result as { output: { charge_id: string } }).output.charge_id,
+      };
     }
     case 'plan': {
       const p = await planned(s, owner);
@@ -403,9 +445,12 @@ async function runCell(name: string, row: Row, actor: Actor, shared: Fixtures): 
     return { cell, ok: false, problem: `request failed: ${String(err)}` };
   }
   const problems: string[] = [];
-  const enqueued = answer.body.disposition === 'accepted' || (req.path.endsWith('/decision') && (answer.body.action_result as { status?: string } | undefined)?.status === 'accepted');
+  const enqueued =
+    answer.body.disposition === 'accepted' ||
+    (req.path.endsWith('/decision') && (answer.body.action_result as { status?: string } | undefined)?.status === 'accepted');
   if (enqueued && worked !== undefined && (await guard(worked, 30_000)) === 'timed_out') problems.push('the admitted action was not worked off');
-  if (answer.status === 202 && reconciled !== undefined && (await guard(reconciled, 30_000)) === 'timed_out') problems.push('the requested reconciliation was not worked off');
+  if (answer.status === 202 && reconciled !== undefined && (await guard(reconciled, 30_000)) === 'timed_out')
+    problems.push('the requested reconciliation was not worked off');
   if (answer.status !== want.status) problems.push(`status ${answer.status}, expected ${want.status}`);
   if (want.code !== undefined && answer.body.code !== want.code) problems.push(`code ${String(answer.body.code)}, expected ${want.code}`);
   if (answer.status >= 400 && !(typeof answer.body.type === 'string' && typeof answer.body.code === 'string')) problems.push('not a problem+json body');
@@ -421,7 +466,11 @@ async function runCell(name: string, row: Row, actor: Actor, shared: Fixtures): 
     if (after !== before) problems.push('the table changed');
     if (s.stack.simulator.ledger().length !== ledger) problems.push('the provider ledger changed');
   }
-  return { cell, ok: problems.length === 0, ...(problems.length > 0 ? { problem: `${problems.join('; ')} ${JSON.stringify(answer.body).slice(0, 240)}` } : {}) };
+  return {
+    cell,
+    ok: problems.length === 0,
+    ...(problems.length > 0 ? { problem: `${problems.join('; ')} ${JSON.stringify(answer.body).slice(0, 240)}` } : {}),
+  };
 }
 
 /** Every cell, in order, against fixtures made before `plant` (a planted fault) takes effect. */
@@ -441,9 +490,10 @@ async function runMatrix(plant?: () => () => void): Promise<CellResult[]> {
 
 /** Faults planted in the rule: each must be caught by some cell. */
 const FAULTS: Record<string, () => () => void> = {
-  'the rule allows everything': () => patch('allows', function (this: Authority) {
-    return 'owner';
-  }),
+  'the rule allows everything': () =>
+    patch('allows', function (this: Authority) {
+      return 'owner';
+    }),
   'refusals disclose to anyone (no concealment)': () => patch('mayRead', () => true),
   'approvals are listed to anyone': () => {
     const original = Authority.prototype.allows;
@@ -520,7 +570,12 @@ afterAll(() => {
   recordScenario('security-matrix', {
     scenario: 'Security matrix: every route and mode × other tenant, other principal, no scope, operator, approver',
     cases: summary.cells ?? 0,
-    held: ['expected answer in every cell', 'nothing written by a refusal or a read', 'a route or mode without a row fails', 'every planted authority fault caught'],
+    held: [
+      'expected answer in every cell',
+      'nothing written by a refusal or a read',
+      'a route or mode without a row fails',
+      'every planted authority fault caught',
+    ],
     counts: summary,
   });
 });

@@ -40,7 +40,11 @@ const ANSWER_LOST: FaultRuleInput = { match: { method: 'POST', path: '/v1/charge
 /** Lookups by idempotency key fail: no operation is found, none is checkpointed. */
 const LOOKUPS_FAIL: FaultRuleInput = { match: { method: 'GET', path: '/v1/operations' }, fault: { type: 'error_before_commit', status: 503 }, times: 'always' };
 /** Every read of an operation fails (by key and by ID): a checkpointed operation cannot be reconciled either. */
-const OPERATION_READS_FAIL: FaultRuleInput = { match: { method: 'GET', path: '/v1/operations*' }, fault: { type: 'error_before_commit', status: 503 }, times: 'always' };
+const OPERATION_READS_FAIL: FaultRuleInput = {
+  match: { method: 'GET', path: '/v1/operations*' },
+  fault: { type: 'error_before_commit', status: 503 },
+  times: 'always',
+};
 
 interface Txn {
   transaction_id: string;
@@ -153,7 +157,11 @@ let ovwApprover: string;
 
 beforeAll(async () => {
   // Commits need one approval (a pending approval for the overview); executes do not.
-  (main as { s: SecurityStack }).s = await securityStack('ops-routes', T, { clock: main.clock, tenants: [T, OVW], approvalPolicies: DEFAULT_LOCAL_APPROVAL_POLICIES });
+  (main as { s: SecurityStack }).s = await securityStack('ops-routes', T, {
+    clock: main.clock,
+    tenants: [T, OVW],
+    approvalPolicies: DEFAULT_LOCAL_APPROVAL_POLICIES,
+  });
   const { s } = main;
   [alice, ops, ovwAlice, ovwOps, ovwApprover] = await Promise.all([
     s.token('alice', RW),
@@ -257,7 +265,11 @@ describe('POST /v1/operator/transactions/{id}/reconcile', () => {
     const done = await executed(s, alice);
     expect(done.transaction.status).toBe('committed');
     await writesNothing(s, async () => {
-      const a = await refused(s.call(ops, 'POST', `/v1/operator/transactions/${encodeURIComponent(done.transaction.transaction_id)}/reconcile`, { reason: 'just checking' }), 409, 'runtime.reconcile_not_outcome_unknown');
+      const a = await refused(
+        s.call(ops, 'POST', `/v1/operator/transactions/${encodeURIComponent(done.transaction.transaction_id)}/reconcile`, { reason: 'just checking' }),
+        409,
+        'runtime.reconcile_not_outcome_unknown',
+      );
       expect(a.body.details).toMatchObject({ transaction_id: done.transaction.transaction_id, status: 'committed' });
     });
   });
@@ -272,7 +284,11 @@ describe('POST /v1/operator/transactions/{id}/resolve', () => {
 
     const resolved = await s.call(ops, 'POST', `/v1/operator/transactions/${encodeURIComponent(id)}/resolve`, body);
     expect(resolved.status, JSON.stringify(resolved.body)).toBe(200);
-    expect((resolved.body as { transaction: Txn }).transaction).toMatchObject({ transaction_id: id, status: 'reconciled', provider_operation: body.provider_operation });
+    expect((resolved.body as { transaction: Txn }).transaction).toMatchObject({
+      transaction_id: id,
+      status: 'reconciled',
+      provider_operation: body.provider_operation,
+    });
 
     const after = await view(main, ops, id);
     expect(after.status).toBe('reconciled');
@@ -285,13 +301,25 @@ describe('POST /v1/operator/transactions/{id}/resolve', () => {
     });
     expect(after.action_result).toMatchObject({
       status: 'completed',
-      metadata: { reconciliation: { original_commit_completed: true, source: 'operator_resolution', resolved_by: { id: 'ops', kind: 'user' }, provider_operation: body.provider_operation } },
+      metadata: {
+        reconciliation: {
+          original_commit_completed: true,
+          source: 'operator_resolution',
+          resolved_by: { id: 'ops', kind: 'user' },
+          provider_operation: body.provider_operation,
+        },
+      },
     });
     expect(last.result_digest).toBe(sha256Hex(resultDigestText(after.action_result)));
     expectChainValid(after);
 
     // The original charge, resubmitted with the same idempotency key: its uncertain reservation was completed, so it replays.
-    const again = await s.call(alice, 'POST', '/v1/actions', charge(uid('again'), { mode: 'execute' }, { idempotency_key: esc.key, input: { amount: esc.amount, currency: 'eur', customer: 'cus_sec' } }));
+    const again = await s.call(
+      alice,
+      'POST',
+      '/v1/actions',
+      charge(uid('again'), { mode: 'execute' }, { idempotency_key: esc.key, input: { amount: esc.amount, currency: 'eur', customer: 'cus_sec' } }),
+    );
     expect(again.status, JSON.stringify(again.body)).toBeLessThan(300);
     expect(again.body.action_result).toMatchObject({
       action_id: esc.id,
@@ -308,11 +336,26 @@ describe('POST /v1/operator/transactions/{id}/resolve', () => {
     const { reason: _reason, ...noReason } = resolution(esc.operation_id);
     await writesNothing(s, async () => {
       for (const txn of [pending.transaction, done.transaction]) {
-        const a = await refused(s.call(ops, 'POST', `/v1/operator/transactions/${encodeURIComponent(txn.transaction_id)}/resolve`, resolution(pending.operation_id)), 409, 'runtime.resolve_not_escalated');
+        const a = await refused(
+          s.call(ops, 'POST', `/v1/operator/transactions/${encodeURIComponent(txn.transaction_id)}/resolve`, resolution(pending.operation_id)),
+          409,
+          'runtime.resolve_not_escalated',
+        );
         expect(a.body.details).toMatchObject({ transaction_id: txn.transaction_id, escalated: false });
       }
-      await refused(s.call(ops, 'POST', `/v1/operator/transactions/${encodeURIComponent(esc.transaction.transaction_id)}/resolve`, noReason), 400, 'request.invalid');
-      await refused(s.call(ops, 'POST', `/v1/operator/transactions/${encodeURIComponent(esc.transaction.transaction_id)}/resolve`, { ...resolution(esc.operation_id), reason: '' }), 400, 'request.invalid');
+      await refused(
+        s.call(ops, 'POST', `/v1/operator/transactions/${encodeURIComponent(esc.transaction.transaction_id)}/resolve`, noReason),
+        400,
+        'request.invalid',
+      );
+      await refused(
+        s.call(ops, 'POST', `/v1/operator/transactions/${encodeURIComponent(esc.transaction.transaction_id)}/resolve`, {
+          ...resolution(esc.operation_id),
+          reason: '',
+        }),
+        400,
+        'request.invalid',
+      );
     });
     expect((await view(main, ops, esc.transaction.transaction_id)).status).toBe('requires_human');
   });
@@ -322,10 +365,17 @@ describe('POST /v1/operator/transactions/{id}/resolve', () => {
     const esc = await escalatedCharge(main, T, alice, true);
     const id = esc.transaction.transaction_id;
     await writesNothing(s, async () => {
-      const a = await refused(s.call(ops, 'POST', `/v1/operator/transactions/${encodeURIComponent(id)}/resolve`, resolution('op_not_the_checkpointed_one')), 409, 'transaction.provider_operation_conflict');
+      const a = await refused(
+        s.call(ops, 'POST', `/v1/operator/transactions/${encodeURIComponent(id)}/resolve`, resolution('op_not_the_checkpointed_one')),
+        409,
+        'transaction.provider_operation_conflict',
+      );
       // The same operation ID under another provider name is another operation.
       await refused(
-        s.call(ops, 'POST', `/v1/operator/transactions/${encodeURIComponent(id)}/resolve`, { ...resolution(esc.operation_id), provider_operation: { provider: 'payments', operation_id: esc.operation_id } }),
+        s.call(ops, 'POST', `/v1/operator/transactions/${encodeURIComponent(id)}/resolve`, {
+          ...resolution(esc.operation_id),
+          provider_operation: { provider: 'payments', operation_id: esc.operation_id },
+        }),
         409,
         'transaction.provider_operation_conflict',
       );
@@ -378,9 +428,16 @@ describe('four eyes (resolution.four_eyes)', () => {
 
     const proposed = await s.call(first, 'POST', `/v1/operator/transactions/${encodeURIComponent(id)}/resolve`, body);
     expect(proposed.status, JSON.stringify(proposed.body)).toBe(202);
-    const { approval, status } = proposed.body as { approval: { approval_id: string; status: string; requested_by: unknown; subject: unknown }; status: string };
+    const { approval, status } = proposed.body as {
+      approval: { approval_id: string; status: string; requested_by: unknown; subject: unknown };
+      status: string;
+    };
     expect(status).toBe('requires_human');
-    expect(approval).toMatchObject({ status: 'pending', requested_by: { id: 'ops-1', kind: 'user' }, subject: { resolution: { ...body, transaction_id: id } } });
+    expect(approval).toMatchObject({
+      status: 'pending',
+      requested_by: { id: 'ops-1', kind: 'user' },
+      subject: { resolution: { ...body, transaction_id: id } },
+    });
     expect((await view(fe, first, id)).status).toBe('requires_human');
     // Proposed again: the same approval, nothing new.
     await writesNothing(s, async () => {
@@ -389,7 +446,8 @@ describe('four eyes (resolution.four_eyes)', () => {
       expect((again.body as { approval: { approval_id: string } }).approval.approval_id).toBe(approval.approval_id);
     });
 
-    const decide = (token: string) => s.call(token, 'POST', `/v1/approvals/${encodeURIComponent(approval.approval_id)}/decision`, { decision: 'approve', reason: 'checked the dashboard too' });
+    const decide = (token: string) =>
+      s.call(token, 'POST', `/v1/approvals/${encodeURIComponent(approval.approval_id)}/decision`, { decision: 'approve', reason: 'checked the dashboard too' });
     await writesNothing(s, async () => {
       await refused(decide(first), 403, 'runtime.self_approval_forbidden');
     });
@@ -406,7 +464,12 @@ describe('four eyes (resolution.four_eyes)', () => {
       event: 'transaction.resolved',
       status: 'reconciled',
       actor: { id: 'ops-1', kind: 'user' },
-      evidence: { resolution: body, resolved_by: { id: 'ops-1', kind: 'user' }, approval_id: approval.approval_id, approved_by: [{ id: 'ops-2', kind: 'user' }] },
+      evidence: {
+        resolution: body,
+        resolved_by: { id: 'ops-1', kind: 'user' },
+        approval_id: approval.approval_id,
+        approved_by: [{ id: 'ops-2', kind: 'user' }],
+      },
     });
     expect(last.result_digest).toBe(sha256Hex(resultDigestText(after.action_result)));
     expectChainValid(after);

@@ -39,7 +39,12 @@ export async function securityStack(prefix: string, tenant: string, options: Par
     const headers: Record<string, string> = { authorization: `Bearer ${token}` };
     if (body !== undefined) headers['content-type'] = 'application/json';
     if (t !== undefined) headers['x-aip-tenant'] = t;
-    const res = await fetch(`${stack.url}${path}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}), signal: AbortSignal.timeout(40_000) });
+    const res = await fetch(`${stack.url}${path}`, {
+      method,
+      headers,
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+      signal: AbortSignal.timeout(40_000),
+    });
     const text = await res.text();
     return { status: res.status, body: text.length > 0 ? (JSON.parse(text) as Record<string, unknown>) : {} };
   };
@@ -100,7 +105,11 @@ export async function executed(s: SecurityStack, token: string, extra: Record<st
   expect(sub.status, JSON.stringify(sub.body)).toBeLessThan(300);
   const done = await s.finished(token, id);
   await worked;
-  return { id, answer: done, transaction: done.body.transaction as { transaction_id: string; status: string; provider_operation?: { provider: string; operation_id: string } } };
+  return {
+    id,
+    answer: done,
+    transaction: done.body.transaction as { transaction_id: string; status: string; provider_operation?: { provider: string; operation_id: string } },
+  };
 }
 
 /** Plans a charge as `token`: the plan output (plan_id, transaction_id). */

@@ -57,7 +57,13 @@ export async function startApiStub(route: StubRoute = () => ({ status: 404, body
         }
       }
       const url = new URL(req.url ?? '/', 'http://127.0.0.1');
-      const recorded: StubRequest = { method: req.method ?? 'GET', path: url.pathname, query: Object.fromEntries(url.searchParams), headers: req.headers, body };
+      const recorded: StubRequest = {
+        method: req.method ?? 'GET',
+        path: url.pathname,
+        query: Object.fromEntries(url.searchParams),
+        headers: req.headers,
+        body,
+      };
       requests.push(recorded);
       Promise.resolve()
         .then(() => current(recorded))

@@ -39,7 +39,17 @@ const PAY: Capability = {
   credentials: { required: false },
 };
 
-const FLAGS = { invocation: true, cancellation: false, streaming: false, retry: false, transaction: false, reconciliation: false, compensation: false, approval: false, credentials: false };
+const FLAGS = {
+  invocation: true,
+  cancellation: false,
+  streaming: false,
+  retry: false,
+  transaction: false,
+  reconciliation: false,
+  compensation: false,
+  approval: false,
+  credentials: false,
+};
 const SUPPORT: Record<string, ImplementationSupport> = {
   'demo.echo': { ...FLAGS, streaming: true },
   'demo.pay': { ...FLAGS, cancellation: true, transaction: true, reconciliation: true },
@@ -69,7 +79,12 @@ export class DemoConnector extends FrozenConnectorBase {
     return capability_id === 'demo.pay' ? ['provider_operation', 'idempotency_key'] : [];
   }
   #see(op: string, ctx: ActionExecutionContext): void {
-    this.events.seen.push({ op, ...(ctx.tenant ? { tenant: ctx.tenant.tenant_id } : {}), ...(ctx.credential ? { credential: ctx.credential.id } : {}), attempt_trace: ctx.trace.trace_id });
+    this.events.seen.push({
+      op,
+      ...(ctx.tenant ? { tenant: ctx.tenant.tenant_id } : {}),
+      ...(ctx.credential ? { credential: ctx.credential.id } : {}),
+      attempt_trace: ctx.trace.trace_id,
+    });
   }
   async invoke_typed(action: Action, ctx: ActionExecutionContext): Promise<ActionResult> {
     this.#see('invoke', ctx);
@@ -146,7 +161,12 @@ export function demoRoute(o: RouteOptions): RouteAssignment {
 export interface RunOptions {
   readonly route: RouteAssignment;
   readonly tenant?: string;
-  readonly transaction?: { transaction_id: string; mode: 'execute' | 'reconcile'; provider_operation?: ProviderOperationRef; original_request?: { action_id: string; capability_id: string; transaction_id: string } };
+  readonly transaction?: {
+    transaction_id: string;
+    mode: 'execute' | 'reconcile';
+    provider_operation?: ProviderOperationRef;
+    original_request?: { action_id: string; capability_id: string; transaction_id: string };
+  };
   readonly checkpoints?: TransactionCheckpointWriter;
   readonly chunks?: SequencedStreamChunk[];
   readonly attempt_id?: string;
@@ -166,7 +186,13 @@ export async function runThroughProxy(proxy: RemoteConnector, action: Action, o:
     action,
     trusted: {
       attempt_id,
-      actor: { principal: { id: 'alice', kind: 'user' }, issuer: 'https://issuer.test', scheme: 'bearer_jwt', scopes: ['demo:write'], lifetime: { issued_at: now, expires_at: new Date(now.getTime() + 600_000) } },
+      actor: {
+        principal: { id: 'alice', kind: 'user' },
+        issuer: 'https://issuer.test',
+        scheme: 'bearer_jwt',
+        scopes: ['demo:write'],
+        lifetime: { issued_at: now, expires_at: new Date(now.getTime() + 600_000) },
+      },
       tenant: { tenant_id: o.tenant ?? 'tenant-a' },
       ...(o.transaction !== undefined ? { transaction: o.transaction } : {}),
       trace: { trace_id: 'a'.repeat(32), span_id: 'b'.repeat(16) },

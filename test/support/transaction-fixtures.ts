@@ -81,7 +81,9 @@ export function preparedInput(transactionId = uid('txn'), overrides: Partial<Cre
  * `revision` in `status`. For a new record pass `undefined`.
  */
 export function nextReceipt(
-  record: Pick<TransactionRecord, 'transaction_id' | 'receipt_count' | 'receipt_head'> | { transaction_id: string; receipt_count?: undefined; receipt_head?: undefined },
+  record:
+    | Pick<TransactionRecord, 'transaction_id' | 'receipt_count' | 'receipt_head'>
+    | { transaction_id: string; receipt_count?: undefined; receipt_head?: undefined },
   revision: number,
   status: TransactionProtocolStatus,
   event: string,

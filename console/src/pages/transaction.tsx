@@ -297,7 +297,17 @@ function missingRoute(err: unknown, what: string): ApiProblem {
   return p;
 }
 
-function ReconcileDialog({ ctx, txn, onClose, onWatch }: { ctx: Ctx; txn: TransactionView; onClose: () => void; onWatch: (s: string, follow: () => Promise<string>) => void }) {
+function ReconcileDialog({
+  ctx,
+  txn,
+  onClose,
+  onWatch,
+}: {
+  ctx: Ctx;
+  txn: TransactionView;
+  onClose: () => void;
+  onWatch: (s: string, follow: () => Promise<string>) => void;
+}) {
   const [reason, setReason] = useState('');
   const [problem, setProblem] = useState<ApiProblem>();
   return (
@@ -313,7 +323,8 @@ function ReconcileDialog({ ctx, txn, onClose, onWatch }: { ctx: Ctx; txn: Transa
           onWatch(`Reconciliation requested; the transaction is ${out.transaction.status}. Following it…`, async () => {
             // With the reconcile action's ID, long-poll it; otherwise watch the transaction until the reconcile consumer ran.
             if (actionId !== undefined) await ctx.api.settled(actionId);
-            const after = actionId !== undefined ? await ctx.api.transaction({ transaction_id: txn.transaction_id }) : await ctx.api.reconciled(out.transaction);
+            const after =
+              actionId !== undefined ? await ctx.api.transaction({ transaction_id: txn.transaction_id }) : await ctx.api.reconciled(out.transaction);
             return `Reconciliation finished: the transaction is ${after.escalated && after.status === 'outcome_unknown' ? 'escalated to a human' : after.status}.`;
           });
         } catch (err) {
@@ -355,7 +366,11 @@ function ResolveDialog({ ctx, txn, onClose, onDone }: { ctx: Ctx; txn: Transacti
           reason: reason.trim(),
           ...(provider.trim() && operationId.trim() ? { provider_operation: { provider: provider.trim(), operation_id: operationId.trim() } } : {}),
           ...(uri.trim()
-            ? { attachments: [{ uri: uri.trim(), ...(description.trim() ? { description: description.trim() } : {}), ...(sha256.trim() ? { sha256: sha256.trim() } : {}) }] }
+            ? {
+                attachments: [
+                  { uri: uri.trim(), ...(description.trim() ? { description: description.trim() } : {}), ...(sha256.trim() ? { sha256: sha256.trim() } : {}) },
+                ],
+              }
             : {}),
         };
         try {
@@ -371,10 +386,12 @@ function ResolveDialog({ ctx, txn, onClose, onDone }: { ctx: Ctx; txn: Transacti
       <fieldset>
         <legend>Effect at the provider</legend>
         <label class="check">
-          <input type="radio" name="effect" value="committed" checked={effect === 'committed'} onChange={() => setEffect('committed')} /> committed (the effect happened)
+          <input type="radio" name="effect" value="committed" checked={effect === 'committed'} onChange={() => setEffect('committed')} /> committed (the effect
+          happened)
         </label>
         <label class="check">
-          <input type="radio" name="effect" value="not_committed" checked={effect === 'not_committed'} onChange={() => setEffect('not_committed')} /> not committed (it did not happen)
+          <input type="radio" name="effect" value="not_committed" checked={effect === 'not_committed'} onChange={() => setEffect('not_committed')} /> not
+          committed (it did not happen)
         </label>
       </fieldset>
       <div class="row">

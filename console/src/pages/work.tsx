@@ -5,7 +5,16 @@
  */
 import { useEffect, useState } from 'preact/hooks';
 import type { Ctx } from '../ctx.js';
-import { asProblem, isRouteMissing, OPERATOR_VIEWS, type ApiProblem, type ApprovalRecord, type OperatorItem, type OperatorView, type OverviewView } from '../api.js';
+import {
+  asProblem,
+  isRouteMissing,
+  OPERATOR_VIEWS,
+  type ApiProblem,
+  type ApprovalRecord,
+  type OperatorItem,
+  type OperatorView,
+  type OverviewView,
+} from '../api.js';
 import { Age, ageOf, ConfirmDialog, formatAge, ProblemView, short, StatusBadge } from '../ui.js';
 
 export const VIEW_LABELS: Record<OperatorView, string> = {
@@ -34,7 +43,12 @@ async function loadOverview(ctx: Ctx): Promise<{ views: OverviewView[]; approxim
     OPERATOR_VIEWS.map(async (view): Promise<OverviewView> => {
       const page = await ctx.api.listOperator(view, undefined, 100);
       const oldest = page.items.map(itemAt).sort()[0];
-      return { view, count: page.items.length, more: page.cursor !== undefined, ...(oldest ? { oldest_at: oldest, oldest_age_seconds: (ageOf(oldest, now) ?? 0) } : {}) };
+      return {
+        view,
+        count: page.items.length,
+        more: page.cursor !== undefined,
+        ...(oldest ? { oldest_at: oldest, oldest_age_seconds: ageOf(oldest, now) ?? 0 } : {}),
+      };
     }),
   );
   return { views, approximate: true, ...(unavailable !== undefined ? { unavailable } : {}) };
@@ -97,7 +111,13 @@ export function WorkPage({ ctx, view }: { ctx: Ctx; view: OperatorView }) {
 
       <div class="toolbar">
         <h1>{VIEW_LABELS[view]}</h1>
-        <input type="search" aria-label="Filter" placeholder="Filter by ID, capability, principal…" value={filter} onInput={(e) => setFilter((e.target as HTMLInputElement).value)} />
+        <input
+          type="search"
+          aria-label="Filter"
+          placeholder="Filter by ID, capability, principal…"
+          value={filter}
+          onInput={(e) => setFilter((e.target as HTMLInputElement).value)}
+        />
         <label>
           Per page{' '}
           <select
@@ -198,7 +218,13 @@ export function WorkPage({ ctx, view }: { ctx: Ctx; view: OperatorView }) {
                     <StatusBadge status={item.transaction.status} />
                   </td>
                   <td>{item.transaction.plan?.capability_id ?? '—'}</td>
-                  <td>{item.transaction.provider_operation ? <code>{item.transaction.provider_operation.operation_id}</code> : <span class="muted">none checkpointed</span>}</td>
+                  <td>
+                    {item.transaction.provider_operation ? (
+                      <code>{item.transaction.provider_operation.operation_id}</code>
+                    ) : (
+                      <span class="muted">none checkpointed</span>
+                    )}
+                  </td>
                   <td>{item.reconcile_attempts}</td>
                   <td>
                     <Age at={item.updated_at} />
@@ -236,7 +262,13 @@ export function WorkPage({ ctx, view }: { ctx: Ctx; view: OperatorView }) {
   );
 }
 
-export function DecisionDialog(props: { ctx: Ctx; approval: ApprovalRecord; decision: 'approve' | 'deny'; onClose: () => void; onDone: (notice: string) => void }) {
+export function DecisionDialog(props: {
+  ctx: Ctx;
+  approval: ApprovalRecord;
+  decision: 'approve' | 'deny';
+  onClose: () => void;
+  onDone: (notice: string) => void;
+}) {
   const [reason, setReason] = useState('');
   const [problem, setProblem] = useState<ApiProblem>();
   const { approval, decision } = props;
@@ -250,7 +282,9 @@ export function DecisionDialog(props: { ctx: Ctx; approval: ApprovalRecord; deci
       onConfirm={async () => {
         try {
           const out = await props.ctx.api.decide(approval.approval_id, decision, reason.trim() || undefined);
-          props.onDone(`Approval ${approval.approval_id} ${out.approval.status}${out.action_result ? `; action ${out.action_result.action_id} is ${out.action_result.status}` : ''}.`);
+          props.onDone(
+            `Approval ${approval.approval_id} ${out.approval.status}${out.action_result ? `; action ${out.action_result.action_id} is ${out.action_result.status}` : ''}.`,
+          );
         } catch (err) {
           setProblem(asProblem(err));
         }

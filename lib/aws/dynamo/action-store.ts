@@ -133,7 +133,8 @@ function checkStatuses(field: string, list: unknown, allowTerminal: boolean): Ac
   if (!Array.isArray(list) || list.length === 0) throw invalid(CODE, `${field} must name at least one status`, { field });
   for (const s of list) {
     if (!isStatus(s)) throw invalid(CODE, `${field} has an unknown action status`, { field });
-    if (!allowTerminal && TERMINAL.has(s)) throw invalid(CODE, `${field} may not contain a terminal status: a terminal action is never rewritten`, { field, status: s });
+    if (!allowTerminal && TERMINAL.has(s))
+      throw invalid(CODE, `${field} may not contain a terminal status: a terminal action is never rewritten`, { field, status: s });
   }
   return [...list] as ActionStatus[];
 }
@@ -163,16 +164,20 @@ export class DynamoActionStore implements ActionStore {
   }
 
   private conflict(ref: ActionRef, operation: string, old: Item, allowed: readonly ActionStatus[], expected?: number, reason?: string): AipError {
-    return new AipError('action.state_conflict', `${operation}: action is ${String(old.status)} at revision ${String(old.revision)}; expected ${allowed.join('|')}${expected === undefined ? '' : ` at revision ${expected}`}`, {
-      details: {
-        action_id: ref.action_id,
-        operation,
-        ...current(old),
-        ...(expected !== undefined ? { expected_revision: expected } : {}),
-        allowed_statuses: [...allowed],
-        ...(reason ? { reason } : {}),
+    return new AipError(
+      'action.state_conflict',
+      `${operation}: action is ${String(old.status)} at revision ${String(old.revision)}; expected ${allowed.join('|')}${expected === undefined ? '' : ` at revision ${expected}`}`,
+      {
+        details: {
+          action_id: ref.action_id,
+          operation,
+          ...current(old),
+          ...(expected !== undefined ? { expected_revision: expected } : {}),
+          allowed_statuses: [...allowed],
+          ...(reason ? { reason } : {}),
+        },
       },
-    });
+    );
   }
 
   private staleFence(ref: ActionRef, operation: string, old: Item, held: number): AipError {
@@ -191,7 +196,8 @@ export class DynamoActionStore implements ActionStore {
     if (result === undefined) return;
     checkJson(CODE, 'result', result, true);
     const parsed = ActionResultSchema.safeParse(result);
-    if (!parsed.success) throw invalid(CODE, 'result is not a valid ActionResult', { field: 'result', issues: parsed.error.issues.map((i) => i.path.join('.') || '(root)') });
+    if (!parsed.success)
+      throw invalid(CODE, 'result is not a valid ActionResult', { field: 'result', issues: parsed.error.issues.map((i) => i.path.join('.') || '(root)') });
     if (parsed.data.action_id !== ref.action_id) throw invalid(CODE, 'result.action_id must be the action ID', { field: 'result.action_id' });
     if (status !== undefined && parsed.data.status !== status) throw invalid(CODE, `result.status must be ${status}`, { field: 'result.status' });
   }
@@ -234,13 +240,18 @@ export class DynamoActionStore implements ActionStore {
     if (!PrincipalSchema.safeParse(input.principal).success) throw invalid(CODE, 'principal must be {id, kind}', { field: 'principal' });
     checkJson(CODE, 'action', input.action, true);
     const parsed = ActionSchema.safeParse(input.action);
-    if (!parsed.success) throw invalid(CODE, 'action is not a valid Action envelope', { field: 'action', issues: parsed.error.issues.slice(0, 20).map((i) => i.path.join('.') || '(root)') });
+    if (!parsed.success)
+      throw invalid(CODE, 'action is not a valid Action envelope', {
+        field: 'action',
+        issues: parsed.error.issues.slice(0, 20).map((i) => i.path.join('.') || '(root)'),
+      });
     const action: Action = input.action;
     const ref = { tenant_id: tenant, action_id: action.id };
     const status = input.status ?? 'accepted';
     if (!isStatus(status)) throw invalid(CODE, 'unknown action status', { field: 'status' });
     if (status === 'running') throw invalid(CODE, 'an action enters running only through acquireLease', { field: 'status' });
-    if (input.redact_input === true && !TERMINAL.has(status)) throw invalid(CODE, 'the input can be redacted at creation only for a terminal action', { field: 'redact_input' });
+    if (input.redact_input === true && !TERMINAL.has(status))
+      throw invalid(CODE, 'the input can be redacted at creation only for a terminal action', { field: 'redact_input' });
     this.checkResult(ref, input.result, TERMINAL.has(status) ? status : undefined);
     const transactionId = input.transaction_id ?? action.transaction?.transaction_id;
     if (transactionId !== undefined) checkId(CODE, 'transaction_id', transactionId);
@@ -256,10 +267,17 @@ export class DynamoActionStore implements ActionStore {
     if (input.actor !== undefined) {
       const a = input.actor as unknown as Record<string, unknown>;
       const ok =
-        typeof a === 'object' && a !== null && typeof a.scheme === 'string' && a.scheme.length > 0 && a.scheme.length <= 64 &&
-        Array.isArray(a.scopes) && a.scopes.length <= 256 && a.scopes.every((x) => typeof x === 'string' && x.length <= 200) &&
+        typeof a === 'object' &&
+        a !== null &&
+        typeof a.scheme === 'string' &&
+        a.scheme.length > 0 &&
+        a.scheme.length <= 64 &&
+        Array.isArray(a.scopes) &&
+        a.scopes.length <= 256 &&
+        a.scopes.every((x) => typeof x === 'string' && x.length <= 200) &&
         (a.issuer === undefined || (typeof a.issuer === 'string' && a.issuer.length <= 2048)) &&
-        (a.issued_at === undefined || typeof a.issued_at === 'string') && (a.expires_at === undefined || typeof a.expires_at === 'string');
+        (a.issued_at === undefined || typeof a.issued_at === 'string') &&
+        (a.expires_at === undefined || typeof a.expires_at === 'string');
       if (!ok) throw invalid(CODE, 'actor must be {scheme, scopes, issuer?, issued_at?, expires_at?}', { field: 'actor' });
     }
     const retention = checkRetention(CODE, 'retention_seconds', input.retention_seconds);
@@ -268,7 +286,8 @@ export class DynamoActionStore implements ActionStore {
     const iso = now.toISOString();
     const inputHash = planInputHash(action.capability_id, action.input);
     const { input: rawInput, ...envelope } = action;
-    if (input.redacted_input !== undefined && !TERMINAL.has(status)) throw invalid(CODE, 'a redacted input is stored at creation only for a terminal action', { field: 'redacted_input' });
+    if (input.redacted_input !== undefined && !TERMINAL.has(status))
+      throw invalid(CODE, 'a redacted input is stored at creation only for a terminal action', { field: 'redacted_input' });
     const storedInput: JsonObject | undefined = input.redact_input === true ? undefined : (input.redacted_input ?? rawInput);
     const item: Item = compact({
       ...keys.action(tenant, action.id),
@@ -320,7 +339,8 @@ export class DynamoActionStore implements ActionStore {
     const expected = checkRevision(CODE, input.expected_revision);
     if (input.fence !== undefined) checkRevision(CODE, input.fence, 'fence');
     const patch = input.patch ?? {};
-    if (patch.redact_input === true && !TERMINAL.has(input.to)) throw invalid(CODE, 'the input is redacted only when the action becomes terminal', { field: 'patch.redact_input' });
+    if (patch.redact_input === true && !TERMINAL.has(input.to))
+      throw invalid(CODE, 'the input is redacted only when the action becomes terminal', { field: 'patch.redact_input' });
     this.checkResult(input, patch.result, TERMINAL.has(input.to) ? input.to : undefined);
     const nowMs = this.clock().getTime();
     const b = new UpdateBuilder();
@@ -383,8 +403,18 @@ export class DynamoActionStore implements ActionStore {
       classify,
       failure: (old) => (old === undefined ? this.notFound(input, 'acquire_lease') : classify(old)),
       leased: (held) => {
-        if (held.revision !== expected || held.action_id !== input.action_id) throw invalid(CODE, 'the held record is not the one the lease was conditioned on', { field: 'expected_revision' });
-        return { ...held, status: 'running', revision: expected + 1, updated_at: iso, lease_owner: input.owner, lease_expires_at: expiresAt, fence: held.fence + 1, attempt: held.attempt + 1 };
+        if (held.revision !== expected || held.action_id !== input.action_id)
+          throw invalid(CODE, 'the held record is not the one the lease was conditioned on', { field: 'expected_revision' });
+        return {
+          ...held,
+          status: 'running',
+          revision: expected + 1,
+          updated_at: iso,
+          lease_owner: input.owner,
+          lease_expires_at: expiresAt,
+          fence: held.fence + 1,
+          attempt: held.attempt + 1,
+        };
       },
     };
   }
@@ -431,7 +461,12 @@ export class DynamoActionStore implements ActionStore {
     b.setExpr('revision', `${b.n('revision')} + ${b.v(1)}`);
     b.set('updated_at', new Date(nowMs).toISOString());
     b.remove('lease_owner', 'lease_expires_at');
-    const patch: ActionPatch = compact({ result: input.result, redact_input: input.redact_input, redacted_input: input.redacted_input, retention_seconds: input.retention_seconds });
+    const patch: ActionPatch = compact({
+      result: input.result,
+      redact_input: input.redact_input,
+      redacted_input: input.redacted_input,
+      retention_seconds: input.retention_seconds,
+    });
     this.applyPatch(b, input.to, patch, nowMs);
     const key = keys.action(input.tenant_id, input.action_id);
     const classify = (old: Item): AipError => {
@@ -449,7 +484,8 @@ export class DynamoActionStore implements ActionStore {
   async redactTerminal(input: RedactTerminalInput): Promise<ActionRecord> {
     this.checkRef(input);
     const expected = checkRevision(CODE, input.expected_revision);
-    if (input.redact_input !== true && input.redacted_input === undefined) throw invalid(CODE, 'redactTerminal needs redact_input or redacted_input', { field: 'redact_input' });
+    if (input.redact_input !== true && input.redacted_input === undefined)
+      throw invalid(CODE, 'redactTerminal needs redact_input or redacted_input', { field: 'redact_input' });
     const nowMs = this.clock().getTime();
     const b = new UpdateBuilder();
     const terminal = [...TERMINAL] as ActionStatus[];
@@ -457,7 +493,12 @@ export class DynamoActionStore implements ActionStore {
     b.condition(`${b.n('revision')} = ${b.v(expected)}`);
     b.setExpr('revision', `${b.n('revision')} + ${b.v(1)}`);
     b.set('updated_at', new Date(nowMs).toISOString());
-    this.applyPatch(b, 'completed', compact({ redact_input: input.redact_input, redacted_input: input.redacted_input, retention_seconds: input.retention_seconds }), nowMs);
+    this.applyPatch(
+      b,
+      'completed',
+      compact({ redact_input: input.redact_input, redacted_input: input.redacted_input, retention_seconds: input.retention_seconds }),
+      nowMs,
+    );
     return this.write(input, 'redactTerminal', b, (old) => this.conflict(input, 'redactTerminal', old, terminal, expected));
   }
 

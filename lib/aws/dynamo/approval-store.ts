@@ -182,7 +182,9 @@ export class DynamoApprovalStore implements ApprovalStore {
       (p.min_approvals !== undefined && (!Number.isSafeInteger(p.min_approvals) || (p.min_approvals as number) < 1 || (p.min_approvals as number) > 10)) ||
       (p.ttl_ms !== undefined && (!Number.isSafeInteger(p.ttl_ms) || (p.ttl_ms as number) < 1_000 || (p.ttl_ms as number) > 30 * 86_400_000))
     ) {
-      throw invalid(CODE, 'policy must be {policy_id, policy_hash (sha256 hex), approver_scopes, allow_self_approval, min_approvals (1-10), ttl_ms?}', { field: 'policy' });
+      throw invalid(CODE, 'policy must be {policy_id, policy_hash (sha256 hex), approver_scopes, allow_self_approval, min_approvals (1-10), ttl_ms?}', {
+        field: 'policy',
+      });
     }
     const subject = checkSubject(input.subject);
     const expiresAt = checkTime(CODE, 'expires_at', input.expires_at);
@@ -239,7 +241,8 @@ export class DynamoApprovalStore implements ApprovalStore {
     checkId(CODE, 'decision_id', input.decision_id);
     if (!PrincipalSchema.safeParse(input.decided_by).success) throw invalid(CODE, 'decided_by must be {id, kind}', { field: 'decided_by' });
     if (input.decision !== 'approved' && input.decision !== 'denied') throw invalid(CODE, 'decision must be approved or denied', { field: 'decision' });
-    if (input.reason !== undefined && !ReasonSchema.safeParse(input.reason).success) throw invalid(CODE, 'reason must be text of at most 2048 characters', { field: 'reason' });
+    if (input.reason !== undefined && !ReasonSchema.safeParse(input.reason).success)
+      throw invalid(CODE, 'reason must be text of at most 2048 characters', { field: 'reason' });
     const iso = this.clock().toISOString();
     const decidedBy: Principal = { id: input.decided_by.id, kind: input.decided_by.kind };
     const decision = compact({
@@ -274,7 +277,11 @@ export class DynamoApprovalStore implements ApprovalStore {
       b.condition(`${b.n('requested_by')}.${b.n('id')} <> ${b.v(decidedBy.id)} OR ${b.n('policy')}.${b.n('allow_self_approval')} = ${b.v(true)}`);
       // One approval per principal; the count the outcome below relies on; the threshold from the record itself.
       b.condition(`NOT contains(${b.n('approver_keys')}, ${b.v(me)})`);
-      b.condition(approvalsSoFar === 0 ? `attribute_not_exists(${b.n('approver_keys')}) OR size(${b.n('approver_keys')}) = ${b.v(0)}` : `size(${b.n('approver_keys')}) = ${b.v(approvalsSoFar)}`);
+      b.condition(
+        approvalsSoFar === 0
+          ? `attribute_not_exists(${b.n('approver_keys')}) OR size(${b.n('approver_keys')}) = ${b.v(0)}`
+          : `size(${b.n('approver_keys')}) = ${b.v(approvalsSoFar)}`,
+      );
       const min = `${b.n('policy')}.${b.n('min_approvals')}`;
       b.condition(final ? `attribute_not_exists(${min}) OR ${min} <= ${b.v(approvalsSoFar + 1)}` : `${min} > ${b.v(approvalsSoFar + 1)}`);
       b.setExpr('approver_keys', `list_append(if_not_exists(${b.n('approver_keys')}, ${empty}), ${b.v([me])})`);
@@ -293,7 +300,9 @@ export class DynamoApprovalStore implements ApprovalStore {
     if (old === undefined) throw this.notFound(input, 'decide');
     if (old.status !== 'pending') throw this.alreadyDecided(input, 'decide', old);
     if (typeof old.expires_at === 'string' && old.expires_at <= iso) {
-      throw new AipError('approval.expired', `Approval ${input.approval_id} expired at ${old.expires_at}`, { details: { approval_id: input.approval_id, ...current(old) } });
+      throw new AipError('approval.expired', `Approval ${input.approval_id} expired at ${old.expires_at}`, {
+        details: { approval_id: input.approval_id, ...current(old) },
+      });
     }
     if (old.revision !== expected) throw this.stateConflict(input, 'decide', old, expected);
     if (input.decision === 'approved' && Array.isArray(old.approver_keys) && old.approver_keys.includes(me)) {
@@ -303,7 +312,9 @@ export class DynamoApprovalStore implements ApprovalStore {
     }
     const requester = old.requested_by as { id?: unknown } | undefined;
     if (input.decision === 'approved' && requester?.id === input.decided_by.id) {
-      throw new AipError('approval.self_approval_forbidden', 'The requester may not decide this approval', { details: { approval_id: input.approval_id, policy_id: (old.policy as { policy_id?: unknown } | undefined)?.policy_id } });
+      throw new AipError('approval.self_approval_forbidden', 'The requester may not decide this approval', {
+        details: { approval_id: input.approval_id, policy_id: (old.policy as { policy_id?: unknown } | undefined)?.policy_id },
+      });
     }
     // The record the outcome was computed from was not the one at this revision.
     throw this.stateConflict(input, 'decide', old, expected);
@@ -327,7 +338,9 @@ export class DynamoApprovalStore implements ApprovalStore {
     if (old === undefined) throw this.notFound(input, 'expire');
     if (old.status !== 'pending') throw this.alreadyDecided(input, 'expire', old);
     if (old.revision !== expected) throw this.stateConflict(input, 'expire', old, expected);
-    throw new AipError('approval.not_expired', `Approval ${input.approval_id} expires at ${String(old.expires_at)}`, { details: { approval_id: input.approval_id, ...current(old) } });
+    throw new AipError('approval.not_expired', `Approval ${input.approval_id} expires at ${String(old.expires_at)}`, {
+      details: { approval_id: input.approval_id, ...current(old) },
+    });
   }
 
   async get(ref: ApprovalRef): Promise<ApprovalRecord | undefined> {
@@ -343,12 +356,23 @@ export class DynamoApprovalStore implements ApprovalStore {
     let out;
     try {
       // SK = `<expires_at>#<tenant>#<id>`: the index bound keeps every approval expiring at or before `before`.
-      out = await queryStatusIndex(this.client, this.table, { code: LIST_CODE, pk: keys.approvalExpiryIndex, upTo: before, limit, cursor: query.cursor, index: GSIS.byExpiry });
+      out = await queryStatusIndex(this.client, this.table, {
+        code: LIST_CODE,
+        pk: keys.approvalExpiryIndex,
+        upTo: before,
+        limit,
+        cursor: query.cursor,
+        index: GSIS.byExpiry,
+      });
     } catch (err) {
       throw mapStoreError(err);
     }
     const indexKeys = out.Items ?? [];
-    const items = await consistentBatchGet(this.client, this.table, indexKeys.map((k) => ({ PK: k.PK, SK: k.SK })));
+    const items = await consistentBatchGet(
+      this.client,
+      this.table,
+      indexKeys.map((k) => ({ PK: k.PK, SK: k.SK })),
+    );
     const records: ApprovalRecord[] = [];
     for (const k of indexKeys) {
       const item = items.get(`${String(k.PK)}|${String(k.SK)}`);
@@ -373,7 +397,11 @@ export class DynamoApprovalStore implements ApprovalStore {
       throw mapStoreError(err);
     }
     const indexKeys = out.Items ?? [];
-    const items = await consistentBatchGet(this.client, this.table, indexKeys.map((k) => ({ PK: k.PK, SK: k.SK })));
+    const items = await consistentBatchGet(
+      this.client,
+      this.table,
+      indexKeys.map((k) => ({ PK: k.PK, SK: k.SK })),
+    );
     const records: ApprovalRecord[] = [];
     for (const k of indexKeys) {
       const item = items.get(`${String(k.PK)}|${String(k.SK)}`);

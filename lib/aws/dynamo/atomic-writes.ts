@@ -16,7 +16,17 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { TransactWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { AipError } from '../../errors/aip-error.js';
-import type { AdmitWriteInput, AdmitWriteOutcome, AtomicWrites, AttemptRead, AttemptReadInput, SettleWriteInput, SettleWriteOutcome, StartWriteInput, StartWriteOutcome } from '../../ports/atomic-writes.js';
+import type {
+  AdmitWriteInput,
+  AdmitWriteOutcome,
+  AtomicWrites,
+  AttemptRead,
+  AttemptReadInput,
+  SettleWriteInput,
+  SettleWriteOutcome,
+  StartWriteInput,
+  StartWriteOutcome,
+} from '../../ports/atomic-writes.js';
 import type { PutRouteResult } from '../../ports/route-store.js';
 import type { TransactionRecord } from '../../ports/transaction-store.js';
 import type { DynamoActionStore } from './action-store.js';
@@ -73,8 +83,14 @@ export class DynamoAtomicWrites implements AtomicWrites {
       } catch (err) {
         const name = errorName(err);
         const raw = (err as { CancellationReasons?: unknown }).CancellationReasons;
-        const reasons: Reason[] = Array.isArray(raw) ? raw.map((r: { Code?: string; Item?: unknown }) => ({ code: r?.Code ?? 'None', old: fromAttributeMap(r?.Item) })) : [];
-        const conflictOnly = name === 'TransactionConflictException' || (name === 'TransactionCanceledException' && reasons.some((r) => r.code === 'TransactionConflict') && !reasons.some((r) => r.code === 'ConditionalCheckFailed'));
+        const reasons: Reason[] = Array.isArray(raw)
+          ? raw.map((r: { Code?: string; Item?: unknown }) => ({ code: r?.Code ?? 'None', old: fromAttributeMap(r?.Item) }))
+          : [];
+        const conflictOnly =
+          name === 'TransactionConflictException' ||
+          (name === 'TransactionCanceledException' &&
+            reasons.some((r) => r.code === 'TransactionConflict') &&
+            !reasons.some((r) => r.code === 'ConditionalCheckFailed'));
         if (conflictOnly) {
           if (attempt >= this.conflictRetries) throw onRace();
           await delay(5 * 2 ** attempt + Math.floor(Math.random() * 10));
@@ -110,7 +126,12 @@ export class DynamoAtomicWrites implements AtomicWrites {
     return {
       action: actionItem !== undefined ? this.actions.recordOf(actionItem) : undefined,
       ...(txn !== undefined && input.transaction_id !== undefined
-        ? { transaction: { transaction_id: input.transaction_id, record: this.transactions.recordOf(input.tenant_id, input.transaction_id, found.get(id(txn.key))) } }
+        ? {
+            transaction: {
+              transaction_id: input.transaction_id,
+              record: this.transactions.recordOf(input.tenant_id, input.transaction_id, found.get(id(txn.key))),
+            },
+          }
         : {}),
     };
   }
@@ -128,7 +149,9 @@ export class DynamoAtomicWrites implements AtomicWrites {
     const race = () =>
       transaction?.onRace() ??
       claim?.onRace() ??
-      new AipError('action.state_conflict', 'admission: a concurrent write to the same items won the race', { details: { action_id: input.action.action.id, operation: 'admit', reason: 'transaction_conflict' } });
+      new AipError('action.state_conflict', 'admission: a concurrent write to the same items won the race', {
+        details: { action_id: input.action.action.id, operation: 'admit', reason: 'transaction_conflict' },
+      });
 
     const sent = await this.send(items, race);
     if (sent.ok) {
@@ -143,7 +166,9 @@ export class DynamoAtomicWrites implements AtomicWrites {
       };
     }
     const failed = (i: number) => sent.reasons[i]?.code === 'ConditionalCheckFailed';
-    const out: { -readonly [K in keyof Extract<AdmitWriteOutcome, { admitted: false }>]: Extract<AdmitWriteOutcome, { admitted: false }>[K] } = { admitted: false };
+    const out: { -readonly [K in keyof Extract<AdmitWriteOutcome, { admitted: false }>]: Extract<AdmitWriteOutcome, { admitted: false }>[K] } = {
+      admitted: false,
+    };
     if (failed(0)) {
       const existing = action.existing(sent.reasons[0]?.old);
       if (existing !== undefined) out.existing_action = existing;
@@ -175,7 +200,13 @@ export class DynamoAtomicWrites implements AtomicWrites {
       const at = sent.reasons.findIndex((r, i) => i >= txnAt && r.code === 'ConditionalCheckFailed');
       if (at >= 0) out.claim_error = (claim.handlers[at - txnAt] ?? claim.onRace)(sent.reasons[at]?.old);
     }
-    if (out.existing_action === undefined && out.reservation === undefined && out.reservation_error === undefined && out.existing_transaction === undefined && out.claim_error === undefined) {
+    if (
+      out.existing_action === undefined &&
+      out.reservation === undefined &&
+      out.reservation_error === undefined &&
+      out.existing_transaction === undefined &&
+      out.claim_error === undefined
+    ) {
       // A condition failed on an item that has no image any more (deleted in between): a lost race.
       throw race();
     }
@@ -201,7 +232,12 @@ export class DynamoAtomicWrites implements AtomicWrites {
     if (sent.ok) {
       await txn?.afterStamps();
       const record = txn !== undefined && input.transaction !== undefined ? await this.recordAfter(txn, input.transaction.input) : undefined;
-      return { started: true, action: action.leased(input.action.held), ...(record !== undefined ? { transaction: record } : {}), ...(route !== undefined ? { route: route.created } : {}) };
+      return {
+        started: true,
+        action: action.leased(input.action.held),
+        ...(record !== undefined ? { transaction: record } : {}),
+        ...(route !== undefined ? { route: route.created } : {}),
+      };
     }
     const failed = (i: number) => i >= 0 && sent.reasons[i]?.code === 'ConditionalCheckFailed';
     const refused: { action?: AipError; transaction?: AipError; idempotency?: AipError; route?: PutRouteResult } = {};

@@ -5,13 +5,7 @@
  * DynamoDB Local; production tables come from CDK.
  */
 import { setTimeout as delay } from 'node:timers/promises';
-import {
-  CreateTableCommand,
-  DescribeTableCommand,
-  UpdateTimeToLiveCommand,
-  type CreateTableCommandInput,
-  type DynamoDBClient,
-} from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, DescribeTableCommand, UpdateTimeToLiveCommand, type CreateTableCommandInput, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GSIS, GSI_PROJECTION, KEY_ATTRIBUTES, TABLE_KEYS, TTL_ATTRIBUTE } from './table-design.js';
 
 export interface CreateTableOptions {
@@ -59,9 +53,7 @@ export async function createTable(client: DynamoDBClient, tableName: string, opt
     await delay(Math.min(2_000, 50 * 2 ** i));
   }
   try {
-    await client.send(
-      new UpdateTimeToLiveCommand({ TableName: tableName, TimeToLiveSpecification: { AttributeName: TTL_ATTRIBUTE, Enabled: true } }),
-    );
+    await client.send(new UpdateTimeToLiveCommand({ TableName: tableName, TimeToLiveSpecification: { AttributeName: TTL_ATTRIBUTE, Enabled: true } }));
   } catch (err) {
     // Re-enabling TTL on a table that already has it is a ValidationException.
     const message = String((err as { message?: string }).message ?? '');

@@ -52,7 +52,13 @@ export interface DynamoIdempotencyStoreOptions {
 
 /** A reservation Put built but not sent. */
 export interface PreparedReserve {
-  readonly put: { TableName: string; Item: Item; ConditionExpression: string; ExpressionAttributeNames: Record<string, string>; ExpressionAttributeValues: Record<string, unknown> };
+  readonly put: {
+    TableName: string;
+    Item: Item;
+    ConditionExpression: string;
+    ExpressionAttributeNames: Record<string, string>;
+    ExpressionAttributeValues: Record<string, unknown>;
+  };
   /** The reservation the Put creates. */
   readonly reservation: IdempotencyReservation;
   /** The outcome named by the ALL_OLD image of a failed Put (throws idempotency.fingerprint_mismatch). */
@@ -115,7 +121,8 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
     if (scope === null || typeof scope !== 'object') throw invalid(CODE, 'input must be an object');
     checkId(CODE, 'tenant_id', scope.tenant_id);
     checkId(CODE, 'principal_id', scope.principal_id);
-    if (!IdempotencyKeySchema.safeParse(scope.key).success) throw invalid(CODE, 'key must be 1..256 printable ASCII characters without whitespace', { field: 'key' });
+    if (!IdempotencyKeySchema.safeParse(scope.key).success)
+      throw invalid(CODE, 'key must be 1..256 printable ASCII characters without whitespace', { field: 'key' });
     return keys.idempotency(scope.tenant_id, scope.principal_id, idempotencyKeyHash(scope.key));
   }
 
@@ -139,7 +146,8 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
    */
   prepareReserve(input: ReserveInput): PreparedReserve {
     const key = this.scopeKey(input);
-    if (!Sha256HexSchema.safeParse(input.fingerprint).success) throw invalid(CODE, 'fingerprint must be a lower-case sha256 hex digest', { field: 'fingerprint' });
+    if (!Sha256HexSchema.safeParse(input.fingerprint).success)
+      throw invalid(CODE, 'fingerprint must be a lower-case sha256 hex digest', { field: 'fingerprint' });
     this.checkOwner(input);
     if (input.transaction_id !== undefined) checkId(CODE, 'transaction_id', input.transaction_id);
     const retention = checkRetention(CODE, 'retention_seconds', input.retention_seconds) ?? this.retentionSeconds;

@@ -56,7 +56,8 @@ function checkText(field: string, value: unknown, max: number): void {
 
 function checkAssignment(a: RouteAssignment): void {
   if (a === null || typeof a !== 'object') throw invalid(CODE, 'assignment must be an object');
-  for (const f of ['tenant_id', 'action_id', 'capability_id', 'verified_tenant', 'connector_id', 'connector_instance', 'replica'] as const) checkId(CODE, f, a[f]);
+  for (const f of ['tenant_id', 'action_id', 'capability_id', 'verified_tenant', 'connector_id', 'connector_instance', 'replica'] as const)
+    checkId(CODE, f, a[f]);
   checkText('endpoint', a.endpoint, 2048);
   if (a.peer_identity !== undefined) checkText('peer_identity', a.peer_identity, 1024);
   if (a.peer_did !== undefined) checkText('peer_did', a.peer_did, 1024);

@@ -12,7 +12,15 @@
  *   `internal.unexpected`): the stores share one table and one failure vocabulary.
  */
 import { setTimeout as delay } from 'node:timers/promises';
-import { BatchGetCommand, GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient, type PutCommandInput, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
+import {
+  BatchGetCommand,
+  GetCommand,
+  PutCommand,
+  UpdateCommand,
+  type DynamoDBDocumentClient,
+  type PutCommandInput,
+  type UpdateCommandInput,
+} from '@aws-sdk/lib-dynamodb';
 import { AipError } from '../../errors/aip-error.js';
 import type { ErrorCode } from '../../errors/catalogue.js';
 import { ID_MAX_LENGTH, ID_PATTERN, inspectJson } from '../../protocol/index.js';
@@ -32,7 +40,10 @@ export const MAX_LEASE_MS = 86_400_000;
 export type WriteOutcome = { readonly ok: true; readonly item: Item } | { readonly ok: false; readonly old: Item | undefined };
 
 /** One conditional UpdateItem (ALL_NEW on success, ALL_OLD on a failed condition). */
-export async function conditionalUpdate(client: DynamoDBDocumentClient, params: Omit<UpdateCommandInput, 'ReturnValues' | 'ReturnValuesOnConditionCheckFailure'>): Promise<WriteOutcome> {
+export async function conditionalUpdate(
+  client: DynamoDBDocumentClient,
+  params: Omit<UpdateCommandInput, 'ReturnValues' | 'ReturnValuesOnConditionCheckFailure'>,
+): Promise<WriteOutcome> {
   try {
     const out = await client.send(new UpdateCommand({ ...params, ReturnValues: 'ALL_NEW', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }));
     return { ok: true, item: out.Attributes ?? {} };
@@ -43,7 +54,10 @@ export async function conditionalUpdate(client: DynamoDBDocumentClient, params: 
 }
 
 /** One conditional PutItem (ALL_OLD on a failed condition). */
-export async function conditionalPut(client: DynamoDBDocumentClient, params: Omit<PutCommandInput, 'ReturnValuesOnConditionCheckFailure'>): Promise<WriteOutcome> {
+export async function conditionalPut(
+  client: DynamoDBDocumentClient,
+  params: Omit<PutCommandInput, 'ReturnValuesOnConditionCheckFailure'>,
+): Promise<WriteOutcome> {
   try {
     await client.send(new PutCommand({ ...params, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }));
     return { ok: true, item: params.Item ?? {} };
@@ -91,7 +105,10 @@ export function checkJson(code: ErrorCode, field: string, value: unknown, object
   if (object && (value === null || typeof value !== 'object' || Array.isArray(value))) throw invalid(code, `${field} must be a JSON object`, { field });
   const problem = inspectJson(value, ITEM_JSON_LIMITS);
   if (problem !== undefined) {
-    throw invalid(problem.kind === 'too_large' ? 'transaction.record_too_large' : code, `${field} is not storable JSON (${problem.kind})`, { field, problem: problem.kind });
+    throw invalid(problem.kind === 'too_large' ? 'transaction.record_too_large' : code, `${field} is not storable JSON (${problem.kind})`, {
+      field,
+      problem: problem.kind,
+    });
   }
 }
 
@@ -132,7 +149,11 @@ export function epochSeconds(ms: number): number {
 }
 
 /** Strongly consistent BatchGetItem of up to 100 keys, retrying UnprocessedKeys with backoff. Keyed `PK|SK`. */
-export async function consistentBatchGet(client: DynamoDBDocumentClient, tableName: string, keyList: readonly { PK: unknown; SK: unknown }[]): Promise<Map<string, Item>> {
+export async function consistentBatchGet(
+  client: DynamoDBDocumentClient,
+  tableName: string,
+  keyList: readonly { PK: unknown; SK: unknown }[],
+): Promise<Map<string, Item>> {
   const found = new Map<string, Item>();
   let pending: Item[] = keyList.map((k) => ({ PK: k.PK, SK: k.SK }));
   for (let attempt = 0; pending.length > 0; attempt++) {

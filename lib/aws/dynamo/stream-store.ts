@@ -79,11 +79,13 @@ export class DynamoStreamStore implements StreamStore {
     checkJson(CODE, 'chunk', c, true);
     if (c.action_id !== input.action_id) throw invalid(CODE, 'chunk.action_id must be the action ID', { field: 'chunk.action_id' });
     checkId(CODE, 'chunk.capability_id', c.capability_id);
-    if (typeof c.attempt_id !== 'string' || c.attempt_id.length === 0 || c.attempt_id.length > 256) throw invalid(CODE, 'chunk.attempt_id must be a non-empty string', { field: 'chunk.attempt_id' });
+    if (typeof c.attempt_id !== 'string' || c.attempt_id.length === 0 || c.attempt_id.length > 256)
+      throw invalid(CODE, 'chunk.attempt_id must be a non-empty string', { field: 'chunk.attempt_id' });
     checkNonNegativeInt(CODE, 'chunk.sequence', c.sequence);
     checkTime(CODE, 'chunk.emitted_at', c.emitted_at);
     const body = StreamChunkSchema.safeParse(c.chunk);
-    if (!body.success) throw invalid(CODE, 'chunk.chunk is not a stream chunk', { field: 'chunk.chunk', issues: body.error.issues.map((i) => i.path.join('.') || '(root)') });
+    if (!body.success)
+      throw invalid(CODE, 'chunk.chunk is not a stream chunk', { field: 'chunk.chunk', issues: body.error.issues.map((i) => i.path.join('.') || '(root)') });
 
     const now = this.clock();
     const stored: StoredStreamChunk = { tenant_id: input.tenant_id, action_id: input.action_id, seq, chunk: input.chunk, stored_at: now.toISOString() };

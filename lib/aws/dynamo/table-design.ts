@@ -48,11 +48,7 @@ export const GSIS = {
 } as const;
 
 /** Every key attribute (all strings), for CreateTable's AttributeDefinitions. */
-export const KEY_ATTRIBUTES = [
-  TABLE_KEYS.partitionKey,
-  TABLE_KEYS.sortKey,
-  ...Object.values(GSIS).flatMap((g) => [g.partitionKey, g.sortKey]),
-] as const;
+export const KEY_ATTRIBUTES = [TABLE_KEYS.partitionKey, TABLE_KEYS.sortKey, ...Object.values(GSIS).flatMap((g) => [g.partitionKey, g.sortKey])] as const;
 
 /** The `item_type` attribute of every item. */
 export const ITEM_TYPES = {

@@ -33,7 +33,14 @@ import type {
   TransitionPatch,
 } from '../../ports/transaction-store.js';
 import type { ReceiptAppend } from '../../transactions/record.js';
-import { ATTEMPT_STATUSES, assertTransitionAllowed, isAttemptStatus, isTerminalStatus, isTransactionStatus, type TransactionOperation } from '../../transactions/state-machine.js';
+import {
+  ATTEMPT_STATUSES,
+  assertTransitionAllowed,
+  isAttemptStatus,
+  isTerminalStatus,
+  isTransactionStatus,
+  type TransactionOperation,
+} from '../../transactions/state-machine.js';
 import { TRANSACTION_MODES, type TransactionStatus } from '../../transactions/status.js';
 import { MAX_LEASE_MS, checkLimit, checkRevision, checkTime, invalid, checkId as checkIdWith } from './store-support.js';
 
@@ -132,7 +139,8 @@ export function checkReceipt(append: ReceiptAppend | undefined, transactionId: s
 /** The ttl a terminal write of a retained record carries (epoch seconds), or undefined. */
 export function retentionOf(retention: { days: number; plan_id?: string } | undefined, now: Date): { ttl: number; plan_id?: string } | undefined {
   if (retention === undefined) return undefined;
-  if (!Number.isInteger(retention.days) || retention.days < 1 || retention.days > 36_500) throw invalid('transaction.invalid_record', 'retention.days must be 1 .. 36500', { field: 'retention.days' });
+  if (!Number.isInteger(retention.days) || retention.days < 1 || retention.days > 36_500)
+    throw invalid('transaction.invalid_record', 'retention.days must be 1 .. 36500', { field: 'retention.days' });
   if (retention.plan_id !== undefined) checkId('retention.plan_id', retention.plan_id);
   return { ttl: Math.floor(now.getTime() / 1000) + retention.days * 86_400, ...(retention.plan_id !== undefined ? { plan_id: retention.plan_id } : {}) };
 }
@@ -211,10 +219,13 @@ export function checkTransition(input: TransitionInput): CheckedTransition {
   checkJson('patch.result', patch.result, true);
   checkJson('data', input.data, true);
   const cursor = checkCursor(patch.reconciliation_cursor);
-  const nextReconcileAt = patch.next_reconcile_at === undefined ? undefined : checkTime('transaction.invalid_record', 'next_reconcile_at', patch.next_reconcile_at);
+  const nextReconcileAt =
+    patch.next_reconcile_at === undefined ? undefined : checkTime('transaction.invalid_record', 'next_reconcile_at', patch.next_reconcile_at);
   const ref = patch.provider_operation === undefined ? undefined : checkProviderOperation(patch.provider_operation);
   if (ref !== undefined && input.operation !== 'settle' && input.operation !== 'resolve') {
-    throw invalid('transaction.invalid_record', 'a provider operation is recorded by checkpoint, settle or resolve only', { field: 'patch.provider_operation' });
+    throw invalid('transaction.invalid_record', 'a provider operation is recorded by checkpoint, settle or resolve only', {
+      field: 'patch.provider_operation',
+    });
   }
   if ((input.operation === 'reschedule_reconcile' || input.operation === 'refuse_reconcile') && nextReconcileAt === undefined) {
     throw invalid('transaction.invalid_record', `${input.operation} needs next_reconcile_at`, { field: 'patch.next_reconcile_at' });
@@ -228,7 +239,11 @@ export function checkTransition(input: TransitionInput): CheckedTransition {
 }
 
 /** Exactly one of transaction_id, plan_id or action_id, within a tenant. */
-export function checkSelector(selector: TransactionSelector): { readonly tenant: string; readonly field: 'transaction_id' | 'plan_id' | 'action_id'; readonly value: string } {
+export function checkSelector(selector: TransactionSelector): {
+  readonly tenant: string;
+  readonly field: 'transaction_id' | 'plan_id' | 'action_id';
+  readonly value: string;
+} {
   const bad = () => invalid('transaction.invalid_selector', 'Select by exactly one of transaction_id, plan_id or action_id, within a tenant');
   if (selector === null || typeof selector !== 'object') throw bad();
   const tenantOk = typeof selector.tenant_id === 'string' && ID_PATTERN.test(selector.tenant_id) && selector.tenant_id.length <= ID_MAX_LENGTH;

@@ -38,7 +38,14 @@ import type {
   TransitionPatch,
 } from '../../ports/transaction-store.js';
 import type { ReceiptAppend, StoredReceipt, TransactionRecord } from '../../transactions/record.js';
-import { ATTEMPT_STATUSES, DEFAULT_RECONCILE_DELAY_MS, allowedFrom, isAttemptStatus, isTerminalStatus, isTransactionStatus } from '../../transactions/state-machine.js';
+import {
+  ATTEMPT_STATUSES,
+  DEFAULT_RECONCILE_DELAY_MS,
+  allowedFrom,
+  isAttemptStatus,
+  isTerminalStatus,
+  isTransactionStatus,
+} from '../../transactions/state-machine.js';
 import type { TransactionStatus } from '../../transactions/status.js';
 import { fromAttributeMap } from './attribute-values.js';
 import { DEFAULT_KNOWN_IMAGES, KnownImages } from './known-images.js';
@@ -280,12 +287,25 @@ export class DynamoTransactionStore implements TransactionStore {
       const planId = input.plan_id;
       handlers[transactItems.length] = (old) =>
         new AipError('transaction.already_exists', `Plan ${planId} is already used by another transaction`, {
-          details: { transaction_id: txn, plan_id: planId, reason: 'plan_id_in_use', ...(old?.transaction_id ? { existing_transaction_id: old.transaction_id } : {}) },
+          details: {
+            transaction_id: txn,
+            plan_id: planId,
+            reason: 'plan_id_in_use',
+            ...(old?.transaction_id ? { existing_transaction_id: old.transaction_id } : {}),
+          },
         });
       transactItems.push({
         Put: {
           TableName: this.table,
-          Item: { ...keys.planRef(tenant, planId), item_type: ITEM_TYPES.planRef, tenant_id: tenant, plan_id: planId, transaction_id: txn, created_at: iso, ...ttl },
+          Item: {
+            ...keys.planRef(tenant, planId),
+            item_type: ITEM_TYPES.planRef,
+            tenant_id: tenant,
+            plan_id: planId,
+            transaction_id: txn,
+            created_at: iso,
+            ...ttl,
+          },
           ConditionExpression: 'attribute_not_exists(#pk)',
           ExpressionAttributeNames: { '#pk': 'PK' },
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -314,7 +334,8 @@ export class DynamoTransactionStore implements TransactionStore {
       try {
         await this.client.send(new PutCommand(first as ConstructorParameters<typeof PutCommand>[0]));
       } catch (err) {
-        if (errorName(err) === 'ConditionalCheckFailedException') throw (handlers[0] as (old: Item | undefined) => AipError)(fromAttributeMap((err as { Item?: unknown }).Item));
+        if (errorName(err) === 'ConditionalCheckFailedException')
+          throw (handlers[0] as (old: Item | undefined) => AipError)(fromAttributeMap((err as { Item?: unknown }).Item));
         throw mapStoreError(err);
       }
       prepared.committed();
@@ -341,7 +362,14 @@ export class DynamoTransactionStore implements TransactionStore {
     if (r === undefined || spec.receipt === undefined) return [];
     const seq = spec.receipt.receipt.seq;
     const stamp = (Key: Item): TransactItem => ({
-      Update: { TableName: this.table, Key, UpdateExpression: 'SET #ttl = :ttl', ConditionExpression: 'attribute_exists(#pk)', ExpressionAttributeNames: { '#ttl': TTL_ATTRIBUTE, '#pk': 'PK' }, ExpressionAttributeValues: { ':ttl': r.ttl } },
+      Update: {
+        TableName: this.table,
+        Key,
+        UpdateExpression: 'SET #ttl = :ttl',
+        ConditionExpression: 'attribute_exists(#pk)',
+        ExpressionAttributeNames: { '#ttl': TTL_ATTRIBUTE, '#pk': 'PK' },
+        ExpressionAttributeValues: { ':ttl': r.ttl },
+      },
     });
     const items: TransactItem[] = [];
     if (r.plan_id !== undefined) items.push(stamp(keys.planRef(spec.tenant_id, r.plan_id)));
@@ -357,7 +385,14 @@ export class DynamoTransactionStore implements TransactionStore {
     for (let i = spec.receipt.receipt.seq - 1 - inTransaction; i >= 0; i--) {
       try {
         await this.client.send(
-          new UpdateCommand({ TableName: this.table, Key: keys.receipt(spec.tenant_id, spec.transaction_id, i), UpdateExpression: 'SET #ttl = :ttl', ConditionExpression: 'attribute_exists(#pk)', ExpressionAttributeNames: { '#ttl': TTL_ATTRIBUTE, '#pk': 'PK' }, ExpressionAttributeValues: { ':ttl': r.ttl } }),
+          new UpdateCommand({
+            TableName: this.table,
+            Key: keys.receipt(spec.tenant_id, spec.transaction_id, i),
+            UpdateExpression: 'SET #ttl = :ttl',
+            ConditionExpression: 'attribute_exists(#pk)',
+            ExpressionAttributeNames: { '#ttl': TTL_ATTRIBUTE, '#pk': 'PK' },
+            ExpressionAttributeValues: { ':ttl': r.ttl },
+          }),
         );
       } catch (err) {
         if (errorName(err) !== 'ConditionalCheckFailedException') throw mapStoreError(err);
@@ -443,7 +478,15 @@ export class DynamoTransactionStore implements TransactionStore {
         new TransactWriteCommand({
           TransactItems: [
             { Update: { TableName: this.table, Key: key, ...b.render(), ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } },
-            { Put: this.receiptPut(spec.tenant_id, spec.transaction_id, spec.receipt, now.toISOString(), spec.retention !== undefined ? { [TTL_ATTRIBUTE]: spec.retention.ttl } : {}) },
+            {
+              Put: this.receiptPut(
+                spec.tenant_id,
+                spec.transaction_id,
+                spec.receipt,
+                now.toISOString(),
+                spec.retention !== undefined ? { [TTL_ATTRIBUTE]: spec.retention.ttl } : {},
+              ),
+            },
             ...this.retentionStamps(spec),
           ],
         }),
@@ -629,17 +672,36 @@ export class DynamoTransactionStore implements TransactionStore {
     this.casConditions(spec, b, now);
     const before: Item | undefined =
       this.images.recall(spec.tenant_id, spec.transaction_id, spec.expected_revision) ??
-      (held.revision === spec.expected_revision && held.transaction_id === spec.transaction_id && held.tenant_id === spec.tenant_id ? { ...keys.transaction(spec.tenant_id, spec.transaction_id), ...held } : undefined);
+      (held.revision === spec.expected_revision && held.transaction_id === spec.transaction_id && held.tenant_id === spec.tenant_id
+        ? { ...keys.transaction(spec.tenant_id, spec.transaction_id), ...held }
+        : undefined);
     if (before !== undefined) b.condition(`${b.n('created_at')} = ${b.v(before.created_at)}`);
     const key = keys.transaction(spec.tenant_id, spec.transaction_id);
     return {
       transactItems: [
         { Update: { TableName: this.table, Key: key, ...b.render(), ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } },
-        { Put: this.receiptPut(spec.tenant_id, spec.transaction_id, spec.receipt, now.toISOString(), spec.retention !== undefined ? { [TTL_ATTRIBUTE]: spec.retention.ttl } : {}) },
+        {
+          Put: this.receiptPut(
+            spec.tenant_id,
+            spec.transaction_id,
+            spec.receipt,
+            now.toISOString(),
+            spec.retention !== undefined ? { [TTL_ATTRIBUTE]: spec.retention.ttl } : {},
+          ),
+        },
         ...this.retentionStamps(spec, COMPOSITE_STAMP_LIMIT),
       ],
-      handlers: { 0: (old) => { this.images.forget(spec.tenant_id, spec.transaction_id); return classifyCasFailure(spec, old); }, 1: () => stateConflict(spec, undefined, 'receipt_exists') },
-      onRace: () => { this.images.forget(spec.tenant_id, spec.transaction_id); return raceConflictFor(spec)(); },
+      handlers: {
+        0: (old) => {
+          this.images.forget(spec.tenant_id, spec.transaction_id);
+          return classifyCasFailure(spec, old);
+        },
+        1: () => stateConflict(spec, undefined, 'receipt_exists'),
+      },
+      onRace: () => {
+        this.images.forget(spec.tenant_id, spec.transaction_id);
+        return raceConflictFor(spec)();
+      },
       afterStamps: () => this.stampOverflow(spec, COMPOSITE_STAMP_LIMIT),
       after: () => {
         const computed = before !== undefined ? b.applyTo(before) : undefined;
@@ -857,7 +919,11 @@ export class DynamoTransactionStore implements TransactionStore {
 
   /** Strongly consistent reads of the records at `keyList` (keyed `PK|SK`), learned as `get` learns them. */
   private async batchRead(keyList: readonly Item[]): Promise<Map<string, TransactionRecord>> {
-    const items = await consistentBatchGet(this.client, this.table, keyList.map((k) => ({ PK: k.PK, SK: k.SK })));
+    const items = await consistentBatchGet(
+      this.client,
+      this.table,
+      keyList.map((k) => ({ PK: k.PK, SK: k.SK })),
+    );
     const found = new Map<string, TransactionRecord>();
     for (const [key, item] of items) {
       this.images.remember(item);

@@ -14,7 +14,10 @@ import type { JWK } from 'jose';
 import { keyIdOf, publicJwkOf, type PublicJwk, type RemoteSigner } from '../../connectors/remote/jws.js';
 
 export function createKmsClient(options: { readonly endpoint?: string; readonly region?: string } = {}): KMSClient {
-  return new KMSClient({ ...(options.endpoint !== undefined ? { endpoint: options.endpoint } : {}), ...(options.region !== undefined ? { region: options.region } : {}) });
+  return new KMSClient({
+    ...(options.endpoint !== undefined ? { endpoint: options.endpoint } : {}),
+    ...(options.region !== undefined ? { region: options.region } : {}),
+  });
 }
 
 /** The public JWK of a KMS key (kms:GetPublicKey). */

@@ -68,7 +68,9 @@ export interface EventBridgeReconcileSchedulerOptions {
 export function reconcileScheduleName(ref: ReconcileScheduleRef, prefix: string = DEFAULT_SCHEDULE_NAME_PREFIX): string {
   assertPrefix(prefix);
   // JSON framing keeps ("a","bc") and ("ab","c") apart.
-  const hash = createHash('sha256').update(JSON.stringify([ref.tenant_id, ref.transaction_id])).digest('base64url');
+  const hash = createHash('sha256')
+    .update(JSON.stringify([ref.tenant_id, ref.transaction_id]))
+    .digest('base64url');
   return `${prefix}${hash}`;
 }
 

@@ -9,7 +9,12 @@
 import { GetSecretValueCommand, type GetSecretValueCommandOutput, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { CredentialProvider, CredentialResolutionScope } from '../../connectors/ports/credentials.js';
 import type { CredentialHandle } from '../../connectors/credentials/handle.js';
-import { CredentialReferenceMap, credentialsResolutionFailed, credentialsUnavailable, type CredentialReferenceKey } from '../../connectors/credentials/references.js';
+import {
+  CredentialReferenceMap,
+  credentialsResolutionFailed,
+  credentialsUnavailable,
+  type CredentialReferenceKey,
+} from '../../connectors/credentials/references.js';
 import { ConnectorSecret } from '../../connectors/credentials/secret.js';
 
 export interface SecretsManagerReference extends CredentialReferenceKey {

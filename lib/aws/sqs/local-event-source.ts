@@ -343,8 +343,12 @@ export function startLocalEventSource(options: LocalEventSourceOptions): LocalEv
 
   const setup = (async () => {
     const region = await client.config.region();
-    const wanted = [...(options.queueArn === undefined ? ['QueueArn' as const] : []), ...(options.visibilityTimeoutSeconds === undefined ? ['VisibilityTimeout' as const] : [])];
-    const attributes = wanted.length > 0 ? ((await client.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: wanted }))).Attributes ?? {}) : {};
+    const wanted = [
+      ...(options.queueArn === undefined ? ['QueueArn' as const] : []),
+      ...(options.visibilityTimeoutSeconds === undefined ? ['VisibilityTimeout' as const] : []),
+    ];
+    const attributes =
+      wanted.length > 0 ? ((await client.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: wanted }))).Attributes ?? {}) : {};
     return {
       region,
       arn: options.queueArn ?? attributes.QueueArn ?? '',

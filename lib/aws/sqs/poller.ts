@@ -192,7 +192,13 @@ export async function runSqsBatch(options: SqsBatchRunOptions, records: SQSRecor
   const succeededRecords = records.filter((r) => !failedSet.has(r.messageId));
   const failedRecords = records.filter((r) => failedSet.has(r.messageId));
 
-  const notDeletedHandles = new Set(await deleteMessages(client, queueUrl, succeededRecords.map((r) => r.receiptHandle)));
+  const notDeletedHandles = new Set(
+    await deleteMessages(
+      client,
+      queueUrl,
+      succeededRecords.map((r) => r.receiptHandle),
+    ),
+  );
   if (options.retryDelaySeconds !== undefined) {
     for (const r of failedRecords) {
       try {

@@ -84,7 +84,9 @@ function invalidOptions(reason: string): AipError {
 /** Default FIFO message group: one group per transaction (or per action without one). */
 export function defaultMessageGroupId(message: QueueMessage): string {
   const subject = message.kind === 'invoke' ? (message.transaction_id ?? `action:${message.action_id}`) : message.transaction_id;
-  return `g-${createHash('sha256').update(JSON.stringify([message.tenant_id, subject])).digest('base64url')}`;
+  return `g-${createHash('sha256')
+    .update(JSON.stringify([message.tenant_id, subject]))
+    .digest('base64url')}`;
 }
 
 /**

@@ -160,7 +160,12 @@ export function conformanceTrustedState(action: Action, opts: ConformanceContext
       ? {
           idempotency: {
             key: action.idempotency_key,
-            reservation_id: reservationIdentity({ tenant_id: opts.tenant_id, principal_kind: principal.kind, principal_id: principal.id, key: action.idempotency_key }),
+            reservation_id: reservationIdentity({
+              tenant_id: opts.tenant_id,
+              principal_kind: principal.kind,
+              principal_id: principal.id,
+              key: action.idempotency_key,
+            }),
             attempt_id,
           },
         }
@@ -181,7 +186,9 @@ export function conformanceTrustedState(action: Action, opts: ConformanceContext
             transaction_id: tx.transaction_id ?? `conformance-tx-${action.id}`,
             mode: tx.mode,
             ...(tx.plan_id !== undefined ? { plan_id: tx.plan_id } : {}),
-            ...(opts.provider_operation !== undefined ? { provider_operation: opts.provider_operation, provider_operation_id: opts.provider_operation.operation_id } : {}),
+            ...(opts.provider_operation !== undefined
+              ? { provider_operation: opts.provider_operation, provider_operation_id: opts.provider_operation.operation_id }
+              : {}),
             ...(opts.original_request !== undefined ? { original_request: opts.original_request } : {}),
           },
         }

@@ -31,7 +31,8 @@ export class RuleLedger {
   }
   /** Records `reason` for a rule nothing has exercised or failed so far. */
   skipIfSilent(id: ConformanceRuleId, reason: string): void {
-    if ((this.#violations.get(id)?.length ?? 0) === 0 && (this.#notes.get(id)?.length ?? 0) === 0 && (this.#skips.get(id)?.length ?? 0) === 0) this.skip(id, reason);
+    if ((this.#violations.get(id)?.length ?? 0) === 0 && (this.#notes.get(id)?.length ?? 0) === 0 && (this.#skips.get(id)?.length ?? 0) === 0)
+      this.skip(id, reason);
   }
   failed(id: ConformanceRuleId): boolean {
     return (this.#violations.get(id)?.length ?? 0) > 0;

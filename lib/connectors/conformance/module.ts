@@ -25,7 +25,10 @@
  */
 import type { ConformanceEnvironment, ConformanceInstance, ConformanceSubject } from './subject.js';
 
-export type SubjectExport = ConformanceSubject | readonly ConformanceSubject[] | (() => ConformanceSubject | readonly ConformanceSubject[] | Promise<ConformanceSubject | readonly ConformanceSubject[]>);
+export type SubjectExport =
+  | ConformanceSubject
+  | readonly ConformanceSubject[]
+  | (() => ConformanceSubject | readonly ConformanceSubject[] | Promise<ConformanceSubject | readonly ConformanceSubject[]>);
 
 /** Types a subject for `export default defineConformanceSubject({...})`. */
 export function defineConformanceSubject(subject: ConformanceSubject): ConformanceSubject {
@@ -41,7 +44,9 @@ async function fromExport(v: unknown, where: string): Promise<ConformanceSubject
   if (typeof value === 'function' && !isSubject(value)) value = await (value as () => unknown)();
   const list = Array.isArray(value) ? value : [value];
   if (list.length === 0 || !list.every(isSubject)) {
-    throw new TypeError(`${where} is not a conformance subject (an object with a string name and a setup(env) function), an array of them, or a function returning one`);
+    throw new TypeError(
+      `${where} is not a conformance subject (an object with a string name and a setup(env) function), an array of them, or a function returning one`,
+    );
   }
   return list as ConformanceSubject[];
 }
@@ -68,5 +73,7 @@ export async function subjectsFromModule(mod: Readonly<Record<string, unknown>>,
       },
     ];
   }
-  throw new TypeError('the module exports no conformance subject: export a subject as `default` or `subject`, or export `setup(env)` (see aip-conformance --help)');
+  throw new TypeError(
+    'the module exports no conformance subject: export a subject as `default` or `subject`, or export `setup(env)` (see aip-conformance --help)',
+  );
 }

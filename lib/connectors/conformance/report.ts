@@ -22,6 +22,8 @@ export function formatReport(report: ConformanceReport, options: FormatReportOpt
     if (r.status === 'failed') lines.push(`  ${' '.repeat(7)}  ${' '.repeat(width)}  review item: “${r.review_item}”`);
   }
   const { passed, failed, skipped } = report.counts;
-  lines.push(`${report.results.length} rules: ${passed} passed, ${failed} failed, ${skipped} skipped — ${report.passed ? 'CONFORMS (skipped rules were not checked)' : 'DOES NOT CONFORM'}`);
+  lines.push(
+    `${report.results.length} rules: ${passed} passed, ${failed} failed, ${skipped} skipped — ${report.passed ? 'CONFORMS (skipped rules were not checked)' : 'DOES NOT CONFORM'}`,
+  );
   return `${lines.join('\n')}\n`;
 }

@@ -28,7 +28,8 @@ export const CONFORMANCE_RULES = [
   {
     id: 'manifest',
     review_item: MANIFEST,
-    checks: 'admission of the discovered manifest; every claimed method is implemented and every implemented method is claimed; samples and outputs match the manifest schemas',
+    checks:
+      'admission of the discovered manifest; every claimed method is implemented and every implemented method is claimed; samples and outputs match the manifest schemas',
   },
   {
     id: 'support_record',
@@ -38,7 +39,8 @@ export const CONFORMANCE_RULES = [
   {
     id: 'trusted_context',
     review_item: TRUSTED,
-    checks: 'with decoy tenant, account, credential, approval, transaction, operation and idempotency values in every action body, only the trusted context reaches credential resolution, checkpoints, recovery results and the provider',
+    checks:
+      'with decoy tenant, account, credential, approval, transaction, operation and idempotency values in every action body, only the trusted context reaches credential resolution, checkpoints, recovery results and the provider',
   },
   {
     id: 'context_attempt_scoped',
@@ -48,12 +50,14 @@ export const CONFORMANCE_RULES = [
   {
     id: 'secrets',
     review_item: SECRETS,
-    checks: 'every planted secret (before and after rotation) is absent from outputs, failures, checkpoints, cursors, stream chunks, manifest, health, map_error, logs and console; claimed credentials are resolved through the provider and every resolved secret is disposed',
+    checks:
+      'every planted secret (before and after rotation) is absent from outputs, failures, checkpoints, cursors, stream chunks, manifest, health, map_error, logs and console; claimed credentials are resolved through the provider and every resolved secret is disposed',
   },
   {
     id: 'credentials_per_attempt',
     review_item: SECRETS,
-    checks: 'every attempt that reached the provider resolved its own credential during the attempt; after the secret is rotated between scenarios the connector authenticates with the new one',
+    checks:
+      'every attempt that reached the provider resolved its own credential during the attempt; after the secret is rotated between scenarios the connector authenticates with the new one',
   },
   {
     id: 'retry_identity',
@@ -68,7 +72,8 @@ export const CONFORMANCE_RULES = [
   {
     id: 'explicit_unsupported',
     review_item: LIFECYCLE,
-    checks: 'unclaimed methods, emit_typed and ingest_typed reject with the typed connector.operation_unsupported (permanent, not retryable, certain, naming the operation)',
+    checks:
+      'unclaimed methods, emit_typed and ingest_typed reject with the typed connector.operation_unsupported (permanent, not retryable, certain, naming the operation)',
   },
   {
     id: 'streaming',
@@ -83,12 +88,14 @@ export const CONFORMANCE_RULES = [
   {
     id: 'cancelled_call_no_effect',
     review_item: LIFECYCLE,
-    checks: 'a call whose attempt is already cancelled, or whose deadline is already lost, leaves no provider effect, neither at once nor after the provider settles',
+    checks:
+      'a call whose attempt is already cancelled, or whose deadline is already lost, leaves no provider effect, neither at once nor after the provider settles',
   },
   {
     id: 'cancel_verified',
     review_item: LIFECYCLE,
-    checks: 'when cancel_typed answers accepted for the operation of a lost commit, the provider never commits it and a later reconcile reports the commit as not completed',
+    checks:
+      'when cancel_typed answers accepted for the operation of a lost commit, the provider never commits it and a later reconcile reports the commit as not completed',
   },
   {
     id: 'checkpoint_before_wait',
@@ -98,12 +105,14 @@ export const CONFORMANCE_RULES = [
   {
     id: 'effect_checkpoint',
     review_item: EFFECT,
-    checks: 'provider_effect_committed is published once the provider holds the effect and before the method returns, never for a request rejected before commit',
+    checks:
+      'provider_effect_committed is published once the provider holds the effect and before the method returns, never for a request rejected before commit',
   },
   {
     id: 'recovery_evidence',
     review_item: FAILURES,
-    checks: 'failures are typed twelve-field ConnectorFailures; a lost commit or response is uncertain and keeps the checkpointed operation and request ID; the operation reconciles; a declared reconcile by idempotency key finds the effect',
+    checks:
+      'failures are typed twelve-field ConnectorFailures; a lost commit or response is uncertain and keeps the checkpointed operation and request ID; the operation reconciles; a declared reconcile by idempotency key finds the effect',
   },
   {
     id: 'reconcile_pending_not_terminal',

@@ -25,7 +25,15 @@
  */
 import { randomBytes } from 'node:crypto';
 import Ajv2020Module from 'ajv/dist/2020.js';
-import { fidelityInvokesHandler, isJsonObject, type Action, type Capability, type JsonObject, type ProviderOperationRef, type TransactionMode } from '../../protocol/index.js';
+import {
+  fidelityInvokesHandler,
+  isJsonObject,
+  type Action,
+  type Capability,
+  type JsonObject,
+  type ProviderOperationRef,
+  type TransactionMode,
+} from '../../protocol/index.js';
 import { ADMISSION_RULES, admitManifest, formatAdmissionIssue } from '../admission.js';
 import type { ExecutionAttempt, OriginalRequestIdentity } from '../context.js';
 import { CredentialHandle } from '../credentials/handle.js';
@@ -54,7 +62,14 @@ import {
 } from './harness.js';
 import { RuleLedger, reportOf } from './ledger.js';
 import { CONFORMANCE_RULES, type ConformanceRuleId } from './rules.js';
-import { CAPABILITY_METHODS, type CapabilityMethod, type ConformanceInstance, type ConformanceReport, type ConformanceSubject, type ScenarioBase } from './subject.js';
+import {
+  CAPABILITY_METHODS,
+  type CapabilityMethod,
+  type ConformanceInstance,
+  type ConformanceReport,
+  type ConformanceSubject,
+  type ScenarioBase,
+} from './subject.js';
 
 export interface RunConformanceOptions {
   /** Plant this secret instead of a fresh random one. */
@@ -72,7 +87,11 @@ type AjvCtor = new (opts: Record<string, unknown>) => { compile(schema: unknown)
 const Ajv2020 = ((Ajv2020Module as unknown as { default?: AjvCtor }).default ?? Ajv2020Module) as unknown as AjvCtor;
 
 /** Which flag makes a method a claim, and whether the claim is required or optional for this capability. */
-function claimOf(method: CapabilityMethod, cap: Capability, support: Readonly<Record<string, unknown>>): { flag: string; claim: 'required' | 'optional' | 'absent' } {
+function claimOf(
+  method: CapabilityMethod,
+  cap: Capability,
+  support: Readonly<Record<string, unknown>>,
+): { flag: string; claim: 'required' | 'optional' | 'absent' } {
   const on = (f: string): boolean => support[f] === true;
   const tx = cap.transaction;
   switch (method) {
@@ -272,7 +291,8 @@ class Kit {
     const support = this.#support(action.capability_id);
     const handle = CredentialHandle.of(this.#env.handle_id);
     const recorder = new AttemptRecorder();
-    recorder.onLate = (use) => this.#ledger.fail('context_attempt_scoped', `a ${use} was published through the context of ${label} after that attempt had ended (a kept context)`);
+    recorder.onLate = (use) =>
+      this.#ledger.fail('context_attempt_scoped', `a ${use} was published through the context of ${label} after that attempt had ended (a kept context)`);
     const attempt = conformanceAttempt(action, {
       tenant_id: this.#env.tenant_id,
       external_account_id: this.#env.account_id,
@@ -311,20 +331,32 @@ class Kit {
     const open = this.#byHandle.get(r.handle_ref);
     const where = open !== undefined ? ` (during ${open.label})` : '';
     if (open?.ended === true) {
-      this.#ledger.fail('context_attempt_scoped', `a credential was resolved through the context of ${open.label} after that attempt had ended (a kept context)`);
+      this.#ledger.fail(
+        'context_attempt_scoped',
+        `a credential was resolved through the context of ${open.label} after that attempt had ended (a kept context)`,
+      );
     }
     if (!r.answered) {
       const kind = this.#decoys.kindOf(r.handle);
-      this.#ledger.fail('trusted_context', `a credential was resolved through ${kind !== undefined ? `the ${describeKinds([kind])} taken from the action body` : 'a handle other than the context’s'}${where}`);
+      this.#ledger.fail(
+        'trusted_context',
+        `a credential was resolved through ${kind !== undefined ? `the ${describeKinds([kind])} taken from the action body` : 'a handle other than the context’s'}${where}`,
+      );
     }
     if (r.scope.tenant_id !== this.#env.tenant_id) {
       const kind = this.#decoys.kindOf(r.scope.tenant_id);
-      this.#ledger.fail('trusted_context', `a credential was resolved for ${kind !== undefined ? `the ${describeKinds([kind])} taken from the action body` : 'a tenant other than the verified one'}${where}`);
+      this.#ledger.fail(
+        'trusted_context',
+        `a credential was resolved for ${kind !== undefined ? `the ${describeKinds([kind])} taken from the action body` : 'a tenant other than the verified one'}${where}`,
+      );
     }
     const account = r.scope.external_account_id;
     if (account !== undefined && account !== this.#env.account_id) {
       const kind = this.#decoys.kindOf(account);
-      this.#ledger.fail('trusted_context', `a credential was resolved for ${kind !== undefined ? `the ${describeKinds([kind])} taken from the action body` : 'an external account other than the verified one'}${where}`);
+      this.#ledger.fail(
+        'trusted_context',
+        `a credential was resolved for ${kind !== undefined ? `the ${describeKinds([kind])} taken from the action body` : 'an external account other than the verified one'}${where}`,
+      );
     }
   }
 
@@ -334,7 +366,10 @@ class Kit {
     const end = open.endSeq ?? nextSequence();
     const n = this.#env.planted.resolutions.filter((r) => r.seq > open.startSeq && r.seq < end).length;
     if (n === 0) {
-      this.#ledger.fail('credentials_per_attempt', `${open.label} reached the provider but resolved no credential during the attempt (a secret kept from an earlier attempt)`);
+      this.#ledger.fail(
+        'credentials_per_attempt',
+        `${open.label} reached the provider but resolved no credential during the attempt (a secret kept from an earlier attempt)`,
+      );
     } else {
       this.#ledger.note('credentials_per_attempt', `${capability_id}: every attempt that reached the provider resolved its credential during the attempt`);
     }
@@ -358,7 +393,10 @@ class Kit {
   /** The call failed because the connector used a context whose attempt had ended: reported once, the scenario is not judged further. */
   #deadContext(label: string, out: Outcome<unknown> | typeof CALL_TIMED_OUT): boolean {
     if (out === CALL_TIMED_OUT || out.ok || codeOf(out.error) !== ATTEMPT_ENDED) return false;
-    this.#ledger.fail('context_attempt_scoped', `${label} failed with ${ATTEMPT_ENDED}: the connector used the context of an attempt that had ended (a kept context)`);
+    this.#ledger.fail(
+      'context_attempt_scoped',
+      `${label} failed with ${ATTEMPT_ENDED}: the connector used the context of an attempt that had ended (a kept context)`,
+    );
     this.#deadContexts += 1;
     return true;
   }
@@ -393,9 +431,15 @@ class Kit {
     if (!lostByDeadline && f.code !== 'sla.timeout_exceeded' && f.category !== 'timeout') return;
     this.#timeoutChecked = true;
     if (f.retryable) {
-      this.#ledger.fail('timeout_not_retryable', `${label}: the ${mode} timed out and failed with ${f.code}, retryable=true (a commit or execute that timed out is never retryable)`);
+      this.#ledger.fail(
+        'timeout_not_retryable',
+        `${label}: the ${mode} timed out and failed with ${f.code}, retryable=true (a commit or execute that timed out is never retryable)`,
+      );
     } else {
-      this.#ledger.note('timeout_not_retryable', `${action.capability_id}: ${mode === 'execute' ? 'an' : 'a'} ${mode} that lost its deadline fails with retryable=false`);
+      this.#ledger.note(
+        'timeout_not_retryable',
+        `${action.capability_id}: ${mode === 'execute' ? 'an' : 'a'} ${mode} that lost its deadline fails with retryable=false`,
+      );
     }
   }
 
@@ -446,7 +490,11 @@ class Kit {
     if (now > before) this.#ledger.fail(rule, `${label} left ${plural(now - before, 'provider effect')}`);
     await this.#settleProvider();
     const later = (await this.#effects()) ?? now;
-    if (later > now) this.#ledger.fail(rule, `${label} left ${plural(later - now, 'provider effect')} that landed after the call returned (work started after the cancellation or outside the attempt)`);
+    if (later > now)
+      this.#ledger.fail(
+        rule,
+        `${label} left ${plural(later - now, 'provider effect')} that landed after the call returned (work started after the cancellation or outside the attempt)`,
+      );
     return { after: later, clean: now === before && later === now };
   }
 
@@ -474,7 +522,9 @@ class Kit {
     const report = admitManifest(this.#manifest, this.#c);
     const recordRules: string[] = [ADMISSION_RULES.support_record, ADMISSION_RULES.exact_record, ADMISSION_RULES.record_mismatch];
     // A capability whose record is missing or inexact fails support_record; its flag issues are consequences of that.
-    const badRecord = new Set(report.issues.filter((i) => i.rule === ADMISSION_RULES.support_record || i.rule === ADMISSION_RULES.exact_record).map((i) => i.capability_id));
+    const badRecord = new Set(
+      report.issues.filter((i) => i.rule === ADMISSION_RULES.support_record || i.rule === ADMISSION_RULES.exact_record).map((i) => i.capability_id),
+    );
     for (const issue of report.issues) {
       if (recordRules.includes(issue.rule)) continue; // reported by #supportRecords with more detail
       if (issue.flag !== undefined && badRecord.has(issue.capability_id)) continue;
@@ -503,7 +553,8 @@ class Kit {
       const extra = keys.filter((k) => !(IMPLEMENTATION_FLAGS as readonly string[]).includes(k));
       const nonBoolean = keys.filter((k) => typeof (rec as Record<string, unknown>)[k] !== 'boolean');
       if (missing.length > 0) this.#ledger.fail('support_record', `${cap.id}: the support record lacks ${missing.join(', ')}`);
-      if (extra.length > 0) this.#ledger.fail('support_record', `${cap.id}: the support record has keys beyond the nine flags (${extra.map((k) => k.slice(0, 40)).join(', ')})`);
+      if (extra.length > 0)
+        this.#ledger.fail('support_record', `${cap.id}: the support record has keys beyond the nine flags (${extra.map((k) => k.slice(0, 40)).join(', ')})`);
       if (nonBoolean.length > 0) this.#ledger.fail('support_record', `${cap.id}: flags are not booleans (${nonBoolean.map((k) => k.slice(0, 40)).join(', ')})`);
       if (!ImplementationSupportSchema.safeParse(rec).success) continue;
       const inManifest = m.implementation_support[cap.id];
@@ -542,7 +593,13 @@ class Kit {
   }
 
   /** Calls `method` on `connector` with an already-cancelled context. */
-  async #probe(connector: FrozenConnector, cap: Capability, method: CapabilityMethod, label: string, extra: Extra = {}): Promise<Outcome<unknown> | typeof CALL_TIMED_OUT> {
+  async #probe(
+    connector: FrozenConnector,
+    cap: Capability,
+    method: CapabilityMethod,
+    label: string,
+    extra: Extra = {},
+  ): Promise<Outcome<unknown> | typeof CALL_TIMED_OUT> {
     const action = this.#probeAction(cap, method);
     const open = this.#open(action, label, {
       cancelled: true,
@@ -601,9 +658,15 @@ class Kit {
         if (!out.ok) this.#typedFailure(label, out.error);
         if (claim === 'absent') {
           if (!out.ok && codeOf(out.error) === 'connector.input_invalid') {
-            this.#ledger.fail('manifest', `${cap.id}: cannot tell whether ${method} is implemented (flag ${flag} is false): the probe input was rejected; supply sampleInput('${cap.id}', '${method}')`);
+            this.#ledger.fail(
+              'manifest',
+              `${cap.id}: cannot tell whether ${method} is implemented (flag ${flag} is false): the probe input was rejected; supply sampleInput('${cap.id}', '${method}')`,
+            );
           } else {
-            this.#ledger.fail('manifest', `${cap.id}: ${method} is implemented (it ${out.ok ? 'returned a result' : `failed with ${codeOf(out.error)}`}) but flag ${flag} is false`);
+            this.#ledger.fail(
+              'manifest',
+              `${cap.id}: ${method} is implemented (it ${out.ok ? 'returned a result' : `failed with ${codeOf(out.error)}`}) but flag ${flag} is false`,
+            );
           }
         }
       }
@@ -617,7 +680,16 @@ class Kit {
         const out = await this.#call<unknown>(`${method}`, () =>
           method === 'emit_typed'
             ? this.#c.emit_typed({ kind: 'event', event_type: 'conformance.probe', payload: {} }, open.attempt.context)
-            : this.#c.ingest_typed({ provider: 'conformance', event_id: 'conformance-probe-event', event_type: 'conformance.probe', payload: {}, received_at: new Date().toISOString() }, open.attempt.context),
+            : this.#c.ingest_typed(
+                {
+                  provider: 'conformance',
+                  event_id: 'conformance-probe-event',
+                  event_type: 'conformance.probe',
+                  payload: {},
+                  received_at: new Date().toISOString(),
+                },
+                open.attempt.context,
+              ),
         );
         await this.#close(open);
         if (out === CALL_TIMED_OUT) {
@@ -625,7 +697,10 @@ class Kit {
         } else if (!out.ok && codeOf(out.error) === UNSUPPORTED) {
           this.#checkTypedUnsupported(method, method, out.error);
         } else if (!out.ok && !isConnectorFailure(out.error)) {
-          this.#ledger.fail('explicit_unsupported', `${method} threw an untyped ${describeThrown(out.error)}; an unsupported operation must reject with the typed ${UNSUPPORTED}`);
+          this.#ledger.fail(
+            'explicit_unsupported',
+            `${method} threw an untyped ${describeThrown(out.error)}; an unsupported operation must reject with the typed ${UNSUPPORTED}`,
+          );
         }
       }
     }
@@ -648,7 +723,11 @@ class Kit {
       }
     }
     if (effects === undefined) this.#ledger.skip('cancelled_call_no_effect', 'the subject’s provider does not report its effects (provider.effects)');
-    else this.#ledger.note('cancelled_call_no_effect', `${cleanCalls} of ${probed + deadlineCalls} cancelled or deadline-lost calls left no provider effect, also after the provider settled`);
+    else
+      this.#ledger.note(
+        'cancelled_call_no_effect',
+        `${cleanCalls} of ${probed + deadlineCalls} cancelled or deadline-lost calls left no provider effect, also after the provider settled`,
+      );
   }
 
   #checkTypedUnsupported(label: string, method: keyof typeof TYPED_METHOD_OPERATION, err: unknown): void {
@@ -699,7 +778,12 @@ class Kit {
       for (const mode of declared.length > 0 ? declared : (['plan'] as const)) {
         this.#probeCount += 1;
         const id = `conformance-${mode.replace('_', '-')}-${this.#probeCount}`;
-        const action = this.#decorate({ id, capability_id: cap.id, input: this.#sample(cap.id, 'plan_typed') ?? {}, transaction: { mode, transaction_id: `conformance-tx-${id}` } });
+        const action = this.#decorate({
+          id,
+          capability_id: cap.id,
+          input: this.#sample(cap.id, 'plan_typed') ?? {},
+          transaction: { mode, transaction_id: `conformance-tx-${id}` },
+        });
         const label = `plan_typed(${cap.id}) in ${mode} mode`;
         const before = await this.#effects();
         const open = this.#open(action, label);
@@ -708,15 +792,18 @@ class Kit {
         await this.#close(open, true);
         this.#recordCheckpoints(open);
         runs += 1;
-        if (open.recorder.effects.length > 0) this.#ledger.fail('plan_no_effect', `${label} published provider_effect_committed: a plan or dry run must not create a provider effect`);
+        if (open.recorder.effects.length > 0)
+          this.#ledger.fail('plan_no_effect', `${label} published provider_effect_committed: a plan or dry run must not create a provider effect`);
         await this.#noNewEffect('plan_no_effect', label, before);
         if (out === CALL_TIMED_OUT) this.#ledger.note('plan_no_effect', `${label} did not return`);
-        else if (!out.ok && !this.#deadContext(label, out) && this.#typedFailure(label, out.error)) this.#ledger.note('plan_no_effect', `${label} failed (${out.error.code})`);
+        else if (!out.ok && !this.#deadContext(label, out) && this.#typedFailure(label, out.error))
+          this.#ledger.note('plan_no_effect', `${label} failed (${out.error.code})`);
       }
     }
     if (runs === 0) this.#ledger.skip('plan_no_effect', 'no capability implements plan_typed');
     else if (!canCount) this.#ledger.skip('plan_no_effect', 'the subject’s provider does not report its effects (provider.effects)');
-    else this.#ledger.note('plan_no_effect', `${plural(runs, 'plan or dry run', 'plans and dry runs')} left no provider effect, also after the provider settled`);
+    else
+      this.#ledger.note('plan_no_effect', `${plural(runs, 'plan or dry run', 'plans and dry runs')} left no provider effect, also after the provider settled`);
   }
 
   // -- scenarios ---------------------------------------------------------------------
@@ -726,7 +813,10 @@ class Kit {
     const make = this.#i.scenarios?.uncertainCommit;
     if (make === undefined) {
       if (this.#claims('transaction')) {
-        this.#ledger.fail('checkpoint_before_wait', 'a capability claims transaction but the subject supplies no uncertainCommit scenario to drive an accepted-then-lost commit');
+        this.#ledger.fail(
+          'checkpoint_before_wait',
+          'a capability claims transaction but the subject supplies no uncertainCommit scenario to drive an accepted-then-lost commit',
+        );
       } else {
         this.#ledger.skip('checkpoint_before_wait', 'no capability claims transaction and no uncertainCommit scenario was supplied');
       }
@@ -764,14 +854,21 @@ class Kit {
           if (!early.ok) this.#env.evidence.add(`the failure of ${label}`, early.error);
           return action.transaction?.mode;
         }
-        this.#ledger.fail('checkpoint_before_wait', `${label}: the call returned before the provider held its response, so the connector never waited on a loseable response`);
+        this.#ledger.fail(
+          'checkpoint_before_wait',
+          `${label}: the call returned before the provider held its response, so the connector never waited on a loseable response`,
+        );
       } else {
         atWait = lost.recorder.checkpoints.at(-1)?.provider_operation;
         if (atWait === undefined) {
-          this.#ledger.fail('checkpoint_before_wait', `${label}: no provider operation was checkpointed before the connector waited on a response the provider held`);
+          this.#ledger.fail(
+            'checkpoint_before_wait',
+            `${label}: no provider operation was checkpointed before the connector waited on a response the provider held`,
+          );
         } else {
           const problem = await s.verifyOperation?.(atWait);
-          if (problem !== undefined) this.#ledger.fail('checkpoint_before_wait', `${label}: the checkpointed reference is not the provider's operation (${problem})`);
+          if (problem !== undefined)
+            this.#ledger.fail('checkpoint_before_wait', `${label}: the checkpointed reference is not the provider's operation (${problem})`);
           else this.#ledger.note('checkpoint_before_wait', `${cap_id}: operation checkpointed before the uncertain wait`);
         }
         if (s.lose !== undefined) await s.lose();
@@ -787,7 +884,8 @@ class Kit {
       if (this.#deadContext(label, out)) return action.transaction?.mode;
       if (first === 'waiting') this.#checkResolvedDuring(lost, cap_id);
       if (out.ok) {
-        if (first === 'waiting') this.#ledger.fail('recovery_evidence', `${label}: the call returned a result although its response was lost (a terminal result was invented)`);
+        if (first === 'waiting')
+          this.#ledger.fail('recovery_evidence', `${label}: the call returned a result although its response was lost (a terminal result was invented)`);
         return action.transaction?.mode;
       }
       if (!this.#typedFailure(label, out.error)) return action.transaction?.mode;
@@ -796,8 +894,10 @@ class Kit {
       const last = lost.recorder.checkpoints.at(-1)?.provider_operation;
       const problems: string[] = [];
       if (!f.uncertain_outcome) problems.push(`uncertain_outcome is false (code ${f.code}) although the provider accepted the operation`);
-      if (last !== undefined && !sameOperation(f.provider_operation, last)) problems.push('provider_operation is missing or differs from the checkpointed operation');
-      if (s.expect_provider_request_id === true && f.provider_request_id === undefined) problems.push('provider_request_id is missing although the provider returned one');
+      if (last !== undefined && !sameOperation(f.provider_operation, last))
+        problems.push('provider_operation is missing or differs from the checkpointed operation');
+      if (s.expect_provider_request_id === true && f.provider_request_id === undefined)
+        problems.push('provider_request_id is missing although the provider returned one');
       if (problems.length > 0) this.#ledger.fail('recovery_evidence', `${label}: ${problems.join(', ')}`);
       else this.#ledger.note('recovery_evidence', `${cap_id}: a lost commit is uncertain and keeps its provider operation`);
       if (first === 'waiting') this.#checkTimeout(label, action, f, s.lose === undefined);
@@ -806,16 +906,21 @@ class Kit {
       if (last !== undefined && support.reconciliation === true) {
         const pending = await this.#isPending(last);
         const r = await this.#reconcileAfter(action, last, label, 'recovery_evidence');
-        if (pending === undefined) this.#ledger.skip('reconcile_pending_not_terminal', 'the subject’s provider cannot tell whether an operation is pending (provider.isPending)');
+        if (pending === undefined)
+          this.#ledger.skip('reconcile_pending_not_terminal', 'the subject’s provider cannot tell whether an operation is pending (provider.isPending)');
         else if (!pending) this.#ledger.skip('reconcile_pending_not_terminal', 'the provider no longer held the operation pending when the kit reconciled it');
         else if (r?.terminal === true) {
           this.#ledger.fail(
             'reconcile_pending_not_terminal',
             `reconcile_typed(${cap_id}) after ${label} answered terminal (original_commit_completed=${String(r.original_commit_completed)}) while the provider still held the operation pending`,
           );
-        } else if (r !== undefined) this.#ledger.note('reconcile_pending_not_terminal', `${cap_id}: a reconcile while the provider holds the operation pending answers terminal=false`);
+        } else if (r !== undefined)
+          this.#ledger.note('reconcile_pending_not_terminal', `${cap_id}: a reconcile while the provider holds the operation pending answers terminal=false`);
       } else {
-        this.#ledger.skip('reconcile_pending_not_terminal', last === undefined ? 'no provider operation was checkpointed to reconcile' : `${cap_id} does not claim reconciliation`);
+        this.#ledger.skip(
+          'reconcile_pending_not_terminal',
+          last === undefined ? 'no provider operation was checkpointed to reconcile' : `${cap_id} does not claim reconciliation`,
+        );
       }
 
       // The runtime calls cancel_typed with the lost attempt's context; an accepted cancel must hold.
@@ -851,7 +956,8 @@ class Kit {
     }
     if (this.#deadContext(what, cancel)) return;
     if (!cancel.ok) {
-      if (this.#typedFailure(what, cancel.error)) this.#ledger.skip('cancel_verified', `${what} failed (${cancel.error.code}), so there was no accepted cancel to verify`);
+      if (this.#typedFailure(what, cancel.error))
+        this.#ledger.skip('cancel_verified', `${what} failed (${cancel.error.code}), so there was no accepted cancel to verify`);
       return;
     }
     const parsed = CancelOutcomeSchema.safeParse(cancel.value);
@@ -871,18 +977,31 @@ class Kit {
     const after = await this.#effects();
     if (effectsAtStart !== undefined && after !== undefined) {
       verified = true;
-      if (after > effectsAtStart) this.#ledger.fail('cancel_verified', `${what} answered accepted, but the provider committed the operation afterwards (${plural(after - effectsAtStart, 'new effect')} once it settled)`);
+      if (after > effectsAtStart)
+        this.#ledger.fail(
+          'cancel_verified',
+          `${what} answered accepted, but the provider committed the operation afterwards (${plural(after - effectsAtStart, 'new effect')} once it settled)`,
+        );
     }
     if (this.#support(cap_id).reconciliation === true) {
       const r = await this.#reconcileAfter(action, ref, `the accepted ${what}`, 'cancel_verified');
       if (r !== undefined) {
         verified = true;
-        if (r.terminal && r.original_commit_completed) this.#ledger.fail('cancel_verified', `${what} answered accepted, but a later reconcile reports the commit completed`);
-        else if (r.terminal) this.#ledger.note('cancel_verified', `${cap_id}: an accepted cancel is confirmed by a later reconcile (commit not completed) and the provider holds no effect`);
+        if (r.terminal && r.original_commit_completed)
+          this.#ledger.fail('cancel_verified', `${what} answered accepted, but a later reconcile reports the commit completed`);
+        else if (r.terminal)
+          this.#ledger.note(
+            'cancel_verified',
+            `${cap_id}: an accepted cancel is confirmed by a later reconcile (commit not completed) and the provider holds no effect`,
+          );
         else this.#ledger.note('cancel_verified', `${cap_id}: after an accepted cancel a later reconcile is not terminal yet`);
       }
     }
-    if (!verified) this.#ledger.skip('cancel_verified', 'an accepted cancel cannot be verified: the provider does not report its effects (provider.effects) and the capability does not claim reconciliation');
+    if (!verified)
+      this.#ledger.skip(
+        'cancel_verified',
+        'an accepted cancel cannot be verified: the provider does not report its effects (provider.effects) and the capability does not claim reconciliation',
+      );
     else this.#ledger.note('cancel_verified', `${cap_id}: the operation the cancel was accepted for never landed`);
   }
 
@@ -900,7 +1019,10 @@ class Kit {
     }
     const tx = s.action.transaction ?? { mode: other };
     const transaction_id = tx.transaction_id ?? `conformance-tx-${s.action.id}`;
-    const action = this.#decorate({ ...s.action, transaction: { mode: other, transaction_id, ...(other === 'commit' ? { plan_id: tx.plan_id ?? `plan:${transaction_id}` } : {}) } });
+    const action = this.#decorate({
+      ...s.action,
+      transaction: { mode: other, transaction_id, ...(other === 'commit' ? { plan_id: tx.plan_id ?? `plan:${transaction_id}` } : {}) },
+    });
     const label = `${method}(${cap.id}) in the uncertain-commit scenario (${other} mode)`;
     const open = this.#open(action, label);
     try {
@@ -960,7 +1082,11 @@ class Kit {
     }
     if (parsed.data.cursor !== undefined) this.#env.evidence.add('a reconciliation cursor', parsed.data.cursor);
     this.#scanAuthority(`the result of ${what}`, { provider_operation: parsed.data.provider_operation, cursor: parsed.data.cursor });
-    if (rule === 'recovery_evidence') this.#ledger.note('recovery_evidence', `${action.capability_id}: the checkpointed operation reconciles (${parsed.data.terminal ? 'terminal' : 'non-terminal'})`);
+    if (rule === 'recovery_evidence')
+      this.#ledger.note(
+        'recovery_evidence',
+        `${action.capability_id}: the checkpointed operation reconciles (${parsed.data.terminal ? 'terminal' : 'non-terminal'})`,
+      );
     return parsed.data as ReconciliationResult;
   }
 
@@ -989,8 +1115,10 @@ class Kit {
       const f = out.error;
       this.#checkTimeout(label, action, f, false);
       const last = open.recorder.checkpoints.at(-1)?.provider_operation;
-      if (!f.uncertain_outcome) this.#ledger.fail('recovery_evidence', `${label}: uncertain_outcome is false (code ${f.code}) although the provider may have applied the effect`);
-      else if (last !== undefined && !sameOperation(f.provider_operation, last)) this.#ledger.fail('recovery_evidence', `${label}: the failure does not carry the checkpointed provider_operation`);
+      if (!f.uncertain_outcome)
+        this.#ledger.fail('recovery_evidence', `${label}: uncertain_outcome is false (code ${f.code}) although the provider may have applied the effect`);
+      else if (last !== undefined && !sameOperation(f.provider_operation, last))
+        this.#ledger.fail('recovery_evidence', `${label}: the failure does not carry the checkpointed provider_operation`);
       else this.#ledger.note('recovery_evidence', `${action.capability_id}: a lost response is uncertain`);
     } finally {
       await this.#close(open);
@@ -1002,7 +1130,10 @@ class Kit {
    * Runs a committed-effect scenario. Returns the outcome, the attempt and
    * whether the provider held the effect (for the rotation run).
    */
-  async #runEffect(s: { action: Action; effectRecorded(): boolean | Promise<boolean> }, label: string): Promise<{ out: Outcome<unknown> | typeof CALL_TIMED_OUT; open: OpenAttempt }> {
+  async #runEffect(
+    s: { action: Action; effectRecorded(): boolean | Promise<boolean> },
+    label: string,
+  ): Promise<{ out: Outcome<unknown> | typeof CALL_TIMED_OUT; open: OpenAttempt }> {
     const open = this.#open(s.action, label);
     open.recorder.onEffect = () => s.effectRecorded();
     const out = await this.#call(label, () => this.#c[selectMethod(s.action)](s.action, open.attempt.context) as Promise<unknown>);
@@ -1017,7 +1148,8 @@ class Kit {
   async #committedEffect(): Promise<void> {
     const make = this.#i.scenarios?.committedEffect;
     if (make === undefined) {
-      if (this.#claims('transaction')) this.#ledger.fail('effect_checkpoint', 'a capability claims transaction but the subject supplies no committedEffect scenario');
+      if (this.#claims('transaction'))
+        this.#ledger.fail('effect_checkpoint', 'a capability claims transaction but the subject supplies no committedEffect scenario');
       else this.#ledger.skip('effect_checkpoint', 'no committedEffect scenario was supplied');
       return;
     }
@@ -1043,11 +1175,15 @@ class Kit {
       const first = recorder.effects[0];
       if (first === undefined) this.#ledger.fail('effect_checkpoint', `${label}: provider_effect_committed was never published for a committed effect`);
       else {
-        if (first.recorded === false) this.#ledger.fail('effect_checkpoint', `${label}: provider_effect_committed was published before the provider had durably recorded the effect`);
-        if (recorder.effects.some((e) => e.seq > out.seq)) this.#ledger.fail('effect_checkpoint', `${label}: provider_effect_committed was published after the method returned`);
+        if (first.recorded === false)
+          this.#ledger.fail('effect_checkpoint', `${label}: provider_effect_committed was published before the provider had durably recorded the effect`);
+        if (recorder.effects.some((e) => e.seq > out.seq))
+          this.#ledger.fail('effect_checkpoint', `${label}: provider_effect_committed was published after the method returned`);
         const cp = recorder.checkpoints.at(-1);
-        if (cp !== undefined && cp.seq > first.seq) this.#ledger.note('effect_checkpoint', `${label}: the operation was checkpointed after the effect was published`);
-        if (first.recorded !== false && !recorder.effects.some((e) => e.seq > out.seq)) this.#ledger.note('effect_checkpoint', `${action.capability_id}: published once the provider held the effect, before returning`);
+        if (cp !== undefined && cp.seq > first.seq)
+          this.#ledger.note('effect_checkpoint', `${label}: the operation was checkpointed after the effect was published`);
+        if (first.recorded !== false && !recorder.effects.some((e) => e.seq > out.seq))
+          this.#ledger.note('effect_checkpoint', `${action.capability_id}: published once the provider held the effect, before returning`);
       }
       if (reconcileLookupOf(this.#c, action.capability_id).includes('idempotency_key')) {
         await this.#reconcileByKeyAfter(action, open.attempt, recorder.checkpoints.at(-1)?.provider_operation, label);
@@ -1075,7 +1211,12 @@ class Kit {
       transaction_id,
       ...(reservation_id !== undefined ? { reservation_id } : {}),
     };
-    const action = this.#decorate({ id: `${original.id}-reconcile-by-key`, capability_id: original.capability_id, input: original.input, transaction: { mode: 'reconcile', transaction_id } });
+    const action = this.#decorate({
+      id: `${original.id}-reconcile-by-key`,
+      capability_id: original.capability_id,
+      input: original.input,
+      transaction: { mode: 'reconcile', transaction_id },
+    });
     const what = `reconcile_typed(${action.capability_id}) without a provider operation ID after ${label}`;
     const open = this.#open(action, what, { original_request });
     const out = await this.#call(what, () => this.#c.reconcile_typed(action, open.attempt.context));
@@ -1101,11 +1242,17 @@ class Kit {
     if (r.cursor !== undefined) this.#env.evidence.add('a reconciliation cursor', r.cursor);
     this.#scanAuthority(`the result of ${what}`, { provider_operation: r.provider_operation, cursor: r.cursor });
     const problems: string[] = [];
-    if (r.provider_operation === undefined) problems.push('it reports no provider_operation, so the operation the effect created was not found by the original idempotency key');
-    else if (checkpointed !== undefined && !sameOperation(r.provider_operation, checkpointed)) problems.push('the provider_operation it found differs from the operation the effect checkpointed');
+    if (r.provider_operation === undefined)
+      problems.push('it reports no provider_operation, so the operation the effect created was not found by the original idempotency key');
+    else if (checkpointed !== undefined && !sameOperation(r.provider_operation, checkpointed))
+      problems.push('the provider_operation it found differs from the operation the effect checkpointed');
     if (r.terminal && !r.original_commit_completed) problems.push('it reports the original commit as not completed although the provider holds the effect');
     if (problems.length > 0) this.#ledger.fail('recovery_evidence', `${what}: ${problems.join(', ')}`);
-    else this.#ledger.note('recovery_evidence', `${action.capability_id}: a reconcile without an operation ID finds the effect's operation by the original idempotency key`);
+    else
+      this.#ledger.note(
+        'recovery_evidence',
+        `${action.capability_id}: a reconcile without an operation ID finds the effect's operation by the original idempotency key`,
+      );
   }
 
   async #rejectedBeforeEffect(): Promise<void> {
@@ -1125,9 +1272,11 @@ class Kit {
         return;
       }
       if (this.#deadContext(label, out)) return;
-      if (open.recorder.effects.length > 0) this.#ledger.fail('effect_checkpoint', `${label}: provider_effect_committed was published for a request the provider rejected before commit`);
+      if (open.recorder.effects.length > 0)
+        this.#ledger.fail('effect_checkpoint', `${label}: provider_effect_committed was published for a request the provider rejected before commit`);
       if (out.ok) this.#ledger.fail('recovery_evidence', `${label}: the call returned a result although the provider rejected the request`);
-      else if (this.#typedFailure(label, out.error) && out.error.uncertain_outcome) this.#ledger.note('recovery_evidence', `${label}: reported uncertain (conservative)`);
+      else if (this.#typedFailure(label, out.error) && out.error.uncertain_outcome)
+        this.#ledger.note('recovery_evidence', `${label}: reported uncertain (conservative)`);
     } finally {
       await this.#close(open);
       await this.#cleanup(s, 'rejectedBeforeEffect');
@@ -1154,7 +1303,8 @@ class Kit {
       };
       const first = await run(1);
       if (this.#deadContext(`${label}, attempt 1`, first)) return;
-      if (first !== CALL_TIMED_OUT && !first.ok && this.#typedFailure(`${label}, attempt 1`, first.error)) this.#checkTimeout(`${label}, attempt 1`, action, first.error, false);
+      if (first !== CALL_TIMED_OUT && !first.ok && this.#typedFailure(`${label}, attempt 1`, first.error))
+        this.#checkTimeout(`${label}, attempt 1`, action, first.error, false);
       await s.between?.();
       const second = await run(2);
       if (this.#deadContext(`${label}, attempt 2`, second)) return;
@@ -1171,7 +1321,9 @@ class Kit {
 
   /** A streaming capability publishes through ctx.stream and still returns its terminal result. */
   async #streamed(): Promise<void> {
-    const claimed = (this.#manifest?.capabilities ?? []).filter((c) => c.execution?.supports_streaming === true && this.#support(c.id).streaming === true).map((c) => c.id);
+    const claimed = (this.#manifest?.capabilities ?? [])
+      .filter((c) => c.execution?.supports_streaming === true && this.#support(c.id).streaming === true)
+      .map((c) => c.id);
     const make = this.#i.scenarios?.streamed;
     if (claimed.length === 0) {
       this.#ledger.skip('streaming', 'no capability claims streaming');
@@ -1206,11 +1358,15 @@ class Kit {
       const chunks = open.recorder.chunks.length;
       const output = (out.value as { output?: unknown } | undefined)?.output;
       if (chunks < s.min_chunks) {
-        this.#ledger.fail('streaming', `${label} published ${plural(chunks, 'chunk')} through ctx.stream where the provider's data makes ${s.min_chunks}: streamed output must go through the runtime-owned publisher`);
+        this.#ledger.fail(
+          'streaming',
+          `${label} published ${plural(chunks, 'chunk')} through ctx.stream where the provider's data makes ${s.min_chunks}: streamed output must go through the runtime-owned publisher`,
+        );
       }
       if (output === undefined) this.#ledger.fail('streaming', `${label} returned no terminal output: streaming output does not replace the terminal result`);
       else this.#recordOutput(label, this.#capability(action.capability_id), output);
-      if (chunks >= s.min_chunks && output !== undefined) this.#ledger.note('streaming', `${action.capability_id}: ${plural(chunks, 'chunk')} published through ctx.stream, then the terminal result`);
+      if (chunks >= s.min_chunks && output !== undefined)
+        this.#ledger.note('streaming', `${action.capability_id}: ${plural(chunks, 'chunk')} published through ctx.stream, then the terminal result`);
     } finally {
       await this.#cleanup(s, 'streamed');
     }
@@ -1251,7 +1407,10 @@ class Kit {
       }
       if (this.#deadContext(label, out)) return;
       if (!out.ok) {
-        this.#ledger.fail('credentials_per_attempt', `${label} failed (${describeThrown(out.error)}): the connector presented a secret it kept from before the rotation`);
+        this.#ledger.fail(
+          'credentials_per_attempt',
+          `${label} failed (${describeThrown(out.error)}): the connector presented a secret it kept from before the rotation`,
+        );
         return;
       }
       if (!(await s.effectRecorded())) {
@@ -1284,7 +1443,8 @@ class Kit {
       const before = this.#ledger.failed('placement');
       const localIds = local.capabilities.map((c) => c.id).sort();
       const otherIds = m.capabilities.map((c) => c.id).sort();
-      if (canonical(localIds) !== canonical(otherIds)) this.#ledger.fail('placement', `${name}: the capabilities differ (${otherIds.join(', ')} instead of ${localIds.join(', ')})`);
+      if (canonical(localIds) !== canonical(otherIds))
+        this.#ledger.fail('placement', `${name}: the capabilities differ (${otherIds.join(', ')} instead of ${localIds.join(', ')})`);
       for (const cap of local.capabilities) {
         const there = m.capabilities.find((c) => c.id === cap.id);
         if (there === undefined) continue;
@@ -1306,10 +1466,12 @@ class Kit {
           const out = await this.#probe(other, cap, method, label);
           const theirClass = out === CALL_TIMED_OUT ? 'no answer' : !out.ok && codeOf(out.error) === UNSUPPORTED ? 'unsupported' : 'implemented';
           const ourClass = this.#probeClass.get(`${cap.id}:${method}`);
-          if (ourClass !== undefined && theirClass !== ourClass) this.#ledger.fail('placement', `${name}: ${method}(${cap.id}) is ${theirClass} there but ${ourClass} in the local placement`);
+          if (ourClass !== undefined && theirClass !== ourClass)
+            this.#ledger.fail('placement', `${name}: ${method}(${cap.id}) is ${theirClass} there but ${ourClass} in the local placement`);
         }
       }
-      if (!before && !this.#ledger.failed('placement')) this.#ledger.note('placement', `${name}: the same manifest, support records and implemented methods as the local placement`);
+      if (!before && !this.#ledger.failed('placement'))
+        this.#ledger.note('placement', `${name}: the same manifest, support records and implemented methods as the local placement`);
     }
   }
 
@@ -1342,11 +1504,19 @@ class Kit {
 
   #closingNotes(): void {
     this.#ledger.note('context_attempt_scoped', `${plural(this.#attemptsEnded, 'attempt')} ended and retired; no context was used after its attempt`);
-    if (this.#typedFailures > 0) this.#ledger.note('recovery_evidence', `${plural(this.#typedFailures, 'failure')} observed, each a typed twelve-field ConnectorFailure`);
-    if (!this.#timeoutChecked && this.#deadContexts === 0) this.#ledger.skip('timeout_not_retryable', 'no commit or execute lost its deadline (an uncertainCommit scenario on a commit or execute action, lost by the kit, exercises it)');
+    if (this.#typedFailures > 0)
+      this.#ledger.note('recovery_evidence', `${plural(this.#typedFailures, 'failure')} observed, each a typed twelve-field ConnectorFailure`);
+    if (!this.#timeoutChecked && this.#deadContexts === 0)
+      this.#ledger.skip(
+        'timeout_not_retryable',
+        'no commit or execute lost its deadline (an uncertainCommit scenario on a commit or execute action, lost by the kit, exercises it)',
+      );
     if (this.#deadContexts > 0) {
       for (const { id } of CONFORMANCE_RULES) {
-        this.#ledger.skipIfSilent(id, `not judged: ${plural(this.#deadContexts, 'call')} ended early because the connector used a dead context (see context_attempt_scoped)`);
+        this.#ledger.skipIfSilent(
+          id,
+          `not judged: ${plural(this.#deadContexts, 'call')} ended early because the connector used a dead context (see context_attempt_scoped)`,
+        );
       }
     }
   }
@@ -1386,7 +1556,15 @@ export async function runConformance(subject: ConformanceSubject, options: RunCo
       external_account_id: CONFORMANCE_ACCOUNT_ID,
       log: (line) => evidence.add('a connector log line', line),
     });
-    const kit = new Kit(instance, { tenant_id: CONFORMANCE_TENANT_ID, account_id: CONFORMANCE_ACCOUNT_ID, handle_id, planted, ledger, evidence, call_timeout_ms: options.call_timeout_ms ?? 15_000 });
+    const kit = new Kit(instance, {
+      tenant_id: CONFORMANCE_TENANT_ID,
+      account_id: CONFORMANCE_ACCOUNT_ID,
+      handle_id,
+      planted,
+      ledger,
+      evidence,
+      call_timeout_ms: options.call_timeout_ms ?? 15_000,
+    });
     await kit.run();
     claimsCredentials = kit.claimsCredentials;
   } catch (err) {

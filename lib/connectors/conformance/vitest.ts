@@ -12,7 +12,11 @@ import { CONFORMANCE_RULES } from './rules.js';
 import { runConformance, type RunConformanceOptions } from './run.js';
 import type { ConformanceReport, ConformanceSubject } from './subject.js';
 
-export function describeConformance(name: string, subjectFactory: () => ConformanceSubject | Promise<ConformanceSubject>, options: RunConformanceOptions = {}): void {
+export function describeConformance(
+  name: string,
+  subjectFactory: () => ConformanceSubject | Promise<ConformanceSubject>,
+  options: RunConformanceOptions = {},
+): void {
   describe(name, () => {
     let report: ConformanceReport | undefined;
     let failure: unknown;

@@ -19,7 +19,13 @@ export type LocalSecretLocation = { readonly env: string } | { readonly file: st
 export type LocalCredentialReference = CredentialReferenceKey & LocalSecretLocation;
 
 const LocalReferenceSchema = z.union([
-  z.strictObject({ connector_id: IdSchema, handle: IdSchema, tenant_id: IdSchema, external_account_id: IdSchema.optional(), env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/) }),
+  z.strictObject({
+    connector_id: IdSchema,
+    handle: IdSchema,
+    tenant_id: IdSchema,
+    external_account_id: IdSchema.optional(),
+    env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/),
+  }),
   z.strictObject({ connector_id: IdSchema, handle: IdSchema, tenant_id: IdSchema, external_account_id: IdSchema.optional(), file: z.string().min(1) }),
 ]);
 

@@ -64,7 +64,12 @@ export class CredentialReferenceMap<R extends CredentialReferenceKey> {
 }
 
 /** The permanent credentials failure (empty, missing or unresolvable material). */
-export function credentialsUnavailable(handle: CredentialHandle | undefined, scope: Partial<CredentialResolutionScope>, source: string, reason: string): ConnectorFailure {
+export function credentialsUnavailable(
+  handle: CredentialHandle | undefined,
+  scope: Partial<CredentialResolutionScope>,
+  source: string,
+  reason: string,
+): ConnectorFailure {
   return new ConnectorFailure({
     code: 'connector.credentials_unavailable',
     operation: scope.operation ?? 'invocation',
@@ -78,7 +83,12 @@ export function credentialsUnavailable(handle: CredentialHandle | undefined, sco
 }
 
 /** The temporary credentials failure (the secret store failed transiently). */
-export function credentialsResolutionFailed(handle: CredentialHandle, scope: CredentialResolutionScope, source: string, extra: { reason: string; remote_status?: number; provider_request_id?: string }): ConnectorFailure {
+export function credentialsResolutionFailed(
+  handle: CredentialHandle,
+  scope: CredentialResolutionScope,
+  source: string,
+  extra: { reason: string; remote_status?: number; provider_request_id?: string },
+): ConnectorFailure {
   return new ConnectorFailure({
     code: 'connector.credentials_resolution_failed',
     operation: scope.operation ?? 'invocation',

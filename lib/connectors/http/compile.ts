@@ -122,7 +122,9 @@ function compileCapability(c: ParsedHttpConnectorConfig['capabilities'][number])
   };
   const capability = CapabilitySchema.safeParse(candidate);
   if (!capability.success) {
-    throw definitionError(`capability ${c.id} is not a valid Capability`, { issues: capability.error.issues.map((i) => joinIssuePath(i.path, '.')).slice(0, 20) });
+    throw definitionError(`capability ${c.id} is not a valid Capability`, {
+      issues: capability.error.issues.map((i) => joinIssuePath(i.path, '.')).slice(0, 20),
+    });
   }
   return capability.data;
 }
@@ -131,7 +133,9 @@ function compileCapability(c: ParsedHttpConnectorConfig['capabilities'][number])
  * Placeholder handlers for the operations that are configured: deriveSupport
  * reads which handlers exist, never calls them.
  */
-function presentHandlers(ops: ParsedHttpConnectorConfig['capabilities'][number]['operations']): CapabilityDefinition<z.ZodType, z.ZodType, z.ZodType>['handlers'] {
+function presentHandlers(
+  ops: ParsedHttpConnectorConfig['capabilities'][number]['operations'],
+): CapabilityDefinition<z.ZodType, z.ZodType, z.ZodType>['handlers'] {
   const present = (): undefined => undefined;
   return {
     ...(ops.invoke !== undefined ? { invoke: present } : {}),

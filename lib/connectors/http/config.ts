@@ -163,7 +163,16 @@ export const ErrorRuleSchema = z.strictObject({
   /** Provider operation ID carried by the error body (e.g. a declined charge). */
   provider_operation: z.strictObject({ pointer: PointerSchema }).optional(),
   /** Short scalar fields copied from the error body into redacted_details (name → pointer). Never map free text. */
-  details: z.record(z.string().min(1).max(64).regex(/^[a-z][a-z0-9_]*$/), PointerSchema).optional(),
+  details: z
+    .record(
+      z
+        .string()
+        .min(1)
+        .max(64)
+        .regex(/^[a-z][a-z0-9_]*$/),
+      PointerSchema,
+    )
+    .optional(),
 });
 export type ErrorRule = z.infer<typeof ErrorRuleSchema>;
 
@@ -368,7 +377,11 @@ export const HttpConnectorConfigSchema = z
     connector_id: IdSchema,
     version: ConnectorVersionSchema,
     /** The provider name recorded in ProviderOperationRef.provider. */
-    provider: z.string().min(1).max(128).regex(/^[A-Za-z0-9._:-]+$/),
+    provider: z
+      .string()
+      .min(1)
+      .max(128)
+      .regex(/^[A-Za-z0-9._:-]+$/),
     base_url: z.url({ protocol: /^https?$/ }).refine((u) => !/[?#]/.test(u), { message: 'base_url has no query or fragment' }),
     auth: AuthConfigSchema,
     idempotency: z
@@ -408,12 +421,17 @@ export const HttpConnectorConfigSchema = z
     c.capabilities.forEach((cap, i) => {
       const ops = cap.operations;
       const at = (...p: (string | number)[]) => ['capabilities', i, ...p];
-      if (ops.commit === 'invoke' && ops.invoke === undefined) ctx.addIssue({ code: 'custom', path: at('operations', 'commit'), message: 'commit "invoke" needs an invoke operation' });
+      if (ops.commit === 'invoke' && ops.invoke === undefined)
+        ctx.addIssue({ code: 'custom', path: at('operations', 'commit'), message: 'commit "invoke" needs an invoke operation' });
       for (const name of ['invoke', 'commit', 'compensate'] as const) {
         const op = ops[name];
         if (op === undefined || op === 'invoke') continue;
         if (op.pending !== undefined && ops.reconcile === undefined) {
-          ctx.addIssue({ code: 'custom', path: at('operations', name, 'pending'), message: 'a pending response needs the capability reconcile lookup (used for completion polling)' });
+          ctx.addIssue({
+            code: 'custom',
+            path: at('operations', name, 'pending'),
+            message: 'a pending response needs the capability reconcile lookup (used for completion polling)',
+          });
         }
         if (op.effect === 'read' && (op.provider_operation !== undefined || op.pending !== undefined || op.probe !== undefined)) {
           ctx.addIssue({ code: 'custom', path: at('operations', name), message: 'a read operation has no provider operation, pending state or probe' });

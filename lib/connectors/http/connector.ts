@@ -51,7 +51,14 @@ import { TRANSACTION_CHECKPOINT_MODES, type ActionExecutionContext } from '../co
 import { resolveCredential } from '../credentials/resolve.js';
 import { timeoutRetryable } from '../deadline.js';
 import { ConnectorFailure, isConnectorFailure } from '../failure.js';
-import { DEFAULT_RECONCILE_LOOKUP, type CancelOutcome, type ConnectorContext, type ConnectorHealth, type ReconcileLookup, type ReconciliationResult } from '../interfaces.js';
+import {
+  DEFAULT_RECONCILE_LOOKUP,
+  type CancelOutcome,
+  type ConnectorContext,
+  type ConnectorHealth,
+  type ReconcileLookup,
+  type ReconciliationResult,
+} from '../interfaces.js';
 import type { ConnectorManifest } from '../manifest.js';
 import { SIDE_EFFECTING_OPERATIONS, type ConnectorOperation } from '../operations.js';
 import type { ImplementationSupport } from '../support.js';
@@ -191,52 +198,89 @@ export class HttpConnector extends FrozenConnectorBase {
   // ---------------------------------------------------------------------------
 
   async invoke_typed(action: Action, ctx: ActionExecutionContext): Promise<ActionResult> {
-    return this.#guard(action, ctx, 'invocation', async (call) => {
-      const op = call.cap.cfg.operations.invoke;
-      if (op === undefined) throw this.unsupported('invocation', action);
-      return this.#effect(call, op, call.cap.output);
-    }, (cap) => cap.input);
+    return this.#guard(
+      action,
+      ctx,
+      'invocation',
+      async (call) => {
+        const op = call.cap.cfg.operations.invoke;
+        if (op === undefined) throw this.unsupported('invocation', action);
+        return this.#effect(call, op, call.cap.output);
+      },
+      (cap) => cap.input,
+    );
   }
 
   override async plan_typed(action: Action, ctx: ActionExecutionContext): Promise<ActionResult> {
-    return this.#guard(action, ctx, 'transaction_plan', async (call) => {
-      const plan = call.cap.cfg.operations.plan;
-      if (plan === undefined) throw this.unsupported('transaction_plan', action);
-      return this.#plan(call, plan);
-    }, (cap) => cap.input);
+    return this.#guard(
+      action,
+      ctx,
+      'transaction_plan',
+      async (call) => {
+        const plan = call.cap.cfg.operations.plan;
+        if (plan === undefined) throw this.unsupported('transaction_plan', action);
+        return this.#plan(call, plan);
+      },
+      (cap) => cap.input,
+    );
   }
 
   override async commit_typed(action: Action, ctx: ActionExecutionContext): Promise<ActionResult> {
-    return this.#guard(action, ctx, 'transaction_commit', async (call) => {
-      const ops = call.cap.cfg.operations;
-      const op = ops.commit === 'invoke' ? ops.invoke : ops.commit;
-      if (op === undefined) throw this.unsupported('transaction_commit', action);
-      return this.#effect(call, op, call.cap.output);
-    }, (cap) => cap.input);
+    return this.#guard(
+      action,
+      ctx,
+      'transaction_commit',
+      async (call) => {
+        const ops = call.cap.cfg.operations;
+        const op = ops.commit === 'invoke' ? ops.invoke : ops.commit;
+        if (op === undefined) throw this.unsupported('transaction_commit', action);
+        return this.#effect(call, op, call.cap.output);
+      },
+      (cap) => cap.input,
+    );
   }
 
   override async compensate_typed(action: Action, ctx: ActionExecutionContext): Promise<ActionResult> {
-    return this.#guard(action, ctx, 'compensation', async (call) => {
-      const op = call.cap.cfg.operations.compensate;
-      if (op === undefined) throw this.unsupported('compensation', action);
-      return this.#effect(call, op, call.cap.compensateOutput);
-    }, (cap) => cap.compensateInput);
+    return this.#guard(
+      action,
+      ctx,
+      'compensation',
+      async (call) => {
+        const op = call.cap.cfg.operations.compensate;
+        if (op === undefined) throw this.unsupported('compensation', action);
+        return this.#effect(call, op, call.cap.compensateOutput);
+      },
+      (cap) => cap.compensateInput,
+    );
   }
 
   override async cancel_typed(action: Action, ctx: ActionExecutionContext): Promise<CancelOutcome> {
-    return this.#guard(action, ctx, 'cancellation', async (call) => {
-      const spec = call.cap.cfg.operations.cancel;
-      if (spec === undefined) throw this.unsupported('cancellation', action);
-      return this.#cancel(call, spec);
-    }, (cap) => cap.input, { checkCancelled: false });
+    return this.#guard(
+      action,
+      ctx,
+      'cancellation',
+      async (call) => {
+        const spec = call.cap.cfg.operations.cancel;
+        if (spec === undefined) throw this.unsupported('cancellation', action);
+        return this.#cancel(call, spec);
+      },
+      (cap) => cap.input,
+      { checkCancelled: false },
+    );
   }
 
   override async reconcile_typed(action: Action, ctx: ActionExecutionContext): Promise<ReconciliationResult> {
-    return this.#guard(action, ctx, 'reconciliation', async (call) => {
-      const lookup = call.cap.cfg.operations.reconcile;
-      if (lookup === undefined) throw this.unsupported('reconciliation', action);
-      return this.#reconcile(call, lookup);
-    }, (cap) => cap.input);
+    return this.#guard(
+      action,
+      ctx,
+      'reconciliation',
+      async (call) => {
+        const lookup = call.cap.cfg.operations.reconcile;
+        if (lookup === undefined) throw this.unsupported('reconciliation', action);
+        return this.#reconcile(call, lookup);
+      },
+      (cap) => cap.input,
+    );
   }
 
   // ---------------------------------------------------------------------------
@@ -278,7 +322,14 @@ export class HttpConnector extends FrozenConnectorBase {
         throw new ConnectorFailure({ code: 'connector.input_invalid', operation, source: this.source, redacted_details: { paths: zodPaths(parsed.error) } });
       }
       if (options.checkCancelled !== false && ctx.cancellation.aborted) {
-        throw new ConnectorFailure({ code: 'connector.attempt_cancelled', category: 'conflict', retryable: false, operation, source: this.source, redacted_details: { request_sent: 'no' } });
+        throw new ConnectorFailure({
+          code: 'connector.attempt_cancelled',
+          category: 'conflict',
+          retryable: false,
+          operation,
+          source: this.source,
+          redacted_details: { request_sent: 'no' },
+        });
       }
       return await body(call);
     } catch (err) {
@@ -299,7 +350,15 @@ export class HttpConnector extends FrozenConnectorBase {
       });
     }
     if (isAipError(err)) {
-      return new ConnectorFailure({ code: err.code, category: err.category, retryable: false, operation: call.operation, source: this.source, ...this.#refs(call), redacted_details: { reason: 'runtime_error' } });
+      return new ConnectorFailure({
+        code: err.code,
+        category: err.category,
+        retryable: false,
+        operation: call.operation,
+        source: this.source,
+        ...this.#refs(call),
+        redacted_details: { reason: 'runtime_error' },
+      });
     }
     // Unclassified: the SDK default (uncertain for side-effecting operations), with the known provider references.
     return new ConnectorFailure({
@@ -399,13 +458,23 @@ export class HttpConnector extends FrozenConnectorBase {
       try {
         secret.withUtf8((text) => {
           if (/[\r\n\0]/.test(text)) {
-            throw new ConnectorFailure({ code: 'connector.credentials_unavailable', operation: call.operation, source: this.source, redacted_details: { reason: 'material_not_header_safe' } });
+            throw new ConnectorFailure({
+              code: 'connector.credentials_unavailable',
+              operation: call.operation,
+              source: this.source,
+              redacted_details: { reason: 'material_not_header_safe' },
+            });
           }
           try {
             if (auth.type === 'bearer') headers.set('authorization', `Bearer ${text}`);
             else headers.set(auth.header, text);
           } catch {
-            throw new ConnectorFailure({ code: 'connector.credentials_unavailable', operation: call.operation, source: this.source, redacted_details: { reason: 'material_not_header_safe' } });
+            throw new ConnectorFailure({
+              code: 'connector.credentials_unavailable',
+              operation: call.operation,
+              source: this.source,
+              redacted_details: { reason: 'material_not_header_safe' },
+            });
           }
         });
       } finally {
@@ -414,7 +483,10 @@ export class HttpConnector extends FrozenConnectorBase {
     };
   }
 
-  #log(call: Call, line: Omit<HttpConnectorLogLine, 'connector_id' | 'capability_id' | 'action_id' | 'operation' | 'level'> & { level?: 'info' | 'warn' }): void {
+  #log(
+    call: Call,
+    line: Omit<HttpConnectorLogLine, 'connector_id' | 'capability_id' | 'action_id' | 'operation' | 'level'> & { level?: 'info' | 'warn' },
+  ): void {
     const logger = this.#deps.logger;
     if (logger === undefined) return;
     try {
@@ -462,12 +534,19 @@ export class HttpConnector extends FrozenConnectorBase {
         });
       }
     }
-    this.#log(call, { event: 'provider_operation_checkpointed', provider_operation_id: operation_id, ...(call.provider_request_id ? { provider_request_id: call.provider_request_id } : {}) });
+    this.#log(call, {
+      event: 'provider_operation_checkpointed',
+      provider_operation_id: operation_id,
+      ...(call.provider_request_id ? { provider_request_id: call.provider_request_id } : {}),
+    });
   }
 
   #publishEffect(call: Call): void {
     call.ctx.execution_checkpoints.provider_effect_committed();
-    this.#log(call, { event: 'provider_effect_committed', ...(call.provider_operation ? { provider_operation_id: call.provider_operation.operation_id } : {}) });
+    this.#log(call, {
+      event: 'provider_effect_committed',
+      ...(call.provider_operation ? { provider_operation_id: call.provider_operation.operation_id } : {}),
+    });
   }
 
   /** Sends one request. Transport failures become drafts for `site` (with the refs known when they happened). */
@@ -491,12 +570,25 @@ export class HttpConnector extends FrozenConnectorBase {
           if (opts.onHeaders) await opts.onHeaders(head);
         },
       });
-      this.#log(call, { event: 'provider_request', method: req.method, route: spec.path, outcome: res.status, ...(res.request_id ? { provider_request_id: res.request_id } : {}) });
+      this.#log(call, {
+        event: 'provider_request',
+        method: req.method,
+        route: spec.path,
+        outcome: res.status,
+        ...(res.request_id ? { provider_request_id: res.request_id } : {}),
+      });
       return res;
     } catch (err) {
       if (err instanceof TransportFailure) {
         if (track && err.head?.request_id !== undefined) call.provider_request_id = err.head.request_id;
-        this.#log(call, { level: 'warn', event: 'provider_request', method: req.method, route: spec.path, outcome: err.kind, ...(call.provider_request_id ? { provider_request_id: call.provider_request_id } : {}) });
+        this.#log(call, {
+          level: 'warn',
+          event: 'provider_request',
+          method: req.method,
+          route: spec.path,
+          outcome: err.kind,
+          ...(call.provider_request_id ? { provider_request_id: call.provider_request_id } : {}),
+        });
         throw new DraftFailure(transportDraft(err, this.#site(call, req.method, spec.path, opts.mutation), this.#uncertainRetryAllowed(call)));
       }
       throw err;
@@ -554,7 +646,11 @@ export class HttpConnector extends FrozenConnectorBase {
     }
     if (res.malformed) {
       const draft = invalidResponseDraft(site(), 'response_not_json', res.status);
-      throw new DraftFailure(mutation && op.probe !== undefined && call.provider_operation === undefined ? await this.#probe(call, op, draft, { after_timeout: false, until: times.probe_until }) : draft);
+      throw new DraftFailure(
+        mutation && op.probe !== undefined && call.provider_operation === undefined
+          ? await this.#probe(call, op, draft, { after_timeout: false, until: times.probe_until })
+          : draft,
+      );
     }
 
     // A pending operation is polled (a wait whose answer may be lost): its reference is durable before the poll.
@@ -580,7 +676,10 @@ export class HttpConnector extends FrozenConnectorBase {
       return applyMapping(mapping, { document: doc, context: this.#scope(call, doc, 'effect').context });
     } catch (err) {
       if (err instanceof MappingError) {
-        throw new DraftFailure({ ...invalidResponseDraft(site, 'output_mapping_failed', status), redacted_details: { http_method: site.method, route: site.route, reason: 'output_mapping_failed', target: err.target } });
+        throw new DraftFailure({
+          ...invalidResponseDraft(site, 'output_mapping_failed', status),
+          redacted_details: { http_method: site.method, route: site.route, reason: 'output_mapping_failed', target: err.target },
+        });
       }
       throw err;
     }
@@ -603,7 +702,14 @@ export class HttpConnector extends FrozenConnectorBase {
       value = parsed.data;
     }
     if (value !== undefined && !isJsonValue(value)) {
-      throw new ConnectorFailure({ code: 'connector.output_invalid', operation: call.operation, source: this.source, uncertain_outcome: mutation, ...this.#refs(call), redacted_details: { reason: 'not_json' } });
+      throw new ConnectorFailure({
+        code: 'connector.output_invalid',
+        operation: call.operation,
+        source: this.source,
+        uncertain_outcome: mutation,
+        ...this.#refs(call),
+        redacted_details: { reason: 'not_json' },
+      });
     }
     return { action_id: call.action.id, status: 'completed', ...(value !== undefined ? { output: value as JsonValue } : {}) };
   }
@@ -717,7 +823,11 @@ export class HttpConnector extends FrozenConnectorBase {
           ...this.#refs(call),
           remote_status: status.res.status,
           uncertain_outcome: false,
-          redacted_details: { http_method: lookup.request.method, route: lookup.request.path, ...(status.provider_status !== undefined ? { provider_status: status.provider_status } : {}) },
+          redacted_details: {
+            http_method: lookup.request.method,
+            route: lookup.request.path,
+            ...(status.provider_status !== undefined ? { provider_status: status.provider_status } : {}),
+          },
           operation: call.operation,
           source: this.source,
         });
@@ -731,9 +841,15 @@ export class HttpConnector extends FrozenConnectorBase {
 
   async #lookup(call: Call, lookup: StatusLookup, duringCommit: boolean): Promise<LookupStatus> {
     const req = buildRequest(this.config.base_url, lookup.request, this.#scope(call, call.input, 'effect'));
-    const res = await this.#send(call, req, lookup.request, { mutation: false, budget_ms: this.#budget(call.ctx, lookup.request), signal: call.ctx.cancellation, track_request_id: false });
+    const res = await this.#send(call, req, lookup.request, {
+      mutation: false,
+      budget_ms: this.#budget(call.ctx, lookup.request),
+      signal: call.ctx.cancellation,
+      track_request_id: false,
+    });
     const site = this.#site(call, req.method, lookup.request.path, duringCommit);
-    if (!isSuccess(res.status, undefined)) throw new DraftFailure(httpErrorDraft(this.#errorRules(call, lookup.errors), res, res.json, { ...site, mutation: false }).draft);
+    if (!isSuccess(res.status, undefined))
+      throw new DraftFailure(httpErrorDraft(this.#errorRules(call, lookup.errors), res, res.json, { ...site, mutation: false }).draft);
     if (res.malformed) throw new DraftFailure(invalidResponseDraft({ ...site, mutation: false }, 'response_not_json', res.status));
     return classifyStatus(res, lookup.status_pointer, lookup);
   }
@@ -742,7 +858,8 @@ export class HttpConnector extends FrozenConnectorBase {
     const known = this.#knownOperation(call);
     if (known === undefined) {
       // No operation ID: the lookup by the original request's idempotency key, when configured and the runtime named the original request.
-      if (lookup.by_idempotency_key !== undefined && call.ctx.transaction?.original_request !== undefined) return this.#reconcileByKey(call, lookup, lookup.by_idempotency_key);
+      if (lookup.by_idempotency_key !== undefined && call.ctx.transaction?.original_request !== undefined)
+        return this.#reconcileByKey(call, lookup, lookup.by_idempotency_key);
       throw new ConnectorFailure({
         code: 'connector.reconcile_requires_provider_operation',
         operation: 'reconciliation',
@@ -776,7 +893,12 @@ export class HttpConnector extends FrozenConnectorBase {
    */
   async #reconcileByKey(call: Call, lookup: StatusLookup, byKey: KeyLookup): Promise<ReconciliationResult> {
     const req = buildRequest(this.config.base_url, byKey.request, this.#scope(call, call.input, 'effect'));
-    const res = await this.#send(call, req, byKey.request, { mutation: false, budget_ms: this.#budget(call.ctx, byKey.request), signal: call.ctx.cancellation, track_request_id: false });
+    const res = await this.#send(call, req, byKey.request, {
+      mutation: false,
+      budget_ms: this.#budget(call.ctx, byKey.request),
+      signal: call.ctx.cancellation,
+      track_request_id: false,
+    });
     const site = this.#site(call, req.method, byKey.request.path, false);
     const evidence: JsonObject = {
       lookup: 'idempotency_key',
@@ -790,12 +912,17 @@ export class HttpConnector extends FrozenConnectorBase {
       if (id === undefined || !ref.success) throw new DraftFailure(invalidResponseDraft(site, 'invalid_provider_operation_id', res.status));
       call.provider_operation = ref.data;
       const status = classifyStatus(res, byKey.status_pointer ?? lookup.status_pointer, lookup);
-      const found: JsonObject = { ...evidence, operation_found: true, ...(status.provider_status !== undefined ? { provider_status: status.provider_status } : {}) };
+      const found: JsonObject = {
+        ...evidence,
+        operation_found: true,
+        ...(status.provider_status !== undefined ? { provider_status: status.provider_status } : {}),
+      };
       const mappings = { output: byKey.output ?? lookup.output, cursor_pointer: byKey.cursor_pointer ?? lookup.cursor_pointer };
       return { ...this.#reconciliationOf(call, status, mappings, site, found), provider_operation: ref.data };
     }
     if (byKey.absent_statuses.includes(res.status)) return { terminal: false, evidence: { ...evidence, operation_found: false } };
-    if (byKey.pending_statuses.includes(res.status)) return { terminal: false, evidence: { ...evidence, operation_found: false, original_request_in_progress: true } };
+    if (byKey.pending_statuses.includes(res.status))
+      return { terminal: false, evidence: { ...evidence, operation_found: false, original_request_in_progress: true } };
     throw new DraftFailure(httpErrorDraft(this.#errorRules(call, byKey.errors ?? lookup.errors), res, res.json, site).draft);
   }
 
@@ -833,12 +960,20 @@ export class HttpConnector extends FrozenConnectorBase {
   async #cancel(call: Call, spec: NonNullable<CompiledCapability['cfg']['operations']['cancel']>): Promise<CancelOutcome> {
     const known = this.#knownOperation(call);
     if (known === undefined) {
-      throw new ConnectorFailure({ code: 'connector.provider_operation_unknown', operation: 'cancellation', source: this.source, redacted_details: { reason: 'no_provider_operation' } });
+      throw new ConnectorFailure({
+        code: 'connector.provider_operation_unknown',
+        operation: 'cancellation',
+        source: this.source,
+        redacted_details: { reason: 'no_provider_operation' },
+      });
     }
     call.provider_operation = known;
     const scope = this.#scope(call, call.input, 'cancel');
     const built = buildRequest(this.config.base_url, spec.request, scope);
-    const req: BuiltRequest = { ...built, headers: { ...built.headers, [this.config.idempotency.header.toLowerCase()]: scope.context('idempotency_key') as string } };
+    const req: BuiltRequest = {
+      ...built,
+      headers: { ...built.headers, [this.config.idempotency.header.toLowerCase()]: scope.context('idempotency_key') as string },
+    };
     const res = await this.#send(call, req, spec.request, { mutation: true, budget_ms: spec.request.timeout_ms ?? this.config.cancel_timeout_ms });
     const status = spec.status_pointer !== undefined ? evidenceScalar(getPointer(res.json, spec.status_pointer)) : undefined;
     const details: JsonObject = { remote_status: res.status, ...(status !== undefined ? { provider_status: status } : {}) };
@@ -854,7 +989,11 @@ export class HttpConnector extends FrozenConnectorBase {
       if (op === undefined) return { action_id: call.action.id, status: 'completed', output: { fidelity: 'preview' } };
       const mutation = (op.effect ?? (op.request.method === 'GET' ? 'read' : 'mutation')) === 'mutation';
       const req = buildRequest(this.config.base_url, op.request, this.#scope(call, call.input, 'effect'));
-      return { action_id: call.action.id, status: 'completed', output: { fidelity: 'preview', request: requestPreview(req, mutation ? this.config.idempotency.header : undefined) } };
+      return {
+        action_id: call.action.id,
+        status: 'completed',
+        output: { fidelity: 'preview', request: requestPreview(req, mutation ? this.config.idempotency.header : undefined) },
+      };
     }
     const v = plan.validate;
     const req = buildRequest(this.config.base_url, v.request, this.#scope(call, call.input, 'effect'));

@@ -122,7 +122,8 @@ export function defaultErrorRule(status: number, mutation: boolean): Omit<ErrorR
   if (status === 429) return { code: 'connector.provider_rate_limited', category: 'rate_limited', retryable: true };
   if (status === 404) return { code: 'connector.provider_rejected', category: 'not_found', retryable: false };
   if (status === 409) return { code: 'connector.provider_rejected', category: 'conflict', retryable: false };
-  if (status === 400 || status === 413 || status === 415 || status === 422) return { code: 'connector.provider_rejected', category: 'validation', retryable: false };
+  if (status === 400 || status === 413 || status === 415 || status === 422)
+    return { code: 'connector.provider_rejected', category: 'validation', retryable: false };
   if (status >= 400 && status < 500) return { code: 'connector.provider_rejected', category: 'permanent', retryable: false };
   // A 5xx after the request reached the provider cannot prove that nothing happened.
   if (status >= 500) return { code: 'connector.provider_unavailable', category: 'temporary', retryable: true, uncertain_outcome: mutation };
@@ -220,6 +221,12 @@ export function transportDraft(tf: TransportFailure, site: FailureSite, timeoutR
     case 'connection_lost':
       return { ...base, code: 'connector.provider_connection_lost', category: 'temporary', retryable: true, redacted_details: details };
     case 'response_too_large':
-      return { ...base, code: 'connector.provider_response_invalid', category: 'internal', retryable: false, redacted_details: { ...details, reason: 'response_too_large' } };
+      return {
+        ...base,
+        code: 'connector.provider_response_invalid',
+        category: 'internal',
+        retryable: false,
+        redacted_details: { ...details, reason: 'response_too_large' },
+      };
   }
 }

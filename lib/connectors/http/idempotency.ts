@@ -73,7 +73,12 @@ export type IdempotencyIdentity =
  * identity within its tenant. `action.idempotency_key` is never used: it is
  * the caller's raw key, not unique across principals.
  */
-export function idempotencyIdentityOf(action: Pick<Action, 'id' | 'capability_id'>, ctx: ActionExecutionContext, namespace: string, purpose: IdempotencyPurpose): IdempotencyIdentity {
+export function idempotencyIdentityOf(
+  action: Pick<Action, 'id' | 'capability_id'>,
+  ctx: ActionExecutionContext,
+  namespace: string,
+  purpose: IdempotencyPurpose,
+): IdempotencyIdentity {
   return identityFrom(
     {
       capability_id: action.capability_id,
@@ -93,7 +98,11 @@ export function idempotencyIdentityOf(action: Pick<Action, 'id' | 'capability_id
  * (its action, capability, transaction and reservation) and the trusted
  * tenant. Undefined without `original_request`.
  */
-export function originalIdempotencyIdentityOf(ctx: ActionExecutionContext, namespace: string, purpose: IdempotencyPurpose = 'effect'): IdempotencyIdentity | undefined {
+export function originalIdempotencyIdentityOf(
+  ctx: ActionExecutionContext,
+  namespace: string,
+  purpose: IdempotencyPurpose = 'effect',
+): IdempotencyIdentity | undefined {
   const original: OriginalRequestIdentity | undefined = ctx.transaction?.original_request;
   if (original === undefined) return undefined;
   return identityFrom(
@@ -132,12 +141,26 @@ export function deriveIdempotencyKey(identity: IdempotencyIdentity): string {
   const material =
     identity.kind === 'reservation'
       ? [IDEMPOTENCY_DERIVATION_VERSION, identity.namespace, identity.capability_id, identity.purpose, 'reservation', identity.reservation_id]
-      : [IDEMPOTENCY_DERIVATION_VERSION, identity.namespace, identity.capability_id, identity.purpose, 'action', identity.tenant_id ?? '', identity.action_id, identity.transaction_id ?? ''];
+      : [
+          IDEMPOTENCY_DERIVATION_VERSION,
+          identity.namespace,
+          identity.capability_id,
+          identity.purpose,
+          'action',
+          identity.tenant_id ?? '',
+          identity.action_id,
+          identity.transaction_id ?? '',
+        ];
   return IDEMPOTENCY_KEY_PREFIX + createHash('sha256').update(JSON.stringify(material), 'utf8').digest('base64url');
 }
 
 /** Shorthand: the key for an action in a context (what connectors send; see the file comment). */
-export function downstreamIdempotencyKey(action: Pick<Action, 'id' | 'capability_id'>, ctx: ActionExecutionContext, namespace: string, purpose: IdempotencyPurpose = 'effect'): string {
+export function downstreamIdempotencyKey(
+  action: Pick<Action, 'id' | 'capability_id'>,
+  ctx: ActionExecutionContext,
+  namespace: string,
+  purpose: IdempotencyPurpose = 'effect',
+): string {
   return deriveIdempotencyKey(idempotencyIdentityOf(action, ctx, namespace, purpose));
 }
 

@@ -239,8 +239,21 @@ const paymentsErrors: ErrorRuleConfig[] = [
     provider_operation: { pointer: '/error/operation_id' },
     details: { decline_code: '/error/code', provider_error_type: '/error/type' },
   },
-  { status: 401, code: 'payments.authentication_failed', category: 'permanent', retryable: false, message: 'The payments provider rejected the connector credential' },
-  { status: 404, code: 'payments.resource_missing', category: 'not_found', retryable: false, message: 'The payments provider has no such resource', details: { param: '/error/param' } },
+  {
+    status: 401,
+    code: 'payments.authentication_failed',
+    category: 'permanent',
+    retryable: false,
+    message: 'The payments provider rejected the connector credential',
+  },
+  {
+    status: 404,
+    code: 'payments.resource_missing',
+    category: 'not_found',
+    retryable: false,
+    message: 'The payments provider has no such resource',
+    details: { param: '/error/param' },
+  },
   {
     status: 409,
     match: { pointer: '/error/type', equals: ['idempotency_key_in_use'] },
@@ -250,13 +263,48 @@ const paymentsErrors: ErrorRuleConfig[] = [
     uncertain_outcome: true,
     message: 'A request with the same idempotency identity is still being processed',
   },
-  { status: 409, match: { pointer: '/error/type', equals: ['idempotency_key_reuse'] }, code: 'payments.idempotency_key_reuse', category: 'conflict', retryable: false, message: 'The idempotency identity was used for a different request' },
-  { status: 409, code: 'payments.charge_not_refundable', category: 'conflict', retryable: false, message: 'The charge cannot be refunded', details: { provider_error_type: '/error/type' } },
-  { status: 422, code: 'payments.refund_exceeds_charge', category: 'validation', retryable: false, message: 'The refund exceeds the refundable amount', details: { refundable_amount: '/error/refundable_amount' } },
-  { status: [400, 413, 415], code: 'payments.request_invalid', category: 'validation', retryable: false, message: 'The payments provider rejected the request', details: { provider_error_type: '/error/type', param: '/error/param' } },
+  {
+    status: 409,
+    match: { pointer: '/error/type', equals: ['idempotency_key_reuse'] },
+    code: 'payments.idempotency_key_reuse',
+    category: 'conflict',
+    retryable: false,
+    message: 'The idempotency identity was used for a different request',
+  },
+  {
+    status: 409,
+    code: 'payments.charge_not_refundable',
+    category: 'conflict',
+    retryable: false,
+    message: 'The charge cannot be refunded',
+    details: { provider_error_type: '/error/type' },
+  },
+  {
+    status: 422,
+    code: 'payments.refund_exceeds_charge',
+    category: 'validation',
+    retryable: false,
+    message: 'The refund exceeds the refundable amount',
+    details: { refundable_amount: '/error/refundable_amount' },
+  },
+  {
+    status: [400, 413, 415],
+    code: 'payments.request_invalid',
+    category: 'validation',
+    retryable: false,
+    message: 'The payments provider rejected the request',
+    details: { provider_error_type: '/error/type', param: '/error/param' },
+  },
   { status: 429, code: 'payments.rate_limited', category: 'rate_limited', retryable: true },
   // error_after_commit answers like error_before_commit: only the probe can tell them apart.
-  { status: '5xx', code: 'payments.provider_unavailable', category: 'temporary', retryable: true, uncertain_outcome: true, message: 'The payments provider failed; retry with the same idempotency identity' },
+  {
+    status: '5xx',
+    code: 'payments.provider_unavailable',
+    category: 'temporary',
+    retryable: true,
+    uncertain_outcome: true,
+    message: 'The payments provider failed; retry with the same idempotency identity',
+  },
 ];
 
 /**
@@ -285,7 +333,9 @@ export function paymentsConnectorConfig(options: PaymentsConnectorOptions = {}):
     poll_interval_ms: options.pollIntervalMs ?? 250,
     errors: paymentsErrors,
     health: { path: '/_sim/health' },
-    resources: [{ id: 'payments.operations', description: 'Provider operations by ID', uri_template: '/v1/operations/{operation_id}', media_type: 'application/json' }],
+    resources: [
+      { id: 'payments.operations', description: 'Provider operations by ID', uri_template: '/v1/operations/{operation_id}', media_type: 'application/json' },
+    ],
     capabilities: [
       {
         id: 'payments.charge',

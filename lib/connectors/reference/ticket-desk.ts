@@ -95,7 +95,8 @@ export class TicketDesk {
   #holdNext = 0;
 
   constructor(options: TicketDeskOptions) {
-    if (options.api_tokens.length === 0 || options.api_tokens.some((t) => t.length === 0)) throw new TypeError('TicketDesk: api_tokens must list non-empty tokens');
+    if (options.api_tokens.length === 0 || options.api_tokens.some((t) => t.length === 0))
+      throw new TypeError('TicketDesk: api_tokens must list non-empty tokens');
     this.#tokens = options.api_tokens.map(digest);
     this.#now = options.now ?? (() => new Date());
   }
@@ -118,7 +119,14 @@ export class TicketDesk {
       if (record.fingerprint !== fingerprint) return Promise.reject(new TicketDeskError('conflict', rid));
     } else {
       const at = this.#now().toISOString();
-      const op: DeskOperation = { operation_id: `op_${randomBytes(8).toString('hex')}`, status: 'pending', ticket_id: null, idempotency_key: request.idempotency_key, created_at: at, updated_at: at };
+      const op: DeskOperation = {
+        operation_id: `op_${randomBytes(8).toString('hex')}`,
+        status: 'pending',
+        ticket_id: null,
+        idempotency_key: request.idempotency_key,
+        created_at: at,
+        updated_at: at,
+      };
       record = { op, fingerprint, request: normalized };
       this.#ops.set(op.operation_id, record);
       this.#byKey.set(request.idempotency_key, op.operation_id);

@@ -103,9 +103,24 @@ export function createTicketsConnector(options: TicketsConnectorOptions): Define
         // The desk answers `unavailable` before it records anything.
         return call.failure({ code: 'connector.provider_unavailable', ...rid, ...refs, redacted_details: { desk_error: err.type } });
       case 'connection_lost':
-        return call.failure({ code: 'connector.provider_connection_lost', retryable: extra.retryAllowed, uncertain_outcome: extra.mutation, ...rid, ...refs, redacted_details: { desk_error: err.type } });
+        return call.failure({
+          code: 'connector.provider_connection_lost',
+          retryable: extra.retryAllowed,
+          uncertain_outcome: extra.mutation,
+          ...rid,
+          ...refs,
+          redacted_details: { desk_error: err.type },
+        });
       case 'aborted':
-        return call.failure({ code: 'connector.attempt_cancelled', category: 'conflict', retryable: false, uncertain_outcome: extra.mutation && extra.ref !== undefined, ...rid, ...refs, redacted_details: { desk_error: err.type } });
+        return call.failure({
+          code: 'connector.attempt_cancelled',
+          category: 'conflict',
+          retryable: false,
+          uncertain_outcome: extra.mutation && extra.ref !== undefined,
+          ...rid,
+          ...refs,
+          redacted_details: { desk_error: err.type },
+        });
       case 'not_found':
         return call.failure({ code: 'connector.provider_rejected', category: 'not_found', ...rid, ...refs, redacted_details: { desk_error: err.type } });
       case 'conflict':
@@ -127,9 +142,16 @@ export function createTicketsConnector(options: TicketsConnectorOptions): Define
     const idempotency_key = downstreamIdempotencyKey(call.action, ctx, connector_id, 'effect');
     let accepted: DeskAnswer<DeskOperation>;
     try {
-      accepted = await withToken(call, (token) => desk.submit(token, { idempotency_key, title: input.title, ...(input.body !== undefined ? { body: input.body } : {}), priority: input.priority }));
+      accepted = await withToken(call, (token) =>
+        desk.submit(token, { idempotency_key, title: input.title, ...(input.body !== undefined ? { body: input.body } : {}), priority: input.priority }),
+      );
     } catch (err) {
-      log({ event: 'desk_request', capability_id: call.capability_id, action_id: call.action.id, outcome: err instanceof TicketDeskError ? err.type : 'error' });
+      log({
+        event: 'desk_request',
+        capability_id: call.capability_id,
+        action_id: call.action.id,
+        outcome: err instanceof TicketDeskError ? err.type : 'error',
+      });
       throw deskFailure(call, err, { mutation: true, retryAllowed });
     }
     log({ event: 'desk_request', capability_id: call.capability_id, action_id: call.action.id, outcome: 'accepted', provider_request_id: accepted.request_id });
@@ -141,7 +163,14 @@ export function createTicketsConnector(options: TicketsConnectorOptions): Define
       try {
         await ctx.transaction_checkpoint.checkpoint(ref);
       } catch {
-        throw call.failure({ code: 'connector.unexpected_error', message: 'the provider operation could not be checkpointed', uncertain_outcome: true, provider_operation: ref, provider_request_id: accepted.request_id, redacted_details: { reason: 'checkpoint_failed' } });
+        throw call.failure({
+          code: 'connector.unexpected_error',
+          message: 'the provider operation could not be checkpointed',
+          uncertain_outcome: true,
+          provider_operation: ref,
+          provider_request_id: accepted.request_id,
+          redacted_details: { reason: 'checkpoint_failed' },
+        });
       }
       log({ event: 'operation_checkpointed', capability_id: call.capability_id, action_id: call.action.id, provider_operation_id: ref.operation_id });
     }
@@ -151,7 +180,13 @@ export function createTicketsConnector(options: TicketsConnectorOptions): Define
     try {
       done = await call.withinDeadline((signal) => withToken(call, (token) => desk.wait(token, ref.operation_id, signal)), {
         margin_ms: DESK_WAIT_MARGIN_MS,
-        failure: { retryable: retryAllowed, uncertain_outcome: true, provider_operation: ref, provider_request_id: accepted.request_id, redacted_details: { waiting_for: 'desk_processing' } },
+        failure: {
+          retryable: retryAllowed,
+          uncertain_outcome: true,
+          provider_operation: ref,
+          provider_request_id: accepted.request_id,
+          redacted_details: { waiting_for: 'desk_processing' },
+        },
       });
     } catch (err) {
       throw deskFailure(call, err, { mutation: true, ref, retryAllowed });
@@ -162,7 +197,12 @@ export function createTicketsConnector(options: TicketsConnectorOptions): Define
       log({ event: 'effect_committed', capability_id: call.capability_id, action_id: call.action.id, provider_operation_id: ref.operation_id });
       return { ticket_id: op.ticket_id, operation_id: op.operation_id, status: op.status };
     }
-    throw call.failure({ code: 'connector.provider_operation_failed', provider_operation: ref, provider_request_id: done.request_id, redacted_details: { provider_status: op.status } });
+    throw call.failure({
+      code: 'connector.provider_operation_failed',
+      provider_operation: ref,
+      provider_request_id: done.request_id,
+      redacted_details: { provider_status: op.status },
+    });
   };
 
   const knownOperation = (ctx: ActionExecutionContext): ProviderOperationRef | undefined => {
@@ -201,7 +241,8 @@ export function createTicketsConnector(options: TicketsConnectorOptions): Define
         const answer = await withToken(call, (token) => desk.cancel(token, ref.operation_id));
         return { accepted: true, provider_operation: ref, redacted_details: { provider_status: answer.value.status } };
       } catch (err) {
-        if (err instanceof TicketDeskError && err.type === 'conflict') return { accepted: false, provider_operation: ref, redacted_details: { reason: 'operation_final' } };
+        if (err instanceof TicketDeskError && err.type === 'conflict')
+          return { accepted: false, provider_operation: ref, redacted_details: { reason: 'operation_final' } };
         throw deskFailure(call, err, { mutation: true, ref, retryAllowed: false });
       }
     },
@@ -218,7 +259,12 @@ export function createTicketsConnector(options: TicketsConnectorOptions): Define
       const op = answer.value;
       const evidence = { provider_status: op.status, provider_request_id: answer.request_id };
       if (op.status === 'succeeded' && op.ticket_id !== null) {
-        return { terminal: true, original_commit_completed: true, output: { ticket_id: op.ticket_id, operation_id: op.operation_id, status: op.status }, evidence };
+        return {
+          terminal: true,
+          original_commit_completed: true,
+          output: { ticket_id: op.ticket_id, operation_id: op.operation_id, status: op.status },
+          evidence,
+        };
       }
       if (op.status === 'failed' || op.status === 'canceled') return { terminal: true, original_commit_completed: false, evidence };
       return { terminal: false, cursor: op.updated_at, evidence };
@@ -258,7 +304,13 @@ export function createTicketsConnector(options: TicketsConnectorOptions): Define
     credentials,
     map_error: (err, operation) =>
       err instanceof TicketDeskError
-        ? new ConnectorFailure({ code: 'connector.provider_rejected', operation, source: source(connector_id), provider_request_id: err.request_id, redacted_details: { desk_error: err.type } })
+        ? new ConnectorFailure({
+            code: 'connector.provider_rejected',
+            operation,
+            source: source(connector_id),
+            provider_request_id: err.request_id,
+            redacted_details: { desk_error: err.type },
+          })
         : undefined,
   });
 }

@@ -29,7 +29,15 @@ import { TRANSACTION_CHECKPOINT_MODES } from '../context.js';
 import { ConnectorFailure } from '../failure.js';
 import { messageDigest, signCompact, verifyCompact, type RemoteKeyring, type RemoteSigner } from './jws.js';
 import type { HostRequest, HostResponse } from './host.js';
-import { FRESHNESS_WINDOW_MS, REMOTE_CONTENT_TYPE, REMOTE_TYP, RemoteCheckpointCallbackSchema, RemoteRequestSchema, isFresh, type RemoteCheckpointAck } from './protocol.js';
+import {
+  FRESHNESS_WINDOW_MS,
+  REMOTE_CONTENT_TYPE,
+  REMOTE_TYP,
+  RemoteCheckpointCallbackSchema,
+  RemoteRequestSchema,
+  isFresh,
+  type RemoteCheckpointAck,
+} from './protocol.js';
 import type { RemoteCheckpointInbox } from './stores.js';
 
 export interface CheckpointReceiverOptions {
@@ -56,7 +64,8 @@ export class CheckpointReceiver {
   }
 
   async handle(req: HostRequest): Promise<HostResponse> {
-    if (req.method.toUpperCase() !== 'POST') return { status: 405, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code: 'method_not_allowed' }) };
+    if (req.method.toUpperCase() !== 'POST')
+      return { status: 405, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code: 'method_not_allowed' }) };
     const now = this.#clock.now().getTime();
     let callback;
     try {
@@ -66,7 +75,9 @@ export class CheckpointReceiver {
       callback = parsed.data;
       if (callback.iss !== verified.kid) return this.#refuse(callback, 'connector.remote_signature_invalid', { reason: 'issuer' });
     } catch (err) {
-      return this.#refuse(undefined, 'connector.remote_signature_invalid', { reason: isAipError(err) && typeof err.details.reason === 'string' ? err.details.reason : 'unverifiable' });
+      return this.#refuse(undefined, 'connector.remote_signature_invalid', {
+        reason: isAipError(err) && typeof err.details.reason === 'string' ? err.details.reason : 'unverifiable',
+      });
     }
     if (callback.aud !== this.#o.url) return this.#refuse(callback, 'connector.remote_route_mismatch', { mismatched: ['aud'] });
     if (!isFresh(callback.iat, now)) return this.#refuse(callback, 'connector.remote_stale', { reason: 'iat' });
@@ -80,7 +91,8 @@ export class CheckpointReceiver {
       return this.#refuse(callback, 'connector.remote_signature_invalid', { reason: 'request' });
     }
     if (request.route.peer_identity !== callback.iss) return this.#refuse(callback, 'connector.remote_route_mismatch', { mismatched: ['peer_identity'] });
-    if (Date.parse(request.deadline) + FRESHNESS_WINDOW_MS <= now) return this.#refuse(callback, 'connector.remote_deadline_exceeded', { deadline: request.deadline });
+    if (Date.parse(request.deadline) + FRESHNESS_WINDOW_MS <= now)
+      return this.#refuse(callback, 'connector.remote_deadline_exceeded', { deadline: request.deadline });
     const tx = request.context.transaction;
     if (tx === undefined || !TRANSACTION_CHECKPOINT_MODES.has(tx.mode) || request.context.tenant === undefined) {
       return this.#refuse(callback, 'connector.transaction_checkpoint_unavailable', { mode: tx?.mode ?? null });
@@ -102,7 +114,12 @@ export class CheckpointReceiver {
     return this.#ack(callback, 'durable', 200);
   }
 
-  async #ack(callback: { nonce: string; request: string; seq: number; iss: string } | undefined, status: 'durable' | 'refused', http: number, failure?: ConnectorFailure): Promise<HostResponse> {
+  async #ack(
+    callback: { nonce: string; request: string; seq: number; iss: string } | undefined,
+    status: 'durable' | 'refused',
+    http: number,
+    failure?: ConnectorFailure,
+  ): Promise<HostResponse> {
     const ack: RemoteCheckpointAck = {
       v: 1,
       kind: 'checkpoint_ack',
@@ -115,7 +132,11 @@ export class CheckpointReceiver {
       status,
       ...(failure !== undefined ? { failure: failure.toJSON() } : {}),
     };
-    return { status: http, headers: { 'content-type': REMOTE_CONTENT_TYPE, 'cache-control': 'no-store' }, body: await signCompact(this.#o.signer, REMOTE_TYP.checkpoint_ack, ack) };
+    return {
+      status: http,
+      headers: { 'content-type': REMOTE_CONTENT_TYPE, 'cache-control': 'no-store' },
+      body: await signCompact(this.#o.signer, REMOTE_TYP.checkpoint_ack, ack),
+    };
   }
 
   async #refuse(callback: { nonce: string; request: string; seq: number; iss: string } | undefined, code: string, details: JsonObject): Promise<HostResponse> {

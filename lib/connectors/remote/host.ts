@@ -191,10 +191,18 @@ export class RemoteConnectorHost {
     const id = url.searchParams.get('connector_id') ?? '';
     const n = url.searchParams.get('nonce') ?? '';
     const served = this.#served.get(id);
-    if (served === undefined || !/^[A-Za-z0-9_-]{22,128}$/.test(n)) return { status: 404, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code: 'not_found' }) };
+    if (served === undefined || !/^[A-Za-z0-9_-]{22,128}$/.test(n))
+      return { status: 404, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code: 'not_found' }) };
     const common = { v: 1, iss: this.kid, iat: this.#clock.now().getTime(), nonce: n };
     if (url.pathname === REMOTE_PATHS.manifest) {
-      return this.#signed(200, REMOTE_TYP.manifest, { ...common, kind: 'manifest', endpoint: this.#o.endpoint, instance_id: this.#o.instance_id, replica: this.#o.replica, connector: served.published });
+      return this.#signed(200, REMOTE_TYP.manifest, {
+        ...common,
+        kind: 'manifest',
+        endpoint: this.#o.endpoint,
+        instance_id: this.#o.instance_id,
+        replica: this.#o.replica,
+        connector: served.published,
+      });
     }
     let report: { ready: boolean; detail?: string };
     try {
@@ -210,7 +218,12 @@ export class RemoteConnectorHost {
     return { status, headers: { 'content-type': REMOTE_CONTENT_TYPE, 'cache-control': 'no-store' }, body: await signCompact(this.#o.signer, typ, payload) };
   }
 
-  async #answer(request: Pick<RemoteRequest, 'iss' | 'nonce'> | undefined, digest: string, body: RemoteAnswerBody, route?: RemoteRequest['route']): Promise<HostResponse> {
+  async #answer(
+    request: Pick<RemoteRequest, 'iss' | 'nonce'> | undefined,
+    digest: string,
+    body: RemoteAnswerBody,
+    route?: RemoteRequest['route'],
+  ): Promise<HostResponse> {
     const answer: RemoteAnswer = {
       v: 1,
       kind: 'answer',
@@ -228,7 +241,13 @@ export class RemoteConnectorHost {
 
   async #refuse(request: RemoteRequest | undefined, digest: string, code: string, details: JsonObject): Promise<HostResponse> {
     const operation: ConnectorOperation = request !== undefined ? TYPED_METHOD_OPERATION[request.op] : 'invocation';
-    const failure = new ConnectorFailure({ code, operation, source: `remote-host:${this.#o.instance_id}`, uncertain_outcome: false, redacted_details: { refused_by: 'connector_host', ...details } });
+    const failure = new ConnectorFailure({
+      code,
+      operation,
+      source: `remote-host:${this.#o.instance_id}`,
+      uncertain_outcome: false,
+      redacted_details: { refused_by: 'connector_host', ...details },
+    });
     return this.#answer(request, digest, { status: 'refused', failure: failure.toJSON() });
   }
 
@@ -244,7 +263,11 @@ export class RemoteConnectorHost {
       return this.#refuse(undefined, digest, 'connector.remote_signature_invalid', { reason });
     }
     const parsed = RemoteRequestSchema.safeParse(verified.payload);
-    if (!parsed.success) return this.#refuse(undefined, digest, 'connector.remote_signature_invalid', { reason: 'payload_schema', paths: parsed.error.issues.slice(0, 10).map((i) => joinIssuePath(i.path, '/')) });
+    if (!parsed.success)
+      return this.#refuse(undefined, digest, 'connector.remote_signature_invalid', {
+        reason: 'payload_schema',
+        paths: parsed.error.issues.slice(0, 10).map((i) => joinIssuePath(i.path, '/')),
+      });
     const r = parsed.data;
     if (r.iss !== verified.kid) return this.#refuse(r, digest, 'connector.remote_signature_invalid', { reason: 'issuer' });
     const now = this.#clock.now().getTime();
@@ -256,9 +279,11 @@ export class RemoteConnectorHost {
     // 4. pinning
     const served = this.#served.get(r.route.connector_id);
     const mismatched = this.#pinMismatches(r, served, now);
-    if (mismatched.length > 0 || served === undefined) return this.#refuse(r, digest, 'connector.remote_route_mismatch', { mismatched: mismatched.length > 0 ? mismatched : ['connector_id'] });
+    if (mismatched.length > 0 || served === undefined)
+      return this.#refuse(r, digest, 'connector.remote_route_mismatch', { mismatched: mismatched.length > 0 ? mismatched : ['connector_id'] });
     // 5. replay
-    if (!(await this.#o.nonces.claim(r.nonce, new Date(r.iat + FRESHNESS_WINDOW_MS)))) return this.#refuse(r, digest, 'connector.remote_replay', { reason: 'nonce' });
+    if (!(await this.#o.nonces.claim(r.nonce, new Date(r.iat + FRESHNESS_WINDOW_MS))))
+      return this.#refuse(r, digest, 'connector.remote_replay', { reason: 'nonce' });
 
     const capability = served.manifest.capabilities.find((c) => c.id === r.action.capability_id);
     const support = served.hosted.connector.implementation_support(r.action.capability_id);
@@ -276,7 +301,12 @@ export class RemoteConnectorHost {
     };
     const sink: StreamSink = { write: async (chunk) => void chunks.push(chunk.chunk) };
     const trusted = trustedFrom(r);
-    const facilities = { clock: this.#clock, transaction_checkpoints: writer, stream_sink: sink, ...(req.signal !== undefined ? { parent_signal: req.signal } : {}) };
+    const facilities = {
+      clock: this.#clock,
+      transaction_checkpoints: writer,
+      stream_sink: sink,
+      ...(req.signal !== undefined ? { parent_signal: req.signal } : {}),
+    };
 
     let outcome: RemoteOutcome;
     let provider_effect_committed = false;
@@ -286,7 +316,13 @@ export class RemoteConnectorHost {
       const attempt =
         running ??
         createExecutionContext(
-          { ...trusted, action_id: r.action.id, capability_id: capability.id, deadline_at: new Date(r.deadline), streaming: capability.execution?.supports_streaming === true && support.streaming },
+          {
+            ...trusted,
+            action_id: r.action.id,
+            capability_id: capability.id,
+            deadline_at: new Date(r.deadline),
+            streaming: capability.execution?.supports_streaming === true && support.streaming,
+          },
           facilities,
         );
       try {
@@ -315,7 +351,10 @@ export class RemoteConnectorHost {
       }).finally(() => this.#inflight.delete(attemptId));
       provider_effect_committed = result.provider_effect_committed;
       timed_out = result.timed_out;
-      const reconciliation = result.reconciliation !== undefined ? { reconciliation: JSON.parse(JSON.stringify(result.reconciliation)) as Extract<RemoteOutcome, { type: 'result' }>['reconciliation'] } : {};
+      const reconciliation =
+        result.reconciliation !== undefined
+          ? { reconciliation: JSON.parse(JSON.stringify(result.reconciliation)) as Extract<RemoteOutcome, { type: 'result' }>['reconciliation'] }
+          : {};
       outcome = result.ok
         ? { type: 'result', result: result.result, ...reconciliation }
         : {
@@ -359,7 +398,14 @@ export class RemoteConnectorHost {
    * signed acknowledgement (durable) before the connector goes on. Anything
    * else rejects the connector's checkpoint call.
    */
-  async #publishCheckpoint(r: RemoteRequest, requestJws: string, digest: string, seq: number, ref: RemoteCheckpointCallback['provider_operation'], cursor: string | undefined): Promise<void> {
+  async #publishCheckpoint(
+    r: RemoteRequest,
+    requestJws: string,
+    digest: string,
+    seq: number,
+    ref: RemoteCheckpointCallback['provider_operation'],
+    cursor: string | undefined,
+  ): Promise<void> {
     const url = r.callback?.url;
     if (url === undefined || (this.#o.callback_urls !== undefined && !this.#o.callback_urls.includes(url))) {
       throw new AipError('connector.transaction_checkpoint_unavailable', 'the request names no checkpoint receiver this host may call');
@@ -381,18 +427,41 @@ export class RemoteConnectorHost {
     let text: string;
     try {
       const remaining = Math.max(1_000, Date.parse(r.deadline) - this.#clock.now().getTime());
-      const res = await (this.#o.fetch ?? fetch)(url, { method: 'POST', headers: { 'content-type': REMOTE_CONTENT_TYPE, accept: REMOTE_CONTENT_TYPE }, body, signal: AbortSignal.timeout(remaining) });
+      const res = await (this.#o.fetch ?? fetch)(url, {
+        method: 'POST',
+        headers: { 'content-type': REMOTE_CONTENT_TYPE, accept: REMOTE_CONTENT_TYPE },
+        body,
+        signal: AbortSignal.timeout(remaining),
+      });
       text = await res.text();
     } catch {
-      throw new ConnectorFailure({ code: 'connector.remote_answer_lost', operation: TYPED_METHOD_OPERATION[r.op], source: `remote-host:${this.#o.instance_id}`, uncertain_outcome: true, redacted_details: { phase: 'checkpoint' } });
+      throw new ConnectorFailure({
+        code: 'connector.remote_answer_lost',
+        operation: TYPED_METHOD_OPERATION[r.op],
+        source: `remote-host:${this.#o.instance_id}`,
+        uncertain_outcome: true,
+        redacted_details: { phase: 'checkpoint' },
+      });
     }
     const ack = RemoteCheckpointAckSchema.safeParse(verifyCompact(text, REMOTE_TYP.checkpoint_ack, this.#o.runtime_keys).payload);
     const a = ack.success ? ack.data : undefined;
-    if (a === undefined || a.nonce !== n || a.request_digest !== digest || a.seq !== seq || a.aud !== this.kid || !isFresh(a.iat, this.#clock.now().getTime())) {
-      throw new AipError('connector.remote_answer_invalid', 'the checkpoint acknowledgement does not match the checkpoint', { details: { phase: 'checkpoint' } });
+    if (
+      a === undefined ||
+      a.nonce !== n ||
+      a.request_digest !== digest ||
+      a.seq !== seq ||
+      a.aud !== this.kid ||
+      !isFresh(a.iat, this.#clock.now().getTime())
+    ) {
+      throw new AipError('connector.remote_answer_invalid', 'the checkpoint acknowledgement does not match the checkpoint', {
+        details: { phase: 'checkpoint' },
+      });
     }
     if (a.status !== 'durable') {
-      if (a.failure !== undefined) throw new AipError(isErrorCode(a.failure.code) ? a.failure.code : 'transaction.provider_operation_conflict', a.failure.message, { details: a.failure.redacted_details });
+      if (a.failure !== undefined)
+        throw new AipError(isErrorCode(a.failure.code) ? a.failure.code : 'transaction.provider_operation_conflict', a.failure.message, {
+          details: a.failure.redacted_details,
+        });
       throw new AipError('transaction.provider_operation_conflict');
     }
   }
@@ -410,9 +479,23 @@ function trustedFrom(r: RemoteRequest): Omit<TrustedAttemptState, 'deadline_at' 
       scheme: c.actor.scheme,
       scopes: [...c.actor.scopes],
       lifetime: { issued_at: new Date(c.actor.lifetime.issued_at), expires_at: new Date(c.actor.lifetime.expires_at) },
-      ...(c.actor.delegation !== undefined ? { delegation: { reason: c.actor.delegation.reason, ...(c.actor.delegation.on_behalf_of !== undefined ? { on_behalf_of: c.actor.delegation.on_behalf_of } : {}) } } : {}),
+      ...(c.actor.delegation !== undefined
+        ? {
+            delegation: {
+              reason: c.actor.delegation.reason,
+              ...(c.actor.delegation.on_behalf_of !== undefined ? { on_behalf_of: c.actor.delegation.on_behalf_of } : {}),
+            },
+          }
+        : {}),
     },
-    ...(c.tenant !== undefined ? { tenant: { tenant_id: c.tenant.tenant_id, ...(c.tenant.external_account_id !== undefined ? { external_account_id: c.tenant.external_account_id } : {}) } } : {}),
+    ...(c.tenant !== undefined
+      ? {
+          tenant: {
+            tenant_id: c.tenant.tenant_id,
+            ...(c.tenant.external_account_id !== undefined ? { external_account_id: c.tenant.external_account_id } : {}),
+          },
+        }
+      : {}),
     ...(c.credential_handle !== undefined ? { credential: CredentialHandle.of(c.credential_handle) } : {}),
     ...(c.idempotency !== undefined ? { idempotency: { ...c.idempotency } } : {}),
     ...(c.approval !== undefined ? { approval: c.approval } : {}),
@@ -429,7 +512,11 @@ function trustedFrom(r: RemoteRequest): Omit<TrustedAttemptState, 'deadline_at' 
           },
         }
       : {}),
-    trace: { trace_id: c.trace.trace_id, span_id: c.trace.span_id, ...(c.trace.parent_span_id !== undefined ? { parent_span_id: c.trace.parent_span_id } : {}) },
+    trace: {
+      trace_id: c.trace.trace_id,
+      span_id: c.trace.span_id,
+      ...(c.trace.parent_span_id !== undefined ? { parent_span_id: c.trace.parent_span_id } : {}),
+    },
     redaction: c.redaction,
   };
 }

@@ -98,7 +98,8 @@ export class RemoteKeyring {
 
 /** A signer over a private P-256 JWK held in memory (local stack, tests, any host that keeps its key in a file). */
 export async function localSigner(privateJwk: JWK): Promise<RemoteSigner> {
-  if (typeof privateJwk.d !== 'string') throw new AipError('connector.remote_signature_invalid', 'a local signer needs a private JWK', { details: { reason: 'key_type' } });
+  if (typeof privateJwk.d !== 'string')
+    throw new AipError('connector.remote_signature_invalid', 'a local signer needs a private JWK', { details: { reason: 'key_type' } });
   const key = createPrivateKey({ key: privateJwk, format: 'jwk' });
   const public_jwk = publicJwkOf(privateJwk);
   const kid = await keyIdOf(public_jwk);

@@ -26,7 +26,13 @@ const placements = new WeakMap<ActionExecutionContext, AttemptPlacement>();
 /** Runtime only: binds the attempt's route and lease to its context (once). */
 export function bindAttemptPlacement(ctx: ActionExecutionContext, placement: AttemptPlacement): void {
   if (placements.has(ctx)) return;
-  placements.set(ctx, Object.freeze({ route: Object.freeze({ ...placement.route }), lease: Object.freeze({ ...placement.lease, expires_at: new Date(placement.lease.expires_at.getTime()) }) }));
+  placements.set(
+    ctx,
+    Object.freeze({
+      route: Object.freeze({ ...placement.route }),
+      lease: Object.freeze({ ...placement.lease, expires_at: new Date(placement.lease.expires_at.getTime()) }),
+    }),
+  );
 }
 
 /** The attempt's placement facts, when the runtime bound them. */

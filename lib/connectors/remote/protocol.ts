@@ -82,7 +82,9 @@ export const ContextFactsSchema = z.strictObject({
     scheme: Text(128),
     scopes: z.array(Text(200)).max(100),
     lifetime: z.strictObject({ issued_at: Rfc3339Schema, expires_at: Rfc3339Schema }),
-    delegation: z.strictObject({ reason: z.enum(['token_expired_before_attempt', 'runtime_reconciliation']), on_behalf_of: PrincipalSchema.optional() }).optional(),
+    delegation: z
+      .strictObject({ reason: z.enum(['token_expired_before_attempt', 'runtime_reconciliation']), on_behalf_of: PrincipalSchema.optional() })
+      .optional(),
   }),
   tenant: z.strictObject({ tenant_id: IdSchema, external_account_id: IdSchema.optional() }).optional(),
   credential_handle: Text(256).optional(),
@@ -109,7 +111,11 @@ export const ContextFactsSchema = z.strictObject({
     })
     .optional(),
   trace: z.strictObject({ trace_id: Text(256), span_id: Text(256), parent_span_id: Text(256).optional() }),
-  redaction: z.strictObject({ redaction_required: z.boolean(), input_pointers: z.array(z.string().max(1024)).max(200), output_pointers: z.array(z.string().max(1024)).max(200) }),
+  redaction: z.strictObject({
+    redaction_required: z.boolean(),
+    input_pointers: z.array(z.string().max(1024)).max(200),
+    output_pointers: z.array(z.string().max(1024)).max(200),
+  }),
   streaming: z.boolean(),
 });
 export type ContextFacts = z.infer<typeof ContextFactsSchema>;

@@ -127,7 +127,12 @@ export class RemoteConnector implements FrozenConnector {
 
   async discover(ctx: ConnectorContext): Promise<ConnectorManifest> {
     const n = nonce();
-    const verified = await this.#getSigned(`${REMOTE_PATHS.manifest}?connector_id=${encodeURIComponent(this.id)}&nonce=${n}`, REMOTE_TYP.manifest, 'discovery', ctx.signal);
+    const verified = await this.#getSigned(
+      `${REMOTE_PATHS.manifest}?connector_id=${encodeURIComponent(this.id)}&nonce=${n}`,
+      REMOTE_TYP.manifest,
+      'discovery',
+      ctx.signal,
+    );
     const parsed = RemoteManifestSchema.safeParse(verified);
     if (!parsed.success) throw this.#invalid('discovery', 'schema', false);
     const m = parsed.data;
@@ -151,9 +156,15 @@ export class RemoteConnector implements FrozenConnector {
   async health(ctx: ConnectorContext): Promise<ConnectorHealth> {
     try {
       const n = nonce();
-      const verified = await this.#getSigned(`${REMOTE_PATHS.health}?connector_id=${encodeURIComponent(this.id)}&nonce=${n}`, REMOTE_TYP.health, 'health', ctx.signal);
+      const verified = await this.#getSigned(
+        `${REMOTE_PATHS.health}?connector_id=${encodeURIComponent(this.id)}&nonce=${n}`,
+        REMOTE_TYP.health,
+        'health',
+        ctx.signal,
+      );
       const parsed = RemoteHealthSchema.safeParse(verified);
-      if (!parsed.success || parsed.data.nonce !== n || parsed.data.connector_id !== this.id) return { ready: false, detail: 'remote host answered an invalid health document' };
+      if (!parsed.success || parsed.data.nonce !== n || parsed.data.connector_id !== this.id)
+        return { ready: false, detail: 'remote host answered an invalid health document' };
       if (!isFresh(parsed.data.iat, this.#clock.now().getTime())) return { ready: false, detail: 'remote host answered a stale health document' };
       return { ready: parsed.data.ready, ...(parsed.data.detail !== undefined ? { detail: parsed.data.detail } : {}) };
     } catch (err) {
@@ -277,7 +288,10 @@ export class RemoteConnector implements FrozenConnector {
       iat: this.#clock.now().getTime(),
       nonce: nonce(),
       // cancel_typed runs after the attempt's deadline (a timeout): its own deadline is its grace.
-      deadline: op === 'cancel_typed' ? new Date(this.#clock.now().getTime() + (this.#o.cancel_timeout_ms ?? DEFAULT_CANCEL_GRACE_MS)).toISOString() : ctx.deadline.at.toISOString(),
+      deadline:
+        op === 'cancel_typed'
+          ? new Date(this.#clock.now().getTime() + (this.#o.cancel_timeout_ms ?? DEFAULT_CANCEL_GRACE_MS)).toISOString()
+          : ctx.deadline.at.toISOString(),
       route: pinnedRoute(placement),
       lease: { attempt_id: placement.lease.attempt_id, fence: placement.lease.fence, expires_at: placement.lease.expires_at.toISOString() },
       action,
@@ -313,7 +327,11 @@ export class RemoteConnector implements FrozenConnector {
       await this.#recoverCheckpoints(ctx, placement);
       const code = isAipError(err) ? err.code : 'connector.remote_answer_invalid';
       const reason = isAipError(err) && typeof err.details.reason === 'string' ? err.details.reason : 'unverifiable';
-      throw this.#failure(code, operation, sideEffecting, { phase: 'answer', reason, ...(isAipError(err) && Array.isArray(err.details.mismatched) ? { mismatched: err.details.mismatched as string[] } : {}) });
+      throw this.#failure(code, operation, sideEffecting, {
+        phase: 'answer',
+        reason,
+        ...(isAipError(err) && Array.isArray(err.details.mismatched) ? { mismatched: err.details.mismatched as string[] } : {}),
+      });
     }
 
     const body = answer.body;
@@ -375,7 +393,12 @@ export class RemoteConnector implements FrozenConnector {
       const found = await this.#o.inbox.get({ tenant_id: ctx.tenant.tenant_id, transaction_id: tx.transaction_id });
       if (found !== undefined) {
         await ctx.transaction_checkpoint.checkpoint(found.provider_operation, found.cursor);
-        tx = { ...tx, provider_operation_id: found.provider_operation.operation_id, provider_operation: found.provider_operation, ...(found.cursor !== undefined ? { cursor: found.cursor } : {}) };
+        tx = {
+          ...tx,
+          provider_operation_id: found.provider_operation.operation_id,
+          provider_operation: found.provider_operation,
+          ...(found.cursor !== undefined ? { cursor: found.cursor } : {}),
+        };
       }
     }
     return {
@@ -386,7 +409,14 @@ export class RemoteConnector implements FrozenConnector {
         scheme: a.scheme,
         scopes: [...a.scopes],
         lifetime: { issued_at: a.lifetime.issued_at.toISOString(), expires_at: a.lifetime.expires_at.toISOString() },
-        ...(a.delegation !== undefined ? { delegation: { reason: a.delegation.reason, ...(a.delegation.on_behalf_of !== undefined ? { on_behalf_of: { ...a.delegation.on_behalf_of } } : {}) } } : {}),
+        ...(a.delegation !== undefined
+          ? {
+              delegation: {
+                reason: a.delegation.reason,
+                ...(a.delegation.on_behalf_of !== undefined ? { on_behalf_of: { ...a.delegation.on_behalf_of } } : {}),
+              },
+            }
+          : {}),
       },
       ...(ctx.tenant !== undefined ? { tenant: { ...ctx.tenant } } : {}),
       ...(ctx.credential !== undefined ? { credential_handle: ctx.credential.id } : {}),
@@ -415,7 +445,11 @@ export class RemoteConnector implements FrozenConnector {
           }
         : {}),
       trace: { ...ctx.trace },
-      redaction: { redaction_required: ctx.redaction.redaction_required, input_pointers: [...ctx.redaction.input_pointers], output_pointers: [...ctx.redaction.output_pointers] },
+      redaction: {
+        redaction_required: ctx.redaction.redaction_required,
+        input_pointers: [...ctx.redaction.input_pointers],
+        output_pointers: [...ctx.redaction.output_pointers],
+      },
       streaming: ctx.stream.enabled,
     };
   }
@@ -433,7 +467,14 @@ export class RemoteConnector implements FrozenConnector {
   }
 
   #failure(code: string, operation: ConnectorOperation, uncertain: boolean, details: JsonObject): ConnectorFailure {
-    return new ConnectorFailure({ code, operation, source: REMOTE_SOURCE, uncertain_outcome: uncertain, retryable: code === 'connector.remote_unavailable', redacted_details: { connector_id: this.id, ...details } });
+    return new ConnectorFailure({
+      code,
+      operation,
+      source: REMOTE_SOURCE,
+      uncertain_outcome: uncertain,
+      retryable: code === 'connector.remote_unavailable',
+      redacted_details: { connector_id: this.id, ...details },
+    });
   }
 
   #invalid(operation: ConnectorOperation, reason: string, uncertain: boolean): ConnectorFailure {
@@ -444,7 +485,10 @@ export class RemoteConnector implements FrozenConnector {
     const bound = AbortSignal.timeout(this.#o.request_timeout_ms ?? 5_000);
     let text: string;
     try {
-      const res = await this.#fetch(`${this.#o.endpoint}${path}`, { headers: { accept: REMOTE_CONTENT_TYPE }, signal: signal !== undefined ? AbortSignal.any([signal, bound]) : bound });
+      const res = await this.#fetch(`${this.#o.endpoint}${path}`, {
+        headers: { accept: REMOTE_CONTENT_TYPE },
+        signal: signal !== undefined ? AbortSignal.any([signal, bound]) : bound,
+      });
       text = await res.text();
     } catch (err) {
       throw this.#failure('connector.remote_unavailable', operation, false, { phase: 'request', reason: transportReason(err) });
@@ -453,7 +497,10 @@ export class RemoteConnector implements FrozenConnector {
       const verified = verifyCompact(text, typ, this.#hostKeys);
       return verified.payload;
     } catch (err) {
-      throw this.#failure(isAipError(err) ? err.code : 'connector.remote_answer_invalid', operation, false, { phase: 'answer', reason: isAipError(err) && typeof err.details.reason === 'string' ? err.details.reason : 'unverifiable' });
+      throw this.#failure(isAipError(err) ? err.code : 'connector.remote_answer_invalid', operation, false, {
+        phase: 'answer',
+        reason: isAipError(err) && typeof err.details.reason === 'string' ? err.details.reason : 'unverifiable',
+      });
     }
   }
 }

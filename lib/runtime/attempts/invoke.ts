@@ -5,7 +5,14 @@
  */
 import { AipError, isAipError } from '../../errors/aip-error.js';
 import { CredentialHandle } from '../../connectors/credentials/handle.js';
-import type { ActorContext, ApprovalEvidence, ExecutionFacilities, IdempotencyReservation as ContextReservation, TraceContext, TransactionExecutionContext } from '../../connectors/context.js';
+import type {
+  ActorContext,
+  ApprovalEvidence,
+  ExecutionFacilities,
+  IdempotencyReservation as ContextReservation,
+  TraceContext,
+  TransactionExecutionContext,
+} from '../../connectors/context.js';
 import type { RecordedActor } from '../../ports/action-store.js';
 import { randomBytes } from 'node:crypto';
 import { runAttempt as runConnectorAttempt, type AttemptOutcome as ConnectorAttemptOutcome } from '../../connectors/deadline.js';
@@ -194,7 +201,10 @@ export async function invokeConnector(
       // record's action, admitted only if the caller's token held this account (prepare → resolveAccount);
       // resubmissions must match it, a resumed approval reuses it, and a reconcile's service caller holds
       // exactly the original's account. So this is never an account the submitting token did not hold.
-      tenant: { tenant_id: s.tenant_id, ...(s.action.identity?.external_account_id !== undefined ? { external_account_id: s.action.identity.external_account_id } : {}) },
+      tenant: {
+        tenant_id: s.tenant_id,
+        ...(s.action.identity?.external_account_id !== undefined ? { external_account_id: s.action.identity.external_account_id } : {}),
+      },
       ...(handleId !== undefined ? { credential: CredentialHandle.of(handleId) } : {}),
       ...(s.idempotency !== undefined ? { idempotency: s.idempotency } : {}),
       ...(s.approval !== undefined ? { approval: s.approval } : {}),
@@ -211,7 +221,11 @@ export async function invokeConnector(
           on_attempt: (attempt) => {
             if (s.memory !== undefined) bindRuntimeMemory(attempt.context, s.memory);
             // The pinned route and the lease this attempt holds (a remote connector signs them into its request).
-            if (s.route !== undefined) bindAttemptPlacement(attempt.context, { route: s.route, lease: { attempt_id: s.attempt_id, fence: s.fence, expires_at: new Date(k.now().getTime() + s.lease_ms) } });
+            if (s.route !== undefined)
+              bindAttemptPlacement(attempt.context, {
+                route: s.route,
+                lease: { attempt_id: s.attempt_id, fence: s.fence, expires_at: new Date(k.now().getTime() + s.lease_ms) },
+              });
           },
         }
       : {}),

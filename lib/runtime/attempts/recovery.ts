@@ -69,7 +69,11 @@ export async function settleAbandoned(
   const error = {
     ...toProtocolError(
       new AipError('runtime.attempt_abandoned', undefined, {
-        details: { uncertain_outcome: true, previous_fence: txn?.fence ?? action.fence - 1, ...(txn?.lease_owner ? { previous_attempt_id: txn.lease_owner } : {}) },
+        details: {
+          uncertain_outcome: true,
+          previous_fence: txn?.fence ?? action.fence - 1,
+          ...(txn?.lease_owner ? { previous_attempt_id: txn.lease_owner } : {}),
+        },
       }),
     ),
     uncertain_outcome: true,
@@ -106,9 +110,21 @@ export async function settleCancelled(
   const to = txn === undefined ? undefined : txn.status === 'reconciling' ? ('outcome_unknown' as const) : ('failed' as const);
   if (txn !== undefined && to !== undefined) {
     try {
-      txn = await k.journal.settle(txn, { to, from: [txn.status], error, result }, { action_id: action.action_id, attempt_id, reason: 'cancelled_before_provider_call' });
+      txn = await k.journal.settle(
+        txn,
+        { to, from: [txn.status], error, result },
+        { action_id: action.action_id, attempt_id, reason: 'cancelled_before_provider_call' },
+      );
     } catch (err) {
-      if (isAipError(err, 'transaction.state_conflict')) return { disposition: 'superseded', tenant_id: action.tenant_id, action_id: action.action_id, retry: false, fence, reason: 'transaction_revision_moved' };
+      if (isAipError(err, 'transaction.state_conflict'))
+        return {
+          disposition: 'superseded',
+          tenant_id: action.tenant_id,
+          action_id: action.action_id,
+          retry: false,
+          fence,
+          reason: 'transaction_revision_moved',
+        };
       throw err;
     }
   }
@@ -116,7 +132,8 @@ export async function settleCancelled(
   try {
     settled = await k.deps.actions.settle({ tenant_id: action.tenant_id, action_id: action.action_id, fence, to: 'cancelled', result });
   } catch (err) {
-    if (isAipError(err, 'action.fence_stale') || isAipError(err, 'action.state_conflict')) return { disposition: 'superseded', tenant_id: action.tenant_id, action_id: action.action_id, retry: false, fence, reason: 'action_fence_moved' };
+    if (isAipError(err, 'action.fence_stale') || isAipError(err, 'action.state_conflict'))
+      return { disposition: 'superseded', tenant_id: action.tenant_id, action_id: action.action_id, retry: false, fence, reason: 'action_fence_moved' };
     throw err;
   }
   const key = action.action.idempotency_key;
@@ -154,12 +171,20 @@ export async function failBeforeInvocation(
   if (reg === undefined) return attemptOutcome(message, 'dropped', { reason: err.code });
   let leased: ActionRecord;
   try {
-    leased = await k.deps.actions.acquireLease({ tenant_id: action.tenant_id, action_id: action.action_id, owner: attempt_id, ttl_ms: leaseMs(k, reg), expected_revision: action.revision });
+    leased = await k.deps.actions.acquireLease({
+      tenant_id: action.tenant_id,
+      action_id: action.action_id,
+      owner: attempt_id,
+      ttl_ms: leaseMs(k, reg),
+      expected_revision: action.revision,
+    });
   } catch (e) {
-    if (isAipError(e, 'action.lease_held') || isAipError(e, 'action.state_conflict')) return attemptOutcome(message, 'deferred', { reason: e.code, retry_after_ms: 1_000 });
+    if (isAipError(e, 'action.lease_held') || isAipError(e, 'action.state_conflict'))
+      return attemptOutcome(message, 'deferred', { reason: e.code, retry_after_ms: 1_000 });
     throw e;
   }
-  if (txn !== undefined && isAttemptStatus(txn.status) && attemptStarted(action, txn)) return settleAbandoned(k, leased, leased.fence, txn, mode, reg, attempt_id);
+  if (txn !== undefined && isAttemptStatus(txn.status) && attemptStarted(action, txn))
+    return settleAbandoned(k, leased, leased.fence, txn, mode, reg, attempt_id);
   const error = toProtocolError(err);
   const result: ActionResult = { action_id: action.action_id, status: 'failed', error, completed_at: k.iso() };
   const to = txn === undefined || !isAttemptStatus(txn.status) ? undefined : txn.status === 'reconciling' ? ('outcome_unknown' as const) : ('failed' as const);
@@ -183,7 +208,11 @@ export async function abandonUnstartedTransaction(k: Kernel, action: ActionRecor
   const error = toProtocolError(new AipError('runtime.cancelled'));
   const result: ActionResult = action.result ?? { action_id: action.action_id, status: 'cancelled' };
   try {
-    await k.journal.settle(txn, { to: txn.status === 'reconciling' ? 'outcome_unknown' : 'failed', from: [txn.status], error, result }, { action_id: action.action_id, reason: 'cancelled_before_attempt' });
+    await k.journal.settle(
+      txn,
+      { to: txn.status === 'reconciling' ? 'outcome_unknown' : 'failed', from: [txn.status], error, result },
+      { action_id: action.action_id, reason: 'cancelled_before_attempt' },
+    );
   } catch (err) {
     if (!isAipError(err, 'transaction.state_conflict')) throw err;
   }

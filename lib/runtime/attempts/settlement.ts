@@ -24,7 +24,14 @@
 import { AipError, isAipError } from '../../errors/aip-error.js';
 import { toProtocolError } from '../../protocol/problem.js';
 import type { AttemptOutcome as ConnectorAttemptOutcome } from '../../connectors/deadline.js';
-import { ProviderOperationRefSchema, type ActionResult, type JsonObject, type ProtocolError, type ProviderOperationRef, type TransactionMode } from '../../protocol/index.js';
+import {
+  ProviderOperationRefSchema,
+  type ActionResult,
+  type JsonObject,
+  type ProtocolError,
+  type ProviderOperationRef,
+  type TransactionMode,
+} from '../../protocol/index.js';
 import type { ActionRecord, SettleActionInput } from '../../ports/action-store.js';
 import type { AtomicWrites, IdempotencySettlement, SettleWriteOutcome } from '../../ports/atomic-writes.js';
 import type { SettleInput, TransactionRecord } from '../../ports/transaction-store.js';
@@ -66,7 +73,13 @@ export interface Classified {
 }
 
 /** Turns what the connector attempt produced into the action result and the transaction outcome. */
-export function classify(k: Kernel, mode: TransactionMode | undefined, outcome: ConnectorAttemptOutcome, connectorReg: RegisteredCapability, action_id: string): Classified {
+export function classify(
+  k: Kernel,
+  mode: TransactionMode | undefined,
+  outcome: ConnectorAttemptOutcome,
+  connectorReg: RegisteredCapability,
+  action_id: string,
+): Classified {
   const at = k.iso();
   let result: ActionResult;
   let error: ProtocolError | undefined;
@@ -84,19 +97,32 @@ export function classify(k: Kernel, mode: TransactionMode | undefined, outcome: 
   const classified = classifyResult(mode, result, error, action_id, at);
   // A client cancelled the action and the connector's answer is a certain failure: nothing happened, and the action
   // ends `cancelled` (its transaction `failed`: failed before any known commit). An uncertain one stays uncertain.
-  if (outcome.client_cancelled === true && classified.result.status === 'failed' && !isUncertainFailure(classified.error) && classified.to !== 'outcome_unknown') {
+  if (
+    outcome.client_cancelled === true &&
+    classified.result.status === 'failed' &&
+    !isUncertainFailure(classified.error) &&
+    classified.to !== 'outcome_unknown'
+  ) {
     return { ...classified, result: { ...classified.result, status: 'cancelled' } };
   }
   return classified;
 }
 
 /** A completed result whose output fails the admitted output schema is an uncertain failure (the handler ran). */
-function classifyOutput(result: ActionResult, method: string, connectorReg: RegisteredCapability, action_id: string, at: string): { result: ActionResult; error?: ProtocolError } {
+function classifyOutput(
+  result: ActionResult,
+  method: string,
+  connectorReg: RegisteredCapability,
+  action_id: string,
+  at: string,
+): { result: ActionResult; error?: ProtocolError } {
   if (result.status === 'completed' && method !== 'reconcile_typed' && method !== 'plan_typed') {
     const issues = connectorReg.validateOutput(result.output);
     if (issues.length > 0) {
       const error: ProtocolError = {
-        ...toProtocolError(new AipError('runtime.output_invalid', undefined, { details: { issues: issues.map((i) => ({ path: i.path, keyword: i.keyword })) } })),
+        ...toProtocolError(
+          new AipError('runtime.output_invalid', undefined, { details: { issues: issues.map((i) => ({ path: i.path, keyword: i.keyword })) } }),
+        ),
         uncertain_outcome: true,
         details: { issues: issues.map((i) => ({ path: i.path, keyword: i.keyword })), uncertain_outcome: true },
       };
@@ -106,7 +132,13 @@ function classifyOutput(result: ActionResult, method: string, connectorReg: Regi
   return { result };
 }
 
-function classifyResult(mode: TransactionMode | undefined, result: ActionResult, errorIn: ProtocolError | undefined, action_id: string, at: string): Classified {
+function classifyResult(
+  mode: TransactionMode | undefined,
+  result: ActionResult,
+  errorIn: ProtocolError | undefined,
+  action_id: string,
+  at: string,
+): Classified {
   let error = errorIn;
   if (result.status === 'failed' && result.error !== undefined) error = result.error;
 
@@ -116,8 +148,16 @@ function classifyResult(mode: TransactionMode | undefined, result: ActionResult,
       if (result.status === 'completed') return { result, to: 'committed' };
       if (result.status === 'failed') return { result, to: isUncertainFailure(error) ? 'outcome_unknown' : 'failed', ...(error ? { error } : {}) };
       // A non-terminal answer from a mutation: the effect may be under way.
-      const e = toProtocolError(new AipError('runtime.attempt_abandoned', 'The connector returned a non-terminal result for a mutation', { details: { uncertain_outcome: true, returned_status: result.status } }));
-      return { result: { action_id, status: 'failed', error: { ...e, uncertain_outcome: true }, completed_at: at }, to: 'outcome_unknown', error: { ...e, uncertain_outcome: true } };
+      const e = toProtocolError(
+        new AipError('runtime.attempt_abandoned', 'The connector returned a non-terminal result for a mutation', {
+          details: { uncertain_outcome: true, returned_status: result.status },
+        }),
+      );
+      return {
+        result: { action_id, status: 'failed', error: { ...e, uncertain_outcome: true }, completed_at: at },
+        to: 'outcome_unknown',
+        error: { ...e, uncertain_outcome: true },
+      };
     }
     case 'compensate':
       if (result.status === 'completed') return { result, to: 'compensated' };
@@ -127,7 +167,9 @@ function classifyResult(mode: TransactionMode | undefined, result: ActionResult,
       if (result.status === 'failed' && isUncertainFailure(error)) return { result, to: 'outcome_unknown', ...(error ? { error } : {}) };
       return { result: asFailed(result, at), to: 'failed', ...(error ? { error } : {}) };
     case 'reconcile':
-      return result.status === 'completed' ? { result, to: 'reconciled' } : { result: asFailed(result, at), to: 'outcome_unknown', ...(error ? { error } : {}) };
+      return result.status === 'completed'
+        ? { result, to: 'reconciled' }
+        : { result: asFailed(result, at), to: 'outcome_unknown', ...(error ? { error } : {}) };
     default:
       return { result: result.status === 'completed' || result.status === 'failed' ? result : asFailed(result, at), ...(error ? { error } : {}) };
   }
@@ -135,7 +177,9 @@ function classifyResult(mode: TransactionMode | undefined, result: ActionResult,
 
 function asFailed(result: ActionResult, at: string): ActionResult {
   if (result.status === 'failed') return result;
-  const e = toProtocolError(new AipError('runtime.attempt_abandoned', 'The connector returned a non-terminal result', { details: { returned_status: result.status } }));
+  const e = toProtocolError(
+    new AipError('runtime.attempt_abandoned', 'The connector returned a non-terminal result', { details: { returned_status: result.status } }),
+  );
   return { action_id: result.action_id, status: 'failed', error: e, completed_at: at };
 }
 
@@ -159,11 +203,18 @@ export interface SettleRequest {
 }
 
 /** The transaction settlement an attempt asks for (same fields whichever path writes it). */
-function transactionSettlement(k: Kernel, req: SettleRequest, txn: TransactionRecord, to: SettleOutcome): { input: Omit<SettleInput, 'receipt' | 'expected_revision' | 'tenant_id' | 'transaction_id'>; evidence: JsonObject } {
+function transactionSettlement(
+  k: Kernel,
+  req: SettleRequest,
+  txn: TransactionRecord,
+  to: SettleOutcome,
+): { input: Omit<SettleInput, 'receipt' | 'expected_revision' | 'tenant_id' | 'transaction_id'>; evidence: JsonObject } {
   const { action, classified } = req;
   const error = classified.error;
   const ref = providerOperationFromError(error) ?? req.provider_operation;
-  const keepRef = ref !== undefined && (txn.provider_operation === undefined || (txn.provider_operation.provider === ref.provider && txn.provider_operation.operation_id === ref.operation_id));
+  const keepRef =
+    ref !== undefined &&
+    (txn.provider_operation === undefined || (txn.provider_operation.provider === ref.provider && txn.provider_operation.operation_id === ref.operation_id));
   const cursor = cursorFromError(error) ?? req.cursor;
   let next_reconcile_at: string | undefined;
   if (to === 'outcome_unknown') {
@@ -212,7 +263,9 @@ function transactionSettlement(k: Kernel, req: SettleRequest, txn: TransactionRe
 function transactionMoved(err: unknown, txn: TransactionRecord): boolean {
   return (
     isAipError(err, 'transaction.state_conflict') ||
-    (isAipError(err, 'transaction.provider_operation_conflict') && typeof err.details?.current_revision === 'number' && err.details.current_revision !== txn.revision)
+    (isAipError(err, 'transaction.provider_operation_conflict') &&
+      typeof err.details?.current_revision === 'number' &&
+      err.details.current_revision !== txn.revision)
   );
 }
 
@@ -227,7 +280,11 @@ export async function settleAttempt(k: Kernel, req: SettleRequest): Promise<Atte
       txn = await k.journal.settle(txn, input, evidence);
     } catch (err) {
       if (transactionMoved(err, txn)) {
-        k.log.warn('superseded attempt: its settlement lost the compare-and-set', { action_id: action.action_id, transaction_id: txn.transaction_id, fence: req.fence });
+        k.log.warn('superseded attempt: its settlement lost the compare-and-set', {
+          action_id: action.action_id,
+          transaction_id: txn.transaction_id,
+          fence: req.fence,
+        });
         return superseded(action, req, 'transaction_revision_moved');
       }
       throw err;
@@ -271,16 +328,23 @@ async function settleAtomically(k: Kernel, req: SettleRequest, atomic: AtomicWri
     let out: SettleWriteOutcome;
     try {
       out = await atomic.settle({
-        ...(held !== undefined && transaction !== undefined ? { transaction: { input: k.journal.settleInput(held, transaction.input, transaction.evidence), held } } : {}),
+        ...(held !== undefined && transaction !== undefined
+          ? { transaction: { input: k.journal.settleInput(held, transaction.input, transaction.evidence), held } }
+          : {}),
         ...(withAction ? { action: actionSettle } : {}),
         ...(withIdempotency && idempotency !== undefined ? { idempotency } : {}),
       });
     } catch (err) {
       if (held !== undefined && transactionMoved(err, held)) {
-        k.log.warn('superseded attempt: its settlement lost the compare-and-set', { action_id: action.action_id, transaction_id: held.transaction_id, fence: req.fence });
+        k.log.warn('superseded attempt: its settlement lost the compare-and-set', {
+          action_id: action.action_id,
+          transaction_id: held.transaction_id,
+          fence: req.fence,
+        });
         return superseded(action, req, 'transaction_revision_moved');
       }
-      if (held === undefined && isAipError(err, 'action.state_conflict') && err.details.reason === 'transaction_conflict') return superseded(action, req, 'action_fence_moved');
+      if (held === undefined && isAipError(err, 'action.state_conflict') && err.details.reason === 'transaction_conflict')
+        return superseded(action, req, 'action_fence_moved');
       throw err;
     }
     if (!out.settled) {
@@ -342,7 +406,8 @@ export async function finishSideRecords(k: Kernel, req: FinishRequest): Promise<
   try {
     settled = await k.deps.actions.settle(actionSettlement(k, req, txn?.status));
   } catch (err) {
-    if (isAipError(err, 'action.fence_stale') || isAipError(err, 'action.state_conflict')) return superseded(action, { fence: req.fence, ...(txn ? { txn } : {}) }, 'action_fence_moved');
+    if (isAipError(err, 'action.fence_stale') || isAipError(err, 'action.state_conflict'))
+      return superseded(action, { fence: req.fence, ...(txn ? { txn } : {}) }, 'action_fence_moved');
     throw err;
   }
 
@@ -364,10 +429,15 @@ function settledOutcome(action: ActionRecord, fence: number, txn: TransactionRec
 }
 
 /** The fenced action settlement (the input is redacted once the outcome is definitive, where the capability requires it). */
-function actionSettlement(k: Kernel, req: Pick<FinishRequest, 'action' | 'fence' | 'mode' | 'reg' | 'result'>, transactionStatus: TransactionRecord['status'] | undefined): SettleActionInput {
+function actionSettlement(
+  k: Kernel,
+  req: Pick<FinishRequest, 'action' | 'fence' | 'mode' | 'reg' | 'result'>,
+  transactionStatus: TransactionRecord['status'] | undefined,
+): SettleActionInput {
   // Definitive: nothing will need the raw input again. A reconcile action's input is a copy of the original's
   // (which keeps it until the outcome is known): it is never needed after its own attempt.
-  const definitive = req.mode === 'reconcile' || transactionStatus === undefined || (transactionStatus !== 'outcome_unknown' && transactionStatus !== 'reconciling');
+  const definitive =
+    req.mode === 'reconcile' || transactionStatus === undefined || (transactionStatus !== 'outcome_unknown' && transactionStatus !== 'reconciling');
   const policy = dataPolicyOf(k.deps.registry.find(req.action.capability_id)?.capability ?? req.reg.capability);
   const redaction = definitive ? definitiveInputRedaction(policy, req.action.action.input) : undefined;
   return {
@@ -403,12 +473,21 @@ export async function redactOriginalInput(k: Kernel, txn: TransactionRecord): Pr
 }
 
 /** What the attempt writes to its reservation, if the action has a key: "never deleted on an ambiguous error", an unknown outcome marks it uncertain. */
-function reservationSettlement(k: Kernel, action: ActionRecord, fence: number, result: ActionResult, hasTransaction: boolean, transactionStatus: TransactionRecord['status'] | undefined): IdempotencySettlement | undefined {
+function reservationSettlement(
+  k: Kernel,
+  action: ActionRecord,
+  fence: number,
+  result: ActionResult,
+  hasTransaction: boolean,
+  transactionStatus: TransactionRecord['status'] | undefined,
+): IdempotencySettlement | undefined {
   const key = action.action.idempotency_key;
   if (key === undefined) return undefined;
   const scope = { tenant_id: action.tenant_id, principal_id: action.principal.id, key, action_id: action.action_id, fence };
   const uncertain = transactionStatus === 'outcome_unknown' || (!hasTransaction && result.error !== undefined && isUncertainFailure(result.error));
-  return uncertain ? { kind: 'mark_uncertain', input: scope } : { kind: 'complete', input: { ...scope, result, retention_seconds: k.config.idempotency.retention_seconds } };
+  return uncertain
+    ? { kind: 'mark_uncertain', input: scope }
+    : { kind: 'complete', input: { ...scope, result, retention_seconds: k.config.idempotency.retention_seconds } };
 }
 
 async function settleIdempotency(k: Kernel, action: ActionRecord, fence: number, result: ActionResult, txn: TransactionRecord | undefined): Promise<void> {
@@ -424,7 +503,13 @@ async function settleIdempotency(k: Kernel, action: ActionRecord, fence: number,
 }
 
 /** Scheduling, escalation and the original reservation after a reconciliation. */
-async function afterTransactionSettled(k: Kernel, txn: TransactionRecord, mode: TransactionMode | undefined, action: ActionRecord, original?: ActionRecord): Promise<void> {
+async function afterTransactionSettled(
+  k: Kernel,
+  txn: TransactionRecord,
+  mode: TransactionMode | undefined,
+  action: ActionRecord,
+  original?: ActionRecord,
+): Promise<void> {
   if (txn.status === 'outcome_unknown') {
     if (mode === 'reconcile' && txn.reconcile_attempts >= k.config.reconcile.max_attempts) {
       await escalate(k, txn, 'attempts_exhausted');
@@ -468,15 +553,21 @@ export async function escalate(k: Kernel, txn: TransactionRecord, reason: string
   k.log.warn('reconciliation escalated to a human', { transaction_id: txn.transaction_id, reason, reconcile_attempts: txn.reconcile_attempts });
   try {
     // The receipt records the durable status (outcome_unknown) with the escalated fact; requires_human is the wire's projection.
-    const escalated = await k.journal.transition(txn, { operation: 'escalate', from: ['outcome_unknown'], to: 'outcome_unknown', data: { escalation_reason: reason } }, RECEIPT_EVENTS.escalated, {
-      escalated: true,
-      reason,
-      reconcile_attempts: txn.reconcile_attempts,
-    });
+    const escalated = await k.journal.transition(
+      txn,
+      { operation: 'escalate', from: ['outcome_unknown'], to: 'outcome_unknown', data: { escalation_reason: reason } },
+      RECEIPT_EVENTS.escalated,
+      {
+        escalated: true,
+        reason,
+        reconcile_attempts: txn.reconcile_attempts,
+      },
+    );
     await cancelSchedule(k, escalated);
     return escalated;
   } catch (err) {
-    if (isAipError(err, 'transaction.state_conflict')) return (await k.deps.transactions.get({ tenant_id: txn.tenant_id, transaction_id: txn.transaction_id })) ?? txn;
+    if (isAipError(err, 'transaction.state_conflict'))
+      return (await k.deps.transactions.get({ tenant_id: txn.tenant_id, transaction_id: txn.transaction_id })) ?? txn;
     throw err;
   }
 }
@@ -505,7 +596,15 @@ export async function completeOriginalReservation(k: Kernel, txn: TransactionRec
       ...scope,
       action_id: original.action_id,
       fence: reservation.fence,
-      result: { ...base, metadata: { ...(base.metadata ?? {}), transaction_status: 'reconciled', reconciled_by: reconciledBy, ...(reconciliation !== undefined ? { reconciliation } : {}) } },
+      result: {
+        ...base,
+        metadata: {
+          ...(base.metadata ?? {}),
+          transaction_status: 'reconciled',
+          reconciled_by: reconciledBy,
+          ...(reconciliation !== undefined ? { reconciliation } : {}),
+        },
+      },
       retention_seconds: k.config.idempotency.retention_seconds,
     });
   } catch (err) {

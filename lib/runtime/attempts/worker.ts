@@ -42,14 +42,30 @@ import { ranCapabilityId } from '../modes/reconcile.js';
 import { isTerminalAction } from '../pipeline/action-record.js';
 import type { RegisteredCapability } from '../registry.js';
 import type { AttemptOutcome } from '../types.js';
-import { hostedConnector, invokeConnector, isPreInvocationError, leaseMs, pinnedRoute, resolveRoute, routeAssignment, watchCancellation, type InvocationSubject } from './invoke.js';
+import {
+  hostedConnector,
+  invokeConnector,
+  isPreInvocationError,
+  leaseMs,
+  pinnedRoute,
+  resolveRoute,
+  routeAssignment,
+  watchCancellation,
+  type InvocationSubject,
+} from './invoke.js';
 import { classify, finishSideRecords, settleAttempt } from './settlement.js';
-import { abandonUnstartedTransaction, attemptOutcome, attemptStarted, boundTo, failBeforeInvocation, finishingResult, settleAbandoned, settleCancelled } from './recovery.js';
+import {
+  abandonUnstartedTransaction,
+  attemptOutcome,
+  attemptStarted,
+  boundTo,
+  failBeforeInvocation,
+  finishingResult,
+  settleAbandoned,
+  settleCancelled,
+} from './recovery.js';
 
 export { abandonUnstartedTransaction } from './recovery.js';
-
-
-
 
 /** The verified approval evidence of an approved approval: every approving decision (min_approvals may need several). */
 export function approvalEvidence(approval: ApprovalRecord | undefined): ApprovalEvidence | undefined {
@@ -73,7 +89,10 @@ export function approvalEvidence(approval: ApprovalRecord | undefined): Approval
  * `originalIdempotencyKey`).
  */
 async function originalRequestOf(k: Kernel, txn: TransactionRecord, held?: ActionRecord): Promise<{ original_request?: OriginalRequestIdentity }> {
-  const original = held !== undefined && held.tenant_id === txn.tenant_id && held.action_id === txn.action_id ? held : await k.deps.actions.get({ tenant_id: txn.tenant_id, action_id: txn.action_id });
+  const original =
+    held !== undefined && held.tenant_id === txn.tenant_id && held.action_id === txn.action_id
+      ? held
+      : await k.deps.actions.get({ tenant_id: txn.tenant_id, action_id: txn.action_id });
   if (original === undefined) return {};
   const key = original.action.idempotency_key;
   return {
@@ -81,7 +100,16 @@ async function originalRequestOf(k: Kernel, txn: TransactionRecord, held?: Actio
       action_id: original.action_id,
       capability_id: ranCapabilityId(txn),
       transaction_id: txn.transaction_id,
-      ...(key !== undefined ? { reservation_id: reservationIdentity({ tenant_id: original.tenant_id, principal_kind: original.principal.kind, principal_id: original.principal.id, key }) } : {}),
+      ...(key !== undefined
+        ? {
+            reservation_id: reservationIdentity({
+              tenant_id: original.tenant_id,
+              principal_kind: original.principal.kind,
+              principal_id: original.principal.id,
+              key,
+            }),
+          }
+        : {}),
     },
   };
 }
@@ -103,9 +131,16 @@ export interface KnownRecords {
 }
 
 export async function runAttempt(k: Kernel, message: InvokeMessage, known?: KnownRecords): Promise<AttemptOutcome> {
-  const heldAction = known?.action !== undefined && known.action.tenant_id === message.tenant_id && known.action.action_id === message.action_id ? known.action : undefined;
-  const heldTxn = known?.transaction !== undefined && known.transaction.tenant_id === message.tenant_id && known.transaction.transaction_id === message.transaction_id ? known.transaction : undefined;
-  const loaded = heldAction !== undefined ? { action: heldAction, ...(heldTxn !== undefined ? { transaction: { transaction_id: heldTxn.transaction_id, record: heldTxn } } : {}) } : await loadAttempt(k, message);
+  const heldAction =
+    known?.action !== undefined && known.action.tenant_id === message.tenant_id && known.action.action_id === message.action_id ? known.action : undefined;
+  const heldTxn =
+    known?.transaction !== undefined && known.transaction.tenant_id === message.tenant_id && known.transaction.transaction_id === message.transaction_id
+      ? known.transaction
+      : undefined;
+  const loaded =
+    heldAction !== undefined
+      ? { action: heldAction, ...(heldTxn !== undefined ? { transaction: { transaction_id: heldTxn.transaction_id, record: heldTxn } } : {}) }
+      : await loadAttempt(k, message);
   const action = loaded.action;
   if (action === undefined) return attemptOutcome(message, 'dropped', { reason: 'action_not_found' });
   if (action.status === 'requires_human') return attemptOutcome(message, 'dropped', { reason: 'awaiting_approval' });
@@ -146,9 +181,11 @@ export async function runAttempt(k: Kernel, message: InvokeMessage, known?: Know
   let unwritten: RouteAssignment | undefined;
   let foldable = false;
   try {
-    if (reg === undefined || connectorReg === undefined) throw new AipError('capability.not_found', undefined, { details: { capability_id: action.capability_id } });
+    if (reg === undefined || connectorReg === undefined)
+      throw new AipError('capability.not_found', undefined, { details: { capability_id: action.capability_id } });
     hosted = hostedConnector(k, connectorReg);
-    foldable = atomic !== undefined && startIsFoldable(k, action, txn, attempt_id, capabilityRetryable(connectorReg.capability, connectorReg.implementation_support));
+    foldable =
+      atomic !== undefined && startIsFoldable(k, action, txn, attempt_id, capabilityRetryable(connectorReg.capability, connectorReg.implementation_support));
     const subject = routeSubject(k, action, connectorReg, attempt_id);
     // No attempt ever leased the action (fence 0), so no attempt pinned a route: the common path. A route that exists
     // anyway (a delivery that put it and was then deferred) refuses the composite write and is judged by the same rules.
@@ -178,7 +215,10 @@ export async function runAttempt(k: Kernel, message: InvokeMessage, known?: Know
     txn = out.transaction ?? txn;
   }
   const fence = leased.fence;
-  const approval = action.approval_id !== undefined ? approvalEvidence(await k.deps.approvals.get({ tenant_id: action.tenant_id, approval_id: action.approval_id })) : undefined;
+  const approval =
+    action.approval_id !== undefined
+      ? approvalEvidence(await k.deps.approvals.get({ tenant_id: action.tenant_id, approval_id: action.approval_id }))
+      : undefined;
 
   const connectorAction = mode === 'compensate' ? connectorFacingCompensation(action.action, connectorReg) : action.action;
   const transaction: TransactionExecutionContext | undefined =
@@ -205,7 +245,9 @@ export async function runAttempt(k: Kernel, message: InvokeMessage, known?: Know
     ...(route !== undefined ? { route } : {}),
     ...(action.actor !== undefined ? { actor: action.actor } : {}),
     // The runtime's service principal reconciling another principal's transaction acts on that principal's behalf.
-    ...(mode === 'reconcile' && txn !== undefined && (txn.principal.id !== action.principal.id || txn.principal.kind !== action.principal.kind) ? { on_behalf_of: txn.principal } : {}),
+    ...(mode === 'reconcile' && txn !== undefined && (txn.principal.id !== action.principal.id || txn.principal.kind !== action.principal.kind)
+      ? { on_behalf_of: txn.principal }
+      : {}),
     ...(transaction !== undefined ? { transaction } : {}),
     ...(approval !== undefined ? { approval } : {}),
     // reservation_id: the scope-unique identity of the reservation (tenant, principal, key), the same for every
@@ -317,7 +359,10 @@ export async function runAttempt(k: Kernel, message: InvokeMessage, known?: Know
  * action alone here; the transaction is read once the action names it). The
  * transaction read here is used only when the action is bound to that very ID.
  */
-async function loadAttempt(k: Kernel, message: InvokeMessage): Promise<{ action: ActionRecord | undefined; transaction?: { transaction_id: string; record: TransactionRecord | undefined } }> {
+async function loadAttempt(
+  k: Kernel,
+  message: InvokeMessage,
+): Promise<{ action: ActionRecord | undefined; transaction?: { transaction_id: string; record: TransactionRecord | undefined } }> {
   const ref = { tenant_id: message.tenant_id, action_id: message.action_id };
   const atomic = k.deps.atomic;
   if (atomic?.loadAttempt === undefined || message.transaction_id === undefined) return { action: await k.deps.actions.get(ref) };
@@ -375,16 +420,27 @@ async function startAtomically(
   let route: RouteAssignment | undefined;
   for (let round = 0; round < 3; round++) {
     const out = await atomic.startAttempt({
-      action: { input: { tenant_id: action.tenant_id, action_id: action.action_id, owner: attempt_id, ttl_ms: lease_ms, expected_revision: action.revision }, held: action },
+      action: {
+        input: { tenant_id: action.tenant_id, action_id: action.action_id, owner: attempt_id, ttl_ms: lease_ms, expected_revision: action.revision },
+        held: action,
+      },
       ...(txn !== undefined
         ? {
             transaction: {
-              input: k.journal.leaseInput(txn, attempt_id, lease_ms, { attempt_action_id: action.action_id, attempt_fence: fence }, { action_id: action.action_id, attempt_id, fence, ...(recovering ? { recovered: true } : {}) }),
+              input: k.journal.leaseInput(
+                txn,
+                attempt_id,
+                lease_ms,
+                { attempt_action_id: action.action_id, attempt_fence: fence },
+                { action_id: action.action_id, attempt_id, fence, ...(recovering ? { recovered: true } : {}) },
+              ),
               held: txn,
             },
           }
         : {}),
-      ...(adopt && key !== undefined ? { idempotency: { tenant_id: action.tenant_id, principal_id: action.principal.id, key, action_id: action.action_id, fence } } : {}),
+      ...(adopt && key !== undefined
+        ? { idempotency: { tenant_id: action.tenant_id, principal_id: action.principal.id, key, action_id: action.action_id, fence } }
+        : {}),
       ...(withRoute !== undefined ? { route: withRoute } : {}),
     });
     if (out.started) {
@@ -409,7 +465,8 @@ async function startAtomically(
     }
     if (refusedTxn !== undefined) {
       const code = refusedTxn.code;
-      if (code === 'transaction.lease_held' || code === 'transaction.state_conflict') return attemptOutcome(message, 'deferred', { reason: code, retry_after_ms: 1_000 });
+      if (code === 'transaction.lease_held' || code === 'transaction.state_conflict')
+        return attemptOutcome(message, 'deferred', { reason: code, retry_after_ms: 1_000 });
       throw refusedTxn;
     }
     if (refusedIdem !== undefined) {
@@ -454,7 +511,11 @@ async function startSeparately(
       return finishSideRecords(k, { action: leased, fence, mode, txn, result, reg: connectorReg, attempt_id });
     }
     if (txn.lease_expires_at !== undefined && txn.lease_owner !== attempt_id && Date.parse(txn.lease_expires_at) > k.now().getTime()) {
-      return attemptOutcome(message, 'deferred', { reason: 'transaction.lease_held', retry_after_ms: Math.max(1, Date.parse(txn.lease_expires_at) - k.now().getTime()), fence });
+      return attemptOutcome(message, 'deferred', {
+        reason: 'transaction.lease_held',
+        retry_after_ms: Math.max(1, Date.parse(txn.lease_expires_at) - k.now().getTime()),
+        fence,
+      });
     }
     // An earlier attempt of this action leased the record: it may have reached the provider.
     const recovering = attemptStarted(action, txn);
@@ -462,7 +523,13 @@ async function startSeparately(
     // A cancellation requested before this (first) attempt reached the provider: end without a call.
     if (leased.cancel_requested_at !== undefined && !recovering) return settleCancelled(k, leased, fence, txn, attempt_id);
     try {
-      txn = await k.journal.lease(txn, attempt_id, lease_ms, { attempt_action_id: action.action_id, attempt_fence: fence }, { action_id: action.action_id, attempt_id, fence, ...(recovering ? { recovered: true } : {}) });
+      txn = await k.journal.lease(
+        txn,
+        attempt_id,
+        lease_ms,
+        { attempt_action_id: action.action_id, attempt_fence: fence },
+        { action_id: action.action_id, attempt_id, fence, ...(recovering ? { recovered: true } : {}) },
+      );
     } catch (err) {
       if (isAipError(err, 'transaction.lease_held')) return attemptOutcome(message, 'deferred', { reason: err.code, retry_after_ms: 1_000, fence });
       if (isAipError(err, 'transaction.state_conflict')) return attemptOutcome(message, 'deferred', { reason: err.code, retry_after_ms: 1_000, fence });
@@ -499,7 +566,8 @@ function routeFailure(
 ): Promise<AttemptOutcome> {
   // A reconciliation only reads: rather than wait for a connector that may never come back (a redelivery loop), it
   // ends this attempt (back to outcome_unknown, counted by its begin) and the bound decides.
-  if (isAipError(err, 'runtime.connector_unavailable') && mode !== 'reconcile') return Promise.resolve(attemptOutcome(message, 'deferred', { reason: err.code, retry_after_ms: err.retryAfterMs ?? 1_000 }));
+  if (isAipError(err, 'runtime.connector_unavailable') && mode !== 'reconcile')
+    return Promise.resolve(attemptOutcome(message, 'deferred', { reason: err.code, retry_after_ms: err.retryAfterMs ?? 1_000 }));
   if (isAipError(err, 'runtime.connector_unavailable')) return failBeforeInvocation(k, message, action, txn, mode, err, attempt_id);
   if (isPreInvocationError(err) || isAipError(err, 'capability.not_found')) return failBeforeInvocation(k, message, action, txn, mode, err, attempt_id);
   return Promise.reject(err);
@@ -524,11 +592,6 @@ function retryAfter(k: Kernel, err: AipError): number {
   if (typeof until === 'string') return Math.max(1, Date.parse(until) - k.now().getTime());
   return err.retryAfterMs ?? 1_000;
 }
-
-
-
-
-
 
 async function compensationMemory(k: Kernel, action: ActionRecord, txn: TransactionRecord, connectorCapability: string): Promise<CompensationMemory> {
   const data = (txn.data.compensation as JsonObject | undefined) ?? {};

@@ -73,7 +73,11 @@ export async function recheckPlan(k: Kernel, adm: Admission, known?: Transaction
 async function expirePlan(k: Kernel, record: TransactionRecord): Promise<void> {
   try {
     const retention = retentionFor(k, record.capability_id, record);
-    await k.journal.transition(record, { operation: 'expire_plan', from: ['planned'], to: 'failed', ...(retention !== undefined ? { retention } : {}) }, RECEIPT_EVENTS.plan_expired);
+    await k.journal.transition(
+      record,
+      { operation: 'expire_plan', from: ['planned'], to: 'failed', ...(retention !== undefined ? { retention } : {}) },
+      RECEIPT_EVENTS.plan_expired,
+    );
   } catch (err) {
     if (!isAipError(err, 'transaction.state_conflict')) throw err;
   }
@@ -85,7 +89,11 @@ function claimPlan(k: Kernel, adm: Admission, record: TransactionRecord): Promis
 
 /** What a commit's claim_plan writes (shared with the composite admission write). */
 export function planClaim(adm: Pick<Admission, 'action'>, record: TransactionRecord): { plan_id: string; commit_action_id: string; data: JsonObject } {
-  return { plan_id: record.plan_id as string, commit_action_id: adm.action.id, data: { commit_transaction_context: { ...adm.action.transaction } as JsonObject } };
+  return {
+    plan_id: record.plan_id as string,
+    commit_action_id: adm.action.id,
+    data: { commit_transaction_context: { ...adm.action.transaction } as JsonObject },
+  };
 }
 
 /** A lost claim race is `runtime.plan_claim_conflict` (exactly one claimant wins); other errors pass through. */

@@ -43,7 +43,8 @@ async function findTarget(k: Kernel, tenant_id: string, target_id: string): Prom
     k.deps.transactions.get({ tenant_id, action_id: target_id }),
     k.deps.actions.get({ tenant_id, action_id: target_id }),
   ]);
-  if (record === undefined && action === undefined) throw new AipError('runtime.compensation_target_not_found', undefined, { details: { compensation_for: target_id } });
+  if (record === undefined && action === undefined)
+    throw new AipError('runtime.compensation_target_not_found', undefined, { details: { compensation_for: target_id } });
   const result = record?.result ?? action?.result;
   return { ...(record !== undefined ? { record } : {}), ...(result !== undefined ? { result } : {}) };
 }
@@ -53,7 +54,9 @@ function assertEligible(target: Target, target_id: string): void {
   if (r !== undefined) {
     if (r.status === 'committed') return;
     if (r.status === 'failed' && recordsPartialSideEffects(r.error ?? r.result?.error)) return;
-    throw new AipError('runtime.compensation_target_ineligible', undefined, { details: { compensation_for: target_id, transaction_id: r.transaction_id, status: r.status } });
+    throw new AipError('runtime.compensation_target_ineligible', undefined, {
+      details: { compensation_for: target_id, transaction_id: r.transaction_id, status: r.status },
+    });
   }
   const res = target.result;
   if (res?.status === 'completed') return;
@@ -74,7 +77,9 @@ function checkWindow(k: Kernel, adm: Admission, target: Target, window_ms: numbe
   }
   if (window_ms === undefined) return { ...(basis ? { basis } : {}), ...(kind ? { kind } : {}) };
   if (basis === undefined || kind === undefined) {
-    throw new AipError('runtime.compensation_window_unverifiable', undefined, { details: { compensation_for: adm.action.transaction?.compensation_for ?? null } });
+    throw new AipError('runtime.compensation_window_unverifiable', undefined, {
+      details: { compensation_for: adm.action.transaction?.compensation_for ?? null },
+    });
   }
   const closes = Date.parse(basis) + window_ms;
   if (k.now().getTime() > closes) {
@@ -92,7 +97,8 @@ export async function admitCompensate(k: Kernel, adm: Admission): Promise<Compen
     throw new AipError('runtime.compensation_not_supported', undefined, { details: { capability_id: adm.reg.capability_id, mode: contract?.mode ?? null } });
   }
   const target_id = adm.action.transaction?.compensation_for;
-  if (target_id === undefined) throw new AipError('envelope.compensate_requires_compensation_for', undefined, { details: { path: '/transaction/compensation_for' } });
+  if (target_id === undefined)
+    throw new AipError('envelope.compensate_requires_compensation_for', undefined, { details: { path: '/transaction/compensation_for' } });
   const txId = adm.action.transaction?.transaction_id as string;
 
   // A resubmission of this compensate after a crash: reuse its record.
@@ -124,7 +130,9 @@ export async function admitCompensate(k: Kernel, adm: Admission): Promise<Compen
     ...(target.record !== undefined ? { target_transaction_id: target.record.transaction_id } : {}),
     compensation_capability_id: connectorReg.capability_id,
     ...(window.basis !== undefined ? { window_basis: window.basis } : {}),
-    ...(window.kind !== undefined ? { window_basis_kind: window.kind, window_basis_caller_carried: window.kind === 'caller_carried_original_completed_at' } : {}),
+    ...(window.kind !== undefined
+      ? { window_basis_kind: window.kind, window_basis_caller_carried: window.kind === 'caller_carried_original_completed_at' }
+      : {}),
   };
   try {
     const record = await k.journal.create(

@@ -55,10 +55,16 @@ export function replayGate(record: TransactionRecord, adm: Pick<Admission, 'acti
     case 'outcome_unknown':
     case 'reconciling':
       throw new AipError('runtime.reconciliation_required', undefined, {
-        details: { transaction_id: record.transaction_id, status: record.status, ...(record.next_reconcile_at ? { earliest_reconcile_at: record.next_reconcile_at } : {}) },
+        details: {
+          transaction_id: record.transaction_id,
+          status: record.status,
+          ...(record.next_reconcile_at ? { earliest_reconcile_at: record.next_reconcile_at } : {}),
+        },
       });
     default:
-      throw new AipError('runtime.execution_contract_mismatch', undefined, { details: { transaction_id: record.transaction_id, fields: ['transaction'], status: record.status } });
+      throw new AipError('runtime.execution_contract_mismatch', undefined, {
+        details: { transaction_id: record.transaction_id, fields: ['transaction'], status: record.status },
+      });
   }
 }
 
@@ -83,7 +89,11 @@ export async function admitExecute(k: Kernel, adm: Admission): Promise<{ record:
   for (let round = 0; round < 2; round++) {
     const existing = await k.deps.transactions.get({ tenant_id: adm.tenant_id, transaction_id: txId });
     if (existing !== undefined) {
-      k.authority.require(adm.caller, 'execute_replay', transactionTarget(existing, adm.tenant_id, txId, { fields: executionContractDifferences(existing, adm) }));
+      k.authority.require(
+        adm.caller,
+        'execute_replay',
+        transactionTarget(existing, adm.tenant_id, txId, { fields: executionContractDifferences(existing, adm) }),
+      );
       const verdict = replayGate(existing, adm);
       if (verdict.kind === 'replay') return { record: verdict.record, replay: true };
     }
@@ -123,6 +133,8 @@ export async function admitRollbackNotSupported(k: Kernel, adm: Admission): Prom
     const existing = await k.deps.transactions.get({ tenant_id: adm.tenant_id, transaction_id: txId });
     if (existing !== undefined && existing.action_id === adm.action.id && existing.status === 'rollback_not_supported') return existing;
     const fields = existing ? executionContractDifferences(existing, adm) : ['transaction'];
-    throw new AipError('runtime.execution_contract_mismatch', undefined, { details: { transaction_id: txId, fields: fields.length > 0 ? fields : ['transaction'] } });
+    throw new AipError('runtime.execution_contract_mismatch', undefined, {
+      details: { transaction_id: txId, fields: fields.length > 0 ? fields : ['transaction'] },
+    });
   }
 }

@@ -88,8 +88,14 @@ export async function runPreview(k: Kernel, adm: AdmittedAction): Promise<Submit
     const output = outcome.ok ? outcome.result.output : undefined;
     validation = { fidelity, status, ...(output !== undefined ? { output } : {}), validated_at: k.iso() };
     if (!outcome.ok) validationError = outcome.error;
-    else if (status !== 'completed') validationError = failedResult(action.id, new AipError('runtime.input_invalid', 'Downstream validation did not complete'), k.now()).error;
-    previewOutput = { fidelity, status, ...(output !== undefined ? { output } : {}), ...(validationError !== undefined ? { error_code: validationError.code } : {}) };
+    else if (status !== 'completed')
+      validationError = failedResult(action.id, new AipError('runtime.input_invalid', 'Downstream validation did not complete'), k.now()).error;
+    previewOutput = {
+      fidelity,
+      status,
+      ...(output !== undefined ? { output } : {}),
+      ...(validationError !== undefined ? { error_code: validationError.code } : {}),
+    };
   } else {
     previewOutput = { fidelity, capability_id: action.capability_id, handler_invoked: false, input_valid: true };
   }
@@ -112,7 +118,13 @@ async function createOrReuse(k: Kernel, adm: AdmittedAction, create: () => Promi
   }
 }
 
-async function completeDryRun(k: Kernel, adm: AdmittedAction, facts: PreviewFacts, preview: JsonObject, validation: DownstreamValidation | undefined): Promise<SubmitOutcome> {
+async function completeDryRun(
+  k: Kernel,
+  adm: AdmittedAction,
+  facts: PreviewFacts,
+  preview: JsonObject,
+  validation: DownstreamValidation | undefined,
+): Promise<SubmitOutcome> {
   const { action, tenant_id } = adm;
   const txId = action.transaction?.transaction_id as string;
   const result: ActionResult = {
@@ -141,7 +153,10 @@ async function completeDryRun(k: Kernel, adm: AdmittedAction, facts: PreviewFact
         principal: adm.principal,
         ...(action.identity !== undefined ? { identity: action.identity } : {}),
         result,
-        data: { transaction_context: { ...action.transaction } as JsonObject, ...(validation !== undefined ? { downstream_validation: validation as unknown as JsonObject } : {}) },
+        data: {
+          transaction_context: { ...action.transaction } as JsonObject,
+          ...(validation !== undefined ? { downstream_validation: validation as unknown as JsonObject } : {}),
+        },
         ...(retentionFor(k, action.capability_id) !== undefined ? { retention: retentionFor(k, action.capability_id) } : {}),
       },
       RECEIPT_EVENTS.dry_run_completed,
@@ -200,7 +215,9 @@ async function completePlan(
   const plan_id = tx?.plan_id ?? defaultPlanId(txId);
   const redact = reg.capability.data?.redaction_required === true;
   // The snapshot keeps the raw input unless the contract requires redaction; values at its pointers are redacted either way.
-  const input_snapshot: InputSnapshot = redact ? { redacted: true, hash: facts.input_hash } : { redacted: false, hash: facts.input_hash, value: redactPointers(action.input, reg.capability.data?.redact_pointers ?? []) };
+  const input_snapshot: InputSnapshot = redact
+    ? { redacted: true, hash: facts.input_hash }
+    : { redacted: false, hash: facts.input_hash, value: redactPointers(action.input, reg.capability.data?.redact_pointers ?? []) };
   const plan: TransactionPlan = {
     plan_id,
     transaction_id: txId,

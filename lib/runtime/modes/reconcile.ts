@@ -70,14 +70,18 @@ async function beginReconcile(k: Kernel, adm: Admission, txId: string, record: T
   }
   // Reconcile what actually ran: a compensation through an alternate capability is reconciled against that capability.
   if (ranCapabilityId(record) !== adm.action.capability_id) {
-    throw new AipError('runtime.execution_contract_mismatch', undefined, { details: { transaction_id: txId, fields: ['capability_id'], capability_id: ranCapabilityId(record) } });
+    throw new AipError('runtime.execution_contract_mismatch', undefined, {
+      details: { transaction_id: txId, fields: ['capability_id'], capability_id: ranCapabilityId(record) },
+    });
   }
   // From the request, or (a reconcile resumed after its approval) from what the request left on the action record.
   const recovery = adm.request !== undefined ? requestRecovery(adm) : 'record' in adm ? (adm as AdmittedAction).record.recovery : undefined;
   const requested = recovery?.provider_operation;
   const known = record.provider_operation;
   if (requested !== undefined && known !== undefined && !sameRef(requested, known)) {
-    throw new AipError('transaction.provider_operation_conflict', undefined, { details: { transaction_id: txId, current_provider_operation: { provider: known.provider, operation_id: known.operation_id } } });
+    throw new AipError('transaction.provider_operation_conflict', undefined, {
+      details: { transaction_id: txId, current_provider_operation: { provider: known.provider, operation_id: known.operation_id } },
+    });
   }
   const ref = requested ?? known;
   // Without an operation ID, only a connector that can look the operation up by the idempotency key the runtime sent.

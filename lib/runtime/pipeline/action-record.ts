@@ -51,7 +51,8 @@ export async function ensureActionRecord(
     if (!isAipError(err, 'action.already_exists')) throw err;
   }
   const existing = await k.deps.actions.get({ tenant_id: adm.tenant_id, action_id: adm.action.id });
-  if (existing === undefined) throw new AipError('action.state_conflict', 'The action record vanished during admission', { details: { action_id: adm.action.id } });
+  if (existing === undefined)
+    throw new AipError('action.state_conflict', 'The action record vanished during admission', { details: { action_id: adm.action.id } });
   assertResubmission(k, existing, adm);
   return { record: existing, created: false };
 }
@@ -64,7 +65,13 @@ export async function ensureActionRecord(
  */
 export function assertResubmission(k: Kernel, existing: ActionRecord, adm: Admission): void {
   const fields = actionDifferences(existing, adm);
-  k.authority.require(adm.caller, 'resubmit', { kind: 'action', tenant_id: existing.tenant_id, id: existing.action_id, owner: existing.principal, details: { fields } });
+  k.authority.require(adm.caller, 'resubmit', {
+    kind: 'action',
+    tenant_id: existing.tenant_id,
+    id: existing.action_id,
+    owner: existing.principal,
+    details: { fields },
+  });
   if (fields.length > 0) throw new AipError('runtime.action_conflict', undefined, { details: { action_id: adm.action.id, fields } });
 }
 

@@ -183,13 +183,24 @@ async function releaseReservation(k: Kernel, adm: AdmittedAction, fence: number)
 }
 
 function requiresHuman(adm: Admission, record: ActionRecord): SubmitOutcome {
-  const result: ActionResult = { action_id: adm.action.id, status: 'requires_human', ...(record.approval_id ? { metadata: { approval_id: record.approval_id } } : {}) };
+  const result: ActionResult = {
+    action_id: adm.action.id,
+    status: 'requires_human',
+    ...(record.approval_id ? { metadata: { approval_id: record.approval_id } } : {}),
+  };
   const txId = adm.action.transaction?.transaction_id;
   return submitOutcome(
     adm,
     'requires_human',
     result,
-    txId !== undefined && adm.request !== undefined ? { transaction_id: txId, ...(adm.action.transaction?.plan_id ? { plan_id: adm.action.transaction.plan_id } : {}), status: 'requires_human', action_result: result } : undefined,
+    txId !== undefined && adm.request !== undefined
+      ? {
+          transaction_id: txId,
+          ...(adm.action.transaction?.plan_id ? { plan_id: adm.action.transaction.plan_id } : {}),
+          status: 'requires_human',
+          action_result: result,
+        }
+      : undefined,
   );
 }
 
@@ -272,7 +283,10 @@ export async function continueAdmission(k: Kernel, adm: AdmittedAction): Promise
   // 7. idempotency reservation
   const idem = await reserveIdempotency(k, adm);
   if (idem.replay !== undefined) {
-    const stored = replayed(idem.replay, idem.from_action_id !== undefined && idem.from_action_id !== adm.action.id ? { replayed_from: idem.from_action_id } : undefined);
+    const stored = replayed(
+      idem.replay,
+      idem.from_action_id !== undefined && idem.from_action_id !== adm.action.id ? { replayed_from: idem.from_action_id } : undefined,
+    );
     await finishUnstartedAction(k, adm.record, { ...stored, action_id: adm.action.id });
     return submitOutcome(adm, 'replayed', stored);
   }
@@ -285,14 +299,16 @@ export async function continueAdmission(k: Kernel, adm: AdmittedAction): Promise
     case 'execute': {
       const out = await admitExecute(k, adm);
       if (out.replay) {
-        if (adm.record.status === 'accepted' && adm.record.fence === 0 && out.record.result !== undefined) await finishUnstartedAction(k, adm.record, out.record.result);
+        if (adm.record.status === 'accepted' && adm.record.fence === 0 && out.record.result !== undefined)
+          await finishUnstartedAction(k, adm.record, out.record.result);
         return replayFromRecord(adm, out.record, undefined);
       }
       txRecord = out.record;
       break;
     }
     case 'commit':
-      txRecord = adm.trusted_direct_commit === true && adm.action.transaction.plan_id === undefined ? await admitDirectCommit(k, adm) : await admitPlannedCommit(k, adm);
+      txRecord =
+        adm.trusted_direct_commit === true && adm.action.transaction.plan_id === undefined ? await admitDirectCommit(k, adm) : await admitPlannedCommit(k, adm);
       break;
     case 'compensate':
       txRecord = (await admitCompensate(k, adm)).record;
@@ -316,14 +332,15 @@ async function dispatch(k: Kernel, adm: AdmittedAction, txRecord: TransactionRec
   k.crash('after_admission_before_enqueue');
   // The runtime's own reconcile actions run inline in the reconcile consumer (a crash is re-driven from `reconciling`).
   if (adm.internal === true && adm.created && adm.written !== undefined) adm.written.action = adm.record;
-  if (adm.internal !== true) await k.enqueueInvoke({
-    kind: 'invoke',
-    tenant_id: adm.tenant_id,
-    action_id: adm.action.id,
-    ...(adm.action.transaction?.transaction_id !== undefined ? { transaction_id: adm.action.transaction.transaction_id } : {}),
-    fence: adm.record.fence,
-    attempt: adm.record.attempt + 1,
-  });
+  if (adm.internal !== true)
+    await k.enqueueInvoke({
+      kind: 'invoke',
+      tenant_id: adm.tenant_id,
+      action_id: adm.action.id,
+      ...(adm.action.transaction?.transaction_id !== undefined ? { transaction_id: adm.action.transaction.transaction_id } : {}),
+      fence: adm.record.fence,
+      attempt: adm.record.attempt + 1,
+    });
   const result: ActionResult = { action_id: adm.action.id, status: 'accepted' };
   return submitOutcome(adm, 'accepted', result, txRecord ? toTransactionResult(txRecord, { action_status: 'accepted' }) : undefined);
 }
@@ -362,7 +379,8 @@ async function admitAtomically(k: Kernel, adm: Admission, atomic: AtomicWrites):
     } catch (err) {
       // The separate writes reserve the key before the recheck: a held key answers first (replay, in_flight, ...).
       const key = adm.action.idempotency_key;
-      if (key !== undefined && (await k.deps.idempotency.get({ tenant_id: adm.tenant_id, principal_id: adm.principal.id, key })) !== undefined) return admitSeparately(k, adm);
+      if (key !== undefined && (await k.deps.idempotency.get({ tenant_id: adm.tenant_id, principal_id: adm.principal.id, key })) !== undefined)
+        return admitSeparately(k, adm);
       return rejectUnadmitted(k, adm, err);
     }
     if (checked.alreadyClaimed) return admitSeparately(k, adm);
@@ -373,7 +391,9 @@ async function admitAtomically(k: Kernel, adm: Admission, atomic: AtomicWrites):
     action: { tenant_id: adm.tenant_id, principal: adm.principal, action: adm.action, actor: recordedActor(adm.caller, k.config.issuer) },
     ...(reservation !== undefined ? { reservation } : {}),
     ...(mode === 'execute' ? { transaction: k.journal.createInput(preparedRecordInput(adm), RECEIPT_EVENTS.prepared, { action_id: adm.action.id }) } : {}),
-    ...(planned !== undefined ? { claim: { input: k.journal.claimPlanInput(planned, planClaim(adm, planned), { action_id: adm.action.id }, { actor: adm.principal }), held: planned } } : {}),
+    ...(planned !== undefined
+      ? { claim: { input: k.journal.claimPlanInput(planned, planClaim(adm, planned), { action_id: adm.action.id }, { actor: adm.principal }), held: planned } }
+      : {}),
   });
   if (out.admitted) {
     const admitted: AdmittedAction = { ...adm, record: out.action, created: true };
@@ -412,7 +432,11 @@ async function admitAtomically(k: Kernel, adm: Admission, atomic: AtomicWrites):
   const existing = out.existing_transaction;
   if (existing === undefined) throw new AipError('internal.unexpected', 'admission refused without a reason');
   // Another principal's transaction ID: refused as the authority rule says, and nothing is recorded (nothing was written).
-  k.authority.require(adm.caller, 'execute_replay', transactionTarget(existing, adm.tenant_id, existing.transaction_id, { fields: executionContractDifferences(existing, adm) }));
+  k.authority.require(
+    adm.caller,
+    'execute_replay',
+    transactionTarget(existing, adm.tenant_id, existing.transaction_id, { fields: executionContractDifferences(existing, adm) }),
+  );
   let verdict: ReturnType<typeof replayGate>;
   try {
     verdict = replayGate(existing, adm);

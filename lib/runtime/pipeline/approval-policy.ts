@@ -58,7 +58,12 @@ export function selectsCapability(policy: TenantApprovalPolicy, capability_id: s
  * with its terms, or undefined. For dry_run and plan pass the mode the
  * preview stands for (`commit` for a plan, `execute` for a dry run).
  */
-export function selectApprovalPolicyTerms(config: RuntimeSettings, tenant_id: string, capability: Capability, mode: TransactionMode | undefined): SelectedApprovalPolicy | undefined {
+export function selectApprovalPolicyTerms(
+  config: RuntimeSettings,
+  tenant_id: string,
+  capability: Capability,
+  mode: TransactionMode | undefined,
+): SelectedApprovalPolicy | undefined {
   const defaults = config.approvals.default_approver_scopes;
   if (capability.approval?.required === true) {
     return {
@@ -75,7 +80,12 @@ export function selectApprovalPolicyTerms(config: RuntimeSettings, tenant_id: st
   for (const p of tenantApprovalPolicies(config, tenant_id)) {
     if (selectsCapability(p, capability.id) && (p.modes ?? DEFAULT_POLICY_MODES).includes(effectiveMode)) {
       return {
-        ref: { policy_id: p.policy_id, source: 'tenant_default', approver_scopes: [...(p.approver_scopes ?? defaults)], allow_self_approval: p.allow_self_approval ?? false },
+        ref: {
+          policy_id: p.policy_id,
+          source: 'tenant_default',
+          approver_scopes: [...(p.approver_scopes ?? defaults)],
+          allow_self_approval: p.allow_self_approval ?? false,
+        },
         min_approvals: p.min_approvals ?? 1,
         ...(p.ttl_ms !== undefined ? { ttl_ms: p.ttl_ms } : {}),
       };
@@ -96,7 +106,12 @@ export function selectApprovalPolicyTerms(config: RuntimeSettings, tenant_id: st
 }
 
 /** The policy reference alone (what a preview records as `approval_policy`), or undefined. */
-export function selectApprovalPolicy(config: RuntimeSettings, tenant_id: string, capability: Capability, mode: TransactionMode | undefined): ApprovalPolicyRef | undefined {
+export function selectApprovalPolicy(
+  config: RuntimeSettings,
+  tenant_id: string,
+  capability: Capability,
+  mode: TransactionMode | undefined,
+): ApprovalPolicyRef | undefined {
   return selectApprovalPolicyTerms(config, tenant_id, capability, mode)?.ref;
 }
 
@@ -105,7 +120,12 @@ export function selectApprovalPolicy(config: RuntimeSettings, tenant_id: string,
  * mode for this tenant (what a pending approval stores), or undefined when
  * no policy applies. See {@link snapshotOf}.
  */
-export function policySnapshot(config: RuntimeSettings, tenant_id: string, capability: Capability, mode: TransactionMode | undefined): ApprovalPolicySnapshot | undefined {
+export function policySnapshot(
+  config: RuntimeSettings,
+  tenant_id: string,
+  capability: Capability,
+  mode: TransactionMode | undefined,
+): ApprovalPolicySnapshot | undefined {
   const selected = selectApprovalPolicyTerms(config, tenant_id, capability, mode);
   return selected === undefined ? undefined : snapshotOf(selected, config);
 }

@@ -21,7 +21,9 @@ export function lookupAndValidate(registry: CapabilityRegistry, action: Action):
   const schemaOf = (alternate !== undefined && alternate !== reg.capability_id ? registry.find(alternate) : undefined) ?? reg;
   const issues = schemaOf.validateInput(action.input);
   if (issues.length > 0) {
-    throw new AipError('runtime.input_invalid', undefined, { details: { capability_id: schemaOf.capability_id, issues: issues.map((i) => ({ path: i.path, keyword: i.keyword })) } });
+    throw new AipError('runtime.input_invalid', undefined, {
+      details: { capability_id: schemaOf.capability_id, issues: issues.map((i) => ({ path: i.path, keyword: i.keyword })) },
+    });
   }
   return reg;
 }

@@ -4,13 +4,7 @@
  * wrapper transaction ID matches the action's or is copied in).
  */
 import { AipError } from '../../errors/aip-error.js';
-import {
-  transactionRequestAction,
-  validateAction,
-  validateTransactionRequest,
-  type Action,
-  type TransactionRequest,
-} from '../../protocol/index.js';
+import { transactionRequestAction, validateAction, validateTransactionRequest, type Action, type TransactionRequest } from '../../protocol/index.js';
 import type { CallerIdentity } from '../identity.js';
 
 export interface ParsedSubmission {

@@ -3,7 +3,12 @@ import { DISPOSITION_HTTP, type SubmitDisposition, type SubmitOutcome } from '..
 import type { Admission } from './state.js';
 
 /** Builds a SubmitOutcome; the TransactionResult is attached only on the TransactionRequest path. */
-export function submitOutcome(adm: Pick<Admission, 'action' | 'tenant_id' | 'request'>, disposition: SubmitDisposition, action_result: ActionResult, transaction_result?: TransactionResult): SubmitOutcome {
+export function submitOutcome(
+  adm: Pick<Admission, 'action' | 'tenant_id' | 'request'>,
+  disposition: SubmitDisposition,
+  action_result: ActionResult,
+  transaction_result?: TransactionResult,
+): SubmitOutcome {
   return {
     disposition,
     http_status: DISPOSITION_HTTP[disposition],

@@ -44,7 +44,12 @@ export interface TargetOptions {
 }
 
 /** A transaction record as an authority target. */
-export function transactionTarget(record: TransactionRecord | undefined, tenant_id: string, transaction_id: string, details?: Record<string, unknown>): AuthorityTarget {
+export function transactionTarget(
+  record: TransactionRecord | undefined,
+  tenant_id: string,
+  transaction_id: string,
+  details?: Record<string, unknown>,
+): AuthorityTarget {
   if (record === undefined) return missingTarget('transaction', tenant_id, transaction_id);
   return { kind: 'transaction', tenant_id, id: transaction_id, owner: record.principal, ...(details !== undefined ? { details } : {}) };
 }
@@ -53,12 +58,21 @@ function sameRef(a: ProviderOperationRef, b: ProviderOperationRef): boolean {
   return a.provider === b.provider && a.operation_id === b.operation_id;
 }
 
-async function planTarget(k: Kernel, caller: CallerIdentity, tenant_id: string, action: Action, known: TransactionRecord | undefined): Promise<ResolvedTargets> {
+async function planTarget(
+  k: Kernel,
+  caller: CallerIdentity,
+  tenant_id: string,
+  action: Action,
+  known: TransactionRecord | undefined,
+): Promise<ResolvedTargets> {
   const tx = action.transaction;
   const plan_id = tx?.plan_id as string;
-  const record = known !== undefined && known.tenant_id === tenant_id && known.plan_id === plan_id ? known : await k.deps.transactions.get({ tenant_id, plan_id });
+  const record =
+    known !== undefined && known.tenant_id === tenant_id && known.plan_id === plan_id ? known : await k.deps.transactions.get({ tenant_id, plan_id });
   const target: AuthorityTarget | undefined =
-    record?.plan === undefined ? undefined : { kind: 'plan', tenant_id, id: plan_id, owner: record.plan.planned_by, details: { transaction_id: record.transaction_id } };
+    record?.plan === undefined
+      ? undefined
+      : { kind: 'plan', tenant_id, id: plan_id, owner: record.plan.planned_by, details: { transaction_id: record.transaction_id } };
   k.authority.require(caller, 'commit', target ?? missingTarget('plan', tenant_id, plan_id));
   const planned = record as TransactionRecord;
   // Point 5 of the recheck, before anything is written: the action must not be bound to another transaction.
@@ -72,12 +86,16 @@ async function reconcileTarget(k: Kernel, caller: CallerIdentity, tenant_id: str
   const txId = action.transaction?.transaction_id;
   if (txId === undefined) throw new AipError('runtime.transaction_id_required', undefined, { details: { path: '/transaction/transaction_id' } });
   const known = options.known;
-  const record = known !== undefined && known.tenant_id === tenant_id && known.transaction_id === txId ? known : await k.deps.transactions.get({ tenant_id, transaction_id: txId });
+  const record =
+    known !== undefined && known.tenant_id === tenant_id && known.transaction_id === txId
+      ? known
+      : await k.deps.transactions.get({ tenant_id, transaction_id: txId });
   const target = transactionTarget(record, tenant_id, txId);
   k.authority.require(caller, 'reconcile', target);
   const r = record as TransactionRecord;
   // A record parked for a human: only an operator reconciles it (the operator's reconcile route).
-  if (r.status === 'outcome_unknown' && r.escalated_at !== undefined) k.authority.require(caller, 'reconcile_override', transactionTarget(r, tenant_id, txId, { escalated_at: r.escalated_at }));
+  if (r.status === 'outcome_unknown' && r.escalated_at !== undefined)
+    k.authority.require(caller, 'reconcile_override', transactionTarget(r, tenant_id, txId, { escalated_at: r.escalated_at }));
   const supplied = options.request?.provider_operation;
   if (supplied !== undefined) {
     const checkpointed = r.provider_operation;
@@ -87,26 +105,42 @@ async function reconcileTarget(k: Kernel, caller: CallerIdentity, tenant_id: str
       });
     }
     // Binding a provider operation the runtime never checkpointed is an operator's call, recorded as evidence.
-    if (checkpointed === undefined) k.authority.require(caller, 'reconcile_override', transactionTarget(r, tenant_id, txId, { reason: 'no_checkpointed_provider_operation' }));
+    if (checkpointed === undefined)
+      k.authority.require(caller, 'reconcile_override', transactionTarget(r, tenant_id, txId, { reason: 'no_checkpointed_provider_operation' }));
   }
   return { action, known_transaction: r };
 }
 
 async function compensationTarget(k: Kernel, caller: CallerIdentity, tenant_id: string, action: Action): Promise<ResolvedTargets> {
   const target_id = action.transaction?.compensation_for;
-  if (target_id === undefined) throw new AipError('envelope.compensate_requires_compensation_for', undefined, { details: { path: '/transaction/compensation_for' } });
-  const [record, targetAction] = await Promise.all([k.deps.transactions.get({ tenant_id, action_id: target_id }), k.deps.actions.get({ tenant_id, action_id: target_id })]);
+  if (target_id === undefined)
+    throw new AipError('envelope.compensate_requires_compensation_for', undefined, { details: { path: '/transaction/compensation_for' } });
+  const [record, targetAction] = await Promise.all([
+    k.deps.transactions.get({ tenant_id, action_id: target_id }),
+    k.deps.actions.get({ tenant_id, action_id: target_id }),
+  ]);
   const owner = targetAction?.principal ?? record?.principal;
-  const target: AuthorityTarget = owner === undefined ? missingTarget('compensation_target', tenant_id, target_id) : { kind: 'compensation_target', tenant_id, id: target_id, owner };
+  const target: AuthorityTarget =
+    owner === undefined ? missingTarget('compensation_target', tenant_id, target_id) : { kind: 'compensation_target', tenant_id, id: target_id, owner };
   k.authority.require(caller, 'compensate', target);
   return {
     action,
-    compensation_target: { action_id: target_id, ...(record !== undefined ? { transaction_id: record.transaction_id } : {}), owner: { ...(owner as NonNullable<typeof owner>) } },
+    compensation_target: {
+      action_id: target_id,
+      ...(record !== undefined ? { transaction_id: record.transaction_id } : {}),
+      owner: { ...(owner as NonNullable<typeof owner>) },
+    },
   };
 }
 
 /** Step 4b (see the file comment). Reads only; throws the authority rule's refusals. */
-export async function resolveTargets(k: Kernel, caller: CallerIdentity, tenant_id: string, action: Action, options: TargetOptions = {}): Promise<ResolvedTargets> {
+export async function resolveTargets(
+  k: Kernel,
+  caller: CallerIdentity,
+  tenant_id: string,
+  action: Action,
+  options: TargetOptions = {},
+): Promise<ResolvedTargets> {
   const tx = action.transaction;
   switch (tx?.mode) {
     case 'commit':

@@ -44,7 +44,16 @@ describe('conformance: the broken connector', () => {
     const report = await runConformance(brokenConformanceSubject(), { secret });
     expect(report.passed).toBe(false);
     const failed = report.results.filter((r) => r.status === 'failed');
-    expect(failed.map((r) => r.id)).toEqual(['manifest', 'support_record', 'secrets', 'timeout_not_retryable', 'explicit_unsupported', 'checkpoint_before_wait', 'effect_checkpoint', 'recovery_evidence']);
+    expect(failed.map((r) => r.id)).toEqual([
+      'manifest',
+      'support_record',
+      'secrets',
+      'timeout_not_retryable',
+      'explicit_unsupported',
+      'checkpoint_before_wait',
+      'effect_checkpoint',
+      'recovery_evidence',
+    ]);
     for (const r of failed) {
       expect(r.review_item).toBe(conformanceRule(r.id).review_item);
       expect(REVIEW_ITEMS).toContain(r.review_item);
@@ -62,7 +71,9 @@ describe('conformance: the broken connector', () => {
     expect(message('support_record')).toContain('broken.lookup: the support record lacks approval');
     expect(message('support_record')).toContain('beyond the nine flags (refund)');
     // A plain Error instead of the typed unsupported failure.
-    expect(message('explicit_unsupported')).toContain('compensate_typed(broken.create): flag compensation is false, so it must reject with the typed ConnectorFailure connector.operation_unsupported');
+    expect(message('explicit_unsupported')).toContain(
+      'compensate_typed(broken.create): flag compensation is false, so it must reject with the typed ConnectorFailure connector.operation_unsupported',
+    );
     expect(message('explicit_unsupported')).toContain('untyped Error');
     // No checkpoint before the uncertain wait.
     expect(message('checkpoint_before_wait')).toContain('no provider operation was checkpointed before the connector waited on a response the provider held');
@@ -77,8 +88,16 @@ describe('conformance: the broken connector', () => {
     // A lost commit reported retryable.
     expect(message('timeout_not_retryable')).toContain('the commit timed out and failed with broken.desk_failed, retryable=true');
     // Not exercised, and reported as such (never as passed): no retry scenario, no provider observations.
-    expect(report.results.find((r) => r.id === 'retry_identity')).toMatchObject({ status: 'skipped', passed: false, skipped: true, reason: 'no retry scenario was supplied' });
-    expect(report.results.find((r) => r.id === 'plan_no_effect')).toMatchObject({ status: 'skipped', reason: 'the subject’s provider does not report its effects (provider.effects)' });
+    expect(report.results.find((r) => r.id === 'retry_identity')).toMatchObject({
+      status: 'skipped',
+      passed: false,
+      skipped: true,
+      reason: 'no retry scenario was supplied',
+    });
+    expect(report.results.find((r) => r.id === 'plan_no_effect')).toMatchObject({
+      status: 'skipped',
+      reason: 'the subject’s provider does not report its effects (provider.effects)',
+    });
   });
 });
 
@@ -89,7 +108,10 @@ describe('conformance: what the kit demands of a subject', () => {
       credential_handle: DEFAULT_TICKETS_CREDENTIAL_HANDLE,
       async setup(env) {
         const desk = new TicketDesk({ api_tokens: [env.secret] });
-        return { connector: createTicketsConnector({ desk, credentials: env.credentials }), sampleInput: (id) => (id === 'tickets.create' ? { title: 'probe' } : { query: 'x' }) };
+        return {
+          connector: createTicketsConnector({ desk, credentials: env.credentials }),
+          sampleInput: (id) => (id === 'tickets.create' ? { title: 'probe' } : { query: 'x' }),
+        };
       },
     };
     const report = await runConformance(withoutScenarios);
@@ -118,7 +140,21 @@ describe('conformance: what the kit demands of a subject', () => {
             if (line.event === 'effect_committed') console.warn('effect committed with token', env.secret);
           },
         });
-        return { ...inner, connector, scenarios: { committedEffect: async () => ({ action: { id: 'leak-1', capability_id: 'tickets.create', input: { title: 't' }, transaction: { mode: 'commit', transaction_id: 'leak-tx', plan_id: 'plan:leak-tx' } }, effectRecorded: () => desk.tickets().length === 1 }) } };
+        return {
+          ...inner,
+          connector,
+          scenarios: {
+            committedEffect: async () => ({
+              action: {
+                id: 'leak-1',
+                capability_id: 'tickets.create',
+                input: { title: 't' },
+                transaction: { mode: 'commit', transaction_id: 'leak-tx', plan_id: 'plan:leak-tx' },
+              },
+              effectRecorded: () => desk.tickets().length === 1,
+            }),
+          },
+        };
       },
     };
     const report = await runConformance(leaky);

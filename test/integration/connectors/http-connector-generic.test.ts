@@ -94,7 +94,16 @@ function config(): HttpConnectorConfig {
             },
           },
         },
-        errors: [{ status: 422, code: 'orders.invalid', category: 'validation', retryable: false, message: 'The order is invalid', details: { field: '/error/field' } }],
+        errors: [
+          {
+            status: 422,
+            code: 'orders.invalid',
+            category: 'validation',
+            retryable: false,
+            message: 'The order is invalid',
+            details: { field: '/error/field' },
+          },
+        ],
       },
     ],
   };
@@ -111,7 +120,13 @@ function attempt(action: Action, checkpoints: string[], onCheckpoint?: () => voi
     action_id: action.id,
     attempt_id: 'att-1',
     capability_id: action.capability_id,
-    actor: { principal: { id: 'svc', kind: 'service' }, issuer: 'i', scheme: 'mtls', scopes: [], lifetime: { issued_at: new Date(Date.now() - 1000), expires_at: new Date(Date.now() + 60_000) } },
+    actor: {
+      principal: { id: 'svc', kind: 'service' },
+      issuer: 'i',
+      scheme: 'mtls',
+      scopes: [],
+      lifetime: { issued_at: new Date(Date.now() - 1000), expires_at: new Date(Date.now() + 60_000) },
+    },
     tenant: { tenant_id: 'tenant-a' },
     credential: credentialHandle('orders/key'),
     deadline_at: new Date(Date.now() + 10_000),
@@ -130,7 +145,12 @@ function attempt(action: Action, checkpoints: string[], onCheckpoint?: () => voi
   });
 }
 
-const commit: Action = { id: 'order-act-1', capability_id: 'orders.create', input: { sku: 'A/1', quantity: 2, note: 'gift' }, transaction: { mode: 'commit', transaction_id: 'tx-1', plan_id: 'plan:tx-1' } };
+const commit: Action = {
+  id: 'order-act-1',
+  capability_id: 'orders.create',
+  input: { sku: 'A/1', quantity: 2, note: 'gift' },
+  transaction: { mode: 'commit', transaction_id: 'tx-1', plan_id: 'plan:tx-1' },
+};
 
 describe('a REST API of our own', () => {
   it('builds the request from the mappings and checkpoints a header operation ID before reading the body', async () => {
@@ -214,10 +234,7 @@ describe('a REST API of our own', () => {
   });
 
   it('a missing mapped input value fails before anything is sent', async () => {
-    const connector = createHttpConnector(
-      { ...config(), capabilities: [{ ...config().capabilities[0]!, input_schema: { type: 'object' } }] },
-      { credentials },
-    );
+    const connector = createHttpConnector({ ...config(), capabilities: [{ ...config().capabilities[0]!, input_schema: { type: 'object' } }] }, { credentials });
     const bad: Action = { ...commit, input: { quantity: 1 } };
     const err = (await connector.commit_typed(bad, attempt(bad, []).context).catch((e: unknown) => e)) as ConnectorFailure;
     expect(err).toMatchObject({ code: 'connector.input_invalid', redacted_details: { target: '/item/sku', reason: 'missing' } });

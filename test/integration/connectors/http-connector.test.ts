@@ -22,7 +22,13 @@ import {
   type TrustedAttemptState,
 } from '../../../lib/connectors/index.js';
 import { createExecutionContext } from '../../../lib/connectors/internal.js';
-import { createHttpConnector, deriveIdempotencyKey, originalIdempotencyKey, type HttpConnector, type HttpConnectorLogLine } from '../../../lib/connectors/http/index.js';
+import {
+  createHttpConnector,
+  deriveIdempotencyKey,
+  originalIdempotencyKey,
+  type HttpConnector,
+  type HttpConnectorLogLine,
+} from '../../../lib/connectors/http/index.js';
 import { createPaymentsConnector, paymentsConnectorConfig, PAYMENTS_PROVIDER } from '../../../lib/connectors/reference/payments.js';
 import type { Action, Principal, ProviderOperationRef } from '../../../lib/protocol/index.js';
 import { reservationIdentity } from '../../../lib/ports/idempotency-store.js';
@@ -88,12 +94,24 @@ const USER_1: Principal = { id: 'user-1', kind: 'user' };
 /** The reservation identity the runtime puts in the context for this action's key (see worker.ts). */
 function reservationOf(action: Action, opts: { tenant?: string; principal?: Principal } = {}): string {
   const principal = opts.principal ?? USER_1;
-  return reservationIdentity({ tenant_id: opts.tenant ?? TENANT, principal_kind: principal.kind, principal_id: principal.id, key: action.idempotency_key as string });
+  return reservationIdentity({
+    tenant_id: opts.tenant ?? TENANT,
+    principal_kind: principal.kind,
+    principal_id: principal.id,
+    key: action.idempotency_key as string,
+  });
 }
 
 function attemptFor(
   action: Action,
-  opts: { deadlineMs?: number; tenant?: string; principal?: Principal; provider_operation?: ProviderOperationRef; original_request?: OriginalRequestIdentity; signal?: AbortSignal } = {},
+  opts: {
+    deadlineMs?: number;
+    tenant?: string;
+    principal?: Principal;
+    provider_operation?: ProviderOperationRef;
+    original_request?: OriginalRequestIdentity;
+    signal?: AbortSignal;
+  } = {},
 ): Recorded {
   attemptCounter += 1;
   const events: string[] = [];
@@ -114,7 +132,9 @@ function attemptFor(
     tenant: { tenant_id: opts.tenant ?? TENANT },
     credential: credentialHandle('payments/api_key'),
     deadline_at: new Date(Date.now() + (opts.deadlineMs ?? 10_000)),
-    ...(action.idempotency_key !== undefined ? { idempotency: { key: action.idempotency_key, reservation_id: reservationOf(action, opts), attempt_id: `att-${attemptCounter}` } } : {}),
+    ...(action.idempotency_key !== undefined
+      ? { idempotency: { key: action.idempotency_key, reservation_id: reservationOf(action, opts), attempt_id: `att-${attemptCounter}` } }
+      : {}),
     ...(tx !== undefined
       ? {
           transaction: {
@@ -133,7 +153,10 @@ function attemptFor(
   const attempt = createExecutionContext(trusted, {
     transaction_checkpoints: {
       async checkpoint(input) {
-        checkpoints.push({ provider_operation: input.provider_operation, ...(input.reconciliation_cursor ? { reconciliation_cursor: input.reconciliation_cursor } : {}) });
+        checkpoints.push({
+          provider_operation: input.provider_operation,
+          ...(input.reconciliation_cursor ? { reconciliation_cursor: input.reconciliation_cursor } : {}),
+        });
         events.push(`checkpoint:${input.provider_operation.operation_id}`);
         observe(input);
       },
@@ -158,7 +181,9 @@ function charge(mode: 'commit' | 'execute' | undefined, extra: Partial<Action> =
     capability_id: 'payments.charge',
     input: { amount: 1250, currency: 'eur', customer: 'cus_1' },
     idempotency_key: `order-${actionCounter}`,
-    ...(mode !== undefined ? { transaction: { mode, transaction_id: `tx-${actionCounter}`, ...(mode === 'commit' ? { plan_id: `plan:tx-${actionCounter}` } : {}) } } : {}),
+    ...(mode !== undefined
+      ? { transaction: { mode, transaction_id: `tx-${actionCounter}`, ...(mode === 'commit' ? { plan_id: `plan:tx-${actionCounter}` } : {}) } }
+      : {}),
     ...extra,
   };
 }
@@ -301,7 +326,15 @@ describe('the idempotency key', () => {
     await resultOf(connector.invoke_typed(action, attemptFor(action).attempt.context));
     await resultOf(connector.invoke_typed(action, attemptFor(action).attempt.context));
     off();
-    const expected = deriveIdempotencyKey({ namespace: 'payments', capability_id: 'payments.charge', purpose: 'effect', kind: 'action', tenant_id: TENANT, action_id: action.id, transaction_id: action.transaction?.transaction_id as string });
+    const expected = deriveIdempotencyKey({
+      namespace: 'payments',
+      capability_id: 'payments.charge',
+      purpose: 'effect',
+      kind: 'action',
+      tenant_id: TENANT,
+      action_id: action.id,
+      transaction_id: action.transaction?.transaction_id as string,
+    });
     expect(keys).toEqual([expected, expected]);
     expect(sim.ledger()).toHaveLength(1);
   });
@@ -388,7 +421,14 @@ describe('fault mapping', () => {
     const action = charge('commit');
     const rec = attemptFor(action);
     const failure = await failureOf(connector.commit_typed(action, rec.attempt.context));
-    expect(failure).toMatchObject({ code: 'payments.provider_unavailable', category: 'temporary', retryable: true, remote_status: 503, uncertain_outcome: false, retry_after_ms: 1000 });
+    expect(failure).toMatchObject({
+      code: 'payments.provider_unavailable',
+      category: 'temporary',
+      retryable: true,
+      remote_status: 503,
+      uncertain_outcome: false,
+      retry_after_ms: 1000,
+    });
     expect(failure.redacted_details).toMatchObject({ probe: 'absent' });
     expect(failure.provider_request_id).toMatch(/^req_/);
     expect(rec.events).toEqual([]);
@@ -424,7 +464,11 @@ describe('fault mapping', () => {
     const entry = sim.ledger()[0];
     expect(failure.provider_operation?.operation_id).toBe(entry?.operation_id);
 
-    const reconcile: Action = { ...action, id: `${action.id}-reconcile`, transaction: { mode: 'reconcile', transaction_id: action.transaction?.transaction_id as string } };
+    const reconcile: Action = {
+      ...action,
+      id: `${action.id}-reconcile`,
+      transaction: { mode: 'reconcile', transaction_id: action.transaction?.transaction_id as string },
+    };
     const r = attemptFor(reconcile, { provider_operation: failure.provider_operation as ProviderOperationRef });
     const outcome = await dispatch(connector, 'payments.charge', reconcile, r.attempt.context);
     observe(outcome);
@@ -459,7 +503,11 @@ describe('fault mapping', () => {
     expect(sim.ledger()).toHaveLength(1);
 
     // The checkpointed operation reconciles: the charge succeeded, once.
-    const reconcile: Action = { ...action, id: `${action.id}-reconcile`, transaction: { mode: 'reconcile', transaction_id: action.transaction?.transaction_id as string } };
+    const reconcile: Action = {
+      ...action,
+      id: `${action.id}-reconcile`,
+      transaction: { mode: 'reconcile', transaction_id: action.transaction?.transaction_id as string },
+    };
     const r = attemptFor(reconcile, { provider_operation: failure.provider_operation as ProviderOperationRef });
     const outcome = await dispatch(connector, 'payments.charge', reconcile, r.attempt.context);
     observe(outcome);
@@ -509,7 +557,9 @@ describe('fault mapping', () => {
 
   it('after a timeout, an "absent" probe answer is not proof: the provider may commit the delayed request afterwards', async () => {
     // A probe whose lookup answers 404 while the delayed request is still held (unlike the simulator's key lookup, which says 409).
-    const config = paymentsConnectorConfig({ baseUrl: sim.url, pollIntervalMs: 20 }) as unknown as { capabilities: { id: string; operations: Record<string, unknown> }[] };
+    const config = paymentsConnectorConfig({ baseUrl: sim.url, pollIntervalMs: 20 }) as unknown as {
+      capabilities: { id: string; operations: Record<string, unknown> }[];
+    };
     const chargeCap = config.capabilities.find((c) => c.id === 'payments.charge');
     const invoke = chargeCap?.operations.invoke as { probe: { request: Record<string, unknown> } };
     invoke.probe = { ...invoke.probe, request: { method: 'GET', path: '/v1/operations/{$idempotency_key}' } };
@@ -533,7 +583,10 @@ describe('fault mapping', () => {
     sim.setFaults([{ match: { path: '/v1/charges' }, fault: { type: 'latency', ms: 600_000, phase: 'before_commit' } }]);
     const action = charge('execute');
     // probe_margin_ms 0: the request may use the whole deadline, so the runtime's deadline is what ends the attempt.
-    const noMargin = createHttpConnector({ ...paymentsConnectorConfig({ baseUrl: sim.url, pollIntervalMs: 20 }), probe_margin_ms: 0 }, { credentials: credentials() });
+    const noMargin = createHttpConnector(
+      { ...paymentsConnectorConfig({ baseUrl: sim.url, pollIntervalMs: 20 }), probe_margin_ms: 0 },
+      { credentials: credentials() },
+    );
     const capability = (await noMargin.discover({})).capabilities.find((c) => c.id === 'payments.charge');
     const outcome = await runAttempt({
       connector: noMargin,
@@ -542,7 +595,13 @@ describe('fault mapping', () => {
       action,
       trusted: {
         attempt_id: 'att-runtime',
-        actor: { principal: { id: 'user-1', kind: 'user' }, issuer: 'i', scheme: 'bearer_jwt', scopes: [], lifetime: { issued_at: new Date(Date.now() - 1000), expires_at: new Date(Date.now() + 3_600_000) } },
+        actor: {
+          principal: { id: 'user-1', kind: 'user' },
+          issuer: 'i',
+          scheme: 'bearer_jwt',
+          scopes: [],
+          lifetime: { issued_at: new Date(Date.now() - 1000), expires_at: new Date(Date.now() + 3_600_000) },
+        },
         tenant: { tenant_id: TENANT },
         credential: credentialHandle('payments/api_key'),
         idempotency: { key: action.idempotency_key as string, reservation_id: 'r', attempt_id: 'att-runtime' },
@@ -618,7 +677,13 @@ function trustedFor(action: Action, handle: string): TrustedAttemptState {
     action_id: action.id,
     attempt_id: 'att-other',
     capability_id: action.capability_id,
-    actor: { principal: { id: 'user-1', kind: 'user' }, issuer: 'i', scheme: 'bearer_jwt', scopes: [], lifetime: { issued_at: new Date(Date.now() - 1000), expires_at: new Date(Date.now() + 3_600_000) } },
+    actor: {
+      principal: { id: 'user-1', kind: 'user' },
+      issuer: 'i',
+      scheme: 'bearer_jwt',
+      scopes: [],
+      lifetime: { issued_at: new Date(Date.now() - 1000), expires_at: new Date(Date.now() + 3_600_000) },
+    },
     tenant: { tenant_id: TENANT },
     credential: credentialHandle(handle),
     deadline_at: new Date(Date.now() + 10_000),
@@ -647,11 +712,20 @@ describe('reconcile', () => {
     expect(lost).toMatchObject({ code: 'connector.attempt_cancelled', uncertain_outcome: true });
     const ref = lost.provider_operation as ProviderOperationRef;
 
-    const reconcile: Action = { ...action, id: `${action.id}-r1`, transaction: { mode: 'reconcile', transaction_id: action.transaction?.transaction_id as string } };
+    const reconcile: Action = {
+      ...action,
+      id: `${action.id}-r1`,
+      transaction: { mode: 'reconcile', transaction_id: action.transaction?.transaction_id as string },
+    };
     const pending = await dispatch(connector, 'payments.charge', reconcile, attemptFor(reconcile, { provider_operation: ref }).attempt.context);
     observe(pending);
     expect(pending.ok).toBe(false);
-    expect(!pending.ok && pending.error).toMatchObject({ code: 'transaction.reconciliation_pending', category: 'temporary', retryable: true, retry_after_ms: 5000 });
+    expect(!pending.ok && pending.error).toMatchObject({
+      code: 'transaction.reconciliation_pending',
+      category: 'temporary',
+      retryable: true,
+      retry_after_ms: 5000,
+    });
     expect(pending.reconciliation).toMatchObject({ terminal: false, evidence: { provider_status: 'pending' } });
     expect(pending.reconciliation?.cursor).toEqual(expect.any(String));
 
@@ -664,12 +738,22 @@ describe('reconcile', () => {
 describe('reconcile by idempotency key (no provider operation ID)', () => {
   /** The identity of `original` as the runtime records it for a later reconcile (same tenant and reservation identity). */
   function originalOf(original: Action, opts: { tenant?: string; principal?: Principal } = {}): OriginalRequestIdentity {
-    return { action_id: original.id, capability_id: original.capability_id, transaction_id: original.transaction?.transaction_id as string, reservation_id: reservationOf(original, opts) };
+    return {
+      action_id: original.id,
+      capability_id: original.capability_id,
+      transaction_id: original.transaction?.transaction_id as string,
+      reservation_id: reservationOf(original, opts),
+    };
   }
 
   /** A reconcile action of its own: another ID and NO idempotency key, so only original_request leads to the original key. */
   function reconcileOf(original: Action, n = 1): Action {
-    return { id: `${original.id}-reconcile-${n}`, capability_id: original.capability_id, input: original.input, transaction: { mode: 'reconcile', transaction_id: original.transaction?.transaction_id as string } };
+    return {
+      id: `${original.id}-reconcile-${n}`,
+      capability_id: original.capability_id,
+      input: original.input,
+      transaction: { mode: 'reconcile', transaction_id: original.transaction?.transaction_id as string },
+    };
   }
 
   it('a lost response whose probe failed too: the reconcile finds the charge by the original key and reports it terminal', async () => {
@@ -710,7 +794,9 @@ describe('reconcile by idempotency key (no provider operation ID)', () => {
 
     // With the found operation checkpointed, the next reconciliation is the ordinary lookup by ID.
     const byId = reconcileOf(action, 2);
-    const again = await resultOf(connector.reconcile_typed(byId, attemptFor(byId, { provider_operation: found, original_request: originalOf(action) }).attempt.context));
+    const again = await resultOf(
+      connector.reconcile_typed(byId, attemptFor(byId, { provider_operation: found, original_request: originalOf(action) }).attempt.context),
+    );
     expect(again).toMatchObject({ terminal: true, original_commit_completed: true, evidence: { provider_status: 'succeeded' } });
     expect(again.provider_operation).toBeUndefined();
   });
@@ -743,9 +829,17 @@ describe('reconcile by idempotency key (no provider operation ID)', () => {
     const outcome = await dispatch(connector, 'payments.charge', reconcile, attemptFor(reconcile, { original_request: originalOf(action) }).attempt.context);
     observe(outcome);
     expect(outcome.ok).toBe(false);
-    expect(!outcome.ok && outcome.error).toMatchObject({ code: 'transaction.reconciliation_pending', category: 'temporary', retryable: true, retry_after_ms: 5000 });
+    expect(!outcome.ok && outcome.error).toMatchObject({
+      code: 'transaction.reconciliation_pending',
+      category: 'temporary',
+      retryable: true,
+      retry_after_ms: 5000,
+    });
     expect(!outcome.ok && outcome.error.provider_operation).toBeUndefined();
-    expect(outcome.reconciliation).toEqual({ terminal: false, evidence: { lookup: 'idempotency_key', remote_status: 404, provider_request_id: expect.stringMatching(/^req_/), operation_found: false } });
+    expect(outcome.reconciliation).toEqual({
+      terminal: false,
+      evidence: { lookup: 'idempotency_key', remote_status: 404, provider_request_id: expect.stringMatching(/^req_/), operation_found: false },
+    });
     expect(sim.ledger()).toHaveLength(0);
   });
 
@@ -764,7 +858,10 @@ describe('reconcile by idempotency key (no provider operation ID)', () => {
     const reconcile = reconcileOf(action);
     const inProgress = await dispatch(connector, 'payments.charge', reconcile, attemptFor(reconcile, { original_request: originalOf(action) }).attempt.context);
     observe(inProgress);
-    expect(inProgress.reconciliation).toMatchObject({ terminal: false, evidence: { lookup: 'idempotency_key', remote_status: 409, operation_found: false, original_request_in_progress: true } });
+    expect(inProgress.reconciliation).toMatchObject({
+      terminal: false,
+      evidence: { lookup: 'idempotency_key', remote_status: 409, operation_found: false, original_request_in_progress: true },
+    });
 
     // The held request commits after the attempt gave up: exactly why "not found yet" could not be terminal.
     sim.releaseDelays();
@@ -773,7 +870,11 @@ describe('reconcile by idempotency key (no provider operation ID)', () => {
     const later = reconcileOf(action, 2);
     const settled = await dispatch(connector, 'payments.charge', later, attemptFor(later, { original_request: originalOf(action) }).attempt.context);
     observe(settled);
-    expect(settled.reconciliation).toMatchObject({ terminal: true, original_commit_completed: true, provider_operation: { provider: PAYMENTS_PROVIDER, operation_id: sim.ledger()[0]?.operation_id } });
+    expect(settled.reconciliation).toMatchObject({
+      terminal: true,
+      original_commit_completed: true,
+      provider_operation: { provider: PAYMENTS_PROVIDER, operation_id: sim.ledger()[0]?.operation_id },
+    });
   });
 
   it('a failing lookup is a typed, certain failure (no effect can come from a lookup)', async () => {
@@ -781,7 +882,13 @@ describe('reconcile by idempotency key (no provider operation ID)', () => {
     const action = charge('commit');
     const reconcile = reconcileOf(action);
     const failure = await failureOf(connector.reconcile_typed(reconcile, attemptFor(reconcile, { original_request: originalOf(action) }).attempt.context));
-    expect(failure).toMatchObject({ code: 'payments.provider_unavailable', remote_status: 503, uncertain_outcome: false, retryable: true, operation: 'reconciliation' });
+    expect(failure).toMatchObject({
+      code: 'payments.provider_unavailable',
+      remote_status: 503,
+      uncertain_outcome: false,
+      retryable: true,
+      operation: 'reconciliation',
+    });
     expect(failure.redacted_details).toMatchObject({ http_method: 'GET', route: '/v1/operations' });
   });
 
@@ -809,7 +916,11 @@ describe('reconcile by idempotency key (no provider operation ID)', () => {
     const outcome = await dispatch(connector, 'payments.refund', reconcile, attemptFor(reconcile, { original_request: originalOf(refund) }).attempt.context);
     observe(outcome);
     const entry = sim.ledger().find((e) => e.kind === 'refund');
-    expect(outcome.reconciliation).toMatchObject({ terminal: true, original_commit_completed: true, provider_operation: { operation_id: entry?.operation_id } });
+    expect(outcome.reconciliation).toMatchObject({
+      terminal: true,
+      original_commit_completed: true,
+      provider_operation: { operation_id: entry?.operation_id },
+    });
     expect(outcome.ok && outcome.result.output).toMatchObject({ refund_id: entry?.resource_id, charge_id: chargeId, amount: 250 });
   });
 });
@@ -873,7 +984,14 @@ describe('compensation', () => {
     expect(rec.events).toEqual([`checkpoint:${(refund.output as { operation_id: string }).operation_id}`, 'effect']);
 
     // Unrouted: compensate_typed on the charge itself takes the refund input.
-    const direct: Action = { ...routed, id: 'comp-2', capability_id: 'payments.charge', input: { charge_id }, idempotency_key: 'comp-key-2', transaction: { mode: 'compensate', transaction_id: 'tx-comp-2', compensation_for: original.id } };
+    const direct: Action = {
+      ...routed,
+      id: 'comp-2',
+      capability_id: 'payments.charge',
+      input: { charge_id },
+      idempotency_key: 'comp-key-2',
+      transaction: { mode: 'compensate', transaction_id: 'tx-comp-2', compensation_for: original.id },
+    };
     const rest = await resultOf(connector.compensate_typed(direct, attemptFor(direct).attempt.context));
     expect(rest.output).toMatchObject({ charge_id, amount: 750 });
     expect(sim.ledger().map((e) => e.kind)).toEqual(['charge', 'refund', 'refund']);
@@ -890,9 +1008,18 @@ describe('compensation', () => {
     const charge_id = (result.output as { charge_id: string }).charge_id;
     const tooMuch: Action = { id: 'refund-1', capability_id: 'payments.refund', input: { charge_id, amount: 999_999 }, idempotency_key: 'refund-key-1' };
     const failure = await failureOf(connector.invoke_typed(tooMuch, attemptFor(tooMuch).attempt.context));
-    expect(failure).toMatchObject({ code: 'payments.refund_exceeds_charge', category: 'validation', retryable: false, uncertain_outcome: false, redacted_details: { refundable_amount: 1250 } });
+    expect(failure).toMatchObject({
+      code: 'payments.refund_exceeds_charge',
+      category: 'validation',
+      retryable: false,
+      uncertain_outcome: false,
+      redacted_details: { refundable_amount: 1250 },
+    });
     const missing: Action = { id: 'refund-2', capability_id: 'payments.refund', input: { charge_id: 'ch_missing' }, idempotency_key: 'refund-key-2' };
-    expect(await failureOf(connector.invoke_typed(missing, attemptFor(missing).attempt.context))).toMatchObject({ code: 'payments.resource_missing', category: 'not_found' });
+    expect(await failureOf(connector.invoke_typed(missing, attemptFor(missing).attempt.context))).toMatchObject({
+      code: 'payments.resource_missing',
+      category: 'not_found',
+    });
   });
 });
 
@@ -902,7 +1029,14 @@ describe('plan', () => {
     const result = await resultOf(connector.plan_typed(action, attemptFor(action).attempt.context));
     expect(result.output).toEqual({
       fidelity: 'preview',
-      request: { method: 'POST', route: '/v1/charges', path: '/v1/charges', query: {}, body: { amount: 1250, currency: 'eur', customer: 'cus_1' }, idempotency_header: 'Idempotency-Key' },
+      request: {
+        method: 'POST',
+        route: '/v1/charges',
+        path: '/v1/charges',
+        query: {},
+        body: { amount: 1250, currency: 'eur', customer: 'cus_1' },
+        idempotency_header: 'Idempotency-Key',
+      },
     });
     await sim.idle();
     expect(simLogs).toHaveLength(0);
@@ -919,7 +1053,23 @@ describe('secrets and logs', () => {
     const events = new Set(connectorLogs.map((l) => l.event));
     expect(events).toEqual(new Set(['provider_request', 'provider_operation_checkpointed', 'provider_effect_committed']));
     for (const line of connectorLogs) {
-      expect(Object.keys(line).every((k) => ['level', 'event', 'connector_id', 'capability_id', 'action_id', 'operation', 'method', 'route', 'outcome', 'provider_request_id', 'provider_operation_id'].includes(k))).toBe(true);
+      expect(
+        Object.keys(line).every((k) =>
+          [
+            'level',
+            'event',
+            'connector_id',
+            'capability_id',
+            'action_id',
+            'operation',
+            'method',
+            'route',
+            'outcome',
+            'provider_request_id',
+            'provider_operation_id',
+          ].includes(k),
+        ),
+      ).toBe(true);
     }
     expect(JSON.stringify(connectorLogs)).not.toContain(API_KEY);
     expect(JSON.stringify(connectorLogs)).not.toContain('cus_1');

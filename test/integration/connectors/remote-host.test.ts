@@ -17,7 +17,16 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestTable, type TestTable } from '../../support/dynamo.js';
-import { generateRemoteKeyPair, localSigner, RemoteKeyring, remoteKeyOf, signCompact, verifyCompact, type RemoteKey, type RemoteSigner } from '../../../lib/connectors/remote/jws.js';
+import {
+  generateRemoteKeyPair,
+  localSigner,
+  RemoteKeyring,
+  remoteKeyOf,
+  signCompact,
+  verifyCompact,
+  type RemoteKey,
+  type RemoteSigner,
+} from '../../../lib/connectors/remote/jws.js';
 import { RemoteConnectorHost } from '../../../lib/connectors/remote/host.js';
 import { CheckpointReceiver } from '../../../lib/connectors/remote/callback.js';
 import { RemoteConnector } from '../../../lib/connectors/remote/proxy.js';
@@ -75,7 +84,16 @@ beforeAll(async () => {
     inbox,
     url: receiverServer.url,
   });
-  proxy = new RemoteConnector({ connector_id: 'demo', endpoint: hostServer.url, instance_id: 'host-1', replica: 'host-1-a', host_key: hostKey, signer: runtimeSigner, inbox, callback_url: receiverServer.url });
+  proxy = new RemoteConnector({
+    connector_id: 'demo',
+    endpoint: hostServer.url,
+    instance_id: 'host-1',
+    replica: 'host-1-a',
+    host_key: hostKey,
+    signer: runtimeSigner,
+    inbox,
+    callback_url: receiverServer.url,
+  });
 });
 
 afterAll(async () => {
@@ -84,7 +102,8 @@ afterAll(async () => {
   await table?.destroy();
 });
 
-const route = (action_id: string, capability_id: string, manifest_hash: string) => demoRoute({ endpoint: hostServer.url, peer_identity: hostKey.kid, peer_did: hostKey.did, manifest_hash, action_id, capability_id });
+const route = (action_id: string, capability_id: string, manifest_hash: string) =>
+  demoRoute({ endpoint: hostServer.url, peer_identity: hostKey.kid, peer_did: hostKey.did, manifest_hash, action_id, capability_id });
 
 function recordingWriter(): TransactionCheckpointWriter & { readonly written: ProviderOperationRef[] } {
   const written: ProviderOperationRef[] = [];
@@ -104,7 +123,10 @@ describe('remote proxy ↔ connector host over loopback HTTP', () => {
   it('a streaming invocation: chunks through the runtime publisher, in order, then the result', async () => {
     const chunks: { sequence: number; chunk: unknown }[] = [];
     const action = demoAction('demo.echo', 'act-stream');
-    const out = await runThroughProxy(proxy, action, { route: route(action.id, 'demo.echo', proxy.published?.manifest_hash as string), chunks: chunks as never });
+    const out = await runThroughProxy(proxy, action, {
+      route: route(action.id, 'demo.echo', proxy.published?.manifest_hash as string),
+      chunks: chunks as never,
+    });
     expect(out.ok && out.result).toMatchObject({ status: 'completed', output: { echo: { amount: 100 } } });
     expect(chunks.map((c) => [c.sequence, c.chunk])).toEqual([
       [0, { type: 'text', text: 'one' }],
@@ -154,7 +176,11 @@ describe('remote proxy ↔ connector host over loopback HTTP', () => {
     const rcnWriter = recordingWriter();
     const rec = await runThroughProxy(proxy, rcn, {
       route: route(rcn.id, 'demo.pay', proxy.published?.manifest_hash as string),
-      transaction: { transaction_id: `txn-${action.id}`, mode: 'reconcile', original_request: { action_id: action.id, capability_id: 'demo.pay', transaction_id: `txn-${action.id}` } },
+      transaction: {
+        transaction_id: `txn-${action.id}`,
+        mode: 'reconcile',
+        original_request: { action_id: action.id, capability_id: 'demo.pay', transaction_id: `txn-${action.id}` },
+      },
       checkpoints: rcnWriter,
     });
     // The proxy found the operation in the inbox, checkpointed it on the record, and the host reconciled it by ID.
@@ -166,7 +192,11 @@ describe('remote proxy ↔ connector host over loopback HTTP', () => {
   it('the receiver refuses a checkpoint from a key that is not pinned, and a conflicting operation', async () => {
     const action = demoAction('demo.pay', 'act-conflict');
     const writer = recordingWriter();
-    await runThroughProxy(proxy, action, { route: route(action.id, 'demo.pay', proxy.published?.manifest_hash as string), transaction: { transaction_id: `txn-${action.id}`, mode: 'execute' }, checkpoints: writer });
+    await runThroughProxy(proxy, action, {
+      route: route(action.id, 'demo.pay', proxy.published?.manifest_hash as string),
+      transaction: { transaction_id: `txn-${action.id}`, mode: 'execute' },
+      checkpoints: writer,
+    });
     const stored = await inbox.get({ tenant_id: 'tenant-a', transaction_id: `txn-${action.id}` });
     expect(stored?.provider_operation.operation_id).toBe(`op-${action.id}`);
 
@@ -191,18 +221,39 @@ describe('remote proxy ↔ connector host over loopback HTTP', () => {
       fetch: (async (input: string | URL | Request, init?: RequestInit) => {
         const url = new URL(String(input));
         if (init?.method === 'POST') requestJws = String(init.body);
-        const res = await probe.handle({ method: init?.method ?? 'GET', path: `${url.pathname}${url.search}`, headers: { 'aip-deadline': (init?.headers as Record<string, string> | undefined)?.['aip-deadline'] }, body: String(init?.body ?? '') });
+        const res = await probe.handle({
+          method: init?.method ?? 'GET',
+          path: `${url.pathname}${url.search}`,
+          headers: { 'aip-deadline': (init?.headers as Record<string, string> | undefined)?.['aip-deadline'] },
+          body: String(init?.body ?? ''),
+        });
         return new Response(res.body, { status: res.status, headers: res.headers });
       }) as typeof fetch,
     });
-    await runThroughProxy(capturing, action, { route: route(action.id, 'demo.pay', proxy.published?.manifest_hash as string), transaction: { transaction_id: `txn-${action.id}`, mode: 'execute' }, checkpoints: recordingWriter() });
+    await runThroughProxy(capturing, action, {
+      route: route(action.id, 'demo.pay', proxy.published?.manifest_hash as string),
+      transaction: { transaction_id: `txn-${action.id}`, mode: 'execute' },
+      checkpoints: recordingWriter(),
+    });
     expect(requestJws).not.toBe('');
 
     const callback = (signer: RemoteSigner, operation_id: string) =>
-      signCompact(signer, REMOTE_TYP.checkpoint, { v: 1, kind: 'checkpoint', iss: signer.kid, aud: receiverServer.url, iat: Date.now(), nonce: 'n'.repeat(24), request: requestJws, seq: 0, provider_operation: { provider: 'demo-provider', operation_id } });
+      signCompact(signer, REMOTE_TYP.checkpoint, {
+        v: 1,
+        kind: 'checkpoint',
+        iss: signer.kid,
+        aud: receiverServer.url,
+        iat: Date.now(),
+        nonce: 'n'.repeat(24),
+        request: requestJws,
+        seq: 0,
+        provider_operation: { provider: 'demo-provider', operation_id },
+      });
     const post = async (body: string) => {
       const res = await fetch(receiverServer.url, { method: 'POST', headers: { 'content-type': 'application/jose' }, body });
-      const ack = RemoteCheckpointAckSchema.parse(verifyCompact(await res.text(), REMOTE_TYP.checkpoint_ack, await RemoteKeyring.of([runtimeSigner.public_jwk])).payload);
+      const ack = RemoteCheckpointAckSchema.parse(
+        verifyCompact(await res.text(), REMOTE_TYP.checkpoint_ack, await RemoteKeyring.of([runtimeSigner.public_jwk])).payload,
+      );
       return { status: res.status, ack };
     };
     const stranger = await localSigner(generateRemoteKeyPair().private_jwk);

@@ -33,7 +33,16 @@ describe('create', () => {
   it('stores the validated envelope (with its input, for the worker), revision 1, fence 0, attempt 0', async () => {
     const a = action();
     const r = await s.actions.create({ tenant_id: TENANT, principal: PRINCIPAL, action: a });
-    expect(r).toMatchObject({ tenant_id: TENANT, action_id: a.id, capability_id: a.capability_id, status: 'accepted', revision: 1, fence: 0, attempt: 0, mode: 'execute' });
+    expect(r).toMatchObject({
+      tenant_id: TENANT,
+      action_id: a.id,
+      capability_id: a.capability_id,
+      status: 'accepted',
+      revision: 1,
+      fence: 0,
+      attempt: 0,
+      mode: 'execute',
+    });
     expect(r.transaction_id).toBe(a.transaction?.transaction_id);
     expect(r.idempotency_key).toBe(a.idempotency_key);
     expect(r.input_hash).toBe(planInputHash(a.capability_id, a.input));
@@ -51,7 +60,9 @@ describe('create', () => {
 
   it(`${RACERS} concurrent creates of one action ID: exactly one wins`, async () => {
     const a = action();
-    const { won, lost } = split(await Promise.allSettled(Array.from({ length: RACERS }, () => s.actions.create({ tenant_id: TENANT, principal: PRINCIPAL, action: a }))));
+    const { won, lost } = split(
+      await Promise.allSettled(Array.from({ length: RACERS }, () => s.actions.create({ tenant_id: TENANT, principal: PRINCIPAL, action: a }))),
+    );
     expect(won).toHaveLength(1);
     for (const e of lost) expect((e as { code: string }).code).toBe('action.already_exists');
   });
@@ -85,7 +96,14 @@ describe('transition (compare-and-set)', () => {
   it('moves between statuses on the expected status and revision and raises the revision by one', async () => {
     const a = action();
     const r1 = await s.actions.create({ tenant_id: TENANT, principal: PRINCIPAL, action: a });
-    const r2 = await s.actions.transition({ tenant_id: TENANT, action_id: a.id, from: ['accepted'], to: 'requires_human', expected_revision: 1, patch: { approval_id: 'appr-1' } });
+    const r2 = await s.actions.transition({
+      tenant_id: TENANT,
+      action_id: a.id,
+      from: ['accepted'],
+      to: 'requires_human',
+      expected_revision: 1,
+      patch: { approval_id: 'appr-1' },
+    });
     expect(r2).toMatchObject({ status: 'requires_human', revision: r1.revision + 1, approval_id: 'appr-1' });
     const r3 = await s.actions.transition({ tenant_id: TENANT, action_id: a.id, from: ['requires_human'], to: 'accepted', expected_revision: 2 });
     expect(r3).toMatchObject({ status: 'accepted', revision: 3 });
@@ -95,10 +113,25 @@ describe('transition (compare-and-set)', () => {
     const a = action();
     await s.actions.create({ tenant_id: TENANT, principal: PRINCIPAL, action: a });
     await s.actions.transition({ tenant_id: TENANT, action_id: a.id, from: ['accepted'], to: 'requires_human', expected_revision: 1 });
-    const err = await aipError(s.actions.transition({ tenant_id: TENANT, action_id: a.id, from: ['accepted'], to: 'cancelled', expected_revision: 1, patch: { result: { action_id: a.id, status: 'cancelled' } } }));
+    const err = await aipError(
+      s.actions.transition({
+        tenant_id: TENANT,
+        action_id: a.id,
+        from: ['accepted'],
+        to: 'cancelled',
+        expected_revision: 1,
+        patch: { result: { action_id: a.id, status: 'cancelled' } },
+      }),
+    );
     expect(err.code).toBe('action.state_conflict');
     expect(err.httpStatus).toBe(409);
-    expect(err.details).toMatchObject({ action_id: a.id, current_status: 'requires_human', current_revision: 2, expected_revision: 1, allowed_statuses: ['accepted'] });
+    expect(err.details).toMatchObject({
+      action_id: a.id,
+      current_status: 'requires_human',
+      current_revision: 2,
+      expected_revision: 1,
+      allowed_statuses: ['accepted'],
+    });
   });
 
   it(`${RACERS} concurrent transitions from the same revision: exactly one wins, the rest see the winner's state`, async () => {
@@ -107,7 +140,14 @@ describe('transition (compare-and-set)', () => {
     const { won, lost } = split(
       await Promise.allSettled(
         Array.from({ length: RACERS }, (_, i) =>
-          s.actions.transition({ tenant_id: TENANT, action_id: a.id, from: ['accepted'], to: 'requires_human', expected_revision: 1, patch: { approval_id: `appr-${i}` } }),
+          s.actions.transition({
+            tenant_id: TENANT,
+            action_id: a.id,
+            from: ['accepted'],
+            to: 'requires_human',
+            expected_revision: 1,
+            patch: { approval_id: `appr-${i}` },
+          }),
         ),
       ),
     );
@@ -122,33 +162,81 @@ describe('transition (compare-and-set)', () => {
     await s.actions.create({ tenant_id: TENANT, principal: PRINCIPAL, action: a, status: 'cancelled', result: { action_id: a.id, status: 'cancelled' } });
     const err = await aipError(s.actions.transition({ tenant_id: TENANT, action_id: a.id, from: ['cancelled'], to: 'accepted', expected_revision: 1 }));
     expect(err.code).toBe('action.invalid_record');
-    const conflict = await aipError(s.actions.transition({ tenant_id: TENANT, action_id: a.id, from: ['accepted'], to: 'requires_human', expected_revision: 1 }));
+    const conflict = await aipError(
+      s.actions.transition({ tenant_id: TENANT, action_id: a.id, from: ['accepted'], to: 'requires_human', expected_revision: 1 }),
+    );
     expect(conflict.details).toMatchObject({ current_status: 'cancelled' });
   });
 
   it('a terminal result must match the target status and the action ID', async () => {
     const a = action();
     await s.actions.create({ tenant_id: TENANT, principal: PRINCIPAL, action: a });
-    expect((await aipError(s.actions.transition({ tenant_id: TENANT, action_id: a.id, from: ['accepted'], to: 'failed', expected_revision: 1, patch: { result: completed(a.id) } }))).code).toBe('action.invalid_record');
-    expect((await aipError(s.actions.transition({ tenant_id: TENANT, action_id: a.id, from: ['accepted'], to: 'completed', expected_revision: 1, patch: { result: completed('other') } }))).code).toBe('action.invalid_record');
+    expect(
+      (
+        await aipError(
+          s.actions.transition({
+            tenant_id: TENANT,
+            action_id: a.id,
+            from: ['accepted'],
+            to: 'failed',
+            expected_revision: 1,
+            patch: { result: completed(a.id) },
+          }),
+        )
+      ).code,
+    ).toBe('action.invalid_record');
+    expect(
+      (
+        await aipError(
+          s.actions.transition({
+            tenant_id: TENANT,
+            action_id: a.id,
+            from: ['accepted'],
+            to: 'completed',
+            expected_revision: 1,
+            patch: { result: completed('other') },
+          }),
+        )
+      ).code,
+    ).toBe('action.invalid_record');
   });
 
   it('an action enters running only through acquireLease', async () => {
     const a = action();
     await s.actions.create({ tenant_id: TENANT, principal: PRINCIPAL, action: a });
-    expect((await aipError(s.actions.transition({ tenant_id: TENANT, action_id: a.id, from: ['accepted'], to: 'running', expected_revision: 1 }))).code).toBe('action.invalid_record');
+    expect((await aipError(s.actions.transition({ tenant_id: TENANT, action_id: a.id, from: ['accepted'], to: 'running', expected_revision: 1 }))).code).toBe(
+      'action.invalid_record',
+    );
   });
 
   it('a missing action is action.not_found', async () => {
-    const err = await aipError(s.actions.transition({ tenant_id: TENANT, action_id: 'missing-action', from: ['accepted'], to: 'requires_human', expected_revision: 1 }));
+    const err = await aipError(
+      s.actions.transition({ tenant_id: TENANT, action_id: 'missing-action', from: ['accepted'], to: 'requires_human', expected_revision: 1 }),
+    );
     expect(err.code).toBe('action.not_found');
   });
 
   it('a fenced transition by an older fence is action.fence_stale', async () => {
     const { a, leased } = await running();
-    const err = await aipError(s.actions.transition({ tenant_id: TENANT, action_id: a.id, from: ['running'], to: 'requires_human', expected_revision: leased.revision, fence: leased.fence + 1 }));
+    const err = await aipError(
+      s.actions.transition({
+        tenant_id: TENANT,
+        action_id: a.id,
+        from: ['running'],
+        to: 'requires_human',
+        expected_revision: leased.revision,
+        fence: leased.fence + 1,
+      }),
+    );
     expect(err.code).toBe('action.fence_stale');
-    const ok = await s.actions.transition({ tenant_id: TENANT, action_id: a.id, from: ['running'], to: 'requires_human', expected_revision: leased.revision, fence: leased.fence });
+    const ok = await s.actions.transition({
+      tenant_id: TENANT,
+      action_id: a.id,
+      from: ['running'],
+      to: 'requires_human',
+      expected_revision: leased.revision,
+      fence: leased.fence,
+    });
     expect(ok.status).toBe('requires_human');
     expect(ok.lease_owner).toBeUndefined();
   });
@@ -163,7 +251,9 @@ describe('fenced attempt lease', () => {
 
   it('refuses while another owner holds a live lease (action.lease_held, retryable), from the same call', async () => {
     const { a, leased } = await running('w-a');
-    const err = await aipError(s.actions.acquireLease({ tenant_id: TENANT, action_id: a.id, owner: 'w-b', ttl_ms: 30_000, expected_revision: leased.revision }));
+    const err = await aipError(
+      s.actions.acquireLease({ tenant_id: TENANT, action_id: a.id, owner: 'w-b', ttl_ms: 30_000, expected_revision: leased.revision }),
+    );
     expect(err.code).toBe('action.lease_held');
     expect(err.retryable).toBe(true);
     expect(err.details).toMatchObject({ lease_owner: 'w-a', fence: 1, current_status: 'running', current_revision: leased.revision });
@@ -190,7 +280,11 @@ describe('fenced attempt lease', () => {
     const a = action();
     const created = await s.actions.create({ tenant_id: TENANT, principal: PRINCIPAL, action: a });
     const { won, lost } = split(
-      await Promise.allSettled(Array.from({ length: RACERS }, (_, i) => s.actions.acquireLease({ tenant_id: TENANT, action_id: a.id, owner: `w-${i}`, ttl_ms: 30_000, expected_revision: created.revision }))),
+      await Promise.allSettled(
+        Array.from({ length: RACERS }, (_, i) =>
+          s.actions.acquireLease({ tenant_id: TENANT, action_id: a.id, owner: `w-${i}`, ttl_ms: 30_000, expected_revision: created.revision }),
+        ),
+      ),
     );
     expect(won).toHaveLength(1);
     expect(won[0]?.fence).toBe(1);
@@ -208,7 +302,11 @@ describe('fenced attempt lease', () => {
       s.clock.advance(1_001);
     }
     const attempts = Array.from({ length: RACERS }, (_, i) => fences[i % fences.length] as number);
-    const { won, lost } = split(await Promise.allSettled(attempts.map((fence) => s.actions.settle({ tenant_id: TENANT, action_id: a.id, fence, to: 'completed', result: completed(a.id) }))));
+    const { won, lost } = split(
+      await Promise.allSettled(
+        attempts.map((fence) => s.actions.settle({ tenant_id: TENANT, action_id: a.id, fence, to: 'completed', result: completed(a.id) })),
+      ),
+    );
     expect(won).toHaveLength(1);
     expect(won[0]?.fence).toBe(5);
     for (const e of lost) expect(['action.fence_stale', 'action.state_conflict']).toContain((e as { code: string }).code);
@@ -226,8 +324,12 @@ describe('fenced attempt lease', () => {
   it('rejects malformed lease requests', async () => {
     const a = action();
     await s.actions.create({ tenant_id: TENANT, principal: PRINCIPAL, action: a });
-    expect((await aipError(s.actions.acquireLease({ tenant_id: TENANT, action_id: a.id, owner: '', ttl_ms: 1_000, expected_revision: 1 }))).code).toBe('action.invalid_record');
-    expect((await aipError(s.actions.acquireLease({ tenant_id: TENANT, action_id: a.id, owner: 'w', ttl_ms: 0, expected_revision: 1 }))).code).toBe('action.invalid_record');
+    expect((await aipError(s.actions.acquireLease({ tenant_id: TENANT, action_id: a.id, owner: '', ttl_ms: 1_000, expected_revision: 1 }))).code).toBe(
+      'action.invalid_record',
+    );
+    expect((await aipError(s.actions.acquireLease({ tenant_id: TENANT, action_id: a.id, owner: 'w', ttl_ms: 0, expected_revision: 1 }))).code).toBe(
+      'action.invalid_record',
+    );
   });
 });
 
@@ -242,7 +344,14 @@ describe('settle', () => {
 
   it('with redaction drops the raw input from the durable item and keeps {redacted: true, hash}', async () => {
     const { a, leased } = await running();
-    const done = await s.actions.settle({ tenant_id: TENANT, action_id: a.id, fence: leased.fence, to: 'completed', result: completed(a.id), redact_input: true });
+    const done = await s.actions.settle({
+      tenant_id: TENANT,
+      action_id: a.id,
+      fence: leased.fence,
+      to: 'completed',
+      result: completed(a.id),
+      redact_input: true,
+    });
     const hash = planInputHash(a.capability_id, a.input);
     expect(done.input_redacted).toBe(true);
     expect(done.action.input).toEqual({ redacted: true, hash });
@@ -269,7 +378,16 @@ describe('settle', () => {
 
   it('honours an optional expected revision', async () => {
     const { a, leased } = await running();
-    const err = await aipError(s.actions.settle({ tenant_id: TENANT, action_id: a.id, fence: leased.fence, to: 'completed', result: completed(a.id), expected_revision: leased.revision - 1 }));
+    const err = await aipError(
+      s.actions.settle({
+        tenant_id: TENANT,
+        action_id: a.id,
+        fence: leased.fence,
+        to: 'completed',
+        result: completed(a.id),
+        expected_revision: leased.revision - 1,
+      }),
+    );
     expect(err.code).toBe('action.state_conflict');
   });
 });
@@ -296,7 +414,13 @@ describe('requestCancel', () => {
   it('a cancel request does not take the lease away: the holder still settles `cancelled`', async () => {
     const { a, leased } = await running();
     await s.actions.requestCancel({ tenant_id: TENANT, action_id: a.id });
-    const done = await s.actions.settle({ tenant_id: TENANT, action_id: a.id, fence: leased.fence, to: 'cancelled', result: { action_id: a.id, status: 'cancelled' } });
+    const done = await s.actions.settle({
+      tenant_id: TENANT,
+      action_id: a.id,
+      fence: leased.fence,
+      to: 'cancelled',
+      result: { action_id: a.id, status: 'cancelled' },
+    });
     expect(done.status).toBe('cancelled');
   });
 

@@ -30,7 +30,13 @@ function approvalInput(overrides: Partial<CreateApprovalInput> = {}): CreateAppr
     transaction_id: uid('txn'),
     capability_id: 'payments.transfer',
     requested_by: PRINCIPAL,
-    policy: { policy_id: 'pol-payments', policy_hash: sha256Hex('policy'), approver_scopes: ['payments:approve'], allow_self_approval: false, min_approvals: 1 },
+    policy: {
+      policy_id: 'pol-payments',
+      policy_hash: sha256Hex('policy'),
+      approver_scopes: ['payments:approve'],
+      allow_self_approval: false,
+      min_approvals: 1,
+    },
     expires_at: new Date(Date.parse(s.clock.iso()) + 3600_000).toISOString(),
     ...overrides,
   };
@@ -40,7 +46,14 @@ describe('create and get', () => {
   it('creates a pending approval at revision 1 carrying the policy evidence', async () => {
     const input = approvalInput();
     const r = await s.approvals.create(input);
-    expect(r).toMatchObject({ status: 'pending', revision: 1, policy: input.policy, requested_by: PRINCIPAL, action_id: input.action_id, transaction_id: input.transaction_id });
+    expect(r).toMatchObject({
+      status: 'pending',
+      revision: 1,
+      policy: input.policy,
+      requested_by: PRINCIPAL,
+      action_id: input.action_id,
+      transaction_id: input.transaction_id,
+    });
     expect(await s.approvals.get(input)).toEqual(r);
   });
 
@@ -69,14 +82,37 @@ describe('decide: one decision only', () => {
   it('an authorized approver approves; the decision carries decision ID, decider, time and reason', async () => {
     const input = approvalInput();
     await s.approvals.create(input);
-    const r = await s.approvals.decide({ tenant_id: TENANT, approval_id: input.approval_id, expected_revision: 1, decision_id: 'dec-1', decided_by: APPROVER, decision: 'approved', reason: 'within limits' });
-    expect(r).toMatchObject({ status: 'approved', revision: 2, decision: { decision_id: 'dec-1', decided_by: APPROVER, decision: 'approved', reason: 'within limits', decided_at: s.clock.iso() } });
+    const r = await s.approvals.decide({
+      tenant_id: TENANT,
+      approval_id: input.approval_id,
+      expected_revision: 1,
+      decision_id: 'dec-1',
+      decided_by: APPROVER,
+      decision: 'approved',
+      reason: 'within limits',
+    });
+    expect(r).toMatchObject({
+      status: 'approved',
+      revision: 2,
+      decision: { decision_id: 'dec-1', decided_by: APPROVER, decision: 'approved', reason: 'within limits', decided_at: s.clock.iso() },
+    });
   });
 
   it('a denial is recorded the same way', async () => {
     const input = approvalInput();
     await s.approvals.create(input);
-    expect((await s.approvals.decide({ tenant_id: TENANT, approval_id: input.approval_id, expected_revision: 1, decision_id: 'dec-2', decided_by: APPROVER, decision: 'denied' })).status).toBe('denied');
+    expect(
+      (
+        await s.approvals.decide({
+          tenant_id: TENANT,
+          approval_id: input.approval_id,
+          expected_revision: 1,
+          decision_id: 'dec-2',
+          decided_by: APPROVER,
+          decision: 'denied',
+        })
+      ).status,
+    ).toBe('denied');
   });
 
   it(`${RACERS} concurrent decides (mixed approve/deny): exactly one decision, the rest approval.already_decided naming it`, async () => {
@@ -85,7 +121,14 @@ describe('decide: one decision only', () => {
     const { won, lost } = split(
       await Promise.allSettled(
         Array.from({ length: RACERS }, (_, i) =>
-          s.approvals.decide({ tenant_id: TENANT, approval_id: input.approval_id, expected_revision: 1, decision_id: `dec-${i}`, decided_by: { id: `approver-${i}`, kind: 'user' }, decision: i % 2 === 0 ? 'approved' : 'denied' }),
+          s.approvals.decide({
+            tenant_id: TENANT,
+            approval_id: input.approval_id,
+            expected_revision: 1,
+            decision_id: `dec-${i}`,
+            decided_by: { id: `approver-${i}`, kind: 'user' },
+            decision: i % 2 === 0 ? 'approved' : 'denied',
+          }),
         ),
       ),
     );
@@ -93,7 +136,10 @@ describe('decide: one decision only', () => {
     expect(lost).toHaveLength(RACERS - 1);
     const winner = won[0];
     for (const e of lost) {
-      expect(e).toMatchObject({ code: 'approval.already_decided', details: { current_status: winner?.status, current_revision: 2, decision: { decision_id: winner?.decision?.decision_id } } });
+      expect(e).toMatchObject({
+        code: 'approval.already_decided',
+        details: { current_status: winner?.status, current_revision: 2, decision: { decision_id: winner?.decision?.decision_id } },
+      });
     }
     expect(await s.approvals.get(input)).toEqual(winner);
   });
@@ -101,8 +147,24 @@ describe('decide: one decision only', () => {
   it('a second decision later is refused too', async () => {
     const input = approvalInput();
     await s.approvals.create(input);
-    await s.approvals.decide({ tenant_id: TENANT, approval_id: input.approval_id, expected_revision: 1, decision_id: 'd1', decided_by: APPROVER, decision: 'approved' });
-    const err = await aipError(s.approvals.decide({ tenant_id: TENANT, approval_id: input.approval_id, expected_revision: 2, decision_id: 'd2', decided_by: APPROVER, decision: 'denied' }));
+    await s.approvals.decide({
+      tenant_id: TENANT,
+      approval_id: input.approval_id,
+      expected_revision: 1,
+      decision_id: 'd1',
+      decided_by: APPROVER,
+      decision: 'approved',
+    });
+    const err = await aipError(
+      s.approvals.decide({
+        tenant_id: TENANT,
+        approval_id: input.approval_id,
+        expected_revision: 2,
+        decision_id: 'd2',
+        decided_by: APPROVER,
+        decision: 'denied',
+      }),
+    );
     expect(err.code).toBe('approval.already_decided');
   });
 
@@ -110,7 +172,16 @@ describe('decide: one decision only', () => {
     const input = approvalInput();
     await s.approvals.create(input);
     s.clock.advance(3600_000);
-    const err = await aipError(s.approvals.decide({ tenant_id: TENANT, approval_id: input.approval_id, expected_revision: 1, decision_id: 'late', decided_by: APPROVER, decision: 'approved' }));
+    const err = await aipError(
+      s.approvals.decide({
+        tenant_id: TENANT,
+        approval_id: input.approval_id,
+        expected_revision: 1,
+        decision_id: 'late',
+        decided_by: APPROVER,
+        decision: 'approved',
+      }),
+    );
     expect(err.code).toBe('approval.expired');
     expect((await s.approvals.get(input))?.status).toBe('pending');
   });
@@ -118,27 +189,73 @@ describe('decide: one decision only', () => {
   it('a stale revision on a pending approval is approval.state_conflict', async () => {
     const input = approvalInput();
     await s.approvals.create(input);
-    const err = await aipError(s.approvals.decide({ tenant_id: TENANT, approval_id: input.approval_id, expected_revision: 5, decision_id: 'd', decided_by: APPROVER, decision: 'approved' }));
+    const err = await aipError(
+      s.approvals.decide({
+        tenant_id: TENANT,
+        approval_id: input.approval_id,
+        expected_revision: 5,
+        decision_id: 'd',
+        decided_by: APPROVER,
+        decision: 'approved',
+      }),
+    );
     expect(err).toMatchObject({ code: 'approval.state_conflict', details: { current_revision: 1, expected_revision: 5 } });
   });
 
   it('the requester may not approve unless the policy allows self-approval (but may deny)', async () => {
     const input = approvalInput();
     await s.approvals.create(input);
-    const err = await aipError(s.approvals.decide({ tenant_id: TENANT, approval_id: input.approval_id, expected_revision: 1, decision_id: 'self', decided_by: PRINCIPAL, decision: 'approved' }));
+    const err = await aipError(
+      s.approvals.decide({
+        tenant_id: TENANT,
+        approval_id: input.approval_id,
+        expected_revision: 1,
+        decision_id: 'self',
+        decided_by: PRINCIPAL,
+        decision: 'approved',
+      }),
+    );
     expect(err.code).toBe('approval.self_approval_forbidden');
     expect(err.httpStatus).toBe(403);
 
     // Denying (withdrawing) one's own request is always allowed.
-    expect((await s.approvals.decide({ tenant_id: TENANT, approval_id: input.approval_id, expected_revision: 1, decision_id: 'withdraw', decided_by: PRINCIPAL, decision: 'denied' })).status).toBe('denied');
+    expect(
+      (
+        await s.approvals.decide({
+          tenant_id: TENANT,
+          approval_id: input.approval_id,
+          expected_revision: 1,
+          decision_id: 'withdraw',
+          decided_by: PRINCIPAL,
+          decision: 'denied',
+        })
+      ).status,
+    ).toBe('denied');
 
     const allowed = approvalInput({ policy: { ...input.policy, allow_self_approval: true } });
     await s.approvals.create(allowed);
-    expect((await s.approvals.decide({ tenant_id: TENANT, approval_id: allowed.approval_id, expected_revision: 1, decision_id: 'self', decided_by: PRINCIPAL, decision: 'approved' })).status).toBe('approved');
+    expect(
+      (
+        await s.approvals.decide({
+          tenant_id: TENANT,
+          approval_id: allowed.approval_id,
+          expected_revision: 1,
+          decision_id: 'self',
+          decided_by: PRINCIPAL,
+          decision: 'approved',
+        })
+      ).status,
+    ).toBe('approved');
   });
 
   it('an unknown approval is approval.not_found', async () => {
-    expect((await aipError(s.approvals.decide({ tenant_id: TENANT, approval_id: 'nope', expected_revision: 1, decision_id: 'd', decided_by: APPROVER, decision: 'approved' }))).code).toBe('approval.not_found');
+    expect(
+      (
+        await aipError(
+          s.approvals.decide({ tenant_id: TENANT, approval_id: 'nope', expected_revision: 1, decision_id: 'd', decided_by: APPROVER, decision: 'approved' }),
+        )
+      ).code,
+    ).toBe('approval.not_found');
   });
 });
 
@@ -156,9 +273,18 @@ describe('expire', () => {
   it('a decided approval does not expire (approval.already_decided)', async () => {
     const input = approvalInput();
     await s.approvals.create(input);
-    await s.approvals.decide({ tenant_id: TENANT, approval_id: input.approval_id, expected_revision: 1, decision_id: 'd', decided_by: APPROVER, decision: 'approved' });
+    await s.approvals.decide({
+      tenant_id: TENANT,
+      approval_id: input.approval_id,
+      expected_revision: 1,
+      decision_id: 'd',
+      decided_by: APPROVER,
+      decision: 'approved',
+    });
     s.clock.advance(3600_000);
-    expect((await aipError(s.approvals.expire({ tenant_id: TENANT, approval_id: input.approval_id, expected_revision: 2 }))).code).toBe('approval.already_decided');
+    expect((await aipError(s.approvals.expire({ tenant_id: TENANT, approval_id: input.approval_id, expected_revision: 2 }))).code).toBe(
+      'approval.already_decided',
+    );
   });
 
   it(`${RACERS} concurrent expire/decide racers right at expiry: the approval ends in exactly one final state`, async () => {
@@ -170,7 +296,14 @@ describe('expire', () => {
         Array.from({ length: RACERS }, (_, i) =>
           i % 2 === 0
             ? s.approvals.expire({ tenant_id: TENANT, approval_id: input.approval_id, expected_revision: 1 })
-            : s.approvals.decide({ tenant_id: TENANT, approval_id: input.approval_id, expected_revision: 1, decision_id: `d${i}`, decided_by: APPROVER, decision: 'approved' }),
+            : s.approvals.decide({
+                tenant_id: TENANT,
+                approval_id: input.approval_id,
+                expected_revision: 1,
+                decision_id: `d${i}`,
+                decided_by: APPROVER,
+                decision: 'approved',
+              }),
         ),
       ),
     );
@@ -185,7 +318,15 @@ const needing = (min_approvals: number, overrides: Partial<CreateApprovalInput> 
   return { ...base, policy: { ...base.policy, min_approvals } };
 };
 const decideAs = (input: CreateApprovalInput, who: Principal, expected_revision: number, extra: Partial<DecideApprovalInput> = {}) =>
-  s.approvals.decide({ tenant_id: input.tenant_id, approval_id: input.approval_id, expected_revision, decision_id: uid('dec'), decided_by: who, decision: 'approved', ...extra });
+  s.approvals.decide({
+    tenant_id: input.tenant_id,
+    approval_id: input.approval_id,
+    expected_revision,
+    decision_id: uid('dec'),
+    decided_by: who,
+    decision: 'approved',
+    ...extra,
+  });
 
 describe('min approvals: distinct approvers, one conditional write per decision', () => {
   it('stays pending (and listed) until min_approvals distinct approvers approved; every decision is kept', async () => {
@@ -193,7 +334,11 @@ describe('min approvals: distinct approvers, one conditional write per decision'
     const input = needing(2, { tenant_id: tenant });
     expect((await s.approvals.create(input)).policy.min_approvals).toBe(2);
     const first = await decideAs(input, approver(1), 1, { decision_id: 'dec-a', reason: 'first' });
-    expect(first).toMatchObject({ status: 'pending', revision: 2, decisions: [{ decision_id: 'dec-a', decided_by: approver(1), decision: 'approved', reason: 'first' }] });
+    expect(first).toMatchObject({
+      status: 'pending',
+      revision: 2,
+      decisions: [{ decision_id: 'dec-a', decided_by: approver(1), decision: 'approved', reason: 'first' }],
+    });
     expect(first.decision).toBeUndefined();
     expect((await s.approvals.listPending({ tenant_id: tenant })).items.map((a) => a.approval_id)).toEqual([input.approval_id]);
 
@@ -213,7 +358,11 @@ describe('min approvals: distinct approvers, one conditional write per decision'
     await s.approvals.create(input);
     await decideAs(input, approver('twice'), 1);
     const err = await aipError(decideAs(input, approver('twice'), 2));
-    expect(err).toMatchObject({ code: 'approval.already_approved_by_caller', httpStatus: 409, details: { approval_id: input.approval_id, current_status: 'pending', current_revision: 2, approvals: 1, min_approvals: 3 } });
+    expect(err).toMatchObject({
+      code: 'approval.already_approved_by_caller',
+      httpStatus: 409,
+      details: { approval_id: input.approval_id, current_status: 'pending', current_revision: 2, approvals: 1, min_approvals: 3 },
+    });
     // A record claiming no approvals yet does not get past the write either.
     const held = (await s.approvals.get(input)) as ApprovalRecord;
     const forged: ApprovalRecord = { ...held, decisions: [] };
@@ -260,7 +409,8 @@ describe('min approvals: distinct approvers, one conditional write per decision'
     const { won, lost } = split(await Promise.allSettled(Array.from({ length: RACERS }, (_, i) => decideAs(input, approver(`r${i}`), 1))));
     expect(won).toHaveLength(1);
     expect(won[0]).toMatchObject({ status: 'pending', revision: 2 });
-    for (const e of lost) expect(e).toMatchObject({ code: 'approval.state_conflict', details: { current_status: 'pending', current_revision: 2, approvals: 1 } });
+    for (const e of lost)
+      expect(e).toMatchObject({ code: 'approval.state_conflict', details: { current_status: 'pending', current_revision: 2, approvals: 1 } });
     expect((await s.approvals.get(input))?.decisions).toHaveLength(1);
   });
 
@@ -284,7 +434,8 @@ describe('min approvals: distinct approvers, one conditional write per decision'
     const won = outcomes.flatMap((o) => ('ok' in o ? [o.ok] : []));
     expect(won).toHaveLength(3);
     expect(won.map((r) => r.status).sort()).toEqual(['approved', 'pending', 'pending']);
-    for (const o of outcomes) if ('err' in o) expect(o.err).toMatchObject({ code: 'approval.already_decided', details: { current_status: 'approved', current_revision: 4 } });
+    for (const o of outcomes)
+      if ('err' in o) expect(o.err).toMatchObject({ code: 'approval.already_decided', details: { current_status: 'approved', current_revision: 4 } });
     const final = (await s.approvals.get(input)) as ApprovalRecord;
     expect(final).toMatchObject({ status: 'approved', revision: 4 });
     expect(new Set(final.decisions.map((d) => d.decided_by.id)).size).toBe(3);
@@ -340,9 +491,18 @@ describe('min approvals: distinct approvers, one conditional write per decision'
       updated_at: now,
       revision: 1,
     };
-    await s.table.client.send(new PutCommand({ TableName: s.table.tableName, Item: { ...keys.approval(TENANT, approval_id), item_type: 'approval', ...legacy } }));
+    await s.table.client.send(
+      new PutCommand({ TableName: s.table.tableName, Item: { ...keys.approval(TENANT, approval_id), item_type: 'approval', ...legacy } }),
+    );
     expect(await s.approvals.get({ tenant_id: TENANT, approval_id })).toMatchObject({ policy: { min_approvals: 1 }, decisions: [] });
-    const approved = await s.approvals.decide({ tenant_id: TENANT, approval_id, expected_revision: 1, decision_id: 'd-old', decided_by: APPROVER, decision: 'approved' });
+    const approved = await s.approvals.decide({
+      tenant_id: TENANT,
+      approval_id,
+      expected_revision: 1,
+      decision_id: 'd-old',
+      decided_by: APPROVER,
+      decision: 'approved',
+    });
     expect(approved).toMatchObject({ status: 'approved', decision: { decision_id: 'd-old' }, decisions: [{ decision_id: 'd-old' }] });
   });
 });
@@ -381,7 +541,14 @@ describe('listPending (sparse byStatus index, per tenant)', () => {
     }
     await s.approvals.create(approvalInput({ tenant_id: uid('other-tenant') }));
     const decided = created[0];
-    await s.approvals.decide({ tenant_id: tenant, approval_id: decided?.approval_id as string, expected_revision: 1, decision_id: 'd', decided_by: APPROVER, decision: 'denied' });
+    await s.approvals.decide({
+      tenant_id: tenant,
+      approval_id: decided?.approval_id as string,
+      expected_revision: 1,
+      decision_id: 'd',
+      decided_by: APPROVER,
+      decision: 'denied',
+    });
     const raw = await s.rawItem(keys.approval(tenant, decided?.approval_id as string));
     expect(raw?.GSI3PK).toBeUndefined();
 

@@ -51,20 +51,37 @@ beforeAll(async () => {
 });
 afterAll(async () => table.destroy());
 
-const raw = async (key: { PK: string; SK: string }) => (await table.client.send(new GetCommand({ TableName: table.tableName, Key: key, ConsistentRead: true }))).Item;
+const raw = async (key: { PK: string; SK: string }) =>
+  (await table.client.send(new GetCommand({ TableName: table.tableName, Key: key, ConsistentRead: true }))).Item;
 
 function fingerprint(a: Action): string {
-  return idempotencyFingerprint({ capability_id: a.capability_id, input: a.input, ...(a.transaction ? { transaction: a.transaction } : {}), ...(a.identity ? { identity: a.identity } : {}) });
+  return idempotencyFingerprint({
+    capability_id: a.capability_id,
+    input: a.input,
+    ...(a.transaction ? { transaction: a.transaction } : {}),
+    ...(a.identity ? { identity: a.identity } : {}),
+  });
 }
 
 /** An execute admission of `a` (its reservation and prepared record with the first receipt). */
 function admission(a: Action = actionFixture()): AdmitWriteInput {
   const txn = a.transaction?.transaction_id as string;
-  const reservation: ReserveInput = { tenant_id: TENANT, principal_id: PRINCIPAL.id, key: a.idempotency_key as string, fingerprint: fingerprint(a), action_id: a.id, fence: 0, transaction_id: txn };
+  const reservation: ReserveInput = {
+    tenant_id: TENANT,
+    principal_id: PRINCIPAL.id,
+    key: a.idempotency_key as string,
+    fingerprint: fingerprint(a),
+    action_id: a.id,
+    fence: 0,
+    transaction_id: txn,
+  };
   return {
     action: { tenant_id: TENANT, principal: PRINCIPAL, action: a },
     reservation,
-    transaction: { ...preparedInput(txn, { action_id: a.id, capability_id: a.capability_id }), receipt: nextReceipt({ transaction_id: txn }, 1, 'prepared', 'transaction.prepared') },
+    transaction: {
+      ...preparedInput(txn, { action_id: a.id, capability_id: a.capability_id }),
+      receipt: nextReceipt({ transaction_id: txn }, 1, 'prepared', 'transaction.prepared'),
+    },
   };
 }
 
@@ -129,7 +146,10 @@ function settlement(a: Action, held: TransactionRecord, fence: number, result: A
       },
     },
     action: { tenant_id: TENANT, action_id: a.id, fence, to: 'completed' as const, result },
-    idempotency: { kind: 'complete' as const, input: { tenant_id: TENANT, principal_id: PRINCIPAL.id, key: a.idempotency_key as string, action_id: a.id, fence, result } },
+    idempotency: {
+      kind: 'complete' as const,
+      input: { tenant_id: TENANT, principal_id: PRINCIPAL.id, key: a.idempotency_key as string, action_id: a.id, fence, result },
+    },
   };
 }
 
@@ -169,9 +189,14 @@ describe('Composite admission', () => {
     const first = admission();
     await admitted(first);
     const key = first.action.action.idempotency_key as string;
-    const retry = admission(actionFixture({ idempotency_key: key, input: first.action.action.input, transaction: { mode: 'execute', transaction_id: uid('txn') } }));
+    const retry = admission(
+      actionFixture({ idempotency_key: key, input: first.action.action.input, transaction: { mode: 'execute', transaction_id: uid('txn') } }),
+    );
     // transaction_id is part of the fingerprint: use the first one's fingerprint for a same-request retry
-    const sameRequest: AdmitWriteInput = { ...retry, reservation: { ...(retry.reservation as ReserveInput), fingerprint: (first.reservation as ReserveInput).fingerprint } };
+    const sameRequest: AdmitWriteInput = {
+      ...retry,
+      reservation: { ...(retry.reservation as ReserveInput), fingerprint: (first.reservation as ReserveInput).fingerprint },
+    };
     const idemKey = itemKeys(first).idem;
     const stored = await raw(idemKey);
     const inFlight = refused(await atomic.admit(sameRequest));
@@ -198,7 +223,12 @@ describe('Composite admission', () => {
     const out1 = await admitted(first);
     const other = admission(actionFixture({ transaction: { mode: 'execute', transaction_id: out1.transaction?.transaction_id as string } }));
     const out = refused(await atomic.admit(other));
-    expect(out.existing_transaction).toMatchObject({ transaction_id: out1.transaction?.transaction_id, status: 'prepared', revision: 1, action_id: first.action.action.id });
+    expect(out.existing_transaction).toMatchObject({
+      transaction_id: out1.transaction?.transaction_id,
+      status: 'prepared',
+      revision: 1,
+      action_id: first.action.action.id,
+    });
     expect(out.existing_action).toBeUndefined();
     expect(out.reservation).toBeUndefined();
     await expectNothingOf(other, ['txn', 'receipt']);
@@ -206,7 +236,10 @@ describe('Composite admission', () => {
 
   it('a planned commit: the action, the reservation and the plan claim (with its receipt) in one write; a claim on a moved record is refused with the typed lost race and writes nothing', async () => {
     const txn = uid('txn');
-    const plannedRecord = await table.store.create({ ...plannedInput(txn), receipt: nextReceipt({ transaction_id: txn }, 1, 'planned', 'transaction.planned') });
+    const plannedRecord = await table.store.create({
+      ...plannedInput(txn),
+      receipt: nextReceipt({ transaction_id: txn }, 1, 'planned', 'transaction.planned'),
+    });
     const claimOf = (a: Action, held: TransactionRecord) => ({
       held,
       input: {
@@ -283,7 +316,10 @@ describe('Composite settlement', () => {
     expect(out).toMatchObject({ settled: true, transaction: { status: 'committed', revision: lease.txn.revision + 1, receipt_count: 3 } });
     expect(out.settled && out.transaction).toEqual(await table.store.get({ tenant_id: TENANT, transaction_id: lease.txn.transaction_id }));
     expect(await actions.get({ tenant_id: TENANT, action_id: a.id })).toMatchObject({ status: 'completed', result, fence: 1 });
-    expect(await idempotency.get({ tenant_id: TENANT, principal_id: PRINCIPAL.id, key: a.idempotency_key as string })).toMatchObject({ status: 'completed', result });
+    expect(await idempotency.get({ tenant_id: TENANT, principal_id: PRINCIPAL.id, key: a.idempotency_key as string })).toMatchObject({
+      status: 'completed',
+      result,
+    });
   });
 
   it('a refused part leaves every item as it was: the stale transaction revision throws the typed lost race, a stale action fence and a foreign reservation are named', async () => {
@@ -319,7 +355,10 @@ describe('Composite settlement', () => {
     await unchanged();
 
     const foreign = settlement(a, lease.txn, lease.action.fence, result);
-    const notOwner = await atomic.settle({ ...foreign, idempotency: { kind: 'complete', input: { ...foreign.idempotency.input, action_id: uid('other'), result: { ...result } } } });
+    const notOwner = await atomic.settle({
+      ...foreign,
+      idempotency: { kind: 'complete', input: { ...foreign.idempotency.input, action_id: uid('other'), result: { ...result } } },
+    });
     expect(!notOwner.settled && notOwner.refused.idempotency?.code).toBe('idempotency.not_owner');
     expect(!notOwner.settled && notOwner.refused.action).toBeUndefined();
     await unchanged();
@@ -349,7 +388,10 @@ describe('Composite settlement', () => {
       expect(err.details.current_revision).toBeGreaterThan(zombie.txn.revision);
       expect((await table.store.get({ tenant_id: TENANT, transaction_id: zombie.txn.transaction_id }))?.result).toEqual(takeoverResult);
       expect((await actions.get({ tenant_id: TENANT, action_id: a.id }))?.result).toEqual(takeoverResult);
-      expect(await idempotency.get({ tenant_id: TENANT, principal_id: PRINCIPAL.id, key: a.idempotency_key as string })).toMatchObject({ result: takeoverResult, fence: 2 });
+      expect(await idempotency.get({ tenant_id: TENANT, principal_id: PRINCIPAL.id, key: a.idempotency_key as string })).toMatchObject({
+        result: takeoverResult,
+        fence: 2,
+      });
     }
   });
 
@@ -358,7 +400,9 @@ describe('Composite settlement', () => {
     const { transaction } = await admitted(admission(a));
     const lease = await leaseBoth(a, transaction as TransactionRecord, 'att-1');
     const results = await Promise.allSettled(
-      Array.from({ length: RACERS }, (_, i) => atomic.settle(settlement(a, lease.txn, lease.action.fence, { action_id: a.id, status: 'completed', output: { racer: i } }))),
+      Array.from({ length: RACERS }, (_, i) =>
+        atomic.settle(settlement(a, lease.txn, lease.action.fence, { action_id: a.id, status: 'completed', output: { racer: i } })),
+      ),
     );
     const { won, lost } = split(results);
     expect(won.filter((o) => o.settled)).toHaveLength(1);
@@ -402,7 +446,10 @@ describe('Composite attempt start', () => {
     expect(out.action).toMatchObject({ status: 'running', fence: 1, attempt: 1, lease_owner: 'att-1', revision: 2 });
     expect(out.transaction).toEqual(await table.store.get({ tenant_id: TENANT, transaction_id: out1.transaction?.transaction_id as string }));
     expect(out.transaction).toMatchObject({ status: 'prepared', revision: 2, fence: 1, lease_owner: 'att-1', receipt_count: 2 });
-    expect(await idempotency.get({ tenant_id: TENANT, principal_id: PRINCIPAL.id, key: a.idempotency_key as string })).toMatchObject({ fence: 1, status: 'in_flight' });
+    expect(await idempotency.get({ tenant_id: TENANT, principal_id: PRINCIPAL.id, key: a.idempotency_key as string })).toMatchObject({
+      fence: 1,
+      status: 'in_flight',
+    });
   });
 
   it('a refused part writes nothing: a live transaction lease and a foreign reservation are named with their typed errors', async () => {
@@ -436,15 +483,22 @@ describe('Composite attempt start', () => {
   it(`${RACERS} concurrent starts of the same action from the same read: exactly one attempt holds the leases`, async () => {
     const a = actionFixture();
     const out1 = await admitted(admission(a));
-    const results = await Promise.allSettled(Array.from({ length: RACERS }, (_, i) => atomic.startAttempt(start(a, { action: out1.action, txn: out1.transaction as TransactionRecord }, `att-${i}`))));
+    const results = await Promise.allSettled(
+      Array.from({ length: RACERS }, (_, i) => atomic.startAttempt(start(a, { action: out1.action, txn: out1.transaction as TransactionRecord }, `att-${i}`))),
+    );
     const { won, lost } = split(results);
     const started = won.filter((o) => o.started);
     expect(started).toHaveLength(1);
-    for (const o of won) if (!o.started) expect(o.refused.action?.code ?? o.refused.transaction?.code).toMatch(/^(action|transaction)\.(state_conflict|lease_held)$/);
+    for (const o of won)
+      if (!o.started) expect(o.refused.action?.code ?? o.refused.transaction?.code).toMatch(/^(action|transaction)\.(state_conflict|lease_held)$/);
     for (const e of lost) expect(isAipError(e, 'transaction.state_conflict')).toBe(true);
     const owner = started[0]?.started ? started[0].action.lease_owner : '';
     expect(await actions.get({ tenant_id: TENANT, action_id: a.id })).toMatchObject({ fence: 1, lease_owner: owner });
-    expect(await table.store.get({ tenant_id: TENANT, transaction_id: out1.transaction?.transaction_id as string })).toMatchObject({ fence: 1, lease_owner: owner, receipt_count: 2 });
+    expect(await table.store.get({ tenant_id: TENANT, transaction_id: out1.transaction?.transaction_id as string })).toMatchObject({
+      fence: 1,
+      lease_owner: owner,
+      receipt_count: 2,
+    });
   });
 });
 
@@ -518,7 +572,12 @@ describe('Composite attempt start with the route assignment (a first attempt)', 
       await routes.putIfAbsent(stored);
       const txn = out1.transaction as TransactionRecord;
       const idemKey = itemKeys(admission(a)).idem;
-      const before = { action: await raw(keys.action(TENANT, a.id)), txn: await raw(keys.transaction(TENANT, txn.transaction_id)), idem: await raw(idemKey), route: await raw(routeKey(a)) };
+      const before = {
+        action: await raw(keys.action(TENANT, a.id)),
+        txn: await raw(keys.transaction(TENANT, txn.transaction_id)),
+        idem: await raw(idemKey),
+        route: await raw(routeKey(a)),
+      };
       sent.length = 0;
       const out = await atomic.startAttempt(firstStart(a, { action: out1.action, txn }, 'att-1', route(a)));
       expect(sent).toEqual(['TransactWriteItems']);
@@ -526,7 +585,12 @@ describe('Composite attempt start with the route assignment (a first attempt)', 
       const mismatch = 'capability_id' in existing;
       expect(out.refused.route).toEqual({ created: false, assignment: stored, reusable: !mismatch, mismatched: mismatch ? ['capability_id'] : [] });
       expect(out.refused.action ?? out.refused.transaction ?? out.refused.idempotency).toBeUndefined();
-      expect({ action: await raw(keys.action(TENANT, a.id)), txn: await raw(keys.transaction(TENANT, txn.transaction_id)), idem: await raw(idemKey), route: await raw(routeKey(a)) }).toEqual(before);
+      expect({
+        action: await raw(keys.action(TENANT, a.id)),
+        txn: await raw(keys.transaction(TENANT, txn.transaction_id)),
+        idem: await raw(idemKey),
+        route: await raw(routeKey(a)),
+      }).toEqual(before);
       expect(await raw(keys.receipt(TENANT, txn.transaction_id, 1))).toBeUndefined();
       // Repeated without the route part (what the worker does with a reusable route), the leases land.
       const again = firstStart(a, { action: out1.action, txn }, 'att-1', route(a));
@@ -540,7 +604,9 @@ describe('Composite attempt start with the route assignment (a first attempt)', 
     const a = actionFixture();
     const out1 = await admitted(admission(a));
     sent.length = 0;
-    const err = await atomic.startAttempt(firstStart(a, { action: out1.action, txn: out1.transaction as TransactionRecord }, 'att-1', route(a, { manifest_hash: 'nope' }))).catch((e: unknown) => e);
+    const err = await atomic
+      .startAttempt(firstStart(a, { action: out1.action, txn: out1.transaction as TransactionRecord }, 'att-1', route(a, { manifest_hash: 'nope' })))
+      .catch((e: unknown) => e);
     expect(isAipError(err, 'route.invalid_assignment')).toBe(true);
     expect(sent).toEqual([]);
   });
@@ -549,7 +615,11 @@ describe('Composite attempt start with the route assignment (a first attempt)', 
     const a = actionFixture();
     const out1 = await admitted(admission(a));
     const held = { action: out1.action, txn: out1.transaction as TransactionRecord };
-    const results = await Promise.allSettled(Array.from({ length: RACERS }, (_, i) => atomic.startAttempt(firstStart(a, held, `att-${i}`, route(a, { replica: `replica-${i}`, admission_reservation: `att-${i}` })))));
+    const results = await Promise.allSettled(
+      Array.from({ length: RACERS }, (_, i) =>
+        atomic.startAttempt(firstStart(a, held, `att-${i}`, route(a, { replica: `replica-${i}`, admission_reservation: `att-${i}` }))),
+      ),
+    );
     const { won, lost } = split(results);
     const started = won.filter((o) => o.started);
     expect(started).toHaveLength(1);
@@ -564,11 +634,25 @@ describe('Composite attempt start with the route assignment (a first attempt)', 
       if (o.refused.route !== undefined) expect(o.refused.route.assignment.admission_reservation).toBe(owner);
     }
     for (const e of lost) expect(isAipError(e, 'transaction.state_conflict')).toBe(true);
-    expect(await routes.get({ tenant_id: TENANT, action_id: a.id })).toMatchObject({ replica: `replica-${owner.slice('att-'.length)}`, admission_reservation: owner });
-    const partition = await table.client.send(new QueryCommand({ TableName: table.tableName, KeyConditionExpression: 'PK = :pk', ExpressionAttributeValues: { ':pk': keys.action(TENANT, a.id).PK }, ConsistentRead: true }));
+    expect(await routes.get({ tenant_id: TENANT, action_id: a.id })).toMatchObject({
+      replica: `replica-${owner.slice('att-'.length)}`,
+      admission_reservation: owner,
+    });
+    const partition = await table.client.send(
+      new QueryCommand({
+        TableName: table.tableName,
+        KeyConditionExpression: 'PK = :pk',
+        ExpressionAttributeValues: { ':pk': keys.action(TENANT, a.id).PK },
+        ConsistentRead: true,
+      }),
+    );
     expect(partition.Items?.map((i) => i.SK).sort()).toEqual(['ACTION', 'ROUTE']);
     expect(await actions.get({ tenant_id: TENANT, action_id: a.id })).toMatchObject({ fence: 1, attempt: 1, lease_owner: owner });
-    expect(await table.store.get({ tenant_id: TENANT, transaction_id: held.txn.transaction_id })).toMatchObject({ fence: 1, lease_owner: owner, receipt_count: 2 });
+    expect(await table.store.get({ tenant_id: TENANT, transaction_id: held.txn.transaction_id })).toMatchObject({
+      fence: 1,
+      lease_owner: owner,
+      receipt_count: 2,
+    });
   });
 });
 

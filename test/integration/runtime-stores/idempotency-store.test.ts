@@ -39,7 +39,14 @@ describe('reserve', () => {
     const input = reserveInput();
     const out = await s.idempotency.reserve(input);
     expect(out.outcome).toBe('reserved');
-    expect(out.reservation).toMatchObject({ status: 'in_flight', action_id: input.action_id, fence: 1, fingerprint: input.fingerprint, revision: 1, key_hash: idempotencyKeyHash(input.key) });
+    expect(out.reservation).toMatchObject({
+      status: 'in_flight',
+      action_id: input.action_id,
+      fence: 1,
+      fingerprint: input.fingerprint,
+      revision: 1,
+      key_hash: idempotencyKeyHash(input.key),
+    });
     const raw = await s.rawItem(keys.idempotency(TENANT, PRINCIPAL.id, idempotencyKeyHash(input.key)));
     expect(raw?.ttl).toBe(nowEpoch() + DEFAULT_IDEMPOTENCY_RETENTION_SECONDS);
     expect(raw?.expires_at).toBe(new Date(Date.parse(s.clock.iso()) + 24 * 3600_000).toISOString());
@@ -141,7 +148,9 @@ describe('complete and replay', () => {
     await s.idempotency.reserve(first);
     s.clock.advance(3600_000);
     await s.idempotency.complete({ ...first, result: result(first.action_id) });
-    expect((await s.rawItem(keys.idempotency(TENANT, PRINCIPAL.id, idempotencyKeyHash(first.key))))?.ttl).toBe(nowEpoch() + DEFAULT_IDEMPOTENCY_RETENTION_SECONDS);
+    expect((await s.rawItem(keys.idempotency(TENANT, PRINCIPAL.id, idempotencyKeyHash(first.key))))?.ttl).toBe(
+      nowEpoch() + DEFAULT_IDEMPOTENCY_RETENTION_SECONDS,
+    );
   });
 
   it('is fenced: another action or an older fence cannot complete (idempotency.not_owner)', async () => {
@@ -275,7 +284,12 @@ describe('adopt', () => {
 });
 
 describe('idempotencyFingerprint', () => {
-  const base = { capability_id: 'payments.transfer', input: { amount: 1, currency: 'EUR' }, transaction: { mode: 'execute' as const }, identity: { tenant_id: TENANT, external_account_id: 'acct-1' } };
+  const base = {
+    capability_id: 'payments.transfer',
+    input: { amount: 1, currency: 'EUR' },
+    transaction: { mode: 'execute' as const },
+    identity: { tenant_id: TENANT, external_account_id: 'acct-1' },
+  };
 
   it('covers capability, input, transaction context and account; ignores key order', () => {
     const f = idempotencyFingerprint(base);
@@ -296,11 +310,15 @@ describe('idempotencyFingerprint', () => {
 
   it('property: distinct inputs give distinct fingerprints; equal inputs equal ones', () => {
     fc.assert(
-      fc.property(fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 })), fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 })), (a, b) => {
-        const fa = idempotencyFingerprint({ capability_id: 'c', input: a as never });
-        const fb = idempotencyFingerprint({ capability_id: 'c', input: b as never });
-        expect(fa === fb).toBe(JSON.stringify(sortDeep(a)) === JSON.stringify(sortDeep(b)));
-      }),
+      fc.property(
+        fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 })),
+        fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 })),
+        (a, b) => {
+          const fa = idempotencyFingerprint({ capability_id: 'c', input: a as never });
+          const fb = idempotencyFingerprint({ capability_id: 'c', input: b as never });
+          expect(fa === fb).toBe(JSON.stringify(sortDeep(a)) === JSON.stringify(sortDeep(b)));
+        },
+      ),
       { numRuns: 200 },
     );
   });
@@ -309,7 +327,11 @@ describe('idempotencyFingerprint', () => {
 function sortDeep(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(sortDeep);
   if (v !== null && typeof v === 'object') {
-    return Object.fromEntries(Object.keys(v).sort().map((k) => [k, sortDeep((v as Record<string, unknown>)[k])]));
+    return Object.fromEntries(
+      Object.keys(v)
+        .sort()
+        .map((k) => [k, sortDeep((v as Record<string, unknown>)[k])]),
+    );
   }
   return Object.is(v, -0) ? 0 : v;
 }
@@ -319,7 +341,11 @@ describe('concurrency of the whole lifecycle', () => {
     const first = reserveInput({ fence: 4 });
     await s.idempotency.reserve(first);
     const { won, lost } = split(
-      await Promise.allSettled(Array.from({ length: RACERS }, (_, i) => s.idempotency.complete({ ...first, fence: (i % 5) + 1, result: { action_id: first.action_id, status: 'completed', output: { i } } }))),
+      await Promise.allSettled(
+        Array.from({ length: RACERS }, (_, i) =>
+          s.idempotency.complete({ ...first, fence: (i % 5) + 1, result: { action_id: first.action_id, status: 'completed', output: { i } } }),
+        ),
+      ),
     );
     // Fence 4 callers: the first completes, later ones return the stored result unchanged.
     expect(won.every((r) => r.fence === 4)).toBe(true);

@@ -71,7 +71,9 @@ describe('putIfAbsent', () => {
 
   it(`${RACERS} concurrent resolvers of one action pinning different replicas: exactly one assignment is created and all see it`, async () => {
     const actionId = uid('act');
-    const outs = await Promise.all(Array.from({ length: RACERS }, (_, i) => s.routes.putIfAbsent(assignment({ action_id: actionId, replica: `replica-${i}` }))));
+    const outs = await Promise.all(
+      Array.from({ length: RACERS }, (_, i) => s.routes.putIfAbsent(assignment({ action_id: actionId, replica: `replica-${i}` }))),
+    );
     const created = outs.filter((o) => o.created);
     expect(created).toHaveLength(1);
     const pinned = created[0]?.assignment.replica;
@@ -91,7 +93,12 @@ describe('putIfAbsent', () => {
     expect(Object.keys(raw ?? {}).filter((k) => k.startsWith('GSI'))).toEqual([]);
     expect(Object.getOwnPropertyNames(Object.getPrototypeOf(s.routes)).sort()).toEqual(['constructor', 'get', 'putIfAbsent']);
     const partition = await s.table.client.send(
-      new QueryCommand({ TableName: s.table.tableName, KeyConditionExpression: 'PK = :pk', ExpressionAttributeValues: { ':pk': keys.action(TENANT, a.action_id).PK }, ConsistentRead: true }),
+      new QueryCommand({
+        TableName: s.table.tableName,
+        KeyConditionExpression: 'PK = :pk',
+        ExpressionAttributeValues: { ':pk': keys.action(TENANT, a.action_id).PK },
+        ConsistentRead: true,
+      }),
     );
     expect(partition.Items?.map((i) => i.SK)).toEqual(['ROUTE']);
   });

@@ -42,7 +42,9 @@ describe('append', () => {
 
   it(`${RACERS} concurrent writers of the same seq: exactly one lands`, async () => {
     const id = uid('act');
-    const results = await Promise.allSettled(Array.from({ length: RACERS }, (_, i) => s.streams.append({ tenant_id: TENANT, action_id: id, seq: 3, chunk: chunk(id, 3, `att-${i}`) })));
+    const results = await Promise.allSettled(
+      Array.from({ length: RACERS }, (_, i) => s.streams.append({ tenant_id: TENANT, action_id: id, seq: 3, chunk: chunk(id, 3, `att-${i}`) })),
+    );
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
   });
 
@@ -93,7 +95,11 @@ describe('StreamStoreSink with the runtime stream publisher', () => {
     for (const attempt of ['att-1', 'att-2']) {
       const sink = await openStreamSink(s.streams, TENANT, id);
       const pub = new RuntimeStreamPublisher({ action_id: id, attempt_id: attempt, capability_id: 'llm.complete', enabled: true, sink, clock });
-      await Promise.all([pub.emit({ type: 'text', text: `${attempt} a` }), pub.emit({ type: 'progress', progress: 0.5 }), pub.emit({ type: 'data', data: { n: 1 } })]);
+      await Promise.all([
+        pub.emit({ type: 'text', text: `${attempt} a` }),
+        pub.emit({ type: 'progress', progress: 0.5 }),
+        pub.emit({ type: 'data', data: { n: 1 } }),
+      ]);
       const summary = await pub.close();
       expect(summary).toMatchObject({ emitted: 3, persisted: 3 });
     }

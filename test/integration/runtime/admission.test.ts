@@ -16,12 +16,22 @@ beforeAll(async () => {
 afterAll(async () => h.destroy());
 
 const record = (tx: string) => h.table.store.get({ tenant_id: TENANT, transaction_id: tx });
-const request = (action: Record<string, unknown>, tx: string, extra: Record<string, unknown> = {}) => ({ action, transaction_id: tx, requested_by: caller().principal, ...extra });
+const request = (action: Record<string, unknown>, tx: string, extra: Record<string, unknown> = {}) => ({
+  action,
+  transaction_id: tx,
+  requested_by: caller().principal,
+  ...extra,
+});
 
 describe('Action context carries the transaction intent', () => {
   it('the native request path checks that the requested_by ID matches the runtime principal ID', async () => {
     const tx = uid('tx');
-    const err = await errorOf(h.runtime.submit(caller(), request(transfer(uid('a'), { transaction: { mode: 'execute' } }), tx, { requested_by: { id: 'someone-else', kind: 'agent' } })));
+    const err = await errorOf(
+      h.runtime.submit(
+        caller(),
+        request(transfer(uid('a'), { transaction: { mode: 'execute' } }), tx, { requested_by: { id: 'someone-else', kind: 'agent' } }),
+      ),
+    );
     expect(err.code).toBe('runtime.requester_mismatch');
     expect(err.httpStatus).toBe(403);
     expect(await record(tx)).toBeUndefined();
@@ -29,7 +39,9 @@ describe('Action context carries the transaction intent', () => {
 
   it('the wrapper transaction ID must match the action transaction ID when both are present', async () => {
     const tx = uid('tx');
-    expect(await codeOf(h.runtime.submit(caller(), request(transfer(uid('a'), { transaction: { mode: 'execute', transaction_id: uid('other') } }), tx)))).toBe('envelope.transaction_id_mismatch');
+    expect(await codeOf(h.runtime.submit(caller(), request(transfer(uid('a'), { transaction: { mode: 'execute', transaction_id: uid('other') } }), tx)))).toBe(
+      'envelope.transaction_id_mismatch',
+    );
     expect(await record(tx)).toBeUndefined();
   });
 
@@ -73,7 +85,10 @@ describe('Action context carries the transaction intent', () => {
     expect(await codeOf(h.runtime.submit(noScope, transfer(uid('a'), { transaction: { mode: 'execute' } })))).toBe('runtime.scope_missing');
     expect(await codeOf(h.runtime.submit(noScope, request(transfer(uid('a'), { transaction: { mode: 'execute' } }), uid('tx'))))).toBe('runtime.scope_missing');
     const approvalNative = await h.runtime.submit(caller(), { ...transfer(uid('a'), { transaction: { mode: 'execute' } }), capability_id: 'pay.approved' });
-    const approvalWrapped = await h.runtime.submit(caller(), request({ ...transfer(uid('a'), { transaction: { mode: 'execute' } }), capability_id: 'pay.approved' }, uid('tx')));
+    const approvalWrapped = await h.runtime.submit(
+      caller(),
+      request({ ...transfer(uid('a'), { transaction: { mode: 'execute' } }), capability_id: 'pay.approved' }, uid('tx')),
+    );
     expect([approvalNative.disposition, approvalWrapped.disposition]).toEqual(['requires_human', 'requires_human']);
   });
 

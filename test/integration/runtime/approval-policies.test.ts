@@ -37,7 +37,14 @@ beforeAll(async () => {
         { policy_id: 'precedence-all', tenants: [PRECEDENCE], capabilities: ['*'], modes: ['execute'], approver_scopes: ['ops:approve'] },
         { policy_id: 'comp-gate', tenants: [COMP], capabilities: ['pay.transfer'], modes: ['compensate'], approver_scopes: ['ops:approve'] },
         // The default for every tenant (no selector): two distinct approvers, one of two scopes each, within an hour.
-        { policy_id: 'global-echo', capabilities: ['pay.echo'], modes: ['none'], approver_scopes: ['aip:approve', 'pay:approve'], min_approvals: 2, ttl_ms: HOUR },
+        {
+          policy_id: 'global-echo',
+          capabilities: ['pay.echo'],
+          modes: ['none'],
+          approver_scopes: ['aip:approve', 'pay:approve'],
+          min_approvals: 2,
+          ttl_ms: HOUR,
+        },
       ],
     },
   });
@@ -76,7 +83,10 @@ describe('which policy applies', () => {
     // The tenant's own policy wins over the runtime-wide default.
     expect((await pendingIn(TENANT, echo(TENANT))).policy.policy_id).toBe('tenant-own-echo');
     // The capability's own policy wins over a runtime-wide policy selecting every capability.
-    const approved = inTenant(PRECEDENCE, { ...transfer(uid('a'), { transaction: { mode: 'execute', transaction_id: uid('tx') } }), capability_id: 'pay.approved' });
+    const approved = inTenant(PRECEDENCE, {
+      ...transfer(uid('a'), { transaction: { mode: 'execute', transaction_id: uid('tx') } }),
+      capability_id: 'pay.approved',
+    });
     expect((await pendingIn(PRECEDENCE, approved)).policy.policy_id).toBe('treasury-two-person');
     // Otherwise the runtime-wide policy applies.
     const plain = inTenant(PRECEDENCE, transfer(uid('a'), { transaction: { mode: 'execute', transaction_id: uid('tx') } }));
@@ -110,7 +120,9 @@ describe('deciding under min_approvals and "any of" approver scopes', () => {
     expect(first.resumed).toBeUndefined();
     expect(await h.receiveInvokes()).toEqual([]);
 
-    expect(await codeOf(h.runtime.decideApproval(approverA, UNCONFIGURED, approval.approval_id, { decision: 'approve' }))).toBe('approval.already_approved_by_caller');
+    expect(await codeOf(h.runtime.decideApproval(approverA, UNCONFIGURED, approval.approval_id, { decision: 'approve' }))).toBe(
+      'approval.already_approved_by_caller',
+    );
 
     const second = await h.runtime.decideApproval(approverB, UNCONFIGURED, approval.approval_id, { decision: 'approve' });
     expect(second.approval.status).toBe('approved');
@@ -140,9 +152,13 @@ describe('deciding under min_approvals and "any of" approver scopes', () => {
     const approval = await pendingIn(UNCONFIGURED, echo(UNCONFIGURED));
     const stranger = member(UNCONFIGURED, 'stranger', ['pay:write']);
     expect(await codeOf(h.runtime.decideApproval(stranger, UNCONFIGURED, approval.approval_id, { decision: 'approve' }))).toBe('approval.not_found');
-    expect(await codeOf(h.runtime.decideApproval(requester(UNCONFIGURED), UNCONFIGURED, approval.approval_id, { decision: 'approve' }))).toBe('runtime.approver_forbidden');
+    expect(await codeOf(h.runtime.decideApproval(requester(UNCONFIGURED), UNCONFIGURED, approval.approval_id, { decision: 'approve' }))).toBe(
+      'runtime.approver_forbidden',
+    );
     const selfApprover = member(UNCONFIGURED, 'agent-1', ['pay:write', 'pay:approve']);
-    expect(await codeOf(h.runtime.decideApproval(selfApprover, UNCONFIGURED, approval.approval_id, { decision: 'approve' }))).toBe('runtime.self_approval_forbidden');
+    expect(await codeOf(h.runtime.decideApproval(selfApprover, UNCONFIGURED, approval.approval_id, { decision: 'approve' }))).toBe(
+      'runtime.self_approval_forbidden',
+    );
     expect((await h.stores.approvals.get(approval))?.decisions).toEqual([]);
   });
 

@@ -22,7 +22,10 @@ beforeAll(async () => {
 afterAll(async () => h.destroy());
 
 const record = (tx: string) => h.table.store.get({ tenant_id: TENANT, transaction_id: tx });
-const approvedExec = (id: string, tx: string, input: Record<string, unknown> = {}) => ({ ...transfer(id, { transaction: { mode: 'execute', transaction_id: tx } }, input), capability_id: 'pay.approved' });
+const approvedExec = (id: string, tx: string, input: Record<string, unknown> = {}) => ({
+  ...transfer(id, { transaction: { mode: 'execute', transaction_id: tx } }, input),
+  capability_id: 'pay.approved',
+});
 async function pending(input: Record<string, unknown> = {}) {
   const a = uid('a');
   const tx = uid('tx');
@@ -36,7 +39,12 @@ async function pending(input: Record<string, unknown> = {}) {
 describe('The approval gate', () => {
   it('a capability approval policy creates a pending approval and the action waits as requires_human', async () => {
     const { a, approval } = await pending();
-    expect(approval).toMatchObject({ status: 'pending', capability_id: 'pay.approved', requested_by: { id: 'agent-1' }, policy: { policy_id: 'treasury-two-person' } });
+    expect(approval).toMatchObject({
+      status: 'pending',
+      capability_id: 'pay.approved',
+      requested_by: { id: 'agent-1' },
+      policy: { policy_id: 'treasury-two-person' },
+    });
     expect((await h.runtime.getAction(caller(), TENANT, a)).action_result.status).toBe('requires_human');
     expect(await h.receiveInvokes()).toEqual([]);
   });
@@ -45,7 +53,9 @@ describe('The approval gate', () => {
     const a = uid('a');
     const out = await h.runtime.submit(caller(), { ...transfer(a), capability_id: 'pay.echo' });
     expect(out.disposition).toBe('requires_human');
-    const approval = (await h.runtime.listOperator(operator, { view: 'pending_approvals', tenant_id: TENANT, limit: 100 })).items.find((i) => i.kind === 'approval' && i.approval.action_id === a);
+    const approval = (await h.runtime.listOperator(operator, { view: 'pending_approvals', tenant_id: TENANT, limit: 100 })).items.find(
+      (i) => i.kind === 'approval' && i.approval.action_id === a,
+    );
     expect(approval).toMatchObject({ approval: { policy: { policy_id: 'tenant-echo-policy' } } });
   });
 
@@ -58,7 +68,9 @@ describe('The approval gate', () => {
     const operatorOnly = { ...operator, scopes: operator.scopes.filter((s) => s !== 'pay:approve') };
     expect(await codeOf(h.runtime.decideApproval(operatorOnly, TENANT, approval.approval_id, { decision: 'approve' }))).toBe('runtime.approver_forbidden');
     // The requester without an approver scope, likewise.
-    expect(await codeOf(h.runtime.decideApproval({ ...caller(), scopes: ['pay:write'] }, TENANT, approval.approval_id, { decision: 'approve' }))).toBe('runtime.approver_forbidden');
+    expect(await codeOf(h.runtime.decideApproval({ ...caller(), scopes: ['pay:write'] }, TENANT, approval.approval_id, { decision: 'approve' }))).toBe(
+      'runtime.approver_forbidden',
+    );
   });
 
   it('by default the approver is not the requester', async () => {
@@ -74,7 +86,11 @@ describe('The approval gate', () => {
     await h.drain();
     expect((await record(tx))?.status).toBe('committed');
     const call = provider.calls.find((c) => c.action_id === a);
-    expect(call?.approval).toEqual({ approval_ids: [approval.approval_id], decision_ids: [out.approval.decision?.decision_id], policy_hashes: [approval.policy.policy_hash] });
+    expect(call?.approval).toEqual({
+      approval_ids: [approval.approval_id],
+      decision_ids: [out.approval.decision?.decision_id],
+      policy_hashes: [approval.policy.policy_hash],
+    });
   });
 
   it('a denial ends the action and no transaction is admitted', async () => {
@@ -89,13 +105,17 @@ describe('The approval gate', () => {
   it('exactly one decision is recorded', async () => {
     const { approval } = await pending();
     await h.runtime.decideApproval(caller('approver-1'), TENANT, approval.approval_id, { decision: 'deny' });
-    expect(await codeOf(h.runtime.decideApproval(caller('approver-2'), TENANT, approval.approval_id, { decision: 'approve' }))).toBe('approval.already_decided');
+    expect(await codeOf(h.runtime.decideApproval(caller('approver-2'), TENANT, approval.approval_id, { decision: 'approve' }))).toBe(
+      'approval.already_decided',
+    );
   });
 
   it('pending approvals expire, and the waiting action fails', async () => {
     const { a, approval } = await pending();
     h.clock.advance(60 * 60_000);
-    expect(await codeOf(h.runtime.decideApproval(caller('approver-1'), TENANT, approval.approval_id, { decision: 'approve' }))).toBe('runtime.approval_expired');
+    expect(await codeOf(h.runtime.decideApproval(caller('approver-1'), TENANT, approval.approval_id, { decision: 'approve' }))).toBe(
+      'runtime.approval_expired',
+    );
     expect((await h.stores.approvals.get({ tenant_id: TENANT, approval_id: approval.approval_id }))?.status).toBe('expired');
     expect((await h.runtime.getAction(caller(), TENANT, a)).action_result).toMatchObject({ status: 'failed', error: { code: 'runtime.approval_expired' } });
   });

@@ -36,7 +36,10 @@ describe('Folded admission through the runtime', () => {
     }
     for (const a of ids) {
       if (a === winner.action_id) continue;
-      expect(await h.stores.actions.get({ tenant_id: TENANT, action_id: a })).toMatchObject({ status: 'failed', result: { error: { code: 'idempotency.in_flight' } } });
+      expect(await h.stores.actions.get({ tenant_id: TENANT, action_id: a })).toMatchObject({
+        status: 'failed',
+        result: { error: { code: 'idempotency.in_flight' } },
+      });
     }
     await h.drain();
     const txId = (await h.stores.actions.get({ tenant_id: TENANT, action_id: winner.action_id }))?.transaction_id as string;
@@ -47,7 +50,11 @@ describe('Folded admission through the runtime', () => {
     const replay = await h.runtime.submit(caller(), exec(late, key));
     expect(replay.disposition).toBe('replayed');
     expect(replay.action_result).toMatchObject({ status: 'completed', replayed: true, metadata: { replayed_from: winner.action_id } });
-    expect(await h.stores.actions.get({ tenant_id: TENANT, action_id: late })).toMatchObject({ status: 'completed', revision: 1, result: { replayed: true, action_id: late } });
+    expect(await h.stores.actions.get({ tenant_id: TENANT, action_id: late })).toMatchObject({
+      status: 'completed',
+      revision: 1,
+      result: { replayed: true, action_id: late },
+    });
   });
 
   it(`${RACERS} concurrent submissions of the same action: one admission, every other is runtime.attempt_in_flight, and the action still runs to completion`, async () => {
@@ -108,6 +115,10 @@ describe('Folded admission through the runtime', () => {
     const txn = await h.table.store.get({ tenant_id: TENANT, transaction_id: action?.transaction_id as string });
     expect(action).toMatchObject({ status: 'completed', fence: 1 });
     expect(txn).toMatchObject({ status: 'committed', result: action?.result });
-    expect(await h.stores.idempotency.get({ tenant_id: TENANT, principal_id: 'agent-1', key })).toMatchObject({ status: 'completed', fence: 1, result: action?.result });
+    expect(await h.stores.idempotency.get({ tenant_id: TENANT, principal_id: 'agent-1', key })).toMatchObject({
+      status: 'completed',
+      fence: 1,
+      result: action?.result,
+    });
   });
 });

@@ -136,7 +136,10 @@ describe('attempts end before the worker Lambda does', () => {
     const started = h.clock.now().getTime();
     const before = provider.reconcileDeadlines.length;
 
-    const outcome = await h.runtime.reconcile({ kind: 'reconcile', tenant_id: TENANT, transaction_id, reason: 'schedule' }, budgetLeaving(LEFT_FOR_THE_ATTEMPT_MS));
+    const outcome = await h.runtime.reconcile(
+      { kind: 'reconcile', tenant_id: TENANT, transaction_id, reason: 'schedule' },
+      budgetLeaving(LEFT_FOR_THE_ATTEMPT_MS),
+    );
 
     expect(provider.reconcileDeadlines.slice(before).map((d) => d.getTime())).toEqual([started + LEFT_FOR_THE_ATTEMPT_MS]);
     expect(outcome).toMatchObject({ disposition: 'still_unknown', retry: false, transaction_status: 'outcome_unknown' });

@@ -87,7 +87,13 @@ beforeEach(() => {
 
 let amounts = 4_100;
 function chargeAction(id: string, key: string) {
-  return { id, capability_id: 'payments.charge', input: { amount: (amounts += 1), currency: 'eur', customer: 'cus_fold' }, transaction: { mode: 'execute' as const, transaction_id: uid('tx') }, idempotency_key: key };
+  return {
+    id,
+    capability_id: 'payments.charge',
+    input: { amount: (amounts += 1), currency: 'eur', customer: 'cus_fold' },
+    transaction: { mode: 'execute' as const, transaction_id: uid('tx') },
+    idempotency_key: key,
+  };
 }
 
 const WRITES = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'TransactWriteItems', 'BatchWriteItem']);
@@ -95,7 +101,8 @@ const recordOf = (tx: string) => h.table.store.get({ tenant_id: TENANT, transact
 const receiptsOf = async (tx: string) => (await h.table.store.listReceipts({ tenant_id: TENANT, transaction_id: tx, limit: 100 })).items.map((r) => r.receipt);
 const CHECKPOINT_EVENT = 'transaction.provider_operation_checkpointed';
 const drainFor = async (a: string): Promise<AttemptOutcome | undefined> => (await h.drain()).find((o) => o.action_id === a);
-const chargeRequests = (from: number) => events.filter((e) => e.seq > from && e.event.type === 'response' && e.event.method === 'POST' && e.event.path === '/v1/charges');
+const chargeRequests = (from: number) =>
+  events.filter((e) => e.seq > from && e.event.type === 'response' && e.event.method === 'POST' && e.event.path === '/v1/charges');
 
 describe('A charge the provider answers at once', () => {
   it('the operation ID goes into the settlement write: admission, attempt start and settlement are the only writes of the execute', async () => {
@@ -160,14 +167,19 @@ describe('A wait that can be lost keeps the durable checkpoint before it', () =>
     }
     const checkpoint = requests.find((r) => r.command === 'TransactWriteItems' && r.items.join() === 'Update:TXN,Put:RCPT');
     expect(checkpoint).toMatchObject({ ok: true });
-    const polls = events.filter((e) => e.seq > from && e.event.type === 'response' && e.event.method === 'GET' && e.event.path.startsWith('/v1/operations/op_'));
+    const polls = events.filter(
+      (e) => e.seq > from && e.event.type === 'response' && e.event.method === 'GET' && e.event.path.startsWith('/v1/operations/op_'),
+    );
     expect(polls.length).toBeGreaterThanOrEqual(1);
     // Durable before the connector sent its first poll.
     expect(checkpoint?.seq).toBeLessThan(polls[0]?.seq as number);
     expect(requests.filter((r) => WRITES.has(r.command))).toHaveLength(4);
     const receipts = await receiptsOf(action.transaction.transaction_id);
     expect(receipts.map((r) => r.event)).toContain(CHECKPOINT_EVENT);
-    expect(await recordOf(action.transaction.transaction_id)).toMatchObject({ status: 'committed', provider_operation: { operation_id: expect.stringMatching(/^op_/) } });
+    expect(await recordOf(action.transaction.transaction_id)).toMatchObject({
+      status: 'committed',
+      provider_operation: { operation_id: expect.stringMatching(/^op_/) },
+    });
   });
 });
 
@@ -195,7 +207,10 @@ describe('Crashes around the folded checkpoint', () => {
       const charges = chargeRequests(from);
       expect(charges).toHaveLength(2);
       expect(new Set(charges.map((c) => (c.event as { idempotency_key?: string }).idempotency_key)).size).toBe(1);
-      expect(await recordOf(action.transaction.transaction_id)).toMatchObject({ status: 'committed', provider_operation: { operation_id: effects[0]?.operation_id } });
+      expect(await recordOf(action.transaction.transaction_id)).toMatchObject({
+        status: 'committed',
+        provider_operation: { operation_id: effects[0]?.operation_id },
+      });
       expect((await h.verifyChain(action.transaction.transaction_id)).valid).toBe(true);
       h.crash.disarm();
     });
@@ -220,7 +235,11 @@ describe('Concurrent deliveries', () => {
       }
       const effects = sim.ledger().slice(ledger);
       expect(effects).toHaveLength(1);
-      expect(await recordOf(action.transaction.transaction_id)).toMatchObject({ status: 'committed', fence: 1, provider_operation: { operation_id: effects[0]?.operation_id } });
+      expect(await recordOf(action.transaction.transaction_id)).toMatchObject({
+        status: 'committed',
+        fence: 1,
+        provider_operation: { operation_id: effects[0]?.operation_id },
+      });
       expect((await h.verifyChain(action.transaction.transaction_id)).valid).toBe(true);
     }
   });

@@ -59,13 +59,21 @@ function gatedConnector() {
       const why = await waitForCancelOrRelease(ctx);
       provider.reasons.push(ctx.cancellation_reason?.kind);
       if (why === 'cancelled' && input.behaviour !== 'ignores_cancel') {
-        throw call.failure({ code: 'gate.cancelled', category: 'permanent', retryable: false, uncertain_outcome: input.behaviour === 'effect_then_waits' } as never);
+        throw call.failure({
+          code: 'gate.cancelled',
+          category: 'permanent',
+          retryable: false,
+          uncertain_outcome: input.behaviour === 'effect_then_waits',
+        } as never);
       }
       if (input.behaviour === 'ignores_cancel') provider.effects.push(call.action.id);
       return { ok: true };
     },
     cancel: async (_input, ctx, call) => {
-      provider.cancels.push({ action_id: call.action.id, ...(ctx.transaction?.provider_operation_id !== undefined ? { operation_id: ctx.transaction.provider_operation_id } : {}) });
+      provider.cancels.push({
+        action_id: call.action.id,
+        ...(ctx.transaction?.provider_operation_id !== undefined ? { operation_id: ctx.transaction.provider_operation_id } : {}),
+      });
       return { accepted: true };
     },
     reconcile: async () => ({ terminal: true as const, original_commit_completed: false }),

@@ -18,11 +18,16 @@ const record = (tx: string) => h.table.store.get({ tenant_id: TENANT, transactio
 
 async function planned(input: Record<string, unknown> = {}, extra: Record<string, unknown> = {}, capability = 'pay.transfer') {
   const tx = uid('tx');
-  await h.runtime.submit(caller(), { ...transfer(uid('p'), { transaction: { mode: 'plan', transaction_id: tx }, ...extra }, input), capability_id: capability });
+  await h.runtime.submit(caller(), {
+    ...transfer(uid('p'), { transaction: { mode: 'plan', transaction_id: tx }, ...extra }, input),
+    capability_id: capability,
+  });
   return tx;
 }
-const commit = (tx: string, input: Record<string, unknown> = {}, extra: Record<string, unknown> = {}, capability = 'pay.transfer') =>
-  ({ ...transfer(uid('c'), { transaction: { mode: 'commit', plan_id: `plan:${tx}` }, ...extra }, input), capability_id: capability });
+const commit = (tx: string, input: Record<string, unknown> = {}, extra: Record<string, unknown> = {}, capability = 'pay.transfer') => ({
+  ...transfer(uid('c'), { transaction: { mode: 'commit', plan_id: `plan:${tx}` }, ...extra }, input),
+  capability_id: capability,
+});
 
 describe('What a planned commit rechecks', () => {
   it('the plan exists (else the commit is rejected)', async () => {
@@ -93,11 +98,15 @@ describe('What a planned commit rechecks', () => {
 
   it('the commit check does not compare every field retained in the plan (other identity fields, metadata, idempotency key, planning action ID)', async () => {
     const tx = await planned();
-    const c = commit(tx, {}, {
-      identity: { tenant_id: TENANT, external_account_id: 'acct-1', user_id: 'someone-else', session_id: 's-2' },
-      metadata: { labels: { purpose: 'other' } },
-      idempotency_key: `k-${uid('x')}`,
-    });
+    const c = commit(
+      tx,
+      {},
+      {
+        identity: { tenant_id: TENANT, external_account_id: 'acct-1', user_id: 'someone-else', session_id: 's-2' },
+        metadata: { labels: { purpose: 'other' } },
+        idempotency_key: `k-${uid('x')}`,
+      },
+    );
     expect((await h.runtime.submit(caller(), c)).disposition).toBe('accepted');
     await h.drain();
     expect((await record(tx))?.status).toBe('committed');
@@ -179,7 +188,10 @@ describe('The direct-commit branch', () => {
 
   it('an existing transaction ID causes a conflict', async () => {
     const tx = uid('tx');
-    await h.runtime.trustedDirectCommit(caller(), { ...transfer(uid('c'), { transaction: { mode: 'commit', transaction_id: tx } }), capability_id: 'pay.quote' } as never);
+    await h.runtime.trustedDirectCommit(caller(), {
+      ...transfer(uid('c'), { transaction: { mode: 'commit', transaction_id: tx } }),
+      capability_id: 'pay.quote',
+    } as never);
     const again = { ...transfer(uid('c'), { transaction: { mode: 'commit', transaction_id: tx } }), capability_id: 'pay.quote' };
     expect(await codeOf(h.runtime.trustedDirectCommit(caller(), again as never))).toBe('transaction.already_exists');
     await h.drain();
@@ -189,13 +201,17 @@ describe('The direct-commit branch', () => {
     const tx = uid('tx');
     const c = { ...transfer(uid('c'), { transaction: { mode: 'commit', transaction_id: tx } }), capability_id: 'pay.quote' };
     expect(await codeOf(h.runtime.submit(caller(), c))).toBe('envelope.commit_requires_plan_id');
-    expect(await codeOf(h.runtime.submit(caller(), { action: c, transaction_id: tx, requested_by: caller().principal }))).toBe('envelope.commit_requires_plan_id');
+    expect(await codeOf(h.runtime.submit(caller(), { action: c, transaction_id: tx, requested_by: caller().principal }))).toBe(
+      'envelope.commit_requires_plan_id',
+    );
     expect(await record(tx)).toBeUndefined();
   });
 
   it('public clients need a plan ID even when the capability contract field is false; the trusted call refuses a capability that requires a plan', async () => {
     const tx = uid('tx');
-    expect(await codeOf(h.runtime.trustedDirectCommit(caller(), transfer(uid('c'), { transaction: { mode: 'commit', transaction_id: tx } }) as never))).toBe('runtime.plan_required');
+    expect(await codeOf(h.runtime.trustedDirectCommit(caller(), transfer(uid('c'), { transaction: { mode: 'commit', transaction_id: tx } }) as never))).toBe(
+      'runtime.plan_required',
+    );
     expect(await record(tx)).toBeUndefined();
   });
 });

@@ -20,12 +20,17 @@ const record = (tx: string) => h.table.store.get({ tenant_id: TENANT, transactio
 async function executed(scenario: ScenarioName = 'ok', capability = 'pay.transfer', mode: 'execute' | 'none' = 'execute') {
   const a = uid('a');
   const tx = uid('tx');
-  await h.runtime.submit(caller(), { ...transfer(a, mode === 'execute' ? { transaction: { mode, transaction_id: tx } } : {}, { scenario }), capability_id: capability });
+  await h.runtime.submit(caller(), {
+    ...transfer(a, mode === 'execute' ? { transaction: { mode, transaction_id: tx } } : {}, { scenario }),
+    capability_id: capability,
+  });
   await h.drain();
   return { a, tx };
 }
-const compensate = (target: string, extra: Record<string, unknown> = {}, capability = 'pay.transfer', input: Record<string, unknown> = {}) =>
-  ({ ...transfer(uid('k'), { transaction: { mode: 'compensate', compensation_for: target }, ...extra }, input), capability_id: capability });
+const compensate = (target: string, extra: Record<string, unknown> = {}, capability = 'pay.transfer', input: Record<string, unknown> = {}) => ({
+  ...transfer(uid('k'), { transaction: { mode: 'compensate', compensation_for: target }, ...extra }, input),
+  capability_id: capability,
+});
 
 describe('Compensation is a new governed action', () => {
   it('compensate is admitted only when the capability compensation mode is supported or best_effort', async () => {
@@ -91,7 +96,9 @@ describe('Compensation is a new governed action', () => {
     const noBasis = await errorOf(h.runtime.submit(caller(), compensate(plain.a)));
     expect(noBasis.code).toBe('runtime.compensation_window_unverifiable');
     const stale = new Date(Date.parse(h.clock.iso()) - WINDOW - 1).toISOString();
-    expect(await codeOf(h.runtime.submit(caller(), compensate(plain.a, { metadata: { observability: { original_completed_at: stale } } })))).toBe('runtime.compensation_window_expired');
+    expect(await codeOf(h.runtime.submit(caller(), compensate(plain.a, { metadata: { observability: { original_completed_at: stale } } })))).toBe(
+      'runtime.compensation_window_expired',
+    );
     const k = compensate(plain.a, { metadata: { observability: { original_completed_at: h.clock.iso() } } });
     await h.runtime.submit(caller(), k);
     const own = await h.table.store.get({ tenant_id: TENANT, action_id: k.id });

@@ -98,7 +98,9 @@ export class TestProvider {
       ...(tx?.provider_operation_id ? { provider_operation_id: tx.provider_operation_id } : {}),
       ...(tx?.cursor ? { cursor: tx.cursor } : {}),
       ...(ctx.idempotency ? { idempotency_key: ctx.idempotency.key } : {}),
-      ...(ctx.approval ? { approval: { approval_ids: ctx.approval.approval_ids, decision_ids: ctx.approval.decision_ids, policy_hashes: ctx.approval.policy_hashes } } : {}),
+      ...(ctx.approval
+        ? { approval: { approval_ids: ctx.approval.approval_ids, decision_ids: ctx.approval.decision_ids, policy_hashes: ctx.approval.policy_hashes } }
+        : {}),
       ...(memory ? { memory } : {}),
       ...(ctx.tenant ? { tenant: ctx.tenant.tenant_id } : {}),
       actor: ctx.actor.principal.id,
@@ -111,17 +113,37 @@ export class TestProvider {
 type Input = z.output<typeof TransferInput>;
 export type ScenarioName = z.output<typeof Scenario>;
 
-async function mutate(provider: TestProvider, method: 'invoke' | 'commit' | 'compensate', capability_id: string, input: Input, ctx: ActionExecutionContext, action_id: string, fail: (init: ConstructorParameters<typeof ConnectorFailure>[0] extends infer T ? Omit<T & object, 'operation' | 'source'> : never) => ConnectorFailure) {
+async function mutate(
+  provider: TestProvider,
+  method: 'invoke' | 'commit' | 'compensate',
+  capability_id: string,
+  input: Input,
+  ctx: ActionExecutionContext,
+  action_id: string,
+  fail: (init: ConstructorParameters<typeof ConnectorFailure>[0] extends infer T ? Omit<T & object, 'operation' | 'source'> : never) => ConnectorFailure,
+) {
   await provider.record(method, capability_id, ctx, action_id);
   if (input.scenario === 'fail') throw fail({ code: 'pay.declined', category: 'permanent', retryable: false, redacted_details: { reason: 'declined' } });
   if (input.scenario === 'partial') {
-    throw fail({ code: 'pay.partially_applied', category: 'permanent', retryable: false, redacted_details: { side_effects_committed: true, compensation_required: true } });
+    throw fail({
+      code: 'pay.partially_applied',
+      category: 'permanent',
+      retryable: false,
+      redacted_details: { side_effects_committed: true, compensation_required: true },
+    });
   }
   if (input.scenario === 'uncertain_silent') throw fail({ code: 'pay.connection_reset', category: 'temporary', retryable: false, uncertain_outcome: true });
   const op = provider.nextOperationId(ctx.idempotency?.key);
   const transactional = ctx.transaction !== undefined && ctx.transaction.mode !== 'rollback_not_supported';
   if (transactional) await ctx.transaction_checkpoint.checkpoint({ provider: 'testpay', operation_id: op }, `cursor-${op}`);
-  if (input.scenario === 'uncertain') throw fail({ code: 'pay.response_lost', category: 'temporary', retryable: false, uncertain_outcome: true, provider_operation: { provider: 'testpay', operation_id: op } });
+  if (input.scenario === 'uncertain')
+    throw fail({
+      code: 'pay.response_lost',
+      category: 'temporary',
+      retryable: false,
+      uncertain_outcome: true,
+      provider_operation: { provider: 'testpay', operation_id: op },
+    });
   if (input.scenario === 'gated') await provider.passGate();
   if (input.scenario === 'hang') {
     await new Promise<void>((resolve) => ctx.cancellation.addEventListener('abort', () => resolve(), { once: true }));
@@ -135,7 +157,8 @@ async function reconcile(provider: TestProvider, capability_id: string, ctx: Act
   await provider.record('reconcile', capability_id, ctx, action_id);
   const op = ctx.transaction?.provider_operation_id as string;
   const answer = provider.operations.get(op) ?? provider.reconcileDefault;
-  if (answer === 'error') throw new ConnectorFailure({ code: 'pay.lookup_failed', operation: 'reconciliation', source: 'connector:testpay', category: 'temporary', retryable: true });
+  if (answer === 'error')
+    throw new ConnectorFailure({ code: 'pay.lookup_failed', operation: 'reconciliation', source: 'connector:testpay', category: 'temporary', retryable: true });
   if (answer === 'pending') return { terminal: false as const, cursor: `cursor-${op}-pending`, evidence: { provider_state: 'pending' } };
   return {
     terminal: true as const,
@@ -169,8 +192,17 @@ export function testConnector(provider: TestProvider, options: ConnectorOptions 
     input: TransferInput,
     output: TransferOutput,
     contract: {
-      transaction: { modes: ['dry_run', 'plan', 'execute', 'commit', 'reconcile', 'rollback_not_supported'], dry_run_fidelity: 'schema_only', requires_plan_before_commit: true },
-      compensation: { mode: 'supported', compensation_capability_id: 'pay.refund', approval_required: false, ...(options.compensationWindowMs !== undefined ? { window_ms: options.compensationWindowMs } : {}) },
+      transaction: {
+        modes: ['dry_run', 'plan', 'execute', 'commit', 'reconcile', 'rollback_not_supported'],
+        dry_run_fidelity: 'schema_only',
+        requires_plan_before_commit: true,
+      },
+      compensation: {
+        mode: 'supported',
+        compensation_capability_id: 'pay.refund',
+        approval_required: false,
+        ...(options.compensationWindowMs !== undefined ? { window_ms: options.compensationWindowMs } : {}),
+      },
       execution: fast,
       authorization: { scopes: ['pay:write'] },
     },
@@ -198,7 +230,8 @@ export function testConnector(provider: TestProvider, options: ConnectorOptions 
     invoke: (input, ctx, call) => mutate(provider, 'invoke', 'pay.quote', input, ctx, call.action.id, call.failure as never),
     plan: async (input, ctx, call) => {
       await provider.record('plan', 'pay.quote', ctx, call.action.id);
-      if (input.scenario === 'fail') throw call.failure({ code: 'pay.validation_rejected', category: 'validation', retryable: false, redacted_details: { field: 'to' } });
+      if (input.scenario === 'fail')
+        throw call.failure({ code: 'pay.validation_rejected', category: 'validation', retryable: false, redacted_details: { field: 'to' } });
       return { fee: 1, total: input.amount + 1 };
     },
     commit: (input, ctx, call) => mutate(provider, 'commit', 'pay.quote', input, ctx, call.action.id, call.failure as never),
@@ -292,9 +325,19 @@ export function testConnector(provider: TestProvider, options: ConnectorOptions 
     },
   });
 
-  return defineConnector({ id: 'testpay', version: '1.0.0', capabilities: [transfer, refund, quote, retryable, approved, secret, echo, slow, voucher, final, streamed] });
+  return defineConnector({
+    id: 'testpay',
+    version: '1.0.0',
+    capabilities: [transfer, refund, quote, retryable, approved, secret, echo, slow, voucher, final, streamed],
+  });
 }
 
 export function transfer(id: string, extra: Record<string, unknown> = {}, input: Partial<Input> = {}) {
-  return { id, capability_id: 'pay.transfer', input: { amount: 100, to: 'acct-b', ...input }, identity: { tenant_id: 'tenant-a', external_account_id: 'acct-1' }, ...extra };
+  return {
+    id,
+    capability_id: 'pay.transfer',
+    input: { amount: 100, to: 'acct-b', ...input },
+    identity: { tenant_id: 'tenant-a', external_account_id: 'acct-1' },
+    ...extra,
+  };
 }

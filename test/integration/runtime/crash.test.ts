@@ -160,7 +160,12 @@ describe('Crash points with separate writes per store (no composite writes)', ()
   let legacy: Harness;
   const legacyProvider = new TestProvider();
   beforeAll(async () => {
-    legacy = await createHarness({ connectors: [testConnector(legacyProvider)], prefix: 'rt-crash-sep', config: { stall_after_ms: 60_000 }, atomicWrites: false });
+    legacy = await createHarness({
+      connectors: [testConnector(legacyProvider)],
+      prefix: 'rt-crash-sep',
+      config: { stall_after_ms: 60_000 },
+      atomicWrites: false,
+    });
   });
   afterAll(async () => legacy.destroy());
 

@@ -14,7 +14,10 @@ beforeAll(async () => {
 });
 afterAll(async () => h.destroy());
 
-const plain = (id: string, key: string, input: Record<string, unknown> = {}) => ({ ...transfer(id, { idempotency_key: key }, input), capability_id: 'pay.echo' });
+const plain = (id: string, key: string, input: Record<string, unknown> = {}) => ({
+  ...transfer(id, { idempotency_key: key }, input),
+  capability_id: 'pay.echo',
+});
 
 describe('Idempotency reservations', () => {
   it('each reservation is scoped to tenant, principal and key and carries the request fingerprint', async () => {
@@ -22,7 +25,15 @@ describe('Idempotency reservations', () => {
     const a = uid('a');
     await h.runtime.submit(caller(), plain(a, key));
     const r = await h.stores.idempotency.get({ tenant_id: TENANT, principal_id: 'agent-1', key });
-    expect(r).toMatchObject({ action_id: a, status: 'in_flight', fingerprint: idempotencyFingerprint({ capability_id: 'pay.echo', input: { amount: 100, to: 'acct-b' }, identity: { tenant_id: TENANT, external_account_id: 'acct-1' } }) });
+    expect(r).toMatchObject({
+      action_id: a,
+      status: 'in_flight',
+      fingerprint: idempotencyFingerprint({
+        capability_id: 'pay.echo',
+        input: { amount: 100, to: 'acct-b' },
+        identity: { tenant_id: TENANT, external_account_id: 'acct-1' },
+      }),
+    });
     expect(await h.stores.idempotency.get({ tenant_id: TENANT, principal_id: 'agent-2', key })).toBeUndefined();
     // another principal may use the same key independently
     expect((await h.runtime.submit(caller('agent-2'), plain(uid('a'), key))).disposition).toBe('accepted');
@@ -74,7 +85,10 @@ describe('Idempotency reservations', () => {
   it('it is never deleted on an ambiguous error: an unknown outcome marks it uncertain and a retry needs reconciliation', async () => {
     const key = uid('k');
     const tx = uid('tx');
-    await h.runtime.submit(caller(), transfer(uid('a'), { transaction: { mode: 'execute', transaction_id: tx }, idempotency_key: key }, { scenario: 'uncertain' }));
+    await h.runtime.submit(
+      caller(),
+      transfer(uid('a'), { transaction: { mode: 'execute', transaction_id: tx }, idempotency_key: key }, { scenario: 'uncertain' }),
+    );
     await h.drain();
     const r = await h.stores.idempotency.get({ tenant_id: TENANT, principal_id: 'agent-1', key });
     expect(r?.status).toBe('uncertain');
@@ -101,7 +115,9 @@ describe('Idempotency reservations', () => {
 
   it('a capability that requires an idempotency key rejects an action without one before any write', async () => {
     const a = uid('a');
-    expect(await codeOf(h.runtime.submit(caller(), transfer(a, { capability_id: 'pay.idempotent', transaction: { mode: 'execute' } })))).toBe('runtime.idempotency_key_required');
+    expect(await codeOf(h.runtime.submit(caller(), transfer(a, { capability_id: 'pay.idempotent', transaction: { mode: 'execute' } })))).toBe(
+      'runtime.idempotency_key_required',
+    );
     expect(await h.stores.actions.get({ tenant_id: TENANT, action_id: a })).toBeUndefined();
   });
 });

@@ -33,13 +33,23 @@ beforeAll(async () => {
     for (let i = 0; i < n; i++) {
       const tx = uid('tx');
       const who = caller('agent-1', { tenants: [tenant] });
-      await h.runtime.submit(who, transfer(uid('a'), { identity: { tenant_id: tenant, external_account_id: ACCOUNTS[0] }, transaction: { mode: 'execute', transaction_id: tx } }, { scenario: 'uncertain' }));
+      await h.runtime.submit(
+        who,
+        transfer(
+          uid('a'),
+          { identity: { tenant_id: tenant, external_account_id: ACCOUNTS[0] }, transaction: { mode: 'execute', transaction_id: tx } },
+          { scenario: 'uncertain' },
+        ),
+      );
       unknown[tenant]?.push(tx);
     }
   }
   await h.drain();
   for (const who of ['agent-1', 'agent-1', 'agent-2']) {
-    const out = await h.runtime.submit(caller(who), { ...transfer(uid('a'), { transaction: { mode: 'execute', transaction_id: uid('tx') } }), capability_id: 'pay.approved' });
+    const out = await h.runtime.submit(caller(who), {
+      ...transfer(uid('a'), { transaction: { mode: 'execute', transaction_id: uid('tx') } }),
+      capability_id: 'pay.approved',
+    });
     expect(out.disposition).toBe('requires_human');
     approvals[who]?.push((out.action_result.metadata as { approval_id: string }).approval_id);
   }
@@ -64,7 +74,8 @@ async function pages(list: (cursor?: string) => Promise<Page>, max = 20): Promis
 }
 
 const txIds = (items: unknown[]) => items.map((i) => (i as { transaction: { transaction_id: string } }).transaction.transaction_id).sort();
-const approvalIds = (items: unknown[]) => items.map((i) => ((i as { approval?: { approval_id: string } }).approval ?? (i as { approval_id: string })).approval_id).sort();
+const approvalIds = (items: unknown[]) =>
+  items.map((i) => ((i as { approval?: { approval_id: string } }).approval ?? (i as { approval_id: string })).approval_id).sort();
 
 describe('listOperator pages with sealed cursors', () => {
   it('each operator pages through its own tenants only, one item at a time, with opaque cursors', async () => {
@@ -84,33 +95,45 @@ describe('listOperator pages with sealed cursors', () => {
   it('an operator of two tenants pages both, or the one it selects; the cursors of one scope do not open in the other', async () => {
     const both = await pages((cursor) => h.runtime.listOperator(operatorBoth, { view: 'outcome_unknown', limit: 2, ...(cursor ? { cursor } : {}) }));
     expect(txIds(both.items)).toEqual([...(unknown[TENANT] ?? []), ...(unknown[OTHER_TENANT] ?? [])].sort());
-    const one = await pages((cursor) => h.runtime.listOperator(operatorBoth, { view: 'outcome_unknown', tenant_id: OTHER_TENANT, limit: 1, ...(cursor ? { cursor } : {}) }));
+    const one = await pages((cursor) =>
+      h.runtime.listOperator(operatorBoth, { view: 'outcome_unknown', tenant_id: OTHER_TENANT, limit: 1, ...(cursor ? { cursor } : {}) }),
+    );
     expect(txIds(one.items)).toEqual([...(unknown[OTHER_TENANT] ?? [])].sort());
 
     const first = await h.runtime.listOperator(operatorBoth, { view: 'outcome_unknown', limit: 1 });
     const cursor = first.cursor as string;
     // The tenant scope is the set of tenants: their order in the token does not matter.
-    expect((await h.runtime.listOperator({ ...operatorBoth, tenants: [OTHER_TENANT, TENANT] }, { view: 'outcome_unknown', limit: 1, cursor })).items).toBeDefined();
+    expect(
+      (await h.runtime.listOperator({ ...operatorBoth, tenants: [OTHER_TENANT, TENANT] }, { view: 'outcome_unknown', limit: 1, cursor })).items,
+    ).toBeDefined();
     expect(await codeOf(h.runtime.listOperator(operatorBoth, { view: 'outcome_unknown', tenant_id: TENANT, limit: 1, cursor }))).toBe('runtime.cursor_invalid');
-    expect(await codeOf(h.runtime.listOperator({ ...operatorBoth, tenants: [TENANT] }, { view: 'outcome_unknown', limit: 1, cursor }))).toBe('runtime.cursor_invalid');
+    expect(await codeOf(h.runtime.listOperator({ ...operatorBoth, tenants: [TENANT] }, { view: 'outcome_unknown', limit: 1, cursor }))).toBe(
+      'runtime.cursor_invalid',
+    );
   });
 
   it('a cursor opens only for its principal, view and listing; tampered and old-style cursors are refused before the store', async () => {
     const first = await h.runtime.listOperator(operator, { view: 'outcome_unknown', limit: 1 });
     const cursor = first.cursor as string;
     expect((await h.runtime.listOperator(operator, { view: 'outcome_unknown', limit: 1, cursor })).items).toHaveLength(1);
-    expect(await codeOf(h.runtime.listOperator({ ...operator, principal: { id: 'ops-2', kind: 'user' } }, { view: 'outcome_unknown', limit: 1, cursor }))).toBe('runtime.cursor_invalid');
+    expect(await codeOf(h.runtime.listOperator({ ...operator, principal: { id: 'ops-2', kind: 'user' } }, { view: 'outcome_unknown', limit: 1, cursor }))).toBe(
+      'runtime.cursor_invalid',
+    );
     expect(await codeOf(h.runtime.listOperator(operatorB, { view: 'outcome_unknown', limit: 1, cursor }))).toBe('runtime.cursor_invalid');
     expect(await codeOf(h.runtime.listOperator(operator, { view: 'requires_human', limit: 1, cursor }))).toBe('runtime.cursor_invalid');
     expect(await codeOf(h.runtime.listOperator(operator, { view: 'pending_approvals', limit: 1, cursor }))).toBe('runtime.cursor_invalid');
     expect(await codeOf(h.runtime.listApprovals(operator, TENANT, { limit: 1, cursor }))).toBe('runtime.cursor_invalid');
-    expect(await codeOf(h.runtime.listOperator(operator, { view: 'outcome_unknown', limit: 1, cursor: `${cursor.slice(0, -2)}AA` }))).toBe('runtime.cursor_invalid');
+    expect(await codeOf(h.runtime.listOperator(operator, { view: 'outcome_unknown', limit: 1, cursor: `${cursor.slice(0, -2)}AA` }))).toBe(
+      'runtime.cursor_invalid',
+    );
     const old = Buffer.from(JSON.stringify({ GSI3PK: 'STATUS#outcome_unknown' })).toString('base64url');
     expect(await codeOf(h.runtime.listOperator(operator, { view: 'outcome_unknown', limit: 1, cursor: old }))).toBe('runtime.cursor_invalid');
   });
 
   it('pending_approvals pages every pending approval of the tenant', async () => {
-    const all = await pages((cursor) => h.runtime.listOperator(operator, { view: 'pending_approvals', tenant_id: TENANT, limit: 1, ...(cursor ? { cursor } : {}) }));
+    const all = await pages((cursor) =>
+      h.runtime.listOperator(operator, { view: 'pending_approvals', tenant_id: TENANT, limit: 1, ...(cursor ? { cursor } : {}) }),
+    );
     expect(approvalIds(all.items)).toEqual([...(approvals['agent-1'] ?? []), ...(approvals['agent-2'] ?? [])].sort());
   });
 });

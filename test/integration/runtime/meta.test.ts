@@ -17,7 +17,12 @@ const Ping = z.strictObject({ n: z.int() });
 
 /** A one-capability connector with the given health check. */
 function connectorWithHealth(id: string, health: Parameters<typeof defineConnector>[0]['health']) {
-  const ping = defineCapability({ id: `${id}.ping`, input: Ping, output: Ping, contract: { execution: { supports_cancel: false, supports_streaming: false, supports_retry: false, timeout_ms: 1_000 } } }).implement({
+  const ping = defineCapability({
+    id: `${id}.ping`,
+    input: Ping,
+    output: Ping,
+    contract: { execution: { supports_cancel: false, supports_streaming: false, supports_retry: false, timeout_ms: 1_000 } },
+  }).implement({
     invoke: async (input) => input,
   });
   return defineConnector({ id, version: '2.0.0', capabilities: [ping], ...(health !== undefined ? { health } : {}) });

@@ -35,13 +35,15 @@ beforeAll(async () => {
     if (action.status !== 'running') violations.push(`${call.method} ${call.action_id}: action is ${action.status}, not running`);
     if (call.transaction_id !== undefined && call.mode !== 'rollback_not_supported') {
       const txn = await h.table.store.get({ tenant_id: TENANT, transaction_id: call.transaction_id });
-      const expected = call.mode === 'reconcile' ? 'reconciling' : call.mode === 'compensate' ? 'compensating' : call.mode === 'commit' ? 'committing' : 'prepared';
+      const expected =
+        call.mode === 'reconcile' ? 'reconciling' : call.mode === 'compensate' ? 'compensating' : call.mode === 'commit' ? 'committing' : 'prepared';
       if (txn === undefined) violations.push(`${call.method} ${call.transaction_id}: no transaction record`);
       else {
         if (txn.status !== expected) violations.push(`${call.method} ${call.transaction_id}: record is ${txn.status}, expected ${expected}`);
         if (txn.lease_owner === undefined) violations.push(`${call.method} ${call.transaction_id}: no lease held`);
         // Invariant 2 (invocation side): an execute never reaches the connector while the record is uncertain.
-        if (call.mode === 'execute' && (txn.status === 'outcome_unknown' || txn.status === 'reconciling')) violations.push(`execute invoked while ${txn.status}`);
+        if (call.mode === 'execute' && (txn.status === 'outcome_unknown' || txn.status === 'reconciling'))
+          violations.push(`execute invoked while ${txn.status}`);
       }
     }
     return { action: action.status };
@@ -63,7 +65,12 @@ const SLOTS = 2;
 const cmd: fc.Arbitrary<Cmd> = fc.oneof(
   fc.record({ kind: fc.constant('plan' as const), slot: fc.nat(SLOTS - 1) }),
   fc.record({ kind: fc.constant('commit' as const), slot: fc.nat(SLOTS - 1), principal: fc.nat(3) }),
-  fc.record({ kind: fc.constant('execute' as const), slot: fc.nat(SLOTS - 1), sameAction: fc.boolean(), scenario: fc.constantFrom('ok' as const, 'uncertain' as const, 'fail' as const) }),
+  fc.record({
+    kind: fc.constant('execute' as const),
+    slot: fc.nat(SLOTS - 1),
+    sameAction: fc.boolean(),
+    scenario: fc.constantFrom('ok' as const, 'uncertain' as const, 'fail' as const),
+  }),
   fc.record({ kind: fc.constant('reconcile' as const), slot: fc.nat(SLOTS - 1), planned: fc.boolean() }),
   fc.record({ kind: fc.constant('compensate' as const), slot: fc.nat(SLOTS - 1) }),
   fc.record({ kind: fc.constant('drive' as const), crash: fc.constantFrom(...CRASH_POINTS), recover: fc.boolean() }),
@@ -104,7 +111,12 @@ describe('runtime model (fast-check, DynamoDB Local + fauxqs)', () => {
               break;
             case 'commit': {
               const id = fresh('ca');
-              const out = await attempt(h.runtime.submit(caller(c.principal === 0 ? 'agent-2' : 'agent-1'), transfer(id, { transaction: { mode: 'commit', plan_id: `plan:${planTx(c.slot)}` } })));
+              const out = await attempt(
+                h.runtime.submit(
+                  caller(c.principal === 0 ? 'agent-2' : 'agent-1'),
+                  transfer(id, { transaction: { mode: 'commit', plan_id: `plan:${planTx(c.slot)}` } }),
+                ),
+              );
               if (out.ok && out.value.disposition === 'accepted') winners.set(planTx(c.slot), [...(winners.get(planTx(c.slot)) ?? []), id]);
               break;
             }
@@ -113,7 +125,9 @@ describe('runtime model (fast-check, DynamoDB Local + fauxqs)', () => {
               const before = await h.table.store.get({ tenant_id: TENANT, transaction_id: tx });
               const id = c.sameAction ? execOwner(c.slot) : fresh('ex');
               const invokesBefore = provider.count('invoke', tx);
-              const out = await attempt(h.runtime.submit(caller(), transfer(id, { transaction: { mode: 'execute', transaction_id: tx } }, { scenario: c.scenario })));
+              const out = await attempt(
+                h.runtime.submit(caller(), transfer(id, { transaction: { mode: 'execute', transaction_id: tx } }, { scenario: c.scenario })),
+              );
               // Invariant 2 (admission side).
               if (before !== undefined && (before.status === 'outcome_unknown' || before.status === 'reconciling')) {
                 if (out.ok && out.value.disposition === 'accepted') violations.push(`execute admitted while ${before.status}`);
@@ -122,7 +136,9 @@ describe('runtime model (fast-check, DynamoDB Local + fauxqs)', () => {
               break;
             }
             case 'reconcile':
-              await attempt(h.runtime.reconcile({ kind: 'reconcile', tenant_id: TENANT, transaction_id: c.planned ? planTx(c.slot) : execTx(c.slot), reason: 'schedule' }));
+              await attempt(
+                h.runtime.reconcile({ kind: 'reconcile', tenant_id: TENANT, transaction_id: c.planned ? planTx(c.slot) : execTx(c.slot), reason: 'schedule' }),
+              );
               break;
             case 'compensate':
               await attempt(h.runtime.submit(caller(), transfer(fresh('k'), { transaction: { mode: 'compensate', compensation_for: execOwner(c.slot) } })));

@@ -20,8 +20,10 @@ beforeAll(async () => {
 afterAll(async () => h.destroy());
 
 const record = (tx: string) => h.table.store.get({ tenant_id: TENANT, transaction_id: tx });
-const plan = (id: string, tx: string | undefined, capability = 'pay.transfer', input: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) =>
-  ({ ...transfer(id, { transaction: { mode: 'plan', ...(tx ? { transaction_id: tx } : {}) }, ...extra }, input), capability_id: capability });
+const plan = (id: string, tx: string | undefined, capability = 'pay.transfer', input: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) => ({
+  ...transfer(id, { transaction: { mode: 'plan', ...(tx ? { transaction_id: tx } : {}) }, ...extra }, input),
+  capability_id: capability,
+});
 
 describe('Capabilities declare transaction support: dry-run fidelity', () => {
   it('for schema_only and policy_and_schema the runtime creates its own preview without invoking the handler', async () => {
@@ -36,14 +38,19 @@ describe('Capabilities declare transaction support: dry-run fidelity', () => {
 
   it('for downstream_validation and full_simulation it calls the handler and records the returned status and output inside a dry-run result', async () => {
     const tx = uid('tx');
-    const out = await h.runtime.submit(caller(), { ...transfer(uid('d'), { transaction: { mode: 'dry_run', transaction_id: tx } }), capability_id: 'pay.quote' });
+    const out = await h.runtime.submit(caller(), {
+      ...transfer(uid('d'), { transaction: { mode: 'dry_run', transaction_id: tx } }),
+      capability_id: 'pay.quote',
+    });
     expect(out.action_result.output).toMatchObject({ dry_run: { fidelity: 'full_simulation', status: 'completed', output: { fee: 1, total: 101 } } });
     expect(provider.count('plan', tx)).toBe(1);
     expect((await record(tx))?.data.downstream_validation).toMatchObject({ fidelity: 'full_simulation', status: 'completed' });
   });
 
   it('a capability that does not declare a transaction mode cannot be used with it', async () => {
-    expect(await codeOf(h.runtime.submit(caller(), { ...transfer(uid('d'), { transaction: { mode: 'execute' } }), capability_id: 'pay.quote' }))).toBe('runtime.mode_unsupported');
+    expect(await codeOf(h.runtime.submit(caller(), { ...transfer(uid('d'), { transaction: { mode: 'execute' } }), capability_id: 'pay.quote' }))).toBe(
+      'runtime.mode_unsupported',
+    );
   });
 });
 
@@ -70,7 +77,10 @@ describe('Preview comes before approval; mutation does not', () => {
 
   it('execute, commit, compensate and reconcile do not use that preview-first exception: they pass the approval gate before their pre-execution state transition', async () => {
     const tx = uid('tx');
-    const out = await h.runtime.submit(caller(), { ...transfer(uid('e'), { transaction: { mode: 'execute', transaction_id: tx } }), capability_id: 'pay.approved' });
+    const out = await h.runtime.submit(caller(), {
+      ...transfer(uid('e'), { transaction: { mode: 'execute', transaction_id: tx } }),
+      capability_id: 'pay.approved',
+    });
     expect(out.disposition).toBe('requires_human');
     expect(await record(tx)).toBeUndefined(); // no prepared record before the approval
   });
@@ -78,7 +88,10 @@ describe('Preview comes before approval; mutation does not', () => {
   it('a plan that records approval_required is not an approved commit', async () => {
     const tx = uid('tx');
     await h.runtime.submit(caller(), plan(uid('p'), tx, 'pay.approved'));
-    const commit = await h.runtime.submit(caller(), { ...transfer(uid('c'), { transaction: { mode: 'commit', plan_id: `plan:${tx}` } }), capability_id: 'pay.approved' });
+    const commit = await h.runtime.submit(caller(), {
+      ...transfer(uid('c'), { transaction: { mode: 'commit', plan_id: `plan:${tx}` } }),
+      capability_id: 'pay.approved',
+    });
     expect(commit.disposition).toBe('requires_human');
     expect((await record(tx))?.status).toBe('planned');
   });
@@ -149,7 +162,11 @@ describe('A durable plan binds a bounded set of facts', () => {
     await h.runtime.submit(caller(), plan(uid('p'), tx2));
     const redacted = (await record(tx1))?.plan?.input_snapshot;
     expect(redacted).toEqual({ redacted: true, hash: planInputHash('pay.secret', { amount: 100, to: 'acct-b' }) });
-    expect((await record(tx2))?.plan?.input_snapshot).toEqual({ redacted: false, hash: planInputHash('pay.transfer', { amount: 100, to: 'acct-b' }), value: { amount: 100, to: 'acct-b' } });
+    expect((await record(tx2))?.plan?.input_snapshot).toEqual({
+      redacted: false,
+      hash: planInputHash('pay.transfer', { amount: 100, to: 'acct-b' }),
+      value: { amount: 100, to: 'acct-b' },
+    });
   });
 
   it('downstream plan validation runs only for downstream_validation or full_simulation', async () => {

@@ -91,7 +91,9 @@ beforeEach(() => {
 });
 
 /** The read requests made while `body` runs, by item partition-key prefix. */
-async function readsDuring<T>(body: () => Promise<T>): Promise<{ value: T; gets: (prefix: string) => number; queries: (prefix: string) => number; batches: string[][] }> {
+async function readsDuring<T>(
+  body: () => Promise<T>,
+): Promise<{ value: T; gets: (prefix: string) => number; queries: (prefix: string) => number; batches: string[][] }> {
   const from = requests.length;
   const value = await body();
   const seen = requests.slice(from);
@@ -135,7 +137,10 @@ describe('A commit recovers its transaction from the plan once and claims from t
     };
     expect(await codeOf(h.runtime.submit(caller(), mine))).toBe('runtime.plan_not_planned');
     expect(await record(tx)).toMatchObject({ status: 'committing', action_id: theirs.id });
-    expect((await h.runtime.getAction(caller(), TENANT, mine.id)).action_result).toMatchObject({ status: 'failed', error: { code: 'runtime.plan_not_planned' } });
+    expect((await h.runtime.getAction(caller(), TENANT, mine.id)).action_result).toMatchObject({
+      status: 'failed',
+      error: { code: 'runtime.plan_not_planned' },
+    });
     await h.drain();
     expect((await record(tx))?.status).toBe('committed');
   });
@@ -203,7 +208,11 @@ describe('The reconcile consumer admits from the record it examined', () => {
     const actionId = reconcileActionId(TENANT, tx, before.reconcile_attempts + 1);
     beforeNextTransactWrite = async () => {
       const current = (await record(tx)) as TransactionRecord;
-      await journal.transition(current, { operation: 'begin_reconcile', from: ['outcome_unknown'], to: 'reconciling', data: { reconcile_action_id: actionId } }, RECEIPT_EVENTS.reconcile_started);
+      await journal.transition(
+        current,
+        { operation: 'begin_reconcile', from: ['outcome_unknown'], to: 'reconciling', data: { reconcile_action_id: actionId } },
+        RECEIPT_EVENTS.reconcile_started,
+      );
     };
     const { value: out, gets } = await readsDuring(() => h.runtime.reconcile(msg(tx)));
     expect(out).toMatchObject({ disposition: 'reconciled', action_id: actionId, transaction_status: 'reconciled' });
@@ -219,7 +228,11 @@ describe('The reconcile consumer admits from the record it examined', () => {
     const tx = await uncertain();
     beforeNextTransactWrite = async () => {
       const current = (await record(tx)) as TransactionRecord;
-      await journal.transition(current, { operation: 'begin_reconcile', from: ['outcome_unknown'], to: 'reconciling', data: { reconcile_action_id: 'rcn-someone-else' } }, RECEIPT_EVENTS.reconcile_started);
+      await journal.transition(
+        current,
+        { operation: 'begin_reconcile', from: ['outcome_unknown'], to: 'reconciling', data: { reconcile_action_id: 'rcn-someone-else' } },
+        RECEIPT_EVENTS.reconcile_started,
+      );
     };
     expect(await h.runtime.reconcile(msg(tx))).toMatchObject({ disposition: 'in_progress' });
     expect((await record(tx))?.data.reconcile_action_id).toBe('rcn-someone-else');
@@ -315,7 +328,16 @@ describe('A transaction view lists its receipt chain', () => {
   async function chain(n: number): Promise<string> {
     const transaction_id = uid('txn-chain');
     let r = await journal.create(
-      { tenant_id: TENANT, transaction_id, status: 'prepared', mode: 'execute', capability_id: 'pay.transfer', action_id: uid('act-chain'), principal: caller().principal, data: {} },
+      {
+        tenant_id: TENANT,
+        transaction_id,
+        status: 'prepared',
+        mode: 'execute',
+        capability_id: 'pay.transfer',
+        action_id: uid('act-chain'),
+        principal: caller().principal,
+        data: {},
+      },
       RECEIPT_EVENTS.prepared,
     );
     const op = { provider: 'test-provider', operation_id: 'op-chain' };

@@ -11,7 +11,11 @@ import { TENANT, caller, codeOf, createHarness, operator, type Harness } from '.
 let h: Harness;
 const provider = new TestProvider();
 beforeAll(async () => {
-  h = await createHarness({ connectors: [testConnector(provider)], prefix: 'rt-reconcile', config: { reconcile: { max_attempts: 3, base_delay_ms: 5_000, max_delay_ms: 60_000 } } });
+  h = await createHarness({
+    connectors: [testConnector(provider)],
+    prefix: 'rt-reconcile',
+    config: { reconcile: { max_attempts: 3, base_delay_ms: 5_000, max_delay_ms: 60_000 } },
+  });
 });
 afterAll(async () => h.destroy());
 
@@ -62,7 +66,11 @@ describe('Reconciliation asks the provider what happened', () => {
     expect(await codeOf(h.runtime.submit(caller(), publicReconcile(tx, supplied)))).toBe('runtime.operator_required');
     const ops = { ...operator, scopes: [...operator.scopes, 'pay:write'] };
     const out = await h.runtime.submit(ops, publicReconcile(tx, { ...supplied, requested_by: ops.principal }));
-    expect(out.transaction_result).toMatchObject({ status: 'reconciling', provider_operation: { operation_id: 'op-known-to-caller' }, reconciliation_cursor: 'c-1' });
+    expect(out.transaction_result).toMatchObject({
+      status: 'reconciling',
+      provider_operation: { operation_id: 'op-known-to-caller' },
+      reconciliation_cursor: 'c-1',
+    });
     await h.drain();
     const call = provider.calls.find((c) => c.method === 'reconcile' && c.transaction_id === tx);
     expect(call).toMatchObject({ provider_operation_id: 'op-known-to-caller', cursor: 'c-1' });

@@ -49,7 +49,8 @@ function shopConnector(shop: Shop) {
     const op = shop.next();
     shop.answers.set(op, 'committed');
     await ctx.transaction_checkpoint.checkpoint({ provider: 'shop', operation_id: op });
-    if (input.scenario === 'uncertain') throw failure({ code: 'shop.response_lost', category: 'temporary', retryable: false, uncertain_outcome: true } as never);
+    if (input.scenario === 'uncertain')
+      throw failure({ code: 'shop.response_lost', category: 'temporary', retryable: false, uncertain_outcome: true } as never);
     return { ref: op };
   }
   async function reconcile(capability_id: string, input: unknown, ctx: ActionExecutionContext) {
@@ -96,7 +97,11 @@ function shopConnector(shop: Shop) {
     id: 'shop.voucher',
     input: ChargeInput,
     output: Out,
-    contract: { transaction: { modes: ['execute'], dry_run_fidelity: 'schema_only', requires_plan_before_commit: true }, execution: fast, authorization: { scopes: ['pay:write'] } },
+    contract: {
+      transaction: { modes: ['execute'], dry_run_fidelity: 'schema_only', requires_plan_before_commit: true },
+      execution: fast,
+      authorization: { scopes: ['pay:write'] },
+    },
   }).implement({ invoke: (input, ctx, call) => effect(input, ctx, call.failure as never) });
   return defineConnector({ id: 'shop', version: '1.0.0', capabilities: [charge, refund, voucher] });
 }
@@ -112,7 +117,9 @@ beforeAll(async () => {
     config: {
       reconcile: { max_attempts: MAX, base_delay_ms: 5_000, max_delay_ms: 60_000 },
       // A tenant policy gating shop.refund's reconciliation behind an approval (the approval-expiry case).
-      tenants: { [TENANT]: { approvals: [{ policy_id: 'refund-reconcile', capabilities: ['shop.refund'], modes: ['reconcile'], approver_scopes: ['pay:approve'] }] } },
+      tenants: {
+        [TENANT]: { approvals: [{ policy_id: 'refund-reconcile', capabilities: ['shop.refund'], modes: ['reconcile'], approver_scopes: ['pay:approve'] }] },
+      },
     },
   });
 });
@@ -120,12 +127,18 @@ afterAll(async () => h.destroy());
 
 const record = (tx: string) => h.table.store.get({ tenant_id: TENANT, transaction_id: tx });
 const msg = (tx: string) => ({ kind: 'reconcile' as const, tenant_id: TENANT, transaction_id: tx, reason: 'sweeper' as const });
-const ended = (r: { status: string; escalated_at?: string } | undefined) => r !== undefined && (r.status === 'reconciled' || (r.status === 'outcome_unknown' && r.escalated_at !== undefined));
+const ended = (r: { status: string; escalated_at?: string } | undefined) =>
+  r !== undefined && (r.status === 'reconciled' || (r.status === 'outcome_unknown' && r.escalated_at !== undefined));
 
 async function uncertainCharge(capability_id = 'shop.charge'): Promise<{ tx: string; action: string }> {
   const action = uid('a');
   const tx = uid('tx');
-  await h.runtime.submit(caller(), { id: action, capability_id, input: { amount: 100, scenario: 'uncertain' }, transaction: { mode: 'execute', transaction_id: tx } });
+  await h.runtime.submit(caller(), {
+    id: action,
+    capability_id,
+    input: { amount: 100, scenario: 'uncertain' },
+    transaction: { mode: 'execute', transaction_id: tx },
+  });
   await h.drain();
   expect((await record(tx))?.status).toBe('outcome_unknown');
   return { tx, action };
@@ -223,7 +236,11 @@ describe('reconciliation always ends (the issue’s reproductions)', () => {
     expect(dispositions.at(-1)).toBe('escalated');
     expect(dispositions.length).toBeLessThanOrEqual(MAX);
     const final = await record(tx);
-    expect(final).toMatchObject({ status: 'outcome_unknown', reconcile_attempts: MAX, data: expect.objectContaining({ last_reconcile_refusal: 'runtime.mode_unsupported' }) });
+    expect(final).toMatchObject({
+      status: 'outcome_unknown',
+      reconcile_attempts: MAX,
+      data: expect.objectContaining({ last_reconcile_refusal: 'runtime.mode_unsupported' }),
+    });
     // The escalation receipt: durable status, with the escalated fact.
     const receipts = (await h.table.store.listReceipts({ tenant_id: TENANT, transaction_id: tx, limit: 100 })).items.map((r) => r.receipt);
     const escalation = receipts.find((r) => r.event === 'transaction.escalated');
@@ -234,13 +251,23 @@ describe('reconciliation always ends (the issue’s reproductions)', () => {
   it('an uncertain compensation through an alternate capability is reconciled against that capability and its input', async () => {
     const forward = uid('fwd');
     const ftx = uid('ftx');
-    await h.runtime.submit(caller(), { id: forward, capability_id: 'shop.charge', input: { amount: 100 }, transaction: { mode: 'execute', transaction_id: ftx } });
+    await h.runtime.submit(caller(), {
+      id: forward,
+      capability_id: 'shop.charge',
+      input: { amount: 100 },
+      transaction: { mode: 'execute', transaction_id: ftx },
+    });
     await h.drain();
     expect((await record(ftx))?.status).toBe('committed');
     const comp = uid('comp');
     const ctx = uid('ctx');
     // The compensate input is shop.refund's (the compensation capability), and the refund's answer is lost.
-    await h.runtime.submit(caller(), { id: comp, capability_id: 'shop.charge', input: { charge_id: 'shop-op-x', scenario: 'uncertain' }, transaction: { mode: 'compensate', compensation_for: forward, transaction_id: ctx } });
+    await h.runtime.submit(caller(), {
+      id: comp,
+      capability_id: 'shop.charge',
+      input: { charge_id: 'shop-op-x', scenario: 'uncertain' },
+      transaction: { mode: 'compensate', compensation_for: forward, transaction_id: ctx },
+    });
     await h.drain();
     expect((await record(ctx))?.status).toBe('outcome_unknown');
     // shop.refund's reconciliation is approval-gated in this tenant: approve it, as an approver would.
@@ -260,9 +287,19 @@ describe('reconciliation always ends (the issue’s reproductions)', () => {
     const comp = uid('comp');
     const ctx = uid('ctx');
     const forward = uid('fwd');
-    await h.runtime.submit(caller(), { id: forward, capability_id: 'shop.charge', input: { amount: 100 }, transaction: { mode: 'execute', transaction_id: uid('ftx') } });
+    await h.runtime.submit(caller(), {
+      id: forward,
+      capability_id: 'shop.charge',
+      input: { amount: 100 },
+      transaction: { mode: 'execute', transaction_id: uid('ftx') },
+    });
     await h.drain();
-    await h.runtime.submit(caller(), { id: comp, capability_id: 'shop.charge', input: { charge_id: 'shop-op-y', scenario: 'uncertain' }, transaction: { mode: 'compensate', compensation_for: forward, transaction_id: ctx } });
+    await h.runtime.submit(caller(), {
+      id: comp,
+      capability_id: 'shop.charge',
+      input: { charge_id: 'shop-op-y', scenario: 'uncertain' },
+      transaction: { mode: 'compensate', compensation_for: forward, transaction_id: ctx },
+    });
     await h.drain();
     const dispositions: string[] = [];
     for (let i = 0; i < 3 * MAX && !ended(await record(ctx)); i++) {
@@ -287,12 +324,22 @@ describe('reconciliation always ends (the issue’s reproductions)', () => {
 
   it('a provider operation supplied with a reconcile request that waits for an approval is kept', async () => {
     const forward = uid('fwd');
-    await h.runtime.submit(caller(), { id: forward, capability_id: 'shop.charge', input: { amount: 100 }, transaction: { mode: 'execute', transaction_id: uid('ftx') } });
+    await h.runtime.submit(caller(), {
+      id: forward,
+      capability_id: 'shop.charge',
+      input: { amount: 100 },
+      transaction: { mode: 'execute', transaction_id: uid('ftx') },
+    });
     await h.drain();
     const ctx = uid('ctx');
     // A refund whose answer is lost before any operation was checkpointed: the operator knows the operation.
     const comp = uid('comp');
-    await h.runtime.submit(caller(), { id: comp, capability_id: 'shop.charge', input: { charge_id: 'shop-op-z', scenario: 'uncertain' }, transaction: { mode: 'compensate', compensation_for: forward, transaction_id: ctx } });
+    await h.runtime.submit(caller(), {
+      id: comp,
+      capability_id: 'shop.charge',
+      input: { charge_id: 'shop-op-z', scenario: 'uncertain' },
+      transaction: { mode: 'compensate', compensation_for: forward, transaction_id: ctx },
+    });
     await h.drain();
     const known = (await record(ctx))?.provider_operation?.operation_id as string;
     shop.answers.set(known, 'committed');
@@ -323,7 +370,11 @@ describe('reconciliation always ends (the issue’s reproductions)', () => {
     try {
       const other = caller('agent-9', { tenants: ['tenant-z'] });
       const id = uid('a');
-      const out = await g.runtime.submit(other, { id, capability_id: 'shop.charge', input: { amount: 1 }, transaction: { mode: 'execute' } }, { tenant_id: 'tenant-z' });
+      const out = await g.runtime.submit(
+        other,
+        { id, capability_id: 'shop.charge', input: { amount: 1 }, transaction: { mode: 'execute' } },
+        { tenant_id: 'tenant-z' },
+      );
       expect(out.disposition).toBe('requires_human');
       g.clock.advance(25 * 3_600_000);
       await g.runtime.sweep();

@@ -24,7 +24,12 @@ const TOKEN = 'MARKER-TOKEN-tok_secret';
 const SECRET_INPUT = 'MARKER-REQUIRED-input';
 
 const seen: unknown[] = [];
-const In = z.strictObject({ amount: z.int(), card: z.strictObject({ number: z.string(), exp: z.string() }), note: z.string(), lose: z.boolean().default(false) });
+const In = z.strictObject({
+  amount: z.int(),
+  card: z.strictObject({ number: z.string(), exp: z.string() }),
+  note: z.string(),
+  lose: z.boolean().default(false),
+});
 const Out = z.strictObject({ card_token: z.string(), last4: z.string() });
 const Plain = z.strictObject({ value: z.string(), lose: z.boolean().default(false) });
 const fast = { supports_cancel: false, supports_streaming: false, supports_retry: false, timeout_ms: 10_000 };
@@ -50,7 +55,9 @@ function vault(opts: { pending?: boolean } = {}) {
     invoke: (input, ctx, call) => effect(input, input, ctx, call.failure as never, { card_token: TOKEN, last4: '1111' }),
     commit: (input, ctx, call) => effect(input, input, ctx, call.failure as never, { card_token: TOKEN, last4: '1111' }),
     reconcile: async () =>
-      opts.pending === true ? { terminal: false as const, evidence: { state: 'pending' } } : { terminal: true as const, original_commit_completed: true, output: { card_token: TOKEN, last4: '1111' } },
+      opts.pending === true
+        ? { terminal: false as const, evidence: { state: 'pending' } }
+        : { terminal: true as const, original_commit_completed: true, output: { card_token: TOKEN, last4: '1111' } },
   });
   const hidden = defineCapability({
     id: 'vault.hidden',
@@ -81,7 +88,9 @@ async function tableText(): Promise<string> {
   const items: unknown[] = [];
   let start: Record<string, unknown> | undefined;
   do {
-    const page = await h.table.client.send(new ScanCommand({ TableName: h.table.tableName, ConsistentRead: true, ...(start ? { ExclusiveStartKey: start as never } : {}) }));
+    const page = await h.table.client.send(
+      new ScanCommand({ TableName: h.table.tableName, ConsistentRead: true, ...(start ? { ExclusiveStartKey: start as never } : {}) }),
+    );
     items.push(...(page.Items ?? []));
     start = page.LastEvaluatedKey as Record<string, unknown> | undefined;
   } while (start !== undefined);
@@ -127,7 +136,9 @@ describe('redaction_required', () => {
     // a plan's action
     await h.runtime.submit(caller(), action(uid('plan'), 'vault.hidden', { value: SECRET_INPUT }, { mode: 'plan' }));
     // a rejected action: a commit whose plan does not exist is refused after it was recorded
-    await h.runtime.submit(caller(), action(uid('rej'), 'vault.hidden', { value: SECRET_INPUT }, { mode: 'commit', plan_id: `plan:${uid('none')}` })).catch(() => undefined);
+    await h.runtime
+      .submit(caller(), action(uid('rej'), 'vault.hidden', { value: SECRET_INPUT }, { mode: 'commit', plan_id: `plan:${uid('none')}` }))
+      .catch(() => undefined);
     // a cancelled action (accepted, no attempt yet)
     const cancelled = uid('can');
     await h.runtime.submit(caller(), action(cancelled, 'vault.hidden', { value: SECRET_INPUT }, { mode: 'execute' }));
@@ -149,8 +160,14 @@ describe('redaction_required', () => {
 describe('logs', () => {
   it('the runtime logs neither inputs nor outputs', async () => {
     // A stack whose reconciliations never conclude: the runtime logs the refusals and the escalation.
-    const capture = (level: string) => (message: string, fields?: Record<string, unknown>) => void logs.push(`${level} ${message} ${JSON.stringify(fields ?? {})}`);
-    const g = await createHarness({ connectors: [vault({ pending: true })], prefix: 'rt-redact-logs', config: { reconcile: { max_attempts: 1 } }, logger: { info: capture('info'), warn: capture('warn'), error: capture('error') } });
+    const capture = (level: string) => (message: string, fields?: Record<string, unknown>) =>
+      void logs.push(`${level} ${message} ${JSON.stringify(fields ?? {})}`);
+    const g = await createHarness({
+      connectors: [vault({ pending: true })],
+      prefix: 'rt-redact-logs',
+      config: { reconcile: { max_attempts: 1 } },
+      logger: { info: capture('info'), warn: capture('warn'), error: capture('error') },
+    });
     try {
       const tx = uid('tx');
       await g.runtime.submit(caller(), action(uid('pay'), 'vault.pay', payInput(true), { mode: 'execute', transaction_id: tx }));

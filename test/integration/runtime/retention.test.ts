@@ -53,7 +53,9 @@ async function items(): Promise<Record<string, unknown>[]> {
   const out: Record<string, unknown>[] = [];
   let start: Record<string, unknown> | undefined;
   do {
-    const page = await h.table.client.send(new ScanCommand({ TableName: h.table.tableName, ConsistentRead: true, ...(start ? { ExclusiveStartKey: start as never } : {}) }));
+    const page = await h.table.client.send(
+      new ScanCommand({ TableName: h.table.tableName, ConsistentRead: true, ...(start ? { ExclusiveStartKey: start as never } : {}) }),
+    );
     out.push(...(page.Items ?? []).map((i) => ({ PK: i.PK?.S, SK: i.SK?.S, ttl: i.ttl?.N !== undefined ? Number(i.ttl.N) : undefined })));
     start = page.LastEvaluatedKey as Record<string, unknown> | undefined;
   } while (start !== undefined);
@@ -90,7 +92,12 @@ describe('retention_days', () => {
 
   it('an outcome_unknown record keeps every item until it is reconciled, then all are stamped', async () => {
     const tx = uid('tx');
-    await h.runtime.submit(caller(), { id: uid('a'), capability_id: 'archive.kept', input: { n: 3, lose: true }, transaction: { mode: 'execute', transaction_id: tx } });
+    await h.runtime.submit(caller(), {
+      id: uid('a'),
+      capability_id: 'archive.kept',
+      input: { n: 3, lose: true },
+      transaction: { mode: 'execute', transaction_id: tx },
+    });
     await h.drain();
     expect((await ofTransaction(tx)).every((i) => i.ttl === undefined)).toBe(true);
     h.clock.advance(10_000);
@@ -108,7 +115,19 @@ describe('retention_days', () => {
   it('a chain longer than one atomic write holds is stamped entirely (the rest right after the write)', async () => {
     const tx = uid('tx');
     const journal = new TransactionJournal(h.table.store, { now: h.clock.now });
-    let record = await journal.create({ tenant_id: TENANT, transaction_id: tx, status: 'prepared', mode: 'execute', capability_id: 'archive.kept', action_id: uid('a'), principal: { id: 'agent-1', kind: 'agent' }, data: {} }, 'transaction.prepared');
+    let record = await journal.create(
+      {
+        tenant_id: TENANT,
+        transaction_id: tx,
+        status: 'prepared',
+        mode: 'execute',
+        capability_id: 'archive.kept',
+        action_id: uid('a'),
+        principal: { id: 'agent-1', kind: 'agent' },
+        data: {},
+      },
+      'transaction.prepared',
+    );
     for (let i = 0; i < 120; i++) record = await journal.lease(record, 'owner-1', 60_000, {});
     await journal.settle(record, { to: 'committed', from: ['prepared'], retention: { days: DAYS } });
     const all = await ofTransaction(tx);

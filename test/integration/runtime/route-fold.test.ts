@@ -79,7 +79,10 @@ const START = ['Update:ACTION', 'Update:TXN', 'Put:RCPT', 'Update:IDEM'];
 async function submitExecute(harness: Harness, capability = 'pay.transfer'): Promise<{ a: string; tx: string }> {
   const a = uid('a');
   const tx = uid('tx');
-  await harness.runtime.submit(caller(), { ...transfer(a, { transaction: { mode: 'execute', transaction_id: tx }, idempotency_key: uid('key') }), capability_id: capability });
+  await harness.runtime.submit(caller(), {
+    ...transfer(a, { transaction: { mode: 'execute', transaction_id: tx }, idempotency_key: uid('key') }),
+    capability_id: capability,
+  });
   requests.length = 0;
   return { a, tx };
 }
@@ -112,7 +115,8 @@ const routeOf = (harness: Harness, a: string) => harness.stores.routes.get({ ten
 const recordOf = (harness: Harness, tx: string) => harness.table.store.get({ tenant_id: TENANT, transaction_id: tx });
 const actionOf = (harness: Harness, a: string) => harness.stores.actions.get({ tenant_id: TENANT, action_id: a });
 /** The attempt ID that settled the record (its last attempt). */
-const lastAttemptOf = async (harness: Harness, tx: string) => ((await recordOf(harness, tx))?.data.last_attempt as { attempt_id?: string } | undefined)?.attempt_id;
+const lastAttemptOf = async (harness: Harness, tx: string) =>
+  ((await recordOf(harness, tx))?.data.last_attempt as { attempt_id?: string } | undefined)?.attempt_id;
 /** Drains the queue and returns the outcome for `a` (a deferred message of an earlier test may come round too). */
 const drainFor = async (harness: Harness, a: string): Promise<AttemptOutcome | undefined> => (await harness.drain()).find((o) => o.action_id === a);
 
@@ -139,7 +143,16 @@ describe('A first attempt pins its route in the attempt-start write', () => {
     expect(await drainFor(separate, a)).toMatchObject({ disposition: 'settled', transaction_status: 'committed' });
     const writes = requests.filter((r) => r.command !== 'GetItem' && r.command !== 'BatchGetItem');
     expect(writes[0]).toMatchObject({ command: 'PutItem', ok: true });
-    expect(writes.map((r) => r.command)).toEqual(['PutItem', 'UpdateItem', 'TransactWriteItems', 'UpdateItem', 'TransactWriteItems', 'TransactWriteItems', 'UpdateItem', 'UpdateItem']);
+    expect(writes.map((r) => r.command)).toEqual([
+      'PutItem',
+      'UpdateItem',
+      'TransactWriteItems',
+      'UpdateItem',
+      'TransactWriteItems',
+      'TransactWriteItems',
+      'UpdateItem',
+      'UpdateItem',
+    ]);
     expect(await routeOf(separate, a)).toMatchObject({ action_id: a, fence_token: 1 });
     expect(separateProvider.count('invoke', tx)).toBe(1);
   });
@@ -209,7 +222,6 @@ describe('A route that already exists: the same reuse rules as a refused put-if-
       expect(provider.calls.filter((c) => c.action_id === a)).toEqual([]);
     });
   }
-
 });
 
 describe('Concurrent first attempts', () => {
@@ -242,7 +254,12 @@ describe('Concurrent first attempts', () => {
       }
       const route = await routeOf(h, a);
       const partition = await h.table.client.send(
-        new QueryCommand({ TableName: h.table.tableName, KeyConditionExpression: 'PK = :pk', ExpressionAttributeValues: { ':pk': keys.action(TENANT, a).PK }, ConsistentRead: true }),
+        new QueryCommand({
+          TableName: h.table.tableName,
+          KeyConditionExpression: 'PK = :pk',
+          ExpressionAttributeValues: { ':pk': keys.action(TENANT, a).PK },
+          ConsistentRead: true,
+        }),
       );
       expect(partition.Items?.map((i) => i.SK).sort()).toEqual(['ACTION', 'ROUTE']);
       const action = await actionOf(h, a);

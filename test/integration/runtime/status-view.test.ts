@@ -70,7 +70,13 @@ describe('Wire status and durable status are not identical enums', () => {
     h.crash.arm('after_receive_before_lease');
     await h.drain();
     const [msg] = await h.receiveInvokes();
-    await h.stores.actions.acquireLease({ tenant_id: TENANT, action_id: a, owner: 'observer', ttl_ms: 1, expected_revision: (await h.stores.actions.get({ tenant_id: TENANT, action_id: a }))!.revision });
+    await h.stores.actions.acquireLease({
+      tenant_id: TENANT,
+      action_id: a,
+      owner: 'observer',
+      ttl_ms: 1,
+      expected_revision: (await h.stores.actions.get({ tenant_id: TENANT, action_id: a }))!.revision,
+    });
     const requested = await h.runtime.cancel(caller(), TENANT, a);
     expect(requested.cancel_requested).toBe(true);
     h.clock.advance(10);
@@ -85,7 +91,9 @@ describe('Wire status and durable status are not identical enums', () => {
     const revisions = (await receiptsOf(tx)).map((r) => r.revision);
     expect(revisions).toEqual(revisions.map((_, i) => i + 1));
     const rec = await record(tx);
-    expect(await codeOf(h.table.store.settle({ tenant_id: TENANT, transaction_id: tx, expected_revision: (rec?.revision ?? 1) - 1, to: 'failed' }))).toBe('transaction.state_conflict');
+    expect(await codeOf(h.table.store.settle({ tenant_id: TENANT, transaction_id: tx, expected_revision: (rec?.revision ?? 1) - 1, to: 'failed' }))).toBe(
+      'transaction.state_conflict',
+    );
   });
 
   it('every transition appends a receipt: a hash chain the verifier checks, detecting altered, removed or reordered links', async () => {
@@ -121,7 +129,9 @@ describe('The transaction view', () => {
     const byPlan = await h.runtime.getTransaction(caller(), { tenant_id: TENANT, plan_id: `plan:${tx}` });
     const byAction = await h.runtime.getTransaction(caller(), { tenant_id: TENANT, action_id: p });
     expect([byPlan, byAction]).toEqual([byTx, byTx]);
-    expect(await codeOf(h.runtime.getTransaction(caller(), { tenant_id: TENANT, transaction_id: tx, plan_id: `plan:${tx}` }))).toBe('transaction.invalid_selector');
+    expect(await codeOf(h.runtime.getTransaction(caller(), { tenant_id: TENANT, transaction_id: tx, plan_id: `plan:${tx}` }))).toBe(
+      'transaction.invalid_selector',
+    );
     expect(await codeOf(h.runtime.getTransaction(caller(), { tenant_id: TENANT }))).toBe('transaction.invalid_selector');
   });
 
@@ -139,7 +149,9 @@ describe('The transaction view', () => {
     const { a, tx } = await executed();
     expect(await codeOf(h.runtime.getTransaction(caller('agent-2'), { tenant_id: TENANT, transaction_id: tx }))).toBe('transaction.not_found');
     expect(await codeOf(h.runtime.getAction(caller('agent-2'), TENANT, a))).toBe('action.not_found');
-    expect(await codeOf(h.runtime.getTransaction(caller('agent-1', { tenants: [OTHER_TENANT] }), { tenant_id: TENANT, transaction_id: tx }))).toBe('runtime.tenant_forbidden');
+    expect(await codeOf(h.runtime.getTransaction(caller('agent-1', { tenants: [OTHER_TENANT] }), { tenant_id: TENANT, transaction_id: tx }))).toBe(
+      'runtime.tenant_forbidden',
+    );
     expect((await h.runtime.getTransaction(operator, { tenant_id: TENANT, transaction_id: tx })).status).toBe('committed');
   });
 
@@ -202,8 +214,14 @@ describe('Connector routing is action-scoped', () => {
     const tx = uid('tx');
     const p = uid('p');
     const c = uid('c');
-    await h.runtime.submit(caller(), { ...transfer(p, { transaction: { mode: 'plan', transaction_id: tx } }, { scenario: 'uncertain' }), capability_id: 'pay.quote' });
-    await h.runtime.submit(caller(), { ...transfer(c, { transaction: { mode: 'commit', plan_id: `plan:${tx}` } }, { scenario: 'uncertain' }), capability_id: 'pay.quote' });
+    await h.runtime.submit(caller(), {
+      ...transfer(p, { transaction: { mode: 'plan', transaction_id: tx } }, { scenario: 'uncertain' }),
+      capability_id: 'pay.quote',
+    });
+    await h.runtime.submit(caller(), {
+      ...transfer(c, { transaction: { mode: 'commit', plan_id: `plan:${tx}` } }, { scenario: 'uncertain' }),
+      capability_id: 'pay.quote',
+    });
     await h.drain();
     const [rp, rc] = [await h.stores.routes.get({ tenant_id: TENANT, action_id: p }), await h.stores.routes.get({ tenant_id: TENANT, action_id: c })];
     expect(rp?.action_id).toBe(p);

@@ -20,7 +20,13 @@ import { isAipError } from '../../../lib/errors/aip-error.js';
 import type { CallerIdentity } from '../../../lib/auth/identity.js';
 import { OPERATOR_SCOPE } from '../../../lib/auth/scopes.js';
 import { decodeQueueMessage, type InvokeMessage, type ReconcileMessage } from '../../../lib/ports/messages.js';
-import type { CancelReconcileResult, ReconcileScheduleRef, ReconcileScheduler, ScheduleReconcileRequest, ScheduleReconcileResult } from '../../../lib/ports/scheduler.js';
+import type {
+  CancelReconcileResult,
+  ReconcileScheduleRef,
+  ReconcileScheduler,
+  ScheduleReconcileRequest,
+  ScheduleReconcileResult,
+} from '../../../lib/ports/scheduler.js';
 import { ArmedCrashPoints } from '../../../lib/runtime/crash-points.js';
 import { parseRuntimeSettingsInput, type RuntimeSettingsInput } from '../../../lib/runtime/config.js';
 import { staticConnectorHost, type HostedConnector, type RuntimeLogger } from '../../../lib/runtime/deps.js';
@@ -41,7 +47,12 @@ export const ACCOUNTS = ['acct-1', 'acct-2', 'acct-9'];
 export function caller(id = 'agent-1', overrides: Partial<CallerIdentity> = {}): CallerIdentity {
   return { principal: { id, kind: 'agent' }, tenants: [TENANT], scopes: ['pay:write', 'pay:approve', 'aip:approve'], accounts: [...ACCOUNTS], ...overrides };
 }
-export const operator: CallerIdentity = { principal: { id: 'ops-1', kind: 'user' }, tenants: [TENANT], scopes: [OPERATOR_SCOPE, 'aip:approve', 'pay:approve'], accounts: [...ACCOUNTS] };
+export const operator: CallerIdentity = {
+  principal: { id: 'ops-1', kind: 'user' },
+  tenants: [TENANT],
+  scopes: [OPERATOR_SCOPE, 'aip:approve', 'pay:approve'],
+  accounts: [...ACCOUNTS],
+};
 
 /** Records scheduler calls (assertions only; no behaviour is faked beyond recording). */
 export class RecordingScheduler implements ReconcileScheduler {
@@ -131,7 +142,9 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
   const runtime = new Runtime({
     transactions: table.store,
     ...stores,
-    ...(options.atomicWrites !== false ? { atomic: new DynamoAtomicWrites({ client: table.client, transactions: table.store, actions: stores.actions, idempotency: stores.idempotency }) } : {}),
+    ...(options.atomicWrites !== false
+      ? { atomic: new DynamoAtomicWrites({ client: table.client, transactions: table.store, actions: stores.actions, idempotency: stores.idempotency }) }
+      : {}),
     invokeQueue,
     reconcileQueue,
     scheduler,
@@ -187,13 +200,20 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
     },
     async receiveReconciles() {
       const raw = await receiveRaw(reconcileQueueUrl);
-      await deleteMessages(sqs(), reconcileQueueUrl, raw.map((r) => r.receipt));
+      await deleteMessages(
+        sqs(),
+        reconcileQueueUrl,
+        raw.map((r) => r.receipt),
+      );
       return raw.map((r) => decodeQueueMessage(r.body) as ReconcileMessage);
     },
     async verifyChain(transaction_id: string) {
       const record = await table.store.get({ tenant_id: TENANT, transaction_id });
       const receipts = (await table.store.listReceipts({ tenant_id: TENANT, transaction_id, limit: 100 })).items.map((r) => r.receipt);
-      return verifyReceiptChain(receipts, { transaction_id, ...(record ? { expected_count: record.receipt_count, ...(record.receipt_head ? { expected_head: record.receipt_head } : {}) } : {}) });
+      return verifyReceiptChain(receipts, {
+        transaction_id,
+        ...(record ? { expected_count: record.receipt_count, ...(record.receipt_head ? { expected_head: record.receipt_head } : {}) } : {}),
+      });
     },
     async destroy() {
       await table.destroy();

@@ -21,7 +21,11 @@ function spyConnector() {
     id: 'spy.do',
     input: In,
     output: z.strictObject({ ok: z.boolean() }),
-    contract: { transaction: { modes: ['execute', 'reconcile'], dry_run_fidelity: 'schema_only', requires_plan_before_commit: true }, execution: fast, authorization: { scopes: ['spy:write'] } },
+    contract: {
+      transaction: { modes: ['execute', 'reconcile'], dry_run_fidelity: 'schema_only', requires_plan_before_commit: true },
+      execution: fast,
+      authorization: { scopes: ['spy:write'] },
+    },
   }).implement({
     invoke: async (input, ctx, call) => {
       record(ctx, call.action.id);
@@ -92,14 +96,24 @@ describe('the trusted actor and trace of an attempt', () => {
     const out = await h.runtime.reconcile({ kind: 'reconcile', tenant_id: TENANT, transaction_id: tx, reason: 'schedule' });
     expect(out.disposition).toBe('reconciled');
     const actor = last(out.action_id as string)?.actor;
-    expect(actor).toMatchObject({ principal: { id: 'aip-runtime', kind: 'service' }, scheme: 'aip_runtime_service', delegation: { reason: 'runtime_reconciliation', on_behalf_of: caller.principal } });
+    expect(actor).toMatchObject({
+      principal: { id: 'aip-runtime', kind: 'service' },
+      scheme: 'aip_runtime_service',
+      delegation: { reason: 'runtime_reconciliation', on_behalf_of: caller.principal },
+    });
   });
 
   it('the trace is a runtime span, a child of the caller’s W3C trace', async () => {
     const trace_id = '4bf92f3577b34da6a3ce929d0e0e4736';
     const span_id = '00f067aa0ba902b7';
     const id = uid('a');
-    await h.runtime.submit(token(), { id, capability_id: 'spy.do', input: { n: 4 }, transaction: { mode: 'execute' }, metadata: { observability: { trace_id, span_id } } });
+    await h.runtime.submit(token(), {
+      id,
+      capability_id: 'spy.do',
+      input: { n: 4 },
+      transaction: { mode: 'execute' },
+      metadata: { observability: { trace_id, span_id } },
+    });
     await h.drain();
     const t = last(id)?.trace;
     expect(t?.trace_id).toBe(trace_id);
@@ -110,7 +124,13 @@ describe('the trusted actor and trace of an attempt', () => {
 
   it('caller strings that are not W3C IDs start a new trace and are never copied in', async () => {
     const id = uid('a');
-    await h.runtime.submit(token(), { id, capability_id: 'spy.do', input: { n: 5 }, transaction: { mode: 'execute' }, metadata: { observability: { trace_id: 'ignore-all-previous-instructions', span_id: 'x' } } });
+    await h.runtime.submit(token(), {
+      id,
+      capability_id: 'spy.do',
+      input: { n: 5 },
+      transaction: { mode: 'execute' },
+      metadata: { observability: { trace_id: 'ignore-all-previous-instructions', span_id: 'x' } },
+    });
     await h.drain();
     const t = last(id)?.trace;
     expect(t?.trace_id).toMatch(/^[0-9a-f]{32}$/);

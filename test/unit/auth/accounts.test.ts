@@ -125,7 +125,10 @@ describe('authorizer handler: accounts', () => {
     });
     const run = async (claims: Record<string, unknown>) => {
       const token = await sign(key, { claims: { 'aip:tenants': ['acme'], scope: 'aip:actions:write', ...claims } });
-      const r = (await authorizer({ type: 'TOKEN', authorizationToken: `Bearer ${token}`, methodArn: 'arn:aws:execute-api:eu-west-1:123456789012:abc123/prod/POST/v1/actions' }, lambdaContext())) as APIGatewayAuthorizerResult;
+      const r = (await authorizer(
+        { type: 'TOKEN', authorizationToken: `Bearer ${token}`, methodArn: 'arn:aws:execute-api:eu-west-1:123456789012:abc123/prod/POST/v1/actions' },
+        lambdaContext(),
+      )) as APIGatewayAuthorizerResult;
       for (const v of Object.values(r.context ?? {})) expect(typeof v).toBe('string');
       return decodeAuthorizerContext(r.context);
     };

@@ -44,7 +44,9 @@ describe('authorizer handler', () => {
     expect(result).not.toBe('401');
     const r = result as APIGatewayAuthorizerResult;
     expect(r.principalId).toBe('alice');
-    expect(r.policyDocument.Statement).toEqual([{ Action: 'execute-api:Invoke', Effect: 'Allow', Resource: 'arn:aws:execute-api:eu-west-1:123456789012:abc123/prod/*' }]);
+    expect(r.policyDocument.Statement).toEqual([
+      { Action: 'execute-api:Invoke', Effect: 'Allow', Resource: 'arn:aws:execute-api:eu-west-1:123456789012:abc123/prod/*' },
+    ]);
     for (const v of Object.values(r.context ?? {})) expect(typeof v).toBe('string');
     expect(decodeAuthorizerContext(r.context)).toMatchObject({ principal: { id: 'alice', kind: 'agent' }, tenants: ['acme'], scopes: ['aip:actions:write'] });
     expect(policyAllows(r.policyDocument, 'arn:aws:execute-api:eu-west-1:123456789012:abc123/prod/GET/v1/approvals')).toBe(true);
@@ -132,7 +134,9 @@ describe('authorizer configuration from the environment', () => {
   it('fails with a clear message on a bad configuration', () => {
     expect(() => verifierConfigFromRuntimeConfig('not json')).toThrow(AuthConfigError);
     expect(() => verifierConfigFromRuntimeConfig(runtimeConfig({ issuer: ISSUER, audience: AUDIENCE }))).toThrow(/jwksUrl/);
-    expect(() => verifierConfigFromRuntimeConfig(runtimeConfig({ issuer: ISSUER, audience: AUDIENCE, jwksUrl: 'https://x/j', algorithms: ['none'] }))).toThrow(/algorithms/);
+    expect(() => verifierConfigFromRuntimeConfig(runtimeConfig({ issuer: ISSUER, audience: AUDIENCE, jwksUrl: 'https://x/j', algorithms: ['none'] }))).toThrow(
+      /algorithms/,
+    );
     expect(() => parseClaimsOverride('keycloak')).toThrow(AuthConfigError);
     expect(() => parseClaimsOverride('{bad')).toThrow(AuthConfigError);
     expect(parseClaimsOverride(undefined)).toBeUndefined();
@@ -152,12 +156,23 @@ describe('authorizer context', () => {
 
 describe('policies', () => {
   it('parses method ARNs and builds the stage wildcard', () => {
-    expect(parseMethodArn(METHOD_ARN)).toEqual({ partition: 'aws', region: 'eu-west-1', accountId: '123456789012', apiId: 'abc123', stage: 'prod', method: 'POST', path: 'v1/actions' });
+    expect(parseMethodArn(METHOD_ARN)).toEqual({
+      partition: 'aws',
+      region: 'eu-west-1',
+      accountId: '123456789012',
+      apiId: 'abc123',
+      stage: 'prod',
+      method: 'POST',
+      path: 'v1/actions',
+    });
     expect(stageWildcardArn('not-an-arn')).toBe('not-an-arn');
   });
 
   it('evaluates like IAM: an Allow must match and an explicit Deny wins', () => {
-    const allow = { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Action: 'execute-api:Invoke', Resource: 'arn:aws:execute-api:eu-west-1:123456789012:abc123/prod/*' }] };
+    const allow = {
+      Version: '2012-10-17',
+      Statement: [{ Effect: 'Allow', Action: 'execute-api:Invoke', Resource: 'arn:aws:execute-api:eu-west-1:123456789012:abc123/prod/*' }],
+    };
     expect(policyAllows(allow, METHOD_ARN)).toBe(true);
     expect(policyAllows(allow, 'arn:aws:execute-api:eu-west-1:123456789012:abc123/test/POST/v1/actions')).toBe(false);
     const both = { Statement: [...allow.Statement, { Effect: 'Deny', Action: 'execute-api:*', Resource: ['*'] }] };

@@ -38,7 +38,10 @@ describe('generic preset', () => {
     expect(mapClaims({ ...base, sub: 'client-1', client_id: 'client-1' }, m).principal.kind).toBe('service');
   });
   it('drops tenant IDs the protocol cannot carry and scopes with spaces or control characters', () => {
-    expect(mapClaims({ ...base, 'aip:tenants': ['ok', 'not ok', 'x#y', ''], scp: ['fine', 'bad\u0001'] }, m)).toMatchObject({ tenants: ['ok'], scopes: ['fine'] });
+    expect(mapClaims({ ...base, 'aip:tenants': ['ok', 'not ok', 'x#y', ''], scp: ['fine', 'bad\u0001'] }, m)).toMatchObject({
+      tenants: ['ok'],
+      scopes: ['fine'],
+    });
   });
   it('denies an unknown kind, a non-string tenants claim, and a subject that is not an ID', () => {
     expect(denied(() => mapClaims({ ...base, 'aip:principal_kind': 'admin' }, m))).toMatch(/principal_kind/);
@@ -73,14 +76,24 @@ describe('auth0 preset', () => {
   it('reads namespaced claims and permissions, and escapes pipe subjects', () => {
     const m = claimPreset('auth0', { namespace: 'https://api.example.com/' });
     const id = mapClaims(
-      { ...base, sub: 'google-oauth2|1234', 'https://api.example.com/tenants': ['acme'], 'https://api.example.com/principal_kind': 'agent', scope: 'openid', permissions: ['aip:actions:write'] },
+      {
+        ...base,
+        sub: 'google-oauth2|1234',
+        'https://api.example.com/tenants': ['acme'],
+        'https://api.example.com/principal_kind': 'agent',
+        scope: 'openid',
+        permissions: ['aip:actions:write'],
+      },
       m,
     );
     expect(id).toMatchObject({ principal: { id: 'google-oauth2.x7c.1234', kind: 'agent' }, tenants: ['acme'], scopes: ['openid', 'aip:actions:write'] });
     expect(mapClaims({ ...base, 'https://aip/tenants': ['t'] }, claimPreset('auth0')).tenants).toEqual(['t']);
   });
   it('treats a client-credentials grant as a service', () => {
-    expect(mapClaims({ ...base, sub: 'abc@clients', gty: 'client-credentials' }, claimPreset('auth0')).principal).toEqual({ id: 'abc@clients', kind: 'service' });
+    expect(mapClaims({ ...base, sub: 'abc@clients', gty: 'client-credentials' }, claimPreset('auth0')).principal).toEqual({
+      id: 'abc@clients',
+      kind: 'service',
+    });
   });
   it('escaping keeps valid subjects unchanged and is deterministic', () => {
     expect(escapeSubject('auth0|a b')).toBe('auth0.x7c.a.x20.b');
@@ -91,7 +104,11 @@ describe('auth0 preset', () => {
 describe('okta preset', () => {
   it('reads scp arrays and the tenants claim; cid machine tokens are services', () => {
     const m = claimPreset('okta');
-    expect(mapClaims({ ...base, scp: ['aip:actions:read'], tenants: ['acme'] }, m)).toMatchObject({ tenants: ['acme'], scopes: ['aip:actions:read'], principal: { kind: 'user' } });
+    expect(mapClaims({ ...base, scp: ['aip:actions:read'], tenants: ['acme'] }, m)).toMatchObject({
+      tenants: ['acme'],
+      scopes: ['aip:actions:read'],
+      principal: { kind: 'user' },
+    });
     expect(mapClaims({ ...base, sub: '0oa1', cid: '0oa1' }, m).principal.kind).toBe('service');
   });
 });
@@ -118,8 +135,17 @@ describe('presets through the verifier', () => {
   });
 
   it('cognito: an access token without aud is accepted by client_id; a wrong client_id is a wrong audience', async () => {
-    const v = createTokenVerifier({ issuer: ISSUER, audience: 'client-abc', algorithms: ['RS256'], claims: { preset: 'cognito' }, keys: { kind: 'jwks', jwks: jwks(key) } });
-    const ok = await sign(key, { audience: null, claims: { token_use: 'access', client_id: 'client-abc', 'custom:tenants': 'acme', scope: 'aip:actions:write' } });
+    const v = createTokenVerifier({
+      issuer: ISSUER,
+      audience: 'client-abc',
+      algorithms: ['RS256'],
+      claims: { preset: 'cognito' },
+      keys: { kind: 'jwks', jwks: jwks(key) },
+    });
+    const ok = await sign(key, {
+      audience: null,
+      claims: { token_use: 'access', client_id: 'client-abc', 'custom:tenants': 'acme', scope: 'aip:actions:write' },
+    });
     expect(await v.verify(ok)).toMatchObject({ tenants: ['acme'], scopes: ['aip:actions:write'] });
     const wrong = await sign(key, { audience: null, claims: { token_use: 'access', client_id: 'client-xyz' } });
     await expect(v.verify(wrong)).rejects.toBeInstanceOf(TokenRejectedError);

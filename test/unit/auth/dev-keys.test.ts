@@ -80,6 +80,8 @@ describe('mint-token CLI', () => {
   });
 
   it('refuses to run without --sub', async () => {
-    await expect(promisify(execFile)(process.execPath, ['--import', 'tsx', 'dev/auth/mint-token.ts', '--tenant', 'acme'], { cwd: ROOT })).rejects.toMatchObject({ code: 2 });
+    await expect(promisify(execFile)(process.execPath, ['--import', 'tsx', 'dev/auth/mint-token.ts', '--tenant', 'acme'], { cwd: ROOT })).rejects.toMatchObject(
+      { code: 2 },
+    );
   });
 });

@@ -56,7 +56,9 @@ export function standardClaims(extra: JWTPayload = {}): JWTPayload {
 }
 
 /** A JWKS endpoint on loopback; `status` lets a test make it fail. */
-export async function jwksServer(initial: JSONWebKeySet): Promise<{ url: string; set(keys: JSONWebKeySet): void; fail(status: number | undefined): void; hits(): number; close(): Promise<void> }> {
+export async function jwksServer(
+  initial: JSONWebKeySet,
+): Promise<{ url: string; set(keys: JSONWebKeySet): void; fail(status: number | undefined): void; hits(): number; close(): Promise<void> }> {
   let current = initial;
   let failStatus: number | undefined;
   let hits = 0;

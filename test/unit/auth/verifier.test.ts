@@ -43,7 +43,12 @@ describe('token verification', () => {
   it('accepts valid ES256 and RS256 tokens and maps the identity', async () => {
     const token = await sign(es, { claims: { 'aip:tenants': ['acme', 'globex'], scope: 'aip:actions:read aip:actions:write', 'aip:principal_kind': 'agent' } });
     const id = await verifier.verify(token);
-    expect(id).toMatchObject({ principal: { id: 'alice', kind: 'agent' }, tenants: ['acme', 'globex'], scopes: ['aip:actions:read', 'aip:actions:write'], issuer: ISSUER });
+    expect(id).toMatchObject({
+      principal: { id: 'alice', kind: 'agent' },
+      tenants: ['acme', 'globex'],
+      scopes: ['aip:actions:read', 'aip:actions:write'],
+      issuer: ISSUER,
+    });
     expect(Date.parse(id.expires_at ?? '')).toBeGreaterThan(Date.now());
     expect(await reason(verifier, await sign(rs))).toBe('accepted');
   });

@@ -5,7 +5,18 @@
  * list changes the report, not this test.
  */
 import { describe, expect, it } from 'vitest';
-import { aipCost, costModel, DEPLOYED_WAIT_POLL, expressCost, expressGbSeconds, gbSeconds, powertoolsCost, standardCost, waitNotice, type ModelInputs } from '../../../bench/lib/awscost-model.js';
+import {
+  aipCost,
+  costModel,
+  DEPLOYED_WAIT_POLL,
+  expressCost,
+  expressGbSeconds,
+  gbSeconds,
+  powertoolsCost,
+  standardCost,
+  waitNotice,
+  type ModelInputs,
+} from '../../../bench/lib/awscost-model.js';
 import { PRICES, type PriceList } from '../../../bench/lib/prices.js';
 
 const prices: PriceList = {
@@ -137,7 +148,12 @@ describe('AWS cost model arithmetic', () => {
 
   it('leaves out the outcome_unknown lines when no execute goes outcome_unknown', () => {
     const none = aipCost({ ...input, assumptions: { ...input.assumptions, outcome_unknown_share: 0 } });
-    for (const c of ['Scheduler invocations (outcome_unknown share)', 'SQS reconcile queue (outcome_unknown share)', 'Reconcile Lambda (outcome_unknown share): invocations']) expect(line(none, c)).toBeUndefined();
+    for (const c of [
+      'Scheduler invocations (outcome_unknown share)',
+      'SQS reconcile queue (outcome_unknown share)',
+      'Reconcile Lambda (outcome_unknown share): invocations',
+    ])
+      expect(line(none, c)).toBeUndefined();
     // Writes are then the committed execute's alone: 40 WRU × 0.625.
     expect(line(none, 'DynamoDB writes')?.usd_per_million).toBeCloseTo(25, 9);
   });

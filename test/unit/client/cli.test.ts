@@ -49,7 +49,18 @@ const submitted = (status: string, disposition = 'accepted', http = 202) => ({
 describe('aip submit', () => {
   it('builds an envelope from flags and prints what the runtime answered', async () => {
     const r = await run(
-      ['submit', 'payments.charge', '--input', '{"amount":1250,"currency":"eur","customer":"cus_1"}', '--mode', 'execute', '--idempotency-key', 'order-1', '--wait', '5'],
+      [
+        'submit',
+        'payments.charge',
+        '--input',
+        '{"amount":1250,"currency":"eur","customer":"cus_1"}',
+        '--mode',
+        'execute',
+        '--idempotency-key',
+        'order-1',
+        '--wait',
+        '5',
+      ],
       () => submitted('accepted'),
     );
     expect(r.code).toBe(0);
@@ -104,9 +115,17 @@ describe('aip get and wait', () => {
 
   it('waits with progress on stderr and the final state on stdout', async () => {
     const answers = ['accepted', 'running', 'completed'];
-    const r = await run(['wait', 'act-1', '--timeout', '60'], () => ({ status: 200, body: { action_result: result(answers.shift() ?? 'completed', { output: { id: 'ch_1' } }) } }));
+    const r = await run(['wait', 'act-1', '--timeout', '60'], () => ({
+      status: 200,
+      body: { action_result: result(answers.shift() ?? 'completed', { output: { id: 'ch_1' } }) },
+    }));
     expect(r.code).toBe(0);
-    expect(r.stderr.split('\n').filter((l) => l.startsWith('waiting for act-1')).map((l) => l.split(': ')[1]?.split(' ')[0])).toEqual(['accepted', 'running', 'completed']);
+    expect(
+      r.stderr
+        .split('\n')
+        .filter((l) => l.startsWith('waiting for act-1'))
+        .map((l) => l.split(': ')[1]?.split(' ')[0]),
+    ).toEqual(['accepted', 'running', 'completed']);
     expect(r.stdout).toContain('status:  completed');
     expect(r.stdout).toContain('"id": "ch_1"');
   });
@@ -132,7 +151,10 @@ describe('aip approvals, operators and transactions', () => {
   it('lists an operator view as a table', async () => {
     const r = await run(['operator', 'outcome-unknown', '--limit', '10'], () => ({
       status: 200,
-      body: { items: [{ tenant_id: 'demo', transaction_id: 'txn-1', status: 'outcome_unknown', next_reconcile_at: '2030-01-01T00:00:05.000Z' }], cursor: 'next' },
+      body: {
+        items: [{ tenant_id: 'demo', transaction_id: 'txn-1', status: 'outcome_unknown', next_reconcile_at: '2030-01-01T00:00:05.000Z' }],
+        cursor: 'next',
+      },
     }));
     expect(r.code).toBe(0);
     expect(stub.requests[0]?.query).toEqual({ view: 'outcome_unknown', limit: '10' });
@@ -140,7 +162,12 @@ describe('aip approvals, operators and transactions', () => {
     expect(r.stdout).toContain('txn-1');
     expect(r.stdout).toContain('(more: --cursor next)');
     expect((await run(['operator', 'everything'])).code).toBe(2);
-    for (const [list, view] of [['stalled', 'stalled_committing'], ['approvals', 'pending_approvals'], ['requires-human', 'requires_human'], ['reconciling', 'reconciling']]) {
+    for (const [list, view] of [
+      ['stalled', 'stalled_committing'],
+      ['approvals', 'pending_approvals'],
+      ['requires-human', 'requires_human'],
+      ['reconciling', 'reconciling'],
+    ]) {
       await run(['operator', list as string], () => ({ status: 200, body: { items: [] } }));
       expect(stub.requests.at(-1)?.query.view).toBe(view);
     }
@@ -153,7 +180,18 @@ describe('aip approvals, operators and transactions', () => {
         transaction_id: 'txn-1',
         plan_id: 'plan:txn-1',
         status: 'committed',
-        receipts: [{ seq: 0, transaction_id: 'txn-1', status: 'planned', revision: 1, at: '2030-01-01T00:00:00.000Z', prev_hash: '0'.repeat(64), hash: 'a'.repeat(64), event: 'transaction.planned' }],
+        receipts: [
+          {
+            seq: 0,
+            transaction_id: 'txn-1',
+            status: 'planned',
+            revision: 1,
+            at: '2030-01-01T00:00:00.000Z',
+            prev_hash: '0'.repeat(64),
+            hash: 'a'.repeat(64),
+            event: 'transaction.planned',
+          },
+        ],
       },
     }));
     expect(r.code).toBe(0);
@@ -178,7 +216,10 @@ describe('aip approvals, operators and transactions', () => {
   });
 
   it('exits 1 when health is degraded', async () => {
-    const r = await run(['health', '--url', stub.url], () => ({ status: 200, body: { status: 'degraded', connectors: [{ connector_id: 'payments', ready: false }] } }));
+    const r = await run(['health', '--url', stub.url], () => ({
+      status: 200,
+      body: { status: 'degraded', connectors: [{ connector_id: 'payments', ready: false }] },
+    }));
     expect(r.code).toBe(1);
     expect(r.stdout).toContain('health: degraded');
   });
@@ -189,7 +230,13 @@ describe('aip token', () => {
     const r = await run(['token', '--sub', 'alice', '--tenant', 'acme', '--scope', 'aip:actions:read aip:approve', '--ttl', '10m']);
     expect(r.code).toBe(0);
     const claims = decodeJwt(r.stdout.trim());
-    expect(claims).toMatchObject({ sub: 'alice', iss: 'https://aip.local/dev', aud: 'aip-local', 'aip:tenants': ['acme'], scope: 'aip:actions:read aip:approve' });
+    expect(claims).toMatchObject({
+      sub: 'alice',
+      iss: 'https://aip.local/dev',
+      aud: 'aip-local',
+      'aip:tenants': ['acme'],
+      scope: 'aip:actions:read aip:approve',
+    });
     expect((claims.exp ?? 0) - (claims.iat ?? 0)).toBe(600);
     expect(r.stderr).toContain('accepted only by the local stack');
   });

@@ -24,7 +24,12 @@ const action: Action = {
   transaction: { mode: 'execute' },
 };
 const state = (status: ActionState['action_result']['status'], extra: Record<string, unknown> = {}): ActionState => ({
-  action_result: { action_id: 'act-1', status, ...(status === 'failed' ? { error: { code: 'x.y', message: 'm', category: 'permanent', retryable: false } } : {}), ...extra },
+  action_result: {
+    action_id: 'act-1',
+    status,
+    ...(status === 'failed' ? { error: { code: 'x.y', message: 'm', category: 'permanent', retryable: false } } : {}),
+    ...extra,
+  },
 });
 
 async function caught(p: Promise<unknown>): Promise<AipClientError> {
@@ -39,7 +44,10 @@ async function caught(p: Promise<unknown>): Promise<AipClientError> {
 
 describe('AipClient requests', () => {
   it('submits an action with the bearer token, tenant header and Prefer: wait', async () => {
-    stub.setRoute(() => ({ status: 202, body: { action_id: 'act-1', tenant_id: 'demo', disposition: 'accepted', status_url: '/v1/actions/act-1', action_result: state('accepted').action_result } }));
+    stub.setRoute(() => ({
+      status: 202,
+      body: { action_id: 'act-1', tenant_id: 'demo', disposition: 'accepted', status_url: '/v1/actions/act-1', action_result: state('accepted').action_result },
+    }));
     const client = new AipClient({ baseUrl: `${stub.url}/`, token: 'tok-1', tenant: 'demo' });
     const res = await client.submitAction(action, { wait: 5 });
     expect(res).toMatchObject({ http_status: 202, action_id: 'act-1', disposition: 'accepted' });
@@ -52,8 +60,15 @@ describe('AipClient requests', () => {
   });
 
   it('submits a TransactionRequest unchanged, and a per-call tenant wins', async () => {
-    stub.setRoute(() => ({ status: 200, body: { action_id: 'act-1', tenant_id: 't2', disposition: 'completed', status_url: '/v1/actions/act-1', action_result: state('completed').action_result } }));
-    const request: TransactionRequest = { action: { ...action, transaction: { mode: 'plan' } }, transaction_id: 'txn-1', requested_by: { id: 'alice', kind: 'user' } };
+    stub.setRoute(() => ({
+      status: 200,
+      body: { action_id: 'act-1', tenant_id: 't2', disposition: 'completed', status_url: '/v1/actions/act-1', action_result: state('completed').action_result },
+    }));
+    const request: TransactionRequest = {
+      action: { ...action, transaction: { mode: 'plan' } },
+      transaction_id: 'txn-1',
+      requested_by: { id: 'alice', kind: 'user' },
+    };
     const client = new AipClient({ baseUrl: stub.url, tenant: 'demo' });
     const res = await client.submitAction(request, { tenant: 't2' });
     expect(res.http_status).toBe(200);
@@ -64,7 +79,10 @@ describe('AipClient requests', () => {
   });
 
   it('encodes IDs in paths and maps every route', async () => {
-    stub.setRoute((req) => ({ status: 200, body: req.path.startsWith('/v1/actions/') && req.method === 'GET' && !req.path.endsWith('/stream') ? state('running') : { items: [] } }));
+    stub.setRoute((req) => ({
+      status: 200,
+      body: req.path.startsWith('/v1/actions/') && req.method === 'GET' && !req.path.endsWith('/stream') ? state('running') : { items: [] },
+    }));
     let calls = 0;
     const client = new AipClient({ baseUrl: stub.url, token: () => `tok-${++calls}` });
     await client.getAction('tenant:a/1', { wait: 3 });
@@ -109,7 +127,14 @@ describe('AipClient errors', () => {
   it('turns a problem+json answer into a typed error with code, status and details', async () => {
     stub.setRoute(() => problem(409, 'idempotency.in_flight', { retryable: true, retry_after_ms: 1000, details: { action_id: 'act-0' } }));
     const err = await caught(new AipClient({ baseUrl: stub.url }).submitAction(action));
-    expect(err).toMatchObject({ status: 409, code: 'idempotency.in_flight', retryable: true, retryAfterMs: 1000, details: { action_id: 'act-0' }, request: 'POST /v1/actions' });
+    expect(err).toMatchObject({
+      status: 409,
+      code: 'idempotency.in_flight',
+      retryable: true,
+      retryAfterMs: 1000,
+      details: { action_id: 'act-0' },
+      request: 'POST /v1/actions',
+    });
     expect(err.problem?.type).toBe('urn:aip:error:idempotency.in_flight');
     expect(err.message).toBe('idempotency.in_flight: detail of idempotency.in_flight');
     expect(err.isClientSide).toBe(false);
@@ -141,14 +166,23 @@ describe('AipClient errors', () => {
 
 describe('AipClient.waitForAction', () => {
   it('long-polls until terminal, retrying retryable errors, and reports progress', async () => {
-    const answers = [state('accepted'), problem(503, 'transaction.store_unavailable', { retryable: true, retry_after_ms: 100 }), state('running'), state('completed', { output: { id: 'ch_1' } })];
+    const answers = [
+      state('accepted'),
+      problem(503, 'transaction.store_unavailable', { retryable: true, retry_after_ms: 100 }),
+      state('running'),
+      state('completed', { output: { id: 'ch_1' } }),
+    ];
     stub.setRoute(() => {
       const next = answers.shift();
       if (!next) return { status: 500, body: {} };
       return 'action_result' in next ? { status: 200, body: next } : next;
     });
     const progress: string[] = [];
-    const final = await new AipClient({ baseUrl: stub.url }).waitForAction('act-1', { timeoutMs: 60_000, pollSeconds: 20, onProgress: (s) => progress.push(s.action_result.status) });
+    const final = await new AipClient({ baseUrl: stub.url }).waitForAction('act-1', {
+      timeoutMs: 60_000,
+      pollSeconds: 20,
+      onProgress: (s) => progress.push(s.action_result.status),
+    });
     expect(final.action_result).toMatchObject({ status: 'completed', output: { id: 'ch_1' } });
     expect(progress).toEqual(['accepted', 'running', 'completed']);
     expect(stub.requests.every((r) => r.path === '/v1/actions/act-1' && Number(r.query.wait) <= 20)).toBe(true);
@@ -177,7 +211,12 @@ describe('AipClient.waitForAction', () => {
 
 describe('AipClient.streamChunks', () => {
   const pages: Record<string, unknown> = {
-    '': { items: [{ seq: 0, data: 'a' }, { seq: 1, data: 'b' }] },
+    '': {
+      items: [
+        { seq: 0, data: 'a' },
+        { seq: 1, data: 'b' },
+      ],
+    },
     '1': { items: [{ seq: 2, data: 'c' }] },
     '2': { items: [] },
   };

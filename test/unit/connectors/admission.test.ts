@@ -13,7 +13,17 @@ import {
 } from '../../../lib/connectors/index.js';
 import { capability, execution } from './fixtures.js';
 
-const ALL = implementationSupport({ invocation: true, cancellation: true, streaming: true, retry: true, transaction: true, reconciliation: true, compensation: true, approval: true, credentials: true });
+const ALL = implementationSupport({
+  invocation: true,
+  cancellation: true,
+  streaming: true,
+  retry: true,
+  transaction: true,
+  reconciliation: true,
+  compensation: true,
+  approval: true,
+  credentials: true,
+});
 
 /** A capability that advertises every behaviour of the page's table. */
 const everything: Capability = capability({
@@ -62,7 +72,8 @@ describe('manifest admission', () => {
   });
 
   it('requires compensation for best_effort too, but not for not_required or rollback_not_supported', () => {
-    const mk = (mode: 'supported' | 'best_effort' | 'not_required' | 'rollback_not_supported') => capability({ compensation: { mode, approval_required: false } });
+    const mk = (mode: 'supported' | 'best_effort' | 'not_required' | 'rollback_not_supported') =>
+      capability({ compensation: { mode, approval_required: false } });
     expect(requiredFlags(mk('best_effort')).map((r) => r.flag)).toContain('compensation');
     expect(requiredFlags(mk('not_required')).map((r) => r.flag)).not.toContain('compensation');
     expect(requiredFlags(mk('rollback_not_supported')).map((r) => r.flag)).not.toContain('compensation');
@@ -72,7 +83,9 @@ describe('manifest admission', () => {
     const resource = capability({ id: 'catalog.products', kind: 'resource' });
     expect(admitManifest(manifest([resource], {})).admitted).toBe(true);
     const secured = capability({ id: 'catalog.secured', kind: 'resource', credentials: { required: true } });
-    expect(admitManifest(manifest([secured], {})).issues).toEqual([{ capability_id: 'catalog.secured', rule: ADMISSION_RULES.credentials, flag: 'credentials' }]);
+    expect(admitManifest(manifest([secured], {})).issues).toEqual([
+      { capability_id: 'catalog.secured', rule: ADMISSION_RULES.credentials, flag: 'credentials' },
+    ]);
   });
 
   it('reports a callable capability with no support record at all', () => {
@@ -96,14 +109,18 @@ describe('manifest admission', () => {
   });
 
   it('reports duplicate capability IDs and schema problems', () => {
-    expect(admitManifest(manifest([capability(), capability()], { 'payments.charge': ALL })).issues).toEqual([{ capability_id: 'payments.charge', rule: ADMISSION_RULES.duplicate_capability }]);
+    expect(admitManifest(manifest([capability(), capability()], { 'payments.charge': ALL })).issues).toEqual([
+      { capability_id: 'payments.charge', rule: ADMISSION_RULES.duplicate_capability },
+    ]);
     const bad = admitManifest({ connector_id: 'demo', version: 'one', capabilities: [], implementation_support: {} });
     expect(bad.admitted).toBe(false);
     expect(bad.issues[0]?.rule).toBe(ADMISSION_RULES.manifest_schema);
   });
 
   it('formats issues as one readable line naming the rule', () => {
-    expect(formatAdmissionIssue({ capability_id: 'c', rule: ADMISSION_RULES.cancellation, flag: 'cancellation' })).toBe('c: execution.supports_cancel requires cancellation (flag cancellation is false)');
+    expect(formatAdmissionIssue({ capability_id: 'c', rule: ADMISSION_RULES.cancellation, flag: 'cancellation' })).toBe(
+      'c: execution.supports_cancel requires cancellation (flag cancellation is false)',
+    );
   });
 });
 

@@ -62,10 +62,21 @@ describe('map_error', () => {
     const connector = defineConnector({
       id: 'sim',
       version: '1.0.0',
-      capabilities: [defineCapability({ id: 'sim.pay', input: In, output: Out }).implement({ invoke: async () => { throw new Error('boom'); } })],
+      capabilities: [
+        defineCapability({ id: 'sim.pay', input: In, output: Out }).implement({
+          invoke: async () => {
+            throw new Error('boom');
+          },
+        }),
+      ],
       map_error: (_err, operation) => new ConnectorFailure({ code: 'sim.boom', operation, source: 'connector:sim' }),
     });
-    const outcome = await dispatch(connector, 'sim.pay', action({ capability_id: 'sim.pay', input: { amount: 1 } }), attempt({ capability_id: 'sim.pay' }).context);
+    const outcome = await dispatch(
+      connector,
+      'sim.pay',
+      action({ capability_id: 'sim.pay', input: { amount: 1 } }),
+      attempt({ capability_id: 'sim.pay' }).context,
+    );
     expect(outcome.ok === false && outcome.error.code).toBe('sim.boom');
   });
 });
@@ -83,13 +94,22 @@ describe('withinDeadline', () => {
       },
       { margin_ms: 200 },
     );
-    const settled = waiting.then(() => 'resolved', (e: unknown) => e);
+    const settled = waiting.then(
+      () => 'resolved',
+      (e: unknown) => e,
+    );
     await vi.advanceTimersByTimeAsync(799);
     expect(signal?.aborted).toBe(false);
     await vi.advanceTimersByTimeAsync(1);
     const failure = await settled;
     expect(failure).toBeInstanceOf(ConnectorFailure);
-    expect((failure as ConnectorFailure).toJSON()).toMatchObject({ code: 'sla.timeout_exceeded', category: 'timeout', retryable: false, uncertain_outcome: true, redacted_details: { margin_ms: 200 } });
+    expect((failure as ConnectorFailure).toJSON()).toMatchObject({
+      code: 'sla.timeout_exceeded',
+      category: 'timeout',
+      retryable: false,
+      uncertain_outcome: true,
+      redacted_details: { margin_ms: 200 },
+    });
     expect(signal?.aborted).toBe(true);
   });
 
@@ -101,16 +121,27 @@ describe('withinDeadline', () => {
 
   it('stops at cancellation with a typed failure naming the cancellation reason', async () => {
     const a = attempt();
-    const waiting = withinDeadline(a.context, new Promise<never>(() => undefined), { operation: 'transaction_commit' }).then(() => 'resolved', (e: unknown) => e);
+    const waiting = withinDeadline(a.context, new Promise<never>(() => undefined), { operation: 'transaction_commit' }).then(
+      () => 'resolved',
+      (e: unknown) => e,
+    );
     a.cancel(undefined, 'lease_lost');
     const failure = (await waiting) as ConnectorFailure;
-    expect(failure.toJSON()).toMatchObject({ code: 'connector.attempt_cancelled', operation: 'transaction_commit', uncertain_outcome: true, redacted_details: { cancellation_reason: 'lease_lost' } });
+    expect(failure.toJSON()).toMatchObject({
+      code: 'connector.attempt_cancelled',
+      operation: 'transaction_commit',
+      uncertain_outcome: true,
+      redacted_details: { cancellation_reason: 'lease_lost' },
+    });
   });
 
   it('carries the provider operation the attempt checkpointed', async () => {
     const a = attempt({ transaction: { transaction_id: 'tx-1', mode: 'commit' } }, { transaction_checkpoints: { checkpoint: async () => undefined } });
     await a.context.transaction_checkpoint.checkpoint({ provider: 'sim', operation_id: 'op-9' });
-    const waiting = withinDeadline(a.context, new Promise<never>(() => undefined), { margin_ms: 0 }).then(() => 'resolved', (e: unknown) => e);
+    const waiting = withinDeadline(a.context, new Promise<never>(() => undefined), { margin_ms: 0 }).then(
+      () => 'resolved',
+      (e: unknown) => e,
+    );
     await vi.advanceTimersByTimeAsync(30_000);
     expect(((await waiting) as ConnectorFailure).provider_operation).toEqual({ provider: 'sim', operation_id: 'op-9' });
   });
@@ -120,18 +151,33 @@ describe('withinDeadline', () => {
       id: 'sim',
       version: '1.0.0',
       capabilities: [
-        defineCapability({ id: 'sim.pay', input: In, output: Out, contract: { execution: { supports_cancel: false, supports_streaming: false, supports_retry: false, timeout_ms: 1_000 } } }).implement({
+        defineCapability({
+          id: 'sim.pay',
+          input: In,
+          output: Out,
+          contract: { execution: { supports_cancel: false, supports_streaming: false, supports_retry: false, timeout_ms: 1_000 } },
+        }).implement({
           invoke: async (_input, _ctx, call) => call.withinDeadline(() => new Promise<{ id: string }>(() => undefined), { margin_ms: 100 }),
         }),
       ],
     });
     const report = await sdk.admitConnector(connector);
     const { action_id: _a, capability_id: _c, deadline_at: _d, streaming: _s, ...rest } = trusted({ capability_id: 'sim.pay' });
-    const running = runAttempt({ connector, capability: report.capabilities[0]!.capability, support: report.capabilities[0]!.implementation_support, action: action({ capability_id: 'sim.pay', input: { amount: 1 } }), trusted: rest });
+    const running = runAttempt({
+      connector,
+      capability: report.capabilities[0]!.capability,
+      support: report.capabilities[0]!.implementation_support,
+      action: action({ capability_id: 'sim.pay', input: { amount: 1 } }),
+      trusted: rest,
+    });
     await vi.advanceTimersByTimeAsync(900);
     const outcome = await running;
     // The connector's own typed failure wins the race against the runtime's timer.
-    expect(outcome).toMatchObject({ ok: false, timed_out: false, error: { code: 'sla.timeout_exceeded', source: 'connector:sim', details: { connector_operation: 'invocation', margin_ms: 100 } } });
+    expect(outcome).toMatchObject({
+      ok: false,
+      timed_out: false,
+      error: { code: 'sla.timeout_exceeded', source: 'connector:sim', details: { connector_operation: 'invocation', margin_ms: 100 } },
+    });
   });
 });
 
@@ -153,7 +199,12 @@ describe('the cancellation reason', () => {
       id: 'sim',
       version: '1.0.0',
       capabilities: [
-        defineCapability({ id: 'sim.pay', input: In, output: Out, contract: { execution: { supports_cancel: false, supports_streaming: false, supports_retry: false, timeout_ms: 1_000 } } }).implement({
+        defineCapability({
+          id: 'sim.pay',
+          input: In,
+          output: Out,
+          contract: { execution: { supports_cancel: false, supports_streaming: false, supports_retry: false, timeout_ms: 1_000 } },
+        }).implement({
           invoke: (_input, ctx) =>
             new Promise<never>(() => {
               ctx.cancellation.addEventListener('abort', () => (seen = ctx.cancellation_reason));
@@ -163,7 +214,13 @@ describe('the cancellation reason', () => {
     });
     const report = await sdk.admitConnector(connector);
     const { action_id: _a, capability_id: _c, deadline_at: _d, streaming: _s, ...rest } = trusted({ capability_id: 'sim.pay' });
-    const running = runAttempt({ connector, capability: report.capabilities[0]!.capability, support: report.capabilities[0]!.implementation_support, action: action({ capability_id: 'sim.pay', input: { amount: 1 } }), trusted: rest });
+    const running = runAttempt({
+      connector,
+      capability: report.capabilities[0]!.capability,
+      support: report.capabilities[0]!.implementation_support,
+      action: action({ capability_id: 'sim.pay', input: { amount: 1 } }),
+      trusted: rest,
+    });
     await vi.advanceTimersByTimeAsync(1_000);
     await running;
     expect(seen).toEqual({ kind: 'deadline_exceeded', code: 'sla.timeout_exceeded' });
@@ -197,8 +254,16 @@ describe('streaming from commit', () => {
         }),
       ],
     });
-    const a = attempt({ capability_id: 'sim.pay', streaming: true, transaction: { transaction_id: 'tx-1', mode: 'commit' } }, { stream_sink: sink, transaction_checkpoints: { checkpoint: async () => undefined } });
-    const outcome = await dispatch(connector, 'sim.pay', action({ capability_id: 'sim.pay', input: { amount: 1 }, transaction: { mode: 'commit', transaction_id: 'tx-1', plan_id: 'plan:tx-1' } }), a.context);
+    const a = attempt(
+      { capability_id: 'sim.pay', streaming: true, transaction: { transaction_id: 'tx-1', mode: 'commit' } },
+      { stream_sink: sink, transaction_checkpoints: { checkpoint: async () => undefined } },
+    );
+    const outcome = await dispatch(
+      connector,
+      'sim.pay',
+      action({ capability_id: 'sim.pay', input: { amount: 1 }, transaction: { mode: 'commit', transaction_id: 'tx-1', plan_id: 'plan:tx-1' } }),
+      a.context,
+    );
     expect(outcome).toMatchObject({ ok: true, result: { output: { id: 'committed' } } });
     expect(sink.written.map((c) => c.chunk)).toEqual([{ type: 'progress', progress: 0.5, message: 'submitted' }]);
   });

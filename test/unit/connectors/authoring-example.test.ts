@@ -1,11 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import {
-  EnvCredentialProvider,
-  admitConnector,
-  runAttempt,
-  type AttemptRequest,
-  type TransactionCheckpointWriter,
-} from '../../../lib/connectors/index.js';
+import { EnvCredentialProvider, admitConnector, runAttempt, type AttemptRequest, type TransactionCheckpointWriter } from '../../../lib/connectors/index.js';
 import type { ProviderOperationRef } from '../../../lib/protocol/index.js';
 import { bankConnector, type BankClient } from './example-bank-connector.js';
 import { T0, action, trusted } from './fixtures.js';
@@ -49,7 +43,11 @@ describe('the worked example of docs/connector-authoring.md', () => {
       connector,
       capability: admitted.capability,
       support: admitted.implementation_support,
-      action: action({ capability_id: 'bank.transfer', input: { to_account: 'DE02', amount_cents: 500, currency: 'EUR' }, transaction: { mode, transaction_id: 'tx-1' } }),
+      action: action({
+        capability_id: 'bank.transfer',
+        input: { to_account: 'DE02', amount_cents: 500, currency: 'EUR' },
+        transaction: { mode, transaction_id: 'tx-1' },
+      }),
       trusted: { ...rest, transaction: { transaction_id: 'tx-1', mode, ...(provider_operation ? { provider_operation } : {}) } },
       facilities: { transaction_checkpoints: writer },
     });
@@ -62,7 +60,14 @@ describe('the worked example of docs/connector-authoring.md', () => {
     expect(first).toMatchObject({
       ok: false,
       timed_out: false,
-      error: { code: 'sla.timeout_exceeded', source: 'connector:bank', uncertain_outcome: true, retryable: false, provider_operation: { provider: 'bank', operation_id: 'op-1' }, details: { margin_ms: 500 } },
+      error: {
+        code: 'sla.timeout_exceeded',
+        source: 'connector:bank',
+        uncertain_outcome: true,
+        retryable: false,
+        provider_operation: { provider: 'bank', operation_id: 'op-1' },
+        details: { margin_ms: 500 },
+      },
     });
     expect(checkpoints).toEqual([{ transaction_id: 'tx-1', provider_operation: { provider: 'bank', operation_id: 'op-1' } }]);
     expect(JSON.stringify(first)).not.toContain('bank_live_key');
@@ -70,7 +75,11 @@ describe('the worked example of docs/connector-authoring.md', () => {
 
     // reconcile: the runtime recovers the operation from the record and asks the bank.
     const second = await runAttempt(base('reconcile', { provider: 'bank', operation_id: 'op-1' }));
-    expect(second).toMatchObject({ ok: true, reconciliation: { terminal: true, original_commit_completed: true }, result: { output: { transfer_id: 'op-1', state: 'settled' } } });
+    expect(second).toMatchObject({
+      ok: true,
+      reconciliation: { terminal: true, original_commit_completed: true },
+      result: { output: { transfer_id: 'op-1', state: 'settled' } },
+    });
     expect(bank.ledger.size).toBe(1);
   });
 
@@ -84,7 +93,11 @@ describe('the worked example of docs/connector-authoring.md', () => {
         connector,
         capability: admitted.capability,
         support: admitted.implementation_support,
-        action: action({ capability_id: 'bank.transfer', input: { to_account: 'DE02', amount_cents: 500, currency: 'EUR' }, transaction: { mode, transaction_id: `tx-${mode}` } }),
+        action: action({
+          capability_id: 'bank.transfer',
+          input: { to_account: 'DE02', amount_cents: 500, currency: 'EUR' },
+          transaction: { mode, transaction_id: `tx-${mode}` },
+        }),
         trusted: { ...rest, transaction: { transaction_id: `tx-${mode}`, mode } },
         facilities: { transaction_checkpoints: { checkpoint: async (c) => void checkpoints.push(c) } },
       });

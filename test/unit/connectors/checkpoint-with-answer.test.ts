@@ -10,7 +10,15 @@
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Action, ActionResult } from '../../../lib/protocol/index.js';
-import { FrozenConnectorBase, implementationSupport, runAttempt, type ActionExecutionContext, type CancelOutcome, type ConnectorManifest, type TransactionCheckpointWriter } from '../../../lib/connectors/index.js';
+import {
+  FrozenConnectorBase,
+  implementationSupport,
+  runAttempt,
+  type ActionExecutionContext,
+  type CancelOutcome,
+  type ConnectorManifest,
+  type TransactionCheckpointWriter,
+} from '../../../lib/connectors/index.js';
 import { T0, action, attempt, capability, execution, trusted } from './fixtures.js';
 
 type Call = { kind: 'checkpoint' | 'hold'; input: unknown };
@@ -78,9 +86,16 @@ describe('checkpoint_with_answer', () => {
 
   it('the same validation and conflict rules as checkpoint', async () => {
     const w = writer(true);
-    const a = attempt({ transaction: { transaction_id: 'tx-1', mode: 'execute', provider_operation: { provider: 'sim', operation_id: 'op-1' } } }, { transaction_checkpoints: w });
-    await expect(a.context.transaction_checkpoint.checkpoint_with_answer({ provider: '', operation_id: 'x' })).rejects.toMatchObject({ code: 'transaction.invalid_provider_operation' });
-    await expect(a.context.transaction_checkpoint.checkpoint_with_answer({ provider: 'sim', operation_id: 'op-2' })).rejects.toMatchObject({ code: 'transaction.provider_operation_conflict' });
+    const a = attempt(
+      { transaction: { transaction_id: 'tx-1', mode: 'execute', provider_operation: { provider: 'sim', operation_id: 'op-1' } } },
+      { transaction_checkpoints: w },
+    );
+    await expect(a.context.transaction_checkpoint.checkpoint_with_answer({ provider: '', operation_id: 'x' })).rejects.toMatchObject({
+      code: 'transaction.invalid_provider_operation',
+    });
+    await expect(a.context.transaction_checkpoint.checkpoint_with_answer({ provider: 'sim', operation_id: 'op-2' })).rejects.toMatchObject({
+      code: 'transaction.provider_operation_conflict',
+    });
     // The recovered (durable) reference again: nothing to hold.
     await a.context.transaction_checkpoint.checkpoint_with_answer({ provider: 'sim', operation_id: 'op-1' });
     expect(w.calls).toEqual([]);

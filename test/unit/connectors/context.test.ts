@@ -40,16 +40,44 @@ describe('ActionExecutionContext construction', () => {
   });
 
   it('carries every field of the page from trusted state', () => {
-    const ctx = attempt({ transaction: { transaction_id: 'tx-1', mode: 'commit', plan_id: 'plan:tx-1', provider_operation: { provider: 'sim', operation_id: 'op-1' }, cursor: 'c1' } }, { transaction_checkpoints: recordingWriter() }).context;
-    expect(ctx.actor).toMatchObject({ principal: { id: 'user-1', kind: 'user' }, issuer: 'https://issuer.example', scheme: 'bearer_jwt', scopes: ['payments:write'] });
+    const ctx = attempt(
+      {
+        transaction: {
+          transaction_id: 'tx-1',
+          mode: 'commit',
+          plan_id: 'plan:tx-1',
+          provider_operation: { provider: 'sim', operation_id: 'op-1' },
+          cursor: 'c1',
+        },
+      },
+      { transaction_checkpoints: recordingWriter() },
+    ).context;
+    expect(ctx.actor).toMatchObject({
+      principal: { id: 'user-1', kind: 'user' },
+      issuer: 'https://issuer.example',
+      scheme: 'bearer_jwt',
+      scopes: ['payments:write'],
+    });
     expect(ctx.actor.lifetime.expires_at).toBeInstanceOf(Date);
     expect(ctx.tenant).toEqual({ tenant_id: 'tenant-a', external_account_id: 'acct-1' });
     expect(ctx.credential?.id).toBe('payments/api_key');
     expect(ctx.deadline.at).toEqual(new Date(T0.getTime() + 30_000));
     expect(ctx.cancellation).toBeInstanceOf(AbortSignal);
     expect(ctx.idempotency).toEqual({ key: 'idem-1', reservation_id: 'res-1', attempt_id: 'att-1' });
-    expect(ctx.approval).toMatchObject({ approval_ids: ['appr-1'], decision_ids: ['dec-1'], policy_hashes: ['a'.repeat(64)], authorization: { decision: 'allow' } });
-    expect(ctx.transaction).toEqual({ transaction_id: 'tx-1', mode: 'commit', plan_id: 'plan:tx-1', provider_operation_id: 'op-1', provider_operation: { provider: 'sim', operation_id: 'op-1' }, cursor: 'c1' });
+    expect(ctx.approval).toMatchObject({
+      approval_ids: ['appr-1'],
+      decision_ids: ['dec-1'],
+      policy_hashes: ['a'.repeat(64)],
+      authorization: { decision: 'allow' },
+    });
+    expect(ctx.transaction).toEqual({
+      transaction_id: 'tx-1',
+      mode: 'commit',
+      plan_id: 'plan:tx-1',
+      provider_operation_id: 'op-1',
+      provider_operation: { provider: 'sim', operation_id: 'op-1' },
+      cursor: 'c1',
+    });
     expect(typeof ctx.transaction_checkpoint.checkpoint).toBe('function');
     expect(typeof ctx.execution_checkpoints.provider_effect_committed).toBe('function');
     expect(typeof ctx.stream.emit).toBe('function');
@@ -72,7 +100,12 @@ describe('ActionExecutionContext construction', () => {
   });
 
   it('rejects a trusted state without a valid deadline', () => {
-    expect(isAipError(thrown(() => createExecutionContext(trusted({ deadline_at: new Date('nope') }))), 'internal.unexpected')).toBe(true);
+    expect(
+      isAipError(
+        thrown(() => createExecutionContext(trusted({ deadline_at: new Date('nope') }))),
+        'internal.unexpected',
+      ),
+    ).toBe(true);
   });
 });
 
@@ -80,8 +113,18 @@ describe('ActionExecutionContext is not serializable', () => {
   const ctx = attempt().context;
 
   it('JSON.stringify throws a typed error', () => {
-    expect(isAipError(thrown(() => JSON.stringify(ctx)), 'connector.context_not_serializable')).toBe(true);
-    expect(isAipError(thrown(() => JSON.stringify({ payload: { ctx } })), 'connector.context_not_serializable')).toBe(true);
+    expect(
+      isAipError(
+        thrown(() => JSON.stringify(ctx)),
+        'connector.context_not_serializable',
+      ),
+    ).toBe(true);
+    expect(
+      isAipError(
+        thrown(() => JSON.stringify({ payload: { ctx } })),
+        'connector.context_not_serializable',
+      ),
+    ).toBe(true);
   });
 
   it('structuredClone throws a DataCloneError', () => {
@@ -128,9 +171,23 @@ describe('deadline and cancellation', () => {
 
 describe('transaction_checkpoint', () => {
   it('is unavailable outside a transactional action: reading it throws a typed error', () => {
-    for (const ctx of [attempt().context, attempt({ transaction: { transaction_id: 'tx-1', mode: 'plan' } }).context, attempt({ transaction: { transaction_id: 'tx-1', mode: 'dry_run' } }).context]) {
-      expect(isAipError(thrown(() => ctx.transaction_checkpoint), 'connector.transaction_checkpoint_unavailable')).toBe(true);
-      expect(isAipError(thrown(() => ctx.transaction_checkpoint.checkpoint({ provider: 'p', operation_id: 'o' })), 'connector.transaction_checkpoint_unavailable')).toBe(true);
+    for (const ctx of [
+      attempt().context,
+      attempt({ transaction: { transaction_id: 'tx-1', mode: 'plan' } }).context,
+      attempt({ transaction: { transaction_id: 'tx-1', mode: 'dry_run' } }).context,
+    ]) {
+      expect(
+        isAipError(
+          thrown(() => ctx.transaction_checkpoint),
+          'connector.transaction_checkpoint_unavailable',
+        ),
+      ).toBe(true);
+      expect(
+        isAipError(
+          thrown(() => ctx.transaction_checkpoint.checkpoint({ provider: 'p', operation_id: 'o' })),
+          'connector.transaction_checkpoint_unavailable',
+        ),
+      ).toBe(true);
     }
   });
 
@@ -138,16 +195,25 @@ describe('transaction_checkpoint', () => {
     const writer = recordingWriter();
     const a = attempt({ transaction: { transaction_id: 'tx-1', mode: 'commit' } }, { transaction_checkpoints: writer });
     await a.context.transaction_checkpoint.checkpoint({ provider: 'sim', operation_id: 'op-9', request_id: 'r-1' }, 'cursor-1');
-    expect(writer.calls).toEqual([{ transaction_id: 'tx-1', provider_operation: { provider: 'sim', operation_id: 'op-9', request_id: 'r-1' }, reconciliation_cursor: 'cursor-1' }]);
+    expect(writer.calls).toEqual([
+      { transaction_id: 'tx-1', provider_operation: { provider: 'sim', operation_id: 'op-9', request_id: 'r-1' }, reconciliation_cursor: 'cursor-1' },
+    ]);
     expect(a.provider_operation).toEqual({ provider: 'sim', operation_id: 'op-9', request_id: 'r-1' });
     expect(a.reconciliation_cursor).toBe('cursor-1');
   });
 
   it('rejects an empty reference and a different reference than the one already checkpointed', async () => {
     const writer = recordingWriter();
-    const a = attempt({ transaction: { transaction_id: 'tx-1', mode: 'reconcile', provider_operation: { provider: 'sim', operation_id: 'op-1' } } }, { transaction_checkpoints: writer });
-    await expect(a.context.transaction_checkpoint.checkpoint({ provider: '', operation_id: 'x' })).rejects.toMatchObject({ code: 'transaction.invalid_provider_operation' });
-    await expect(a.context.transaction_checkpoint.checkpoint({ provider: 'sim', operation_id: 'op-2' })).rejects.toMatchObject({ code: 'transaction.provider_operation_conflict' });
+    const a = attempt(
+      { transaction: { transaction_id: 'tx-1', mode: 'reconcile', provider_operation: { provider: 'sim', operation_id: 'op-1' } } },
+      { transaction_checkpoints: writer },
+    );
+    await expect(a.context.transaction_checkpoint.checkpoint({ provider: '', operation_id: 'x' })).rejects.toMatchObject({
+      code: 'transaction.invalid_provider_operation',
+    });
+    await expect(a.context.transaction_checkpoint.checkpoint({ provider: 'sim', operation_id: 'op-2' })).rejects.toMatchObject({
+      code: 'transaction.provider_operation_conflict',
+    });
     await a.context.transaction_checkpoint.checkpoint({ provider: 'sim', operation_id: 'op-1' }, 'cursor-2');
     expect(writer.calls).toHaveLength(1);
   });
@@ -165,7 +231,12 @@ describe('transaction_checkpoint', () => {
   });
 
   it('requires the runtime to supply a writer for a transactional attempt', () => {
-    expect(isAipError(thrown(() => attempt({ transaction: { transaction_id: 'tx-1', mode: 'execute' } })), 'internal.unexpected')).toBe(true);
+    expect(
+      isAipError(
+        thrown(() => attempt({ transaction: { transaction_id: 'tx-1', mode: 'execute' } })),
+        'internal.unexpected',
+      ),
+    ).toBe(true);
   });
 });
 
@@ -173,12 +244,24 @@ describe('execution_checkpoints.provider_effect_committed', () => {
   it('notifies the installed observer with attempt identifiers only, and swallows observer failures', () => {
     const events: ProviderEffectCommittedEvent[] = [];
     const clock = new ManualClock(T0);
-    const a = attempt({ transaction: { transaction_id: 'tx-1', mode: 'execute' } }, { clock, transaction_checkpoints: recordingWriter(), provider_effect_observer: { provider_effect_committed: (e) => events.push(e) } });
+    const a = attempt(
+      { transaction: { transaction_id: 'tx-1', mode: 'execute' } },
+      { clock, transaction_checkpoints: recordingWriter(), provider_effect_observer: { provider_effect_committed: (e) => events.push(e) } },
+    );
     expect(a.context.execution_checkpoints.provider_effect_committed()).toBeUndefined();
     expect(events).toEqual([{ action_id: 'act-1', attempt_id: 'att-1', capability_id: 'payments.charge', transaction_id: 'tx-1', at: T0 }]);
     expect(a.provider_effect_committed).toBe(true);
 
-    const b = attempt({}, { provider_effect_observer: { provider_effect_committed: () => { throw new Error('observer down'); } } });
+    const b = attempt(
+      {},
+      {
+        provider_effect_observer: {
+          provider_effect_committed: () => {
+            throw new Error('observer down');
+          },
+        },
+      },
+    );
     expect(() => b.context.execution_checkpoints.provider_effect_committed()).not.toThrow();
     expect(b.provider_effect_committed).toBe(true);
   });

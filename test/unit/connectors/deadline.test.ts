@@ -60,7 +60,10 @@ class Stubborn extends FrozenConnectorBase {
 
 const writer: TransactionCheckpointWriter = { checkpoint: async () => undefined };
 
-function request(connector: Stubborn, opts: { capability?: Capability; support?: ImplementationSupport; action?: Action; actionDeadline?: Date } = {}): AttemptRequest {
+function request(
+  connector: Stubborn,
+  opts: { capability?: Capability; support?: ImplementationSupport; action?: Action; actionDeadline?: Date } = {},
+): AttemptRequest {
   const { action_id: _a, capability_id: _c, deadline_at: _d, streaming: _s, ...rest } = trusted();
   const act = opts.action ?? action();
   return {
@@ -111,7 +114,13 @@ describe('a connector that never resolves', () => {
       timed_out: true,
       deadline_at: new Date(T0.getTime() + 1_000),
       cancellation: { attempted: true, outcome: 'accepted' },
-      error: { code: 'sla.timeout_exceeded', category: 'timeout', uncertain_outcome: true, source: 'runtime:deadline', details: { timeout_ms: 1_000, connector_operation: 'invocation' } },
+      error: {
+        code: 'sla.timeout_exceeded',
+        category: 'timeout',
+        uncertain_outcome: true,
+        source: 'runtime:deadline',
+        details: { timeout_ms: 1_000, connector_operation: 'invocation' },
+      },
     });
   });
 
@@ -177,14 +186,28 @@ describe('a connector that never resolves', () => {
     const outcome = await p;
     expect(outcome.provider_operation).toEqual({ provider: 'sim', operation_id: 'op-77' });
     expect(outcome.provider_effect_committed).toBe(true);
-    expect(outcome).toMatchObject({ ok: false, error: { code: 'sla.timeout_exceeded', uncertain_outcome: true, retryable: false, provider_operation: { provider: 'sim', operation_id: 'op-77' }, details: { reconciliation_cursor: 'cursor-1', provider_effect_committed: true } } });
+    expect(outcome).toMatchObject({
+      ok: false,
+      error: {
+        code: 'sla.timeout_exceeded',
+        uncertain_outcome: true,
+        retryable: false,
+        provider_operation: { provider: 'sim', operation_id: 'op-77' },
+        details: { reconciliation_cursor: 'cursor-1', provider_effect_committed: true },
+      },
+    });
   });
 
   it('does not call the connector at all when the deadline has already passed', async () => {
     const c = new Stubborn();
     const outcome = await runAttempt(request(c, { actionDeadline: new Date(T0.getTime() - 1) }));
     expect(c.invoked).toBe(0);
-    expect(outcome).toMatchObject({ ok: false, timed_out: true, cancellation: { attempted: false, reason: 'no_work_started' }, error: { code: 'sla.timeout_exceeded', uncertain_outcome: false } });
+    expect(outcome).toMatchObject({
+      ok: false,
+      timed_out: true,
+      cancellation: { attempted: false, reason: 'no_work_started' },
+      error: { code: 'sla.timeout_exceeded', uncertain_outcome: false },
+    });
   });
 });
 

@@ -62,14 +62,28 @@ describe('defineCapability', () => {
       cancel: () => ({ accepted: true }),
       reconcile: () => ({ terminal: false }),
     });
-    expect(IMPLEMENTATION_FLAGS.filter((f) => full.derived_support[f])).toEqual(['invocation', 'cancellation', 'streaming', 'retry', 'transaction', 'reconciliation', 'compensation', 'approval']);
+    expect(IMPLEMENTATION_FLAGS.filter((f) => full.derived_support[f])).toEqual([
+      'invocation',
+      'cancellation',
+      'streaming',
+      'retry',
+      'transaction',
+      'reconciliation',
+      'compensation',
+      'approval',
+    ]);
 
-    const planOnly = defineCapability({ id: 'c.plan', input: ChargeInput, output: ChargeOutput }).implement({ invoke: () => ({ charge_id: 'c', status: 'pending' }), plan: () => ({}) });
+    const planOnly = defineCapability({ id: 'c.plan', input: ChargeInput, output: ChargeOutput }).implement({
+      invoke: () => ({ charge_id: 'c', status: 'pending' }),
+      plan: () => ({}),
+    });
     expect(planOnly.derived_support.transaction).toBe(false);
   });
 
   it('derives `transaction` from handlers for every mode the transaction contract declares', () => {
-    const tx = (modes: ('execute' | 'plan' | 'commit' | 'reconcile' | 'compensate')[], dry_run_fidelity: 'schema_only' | 'full_simulation') => ({ transaction: { modes, dry_run_fidelity, requires_plan_before_commit: true } });
+    const tx = (modes: ('execute' | 'plan' | 'commit' | 'reconcile' | 'compensate')[], dry_run_fidelity: 'schema_only' | 'full_simulation') => ({
+      transaction: { modes, dry_run_fidelity, requires_plan_before_commit: true },
+    });
     const invoke = () => ({ charge_id: 'c', status: 'succeeded' as const });
     const mk = (contract: ReturnType<typeof tx>, handlers: CapabilityHandlers<typeof ChargeInput, typeof ChargeOutput, JsonSchemaType>) =>
       defineCapability({ id: 'c', input: ChargeInput, output: ChargeOutput, contract }).implement(handlers).derived_support.transaction;
@@ -83,19 +97,36 @@ describe('defineCapability', () => {
   });
 
   it('puts JSON Schemas generated from the zod schemas into the capability', () => {
-    const c = defineCapability({ id: 'payments.charge', description: 'Charge a card', input: ChargeInput, output: ChargeOutput }).implement({ invoke: () => ({ charge_id: 'c', status: 'succeeded' }) });
+    const c = defineCapability({ id: 'payments.charge', description: 'Charge a card', input: ChargeInput, output: ChargeOutput }).implement({
+      invoke: () => ({ charge_id: 'c', status: 'succeeded' }),
+    });
     expect(c.capability).toMatchObject({
       id: 'payments.charge',
       kind: 'tool',
       description: 'Charge a card',
-      input_schema: { type: 'object', properties: { amount: { type: 'integer' }, currency: { enum: ['EUR', 'USD'] } }, required: ['amount', 'currency'], additionalProperties: false },
+      input_schema: {
+        type: 'object',
+        properties: { amount: { type: 'integer' }, currency: { enum: ['EUR', 'USD'] } },
+        required: ['amount', 'currency'],
+        additionalProperties: false,
+      },
       output_schema: { type: 'object', required: ['charge_id', 'status'] },
     });
   });
 
   it('refuses a retry declaration with nothing to retry and an invalid contract', () => {
-    expect(isAipError(thrown(() => defineCapability({ id: 'c', input: z.object({}), output: z.object({}), retry: { downstream_idempotency: true } }).implement({})), 'connector.definition_invalid')).toBe(true);
-    expect(isAipError(thrown(() => defineCapability({ id: 'has space', input: z.object({}), output: z.object({}) }).implement({})), 'connector.definition_invalid')).toBe(true);
+    expect(
+      isAipError(
+        thrown(() => defineCapability({ id: 'c', input: z.object({}), output: z.object({}), retry: { downstream_idempotency: true } }).implement({})),
+        'connector.definition_invalid',
+      ),
+    ).toBe(true);
+    expect(
+      isAipError(
+        thrown(() => defineCapability({ id: 'has space', input: z.object({}), output: z.object({}) }).implement({})),
+        'connector.definition_invalid',
+      ),
+    ).toBe(true);
   });
 });
 
@@ -110,7 +141,10 @@ describe('defineConnector', () => {
             id: 'payments.charge',
             input: ChargeInput,
             output: ChargeOutput,
-            contract: { execution: { supports_cancel: true, supports_streaming: false, supports_retry: false, timeout_ms: 5_000 }, credentials: { required: true } },
+            contract: {
+              execution: { supports_cancel: true, supports_streaming: false, supports_retry: false, timeout_ms: 5_000 },
+              credentials: { required: true },
+            },
           }).implement({ invoke: () => ({ charge_id: 'c', status: 'succeeded' }) }),
         ],
       }),
@@ -128,7 +162,12 @@ describe('defineConnector', () => {
       version: '1.2.3',
       credentials,
       capabilities: [
-        defineCapability({ id: 'payments.charge', input: ChargeInput, output: ChargeOutput, contract: { credentials: { required: true, kind: 'api_key' } } }).implement({ invoke: () => ({ charge_id: 'c', status: 'succeeded' }) }),
+        defineCapability({
+          id: 'payments.charge',
+          input: ChargeInput,
+          output: ChargeOutput,
+          contract: { credentials: { required: true, kind: 'api_key' } },
+        }).implement({ invoke: () => ({ charge_id: 'c', status: 'succeeded' }) }),
       ],
     });
     expect(connector.implementation_support('payments.charge')).toMatchObject({ invocation: true, credentials: true, cancellation: false });
@@ -144,14 +183,26 @@ describe('defineConnector', () => {
       id: 'lying',
       version: '0.0.1',
       admission: 'defer',
-      capabilities: [defineCapability({ id: 'c', input: z.object({}), output: z.object({}), contract: { execution: { supports_cancel: true, supports_streaming: false, supports_retry: false, timeout_ms: 1 } } }).implement({ invoke: () => ({}) })],
+      capabilities: [
+        defineCapability({
+          id: 'c',
+          input: z.object({}),
+          output: z.object({}),
+          contract: { execution: { supports_cancel: true, supports_streaming: false, supports_retry: false, timeout_ms: 1 } },
+        }).implement({ invoke: () => ({}) }),
+      ],
     });
     expect((await admitConnector(connector)).issues.map((i) => i.rule)).toEqual(['execution.supports_cancel requires cancellation']);
   });
 
   it('rejects duplicate capability IDs', () => {
     const c = defineCapability({ id: 'c', input: z.object({}), output: z.object({}) }).implement({ invoke: () => ({}) });
-    expect(isAipError(thrown(() => defineConnector({ id: 'd', version: '1.0.0', capabilities: [c, c] })), 'connector.definition_invalid')).toBe(true);
+    expect(
+      isAipError(
+        thrown(() => defineConnector({ id: 'd', version: '1.0.0', capabilities: [c, c] })),
+        'connector.definition_invalid',
+      ),
+    ).toBe(true);
   });
 });
 
@@ -214,7 +265,10 @@ describe('a defined connector at run time', () => {
     expect(mapped.toJSON()).toMatchObject({ code: 'payments.provider_error', remote_status: 500, uncertain_outcome: true, operation: 'invocation' });
     const declined = await rejection(connector.invoke_typed(action({ input: { amount: 15, currency: 'EUR' } }), attempt().context));
     expect(declined.toJSON()).toMatchObject({ code: 'payments.card_declined', source: 'connector:payments', operation: 'invocation', remote_status: 402 });
-    expect(connector.map_error(new Error('provider exploded'), 'transaction_commit')).toMatchObject({ code: 'payments.provider_error', details: { connector_operation: 'transaction_commit' } });
+    expect(connector.map_error(new Error('provider exploded'), 'transaction_commit')).toMatchObject({
+      code: 'payments.provider_error',
+      details: { connector_operation: 'transaction_commit' },
+    });
   });
 
   it('fails with the credentials failure, not a fallback, when the tenant has no credential', async () => {
@@ -241,7 +295,10 @@ describe('a defined connector at run time', () => {
   });
 
   it('validates a terminal reconciliation output against the output schema', async () => {
-    const a = attempt({ transaction: { transaction_id: 'tx-1', mode: 'reconcile', provider_operation: { provider: 'sim', operation_id: 'op-5' } } }, { transaction_checkpoints: { checkpoint: async () => undefined } });
+    const a = attempt(
+      { transaction: { transaction_id: 'tx-1', mode: 'reconcile', provider_operation: { provider: 'sim', operation_id: 'op-5' } } },
+      { transaction_checkpoints: { checkpoint: async () => undefined } },
+    );
     await expect(connector.reconcile_typed(action({ transaction: { mode: 'reconcile', transaction_id: 'tx-1' } }), a.context)).resolves.toEqual({
       terminal: true,
       original_commit_completed: true,
@@ -284,7 +341,10 @@ describe('streaming handlers', () => {
   });
 
   it('still returns the terminal result when the capability was not admitted with streaming', async () => {
-    const result = await counting.invoke_typed(action({ capability_id: 'count', input: { steps: 2 } }), attempt({ capability_id: 'count', streaming: false }).context);
+    const result = await counting.invoke_typed(
+      action({ capability_id: 'count', input: { steps: 2 } }),
+      attempt({ capability_id: 'count', streaming: false }).context,
+    );
     expect(result.output).toEqual({ total: 2 });
   });
 });

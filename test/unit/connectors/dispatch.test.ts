@@ -102,7 +102,11 @@ describe('dispatch: binding', () => {
     const c = new Recorder();
     const outcome = await dispatch(c, 'payments.refund', action(), attempt().context);
     expect(c.calls).toEqual([]);
-    expect(outcome).toMatchObject({ ok: false, method: 'invoke_typed', error: { code: 'connector.capability_mismatch', category: 'validation', retryable: false } });
+    expect(outcome).toMatchObject({
+      ok: false,
+      method: 'invoke_typed',
+      error: { code: 'connector.capability_mismatch', category: 'validation', retryable: false },
+    });
     expect(outcome.ok === false && outcome.error.details).toMatchObject({ bound_capability_id: 'payments.refund', action_capability_id: 'payments.charge' });
   });
 
@@ -126,13 +130,22 @@ describe('dispatch: reconcile', () => {
     const c = new Recorder();
     const outcome = await dispatch(c, 'payments.charge', txAction('reconcile'), ctxFor('reconcile'));
     expect(c.calls).toEqual([]);
-    expect(outcome).toMatchObject({ ok: false, operation: 'reconciliation', error: { code: 'connector.reconcile_requires_provider_operation', category: 'conflict' } });
+    expect(outcome).toMatchObject({
+      ok: false,
+      operation: 'reconciliation',
+      error: { code: 'connector.reconcile_requires_provider_operation', category: 'conflict' },
+    });
   });
 
   it('turns a non-terminal result into transaction.reconciliation_pending, temporary, retryable after 5000 ms, keeping cursor and evidence', async () => {
     const c = new Recorder();
     c.reconcileResult = { terminal: false, cursor: 'page-2', evidence: { provider_status: 'processing', checked: 3 } };
-    const outcome = await dispatch(c, 'payments.charge', txAction('reconcile'), ctxFor('reconcile', { provider_operation: { provider: 'sim', operation_id: 'op-1' } }));
+    const outcome = await dispatch(
+      c,
+      'payments.charge',
+      txAction('reconcile'),
+      ctxFor('reconcile', { provider_operation: { provider: 'sim', operation_id: 'op-1' } }),
+    );
     expect(outcome.ok).toBe(false);
     if (outcome.ok) return;
     expect(outcome.error).toMatchObject({
@@ -151,7 +164,11 @@ describe('dispatch: reconcile', () => {
       const c = new Recorder();
       c.reconcileResult = { terminal: true, original_commit_completed: completed, evidence: { provider_status: completed ? 'succeeded' : 'not_found' } };
       const outcome = await dispatch(c, 'payments.charge', txAction('reconcile'), ctxFor('reconcile', { provider_operation_id: 'op-1' }));
-      expect(outcome).toMatchObject({ ok: true, result: { status: 'completed', metadata: { reconciliation: { terminal: true, original_commit_completed: completed } } }, reconciliation: { terminal: true, original_commit_completed: completed } });
+      expect(outcome).toMatchObject({
+        ok: true,
+        result: { status: 'completed', metadata: { reconciliation: { terminal: true, original_commit_completed: completed } } },
+        reconciliation: { terminal: true, original_commit_completed: completed },
+      });
     }
   });
 
@@ -166,7 +183,15 @@ describe('dispatch: reconcile', () => {
 describe('dispatch: failures', () => {
   it('converts a thrown ConnectorFailure, clamping retry for uncertain outcomes unless the capability is retryable', async () => {
     const c = new Recorder();
-    c.throwOnInvoke = new ConnectorFailure({ code: 'payments.timeout', category: 'timeout', retryable: true, uncertain_outcome: true, operation: 'invocation', source: 'provider:sim', provider_request_id: 'r-1' });
+    c.throwOnInvoke = new ConnectorFailure({
+      code: 'payments.timeout',
+      category: 'timeout',
+      retryable: true,
+      uncertain_outcome: true,
+      operation: 'invocation',
+      source: 'provider:sim',
+      provider_request_id: 'r-1',
+    });
     const unsafe = await dispatch(c, 'payments.charge', action(), attempt().context);
     expect(unsafe).toMatchObject({ ok: false, error: { code: 'payments.timeout', retryable: false, uncertain_outcome: true, provider_request_id: 'r-1' } });
     const safe = await dispatch(c, 'payments.charge', action(), attempt().context, { capabilityRetryable: true });
@@ -178,7 +203,10 @@ describe('dispatch: failures', () => {
     const c = new Recorder();
     c.throwOnInvoke = new Error('ECONNRESET with token sk_live_x');
     const outcome = await dispatch(c, 'payments.charge', action(), attempt().context);
-    expect(outcome).toMatchObject({ ok: false, error: { code: 'connector.unexpected_error', uncertain_outcome: true, retryable: false, details: { connector_operation: 'invocation' } } });
+    expect(outcome).toMatchObject({
+      ok: false,
+      error: { code: 'connector.unexpected_error', uncertain_outcome: true, retryable: false, details: { connector_operation: 'invocation' } },
+    });
     expect(JSON.stringify(outcome)).not.toContain('sk_live');
   });
 
@@ -192,7 +220,11 @@ describe('dispatch: failures', () => {
 
   it('clamps a failed ActionResult the connector returned', async () => {
     const c = new Recorder();
-    c.invokeResult = { action_id: 'act-1', status: 'failed', error: { code: 'payments.lost', message: 'm', category: 'temporary', retryable: true, uncertain_outcome: true } };
+    c.invokeResult = {
+      action_id: 'act-1',
+      status: 'failed',
+      error: { code: 'payments.lost', message: 'm', category: 'temporary', retryable: true, uncertain_outcome: true },
+    };
     const outcome = await dispatch(c, 'payments.charge', action(), attempt().context);
     expect(outcome).toMatchObject({ ok: false, error: { code: 'payments.lost', retryable: false } });
   });
@@ -236,10 +268,20 @@ describe('FrozenConnectorBase defaults', () => {
     for (const [operation, p] of cases) {
       const err = await p.catch((e: unknown) => e);
       expect(err).toBeInstanceOf(ConnectorFailure);
-      expect((err as ConnectorFailure).toJSON()).toMatchObject({ code: 'connector.operation_unsupported', category: 'permanent', retryable: false, operation, source: 'connector:only-invoke' });
+      expect((err as ConnectorFailure).toJSON()).toMatchObject({
+        code: 'connector.operation_unsupported',
+        category: 'permanent',
+        retryable: false,
+        operation,
+        source: 'connector:only-invoke',
+      });
     }
     const viaDispatch = await dispatch(c, 'payments.charge', txAction('commit'), ctxFor('commit'));
-    expect(viaDispatch).toMatchObject({ ok: false, operation: 'transaction_commit', error: { code: 'connector.operation_unsupported', category: 'permanent', retryable: false } });
+    expect(viaDispatch).toMatchObject({
+      ok: false,
+      operation: 'transaction_commit',
+      error: { code: 'connector.operation_unsupported', category: 'permanent', retryable: false },
+    });
   });
 
   it('reports ready when discovery succeeds and operator-safe detail when it fails', async () => {

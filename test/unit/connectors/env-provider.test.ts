@@ -58,7 +58,12 @@ describe('EnvCredentialProvider', () => {
 
   it('never selects another tenant or another connector: an unmapped scope is a typed failure', async () => {
     const f = await failureOf(provider().resolve(handle, { tenant_id: 'tenant-c' }));
-    expect(f.toJSON()).toMatchObject({ code: 'connector.credentials_unavailable', category: 'permanent', retryable: false, redacted_details: { reason: 'no_reference', credential_handle: 'payments/api_key' } });
+    expect(f.toJSON()).toMatchObject({
+      code: 'connector.credentials_unavailable',
+      category: 'permanent',
+      retryable: false,
+      redacted_details: { reason: 'no_reference', credential_handle: 'payments/api_key' },
+    });
   });
 
   it('treats an empty or missing variable as a typed failure, reported for the requesting operation', async () => {
@@ -87,8 +92,12 @@ describe('EnvCredentialProvider', () => {
     );
     const p = EnvCredentialProvider.fromConfigFile(config, { connector_id: 'payments' });
     expect((await p.resolve(handle, { tenant_id: 'tenant-a' })).withUtf8((t) => t)).toBe('file-secret');
-    expect((await failureOf(p.resolve(credentialHandle('payments/empty'), { tenant_id: 'tenant-a' }))).redacted_details).toMatchObject({ reason: 'empty_material' });
-    expect((await failureOf(p.resolve(credentialHandle('payments/missing'), { tenant_id: 'tenant-a' }))).redacted_details).toMatchObject({ reason: 'unreadable_file' });
+    expect((await failureOf(p.resolve(credentialHandle('payments/empty'), { tenant_id: 'tenant-a' }))).redacted_details).toMatchObject({
+      reason: 'empty_material',
+    });
+    expect((await failureOf(p.resolve(credentialHandle('payments/missing'), { tenant_id: 'tenant-a' }))).redacted_details).toMatchObject({
+      reason: 'unreadable_file',
+    });
   });
 
   it('rejects duplicate references at construction', () => {

@@ -42,9 +42,7 @@ export function bankConnector(bank: BankClient, credentials: CredentialProvider)
       //    (ctx.idempotency.reservation_id), never from the caller's raw key.
       //    Use the secret only while building the request.
       const idempotency_key = downstreamIdempotencyKey(call.action, ctx, 'bank');
-      const submitted = await call.withSecret((secret) =>
-        secret.withUtf8((api_key) => bank.submit(input, { api_key, idempotency_key })),
-      );
+      const submitted = await call.withSecret((secret) => secret.withUtf8((api_key) => bank.submit(input, { api_key, idempotency_key })));
       // 2. The provider accepted work: make its operation ID durable BEFORE
       //    awaiting a response that may be lost. `ctx.can_checkpoint` is true
       //    exactly when a checkpoint is possible: `execute` here, not a plain
@@ -68,7 +66,12 @@ export function bankConnector(bank: BankClient, credentials: CredentialProvider)
       switch (found.state) {
         case 'settled':
         case 'pending':
-          return { terminal: true, original_commit_completed: true, output: { transfer_id: operation_id, state: found.state }, evidence: { provider_state: found.state } };
+          return {
+            terminal: true,
+            original_commit_completed: true,
+            output: { transfer_id: operation_id, state: found.state },
+            evidence: { provider_state: found.state },
+          };
         case 'rejected':
           return { terminal: true, original_commit_completed: false, evidence: { provider_state: 'rejected' } };
         case 'unknown':

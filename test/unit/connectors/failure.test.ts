@@ -72,7 +72,13 @@ describe('ConnectorFailure', () => {
 
   it('builds the unsupported default: connector.operation_unsupported, permanent, retryable=false', () => {
     const f = ConnectorFailure.unsupported('cancellation', 'connector:demo');
-    expect(f.toJSON()).toMatchObject({ code: 'connector.operation_unsupported', category: 'permanent', retryable: false, operation: 'cancellation', source: 'connector:demo' });
+    expect(f.toJSON()).toMatchObject({
+      code: 'connector.operation_unsupported',
+      category: 'permanent',
+      retryable: false,
+      operation: 'cancellation',
+      source: 'connector:demo',
+    });
   });
 
   it('refuses redacted_details that are not plain JSON, without echoing them', () => {
@@ -149,7 +155,9 @@ describe('toProtocolError', () => {
       retryable: fc.boolean(),
       retry_after_ms: fc.option(fc.integer({ min: 0, max: 86_400_000 }), { nil: undefined }),
       provider_request_id: fc.option(fc.stringMatching(/^[a-z0-9-]{1,20}$/), { nil: undefined }),
-      provider_operation: fc.option(fc.record({ provider: fc.constantFrom('p1', 'p2'), operation_id: fc.stringMatching(/^[a-z0-9]{1,10}$/) }), { nil: undefined }),
+      provider_operation: fc.option(fc.record({ provider: fc.constantFrom('p1', 'p2'), operation_id: fc.stringMatching(/^[a-z0-9]{1,10}$/) }), {
+        nil: undefined,
+      }),
       remote_status: fc.option(fc.integer({ min: 100, max: 599 }), { nil: undefined }),
       uncertain_outcome: fc.boolean(),
       redacted_details: fc.dictionary(fc.stringMatching(/^[a-z]{1,8}$/), fc.oneof(fc.integer(), fc.boolean(), fc.string({ maxLength: 10 }))),
@@ -174,7 +182,8 @@ describe('toProtocolError', () => {
         expect(e.retry_after_ms).toBe(f.retry_after_ms);
         expect(e.source).toBe(f.source);
         expect(e.details?.connector_operation).toBe(f.operation);
-        for (const [k, v] of Object.entries(f.redacted_details)) if (k !== 'connector_operation' && k !== 'uncertain_outcome') expect(e.details?.[k]).toEqual(v);
+        for (const [k, v] of Object.entries(f.redacted_details))
+          if (k !== 'connector_operation' && k !== 'uncertain_outcome') expect(e.details?.[k]).toEqual(v);
         expect(safeRetryable(f, capabilityRetryable)).toBe(e.retryable);
       }),
       { numRuns: 300 },

@@ -2,12 +2,7 @@
  * Shared builders for the connector SDK tests (not a test file).
  */
 import type { Action, Capability } from '../../../lib/protocol/index.js';
-import {
-  credentialHandle,
-  type ExecutionAttempt,
-  type ExecutionFacilities,
-  type TrustedAttemptState,
-} from '../../../lib/connectors/index.js';
+import { credentialHandle, type ExecutionAttempt, type ExecutionFacilities, type TrustedAttemptState } from '../../../lib/connectors/index.js';
 import { createExecutionContext } from '../../../lib/connectors/internal.js';
 import type { SequencedStreamChunk } from '../../../lib/connectors/index.js';
 

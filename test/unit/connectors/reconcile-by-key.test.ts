@@ -48,7 +48,8 @@ function paymentsConnectorConfigForTest(opts: { byKey?: boolean; keyContext?: st
   for (const cap of config.capabilities) {
     const lookup = cap.operations.reconcile;
     if (opts.byKey === false) delete lookup.by_idempotency_key;
-    else if (opts.keyContext !== undefined && lookup.by_idempotency_key) lookup.by_idempotency_key.request.query = { idempotency_key: { context: opts.keyContext } };
+    else if (opts.keyContext !== undefined && lookup.by_idempotency_key)
+      lookup.by_idempotency_key.request.query = { idempotency_key: { context: opts.keyContext } };
   }
   return config;
 }
@@ -198,10 +199,15 @@ describe('originalIdempotencyKey', () => {
 describe('ReconciliationResult.provider_operation', () => {
   it('is optional on both branches and must be a ProviderOperationRef', () => {
     expect(ReconciliationResultSchema.safeParse({ terminal: true, original_commit_completed: true, provider_operation: OP }).success).toBe(true);
-    expect(ReconciliationResultSchema.safeParse({ terminal: false, evidence: { operation_found: false }, provider_operation: { ...OP, request_id: 'req_1' } }).success).toBe(true);
+    expect(
+      ReconciliationResultSchema.safeParse({ terminal: false, evidence: { operation_found: false }, provider_operation: { ...OP, request_id: 'req_1' } })
+        .success,
+    ).toBe(true);
     expect(ReconciliationResultSchema.safeParse({ terminal: true, original_commit_completed: false }).success).toBe(true);
     expect(ReconciliationResultSchema.safeParse({ terminal: false, provider_operation: { provider: 'sim' } }).success).toBe(false);
-    expect(ReconciliationResultSchema.safeParse({ terminal: true, original_commit_completed: true, provider_operation: { ...OP, extra: 1 } }).success).toBe(false);
+    expect(ReconciliationResultSchema.safeParse({ terminal: true, original_commit_completed: true, provider_operation: { ...OP, extra: 1 } }).success).toBe(
+      false,
+    );
     expect(ReconciliationResultSchema.safeParse({ terminal: false, provider_operation: { provider: '', operation_id: 'x' } }).success).toBe(false);
   });
 });
@@ -218,7 +224,12 @@ const contract: CapabilityContract = {
 };
 
 function chargeCapability(reconcile: 'plain' | 'by_key' | 'none', seen: { keys: (string | undefined)[]; ids: (string | undefined)[] } = { keys: [], ids: [] }) {
-  const builder = defineCapability({ id: 'payments.charge', input: Input, output: Output, contract: reconcile === 'none' ? { execution: contract.execution } : contract });
+  const builder = defineCapability({
+    id: 'payments.charge',
+    input: Input,
+    output: Output,
+    contract: reconcile === 'none' ? { execution: contract.execution } : contract,
+  });
   const invoke = () => ({ charge_id: 'ch_1', state: 'settled' as const });
   if (reconcile === 'none') return builder.implement({ invoke });
   if (reconcile === 'plain') {
@@ -237,8 +248,15 @@ function chargeCapability(reconcile: 'plain' | 'by_key' | 'none', seen: { keys: 
       handler: (_input, ctx) => {
         seen.ids.push(ctx.transaction?.provider_operation_id);
         seen.keys.push(originalIdempotencyKey(ctx, 'bank'));
-        if (ctx.transaction?.provider_operation_id !== undefined) return { terminal: true, original_commit_completed: true, output: { charge_id: 'ch_1', state: 'settled' } };
-        return { terminal: true, original_commit_completed: true, output: { charge_id: 'ch_1', state: 'pending' }, provider_operation: OP, evidence: { lookup: 'idempotency_key' } };
+        if (ctx.transaction?.provider_operation_id !== undefined)
+          return { terminal: true, original_commit_completed: true, output: { charge_id: 'ch_1', state: 'settled' } };
+        return {
+          terminal: true,
+          original_commit_completed: true,
+          output: { charge_id: 'ch_1', state: 'pending' },
+          provider_operation: OP,
+          evidence: { lookup: 'idempotency_key' },
+        };
       },
     },
   });
@@ -309,7 +327,12 @@ describe('defineConnector: the reconcile lookup declaration', () => {
     }
     expect(reconcileLookupOf(new Bare(), 'x')).toBe(DEFAULT_RECONCILE_LOOKUP);
     const declaring = (reconcile_lookup: () => readonly ReconcileLookup[]): FrozenConnector => Object.assign(new Bare(), { reconcile_lookup });
-    expect(reconcileLookupOf(declaring(() => ['idempotency_key', 'nonsense' as ReconcileLookup]), 'x')).toEqual(['idempotency_key']);
+    expect(
+      reconcileLookupOf(
+        declaring(() => ['idempotency_key', 'nonsense' as ReconcileLookup]),
+        'x',
+      ),
+    ).toEqual(['idempotency_key']);
     expect(
       reconcileLookupOf(
         declaring(() => {
@@ -342,7 +365,10 @@ describe('dispatch: reconcile without a provider operation ID', () => {
     const seen = { keys: [] as (string | undefined)[], ids: [] as (string | undefined)[] };
     const byKey = defineConnector({ id: 'bank', version: '1.0.0', capabilities: [chargeCapability('by_key', seen)] });
     const outcome = await dispatch(byKey, 'payments.charge', reconcileAction(), reconcileCtx());
-    expect(outcome).toMatchObject({ ok: false, error: { code: 'connector.reconcile_requires_provider_operation', details: { idempotency_key_lookup: 'no_original_request' } } });
+    expect(outcome).toMatchObject({
+      ok: false,
+      error: { code: 'connector.reconcile_requires_provider_operation', details: { idempotency_key_lookup: 'no_original_request' } },
+    });
     expect(seen.keys).toEqual([]);
   });
 
@@ -422,8 +448,16 @@ describe('dispatch: reconcile without a provider operation ID', () => {
 
   it('rejects a reported operation other than the one being reconciled', async () => {
     const c = new Scripted({ terminal: true, original_commit_completed: true, provider_operation: OP });
-    const outcome = await dispatch(c, 'payments.charge', reconcileAction(), reconcileCtx({ provider_operation: { provider: 'sim', operation_id: 'op-known' } }));
-    expect(outcome).toMatchObject({ ok: false, error: { code: 'connector.output_invalid', details: { reason: 'provider_operation_mismatch' }, provider_operation: { operation_id: 'op-known' } } });
+    const outcome = await dispatch(
+      c,
+      'payments.charge',
+      reconcileAction(),
+      reconcileCtx({ provider_operation: { provider: 'sim', operation_id: 'op-known' } }),
+    );
+    expect(outcome).toMatchObject({
+      ok: false,
+      error: { code: 'connector.output_invalid', details: { reason: 'provider_operation_mismatch' }, provider_operation: { operation_id: 'op-known' } },
+    });
     // The same operation echoed back is fine.
     const same = new Scripted({ terminal: true, original_commit_completed: true, provider_operation: { provider: 'sim', operation_id: 'op-known' } });
     const ok = await dispatch(same, 'payments.charge', reconcileAction(), reconcileCtx({ provider_operation: { provider: 'sim', operation_id: 'op-known' } }));

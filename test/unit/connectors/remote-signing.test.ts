@@ -12,10 +12,27 @@
  * side-effecting operation; an unreachable host is a certain failure.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { generateRemoteKeyPair, localSigner, messageDigest, RemoteKeyring, remoteKeyOf, signCompact, verifyCompact, type RemoteKey, type RemoteSigner } from '../../../lib/connectors/remote/jws.js';
+import {
+  generateRemoteKeyPair,
+  localSigner,
+  messageDigest,
+  RemoteKeyring,
+  remoteKeyOf,
+  signCompact,
+  verifyCompact,
+  type RemoteKey,
+  type RemoteSigner,
+} from '../../../lib/connectors/remote/jws.js';
 import { RemoteConnectorHost, type HostResponse } from '../../../lib/connectors/remote/host.js';
 import { RemoteConnector } from '../../../lib/connectors/remote/proxy.js';
-import { DEADLINE_HEADER, FRESHNESS_WINDOW_MS, REMOTE_TYP, RemoteAnswerSchema, type RemoteAnswer, type RemoteRequest } from '../../../lib/connectors/remote/protocol.js';
+import {
+  DEADLINE_HEADER,
+  FRESHNESS_WINDOW_MS,
+  REMOTE_TYP,
+  RemoteAnswerSchema,
+  type RemoteAnswer,
+  type RemoteRequest,
+} from '../../../lib/connectors/remote/protocol.js';
 import { InMemoryNonceStore } from '../../../lib/connectors/remote/stores.js';
 import { derToRawEcdsa } from '../../../lib/aws/kms/remote-signer.js';
 import { DemoConnector, demoAction, demoManifestHash, demoRoute, runThroughProxy, type DemoEvents } from '../../support/remote-fixture.js';
@@ -69,10 +86,22 @@ function hostFetch(host: RemoteConnectorHost, sent: { jws: string; payload: Remo
 }
 
 function proxyFor(fetchImpl: typeof fetch, over: Partial<ConstructorParameters<typeof RemoteConnector>[0]> = {}): RemoteConnector {
-  return new RemoteConnector({ connector_id: 'demo', endpoint: ENDPOINT, instance_id: 'host-1', replica: 'host-1-a', host_key: hostKey, signer: runtimeSigner, fetch: fetchImpl, ...over });
+  return new RemoteConnector({
+    connector_id: 'demo',
+    endpoint: ENDPOINT,
+    instance_id: 'host-1',
+    replica: 'host-1-a',
+    host_key: hostKey,
+    signer: runtimeSigner,
+    fetch: fetchImpl,
+    ...over,
+  });
 }
 
-const route = (action_id: string, capability_id = 'demo.echo', over: Record<string, unknown> = {}) => ({ ...demoRoute({ endpoint: ENDPOINT, peer_identity: hostKey.kid, peer_did: hostKey.did, manifest_hash: manifestHash, action_id, capability_id }), ...over });
+const route = (action_id: string, capability_id = 'demo.echo', over: Record<string, unknown> = {}) => ({
+  ...demoRoute({ endpoint: ENDPOINT, peer_identity: hostKey.kid, peer_did: hostKey.did, manifest_hash: manifestHash, action_id, capability_id }),
+  ...over,
+});
 
 /** One valid signed request, as the proxy sends it (captured). */
 async function capturedRequest(): Promise<{ host: RemoteConnectorHost; events: DemoEvents; jws: string; payload: RemoteRequest }> {
@@ -89,7 +118,12 @@ async function capturedRequest(): Promise<{ host: RemoteConnectorHost; events: D
 }
 
 async function post(host: RemoteConnectorHost, jws: string, deadline: string): Promise<{ status: number; answer: RemoteAnswer }> {
-  const res = await host.handle({ method: 'POST', path: '/v1/attempts', headers: { [DEADLINE_HEADER]: deadline, 'content-type': 'application/jose' }, body: jws });
+  const res = await host.handle({
+    method: 'POST',
+    path: '/v1/attempts',
+    headers: { [DEADLINE_HEADER]: deadline, 'content-type': 'application/jose' },
+    body: jws,
+  });
   // Every answer, refusals included, is signed by the host and bound to the request.
   const verified = verifyCompact(res.body, REMOTE_TYP.answer, await RemoteKeyring.of([hostSigner.public_jwk]));
   const answer = RemoteAnswerSchema.parse(verified.payload);
@@ -137,9 +171,15 @@ describe('host: requests it refuses (the connector is never called)', () => {
 
   it('a wrong key: unknown kid, or the runtime kid with another key’s signature', async () => {
     const { host, events, payload } = await capturedRequest();
-    expect(refusal(await post(host, await resign(attacker, { ...payload, iss: attacker.kid }), payload.deadline))).toMatchObject({ code: 'connector.remote_signature_invalid', details: { reason: 'unknown_key' } });
+    expect(refusal(await post(host, await resign(attacker, { ...payload, iss: attacker.kid }), payload.deadline))).toMatchObject({
+      code: 'connector.remote_signature_invalid',
+      details: { reason: 'unknown_key' },
+    });
     const impostor: RemoteSigner = { kid: runtimeSigner.kid, public_jwk: runtimeSigner.public_jwk, sign: attacker.sign };
-    expect(refusal(await post(host, await resign(impostor, payload), payload.deadline))).toMatchObject({ code: 'connector.remote_signature_invalid', details: { reason: 'signature' } });
+    expect(refusal(await post(host, await resign(impostor, payload), payload.deadline))).toMatchObject({
+      code: 'connector.remote_signature_invalid',
+      details: { reason: 'signature' },
+    });
     // A message of another kind (an answer) never verifies as a request.
     const wrongTyp = await signCompact(runtimeSigner, REMOTE_TYP.answer, payload);
     expect(refusal(await post(host, wrongTyp, payload.deadline))).toMatchObject({ code: 'connector.remote_signature_invalid', details: { reason: 'type' } });
@@ -149,7 +189,9 @@ describe('host: requests it refuses (the connector is never called)', () => {
   it('a stale iat (either side of the window)', async () => {
     const { host, events, payload } = await capturedRequest();
     for (const iat of [Date.now() - FRESHNESS_WINDOW_MS - 60_000, Date.now() + FRESHNESS_WINDOW_MS + 60_000]) {
-      expect(refusal(await post(host, await resign(runtimeSigner, { ...payload, iat, nonce: `${payload.nonce}x${iat}` }), payload.deadline)).code).toBe('connector.remote_stale');
+      expect(refusal(await post(host, await resign(runtimeSigner, { ...payload, iat, nonce: `${payload.nonce}x${iat}` }), payload.deadline)).code).toBe(
+        'connector.remote_stale',
+      );
     }
     expect(events.seen).toHaveLength(0);
   });
@@ -161,7 +203,10 @@ describe('host: requests it refuses (the connector is never called)', () => {
     expect(late.status).toBe(504);
     expect(refusal(late).code).toBe('connector.remote_deadline_exceeded');
     const jws = await resign(runtimeSigner, payload);
-    expect(refusal(await post(host, jws, new Date(Date.now() + 3_600_000).toISOString()))).toMatchObject({ code: 'connector.remote_signature_invalid', details: { reason: 'deadline_header' } });
+    expect(refusal(await post(host, jws, new Date(Date.now() + 3_600_000).toISOString()))).toMatchObject({
+      code: 'connector.remote_signature_invalid',
+      details: { reason: 'deadline_header' },
+    });
     expect(events.seen).toHaveLength(0);
   });
 
@@ -186,8 +231,18 @@ describe('host: requests it refuses (the connector is never called)', () => {
 
   it('a request addressed to another endpoint, or for another attempt’s lease', async () => {
     const { host, payload } = await capturedRequest();
-    expect(refusal(await post(host, await resign(runtimeSigner, { ...payload, aud: 'https://elsewhere.test' }), payload.deadline)).details.mismatched).toContain('aud');
-    expect(refusal(await post(host, await resign(runtimeSigner, { ...payload, nonce: `${payload.nonce}L`, lease: { ...payload.lease, attempt_id: 'att-other' } }), payload.deadline)).details.mismatched).toContain('lease');
+    expect(
+      refusal(await post(host, await resign(runtimeSigner, { ...payload, aud: 'https://elsewhere.test' }), payload.deadline)).details.mismatched,
+    ).toContain('aud');
+    expect(
+      refusal(
+        await post(
+          host,
+          await resign(runtimeSigner, { ...payload, nonce: `${payload.nonce}L`, lease: { ...payload.lease, attempt_id: 'att-other' } }),
+          payload.deadline,
+        ),
+      ).details.mismatched,
+    ).toContain('lease');
   });
 });
 
@@ -203,7 +258,11 @@ describe('runtime: answers it refuses', () => {
     return out;
   }
   const answerOf = (res: HostResponse) => JSON.parse(Buffer.from(res.body.split('.')[1] as string, 'base64url').toString('utf8')) as RemoteAnswer;
-  const respond = async (signer: RemoteSigner, answer: unknown): Promise<HostResponse> => ({ status: 200, headers: { 'content-type': 'application/jose' }, body: await signCompact(signer, REMOTE_TYP.answer, answer) });
+  const respond = async (signer: RemoteSigner, answer: unknown): Promise<HostResponse> => ({
+    status: 200,
+    headers: { 'content-type': 'application/jose' },
+    body: await signCompact(signer, REMOTE_TYP.answer, answer),
+  });
 
   it('an unsigned answer', async () => {
     const out = await attempt((res) => ({ ...res, body: JSON.stringify(answerOf(res)) }));
@@ -239,7 +298,11 @@ describe('runtime: answers it refuses', () => {
       const a = answerOf(res);
       return respond(hostSigner, { ...a, route: { ...a.route, manifest_hash: '0'.repeat(64) } });
     });
-    expect(out.failure).toMatchObject({ code: 'connector.remote_route_mismatch', uncertain_outcome: true, redacted_details: { mismatched: ['manifest_hash'] } });
+    expect(out.failure).toMatchObject({
+      code: 'connector.remote_route_mismatch',
+      uncertain_outcome: true,
+      redacted_details: { mismatched: ['manifest_hash'] },
+    });
   });
 
   it('a lost answer is uncertain; an unreachable host is not (nothing was sent)', async () => {
@@ -284,10 +347,18 @@ describe('what a valid exchange carries', () => {
     const out = await runThroughProxy(proxyFor(hostFetch(host, sent)), action, { route: route(action.id), chunks: chunks as never });
     expect(out.ok && out.result.output).toEqual({ echo: { amount: 100 } });
     // The host's stream chunks are published through the runtime-owned publisher, in order.
-    expect(chunks.map((c) => c.chunk)).toEqual([{ type: 'text', text: 'one' }, { type: 'text', text: 'two' }]);
+    expect(chunks.map((c) => c.chunk)).toEqual([
+      { type: 'text', text: 'one' },
+      { type: 'text', text: 'two' },
+    ]);
     const r = sent[0] as { payload: RemoteRequest; deadline: string };
     expect(r.deadline).toBe(r.payload.deadline);
-    expect(r.payload).toMatchObject({ op: 'invoke_typed', aud: ENDPOINT, iss: runtimeSigner.kid, route: { peer_identity: hostKey.kid, peer_did: hostKey.did, manifest_hash: manifestHash } });
+    expect(r.payload).toMatchObject({
+      op: 'invoke_typed',
+      aud: ENDPOINT,
+      iss: runtimeSigner.kid,
+      route: { peer_identity: hostKey.kid, peer_did: hostKey.did, manifest_hash: manifestHash },
+    });
     expect(Object.keys(r.payload.context).sort()).toEqual(['actor', 'attempt_id', 'redaction', 'streaming', 'tenant', 'trace']);
   });
 

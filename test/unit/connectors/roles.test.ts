@@ -20,7 +20,12 @@ import {
 } from '../../../lib/connectors/index.js';
 import { capability } from './fixtures.js';
 
-const manifest: ConnectorManifest = { connector_id: 'helpdesk', version: '1.0.0', capabilities: [capability({ id: 'tickets.create' })], implementation_support: {} };
+const manifest: ConnectorManifest = {
+  connector_id: 'helpdesk',
+  version: '1.0.0',
+  capabilities: [capability({ id: 'tickets.create' })],
+  implementation_support: {},
+};
 
 /** The base responsibilities, shared by every role below. */
 const base = {
@@ -34,11 +39,15 @@ const base = {
 
 describe('role interfaces', () => {
   it('extend the base Connector with one focused responsibility each', async () => {
-    const provider = { ...base, capabilities: async (ctx: ConnectorContext): Promise<readonly Capability[]> => (await base.discover(ctx)).capabilities } satisfies CapabilityProviderConnector;
+    const provider = {
+      ...base,
+      capabilities: async (ctx: ConnectorContext): Promise<readonly Capability[]> => (await base.discover(ctx)).capabilities,
+    } satisfies CapabilityProviderConnector;
     const inbound = {
       ...base,
       async map_event(event: ExternalEvent): Promise<readonly Action[]> {
-        if (event.headers['x-signature'] !== 'valid') throw new ConnectorFailure({ code: 'helpdesk.signature_invalid', operation: 'ingestion', source: 'connector:helpdesk' });
+        if (event.headers['x-signature'] !== 'valid')
+          throw new ConnectorFailure({ code: 'helpdesk.signature_invalid', operation: 'ingestion', source: 'connector:helpdesk' });
         return [{ id: 'evt-1', capability_id: 'tickets.create', input: { body: String(event.body) } }];
       },
     } satisfies InboundConnector;
@@ -57,7 +66,10 @@ describe('role interfaces', () => {
 
     await expect(provider.capabilities({})).resolves.toHaveLength(1);
     await expect(inbound.map_event({ headers: { 'x-signature': 'valid' }, body: 'hi', received_at: new Date() })).resolves.toHaveLength(1);
-    await expect(inbound.map_event({ headers: {}, body: 'hi', received_at: new Date() })).rejects.toMatchObject({ code: 'helpdesk.signature_invalid', operation: 'ingestion' });
+    await expect(inbound.map_event({ headers: {}, body: 'hi', received_at: new Date() })).rejects.toMatchObject({
+      code: 'helpdesk.signature_invalid',
+      operation: 'ingestion',
+    });
     await expect(escalation.escalate()).resolves.toMatchObject({ ticket_id: 'T-1' });
     await expect(base.health({})).resolves.toEqual({ ready: true });
     expectTypeOf(channel).toMatchTypeOf<Connector>();

@@ -125,9 +125,18 @@ describe('a timeout the connector reports itself', () => {
 
   it('is never retryable on the wire for a commit or an execute, whoever reports it', async () => {
     for (const mode of ['commit', 'execute'] as const) {
-      const act = action({ capability_id: 'sim.pay', input: { amount: 1 }, transaction: { mode, transaction_id: 'tx-1', ...(mode === 'commit' ? { plan_id: 'plan:tx-1' } : {}) } });
+      const act = action({
+        capability_id: 'sim.pay',
+        input: { amount: 1 },
+        transaction: { mode, transaction_id: 'tx-1', ...(mode === 'commit' ? { plan_id: 'plan:tx-1' } : {}) },
+      });
       const outcome = await runAttempt(await requestFor(connector, act));
-      expect(outcome.ok === false && outcome.error, mode).toMatchObject({ code: 'sla.timeout_exceeded', retryable: false, uncertain_outcome: true, provider_operation: OP1 });
+      expect(outcome.ok === false && outcome.error, mode).toMatchObject({
+        code: 'sla.timeout_exceeded',
+        retryable: false,
+        uncertain_outcome: true,
+        provider_operation: OP1,
+      });
     }
   });
 });
@@ -158,7 +167,11 @@ describe('an SDK error after the provider may have committed', () => {
         }),
       ],
     });
-  const commitAction = action({ capability_id: 'sim.pay', input: { amount: 1 }, transaction: { mode: 'commit', transaction_id: 'tx-1', plan_id: 'plan:tx-1' } });
+  const commitAction = action({
+    capability_id: 'sim.pay',
+    input: { amount: 1 },
+    transaction: { mode: 'commit', transaction_id: 'tx-1', plan_id: 'plan:tx-1' },
+  });
 
   it('a checkpoint conflict after a successful checkpoint is uncertain and carries the known operation', async () => {
     const connector = build(async (ctx) => {
@@ -166,7 +179,13 @@ describe('an SDK error after the provider may have committed', () => {
       await ctx.transaction_checkpoint.checkpoint({ provider: 'sim', operation_id: 'op-2' });
     });
     const outcome = await runAttempt(await requestFor(connector, commitAction));
-    expect(outcome.ok === false && outcome.error).toMatchObject({ code: 'transaction.provider_operation_conflict', uncertain_outcome: true, retryable: false, provider_operation: OP1, details: { uncertain_outcome: true } });
+    expect(outcome.ok === false && outcome.error).toMatchObject({
+      code: 'transaction.provider_operation_conflict',
+      uncertain_outcome: true,
+      retryable: false,
+      provider_operation: OP1,
+      details: { uncertain_outcome: true },
+    });
   });
 
   it('any SDK-internal error after provider_effect_committed is uncertain and carries the known operation', async () => {
@@ -180,7 +199,10 @@ describe('an SDK error after the provider may have committed', () => {
     expect(outcome.ok === false && outcome.error).toMatchObject({ code: 'connector.operation_unsupported', uncertain_outcome: true, provider_operation: OP1 });
     // The connector's own typed methods report the same (not only the runtime's dispatch).
     const a = attempt({ capability_id: 'sim.pay', transaction: { transaction_id: 'tx-1', mode: 'commit' } }, { transaction_checkpoints: recordingWriter() });
-    const thrown = await connector.commit_typed(commitAction, a.context).then(() => undefined, (e: unknown) => e);
+    const thrown = await connector.commit_typed(commitAction, a.context).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(thrown).toBeInstanceOf(ConnectorFailure);
     expect((thrown as ConnectorFailure).toJSON()).toMatchObject({ uncertain_outcome: true, provider_operation: OP1 });
   });
@@ -190,7 +212,12 @@ describe('an SDK error after the provider may have committed', () => {
       id: 'sim',
       version: '1.0.0',
       capabilities: [
-        defineCapability({ id: 'sim.pay', input: In, output: Out, contract: { transaction: { modes: ['execute'], dry_run_fidelity: 'schema_only', requires_plan_before_commit: false } } }).implement({
+        defineCapability({
+          id: 'sim.pay',
+          input: In,
+          output: Out,
+          contract: { transaction: { modes: ['execute'], dry_run_fidelity: 'schema_only', requires_plan_before_commit: false } },
+        }).implement({
           async invoke(_input, ctx, call) {
             await ctx.transaction_checkpoint.checkpoint(OP1);
             throw call.failure({ code: 'sim.declined', category: 'permanent', provider_operation: OP1 });
@@ -198,7 +225,9 @@ describe('an SDK error after the provider may have committed', () => {
         }),
       ],
     });
-    const outcome = await runAttempt(await requestFor(connector, action({ capability_id: 'sim.pay', input: { amount: 1 }, transaction: { mode: 'execute', transaction_id: 'tx-1' } })));
+    const outcome = await runAttempt(
+      await requestFor(connector, action({ capability_id: 'sim.pay', input: { amount: 1 }, transaction: { mode: 'execute', transaction_id: 'tx-1' } })),
+    );
     expect(outcome.ok === false && outcome.error).toMatchObject({ code: 'sim.declined', uncertain_outcome: false, provider_operation: OP1 });
   });
 });
@@ -230,11 +259,16 @@ describe('a context kept after its attempt ended', () => {
         }),
       ],
     });
-    const outcome = await runAttempt(await requestFor(connector, action({ capability_id: 'sim.pay', input: { amount: 1 }, transaction: { mode: 'execute', transaction_id: 'tx-1' } }), writer));
+    const outcome = await runAttempt(
+      await requestFor(connector, action({ capability_id: 'sim.pay', input: { amount: 1 }, transaction: { mode: 'execute', transaction_id: 'tx-1' } }), writer),
+    );
     expect(outcome.ok).toBe(true);
     const ctx = kept as ActionExecutionContext;
 
-    const credential = await resolveCredential(credentials, ctx).then((s) => (s.dispose(), 'resolved'), (e: unknown) => e);
+    const credential = await resolveCredential(credentials, ctx).then(
+      (s) => (s.dispose(), 'resolved'),
+      (e: unknown) => e,
+    );
     expect(credential).toMatchObject({ code: 'connector.attempt_ended' });
     await expect(ctx.transaction_checkpoint.checkpoint(OP1)).rejects.toMatchObject({ code: 'connector.attempt_ended' });
     expect(writer.calls).toEqual([]);
@@ -257,7 +291,12 @@ describe('admission of a capability that names a compensation capability', () =>
       ...(handlers === 'with_compensate' ? { compensate: async () => ({ id: 'r' }) } : {}),
     });
   const refund = (handlers: 'with_compensate' | 'without') =>
-    defineCapability({ id: 'sim.refund', input: Refund, output: Out, contract: { compensation: { mode: 'rollback_not_supported', approval_required: false } } }).implement({
+    defineCapability({
+      id: 'sim.refund',
+      input: Refund,
+      output: Out,
+      contract: { compensation: { mode: 'rollback_not_supported', approval_required: false } },
+    }).implement({
       invoke: async () => ({ id: 'r' }),
       ...(handlers === 'with_compensate' ? { compensate: async () => ({ id: 'r' }) } : {}),
     });
@@ -279,7 +318,17 @@ describe('admission of a capability that names a compensation capability', () =>
 
   it('refuses a compensation capability that is neither in the connector nor resolvable, and admits one that resolves', () => {
     const forward = charge('without').capability;
-    const support = { invocation: true, cancellation: false, streaming: false, retry: false, transaction: false, reconciliation: false, compensation: false, approval: false, credentials: false };
+    const support = {
+      invocation: true,
+      cancellation: false,
+      streaming: false,
+      retry: false,
+      transaction: false,
+      reconciliation: false,
+      compensation: false,
+      approval: false,
+      credentials: false,
+    };
     const manifest = { connector_id: 'sim', version: '1.0.0', capabilities: [forward], implementation_support: { 'sim.charge': support } };
     const alone = admitManifest(manifest);
     expect(alone.admitted).toBe(false);
@@ -292,7 +341,8 @@ describe('admission of a capability that names a compensation capability', () =>
     expect(resolved).toMatchObject({ admitted: true, issues: [] });
     const notCompensating = refund('without');
     const wrong = admitManifest(manifest, undefined, {
-      resolve_capability: (id) => (id === 'sim.refund' ? { capability: notCompensating.capability, implementation_support: notCompensating.derived_support } : undefined),
+      resolve_capability: (id) =>
+        id === 'sim.refund' ? { capability: notCompensating.capability, implementation_support: notCompensating.derived_support } : undefined,
     });
     expect(wrong.admitted).toBe(false);
   });

@@ -104,7 +104,12 @@ describe('ConnectorSecret', () => {
     expect(s.disposed).toBe(true);
     expect(buffer.every((x) => x === 0)).toBe(true);
     expect(leakedView?.every((x) => x === 0)).toBe(true);
-    for (const use of [() => s.withBytes(() => 1), () => s.withUtf8(() => 1), () => s.equals(ConnectorSecret.fromUtf8('x')), () => ConnectorSecret.fromUtf8('x').equals(s)]) {
+    for (const use of [
+      () => s.withBytes(() => 1),
+      () => s.withUtf8(() => 1),
+      () => s.equals(ConnectorSecret.fromUtf8('x')),
+      () => ConnectorSecret.fromUtf8('x').equals(s),
+    ]) {
       let caught: unknown;
       try {
         use();
@@ -126,7 +131,10 @@ describe('ConnectorSecret', () => {
   });
 
   it('treats empty material as a typed connector failure', () => {
-    for (const make of [() => ConnectorSecret.fromUtf8(''), () => ConnectorSecret.fromBytes(new Uint8Array(0), { operation: 'transaction_commit', source: 'credentials:test' })]) {
+    for (const make of [
+      () => ConnectorSecret.fromUtf8(''),
+      () => ConnectorSecret.fromBytes(new Uint8Array(0), { operation: 'transaction_commit', source: 'credentials:test' }),
+    ]) {
       let caught: unknown;
       try {
         make();

@@ -14,7 +14,14 @@ function provider(): SecretsManagerCredentialProvider {
     connector_id: 'payments',
     references: [
       { connector_id: 'payments', handle: 'payments/api_key', tenant_id: 'tenant-a', secret_id: 'aip/payments/tenant-a' },
-      { connector_id: 'payments', handle: 'payments/api_key', tenant_id: 'tenant-a', external_account_id: 'acct-9', secret_id: 'aip/payments/tenant-a/acct-9', version_stage: 'AWSPENDING' },
+      {
+        connector_id: 'payments',
+        handle: 'payments/api_key',
+        tenant_id: 'tenant-a',
+        external_account_id: 'acct-9',
+        secret_id: 'aip/payments/tenant-a/acct-9',
+        version_stage: 'AWSPENDING',
+      },
       { connector_id: 'payments', handle: 'payments/json', tenant_id: 'tenant-a', secret_id: 'aip/payments/json', json_field: 'api_key' },
       { connector_id: 'other', handle: 'payments/api_key', tenant_id: 'tenant-b', secret_id: 'aip/other/tenant-b' },
     ],
@@ -76,10 +83,22 @@ describe('SecretsManagerCredentialProvider', () => {
   it('maps a missing or forbidden secret to the permanent failure and throttling to the temporary one', async () => {
     sm.on(GetSecretValueCommand).rejects(awsError('ResourceNotFoundException', 400));
     const missing = await failureOf(provider().resolve(handle, { tenant_id: 'tenant-a', operation: 'transaction_commit' }));
-    expect(missing.toJSON()).toMatchObject({ code: 'connector.credentials_unavailable', category: 'permanent', retryable: false, operation: 'transaction_commit', source: 'credentials:aws-secrets-manager' });
+    expect(missing.toJSON()).toMatchObject({
+      code: 'connector.credentials_unavailable',
+      category: 'permanent',
+      retryable: false,
+      operation: 'transaction_commit',
+      source: 'credentials:aws-secrets-manager',
+    });
     sm.on(GetSecretValueCommand).rejects(awsError('ThrottlingException', 400));
     const throttled = await failureOf(provider().resolve(handle, { tenant_id: 'tenant-a' }));
-    expect(throttled.toJSON()).toMatchObject({ code: 'connector.credentials_resolution_failed', category: 'temporary', retryable: true, remote_status: 400, provider_request_id: 'aws-req-1' });
+    expect(throttled.toJSON()).toMatchObject({
+      code: 'connector.credentials_resolution_failed',
+      category: 'temporary',
+      retryable: true,
+      remote_status: 400,
+      provider_request_id: 'aws-req-1',
+    });
     expect(JSON.stringify(throttled)).not.toContain('arn:aws');
   });
 });

@@ -16,7 +16,11 @@ describe('context.stream publisher', () => {
   it('serializes writes to an async sink: one at a time, in order, whatever order the sink would finish in', async () => {
     const sink = new ControlledSink();
     const a = attempt({ streaming: true }, { stream_sink: sink });
-    const p = [a.context.stream.emit({ type: 'text', text: 'a' }), a.context.stream.emit({ type: 'data', data: { n: 1 } }), a.context.stream.emit({ type: 'progress', progress: 0.5 })];
+    const p = [
+      a.context.stream.emit({ type: 'text', text: 'a' }),
+      a.context.stream.emit({ type: 'data', data: { n: 1 } }),
+      a.context.stream.emit({ type: 'progress', progress: 0.5 }),
+    ];
     await flushMicrotasks();
     expect(sink.pending).toHaveLength(1);
     expect(sink.maxInFlight).toBe(1);
@@ -58,7 +62,12 @@ describe('context.stream publisher', () => {
     expect(a.context.stream.enabled).toBe(false);
     const err = await a.context.stream.emit({ type: 'text', text: 'x' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConnectorFailure);
-    expect((err as ConnectorFailure).toJSON()).toMatchObject({ code: 'connector.operation_unsupported', category: 'permanent', retryable: false, operation: 'streaming' });
+    expect((err as ConnectorFailure).toJSON()).toMatchObject({
+      code: 'connector.operation_unsupported',
+      category: 'permanent',
+      retryable: false,
+      operation: 'streaming',
+    });
   });
 
   it('stops at the first failed write so the persisted sequence has no gaps', async () => {

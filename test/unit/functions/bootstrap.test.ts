@@ -49,7 +49,12 @@ describe('readBootstrapSettings', () => {
       credentials: { source: 'secrets-manager' },
       connectorEndpoints: {},
       runtimeSettings: {},
-      endpoints: { dynamodb: 'http://127.0.0.1:4566', sqs: 'http://127.0.0.1:9324', scheduler: 'http://127.0.0.1:4566', secretsManager: 'http://127.0.0.1:4566' },
+      endpoints: {
+        dynamodb: 'http://127.0.0.1:4566',
+        sqs: 'http://127.0.0.1:9324',
+        scheduler: 'http://127.0.0.1:4566',
+        secretsManager: 'http://127.0.0.1:4566',
+      },
     });
     expect(settings.runtimeConfig.connectors[0]?.id).toBe('payments');
   });
@@ -77,13 +82,19 @@ describe('readBootstrapSettings', () => {
   it('reads JSON variables from a file path, relative to cwd', () => {
     const dir = mkdtempSync(join(tmpdir(), 'aip-bootstrap-'));
     writeFileSync(join(dir, 'runtime.json'), JSON.stringify(runtimeConfig));
-    writeFileSync(join(dir, 'creds.json'), JSON.stringify({ references: [{ connector_id: 'payments', handle: 'api_key', tenant_id: 'demo', env: 'PAYMENTS_KEY' }] }));
+    writeFileSync(
+      join(dir, 'creds.json'),
+      JSON.stringify({ references: [{ connector_id: 'payments', handle: 'api_key', tenant_id: 'demo', env: 'PAYMENTS_KEY' }] }),
+    );
     const settings = readBootstrapSettings(
       { ...validEnv(), [FUNCTION_ENV.runtimeConfig]: 'runtime.json', [OPTIONAL_ENV.localCredentials]: join(dir, 'creds.json') },
       { cwd: dir },
     );
     expect(settings.runtimeConfig.envName).toBe('local');
-    expect(settings.credentials).toEqual({ source: 'local', references: [{ connector_id: 'payments', handle: 'api_key', tenant_id: 'demo', env: 'PAYMENTS_KEY' }] });
+    expect(settings.credentials).toEqual({
+      source: 'local',
+      references: [{ connector_id: 'payments', handle: 'api_key', tenant_id: 'demo', env: 'PAYMENTS_KEY' }],
+    });
     expect(issuesOf({ ...validEnv(), [FUNCTION_ENV.runtimeConfig]: 'missing.json' })).toEqual([
       { variable: FUNCTION_ENV.runtimeConfig, message: 'is neither JSON nor the path of an existing file' },
     ]);
@@ -122,7 +133,11 @@ describe('readBootstrapSettings', () => {
 
 describe('test mode (the crash-point hook)', () => {
   const settingsFor = (envName: string, runtimeSettings: Record<string, unknown>) =>
-    readBootstrapSettings({ ...validEnv(), [FUNCTION_ENV.runtimeConfig]: JSON.stringify({ ...runtimeConfig, envName }), [OPTIONAL_ENV.runtimeSettings]: JSON.stringify(runtimeSettings) });
+    readBootstrapSettings({
+      ...validEnv(),
+      [FUNCTION_ENV.runtimeConfig]: JSON.stringify({ ...runtimeConfig, envName }),
+      [OPTIONAL_ENV.runtimeSettings]: JSON.stringify(runtimeSettings),
+    });
 
   it('a production deployment refuses test_mode in AIP_RUNTIME_SETTINGS; local and test accept it', () => {
     let caught: unknown;

@@ -105,7 +105,10 @@ describe('HTTP functions with a bad environment', () => {
 describe('queue consumers with a bad environment', () => {
   it('log the message naming the variable, then fail the batch (Lambda retries it)', async () => {
     const { logger, records } = capturingLogger();
-    const handler = createInvokeHandler({ runtime: async () => readBootstrapSettings({ ...badFunctionEnv(), [FUNCTION_ENV.tableName]: '' }) as never, observability: { logger } });
+    const handler = createInvokeHandler({
+      runtime: async () => readBootstrapSettings({ ...badFunctionEnv(), [FUNCTION_ENV.tableName]: '' }) as never,
+      observability: { logger },
+    });
     const body = encodeQueueMessage({ kind: 'invoke', tenant_id: 't1', action_id: 'a1', fence: 1, attempt: 1 });
     const event = { Records: [{ messageId: 'm1', receiptHandle: 'r1', body, attributes: { ApproximateReceiveCount: '1' } }] } as never;
 
@@ -119,7 +122,11 @@ describe('queue consumers with a bad environment', () => {
 });
 
 describe('the authorizer with a bad environment', () => {
-  const tokenEvent: APIGatewayTokenAuthorizerEvent = { type: 'TOKEN', authorizationToken: 'Bearer aaa.bbb.ccc', methodArn: 'arn:aws:execute-api:eu-west-1:123456789012:abc/prod/GET/v1/health' };
+  const tokenEvent: APIGatewayTokenAuthorizerEvent = {
+    type: 'TOKEN',
+    authorizationToken: 'Bearer aaa.bbb.ccc',
+    methodArn: 'arn:aws:execute-api:eu-west-1:123456789012:abc/prod/GET/v1/health',
+  };
 
   it.each([
     ['AIP_RUNTIME_CONFIG unset', {}, /^auth configuration: AIP_RUNTIME_CONFIG is not set$/],

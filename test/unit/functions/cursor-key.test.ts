@@ -63,7 +63,9 @@ describe('reading the environment', () => {
 
   it('refuses inline material outside local and test, both variables at once, and a malformed ARN, without echoing values', () => {
     const prod = issuesOf(() => readBootstrapSettings(env('prod', { [OPTIONAL_ENV.cursorKey]: MATERIAL })));
-    expect(prod).toEqual([`${OPTIONAL_ENV.cursorKey}: is for the local and test environments only; deployed functions read the key from ${FUNCTION_ENV.cursorKeySecretArn}`]);
+    expect(prod).toEqual([
+      `${OPTIONAL_ENV.cursorKey}: is for the local and test environments only; deployed functions read the key from ${FUNCTION_ENV.cursorKeySecretArn}`,
+    ]);
     expect(issuesOf(() => readBootstrapSettings(env('local', { [OPTIONAL_ENV.cursorKey]: MATERIAL, [FUNCTION_ENV.cursorKeySecretArn]: ARN })))).toEqual([
       `${OPTIONAL_ENV.cursorKey}: set either it or ${FUNCTION_ENV.cursorKeySecretArn}, not both`,
     ]);
@@ -93,7 +95,10 @@ describe('the composition’s sealer', () => {
   });
 
   it('deployed: a secret without a string value, or too short, fails the listing, not as a bad cursor; the next call fetches again', async () => {
-    sm.on(GetSecretValueCommand).resolvesOnce({ SecretBinary: new Uint8Array([1]) }).resolvesOnce({ SecretString: 'short' }).resolves({ SecretString: MATERIAL });
+    sm.on(GetSecretValueCommand)
+      .resolvesOnce({ SecretBinary: new Uint8Array([1]) })
+      .resolvesOnce({ SecretString: 'short' })
+      .resolves({ SecretString: MATERIAL });
     const sealer = cursorSealerFor(settings('prod', { [FUNCTION_ENV.cursorKeySecretArn]: ARN }), () => client);
     const first = await sealer.seal('x', binding).catch((err: unknown) => err);
     expect(isAipError(first)).toBe(false);
@@ -108,7 +113,9 @@ describe('the composition’s sealer', () => {
     expect(issuesOf(() => cursorSealerFor(settings('prod'), () => client))).toEqual([
       `${FUNCTION_ENV.cursorKeySecretArn}: is required outside the local and test environments (the key that seals pagination cursors)`,
     ]);
-    expect(issuesOf(() => cursorSealerFor(settings('local', { [OPTIONAL_ENV.cursorKey]: 'too-short' }), () => client))).toEqual([`${OPTIONAL_ENV.cursorKey}: every key needs at least 32 characters`]);
+    expect(issuesOf(() => cursorSealerFor(settings('local', { [OPTIONAL_ENV.cursorKey]: 'too-short' }), () => client))).toEqual([
+      `${OPTIONAL_ENV.cursorKey}: every key needs at least 32 characters`,
+    ]);
 
     const a = cursorSealerFor(settings('local', { [OPTIONAL_ENV.cursorKey]: MATERIAL }), () => client);
     const b = cursorSealerFor(settings('local', { [OPTIONAL_ENV.cursorKey]: MATERIAL }), () => client);

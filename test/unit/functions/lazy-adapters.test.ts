@@ -35,7 +35,12 @@ describe('lazyAdapters', () => {
 
   it('the scheduler delegates to the EventBridge adapter', async () => {
     const lazy = lazyAdapters(LOOPBACK, LOOPBACK);
-    const scheduler = lazy.scheduler({ groupName: 'bad group name!', targetQueueArn: 'arn:aws:sqs:us-east-1:000000000000:q', roleArn: 'arn:aws:iam::000000000000:role/r', clock: { now: () => new Date(0) } });
+    const scheduler = lazy.scheduler({
+      groupName: 'bad group name!',
+      targetQueueArn: 'arn:aws:sqs:us-east-1:000000000000:q',
+      roleArn: 'arn:aws:iam::000000000000:role/r',
+      clock: { now: () => new Date(0) },
+    });
     try {
       // The adapter's own check of the group name, now on the first call.
       await expect(scheduler.cancelReconcile({ tenant_id: 'acme', transaction_id: 'txn-1' })).rejects.toThrow(/schedule group name/);

@@ -20,7 +20,12 @@ function contextWithRemaining(remaining: { ms: number }): Context {
 
 const event = (...messages: QueueMessage[]): SQSEvent =>
   ({
-    Records: messages.map((m, i) => ({ messageId: `m${i}`, receiptHandle: `r${i}`, body: encodeQueueMessage(m), attributes: { ApproximateReceiveCount: '1' } })),
+    Records: messages.map((m, i) => ({
+      messageId: `m${i}`,
+      receiptHandle: `r${i}`,
+      body: encodeQueueMessage(m),
+      attributes: { ApproximateReceiveCount: '1' },
+    })),
   }) as unknown as SQSEvent;
 
 describe('the invocation budget reaches the Runtime', () => {
@@ -32,7 +37,10 @@ describe('the invocation budget reaches the Runtime', () => {
     });
     const remaining = { ms: 42_000 };
     const res = await handler(
-      event({ kind: 'invoke', tenant_id: 't1', action_id: 'a1', fence: 1, attempt: 1 }, { kind: 'invoke', tenant_id: 't1', action_id: 'a2', fence: 1, attempt: 1 }),
+      event(
+        { kind: 'invoke', tenant_id: 't1', action_id: 'a1', fence: 1, attempt: 1 },
+        { kind: 'invoke', tenant_id: 't1', action_id: 'a2', fence: 1, attempt: 1 },
+      ),
       contextWithRemaining(remaining),
     );
     expect(res.batchItemFailures).toEqual([]);

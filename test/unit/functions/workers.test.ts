@@ -19,7 +19,13 @@ import { AIP_METRICS, metricsNamespace } from '../../../lib/config/function-env.
 
 /** The parts of an EMF document these tests read. */
 interface EmfDocument {
-  readonly _aws: { readonly CloudWatchMetrics: readonly { readonly Namespace: string; readonly Dimensions: readonly string[][]; readonly Metrics: readonly { Name: string; Unit?: string }[] }[] };
+  readonly _aws: {
+    readonly CloudWatchMetrics: readonly {
+      readonly Namespace: string;
+      readonly Dimensions: readonly string[][];
+      readonly Metrics: readonly { Name: string; Unit?: string }[];
+    }[];
+  };
   readonly [key: string]: unknown;
 }
 
@@ -31,9 +37,11 @@ interface LogLine {
 
 function recordingObservability(): { obs: Observability; lines: LogLine[] } {
   const lines: LogLine[] = [];
-  const log = (level: string) => (message: string, ...extra: object[]) => {
-    lines.push({ level, message, fields: Object.assign({}, ...extra) as Record<string, unknown> });
-  };
+  const log =
+    (level: string) =>
+    (message: string, ...extra: object[]) => {
+      lines.push({ level, message, fields: Object.assign({}, ...extra) as Record<string, unknown> });
+    };
   return { obs: { logger: { debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error') } }, lines };
 }
 
@@ -44,7 +52,12 @@ function record(id: string, body: string, receiveCount = 1): SQSRecord {
     messageId: id,
     receiptHandle: `rh-${id}`,
     body,
-    attributes: { ApproximateReceiveCount: String(receiveCount), SentTimestamp: '1700000000000', SenderId: 'x', ApproximateFirstReceiveTimestamp: '1700000000000' },
+    attributes: {
+      ApproximateReceiveCount: String(receiveCount),
+      SentTimestamp: '1700000000000',
+      SenderId: 'x',
+      ApproximateFirstReceiveTimestamp: '1700000000000',
+    },
     messageAttributes: {},
     md5OfBody: '',
     eventSource: 'aws:sqs',
@@ -92,14 +105,16 @@ describe('invoke worker', () => {
       }),
       observability: obs,
     });
-    const res = await handler(
-      event(msg('m1', invoke('ok-1')), msg('m2', invoke('bad-1')), msg('m3', invoke('ok-2')), msg('m4', invoke('bad-2'))),
-      context(),
-    );
+    const res = await handler(event(msg('m1', invoke('ok-1')), msg('m2', invoke('bad-1')), msg('m3', invoke('ok-2')), msg('m4', invoke('bad-2'))), context());
     expect(res.batchItemFailures).toEqual([{ itemIdentifier: 'm2' }, { itemIdentifier: 'm4' }]);
     const errors = lines.filter((l) => l.level === 'error');
     expect(errors.map((l) => l.fields.message_id).sort()).toEqual(['m2', 'm4']);
-    expect(errors.find((l) => l.fields.message_id === 'm2')?.fields).toMatchObject({ error_code: 'transaction.store_unavailable', retryable: true, action_id: 'bad-1', fence: 3 });
+    expect(errors.find((l) => l.fields.message_id === 'm2')?.fields).toMatchObject({
+      error_code: 'transaction.store_unavailable',
+      retryable: true,
+      action_id: 'bad-1',
+      fence: 3,
+    });
     // A foreign error is logged by name only: its message could carry secrets.
     expect(JSON.stringify(lines)).not.toContain('sk_live_secret');
     expect(errors.find((l) => l.fields.message_id === 'm4')?.fields).toMatchObject({ error_name: 'Error' });
@@ -159,7 +174,9 @@ describe('invoke worker', () => {
 
   it('the deployed handler uses the runtime installed through the composition root', async () => {
     const seen: string[] = [];
-    installRuntime({ runAttempt: async (m: InvokeMessage) => (seen.push(m.action_id), { disposition: 'settled', retry: false }) } as unknown as Parameters<typeof installRuntime>[0]);
+    installRuntime({ runAttempt: async (m: InvokeMessage) => (seen.push(m.action_id), { disposition: 'settled', retry: false }) } as unknown as Parameters<
+      typeof installRuntime
+    >[0]);
     try {
       const res = await deployedInvokeHandler(event(msg('m1', invoke('via-bootstrap'))), context());
       expect(res).toEqual({ batchItemFailures: [] });
@@ -224,7 +241,11 @@ describe('sweeper', () => {
     function recordingMetrics(): { metrics: Metrics; flushed: EmfDocument[] } {
       vi.stubEnv('POWERTOOLS_METRICS_DISABLED', 'true');
       const quiet = () => undefined;
-      const metrics = new Metrics({ namespace: metricsNamespace('test'), serviceName: AIP_METRICS.serviceName, logger: { debug: quiet, info: quiet, warn: quiet, error: quiet } });
+      const metrics = new Metrics({
+        namespace: metricsNamespace('test'),
+        serviceName: AIP_METRICS.serviceName,
+        logger: { debug: quiet, info: quiet, warn: quiet, error: quiet },
+      });
       const flushed: EmfDocument[] = [];
       const publish = metrics.publishStoredMetrics.bind(metrics);
       vi.spyOn(metrics, 'publishStoredMetrics').mockImplementation(() => {
@@ -240,7 +261,9 @@ describe('sweeper', () => {
 
     function definition(doc: EmfDocument, name: string) {
       const directive = doc._aws.CloudWatchMetrics.find((d) => d.Metrics.some((m) => m.Name === name));
-      return directive === undefined ? undefined : { namespace: directive.Namespace, dimensions: directive.Dimensions, unit: directive.Metrics.find((m) => m.Name === name)?.Unit, value: doc[name] };
+      return directive === undefined
+        ? undefined
+        : { namespace: directive.Namespace, dimensions: directive.Dimensions, unit: directive.Metrics.find((m) => m.Name === name)?.Unit, value: doc[name] };
     }
 
     it('publishes the oldest outcome_unknown age the alarm watches: its name, unit Seconds, only the service dimension', async () => {

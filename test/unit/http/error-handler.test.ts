@@ -56,7 +56,17 @@ describe('httpErrorHandler', () => {
   });
 
   it('handles non-Error throws (strings, undefined, objects with hostile getters)', async () => {
-    for (const thrown of ['boom', undefined, null, 42, { get message() { throw new Error('x'); } }]) {
+    for (const thrown of [
+      'boom',
+      undefined,
+      null,
+      42,
+      {
+        get message() {
+          throw new Error('x');
+        },
+      },
+    ]) {
       const res = await chain(() => {
         throw thrown;
       }).h(proxyEvent(), lambdaContext());

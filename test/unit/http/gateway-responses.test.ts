@@ -33,7 +33,14 @@ describe('gateway responses', () => {
 
   it('cover the answers API Gateway gives without a handler: every response type, exactly once', () => {
     expect(GATEWAY_RESPONSES.map((r) => r.type)).toEqual(
-      expect.arrayContaining(['UNAUTHORIZED', 'ACCESS_DENIED', 'MISSING_AUTHENTICATION_TOKEN', 'REQUEST_TOO_LARGE', 'AUTHORIZER_FAILURE', 'INTEGRATION_TIMEOUT']),
+      expect.arrayContaining([
+        'UNAUTHORIZED',
+        'ACCESS_DENIED',
+        'MISSING_AUTHENTICATION_TOKEN',
+        'REQUEST_TOO_LARGE',
+        'AUTHORIZER_FAILURE',
+        'INTEGRATION_TIMEOUT',
+      ]),
     );
     expect(GATEWAY_RESPONSES.map((r) => r.type).sort()).toEqual([...GATEWAY_RESPONSE_TYPES].sort());
     expect(new Set(GATEWAY_RESPONSES.map((r) => r.type)).size).toBe(GATEWAY_RESPONSES.length);

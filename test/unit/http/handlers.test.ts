@@ -53,7 +53,15 @@ describe('POST /v1/actions', () => {
       [outcome('rejected', 200, 'failed'), 200],
       [{ ...outcome('completed', 999, 'completed') }, 200],
     ] as const) {
-      const rt = stubRuntime({ submit: async () => ({ ...o, action_result: o.action_result.status === 'failed' ? { ...o.action_result, error: { code: 'policy.denied', message: 'no', category: 'authorization', retryable: false } } : o.action_result }) });
+      const rt = stubRuntime({
+        submit: async () => ({
+          ...o,
+          action_result:
+            o.action_result.status === 'failed'
+              ? { ...o.action_result, error: { code: 'policy.denied', message: 'no', category: 'authorization', retryable: false } }
+              : o.action_result,
+        }),
+      });
       const res = await createSubmitActionHandler(deps(rt))(jsonEvent({ json: ACTION }), lambdaContext());
       expect(res.statusCode).toBe(status);
       expect(header(res, 'location')).toBeUndefined();
@@ -75,7 +83,11 @@ describe('POST /v1/actions', () => {
     expectProblem(await h(jsonEvent({ json: { ...ACTION, extra: 1 } }), lambdaContext()), 400, 'envelope.invalid');
     expectProblem(await h(jsonEvent({ json: { ...ACTION, transaction: { mode: 'commit' } } }), lambdaContext()), 400, 'envelope.commit_requires_plan_id');
     expectProblem(await h(jsonEvent({ json: [ACTION] }), lambdaContext()), 400, 'envelope.invalid');
-    expectProblem(await h(proxyEvent({ method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"id":' }), lambdaContext()), 400, 'request.malformed_json');
+    expectProblem(
+      await h(proxyEvent({ method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"id":' }), lambdaContext()),
+      400,
+      'request.malformed_json',
+    );
     expectProblem(await h(proxyEvent({ method: 'POST', body: JSON.stringify(ACTION) }), lambdaContext()), 415, 'request.unsupported_media_type');
     expectProblem(await h(proxyEvent({ method: 'POST' }), lambdaContext()), 400, 'request.invalid');
     expectProblem(await h(jsonEvent({ json: ACTION, query: { x: '1' } }), lambdaContext()), 400, 'request.invalid');
@@ -106,7 +118,11 @@ describe('POST /v1/actions', () => {
     const res = await createSubmitActionHandler(deps(rt, { clock }))(jsonEvent({ json: ACTION, headers: { Prefer: 'wait=10' } }), lambdaContext());
     expect(res.statusCode).toBe(200);
     expect(header(res, 'preference-applied')).toBe('wait=10');
-    expect(body(res)).toMatchObject({ disposition: 'accepted', action_result: { status: 'completed', output: { ok: true } }, transaction_result: { transaction_id: 'tx-1', status: 'committed' } });
+    expect(body(res)).toMatchObject({
+      disposition: 'accepted',
+      action_result: { status: 'completed', output: { ok: true } },
+      transaction_result: { transaction_id: 'tx-1', status: 'committed' },
+    });
     const reads = rt.calls.filter((c) => c.method === 'getAction' || c.method === 'getActionResult');
     expect(reads.every((c) => c.args[1] === 'acme' && c.args[2] === 'act-1')).toBe(true);
     // 0, 0.2, 0.5, 0.95, 1.625 s: four polls of the result while running, the fifth settled, then one full read.
@@ -153,7 +169,14 @@ describe('POST /v1/actions', () => {
   });
 
   it('passes a rejection through with the runtime’s 422 and the failed action result', async () => {
-    const failed = { ...outcome('rejected', 422, 'failed'), action_result: { action_id: 'act-1', status: 'failed' as const, error: { code: 'policy.denied', message: 'no', category: 'authorization' as const, retryable: false } } };
+    const failed = {
+      ...outcome('rejected', 422, 'failed'),
+      action_result: {
+        action_id: 'act-1',
+        status: 'failed' as const,
+        error: { code: 'policy.denied', message: 'no', category: 'authorization' as const, retryable: false },
+      },
+    };
     const rt = stubRuntime({ submit: async () => failed });
     const res = await createSubmitActionHandler(deps(rt))(jsonEvent({ json: ACTION }), lambdaContext());
     expect(res.statusCode).toBe(422);
@@ -233,7 +256,10 @@ describe('GET /v1/actions/{id}', () => {
   it('returns the action state from the runtime for the selected tenant', async () => {
     const state = { action_result: { action_id: 'act-1', status: 'completed' as const } };
     const rt = stubRuntime({ getAction: async () => state });
-    const res = await createGetActionHandler(deps(rt))(event({ caller: { ...ALICE, scopes: ['aip:actions:read'], tenants: ['acme', 'globex'] }, headers: { 'X-AIP-Tenant': 'globex' } }), lambdaContext());
+    const res = await createGetActionHandler(deps(rt))(
+      event({ caller: { ...ALICE, scopes: ['aip:actions:read'], tenants: ['acme', 'globex'] }, headers: { 'X-AIP-Tenant': 'globex' } }),
+      lambdaContext(),
+    );
     expect(res.statusCode).toBe(200);
     expect(body(res)).toEqual(state);
     expect(rt.calls[0]?.args.slice(1)).toEqual(['globex', 'act-1']);
@@ -305,21 +331,37 @@ describe('cancel and stream', () => {
 describe('transactions and operator', () => {
   it('GET /v1/transactions passes exactly one selector and the include flags', async () => {
     const rt = stubRuntime({ getTransaction: async () => ({ transaction_id: 'tx-1', status: 'committed' }) });
-    const res = await createGetTransactionHandler(deps(rt))(proxyEvent({ path: '/v1/transactions', query: { plan_id: 'plan:tx-1', include: 'receipts' } }), lambdaContext());
+    const res = await createGetTransactionHandler(deps(rt))(
+      proxyEvent({ path: '/v1/transactions', query: { plan_id: 'plan:tx-1', include: 'receipts' } }),
+      lambdaContext(),
+    );
     expect(res.statusCode).toBe(200);
-    expect(rt.calls[0]?.args.slice(1)).toEqual([{ tenant_id: 'acme', plan_id: 'plan:tx-1' }, { result: false, receipts: true }]);
+    expect(rt.calls[0]?.args.slice(1)).toEqual([
+      { tenant_id: 'acme', plan_id: 'plan:tx-1' },
+      { result: false, receipts: true },
+    ]);
   });
 
   it('the operator listing requires aip:operator; the tenant is optional for multi-tenant operators', async () => {
     const rt = stubRuntime({ listOperator: async () => ({ items: [] }) });
     const h = createListOperatorHandler(deps(rt));
-    await h(proxyEvent({ path: '/v1/operator/transactions', caller: OPERATOR, query: { view: 'stalled_committing', limit: '10', cursor: 'abc' } }), lambdaContext());
-    await h(proxyEvent({ path: '/v1/operator/transactions', caller: OPERATOR, query: { view: 'outcome_unknown' }, headers: { 'X-AIP-Tenant': 'globex' } }), lambdaContext());
+    await h(
+      proxyEvent({ path: '/v1/operator/transactions', caller: OPERATOR, query: { view: 'stalled_committing', limit: '10', cursor: 'abc' } }),
+      lambdaContext(),
+    );
+    await h(
+      proxyEvent({ path: '/v1/operator/transactions', caller: OPERATOR, query: { view: 'outcome_unknown' }, headers: { 'X-AIP-Tenant': 'globex' } }),
+      lambdaContext(),
+    );
     expect(rt.calls.map((c) => c.args[1])).toEqual([
       { view: 'stalled_committing', cursor: 'abc', limit: 10 },
       { view: 'outcome_unknown', tenant_id: 'globex' },
     ]);
-    expectProblem(await h(proxyEvent({ path: '/v1/operator/transactions', query: { view: 'outcome_unknown' } }), lambdaContext()), 403, 'auth.insufficient_scope');
+    expectProblem(
+      await h(proxyEvent({ path: '/v1/operator/transactions', query: { view: 'outcome_unknown' } }), lambdaContext()),
+      403,
+      'auth.insufficient_scope',
+    );
   });
 });
 

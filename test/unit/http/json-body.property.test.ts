@@ -27,7 +27,14 @@ const decide = createDecideApprovalHandler(deps(runtime));
 type Send = (body: string, isBase64Encoded: boolean) => Promise<APIGatewayProxyResult>;
 
 const targets: [string, Send][] = [
-  ['submit', (b, b64) => submit(proxyEvent({ method: 'POST', path: '/v1/actions', headers: { 'Content-Type': 'application/json' }, body: b, isBase64Encoded: b64 }), lambdaContext())],
+  [
+    'submit',
+    (b, b64) =>
+      submit(
+        proxyEvent({ method: 'POST', path: '/v1/actions', headers: { 'Content-Type': 'application/json' }, body: b, isBase64Encoded: b64 }),
+        lambdaContext(),
+      ),
+  ],
   [
     'decide',
     (b, b64) =>
@@ -66,15 +73,15 @@ const protoJsonArb = fc
   });
 
 /** Deeply nested arrays and objects, up to far beyond the depth limit. */
-const deepJsonArb = fc.tuple(fc.integer({ min: 1, max: 20_000 }), fc.boolean()).map(([d, obj]) => (obj ? `${'{"a":'.repeat(d)}0${'}'.repeat(d)}` : `${'['.repeat(d)}${']'.repeat(d)}`));
+const deepJsonArb = fc
+  .tuple(fc.integer({ min: 1, max: 20_000 }), fc.boolean())
+  .map(([d, obj]) => (obj ? `${'{"a":'.repeat(d)}0${'}'.repeat(d)}` : `${'['.repeat(d)}${']'.repeat(d)}`));
 
 /** Strings holding lone surrogates, raw or escaped. */
-const surrogateJsonArb = fc
-  .tuple(fc.integer({ min: 0xd800, max: 0xdfff }), fc.boolean(), fc.boolean())
-  .map(([cp, escaped, asKey]) => {
-    const s = escaped ? `\\u${cp.toString(16)}` : String.fromCharCode(cp);
-    return asKey ? `{"${s}":1}` : `{"id":"a","capability_id":"c","input":{"k":"${s}"}}`;
-  });
+const surrogateJsonArb = fc.tuple(fc.integer({ min: 0xd800, max: 0xdfff }), fc.boolean(), fc.boolean()).map(([cp, escaped, asKey]) => {
+  const s = escaped ? `\\u${cp.toString(16)}` : String.fromCharCode(cp);
+  return asKey ? `{"${s}":1}` : `{"id":"a","capability_id":"c","input":{"k":"${s}"}}`;
+});
 
 const nearActionArb = fc
   .record(

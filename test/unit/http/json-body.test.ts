@@ -63,7 +63,12 @@ describe('jsonBody', () => {
   });
 
   it('refuses __proto__, constructor and prototype keys anywhere', async () => {
-    for (const text of ['{"__proto__":{"polluted":true}}', '{"a":{"constructor":{"prototype":1}}}', '[{"prototype":1}]', '{"input":{"x":[{"__proto__":null}]}}']) {
+    for (const text of [
+      '{"__proto__":{"polluted":true}}',
+      '{"a":{"constructor":{"prototype":1}}}',
+      '[{"prototype":1}]',
+      '{"input":{"x":[{"__proto__":null}]}}',
+    ]) {
       const { res } = await run(text);
       expectProblem(res, 400, 'envelope.forbidden_key');
     }

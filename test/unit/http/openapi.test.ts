@@ -44,7 +44,11 @@ describe('OpenAPI document', () => {
 
   it('documents request bodies from the zod schemas, strict (additionalProperties false)', () => {
     const doc = buildOpenApiDocument() as { components: { schemas: Record<string, Json> } };
-    expect(doc.components.schemas.Action).toMatchObject({ type: 'object', additionalProperties: false, required: expect.arrayContaining(['id', 'capability_id', 'input']) });
+    expect(doc.components.schemas.Action).toMatchObject({
+      type: 'object',
+      additionalProperties: false,
+      required: expect.arrayContaining(['id', 'capability_id', 'input']),
+    });
     expect(doc.components.schemas.DecisionBody).toMatchObject({ additionalProperties: false, properties: { decision: { enum: ['approve', 'deny'] } } });
     expect((doc.components.schemas.Action!.properties as Json).input).toEqual({ type: 'object' });
   });

@@ -61,7 +61,11 @@ export function proxyEvent(input: EventInput = {}): AipHttpEvent {
   }
   const caller = input.caller === undefined ? ALICE : input.caller;
   const authorizer =
-    input.authorizer !== undefined ? input.authorizer : caller === null ? null : { ...encodeAuthorizerContext(caller), principalId: caller.principal.id, integrationLatency: 3 };
+    input.authorizer !== undefined
+      ? input.authorizer
+      : caller === null
+        ? null
+        : { ...encodeAuthorizerContext(caller), principalId: caller.principal.id, integrationLatency: 3 };
   return {
     resource: input.resource ?? path,
     path,
@@ -177,7 +181,10 @@ export function stubRuntime(impl: Partial<RuntimeApi> = {}): RuntimeApi & { call
 
 export function recordingLogger(): LoggerLike & { lines: { level: string; message: string; extra: unknown[] }[] } {
   const lines: { level: string; message: string; extra: unknown[] }[] = [];
-  const at = (level: string) => (message: string, ...extra: unknown[]) => lines.push({ level, message, extra });
+  const at =
+    (level: string) =>
+    (message: string, ...extra: unknown[]) =>
+      lines.push({ level, message, extra });
   return { lines, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
 }
 

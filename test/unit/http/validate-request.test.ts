@@ -32,7 +32,10 @@ describe('validateRequest', () => {
   });
 
   it('rejects unknown query parameters, bad values and repeated single-valued parameters with request.invalid', async () => {
-    for (const query of [{ wat: '1' }, { wait: '26' }, { wait: '-1' }, { wait: '1.5' }, { wait: 'abc' }, { wait: ['1', '2'] }] as Record<string, string | string[]>[]) {
+    for (const query of [{ wat: '1' }, { wait: '26' }, { wait: '-1' }, { wait: '1.5' }, { wait: 'abc' }, { wait: ['1', '2'] }] as Record<
+      string,
+      string | string[]
+    >[]) {
       const p = expectProblem((await run({ query }, { query: GetActionQuerySchema })).res, 400, 'request.invalid');
       expect(p.details?.location).toBe('query');
     }
@@ -67,7 +70,13 @@ describe('validateRequest', () => {
 
   it('operator listing needs a known view and bounds limit', async () => {
     expect((await run({ query: { view: 'outcome_unknown', limit: '100' } }, { query: OperatorQuerySchema })).res.statusCode).toBe(204);
-    for (const query of [{}, { view: 'everything' }, { view: 'reconciling', limit: '0' }, { view: 'reconciling', limit: '101' }, { view: 'reconciling', cursor: 'a b' }] as Record<string, string>[]) {
+    for (const query of [
+      {},
+      { view: 'everything' },
+      { view: 'reconciling', limit: '0' },
+      { view: 'reconciling', limit: '101' },
+      { view: 'reconciling', cursor: 'a b' },
+    ] as Record<string, string>[]) {
       expectProblem((await run({ query }, { query: OperatorQuerySchema })).res, 400, 'request.invalid');
     }
   });

@@ -13,7 +13,14 @@ function runtimeSettlingAfter(ms: number, clock: { now(): number }) {
   const start = clock.now();
   const done = () => clock.now() - start >= ms;
   return stubRuntime({
-    submit: async () => ({ action_id: 'act-1', tenant_id: 'acme', disposition: 'accepted', http_status: 202, action_result: { action_id: 'act-1', status: 'accepted' } }) as never,
+    submit: async () =>
+      ({
+        action_id: 'act-1',
+        tenant_id: 'acme',
+        disposition: 'accepted',
+        http_status: 202,
+        action_result: { action_id: 'act-1', status: 'accepted' },
+      }) as never,
     getActionResult: async () => ({ action_id: 'act-1', status: done() ? 'completed' : 'running' }),
     getAction: async () => ({ action_result: { action_id: 'act-1', status: done() ? 'completed' : 'running' } }) as never,
   });
@@ -43,7 +50,14 @@ describe('Prefer: wait poll schedule (HttpDeps.waitPoll)', () => {
   it('uses it on GET /v1/actions/{id}?wait= too', async () => {
     const clock = fakeClock();
     const rt = runtimeSettlingAfter(60, clock);
-    const event = proxyEvent({ method: 'GET', path: '/v1/actions/act-1', resource: '/v1/actions/{id}', pathParameters: { id: 'act-1' }, query: { wait: '5' }, caller: ALICE });
+    const event = proxyEvent({
+      method: 'GET',
+      path: '/v1/actions/act-1',
+      resource: '/v1/actions/{id}',
+      pathParameters: { id: 'act-1' },
+      query: { wait: '5' },
+      caller: ALICE,
+    });
     const res = await createGetActionHandler(deps(rt, { clock, waitPoll: { initialIntervalMs: 20, maxIntervalMs: 20 } }))(event, lambdaContext());
     expect(res.statusCode).toBe(200);
     expect(clock.sleeps).toEqual([20, 20, 20]);

@@ -31,7 +31,11 @@ describe('pollUntil', () => {
   it('returns as soon as the value is done, with growing bounded intervals', async () => {
     const clock = fakeClock();
     let n = 0;
-    const v = await pollUntil(async () => ++n, (x) => x >= 6, { deadline: clock.now() + 60_000, clock });
+    const v = await pollUntil(
+      async () => ++n,
+      (x) => x >= 6,
+      { deadline: clock.now() + 60_000, clock },
+    );
     expect(v).toBe(6);
     expect(clock.sleeps).toEqual([200, 300, 450, 675, 1000]);
   });
@@ -39,15 +43,27 @@ describe('pollUntil', () => {
     const clock = fakeClock();
     const start = clock.now();
     let n = 0;
-    const v = await pollUntil(async () => ++n, () => false, { deadline: start + 1_000, clock });
+    const v = await pollUntil(
+      async () => ++n,
+      () => false,
+      { deadline: start + 1_000, clock },
+    );
     expect(clock.now()).toBe(start + 1_000);
     expect(clock.sleeps.reduce((a, b) => a + b, 0)).toBe(1_000);
     expect(v).toBe(clock.sleeps.length + 1);
   });
   it('does not sleep when already done or out of time', async () => {
     const clock = fakeClock();
-    await pollUntil(async () => 1, () => true, { deadline: clock.now() + 5_000, clock });
-    await pollUntil(async () => 1, () => false, { deadline: clock.now(), clock });
+    await pollUntil(
+      async () => 1,
+      () => true,
+      { deadline: clock.now() + 5_000, clock },
+    );
+    await pollUntil(
+      async () => 1,
+      () => false,
+      { deadline: clock.now(), clock },
+    );
     expect(clock.sleeps).toEqual([]);
   });
 });

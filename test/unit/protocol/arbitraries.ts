@@ -11,9 +11,7 @@ export const inputArb: fc.Arbitrary<JsonObject> = fc
   .dictionary(fc.string({ maxLength: 12 }), fc.jsonValue({ maxDepth: 4 }), { maxKeys: 6 })
   .filter((o) => inspectJson(o, { allowUndefinedProperties: false }) === undefined) as fc.Arbitrary<JsonObject>;
 
-const dateArb = fc
-  .date({ min: new Date('2000-01-01T00:00:00Z'), max: new Date('2100-01-01T00:00:00Z'), noInvalidDate: true })
-  .map((d) => d.toISOString());
+const dateArb = fc.date({ min: new Date('2000-01-01T00:00:00Z'), max: new Date('2100-01-01T00:00:00Z'), noInvalidDate: true }).map((d) => d.toISOString());
 
 export const identityArb = fc.record(
   {
@@ -34,19 +32,20 @@ export const metadataArb = fc.record(
       { trace_id: traceArb, span_id: traceArb, parent_span_id: traceArb, correlation_id: idArb, original_completed_at: dateArb },
       { requiredKeys: [] },
     ),
-    labels: fc.dictionary(fc.stringMatching(/^[a-z0-9]{1,20}$/).filter((k) => !FORBIDDEN_KEYS.has(k)), fc.string({ maxLength: 20 }).filter((s) => !/[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]/.test(s)), {
-      maxKeys: 5,
-    }),
+    labels: fc.dictionary(
+      fc.stringMatching(/^[a-z0-9]{1,20}$/).filter((k) => !FORBIDDEN_KEYS.has(k)),
+      fc.string({ maxLength: 20 }).filter((s) => !/[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]/.test(s)),
+      {
+        maxKeys: 5,
+      },
+    ),
   },
   { requiredKeys: [] },
 );
 
 /** Transaction contexts that satisfy the public rules (commit has plan_id, compensate has compensation_for). */
 export const txContextArb = fc
-  .record(
-    { mode: fc.constantFrom(...TRANSACTION_MODES), transaction_id: txIdArb, plan_id: idArb, compensation_for: idArb },
-    { requiredKeys: ['mode'] },
-  )
+  .record({ mode: fc.constantFrom(...TRANSACTION_MODES), transaction_id: txIdArb, plan_id: idArb, compensation_for: idArb }, { requiredKeys: ['mode'] })
   .map((tx) => {
     const out = { ...tx };
     if (out.mode === 'commit' && out.plan_id === undefined) out.plan_id = 'plan:x';
@@ -74,7 +73,10 @@ export const transactionRequestArb: fc.Arbitrary<TransactionRequest> = fc
     transaction_id: txIdArb,
     copyId: fc.boolean(),
     requested_by: fc.record({ id: idArb, kind: fc.constantFrom('user', 'agent', 'service', 'application' as const) }),
-    reason: fc.option(fc.string({ maxLength: 40 }).filter((s) => !/[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]/.test(s)), { nil: undefined }),
+    reason: fc.option(
+      fc.string({ maxLength: 40 }).filter((s) => !/[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]/.test(s)),
+      { nil: undefined },
+    ),
     provider_operation: fc.option(fc.record({ provider: fc.constantFrom('payments', 'crm'), operation_id: idArb }), { nil: undefined }),
     reconciliation_cursor: fc.option(fc.stringMatching(/^[A-Za-z0-9]{1,20}$/), { nil: undefined }),
   })

@@ -29,9 +29,8 @@ import {
 import { DURABLE_TRANSACTION_STATUSES, TRANSACTION_MODES } from '../../../lib/transactions/status.js';
 
 describe('IdSchema', () => {
-  it.each(['a', 'tx-1', 'plan:tx-1', 'user@example.com', 'cap/payments.refund', 'A_b.c:d@e/f-g', 'x'.repeat(ID_MAX_LENGTH)])(
-    'accepts %s',
-    (id) => expect(IdSchema.safeParse(id).success).toBe(true),
+  it.each(['a', 'tx-1', 'plan:tx-1', 'user@example.com', 'cap/payments.refund', 'A_b.c:d@e/f-g', 'x'.repeat(ID_MAX_LENGTH)])('accepts %s', (id) =>
+    expect(IdSchema.safeParse(id).success).toBe(true),
   );
   it.each(['', 'a b', 'a#b', 'a\nb', 'a\tb', 'a\u0000b', 'é', 'x'.repeat(ID_MAX_LENGTH + 1), 'a?b', 'a%b'])('rejects %j', (id) =>
     expect(IdSchema.safeParse(id).success).toBe(false),
@@ -169,7 +168,8 @@ describe('capability contracts', () => {
       expect(CompensationContractSchema.safeParse({ mode, approval_required: false }).success).toBe(true);
     }
     expect(
-      CompensationContractSchema.safeParse({ mode: 'supported', compensation_capability_id: 'payments.refund', window_ms: 86_400_000, approval_required: true }).success,
+      CompensationContractSchema.safeParse({ mode: 'supported', compensation_capability_id: 'payments.refund', window_ms: 86_400_000, approval_required: true })
+        .success,
     ).toBe(true);
     expect(CompensationContractSchema.safeParse({ mode: 'supported', window_ms: 0, approval_required: true }).success).toBe(false);
     expect(CompensationContractSchema.safeParse({ mode: 'maybe', approval_required: true }).success).toBe(false);
@@ -210,8 +210,13 @@ describe('TransactionRequest, TransactionPlan, TransactionResult', () => {
     expect(TransactionRequestSchema.safeParse({ action, requested_by: req.requested_by }).success).toBe(false);
     expect(TransactionRequestSchema.safeParse({ action, transaction_id: 'tx1' }).success).toBe(false);
     expect(
-      TransactionRequestSchema.safeParse({ ...req, reason: 'month end', metadata: { ticket: 'T-1' }, provider_operation: { provider: 'p', operation_id: 'o' }, reconciliation_cursor: 'opaque' })
-        .success,
+      TransactionRequestSchema.safeParse({
+        ...req,
+        reason: 'month end',
+        metadata: { ticket: 'T-1' },
+        provider_operation: { provider: 'p', operation_id: 'o' },
+        reconciliation_cursor: 'opaque',
+      }).success,
     ).toBe(true);
   });
 
@@ -246,9 +251,25 @@ describe('TransactionRequest, TransactionPlan, TransactionResult', () => {
     expect(TransactionPlanSchema.safeParse({ ...plan, input_hash: 'ABC' }).success).toBe(false);
   });
   it('TransactionResult with a receipt chain', () => {
-    const r0 = { seq: 0, transaction_id: 'tx1', status: 'planned' as const, revision: 1, at: '2025-01-01T00:00:00Z', prev_hash: GENESIS_RECEIPT_HASH, event: 'transaction.planned' };
+    const r0 = {
+      seq: 0,
+      transaction_id: 'tx1',
+      status: 'planned' as const,
+      revision: 1,
+      at: '2025-01-01T00:00:00Z',
+      prev_hash: GENESIS_RECEIPT_HASH,
+      event: 'transaction.planned',
+    };
     const receipt0 = { ...r0, hash: receiptHash(r0) };
-    const r1 = { seq: 1, transaction_id: 'tx1', status: 'committing' as const, revision: 2, at: '2025-01-01T00:01:00Z', prev_hash: receipt0.hash, event: 'transaction.claimed' };
+    const r1 = {
+      seq: 1,
+      transaction_id: 'tx1',
+      status: 'committing' as const,
+      revision: 2,
+      at: '2025-01-01T00:01:00Z',
+      prev_hash: receipt0.hash,
+      event: 'transaction.claimed',
+    };
     const receipts = [receipt0, { ...r1, hash: receiptHash(r1) }];
     for (const r of receipts) expect(ReceiptSchema.parse(r)).toEqual(r);
     const result = {

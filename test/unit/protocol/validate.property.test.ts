@@ -26,26 +26,62 @@ function expect4xx(r: 'ok' | AipError): void {
 /** Junk that looks a bit like an envelope: real field names with arbitrary values. */
 const nearEnvelopeArb = fc.dictionary(
   fc.oneof(
-    fc.constantFrom('id', 'capability_id', 'input', 'idempotency_key', 'identity', 'metadata', 'transaction', 'action', 'transaction_id', 'requested_by', 'mode', 'plan_id'),
+    fc.constantFrom(
+      'id',
+      'capability_id',
+      'input',
+      'idempotency_key',
+      'identity',
+      'metadata',
+      'transaction',
+      'action',
+      'transaction_id',
+      'requested_by',
+      'mode',
+      'plan_id',
+    ),
     fc.string(),
   ),
-  fc.anything({ withBigInt: true, withDate: true, withMap: true, withSet: true, withNullPrototype: true, withObjectString: true, withTypedArray: true, withSparseArray: true, maxDepth: 4 }),
+  fc.anything({
+    withBigInt: true,
+    withDate: true,
+    withMap: true,
+    withSet: true,
+    withNullPrototype: true,
+    withObjectString: true,
+    withTypedArray: true,
+    withSparseArray: true,
+    maxDepth: 4,
+  }),
 );
 
 describe('validators: arbitrary junk only ever yields a 4xx AipError', () => {
   it('validateAction', () => {
     fc.assert(
-      fc.property(fc.oneof(fc.anything({ withBigInt: true, withDate: true, withMap: true, withNullPrototype: true, withObjectString: true, withSparseArray: true }), nearEnvelopeArb), (v) => {
-        expect4xx(outcome(() => validateAction(v)));
-      }),
+      fc.property(
+        fc.oneof(
+          fc.anything({ withBigInt: true, withDate: true, withMap: true, withNullPrototype: true, withObjectString: true, withSparseArray: true }),
+          nearEnvelopeArb,
+        ),
+        (v) => {
+          expect4xx(outcome(() => validateAction(v)));
+        },
+      ),
       { numRuns: 1000 },
     );
   });
   it('validateTransactionRequest', () => {
     fc.assert(
-      fc.property(fc.oneof(fc.anything({ withNullPrototype: true, withObjectString: true }), nearEnvelopeArb, fc.record({ action: nearEnvelopeArb, transaction_id: fc.anything(), requested_by: fc.anything() })), (v) => {
-        expect4xx(outcome(() => validateTransactionRequest(v)));
-      }),
+      fc.property(
+        fc.oneof(
+          fc.anything({ withNullPrototype: true, withObjectString: true }),
+          nearEnvelopeArb,
+          fc.record({ action: nearEnvelopeArb, transaction_id: fc.anything(), requested_by: fc.anything() }),
+        ),
+        (v) => {
+          expect4xx(outcome(() => validateTransactionRequest(v)));
+        },
+      ),
       { numRuns: 1000 },
     );
   });

@@ -1,12 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AipError, isAipError } from '../../../lib/errors/aip-error.js';
 import type { ErrorCode } from '../../../lib/errors/catalogue.js';
-import {
-  ENVELOPE_LIMITS,
-  transactionRequestAction,
-  validateAction,
-  validateTransactionRequest,
-} from '../../../lib/protocol/index.js';
+import { ENVELOPE_LIMITS, transactionRequestAction, validateAction, validateTransactionRequest } from '../../../lib/protocol/index.js';
 
 function codeOf(fn: () => unknown): ErrorCode | 'no error' {
   try {
@@ -51,9 +46,7 @@ describe('the public commit rule: every commit needs a plan_id', () => {
   });
   it('wrapped in a TransactionRequest: commit without plan_id is rejected too', () => {
     expect(codeOf(() => validateTransactionRequest(wrap(action({ mode: 'commit' }))))).toBe('envelope.commit_requires_plan_id');
-    expect(codeOf(() => validateTransactionRequest(wrap(action({ mode: 'commit', transaction_id: 'tx-1' }))))).toBe(
-      'envelope.commit_requires_plan_id',
-    );
+    expect(codeOf(() => validateTransactionRequest(wrap(action({ mode: 'commit', transaction_id: 'tx-1' }))))).toBe('envelope.commit_requires_plan_id');
   });
   it('wrapped: commit with plan_id is accepted', () => {
     const req = validateTransactionRequest(wrap(action({ mode: 'commit', plan_id: 'plan:tx-1' })));
@@ -87,9 +80,7 @@ describe('TransactionRequest wrapper rules', () => {
     expect(codeOf(() => validateTransactionRequest(wrap(action())))).toBe('envelope.transaction_context_required');
   });
   it('wrapper and action transaction IDs must match when both are present', () => {
-    expect(codeOf(() => validateTransactionRequest(wrap(action({ mode: 'execute', transaction_id: 'tx-2' }))))).toBe(
-      'envelope.transaction_id_mismatch',
-    );
+    expect(codeOf(() => validateTransactionRequest(wrap(action({ mode: 'execute', transaction_id: 'tx-2' }))))).toBe('envelope.transaction_id_mismatch');
     expect(codeOf(() => validateTransactionRequest(wrap(action({ mode: 'execute', transaction_id: 'tx-1' }))))).toBe('no error');
   });
   it('transactionRequestAction copies the wrapper transaction ID into the action when it is absent', () => {
@@ -205,7 +196,14 @@ describe('pollution, depth and size guards', () => {
       // biome-ignore lint/suspicious/noSparseArray: the hole is the input under test
       [1, , 3],
       [undefined],
-      new Proxy({}, { ownKeys: () => { throw new Error('trap'); } }),
+      new Proxy(
+        {},
+        {
+          ownKeys: () => {
+            throw new Error('trap');
+          },
+        },
+      ),
       Object.create({ inherited: 1 }),
     ];
     for (const v of values) {

@@ -12,7 +12,13 @@ import { runtimeConfigFor } from '../../../functions/shared/compose-runtime.js';
 import { implementationSupport, type ConnectorManifest } from '../../../lib/connectors/index.js';
 import type { Capability } from '../../../lib/protocol/index.js';
 import { parseRuntimeSettingsInput, type RuntimeSettingsInput } from '../../../lib/runtime/config.js';
-import { policySnapshot, selectApprovalPolicy, selectApprovalPolicyTerms, snapshotOf, tenantApprovalPolicies } from '../../../lib/runtime/pipeline/approval-policy.js';
+import {
+  policySnapshot,
+  selectApprovalPolicy,
+  selectApprovalPolicyTerms,
+  snapshotOf,
+  tenantApprovalPolicies,
+} from '../../../lib/runtime/pipeline/approval-policy.js';
 import { CapabilityRegistry } from '../../../lib/runtime/registry.js';
 
 const cap = (id: string, extra: Partial<Capability> = {}): Capability => ({ id, kind: 'tool', input_schema: { type: 'object' }, ...extra });
@@ -31,7 +37,14 @@ describe('selectApprovalPolicy', () => {
     },
     approval_policies: [
       { policy_id: 'only-beta', tenants: ['beta'], capabilities: ['payments.charge'], modes: ['execute'], approver_scopes: ['beta:approve'], min_approvals: 3 },
-      { policy_id: 'everyone', capabilities: ['payments.charge', 'payments.guarded'], modes: ['execute'], approver_scopes: ['a:approve', 'b:approve'], min_approvals: 2, ttl_ms: 3_600_000 },
+      {
+        policy_id: 'everyone',
+        capabilities: ['payments.charge', 'payments.guarded'],
+        modes: ['execute'],
+        approver_scopes: ['a:approve', 'b:approve'],
+        min_approvals: 2,
+        ttl_ms: 3_600_000,
+      },
     ],
   });
 
@@ -71,7 +84,12 @@ describe('selectApprovalPolicy', () => {
   });
 
   it('the reference a preview records stays an ApprovalPolicyRef (no terms in it)', () => {
-    expect(Object.keys(selectApprovalPolicy(c, 'never-configured', CHARGE, 'execute') ?? {}).sort()).toEqual(['allow_self_approval', 'approver_scopes', 'policy_id', 'source']);
+    expect(Object.keys(selectApprovalPolicy(c, 'never-configured', CHARGE, 'execute') ?? {}).sort()).toEqual([
+      'allow_self_approval',
+      'approver_scopes',
+      'policy_id',
+      'source',
+    ]);
   });
 
   it('is total over tenants: every tenant not named by a selector gets the default', () => {
@@ -85,7 +103,9 @@ describe('selectApprovalPolicy', () => {
 });
 
 describe('policySnapshot', () => {
-  const c = config({ approval_policies: [{ policy_id: 'p', capabilities: ['*'], modes: ['execute'], approver_scopes: ['s'], min_approvals: 2, ttl_ms: 60_000 }] });
+  const c = config({
+    approval_policies: [{ policy_id: 'p', capabilities: ['*'], modes: ['execute'], approver_scopes: ['s'], min_approvals: 2, ttl_ms: 60_000 }],
+  });
 
   it('carries min_approvals and the policy lifetime, both covered by the policy hash', () => {
     const snap = policySnapshot(c, 't', CHARGE, 'execute');
@@ -146,14 +166,39 @@ describe('runtimeConfigFor: the deployment policies become runtime-wide policies
   it('with their selector, approvers needed and lifetime; no copy per configured tenant', () => {
     const out = runtimeConfigFor(
       settingsWith([
-        { id: 'all', connector: 'payments', capabilities: ['payments.charge'], modes: ['execute'], approverScopes: ['a', 'b'], minApprovals: 2, expiresAfterSeconds: 3600 },
+        {
+          id: 'all',
+          connector: 'payments',
+          capabilities: ['payments.charge'],
+          modes: ['execute'],
+          approverScopes: ['a', 'b'],
+          minApprovals: 2,
+          expiresAfterSeconds: 3600,
+        },
         { id: 'acme-only', connector: 'payments', tenants: ['acme'], approverScopes: ['c'] },
       ]),
       registry,
     );
     expect(out.approval_policies).toEqual([
-      { policy_id: 'all', tenants: ['*'], capabilities: ['payments.charge'], modes: ['execute'], approver_scopes: ['a', 'b'], allow_self_approval: false, min_approvals: 2, ttl_ms: 3_600_000 },
-      { policy_id: 'acme-only', tenants: ['acme'], capabilities: ['payments.charge', 'payments.refund'], approver_scopes: ['c'], allow_self_approval: false, min_approvals: 1, ttl_ms: 86_400_000 },
+      {
+        policy_id: 'all',
+        tenants: ['*'],
+        capabilities: ['payments.charge'],
+        modes: ['execute'],
+        approver_scopes: ['a', 'b'],
+        allow_self_approval: false,
+        min_approvals: 2,
+        ttl_ms: 3_600_000,
+      },
+      {
+        policy_id: 'acme-only',
+        tenants: ['acme'],
+        capabilities: ['payments.charge', 'payments.refund'],
+        approver_scopes: ['c'],
+        allow_self_approval: false,
+        min_approvals: 1,
+        ttl_ms: 86_400_000,
+      },
     ]);
     // The configured tenant (a credential row) keeps an entry (the sweeper visits it) but holds no copied policies.
     expect(out.tenants.demo).toEqual({});

@@ -8,12 +8,27 @@ import { describe, expect, it } from 'vitest';
 import { AUTHORITY_DOC_PATH, withTable } from '../../../dev/scripts/gen-authority-docs.js';
 import type { CallerIdentity } from '../../../lib/auth/identity.js';
 import { isAipError } from '../../../lib/errors/aip-error.js';
-import { AUTHORITY_OPERATIONS, AUTHORITY_TABLE, Authority, authorityPolicy, isServiceCaller, missingTarget, serviceCaller, type AuthorityTarget, type TargetKind } from '../../../lib/runtime/authority.js';
+import {
+  AUTHORITY_OPERATIONS,
+  AUTHORITY_TABLE,
+  Authority,
+  authorityPolicy,
+  isServiceCaller,
+  missingTarget,
+  serviceCaller,
+  type AuthorityTarget,
+  type TargetKind,
+} from '../../../lib/runtime/authority.js';
 
 const SERVICE = { id: 'aip-runtime', kind: 'service' as const };
-const authority = new Authority(authorityPolicy({ operator_scope: 'aip:operator', service_principal: SERVICE, tenants: { t2: { compensator_scopes: ['pay:refund-any'] } } }));
+const authority = new Authority(
+  authorityPolicy({ operator_scope: 'aip:operator', service_principal: SERVICE, tenants: { t2: { compensator_scopes: ['pay:refund-any'] } } }),
+);
 
-const principal = fc.record({ id: fc.constantFrom('alice', 'bob', 'aip-runtime', 'ops'), kind: fc.constantFrom('user' as const, 'service' as const, 'agent' as const) });
+const principal = fc.record({
+  id: fc.constantFrom('alice', 'bob', 'aip-runtime', 'ops'),
+  kind: fc.constantFrom('user' as const, 'service' as const, 'agent' as const),
+});
 const scopes = fc.subarray(['aip:operator', 'aip:approve', 'pay:approve', 'aip:actions:read', 'pay:refund-any']);
 const caller = fc.record({ principal, tenants: fc.subarray(['t1', 't2']), scopes }) as fc.Arbitrary<CallerIdentity>;
 const kind = fc.constantFrom<TargetKind>('action', 'transaction', 'plan', 'approval', 'compensation_target');
@@ -68,7 +83,8 @@ describe('the authority rule', () => {
         const err = refusalOf(() => authority.require(c, op, t));
         expect(err).toBeDefined();
         const text = JSON.stringify({ message: err?.message, details: err?.details });
-        for (const leak of ['committed', 'planned_by', 'fields', t.owner?.id === 'x-1' ? '' : `"${t.owner?.id}"`]) if (leak !== '') expect(text).not.toContain(leak);
+        for (const leak of ['committed', 'planned_by', 'fields', t.owner?.id === 'x-1' ? '' : `"${t.owner?.id}"`])
+          if (leak !== '') expect(text).not.toContain(leak);
       }),
     );
   });
@@ -98,7 +114,14 @@ describe('the authority rule', () => {
 
   it('the requester holding an approver scope is refused self-approval unless the policy allows it', () => {
     const alice: CallerIdentity = { principal: { id: 'alice', kind: 'user' }, tenants: ['t1'], scopes: ['aip:approve'] };
-    const t: AuthorityTarget = { kind: 'approval', tenant_id: 't1', id: 'apr-1', approver_scopes: ['aip:approve', 'other'], allow_self_approval: false, requested_by: alice.principal };
+    const t: AuthorityTarget = {
+      kind: 'approval',
+      tenant_id: 't1',
+      id: 'apr-1',
+      approver_scopes: ['aip:approve', 'other'],
+      allow_self_approval: false,
+      requested_by: alice.principal,
+    };
     expect(refusalOf(() => authority.require(alice, 'approve', t))?.code).toBe('runtime.self_approval_forbidden');
     expect(authority.allows(alice, 'approve', { ...t, allow_self_approval: true })).toBe('approver');
     // Any one of the approver scopes suffices.

@@ -22,7 +22,9 @@ const sealer = new AesGcmCursorSealer({ current: KEY });
 
 const binding: CursorBinding = { listing: 'operator', tenants: ['demo'], principal: { id: 'ops-1', kind: 'user' }, query: { view: 'outcome_unknown' } };
 /** A store cursor as the DynamoDB adapters make it (base64url JSON of a LastEvaluatedKey). */
-const RAW = Buffer.from(JSON.stringify({ PK: 'TXN#demo#txn-1', SK: 'TXN', GSI3PK: 'STATUS#outcome_unknown', GSI3SK: '2026-01-01T00:00:00.000Z#demo#txn-1' })).toString('base64url');
+const RAW = Buffer.from(
+  JSON.stringify({ PK: 'TXN#demo#txn-1', SK: 'TXN', GSI3PK: 'STATUS#outcome_unknown', GSI3SK: '2026-01-01T00:00:00.000Z#demo#txn-1' }),
+).toString('base64url');
 
 async function refusal(p: Promise<unknown>): Promise<AipError> {
   try {
@@ -178,7 +180,12 @@ describe('key material', () => {
   it('accepts a generated password or {"current","previous"} JSON, and refuses short keys without echoing them', () => {
     expect(parseCursorKeyMaterial(KEY)).toEqual({ current: KEY });
     expect(parseCursorKeyMaterial(JSON.stringify({ current: KEY, previous: OTHER_KEY }))).toEqual({ current: KEY, previous: [OTHER_KEY] });
-    for (const bad of ['short-secret-value', JSON.stringify({ current: KEY, previous: ['short-secret-value'] }), JSON.stringify({ previous: [KEY] }), '{not json']) {
+    for (const bad of [
+      'short-secret-value',
+      JSON.stringify({ current: KEY, previous: ['short-secret-value'] }),
+      JSON.stringify({ previous: [KEY] }),
+      '{not json',
+    ]) {
       let message = '';
       try {
         parseCursorKeyMaterial(bad);

@@ -4,7 +4,15 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { GENESIS_RECEIPT_HASH, ReceiptSchema, canonicalJson, receiptHash, sha256Hex, type Receipt, type TransactionProtocolStatus } from '../../../lib/protocol/index.js';
+import {
+  GENESIS_RECEIPT_HASH,
+  ReceiptSchema,
+  canonicalJson,
+  receiptHash,
+  sha256Hex,
+  type Receipt,
+  type TransactionProtocolStatus,
+} from '../../../lib/protocol/index.js';
 import { TRANSACTION_PROTOCOL_STATUSES } from '../../../lib/transactions/status.js';
 import { buildReceipt, verifyReceiptChain } from '../../../lib/runtime/receipts.js';
 
@@ -13,9 +21,19 @@ const T0 = Date.parse('2030-01-01T00:00:00.000Z');
 /** A valid chain of `n` receipts built the way the runtime builds them. */
 function chain(n: number, statuses: readonly TransactionProtocolStatus[] = ['prepared'], txn = 'txn-1'): Receipt[] {
   const out: Receipt[] = [];
-  let tip = { transaction_id: txn, receipt_count: 0, revision: 0 } as { transaction_id: string; receipt_count: number; receipt_head?: string; revision: number };
+  let tip = { transaction_id: txn, receipt_count: 0, revision: 0 } as {
+    transaction_id: string;
+    receipt_count: number;
+    receipt_head?: string;
+    revision: number;
+  };
   for (let i = 0; i < n; i++) {
-    const { receipt } = buildReceipt({ record: tip, status: statuses[i % statuses.length] as TransactionProtocolStatus, event: `transaction.step_${i}`, at: new Date(T0 + i * 1000) });
+    const { receipt } = buildReceipt({
+      record: tip,
+      status: statuses[i % statuses.length] as TransactionProtocolStatus,
+      event: `transaction.step_${i}`,
+      at: new Date(T0 + i * 1000),
+    });
     out.push(receipt);
     tip = { transaction_id: txn, receipt_count: i + 1, receipt_head: receipt.hash, revision: receipt.revision };
   }
@@ -37,9 +55,21 @@ describe('buildReceipt', () => {
 
   it('extends a record tip: seq = receipt_count, prev_hash = receipt_head, revision = revision + 1', () => {
     const first = buildReceipt({ transaction_id: 'txn-9', status: 'planned', event: 'transaction.planned', at: new Date(T0) }).receipt;
-    const next = buildReceipt({ record: { transaction_id: 'txn-9', receipt_count: 1, receipt_head: first.hash, revision: 1 }, status: 'committing', event: 'transaction.claimed', at: new Date(T0 + 1) });
+    const next = buildReceipt({
+      record: { transaction_id: 'txn-9', receipt_count: 1, receipt_head: first.hash, revision: 1 },
+      status: 'committing',
+      event: 'transaction.claimed',
+      at: new Date(T0 + 1),
+    });
     expect(next.receipt).toMatchObject({ seq: 1, prev_hash: first.hash, revision: 2 });
-    const viaPrev = buildReceipt({ prev: first, transaction_id: 'txn-9', status: 'committing', revision: 2, event: 'transaction.claimed', at: new Date(T0 + 1) });
+    const viaPrev = buildReceipt({
+      prev: first,
+      transaction_id: 'txn-9',
+      status: 'committing',
+      revision: 2,
+      event: 'transaction.claimed',
+      at: new Date(T0 + 1),
+    });
     expect(viaPrev.receipt).toEqual(next.receipt);
   });
 
@@ -48,18 +78,35 @@ describe('buildReceipt', () => {
     const base = { transaction_id: 't', status: 'committed' as const, event: 'transaction.settled.committed', at: new Date(T0) };
     const a = buildReceipt({ ...base, evidence: { code: 'x' }, actor: { id: 'ops', kind: 'user' }, result });
     const b = buildReceipt(base);
-    expect(a.receipt).toMatchObject({ v: 2, evidence: { code: 'x' }, actor: { id: 'ops', kind: 'user' }, result_digest: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(a.receipt).toMatchObject({
+      v: 2,
+      evidence: { code: 'x' },
+      actor: { id: 'ops', kind: 'user' },
+      result_digest: expect.stringMatching(/^[0-9a-f]{64}$/),
+    });
     expect(a.receipt.hash).not.toBe(b.receipt.hash);
     for (const tamper of [{ evidence: { code: 'y' } }, { actor: { id: 'alice', kind: 'user' } }, { result_digest: '0'.repeat(64) }]) {
       expect(verifyReceiptChain([{ ...a.receipt, ...tamper }])).toMatchObject({ valid: false, problem: 'altered', at_seq: 0 });
     }
     // The result the record holds must be the one the receipt recorded.
     expect(verifyReceiptChain([a.receipt], { result })).toMatchObject({ valid: true });
-    expect(verifyReceiptChain([a.receipt], { result: { ...result, output: { charge_id: 'ch_2' } } })).toEqual({ valid: false, problem: 'result_mismatch', at_seq: 0 });
+    expect(verifyReceiptChain([a.receipt], { result: { ...result, output: { charge_id: 'ch_2' } } })).toEqual({
+      valid: false,
+      problem: 'result_mismatch',
+      at_seq: 0,
+    });
   });
 
   it('still verifies a legacy receipt (no version: the seven original fields hashed)', () => {
-    const body = { seq: 0, transaction_id: 't', status: 'failed' as const, revision: 1, at: new Date(T0).toISOString(), prev_hash: '0'.repeat(64), event: 'transaction.failed' };
+    const body = {
+      seq: 0,
+      transaction_id: 't',
+      status: 'failed' as const,
+      revision: 1,
+      at: new Date(T0).toISOString(),
+      prev_hash: '0'.repeat(64),
+      event: 'transaction.failed',
+    };
     const legacy = { ...body, hash: sha256Hex(canonicalJson(body)) };
     expect(verifyReceiptChain([legacy])).toMatchObject({ valid: true, count: 1 });
     expect(verifyReceiptChain([{ ...legacy, event: 'transaction.other' }])).toMatchObject({ valid: false, problem: 'altered' });

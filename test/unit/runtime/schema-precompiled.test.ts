@@ -87,7 +87,13 @@ afterAll(() => rmSync(DIR, { recursive: true, force: true }));
 function results(registry: CapabilityRegistry): unknown {
   return registry.ids().map((id) => {
     const c = registry.lookup(id);
-    return { id, connector: c.connector_id, hash: c.manifest_hash, input: SAMPLES.map((s) => c.validateInput(s)), output: SAMPLES.map((s) => c.validateOutput(s)) };
+    return {
+      id,
+      connector: c.connector_id,
+      hash: c.manifest_hash,
+      input: SAMPLES.map((s) => c.validateInput(s)),
+      output: SAMPLES.map((s) => c.validateOutput(s)),
+    };
   });
 }
 
@@ -117,7 +123,9 @@ describe('precompiled registry', () => {
   it('refuses a registration it was not built for, or serves it from the fallback', () => {
     const changed = manifest('mixed', [cap('mixed.transfer', { ...INPUT_2020, required: ['amount'] })]);
     expect(() => CapabilityRegistry.fromManifests([changed], { compilers: precompiledCompilers(precompiled) })).toThrow(PrecompiledMismatchError);
-    expect(() => CapabilityRegistry.fromManifests(sources, { compilers: precompiledCompilers(precompiled), validateFormats: false })).toThrow(PrecompiledMismatchError);
+    expect(() => CapabilityRegistry.fromManifests(sources, { compilers: precompiledCompilers(precompiled), validateFormats: false })).toThrow(
+      PrecompiledMismatchError,
+    );
     const withFallback = CapabilityRegistry.fromManifests([changed], { compilers: precompiledCompilers(precompiled, AJV_SCHEMA_COMPILERS) });
     expect(withFallback.report).toEqual(CapabilityRegistry.fromManifests([changed], { compilers: AJV_SCHEMA_COMPILERS }).report);
   });

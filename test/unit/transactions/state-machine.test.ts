@@ -39,9 +39,7 @@ describe('transition table', () => {
 
   it('never leaves a terminal status', () => {
     for (const t of TERMINAL_STATUSES) expect(TRANSITION_TABLE.filter((r) => r.from === t)).toEqual([]);
-    expect([...TERMINAL_STATUSES].sort()).toEqual(
-      ['committed', 'compensated', 'dry_run_completed', 'failed', 'reconciled', 'rollback_not_supported'].sort(),
-    );
+    expect([...TERMINAL_STATUSES].sort()).toEqual(['committed', 'compensated', 'dry_run_completed', 'failed', 'reconciled', 'rollback_not_supported'].sort());
   });
 
   it('every non-terminal status has a way out, and every status is reachable', () => {
@@ -63,14 +61,22 @@ describe('transition table', () => {
     expect(allowedTargets('settle', 'reconciling').sort()).toEqual(['outcome_unknown', 'reconciled']);
     expect(allowedTargets('settle', 'compensating').sort()).toEqual(['compensated', 'failed', 'outcome_unknown']);
     for (const op of ['checkpoint', 'lease'] as const) {
-      expect(TRANSITION_TABLE.filter((r) => r.operation === op).map((r) => r.from).sort()).toEqual([...ATTEMPT_STATUSES].sort());
+      expect(
+        TRANSITION_TABLE.filter((r) => r.operation === op)
+          .map((r) => r.from)
+          .sort(),
+      ).toEqual([...ATTEMPT_STATUSES].sort());
       for (const s of ATTEMPT_STATUSES) expect(allowedTargets(op, s)).toEqual([s]);
     }
     expect(allowedFrom('settle', 'failed').sort()).toEqual(['committing', 'compensating', 'prepared']);
   });
 
   it('never rewrites reconciled as committed or compensated; reconciled is entered only from a reconciliation or an operator resolution', () => {
-    expect(TRANSITION_TABLE.filter((r) => r.to === 'reconciled').map((r) => `${r.operation}:${r.from}`).sort()).toEqual(['resolve:outcome_unknown', 'settle:reconciling']);
+    expect(
+      TRANSITION_TABLE.filter((r) => r.to === 'reconciled')
+        .map((r) => `${r.operation}:${r.from}`)
+        .sort(),
+    ).toEqual(['resolve:outcome_unknown', 'settle:reconciling']);
     expect(TRANSITION_TABLE.some((r) => r.from === 'reconciled')).toBe(false);
     expect(TRANSITION_TABLE.some((r) => r.from === 'reconciling' && (r.to === 'committed' || r.to === 'compensated'))).toBe(false);
   });

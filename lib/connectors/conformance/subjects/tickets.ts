@@ -80,7 +80,10 @@ export default function ticketsConformanceSubject(): ConformanceSubject {
           },
           async streamed() {
             // tickets.search streams one chunk per ticket whose title contains the query ('' matches every ticket).
-            return { action: { id: `tickets-conformance-search-${++n}`, capability_id: 'tickets.search', input: { query: '' } }, min_chunks: desk.tickets().length };
+            return {
+              action: { id: `tickets-conformance-search-${++n}`, capability_id: 'tickets.search', input: { query: '' } },
+              min_chunks: desk.tickets().length,
+            };
           },
           async retry() {
             const before = desk.tickets().length;

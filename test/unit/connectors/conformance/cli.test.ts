@@ -26,7 +26,9 @@ describe('aip-conformance: module contract', () => {
     expect((await subjectsFromModule({ subject: () => subject('d') })).map((s) => s.name)).toEqual(['d']);
     expect((await subjectsFromModule({ subjects: [subject('e')] })).map((s) => s.name)).toEqual(['e']);
     const setup = async () => Promise.reject(new Error('not run'));
-    expect(await subjectsFromModule({ setup, credential_handle: 'bank/api_key' }, 'my-bank')).toMatchObject([{ name: 'my-bank', credential_handle: 'bank/api_key' }]);
+    expect(await subjectsFromModule({ setup, credential_handle: 'bank/api_key' }, 'my-bank')).toMatchObject([
+      { name: 'my-bank', credential_handle: 'bank/api_key' },
+    ]);
     expect((await subjectsFromModule({ setup, name: 'bank' }))[0]?.name).toBe('bank');
   });
 
@@ -78,7 +80,9 @@ describe('aip-conformance: runs and exit codes', () => {
   it('shows a skipped rule as skipped with its reason, and a failed one with its review item', async () => {
     const run = await cli('test/fixtures/broken-connectors/checkpoint-after-wait.ts');
     expect(run.code).toBe(1);
-    expect(run.out).toMatch(/FAILED\s+checkpoint_before_wait\s+commit_typed\(ledger\.post\) in the uncertain-commit scenario: no provider operation was checkpointed/);
+    expect(run.out).toMatch(
+      /FAILED\s+checkpoint_before_wait\s+commit_typed\(ledger\.post\) in the uncertain-commit scenario: no provider operation was checkpointed/,
+    );
     expect(run.out).toContain('review item: “provider operation IDs are checkpointed before an uncertain commit wait”');
     expect(run.out).toMatch(/skipped\s+reconcile_pending_not_terminal\s+no provider operation was checkpointed to reconcile/);
   });

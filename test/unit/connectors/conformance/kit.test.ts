@@ -31,17 +31,28 @@ const echo = defineCapability({
   },
 });
 
-function subjectOf(connector: FrozenConnectorBase | ReturnType<typeof defineConnector>, sample: Record<string, unknown> | undefined = { text: 'hi' }): ConformanceSubject {
+function subjectOf(
+  connector: FrozenConnectorBase | ReturnType<typeof defineConnector>,
+  sample: Record<string, unknown> | undefined = { text: 'hi' },
+): ConformanceSubject {
   return { name: 'unit', setup: async () => ({ connector, sampleInput: () => sample }) };
 }
 
 describe('defineConnector and unsupported operations', () => {
   it('answers an operation without a handler with connector.operation_unsupported even for invalid input', async () => {
     const connector = defineConnector({ id: 'echo', version: '1.0.0', capabilities: [echo] });
-    const attempt = conformanceAttempt({ id: 'a-1', capability_id: 'echo.say', input: {} }, { tenant_id: 't', credential_handle: credentialHandle('x/y'), recorder: new AttemptRecorder() });
+    const attempt = conformanceAttempt(
+      { id: 'a-1', capability_id: 'echo.say', input: {} },
+      { tenant_id: 't', credential_handle: credentialHandle('x/y'), recorder: new AttemptRecorder() },
+    );
     const err = await connector.commit_typed({ id: 'a-1', capability_id: 'echo.say', input: { wrong: true } }, attempt.context).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConnectorFailure);
-    expect((err as ConnectorFailure).toJSON()).toMatchObject({ code: 'connector.operation_unsupported', category: 'permanent', retryable: false, operation: 'transaction_commit' });
+    expect((err as ConnectorFailure).toJSON()).toMatchObject({
+      code: 'connector.operation_unsupported',
+      category: 'permanent',
+      retryable: false,
+      operation: 'transaction_commit',
+    });
     // An implemented operation still validates its input.
     const invalid = await connector.invoke_typed({ id: 'a-1', capability_id: 'echo.say', input: { wrong: true } }, attempt.context).catch((e: unknown) => e);
     expect((invalid as ConnectorFailure).code).toBe('connector.input_invalid');
@@ -71,7 +82,9 @@ describe('the kit on small connectors', () => {
       expect(r.passed).toBe(false);
       expect(r.message).toBe(`[${r.id}] skipped: ${r.reason}`);
     }
-    expect(report.results.find((r) => r.id === 'cancelled_call_no_effect')?.reason).toBe('the subject’s provider does not report its effects (provider.effects)');
+    expect(report.results.find((r) => r.id === 'cancelled_call_no_effect')?.reason).toBe(
+      'the subject’s provider does not report its effects (provider.effects)',
+    );
     expect(report.counts).toEqual({ passed: 7, failed: 0, skipped: 11 });
   });
 
@@ -79,7 +92,12 @@ describe('the kit on small connectors', () => {
     class Sloppy extends FrozenConnectorBase {
       readonly id = 'sloppy';
       async discover(_ctx: ConnectorContext): Promise<ConnectorManifest> {
-        return { connector_id: 'sloppy', version: '1.0.0', capabilities: [echo.capability], implementation_support: { 'echo.say': this.implementation_support() } };
+        return {
+          connector_id: 'sloppy',
+          version: '1.0.0',
+          capabilities: [echo.capability],
+          implementation_support: { 'echo.say': this.implementation_support() },
+        };
       }
       implementation_support(): ImplementationSupport {
         return implementationSupport({ invocation: true, compensation: true });
@@ -88,20 +106,30 @@ describe('the kit on small connectors', () => {
         return { action_id: action.id, status: 'completed', output: { text: 'x' } };
       }
       override async cancel_typed(): Promise<never> {
-        throw new ConnectorFailure({ code: 'connector.operation_unsupported', category: 'temporary', retryable: true, operation: 'invocation', source: this.source });
+        throw new ConnectorFailure({
+          code: 'connector.operation_unsupported',
+          category: 'temporary',
+          retryable: true,
+          operation: 'invocation',
+          source: this.source,
+        });
       }
     }
     const report = await runConformance(subjectOf(new Sloppy()));
     const msg = (id: string): string => report.results.find((r) => r.id === id)?.message ?? '';
     expect(msg('manifest')).toContain('echo.say: flag compensation is true but compensate_typed answers connector.operation_unsupported');
-    expect(msg('explicit_unsupported')).toContain('cancel_typed(echo.say) answers connector.operation_unsupported without the typed shape (category is temporary, not permanent, retryable is true, operation is invocation, not cancellation)');
+    expect(msg('explicit_unsupported')).toContain(
+      'cancel_typed(echo.say) answers connector.operation_unsupported without the typed shape (category is temporary, not permanent, retryable is true, operation is invocation, not cancellation)',
+    );
   });
 
   it('needs no sample input to see unclaimed methods, and reports a sample that fails the manifest schema', async () => {
     const report = await runConformance(subjectOf(defineConnector({ id: 'echo', version: '1.0.0', capabilities: [echo] }), undefined));
     expect(report.results.find((r) => r.id === 'manifest')?.status).toBe('passed');
     const withBadSample = await runConformance(subjectOf(defineConnector({ id: 'echo', version: '1.0.0', capabilities: [echo] }), { text: 42 }));
-    expect(withBadSample.results.find((r) => r.id === 'manifest')?.message).toContain('the sample input for invoke_typed does not satisfy the input_schema of echo.say');
+    expect(withBadSample.results.find((r) => r.id === 'manifest')?.message).toContain(
+      'the sample input for invoke_typed does not satisfy the input_schema of echo.say',
+    );
   });
 
   it('searches every textual form of the secret', () => {

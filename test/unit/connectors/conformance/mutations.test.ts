@@ -8,7 +8,14 @@
  */
 import { readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { CONFORMANCE_RULE_IDS, conformanceRule, isConformanceRuleId, runConformance, subjectsFromModule, type ConformanceRuleId } from '../../../../lib/connectors/conformance/index.js';
+import {
+  CONFORMANCE_RULE_IDS,
+  conformanceRule,
+  isConformanceRuleId,
+  runConformance,
+  subjectsFromModule,
+  type ConformanceRuleId,
+} from '../../../../lib/connectors/conformance/index.js';
 
 const DIR = new URL('../../../fixtures/broken-connectors/', import.meta.url);
 const SUPPORT = new Set(['baseline.ts', 'fake-ledger.ts']);

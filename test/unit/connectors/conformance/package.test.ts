@@ -42,16 +42,32 @@ describe('aip-runtime exports', () => {
 
   it('pull in no AWS SDK, no emulator and nothing under lib/aws or dev/', async () => {
     for (const entry of [...Object.values(pkg.exports).filter((t) => t.endsWith('.ts')), './lib/connectors/conformance/cli.ts']) {
-      const result = await build({ entryPoints: [`${ROOT}${entry}`], bundle: true, write: false, metafile: true, platform: 'node', format: 'esm', packages: 'external', logLevel: 'silent' });
+      const result = await build({
+        entryPoints: [`${ROOT}${entry}`],
+        bundle: true,
+        write: false,
+        metafile: true,
+        platform: 'node',
+        format: 'esm',
+        packages: 'external',
+        logLevel: 'silent',
+      });
       const files = Object.keys(result.metafile.inputs);
       const packages = new Set(Object.values(result.metafile.inputs).flatMap((f) => f.imports.filter((i) => i.external).map((i) => i.path)));
-      expect([...packages].filter((p) => FORBIDDEN.some((re) => re.test(p))), entry).toEqual([]);
-      expect(files.filter((f) => /(^|\/)(lib\/aws|dev|functions|infra)\//.test(f)), entry).toEqual([]);
+      expect(
+        [...packages].filter((p) => FORBIDDEN.some((re) => re.test(p))),
+        entry,
+      ).toEqual([]);
+      expect(
+        files.filter((f) => /(^|\/)(lib\/aws|dev|functions|infra)\//.test(f)),
+        entry,
+      ).toEqual([]);
     }
   });
 
   it('resolve under plain Node with tsx, outside vitest', () => {
-    const script = "const k = await import('aip-runtime/conformance'); const c = await import('aip-runtime/connectors'); console.log(k.CONFORMANCE_RULE_IDS.join(','), typeof c.defineConnector);";
+    const script =
+      "const k = await import('aip-runtime/conformance'); const c = await import('aip-runtime/connectors'); console.log(k.CONFORMANCE_RULE_IDS.join(','), typeof c.defineConnector);";
     const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8' });
     expect(run.stderr).not.toMatch(/Error/);
     expect(run.stdout.trim()).toBe(`${local.CONFORMANCE_RULE_IDS.join(',')} function`);

@@ -6,7 +6,14 @@
  */
 import * as z from 'zod';
 import { describe, expect, it } from 'vitest';
-import { defineCapability, defineConnector, downstreamIdempotencyKey, originalIdempotencyKey, type ActionExecutionContext, type HandlerCall } from '../../../../lib/connectors/index.js';
+import {
+  defineCapability,
+  defineConnector,
+  downstreamIdempotencyKey,
+  originalIdempotencyKey,
+  type ActionExecutionContext,
+  type HandlerCall,
+} from '../../../../lib/connectors/index.js';
 import { runConformance, type ConformanceSubject } from '../../../../lib/connectors/conformance/index.js';
 
 /** An in-process provider: operations by ID and by idempotency key. */
@@ -58,7 +65,10 @@ function subject(name: string, keyOf: (ctx: ActionExecutionContext, call: Handle
         scenarios: {
           async committedEffect() {
             const before = ledger.ops.size;
-            return { action: { id: 'post-1', capability_id: 'ledger.post', input: { amount: 5 }, idempotency_key: 'K-post-1' }, effectRecorded: () => ledger.ops.size === before + 1 };
+            return {
+              action: { id: 'post-1', capability_id: 'ledger.post', input: { amount: 5 }, idempotency_key: 'K-post-1' },
+              effectRecorded: () => ledger.ops.size === before + 1,
+            };
           },
         },
       };
@@ -70,7 +80,9 @@ describe('conformance: reconcile by idempotency key', () => {
   it('passes a connector whose reconcile finds the effect’s operation by the original key', async () => {
     const report = await runConformance(subject('ledger', (ctx) => originalIdempotencyKey(ctx, 'ledger')));
     expect(report.results.filter((r) => r.status === 'failed')).toEqual([]);
-    expect(report.results.find((r) => r.id === 'recovery_evidence')?.message).toContain("ledger.post: a reconcile without an operation ID finds the effect's operation by the original idempotency key");
+    expect(report.results.find((r) => r.id === 'recovery_evidence')?.message).toContain(
+      "ledger.post: a reconcile without an operation ID finds the effect's operation by the original idempotency key",
+    );
   });
 
   it('fails a connector that declares the lookup but derives the key from the reconcile action', async () => {

@@ -96,7 +96,12 @@ describe('templates and mappings', () => {
   it('percent-encodes path placeholders and repeats array query values', () => {
     const req = buildRequest(
       'https://api.example/v2/',
-      { method: 'GET', path: '/items/{/id}/{$action_id}', query: { tag: { from: '/tags' }, none: { from: '/nope', optional: true } }, headers: { 'X-Tenant': { context: 'tenant_id' } } },
+      {
+        method: 'GET',
+        path: '/items/{/id}/{$action_id}',
+        query: { tag: { from: '/tags' }, none: { from: '/nope', optional: true } },
+        headers: { 'X-Tenant': { context: 'tenant_id' } },
+      },
       scope({ id: 'a b/c?d', tags: ['x', 'y'] }, { action_id: 'act:1', tenant_id: 't1' }),
     );
     expect(req.url.toString()).toBe('https://api.example/v2/items/a%20b%2Fc%3Fd/act%3A1?tag=x&tag=y');
@@ -161,12 +166,49 @@ describe('the configuration schema', () => {
     const c = valid();
     const charge = c.capabilities[0]!;
     const invoke = charge.operations.invoke!;
-    expect(issues({ ...c, capabilities: [{ ...charge, operations: { ...charge.operations, invoke: { ...invoke, request: { ...invoke.request, headers: { Authorization: { value: 'x' } } } } } }] }).join()).toContain('reserved');
-    expect(issues({ ...c, capabilities: [{ ...charge, operations: { ...charge.operations, invoke: { ...invoke, request: { ...invoke.request, headers: { 'Idempotency-Key': { value: 'x' } } } } } }] }).join()).toContain('set by the connector');
-    expect(issues({ ...c, capabilities: [{ ...charge, operations: { ...charge.operations, invoke: { ...invoke, request: { ...invoke.request, method: 'GET' } } } }] }).join()).toContain('GET request has no body');
-    expect(issues({ ...c, capabilities: [{ ...charge, operations: { ...charge.operations, invoke: { ...invoke, request: { ...invoke.request, path: '/v1/{$password}' } } } }] }).join()).toContain('unknown context value');
-    expect(issues({ ...c, capabilities: [{ ...charge, operations: { ...charge.operations, reconcile: undefined } }] }).join()).toContain('pending response needs the capability reconcile lookup');
-    expect(issues({ ...c, capabilities: [{ ...charge, operations: { ...charge.operations, invoke: { ...invoke, output: { '/__proto__/x': { from: '/id' } } } } }] }).join()).toContain('output./__proto__/x: Invalid key');
+    expect(
+      issues({
+        ...c,
+        capabilities: [
+          {
+            ...charge,
+            operations: { ...charge.operations, invoke: { ...invoke, request: { ...invoke.request, headers: { Authorization: { value: 'x' } } } } },
+          },
+        ],
+      }).join(),
+    ).toContain('reserved');
+    expect(
+      issues({
+        ...c,
+        capabilities: [
+          {
+            ...charge,
+            operations: { ...charge.operations, invoke: { ...invoke, request: { ...invoke.request, headers: { 'Idempotency-Key': { value: 'x' } } } } },
+          },
+        ],
+      }).join(),
+    ).toContain('set by the connector');
+    expect(
+      issues({
+        ...c,
+        capabilities: [{ ...charge, operations: { ...charge.operations, invoke: { ...invoke, request: { ...invoke.request, method: 'GET' } } } }],
+      }).join(),
+    ).toContain('GET request has no body');
+    expect(
+      issues({
+        ...c,
+        capabilities: [{ ...charge, operations: { ...charge.operations, invoke: { ...invoke, request: { ...invoke.request, path: '/v1/{$password}' } } } }],
+      }).join(),
+    ).toContain('unknown context value');
+    expect(issues({ ...c, capabilities: [{ ...charge, operations: { ...charge.operations, reconcile: undefined } }] }).join()).toContain(
+      'pending response needs the capability reconcile lookup',
+    );
+    expect(
+      issues({
+        ...c,
+        capabilities: [{ ...charge, operations: { ...charge.operations, invoke: { ...invoke, output: { '/__proto__/x': { from: '/id' } } } } }],
+      }).join(),
+    ).toContain('output./__proto__/x: Invalid key');
   });
 });
 

@@ -30,18 +30,33 @@ function contextFor(who: Who, action: Action, overrides: Partial<TrustedAttemptS
     action_id: action.id,
     capability_id: action.capability_id,
     attempt_id,
-    actor: { principal: who.principal, issuer: 'https://issuer.example', scheme: 'bearer_jwt', scopes: [], lifetime: { issued_at: new Date(0), expires_at: new Date(4_102_444_800_000) } },
+    actor: {
+      principal: who.principal,
+      issuer: 'https://issuer.example',
+      scheme: 'bearer_jwt',
+      scopes: [],
+      lifetime: { issued_at: new Date(0), expires_at: new Date(4_102_444_800_000) },
+    },
     tenant: { tenant_id: who.tenant_id },
     idempotency:
       key === undefined
         ? undefined
-        : { key, reservation_id: reservationIdentity({ tenant_id: who.tenant_id, principal_kind: who.principal.kind, principal_id: who.principal.id, key }), attempt_id },
+        : {
+            key,
+            reservation_id: reservationIdentity({ tenant_id: who.tenant_id, principal_kind: who.principal.kind, principal_id: who.principal.id, key }),
+            attempt_id,
+          },
     ...overrides,
   }).context;
 }
 
 const chargeWith = (id: string, idempotency_key?: string): Action =>
-  makeAction({ id, capability_id: 'payments.charge', input: { amount: 1000, currency: 'eur', customer: 'cus_x' }, ...(idempotency_key !== undefined ? { idempotency_key } : {}) });
+  makeAction({
+    id,
+    capability_id: 'payments.charge',
+    input: { amount: 1000, currency: 'eur', customer: 'cus_x' },
+    ...(idempotency_key !== undefined ? { idempotency_key } : {}),
+  });
 
 describe('reservationIdentity', () => {
   it('is `idr-` + 40 hex and deterministic', () => {
@@ -114,7 +129,11 @@ describe('the downstream idempotency key', () => {
     type Scope = { tenant_id: string; kind: PrincipalKind; principal_id: string; key: string };
     const keyOf = (s: Scope, actionId: string, attempt_id: string): string => {
       const act = chargeWith(actionId, s.key);
-      return downstreamIdempotencyKey(act, contextFor({ tenant_id: s.tenant_id, principal: { id: s.principal_id, kind: s.kind } }, act, { attempt_id }), 'payments');
+      return downstreamIdempotencyKey(
+        act,
+        contextFor({ tenant_id: s.tenant_id, principal: { id: s.principal_id, kind: s.kind } }, act, { attempt_id }),
+        'payments',
+      );
     };
 
     it('with a reservation: equal keys exactly when (tenant, principal kind, principal ID, key) are equal', () => {
@@ -168,9 +187,17 @@ describe('the tickets reference connector', () => {
     desk.onEvent((e) => {
       if (e.type === 'accepted') accepted.push(e.idempotency_key);
     });
-    const create = (id: string): Action => ({ id, capability_id: 'tickets.create', input: { title: 'printer on fire', priority: 'high' }, idempotency_key: 'K1' });
+    const create = (id: string): Action => ({
+      id,
+      capability_id: 'tickets.create',
+      input: { title: 'printer on fire', priority: 'high' },
+      idempotency_key: 'K1',
+    });
     const run = async (who: Who, act: Action, attempt_id: string) =>
-      (await connector.invoke_typed(act, contextFor(who, act, { attempt_id, credential: credentialHandle(DEFAULT_TICKETS_CREDENTIAL_HANDLE), deadline_at: new Date(Date.now() + 10_000) }))) as {
+      (await connector.invoke_typed(
+        act,
+        contextFor(who, act, { attempt_id, credential: credentialHandle(DEFAULT_TICKETS_CREDENTIAL_HANDLE), deadline_at: new Date(Date.now() + 10_000) }),
+      )) as {
         output?: { ticket_id?: string };
       };
 
