@@ -15,6 +15,7 @@ import { createDynamoDbClient, createSecretsManagerClient } from '../../lib/aws/
 import { DynamoNonceStore } from '../../lib/aws/dynamo/remote-nonce-store.js';
 import { DynamoRemoteCheckpointInbox } from '../../lib/aws/dynamo/remote-checkpoint-inbox.js';
 import { SecretsManagerCredentialProvider } from '../../lib/aws/secrets/secrets-manager-provider.js';
+import { toSecretsManagerReferences } from '../../lib/config/secret-references.js';
 import { EnvCredentialProvider, type LocalCredentialReference } from '../../lib/connectors/credentials/env-provider.js';
 import { CheckpointReceiver } from '../../lib/connectors/remote/callback.js';
 import { ConnectorHostConfigSchema, RemotePlacementSchema, type ConnectorHostConfig, type RemotePlacement } from '../../lib/connectors/remote/config.js';
@@ -86,15 +87,7 @@ export async function composeConnectorHost(config: ConnectorHostConfig, override
         : new SecretsManagerCredentialProvider({
             client: secrets(),
             connector_id: c.id,
-            references: c.credentials.map((row) => ({
-              connector_id: c.id,
-              handle: row.handle,
-              tenant_id: row.tenantId,
-              ...(row.externalAccountId !== undefined ? { external_account_id: row.externalAccountId } : {}),
-              secret_id: row.secret,
-              ...(row.versionStage !== undefined ? { version_stage: row.versionStage } : {}),
-              ...(row.jsonField !== undefined ? { json_field: row.jsonField } : {}),
-            })),
+            references: toSecretsManagerReferences(c.id, c.credentials),
           });
     const built: HostedConnector = factory({ credentials, ...(c.baseUrl !== undefined ? { baseUrl: c.baseUrl } : {}) });
     return {

@@ -13,6 +13,7 @@ import { describeIssue, formatIssuePath } from '../common/issues.js';
 import { ClaimsConfigSchema } from '../auth/claims.js';
 import { HTTP_AUTH_ENVIRONMENTS } from '../auth/environments.js';
 import type { SecretsManagerReference } from '../aws/secrets/secrets-manager-provider.js';
+import { toSecretsManagerReferences } from './secret-references.js';
 import { ID_MAX_LENGTH, ID_PATTERN } from '../protocol/primitives.js';
 import { TRANSACTION_MODES, type TransactionMode } from '../transactions/status.js';
 
@@ -534,19 +535,8 @@ export function parseDeploymentRuntimeConfig(json: string): DeploymentRuntimeCon
   );
 }
 
-/**
- * The connector's credential rows in the shape of the Secrets Manager
- * credential provider (lib/aws/secrets/secrets-manager-provider.ts).
- */
+/** The deployment's credential rows of connector `connectorId`, for the Secrets Manager credential provider. */
 export function secretsManagerReferences(config: Pick<DeploymentRuntimeConfig, 'connectors'>, connectorId: string): SecretsManagerReference[] {
   const connector = config.connectors.find((candidate) => candidate.id === connectorId);
-  return (connector?.credentials ?? []).map((row) => ({
-    connector_id: connectorId,
-    handle: row.handle,
-    tenant_id: row.tenantId,
-    ...(row.externalAccountId !== undefined ? { external_account_id: row.externalAccountId } : {}),
-    secret_id: row.secret,
-    ...(row.versionStage !== undefined ? { version_stage: row.versionStage } : {}),
-    ...(row.jsonField !== undefined ? { json_field: row.jsonField } : {}),
-  }));
+  return toSecretsManagerReferences(connectorId, connector?.credentials ?? []);
 }

@@ -439,6 +439,21 @@ export class DynamoTransactionStore implements TransactionStore {
   }
 
   /**
+   * The TransactWriteItems parts of a compare-and-set with its receipt: the
+   * conditional update (its old image on a failed condition), the receipt put
+   * (with the record's ttl when the write is terminal), and the retention
+   * stamps of the chain's older items, at most `stampLimit`.
+   */
+  private casItems(spec: CasSpec, receipt: ReceiptAppend, key: Item, b: UpdateBuilder, now: Date, stampLimit: number): TransactItem[] {
+    const ttl = spec.retention !== undefined ? { [TTL_ATTRIBUTE]: spec.retention.ttl } : {};
+    return [
+      { Update: { TableName: this.table, Key: key, ...b.render(), ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } },
+      { Put: this.receiptPut(spec.tenant_id, spec.transaction_id, receipt, now.toISOString(), ttl) },
+      ...this.retentionStamps(spec, stampLimit),
+    ];
+  }
+
+  /**
    * Issues one conditional write: status IN from AND revision = expected
    * (+ the builder's own conditions, + the receipt chain condition).
    */
@@ -476,19 +491,7 @@ export class DynamoTransactionStore implements TransactionStore {
     try {
       await this.client.send(
         new TransactWriteCommand({
-          TransactItems: [
-            { Update: { TableName: this.table, Key: key, ...b.render(), ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } },
-            {
-              Put: this.receiptPut(
-                spec.tenant_id,
-                spec.transaction_id,
-                spec.receipt,
-                now.toISOString(),
-                spec.retention !== undefined ? { [TTL_ATTRIBUTE]: spec.retention.ttl } : {},
-              ),
-            },
-            ...this.retentionStamps(spec),
-          ],
+          TransactItems: this.casItems(spec, spec.receipt, key, b, now, STAMP_LIMIT),
         }),
       );
     } catch (err) {
@@ -678,19 +681,7 @@ export class DynamoTransactionStore implements TransactionStore {
     if (before !== undefined) b.condition(`${b.n('created_at')} = ${b.v(before.created_at)}`);
     const key = keys.transaction(spec.tenant_id, spec.transaction_id);
     return {
-      transactItems: [
-        { Update: { TableName: this.table, Key: key, ...b.render(), ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } },
-        {
-          Put: this.receiptPut(
-            spec.tenant_id,
-            spec.transaction_id,
-            spec.receipt,
-            now.toISOString(),
-            spec.retention !== undefined ? { [TTL_ATTRIBUTE]: spec.retention.ttl } : {},
-          ),
-        },
-        ...this.retentionStamps(spec, COMPOSITE_STAMP_LIMIT),
-      ],
+      transactItems: this.casItems(spec, spec.receipt, key, b, now, COMPOSITE_STAMP_LIMIT),
       handlers: {
         0: (old) => {
           this.images.forget(spec.tenant_id, spec.transaction_id);
