@@ -3,11 +3,14 @@
  * Runtime's ports, from the settings of ./settings.ts. Only bootstrap.ts
  * imports this module (on first use); this module never imports bootstrap.ts.
  *
- * This is the ONE module that imports the Runtime, the DynamoDB store
- * adapters other than the transaction store and the connector host; the
- * connector implementations are listed in ./connector-factories.ts (pure, so
- * the CDK app reads their manifests at synth). When one of those modules
- * changes its exported names, this file is the only one to update.
+ * This is the ONE module that imports the Runtime and the DynamoDB store
+ * adapters other than the transaction store. Its connector half (the
+ * connectors, their credential providers and the capability registry) is
+ * ./compose-connectors.ts, imported on the first Runtime method that needs
+ * connectors: a function that only reads never loads it (per-route
+ * composition, lib/runtime/runtime.ts). The connector implementations are
+ * listed in ./connector-factories.ts (pure, so the CDK app reads their
+ * manifests at synth).
  *
  */
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
@@ -22,11 +25,7 @@ import { DynamoIdempotencyStore } from '../../lib/aws/dynamo/idempotency-store.j
 import { DynamoRouteStore } from '../../lib/aws/dynamo/route-store.js';
 import { DynamoStreamStore } from '../../lib/aws/dynamo/stream-store.js';
 import { DynamoTransactionStore } from '../../lib/aws/dynamo/transaction-store.js';
-import { SecretsManagerCredentialProvider } from '../../lib/aws/secrets/secrets-manager-provider.js';
-import { secretsManagerReferences } from '../../lib/config/deployment.js';
 import { FUNCTION_ENV } from '../../lib/config/function-env.js';
-import { EnvCredentialProvider } from '../../lib/connectors/credentials/env-provider.js';
-import type { CredentialProvider } from '../../lib/connectors/ports/credentials.js';
 import { systemClock, type Clock } from '../../lib/ports/clock.js';
 import type { MessageQueue } from '../../lib/ports/queue.js';
 import type { ReconcileScheduler } from '../../lib/ports/scheduler.js';
@@ -39,18 +38,14 @@ import {
   type TenantSettings,
 } from '../../lib/runtime/config.js';
 import { AesGcmCursorSealer, ephemeralCursorSealer, parseCursorKeyMaterial, type CursorSealer } from '../../lib/runtime/cursor.js';
-import { staticConnectorHost, type HostedConnector, type RuntimeLogger } from '../../lib/runtime/deps.js';
-import { CapabilityRegistry, type ManifestSource } from '../../lib/runtime/registry-core.js';
-import { PrecompiledMismatchError, precompiledCompilers, type PrecompiledRegistry } from '../../lib/runtime/schema-precompiled.js';
-import { PRECOMPILED_REGISTRY } from './precompiled-registry.js';
+import type { RuntimeLogger } from '../../lib/runtime/deps.js';
+import type { CapabilityRegistry } from '../../lib/runtime/registry-core.js';
+import type { ConnectorFactory } from './connector-factories.js';
 import { Runtime } from '../../lib/runtime/runtime.js';
 import { BootstrapConfigError, OPTIONAL_ENV, parseNested, type BootstrapIssue, type BootstrapSettings } from './settings.js';
 import type { RuntimeApi } from './runtime-api.js';
 import type { WorkerRuntime } from './runtime-contract.js';
-import { CONNECTOR_FACTORIES, type ConnectorFactory } from './connector-factories.js';
 import { once } from './lazy.js';
-
-export { CONNECTOR_FACTORIES, type ConnectorFactory, type ConnectorFactoryOptions } from './connector-factories.js';
 
 /** What an in-process host may put in place of the composition's defaults. */
 export interface RuntimeOverrides {
@@ -88,22 +83,6 @@ export interface RuntimeHandle {
   close(): void;
 }
 
-function credentialProvider(
-  settings: BootstrapSettings,
-  connector_id: string,
-  overrides: RuntimeOverrides,
-  secrets: () => ReturnType<typeof createSecretsManagerClient>,
-): CredentialProvider {
-  if (settings.credentials.source === 'local') {
-    return new EnvCredentialProvider({
-      connector_id,
-      references: settings.credentials.references,
-      ...(overrides.credentialEnv ? { env: overrides.credentialEnv } : {}),
-    });
-  }
-  return new SecretsManagerCredentialProvider({ client: secrets(), connector_id, references: secretsManagerReferences(settings.runtimeConfig, connector_id) });
-}
-
 /**
  * The tenants the deployment configuration names: tenants with their own
  * runtime settings, and tenants with credential rows. They get an entry in
@@ -133,17 +112,33 @@ export function parseRuntimeSettings(settings: BootstrapSettings): RuntimeSettin
 }
 
 /**
- * The Runtime's configuration: AIP_RUNTIME_SETTINGS, the service principal,
- * and the deployment's approval policies translated to runtime-wide policies
- * (`approval_policies`) with their tenant selector (`tenants`, default every
- * tenant, configured or not), approvers needed and lifetime. A policy without
- * `capabilities` selects every registered capability of its connector. A
- * tenant's own policies (`tenants[t].approvals`) are considered first, so
- * they win; AIP_RUNTIME_SETTINGS' own runtime-wide policies come before the
+ * The configuration of the reads (lib/runtime/runtime.ts): AIP_RUNTIME_SETTINGS
+ * with the service principal and an entry for every configured tenant, and
+ * without the deployment's approval policies, which only the methods with
+ * connectors consult ({@link runtimeConfigFor}).
+ */
+export function readsConfigFor(settings: BootstrapSettings): RuntimeSettings {
+  const runtimeSettings = parseRuntimeSettings(settings);
+  const tenants: Record<string, TenantSettings> = { ...runtimeSettings.tenants };
+  for (const tenant of configuredTenants(settings, runtimeSettings)) tenants[tenant] ??= {};
+  return { ...runtimeSettings, service_principal: settings.servicePrincipal, tenants };
+}
+
+/**
+ * The Runtime's configuration: {@link readsConfigFor}, plus the deployment's
+ * approval policies translated to runtime-wide policies (`approval_policies`)
+ * with their tenant selector (`tenants`, default every tenant, configured or
+ * not), approvers needed and lifetime. A policy without `capabilities`
+ * selects every registered capability of its connector. A tenant's own
+ * policies (`tenants[t].approvals`) are considered first, so they win;
+ * AIP_RUNTIME_SETTINGS' own runtime-wide policies come before the
  * deployment's.
  */
-export function runtimeConfigFor(settings: BootstrapSettings, registry: CapabilityRegistry): RuntimeSettings {
-  const runtimeSettings = parseRuntimeSettings(settings);
+export function runtimeConfigFor(
+  settings: BootstrapSettings,
+  registry: CapabilityRegistry,
+  reads: RuntimeSettings = readsConfigFor(settings),
+): RuntimeSettings {
   const translated: GlobalApprovalPolicy[] = [];
   for (const policy of settings.runtimeConfig.approvalPolicies) {
     const registered = registry.report.connectors.find((c) => c.connector_id === policy.connector)?.registered ?? [];
@@ -160,14 +155,7 @@ export function runtimeConfigFor(settings: BootstrapSettings, registry: Capabili
       ttl_ms: policy.expiresAfterSeconds * 1000,
     });
   }
-  const tenants: Record<string, TenantSettings> = { ...runtimeSettings.tenants };
-  for (const tenant of configuredTenants(settings, runtimeSettings)) tenants[tenant] ??= {};
-  return {
-    ...runtimeSettings,
-    service_principal: settings.servicePrincipal,
-    tenants,
-    approval_policies: [...runtimeSettings.approval_policies, ...translated],
-  };
+  return { ...reads, approval_policies: [...reads.approval_policies, ...translated] };
 }
 
 /**
@@ -201,30 +189,6 @@ export function cursorSealerFor(settings: BootstrapSettings, secrets: () => Retu
     ]);
   }
   return ephemeralCursorSealer();
-}
-
-/**
- * The capability registry of the enabled connectors. With a precompiled
- * registry in the bundle (infra/bundling.ts) its validators serve every
- * connector they were built for and ajv is never loaded; a connector they do
- * not cover (or no precompiled registry: `npm start`, the tests) is compiled
- * by run-time ajv, imported only then.
- */
-export async function buildRegistry(
-  manifests: readonly ManifestSource[],
-  precompiled: PrecompiledRegistry | undefined = PRECOMPILED_REGISTRY,
-): Promise<CapabilityRegistry> {
-  if (precompiled !== undefined) {
-    try {
-      return CapabilityRegistry.fromManifests(manifests, { compilers: precompiledCompilers(precompiled) });
-    } catch (err) {
-      if (!(err instanceof PrecompiledMismatchError)) throw err;
-    }
-  }
-  const { AJV_SCHEMA_COMPILERS } = await import('../../lib/runtime/schema-ajv.js');
-  return CapabilityRegistry.fromManifests(manifests, {
-    compilers: precompiled !== undefined ? precompiledCompilers(precompiled, AJV_SCHEMA_COMPILERS) : AJV_SCHEMA_COMPILERS,
-  });
 }
 
 /**
@@ -301,69 +265,48 @@ export async function composeRuntime(settings: BootstrapSettings, overrides: Run
 
   try {
     const cursors = cursorSealerFor(settings, secrets);
-    // Enabled connectors, each with its deployment credential provider; or, placed remotely
-    // (AIP_REMOTE_CONNECTORS), the signed proxy to its connector host (credentials resolve in the host).
-    // Imported only when connectors are placed remotely: the signed proxies, their keyring and the KMS client stay out of the other deployments' cold start.
-    const remote =
-      settings.remotePlacement !== undefined
-        ? await (await import('../connector-host/compose.js')).remoteConnectorsFor(settings.remotePlacement, {
-            envName: settings.runtimeConfig.envName,
-            documents,
-            tableName: settings.tableName,
-            clock,
-          })
-        : undefined;
-    const connectors: HostedConnector[] = [];
-    for (const [index, { id }] of settings.runtimeConfig.connectors.entries()) {
-      const proxy = remote?.get(id);
-      if (proxy !== undefined) {
-        connectors.push(proxy);
-        continue;
-      }
-      const factory = overrides.connectorFactories?.[id] ?? CONNECTOR_FACTORIES[id];
-      if (!factory) {
-        throw new BootstrapConfigError([
-          {
-            variable: `${FUNCTION_ENV.runtimeConfig}: connectors[${index}].id`,
-            message: `enables connector "${id}", which this build does not contain (available: ${Object.keys(CONNECTOR_FACTORIES).join(', ')})`,
-          },
-        ]);
-      }
-      const baseUrl = settings.connectorEndpoints[id];
-      connectors.push(factory({ credentials: credentialProvider(settings, id, overrides, secrets), ...(baseUrl !== undefined ? { baseUrl } : {}) }));
-    }
-    const manifests = await Promise.all(connectors.map(async ({ connector }) => ({ manifest: await connector.discover({}), support: connector })));
-    const registry = await buildRegistry(manifests);
-    const config = runtimeConfigFor(settings, registry);
-
+    const config = readsConfigFor(settings);
     const table = { client: documents, tableName: settings.tableName, now };
     const transactions = new DynamoTransactionStore(table);
     const actions = new DynamoActionStore(table);
     const idempotency = new DynamoIdempotencyStore({ ...table, retentionSeconds: config.idempotency.retention_seconds });
-    const runtime = new Runtime({
-      transactions,
-      actions,
-      idempotency,
-      atomic: new DynamoAtomicWrites({ client: documents, transactions, actions, idempotency }),
-      approvals: new DynamoApprovalStore(table),
-      routes: new DynamoRouteStore(table),
-      streams: new DynamoStreamStore(table),
-      invokeQueue: lazy.queue({ queueUrl: settings.invokeQueueUrl, accepts: ['invoke'] }),
-      reconcileQueue: lazy.queue({ queueUrl: settings.reconcileQueueUrl, accepts: ['reconcile'] }),
-      scheduler: lazy.scheduler({
-        groupName: settings.scheduleGroup,
-        targetQueueArn: settings.reconcileQueueArn,
-        roleArn: settings.schedulerRoleArn,
+    // The connector half, on the first method that needs it (never for a read): ./compose-connectors.ts.
+    const connectorParts = async () => {
+      const { composeConnectors } = await import('./compose-connectors.js');
+      const { registry, connectors } = await composeConnectors(settings, {
+        documents,
+        secrets,
         clock,
-      }),
-      registry,
-      connectors: staticConnectorHost(connectors),
-      clock,
-      config,
-      cursors,
-      ...(overrides.logger ? { logger: overrides.logger } : {}),
-      ...(overrides.crashPoints ? { crashPoints: overrides.crashPoints } : {}),
-    });
+        ...(overrides.credentialEnv ? { credentialEnv: overrides.credentialEnv } : {}),
+        ...(overrides.connectorFactories ? { connectorFactories: overrides.connectorFactories } : {}),
+      });
+      return { registry, connectors, config: runtimeConfigFor(settings, registry, config) };
+    };
+    const runtime = new Runtime(
+      {
+        transactions,
+        actions,
+        idempotency,
+        atomic: new DynamoAtomicWrites({ client: documents, transactions, actions, idempotency }),
+        approvals: new DynamoApprovalStore(table),
+        routes: new DynamoRouteStore(table),
+        streams: new DynamoStreamStore(table),
+        invokeQueue: lazy.queue({ queueUrl: settings.invokeQueueUrl, accepts: ['invoke'] }),
+        reconcileQueue: lazy.queue({ queueUrl: settings.reconcileQueueUrl, accepts: ['reconcile'] }),
+        scheduler: lazy.scheduler({
+          groupName: settings.scheduleGroup,
+          targetQueueArn: settings.reconcileQueueArn,
+          roleArn: settings.schedulerRoleArn,
+          clock,
+        }),
+        clock,
+        config,
+        cursors,
+        ...(overrides.logger ? { logger: overrides.logger } : {}),
+        ...(overrides.crashPoints ? { crashPoints: overrides.crashPoints } : {}),
+      },
+      connectorParts,
+    );
     // Compile-time check: the handlers' structural views still match the Runtime.
     const workerView: WorkerRuntime = runtime;
     const httpView: RuntimeApi = runtime;

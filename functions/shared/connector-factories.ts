@@ -2,7 +2,7 @@
  * The connector implementations this build can run, by connector ID, and
  * nothing else: no AWS SDK, no store, no network at import or construction.
  *
- * The composition root (./compose-runtime.ts) builds the enabled ones with
+ * The composition root (./compose-connectors.ts) builds the enabled ones with
  * their deployment credential providers. The CDK app reads their manifests
  * at synth time (infra/attempt-timeouts.ts: attempt timeouts against the
  * worker Lambdas' timeouts) through {@link connectorManifest}, which is why

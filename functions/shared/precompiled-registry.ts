@@ -5,7 +5,7 @@
  * standalone code.
  *
  * This file is the stand-in: it exports `undefined`, which makes the
- * composition (./compose-runtime.ts) build the registry from the connectors'
+ * composition (./compose-connectors.ts) build the registry from the connectors'
  * code with run-time ajv, as `npm start` and the tests do. The bundling step
  * (infra/bundling.ts, run by the CDK bundling and by `npm run bench`)
  * resolves this module to the generated one instead.

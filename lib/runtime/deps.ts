@@ -101,4 +101,24 @@ export interface RuntimeDeps {
   readonly logger?: RuntimeLogger;
 }
 
+/**
+ * Everything a Runtime is built from but its connectors: what the reads
+ * (getAction, getActionResult, getTransaction, listOperator, readStream,
+ * listApprovals, operatorOverview) use. See {@link ConnectorParts}.
+ */
+export type ReadDeps = Omit<RuntimeDeps, 'registry' | 'connectors'>;
+
+/**
+ * The parts a Runtime may build on first need rather than at construction
+ * (per-route composition, docs/runtime.md): the hosted connectors, their
+ * capability registry, and the configuration, whose approval policies may
+ * name every capability a connector registers. A function that only reads
+ * never builds them, so it never loads, discovers or validates a connector.
+ */
+export interface ConnectorParts {
+  readonly registry: CapabilityRegistry;
+  readonly connectors: ConnectorHost;
+  readonly config: RuntimeSettings;
+}
+
 export const defaultIds = (): string => randomUUID();

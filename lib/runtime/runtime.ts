@@ -6,6 +6,13 @@
  * worker's `runAttempt` leases, dispatches and settles; `reconcile` (the
  * reconcile consumer) runs a governed reconcile action as the runtime's own
  * service principal; `sweep` is the safety net.
+ *
+ * Per-route composition: a Runtime built with {@link ConnectorParts} to load
+ * on first need serves the reads (getAction, getActionResult, getTransaction,
+ * listOperator, readStream, listApprovals, operatorOverview) from a kernel
+ * without connectors, whose registry and connector host refuse any use, so a
+ * read path that starts to need them fails its tests instead of silently
+ * loading them; every other method loads the parts once, then runs.
  */
 import { AipError } from '../errors/aip-error.js';
 import type { Action, ActionResult, TransactionResult } from '../protocol/index.js';
@@ -16,7 +23,7 @@ import type { TransactionSelector } from '../ports/transaction-store.js';
 import { decideApproval, listApprovals, type ApprovalDecisionInput } from './approvals.js';
 import { withAttemptBudget, type AttemptBudget } from './attempt-budget.js';
 import { runAttempt } from './attempts/worker.js';
-import type { RuntimeDeps } from './deps.js';
+import type { ConnectorParts, ReadDeps, RuntimeDeps } from './deps.js';
 import type { CallerIdentity } from './identity.js';
 import { Kernel } from './kernel.js';
 import { parseSubmission } from './pipeline/envelope.js';
@@ -28,11 +35,43 @@ import { reconcileMessage, sweep } from './reconciliation.js';
 import { overview, requestReconcile, resolve } from './operator.js';
 import type { AttemptOutcome, CapabilityList, DecisionOutcome, PageOf, ReconcileOutcome, HealthReport, SubmitOutcome, SweepOutcome } from './types.js';
 
-export class Runtime {
-  readonly #k: Kernel;
+/** A registry or connector host that a read kernel must never touch. */
+function notOnReads<T extends object>(part: string): T {
+  return new Proxy({} as T, {
+    get(_target, property) {
+      throw new AipError('internal.unexpected', `the ${part} is not composed for reads (used: ${String(property)})`);
+    },
+  });
+}
 
-  constructor(deps: RuntimeDeps) {
-    this.#k = new Kernel(deps);
+export class Runtime {
+  /** The kernel of the reads (the full kernel when the Runtime was built with its connectors). */
+  readonly #reads: Kernel;
+  readonly #full: () => Promise<Kernel>;
+
+  /** A Runtime with its connectors, or with the parts that {@link ConnectorParts} loads on the first method that is not a read. */
+  constructor(deps: RuntimeDeps);
+  constructor(deps: ReadDeps, connectorParts: () => Promise<ConnectorParts>);
+  constructor(deps: RuntimeDeps | ReadDeps, connectorParts?: () => Promise<ConnectorParts>) {
+    if (connectorParts === undefined) {
+      const kernel = new Kernel(deps as RuntimeDeps);
+      this.#reads = kernel;
+      this.#full = async () => kernel;
+      return;
+    }
+    this.#reads = new Kernel({ ...deps, registry: notOnReads('capability registry'), connectors: notOnReads('connector host') });
+    // Built once; concurrent first calls share the build; a failed build is not kept (the next call tries again).
+    let pending: Promise<Kernel> | undefined;
+    this.#full = () => {
+      if (pending === undefined) {
+        const build = connectorParts().then((parts) => new Kernel({ ...deps, ...parts }));
+        pending = build;
+        build.catch(() => {
+          if (pending === build) pending = undefined;
+        });
+      }
+      return pending;
+    };
   }
 
   /**
@@ -43,11 +82,12 @@ export class Runtime {
   async submit(caller: CallerIdentity, body: unknown, opts: { tenant_id?: string; trusted?: false } = {}): Promise<SubmitOutcome> {
     // 1. core envelope validation; 2. TransactionRequest checks
     const parsed = parseSubmission(caller, body);
-    const adm = await prepare(this.#k, caller, parsed.action, {
+    const k = await this.#full();
+    const adm = await prepare(k, caller, parsed.action, {
       ...(opts.tenant_id !== undefined ? { tenant_id: opts.tenant_id } : {}),
       ...(parsed.request !== undefined ? { request: parsed.request } : {}),
     });
-    return admit(this.#k, adm);
+    return admit(k, adm);
   }
 
   /**
@@ -62,8 +102,9 @@ export class Runtime {
     // The core validator's commit rule does not apply on this branch: validate the envelope without it, then restore the context.
     const checked = validateAction({ ...rest, transaction: { ...transaction, mode: 'execute' } });
     const restored: Action = { ...checked, transaction: { ...(checked.transaction as NonNullable<Action['transaction']>), mode: 'commit' } };
-    const adm = await prepare(this.#k, caller, restored, { trusted_direct_commit: true });
-    return admit(this.#k, adm);
+    const k = await this.#full();
+    const adm = await prepare(k, caller, restored, { trusted_direct_commit: true });
+    return admit(k, adm);
   }
 
   /**
@@ -75,14 +116,16 @@ export class Runtime {
   async runAttempt(message: InvokeMessage, budget?: AttemptBudget): Promise<AttemptOutcome> {
     const m = validateQueueMessage(message);
     if (m.kind !== 'invoke') throw new AipError('queue.message_invalid', undefined, { details: { reason: 'kind_not_accepted:reconcile' } });
-    return withAttemptBudget(budget, () => runAttempt(this.#k, m));
+    const k = await this.#full();
+    return withAttemptBudget(budget, () => runAttempt(k, m));
   }
 
   /** The reconcile consumer. `budget` bounds its inline reconcile attempt as in {@link runAttempt}. */
   async reconcile(message: ReconcileMessage, budget?: AttemptBudget): Promise<ReconcileOutcome> {
     const m = validateQueueMessage(message);
     if (m.kind !== 'reconcile') throw new AipError('queue.message_invalid', undefined, { details: { reason: 'kind_not_accepted:invoke' } });
-    return withAttemptBudget(budget, () => reconcileMessage(this.#k, m));
+    const k = await this.#full();
+    return withAttemptBudget(budget, () => reconcileMessage(k, m));
   }
 
   /**
@@ -91,64 +134,71 @@ export class Runtime {
    * record (the sweeper publishes it as a metric).
    */
   async sweep(now?: Date): Promise<SweepOutcome> {
-    return sweep(this.#k, now);
+    const k = await this.#full();
+    return sweep(k, now);
   }
 
   /** The registered capabilities the caller may invoke (with the tenant's approval policies when a tenant is given). */
   async capabilities(caller: CallerIdentity, tenant_id?: string): Promise<CapabilityList> {
-    return listCapabilities(this.#k, caller, tenant_id);
+    const k = await this.#full();
+    return listCapabilities(k, caller, tenant_id);
   }
 
   /** Readiness of every hosted connector, each check bounded by config.health_timeout_ms. */
   async health(caller?: CallerIdentity): Promise<HealthReport> {
-    return connectorHealth(this.#k, caller);
+    const k = await this.#full();
+    return connectorHealth(k, caller);
   }
 
   async decideApproval(caller: CallerIdentity, tenant_id: string, approval_id: string, decision: ApprovalDecisionInput): Promise<DecisionOutcome> {
-    return decideApproval(this.#k, caller, tenant_id, approval_id, decision);
+    const k = await this.#full();
+    return decideApproval(k, caller, tenant_id, approval_id, decision);
   }
 
   async listApprovals(caller: CallerIdentity, tenant_id: string, page?: { cursor?: string; limit?: number }): Promise<PageOf<ApprovalRecord>> {
-    return listApprovals(this.#k, caller, tenant_id, page);
+    return listApprovals(this.#reads, caller, tenant_id, page);
   }
 
   async getAction(caller: CallerIdentity, tenant_id: string, action_id: string) {
-    return getAction(this.#k, caller, tenant_id, action_id);
+    return getAction(this.#reads, caller, tenant_id, action_id);
   }
 
   /** The action's result only (one read; same authorization as getAction): what a wait loop polls. */
   async getActionResult(caller: CallerIdentity, tenant_id: string, action_id: string): Promise<ActionResult> {
-    return getActionResult(this.#k, caller, tenant_id, action_id);
+    return getActionResult(this.#reads, caller, tenant_id, action_id);
   }
 
   async cancel(caller: CallerIdentity, tenant_id: string, action_id: string) {
-    return cancel(this.#k, caller, tenant_id, action_id);
+    const k = await this.#full();
+    return cancel(k, caller, tenant_id, action_id);
   }
 
   async getTransaction(caller: CallerIdentity, selector: TransactionSelector, include?: { result?: boolean; receipts?: boolean }): Promise<TransactionResult> {
-    return getTransaction(this.#k, caller, selector, include);
+    return getTransaction(this.#reads, caller, selector, include);
   }
 
   async listOperator(caller: CallerIdentity, query: OperatorQuery): Promise<PageOf<OperatorItem>> {
-    return listOperator(this.#k, caller, query);
+    return listOperator(this.#reads, caller, query);
   }
 
   async readStream(caller: CallerIdentity, tenant_id: string, action_id: string, after?: number): Promise<PageOf<StoredStreamChunk>> {
-    return readStream(this.#k, caller, tenant_id, action_id, after);
+    return readStream(this.#reads, caller, tenant_id, action_id, after);
   }
 
   /** The operator lists at a glance: the first page's size and the oldest item's age, per list. */
   async operatorOverview(caller: CallerIdentity, tenant_id?: string) {
-    return overview(this.#k, caller, tenant_id);
+    return overview(this.#reads, caller, tenant_id);
   }
 
   /** Reconcile now (an operator): resets the attempt bound once, with a receipt naming the operator. */
   async requestReconcile(caller: CallerIdentity, tenant_id: string, transaction_id: string, input: { reason?: string } = {}) {
-    return requestReconcile(this.#k, caller, tenant_id, transaction_id, input);
+    const k = await this.#full();
+    return requestReconcile(k, caller, tenant_id, transaction_id, input);
   }
 
   /** An operator's resolution of an escalated transaction (applied, or proposed to a second operator). */
   async resolve(caller: CallerIdentity, tenant_id: string, transaction_id: string, resolution: unknown) {
-    return resolve(this.#k, caller, tenant_id, transaction_id, resolution);
+    const k = await this.#full();
+    return resolve(k, caller, tenant_id, transaction_id, resolution);
   }
 }

@@ -4,14 +4,14 @@
  * never asks for is a dead row; a handle it asks for with no row fails every
  * attempt with a credential error at run time. What a connector asks for is
  * read from the build itself: the connector factory of the composition root
- * (functions/shared/compose-runtime.ts CONNECTOR_FACTORIES) names the handle
+ * (functions/shared/connector-factories.ts CONNECTOR_FACTORIES) names the handle
  * each credentialed capability's attempts get, and an HTTP connector's own
  * `auth.credential_handle` must be that handle (it refuses any other).
  */
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CONNECTOR_FACTORIES } from '../../functions/shared/compose-runtime.js';
+import { CONNECTOR_FACTORIES } from '../../functions/shared/connector-factories.js';
 import { loadInfraConfig, type InfraConfig } from '../../infra/config.js';
 import { PROJECT_ROOT } from '../../infra/functions.js';
 import { EnvCredentialProvider } from '../../lib/connectors/credentials/env-provider.js';

@@ -29,7 +29,7 @@ import type {
 } from '../../../lib/ports/scheduler.js';
 import { ArmedCrashPoints } from '../../../lib/runtime/crash-points.js';
 import { parseRuntimeSettingsInput, type RuntimeSettingsInput } from '../../../lib/runtime/config.js';
-import { staticConnectorHost, type HostedConnector, type RuntimeLogger } from '../../../lib/runtime/deps.js';
+import { staticConnectorHost, type ConnectorHost, type HostedConnector, type ReadDeps, type RuntimeLogger } from '../../../lib/runtime/deps.js';
 import { CapabilityRegistry } from '../../../lib/runtime/registry.js';
 import { verifyReceiptChain } from '../../../lib/runtime/receipts.js';
 import { Runtime } from '../../../lib/runtime/runtime.js';
@@ -110,6 +110,9 @@ export interface Harness {
   readonly invokeQueueUrl: string;
   readonly reconcileQueueUrl: string;
   readonly registry: CapabilityRegistry;
+  readonly connectors: ConnectorHost;
+  /** The runtime's dependencies but the registry and the connectors (a Runtime whose connectors load on first need). */
+  readonly readDeps: ReadDeps;
   /** Receives the visible invoke messages (without running them). */
   receiveInvokes(): Promise<{ message: InvokeMessage; receipt: string }[]>;
   /** Receives every visible invoke message and runs runAttempt on it; crashed or deferred messages become visible again. */
@@ -139,7 +142,7 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
   const hosted = options.connectors.map((c) => ('connector' in c ? c : { connector: c }));
   const manifests = (options.manifests ?? hosted.map((h) => h.connector as DefinedConnector)).map((c) => c.manifest());
   const registry = CapabilityRegistry.fromManifests(manifests);
-  const runtime = new Runtime({
+  const readDeps: ReadDeps = {
     transactions: table.store,
     ...stores,
     ...(options.atomicWrites !== false
@@ -148,13 +151,13 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
     invokeQueue,
     reconcileQueue,
     scheduler,
-    registry,
-    connectors: staticConnectorHost(hosted),
     clock: { now: clock.now },
     config: parseRuntimeSettingsInput({ ...(options.config ?? {}), test_mode: true }, 'test'),
     crashPoints: crash,
     ...(options.logger !== undefined ? { logger: options.logger } : {}),
-  });
+  };
+  const connectors = staticConnectorHost(hosted);
+  const runtime = new Runtime({ ...readDeps, registry, connectors });
 
   async function receiveRaw(url: string) {
     const out: { body: string; receipt: string }[] = [];
@@ -180,6 +183,8 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
     invokeQueueUrl,
     reconcileQueueUrl,
     registry,
+    connectors,
+    readDeps,
     receiveInvokes,
     async drain() {
       const outcomes: AttemptOutcome[] = [];

@@ -3,7 +3,7 @@
  * generates the module, lib/runtime/schema-precompiled.ts serves it) gives
  * the registrations, the report and the validation results run-time ajv
  * gives; a registration it was not built for falls back to ajv in the
- * composition (functions/shared/compose-runtime.ts `buildRegistry`).
+ * composition (functions/shared/compose-connectors.ts `buildRegistry`).
  */
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,7 +16,7 @@ import { AJV_SCHEMA_COMPILERS } from '../../../lib/runtime/schema-ajv.js';
 import { precompiledRegistrySource, type PrecompileSource } from '../../../lib/runtime/schema-precompile.js';
 import { PrecompiledMismatchError, precompiledCompilers, type PrecompiledRegistry } from '../../../lib/runtime/schema-precompiled.js';
 import { connectorRegistrySource } from '../../../functions/shared/connector-factories.js';
-import { buildRegistry } from '../../../functions/shared/compose-runtime.js';
+import { buildRegistry } from '../../../functions/shared/compose-connectors.js';
 
 const INPUT_2020: JsonObject = {
   $schema: 'https://json-schema.org/draft/2020-12/schema',
