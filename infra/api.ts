@@ -16,7 +16,7 @@ import * as apigw from 'aws-cdk-lib/aws-apigateway';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import type * as z from 'zod';
+import type * as z from '../lib/common/zod.js';
 import { ROUTE_LIST, type RouteDefinition } from '../lib/http/routes.js';
 import { GATEWAY_RESPONSES, gatewayResponseHeaders, gatewayResponseTemplate } from '../lib/http/gateway-responses.js';
 import type { InfraConfig } from './config.js';
@@ -43,7 +43,7 @@ export function pathParameterNames(path: string): string[] {
 
 /** Query parameters the route's zod schema requires (a key whose schema rejects `undefined`). */
 export function requiredQueryParameters(route: Pick<RouteDefinition, 'query'>): string[] {
-  const shape = (route.query as unknown as { shape?: Record<string, z.ZodType> }).shape;
+  const shape = (route.query as unknown as { shape?: Record<string, z.ZodMiniType> }).shape;
   if (!shape) return [];
   return Object.entries(shape)
     .filter(([, schema]) => !schema.safeParse(undefined).success)

@@ -23,8 +23,6 @@ export interface BenchConfig {
   readonly e2eMinRequests: number;
   /** Section 4: fresh-process imports per bundle. */
   readonly importRuns: number;
-  /** Imports per bundle without --enable-source-maps (the Lambda functions set it); 0 skips. */
-  readonly importRunsNoSourceMaps: number;
   /** Section 5: stored transactions (cumulative) and receipt chain lengths. */
   readonly scaleSizes: readonly number[];
   readonly chainSizes: readonly number[];
@@ -72,7 +70,6 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): BenchConfig {
     e2eRequestsPerClient: int('BENCH_E2E_REQUESTS_PER_CLIENT', quick ? 1 : 2),
     e2eMinRequests: int('BENCH_E2E_MIN_REQUESTS', quick ? 4 : 20),
     importRuns: int('BENCH_IMPORT_RUNS', quick ? 3 : 10),
-    importRunsNoSourceMaps: int('BENCH_IMPORT_RUNS_NO_SOURCEMAPS', 3),
     scaleSizes: list('BENCH_SCALE_SIZES', quick ? [1_000, 3_000] : [1_000, 10_000, 100_000]),
     chainSizes: list('BENCH_CHAIN_SIZES', [1, 10, 100]),
     scaleRuns: int('BENCH_SCALE_RUNS', quick ? 3 : 10),

@@ -15,13 +15,17 @@
  *   transitively (esbuild's metafile): what Node reads, parses and evaluates
  *   before the handler can run. `total_bytes`: every chunk, the lazily
  *   imported ones included (what the first invocations may load).
- *   `first_invocation_bytes`: what the first invocation adds to the static
- *   set on every path (the Runtime's composition chunk and its static
- *   imports; for the `deferred` variant, the handler module too).
+ *   `first_invocation_bytes`: what the function's first invocation (the
+ *   representative event below) adds to the static set, as Node reports it:
+ *   the chunks a load hook sees in a separate, untimed run (a read route
+ *   loads the Runtime's composition without its connector half; a worker or
+ *   GET /v1/capabilities loads both).
  * - Variants of the API route bundle, measured the same way in the same run:
- *   `before` (one file, run-time ajv: what NodejsFunction deployed) and
+ *   `before` (one file, run-time ajv: what NodejsFunction deployed),
  *   `deferred` (the deployed bundle behind an entry stub that imports the
- *   handler module on the first invocation: an option, not deployed).
+ *   handler module on the first invocation: an option, not deployed) and
+ *   `source-maps` (the deployed bundle run with --enable-source-maps, what
+ *   the stack sets with `sourceMaps: true`).
  * - Composition by package: esbuild's `bytesInOutput` of every input, grouped
  *   by npm package (project files by folder), for the statically loaded
  *   chunks and for the whole bundle.
@@ -29,7 +33,7 @@
  * Cold start, in a fresh `node` process per run (Node's own start-up
  * excluded), with the function environment the stack sets (dummy values,
  * every AWS endpoint on the discard port of loopback, AWS_MAX_ATTEMPTS=1,
- * NODE_OPTIONS=--enable-source-maps as deployed):
+ * NODE_OPTIONS empty, as deployed by default):
  * - `import`: `await import(index.mjs)` (Lambda's INIT phase);
  * - `first`: the first invocation of the deployed handler with a
  *   representative event (the function's own route for an API function, an
@@ -47,8 +51,8 @@
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { join, relative } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import type { Metafile } from 'esbuild';
@@ -83,7 +87,7 @@ export interface BundleFigures {
   /** The stack's functions that deploy this bundle (or the yardstick's name). */
   readonly functions: string[];
   /** `runtime` (a function of the stack), `authorizer`, or `yardstick` (the bare Powertools handler). */
-  readonly kind: 'runtime' | 'authorizer' | 'yardstick' | 'before' | 'deferred';
+  readonly kind: 'runtime' | 'authorizer' | 'yardstick' | 'before' | 'deferred' | 'source-maps';
   readonly handler: string;
   /** What the first invocation is (method + path, or event kind). */
   readonly invocation: string;
@@ -97,6 +101,8 @@ export interface BundleFigures {
    * connectors, the queues' and Scheduler's adapters) are not counted.
    */
   readonly first_invocation_bytes: number;
+  /** `first_invocation_bytes` by package, largest first. */
+  readonly first_invocation_packages: PackageBytes[];
   readonly total_bytes: number;
   readonly chunks: number;
   readonly build_ms: number;
@@ -165,11 +171,13 @@ const PROBE = [
   'const outcome = (r) => (r && typeof r === "object" && "statusCode" in r ? String(r.statusCode) : r && typeof r === "object" && "batchItemFailures" in r ? `${r.batchItemFailures.length} failed` : "ok");',
   // biome-ignore lint/suspicious/noTemplateCurlyInString: the probe's source text, whose template literals run in the child process
   'const invoke = async (h, e) => { try { return outcome(await h(e, context)); } catch (err) { return `threw ${err && err.name}`; } };',
-  'const t0 = performance.now(); const m = await import(process.env.AIP_BENCH_BUNDLE); const t1 = performance.now();',
+  // AIP_BENCH_TRACE_LOADS: a separate, untimed run that records the modules Node loads at import and in the first invocation.
+  'const loaded = []; if (process.env.AIP_BENCH_TRACE_LOADS) (await import("node:module")).registerHooks({ load(url, ctx, next) { loaded.push(url); return next(url, ctx); } });',
+  'const t0 = performance.now(); const m = await import(process.env.AIP_BENCH_BUNDLE); const t1 = performance.now(); const atImport = loaded.length;',
   'const h = m[process.env.AIP_BENCH_HANDLER]; if (typeof h !== "function") throw new Error("no handler " + process.env.AIP_BENCH_HANDLER);',
   'const o1 = await invoke(h, JSON.parse(process.env.AIP_BENCH_EVENT)); const t2 = performance.now();',
   'await invoke(h, JSON.parse(process.env.AIP_BENCH_EVENT)); const t3 = performance.now();',
-  'process.stdout.write(JSON.stringify({ import_ms: t1 - t0, first_ms: t2 - t1, warm_ms: t3 - t2, outcome: o1 })); process.exit(0);',
+  'process.stdout.write(JSON.stringify({ import_ms: t1 - t0, first_ms: t2 - t1, warm_ms: t3 - t2, outcome: o1, loaded_at_import: loaded.slice(0, atImport), loaded_first: loaded.slice(atImport) })); process.exit(0);',
 ].join('\n');
 
 interface Sample {
@@ -177,14 +185,27 @@ interface Sample {
   first_ms: number;
   warm_ms: number;
   outcome: string;
+  /** With `trace`: the module URLs Node loaded at import, and in the first invocation. */
+  loaded_at_import: string[];
+  loaded_first: string[];
 }
 
-export async function probe(file: string, handler: string, event: unknown, env: Record<string, string>): Promise<Sample> {
+/** The NODE_OPTIONS the stack sets by default (infra/functions.ts: `--enable-source-maps` only with `sourceMaps: true`). */
+export const DEPLOYED_NODE_OPTIONS = '';
+
+export async function probe(
+  file: string,
+  handler: string,
+  event: unknown,
+  env: Record<string, string>,
+  options: { readonly nodeOptions?: string; readonly trace?: boolean } = {},
+): Promise<Sample> {
   const childEnv: NodeJS.ProcessEnv = {
     PATH: process.env.PATH ?? '',
     HOME: process.env.HOME ?? '',
     ...env,
-    NODE_OPTIONS: '--enable-source-maps',
+    NODE_OPTIONS: options.nodeOptions ?? DEPLOYED_NODE_OPTIONS,
+    ...(options.trace === true ? { AIP_BENCH_TRACE_LOADS: '1' } : {}),
     AIP_BENCH_BUNDLE: pathToFileURL(file).href,
     AIP_BENCH_HANDLER: handler,
     AIP_BENCH_EVENT: JSON.stringify(event),
@@ -227,8 +248,9 @@ interface Target {
   /**
    * `before`: the same code as one file with run-time ajv (no splitting, no precompiled registry).
    * `deferred`: the deployed bundle, but its entry a stub that imports the handler module on the first invocation.
+   * `source-maps`: the deployed bundle, run with NODE_OPTIONS=--enable-source-maps (the stack's `sourceMaps: true`).
    */
-  readonly variant?: 'before' | 'deferred';
+  readonly variant?: 'before' | 'deferred' | 'source-maps';
   readonly entry: string;
   readonly functions: string[];
   readonly kind: BundleFigures['kind'];
@@ -385,6 +407,9 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
       kind: 'deferred',
       functions: [`${apiTarget.functions[0]} with the handler module deferred (not deployed)`],
     });
+  // The price of Node's source-map support (deployed only with `sourceMaps: true`): the same bundle, run with it.
+  if (apiTarget !== undefined)
+    targets.push({ ...apiTarget, variant: 'source-maps', kind: 'source-maps', functions: [`${apiTarget.functions[0]} with sourceMaps: true`] });
   targets.push({
     entry: 'bench/fixtures/powertools-idempotency-handler.ts',
     functions: ['Powertools idempotency (bare handler)'],
@@ -404,14 +429,19 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
       0,
       targets.length,
       ...targets.filter(
-        (t) =>
-          t.kind === 'authorizer' ||
-          t.kind === 'yardstick' ||
-          only.some((o) => t.entry.includes(o) && ((t.kind !== 'before' && t.kind !== 'deferred') || only.includes(t.kind))),
+        (t) => t.kind === 'authorizer' || t.kind === 'yardstick' || only.some((o) => t.entry.includes(o) && (t.variant === undefined || only.includes(t.kind))),
       ),
     );
   const dir = mkdtempSync(join(tmpdir(), 'aip-bench-bundles-'));
-  const built: { target: Target; file: string; figures: Omit<BundleFigures, 'cold' | 'cold_traced'>; plain: Sample[]; traced: Sample[]; error?: string }[] = [];
+  const built: {
+    target: Target;
+    file: string;
+    nodeOptions: string;
+    figures: Omit<BundleFigures, 'cold' | 'cold_traced'>;
+    plain: Sample[];
+    traced: Sample[];
+    error?: string;
+  }[] = [];
   try {
     for (const target of targets) {
       const outdir = join(dir, `${target.entry.replace(/[/.]/g, '_')}${target.variant ? `_${target.variant}` : ''}`);
@@ -426,19 +456,16 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
       const statics = bundling.staticallyLoaded(metafile, entryOut);
       const code = Object.keys(metafile.outputs).filter((k) => k.endsWith('.mjs'));
       const staticBytes = statics.reduce((n, k) => n + (metafile.outputs[k]?.bytes ?? 0), 0);
-      // Loaded by the first invocation: the chunks the entry imports dynamically on every first call (the
-      // deferred handler module, the Runtime's composition), with their static imports, beyond the static set.
-      const firstRoots = Object.keys(metafile.outputs).filter(
-        (k) =>
-          /(^|\/)compose-runtime-[^/]*\.mjs$/.test(k) ||
-          (target.variant === 'deferred' && (metafile.outputs[entryOut]?.imports ?? []).some((i) => i.kind === 'dynamic-import' && i.path === k)),
-      );
-      const firstLoaded = new Set(firstRoots.flatMap((k) => bundling.staticallyLoaded(metafile, k)).filter((k) => !statics.includes(k)));
       const gzip = statics.reduce((n, k) => n + gzipSync(readFileSync(join(bundling.BUNDLE_ROOT, k)), { level: 9 }).length, 0);
       const file = join(bundling.BUNDLE_ROOT, entryOut);
+      // What the first invocation loads beyond the static set, as Node reports it (an untimed run with a load hook).
+      const nodeOptions = target.variant === 'source-maps' ? '--enable-source-maps' : DEPLOYED_NODE_OPTIONS;
+      const loads = await probe(file, target.handler, target.event, env, { nodeOptions, trace: true });
+      const firstLoaded = new Set(loads.loaded_first.filter((url) => url.startsWith('file:')).map((url) => relative(bundling.BUNDLE_ROOT, fileURLToPath(url))));
       built.push({
         target,
         file,
+        nodeOptions,
         plain: [],
         traced: [],
         figures: {
@@ -450,6 +477,7 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
           static_bytes: staticBytes,
           static_gzip_bytes: gzip,
           first_invocation_bytes: [...firstLoaded].reduce((n, k) => n + (metafile.outputs[k]?.bytes ?? 0), 0),
+          first_invocation_packages: packageBytes(metafile, [...firstLoaded], bundling.inputPackage),
           total_bytes: code.reduce((n, k) => n + (metafile.outputs[k]?.bytes ?? 0), 0),
           chunks: code.length,
           build_ms,
@@ -470,8 +498,9 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
       for (const b of built) {
         if (b.error !== undefined) continue;
         try {
-          b.plain.push(await probe(b.file, b.target.handler, b.target.event, env));
-          if (b.target.kind === 'runtime' || b.target.kind === 'authorizer') b.traced.push(await probe(b.file, b.target.handler, b.target.event, tracedEnv));
+          b.plain.push(await probe(b.file, b.target.handler, b.target.event, env, { nodeOptions: b.nodeOptions }));
+          if (b.target.kind === 'runtime' || b.target.kind === 'authorizer')
+            b.traced.push(await probe(b.file, b.target.handler, b.target.event, tracedEnv, { nodeOptions: b.nodeOptions }));
         } catch (err) {
           b.error = err instanceof Error ? err.message.split('\n').slice(0, 3).join(' ') : String(err);
           log(`  ${b.target.entry}: probe failed: ${b.error}`);
@@ -496,14 +525,16 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
   const authorizer = bundles.find((b) => b.kind === 'authorizer')?.cold?.cold_ms;
   const powertools = bundles.find((b) => b.kind === 'yardstick')?.cold?.cold_ms;
   const ratios = bundles
-    .filter((b) => (b.kind === 'runtime' || b.kind === 'before' || b.kind === 'deferred') && b.entry.startsWith('functions/http/') && b.cold !== undefined)
+    .filter((b) => b.kind !== 'authorizer' && b.kind !== 'yardstick' && b.entry.startsWith('functions/http/') && b.cold !== undefined)
     .map((b) => ({
       entry:
         b.kind === 'before'
           ? `${b.entry} (before: one file, run-time ajv)`
           : b.kind === 'deferred'
             ? `${b.entry} (handler module deferred, not deployed)`
-            : b.entry,
+            : b.kind === 'source-maps'
+              ? `${b.entry} (with sourceMaps: true)`
+              : b.entry,
       to_authorizer: authorizer ? Math.round(((b.cold as ColdStartFigures).cold_ms / authorizer) * 100) / 100 : Number.NaN,
       to_powertools: powertools ? Math.round(((b.cold as ColdStartFigures).cold_ms / powertools) * 100) / 100 : Number.NaN,
     }));
@@ -567,7 +598,11 @@ export function renderBundlesMarkdown(b: BundlesFigures): string[] {
     );
     for (const r of b.ratios) lines.push(`| \`${r.entry}\` | ${ms(r.to_authorizer)} | ${ms(r.to_powertools)} |`);
   }
-  lines.push('', 'Bytes by package (esbuild `bytesInOutput`; project files by folder), at import and in total, largest ten:', '');
+  lines.push(
+    '',
+    'Bytes by package (esbuild `bytesInOutput`; project files by folder), at import, added by the first invocation and in total, largest ten:',
+    '',
+  );
   for (const x of b.bundles) {
     const top = (list: readonly PackageBytes[]) =>
       list
@@ -575,7 +610,8 @@ export function renderBundlesMarkdown(b: BundlesFigures): string[] {
         .map((p) => `${p.package} ${kib(p.bytes)}`)
         .join(', ');
     lines.push(
-      `- \`${x.entry}\`${x.kind === 'before' || x.kind === 'deferred' ? ` (${x.functions.join(', ')})` : ''}${x.precompiled_registry ? ' (precompiled registry)' : ''}: at import: ${top(x.static_packages)}; total: ${top(x.total_packages)}.`,
+      `- \`${x.entry}\`${x.kind === 'before' || x.kind === 'deferred' || x.kind === 'source-maps' ? ` (${x.functions.join(', ')})` : ''}${x.precompiled_registry ? ' (precompiled registry)' : ''}: ` +
+        `at import: ${top(x.static_packages)}; first invocation: ${top(x.first_invocation_packages ?? []) || 'nothing'}; total: ${top(x.total_packages)}.`,
     );
   }
   lines.push('');

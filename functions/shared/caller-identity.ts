@@ -9,7 +9,7 @@
  */
 import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyResult } from 'aws-lambda';
-import { decodeAuthorizerContext } from '../../lib/auth/authorizer-context.js';
+import { decodeAuthorizerContext } from '../../lib/auth/decode-authorizer-context.js';
 import { AipError } from '../../lib/errors/aip-error.js';
 import { requestState, type AipHttpEvent } from './http.js';
 

@@ -7,7 +7,7 @@
  * docs/openapi.json is checked against it by a unit test
  * (regenerate with `npx tsx dev/scripts/gen-openapi.ts`).
  */
-import * as z from 'zod';
+import * as z from '../../lib/common/zod.js';
 import { ProblemSchema } from '../../lib/protocol/problem.js';
 import {
   ActionResultSchema,
@@ -34,7 +34,7 @@ export const API_VERSION = '1.0.0';
 type Json = Record<string, unknown>;
 
 /** Named component schemas, in document order. */
-const COMPONENTS: readonly [string, z.ZodType][] = [
+const COMPONENTS: readonly [string, z.ZodMiniType][] = [
   ['Action', ActionSchema],
   ['TransactionRequest', TransactionRequestSchema],
   ['SubmitBody', SubmitBodySchema],
@@ -62,9 +62,9 @@ function clean(schema: Json): Json {
   return rest;
 }
 
-function componentSchemas(): { schemas: Record<string, Json>; refOf: Map<z.ZodType, string> } {
+function componentSchemas(): { schemas: Record<string, Json>; refOf: Map<z.ZodMiniType, string> } {
   const registry = z.registry<{ id: string }>();
-  const refOf = new Map<z.ZodType, string>();
+  const refOf = new Map<z.ZodMiniType, string>();
   for (const [id, schema] of COMPONENTS) {
     registry.add(schema, { id });
     refOf.set(schema, `${REF_PREFIX}${id}`);
@@ -80,24 +80,24 @@ function componentSchemas(): { schemas: Record<string, Json>; refOf: Map<z.ZodTy
   return { schemas, refOf };
 }
 
-function inlineSchema(schema: z.ZodType, io: 'input' | 'output'): Json {
+function inlineSchema(schema: z.ZodMiniType, io: 'input' | 'output'): Json {
   return clean(z.toJSONSchema(schema, { target: 'draft-2020-12', unrepresentable: 'any', io, override: override as never }) as Json);
 }
 
-function schemaRef(schema: z.ZodType | undefined, refOf: Map<z.ZodType, string>): Json | undefined {
+function schemaRef(schema: z.ZodMiniType | undefined, refOf: Map<z.ZodMiniType, string>): Json | undefined {
   if (schema === undefined) return undefined;
   const ref = refOf.get(schema);
   return ref !== undefined ? { $ref: ref } : inlineSchema(schema, 'output');
 }
 
 /** The shape of a zod object (also behind a refinement). */
-function shapeOf(schema: z.ZodType | undefined): Record<string, z.ZodType> {
+function shapeOf(schema: z.ZodMiniType | undefined): Record<string, z.ZodMiniType> {
   if (schema === undefined) return {};
-  const shape = (schema as unknown as { shape?: Record<string, z.ZodType> }).shape;
+  const shape = (schema as unknown as { shape?: Record<string, z.ZodMiniType> }).shape;
   return shape ?? {};
 }
 
-function isOptional(schema: z.ZodType): boolean {
+function isOptional(schema: z.ZodMiniType): boolean {
   return (schema as unknown as { _zod: { optin?: string } })._zod.optin === 'optional';
 }
 
@@ -161,7 +161,7 @@ function problemResponse(status: number): Json {
   };
 }
 
-function operation(route: RouteDefinition, refOf: Map<z.ZodType, string>): Json {
+function operation(route: RouteDefinition, refOf: Map<z.ZodMiniType, string>): Json {
   const responses: Record<string, Json> = {};
   for (const [status, r] of Object.entries(route.responses)) {
     const schema = schemaRef(r.schema, refOf);

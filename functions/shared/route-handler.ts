@@ -16,7 +16,7 @@
  */
 import middy from '@middy/core';
 import type { APIGatewayProxyResult, Context } from 'aws-lambda';
-import type * as z from 'zod';
+import type * as z from '../../lib/common/zod.js';
 import type { CallerIdentity } from '../../lib/auth/identity.js';
 import type { RouteDefinition } from '../../lib/http/routes.js';
 import { bodyLimit, DEFAULT_MAX_BODY_BYTES } from './body-limit.js';
@@ -51,7 +51,7 @@ export interface HttpDeps {
 
 export type ProxyHandler = (event: AipHttpEvent, context: Context) => Promise<APIGatewayProxyResult>;
 
-type Out<T> = T extends z.ZodType ? z.output<T> : undefined;
+type Out<T> = T extends z.ZodMiniType ? z.output<T> : undefined;
 
 export interface RouteRequest<P, Q, B> {
   readonly event: AipHttpEvent;
@@ -77,7 +77,7 @@ export interface RouteHandlerOptions<B> {
 /** Time middy keeps back to turn an imminent Lambda timeout into a 504 problem. */
 export const TIMEOUT_EARLY_MS = 500;
 
-export function createRouteHandler<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType, TBody = Out<B>>(
+export function createRouteHandler<P extends z.ZodMiniType, Q extends z.ZodMiniType, B extends z.ZodMiniType, TBody = Out<B>>(
   route: RouteDefinition<P, Q, B>,
   deps: HttpDeps,
   handle: (request: RouteRequest<Out<P>, Out<Q>, TBody>) => Promise<HttpResult>,

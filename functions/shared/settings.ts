@@ -31,7 +31,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
-import * as z from 'zod';
+import * as z from '../../lib/common/zod.js';
 import { configuredEndpoint, type AwsService } from '../../lib/aws/client-config.js';
 import { describeIssue, formatIssuePath } from '../../lib/common/issues.js';
 import { DeploymentRuntimeConfigSchema, type DeploymentRuntimeConfig } from '../../lib/config/deployment.js';
@@ -117,48 +117,53 @@ export class BootstrapConfigError extends Error {
 }
 
 /** A variable that must be set; missing, describeIssue reads "is required: it must hold <what>". */
-const required = (what: string) =>
-  z
-    .string({ error: `must hold ${what}` })
-    .trim()
-    .min(1, { message: `must not be empty: ${what}` });
+const required = (what: string) => z.string({ error: `must hold ${what}` }).check(z.trim(), z.minLength(1, { message: `must not be empty: ${what}` }));
 
 /**
  * A queue URL. Checked by shape, not with the WHATWG URL parser: emulators
  * answer URLs such as `http://sqs.us-east-1.127.0.0.1:9324/000000000000/q`
  * (fauxqs), whose host that parser rejects, while the SDK sends them fine.
  */
-const url = (what: string) => required(what).regex(/^https?:\/\/[^/\s?#]+\/\S+$/, { message: `must be an http(s) URL (${what})` });
+const url = (what: string) => required(what).check(z.regex(/^https?:\/\/[^/\s?#]+\/\S+$/, { message: `must be an http(s) URL (${what})` }));
 
 const EnvSchema = z.object({
-  [FUNCTION_ENV.tableName]: required('the DynamoDB table name').regex(/^[A-Za-z0-9_.-]{3,255}$/, {
-    message: 'must be a DynamoDB table name: 3-255 of A-Z a-z 0-9 _ . -',
-  }),
+  [FUNCTION_ENV.tableName]: required('the DynamoDB table name').check(
+    z.regex(/^[A-Za-z0-9_.-]{3,255}$/, {
+      message: 'must be a DynamoDB table name: 3-255 of A-Z a-z 0-9 _ . -',
+    }),
+  ),
   [FUNCTION_ENV.invokeQueueUrl]: url('the invoke queue URL'),
   [FUNCTION_ENV.reconcileQueueUrl]: url('the reconcile queue URL'),
-  [FUNCTION_ENV.reconcileQueueArn]: required('the reconcile queue ARN').regex(/^arn:aws[a-z-]*:sqs:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,80}(\.fifo)?$/, {
-    message: 'must be an SQS queue ARN (arn:aws:sqs:<region>:<account>:<name>)',
-  }),
-  [FUNCTION_ENV.scheduleGroupName]: required('the EventBridge Scheduler group').regex(/^[0-9a-zA-Z_.-]{1,64}$/, {
-    message: 'must be a schedule group name: 1-64 of 0-9 a-z A-Z - _ .',
-  }),
-  [FUNCTION_ENV.schedulerRoleArn]: required('the role Scheduler assumes').regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/-]{1,512}$/, {
-    message: 'must be an IAM role ARN (arn:aws:iam::<account>:role/<name>)',
-  }),
+  [FUNCTION_ENV.reconcileQueueArn]: required('the reconcile queue ARN').check(
+    z.regex(/^arn:aws[a-z-]*:sqs:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,80}(\.fifo)?$/, {
+      message: 'must be an SQS queue ARN (arn:aws:sqs:<region>:<account>:<name>)',
+    }),
+  ),
+  [FUNCTION_ENV.scheduleGroupName]: required('the EventBridge Scheduler group').check(
+    z.regex(/^[0-9a-zA-Z_.-]{1,64}$/, {
+      message: 'must be a schedule group name: 1-64 of 0-9 a-z A-Z - _ .',
+    }),
+  ),
+  [FUNCTION_ENV.schedulerRoleArn]: required('the role Scheduler assumes').check(
+    z.regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/-]{1,512}$/, {
+      message: 'must be an IAM role ARN (arn:aws:iam::<account>:role/<name>)',
+    }),
+  ),
   [FUNCTION_ENV.runtimeConfig]: required('JSON or a path to a JSON file with the runtime configuration'),
-  [FUNCTION_ENV.cursorKeySecretArn]: z
-    .string()
-    .trim()
-    .regex(/^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[\w/+=.@-]{1,512}$/, {
-      message: 'must be a Secrets Manager secret ARN (arn:aws:secretsmanager:<region>:<account>:secret:<name>)',
-    })
-    .optional(),
-  [OPTIONAL_ENV.cursorKey]: z.string().optional(),
-  [OPTIONAL_ENV.runtimeSettings]: z.string().trim().optional(),
-  [OPTIONAL_ENV.servicePrincipal]: z.string().trim().optional(),
-  [OPTIONAL_ENV.localCredentials]: z.string().trim().optional(),
-  [OPTIONAL_ENV.connectorEndpoints]: z.string().trim().optional(),
-  [OPTIONAL_ENV.remoteConnectors]: z.string().trim().optional(),
+  [FUNCTION_ENV.cursorKeySecretArn]: z.optional(
+    z.string().check(
+      z.trim(),
+      z.regex(/^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[\w/+=.@-]{1,512}$/, {
+        message: 'must be a Secrets Manager secret ARN (arn:aws:secretsmanager:<region>:<account>:secret:<name>)',
+      }),
+    ),
+  ),
+  [OPTIONAL_ENV.cursorKey]: z.optional(z.string()),
+  [OPTIONAL_ENV.runtimeSettings]: z.optional(z.string().check(z.trim())),
+  [OPTIONAL_ENV.servicePrincipal]: z.optional(z.string().check(z.trim())),
+  [OPTIONAL_ENV.localCredentials]: z.optional(z.string().check(z.trim())),
+  [OPTIONAL_ENV.connectorEndpoints]: z.optional(z.string().check(z.trim())),
+  [OPTIONAL_ENV.remoteConnectors]: z.optional(z.string().check(z.trim())),
 });
 
 /** A variable holding JSON, or a path to a JSON file (resolved against `cwd`). */
@@ -186,7 +191,7 @@ function readJsonValue(variable: string, raw: string, cwd: string, issues: Boots
 }
 
 /** Validates a nested JSON value; its issues are reported under `variable: path`. */
-export function parseNested<T>(variable: string, schema: z.ZodType<T>, value: unknown, issues: BootstrapIssue[]): T | undefined {
+export function parseNested<T>(variable: string, schema: z.ZodMiniType<T>, value: unknown, issues: BootstrapIssue[]): T | undefined {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
   for (const issue of result.error.issues) {
@@ -198,7 +203,7 @@ export function parseNested<T>(variable: string, schema: z.ZodType<T>, value: un
 
 const ConnectorEndpointsSchema = z.record(
   IdSchema,
-  z.string().refine((v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol), { message: 'must be an http(s) URL' }),
+  z.string().check(z.refine((v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol), { message: 'must be an http(s) URL' })),
 );
 
 export interface ReadSettingsOptions {

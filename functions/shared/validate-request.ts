@@ -13,7 +13,7 @@
  */
 import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyResult } from 'aws-lambda';
-import type * as z from 'zod';
+import type * as z from '../../lib/common/zod.js';
 import { AipError } from '../../lib/errors/aip-error.js';
 import { renderIssues } from '../../lib/protocol/validate.js';
 import { requestState, type AipHttpEvent } from './http.js';
@@ -21,8 +21,8 @@ import { requestState, type AipHttpEvent } from './http.js';
 export type RequestLocation = 'path' | 'query' | 'body';
 
 export interface RequestValidators {
-  path?: z.ZodType;
-  query?: z.ZodType;
+  path?: z.ZodMiniType;
+  query?: z.ZodMiniType;
   /** Validates the parsed JSON body (or undefined when there is none). */
   body?: (value: unknown) => unknown;
 }
@@ -38,7 +38,7 @@ export function invalidRequest(location: RequestLocation, issues: readonly z.cor
 }
 
 /** Parses with a schema; a mismatch becomes `request.invalid` for that location. */
-export function parseAt<T>(schema: z.ZodType<T>, value: unknown, location: RequestLocation): T {
+export function parseAt<T>(schema: z.ZodMiniType<T>, value: unknown, location: RequestLocation): T {
   const r = schema.safeParse(value);
   if (!r.success) throw invalidRequest(location, r.error.issues);
   return r.data;

@@ -26,7 +26,7 @@
  * be turned into a usable identity, so the authorizer DENIES (HTTP 403)
  * rather than answering 401.
  */
-import * as z from 'zod';
+import * as z from '../common/zod.js';
 import { PRINCIPAL_KINDS, type PrincipalKind } from '../protocol/identity.js';
 import { ID_MAX_LENGTH, ID_PATTERN } from '../protocol/primitives.js';
 import { IDENTITY_LIMITS, type CallerIdentity } from './identity.js';
@@ -112,28 +112,24 @@ export function claimPreset(name: ClaimPresetName, options: { namespace?: string
   }
 }
 
-const claimName = z.string().min(1).max(256);
+const claimName = z.string().check(z.minLength(1), z.maxLength(256));
 
 /** Configuration form: a preset plus optional overrides of single fields. */
 export const ClaimsConfigSchema = z.strictObject({
-  preset: z.enum(CLAIM_PRESET_NAMES).default('generic'),
+  preset: z._default(z.enum(CLAIM_PRESET_NAMES), 'generic'),
   /** Auth0 custom-claim namespace, e.g. `https://api.example.com/`. */
-  namespace: z.string().min(1).max(256).optional(),
-  principalIdClaim: claimName.optional(),
-  subjectEncoding: z.enum(['strict', 'escape']).optional(),
-  kindClaims: z.array(claimName).min(1).max(8).optional(),
-  defaultKind: z.enum(PRINCIPAL_KINDS).optional(),
-  machineKind: z.enum(PRINCIPAL_KINDS).optional(),
-  tenantsClaims: z.array(claimName).min(1).max(8).optional(),
-  accountsClaims: z.array(claimName).min(1).max(8).optional(),
-  scopeClaims: z.array(claimName).min(1).max(8).optional(),
-  audienceClaims: z
-    .array(z.enum(['aud', 'client_id', 'azp', 'cid']))
-    .min(1)
-    .max(4)
-    .optional(),
+  namespace: z.optional(z.string().check(z.minLength(1), z.maxLength(256))),
+  principalIdClaim: z.optional(claimName),
+  subjectEncoding: z.optional(z.enum(['strict', 'escape'])),
+  kindClaims: z.optional(z.array(claimName).check(z.minLength(1), z.maxLength(8))),
+  defaultKind: z.optional(z.enum(PRINCIPAL_KINDS)),
+  machineKind: z.optional(z.enum(PRINCIPAL_KINDS)),
+  tenantsClaims: z.optional(z.array(claimName).check(z.minLength(1), z.maxLength(8))),
+  accountsClaims: z.optional(z.array(claimName).check(z.minLength(1), z.maxLength(8))),
+  scopeClaims: z.optional(z.array(claimName).check(z.minLength(1), z.maxLength(8))),
+  audienceClaims: z.optional(z.array(z.enum(['aud', 'client_id', 'azp', 'cid'])).check(z.minLength(1), z.maxLength(4))),
   /** `any` turns off the preset's token_use check. */
-  tokenUse: z.string().min(1).max(64).optional(),
+  tokenUse: z.optional(z.string().check(z.minLength(1), z.maxLength(64))),
 });
 export type ClaimsConfig = z.input<typeof ClaimsConfigSchema>;
 

@@ -8,7 +8,7 @@
  * configuration can grow without breaking cold starts; what it does read is
  * validated strictly.
  */
-import * as z from 'zod';
+import * as z from '../common/zod.js';
 import { joinIssuePath } from '../common/issues.js';
 import { ClaimsConfigSchema, type ClaimsConfig } from './claims.js';
 import { HTTP_AUTH_ENVIRONMENTS } from './environments.js';
@@ -22,16 +22,13 @@ import {
 } from './verifier.js';
 
 export const AuthSettingsSchema = z.looseObject({
-  issuer: z.string().min(1).max(2048),
-  audience: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]),
+  issuer: z.string().check(z.minLength(1), z.maxLength(2048)),
+  audience: z.union([z.string().check(z.minLength(1)), z.array(z.string().check(z.minLength(1))).check(z.minLength(1))]),
   jwksUrl: z.url({ protocol: /^https?$/ }),
-  algorithms: z
-    .array(z.enum([...ASYMMETRIC_ALGORITHMS, ...HMAC_ALGORITHMS]))
-    .min(1)
-    .optional(),
-  allowHmac: z.boolean().optional(),
-  clockToleranceSeconds: z.number().min(0).max(MAX_CLOCK_TOLERANCE_SECONDS).optional(),
-  claims: ClaimsConfigSchema.optional(),
+  algorithms: z.optional(z.array(z.enum([...ASYMMETRIC_ALGORITHMS, ...HMAC_ALGORITHMS])).check(z.minLength(1))),
+  allowHmac: z.optional(z.boolean()),
+  clockToleranceSeconds: z.optional(z.number().check(z.gte(0), z.lte(MAX_CLOCK_TOLERANCE_SECONDS))),
+  claims: z.optional(ClaimsConfigSchema),
 });
 
 /** Thrown at cold start for a configuration the authorizer cannot run with. */

@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from '../common/zod.js';
 import { PrincipalSchema, type Principal } from '../protocol/identity.js';
 import { IdSchema, ScopeSchema } from '../protocol/primitives.js';
 
@@ -36,10 +36,10 @@ export const IDENTITY_LIMITS = {
 
 export const CallerIdentitySchema = z.strictObject({
   principal: PrincipalSchema,
-  tenants: z.array(IdSchema).max(IDENTITY_LIMITS.maxTenants),
-  scopes: z.array(ScopeSchema).max(IDENTITY_LIMITS.maxScopes),
-  accounts: z.array(IdSchema).max(IDENTITY_LIMITS.maxAccounts).optional(),
-  issuer: z.string().min(1).max(2048).optional(),
-  expires_at: z.iso.datetime({ offset: true }).optional(),
-  issued_at: z.iso.datetime({ offset: true }).optional(),
+  tenants: z.array(IdSchema).check(z.maxLength(IDENTITY_LIMITS.maxTenants)),
+  scopes: z.array(ScopeSchema).check(z.maxLength(IDENTITY_LIMITS.maxScopes)),
+  accounts: z.optional(z.array(IdSchema).check(z.maxLength(IDENTITY_LIMITS.maxAccounts))),
+  issuer: z.optional(z.string().check(z.minLength(1), z.maxLength(2048))),
+  expires_at: z.optional(z.iso.datetime({ offset: true })),
+  issued_at: z.optional(z.iso.datetime({ offset: true })),
 });

@@ -2,7 +2,7 @@
  * How validation issues are named in error messages and redacted details:
  * by where they are (a path) and what is wrong, never by the offending value.
  */
-import type * as z from 'zod';
+import type * as z from './zod.js';
 
 /**
  * A zod issue path as people read it: `a.b[0].c` (array indexes in brackets);

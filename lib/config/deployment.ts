@@ -8,7 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
-import * as z from 'zod';
+import * as z from '../common/zod.js';
 import { describeIssue, formatIssuePath } from '../common/issues.js';
 import { ClaimsConfigSchema } from '../auth/claims.js';
 import { HTTP_AUTH_ENVIRONMENTS } from '../auth/environments.js';
@@ -42,9 +42,11 @@ export const MAX_AUTHORIZER_CACHE_SECONDS = 300;
  * `http:` unless `envName` is one of {@link HTTP_AUTH_ENVIRONMENTS}.
  */
 const authUrl = (what: string) =>
-  z.string({ error: `must be a string holding the ${what}` }).refine((value) => URL.canParse(value) && /^https?:$/.test(new URL(value).protocol), {
-    message: `must be an absolute https:// URL (the ${what})`,
-  });
+  z.string({ error: `must be a string holding the ${what}` }).check(
+    z.refine((value) => URL.canParse(value) && /^https?:$/.test(new URL(value).protocol), {
+      message: `must be an absolute https:// URL (the ${what})`,
+    }),
+  );
 
 const AUTH_URL_FIELDS = [
   ['issuer', 'JWT issuer'],
@@ -57,7 +59,7 @@ const AUTH_URL_FIELDS = [
  * the host (README.md, "Deploy to LocalStack"). Everywhere else the issuer
  * and the JWKS URL must be https.
  */
-function refineAuthUrls(config: { envName: string; auth: { issuer: string; jwksUrl: string } }, ctx: z.RefinementCtx): void {
+function refineAuthUrls(config: { envName: string; auth: { issuer: string; jwksUrl: string } }, ctx: z.core.$RefinementCtx): void {
   if (HTTP_AUTH_ENVIRONMENTS.includes(config.envName)) return;
   for (const [field, what] of AUTH_URL_FIELDS) {
     const value = config.auth[field];
@@ -74,22 +76,22 @@ function refineAuthUrls(config: { envName: string; auth: { issuer: string; jwksU
 const intIn = (min: number, max: number, what: string) =>
   z
     .int({ error: `must be an integer (${what})` })
-    .min(min, { message: `must be at least ${min} (${what})` })
-    .max(max, { message: `must be at most ${max} (${what})` });
+    .check(z.gte(min, { message: `must be at least ${min} (${what})` }), z.lte(max, { message: `must be at most ${max} (${what})` }));
 
 /** IDs follow the protocol ID pattern (lib/protocol/primitives.ts), as connectors, handles, tenants and capabilities do. */
 const protocolId = (what: string) =>
   z
     .string({ error: `must be a string (${what})` })
-    .min(1, { message: `must not be empty (${what})` })
-    .max(ID_MAX_LENGTH, { message: `must be at most ${ID_MAX_LENGTH} characters (${what})` })
-    .regex(ID_PATTERN, { message: `must use only letters, digits and . _ : @ / - (${what})` });
+    .check(
+      z.minLength(1, { message: `must not be empty (${what})` }),
+      z.maxLength(ID_MAX_LENGTH, { message: `must be at most ${ID_MAX_LENGTH} characters (${what})` }),
+      z.regex(ID_PATTERN, { message: `must use only letters, digits and . _ : @ / - (${what})` }),
+    );
 
 const nonEmpty = (what: string, max = 256) =>
   z
     .string({ error: `must be a string (${what})` })
-    .min(1, { message: `must not be empty (${what})` })
-    .max(max, { message: `must be at most ${max} characters (${what})` });
+    .check(z.minLength(1, { message: `must not be empty (${what})` }), z.maxLength(max, { message: `must be at most ${max} characters (${what})` }));
 
 /**
  * A Secrets Manager reference: the complete secret ARN (with the 6-character
@@ -101,13 +103,13 @@ const SECRET_ARN = /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Z
 const SECRET_NAME = /^[A-Za-z0-9/_+=.@-]{1,512}$/;
 const KMS_KEY_ARN = /^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key\/[A-Za-z0-9-]{1,128}$/;
 
-export const SecretReferenceSchema = z
-  .string({ error: 'must be a string: a Secrets Manager secret ARN or secret name' })
-  .refine((value) => (value.startsWith('arn:') ? SECRET_ARN.test(value) : SECRET_NAME.test(value)), {
+export const SecretReferenceSchema = z.string({ error: 'must be a string: a Secrets Manager secret ARN or secret name' }).check(
+  z.refine((value) => (value.startsWith('arn:') ? SECRET_ARN.test(value) : SECRET_NAME.test(value)), {
     message:
       'must be a complete Secrets Manager secret ARN (arn:aws:secretsmanager:<region>:<account>:secret:<name>-<6 characters>) ' +
       'or a secret name of 1-512 characters from A-Z a-z 0-9 / _ + = . @ -',
-  });
+  }),
+);
 
 /**
  * One row of the deployment's credential reference map (the rows
@@ -120,17 +122,18 @@ export const CredentialReferenceSchema = z.strictObject({
   handle: protocolId('credential handle'),
   tenantId: protocolId('tenant ID'),
   /** Absent: the tenant-wide default for every external account of the tenant. */
-  externalAccountId: protocolId('external account ID').optional(),
+  externalAccountId: z.optional(protocolId('external account ID')),
   secret: SecretReferenceSchema,
   /** @default AWSCURRENT (the service default) */
-  versionStage: nonEmpty('secret version stage').optional(),
+  versionStage: z.optional(nonEmpty('secret version stage')),
   /** When the SecretString is a JSON object: the string field holding the material. */
-  jsonField: nonEmpty('JSON field name').optional(),
+  jsonField: z.optional(nonEmpty('JSON field name')),
   /** The customer managed KMS key of the secret, when it is not the default `aws/secretsmanager` key. */
-  kmsKeyArn: z
-    .string({ error: 'must be a string (KMS key ARN)' })
-    .regex(KMS_KEY_ARN, { message: 'must be a KMS key ARN (arn:aws:kms:<region>:<account>:key/<key-id>)' })
-    .optional(),
+  kmsKeyArn: z.optional(
+    z
+      .string({ error: 'must be a string (KMS key ARN)' })
+      .check(z.regex(KMS_KEY_ARN, { message: 'must be a KMS key ARN (arn:aws:kms:<region>:<account>:key/<key-id>)' })),
+  ),
 });
 
 export const ConnectorConfigSchema = z.strictObject({
@@ -141,53 +144,57 @@ export const ConnectorConfigSchema = z.strictObject({
    * Handles stay opaque to connectors (connector contract: "Resolve credentials
    * at the provider edge").
    */
-  credentials: z.array(CredentialReferenceSchema).default([]),
+  credentials: z._default(z.array(CredentialReferenceSchema), []),
 });
 
 /** An approval policy's tenant selector: a protocol tenant ID, or `'*'` (every tenant). */
-const tenantSelector = z
-  .string({ error: 'must be a string (a tenant ID, or "*" for every tenant)' })
-  .refine((value) => value === '*' || (value.length >= 1 && value.length <= ID_MAX_LENGTH && ID_PATTERN.test(value)), {
+const tenantSelector = z.string({ error: 'must be a string (a tenant ID, or "*" for every tenant)' }).check(
+  z.refine((value) => value === '*' || (value.length >= 1 && value.length <= ID_MAX_LENGTH && ID_PATTERN.test(value)), {
     message: `must be "*" or a tenant ID of at most ${ID_MAX_LENGTH} letters, digits and . _ : @ / -`,
-  });
+  }),
+);
 
 export const ApprovalPolicySchema = z.strictObject({
   id: protocolId('approval policy ID'),
-  description: z.string({ error: 'must be a string' }).max(512, { message: 'must be at most 512 characters' }).optional(),
+  description: z.optional(z.string({ error: 'must be a string' }).check(z.maxLength(512, { message: 'must be at most 512 characters' }))),
   /** The enabled connector whose capabilities this policy gates. */
   connector: protocolId('connector ID'),
   /** Capability IDs gated; absent means every capability of the connector. */
-  capabilities: z.array(protocolId('capability ID')).min(1, { message: 'must list at least one capability, or be omitted' }).optional(),
+  capabilities: z.optional(z.array(protocolId('capability ID')).check(z.minLength(1, { message: 'must list at least one capability, or be omitted' }))),
   /**
    * Transaction modes gated; absent means every mutating path (plain
    * invocation, execute, commit, compensate, reconcile).
    */
-  modes: z
-    .array(z.enum(TRANSACTION_MODES, { error: `must be one of ${TRANSACTION_MODES.join(', ')}` }))
-    .min(1, { message: 'must list at least one mode, or be omitted' })
-    .optional(),
+  modes: z.optional(
+    z
+      .array(z.enum(TRANSACTION_MODES, { error: `must be one of ${TRANSACTION_MODES.join(', ')}` }))
+      .check(z.minLength(1, { message: 'must list at least one mode, or be omitted' })),
+  ),
   /**
    * Tenants the policy applies to: tenant IDs, or `'*'` for every tenant.
    * Absent means every tenant, including tenants the configuration names
    * nowhere else (a token's tenant is enough).
    */
-  tenants: z
-    .array(tenantSelector)
-    .min(1, { message: 'must list at least one tenant (or "*"), or be omitted' })
-    .max(1000, { message: 'must list at most 1000 tenants' })
-    .optional(),
+  tenants: z.optional(
+    z
+      .array(tenantSelector)
+      .check(
+        z.minLength(1, { message: 'must list at least one tenant (or "*"), or be omitted' }),
+        z.maxLength(1000, { message: 'must list at most 1000 tenants' }),
+      ),
+  ),
   /** A decision is accepted only from a principal holding ONE of these JWT scopes (any of them suffices). */
-  approverScopes: z.array(nonEmpty('JWT scope', 128)).min(1, { message: 'must list at least one approver scope' }),
+  approverScopes: z.array(nonEmpty('JWT scope', 128)).check(z.minLength(1, { message: 'must list at least one approver scope' })),
   /** Distinct approvers needed before the action runs; any one denial ends the approval. */
-  minApprovals: intIn(1, 10, 'approvals needed').default(1),
+  minApprovals: z._default(intIn(1, 10, 'approvals needed'), 1),
   /** A pending approval expires after this many seconds. */
-  expiresAfterSeconds: intIn(60, 7 * 24 * 3600, 'seconds').default(24 * 3600),
+  expiresAfterSeconds: z._default(intIn(60, 7 * 24 * 3600, 'seconds'), 24 * 3600),
 });
 
 /** OAuth scope tokens (RFC 6749 §3.3: printable ASCII but space, `"` and `\\`). */
 const oauthScope = z
   .string({ error: 'must be a string (OAuth scope)' })
-  .regex(/^[\x21\x23-\x5B\x5D-\x7E]{1,128}$/, { message: 'must be an OAuth scope: 1-128 printable characters, no space, " or \\' });
+  .check(z.regex(/^[\x21\x23-\x5B\x5D-\x7E]{1,128}$/, { message: 'must be an OAuth scope: 1-128 printable characters, no space, " or \\' }));
 
 /** Scopes the operator console asks for when `auth.console.scopes` is not set. */
 export const DEFAULT_CONSOLE_SCOPES = ['openid', 'aip:actions:read', 'aip:actions:write', 'aip:operator'] as const;
@@ -202,96 +209,110 @@ export const ConsoleAuthSchema = z.strictObject({
   /** The public client's ID at the identity provider. */
   clientId: nonEmpty('OIDC client ID'),
   /** Requested scopes; must include `openid`. The route scopes a token needs are in docs/http-api.md. */
-  scopes: z
-    .array(oauthScope)
-    .min(1, { message: 'must list at least one scope' })
-    .refine((scopes) => scopes.includes('openid'), { message: 'must include "openid" (the console signs in with OpenID Connect)' })
-    .default([...DEFAULT_CONSOLE_SCOPES]),
+  scopes: z._default(
+    z
+      .array(oauthScope)
+      .check(z.minLength(1, { message: 'must list at least one scope' }))
+      .check(z.refine((scopes) => scopes.includes('openid'), { message: 'must include "openid" (the console signs in with OpenID Connect)' })),
+    [...DEFAULT_CONSOLE_SCOPES],
+  ),
   /** Sent as `audience` on the authorization request, for IdPs that pick the access token's audience that way (Auth0). */
-  audience: nonEmpty('OAuth audience').optional(),
+  audience: z.optional(nonEmpty('OAuth audience')),
   /** Where OIDC discovery starts, when it is not `auth.issuer` (an https URL). */
-  discoveryIssuer: z
-    .string({ error: 'must be a string holding the OIDC issuer URL' })
-    .refine((value) => URL.canParse(value) && new URL(value).protocol === 'https:', { message: 'must be an absolute https:// URL (the OIDC issuer)' })
-    .optional(),
+  discoveryIssuer: z.optional(
+    z
+      .string({ error: 'must be a string holding the OIDC issuer URL' })
+      .check(
+        z.refine((value) => URL.canParse(value) && new URL(value).protocol === 'https:', { message: 'must be an absolute https:// URL (the OIDC issuer)' }),
+      ),
+  ),
   /** The tenant the console selects at first (X-AIP-Tenant); otherwise the token's first. */
-  defaultTenant: protocolId('tenant ID').optional(),
+  defaultTenant: z.optional(protocolId('tenant ID')),
 });
 
 export const AuthConfigSchema = z.strictObject({
   /** Exact `iss` claim expected (keep a trailing slash if the IdP issues one, as Auth0 does). */
   issuer: authUrl('JWT issuer'),
   /** Accepted `aud` value(s). */
-  audience: z.union([nonEmpty('JWT audience'), z.array(nonEmpty('JWT audience')).min(1, { message: 'must list at least one JWT audience' })], {
+  audience: z.union([nonEmpty('JWT audience'), z.array(nonEmpty('JWT audience')).check(z.minLength(1, { message: 'must list at least one JWT audience' }))], {
     error: 'must be a non-empty string or a non-empty array of strings (JWT audience)',
   }),
   jwksUrl: authUrl('JWKS URL'),
-  algorithms: z
-    .array(z.enum(JWT_ALGORITHMS, { error: `must be one of ${JWT_ALGORITHMS.join(', ')}` }))
-    .min(1, { message: 'must list at least one JWS algorithm' })
-    .default(['RS256']),
+  algorithms: z._default(
+    z
+      .array(z.enum(JWT_ALGORITHMS, { error: `must be one of ${JWT_ALGORITHMS.join(', ')}` }))
+      .check(z.minLength(1, { message: 'must list at least one JWS algorithm' })),
+    ['RS256'],
+  ),
   /**
    * Where the authorizer finds tenants, principal kind and scopes in the
    * verified claims: a preset (`generic`, `cognito`, `auth0`, `okta`) plus
    * overrides (lib/auth/claims.ts). Absent: `generic`.
    */
-  claims: ClaimsConfigSchema.optional(),
+  claims: z.optional(ClaimsConfigSchema),
   /** Accepted clock skew for `exp`/`nbf`/`iat`, in seconds. @default the verifier's */
-  clockToleranceSeconds: intIn(0, 60, 'seconds').optional(),
+  clockToleranceSeconds: z.optional(intIn(0, 60, 'seconds')),
   /** The operator console's OIDC client. Absent: the console is not deployed. */
-  console: ConsoleAuthSchema.optional(),
+  console: z.optional(ConsoleAuthSchema),
 });
 
 /** The REST API's stage, throttling and authorizer settings. */
 export const ApiConfigSchema = z.strictObject({
   /** The stage name: the first path segment of the invoke URL (`https://<api>.execute-api.<region>.amazonaws.com/<stage>/v1/...`). */
-  stageName: z
-    .string({ error: 'must be a string (API stage name)' })
-    .regex(/^[A-Za-z0-9_]{1,64}$/, { message: 'must be 1-64 of A-Z a-z 0-9 _ (API stage name)' })
-    .default('api'),
+  stageName: z._default(
+    z
+      .string({ error: 'must be a string (API stage name)' })
+      .check(z.regex(/^[A-Za-z0-9_]{1,64}$/, { message: 'must be 1-64 of A-Z a-z 0-9 _ (API stage name)' })),
+    'api',
+  ),
   /** Steady-state requests per second across the stage (API Gateway token bucket rate). */
-  throttlingRateLimit: intIn(1, 10_000, 'requests per second').default(50),
+  throttlingRateLimit: z._default(intIn(1, 10_000, 'requests per second'), 50),
   /** Burst size of the stage's token bucket. */
-  throttlingBurstLimit: intIn(1, 5_000, 'requests').default(100),
+  throttlingBurstLimit: z._default(intIn(1, 5_000, 'requests'), 100),
   /** How long API Gateway caches an authorizer answer per token; 0 turns the cache off. */
-  authorizerCacheTtlSeconds: intIn(0, MAX_AUTHORIZER_CACHE_SECONDS, 'seconds').default(60),
+  authorizerCacheTtlSeconds: z._default(intIn(0, MAX_AUTHORIZER_CACHE_SECONDS, 'seconds'), 60),
   /**
    * Create the account-level role API Gateway uses to write execution logs
    * (AWS::ApiGateway::Account, one per account and region). Set false when the
    * account already has one configured.
    */
-  cloudWatchRole: z.boolean({ error: 'must be true or false' }).default(true),
+  cloudWatchRole: z._default(z.boolean({ error: 'must be true or false' }), true),
 });
 
 /** A connector's base URL override: an absolute http(s) URL. */
-const baseUrl = z
-  .string({ error: 'must be a string holding the connector base URL' })
-  .refine((value) => URL.canParse(value) && /^https?:$/.test(new URL(value).protocol), {
+const baseUrl = z.string({ error: 'must be a string holding the connector base URL' }).check(
+  z.refine((value) => URL.canParse(value) && /^https?:$/.test(new URL(value).protocol), {
     message: 'must be an absolute http:// or https:// URL (the connector base URL)',
-  });
+  }),
+);
 
 export const InfraConfigSchema = z
   .strictObject({
     /** Short environment name; part of stack names and the schedule group name. */
-    envName: z.string({ error: 'must be a short environment name such as "dev" or "prod"' }).regex(/^[a-z][a-z0-9-]{0,15}$/, {
-      message: 'must match ^[a-z][a-z0-9-]{0,15}$ (it becomes part of stack and resource names)',
-    }),
+    envName: z.string({ error: 'must be a short environment name such as "dev" or "prod"' }).check(
+      z.regex(/^[a-z][a-z0-9-]{0,15}$/, {
+        message: 'must match ^[a-z][a-z0-9-]{0,15}$ (it becomes part of stack and resource names)',
+      }),
+    ),
     auth: AuthConfigSchema,
-    connectors: z.array(ConnectorConfigSchema).default([]),
-    approvalPolicies: z.array(ApprovalPolicySchema).default([]),
+    connectors: z._default(z.array(ConnectorConfigSchema), []),
+    approvalPolicies: z._default(z.array(ApprovalPolicySchema), []),
     /** Alarm notifications go here when set. */
-    alarmEmail: z.email({ error: 'must be an email address' }).optional(),
-    logRetentionDays: z.literal(LOG_RETENTION_DAYS, { error: `must be one of ${LOG_RETENTION_DAYS.join(', ')} (CloudWatch Logs retention days)` }).default(30),
+    alarmEmail: z.optional(z.email({ error: 'must be an email address' })),
+    logRetentionDays: z._default(
+      z.literal(LOG_RETENTION_DAYS, { error: `must be one of ${LOG_RETENTION_DAYS.join(', ')} (CloudWatch Logs retention days)` }),
+      30,
+    ),
     /** `sqs-managed` (SSE-SQS) or `kms` (a customer managed key created by the stateful stack). */
-    queueEncryption: z.enum(['sqs-managed', 'kms'], { error: 'must be "sqs-managed" or "kms"' }).default('sqs-managed'),
+    queueEncryption: z._default(z.enum(['sqs-managed', 'kms'], { error: 'must be "sqs-managed" or "kms"' }), 'sqs-managed'),
     /** Timeout of the connector worker Lambda; the invoke queue's visibility timeout derives from it. */
-    workerTimeoutSeconds: intIn(10, 900, 'seconds; Lambda allows at most 900').default(60),
+    workerTimeoutSeconds: z._default(intIn(10, 900, 'seconds; Lambda allows at most 900'), 60),
     /** Timeout of the reconcile consumer Lambda; the reconcile queue's visibility timeout derives from it. */
-    reconcilerTimeoutSeconds: intIn(10, 900, 'seconds; Lambda allows at most 900').default(60),
+    reconcilerTimeoutSeconds: z._default(intIn(10, 900, 'seconds; Lambda allows at most 900'), 60),
     /** Most concurrent worker instances the invoke queue's event source scales to (bounds the load on providers). */
-    workerMaxConcurrency: intIn(2, 1000, 'concurrent invocations; SQS event sources allow 2-1000').default(10),
+    workerMaxConcurrency: z._default(intIn(2, 1000, 'concurrent invocations; SQS event sources allow 2-1000'), 10),
     /** Most concurrent reconcile consumer instances. */
-    reconcilerMaxConcurrency: intIn(2, 1000, 'concurrent invocations; SQS event sources allow 2-1000').default(5),
+    reconcilerMaxConcurrency: z._default(intIn(2, 1000, 'concurrent invocations; SQS event sources allow 2-1000'), 5),
     /**
      * Reserved concurrency of the invoke worker: instances no other function of
      * the account can take, so a burst elsewhere (the API functions included)
@@ -301,144 +322,150 @@ export const InfraConfigSchema = z
      * the worker shares the account's unreserved pool (an account must keep
      * 100 unreserved, so small accounts cannot reserve). docs/infra.md.
      */
-    workerReservedConcurrency: intIn(2, 10_000, 'reserved concurrent executions').optional(),
+    workerReservedConcurrency: z.optional(intIn(2, 10_000, 'reserved concurrent executions')),
     /** Reserved concurrency of the reconcile consumer; at least `reconcilerMaxConcurrency`. Absent: none. */
-    reconcilerReservedConcurrency: intIn(2, 10_000, 'reserved concurrent executions').optional(),
+    reconcilerReservedConcurrency: z.optional(intIn(2, 10_000, 'reserved concurrent executions')),
     /**
      * The alarm on the invoke queue's quiet tenants (SQS fair queues'
      * ApproximateAgeOfOldestMessageInQuietGroups: the oldest message of the
      * tenants that are not noisy) fires when it is older than this.
      */
-    quietTenantQueueAgeAlarmSeconds: intIn(60, 43_200, 'seconds').default(300),
+    quietTenantQueueAgeAlarmSeconds: z._default(intIn(60, 43_200, 'seconds'), 300),
     /**
      * X-Ray active tracing of every function, with the Powertools Tracer in the
      * code (handler subsegments, outgoing HTTPS calls). Off: no X-Ray, and the
      * functions never import the tracer (about 100 KiB of code loaded on the
      * first invocation; docs/bench/analysis.md, "Cold start and bundles").
      */
-    tracing: z.boolean().default(true),
+    tracing: z._default(z.boolean(), true),
     /** Log level of every function (Powertools Logger and Lambda's application log level). */
-    logLevel: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }).default('INFO'),
-    api: ApiConfigSchema.prefault({}),
+    logLevel: z._default(z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }), 'INFO'),
+    api: z.prefault(ApiConfigSchema, {}),
     /** The alarm on the oldest outcome_unknown record fires when it is older than this. */
-    outcomeUnknownAlarmAgeSeconds: intIn(60, 7 * 24 * 3600, 'seconds').default(1800),
+    outcomeUnknownAlarmAgeSeconds: z._default(intIn(60, 7 * 24 * 3600, 'seconds'), 1800),
     /**
      * Connector ID → base URL of its provider API, for connectors whose default
      * base URL is not the one to use (the reference payments connector defaults
      * to the local simulator). Set as AIP_CONNECTOR_ENDPOINTS on the functions.
      */
-    connectorEndpoints: z.record(z.string(), baseUrl, { error: 'must be an object: connector ID → base URL' }).default({}),
+    connectorEndpoints: z._default(z.record(z.string(), baseUrl, { error: 'must be an object: connector ID → base URL' }), {}),
     /**
      * Remote connector placement (infra/remote-host.ts, docs/infra.md "Remote
      * connector host"): these enabled connectors run in a connector host
      * Lambda behind a Function URL, reached through signed requests (KMS keys
      * created by the stack). Absent: every connector runs in-process.
      */
-    remoteConnectorHost: z
-      .strictObject({
-        connectors: z.array(protocolId('connector ID')).min(1, { message: 'must list at least one enabled connector' }),
-        instanceId: protocolId('connector instance ID').default('host-1'),
-        replica: protocolId('replica ID').default('host-1-a'),
-        timeoutSeconds: intIn(10, 900, 'seconds; Lambda allows at most 900').default(60),
-        memorySize: intIn(128, 10_240, 'MB').default(512),
-      })
-      .optional(),
+    remoteConnectorHost: z.optional(
+      z.strictObject({
+        connectors: z.array(protocolId('connector ID')).check(z.minLength(1, { message: 'must list at least one enabled connector' })),
+        instanceId: z._default(protocolId('connector instance ID'), 'host-1'),
+        replica: z._default(protocolId('replica ID'), 'host-1-a'),
+        timeoutSeconds: z._default(intIn(10, 900, 'seconds; Lambda allows at most 900'), 60),
+        memorySize: z._default(intIn(128, 10_240, 'MB'), 512),
+      }),
+    ),
   })
-  .superRefine((config, ctx) => {
-    refineAuthUrls(config, ctx);
-    const seen = new Set<string>();
-    config.connectors.forEach((connector, index) => {
-      if (seen.has(connector.id)) {
-        ctx.addIssue({ code: 'custom', path: ['connectors', index, 'id'], message: `duplicate connector ID "${connector.id}"` });
-      }
-      seen.add(connector.id);
-      const rows = new Set<string>();
-      connector.credentials.forEach((row, rowIndex) => {
-        const key = JSON.stringify([row.handle, row.tenantId, row.externalAccountId ?? null]);
-        if (rows.has(key)) {
-          const scope =
-            row.externalAccountId === undefined ? `tenant "${row.tenantId}"` : `tenant "${row.tenantId}", external account "${row.externalAccountId}"`;
+  .check(
+    z.superRefine((config, ctx) => {
+      refineAuthUrls(config, ctx);
+      const seen = new Set<string>();
+      config.connectors.forEach((connector, index) => {
+        if (seen.has(connector.id)) {
+          ctx.addIssue({ code: 'custom', path: ['connectors', index, 'id'], message: `duplicate connector ID "${connector.id}"` });
+        }
+        seen.add(connector.id);
+        const rows = new Set<string>();
+        connector.credentials.forEach((row, rowIndex) => {
+          const key = JSON.stringify([row.handle, row.tenantId, row.externalAccountId ?? null]);
+          if (rows.has(key)) {
+            const scope =
+              row.externalAccountId === undefined ? `tenant "${row.tenantId}"` : `tenant "${row.tenantId}", external account "${row.externalAccountId}"`;
+            ctx.addIssue({
+              code: 'custom',
+              path: ['connectors', index, 'credentials', rowIndex],
+              message: `duplicate credential reference: handle "${row.handle}" for ${scope} is already mapped`,
+            });
+          }
+          rows.add(key);
+        });
+      });
+      config.remoteConnectorHost?.connectors.forEach((id, index) => {
+        if (!seen.has(id)) {
           ctx.addIssue({
             code: 'custom',
-            path: ['connectors', index, 'credentials', rowIndex],
-            message: `duplicate credential reference: handle "${row.handle}" for ${scope} is already mapped`,
-          });
-        }
-        rows.add(key);
-      });
-    });
-    config.remoteConnectorHost?.connectors.forEach((id, index) => {
-      if (!seen.has(id)) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['remoteConnectorHost', 'connectors', index],
-          message: `"${id}" is not an enabled connector (enabled: ${[...seen].join(', ') || 'none'})`,
-        });
-      }
-    });
-    for (const id of Object.keys(config.connectorEndpoints)) {
-      if (!seen.has(id)) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['connectorEndpoints', id],
-          message: `"${id}" is not an enabled connector (enabled: ${[...seen].join(', ') || 'none'})`,
-        });
-      }
-    }
-    for (const [reserved, max] of [
-      ['workerReservedConcurrency', 'workerMaxConcurrency'],
-      ['reconcilerReservedConcurrency', 'reconcilerMaxConcurrency'],
-    ] as const) {
-      const value = config[reserved];
-      if (value !== undefined && value < config[max]) {
-        ctx.addIssue({
-          code: 'custom',
-          path: [reserved],
-          message: `must be at least ${max} (${config[max]}): Lambda throttles an SQS event source whose maximum concurrency exceeds the function's reserved concurrency`,
-        });
-      }
-    }
-    if (config.api.throttlingBurstLimit < Math.min(config.api.throttlingRateLimit, 5_000)) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['api', 'throttlingBurstLimit'],
-        message: `must be at least the rate limit (${config.api.throttlingRateLimit}): a smaller bucket cannot sustain the rate`,
-      });
-    }
-    const policyIds = new Set<string>();
-    config.approvalPolicies.forEach((policy, index) => {
-      if (policyIds.has(policy.id)) {
-        ctx.addIssue({ code: 'custom', path: ['approvalPolicies', index, 'id'], message: `duplicate approval policy ID "${policy.id}"` });
-      }
-      policyIds.add(policy.id);
-      if (!seen.has(policy.connector)) {
-        const enabled = [...seen].join(', ') || 'none';
-        ctx.addIssue({
-          code: 'custom',
-          path: ['approvalPolicies', index, 'connector'],
-          message: `"${policy.connector}" is not an enabled connector (enabled: ${enabled})`,
-        });
-      }
-      const selected = policy.tenants ?? [];
-      if (selected.includes('*') && selected.length > 1) {
-        ctx.addIssue({ code: 'custom', path: ['approvalPolicies', index, 'tenants'], message: '"*" selects every tenant: list it alone, or list tenant IDs' });
-      }
-      selected.forEach((tenant, tenantIndex) => {
-        if (selected.indexOf(tenant) !== tenantIndex) {
-          ctx.addIssue({ code: 'custom', path: ['approvalPolicies', index, 'tenants', tenantIndex], message: `duplicate tenant "${tenant}"` });
-        }
-      });
-      policy.modes?.forEach((mode, modeIndex) => {
-        if (!(APPROVAL_GATED_MODES as readonly string[]).includes(mode)) {
-          ctx.addIssue({
-            code: 'custom',
-            path: ['approvalPolicies', index, 'modes', modeIndex],
-            message: `"${mode}" cannot be gated by approval: dry_run and plan are previews that run before any approval; gate one of ${APPROVAL_GATED_MODES.join(', ')}`,
+            path: ['remoteConnectorHost', 'connectors', index],
+            message: `"${id}" is not an enabled connector (enabled: ${[...seen].join(', ') || 'none'})`,
           });
         }
       });
-    });
-  });
+      for (const id of Object.keys(config.connectorEndpoints)) {
+        if (!seen.has(id)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['connectorEndpoints', id],
+            message: `"${id}" is not an enabled connector (enabled: ${[...seen].join(', ') || 'none'})`,
+          });
+        }
+      }
+      for (const [reserved, max] of [
+        ['workerReservedConcurrency', 'workerMaxConcurrency'],
+        ['reconcilerReservedConcurrency', 'reconcilerMaxConcurrency'],
+      ] as const) {
+        const value = config[reserved];
+        if (value !== undefined && value < config[max]) {
+          ctx.addIssue({
+            code: 'custom',
+            path: [reserved],
+            message: `must be at least ${max} (${config[max]}): Lambda throttles an SQS event source whose maximum concurrency exceeds the function's reserved concurrency`,
+          });
+        }
+      }
+      if (config.api.throttlingBurstLimit < Math.min(config.api.throttlingRateLimit, 5_000)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['api', 'throttlingBurstLimit'],
+          message: `must be at least the rate limit (${config.api.throttlingRateLimit}): a smaller bucket cannot sustain the rate`,
+        });
+      }
+      const policyIds = new Set<string>();
+      config.approvalPolicies.forEach((policy, index) => {
+        if (policyIds.has(policy.id)) {
+          ctx.addIssue({ code: 'custom', path: ['approvalPolicies', index, 'id'], message: `duplicate approval policy ID "${policy.id}"` });
+        }
+        policyIds.add(policy.id);
+        if (!seen.has(policy.connector)) {
+          const enabled = [...seen].join(', ') || 'none';
+          ctx.addIssue({
+            code: 'custom',
+            path: ['approvalPolicies', index, 'connector'],
+            message: `"${policy.connector}" is not an enabled connector (enabled: ${enabled})`,
+          });
+        }
+        const selected = policy.tenants ?? [];
+        if (selected.includes('*') && selected.length > 1) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['approvalPolicies', index, 'tenants'],
+            message: '"*" selects every tenant: list it alone, or list tenant IDs',
+          });
+        }
+        selected.forEach((tenant, tenantIndex) => {
+          if (selected.indexOf(tenant) !== tenantIndex) {
+            ctx.addIssue({ code: 'custom', path: ['approvalPolicies', index, 'tenants', tenantIndex], message: `duplicate tenant "${tenant}"` });
+          }
+        });
+        policy.modes?.forEach((mode, modeIndex) => {
+          if (!(APPROVAL_GATED_MODES as readonly string[]).includes(mode)) {
+            ctx.addIssue({
+              code: 'custom',
+              path: ['approvalPolicies', index, 'modes', modeIndex],
+              message: `"${mode}" cannot be gated by approval: dry_run and plan are previews that run before any approval; gate one of ${APPROVAL_GATED_MODES.join(', ')}`,
+            });
+          }
+        });
+      });
+    }),
+  );
 
 /** The validated configuration, with defaults applied. */
 export type InfraConfig = z.output<typeof InfraConfigSchema>;
@@ -506,7 +533,7 @@ export const DeploymentRuntimeConfigSchema = z
     connectors: z.array(ConnectorConfigSchema),
     approvalPolicies: z.array(ApprovalPolicySchema),
   })
-  .superRefine(refineAuthUrls);
+  .check(z.superRefine(refineAuthUrls));
 export type DeploymentRuntimeConfig = z.output<typeof DeploymentRuntimeConfigSchema>;
 
 /** The run-time part of a validated configuration (what the stack puts in `AIP_RUNTIME_CONFIG`). */

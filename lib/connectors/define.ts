@@ -11,7 +11,7 @@
  * defineConnector also runs manifest admission at definition time and
  * refuses a contract that advertises more than the handlers implement.
  */
-import * as z from 'zod';
+import * as z from '../common/zod.js';
 import { deepFreeze } from '../common/deep-freeze.js';
 import { joinIssuePath } from '../common/issues.js';
 import { AipError, isAipError } from '../errors/aip-error.js';
@@ -97,7 +97,7 @@ export interface HandlerCall {
 }
 
 /** A handler: validated input, the trusted context, per-call helpers. */
-export type Handler<I extends z.ZodType, R> = (input: z.output<I>, ctx: ActionExecutionContext, call: HandlerCall) => MaybePromise<R>;
+export type Handler<I extends z.core.$ZodType, R> = (input: z.output<I>, ctx: ActionExecutionContext, call: HandlerCall) => MaybePromise<R>;
 
 /**
  * A streaming handler: yield chunks (published through ctx.stream.emit in
@@ -105,16 +105,16 @@ export type Handler<I extends z.ZodType, R> = (input: z.output<I>, ctx: ActionEx
  * admitted with streaming, the chunks are not published and only the
  * terminal output counts.
  */
-export type StreamHandler<I extends z.ZodType, O extends z.ZodType> = (
+export type StreamHandler<I extends z.core.$ZodType, O extends z.core.$ZodType> = (
   input: z.output<I>,
   ctx: ActionExecutionContext,
   call: HandlerCall,
 ) => AsyncGenerator<StreamChunk, z.input<O>, void>;
 
 /** The default preview schema: any JSON value. */
-export type JsonSchemaType = z.ZodType<JsonValue, JsonValue>;
+export type JsonSchemaType = z.core.$ZodType<JsonValue, JsonValue>;
 
-export interface CapabilityHandlers<I extends z.ZodType, O extends z.ZodType, P extends z.ZodType> {
+export interface CapabilityHandlers<I extends z.core.$ZodType, O extends z.core.$ZodType, P extends z.core.$ZodType> {
   /** invoke_typed (modes: none, execute, rollback_not_supported). Sets `invocation`. */
   readonly invoke?: Handler<I, z.input<O>>;
   /** Streaming invoke_typed. Sets `invocation` and `streaming`. */
@@ -140,7 +140,7 @@ export interface CapabilityHandlers<I extends z.ZodType, O extends z.ZodType, P 
 }
 
 /** A reconcile handler (see CapabilityHandlers.reconcile). */
-export type ReconcileHandler<I extends z.ZodType, O extends z.ZodType> = Handler<I, ReconciliationResult<z.input<O>>>;
+export type ReconcileHandler<I extends z.core.$ZodType, O extends z.core.$ZodType> = Handler<I, ReconciliationResult<z.input<O>>>;
 
 /**
  * A reconcile handler with its lookup declaration. `lookup` lists how the
@@ -149,7 +149,7 @@ export type ReconcileHandler<I extends z.ZodType, O extends z.ZodType> = Handler
  * `provider_operation_id` but has `transaction.original_request`, and return
  * the operation it found as `provider_operation`.
  */
-export interface ReconcileDeclaration<I extends z.ZodType, O extends z.ZodType> {
+export interface ReconcileDeclaration<I extends z.core.$ZodType, O extends z.core.$ZodType> {
   readonly lookup: readonly ReconcileLookup[];
   readonly handler: ReconcileHandler<I, O>;
 }
@@ -158,7 +158,7 @@ export interface ReconcileDeclaration<I extends z.ZodType, O extends z.ZodType> 
 export type CapabilityContract = Omit<Capability, 'id' | 'kind' | 'description' | 'input_schema' | 'output_schema'>;
 
 /** What a capability declares: identity, schemas, contract and two explicit flags. */
-export interface CapabilitySpec<I extends z.ZodType, O extends z.ZodType, P extends z.ZodType> {
+export interface CapabilitySpec<I extends z.core.$ZodType, O extends z.core.$ZodType, P extends z.core.$ZodType> {
   readonly id: string;
   /** Default `tool`. A `resource` needs no invocation handler. */
   readonly kind?: 'tool' | 'resource';
@@ -176,7 +176,7 @@ export interface CapabilitySpec<I extends z.ZodType, O extends z.ZodType, P exte
 }
 
 /** A spec plus the handlers that implement it. */
-export interface CapabilityDefinition<I extends z.ZodType, O extends z.ZodType, P extends z.ZodType> extends CapabilitySpec<I, O, P> {
+export interface CapabilityDefinition<I extends z.core.$ZodType, O extends z.core.$ZodType, P extends z.core.$ZodType> extends CapabilitySpec<I, O, P> {
   readonly handlers: CapabilityHandlers<I, O, P>;
 }
 
@@ -185,7 +185,7 @@ export interface CapabilityDefinition<I extends z.ZodType, O extends z.ZodType, 
  * handlers written here are fully typed: `input` from the input schema, the
  * return value against the output schema (literal unions included).
  */
-export interface CapabilityBuilder<I extends z.ZodType, O extends z.ZodType, P extends z.ZodType> {
+export interface CapabilityBuilder<I extends z.core.$ZodType, O extends z.core.$ZodType, P extends z.core.$ZodType> {
   readonly spec: CapabilitySpec<I, O, P>;
   /** The protocol Capability this spec advertises. */
   readonly capability: Capability;
@@ -193,7 +193,11 @@ export interface CapabilityBuilder<I extends z.ZodType, O extends z.ZodType, P e
 }
 
 /** A capability ready to be placed in a connector. */
-export interface DefinedCapability<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.ZodType, P extends z.ZodType = JsonSchemaType> {
+export interface DefinedCapability<
+  I extends z.core.$ZodType = z.core.$ZodType,
+  O extends z.core.$ZodType = z.core.$ZodType,
+  P extends z.core.$ZodType = JsonSchemaType,
+> {
   readonly id: string;
   readonly definition: CapabilityDefinition<I, O, P>;
   /** The protocol Capability advertised in the manifest (JSON Schemas included). */
@@ -203,9 +207,9 @@ export interface DefinedCapability<I extends z.ZodType = z.ZodType, O extends z.
 }
 
 /** The handler input type of a defined capability. */
-export type CapabilityInput<C> = C extends DefinedCapability<infer I, z.ZodType, z.ZodType> ? z.output<I> : never;
+export type CapabilityInput<C> = C extends DefinedCapability<infer I, z.core.$ZodType, z.core.$ZodType> ? z.output<I> : never;
 /** The output type a defined capability's handlers return. */
-export type CapabilityOutput<C> = C extends DefinedCapability<z.ZodType, infer O, z.ZodType> ? z.input<O> : never;
+export type CapabilityOutput<C> = C extends DefinedCapability<z.core.$ZodType, infer O, z.core.$ZodType> ? z.input<O> : never;
 
 // ---------------------------------------------------------------------------
 // defineCapability
@@ -215,7 +219,7 @@ function definitionError(message: string, details: Record<string, unknown> = {})
   return new AipError('connector.definition_invalid', message, { details });
 }
 
-function toJsonSchema(schema: z.ZodType, io: 'input' | 'output', where: string): JsonObject {
+function toJsonSchema(schema: z.core.$ZodType, io: 'input' | 'output', where: string): JsonObject {
   let out: unknown;
   try {
     out = z.toJSONSchema(schema, { io, target: 'draft-2020-12' });
@@ -233,7 +237,7 @@ function toJsonSchema(schema: z.ZodType, io: 'input' | 'output', where: string):
  * at downstream_validation / full_simulation fidelity (for schema_only and
  * policy_and_schema the runtime builds the preview itself).
  */
-function modeImplemented(mode: TransactionMode, h: CapabilityHandlers<z.ZodType, z.ZodType, z.ZodType>, fidelity: DryRunFidelity): boolean {
+function modeImplemented(mode: TransactionMode, h: CapabilityHandlers<z.core.$ZodType, z.core.$ZodType, z.core.$ZodType>, fidelity: DryRunFidelity): boolean {
   switch (mode) {
     case 'dry_run':
     case 'plan':
@@ -258,7 +262,7 @@ function modeImplemented(mode: TransactionMode, h: CapabilityHandlers<z.ZodType,
  * every declared mode; without one, true when both `plan` and `commit` exist.
  */
 export function deriveSupport(
-  def: Pick<CapabilityDefinition<z.ZodType, z.ZodType, z.ZodType>, 'handlers' | 'retry' | 'approval' | 'contract'>,
+  def: Pick<CapabilityDefinition<z.core.$ZodType, z.core.$ZodType, z.core.$ZodType>, 'handlers' | 'retry' | 'approval' | 'contract'>,
   credentials = false,
 ): ImplementationSupport {
   const h = def.handlers;
@@ -289,7 +293,7 @@ export function deriveSupport(
  * (A single call cannot do both: TypeScript would type the handlers before
  * the output schema is known and widen literal results.)
  */
-export function defineCapability<I extends z.ZodType, O extends z.ZodType, P extends z.ZodType = JsonSchemaType>(
+export function defineCapability<I extends z.core.$ZodType, O extends z.core.$ZodType, P extends z.core.$ZodType = JsonSchemaType>(
   spec: CapabilitySpec<I, O, P>,
 ): CapabilityBuilder<I, O, P> {
   const kind = spec.kind ?? 'tool';
@@ -335,10 +339,10 @@ export function defineCapability<I extends z.ZodType, O extends z.ZodType, P ext
 // ---------------------------------------------------------------------------
 
 // The connector stores capabilities type-erased; handlers were checked at defineCapability.
-type AnyCapability = DefinedCapability<z.ZodType, z.ZodType, z.ZodType>;
+type AnyCapability = DefinedCapability<z.core.$ZodType, z.core.$ZodType, z.core.$ZodType>;
 type ErasedHandler = (input: unknown, ctx: ActionExecutionContext, call: HandlerCall) => unknown;
 type ErasedHandlers = {
-  readonly [K in Exclude<keyof CapabilityHandlers<z.ZodType, z.ZodType, z.ZodType>, 'reconcile'>]?: ErasedHandler;
+  readonly [K in Exclude<keyof CapabilityHandlers<z.core.$ZodType, z.core.$ZodType, z.core.$ZodType>, 'reconcile'>]?: ErasedHandler;
 } & { readonly reconcile?: ErasedHandler | { readonly lookup: readonly ReconcileLookup[]; readonly handler: ErasedHandler } };
 
 export interface ConnectorDefinition {
@@ -544,7 +548,7 @@ export class DefinedConnector extends FrozenConnectorBase {
         const handler = typeof h.reconcile === 'function' ? h.reconcile : h.reconcile.handler;
         const r = (await handler(input, ctx, call)) as ReconciliationResult<unknown>;
         if (r?.terminal === true && r.output !== undefined) {
-          const out = cap.definition.output.safeParse(r.output);
+          const out = z.safeParse(cap.definition.output, r.output);
           if (!out.success || !isJsonValue(out.data)) throw this.#invalidOutput('reconciliation', out.success ? undefined : out.error);
           return { ...r, output: out.data as JsonValue };
         }
@@ -585,7 +589,7 @@ export class DefinedConnector extends FrozenConnectorBase {
     if (cap === undefined) throw this.unsupported(operation, action);
     // An operation without a handler is unsupported whatever its input (the page's default).
     if (!implemented(cap.definition.handlers as ErasedHandlers)) throw this.unsupported(operation, action);
-    const parsed = cap.definition.input.safeParse(action.input);
+    const parsed = z.safeParse(cap.definition.input, action.input);
     if (!parsed.success) {
       throw new ConnectorFailure({
         code: 'connector.input_invalid',
@@ -652,10 +656,10 @@ export class DefinedConnector extends FrozenConnectorBase {
     }
   }
 
-  #completed(action: Action, schema: z.ZodType | undefined, value: unknown, operation: ConnectorOperation): ActionResult {
+  #completed(action: Action, schema: z.core.$ZodType | undefined, value: unknown, operation: ConnectorOperation): ActionResult {
     let output: unknown = value;
     if (schema !== undefined) {
-      const parsed = schema.safeParse(value);
+      const parsed = z.safeParse(schema, value);
       if (!parsed.success) throw this.#invalidOutput(operation, parsed.error);
       output = parsed.data;
     }
@@ -682,7 +686,7 @@ export class DefinedConnector extends FrozenConnectorBase {
     );
   }
 
-  #invalidOutput(operation: ConnectorOperation, error?: z.ZodError): ConnectorFailure {
+  #invalidOutput(operation: ConnectorOperation, error?: z.core.$ZodError): ConnectorFailure {
     return markSdkFailure(
       new ConnectorFailure({
         code: 'connector.output_invalid',

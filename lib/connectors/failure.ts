@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from '../common/zod.js';
 import { deepFreeze } from '../common/deep-freeze.js';
 import { AipError, isAipError } from '../errors/aip-error.js';
 import { ERROR_CATALOGUE, isErrorCode, type ErrorCategory } from '../errors/catalogue.js';
@@ -34,17 +34,17 @@ export type ConnectorFailureField = (typeof CONNECTOR_FAILURE_FIELDS)[number];
 /** Serialized form of a ConnectorFailure: exactly the twelve fields (strict). */
 export const ConnectorFailureRecordSchema = z.strictObject({
   code: ErrorCodeSchema,
-  message: TextSchema(2048).min(1),
+  message: TextSchema(2048).check(z.minLength(1)),
   category: ErrorCategorySchema,
   retryable: z.boolean(),
-  retry_after_ms: z.number().int().min(0).max(86_400_000).optional(),
-  provider_request_id: z.string().min(1).max(512).optional(),
-  provider_operation: ProviderOperationRefSchema.optional(),
-  remote_status: z.number().int().min(0).max(999).optional(),
+  retry_after_ms: z.optional(z.number().check(z.int(), z.gte(0), z.lte(86_400_000))),
+  provider_request_id: z.optional(z.string().check(z.minLength(1), z.maxLength(512))),
+  provider_operation: z.optional(ProviderOperationRefSchema),
+  remote_status: z.optional(z.number().check(z.int(), z.gte(0), z.lte(999))),
   uncertain_outcome: z.boolean(),
   /** Structured details safe for durable audit storage (plain JSON; never secrets). */
   redacted_details: JsonObjectSchema,
-  source: z.string().min(1).max(200),
+  source: z.string().check(z.minLength(1), z.maxLength(200)),
   operation: ConnectorOperationSchema,
 });
 export type ConnectorFailureRecord = z.infer<typeof ConnectorFailureRecordSchema>;

@@ -3,7 +3,7 @@
  * five role interfaces, and FrozenConnector (the callable production
  * boundary). Method names are the page's, in snake_case.
  */
-import * as z from 'zod';
+import * as z from '../common/zod.js';
 import type { Action, ActionResult, Capability, JsonObject, JsonValue, ProtocolError, ProviderOperationRef } from '../protocol/index.js';
 import { JsonObjectSchema, ProviderOperationRefSchema, ReconciliationCursorSchema } from '../protocol/index.js';
 import type { ActionExecutionContext } from './context.js';
@@ -101,8 +101,8 @@ export interface CancelOutcome {
 }
 export const CancelOutcomeSchema = z.strictObject({
   accepted: z.boolean(),
-  provider_operation: ProviderOperationRefSchema.optional(),
-  redacted_details: JsonObjectSchema.optional(),
+  provider_operation: z.optional(ProviderOperationRefSchema),
+  redacted_details: z.optional(JsonObjectSchema),
 });
 
 /**
@@ -175,16 +175,16 @@ export const ReconciliationResultSchema = z.discriminatedUnion('terminal', [
   z.strictObject({
     terminal: z.literal(true),
     original_commit_completed: z.boolean(),
-    output: z.unknown().optional(),
-    cursor: ReconciliationCursorSchema.optional(),
-    evidence: JsonObjectSchema.optional(),
-    provider_operation: ProviderOperationRefSchema.optional(),
+    output: z.optional(z.unknown()),
+    cursor: z.optional(ReconciliationCursorSchema),
+    evidence: z.optional(JsonObjectSchema),
+    provider_operation: z.optional(ProviderOperationRefSchema),
   }),
   z.strictObject({
     terminal: z.literal(false),
-    cursor: ReconciliationCursorSchema.optional(),
-    evidence: JsonObjectSchema.optional(),
-    provider_operation: ProviderOperationRefSchema.optional(),
+    cursor: z.optional(ReconciliationCursorSchema),
+    evidence: z.optional(JsonObjectSchema),
+    provider_operation: z.optional(ProviderOperationRefSchema),
   }),
 ]);
 

@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from '../common/zod.js';
 import { CapabilitySchema, IdSchema, TextSchema, type Capability } from '../protocol/index.js';
 import { ImplementationSupportSchema, type ImplementationSupport } from './support.js';
 
@@ -9,18 +9,17 @@ import { ImplementationSupportSchema, type ImplementationSupport } from './suppo
  */
 export const ManifestResourceSchema = z.strictObject({
   id: IdSchema,
-  description: TextSchema(4096).optional(),
+  description: z.optional(TextSchema(4096)),
   /** RFC 6570 URI template of the resource, when addressable. */
-  uri_template: z.string().min(1).max(2048).optional(),
-  media_type: z.string().min(1).max(255).optional(),
+  uri_template: z.optional(z.string().check(z.minLength(1), z.maxLength(2048))),
+  media_type: z.optional(z.string().check(z.minLength(1), z.maxLength(255))),
 });
 export type ManifestResource = z.infer<typeof ManifestResourceSchema>;
 
 /** Connector versions: semantic versions (`1.2.3`, `1.2.3-rc.1`). */
 export const ConnectorVersionSchema = z
   .string()
-  .max(64)
-  .regex(/^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/, { message: 'expected a semantic version' });
+  .check(z.maxLength(64), z.regex(/^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/, { message: 'expected a semantic version' }));
 
 /**
  * What `discover` returns: the connector's identity, its capabilities (the
@@ -30,8 +29,8 @@ export const ConnectorVersionSchema = z
 export const ConnectorManifestSchema = z.strictObject({
   connector_id: IdSchema,
   version: ConnectorVersionSchema,
-  capabilities: z.array(CapabilitySchema).max(1000),
-  resources: z.array(ManifestResourceSchema).max(1000).optional(),
+  capabilities: z.array(CapabilitySchema).check(z.maxLength(1000)),
+  resources: z.optional(z.array(ManifestResourceSchema).check(z.maxLength(1000))),
   implementation_support: z.record(IdSchema, ImplementationSupportSchema),
 });
 

@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from '../common/zod.js';
 
 /**
  * The twelve serialized ConnectorOperation values, spelled exactly as the

@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from '../common/zod.js';
 
 /**
  * The nine independent implementation-support flags, exactly as the connector

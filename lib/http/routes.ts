@@ -17,7 +17,7 @@
  * Data only: it imports no handler code (only schemas) and names each Lambda
  * entry by its module path, so the CDK app and the local server import it cheaply.
  */
-import type * as z from 'zod';
+import type * as z from '../common/zod.js';
 import { OPERATOR_SCOPE } from '../auth/scopes.js';
 import {
   ActionPathSchema,
@@ -61,12 +61,12 @@ export const SCOPES = {
 export interface RouteResponse {
   readonly description: string;
   /** Body schema; absent for problem responses (they use the Problem schema). */
-  readonly schema?: z.ZodType;
+  readonly schema?: z.ZodMiniType;
   /** Response headers worth documenting. */
   readonly headers?: Readonly<Record<string, string>>;
 }
 
-export interface RouteDefinition<P extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType, B extends z.ZodType = z.ZodType> {
+export interface RouteDefinition<P extends z.ZodMiniType = z.ZodMiniType, Q extends z.ZodMiniType = z.ZodMiniType, B extends z.ZodMiniType = z.ZodMiniType> {
   readonly id: string;
   readonly method: HttpMethod;
   /** API Gateway resource path, e.g. `/v1/actions/{id}`. */
@@ -96,7 +96,7 @@ export interface RouteDefinition<P extends z.ZodType = z.ZodType, Q extends z.Zo
   readonly timeoutSeconds: number;
 }
 
-function route<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType>(r: RouteDefinition<P, Q, B>): RouteDefinition<P, Q, B> {
+function route<P extends z.ZodMiniType, Q extends z.ZodMiniType, B extends z.ZodMiniType>(r: RouteDefinition<P, Q, B>): RouteDefinition<P, Q, B> {
   return r;
 }
 

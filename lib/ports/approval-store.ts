@@ -37,7 +37,7 @@
  *
  * The DynamoDB adapter is lib/aws/dynamo/approval-store.ts.
  */
-import * as z from 'zod';
+import * as z from '../common/zod.js';
 import { ProviderOperationRefSchema, Sha256HexSchema, TextSchema, type Principal } from '../protocol/index.js';
 import type { Page } from './transaction-store.js';
 
@@ -60,14 +60,10 @@ export interface ApprovalPolicySnapshot {
 /** Attachments of an operator's resolution: references to evidence kept elsewhere (tickets, provider consoles, files). */
 export const ResolutionAttachmentSchema = z.strictObject({
   /** Where the evidence is (https:, s3:, a ticket URN ...). */
-  uri: z
-    .string()
-    .min(1)
-    .max(2048)
-    .regex(/^[a-z][a-z0-9+.-]*:\S+$/, { message: 'must be an absolute URI' }),
-  description: TextSchema(512).optional(),
+  uri: z.string().check(z.minLength(1), z.maxLength(2048), z.regex(/^[a-z][a-z0-9+.-]*:\S+$/, { message: 'must be an absolute URI' })),
+  description: z.optional(TextSchema(512)),
   /** sha256 hex of the referenced content, when known. */
-  sha256: Sha256HexSchema.optional(),
+  sha256: z.optional(Sha256HexSchema),
 });
 
 /**
@@ -78,9 +74,9 @@ export const ResolutionAttachmentSchema = z.strictObject({
  */
 export const ResolutionSchema = z.strictObject({
   effect: z.enum(['committed', 'not_committed']),
-  provider_operation: ProviderOperationRefSchema.optional(),
-  reason: TextSchema(2048).pipe(z.string().min(1)),
-  attachments: z.array(ResolutionAttachmentSchema).max(20).optional(),
+  provider_operation: z.optional(ProviderOperationRefSchema),
+  reason: z.pipe(TextSchema(2048), z.string().check(z.minLength(1))),
+  attachments: z.optional(z.array(ResolutionAttachmentSchema).check(z.maxLength(20))),
 });
 export type Resolution = z.infer<typeof ResolutionSchema>;
 

@@ -9,7 +9,7 @@
  * The schemas are strict: an unknown field (for example `input`, `secret` or
  * `credentials`) is rejected on both the sending and the receiving side.
  */
-import * as z from 'zod';
+import * as z from '../common/zod.js';
 import { joinIssuePath } from '../common/issues.js';
 import { AipError } from '../errors/aip-error.js';
 import { IdSchema, TransactionIdSchema } from '../protocol/primitives.js';
@@ -19,16 +19,16 @@ import { IdSchema, TransactionIdSchema } from '../protocol/primitives.js';
  * presents it on every conditional write, so a zombie attempt holding an older
  * token cannot settle over a newer one.
  */
-export const FenceTokenSchema = z.int().min(0);
+export const FenceTokenSchema = z.int().check(z.gte(0));
 
 /** Connector invocation: run (or re-drive) attempt `attempt` of action `action_id`. */
 export const InvokeMessageSchema = z.strictObject({
   kind: z.literal('invoke'),
   tenant_id: IdSchema,
   action_id: IdSchema,
-  transaction_id: TransactionIdSchema.optional(),
+  transaction_id: z.optional(TransactionIdSchema),
   fence: FenceTokenSchema,
-  attempt: z.int().min(1).max(1_000_000),
+  attempt: z.int().check(z.gte(1), z.lte(1_000_000)),
 });
 export type InvokeMessage = z.infer<typeof InvokeMessageSchema>;
 

@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from '../common/zod.js';
 import { IdentityContextSchema } from './identity.js';
 import { JsonObjectSchema, JsonValueSchema } from './json.js';
 import { IdSchema, IdempotencyKeySchema, LabelsSchema, Rfc3339Schema, TransactionIdSchema } from './primitives.js';
@@ -16,46 +16,31 @@ export type TransactionMode = z.infer<typeof TransactionModeSchema>;
  */
 export const TransactionContextSchema = z.strictObject({
   mode: TransactionModeSchema,
-  transaction_id: TransactionIdSchema.optional(),
-  plan_id: IdSchema.optional(),
+  transaction_id: z.optional(TransactionIdSchema),
+  plan_id: z.optional(IdSchema),
   /** The action ID this compensating action compensates. */
-  compensation_for: IdSchema.optional(),
+  compensation_for: z.optional(IdSchema),
 });
 export type TransactionContext = z.infer<typeof TransactionContextSchema>;
 
 export const ObservabilityMetadataSchema = z.strictObject({
-  trace_id: z
-    .string()
-    .min(1)
-    .max(128)
-    .regex(/^[A-Za-z0-9._:-]+$/)
-    .optional(),
-  span_id: z
-    .string()
-    .min(1)
-    .max(128)
-    .regex(/^[A-Za-z0-9._:-]+$/)
-    .optional(),
-  parent_span_id: z
-    .string()
-    .min(1)
-    .max(128)
-    .regex(/^[A-Za-z0-9._:-]+$/)
-    .optional(),
-  correlation_id: IdSchema.optional(),
+  trace_id: z.optional(z.string().check(z.minLength(1), z.maxLength(128), z.regex(/^[A-Za-z0-9._:-]+$/))),
+  span_id: z.optional(z.string().check(z.minLength(1), z.maxLength(128), z.regex(/^[A-Za-z0-9._:-]+$/))),
+  parent_span_id: z.optional(z.string().check(z.minLength(1), z.maxLength(128), z.regex(/^[A-Za-z0-9._:-]+$/))),
+  correlation_id: z.optional(IdSchema),
   /**
    * Caller-carried completion time of the original action, the compensation
    * window fallback when no transaction record exists. Not equivalent to a
    * durable completion timestamp.
    */
-  original_completed_at: Rfc3339Schema.optional(),
+  original_completed_at: z.optional(Rfc3339Schema),
 });
 /** @public */
 export type ObservabilityMetadata = z.infer<typeof ObservabilityMetadataSchema>;
 
 export const ActionMetadataSchema = z.strictObject({
-  observability: ObservabilityMetadataSchema.optional(),
-  labels: LabelsSchema.optional(),
+  observability: z.optional(ObservabilityMetadataSchema),
+  labels: z.optional(LabelsSchema),
 });
 /** @public */
 export type ActionMetadata = z.infer<typeof ActionMetadataSchema>;
@@ -65,10 +50,10 @@ export const ActionSchema = z.strictObject({
   id: IdSchema,
   capability_id: IdSchema,
   input: JsonObjectSchema,
-  idempotency_key: IdempotencyKeySchema.optional(),
-  identity: IdentityContextSchema.optional(),
-  metadata: ActionMetadataSchema.optional(),
-  transaction: TransactionContextSchema.optional(),
+  idempotency_key: z.optional(IdempotencyKeySchema),
+  identity: z.optional(IdentityContextSchema),
+  metadata: z.optional(ActionMetadataSchema),
+  transaction: z.optional(TransactionContextSchema),
 });
 export type Action = z.infer<typeof ActionSchema>;
 
@@ -85,19 +70,21 @@ export const ActionResultSchema = z
   .strictObject({
     action_id: IdSchema,
     status: ActionStatusSchema,
-    output: JsonValueSchema.optional(),
-    error: ProtocolErrorSchema.optional(),
+    output: z.optional(JsonValueSchema),
+    error: z.optional(ProtocolErrorSchema),
     /** True when this result is a stored terminal result replayed without invoking the connector. */
-    replayed: z.boolean().optional(),
-    completed_at: Rfc3339Schema.optional(),
-    metadata: JsonObjectSchema.optional(),
+    replayed: z.optional(z.boolean()),
+    completed_at: z.optional(Rfc3339Schema),
+    metadata: z.optional(JsonObjectSchema),
   })
-  .superRefine((r, ctx) => {
-    if (r.status === 'failed' && r.error === undefined) {
-      ctx.addIssue({ code: 'custom', path: ['error'], message: 'a failed result needs an error' });
-    }
-    if (r.status === 'completed' && r.error !== undefined) {
-      ctx.addIssue({ code: 'custom', path: ['error'], message: 'a completed result carries no error' });
-    }
-  });
+  .check(
+    z.superRefine((r, ctx) => {
+      if (r.status === 'failed' && r.error === undefined) {
+        ctx.addIssue({ code: 'custom', path: ['error'], message: 'a failed result needs an error' });
+      }
+      if (r.status === 'completed' && r.error !== undefined) {
+        ctx.addIssue({ code: 'custom', path: ['error'], message: 'a completed result carries no error' });
+      }
+    }),
+  );
 export type ActionResult = z.infer<typeof ActionResultSchema>;

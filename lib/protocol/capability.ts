@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from '../common/zod.js';
 import { JsonObjectSchema } from './json.js';
 import { IdSchema, JsonPointerSchema, ScopeSchema, TextSchema } from './primitives.js';
 import { TransactionModeSchema } from './action.js';
@@ -19,7 +19,7 @@ function unique<T>(xs: readonly T[]): boolean {
 
 /** TransactionContract: exactly three declarations (spec README, list 2). */
 export const TransactionContractSchema = z.strictObject({
-  modes: z.array(TransactionModeSchema).min(1).max(7).refine(unique, { message: 'modes must be unique' }),
+  modes: z.array(TransactionModeSchema).check(z.minLength(1), z.maxLength(7), z.refine(unique, { message: 'modes must be unique' })),
   dry_run_fidelity: DryRunFidelitySchema,
   requires_plan_before_commit: z.boolean(),
 });
@@ -37,13 +37,8 @@ export type CompensationMode = z.infer<typeof CompensationModeSchema>;
  */
 export const CompensationContractSchema = z.strictObject({
   mode: CompensationModeSchema,
-  compensation_capability_id: IdSchema.optional(),
-  window_ms: z
-    .number()
-    .int()
-    .positive()
-    .max(366 * 86_400_000)
-    .optional(),
+  compensation_capability_id: z.optional(IdSchema),
+  window_ms: z.optional(z.int().check(z.positive(), z.lte(366 * 86_400_000))),
   approval_required: z.boolean(),
 });
 export type CompensationContract = z.infer<typeof CompensationContractSchema>;
@@ -52,8 +47,8 @@ export const DataContractSchema = z.strictObject({
   /** When true, plans keep only `{redacted: true, hash}` as the input snapshot. */
   redaction_required: z.boolean(),
   /** RFC 6901 pointers into input/output to redact in records and logs. */
-  redact_pointers: z.array(JsonPointerSchema).max(256).optional(),
-  retention_days: z.number().int().positive().max(36_500).optional(),
+  redact_pointers: z.optional(z.array(JsonPointerSchema).check(z.maxLength(256))),
+  retention_days: z.optional(z.int().check(z.positive(), z.lte(36_500))),
 });
 /** @public */
 export type DataContract = z.infer<typeof DataContractSchema>;
@@ -63,28 +58,23 @@ export const ExecutionContractSchema = z.strictObject({
   supports_cancel: z.boolean(),
   supports_streaming: z.boolean(),
   supports_retry: z.boolean(),
-  timeout_ms: z.number().int().positive().max(86_400_000),
+  timeout_ms: z.int().check(z.positive(), z.lte(86_400_000)),
 });
 export type ExecutionContract = z.infer<typeof ExecutionContractSchema>;
 
 export const ApprovalRequirementSchema = z.strictObject({
   required: z.boolean(),
-  policy_id: IdSchema.optional(),
-  approver_scopes: z.array(ScopeSchema).max(64).optional(),
-  allow_self_approval: z.boolean().optional(),
+  policy_id: z.optional(IdSchema),
+  approver_scopes: z.optional(z.array(ScopeSchema).check(z.maxLength(64))),
+  allow_self_approval: z.optional(z.boolean()),
 });
 export type ApprovalRequirement = z.infer<typeof ApprovalRequirementSchema>;
 
 export const CredentialRequirementSchema = z.strictObject({
   required: z.boolean(),
   /** Credential kind, e.g. `api_key`, `oauth2`, `basic` (a name, never material). */
-  kind: z
-    .string()
-    .min(1)
-    .max(64)
-    .regex(/^[a-z][a-z0-9_]*$/, { message: 'invalid credential kind' })
-    .optional(),
-  scopes: z.array(ScopeSchema).max(64).optional(),
+  kind: z.optional(z.string().check(z.minLength(1), z.maxLength(64), z.regex(/^[a-z][a-z0-9_]*$/, { message: 'invalid credential kind' }))),
+  scopes: z.optional(z.array(ScopeSchema).check(z.maxLength(64))),
 });
 /** @public */
 export type CredentialRequirement = z.infer<typeof CredentialRequirementSchema>;
@@ -93,12 +83,12 @@ export const IdempotencyContractSchema = z.strictObject({
   /** The action must carry an idempotency_key. */
   required: z.boolean(),
   /** The downstream provider deduplicates on the forwarded idempotency identity. */
-  downstream_idempotent: z.boolean().optional(),
+  downstream_idempotent: z.optional(z.boolean()),
 });
 export type IdempotencyContract = z.infer<typeof IdempotencyContractSchema>;
 
 export const AuthorizationRequirementSchema = z.strictObject({
-  scopes: z.array(ScopeSchema).max(64),
+  scopes: z.array(ScopeSchema).check(z.maxLength(64)),
 });
 /** @public */
 export type AuthorizationRequirement = z.infer<typeof AuthorizationRequirementSchema>;
@@ -109,17 +99,17 @@ export const CapabilityKindSchema = z.enum(CAPABILITY_KINDS);
 export const CapabilitySchema = z.strictObject({
   id: IdSchema,
   kind: CapabilityKindSchema,
-  description: TextSchema(4096).optional(),
+  description: z.optional(TextSchema(4096)),
   /** JSON Schema for the action input (compiled with ajv by the runtime). */
   input_schema: JsonObjectSchema,
-  output_schema: JsonObjectSchema.optional(),
-  transaction: TransactionContractSchema.optional(),
-  compensation: CompensationContractSchema.optional(),
-  data: DataContractSchema.optional(),
-  execution: ExecutionContractSchema.optional(),
-  approval: ApprovalRequirementSchema.optional(),
-  credentials: CredentialRequirementSchema.optional(),
-  idempotency: IdempotencyContractSchema.optional(),
-  authorization: AuthorizationRequirementSchema.optional(),
+  output_schema: z.optional(JsonObjectSchema),
+  transaction: z.optional(TransactionContractSchema),
+  compensation: z.optional(CompensationContractSchema),
+  data: z.optional(DataContractSchema),
+  execution: z.optional(ExecutionContractSchema),
+  approval: z.optional(ApprovalRequirementSchema),
+  credentials: z.optional(CredentialRequirementSchema),
+  idempotency: z.optional(IdempotencyContractSchema),
+  authorization: z.optional(AuthorizationRequirementSchema),
 });
 export type Capability = z.infer<typeof CapabilitySchema>;

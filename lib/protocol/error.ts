@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from '../common/zod.js';
 import { ERROR_CATEGORIES } from '../errors/catalogue.js';
 import { JsonObjectSchema } from './json.js';
 import { TextSchema } from './primitives.js';
@@ -6,7 +6,7 @@ import { ProviderOperationRefSchema } from './provider.js';
 
 /** Stable namespaced error code: `<area>.<reason>[.<more>]`. */
 export const ERROR_CODE_PATTERN = /^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$/;
-export const ErrorCodeSchema = z.string().max(128).regex(ERROR_CODE_PATTERN, { message: 'expected a namespaced code like area.reason' });
+export const ErrorCodeSchema = z.string().check(z.maxLength(128), z.regex(ERROR_CODE_PATTERN, { message: 'expected a namespaced code like area.reason' }));
 
 export const ErrorCategorySchema = z.enum(ERROR_CATEGORIES);
 
@@ -20,15 +20,15 @@ export const ProtocolErrorSchema = z.strictObject({
   message: TextSchema(2048),
   category: ErrorCategorySchema,
   retryable: z.boolean(),
-  retry_after_ms: z.number().int().min(0).max(86_400_000).optional(),
-  provider_request_id: z.string().min(1).max(512).optional(),
-  provider_operation: ProviderOperationRefSchema.optional(),
+  retry_after_ms: z.optional(z.int().check(z.gte(0), z.lte(86_400_000))),
+  provider_request_id: z.optional(z.string().check(z.minLength(1), z.maxLength(512))),
+  provider_operation: z.optional(ProviderOperationRefSchema),
   /** Provider protocol status, normally HTTP. */
-  remote_status: z.number().int().min(0).max(999).optional(),
+  remote_status: z.optional(z.int().check(z.gte(0), z.lte(999))),
   /** True when an external effect may have occurred. */
-  uncertain_outcome: z.boolean().optional(),
-  details: JsonObjectSchema.optional(),
+  uncertain_outcome: z.optional(z.boolean()),
+  details: z.optional(JsonObjectSchema),
   /** Connector or provider component that produced the failure. */
-  source: z.string().min(1).max(200).optional(),
+  source: z.optional(z.string().check(z.minLength(1), z.maxLength(200))),
 });
 export type ProtocolError = z.infer<typeof ProtocolErrorSchema>;

@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from '../common/zod.js';
 import { IdSchema } from './primitives.js';
 
 export const PRINCIPAL_KINDS = ['user', 'agent', 'service', 'application'] as const;
@@ -19,11 +19,11 @@ export type Principal = z.infer<typeof PrincipalSchema>;
  * The field set is closed (strict): there is no passthrough bag.
  */
 export const IdentityContextSchema = z.strictObject({
-  tenant_id: IdSchema.optional(),
-  external_account_id: IdSchema.optional(),
-  organization_id: IdSchema.optional(),
-  workspace_id: IdSchema.optional(),
-  user_id: IdSchema.optional(),
-  session_id: IdSchema.optional(),
+  tenant_id: z.optional(IdSchema),
+  external_account_id: z.optional(IdSchema),
+  organization_id: z.optional(IdSchema),
+  workspace_id: z.optional(IdSchema),
+  user_id: z.optional(IdSchema),
+  session_id: z.optional(IdSchema),
 });
 export type IdentityContext = z.infer<typeof IdentityContextSchema>;

@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from '../common/zod.js';
 
 /**
  * JSON values as they cross the public envelope.
@@ -147,17 +147,21 @@ function problemMessage(p: JsonProblem): string {
 }
 
 /** Any JSON value (validated without copying). */
-export const JsonValueSchema = z.custom<JsonValue>().superRefine((v, ctx) => {
-  const p = inspectJson(v, { allowUndefinedProperties: false });
-  if (p !== undefined) ctx.addIssue({ code: 'custom', message: problemMessage(p), path: p.path });
-});
+export const JsonValueSchema = z.custom<JsonValue>().check(
+  z.superRefine((v, ctx) => {
+    const p = inspectJson(v, { allowUndefinedProperties: false });
+    if (p !== undefined) ctx.addIssue({ code: 'custom', message: problemMessage(p), path: p.path });
+  }),
+);
 
 /** A JSON object (not an array, not null), validated without copying. */
-export const JsonObjectSchema = z.custom<JsonObject>().superRefine((v, ctx) => {
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) {
-    ctx.addIssue({ code: 'custom', message: 'expected a JSON object' });
-    return;
-  }
-  const p = inspectJson(v, { allowUndefinedProperties: false });
-  if (p !== undefined) ctx.addIssue({ code: 'custom', message: problemMessage(p), path: p.path });
-});
+export const JsonObjectSchema = z.custom<JsonObject>().check(
+  z.superRefine((v, ctx) => {
+    if (typeof v !== 'object' || v === null || Array.isArray(v)) {
+      ctx.addIssue({ code: 'custom', message: 'expected a JSON object' });
+      return;
+    }
+    const p = inspectJson(v, { allowUndefinedProperties: false });
+    if (p !== undefined) ctx.addIssue({ code: 'custom', message: problemMessage(p), path: p.path });
+  }),
+);

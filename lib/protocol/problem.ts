@@ -3,7 +3,7 @@
  * error (AipError, lib/errors) to them: the AIP ProtocolError (its schema is
  * in error.ts) and an RFC 9457 problem body for HTTP responses.
  */
-import * as z from 'zod';
+import * as z from '../common/zod.js';
 import { toAipError, type AipError } from '../errors/aip-error.js';
 import { ERROR_CATALOGUE } from '../errors/catalogue.js';
 import { ErrorCategorySchema, type ProtocolError } from './error.js';
@@ -59,16 +59,16 @@ export function toProtocolError(err: AipError, extras: ProtocolErrorExtras = {})
 }
 
 export const ProblemSchema = z.strictObject({
-  type: z.string().min(1),
-  title: z.string().min(1),
-  status: z.number().int().min(400).max(599),
+  type: z.string().check(z.minLength(1)),
+  title: z.string().check(z.minLength(1)),
+  status: z.int().check(z.gte(400), z.lte(599)),
   detail: z.string(),
-  instance: z.string().optional(),
-  code: z.string().min(1),
+  instance: z.optional(z.string()),
+  code: z.string().check(z.minLength(1)),
   category: ErrorCategorySchema,
   retryable: z.boolean(),
-  retry_after_ms: z.number().int().min(0).optional(),
-  details: z.record(z.string(), z.unknown()).optional(),
+  retry_after_ms: z.optional(z.int().check(z.gte(0))),
+  details: z.optional(z.record(z.string(), z.unknown())),
 });
 export type Problem = z.infer<typeof ProblemSchema>;
 

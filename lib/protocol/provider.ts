@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from '../common/zod.js';
 
 /**
  * A provider-local operation reference, checkpointed once the provider has
@@ -6,19 +6,19 @@ import * as z from 'zod';
  * provider-chosen, so they are not constrained to the protocol ID pattern,
  * only bounded and free of control characters.
  */
-const ProviderTokenSchema = z
-  .string()
-  .min(1)
-  .max(512)
-  .regex(/^[^\x00-\x1f\x7f]+$/, { message: 'contains control characters' })
-  .refine((s) => s.trim().length > 0, { message: 'must not be blank' });
+const ProviderTokenSchema = z.string().check(
+  z.minLength(1),
+  z.maxLength(512),
+  z.regex(/^[^\x00-\x1f\x7f]+$/, { message: 'contains control characters' }),
+  z.refine((s) => s.trim().length > 0, { message: 'must not be blank' }),
+);
 
 export const ProviderOperationRefSchema = z.strictObject({
   provider: ProviderTokenSchema,
   operation_id: ProviderTokenSchema,
-  request_id: ProviderTokenSchema.optional(),
+  request_id: z.optional(ProviderTokenSchema),
 });
 export type ProviderOperationRef = z.infer<typeof ProviderOperationRefSchema>;
 
 /** Opaque reconciliation cursor (connector-defined, never credential material). */
-export const ReconciliationCursorSchema = z.string().min(1).max(4096);
+export const ReconciliationCursorSchema = z.string().check(z.minLength(1), z.maxLength(4096));

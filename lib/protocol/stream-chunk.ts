@@ -3,7 +3,7 @@
  * it and as `GET /v1/actions/{id}/stream` serves it. The connector SDK
  * re-exports it (lib/connectors/index.ts).
  */
-import * as z from 'zod';
+import * as z from '../common/zod.js';
 import { JsonValueSchema, type JsonValue } from './json.js';
 import { TextSchema } from './primitives.js';
 
@@ -13,11 +13,11 @@ import { TextSchema } from './primitives.js';
  */
 export const StreamChunkSchema = z.discriminatedUnion('type', [
   /** A piece of text (e.g. a token delta or a log line). */
-  z.strictObject({ type: z.literal('text'), text: z.string().max(262_144) }),
+  z.strictObject({ type: z.literal('text'), text: z.string().check(z.maxLength(262_144)) }),
   /** A piece of structured output. */
   z.strictObject({ type: z.literal('data'), data: JsonValueSchema }),
   /** Progress in [0, 1] with an optional operator-safe message. */
-  z.strictObject({ type: z.literal('progress'), progress: z.number().min(0).max(1), message: TextSchema(1024).optional() }),
+  z.strictObject({ type: z.literal('progress'), progress: z.number().check(z.gte(0), z.lte(1)), message: z.optional(TextSchema(1024)) }),
 ]);
 export type StreamChunk =
   | { readonly type: 'text'; readonly text: string }

@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from '../common/zod.js';
 import { ActionResultSchema, ActionSchema, ActionStatusSchema } from './action.js';
 import { CompensationContractSchema, DataContractSchema, DryRunFidelitySchema, ExecutionContractSchema, IdempotencyContractSchema } from './capability.js';
 import { IdentityContextSchema, PrincipalSchema } from './identity.js';
@@ -49,10 +49,10 @@ export const TransactionRequestSchema = z.strictObject({
   action: ActionSchema,
   transaction_id: TransactionIdSchema,
   requested_by: PrincipalSchema,
-  reason: TextSchema(2048).optional(),
-  metadata: JsonObjectSchema.optional(),
-  provider_operation: ProviderOperationRefSchema.optional(),
-  reconciliation_cursor: ReconciliationCursorSchema.optional(),
+  reason: z.optional(TextSchema(2048)),
+  metadata: z.optional(JsonObjectSchema),
+  provider_operation: z.optional(ProviderOperationRefSchema),
+  reconciliation_cursor: z.optional(ReconciliationCursorSchema),
 });
 export type TransactionRequest = z.infer<typeof TransactionRequestSchema>;
 
@@ -68,21 +68,21 @@ export const ApprovalPolicyRefSchema = z.strictObject({
   policy_id: IdSchema,
   /** Where the policy came from: the capability, a tenant default, or a compensation contract. */
   source: z.enum(['capability', 'tenant_default', 'compensation']),
-  approver_scopes: z.array(ScopeSchema).max(64).optional(),
-  allow_self_approval: z.boolean().optional(),
+  approver_scopes: z.optional(z.array(ScopeSchema).check(z.maxLength(64))),
+  allow_self_approval: z.optional(z.boolean()),
 });
 export type ApprovalPolicyRef = z.infer<typeof ApprovalPolicyRefSchema>;
 
 export const PlanIdempotencyMetadataSchema = z.strictObject({
-  idempotency_key: IdempotencyKeySchema.optional(),
-  contract: IdempotencyContractSchema.optional(),
+  idempotency_key: z.optional(IdempotencyKeySchema),
+  contract: z.optional(IdempotencyContractSchema),
 });
 
 /** Result of downstream plan validation (downstream_validation / full_simulation only). */
 export const DownstreamValidationSchema = z.strictObject({
   fidelity: DryRunFidelitySchema,
   status: ActionStatusSchema,
-  output: JsonValueSchema.optional(),
+  output: z.optional(JsonValueSchema),
   validated_at: Rfc3339Schema,
 });
 export type DownstreamValidation = z.infer<typeof DownstreamValidationSchema>;
@@ -102,15 +102,15 @@ export const TransactionPlanSchema = z.strictObject({
   input_hash: Sha256HexSchema,
   input_snapshot: InputSnapshotSchema,
   /** Absent when the planning action carried no identity context (presence is compared at commit). */
-  identity_snapshot: IdentityContextSchema.optional(),
+  identity_snapshot: z.optional(IdentityContextSchema),
   approval_required: z.boolean(),
-  approval_policy: ApprovalPolicyRefSchema.optional(),
-  compensation: CompensationContractSchema.optional(),
-  data: DataContractSchema.optional(),
-  idempotency: PlanIdempotencyMetadataSchema.optional(),
+  approval_policy: z.optional(ApprovalPolicyRefSchema),
+  compensation: z.optional(CompensationContractSchema),
+  data: z.optional(DataContractSchema),
+  idempotency: z.optional(PlanIdempotencyMetadataSchema),
   /** Service-level metadata: the execution declarations in force when planned. */
-  service_level: ExecutionContractSchema.optional(),
-  downstream_validation: DownstreamValidationSchema.optional(),
+  service_level: z.optional(ExecutionContractSchema),
+  downstream_validation: z.optional(DownstreamValidationSchema),
   created_at: Rfc3339Schema,
   expires_at: Rfc3339Schema,
 });
@@ -136,59 +136,55 @@ export const RECEIPT_VERSION = 2;
  * only; they still verify.
  */
 export const ReceiptSchema = z.strictObject({
-  v: z.literal(RECEIPT_VERSION).optional(),
-  seq: z.number().int().min(0),
+  v: z.optional(z.literal(RECEIPT_VERSION)),
+  seq: z.int().check(z.gte(0)),
   transaction_id: TransactionIdSchema,
   status: TransactionProtocolStatusSchema,
-  revision: z.number().int().min(0),
+  revision: z.int().check(z.gte(0)),
   at: Rfc3339Schema,
   prev_hash: Sha256HexSchema,
   hash: Sha256HexSchema,
   /** Event name, e.g. `transaction.planned`. */
-  event: z
-    .string()
-    .min(1)
-    .max(128)
-    .regex(/^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$/, { message: 'invalid event name' }),
+  event: z.string().check(z.minLength(1), z.maxLength(128), z.regex(/^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$/, { message: 'invalid event name' })),
   /** Who acted: the principal on whose authority the write happened (the runtime's service principal for its own). */
-  actor: PrincipalSchema.optional(),
+  actor: z.optional(PrincipalSchema),
   /** Redacted evidence of the write (provider operation, reasons, an operator's findings). */
-  evidence: JsonValueSchema.optional(),
+  evidence: z.optional(JsonValueSchema),
   /** sha256 of the canonical JSON of the action result this write recorded. */
-  result_digest: Sha256HexSchema.optional(),
+  result_digest: z.optional(Sha256HexSchema),
 });
 export type Receipt = z.infer<typeof ReceiptSchema>;
 
 export const TransactionResultSchema = z.strictObject({
   transaction_id: TransactionIdSchema,
-  plan_id: IdSchema.optional(),
+  plan_id: z.optional(IdSchema),
   status: TransactionProtocolStatusSchema,
-  action_result: ActionResultSchema.optional(),
-  plan: TransactionPlanSchema.optional(),
-  provider_operation: ProviderOperationRefSchema.optional(),
-  reconciliation_cursor: ReconciliationCursorSchema.optional(),
-  earliest_reconcile_at: Rfc3339Schema.optional(),
-  receipts: z.array(ReceiptSchema).optional(),
+  action_result: z.optional(ActionResultSchema),
+  plan: z.optional(TransactionPlanSchema),
+  provider_operation: z.optional(ProviderOperationRefSchema),
+  reconciliation_cursor: z.optional(ReconciliationCursorSchema),
+  earliest_reconcile_at: z.optional(Rfc3339Schema),
+  receipts: z.optional(z.array(ReceiptSchema)),
   /** How many receipts the chain holds: a listing with fewer was truncated. */
-  receipt_count: z.number().int().min(0).optional(),
+  receipt_count: z.optional(z.int().check(z.gte(0))),
   /** The hash of the last receipt (the chain's anchor). */
-  receipt_head: Sha256HexSchema.optional(),
+  receipt_head: z.optional(Sha256HexSchema),
   /** The actions connected to this transaction (for a timeline). */
-  links: z
-    .strictObject({
+  links: z.optional(
+    z.strictObject({
       /** The action the record is bound to (the commit action once a plan is claimed). */
       action_id: IdSchema,
       /** The action that planned it. */
-      planning_action_id: IdSchema.optional(),
+      planning_action_id: z.optional(IdSchema),
       /** A compensation: the action it compensates. */
-      compensation_for: IdSchema.optional(),
+      compensation_for: z.optional(IdSchema),
       /** The governed reconcile action of the current or last reconciliation. */
-      reconcile_action_id: IdSchema.optional(),
-    })
-    .optional(),
+      reconcile_action_id: z.optional(IdSchema),
+    }),
+  ),
   /** Parked for a human (wire status requires_human): when and why. */
-  escalated: z.strictObject({ at: Rfc3339Schema, reason: z.string().max(256).optional() }).optional(),
+  escalated: z.optional(z.strictObject({ at: Rfc3339Schema, reason: z.optional(z.string().check(z.maxLength(256))) })),
   /** Reconciliation attempts so far (toward the bound). */
-  reconcile_attempts: z.number().int().min(0).optional(),
+  reconcile_attempts: z.optional(z.int().check(z.gte(0))),
 });
 export type TransactionResult = z.infer<typeof TransactionResultSchema>;

@@ -1,4 +1,4 @@
-import type * as z from 'zod';
+import type * as z from '../common/zod.js';
 import { AipError } from '../errors/aip-error.js';
 import type { ErrorCode } from '../errors/catalogue.js';
 import { ActionSchema, type Action } from './action.js';
@@ -91,8 +91,8 @@ export function guardEnvelope(input: unknown): void {
  * size limit), so the returned envelope shares no objects with the input and
  * later caller mutation cannot change what was validated or hashed.
  */
-function parseOrThrow<T>(schema: z.ZodType<T>, input: unknown): T {
-  let result: z.ZodSafeParseResult<T>;
+function parseOrThrow<T>(schema: z.ZodMiniType<T>, input: unknown): T {
+  let result: z.core.util.SafeParseResult<T>;
   try {
     result = schema.safeParse(JSON.parse(JSON.stringify(input)) as unknown);
   } catch {

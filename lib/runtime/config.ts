@@ -7,7 +7,7 @@
  *
  * See docs/runtime.md.
  */
-import * as z from 'zod';
+import * as z from '../common/zod.js';
 import { joinIssuePath } from '../common/issues.js';
 import { OPERATOR_SCOPE } from '../auth/scopes.js';
 import { AipError } from '../errors/aip-error.js';
@@ -18,23 +18,16 @@ import { DEFAULT_IDEMPOTENCY_RETENTION_SECONDS } from '../ports/idempotency-stor
 export const TenantApprovalPolicySchema = z.strictObject({
   policy_id: IdSchema,
   /** Capability IDs it selects; `*` selects all. */
-  capabilities: z
-    .array(z.union([IdSchema, z.literal('*')]))
-    .min(1)
-    .max(1000),
+  capabilities: z.array(z.union([IdSchema, z.literal('*')])).check(z.minLength(1), z.maxLength(1000)),
   /** Modes it applies to; `none` is a plain invocation. Default: every mutating mode. */
-  modes: z.array(z.enum([...TRANSACTION_MODES, 'none'])).optional(),
+  modes: z.optional(z.array(z.enum([...TRANSACTION_MODES, 'none']))),
   /** Holding ONE of these scopes makes a principal an approver (default: `approvals.default_approver_scopes`). */
-  approver_scopes: z.array(ScopeSchema).max(64).optional(),
-  allow_self_approval: z.boolean().optional(),
+  approver_scopes: z.optional(z.array(ScopeSchema).check(z.maxLength(64))),
+  allow_self_approval: z.optional(z.boolean()),
   /** Distinct approvers needed before the action runs (default 1); any one denial ends the approval. */
-  min_approvals: z.int().min(1).max(10).optional(),
+  min_approvals: z.optional(z.int().check(z.gte(1), z.lte(10))),
   /** A pending approval under this policy expires after this long (default: `approvals.ttl_ms`). */
-  ttl_ms: z
-    .int()
-    .min(1_000)
-    .max(30 * 86_400_000)
-    .optional(),
+  ttl_ms: z.optional(z.int().check(z.gte(1_000), z.lte(30 * 86_400_000))),
 });
 export type TenantApprovalPolicy = z.infer<typeof TenantApprovalPolicySchema>;
 
@@ -49,68 +42,59 @@ export const TenantSelectorSchema = z.union([IdSchema, z.literal('*')]);
 export const GlobalApprovalPolicySchema = z.strictObject({
   ...TenantApprovalPolicySchema.shape,
   /** Tenants it applies to; `*` (the default) is every tenant, including tenants named nowhere in the configuration. */
-  tenants: z.array(TenantSelectorSchema).min(1).max(1000).default(['*']),
+  tenants: z._default(z.array(TenantSelectorSchema).check(z.minLength(1), z.maxLength(1000)), ['*']),
 });
 export type GlobalApprovalPolicy = z.output<typeof GlobalApprovalPolicySchema>;
 
 /** One tenant's settings (`tenants[t]`): its approval policies, compensators and resolution rule. */
 export const TenantSettingsSchema = z.strictObject({
   /** Policies that put matching actions behind an approval. */
-  approvals: z.array(TenantApprovalPolicySchema).max(100).optional(),
+  approvals: z.optional(z.array(TenantApprovalPolicySchema).check(z.maxLength(100))),
   /** The default tenant-policy approval (used when a compensation contract forces approval). */
-  default_approval_policy_id: IdSchema.optional(),
+  default_approval_policy_id: z.optional(IdSchema),
   /**
    * Scopes that let a principal compensate another principal's action in
    * this tenant (lib/runtime/authority.ts, role `compensator`). Default: the
    * operator scope.
    */
-  compensator_scopes: z.array(ScopeSchema).max(64).optional(),
+  compensator_scopes: z.optional(z.array(ScopeSchema).check(z.maxLength(64))),
   /** Overrides the deployment-wide `resolution` rule for this tenant. */
-  resolution: z.strictObject({ four_eyes: z.boolean().optional() }).optional(),
+  resolution: z.optional(z.strictObject({ four_eyes: z.optional(z.boolean()) })),
 });
 export type TenantSettings = z.infer<typeof TenantSettingsSchema>;
 
 const RuntimeSettingsShape = {
   /** The runtime's own service principal: reconcile actions run as it. */
-  service_principal: PrincipalSchema.default({ id: 'aip-runtime', kind: 'service' }),
+  service_principal: z._default(PrincipalSchema, { id: 'aip-runtime', kind: 'service' }),
   /** Issuer recorded in the actor context of attempts. */
-  issuer: z.string().min(1).max(2048).default('aip-runtime'),
+  issuer: z._default(z.string().check(z.minLength(1), z.maxLength(2048)), 'aip-runtime'),
   /** Attempt lease = effective timeout + this margin. */
-  lease_margin_ms: z.int().min(1_000).max(600_000).default(30_000),
+  lease_margin_ms: z._default(z.int().check(z.gte(1_000), z.lte(600_000)), 30_000),
   /** Attempt timeout when the capability declares none. */
-  default_attempt_timeout_ms: z.int().min(1_000).max(900_000).default(60_000),
-  approvals: z
-    .strictObject({
-      ttl_ms: z
-        .int()
-        .min(1_000)
-        .max(30 * 86_400_000)
-        .default(24 * 3_600_000),
+  default_attempt_timeout_ms: z._default(z.int().check(z.gte(1_000), z.lte(900_000)), 60_000),
+  approvals: z.prefault(
+    z.strictObject({
+      ttl_ms: z._default(z.int().check(z.gte(1_000), z.lte(30 * 86_400_000)), 24 * 3_600_000),
       /** Scopes an approver needs when the policy names none. */
-      default_approver_scopes: z.array(ScopeSchema).max(64).default(['aip:approve']),
-    })
-    .prefault({}),
-  idempotency: z
-    .strictObject({
-      retention_seconds: z
-        .int()
-        .min(60)
-        .max(30 * 86_400)
-        .default(DEFAULT_IDEMPOTENCY_RETENTION_SECONDS),
-    })
-    .prefault({}),
-  reconcile: z
-    .strictObject({
+      default_approver_scopes: z._default(z.array(ScopeSchema).check(z.maxLength(64)), ['aip:approve']),
+    }),
+    {},
+  ),
+  idempotency: z.prefault(
+    z.strictObject({
+      retention_seconds: z._default(z.int().check(z.gte(60), z.lte(30 * 86_400)), DEFAULT_IDEMPOTENCY_RETENTION_SECONDS),
+    }),
+    {},
+  ),
+  reconcile: z.prefault(
+    z.strictObject({
       /** Reconciliation attempts before escalating to a human (`requires_human`). */
-      max_attempts: z.int().min(1).max(100).default(5),
-      base_delay_ms: z.int().min(1_000).max(3_600_000).default(5_000),
-      max_delay_ms: z
-        .int()
-        .min(1_000)
-        .max(86_400_000)
-        .default(15 * 60_000),
-    })
-    .prefault({}),
+      max_attempts: z._default(z.int().check(z.gte(1), z.lte(100)), 5),
+      base_delay_ms: z._default(z.int().check(z.gte(1_000), z.lte(3_600_000)), 5_000),
+      max_delay_ms: z._default(z.int().check(z.gte(1_000), z.lte(86_400_000)), 15 * 60_000),
+    }),
+    {},
+  ),
   /**
    * Operator resolutions of escalated transactions (POST
    * /v1/operator/transactions/{id}/resolve): with `four_eyes`, a second
@@ -118,50 +102,39 @@ const RuntimeSettingsShape = {
    * `resolution.four_eyes` overrides it). `approval_ttl_ms`: how long that
    * approval waits.
    */
-  resolution: z
-    .strictObject({
-      four_eyes: z.boolean().default(false),
-      approval_ttl_ms: z
-        .int()
-        .min(60_000)
-        .max(30 * 86_400_000)
-        .default(24 * 3_600_000),
-    })
-    .prefault({}),
+  resolution: z.prefault(
+    z.strictObject({
+      four_eyes: z._default(z.boolean(), false),
+      approval_ttl_ms: z._default(z.int().check(z.gte(60_000), z.lte(30 * 86_400_000)), 24 * 3_600_000),
+    }),
+    {},
+  ),
   /** How often a running attempt checks its action for a client's cancellation request (one GetItem each time). */
-  cancel_poll_ms: z.int().min(10).max(60_000).default(1_000),
+  cancel_poll_ms: z._default(z.int().check(z.gte(10), z.lte(60_000)), 1_000),
   /** Bound on one connector health check (health()); a slower check reports the connector not ready. */
-  health_timeout_ms: z.int().min(10).max(25_000).default(2_000),
+  health_timeout_ms: z._default(z.int().check(z.gte(10), z.lte(25_000)), 2_000),
   /** A committing/prepared/compensating record older than this is "stalled" (operator view, sweeper). */
-  stall_after_ms: z
-    .int()
-    .min(1_000)
-    .max(86_400_000)
-    .default(5 * 60_000),
+  stall_after_ms: z._default(z.int().check(z.gte(1_000), z.lte(86_400_000)), 5 * 60_000),
   /** Scope that grants the operator views. Default: the scope the edge requires on the operator routes. */
-  operator_scope: ScopeSchema.default(OPERATOR_SCOPE),
+  operator_scope: z._default(ScopeSchema, OPERATOR_SCOPE),
   /** Scopes the service principal holds for its own reconcile actions (besides the capability's). */
-  service_scopes: z.array(ScopeSchema).max(64).default([]),
+  service_scopes: z._default(z.array(ScopeSchema).check(z.maxLength(64)), []),
   /** Revision of the policy set, pinned by route assignments. */
-  policy_revision: z.string().min(1).max(128).default('1'),
-  tenants: z.record(IdSchema, TenantSettingsSchema).default({}),
+  policy_revision: z._default(z.string().check(z.minLength(1), z.maxLength(128)), '1'),
+  tenants: z._default(z.record(IdSchema, TenantSettingsSchema), {}),
   /**
    * Runtime-wide approval policies, each with its tenant selector. Evaluated
    * after the capability's own policy and the tenant's own
    * `tenants[t].approvals`, in order (lib/runtime/pipeline/approval-policy.ts).
    */
-  approval_policies: z.array(GlobalApprovalPolicySchema).max(100).default([]),
+  approval_policies: z._default(z.array(GlobalApprovalPolicySchema).check(z.maxLength(100)), []),
   /** Retention of terminal action records, seconds (0 keeps them). */
-  action_retention_seconds: z
-    .int()
-    .min(0)
-    .max(10 * 365 * 86_400)
-    .default(0),
+  action_retention_seconds: z._default(z.int().check(z.gte(0), z.lte(10 * 365 * 86_400)), 0),
   /**
    * Test mode: the only way to install the crash-point hook. The production
    * schema rejects it.
    */
-  test_mode: z.boolean().default(false),
+  test_mode: z._default(z.boolean(), false),
 };
 
 export const RuntimeSettingsSchema = z.strictObject(RuntimeSettingsShape);
@@ -171,7 +144,7 @@ export type RuntimeSettingsInput = z.input<typeof RuntimeSettingsSchema>;
 /** Production: identical, except that test_mode may only be absent or false. */
 export const ProductionRuntimeSettingsSchema = z.strictObject({
   ...RuntimeSettingsShape,
-  test_mode: z.literal(false).default(false),
+  test_mode: z._default(z.literal(false), false),
 });
 
 /**

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import * as z from 'zod';
+import * as z from '../../common/zod.js';
 import { AipError } from '../../errors/aip-error.js';
 import { IdSchema } from '../../protocol/index.js';
 import type { CredentialProvider, CredentialResolutionScope } from '../ports/credentials.js';
@@ -23,14 +23,20 @@ const LocalReferenceSchema = z.union([
     connector_id: IdSchema,
     handle: IdSchema,
     tenant_id: IdSchema,
-    external_account_id: IdSchema.optional(),
-    env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/),
+    external_account_id: z.optional(IdSchema),
+    env: z.string().check(z.regex(/^[A-Za-z_][A-Za-z0-9_]*$/)),
   }),
-  z.strictObject({ connector_id: IdSchema, handle: IdSchema, tenant_id: IdSchema, external_account_id: IdSchema.optional(), file: z.string().min(1) }),
+  z.strictObject({
+    connector_id: IdSchema,
+    handle: IdSchema,
+    tenant_id: IdSchema,
+    external_account_id: z.optional(IdSchema),
+    file: z.string().check(z.minLength(1)),
+  }),
 ]);
 
 /** The JSON config file format of EnvCredentialProvider.fromConfigFile. It names locations, never values. */
-export const LocalCredentialConfigSchema = z.strictObject({ references: z.array(LocalReferenceSchema).max(10_000) });
+export const LocalCredentialConfigSchema = z.strictObject({ references: z.array(LocalReferenceSchema).check(z.maxLength(10_000)) });
 
 export interface EnvCredentialProviderOptions {
   readonly connector_id: string;

@@ -9,7 +9,11 @@
  *
  * Nothing here sends a request: the per-call behaviour is in connector.ts.
  */
-import * as z from 'zod';
+// zod/mini has no fromJSONSchema: the classic API's converter is the one
+// classic import left (it builds classic schemas, which zod/mini's functions
+// and z.safeParse accept as any other zod schema).
+import { fromJSONSchema } from 'zod';
+import type * as z from '../../common/zod.js';
 import { deepFreeze } from '../../common/deep-freeze.js';
 import { AipError } from '../../errors/aip-error.js';
 import { joinIssuePath } from '../../common/issues.js';
@@ -25,11 +29,11 @@ export interface CompiledCapability {
   readonly cfg: ParsedHttpConnectorConfig['capabilities'][number];
   readonly capability: Capability;
   readonly support: ImplementationSupport;
-  readonly input: z.ZodType;
-  readonly output: z.ZodType | undefined;
+  readonly input: z.core.$ZodType;
+  readonly output: z.core.$ZodType | undefined;
   /** Input/output of compensate (the compensation capability's, when it is in this connector). */
-  readonly compensateInput: z.ZodType;
-  readonly compensateOutput: z.ZodType | undefined;
+  readonly compensateInput: z.core.$ZodType;
+  readonly compensateOutput: z.core.$ZodType | undefined;
 }
 
 export interface CompiledHttpConnector {
@@ -43,9 +47,9 @@ function definitionError(message: string, details: Record<string, unknown> = {})
   return new AipError('connector.definition_invalid', message, { details });
 }
 
-function schemaFromJson(schema: JsonObject, where: string): z.ZodType {
+function schemaFromJson(schema: JsonObject, where: string): z.core.$ZodType {
   try {
-    return z.fromJSONSchema(schema as Parameters<typeof z.fromJSONSchema>[0]) as z.ZodType;
+    return fromJSONSchema(schema as Parameters<typeof fromJSONSchema>[0]);
   } catch {
     throw definitionError(`the ${where} JSON Schema is not supported`, { schema: where });
   }
@@ -67,7 +71,7 @@ export function compileHttpConnector(config: unknown, options: { readonly creden
     throw definitionError('auth needs a deployment CredentialProvider (deps.credentials)', { auth: cfg.auth.type });
   }
 
-  const schemas = new Map<string, { input: z.ZodType; output: z.ZodType | undefined }>();
+  const schemas = new Map<string, { input: z.core.$ZodType; output: z.core.$ZodType | undefined }>();
   for (const c of cfg.capabilities) {
     if (schemas.has(c.id)) throw definitionError(`duplicate capability ${c.id}`, { capability_id: c.id });
     schemas.set(c.id, {
@@ -78,7 +82,7 @@ export function compileHttpConnector(config: unknown, options: { readonly creden
 
   const caps = new Map<string, CompiledCapability>();
   for (const c of cfg.capabilities) {
-    const own = schemas.get(c.id) as { input: z.ZodType; output: z.ZodType | undefined };
+    const own = schemas.get(c.id) as { input: z.core.$ZodType; output: z.core.$ZodType | undefined };
     const target = c.contract?.compensation?.compensation_capability_id;
     const comp = target !== undefined ? (schemas.get(target) ?? own) : own;
     const capability = compileCapability(c);
@@ -135,7 +139,7 @@ function compileCapability(c: ParsedHttpConnectorConfig['capabilities'][number])
  */
 function presentHandlers(
   ops: ParsedHttpConnectorConfig['capabilities'][number]['operations'],
-): CapabilityDefinition<z.ZodType, z.ZodType, z.ZodType>['handlers'] {
+): CapabilityDefinition<z.core.$ZodType, z.core.$ZodType, z.core.$ZodType>['handlers'] {
   const present = (): undefined => undefined;
   return {
     ...(ops.invoke !== undefined ? { invoke: present } : {}),
@@ -144,5 +148,5 @@ function presentHandlers(
     ...(ops.compensate !== undefined ? { compensate: present } : {}),
     ...(ops.cancel !== undefined ? { cancel: present } : {}),
     ...(ops.reconcile !== undefined ? { reconcile: present } : {}),
-  } as CapabilityDefinition<z.ZodType, z.ZodType, z.ZodType>['handlers'];
+  } as CapabilityDefinition<z.core.$ZodType, z.core.$ZodType, z.core.$ZodType>['handlers'];
 }

@@ -32,7 +32,7 @@
  * operations that are configured, and the manifest is admitted, so a
  * configuration cannot advertise what it does not implement.
  */
-import type * as z from 'zod';
+import * as z from '../../common/zod.js';
 import { isAipError } from '../../errors/aip-error.js';
 import { joinIssuePath } from '../../common/issues.js';
 import {
@@ -118,7 +118,7 @@ interface Call {
   provider_operation?: ProviderOperationRef;
 }
 
-function zodPaths(error: z.ZodError): JsonValue {
+function zodPaths(error: z.core.$ZodError): JsonValue {
   return error.issues.map((i) => joinIssuePath(i.path, '/')).slice(0, 20);
 }
 
@@ -293,7 +293,7 @@ export class HttpConnector extends FrozenConnectorBase {
     ctx: ActionExecutionContext,
     operation: ConnectorOperation,
     body: (call: Call) => Promise<T>,
-    inputSchema: (cap: CompiledCapability) => z.ZodType,
+    inputSchema: (cap: CompiledCapability) => z.core.$ZodType,
     options: { checkCancelled?: boolean } = {},
   ): Promise<T> {
     const cap = this.#caps.get(action.capability_id);
@@ -317,7 +317,7 @@ export class HttpConnector extends FrozenConnectorBase {
         ingestion: false,
       };
       if (!present[operation]) throw this.unsupported(operation, action);
-      const parsed = inputSchema(cap).safeParse(action.input);
+      const parsed = z.safeParse(inputSchema(cap), action.input);
       if (!parsed.success) {
         throw new ConnectorFailure({ code: 'connector.input_invalid', operation, source: this.source, redacted_details: { paths: zodPaths(parsed.error) } });
       }
@@ -599,7 +599,7 @@ export class HttpConnector extends FrozenConnectorBase {
   // Effects (invoke, commit, compensate)
   // ---------------------------------------------------------------------------
 
-  async #effect(call: Call, op: EffectOperation, outputSchema: z.ZodType | undefined): Promise<ActionResult> {
+  async #effect(call: Call, op: EffectOperation, outputSchema: z.core.$ZodType | undefined): Promise<ActionResult> {
     const mutation = (op.effect ?? (op.request.method === 'GET' ? 'read' : 'mutation')) === 'mutation';
     const scope = this.#scope(call, call.input, 'effect');
     const built = buildRequest(this.config.base_url, op.request, scope);
@@ -685,10 +685,10 @@ export class HttpConnector extends FrozenConnectorBase {
     }
   }
 
-  #result(call: Call, output: unknown, schema: z.ZodType | undefined, site: FailureSite, mutation: boolean): ActionResult {
+  #result(call: Call, output: unknown, schema: z.core.$ZodType | undefined, site: FailureSite, mutation: boolean): ActionResult {
     let value: unknown = output;
     if (schema !== undefined) {
-      const parsed = schema.safeParse(output);
+      const parsed = z.safeParse(schema, output);
       if (!parsed.success) {
         throw new ConnectorFailure({
           code: 'connector.output_invalid',
@@ -779,7 +779,7 @@ export class HttpConnector extends FrozenConnectorBase {
   }
 
   /** Polls the reconcile lookup until the accepted operation is terminal, the deadline passes or the attempt is cancelled. */
-  async #awaitCompletion(call: Call, op: EffectOperation, accepted: ProviderResponse, outputSchema: z.ZodType | undefined): Promise<ActionResult> {
+  async #awaitCompletion(call: Call, op: EffectOperation, accepted: ProviderResponse, outputSchema: z.core.$ZodType | undefined): Promise<ActionResult> {
     const lookup = call.cap.cfg.operations.reconcile as StatusLookup;
     const site = (): FailureSite => this.#site(call, lookup.request.method, lookup.request.path, true);
     if (call.provider_operation === undefined) {

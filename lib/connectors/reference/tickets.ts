@@ -15,7 +15,7 @@
  * CredentialProvider; its bytes are handed to the desk (which authenticates
  * synchronously) and the secret is disposed before the answer is awaited.
  */
-import * as z from 'zod';
+import * as z from '../../common/zod.js';
 import type { ProviderOperationRef } from '../../protocol/index.js';
 import type { CredentialProvider } from '../ports/credentials.js';
 import type { ActionExecutionContext } from '../context.js';
@@ -50,9 +50,9 @@ export interface TicketsConnectorOptions {
 }
 
 const CreateInput = z.strictObject({
-  title: z.string().min(1).max(200),
-  body: z.string().max(5000).optional(),
-  priority: z.enum(['low', 'normal', 'high']).default('normal'),
+  title: z.string().check(z.minLength(1), z.maxLength(200)),
+  body: z.optional(z.string().check(z.maxLength(5000))),
+  priority: z._default(z.enum(['low', 'normal', 'high']), 'normal'),
 });
 const CreateOutput = z.strictObject({
   ticket_id: z.string(),
@@ -63,8 +63,8 @@ const CreatePreview = z.strictObject({
   fidelity: z.literal('preview'),
   would_create: z.strictObject({ title: z.string(), priority: z.enum(['low', 'normal', 'high']) }),
 });
-const SearchInput = z.strictObject({ query: z.string().max(200) });
-const SearchOutput = z.strictObject({ count: z.int().min(0) });
+const SearchInput = z.strictObject({ query: z.string().check(z.maxLength(200)) });
+const SearchOutput = z.strictObject({ count: z.int().check(z.gte(0)) });
 
 function source(id: string): string {
   return `connector:${id}`;

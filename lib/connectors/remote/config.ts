@@ -13,24 +13,33 @@
  * deployments) or an inline JWK (local stack and tests only: refused outside
  * the `local` and `test` environments by the compositions).
  */
-import * as z from 'zod';
+import * as z from '../../common/zod.js';
 import { IdSchema } from '../../protocol/index.js';
 
-const Jwk = z.looseObject({ kty: z.literal('EC'), crv: z.literal('P-256'), x: z.string().min(1), y: z.string().min(1), d: z.string().min(1).optional() });
+const Jwk = z.looseObject({
+  kty: z.literal('EC'),
+  crv: z.literal('P-256'),
+  x: z.string().check(z.minLength(1)),
+  y: z.string().check(z.minLength(1)),
+  d: z.optional(z.string().check(z.minLength(1))),
+});
 
 export const KeySourceSchema = z.discriminatedUnion('source', [
-  z.strictObject({ source: z.literal('kms'), keyId: z.string().min(1).max(2048) }),
+  z.strictObject({ source: z.literal('kms'), keyId: z.string().check(z.minLength(1), z.maxLength(2048)) }),
   z.strictObject({ source: z.literal('inline'), jwk: Jwk }),
 ]);
 export type KeySource = z.infer<typeof KeySourceSchema>;
 
-const HttpUrl = z.url({ protocol: /^https?$/ }).transform((u) => u.replace(/\/+$/, ''));
+const HttpUrl = z.pipe(
+  z.url({ protocol: /^https?$/ }),
+  z.transform((u) => u.replace(/\/+$/, '')),
+);
 
 export const RemotePlacementSchema = z.strictObject({
   /** The runtime's signing key (requests, checkpoint acknowledgements). */
   signing: KeySourceSchema,
   /** The checkpoint receiver's URL (absent: transactional capabilities cannot checkpoint remotely). */
-  callbackUrl: HttpUrl.optional(),
+  callbackUrl: z.optional(HttpUrl),
   connectors: z
     .array(
       z.strictObject({
@@ -41,45 +50,45 @@ export const RemotePlacementSchema = z.strictObject({
         replica: IdSchema,
         /** The host's key (public half used): the pinned peer. */
         hostKey: KeySourceSchema,
-        credentialRevision: z.string().min(1).max(256).default('0'),
+        credentialRevision: z._default(z.string().check(z.minLength(1), z.maxLength(256)), '0'),
       }),
     )
-    .min(1),
+    .check(z.minLength(1)),
 });
 export type RemotePlacement = z.infer<typeof RemotePlacementSchema>;
 
 export const CredentialRowSchema = z.strictObject({
-  handle: z.string().min(1).max(256),
+  handle: z.string().check(z.minLength(1), z.maxLength(256)),
   tenantId: IdSchema,
-  externalAccountId: IdSchema.optional(),
-  secret: z.string().min(1).max(2048),
-  versionStage: z.string().min(1).max(256).optional(),
-  jsonField: z.string().min(1).max(256).optional(),
+  externalAccountId: z.optional(IdSchema),
+  secret: z.string().check(z.minLength(1), z.maxLength(2048)),
+  versionStage: z.optional(z.string().check(z.minLength(1), z.maxLength(256))),
+  jsonField: z.optional(z.string().check(z.minLength(1), z.maxLength(256))),
 });
 
 export const ConnectorHostConfigSchema = z.strictObject({
-  envName: z.string().min(1).max(32),
+  envName: z.string().check(z.minLength(1), z.maxLength(32)),
   /** The public base URL routes pin; `function-url`: the Lambda Function URL the request arrived on. */
   endpoint: z.union([HttpUrl, z.literal('function-url')]),
   instanceId: IdSchema,
   replica: IdSchema,
   signing: KeySourceSchema,
-  runtimeKeys: z.array(KeySourceSchema).min(1).max(10),
+  runtimeKeys: z.array(KeySourceSchema).check(z.minLength(1), z.maxLength(10)),
   connectors: z
     .array(
       z.strictObject({
         id: IdSchema,
-        baseUrl: HttpUrl.optional(),
-        credentialRevision: z.string().min(1).max(256).default('0'),
+        baseUrl: z.optional(HttpUrl),
+        credentialRevision: z._default(z.string().check(z.minLength(1), z.maxLength(256)), '0'),
         /** Secrets Manager credential rows (deployments); local hosts take AIP_LOCAL_CREDENTIALS-style references instead. */
-        credentials: z.array(CredentialRowSchema).max(1000).default([]),
+        credentials: z._default(z.array(CredentialRowSchema).check(z.maxLength(1000)), []),
       }),
     )
-    .min(1),
+    .check(z.minLength(1)),
   /** Checkpoint receiver URLs the host may call (absent: the one a verified request names). */
-  callbackUrls: z.array(HttpUrl).max(10).optional(),
+  callbackUrls: z.optional(z.array(HttpUrl).check(z.maxLength(10))),
   /** DynamoDB table of the host's nonces (absent: process memory, a single long-lived process). */
-  nonceTable: z.string().min(3).max(255).optional(),
+  nonceTable: z.optional(z.string().check(z.minLength(3), z.maxLength(255))),
 });
 export type ConnectorHostConfig = z.infer<typeof ConnectorHostConfigSchema>;
 

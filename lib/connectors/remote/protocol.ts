@@ -4,7 +4,7 @@
  * Every message is a compact JWS (./jws.ts) whose payload is one of the
  * schemas below. See README.md next to this file for the full design.
  */
-import * as z from 'zod';
+import * as z from '../../common/zod.js';
 import {
   ActionResultSchema,
   ActionSchema,
@@ -41,14 +41,14 @@ export const DEADLINE_HEADER = 'aip-deadline';
 /** `iat` must be within this window of the receiver's clock; nonces are remembered this long after `iat`. */
 export const FRESHNESS_WINDOW_MS = 300_000;
 /** Nonces: 128 to 768 bits, base64url. */
-export const NonceSchema = z.string().regex(/^[A-Za-z0-9_-]{22,128}$/);
+export const NonceSchema = z.string().check(z.regex(/^[A-Za-z0-9_-]{22,128}$/));
 
 /** The typed operations a remote request can carry (emit_typed / ingest_typed are not placed remotely). */
 export const REMOTE_OPERATIONS = ['invoke_typed', 'plan_typed', 'commit_typed', 'compensate_typed', 'reconcile_typed', 'cancel_typed'] as const;
 export type RemoteOperation = (typeof REMOTE_OPERATIONS)[number];
 export const RemoteOperationSchema = z.enum(REMOTE_OPERATIONS);
 
-const Text = (max: number) => z.string().min(1).max(max);
+const Text = (max: number) => z.string().check(z.minLength(1), z.maxLength(max));
 
 /** The route assignment exactly as the runtime stored it (lib/ports/route-store.ts), with the peer pinned. */
 export const PinnedRouteSchema = z.strictObject({
@@ -61,14 +61,14 @@ export const PinnedRouteSchema = z.strictObject({
   replica: IdSchema,
   endpoint: Text(2048),
   peer_identity: Text(1024),
-  peer_did: Text(1024).optional(),
+  peer_did: z.optional(Text(1024)),
   version: Text(64),
   manifest_hash: Sha256HexSchema,
   policy_revision: Text(256),
   credential_revision: Text(256),
   health_revision: Text(256),
   admission_reservation: Text(256),
-  fence_token: z.number().int().min(0),
+  fence_token: z.number().check(z.int(), z.gte(0)),
   created_at: Rfc3339Schema,
 });
 export type PinnedRoute = z.infer<typeof PinnedRouteSchema>;
@@ -80,41 +80,41 @@ export const ContextFactsSchema = z.strictObject({
     principal: PrincipalSchema,
     issuer: Text(2048),
     scheme: Text(128),
-    scopes: z.array(Text(200)).max(100),
+    scopes: z.array(Text(200)).check(z.maxLength(100)),
     lifetime: z.strictObject({ issued_at: Rfc3339Schema, expires_at: Rfc3339Schema }),
-    delegation: z
-      .strictObject({ reason: z.enum(['token_expired_before_attempt', 'runtime_reconciliation']), on_behalf_of: PrincipalSchema.optional() })
-      .optional(),
+    delegation: z.optional(
+      z.strictObject({ reason: z.enum(['token_expired_before_attempt', 'runtime_reconciliation']), on_behalf_of: z.optional(PrincipalSchema) }),
+    ),
   }),
-  tenant: z.strictObject({ tenant_id: IdSchema, external_account_id: IdSchema.optional() }).optional(),
-  credential_handle: Text(256).optional(),
-  idempotency: z.strictObject({ key: Text(256), reservation_id: Text(256), attempt_id: Text(256) }).optional(),
-  approval: z
-    .strictObject({
-      approval_ids: z.array(Text(256)).max(20),
-      decision_ids: z.array(Text(256)).max(50),
-      policy_hashes: z.array(Text(256)).max(20),
-      authorization: z.strictObject({ decision: z.literal('allow'), scopes: z.array(Text(200)).max(100), policy_id: Text(256).optional() }),
-    })
-    .optional(),
-  transaction: z
-    .strictObject({
+  tenant: z.optional(z.strictObject({ tenant_id: IdSchema, external_account_id: z.optional(IdSchema) })),
+  credential_handle: z.optional(Text(256)),
+  idempotency: z.optional(z.strictObject({ key: Text(256), reservation_id: Text(256), attempt_id: Text(256) })),
+  approval: z.optional(
+    z.strictObject({
+      approval_ids: z.array(Text(256)).check(z.maxLength(20)),
+      decision_ids: z.array(Text(256)).check(z.maxLength(50)),
+      policy_hashes: z.array(Text(256)).check(z.maxLength(20)),
+      authorization: z.strictObject({ decision: z.literal('allow'), scopes: z.array(Text(200)).check(z.maxLength(100)), policy_id: z.optional(Text(256)) }),
+    }),
+  ),
+  transaction: z.optional(
+    z.strictObject({
       transaction_id: Text(256),
       mode: TransactionModeSchema,
-      plan_id: Text(256).optional(),
-      provider_operation_id: Text(512).optional(),
-      provider_operation: ProviderOperationRefSchema.optional(),
-      cursor: ReconciliationCursorSchema.optional(),
-      original_request: z
-        .strictObject({ action_id: Text(256), capability_id: Text(256), transaction_id: Text(256), reservation_id: Text(256).optional() })
-        .optional(),
-    })
-    .optional(),
-  trace: z.strictObject({ trace_id: Text(256), span_id: Text(256), parent_span_id: Text(256).optional() }),
+      plan_id: z.optional(Text(256)),
+      provider_operation_id: z.optional(Text(512)),
+      provider_operation: z.optional(ProviderOperationRefSchema),
+      cursor: z.optional(ReconciliationCursorSchema),
+      original_request: z.optional(
+        z.strictObject({ action_id: Text(256), capability_id: Text(256), transaction_id: Text(256), reservation_id: z.optional(Text(256)) }),
+      ),
+    }),
+  ),
+  trace: z.strictObject({ trace_id: Text(256), span_id: Text(256), parent_span_id: z.optional(Text(256)) }),
   redaction: z.strictObject({
     redaction_required: z.boolean(),
-    input_pointers: z.array(z.string().max(1024)).max(200),
-    output_pointers: z.array(z.string().max(1024)).max(200),
+    input_pointers: z.array(z.string().check(z.maxLength(1024))).check(z.maxLength(200)),
+    output_pointers: z.array(z.string().check(z.maxLength(1024))).check(z.maxLength(200)),
   }),
   streaming: z.boolean(),
 });
@@ -130,44 +130,44 @@ export const RemoteRequestSchema = z.strictObject({
   /** The pinned endpoint (the host's public base URL). */
   aud: Text(2048),
   /** Issued at, epoch milliseconds. */
-  iat: z.number().int().min(0),
+  iat: z.number().check(z.int(), z.gte(0)),
   nonce: NonceSchema,
   /** Absolute deadline of the attempt (also in the `AIP-Deadline` header). */
   deadline: Rfc3339Schema,
   route: PinnedRouteSchema,
   /** The attempt's lease: the host serves only the attempt holding it. */
-  lease: z.strictObject({ attempt_id: Text(256), fence: z.number().int().min(0), expires_at: Rfc3339Schema }),
+  lease: z.strictObject({ attempt_id: Text(256), fence: z.number().check(z.int(), z.gte(0)), expires_at: Rfc3339Schema }),
   action: ActionSchema,
   context: ContextFactsSchema,
   /** Where the host publishes transaction checkpoints (the runtime's signed receiver). */
-  callback: z.strictObject({ url: z.url({ protocol: /^https?$/ }) }).optional(),
+  callback: z.optional(z.strictObject({ url: z.url({ protocol: /^https?$/ }) })),
 });
 export type RemoteRequest = z.infer<typeof RemoteRequestSchema>;
 
 const ReconciliationRecordSchema = z.strictObject({
   terminal: z.boolean(),
-  original_commit_completed: z.boolean().optional(),
-  cursor: ReconciliationCursorSchema.optional(),
-  evidence: JsonObjectSchema.optional(),
-  provider_operation: ProviderOperationRefSchema.optional(),
+  original_commit_completed: z.optional(z.boolean()),
+  cursor: z.optional(ReconciliationCursorSchema),
+  evidence: z.optional(JsonObjectSchema),
+  provider_operation: z.optional(ProviderOperationRefSchema),
 });
 
 /** What the host's SDK attempt produced. */
 export const RemoteOutcomeSchema = z.discriminatedUnion('type', [
-  z.strictObject({ type: z.literal('result'), result: ActionResultSchema, reconciliation: ReconciliationRecordSchema.optional() }),
+  z.strictObject({ type: z.literal('result'), result: ActionResultSchema, reconciliation: z.optional(ReconciliationRecordSchema) }),
   z.strictObject({
     type: z.literal('error'),
     error: ProtocolErrorSchema,
-    failure: ConnectorFailureRecordSchema.optional(),
-    result: ActionResultSchema.optional(),
-    reconciliation: ReconciliationRecordSchema.optional(),
+    failure: z.optional(ConnectorFailureRecordSchema),
+    result: z.optional(ActionResultSchema),
+    reconciliation: z.optional(ReconciliationRecordSchema),
   }),
   z.strictObject({ type: z.literal('cancel'), cancel: CancelOutcomeSchema }),
   z.strictObject({ type: z.literal('cancel_failure'), failure: ConnectorFailureRecordSchema }),
 ]);
 export type RemoteOutcome = z.infer<typeof RemoteOutcomeSchema>;
 
-export const RemoteCheckpointSchema = z.strictObject({ provider_operation: ProviderOperationRefSchema, cursor: ReconciliationCursorSchema.optional() });
+export const RemoteCheckpointSchema = z.strictObject({ provider_operation: ProviderOperationRefSchema, cursor: z.optional(ReconciliationCursorSchema) });
 
 export const RemoteAnswerBodySchema = z.discriminatedUnion('status', [
   /** The host did no work: nothing reached the connector. */
@@ -176,9 +176,9 @@ export const RemoteAnswerBodySchema = z.discriminatedUnion('status', [
     status: z.literal('answered'),
     outcome: RemoteOutcomeSchema,
     /** Checkpoints made durable through the callback during the attempt, in order. */
-    checkpoints: z.array(RemoteCheckpointSchema).max(100),
+    checkpoints: z.array(RemoteCheckpointSchema).check(z.maxLength(100)),
     /** Stream chunks, in emission order. */
-    chunks: z.array(StreamChunkSchema).max(10_000),
+    chunks: z.array(StreamChunkSchema).check(z.maxLength(10_000)),
     provider_effect_committed: z.boolean(),
     timed_out: z.boolean(),
   }),
@@ -192,12 +192,12 @@ export const RemoteAnswerSchema = z.strictObject({
   iss: Text(128),
   /** The runtime key that signed the request. */
   aud: Text(128),
-  iat: z.number().int().min(0),
+  iat: z.number().check(z.int(), z.gte(0)),
   /** The request's nonce and digest. */
   nonce: NonceSchema,
   request_digest: Text(128),
   /** The route the host served (must equal the request's). */
-  route: PinnedRouteSchema.optional(),
+  route: z.optional(PinnedRouteSchema),
   body: RemoteAnswerBodySchema,
 });
 export type RemoteAnswer = z.infer<typeof RemoteAnswerSchema>;
@@ -219,7 +219,7 @@ export const RemoteManifestSchema = z.strictObject({
   v: z.literal(1),
   kind: z.literal('manifest'),
   iss: Text(128),
-  iat: z.number().int().min(0),
+  iat: z.number().check(z.int(), z.gte(0)),
   nonce: NonceSchema,
   endpoint: Text(2048),
   instance_id: IdSchema,
@@ -234,11 +234,11 @@ export const RemoteHealthSchema = z.strictObject({
   v: z.literal(1),
   kind: z.literal('health'),
   iss: Text(128),
-  iat: z.number().int().min(0),
+  iat: z.number().check(z.int(), z.gte(0)),
   nonce: NonceSchema,
   connector_id: IdSchema,
   ready: z.boolean(),
-  detail: z.string().max(256).optional(),
+  detail: z.optional(z.string().check(z.maxLength(256))),
 });
 
 /** Host → runtime receiver: a provider-operation checkpoint of the attempt `request` names. */
@@ -247,13 +247,13 @@ export const RemoteCheckpointCallbackSchema = z.strictObject({
   kind: z.literal('checkpoint'),
   iss: Text(128),
   aud: Text(2048),
-  iat: z.number().int().min(0),
+  iat: z.number().check(z.int(), z.gte(0)),
   nonce: NonceSchema,
   /** The runtime's signed request (compact JWS) of the attempt. */
-  request: z.string().min(1).max(1_000_000),
-  seq: z.number().int().min(0).max(1000),
+  request: z.string().check(z.minLength(1), z.maxLength(1_000_000)),
+  seq: z.number().check(z.int(), z.gte(0), z.lte(1000)),
   provider_operation: ProviderOperationRefSchema,
-  cursor: ReconciliationCursorSchema.optional(),
+  cursor: z.optional(ReconciliationCursorSchema),
 });
 export type RemoteCheckpointCallback = z.infer<typeof RemoteCheckpointCallbackSchema>;
 
@@ -263,12 +263,12 @@ export const RemoteCheckpointAckSchema = z.strictObject({
   kind: z.literal('checkpoint_ack'),
   iss: Text(128),
   aud: Text(128),
-  iat: z.number().int().min(0),
+  iat: z.number().check(z.int(), z.gte(0)),
   nonce: NonceSchema,
   request_digest: Text(128),
-  seq: z.number().int().min(0),
+  seq: z.number().check(z.int(), z.gte(0)),
   status: z.enum(['durable', 'refused']),
-  failure: ConnectorFailureRecordSchema.optional(),
+  failure: z.optional(ConnectorFailureRecordSchema),
 });
 export type RemoteCheckpointAck = z.infer<typeof RemoteCheckpointAckSchema>;
 

@@ -34,7 +34,9 @@ beforeAll(async () => {
   h = await createHarness({
     connectors: [testConnector(provider)],
     prefix: 'rt-reads',
-    config: { tenants: { [TENANT]: { approvals: [{ policy_id: 'echo-gate', capabilities: ['pay.echo'], modes: ['none'], approver_scopes: ['aip:approve'] }] } } },
+    config: {
+      tenants: { [TENANT]: { approvals: [{ policy_id: 'echo-gate', capabilities: ['pay.echo'], modes: ['none'], approver_scopes: ['aip:approve'] }] } },
+    },
   });
   // A settled execute (with its receipts) and an action waiting for approval, written by the Runtime with connectors.
   settled = { a: uid('a'), tx: uid('tx') };
@@ -82,7 +84,9 @@ describe('a Runtime whose connectors load on first need', () => {
     const lists = await Promise.all(Array.from({ length: 5 }, () => runtime.capabilities(caller(), TENANT)));
     for (const list of lists) expect(list).toEqual(await h.runtime.capabilities(caller(), TENANT));
     const a = uid('a');
-    expect(await runtime.submit(caller(), transfer(a, { transaction: { mode: 'execute', transaction_id: uid('tx') }, idempotency_key: uid('key') }))).toMatchObject({
+    expect(
+      await runtime.submit(caller(), transfer(a, { transaction: { mode: 'execute', transaction_id: uid('tx') }, idempotency_key: uid('key') })),
+    ).toMatchObject({
       http_status: 202,
     });
     expect(parts.calls()).toBe(1);

@@ -64,7 +64,9 @@ describe('seal / open', () => {
   it('fits the HTTP cursor schema', async () => {
     const sealed = await sealer.seal(RAW, binding);
     expect(CursorSchema.safeParse(sealed).success).toBe(true);
-    expect(CursorSchema.maxLength).toBe(MAX_SEALED_CURSOR_LENGTH);
+    // The schema's bound is the sealed cursor's maximum length: one character more is refused.
+    expect(CursorSchema.safeParse('c'.repeat(MAX_SEALED_CURSOR_LENGTH)).success).toBe(true);
+    expect(CursorSchema.safeParse('c'.repeat(MAX_SEALED_CURSOR_LENGTH + 1)).success).toBe(false);
   });
 
   it('refuses a flipped bit anywhere in the cursor', async () => {
