@@ -33,7 +33,9 @@
  * - Minified, node22 target, `module` before `main` (ESM builds of the
  *   dependencies tree-shake), the `createRequire` banner that ESM bundles of
  *   CommonJS dependencies need, external source maps without the sources'
- *   content (NODE_OPTIONS=--enable-source-maps is set on the functions).
+ *   content (Node uses them only with the configuration's `sourceMaps: true`,
+ *   which sets NODE_OPTIONS=--enable-source-maps; otherwise they are there
+ *   to map a logged stack offline).
  * - **zod without its JIT** ({@link ZOD_JITLESS_BANNER}): a cold start
  *   parses each schema a few times, not enough to repay compiling a parser
  *   for it; the first invocation's composition was about 55 ms (20 %) shorter.

@@ -333,7 +333,8 @@ export function createFunction(scope: Construct, definition: FunctionDefinition,
     applicationLogLevelV2: lambda.ApplicationLogLevel[config.logLevel],
     ...(definition.asyncRetryAttempts !== undefined ? { retryAttempts: definition.asyncRetryAttempts } : {}),
     environment: {
-      NODE_OPTIONS: '--enable-source-maps',
+      // Node's source-map support only when asked for (`sourceMaps`: it costs cold start; the .map files ship either way).
+      ...(config.sourceMaps ? { NODE_OPTIONS: '--enable-source-maps' } : {}),
       [POWERTOOLS_ENV.serviceName]: AIP_METRICS.serviceName,
       [POWERTOOLS_ENV.metricsNamespace]: metricsNamespace(config.envName),
       [POWERTOOLS_ENV.logLevel]: config.logLevel,

@@ -338,6 +338,15 @@ export const InfraConfigSchema = z
      * first invocation; docs/bench/analysis.md, "Cold start and bundles").
      */
     tracing: z._default(z.boolean(), true),
+    /**
+     * NODE_OPTIONS=--enable-source-maps on every function: stack traces in the
+     * logs name the TypeScript files and lines. Off by default because Node
+     * then reads every chunk's source map as it loads it, which costs about
+     * 15 % of a cold start (docs/bench/analysis.md, "Cold start and bundles");
+     * the bundles ship their `.map` files either way, so a logged stack can be
+     * mapped offline, or this switched on while investigating.
+     */
+    sourceMaps: z._default(z.boolean(), false),
     /** Log level of every function (Powertools Logger and Lambda's application log level). */
     logLevel: z._default(z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }), 'INFO'),
     api: z.prefault(ApiConfigSchema, {}),

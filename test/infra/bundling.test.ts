@@ -110,6 +110,27 @@ describe('tracing switch', () => {
   });
 });
 
+describe('source maps switch', () => {
+  const variablesOf = (sourceMaps: boolean | undefined) => {
+    const template = Template.fromStack(buildAip({ ...BASE_CONFIG, ...(sourceMaps === undefined ? {} : { sourceMaps }) }).aip.stateless);
+    return Object.values(template.findResources('AWS::Lambda::Function')).map(
+      (r) => (r as { Properties: { Environment: { Variables: Record<string, unknown> } } }).Properties.Environment.Variables,
+    );
+  };
+
+  it('off (the default): Node does not read the source maps', () => {
+    const all = variablesOf(undefined);
+    expect(all.length).toBeGreaterThan(0);
+    for (const v of all) expect(v.NODE_OPTIONS).toBeUndefined();
+  });
+
+  it('on: every function runs with --enable-source-maps', () => {
+    const all = variablesOf(true);
+    expect(all.length).toBeGreaterThan(0);
+    for (const v of all) expect(v.NODE_OPTIONS).toBe('--enable-source-maps');
+  });
+});
+
 describe('synth with bundling on', () => {
   it("bundles each entry into its own asset (index.mjs, chunks), never one function's bundle for another", () => {
     const fixture = (id: string, entry: string): FunctionDefinition => ({
