@@ -8,7 +8,7 @@
  * validators (docs/bench/analysis.md, "Cold start and bundles").
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { createSecretsManagerClient } from '../../lib/aws/clients/secrets-manager.js';
+import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SecretsManagerCredentialProvider } from '../../lib/aws/secrets/secrets-manager-provider.js';
 import { secretsManagerReferences } from '../../lib/config/deployment.js';
 import { FUNCTION_ENV } from '../../lib/config/function-env.js';
@@ -25,7 +25,8 @@ import { BootstrapConfigError, type BootstrapSettings } from './settings.js';
 /** What the connector half takes from the rest of the composition. */
 export interface ConnectorWiring {
   readonly documents: DynamoDBDocumentClient;
-  readonly secrets: () => ReturnType<typeof createSecretsManagerClient>;
+  /** The composition's Secrets Manager client, built on first use. */
+  readonly secrets: () => Promise<SecretsManagerClient>;
   readonly clock: Clock;
   /** Environment the local credential provider reads (default: process.env at resolve time). */
   readonly credentialEnv?: Readonly<Record<string, string | undefined>>;
@@ -33,7 +34,7 @@ export interface ConnectorWiring {
   readonly connectorFactories?: Readonly<Record<string, ConnectorFactory>>;
 }
 
-function credentialProvider(settings: BootstrapSettings, connector_id: string, wiring: ConnectorWiring): CredentialProvider {
+async function credentialProvider(settings: BootstrapSettings, connector_id: string, wiring: ConnectorWiring): Promise<CredentialProvider> {
   if (settings.credentials.source === 'local') {
     return new EnvCredentialProvider({
       connector_id,
@@ -42,7 +43,7 @@ function credentialProvider(settings: BootstrapSettings, connector_id: string, w
     });
   }
   return new SecretsManagerCredentialProvider({
-    client: wiring.secrets(),
+    client: await wiring.secrets(),
     connector_id,
     references: secretsManagerReferences(settings.runtimeConfig, connector_id),
   });
@@ -104,7 +105,7 @@ export async function composeConnectors(
       ]);
     }
     const baseUrl = settings.connectorEndpoints[id];
-    connectors.push(factory({ credentials: credentialProvider(settings, id, wiring), ...(baseUrl !== undefined ? { baseUrl } : {}) }));
+    connectors.push(factory({ credentials: await credentialProvider(settings, id, wiring), ...(baseUrl !== undefined ? { baseUrl } : {}) }));
   }
   const manifests = await Promise.all(connectors.map(async ({ connector }) => ({ manifest: await connector.discover({}), support: connector })));
   return { registry: await buildRegistry(manifests), connectors: staticConnectorHost(connectors) };

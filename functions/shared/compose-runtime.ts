@@ -14,9 +14,8 @@
  *
  */
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { GetSecretValueCommand } from '@aws-sdk/client-secrets-manager';
+import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { createDynamoDbClient } from '../../lib/aws/clients/dynamodb.js';
-import { createSecretsManagerClient } from '../../lib/aws/clients/secrets-manager.js';
 import type { AwsClientOptions } from '../../lib/aws/client-config.js';
 import { DynamoActionStore } from '../../lib/aws/dynamo/action-store.js';
 import { DynamoApprovalStore } from '../../lib/aws/dynamo/approval-store.js';
@@ -163,15 +162,16 @@ export function runtimeConfigFor(
  * Deployed functions read the key material from the Secrets Manager secret
  * AIP_CURSOR_KEY_SECRET_ARN names, through the composition's Secrets Manager
  * client, once per container: on the first listing, so the functions that
- * never list need no grant on the secret. Local runs and tests may give the
+ * never list need no grant on the secret (and never load the client). Local runs and tests may give the
  * material (AIP_CURSOR_KEY) or nothing (a random key per composition);
  * anywhere else a missing key fails the composition.
  */
-export function cursorSealerFor(settings: BootstrapSettings, secrets: () => ReturnType<typeof createSecretsManagerClient>): CursorSealer {
+export function cursorSealerFor(settings: BootstrapSettings, secrets: () => SecretsManagerClient | Promise<SecretsManagerClient>): CursorSealer {
   const key = settings.cursorKey;
   if (key.source === 'secrets-manager') {
     return new AesGcmCursorSealer(async () => {
-      const out = await secrets().send(new GetSecretValueCommand({ SecretId: key.secretArn }));
+      const [client, { GetSecretValueCommand }] = await Promise.all([secrets(), import('@aws-sdk/client-secrets-manager')]);
+      const out = await client.send(new GetSecretValueCommand({ SecretId: key.secretArn }));
       if (typeof out.SecretString !== 'string') throw new Error(`${FUNCTION_ENV.cursorKeySecretArn}: the secret has no string value`);
       return parseCursorKeyMaterial(out.SecretString);
     });
@@ -255,8 +255,13 @@ export async function composeRuntime(settings: BootstrapSettings, overrides: Run
   // The SQS and Scheduler adapters (and their SDK clients) are imported and built on their first call:
   // a route that only reads never loads them (lazyQueues, lazyScheduler).
   const lazy = lazyAdapters({ ...common, ...endpoint('sqs') }, { ...common, ...endpoint('scheduler') });
-  let secretsClient: ReturnType<typeof createSecretsManagerClient> | undefined;
-  const secrets = () => (secretsClient ??= createSecretsManagerClient({ ...common, ...endpoint('secretsManager') }));
+  // The Secrets Manager client is imported and built on first use (a cursor key or a connector credential): reads never load it.
+  let secretsClient: SecretsManagerClient | undefined;
+  const secrets = once(async () => {
+    const { createSecretsManagerClient } = await import('../../lib/aws/clients/secrets-manager.js');
+    secretsClient ??= createSecretsManagerClient({ ...common, ...endpoint('secretsManager') });
+    return secretsClient;
+  });
   const close = () => {
     documents.destroy();
     lazy.close();

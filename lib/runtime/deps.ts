@@ -104,7 +104,7 @@ export interface RuntimeDeps {
 /**
  * Everything a Runtime is built from but its connectors: what the reads
  * (getAction, getActionResult, getTransaction, listOperator, readStream,
- * listApprovals, operatorOverview) use. See {@link ConnectorParts}.
+ * operatorOverview) use. See {@link ConnectorParts}.
  */
 export type ReadDeps = Omit<RuntimeDeps, 'registry' | 'connectors'>;
 

@@ -28,69 +28,8 @@ import { assertCallerCurrent, assertTenantMember, type CallerIdentity } from './
 import { RECEIPT_EVENTS } from './journal.js';
 import type { Kernel } from './kernel.js';
 import { transactionTarget } from './pipeline/targets.js';
-import type { OperatorView } from './reads.js';
 import { toTransactionResult } from './view.js';
 import { retentionFor } from './retention.js';
-
-/** One operator list in the overview. */
-export interface OverviewEntry {
-  readonly view: OperatorView;
-  /** Items on the first page (at most OVERVIEW_SAMPLE). */
-  readonly count: number;
-  /** More than the first page. */
-  readonly more: boolean;
-  /** When the oldest item entered its state (the record's last write, or the approval's creation). */
-  readonly oldest_at?: string;
-  readonly oldest_age_seconds?: number;
-}
-
-export const OVERVIEW_SAMPLE = 100;
-
-const VIEWS: readonly OperatorView[] = ['outcome_unknown', 'requires_human', 'reconciling', 'stalled_committing', 'pending_approvals'];
-
-function ageOf(k: Kernel, at: string | undefined): { oldest_at?: string; oldest_age_seconds?: number } {
-  if (at === undefined) return {};
-  return { oldest_at: at, oldest_age_seconds: Math.max(0, Math.floor((k.now().getTime() - Date.parse(at)) / 1000)) };
-}
-
-/** The operator lists at a glance: size of the first page and the oldest item's age, per list. */
-export async function overview(k: Kernel, caller: CallerIdentity, tenant_id?: string): Promise<{ tenant_id?: string; views: OverviewEntry[] }> {
-  assertCallerCurrent(caller, k.now());
-  k.authority.require(caller, 'list_operator', { kind: 'tenant', tenant_id: tenant_id ?? caller.tenants[0] ?? '' });
-  if (tenant_id !== undefined) assertTenantMember(caller, tenant_id);
-  const tenants = tenant_id !== undefined ? [tenant_id] : caller.tenants;
-  const entries: OverviewEntry[] = [];
-  for (const view of VIEWS) {
-    if (view === 'pending_approvals') {
-      let count = 0;
-      let more = false;
-      let oldest: string | undefined;
-      for (const t of tenants) {
-        const page = await k.deps.approvals.listPending({ tenant_id: t, limit: OVERVIEW_SAMPLE });
-        const live = page.items.filter((a) => Date.parse(a.expires_at) > k.now().getTime());
-        count += live.length;
-        more ||= page.cursor !== undefined;
-        for (const a of live) if (oldest === undefined || a.created_at < oldest) oldest = a.created_at;
-      }
-      entries.push({ view, count, more, ...ageOf(k, oldest) });
-      continue;
-    }
-    const query =
-      view === 'outcome_unknown'
-        ? { status: 'outcome_unknown' as const }
-        : view === 'requires_human'
-          ? { status: 'outcome_unknown' as const, escalated: true }
-          : view === 'reconciling'
-            ? { status: 'reconciling' as const }
-            : { status: 'committing' as const, until: new Date(k.now().getTime() - k.config.stall_after_ms).toISOString() };
-    const page = await k.deps.transactions.listByStatus({ ...query, limit: OVERVIEW_SAMPLE, ...(tenant_id !== undefined ? { tenant_id } : {}) });
-    const mine = page.items.filter((r) => tenants.includes(r.tenant_id));
-    let oldest: string | undefined;
-    for (const r of mine) if (oldest === undefined || r.updated_at < oldest) oldest = r.updated_at;
-    entries.push({ view, count: mine.length, more: page.cursor !== undefined, ...ageOf(k, oldest) });
-  }
-  return { ...(tenant_id !== undefined ? { tenant_id } : {}), views: entries };
-}
 
 async function operatorTarget(
   k: Kernel,

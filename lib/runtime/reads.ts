@@ -10,11 +10,10 @@ import type { ActionRecord } from '../ports/action-store.js';
 import type { ApprovalRecord } from '../ports/approval-store.js';
 import type { StoredStreamChunk } from '../ports/stream-store.js';
 import type { TransactionRecord, TransactionSelector } from '../ports/transaction-store.js';
-import { abandonUnstartedTransaction } from './attempts/worker.js';
 import { assertCallerCurrent, assertTenantMember, type CallerIdentity } from './identity.js';
 import { cursorSealerOf, type CursorBinding } from './cursor.js';
 import type { Kernel } from './kernel.js';
-import { actionResultOf, finishUnstartedAction, isTerminalAction } from './pipeline/action-record.js';
+import { actionResultOf } from './pipeline/action-record.js';
 import type { PageOf } from './types.js';
 import { missingTarget, type AuthorityTarget } from './authority.js';
 import { transactionTarget } from './pipeline/targets.js';
@@ -30,7 +29,7 @@ function actionTarget(tenant_id: string, action_id: string, record: ActionRecord
 }
 
 /** An action the caller may read (authority rule `read`; `cancel` for a cancellation), else action.not_found. */
-async function visibleAction(
+export async function visibleAction(
   k: Kernel,
   caller: CallerIdentity,
   tenant_id: string,
@@ -180,48 +179,62 @@ export async function readStream(k: Kernel, caller: CallerIdentity, tenant_id: s
   return { items: out.items, ...(out.cursor !== undefined ? { cursor: out.cursor } : {}) };
 }
 
-/**
- * Cancels an action. Before any attempt started (accepted, or waiting for an
- * approval) the action ends `cancelled` and a transaction it admitted fails
- * (no provider effect was possible). A running action gets a durable
- * cancellation request; a terminal one cannot be cancelled.
- */
-export async function cancel(
-  k: Kernel,
-  caller: CallerIdentity,
-  tenant_id: string,
-  action_id: string,
-): Promise<{ action_result: ActionResult; cancel_requested: boolean }> {
-  const record = await visibleAction(k, caller, tenant_id, action_id, 'cancel');
-  if (record.status === 'cancelled') return { action_result: actionResultOf(record), cancel_requested: false };
-  if (isTerminalAction(record.status)) throw new AipError('runtime.cancel_not_allowed', undefined, { details: { action_id, status: record.status } });
-  if ((record.status === 'accepted' && record.fence === 0) || record.status === 'requires_human') {
-    const ended = await finishUnstartedAction(k, record, { action_id, status: 'cancelled', completed_at: k.iso() });
-    if (ended.status === 'cancelled') {
-      if (record.approval_id !== undefined) {
-        const approval = await k.deps.approvals.get({ tenant_id, approval_id: record.approval_id });
-        if (approval?.status === 'pending') {
-          await k.deps.approvals
-            .decide({
-              tenant_id,
-              approval_id: approval.approval_id,
-              expected_revision: approval.revision,
-              decision_id: `dec-${k.ids()}`,
-              decided_by: caller.principal,
-              decision: 'denied',
-              reason: 'action cancelled',
-            })
-            .catch(() => undefined);
-        }
+/** One operator list in the overview. */
+export interface OverviewEntry {
+  readonly view: OperatorView;
+  /** Items on the first page (at most OVERVIEW_SAMPLE). */
+  readonly count: number;
+  /** More than the first page. */
+  readonly more: boolean;
+  /** When the oldest item entered its state (the record's last write, or the approval's creation). */
+  readonly oldest_at?: string;
+  readonly oldest_age_seconds?: number;
+}
+
+export const OVERVIEW_SAMPLE = 100;
+
+const VIEWS: readonly OperatorView[] = ['outcome_unknown', 'requires_human', 'reconciling', 'stalled_committing', 'pending_approvals'];
+
+function ageOf(k: Kernel, at: string | undefined): { oldest_at?: string; oldest_age_seconds?: number } {
+  if (at === undefined) return {};
+  return { oldest_at: at, oldest_age_seconds: Math.max(0, Math.floor((k.now().getTime() - Date.parse(at)) / 1000)) };
+}
+
+/** The operator lists at a glance: size of the first page and the oldest item's age, per list. */
+export async function overview(k: Kernel, caller: CallerIdentity, tenant_id?: string): Promise<{ tenant_id?: string; views: OverviewEntry[] }> {
+  assertCallerCurrent(caller, k.now());
+  k.authority.require(caller, 'list_operator', { kind: 'tenant', tenant_id: tenant_id ?? caller.tenants[0] ?? '' });
+  if (tenant_id !== undefined) assertTenantMember(caller, tenant_id);
+  const tenants = tenant_id !== undefined ? [tenant_id] : caller.tenants;
+  const entries: OverviewEntry[] = [];
+  for (const view of VIEWS) {
+    if (view === 'pending_approvals') {
+      let count = 0;
+      let more = false;
+      let oldest: string | undefined;
+      for (const t of tenants) {
+        const page = await k.deps.approvals.listPending({ tenant_id: t, limit: OVERVIEW_SAMPLE });
+        const live = page.items.filter((a) => Date.parse(a.expires_at) > k.now().getTime());
+        count += live.length;
+        more ||= page.cursor !== undefined;
+        for (const a of live) if (oldest === undefined || a.created_at < oldest) oldest = a.created_at;
       }
-      const mode = ended.action.transaction?.mode;
-      if (ended.transaction_id !== undefined && mode !== undefined && mode !== 'dry_run' && mode !== 'plan' && mode !== 'rollback_not_supported') {
-        await abandonUnstartedTransaction(k, ended, ended.transaction_id);
-      }
-      return { action_result: actionResultOf(ended), cancel_requested: false };
+      entries.push({ view, count, more, ...ageOf(k, oldest) });
+      continue;
     }
-    if (isTerminalAction(ended.status)) return { action_result: actionResultOf(ended), cancel_requested: false };
+    const query =
+      view === 'outcome_unknown'
+        ? { status: 'outcome_unknown' as const }
+        : view === 'requires_human'
+          ? { status: 'outcome_unknown' as const, escalated: true }
+          : view === 'reconciling'
+            ? { status: 'reconciling' as const }
+            : { status: 'committing' as const, until: new Date(k.now().getTime() - k.config.stall_after_ms).toISOString() };
+    const page = await k.deps.transactions.listByStatus({ ...query, limit: OVERVIEW_SAMPLE, ...(tenant_id !== undefined ? { tenant_id } : {}) });
+    const mine = page.items.filter((r) => tenants.includes(r.tenant_id));
+    let oldest: string | undefined;
+    for (const r of mine) if (oldest === undefined || r.updated_at < oldest) oldest = r.updated_at;
+    entries.push({ view, count: mine.length, more: page.cursor !== undefined, ...ageOf(k, oldest) });
   }
-  const requested = await k.deps.actions.requestCancel({ tenant_id, action_id });
-  return { action_result: actionResultOf(requested), cancel_requested: true };
+  return { ...(tenant_id !== undefined ? { tenant_id } : {}), views: entries };
 }

@@ -9,10 +9,12 @@
  *
  * Per-route composition: a Runtime built with {@link ConnectorParts} to load
  * on first need serves the reads (getAction, getActionResult, getTransaction,
- * listOperator, readStream, listApprovals, operatorOverview) from a kernel
- * without connectors, whose registry and connector host refuse any use, so a
- * read path that starts to need them fails its tests instead of silently
- * loading them; every other method loads the parts once, then runs.
+ * listOperator, readStream, operatorOverview) from a kernel without
+ * connectors, whose registry and connector host refuse any use, so a read
+ * path that starts to need them fails its tests instead of silently loading
+ * them. Every other method loads the parts once, with the code of the
+ * operations beyond the reads (./operations.ts), then runs; so does a Runtime
+ * built with its connectors, for the code.
  */
 import { AipError } from '../errors/aip-error.js';
 import type { Action, ActionResult, TransactionResult } from '../protocol/index.js';
@@ -20,20 +22,24 @@ import type { ApprovalRecord } from '../ports/approval-store.js';
 import { validateQueueMessage, type InvokeMessage, type ReconcileMessage } from '../ports/messages.js';
 import type { StoredStreamChunk } from '../ports/stream-store.js';
 import type { TransactionSelector } from '../ports/transaction-store.js';
-import { decideApproval, listApprovals, type ApprovalDecisionInput } from './approvals.js';
+import type { ApprovalDecisionInput } from './approvals.js';
 import { withAttemptBudget, type AttemptBudget } from './attempt-budget.js';
-import { runAttempt } from './attempts/worker.js';
 import type { ConnectorParts, ReadDeps, RuntimeDeps } from './deps.js';
 import type { CallerIdentity } from './identity.js';
 import { Kernel } from './kernel.js';
 import { parseSubmission } from './pipeline/envelope.js';
-import { admit, prepare } from './pipeline/admit.js';
 import { validateAction } from '../protocol/index.js';
-import { cancel, getAction, getActionResult, getTransaction, listOperator, readStream, type OperatorItem, type OperatorQuery } from './reads.js';
-import { connectorHealth, listCapabilities } from './meta.js';
-import { reconcileMessage, sweep } from './reconciliation.js';
-import { overview, requestReconcile, resolve } from './operator.js';
+import { getAction, getActionResult, getTransaction, listOperator, overview, readStream, type OperatorItem, type OperatorQuery } from './reads.js';
 import type { AttemptOutcome, CapabilityList, DecisionOutcome, PageOf, ReconcileOutcome, HealthReport, SubmitOutcome, SweepOutcome } from './types.js';
+
+/** The operations beyond the reads (./operations.ts), imported on first need. */
+type Operations = typeof import('./operations.js');
+
+/** What a method beyond the reads runs with: the full kernel and the operations. */
+interface Full {
+  readonly k: Kernel;
+  readonly ops: Operations;
+}
 
 /** A registry or connector host that a read kernel must never touch. */
 function notOnReads<T extends object>(part: string): T {
@@ -47,7 +53,7 @@ function notOnReads<T extends object>(part: string): T {
 export class Runtime {
   /** The kernel of the reads (the full kernel when the Runtime was built with its connectors). */
   readonly #reads: Kernel;
-  readonly #full: () => Promise<Kernel>;
+  readonly #full: () => Promise<Full>;
 
   /** A Runtime with its connectors, or with the parts that {@link ConnectorParts} loads on the first method that is not a read. */
   constructor(deps: RuntimeDeps);
@@ -56,15 +62,15 @@ export class Runtime {
     if (connectorParts === undefined) {
       const kernel = new Kernel(deps as RuntimeDeps);
       this.#reads = kernel;
-      this.#full = async () => kernel;
+      this.#full = async () => ({ k: kernel, ops: await import('./operations.js') });
       return;
     }
     this.#reads = new Kernel({ ...deps, registry: notOnReads('capability registry'), connectors: notOnReads('connector host') });
     // Built once; concurrent first calls share the build; a failed build is not kept (the next call tries again).
-    let pending: Promise<Kernel> | undefined;
+    let pending: Promise<Full> | undefined;
     this.#full = () => {
       if (pending === undefined) {
-        const build = connectorParts().then((parts) => new Kernel({ ...deps, ...parts }));
+        const build = Promise.all([connectorParts(), import('./operations.js')]).then(([parts, ops]) => ({ k: new Kernel({ ...deps, ...parts }), ops }));
         pending = build;
         build.catch(() => {
           if (pending === build) pending = undefined;
@@ -82,12 +88,12 @@ export class Runtime {
   async submit(caller: CallerIdentity, body: unknown, opts: { tenant_id?: string; trusted?: false } = {}): Promise<SubmitOutcome> {
     // 1. core envelope validation; 2. TransactionRequest checks
     const parsed = parseSubmission(caller, body);
-    const k = await this.#full();
-    const adm = await prepare(k, caller, parsed.action, {
+    const { k, ops } = await this.#full();
+    const adm = await ops.prepare(k, caller, parsed.action, {
       ...(opts.tenant_id !== undefined ? { tenant_id: opts.tenant_id } : {}),
       ...(parsed.request !== undefined ? { request: parsed.request } : {}),
     });
-    return admit(k, adm);
+    return ops.admit(k, adm);
   }
 
   /**
@@ -102,9 +108,9 @@ export class Runtime {
     // The core validator's commit rule does not apply on this branch: validate the envelope without it, then restore the context.
     const checked = validateAction({ ...rest, transaction: { ...transaction, mode: 'execute' } });
     const restored: Action = { ...checked, transaction: { ...(checked.transaction as NonNullable<Action['transaction']>), mode: 'commit' } };
-    const k = await this.#full();
-    const adm = await prepare(k, caller, restored, { trusted_direct_commit: true });
-    return admit(k, adm);
+    const { k, ops } = await this.#full();
+    const adm = await ops.prepare(k, caller, restored, { trusted_direct_commit: true });
+    return ops.admit(k, adm);
   }
 
   /**
@@ -116,16 +122,16 @@ export class Runtime {
   async runAttempt(message: InvokeMessage, budget?: AttemptBudget): Promise<AttemptOutcome> {
     const m = validateQueueMessage(message);
     if (m.kind !== 'invoke') throw new AipError('queue.message_invalid', undefined, { details: { reason: 'kind_not_accepted:reconcile' } });
-    const k = await this.#full();
-    return withAttemptBudget(budget, () => runAttempt(k, m));
+    const { k, ops } = await this.#full();
+    return withAttemptBudget(budget, () => ops.runAttempt(k, m));
   }
 
   /** The reconcile consumer. `budget` bounds its inline reconcile attempt as in {@link runAttempt}. */
   async reconcile(message: ReconcileMessage, budget?: AttemptBudget): Promise<ReconcileOutcome> {
     const m = validateQueueMessage(message);
     if (m.kind !== 'reconcile') throw new AipError('queue.message_invalid', undefined, { details: { reason: 'kind_not_accepted:invoke' } });
-    const k = await this.#full();
-    return withAttemptBudget(budget, () => reconcileMessage(k, m));
+    const { k, ops } = await this.#full();
+    return withAttemptBudget(budget, () => ops.reconcileMessage(k, m));
   }
 
   /**
@@ -134,29 +140,31 @@ export class Runtime {
    * record (the sweeper publishes it as a metric).
    */
   async sweep(now?: Date): Promise<SweepOutcome> {
-    const k = await this.#full();
-    return sweep(k, now);
+    const { k, ops } = await this.#full();
+    return ops.sweep(k, now);
   }
 
   /** The registered capabilities the caller may invoke (with the tenant's approval policies when a tenant is given). */
   async capabilities(caller: CallerIdentity, tenant_id?: string): Promise<CapabilityList> {
-    const k = await this.#full();
-    return listCapabilities(k, caller, tenant_id);
+    const { k, ops } = await this.#full();
+    return ops.listCapabilities(k, caller, tenant_id);
   }
 
   /** Readiness of every hosted connector, each check bounded by config.health_timeout_ms. */
   async health(caller?: CallerIdentity): Promise<HealthReport> {
-    const k = await this.#full();
-    return connectorHealth(k, caller);
+    const { k, ops } = await this.#full();
+    return ops.connectorHealth(k, caller);
   }
 
   async decideApproval(caller: CallerIdentity, tenant_id: string, approval_id: string, decision: ApprovalDecisionInput): Promise<DecisionOutcome> {
-    const k = await this.#full();
-    return decideApproval(k, caller, tenant_id, approval_id, decision);
+    const { k, ops } = await this.#full();
+    return ops.decideApproval(k, caller, tenant_id, approval_id, decision);
   }
 
   async listApprovals(caller: CallerIdentity, tenant_id: string, page?: { cursor?: string; limit?: number }): Promise<PageOf<ApprovalRecord>> {
-    return listApprovals(this.#reads, caller, tenant_id, page);
+    // Not a read: an overdue pending approval is expired on the way, a terminal write of its action.
+    const { k, ops } = await this.#full();
+    return ops.listApprovals(k, caller, tenant_id, page);
   }
 
   async getAction(caller: CallerIdentity, tenant_id: string, action_id: string) {
@@ -169,8 +177,8 @@ export class Runtime {
   }
 
   async cancel(caller: CallerIdentity, tenant_id: string, action_id: string) {
-    const k = await this.#full();
-    return cancel(k, caller, tenant_id, action_id);
+    const { k, ops } = await this.#full();
+    return ops.cancel(k, caller, tenant_id, action_id);
   }
 
   async getTransaction(caller: CallerIdentity, selector: TransactionSelector, include?: { result?: boolean; receipts?: boolean }): Promise<TransactionResult> {
@@ -192,13 +200,13 @@ export class Runtime {
 
   /** Reconcile now (an operator): resets the attempt bound once, with a receipt naming the operator. */
   async requestReconcile(caller: CallerIdentity, tenant_id: string, transaction_id: string, input: { reason?: string } = {}) {
-    const k = await this.#full();
-    return requestReconcile(k, caller, tenant_id, transaction_id, input);
+    const { k, ops } = await this.#full();
+    return ops.requestReconcile(k, caller, tenant_id, transaction_id, input);
   }
 
   /** An operator's resolution of an escalated transaction (applied, or proposed to a second operator). */
   async resolve(caller: CallerIdentity, tenant_id: string, transaction_id: string, resolution: unknown) {
-    const k = await this.#full();
-    return resolve(k, caller, tenant_id, transaction_id, resolution);
+    const { k, ops } = await this.#full();
+    return ops.resolve(k, caller, tenant_id, transaction_id, resolution);
   }
 }

@@ -63,12 +63,18 @@ describe('a Runtime whose connectors load on first need', () => {
     expect(view).toMatchObject({ status: 'committed' });
     expect(view.receipts?.length).toBeGreaterThan(0);
     await both((rt) => rt.readStream(caller(), TENANT, settled.a));
-    expect((await both((rt) => rt.listApprovals(operator, TENANT))).items.map((r) => r.action_id)).toContain(pending);
     await both((rt) => rt.listOperator(operator, { view: 'pending_approvals', tenant_id: TENANT }));
     await both((rt) => rt.operatorOverview(operator, TENANT));
     // A read of a missing or foreign target answers as before, still without connectors.
     expect(await codeOf(reads.getAction(caller('agent-2'), TENANT, settled.a))).toBe(await codeOf(h.runtime.getAction(caller('agent-2'), TENANT, settled.a)));
     expect(parts.calls()).toBe(0);
+  });
+
+  it('lists approvals with them (an overdue approval is expired on the way, a terminal write)', async () => {
+    const parts = loader();
+    const runtime = new Runtime(h.readDeps, parts.load);
+    expect((await runtime.listApprovals(operator, TENANT)).items.map((r) => r.action_id)).toContain(pending);
+    expect(parts.calls()).toBe(1);
   });
 
   it('refuses a malformed submission before loading them', async () => {

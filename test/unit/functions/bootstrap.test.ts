@@ -159,3 +159,35 @@ describe('test mode (the crash-point hook)', () => {
     handle.close();
   });
 });
+
+describe('per-route composition (the connector half on first need)', () => {
+  const caller = { principal: { id: 'agent-1', kind: 'agent' as const }, tenants: ['demo'], scopes: ['aip:actions:read', 'aip:approve'] };
+
+  it('builds the enabled connectors, with their Secrets Manager credential providers, on the first method that needs them', async () => {
+    const handle = await createRuntime(readBootstrapSettings(validEnv()), { maxAttempts: 1 });
+    try {
+      const list = await handle.runtime.capabilities(caller, 'demo');
+      expect(list.items.length).toBeGreaterThan(0);
+      expect(list.items.every((c) => c.connector_id === 'payments')).toBe(true);
+    } finally {
+      handle.close();
+    }
+  });
+
+  it('fails the first method that needs connectors on a connector this build does not contain, and again on the next', async () => {
+    const settings = readBootstrapSettings({
+      ...validEnv(),
+      [FUNCTION_ENV.runtimeConfig]: JSON.stringify({ ...runtimeConfig, connectors: [{ id: 'ledger', credentials: [] }], approvalPolicies: [] }),
+    });
+    const handle = await createRuntime(settings, { maxAttempts: 1 });
+    try {
+      for (let i = 0; i < 2; i++) {
+        const err = await handle.runtime.capabilities(caller, 'demo').catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(BootstrapConfigError);
+        expect((err as BootstrapConfigError).issues.map((x) => x.variable)).toEqual([`${FUNCTION_ENV.runtimeConfig}: connectors[0].id`]);
+      }
+    } finally {
+      handle.close();
+    }
+  });
+});

@@ -1,0 +1,58 @@
+/**
+ * An action's cancellation (Runtime.cancel). Not a read: an unstarted action
+ * ends with a terminal write, which stamps the capability's retention, so it
+ * runs with the connector parts loaded (lib/runtime/runtime.ts).
+ */
+import { AipError } from '../errors/aip-error.js';
+import type { ActionResult } from '../protocol/index.js';
+import { abandonUnstartedTransaction } from './attempts/worker.js';
+import type { CallerIdentity } from './identity.js';
+import type { Kernel } from './kernel.js';
+import { actionResultOf, finishUnstartedAction, isTerminalAction } from './pipeline/action-record.js';
+import { visibleAction } from './reads.js';
+
+/**
+ * Cancels an action. Before any attempt started (accepted, or waiting for an
+ * approval) the action ends `cancelled` and a transaction it admitted fails
+ * (no provider effect was possible). A running action gets a durable
+ * cancellation request; a terminal one cannot be cancelled.
+ */
+export async function cancel(
+  k: Kernel,
+  caller: CallerIdentity,
+  tenant_id: string,
+  action_id: string,
+): Promise<{ action_result: ActionResult; cancel_requested: boolean }> {
+  const record = await visibleAction(k, caller, tenant_id, action_id, 'cancel');
+  if (record.status === 'cancelled') return { action_result: actionResultOf(record), cancel_requested: false };
+  if (isTerminalAction(record.status)) throw new AipError('runtime.cancel_not_allowed', undefined, { details: { action_id, status: record.status } });
+  if ((record.status === 'accepted' && record.fence === 0) || record.status === 'requires_human') {
+    const ended = await finishUnstartedAction(k, record, { action_id, status: 'cancelled', completed_at: k.iso() });
+    if (ended.status === 'cancelled') {
+      if (record.approval_id !== undefined) {
+        const approval = await k.deps.approvals.get({ tenant_id, approval_id: record.approval_id });
+        if (approval?.status === 'pending') {
+          await k.deps.approvals
+            .decide({
+              tenant_id,
+              approval_id: approval.approval_id,
+              expected_revision: approval.revision,
+              decision_id: `dec-${k.ids()}`,
+              decided_by: caller.principal,
+              decision: 'denied',
+              reason: 'action cancelled',
+            })
+            .catch(() => undefined);
+        }
+      }
+      const mode = ended.action.transaction?.mode;
+      if (ended.transaction_id !== undefined && mode !== undefined && mode !== 'dry_run' && mode !== 'plan' && mode !== 'rollback_not_supported') {
+        await abandonUnstartedTransaction(k, ended, ended.transaction_id);
+      }
+      return { action_result: actionResultOf(ended), cancel_requested: false };
+    }
+    if (isTerminalAction(ended.status)) return { action_result: actionResultOf(ended), cancel_requested: false };
+  }
+  const requested = await k.deps.actions.requestCancel({ tenant_id, action_id });
+  return { action_result: actionResultOf(requested), cancel_requested: true };
+}
