@@ -130,6 +130,57 @@ export function deferredEntryPlugin(entry: string, handlers: readonly string[]):
   };
 }
 
+/**
+ * The names `node:http` exports, but the three that Node implements with
+ * undici (its fetch): `WebSocket`, `MessageEvent` and `CloseEvent`.
+ */
+export const HTTP_EXPORTS_WITHOUT_UNDICI = [
+  'Agent',
+  'ClientRequest',
+  'IncomingMessage',
+  'METHODS',
+  'OutgoingMessage',
+  'STATUS_CODES',
+  'Server',
+  'ServerResponse',
+  '_connectionListener',
+  'createServer',
+  'get',
+  'globalAgent',
+  'maxHeaderSize',
+  'request',
+  'setMaxIdleHTTPParsers',
+  'validateHeaderName',
+  'validateHeaderValue',
+] as const;
+
+/**
+ * `node:http` through CommonJS `require` in the bundles. Node builds the ES
+ * module namespace of a builtin from all its exports, and three of http's
+ * are lazy getters that load undici, Node's fetch implementation: an ESM
+ * import of `node:http` took about 50 ms here (Node 22), `require('http')`
+ * about 7 ms. The bundles reach http through the AWS SDK's request handler,
+ * which uses none of the three; a bundled module that imported one of them
+ * would fail the build ("No matching export"), not the function.
+ */
+export function httpWithoutUndiciPlugin(): Plugin {
+  return {
+    name: 'aip-http-without-undici',
+    setup(build) {
+      build.onResolve({ filter: /^(node:)?http$/ }, () => ({ path: 'http', namespace: 'aip-http' }));
+      build.onLoad({ filter: /.*/, namespace: 'aip-http' }, () => ({
+        contents: [
+          "import { createRequire } from 'node:module';",
+          "const http = createRequire(import.meta.url)('node:http');",
+          'export default http;',
+          `export const { ${HTTP_EXPORTS_WITHOUT_UNDICI.join(', ')} } = http;`,
+        ].join('\n'),
+        loader: 'js',
+      }));
+    },
+  };
+}
+
 /** The esbuild options of every function (without the precompiled-registry plugin). */
 export function esbuildOptions(entry: string, outdir: string): BuildOptions {
   return {
@@ -203,6 +254,7 @@ export async function bundleFunction(options: BundleFunctionOptions): Promise<{ 
     ...(defer !== undefined ? { entryPoints: { [BUNDLE_ENTRY_NAME]: 'aip-deferred-entry' } } : {}),
     ...(options.splitting === false ? { splitting: false } : {}),
     plugins: [
+      httpWithoutUndiciPlugin(),
       ...(connectors !== undefined ? [precompiledRegistryPlugin(() => generatePrecompiledRegistry(connectors))] : []),
       ...(defer !== undefined ? [deferredEntryPlugin(options.entry, defer)] : []),
     ],
