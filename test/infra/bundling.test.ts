@@ -15,7 +15,7 @@ import { defineAipApp } from '../../infra/aip-app.js';
 import { parseInfraConfig } from '../../infra/config.js';
 import type { FunctionDefinition } from '../../infra/functions.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { bundleFunction, entryOutput, esbuildOptions, staticallyLoaded, ZOD_JITLESS_BANNER } from '../../infra/bundling.js';
+import { BUNDLE_ROOT, bundleFunction, entryOutput, esbuildOptions, staticallyLoaded, ZOD_JITLESS_BANNER } from '../../infra/bundling.js';
 import { BASE_CONFIG, buildAip, newApp } from './support.js';
 
 const dirs: string[] = [];
@@ -78,6 +78,38 @@ describe('bundling', () => {
       expect(loaded, lazy).not.toContain(lazy);
     }
     expect(all).toContain('functions/shared/compose-runtime.ts');
+  });
+
+  it('a read route composes the Runtime without the operations beyond the reads, the connectors and the Secrets Manager client', async () => {
+    const { metafile } = await bundleFunction({ entry: 'functions/http/transactions.ts', outdir: outdir(), connectors: [{ id: 'payments' }] });
+    const composition = Object.keys(metafile.outputs).find((k) => /(^|\/)compose-runtime-[^/]*\.mjs$/.test(k)) as string;
+    const firstInvocation = inputsOf(metafile, staticallyLoaded(metafile, composition));
+    expect(firstInvocation).toContain('lib/runtime/reads.ts');
+    for (const later of [
+      'lib/runtime/operations.ts',
+      'lib/runtime/pipeline/admit.ts',
+      'lib/runtime/attempts/worker.ts',
+      'functions/shared/compose-connectors.ts',
+      'lib/connectors/reference/payments.ts',
+      'aip-precompiled:precompiled-registry.generated.js',
+      'node_modules/@aws-sdk/client-secrets-manager/dist-es/SecretsManagerClient.js',
+    ]) {
+      expect(firstInvocation, later).not.toContain(later);
+    }
+    const all = inputsOf(metafile, Object.keys(metafile.outputs));
+    expect(all).toContain('lib/runtime/operations.ts');
+    expect(all).toContain('functions/shared/compose-connectors.ts');
+  });
+
+  it('reaches node:http through require, never as an ES module import (whose namespace would load undici)', async () => {
+    const dir = outdir();
+    const { metafile } = await bundleFunction({ entry: 'functions/http/transactions.ts', outdir: dir, connectors: [{ id: 'payments' }] });
+    const code = Object.keys(metafile.outputs)
+      .filter((k) => k.endsWith('.mjs'))
+      .map((k) => readFileSync(join(BUNDLE_ROOT, k), 'utf8'));
+    expect(code.some((c) => c.includes('("node:http")'))).toBe(true);
+    for (const c of code) expect(c).not.toMatch(/from\s*"(node:)?http"/);
+    await expect(bundleFunction({ entry: 'test/infra/fixtures/http-websocket.ts', outdir: outdir() })).rejects.toThrow(/WebSocket/);
   });
 
   it('the authorizer loads nothing of the Runtime and no AWS SDK', async () => {
