@@ -97,6 +97,12 @@ export interface BundleFunctionOptions {
    */
   readonly splitting?: boolean;
   /**
+   * `false`: node:http imported as an ES module, as NodejsFunction's
+   * bundling did ({@link httpWithoutUndiciPlugin}). Only the bench's
+   * before/after comparison sets it. @default true
+   */
+  readonly httpThroughRequire?: boolean;
+  /**
    * Defer the whole entry module to the first invocation: the bundle's entry
    * becomes a stub exporting these handlers, each importing the real module
    * on its first call. Only the bench sets it, to measure that option
@@ -254,7 +260,7 @@ export async function bundleFunction(options: BundleFunctionOptions): Promise<{ 
     ...(defer !== undefined ? { entryPoints: { [BUNDLE_ENTRY_NAME]: 'aip-deferred-entry' } } : {}),
     ...(options.splitting === false ? { splitting: false } : {}),
     plugins: [
-      httpWithoutUndiciPlugin(),
+      ...(options.httpThroughRequire !== false ? [httpWithoutUndiciPlugin()] : []),
       ...(connectors !== undefined ? [precompiledRegistryPlugin(() => generatePrecompiledRegistry(connectors))] : []),
       ...(defer !== undefined ? [deferredEntryPlugin(options.entry, defer)] : []),
     ],

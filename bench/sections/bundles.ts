@@ -21,7 +21,8 @@
  *   loads the Runtime's composition without its connector half; a worker or
  *   GET /v1/capabilities loads both).
  * - Variants of the API route bundle, measured the same way in the same run:
- *   `before` (one file, run-time ajv: what NodejsFunction deployed),
+ *   `before` (one file, run-time ajv, node:http as an ES module: what
+ *   NodejsFunction deployed),
  *   `deferred` (the deployed bundle behind an entry stub that imports the
  *   handler module on the first invocation: an option, not deployed) and
  *   `source-maps` (the deployed bundle run with --enable-source-maps, what
@@ -448,7 +449,7 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
       const t0 = performance.now();
       const { metafile } = await bundling.bundleFunction(
         target.variant === 'before'
-          ? { entry: target.entry, outdir, splitting: false }
+          ? { entry: target.entry, outdir, splitting: false, httpThroughRequire: false }
           : { entry: target.entry, outdir, connectors, ...(target.variant === 'deferred' ? { deferHandlers: [target.handler] } : {}) },
       );
       const build_ms = Math.round(performance.now() - t0);
