@@ -1,0 +1,162 @@
+/**
+ * Cold start of another tree's bundles against this tree's, in one run with
+ * the processes interleaved, so background load falls on both alike. The
+ * other tree is usually an earlier commit:
+ *
+ *   git archive <commit> | tar -x -C /tmp/before && ln -s "$PWD/node_modules" /tmp/before/node_modules
+ *   npm run bench:compare-bundles -- /tmp/before --before-node-options=--enable-source-maps
+ *
+ * Each tree is bundled by its own infra/bundling.ts (`bundleFunction`, with
+ * the local configuration's connectors) and run by this tree's probe
+ * (bench/sections/bundles.ts: a fresh process; import, first and second
+ * invocation). `--before-node-options` is the NODE_OPTIONS the other tree
+ * deployed (it is also measured without them); this tree runs with the
+ * NODE_OPTIONS the stack sets by default. RUNS (default 20) processes per
+ * function and side. Prints a markdown table of medians.
+ */
+import { rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { DEFAULT_CONFIG_FILE } from '../infra/aip-app.js';
+import { encodeAuthorizerContext } from '../lib/auth/authorizer-context.js';
+import { loadInfraConfig, toDeploymentRuntimeConfig } from '../lib/config/deployment.js';
+import { FUNCTION_ENV, POWERTOOLS_ENV } from '../lib/config/function-env.js';
+import { ROUTES } from '../lib/http/routes.js';
+import { distribution } from './lib/stats.js';
+import { DEPLOYED_NODE_OPTIONS, functionEnv, probe } from './sections/bundles.js';
+
+const args = process.argv.slice(2);
+const beforeRoot = args.find((a) => !a.startsWith('--'));
+if (beforeRoot === undefined) {
+  process.stderr.write('usage: node --import tsx bench/compare-bundles.ts <other tree> [--before-node-options=<NODE_OPTIONS>]\n');
+  process.exit(2);
+}
+const beforeNodeOptions = args.find((a) => a.startsWith('--before-node-options='))?.slice('--before-node-options='.length) ?? '';
+const runs = Number(process.env.RUNS ?? 20);
+
+const config = loadInfraConfig(DEFAULT_CONFIG_FILE);
+const connectors = config.connectors.map(({ id }) => ({
+  id,
+  ...(config.connectorEndpoints[id] !== undefined ? { baseUrl: config.connectorEndpoints[id] } : {}),
+}));
+const env = functionEnv(FUNCTION_ENV, POWERTOOLS_ENV, JSON.stringify(toDeploymentRuntimeConfig(config)));
+
+const caller = { principal: { id: 'bench', kind: 'user' as const }, tenants: ['acme'], scopes: ['aip:actions:read', 'aip:operator'] };
+function routeEvent(routeId: keyof typeof ROUTES, query: Record<string, string> | null = null) {
+  const route = ROUTES[routeId];
+  const path = route.path.replace('{id}', 'bench-1');
+  return {
+    resource: route.path,
+    path,
+    httpMethod: route.method,
+    headers: { accept: 'application/json' },
+    multiValueHeaders: { accept: ['application/json'] },
+    queryStringParameters: query,
+    multiValueQueryStringParameters: query === null ? null : Object.fromEntries(Object.entries(query).map(([k, v]) => [k, [v]])),
+    pathParameters: route.path.includes('{id}') ? { id: 'bench-1' } : null,
+    stageVariables: null,
+    body: null,
+    isBase64Encoded: false,
+    requestContext: {
+      authorizer: { ...encodeAuthorizerContext(caller), principalId: 'bench' },
+      httpMethod: route.method,
+      path,
+      requestId: 'bench',
+      stage: 'v1',
+    },
+  };
+}
+const invokeRecord = {
+  Records: [
+    {
+      messageId: 'bench-1',
+      receiptHandle: 'bench',
+      body: JSON.stringify({ kind: 'invoke', tenant_id: 'acme', action_id: 'bench-1', fence: 1, attempt: 1 }),
+      attributes: { ApproximateReceiveCount: '1', SentTimestamp: '0', SenderId: 'bench', ApproximateFirstReceiveTimestamp: '0' },
+      messageAttributes: {},
+      eventSource: 'aws:sqs',
+      eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:aip-bench-invoke',
+      awsRegion: 'us-east-1',
+    },
+  ],
+};
+
+const targets = [
+  {
+    name: 'GET /v1/transactions',
+    entry: 'functions/http/transactions.ts',
+    handler: 'getTransactionHandler',
+    event: routeEvent('getTransaction', { transaction_id: 'bench-1' }),
+  },
+  { name: 'GET /v1/actions/{id}', entry: 'functions/http/actions.ts', handler: 'getActionHandler', event: routeEvent('getAction') },
+  { name: 'GET /v1/capabilities', entry: 'functions/http/meta.ts', handler: 'listCapabilitiesHandler', event: routeEvent('listCapabilities') },
+  {
+    name: 'authorizer',
+    entry: 'functions/authorizer.ts',
+    handler: 'handler',
+    event: { type: 'REQUEST', methodArn: 'arn:aws:execute-api:us-east-1:0:b/v1/GET/v1/health', headers: { Authorization: 'Bearer not-a-jwt' } },
+  },
+  { name: 'invoke worker', entry: 'functions/worker/invoke.ts', handler: 'handler', event: invokeRecord },
+  {
+    name: 'bare Powertools idempotency',
+    entry: 'bench/fixtures/powertools-idempotency-handler.ts',
+    handler: 'handler',
+    event: { idempotency_key: 'bench-1', amount: 1 },
+  },
+];
+const here = resolve(import.meta.dirname, '..');
+const sides = [
+  ...(beforeNodeOptions !== '' ? [{ side: `before (NODE_OPTIONS=${beforeNodeOptions})`, root: resolve(beforeRoot), nodeOptions: beforeNodeOptions }] : []),
+  { side: 'before', root: resolve(beforeRoot), nodeOptions: '' },
+  { side: 'now', root: here, nodeOptions: DEPLOYED_NODE_OPTIONS },
+];
+
+interface Built {
+  readonly side: string;
+  readonly name: string;
+  readonly file: string;
+  readonly kib: number;
+  readonly handler: string;
+  readonly event: unknown;
+  readonly nodeOptions: string;
+  readonly samples: Awaited<ReturnType<typeof probe>>[];
+}
+const work = join(tmpdir(), 'aip-compare-bundles');
+rmSync(work, { recursive: true, force: true });
+const built: Built[] = [];
+const bundles = new Map<string, { file: string; kib: number }>();
+for (const s of sides) {
+  const bundling = (await import(join(s.root, 'infra/bundling.ts'))) as typeof import('../infra/bundling.js');
+  for (const t of targets) {
+    const key = `${s.root}:${t.entry}`;
+    let bundle = bundles.get(key);
+    if (bundle === undefined) {
+      const outdir = join(work, String(bundles.size));
+      const { metafile } = await bundling.bundleFunction({ entry: t.entry, outdir, connectors });
+      const entry = bundling.entryOutput(metafile);
+      const bytes = bundling.staticallyLoaded(metafile, entry).reduce((n, k) => n + (metafile.outputs[k]?.bytes ?? 0), 0);
+      bundle = { file: join(bundling.BUNDLE_ROOT, entry), kib: Math.round(bytes / 1024) };
+      bundles.set(key, bundle);
+    }
+    built.push({ side: s.side, name: t.name, ...bundle, handler: t.handler, event: t.event, nodeOptions: s.nodeOptions, samples: [] });
+  }
+}
+for (let i = 0; i < runs; i++) for (const b of built) b.samples.push(await probe(b.file, b.handler, b.event, env, { nodeOptions: b.nodeOptions }));
+
+const median = (xs: number[]) => Math.round(distribution(xs).p50 * 10) / 10;
+const lines = [
+  `Interleaved, ${runs} fresh processes per function and side (${process.version}); medians.`,
+  '',
+  '| function (first invocation) | side | KiB at import | import ms | compose ms | cold ms |',
+  '|---|---|---:|---:|---:|---:|',
+];
+for (const t of targets) {
+  for (const b of built.filter((x) => x.name === t.name)) {
+    const compose = b.samples.map((s) => Math.max(0, s.first_ms - s.warm_ms));
+    lines.push(
+      `| ${t.name} | ${b.side} | ${b.kib} | ${median(b.samples.map((s) => s.import_ms))} | ${median(compose)} | ${median(b.samples.map((s, i) => s.import_ms + (compose[i] as number)))} |`,
+    );
+  }
+}
+process.stdout.write(`${lines.join('\n')}\n`);
+rmSync(work, { recursive: true, force: true });
