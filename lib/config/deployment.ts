@@ -341,8 +341,8 @@ export const InfraConfigSchema = z
     /**
      * NODE_OPTIONS=--enable-source-maps on every function: stack traces in the
      * logs name the TypeScript files and lines. Off by default because Node
-     * then reads every chunk's source map as it loads it, which costs about
-     * 15 % of a cold start (docs/bench/analysis.md, "Cold start and bundles");
+     * then reads every chunk's source map as it loads it, which costs 10 to
+     * 20 % of a cold start (docs/bench/analysis.md, "Cold start and bundles");
      * the bundles ship their `.map` files either way, so a logged stack can be
      * mapped offline, or this switched on while investigating.
      */
