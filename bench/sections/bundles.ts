@@ -563,7 +563,10 @@ export function bundlesHeadline(b: BundlesFigures): string | undefined {
   const sizes = api.map((x) => x.static_bytes);
   const colds = api.map((x) => (x.cold as ColdStartFigures).cold_ms);
   const deployed = new Set(api.map((x) => x.entry));
-  const ratios = b.ratios.filter((r) => deployed.has(r.entry)).map((r) => r.to_powertools).filter(Number.isFinite);
+  const ratios = b.ratios
+    .filter((r) => deployed.has(r.entry))
+    .map((r) => r.to_powertools)
+    .filter(Number.isFinite);
   return (
     `- **cold start**: API route functions load ${kib(Math.min(...sizes))}–${kib(Math.max(...sizes))} KiB at import (authorizer ${auth ? kib(auth.static_bytes) : '–'} KiB); ` +
     `import + first-invocation composition ${ms(Math.min(...colds))}–${ms(Math.max(...colds))} ms median (authorizer ${ms(auth?.cold?.cold_ms)} ms, bare Powertools idempotency handler ${ms(pt?.cold?.cold_ms)} ms` +
