@@ -18,10 +18,9 @@ import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { DEFAULT_CONFIG_FILE } from '../infra/aip-app.js';
-import { encodeAuthorizerContext } from '../lib/auth/authorizer-context.js';
 import { loadInfraConfig, toDeploymentRuntimeConfig } from '../lib/config/deployment.js';
 import { FUNCTION_ENV, POWERTOOLS_ENV } from '../lib/config/function-env.js';
-import { ROUTES } from '../lib/http/routes.js';
+import { authorizerEvent, routeEvent, sqsEvent } from './lib/lambda-events.js';
 import { distribution } from './lib/stats.js';
 import { DEPLOYED_NODE_OPTIONS, functionEnv, probe } from './sections/bundles.js';
 
@@ -41,62 +40,17 @@ const connectors = config.connectors.map(({ id }) => ({
 }));
 const env = functionEnv(FUNCTION_ENV, POWERTOOLS_ENV, JSON.stringify(toDeploymentRuntimeConfig(config)));
 
-const caller = { principal: { id: 'bench', kind: 'user' as const }, tenants: ['acme'], scopes: ['aip:actions:read', 'aip:operator'] };
-function routeEvent(routeId: keyof typeof ROUTES, query: Record<string, string> | null = null) {
-  const route = ROUTES[routeId];
-  const path = route.path.replace('{id}', 'bench-1');
-  return {
-    resource: route.path,
-    path,
-    httpMethod: route.method,
-    headers: { accept: 'application/json' },
-    multiValueHeaders: { accept: ['application/json'] },
-    queryStringParameters: query,
-    multiValueQueryStringParameters: query === null ? null : Object.fromEntries(Object.entries(query).map(([k, v]) => [k, [v]])),
-    pathParameters: route.path.includes('{id}') ? { id: 'bench-1' } : null,
-    stageVariables: null,
-    body: null,
-    isBase64Encoded: false,
-    requestContext: {
-      authorizer: { ...encodeAuthorizerContext(caller), principalId: 'bench' },
-      httpMethod: route.method,
-      path,
-      requestId: 'bench',
-      stage: 'v1',
-    },
-  };
-}
-const invokeRecord = {
-  Records: [
-    {
-      messageId: 'bench-1',
-      receiptHandle: 'bench',
-      body: JSON.stringify({ kind: 'invoke', tenant_id: 'acme', action_id: 'bench-1', fence: 1, attempt: 1 }),
-      attributes: { ApproximateReceiveCount: '1', SentTimestamp: '0', SenderId: 'bench', ApproximateFirstReceiveTimestamp: '0' },
-      messageAttributes: {},
-      eventSource: 'aws:sqs',
-      eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:aip-bench-invoke',
-      awsRegion: 'us-east-1',
-    },
-  ],
-};
-
 const targets = [
-  {
-    name: 'GET /v1/transactions',
-    entry: 'functions/http/transactions.ts',
-    handler: 'getTransactionHandler',
-    event: routeEvent('getTransaction', { transaction_id: 'bench-1' }),
-  },
+  { name: 'GET /v1/transactions', entry: 'functions/http/transactions.ts', handler: 'getTransactionHandler', event: routeEvent('getTransaction') },
   { name: 'GET /v1/actions/{id}', entry: 'functions/http/actions.ts', handler: 'getActionHandler', event: routeEvent('getAction') },
   { name: 'GET /v1/capabilities', entry: 'functions/http/meta.ts', handler: 'listCapabilitiesHandler', event: routeEvent('listCapabilities') },
   {
     name: 'authorizer',
     entry: 'functions/authorizer.ts',
     handler: 'handler',
-    event: { type: 'REQUEST', methodArn: 'arn:aws:execute-api:us-east-1:0:b/v1/GET/v1/health', headers: { Authorization: 'Bearer not-a-jwt' } },
+    event: authorizerEvent(),
   },
-  { name: 'invoke worker', entry: 'functions/worker/invoke.ts', handler: 'handler', event: invokeRecord },
+  { name: 'invoke worker', entry: 'functions/worker/invoke.ts', handler: 'handler', event: sqsEvent('invoke') },
   {
     name: 'bare Powertools idempotency',
     entry: 'bench/fixtures/powertools-idempotency-handler.ts',

@@ -57,6 +57,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import type { Metafile } from 'esbuild';
+import { authorizerEvent, routeEvent, sqsEvent } from '../lib/lambda-events.js';
 import { distribution } from '../lib/stats.js';
 
 const run = promisify(execFile);
@@ -261,25 +262,16 @@ interface Target {
 }
 
 export async function runBundlesSection(options: { runs: number }, log: (line: string) => void): Promise<BundlesFigures> {
-  const [
-    { aipFunctionDefinitions },
-    { loadInfraConfig, toDeploymentRuntimeConfig },
-    { DEFAULT_CONFIG_FILE },
-    bundling,
-    fenv,
-    { ROUTES },
-    { encodeAuthorizerContext },
-    esbuildPkg,
-  ] = await Promise.all([
-    import('../../infra/aip-functions.js'),
-    import('../../lib/config/deployment.js'),
-    import('../../infra/aip-app.js'),
-    import('../../infra/bundling.js'),
-    import('../../lib/config/function-env.js'),
-    import('../../lib/http/routes.js'),
-    import('../../lib/auth/authorizer-context.js'),
-    import('esbuild'),
-  ]);
+  const [{ aipFunctionDefinitions }, { loadInfraConfig, toDeploymentRuntimeConfig }, { DEFAULT_CONFIG_FILE }, bundling, fenv, { ROUTES }, esbuildPkg] =
+    await Promise.all([
+      import('../../infra/aip-functions.js'),
+      import('../../lib/config/deployment.js'),
+      import('../../infra/aip-app.js'),
+      import('../../infra/bundling.js'),
+      import('../../lib/config/function-env.js'),
+      import('../../lib/http/routes.js'),
+      import('esbuild'),
+    ]);
   const config = loadInfraConfig(DEFAULT_CONFIG_FILE);
   const definitions = aipFunctionDefinitions(config);
   const connectors = config.connectors.map(({ id }) => ({
@@ -287,67 +279,6 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
     ...(config.connectorEndpoints[id] !== undefined ? { baseUrl: config.connectorEndpoints[id] } : {}),
   }));
   const env = functionEnv(fenv.FUNCTION_ENV, fenv.POWERTOOLS_ENV, JSON.stringify(toDeploymentRuntimeConfig(config)));
-
-  const caller = {
-    principal: { id: 'bench', kind: 'user' as const },
-    tenants: ['acme'],
-    scopes: ['aip:actions:read', 'aip:actions:write', 'aip:operator'],
-    issuer: 'https://issuer.bench/',
-    expires_at: '2099-01-01T00:00:00.000Z',
-  };
-  const routeEvent = (routeId: string) => {
-    const route = (ROUTES as Record<string, { method: string; path: string; auth: string }>)[routeId];
-    if (route === undefined) throw new Error(`no route ${routeId}`);
-    const path = route.path.replace('{id}', 'bench-1');
-    // GET /v1/transactions selects by query; every other route's ID is in its path.
-    const query = routeId === 'getTransaction' ? { transaction_id: 'bench-1' } : null;
-    return {
-      resource: route.path,
-      path,
-      httpMethod: route.method,
-      headers: { accept: 'application/json' },
-      multiValueHeaders: { accept: ['application/json'] },
-      queryStringParameters: query,
-      multiValueQueryStringParameters: query === null ? null : Object.fromEntries(Object.entries(query).map(([k, v]) => [k, [v]])),
-      pathParameters: route.path.includes('{id}') ? { id: 'bench-1' } : null,
-      stageVariables: null,
-      body: null,
-      isBase64Encoded: false,
-      requestContext: {
-        accountId: '000000000000',
-        apiId: 'bench',
-        authorizer: route.auth === 'jwt' ? { ...encodeAuthorizerContext(caller), principalId: 'bench' } : null,
-        httpMethod: route.method,
-        path,
-        protocol: 'HTTP/1.1',
-        requestId: 'bench',
-        requestTimeEpoch: 0,
-        resourceId: 'bench',
-        resourcePath: route.path,
-        stage: 'v1',
-        identity: { sourceIp: '127.0.0.1', userAgent: 'bench' },
-      },
-    };
-  };
-  const sqsEvent = (kind: 'invoke' | 'reconcile') => ({
-    Records: [
-      {
-        messageId: 'bench-1',
-        receiptHandle: 'bench',
-        body: JSON.stringify(
-          kind === 'invoke'
-            ? { kind: 'invoke', tenant_id: 'acme', action_id: 'bench-1', fence: 1, attempt: 1 }
-            : { kind: 'reconcile', tenant_id: 'acme', transaction_id: 'bench-1' },
-        ),
-        attributes: { ApproximateReceiveCount: '1', SentTimestamp: '0', SenderId: 'bench', ApproximateFirstReceiveTimestamp: '0' },
-        messageAttributes: {},
-        md5OfBody: '',
-        eventSource: 'aws:sqs',
-        eventSourceARN: `arn:aws:sqs:us-east-1:000000000000:aip-bench-${kind}`,
-        awsRegion: 'us-east-1',
-      },
-    ],
-  });
 
   // One target per distinct entry module: for an API module, a GET route it serves if it has one (reads first).
   const targets: Target[] = [];
@@ -375,11 +306,7 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
         kind: 'authorizer',
         handler: 'handler',
         invocation: 'REQUEST authorizer, malformed bearer token',
-        event: {
-          type: 'REQUEST',
-          methodArn: 'arn:aws:execute-api:us-east-1:000000000000:bench/v1/GET/v1/health',
-          headers: { Authorization: 'Bearer not-a-jwt' },
-        },
+        event: authorizerEvent(),
       });
     } else if (defs.some((d) => d.consumes?.queue === 'invoke')) {
       targets.push({ entry, functions, kind: 'runtime', handler: 'handler', invocation: 'SQS invoke record', event: sqsEvent('invoke') });

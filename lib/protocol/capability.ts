@@ -96,13 +96,8 @@ export type AuthorizationRequirement = z.infer<typeof AuthorizationRequirementSc
 export const CAPABILITY_KINDS = ['tool', 'resource'] as const;
 export const CapabilityKindSchema = z.enum(CAPABILITY_KINDS);
 
-export const CapabilitySchema = z.strictObject({
-  id: IdSchema,
-  kind: CapabilityKindSchema,
-  description: z.optional(TextSchema(4096)),
-  /** JSON Schema for the action input (compiled with ajv by the runtime). */
-  input_schema: JsonObjectSchema,
-  output_schema: z.optional(JsonObjectSchema),
+/** The contract a capability advertises, every part optional (also the HTTP connector's `contract` block). */
+export const CAPABILITY_CONTRACT_SHAPE = {
   transaction: z.optional(TransactionContractSchema),
   compensation: z.optional(CompensationContractSchema),
   data: z.optional(DataContractSchema),
@@ -111,5 +106,15 @@ export const CapabilitySchema = z.strictObject({
   credentials: z.optional(CredentialRequirementSchema),
   idempotency: z.optional(IdempotencyContractSchema),
   authorization: z.optional(AuthorizationRequirementSchema),
+};
+
+export const CapabilitySchema = z.strictObject({
+  id: IdSchema,
+  kind: CapabilityKindSchema,
+  description: z.optional(TextSchema(4096)),
+  /** JSON Schema for the action input (compiled with ajv by the runtime). */
+  input_schema: JsonObjectSchema,
+  output_schema: z.optional(JsonObjectSchema),
+  ...CAPABILITY_CONTRACT_SHAPE,
 });
 export type Capability = z.infer<typeof CapabilitySchema>;

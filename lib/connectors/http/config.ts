@@ -14,22 +14,15 @@
  */
 import * as z from '../../common/zod.js';
 import {
-  ApprovalRequirementSchema,
-  AuthorizationRequirementSchema,
+  CAPABILITY_CONTRACT_SHAPE,
   CapabilityKindSchema,
-  CompensationContractSchema,
-  CredentialRequirementSchema,
-  DataContractSchema,
   ErrorCategorySchema,
   ErrorCodeSchema,
-  ExecutionContractSchema,
   IdSchema,
-  IdempotencyContractSchema,
   JsonObjectSchema,
   JsonPointerSchema,
   JsonValueSchema,
   TextSchema,
-  TransactionContractSchema,
 } from '../../protocol/index.js';
 import { ConnectorVersionSchema, ManifestResourceSchema } from '../manifest.js';
 import { isSafePointer, parseTemplate } from './pointer.js';
@@ -311,16 +304,7 @@ export const PlanSpecSchema = z.union([
 export type PlanSpec = z.infer<typeof PlanSpecSchema>;
 
 /** The capability contract pieces the manifest advertises. */
-export const ContractSchema = z.strictObject({
-  transaction: z.optional(TransactionContractSchema),
-  compensation: z.optional(CompensationContractSchema),
-  data: z.optional(DataContractSchema),
-  execution: z.optional(ExecutionContractSchema),
-  approval: z.optional(ApprovalRequirementSchema),
-  credentials: z.optional(CredentialRequirementSchema),
-  idempotency: z.optional(IdempotencyContractSchema),
-  authorization: z.optional(AuthorizationRequirementSchema),
-});
+export const ContractSchema = z.strictObject(CAPABILITY_CONTRACT_SHAPE);
 
 export const HttpCapabilityConfigSchema = z.strictObject({
   id: IdSchema,
