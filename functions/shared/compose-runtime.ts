@@ -162,9 +162,9 @@ export function runtimeConfigFor(
  * Deployed functions read the key material from the Secrets Manager secret
  * AIP_CURSOR_KEY_SECRET_ARN names, through the composition's Secrets Manager
  * client, once per container: on the first listing, so the functions that
- * never list need no grant on the secret (and never load the client). Local runs and tests may give the
- * material (AIP_CURSOR_KEY) or nothing (a random key per composition);
- * anywhere else a missing key fails the composition.
+ * never list need no grant on the secret and never load the client. Local
+ * runs and tests may give the material (AIP_CURSOR_KEY) or nothing (a random
+ * key per composition); anywhere else a missing key fails the composition.
  */
 export function cursorSealerFor(settings: BootstrapSettings, secrets: () => SecretsManagerClient | Promise<SecretsManagerClient>): CursorSealer {
   const key = settings.cursorKey;
