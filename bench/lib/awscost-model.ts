@@ -247,11 +247,9 @@ export function aipCost(m: ModelInputs, aip: AipInputs = m.aip, id: OptionId = '
   return l.option(id, label);
 }
 
-export function powertoolsCost(m: ModelInputs): OptionCost {
+/** INIT billed for a peer option's cold starts: its authorizer invocations and its one small Lambda. */
+function peerColdStarts(l: Lines, m: ModelInputs, authInvocations: number): void {
   const a = m.assumptions;
-  const l = new Lines(m.prices);
-  const authInvocations = authorizer(l, m, 1);
-  l.lambda('Lambda with Powertools idempotency', 1, m.powertools.ms + a.extra_provider_ms, a.memory_mb.peer);
   l.add(
     'Cold starts (INIT billed)',
     'lambdaArmGbSecond',
@@ -260,6 +258,14 @@ export function powertoolsCost(m: ModelInputs): OptionCost {
       { invocations: 1, init_ms: m.init_ms.small, memory_mb: a.memory_mb.peer },
     ]),
   );
+}
+
+export function powertoolsCost(m: ModelInputs): OptionCost {
+  const a = m.assumptions;
+  const l = new Lines(m.prices);
+  const authInvocations = authorizer(l, m, 1);
+  l.lambda('Lambda with Powertools idempotency', 1, m.powertools.ms + a.extra_provider_ms, a.memory_mb.peer);
+  peerColdStarts(l, m, authInvocations);
   l.add('DynamoDB writes', 'dynamoWriteRequestUnit', m.powertools.units.wru);
   l.add('DynamoDB reads (execute)', 'dynamoReadRequestUnit', m.powertools.units.rru);
   return l.option('powertools', 'Powertools idempotency (API Gateway + Lambda)');
@@ -271,14 +277,7 @@ export function standardCost(m: ModelInputs): OptionCost {
   const authInvocations = authorizer(l, m, a.standard_api_requests);
   l.add('Step Functions Standard transitions', 'sfnStandardTransition', a.standard_transitions);
   l.lambda('Task Lambda (provider call)', 1, m.provider_call_ms + a.extra_provider_ms, a.memory_mb.peer);
-  l.add(
-    'Cold starts (INIT billed)',
-    'lambdaArmGbSecond',
-    initGbSeconds(a.cold_start_share, [
-      { invocations: authInvocations, init_ms: m.init_ms.authorizer, memory_mb: a.memory_mb.authorizer },
-      { invocations: 1, init_ms: m.init_ms.small, memory_mb: a.memory_mb.peer },
-    ]),
-  );
+  peerColdStarts(l, m, authInvocations);
   return l.option('sfn_standard', 'Step Functions Standard (1 Task state)');
 }
 
@@ -290,14 +289,7 @@ export function expressCost(m: ModelInputs): OptionCost {
   l.add('Step Functions Express requests', 'sfnExpressRequest', 1);
   l.add('Step Functions Express duration', 'sfnExpressGbSecond', expressGbSeconds(taskMs + a.express_overhead_ms, a.express_memory_mb));
   l.lambda('Task Lambda (Powertools idempotency + provider call)', 1, taskMs, a.memory_mb.peer);
-  l.add(
-    'Cold starts (INIT billed)',
-    'lambdaArmGbSecond',
-    initGbSeconds(a.cold_start_share, [
-      { invocations: authInvocations, init_ms: m.init_ms.authorizer, memory_mb: a.memory_mb.authorizer },
-      { invocations: 1, init_ms: m.init_ms.small, memory_mb: a.memory_mb.peer },
-    ]),
-  );
+  peerColdStarts(l, m, authInvocations);
   l.add('DynamoDB writes', 'dynamoWriteRequestUnit', m.powertools.units.wru);
   l.add('DynamoDB reads (execute)', 'dynamoReadRequestUnit', m.powertools.units.rru);
   return l.option('sfn_express', 'Step Functions Express (1 Task state, sync)');

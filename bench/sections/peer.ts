@@ -105,22 +105,17 @@ export async function runPeerSection(h: Harness, runs: number, version: string):
   });
   const context = () => localLambdaContext('powertools-bench', 60_000, 'us-east-1');
 
-  const ours = {
+  // One side's samples (ours: the AIP runtime; theirs: Powertools idempotency).
+  const newSide = () => ({
     execute: [] as CostSummary[],
     replay: [] as CostSummary[],
     executeMs: [] as number[],
     replayMs: [] as number[],
     traces: { execute: [] as string[], replay: [] as string[] },
     billed: {} as Partial<Record<'execute' | 'replay', BilledSummary>>,
-  };
-  const theirs = {
-    execute: [] as CostSummary[],
-    replay: [] as CostSummary[],
-    executeMs: [] as number[],
-    replayMs: [] as number[],
-    traces: { execute: [] as string[], replay: [] as string[] },
-    billed: {} as Partial<Record<'execute' | 'replay', BilledSummary>>,
-  };
+  });
+  const ours = newSide();
+  const theirs = newSide();
   const billedOf = (calls: readonly CallRecord[]) => sumBilled(calls.map((c) => c.billed));
 
   for (let i = 0; i <= runs; i++) {
