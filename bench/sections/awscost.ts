@@ -258,7 +258,7 @@ export async function runAwsCostSection(report: Partial2, log: (line: string) =>
       return { ms: importMs + (runtime ? COMPOSE_ASSUMED_MS : 0), how: runtime ? 'import measured, composition assumed' : 'measured' };
     return { ms: importMs + composeMs, how: 'measured' };
   };
-  const byEntry = (entry: string) => (b: BundleFigures) => b.entry === entry && b.kind !== 'before' && b.kind !== 'deferred';
+  const byEntry = (entry: string) => (b: BundleFigures) => b.entry === entry && (b.kind === 'runtime' || b.kind === 'authorizer');
   const cold = {
     api: coldOf(byEntry('functions/http/actions.ts'), true),
     worker: coldOf(byEntry('functions/worker/invoke.ts'), true),

@@ -26,7 +26,10 @@
  *   `deferred` (the deployed bundle behind an entry stub that imports the
  *   handler module on the first invocation: an option, not deployed) and
  *   `source-maps` (the deployed bundle run with --enable-source-maps, what
- *   the stack sets with `sourceMaps: true`).
+ *   the stack sets with `sourceMaps: true`) and
+ *   `compile-cache` (the deployed bundle run with Node's compile cache,
+ *   NODE_COMPILE_CACHE, filled by one untimed run beforehand: what shipping
+ *   a cache written by the same Node binary would give; not deployed).
  * - Composition by package: esbuild's `bytesInOutput` of every input, grouped
  *   by npm package (project files by folder), for the statically loaded
  *   chunks and for the whole bundle.
@@ -89,7 +92,7 @@ export interface BundleFigures {
   /** The stack's functions that deploy this bundle (or the yardstick's name). */
   readonly functions: string[];
   /** `runtime` (a function of the stack), `authorizer`, or `yardstick` (the bare Powertools handler). */
-  readonly kind: 'runtime' | 'authorizer' | 'yardstick' | 'before' | 'deferred' | 'source-maps';
+  readonly kind: 'runtime' | 'authorizer' | 'yardstick' | 'before' | 'deferred' | 'source-maps' | 'compile-cache';
   readonly handler: string;
   /** What the first invocation is (method + path, or event kind). */
   readonly invocation: string;
@@ -251,8 +254,9 @@ interface Target {
    * `before`: the same code as one file with run-time ajv (no splitting, no precompiled registry).
    * `deferred`: the deployed bundle, but its entry a stub that imports the handler module on the first invocation.
    * `source-maps`: the deployed bundle, run with NODE_OPTIONS=--enable-source-maps (the stack's `sourceMaps: true`).
+   * `compile-cache`: the deployed bundle, run with NODE_COMPILE_CACHE pointing at a cache an untimed run filled.
    */
-  readonly variant?: 'before' | 'deferred' | 'source-maps';
+  readonly variant?: 'before' | 'deferred' | 'source-maps' | 'compile-cache';
   readonly entry: string;
   readonly functions: string[];
   readonly kind: BundleFigures['kind'];
@@ -338,6 +342,14 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
   // The price of Node's source-map support (deployed only with `sourceMaps: true`): the same bundle, run with it.
   if (apiTarget !== undefined)
     targets.push({ ...apiTarget, variant: 'source-maps', kind: 'source-maps', functions: [`${apiTarget.functions[0]} with sourceMaps: true`] });
+  // Node's compile cache (V8 code cache on disk), filled by the same binary: what shipping one would give (not deployed, see docs/bench/analysis.md).
+  if (apiTarget !== undefined)
+    targets.push({
+      ...apiTarget,
+      variant: 'compile-cache',
+      kind: 'compile-cache',
+      functions: [`${apiTarget.functions[0]} with a warm compile cache (not deployed)`],
+    });
   targets.push({
     entry: 'bench/fixtures/powertools-idempotency-handler.ts',
     functions: ['Powertools idempotency (bare handler)'],
@@ -365,6 +377,8 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
     target: Target;
     file: string;
     nodeOptions: string;
+    /** The environment of its probes (the compile-cache variant adds NODE_COMPILE_CACHE). */
+    env: Record<string, string>;
     figures: Omit<BundleFigures, 'cold' | 'cold_traced'>;
     plain: Sample[];
     traced: Sample[];
@@ -388,12 +402,15 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
       const file = join(bundling.BUNDLE_ROOT, entryOut);
       // What the first invocation loads beyond the static set, as Node reports it (an untimed run with a load hook).
       const nodeOptions = target.variant === 'source-maps' ? '--enable-source-maps' : DEPLOYED_NODE_OPTIONS;
-      const loads = await probe(file, target.handler, target.event, env, { nodeOptions, trace: true });
+      const probeEnv = target.variant === 'compile-cache' ? { ...env, NODE_COMPILE_CACHE: join(outdir, 'node-compile-cache') } : env;
+      // Also fills the compile cache of the compile-cache variant (Node writes it as the process exits).
+      const loads = await probe(file, target.handler, target.event, probeEnv, { nodeOptions, trace: true });
       const firstLoaded = new Set(loads.loaded_first.filter((url) => url.startsWith('file:')).map((url) => relative(bundling.BUNDLE_ROOT, fileURLToPath(url))));
       built.push({
         target,
         file,
         nodeOptions,
+        env: probeEnv,
         plain: [],
         traced: [],
         figures: {
@@ -426,7 +443,7 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
       for (const b of built) {
         if (b.error !== undefined) continue;
         try {
-          b.plain.push(await probe(b.file, b.target.handler, b.target.event, env, { nodeOptions: b.nodeOptions }));
+          b.plain.push(await probe(b.file, b.target.handler, b.target.event, b.env, { nodeOptions: b.nodeOptions }));
           if (b.target.kind === 'runtime' || b.target.kind === 'authorizer')
             b.traced.push(await probe(b.file, b.target.handler, b.target.event, tracedEnv, { nodeOptions: b.nodeOptions }));
         } catch (err) {
@@ -462,7 +479,9 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
             ? `${b.entry} (handler module deferred, not deployed)`
             : b.kind === 'source-maps'
               ? `${b.entry} (with sourceMaps: true)`
-              : b.entry,
+              : b.kind === 'compile-cache'
+                ? `${b.entry} (warm compile cache, not deployed)`
+                : b.entry,
       to_authorizer: authorizer ? Math.round(((b.cold as ColdStartFigures).cold_ms / authorizer) * 100) / 100 : Number.NaN,
       to_powertools: powertools ? Math.round(((b.cold as ColdStartFigures).cold_ms / powertools) * 100) / 100 : Number.NaN,
     }));
@@ -542,7 +561,7 @@ export function renderBundlesMarkdown(b: BundlesFigures): string[] {
         .map((p) => `${p.package} ${kib(p.bytes)}`)
         .join(', ');
     lines.push(
-      `- \`${x.entry}\`${x.kind === 'before' || x.kind === 'deferred' || x.kind === 'source-maps' ? ` (${x.functions.join(', ')})` : ''}${x.precompiled_registry ? ' (precompiled registry)' : ''}: ` +
+      `- \`${x.entry}\`${x.kind === 'before' || x.kind === 'deferred' || x.kind === 'source-maps' || x.kind === 'compile-cache' ? ` (${x.functions.join(', ')})` : ''}${x.precompiled_registry ? ' (precompiled registry)' : ''}: ` +
         `at import: ${top(x.static_packages)}; first invocation: ${top(x.first_invocation_packages ?? []) || 'nothing'}; total: ${top(x.total_packages)}.`,
     );
   }
