@@ -102,7 +102,7 @@ try {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const built = JSON.parse(readFileSync(out, 'utf8')) as Built[];
-  if (built.length === 0) throw new Error("zod never called the post-processor hook: this zod version does not have it, and the census cannot count");
+  if (built.length === 0) throw new Error('zod never called the post-processor hook: this zod version does not have it, and the census cannot count');
   const frame = new RegExp(`${outdir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/(\\S+?\\.mjs):(\\d+):\\d+`);
   const rows = new Map<string, { built: number; ran: number }>();
   for (const b of built) {
