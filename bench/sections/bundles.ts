@@ -327,29 +327,20 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
       });
     }
   }
-  // Before/after in the same run: the API route bundle as NodejsFunction built it (one file, validators compiled by ajv at run time).
+  // Variants of the API route bundle, measured the same way in the same run (Target.variant says what each is).
   const apiTarget = targets.find((t) => t.entry === 'functions/http/actions.ts') ?? targets.find((t) => t.entry.startsWith('functions/http/'));
+  const variants: readonly { readonly variant: NonNullable<Target['variant']>; readonly label: string }[] = [
+    // Before/after: the bundle as NodejsFunction built it.
+    { variant: 'before', label: 'as before (one file, run-time ajv)' },
+    // The option of deferring the whole handler module to the first invocation.
+    { variant: 'deferred', label: 'with the handler module deferred (not deployed)' },
+    // The price of Node's source-map support (deployed only with `sourceMaps: true`).
+    { variant: 'source-maps', label: 'with sourceMaps: true' },
+    // What shipping Node's compile cache, written by the same binary, would give (docs/bench/analysis.md says why it is not).
+    { variant: 'compile-cache', label: 'with a warm compile cache (not deployed)' },
+  ];
   if (apiTarget !== undefined)
-    targets.push({ ...apiTarget, variant: 'before', kind: 'before', functions: [`${apiTarget.functions[0]} as before (one file, run-time ajv)`] });
-  // The option of deferring the whole handler module to the first invocation (not deployed): the same code, measured the same way.
-  if (apiTarget !== undefined)
-    targets.push({
-      ...apiTarget,
-      variant: 'deferred',
-      kind: 'deferred',
-      functions: [`${apiTarget.functions[0]} with the handler module deferred (not deployed)`],
-    });
-  // The price of Node's source-map support (deployed only with `sourceMaps: true`): the same bundle, run with it.
-  if (apiTarget !== undefined)
-    targets.push({ ...apiTarget, variant: 'source-maps', kind: 'source-maps', functions: [`${apiTarget.functions[0]} with sourceMaps: true`] });
-  // Node's compile cache (V8 code cache on disk), filled by the same binary: what shipping one would give (not deployed, see docs/bench/analysis.md).
-  if (apiTarget !== undefined)
-    targets.push({
-      ...apiTarget,
-      variant: 'compile-cache',
-      kind: 'compile-cache',
-      functions: [`${apiTarget.functions[0]} with a warm compile cache (not deployed)`],
-    });
+    for (const { variant, label } of variants) targets.push({ ...apiTarget, variant, kind: variant, functions: [`${apiTarget.functions[0]} ${label}`] });
   targets.push({
     entry: 'bench/fixtures/powertools-idempotency-handler.ts',
     functions: ['Powertools idempotency (bare handler)'],
