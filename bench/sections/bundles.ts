@@ -249,6 +249,18 @@ export function packageBytes(metafile: Metafile, outputs: readonly string[], inp
   return [...by.entries()].map(([pkg, bytes]) => ({ package: pkg, bytes })).sort((a, b) => b.bytes - a.bytes);
 }
 
+type Variant = NonNullable<Target['variant']>;
+
+/** How the ratio table names each variant of the API route bundle (one entry per variant, enforced by the type). */
+const VARIANT_RATIO_LABELS: Record<Variant, string> = {
+  before: 'before: one file, run-time ajv',
+  deferred: 'handler module deferred, not deployed',
+  'source-maps': 'with sourceMaps: true',
+  'compile-cache': 'warm compile cache, not deployed',
+};
+
+const isVariant = (kind: BundleFigures['kind']): kind is Variant => Object.hasOwn(VARIANT_RATIO_LABELS, kind);
+
 interface Target {
   /**
    * `before`: the same code as one file with run-time ajv (no splitting, no precompiled registry).
@@ -329,7 +341,7 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
   }
   // Variants of the API route bundle, measured the same way in the same run (Target.variant says what each is).
   const apiTarget = targets.find((t) => t.entry === 'functions/http/actions.ts') ?? targets.find((t) => t.entry.startsWith('functions/http/'));
-  const variants: readonly { readonly variant: NonNullable<Target['variant']>; readonly label: string }[] = [
+  const variants: readonly { readonly variant: Variant; readonly label: string }[] = [
     // Before/after: the bundle as NodejsFunction built it.
     { variant: 'before', label: 'as before (one file, run-time ajv)' },
     // The option of deferring the whole handler module to the first invocation.
@@ -463,16 +475,7 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
   const ratios = bundles
     .filter((b) => b.kind !== 'authorizer' && b.kind !== 'yardstick' && b.entry.startsWith('functions/http/') && b.cold !== undefined)
     .map((b) => ({
-      entry:
-        b.kind === 'before'
-          ? `${b.entry} (before: one file, run-time ajv)`
-          : b.kind === 'deferred'
-            ? `${b.entry} (handler module deferred, not deployed)`
-            : b.kind === 'source-maps'
-              ? `${b.entry} (with sourceMaps: true)`
-              : b.kind === 'compile-cache'
-                ? `${b.entry} (warm compile cache, not deployed)`
-                : b.entry,
+      entry: isVariant(b.kind) ? `${b.entry} (${VARIANT_RATIO_LABELS[b.kind]})` : b.entry,
       to_authorizer: authorizer ? Math.round(((b.cold as ColdStartFigures).cold_ms / authorizer) * 100) / 100 : Number.NaN,
       to_powertools: powertools ? Math.round(((b.cold as ColdStartFigures).cold_ms / powertools) * 100) / 100 : Number.NaN,
     }));
@@ -552,7 +555,7 @@ export function renderBundlesMarkdown(b: BundlesFigures): string[] {
         .map((p) => `${p.package} ${kib(p.bytes)}`)
         .join(', ');
     lines.push(
-      `- \`${x.entry}\`${x.kind === 'before' || x.kind === 'deferred' || x.kind === 'source-maps' || x.kind === 'compile-cache' ? ` (${x.functions.join(', ')})` : ''}${x.precompiled_registry ? ' (precompiled registry)' : ''}: ` +
+      `- \`${x.entry}\`${isVariant(x.kind) ? ` (${x.functions.join(', ')})` : ''}${x.precompiled_registry ? ' (precompiled registry)' : ''}: ` +
         `at import: ${top(x.static_packages)}; first invocation: ${top(x.first_invocation_packages ?? []) || 'nothing'}; total: ${top(x.total_packages)}.`,
     );
   }
