@@ -35,8 +35,6 @@ export interface BenchConfig {
   readonly outName: string;
   /** BENCH_STORE_KNOWN_IMAGES, when set (0 = the transaction store reads every record back, as before 4.1). */
   readonly storeKnownImages?: string;
-  /** BENCH_ATOMIC_WRITES, when set (0 = separate writes per store instead of the composite writes, as before 4.2). */
-  readonly atomicWrites?: string;
 }
 
 function int(name: string, fallback: number): number {
@@ -78,6 +76,5 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): BenchConfig {
     outDir: env.BENCH_OUT_DIR ?? (quick ? join(tmpdir(), 'aip-bench') : 'docs/bench'),
     outName: env.BENCH_OUT_NAME ?? 'latest',
     ...(env.BENCH_STORE_KNOWN_IMAGES !== undefined && env.BENCH_STORE_KNOWN_IMAGES !== '' ? { storeKnownImages: env.BENCH_STORE_KNOWN_IMAGES } : {}),
-    ...(env.BENCH_ATOMIC_WRITES !== undefined && env.BENCH_ATOMIC_WRITES !== '' ? { atomicWrites: env.BENCH_ATOMIC_WRITES } : {}),
   };
 }

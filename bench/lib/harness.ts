@@ -176,13 +176,12 @@ export async function createHarness(emulators: Emulators, options: HarnessOption
   });
   const actions = new DynamoActionStore(table);
   const idempotency = new DynamoIdempotencyStore({ ...table, retentionSeconds: config.idempotency.retention_seconds });
-  // BENCH_ATOMIC_WRITES=0 measures the runtime with separate writes per store (docs/bench/analysis.md 4.2).
-  const atomic = process.env.BENCH_ATOMIC_WRITES === '0' ? undefined : new DynamoAtomicWrites({ client: doc, transactions, actions, idempotency });
+  const atomic = new DynamoAtomicWrites({ client: doc, transactions, actions, idempotency });
   const runtime = new Runtime({
     transactions,
     actions,
     idempotency,
-    ...(atomic !== undefined ? { atomic } : {}),
+    atomic,
     approvals: new DynamoApprovalStore(table),
     routes: new DynamoRouteStore(table),
     streams: new DynamoStreamStore(table),

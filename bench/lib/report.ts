@@ -147,7 +147,7 @@ export function renderMarkdown(r: BenchReport): string {
   lines.push(
     `Run ${r.started_at}${r.duration_seconds !== undefined ? `, ${f(r.duration_seconds, 0)} s in total` : ''}${r.config.quick ? ' (BENCH_QUICK: small sizes)' : ''}` +
       `${r.config.storeKnownImages !== undefined ? ` with BENCH_STORE_KNOWN_IMAGES=${r.config.storeKnownImages}${r.config.storeKnownImages === '0' ? ' (transaction store without known images: every receipt-carrying write is read back, as before docs/bench/analysis.md 4.1)' : ''}` : ''}` +
-      `${r.config.atomicWrites !== undefined ? ` with BENCH_ATOMIC_WRITES=${r.config.atomicWrites}${r.config.atomicWrites === '0' ? ' (separate writes per store instead of the composite admission, attempt-start and settlement writes, as before docs/bench/analysis.md 4.2)' : ''}` : ''}. ` +
+      '. ' +
       `Machine: ${m.cores} cores (${m.cpu_model}), ${f(m.memory_gib)} GiB memory, Node ${m.node}, \`uname -m\` ${m.machine}, ${m.os}, ${m.java}. ` +
       `1-minute load average ${f(m.load_average_start, 2)} at the start${m.load_average_end !== undefined ? ` and ${f(m.load_average_end, 2)} at the end` : ''}` +
       `${m.git_commit ? `; source ${m.git_commit}${m.git_dirty ? ' with uncommitted changes' : ''}` : ''}.`,

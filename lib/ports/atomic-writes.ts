@@ -136,9 +136,9 @@ export interface AtomicWrites {
   /**
    * The records an attempt starts from, the action and the transaction its
    * message names, read strongly consistently in ONE request (the same
-   * capacity as two reads). Optional: without it the worker reads them apart.
+   * capacity as two reads).
    */
-  loadAttempt?(input: AttemptReadInput): Promise<AttemptRead>;
+  loadAttempt(input: AttemptReadInput): Promise<AttemptRead>;
   /** Attempt start: action lease + transaction lease (+ receipt) + reservation adoption (+ the route assignment of a first attempt) in one write. Nothing is written when any part refuses. */
   startAttempt(input: StartWriteInput): Promise<StartWriteOutcome>;
   /** Admission: action + reservation + transaction creation or plan claim (+ receipt) in one write. */

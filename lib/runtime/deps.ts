@@ -74,11 +74,11 @@ export interface RuntimeDeps {
   readonly routes: RouteStore;
   readonly streams: StreamStore;
   /**
-   * Composite writes (one atomic write to admit an action, one to settle it).
-   * Optional: without it the runtime makes the same changes as separate
-   * conditional writes of the individual stores (docs/runtime-stores.md).
+   * Composite writes: one atomic write to admit an action, one to start an
+   * attempt, one to settle it (docs/runtime-stores.md). Required: every
+   * composition wires the same write path, tests included.
    */
-  readonly atomic?: AtomicWrites;
+  readonly atomic: AtomicWrites;
   readonly invokeQueue: MessageQueue;
   readonly reconcileQueue: MessageQueue;
   readonly scheduler: ReconcileScheduler;

@@ -13,13 +13,12 @@
  *   attempts escalate to a human (wire `requires_human`).
  * - plain invocation and rollback_not_supported: the action only.
  *
- * With composite writes (RuntimeDeps.atomic) the transaction record (with
- * its receipt), the action record (fenced) and the idempotency reservation
- * settle in ONE write, then the schedule is created; a crash after the write
- * leaves the schedule to the sweeper. Without them the order is: transaction
- * record (the authority) → action record (fenced) → idempotency reservation →
- * schedule, and a crash between steps is finished by the next delivery
- * (finishSideRecords).
+ * The transaction record (with its receipt), the action record (fenced) and
+ * the idempotency reservation settle in ONE composite write (RuntimeDeps.atomic),
+ * then the schedule is created; a crash after the write leaves the schedule to
+ * the sweeper. A delivery that finds the transaction already settled (an
+ * attempt superseded before it finished the action) finishes the action and
+ * the reservation from the durable record (finishSideRecords).
  */
 import { AipError, isAipError } from '../../errors/aip-error.js';
 import { toProtocolError } from '../../protocol/problem.js';
@@ -33,7 +32,7 @@ import {
   type TransactionMode,
 } from '../../protocol/index.js';
 import type { ActionRecord, SettleActionInput } from '../../ports/action-store.js';
-import type { AtomicWrites, IdempotencySettlement, SettleWriteOutcome } from '../../ports/atomic-writes.js';
+import type { IdempotencySettlement, SettleWriteOutcome } from '../../ports/atomic-writes.js';
 import type { SettleInput, TransactionRecord } from '../../ports/transaction-store.js';
 import { DEFAULT_RECONCILE_DELAY_MS, type SettleOutcome } from '../../transactions/state-machine.js';
 import { reconcileBackoffMs } from '../config.js';
@@ -270,38 +269,6 @@ function transactionMoved(err: unknown, txn: TransactionRecord): boolean {
 }
 
 /** Settles the transaction, the action, the idempotency reservation, and schedules reconciliation when needed. */
-export async function settleAttempt(k: Kernel, req: SettleRequest): Promise<AttemptOutcome> {
-  if (k.deps.atomic !== undefined) return settleAtomically(k, req, k.deps.atomic);
-  const { action, classified } = req;
-  let txn = req.txn;
-  if (txn !== undefined && classified.to !== undefined) {
-    const { input, evidence } = transactionSettlement(k, req, txn, classified.to);
-    try {
-      txn = await k.journal.settle(txn, input, evidence);
-    } catch (err) {
-      if (transactionMoved(err, txn)) {
-        k.log.warn('superseded attempt: its settlement lost the compare-and-set', {
-          action_id: action.action_id,
-          transaction_id: txn.transaction_id,
-          fence: req.fence,
-        });
-        return superseded(action, req, 'transaction_revision_moved');
-      }
-      throw err;
-    }
-    k.crash('during_settlement');
-  }
-  return finishSideRecords(k, {
-    action,
-    fence: req.fence,
-    mode: req.mode,
-    result: classified.result,
-    reg: req.reg,
-    attempt_id: req.attempt_id,
-    ...(txn !== undefined ? { txn } : {}),
-    ...(req.original !== undefined ? { original: req.original } : {}),
-  });
-}
 
 /**
  * The settlement as ONE composite write (lib/ports/atomic-writes.ts): the
@@ -313,7 +280,8 @@ export async function settleAttempt(k: Kernel, req: SettleRequest): Promise<Atte
  * fence moved (a newer attempt holds it) is left to that attempt: the
  * transaction still settles and the attempt reports itself superseded.
  */
-async function settleAtomically(k: Kernel, req: SettleRequest, atomic: AtomicWrites): Promise<AttemptOutcome> {
+export async function settleAttempt(k: Kernel, req: SettleRequest): Promise<AttemptOutcome> {
+  const atomic = k.deps.atomic;
   const { action, classified, result } = { ...req, result: req.classified.result };
   const held = req.txn !== undefined && classified.to !== undefined ? req.txn : undefined;
   const transaction = held !== undefined && classified.to !== undefined ? transactionSettlement(k, req, held, classified.to) : undefined;

@@ -173,7 +173,6 @@ export async function runAttempt(k: Kernel, message: InvokeMessage, known?: Know
 
   // 2. connector and route (before any lease: nothing has reached a provider yet)
   const attempt_id = `att-${k.ids()}`;
-  const atomic = k.deps.atomic;
   const routeRefused = (err: unknown) => routeFailure(k, message, action, txn, mode, err, attempt_id);
   let hosted;
   let route: RouteAssignment | undefined;
@@ -184,8 +183,7 @@ export async function runAttempt(k: Kernel, message: InvokeMessage, known?: Know
     if (reg === undefined || connectorReg === undefined)
       throw new AipError('capability.not_found', undefined, { details: { capability_id: action.capability_id } });
     hosted = hostedConnector(k, connectorReg);
-    foldable =
-      atomic !== undefined && startIsFoldable(k, action, txn, attempt_id, capabilityRetryable(connectorReg.capability, connectorReg.implementation_support));
+    foldable = startIsFoldable(k, action, txn, attempt_id, capabilityRetryable(connectorReg.capability, connectorReg.implementation_support));
     const subject = routeSubject(k, action, connectorReg, attempt_id);
     // No attempt ever leased the action (fence 0), so no attempt pinned a route: the common path. A route that exists
     // anyway (a delivery that put it and was then deferred) refuses the composite write and is judged by the same rules.
@@ -200,10 +198,10 @@ export async function runAttempt(k: Kernel, message: InvokeMessage, known?: Know
   const retrySafe = capabilityRetryable(connectorReg.capability, connectorReg.implementation_support);
   const key = action.action.idempotency_key;
   let leased: ActionRecord;
-  if (atomic !== undefined && foldable) {
+  if (foldable) {
     // 3-5 as ONE composite write: action lease, transaction lease (+ receipt), reservation adoption, and on a first
     // attempt the route assignment (put if absent), so the route is durable before the provider is called.
-    const started = await startAtomically(k, atomic, message, action, txn, attempt_id, lease_ms, unwritten, routeRefused);
+    const started = await startAtomically(k, k.deps.atomic, message, action, txn, attempt_id, lease_ms, unwritten, routeRefused);
     if ('disposition' in started) return started;
     leased = started.action;
     txn = started.transaction ?? txn;
@@ -364,9 +362,8 @@ async function loadAttempt(
   message: InvokeMessage,
 ): Promise<{ action: ActionRecord | undefined; transaction?: { transaction_id: string; record: TransactionRecord | undefined } }> {
   const ref = { tenant_id: message.tenant_id, action_id: message.action_id };
-  const atomic = k.deps.atomic;
-  if (atomic?.loadAttempt === undefined || message.transaction_id === undefined) return { action: await k.deps.actions.get(ref) };
-  return atomic.loadAttempt({ ...ref, transaction_id: message.transaction_id });
+  if (message.transaction_id === undefined) return { action: await k.deps.actions.get(ref) };
+  return k.deps.atomic.loadAttempt({ ...ref, transaction_id: message.transaction_id });
 }
 
 /**

@@ -110,12 +110,11 @@ export async function admit(k: Kernel, adm: Admission): Promise<SubmitOutcome> {
     await ensureApproval(k, { ...adm, record, created });
     return requiresHuman(adm, record);
   }
-  const atomic = k.deps.atomic;
   const foldable =
     mode === 'execute' ||
     (mode === undefined && adm.action.idempotency_key !== undefined) ||
     (mode === 'commit' && adm.action.transaction?.plan_id !== undefined && adm.trusted_direct_commit !== true);
-  if (atomic !== undefined && foldable) return admitAtomically(k, adm, atomic);
+  if (foldable) return admitAtomically(k, adm, k.deps.atomic);
   const { record, created } = await ensureActionRecord(k, adm);
   const admitted: AdmittedAction = { ...adm, record, created };
   if (!created) return resubmission(k, admitted);

@@ -150,14 +150,9 @@ export async function resolveTargets(
       return reconcileTarget(k, caller, tenant_id, action, options);
     case 'compensate':
       return compensationTarget(k, caller, tenant_id, action);
-    case 'execute': {
-      // With composite writes the refused admission write carries the record's image (admitAtomically checks it there).
-      if (tx.transaction_id !== undefined && k.deps.atomic === undefined) {
-        const record = await k.deps.transactions.get({ tenant_id, transaction_id: tx.transaction_id });
-        if (record !== undefined) k.authority.require(caller, 'execute_replay', transactionTarget(record, tenant_id, tx.transaction_id));
-      }
+    case 'execute':
+      // The refused admission write carries the existing record's image: admitAtomically applies the authority rule there.
       return { action };
-    }
     default:
       return { action };
   }

@@ -156,34 +156,6 @@ describe('Crash points', () => {
   });
 });
 
-describe('Crash points with separate writes per store (no composite writes)', () => {
-  let legacy: Harness;
-  const legacyProvider = new TestProvider();
-  beforeAll(async () => {
-    legacy = await createHarness({
-      connectors: [testConnector(legacyProvider)],
-      prefix: 'rt-crash-sep',
-      config: { stall_after_ms: 60_000 },
-      atomicWrites: false,
-    });
-  });
-  afterAll(async () => legacy.destroy());
-
-  it('during_settlement: the transaction settled; the redelivery finishes the action from the durable record', async () => {
-    const a = uid('a');
-    const tx = uid('tx');
-    await legacy.runtime.submit(caller(), transfer(a, { transaction: { mode: 'execute', transaction_id: tx } }));
-    legacy.crash.arm('during_settlement');
-    await legacy.drain();
-    expect((await legacy.table.store.get({ tenant_id: TENANT, transaction_id: tx }))?.status).toBe('committed');
-    expect((await legacy.stores.actions.get({ tenant_id: TENANT, action_id: a }))?.status).toBe('running');
-    legacy.clock.advance(LEASE);
-    await legacy.drain();
-    expect((await legacy.stores.actions.get({ tenant_id: TENANT, action_id: a }))?.result).toMatchObject({ status: 'completed', output: { amount: 100 } });
-    expect(legacyProvider.count('invoke', tx)).toBe(1);
-  });
-});
-
 describe('Crash-safe attempts', () => {
   it('a redelivered attempt re-invokes only with the same action and idempotency identity when the capability declares retry with downstream idempotency', async () => {
     const key = uid('key');

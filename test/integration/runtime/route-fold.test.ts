@@ -28,9 +28,7 @@ import type { AttemptOutcome } from '../../../lib/runtime/types.js';
 import { RecordingScheduler, TENANT, caller, createHarness, type Harness } from './support.js';
 
 let h: Harness;
-let separate: Harness;
 const provider = new TestProvider();
-const separateProvider = new TestProvider();
 const LEASE = 10_000 + 30_000; // capability timeout + lease margin
 
 /** DynamoDB requests of the test client: command and, for a TransactWriteItems, `<verb>:<SK kind>` per item. */
@@ -43,32 +41,28 @@ function kindOf(key: Record<string, unknown> | undefined): string {
 
 beforeAll(async () => {
   h = await createHarness({ connectors: [testConnector(provider)], prefix: 'rt-route-fold' });
-  separate = await createHarness({ connectors: [testConnector(separateProvider)], prefix: 'rt-route-sep', atomicWrites: false });
-  for (const harness of [h, separate]) {
-    harness.table.raw.middlewareStack.add(
-      (next, context) => async (args) => {
-        const command = String(context.commandName).replace(/Command$/, '');
-        const input = args.input as { TransactItems?: Record<string, { Item?: Record<string, unknown>; Key?: Record<string, unknown> }>[] };
-        const items = (input.TransactItems ?? []).map((it) => {
-          const [verb, body] = Object.entries(it)[0] ?? ['?', {}];
-          return `${verb}:${kindOf(body.Item ?? body.Key)}`;
-        });
-        try {
-          const out = await next(args);
-          requests.push({ command, items, ok: true });
-          return out;
-        } catch (err) {
-          requests.push({ command, items, ok: false });
-          throw err;
-        }
-      },
-      { step: 'initialize', name: 'routeFoldCounter' },
-    );
-  }
+  h.table.raw.middlewareStack.add(
+    (next, context) => async (args) => {
+      const command = String(context.commandName).replace(/Command$/, '');
+      const input = args.input as { TransactItems?: Record<string, { Item?: Record<string, unknown>; Key?: Record<string, unknown> }>[] };
+      const items = (input.TransactItems ?? []).map((it) => {
+        const [verb, body] = Object.entries(it)[0] ?? ['?', {}];
+        return `${verb}:${kindOf(body.Item ?? body.Key)}`;
+      });
+      try {
+        const out = await next(args);
+        requests.push({ command, items, ok: true });
+        return out;
+      } catch (err) {
+        requests.push({ command, items, ok: false });
+        throw err;
+      }
+    },
+    { step: 'initialize', name: 'routeFoldCounter' },
+  );
 });
 afterAll(async () => {
   await h?.destroy();
-  await separate?.destroy();
 });
 beforeEach(() => {
   requests.length = 0;
@@ -136,25 +130,6 @@ describe('A first attempt pins its route in the attempt-start write', () => {
     expect((await routeOf(h, a))?.admission_reservation).toBe(await lastAttemptOf(h, tx));
     expect(provider.count('invoke', tx)).toBe(1);
     expect((await h.verifyChain(tx)).valid).toBe(true);
-  });
-
-  it('without composite writes the route is still its own put-if-absent before the leases (the separate-writes path is unchanged)', async () => {
-    const { a, tx } = await submitExecute(separate);
-    expect(await drainFor(separate, a)).toMatchObject({ disposition: 'settled', transaction_status: 'committed' });
-    const writes = requests.filter((r) => r.command !== 'GetItem' && r.command !== 'BatchGetItem');
-    expect(writes[0]).toMatchObject({ command: 'PutItem', ok: true });
-    expect(writes.map((r) => r.command)).toEqual([
-      'PutItem',
-      'UpdateItem',
-      'TransactWriteItems',
-      'UpdateItem',
-      'TransactWriteItems',
-      'TransactWriteItems',
-      'UpdateItem',
-      'UpdateItem',
-    ]);
-    expect(await routeOf(separate, a)).toMatchObject({ action_id: a, fence_token: 1 });
-    expect(separateProvider.count('invoke', tx)).toBe(1);
   });
 });
 

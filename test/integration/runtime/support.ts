@@ -88,8 +88,6 @@ export interface HarnessOptions {
   readonly prefix?: string;
   /** Register these manifests instead of the connectors' own (e.g. to test registry rejection). */
   readonly manifests?: readonly DefinedConnector[];
-  /** Composite admission/settlement writes (RuntimeDeps.atomic). Default true; false runs the separate-writes path. */
-  readonly atomicWrites?: boolean;
   /** The runtime's logger (tests that inspect what it logs). */
   readonly logger?: RuntimeLogger;
 }
@@ -145,9 +143,7 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
   const readDeps: ReadDeps = {
     transactions: table.store,
     ...stores,
-    ...(options.atomicWrites !== false
-      ? { atomic: new DynamoAtomicWrites({ client: table.client, transactions: table.store, actions: stores.actions, idempotency: stores.idempotency }) }
-      : {}),
+    atomic: new DynamoAtomicWrites({ client: table.client, transactions: table.store, actions: stores.actions, idempotency: stores.idempotency }),
     invokeQueue,
     reconcileQueue,
     scheduler,
