@@ -53,7 +53,14 @@ export interface TransactionView extends Omit<TransactionResult, 'receipts' | 'l
 }
 
 export type OperatorItem =
-  | { readonly kind: 'transaction'; readonly transaction: TransactionView; readonly updated_at: string; readonly reconcile_attempts: number }
+  | {
+      readonly kind: 'transaction';
+      readonly transaction: TransactionView;
+      /** Absent from runtimes older than the field: the plan's capability, when there is a plan, stands in. */
+      readonly capability_id?: string;
+      readonly updated_at: string;
+      readonly reconcile_attempts: number;
+    }
   | { readonly kind: 'approval'; readonly approval: ApprovalRecord };
 
 export interface Page<T> {

@@ -16,12 +16,20 @@ import type { Ctx } from './ctx.js';
 
 type Route = { page: 'work'; view: OperatorView } | { page: 'transaction'; id: string } | { page: 'action'; id: string };
 
+/** Short names people type or link to (`#/work/approvals`), for the views' own names. */
+const VIEW_ALIASES: Readonly<Record<string, OperatorView>> = {
+  approvals: 'pending_approvals',
+  stalled: 'stalled_committing',
+  escalated: 'requires_human',
+};
+
 function parseRoute(hash: string): Route {
   const parts = hash.replace(/^#\/?/, '').split('/');
   const id = parts.slice(1).join('/');
   if (parts[0] === 'transactions' && id) return { page: 'transaction', id: decodeURIComponent(id) };
   if (parts[0] === 'actions' && id) return { page: 'action', id: decodeURIComponent(id) };
-  const view = (OPERATOR_VIEWS as readonly string[]).includes(parts[1] ?? '') ? (parts[1] as OperatorView) : 'outcome_unknown';
+  const named = VIEW_ALIASES[parts[1] ?? ''] ?? parts[1] ?? '';
+  const view = (OPERATOR_VIEWS as readonly string[]).includes(named) ? (named as OperatorView) : 'outcome_unknown';
   return { page: 'work', view };
 }
 

@@ -10,6 +10,7 @@ import type { CallerIdentity } from './identity.js';
 import type { Kernel } from './kernel.js';
 import { actionResultOf, finishUnstartedAction, isTerminalAction } from './pipeline/action-record.js';
 import { visibleAction } from './reads.js';
+import { mayCancel } from '../transactions/operator-actions.js';
 
 /**
  * Cancels an action. Before any attempt started (accepted, or waiting for an
@@ -25,7 +26,7 @@ export async function cancel(
 ): Promise<{ action_result: ActionResult; cancel_requested: boolean }> {
   const record = await visibleAction(k, caller, tenant_id, action_id, 'cancel');
   if (record.status === 'cancelled') return { action_result: actionResultOf(record), cancel_requested: false };
-  if (isTerminalAction(record.status)) throw new AipError('runtime.cancel_not_allowed', undefined, { details: { action_id, status: record.status } });
+  if (!mayCancel(record.status)) throw new AipError('runtime.cancel_not_allowed', undefined, { details: { action_id, status: record.status } });
   if ((record.status === 'accepted' && record.fence === 0) || record.status === 'requires_human') {
     const ended = await finishUnstartedAction(k, record, { action_id, status: 'cancelled', completed_at: k.iso() });
     if (ended.status === 'cancelled') {

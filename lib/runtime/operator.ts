@@ -28,6 +28,7 @@ import { assertCallerCurrent, assertTenantMember, type CallerIdentity } from './
 import { RECEIPT_EVENTS } from './journal.js';
 import type { Kernel } from './kernel.js';
 import { transactionTarget } from './pipeline/targets.js';
+import { mayReconcile, mayResolve } from '../transactions/operator-actions.js';
 import { toTransactionResult } from './view.js';
 import { retentionFor } from './retention.js';
 
@@ -57,7 +58,7 @@ async function operatorTarget(
  */
 export async function requestReconcile(k: Kernel, caller: CallerIdentity, tenant_id: string, transaction_id: string, input: { reason?: string } = {}) {
   const record = await operatorTarget(k, caller, tenant_id, transaction_id, 'operator_reconcile');
-  if (record.status !== 'outcome_unknown') {
+  if (!mayReconcile({ status: record.status, escalated: record.escalated_at !== undefined })) {
     throw new AipError('runtime.reconcile_not_outcome_unknown', undefined, { details: { transaction_id, status: record.status } });
   }
   const resets = typeof record.data.reconcile_resets === 'number' ? record.data.reconcile_resets : 0;
@@ -109,7 +110,7 @@ function namesCheckpointed(record: TransactionRecord, ref: { provider: string; o
 }
 
 function checkEscalated(record: TransactionRecord): void {
-  if (record.status !== 'outcome_unknown' || record.escalated_at === undefined) {
+  if (!mayResolve({ status: record.status, escalated: record.escalated_at !== undefined })) {
     throw new AipError('runtime.resolve_not_escalated', undefined, {
       details: { transaction_id: record.transaction_id, status: record.status, escalated: record.escalated_at !== undefined },
     });

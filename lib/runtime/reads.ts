@@ -117,7 +117,14 @@ export interface OperatorQuery {
 }
 
 export type OperatorItem =
-  | { readonly kind: 'transaction'; readonly transaction: TransactionResult; readonly updated_at: string; readonly reconcile_attempts: number }
+  | {
+      readonly kind: 'transaction';
+      readonly transaction: TransactionResult;
+      /** The capability the transaction runs (the wire TransactionResult names it only in a plan). */
+      readonly capability_id: string;
+      readonly updated_at: string;
+      readonly reconcile_attempts: number;
+    }
   | { readonly kind: 'approval'; readonly approval: ApprovalRecord };
 
 /**
@@ -166,6 +173,7 @@ export async function listOperator(k: Kernel, caller: CallerIdentity, query: Ope
     items.push({
       kind: 'transaction',
       transaction: toTransactionResult(r, { action_status: query.view === 'requires_human' ? 'requires_human' : undefined }),
+      capability_id: r.capability_id,
       updated_at: r.updated_at,
       reconcile_attempts: r.reconcile_attempts,
     });

@@ -26,7 +26,10 @@ export function toTransactionResult(record: TransactionRecord, options: ViewOpti
     ...(record.plan !== undefined ? { plan: record.plan } : {}),
     ...(record.provider_operation !== undefined ? { provider_operation: record.provider_operation } : {}),
     ...(record.reconciliation_cursor !== undefined ? { reconciliation_cursor: record.reconciliation_cursor } : {}),
-    ...(record.status === 'outcome_unknown' && record.next_reconcile_at !== undefined ? { earliest_reconcile_at: record.next_reconcile_at } : {}),
+    // An escalated record is parked for a human: nothing is scheduled, so it names no next reconciliation.
+    ...(record.status === 'outcome_unknown' && record.next_reconcile_at !== undefined && record.escalated_at === undefined
+      ? { earliest_reconcile_at: record.next_reconcile_at }
+      : {}),
     ...(options.receipts !== undefined ? { receipts: [...options.receipts] } : {}),
     receipt_count: record.receipt_count,
     ...(record.receipt_head !== undefined ? { receipt_head: record.receipt_head } : {}),

@@ -6,6 +6,12 @@
  * long-polls the reconcile action); and "Resolve with evidence" on a record
  * escalated to a human, after which the timeline shows the resolution's
  * receipt with the operator's evidence and the chain still verifies.
+ *
+ * In every state these tests reach, the page's three buttons are enabled
+ * exactly when the API accepts the request (lib/transactions/operator-actions.ts):
+ * outcome_unknown, escalated, terminal; an action waiting for approval and a
+ * cancelled one. Also: the stuck list's capability column, `#/work/approvals`,
+ * the timeline (newest first, evidence shown once).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
@@ -52,6 +58,15 @@ async function uncertain(probeFails: boolean) {
   return state.transaction as NonNullable<typeof state.transaction>;
 }
 
+/** Which of the transaction page's operator buttons are enabled, once the action's status has been read. */
+async function buttons(): Promise<{ reconcile: boolean; resolve: boolean; cancel: boolean }> {
+  const group = page.getByRole('group', { name: 'Operator actions' });
+  // The cancel button's state needs the action's status, read after the transaction.
+  await page.locator('[role="group"][aria-label="Operator actions"]:not([data-action-status=""])').waitFor();
+  const enabled = (name: string) => group.getByRole('button', { name }).isEnabled();
+  return { reconcile: await enabled('Reconcile now'), resolve: await enabled('Resolve with evidence'), cancel: await enabled('Cancel action') };
+}
+
 async function openTransaction(txId: string): Promise<void> {
   await page.goto(`${stack.consoleUrl}#/transactions/${encodeURIComponent(txId)}`);
   await page.getByTestId('transaction-id').filter({ hasText: txId }).waitFor();
@@ -62,6 +77,13 @@ describe('operator actions', () => {
   it('reconciles now from the transaction page and follows it to reconciled', async () => {
     const txn = await uncertain(false);
     await openTransaction(txn.transaction_id);
+    // outcome_unknown, not escalated: reconcile only (the action itself settled when its answer was lost).
+    expect(await buttons()).toEqual({ reconcile: true, resolve: false, cancel: false });
+    await page.getByText('Next reconcile').waitFor();
+    // The timeline: newest first, and each receipt's evidence appears once (no second evidence list).
+    const seqs = await page.locator('ol.timeline li').evaluateAll((lis) => lis.map((li) => Number(li.getAttribute('data-seq'))));
+    expect(seqs).toEqual([...seqs].sort((a, b) => b - a));
+    expect(await page.locator('section[aria-label="Evidence"]').count()).toBe(0);
     await page.getByRole('button', { name: 'Reconcile now' }).click();
     const dialog = page.getByRole('dialog', { name: 'Reconcile now?' });
     await dialog.getByLabel('Reason').fill('customer asked; provider status page is green');
@@ -73,6 +95,8 @@ describe('operator actions', () => {
       .waitFor();
     await page.locator('[data-testid="verdict"][data-verdict="valid"]').waitFor();
     expect(await page.getByTestId('provider-operation').textContent()).toContain(txn.provider_operation?.operation_id as string);
+    // Terminal: nothing left to do.
+    expect(await buttons()).toEqual({ reconcile: false, resolve: false, cancel: false });
     await screenshot(page, 'reconcile-now');
   });
 
@@ -96,8 +120,13 @@ describe('operator actions', () => {
 
     await page.goto(`${stack.consoleUrl}#/work/requires_human`);
     await page.getByRole('button', { name: 'Refresh' }).click();
+    // The stuck list names the capability.
+    expect(await page.locator(`tr[data-transaction-id="${txn.transaction_id}"]`).textContent()).toContain('payments.charge');
     await page.locator(`tr[data-transaction-id="${txn.transaction_id}"] a`).click();
     await page.locator('[data-testid="verdict"][data-verdict="valid"]').waitFor();
+    // Escalated: reconcile and resolve; no next reconciliation is shown (nothing is scheduled for a parked record).
+    expect(await buttons()).toEqual({ reconcile: true, resolve: true, cancel: false });
+    expect(await page.getByText('Next reconcile').count()).toBe(0);
 
     await page.getByRole('button', { name: 'Resolve with evidence' }).click();
     const dialog = page.getByRole('dialog', { name: 'Resolve with evidence?' });
@@ -117,5 +146,35 @@ describe('operator actions', () => {
     await page.locator('ol.timeline li').filter({ hasText: 'charge found in the provider dashboard' }).first().waitFor({ state: 'attached' });
     await page.locator('[data-testid="verdict"][data-verdict="valid"]').waitFor();
     await screenshot(page, 'transaction-resolved');
+  });
+
+  it('enables cancel on an action waiting for approval and not once it is cancelled; #/work/approvals opens the pending approvals', async () => {
+    const user = clientOf(stack, await stack.mintToken());
+    const plan = await user.submitAction(charge(uid('plan'), 1_700, { mode: 'plan' }));
+    const { plan_id } = plan.action_result.output as { plan_id: string };
+    const commitId = uid('commit');
+    const sub = await user.submitAction(charge(commitId, 1_700, { mode: 'commit', plan_id }));
+    expect(sub.disposition).toBe('requires_human');
+    const approvalId = (sub.action_result.metadata as { approval_id: string }).approval_id;
+
+    await page.goto(`${stack.consoleUrl}#/work/approvals`);
+    await page.locator('a.tab.active[data-view="pending_approvals"]').waitFor();
+    await page.getByRole('button', { name: 'Refresh' }).click();
+    await page.locator(`tr[data-approval-id="${approvalId}"]`).waitFor();
+
+    await page.goto(`${stack.consoleUrl}#/actions/${encodeURIComponent(commitId)}`);
+    await page
+      .getByTestId('action-status')
+      .filter({ hasText: /^requires_human$/ })
+      .waitFor();
+    const cancel = page.getByRole('button', { name: 'Cancel action' });
+    expect(await cancel.isEnabled()).toBe(true);
+    await cancel.click();
+    await page.getByRole('dialog', { name: 'Cancel this action?' }).getByRole('button', { name: 'Confirm cancel' }).click();
+    await page
+      .getByTestId('action-status')
+      .filter({ hasText: /^cancelled$/ })
+      .waitFor();
+    expect(await cancel.isEnabled()).toBe(false);
   });
 });

@@ -1,7 +1,8 @@
-/** One action: its result, its transaction, and cancel. */
+/** One action: its result, its transaction, and cancel (enabled only while the API accepts it: lib/transactions/operator-actions.ts). */
 import { useEffect, useState } from 'preact/hooks';
 import type { Ctx } from '../ctx.js';
 import { asProblem, type ActionResult, type ApiProblem, type TransactionView } from '../api.js';
+import { mayCancel } from '../../../lib/transactions/operator-actions.js';
 import { Field, Json, ProblemView, StatusBadge } from '../ui.js';
 import { CancelDialog } from './transaction.js';
 
@@ -44,7 +45,7 @@ export function ActionPage({ ctx, id }: { ctx: Ctx; id: string }) {
         <button type="button" onClick={() => setReload((n) => n + 1)}>
           Refresh
         </button>
-        <button type="button" class="danger" disabled={!r} onClick={() => setCancelling(true)}>
+        <button type="button" class="danger" disabled={!r || !mayCancel(r.status)} onClick={() => setCancelling(true)}>
           Cancel action
         </button>
       </div>

@@ -1,19 +1,23 @@
 /**
  * One transaction: status, the verdict of its receipt chain (verified here,
- * in the browser), the provider operation, the evidence, the connected
+ * in the browser), the provider operation, the escalation, the connected
  * actions (plan, commit, compensation, reconciliations) and the timeline of
- * receipts; and what an operator can do: reconcile now, resolve with
- * evidence, cancel its action.
+ * receipts with their evidence, newest first, a page at a time; and what an
+ * operator can do: reconcile now, resolve with evidence, cancel its action.
+ * Each button is enabled exactly in the states the API accepts it
+ * (lib/transactions/operator-actions.ts, the table the routes check).
  */
 import { useEffect, useState } from 'preact/hooks';
 import type { Ctx } from '../ctx.js';
 import { asProblem, isRouteMissing, type ApiProblem, type ResolveInput, type TransactionView } from '../api.js';
 import { verifyTransaction, type ReceiptChainVerdict } from '../verify.js';
+import { mayCancel, mayReconcile, mayResolve } from '../../../lib/transactions/operator-actions.js';
 import { Age, ConfirmDialog, Field, Json, ProblemView, short, StatusBadge } from '../ui.js';
 
 type Dialog = 'reconcile' | 'resolve' | 'cancel';
 
-const RECONCILABLE = new Set(['outcome_unknown', 'reconciling', 'requires_human']);
+/** Receipts per page of the timeline. */
+const TIMELINE_PAGE = 20;
 
 export function TransactionPage({ ctx, id }: { ctx: Ctx; id: string }) {
   const [txn, setTxn] = useState<TransactionView>();
@@ -22,6 +26,8 @@ export function TransactionPage({ ctx, id }: { ctx: Ctx; id: string }) {
   const [dialog, setDialog] = useState<Dialog>();
   const [notice, setNotice] = useState<string>();
   const [reload, setReload] = useState(0);
+  /** The status of the transaction's current action (the cancel button's state), read with the transaction. */
+  const [actionStatus, setActionStatus] = useState<string>();
 
   useEffect(() => {
     let live = true;
@@ -31,6 +37,12 @@ export function TransactionPage({ ctx, id }: { ctx: Ctx; id: string }) {
         if (!live) return;
         setTxn(t);
         setProblem(undefined);
+        const current = t.links?.action_id ?? t.action_result?.action_id;
+        if (current !== undefined)
+          ctx.api.action(current).then(
+            (a) => live && setActionStatus(a.action_result.status),
+            () => live && setActionStatus(undefined),
+          );
         const v = await verifyTransaction(t).catch((err: unknown) => ({ error: err instanceof Error ? err.message : String(err) }));
         if (live) setVerdict(v);
       })
@@ -64,7 +76,7 @@ export function TransactionPage({ ctx, id }: { ctx: Ctx; id: string }) {
   }
 
   const actionId = txn.links?.action_id ?? txn.action_result?.action_id;
-  const status = txn.escalated && txn.status === 'outcome_unknown' ? 'requires_human' : txn.status;
+  const facts = { status: txn.status, escalated: txn.escalated !== undefined };
   return (
     <section class="transaction">
       <div class="title">
@@ -90,14 +102,19 @@ export function TransactionPage({ ctx, id }: { ctx: Ctx; id: string }) {
       {problem && <ProblemView problem={problem} onDismiss={() => setProblem(undefined)} />}
 
       {/* biome-ignore lint/a11y/useSemanticElements: a row of buttons, not a form section; a <fieldset> would bring its own border, padding and form semantics */}
-      <div class="operations" role="group" aria-label="Operator actions">
-        <button type="button" class="primary" disabled={!RECONCILABLE.has(status)} onClick={() => setDialog('reconcile')}>
+      <div class="operations" role="group" aria-label="Operator actions" data-action-status={actionStatus ?? ''}>
+        <button type="button" class="primary" disabled={!mayReconcile(facts)} onClick={() => setDialog('reconcile')}>
           Reconcile now
         </button>
-        <button type="button" disabled={!RECONCILABLE.has(status)} onClick={() => setDialog('resolve')}>
+        <button type="button" disabled={!mayResolve(facts)} onClick={() => setDialog('resolve')}>
           Resolve with evidence
         </button>
-        <button type="button" class="danger" disabled={actionId === undefined} onClick={() => setDialog('cancel')}>
+        <button
+          type="button"
+          class="danger"
+          disabled={actionId === undefined || actionStatus === undefined || !mayCancel(actionStatus)}
+          onClick={() => setDialog('cancel')}
+        >
           Cancel action
         </button>
       </div>
@@ -109,7 +126,7 @@ export function TransactionPage({ ctx, id }: { ctx: Ctx; id: string }) {
             <Field label="Status">{txn.status}</Field>
             {txn.plan && <Field label="Capability">{txn.plan.capability_id}</Field>}
             {txn.action_result && <Field label="Action status">{txn.action_result.status}</Field>}
-            {txn.earliest_reconcile_at && (
+            {txn.earliest_reconcile_at && !txn.escalated && (
               <Field label="Next reconcile">
                 <time dateTime={txn.earliest_reconcile_at}>{txn.earliest_reconcile_at}</time>
               </Field>
@@ -137,15 +154,17 @@ export function TransactionPage({ ctx, id }: { ctx: Ctx; id: string }) {
           )}
         </section>
 
-        <section class="panel" aria-label="Evidence">
-          <h2>Evidence</h2>
-          {txn.escalated && (
+        <section class="panel" aria-label="Escalation">
+          <h2>Escalation</h2>
+          {txn.escalated ? (
             <p class="escalation">
               Escalated <Age at={txn.escalated.at} />
               {txn.escalated.reason ? `: ${txn.escalated.reason}` : ''}
             </p>
+          ) : (
+            <p class="muted">Not escalated.</p>
           )}
-          <EvidenceList txn={txn} />
+          <p class="muted">Evidence is shown once, with the receipt that recorded it, in the timeline below.</p>
         </section>
 
         <section class="panel" aria-label="Connected actions">
@@ -154,39 +173,7 @@ export function TransactionPage({ ctx, id }: { ctx: Ctx; id: string }) {
         </section>
       </div>
 
-      <section aria-label="Receipts">
-        <h2>Timeline</h2>
-        <ol class="timeline">
-          {(txn.receipts ?? []).map((r) => {
-            const bad = verdict && 'valid' in verdict && !verdict.valid && verdict.at_seq === r.seq;
-            return (
-              <li key={r.seq} data-seq={r.seq} data-event={r.event} class={bad ? 'receipt bad' : 'receipt'}>
-                <div class="receipt-head">
-                  <span class="seq">#{r.seq}</span>
-                  <strong class="event">{r.event}</strong>
-                  <StatusBadge status={r.status} />
-                  <time dateTime={r.at}>{r.at}</time>
-                  {r.actor && (
-                    <span class="actor">
-                      by {r.actor.id} ({r.actor.kind})
-                    </span>
-                  )}
-                </div>
-                <div class="receipt-hash muted">
-                  hash <code title={r.hash}>{short(r.hash, 16)}</code> ← <code title={r.prev_hash}>{short(r.prev_hash, 16)}</code>
-                  {r.result_digest && (
-                    <>
-                      {' '}
-                      · result <code title={r.result_digest}>{short(r.result_digest, 12)}</code>
-                    </>
-                  )}
-                </div>
-                {r.evidence !== undefined && <Json value={r.evidence} label="evidence" />}
-              </li>
-            );
-          })}
-        </ol>
-      </section>
+      <Timeline txn={txn} verdict={verdict} />
 
       {txn.action_result && (
         <section aria-label="Action result">
@@ -233,19 +220,53 @@ function Verdict({ verdict }: { verdict: ReceiptChainVerdict | { error: string }
   );
 }
 
-function EvidenceList({ txn }: { txn: TransactionView }) {
-  const withEvidence = (txn.receipts ?? []).filter((r) => r.evidence !== undefined);
-  if (withEvidence.length === 0) return <p class="muted">No receipt carries evidence.</p>;
+/**
+ * The receipts, newest first, TIMELINE_PAGE at a time ("Show older" adds a page), each with its evidence (collapsed).
+ * The chain is verified over every receipt whatever is shown; a receipt that breaks it is shown and marked.
+ */
+function Timeline({ txn, verdict }: { txn: TransactionView; verdict: ReceiptChainVerdict | { error: string } | undefined }) {
+  const [shown, setShown] = useState(TIMELINE_PAGE);
+  const all = [...(txn.receipts ?? [])].reverse();
+  const badSeq = verdict && 'valid' in verdict && !verdict.valid ? verdict.at_seq : undefined;
+  const visible = all.filter((r, i) => i < shown || r.seq === badSeq);
   return (
-    <ul class="evidence">
-      {withEvidence.map((r) => (
-        <li key={r.seq}>
-          <span class="seq">#{r.seq}</span> {r.event}
-          {r.actor && <span class="muted"> ({r.actor.id})</span>}
-          <pre>{JSON.stringify(r.evidence, null, 2)}</pre>
-        </li>
-      ))}
-    </ul>
+    <section aria-label="Receipts">
+      <h2>
+        Timeline <span class="muted">({all.length === 0 ? 'no receipts' : `newest first, ${Math.min(shown, all.length)} of ${all.length}`})</span>
+      </h2>
+      <ol class="timeline" data-testid="timeline">
+        {visible.map((r) => (
+          <li key={r.seq} data-seq={r.seq} data-event={r.event} class={r.seq === badSeq ? 'receipt bad' : 'receipt'}>
+            <div class="receipt-head">
+              <span class="seq">#{r.seq}</span>
+              <strong class="event">{r.event}</strong>
+              <StatusBadge status={r.status} />
+              <time dateTime={r.at}>{r.at}</time>
+              {r.actor && (
+                <span class="actor">
+                  by {r.actor.id} ({r.actor.kind})
+                </span>
+              )}
+            </div>
+            <div class="receipt-hash muted">
+              hash <code title={r.hash}>{short(r.hash, 16)}</code> ← <code title={r.prev_hash}>{short(r.prev_hash, 16)}</code>
+              {r.result_digest && (
+                <>
+                  {' '}
+                  · result <code title={r.result_digest}>{short(r.result_digest, 12)}</code>
+                </>
+              )}
+            </div>
+            {r.evidence !== undefined && <Json value={r.evidence} label="evidence" />}
+          </li>
+        ))}
+      </ol>
+      {all.length > shown && (
+        <button type="button" data-testid="timeline-older" onClick={() => setShown((n) => n + TIMELINE_PAGE)}>
+          Show older ({all.length - shown} more)
+        </button>
+      )}
+    </section>
   );
 }
 

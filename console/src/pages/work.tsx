@@ -217,7 +217,7 @@ export function WorkPage({ ctx, view }: { ctx: Ctx; view: OperatorView }) {
                   <td>
                     <StatusBadge status={item.transaction.status} />
                   </td>
-                  <td>{item.transaction.plan?.capability_id ?? '—'}</td>
+                  <td>{item.capability_id ?? item.transaction.plan?.capability_id ?? '—'}</td>
                   <td>
                     {item.transaction.provider_operation ? (
                       <code>{item.transaction.provider_operation.operation_id}</code>
