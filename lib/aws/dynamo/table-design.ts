@@ -30,11 +30,13 @@ export const GSIS = {
   byAction: { name: 'byAction', partitionKey: 'GSI2PK', sortKey: 'GSI2SK' },
   /**
    * Sparse operator/sweeper index: only non-terminal records carry it.
-   * PK `STATUS#<status>` (or `STATUS#outcome_unknown#escalated` for records
-   * parked for a human), SK `<iso time>#<tenant>#<transaction_id>` where the
-   * time is next_reconcile_at for `outcome_unknown`, otherwise the time the
-   * record entered its status. The sweeper queries `STATUS#outcome_unknown`
-   * with SK <= now.
+   * PK `STATUS#<status>#<shard>` (or `STATUS#outcome_unknown#escalated#<shard>`
+   * for records parked for a human), the shard one of STATUS_INDEX_SHARDS
+   * write shards (keys.statusIndexShard), SK `<iso time>#<tenant>#<transaction_id>`
+   * where the time is next_reconcile_at for `outcome_unknown`, otherwise the
+   * time the record entered its status. A listing reads every shard of a
+   * status (and the legacy unsharded partition `STATUS#<status>`) and merges
+   * them by SK; the sweeper lists `outcome_unknown` with SK <= now.
    */
   byStatus: { name: 'byStatus', partitionKey: 'GSI3PK', sortKey: 'GSI3SK' },
   /**
@@ -66,6 +68,31 @@ export const ITEM_TYPES = {
 
 const pad = (n: number, width: number) => String(n).padStart(width, '0');
 
+/**
+ * Write shards of the byStatus index per status. Every admission puts its
+ * record into the index and settlement deletes it, so a single `STATUS#<status>`
+ * partition would take every tenant's traffic (one index partition absorbs about
+ * 1,000 writes a second). The shard of a record is a hash of its tenant and
+ * transaction ID, so one tenant's traffic spreads over every shard too; a
+ * listing reads all of them. The count may be raised, never lowered (a lower
+ * count would stop reading the upper shards). docs/table-design.md, "byStatus".
+ */
+export const STATUS_INDEX_SHARDS = 32;
+
+/** FNV-1a (32 bit) of a string's UTF-16 code units: stable, dependency free, well spread for the shard choice. */
+function fnv1a(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h;
+}
+
+function statusPartition(status: string, escalated: boolean): string {
+  return escalated ? `STATUS#${status}#escalated` : `STATUS#${status}`;
+}
+
 /** Key builders. IDs never contain '#': the protocol ID pattern forbids it. */
 export const keys = {
   transaction: (tenant: string, transactionId: string) => ({ PK: `TXN#${tenant}#${transactionId}`, SK: 'TXN' }),
@@ -78,7 +105,22 @@ export const keys = {
   planRef: (tenant: string, planId: string) => ({ PK: `PLAN#${tenant}#${planId}`, SK: 'PLAN' }),
   actionIndex: (tenant: string, actionId: string) => `ACTION#${tenant}#${actionId}`,
   actionIndexSort: (createdAt: string, transactionId: string) => `${createdAt}#${transactionId}`,
-  statusIndex: (status: string, escalated = false) => (escalated ? `STATUS#${status}#escalated` : `STATUS#${status}`),
+  /** The byStatus partition key of a record in `status` on write shard `shard` (keys.statusIndexShard). */
+  statusIndex: (status: string, escalated: boolean, shard: number) => `${statusPartition(status, escalated)}#${pad(shard, 2)}`,
+  /** The write shard of a transaction: 0 .. STATUS_INDEX_SHARDS - 1. */
+  statusIndexShard: (tenant: string, transactionId: string) => fnv1a(`${tenant}#${transactionId}`) % STATUS_INDEX_SHARDS,
+  /**
+   * The unsharded partition key every record in `status` was written under
+   * before the index was sharded. Listings still read it (records written by
+   * an earlier version stay there until their next status change), and it
+   * names the listing in a store cursor.
+   */
+  statusIndexLegacy: (status: string, escalated = false) => statusPartition(status, escalated),
+  /** Every partition a listing of `status` reads: the legacy one, then each shard. */
+  statusIndexPartitions: (status: string, escalated = false) => [
+    statusPartition(status, escalated),
+    ...Array.from({ length: STATUS_INDEX_SHARDS }, (_, shard) => `${statusPartition(status, escalated)}#${pad(shard, 2)}`),
+  ],
   statusIndexSort: (time: string, tenant: string, transactionId: string) => `${time}#${tenant}#${transactionId}`,
 
   // --- runtime stores (documented in docs/table-design.md) ------------------
