@@ -113,7 +113,8 @@ export async function queryMergedPartitions(
   const start = decodeCursor(opts.code, opts.cursor, ['PK', 'SK', index.partitionKey, index.sortKey]);
   if (start !== undefined) {
     if (start[index.partitionKey] !== opts.listing) throw new AipError(opts.code, 'The cursor belongs to another listing', { details: { field: 'cursor' } });
-    if (['PK', 'SK', index.sortKey].some((k) => !start[k])) throw new AipError(opts.code, 'The pagination cursor is not valid', { details: { field: 'cursor' } });
+    if (['PK', 'SK', index.sortKey].some((k) => !start[k]))
+      throw new AipError(opts.code, 'The pagination cursor is not valid', { details: { field: 'cursor' } });
   }
   const after = start?.[index.sortKey];
   const bound = opts.upTo !== undefined ? `${opts.upTo}$` : undefined;
