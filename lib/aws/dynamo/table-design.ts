@@ -41,7 +41,9 @@ export const GSIS = {
   byStatus: { name: 'byStatus', partitionKey: 'GSI3PK', sortKey: 'GSI3SK' },
   /**
    * Sparse expiry index across tenants: only pending approvals carry it. PK
-   * `EXPIRY#approval`, SK `<expires_at>#<tenant>#<approval_id>`. The sweeper
+   * `EXPIRY#approval#<shard>` (APPROVAL_EXPIRY_SHARDS write shards, read
+   * merged with the legacy `EXPIRY#approval`), SK
+   * `<expires_at>#<tenant>#<approval_id>`. The sweeper
    * expires every tenant's overdue approvals from it, tenants named in no
    * configuration included (the byStatus partition of approvals is per tenant,
    * for the tenant's own listing).
@@ -89,9 +91,29 @@ function fnv1a(text: string): number {
   return h;
 }
 
+/**
+ * Write shards of the byExpiry index: every approval request puts its entry and
+ * its decision or expiry deletes it, across tenants, so a single
+ * `EXPIRY#approval` partition would cap approval-gated actions near 500 a
+ * second. Same rules as STATUS_INDEX_SHARDS.
+ */
+export const APPROVAL_EXPIRY_SHARDS = 32;
+
 function statusPartition(status: string, escalated: boolean): string {
   return escalated ? `STATUS#${status}#escalated` : `STATUS#${status}`;
 }
+
+/** `base#00` .. `base#<count - 1>`. */
+function shardKey(base: string, shard: number): string {
+  return `${base}#${pad(shard, 2)}`;
+}
+
+/** The legacy unsharded partition `base`, then every shard of it. */
+function partitionsOf(base: string, count: number): string[] {
+  return [base, ...Array.from({ length: count }, (_, shard) => shardKey(base, shard))];
+}
+
+const APPROVAL_EXPIRY_PARTITION = 'EXPIRY#approval';
 
 /** Key builders. IDs never contain '#': the protocol ID pattern forbids it. */
 export const keys = {
@@ -106,7 +128,7 @@ export const keys = {
   actionIndex: (tenant: string, actionId: string) => `ACTION#${tenant}#${actionId}`,
   actionIndexSort: (createdAt: string, transactionId: string) => `${createdAt}#${transactionId}`,
   /** The byStatus partition key of a record in `status` on write shard `shard` (keys.statusIndexShard). */
-  statusIndex: (status: string, escalated: boolean, shard: number) => `${statusPartition(status, escalated)}#${pad(shard, 2)}`,
+  statusIndex: (status: string, escalated: boolean, shard: number) => shardKey(statusPartition(status, escalated), shard),
   /** The write shard of a transaction: 0 .. STATUS_INDEX_SHARDS - 1. */
   statusIndexShard: (tenant: string, transactionId: string) => fnv1a(`${tenant}#${transactionId}`) % STATUS_INDEX_SHARDS,
   /**
@@ -117,10 +139,7 @@ export const keys = {
    */
   statusIndexLegacy: (status: string, escalated = false) => statusPartition(status, escalated),
   /** Every partition a listing of `status` reads: the legacy one, then each shard. */
-  statusIndexPartitions: (status: string, escalated = false) => [
-    statusPartition(status, escalated),
-    ...Array.from({ length: STATUS_INDEX_SHARDS }, (_, shard) => `${statusPartition(status, escalated)}#${pad(shard, 2)}`),
-  ],
+  statusIndexPartitions: (status: string, escalated = false) => partitionsOf(statusPartition(status, escalated), STATUS_INDEX_SHARDS),
   statusIndexSort: (time: string, tenant: string, transactionId: string) => `${time}#${tenant}#${transactionId}`,
 
   // --- runtime stores (documented in docs/table-design.md) ------------------
@@ -140,7 +159,16 @@ export const keys = {
    */
   approvalPendingIndex: (tenant: string) => `APPROVAL#pending#${tenant}`,
   approvalPendingIndexSort: (expiresAt: string, approvalId: string) => `${expiresAt}#${approvalId}`,
-  /** Pending approvals of every tenant in the sparse byExpiry index (GSI4), oldest expiry first. */
-  approvalExpiryIndex: 'EXPIRY#approval',
+  /**
+   * Pending approvals of every tenant in the sparse byExpiry index (GSI4), oldest
+   * expiry first: GSI4PK `EXPIRY#approval#<shard>`, the shard a hash of tenant
+   * and approval ID (as the status index's).
+   */
+  approvalExpiryIndex: (shard: number) => shardKey(APPROVAL_EXPIRY_PARTITION, shard),
+  approvalExpiryIndexShard: (tenant: string, approvalId: string) => fnv1a(`${tenant}#${approvalId}`) % APPROVAL_EXPIRY_SHARDS,
+  /** The partition every pending approval was written under before the sharding; it names the listing in a store cursor. */
+  approvalExpiryIndexLegacy: APPROVAL_EXPIRY_PARTITION,
+  /** Every partition the expiry listing reads: the legacy one, then each shard. */
+  approvalExpiryIndexPartitions: () => partitionsOf(APPROVAL_EXPIRY_PARTITION, APPROVAL_EXPIRY_SHARDS),
   approvalExpiryIndexSort: (expiresAt: string, tenant: string, approvalId: string) => `${expiresAt}#${tenant}#${approvalId}`,
 } as const;
