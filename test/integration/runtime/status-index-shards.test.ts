@@ -6,7 +6,9 @@
  *   page, and their next status write moves them to their shard;
  * - concurrent tenants spread over the shards, and the sweeper and the
  *   operator listings (paged, per tenant) see every record exactly once, in
- *   index order.
+ *   index order;
+ * - pending approvals under the unsharded expiry key (`EXPIRY#approval`) are
+ *   still expired by the sweeper.
  */
 import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -208,5 +210,47 @@ describe('byStatus: concurrent tenants', () => {
     const messages = await h.receiveReconciles();
     expect(messages.map((m) => m.transaction_id).sort()).toEqual(all.map((e) => e.tx).sort());
     expect(swept.enqueued).toBe(all.length);
+  });
+});
+
+describe('byExpiry: pending approvals under the legacy unsharded key', () => {
+  it('are expired by the sweeper with the sharded ones', async () => {
+    const pending: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const out = await h.runtime.submit(caller(), {
+        ...transfer(uid('a'), { transaction: { mode: 'execute', transaction_id: uid('tx') } }),
+        capability_id: 'pay.approved',
+      });
+      expect(out.disposition).toBe('requires_human');
+      pending.push((out.action_result.metadata as { approval_id: string }).approval_id);
+    }
+    const approvalKey = (id: string) => keys.approval(TENANT, id);
+    const [legacy, ...sharded] = pending as [string, ...string[]];
+    await h.table.client.send(
+      new UpdateCommand({
+        TableName: h.table.tableName,
+        Key: approvalKey(legacy),
+        UpdateExpression: 'SET GSI4PK = :legacy',
+        ConditionExpression: 'begins_with(GSI4PK, :sharded)',
+        ExpressionAttributeValues: { ':legacy': 'EXPIRY#approval', ':sharded': 'EXPIRY#approval#' },
+      }),
+    );
+    for (const id of sharded) {
+      const item = (await h.table.client.send(new GetCommand({ TableName: h.table.tableName, Key: approvalKey(id), ConsistentRead: true }))).Item;
+      expect(item?.GSI4PK).toBe(keys.approvalExpiryIndex(keys.approvalExpiryIndexShard(TENANT, id)));
+    }
+    const expiring = await h.stores.approvals.listExpiring({ expires_before: '2999-01-01T00:00:00.000Z', limit: 1 });
+    expect(expiring.items).toHaveLength(1);
+    expect(expiring.cursor).toBeDefined();
+
+    const latest = Math.max(
+      ...(await Promise.all(
+        pending.map(async (id) => Date.parse((await h.stores.approvals.get({ tenant_id: TENANT, approval_id: id }))?.expires_at as string)),
+      )),
+    );
+    h.clock.advance(latest - h.clock.now().getTime() + 1);
+    await h.runtime.sweep(h.clock.now());
+    for (const id of pending) expect((await h.stores.approvals.get({ tenant_id: TENANT, approval_id: id }))?.status).toBe('expired');
+    expect((await h.stores.approvals.listExpiring({ expires_before: h.clock.iso(), limit: 10 })).items).toEqual([]);
   });
 });
