@@ -369,10 +369,7 @@ async function runIntent(who: (typeof tokens)[number], intent: Intent): Promise<
 /** Statuses a transaction record can leave (every write into a terminal status removes it from the byStatus index). */
 const OPEN_STATUSES = ['planned', 'prepared', 'committing', 'compensating', 'reconciling', 'outcome_unknown'] as const;
 /** Every byStatus partition of the open statuses: each write shard and the legacy unsharded partition, escalated ones too. */
-const OPEN_PARTITIONS = [
-  ...OPEN_STATUSES.flatMap((status) => keys.statusIndexPartitions(status)),
-  ...keys.statusIndexPartitions('outcome_unknown', true),
-];
+const OPEN_PARTITIONS = [...OPEN_STATUSES.flatMap((status) => keys.statusIndexPartitions(status)), ...keys.statusIndexPartitions('outcome_unknown', true)];
 
 /**
  * Open (non-terminal) transaction records, through the sparse byStatus index

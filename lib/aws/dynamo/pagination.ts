@@ -107,7 +107,15 @@ export interface MergedPage {
 export async function queryMergedPartitions(
   client: DynamoDBDocumentClient,
   table: string,
-  opts: { code: ErrorCode; listing: string; partitions: readonly string[]; upTo?: string; limit: number; cursor?: unknown; index: (typeof GSIS)['byStatus' | 'byExpiry'] },
+  opts: {
+    code: ErrorCode;
+    listing: string;
+    partitions: readonly string[];
+    upTo?: string;
+    limit: number;
+    cursor?: unknown;
+    index: (typeof GSIS)['byStatus' | 'byExpiry'];
+  },
 ): Promise<MergedPage> {
   const { index } = opts;
   const start = decodeCursor(opts.code, opts.cursor, ['PK', 'SK', index.partitionKey, index.sortKey]);
