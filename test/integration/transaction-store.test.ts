@@ -174,7 +174,8 @@ describe('create', () => {
     }
     const prepared = await createPrepared();
     const preparedItem = await rawItem(keys.transaction(TENANT, prepared.transaction_id).PK, 'TXN');
-    expect(preparedItem?.GSI3PK).toBe('STATUS#prepared');
+    expect(preparedItem?.GSI3PK).toBe(keys.statusIndex('prepared', false, keys.statusIndexShard(TENANT, prepared.transaction_id)));
+    expect(preparedItem?.GSI3PK).toMatch(/^STATUS#prepared#\d\d$/);
     expect(preparedItem?.GSI3SK).toBe(`${clock.iso()}#${TENANT}#${prepared.transaction_id}`);
   });
 });
@@ -326,7 +327,9 @@ describe('transition', () => {
     expect(back.lease_owner).toBeUndefined();
     const esc = await t.store.transition({ ...ref, expected_revision: back.revision, operation: 'escalate', from: ['outcome_unknown'], to: 'outcome_unknown' });
     expect(esc.escalated_at).toBe(clock.iso());
-    expect((await rawItem(keys.transaction(TENANT, u.transaction_id).PK, 'TXN'))?.GSI3PK).toBe('STATUS#outcome_unknown#escalated');
+    expect((await rawItem(keys.transaction(TENANT, u.transaction_id).PK, 'TXN'))?.GSI3PK).toBe(
+      keys.statusIndex('outcome_unknown', true, keys.statusIndexShard(TENANT, u.transaction_id)),
+    );
     await rejected(
       t.store.transition({ ...ref, expected_revision: esc.revision, operation: 'reschedule_reconcile', from: ['outcome_unknown'], to: 'outcome_unknown' }),
       'transaction.invalid_record',
@@ -719,15 +722,17 @@ describe('list by status', () => {
     // The raw index holds only non-terminal records.
     const settled = await l.store.settle({ tenant_id: TENANT, transaction_id: committing.transaction_id, expected_revision: 1, to: 'committed' });
     expect(settled.status).toBe('committed');
-    const raw = await l.client.send(
-      new QueryCommand({
-        TableName: l.tableName,
-        IndexName: 'byStatus',
-        KeyConditionExpression: 'GSI3PK = :p',
-        ExpressionAttributeValues: { ':p': 'STATUS#committing' },
-      }),
-    );
-    expect(raw.Items).toEqual([]);
+    for (const p of keys.statusIndexPartitions('committing')) {
+      const raw = await l.client.send(
+        new QueryCommand({
+          TableName: l.tableName,
+          IndexName: 'byStatus',
+          KeyConditionExpression: 'GSI3PK = :p',
+          ExpressionAttributeValues: { ':p': p },
+        }),
+      );
+      expect(raw.Items).toEqual([]);
+    }
   });
 
   it('rejects terminal statuses, bad bounds, limits and cursors', async () => {

@@ -54,6 +54,7 @@ import type { FaultRuleInput, SimEvent } from '../../dev/payments-simulator/serv
 import { SteppedClock } from '../../lib/ports/clock.js';
 import type { QueueMessage } from '../../lib/ports/messages.js';
 import { fromAttributeMap } from '../../lib/aws/dynamo/attribute-values.js';
+import { keys } from '../../lib/aws/dynamo/table-design.js';
 import { checkConsistency, type SubmittedAction } from './consistency.js';
 import { counter, dynamoClient, recordScenario, reliabilityStack, scanAll } from './support.js';
 
@@ -366,7 +367,9 @@ async function runIntent(who: (typeof tokens)[number], intent: Intent): Promise<
 }
 
 /** Statuses a transaction record can leave (every write into a terminal status removes it from the byStatus index). */
-const OPEN_STATUSES = ['planned', 'prepared', 'committing', 'compensating', 'reconciling', 'outcome_unknown', 'outcome_unknown#escalated'];
+const OPEN_STATUSES = ['planned', 'prepared', 'committing', 'compensating', 'reconciling', 'outcome_unknown'] as const;
+/** Every byStatus partition of the open statuses: each write shard and the legacy unsharded partition, escalated ones too. */
+const OPEN_PARTITIONS = [...OPEN_STATUSES.flatMap((status) => keys.statusIndexPartitions(status)), ...keys.statusIndexPartitions('outcome_unknown', true)];
 
 /**
  * Open (non-terminal) transaction records, through the sparse byStatus index
@@ -375,7 +378,7 @@ const OPEN_STATUSES = ['planned', 'prepared', 'committing', 'compensating', 'rec
  */
 async function openTransactions(): Promise<Record<string, unknown>[]> {
   const open: Record<string, unknown>[] = [];
-  for (const status of OPEN_STATUSES) {
+  for (const partition of OPEN_PARTITIONS) {
     let start: Record<string, AttributeValue> | undefined;
     do {
       const page = await ddb.send(
@@ -383,7 +386,7 @@ async function openTransactions(): Promise<Record<string, unknown>[]> {
           TableName: table,
           IndexName: 'byStatus',
           KeyConditionExpression: 'GSI3PK = :pk',
-          ExpressionAttributeValues: { ':pk': { S: `STATUS#${status}` } },
+          ExpressionAttributeValues: { ':pk': { S: partition } },
           ExclusiveStartKey: start,
         }),
       );

@@ -46,7 +46,7 @@ import {
   mapStoreError,
   type Item,
 } from './store-support.js';
-import { queryStatusIndex } from './pagination.js';
+import { queryMergedPartitions, queryStatusIndex } from './pagination.js';
 import { GSIS, ITEM_TYPES, keys } from './table-design.js';
 
 export interface DynamoApprovalStoreOptions {
@@ -221,7 +221,7 @@ export class DynamoApprovalStore implements ApprovalStore {
         ...record,
         GSI3PK: keys.approvalPendingIndex(input.tenant_id),
         GSI3SK: keys.approvalPendingIndexSort(expiresAt, input.approval_id),
-        GSI4PK: keys.approvalExpiryIndex,
+        GSI4PK: keys.approvalExpiryIndex(keys.approvalExpiryIndexShard(input.tenant_id, input.approval_id)),
         GSI4SK: keys.approvalExpiryIndexSort(expiresAt, input.tenant_id, input.approval_id),
       },
       ConditionExpression: 'attribute_not_exists(#pk)',
@@ -356,18 +356,20 @@ export class DynamoApprovalStore implements ApprovalStore {
     let out;
     try {
       // SK = `<expires_at>#<tenant>#<id>`: the index bound keeps every approval expiring at or before `before`.
-      out = await queryStatusIndex(this.client, this.table, {
+      // Every write shard and the legacy unsharded partition, merged in index order.
+      out = await queryMergedPartitions(this.client, this.table, {
         code: LIST_CODE,
-        pk: keys.approvalExpiryIndex,
+        index: GSIS.byExpiry,
+        listing: keys.approvalExpiryIndexLegacy,
+        partitions: keys.approvalExpiryIndexPartitions(),
         upTo: before,
         limit,
         cursor: query.cursor,
-        index: GSIS.byExpiry,
       });
     } catch (err) {
       throw mapStoreError(err);
     }
-    const indexKeys = out.Items ?? [];
+    const indexKeys = out.keys;
     const items = await consistentBatchGet(
       this.client,
       this.table,
@@ -379,8 +381,7 @@ export class DynamoApprovalStore implements ApprovalStore {
       if (item === undefined || item.status !== 'pending') continue; // index lag
       records.push(toRecord(item));
     }
-    const cursor = encodeCursor(out.LastEvaluatedKey);
-    return cursor === undefined ? { items: records } : { items: records, cursor };
+    return out.cursor === undefined ? { items: records } : { items: records, cursor: out.cursor };
   }
 
   async listPending(query: ListPendingApprovalsQuery): Promise<Page<ApprovalRecord>> {

@@ -81,3 +81,98 @@ export async function queryStatusIndex(
     throw rejectedStartKey(err, opts.code, start) ?? err;
   }
 }
+
+/** One page of a listing merged over several partitions of an index: index keys in sort-key order. */
+export interface MergedPage {
+  readonly keys: Record<string, unknown>[];
+  /** Store cursor (base64url JSON, the shape of a LastEvaluatedKey); absent on the last page. */
+  readonly cursor?: string;
+}
+
+/**
+ * One page of a listing spread over several partitions of an index whose sort
+ * keys are unique across them (the sharded byStatus index: `<time>#<tenant>#<id>`).
+ * Every partition is queried (in parallel) from the cursor's position on, and
+ * the answers are merged by sort key, so the pages come in one order across
+ * partitions and the cursor is one position in it: a key shaped like a
+ * LastEvaluatedKey whose index partition key is `listing` (the name of the
+ * listing, e.g. the legacy unsharded partition) and whose sort key is the
+ * last one returned. A cursor the unsharded listing produced is the same
+ * position, so cursors issued before the index was sharded keep working.
+ *
+ * Each partition is read up to `limit` + 1 keys: the page is the first `limit`
+ * keys that are certainly in order, i.e. no later than the last key read of a
+ * partition that has more.
+ */
+export async function queryMergedPartitions(
+  client: DynamoDBDocumentClient,
+  table: string,
+  opts: {
+    code: ErrorCode;
+    listing: string;
+    partitions: readonly string[];
+    upTo?: string;
+    limit: number;
+    cursor?: unknown;
+    index: (typeof GSIS)['byStatus' | 'byExpiry'];
+  },
+): Promise<MergedPage> {
+  const { index } = opts;
+  const start = decodeCursor(opts.code, opts.cursor, ['PK', 'SK', index.partitionKey, index.sortKey]);
+  if (start !== undefined) {
+    if (start[index.partitionKey] !== opts.listing) throw new AipError(opts.code, 'The cursor belongs to another listing', { details: { field: 'cursor' } });
+    if (['PK', 'SK', index.sortKey].some((k) => !start[k]))
+      throw new AipError(opts.code, 'The pagination cursor is not valid', { details: { field: 'cursor' } });
+  }
+  const after = start?.[index.sortKey];
+  const bound = opts.upTo !== undefined ? `${opts.upTo}$` : undefined;
+  if (after !== undefined && bound !== undefined && after >= bound) return { keys: [] };
+  const names: Record<string, string> = { '#pk': index.partitionKey };
+  if (after !== undefined || bound !== undefined) names['#sk'] = index.sortKey;
+  let range = '';
+  const values: Record<string, unknown> = {};
+  if (after !== undefined && bound !== undefined) {
+    // BETWEEN is inclusive: the key at `after` itself (already returned) is dropped below.
+    range = ' AND #sk BETWEEN :after AND :bound';
+    Object.assign(values, { ':after': after, ':bound': bound });
+  } else if (after !== undefined) {
+    range = ' AND #sk > :after';
+    values[':after'] = after;
+  } else if (bound !== undefined) {
+    range = ' AND #sk < :bound';
+    values[':bound'] = bound;
+  }
+  const answers = await Promise.all(
+    opts.partitions.map((pk) =>
+      client.send(
+        new QueryCommand({
+          TableName: table,
+          IndexName: index.name,
+          KeyConditionExpression: `#pk = :pk${range}`,
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: { ...values, ':pk': pk },
+          Limit: opts.limit + 1,
+        }),
+      ),
+    ),
+  );
+  const sortOf = (k: Record<string, unknown>) => String(k[index.sortKey]);
+  let horizon: string | undefined;
+  const merged: Record<string, unknown>[] = [];
+  for (const out of answers) {
+    const items = (out.Items ?? []).filter((k) => sortOf(k) !== after);
+    merged.push(...items);
+    if (out.LastEvaluatedKey !== undefined && items.length > 0) {
+      const last = sortOf(items[items.length - 1] as Record<string, unknown>);
+      if (horizon === undefined || last < horizon) horizon = last;
+    }
+  }
+  merged.sort((a, b) => (sortOf(a) < sortOf(b) ? -1 : sortOf(a) > sortOf(b) ? 1 : 0));
+  const certain = horizon === undefined ? merged : merged.filter((k) => sortOf(k) <= (horizon as string));
+  const page = certain.slice(0, opts.limit);
+  const more = merged.length > page.length || answers.some((out) => out.LastEvaluatedKey !== undefined);
+  const last = page[page.length - 1];
+  if (!more || last === undefined) return { keys: page };
+  const cursor = encodeCursor({ PK: last.PK, SK: last.SK, [index.partitionKey]: opts.listing, [index.sortKey]: sortOf(last) });
+  return { keys: page, ...(cursor !== undefined ? { cursor } : {}) };
+}

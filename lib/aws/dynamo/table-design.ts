@@ -30,16 +30,20 @@ export const GSIS = {
   byAction: { name: 'byAction', partitionKey: 'GSI2PK', sortKey: 'GSI2SK' },
   /**
    * Sparse operator/sweeper index: only non-terminal records carry it.
-   * PK `STATUS#<status>` (or `STATUS#outcome_unknown#escalated` for records
-   * parked for a human), SK `<iso time>#<tenant>#<transaction_id>` where the
-   * time is next_reconcile_at for `outcome_unknown`, otherwise the time the
-   * record entered its status. The sweeper queries `STATUS#outcome_unknown`
-   * with SK <= now.
+   * PK `STATUS#<status>#<shard>` (or `STATUS#outcome_unknown#escalated#<shard>`
+   * for records parked for a human), the shard one of STATUS_INDEX_SHARDS
+   * write shards (keys.statusIndexShard), SK `<iso time>#<tenant>#<transaction_id>`
+   * where the time is next_reconcile_at for `outcome_unknown`, otherwise the
+   * time the record entered its status. A listing reads every shard of a
+   * status (and the legacy unsharded partition `STATUS#<status>`) and merges
+   * them by SK; the sweeper lists `outcome_unknown` with SK <= now.
    */
   byStatus: { name: 'byStatus', partitionKey: 'GSI3PK', sortKey: 'GSI3SK' },
   /**
    * Sparse expiry index across tenants: only pending approvals carry it. PK
-   * `EXPIRY#approval`, SK `<expires_at>#<tenant>#<approval_id>`. The sweeper
+   * `EXPIRY#approval#<shard>` (APPROVAL_EXPIRY_SHARDS write shards, read
+   * merged with the legacy `EXPIRY#approval`), SK
+   * `<expires_at>#<tenant>#<approval_id>`. The sweeper
    * expires every tenant's overdue approvals from it, tenants named in no
    * configuration included (the byStatus partition of approvals is per tenant,
    * for the tenant's own listing).
@@ -66,6 +70,51 @@ export const ITEM_TYPES = {
 
 const pad = (n: number, width: number) => String(n).padStart(width, '0');
 
+/**
+ * Write shards of the byStatus index per status. Every admission puts its
+ * record into the index and settlement deletes it, so a single `STATUS#<status>`
+ * partition would take every tenant's traffic (one index partition absorbs about
+ * 1,000 writes a second). The shard of a record is a hash of its tenant and
+ * transaction ID, so one tenant's traffic spreads over every shard too; a
+ * listing reads all of them. The count may be raised, never lowered (a lower
+ * count would stop reading the upper shards). docs/table-design.md, "byStatus".
+ */
+export const STATUS_INDEX_SHARDS = 32;
+
+/** FNV-1a (32 bit) of a string's UTF-16 code units: stable, dependency free, well spread for the shard choice. */
+function fnv1a(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h;
+}
+
+/**
+ * Write shards of the byExpiry index: every approval request puts its entry and
+ * its decision or expiry deletes it, across tenants, so a single
+ * `EXPIRY#approval` partition would cap approval-gated actions near 500 a
+ * second. Same rules as STATUS_INDEX_SHARDS.
+ */
+export const APPROVAL_EXPIRY_SHARDS = 32;
+
+function statusPartition(status: string, escalated: boolean): string {
+  return escalated ? `STATUS#${status}#escalated` : `STATUS#${status}`;
+}
+
+/** `base#00` .. `base#<count - 1>`. */
+function shardKey(base: string, shard: number): string {
+  return `${base}#${pad(shard, 2)}`;
+}
+
+/** The legacy unsharded partition `base`, then every shard of it. */
+function partitionsOf(base: string, count: number): string[] {
+  return [base, ...Array.from({ length: count }, (_, shard) => shardKey(base, shard))];
+}
+
+const APPROVAL_EXPIRY_PARTITION = 'EXPIRY#approval';
+
 /** Key builders. IDs never contain '#': the protocol ID pattern forbids it. */
 export const keys = {
   transaction: (tenant: string, transactionId: string) => ({ PK: `TXN#${tenant}#${transactionId}`, SK: 'TXN' }),
@@ -78,7 +127,19 @@ export const keys = {
   planRef: (tenant: string, planId: string) => ({ PK: `PLAN#${tenant}#${planId}`, SK: 'PLAN' }),
   actionIndex: (tenant: string, actionId: string) => `ACTION#${tenant}#${actionId}`,
   actionIndexSort: (createdAt: string, transactionId: string) => `${createdAt}#${transactionId}`,
-  statusIndex: (status: string, escalated = false) => (escalated ? `STATUS#${status}#escalated` : `STATUS#${status}`),
+  /** The byStatus partition key of a record in `status` on write shard `shard` (keys.statusIndexShard). */
+  statusIndex: (status: string, escalated: boolean, shard: number) => shardKey(statusPartition(status, escalated), shard),
+  /** The write shard of a transaction: 0 .. STATUS_INDEX_SHARDS - 1. */
+  statusIndexShard: (tenant: string, transactionId: string) => fnv1a(`${tenant}#${transactionId}`) % STATUS_INDEX_SHARDS,
+  /**
+   * The unsharded partition key every record in `status` was written under
+   * before the index was sharded. Listings still read it (records written by
+   * an earlier version stay there until their next status change), and it
+   * names the listing in a store cursor.
+   */
+  statusIndexLegacy: (status: string, escalated = false) => statusPartition(status, escalated),
+  /** Every partition a listing of `status` reads: the legacy one, then each shard. */
+  statusIndexPartitions: (status: string, escalated = false) => partitionsOf(statusPartition(status, escalated), STATUS_INDEX_SHARDS),
   statusIndexSort: (time: string, tenant: string, transactionId: string) => `${time}#${tenant}#${transactionId}`,
 
   // --- runtime stores (documented in docs/table-design.md) ------------------
@@ -98,7 +159,16 @@ export const keys = {
    */
   approvalPendingIndex: (tenant: string) => `APPROVAL#pending#${tenant}`,
   approvalPendingIndexSort: (expiresAt: string, approvalId: string) => `${expiresAt}#${approvalId}`,
-  /** Pending approvals of every tenant in the sparse byExpiry index (GSI4), oldest expiry first. */
-  approvalExpiryIndex: 'EXPIRY#approval',
+  /**
+   * Pending approvals of every tenant in the sparse byExpiry index (GSI4), oldest
+   * expiry first: GSI4PK `EXPIRY#approval#<shard>`, the shard a hash of tenant
+   * and approval ID (as the status index's).
+   */
+  approvalExpiryIndex: (shard: number) => shardKey(APPROVAL_EXPIRY_PARTITION, shard),
+  approvalExpiryIndexShard: (tenant: string, approvalId: string) => fnv1a(`${tenant}#${approvalId}`) % APPROVAL_EXPIRY_SHARDS,
+  /** The partition every pending approval was written under before the sharding; it names the listing in a store cursor. */
+  approvalExpiryIndexLegacy: APPROVAL_EXPIRY_PARTITION,
+  /** Every partition the expiry listing reads: the legacy one, then each shard. */
+  approvalExpiryIndexPartitions: () => partitionsOf(APPROVAL_EXPIRY_PARTITION, APPROVAL_EXPIRY_SHARDS),
   approvalExpiryIndexSort: (expiresAt: string, tenant: string, approvalId: string) => `${expiresAt}#${tenant}#${approvalId}`,
 } as const;

@@ -49,7 +49,7 @@ import {
 import type { TransactionStatus } from '../../transactions/status.js';
 import { fromAttributeMap } from './attribute-values.js';
 import { DEFAULT_KNOWN_IMAGES, KnownImages } from './known-images.js';
-import { decodeCursor, encodeCursor, queryStatusIndex, rejectedStartKey } from './pagination.js';
+import { decodeCursor, encodeCursor, queryMergedPartitions, rejectedStartKey } from './pagination.js';
 import { classifyTransactFailure, errorName, mapStoreError } from './store-errors.js';
 import { consistentBatchGet, isId } from './store-support.js';
 import { GSIS, ITEM_TYPES, TTL_ATTRIBUTE, keys } from './table-design.js';
@@ -174,9 +174,16 @@ function toRecord(item: Item): TransactionRecord {
   return out as unknown as TransactionRecord;
 }
 
-/** Sort time of the status index: the reconciliation time for outcome_unknown, else the entry time. */
+/**
+ * Status index keys: the record's write shard of its status (a hash of tenant and
+ * transaction ID, so no partition takes every tenant's traffic), and as sort
+ * time the reconciliation time for outcome_unknown, else the entry time.
+ */
 function statusIndex(status: TransactionStatus, tenant: string, transactionId: string, time: string, escalated: boolean) {
-  return { GSI3PK: keys.statusIndex(status, escalated), GSI3SK: keys.statusIndexSort(time, tenant, transactionId) };
+  return {
+    GSI3PK: keys.statusIndex(status, escalated, keys.statusIndexShard(tenant, transactionId)),
+    GSI3SK: keys.statusIndexSort(time, tenant, transactionId),
+  };
 }
 
 /** Items a plain terminal write stamps besides the record and its new receipt (TransactWriteItems holds 100). */
@@ -887,14 +894,22 @@ export class DynamoTransactionStore implements TransactionStore {
 
   async listByStatus(query: ListByStatusQuery): Promise<Page<TransactionRecord>> {
     const { escalated, until, limit } = checkStatusListing(query);
-    const pk = keys.statusIndex(query.status, escalated);
     let out;
     try {
-      out = await queryStatusIndex(this.client, this.table, { code: 'transaction.invalid_listing', pk, upTo: until, limit, cursor: query.cursor });
+      // Every write shard of the status and the legacy unsharded partition, merged in index order.
+      out = await queryMergedPartitions(this.client, this.table, {
+        code: 'transaction.invalid_listing',
+        index: GSIS.byStatus,
+        listing: keys.statusIndexLegacy(query.status, escalated),
+        partitions: keys.statusIndexPartitions(query.status, escalated),
+        upTo: until,
+        limit,
+        cursor: query.cursor,
+      });
     } catch (err) {
       throw mapStoreError(err);
     }
-    const indexKeys = out.Items ?? [];
+    const indexKeys = out.keys;
     const records = await this.batchRead(indexKeys.map((k) => ({ PK: k.PK, SK: k.SK })));
     const items: TransactionRecord[] = [];
     for (const k of indexKeys) {
@@ -904,8 +919,7 @@ export class DynamoTransactionStore implements TransactionStore {
       if (until !== undefined && !escalated && r.status === 'outcome_unknown' && r.next_reconcile_at !== undefined && r.next_reconcile_at > until) continue;
       items.push(r);
     }
-    const cursor = encodeCursor(out.LastEvaluatedKey);
-    return cursor === undefined ? { items } : { items, cursor };
+    return out.cursor === undefined ? { items } : { items, cursor: out.cursor };
   }
 
   /** Strongly consistent reads of the records at `keyList` (keyed `PK|SK`), learned as `get` learns them. */
