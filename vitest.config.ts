@@ -9,15 +9,23 @@
  * - `load`: the 2,000-action load run alone (`npm run test:load`).
  *
  * `npm test` (what CI runs) runs `unit` and `integration`.
+ *
+ * Timeouts only bound a hang: a test waits for events (test/support/wait.ts),
+ * never for a stretch of time, so a busy machine makes it slower, not red.
+ * The functions' Powertools logs are SILENT in tests (POWERTOOLS_LOG_LEVEL,
+ * overridable from the shell); a test that reads the logs sets its own level
+ * (test/reliability/secret-leakage.test.ts).
  */
 import { defineConfig } from 'vitest/config';
 
+const quiet = { POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'SILENT' };
 const shared = {
-  testTimeout: 60_000,
-  hookTimeout: 60_000,
+  testTimeout: 300_000,
+  hookTimeout: 300_000,
   pool: 'forks' as const,
   allowOnly: false,
   passWithNoTests: false,
+  env: quiet,
 };
 const LOAD = 'test/reliability/load.test.ts';
 
@@ -34,7 +42,7 @@ export default defineConfig({
           include: ['test/**/*.test.ts'],
           exclude: ['test/unit/**', '**/node_modules/**'],
           globalSetup: ['test/support/global-setup.ts'],
-          env: { AIP_LOAD_ACTIONS: process.env.AIP_LOAD_ACTIONS ?? '400' },
+          env: { ...quiet, AIP_LOAD_ACTIONS: process.env.AIP_LOAD_ACTIONS ?? '400' },
         },
       },
       {
@@ -43,7 +51,7 @@ export default defineConfig({
           name: 'load',
           include: [LOAD],
           globalSetup: ['test/support/global-setup.ts'],
-          env: { AIP_LOAD_ACTIONS: process.env.AIP_LOAD_ACTIONS ?? '2000' },
+          env: { ...quiet, AIP_LOAD_ACTIONS: process.env.AIP_LOAD_ACTIONS ?? '2000' },
         },
       },
     ],

@@ -12,13 +12,15 @@
  *   and their DLQs;
  * - every schedule of the Scheduler emulator (input included);
  * - every byte written to stdout/stderr and every console call during the
- *   run (the Powertools logger writes through them);
+ *   run (the Powertools logger writes through them), at log level DEBUG
+ *   (the test environment's default is SILENT: vitest.config.ts); captured,
+ *   not echoed (a hit is printed with its context);
  * - every API response body and header (receipts included: each transaction
  *   is read back with `include=receipts,result`).
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { GetQueueUrlCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { LocalStack } from '../../dev/local/start.js';
 import type { QueueMessage } from '../../lib/ports/messages.js';
@@ -56,7 +58,9 @@ function captureOutput(): void {
     const original = stream.write.bind(stream);
     stream.write = ((chunk: unknown, ...rest: unknown[]) => {
       observed.logs?.push(typeof chunk === 'string' ? chunk : Buffer.from(chunk as Uint8Array).toString('utf8'));
-      return (original as (...a: unknown[]) => boolean)(chunk, ...rest);
+      const done = rest.find((r) => typeof r === 'function') as (() => void) | undefined;
+      done?.();
+      return true;
     }) as typeof stream.write;
     restore.push(() => {
       stream.write = original as typeof stream.write;
@@ -66,7 +70,6 @@ function captureOutput(): void {
     const original = console[level];
     console[level] = (...args: unknown[]) => {
       observed.logs?.push(args.map((a) => (typeof a === 'string' ? a : safeJson(a))).join(' '));
-      original.apply(console, args);
     };
     restore.push(() => {
       console[level] = original;
@@ -83,6 +86,8 @@ function safeJson(v: unknown): string {
 }
 
 beforeAll(async () => {
+  // Every log line the functions write, whatever the test environment's level (made before the first handler runs).
+  vi.stubEnv('POWERTOOLS_LOG_LEVEL', 'DEBUG');
   captureOutput();
   ({ stack, table } = await reliabilityStack('leak', {
     tenants: [TENANT],
@@ -110,6 +115,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const r of restore.splice(0)) r();
+  vi.unstubAllEnvs();
   ddb?.destroy();
   await stack?.stop();
 });
