@@ -56,7 +56,7 @@ ensure_stress() {
       echo "would run: ${sudo:+$sudo }apt-get update && ${sudo:+$sudo }apt-get install -y stress-ng"
       return 0
     fi
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get update -y >/dev/null && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y --no-install-recommends stress-ng >/dev/null || true
+    { $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -y && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends stress-ng; } >/dev/null || true
   fi
   have_stress
 }
