@@ -2,13 +2,20 @@
  * Test tiers (vitest projects):
  * - `unit`: test/unit, pure code and request-shape checks. No Java, no
  *   emulator: `npm run test:unit` runs on a bare machine in seconds.
- * - `integration`: everything else (emulators, local stack, browser, infra
- *   assertions, reliability and security), with DynamoDB Local and fauxqs
- *   started once by the global setup. Its load run is the small one
- *   (AIP_LOAD_ACTIONS defaults to 400 here).
+ * - `infra`: test/infra, the CDK app synthesized in memory (stack assertions,
+ *   bundling, cdk-nag). No emulator. Its files share one module graph per
+ *   worker (`isolate: false`): aws-cdk-lib and cdk-nag (about 1,000 modules)
+ *   load once per worker instead of once per file, which was most of these
+ *   files' time. They hold no module state of their own (each test builds a
+ *   new App); a test that needs the emulators or stubs modules or the
+ *   environment belongs to `integration`.
+ * - `integration`: everything else (emulators, local stack, browser,
+ *   reliability and security), with DynamoDB Local and fauxqs started once by
+ *   the global setup. Its load run is the small one (AIP_LOAD_ACTIONS defaults
+ *   to 400 here).
  * - `load`: the 2,000-action load run alone (`npm run test:load`).
  *
- * `npm test` (what CI runs) runs `unit` and `integration`.
+ * `npm test` (what CI runs) runs `unit`, `infra` and `integration`.
  *
  * Timeouts only bound a hang: a test waits for events (test/support/wait.ts),
  * never for a stretch of time, so a busy machine makes it slower, not red.
@@ -35,12 +42,13 @@ export default defineConfig({
     reporters: ['default'],
     projects: [
       { test: { ...shared, name: 'unit', include: ['test/unit/**/*.test.ts'] } },
+      { test: { ...shared, name: 'infra', include: ['test/infra/**/*.test.ts'], isolate: false } },
       {
         test: {
           ...shared,
           name: 'integration',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/unit/**', '**/node_modules/**'],
+          exclude: ['test/unit/**', 'test/infra/**', '**/node_modules/**'],
           globalSetup: ['test/support/global-setup.ts'],
           env: { ...quiet, AIP_LOAD_ACTIONS: process.env.AIP_LOAD_ACTIONS ?? '400' },
         },
