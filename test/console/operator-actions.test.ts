@@ -12,6 +12,7 @@ import type { Browser, Page } from 'playwright-core';
 import type { LocalStack } from '../../dev/local/start.js';
 import { SteppedClock } from '../../lib/ports/clock.js';
 import { charge, clientOf, consoleStack, devSignIn, launchBrowser, newPage, screenshot, uid } from './support.js';
+import { HANG_MS } from '../support/wait.js';
 
 const clock = new SteppedClock();
 let stack: LocalStack;
@@ -22,7 +23,7 @@ beforeAll(async () => {
   // One reconciliation attempt before a record escalates to a human (the resolve test needs an escalated record).
   [stack, browser] = await Promise.all([consoleStack('console-ops', { clock, runtimeSettings: { reconcile: { max_attempts: 1 } } }), launchBrowser()]);
   page = await newPage(browser);
-  page.setDefaultTimeout(30_000);
+  page.setDefaultTimeout(HANG_MS);
   await devSignIn(page, stack.consoleUrl as string, 'dev-operator');
 });
 afterAll(async () => {

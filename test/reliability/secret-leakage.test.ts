@@ -27,6 +27,7 @@ import type { QueueMessage } from '../../lib/ports/messages.js';
 import { SteppedClock } from '../../lib/ports/clock.js';
 import { reconcileActionId } from '../../lib/runtime/reconciliation.js';
 import { dynamoClient, recordScenario, reliabilityStack, scanAll } from './support.js';
+import { HANG_MS } from '../support/wait.js';
 
 /** The planted secret: unique per run, never otherwise in the repository. */
 const SECRET = `sk_planted_${randomBytes(24).toString('hex')}`;
@@ -127,7 +128,7 @@ async function call(method: string, path: string, body?: unknown, bearer = token
     method,
     headers: { authorization: `Bearer ${bearer}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
     ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
-    signal: AbortSignal.timeout(40_000),
+    signal: AbortSignal.timeout(HANG_MS),
   });
   const text = await res.text();
   observed.api?.push(`${method} ${path} ${res.status} ${JSON.stringify([...res.headers])} ${text}`);
@@ -269,6 +270,7 @@ describe('secret leakage', () => {
     expect(observed.dynamodb.length).toBeGreaterThan(20);
     expect(observed.sqs_handled.length).toBeGreaterThan(4);
     expect(observed.api?.length).toBeGreaterThan(10);
+    expect(observed.logs?.length).toBeGreaterThan(0);
     expect(stack.simulator.ledger().length).toBeGreaterThanOrEqual(3);
     expect(hits).toEqual([]);
 

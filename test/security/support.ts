@@ -12,7 +12,7 @@ import type { SteppedClock } from '../../lib/ports/clock.js';
 import { ProblemSchema } from '../../lib/protocol/problem.js';
 import type { ReconcileDisposition } from '../../lib/runtime/types.js';
 import { dynamoClient, reliabilityStack, tableFingerprint } from '../reliability/support.js';
-import { eventually } from '../support/wait.js';
+import { eventually, HANG_MS } from '../support/wait.js';
 
 export const RW = ['aip:actions:read', 'aip:actions:write'] as const;
 export const WAIT = 20;
@@ -46,7 +46,7 @@ export async function securityStack(prefix: string, tenant: string, options: Par
       method,
       headers,
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-      signal: AbortSignal.timeout(40_000),
+      signal: AbortSignal.timeout(HANG_MS),
     });
     const text = await res.text();
     return { status: res.status, body: text.length > 0 ? (JSON.parse(text) as Record<string, unknown>) : {} };
