@@ -19,13 +19,14 @@
  *
  * Timeouts only bound a hang: a test waits for events (test/support/wait.ts),
  * never for a stretch of time, so a busy machine makes it slower, not red.
- * The functions' Powertools logs are SILENT in tests (POWERTOOLS_LOG_LEVEL,
- * overridable from the shell); a test that reads the logs sets its own level
- * (test/reliability/secret-leakage.test.ts).
+ * What the code under test writes to stdout/stderr (the functions'
+ * Powertools logs, WARN and above unless POWERTOOLS_LOG_LEVEL says otherwise)
+ * is held back and shown only for a failing test (test/support/capture-output.ts);
+ * a test that reads the logs sets its own level (test/reliability/secret-leakage.test.ts).
  */
 import { defineConfig } from 'vitest/config';
 
-const quiet = { POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'SILENT' };
+const quiet = { POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'WARN' };
 const shared = {
   testTimeout: 300_000,
   hookTimeout: 300_000,
@@ -33,6 +34,7 @@ const shared = {
   allowOnly: false,
   passWithNoTests: false,
   env: quiet,
+  setupFiles: ['test/support/capture-output.ts'],
 };
 const LOAD = 'test/reliability/load.test.ts';
 

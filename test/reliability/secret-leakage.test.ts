@@ -13,7 +13,7 @@
  * - every schedule of the Scheduler emulator (input included);
  * - every byte written to stdout/stderr and every console call during the
  *   run (the Powertools logger writes through them), at log level DEBUG
- *   (the test environment's default is SILENT: vitest.config.ts); captured,
+ *   (the test environment's default is WARN: vitest.config.ts); captured,
  *   not echoed (a hit is printed with its context);
  * - every API response body and header (receipts included: each transaction
  *   is read back with `include=receipts,result`).
