@@ -2,22 +2,39 @@
  * Test tiers (vitest projects):
  * - `unit`: test/unit, pure code and request-shape checks. No Java, no
  *   emulator: `npm run test:unit` runs on a bare machine in seconds.
- * - `integration`: everything else (emulators, local stack, browser, infra
- *   assertions, reliability and security), with DynamoDB Local and fauxqs
- *   started once by the global setup. Its load run is the small one
- *   (AIP_LOAD_ACTIONS defaults to 400 here).
+ * - `infra`: test/infra, the CDK app synthesized in memory (stack assertions,
+ *   bundling, cdk-nag). No emulator. Its files share one module graph per
+ *   worker (`isolate: false`): aws-cdk-lib and cdk-nag (about 1,000 modules)
+ *   load once per worker instead of once per file, which was most of these
+ *   files' time. They hold no module state of their own (each test builds a
+ *   new App); a test that needs the emulators or stubs modules or the
+ *   environment belongs to `integration`.
+ * - `integration`: everything else (emulators, local stack, browser,
+ *   reliability and security), with DynamoDB Local and fauxqs started once by
+ *   the global setup. Its load run is the small one (AIP_LOAD_ACTIONS defaults
+ *   to 400 here).
  * - `load`: the 2,000-action load run alone (`npm run test:load`).
  *
- * `npm test` (what CI runs) runs `unit` and `integration`.
+ * `npm test` (what CI runs) runs `unit`, `infra` and `integration`.
+ *
+ * Timeouts only bound a hang: a test waits for events (test/support/wait.ts),
+ * never for a stretch of time, so a busy machine makes it slower, not red.
+ * What the code under test writes to stdout/stderr (the functions'
+ * Powertools logs, WARN and above unless POWERTOOLS_LOG_LEVEL says otherwise)
+ * is held back and shown only for a failing test (test/support/capture-output.ts);
+ * a test that reads the logs sets its own level (test/reliability/secret-leakage.test.ts).
  */
 import { defineConfig } from 'vitest/config';
 
+const quiet = { POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'WARN' };
 const shared = {
-  testTimeout: 60_000,
-  hookTimeout: 60_000,
+  testTimeout: 300_000,
+  hookTimeout: 300_000,
   pool: 'forks' as const,
   allowOnly: false,
   passWithNoTests: false,
+  env: quiet,
+  setupFiles: ['test/support/capture-output.ts'],
 };
 const LOAD = 'test/reliability/load.test.ts';
 
@@ -27,14 +44,15 @@ export default defineConfig({
     reporters: ['default'],
     projects: [
       { test: { ...shared, name: 'unit', include: ['test/unit/**/*.test.ts'] } },
+      { test: { ...shared, name: 'infra', include: ['test/infra/**/*.test.ts'], isolate: false } },
       {
         test: {
           ...shared,
           name: 'integration',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/unit/**', '**/node_modules/**'],
+          exclude: ['test/unit/**', 'test/infra/**', '**/node_modules/**'],
           globalSetup: ['test/support/global-setup.ts'],
-          env: { AIP_LOAD_ACTIONS: process.env.AIP_LOAD_ACTIONS ?? '400' },
+          env: { ...quiet, AIP_LOAD_ACTIONS: process.env.AIP_LOAD_ACTIONS ?? '400' },
         },
       },
       {
@@ -43,7 +61,7 @@ export default defineConfig({
           name: 'load',
           include: [LOAD],
           globalSetup: ['test/support/global-setup.ts'],
-          env: { AIP_LOAD_ACTIONS: process.env.AIP_LOAD_ACTIONS ?? '2000' },
+          env: { ...quiet, AIP_LOAD_ACTIONS: process.env.AIP_LOAD_ACTIONS ?? '2000' },
         },
       },
     ],

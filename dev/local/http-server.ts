@@ -390,7 +390,10 @@ export async function startLocalHttpServer(options: LocalHttpServerOptions): Pro
       else res.destroy();
     });
   });
-  server.keepAliveTimeout = 5_000;
+  // Idle keep-alive sockets are closed after a minute, not seconds: a client reuses an idle socket until
+  // shortly before the announced timeout, and on a busy machine (a late event loop) that margin was not
+  // enough: the request met the server's close, as ECONNRESET. stop() closes every connection anyway.
+  server.keepAliveTimeout = 65_000;
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -46,7 +46,7 @@ import { createPaymentsConnector, DEFAULT_PAYMENTS_CREDENTIAL_HANDLE, type Payme
 import type { ApprovalPolicy, DeploymentRuntimeConfig } from '../../lib/config/deployment.js';
 import type { LocalCredentialReference } from '../../lib/connectors/credentials/env-provider.js';
 import type { RemotePlacement } from '../../lib/connectors/remote/config.js';
-import { startDynamoDbLocal, type DynamoDbLocal } from '../emulators/dynamodb-local.js';
+import { findJava, JavaMissingError, startDynamoDbLocal, type DynamoDbLocal } from '../emulators/dynamodb-local.js';
 import { startSqsEmulator, type FauxqsHandle } from '../emulators/fauxqs.js';
 import { startPaymentsSimulator, type PaymentsSimulator } from '../payments-simulator/server.js';
 import { startSchedulerEmulator, type SchedulerEmulator } from '../scheduler-emulator/emulator.js';
@@ -691,6 +691,8 @@ async function main(): Promise<void> {
   const say = (line: string) => process.stderr.write(`[aip-local] ${line}\n`);
   let stack: LocalStack;
   try {
+    // Java first: a machine without it is told so (and how to install it) before the console build.
+    if (findJava() === undefined) throw new JavaMissingError();
     say('building the operator console…');
     // Vite is loaded only here, so in-process users of the stack (tests) do not pay for it.
     const { buildConsole } = await import('../../console/build.js');

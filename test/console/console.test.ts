@@ -15,6 +15,7 @@ import type { Browser, Page } from 'playwright-core';
 import type { LocalStack } from '../../dev/local/start.js';
 import { SteppedClock } from '../../lib/ports/clock.js';
 import { charge, clientOf, consoleStack, devSignIn, launchBrowser, newPage, screenshot, uid } from './support.js';
+import { HANG_MS } from '../support/wait.js';
 
 const clock = new SteppedClock();
 let stack: LocalStack;
@@ -24,7 +25,7 @@ let page: Page;
 beforeAll(async () => {
   [stack, browser] = await Promise.all([consoleStack('console', { clock }), launchBrowser()]);
   page = await newPage(browser);
-  page.setDefaultTimeout(20_000);
+  page.setDefaultTimeout(HANG_MS);
 });
 afterAll(async () => {
   await browser?.close();

@@ -9,6 +9,7 @@ import type { Browser, Page } from 'playwright-core';
 import type { LocalStack } from '../../dev/local/start.js';
 import { startLoopbackIdp, type LoopbackIdp } from './oidc-idp.js';
 import { consoleStack, launchBrowser, newPage, screenshot } from './support.js';
+import { HANG_MS } from '../support/wait.js';
 
 const CLIENT_ID = 'aip-console';
 let idp: LoopbackIdp;
@@ -30,7 +31,7 @@ beforeAll(async () => {
   const s = stack;
   mint = () => s.mintToken({ sub: 'oidc-operator', scopes: ['aip:actions:read', 'aip:operator'] });
   page = await newPage(browser);
-  page.setDefaultTimeout(20_000);
+  page.setDefaultTimeout(HANG_MS);
 });
 afterAll(async () => {
   await browser?.close();

@@ -18,6 +18,7 @@ import type { Browser, Page } from 'playwright-core';
 import type { LocalStack } from '../../dev/local/start.js';
 import { SteppedClock } from '../../lib/ports/clock.js';
 import { charge, clientOf, consoleStack, devSignIn, launchBrowser, newPage, screenshot, uid } from './support.js';
+import { eventually, HANG_MS } from '../support/wait.js';
 
 const clock = new SteppedClock();
 let stack: LocalStack;
@@ -28,7 +29,7 @@ beforeAll(async () => {
   // One reconciliation attempt before a record escalates to a human (the resolve test needs an escalated record).
   [stack, browser] = await Promise.all([consoleStack('console-ops', { clock, runtimeSettings: { reconcile: { max_attempts: 1 } } }), launchBrowser()]);
   page = await newPage(browser);
-  page.setDefaultTimeout(30_000);
+  page.setDefaultTimeout(HANG_MS);
   await devSignIn(page, stack.consoleUrl as string, 'dev-operator');
 });
 afterAll(async () => {
@@ -105,17 +106,24 @@ describe('operator actions', () => {
     expect(txn.provider_operation).toBeUndefined();
     // The provider cannot be asked: once its attempts are used up, the reconciliation escalates it to a human.
     stack.simulator.setFaults([LOOKUP_FAILS]);
-    let disposition: string | undefined;
     try {
-      for (let i = 0; i < 4 && disposition !== 'escalated'; i++) {
-        clock.advance(20 * 60_000);
-        disposition = (await stack.runtime.reconcile({ kind: 'reconcile', tenant_id: stack.tenant, transaction_id: txn.transaction_id, reason: 'sweeper' }))
-          .disposition;
-      }
+      // Round by round until the record is escalated (`requires_human`: the stack's own consumer got there first).
+      await eventually(
+        async () => {
+          clock.advance(20 * 60_000);
+          const { disposition } = await stack.runtime.reconcile({
+            kind: 'reconcile',
+            tenant_id: stack.tenant,
+            transaction_id: txn.transaction_id,
+            reason: 'sweeper',
+          });
+          return disposition === 'escalated' || disposition === 'requires_human' ? disposition : undefined;
+        },
+        { what: `transaction ${txn.transaction_id} escalated`, intervalMs: 0 },
+      );
     } finally {
       stack.simulator.setFaults([]);
     }
-    expect(disposition).toBe('escalated');
     const found = stack.simulator.ledger().at(-1) as { operation_id: string };
 
     await page.goto(`${stack.consoleUrl}#/work/requires_human`);

@@ -25,6 +25,7 @@ import { reconcileScheduleName } from '../../lib/aws/scheduler/scheduler.js';
 import { TERMINAL_STATUSES, type Action, type ActionState, type AipClient } from '../../lib/client/index.js';
 import { reconcileActionId } from '../../lib/runtime/reconciliation.js';
 import { SteppedClock, clientFor, problemOf } from './support.js';
+import { HANG_MS } from '../support/wait.js';
 
 const TENANT_A = 'demo';
 const TENANT_B = 'acme';
@@ -33,8 +34,8 @@ const READ_WRITE = ['aip:actions:read', 'aip:actions:write'];
 const COMPENSATION_WINDOW_MS = 10 * 60_000;
 /** Long-poll window of a submit (`Prefer: wait`; the API's maximum is 25 s). */
 const WAIT = 20;
-/** How long a test waits for an action to finish, in successive long polls (a loaded CI machine is slow). */
-const FINISH_MS = 45_000;
+/** How long a test waits for an action to finish, in successive long polls: a bound on a hang (a loaded CI machine is slow). */
+const FINISH_MS = HANG_MS;
 
 const clock = new SteppedClock();
 const violations: string[] = [];

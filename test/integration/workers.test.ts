@@ -16,6 +16,7 @@ import { startSchedulerEmulator, type SchedulerEmulator } from '../../dev/schedu
 import { createInvokeHandler } from '../../functions/worker/invoke.js';
 import { createReconcileHandler } from '../../functions/worker/reconcile.js';
 import { SILENT_LOGGER } from '../../functions/shared/logger.js';
+import { eventually } from '../support/wait.js';
 
 let sqs: SQSClient;
 const obs = { logger: SILENT_LOGGER };
@@ -79,8 +80,15 @@ describe('invoke worker over fauxqs', () => {
     expect(first.received).toHaveLength(4);
     expect(first.succeeded).toHaveLength(1);
     expect(first.failed).toHaveLength(3);
-    // Keep polling until every message was either deleted or moved to the DLQ (bounded; no sleeps).
-    for (let i = 0; i < 10 && (await depth(q.url)) > 0; i++) await poller.pollOnce();
+    // Keep polling until every message was either deleted or moved to the DLQ (a deadline bounds a hang).
+    await eventually(
+      async () => {
+        if ((await depth(q.url)) === 0) return true;
+        await poller.pollOnce();
+        return undefined;
+      },
+      { what: 'every message deleted or dead-lettered', intervalMs: 0 },
+    );
 
     expect(await depth(q.url)).toBe(0);
     expect(calls).toEqual({ ok: 1, busy: 2, boom: 2 });

@@ -520,6 +520,6 @@ describe('crash points on the local stack', () => {
   for (const c of CASES) {
     it(`${c.point} (${c.flow}${c.lost === 'answer' ? ', provider answer lost' : c.lost === 'retry_answer' ? ', answer to the retry lost' : ''}): ${c.recovery} → ${c.final}`, async () => {
       await runCase(c);
-    }, 60_000);
+    });
   }
 });

@@ -57,6 +57,7 @@ import { fromAttributeMap } from '../../lib/aws/dynamo/attribute-values.js';
 import { keys } from '../../lib/aws/dynamo/table-design.js';
 import { checkConsistency, type SubmittedAction } from './consistency.js';
 import { counter, dynamoClient, recordScenario, reliabilityStack, scanAll } from './support.js';
+import { HANG_MS } from '../support/wait.js';
 
 const ACTIONS = Math.max(10, Number(process.env.AIP_LOAD_ACTIONS ?? 2_000));
 const CLIENTS = 50;
@@ -215,7 +216,7 @@ beforeAll(async () => {
       return false;
     });
   }
-}, 120_000);
+});
 
 afterAll(async () => {
   stack?.simulator.releaseDelays();
@@ -233,7 +234,7 @@ async function call(token: string, method: string, path: string, body?: unknown)
     method,
     headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    signal: AbortSignal.timeout(90_000),
+    signal: AbortSignal.timeout(HANG_MS),
   });
   const text = await res.text();
   return { status: res.status, body: text.length > 0 ? (JSON.parse(text) as Record<string, unknown>) : {} };
@@ -253,9 +254,10 @@ function chargeBody(id: string, intent: Intent, principal: string, transaction: 
   };
 }
 
-/** Reads the action, then long-polls it until it is terminal (a synchronisation on the observed state, bounded). */
+/** Reads the action, then long-polls it until it is terminal (a synchronisation on the observed state; the deadline bounds a hang). */
 async function settle(token: string, id: string): Promise<Record<string, unknown>> {
-  for (let i = 0; i < 10; i++) {
+  const deadline = Date.now() + HANG_MS;
+  for (let i = 0; Date.now() < deadline; i++) {
     const r = await call(token, 'GET', `/v1/actions/${encodeURIComponent(id)}${i === 0 ? '' : `?wait=${WAIT_S}`}`);
     if (r.status !== 200) throw new Error(`GET ${id}: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
     if (terminal(resultOf(r.body)?.status)) return r.body;
@@ -413,7 +415,7 @@ const TERMINAL_TXN = ['dry_run_completed', 'committed', 'compensated', 'failed',
 function messagesHandled(from: number, n: number, what: string): Promise<void> {
   const total = () => handledCount.invoke + handledCount.reconcile;
   return new Promise((resolve, reject) => {
-    const guard = setTimeout(() => reject(new Error(`${what}: ${total() - from} of ${n} messages handled`)), 120_000);
+    const guard = setTimeout(() => reject(new Error(`${what}: ${total() - from} of ${n} messages handled`)), HANG_MS);
     const check = () => {
       if (total() - from >= n) {
         clearTimeout(guard);
@@ -451,7 +453,7 @@ describe('load', () => {
     const amounts = new Set(mine.map((a) => a.amount));
     expect(stack.simulator.ledger().filter((e) => amounts.has(e.amount))).toHaveLength(12);
     bump('regression_duplicate_intents', mine.length);
-  }, 120_000);
+  });
 
   it(`${ACTIONS} actions from ${CLIENTS} concurrent HTTP clients, faults on ~10% of provider calls: nothing lost, duplicated or stuck; every chain verifies`, async () => {
     // Warm-up, without faults and before the clock starts: a few actions per tenant, one at a time (JIT, the

@@ -20,6 +20,7 @@ import { SteppedClock } from '../../lib/ports/clock.js';
 import type { InvokeMessage } from '../../lib/ports/messages.js';
 import { reconcileActionId } from '../../lib/runtime/reconciliation.js';
 import { counter, recordScenario, reliabilityStack } from './support.js';
+import { HANG_MS } from '../support/wait.js';
 
 const TENANT = 'acme';
 /** The payments capabilities' timeout here; the lease is this plus the 30 s margin. */
@@ -64,7 +65,7 @@ async function call(method: string, path: string, body?: unknown) {
     method,
     headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    signal: AbortSignal.timeout(60_000),
+    signal: AbortSignal.timeout(HANG_MS),
   });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }

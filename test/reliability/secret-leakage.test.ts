@@ -12,19 +12,22 @@
  *   and their DLQs;
  * - every schedule of the Scheduler emulator (input included);
  * - every byte written to stdout/stderr and every console call during the
- *   run (the Powertools logger writes through them);
+ *   run (the Powertools logger writes through them), at log level DEBUG
+ *   (the test environment's default is WARN: vitest.config.ts); captured,
+ *   not echoed (a hit is printed with its context);
  * - every API response body and header (receipts included: each transaction
  *   is read back with `include=receipts,result`).
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { GetQueueUrlCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { LocalStack } from '../../dev/local/start.js';
 import type { QueueMessage } from '../../lib/ports/messages.js';
 import { SteppedClock } from '../../lib/ports/clock.js';
 import { reconcileActionId } from '../../lib/runtime/reconciliation.js';
 import { dynamoClient, recordScenario, reliabilityStack, scanAll } from './support.js';
+import { HANG_MS } from '../support/wait.js';
 
 /** The planted secret: unique per run, never otherwise in the repository. */
 const SECRET = `sk_planted_${randomBytes(24).toString('hex')}`;
@@ -56,7 +59,9 @@ function captureOutput(): void {
     const original = stream.write.bind(stream);
     stream.write = ((chunk: unknown, ...rest: unknown[]) => {
       observed.logs?.push(typeof chunk === 'string' ? chunk : Buffer.from(chunk as Uint8Array).toString('utf8'));
-      return (original as (...a: unknown[]) => boolean)(chunk, ...rest);
+      const done = rest.find((r) => typeof r === 'function') as (() => void) | undefined;
+      done?.();
+      return true;
     }) as typeof stream.write;
     restore.push(() => {
       stream.write = original as typeof stream.write;
@@ -66,7 +71,6 @@ function captureOutput(): void {
     const original = console[level];
     console[level] = (...args: unknown[]) => {
       observed.logs?.push(args.map((a) => (typeof a === 'string' ? a : safeJson(a))).join(' '));
-      original.apply(console, args);
     };
     restore.push(() => {
       console[level] = original;
@@ -83,6 +87,8 @@ function safeJson(v: unknown): string {
 }
 
 beforeAll(async () => {
+  // Every log line the functions write, whatever the test environment's level (made before the first handler runs).
+  vi.stubEnv('POWERTOOLS_LOG_LEVEL', 'DEBUG');
   captureOutput();
   ({ stack, table } = await reliabilityStack('leak', {
     tenants: [TENANT],
@@ -110,6 +116,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const r of restore.splice(0)) r();
+  vi.unstubAllEnvs();
   ddb?.destroy();
   await stack?.stop();
 });
@@ -121,7 +128,7 @@ async function call(method: string, path: string, body?: unknown, bearer = token
     method,
     headers: { authorization: `Bearer ${bearer}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
     ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
-    signal: AbortSignal.timeout(40_000),
+    signal: AbortSignal.timeout(HANG_MS),
   });
   const text = await res.text();
   observed.api?.push(`${method} ${path} ${res.status} ${JSON.stringify([...res.headers])} ${text}`);
@@ -263,6 +270,7 @@ describe('secret leakage', () => {
     expect(observed.dynamodb.length).toBeGreaterThan(20);
     expect(observed.sqs_handled.length).toBeGreaterThan(4);
     expect(observed.api?.length).toBeGreaterThan(10);
+    expect(observed.logs?.length).toBeGreaterThan(0);
     expect(stack.simulator.ledger().length).toBeGreaterThanOrEqual(3);
     expect(hits).toEqual([]);
 

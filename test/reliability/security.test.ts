@@ -20,6 +20,7 @@ import { mintToken } from '../../dev/auth/mint.js';
 import { ProblemSchema } from '../../lib/protocol/problem.js';
 import { SteppedClock } from '../../lib/ports/clock.js';
 import { dynamoClient, recordScenario, reliabilityStack, tableFingerprint } from './support.js';
+import { HANG_MS } from '../support/wait.js';
 
 const A = 'demo';
 const B = 'acme';
@@ -99,7 +100,7 @@ async function call(token: string, method: string, path: string, body?: unknown,
     method,
     headers,
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    signal: AbortSignal.timeout(40_000),
+    signal: AbortSignal.timeout(HANG_MS),
   });
   const text = await res.text();
   return { status: res.status, body: text.length > 0 ? (JSON.parse(text) as Record<string, unknown>) : {} };

@@ -18,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalStack } from '../../dev/local/start.js';
 import { SteppedClock } from '../../lib/ports/clock.js';
 import { reliabilityStack } from '../reliability/support.js';
+import { HANG_MS } from '../support/wait.js';
 
 const TENANT = 'demo';
 const RW = ['aip:actions:read', 'aip:actions:write'];
@@ -48,7 +49,7 @@ async function call(token: string, method: string, path: string, body?: unknown,
     method,
     headers: h,
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    signal: AbortSignal.timeout(40_000),
+    signal: AbortSignal.timeout(HANG_MS),
   });
   const text = await res.text();
   return { status: res.status, body: text.length > 0 ? (JSON.parse(text) as Record<string, unknown>) : {} };

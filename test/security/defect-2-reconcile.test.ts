@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SteppedClock } from '../../lib/ports/clock.js';
 import { scanAll } from '../reliability/support.js';
-import { charge, executed, refused, RW, securityStack, uid, writesNothing, type SecurityStack } from './support.js';
+import { charge, executed, reconcileUntil, refused, RW, securityStack, uid, writesNothing, type SecurityStack } from './support.js';
 
 const T = 'demo';
 const clock = new SteppedClock();
@@ -127,18 +127,11 @@ describe('defect 2: who may reconcile, and with which provider operation', () =>
     // No operation checkpointed, and the provider cannot be asked by idempotency key either (its lookups fail):
     // reconciliation rounds end at the bound, and the record is escalated to a human.
     s.stack.simulator.setFaults([{ match: { method: 'GET', path: '/v1/operations' }, fault: { type: 'error_before_commit', status: 503 }, times: 'always' }]);
-    let disposition = '';
     try {
-      for (let round = 0; round < 20 && disposition !== 'escalated'; round++) {
-        const view = await s.call(alice, 'GET', `/v1/transactions?transaction_id=${txn.transaction_id}`);
-        const due = (view.body as { earliest_reconcile_at?: string }).earliest_reconcile_at;
-        if (due !== undefined) clock.advanceTo(Date.parse(due) + 1);
-        disposition = (await s.stack.runtime.reconcile({ kind: 'reconcile', tenant_id: T, transaction_id: txn.transaction_id, reason: 'sweeper' })).disposition;
-      }
+      await reconcileUntil(s, clock, { token: alice, tenant_id: T, transaction_id: txn.transaction_id });
     } finally {
       s.stack.simulator.setFaults([]);
     }
-    expect(disposition).toBe('escalated');
     const found = s.stack.simulator.ledger().at(-1) as { operation_id: string };
     const supplied = { provider: 'payments', operation_id: found.operation_id };
     await writesNothing(s, async () => {

@@ -26,6 +26,7 @@ import { ProblemSchema } from '../../lib/protocol/problem.js';
 import { SteppedClock } from '../../lib/ports/clock.js';
 import { reconcileActionId } from '../../lib/runtime/reconciliation.js';
 import { dynamoClient, reliabilityStack, tableFingerprint } from '../reliability/support.js';
+import { HANG_MS } from '../support/wait.js';
 
 const TENANT = 'demo';
 const OTHER = 'acct_other';
@@ -78,7 +79,7 @@ async function call(token: string, method: string, path: string, body?: unknown)
     method,
     headers,
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    signal: AbortSignal.timeout(40_000),
+    signal: AbortSignal.timeout(HANG_MS),
   });
   const text = await res.text();
   return { status: res.status, contentType: res.headers.get('content-type') ?? '', body: text.length > 0 ? (JSON.parse(text) as Record<string, unknown>) : {} };

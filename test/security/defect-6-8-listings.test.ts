@@ -21,6 +21,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalStack } from '../../dev/local/start.js';
 import { ProblemSchema } from '../../lib/protocol/problem.js';
 import { reliabilityStack } from '../reliability/support.js';
+import { HANG_MS } from '../support/wait.js';
 
 const DEMO = 'demo';
 const ACME = 'acme';
@@ -97,7 +98,7 @@ async function call(token: string, method: string, path: string, body?: unknown,
     method,
     headers,
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    signal: AbortSignal.timeout(40_000),
+    signal: AbortSignal.timeout(HANG_MS),
   });
   const text = await res.text();
   return { status: res.status, contentType: res.headers.get('content-type') ?? '', body: text.length > 0 ? (JSON.parse(text) as Record<string, unknown>) : {} };

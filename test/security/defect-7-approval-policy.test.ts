@@ -23,6 +23,7 @@ import type { ApprovalPolicy } from '../../lib/config/deployment.js';
 import { ProblemSchema } from '../../lib/protocol/problem.js';
 import type { Clock } from '../../lib/ports/clock.js';
 import { reliabilityStack } from '../reliability/support.js';
+import { HANG_MS } from '../support/wait.js';
 
 const DEMO = 'demo';
 /** Named nowhere in the deployment: no credentials, no runtime settings. */
@@ -82,7 +83,7 @@ async function call(token: string, method: string, path: string, body?: unknown)
     method,
     headers,
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    signal: AbortSignal.timeout(40_000),
+    signal: AbortSignal.timeout(HANG_MS),
   });
   const text = await res.text();
   return { status: res.status, body: text.length > 0 ? (JSON.parse(text) as Record<string, unknown>) : {} };

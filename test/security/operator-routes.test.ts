@@ -28,7 +28,7 @@ import { SteppedClock } from '../../lib/ports/clock.js';
 import { sha256Hex, type Receipt } from '../../lib/protocol/index.js';
 import { resultDigestText } from '../../lib/protocol/receipt-chain.js';
 import { verifyReceiptChain } from '../../lib/runtime/receipts.js';
-import { charge, executed, planned, refused, RW, securityStack, uid, writesNothing, type Answer, type SecurityStack } from './support.js';
+import { charge, executed, planned, reconcileUntil, refused, RW, securityStack, uid, writesNothing, type Answer, type SecurityStack } from './support.js';
 
 const T = 'demo';
 /** A tenant of its own for the overview, so the other tests' records do not count. */
@@ -100,17 +100,11 @@ async function uncertain(e: Env, token: string, lookups: boolean): Promise<Uncer
 /** Reconciles round by round (clock at each due time) while the provider cannot answer, until the bound escalates the record. */
 async function escalate(e: Env, tenant_id: string, token: string, transaction_id: string, faults: FaultRuleInput[]): Promise<Txn> {
   e.s.stack.simulator.setFaults(faults);
-  let disposition = '';
   try {
-    for (let round = 0; round < 20 && disposition !== 'escalated'; round++) {
-      const due = (await view(e, token, transaction_id, 'result')).earliest_reconcile_at;
-      if (due !== undefined) e.clock.advanceTo(Date.parse(due) + 1);
-      disposition = (await e.s.stack.runtime.reconcile({ kind: 'reconcile', tenant_id, transaction_id, reason: 'sweeper' })).disposition;
-    }
+    await reconcileUntil(e.s, e.clock, { token, tenant_id, transaction_id });
   } finally {
     e.s.stack.simulator.setFaults([]);
   }
-  expect(disposition).toBe('escalated');
   const escalated = await view(e, token, transaction_id);
   expect(escalated.status).toBe('requires_human');
   return escalated;

@@ -8,8 +8,11 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'vitest';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { LocalStack, LocalStackOptions } from '../../dev/local/start.js';
+import type { SteppedClock } from '../../lib/ports/clock.js';
 import { ProblemSchema } from '../../lib/protocol/problem.js';
+import type { ReconcileDisposition } from '../../lib/runtime/types.js';
 import { dynamoClient, reliabilityStack, tableFingerprint } from '../reliability/support.js';
+import { eventually, HANG_MS } from '../support/wait.js';
 
 export const RW = ['aip:actions:read', 'aip:actions:write'] as const;
 export const WAIT = 20;
@@ -43,7 +46,7 @@ export async function securityStack(prefix: string, tenant: string, options: Par
       method,
       headers,
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-      signal: AbortSignal.timeout(40_000),
+      signal: AbortSignal.timeout(HANG_MS),
     });
     const text = await res.text();
     return { status: res.status, body: text.length > 0 ? (JSON.parse(text) as Record<string, unknown>) : {} };
@@ -118,4 +121,32 @@ export async function planned(s: SecurityStack, token: string, amount = 1_000) {
   const sub = await s.call(token, 'POST', '/v1/actions', charge(id, { mode: 'plan' }, {}, amount));
   expect(sub.status, JSON.stringify(sub.body)).toBeLessThan(300);
   return { id, ...(sub.body.action_result as { output: { plan_id: string; transaction_id: string } }).output };
+}
+
+/**
+ * Reconciles an outcome_unknown record round by round, as the sweeper would,
+ * the runtime's clock moved to each round's due time, until a round ends in
+ * one of `until`. By default that is the record escalated: `escalated` from
+ * the round that hit the bound, or `requires_human` when the stack's own
+ * reconcile consumer (its schedules fire as the clock moves) got there first.
+ * How many rounds it takes depends on that race, so no round count is
+ * assumed: the wait ends on the disposition (or a hang).
+ */
+export async function reconcileUntil(
+  s: SecurityStack,
+  clock: SteppedClock,
+  where: { readonly token: string; readonly tenant_id: string; readonly transaction_id: string },
+  until: readonly ReconcileDisposition[] = ['escalated', 'requires_human'],
+): Promise<ReconcileDisposition> {
+  const { token, tenant_id, transaction_id } = where;
+  return eventually(
+    async () => {
+      const view = await s.call(token, 'GET', `/v1/transactions?transaction_id=${encodeURIComponent(transaction_id)}`);
+      const due = (view.body as { earliest_reconcile_at?: string }).earliest_reconcile_at;
+      if (due !== undefined) clock.advanceTo(Date.parse(due) + 1);
+      const { disposition } = await s.stack.runtime.reconcile({ kind: 'reconcile', tenant_id, transaction_id, reason: 'sweeper' });
+      return until.includes(disposition) ? disposition : undefined;
+    },
+    { what: `transaction ${transaction_id} reconciled to ${until.join(' or ')}`, intervalMs: 0 },
+  );
 }

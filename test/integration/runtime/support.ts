@@ -245,3 +245,19 @@ export async function errorOf(p: Promise<unknown>) {
   }
   throw new Error('expected a rejection');
 }
+
+/**
+ * Whether `outcome` is a correct answer for a delivery of one message that
+ * lost a race of concurrent deliveries to `winner`, the attempt that settled:
+ * deferred (the winner's lease was live: redeliver later) or, for a delivery
+ * that read the action after the winner settled it, already_settled with the
+ * winner's result (acknowledged, nothing retried). Which one a loser gets
+ * depends only on timing, so a race test accepts both.
+ */
+export function lostTheRace(winner: AttemptOutcome | undefined): (outcome: AttemptOutcome) => boolean {
+  return (outcome) => {
+    if (outcome.disposition === 'deferred') return outcome.retry;
+    if (outcome.disposition !== 'already_settled' || outcome.retry) return false;
+    return outcome.action_result !== undefined && outcome.action_result.status === (winner?.action_result?.status ?? outcome.action_result.status);
+  };
+}

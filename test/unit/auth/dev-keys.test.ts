@@ -35,12 +35,15 @@ describe('dev signing key', () => {
 describe('mintToken', () => {
   it('mints a token the dev verifier maps to the requested identity', async () => {
     const keys = await generateDevKeys();
+    // The lifetime is 5 minutes from the moment of minting, which lies between these two (second precision, as in the token).
+    const before = Math.floor(Date.now() / 1000) * 1000;
     const token = await mintToken({ sub: 'bot-7', kind: 'agent', tenants: ['acme', 'globex'], scopes: ['aip:operator'], ttl: '5m' }, keys);
+    const after = Math.ceil(Date.now() / 1000) * 1000;
     const id = await createTokenVerifier(devVerifierConfig(keys)).verify(token);
     expect(id).toMatchObject({ principal: { id: 'bot-7', kind: 'agent' }, tenants: ['acme', 'globex'], scopes: ['aip:operator'], issuer: DEV_ISSUER });
     const exp = Date.parse(id.expires_at ?? '');
-    expect(exp - Date.now()).toBeLessThanOrEqual(300_000);
-    expect(exp - Date.now()).toBeGreaterThan(240_000);
+    expect(exp).toBeGreaterThanOrEqual(before + 300_000);
+    expect(exp).toBeLessThanOrEqual(after + 300_000);
   });
 
   it('defaults to read+write scopes and the dev audience; can mint expired tokens for tests', async () => {
