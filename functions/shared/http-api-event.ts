@@ -23,7 +23,12 @@ import { requestState, type AipHttpEvent } from './http.js';
 export type HttpApiEvent = APIGatewayProxyEventV2 | APIGatewayProxyEventV2WithJWTAuthorizer;
 
 export function isHttpApiEvent(event: unknown): event is HttpApiEvent {
-  return typeof event === 'object' && event !== null && (event as { version?: unknown }).version === '2.0' && typeof (event as { rawPath?: unknown }).rawPath === 'string';
+  return (
+    typeof event === 'object' &&
+    event !== null &&
+    (event as { version?: unknown }).version === '2.0' &&
+    typeof (event as { rawPath?: unknown }).rawPath === 'string'
+  );
 }
 
 function queryMaps(raw: string): Pick<APIGatewayProxyEvent, 'queryStringParameters' | 'multiValueQueryStringParameters'> {
