@@ -5,12 +5,14 @@
  * API's Lambda authorizer builds its verifier from.
  */
 import { readFileSync } from 'node:fs';
-import { resolveClaimMapping } from '../../lib/auth/claims.js';
+import { resolveClaimMapping, type ClaimsConfig } from '../../lib/auth/claims.js';
 import type { GatewayJwtPolicy } from '../../lib/auth/gateway-jwt.js';
 import { parseDeploymentRuntimeConfig, type DeploymentRuntimeConfig } from '../../lib/config/deployment.js';
 import { FUNCTION_ENV } from '../../lib/config/function-env.js';
 
-export function gatewayJwtPolicy(auth: DeploymentRuntimeConfig['auth']): GatewayJwtPolicy {
+export function gatewayJwtPolicy(
+  auth: Pick<DeploymentRuntimeConfig['auth'], 'issuer' | 'audience' | 'algorithms'> & { readonly claims?: ClaimsConfig },
+): GatewayJwtPolicy {
   return {
     issuer: auth.issuer,
     audiences: typeof auth.audience === 'string' ? [auth.audience] : [...auth.audience],
