@@ -282,7 +282,6 @@ export const AuthConfigSchema = z.strictObject({
 
 /** The API shapes the stack can deploy (docs/infra.md, "HTTP API option"). */
 export const API_TYPES = ['rest', 'http'] as const;
-export type ApiType = (typeof API_TYPES)[number];
 
 /**
  * JWS algorithms API Gateway's JWT authorizer (HTTP API) accepts: RSA
