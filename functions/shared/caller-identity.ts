@@ -7,22 +7,20 @@
  *   `auth.unauthenticated`.
  * - HTTP API: the claims its JWT authorizer verified (the request state's
  *   `gatewayJwt`, ./http-api-event.ts), checked and mapped as the Lambda
- *   authorizer would (lib/auth/gateway-jwt.ts): a token it would have
- *   rejected → 401 `auth.unauthenticated`, claims it would have denied → 403
- *   `auth.forbidden`, the problems the REST API's gateway responses answer.
+ *   authorizer would (./gateway-jwt-policy.ts, loaded only for such a
+ *   request): a token it would have rejected → 401 `auth.unauthenticated`,
+ *   claims it would have denied → 403 `auth.forbidden`, the problems the
+ *   REST API's gateway responses answer.
  *
  * Then the route's scope rule: when the route names scopes, the caller needs
  * at least one of them (403 `auth.insufficient_scope`).
  */
 import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyResult } from 'aws-lambda';
-import { ClaimMappingError } from '../../lib/auth/claims.js';
 import { decodeAuthorizerContext } from '../../lib/auth/decode-authorizer-context.js';
-import { GatewayTokenRejectedError, identityFromGatewayClaims, type GatewayJwtPolicy } from '../../lib/auth/gateway-jwt.js';
+import type { GatewayJwtPolicy } from '../../lib/auth/gateway-jwt.js';
 import type { CallerIdentity } from '../../lib/auth/identity.js';
 import { AipError } from '../../lib/errors/aip-error.js';
-import { gatewayResponse } from '../../lib/http/gateway-responses.js';
-import { gatewayJwtPolicyFromEnv } from './gateway-jwt-policy.js';
 import { header, requestState, type AipHttpEvent } from './http.js';
 
 export interface CallerIdentityOptions {
@@ -31,37 +29,21 @@ export interface CallerIdentityOptions {
   readonly gatewayJwt?: GatewayJwtPolicy | (() => GatewayJwtPolicy);
 }
 
-/** The same problem the REST API's gateway response of `type` answers. */
-function asGatewayProblem(type: 'UNAUTHORIZED' | 'ACCESS_DENIED'): AipError {
-  const spec = gatewayResponse(type);
-  return new AipError(spec.code, spec.detail);
-}
-
-function fromGatewayJwt(event: AipHttpEvent, claims: Readonly<Record<string, unknown>>, policy: GatewayJwtPolicy): CallerIdentity {
-  const bearer = /^bearer +(\S+)$/i.exec(header(event, 'authorization')?.trim() ?? '')?.[1];
-  try {
-    return identityFromGatewayClaims(claims, bearer, policy);
-  } catch (err) {
-    if (err instanceof GatewayTokenRejectedError) throw asGatewayProblem('UNAUTHORIZED');
-    if (err instanceof ClaimMappingError) throw asGatewayProblem('ACCESS_DENIED');
-    throw err;
-  }
-}
-
 export function callerIdentity(options: CallerIdentityOptions = {}): MiddlewareObj<AipHttpEvent, APIGatewayProxyResult> {
   const required = options.anyOfScopes ?? [];
   let policy: GatewayJwtPolicy | undefined;
-  const gatewayPolicy = (): GatewayJwtPolicy => {
-    policy ??= typeof options.gatewayJwt === 'function' ? options.gatewayJwt() : (options.gatewayJwt ?? gatewayJwtPolicyFromEnv());
-    return policy;
+  const fromGateway = async (event: AipHttpEvent, claims: Readonly<Record<string, unknown>>): Promise<CallerIdentity> => {
+    const gateway = await import('./gateway-jwt-policy.js');
+    policy ??= typeof options.gatewayJwt === 'function' ? options.gatewayJwt() : (options.gatewayJwt ?? gateway.gatewayJwtPolicyFromEnv());
+    return gateway.gatewayCaller(claims, header(event, 'authorization'), policy);
   };
   return {
     name: 'callerIdentity',
-    before: (request) => {
+    before: async (request) => {
       const state = requestState(request.event);
       const caller =
         state.gatewayJwt !== undefined
-          ? fromGatewayJwt(request.event, state.gatewayJwt.claims, gatewayPolicy())
+          ? await fromGateway(request.event, state.gatewayJwt.claims)
           : decodeAuthorizerContext(request.event.requestContext?.authorizer as Record<string, unknown> | null | undefined);
       if (required.length > 0 && !required.some((s) => caller.scopes.includes(s))) {
         throw new AipError('auth.insufficient_scope', undefined, { details: { required_any_of: [...required] } });
