@@ -4,7 +4,8 @@
  * - one function per HTTP route of THE route table (lib/http/routes.ts),
  *   generated from it, so the API can never drift from the handlers; routes
  *   that name the same module and export share one function;
- * - the JWT authorizer (functions/authorizer.ts);
+ * - the JWT authorizer (functions/authorizer.ts), with the REST API only (the
+ *   HTTP API uses API Gateway's built-in JWT authorizer);
  * - the invoke worker and the reconcile consumer (SQS event sources with
  *   partial batch responses);
  * - the sweeper, run by an EventBridge rule every minute.
@@ -116,21 +117,27 @@ export const INVOKE_BATCH_SIZE = 5;
 export const RECONCILE_BATCH_SIZE = 5;
 export const SWEEPER_TIMEOUT = Duration.seconds(60);
 
+/** The REST API's JWT authorizer (functions/authorizer.ts). */
+export function authorizerFunctionDefinition(): FunctionDefinition {
+  return {
+    id: AUTHORIZER_FUNCTION_ID,
+    entry: 'functions/authorizer.ts',
+    handler: 'handler',
+    description: 'Verifies JWT bearer tokens for the REST API (Lambda TOKEN authorizer)',
+    // API Gateway waits at most 29 s for the whole request; a JWKS fetch that takes longer has failed anyway.
+    timeout: Duration.seconds(10),
+    trigger: { kind: 'authorizer' },
+    // No data access: it needs the configuration (issuer, audience, JWKS URL) and the network.
+    access: {},
+  };
+}
+
 /** Every function of the runtime for a configuration (the default of `defineAipApp`). */
 export function aipFunctionDefinitions(config: InfraConfig): FunctionDefinition[] {
   return [
     ...routeFunctionDefinitions(),
-    {
-      id: AUTHORIZER_FUNCTION_ID,
-      entry: 'functions/authorizer.ts',
-      handler: 'handler',
-      description: 'Verifies JWT bearer tokens for the REST API (Lambda TOKEN authorizer)',
-      // API Gateway waits at most 29 s for the whole request; a JWKS fetch that takes longer has failed anyway.
-      timeout: Duration.seconds(10),
-      trigger: { kind: 'authorizer' },
-      // No data access: it needs the configuration (issuer, audience, JWKS URL) and the network.
-      access: {},
-    },
+    // The REST API's Lambda TOKEN authorizer; the HTTP API verifies tokens with API Gateway's built-in JWT authorizer instead.
+    ...(config.api.type === 'rest' ? [authorizerFunctionDefinition()] : []),
     {
       id: INVOKE_WORKER_FUNCTION_ID,
       entry: 'functions/worker/invoke.ts',

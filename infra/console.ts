@@ -1,7 +1,7 @@
 /**
  * The operator console, deployed through the API it uses: one small
  * function (functions/console/serve.ts) behind `GET /console` and
- * `GET /console/{proxy+}` of the REST API, without the authorizer. The
+ * `GET /console/{proxy+}` of the REST API (or of the HTTP API), without the authorizer. The
  * console and the API share one origin (`<ApiUrl>console/` and `<ApiUrl>v1/`),
  * so there is no CORS, no second distribution and no bucket; why this and
  * not S3 + CloudFront: docs/infra.md ("Operator console").
@@ -14,10 +14,12 @@
  */
 import { CfnOutput, Duration, Stack, Validations } from 'aws-cdk-lib';
 import * as apigw from 'aws-cdk-lib/aws-apigateway';
+import type * as apigwv2 from 'aws-cdk-lib/aws-apigatewayv2';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
 import { CONSOLE_ASSETS_FOLDER, CONSOLE_CONFIG_ENV, type ConsoleConfig } from '../functions/console/serve.js';
 import type { AipApi } from './api.js';
+import { AipHttpApi } from './http-api.js';
 import type { InfraConfig } from './config.js';
 import { createFunction, type FunctionBuildContext, type FunctionDefinition } from './functions.js';
 import { NAG_REASONS } from './nag.js';
@@ -60,18 +62,31 @@ export function consoleFunctionDefinition(config: InfraConfig): FunctionDefiniti
 }
 
 export interface AipConsoleProps {
-  readonly api: AipApi;
+  readonly api: AipApi | AipHttpApi;
   readonly build: FunctionBuildContext;
 }
 
 export class AipConsole extends Construct {
   public readonly function: lambda.Function;
+  /** REST API: its methods (none with the HTTP API). */
   public readonly methods: readonly apigw.Method[];
+  /** HTTP API: its routes (none with the REST API). */
+  public readonly routes: readonly apigwv2.HttpRoute[];
 
   constructor(scope: Construct, id: string, props: AipConsoleProps) {
     super(scope, id);
     const { api, build } = props;
     this.function = createFunction(this, consoleFunctionDefinition(build.config), build);
+    if (api instanceof AipHttpApi) {
+      // functions/console/serve.ts takes the HTTP API's 2.0 events through the same adapter as the routes.
+      this.methods = [];
+      this.routes = [`/${CONSOLE_RESOURCE}`, `/${CONSOLE_RESOURCE}/{proxy+}`].map((path) =>
+        api.addPublicGetRoute(path, this.function, NAG_REASONS.consoleStatic),
+      );
+      this.output(api.url);
+      return;
+    }
+    this.routes = [];
     const integration = new apigw.LambdaIntegration(this.function, { proxy: true, allowTestInvoke: false });
     const root = api.api.root.addResource(CONSOLE_RESOURCE);
     const open = { authorizationType: apigw.AuthorizationType.NONE, requestValidator: api.requestValidator } as const;
@@ -87,8 +102,12 @@ export class AipConsole extends Construct {
         { id: 'AwsSolutions-COG4', reason: NAG_REASONS.consoleStatic },
       );
     }
+    this.output(api.api.url);
+  }
+
+  private output(apiUrl: string): void {
     new CfnOutput(Stack.of(this), 'ConsoleUrl', {
-      value: `${api.api.url}${CONSOLE_RESOURCE}/`,
+      value: `${apiUrl}${CONSOLE_RESOURCE}/`,
       description: 'The operator console (also its OIDC redirect URI)',
     });
   }

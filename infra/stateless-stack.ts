@@ -7,7 +7,8 @@
  * - the functions (infra/aip-functions.ts, built by infra/functions.ts): one
  *   per route of the route table, the authorizer, the invoke worker, the
  *   reconcile consumer and the sweeper with its every-minute rule;
- * - the REST API with its authorizer (infra/api.ts);
+ * - the REST API with its authorizer (infra/api.ts), or, with `api.type:
+ *   "http"`, the HTTP API with API Gateway's JWT authorizer (infra/http-api.ts);
  * - the alarms and their optional SNS topic (infra/alarms.ts).
  */
 import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
@@ -18,6 +19,7 @@ import type { Construct } from 'constructs';
 import { AipAlarms } from './alarms.js';
 import { AipApi } from './api.js';
 import { AipConsole } from './console.js';
+import { AipHttpApi } from './http-api.js';
 import type { InfraConfig } from './config.js';
 import { createFunction, type FunctionDefinition } from './functions.js';
 import { AipRemoteConnectorHost } from './remote-host.js';
@@ -42,8 +44,10 @@ export class StatelessStack extends Stack {
   public readonly schedulerRole: iam.Role;
   /** The deployed functions by definition ID. */
   public readonly functions: Readonly<Record<string, lambda.Function>>;
-  /** The REST API; present when some definition serves routes. */
+  /** The REST API; present when some definition serves routes and `api.type` is `rest` (the default). */
   public readonly api: AipApi | undefined;
+  /** The HTTP API; present instead of the REST API when `api.type` is `http`. */
+  public readonly httpApi: AipHttpApi | undefined;
   public readonly alarms: AipAlarms;
   /** The operator console; present when `auth.console` is configured. */
   public readonly console: AipConsole | undefined;
@@ -110,19 +114,27 @@ export class StatelessStack extends Stack {
       }
     }
     const authorizers = definitions.filter((definition) => definition.trigger?.kind === 'authorizer');
+    this.api = undefined;
+    this.httpApi = undefined;
     if (Object.keys(routeFunctions).length > 0) {
-      if (authorizers.length !== 1) throw new Error(`The API needs exactly one authorizer function definition, got ${authorizers.length}`);
-      this.api = new AipApi(this, 'Api', { config, routeFunctions, authorizerFunction: built[authorizers[0]!.id]! });
+      let api: AipApi | AipHttpApi;
+      if (config.api.type === 'http') {
+        // API Gateway's built-in JWT authorizer verifies tokens: no authorizer Lambda (infra/http-api.ts).
+        if (authorizers.length > 0) throw new Error('The HTTP API (api.type "http") uses the built-in JWT authorizer: define no authorizer function');
+        api = this.httpApi = new AipHttpApi(this, 'HttpApi', { config, routeFunctions });
+      } else {
+        if (authorizers.length !== 1) throw new Error(`The API needs exactly one authorizer function definition, got ${authorizers.length}`);
+        api = this.api = new AipApi(this, 'Api', { config, routeFunctions, authorizerFunction: built[authorizers[0]!.id]! });
+      }
       // The operator console, same origin as the API (infra/console.ts), when the configuration names its OIDC client.
       if (config.auth.console !== undefined) {
         this.console = new AipConsole(this, 'OperatorConsole', {
-          api: this.api,
+          api,
           build: { config, stateful, scheduleGroupName: this.scheduleGroupName, schedulerRole: this.schedulerRole },
         });
       }
-    } else {
-      if (authorizers.length > 0) throw new Error('An authorizer function is defined but no function serves a route');
-      this.api = undefined;
+    } else if (authorizers.length > 0) {
+      throw new Error('An authorizer function is defined but no function serves a route');
     }
 
     this.alarms = new AipAlarms(this, 'Alarms', {

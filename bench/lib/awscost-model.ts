@@ -82,7 +82,53 @@ export interface ModelInputs {
   /** INIT (cold start) duration billed per cold invocation, ms; `small` = a bundle without the runtime (peer Lambdas). */
   readonly init_ms: { readonly api: number; readonly worker: number; readonly authorizer: number; readonly reconcile: number; readonly small: number };
   readonly assumptions: Assumptions;
+  /**
+   * The charges beside requests and duration (logs, traces, the credential,
+   * storage, KMS) and the Temporal Cloud option. Absent: the model prices
+   * requests, duration, DynamoDB units, SQS and Scheduler only, and the REST
+   * front only (the shape of the earlier reports).
+   */
+  readonly all_in?: AllInInputs;
 }
+
+/** Inputs of the all-in charges (see {@link allInLines}). */
+export interface AllInInputs {
+  /** Bytes the functions' own code writes to CloudWatch Logs per execute: Powertools log lines and EMF metric documents (measured). */
+  readonly code_log_bytes: number;
+  /** Lambda's own records per invocation (platform start and report, JSON log format), bytes. */
+  readonly platform_log_bytes_per_invocation: number;
+  /** One API Gateway access log line, bytes, per front. */
+  readonly access_log_bytes: { readonly rest: number; readonly http: number };
+  /** A peer Lambda's own log output per invocation (one Powertools line), bytes. */
+  readonly peer_code_log_bytes: number;
+  /** Share of requests X-Ray records (the default sampling rule: the first request each second, then 5 %). */
+  readonly xray_sampled_share: number;
+  /** X-Ray traces an execute starts: the API request's, and the worker invocation's (an SQS-triggered invocation starts its own). */
+  readonly xray_traces_per_execute: number;
+  /** Recorded traces later retrieved or scanned (console, Insights), per recorded trace. */
+  readonly xray_retrieved_share: number;
+  /** The credential cache's bounded age (Powertools Parameters `maxAge`), s: one GetSecretValue per execution environment per age. */
+  readonly secret_max_age_s: number;
+  /** Executes one warm worker environment handles per second (how many executes share one fetch). */
+  readonly executes_per_s_per_environment: number;
+  /** Bytes an execute leaves in the table (items with their 100-byte overhead, index entries). */
+  readonly stored_bytes_per_execute: number;
+  /** Months an execute's items stay in the table (until their TTL). */
+  readonly retention_months: number;
+  /** Point-in-time recovery on the table (infra/stateful-stack.ts: on). */
+  readonly pitr: boolean;
+  /** SSE-KMS queues (`queueEncryption: "kms"`): SQS asks KMS for a data key once per reuse period per principal. */
+  readonly queue_kms: boolean;
+  /** SQS's KMS data key reuse period, s (the default 300). */
+  readonly kms_data_key_reuse_s: number;
+  /** Temporal Cloud actions of one execute as a workflow with one activity (workflow started, activity started). */
+  readonly temporal_actions: number;
+  /** The Lambda that starts the workflow and waits for its result, beyond the activity's own time, ms. */
+  readonly temporal_client_ms: number;
+}
+
+/** The API Gateway front: REST API with the Lambda TOKEN authorizer, or HTTP API with the built-in JWT authorizer. */
+export type ApiFront = 'rest' | 'http';
 
 export interface Assumptions {
   /** Configured memory, MB (infra/functions.ts: 512 unless a definition says otherwise). */
@@ -107,7 +153,8 @@ export interface Assumptions {
   readonly express_overhead_ms: number;
 }
 
-export type OptionId = 'aip' | 'aip_tuned_wait' | 'powertools' | 'sfn_standard' | 'sfn_express';
+type BaseOptionId = 'aip' | 'powertools' | 'sfn_standard' | 'sfn_express' | 'temporal';
+export type OptionId = BaseOptionId | `${BaseOptionId}_http` | 'aip_tuned_wait';
 
 export interface CostLine {
   readonly component: string;
@@ -121,6 +168,7 @@ export interface CostLine {
 export interface OptionCost {
   readonly id: OptionId;
   readonly label: string;
+  readonly front: ApiFront;
   readonly lines: CostLine[];
   readonly usd_per_million: number;
 }
@@ -188,8 +236,8 @@ class Lines {
     return this.add(`${name}: invocations`, 'lambdaRequest', invocations).add(`${name}: duration`, 'lambdaArmGbSecond', gbSeconds(invocations, ms, memoryMb));
   }
 
-  option(id: OptionId, label: string): OptionCost {
-    return { id, label, lines: this.lines, usd_per_million: this.lines.reduce((s, l) => s + l.usd_per_million, 0) };
+  option(id: OptionId, label: string, front: ApiFront = 'rest'): OptionCost {
+    return { id, label, front, lines: this.lines, usd_per_million: this.lines.reduce((s, l) => s + l.usd_per_million, 0) };
   }
 }
 
@@ -198,21 +246,87 @@ function initGbSeconds(share: number, fns: readonly { invocations: number; init_
   return fns.reduce((s, f) => s + gbSeconds(f.invocations * share, f.init_ms, f.memory_mb), 0);
 }
 
-function authorizer(l: Lines, m: ModelInputs, apiRequests: number): number {
+/** The API Gateway requests and, with the REST API, its authorizer Lambda; returns the authorizer's invocations (0 with the HTTP API's JWT authorizer). */
+function authorizer(l: Lines, m: ModelInputs, apiRequests: number, front: ApiFront = 'rest'): number {
+  if (front === 'http') {
+    l.add('API Gateway HTTP API requests (JWT authorizer: no charge)', 'apigwHttpRequest', apiRequests);
+    return 0;
+  }
   const invocations = apiRequests * m.assumptions.authorizer_invocations_per_request;
   l.add('API Gateway REST requests', 'apigwRestRequest', apiRequests);
   l.lambda('Authorizer Lambda', invocations, m.authorizer_ms, m.assumptions.memory_mb.authorizer);
   return invocations;
 }
 
+const BYTES_PER_GB = 1024 ** 3;
+
+/** CloudWatch Logs ingestion and X-Ray traces of one execute: `invocations` Lambda invocations, `apiRequests` access log lines. */
+function observabilityLines(
+  l: Lines,
+  x: AllInInputs,
+  front: ApiFront,
+  o: { invocations: number; apiRequests: number; codeBytes: number; traces: number },
+): void {
+  const bytes = o.codeBytes + o.invocations * x.platform_log_bytes_per_invocation + o.apiRequests * x.access_log_bytes[front];
+  l.add('CloudWatch Logs ingestion (code, platform records, access log)', 'logsIngestGb', bytes / BYTES_PER_GB);
+  l.add('X-Ray traces recorded (sampled)', 'xrayTraceRecorded', o.traces * x.xray_sampled_share);
+  l.add('X-Ray traces retrieved or scanned', 'xrayTraceRetrieved', o.traces * x.xray_sampled_share * x.xray_retrieved_share);
+}
+
+/**
+ * This runtime's charges beside requests, duration, DynamoDB units, SQS and
+ * Scheduler:
+ * - CloudWatch Logs: the code's measured bytes, Lambda's platform records
+ *   per invocation and the API's access log line, at the ingestion price;
+ * - X-Ray: traces recorded at the sampling share, and those later read;
+ * - Secrets Manager: the worker's credential cache fetches once per
+ *   execution environment per bounded age, so one GetSecretValue serves
+ *   `age × executes per second per environment` executes; each new
+ *   environment (a cold start) fetches once more; each fetch decrypts with
+ *   KMS (a KMS request);
+ * - DynamoDB storage and point-in-time recovery: the bytes an execute
+ *   leaves, per month retained (PITR bills the table size per GB-month);
+ * - KMS for SSE-KMS queues: one data key request per reuse period per
+ *   principal and queue, shared by the messages of that period.
+ */
+function allInLines(
+  l: Lines,
+  m: ModelInputs,
+  x: AllInInputs,
+  front: ApiFront,
+  invocations: { api: number; authorizer: number; worker: number; reconcile: number },
+): void {
+  const a = m.assumptions;
+  const total = invocations.api + invocations.authorizer + invocations.worker + invocations.reconcile;
+  observabilityLines(l, x, front, { invocations: total, apiRequests: invocations.api, codeBytes: x.code_log_bytes, traces: x.xray_traces_per_execute });
+  const fetches = 1 / (x.secret_max_age_s * x.executes_per_s_per_environment) + a.cold_start_share * (invocations.worker + invocations.reconcile);
+  l.add('Secrets Manager GetSecretValue (cached per environment, bounded age)', 'secretsManagerApiCall', fetches);
+  l.add(
+    'KMS requests (Secrets Manager decrypt; SSE-KMS queue data keys)',
+    'kmsRequest',
+    fetches + (x.queue_kms ? (2 + a.outcome_unknown_share * 2) / (x.kms_data_key_reuse_s * x.executes_per_s_per_environment) : 0),
+  );
+  const gbMonths = (x.stored_bytes_per_execute / BYTES_PER_GB) * x.retention_months;
+  l.add(`DynamoDB storage (${x.retention_months} month${x.retention_months === 1 ? '' : 's'} retained)`, 'dynamoStorageGbMonth', gbMonths);
+  if (x.pitr)
+    l.add(`DynamoDB point-in-time recovery (${x.retention_months} month${x.retention_months === 1 ? '' : 's'} retained)`, 'dynamoPitrGbMonth', gbMonths);
+}
+
+/** A peer option's logs and traces: its Lambda invocations, one access log line per API request, one trace per execute. */
+function peerAllIn(l: Lines, m: ModelInputs, front: ApiFront, invocations: number, apiRequests: number): void {
+  const x = m.all_in;
+  if (x === undefined) return;
+  observabilityLines(l, x, front, { invocations, apiRequests, codeBytes: invocations * x.peer_code_log_bytes, traces: 1 });
+}
+
 /** This runtime: submit (with its wait), worker attempt, and the outcome_unknown share's reconciliation. */
-export function aipCost(m: ModelInputs, aip: AipInputs = m.aip, id: OptionId = 'aip', label = 'AIP runtime (this repo)'): OptionCost {
+export function aipCost(m: ModelInputs, aip: AipInputs = m.aip, id: OptionId = 'aip', label = 'AIP runtime (this repo)', front: ApiFront = 'rest'): OptionCost {
   const a = m.assumptions;
   const p = a.outcome_unknown_share;
   const b = Math.max(1, a.esm_batch_size);
   const extra = a.extra_provider_ms;
   const l = new Lines(m.prices);
-  const authInvocations = authorizer(l, m, aip.api_requests);
+  const authInvocations = authorizer(l, m, aip.api_requests, front);
   // The submit Lambda waits for the provider too when the client asked to wait.
   l.lambda('Submit Lambda (admission + Prefer: wait)', aip.api_requests, aip.api_ms + (aip.api_ms > 0 ? extra : 0), a.memory_mb.api);
   const workerInvocations = 1 / b;
@@ -244,7 +358,10 @@ export function aipCost(m: ModelInputs, aip: AipInputs = m.aip, id: OptionId = '
   // The schedule sends one ReconcileMessage (IDs only: one chunk); the reconcile consumer receives and deletes it.
   l.add('SQS reconcile queue (outcome_unknown share)', 'sqsStandardRequest', p * (1 + 2 / b));
   l.add('Scheduler invocations (outcome_unknown share)', 'schedulerInvocation', p);
-  return l.option(id, label);
+  if (m.all_in !== undefined) {
+    allInLines(l, m, m.all_in, front, { api: aip.api_requests, authorizer: authInvocations, worker: workerInvocations, reconcile: reconcileInvocations });
+  }
+  return l.option(id, label, front);
 }
 
 /** INIT billed for a peer option's cold starts: its authorizer invocations and its one small Lambda. */
@@ -260,31 +377,37 @@ function peerColdStarts(l: Lines, m: ModelInputs, authInvocations: number): void
   );
 }
 
-export function powertoolsCost(m: ModelInputs): OptionCost {
+export function powertoolsCost(m: ModelInputs, front: ApiFront = 'rest'): OptionCost {
   const a = m.assumptions;
   const l = new Lines(m.prices);
-  const authInvocations = authorizer(l, m, 1);
+  const authInvocations = authorizer(l, m, 1, front);
   l.lambda('Lambda with Powertools idempotency', 1, m.powertools.ms + a.extra_provider_ms, a.memory_mb.peer);
   peerColdStarts(l, m, authInvocations);
   l.add('DynamoDB writes', 'dynamoWriteRequestUnit', m.powertools.units.wru);
   l.add('DynamoDB reads (execute)', 'dynamoReadRequestUnit', m.powertools.units.rru);
-  return l.option('powertools', 'Powertools idempotency (API Gateway + Lambda)');
+  peerAllIn(l, m, front, 1 + authInvocations, 1);
+  return front === 'http'
+    ? l.option('powertools_http', 'Powertools idempotency (HTTP API + Lambda)', 'http')
+    : l.option('powertools', 'Powertools idempotency (API Gateway + Lambda)');
 }
 
-export function standardCost(m: ModelInputs): OptionCost {
+export function standardCost(m: ModelInputs, front: ApiFront = 'rest'): OptionCost {
   const a = m.assumptions;
   const l = new Lines(m.prices);
-  const authInvocations = authorizer(l, m, a.standard_api_requests);
+  const authInvocations = authorizer(l, m, a.standard_api_requests, front);
   l.add('Step Functions Standard transitions', 'sfnStandardTransition', a.standard_transitions);
   l.lambda('Task Lambda (provider call)', 1, m.provider_call_ms + a.extra_provider_ms, a.memory_mb.peer);
   peerColdStarts(l, m, authInvocations);
-  return l.option('sfn_standard', 'Step Functions Standard (1 Task state)');
+  peerAllIn(l, m, front, 1 + authInvocations, a.standard_api_requests);
+  return front === 'http'
+    ? l.option('sfn_standard_http', 'Step Functions Standard (1 Task state), HTTP API', 'http')
+    : l.option('sfn_standard', 'Step Functions Standard (1 Task state)');
 }
 
-export function expressCost(m: ModelInputs): OptionCost {
+export function expressCost(m: ModelInputs, front: ApiFront = 'rest'): OptionCost {
   const a = m.assumptions;
   const l = new Lines(m.prices);
-  const authInvocations = authorizer(l, m, 1);
+  const authInvocations = authorizer(l, m, 1, front);
   const taskMs = m.powertools.ms + a.extra_provider_ms;
   l.add('Step Functions Express requests', 'sfnExpressRequest', 1);
   l.add('Step Functions Express duration', 'sfnExpressGbSecond', expressGbSeconds(taskMs + a.express_overhead_ms, a.express_memory_mb));
@@ -292,17 +415,50 @@ export function expressCost(m: ModelInputs): OptionCost {
   peerColdStarts(l, m, authInvocations);
   l.add('DynamoDB writes', 'dynamoWriteRequestUnit', m.powertools.units.wru);
   l.add('DynamoDB reads (execute)', 'dynamoReadRequestUnit', m.powertools.units.rru);
-  return l.option('sfn_express', 'Step Functions Express (1 Task state, sync)');
+  peerAllIn(l, m, front, 1 + authInvocations, 1);
+  return front === 'http'
+    ? l.option('sfn_express_http', 'Step Functions Express (1 Task state, sync), HTTP API', 'http')
+    : l.option('sfn_express', 'Step Functions Express (1 Task state, sync)');
+}
+
+/**
+ * Temporal Cloud: API Gateway → a Lambda that starts the workflow (the
+ * idempotency key as workflow ID: Temporal de-duplicates the start) and waits
+ * for its result; the workflow runs one activity that calls the provider, on
+ * a Temporal Worker. Billed: the Temporal actions (workflow started, activity
+ * started), the client Lambda for the activity's time plus its own. Not per
+ * execute, left out: the Worker's always-on compute and Temporal's plan fee
+ * and history storage.
+ */
+export function temporalCost(m: ModelInputs, x: AllInInputs, front: ApiFront = 'rest'): OptionCost {
+  const a = m.assumptions;
+  const l = new Lines(m.prices);
+  const authInvocations = authorizer(l, m, 1, front);
+  l.add('Temporal Cloud actions (workflow started, activity started)', 'temporalAction', x.temporal_actions);
+  l.lambda('Client Lambda (start the workflow, wait for its result)', 1, m.provider_call_ms + a.extra_provider_ms + x.temporal_client_ms, a.memory_mb.peer);
+  peerColdStarts(l, m, authInvocations);
+  peerAllIn(l, m, front, 1 + authInvocations, 1);
+  return front === 'http' ? l.option('temporal_http', 'Temporal Cloud (1 activity), HTTP API', 'http') : l.option('temporal', 'Temporal Cloud (1 activity)');
 }
 
 /** Every option; `tunedWait` adds the runtime with its `Prefer: wait` poll tuned (the latency section's figures). */
 export function costModel(m: ModelInputs, tunedWait?: Pick<AipInputs, 'api_ms' | 'wait_rru'>): OptionCost[] {
+  const tuned = tunedWait !== undefined ? [aipCost(m, { ...m.aip, ...tunedWait }, 'aip_tuned_wait', 'AIP runtime, Prefer: wait poll tuned')] : [];
+  const x = m.all_in;
+  if (x === undefined) return [aipCost(m), ...tuned, powertoolsCost(m), standardCost(m), expressCost(m)];
+  // All in: every option behind each front, REST first.
   return [
     aipCost(m),
-    ...(tunedWait !== undefined ? [aipCost(m, { ...m.aip, ...tunedWait }, 'aip_tuned_wait', 'AIP runtime, Prefer: wait poll tuned')] : []),
+    ...tuned,
     powertoolsCost(m),
     standardCost(m),
     expressCost(m),
+    temporalCost(m, x),
+    aipCost(m, m.aip, 'aip_http', 'AIP runtime, HTTP API', 'http'),
+    powertoolsCost(m, 'http'),
+    standardCost(m, 'http'),
+    expressCost(m, 'http'),
+    temporalCost(m, x, 'http'),
   ];
 }
 
@@ -363,4 +519,42 @@ export function billedUnits(s: MeasuredScenario): DynamoUnits & { readonly sourc
     source:
       "estimated from the cost section's call trace (DynamoDB Local capacity per request; each TransactWriteItems at least 2 WRU per item): a lower bound",
   };
+}
+
+// --- bytes an execute leaves in the table ------------------------------------------------------
+
+const ITEM_OVERHEAD_BYTES = 100;
+const INDEX_ENTRY_BYTES = 100 + 100; // key attributes (table and index keys, KEYS_ONLY projection) + the 100-byte overhead
+
+/**
+ * Bytes an execute leaves in the table, from the cost section's billed call
+ * trace (`{billed: …; KIND 755 B, TXN 776→917 B, …}`): every item kind's last
+ * size (an update replaces the item), every receipt put (each a new item),
+ * 100 bytes of overhead per item, and one index entry (keys + overhead) per
+ * index write unit. An estimate: index entries that a later write replaces are
+ * counted once per write.
+ */
+export function storedBytes(trace: readonly string[]): { readonly bytes: number; readonly items: number; readonly index_entries: number } {
+  const last = new Map<string, number>();
+  let receipts = 0;
+  let receiptBytes = 0;
+  let indexEntries = 0;
+  for (const line of trace) {
+    const billed = /\{billed: ([^}]*)\}/.exec(line)?.[1];
+    if (billed === undefined) continue;
+    indexEntries += Number(/\+ (\d+) index WRU/.exec(billed)?.[1] ?? 0);
+    const puts = new Set([...line.matchAll(/Put:([A-Z]+)/g)].map((m) => m[1]!));
+    for (const m of billed.matchAll(/([A-Z]+) (?:\d+→)?(\d+) B/g)) {
+      const [, kind, size] = m;
+      if (kind === 'RCPT' && puts.has('RCPT')) {
+        receipts++;
+        receiptBytes += Number(size);
+      } else if (line.includes(`Put:${kind}`) || line.includes(`Update:${kind}`)) {
+        last.set(kind!, Number(size));
+      }
+    }
+  }
+  const items = last.size + receipts;
+  const bytes = [...last.values()].reduce((x, y) => x + y, 0) + receiptBytes + items * ITEM_OVERHEAD_BYTES + indexEntries * INDEX_ENTRY_BYTES;
+  return { bytes, items, index_entries: indexEntries };
 }

@@ -55,6 +55,17 @@ export const PRICES = {
       'docs.aws.amazon.com/whitepapers/latest/best-practices-api-gateway-private-apis-integration/cost-optimization.html (Table 4: REST, first 333 million requests per month $3.50 per million); aws.amazon.com/api-gateway/pricing/',
     note: 'first 333 M requests/month; the authorizer cache is not billed per request (caching of responses is, and is off)',
   }),
+  apigwHttpRequest: p({
+    service: 'API Gateway',
+    item: 'HTTP API request',
+    usd: 1.0,
+    per: 1e6,
+    unit: 'request',
+    basis: 'secondary',
+    source:
+      'awsforengineers.com/blog/aws-api-gateway-pricing-explained (2025-05-19: HTTP APIs $1.00 per million, first 300 M, US East); amnic.com and apigatewaycost.com quote the same, citing aws.amazon.com/api-gateway/pricing/',
+    note: 'metered in 512 KB increments (one per request here); the JWT authorizer is not billed separately',
+  }),
   lambdaRequest: p({
     service: 'Lambda',
     item: 'request (invocation)',
@@ -148,6 +159,86 @@ export const PRICES = {
     source:
       'aws.amazon.com/step-functions/pricing/ (pricing example 3: $0.06000 per GB-hour for the first 1,000 GB-hours, $0.03 for the next 4,000, $0.01642 beyond)',
     note: 'duration rounded up to 100 ms, memory billed in 64 MB chunks (50 MB + definition + payload for a small workflow)',
+  }),
+  logsIngestGb: p({
+    service: 'CloudWatch Logs',
+    item: 'log data ingested (Standard class)',
+    usd: 0.5,
+    per: 1,
+    unit: 'GB',
+    basis: 'secondary',
+    source: 'go-cloud.io/aws-api-gateway-pricing (2026: "CloudWatch execution logs accumulate $0.50 per GB ingested"); aws.amazon.com/cloudwatch/pricing/',
+    note: 'Lambda function logs, EMF metric documents and API Gateway access logs all ingest at this rate; storage ($0.03/GB-month) and the 5 GB free tier left out',
+  }),
+  xrayTraceRecorded: p({
+    service: 'X-Ray',
+    item: 'trace recorded',
+    usd: 5.0,
+    per: 1e6,
+    unit: 'trace',
+    basis: 'official',
+    source:
+      'aws.amazon.com/xray/pricing/ (German and Chinese copies: 5 USD per million recorded traces, 0.000005 USD per trace, beyond 100,000 free per month)',
+  }),
+  xrayTraceRetrieved: p({
+    service: 'X-Ray',
+    item: 'trace retrieved or scanned',
+    usd: 0.5,
+    per: 1e6,
+    unit: 'trace',
+    basis: 'official',
+    source: 'aws.amazon.com/xray/pricing/ (0.50 USD per million retrieved or scanned traces beyond 1,000,000 free per month)',
+  }),
+  secretsManagerApiCall: p({
+    service: 'Secrets Manager',
+    item: 'API call',
+    usd: 0.05,
+    per: 1e4,
+    unit: 'call',
+    basis: 'last-known',
+    source:
+      'aws.amazon.com/secrets-manager/pricing/ ($0.05 per 10,000 API calls; $0.40 per secret per month, not per execute); the figure the issue "The whole bill" used ($5.00 per million)',
+  }),
+  kmsRequest: p({
+    service: 'KMS',
+    item: 'symmetric key request',
+    usd: 0.03,
+    per: 1e4,
+    unit: 'request',
+    basis: 'last-known',
+    source: 'aws.amazon.com/kms/pricing/ ($0.03 per 10,000 requests; 20,000 free per month)',
+  }),
+  dynamoStorageGbMonth: p({
+    service: 'DynamoDB',
+    item: 'table storage, Standard class',
+    usd: 0.25,
+    per: 1,
+    unit: 'GB-month',
+    basis: 'last-known',
+    source:
+      'aws.amazon.com/dynamodb/pricing/on-demand/ (Standard table class: $0.25 per GB-month beyond the first 25 GB); the stored copies read carry the prose, not the table',
+    note: 'item size plus 100 bytes of overhead per item and per index entry',
+  }),
+  dynamoPitrGbMonth: p({
+    service: 'DynamoDB',
+    item: 'continuous backups (point-in-time recovery)',
+    usd: 0.2,
+    per: 1,
+    unit: 'GB-month',
+    basis: 'last-known',
+    source:
+      'aws.amazon.com/dynamodb/pricing/on-demand/ (continuous backups: $0.20 per GB-month of table size); the figure the issue "The whole bill" used ($2.51 per million executes per month retained)',
+  }),
+  temporalAction: p({
+    service: 'Temporal Cloud',
+    item: 'action',
+    usd: 25,
+    per: 1e6,
+    unit: 'action',
+    basis: 'official',
+    source:
+      'docs.temporal.io/cloud/pricing (copy: "The base rate is $25 per one million Actions per month"; credit tiers from $23.25); the plan-based pricing since 2025 adds a monthly plan (Essentials: 1 M actions included) whose on-demand rate beyond it the stored copies do not show',
+    note: 'Temporal Cloud is not an AWS service (not region-priced); the worker that runs the activity is always-on compute, not per execute',
   }),
 } as const satisfies Record<string, Price>;
 

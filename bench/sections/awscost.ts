@@ -26,9 +26,13 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import {
   billedUnits,
   costModel,
+  storedBytes,
+  type AllInInputs,
   DEPLOYED_WAIT_POLL,
   waitNotice,
   type PollSchedule,
@@ -61,6 +65,8 @@ export interface Sensitivity {
 
 export interface AwsCostFigures {
   readonly region: 'us-east-1';
+  /** What bench/log-bytes.ts measured (this run, or the previous run's when it could not run). */
+  readonly log_bytes?: LogBytes;
   readonly prices_read_on: string;
   readonly prices: Record<PriceId, Price>;
   readonly inputs: InputSource[];
@@ -79,7 +85,31 @@ type Partial2 = {
   readonly bundles?: BundlesFigures;
   readonly e2e?: E2eFigures;
   readonly latency?: LatencyFigures;
+  readonly awscost?: { readonly model?: { readonly all_in?: AllInInputs }; readonly log_bytes?: LogBytes };
 };
+
+/** What bench/log-bytes.ts measured. */
+interface LogBytes {
+  readonly log_bytes_per_execute: number;
+  readonly log_lines_per_execute: number;
+  readonly emf_bytes_per_execute: number;
+  readonly executes: number;
+}
+
+/** Runs bench/log-bytes.ts in a child process (the Lambda-like environment stays out of this one); undefined when it fails. */
+async function measureLogBytes(log: (line: string) => void): Promise<LogBytes | undefined> {
+  try {
+    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'bench/log-bytes.ts'], {
+      maxBuffer: 16 * 1024 * 1024,
+      timeout: 300_000,
+    });
+    const last = stdout.trim().split('\n').at(-1) ?? '';
+    return JSON.parse(last) as LogBytes;
+  } catch (err) {
+    log(`  log bytes not measured: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`);
+    return undefined;
+  }
+}
 
 /** The previous run's figures (docs/bench/latest.json), if readable. */
 function previousRun(): Partial2 | undefined {
@@ -283,12 +313,13 @@ export async function runAwsCostSection(report: Partial2, log: (line: string) =>
   );
 
   // --- assumptions
+  const unknownShare = num('BENCH_AWSCOST_OUTCOME_UNKNOWN', 0.03, 0, 1);
   const requestsPerToken = num('BENCH_AWSCOST_REQUESTS_PER_TOKEN', 10, 1, 1e6);
   const assumptions: Assumptions = {
     memory_mb: memory,
     authorizer_invocations_per_request: 1 / requestsPerToken,
     esm_batch_size: num('BENCH_AWSCOST_BATCH', 1, 1, INVOKE_BATCH_SIZE),
-    outcome_unknown_share: num('BENCH_AWSCOST_OUTCOME_UNKNOWN', 0.03, 0, 1),
+    outcome_unknown_share: unknownShare,
     cold_start_share: num('BENCH_AWSCOST_COLD_SHARE', 0.01, 0, 1),
     extra_provider_ms: num('BENCH_AWSCOST_PROVIDER_MS', 0, 0, 60_000),
     standard_transitions: 1,
@@ -332,6 +363,75 @@ export async function runAwsCostSection(report: Partial2, log: (line: string) =>
     'assumption: 50 MB + a small definition and payload → one 64 MB chunk; duration = the Lambda task + 20 ms, rounded up to 100 ms',
   );
 
+  // --- all in: logs, traces, the credential, storage, KMS
+  const measuredLogs = process.env.BENCH_AWSCOST_LOG_BYTES === 'previous' ? undefined : await measureLogBytes(log);
+  const logBytes = measuredLogs ?? prev?.awscost?.log_bytes;
+  const logSource = measuredLogs
+    ? `this run: bench/log-bytes.ts, ${measuredLogs.executes} executes on the local stack with the deployed Powertools settings (INFO, EMF on), stdout and stderr counted`
+    : logBytes
+      ? `${prevLabel} (bench/log-bytes.ts)`
+      : 'assumption: not measured (two Powertools lines of ~570 B and two EMF documents of ~220 B)';
+  const codeLogBytes = logBytes ? logBytes.log_bytes_per_execute + logBytes.emf_bytes_per_execute : 2 * 570 + 2 * 220;
+  const lineBytes = logBytes && logBytes.log_lines_per_execute > 0 ? logBytes.log_bytes_per_execute / logBytes.log_lines_per_execute : 570;
+  note(
+    'CloudWatch Logs bytes the code writes per execute: Powertools lines + EMF metric documents (submit route + worker)',
+    logBytes ? `${round1(logBytes.log_bytes_per_execute)} (${logBytes.log_lines_per_execute} lines) + ${round1(logBytes.emf_bytes_per_execute)}` : codeLogBytes,
+    logSource,
+  );
+  const storedExec = storedBytes(exec.value.trace);
+  const storedUnknown = storedBytes(unknown.value.trace);
+  const storedRecon = storedBytes(recon.value.trace);
+  const stored = (1 - unknownShare) * storedExec.bytes + unknownShare * Math.max(storedUnknown.bytes, storedRecon.bytes);
+  note(
+    'bytes an execute leaves in the table (items + 100 B each + index entries)',
+    Math.round(stored),
+    `${exec.source}: the billed trace's item sizes (execute: ${storedExec.items} items, ${storedExec.index_entries} index entries, ${storedExec.bytes} B; outcome_unknown share: the larger of its execute and reconcile)`,
+  );
+  const tracingOn = infra.tracing;
+  const allIn: AllInInputs = {
+    code_log_bytes: codeLogBytes,
+    platform_log_bytes_per_invocation: num('BENCH_AWSCOST_PLATFORM_LOG_BYTES', 600, 0, 10_000),
+    access_log_bytes: { rest: num('BENCH_AWSCOST_ACCESS_LOG_BYTES', 700, 0, 10_000), http: num('BENCH_AWSCOST_ACCESS_LOG_BYTES', 650, 0, 10_000) },
+    peer_code_log_bytes: Math.round(lineBytes),
+    xray_sampled_share: tracingOn ? num('BENCH_AWSCOST_XRAY_SAMPLED', 0.05, 0, 1) : 0,
+    xray_traces_per_execute: 2,
+    xray_retrieved_share: num('BENCH_AWSCOST_XRAY_RETRIEVED', 0.1, 0, 10),
+    secret_max_age_s: num('BENCH_AWSCOST_SECRET_MAX_AGE_S', 300, 1, 86_400),
+    executes_per_s_per_environment: num('BENCH_AWSCOST_EXECUTES_PER_S_PER_ENV', 1, 0.001, 1_000),
+    stored_bytes_per_execute: stored,
+    retention_months: num('BENCH_AWSCOST_RETENTION_MONTHS', 1, 0, 120),
+    pitr: true,
+    queue_kms: infra.queueEncryption === 'kms',
+    kms_data_key_reuse_s: 300,
+    temporal_actions: 2,
+    temporal_client_ms: num('BENCH_AWSCOST_TEMPORAL_CLIENT_MS', 30, 0, 10_000),
+  };
+  note(
+    'Lambda platform records per invocation / access log line (REST, HTTP API), bytes',
+    `${allIn.platform_log_bytes_per_invocation} / ${allIn.access_log_bytes.rest}, ${allIn.access_log_bytes.http}`,
+    'assumption: JSON platform.start + platform.report records; the stage access log formats of infra/api.ts and infra/http-api.ts with typical values; BENCH_AWSCOST_PLATFORM_LOG_BYTES, BENCH_AWSCOST_ACCESS_LOG_BYTES',
+  );
+  note(
+    'X-Ray: share of requests recorded / traces per execute / retrieved per recorded',
+    `${allIn.xray_sampled_share} / ${allIn.xray_traces_per_execute} / ${allIn.xray_retrieved_share}`,
+    `infra config tracing: ${tracingOn ? 'on' : 'off'}; the stack sets no sampling rule, so X-Ray's default applies (the first request each second, then 5 %: 0.05 at a sustained rate); the API request's trace and the SQS-triggered worker's; BENCH_AWSCOST_XRAY_SAMPLED, BENCH_AWSCOST_XRAY_RETRIEVED`,
+  );
+  note(
+    'credential cache: bounded age s / executes per second per worker environment',
+    `${allIn.secret_max_age_s} / ${allIn.executes_per_s_per_environment}`,
+    'one GetSecretValue per execution environment per age (Powertools Parameters maxAge, default 5 minutes), plus one per new environment (the cold-start share); BENCH_AWSCOST_SECRET_MAX_AGE_S, BENCH_AWSCOST_EXECUTES_PER_S_PER_ENV',
+  );
+  note(
+    'storage: months retained / point-in-time recovery / SSE-KMS queues',
+    `${allIn.retention_months} / ${allIn.pitr ? 'on' : 'off'} / ${allIn.queue_kms ? 'yes' : 'no'}`,
+    `infra/stateful-stack.ts (PITR on); infra/config.local.json queueEncryption "${infra.queueEncryption}"; BENCH_AWSCOST_RETENTION_MONTHS`,
+  );
+  note(
+    'Temporal Cloud: actions per execute / client Lambda overhead ms',
+    `${allIn.temporal_actions} / ${allIn.temporal_client_ms}`,
+    'assumption: workflow started + activity started (docs.temporal.io/cloud/actions); the client starts the workflow and waits for its result; BENCH_AWSCOST_TEMPORAL_CLIENT_MS',
+  );
+
   const aip: AipInputs = {
     api_requests: 1,
     api_ms: apiMs,
@@ -358,6 +458,7 @@ export async function runAwsCostSection(report: Partial2, log: (line: string) =>
     authorizer_ms: authorizerMs,
     init_ms: init,
     assumptions,
+    all_in: allIn,
   };
   const tuned = { api_ms: admitMs + tunedWaitModel.notice_ms + viewMs, wait_rru: tunedWaitModel.polls * pollRru + viewRru };
   note(
@@ -369,6 +470,7 @@ export async function runAwsCostSection(report: Partial2, log: (line: string) =>
 
   const totals = (m: ModelInputs): Partial<Record<OptionId, number>> => Object.fromEntries(costModel(m, tuned).map((o) => [o.id, o.usd_per_million]));
   const withA = (a: Partial<Assumptions>): ModelInputs => ({ ...model, assumptions: { ...assumptions, ...a } });
+  const withX = (x: Partial<AllInInputs>): ModelInputs => ({ ...model, all_in: { ...allIn, ...x } });
   const sensitivity: Sensitivity[] = [
     { label: 'as modelled', totals: totals(model) },
     { label: 'provider answers in 300 ms (a card API), everything else as modelled', totals: totals(withA({ extra_provider_ms: 300 })) },
@@ -377,6 +479,13 @@ export async function runAwsCostSection(report: Partial2, log: (line: string) =>
     { label: 'no outcome_unknown', totals: totals(withA({ outcome_unknown_share: 0 })) },
     { label: 'every invocation cold', totals: totals(withA({ cold_start_share: 1 })) },
     { label: 'Standard: one Retry of its Task (2 transitions)', totals: totals(withA({ standard_transitions: 2 })) },
+    {
+      label: 'no credential cache: one GetSecretValue per execute (the code before the cache)',
+      totals: totals(withX({ secret_max_age_s: 1, executes_per_s_per_environment: 1 })),
+    },
+    { label: 'items retained 12 months (storage and PITR)', totals: totals(withX({ retention_months: 12 })) },
+    { label: 'tracing off (X-Ray)', totals: totals(withX({ xray_sampled_share: 0 })) },
+    { label: 'SSE-KMS queues (queueEncryption "kms")', totals: totals(withX({ queue_kms: true })) },
   ];
   if (!committed.source.startsWith('cost section')) {
     notes.push(
@@ -393,7 +502,7 @@ export async function runAwsCostSection(report: Partial2, log: (line: string) =>
   }
   notes.push(
     'Durations are in-process medians measured against emulators on the bench machine (x86), applied to arm64 Lambda prices: an estimate of billed duration, not a measurement on AWS.',
-    "Not per execute, left out: the sweeper (one invocation and 8 Queries a minute), the SQS event sources' idle long polls, CloudWatch Logs and X-Ray, data transfer, storage (DynamoDB items are kept until their TTL), KMS.",
+    "Not per execute, left out: the sweeper (one invocation and 8 Queries a minute), the SQS event sources' idle long polls, the secrets' monthly fee ($0.40 each), log storage, alarms, data transfer out, Temporal's plan fee and its Worker's compute.",
     'The alternatives do less: Powertools stores one idempotency record; the Step Functions options keep their execution history (Standard) or a Powertools record (Express); none reconciles a lost provider answer, keeps a receipt chain, or enforces governance.',
   );
   log(`  ${options.map((o) => `${o.id} $${o.usd_per_million.toFixed(2)}/M`).join(', ')}`);
@@ -404,6 +513,7 @@ export async function runAwsCostSection(report: Partial2, log: (line: string) =>
     prices: PRICES,
     inputs,
     model: modelWithoutPrices,
+    ...(logBytes ? { log_bytes: logBytes } : {}),
     tuned_wait: tuned,
     options,
     sensitivity,
@@ -438,8 +548,25 @@ export function renderAwsCostMarkdown(a: AwsCostFigures, heading = '## AWS cost 
   }
   lines.push(`| **total, USD per million executes** | ${a.options.map((o) => `**${usd(o.usd_per_million)}**`).join(' | ')} |`);
   const aip = a.options.find((o) => o.id === 'aip');
-  if (aip) lines.push(`| ratio to this runtime | ${a.options.map((o) => `×${(o.usd_per_million / aip.usd_per_million).toFixed(2)}`).join(' | ')} |`);
+  if (aip) lines.push(`| ratio to this runtime (REST) | ${a.options.map((o) => `×${(o.usd_per_million / aip.usd_per_million).toFixed(2)}`).join(' | ')} |`);
   lines.push('');
+
+  // The runtime's bill by kind of charge, REST and HTTP API side by side, so that the effect of each change reads apart.
+  const runtimeOptions = a.options.filter((o) => o.id === 'aip' || o.id === 'aip_http');
+  if (runtimeOptions.length > 1) {
+    lines.push(
+      'This runtime by kind of charge (USD per million executes):',
+      '',
+      `| kind | ${runtimeOptions.map((o) => o.label).join(' | ')} |`,
+      `|---|${runtimeOptions.map(() => '---:').join('|')}|`,
+    );
+    for (const [kind, match] of CHARGE_KINDS) {
+      lines.push(
+        `| ${kind} | ${runtimeOptions.map((o) => usd(o.lines.filter((l) => match(l.component)).reduce((x, l) => x + l.usd_per_million, 0))).join(' | ')} |`,
+      );
+    }
+    lines.push(`| **all in** | ${runtimeOptions.map((o) => `**${usd(o.usd_per_million)}**`).join(' | ')} |`, '');
+  }
 
   if (aip) {
     lines.push(
@@ -478,18 +605,32 @@ export function renderAwsCostMarkdown(a: AwsCostFigures, heading = '## AWS cost 
   return lines;
 }
 
+/** Kinds of charge of the runtime's bill, by component name (every component falls in exactly one). */
+const CHARGE_KINDS: readonly (readonly [string, (component: string) => boolean])[] = [
+  ['API Gateway and authorizer', (c) => c.startsWith('API Gateway') || c.startsWith('Authorizer')],
+  ['Lambda (API, worker, reconcile; cold starts)', (c) => /Lambda|Cold starts/.test(c) && !c.startsWith('Authorizer')],
+  ['DynamoDB request units', (c) => c.startsWith('DynamoDB writes') || c.startsWith('DynamoDB reads')],
+  ['DynamoDB storage and PITR', (c) => c.startsWith('DynamoDB storage') || c.startsWith('DynamoDB point-in-time')],
+  ['SQS, Scheduler, KMS', (c) => c.startsWith('SQS') || c.startsWith('Scheduler') || c.startsWith('KMS')],
+  ['Secrets Manager', (c) => c.startsWith('Secrets Manager')],
+  ['CloudWatch Logs', (c) => c.startsWith('CloudWatch Logs')],
+  ['X-Ray', (c) => c.startsWith('X-Ray')],
+];
+
 /** One line for the report's headline. */
 export function awsCostHeadline(a: AwsCostFigures): string | undefined {
   const by = (id: OptionId) => a.options.find((o) => o.id === id);
   const aip = by('aip');
   if (!aip) return undefined;
-  const others = (['aip_tuned_wait', 'powertools', 'sfn_standard', 'sfn_express'] as const)
+  const http = by('aip_http');
+  const others = (['aip_tuned_wait', 'powertools', 'sfn_standard', 'sfn_express', 'temporal'] as const)
     .map((id) => by(id))
     .filter((o): o is OptionCost => o !== undefined)
     .map((o) => `${o.label} $${usd(o.usd_per_million)}`);
   const top = [...aip.lines].sort((x, y) => y.usd_per_million - x.usd_per_million).slice(0, 2);
   return (
-    `- **AWS cost** (${a.region} list prices read ${a.prices_read_on}): **$${usd(aip.usd_per_million)} per million executes** ` +
+    `- **AWS cost, all in** (${a.region} list prices read ${a.prices_read_on}): **$${usd(aip.usd_per_million)} per million executes with the REST API**` +
+    `${http ? `, **$${usd(http.usd_per_million)} with the HTTP API**` : ''} ` +
     `(largest: ${top.map((l) => `${l.component} $${usd(l.usd_per_million)}`).join(', ')}); ${others.join(', ')}.`
   );
 }

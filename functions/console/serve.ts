@@ -21,6 +21,7 @@ import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import type { ConsoleConfig } from '../../console/src/config-types.js';
 import { PROBLEM_CONTENT_TYPE } from '../../lib/protocol/problem.js';
 import { gatewayProblem, gatewayResponse } from '../../lib/http/gateway-responses.js';
+import { fromHttpApiEvent, isHttpApiEvent, type HttpApiEvent } from '../shared/http-api-event.js';
 
 export type { ConsoleConfig };
 
@@ -164,8 +165,11 @@ export function consoleConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Cons
 
 let deployed: ConsoleHandler | undefined;
 
-/** The deployed function's handler: the build beside the bundle, the configuration from the environment. */
-export const handler: ConsoleHandler = (event) => {
+/**
+ * The deployed function's handler: the build beside the bundle, the configuration from the environment.
+ * Behind the HTTP API it gets payload format 2.0 events, put in the REST shape first (../shared/http-api-event.ts).
+ */
+export const handler = (event: Parameters<ConsoleHandler>[0] | HttpApiEvent): Promise<APIGatewayProxyResult> => {
   deployed ??= createConsoleHandler({ assetsDir: join(dirname(fileURLToPath(import.meta.url)), CONSOLE_ASSETS_FOLDER), config: consoleConfigFromEnv() });
-  return deployed(event);
+  return deployed(isHttpApiEvent(event) ? fromHttpApiEvent(event) : event);
 };

@@ -1,5 +1,6 @@
 /**
- * Shared HTTP plumbing for the API Gateway REST (v1) proxy handlers: the
+ * Shared HTTP plumbing for the API Gateway proxy handlers (REST, and HTTP API
+ * events once ./http-api-event.ts put them in the REST shape): the
  * per-request state the middlewares fill in, case-insensitive header access,
  * and response builders (JSON and RFC 9457 problems).
  */
@@ -16,8 +17,14 @@ export interface AipRequestState {
   path?: unknown;
   query?: unknown;
   body?: unknown;
-  /** From requestContext.authorizer only (callerIdentity). */
+  /** From requestContext.authorizer, or from `gatewayJwt`, only (callerIdentity). */
   caller?: CallerIdentity;
+  /**
+   * HTTP API only: the claims API Gateway's JWT authorizer verified
+   * (`requestContext.authorizer.jwt.claims` of a 2.0 event), set by
+   * ./http-api-event.ts. Absent on REST events and on public routes.
+   */
+  gatewayJwt?: { readonly claims: Readonly<Record<string, unknown>> };
   /** The tenant selected for the request (tenantSelection). */
   tenant_id?: string;
 }

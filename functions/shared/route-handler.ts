@@ -1,6 +1,7 @@
 /**
  * Builds a route's Lambda handler: its middy chain, in this order, from the
- * route table entry (lib/http/routes.ts):
+ * route table entry (lib/http/routes.ts), behind the HTTP API adapter
+ * (./http-api-event.ts: a payload format 2.0 event is put in the REST shape):
  *
  *   Powertools (logger context, tracer, metrics) → access log → error mapping
  *   → caller identity + route scopes → tenant selection → body size limit
@@ -17,12 +18,14 @@
 import middy from '@middy/core';
 import type { APIGatewayProxyResult, Context } from 'aws-lambda';
 import type * as z from '../../lib/common/zod.js';
+import type { GatewayJwtPolicy } from '../../lib/auth/gateway-jwt.js';
 import type { CallerIdentity } from '../../lib/auth/identity.js';
 import type { RouteDefinition } from '../../lib/http/routes.js';
 import { bodyLimit, DEFAULT_MAX_BODY_BYTES } from './body-limit.js';
 import { callerIdentity } from './caller-identity.js';
 import { contentType } from './content-type.js';
 import { httpErrorHandler } from './error-handler.js';
+import { fromHttpApiEvent, isHttpApiEvent, type HttpApiEvent } from './http-api-event.js';
 import { jsonResponse, requestState, type AipHttpEvent, type HttpResult } from './http.js';
 import { httpObservability } from './http-observability.js';
 import { jsonBody } from './json-body.js';
@@ -47,9 +50,13 @@ export interface HttpDeps {
   readonly waitPoll?: { readonly initialIntervalMs?: number; readonly maxIntervalMs?: number };
   /** The handlers' own body limit in bytes. @default 256 KiB */
   readonly maxBodyBytes?: number;
+  /** HTTP API requests: what the JWT authorizer's claims are checked against (./caller-identity.ts). @default from AIP_RUNTIME_CONFIG */
+  readonly gatewayJwt?: GatewayJwtPolicy | (() => GatewayJwtPolicy);
 }
 
 export type ProxyHandler = (event: AipHttpEvent, context: Context) => Promise<APIGatewayProxyResult>;
+/** What {@link createRouteHandler} builds: a {@link ProxyHandler} that also takes an HTTP API (payload format 2.0) event. */
+export type ApiHandler = (event: AipHttpEvent | HttpApiEvent, context: Context) => Promise<APIGatewayProxyResult>;
 
 type Out<T> = T extends z.ZodMiniType ? z.output<T> : undefined;
 
@@ -82,7 +89,7 @@ export function createRouteHandler<P extends z.ZodMiniType, Q extends z.ZodMiniT
   deps: HttpDeps,
   handle: (request: RouteRequest<Out<P>, Out<Q>, TBody>) => Promise<HttpResult>,
   options: RouteHandlerOptions<TBody> = {},
-): ProxyHandler {
+): ApiHandler {
   const clock = deps.clock ?? SYSTEM_CLOCK;
   const runtime = () => resolveRuntime(deps.runtime);
 
@@ -114,7 +121,7 @@ export function createRouteHandler<P extends z.ZodMiniType, Q extends z.ZodMiniT
     h.use(httpObservability(obs, route.id));
     h.use(httpErrorHandler({ logger: obs.logger }));
     if (route.auth === 'jwt') {
-      h.use(callerIdentity({ anyOfScopes: route.scopes }));
+      h.use(callerIdentity({ anyOfScopes: route.scopes, ...(deps.gatewayJwt !== undefined ? { gatewayJwt: deps.gatewayJwt } : {}) }));
       h.use(tenantSelection({ requirement: route.tenant }));
     }
     h.use(bodyLimit({ maxBytes: deps.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES }));
@@ -125,5 +132,7 @@ export function createRouteHandler<P extends z.ZodMiniType, Q extends z.ZodMiniT
   };
 
   // Built on the first invocation (the tracer, when on, is imported then: ./observability.ts).
-  return lazyHandler(build);
+  const handler = lazyHandler(build);
+  // An HTTP API event is put in the REST shape first (./http-api-event.ts); the chain is the same.
+  return (event, context) => handler(isHttpApiEvent(event) ? fromHttpApiEvent(event) : event, context);
 }

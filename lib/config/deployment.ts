@@ -73,6 +73,30 @@ function refineAuthUrls(config: { envName: string; auth: { issuer: string; jwksU
   }
 }
 
+/**
+ * The HTTP API's JWT authorizer verifies RSA signatures only, and finds the
+ * issuer's keys by OIDC discovery from the issuer URL over https (it does not
+ * use `auth.jwksUrl`): refuse a configuration it cannot honour at synth.
+ */
+function refineHttpApiAuth(config: { auth: { issuer: string; algorithms: readonly string[] } }, ctx: z.core.$RefinementCtx): void {
+  config.auth.algorithms.forEach((alg, index) => {
+    if (!(HTTP_API_JWT_ALGORITHMS as readonly string[]).includes(alg)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['auth', 'algorithms', index],
+        message: `"${alg}" is not accepted by the HTTP API's JWT authorizer (api.type "http" verifies only ${HTTP_API_JWT_ALGORITHMS.join(', ')}); use api.type "rest" for other algorithms`,
+      });
+    }
+  });
+  if (URL.canParse(config.auth.issuer) && new URL(config.auth.issuer).protocol !== 'https:') {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['auth', 'issuer'],
+      message: 'must be an https:// URL when api.type is "http" (the JWT authorizer discovers the signing keys from the issuer over https)',
+    });
+  }
+}
+
 const intIn = (min: number, max: number, what: string) =>
   z
     .int({ error: `must be an integer (${what})` })
@@ -256,8 +280,26 @@ export const AuthConfigSchema = z.strictObject({
   console: z.optional(ConsoleAuthSchema),
 });
 
-/** The REST API's stage, throttling and authorizer settings. */
+/** The API shapes the stack can deploy (docs/infra.md, "HTTP API option"). */
+export const API_TYPES = ['rest', 'http'] as const;
+
+/**
+ * JWS algorithms API Gateway's JWT authorizer (HTTP API) accepts: RSA
+ * signatures only (AWS documents "only RSA-based algorithms"; RSASSA-PSS is
+ * not listed as supported, so this stack does not rely on it).
+ */
+export const HTTP_API_JWT_ALGORITHMS = ['RS256', 'RS384', 'RS512'] as const satisfies readonly (typeof JWT_ALGORITHMS)[number][];
+
+/** The API's shape, stage, throttling and authorizer settings. */
 export const ApiConfigSchema = z.strictObject({
+  /**
+   * `rest`: an API Gateway REST API with the Lambda TOKEN authorizer
+   * (functions/authorizer.ts), problem+json gateway responses and request
+   * validation. `http`: an HTTP API with API Gateway's built-in JWT
+   * authorizer (no authorizer Lambda; RSA-signed tokens only; no WAF, no
+   * gateway responses). What each gives and costs: docs/infra.md.
+   */
+  type: z._default(z.enum(API_TYPES, { error: `must be one of ${API_TYPES.join(', ')}` }), 'rest'),
   /** The stage name: the first path segment of the invoke URL (`https://<api>.execute-api.<region>.amazonaws.com/<stage>/v1/...`). */
   stageName: z._default(
     z
@@ -269,12 +311,12 @@ export const ApiConfigSchema = z.strictObject({
   throttlingRateLimit: z._default(intIn(1, 10_000, 'requests per second'), 50),
   /** Burst size of the stage's token bucket. */
   throttlingBurstLimit: z._default(intIn(1, 5_000, 'requests'), 100),
-  /** How long API Gateway caches an authorizer answer per token; 0 turns the cache off. */
+  /** REST only: how long API Gateway caches an authorizer answer per token; 0 turns the cache off. (The HTTP API's JWT authorizer caches only keys.) */
   authorizerCacheTtlSeconds: z._default(intIn(0, MAX_AUTHORIZER_CACHE_SECONDS, 'seconds'), 60),
   /**
-   * Create the account-level role API Gateway uses to write execution logs
-   * (AWS::ApiGateway::Account, one per account and region). Set false when the
-   * account already has one configured.
+   * REST only: create the account-level role API Gateway uses to write
+   * execution logs (AWS::ApiGateway::Account, one per account and region).
+   * Set false when the account already has one configured.
    */
   cloudWatchRole: z._default(z.boolean({ error: 'must be true or false' }), true),
 });
@@ -429,6 +471,7 @@ export const InfraConfigSchema = z
           });
         }
       }
+      if (config.api.type === 'http') refineHttpApiAuth(config, ctx);
       if (config.api.throttlingBurstLimit < Math.min(config.api.throttlingRateLimit, 5_000)) {
         ctx.addIssue({
           code: 'custom',

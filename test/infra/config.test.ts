@@ -54,7 +54,7 @@ describe('parseInfraConfig', () => {
       outcomeUnknownAlarmAgeSeconds: 1800,
       quietTenantQueueAgeAlarmSeconds: 300,
       connectorEndpoints: {},
-      api: { stageName: 'api', throttlingRateLimit: 50, throttlingBurstLimit: 100, authorizerCacheTtlSeconds: 60, cloudWatchRole: true },
+      api: { type: 'rest', stageName: 'api', throttlingRateLimit: 50, throttlingBurstLimit: 100, authorizerCacheTtlSeconds: 60, cloudWatchRole: true },
       auth: { algorithms: ['RS256'] },
     });
     expect(config.alarmEmail).toBeUndefined();

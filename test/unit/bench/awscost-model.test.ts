@@ -14,12 +14,15 @@ import {
   gbSeconds,
   powertoolsCost,
   standardCost,
+  storedBytes,
   waitNotice,
+  type AllInInputs,
   type ModelInputs,
 } from '../../../bench/lib/awscost-model.js';
 import { PRICES, type PriceList } from '../../../bench/lib/prices.js';
 
 const prices: PriceList = {
+  ...PRICES,
   apigwRestRequest: { ...PRICES.apigwRestRequest, usd: 3.5, per: 1e6 },
   lambdaRequest: { ...PRICES.lambdaRequest, usd: 0.2, per: 1e6 },
   lambdaArmGbSecond: { ...PRICES.lambdaArmGbSecond, usd: 0.0000133334, per: 1 },
@@ -156,5 +159,87 @@ describe('AWS cost model arithmetic', () => {
       expect(line(none, c)).toBeUndefined();
     // Writes are then the committed execute's alone: 40 WRU × 0.625.
     expect(line(none, 'DynamoDB writes')?.usd_per_million).toBeCloseTo(25, 9);
+  });
+
+  describe('all in', () => {
+    const x: AllInInputs = {
+      code_log_bytes: 1588,
+      platform_log_bytes_per_invocation: 600,
+      access_log_bytes: { rest: 700, http: 650 },
+      peer_code_log_bytes: 570,
+      xray_sampled_share: 0.05,
+      xray_traces_per_execute: 2,
+      xray_retrieved_share: 0.1,
+      secret_max_age_s: 300,
+      executes_per_s_per_environment: 1,
+      stored_bytes_per_execute: 6728,
+      retention_months: 1,
+      pitr: true,
+      queue_kms: false,
+      kms_data_key_reuse_s: 300,
+      temporal_actions: 2,
+      temporal_client_ms: 30,
+    };
+    const allIn: ModelInputs = { ...input, all_in: x };
+    const GB = 1024 ** 3;
+
+    it('adds logs, traces, the cached credential, storage and PITR to the runtime, REST and HTTP API', () => {
+      const rest = aipCost(allIn);
+      // Invocations: API 1 + authorizer 0.1 + worker 1 + reconcile 0.03 = 2.13 → platform 1,278 B; code 1,588 B; one REST access line 700 B.
+      expect(line(rest, 'CloudWatch Logs ingestion (code, platform records, access log)')?.usd_per_million).toBeCloseTo(
+        ((1588 + 2.13 * 600 + 700) / GB) * 0.5 * 1e6,
+        9,
+      );
+      // Two traces, 5 % recorded: 0.1 × $5; a tenth of them read: 0.01 × $0.50.
+      expect(line(rest, 'X-Ray traces recorded (sampled)')?.usd_per_million).toBeCloseTo(0.5, 9);
+      expect(line(rest, 'X-Ray traces retrieved or scanned')?.usd_per_million).toBeCloseTo(0.005, 9);
+      // One fetch per environment per 300 s at 1 execute/s, plus one per cold worker or reconcile invocation: 1/300 + 0.01 × 1.03.
+      const fetches = 1 / 300 + 0.01 * 1.03;
+      expect(line(rest, 'Secrets Manager GetSecretValue (cached per environment, bounded age)')?.usd_per_million).toBeCloseTo(fetches * 5, 9);
+      expect(line(rest, 'KMS requests (Secrets Manager decrypt; SSE-KMS queue data keys)')?.usd_per_million).toBeCloseTo(fetches * 3, 9);
+      expect(line(rest, 'DynamoDB storage (1 month retained)')?.usd_per_million).toBeCloseTo((6728 / GB) * 0.25 * 1e6, 9);
+      expect(line(rest, 'DynamoDB point-in-time recovery (1 month retained)')?.usd_per_million).toBeCloseTo((6728 / GB) * 0.2 * 1e6, 9);
+
+      const http = costModel(allIn).find((o) => o.id === 'aip_http')!;
+      expect(http.front).toBe('http');
+      expect(http.lines.some((l) => l.component.startsWith('Authorizer'))).toBe(false);
+      expect(line(http, 'API Gateway HTTP API requests (JWT authorizer: no charge)')?.usd_per_million).toBeCloseTo(1, 9);
+      // No authorizer: 2.03 invocations; the HTTP API's access line.
+      expect(line(http, 'CloudWatch Logs ingestion (code, platform records, access log)')?.usd_per_million).toBeCloseTo(
+        ((1588 + 2.03 * 600 + 650) / GB) * 0.5 * 1e6,
+        9,
+      );
+    });
+
+    it('prices every option behind both fronts, Temporal Cloud included', () => {
+      const options = costModel(allIn);
+      expect(options.map((o) => o.id)).toEqual([
+        'aip',
+        'powertools',
+        'sfn_standard',
+        'sfn_express',
+        'temporal',
+        'aip_http',
+        'powertools_http',
+        'sfn_standard_http',
+        'sfn_express_http',
+        'temporal_http',
+      ]);
+      const temporal = options.find((o) => o.id === 'temporal_http')!;
+      expect(line(temporal, 'Temporal Cloud actions (workflow started, activity started)')?.usd_per_million).toBeCloseTo(50, 9);
+      // The client Lambda: ceil(2.5 + 30) = 33 ms at 0.5 GB.
+      expect(line(temporal, 'Client Lambda (start the workflow, wait for its result): duration')?.quantity).toBeCloseTo(0.0165, 12);
+    });
+
+    it('reads the bytes an execute leaves from the billed trace: last size per item, every receipt, overhead, index entries', () => {
+      const trace = [
+        'admit (API):',
+        '  TransactWriteItems [Put:ACTION, Put:IDEM, Put:RCPT] 8 CU {billed: 6 WRU + 2 index WRU; ACTION 700 B, IDEM 500 B, RCPT 600 B}  — x',
+        '  BatchGetItem [ACTION] 1 CU {billed: 1 RRU; ACTION 700 B}  — y',
+        '  TransactWriteItems [Update:ACTION, Put:RCPT] 4 CU {billed: 4 WRU + 1 index WRU; ACTION 700→900 B, RCPT 650 B}  — z',
+      ];
+      // ACTION 900 + IDEM 500 + RCPT 600 + 650 = 2,650; 4 items × 100; 3 index entries × 200.
+      expect(storedBytes(trace)).toEqual({ bytes: 2650 + 400 + 600, items: 4, index_entries: 3 });
+    });
   });
 });
