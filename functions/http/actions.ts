@@ -79,12 +79,15 @@ async function waitForAction(
   const adaptive = learn !== undefined && options.adaptive !== false;
   const interval = pollSchedule(options, 0).intervalMs;
   const first = learn === undefined ? 0 : (options.firstMs ?? firstPollDelay(adaptive ? times.expected(learn) : undefined, interval));
+  const startedAt = clock.now();
   const outcome = await pollUntil(() => rt.getActionResult(caller, tenant_id, action_id), settled, {
     deadline,
     clock,
     delays: pollDelays(pollSchedule(options, first)),
   });
-  const sample = adaptive ? settleSample(outcome, interval) : undefined;
+  // The settlement's own time (the worker's clock; Lambda clocks are synchronised) when the result has it.
+  const completedAt = outcome.done ? Date.parse(outcome.value.completed_at ?? '') : Number.NaN;
+  const sample = adaptive ? settleSample(outcome, interval, Number.isNaN(completedAt) ? undefined : completedAt - startedAt) : undefined;
   if (sample !== undefined) times.observe(learn as string, sample);
   return rt.getAction(caller, tenant_id, action_id);
 }

@@ -119,14 +119,19 @@ export function* pollDelays(s: PollSchedule): Generator<number, never> {
 }
 
 /**
- * The settle time an execution environment measured per capability (an
- * exponentially weighted mean of what its waits saw), which times the first
- * poll of the next wait. Bounded: past `maxKeys` keys it starts afresh.
+ * The settle time an execution environment measured per capability, which
+ * times the first poll of the next wait: a weighted mean that follows a
+ * faster settlement quickly (weight `down`) and a slower one slowly (`up`),
+ * so one slow outlier (a cold worker, a provider hiccup) delays the first
+ * poll of the next waits little; a first poll too early costs a 1-RRU read,
+ * one too late costs the client latency. Bounded: past `maxKeys` keys it
+ * starts afresh.
  */
 export class SettleTimes {
   readonly #mean = new Map<string, number>();
   constructor(
-    private readonly weight = 0.3,
+    private readonly up = 0.1,
+    private readonly down = 0.5,
     private readonly maxKeys = 256,
   ) {}
 
@@ -138,7 +143,7 @@ export class SettleTimes {
     if (!Number.isFinite(ms) || ms < 0) return;
     const before = this.#mean.get(key);
     if (before === undefined && this.#mean.size >= this.maxKeys) this.#mean.clear();
-    this.#mean.set(key, before === undefined ? ms : before + this.weight * (ms - before));
+    this.#mean.set(key, before === undefined ? ms : before + (ms > before ? this.up : this.down) * (ms - before));
   }
 }
 
@@ -187,15 +192,27 @@ export async function pollUntil<T>(fetch: () => Promise<T>, done: (value: T) => 
   }
 }
 
+/** Longest settle time a wait learns from (a longer one is not what the first poll should wait for). */
+const MAX_LEARNT_SETTLE_MS = 10_000;
+
 /**
- * What a finished wait says about the settle time (ms after it began): the
- * middle of the last interval, the one in which the action settled; when the
- * first poll already found it settled, one interval before that poll (so the
- * estimate comes down to a settlement that is faster than expected).
- * Undefined when the wait did not see the settlement.
+ * What a finished wait says about the settle time (ms after it began).
+ * `measuredMs`: the action's own settlement time (its result's
+ * `completed_at`) minus the wait's start, when known: used as is. Else from
+ * the polls: the middle of the last interval, the one in which the action
+ * settled; when the first poll already found it settled, one interval before
+ * that poll. Undefined when the wait did not see the settlement, or the
+ * figure is out of range.
  */
-export function settleSample(outcome: Pick<PollOutcome<unknown>, 'done' | 'lastMissMs' | 'hitMs'>, intervalMs: number): number | undefined {
+export function settleSample(
+  outcome: Pick<PollOutcome<unknown>, 'done' | 'lastMissMs' | 'hitMs'>,
+  intervalMs: number,
+  measuredMs?: number,
+): number | undefined {
   if (!outcome.done || outcome.hitMs === undefined) return undefined;
-  if (outcome.lastMissMs === undefined) return Math.max(0, outcome.hitMs - intervalMs);
-  return (outcome.lastMissMs + outcome.hitMs) / 2;
+  let sample: number;
+  if (measuredMs !== undefined && Number.isFinite(measuredMs) && measuredMs <= outcome.hitMs) sample = Math.max(0, measuredMs);
+  else if (outcome.lastMissMs === undefined) sample = Math.max(0, outcome.hitMs - intervalMs);
+  else sample = (outcome.lastMissMs + outcome.hitMs) / 2;
+  return sample <= MAX_LEARNT_SETTLE_MS ? sample : undefined;
 }

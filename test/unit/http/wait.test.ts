@@ -75,11 +75,20 @@ describe('settle times (adaptive first poll)', () => {
   it('a wait that did not see the settlement teaches nothing', () => {
     expect(settleSample({ done: false, lastMissMs: 900 }, 25)).toBeUndefined();
   });
-  it('keeps an exponentially weighted mean per key, bounded in keys', () => {
-    const t = new SettleTimes(0.5, 2);
+  it('uses the settlement time of the result when it has one, within the wait', () => {
+    expect(settleSample({ done: true, hitMs: 300 }, 25, 142)).toBe(142);
+    expect(settleSample({ done: true, lastMissMs: 100, hitMs: 125 }, 25, Number.NaN)).toBe(112.5);
+    // Later than the poll that saw it: another clock's skew; the polls decide.
+    expect(settleSample({ done: true, lastMissMs: 100, hitMs: 125 }, 25, 400)).toBe(112.5);
+    expect(settleSample({ done: true, hitMs: 20_000 }, 25, 15_000)).toBeUndefined();
+  });
+  it('keeps a weighted mean per key that follows faster settlements quickly and slower ones slowly, bounded in keys', () => {
+    const t = new SettleTimes(0.1, 0.5, 2);
     expect(t.expected('a')).toBeUndefined();
     t.observe('a', 100);
-    t.observe('a', 200);
+    t.observe('a', 1_100);
+    expect(t.expected('a')).toBe(200);
+    t.observe('a', 100);
     expect(t.expected('a')).toBe(150);
     t.observe('a', Number.NaN);
     t.observe('a', -1);
