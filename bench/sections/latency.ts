@@ -460,7 +460,7 @@ export async function runLatencySection(options: LatencyOptions, log: (line: str
       return {
         note:
           'one client, sequential executes on the in-process local stack (DynamoDB Local, fauxqs, the Scheduler emulator, the payments simulator, the local API Gateway, the local SQS event source with one instance); ' +
-          'the two poll schedules take turns run by run; segment means add up to the mean total',
+          'the three poll schedules take turns run by run; segment means add up to the mean total',
         variants: figures,
         dynamo_ops: Object.fromEntries(Object.entries(dynamoOps).map(([op, xs]) => [op, distribution(xs)])),
         authorizer_ms: await timeAuthorizer(options.probes),
