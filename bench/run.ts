@@ -8,6 +8,7 @@
  * 5. scaling  cost as the table grows, and per receipt-chain length;
  * 3. e2e      HTTP submit → terminal result on the local stack at 1, 8 and 32 clients;
  * 4. bundles  bundle bytes loaded at cold start, composition by package, and cold start (import + first-invocation composition) per function, vs the authorizer and a bare Powertools-idempotency handler.
+ *    credentials  Secrets Manager requests per 1,000 executes in one environment, with the credential cache and without;
  *    latency  where one execute's end-to-end time goes on the local stack, default vs tuned Prefer: wait polling;
  *    fairness a quiet tenant's latency behind another tenant's slow-provider backlog, oldest first vs a message group per tenant;
  *    awscost  USD per million executes on AWS (list prices) vs Powertools and Step Functions (run last).
@@ -58,7 +59,7 @@ async function main(): Promise<number> {
   };
 
   const wants = (id: SectionId) => config.sections.includes(id);
-  if (wants('cost') || wants('peer') || wants('scaling')) {
+  if (wants('cost') || wants('peer') || wants('scaling') || wants('credentials')) {
     const { createHarness, startEmulators } = await import('./lib/harness.js');
     const s = performance.now();
     const emulators = await startEmulators();
@@ -93,6 +94,12 @@ async function main(): Promise<number> {
         } finally {
           await scale.destroy();
         }
+      }
+      if (wants('credentials')) {
+        const { runCredentialsSection } = await import('./sections/credentials.js');
+        await timed('credentials', () =>
+          runCredentialsSection(emulators, { executes: config.credentialExecutes, uncachedExecutes: config.credentialUncachedExecutes }, log),
+        );
       }
     } finally {
       await emulators.stop();

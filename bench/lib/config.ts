@@ -5,9 +5,9 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-export type SectionId = 'cost' | 'peer' | 'e2e' | 'bundles' | 'scaling' | 'latency' | 'fairness' | 'awscost';
+export type SectionId = 'cost' | 'peer' | 'e2e' | 'bundles' | 'scaling' | 'credentials' | 'latency' | 'fairness' | 'awscost';
 /** In run order: `awscost` last, it prices the other sections' figures. */
-export const ALL_SECTIONS: readonly SectionId[] = ['cost', 'peer', 'scaling', 'e2e', 'latency', 'fairness', 'bundles', 'awscost'];
+export const ALL_SECTIONS: readonly SectionId[] = ['cost', 'peer', 'scaling', 'credentials', 'e2e', 'latency', 'fairness', 'bundles', 'awscost'];
 
 export interface BenchConfig {
   readonly quick: boolean;
@@ -30,6 +30,9 @@ export interface BenchConfig {
   readonly scaleRuns: number;
   /** Section 5: give up bulk loading past this many seconds (reports what was reached). */
   readonly loadBudgetSeconds: number;
+  /** Section `credentials`: executes in one environment with the cache, and without it. */
+  readonly credentialExecutes: number;
+  readonly credentialUncachedExecutes: number;
   /** Output folder and file stem (docs/bench/latest.{json,md}). */
   readonly outDir: string;
   readonly outName: string;
@@ -72,6 +75,8 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): BenchConfig {
     chainSizes: list('BENCH_CHAIN_SIZES', [1, 10, 100]),
     scaleRuns: int('BENCH_SCALE_RUNS', quick ? 3 : 10),
     loadBudgetSeconds: int('BENCH_LOAD_BUDGET_S', quick ? 60 : 240),
+    credentialExecutes: int('BENCH_CREDENTIAL_EXECUTES', quick ? 100 : 1_000),
+    credentialUncachedExecutes: int('BENCH_CREDENTIAL_UNCACHED_EXECUTES', quick ? 20 : 100),
     // A quick run writes to the temp folder, so that it never replaces the committed full run.
     outDir: env.BENCH_OUT_DIR ?? (quick ? join(tmpdir(), 'aip-bench') : 'docs/bench'),
     outName: env.BENCH_OUT_NAME ?? 'latest',

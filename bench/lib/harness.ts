@@ -29,6 +29,7 @@ import { EventBridgeReconcileScheduler } from '../../lib/aws/scheduler/scheduler
 import { SqsMessageQueue, deleteMessages, receiveMessages } from '../../lib/aws/sqs/queue.js';
 import type { CallerIdentity } from '../../lib/auth/identity.js';
 import { EnvCredentialProvider } from '../../lib/connectors/credentials/env-provider.js';
+import type { CredentialProvider } from '../../lib/connectors/ports/credentials.js';
 import { createPaymentsConnector, DEFAULT_PAYMENTS_CREDENTIAL_HANDLE } from '../../lib/connectors/reference/payments.js';
 import { decodeQueueMessage, type InvokeMessage } from '../../lib/ports/messages.js';
 import { SteppedClock } from '../../lib/ports/clock.js';
@@ -132,6 +133,8 @@ export interface HarnessOptions {
   /** Payments capabilities' execution timeout (default 10 000 ms, as shipped). */
   readonly paymentsTimeoutMs?: number;
   readonly pollIntervalMs?: number;
+  /** The payments connector's credential provider. Default: the simulator's key from a variable (EnvCredentialProvider). */
+  readonly credentials?: CredentialProvider;
 }
 
 /** Builds the metered Runtime on its own table and queues. */
@@ -154,11 +157,13 @@ export async function createHarness(emulators: Emulators, options: HarnessOption
 
   const clock = emulators.clock;
   const now = () => clock.now();
-  const credentials = new EnvCredentialProvider({
-    connector_id: 'payments',
-    references: [{ connector_id: 'payments', handle: DEFAULT_PAYMENTS_CREDENTIAL_HANDLE, tenant_id: TENANT, env: PAYMENTS_KEY_VARIABLE }],
-    env: { [PAYMENTS_KEY_VARIABLE]: emulators.paymentsKey },
-  });
+  const credentials =
+    options.credentials ??
+    new EnvCredentialProvider({
+      connector_id: 'payments',
+      references: [{ connector_id: 'payments', handle: DEFAULT_PAYMENTS_CREDENTIAL_HANDLE, tenant_id: TENANT, env: PAYMENTS_KEY_VARIABLE }],
+      env: { [PAYMENTS_KEY_VARIABLE]: emulators.paymentsKey },
+    });
   const connector = createPaymentsConnector({
     credentials,
     baseUrl: emulators.simulator.url,

@@ -11,7 +11,7 @@
  *   capacity from the response, or the error name;
  * - nothing else: no request is changed besides ReturnConsumedCapacity.
  *
- * `instrumentCalls` counts the calls of any other client (SQS, Scheduler).
+ * `instrumentCalls` counts the calls of any other client (SQS, Scheduler, Secrets Manager).
  *
  * Classification (by command name): GetItem, Query, Scan, BatchGetItem,
  * TransactGetItems = reads; PutItem, UpdateItem, DeleteItem,
@@ -21,7 +21,7 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { round1, type Billed, type Biller } from './billing.js';
 
-export type Service = 'dynamodb' | 'sqs' | 'scheduler';
+export type Service = 'dynamodb' | 'sqs' | 'scheduler' | 'secretsmanager';
 export type CallKind = 'read' | 'write' | 'control' | 'call';
 
 export interface CallRecord {
@@ -273,7 +273,7 @@ interface MiddlewareClient {
   middlewareStack: { add(middleware: any, options: any): void };
 }
 
-/** Counts every call of an SQS or Scheduler client. */
+/** Counts every call of an SQS, Scheduler or Secrets Manager client. */
 export function instrumentCalls(client: MiddlewareClient, service: Service, meter: Meter): void {
   client.middlewareStack.add(
     (next: (args: { input: unknown }) => Promise<unknown>, context: { commandName?: string }) => async (args: { input: unknown }) => {

@@ -6,6 +6,7 @@ import type { PeerFigures } from '../sections/peer.js';
 import type { ScalingFigures } from '../sections/scaling.js';
 import { latencyHeadline, renderLatencyMarkdown, type LatencyFigures } from '../sections/latency.js';
 import { fairnessHeadline, renderFairnessMarkdown, type FairnessFigures } from '../sections/fairness.js';
+import { credentialsHeadline, renderCredentialsMarkdown, type CredentialsFigures } from '../sections/credentials.js';
 import { awsCostHeadline, renderAwsCostMarkdown, type AwsCostFigures } from '../sections/awscost.js';
 import type { BenchConfig, SectionId } from './config.js';
 import type { MachineInfo } from './machine.js';
@@ -25,6 +26,7 @@ export interface BenchReport {
   readonly e2e?: E2eFigures;
   readonly bundles?: BundlesFigures;
   readonly scaling?: ScalingFigures;
+  readonly credentials?: CredentialsFigures;
   readonly latency?: LatencyFigures;
   readonly fairness?: FairnessFigures;
   readonly awscost?: AwsCostFigures;
@@ -131,6 +133,8 @@ export function headline(r: BenchReport): string[] {
       `- **scaling**: an execute costs ${req(first.execute.cost)} requests at ${first.stored.toLocaleString('en')} stored transactions and ${req(last.execute.cost)} at ${last.stored.toLocaleString('en')} (p50 ${f(first.execute.latency_ms.p50)} → ${f(last.execute.latency_ms.p50)} ms)${s.load.stopped_early ? ` — ${s.load.note}` : ''}.`,
     );
   }
+  const cred = r.credentials ? credentialsHeadline(r.credentials) : undefined;
+  if (cred !== undefined) out.push(cred);
   const lat = r.latency ? latencyHeadline(r.latency) : undefined;
   if (lat !== undefined) out.push(lat);
   const fair = r.fairness ? fairnessHeadline(r.fairness) : undefined;
@@ -298,6 +302,7 @@ export function renderMarkdown(r: BenchReport): string {
     lines.push('');
   }
 
+  if (r.credentials) lines.push(...renderCredentialsMarkdown(r.credentials, '## 5b. Credentials: Secrets Manager requests per execute'));
   if (r.latency) lines.push(...renderLatencyMarkdown(r.latency, '## 6. Latency breakdown of one execute (local stack)'));
   if (r.fairness) lines.push(...renderFairnessMarkdown(r.fairness, '## 7. Fairness between tenants (local stack)'));
   if (r.awscost) lines.push(...renderAwsCostMarkdown(r.awscost, '## 8. AWS cost per million executes'));

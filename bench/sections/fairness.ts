@@ -131,7 +131,7 @@ async function runVariant(id: 'before' | 'after', fairness: QueueFairness, o: Fa
     workerInstances: o.instances,
     workerBatchSize: o.batchSize,
     // A fine wait poll, so that the quiet tenant's figure is its queueing, not the poll's step.
-    waitPoll: { initialIntervalMs: 25, maxIntervalMs: 100 },
+    waitPoll: { intervalMs: 25, fastWindowMs: 0, maxIntervalMs: 100, adaptive: false, firstMs: 0 },
   });
   const errors: string[] = [];
   const statuses: Record<string, number> = {};

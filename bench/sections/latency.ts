@@ -15,11 +15,15 @@
  * - global fetch is wrapped before the stack starts (the payments connector
  *   takes it at construction): the provider call's start and end.
  *
- * Runs are sequential (one action in flight, sweeper off), after a warm-up.
- * Two poll schedules of the `Prefer: wait` loop take turns run by run on the
- * same stack (one `waitPoll` object handed to the stack, switched between
- * runs): the deployed default (200 ms, ×1.5, ≤ 1 s) and a tuned one
- * (BENCH_WAIT_POLL_MS, default 25 ms, ×1.5, ≤ BENCH_WAIT_POLL_MAX_MS).
+ * Runs are sequential (one action in flight, sweeper off), after a warm-up
+ * (which also teaches the deployed schedule the settle time). Three poll
+ * schedules of the `Prefer: wait` loop take turns run by run on the same
+ * stack (one `waitPoll` object handed to the stack, switched between runs):
+ * the deployed default (functions/shared/wait.ts: the first poll one 25 ms
+ * interval before the settle time measured for the capability, 25 ms steps
+ * for 250 ms, then ×1.5 to 1 s), a fixed fast one (BENCH_WAIT_POLL_MS,
+ * default 25 ms, ×1.5, ≤ BENCH_WAIT_POLL_MAX_MS; a poll at once) and the
+ * schedule deployed before (a poll at once, then 200 ms, ×1.5, ≤ 1 s).
  *
  * It also times, for the cost model (bench/sections/awscost.ts): the JWT
  * authorizer warm (in-process, ES256 dev key) and a bare provider call
@@ -37,6 +41,7 @@ import { createAuthorizerHandler } from '../../functions/authorizer.js';
 import { DynamoAtomicWrites } from '../../lib/aws/dynamo/atomic-writes.js';
 import { createTokenVerifier } from '../../lib/auth/verifier.js';
 import { AipClient } from '../../lib/client/index.js';
+import { DEFAULT_WAIT_POLL, type WaitPollOptions } from '../../functions/shared/wait.js';
 import { distribution, type Distribution } from '../lib/stats.js';
 
 export interface LatencyOptions {
@@ -80,9 +85,10 @@ export interface SegmentFigures {
 }
 
 export interface VariantFigures {
-  readonly id: 'default' | 'tuned';
+  readonly id: 'default' | 'tuned' | 'previous';
   readonly label: string;
-  readonly wait_poll: { readonly initial_ms: number; readonly max_ms: number; readonly factor: number };
+  /** `initial_ms`: the interval the growth starts from (the adaptive default's first poll is learnt, not fixed). */
+  readonly wait_poll: { readonly initial_ms: number; readonly max_ms: number; readonly factor: number; readonly adaptive: boolean };
   readonly runs: number;
   readonly total_ms: Distribution;
   readonly segments: SegmentFigures[];
@@ -281,7 +287,7 @@ export async function runLatencySection(options: LatencyOptions, log: (line: str
     }),
   );
 
-  const waitPoll: { initialIntervalMs?: number; maxIntervalMs?: number } = {};
+  const waitPoll: { -readonly [K in keyof WaitPollOptions]: WaitPollOptions[K] } = {};
   const paymentsApiKey = `sk_bench_${randomBytes(12).toString('base64url')}`;
   try {
     const stack = await startLocalStack({
@@ -339,22 +345,38 @@ export async function runLatencySection(options: LatencyOptions, log: (line: str
       };
       for (let i = 0; i < options.warmup; i++) await execute();
 
-      const variants = [
-        { id: 'default' as const, label: 'deployed default: 200 ms, ×1.5, ≤ 1 s', poll: {}, initial: 200, max: 1_000 },
+      const fixed = (initial: number, max: number): WaitPollOptions => ({
+        intervalMs: initial,
+        fastWindowMs: 0,
+        maxIntervalMs: max,
+        adaptive: false,
+        firstMs: 0,
+      });
+      const variants: { id: VariantFigures['id']; label: string; poll: WaitPollOptions; initial: number; max: number; adaptive: boolean }[] = [
         {
-          id: 'tuned' as const,
-          label: `tuned: ${options.tuned.initialIntervalMs} ms, ×1.5, ≤ ${options.tuned.maxIntervalMs} ms`,
-          poll: { initialIntervalMs: options.tuned.initialIntervalMs, maxIntervalMs: options.tuned.maxIntervalMs },
+          id: 'default',
+          label: `deployed: first poll at the learnt settle time − ${DEFAULT_WAIT_POLL.intervalMs} ms, ${DEFAULT_WAIT_POLL.intervalMs} ms for ${DEFAULT_WAIT_POLL.fastWindowMs} ms, then ×1.5, ≤ 1 s`,
+          poll: {},
+          initial: DEFAULT_WAIT_POLL.intervalMs,
+          max: DEFAULT_WAIT_POLL.maxIntervalMs,
+          adaptive: true,
+        },
+        {
+          id: 'tuned',
+          label: `fixed: at once, then ${options.tuned.initialIntervalMs} ms, ×1.5, ≤ ${options.tuned.maxIntervalMs} ms`,
+          poll: fixed(options.tuned.initialIntervalMs, options.tuned.maxIntervalMs),
           initial: options.tuned.initialIntervalMs,
           max: options.tuned.maxIntervalMs,
+          adaptive: false,
         },
+        { id: 'previous', label: 'deployed before: at once, then 200 ms, ×1.5, ≤ 1 s', poll: fixed(200, 1_000), initial: 200, max: 1_000, adaptive: false },
       ];
       const timelines = new Map<string, Timeline[]>(variants.map((v) => [v.id, []]));
       const errors = new Map<string, string[]>(variants.map((v) => [v.id, []]));
       for (let i = 0; i < options.runs; i++) {
         for (const v of variants) {
-          waitPoll.initialIntervalMs = v.poll.initialIntervalMs;
-          waitPoll.maxIntervalMs = v.poll.maxIntervalMs;
+          for (const k of Object.keys(waitPoll) as (keyof WaitPollOptions)[]) delete waitPoll[k];
+          Object.assign(waitPoll, v.poll);
           const t: Timeline = { t_req: performance.now(), t_resp: 0, polls: [], dynamo: [], sqs: [] };
           current = t;
           try {
@@ -405,7 +427,7 @@ export async function runLatencySection(options: LatencyOptions, log: (line: str
         return {
           id: v.id,
           label: v.label,
-          wait_poll: { initial_ms: v.initial, max_ms: v.max, factor: 1.5 },
+          wait_poll: { initial_ms: v.initial, max_ms: v.max, factor: 1.5, adaptive: v.adaptive },
           runs: totals.length,
           total_ms: total,
           segments: (Object.keys(SEGMENTS) as SegmentId[]).map((id) => {
@@ -438,7 +460,7 @@ export async function runLatencySection(options: LatencyOptions, log: (line: str
       return {
         note:
           'one client, sequential executes on the in-process local stack (DynamoDB Local, fauxqs, the Scheduler emulator, the payments simulator, the local API Gateway, the local SQS event source with one instance); ' +
-          'the two poll schedules take turns run by run; segment means add up to the mean total',
+          'the three poll schedules take turns run by run; segment means add up to the mean total',
         variants: figures,
         dynamo_ops: Object.fromEntries(Object.entries(dynamoOps).map(([op, xs]) => [op, distribution(xs)])),
         authorizer_ms: await timeAuthorizer(options.probes),
@@ -478,7 +500,7 @@ const f = (x: number, d = 1) => (Number.isFinite(x) ? (Math.round(x * 10 ** d) /
 
 export function renderLatencyMarkdown(l: LatencyFigures, heading = '## Latency breakdown of one execute (local stack)'): string[] {
   const lines: string[] = [heading, ''];
-  const [def, tuned] = [l.variants.find((v) => v.id === 'default'), l.variants.find((v) => v.id === 'tuned')];
+  const def = l.variants.find((v) => v.id === 'default');
   lines.push(
     `HTTP submit with \`Prefer: wait=20\` → terminal result, one client; ${l.note}. Timestamps from wrappers on the Runtime instance, the settlement write, the SDK clients and fetch (bench/sections/latency.ts). ` +
       "**local-only** = machinery of the local stack; **remains** = the same work on AWS, at AWS's latency; **wait-poll** = the runtime's own `Prefer: wait` polling (functions/http/actions.ts), deployed as is.",
@@ -507,12 +529,20 @@ export function renderLatencyMarkdown(l: LatencyFigures, heading = '## Latency b
     `DynamoDB Local round trips on the path, p50: ${ops}. Authorizer handler warm (ES256 dev key, in-process): p50 ${f(l.authorizer_ms.p50, 2)} ms. Bare provider call (POST /v1/charges to the simulator): p50 ${f(l.provider_call_ms.p50, 2)} ms.`,
     '',
   );
-  if (def && tuned) {
-    const notice = (v: VariantFigures) => v.segments.find((s) => s.id === 'notice')?.ms.mean ?? Number.NaN;
+  if (def) {
+    const seg = (v: VariantFigures, id: SegmentId) => v.segments.find((x) => x.id === id)?.ms.mean ?? Number.NaN;
+    const split = (v: VariantFigures) =>
+      `queue ${f(seg(v, 'queue'))} ms, attempt ${f(seg(v, 'pre_provider') + seg(v, 'provider') + seg(v, 'settle'))} ms (provider ${f(seg(v, 'provider'))}), wait ${f(seg(v, 'notice'))} ms, DynamoDB Local ${f(v.dynamo_ms_mean)} ms on the path`;
     lines.push(
-      `The \`Prefer: wait\` notice delay is ${f(notice(def))} ms of the default's ${f(def.total_ms.mean)} ms mean (${f((notice(def) / def.total_ms.mean) * 100, 0)} %); tuned to ${tuned.wait_poll.initial_ms} ms it is ${f(notice(tuned))} ms, for ${f(tuned.polls_mean - def.polls_mean, 2)} more polls per execute.`,
+      `**Deployed \`Prefer: wait\`**: p50 ${f(def.total_ms.p50)} ms / p95 ${f(def.total_ms.p95)} ms at one client; mean split: ${split(def)}; ${f(def.polls_mean, 2)} polls per execute.`,
       '',
     );
+    for (const v of l.variants.filter((x) => x.id !== 'default')) {
+      lines.push(
+        `- ${v.label}: p50 ${f(v.total_ms.p50)} / p95 ${f(v.total_ms.p95)} ms; wait ${f(seg(v, 'notice'))} ms; ${f(v.polls_mean, 2)} polls (${f(v.polls_mean - def.polls_mean, 2)} against the deployed one).`,
+      );
+    }
+    lines.push('');
   }
   for (const v of l.variants) if (v.errors) lines.push(`Errors (${v.id}): ${v.errors.join('; ')}`, '');
   return lines;
@@ -521,13 +551,13 @@ export function renderLatencyMarkdown(l: LatencyFigures, heading = '## Latency b
 /** One line for the report's headline. */
 export function latencyHeadline(l: LatencyFigures): string | undefined {
   const def = l.variants.find((v) => v.id === 'default');
-  const tuned = l.variants.find((v) => v.id === 'tuned');
+  const previous = l.variants.find((v) => v.id === 'previous');
   if (!def) return undefined;
   const notice = (v: VariantFigures) => v.segments.find((s) => s.id === 'notice')?.ms.mean ?? Number.NaN;
   return (
-    `- **latency of one execute** (local stack, 1 client): mean ${f(def.total_ms.mean, 0)} ms (p50 ${f(def.total_ms.p50, 0)}) with the deployed \`Prefer: wait\` poll, of which ${f(notice(def), 0)} ms is the wait noticing the settlement and ${f(def.dynamo_share * 100, 0)} % DynamoDB Local` +
-    (tuned
-      ? `; with the poll tuned to ${tuned.wait_poll.initial_ms} ms: mean ${f(tuned.total_ms.mean, 0)} ms (p50 ${f(tuned.total_ms.p50, 0)}), notice ${f(notice(tuned), 0)} ms, ${f(tuned.polls_mean - def.polls_mean, 1)} more polls.`
+    `- **latency of one execute** (local stack, 1 client, \`Prefer: wait\`): p50 ${f(def.total_ms.p50, 0)} ms / p95 ${f(def.total_ms.p95, 0)} ms with the deployed poll, of which ${f(notice(def), 0)} ms is the wait noticing the settlement, ${f(def.polls_mean, 1)} polls, and ${f(def.dynamo_share * 100, 0)} % DynamoDB Local` +
+    (previous
+      ? `; with the schedule deployed before (200 ms ×1.5): p50 ${f(previous.total_ms.p50, 0)} / p95 ${f(previous.total_ms.p95, 0)} ms, notice ${f(notice(previous), 0)} ms, ${f(previous.polls_mean, 1)} polls.`
       : '.')
   );
 }

@@ -14,6 +14,7 @@ import type { KMSClient } from '@aws-sdk/client-kms';
 import { createDynamoDbClient, createSecretsManagerClient } from '../../lib/aws/clients.js';
 import { DynamoNonceStore } from '../../lib/aws/dynamo/remote-nonce-store.js';
 import { DynamoRemoteCheckpointInbox } from '../../lib/aws/dynamo/remote-checkpoint-inbox.js';
+import { SecretValueCache } from '../../lib/aws/secrets/secret-cache.js';
 import { SecretsManagerCredentialProvider } from '../../lib/aws/secrets/secrets-manager-provider.js';
 import { toSecretsManagerReferences } from '../../lib/config/secret-references.js';
 import { EnvCredentialProvider, type LocalCredentialReference } from '../../lib/connectors/credentials/env-provider.js';
@@ -68,10 +69,11 @@ export async function composeConnectorHost(config: ConnectorHostConfig, override
   const keys = new KeyResolver(config.envName, overrides.kms);
   const endpoint = config.endpoint === 'function-url' ? overrides.endpoint : config.endpoint;
   if (endpoint === undefined) throw new Error('AIP_CONNECTOR_HOST_CONFIG: endpoint "function-url" needs the Function URL of the request');
-  let secretsClient: ReturnType<typeof createSecretsManagerClient> | undefined;
+  // One secret cache per host instance (execution environment), shared by its connectors: default age (docs/runtime.md, "Credentials").
+  let secretCache: SecretValueCache | undefined;
   const secrets = () => {
-    if (secretsClient === undefined) secretsClient = createSecretsManagerClient();
-    return secretsClient;
+    if (secretCache === undefined) secretCache = new SecretValueCache({ client: createSecretsManagerClient() });
+    return secretCache;
   };
   const connectors: LocallyHostedConnector[] = config.connectors.map((c) => {
     const factory = overrides.connectorFactories?.[c.id] ?? CONNECTOR_FACTORIES[c.id];
@@ -85,7 +87,7 @@ export async function composeConnectorHost(config: ConnectorHostConfig, override
             ...(overrides.localCredentials.env !== undefined ? { env: overrides.localCredentials.env } : {}),
           })
         : new SecretsManagerCredentialProvider({
-            client: secrets(),
+            cache: secrets(),
             connector_id: c.id,
             references: toSecretsManagerReferences(c.id, c.credentials),
           });

@@ -12,7 +12,18 @@ import { headerValues, type AipHttpEvent, type HttpResult } from '../shared/http
 import { productionRuntime } from '../shared/production-runtime.js';
 import type { ActionResult } from '../../lib/protocol/index.js';
 import type { ActionState, CallerIdentity, RuntimeApi, SubmitOutcome } from '../shared/runtime-api.js';
-import { parsePreferWait, pollUntil, SETTLED_STATUSES, waitBudgetMs, type WaitClock } from '../shared/wait.js';
+import {
+  firstPollDelay,
+  parsePreferWait,
+  pollDelays,
+  pollSchedule,
+  pollUntil,
+  SETTLE_TIMES,
+  SETTLED_STATUSES,
+  settleSample,
+  waitBudgetMs,
+  type WaitClock,
+} from '../shared/wait.js';
 import { ROUTES } from '../../lib/http/routes.js';
 
 /**
@@ -48,8 +59,10 @@ function settled(result: ActionResult): boolean {
 
 /**
  * A wait: polls the action's result alone (one read of the action record per
- * poll) until it settles or the deadline passes, then reads the full state
- * (with the transaction view) once.
+ * poll) on the schedule of ./wait.ts until it settles or the deadline passes,
+ * then reads the full state (with the transaction view) once. `learn`: the
+ * key under which this environment's settle times time the first poll, and
+ * learn from this wait (POST); without it the first poll is at once (GET).
  */
 async function waitForAction(
   rt: RuntimeApi,
@@ -58,10 +71,36 @@ async function waitForAction(
   action_id: string,
   deadline: number,
   clock: WaitClock,
-  poll: HttpDeps['waitPoll'] = {},
+  deps: Pick<HttpDeps, 'waitPoll' | 'settleTimes'>,
+  learn?: string,
 ): Promise<ActionState> {
-  await pollUntil(() => rt.getActionResult(caller, tenant_id, action_id), settled, { deadline, clock, ...poll });
+  const options = deps.waitPoll ?? {};
+  const times = deps.settleTimes ?? SETTLE_TIMES;
+  const adaptive = learn !== undefined && options.adaptive !== false;
+  const interval = pollSchedule(options, 0).intervalMs;
+  const first = learn === undefined ? 0 : (options.firstMs ?? firstPollDelay(adaptive ? times.expected(learn) : undefined, interval));
+  const startedAt = clock.now();
+  const outcome = await pollUntil(() => rt.getActionResult(caller, tenant_id, action_id), settled, {
+    deadline,
+    clock,
+    delays: pollDelays(pollSchedule(options, first)),
+  });
+  // The settlement's own time (the worker's clock; Lambda clocks are synchronised) when the result has it.
+  const completedAt = outcome.done ? Date.parse(outcome.value.completed_at ?? '') : Number.NaN;
+  const sample = adaptive ? settleSample(outcome, interval, Number.isNaN(completedAt) ? undefined : completedAt - startedAt) : undefined;
+  if (sample !== undefined) times.observe(learn as string, sample);
   return rt.getAction(caller, tenant_id, action_id);
+}
+
+/** The key settle times are learnt under: the capability and transaction mode of a submitted body. */
+function settleKey(body: unknown): string | undefined {
+  const record = (x: unknown): Record<string, unknown> | undefined => (typeof x === 'object' && x !== null ? (x as Record<string, unknown>) : undefined);
+  const envelope = record(body);
+  const action = record(envelope?.action) ?? envelope;
+  const capability = action?.capability_id;
+  if (typeof capability !== 'string') return undefined;
+  const mode = record(envelope?.transaction)?.mode ?? record(action?.transaction)?.mode;
+  return `${capability} ${typeof mode === 'string' ? mode : 'invoke'}`;
 }
 
 function validStatus(status: unknown, disposition: SubmitOutcome['disposition']): number {
@@ -96,7 +135,7 @@ export function createSubmitActionHandler(deps: HttpDeps): ProxyHandler {
 
       let state: ActionState;
       try {
-        state = await waitForAction(rt, caller, outcome.tenant_id, outcome.action_id, clock.now() + budget, clock, deps.waitPoll);
+        state = await waitForAction(rt, caller, outcome.tenant_id, outcome.action_id, clock.now() + budget, clock, deps, settleKey(body) ?? '');
       } catch {
         // The action WAS admitted: a failed status read must not turn that into an error answer.
         return { status: 202, headers: pending, body: response };
@@ -120,7 +159,7 @@ export function createGetActionHandler(deps: HttpDeps): ProxyHandler {
     const tenant = tenant_id as string;
     const fetch = () => rt.getAction(caller, tenant, path.id);
     const budget = query.wait === undefined ? 0 : waitBudgetMs(query.wait, remainingMs());
-    const state = budget > 0 ? await waitForAction(rt, caller, tenant, path.id, clock.now() + budget, clock, deps.waitPoll) : await fetch();
+    const state = budget > 0 ? await waitForAction(rt, caller, tenant, path.id, clock.now() + budget, clock, deps) : await fetch();
     return { status: 200, body: state };
   });
 }

@@ -9,6 +9,7 @@
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { SecretValueCache } from '../../lib/aws/secrets/secret-cache.js';
 import { SecretsManagerCredentialProvider } from '../../lib/aws/secrets/secrets-manager-provider.js';
 import { secretsManagerReferences } from '../../lib/config/deployment.js';
 import { FUNCTION_ENV } from '../../lib/config/function-env.js';
@@ -34,7 +35,12 @@ export interface ConnectorWiring {
   readonly connectorFactories?: Readonly<Record<string, ConnectorFactory>>;
 }
 
-async function credentialProvider(settings: BootstrapSettings, connector_id: string, wiring: ConnectorWiring): Promise<CredentialProvider> {
+async function credentialProvider(
+  settings: BootstrapSettings,
+  connector_id: string,
+  wiring: ConnectorWiring,
+  secretCache: () => Promise<SecretValueCache>,
+): Promise<CredentialProvider> {
   if (settings.credentials.source === 'local') {
     return new EnvCredentialProvider({
       connector_id,
@@ -42,10 +48,12 @@ async function credentialProvider(settings: BootstrapSettings, connector_id: str
       ...(wiring.credentialEnv ? { env: wiring.credentialEnv } : {}),
     });
   }
+  const cacheSeconds = settings.runtimeConfig.connectors.find((c) => c.id === connector_id)?.credentialCacheSeconds;
   return new SecretsManagerCredentialProvider({
-    client: await wiring.secrets(),
+    cache: await secretCache(),
     connector_id,
     references: secretsManagerReferences(settings.runtimeConfig, connector_id),
+    ...(cacheSeconds !== undefined ? { max_age_seconds: cacheSeconds } : {}),
   });
 }
 
@@ -88,6 +96,9 @@ export async function composeConnectors(
           clock: wiring.clock,
         })
       : undefined;
+  // One secret cache for the composition, i.e. the execution environment, shared by its connectors.
+  let cache: Promise<SecretValueCache> | undefined;
+  const secretCache = () => (cache ??= wiring.secrets().then((client) => new SecretValueCache({ client })));
   const connectors: HostedConnector[] = [];
   for (const [index, { id }] of settings.runtimeConfig.connectors.entries()) {
     const proxy = remote?.get(id);
@@ -105,7 +116,7 @@ export async function composeConnectors(
       ]);
     }
     const baseUrl = settings.connectorEndpoints[id];
-    connectors.push(factory({ credentials: await credentialProvider(settings, id, wiring), ...(baseUrl !== undefined ? { baseUrl } : {}) }));
+    connectors.push(factory({ credentials: await credentialProvider(settings, id, wiring, secretCache), ...(baseUrl !== undefined ? { baseUrl } : {}) }));
   }
   const manifests = await Promise.all(connectors.map(async ({ connector }) => ({ manifest: await connector.discover({}), support: connector })));
   return { registry: await buildRegistry(manifests), connectors: staticConnectorHost(connectors) };

@@ -34,7 +34,7 @@ import { defaultObservability, withTracer, type Observability } from './observab
 import { resolveRuntime, type RuntimeApi, type RuntimeProvider } from './runtime-api.js';
 import { tenantSelection } from './tenant.js';
 import { parseAt, validateRequest } from './validate-request.js';
-import { SYSTEM_CLOCK, type WaitClock } from './wait.js';
+import { SYSTEM_CLOCK, type SettleTimes, type WaitClock, type WaitPollOptions } from './wait.js';
 
 export interface HttpDeps {
   /** The runtime, or a memoised factory (production: functions/shared/production-runtime.ts). */
@@ -44,10 +44,13 @@ export interface HttpDeps {
   /** Clock for waits. @default the system clock */
   readonly clock?: WaitClock;
   /**
-   * Poll schedule of `Prefer: wait` / `?wait=` (./wait.ts `pollUntil`): first
-   * interval and cap in ms, each at least 1. @default 200 ms, ×1.5 per poll, up to 1 s
+   * Poll schedule of `Prefer: wait` / `?wait=` (./wait.ts). @default 25 ms for
+   * 250 ms, then ×1.5 per poll up to 1 s; a POST wait's first poll timed to the
+   * capability's measured settle time
    */
-  readonly waitPoll?: { readonly initialIntervalMs?: number; readonly maxIntervalMs?: number };
+  readonly waitPoll?: WaitPollOptions;
+  /** Settle times measured by waits. @default this execution environment's (./wait.ts SETTLE_TIMES) */
+  readonly settleTimes?: SettleTimes;
   /** The handlers' own body limit in bytes. @default 256 KiB */
   readonly maxBodyBytes?: number;
   /** HTTP API requests: what the JWT authorizer's claims are checked against (./caller-identity.ts). @default from AIP_RUNTIME_CONFIG */

@@ -2,13 +2,21 @@
  * Waiting for an action to settle: `Prefer: wait=N` (RFC 7240) on
  * POST /v1/actions and `?wait=N` on GET /v1/actions/{id}.
  *
- * The wait is a polling loop with a bounded, growing interval (by default
- * 200 ms, ×1.5, up to 1 s; `HttpDeps.waitPoll` changes the first interval and
- * the cap) on the runtime's getActionResult (one read of the action record), then one
- * getAction for the full state: a real wait for state another process (the
- * queue worker) changes. It ends when the action reaches a terminal
- * status or `requires_human` (which only a person can move on), when N
- * seconds pass, or when the Lambda is about to run out of time.
+ * The wait polls the runtime's getActionResult (one strongly consistent read
+ * of the action record) on a schedule ({@link pollDelays}), then reads the
+ * full state once with getAction: a real wait for state another process (the
+ * queue worker) changes. It ends when the action reaches a terminal status
+ * or `requires_human` (which only a person can move on), when N seconds
+ * pass, or when the Lambda is about to run out of time.
+ *
+ * The schedule (docs/runtime.md, "Prefer: wait"): a fast phase that polls
+ * every 25 ms for 250 ms, then intervals growing ×1.5 up to 1 s. On POST the
+ * first poll is timed to the settle time this execution environment measured
+ * for the capability ({@link SettleTimes}): one interval before the expected
+ * settlement, so that the wait notices it within about one interval (25 ms)
+ * for about two reads; a settlement the environment has not seen yet starts
+ * after one interval. GET `?wait=` polls at once (the action may have settled
+ * long ago).
  */
 import { MAX_WAIT_SECONDS } from '../../lib/http/schemas.js';
 import type { ActionStatus } from '../../lib/protocol/action.js';
@@ -52,25 +60,159 @@ export function waitBudgetMs(seconds: number, remainingMs: number | undefined): 
   return Math.max(0, Math.min(wanted, remainingMs - WAIT_RESPONSE_MARGIN_MS));
 }
 
+/** The `Prefer: wait` poll schedule (HttpDeps.waitPoll); every field has a default. */
+export interface WaitPollOptions {
+  /** Interval of the fast phase; also the first delay of a POST wait with nothing learnt. @default 25 */
+  readonly intervalMs?: number;
+  /** How long after its first poll the wait keeps polling every `intervalMs`. @default 250 */
+  readonly fastWindowMs?: number;
+  /** Growth of the interval per poll after the fast phase, and its cap. @default 1.5 and 1000 */
+  readonly factor?: number;
+  readonly maxIntervalMs?: number;
+  /** POST: time the first poll to the measured settle time of the capability. @default true */
+  readonly adaptive?: boolean;
+  /** POST: a fixed delay before the first poll (0: at once), instead of the adaptive or default one. */
+  readonly firstMs?: number;
+}
+
+export const DEFAULT_WAIT_POLL = { intervalMs: 25, fastWindowMs: 250, factor: 1.5, maxIntervalMs: 1_000 } as const;
+
+/** A resolved poll schedule: the delay before the first poll, then the phases. */
+export interface PollSchedule {
+  readonly firstMs: number;
+  readonly intervalMs: number;
+  readonly fastWindowMs: number;
+  readonly factor: number;
+  readonly maxIntervalMs: number;
+}
+
+/** The schedule of a wait from the options; `firstMs` is the delay chosen for this wait. */
+export function pollSchedule(options: WaitPollOptions, firstMs: number): PollSchedule {
+  const atLeast1 = (x: number | undefined, fallback: number) => (x !== undefined && Number.isFinite(x) && x >= 1 ? x : fallback);
+  const intervalMs = atLeast1(options.intervalMs, DEFAULT_WAIT_POLL.intervalMs);
+  return {
+    firstMs: Math.max(0, Math.round(firstMs)),
+    intervalMs,
+    fastWindowMs: Math.max(0, options.fastWindowMs ?? DEFAULT_WAIT_POLL.fastWindowMs),
+    factor: Math.max(1, options.factor ?? DEFAULT_WAIT_POLL.factor),
+    maxIntervalMs: Math.max(intervalMs, atLeast1(options.maxIntervalMs, DEFAULT_WAIT_POLL.maxIntervalMs)),
+  };
+}
+
+/**
+ * The delays before each poll, without end: `firstMs`; then `intervalMs`
+ * while less than `fastWindowMs` has passed since the first poll; then
+ * intervals from `intervalMs` growing ×`factor` (rounded up) to `maxIntervalMs`.
+ */
+export function* pollDelays(s: PollSchedule): Generator<number, never> {
+  yield s.firstMs;
+  let sinceFirst = 0;
+  while (sinceFirst < s.fastWindowMs) {
+    sinceFirst += s.intervalMs;
+    yield s.intervalMs;
+  }
+  let interval = s.intervalMs;
+  for (;;) {
+    yield interval;
+    interval = Math.min(Math.ceil(interval * s.factor), s.maxIntervalMs);
+  }
+}
+
+/**
+ * The settle time an execution environment measured per capability, which
+ * times the first poll of the next wait: a weighted mean that follows a
+ * faster settlement quickly (weight `down`) and a slower one slowly (`up`),
+ * so one slow outlier (a cold worker, a provider hiccup) delays the first
+ * poll of the next waits little; a first poll too early costs a 1-RRU read,
+ * one too late costs the client latency. Bounded: past `maxKeys` keys it
+ * starts afresh.
+ */
+export class SettleTimes {
+  readonly #mean = new Map<string, number>();
+  constructor(
+    private readonly up = 0.1,
+    private readonly down = 0.5,
+    private readonly maxKeys = 256,
+  ) {}
+
+  expected(key: string): number | undefined {
+    return this.#mean.get(key);
+  }
+
+  observe(key: string, ms: number): void {
+    if (!Number.isFinite(ms) || ms < 0) return;
+    const before = this.#mean.get(key);
+    if (before === undefined && this.#mean.size >= this.maxKeys) this.#mean.clear();
+    this.#mean.set(key, before === undefined ? ms : before + (ms > before ? this.up : this.down) * (ms - before));
+  }
+}
+
+/** This execution environment's settle times (module state: one per Lambda instance). */
+export const SETTLE_TIMES = new SettleTimes();
+
+/** The first delay of a POST wait: one interval before the expected settlement, or one interval with nothing learnt. */
+export function firstPollDelay(expectedMs: number | undefined, intervalMs: number): number {
+  return expectedMs === undefined ? intervalMs : Math.max(0, expectedMs - intervalMs);
+}
+
 export interface PollOptions {
   /** Absolute deadline on `clock.now()`. */
   deadline: number;
   clock: WaitClock;
-  initialIntervalMs?: number;
-  maxIntervalMs?: number;
+  /** The delays before each poll (see {@link pollDelays}). */
+  delays: Iterator<number>;
 }
 
-/** Calls `fetch` until `done` holds or the deadline passes; returns the last value. */
-export async function pollUntil<T>(fetch: () => Promise<T>, done: (value: T) => boolean, options: PollOptions): Promise<T> {
-  const maxInterval = options.maxIntervalMs ?? 1_000;
-  let interval = options.initialIntervalMs ?? 200;
-  let value = await fetch();
+export interface PollOutcome<T> {
+  /** The last value read. */
+  readonly value: T;
+  readonly done: boolean;
+  readonly polls: number;
+  /** When the last poll that was not done started, ms after the wait began (undefined: none was). */
+  readonly lastMissMs?: number;
+  /** When the poll that was done started, ms after the wait began. */
+  readonly hitMs?: number;
+}
+
+/** Calls `fetch` on the schedule until `done` holds or the deadline passes (at least once). */
+export async function pollUntil<T>(fetch: () => Promise<T>, done: (value: T) => boolean, options: PollOptions): Promise<PollOutcome<T>> {
+  const start = options.clock.now();
+  let lastMissMs: number | undefined;
+  let polls = 0;
   for (;;) {
-    if (done(value)) return value;
+    const delay = options.delays.next().value as number;
     const left = options.deadline - options.clock.now();
-    if (left <= 0) return value;
-    await options.clock.sleep(Math.min(interval, left));
-    interval = Math.min(Math.ceil(interval * 1.5), maxInterval);
-    value = await fetch();
+    if (delay > 0 && left > 0) await options.clock.sleep(Math.min(delay, left));
+    const at = options.clock.now() - start;
+    const value = await fetch();
+    polls++;
+    if (done(value)) return { value, done: true, polls, hitMs: at, ...(lastMissMs !== undefined ? { lastMissMs } : {}) };
+    lastMissMs = at;
+    if (options.deadline - options.clock.now() <= 0) return { value, done: false, polls, lastMissMs };
   }
+}
+
+/** Longest settle time a wait learns from (a longer one is not what the first poll should wait for). */
+const MAX_LEARNT_SETTLE_MS = 10_000;
+
+/**
+ * What a finished wait says about the settle time (ms after it began).
+ * `measuredMs`: the action's own settlement time (its result's
+ * `completed_at`) minus the wait's start, when known: used as is. Else from
+ * the polls: the middle of the last interval, the one in which the action
+ * settled; when the first poll already found it settled, one interval before
+ * that poll. Undefined when the wait did not see the settlement, or the
+ * figure is out of range.
+ */
+export function settleSample(
+  outcome: Pick<PollOutcome<unknown>, 'done' | 'lastMissMs' | 'hitMs'>,
+  intervalMs: number,
+  measuredMs?: number,
+): number | undefined {
+  if (!outcome.done || outcome.hitMs === undefined) return undefined;
+  let sample: number;
+  if (measuredMs !== undefined && Number.isFinite(measuredMs) && measuredMs <= outcome.hitMs) sample = Math.max(0, measuredMs);
+  else if (outcome.lastMissMs === undefined) sample = Math.max(0, outcome.hitMs - intervalMs);
+  else sample = (outcome.lastMissMs + outcome.hitMs) / 2;
+  return sample <= MAX_LEARNT_SETTLE_MS ? sample : undefined;
 }

@@ -169,6 +169,14 @@ export const ConnectorConfigSchema = z.strictObject({
    * at the provider edge").
    */
   credentials: z._default(z.array(CredentialReferenceSchema), []),
+  /**
+   * How long one execution environment reuses a credential fetched from
+   * Secrets Manager, in seconds (0: fetched for every provider call). A
+   * rotated secret takes effect within this age, and at once when the
+   * provider refuses the old one with 401/403. docs/runtime.md, "Credentials".
+   * @default 300 (DEFAULT_CREDENTIAL_CACHE_SECONDS in lib/aws/secrets/secret-cache.ts)
+   */
+  credentialCacheSeconds: z.optional(intIn(0, 3600, 'seconds')),
 });
 
 /** An approval policy's tenant selector: a protocol tenant ID, or `'*'` (every tenant). */

@@ -276,6 +276,17 @@ describe('runtime configuration', () => {
     expect(secretsManagerReferences(config, 'crm')).toEqual([]);
   });
 
+  it("carries a connector's credential cache age to the functions, in whole seconds of at most an hour", () => {
+    const config = parseInfraConfig({ ...BASE_CONFIG, connectors: [{ id: 'payments', credentials: [row], credentialCacheSeconds: 60 }] });
+    const json = JSON.stringify(toDeploymentRuntimeConfig(config));
+    expect(parseDeploymentRuntimeConfig(json).connectors[0]?.credentialCacheSeconds).toBe(60);
+    expect(parseInfraConfig({ ...BASE_CONFIG, connectors: [{ id: 'payments', credentials: [row] }] }).connectors[0]?.credentialCacheSeconds).toBeUndefined();
+    expect(issuesOf({ ...BASE_CONFIG, connectors: [{ id: 'payments', credentialCacheSeconds: 3601 }] })).toEqual([
+      { path: 'connectors[0].credentialCacheSeconds', message: expect.stringContaining('at most 3600') },
+    ]);
+    expect(issuesOf({ ...BASE_CONFIG, connectors: [{ id: 'payments', credentialCacheSeconds: 1.5 }] })).toHaveLength(1);
+  });
+
   it('round-trips through the AIP_RUNTIME_CONFIG JSON', () => {
     const config = parseInfraConfig(BASE_CONFIG);
     const json = JSON.stringify(toDeploymentRuntimeConfig(config));

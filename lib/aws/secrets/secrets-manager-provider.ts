@@ -5,8 +5,14 @@
  * connector + credential handle + verified tenant (+ external account). A
  * handle never names a secret directly, so a caller cannot steer resolution
  * to another tenant's secret.
+ *
+ * Values are cached per execution environment (./secret-cache.ts, Powertools
+ * Parameters) for `max_age_seconds`: one GetSecretValue per secret per age,
+ * not one per provider call. `refresh` drops a value the provider refused
+ * (401/403) and fetches it afresh. Every `resolve` still returns a fresh
+ * ConnectorSecret (a copy) that the caller disposes.
  */
-import { GetSecretValueCommand, type GetSecretValueCommandOutput, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { CredentialProvider, CredentialResolutionScope } from '../../connectors/ports/credentials.js';
 import type { CredentialHandle } from '../../connectors/credentials/handle.js';
 import {
@@ -16,6 +22,7 @@ import {
   type CredentialReferenceKey,
 } from '../../connectors/credentials/references.js';
 import { ConnectorSecret } from '../../connectors/credentials/secret.js';
+import { DEFAULT_CREDENTIAL_CACHE_SECONDS, SecretValueCache, type SecretValue } from './secret-cache.js';
 
 export interface SecretsManagerReference extends CredentialReferenceKey {
   /** Secret name or ARN. */
@@ -26,11 +33,16 @@ export interface SecretsManagerReference extends CredentialReferenceKey {
   readonly json_field?: string;
 }
 
-export interface SecretsManagerCredentialProviderOptions {
-  readonly client: Pick<SecretsManagerClient, 'send'>;
+export type SecretsManagerCredentialProviderOptions = {
   readonly connector_id: string;
   readonly references: readonly SecretsManagerReference[];
-}
+  /** How long a fetched value is reused, in whole seconds (0: fetched on every use). @default DEFAULT_CREDENTIAL_CACHE_SECONDS */
+  readonly max_age_seconds?: number;
+} & (
+  | { readonly client: SecretsManagerClient }
+  /** The execution environment's cache, shared by the connectors of one composition. */
+  | { readonly cache: SecretValueCache }
+);
 
 const SOURCE = 'credentials:aws-secrets-manager';
 
@@ -46,22 +58,38 @@ const PERMANENT_ERRORS = new Set([
 ]);
 
 export class SecretsManagerCredentialProvider implements CredentialProvider {
-  readonly #client: Pick<SecretsManagerClient, 'send'>;
+  readonly #cache: SecretValueCache;
+  readonly #maxAge: number;
   readonly #map: CredentialReferenceMap<SecretsManagerReference>;
 
   constructor(options: SecretsManagerCredentialProviderOptions) {
-    this.#client = options.client;
+    this.#cache = 'cache' in options ? options.cache : new SecretValueCache({ client: options.client });
+    const age = options.max_age_seconds ?? DEFAULT_CREDENTIAL_CACHE_SECONDS;
+    this.#maxAge = Number.isInteger(age) && age > 0 ? age : 0;
     this.#map = new CredentialReferenceMap(options.connector_id, options.references);
   }
 
   async resolve(handle: CredentialHandle, scope: CredentialResolutionScope): Promise<ConnectorSecret> {
     const ref = this.#map.require(handle, scope, SOURCE);
-    let out: GetSecretValueCommandOutput;
+    return this.#secretOf(ref, await this.#fetch(ref, handle, scope, false), handle, scope);
+  }
+
+  /**
+   * The provider refused material resolved for this handle and scope (HTTP
+   * 401/403): fetches the secret afresh, so that this and every later
+   * resolve see a rotated value. A scope without a reference is a no-op.
+   */
+  async refresh(handle: CredentialHandle, scope: CredentialResolutionScope): Promise<void> {
+    const ref = this.#map.select(handle, scope);
+    if (ref !== undefined) await this.#fetch(ref, handle, scope, true);
+  }
+
+  async #fetch(ref: SecretsManagerReference, handle: CredentialHandle, scope: CredentialResolutionScope, force: boolean): Promise<SecretValue> {
     try {
-      out = await this.#client.send(
-        new GetSecretValueCommand({ SecretId: ref.secret_id, ...(ref.version_stage !== undefined ? { VersionStage: ref.version_stage } : {}) }),
-      );
-    } catch (err) {
+      return await this.#cache.get(ref, this.#maxAge, force);
+    } catch (thrown) {
+      // Powertools wraps the SDK error in a GetParameterError whose `cause` is the SDK's.
+      const err = (thrown as { cause?: unknown }).cause ?? thrown;
       const name = (err as { name?: unknown }).name;
       const meta = (err as { $metadata?: { httpStatusCode?: number; requestId?: string } }).$metadata;
       if (typeof name === 'string' && PERMANENT_ERRORS.has(name)) {
@@ -73,11 +101,16 @@ export class SecretsManagerCredentialProvider implements CredentialProvider {
         ...(meta?.requestId !== undefined ? { provider_request_id: meta.requestId } : {}),
       });
     }
+  }
+
+  #secretOf(ref: SecretsManagerReference, value: SecretValue, handle: CredentialHandle, scope: CredentialResolutionScope): ConnectorSecret {
     const failureContext = { operation: scope.operation ?? 'invocation', source: SOURCE } as const;
-    if (out.SecretBinary !== undefined && out.SecretBinary.byteLength > 0 && ref.json_field === undefined) {
-      return ConnectorSecret.fromBytes(out.SecretBinary, failureContext);
+    if (value instanceof Uint8Array) {
+      // A copy: the secret adopts and zeroes its bytes on dispose, and the cached value serves later uses.
+      if (value.byteLength === 0 || ref.json_field !== undefined) throw credentialsUnavailable(handle, scope, SOURCE, 'empty_material');
+      return ConnectorSecret.fromBytes(value.slice(), failureContext);
     }
-    const text = out.SecretString;
+    const text = value;
     if (text === undefined || text.length === 0) throw credentialsUnavailable(handle, scope, SOURCE, 'empty_material');
     if (ref.json_field === undefined) return ConnectorSecret.fromUtf8(text, failureContext);
     let field: unknown;

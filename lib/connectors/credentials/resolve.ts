@@ -1,7 +1,8 @@
-import type { CredentialProvider } from '../ports/credentials.js';
+import type { CredentialProvider, CredentialResolutionScope } from '../ports/credentials.js';
 import { contextAttemptEvidence, type ActionExecutionContext } from '../context.js';
 import { ConnectorFailure, isConnectorFailure, markSdkFailure } from '../failure.js';
 import type { ConnectorOperation } from '../operations.js';
+import type { CredentialHandle } from './handle.js';
 import { credentialsResolutionFailed, credentialsUnavailable } from './references.js';
 import { ConnectorSecret } from './secret.js';
 
@@ -31,7 +32,12 @@ export async function resolveCredential(
   }
 }
 
-async function resolveFor(provider: CredentialProvider, ctx: ActionExecutionContext, operation: ConnectorOperation, source: string): Promise<ConnectorSecret> {
+/** The context's handle and verified scope (the only inputs a provider gets). */
+function scopeOf(
+  ctx: ActionExecutionContext,
+  operation: ConnectorOperation,
+  source: string,
+): { handle: CredentialHandle; scope: CredentialResolutionScope & { operation: ConnectorOperation } } {
   if (contextAttemptEvidence(ctx).retired) {
     throw new ConnectorFailure({ code: 'connector.attempt_ended', operation, source, redacted_details: { facility: 'credentials' } });
   }
@@ -39,11 +45,48 @@ async function resolveFor(provider: CredentialProvider, ctx: ActionExecutionCont
   const tenant = ctx.tenant;
   if (handle === undefined) throw credentialsUnavailable(undefined, { operation }, source, 'no_credential_handle');
   if (tenant === undefined) throw credentialsUnavailable(handle, { operation }, source, 'no_verified_tenant');
-  const scope = {
-    tenant_id: tenant.tenant_id,
-    ...(tenant.external_account_id !== undefined ? { external_account_id: tenant.external_account_id } : {}),
-    operation,
+  return {
+    handle,
+    scope: {
+      tenant_id: tenant.tenant_id,
+      ...(tenant.external_account_id !== undefined ? { external_account_id: tenant.external_account_id } : {}),
+      operation,
+    },
   };
+}
+
+/**
+ * The downstream provider refused `refused` (material resolved for the
+ * context) with 401 or 403: asks the deployment provider to fetch the
+ * credential afresh and reports whether it changed (constant-time
+ * comparison). False when the provider caches nothing (no `refresh`), when
+ * the refetch fails, or when the material is the same: retrying then would
+ * only be refused again. Never throws; disposes nothing it was given.
+ */
+export async function credentialRotated(
+  provider: CredentialProvider,
+  ctx: ActionExecutionContext,
+  refused: ConnectorSecret,
+  operation: ConnectorOperation = 'invocation',
+  source = 'connector-sdk:credentials',
+): Promise<boolean> {
+  if (provider.refresh === undefined || refused.disposed) return false;
+  try {
+    const { handle, scope } = scopeOf(ctx, operation, source);
+    await provider.refresh(handle, scope);
+    const fresh = await resolveFor(provider, ctx, operation, source);
+    try {
+      return !fresh.equals(refused);
+    } finally {
+      fresh.dispose();
+    }
+  } catch {
+    return false;
+  }
+}
+
+async function resolveFor(provider: CredentialProvider, ctx: ActionExecutionContext, operation: ConnectorOperation, source: string): Promise<ConnectorSecret> {
+  const { handle, scope } = scopeOf(ctx, operation, source);
   let secret: unknown;
   try {
     secret = await provider.resolve(handle, scope);

@@ -7,7 +7,9 @@
  * 2. builds the request from the mappings and trusted context values,
  * 3. adds the derived idempotency header (mutations) and, at the edge, the
  *    credential resolved through the deployment CredentialProvider (the
- *    secret touches only the outgoing header and is disposed at once),
+ *    secret touches only the outgoing header and is disposed once the answer
+ *    is in); when the provider refuses it (401/403) and a refetch finds it
+ *    rotated, the same request (same idempotency key) is sent once more,
  * 4. sends it bounded by context.deadline and context.cancellation,
  * 5. checkpoints the provider operation ID as soon as it is known (from a
  *    response header before the body is read, else right after the body
@@ -48,7 +50,8 @@ import {
 import type { CredentialProvider } from '../ports/credentials.js';
 import { FrozenConnectorBase, defaultHealth } from '../base.js';
 import { TRANSACTION_CHECKPOINT_MODES, type ActionExecutionContext } from '../context.js';
-import { resolveCredential } from '../credentials/resolve.js';
+import { credentialRotated, resolveCredential } from '../credentials/resolve.js';
+import type { ConnectorSecret } from '../credentials/secret.js';
 import { timeoutRetryable } from '../deadline.js';
 import { ConnectorFailure, isConnectorFailure } from '../failure.js';
 import {
@@ -85,7 +88,13 @@ import { TransportFailure, exchange, pause, type ProviderResponse, type Response
 /** One structured log line. It never carries headers, bodies, query values or credentials. */
 export interface HttpConnectorLogLine {
   readonly level: 'info' | 'warn';
-  readonly event: 'provider_request' | 'provider_operation_checkpointed' | 'provider_effect_committed' | 'provider_operation_missing';
+  readonly event:
+    | 'provider_request'
+    | 'provider_operation_checkpointed'
+    | 'provider_effect_committed'
+    | 'provider_operation_missing'
+    /** The provider refused the credential (401/403), a refetch found it rotated, and the request is sent again once. */
+    | 'provider_credential_rotated';
   readonly connector_id: string;
   readonly capability_id: string;
   readonly action_id: string;
@@ -439,8 +448,11 @@ export class HttpConnector extends FrozenConnectorBase {
     return [...(specific ?? []), ...(call.cap.cfg.errors ?? []), ...this.config.errors];
   }
 
-  /** Adds the credential at the edge: resolved for the verified tenant, used for one header, disposed. */
-  #authorizer(call: Call): ((headers: Headers) => Promise<void>) | undefined {
+  /**
+   * Adds the credential at the edge: resolved for the verified tenant, used for one header. The secret is kept
+   * in `used` until the answer is in (#send disposes it), so a refusal can be told from a rotation.
+   */
+  #authorizer(call: Call, used: { secret?: ConnectorSecret }): ((headers: Headers) => Promise<void>) | undefined {
     const auth = this.config.auth;
     if (auth.type === 'none') return undefined;
     return async (headers: Headers): Promise<void> => {
@@ -454,7 +466,9 @@ export class HttpConnector extends FrozenConnectorBase {
           redacted_details: { reason: 'credential_handle_mismatch', credential_handle: handle.id },
         });
       }
+      used.secret?.dispose();
       const secret = await resolveCredential(provider, call.ctx, call.operation, this.source);
+      used.secret = secret;
       try {
         secret.withUtf8((text) => {
           if (/[\r\n\0]/.test(text)) {
@@ -477,8 +491,9 @@ export class HttpConnector extends FrozenConnectorBase {
             });
           }
         });
-      } finally {
+      } catch (err) {
         secret.dispose();
+        throw err;
       }
     };
   }
@@ -557,11 +572,13 @@ export class HttpConnector extends FrozenConnectorBase {
     opts: { mutation: boolean; budget_ms: number; signal?: AbortSignal; onHeaders?: (head: ResponseHead) => Promise<void>; track_request_id?: boolean },
   ): Promise<ProviderResponse> {
     const track = opts.track_request_id !== false;
-    const authorize = this.#authorizer(call);
-    try {
+    const used: { secret?: ConnectorSecret } = {};
+    const authorize = this.#authorizer(call, used);
+    const started = performance.now();
+    const once = async (budget_ms: number): Promise<ProviderResponse> => {
       const res = await exchange(req, {
         fetch: this.#fetch,
-        budget_ms: opts.budget_ms,
+        budget_ms,
         ...(opts.signal !== undefined ? { signal: opts.signal } : {}),
         ...(this.config.request_id_header !== undefined ? { request_id_header: this.config.request_id_header } : {}),
         ...(authorize !== undefined ? { authorize } : {}),
@@ -578,6 +595,20 @@ export class HttpConnector extends FrozenConnectorBase {
         ...(res.request_id ? { provider_request_id: res.request_id } : {}),
       });
       return res;
+    };
+    try {
+      const res = await once(opts.budget_ms);
+      // The provider refused the credential: it authenticates before it acts, so the request had no effect.
+      // Sent again once, identical (same idempotency key), only if the credential was rotated meanwhile.
+      if (
+        (res.status === 401 || res.status === 403) &&
+        used.secret !== undefined &&
+        (await credentialRotated(this.#deps.credentials as CredentialProvider, call.ctx, used.secret, call.operation, this.source))
+      ) {
+        this.#log(call, { level: 'warn', event: 'provider_credential_rotated', method: req.method, route: spec.path, outcome: res.status });
+        return await once(opts.budget_ms - (performance.now() - started));
+      }
+      return res;
     } catch (err) {
       if (err instanceof TransportFailure) {
         if (track && err.head?.request_id !== undefined) call.provider_request_id = err.head.request_id;
@@ -592,6 +623,8 @@ export class HttpConnector extends FrozenConnectorBase {
         throw new DraftFailure(transportDraft(err, this.#site(call, req.method, spec.path, opts.mutation), this.#uncertainRetryAllowed(call)));
       }
       throw err;
+    } finally {
+      used.secret?.dispose();
     }
   }
 

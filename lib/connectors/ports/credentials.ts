@@ -14,6 +14,10 @@
  * - Failures carry no secret material and no secret identifiers beyond the
  *   handle ID.
  * - Every call returns a fresh ConnectorSecret the caller disposes.
+ * - A provider may cache material for a bounded age. It then implements
+ *   `refresh`, which the connector calls when the downstream provider refused
+ *   the material (HTTP 401/403): the next resolve returns material fetched
+ *   after the refusal (a rotated secret takes effect at once).
  *
  * Adapters: lib/aws/secrets/secrets-manager-provider.ts (deployments) and
  * lib/connectors/credentials/env-provider.ts (local runs).
@@ -33,4 +37,6 @@ export interface CredentialResolutionScope {
 
 export interface CredentialProvider {
   resolve(handle: CredentialHandle, scope: CredentialResolutionScope): Promise<ConnectorSecret>;
+  /** Optional: forget cached material for this handle and scope, and fetch it afresh. Absent: nothing is cached. */
+  refresh?(handle: CredentialHandle, scope: CredentialResolutionScope): Promise<void>;
 }

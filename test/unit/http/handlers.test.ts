@@ -12,6 +12,7 @@ import {
   createStreamActionHandler,
   createSubmitActionHandler,
 } from '../../../functions/http/actions.js';
+import { SettleTimes } from '../../../functions/shared/wait.js';
 import { createDecideApprovalHandler, createListApprovalsHandler } from '../../../functions/http/approvals.js';
 import { createGetHealthHandler, createGetOpenApiHandler, createListCapabilitiesHandler } from '../../../functions/http/meta.js';
 import { ROUTES, type RouteDefinition } from '../../../lib/http/routes.js';
@@ -115,7 +116,10 @@ describe('POST /v1/actions', () => {
         transaction: { transaction_id: 'tx-1', status: done() ? 'committed' : 'committing' },
       }),
     });
-    const res = await createSubmitActionHandler(deps(rt, { clock }))(jsonEvent({ json: ACTION, headers: { Prefer: 'wait=10' } }), lambdaContext());
+    const res = await createSubmitActionHandler(deps(rt, { clock, settleTimes: new SettleTimes() }))(
+      jsonEvent({ json: ACTION, headers: { Prefer: 'wait=10' } }),
+      lambdaContext(),
+    );
     expect(res.statusCode).toBe(200);
     expect(header(res, 'preference-applied')).toBe('wait=10');
     expect(body(res)).toMatchObject({
@@ -125,8 +129,9 @@ describe('POST /v1/actions', () => {
     });
     const reads = rt.calls.filter((c) => c.method === 'getAction' || c.method === 'getActionResult');
     expect(reads.every((c) => c.args[1] === 'acme' && c.args[2] === 'act-1')).toBe(true);
-    // 0, 0.2, 0.5, 0.95, 1.625 s: four polls of the result while running, the fifth settled, then one full read.
-    expect(reads.map((c) => c.method)).toEqual(['getActionResult', 'getActionResult', 'getActionResult', 'getActionResult', 'getActionResult', 'getAction']);
+    // Polls of the result on the schedule (functions/shared/wait.ts, each after a sleep) until one sees it settled, then one full read.
+    expect(reads.map((c) => c.method)).toEqual([...clock.sleeps.map(() => 'getActionResult'), 'getAction']);
+    expect(clock.now() - start).toBeGreaterThanOrEqual(1_500);
   });
 
   it('with Prefer: wait=N answers 202 with the latest full state when the action is still running after N seconds', async () => {
