@@ -162,6 +162,24 @@ describe('deciding under min_approvals and "any of" approver scopes', () => {
     expect((await h.stores.approvals.get(approval))?.decisions).toEqual([]);
   });
 
+  it('one identity per principal: two tokens of one subject that differ only in the kind claim are one approver, and the requester under another kind is the requester', async () => {
+    const id = uid('a');
+    const approval = await pendingIn(UNCONFIGURED, echo(UNCONFIGURED, id));
+    const asUser: CallerIdentity = { ...approverA, principal: { id: 'approver-a', kind: 'user' } };
+    const asAgent: CallerIdentity = { ...approverA, principal: { id: 'approver-a', kind: 'agent' } };
+    expect((await h.runtime.decideApproval(asUser, UNCONFIGURED, approval.approval_id, { decision: 'approve' })).approval.status).toBe('pending');
+    expect(await codeOf(h.runtime.decideApproval(asAgent, UNCONFIGURED, approval.approval_id, { decision: 'approve' }))).toBe(
+      'approval.already_approved_by_caller',
+    );
+    const requesterAsUser: CallerIdentity = { ...member(UNCONFIGURED, 'agent-1', ['pay:approve']), principal: { id: 'agent-1', kind: 'user' } };
+    expect(await codeOf(h.runtime.decideApproval(requesterAsUser, UNCONFIGURED, approval.approval_id, { decision: 'approve' }))).toBe(
+      'runtime.self_approval_forbidden',
+    );
+    const held = await h.stores.approvals.get(approval);
+    expect(held).toMatchObject({ status: 'pending', decisions: [{ decided_by: { id: 'approver-a', kind: 'user' } }] });
+    expect(await h.receiveInvokes()).toEqual([]);
+  });
+
   it('concurrent approvers: exactly min_approvals decisions are recorded, the action resumes once, the others are told it is decided', async () => {
     const id = uid('a');
     const approval = await pendingIn(UNCONFIGURED, echo(UNCONFIGURED, id));
