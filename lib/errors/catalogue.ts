@@ -198,6 +198,7 @@ export const ERROR_CATALOGUE = {
   'runtime.tenant_required': entry('validation', 400, false, 'The tenant cannot be determined: name one of the caller tenants'),
   'runtime.tenant_forbidden': entry('authorization', 403, false, 'The caller is not a member of the tenant the action names'),
   'runtime.scope_missing': entry('authorization', 403, false, 'The caller lacks a scope the capability policy requires'),
+  'runtime.identity_mismatch': entry('authorization', 403, false, 'The action identity names a user other than the authenticated principal'),
   'runtime.account_forbidden': entry('authorization', 403, false, 'The caller token does not hold the external account the action names'),
   // the authority rule (lib/runtime/authority.ts)
   'runtime.operator_required': entry('authorization', 403, false, 'This operation needs the operator scope'),

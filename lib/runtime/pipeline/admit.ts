@@ -18,7 +18,7 @@ import type { TransactionRecord } from '../../ports/transaction-store.js';
 import type { AtomicWrites } from '../../ports/atomic-writes.js';
 import { idempotencyInFlightError, idempotencyOutcomeUnknownError } from '../../ports/idempotency-store.js';
 import { RECEIPT_EVENTS } from '../journal.js';
-import { assertCallerCurrent, authorizeCapability, resolveAccount, resolveTenant, type CallerIdentity } from '../identity.js';
+import { assertCallerCurrent, authorizeCapability, checkIdentityFields, resolveAccount, resolveTenant, type CallerIdentity } from '../identity.js';
 import { deriveApprovalId, deriveTransactionId, failedResult, isTransientError, replayed, withTransactionId, type Kernel } from '../kernel.js';
 import { admitCompensate } from '../modes/compensate.js';
 import { admitDirectCommit, admitPlannedCommit, claimConflict, knownPlanned, planClaim, recheckPlan } from '../modes/commit.js';
@@ -57,6 +57,7 @@ export async function prepare(k: Kernel, caller: CallerIdentity, submitted: Acti
   assertCallerCurrent(caller, k.now());
   const tenant_id = resolveTenant(caller, submitted, options.tenant_id);
   resolveAccount(caller, submitted); // the external account (credential row) must be one the token holds
+  checkIdentityFields(caller, submitted); // identity.user_id names the verified caller
   authorizeCapability(caller, reg.capability);
   // static precondition of step 7
   assertIdempotencyKey(reg.capability, submitted);
