@@ -184,6 +184,7 @@ export const ERROR_CATALOGUE = {
   'request.timeout': entry('timeout', 504, false, 'The request did not complete within the gateway time limit'),
   // API Gateway's own answers without a more specific code (lib/http/gateway-responses.ts)
   'auth.api_key_invalid': entry('authorization', 403, false, 'The API key is missing or not valid for this API'),
+  'request.origin_forbidden': entry('authorization', 403, false, 'The local development sign-in answers loopback hosts and origins only'),
   'request.blocked': entry('authorization', 403, false, 'The request was blocked by the web application firewall'),
   'request.rejected': entry('validation', 400, false, 'The gateway rejected the request'),
 
