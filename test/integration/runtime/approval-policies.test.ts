@@ -199,6 +199,34 @@ describe('deciding under min_approvals and "any of" approver scopes', () => {
   });
 });
 
+describe('nothing doomed reaches an approver', () => {
+  it('a gated compensate of a failed or only planned target is refused before an approval exists (runtime.compensation_target_ineligible)', async () => {
+    const owner = requester(COMP);
+    const failed = uid('a');
+    await h.runtime.submit(owner, inTenant(COMP, transfer(failed, { transaction: { mode: 'execute', transaction_id: uid('tx') } }, { scenario: 'fail' })));
+    await h.drain();
+    const planned = uid('p');
+    await h.runtime.submit(owner, inTenant(COMP, transfer(planned, { transaction: { mode: 'plan', transaction_id: uid('tx') } })));
+    const approver = member(COMP, 'ops-9', ['ops:approve']);
+    const before = (await h.runtime.listApprovals(approver, COMP, { limit: 100 })).items.length;
+    for (const target of [failed, planned]) {
+      const k = uid('k');
+      expect(await codeOf(h.runtime.submit(owner, inTenant(COMP, transfer(k, { transaction: { mode: 'compensate', compensation_for: target } }))))).toBe(
+        'runtime.compensation_target_ineligible',
+      );
+      // The refusal is the action's recorded result; no approval was created for it.
+      const action = await h.stores.actions.get({ tenant_id: COMP, action_id: k });
+      expect(action?.status).toBe('failed');
+      expect(action?.approval_id).toBeUndefined();
+    }
+    expect((await h.runtime.listApprovals(approver, COMP, { limit: 100 })).items).toHaveLength(before);
+    // An unknown target is refused before the gate too (the authority rule's not-found answer).
+    expect(await codeOf(h.runtime.submit(owner, inTenant(COMP, transfer(uid('k'), { transaction: { mode: 'compensate', compensation_for: uid('none') } }))))).toBe(
+      'runtime.compensation_target_not_found',
+    );
+  });
+});
+
 describe('the approval subject', () => {
   it("a compensate's approval shows the compensated action and its owner (the listing and the decision show it)", async () => {
     const owner = requester(COMP);
