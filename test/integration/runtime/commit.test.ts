@@ -62,8 +62,10 @@ describe('What a planned commit rechecks', () => {
     const tx = await planned();
     // Another principal may not even see the plan: the answer of a plan that does not exist (docs/authority.md).
     expect(await codeOf(h.runtime.submit(caller('agent-2'), commit(tx)))).toBe('runtime.plan_not_found');
+    // The same subject under another kind claim owns the plan (one identity per principal, docs/authority.md),
+    // and the page's commit check still wants the planning kind.
     const sameIdOtherKind = { ...caller(), principal: { id: 'agent-1', kind: 'user' as const } };
-    expect(await codeOf(h.runtime.submit(sameIdOtherKind, commit(tx)))).toBe('runtime.plan_not_found');
+    expect(await codeOf(h.runtime.submit(sameIdOtherKind, commit(tx)))).toBe('runtime.plan_principal_mismatch');
     // An operator may see it, and is told why it cannot commit it.
     expect(await codeOf(h.runtime.submit({ ...operator, scopes: [...operator.scopes, 'pay:write'] }, commit(tx)))).toBe('runtime.plan_principal_mismatch');
   });
@@ -102,7 +104,8 @@ describe('What a planned commit rechecks', () => {
       tx,
       {},
       {
-        identity: { tenant_id: TENANT, external_account_id: 'acct-1', user_id: 'someone-else', session_id: 's-2' },
+        // user_id absent from the plan (it must name the caller, runtime.identity_mismatch otherwise).
+        identity: { tenant_id: TENANT, external_account_id: 'acct-1', user_id: 'agent-1', session_id: 's-2' },
         metadata: { labels: { purpose: 'other' } },
         idempotency_key: `k-${uid('x')}`,
       },
