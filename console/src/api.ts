@@ -24,7 +24,7 @@ export interface ApprovalRecord {
   readonly capability_id: string;
   readonly requested_by: PrincipalRef;
   readonly policy: { readonly policy_id: string; readonly approver_scopes: readonly string[]; readonly min_approvals: number };
-  readonly status: 'pending' | 'approved' | 'denied' | 'expired';
+  readonly status: 'pending' | 'approved' | 'denied' | 'expired' | 'withdrawn';
   readonly decisions: readonly { readonly decided_by: PrincipalRef; readonly decision: string; readonly reason?: string; readonly decided_at: string }[];
   readonly subject?: { readonly compensation_for?: { readonly action_id: string; readonly transaction_id?: string; readonly owner: PrincipalRef } };
   readonly expires_at: string;

@@ -207,6 +207,7 @@ export const ERROR_CATALOGUE = {
   // step 6: approval gate
   'runtime.approval_denied': entry('approval', 403, false, 'The approval was denied'),
   'runtime.approval_expired': entry('approval', 410, false, 'The pending approval expired before a decision'),
+  'runtime.approval_withdrawn': entry('approval', 409, false, 'The approval was withdrawn: its action can no longer succeed (details name the reason)'),
   'runtime.approver_forbidden': entry('authorization', 403, false, 'The caller is not an authorized approver for this policy'),
   'runtime.self_approval_forbidden': entry('authorization', 403, false, 'The requester cannot approve their own action under this policy'),
   // step 7: idempotency

@@ -6,7 +6,8 @@
  * distinct approvers approved; the approval that completes it resumes the
  * action (steps 7-9 of the pipeline, with every approving decision as
  * verified evidence for the connector context); any denial ends it; pending
- * approvals expire. Approval and transaction state stay separate: an
+ * approvals expire; an approval whose action can no longer succeed is
+ * withdrawn (./approval-withdrawal.ts). Approval and transaction state stay separate: an
  * approved action can still fail to claim a plan, and that failure is the
  * action's result.
  */
@@ -17,6 +18,7 @@ import { assertCallerCurrent, assertTenantMember, type CallerIdentity } from './
 import type { AuthorityTarget } from './authority.js';
 import { cursorSealerOf, type CursorBinding } from './cursor.js';
 import { failedResult, type Kernel } from './kernel.js';
+import { withdrawIfDoomed } from './approval-withdrawal.js';
 import { applyResolution } from './operator.js';
 import { actionResultOf, finishUnstartedAction } from './pipeline/action-record.js';
 import { continueAdmission, guarded } from './pipeline/admit.js';
@@ -46,6 +48,13 @@ export async function expireApproval(k: Kernel, approval: ApprovalRecord): Promi
       failedResult(action.action_id, new AipError('runtime.approval_expired', undefined, { details: { approval_id: approval.approval_id } }), k.now()),
     );
   }
+}
+
+/** The refusal of a decision on a withdrawn approval, naming why. */
+function withdrawnError(approval: ApprovalRecord): AipError {
+  return new AipError('runtime.approval_withdrawn', undefined, {
+    details: { approval_id: approval.approval_id, reason: approval.withdrawal?.reason ?? null, ...(approval.withdrawal?.details ?? {}) },
+  });
 }
 
 /** The approval as the authority rule sees it (lib/runtime/authority.ts, operation `approve`). */
@@ -87,6 +96,9 @@ export async function decideApproval(
       await expireApproval(k, approval);
       throw new AipError('runtime.approval_expired', undefined, { details: { approval_id, expires_at: approval.expires_at } });
     }
+    // Nobody decides an approval whose action can no longer succeed: it is withdrawn instead.
+    const viable = await withdrawIfDoomed(k, approval);
+    if (viable.status === 'withdrawn') throw withdrawnError(viable);
     try {
       decided = await k.deps.approvals.decide({
         tenant_id,
@@ -211,7 +223,9 @@ export async function listApprovals(
       await expireApproval(k, a);
       continue;
     }
-    if (k.authority.allows(caller, 'read_approval', approvalTarget(a)) !== undefined) items.push(a);
+    if (k.authority.allows(caller, 'read_approval', approvalTarget(a)) === undefined) continue;
+    // An approval whose action can no longer succeed is withdrawn on the way and not listed.
+    if ((await withdrawIfDoomed(k, a)).status === 'pending') items.push(a);
   }
   return out.cursor !== undefined ? { items, cursor: await sealer.seal(out.cursor, binding) } : { items };
 }

@@ -10,6 +10,7 @@ import type { ActionRecord } from '../ports/action-store.js';
 import type { ApprovalRecord } from '../ports/approval-store.js';
 import type { StoredStreamChunk } from '../ports/stream-store.js';
 import type { TransactionRecord, TransactionSelector } from '../ports/transaction-store.js';
+import { doomOf } from './approval-withdrawal.js';
 import { assertCallerCurrent, assertTenantMember, type CallerIdentity } from './identity.js';
 import { cursorSealerOf, type CursorBinding } from './cursor.js';
 import type { Kernel } from './kernel.js';
@@ -157,7 +158,10 @@ export async function listOperator(k: Kernel, caller: CallerIdentity, query: Ope
   const sealed = async (next: string | undefined) => (next !== undefined ? { cursor: await sealer.seal(next, binding) } : {});
   if (byView === undefined) {
     const out = await k.deps.approvals.listPending({ tenant_id: approvalsTenant as string, ...page });
-    return { items: out.items.map((approval) => ({ kind: 'approval' as const, approval })), ...(await sealed(out.cursor)) };
+    // An approval whose action can no longer succeed is not listed (the approvers' listing withdraws it).
+    const doomed = await Promise.all(out.items.map((approval) => doomOf(k, approval)));
+    const items = out.items.filter((_, i) => doomed[i] === undefined).map((approval) => ({ kind: 'approval' as const, approval }));
+    return { items, ...(await sealed(out.cursor)) };
   }
   const out = await k.deps.transactions.listByStatus({ ...byView, ...(query.tenant_id !== undefined ? { tenant_id: query.tenant_id } : {}), ...page });
   const items: OperatorItem[] = [];

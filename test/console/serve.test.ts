@@ -177,7 +177,7 @@ describe('local development sign-in (POST /_local/token)', () => {
     for (const origin of ['http://127.0.0.1:8787', 'http://localhost:3000', 'https://[::1]:8443']) {
       expect((await post(ok, 'application/json', { origin })).status, origin).toBe(200);
     }
-    const refused = [
+    const refused: Record<string, string>[] = [
       { host: 'evil.example:8787' },
       { host: 'localhost.evil.example' },
       { host: '128.0.0.1' },

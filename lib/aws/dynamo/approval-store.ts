@@ -14,7 +14,9 @@
  * records written before the identity key hold) and counts the approvals so far
  * (`size(approver_keys)`). A partial approval appends and stays pending; the
  * approval that reaches `policy.min_approvals` (checked in the write) ends it
- * `approved`; a denial ends it `denied`.
+ * `approved`; a denial ends it `denied`; `withdraw` ends a pending one
+ * `withdrawn` with its typed reason (`withdrawal`), conditional on status and
+ * revision like every other write.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { AipError } from '../../errors/aip-error.js';
@@ -30,8 +32,9 @@ import type {
   ExpireApprovalInput,
   ListExpiringApprovalsQuery,
   ListPendingApprovalsQuery,
+  WithdrawApprovalInput,
 } from '../../ports/approval-store.js';
-import { ResolutionSchema } from '../../ports/approval-store.js';
+import { APPROVAL_WITHDRAWAL_REASONS, ResolutionSchema } from '../../ports/approval-store.js';
 import type { Page } from '../../ports/transaction-store.js';
 import {
   UpdateBuilder,
@@ -74,6 +77,7 @@ const FIELDS = [
   'decision',
   'decisions',
   'subject',
+  'withdrawal',
   'expires_at',
   'created_at',
   'updated_at',
@@ -355,6 +359,39 @@ export class DynamoApprovalStore implements ApprovalStore {
     throw new AipError('approval.not_expired', `Approval ${input.approval_id} expires at ${String(old.expires_at)}`, {
       details: { approval_id: input.approval_id, ...current(old) },
     });
+  }
+
+  async withdraw(input: WithdrawApprovalInput): Promise<ApprovalRecord> {
+    const key = this.checkRef(input);
+    const expected = checkRevision(CODE, input.expected_revision);
+    if (!(APPROVAL_WITHDRAWAL_REASONS as readonly string[]).includes(input.reason)) {
+      throw invalid(CODE, `reason must be one of ${APPROVAL_WITHDRAWAL_REASONS.join(', ')}`, { field: 'reason' });
+    }
+    const details = input.details;
+    if (
+      details !== undefined &&
+      (details === null ||
+        typeof details !== 'object' ||
+        Object.keys(details).length > 8 ||
+        Object.entries(details).some(([k, v]) => !/^[a-z_]{1,64}$/.test(k) || typeof v !== 'string' || v.length > 256))
+    ) {
+      throw invalid(CODE, 'details must map at most 8 snake_case names to short strings', { field: 'details' });
+    }
+    const iso = this.clock().toISOString();
+    const b = new UpdateBuilder();
+    b.condition(`${b.n('status')} = ${b.v('pending')}`);
+    b.condition(`${b.n('revision')} = ${b.v(expected)}`);
+    b.set('status', 'withdrawn');
+    b.set('withdrawal', compact({ reason: input.reason, withdrawn_at: iso, details: details !== undefined ? { ...details } : undefined }));
+    b.set('revision', expected + 1);
+    b.set('updated_at', iso);
+    b.remove('GSI3PK', 'GSI3SK', 'GSI4PK', 'GSI4SK');
+    const out = await conditionalUpdate(this.client, { TableName: this.table, Key: key, ...b.render() });
+    if (out.ok) return toRecord(out.item);
+    const old = out.old;
+    if (old === undefined) throw this.notFound(input, 'withdraw');
+    if (old.status !== 'pending') throw this.alreadyDecided(input, 'withdraw', old);
+    throw this.stateConflict(input, 'withdraw', old, expected);
   }
 
   async get(ref: ApprovalRef): Promise<ApprovalRecord | undefined> {

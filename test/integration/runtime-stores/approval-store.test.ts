@@ -547,6 +547,39 @@ describe('min approvals: distinct approvers, one conditional write per decision'
   });
 });
 
+describe('withdraw: the runtime closes an approval whose action can no longer succeed', () => {
+  it('pending → withdrawn with the typed reason, out of both indexes; a stale revision or a decided approval is refused', async () => {
+    const tenant = uid('tenant-wd');
+    const input = approvalInput({ tenant_id: tenant });
+    await s.approvals.create(input);
+    expect((await aipError(s.approvals.withdraw({ ...input, expected_revision: 2, reason: 'plan_claimed' }))).code).toBe('approval.state_conflict');
+    expect((await aipError(s.approvals.withdraw({ ...input, expected_revision: 1, reason: 'bogus' as never }))).code).toBe('approval.invalid_record');
+    const out = await s.approvals.withdraw({ ...input, expected_revision: 1, reason: 'plan_claimed', details: { plan_status: 'committing' } });
+    expect(out).toMatchObject({ status: 'withdrawn', revision: 2, withdrawal: { reason: 'plan_claimed', withdrawn_at: s.clock.iso(), details: { plan_status: 'committing' } } });
+    expect(await s.approvals.get(input)).toEqual(out);
+    const raw = await s.rawItem(keys.approval(tenant, input.approval_id));
+    expect(raw?.GSI3PK).toBeUndefined();
+    expect(raw?.GSI4PK).toBeUndefined();
+    expect((await s.approvals.listPending({ tenant_id: tenant })).items).toEqual([]);
+    expect((await aipError(s.approvals.withdraw({ ...input, expected_revision: 2, reason: 'action_ended' }))).code).toBe('approval.already_decided');
+    expect((await aipError(decideAs(input, approver('late'), 2))).code).toBe('approval.already_decided');
+  });
+
+  it(`${RACERS} racers at one revision, withdrawing and deciding: exactly one write wins and the approval ends in its state`, async () => {
+    const input = approvalInput();
+    await s.approvals.create(input);
+    const { won } = split(
+      await Promise.allSettled(
+        Array.from({ length: RACERS }, (_, i) =>
+          i % 2 === 0 ? s.approvals.withdraw({ ...input, expected_revision: 1, reason: 'action_cancelled' }) : decideAs(input, approver(`w${i}`), 1),
+        ),
+      ),
+    );
+    expect(won).toHaveLength(1);
+    expect((await s.approvals.get(input))?.status).toBe(won[0]?.status);
+  });
+});
+
 describe('subject', () => {
   it("stores a compensation target's owner with the approval", async () => {
     const subject = { compensation_for: { action_id: uid('orig'), transaction_id: uid('txn'), owner: { id: 'alice', kind: 'user' as const } } };

@@ -142,3 +142,96 @@ describe('The approval gate', () => {
     expect((await h.stores.approvals.get({ tenant_id: TENANT, approval_id: approval.approval_id }))?.status).toBe('approved');
   });
 });
+
+describe('Approvals withdraw themselves when their action can no longer succeed', () => {
+  const approver = () => caller('approver-1');
+  const listed = async (ids: readonly string[]) =>
+    (await h.runtime.listApprovals(approver(), TENANT, { limit: 100 })).items.filter((x) => ids.includes(x.action_id)).map((x) => x.action_id);
+
+  it('racing commits of one plan: one claims it, every other approval ends withdrawn (plan_claimed) or approved-then-refused, and none stays listed', async () => {
+    const tx = uid('tx');
+    await h.runtime.submit(caller(), { ...transfer(uid('p'), { transaction: { mode: 'plan', transaction_id: tx } }), capability_id: 'pay.approved' });
+    expect((await record(tx))?.status).toBe('planned');
+    const commits = Array.from({ length: 8 }, () => uid('c'));
+    const submitted = await Promise.all(
+      commits.map((c) => h.runtime.submit(caller(), { ...transfer(c, { transaction: { mode: 'commit', plan_id: `plan:${tx}` } }), capability_id: 'pay.approved' })),
+    );
+    expect(submitted.every((o) => o.disposition === 'requires_human')).toBe(true);
+    const approvals = submitted.map((o) => o.action_result.metadata?.approval_id as string);
+    expect(await listed(commits)).toHaveLength(commits.length);
+
+    // Approvers race on every one of them.
+    const decided = await Promise.allSettled(approvals.map((id) => h.runtime.decideApproval(approver(), TENANT, id, { decision: 'approve' })));
+    await h.drain();
+    expect((await record(tx))?.status).toBe('committed');
+    // Every refusal is typed: the approval was withdrawn, or the approved commit lost the plan.
+    for (const d of decided) {
+      if (d.status === 'rejected') expect((d.reason as { code?: string }).code).toBe('runtime.approval_withdrawn');
+    }
+    const finals = await Promise.all(approvals.map((approval_id) => h.stores.approvals.get({ tenant_id: TENANT, approval_id })));
+    expect(finals.every((a) => a?.status === 'approved' || a?.status === 'withdrawn')).toBe(true);
+    for (const a of finals.filter((x) => x?.status === 'withdrawn')) {
+      expect(a?.withdrawal).toMatchObject({ reason: 'plan_claimed', details: { plan_id: `plan:${tx}` } });
+    }
+    const results = await Promise.all(commits.map(async (c) => (await h.runtime.getAction(caller(), TENANT, c)).action_result));
+    expect(results.filter((r) => r.status === 'completed')).toHaveLength(1);
+    for (const r of results.filter((x) => x.status !== 'completed')) {
+      expect(r.status).toBe('failed');
+      expect(['runtime.approval_withdrawn', 'runtime.plan_claim_conflict', 'runtime.plan_not_planned']).toContain(r.error?.code);
+    }
+    expect(await listed(commits)).toEqual([]);
+    const ops = await h.runtime.listOperator(operator, { view: 'pending_approvals', tenant_id: TENANT, limit: 100 });
+    expect(ops.items.filter((i) => i.kind === 'approval' && commits.includes(i.approval.action_id))).toEqual([]);
+  });
+
+  it('commits waiting while another commit of the plan wins are withdrawn when listed, and their actions fail naming the reason', async () => {
+    const tx = uid('tx');
+    await h.runtime.submit(caller(), { ...transfer(uid('p'), { transaction: { mode: 'plan', transaction_id: tx } }), capability_id: 'pay.approved' });
+    const [winner, ...losers] = Array.from({ length: 4 }, () => uid('c'));
+    const outs = await Promise.all(
+      [winner, ...losers].map((c) =>
+        h.runtime.submit(caller(), { ...transfer(c as string, { transaction: { mode: 'commit', plan_id: `plan:${tx}` } }), capability_id: 'pay.approved' }),
+      ),
+    );
+    const [first, ...rest] = outs.map((o) => o.action_result.metadata?.approval_id as string);
+    await h.runtime.decideApproval(approver(), TENANT, first as string, { decision: 'approve' });
+    await h.drain();
+    expect((await record(tx))?.status).toBe('committed');
+    // The operators' listing leaves them out already (read only); the approvers' listing withdraws them.
+    const ops = await h.runtime.listOperator(operator, { view: 'pending_approvals', tenant_id: TENANT, limit: 100 });
+    expect(ops.items.filter((i) => i.kind === 'approval' && rest.includes(i.approval.approval_id))).toEqual([]);
+    expect(await listed(losers as string[])).toEqual([]);
+    for (const approval_id of rest) {
+      expect(await h.stores.approvals.get({ tenant_id: TENANT, approval_id })).toMatchObject({ status: 'withdrawn', withdrawal: { reason: 'plan_claimed' } });
+      expect(await codeOf(h.runtime.decideApproval(approver(), TENANT, approval_id, { decision: 'approve' }))).toBe('runtime.approval_withdrawn');
+    }
+    for (const c of losers) {
+      expect((await h.runtime.getAction(caller(), TENANT, c as string)).action_result).toMatchObject({
+        status: 'failed',
+        error: { code: 'runtime.approval_withdrawn', details: { reason: 'plan_claimed' } },
+      });
+    }
+  });
+
+  it('deciding an approval whose plan was claimed withdraws it: runtime.approval_withdrawn, and nothing is decided', async () => {
+    const tx = uid('tx');
+    await h.runtime.submit(caller(), { ...transfer(uid('p'), { transaction: { mode: 'plan', transaction_id: tx } }), capability_id: 'pay.approved' });
+    const [c1, c2] = [uid('c'), uid('c')];
+    const o1 = await h.runtime.submit(caller(), { ...transfer(c1, { transaction: { mode: 'commit', plan_id: `plan:${tx}` } }), capability_id: 'pay.approved' });
+    const o2 = await h.runtime.submit(caller(), { ...transfer(c2, { transaction: { mode: 'commit', plan_id: `plan:${tx}` } }), capability_id: 'pay.approved' });
+    await h.runtime.decideApproval(approver(), TENANT, o1.action_result.metadata?.approval_id as string, { decision: 'approve' });
+    await h.drain();
+    const id2 = o2.action_result.metadata?.approval_id as string;
+    expect(await codeOf(h.runtime.decideApproval(approver(), TENANT, id2, { decision: 'approve' }))).toBe('runtime.approval_withdrawn');
+    expect(await h.stores.approvals.get({ tenant_id: TENANT, approval_id: id2 })).toMatchObject({ status: 'withdrawn', decisions: [] });
+  });
+
+  it('cancelling a waiting action withdraws its approval (action_cancelled): no decision is recorded in the canceller’s name', async () => {
+    const { a, approval } = await pending();
+    await h.runtime.cancel(caller(), TENANT, a);
+    const after = await h.stores.approvals.get({ tenant_id: TENANT, approval_id: approval.approval_id });
+    expect(after).toMatchObject({ status: 'withdrawn', withdrawal: { reason: 'action_cancelled' }, decisions: [] });
+    expect(await listed([a])).toEqual([]);
+    expect((await h.runtime.getAction(caller(), TENANT, a)).action_result.status).toBe('cancelled');
+  });
+});
