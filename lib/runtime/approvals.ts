@@ -15,9 +15,10 @@ import { AipError, isAipError } from '../errors/aip-error.js';
 import type { ActionResult } from '../protocol/index.js';
 import type { ApprovalRecord } from '../ports/approval-store.js';
 import { assertCallerCurrent, assertTenantMember, type CallerIdentity } from './identity.js';
-import type { AuthorityTarget } from './authority.js';
+import { missingTarget, type AuthorityTarget } from './authority.js';
 import { cursorSealerOf, type CursorBinding } from './cursor.js';
 import { failedResult, type Kernel } from './kernel.js';
+import { withFacts, type ApprovalWithFacts } from './approval-facts.js';
 import { withdrawIfDoomed } from './approval-withdrawal.js';
 import { applyResolution } from './operator.js';
 import { actionResultOf, finishUnstartedAction } from './pipeline/action-record.js';
@@ -205,7 +206,7 @@ export async function listApprovals(
   caller: CallerIdentity,
   tenant_id: string,
   page: { cursor?: string; limit?: number } = {},
-): Promise<PageOf<ApprovalRecord>> {
+): Promise<PageOf<ApprovalWithFacts>> {
   assertCallerCurrent(caller, k.now());
   assertTenantMember(caller, tenant_id);
   const sealer = cursorSealerOf(k.deps);
@@ -217,7 +218,7 @@ export async function listApprovals(
     ...(cursor !== undefined ? { cursor } : {}),
   });
   const now = k.now().getTime();
-  const items: ApprovalRecord[] = [];
+  const items: ApprovalWithFacts[] = [];
   for (const a of out.items) {
     if (Date.parse(a.expires_at) <= now) {
       await expireApproval(k, a);
@@ -225,7 +226,31 @@ export async function listApprovals(
     }
     if (k.authority.allows(caller, 'read_approval', approvalTarget(a)) === undefined) continue;
     // An approval whose action can no longer succeed is withdrawn on the way and not listed.
-    if ((await withdrawIfDoomed(k, a)).status === 'pending') items.push(a);
+    if ((await withdrawIfDoomed(k, a)).status === 'pending') items.push(await withFacts(k, a));
   }
   return out.cursor !== undefined ? { items, cursor: await sealer.seal(out.cursor, binding) } : { items };
+}
+
+/**
+ * One approval with what it approves (./approval-facts.ts), whatever its
+ * status: the authority rule's `read_approval` for a pending one (an
+ * approver, an operator, the requester); a decided, expired or withdrawn one
+ * to an operator, the requester, or an approver of its policy. A caller who
+ * may not read it is told it does not exist. An overdue pending approval is
+ * expired on the way, a doomed one withdrawn.
+ */
+export async function getApproval(k: Kernel, caller: CallerIdentity, tenant_id: string, approval_id: string): Promise<ApprovalWithFacts> {
+  assertCallerCurrent(caller, k.now());
+  assertTenantMember(caller, tenant_id);
+  let approval = await k.deps.approvals.get({ tenant_id, approval_id });
+  const target = approval !== undefined ? approvalTarget(approval) : missingTarget('approval', tenant_id, approval_id);
+  if (!k.authority.mayRead(caller, target)) throw k.authority.refusal(caller, 'read_approval', target);
+  approval = approval as ApprovalRecord;
+  if (approval.status === 'pending' && Date.parse(approval.expires_at) <= k.now().getTime()) {
+    await expireApproval(k, approval);
+    approval = (await k.deps.approvals.get({ tenant_id, approval_id })) ?? approval;
+  } else {
+    approval = await withdrawIfDoomed(k, approval);
+  }
+  return withFacts(k, approval);
 }
