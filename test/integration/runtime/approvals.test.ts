@@ -15,7 +15,14 @@ beforeAll(async () => {
     prefix: 'rt-appr',
     config: {
       approvals: { ttl_ms: 60 * 60_000, default_approver_scopes: ['aip:approve'] },
-      tenants: { [TENANT]: { approvals: [{ policy_id: 'tenant-echo-policy', capabilities: ['pay.echo'], approver_scopes: ['aip:approve'] }] } },
+      tenants: {
+        [TENANT]: {
+          approvals: [
+            { policy_id: 'tenant-echo-policy', capabilities: ['pay.echo'], approver_scopes: ['aip:approve'] },
+            { policy_id: 'tenant-secret-policy', capabilities: ['pay.secret'], modes: ['execute'], approver_scopes: ['aip:approve'] },
+          ],
+        },
+      },
     },
   });
 });
@@ -233,5 +240,54 @@ describe('Approvals withdraw themselves when their action can no longer succeed'
     expect(after).toMatchObject({ status: 'withdrawn', withdrawal: { reason: 'action_cancelled' }, decisions: [] });
     expect(await listed([a])).toEqual([]);
     expect((await h.runtime.getAction(caller(), TENANT, a)).action_result.status).toBe('cancelled');
+  });
+});
+
+describe('An approval shows what it approves', () => {
+  it("a commit's approval: capability, mode, input, the plan with its preview and fidelity, who asked and when, the policy and the approvals so far", async () => {
+    const tx = uid('tx');
+    await h.runtime.submit(caller(), { ...transfer(uid('p'), { transaction: { mode: 'plan', transaction_id: tx } }, { amount: 7777 }), capability_id: 'pay.approved' });
+    const c = uid('c');
+    const out = await h.runtime.submit(caller(), { ...transfer(c, { transaction: { mode: 'commit', plan_id: `plan:${tx}` } }, { amount: 7777 }), capability_id: 'pay.approved' });
+    const approval_id = out.action_result.metadata?.approval_id as string;
+    const shown = await h.runtime.getApproval(caller('approver-1'), TENANT, approval_id);
+    expect(shown).toMatchObject({ approval_id, status: 'pending' });
+    expect(shown.facts).toMatchObject({
+      capability_id: 'pay.approved',
+      mode: 'commit',
+      action_id: c,
+      input: { amount: 7777, to: 'acct-b' },
+      plan: { plan_id: `plan:${tx}`, transaction_id: tx, status: 'planned', fidelity: 'schema_only', preview: { fidelity: 'schema_only', handler_invoked: false } },
+      requested_by: { id: 'agent-1', kind: 'agent' },
+      requested_at: shown.created_at,
+      policy: { policy_id: 'treasury-two-person', min_approvals: 1 },
+      approvals: { so_far: 0, needed: 1, approved_by: [] },
+    });
+    expect(shown.facts.plan?.expires_at).toBeDefined();
+    // The listing shows the same facts.
+    const listed = (await h.runtime.listApprovals(caller('approver-1'), TENANT, { limit: 100 })).items.find((x) => x.approval_id === approval_id);
+    expect(listed?.facts).toEqual(shown.facts);
+    // Decided: still readable, with the approvals so far.
+    await h.runtime.decideApproval(caller('approver-1'), TENANT, approval_id, { decision: 'approve' });
+    await h.drain();
+    const after = await h.runtime.getApproval(caller('approver-1'), TENANT, approval_id);
+    expect(after).toMatchObject({ status: 'approved', facts: { approvals: { so_far: 1, needed: 1, approved_by: [{ id: 'approver-1' }] } } });
+  });
+
+  it('the input is shown as the data contract says: redaction_required shows only the hash', async () => {
+    const a = uid('a');
+    const out = await h.runtime.submit(caller(), { ...transfer(a, { transaction: { mode: 'execute', transaction_id: uid('tx') } }), capability_id: 'pay.secret' });
+    expect(out.disposition).toBe('requires_human');
+    const shown = await h.runtime.getApproval(caller('approver-1'), TENANT, out.action_result.metadata?.approval_id as string);
+    expect(shown.facts).toMatchObject({ capability_id: 'pay.secret', mode: 'execute', input: { redacted: true } });
+    expect(JSON.stringify(shown.facts)).not.toContain('acct-b');
+    expect(shown.facts.input).toEqual({ redacted: true, hash: shown.facts.input_hash });
+  });
+
+  it('a caller who may not read the approval is told it does not exist', async () => {
+    const { approval } = await pending();
+    const stranger = caller('stranger', { scopes: ['pay:write'] });
+    expect(await codeOf(h.runtime.getApproval(stranger, TENANT, approval.approval_id))).toBe('approval.not_found');
+    expect(await codeOf(h.runtime.getApproval(caller('approver-1'), TENANT, uid('nope')))).toBe('approval.not_found');
   });
 });
