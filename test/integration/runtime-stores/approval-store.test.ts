@@ -387,7 +387,7 @@ describe('min approvals: distinct approvers, one conditional write per decision'
       await Promise.allSettled((['user', 'agent', 'service', 'application'] as const).map((kind) => decideAs(raced, { id: 'two-faced', kind }, 1))),
     );
     expect(won).toHaveLength(1);
-    expect((await s.approvals.get(raced))).toMatchObject({ status: 'pending', revision: 2 });
+    expect(await s.approvals.get(raced)).toMatchObject({ status: 'pending', revision: 2 });
   });
 
   it('the requester under another kind claim is still the requester: approving is approval.self_approval_forbidden', async () => {
@@ -555,7 +555,11 @@ describe('withdraw: the runtime closes an approval whose action can no longer su
     expect((await aipError(s.approvals.withdraw({ ...input, expected_revision: 2, reason: 'plan_claimed' }))).code).toBe('approval.state_conflict');
     expect((await aipError(s.approvals.withdraw({ ...input, expected_revision: 1, reason: 'bogus' as never }))).code).toBe('approval.invalid_record');
     const out = await s.approvals.withdraw({ ...input, expected_revision: 1, reason: 'plan_claimed', details: { plan_status: 'committing' } });
-    expect(out).toMatchObject({ status: 'withdrawn', revision: 2, withdrawal: { reason: 'plan_claimed', withdrawn_at: s.clock.iso(), details: { plan_status: 'committing' } } });
+    expect(out).toMatchObject({
+      status: 'withdrawn',
+      revision: 2,
+      withdrawal: { reason: 'plan_claimed', withdrawn_at: s.clock.iso(), details: { plan_status: 'committing' } },
+    });
     expect(await s.approvals.get(input)).toEqual(out);
     const raw = await s.rawItem(keys.approval(tenant, input.approval_id));
     expect(raw?.GSI3PK).toBeUndefined();

@@ -129,10 +129,13 @@ describe('Identity comes from the verified caller, never from the body', () => {
     }
     // The caller's own ID is accepted, whichever kind its token claims.
     const own = uid('a');
-    const out = await h.runtime.submit({ ...caller(), principal: { id: 'agent-1', kind: 'user' } }, {
-      ...transfer(own, { transaction: { mode: 'dry_run' } }),
-      identity: { tenant_id: TENANT, user_id: 'agent-1' },
-    });
+    const out = await h.runtime.submit(
+      { ...caller(), principal: { id: 'agent-1', kind: 'user' } },
+      {
+        ...transfer(own, { transaction: { mode: 'dry_run' } }),
+        identity: { tenant_id: TENANT, user_id: 'agent-1' },
+      },
+    );
     expect(out.action_result.status).toBe('completed');
   });
 

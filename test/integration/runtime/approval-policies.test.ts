@@ -221,9 +221,9 @@ describe('nothing doomed reaches an approver', () => {
     }
     expect((await h.runtime.listApprovals(approver, COMP, { limit: 100 })).items).toHaveLength(before);
     // An unknown target is refused before the gate too (the authority rule's not-found answer).
-    expect(await codeOf(h.runtime.submit(owner, inTenant(COMP, transfer(uid('k'), { transaction: { mode: 'compensate', compensation_for: uid('none') } }))))).toBe(
-      'runtime.compensation_target_not_found',
-    );
+    expect(
+      await codeOf(h.runtime.submit(owner, inTenant(COMP, transfer(uid('k'), { transaction: { mode: 'compensate', compensation_for: uid('none') } })))),
+    ).toBe('runtime.compensation_target_not_found');
   });
 });
 

@@ -161,7 +161,9 @@ describe('Approvals withdraw themselves when their action can no longer succeed'
     expect((await record(tx))?.status).toBe('planned');
     const commits = Array.from({ length: 8 }, () => uid('c'));
     const submitted = await Promise.all(
-      commits.map((c) => h.runtime.submit(caller(), { ...transfer(c, { transaction: { mode: 'commit', plan_id: `plan:${tx}` } }), capability_id: 'pay.approved' })),
+      commits.map((c) =>
+        h.runtime.submit(caller(), { ...transfer(c, { transaction: { mode: 'commit', plan_id: `plan:${tx}` } }), capability_id: 'pay.approved' }),
+      ),
     );
     expect(submitted.every((o) => o.disposition === 'requires_human')).toBe(true);
     const approvals = submitted.map((o) => o.action_result.metadata?.approval_id as string);
@@ -246,9 +248,15 @@ describe('Approvals withdraw themselves when their action can no longer succeed'
 describe('An approval shows what it approves', () => {
   it("a commit's approval: capability, mode, input, the plan with its preview and fidelity, who asked and when, the policy and the approvals so far", async () => {
     const tx = uid('tx');
-    await h.runtime.submit(caller(), { ...transfer(uid('p'), { transaction: { mode: 'plan', transaction_id: tx } }, { amount: 7777 }), capability_id: 'pay.approved' });
+    await h.runtime.submit(caller(), {
+      ...transfer(uid('p'), { transaction: { mode: 'plan', transaction_id: tx } }, { amount: 7777 }),
+      capability_id: 'pay.approved',
+    });
     const c = uid('c');
-    const out = await h.runtime.submit(caller(), { ...transfer(c, { transaction: { mode: 'commit', plan_id: `plan:${tx}` } }, { amount: 7777 }), capability_id: 'pay.approved' });
+    const out = await h.runtime.submit(caller(), {
+      ...transfer(c, { transaction: { mode: 'commit', plan_id: `plan:${tx}` } }, { amount: 7777 }),
+      capability_id: 'pay.approved',
+    });
     const approval_id = out.action_result.metadata?.approval_id as string;
     const shown = await h.runtime.getApproval(caller('approver-1'), TENANT, approval_id);
     expect(shown).toMatchObject({ approval_id, status: 'pending' });
@@ -257,7 +265,13 @@ describe('An approval shows what it approves', () => {
       mode: 'commit',
       action_id: c,
       input: { amount: 7777, to: 'acct-b' },
-      plan: { plan_id: `plan:${tx}`, transaction_id: tx, status: 'planned', fidelity: 'schema_only', preview: { fidelity: 'schema_only', handler_invoked: false } },
+      plan: {
+        plan_id: `plan:${tx}`,
+        transaction_id: tx,
+        status: 'planned',
+        fidelity: 'schema_only',
+        preview: { fidelity: 'schema_only', handler_invoked: false },
+      },
       requested_by: { id: 'agent-1', kind: 'agent' },
       requested_at: shown.created_at,
       policy: { policy_id: 'treasury-two-person', min_approvals: 1 },
@@ -276,7 +290,10 @@ describe('An approval shows what it approves', () => {
 
   it('the input is shown as the data contract says: redaction_required shows only the hash', async () => {
     const a = uid('a');
-    const out = await h.runtime.submit(caller(), { ...transfer(a, { transaction: { mode: 'execute', transaction_id: uid('tx') } }), capability_id: 'pay.secret' });
+    const out = await h.runtime.submit(caller(), {
+      ...transfer(a, { transaction: { mode: 'execute', transaction_id: uid('tx') } }),
+      capability_id: 'pay.secret',
+    });
     expect(out.disposition).toBe('requires_human');
     const shown = await h.runtime.getApproval(caller('approver-1'), TENANT, out.action_result.metadata?.approval_id as string);
     expect(shown.facts).toMatchObject({ capability_id: 'pay.secret', mode: 'execute', input: { redacted: true } });

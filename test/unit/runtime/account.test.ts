@@ -61,7 +61,9 @@ describe('checkIdentityFields', () => {
     expect(() => checkIdentityFields(caller(), { identity: { tenant_id: 'demo', user_id: 'alice' } })).not.toThrow();
     expect(() => checkIdentityFields({ ...caller(), principal: { id: 'alice', kind: 'agent' } }, { identity: { user_id: 'alice' } })).not.toThrow();
     expect(() => checkIdentityFields(caller(), {})).not.toThrow();
-    expect(() => checkIdentityFields(caller(), { identity: { tenant_id: 'demo', organization_id: 'org-1', workspace_id: 'ws-1', session_id: 's-1' } })).not.toThrow();
+    expect(() =>
+      checkIdentityFields(caller(), { identity: { tenant_id: 'demo', organization_id: 'org-1', workspace_id: 'ws-1', session_id: 's-1' } }),
+    ).not.toThrow();
   });
 
   it('identity.user_id naming another user is runtime.identity_mismatch (403), naming the field, not the user', () => {
