@@ -61,7 +61,7 @@ function isLoopbackHost(hostname: string): boolean {
   const h = hostname.toLowerCase().replace(/^\[(.*)\]$/, '$1');
   if (h === 'localhost' || h === '::1' || h === '0:0:0:0:0:0:0:1') return true;
   const v4 = /^127\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(h);
-  return v4 !== null && v4.slice(1).every((octet) => Number(octet) <= 255);
+  return v4?.slice(1).every((octet) => Number(octet) <= 255) === true;
 }
 
 /** The host name of a `Host` header value (`name[:port]`, `[v6][:port]`), or undefined when it is not one. */
