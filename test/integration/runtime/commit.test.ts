@@ -166,15 +166,22 @@ describe('Commit ownership is atomic', () => {
     expect((await h.runtime.submit(caller(), c2)).disposition).toBe('requires_human');
     const approvals = (await h.runtime.listApprovals(caller(), TENANT)).items.filter((a) => a.transaction_id === tx);
     const approver = caller('approver-1');
-    const [d1, d2] = [
-      await h.runtime.decideApproval(approver, TENANT, approvals.find((a) => a.action_id === c1.id)?.approval_id as string, { decision: 'approve' }),
-      await h.runtime.decideApproval(approver, TENANT, approvals.find((a) => a.action_id === c2.id)?.approval_id as string, { decision: 'approve' }),
-    ];
+    const d1 = await h.runtime.decideApproval(approver, TENANT, approvals.find((a) => a.action_id === c1.id)?.approval_id as string, { decision: 'approve' });
     expect(d1.approval.status).toBe('approved');
     expect(d1.action_result.status).toBe('accepted');
-    expect(d2.approval.status).toBe('approved');
-    expect(d2.action_result).toMatchObject({ status: 'failed', error: { code: 'runtime.plan_not_planned' } });
+    // The second commit's approval is withdrawn rather than decided: its plan was claimed (docs/runtime.md).
+    expect(
+      await codeOf(h.runtime.decideApproval(approver, TENANT, approvals.find((a) => a.action_id === c2.id)?.approval_id as string, { decision: 'approve' })),
+    ).toBe('runtime.approval_withdrawn');
     await h.drain();
+    // An approval that is still viable when approved, for a plan that expired meanwhile: approved, and the claim fails.
+    const late = await planned({}, {}, 'pay.approved');
+    const c3 = commit(late, {}, {}, 'pay.approved');
+    const waiting = await h.runtime.submit(caller(), c3);
+    h.clock.advance(15 * 60_000 + 1);
+    const d3 = await h.runtime.decideApproval(approver, TENANT, waiting.action_result.metadata?.approval_id as string, { decision: 'approve' });
+    expect(d3.approval.status).toBe('approved');
+    expect(d3.action_result).toMatchObject({ status: 'failed', error: { code: 'runtime.plan_expired' } });
   });
 });
 
