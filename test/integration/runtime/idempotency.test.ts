@@ -141,7 +141,9 @@ describe('Previews reserve their idempotency key too', () => {
       const replay = await h.runtime.submit(caller(), preview(mode, again, key, { amount: 10 }));
       expect(replay.disposition).toBe('replayed');
       expect(replay.action_result).toMatchObject({ status: 'completed', replayed: true, metadata: { replayed_from: first } });
-      expect((replay.action_result.output as Record<string, unknown>)?.transaction_id).toBe((out.action_result.output as Record<string, unknown>)?.transaction_id);
+      expect((replay.action_result.output as Record<string, unknown>)?.transaction_id).toBe(
+        (out.action_result.output as Record<string, unknown>)?.transaction_id,
+      );
     });
   }
 });

@@ -150,7 +150,12 @@ describe('transaction_retention_days (the default of a deployed configuration)',
         .map((i) => (i.ttl?.N !== undefined ? Number(i.ttl.N) : undefined));
     const now = () => Math.floor(d.clock.now().getTime() / 1000);
     const forever = uid('tx');
-    await d.runtime.submit(caller(), { id: uid('a'), capability_id: 'archive.forever', input: { n: 5 }, transaction: { mode: 'execute', transaction_id: forever } });
+    await d.runtime.submit(caller(), {
+      id: uid('a'),
+      capability_id: 'archive.forever',
+      input: { n: 5 },
+      transaction: { mode: 'execute', transaction_id: forever },
+    });
     await d.drain();
     expect([...new Set(await scan(forever))]).toEqual([now() + 7 * 86_400]);
     const kept = uid('tx');
