@@ -31,6 +31,19 @@ export interface ApprovalRecord {
   readonly created_at: string;
 }
 
+/** What an approval approves (GET /v1/approvals/{id} `facts`, lib/runtime/approval-facts.ts). */
+export interface ApprovalFacts {
+  readonly capability_id: string;
+  readonly mode: string;
+  readonly action_id: string;
+  readonly input?: unknown;
+  readonly requested_by: PrincipalRef;
+  readonly requested_at: string;
+  readonly plan?: { readonly plan_id: string; readonly status: string; readonly expires_at?: string; readonly fidelity?: string; readonly preview?: unknown };
+  readonly approvals: { readonly so_far: number; readonly needed: number; readonly approved_by: readonly PrincipalRef[] };
+  readonly resolution?: { readonly proposal: unknown; readonly transaction_status: string };
+}
+
 export const OPERATOR_VIEWS = ['outcome_unknown', 'reconciling', 'requires_human', 'pending_approvals', 'stalled_committing'] as const;
 export type OperatorView = (typeof OPERATOR_VIEWS)[number];
 
@@ -191,6 +204,11 @@ export class ConsoleApi {
 
   cancel(actionId: string): Promise<Record<string, unknown>> {
     return this.request<Record<string, unknown>>('POST', `/v1/actions/${encodeURIComponent(actionId)}/cancel`, { body: {} }).then((r) => r.body);
+  }
+
+  /** One approval with what it approves. */
+  approval(approvalId: string): Promise<ApprovalRecord & { readonly facts: ApprovalFacts }> {
+    return this.request<ApprovalRecord & { readonly facts: ApprovalFacts }>('GET', `/v1/approvals/${encodeURIComponent(approvalId)}`).then((r) => r.body);
   }
 
   decide(approvalId: string, decision: 'approve' | 'deny', reason?: string): Promise<{ approval: ApprovalRecord; action_result?: ActionResult }> {
