@@ -24,7 +24,8 @@ import type { FunctionAccess, FunctionDefinition } from './functions.js';
  *
  * - Reads (`getAction`, `streamAction`, `getTransaction`, `listOperator`) only
  *   read the table.
- * - `listApprovals` writes: it expires lapsed approvals as it lists them.
+ * - `listApprovals` and `getApproval` write: they expire lapsed approvals and
+ *   withdraw doomed ones on the way.
  * - `listOperator` and `listApprovals` read the cursor key secret: they seal
  *   the cursors they return and open the ones they get (lib/runtime/cursor.ts).
  * - `submitAction` admits (table writes), enqueues the invocation, and runs
@@ -46,6 +47,8 @@ export const ROUTE_ACCESS = {
   operatorReconcile: { table: 'readWrite', sendTo: ['reconcile'] },
   operatorResolve: { table: 'readWrite', cancelSchedules: true },
   listApprovals: { table: 'readWrite', cursorKey: true },
+  // Like the listing: an overdue approval is expired, a doomed one withdrawn, on the way.
+  getApproval: { table: 'readWrite' },
   // An approved resolution (four eyes) settles the record and cancels its schedule.
   decideApproval: { table: 'readWrite', sendTo: ['invoke'], cancelSchedules: true },
   listCapabilities: {},

@@ -24,11 +24,24 @@ export interface ApprovalRecord {
   readonly capability_id: string;
   readonly requested_by: PrincipalRef;
   readonly policy: { readonly policy_id: string; readonly approver_scopes: readonly string[]; readonly min_approvals: number };
-  readonly status: 'pending' | 'approved' | 'denied' | 'expired';
+  readonly status: 'pending' | 'approved' | 'denied' | 'expired' | 'withdrawn';
   readonly decisions: readonly { readonly decided_by: PrincipalRef; readonly decision: string; readonly reason?: string; readonly decided_at: string }[];
   readonly subject?: { readonly compensation_for?: { readonly action_id: string; readonly transaction_id?: string; readonly owner: PrincipalRef } };
   readonly expires_at: string;
   readonly created_at: string;
+}
+
+/** What an approval approves (GET /v1/approvals/{id} `facts`, lib/runtime/approval-facts.ts). */
+export interface ApprovalFacts {
+  readonly capability_id: string;
+  readonly mode: string;
+  readonly action_id: string;
+  readonly input?: unknown;
+  readonly requested_by: PrincipalRef;
+  readonly requested_at: string;
+  readonly plan?: { readonly plan_id: string; readonly status: string; readonly expires_at?: string; readonly fidelity?: string; readonly preview?: unknown };
+  readonly approvals: { readonly so_far: number; readonly needed: number; readonly approved_by: readonly PrincipalRef[] };
+  readonly resolution?: { readonly proposal: unknown; readonly transaction_status: string };
 }
 
 export const OPERATOR_VIEWS = ['outcome_unknown', 'reconciling', 'requires_human', 'pending_approvals', 'stalled_committing'] as const;
@@ -198,6 +211,11 @@ export class ConsoleApi {
 
   cancel(actionId: string): Promise<Record<string, unknown>> {
     return this.request<Record<string, unknown>>('POST', `/v1/actions/${encodeURIComponent(actionId)}/cancel`, { body: {} }).then((r) => r.body);
+  }
+
+  /** One approval with what it approves. */
+  approval(approvalId: string): Promise<ApprovalRecord & { readonly facts: ApprovalFacts }> {
+    return this.request<ApprovalRecord & { readonly facts: ApprovalFacts }>('GET', `/v1/approvals/${encodeURIComponent(approvalId)}`).then((r) => r.body);
   }
 
   decide(approvalId: string, decision: 'approve' | 'deny', reason?: string): Promise<{ approval: ApprovalRecord; action_result?: ActionResult }> {

@@ -85,3 +85,48 @@ export function formatPage(page: Page, empty: string): string {
 export function formatJson(value: unknown): string {
   return json(value);
 }
+
+/** `aip approvals show`: what the approval approves (GET /v1/approvals/{id}, lib/runtime/approval-facts.ts). */
+export function formatApproval(approval: Record<string, unknown>): string {
+  const a = approval as {
+    approval_id?: string;
+    status?: string;
+    expires_at?: string;
+    withdrawal?: { reason?: string };
+    facts?: {
+      capability_id?: string;
+      mode?: string;
+      action_id?: string;
+      input?: unknown;
+      requested_by?: { id?: string; kind?: string };
+      requested_at?: string;
+      plan?: { plan_id?: string; status?: string; fidelity?: string; expires_at?: string; preview?: unknown };
+      policy?: { policy_id?: string; approver_scopes?: readonly string[]; allow_self_approval?: boolean };
+      approvals?: { so_far?: number; needed?: number; approved_by?: readonly { id?: string; kind?: string }[] };
+      compensation_for?: { action_id?: string; owner?: { id?: string; kind?: string } };
+      resolution?: { proposal?: unknown; transaction_status?: string };
+    };
+  };
+  const f = a.facts ?? {};
+  const who = (p: { id?: string; kind?: string } | undefined) => (p === undefined ? '-' : `${p.kind ?? '?'}:${p.id ?? '?'}`);
+  const lines = [`approval ${a.approval_id ?? '?'}: ${a.status ?? '?'}${a.withdrawal?.reason ? ` (withdrawn: ${a.withdrawal.reason})` : ''}`];
+  lines.push(`  capability: ${f.capability_id ?? '?'} (mode ${f.mode ?? '?'}), action ${f.action_id ?? '?'}`);
+  lines.push(`  asked by:   ${who(f.requested_by)} at ${f.requested_at ?? '?'}; expires ${a.expires_at ?? '?'}`);
+  const approvers = (f.approvals?.approved_by ?? []).map(who).join(', ');
+  lines.push(
+    `  policy:     ${f.policy?.policy_id ?? '?'} (approver scopes ${(f.policy?.approver_scopes ?? []).join(', ')}${f.policy?.allow_self_approval ? '; self-approval allowed' : ''})`,
+  );
+  lines.push(`  approvals:  ${f.approvals?.so_far ?? 0} of ${f.approvals?.needed ?? '?'}${approvers ? ` (${approvers})` : ''}`);
+  if (f.compensation_for) lines.push(`  compensates: action ${f.compensation_for.action_id ?? '?'} of ${who(f.compensation_for.owner)}`);
+  if (f.input !== undefined) lines.push('  input:', indent(json(f.input), '    '));
+  if (f.plan) {
+    lines.push(`  plan:       ${f.plan.plan_id ?? '?'} (${f.plan.status ?? '?'}${f.plan.expires_at ? `, expires ${f.plan.expires_at}` : ''})`);
+    lines.push(`  preview:    fidelity ${f.plan.fidelity ?? 'unknown'}`);
+    if (f.plan.preview !== undefined) lines.push(indent(json(f.plan.preview), '    '));
+  }
+  if (f.resolution) {
+    lines.push(`  resolution of a transaction now ${f.resolution.transaction_status ?? '?'}:`);
+    lines.push(indent(json(f.resolution.proposal), '    '));
+  }
+  return lines.join('\n');
+}

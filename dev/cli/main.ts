@@ -21,7 +21,7 @@ import { parseArgs } from 'node:util';
 import { AipClient, AipClientError, CLIENT_ERROR_CODES, OPERATOR_VIEWS, type ActionState, type OperatorView, type SubmitBody } from '../../lib/client/index.js';
 import type { Action, PrincipalKind, TransactionMode } from '../../lib/protocol/index.js';
 import { TRANSACTION_MODES } from '../../lib/protocol/index.js';
-import { formatJson, formatPage, formatState, formatSubmit, formatTransaction } from './format.js';
+import { formatApproval, formatJson, formatPage, formatState, formatSubmit, formatTransaction } from './format.js';
 import { verifyCommand } from './verify.js';
 
 export const DEFAULT_URL = 'http://127.0.0.1:3000';
@@ -68,8 +68,12 @@ const OPTIONS = {
   // lists
   cursor: { type: 'string' },
   limit: { type: 'string' },
-  // approve / deny
+  // approve / deny, operator reconcile / resolve
   reason: { type: 'string' },
+  // operator resolve
+  effect: { type: 'string' },
+  provider: { type: 'string' },
+  'operation-id': { type: 'string' },
   // token
   sub: { type: 'string' },
   kind: { type: 'string' },
@@ -94,7 +98,7 @@ const COMMAND_OPTIONS: Readonly<Record<string, readonly (keyof typeof OPTIONS)[]
   deny: ['reason'],
   approvals: ['cursor', 'limit'],
   transactions: ['transaction-id', 'plan-id', 'action-id', 'include'],
-  operator: ['cursor', 'limit'],
+  operator: ['cursor', 'limit', 'reason', 'effect', 'provider', 'operation-id'],
   capabilities: [],
   health: [],
   token: ['sub', 'kind', 'scope', 'account', 'ttl'],
@@ -115,6 +119,9 @@ Actions
 
 Approvals
   approvals [--limit N] [--cursor C]       pending approvals of the tenant
+  approvals show <approval-id>             what it approves: capability, mode, input (as the data
+                                           contract lets it be shown), the plan's preview and fidelity,
+                                           who asked and when, the policy and the approvals so far
   approve <approval-id> [--reason <text>]
   deny <approval-id> [--reason <text>]
 
@@ -122,6 +129,11 @@ Transactions and operators
   transactions (--transaction-id T | --plan-id P | --action-id A) [--include result,receipts]
   operator <list> [--limit N] [--cursor C]
            lists: ${Object.keys(OPERATOR_LISTS).join(', ')}
+  operator reconcile <transaction-id> [--reason <text>]
+           reconcile now (resets the attempt bound once)
+  operator resolve <transaction-id> --effect committed|not_committed --reason <text>
+           [--provider <p> --operation-id <id>]
+           records what was found at the provider for an escalated transaction
   verify <file.json | - | transaction-id> [--quiet]
            verifies a receipt chain offline (hashes, links, the receipt_count/receipt_head
            anchor, action_result against its result_digest); a transaction ID is fetched
@@ -320,6 +332,12 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
         return 0;
       }
       case 'approvals': {
+        if (args[0] === 'show') {
+          const approval = await client.getApproval(positional(args, 1, 'the approval ID'));
+          out(asJson ? formatJson(approval) : formatApproval(approval));
+          return 0;
+        }
+        if (args.length > 0) throw new UsageError(`unknown approvals command "${args[0]}": use show <approval-id>`);
         const limit = intOption('limit', values.limit, 1, 100);
         const page = await client.listApprovals({ ...(values.cursor ? { cursor: values.cursor } : {}), ...(limit !== undefined ? { limit } : {}) });
         out(asJson ? formatJson(page) : formatPage(page, 'no pending approvals'));
@@ -342,6 +360,27 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
         return 0;
       }
       case 'operator': {
+        if (args[0] === 'reconcile') {
+          const id = positional(args, 1, 'the transaction ID');
+          const res = await client.operatorReconcile(id, values.reason !== undefined ? { reason: values.reason } : {});
+          out(asJson ? formatJson(res) : `reconcile requested for ${id}\n${formatJson(res)}`);
+          return 0;
+        }
+        if (args[0] === 'resolve') {
+          const id = positional(args, 1, 'the transaction ID');
+          if (values.effect !== 'committed' && values.effect !== 'not_committed') throw new UsageError('--effect must be committed or not_committed');
+          if (values.reason === undefined || values.reason.trim() === '') throw new UsageError('--reason is required: say what you found at the provider');
+          if ((values.provider === undefined) !== (values['operation-id'] === undefined)) throw new UsageError('give --provider and --operation-id together');
+          const resolution = {
+            effect: values.effect,
+            reason: values.reason,
+            ...(values.provider !== undefined ? { provider_operation: { provider: values.provider, operation_id: values['operation-id'] } } : {}),
+          };
+          const res = await client.operatorResolve(id, resolution);
+          const waiting = (res as { status?: unknown }).status === 'requires_human';
+          out(asJson ? formatJson(res) : `${waiting ? 'resolution proposed; waiting for a second operator' : 'resolved'} ${id}\n${formatJson(res)}`);
+          return 0;
+        }
         const list = positional(args, 0, `the list (${Object.keys(OPERATOR_LISTS).join(', ')})`);
         const view = OPERATOR_LISTS[list] ?? ((OPERATOR_VIEWS as readonly string[]).includes(list) ? (list as OperatorView) : undefined);
         if (!view) throw new UsageError(`unknown list "${list}": use ${Object.keys(OPERATOR_LISTS).join(', ')}`);

@@ -8,14 +8,18 @@
  *
  * `POST /_local/token` with `{"sub": "<principal>", "scopes": [...]}`
  * (Content-Type application/json, so a page of another origin cannot send it
- * without a CORS preflight, which this server never grants) answers
+ * without a CORS preflight, which this server never grants), with a loopback
+ * `Host` and (when sent) a loopback `Origin` (else 403
+ * `request.origin_forbidden`: DNS rebinding, a page the developer visits), answers
  * `{"access_token", "token_type": "Bearer", "expires_in"}`: a development
  * token (dev/auth/mint.ts) for the stack's tenant, with only the scopes the
  * console offers.
  */
 import type { ServerResponse } from 'node:http';
 import { CONSOLE_PATH, createConsoleHandler, type ConsoleConfig } from '../../functions/console/serve.js';
+import { AipError } from '../../lib/errors/aip-error.js';
 import { ID_MAX_LENGTH, ID_PATTERN } from '../../lib/protocol/primitives.js';
+import { PROBLEM_CONTENT_TYPE, toProblem } from '../../lib/protocol/problem.js';
 import type { MintTokenOptions } from '../auth/mint.js';
 import type { LocalRoutes } from './http-server.js';
 
@@ -52,6 +56,43 @@ function send(res: ServerResponse, status: number, body: unknown, type = 'applic
   res.end(JSON.stringify(body));
 }
 
+/** Whether a host name (no port) is loopback: localhost, 127.0.0.0/8 or ::1. */
+function isLoopbackHost(hostname: string): boolean {
+  const h = hostname.toLowerCase().replace(/^\[(.*)\]$/, '$1');
+  if (h === 'localhost' || h === '::1' || h === '0:0:0:0:0:0:0:1') return true;
+  const v4 = /^127\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(h);
+  return v4?.slice(1).every((octet) => Number(octet) <= 255) === true;
+}
+
+/** The host name of a `Host` header value (`name[:port]`, `[v6][:port]`), or undefined when it is not one. */
+function hostnameOf(host: string): string | undefined {
+  return /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(?::\d{1,5})?$/.exec(host)?.[1];
+}
+
+/**
+ * The sign-in answers a loopback `Host` only (a DNS-rebinding page reaches
+ * this server under its own name), and an `Origin`, when the request carries
+ * one, that is an http(s) loopback origin (a page the developer visits sends
+ * its own; `null` from a sandboxed frame or a file is refused too).
+ */
+function loopbackRequest(headers: Readonly<Record<string, string | string[] | undefined>>): boolean {
+  const host = headers.host;
+  if (typeof host !== 'string') return false;
+  const name = hostnameOf(host);
+  if (name === undefined || !isLoopbackHost(name)) return false;
+  const origin = headers.origin;
+  if (origin === undefined) return true;
+  if (typeof origin !== 'string') return false;
+  if (!URL.canParse(origin)) return false;
+  const url = new URL(origin);
+  return (url.protocol === 'http:' || url.protocol === 'https:') && url.username === '' && url.pathname === '/' && isLoopbackHost(url.hostname);
+}
+
+function forbidden(res: ServerResponse): void {
+  const err = new AipError('request.origin_forbidden');
+  send(res, 403, toProblem(err, LOCAL_TOKEN_PATH), PROBLEM_CONTENT_TYPE);
+}
+
 function refuse(res: ServerResponse, status: number, detail: string): void {
   send(
     res,
@@ -82,7 +123,8 @@ export function localConsoleRoutes(options: LocalConsoleOptions): LocalRoutes {
   const serve = createConsoleHandler({ assetsDir: options.assetsDir, config: options.config ?? localConsoleConfig(options.tenant) });
   return async (req, res) => {
     if (req.path === LOCAL_TOKEN_PATH) {
-      if (req.method !== 'POST') refuse(res, 405, 'POST only');
+      if (!loopbackRequest(req.headers)) forbidden(res);
+      else if (req.method !== 'POST') refuse(res, 405, 'POST only');
       else await mintFor(options, req.body, req.headers['content-type'], res);
       return true;
     }

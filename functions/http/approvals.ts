@@ -1,6 +1,7 @@
 /**
  * Approval routes:
  * - GET  /v1/approvals                → listApprovalsHandler
+ * - GET  /v1/approvals/{id}           → getApprovalHandler
  * - POST /v1/approvals/{id}/decision  → decideApprovalHandler
  */
 import { createRouteHandler, type HttpDeps, type ProxyHandler } from '../shared/route-handler.js';
@@ -18,6 +19,13 @@ export function createListApprovalsHandler(deps: HttpDeps): ProxyHandler {
   });
 }
 
+export function createGetApprovalHandler(deps: HttpDeps): ProxyHandler {
+  return createRouteHandler(ROUTES.getApproval, deps, async ({ caller, tenant_id, path, runtime }) => {
+    const rt = await runtime();
+    return { status: 200, body: await rt.getApproval(caller, tenant_id as string, path.id) };
+  });
+}
+
 export function createDecideApprovalHandler(deps: HttpDeps): ProxyHandler {
   return createRouteHandler(ROUTES.decideApproval, deps, async ({ caller, tenant_id, path, body, runtime }) => {
     const rt = await runtime();
@@ -30,4 +38,5 @@ const production: HttpDeps = { runtime: productionRuntime };
 
 /** Deployed handlers (functions/http/approvals.<name>). */
 export const listApprovalsHandler = createListApprovalsHandler(production);
+export const getApprovalHandler = createGetApprovalHandler(production);
 export const decideApprovalHandler = createDecideApprovalHandler(production);

@@ -7,7 +7,7 @@
 import type { RouteId } from '../../lib/http/routes.js';
 import type { HttpDeps, ProxyHandler } from '../shared/route-handler.js';
 import { createCancelActionHandler, createGetActionHandler, createStreamActionHandler, createSubmitActionHandler } from './actions.js';
-import { createDecideApprovalHandler, createListApprovalsHandler } from './approvals.js';
+import { createDecideApprovalHandler, createGetApprovalHandler, createListApprovalsHandler } from './approvals.js';
 import { createGetHealthHandler, createGetOpenApiHandler, createListCapabilitiesHandler } from './meta.js';
 import { createOperatorOverviewHandler, createOperatorReconcileHandler, createOperatorResolveHandler } from './operator.js';
 import { createGetTransactionHandler, createListOperatorHandler } from './transactions.js';
@@ -24,6 +24,7 @@ export function createHttpHandlers(deps: HttpDeps): Record<RouteId, ProxyHandler
     operatorReconcile: createOperatorReconcileHandler(deps),
     operatorResolve: createOperatorResolveHandler(deps),
     listApprovals: createListApprovalsHandler(deps),
+    getApproval: createGetApprovalHandler(deps),
     decideApproval: createDecideApprovalHandler(deps),
     listCapabilities: createListCapabilitiesHandler(deps),
     getHealth: createGetHealthHandler(deps),

@@ -32,6 +32,8 @@ import type { CrashPoints } from '../../lib/runtime/crash-points.js';
 import {
   ProductionRuntimeSettingsSchema,
   RuntimeSettingsSchema,
+  isDeployedEnvironment,
+  withDeployedDefaults,
   type GlobalApprovalPolicy,
   type RuntimeSettings,
   type TenantSettings,
@@ -100,12 +102,15 @@ export function configuredTenants(settings: BootstrapSettings, runtimeSettings: 
 /**
  * AIP_RUNTIME_SETTINGS validated with the Runtime's schema. `test_mode` (the
  * crash-point hook) is accepted only when the deployment's envName is
- * `local` or `test`.
+ * `local` or `test`; any other envName gets DEPLOYED_DEFAULTS
+ * (lib/runtime/config.ts) where the settings say nothing.
  */
 export function parseRuntimeSettings(settings: BootstrapSettings): RuntimeSettings {
-  const schema = ['local', 'test'].includes(settings.runtimeConfig.envName) ? RuntimeSettingsSchema : ProductionRuntimeSettingsSchema;
+  const envName = settings.runtimeConfig.envName;
+  const schema = isDeployedEnvironment(envName) ? ProductionRuntimeSettingsSchema : RuntimeSettingsSchema;
   const issues: BootstrapIssue[] = [];
-  const parsed = parseNested<RuntimeSettings>(OPTIONAL_ENV.runtimeSettings, schema, settings.runtimeSettings, issues);
+  // A deployed environment gets four eyes on resolutions and a retention unless its settings say otherwise.
+  const parsed = parseNested<RuntimeSettings>(OPTIONAL_ENV.runtimeSettings, schema, withDeployedDefaults(settings.runtimeSettings, envName), issues);
   if (!parsed) throw new BootstrapConfigError(issues);
   return parsed;
 }

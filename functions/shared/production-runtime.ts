@@ -23,6 +23,7 @@ export function toRuntimeApi(core: CoreRuntime): RuntimeApi {
     getTransaction: (caller, selector, include) => core.getTransaction(caller, selector, include),
     listOperator: (caller, query) => core.listOperator(caller, query),
     listApprovals: (caller, tenant, page) => core.listApprovals(caller, tenant, page),
+    getApproval: (caller, tenant, id) => core.getApproval(caller, tenant, id),
     decideApproval: (caller, tenant, id, decision) => core.decideApproval(caller, tenant, id, decision),
     capabilities: (caller, tenant) => core.capabilities(caller, tenant),
     health: (caller) => core.health(caller),

@@ -75,6 +75,8 @@ export interface RuntimeApi {
   getTransaction(caller: CallerIdentity, selector: TransactionSelector, include?: TransactionInclude): Promise<unknown>;
   listOperator(caller: CallerIdentity, query: OperatorListQuery): Promise<unknown>;
   listApprovals(caller: CallerIdentity, tenant_id: string, page?: PageRequest): Promise<unknown>;
+  /** One approval with what it approves. */
+  getApproval(caller: CallerIdentity, tenant_id: string, approval_id: string): Promise<unknown>;
   decideApproval(caller: CallerIdentity, tenant_id: string, approval_id: string, decision: ApprovalDecisionRequest): Promise<unknown>;
   /** The capability registry visible to the caller (in the tenant, when one is selected). */
   capabilities(caller: CallerIdentity, tenant_id?: string): Promise<unknown>;

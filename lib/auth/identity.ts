@@ -43,3 +43,21 @@ export const CallerIdentitySchema = z.strictObject({
   expires_at: z.optional(z.iso.datetime({ offset: true })),
   issued_at: z.optional(z.iso.datetime({ offset: true })),
 });
+
+/**
+ * THE identity of a principal wherever the runtime counts or compares people
+ * (owners, requesters, approvers, the self-approval and four-eyes rules,
+ * resolutions): the principal ID alone. A deployment verifies tokens of ONE
+ * issuer (`auth.issuer`), so the ID (the mapped subject) already names one
+ * subject of that issuer; the kind (`user`, `agent`, ...) comes from a claim
+ * the subject's tokens may carry differently, so it describes a principal and
+ * never tells two apart. docs/authority.md › "One identity per principal".
+ */
+export function principalKey(p: Principal): string {
+  return p.id;
+}
+
+/** Whether two principals are the same subject ({@link principalKey}). */
+export function samePrincipal(a: Principal | undefined, b: Principal | undefined): boolean {
+  return a !== undefined && b !== undefined && principalKey(a) === principalKey(b);
+}

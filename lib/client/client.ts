@@ -303,7 +303,40 @@ export class AipClient {
     ).body;
   }
 
+  /** `POST /v1/operator/transactions/{id}/reconcile`: reconcile now (resets the attempt bound once). */
+  async operatorReconcile(transactionId: string, options: CallOptions & { readonly reason?: string } = {}): Promise<Record<string, unknown>> {
+    return (
+      await this.#request<Record<string, unknown>>({
+        method: 'POST',
+        path: `/v1/operator/transactions/${pathId(transactionId)}/reconcile`,
+        body: options.reason !== undefined ? { reason: options.reason } : {},
+        tenant: options.tenant,
+        signal: options.signal,
+      })
+    ).body;
+  }
+
+  /** `POST /v1/operator/transactions/{id}/resolve`: the truth found at the provider for an escalated transaction. */
+  async operatorResolve(transactionId: string, resolution: Record<string, unknown>, options: CallOptions = {}): Promise<Record<string, unknown>> {
+    return (
+      await this.#request<Record<string, unknown>>({
+        method: 'POST',
+        path: `/v1/operator/transactions/${pathId(transactionId)}/resolve`,
+        body: resolution,
+        tenant: options.tenant,
+        signal: options.signal,
+      })
+    ).body;
+  }
+
   // --- approvals -------------------------------------------------------------------
+
+  /** `GET /v1/approvals/{id}`: one approval with what it approves (`facts`). */
+  async getApproval(id: string, options: CallOptions = {}): Promise<Record<string, unknown>> {
+    return (
+      await this.#request<Record<string, unknown>>({ method: 'GET', path: `/v1/approvals/${pathId(id)}`, tenant: options.tenant, signal: options.signal })
+    ).body;
+  }
 
   /** `GET /v1/approvals`: pending approvals of the tenant. */
   async listApprovals(options: PageOptions = {}): Promise<Page> {

@@ -184,6 +184,7 @@ export const ERROR_CATALOGUE = {
   'request.timeout': entry('timeout', 504, false, 'The request did not complete within the gateway time limit'),
   // API Gateway's own answers without a more specific code (lib/http/gateway-responses.ts)
   'auth.api_key_invalid': entry('authorization', 403, false, 'The API key is missing or not valid for this API'),
+  'request.origin_forbidden': entry('authorization', 403, false, 'The local development sign-in answers loopback hosts and origins only'),
   'request.blocked': entry('authorization', 403, false, 'The request was blocked by the web application firewall'),
   'request.rejected': entry('validation', 400, false, 'The gateway rejected the request'),
 
@@ -198,6 +199,7 @@ export const ERROR_CATALOGUE = {
   'runtime.tenant_required': entry('validation', 400, false, 'The tenant cannot be determined: name one of the caller tenants'),
   'runtime.tenant_forbidden': entry('authorization', 403, false, 'The caller is not a member of the tenant the action names'),
   'runtime.scope_missing': entry('authorization', 403, false, 'The caller lacks a scope the capability policy requires'),
+  'runtime.identity_mismatch': entry('authorization', 403, false, 'The action identity names a user other than the authenticated principal'),
   'runtime.account_forbidden': entry('authorization', 403, false, 'The caller token does not hold the external account the action names'),
   // the authority rule (lib/runtime/authority.ts)
   'runtime.operator_required': entry('authorization', 403, false, 'This operation needs the operator scope'),
@@ -205,6 +207,7 @@ export const ERROR_CATALOGUE = {
   // step 6: approval gate
   'runtime.approval_denied': entry('approval', 403, false, 'The approval was denied'),
   'runtime.approval_expired': entry('approval', 410, false, 'The pending approval expired before a decision'),
+  'runtime.approval_withdrawn': entry('approval', 409, false, 'The approval was withdrawn: its action can no longer succeed (details name the reason)'),
   'runtime.approver_forbidden': entry('authorization', 403, false, 'The caller is not an authorized approver for this policy'),
   'runtime.self_approval_forbidden': entry('authorization', 403, false, 'The requester cannot approve their own action under this policy'),
   // step 7: idempotency

@@ -319,6 +319,27 @@ export const ROUTES = {
     handler: { module: APPROVALS_MODULE, export: 'listApprovalsHandler' },
     timeoutSeconds: 10,
   }),
+  getApproval: route({
+    id: 'getApproval',
+    method: 'GET',
+    path: '/v1/approvals/{id}',
+    summary: 'Get an approval with what it approves',
+    description:
+      'The approval (any status) with `facts`: the capability and mode, the input as the data contract lets it be shown, for a commit the plan ' +
+      'with its preview and fidelity, who asked and when, the policy and the approvals so far. Who may read it: docs/authority.md (read_approval); ' +
+      'anyone else is told it does not exist.',
+    tag: 'approvals',
+    auth: 'jwt',
+    scopes: [],
+    tenant: 'required',
+    pathParams: ApprovalPathSchema,
+    query: EmptyQuerySchema,
+    body: 'none',
+    responses: { 200: { description: 'The approval with its facts', schema: RuntimeObjectSchema } },
+    problems: [404],
+    handler: { module: APPROVALS_MODULE, export: 'getApprovalHandler' },
+    timeoutSeconds: 10,
+  }),
   decideApproval: route({
     id: 'decideApproval',
     method: 'POST',

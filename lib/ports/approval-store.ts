@@ -10,7 +10,9 @@
  * `approved`); any denial moves it to `denied`. The same approver approving
  * twice is refused inside the write (`approval.already_approved_by_caller`).
  * `expire` moves a pending approval whose expiry has passed to `expired`
- * (also conditional). Approval state is separate from transaction state: an
+ * (also conditional); `withdraw` moves a pending approval whose action can no
+ * longer succeed to `withdrawn` with a typed reason (conditional on status
+ * and revision: a decision that landed first wins, and the withdrawal loses). Approval state is separate from transaction state: an
  * approved action can still fail to claim a plan.
  *
  * Pending approvals are listed per tenant through the sparse `byStatus` index
@@ -41,7 +43,25 @@ import * as z from '../common/zod.js';
 import { ProviderOperationRefSchema, Sha256HexSchema, TextSchema, type Principal } from '../protocol/index.js';
 import type { Page } from './transaction-store.js';
 
-export type ApprovalStatus = 'pending' | 'approved' | 'denied' | 'expired';
+export type ApprovalStatus = 'pending' | 'approved' | 'denied' | 'expired' | 'withdrawn';
+
+/**
+ * Why the runtime closed a pending approval whose action can no longer
+ * succeed (nobody decided it): the plan of a commit was claimed by another
+ * commit or is no longer planned; the action was cancelled; the action ended
+ * otherwise; the escalated transaction an operator's resolution was proposed
+ * for is no longer escalated (the resolution would be refused).
+ */
+export const APPROVAL_WITHDRAWAL_REASONS = ['plan_claimed', 'action_cancelled', 'action_ended', 'resolution_refused'] as const;
+export type ApprovalWithdrawalReason = (typeof APPROVAL_WITHDRAWAL_REASONS)[number];
+
+export interface ApprovalWithdrawal {
+  readonly reason: ApprovalWithdrawalReason;
+  /** RFC 3339 (UTC, ms). */
+  readonly withdrawn_at: string;
+  /** What the runtime found (the plan's or transaction's status, the action's status): operator-safe facts. */
+  readonly details?: Readonly<Record<string, string>>;
+}
 export type ApprovalDecisionValue = 'approved' | 'denied';
 
 export interface ApprovalPolicySnapshot {
@@ -115,6 +135,8 @@ export interface ApprovalRecord {
   /** Every decision recorded, oldest first (partial approvals included). */
   readonly decisions: readonly ApprovalDecision[];
   readonly subject?: ApprovalSubject;
+  /** Present once the runtime withdrew it (status `withdrawn`). */
+  readonly withdrawal?: ApprovalWithdrawal;
   /** RFC 3339 (UTC, ms). */
   readonly expires_at: string;
   readonly created_at: string;
@@ -157,6 +179,12 @@ export interface ExpireApprovalInput extends ApprovalRef {
   readonly expected_revision: number;
 }
 
+export interface WithdrawApprovalInput extends ApprovalRef {
+  readonly expected_revision: number;
+  readonly reason: ApprovalWithdrawalReason;
+  readonly details?: Readonly<Record<string, string>>;
+}
+
 export interface ListPendingApprovalsQuery {
   readonly tenant_id: string;
   /** Only approvals whose expires_at <= this (RFC 3339): the expiry sweep. */
@@ -182,6 +210,8 @@ export interface ApprovalStore {
   decide(input: DecideApprovalInput): Promise<ApprovalRecord>;
   /** pending → expired once expires_at has passed. */
   expire(input: ExpireApprovalInput): Promise<ApprovalRecord>;
+  /** pending → withdrawn (the action can no longer succeed), with a typed reason; conditional on status and revision. */
+  withdraw(input: WithdrawApprovalInput): Promise<ApprovalRecord>;
   /** Strongly consistent read. */
   get(ref: ApprovalRef): Promise<ApprovalRecord | undefined>;
   /** Pending approvals of a tenant, oldest expiry first (sparse index, then consistent reads). */

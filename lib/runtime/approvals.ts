@@ -6,7 +6,8 @@
  * distinct approvers approved; the approval that completes it resumes the
  * action (steps 7-9 of the pipeline, with every approving decision as
  * verified evidence for the connector context); any denial ends it; pending
- * approvals expire. Approval and transaction state stay separate: an
+ * approvals expire; an approval whose action can no longer succeed is
+ * withdrawn (./approval-withdrawal.ts). Approval and transaction state stay separate: an
  * approved action can still fail to claim a plan, and that failure is the
  * action's result.
  */
@@ -14,9 +15,11 @@ import { AipError, isAipError } from '../errors/aip-error.js';
 import type { ActionResult } from '../protocol/index.js';
 import type { ApprovalRecord } from '../ports/approval-store.js';
 import { assertCallerCurrent, assertTenantMember, type CallerIdentity } from './identity.js';
-import type { AuthorityTarget } from './authority.js';
+import { missingTarget, type AuthorityTarget } from './authority.js';
 import { cursorSealerOf, type CursorBinding } from './cursor.js';
 import { failedResult, type Kernel } from './kernel.js';
+import { withFacts, type ApprovalWithFacts } from './approval-facts.js';
+import { withdrawIfDoomed } from './approval-withdrawal.js';
 import { applyResolution } from './operator.js';
 import { actionResultOf, finishUnstartedAction } from './pipeline/action-record.js';
 import { continueAdmission, guarded } from './pipeline/admit.js';
@@ -46,6 +49,13 @@ export async function expireApproval(k: Kernel, approval: ApprovalRecord): Promi
       failedResult(action.action_id, new AipError('runtime.approval_expired', undefined, { details: { approval_id: approval.approval_id } }), k.now()),
     );
   }
+}
+
+/** The refusal of a decision on a withdrawn approval, naming why. */
+function withdrawnError(approval: ApprovalRecord): AipError {
+  return new AipError('runtime.approval_withdrawn', undefined, {
+    details: { approval_id: approval.approval_id, reason: approval.withdrawal?.reason ?? null, ...(approval.withdrawal?.details ?? {}) },
+  });
 }
 
 /** The approval as the authority rule sees it (lib/runtime/authority.ts, operation `approve`). */
@@ -87,6 +97,9 @@ export async function decideApproval(
       await expireApproval(k, approval);
       throw new AipError('runtime.approval_expired', undefined, { details: { approval_id, expires_at: approval.expires_at } });
     }
+    // Nobody decides an approval whose action can no longer succeed: it is withdrawn instead.
+    const viable = await withdrawIfDoomed(k, approval);
+    if (viable.status === 'withdrawn') throw withdrawnError(viable);
     try {
       decided = await k.deps.approvals.decide({
         tenant_id,
@@ -193,7 +206,7 @@ export async function listApprovals(
   caller: CallerIdentity,
   tenant_id: string,
   page: { cursor?: string; limit?: number } = {},
-): Promise<PageOf<ApprovalRecord>> {
+): Promise<PageOf<ApprovalWithFacts>> {
   assertCallerCurrent(caller, k.now());
   assertTenantMember(caller, tenant_id);
   const sealer = cursorSealerOf(k.deps);
@@ -205,13 +218,39 @@ export async function listApprovals(
     ...(cursor !== undefined ? { cursor } : {}),
   });
   const now = k.now().getTime();
-  const items: ApprovalRecord[] = [];
+  const items: ApprovalWithFacts[] = [];
   for (const a of out.items) {
     if (Date.parse(a.expires_at) <= now) {
       await expireApproval(k, a);
       continue;
     }
-    if (k.authority.allows(caller, 'read_approval', approvalTarget(a)) !== undefined) items.push(a);
+    if (k.authority.allows(caller, 'read_approval', approvalTarget(a)) === undefined) continue;
+    // An approval whose action can no longer succeed is withdrawn on the way and not listed.
+    if ((await withdrawIfDoomed(k, a)).status === 'pending') items.push(await withFacts(k, a));
   }
   return out.cursor !== undefined ? { items, cursor: await sealer.seal(out.cursor, binding) } : { items };
+}
+
+/**
+ * One approval with what it approves (./approval-facts.ts), whatever its
+ * status: the authority rule's `read_approval` for a pending one (an
+ * approver, an operator, the requester); a decided, expired or withdrawn one
+ * to an operator, the requester, or an approver of its policy. A caller who
+ * may not read it is told it does not exist. An overdue pending approval is
+ * expired on the way, a doomed one withdrawn.
+ */
+export async function getApproval(k: Kernel, caller: CallerIdentity, tenant_id: string, approval_id: string): Promise<ApprovalWithFacts> {
+  assertCallerCurrent(caller, k.now());
+  assertTenantMember(caller, tenant_id);
+  let approval = await k.deps.approvals.get({ tenant_id, approval_id });
+  const target = approval !== undefined ? approvalTarget(approval) : missingTarget('approval', tenant_id, approval_id);
+  if (!k.authority.mayRead(caller, target)) throw k.authority.refusal(caller, 'read_approval', target);
+  approval = approval as ApprovalRecord;
+  if (approval.status === 'pending' && Date.parse(approval.expires_at) <= k.now().getTime()) {
+    await expireApproval(k, approval);
+    approval = (await k.deps.approvals.get({ tenant_id, approval_id })) ?? approval;
+  } else {
+    approval = await withdrawIfDoomed(k, approval);
+  }
+  return withFacts(k, approval);
 }

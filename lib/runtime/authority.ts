@@ -19,7 +19,7 @@
 import { AipError } from '../errors/aip-error.js';
 import type { ErrorCode } from '../errors/catalogue.js';
 import type { Principal } from '../protocol/index.js';
-import type { CallerIdentity } from '../auth/identity.js';
+import { samePrincipal, type CallerIdentity } from '../auth/identity.js';
 
 /** Who the caller is with respect to one target. */
 export const AUTHORITY_ROLES = ['service', 'owner', 'operator', 'approver', 'requester', 'compensator'] as const;
@@ -249,10 +249,6 @@ export function recordedActor(
 }
 
 // --- the rule ----------------------------------------------------------------
-
-export function samePrincipal(a: Principal | undefined, b: Principal | undefined): boolean {
-  return a !== undefined && b !== undefined && a.id === b.id && a.kind === b.kind;
-}
 
 const anyOf = (have: readonly string[], wanted: readonly string[] | undefined): boolean => wanted?.some((s) => have.includes(s)) ?? false;
 

@@ -5,6 +5,7 @@
  */
 import { AipError } from '../errors/aip-error.js';
 import type { ActionResult } from '../protocol/index.js';
+import { withdraw } from './approval-withdrawal.js';
 import { abandonUnstartedTransaction } from './attempts/worker.js';
 import type { CallerIdentity } from './identity.js';
 import type { Kernel } from './kernel.js';
@@ -32,19 +33,8 @@ export async function cancel(
     if (ended.status === 'cancelled') {
       if (record.approval_id !== undefined) {
         const approval = await k.deps.approvals.get({ tenant_id, approval_id: record.approval_id });
-        if (approval?.status === 'pending') {
-          await k.deps.approvals
-            .decide({
-              tenant_id,
-              approval_id: approval.approval_id,
-              expected_revision: approval.revision,
-              decision_id: `dec-${k.ids()}`,
-              decided_by: caller.principal,
-              decision: 'denied',
-              reason: 'action cancelled',
-            })
-            .catch(() => undefined);
-        }
+        // Nobody is asked about a cancelled action: its approval is withdrawn (conditional; a decision that landed first stands).
+        if (approval?.status === 'pending') await withdraw(k, approval, 'action_cancelled', { action_status: 'cancelled' });
       }
       const mode = ended.action.transaction?.mode;
       if (ended.transaction_id !== undefined && mode !== undefined && mode !== 'dry_run' && mode !== 'plan' && mode !== 'rollback_not_supported') {

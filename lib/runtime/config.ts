@@ -131,6 +131,13 @@ const RuntimeSettingsShape = {
   /** Retention of terminal action records, seconds (0 keeps them). */
   action_retention_seconds: z._default(z.int().check(z.gte(0), z.lte(10 * 365 * 86_400)), 0),
   /**
+   * Retention of terminal transactions with their receipt chains and plan
+   * items, days, where the capability's data contract sets no
+   * `retention_days` (lib/runtime/retention.ts; 0 keeps them). A deployed
+   * configuration defaults it ({@link DEPLOYED_DEFAULTS}).
+   */
+  transaction_retention_days: z._default(z.int().check(z.gte(0), z.lte(3650)), 0),
+  /**
    * Test mode: the only way to install the crash-point hook. The production
    * schema rejects it.
    */
@@ -148,13 +155,50 @@ export const ProductionRuntimeSettingsSchema = z.strictObject({
 });
 
 /**
- * Parses the Runtime's settings (defaults applied); throws
+ * What a deployed configuration (an environment other than `local` and
+ * `test`) gets where its settings say nothing: four eyes on operator
+ * resolutions (a second operator approves), and a retention for terminal
+ * transactions and their receipts (and, unless set, terminal action
+ * records) of 400 days, so nothing is kept forever by default. The schema
+ * defaults (off, kept) are the local stack's and the tests'.
+ */
+export const DEPLOYED_DEFAULTS = {
+  four_eyes: true,
+  transaction_retention_days: 400,
+  action_retention_seconds: 400 * 86_400,
+} as const;
+
+/** Whether an environment name is a deployed one (not `local` or `test`). */
+export function isDeployedEnvironment(environment: string): boolean {
+  return environment !== 'test' && environment !== 'local';
+}
+
+/** The settings as given, with {@link DEPLOYED_DEFAULTS} filled in where a deployed environment's settings say nothing. */
+export function withDeployedDefaults(raw: unknown, environment: string): unknown {
+  if (!isDeployedEnvironment(environment)) return raw;
+  const given = raw ?? {};
+  if (given === null || typeof given !== 'object' || Array.isArray(given)) return raw; // the schema names what is wrong
+  const settings = given as Record<string, unknown>;
+  const resolution = settings.resolution ?? {};
+  return {
+    ...settings,
+    transaction_retention_days: settings.transaction_retention_days ?? DEPLOYED_DEFAULTS.transaction_retention_days,
+    action_retention_seconds: settings.action_retention_seconds ?? DEPLOYED_DEFAULTS.action_retention_seconds,
+    resolution:
+      resolution !== null && typeof resolution === 'object' && !Array.isArray(resolution)
+        ? { ...resolution, four_eyes: (resolution as { four_eyes?: unknown }).four_eyes ?? DEPLOYED_DEFAULTS.four_eyes }
+        : resolution,
+  };
+}
+
+/**
+ * Parses the Runtime's settings (defaults applied; {@link DEPLOYED_DEFAULTS} in a deployed environment); throws
  * `runtime.config_invalid`. `environment` other than `test`/`local` uses the
  * production schema, so test mode can never be switched on there.
  */
 export function parseRuntimeSettingsInput(raw: unknown, environment = 'production'): RuntimeSettings {
-  const schema = environment === 'test' || environment === 'local' ? RuntimeSettingsSchema : ProductionRuntimeSettingsSchema;
-  const parsed = schema.safeParse(raw ?? {});
+  const schema = isDeployedEnvironment(environment) ? ProductionRuntimeSettingsSchema : RuntimeSettingsSchema;
+  const parsed = schema.safeParse(withDeployedDefaults(raw ?? {}, environment));
   if (!parsed.success) {
     throw new AipError('runtime.config_invalid', undefined, {
       details: { issues: parsed.error.issues.slice(0, 20).map((i) => ({ path: joinIssuePath(i.path, '.'), code: i.code })) },

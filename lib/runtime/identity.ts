@@ -1,12 +1,14 @@
 /**
  * Pipeline step 4 and the identity rules: the tenant comes from the caller's
  * verified memberships, never from the body alone; so does the external
- * account (the token's accounts claim); scopes come from the verified token.
- * Nothing here reads a principal from the action body.
+ * account (the token's accounts claim); scopes come from the verified token;
+ * `identity.user_id` must name the verified caller. Nothing here reads a
+ * principal from the action body.
  */
-import type { CallerIdentity } from '../auth/identity.js';
+import { principalKey, type CallerIdentity } from '../auth/identity.js';
 import { AipError } from '../errors/aip-error.js';
 import type { Action, Capability } from '../protocol/index.js';
+import { isServiceCaller } from './authority.js';
 
 export type { CallerIdentity } from '../auth/identity.js';
 
@@ -49,6 +51,24 @@ export function resolveAccount(caller: CallerIdentity, action: Pick<Action, 'ide
     throw new AipError('runtime.account_forbidden', undefined, { details: { path: '/identity/external_account_id' } });
   }
   return named;
+}
+
+/**
+ * The identity fields an action names beyond tenant and account
+ * (lib/protocol/identity.ts): `identity.user_id` names WHO acts, so it must be
+ * the verified caller (its identity key, lib/auth/identity.ts
+ * `principalKey`); a body naming another user is
+ * `runtime.identity_mismatch` (403), naming the field, not the principal.
+ * `organization_id`, `workspace_id` and `session_id` are no claim of any
+ * token: they are the caller's own declared context inside the verified
+ * tenant, kept as declared and never used to authorize anything.
+ */
+export function checkIdentityFields(caller: CallerIdentity, action: Pick<Action, 'identity'>): void {
+  const user = action.identity?.user_id;
+  // The runtime's own reconcile actions carry the original action's identity, checked when it was admitted.
+  if (user !== undefined && user !== principalKey(caller.principal) && !isServiceCaller(caller)) {
+    throw new AipError('runtime.identity_mismatch', undefined, { details: { path: '/identity/user_id' } });
+  }
 }
 
 /** Checks tenant membership for reads and decisions. */

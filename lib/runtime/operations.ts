@@ -7,7 +7,7 @@
  * per operation: a chunk per import costs more than the bytes it saves
  * (docs/bench/analysis.md, "Cold start and bundles").
  */
-export { decideApproval, listApprovals } from './approvals.js';
+export { decideApproval, getApproval, listApprovals } from './approvals.js';
 export { runAttempt } from './attempts/worker.js';
 export { cancel } from './cancel.js';
 export { connectorHealth, listCapabilities } from './meta.js';

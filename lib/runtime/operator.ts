@@ -24,6 +24,7 @@ import { ResolutionSchema, type ApprovalRecord, type Resolution } from '../ports
 import type { TransactionRecord } from '../ports/transaction-store.js';
 import { cancelSchedule, completeOriginalReservation, redactOriginalInput } from './attempts/settlement.js';
 import { missingTarget } from './authority.js';
+import { principalKey } from '../auth/identity.js';
 import { assertCallerCurrent, assertTenantMember, type CallerIdentity } from './identity.js';
 import { RECEIPT_EVENTS } from './journal.js';
 import type { Kernel } from './kernel.js';
@@ -97,7 +98,7 @@ function fourEyes(k: Kernel, tenant_id: string): boolean {
 
 /** The deterministic ID of a resolution's approval (one per proposal). */
 function resolutionApprovalId(tenant_id: string, transaction_id: string, proposal: Resolution, by: Principal): string {
-  return `apr-res-${sha256Hex(JSON.stringify([tenant_id, transaction_id, by.id, by.kind, proposal])).slice(0, 36)}`;
+  return `apr-res-${sha256Hex(JSON.stringify([tenant_id, transaction_id, principalKey(by), proposal])).slice(0, 36)}`;
 }
 
 /** Whether `ref` is the record's checkpointed provider operation (provider and operation ID; the request ID is the provider's detail). */

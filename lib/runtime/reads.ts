@@ -10,6 +10,7 @@ import type { ActionRecord } from '../ports/action-store.js';
 import type { ApprovalRecord } from '../ports/approval-store.js';
 import type { StoredStreamChunk } from '../ports/stream-store.js';
 import type { TransactionRecord, TransactionSelector } from '../ports/transaction-store.js';
+import { doomOf } from './approval-withdrawal.js';
 import { assertCallerCurrent, assertTenantMember, type CallerIdentity } from './identity.js';
 import { cursorSealerOf, type CursorBinding } from './cursor.js';
 import type { Kernel } from './kernel.js';
@@ -127,6 +128,9 @@ export type OperatorItem =
     }
   | { readonly kind: 'approval'; readonly approval: ApprovalRecord };
 
+/** Store pages an operator listing reads at most while they hold nothing of the caller's tenants. */
+const FILL_PAGES = 20;
+
 /**
  * What is stuck: outcome_unknown, reconciling, stalled committing, pending approvals, escalated (requires_human).
  *
@@ -164,21 +168,37 @@ export async function listOperator(k: Kernel, caller: CallerIdentity, query: Ope
   const sealed = async (next: string | undefined) => (next !== undefined ? { cursor: await sealer.seal(next, binding) } : {});
   if (byView === undefined) {
     const out = await k.deps.approvals.listPending({ tenant_id: approvalsTenant as string, ...page });
-    return { items: out.items.map((approval) => ({ kind: 'approval' as const, approval })), ...(await sealed(out.cursor)) };
+    // An approval whose action can no longer succeed is not listed (the approvers' listing withdraws it).
+    const doomed = await Promise.all(out.items.map((approval) => doomOf(k, approval)));
+    const items = out.items.filter((_, i) => doomed[i] === undefined).map((approval) => ({ kind: 'approval' as const, approval }));
+    return { items, ...(await sealed(out.cursor)) };
   }
-  const out = await k.deps.transactions.listByStatus({ ...byView, ...(query.tenant_id !== undefined ? { tenant_id: query.tenant_id } : {}), ...page });
+  // The status index is shared by every tenant per status (sharded by record, docs/table-design.md), so a store page may hold only other tenants'
+  // records: read on while a page has nothing for the caller, so that an operator is not handed empty pages whose
+  // number follows another tenant's records (bounded: past FILL_PAGES such pages the cursor goes back as it is).
   const items: OperatorItem[] = [];
-  for (const r of out.items) {
-    if (!caller.tenants.includes(r.tenant_id)) continue;
-    items.push({
-      kind: 'transaction',
-      transaction: toTransactionResult(r, { action_status: query.view === 'requires_human' ? 'requires_human' : undefined }),
-      capability_id: r.capability_id,
-      updated_at: r.updated_at,
-      reconcile_attempts: r.reconcile_attempts,
+  let next = page.cursor;
+  for (let read = 0; read < FILL_PAGES; read++) {
+    const out = await k.deps.transactions.listByStatus({
+      ...byView,
+      ...(query.tenant_id !== undefined ? { tenant_id: query.tenant_id } : {}),
+      ...(page.limit !== undefined ? { limit: page.limit } : {}),
+      ...(next !== undefined ? { cursor: next } : {}),
     });
+    for (const r of out.items) {
+      if (!caller.tenants.includes(r.tenant_id)) continue;
+      items.push({
+        kind: 'transaction',
+        transaction: toTransactionResult(r, { action_status: query.view === 'requires_human' ? 'requires_human' : undefined }),
+        capability_id: r.capability_id,
+        updated_at: r.updated_at,
+        reconcile_attempts: r.reconcile_attempts,
+      });
+    }
+    next = out.cursor;
+    if (items.length > 0 || next === undefined) break;
   }
-  return { items, ...(await sealed(out.cursor)) };
+  return { items, ...(await sealed(next)) };
 }
 
 export async function readStream(k: Kernel, caller: CallerIdentity, tenant_id: string, action_id: string, after?: number): Promise<PageOf<StoredStreamChunk>> {

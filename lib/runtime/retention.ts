@@ -22,9 +22,15 @@ import type { RetentionStamp, TransactionRecord } from '../ports/transaction-sto
 import type { Kernel } from './kernel.js';
 import type { DataPolicy } from './redaction.js';
 
-/** The retention stamp of a capability's terminal transaction writes, or undefined when its contract sets none. */
+/**
+ * The retention stamp of a capability's terminal transaction writes: the
+ * contract's retention_days, else the runtime's `transaction_retention_days`
+ * (a deployed configuration's default, lib/runtime/config.ts
+ * DEPLOYED_DEFAULTS), else undefined (kept).
+ */
 export function retentionFor(k: Kernel, capability_id: string, record?: Pick<TransactionRecord, 'plan_id'>): RetentionStamp | undefined {
-  const days = k.deps.registry.find(capability_id)?.capability.data?.retention_days;
+  const fallback = k.config.transaction_retention_days > 0 ? k.config.transaction_retention_days : undefined;
+  const days = k.deps.registry.find(capability_id)?.capability.data?.retention_days ?? fallback;
   if (days === undefined) return undefined;
   return { days, ...(record?.plan_id !== undefined ? { plan_id: record.plan_id } : {}) };
 }

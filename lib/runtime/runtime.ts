@@ -18,7 +18,7 @@
  */
 import { AipError } from '../errors/aip-error.js';
 import type { Action, ActionResult, TransactionResult } from '../protocol/index.js';
-import type { ApprovalRecord } from '../ports/approval-store.js';
+import type { ApprovalWithFacts } from './approval-facts.js';
 import { validateQueueMessage, type InvokeMessage, type ReconcileMessage } from '../ports/messages.js';
 import type { StoredStreamChunk } from '../ports/stream-store.js';
 import type { TransactionSelector } from '../ports/transaction-store.js';
@@ -161,10 +161,16 @@ export class Runtime {
     return ops.decideApproval(k, caller, tenant_id, approval_id, decision);
   }
 
-  async listApprovals(caller: CallerIdentity, tenant_id: string, page?: { cursor?: string; limit?: number }): Promise<PageOf<ApprovalRecord>> {
-    // Not a read: an overdue pending approval is expired on the way, a terminal write of its action.
+  async listApprovals(caller: CallerIdentity, tenant_id: string, page?: { cursor?: string; limit?: number }): Promise<PageOf<ApprovalWithFacts>> {
+    // Not a read: an overdue pending approval is expired on the way, a doomed one withdrawn (terminal writes of their actions).
     const { k, ops } = await this.#full();
     return ops.listApprovals(k, caller, tenant_id, page);
+  }
+
+  /** One approval with what it approves (lib/runtime/approval-facts.ts). Not a read, for the reasons of listApprovals. */
+  async getApproval(caller: CallerIdentity, tenant_id: string, approval_id: string): Promise<ApprovalWithFacts> {
+    const { k, ops } = await this.#full();
+    return ops.getApproval(k, caller, tenant_id, approval_id);
   }
 
   async getAction(caller: CallerIdentity, tenant_id: string, action_id: string) {

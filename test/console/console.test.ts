@@ -142,6 +142,10 @@ describe('operator console', () => {
     await screenshot(page, 'pending-approvals');
     const committed = workerDone(commitId);
     await row.getByRole('button', { name: 'Approve' }).click();
+    // The approver sees what the approval approves: the mode, the input and the plan's preview with its fidelity.
+    await dialog.locator('[data-fact="mode"]').filter({ hasText: 'commit' }).waitFor();
+    expect(await dialog.locator('[data-fact="input"]').textContent()).toContain('4200');
+    expect(await dialog.locator('[data-fact="fidelity"]').textContent()).not.toBe('unknown');
     await dialog.getByLabel('Reason').fill('amount checked');
     await dialog.getByRole('button', { name: 'Confirm approval' }).click();
     await page

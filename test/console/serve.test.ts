@@ -131,13 +131,13 @@ describe('local development sign-in (POST /_local/token)', () => {
     routes = localConsoleRoutes({ assetsDir, tenant: 'demo', mint: (o) => mintToken(o, keys) });
   });
 
-  const post = async (body: unknown, contentType = 'application/json') => {
+  const post = async (body: unknown, contentType = 'application/json', extra: Record<string, string> = {}) => {
     const { res, out } = recorder();
     const handled = await routes(
       {
         method: 'POST',
         path: LOCAL_TOKEN_PATH,
-        headers: { 'content-type': contentType },
+        headers: { host: '127.0.0.1:8787', 'content-type': contentType, ...extra },
         body: Buffer.from(typeof body === 'string' ? body : JSON.stringify(body)),
       },
       res,
@@ -165,8 +165,44 @@ describe('local development sign-in (POST /_local/token)', () => {
     expect(bad.status).toBe(400);
     expect(bad.headers['Content-Type']).toBe('application/problem+json');
     const { res, out } = recorder();
-    await routes({ method: 'GET', path: LOCAL_TOKEN_PATH, headers: {}, body: Buffer.alloc(0) }, res);
+    await routes({ method: 'GET', path: LOCAL_TOKEN_PATH, headers: { host: 'localhost:8787' }, body: Buffer.alloc(0) }, res);
     expect(out.status).toBe(405);
+  });
+
+  it('answers loopback only: a Host or Origin off 127.0.0.0/8, ::1 and localhost is a 403 problem, and mints nothing', async () => {
+    const ok = { sub: 'dev-operator', scopes: ['aip:operator'] };
+    for (const host of ['127.0.0.1:8787', '127.9.8.7', 'localhost', 'LOCALHOST:1', '[::1]:8787', '[::1]']) {
+      expect((await post(ok, 'application/json', { host })).status, host).toBe(200);
+    }
+    for (const origin of ['http://127.0.0.1:8787', 'http://localhost:3000', 'https://[::1]:8443']) {
+      expect((await post(ok, 'application/json', { origin })).status, origin).toBe(200);
+    }
+    const refused: Record<string, string>[] = [
+      { host: 'evil.example:8787' },
+      { host: 'localhost.evil.example' },
+      { host: '128.0.0.1' },
+      { host: '127.0.0.256' },
+      { host: '0.0.0.0:8787' },
+      { host: 'evil.example@127.0.0.1' },
+      { host: '[::2]:8787' },
+      { host: '' },
+      { origin: 'https://evil.example' },
+      { origin: 'http://localhost.evil.example' },
+      { origin: 'null' },
+      { origin: 'file://' },
+      { origin: 'http://user@127.0.0.1' },
+    ];
+    for (const headers of refused) {
+      const out = await post(ok, 'application/json', headers);
+      expect(out.status, JSON.stringify(headers)).toBe(403);
+      expect(out.headers['Content-Type']).toBe('application/problem+json');
+      expect(JSON.parse(out.body)).toMatchObject({ code: 'request.origin_forbidden', status: 403 });
+      expect(out.body).not.toContain('access_token');
+    }
+    // No Host at all (not HTTP/1.1 as a browser sends it) is refused too.
+    const { res, out } = recorder();
+    await routes({ method: 'POST', path: LOCAL_TOKEN_PATH, headers: { 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify(ok)) }, res);
+    expect(out.status).toBe(403);
   });
 
   it('leaves every other path to the API routes', async () => {

@@ -256,6 +256,17 @@ const ROUTE_ROWS: Readonly<Record<string, Row>> = {
       approver: ok(200, (b, f) => expect(approvalIds(b)).toContain(f.pending.approval_id)),
     },
   },
+  getApproval: {
+    uses: 'pending',
+    request: (f) => ({ method: 'GET', path: `/v1/approvals/${f.pending.approval_id}` }),
+    expect: {
+      other_tenant: tenantForbidden,
+      other_principal: no(404, 'approval.not_found'),
+      no_scope: ok(200, (b, f) => expect(b).toMatchObject({ approval_id: f.pending.approval_id, facts: { approvals: { so_far: 0 } } })),
+      operator: ok(200, (b, f) => expect(b).toMatchObject({ approval_id: f.pending.approval_id })),
+      approver: ok(200, (b, f) => expect(b).toMatchObject({ approval_id: f.pending.approval_id })),
+    },
+  },
   decideApproval: {
     uses: 'pending',
     request: (f) => ({ method: 'POST', path: `/v1/approvals/${f.pending.approval_id}/decision`, body: { decision: 'deny', reason: 'matrix' } }),

@@ -468,4 +468,29 @@ describe('four eyes (resolution.four_eyes)', () => {
     expect(last.result_digest).toBe(sha256Hex(resultDigestText(after.action_result)));
     expectChainValid(after);
   });
+
+  it('a competing proposal is withdrawn (resolution_refused) once another resolution applied: not listed, not decidable, shown withdrawn', async () => {
+    const { s } = fe;
+    const esc = await escalatedCharge(fe, T, owner);
+    const id = esc.transaction.transaction_id;
+    const propose = async (token: string, reason: string) => {
+      const out = await s.call(token, 'POST', `/v1/operator/transactions/${encodeURIComponent(id)}/resolve`, resolution(esc.operation_id, { reason }));
+      expect(out.status, JSON.stringify(out.body)).toBe(202);
+      return (out.body as { approval: { approval_id: string } }).approval.approval_id;
+    };
+    const p1 = await propose(first, 'found it on the dashboard');
+    const p2 = await propose(second, 'found it in the ledger export');
+    // The facts show the proposal and the escalated transaction.
+    const shown = await s.call(first, 'GET', `/v1/approvals/${encodeURIComponent(p2)}`);
+    expect(shown.status, JSON.stringify(shown.body)).toBe(200);
+    expect(shown.body).toMatchObject({ status: 'pending', facts: { mode: 'resolve', resolution: { transaction_status: 'outcome_unknown' } } });
+    const applied = await s.call(second, 'POST', `/v1/approvals/${encodeURIComponent(p1)}/decision`, { decision: 'approve' });
+    expect(applied.status, JSON.stringify(applied.body)).toBe(200);
+    expect((await view(fe, second, id)).status).toBe('reconciled');
+    const listed = await s.call(first, 'GET', '/v1/approvals?limit=100');
+    expect(((listed.body as { items: { approval_id: string }[] }).items ?? []).map((a) => a.approval_id)).not.toContain(p2);
+    await refused(s.call(first, 'POST', `/v1/approvals/${encodeURIComponent(p2)}/decision`, { decision: 'approve' }), 409, 'runtime.approval_withdrawn');
+    const after = await s.call(first, 'GET', `/v1/approvals/${encodeURIComponent(p2)}`);
+    expect(after.body).toMatchObject({ status: 'withdrawn', withdrawal: { reason: 'resolution_refused', details: { transaction_status: 'reconciled' } } });
+  });
 });

@@ -10,6 +10,7 @@ import {
   isRouteMissing,
   OPERATOR_VIEWS,
   type ApiProblem,
+  type ApprovalFacts,
   type ApprovalRecord,
   type OperatorItem,
   type OperatorView,
@@ -271,7 +272,20 @@ export function DecisionDialog(props: {
 }) {
   const [reason, setReason] = useState('');
   const [problem, setProblem] = useState<ApiProblem>();
+  const [facts, setFacts] = useState<ApprovalFacts>();
+  const [factsProblem, setFactsProblem] = useState<ApiProblem>();
   const { approval, decision } = props;
+  // What the approval approves: the input, the plan's preview and its fidelity (GET /v1/approvals/{id}).
+  useEffect(() => {
+    let live = true;
+    props.ctx.api.approval(approval.approval_id).then(
+      (out) => live && setFacts(out.facts),
+      (err: unknown) => live && setFactsProblem(asProblem(err)),
+    );
+    return () => {
+      live = false;
+    };
+  }, [approval.approval_id, props.ctx.api]);
   return (
     <ConfirmDialog
       title={`${decision === 'approve' ? 'Approve' : 'Deny'} ${approval.capability_id}?`}
@@ -313,7 +327,48 @@ export function DecisionDialog(props: {
             </dd>
           </>
         )}
+        {facts && (
+          <>
+            <dt>Mode</dt>
+            <dd data-fact="mode">{facts.mode}</dd>
+            <dt>Requested at</dt>
+            <dd>
+              <time dateTime={facts.requested_at}>{facts.requested_at}</time>
+            </dd>
+            {facts.input !== undefined && (
+              <>
+                <dt>Input</dt>
+                <dd>
+                  <pre data-fact="input">{JSON.stringify(facts.input, null, 2)}</pre>
+                </dd>
+              </>
+            )}
+            {facts.plan && (
+              <>
+                <dt>Plan</dt>
+                <dd>
+                  <code>{facts.plan.plan_id}</code> ({facts.plan.status}
+                  {facts.plan.expires_at ? `, expires ${facts.plan.expires_at}` : ''})
+                </dd>
+                <dt>Preview</dt>
+                <dd>
+                  fidelity <strong data-fact="fidelity">{facts.plan.fidelity ?? 'unknown'}</strong>
+                  {facts.plan.preview !== undefined && <pre data-fact="preview">{JSON.stringify(facts.plan.preview, null, 2)}</pre>}
+                </dd>
+              </>
+            )}
+            {facts.resolution && (
+              <>
+                <dt>Resolution</dt>
+                <dd>
+                  <pre data-fact="resolution">{JSON.stringify(facts.resolution.proposal, null, 2)}</pre>
+                </dd>
+              </>
+            )}
+          </>
+        )}
       </dl>
+      {factsProblem && <ProblemView problem={factsProblem} />}
       <label>
         Reason
         <textarea name="reason" rows={3} value={reason} onInput={(e) => setReason((e.target as HTMLTextAreaElement).value)} />

@@ -7,16 +7,21 @@
  * write removes them (docs/table-design.md).
  *
  * Decisions: `decisions` holds every decision in order; `approver_keys` (not
- * part of the record) holds `<kind>#<id>` of each approving principal, so the
- * write itself refuses a second approval by the same principal
- * (`NOT contains(approver_keys, :me)`) and counts the approvals so far
+ * part of the record) holds the identity key of each approving principal
+ * (`principalKey`, lib/auth/identity.ts: the principal ID, the kind ignored),
+ * so the write itself refuses a second approval by the same subject
+ * (`NOT contains(approver_keys, :me)`, and none of the `<kind>#<id>` keys
+ * records written before the identity key hold) and counts the approvals so far
  * (`size(approver_keys)`). A partial approval appends and stays pending; the
  * approval that reaches `policy.min_approvals` (checked in the write) ends it
- * `approved`; a denial ends it `denied`.
+ * `approved`; a denial ends it `denied`; `withdraw` ends a pending one
+ * `withdrawn` with its typed reason (`withdrawal`), conditional on status and
+ * revision like every other write.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { AipError } from '../../errors/aip-error.js';
-import { PrincipalSchema, ScopeSchema, Sha256HexSchema, TextSchema, type Principal } from '../../protocol/index.js';
+import { principalKey, samePrincipal } from '../../auth/identity.js';
+import { PRINCIPAL_KINDS, PrincipalSchema, ScopeSchema, Sha256HexSchema, TextSchema, type Principal } from '../../protocol/index.js';
 import type {
   ApprovalRecord,
   ApprovalRef,
@@ -27,8 +32,9 @@ import type {
   ExpireApprovalInput,
   ListExpiringApprovalsQuery,
   ListPendingApprovalsQuery,
+  WithdrawApprovalInput,
 } from '../../ports/approval-store.js';
-import { ResolutionSchema } from '../../ports/approval-store.js';
+import { APPROVAL_WITHDRAWAL_REASONS, ResolutionSchema } from '../../ports/approval-store.js';
 import type { Page } from '../../ports/transaction-store.js';
 import {
   UpdateBuilder,
@@ -71,6 +77,7 @@ const FIELDS = [
   'decision',
   'decisions',
   'subject',
+  'withdrawal',
   'expires_at',
   'created_at',
   'updated_at',
@@ -87,9 +94,19 @@ function toRecord(item: Item): ApprovalRecord {
   return out as unknown as ApprovalRecord;
 }
 
-/** The key of an approving principal in `approver_keys` (principals compare by kind and ID). */
+/** The key of an approving principal in `approver_keys`: its identity key (one subject, whatever kind its token claims). */
 function approverKey(p: Principal): string {
-  return `${p.kind}#${p.id}`;
+  return `id#${principalKey(p)}`;
+}
+
+/** The keys records written before the identity key hold for the same subject (`<kind>#<id>`). */
+function legacyApproverKeys(p: Principal): string[] {
+  return PRINCIPAL_KINDS.map((kind) => `${kind}#${p.id}`);
+}
+
+function holdsApprover(old: Item, p: Principal): boolean {
+  const held = Array.isArray(old.approver_keys) ? old.approver_keys : [];
+  return [approverKey(p), ...legacyApproverKeys(p)].some((key) => held.includes(key));
 }
 
 function approvalsOf(old: Item): number {
@@ -273,10 +290,11 @@ export class DynamoApprovalStore implements ApprovalStore {
     const empty = b.v([]);
     if (input.decision === 'approved') {
       // Defence in depth: the policy's self-approval rule holds even if a caller forgot it.
-      // Only approving is guarded: a requester may always deny (withdraw) their own request.
+      // Only approving is guarded: a requester may always deny (withdraw) their own request. Compared by the
+      // identity key (the ID): a token of the requester claiming another kind is still the requester.
       b.condition(`${b.n('requested_by')}.${b.n('id')} <> ${b.v(decidedBy.id)} OR ${b.n('policy')}.${b.n('allow_self_approval')} = ${b.v(true)}`);
       // One approval per principal; the count the outcome below relies on; the threshold from the record itself.
-      b.condition(`NOT contains(${b.n('approver_keys')}, ${b.v(me)})`);
+      for (const key of [me, ...legacyApproverKeys(decidedBy)]) b.condition(`NOT contains(${b.n('approver_keys')}, ${b.v(key)})`);
       b.condition(
         approvalsSoFar === 0
           ? `attribute_not_exists(${b.n('approver_keys')}) OR size(${b.n('approver_keys')}) = ${b.v(0)}`
@@ -305,13 +323,13 @@ export class DynamoApprovalStore implements ApprovalStore {
       });
     }
     if (old.revision !== expected) throw this.stateConflict(input, 'decide', old, expected);
-    if (input.decision === 'approved' && Array.isArray(old.approver_keys) && old.approver_keys.includes(me)) {
+    if (input.decision === 'approved' && holdsApprover(old, decidedBy)) {
       throw new AipError('approval.already_approved_by_caller', `Approval ${input.approval_id} already holds this principal's approval`, {
         details: { approval_id: input.approval_id, ...current(old) },
       });
     }
-    const requester = old.requested_by as { id?: unknown } | undefined;
-    if (input.decision === 'approved' && requester?.id === input.decided_by.id) {
+    const requester = old.requested_by as Principal | undefined;
+    if (input.decision === 'approved' && samePrincipal(requester, decidedBy)) {
       throw new AipError('approval.self_approval_forbidden', 'The requester may not decide this approval', {
         details: { approval_id: input.approval_id, policy_id: (old.policy as { policy_id?: unknown } | undefined)?.policy_id },
       });
@@ -341,6 +359,39 @@ export class DynamoApprovalStore implements ApprovalStore {
     throw new AipError('approval.not_expired', `Approval ${input.approval_id} expires at ${String(old.expires_at)}`, {
       details: { approval_id: input.approval_id, ...current(old) },
     });
+  }
+
+  async withdraw(input: WithdrawApprovalInput): Promise<ApprovalRecord> {
+    const key = this.checkRef(input);
+    const expected = checkRevision(CODE, input.expected_revision);
+    if (!(APPROVAL_WITHDRAWAL_REASONS as readonly string[]).includes(input.reason)) {
+      throw invalid(CODE, `reason must be one of ${APPROVAL_WITHDRAWAL_REASONS.join(', ')}`, { field: 'reason' });
+    }
+    const details = input.details;
+    if (
+      details !== undefined &&
+      (details === null ||
+        typeof details !== 'object' ||
+        Object.keys(details).length > 8 ||
+        Object.entries(details).some(([k, v]) => !/^[a-z_]{1,64}$/.test(k) || typeof v !== 'string' || v.length > 256))
+    ) {
+      throw invalid(CODE, 'details must map at most 8 snake_case names to short strings', { field: 'details' });
+    }
+    const iso = this.clock().toISOString();
+    const b = new UpdateBuilder();
+    b.condition(`${b.n('status')} = ${b.v('pending')}`);
+    b.condition(`${b.n('revision')} = ${b.v(expected)}`);
+    b.set('status', 'withdrawn');
+    b.set('withdrawal', compact({ reason: input.reason, withdrawn_at: iso, details: details !== undefined ? { ...details } : undefined }));
+    b.set('revision', expected + 1);
+    b.set('updated_at', iso);
+    b.remove('GSI3PK', 'GSI3SK', 'GSI4PK', 'GSI4SK');
+    const out = await conditionalUpdate(this.client, { TableName: this.table, Key: key, ...b.render() });
+    if (out.ok) return toRecord(out.item);
+    const old = out.old;
+    if (old === undefined) throw this.notFound(input, 'withdraw');
+    if (old.status !== 'pending') throw this.alreadyDecided(input, 'withdraw', old);
+    throw this.stateConflict(input, 'withdraw', old, expected);
   }
 
   async get(ref: ApprovalRef): Promise<ApprovalRecord | undefined> {

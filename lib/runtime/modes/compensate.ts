@@ -90,8 +90,8 @@ function checkWindow(k: Kernel, adm: Admission, target: Target, window_ms: numbe
   return { basis, kind };
 }
 
-/** Step 8 for compensate: eligibility, window, alternate capability, then the compensating record. */
-export async function admitCompensate(k: Kernel, adm: Admission): Promise<CompensationPlan> {
+/** The contract, target ID and connector-facing capability of a compensate (static checks, reads only the registry). */
+function compensationContract(k: Kernel, adm: Admission) {
   const contract = adm.reg.capability.compensation;
   if (contract === undefined || (contract.mode !== 'supported' && contract.mode !== 'best_effort')) {
     throw new AipError('runtime.compensation_not_supported', undefined, { details: { capability_id: adm.reg.capability_id, mode: contract?.mode ?? null } });
@@ -99,11 +99,6 @@ export async function admitCompensate(k: Kernel, adm: Admission): Promise<Compen
   const target_id = adm.action.transaction?.compensation_for;
   if (target_id === undefined)
     throw new AipError('envelope.compensate_requires_compensation_for', undefined, { details: { path: '/transaction/compensation_for' } });
-  const txId = adm.action.transaction?.transaction_id as string;
-
-  // A resubmission of this compensate after a crash: reuse its record.
-  const own = await k.deps.transactions.get({ tenant_id: adm.tenant_id, transaction_id: txId });
-
   let connectorReg = adm.reg;
   const alt = contract.compensation_capability_id;
   if (alt !== undefined && alt !== adm.action.capability_id) {
@@ -111,6 +106,29 @@ export async function admitCompensate(k: Kernel, adm: Admission): Promise<Compen
     if (found === undefined) throw new AipError('runtime.compensation_capability_unavailable', undefined, { details: { compensation_capability_id: alt } });
     connectorReg = found;
   }
+  return { contract, target_id, connectorReg };
+}
+
+/**
+ * Everything step 8 checks of a compensate that does not depend on an
+ * approval (contract, alternate capability, target eligibility, window),
+ * reads only: run before the approval gate, so that an approver is never
+ * asked about a compensation that would be refused once approved.
+ */
+export async function assertCompensable(k: Kernel, adm: Admission): Promise<void> {
+  const { contract, target_id } = compensationContract(k, adm);
+  const target = await findTarget(k, adm.tenant_id, target_id);
+  assertEligible(target, target_id);
+  checkWindow(k, adm, target, contract.window_ms);
+}
+
+/** Step 8 for compensate: eligibility, window, alternate capability, then the compensating record. */
+export async function admitCompensate(k: Kernel, adm: Admission): Promise<CompensationPlan> {
+  const { contract, target_id, connectorReg } = compensationContract(k, adm);
+  const txId = adm.action.transaction?.transaction_id as string;
+
+  // A resubmission of this compensate after a crash: reuse its record.
+  const own = await k.deps.transactions.get({ tenant_id: adm.tenant_id, transaction_id: txId });
 
   const target = await findTarget(k, adm.tenant_id, target_id);
   const memory: CompensationMemory = {

@@ -28,9 +28,10 @@ import {
 import type { TransactionRecord } from '../../ports/transaction-store.js';
 import { hostedConnector, invokeConnector, leaseMs, resolveRoute } from '../attempts/invoke.js';
 import { RECEIPT_EVENTS } from '../journal.js';
-import { failedResult, type Kernel } from '../kernel.js';
+import { failedResult, replayed, type Kernel } from '../kernel.js';
 import { finishUnstartedAction } from '../pipeline/action-record.js';
 import { selectApprovalPolicy } from '../pipeline/approval-policy.js';
+import { reserveIdempotency } from '../pipeline/idempotency.js';
 import type { AdmittedAction } from '../pipeline/state.js';
 import { submitOutcome as outcome } from '../pipeline/outcome.js';
 import type { SubmitOutcome } from '../types.js';
@@ -53,6 +54,8 @@ export async function runPreview(k: Kernel, adm: AdmittedAction): Promise<Submit
   }
   const contract = reg.capability.transaction;
   if (contract === undefined) throw new AipError('runtime.mode_unsupported', undefined, { details: { capability_id: reg.capability_id, mode: tx.mode } });
+  const replay = await reservePreviewKey(k, adm);
+  if (replay !== undefined) return replay;
   const policy = selectApprovalPolicy(k.config, tenant_id, reg.capability, tx.mode === 'plan' ? 'commit' : 'execute');
   const facts: PreviewFacts = {
     approval_required: policy !== undefined,
@@ -100,9 +103,46 @@ export async function runPreview(k: Kernel, adm: AdmittedAction): Promise<Submit
     previewOutput = { fidelity, capability_id: action.capability_id, handler_invoked: false, input_valid: true };
   }
 
-  return tx.mode === 'dry_run'
-    ? completeDryRun(k, adm, facts, previewOutput, validation)
-    : completePlan(k, adm, facts, previewOutput, validation, validationError);
+  const done =
+    tx.mode === 'dry_run'
+      ? await completeDryRun(k, adm, facts, previewOutput, validation)
+      : await completePlan(k, adm, facts, previewOutput, validation, validationError);
+  await completeReservation(k, adm, done.action_result);
+  return done;
+}
+
+/**
+ * A preview's idempotency key is reserved like any other action's (pipeline
+ * step 7, before the preview runs): the same key with another request is
+ * `idempotency.key_mismatch`, a twin still running is in flight, and a
+ * completed preview replays its result instead of planning again. The
+ * preview-first exception exempts previews from the approval gate, not from
+ * idempotency (docs/runtime.md › "Previews and idempotency keys").
+ */
+async function reservePreviewKey(k: Kernel, adm: AdmittedAction): Promise<SubmitOutcome | undefined> {
+  const idem = await reserveIdempotency(k, adm);
+  if (idem.replay === undefined) return undefined;
+  const stored = replayed(
+    idem.replay,
+    idem.from_action_id !== undefined && idem.from_action_id !== adm.action.id ? { replayed_from: idem.from_action_id } : undefined,
+  );
+  await finishUnstartedAction(k, adm.record, { ...stored, action_id: adm.action.id });
+  return outcome(adm, 'replayed', stored);
+}
+
+/** The preview's definitive result completes its reservation (a crash before this leaves it in flight for a resubmission to complete). */
+async function completeReservation(k: Kernel, adm: AdmittedAction, result: ActionResult): Promise<void> {
+  const key = adm.action.idempotency_key;
+  if (key === undefined) return;
+  await k.deps.idempotency.complete({
+    tenant_id: adm.tenant_id,
+    principal_id: adm.principal.id,
+    key,
+    action_id: adm.action.id,
+    fence: adm.record.fence,
+    result,
+    retention_seconds: k.config.idempotency.retention_seconds,
+  });
 }
 
 async function createOrReuse(k: Kernel, adm: AdmittedAction, create: () => Promise<TransactionRecord>): Promise<TransactionRecord> {

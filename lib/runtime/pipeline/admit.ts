@@ -18,9 +18,9 @@ import type { TransactionRecord } from '../../ports/transaction-store.js';
 import type { AtomicWrites } from '../../ports/atomic-writes.js';
 import { idempotencyInFlightError, idempotencyOutcomeUnknownError } from '../../ports/idempotency-store.js';
 import { RECEIPT_EVENTS } from '../journal.js';
-import { assertCallerCurrent, authorizeCapability, resolveAccount, resolveTenant, type CallerIdentity } from '../identity.js';
+import { assertCallerCurrent, authorizeCapability, checkIdentityFields, resolveAccount, resolveTenant, type CallerIdentity } from '../identity.js';
 import { deriveApprovalId, deriveTransactionId, failedResult, isTransientError, replayed, withTransactionId, type Kernel } from '../kernel.js';
-import { admitCompensate } from '../modes/compensate.js';
+import { admitCompensate, assertCompensable } from '../modes/compensate.js';
 import { admitDirectCommit, admitPlannedCommit, claimConflict, knownPlanned, planClaim, recheckPlan } from '../modes/commit.js';
 import { admitExecute, admitRollbackNotSupported, executionContractDifferences, preparedRecordInput, replayGate } from '../modes/execute.js';
 import { runPreview } from '../modes/preview.js';
@@ -57,6 +57,7 @@ export async function prepare(k: Kernel, caller: CallerIdentity, submitted: Acti
   assertCallerCurrent(caller, k.now());
   const tenant_id = resolveTenant(caller, submitted, options.tenant_id);
   resolveAccount(caller, submitted); // the external account (credential row) must be one the token holds
+  checkIdentityFields(caller, submitted); // identity.user_id names the verified caller
   authorizeCapability(caller, reg.capability);
   // static precondition of step 7
   assertIdempotencyKey(reg.capability, submitted);
@@ -99,8 +100,8 @@ export async function admit(k: Kernel, adm: Admission): Promise<SubmitOutcome> {
   // 6. approval gate (dry_run and plan use the preview-first exception)
   const policy = isPreview(adm.action) ? undefined : selectApprovalPolicy(k.config, adm.tenant_id, adm.reg.capability, mode);
   if (policy !== undefined) {
-    // A commit that can never succeed is refused before an approver is asked (the seven-point recheck, reads only).
-    if (mode === 'commit' && adm.action.transaction?.plan_id !== undefined) {
+    // A commit or compensate that can never succeed is refused before an approver is asked (reads only).
+    if ((mode === 'commit' && adm.action.transaction?.plan_id !== undefined) || mode === 'compensate') {
       const refusal = await recheckBeforeApproval(k, adm);
       if (refusal !== undefined) return rejectUnadmitted(k, adm, refusal);
     }
@@ -122,8 +123,9 @@ export async function admit(k: Kernel, adm: Admission): Promise<SubmitOutcome> {
 }
 
 /**
- * The seven-point recheck of an approval-gated commit, run before the
- * approval gate so that an approver is never asked about a commit that
+ * The seven-point recheck of an approval-gated commit, or the eligibility
+ * of an approval-gated compensate (target, window, contract), run before the
+ * approval gate so that an approver is never asked about an action that
  * cannot succeed. Returns the refusal, or undefined when the commit may go
  * to its approver. An action that already exists (a resubmission), or an
  * idempotency key already held (a replay or an in-flight twin, which the
@@ -131,7 +133,8 @@ export async function admit(k: Kernel, adm: Admission): Promise<SubmitOutcome> {
  */
 async function recheckBeforeApproval(k: Kernel, adm: Admission): Promise<unknown> {
   try {
-    await recheckPlan(k, adm, knownPlanned(adm, adm.action.transaction?.plan_id as string));
+    if (adm.action.transaction?.mode === 'compensate') await assertCompensable(k, adm);
+    else await recheckPlan(k, adm, knownPlanned(adm, adm.action.transaction?.plan_id as string));
     return undefined;
   } catch (err) {
     if (!isAipError(err) || isTransientError(err)) throw err;

@@ -367,9 +367,49 @@ describe('min approvals: distinct approvers, one conditional write per decision'
     const held = (await s.approvals.get(input)) as ApprovalRecord;
     const forged: ApprovalRecord = { ...held, decisions: [] };
     expect((await aipError(decideAs(input, approver('twice'), 2, { current: forged }))).code).toBe('approval.already_approved_by_caller');
-    // The same principal ID under another kind is another principal (principals compare by kind and ID).
-    expect((await decideAs(input, { id: 'approver-twice', kind: 'agent' }, 2)).status).toBe('pending');
-    expect((await s.approvals.get(input))?.decisions).toHaveLength(2);
+    // One identity per principal (the ID): the same subject under another kind claim is the same approver.
+    for (const kind of ['agent', 'service', 'application'] as const) {
+      expect((await aipError(decideAs(input, { id: 'approver-twice', kind }, 2))).code).toBe('approval.already_approved_by_caller');
+    }
+    expect((await s.approvals.get(input))?.decisions).toHaveLength(1);
+  });
+
+  it('a subject whose tokens differ only in the kind claim meets a two-approver policy once, whichever kind it approves with first', async () => {
+    const input = needing(2);
+    await s.approvals.create(input);
+    await decideAs(input, { id: 'two-faced', kind: 'agent' }, 1);
+    expect((await aipError(decideAs(input, { id: 'two-faced', kind: 'user' }, 2))).code).toBe('approval.already_approved_by_caller');
+    expect((await s.approvals.get(input))?.status).toBe('pending');
+    // Racing the two tokens at one revision: one decision lands, the approval stays pending.
+    const raced = needing(2);
+    await s.approvals.create(raced);
+    const { won } = split(
+      await Promise.allSettled((['user', 'agent', 'service', 'application'] as const).map((kind) => decideAs(raced, { id: 'two-faced', kind }, 1))),
+    );
+    expect(won).toHaveLength(1);
+    expect(await s.approvals.get(raced)).toMatchObject({ status: 'pending', revision: 2 });
+  });
+
+  it('the requester under another kind claim is still the requester: approving is approval.self_approval_forbidden', async () => {
+    const input = needing(1);
+    await s.approvals.create(input);
+    const err = await aipError(decideAs(input, { id: PRINCIPAL.id, kind: 'user' }, 1));
+    expect(err.code).toBe('approval.self_approval_forbidden');
+  });
+
+  it('an approval recorded before the identity key (as `<kind>#<id>`) still counts for the subject under any kind', async () => {
+    const input = needing(3);
+    await s.approvals.create(input);
+    const first = await decideAs(input, { id: 'old-key', kind: 'user' }, 1);
+    // Rewrite the key as records written before the identity key hold it.
+    await s.table.client.send(
+      new PutCommand({
+        TableName: s.table.tableName,
+        Item: { ...(await s.rawItem(keys.approval(input.tenant_id, input.approval_id))), approver_keys: ['user#old-key'] },
+      }),
+    );
+    expect((await aipError(decideAs(input, { id: 'old-key', kind: 'agent' }, first.revision))).code).toBe('approval.already_approved_by_caller');
+    expect((await decideAs(input, approver('new-key'), first.revision)).status).toBe('pending');
   });
 
   it('a denial after a partial approval ends it denied, keeping both decisions; nothing decides it afterwards', async () => {
@@ -504,6 +544,43 @@ describe('min approvals: distinct approvers, one conditional write per decision'
       decision: 'approved',
     });
     expect(approved).toMatchObject({ status: 'approved', decision: { decision_id: 'd-old' }, decisions: [{ decision_id: 'd-old' }] });
+  });
+});
+
+describe('withdraw: the runtime closes an approval whose action can no longer succeed', () => {
+  it('pending → withdrawn with the typed reason, out of both indexes; a stale revision or a decided approval is refused', async () => {
+    const tenant = uid('tenant-wd');
+    const input = approvalInput({ tenant_id: tenant });
+    await s.approvals.create(input);
+    expect((await aipError(s.approvals.withdraw({ ...input, expected_revision: 2, reason: 'plan_claimed' }))).code).toBe('approval.state_conflict');
+    expect((await aipError(s.approvals.withdraw({ ...input, expected_revision: 1, reason: 'bogus' as never }))).code).toBe('approval.invalid_record');
+    const out = await s.approvals.withdraw({ ...input, expected_revision: 1, reason: 'plan_claimed', details: { plan_status: 'committing' } });
+    expect(out).toMatchObject({
+      status: 'withdrawn',
+      revision: 2,
+      withdrawal: { reason: 'plan_claimed', withdrawn_at: s.clock.iso(), details: { plan_status: 'committing' } },
+    });
+    expect(await s.approvals.get(input)).toEqual(out);
+    const raw = await s.rawItem(keys.approval(tenant, input.approval_id));
+    expect(raw?.GSI3PK).toBeUndefined();
+    expect(raw?.GSI4PK).toBeUndefined();
+    expect((await s.approvals.listPending({ tenant_id: tenant })).items).toEqual([]);
+    expect((await aipError(s.approvals.withdraw({ ...input, expected_revision: 2, reason: 'action_ended' }))).code).toBe('approval.already_decided');
+    expect((await aipError(decideAs(input, approver('late'), 2))).code).toBe('approval.already_decided');
+  });
+
+  it(`${RACERS} racers at one revision, withdrawing and deciding: exactly one write wins and the approval ends in its state`, async () => {
+    const input = approvalInput();
+    await s.approvals.create(input);
+    const { won } = split(
+      await Promise.allSettled(
+        Array.from({ length: RACERS }, (_, i) =>
+          i % 2 === 0 ? s.approvals.withdraw({ ...input, expected_revision: 1, reason: 'action_cancelled' }) : decideAs(input, approver(`w${i}`), 1),
+        ),
+      ),
+    );
+    expect(won).toHaveLength(1);
+    expect((await s.approvals.get(input))?.status).toBe(won[0]?.status);
   });
 });
 

@@ -120,6 +120,25 @@ describe('Identity comes from the verified caller, never from the body', () => {
     expect(await h.stores.actions.get({ tenant_id: OTHER_TENANT, action_id: a })).toBeUndefined();
   });
 
+  it('identity.user_id must name the verified caller: another user is runtime.identity_mismatch and nothing is written', async () => {
+    for (const mode of [undefined, 'execute', 'plan'] as const) {
+      const a = uid('a');
+      const action = { ...transfer(a, mode !== undefined ? { transaction: { mode } } : {}), identity: { tenant_id: TENANT, user_id: 'someone-else' } };
+      expect(await codeOf(h.runtime.submit(caller(), action))).toBe('runtime.identity_mismatch');
+      expect(await h.stores.actions.get({ tenant_id: TENANT, action_id: a })).toBeUndefined();
+    }
+    // The caller's own ID is accepted, whichever kind its token claims.
+    const own = uid('a');
+    const out = await h.runtime.submit(
+      { ...caller(), principal: { id: 'agent-1', kind: 'user' } },
+      {
+        ...transfer(own, { transaction: { mode: 'dry_run' } }),
+        identity: { tenant_id: TENANT, user_id: 'agent-1' },
+      },
+    );
+    expect(out.action_result.status).toBe('completed');
+  });
+
   it('a caller in several tenants must name one', async () => {
     const multi = caller('agent-1', { tenants: [TENANT, OTHER_TENANT] });
     const { identity: _i, ...noIdentity } = transfer(uid('a'));

@@ -162,6 +162,24 @@ describe('deciding under min_approvals and "any of" approver scopes', () => {
     expect((await h.stores.approvals.get(approval))?.decisions).toEqual([]);
   });
 
+  it('one identity per principal: two tokens of one subject that differ only in the kind claim are one approver, and the requester under another kind is the requester', async () => {
+    const id = uid('a');
+    const approval = await pendingIn(UNCONFIGURED, echo(UNCONFIGURED, id));
+    const asUser: CallerIdentity = { ...approverA, principal: { id: 'approver-a', kind: 'user' } };
+    const asAgent: CallerIdentity = { ...approverA, principal: { id: 'approver-a', kind: 'agent' } };
+    expect((await h.runtime.decideApproval(asUser, UNCONFIGURED, approval.approval_id, { decision: 'approve' })).approval.status).toBe('pending');
+    expect(await codeOf(h.runtime.decideApproval(asAgent, UNCONFIGURED, approval.approval_id, { decision: 'approve' }))).toBe(
+      'approval.already_approved_by_caller',
+    );
+    const requesterAsUser: CallerIdentity = { ...member(UNCONFIGURED, 'agent-1', ['pay:approve']), principal: { id: 'agent-1', kind: 'user' } };
+    expect(await codeOf(h.runtime.decideApproval(requesterAsUser, UNCONFIGURED, approval.approval_id, { decision: 'approve' }))).toBe(
+      'runtime.self_approval_forbidden',
+    );
+    const held = await h.stores.approvals.get(approval);
+    expect(held).toMatchObject({ status: 'pending', decisions: [{ decided_by: { id: 'approver-a', kind: 'user' } }] });
+    expect(await h.receiveInvokes()).toEqual([]);
+  });
+
   it('concurrent approvers: exactly min_approvals decisions are recorded, the action resumes once, the others are told it is decided', async () => {
     const id = uid('a');
     const approval = await pendingIn(UNCONFIGURED, echo(UNCONFIGURED, id));
@@ -178,6 +196,34 @@ describe('deciding under min_approvals and "any of" approver scopes', () => {
     expect(final?.decisions).toHaveLength(2);
     const invokes = await h.receiveInvokes();
     expect(invokes.filter((m) => m.message.action_id === id)).toHaveLength(1);
+  });
+});
+
+describe('nothing doomed reaches an approver', () => {
+  it('a gated compensate of a failed or only planned target is refused before an approval exists (runtime.compensation_target_ineligible)', async () => {
+    const owner = requester(COMP);
+    const failed = uid('a');
+    await h.runtime.submit(owner, inTenant(COMP, transfer(failed, { transaction: { mode: 'execute', transaction_id: uid('tx') } }, { scenario: 'fail' })));
+    await h.drain();
+    const planned = uid('p');
+    await h.runtime.submit(owner, inTenant(COMP, transfer(planned, { transaction: { mode: 'plan', transaction_id: uid('tx') } })));
+    const approver = member(COMP, 'ops-9', ['ops:approve']);
+    const before = (await h.runtime.listApprovals(approver, COMP, { limit: 100 })).items.length;
+    for (const target of [failed, planned]) {
+      const k = uid('k');
+      expect(await codeOf(h.runtime.submit(owner, inTenant(COMP, transfer(k, { transaction: { mode: 'compensate', compensation_for: target } }))))).toBe(
+        'runtime.compensation_target_ineligible',
+      );
+      // The refusal is the action's recorded result; no approval was created for it.
+      const action = await h.stores.actions.get({ tenant_id: COMP, action_id: k });
+      expect(action?.status).toBe('failed');
+      expect(action?.approval_id).toBeUndefined();
+    }
+    expect((await h.runtime.listApprovals(approver, COMP, { limit: 100 })).items).toHaveLength(before);
+    // An unknown target is refused before the gate too (the authority rule's not-found answer).
+    expect(
+      await codeOf(h.runtime.submit(owner, inTenant(COMP, transfer(uid('k'), { transaction: { mode: 'compensate', compensation_for: uid('none') } })))),
+    ).toBe('runtime.compensation_target_not_found');
   });
 });
 

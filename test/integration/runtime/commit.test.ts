@@ -62,8 +62,10 @@ describe('What a planned commit rechecks', () => {
     const tx = await planned();
     // Another principal may not even see the plan: the answer of a plan that does not exist (docs/authority.md).
     expect(await codeOf(h.runtime.submit(caller('agent-2'), commit(tx)))).toBe('runtime.plan_not_found');
+    // The same subject under another kind claim owns the plan (one identity per principal, docs/authority.md),
+    // and the page's commit check still wants the planning kind.
     const sameIdOtherKind = { ...caller(), principal: { id: 'agent-1', kind: 'user' as const } };
-    expect(await codeOf(h.runtime.submit(sameIdOtherKind, commit(tx)))).toBe('runtime.plan_not_found');
+    expect(await codeOf(h.runtime.submit(sameIdOtherKind, commit(tx)))).toBe('runtime.plan_principal_mismatch');
     // An operator may see it, and is told why it cannot commit it.
     expect(await codeOf(h.runtime.submit({ ...operator, scopes: [...operator.scopes, 'pay:write'] }, commit(tx)))).toBe('runtime.plan_principal_mismatch');
   });
@@ -102,7 +104,8 @@ describe('What a planned commit rechecks', () => {
       tx,
       {},
       {
-        identity: { tenant_id: TENANT, external_account_id: 'acct-1', user_id: 'someone-else', session_id: 's-2' },
+        // user_id absent from the plan (it must name the caller, runtime.identity_mismatch otherwise).
+        identity: { tenant_id: TENANT, external_account_id: 'acct-1', user_id: 'agent-1', session_id: 's-2' },
         metadata: { labels: { purpose: 'other' } },
         idempotency_key: `k-${uid('x')}`,
       },
@@ -163,15 +166,22 @@ describe('Commit ownership is atomic', () => {
     expect((await h.runtime.submit(caller(), c2)).disposition).toBe('requires_human');
     const approvals = (await h.runtime.listApprovals(caller(), TENANT)).items.filter((a) => a.transaction_id === tx);
     const approver = caller('approver-1');
-    const [d1, d2] = [
-      await h.runtime.decideApproval(approver, TENANT, approvals.find((a) => a.action_id === c1.id)?.approval_id as string, { decision: 'approve' }),
-      await h.runtime.decideApproval(approver, TENANT, approvals.find((a) => a.action_id === c2.id)?.approval_id as string, { decision: 'approve' }),
-    ];
+    const d1 = await h.runtime.decideApproval(approver, TENANT, approvals.find((a) => a.action_id === c1.id)?.approval_id as string, { decision: 'approve' });
     expect(d1.approval.status).toBe('approved');
     expect(d1.action_result.status).toBe('accepted');
-    expect(d2.approval.status).toBe('approved');
-    expect(d2.action_result).toMatchObject({ status: 'failed', error: { code: 'runtime.plan_not_planned' } });
+    // The second commit's approval is withdrawn rather than decided: its plan was claimed (docs/runtime.md).
+    expect(
+      await codeOf(h.runtime.decideApproval(approver, TENANT, approvals.find((a) => a.action_id === c2.id)?.approval_id as string, { decision: 'approve' })),
+    ).toBe('runtime.approval_withdrawn');
     await h.drain();
+    // An approval that is still viable when approved, for a plan that expired meanwhile: approved, and the claim fails.
+    const late = await planned({}, {}, 'pay.approved');
+    const c3 = commit(late, {}, {}, 'pay.approved');
+    const waiting = await h.runtime.submit(caller(), c3);
+    h.clock.advance(15 * 60_000 + 1);
+    const d3 = await h.runtime.decideApproval(approver, TENANT, waiting.action_result.metadata?.approval_id as string, { decision: 'approve' });
+    expect(d3.approval.status).toBe('approved');
+    expect(d3.action_result).toMatchObject({ status: 'failed', error: { code: 'runtime.plan_expired' } });
   });
 });
 

@@ -121,3 +121,29 @@ describe('Idempotency reservations', () => {
     expect(await h.stores.actions.get({ tenant_id: TENANT, action_id: a })).toBeUndefined();
   });
 });
+
+describe('Previews reserve their idempotency key too', () => {
+  const preview = (mode: 'plan' | 'dry_run', id: string, key: string, input: Record<string, unknown> = {}) => ({
+    ...transfer(id, { transaction: { mode } }, input),
+    idempotency_key: key,
+  });
+
+  for (const mode of ['plan', 'dry_run'] as const) {
+    it(`${mode}: another request with the key is idempotency.fingerprint_mismatch; the same request replays the first result`, async () => {
+      const key = uid('k');
+      const first = uid('a');
+      const out = await h.runtime.submit(caller(), preview(mode, first, key, { amount: 10 }));
+      expect(out.action_result.status).toBe('completed');
+      expect(await h.stores.idempotency.get({ tenant_id: TENANT, principal_id: 'agent-1', key })).toMatchObject({ status: 'completed', action_id: first });
+      const other = uid('a');
+      expect(await codeOf(h.runtime.submit(caller(), preview(mode, other, key, { amount: 20 })))).toBe('idempotency.fingerprint_mismatch');
+      const again = uid('a');
+      const replay = await h.runtime.submit(caller(), preview(mode, again, key, { amount: 10 }));
+      expect(replay.disposition).toBe('replayed');
+      expect(replay.action_result).toMatchObject({ status: 'completed', replayed: true, metadata: { replayed_from: first } });
+      expect((replay.action_result.output as Record<string, unknown>)?.transaction_id).toBe(
+        (out.action_result.output as Record<string, unknown>)?.transaction_id,
+      );
+    });
+  }
+});

@@ -135,3 +135,32 @@ describe('retention_days', () => {
     expect([...new Set(all.map((i) => i.ttl))]).toEqual([expected()]);
   });
 });
+
+describe('transaction_retention_days (the default of a deployed configuration)', () => {
+  let d: Harness;
+  beforeAll(async () => {
+    d = await createHarness({ connectors: [archive()], prefix: 'rt-retain-d', config: { transaction_retention_days: 7 } });
+  });
+  afterAll(async () => d.destroy());
+
+  it("stamps a capability without retention_days with the runtime's retention; the contract's own retention_days still wins", async () => {
+    const scan = async (tx: string) =>
+      ((await d.table.client.send(new ScanCommand({ TableName: d.table.tableName, ConsistentRead: true }))).Items ?? [])
+        .filter((i) => i.PK?.S === `TXN#${TENANT}#${tx}`)
+        .map((i) => (i.ttl?.N !== undefined ? Number(i.ttl.N) : undefined));
+    const now = () => Math.floor(d.clock.now().getTime() / 1000);
+    const forever = uid('tx');
+    await d.runtime.submit(caller(), {
+      id: uid('a'),
+      capability_id: 'archive.forever',
+      input: { n: 5 },
+      transaction: { mode: 'execute', transaction_id: forever },
+    });
+    await d.drain();
+    expect([...new Set(await scan(forever))]).toEqual([now() + 7 * 86_400]);
+    const kept = uid('tx');
+    await d.runtime.submit(caller(), { id: uid('a'), capability_id: 'archive.kept', input: { n: 6 }, transaction: { mode: 'execute', transaction_id: kept } });
+    await d.drain();
+    expect([...new Set(await scan(kept))]).toEqual([now() + DAYS * 86_400]);
+  });
+});

@@ -148,6 +148,77 @@ describe('aip approvals, operators and transactions', () => {
     ]);
   });
 
+  it('shows what an approval approves', async () => {
+    const approval = {
+      approval_id: 'ap-1',
+      status: 'pending',
+      expires_at: '2030-01-01T01:00:00.000Z',
+      facts: {
+        capability_id: 'payments.charge',
+        mode: 'commit',
+        action_id: 'act-9',
+        input: { amount: 7777, currency: 'eur', card: '[REDACTED]' },
+        requested_by: { id: 'alice', kind: 'user' },
+        requested_at: '2030-01-01T00:00:00.000Z',
+        plan: { plan_id: 'plan:tx-1', status: 'planned', fidelity: 'downstream_validation', preview: { fidelity: 'downstream_validation', status: 'valid' } },
+        policy: { policy_id: 'treasury', approver_scopes: ['pay:approve'], allow_self_approval: false },
+        approvals: { so_far: 1, needed: 2, approved_by: [{ id: 'bob', kind: 'user' }] },
+      },
+    };
+    const r = await run(['approvals', 'show', 'ap-1'], () => ({ status: 200, body: approval }));
+    expect(r.code).toBe(0);
+    expect(stub.requests.map((q) => [q.method, q.path])).toEqual([['GET', '/v1/approvals/ap-1']]);
+    for (const text of [
+      'approval ap-1: pending',
+      'payments.charge (mode commit)',
+      'user:alice at 2030-01-01T00:00:00.000Z',
+      '1 of 2 (user:bob)',
+      '"amount": 7777',
+      'fidelity downstream_validation',
+      'plan:tx-1 (planned',
+    ])
+      expect(r.stdout).toContain(text);
+    expect(JSON.parse((await run(['approvals', 'show', 'ap-1', '--json'])).stdout)).toEqual(approval);
+    expect((await run(['approvals', 'show'])).code).toBe(2);
+    expect((await run(['approvals', 'bogus'])).code).toBe(2);
+  });
+
+  it('reconciles and resolves as an operator through the operator routes', async () => {
+    const route: StubRoute = (req) => ({
+      status: req.path.endsWith('/resolve') ? 202 : 200,
+      body: req.path.endsWith('/resolve') ? { status: 'requires_human', approval: {} } : { transaction: {} },
+    });
+    expect((await run(['operator', 'reconcile', 'tx-1', '--reason', 'provider back'], route)).code).toBe(0);
+    const resolved = await run([
+      'operator',
+      'resolve',
+      'tx-2',
+      '--effect',
+      'committed',
+      '--reason',
+      'found the charge',
+      '--provider',
+      'payments',
+      '--operation-id',
+      'op-7',
+    ]);
+    expect(resolved.code).toBe(0);
+    expect(resolved.stdout).toContain('waiting for a second operator');
+    expect(stub.requests.map((q) => [q.method, q.path, q.body])).toEqual([
+      ['POST', '/v1/operator/transactions/tx-1/reconcile', { reason: 'provider back' }],
+      [
+        'POST',
+        '/v1/operator/transactions/tx-2/resolve',
+        { effect: 'committed', reason: 'found the charge', provider_operation: { provider: 'payments', operation_id: 'op-7' } },
+      ],
+    ]);
+    // Refused before sending: a bad effect, no reason, half a provider operation.
+    expect((await run(['operator', 'resolve', 'tx-2', '--effect', 'maybe', '--reason', 'x'])).code).toBe(2);
+    expect((await run(['operator', 'resolve', 'tx-2', '--effect', 'committed'])).code).toBe(2);
+    expect((await run(['operator', 'resolve', 'tx-2', '--effect', 'committed', '--reason', 'x', '--provider', 'payments'])).code).toBe(2);
+    expect(stub.requests).toHaveLength(2);
+  });
+
   it('lists an operator view as a table', async () => {
     const r = await run(['operator', 'outcome-unknown', '--limit', '10'], () => ({
       status: 200,

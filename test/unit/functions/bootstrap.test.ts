@@ -153,6 +153,25 @@ describe('test mode (the crash-point hook)', () => {
     expect(parseRuntimeSettings(settingsFor('test', { test_mode: true })).test_mode).toBe(true);
   });
 
+  it('a deployed environment gets four eyes on resolutions and a retention for transactions and receipts unless its settings say otherwise', () => {
+    const prod = parseRuntimeSettings(settingsFor('prod', {}));
+    expect(prod.resolution.four_eyes).toBe(true);
+    expect(prod.transaction_retention_days).toBe(400);
+    expect(prod.action_retention_seconds).toBe(400 * 86_400);
+    const chosen = parseRuntimeSettings(
+      settingsFor('staging', { resolution: { four_eyes: false, approval_ttl_ms: 3_600_000 }, transaction_retention_days: 30, action_retention_seconds: 0 }),
+    );
+    expect(chosen.resolution).toEqual({ four_eyes: false, approval_ttl_ms: 3_600_000 });
+    expect(chosen.transaction_retention_days).toBe(30);
+    expect(chosen.action_retention_seconds).toBe(0);
+    // The local stack and the tests keep the schema defaults.
+    for (const env of ['local', 'test']) {
+      const local = parseRuntimeSettings(settingsFor(env, {}));
+      expect(local.resolution.four_eyes).toBe(false);
+      expect(local.transaction_retention_days).toBe(0);
+    }
+  });
+
   it('the composition hands crash points to the Runtime, which refuses them without test mode', async () => {
     await expect(createRuntime(settingsFor('local', {}), { crashPoints: new ArmedCrashPoints() })).rejects.toMatchObject({ code: 'runtime.config_invalid' });
     const handle = await createRuntime(settingsFor('local', { test_mode: true }), { crashPoints: new ArmedCrashPoints() });

@@ -13,7 +13,7 @@ import {
   createSubmitActionHandler,
 } from '../../../functions/http/actions.js';
 import { SettleTimes } from '../../../functions/shared/wait.js';
-import { createDecideApprovalHandler, createListApprovalsHandler } from '../../../functions/http/approvals.js';
+import { createDecideApprovalHandler, createGetApprovalHandler, createListApprovalsHandler } from '../../../functions/http/approvals.js';
 import { createGetHealthHandler, createGetOpenApiHandler, createListCapabilitiesHandler } from '../../../functions/http/meta.js';
 import { ROUTES, type RouteDefinition } from '../../../lib/http/routes.js';
 import { createGetTransactionHandler, createListOperatorHandler } from '../../../functions/http/transactions.js';
@@ -384,6 +384,15 @@ describe('approvals', () => {
     expectProblem(await decide(jsonEvent({ ...base, json: { decision: 'maybe' } }), lambdaContext()), 400, 'request.invalid');
     expectProblem(await decide(jsonEvent({ ...base, json: { decision: 'approve', approver: 'bob' } }), lambdaContext()), 400, 'request.invalid');
     expectProblem(await decide(proxyEvent({ ...base, method: 'POST' }), lambdaContext()), 400, 'request.invalid');
+  });
+
+  it('gets one approval with its facts by ID, in the selected tenant', async () => {
+    const rt = stubRuntime({ getApproval: async () => ({ approval_id: 'ap-1', status: 'pending', facts: { mode: 'commit' } }) });
+    const get = createGetApprovalHandler(deps(rt));
+    const out = await get(proxyEvent({ resource: '/v1/approvals/{id}', path: '/v1/approvals/ap-1', pathParameters: { id: 'ap-1' } }), lambdaContext());
+    expect(out.statusCode).toBe(200);
+    expect(JSON.parse(out.body as string)).toMatchObject({ approval_id: 'ap-1', facts: { mode: 'commit' } });
+    expect(rt.calls.map((c) => [c.method, ...c.args.slice(1)])).toEqual([['getApproval', 'acme', 'ap-1']]);
   });
 });
 

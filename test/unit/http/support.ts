@@ -163,6 +163,7 @@ export function stubRuntime(impl: Partial<RuntimeApi> = {}): RuntimeApi & { call
     'getTransaction',
     'listOperator',
     'listApprovals',
+    'getApproval',
     'decideApproval',
     'capabilities',
     'health',

@@ -129,6 +129,22 @@ describe('the authority rule', () => {
     expect(authority.allows(bob, 'approve', t)).toBe('approver');
   });
 
+  it('one identity per principal: a token of the same subject claiming another kind is the same owner and the same requester', () => {
+    const t: AuthorityTarget = { kind: 'transaction', tenant_id: 't1', id: 'x', owner: { id: 'alice', kind: 'user' } };
+    const aliceAsAgent: CallerIdentity = { principal: { id: 'alice', kind: 'agent' }, tenants: ['t1'], scopes: ['aip:approve'] };
+    expect(authority.allows(aliceAsAgent, 'read', t)).toBe('owner');
+    const approval: AuthorityTarget = {
+      kind: 'approval',
+      tenant_id: 't1',
+      id: 'apr-1',
+      approver_scopes: ['aip:approve'],
+      allow_self_approval: false,
+      requested_by: { id: 'alice', kind: 'user' },
+    };
+    expect(refusalOf(() => authority.require(aliceAsAgent, 'approve', approval))?.code).toBe('runtime.self_approval_forbidden');
+    expect(authority.roles(aliceAsAgent, approval).has('requester')).toBe(true);
+  });
+
   it('compensating another principal’s action needs the tenant’s compensator scope (default: the operator scope)', () => {
     const t1: AuthorityTarget = { kind: 'compensation_target', tenant_id: 't1', id: 'a-1', owner: { id: 'alice', kind: 'user' } };
     const ops: CallerIdentity = { principal: { id: 'ops', kind: 'user' }, tenants: ['t1', 't2'], scopes: ['aip:operator'] };
