@@ -33,6 +33,8 @@ import type { FunctionAccess, FunctionDefinition } from './functions.js';
  * - `cancelAction` only writes the table.
  * - `getHealth` may probe the store; `listCapabilities` reads the admitted
  *   manifests (built from code, not the table); `getOpenApi` needs nothing.
+ * - `mcp` does what submitAction, getAction, cancelAction, getTransaction and
+ *   listApprovals do (docs/mcp.md); `mcpStream` (its GET, always 405) shares its function.
  */
 export const ROUTE_ACCESS = {
   submitAction: { table: 'readWrite', sendTo: ['invoke'], connectorSecrets: true },
@@ -50,6 +52,10 @@ export const ROUTE_ACCESS = {
   listCapabilities: {},
   getHealth: { table: 'read' },
   getOpenApi: {},
+  // Every tools/call submits (as submitAction), tasks/cancel cancels, tasks/get and the read tools read, and
+  // aip.list_pending_approvals lists approvals (expiring lapsed ones) with sealed cursors.
+  mcp: { table: 'readWrite', sendTo: ['invoke'], connectorSecrets: true, cursorKey: true },
+  mcpStream: {},
 } as const satisfies Record<RouteId, FunctionAccess>;
 
 /** `submitAction` → `SubmitAction`. */
