@@ -34,7 +34,7 @@ import type { FunctionAccess, FunctionDefinition } from './functions.js';
  * - `getHealth` may probe the store; `listCapabilities` reads the admitted
  *   manifests (built from code, not the table); `getOpenApi` needs nothing.
  * - `mcp` does what submitAction, getAction, cancelAction, getTransaction and
- *   listApprovals do (docs/mcp.md); `mcpStream` (its GET, always 405) shares its function.
+ *   listApprovals do (docs/mcp.md); `mcpStream` (its GET, always 405) shares its function and grants.
  */
 export const ROUTE_ACCESS = {
   submitAction: { table: 'readWrite', sendTo: ['invoke'], connectorSecrets: true },
@@ -55,7 +55,8 @@ export const ROUTE_ACCESS = {
   // Every tools/call submits (as submitAction), tasks/cancel cancels, tasks/get and the read tools read, and
   // aip.list_pending_approvals lists approvals (expiring lapsed ones) with sealed cursors.
   mcp: { table: 'readWrite', sendTo: ['invoke'], connectorSecrets: true, cursorKey: true },
-  mcpStream: {},
+  // The GET of /v1/mcp (always 405) shares the POST's function, so its grants are the function's.
+  mcpStream: { table: 'readWrite', sendTo: ['invoke'], connectorSecrets: true, cursorKey: true },
 } as const satisfies Record<RouteId, FunctionAccess>;
 
 /** `submitAction` → `SubmitAction`. */

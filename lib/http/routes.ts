@@ -416,7 +416,8 @@ export const ROUTES = {
     responses: {},
     problems: [405],
     handler: { module: MCP_MODULE, export: 'mcpHandler' },
-    timeoutSeconds: 10,
+    // One function serves both methods of /v1/mcp: the POST's timeout.
+    timeoutSeconds: 29,
   }),
   getOpenApi: route({
     id: 'getOpenApi',
