@@ -23,7 +23,16 @@
 import type { CallToolResult, Task } from '@modelcontextprotocol/sdk/types.js';
 import { toProblem } from '../../lib/protocol/problem.js';
 import type { ActionResult, TransactionResult } from '../../lib/protocol/index.js';
-import type { ActionState } from '../shared/runtime-api.js';
+
+/**
+ * An action as the mapping needs it: its result and, when known, its
+ * transaction (the full view after a read; its ID and status alone when a
+ * refused resubmission named them).
+ */
+export interface ActionView {
+  readonly action_result: ActionResult;
+  readonly transaction?: Pick<TransactionResult, 'transaction_id' | 'status'> & Partial<TransactionResult>;
+}
 
 export type TaskStatus = Task['status'];
 
@@ -38,7 +47,7 @@ export interface TaskView {
   readonly message: string;
 }
 
-export function taskViewOf(state: ActionState): TaskView {
+export function taskViewOf(state: ActionView): TaskView {
   const r = state.action_result;
   const txn = state.transaction?.status;
   switch (r.status) {
@@ -83,7 +92,7 @@ export function isTerminalTask(status: TaskStatus): boolean {
 }
 
 /** The task of an action. `createdAt`/`lastUpdatedAt` are the action record's when known. */
-export function taskOf(state: ActionState, times: { created_at: string; updated_at: string }, ttlMs: number | null): Task {
+export function taskOf(state: ActionView, times: { created_at: string; updated_at: string }, ttlMs: number | null): Task {
   const view = taskViewOf(state);
   return {
     taskId: state.action_result.action_id,
@@ -96,14 +105,14 @@ export function taskOf(state: ActionState, times: { created_at: string; updated_
   };
 }
 
-function transactionSummary(t: TransactionResult): Record<string, unknown> {
+function transactionSummary(t: NonNullable<ActionView['transaction']>): Record<string, unknown> {
   return {
     transaction_id: t.transaction_id,
     status: t.status,
     ...(t.plan_id !== undefined ? { plan_id: t.plan_id } : {}),
     ...(t.provider_operation !== undefined ? { provider_operation: t.provider_operation } : {}),
     ...(t.earliest_reconcile_at !== undefined ? { earliest_reconcile_at: t.earliest_reconcile_at } : {}),
-    receipt_count: t.receipt_count,
+    ...(t.receipt_count !== undefined ? { receipt_count: t.receipt_count } : {}),
     ...(t.receipt_head !== undefined ? { receipt_head: t.receipt_head } : {}),
   };
 }
@@ -119,7 +128,7 @@ function followUp(action_id: string): Record<string, unknown> {
 }
 
 /** The tool result of an action's state (terminal or not). */
-export function toolResultOf(state: ActionState, extra: { disposition?: string; tenant_id: string }): CallToolResult {
+export function toolResultOf(state: ActionView, extra: { disposition?: string; tenant_id: string }): CallToolResult {
   const r = state.action_result;
   const view = taskViewOf(state);
   const pending = !isTerminalTask(view.status);

@@ -33,11 +33,12 @@ import { AipError, isAipError } from '../../lib/errors/aip-error.js';
 import { toProblem } from '../../lib/protocol/problem.js';
 import { ID_MAX_LENGTH, ID_PATTERN } from '../../lib/protocol/primitives.js';
 import { isJsonObject, type JsonObject } from '../../lib/protocol/json.js';
+import type { TransactionProtocolStatus } from '../../lib/protocol/index.js';
 import type { CapabilityList } from '../../lib/runtime/types.js';
 import type { ActionState, CallerIdentity, RuntimeApi } from '../shared/runtime-api.js';
 import { pollUntil, SETTLED_STATUSES, type WaitClock } from '../shared/wait.js';
 import { deriveAction, type ToolCallArguments } from './idempotency.js';
-import { isTerminalTask, readResultOf, taskOf, taskViewOf, toolErrorOf, toolResultOf } from './results.js';
+import { isTerminalTask, readResultOf, taskOf, taskViewOf, toolErrorOf, toolResultOf, type ActionView } from './results.js';
 import { READ_TOOLS, toolsFor, type AipTool, type CapabilityTool, type ReadTool } from './tools.js';
 
 export const MCP_SERVER_INFO = { name: 'aip-runtime', version: '0.1.0' } as const;
@@ -60,6 +61,9 @@ export interface McpRequestContext {
 
 /** Keep-alive of a task's result: the runtime keeps action records far longer; MCP clients need no expiry. */
 const TASK_TTL: number | null = null;
+
+/** The runtime's refusals of a resubmitted action ID that mean "this same action is still under way". */
+const RESUBMISSION_REFUSALS = ['runtime.action_in_flight', 'runtime.attempt_in_flight', 'runtime.reconciliation_required'] as const;
 
 function invalidParams(message: string, data?: Record<string, unknown>): McpError {
   return new McpError(ErrorCode.InvalidParams, message, data);
@@ -220,25 +224,29 @@ export function createMcpServer(ctx: McpRequestContext): Server {
       return fail(err);
     }
 
-    let state: ActionState;
-    let times: { created_at: string; updated_at: string } | undefined;
+    let state: ActionView;
     let disposition: string | undefined;
     try {
       const outcome = await rt.submit(caller, action, { tenant_id });
       state = { action_result: outcome.action_result, ...(outcome.transaction_result !== undefined ? { transaction: outcome.transaction_result } : {}) };
       disposition = outcome.disposition;
     } catch (err) {
-      // A resubmission of this derived action while it is in flight or being reconciled: the same action, followed, never a second one.
-      if (!isAipError(err, 'runtime.action_in_flight') && !isAipError(err, 'runtime.reconciliation_required')) return fail(err);
-      const current = await rt.getActionTimed(caller, tenant_id, action.id);
-      state = current;
-      times = { created_at: current.created_at, updated_at: current.updated_at };
+      // A resubmission of this derived action while it is in flight or its outcome is being reconciled: the same
+      // action, followed, never a second one. Its result is one read; the refusal names the transaction and its status.
+      if (!RESUBMISSION_REFUSALS.some((code) => isAipError(err, code))) return fail(err);
+      const named = (err as AipError).details as { transaction_id?: unknown; status?: unknown } | undefined;
+      state = {
+        action_result: await rt.getActionResult(caller, tenant_id, action.id),
+        ...(typeof named?.transaction_id === 'string' && typeof named.status === 'string'
+          ? { transaction: { transaction_id: named.transaction_id, status: named.status as TransactionProtocolStatus } }
+          : {}),
+      };
       disposition = 'resubmitted';
     }
 
     if (taskRequested !== undefined) {
       const now = new Date(ctx.clock.now()).toISOString();
-      return { task: taskOf(state, times ?? { created_at: now, updated_at: now }, TASK_TTL) };
+      return { task: taskOf(state, { created_at: now, updated_at: now }, TASK_TTL) };
     }
     if (!SETTLED_STATUSES.has(state.action_result.status) && ctx.waitBudgetMs > 0) state = await waitSettled(action.id);
     return toolResultOf(state, { tenant_id, ...(disposition !== undefined ? { disposition } : {}) });
