@@ -18,6 +18,7 @@
  * the action is pending, with its ID and how to follow it.
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import {
   CallToolRequestSchema,
   CancelTaskRequestSchema,
@@ -58,6 +59,10 @@ export interface McpRequestContext {
   readonly waitBudgetMs: number;
   readonly poll?: { readonly initialIntervalMs?: number; readonly maxIntervalMs?: number };
 }
+
+const NO_ELICITATION: jsonSchemaValidator = {
+  getValidator: () => () => ({ valid: false, data: undefined, errorMessage: 'this server does not elicit' }),
+};
 
 /** Keep-alive of a task's result: the runtime keeps action records far longer; MCP clients need no expiry. */
 const TASK_TTL: number | null = null;
@@ -125,6 +130,8 @@ export function createMcpServer(ctx: McpRequestContext): Server {
   const server = new Server(MCP_SERVER_INFO, {
     capabilities: { tools: { listChanged: false }, tasks: { cancel: {}, requests: { tools: { call: {} } } } },
     instructions: INSTRUCTIONS,
+    // The SDK validates elicitation answers with it, and this server never elicits: no Ajv instance per request.
+    jsonSchemaValidator: NO_ELICITATION,
   });
 
   let listed: Promise<AipTool[]> | undefined;
