@@ -209,11 +209,17 @@ export function createMcpServer(ctx: McpRequestContext): Server {
     }
   };
 
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: (await tools()).map((t) => t.tool) }));
+  server.setRequestHandler(ListToolsRequestSchema, async () => {
+    try {
+      return { tools: (await tools()).map((t) => t.tool) };
+    } catch (err) {
+      throw protocolError(err);
+    }
+  });
 
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
     const { name, arguments: raw, task: taskRequested } = request.params;
-    const tool = (await tools()).find((t) => t.name === name);
+    const tool = (await tools().catch((err: unknown) => Promise.reject(protocolError(err)))).find((t) => t.name === name);
     if (tool === undefined) throw invalidParams(`Unknown tool: ${name}`, { code: 'mcp.unknown_tool' });
     if (tool.kind === 'read') {
       if (taskRequested !== undefined) throw invalidParams(`Tool ${name} does not run as a task`, { code: 'request.invalid' });
@@ -255,7 +261,13 @@ export function createMcpServer(ctx: McpRequestContext): Server {
       const now = new Date(ctx.clock.now()).toISOString();
       return { task: taskOf(state, { created_at: now, updated_at: now }, TASK_TTL) };
     }
-    if (!SETTLED_STATUSES.has(state.action_result.status) && ctx.waitBudgetMs > 0) state = await waitSettled(action.id);
+    if (!SETTLED_STATUSES.has(state.action_result.status) && ctx.waitBudgetMs > 0) {
+      try {
+        state = await waitSettled(action.id);
+      } catch {
+        // The action WAS admitted: a failed status read must not turn that into an error (its pending answer says how to follow it).
+      }
+    }
     return toolResultOf(state, { tenant_id, ...(disposition !== undefined ? { disposition } : {}) });
   });
 
@@ -267,7 +279,7 @@ export function createMcpServer(ctx: McpRequestContext): Server {
   server.setRequestHandler(GetTaskPayloadRequestSchema, async (request) => {
     const id = request.params.taskId;
     let s = await readTask(id);
-    if (!isTerminalTask(taskViewOf(s).status) && ctx.waitBudgetMs > 0) s = await waitTerminal(id);
+    if (!isTerminalTask(taskViewOf(s).status) && ctx.waitBudgetMs > 0) s = await waitTerminal(id).catch((err: unknown) => Promise.reject(protocolError(err)));
     const view = taskViewOf(s);
     if (!isTerminalTask(view.status)) {
       // A serverless request cannot block until a person decides: say so, and let the client ask again.
