@@ -5,6 +5,7 @@
  * Sections (BENCH_SECTIONS=cost,peer,scaling,e2e,bundles selects some):
  * 1. cost     DynamoDB requests and capacity, SQS sends and Scheduler calls per action, per mode;
  * 2. peer     the same against Powertools idempotency (makeIdempotent + DynamoDB persistence);
+ *    mcp      DynamoDB requests of an MCP call (POST /v1/mcp) beside the REST call it mirrors;
  * 5. scaling  cost as the table grows, and per receipt-chain length;
  * 3. e2e      HTTP submit → terminal result on the local stack at 1, 8 and 32 clients;
  * 4. bundles  bundle bytes loaded at cold start, composition by package, and cold start (import + first-invocation composition) per function, vs the authorizer and a bare Powertools-idempotency handler.
@@ -59,7 +60,7 @@ async function main(): Promise<number> {
   };
 
   const wants = (id: SectionId) => config.sections.includes(id);
-  if (wants('cost') || wants('peer') || wants('scaling') || wants('credentials')) {
+  if (wants('cost') || wants('peer') || wants('mcp') || wants('scaling') || wants('credentials')) {
     const { createHarness, startEmulators } = await import('./lib/harness.js');
     const s = performance.now();
     const emulators = await startEmulators();
@@ -76,6 +77,10 @@ async function main(): Promise<number> {
           const version = (JSON.parse(readFileSync(resolve('node_modules/@aws-lambda-powertools/idempotency/package.json'), 'utf8')) as { version: string })
             .version;
           await timed('peer', () => runPeerSection(h, config.peerRuns, version));
+        }
+        if (wants('mcp')) {
+          const { runMcpSection } = await import('./sections/mcp.js');
+          await timed('mcp', () => runMcpSection(h, config.quick ? 1 : 3, log));
         }
       } finally {
         await h.destroy();

@@ -35,6 +35,8 @@ import type { FunctionAccess, FunctionDefinition } from './functions.js';
  * - `cancelAction` only writes the table.
  * - `getHealth` may probe the store; `listCapabilities` reads the admitted
  *   manifests (built from code, not the table); `getOpenApi` needs nothing.
+ * - `mcp` does what submitAction, getAction, cancelAction, getTransaction and
+ *   listApprovals do (docs/mcp.md); `mcpStream` (its GET, always 405) shares its function and grants.
  */
 export const ROUTE_ACCESS = {
   submitAction: { table: 'readWrite', sendTo: ['invoke'], connectorSecrets: true },
@@ -54,6 +56,11 @@ export const ROUTE_ACCESS = {
   listCapabilities: {},
   getHealth: { table: 'read' },
   getOpenApi: {},
+  // Every tools/call submits (as submitAction), tasks/cancel cancels, tasks/get and the read tools read, and
+  // aip.list_pending_approvals lists approvals (expiring lapsed ones) with sealed cursors.
+  mcp: { table: 'readWrite', sendTo: ['invoke'], connectorSecrets: true, cursorKey: true },
+  // The GET of /v1/mcp (always 405) shares the POST's function, so its grants are the function's.
+  mcpStream: { table: 'readWrite', sendTo: ['invoke'], connectorSecrets: true, cursorKey: true },
 } as const satisfies Record<RouteId, FunctionAccess>;
 
 /** `submitAction` → `SubmitAction`. */

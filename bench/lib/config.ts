@@ -5,9 +5,9 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-export type SectionId = 'cost' | 'peer' | 'e2e' | 'bundles' | 'scaling' | 'credentials' | 'latency' | 'fairness' | 'awscost';
+export type SectionId = 'cost' | 'peer' | 'mcp' | 'e2e' | 'bundles' | 'scaling' | 'credentials' | 'latency' | 'fairness' | 'awscost';
 /** In run order: `awscost` last, it prices the other sections' figures. */
-export const ALL_SECTIONS: readonly SectionId[] = ['cost', 'peer', 'scaling', 'credentials', 'e2e', 'latency', 'fairness', 'bundles', 'awscost'];
+export const ALL_SECTIONS: readonly SectionId[] = ['cost', 'peer', 'mcp', 'scaling', 'credentials', 'e2e', 'latency', 'fairness', 'bundles', 'awscost'];
 
 export interface BenchConfig {
   readonly quick: boolean;

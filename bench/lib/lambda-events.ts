@@ -76,3 +76,23 @@ export const authorizerEvent = () => ({
   methodArn: 'arn:aws:execute-api:us-east-1:000000000000:bench/v1/GET/v1/health',
   headers: { Authorization: 'Bearer not-a-jwt' },
 });
+
+/**
+ * POST /v1/mcp with a tools/call of `payments.charge.execute` (the MCP function's representative
+ * first invocation: it composes the Runtime with its connectors, then its first store call fails at once).
+ */
+export const mcpToolCallEvent = () => {
+  const base = routeEvent('mcp');
+  const accept = 'application/json, text/event-stream';
+  return {
+    ...base,
+    headers: { accept, 'content-type': 'application/json', prefer: 'wait=0' },
+    multiValueHeaders: { accept: [accept], 'content-type': ['application/json'], prefer: ['wait=0'] },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: { name: 'payments.charge.execute', arguments: { input: { amount: 1250, currency: 'eur' } } },
+    }),
+  };
+};

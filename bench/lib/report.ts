@@ -3,6 +3,7 @@ import { bundlesHeadline, renderBundlesMarkdown, type BundlesFigures } from '../
 import type { ScenarioFigures } from '../sections/cost.js';
 import type { E2eFigures } from '../sections/e2e.js';
 import type { PeerFigures } from '../sections/peer.js';
+import { renderMcpMarkdown, type McpFigures } from '../sections/mcp.js';
 import type { ScalingFigures } from '../sections/scaling.js';
 import { latencyHeadline, renderLatencyMarkdown, type LatencyFigures } from '../sections/latency.js';
 import { fairnessHeadline, renderFairnessMarkdown, type FairnessFigures } from '../sections/fairness.js';
@@ -23,6 +24,7 @@ export interface BenchReport {
   readonly errors: Partial<Record<SectionId, string>>;
   readonly cost?: ScenarioFigures[];
   readonly peer?: PeerFigures;
+  readonly mcp?: McpFigures;
   readonly e2e?: E2eFigures;
   readonly bundles?: BundlesFigures;
   readonly scaling?: ScalingFigures;
@@ -267,6 +269,7 @@ export function renderMarkdown(r: BenchReport): string {
   }
 
   if (r.bundles) lines.push(...renderBundlesMarkdown(r.bundles));
+  if (r.mcp) lines.push(...renderMcpMarkdown(r.mcp, '## MCP endpoint: DynamoDB requests per call beside REST'));
 
   if (r.scaling) {
     const s = r.scaling;

@@ -650,6 +650,7 @@ export function banner(
     'AIP runtime: local stack is up',
     '',
     `  API            ${stack.url}   (tenant ${stack.tenant})`,
+    `  MCP            ${stack.url}/v1/mcp   (Streamable HTTP, same token; client setup: docs/mcp.md)`,
     ...(stack.consoleUrl !== undefined ? [`  Console        ${stack.consoleUrl}   (development sign-in)`] : []),
     `  DynamoDB       ${stack.endpoints.dynamodb}${persistedAt ? `   (data in ${persistedAt})` : '   (in memory)'}`,
     `  SQS (fauxqs)   ${stack.endpoints.sqs}   (in memory: queued messages do not survive a restart)`,

@@ -11,6 +11,7 @@ import { createDecideApprovalHandler, createGetApprovalHandler, createListApprov
 import { createGetHealthHandler, createGetOpenApiHandler, createListCapabilitiesHandler } from './meta.js';
 import { createOperatorOverviewHandler, createOperatorReconcileHandler, createOperatorResolveHandler } from './operator.js';
 import { createGetTransactionHandler, createListOperatorHandler } from './transactions.js';
+import { createMcpGetHandler, createMcpPostHandler } from './mcp.js';
 
 export function createHttpHandlers(deps: HttpDeps): Record<RouteId, ProxyHandler> {
   return {
@@ -29,6 +30,8 @@ export function createHttpHandlers(deps: HttpDeps): Record<RouteId, ProxyHandler
     listCapabilities: createListCapabilitiesHandler(deps),
     getHealth: createGetHealthHandler(deps),
     getOpenApi: createGetOpenApiHandler(deps),
+    mcp: createMcpPostHandler(deps),
+    mcpStream: createMcpGetHandler(deps),
   };
 }
 

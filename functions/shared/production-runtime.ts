@@ -18,6 +18,7 @@ export function toRuntimeApi(core: CoreRuntime): RuntimeApi {
     submit: (caller, body, opts) => core.submit(caller, body, opts),
     getAction: (caller, tenant, id) => core.getAction(caller, tenant, id),
     getActionResult: (caller, tenant, id) => core.getActionResult(caller, tenant, id),
+    getActionTimed: (caller, tenant, id) => core.getActionTimed(caller, tenant, id),
     cancel: (caller, tenant, id) => core.cancel(caller, tenant, id),
     readStream: (caller, tenant, id, after) => core.readStream(caller, tenant, id, after),
     getTransaction: (caller, selector, include) => core.getTransaction(caller, selector, include),

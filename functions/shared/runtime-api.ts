@@ -67,6 +67,8 @@ export interface RuntimeApi {
   /** Admits an Action or TransactionRequest (the parsed, edge-validated JSON body). */
   submit(caller: CallerIdentity, body: unknown, opts?: { tenant_id?: string }): Promise<SubmitOutcome>;
   getAction(caller: CallerIdentity, tenant_id: string, action_id: string): Promise<ActionState>;
+  /** getAction with the action record's creation and last-update times (the same reads): an MCP task's view. */
+  getActionTimed(caller: CallerIdentity, tenant_id: string, action_id: string): Promise<ActionState & { created_at: string; updated_at: string }>;
   /** The action's result alone (one read, same authorization as getAction): what a wait polls before reading the full state once. */
   getActionResult(caller: CallerIdentity, tenant_id: string, action_id: string): Promise<ActionResult>;
   cancel(caller: CallerIdentity, tenant_id: string, action_id: string): Promise<unknown>;

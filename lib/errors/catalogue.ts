@@ -43,6 +43,11 @@ export const ERROR_CATALOGUE = {
   'request.body_too_large': entry('validation', 413, false, 'The request body exceeds the size limit'),
   'request.unsupported_media_type': entry('validation', 415, false, 'The request body must be application/json'),
   'request.invalid': entry('validation', 400, false, 'The request does not match the expected shape'),
+  'request.method_not_allowed': entry('validation', 405, false, 'The resource does not accept this method'),
+  // the MCP endpoint (functions/mcp, docs/mcp.md)
+  'mcp.not_acceptable': entry('validation', 406, false, 'An MCP request must accept application/json and text/event-stream'),
+  'mcp.request_rejected': entry('validation', 400, false, 'The MCP transport rejected the JSON-RPC message'),
+  'mcp.unknown_tool': entry('not_found', 404, false, 'No tool of this name is offered to the caller'),
   'envelope.invalid': entry('validation', 400, false, 'The action envelope failed core validation'),
   'envelope.commit_requires_plan_id': entry('validation', 400, false, 'Every commit needs a plan_id'),
   // protocol model (lib/protocol): core envelope validator

@@ -105,6 +105,7 @@ const TRANSACTIONS_MODULE = 'functions/http/transactions.ts';
 const APPROVALS_MODULE = 'functions/http/approvals.ts';
 const META_MODULE = 'functions/http/meta.ts';
 const OPERATOR_MODULE = 'functions/http/operator.ts';
+const MCP_MODULE = 'functions/http/mcp.ts';
 
 const LOCATION_HEADERS = {
   Location: 'The action status URL (GET it, optionally with ?wait=N)',
@@ -396,6 +397,48 @@ export const ROUTES = {
     problems: [400],
     handler: { module: META_MODULE, export: 'getHealthHandler' },
     timeoutSeconds: 10,
+  }),
+  mcp: route({
+    id: 'mcp',
+    method: 'POST',
+    path: '/v1/mcp',
+    summary: 'Model Context Protocol endpoint (Streamable HTTP, stateless)',
+    description:
+      'One JSON-RPC message per POST (MCP 2025-11-25, Streamable HTTP without sessions, JSON responses). Tools are the capabilities the ' +
+      'caller may invoke, one per transaction mode, plus state reads; every tools/call is admitted like POST /v1/actions, and anything that ' +
+      'does not finish at once is an MCP task whose ID is the action ID. Needs `Accept: application/json, text/event-stream`. docs/mcp.md.',
+    tag: 'mcp',
+    auth: 'jwt',
+    scopes: [],
+    tenant: 'required',
+    query: EmptyQuerySchema,
+    body: 'required',
+    bodySchema: RuntimeObjectSchema,
+    responses: {
+      200: { description: 'The JSON-RPC response', schema: RuntimeObjectSchema },
+      202: { description: 'A notification or response was accepted (no body)' },
+    },
+    problems: [400, 406, 413, 415],
+    handler: { module: MCP_MODULE, export: 'mcpHandler' },
+    timeoutSeconds: 29,
+  }),
+  mcpStream: route({
+    id: 'mcpStream',
+    method: 'GET',
+    path: '/v1/mcp',
+    summary: 'MCP server-to-client stream (not offered)',
+    description: 'Always 405: the stateless MCP endpoint offers no standalone SSE stream (the client then uses POST only).',
+    tag: 'mcp',
+    auth: 'jwt',
+    scopes: [],
+    tenant: 'none',
+    query: EmptyQuerySchema,
+    body: 'none',
+    responses: {},
+    problems: [405],
+    handler: { module: MCP_MODULE, export: 'mcpHandler' },
+    // One function serves both methods of /v1/mcp: the POST's timeout.
+    timeoutSeconds: 29,
   }),
   getOpenApi: route({
     id: 'getOpenApi',

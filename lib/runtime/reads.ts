@@ -69,7 +69,30 @@ export async function getAction(
   tenant_id: string,
   action_id: string,
 ): Promise<{ action_result: ActionResult; transaction?: TransactionResult }> {
+  return stateOf(k, caller, tenant_id, await visibleAction(k, caller, tenant_id, action_id));
+}
+
+/**
+ * getAction with the action record's creation and last-update times (the
+ * same reads): what an MCP task (functions/mcp) reports as its createdAt and
+ * lastUpdatedAt.
+ */
+export async function getActionTimed(
+  k: Kernel,
+  caller: CallerIdentity,
+  tenant_id: string,
+  action_id: string,
+): Promise<{ action_result: ActionResult; transaction?: TransactionResult; created_at: string; updated_at: string }> {
   const record = await visibleAction(k, caller, tenant_id, action_id);
+  return { ...(await stateOf(k, caller, tenant_id, record)), created_at: record.created_at, updated_at: record.updated_at };
+}
+
+async function stateOf(
+  k: Kernel,
+  caller: CallerIdentity,
+  tenant_id: string,
+  record: ActionRecord,
+): Promise<{ action_result: ActionResult; transaction?: TransactionResult }> {
   const action_result = actionResultOf(record);
   if (record.transaction_id === undefined) return { action_result };
   const txn = await k.deps.transactions.get({ tenant_id, transaction_id: record.transaction_id });

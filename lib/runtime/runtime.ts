@@ -29,7 +29,17 @@ import type { CallerIdentity } from './identity.js';
 import { Kernel } from './kernel.js';
 import { parseSubmission } from './pipeline/envelope.js';
 import { validateAction } from '../protocol/index.js';
-import { getAction, getActionResult, getTransaction, listOperator, overview, readStream, type OperatorItem, type OperatorQuery } from './reads.js';
+import {
+  getAction,
+  getActionResult,
+  getActionTimed,
+  getTransaction,
+  listOperator,
+  overview,
+  readStream,
+  type OperatorItem,
+  type OperatorQuery,
+} from './reads.js';
 import type { AttemptOutcome, CapabilityList, DecisionOutcome, PageOf, ReconcileOutcome, HealthReport, SubmitOutcome, SweepOutcome } from './types.js';
 
 /** The operations beyond the reads (./operations.ts), imported on first need. */
@@ -175,6 +185,11 @@ export class Runtime {
 
   async getAction(caller: CallerIdentity, tenant_id: string, action_id: string) {
     return getAction(this.#reads, caller, tenant_id, action_id);
+  }
+
+  /** getAction with the action record's creation and last-update times (the same reads): an MCP task's view. */
+  async getActionTimed(caller: CallerIdentity, tenant_id: string, action_id: string) {
+    return getActionTimed(this.#reads, caller, tenant_id, action_id);
   }
 
   /** The action's result only (one read; same authorization as getAction): what a wait loop polls. */

@@ -256,7 +256,8 @@ describe('the deployed runtime (default functions)', () => {
   describe('functions', () => {
     it('runs every function on Node.js 22, arm64, with X-Ray and JSON logs in its own log group', () => {
       const functions = t.ofType('AWS::Lambda::Function');
-      expect(functions.length).toBe(ROUTE_LIST.length + 4);
+      // One per distinct route handler (both methods of /v1/mcp share one), plus the authorizer, the two consumers and the sweeper.
+      expect(functions.length).toBe(routeFunctionDefinitions().length + 4);
       const logGroups = new Set<string>();
       for (const [id, fn] of functions) {
         expect(fn.Properties.Runtime, id).toBe('nodejs22.x');
@@ -351,6 +352,23 @@ describe('the deployed runtime (default functions)', () => {
       expect(t.actions('HttpGetOpenApi').filter((a) => a.startsWith('dynamodb:'))).toEqual([]);
     });
 
+    it('serves the MCP endpoint from one function: POST and GET /v1/mcp behind the authorizer, 29 s, the grants of a tool call', () => {
+      const paths = t.resourcePaths();
+      const methods = t
+        .ofType('AWS::ApiGateway::Method')
+        .map(([, m]) => m.Properties as Json)
+        .filter((m) => paths.get((m.ResourceId as Json).Ref as string) === '/v1/mcp');
+      expect(methods.map((m) => m.HttpMethod).sort()).toEqual(['GET', 'POST']);
+      const fn = t.fnId('HttpMcp');
+      for (const m of methods) {
+        expect(m.AuthorizationType).toBe('CUSTOM');
+        expect(JSON.stringify(m.Integration.Uri)).toContain(`"${fn}"`);
+      }
+      expect(t.resources[fn]!.Properties).toMatchObject({ Handler: 'index.mcpHandler', Timeout: 29 });
+      expect(t.actions('HttpMcp')).toEqual(expect.arrayContaining(['dynamodb:GetItem', 'dynamodb:PutItem', 'sqs:SendMessage']));
+      expect(t.actions('HttpMcp')).not.toContain('scheduler:CreateSchedule');
+    });
+
     it('follows ROUTE_ACCESS for every route', () => {
       for (const route of ROUTE_LIST) {
         const access = ROUTE_ACCESS[route.id as RouteId] as { table?: string; sendTo?: readonly string[]; connectorSecrets?: boolean; cursorKey?: boolean };
@@ -398,7 +416,7 @@ describe('the deployed runtime (default functions)', () => {
       }
     });
 
-    it('sends to queues only where the runtime enqueues: submit and decide to invoke, an operator request to reconcile, the sweeper to both', () => {
+    it('sends to queues only where the runtime enqueues: submit, MCP tool calls and decide to invoke, an operator request to reconcile, the sweeper to both', () => {
       const stateful = built.aip.stateful;
       const queueOf = (arn: unknown) => {
         const ref = t.resolveImport(arn) as Json;
@@ -415,16 +433,17 @@ describe('the deployed runtime (default functions)', () => {
       }
       expect(sends).toEqual({
         HttpSubmitAction: ['invoke'],
+        HttpMcp: ['invoke'],
         HttpDecideApproval: ['invoke'],
         HttpOperatorReconcile: ['reconcile'],
         [SWEEPER_FUNCTION_ID]: ['invoke', 'reconcile'],
       });
     });
 
-    it('reads connector secrets only where connectors run: submit (inline previews), the worker and the reconcile consumer', () => {
+    it('reads connector secrets only where connectors run: submit and MCP tool calls (inline previews), the worker and the reconcile consumer', () => {
       const connectorSecret = (s: Json) => s.Action === 'secretsmanager:GetSecretValue' && JSON.stringify(s.Resource).includes(':secret:aip/test/payments/');
       const readers = allIds().filter((id) => t.statements(id).some(connectorSecret));
-      expect(readers.sort()).toEqual(['HttpSubmitAction', INVOKE_WORKER_FUNCTION_ID, RECONCILE_CONSUMER_FUNCTION_ID].sort());
+      expect(readers.sort()).toEqual(['HttpSubmitAction', 'HttpMcp', INVOKE_WORKER_FUNCTION_ID, RECONCILE_CONSUMER_FUNCTION_ID].sort());
       for (const id of readers) {
         const statement = t.statements(id).find(connectorSecret)!;
         expect(JSON.stringify(statement.Resource)).toContain(':secret:aip/test/payments/api-key-??????');

@@ -79,6 +79,10 @@ const wrote = (status: number): Expected => ({ status, writes: true });
 const tenantForbidden = no(403, 'auth.tenant_forbidden');
 const noScope = no(403, 'auth.insufficient_scope');
 const detailsOnly = (keys: string[]) => (b: Record<string, unknown>) => expect(Object.keys((b.details as object | undefined) ?? {}).sort()).toEqual(keys);
+/** The structured content of an MCP tools/call answer, and the code of its tool error (if it is one). */
+const mcpResult = (b: Record<string, unknown>) =>
+  ((b.result as { structuredContent?: Record<string, any> } | undefined)?.structuredContent ?? {}) as Record<string, any>;
+const mcpToolError = (b: Record<string, unknown>) => ((b.result as { isError?: boolean } | undefined)?.isError === true ? mcpResult(b).error?.code : undefined);
 const approvalIds = (b: Record<string, unknown>) => ((b.items as { approval_id: string }[] | undefined) ?? []).map((a) => a.approval_id);
 
 /** A submit of a payments.charge body naming the owner's record. */
@@ -285,6 +289,33 @@ const ROUTE_ROWS: Readonly<Record<string, Row>> = {
   getHealth: {
     request: () => ({ method: 'GET', path: '/v1/health' }),
     expect: { other_tenant: ok(), other_principal: ok(), no_scope: ok(), operator: ok(), approver: ok() },
+  },
+  // The MCP endpoint reading the owner's action (tools/call of aip.get_action): the same answers as GET /v1/actions/{id}, as MCP says them.
+  mcp: {
+    uses: 'completed',
+    request: (f) => ({
+      method: 'POST',
+      path: '/v1/mcp',
+      body: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'aip.get_action', arguments: { action_id: f.completed.id } } },
+    }),
+    expect: {
+      other_tenant: tenantForbidden,
+      other_principal: ok(200, (b) => expect(mcpToolError(b)).toBe('action.not_found')),
+      // Without a scope the tool is not offered at all: an invalid-params JSON-RPC error, no action read.
+      no_scope: ok(200, (b) => expect((b.error as { code?: number } | undefined)?.code).toBe(-32602)),
+      operator: ok(200, (b, f) => expect(mcpResult(b).action_result).toMatchObject({ action_id: f.completed.id, status: 'completed' })),
+      approver: ok(200, (b) => expect(mcpToolError(b)).toBe('action.not_found')),
+    },
+  },
+  mcpStream: {
+    request: () => ({ method: 'GET', path: '/v1/mcp' }),
+    expect: {
+      other_tenant: no(405, 'request.method_not_allowed'),
+      other_principal: no(405, 'request.method_not_allowed'),
+      no_scope: no(405, 'request.method_not_allowed'),
+      operator: no(405, 'request.method_not_allowed'),
+      approver: no(405, 'request.method_not_allowed'),
+    },
   },
   getOpenApi: {
     request: () => ({ method: 'GET', path: '/v1/openapi.json' }),

@@ -41,6 +41,8 @@ export async function securityStack(prefix: string, tenant: string, options: Par
   const call = async (token: string, method: string, path: string, body?: unknown, t?: string): Promise<Answer> => {
     const headers: Record<string, string> = { authorization: `Bearer ${token}` };
     if (body !== undefined) headers['content-type'] = 'application/json';
+    // What an MCP client sends (POST /v1/mcp needs both types); the REST routes ignore it.
+    if (body !== undefined) headers.accept = 'application/json, text/event-stream';
     if (t !== undefined) headers['x-aip-tenant'] = t;
     const res = await fetch(`${stack.url}${path}`, {
       method,
