@@ -466,10 +466,10 @@ describe('cancellation', () => {
     const cancelled = await alice.cancel(commitId);
     expect(cancelled).toMatchObject({ cancel_requested: false, action_result: { action_id: commitId, status: 'cancelled' } });
     expect((await alice.getAction(commitId)).action_result.status).toBe('cancelled');
-    // Idempotent, and the approval is closed with it: no pending approval, no late decision.
+    // Idempotent, and the approval withdraws itself with it: no pending approval, no late decision.
     expect((await alice.cancel(commitId)).action_result).toMatchObject({ status: 'cancelled' });
     expect(await approvalOf(approver, commitId)).toBeUndefined();
-    await problemOf(approver.approve(approvalId), 409, 'approval.already_decided');
+    await problemOf(approver.approve(approvalId), 409, 'runtime.approval_withdrawn');
     // The plan was never claimed.
     expect((await alice.getTransaction({ plan_id: plan.plan_id })).status).toBe('planned');
 

@@ -83,11 +83,12 @@ describe('the stateless stack', () => {
   });
 
   it('lets only the listing functions read it: GetSecretValue on that one ARN, nothing else', () => {
+    // The MCP function lists approvals too (its aip.list_pending_approvals tool pages with sealed cursors).
     const listing = routeFunctionDefinitions()
-      .filter((d) => d.trigger?.kind === 'api' && d.trigger.routes.some((r) => r === 'listOperator' || r === 'listApprovals'))
+      .filter((d) => d.trigger?.kind === 'api' && d.trigger.routes.some((r) => r === 'listOperator' || r === 'listApprovals' || r === 'mcp'))
       .map((d) => d.id)
       .sort();
-    expect(listing).toEqual(['HttpListApprovals', 'HttpListOperator']);
+    expect(listing).toEqual(['HttpListApprovals', 'HttpListOperator', 'HttpMcp']);
     const readers: string[] = [];
     for (const id of Object.keys(built.aip.stateless.functions)) {
       const onSecret = statements(id).filter((s) => asList(s.Resource).some((r) => JSON.stringify(resolveImport(r)) === JSON.stringify({ Ref: secretId })));
