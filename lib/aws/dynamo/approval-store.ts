@@ -342,23 +342,51 @@ export class DynamoApprovalStore implements ApprovalStore {
     const key = this.checkRef(input);
     const expected = checkRevision(CODE, input.expected_revision);
     const iso = this.clock().toISOString();
+    return this.closePending(
+      key,
+      input,
+      'expire',
+      expected,
+      iso,
+      (b) => {
+        b.condition(`${b.n('expires_at')} <= ${b.v(iso)}`);
+        b.set('status', 'expired');
+      },
+      (old) => {
+        if (old.revision !== expected) return this.stateConflict(input, 'expire', old, expected);
+        return new AipError('approval.not_expired', `Approval ${input.approval_id} expires at ${String(old.expires_at)}`, {
+          details: { approval_id: input.approval_id, ...current(old) },
+        });
+      },
+    );
+  }
+
+  /**
+   * Closes a pending approval (expire, withdraw): conditional on `pending` at the expected revision, it leaves both
+   * indexes. A refusal is classified from the old image: not found, already decided, else `otherwise(old)`.
+   */
+  private async closePending(
+    key: Item,
+    input: { tenant_id: string; approval_id: string },
+    operation: string,
+    expected: number,
+    iso: string,
+    apply: (b: UpdateBuilder) => void,
+    otherwise: (old: Item) => AipError,
+  ): Promise<ApprovalRecord> {
     const b = new UpdateBuilder();
     b.condition(`${b.n('status')} = ${b.v('pending')}`);
     b.condition(`${b.n('revision')} = ${b.v(expected)}`);
-    b.condition(`${b.n('expires_at')} <= ${b.v(iso)}`);
-    b.set('status', 'expired');
+    apply(b);
     b.set('revision', expected + 1);
     b.set('updated_at', iso);
     b.remove('GSI3PK', 'GSI3SK', 'GSI4PK', 'GSI4SK');
     const out = await conditionalUpdate(this.client, { TableName: this.table, Key: key, ...b.render() });
     if (out.ok) return toRecord(out.item);
     const old = out.old;
-    if (old === undefined) throw this.notFound(input, 'expire');
-    if (old.status !== 'pending') throw this.alreadyDecided(input, 'expire', old);
-    if (old.revision !== expected) throw this.stateConflict(input, 'expire', old, expected);
-    throw new AipError('approval.not_expired', `Approval ${input.approval_id} expires at ${String(old.expires_at)}`, {
-      details: { approval_id: input.approval_id, ...current(old) },
-    });
+    if (old === undefined) throw this.notFound(input, operation);
+    if (old.status !== 'pending') throw this.alreadyDecided(input, operation, old);
+    throw otherwise(old);
   }
 
   async withdraw(input: WithdrawApprovalInput): Promise<ApprovalRecord> {
@@ -378,20 +406,18 @@ export class DynamoApprovalStore implements ApprovalStore {
       throw invalid(CODE, 'details must map at most 8 snake_case names to short strings', { field: 'details' });
     }
     const iso = this.clock().toISOString();
-    const b = new UpdateBuilder();
-    b.condition(`${b.n('status')} = ${b.v('pending')}`);
-    b.condition(`${b.n('revision')} = ${b.v(expected)}`);
-    b.set('status', 'withdrawn');
-    b.set('withdrawal', compact({ reason: input.reason, withdrawn_at: iso, details: details !== undefined ? { ...details } : undefined }));
-    b.set('revision', expected + 1);
-    b.set('updated_at', iso);
-    b.remove('GSI3PK', 'GSI3SK', 'GSI4PK', 'GSI4SK');
-    const out = await conditionalUpdate(this.client, { TableName: this.table, Key: key, ...b.render() });
-    if (out.ok) return toRecord(out.item);
-    const old = out.old;
-    if (old === undefined) throw this.notFound(input, 'withdraw');
-    if (old.status !== 'pending') throw this.alreadyDecided(input, 'withdraw', old);
-    throw this.stateConflict(input, 'withdraw', old, expected);
+    return this.closePending(
+      key,
+      input,
+      'withdraw',
+      expected,
+      iso,
+      (b) => {
+        b.set('status', 'withdrawn');
+        b.set('withdrawal', compact({ reason: input.reason, withdrawn_at: iso, details: details !== undefined ? { ...details } : undefined }));
+      },
+      (old) => this.stateConflict(input, 'withdraw', old, expected),
+    );
   }
 
   async get(ref: ApprovalRef): Promise<ApprovalRecord | undefined> {
