@@ -221,8 +221,9 @@ export function inputSlots(schema: unknown): InputSlot[] {
       }
     }
     if (t?.includes('array') === true || node.items !== undefined || node.prefixItems !== undefined) {
-      if (Array.isArray(node.prefixItems)) node.prefixItems.forEach((sub, i) => walk(sub, [...path, i], depth + 1));
-      else if (isNode(node.items)) walk(node.items, [...path, 0], depth + 1);
+      if (Array.isArray(node.prefixItems)) {
+        for (const [i, sub] of node.prefixItems.entries()) walk(sub, [...path, i], depth + 1);
+      } else if (isNode(node.items)) walk(node.items, [...path, 0], depth + 1);
     }
   };
   walk(schema, [], 0);

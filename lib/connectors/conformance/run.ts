@@ -1053,8 +1053,7 @@ class Kit {
       }
     } else unobserved.push(`${cap_id} does not claim reconciliation`);
     if (this.#ledger.failed('cancel_verified')) return;
-    if (observed.length === 0)
-      this.#ledger.skip('cancel_verified', `${what} answered accepted, but nothing confirmed it: ${unobserved.join('; ')}`);
+    if (observed.length === 0) this.#ledger.skip('cancel_verified', `${what} answered accepted, but nothing confirmed it: ${unobserved.join('; ')}`);
     else
       this.#ledger.note(
         'cancel_verified',
@@ -1565,7 +1564,10 @@ class Kit {
       if (this.#deadContext(label, out)) return;
       if (out.ok) {
         if (waited)
-          this.#ledger.fail('recovery_evidence', `${label}: the call returned a result although the provider held its response (a terminal result was invented)`);
+          this.#ledger.fail(
+            'recovery_evidence',
+            `${label}: the call returned a result although the provider held its response (a terminal result was invented)`,
+          );
       } else if (this.#typedFailure(label, out.error)) this.#checkTimeout(label, action, out.error, waited);
       if (!this.#ledger.failed('deadline_bounds_wait'))
         this.#ledger.note(

@@ -103,8 +103,9 @@ describe('cancel_verified claims only what it observed', () => {
 
 describe('a scenario the kit prepares is a scenario it runs', () => {
   it('an execute-only capability with a cleanup that only releases what is held passes every rule', async () => {
-    // ledger.release() commits what is pending but does not disarm hold(): a cleanup written like the guide's
-    // first example. Preparing uncertainCommit for the commit mode the capability lacks would leave a hold armed.
+    // ledger.release() commits what is pending but does not disarm hold(): a cleanup that only releases what is held.
+    // Preparing uncertainCommit for the commit mode the capability lacks would leave a hold armed, and the
+    // committed-effect scenario would then wait on a held response and fail under effect_checkpoint.
     const inner = ledgerSubject('execute only', { modes: ['dry_run', 'plan', 'execute', 'reconcile'] });
     let prepared = 0;
     const subject: ConformanceSubject = {
@@ -113,10 +114,12 @@ describe('a scenario the kit prepares is a scenario it runs', () => {
         const instance = await inner.setup(env);
         const make = instance.scenarios?.uncertainCommit;
         if (make === undefined) throw new Error('the baseline has an uncertainCommit scenario');
+        // As in the guide's example, no lostResponse scenario: its fault would consume a hold left armed.
+        const { lostResponse: _none, ...scenarios } = instance.scenarios ?? {};
         return {
           ...instance,
           scenarios: {
-            ...instance.scenarios,
+            ...scenarios,
             uncertainCommit: async () => {
               prepared += 1;
               return make();
