@@ -122,8 +122,9 @@ describe('conformance: what the kit demands of a subject', () => {
     expect(byId.get('checkpoint_before_wait')?.status).toBe('failed');
     expect(byId.get('checkpoint_before_wait')?.message).toContain('supplies no uncertainCommit scenario');
     expect(byId.get('effect_checkpoint')?.status).toBe('failed');
-    // The probes alone never resolve a credential (they run cancelled), so the credentials claim is unproven.
-    expect(byId.get('secrets')?.message).toContain('no credential was resolved through the deployment credential provider');
+    // The input-decoy calls are real calls: they resolve credentials, so the credentials claim is exercised even here.
+    expect(byId.get('secrets')?.status).toBe('passed');
+    expect(byId.get('trusted_context')?.message).toContain('with a decoy tenant or account in one input field at a time');
     expect(byId.get('manifest')?.status).toBe('passed');
     expect(byId.get('explicit_unsupported')?.status).toBe('passed');
   });

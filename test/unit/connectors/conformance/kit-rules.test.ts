@@ -7,9 +7,12 @@
  * - a scenario the kit prepares is a scenario it runs: an execute-only
  *   capability whose uncertainCommit cleanup only releases what is held
  *   leaves no hold armed for a later scenario;
- * - the messages after the secret rotation name what was observed.
+ * - the messages after the secret rotation name what was observed;
+ * - a claim of credentials that no call ever resolved fails `secrets`.
  */
+import * as z from 'zod';
 import { describe, expect, it } from 'vitest';
+import { defineCapability, defineConnector } from '../../../../lib/connectors/index.js';
 import { describePath, inputSlots, withValueAt } from '../../../../lib/connectors/conformance/decoys.js';
 import { runConformance, type ConformanceProvider, type ConformanceResult, type ConformanceSubject } from '../../../../lib/connectors/conformance/index.js';
 import { ledgerSubject } from '../../../fixtures/broken-connectors/baseline.js';
@@ -174,5 +177,37 @@ describe('failure messages name what was observed', () => {
     const r = result(await runConformance(ignoresDeadline), 'deadline_bounds_wait');
     expect(r.status).toBe('failed');
     expect(r.reason).toContain('its deadline already past, still waiting on the response the provider held');
+  });
+});
+
+describe('a credentials claim no call resolves', () => {
+  it('fails secrets, although every call (the input-decoy calls included) succeeded', async () => {
+    const echo = defineCapability({
+      id: 'echo.say',
+      input: z.strictObject({ text: z.string().min(1) }),
+      output: z.strictObject({ text: z.string() }),
+      contract: {
+        execution: { supports_cancel: false, supports_streaming: false, supports_retry: false, timeout_ms: 1_000 },
+        credentials: { required: true, kind: 'api_key' },
+      },
+    }).implement({
+      invoke: (input, ctx, call) => {
+        if (ctx.cancellation.aborted) throw call.failure({ code: 'connector.attempt_cancelled', category: 'conflict' });
+        return { text: input.text };
+      },
+    });
+    const report = await runConformance({
+      name: 'echo claiming credentials',
+      async setup(env) {
+        return {
+          connector: defineConnector({ id: 'echo', version: '1.0.0', capabilities: [echo], credentials: env.credentials }),
+          sampleInput: () => ({ text: 'hi' }),
+        };
+      },
+    });
+    expect(result(report, 'secrets').message).toContain(
+      'a capability claims credentials but no credential was resolved through the deployment credential provider during the run',
+    );
+    expect(result(report, 'trusted_context').reason).toContain('2 calls with a decoy tenant or account in one input field at a time (1 field)');
   });
 });
