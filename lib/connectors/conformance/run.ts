@@ -393,7 +393,7 @@ class Kit {
       const kind = this.#decoys.kindOf(r.scope.tenant_id);
       this.#ledger.fail(
         'trusted_context',
-        `a credential was resolved for ${kind !== undefined ? `the ${describeKinds([kind])} taken from the action body` : 'a tenant other than the verified one'}${where}`,
+        `a credential was resolved for a tenant that is ${kind !== undefined ? `the decoy ${describeKinds([kind])} taken from the action body` : 'not the verified one'}${where}`,
       );
     }
     const account = r.scope.external_account_id;
@@ -401,7 +401,7 @@ class Kit {
       const kind = this.#decoys.kindOf(account);
       this.#ledger.fail(
         'trusted_context',
-        `a credential was resolved for ${kind !== undefined ? `the ${describeKinds([kind])} taken from the action body` : 'an external account other than the verified one'}${where}`,
+        `a credential was resolved for an external account that is ${kind !== undefined ? `the decoy ${describeKinds([kind])} taken from the action body` : 'not the verified one'}${where}`,
       );
     }
   }
@@ -543,7 +543,7 @@ class Kit {
     if (later > now)
       this.#ledger.fail(
         rule,
-        `${label} left ${plural(later - now, 'provider effect')} that landed after the call returned (work started after the cancellation or outside the attempt)`,
+        `${label} left ${plural(later - now, 'provider effect')} that landed after the call returned, once the provider settled (work the call had started)`,
       );
     return { after: later, clean: now === before && later === now };
   }
