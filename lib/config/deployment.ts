@@ -15,6 +15,7 @@ import { HTTP_AUTH_ENVIRONMENTS } from '../auth/environments.js';
 import type { SecretsManagerReference } from '../aws/secrets/secrets-manager-provider.js';
 import { toSecretsManagerReferences } from './secret-references.js';
 import { ID_MAX_LENGTH, ID_PATTERN } from '../protocol/primitives.js';
+import { MAX_CONCURRENT_ATTEMPTS_LIMIT } from '../connectors/remote/config.js';
 import { TRANSACTION_MODES, type TransactionMode } from '../transactions/status.js';
 
 /** CloudWatch Logs accepts only these retention periods (days). */
@@ -421,6 +422,19 @@ export const InfraConfigSchema = z
         replica: z._default(protocolId('replica ID'), 'host-1-a'),
         timeoutSeconds: z._default(intIn(10, 900, 'seconds; Lambda allows at most 900'), 60),
         memorySize: z._default(intIn(128, 10_240, 'MB'), 512),
+        /**
+         * Placed connector ID → most attempts of it the host runs at once
+         * (across all its Lambda environments: slots in the host's table). A
+         * request beyond it is refused, signed, with
+         * `connector.remote_capacity_exhausted` (retryable; the connector was
+         * not called). Absent for a connector: no limit.
+         */
+        maxConcurrentAttempts: z._default(
+          z.record(z.string(), intIn(1, MAX_CONCURRENT_ATTEMPTS_LIMIT, 'concurrent attempts'), {
+            error: 'must be an object: placed connector ID → concurrent attempts',
+          }),
+          {},
+        ),
       }),
     ),
   })
@@ -448,6 +462,15 @@ export const InfraConfigSchema = z
           rows.add(key);
         });
       });
+      for (const id of Object.keys(config.remoteConnectorHost?.maxConcurrentAttempts ?? {})) {
+        if (!config.remoteConnectorHost?.connectors.includes(id)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['remoteConnectorHost', 'maxConcurrentAttempts', id],
+            message: `"${id}" is not placed on the remote connector host (placed: ${config.remoteConnectorHost?.connectors.join(', ')})`,
+          });
+        }
+      }
       config.remoteConnectorHost?.connectors.forEach((id, index) => {
         if (!seen.has(id)) {
           ctx.addIssue({
