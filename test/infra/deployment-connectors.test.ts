@@ -17,6 +17,7 @@
  *   module that exports no factory, on a connector whose ID differs, and on
  *   an unknown connector without a source.
  */
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
@@ -84,6 +85,17 @@ export default function createConnector({ credentials, baseUrl = 'https://orders
 }
 `;
 
+/** The team's own CDK app: this project's app, plus a code connector handed over in code. */
+const TEAM_APP = `
+import { fileURLToPath } from 'node:url';
+import { App } from 'aws-cdk-lib';
+import { defineAipApp } from 'aip-runtime/infra';
+
+const app = new App();
+defineAipApp(app, { connectorModules: { tracking: fileURLToPath(new URL('../connectors/tracking.ts', import.meta.url)) } });
+app.synth();
+`;
+
 const AUTH = { issuer: 'https://issuer.example.com/', audience: 'aip-runtime', jwksUrl: 'https://issuer.example.com/.well-known/jwks.json' };
 
 let team: string;
@@ -114,13 +126,20 @@ beforeAll(() => {
   expect(relative(BUNDLE_ROOT, team).startsWith('..')).toBe(true);
   mkdirSync(join(team, 'node_modules'));
   symlinkSync(BUNDLE_ROOT, join(team, 'node_modules', 'aip-runtime'), 'dir');
-  symlinkSync(join(BUNDLE_ROOT, 'node_modules', 'zod'), join(team, 'node_modules', 'zod'), 'dir');
+  // What the team installs beside this project (docs/deploying-your-connectors.md), the same copies.
+  for (const dep of ['zod', 'aws-cdk-lib', 'constructs', 'tsx']) symlinkSync(join(BUNDLE_ROOT, 'node_modules', dep), join(team, 'node_modules', dep), 'dir');
   writeFileSync(join(team, 'package.json'), JSON.stringify({ name: 'team-connectors', private: true, type: 'module' }));
   mkdirSync(join(team, 'connectors'));
   writeFileSync(join(team, 'connectors', 'orders.ts'), ORDERS_MODULE);
   writeFileSync(join(team, 'connectors', 'no-factory.ts'), 'export const nothing = 1;\n');
+  writeFileSync(
+    join(team, 'connectors', 'tracking.ts'),
+    ORDERS_MODULE.replace("id: 'orders', version", "id: 'tracking', version").replace("id: 'orders.status'", "id: 'tracking.status'"),
+  );
   writeFileSync(join(team, 'connectors', 'misnamed.ts'), ORDERS_MODULE.replace("id: 'orders', version", "id: 'shop', version"));
   configFile = writeConfig('aip.config.json', teamConfig());
+  mkdirSync(join(team, 'infra'));
+  writeFileSync(join(team, 'infra', 'app.ts'), TEAM_APP);
 });
 
 afterAll(() => {
@@ -182,6 +201,23 @@ describe("synth of a team's own connectors, from a folder outside the repository
     const granted = JSON.stringify(secretsStatements);
     expect(granted).toContain('team/crm/token');
     expect(granted).toContain('team/orders/api-key');
+  });
+});
+
+describe("the team's own CDK app, run from its folder", () => {
+  it('synthesizes both stacks with the configured connectors and the one handed over in code', () => {
+    const outdir = join(team, 'cdk.out');
+    execFileSync(process.execPath, ['--import', 'tsx', 'infra/app.ts'], {
+      cwd: team,
+      // What `cdk synth -c config=aip.config.json` hands the app (bundling skipped: the bundles are the next tests' subject).
+      env: { ...process.env, CDK_OUTDIR: outdir, CDK_CONTEXT_JSON: JSON.stringify({ config: 'aip.config.json', 'aws:cdk:bundling-stacks': [] }) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const stateless = JSON.parse(readFileSync(join(outdir, 'Aip-team-Stateless.template.json'), 'utf8')) as Json;
+    const functions = Object.values(stateless.Resources as Json).filter((r) => (r as Json).Type === 'AWS::Lambda::Function') as Json[];
+    const runtime = functions.map((f) => f.Properties.Environment?.Variables?.AIP_RUNTIME_CONFIG).find((v) => typeof v === 'string') as string;
+    expect((JSON.parse(runtime) as { connectors: { id: string }[] }).connectors.map((c) => c.id)).toEqual(['crm', 'orders', 'tracking']);
+    expect(existsSync(join(outdir, 'Aip-team-Stateful.template.json'))).toBe(true);
   });
 });
 
