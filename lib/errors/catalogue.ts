@@ -119,6 +119,13 @@ export const ERROR_CATALOGUE = {
   'connector.remote_unavailable': entry('temporary', 503, true, 'The remote connector host could not be reached; the request was not sent', 1_000),
   'connector.remote_answer_lost': entry('temporary', 502, false, 'The remote connector host did not answer after the request was sent'),
   'connector.remote_answer_invalid': entry('internal', 502, false, 'The remote connector host answered with a message the runtime cannot accept'),
+  'connector.remote_capacity_exhausted': entry(
+    'rate_limited',
+    429,
+    true,
+    'The remote connector host is already running as many attempts of this connector as its limit allows; the connector was not called',
+    1_000,
+  ),
   'credentials.secret_not_serializable': entry('internal', 500, false, 'ConnectorSecret cannot be serialized'),
   'credentials.secret_disposed': entry('internal', 500, false, 'The ConnectorSecret was disposed and its bytes zeroed'),
   'credentials.handle_invalid': entry('validation', 400, false, 'The credential handle ID is not a valid opaque ID'),
