@@ -184,12 +184,7 @@ export async function decideApproval(
 }
 
 /** The decision on a resolution proposal: approved → the resolution applies (with both operators in its receipt). */
-async function decideResolution(
-  k: Kernel,
-  decided: ApprovalRecord,
-  proposal: ResolutionProposal,
-  check: ProviderCheck | undefined,
-): Promise<DecisionOutcome> {
+async function decideResolution(k: Kernel, decided: ApprovalRecord, proposal: ResolutionProposal, check: ProviderCheck | undefined): Promise<DecisionOutcome> {
   const { transaction_id, ...resolution } = proposal;
   const original = await k.deps.actions.get({ tenant_id: decided.tenant_id, action_id: decided.action_id });
   const unchanged: ActionResult = original !== undefined ? actionResultOf(original) : { action_id: decided.action_id, status: 'failed' };

@@ -11,7 +11,7 @@
  *   lookup by idempotency key; the runtime's service principal on behalf of
  *   the record's principal). Nothing is written: no action, no lease, no
  *   route (a remote connector gets the route it would pin, unwritten), no
- *   checkpoint. The attempt is bounded by `resolution.provider_lookup_timeout_ms`.
+ *   checkpoint (a reference the connector publishes is held for the answer). The attempt is bounded by `resolution.provider_lookup_timeout_ms`.
  *   Every way of not getting an answer is an answer too (`obtained: false`
  *   with why), never an error;
  * - `providerVerdict` (pure) judges the resolution against that answer: the
@@ -24,6 +24,7 @@
  * (lib/runtime/operator.ts `applyResolution`).
  */
 import { AipError, isAipError } from '../errors/aip-error.js';
+import type { TransactionCheckpointWriter } from '../connectors/context.js';
 import { reconcileLookupOf } from '../connectors/interfaces.js';
 import type { Action, JsonObject, ProviderOperationRef } from '../protocol/index.js';
 import type { Resolution } from '../ports/approval-store.js';
@@ -95,7 +96,11 @@ export function contradictions(resolution: Resolution, answer: ProviderAnswer): 
   if (!answer.obtained) return [];
   const out: ('effect' | 'provider_operation')[] = [];
   if (answer.effect !== resolution.effect) out.push('effect');
-  if (resolution.provider_operation !== undefined && answer.provider_operation !== undefined && !sameOperation(resolution.provider_operation, answer.provider_operation))
+  if (
+    resolution.provider_operation !== undefined &&
+    answer.provider_operation !== undefined &&
+    !sameOperation(resolution.provider_operation, answer.provider_operation)
+  )
     out.push('provider_operation');
   return out;
 }
@@ -131,6 +136,17 @@ export function providerVerdict(transaction_id: string, resolution: Resolution, 
 export function answerEvidence(answer: ProviderAnswer): JsonObject {
   return JSON.parse(JSON.stringify(answer)) as JsonObject;
 }
+
+/**
+ * The checkpoint writer of a lookup: it keeps nothing durable. A lookup only
+ * reads, so a reference the connector publishes on the way is not a fact to
+ * protect from a crash; it comes back with the attempt's outcome and is
+ * recorded in the answer (and so in the resolution's receipt).
+ */
+const HELD_ONLY: TransactionCheckpointWriter = {
+  checkpoint: () => Promise.resolve(),
+  hold: () => Promise.resolve(),
+};
 
 /** Asks the provider about `record`'s operation (see the module comment). Never throws for the provider's or connector's behaviour. */
 export async function lookupProvider(k: Kernel, record: TransactionRecord): Promise<ProviderAnswer> {
@@ -184,14 +200,14 @@ export async function lookupProvider(k: Kernel, record: TransactionRecord): Prom
   let outcome: Awaited<ReturnType<typeof invokeConnector>>;
   try {
     // The route this lookup would pin, not written: a remote connector host checks it; no later attempt reuses it.
-    outcome = await invokeConnector(k, { ...subject, route: routeAssignment(k, subject, hosted) }, hosted);
+    outcome = await invokeConnector(k, { ...subject, route: routeAssignment(k, subject, hosted) }, hosted, { transaction_checkpoints: HELD_ONLY });
   } catch (err) {
     k.log.warn('provider lookup failed', { transaction_id: record.transaction_id, code: isAipError(err) ? err.code : 'internal.unexpected' });
     return none('provider_unavailable', isAipError(err) ? err.code : 'internal.unexpected');
   }
   const r = outcome.reconciliation;
   if (outcome.ok && r?.terminal === true) {
-    const operation = r.provider_operation ?? record.provider_operation;
+    const operation = r.provider_operation ?? outcome.provider_operation ?? record.provider_operation;
     return {
       obtained: true,
       looked_up_at,

@@ -52,7 +52,11 @@ describe('providerVerdict', () => {
       provider_answer: { effect: 'committed', provider_operation: OP },
     });
     const problem = toProblem(err);
-    expect(problem).toMatchObject({ status: 409, code: 'operator.resolution_contradicts_provider', type: 'urn:aip:error:operator.resolution_contradicts_provider' });
+    expect(problem).toMatchObject({
+      status: 409,
+      code: 'operator.resolution_contradicts_provider',
+      type: 'urn:aip:error:operator.resolution_contradicts_provider',
+    });
   });
 
   it('refuses a resolution naming another operation than the one the provider answered about', () => {
