@@ -119,6 +119,19 @@ export function TransactionPage({ ctx, id }: { ctx: Ctx; id: string }) {
         </button>
       </div>
 
+      {txn.status === 'reconciling' && (
+        <p class="muted" data-testid="reconciling-note">
+          A reconciliation is asking the provider now
+          {txn.links?.reconcile_action_id ? (
+            <>
+              {' '}
+              (action <a href={`#/actions/${encodeURIComponent(txn.links.reconcile_action_id)}`}>{short(txn.links.reconcile_action_id, 24)}</a>)
+            </>
+          ) : null}
+          : nothing to reconcile, resolve or cancel until it answers. Refresh to follow it.
+        </p>
+      )}
+
       <div class="panels">
         <section class="panel" aria-label="Summary">
           <h2>Summary</h2>
