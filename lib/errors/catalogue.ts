@@ -270,6 +270,12 @@ export const ERROR_CATALOGUE = {
   // reads and operators
   'runtime.operator_forbidden': entry('authorization', 403, false, 'Operator views need the operator scope'),
   'runtime.resolve_not_escalated': entry('conflict', 409, false, 'Only a transaction escalated to a human (requires_human) can be resolved by an operator'),
+  'operator.resolution_contradicts_provider': entry(
+    'conflict',
+    409,
+    false,
+    'The provider answered otherwise than the resolution says; resend it with provider_override and a reason to record it anyway',
+  ),
   'runtime.invalid_query': entry('validation', 400, false, 'The query or selector is malformed'),
   'runtime.cursor_invalid': entry('validation', 400, false, 'The pagination cursor is not valid for this caller and query'),
   // configuration and test hooks
