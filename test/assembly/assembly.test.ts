@@ -32,6 +32,7 @@ import { mintToken } from '../../dev/auth/mint.js';
 import { startPaymentsSimulator, type PaymentsSimulator } from '../../dev/payments-simulator/server.js';
 import { AipClient, type Action, type ActionState, TERMINAL_STATUSES } from '../../lib/client/index.js';
 import { eventually, HANG_MS } from '../support/wait.js';
+import type { AwsCall } from './aws-gateway.js';
 import { callsByRole, deployAssembly, type AssemblyEnvironment } from './deployment.js';
 import { evaluate, grantUse, roleGrants, type GrantUse } from './iam.js';
 import { ASSEMBLY_CACHE_ROOT, synthesizedAssembly } from './synth.js';
@@ -395,6 +396,15 @@ describe('the assembly, main environment (payments in the runtime, the console)'
     reports.push(report(env, uses));
     expect(missing).toEqual([]);
     expect(refused).toEqual([]);
+
+    // The proof has teeth: without its CreateSchedule grant, the worker's recorded call is refused.
+    const worker = [...env.roleOf.keys()].find((id) => id.startsWith('InvokeWorker')) as string;
+    const call = env.gateway.calls.find((c) => c.principal === worker && c.action === 'scheduler:CreateSchedule');
+    expect(call).toBeDefined();
+    const grants = roleGrants(env.stacks, env.resolver).grants.get(env.roleOf.get(worker) as string) ?? [];
+    expect(evaluate(grants, call as AwsCall).allowed).toBe(true);
+    const without = grants.map((g) => ({ ...g, actions: g.actions.filter((a) => a !== 'scheduler:CreateSchedule') }));
+    expect(evaluate(without, call as AwsCall).allowed).toBe(false);
   });
 });
 
