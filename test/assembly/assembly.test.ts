@@ -187,7 +187,8 @@ const short = (r: string) =>
 /** The report of an environment; `ran`: only the functions that ran there (the second environment runs a few). */
 function report(env: AssemblyEnvironment, uses: readonly GrantUse[], ran = false): string {
   const shown = new Set([...env.functions].filter(([, fn]) => !ran || fn.invocations > 0).map(([id]) => env.roleOf.get(id)));
-  for (const role of env.principalRole.values()) if (!env.roleOf.has(role)) shown.add(role);
+  // Principals that are not functions (the Scheduler's role) always count.
+  for (const [principal, role] of env.principalRole) if (!env.roleOf.has(principal)) shown.add(role);
   const lines: string[] = [
     `## Environment \`${env.envName}\``,
     '',
