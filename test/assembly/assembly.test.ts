@@ -22,7 +22,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -51,6 +51,7 @@ let keys: DevKeys;
 let jwks: Server;
 let simulator: PaymentsSimulator;
 let tls: { cert: string; key: string; certFile: string };
+let tlsDir: string;
 const environments: AssemblyEnvironment[] = [];
 let externalUrls: Record<string, string>;
 let externalSecrets: Record<string, string>;
@@ -61,7 +62,7 @@ function output(text: string): void {
 
 beforeAll(async () => {
   ({ dir } = await synthesizedAssembly());
-  const tlsDir = join(ASSEMBLY_CACHE_ROOT, `tls-${process.pid}`);
+  tlsDir = join(ASSEMBLY_CACHE_ROOT, `tls-${process.pid}`);
   mkdirSync(tlsDir, { recursive: true });
   // A self-signed certificate for the Function URLs' https listeners on loopback; the functions trust it (NODE_EXTRA_CA_CERTS).
   execFileSync(
@@ -109,6 +110,7 @@ afterAll(async () => {
   await simulator?.stop();
   jwks?.closeAllConnections();
   await new Promise<void>((resolve) => (jwks ? jwks.close(() => resolve()) : resolve()));
+  if (tlsDir !== undefined) rmSync(tlsDir, { recursive: true, force: true });
 });
 
 function deploy(envName: string): Promise<AssemblyEnvironment> {
