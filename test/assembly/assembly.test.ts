@@ -395,6 +395,10 @@ describe('the assembly, main environment (payments in the runtime, the console)'
   it('every function of the template ran from its bundle, and every AWS call and invocation was allowed by the template', () => {
     const notRun = [...env.functions].filter(([, fn]) => fn.invocations === 0).map(([id]) => id);
     expect(notRun).toEqual([]);
+    // Each function ran as its trigger would run it, through the resource policy the template gives it.
+    const invokedBy = new Set(env.invokeChecks.map((c) => c.principal));
+    expect([...invokedBy].sort()).toEqual(['apigateway.amazonaws.com', 'events.amazonaws.com']);
+    expect(env.batches.size).toBe(2);
     const { missing, refused, uses } = iamVerdict(env);
     reports.push(report(env, uses));
     expect(missing).toEqual([]);
