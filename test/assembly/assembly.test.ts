@@ -43,6 +43,7 @@ const CONFIG = JSON.parse(readFileSync(join(import.meta.dirname, 'config.json'),
   connectorEndpoints: Record<string, string>;
 };
 const TENANT = 'demo';
+const SYNTH_HANG_MS = 900_000;
 const WAIT = 20;
 const uid = (p: string) => `${p}-${randomUUID().slice(0, 12)}`;
 
@@ -103,7 +104,8 @@ beforeAll(async () => {
     [CONFIG.connectorEndpoints.payments as string]: simulator.url,
   };
   externalSecrets = Object.fromEntries(CONFIG.connectors.flatMap((c) => c.credentials.map((row) => [row.secret, apiKey])));
-});
+  // Synthesizing with bundling takes a minute on an idle machine, several on a loaded one: this bounds a hang only.
+}, SYNTH_HANG_MS);
 
 afterAll(async () => {
   await Promise.all(environments.map((e) => e.stop()));

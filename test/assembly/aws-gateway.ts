@@ -63,7 +63,7 @@ const DYNAMO_ITEM_ACTIONS: Record<string, string> = {
 };
 
 /** The (action, resource) pairs one DynamoDB request needs. */
-function dynamoCalls(operation: string, body: Record<string, unknown>): [string, string][] {
+export function dynamoCalls(operation: string, body: Record<string, unknown>): [string, string][] {
   if (operation === 'TransactWriteItems' || operation === 'TransactGetItems') {
     return ((body.TransactItems as Record<string, { TableName: string }>[] | undefined) ?? []).map((item) => {
       const [kind, spec] = Object.entries(item)[0] as [string, { TableName: string }];

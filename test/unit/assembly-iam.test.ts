@@ -5,7 +5,7 @@
  * evaluate.
  */
 import { describe, expect, it } from 'vitest';
-import type { AwsCall } from '../assembly/aws-gateway.js';
+import { type AwsCall, dynamoCalls } from '../assembly/aws-gateway.js';
 import { evaluate, grantUse, roleGrants, type Grant } from '../assembly/iam.js';
 import { Resolver, type StackArtifact } from '../assembly/template.js';
 
@@ -107,5 +107,28 @@ describe('roleGrants and grantUse', () => {
 
   it('refuses a statement it would evaluate loosely (NotAction)', () => {
     expect(() => roleGrants([stack], new Resolver([stack], physical))).toThrow(/NotAction/);
+  });
+});
+
+describe('the gateway: DynamoDB requests as the IAM actions and resources they need', () => {
+  const table = (name: string) => `arn:aws:dynamodb:us-east-1:000000000000:table/${name}`;
+
+  it('a transaction per item action, a batch per table, a query on its index', () => {
+    expect(
+      dynamoCalls('TransactWriteItems', {
+        TransactItems: [{ Put: { TableName: 't' } }, { Update: { TableName: 't' } }, { ConditionCheck: { TableName: 'u' } }, { Delete: { TableName: 't' } }],
+      }),
+    ).toEqual([
+      ['dynamodb:PutItem', table('t')],
+      ['dynamodb:UpdateItem', table('t')],
+      ['dynamodb:ConditionCheckItem', table('u')],
+      ['dynamodb:DeleteItem', table('t')],
+    ]);
+    expect(dynamoCalls('BatchGetItem', { RequestItems: { t: {}, u: {} } })).toEqual([
+      ['dynamodb:BatchGetItem', table('t')],
+      ['dynamodb:BatchGetItem', table('u')],
+    ]);
+    expect(dynamoCalls('Query', { TableName: 't', IndexName: 'byStatus' })).toEqual([['dynamodb:Query', `${table('t')}/index/byStatus`]]);
+    expect(dynamoCalls('GetItem', { TableName: 't' })).toEqual([['dynamodb:GetItem', table('t')]]);
   });
 });
