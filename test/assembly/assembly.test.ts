@@ -66,29 +66,33 @@ beforeAll(async () => {
   tlsDir = join(ASSEMBLY_CACHE_ROOT, `tls-${process.pid}`);
   mkdirSync(tlsDir, { recursive: true });
   // A self-signed certificate for the Function URLs' https listeners on loopback; the functions trust it (NODE_EXTRA_CA_CERTS).
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-days',
-      '2',
-      '-subj',
-      '/CN=127.0.0.1',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-      '-keyout',
-      join(tlsDir, 'key.pem'),
-      '-out',
-      join(tlsDir, 'cert.pem'),
-    ],
-    { stdio: 'ignore' },
-  );
+  try {
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-days',
+        '2',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+        '-keyout',
+        join(tlsDir, 'key.pem'),
+        '-out',
+        join(tlsDir, 'cert.pem'),
+      ],
+      { stdio: 'ignore' },
+    );
+  } catch (err) {
+    throw new Error(`the assembly test makes its loopback TLS certificate with openssl (apt-get install openssl): ${String(err)}`);
+  }
   tls = { cert: readFileSync(join(tlsDir, 'cert.pem'), 'utf8'), key: readFileSync(join(tlsDir, 'key.pem'), 'utf8'), certFile: join(tlsDir, 'cert.pem') };
 
   keys = await generateDevKeys();
