@@ -326,7 +326,8 @@ describe('the assembly, main environment (payments in the runtime, the console)'
         const t = await operator.getTransaction({ transaction_id: txId });
         return t.status === 'reconciled' ? t : undefined;
       },
-      { what: `transaction ${txId} reconciled` },
+      // Each probe is a request through the gateway and two functions: probe gently.
+      { what: `transaction ${txId} reconciled`, intervalMs: 250 },
     );
     expect(txn.provider_operation?.operation_id).toMatch(/^op_/);
     expect(simulator.ledger().slice(mark)).toHaveLength(1);
@@ -340,6 +341,7 @@ describe('the assembly, main environment (payments in the runtime, the console)'
     const txId = state.transaction?.transaction_id as string;
     await eventually(async () => ((await alice.getTransaction({ transaction_id: txId })).status === 'reconciled' ? true : undefined), {
       what: `transaction ${txId} reconciled on its schedule`,
+      intervalMs: 250,
     });
     expect(env.gateway.calls.some((c) => c.principal.startsWith('InvokeWorker') && c.action === 'scheduler:CreateSchedule')).toBe(true);
     expect(env.gateway.calls.some((c) => !env.roleOf.has(c.principal) && c.action === 'sqs:SendMessage')).toBe(true);
