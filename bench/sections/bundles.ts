@@ -405,7 +405,11 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
       0,
       targets.length,
       ...targets.filter(
-        (t) => t.kind === 'authorizer' || t.kind === 'yardstick' || t.kind === 'bare' || only.some((o) => t.entry.includes(o) && (t.variant === undefined || only.includes(t.kind))),
+        (t) =>
+          t.kind === 'authorizer' ||
+          t.kind === 'yardstick' ||
+          t.kind === 'bare' ||
+          only.some((o) => t.entry.includes(o) && (t.variant === undefined || only.includes(t.kind))),
       ),
     );
   const dir = mkdtempSync(join(tmpdir(), 'aip-bench-bundles-'));
@@ -598,8 +602,7 @@ export function renderBundlesMarkdown(b: BundlesFigures): string[] {
       '| entry | × authorizer | × bare Powertools idempotency | × bare Powertools handler | × bare Powertools handler, both traced |',
       '|---|---:|---:|---:|---:|',
     );
-    for (const r of b.ratios)
-      lines.push(`| \`${r.entry}\` | ${ms(r.to_authorizer)} | ${ms(r.to_powertools)} | ${ms(r.to_bare)} | ${ms(r.to_bare_traced)} |`);
+    for (const r of b.ratios) lines.push(`| \`${r.entry}\` | ${ms(r.to_authorizer)} | ${ms(r.to_powertools)} | ${ms(r.to_bare)} | ${ms(r.to_bare_traced)} |`);
   }
   if ((b.per_function ?? []).length > 0) {
     lines.push(
