@@ -89,6 +89,11 @@ export interface ColdStartFigures {
   /** 90th percentile (nearest rank) of (import + first − warm). */
   readonly cold_ms_p90: number;
   readonly cold_ms_max: number;
+  /**
+   * Median of (import + first − warm) in CPU time of the process (user + system, every thread):
+   * the work itself, which a loaded machine does not inflate as it does the wall clock.
+   */
+  readonly cold_cpu_ms: number;
   /** What the first invocation answered (status code, or the error's name). */
   readonly outcome: string;
 }
@@ -148,9 +153,19 @@ export interface BundlesFigures {
     readonly to_powertools: number;
     readonly to_bare?: number;
     readonly to_bare_traced?: number;
+    /** The same two in CPU time. */
+    readonly to_bare_cpu?: number;
+    readonly to_bare_traced_cpu?: number;
   }[];
   /** Every function bundle's median cold start over the bare Powertools handler's, tracing off and on. */
-  readonly per_function?: { readonly entry: string; readonly functions: string[]; readonly to_bare: number; readonly to_bare_traced: number }[];
+  readonly per_function?: {
+    readonly entry: string;
+    readonly functions: string[];
+    readonly to_bare: number;
+    readonly to_bare_traced: number;
+    readonly to_bare_cpu: number;
+    readonly to_bare_traced_cpu: number;
+  }[];
   readonly note: string;
 }
 
@@ -195,17 +210,23 @@ const PROBE = [
   'const invoke = async (h, e) => { try { return outcome(await h(e, context)); } catch (err) { return `threw ${err && err.name}`; } };',
   // AIP_BENCH_TRACE_LOADS: a separate, untimed run that records the modules Node loads at import and in the first invocation.
   'const loaded = []; if (process.env.AIP_BENCH_TRACE_LOADS) (await import("node:module")).registerHooks({ load(url, ctx, next) { loaded.push(url); return next(url, ctx); } });',
-  'const t0 = performance.now(); const m = await import(process.env.AIP_BENCH_BUNDLE); const t1 = performance.now(); const atImport = loaded.length;',
+  // CPU time of the process (every thread) beside wall time: on a loaded machine the wall clock also counts the wait for a core.
+  'const cpu = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; };',
+  'const c0 = cpu(); const t0 = performance.now(); const m = await import(process.env.AIP_BENCH_BUNDLE); const t1 = performance.now(); const c1 = cpu(); const atImport = loaded.length;',
   'const h = m[process.env.AIP_BENCH_HANDLER]; if (typeof h !== "function") throw new Error("no handler " + process.env.AIP_BENCH_HANDLER);',
-  'const o1 = await invoke(h, JSON.parse(process.env.AIP_BENCH_EVENT)); const t2 = performance.now();',
-  'await invoke(h, JSON.parse(process.env.AIP_BENCH_EVENT)); const t3 = performance.now();',
-  'process.stdout.write(JSON.stringify({ import_ms: t1 - t0, first_ms: t2 - t1, warm_ms: t3 - t2, outcome: o1, loaded_at_import: loaded.slice(0, atImport), loaded_first: loaded.slice(atImport) })); process.exit(0);',
+  'const o1 = await invoke(h, JSON.parse(process.env.AIP_BENCH_EVENT)); const t2 = performance.now(); const c2 = cpu();',
+  'await invoke(h, JSON.parse(process.env.AIP_BENCH_EVENT)); const t3 = performance.now(); const c3 = cpu();',
+  'process.stdout.write(JSON.stringify({ import_ms: t1 - t0, first_ms: t2 - t1, warm_ms: t3 - t2, import_cpu_ms: c1 - c0, first_cpu_ms: c2 - c1, warm_cpu_ms: c3 - c2, outcome: o1, loaded_at_import: loaded.slice(0, atImport), loaded_first: loaded.slice(atImport) })); process.exit(0);',
 ].join('\n');
 
 interface Sample {
   import_ms: number;
   first_ms: number;
   warm_ms: number;
+  /** The same spans in CPU time of the process (user + system, every thread). */
+  import_cpu_ms: number;
+  first_cpu_ms: number;
+  warm_cpu_ms: number;
   outcome: string;
   /** With `trace`: the module URLs Node loaded at import, and in the first invocation. */
   loaded_at_import: string[];
@@ -254,6 +275,7 @@ function summarizeSamples(samples: readonly Sample[]): ColdStartFigures {
       90,
     ),
     cold_ms_max: cold.max,
+    cold_cpu_ms: distribution(samples.map((s) => s.import_cpu_ms + Math.max(0, s.first_cpu_ms - s.warm_cpu_ms))).p50,
     outcome: outcomes.join(' / '),
   };
 }
@@ -519,6 +541,8 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
       to_powertools: over(b.cold?.cold_ms, powertools),
       to_bare: over(b.cold?.cold_ms, bare?.cold?.cold_ms),
       to_bare_traced: over(b.cold_traced?.cold_ms, bare?.cold_traced?.cold_ms),
+      to_bare_cpu: over(b.cold?.cold_cpu_ms, bare?.cold?.cold_cpu_ms),
+      to_bare_traced_cpu: over(b.cold_traced?.cold_cpu_ms, bare?.cold_traced?.cold_cpu_ms),
     }));
   const per_function = bundles
     .filter((b) => (b.kind === 'runtime' || b.kind === 'authorizer') && b.cold !== undefined)
@@ -527,8 +551,11 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
       functions: b.functions,
       to_bare: over(b.cold?.cold_ms, bare?.cold?.cold_ms),
       to_bare_traced: over(b.cold_traced?.cold_ms, bare?.cold_traced?.cold_ms),
+      to_bare_cpu: over(b.cold?.cold_cpu_ms, bare?.cold?.cold_cpu_ms),
+      to_bare_traced_cpu: over(b.cold_traced?.cold_cpu_ms, bare?.cold_traced?.cold_cpu_ms),
     }));
-  for (const r of per_function) log(`  ${r.entry}: ×${r.to_bare} the bare Powertools handler (traced ×${r.to_bare_traced})`);
+  for (const r of per_function)
+    log(`  ${r.entry}: ×${r.to_bare} the bare Powertools handler (traced ×${r.to_bare_traced}); CPU time ×${r.to_bare_cpu} (traced ×${r.to_bare_traced_cpu})`);
   return {
     runs: options.runs,
     esbuild_version: esbuildPkg.version,
@@ -582,16 +609,16 @@ export function renderBundlesMarkdown(b: BundlesFigures): string[] {
       `"At import" = the entry chunk and every chunk it imports statically (what Node loads before the handler runs); "total" includes the lazily imported chunks. ` +
       `Cold start in a fresh \`node\` process (${b.node_version}; Node's own start-up excluded), median of ${b.runs}: ${b.note}`,
     '',
-    '| functions | entry | first invocation | KiB at import | gzip KiB | KiB + first invocation | KiB total | chunks | import ms | compose ms | cold ms (min–max) | cold p90 ms | answered | traced: compose ms | traced: cold ms (p90) |',
-    '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|',
+    '| functions | entry | first invocation | KiB at import | gzip KiB | KiB + first invocation | KiB total | chunks | import ms | compose ms | cold ms (min–max) | cold p90 ms | cold CPU ms | answered | traced: compose ms | traced: cold ms (p90) | traced: cold CPU ms |',
+    '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|',
   );
   for (const x of b.bundles) {
     const c = x.cold;
     const t = x.cold_traced;
     lines.push(
       `| ${x.functions.join(', ')} | \`${x.entry}\` | ${x.invocation} | ${kib(x.static_bytes)} | ${kib(x.static_gzip_bytes)} | ${kib(x.first_invocation_bytes ?? 0)} | ${kib(x.total_bytes)} | ${x.chunks} | ${ms(c?.import_ms)} | ${ms(c?.compose_ms)} | ` +
-        `${x.error ? `failed: ${x.error}` : `${ms(c?.cold_ms)} (${ms(c?.cold_ms_min)}–${ms(c?.cold_ms_max)})`} | ${ms(c?.cold_ms_p90)} | ${c?.outcome ?? '–'} | ${ms(t?.compose_ms)} | ` +
-        `${t === undefined ? '–' : `${ms(t.cold_ms)} (${ms(t.cold_ms_p90)})`} |`,
+        `${x.error ? `failed: ${x.error}` : `${ms(c?.cold_ms)} (${ms(c?.cold_ms_min)}–${ms(c?.cold_ms_max)})`} | ${ms(c?.cold_ms_p90)} | ${ms(c?.cold_cpu_ms)} | ${c?.outcome ?? '–'} | ${ms(t?.compose_ms)} | ` +
+        `${t === undefined ? '–' : `${ms(t.cold_ms)} (${ms(t.cold_ms_p90)})`} | ${ms(t?.cold_cpu_ms)} |`,
     );
   }
   if (b.ratios.length > 0) {
@@ -599,20 +626,26 @@ export function renderBundlesMarkdown(b: BundlesFigures): string[] {
       '',
       'API route cold start (import + composition) relative to the yardsticks of the same run:',
       '',
-      '| entry | × authorizer | × bare Powertools idempotency | × bare Powertools handler | × bare Powertools handler, both traced |',
-      '|---|---:|---:|---:|---:|',
+      '| entry | × authorizer | × bare Powertools idempotency | × bare Powertools handler | × bare Powertools handler, both traced | CPU time: × bare | CPU time: × bare, both traced |',
+      '|---|---:|---:|---:|---:|---:|---:|',
     );
-    for (const r of b.ratios) lines.push(`| \`${r.entry}\` | ${ms(r.to_authorizer)} | ${ms(r.to_powertools)} | ${ms(r.to_bare)} | ${ms(r.to_bare_traced)} |`);
+    for (const r of b.ratios)
+      lines.push(
+        `| \`${r.entry}\` | ${ms(r.to_authorizer)} | ${ms(r.to_powertools)} | ${ms(r.to_bare)} | ${ms(r.to_bare_traced)} | ${ms(r.to_bare_cpu)} | ${ms(r.to_bare_traced_cpu)} |`,
+      );
   }
   if ((b.per_function ?? []).length > 0) {
     lines.push(
       '',
       'Every function relative to the bare Powertools handler (Logger, Metrics, Tracer, middy, one DynamoDB client built at init; issue 22 asks ≤ ×1.3), median cold start of the same run:',
       '',
-      '| functions | entry | × bare, tracing off | × bare, both traced |',
-      '|---|---|---:|---:|',
+      '| functions | entry | × bare, tracing off | × bare, both traced | CPU time: × bare, tracing off | CPU time: × bare, both traced |',
+      '|---|---|---:|---:|---:|---:|',
     );
-    for (const r of b.per_function ?? []) lines.push(`| ${r.functions.join(', ')} | \`${r.entry}\` | ${ms(r.to_bare)} | ${ms(r.to_bare_traced)} |`);
+    for (const r of b.per_function ?? [])
+      lines.push(
+        `| ${r.functions.join(', ')} | \`${r.entry}\` | ${ms(r.to_bare)} | ${ms(r.to_bare_traced)} | ${ms(r.to_bare_cpu)} | ${ms(r.to_bare_traced_cpu)} |`,
+      );
   }
   lines.push(
     '',
