@@ -20,7 +20,7 @@ import { join, resolve } from 'node:path';
 import { DEFAULT_CONFIG_FILE } from '../infra/aip-app.js';
 import { loadInfraConfig, toDeploymentRuntimeConfig } from '../lib/config/deployment.js';
 import { FUNCTION_ENV, POWERTOOLS_ENV } from '../lib/config/function-env.js';
-import { authorizerEvent, routeEvent, sqsEvent } from './lib/lambda-events.js';
+import { authorizerEvent, mcpToolCallEvent, routeEvent, sqsEvent } from './lib/lambda-events.js';
 import { distribution } from './lib/stats.js';
 import { DEPLOYED_NODE_OPTIONS, functionEnv, probe } from './sections/bundles.js';
 
@@ -51,6 +51,8 @@ const targets = [
     event: authorizerEvent(),
   },
   { name: 'invoke worker', entry: 'functions/worker/invoke.ts', handler: 'handler', event: sqsEvent('invoke') },
+  { name: 'POST /v1/mcp tools/call', entry: 'functions/http/mcp.ts', handler: 'mcpHandler', event: mcpToolCallEvent() },
+  { name: 'bare Powertools handler', entry: 'bench/fixtures/bare-powertools-handler.ts', handler: 'handler', event: { id: 'bench-1' } },
   {
     name: 'bare Powertools idempotency',
     entry: 'bench/fixtures/powertools-idempotency-handler.ts',
@@ -101,14 +103,15 @@ const median = (xs: number[]) => Math.round(distribution(xs).p50 * 10) / 10;
 const lines = [
   `Interleaved, ${runs} fresh processes per function and side (${process.version}); medians.`,
   '',
-  '| function (first invocation) | side | KiB at import | import ms | compose ms | cold ms |',
-  '|---|---|---:|---:|---:|---:|',
+  '| function (first invocation) | side | KiB at import | import ms | compose ms | cold ms | cold CPU ms |',
+  '|---|---|---:|---:|---:|---:|---:|',
 ];
 for (const t of targets) {
   for (const b of built.filter((x) => x.name === t.name)) {
     const compose = b.samples.map((s) => Math.max(0, s.first_ms - s.warm_ms));
+    const cpu = b.samples.map((s) => s.import_cpu_ms + Math.max(0, s.first_cpu_ms - s.warm_cpu_ms));
     lines.push(
-      `| ${t.name} | ${b.side} | ${b.kib} | ${median(b.samples.map((s) => s.import_ms))} | ${median(compose)} | ${median(b.samples.map((s, i) => s.import_ms + (compose[i] as number)))} |`,
+      `| ${t.name} | ${b.side} | ${b.kib} | ${median(b.samples.map((s) => s.import_ms))} | ${median(compose)} | ${median(b.samples.map((s, i) => s.import_ms + (compose[i] as number)))} | ${median(cpu)} |`,
     );
   }
 }

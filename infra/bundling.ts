@@ -204,6 +204,36 @@ export function httpWithoutUndiciPlugin(): Plugin {
   };
 }
 
+/**
+ * The MCP SDK's `Server` without ajv. The SDK's server module imports its
+ * ajv-backed JSON Schema validator (ajv, ajv-formats and fast-uri: about
+ * 125 KiB of the MCP function's bundle, evaluated at import) for the one
+ * feature this runtime never uses, elicitation; functions/mcp/server.ts
+ * always passes its own `jsonSchemaValidator`, so the default is never
+ * built. In the bundles that module is a stub whose class throws if it ever
+ * is constructed (a server created without a validator fails at once, loudly).
+ */
+export function mcpWithoutAjvPlugin(): Plugin {
+  return {
+    name: 'aip-mcp-without-ajv',
+    setup(build) {
+      build.onResolve({ filter: /validation\/ajv-provider\.js$/ }, (args) =>
+        /[\\/]@modelcontextprotocol[\\/]sdk[\\/]/.test(args.importer) ? { path: 'ajv-provider', namespace: 'aip-mcp-no-ajv' } : undefined,
+      );
+      build.onLoad({ filter: /.*/, namespace: 'aip-mcp-no-ajv' }, () => ({
+        contents: [
+          'export class AjvJsonSchemaValidator {',
+          '  constructor() {',
+          "    throw new Error('this bundle has no ajv: pass the MCP server a jsonSchemaValidator (infra/bundling.ts mcpWithoutAjvPlugin)');",
+          '  }',
+          '}',
+        ].join('\n'),
+        loader: 'js',
+      }));
+    },
+  };
+}
+
 /** The esbuild options of every function (without the precompiled-registry plugin). */
 export function esbuildOptions(entry: string, outdir: string): BuildOptions {
   return {
@@ -318,6 +348,7 @@ export async function bundleFunction(options: BundleFunctionOptions): Promise<{ 
     ...(options.splitting === false ? { splitting: false } : {}),
     plugins: [
       ...(options.httpThroughRequire !== false ? [httpWithoutUndiciPlugin()] : []),
+      mcpWithoutAjvPlugin(),
       ...(connectors !== undefined ? [precompiledRegistryPlugin(() => generatePrecompiledRegistry(connectors, own))] : []),
       ...(own.length > 0 ? [deploymentConnectorsPlugin(own)] : []),
       ...(defer !== undefined ? [deferredEntryPlugin(options.entry, defer)] : []),

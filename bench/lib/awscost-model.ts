@@ -40,6 +40,7 @@
  *   reconcile consumer runs once (measured cost) and settles it;
  * - free tiers are left out.
  */
+import { SettleTimes, type SettleProbe, type WaitClock, type WaitPollOptions, waitForSettlement } from '../../functions/shared/wait.js';
 import { costOf, type PriceId, type PriceList } from './prices.js';
 
 export interface DynamoUnits {
@@ -177,35 +178,59 @@ const MS_PER_S = 1000;
 const MB_PER_GB = 1024;
 const SQS_CHUNK_BYTES = 64 * 1024;
 
-/** A `Prefer: wait` poll schedule (functions/shared/wait.ts pollUntil): first interval, cap, growth per poll. */
-export interface PollSchedule {
-  readonly initial_ms: number;
-  readonly max_ms: number;
-  readonly factor: number;
+/**
+ * A fixed `Prefer: wait` schedule, in the handler's options: the first poll
+ * at once, then `intervalMs` growing ×1.5 to `maxIntervalMs`, nothing learnt
+ * (the latency section's "tuned" and "previous" variants).
+ */
+export function fixedWaitPoll(intervalMs: number, maxIntervalMs: number): WaitPollOptions {
+  return { intervalMs, fastWindowMs: 0, maxIntervalMs, adaptive: false, firstMs: 0 };
 }
 
-/** The deployed handlers' schedule (functions/shared/wait.ts defaults). */
-export const DEPLOYED_WAIT_POLL: PollSchedule = { initial_ms: 200, max_ms: 1_000, factor: 1.5 };
+/** The schedule deployed before the adaptive one: at once, then 200 ms ×1.5 ≤ 1 s. */
+export const PREVIOUS_WAIT_POLL: WaitPollOptions = fixedWaitPoll(200, 1_000);
+
+/** Where virtual time starts (any instant: the settle times are differences). */
+const VIRTUAL_EPOCH_MS = Date.UTC(2026, 0, 1);
 
 /**
- * When a wait loop polling on `schedule` (each poll taking `pollMs`) notices
- * an action that settles `settleMs` after the loop's first poll started, and
- * how many polls it made by then. Mirrors pollUntil: a poll at once, then
- * sleep, grow the interval (rounded up), poll again; a poll sees the
- * settlement when it starts after it.
+ * When a `Prefer: wait` on POST notices an action that settles `settleMs`
+ * after the wait began, each poll taking `pollMs`, and how many polls it made
+ * by then: functions/shared/wait.ts `waitForSettlement` itself (what the
+ * submit handler runs), on a virtual clock, with `poll` the handler's
+ * schedule options (default: the deployed, adaptive one). A poll sees the
+ * settlement when it starts at or after it. An adaptive schedule first runs
+ * `warmups` waits of the same settle time in the same execution environment,
+ * so the figure is the steady state of an environment that has learnt the
+ * capability's settle time (a fresh environment's first wait polls after one
+ * interval, then every interval).
  */
-export function waitNotice(settleMs: number, schedule: PollSchedule, pollMs: number): { readonly notice_ms: number; readonly polls: number } {
-  let t = 0;
-  let interval = schedule.initial_ms;
-  let polls = 0;
-  for (;;) {
-    const start = t;
-    polls++;
-    t += pollMs;
-    if (start >= settleMs) return { notice_ms: t, polls };
-    t += interval;
-    interval = Math.min(Math.ceil(interval * schedule.factor), schedule.max_ms);
-  }
+export async function waitNotice(
+  settleMs: number,
+  pollMs: number,
+  poll: WaitPollOptions = {},
+  warmups = 5,
+): Promise<{ readonly notice_ms: number; readonly polls: number }> {
+  let now = VIRTUAL_EPOCH_MS;
+  const clock: WaitClock = {
+    now: () => now,
+    sleep: async (ms) => {
+      now += ms;
+    },
+  };
+  const times = new SettleTimes();
+  const once = async () => {
+    const began = now;
+    const fetch = async (): Promise<SettleProbe> => {
+      const start = now - began;
+      now += pollMs;
+      return start >= settleMs ? { status: 'completed', completed_at: new Date(began + settleMs).toISOString() } : { status: 'running' };
+    };
+    const outcome = await waitForSettlement(fetch, { options: poll, times, deadline: began + 60_000, clock, learn: 'payments.charge execute' });
+    return { notice_ms: now - began, polls: outcome.polls };
+  };
+  for (let i = 0; i < (poll.adaptive === false ? 0 : warmups); i++) await once();
+  return once();
 }
 
 /** GB-seconds of `invocations` invocations of `ms` each (billed per 1 ms, rounded up) at `memoryMb`. */
@@ -441,9 +466,9 @@ export function temporalCost(m: ModelInputs, x: AllInInputs, front: ApiFront = '
   return front === 'http' ? l.option('temporal_http', 'Temporal Cloud (1 activity), HTTP API', 'http') : l.option('temporal', 'Temporal Cloud (1 activity)');
 }
 
-/** Every option; `tunedWait` adds the runtime with its `Prefer: wait` poll tuned (the latency section's figures). */
+/** Every option; `tunedWait` adds the runtime with a fixed `Prefer: wait` poll, at once then every 25 ms (the latency section's "tuned" variant), beside the deployed adaptive one. */
 export function costModel(m: ModelInputs, tunedWait?: Pick<AipInputs, 'api_ms' | 'wait_rru'>): OptionCost[] {
-  const tuned = tunedWait !== undefined ? [aipCost(m, { ...m.aip, ...tunedWait }, 'aip_tuned_wait', 'AIP runtime, Prefer: wait poll tuned')] : [];
+  const tuned = tunedWait !== undefined ? [aipCost(m, { ...m.aip, ...tunedWait }, 'aip_tuned_wait', 'AIP runtime, Prefer: wait fixed 25 ms poll')] : [];
   const x = m.all_in;
   if (x === undefined) return [aipCost(m), ...tuned, powertoolsCost(m), standardCost(m), expressCost(m)];
   // All in: every option behind each front, REST first.

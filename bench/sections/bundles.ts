@@ -7,9 +7,13 @@
  * infra/config.local.json) is bundled by infra/bundling.ts `bundleFunction`,
  * the code `cdk synth` runs: ESM with code splitting, the capability
  * registry precompiled for the enabled connectors. Functions that share an
- * entry module share its bundle. Beside them, two yardsticks bundled the
- * same way: the authorizer (a function of the stack) and a bare handler made
- * idempotent with Powertools (bench/fixtures/powertools-idempotency-handler.ts).
+ * entry module share its bundle. Beside them, three yardsticks bundled the
+ * same way: the authorizer (a function of the stack), a bare handler made
+ * idempotent with Powertools (bench/fixtures/powertools-idempotency-handler.ts)
+ * and the bare Powertools handler of issue 22 (Logger, Metrics and Tracer,
+ * their middy middlewares, one DynamoDB client built at init:
+ * bench/fixtures/bare-powertools-handler.ts), the one every function's
+ * ratio is printed against, tracing off and on.
  *
  * - `static_bytes`: the entry chunk plus every chunk it imports statically,
  *   transitively (esbuild's metafile): what Node reads, parses and evaluates
@@ -61,7 +65,7 @@ import { promisify } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import type { Metafile } from 'esbuild';
 import { authorizerEvent, mcpToolCallEvent, routeEvent, sqsEvent } from '../lib/lambda-events.js';
-import { distribution } from '../lib/stats.js';
+import { distribution, percentile, ratio } from '../lib/stats.js';
 
 const run = promisify(execFile);
 
@@ -82,7 +86,14 @@ export interface ColdStartFigures {
   /** Median of (import + first − warm) per process. */
   readonly cold_ms: number;
   readonly cold_ms_min: number;
+  /** 90th percentile (nearest rank) of (import + first − warm). */
+  readonly cold_ms_p90: number;
   readonly cold_ms_max: number;
+  /**
+   * Median of (import + first − warm) in CPU time of the process (user + system, every thread):
+   * the work itself, which a loaded machine does not inflate as it does the wall clock.
+   */
+  readonly cold_cpu_ms: number;
   /** What the first invocation answered (status code, or the error's name). */
   readonly outcome: string;
 }
@@ -91,8 +102,8 @@ export interface BundleFigures {
   readonly entry: string;
   /** The stack's functions that deploy this bundle (or the yardstick's name). */
   readonly functions: string[];
-  /** `runtime` (a function of the stack), `authorizer`, or `yardstick` (the bare Powertools handler). */
-  readonly kind: 'runtime' | 'authorizer' | 'yardstick' | 'before' | 'deferred' | 'source-maps' | 'compile-cache';
+  /** `runtime` (a function of the stack), `authorizer`, `yardstick` (the Powertools idempotency handler) or `bare` (the bare Powertools handler). */
+  readonly kind: 'runtime' | 'authorizer' | 'yardstick' | 'bare' | 'before' | 'deferred' | 'source-maps' | 'compile-cache';
   readonly handler: string;
   /** What the first invocation is (method + path, or event kind). */
   readonly invocation: string;
@@ -132,8 +143,29 @@ export interface BundlesFigures {
   readonly esbuild_version: string;
   readonly node_version: string;
   readonly bundles: BundleFigures[];
-  /** Ratios of the API route functions' median cold start to the yardsticks'. */
-  readonly ratios: { readonly entry: string; readonly to_authorizer: number; readonly to_powertools: number }[];
+  /**
+   * Ratios of the API route functions' median cold start to the yardsticks': the authorizer, the Powertools
+   * idempotency handler, and the bare Powertools handler (tracing off; `to_bare_traced`: both traced).
+   */
+  readonly ratios: {
+    readonly entry: string;
+    readonly to_authorizer: number;
+    readonly to_powertools: number;
+    readonly to_bare?: number;
+    readonly to_bare_traced?: number;
+    /** The same two in CPU time. */
+    readonly to_bare_cpu?: number;
+    readonly to_bare_traced_cpu?: number;
+  }[];
+  /** Every function bundle's median cold start over the bare Powertools handler's, tracing off and on. */
+  readonly per_function?: {
+    readonly entry: string;
+    readonly functions: string[];
+    readonly to_bare: number;
+    readonly to_bare_traced: number;
+    readonly to_bare_cpu: number;
+    readonly to_bare_traced_cpu: number;
+  }[];
   readonly note: string;
 }
 
@@ -178,17 +210,23 @@ const PROBE = [
   'const invoke = async (h, e) => { try { return outcome(await h(e, context)); } catch (err) { return `threw ${err && err.name}`; } };',
   // AIP_BENCH_TRACE_LOADS: a separate, untimed run that records the modules Node loads at import and in the first invocation.
   'const loaded = []; if (process.env.AIP_BENCH_TRACE_LOADS) (await import("node:module")).registerHooks({ load(url, ctx, next) { loaded.push(url); return next(url, ctx); } });',
-  'const t0 = performance.now(); const m = await import(process.env.AIP_BENCH_BUNDLE); const t1 = performance.now(); const atImport = loaded.length;',
+  // CPU time of the process (every thread) beside wall time: on a loaded machine the wall clock also counts the wait for a core.
+  'const cpu = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; };',
+  'const c0 = cpu(); const t0 = performance.now(); const m = await import(process.env.AIP_BENCH_BUNDLE); const t1 = performance.now(); const c1 = cpu(); const atImport = loaded.length;',
   'const h = m[process.env.AIP_BENCH_HANDLER]; if (typeof h !== "function") throw new Error("no handler " + process.env.AIP_BENCH_HANDLER);',
-  'const o1 = await invoke(h, JSON.parse(process.env.AIP_BENCH_EVENT)); const t2 = performance.now();',
-  'await invoke(h, JSON.parse(process.env.AIP_BENCH_EVENT)); const t3 = performance.now();',
-  'process.stdout.write(JSON.stringify({ import_ms: t1 - t0, first_ms: t2 - t1, warm_ms: t3 - t2, outcome: o1, loaded_at_import: loaded.slice(0, atImport), loaded_first: loaded.slice(atImport) })); process.exit(0);',
+  'const o1 = await invoke(h, JSON.parse(process.env.AIP_BENCH_EVENT)); const t2 = performance.now(); const c2 = cpu();',
+  'await invoke(h, JSON.parse(process.env.AIP_BENCH_EVENT)); const t3 = performance.now(); const c3 = cpu();',
+  'process.stdout.write(JSON.stringify({ import_ms: t1 - t0, first_ms: t2 - t1, warm_ms: t3 - t2, import_cpu_ms: c1 - c0, first_cpu_ms: c2 - c1, warm_cpu_ms: c3 - c2, outcome: o1, loaded_at_import: loaded.slice(0, atImport), loaded_first: loaded.slice(atImport) })); process.exit(0);',
 ].join('\n');
 
 interface Sample {
   import_ms: number;
   first_ms: number;
   warm_ms: number;
+  /** The same spans in CPU time of the process (user + system, every thread). */
+  import_cpu_ms: number;
+  first_cpu_ms: number;
+  warm_cpu_ms: number;
   outcome: string;
   /** With `trace`: the module URLs Node loaded at import, and in the first invocation. */
   loaded_at_import: string[];
@@ -232,7 +270,12 @@ function summarizeSamples(samples: readonly Sample[]): ColdStartFigures {
     compose_ms: distribution(samples.map((s) => Math.max(0, s.first_ms - s.warm_ms))).p50,
     cold_ms: cold.p50,
     cold_ms_min: cold.min,
+    cold_ms_p90: percentile(
+      samples.map((s) => s.import_ms + Math.max(0, s.first_ms - s.warm_ms)).sort((a, b) => a - b),
+      90,
+    ),
     cold_ms_max: cold.max,
+    cold_cpu_ms: distribution(samples.map((s) => s.import_cpu_ms + Math.max(0, s.first_cpu_ms - s.warm_cpu_ms))).p50,
     outcome: outcomes.join(' / '),
   };
 }
@@ -365,6 +408,14 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
     invocation: 'idempotent call (its DynamoDB write fails at once)',
     event: { idempotency_key: 'bench-1', amount: 1 },
   });
+  targets.push({
+    entry: 'bench/fixtures/bare-powertools-handler.ts',
+    functions: ['bare Powertools handler (Logger, Metrics, Tracer, middy, a DynamoDB client)'],
+    kind: 'bare',
+    handler: 'handler',
+    invocation: 'GetItem (fails at once)',
+    event: { id: 'bench-1' },
+  });
 
   // BENCH_BUNDLES_ONLY (comma-separated substrings of entries): measure only those, for a quick iteration (the yardsticks stay).
   const only = (process.env.BENCH_BUNDLES_ONLY ?? '')
@@ -376,7 +427,11 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
       0,
       targets.length,
       ...targets.filter(
-        (t) => t.kind === 'authorizer' || t.kind === 'yardstick' || only.some((o) => t.entry.includes(o) && (t.variant === undefined || only.includes(t.kind))),
+        (t) =>
+          t.kind === 'authorizer' ||
+          t.kind === 'yardstick' ||
+          t.kind === 'bare' ||
+          only.some((o) => t.entry.includes(o) && (t.variant === undefined || only.includes(t.kind))),
       ),
     );
   const dir = mkdtempSync(join(tmpdir(), 'aip-bench-bundles-'));
@@ -451,7 +506,7 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
         if (b.error !== undefined) continue;
         try {
           b.plain.push(await probe(b.file, b.target.handler, b.target.event, b.env, { nodeOptions: b.nodeOptions }));
-          if (b.target.kind === 'runtime' || b.target.kind === 'authorizer')
+          if (b.target.kind === 'runtime' || b.target.kind === 'authorizer' || b.target.kind === 'bare')
             b.traced.push(await probe(b.file, b.target.handler, b.target.event, tracedEnv, { nodeOptions: b.nodeOptions }));
         } catch (err) {
           b.error = err instanceof Error ? err.message.split('\n').slice(0, 3).join(' ') : String(err);
@@ -476,19 +531,38 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
     );
   const authorizer = bundles.find((b) => b.kind === 'authorizer')?.cold?.cold_ms;
   const powertools = bundles.find((b) => b.kind === 'yardstick')?.cold?.cold_ms;
+  const bare = bundles.find((b) => b.kind === 'bare');
+  const over = (x: number | undefined, y: number | undefined) => (x !== undefined && y !== undefined ? ratio(x, y) : Number.NaN);
   const ratios = bundles
-    .filter((b) => b.kind !== 'authorizer' && b.kind !== 'yardstick' && b.entry.startsWith('functions/http/') && b.cold !== undefined)
+    .filter((b) => b.kind !== 'authorizer' && b.kind !== 'yardstick' && b.kind !== 'bare' && b.entry.startsWith('functions/http/') && b.cold !== undefined)
     .map((b) => ({
       entry: isVariant(b.kind) ? `${b.entry} (${VARIANT_RATIO_LABELS[b.kind]})` : b.entry,
-      to_authorizer: authorizer ? Math.round(((b.cold as ColdStartFigures).cold_ms / authorizer) * 100) / 100 : Number.NaN,
-      to_powertools: powertools ? Math.round(((b.cold as ColdStartFigures).cold_ms / powertools) * 100) / 100 : Number.NaN,
+      to_authorizer: over(b.cold?.cold_ms, authorizer),
+      to_powertools: over(b.cold?.cold_ms, powertools),
+      to_bare: over(b.cold?.cold_ms, bare?.cold?.cold_ms),
+      to_bare_traced: over(b.cold_traced?.cold_ms, bare?.cold_traced?.cold_ms),
+      to_bare_cpu: over(b.cold?.cold_cpu_ms, bare?.cold?.cold_cpu_ms),
+      to_bare_traced_cpu: over(b.cold_traced?.cold_cpu_ms, bare?.cold_traced?.cold_cpu_ms),
     }));
+  const per_function = bundles
+    .filter((b) => (b.kind === 'runtime' || b.kind === 'authorizer') && b.cold !== undefined)
+    .map((b) => ({
+      entry: b.entry,
+      functions: b.functions,
+      to_bare: over(b.cold?.cold_ms, bare?.cold?.cold_ms),
+      to_bare_traced: over(b.cold_traced?.cold_ms, bare?.cold_traced?.cold_ms),
+      to_bare_cpu: over(b.cold?.cold_cpu_ms, bare?.cold?.cold_cpu_ms),
+      to_bare_traced_cpu: over(b.cold_traced?.cold_cpu_ms, bare?.cold_traced?.cold_cpu_ms),
+    }));
+  for (const r of per_function)
+    log(`  ${r.entry}: ×${r.to_bare} the bare Powertools handler (traced ×${r.to_bare_traced}); CPU time ×${r.to_bare_cpu} (traced ×${r.to_bare_traced_cpu})`);
   return {
     runs: options.runs,
     esbuild_version: esbuildPkg.version,
     node_version: process.version,
     bundles,
     ratios,
+    per_function,
     note:
       'cold = import + (first − warm invocation), per fresh process, median. Tracing off (POWERTOOLS_TRACE_ENABLED=false) unless in the "traced" columns. ' +
       'Every store call fails at once against loopback (AWS_MAX_ATTEMPTS=1), so the first invocation is composition plus one refused connection, and warm is the refused connection alone.',
@@ -503,6 +577,7 @@ export function bundlesHeadline(b: BundlesFigures): string | undefined {
   const api = b.bundles.filter((x) => x.kind === 'runtime' && x.entry.startsWith('functions/http/') && x.cold !== undefined);
   const auth = b.bundles.find((x) => x.kind === 'authorizer');
   const pt = b.bundles.find((x) => x.kind === 'yardstick');
+  const bare = b.bundles.find((x) => x.kind === 'bare');
   if (api.length === 0) return undefined;
   const sizes = api.map((x) => x.static_bytes);
   const colds = api.map((x) => (x.cold as ColdStartFigures).cold_ms);
@@ -511,10 +586,18 @@ export function bundlesHeadline(b: BundlesFigures): string | undefined {
     .filter((r) => deployed.has(r.entry))
     .map((r) => r.to_powertools)
     .filter(Number.isFinite);
+  const deployedRatios = b.ratios.filter((r) => deployed.has(r.entry));
+  const toBare = deployedRatios.map((r) => r.to_bare ?? Number.NaN).filter(Number.isFinite);
+  const toBareTraced = deployedRatios.map((r) => r.to_bare_traced ?? Number.NaN).filter(Number.isFinite);
+  const bareText =
+    bare?.cold !== undefined && toBare.length > 0
+      ? `; bare Powertools handler ${ms(bare.cold.cold_ms)} ms (traced ${ms(bare.cold_traced?.cold_ms)}): API routes ×${ms(Math.min(...toBare))}–×${ms(Math.max(...toBare))}` +
+        `${toBareTraced.length > 0 ? `, traced ×${ms(Math.min(...toBareTraced))}–×${ms(Math.max(...toBareTraced))}` : ''}`
+      : '';
   return (
     `- **cold start**: API route functions load ${kib(Math.min(...sizes))}–${kib(Math.max(...sizes))} KiB at import (authorizer ${auth ? kib(auth.static_bytes) : '–'} KiB); ` +
     `import + first-invocation composition ${ms(Math.min(...colds))}–${ms(Math.max(...colds))} ms median (authorizer ${ms(auth?.cold?.cold_ms)} ms, bare Powertools idempotency handler ${ms(pt?.cold?.cold_ms)} ms` +
-    `${ratios.length > 0 ? `; ×${ms(Math.min(...ratios))}–×${ms(Math.max(...ratios))} the latter` : ''}), fresh Node processes, tracing off.`
+    `${ratios.length > 0 ? `; ×${ms(Math.min(...ratios))}–×${ms(Math.max(...ratios))} the latter` : ''})${bareText}; fresh Node processes, tracing off unless said.`
   );
 }
 
@@ -526,15 +609,16 @@ export function renderBundlesMarkdown(b: BundlesFigures): string[] {
       `"At import" = the entry chunk and every chunk it imports statically (what Node loads before the handler runs); "total" includes the lazily imported chunks. ` +
       `Cold start in a fresh \`node\` process (${b.node_version}; Node's own start-up excluded), median of ${b.runs}: ${b.note}`,
     '',
-    '| functions | entry | first invocation | KiB at import | gzip KiB | KiB + first invocation | KiB total | chunks | import ms | compose ms | cold ms (min–max) | answered | traced: compose ms | traced: cold ms |',
-    '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|',
+    '| functions | entry | first invocation | KiB at import | gzip KiB | KiB + first invocation | KiB total | chunks | import ms | compose ms | cold ms (min–max) | cold p90 ms | cold CPU ms | answered | traced: compose ms | traced: cold ms (p90) | traced: cold CPU ms |',
+    '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|',
   );
   for (const x of b.bundles) {
     const c = x.cold;
     const t = x.cold_traced;
     lines.push(
       `| ${x.functions.join(', ')} | \`${x.entry}\` | ${x.invocation} | ${kib(x.static_bytes)} | ${kib(x.static_gzip_bytes)} | ${kib(x.first_invocation_bytes ?? 0)} | ${kib(x.total_bytes)} | ${x.chunks} | ${ms(c?.import_ms)} | ${ms(c?.compose_ms)} | ` +
-        `${x.error ? `failed: ${x.error}` : `${ms(c?.cold_ms)} (${ms(c?.cold_ms_min)}–${ms(c?.cold_ms_max)})`} | ${c?.outcome ?? '–'} | ${ms(t?.compose_ms)} | ${ms(t?.cold_ms)} |`,
+        `${x.error ? `failed: ${x.error}` : `${ms(c?.cold_ms)} (${ms(c?.cold_ms_min)}–${ms(c?.cold_ms_max)})`} | ${ms(c?.cold_ms_p90)} | ${ms(c?.cold_cpu_ms)} | ${c?.outcome ?? '–'} | ${ms(t?.compose_ms)} | ` +
+        `${t === undefined ? '–' : `${ms(t.cold_ms)} (${ms(t.cold_ms_p90)})`} | ${ms(t?.cold_cpu_ms)} |`,
     );
   }
   if (b.ratios.length > 0) {
@@ -542,10 +626,26 @@ export function renderBundlesMarkdown(b: BundlesFigures): string[] {
       '',
       'API route cold start (import + composition) relative to the yardsticks of the same run:',
       '',
-      '| entry | × authorizer | × bare Powertools idempotency |',
-      '|---|---:|---:|',
+      '| entry | × authorizer | × bare Powertools idempotency | × bare Powertools handler | × bare Powertools handler, both traced | CPU time: × bare | CPU time: × bare, both traced |',
+      '|---|---:|---:|---:|---:|---:|---:|',
     );
-    for (const r of b.ratios) lines.push(`| \`${r.entry}\` | ${ms(r.to_authorizer)} | ${ms(r.to_powertools)} |`);
+    for (const r of b.ratios)
+      lines.push(
+        `| \`${r.entry}\` | ${ms(r.to_authorizer)} | ${ms(r.to_powertools)} | ${ms(r.to_bare)} | ${ms(r.to_bare_traced)} | ${ms(r.to_bare_cpu)} | ${ms(r.to_bare_traced_cpu)} |`,
+      );
+  }
+  if ((b.per_function ?? []).length > 0) {
+    lines.push(
+      '',
+      'Every function relative to the bare Powertools handler (Logger, Metrics, Tracer, middy, one DynamoDB client built at init; issue 22 asks ≤ ×1.3), median cold start of the same run:',
+      '',
+      '| functions | entry | × bare, tracing off | × bare, both traced | CPU time: × bare, tracing off | CPU time: × bare, both traced |',
+      '|---|---|---:|---:|---:|---:|',
+    );
+    for (const r of b.per_function ?? [])
+      lines.push(
+        `| ${r.functions.join(', ')} | \`${r.entry}\` | ${ms(r.to_bare)} | ${ms(r.to_bare_traced)} | ${ms(r.to_bare_cpu)} | ${ms(r.to_bare_traced_cpu)} |`,
+      );
   }
   lines.push(
     '',

@@ -20,7 +20,7 @@ import { SecretsManagerCredentialProvider } from '../../lib/aws/secrets/secrets-
 import { toSecretsManagerReferences } from '../../lib/config/secret-references.js';
 import { EnvCredentialProvider, type LocalCredentialReference } from '../../lib/connectors/credentials/env-provider.js';
 import { CheckpointReceiver } from '../../lib/connectors/remote/callback.js';
-import { ConnectorHostConfigSchema, RemotePlacementSchema, type ConnectorHostConfig, type RemotePlacement } from '../../lib/connectors/remote/config.js';
+import { remoteConfigSchemas, type ConnectorHostConfig, type RemotePlacement } from '../../lib/connectors/remote/config.js';
 import { RemoteConnectorHost, type LocallyHostedConnector } from '../../lib/connectors/remote/host.js';
 import { RemoteKeyring } from '../../lib/connectors/remote/jws.js';
 import { remoteHostedConnector, type RemoteConnector } from '../../lib/connectors/remote/proxy.js';
@@ -56,8 +56,10 @@ export function parseJsonConfig<T>(
   return parsed.data;
 }
 
-export const parseHostConfig = (raw: string | undefined): ConnectorHostConfig => parseJsonConfig('AIP_CONNECTOR_HOST_CONFIG', raw, ConnectorHostConfigSchema);
-export const parsePlacement = (raw: string | undefined): RemotePlacement => parseJsonConfig('AIP_REMOTE_CONNECTORS', raw, RemotePlacementSchema);
+export const parseHostConfig = (raw: string | undefined): ConnectorHostConfig =>
+  parseJsonConfig('AIP_CONNECTOR_HOST_CONFIG', raw, remoteConfigSchemas().ConnectorHostConfigSchema);
+export const parsePlacement = (raw: string | undefined): RemotePlacement =>
+  parseJsonConfig('AIP_REMOTE_CONNECTORS', raw, remoteConfigSchemas().RemotePlacementSchema);
 
 export interface HostOverrides {
   /** Local credential references (instead of the config's Secrets Manager rows) and the environment they read. */

@@ -10,20 +10,8 @@ import { validateAction, validateTransactionRequest } from '../../lib/protocol/v
 import { createRouteHandler, type HttpDeps, type ProxyHandler } from '../shared/route-handler.js';
 import { headerValues, type AipHttpEvent, type HttpResult } from '../shared/http.js';
 import { productionRuntime } from '../shared/production-runtime.js';
-import type { ActionResult } from '../../lib/protocol/index.js';
 import type { ActionState, CallerIdentity, RuntimeApi, SubmitOutcome } from '../shared/runtime-api.js';
-import {
-  firstPollDelay,
-  parsePreferWait,
-  pollDelays,
-  pollSchedule,
-  pollUntil,
-  SETTLE_TIMES,
-  SETTLED_STATUSES,
-  settleSample,
-  waitBudgetMs,
-  type WaitClock,
-} from '../shared/wait.js';
+import { parsePreferWait, SETTLE_TIMES, waitBudgetMs, waitForSettlement, type WaitClock } from '../shared/wait.js';
 import { ROUTES } from '../../lib/http/routes.js';
 
 /**
@@ -53,10 +41,6 @@ export function actionStatusUrl(event: Pick<AipHttpEvent, 'path' | 'requestConte
 
 const TERMINAL: ReadonlySet<string> = new Set(TERMINAL_ACTION_STATUSES);
 
-function settled(result: ActionResult): boolean {
-  return SETTLED_STATUSES.has(result.status);
-}
-
 /**
  * A wait: polls the action's result alone (one read of the action record per
  * poll) on the schedule of ./wait.ts until it settles or the deadline passes,
@@ -74,21 +58,13 @@ async function waitForAction(
   deps: Pick<HttpDeps, 'waitPoll' | 'settleTimes'>,
   learn?: string,
 ): Promise<ActionState> {
-  const options = deps.waitPoll ?? {};
-  const times = deps.settleTimes ?? SETTLE_TIMES;
-  const adaptive = learn !== undefined && options.adaptive !== false;
-  const interval = pollSchedule(options, 0).intervalMs;
-  const first = learn === undefined ? 0 : (options.firstMs ?? firstPollDelay(adaptive ? times.expected(learn) : undefined, interval));
-  const startedAt = clock.now();
-  const outcome = await pollUntil(() => rt.getActionResult(caller, tenant_id, action_id), settled, {
+  await waitForSettlement(() => rt.getActionResult(caller, tenant_id, action_id), {
+    options: deps.waitPoll ?? {},
+    times: deps.settleTimes ?? SETTLE_TIMES,
     deadline,
     clock,
-    delays: pollDelays(pollSchedule(options, first)),
+    ...(learn !== undefined ? { learn } : {}),
   });
-  // The settlement's own time (the worker's clock; Lambda clocks are synchronised) when the result has it.
-  const completedAt = outcome.done ? Date.parse(outcome.value.completed_at ?? '') : Number.NaN;
-  const sample = adaptive ? settleSample(outcome, interval, Number.isNaN(completedAt) ? undefined : completedAt - startedAt) : undefined;
-  if (sample !== undefined) times.observe(learn as string, sample);
   return rt.getAction(caller, tenant_id, action_id);
 }
 

@@ -36,8 +36,8 @@ import { configuredEndpoint, type AwsService } from '../../lib/aws/client-config
 import { describeIssue, formatIssuePath } from '../../lib/common/issues.js';
 import { DeploymentRuntimeConfigSchema, type DeploymentRuntimeConfig } from '../../lib/config/deployment.js';
 import { FUNCTION_ENV, OPTIONAL_FUNCTION_ENV } from '../../lib/config/function-env.js';
-import { LocalCredentialConfigSchema, type LocalCredentialReference } from '../../lib/connectors/credentials/env-provider.js';
-import { RemotePlacementSchema, inlineKeysAllowed, keySources, type RemotePlacement } from '../../lib/connectors/remote/config.js';
+import { localCredentialConfigSchema, type LocalCredentialReference } from '../../lib/connectors/credentials/env-provider.js';
+import { inlineKeysAllowed, keySources, remoteConfigSchemas, type RemotePlacement } from '../../lib/connectors/remote/config.js';
 import type { Principal } from '../../lib/protocol/identity.js';
 import { IdSchema } from '../../lib/protocol/primitives.js';
 
@@ -254,7 +254,7 @@ export function readBootstrapSettings(env: NodeJS.ProcessEnv = process.env, opti
   if (rawLocal) {
     const value = readJsonValue(OPTIONAL_ENV.localCredentials, rawLocal, cwd, issues);
     if (value !== undefined) {
-      const local = parseNested(OPTIONAL_ENV.localCredentials, LocalCredentialConfigSchema, value, issues);
+      const local = parseNested(OPTIONAL_ENV.localCredentials, localCredentialConfigSchema(), value, issues);
       if (local) credentials = { source: 'local', references: local.references as LocalCredentialReference[] };
     }
   }
@@ -281,7 +281,7 @@ export function readBootstrapSettings(env: NodeJS.ProcessEnv = process.env, opti
   const rawRemote = env[OPTIONAL_ENV.remoteConnectors]?.trim();
   if (rawRemote) {
     const value = readJsonValue(OPTIONAL_ENV.remoteConnectors, rawRemote, cwd, issues);
-    if (value !== undefined) remotePlacement = parseNested(OPTIONAL_ENV.remoteConnectors, RemotePlacementSchema, value, issues);
+    if (value !== undefined) remotePlacement = parseNested(OPTIONAL_ENV.remoteConnectors, remoteConfigSchemas().RemotePlacementSchema, value, issues);
     if (remotePlacement !== undefined && runtimeConfig) {
       const enabled = new Set(runtimeConfig.connectors.map((c) => c.id));
       for (const c of remotePlacement.connectors) {

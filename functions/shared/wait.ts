@@ -192,6 +192,51 @@ export async function pollUntil<T>(fetch: () => Promise<T>, done: (value: T) => 
   }
 }
 
+/** What a wait polls: an action's status and, once settled, when it settled. */
+export interface SettleProbe {
+  readonly status: ActionStatus;
+  readonly completed_at?: string;
+}
+
+export interface SettleWaitOptions {
+  /** The schedule (HttpDeps.waitPoll). */
+  readonly options: WaitPollOptions;
+  /** The settle times that time the first poll and learn from this wait. */
+  readonly times: SettleTimes;
+  /** Absolute deadline on `clock.now()`. */
+  readonly deadline: number;
+  readonly clock: WaitClock;
+  /**
+   * The key under which the settle times time the first poll and learn from
+   * this wait (POST); without it the first poll is at once (GET).
+   */
+  readonly learn?: string;
+}
+
+/**
+ * A wait for an action to settle (functions/http/actions.ts): polls `fetch`
+ * on the schedule of `options` until the status is settled or the deadline
+ * passes, the first poll timed to the settle time learnt under `learn`, and
+ * learns from what it saw. The bench's cost model runs this same function on
+ * a virtual clock (bench/lib/awscost-model.ts).
+ */
+export async function waitForSettlement<T extends SettleProbe>(fetch: () => Promise<T>, w: SettleWaitOptions): Promise<PollOutcome<T>> {
+  const adaptive = w.learn !== undefined && w.options.adaptive !== false;
+  const interval = pollSchedule(w.options, 0).intervalMs;
+  const first = w.learn === undefined ? 0 : (w.options.firstMs ?? firstPollDelay(adaptive ? w.times.expected(w.learn) : undefined, interval));
+  const startedAt = w.clock.now();
+  const outcome = await pollUntil(fetch, (r) => SETTLED_STATUSES.has(r.status), {
+    deadline: w.deadline,
+    clock: w.clock,
+    delays: pollDelays(pollSchedule(w.options, first)),
+  });
+  // The settlement's own time (the worker's clock; Lambda clocks are synchronised) when the result has it.
+  const completedAt = outcome.done ? Date.parse(outcome.value.completed_at ?? '') : Number.NaN;
+  const sample = adaptive ? settleSample(outcome, interval, Number.isNaN(completedAt) ? undefined : completedAt - startedAt) : undefined;
+  if (sample !== undefined) w.times.observe(w.learn as string, sample);
+  return outcome;
+}
+
 /** Longest settle time a wait learns from (a longer one is not what the first poll should wait for). */
 const MAX_LEARNT_SETTLE_MS = 10_000;
 

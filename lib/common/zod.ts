@@ -19,3 +19,18 @@ import { en } from 'zod/locales';
 config(en());
 
 export * from 'zod/mini';
+
+/**
+ * A schema built on its first use instead of at import: for the schemas a
+ * function's cold start would otherwise build and almost never runs (the
+ * deployment file's infrastructure half, the remote placement), which
+ * docs/bench/analysis.md "Cold start and bundles" counts. Memoised: one
+ * instance per process.
+ */
+export function lazySchema<T>(build: () => T): () => T {
+  let built: T | undefined;
+  return () => {
+    built ??= build();
+    return built;
+  };
+}

@@ -358,230 +358,236 @@ const baseUrl = z.string({ error: 'must be a string holding the connector base U
   }),
 );
 
-export const InfraConfigSchema = z
-  .strictObject({
-    /** Short environment name; part of stack names and the schedule group name. */
-    envName: z.string({ error: 'must be a short environment name such as "dev" or "prod"' }).check(
-      z.regex(/^[a-z][a-z0-9-]{0,15}$/, {
-        message: 'must match ^[a-z][a-z0-9-]{0,15}$ (it becomes part of stack and resource names)',
-      }),
-    ),
-    auth: AuthConfigSchema,
-    connectors: z._default(z.array(DeploymentConnectorConfigSchema), []),
-    approvalPolicies: z._default(z.array(ApprovalPolicySchema), []),
-    /** Alarm notifications go here when set. */
-    alarmEmail: z.optional(z.email({ error: 'must be an email address' })),
-    logRetentionDays: z._default(
-      z.literal(LOG_RETENTION_DAYS, { error: `must be one of ${LOG_RETENTION_DAYS.join(', ')} (CloudWatch Logs retention days)` }),
-      30,
-    ),
-    /** `sqs-managed` (SSE-SQS) or `kms` (a customer managed key created by the stateful stack). */
-    queueEncryption: z._default(z.enum(['sqs-managed', 'kms'], { error: 'must be "sqs-managed" or "kms"' }), 'sqs-managed'),
-    /** Timeout of the connector worker Lambda; the invoke queue's visibility timeout derives from it. */
-    workerTimeoutSeconds: z._default(intIn(10, 900, 'seconds; Lambda allows at most 900'), 60),
-    /** Timeout of the reconcile consumer Lambda; the reconcile queue's visibility timeout derives from it. */
-    reconcilerTimeoutSeconds: z._default(intIn(10, 900, 'seconds; Lambda allows at most 900'), 60),
-    /** Most concurrent worker instances the invoke queue's event source scales to (bounds the load on providers). */
-    workerMaxConcurrency: z._default(intIn(2, 1000, 'concurrent invocations; SQS event sources allow 2-1000'), 10),
-    /** Most concurrent reconcile consumer instances. */
-    reconcilerMaxConcurrency: z._default(intIn(2, 1000, 'concurrent invocations; SQS event sources allow 2-1000'), 5),
-    /**
-     * Reserved concurrency of the invoke worker: instances no other function of
-     * the account can take, so a burst elsewhere (the API functions included)
-     * never throttles the worker below its event source's maximum concurrency.
-     * At least `workerMaxConcurrency` (Lambda throttles an event source whose
-     * maximum concurrency exceeds the function's reserved concurrency). Absent:
-     * the worker shares the account's unreserved pool (an account must keep
-     * 100 unreserved, so small accounts cannot reserve). docs/infra.md.
-     */
-    workerReservedConcurrency: z.optional(intIn(2, 10_000, 'reserved concurrent executions')),
-    /** Reserved concurrency of the reconcile consumer; at least `reconcilerMaxConcurrency`. Absent: none. */
-    reconcilerReservedConcurrency: z.optional(intIn(2, 10_000, 'reserved concurrent executions')),
-    /**
-     * The alarm on the invoke queue's quiet tenants (SQS fair queues'
-     * ApproximateAgeOfOldestMessageInQuietGroups: the oldest message of the
-     * tenants that are not noisy) fires when it is older than this.
-     */
-    quietTenantQueueAgeAlarmSeconds: z._default(intIn(60, 43_200, 'seconds'), 300),
-    /**
-     * X-Ray active tracing of every function, with the Powertools Tracer in the
-     * code (handler subsegments, outgoing HTTPS calls). Off: no X-Ray, and the
-     * functions never import the tracer (about 100 KiB of code loaded on the
-     * first invocation; docs/bench/analysis.md, "Cold start and bundles").
-     */
-    tracing: z._default(z.boolean(), true),
-    /**
-     * NODE_OPTIONS=--enable-source-maps on every function: stack traces in the
-     * logs name the TypeScript files and lines. Off by default because Node
-     * then reads every chunk's source map as it loads it, which costs 10 to
-     * 20 % of a cold start (docs/bench/analysis.md, "Cold start and bundles");
-     * the bundles ship their `.map` files either way, so a logged stack can be
-     * mapped offline, or this switched on while investigating.
-     */
-    sourceMaps: z._default(z.boolean(), false),
-    /** Log level of every function (Powertools Logger and Lambda's application log level). */
-    logLevel: z._default(z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }), 'INFO'),
-    api: z.prefault(ApiConfigSchema, {}),
-    /** The alarm on the oldest outcome_unknown record fires when it is older than this. */
-    outcomeUnknownAlarmAgeSeconds: z._default(intIn(60, 7 * 24 * 3600, 'seconds'), 1800),
-    /**
-     * Connector ID → base URL of its provider API, for connectors whose default
-     * base URL is not the one to use (the reference payments connector defaults
-     * to the local simulator). Set as AIP_CONNECTOR_ENDPOINTS on the functions.
-     */
-    connectorEndpoints: z._default(z.record(z.string(), baseUrl, { error: 'must be an object: connector ID → base URL' }), {}),
-    /**
-     * Remote connector placement (infra/remote-host.ts, docs/infra.md "Remote
-     * connector host"): these enabled connectors run in a connector host
-     * Lambda behind a Function URL, reached through signed requests (KMS keys
-     * created by the stack). Absent: every connector runs in-process.
-     */
-    remoteConnectorHost: z.optional(
-      z.strictObject({
-        connectors: z.array(protocolId('connector ID')).check(z.minLength(1, { message: 'must list at least one enabled connector' })),
-        instanceId: z._default(protocolId('connector instance ID'), 'host-1'),
-        replica: z._default(protocolId('replica ID'), 'host-1-a'),
-        timeoutSeconds: z._default(intIn(10, 900, 'seconds; Lambda allows at most 900'), 60),
-        memorySize: z._default(intIn(128, 10_240, 'MB'), 512),
-        /**
-         * Placed connector ID → most attempts of it the host runs at once
-         * (across all its Lambda environments: slots in the host's table). A
-         * request beyond it is refused, signed, with
-         * `connector.remote_capacity_exhausted` (retryable; the connector was
-         * not called). Absent for a connector: no limit.
-         */
-        maxConcurrentAttempts: z._default(
-          z.record(z.string(), intIn(1, MAX_CONCURRENT_ATTEMPTS_LIMIT, 'concurrent attempts'), {
-            error: 'must be an object: placed connector ID → concurrent attempts',
-          }),
-          {},
-        ),
-      }),
-    ),
-  })
-  .check(
-    z.superRefine((config, ctx) => {
-      refineAuthUrls(config, ctx);
-      const seen = new Set<string>();
-      config.connectors.forEach((connector, index) => {
-        if (seen.has(connector.id)) {
-          ctx.addIssue({ code: 'custom', path: ['connectors', index, 'id'], message: `duplicate connector ID "${connector.id}"` });
-        }
-        if (connector.http !== undefined && connector.module !== undefined) {
-          ctx.addIssue({
-            code: 'custom',
-            path: ['connectors', index, 'module'],
-            message: 'a connector is either a declarative HTTP document (http) or a code module (module), not both',
-          });
-        }
-        seen.add(connector.id);
-        const rows = new Set<string>();
-        connector.credentials.forEach((row, rowIndex) => {
-          const key = JSON.stringify([row.handle, row.tenantId, row.externalAccountId ?? null]);
-          if (rows.has(key)) {
-            const scope =
-              row.externalAccountId === undefined ? `tenant "${row.tenantId}"` : `tenant "${row.tenantId}", external account "${row.externalAccountId}"`;
+/**
+ * The infrastructure configuration file (`cdk synth`, the local stack). Built on first use: the
+ * functions parse only its run-time part (AIP_RUNTIME_CONFIG, below), so their cold start skips it.
+ */
+const infraConfigSchema = z.lazySchema(() =>
+  z
+    .strictObject({
+      /** Short environment name; part of stack names and the schedule group name. */
+      envName: z.string({ error: 'must be a short environment name such as "dev" or "prod"' }).check(
+        z.regex(/^[a-z][a-z0-9-]{0,15}$/, {
+          message: 'must match ^[a-z][a-z0-9-]{0,15}$ (it becomes part of stack and resource names)',
+        }),
+      ),
+      auth: AuthConfigSchema,
+      connectors: z._default(z.array(DeploymentConnectorConfigSchema), []),
+      approvalPolicies: z._default(z.array(ApprovalPolicySchema), []),
+      /** Alarm notifications go here when set. */
+      alarmEmail: z.optional(z.email({ error: 'must be an email address' })),
+      logRetentionDays: z._default(
+        z.literal(LOG_RETENTION_DAYS, { error: `must be one of ${LOG_RETENTION_DAYS.join(', ')} (CloudWatch Logs retention days)` }),
+        30,
+      ),
+      /** `sqs-managed` (SSE-SQS) or `kms` (a customer managed key created by the stateful stack). */
+      queueEncryption: z._default(z.enum(['sqs-managed', 'kms'], { error: 'must be "sqs-managed" or "kms"' }), 'sqs-managed'),
+      /** Timeout of the connector worker Lambda; the invoke queue's visibility timeout derives from it. */
+      workerTimeoutSeconds: z._default(intIn(10, 900, 'seconds; Lambda allows at most 900'), 60),
+      /** Timeout of the reconcile consumer Lambda; the reconcile queue's visibility timeout derives from it. */
+      reconcilerTimeoutSeconds: z._default(intIn(10, 900, 'seconds; Lambda allows at most 900'), 60),
+      /** Most concurrent worker instances the invoke queue's event source scales to (bounds the load on providers). */
+      workerMaxConcurrency: z._default(intIn(2, 1000, 'concurrent invocations; SQS event sources allow 2-1000'), 10),
+      /** Most concurrent reconcile consumer instances. */
+      reconcilerMaxConcurrency: z._default(intIn(2, 1000, 'concurrent invocations; SQS event sources allow 2-1000'), 5),
+      /**
+       * Reserved concurrency of the invoke worker: instances no other function of
+       * the account can take, so a burst elsewhere (the API functions included)
+       * never throttles the worker below its event source's maximum concurrency.
+       * At least `workerMaxConcurrency` (Lambda throttles an event source whose
+       * maximum concurrency exceeds the function's reserved concurrency). Absent:
+       * the worker shares the account's unreserved pool (an account must keep
+       * 100 unreserved, so small accounts cannot reserve). docs/infra.md.
+       */
+      workerReservedConcurrency: z.optional(intIn(2, 10_000, 'reserved concurrent executions')),
+      /** Reserved concurrency of the reconcile consumer; at least `reconcilerMaxConcurrency`. Absent: none. */
+      reconcilerReservedConcurrency: z.optional(intIn(2, 10_000, 'reserved concurrent executions')),
+      /**
+       * The alarm on the invoke queue's quiet tenants (SQS fair queues'
+       * ApproximateAgeOfOldestMessageInQuietGroups: the oldest message of the
+       * tenants that are not noisy) fires when it is older than this.
+       */
+      quietTenantQueueAgeAlarmSeconds: z._default(intIn(60, 43_200, 'seconds'), 300),
+      /**
+       * X-Ray active tracing of every function, with the Powertools Tracer in the
+       * code (handler subsegments, outgoing HTTPS calls). Off: no X-Ray, and the
+       * functions never import the tracer (about 100 KiB of code loaded on the
+       * first invocation; docs/bench/analysis.md, "Cold start and bundles").
+       */
+      tracing: z._default(z.boolean(), true),
+      /**
+       * NODE_OPTIONS=--enable-source-maps on every function: stack traces in the
+       * logs name the TypeScript files and lines. Off by default because Node
+       * then reads every chunk's source map as it loads it, which costs 10 to
+       * 20 % of a cold start (docs/bench/analysis.md, "Cold start and bundles");
+       * the bundles ship their `.map` files either way, so a logged stack can be
+       * mapped offline, or this switched on while investigating.
+       */
+      sourceMaps: z._default(z.boolean(), false),
+      /** Log level of every function (Powertools Logger and Lambda's application log level). */
+      logLevel: z._default(z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }), 'INFO'),
+      api: z.prefault(ApiConfigSchema, {}),
+      /** The alarm on the oldest outcome_unknown record fires when it is older than this. */
+      outcomeUnknownAlarmAgeSeconds: z._default(intIn(60, 7 * 24 * 3600, 'seconds'), 1800),
+      /**
+       * Connector ID → base URL of its provider API, for connectors whose default
+       * base URL is not the one to use (the reference payments connector defaults
+       * to the local simulator). Set as AIP_CONNECTOR_ENDPOINTS on the functions.
+       */
+      connectorEndpoints: z._default(z.record(z.string(), baseUrl, { error: 'must be an object: connector ID → base URL' }), {}),
+      /**
+       * Remote connector placement (infra/remote-host.ts, docs/infra.md "Remote
+       * connector host"): these enabled connectors run in a connector host
+       * Lambda behind a Function URL, reached through signed requests (KMS keys
+       * created by the stack). Absent: every connector runs in-process.
+       */
+      remoteConnectorHost: z.optional(
+        z.strictObject({
+          connectors: z.array(protocolId('connector ID')).check(z.minLength(1, { message: 'must list at least one enabled connector' })),
+          instanceId: z._default(protocolId('connector instance ID'), 'host-1'),
+          replica: z._default(protocolId('replica ID'), 'host-1-a'),
+          timeoutSeconds: z._default(intIn(10, 900, 'seconds; Lambda allows at most 900'), 60),
+          memorySize: z._default(intIn(128, 10_240, 'MB'), 512),
+          /**
+           * Placed connector ID → most attempts of it the host runs at once
+           * (across all its Lambda environments: slots in the host's table). A
+           * request beyond it is refused, signed, with
+           * `connector.remote_capacity_exhausted` (retryable; the connector was
+           * not called). Absent for a connector: no limit.
+           */
+          maxConcurrentAttempts: z._default(
+            z.record(z.string(), intIn(1, MAX_CONCURRENT_ATTEMPTS_LIMIT, 'concurrent attempts'), {
+              error: 'must be an object: placed connector ID → concurrent attempts',
+            }),
+            {},
+          ),
+        }),
+      ),
+    })
+    .check(
+      z.superRefine((config, ctx) => {
+        refineAuthUrls(config, ctx);
+        const seen = new Set<string>();
+        config.connectors.forEach((connector, index) => {
+          if (seen.has(connector.id)) {
+            ctx.addIssue({ code: 'custom', path: ['connectors', index, 'id'], message: `duplicate connector ID "${connector.id}"` });
+          }
+          if (connector.http !== undefined && connector.module !== undefined) {
             ctx.addIssue({
               code: 'custom',
-              path: ['connectors', index, 'credentials', rowIndex],
-              message: `duplicate credential reference: handle "${row.handle}" for ${scope} is already mapped`,
+              path: ['connectors', index, 'module'],
+              message: 'a connector is either a declarative HTTP document (http) or a code module (module), not both',
             });
           }
-          rows.add(key);
+          seen.add(connector.id);
+          const rows = new Set<string>();
+          connector.credentials.forEach((row, rowIndex) => {
+            const key = JSON.stringify([row.handle, row.tenantId, row.externalAccountId ?? null]);
+            if (rows.has(key)) {
+              const scope =
+                row.externalAccountId === undefined ? `tenant "${row.tenantId}"` : `tenant "${row.tenantId}", external account "${row.externalAccountId}"`;
+              ctx.addIssue({
+                code: 'custom',
+                path: ['connectors', index, 'credentials', rowIndex],
+                message: `duplicate credential reference: handle "${row.handle}" for ${scope} is already mapped`,
+              });
+            }
+            rows.add(key);
+          });
         });
-      });
-      for (const id of Object.keys(config.remoteConnectorHost?.maxConcurrentAttempts ?? {})) {
-        if (!config.remoteConnectorHost?.connectors.includes(id)) {
-          ctx.addIssue({
-            code: 'custom',
-            path: ['remoteConnectorHost', 'maxConcurrentAttempts', id],
-            message: `"${id}" is not placed on the remote connector host (placed: ${config.remoteConnectorHost?.connectors.join(', ')})`,
-          });
-        }
-      }
-      config.remoteConnectorHost?.connectors.forEach((id, index) => {
-        if (!seen.has(id)) {
-          ctx.addIssue({
-            code: 'custom',
-            path: ['remoteConnectorHost', 'connectors', index],
-            message: `"${id}" is not an enabled connector (enabled: ${[...seen].join(', ') || 'none'})`,
-          });
-        }
-      });
-      for (const id of Object.keys(config.connectorEndpoints)) {
-        if (!seen.has(id)) {
-          ctx.addIssue({
-            code: 'custom',
-            path: ['connectorEndpoints', id],
-            message: `"${id}" is not an enabled connector (enabled: ${[...seen].join(', ') || 'none'})`,
-          });
-        }
-      }
-      for (const [reserved, max] of [
-        ['workerReservedConcurrency', 'workerMaxConcurrency'],
-        ['reconcilerReservedConcurrency', 'reconcilerMaxConcurrency'],
-      ] as const) {
-        const value = config[reserved];
-        if (value !== undefined && value < config[max]) {
-          ctx.addIssue({
-            code: 'custom',
-            path: [reserved],
-            message: `must be at least ${max} (${config[max]}): Lambda throttles an SQS event source whose maximum concurrency exceeds the function's reserved concurrency`,
-          });
-        }
-      }
-      if (config.api.type === 'http') refineHttpApiAuth(config, ctx);
-      if (config.api.throttlingBurstLimit < Math.min(config.api.throttlingRateLimit, 5_000)) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['api', 'throttlingBurstLimit'],
-          message: `must be at least the rate limit (${config.api.throttlingRateLimit}): a smaller bucket cannot sustain the rate`,
-        });
-      }
-      const policyIds = new Set<string>();
-      config.approvalPolicies.forEach((policy, index) => {
-        if (policyIds.has(policy.id)) {
-          ctx.addIssue({ code: 'custom', path: ['approvalPolicies', index, 'id'], message: `duplicate approval policy ID "${policy.id}"` });
-        }
-        policyIds.add(policy.id);
-        if (!seen.has(policy.connector)) {
-          const enabled = [...seen].join(', ') || 'none';
-          ctx.addIssue({
-            code: 'custom',
-            path: ['approvalPolicies', index, 'connector'],
-            message: `"${policy.connector}" is not an enabled connector (enabled: ${enabled})`,
-          });
-        }
-        const selected = policy.tenants ?? [];
-        if (selected.includes('*') && selected.length > 1) {
-          ctx.addIssue({
-            code: 'custom',
-            path: ['approvalPolicies', index, 'tenants'],
-            message: '"*" selects every tenant: list it alone, or list tenant IDs',
-          });
-        }
-        selected.forEach((tenant, tenantIndex) => {
-          if (selected.indexOf(tenant) !== tenantIndex) {
-            ctx.addIssue({ code: 'custom', path: ['approvalPolicies', index, 'tenants', tenantIndex], message: `duplicate tenant "${tenant}"` });
-          }
-        });
-        policy.modes?.forEach((mode, modeIndex) => {
-          if (!(APPROVAL_GATED_MODES as readonly string[]).includes(mode)) {
+        for (const id of Object.keys(config.remoteConnectorHost?.maxConcurrentAttempts ?? {})) {
+          if (!config.remoteConnectorHost?.connectors.includes(id)) {
             ctx.addIssue({
               code: 'custom',
-              path: ['approvalPolicies', index, 'modes', modeIndex],
-              message: `"${mode}" cannot be gated by approval: dry_run and plan are previews that run before any approval; gate one of ${APPROVAL_GATED_MODES.join(', ')}`,
+              path: ['remoteConnectorHost', 'maxConcurrentAttempts', id],
+              message: `"${id}" is not placed on the remote connector host (placed: ${config.remoteConnectorHost?.connectors.join(', ')})`,
+            });
+          }
+        }
+        config.remoteConnectorHost?.connectors.forEach((id, index) => {
+          if (!seen.has(id)) {
+            ctx.addIssue({
+              code: 'custom',
+              path: ['remoteConnectorHost', 'connectors', index],
+              message: `"${id}" is not an enabled connector (enabled: ${[...seen].join(', ') || 'none'})`,
             });
           }
         });
-      });
-    }),
-  );
+        for (const id of Object.keys(config.connectorEndpoints)) {
+          if (!seen.has(id)) {
+            ctx.addIssue({
+              code: 'custom',
+              path: ['connectorEndpoints', id],
+              message: `"${id}" is not an enabled connector (enabled: ${[...seen].join(', ') || 'none'})`,
+            });
+          }
+        }
+        for (const [reserved, max] of [
+          ['workerReservedConcurrency', 'workerMaxConcurrency'],
+          ['reconcilerReservedConcurrency', 'reconcilerMaxConcurrency'],
+        ] as const) {
+          const value = config[reserved];
+          if (value !== undefined && value < config[max]) {
+            ctx.addIssue({
+              code: 'custom',
+              path: [reserved],
+              message: `must be at least ${max} (${config[max]}): Lambda throttles an SQS event source whose maximum concurrency exceeds the function's reserved concurrency`,
+            });
+          }
+        }
+        if (config.api.type === 'http') refineHttpApiAuth(config, ctx);
+        if (config.api.throttlingBurstLimit < Math.min(config.api.throttlingRateLimit, 5_000)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['api', 'throttlingBurstLimit'],
+            message: `must be at least the rate limit (${config.api.throttlingRateLimit}): a smaller bucket cannot sustain the rate`,
+          });
+        }
+        const policyIds = new Set<string>();
+        config.approvalPolicies.forEach((policy, index) => {
+          if (policyIds.has(policy.id)) {
+            ctx.addIssue({ code: 'custom', path: ['approvalPolicies', index, 'id'], message: `duplicate approval policy ID "${policy.id}"` });
+          }
+          policyIds.add(policy.id);
+          if (!seen.has(policy.connector)) {
+            const enabled = [...seen].join(', ') || 'none';
+            ctx.addIssue({
+              code: 'custom',
+              path: ['approvalPolicies', index, 'connector'],
+              message: `"${policy.connector}" is not an enabled connector (enabled: ${enabled})`,
+            });
+          }
+          const selected = policy.tenants ?? [];
+          if (selected.includes('*') && selected.length > 1) {
+            ctx.addIssue({
+              code: 'custom',
+              path: ['approvalPolicies', index, 'tenants'],
+              message: '"*" selects every tenant: list it alone, or list tenant IDs',
+            });
+          }
+          selected.forEach((tenant, tenantIndex) => {
+            if (selected.indexOf(tenant) !== tenantIndex) {
+              ctx.addIssue({ code: 'custom', path: ['approvalPolicies', index, 'tenants', tenantIndex], message: `duplicate tenant "${tenant}"` });
+            }
+          });
+          policy.modes?.forEach((mode, modeIndex) => {
+            if (!(APPROVAL_GATED_MODES as readonly string[]).includes(mode)) {
+              ctx.addIssue({
+                code: 'custom',
+                path: ['approvalPolicies', index, 'modes', modeIndex],
+                message: `"${mode}" cannot be gated by approval: dry_run and plan are previews that run before any approval; gate one of ${APPROVAL_GATED_MODES.join(', ')}`,
+              });
+            }
+          });
+        });
+      }),
+    ),
+);
 
 /** The validated configuration, with defaults applied. */
-export type InfraConfig = z.output<typeof InfraConfigSchema>;
+export type InfraConfig = z.output<ReturnType<typeof infraConfigSchema>>;
 /** What a configuration file may contain (defaults not yet applied). */
-export type InfraConfigInput = z.input<typeof InfraConfigSchema>;
+export type InfraConfigInput = z.input<ReturnType<typeof infraConfigSchema>>;
 export type ApprovalPolicy = InfraConfig['approvalPolicies'][number];
 
 export interface InfraConfigIssue {
@@ -604,7 +610,7 @@ export class InfraConfigError extends Error {
 
 /** Validates a configuration object; throws {@link InfraConfigError} naming every bad field. */
 export function parseInfraConfig(input: unknown, source = 'inline configuration'): InfraConfig {
-  const result = InfraConfigSchema.safeParse(input);
+  const result = infraConfigSchema().safeParse(input);
   if (result.success) return result.data;
   throw new InfraConfigError(
     source,

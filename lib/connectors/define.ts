@@ -32,7 +32,7 @@ import type { CredentialProvider } from './ports/credentials.js';
 import { admitManifest, formatAdmissionIssue } from './admission.js';
 import { FrozenConnectorBase, connectorSource, defaultHealth } from './base.js';
 import { contextAttemptEvidence, type ActionExecutionContext } from './context.js';
-import { resolveCredential } from './credentials/resolve.js';
+import { withCredentialRefresh } from './credentials/resolve.js';
 import type { ConnectorSecret } from './credentials/secret.js';
 import {
   ConnectorFailure,
@@ -83,6 +83,12 @@ export interface HandlerCall {
   /**
    * Resolves ctx.credential through the connector's credential provider for
    * the verified tenant and account, runs `fn`, and disposes the secret.
+   * When the handler then fails because the provider refused the credential
+   * (`connector.provider_auth_failed`, a `remote_status` of 401 or 403, or a
+   * code in ConnectorDefinition.credential_refusal_codes) before any effect
+   * was checkpointed, and a refetch finds the credential rotated, the whole
+   * handler runs once more with the fresh one: keep the downstream request
+   * identical (the attempt's idempotency key) so that the resend is safe.
    */
   withSecret<T>(fn: (secret: ConnectorSecret) => MaybePromise<T>): Promise<T>;
   /** Builds a ConnectorFailure with this call's operation and the connector's source. */
@@ -361,6 +367,16 @@ export interface ConnectorDefinition {
    * still fits.
    */
   readonly map_error?: MapError;
+  /**
+   * The failure codes (after map_error) by which a handler reports that the
+   * provider refused the credential, besides `connector.provider_auth_failed`
+   * and any failure whose `remote_status` is 401 or 403. Such a failure of a
+   * handler that resolved the credential (`call.withSecret`), with no provider
+   * effect checkpointed in the attempt and no chunk streamed, makes the
+   * connector ask the credential provider to fetch the credential afresh; if
+   * it was rotated, the handler runs once more (see withCredentialRefresh).
+   */
+  readonly credential_refusal_codes?: readonly string[];
   /** Stronger readiness than "discovery succeeds"; return operator-safe detail. */
   readonly health?: (ctx: ConnectorContext) => Promise<ConnectorHealth>;
   /** emit_typed. */
@@ -394,6 +410,8 @@ export class DefinedConnector extends FrozenConnectorBase {
   readonly #support: ReadonlyMap<string, ImplementationSupport>;
   readonly #manifest: ConnectorManifest;
   readonly #def: ConnectorDefinition;
+  /** Handler runs that published a stream chunk (never run again after a credential refusal). */
+  readonly #streamed = new WeakSet<HandlerCall>();
 
   /** @internal use defineConnector */
   constructor(def: ConnectorDefinition) {
@@ -598,29 +616,59 @@ export class DefinedConnector extends FrozenConnectorBase {
         redacted_details: { paths: parsed.error.issues.map((i) => joinIssuePath(i.path, '/')).slice(0, 20) },
       });
     }
-    const call = this.#call(action, ctx, operation);
+    const provider = this.#def.credentials;
     try {
-      return await body(cap, parsed.data, call);
+      if (provider === undefined) return await body(cap, parsed.data, this.#call(action, ctx, operation));
+      // The handler runs once more, with a fresh credential, when the provider refused a rotated one (the rule the
+      // declarative HTTP connector follows per request): a refusal means the provider did not act, and the attempt's
+      // idempotency key is the same.
+      let current: HandlerCall | undefined;
+      return await withCredentialRefresh(
+        provider,
+        ctx,
+        (credential) => {
+          current = this.#call(action, ctx, operation, credential);
+          return body(cap, parsed.data, current);
+        },
+        {
+          operation,
+          source: this.source,
+          refused: (o) => !o.ok && !(current !== undefined && this.#streamed.has(current)) && this.#credentialRefused(o.error, operation, action, ctx),
+        },
+      );
     } catch (err) {
       const { failure, classified } = this.#normalize(err, operation, action, ctx);
       throw settleFailure(failure, classified, operation, action, ctx);
     }
   }
 
-  #call(action: Action, ctx: ActionExecutionContext, operation: ConnectorOperation): HandlerCall {
-    const provider = this.#def.credentials;
+  /** Whether a failure says the provider refused the credential, after which nothing of the attempt took effect. */
+  #credentialRefused(err: unknown, operation: ConnectorOperation, action: Action, ctx: ActionExecutionContext): boolean {
+    const evidence = contextAttemptEvidence(ctx);
+    if (evidence.provider_operation_checkpointed || evidence.provider_effect_committed) return false;
+    const { failure } = this.#normalize(err, operation, action, ctx);
+    return (
+      failure.code === 'connector.provider_auth_failed' ||
+      failure.remote_status === 401 ||
+      failure.remote_status === 403 ||
+      (this.#def.credential_refusal_codes?.includes(failure.code) ?? false)
+    );
+  }
+
+  /** `credential`: resolves the context's credential (withCredentialRefresh's); absent without a credential provider. */
+  #call(action: Action, ctx: ActionExecutionContext, operation: ConnectorOperation, credential?: () => Promise<ConnectorSecret>): HandlerCall {
     const source = this.source;
     return Object.freeze({
       action,
       capability_id: action.capability_id,
       operation,
       async withSecret<T>(fn: (secret: ConnectorSecret) => MaybePromise<T>): Promise<T> {
-        if (provider === undefined) {
+        if (credential === undefined) {
           throw markSdkFailure(
             new ConnectorFailure({ code: 'connector.credentials_unavailable', operation, source, redacted_details: { reason: 'no_credential_provider' } }),
           );
         }
-        const secret = await resolveCredential(provider, ctx, operation, source);
+        const secret = await credential();
         try {
           return await fn(secret);
         } finally {
@@ -649,7 +697,10 @@ export class DefinedConnector extends FrozenConnectorBase {
         // Yielded after cancellation: the handler was running (an effect may have happened, and
         // settleFailure adds what the attempt checkpointed); never rethrow the canceller's reason as is.
         if (ctx.cancellation.aborted) throw this.#cancelledWhileStreaming(ctx);
-        if (ctx.stream.enabled) await ctx.stream.emit(next.value);
+        if (ctx.stream.enabled) {
+          this.#streamed.add(call);
+          await ctx.stream.emit(next.value);
+        }
       }
     } finally {
       if (!done) await gen.return(undefined).catch(() => undefined);

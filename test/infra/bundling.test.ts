@@ -2,7 +2,8 @@
  * The bundling of the functions (infra/bundling.ts): ESM with code splitting
  * from the one set of esbuild options, the capability registry precompiled
  * into the bundles that compose the Runtime (ajv's compiler only in a lazily
- * imported chunk), nothing of the Runtime in the authorizer, and the
+ * imported chunk), nothing of the Runtime in the authorizer, no ajv under
+ * the MCP SDK's server, and the
  * tracing switch of the configuration. Structure only: sizes and timings are
  * `npm run bench` figures.
  */
@@ -110,6 +111,16 @@ describe('bundling', () => {
     expect(code.some((c) => c.includes('("node:http")'))).toBe(true);
     for (const c of code) expect(c).not.toMatch(/from\s*"(node:)?http"/);
     await expect(bundleFunction({ entry: 'test/infra/fixtures/http-websocket.ts', outdir: outdir() })).rejects.toThrow(/WebSocket/);
+  });
+
+  it("the MCP function carries the SDK's server without its ajv validator (the server is always given its own)", async () => {
+    const { metafile } = await bundleFunction({ entry: 'functions/http/mcp.ts', outdir: outdir(), connectors: [{ id: 'payments' }] });
+    const loaded = inputsOf(metafile, staticallyLoaded(metafile, entryOutput(metafile)));
+    const all = inputsOf(metafile, Object.keys(metafile.outputs));
+    expect(loaded).toContain('aip-mcp-no-ajv:ajv-provider');
+    expect(loaded.some((i) => i.includes('node_modules/@modelcontextprotocol/sdk/dist/esm/server/index.js'))).toBe(true);
+    expect(loaded.filter((i) => /node_modules\/(ajv|ajv-formats|fast-uri)\//.test(i))).toEqual([]);
+    expect(all.filter((i) => i.includes('sdk/dist/esm/validation/ajv-provider'))).toEqual([]);
   });
 
   it('the authorizer loads nothing of the Runtime and no AWS SDK', async () => {

@@ -18,25 +18,29 @@ export type LocalSecretLocation = { readonly env: string } | { readonly file: st
 
 export type LocalCredentialReference = CredentialReferenceKey & LocalSecretLocation;
 
-const LocalReferenceSchema = z.union([
-  z.strictObject({
-    connector_id: IdSchema,
-    handle: IdSchema,
-    tenant_id: IdSchema,
-    external_account_id: z.optional(IdSchema),
-    env: z.string().check(z.regex(/^[A-Za-z_][A-Za-z0-9_]*$/)),
-  }),
-  z.strictObject({
-    connector_id: IdSchema,
-    handle: IdSchema,
-    tenant_id: IdSchema,
-    external_account_id: z.optional(IdSchema),
-    file: z.string().check(z.minLength(1)),
-  }),
-]);
-
-/** The JSON config file format of EnvCredentialProvider.fromConfigFile. It names locations, never values. */
-export const LocalCredentialConfigSchema = z.strictObject({ references: z.array(LocalReferenceSchema).check(z.maxLength(10_000)) });
+/**
+ * The JSON config file format of EnvCredentialProvider.fromConfigFile. It names locations, never values.
+ * Built on first use (deployed functions never read a local credential file).
+ */
+export const localCredentialConfigSchema = z.lazySchema(() => {
+  const LocalReferenceSchema = z.union([
+    z.strictObject({
+      connector_id: IdSchema,
+      handle: IdSchema,
+      tenant_id: IdSchema,
+      external_account_id: z.optional(IdSchema),
+      env: z.string().check(z.regex(/^[A-Za-z_][A-Za-z0-9_]*$/)),
+    }),
+    z.strictObject({
+      connector_id: IdSchema,
+      handle: IdSchema,
+      tenant_id: IdSchema,
+      external_account_id: z.optional(IdSchema),
+      file: z.string().check(z.minLength(1)),
+    }),
+  ]);
+  return z.strictObject({ references: z.array(LocalReferenceSchema).check(z.maxLength(10_000)) });
+});
 
 export interface EnvCredentialProviderOptions {
   readonly connector_id: string;
@@ -71,7 +75,7 @@ export class EnvCredentialProvider implements CredentialProvider {
     } catch {
       throw new AipError('connector.definition_invalid', 'credential config file is missing or not JSON');
     }
-    const config = LocalCredentialConfigSchema.safeParse(parsed);
+    const config = localCredentialConfigSchema().safeParse(parsed);
     if (!config.success) throw new AipError('connector.definition_invalid', 'credential config file does not match the schema');
     return new EnvCredentialProvider({ connector_id: options.connector_id, references: config.data.references, ...(options.env ? { env: options.env } : {}) });
   }

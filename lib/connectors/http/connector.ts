@@ -50,7 +50,7 @@ import {
 import type { CredentialProvider } from '../ports/credentials.js';
 import { FrozenConnectorBase, defaultHealth } from '../base.js';
 import { TRANSACTION_CHECKPOINT_MODES, type ActionExecutionContext } from '../context.js';
-import { credentialRotated, resolveCredential } from '../credentials/resolve.js';
+import { withCredentialRefresh } from '../credentials/resolve.js';
 import type { ConnectorSecret } from '../credentials/secret.js';
 import { timeoutRetryable } from '../deadline.js';
 import { ConnectorFailure, isConnectorFailure } from '../failure.js';
@@ -449,14 +449,13 @@ export class HttpConnector extends FrozenConnectorBase {
   }
 
   /**
-   * Adds the credential at the edge: resolved for the verified tenant, used for one header. The secret is kept
-   * in `used` until the answer is in (#send disposes it), so a refusal can be told from a rotation.
+   * Adds the credential at the edge: resolved for the verified tenant (`credential`, from withCredentialRefresh,
+   * which keeps a keyed digest of it so that a refusal can be told from a rotation), used for one header, and
+   * disposed at once.
    */
-  #authorizer(call: Call, used: { secret?: ConnectorSecret }): ((headers: Headers) => Promise<void>) | undefined {
-    const auth = this.config.auth;
-    if (auth.type === 'none') return undefined;
+  #authorizer(call: Call, credential: () => Promise<ConnectorSecret>): (headers: Headers) => Promise<void> {
+    const auth = this.config.auth as Exclude<HttpConnectorConfig['auth'], { type: 'none' }>;
     return async (headers: Headers): Promise<void> => {
-      const provider = this.#deps.credentials as CredentialProvider;
       const handle = call.ctx.credential;
       if (handle !== undefined && handle.id !== auth.credential_handle) {
         throw new ConnectorFailure({
@@ -466,9 +465,7 @@ export class HttpConnector extends FrozenConnectorBase {
           redacted_details: { reason: 'credential_handle_mismatch', credential_handle: handle.id },
         });
       }
-      used.secret?.dispose();
-      const secret = await resolveCredential(provider, call.ctx, call.operation, this.source);
-      used.secret = secret;
+      const secret = await credential();
       try {
         secret.withUtf8((text) => {
           if (/[\r\n\0]/.test(text)) {
@@ -491,9 +488,8 @@ export class HttpConnector extends FrozenConnectorBase {
             });
           }
         });
-      } catch (err) {
+      } finally {
         secret.dispose();
-        throw err;
       }
     };
   }
@@ -572,13 +568,11 @@ export class HttpConnector extends FrozenConnectorBase {
     opts: { mutation: boolean; budget_ms: number; signal?: AbortSignal; onHeaders?: (head: ResponseHead) => Promise<void>; track_request_id?: boolean },
   ): Promise<ProviderResponse> {
     const track = opts.track_request_id !== false;
-    const used: { secret?: ConnectorSecret } = {};
-    const authorize = this.#authorizer(call, used);
     const started = performance.now();
-    const once = async (budget_ms: number): Promise<ProviderResponse> => {
+    const once = async (authorize?: (headers: Headers) => Promise<void>): Promise<ProviderResponse> => {
       const res = await exchange(req, {
         fetch: this.#fetch,
-        budget_ms,
+        budget_ms: opts.budget_ms - (performance.now() - started),
         ...(opts.signal !== undefined ? { signal: opts.signal } : {}),
         ...(this.config.request_id_header !== undefined ? { request_id_header: this.config.request_id_header } : {}),
         ...(authorize !== undefined ? { authorize } : {}),
@@ -597,18 +591,22 @@ export class HttpConnector extends FrozenConnectorBase {
       return res;
     };
     try {
-      const res = await once(opts.budget_ms);
+      if (this.config.auth.type === 'none') return await once();
       // The provider refused the credential: it authenticates before it acts, so the request had no effect.
       // Sent again once, identical (same idempotency key), only if the credential was rotated meanwhile.
-      if (
-        (res.status === 401 || res.status === 403) &&
-        used.secret !== undefined &&
-        (await credentialRotated(this.#deps.credentials as CredentialProvider, call.ctx, used.secret, call.operation, this.source))
-      ) {
-        this.#log(call, { level: 'warn', event: 'provider_credential_rotated', method: req.method, route: spec.path, outcome: res.status });
-        return await once(opts.budget_ms - (performance.now() - started));
-      }
-      return res;
+      return await withCredentialRefresh(this.#deps.credentials as CredentialProvider, call.ctx, (credential) => once(this.#authorizer(call, credential)), {
+        refused: (o) => o.ok && (o.value.status === 401 || o.value.status === 403),
+        operation: call.operation,
+        source: this.source,
+        onRotated: (o) =>
+          this.#log(call, {
+            level: 'warn',
+            event: 'provider_credential_rotated',
+            method: req.method,
+            route: spec.path,
+            ...(o.ok ? { outcome: o.value.status } : {}),
+          }),
+      });
     } catch (err) {
       if (err instanceof TransportFailure) {
         if (track && err.head?.request_id !== undefined) call.provider_request_id = err.head.request_id;
@@ -623,8 +621,6 @@ export class HttpConnector extends FrozenConnectorBase {
         throw new DraftFailure(transportDraft(err, this.#site(call, req.method, spec.path, opts.mutation), this.#uncertainRetryAllowed(call)));
       }
       throw err;
-    } finally {
-      used.secret?.dispose();
     }
   }
 

@@ -8,10 +8,11 @@ import { describe, expect, it } from 'vitest';
 import {
   aipCost,
   costModel,
-  DEPLOYED_WAIT_POLL,
   expressCost,
+  fixedWaitPoll,
   expressGbSeconds,
   gbSeconds,
+  PREVIOUS_WAIT_POLL,
   powertoolsCost,
   standardCost,
   storedBytes,
@@ -78,15 +79,19 @@ describe('AWS cost model arithmetic', () => {
     expect(expressGbSeconds(101, 65)).toBeCloseTo(0.025, 12);
   });
 
-  it('finds when a Prefer: wait loop notices a settlement, as pollUntil polls', () => {
-    // Deployed schedule, 3 ms polls, settled 85 ms after the first poll: polls start at 0 (3 ms, then 200 ms sleep) and 203 ≥ 85 → noticed at 206, 2 polls.
-    expect(waitNotice(85, DEPLOYED_WAIT_POLL, 3)).toEqual({ notice_ms: 206, polls: 2 });
+  it("finds when a Prefer: wait loop notices a settlement, running the handler's own wait on a virtual clock", async () => {
+    // The schedule deployed before, 3 ms polls, settled 85 ms after the wait began: polls start at 0 (3 ms, then 200 ms sleep) and 203 ≥ 85 → noticed at 206, 2 polls.
+    expect(await waitNotice(85, 3, PREVIOUS_WAIT_POLL)).toEqual({ notice_ms: 206, polls: 2 });
     // Settled at 210: the poll at 203 is too early; next at 203 + 3 + 300 = 506 → 509, 3 polls.
-    expect(waitNotice(210, DEPLOYED_WAIT_POLL, 3)).toEqual({ notice_ms: 509, polls: 3 });
-    // Tuned 25 ms ×1.5: polls start at 0, 28, 69 (28 + 3 + 38), 129 (69 + 3 + 57) ≥ 85 → noticed at 132, 4 polls.
-    expect(waitNotice(85, { initial_ms: 25, max_ms: 1_000, factor: 1.5 }, 3)).toEqual({ notice_ms: 132, polls: 4 });
+    expect(await waitNotice(210, 3, PREVIOUS_WAIT_POLL)).toEqual({ notice_ms: 509, polls: 3 });
+    // Fixed 25 ms ×1.5: polls start at 0, 28, 69 (28 + 3 + 38), 129 (69 + 3 + 57) ≥ 85 → noticed at 132, 4 polls.
+    expect(await waitNotice(85, 3, fixedWaitPoll(25, 1_000))).toEqual({ notice_ms: 132, polls: 4 });
     // Already settled: the first poll sees it.
-    expect(waitNotice(0, DEPLOYED_WAIT_POLL, 3)).toEqual({ notice_ms: 3, polls: 1 });
+    expect(await waitNotice(0, 3, PREVIOUS_WAIT_POLL)).toEqual({ notice_ms: 3, polls: 1 });
+    // Deployed (adaptive), the settle time learnt: the first poll one interval (25 ms) before it, at 60 (a miss, 3 ms), then 25 ms later at 88 ≥ 85 → 91, 2 polls.
+    expect(await waitNotice(85, 3)).toEqual({ notice_ms: 91, polls: 2 });
+    // Nothing learnt yet (no warm-up wait): polls at 25, 53, 81 miss, 109 sees it → 112, 4 polls.
+    expect(await waitNotice(85, 3, {}, 0)).toEqual({ notice_ms: 112, polls: 4 });
   });
 
   it('prices an execute of this runtime as worked out by hand', () => {

@@ -2,7 +2,8 @@
  * Credentials cached per execution environment (lib/aws/secrets/secret-cache.ts
  * on Powertools Parameters), against the Secrets Manager request shapes
  * (aws-sdk-client-mock), through the payments connector (the declarative HTTP
- * connector) with a stand-in provider `fetch` that accepts one current key.
+ * connector) and a connector built with defineConnector, with a stand-in
+ * provider `fetch` that accepts one current key.
  *
  * Time is Date under fake timers (the Powertools cache and the refresh floor
  * read Date.now); nothing sleeps and nothing asserts timing.
@@ -13,7 +14,8 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { SecretValueCache } from '../../../lib/aws/secrets/secret-cache.js';
 import { SecretsManagerCredentialProvider } from '../../../lib/aws/secrets/secrets-manager-provider.js';
-import { ConnectorFailure, toProtocolError } from '../../../lib/connectors/index.js';
+import * as z from 'zod';
+import { ConnectorFailure, defineCapability, defineConnector, type HandlerCall, toProtocolError } from '../../../lib/connectors/index.js';
 import type { HttpConnectorLogLine } from '../../../lib/connectors/http/index.js';
 import { createPaymentsConnector } from '../../../lib/connectors/reference/payments.js';
 import { action, attempt, T0 } from './fixtures.js';
@@ -60,7 +62,7 @@ function provider(max_age_seconds?: number, cache = new SecretValueCache({ clien
   });
 }
 
-async function execute(connector: ReturnType<typeof connectorWith>, n: number) {
+async function execute(connector: Pick<ReturnType<typeof connectorWith>, 'invoke_typed'>, n: number) {
   return connector.invoke_typed(action({ id: `act-${n}` }), attempt({ action_id: `act-${n}`, deadline_at: new Date(Date.now() + 30_000) }).context);
 }
 
@@ -202,6 +204,114 @@ describe('credentials cached per execution environment', () => {
     first.dispose();
     const second = await p.resolve(handle, scope);
     expect(second.withUtf8((t) => t)).toBe(KEY_1);
+    expect(fetches()).toBe(1);
+  });
+});
+
+/**
+ * The same provider behind a connector built with defineConnector. `style`:
+ * `await` keeps the secret until the answer is in; `early` disposes it before
+ * the answer is awaited (lib/connectors/reference/tickets.ts does so).
+ */
+function definedConnector(p: SecretsManagerCredentialProvider, options: { style?: 'await' | 'early'; effectFirst?: boolean; code?: string } = {}) {
+  const send = async (call: HandlerCall, key: string | undefined, body: unknown): Promise<Response> => {
+    const request = (secret: { withUtf8<T>(fn: (t: string) => T): T }) =>
+      fakeFetch('http://payments.test/v1/charges', {
+        method: 'POST',
+        headers: { authorization: secret.withUtf8((k) => `Bearer ${k}`), ...(key !== undefined ? { 'idempotency-key': key } : {}) },
+        body: JSON.stringify(body),
+      });
+    if (options.style === 'early') return (await call.withSecret((secret) => ({ pending: request(secret) }))).pending;
+    return call.withSecret(request);
+  };
+  const charge = defineCapability({
+    id: 'payments.charge',
+    input: z.object({ amount: z.number(), currency: z.string() }),
+    output: z.object({ charge_id: z.string() }),
+    contract: { credentials: { required: true, kind: 'api_key' } },
+  }).implement({
+    invoke: async (input, ctx, call) => {
+      if (options.effectFirst === true) ctx.execution_checkpoints.provider_effect_committed();
+      const res = await send(call, ctx.idempotency?.key, input);
+      if (res.status === 401 || res.status === 403) {
+        throw call.failure({ code: options.code ?? 'connector.provider_auth_failed', category: 'permanent', retryable: false, remote_status: res.status });
+      }
+      const json = (await res.json()) as { id: string };
+      return { charge_id: json.id };
+    },
+  });
+  return defineConnector({
+    id: 'payments',
+    version: '1.0.0',
+    credentials: p,
+    capabilities: [charge],
+    ...(options.code !== undefined ? { credential_refusal_codes: [options.code] } : {}),
+  });
+}
+
+describe('credentials of a connector built with defineConnector (the same shared refresh)', () => {
+  const rotate = () => {
+    storedKey = KEY_2;
+    accepted = new Set([KEY_2]);
+    vi.advanceTimersByTime(5_000);
+    sent = [];
+  };
+
+  for (const [status, style] of [
+    [401, 'await'],
+    [403, 'early'],
+  ] as const) {
+    it(`a ${status} (secret disposed ${style === 'early' ? 'before' : 'after'} the answer) refetches the secret and, rotated, runs the handler once more`, async () => {
+      refusal = status;
+      const connector = definedConnector(provider(), { style });
+      await execute(connector, 1);
+      expect(fetches()).toBe(1);
+      rotate();
+      const result = await execute(connector, 2);
+      expect(result.status).toBe('completed');
+      expect(fetches()).toBe(2);
+      expect(sent.map((r) => r.authorization)).toEqual([`Bearer ${KEY_1}`, `Bearer ${KEY_2}`]);
+      expect(sent[1]?.idempotency_key).toBe(sent[0]?.idempotency_key);
+      await execute(connector, 3);
+      expect(fetches()).toBe(2);
+    });
+  }
+
+  it('a refusal of the current secret refetches it once, does not run the handler again, and surfaces the typed failure', async () => {
+    const connector = definedConnector(provider());
+    await execute(connector, 1);
+    accepted = new Set(['sk_somebody_else']);
+    vi.advanceTimersByTime(5_000);
+    sent = [];
+    const failure = await execute(connector, 2).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect((failure as ConnectorFailure).code).toBe('connector.provider_auth_failed');
+    expect(sent).toHaveLength(1);
+    expect(fetches()).toBe(2);
+    const rendered = [inspect(failure, { depth: 8 }), JSON.stringify(toProtocolError(failure as ConnectorFailure))].join('\n');
+    for (const key of [KEY_1, KEY_2]) expect(rendered).not.toContain(key);
+  });
+
+  it("a connector's own refusal code counts when it declares it", async () => {
+    const connector = definedConnector(provider(), { code: 'payments.authentication_failed' });
+    await execute(connector, 1);
+    rotate();
+    expect((await execute(connector, 2)).status).toBe('completed');
+    expect(sent).toHaveLength(2);
+  });
+
+  it('after a provider effect of the attempt, a refusal is not sent again', async () => {
+    const connector = definedConnector(provider(), { effectFirst: true });
+    await execute(connector, 1);
+    rotate();
+    const failure = await execute(connector, 2).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect((failure as ConnectorFailure).code).toBe('connector.provider_auth_failed');
+    expect(sent).toHaveLength(1);
     expect(fetches()).toBe(1);
   });
 });
