@@ -12,10 +12,10 @@
 import type { Action, Capability, JsonObject, ProviderOperationRef } from '../protocol/index.js';
 import { systemClock, type Clock } from '../ports/clock.js';
 import { createExecutionContext, type ExecutionAttempt, type ExecutionFacilities, type TrustedAttemptState } from './context.js';
-import { ConnectorFailure, isConnectorFailure } from './failure.js';
-import { dispatch, failedOutcome, selectMethod, type DispatchMethod, type DispatchOutcome } from './dispatch.js';
+import { ConnectorFailure, capabilityRetryable, isConnectorFailure, timeoutRetryable } from './failure.js';
+import { dispatch, failedOutcome, type DispatchOutcome } from './dispatch.js';
 import type { FrozenConnector } from './interfaces.js';
-import { TYPED_METHOD_OPERATION } from './operations.js';
+import { TYPED_METHOD_OPERATION, selectMethod, type DispatchMethod } from './operations.js';
 import type { StreamSummary } from './stream.js';
 import type { ImplementationSupport } from './support.js';
 
@@ -47,20 +47,6 @@ export function effectiveDeadline(
   if (actionDeadline !== undefined) candidates.push(actionDeadline.getTime());
   if (candidates.length === 0) candidates.push(now.getTime() + fallbackMs);
   return new Date(Math.min(...candidates));
-}
-
-/** The capability declares retry with downstream idempotency (contract and flag). */
-export function capabilityRetryable(capability: Capability, support: ImplementationSupport): boolean {
-  return capability.execution?.supports_retry === true && support.retry;
-}
-
-/**
- * Timeout retryability: true only when the admitted capability supports
- * retry and the action is not a commit or execute transaction.
- */
-export function timeoutRetryable(capability: Capability, support: ImplementationSupport, action: Pick<Action, 'transaction'>): boolean {
-  const mode = action.transaction?.mode;
-  return capabilityRetryable(capability, support) && mode !== 'commit' && mode !== 'execute';
 }
 
 /** What happened to connector-specific cancellation after a timeout. */

@@ -14,7 +14,6 @@ import {
   type JsonObject,
   type ProtocolError,
   type ProviderOperationRef,
-  type TransactionMode,
 } from '../protocol/index.js';
 import { contextAttemptEvidence, contextAttemptIdentity, type ActionExecutionContext } from './context.js';
 import {
@@ -32,26 +31,7 @@ import {
   withFailureFields,
 } from './failure.js';
 import { ReconciliationResultSchema, reconcileLookupOf, type FrozenConnector } from './interfaces.js';
-import { SIDE_EFFECTING_OPERATIONS, TYPED_METHOD_OPERATION, type ConnectorOperation } from './operations.js';
-
-/** The typed methods an action can be dispatched to. */
-export type DispatchMethod = 'invoke_typed' | 'plan_typed' | 'commit_typed' | 'compensate_typed' | 'reconcile_typed';
-
-/** The page's dispatch table. `undefined` stands for "no transaction context". */
-export const DISPATCH_TABLE: Readonly<Record<TransactionMode | 'none', DispatchMethod>> = {
-  none: 'invoke_typed',
-  execute: 'invoke_typed',
-  rollback_not_supported: 'invoke_typed',
-  dry_run: 'plan_typed',
-  plan: 'plan_typed',
-  commit: 'commit_typed',
-  compensate: 'compensate_typed',
-  reconcile: 'reconcile_typed',
-};
-
-export function selectMethod(action: Pick<Action, 'transaction'>): DispatchMethod {
-  return DISPATCH_TABLE[action.transaction?.mode ?? 'none'];
-}
+import { SIDE_EFFECTING_OPERATIONS, TYPED_METHOD_OPERATION, selectMethod, type ConnectorOperation, type DispatchMethod } from './operations.js';
 
 export const DISPATCH_SOURCE = 'runtime:dispatch';
 

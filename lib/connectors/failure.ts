@@ -8,11 +8,14 @@ import {
   JsonObjectSchema,
   ProviderOperationRefSchema,
   TextSchema,
+  type Action,
+  type Capability,
   type JsonObject,
   type ProtocolError,
   type ProviderOperationRef,
 } from '../protocol/index.js';
 import { ConnectorOperationSchema, SIDE_EFFECTING_OPERATIONS, type ConnectorOperation } from './operations.js';
+import type { ImplementationSupport } from './support.js';
 
 /** The twelve ConnectorFailure fields, in the page's order. */
 export const CONNECTOR_FAILURE_FIELDS = [
@@ -248,6 +251,20 @@ export function safeRetryable(failure: Pick<ConnectorFailure, 'retryable' | 'unc
   if (!failure.retryable) return false;
   if (failure.uncertain_outcome && capabilityRetryable !== true) return false;
   return true;
+}
+
+/** The capability declares retry with downstream idempotency (contract and flag). */
+export function capabilityRetryable(capability: Capability, support: ImplementationSupport): boolean {
+  return capability.execution?.supports_retry === true && support.retry;
+}
+
+/**
+ * Timeout retryability: true only when the admitted capability supports
+ * retry and the action is not a commit or execute transaction.
+ */
+export function timeoutRetryable(capability: Capability, support: ImplementationSupport, action: Pick<Action, 'transaction'>): boolean {
+  const mode = action.transaction?.mode;
+  return capabilityRetryable(capability, support) && mode !== 'commit' && mode !== 'execute';
 }
 
 /**

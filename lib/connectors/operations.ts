@@ -1,4 +1,5 @@
 import * as z from '../common/zod.js';
+import type { Action, TransactionMode } from '../protocol/index.js';
 
 /**
  * The twelve serialized ConnectorOperation values, spelled exactly as the
@@ -77,4 +78,23 @@ export const SIDE_EFFECTING_OPERATIONS: ReadonlySet<ConnectorOperation> = new Se
 
 export function isConnectorOperation(value: unknown): value is ConnectorOperation {
   return typeof value === 'string' && (CONNECTOR_OPERATIONS as readonly string[]).includes(value);
+}
+
+/** The typed methods an action can be dispatched to. */
+export type DispatchMethod = 'invoke_typed' | 'plan_typed' | 'commit_typed' | 'compensate_typed' | 'reconcile_typed';
+
+/** The page's dispatch table. `undefined` stands for "no transaction context". */
+export const DISPATCH_TABLE: Readonly<Record<TransactionMode | 'none', DispatchMethod>> = {
+  none: 'invoke_typed',
+  execute: 'invoke_typed',
+  rollback_not_supported: 'invoke_typed',
+  dry_run: 'plan_typed',
+  plan: 'plan_typed',
+  commit: 'commit_typed',
+  compensate: 'compensate_typed',
+  reconcile: 'reconcile_typed',
+};
+
+export function selectMethod(action: Pick<Action, 'transaction'>): DispatchMethod {
+  return DISPATCH_TABLE[action.transaction?.mode ?? 'none'];
 }

@@ -37,7 +37,7 @@ import {
 import { ADMISSION_RULES, admitManifest, formatAdmissionIssue } from '../admission.js';
 import type { ExecutionAttempt, OriginalRequestIdentity } from '../context.js';
 import { CredentialHandle } from '../credentials/handle.js';
-import { selectMethod } from '../dispatch.js';
+import { selectMethod } from '../operations.js';
 import { ConnectorFailureRecordSchema, isConnectorFailure, type ConnectorFailure } from '../failure.js';
 import { CancelOutcomeSchema, ReconciliationResultSchema, reconcileLookupOf, type FrozenConnector, type ReconciliationResult } from '../interfaces.js';
 import type { ConnectorManifest } from '../manifest.js';

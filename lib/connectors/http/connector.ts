@@ -52,7 +52,7 @@ import { FrozenConnectorBase, defaultHealth } from '../base.js';
 import { TRANSACTION_CHECKPOINT_MODES, type ActionExecutionContext } from '../context.js';
 import { credentialRotated, resolveCredential } from '../credentials/resolve.js';
 import type { ConnectorSecret } from '../credentials/secret.js';
-import { timeoutRetryable } from '../deadline.js';
+import { timeoutRetryable } from '../failure.js';
 import { ConnectorFailure, isConnectorFailure } from '../failure.js';
 import {
   DEFAULT_RECONCILE_LOOKUP,

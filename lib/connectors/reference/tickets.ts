@@ -19,7 +19,7 @@ import * as z from '../../common/zod.js';
 import type { ProviderOperationRef } from '../../protocol/index.js';
 import type { CredentialProvider } from '../ports/credentials.js';
 import type { ActionExecutionContext } from '../context.js';
-import { timeoutRetryable } from '../deadline.js';
+import { timeoutRetryable } from '../failure.js';
 import { defineCapability, defineConnector, type DefinedConnector, type HandlerCall } from '../define.js';
 import { ConnectorFailure, isConnectorFailure } from '../failure.js';
 import { implementationSupport } from '../support.js';

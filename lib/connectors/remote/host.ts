@@ -38,7 +38,7 @@ import type { StreamSink } from '../ports/stream-sink.js';
 import { createExecutionContext, type ExecutionAttempt, type TransactionCheckpointWriter, type TrustedAttemptState } from '../context.js';
 import { CredentialHandle } from '../credentials/handle.js';
 import { runAttempt } from '../deadline.js';
-import { selectMethod } from '../dispatch.js';
+import { selectMethod } from '../operations.js';
 import { ConnectorFailure, toConnectorFailure } from '../failure.js';
 import { reconcileLookupOf, type FrozenConnector } from '../interfaces.js';
 import type { ConnectorManifest } from '../manifest.js';

@@ -23,7 +23,7 @@
  *    settlement itself, in the same write.
  */
 import { AipError, isAipError } from '../../errors/aip-error.js';
-import { capabilityRetryable } from '../../connectors/deadline.js';
+import { capabilityRetryable } from '../../connectors/failure.js';
 import type { ApprovalEvidence, OriginalRequestIdentity, TransactionCheckpointWriter, TransactionExecutionContext } from '../../connectors/context.js';
 import type { JsonObject, TransactionMode } from '../../protocol/index.js';
 import type { ActionRecord } from '../../ports/action-store.js';
