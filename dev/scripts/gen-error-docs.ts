@@ -10,7 +10,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { ERROR_CATALOGUE, ERROR_CATEGORIES, type CatalogueEntry } from '../../lib/errors/catalogue.js';
+import { ERROR_CATALOGUE, ERROR_CATEGORIES, type CatalogueEntry } from '../../packages/connector-sdk/src/errors/catalogue.js';
 
 export const ERROR_DOC_PATH = resolve(dirname(fileURLToPath(import.meta.url)), '../../docs/error-catalogue.md');
 

@@ -10,8 +10,8 @@
  * Lambda-only wiring, and the Lambda bundles never import aws-cdk-lib.
  */
 import { createPaymentsConnector, DEFAULT_PAYMENTS_CREDENTIAL_HANDLE } from '../../lib/connectors/reference/payments.js';
-import type { ConnectorManifest } from '../../lib/connectors/manifest.js';
-import type { CredentialProvider } from '../../lib/connectors/ports/credentials.js';
+import type { ConnectorManifest } from '../../packages/connector-sdk/src/manifest.js';
+import type { CredentialProvider } from '../../packages/connector-sdk/src/ports/credentials.js';
 import type { HostedConnector } from '../../lib/runtime/deps.js';
 
 /** What a connector factory gets. */

@@ -33,7 +33,7 @@
  *
  * The DynamoDB adapter is lib/aws/dynamo/idempotency-store.ts.
  */
-import { AipError } from '../errors/aip-error.js';
+import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
 import {
   hashJson,
   sha256Hex,
@@ -42,7 +42,7 @@ import {
   type JsonObject,
   type PrincipalKind,
   type TransactionContext,
-} from '../protocol/index.js';
+} from '../../packages/connector-sdk/src/protocol/index.js';
 
 /** Default retention of a reservation: 24 hours. */
 export const DEFAULT_IDEMPOTENCY_RETENTION_SECONDS = 24 * 3600;

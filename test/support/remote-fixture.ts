@@ -5,8 +5,8 @@
  * runtime does (lib/connectors/deadline.ts runAttempt with the pinned route
  * bound to the context).
  */
-import type { Action, ActionResult, Capability, ProviderOperationRef } from '../../lib/protocol/index.js';
-import { hashJson } from '../../lib/protocol/index.js';
+import type { Action, ActionResult, Capability, ProviderOperationRef } from '../../packages/connector-sdk/src/protocol/index.js';
+import { hashJson } from '../../packages/connector-sdk/src/protocol/index.js';
 import {
   FrozenConnectorBase,
   runAttempt,
@@ -17,9 +17,9 @@ import {
   type ImplementationSupport,
   type ReconciliationResult,
   type TransactionCheckpointWriter,
-} from '../../lib/connectors/index.js';
-import type { SequencedStreamChunk } from '../../lib/protocol/stream-chunk.js';
-import { bindAttemptPlacement } from '../../lib/connectors/remote/placement.js';
+} from '../../packages/connector-sdk/src/index.js';
+import type { SequencedStreamChunk } from '../../packages/connector-sdk/src/protocol/stream-chunk.js';
+import { bindAttemptPlacement } from '../../lib/runtime/attempts/placement.js';
 import type { RouteAssignment } from '../../lib/ports/route-store.js';
 import type { RemoteConnector } from '../../lib/connectors/remote/proxy.js';
 

@@ -34,9 +34,9 @@
  * operations that are configured, and the manifest is admitted, so a
  * configuration cannot advertise what it does not implement.
  */
-import * as z from '../../common/zod.js';
-import { isAipError } from '../../errors/aip-error.js';
-import { joinIssuePath } from '../../common/issues.js';
+import * as z from '../../../packages/connector-sdk/src/common/zod.js';
+import { isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import { joinIssuePath } from '../../../packages/connector-sdk/src/common/issues.js';
 import {
   ProviderOperationRefSchema,
   ReconciliationCursorSchema,
@@ -46,14 +46,14 @@ import {
   type JsonObject,
   type JsonValue,
   type ProviderOperationRef,
-} from '../../protocol/index.js';
-import type { CredentialProvider } from '../ports/credentials.js';
-import { FrozenConnectorBase, defaultHealth } from '../base.js';
-import { TRANSACTION_CHECKPOINT_MODES, type ActionExecutionContext } from '../context.js';
-import { credentialRotated, resolveCredential } from '../credentials/resolve.js';
-import type { ConnectorSecret } from '../credentials/secret.js';
-import { timeoutRetryable } from '../failure.js';
-import { ConnectorFailure, isConnectorFailure } from '../failure.js';
+} from '../../../packages/connector-sdk/src/protocol/index.js';
+import type { CredentialProvider } from '../../../packages/connector-sdk/src/ports/credentials.js';
+import { FrozenConnectorBase, defaultHealth } from '../../../packages/connector-sdk/src/base.js';
+import { TRANSACTION_CHECKPOINT_MODES, type ActionExecutionContext } from '../../../packages/connector-sdk/src/context.js';
+import { credentialRotated, resolveCredential } from '../../../packages/connector-sdk/src/credentials/resolve.js';
+import type { ConnectorSecret } from '../../../packages/connector-sdk/src/credentials/secret.js';
+import { timeoutRetryable } from '../../../packages/connector-sdk/src/failure.js';
+import { ConnectorFailure, isConnectorFailure } from '../../../packages/connector-sdk/src/failure.js';
 import {
   DEFAULT_RECONCILE_LOOKUP,
   type CancelOutcome,
@@ -61,10 +61,10 @@ import {
   type ConnectorHealth,
   type ReconcileLookup,
   type ReconciliationResult,
-} from '../interfaces.js';
-import type { ConnectorManifest } from '../manifest.js';
-import { SIDE_EFFECTING_OPERATIONS, type ConnectorOperation } from '../operations.js';
-import type { ImplementationSupport } from '../support.js';
+} from '../../../packages/connector-sdk/src/interfaces.js';
+import type { ConnectorManifest } from '../../../packages/connector-sdk/src/manifest.js';
+import { SIDE_EFFECTING_OPERATIONS, type ConnectorOperation } from '../../../packages/connector-sdk/src/operations.js';
+import type { ImplementationSupport } from '../../../packages/connector-sdk/src/support.js';
 import { compileHttpConnector, type CompiledCapability } from './compile.js';
 import {
   DEFAULT_PROBE_MARGIN_MS,
@@ -79,7 +79,7 @@ import {
   type StatusLookup,
 } from './config.js';
 import { DraftFailure, finalizeDraft, httpErrorDraft, invalidResponseDraft, transportDraft, type FailureDraft, type FailureSite } from './errors.js';
-import { downstreamIdempotencyKey, originalIdempotencyKey, type IdempotencyPurpose } from './idempotency.js';
+import { downstreamIdempotencyKey, originalIdempotencyKey, type IdempotencyPurpose } from '../../../packages/connector-sdk/src/idempotency.js';
 import { MappingError, applyMapping, buildRequest, evidenceScalar, requestPreview, type BuiltRequest, type MappingScope } from './mapping.js';
 import { classifyStatus, isSuccess, operationIdText, type LookupStatus } from './lookup.js';
 import { getPointer } from './pointer.js';

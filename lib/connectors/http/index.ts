@@ -4,7 +4,7 @@
  */
 export * from './config.js';
 export * from './connector.js';
-export * from './idempotency.js';
+export * from '../../../packages/connector-sdk/src/idempotency.js';
 /** @public */
 export { MappingError, applyMapping, buildRequest, renderTemplate, resolveSource, requestPreview, type BuiltRequest, type MappingScope } from './mapping.js';
 /** @public */

@@ -15,16 +15,16 @@
  * CredentialProvider; its bytes are handed to the desk (which authenticates
  * synchronously) and the secret is disposed before the answer is awaited.
  */
-import * as z from '../../common/zod.js';
-import type { ProviderOperationRef } from '../../protocol/index.js';
-import type { CredentialProvider } from '../ports/credentials.js';
-import type { ActionExecutionContext } from '../context.js';
-import { timeoutRetryable } from '../failure.js';
-import { defineCapability, defineConnector, type DefinedConnector, type HandlerCall } from '../define.js';
-import { ConnectorFailure, isConnectorFailure } from '../failure.js';
-import { implementationSupport } from '../support.js';
-import type { CancelOutcome, ReconciliationResult } from '../interfaces.js';
-import { downstreamIdempotencyKey } from '../http/idempotency.js';
+import * as z from '../../../packages/connector-sdk/src/common/zod.js';
+import type { ProviderOperationRef } from '../../../packages/connector-sdk/src/protocol/index.js';
+import type { CredentialProvider } from '../../../packages/connector-sdk/src/ports/credentials.js';
+import type { ActionExecutionContext } from '../../../packages/connector-sdk/src/context.js';
+import { timeoutRetryable } from '../../../packages/connector-sdk/src/failure.js';
+import { defineCapability, defineConnector, type DefinedConnector, type HandlerCall } from '../../../packages/connector-sdk/src/define.js';
+import { ConnectorFailure, isConnectorFailure } from '../../../packages/connector-sdk/src/failure.js';
+import { implementationSupport } from '../../../packages/connector-sdk/src/support.js';
+import type { CancelOutcome, ReconciliationResult } from '../../../packages/connector-sdk/src/interfaces.js';
+import { downstreamIdempotencyKey } from '../../../packages/connector-sdk/src/idempotency.js';
 import { type TicketDesk, TicketDeskError, type DeskAnswer, type DeskOperation } from './ticket-desk.js';
 
 export const TICKET_DESK_PROVIDER = 'ticket-desk';

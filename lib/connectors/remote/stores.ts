@@ -14,7 +14,7 @@
  *   transaction record through the attempt's own fenced checkpoint writer.
  *   Adapter: lib/aws/dynamo/remote-checkpoint-inbox.ts.
  */
-import type { ProviderOperationRef } from '../../protocol/index.js';
+import type { ProviderOperationRef } from '../../../packages/connector-sdk/src/protocol/index.js';
 
 export interface NonceStore {
   /** True when `nonce` was not seen before; remembered until `expires_at`. */

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { Action, ActionResult, Capability } from '../../../lib/protocol/index.js';
+import type { Action, ActionResult, Capability } from '../../../packages/connector-sdk/src/protocol/index.js';
 import {
   ConnectorFailure,
   FrozenConnectorBase,
@@ -13,7 +13,7 @@ import {
   type ConnectorManifest,
   type ImplementationSupport,
   type TransactionCheckpointWriter,
-} from '../../../lib/connectors/index.js';
+} from '../../../packages/connector-sdk/src/index.js';
 import { MemorySink, T0, action, capability, execution, trusted } from './fixtures.js';
 
 /** A connector whose invoke never resolves and ignores the cancellation signal. */

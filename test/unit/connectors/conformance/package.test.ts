@@ -13,7 +13,7 @@ import { describe, expect, it } from 'vitest';
 import * as conformance from 'aip-runtime/conformance';
 import * as connectors from 'aip-runtime/connectors';
 import { describeConformance } from 'aip-runtime/conformance/vitest';
-import * as local from '../../../../lib/connectors/conformance/index.js';
+import * as local from '../../../../packages/connector-sdk/src/conformance/index.js';
 
 const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 const pkg = JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8')) as { exports: Record<string, string>; bin: Record<string, string> };
