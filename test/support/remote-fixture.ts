@@ -9,15 +9,14 @@ import type { Action, ActionResult, Capability, ProviderOperationRef } from '../
 import { hashJson } from '../../packages/connector-sdk/src/protocol/index.js';
 import {
   FrozenConnectorBase,
-  runAttempt,
   type ActionExecutionContext,
-  type AttemptOutcome,
   type CancelOutcome,
   type ConnectorManifest,
   type ImplementationSupport,
   type ReconciliationResult,
   type TransactionCheckpointWriter,
 } from '../../packages/connector-sdk/src/index.js';
+import { runAttempt, type AttemptOutcome } from '../../lib/runtime/attempts/deadline.js';
 import type { SequencedStreamChunk } from '../../packages/connector-sdk/src/protocol/stream-chunk.js';
 import { bindAttemptPlacement } from '../../lib/runtime/attempts/placement.js';
 import type { RouteAssignment } from '../../lib/ports/route-store.js';

@@ -13,15 +13,18 @@
 // classic import left (it builds classic schemas, which zod/mini's functions
 // and z.safeParse accept as any other zod schema).
 import { fromJSONSchema } from 'zod';
-import type * as z from '../../../packages/connector-sdk/src/common/zod.js';
-import { deepFreeze } from '../../../packages/connector-sdk/src/common/deep-freeze.js';
-import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
-import { joinIssuePath } from '../../../packages/connector-sdk/src/common/issues.js';
-import { CapabilitySchema, type Capability, type JsonObject } from '../../../packages/connector-sdk/src/protocol/index.js';
-import { admitManifest, formatAdmissionIssue } from '../../../packages/connector-sdk/src/admission.js';
-import { deriveSupport, type CapabilityDefinition } from '../../../packages/connector-sdk/src/define.js';
-import type { ConnectorManifest } from '../../../packages/connector-sdk/src/manifest.js';
-import type { ImplementationSupport } from '../../../packages/connector-sdk/src/support.js';
+import type * as z from 'zod/mini';
+import { deepFreeze, joinIssuePath } from '@aip-runtime/connector-sdk/common';
+import { AipError } from '@aip-runtime/connector-sdk/errors';
+import { CapabilitySchema, type Capability, type JsonObject } from '@aip-runtime/connector-sdk/protocol';
+import {
+  admitManifest,
+  formatAdmissionIssue,
+  deriveSupport,
+  type CapabilityDefinition,
+  type ConnectorManifest,
+  type ImplementationSupport,
+} from '@aip-runtime/connector-sdk';
 import { HttpConnectorConfigSchema, type ParsedHttpConnectorConfig } from './config.js';
 
 /** One capability of the connector, ready to serve calls. */

@@ -34,9 +34,9 @@
  * operations that are configured, and the manifest is admitted, so a
  * configuration cannot advertise what it does not implement.
  */
-import * as z from '../../../packages/connector-sdk/src/common/zod.js';
-import { isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
-import { joinIssuePath } from '../../../packages/connector-sdk/src/common/issues.js';
+import * as z from 'zod/mini';
+import { isAipError } from '@aip-runtime/connector-sdk/errors';
+import { joinIssuePath } from '@aip-runtime/connector-sdk/common';
 import {
   ProviderOperationRefSchema,
   ReconciliationCursorSchema,
@@ -46,25 +46,33 @@ import {
   type JsonObject,
   type JsonValue,
   type ProviderOperationRef,
-} from '../../../packages/connector-sdk/src/protocol/index.js';
-import type { CredentialProvider } from '../../../packages/connector-sdk/src/ports/credentials.js';
-import { FrozenConnectorBase, defaultHealth } from '../../../packages/connector-sdk/src/base.js';
-import { TRANSACTION_CHECKPOINT_MODES, type ActionExecutionContext } from '../../../packages/connector-sdk/src/context.js';
-import { credentialRotated, resolveCredential } from '../../../packages/connector-sdk/src/credentials/resolve.js';
-import type { ConnectorSecret } from '../../../packages/connector-sdk/src/credentials/secret.js';
-import { timeoutRetryable } from '../../../packages/connector-sdk/src/failure.js';
-import { ConnectorFailure, isConnectorFailure } from '../../../packages/connector-sdk/src/failure.js';
+} from '@aip-runtime/connector-sdk/protocol';
 import {
+  type CredentialProvider,
+  FrozenConnectorBase,
+  defaultHealth,
+  TRANSACTION_CHECKPOINT_MODES,
+  type ActionExecutionContext,
+  credentialRotated,
+  resolveCredential,
+  type ConnectorSecret,
+  timeoutRetryable,
+  ConnectorFailure,
+  isConnectorFailure,
   DEFAULT_RECONCILE_LOOKUP,
   type CancelOutcome,
   type ConnectorContext,
   type ConnectorHealth,
   type ReconcileLookup,
   type ReconciliationResult,
-} from '../../../packages/connector-sdk/src/interfaces.js';
-import type { ConnectorManifest } from '../../../packages/connector-sdk/src/manifest.js';
-import { SIDE_EFFECTING_OPERATIONS, type ConnectorOperation } from '../../../packages/connector-sdk/src/operations.js';
-import type { ImplementationSupport } from '../../../packages/connector-sdk/src/support.js';
+  type ConnectorManifest,
+  SIDE_EFFECTING_OPERATIONS,
+  type ConnectorOperation,
+  type ImplementationSupport,
+  downstreamIdempotencyKey,
+  originalIdempotencyKey,
+  type IdempotencyPurpose,
+} from '@aip-runtime/connector-sdk';
 import { compileHttpConnector, type CompiledCapability } from './compile.js';
 import {
   DEFAULT_PROBE_MARGIN_MS,
@@ -79,7 +87,6 @@ import {
   type StatusLookup,
 } from './config.js';
 import { DraftFailure, finalizeDraft, httpErrorDraft, invalidResponseDraft, transportDraft, type FailureDraft, type FailureSite } from './errors.js';
-import { downstreamIdempotencyKey, originalIdempotencyKey, type IdempotencyPurpose } from '../../../packages/connector-sdk/src/idempotency.js';
 import { MappingError, applyMapping, buildRequest, evidenceScalar, requestPreview, type BuiltRequest, type MappingScope } from './mapping.js';
 import { classifyStatus, isSuccess, operationIdText, type LookupStatus } from './lookup.js';
 import { getPointer } from './pointer.js';

@@ -9,10 +9,9 @@
  * downstream idempotency and the action is not a commit or execute
  * transaction (for those the runtime reconciles the checkpointed operation).
  */
-import type { ErrorCategory } from '../../../packages/connector-sdk/src/errors/catalogue.js';
-import type { JsonObject, ProviderOperationRef } from '../../../packages/connector-sdk/src/protocol/index.js';
-import { ConnectorFailure } from '../../../packages/connector-sdk/src/failure.js';
-import type { ConnectorOperation } from '../../../packages/connector-sdk/src/operations.js';
+import type { ErrorCategory } from '@aip-runtime/connector-sdk/errors';
+import type { JsonObject, ProviderOperationRef } from '@aip-runtime/connector-sdk/protocol';
+import { ConnectorFailure, type ConnectorOperation } from '@aip-runtime/connector-sdk';
 import type { ErrorRule } from './config.js';
 import { evidenceScalar } from './mapping.js';
 import { getPointer } from './pointer.js';

@@ -15,16 +15,23 @@
  * CredentialProvider; its bytes are handed to the desk (which authenticates
  * synchronously) and the secret is disposed before the answer is awaited.
  */
-import * as z from '../../../packages/connector-sdk/src/common/zod.js';
-import type { ProviderOperationRef } from '../../../packages/connector-sdk/src/protocol/index.js';
-import type { CredentialProvider } from '../../../packages/connector-sdk/src/ports/credentials.js';
-import type { ActionExecutionContext } from '../../../packages/connector-sdk/src/context.js';
-import { timeoutRetryable } from '../../../packages/connector-sdk/src/failure.js';
-import { defineCapability, defineConnector, type DefinedConnector, type HandlerCall } from '../../../packages/connector-sdk/src/define.js';
-import { ConnectorFailure, isConnectorFailure } from '../../../packages/connector-sdk/src/failure.js';
-import { implementationSupport } from '../../../packages/connector-sdk/src/support.js';
-import type { CancelOutcome, ReconciliationResult } from '../../../packages/connector-sdk/src/interfaces.js';
-import { downstreamIdempotencyKey } from '../../../packages/connector-sdk/src/idempotency.js';
+import * as z from 'zod/mini';
+import type { ProviderOperationRef } from '@aip-runtime/connector-sdk/protocol';
+import {
+  type CredentialProvider,
+  type ActionExecutionContext,
+  timeoutRetryable,
+  defineCapability,
+  defineConnector,
+  type DefinedConnector,
+  type HandlerCall,
+  ConnectorFailure,
+  isConnectorFailure,
+  implementationSupport,
+  type CancelOutcome,
+  type ReconciliationResult,
+  downstreamIdempotencyKey,
+} from '@aip-runtime/connector-sdk';
 import { type TicketDesk, TicketDeskError, type DeskAnswer, type DeskOperation } from './ticket-desk.js';
 
 export const TICKET_DESK_PROVIDER = 'ticket-desk';

@@ -63,15 +63,15 @@ export interface ConnectorFailureInit {
   readonly code: string;
   readonly operation: ConnectorOperation;
   readonly source: string;
-  readonly message?: string;
-  readonly category?: ErrorCategory;
-  readonly retryable?: boolean;
-  readonly retry_after_ms?: number;
-  readonly provider_request_id?: string;
-  readonly provider_operation?: ProviderOperationRef;
-  readonly remote_status?: number;
-  readonly uncertain_outcome?: boolean;
-  readonly redacted_details?: JsonObject;
+  readonly message?: string | undefined;
+  readonly category?: ErrorCategory | undefined;
+  readonly retryable?: boolean | undefined;
+  readonly retry_after_ms?: number | undefined;
+  readonly provider_request_id?: string | undefined;
+  readonly provider_operation?: ProviderOperationRef | undefined;
+  readonly remote_status?: number | undefined;
+  readonly uncertain_outcome?: boolean | undefined;
+  readonly redacted_details?: JsonObject | undefined;
   /**
    * The raw error. Kept out of every serialized and inspected form (it may
    * carry provider payloads or headers); read it with connectorFailureCause().

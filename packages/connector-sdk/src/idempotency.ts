@@ -38,8 +38,40 @@
  * by the runtime) and the trusted tenant, with the same derivation.
  */
 import { createHash } from 'node:crypto';
-import type { Action } from './protocol/index.js';
+import { sha256Hex, type Action, type PrincipalKind } from './protocol/index.js';
 import type { ActionExecutionContext, OriginalRequestIdentity } from './context.js';
+
+/** Version tag hashed into every reservation identity (bump when the covered fields change). */
+export const RESERVATION_IDENTITY_VERSION = 'aip-idr/v1';
+/** Prefix of a reservation identity. */
+export const RESERVATION_IDENTITY_PREFIX = 'idr-';
+
+/** A reservation's scope with the principal's kind: the input of `reservationIdentity`. */
+export interface ReservationIdentityScope {
+  readonly tenant_id: string;
+  readonly principal_kind: PrincipalKind;
+  readonly principal_id: string;
+  /** The caller's raw idempotency key. */
+  readonly key: string;
+}
+
+/**
+ * The scope-unique identity of a reservation (the connector context's
+ * `idempotency.reservation_id`):
+ *
+ *   `idr-` + first 40 hex of sha256(JSON.stringify(["aip-idr/v1", tenant_id, principal_kind, principal_id, key]))
+ *
+ * Deterministic from the reservation's scope only: every retry and attempt of
+ * the action that owns the reservation gets the same identity, and two
+ * principals or two tenants using the same raw key get different ones. It is
+ * what downstream idempotency keys derive from: the raw key alone is the
+ * caller's and is not unique across principals. Hashing keeps the tenant,
+ * principal and raw key out of the connector's provider requests.
+ */
+export function reservationIdentity(scope: ReservationIdentityScope): string {
+  const material = [RESERVATION_IDENTITY_VERSION, scope.tenant_id, scope.principal_kind, scope.principal_id, scope.key];
+  return RESERVATION_IDENTITY_PREFIX + sha256Hex(JSON.stringify(material)).slice(0, 40);
+}
 
 export const IDEMPOTENCY_DERIVATION_VERSION = 'aip-idem/v2';
 export const IDEMPOTENCY_KEY_PREFIX = 'aip1-';

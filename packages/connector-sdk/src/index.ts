@@ -1,7 +1,8 @@
 /**
- * The connector SDK: the connector page's contract as TypeScript.
- * See docs/connector-authoring.md (authors) and lib/connectors/README.md
- * (design notes).
+ * The connector SDK (`@aip-runtime/connector-sdk`): the connector page's
+ * contract as TypeScript. See docs/connector-authoring.md (authors) and
+ * lib/connectors/README.md (design notes). The runtime's attempt machinery
+ * (dispatch, runAttempt) is not here: it is lib/runtime/attempts.
  */
 export * from './operations.js';
 export * from './support.js';
@@ -12,7 +13,7 @@ export * from './base.js';
 export * from './admission.js';
 export * from './protocol/stream-chunk.js';
 export * from './stream.js';
-// createExecutionContext is the runtime's: lib/connectors/internal.ts (connectors never build a context).
+// createExecutionContext is the host's side: `@aip-runtime/connector-sdk/host` (connectors never build a context).
 export {
   ActionExecutionContext,
   CANCELLATION_KINDS,
@@ -39,8 +40,6 @@ export {
   type TransactionExecutionContext,
   type TrustedAttemptState,
 } from './context.js';
-export * from '../../../lib/runtime/attempts/dispatch.js';
-export * from '../../../lib/runtime/attempts/deadline.js';
 export * from './define.js';
 export * from './within-deadline.js';
 // The protocol types a handler works with.
@@ -52,7 +51,7 @@ export * from './credentials/secret.js';
 export * from './credentials/references.js';
 export * from './credentials/resolve.js';
 export * from './credentials/env-provider.js';
-export { downstreamIdempotencyKey, originalIdempotencyKey, type IdempotencyPurpose } from './idempotency.js';
+export * from './idempotency.js';
 export type { CredentialProvider, CredentialResolutionScope } from './ports/credentials.js';
 export type { StreamSink } from './ports/stream-sink.js';
 export type { Clock } from './ports/clock.js';

@@ -95,9 +95,9 @@ export interface ChannelConnector extends Connector {
 export interface CancelOutcome {
   /** True when the provider accepted the cancellation request (not proof that it stopped work). */
   readonly accepted: boolean;
-  readonly provider_operation?: ProviderOperationRef;
+  readonly provider_operation?: ProviderOperationRef | undefined;
   /** Operator-safe, redacted detail. */
-  readonly redacted_details?: JsonObject;
+  readonly redacted_details?: JsonObject | undefined;
 }
 export const CancelOutcomeSchema = z.strictObject({
   accepted: z.boolean(),

@@ -13,14 +13,14 @@ import {
   ConnectorFailure,
   EnvCredentialProvider,
   credentialHandle,
-  dispatch,
   isConnectorFailure,
-  runAttempt,
   toProtocolError,
   type ExecutionAttempt,
   type OriginalRequestIdentity,
   type TrustedAttemptState,
 } from '../../../packages/connector-sdk/src/index.js';
+import { dispatch } from '../../../lib/runtime/attempts/dispatch.js';
+import { runAttempt } from '../../../lib/runtime/attempts/deadline.js';
 import { createExecutionContext } from '../../../packages/connector-sdk/src/host.js';
 import {
   createHttpConnector,

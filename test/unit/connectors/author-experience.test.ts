@@ -5,7 +5,9 @@ import * as z from 'zod';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import * as sdk from '../../../packages/connector-sdk/src/index.js';
 import type { Action, ActionExecutionContext, ActionResult, ProtocolError, ProviderOperationRef } from '../../../packages/connector-sdk/src/index.js';
-import { ConnectorFailure, defineCapability, defineConnector, dispatch, runAttempt, withinDeadline } from '../../../packages/connector-sdk/src/index.js';
+import { ConnectorFailure, defineCapability, defineConnector, withinDeadline } from '../../../packages/connector-sdk/src/index.js';
+import { dispatch } from '../../../lib/runtime/attempts/dispatch.js';
+import { runAttempt } from '../../../lib/runtime/attempts/deadline.js';
 import { ManualClock } from '../../../packages/connector-sdk/src/ports/clock.js';
 import { MemorySink, T0, action, attempt, trusted } from './fixtures.js';
 

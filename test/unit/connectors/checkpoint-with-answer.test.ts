@@ -13,12 +13,12 @@ import type { Action, ActionResult } from '../../../packages/connector-sdk/src/p
 import {
   FrozenConnectorBase,
   implementationSupport,
-  runAttempt,
   type ActionExecutionContext,
   type CancelOutcome,
   type ConnectorManifest,
   type TransactionCheckpointWriter,
 } from '../../../packages/connector-sdk/src/index.js';
+import { runAttempt } from '../../../lib/runtime/attempts/deadline.js';
 import { T0, action, attempt, capability, execution, trusted } from './fixtures.js';
 
 type Call = { kind: 'checkpoint' | 'hold'; input: unknown };

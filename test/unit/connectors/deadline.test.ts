@@ -3,17 +3,15 @@ import type { Action, ActionResult, Capability } from '../../../packages/connect
 import {
   ConnectorFailure,
   FrozenConnectorBase,
-  effectiveDeadline,
   implementationSupport,
-  runAttempt,
   timeoutRetryable,
   type ActionExecutionContext,
-  type AttemptRequest,
   type CancelOutcome,
   type ConnectorManifest,
   type ImplementationSupport,
   type TransactionCheckpointWriter,
 } from '../../../packages/connector-sdk/src/index.js';
+import { effectiveDeadline, runAttempt, type AttemptRequest } from '../../../lib/runtime/attempts/deadline.js';
 import { MemorySink, T0, action, capability, execution, trusted } from './fixtures.js';
 
 /** A connector whose invoke never resolves and ignores the cancellation signal. */

@@ -5,7 +5,6 @@ import {
   ConnectorFailure,
   DISPATCH_TABLE,
   FrozenConnectorBase,
-  dispatch,
   implementationSupport,
   selectMethod,
   type ActionExecutionContext,
@@ -14,6 +13,7 @@ import {
   type ReconciliationResult,
   type TransactionCheckpointWriter,
 } from '../../../packages/connector-sdk/src/index.js';
+import { dispatch } from '../../../lib/runtime/attempts/dispatch.js';
 import { action, attempt } from './fixtures.js';
 
 const writer: TransactionCheckpointWriter = { checkpoint: async () => undefined };

@@ -18,7 +18,6 @@ import {
   ReconciliationResultSchema,
   defineCapability,
   defineConnector,
-  dispatch,
   implementationSupport,
   originalIdempotencyKey as originalKeyFromSdk,
   reconcileLookupOf,
@@ -31,6 +30,7 @@ import {
   type TransactionCheckpointWriter,
   type TrustedAttemptState,
 } from '../../../packages/connector-sdk/src/index.js';
+import { dispatch } from '../../../lib/runtime/attempts/dispatch.js';
 import { EnvCredentialProvider } from '../../../packages/connector-sdk/src/index.js';
 import { createHttpConnector, downstreamIdempotencyKey, originalIdempotencyKey, type HttpConnectorDeps } from '../../../lib/connectors/http/index.js';
 import { paymentsConnectorConfig } from '../../../lib/connectors/reference/payments.js';

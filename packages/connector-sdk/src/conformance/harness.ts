@@ -8,7 +8,7 @@
 import { format, inspect } from 'node:util';
 import type { Action, Capability, ProviderOperationRef } from '../protocol/index.js';
 import type { CredentialProvider, CredentialResolutionScope } from '../ports/credentials.js';
-import { reservationIdentity } from '../../../../lib/ports/idempotency-store.js';
+import { reservationIdentity } from '../idempotency.js';
 import { createExecutionContext, type ExecutionAttempt, type ExecutionFacilities, type OriginalRequestIdentity, type TrustedAttemptState } from '../context.js';
 import { CredentialHandle } from '../credentials/handle.js';
 import { credentialsUnavailable } from '../credentials/references.js';

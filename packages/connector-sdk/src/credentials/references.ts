@@ -14,7 +14,7 @@ export interface CredentialReferenceKey {
   readonly handle: string;
   readonly tenant_id: string;
   /** Absent: the tenant-wide default for every external account of the tenant. */
-  readonly external_account_id?: string;
+  readonly external_account_id?: string | undefined;
 }
 
 function keyOf(k: CredentialReferenceKey): string {
