@@ -19,7 +19,7 @@
  * dist/*.js, dist/*.d.ts, README.md and package.json.
  */
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -202,6 +202,32 @@ describe('the packed connector SDK, installed outside the repository', () => {
     const loaded = node([...CLI, './commonjs.cjs'], work);
     expect(loaded.stderr).not.toContain('cannot load');
     expect(loaded.stdout).toContain('conformance: cjs');
+  });
+
+  it('names the fix when a TypeScript module needs more than type stripping', () => {
+    writeFileSync(
+      join(work, 'enum.conformance.ts'),
+      "enum Mode { A }\nexport default { name: String(Mode.A), async setup() { throw new Error('unused'); } };\n",
+    );
+    const syntax = node([...CLI, './enum.conformance.ts'], work);
+    expect(syntax.status).toBe(2);
+    expect(syntax.stderr).toContain('(conformance.typescript_syntax)');
+    expect(syntax.stderr).toContain('erasableSyntaxOnly');
+    writeFileSync(join(work, 'js-specifier.conformance.ts'), readFileSync(join(work, 'notes.conformance.ts'), 'utf8').replace("'./notes.ts'", "'./notes.js'"));
+    const specifier = node([...CLI, './js-specifier.conformance.ts'], work);
+    expect(specifier.status).toBe(2);
+    expect(specifier.stderr).toContain('(conformance.typescript_import_extension)');
+    expect(specifier.stderr).toContain('Import the .ts file itself');
+  });
+
+  it('runs the same modules in a package without "type": "module"', () => {
+    const typeless = join(work, 'typeless');
+    mkdirSync(typeless);
+    writeFileSync(join(typeless, 'package.json'), JSON.stringify({ name: 'typeless', private: true }));
+    for (const f of ['notes.ts', 'notes.conformance.ts']) writeFileSync(join(typeless, f), readFileSync(join(work, f), 'utf8'));
+    const run = node([join('..', ...CLI), './notes.conformance.ts'], typeless);
+    expect(run.stdout).toMatch(/0 failed, \d+ skipped — CONFORMS/);
+    expect(run.status).toBe(0);
   });
 
   it('typechecks the example under strict, exactOptionalPropertyTypes and verbatimModuleSyntax (node16 and bundler resolution)', () => {
