@@ -37,15 +37,18 @@ const shared = {
   setupFiles: ['test/support/capture-output.ts'],
 };
 const LOAD = 'test/reliability/load.test.ts';
+/** @aip-runtime/connector-sdk resolves to its source (tsconfig.json "paths"), as under tsc, tsx and esbuild. */
+const resolve = { tsconfigPaths: true };
 
 export default defineConfig({
   test: {
     maxWorkers: 2,
     reporters: ['default'],
     projects: [
-      { test: { ...shared, name: 'unit', include: ['test/unit/**/*.test.ts'] } },
-      { test: { ...shared, name: 'infra', include: ['test/infra/**/*.test.ts'], isolate: false } },
+      { resolve, test: { ...shared, name: 'unit', include: ['test/unit/**/*.test.ts'] } },
+      { resolve, test: { ...shared, name: 'infra', include: ['test/infra/**/*.test.ts'], isolate: false } },
       {
+        resolve,
         test: {
           ...shared,
           name: 'integration',
@@ -56,6 +59,7 @@ export default defineConfig({
         },
       },
       {
+        resolve,
         test: {
           ...shared,
           name: 'load',

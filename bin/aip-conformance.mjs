@@ -10,7 +10,7 @@
 import { register } from 'tsx/esm/api';
 
 register();
-const { main } = await import('../lib/connectors/conformance/cli.ts');
+const { main } = await import('../packages/connector-sdk/src/conformance/cli.ts');
 
 process.exitCode = await main(process.argv.slice(2), {
   stdout: (text) => process.stdout.write(text),

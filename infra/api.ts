@@ -16,7 +16,7 @@ import * as apigw from 'aws-cdk-lib/aws-apigateway';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import type * as z from '../lib/common/zod.js';
+import type * as z from '../packages/connector-sdk/src/common/zod.js';
 import { ROUTE_LIST, type RouteDefinition } from '../lib/http/routes.js';
 import { GATEWAY_RESPONSES, gatewayResponseHeaders, gatewayResponseTemplate } from '../lib/http/gateway-responses.js';
 import type { InfraConfig } from './config.js';

@@ -29,8 +29,8 @@
  * (functions/shared/connector-factories.ts: no credentials, no network).
  */
 import { connectorManifest } from '../functions/shared/connector-factories.js';
-import type { ConnectorManifest } from '../lib/connectors/manifest.js';
-import type { Capability } from '../lib/protocol/index.js';
+import type { ConnectorManifest } from '../packages/connector-sdk/src/manifest.js';
+import type { Capability } from '../packages/connector-sdk/src/protocol/index.js';
 import { ATTEMPT_SETTLEMENT_MARGIN_MS, requiredFunctionTimeoutMs } from '../lib/runtime/attempt-budget.js';
 import { RuntimeSettingsSchema } from '../lib/runtime/config.js';
 import { InfraConfigError, type InfraConfig, type InfraConfigIssue } from './config.js';

@@ -30,12 +30,12 @@ import {
   connectorManifest,
   deploymentConnectorFactories,
 } from '../functions/shared/connector-factories.js';
-import type { CredentialProvider } from '../lib/connectors/ports/credentials.js';
-import { describeIssue, formatIssuePath } from '../lib/common/issues.js';
-import { isAipError } from '../lib/errors/aip-error.js';
-import { admitManifest, formatAdmissionIssue } from '../lib/connectors/admission.js';
+import type { CredentialProvider } from '../packages/connector-sdk/src/ports/credentials.js';
+import { describeIssue, formatIssuePath } from '../packages/connector-sdk/src/common/issues.js';
+import { isAipError } from '../packages/connector-sdk/src/errors/aip-error.js';
+import { admitManifest, formatAdmissionIssue } from '../packages/connector-sdk/src/admission.js';
 import { HttpConnectorConfigSchema } from '../lib/connectors/http/config.js';
-import type { ConnectorManifest } from '../lib/connectors/manifest.js';
+import type { ConnectorManifest } from '../packages/connector-sdk/src/manifest.js';
 import { BUNDLE_ROOT, type BundledDeploymentConnector } from './bundling.js';
 import { InfraConfigError, type InfraConfig, type InfraConfigIssue } from './config.js';
 

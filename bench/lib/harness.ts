@@ -28,11 +28,11 @@ import { DynamoTransactionStore } from '../../lib/aws/dynamo/transaction-store.j
 import { EventBridgeReconcileScheduler } from '../../lib/aws/scheduler/scheduler.js';
 import { SqsMessageQueue, deleteMessages, receiveMessages } from '../../lib/aws/sqs/queue.js';
 import type { CallerIdentity } from '../../lib/auth/identity.js';
-import { EnvCredentialProvider } from '../../lib/connectors/credentials/env-provider.js';
-import type { CredentialProvider } from '../../lib/connectors/ports/credentials.js';
+import { EnvCredentialProvider } from '../../packages/connector-sdk/src/credentials/env-provider.js';
+import type { CredentialProvider } from '../../packages/connector-sdk/src/ports/credentials.js';
 import { createPaymentsConnector, DEFAULT_PAYMENTS_CREDENTIAL_HANDLE } from '../../lib/connectors/reference/payments.js';
 import { decodeQueueMessage, type InvokeMessage } from '../../lib/ports/messages.js';
-import { SteppedClock } from '../../lib/ports/clock.js';
+import { SteppedClock } from '../../packages/connector-sdk/src/ports/clock.js';
 import { parseRuntimeSettingsInput, type RuntimeSettingsInput } from '../../lib/runtime/config.js';
 import { staticConnectorHost } from '../../lib/runtime/deps.js';
 import { CapabilityRegistry } from '../../lib/runtime/registry.js';

@@ -12,8 +12,8 @@
  * is kept for the report; runs 1..N are measured. The scenarios take turns
  * (run i of every scenario before run i+1 of any).
  */
-import { AipError } from '../../lib/errors/aip-error.js';
-import type { ActionResult } from '../../lib/protocol/index.js';
+import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
+import type { ActionResult } from '../../packages/connector-sdk/src/protocol/index.js';
 import type { InvokeMessage } from '../../lib/ports/messages.js';
 import type { SubmitOutcome } from '../../lib/runtime/types.js';
 import { TENANT, uid, type Harness } from '../lib/harness.js';

@@ -5,8 +5,8 @@
  * typed client's (lib/client/errors.ts), so both read problems alike.
  */
 import { AipClientError, CLIENT_ERROR_CODES, errorFromResponse, type ProblemBody } from '../../lib/client/errors.js';
-import type { ActionResult } from '../../lib/protocol/action.js';
-import type { Receipt, TransactionResult } from '../../lib/protocol/transaction.js';
+import type { ActionResult } from '../../packages/connector-sdk/src/protocol/action.js';
+import type { Receipt, TransactionResult } from '../../packages/connector-sdk/src/protocol/transaction.js';
 
 export type { ActionResult, ProblemBody, Receipt };
 

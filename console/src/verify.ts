@@ -2,7 +2,7 @@
  * Receipt-chain verification in the browser: the runtime's own verifier
  * (lib/protocol/receipt-chain.ts), given WebCrypto's SHA-256.
  */
-import { verifyReceiptChainAsync, type ReceiptChainVerdict } from '../../lib/protocol/receipt-chain.js';
+import { verifyReceiptChainAsync, type ReceiptChainVerdict } from '../../packages/connector-sdk/src/protocol/receipt-chain.js';
 import type { TransactionView } from './api.js';
 
 export type { ReceiptChainVerdict };

@@ -19,7 +19,7 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import type { PrincipalKind } from '../../lib/protocol/identity.js';
+import type { PrincipalKind } from '../../packages/connector-sdk/src/protocol/identity.js';
 import { DEFAULT_DEV_KEYS_DIR, loadDevKeys } from './keys.js';
 import { mintToken, ttlSeconds } from './mint.js';
 

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { SignJWT } from 'jose';
-import { PRINCIPAL_KINDS, type PrincipalKind } from '../../lib/protocol/identity.js';
+import { PRINCIPAL_KINDS, type PrincipalKind } from '../../packages/connector-sdk/src/protocol/identity.js';
 import { DEV_ALGORITHM, DEV_AUDIENCE, DEV_ISSUER, loadDevKeys, type DevKeys } from './keys.js';
 
 /** Scopes a development token gets when none are named. */

@@ -2,7 +2,7 @@
  * Human-readable rendering for the `aip` CLI. `--json` bypasses all of it.
  */
 import type { ActionState, Page, SubmitResult, TransactionResult } from '../../lib/client/index.js';
-import type { ActionResult, ProtocolError } from '../../lib/protocol/index.js';
+import type { ActionResult, ProtocolError } from '../../packages/connector-sdk/src/protocol/index.js';
 
 function indent(text: string, by = '  '): string {
   return text

@@ -19,8 +19,8 @@ import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { AipClient, AipClientError, CLIENT_ERROR_CODES, OPERATOR_VIEWS, type ActionState, type OperatorView, type SubmitBody } from '../../lib/client/index.js';
-import type { Action, PrincipalKind, TransactionMode } from '../../lib/protocol/index.js';
-import { TRANSACTION_MODES } from '../../lib/protocol/index.js';
+import type { Action, PrincipalKind, TransactionMode } from '../../packages/connector-sdk/src/protocol/index.js';
+import { TRANSACTION_MODES } from '../../packages/connector-sdk/src/protocol/index.js';
 import { formatApproval, formatJson, formatPage, formatState, formatSubmit, formatTransaction } from './format.js';
 import { verifyCommand } from './verify.js';
 

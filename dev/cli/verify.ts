@@ -20,7 +20,7 @@
 import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import { AipClientError, CLIENT_ERROR_CODES, type AipClient } from '../../lib/client/index.js';
-import { verifyReceiptChainSync, type ReceiptChainProblem } from '../../lib/protocol/receipt-chain.js';
+import { verifyReceiptChainSync, type ReceiptChainProblem } from '../../packages/connector-sdk/src/protocol/receipt-chain.js';
 
 export type VerifyVerdictKind = 'valid' | ReceiptChainProblem | 'truncated' | 'unverifiable';
 

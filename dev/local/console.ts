@@ -17,9 +17,9 @@
  */
 import type { ServerResponse } from 'node:http';
 import { CONSOLE_PATH, createConsoleHandler, type ConsoleConfig } from '../../functions/console/serve.js';
-import { AipError } from '../../lib/errors/aip-error.js';
-import { ID_MAX_LENGTH, ID_PATTERN } from '../../lib/protocol/primitives.js';
-import { PROBLEM_CONTENT_TYPE, toProblem } from '../../lib/protocol/problem.js';
+import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
+import { ID_MAX_LENGTH, ID_PATTERN } from '../../packages/connector-sdk/src/protocol/primitives.js';
+import { PROBLEM_CONTENT_TYPE, toProblem } from '../../packages/connector-sdk/src/protocol/problem.js';
 import type { MintTokenOptions } from '../auth/mint.js';
 import type { LocalRoutes } from './http-server.js';
 

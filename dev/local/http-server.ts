@@ -37,7 +37,7 @@ import { policyAllows } from '../../lib/auth/policy.js';
 import { createTokenVerifier, type TokenVerifier } from '../../lib/auth/verifier.js';
 import { devVerifierConfig, type DevKeys } from '../auth/keys.js';
 import { gatewayProblem, gatewayResponse, type GatewayResponseType } from '../../lib/http/gateway-responses.js';
-import { PROBLEM_CONTENT_TYPE } from '../../lib/protocol/problem.js';
+import { PROBLEM_CONTENT_TYPE } from '../../packages/connector-sdk/src/protocol/problem.js';
 import { AUTHORIZATION_HEADER_PATTERN, createAuthorizerHandler, type AuthorizerHandler } from '../../functions/authorizer.js';
 import { createHttpHandlers } from '../../functions/http/index.js';
 import { matchRoute, ROUTE_LIST, type RouteDefinition, type RouteId } from '../../lib/http/routes.js';

@@ -21,7 +21,7 @@ import type { JWK } from 'jose';
 import { generateRemoteKeyPair, localSigner, publicJwkOf, signCompact, type PublicJwk } from '../../lib/connectors/remote/jws.js';
 import { REMOTE_TYP, type RemoteAnswer } from '../../lib/connectors/remote/protocol.js';
 import type { RemotePlacement } from '../../lib/connectors/remote/config.js';
-import type { LocalCredentialReference } from '../../lib/connectors/credentials/env-provider.js';
+import type { LocalCredentialReference } from '../../packages/connector-sdk/src/credentials/env-provider.js';
 import type { RemoteConnectorHost } from '../../lib/connectors/remote/host.js';
 import type { CheckpointReceiver } from '../../lib/connectors/remote/callback.js';
 import type { ConnectorFactory } from '../../functions/shared/connector-factories.js';

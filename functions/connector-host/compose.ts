@@ -18,7 +18,7 @@ import { DynamoRemoteCheckpointInbox } from '../../lib/aws/dynamo/remote-checkpo
 import { SecretValueCache } from '../../lib/aws/secrets/secret-cache.js';
 import { SecretsManagerCredentialProvider } from '../../lib/aws/secrets/secrets-manager-provider.js';
 import { toSecretsManagerReferences } from '../../lib/config/secret-references.js';
-import { EnvCredentialProvider, type LocalCredentialReference } from '../../lib/connectors/credentials/env-provider.js';
+import { EnvCredentialProvider, type LocalCredentialReference } from '../../packages/connector-sdk/src/credentials/env-provider.js';
 import { CheckpointReceiver } from '../../lib/connectors/remote/callback.js';
 import { remoteConfigSchemas, type ConnectorHostConfig, type RemotePlacement } from '../../lib/connectors/remote/config.js';
 import { RemoteConnectorHost, type LocallyHostedConnector } from '../../lib/connectors/remote/host.js';
@@ -31,8 +31,8 @@ import {
   type NonceStore,
   type RemoteCheckpointInbox,
 } from '../../lib/connectors/remote/stores.js';
-import type { Clock } from '../../lib/ports/clock.js';
-import type { CredentialProvider } from '../../lib/connectors/ports/credentials.js';
+import type { Clock } from '../../packages/connector-sdk/src/ports/clock.js';
+import type { CredentialProvider } from '../../packages/connector-sdk/src/ports/credentials.js';
 import type { HostedConnector } from '../../lib/runtime/deps.js';
 import { CONNECTOR_FACTORIES, type ConnectorFactory } from '../shared/connector-factories.js';
 import { KeyResolver } from './keys.js';

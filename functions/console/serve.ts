@@ -19,7 +19,7 @@ import { dirname, extname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import type { ConsoleConfig } from '../../console/src/config-types.js';
-import { PROBLEM_CONTENT_TYPE } from '../../lib/protocol/problem.js';
+import { PROBLEM_CONTENT_TYPE } from '../../packages/connector-sdk/src/protocol/problem.js';
 import { gatewayProblem, gatewayResponse } from '../../lib/http/gateway-responses.js';
 import { fromHttpApiEvent, isHttpApiEvent, type HttpApiEvent } from '../shared/http-api-event.js';
 

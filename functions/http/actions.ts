@@ -5,8 +5,8 @@
  * - POST /v1/actions/{id}/cancel  → cancelActionHandler
  * - GET  /v1/actions/{id}/stream  → streamActionHandler
  */
-import { TERMINAL_ACTION_STATUSES } from '../../lib/protocol/action.js';
-import { validateAction, validateTransactionRequest } from '../../lib/protocol/validate.js';
+import { TERMINAL_ACTION_STATUSES } from '../../packages/connector-sdk/src/protocol/action.js';
+import { validateAction, validateTransactionRequest } from '../../packages/connector-sdk/src/protocol/validate.js';
 import { createRouteHandler, type HttpDeps, type ProxyHandler } from '../shared/route-handler.js';
 import { headerValues, type AipHttpEvent, type HttpResult } from '../shared/http.js';
 import { productionRuntime } from '../shared/production-runtime.js';

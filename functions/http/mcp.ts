@@ -14,7 +14,7 @@
  * too, with the transport's JSON-RPC error in its details.
  */
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import { AipError } from '../../lib/errors/aip-error.js';
+import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
 import { ROUTES } from '../../lib/http/routes.js';
 import { createMcpServer } from '../mcp/server.js';
 import { headerValues, type AipHttpEvent, type HttpResult } from '../shared/http.js';

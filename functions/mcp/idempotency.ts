@@ -19,9 +19,9 @@
  * the same input passes a new `idempotency_key` argument. Two principals or
  * two tenants never share an action: both are part of the digest.
  */
-import { sha256Hex } from '../../lib/protocol/canonical.js';
-import { canonicalJson } from '../../lib/protocol/jcs.js';
-import type { Action, JsonObject } from '../../lib/protocol/index.js';
+import { sha256Hex } from '../../packages/connector-sdk/src/protocol/canonical.js';
+import { canonicalJson } from '../../packages/connector-sdk/src/protocol/jcs.js';
+import type { Action, JsonObject } from '../../packages/connector-sdk/src/protocol/index.js';
 import type { CallerIdentity } from '../shared/runtime-api.js';
 import type { CapabilityTool } from './tools.js';
 

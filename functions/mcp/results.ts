@@ -21,8 +21,8 @@
  * fields (code, title, detail, category, retryable, details).
  */
 import type { CallToolResult, Task } from '@modelcontextprotocol/sdk/types.js';
-import { toProblem } from '../../lib/protocol/problem.js';
-import type { ActionResult, TransactionResult } from '../../lib/protocol/index.js';
+import { toProblem } from '../../packages/connector-sdk/src/protocol/problem.js';
+import type { ActionResult, TransactionResult } from '../../packages/connector-sdk/src/protocol/index.js';
 
 /**
  * An action as the mapping needs it: its result and, when known, its

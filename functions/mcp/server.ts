@@ -30,11 +30,11 @@ import {
   type CallToolResult,
   type Task,
 } from '@modelcontextprotocol/sdk/types.js';
-import { AipError, isAipError } from '../../lib/errors/aip-error.js';
-import { toProblem } from '../../lib/protocol/problem.js';
-import { ID_MAX_LENGTH, ID_PATTERN } from '../../lib/protocol/primitives.js';
-import { isJsonObject, type JsonObject } from '../../lib/protocol/json.js';
-import type { TransactionProtocolStatus } from '../../lib/protocol/index.js';
+import { AipError, isAipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
+import { toProblem } from '../../packages/connector-sdk/src/protocol/problem.js';
+import { ID_MAX_LENGTH, ID_PATTERN } from '../../packages/connector-sdk/src/protocol/primitives.js';
+import { isJsonObject, type JsonObject } from '../../packages/connector-sdk/src/protocol/json.js';
+import type { TransactionProtocolStatus } from '../../packages/connector-sdk/src/protocol/index.js';
 import type { CapabilityList } from '../../lib/runtime/types.js';
 import type { ActionState, CallerIdentity, RuntimeApi } from '../shared/runtime-api.js';
 import { pollDelays, pollSchedule, pollUntil, SETTLED_STATUSES, type WaitClock, type WaitPollOptions } from '../shared/wait.js';

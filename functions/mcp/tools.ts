@@ -19,7 +19,7 @@
  */
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { SCOPES } from '../../lib/http/routes.js';
-import type { JsonObject, TransactionMode } from '../../lib/protocol/index.js';
+import type { JsonObject, TransactionMode } from '../../packages/connector-sdk/src/protocol/index.js';
 import type { CapabilityList, CapabilitySummary } from '../../lib/runtime/types.js';
 
 /** The modes a caller may ask for through MCP, in the order tools are listed. */

@@ -5,7 +5,7 @@
  */
 import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyResult } from 'aws-lambda';
-import { AipError } from '../../lib/errors/aip-error.js';
+import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
 import type { AipHttpEvent } from './http.js';
 
 /** Default limit of the handlers' own check (API Gateway's hard limit is 10 MB). */

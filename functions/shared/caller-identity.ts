@@ -20,7 +20,7 @@ import type { APIGatewayProxyResult } from 'aws-lambda';
 import { decodeAuthorizerContext } from '../../lib/auth/decode-authorizer-context.js';
 import type { GatewayJwtPolicy } from '../../lib/auth/gateway-jwt.js';
 import type { CallerIdentity } from '../../lib/auth/identity.js';
-import { AipError } from '../../lib/errors/aip-error.js';
+import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
 import { header, requestState, type AipHttpEvent } from './http.js';
 
 export interface CallerIdentityOptions {

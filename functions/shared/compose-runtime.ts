@@ -25,7 +25,7 @@ import { DynamoRouteStore } from '../../lib/aws/dynamo/route-store.js';
 import { DynamoStreamStore } from '../../lib/aws/dynamo/stream-store.js';
 import { DynamoTransactionStore } from '../../lib/aws/dynamo/transaction-store.js';
 import { FUNCTION_ENV } from '../../lib/config/function-env.js';
-import { systemClock, type Clock } from '../../lib/ports/clock.js';
+import { systemClock, type Clock } from '../../packages/connector-sdk/src/ports/clock.js';
 import type { MessageQueue } from '../../lib/ports/queue.js';
 import type { ReconcileScheduler } from '../../lib/ports/scheduler.js';
 import type { CrashPoints } from '../../lib/runtime/crash-points.js';

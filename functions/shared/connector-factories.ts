@@ -14,10 +14,10 @@
  * Lambda-only wiring, and the Lambda bundles never import aws-cdk-lib.
  */
 import { HttpConnector } from '../../lib/connectors/http/connector.js';
-import type { FrozenConnector } from '../../lib/connectors/interfaces.js';
+import type { FrozenConnector } from '../../packages/connector-sdk/src/interfaces.js';
 import { createPaymentsConnector, DEFAULT_PAYMENTS_CREDENTIAL_HANDLE } from '../../lib/connectors/reference/payments.js';
-import type { ConnectorManifest } from '../../lib/connectors/manifest.js';
-import type { CredentialProvider } from '../../lib/connectors/ports/credentials.js';
+import type { ConnectorManifest } from '../../packages/connector-sdk/src/manifest.js';
+import type { CredentialProvider } from '../../packages/connector-sdk/src/ports/credentials.js';
 import type { HostedConnector } from '../../lib/runtime/deps.js';
 import { DEPLOYMENT_CONNECTORS, type DeploymentConnectorSource } from './deployment-connectors.js';
 

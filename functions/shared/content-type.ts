@@ -9,7 +9,7 @@
  */
 import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyResult } from 'aws-lambda';
-import { AipError } from '../../lib/errors/aip-error.js';
+import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
 import { header, type AipHttpEvent } from './http.js';
 
 export type BodyPolicy = 'none' | 'optional' | 'required';

@@ -14,7 +14,7 @@
  */
 import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyResult } from 'aws-lambda';
-import { AipError, isAipError } from '../../lib/errors/aip-error.js';
+import { AipError, isAipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
 import { BASE_HEADERS, problemResponse, type AipHttpEvent } from './http.js';
 import { errorFacts, isConfigurationError, SILENT_LOGGER, type LoggerLike } from './logger.js';
 

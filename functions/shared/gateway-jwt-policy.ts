@@ -15,7 +15,7 @@ import { GatewayTokenRejectedError, identityFromGatewayClaims, type GatewayJwtPo
 import type { CallerIdentity } from '../../lib/auth/identity.js';
 import { parseDeploymentRuntimeConfig, type DeploymentRuntimeConfig } from '../../lib/config/deployment.js';
 import { FUNCTION_ENV } from '../../lib/config/function-env.js';
-import { AipError } from '../../lib/errors/aip-error.js';
+import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
 import { gatewayResponse } from '../../lib/http/gateway-responses.js';
 
 export function gatewayJwtPolicy(

@@ -6,8 +6,8 @@
  */
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import type { CallerIdentity } from '../../lib/auth/identity.js';
-import { toAipError } from '../../lib/errors/aip-error.js';
-import { PROBLEM_CONTENT_TYPE, toProblem } from '../../lib/protocol/problem.js';
+import { toAipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
+import { PROBLEM_CONTENT_TYPE, toProblem } from '../../packages/connector-sdk/src/protocol/problem.js';
 
 /** What the middlewares learn about a request, attached to the event. */
 export interface AipRequestState {

@@ -18,8 +18,8 @@
  */
 import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyResult } from 'aws-lambda';
-import { AipError } from '../../lib/errors/aip-error.js';
-import { guardEnvelope } from '../../lib/protocol/validate.js';
+import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
+import { guardEnvelope } from '../../packages/connector-sdk/src/protocol/validate.js';
 import { requestState, type AipHttpEvent } from './http.js';
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;

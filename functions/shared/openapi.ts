@@ -7,8 +7,8 @@
  * docs/openapi.json is checked against it by a unit test
  * (regenerate with `npx tsx dev/scripts/gen-openapi.ts`).
  */
-import * as z from '../../lib/common/zod.js';
-import { ProblemSchema } from '../../lib/protocol/problem.js';
+import * as z from '../../packages/connector-sdk/src/common/zod.js';
+import { ProblemSchema } from '../../packages/connector-sdk/src/protocol/problem.js';
 import {
   ActionResultSchema,
   ActionSchema,
@@ -25,7 +25,7 @@ import {
   TransactionRequestSchema,
   TransactionResultSchema,
 } from '../../lib/http/schemas.js';
-import { JsonObjectSchema } from '../../lib/protocol/json.js';
+import { JsonObjectSchema } from '../../packages/connector-sdk/src/protocol/json.js';
 import { ROUTE_LIST, type RouteDefinition } from '../../lib/http/routes.js';
 
 export const OPENAPI_VERSION = '3.1.0';

@@ -33,7 +33,7 @@
  */
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { handleSqsBatch } from '../../lib/aws/sqs/queue.js';
-import { AipError, isAipError } from '../../lib/errors/aip-error.js';
+import { AipError, isAipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
 import type { QueueMessage, QueueMessageKind } from '../../lib/ports/messages.js';
 import { MetricUnit, withConsumerObservability } from './consumer-middleware.js';
 import { lazyHandler } from './lazy.js';

@@ -17,7 +17,7 @@
  */
 import middy from '@middy/core';
 import type { APIGatewayProxyResult, Context } from 'aws-lambda';
-import type * as z from '../../lib/common/zod.js';
+import type * as z from '../../packages/connector-sdk/src/common/zod.js';
 import type { GatewayJwtPolicy } from '../../lib/auth/gateway-jwt.js';
 import type { CallerIdentity } from '../../lib/auth/identity.js';
 import type { RouteDefinition } from '../../lib/http/routes.js';

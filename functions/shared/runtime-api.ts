@@ -13,7 +13,7 @@
  */
 import type { CallerIdentity } from '../../lib/auth/identity.js';
 import type { HealthReport, OperatorView, SubmitDisposition } from '../../lib/http/schemas.js';
-import type { ActionResult, TransactionResult } from '../../lib/protocol/index.js';
+import type { ActionResult, TransactionResult } from '../../packages/connector-sdk/src/protocol/index.js';
 
 export type { CallerIdentity };
 

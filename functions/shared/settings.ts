@@ -31,15 +31,15 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
-import * as z from '../../lib/common/zod.js';
+import * as z from '../../packages/connector-sdk/src/common/zod.js';
 import { configuredEndpoint, type AwsService } from '../../lib/aws/client-config.js';
-import { describeIssue, formatIssuePath } from '../../lib/common/issues.js';
+import { describeIssue, formatIssuePath } from '../../packages/connector-sdk/src/common/issues.js';
 import { DeploymentRuntimeConfigSchema, type DeploymentRuntimeConfig } from '../../lib/config/deployment.js';
 import { FUNCTION_ENV, OPTIONAL_FUNCTION_ENV } from '../../lib/config/function-env.js';
-import { localCredentialConfigSchema, type LocalCredentialReference } from '../../lib/connectors/credentials/env-provider.js';
+import { localCredentialConfigSchema, type LocalCredentialReference } from '../../packages/connector-sdk/src/credentials/env-provider.js';
 import { inlineKeysAllowed, keySources, remoteConfigSchemas, type RemotePlacement } from '../../lib/connectors/remote/config.js';
-import type { Principal } from '../../lib/protocol/identity.js';
-import { IdSchema } from '../../lib/protocol/primitives.js';
+import type { Principal } from '../../packages/connector-sdk/src/protocol/identity.js';
+import { IdSchema } from '../../packages/connector-sdk/src/protocol/primitives.js';
 
 /** Optional variables, besides FUNCTION_ENV (AIP_CONNECTOR_ENDPOINTS is OPTIONAL_FUNCTION_ENV's, the name the stack sets it under). */
 export const OPTIONAL_ENV = {

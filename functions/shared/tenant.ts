@@ -14,10 +14,10 @@
 import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyResult } from 'aws-lambda';
 import type { CallerIdentity } from '../../lib/auth/identity.js';
-import { AipError } from '../../lib/errors/aip-error.js';
+import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
 import type { TenantRequirement } from '../../lib/http/routes.js';
 import { TENANT_HEADER } from '../../lib/http/schemas.js';
-import { ID_MAX_LENGTH, ID_PATTERN } from '../../lib/protocol/primitives.js';
+import { ID_MAX_LENGTH, ID_PATTERN } from '../../packages/connector-sdk/src/protocol/primitives.js';
 import { headerValues, requestState, type AipHttpEvent } from './http.js';
 
 /** Pure selection rule; throws the AipErrors listed above. */

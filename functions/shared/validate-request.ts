@@ -13,9 +13,9 @@
  */
 import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyResult } from 'aws-lambda';
-import type * as z from '../../lib/common/zod.js';
-import { AipError } from '../../lib/errors/aip-error.js';
-import { renderIssues } from '../../lib/protocol/validate.js';
+import type * as z from '../../packages/connector-sdk/src/common/zod.js';
+import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
+import { renderIssues } from '../../packages/connector-sdk/src/protocol/validate.js';
 import { requestState, type AipHttpEvent } from './http.js';
 
 export type RequestLocation = 'path' | 'query' | 'body';

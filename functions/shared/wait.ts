@@ -19,7 +19,7 @@
  * long ago).
  */
 import { MAX_WAIT_SECONDS } from '../../lib/http/schemas.js';
-import type { ActionStatus } from '../../lib/protocol/action.js';
+import type { ActionStatus } from '../../packages/connector-sdk/src/protocol/action.js';
 
 export interface WaitClock {
   now(): number;

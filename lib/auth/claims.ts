@@ -26,9 +26,9 @@
  * be turned into a usable identity, so the authorizer DENIES (HTTP 403)
  * rather than answering 401.
  */
-import * as z from '../common/zod.js';
-import { PRINCIPAL_KINDS, type PrincipalKind } from '../protocol/identity.js';
-import { ID_MAX_LENGTH, ID_PATTERN } from '../protocol/primitives.js';
+import * as z from '../../packages/connector-sdk/src/common/zod.js';
+import { PRINCIPAL_KINDS, type PrincipalKind } from '../../packages/connector-sdk/src/protocol/identity.js';
+import { ID_MAX_LENGTH, ID_PATTERN } from '../../packages/connector-sdk/src/protocol/primitives.js';
 import { IDENTITY_LIMITS, type CallerIdentity } from './identity.js';
 
 export const CLAIM_PRESET_NAMES = ['generic', 'cognito', 'auth0', 'okta'] as const;

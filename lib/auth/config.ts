@@ -8,8 +8,8 @@
  * configuration can grow without breaking cold starts; what it does read is
  * validated strictly.
  */
-import * as z from '../common/zod.js';
-import { joinIssuePath } from '../common/issues.js';
+import * as z from '../../packages/connector-sdk/src/common/zod.js';
+import { joinIssuePath } from '../../packages/connector-sdk/src/common/issues.js';
 import { ClaimsConfigSchema, type ClaimsConfig } from './claims.js';
 import { HTTP_AUTH_ENVIRONMENTS } from './environments.js';
 import {

@@ -5,7 +5,7 @@
  * neither the error catalogue nor the identity schema (docs/bench/analysis.md,
  * "Cold start and bundles").
  */
-import { AipError } from '../errors/aip-error.js';
+import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
 import { AUTHORIZER_CONTEXT_KEYS } from './authorizer-context.js';
 import { CallerIdentitySchema, type CallerIdentity } from './identity.js';
 

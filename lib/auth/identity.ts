@@ -1,6 +1,6 @@
-import * as z from '../common/zod.js';
-import { PrincipalSchema, type Principal } from '../protocol/identity.js';
-import { IdSchema, ScopeSchema } from '../protocol/primitives.js';
+import * as z from '../../packages/connector-sdk/src/common/zod.js';
+import { PrincipalSchema, type Principal } from '../../packages/connector-sdk/src/protocol/identity.js';
+import { IdSchema, ScopeSchema } from '../../packages/connector-sdk/src/protocol/primitives.js';
 
 /**
  * Who is calling, as the HTTP edge hands it to the runtime. Built ONLY from a

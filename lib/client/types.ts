@@ -14,7 +14,7 @@ import type {
   SubmitResponse as EdgeSubmitResponse,
 } from '../http/schemas.js';
 import type { APPROVAL_DECISIONS, TRANSACTION_INCLUDES } from '../http/constants.js';
-import type { Action, ActionResult, ActionStatus, Receipt, TransactionRequest, TransactionResult } from '../protocol/index.js';
+import type { Action, ActionResult, ActionStatus, Receipt, TransactionRequest, TransactionResult } from '../../packages/connector-sdk/src/protocol/index.js';
 
 /** @public */
 export type { Action, ActionResult, ActionStatus, TransactionRequest, TransactionResult, Receipt };

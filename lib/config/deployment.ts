@@ -8,13 +8,13 @@
  */
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
-import * as z from '../common/zod.js';
-import { describeIssue, formatIssuePath } from '../common/issues.js';
+import * as z from '../../packages/connector-sdk/src/common/zod.js';
+import { describeIssue, formatIssuePath } from '../../packages/connector-sdk/src/common/issues.js';
 import { ClaimsConfigSchema } from '../auth/claims.js';
 import { HTTP_AUTH_ENVIRONMENTS } from '../auth/environments.js';
 import type { SecretsManagerReference } from '../aws/secrets/secrets-manager-provider.js';
 import { toSecretsManagerReferences } from './secret-references.js';
-import { ID_MAX_LENGTH, ID_PATTERN } from '../protocol/primitives.js';
+import { ID_MAX_LENGTH, ID_PATTERN } from '../../packages/connector-sdk/src/protocol/primitives.js';
 import { MAX_CONCURRENT_ATTEMPTS_LIMIT } from '../connectors/remote/config.js';
 import { TRANSACTION_MODES, type TransactionMode } from '../transactions/status.js';
 

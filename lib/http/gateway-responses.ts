@@ -14,8 +14,8 @@
  * response types from aws-cdk-lib's `ResponseType`, so a type added there
  * fails the tests until it has an entry here.
  */
-import { ERROR_CATALOGUE, type ErrorCode } from '../errors/catalogue.js';
-import { PROBLEM_CONTENT_TYPE, PROBLEM_TYPE_PREFIX } from '../protocol/problem.js';
+import { ERROR_CATALOGUE, type ErrorCode } from '../../packages/connector-sdk/src/errors/catalogue.js';
+import { PROBLEM_CONTENT_TYPE, PROBLEM_TYPE_PREFIX } from '../../packages/connector-sdk/src/protocol/problem.js';
 
 /** API Gateway `ResponseType` names (aws-cdk-lib `apigateway.ResponseType`): every one of them. */
 export const GATEWAY_RESPONSE_TYPES = [

@@ -17,7 +17,7 @@
  * Data only: it imports no handler code (only schemas) and names each Lambda
  * entry by its module path, so the CDK app and the local server import it cheaply.
  */
-import type * as z from '../common/zod.js';
+import type * as z from '../../packages/connector-sdk/src/common/zod.js';
 import { OPERATOR_SCOPE } from '../auth/scopes.js';
 import {
   ActionPathSchema,

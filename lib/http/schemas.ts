@@ -10,8 +10,8 @@
  *
  * The OpenAPI document (functions/shared/openapi.ts) is generated from these.
  */
-import * as z from '../common/zod.js';
-import { ActionResultSchema, ActionSchema } from '../protocol/action.js';
+import * as z from '../../packages/connector-sdk/src/common/zod.js';
+import { ActionResultSchema, ActionSchema } from '../../packages/connector-sdk/src/protocol/action.js';
 import {
   ApprovalRequirementSchema,
   CapabilityKindSchema,
@@ -19,12 +19,12 @@ import {
   ExecutionContractSchema,
   IdempotencyContractSchema,
   TransactionContractSchema,
-} from '../protocol/capability.js';
-import { JsonObjectSchema } from '../protocol/json.js';
-import { IdSchema, ScopeSchema, TextSchema, TransactionIdSchema } from '../protocol/primitives.js';
+} from '../../packages/connector-sdk/src/protocol/capability.js';
+import { JsonObjectSchema } from '../../packages/connector-sdk/src/protocol/json.js';
+import { IdSchema, ScopeSchema, TextSchema, TransactionIdSchema } from '../../packages/connector-sdk/src/protocol/primitives.js';
 import { ResolutionSchema } from '../ports/approval-store.js';
-import { TRANSACTION_MODES } from '../protocol/action.js';
-import { TransactionRequestSchema, TransactionResultSchema } from '../protocol/transaction.js';
+import { TRANSACTION_MODES } from '../../packages/connector-sdk/src/protocol/action.js';
+import { TransactionRequestSchema, TransactionResultSchema } from '../../packages/connector-sdk/src/protocol/transaction.js';
 import { APPROVAL_DECISIONS, MAX_PAGE_LIMIT, MAX_WAIT_SECONDS, OPERATOR_VIEWS, SUBMIT_DISPOSITIONS, TRANSACTION_INCLUDES } from './constants.js';
 
 export { MAX_WAIT_SECONDS, TENANT_HEADER } from './constants.js';

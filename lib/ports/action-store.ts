@@ -29,7 +29,15 @@
  *
  * The DynamoDB adapter is lib/aws/dynamo/action-store.ts.
  */
-import type { Action, ActionResult, ActionStatus, JsonObject, Principal, ProviderOperationRef, TransactionMode } from '../protocol/index.js';
+import type {
+  Action,
+  ActionResult,
+  ActionStatus,
+  JsonObject,
+  Principal,
+  ProviderOperationRef,
+  TransactionMode,
+} from '../../packages/connector-sdk/src/protocol/index.js';
 
 /** Action statuses an action can never leave. */
 export const TERMINAL_ACTION_STATUS_LIST = ['completed', 'failed', 'cancelled'] as const satisfies readonly ActionStatus[];

@@ -39,8 +39,8 @@
  *
  * The DynamoDB adapter is lib/aws/dynamo/approval-store.ts.
  */
-import * as z from '../common/zod.js';
-import { ProviderOperationRefSchema, Sha256HexSchema, TextSchema, type Principal } from '../protocol/index.js';
+import * as z from '../../packages/connector-sdk/src/common/zod.js';
+import { ProviderOperationRefSchema, Sha256HexSchema, TextSchema, type Principal } from '../../packages/connector-sdk/src/protocol/index.js';
 import type { Page } from './transaction-store.js';
 
 export type ApprovalStatus = 'pending' | 'approved' | 'denied' | 'expired' | 'withdrawn';

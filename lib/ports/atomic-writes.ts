@@ -36,7 +36,7 @@
  * TransactWriteItems; at most 5 items here, well inside the 100-item and
  * 4 MB limits; every part is a different item, as DynamoDB requires).
  */
-import type { AipError } from '../errors/aip-error.js';
+import type { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
 import type { AcquireActionLeaseInput, ActionRecord, CreateActionInput, SettleActionInput } from './action-store.js';
 import type { AdoptInput, CompleteInput, IdempotencyReservation, OwnerInput, ReserveInput, ReserveOutcome } from './idempotency-store.js';
 import type { AcquireLeaseInput, ClaimPlanInput, CreateTransactionInput, SettleInput, TransactionRecord } from './transaction-store.js';

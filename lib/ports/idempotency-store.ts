@@ -33,16 +33,15 @@
  *
  * The DynamoDB adapter is lib/aws/dynamo/idempotency-store.ts.
  */
-import { AipError } from '../errors/aip-error.js';
+import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
 import {
   hashJson,
   sha256Hex,
   type ActionResult,
   type IdentityContext,
   type JsonObject,
-  type PrincipalKind,
   type TransactionContext,
-} from '../protocol/index.js';
+} from '../../packages/connector-sdk/src/protocol/index.js';
 
 /** Default retention of a reservation: 24 hours. */
 export const DEFAULT_IDEMPOTENCY_RETENTION_SECONDS = 24 * 3600;
@@ -176,33 +175,8 @@ export function idempotencyFingerprint(f: FingerprintInput): string {
   });
 }
 
-/** Version tag hashed into every reservation identity (bump when the covered fields change). */
-export const RESERVATION_IDENTITY_VERSION = 'aip-idr/v1';
-/** Prefix of a reservation identity. */
-export const RESERVATION_IDENTITY_PREFIX = 'idr-';
-
-/** A reservation's scope with the principal's kind: the input of `reservationIdentity`. */
-export interface ReservationIdentityScope extends IdempotencyScope {
-  readonly principal_kind: PrincipalKind;
-}
-
-/**
- * The scope-unique identity of a reservation (the connector context's
- * `idempotency.reservation_id`):
- *
- *   `idr-` + first 40 hex of sha256(JSON.stringify(["aip-idr/v1", tenant_id, principal_kind, principal_id, key]))
- *
- * Deterministic from the reservation's scope only: every retry and attempt of
- * the action that owns the reservation gets the same identity, and two
- * principals or two tenants using the same raw key get different ones. It is
- * what downstream idempotency keys derive from: the raw key alone is the
- * caller's and is not unique across principals. Hashing keeps the tenant,
- * principal and raw key out of the connector's provider requests.
- */
-export function reservationIdentity(scope: ReservationIdentityScope): string {
-  const material = [RESERVATION_IDENTITY_VERSION, scope.tenant_id, scope.principal_kind, scope.principal_id, scope.key];
-  return RESERVATION_IDENTITY_PREFIX + sha256Hex(JSON.stringify(material)).slice(0, 40);
-}
+// The reservation identity is derived where downstream idempotency keys are: the connector SDK.
+export { reservationIdentity } from '../../packages/connector-sdk/src/idempotency.js';
 
 /** sha256 hex of an idempotency key (the stored key component). */
 export function idempotencyKeyHash(key: string): string {

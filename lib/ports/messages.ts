@@ -9,10 +9,10 @@
  * The schemas are strict: an unknown field (for example `input`, `secret` or
  * `credentials`) is rejected on both the sending and the receiving side.
  */
-import * as z from '../common/zod.js';
-import { joinIssuePath } from '../common/issues.js';
-import { AipError } from '../errors/aip-error.js';
-import { IdSchema, TransactionIdSchema } from '../protocol/primitives.js';
+import * as z from '../../packages/connector-sdk/src/common/zod.js';
+import { joinIssuePath } from '../../packages/connector-sdk/src/common/issues.js';
+import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
+import { IdSchema, TransactionIdSchema } from '../../packages/connector-sdk/src/protocol/primitives.js';
 
 /**
  * A fence token: a non-negative safe integer that only ever grows. A worker

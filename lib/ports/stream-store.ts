@@ -16,7 +16,7 @@
  * `transaction.store_unavailable`, `transaction.record_too_large`.
  * The DynamoDB adapter is lib/aws/dynamo/stream-store.ts.
  */
-import type { SequencedStreamChunk } from '../protocol/stream-chunk.js';
+import type { SequencedStreamChunk } from '../../packages/connector-sdk/src/protocol/stream-chunk.js';
 import type { Page } from './transaction-store.js';
 
 export interface StoredStreamChunk {

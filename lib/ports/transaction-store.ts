@@ -38,7 +38,7 @@ import type {
   TransactionMode,
   TransactionPlan,
   TransactionStatus,
-} from '../protocol/index.js';
+} from '../../packages/connector-sdk/src/protocol/index.js';
 import type { ReceiptAppend, StoredReceipt, TransactionRecord } from '../transactions/record.js';
 import type { AttemptStatus, InitialStatus, SettleOutcome, TransactionOperation } from '../transactions/state-machine.js';
 

@@ -20,7 +20,7 @@
  *
  * Reads only. Values come from the durable records, never from a request.
  */
-import type { JsonObject, JsonValue, Principal } from '../protocol/index.js';
+import type { JsonObject, JsonValue, Principal } from '../../packages/connector-sdk/src/protocol/index.js';
 import type { ApprovalRecord } from '../ports/approval-store.js';
 import type { Kernel } from './kernel.js';
 import { dataPolicyOf, redactPointers } from './redaction.js';

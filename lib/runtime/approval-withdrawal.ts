@@ -22,7 +22,7 @@
  * recorded; a cancellation withdraws its action's approval at once; the
  * operators' listing (served without connectors) leaves such approvals out.
  */
-import { AipError, isAipError } from '../errors/aip-error.js';
+import { AipError, isAipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
 import type { ActionRecord } from '../ports/action-store.js';
 import type { ApprovalRecord, ApprovalWithdrawalReason } from '../ports/approval-store.js';
 import { failedResult, type Kernel } from './kernel.js';

@@ -11,8 +11,8 @@
  * approved action can still fail to claim a plan, and that failure is the
  * action's result.
  */
-import { AipError, isAipError } from '../errors/aip-error.js';
-import type { ActionResult } from '../protocol/index.js';
+import { AipError, isAipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
+import type { ActionResult } from '../../packages/connector-sdk/src/protocol/index.js';
 import type { ApprovalRecord } from '../ports/approval-store.js';
 import { assertCallerCurrent, assertTenantMember, type CallerIdentity } from './identity.js';
 import { missingTarget, type AuthorityTarget } from './authority.js';

@@ -16,9 +16,9 @@
  * The table is {@link AUTHORITY_TABLE}; docs/authority.md is generated from
  * it (dev/scripts/gen-authority-docs.ts, checked by a test).
  */
-import { AipError } from '../errors/aip-error.js';
-import type { ErrorCode } from '../errors/catalogue.js';
-import type { Principal } from '../protocol/index.js';
+import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
+import type { ErrorCode } from '../../packages/connector-sdk/src/errors/catalogue.js';
+import type { Principal } from '../../packages/connector-sdk/src/protocol/index.js';
 import { samePrincipal, type CallerIdentity } from '../auth/identity.js';
 
 /** Who the caller is with respect to one target. */

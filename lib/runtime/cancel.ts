@@ -3,8 +3,8 @@
  * ends with a terminal write, which stamps the capability's retention, so it
  * runs with the connector parts loaded (lib/runtime/runtime.ts).
  */
-import { AipError } from '../errors/aip-error.js';
-import type { ActionResult } from '../protocol/index.js';
+import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
+import type { ActionResult } from '../../packages/connector-sdk/src/protocol/index.js';
 import { withdraw } from './approval-withdrawal.js';
 import { abandonUnstartedTransaction } from './attempts/worker.js';
 import type { CallerIdentity } from './identity.js';

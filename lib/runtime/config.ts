@@ -7,11 +7,11 @@
  *
  * See docs/runtime.md.
  */
-import * as z from '../common/zod.js';
-import { joinIssuePath } from '../common/issues.js';
+import * as z from '../../packages/connector-sdk/src/common/zod.js';
+import { joinIssuePath } from '../../packages/connector-sdk/src/common/issues.js';
 import { OPERATOR_SCOPE } from '../auth/scopes.js';
-import { AipError } from '../errors/aip-error.js';
-import { IdSchema, PrincipalSchema, ScopeSchema, TRANSACTION_MODES } from '../protocol/index.js';
+import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
+import { IdSchema, PrincipalSchema, ScopeSchema, TRANSACTION_MODES } from '../../packages/connector-sdk/src/protocol/index.js';
 import { DEFAULT_IDEMPOTENCY_RETENTION_SECONDS } from '../ports/idempotency-store.js';
 
 /** A tenant approval policy: which capabilities and modes need an approval. */

@@ -5,7 +5,7 @@
  * the production configuration schema forbids test mode, so it cannot be
  * enabled in production.
  */
-import { AipError } from '../errors/aip-error.js';
+import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
 
 export const CRASH_POINTS = [
   'after_admission_before_enqueue',

@@ -34,8 +34,8 @@
  * (`RuntimeDeps.cursors`).
  */
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
-import { AipError } from '../errors/aip-error.js';
-import { canonicalJson } from '../protocol/index.js';
+import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
+import { canonicalJson } from '../../packages/connector-sdk/src/protocol/index.js';
 
 /** Version prefix of the sealed form. */
 export const SEALED_CURSOR_PREFIX = 'c1.';

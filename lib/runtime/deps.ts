@@ -2,8 +2,8 @@
  * What the Runtime is built from: ports only (no AWS SDK in the domain).
  */
 import { randomUUID } from 'node:crypto';
-import type { FrozenConnector } from '../connectors/interfaces.js';
-import type { Clock } from '../ports/clock.js';
+import type { FrozenConnector } from '../../packages/connector-sdk/src/interfaces.js';
+import type { Clock } from '../../packages/connector-sdk/src/ports/clock.js';
 import type { ActionStore } from '../ports/action-store.js';
 import type { ApprovalStore } from '../ports/approval-store.js';
 import type { AtomicWrites } from '../ports/atomic-writes.js';

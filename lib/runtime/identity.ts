@@ -6,8 +6,8 @@
  * principal from the action body.
  */
 import { principalKey, type CallerIdentity } from '../auth/identity.js';
-import { AipError } from '../errors/aip-error.js';
-import type { Action, Capability } from '../protocol/index.js';
+import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
+import type { Action, Capability } from '../../packages/connector-sdk/src/protocol/index.js';
 import { isServiceCaller } from './authority.js';
 
 export type { CallerIdentity } from '../auth/identity.js';

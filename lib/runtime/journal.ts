@@ -4,8 +4,8 @@
  * record's hash chain in the same atomic write (the store checks that the
  * receipt extends the stored head).
  */
-import type { ActionResult, JsonObject, JsonValue, Principal, TransactionStatus } from '../protocol/index.js';
-import type { Clock } from '../ports/clock.js';
+import type { ActionResult, JsonObject, JsonValue, Principal, TransactionStatus } from '../../packages/connector-sdk/src/protocol/index.js';
+import type { Clock } from '../../packages/connector-sdk/src/ports/clock.js';
 import type {
   AcquireLeaseInput,
   ClaimDirectCommitInput,
@@ -16,7 +16,7 @@ import type {
   TransactionStore,
   TransitionInput,
 } from '../ports/transaction-store.js';
-import type { ProviderOperationRef } from '../protocol/index.js';
+import type { ProviderOperationRef } from '../../packages/connector-sdk/src/protocol/index.js';
 import { buildReceipt } from './receipts.js';
 
 /** Receipt event names (lower-case dotted), one per kind of durable write. */

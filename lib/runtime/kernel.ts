@@ -2,10 +2,10 @@
  * The kernel: dependencies, configuration and the small helpers every
  * runtime module shares.
  */
-import { type AipError, isAipError } from '../errors/aip-error.js';
-import { toProtocolError } from '../protocol/problem.js';
-import { sha256Hex, type Action, type ActionResult, type JsonObject, type ProtocolError } from '../protocol/index.js';
-import type { Clock } from '../ports/clock.js';
+import { type AipError, isAipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
+import { toProtocolError } from '../../packages/connector-sdk/src/protocol/problem.js';
+import { sha256Hex, type Action, type ActionResult, type JsonObject, type ProtocolError } from '../../packages/connector-sdk/src/protocol/index.js';
+import type { Clock } from '../../packages/connector-sdk/src/ports/clock.js';
 import type { InvokeMessage } from '../ports/messages.js';
 import { Authority, authorityPolicy } from './authority.js';
 import type { RuntimeSettings } from './config.js';

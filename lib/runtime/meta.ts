@@ -17,9 +17,9 @@
  * connector not ready, with a detail that names only what happened (a
  * failure code, never a foreign error message).
  */
-import { connectorSource } from '../connectors/base.js';
-import { toConnectorFailure } from '../connectors/failure.js';
-import type { ConnectorHealth } from '../connectors/interfaces.js';
+import { connectorSource } from '../../packages/connector-sdk/src/base.js';
+import { toConnectorFailure } from '../../packages/connector-sdk/src/failure.js';
+import type { ConnectorHealth } from '../../packages/connector-sdk/src/interfaces.js';
 import type { HostedConnector } from './deps.js';
 import { assertCallerCurrent, assertTenantMember, missingScopes, type CallerIdentity } from './identity.js';
 import type { Kernel } from './kernel.js';

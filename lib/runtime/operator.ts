@@ -21,9 +21,9 @@
  * transition table. Who may: the authority rule (`operator_reconcile`,
  * `resolve`, `list_operator`).
  */
-import { joinIssuePath } from '../common/issues.js';
-import { AipError, isAipError } from '../errors/aip-error.js';
-import { sha256Hex, type ActionResult, type JsonObject, type Principal } from '../protocol/index.js';
+import { joinIssuePath } from '../../packages/connector-sdk/src/common/issues.js';
+import { AipError, isAipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
+import { sha256Hex, type ActionResult, type JsonObject, type Principal } from '../../packages/connector-sdk/src/protocol/index.js';
 import { ResolutionSchema, type ApprovalRecord, type Resolution } from '../ports/approval-store.js';
 import type { TransactionRecord } from '../ports/transaction-store.js';
 import { cancelSchedule, completeOriginalReservation, redactOriginalInput } from './attempts/settlement.js';

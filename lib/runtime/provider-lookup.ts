@@ -23,10 +23,10 @@
  * The answer and the verdict go into the resolution's receipt evidence
  * (lib/runtime/operator.ts `applyResolution`).
  */
-import { AipError, isAipError } from '../errors/aip-error.js';
-import type { TransactionCheckpointWriter } from '../connectors/context.js';
-import { reconcileLookupOf } from '../connectors/interfaces.js';
-import type { Action, JsonObject, ProviderOperationRef } from '../protocol/index.js';
+import { AipError, isAipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
+import type { TransactionCheckpointWriter } from '../../packages/connector-sdk/src/context.js';
+import { reconcileLookupOf } from '../../packages/connector-sdk/src/interfaces.js';
+import type { Action, JsonObject, ProviderOperationRef } from '../../packages/connector-sdk/src/protocol/index.js';
 import type { Resolution } from '../ports/approval-store.js';
 import type { TransactionRecord } from '../ports/transaction-store.js';
 import { invokeConnector, routeAssignment, type InvocationSubject } from './attempts/invoke.js';

@@ -4,8 +4,8 @@
  * operator (the configured operator scope) sees the tenant's. Anything else
  * reads as not found (existence is not disclosed).
  */
-import { AipError } from '../errors/aip-error.js';
-import type { ActionResult, TransactionResult } from '../protocol/index.js';
+import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
+import type { ActionResult, TransactionResult } from '../../packages/connector-sdk/src/protocol/index.js';
 import type { ActionRecord } from '../ports/action-store.js';
 import type { ApprovalRecord } from '../ports/approval-store.js';
 import type { StoredStreamChunk } from '../ports/stream-store.js';

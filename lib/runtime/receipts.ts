@@ -25,8 +25,13 @@ import {
   type Principal,
   type Receipt,
   type TransactionProtocolStatus,
-} from '../protocol/index.js';
-import { resultDigestText, verifyReceiptChainSync, type ReceiptChainVerdict, type VerifyReceiptChainOptions } from '../protocol/receipt-chain.js';
+} from '../../packages/connector-sdk/src/protocol/index.js';
+import {
+  resultDigestText,
+  verifyReceiptChainSync,
+  type ReceiptChainVerdict,
+  type VerifyReceiptChainOptions,
+} from '../../packages/connector-sdk/src/protocol/receipt-chain.js';
 import type { ReceiptAppend } from '../transactions/record.js';
 
 /** The chain tip a new receipt extends (a transaction record has these fields). */
@@ -102,7 +107,7 @@ export function buildReceipt(input: BuildReceiptInput): ReceiptAppend {
   return { receipt: { ...body, hash: receiptHash(body) } };
 }
 
-export type { ReceiptChainVerdict, VerifyReceiptChainOptions } from '../protocol/receipt-chain.js';
+export type { ReceiptChainVerdict, VerifyReceiptChainOptions } from '../../packages/connector-sdk/src/protocol/receipt-chain.js';
 
 /**
  * Verifies a receipt chain presented in order (seq 0 first): the checks of

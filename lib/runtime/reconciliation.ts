@@ -12,10 +12,10 @@
  * Scheduler is the primary trigger), stalled attempts whose lease expired,
  * expired plans and expired approvals.
  */
-import { AipError, isAipError } from '../errors/aip-error.js';
-import { isErrorCode } from '../errors/catalogue.js';
+import { AipError, isAipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
+import { isErrorCode } from '../../packages/connector-sdk/src/errors/catalogue.js';
 import { reconcileBackoffMs } from './config.js';
-import { sha256Hex, validateAction, type Action, type TransactionStatus } from '../protocol/index.js';
+import { sha256Hex, validateAction, type Action, type TransactionStatus } from '../../packages/connector-sdk/src/protocol/index.js';
 import type { ActionRecord } from '../ports/action-store.js';
 import type { ReconcileMessage } from '../ports/messages.js';
 import type { QueueBatchEntry } from '../ports/queue.js';

@@ -20,7 +20,7 @@
  * values as they were stored, so a redacted copy never changes an identity.
  */
 import { parsePointer } from '../connectors/http/pointer.js';
-import { FORBIDDEN_KEYS, type ActionResult, type Capability, type JsonObject, type JsonValue } from '../protocol/index.js';
+import { FORBIDDEN_KEYS, type ActionResult, type Capability, type JsonObject, type JsonValue } from '../../packages/connector-sdk/src/protocol/index.js';
 
 /** What replaces a redacted value. */
 export const REDACTED = '[REDACTED]';

@@ -5,11 +5,11 @@
  * ./registry.ts installs ajv as the default compiler for everything else.
  */
 import type { ErrorObject, ValidateFunction } from 'ajv';
-import { AipError } from '../errors/aip-error.js';
-import { admitManifest, type AdmissionReport, type SupportSource } from '../connectors/admission.js';
-import type { ConnectorManifest } from '../connectors/manifest.js';
-import type { ImplementationSupport } from '../connectors/support.js';
-import { hashJson, type Capability } from '../protocol/index.js';
+import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
+import { admitManifest, type AdmissionReport, type SupportSource } from '../../packages/connector-sdk/src/admission.js';
+import type { ConnectorManifest } from '../../packages/connector-sdk/src/manifest.js';
+import type { ImplementationSupport } from '../../packages/connector-sdk/src/support.js';
+import { hashJson, type Capability } from '../../packages/connector-sdk/src/protocol/index.js';
 
 const DRAFT_2020 = 'https://json-schema.org/draft/2020-12/schema';
 const DRAFT_07 = new Set(['http://json-schema.org/draft-07/schema#', 'http://json-schema.org/draft-07/schema']);

@@ -16,8 +16,8 @@
  * operations beyond the reads (./operations.ts), then runs; so does a Runtime
  * built with its connectors, for the code.
  */
-import { AipError } from '../errors/aip-error.js';
-import type { Action, ActionResult, TransactionResult } from '../protocol/index.js';
+import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
+import type { Action, ActionResult, TransactionResult } from '../../packages/connector-sdk/src/protocol/index.js';
 import type { ApprovalWithFacts } from './approval-facts.js';
 import { validateQueueMessage, type InvokeMessage, type ReconcileMessage } from '../ports/messages.js';
 import type { StoredStreamChunk } from '../ports/stream-store.js';
@@ -28,7 +28,7 @@ import type { ConnectorParts, ReadDeps, RuntimeDeps } from './deps.js';
 import type { CallerIdentity } from './identity.js';
 import { Kernel } from './kernel.js';
 import { parseSubmission } from './pipeline/envelope.js';
-import { validateAction } from '../protocol/index.js';
+import { validateAction } from '../../packages/connector-sdk/src/protocol/index.js';
 import {
   getAction,
   getActionResult,

@@ -13,7 +13,7 @@
  */
 import standaloneCodeModule from 'ajv/dist/standalone/index.js';
 import type { ValidateFunction } from 'ajv';
-import type { ConnectorManifest } from '../connectors/manifest.js';
+import type { ConnectorManifest } from '../../packages/connector-sdk/src/manifest.js';
 import { CapabilityRegistry, type SchemaCompilers, type SchemaRequest } from './registry.js';
 import { ajvConnectorCompiler, type AjvInstance } from './schema-ajv.js';
 import { requestKey } from './schema-precompiled.js';

@@ -20,7 +20,7 @@
  * connector has no precompiled entry (functions/shared/compose-runtime.ts).
  */
 import type { ValidateFunction } from 'ajv';
-import type { ConnectorManifest } from '../connectors/manifest.js';
+import type { ConnectorManifest } from '../../packages/connector-sdk/src/manifest.js';
 import type { ConnectorSchemaCompiler, SchemaCompilers, SchemaRequest } from './registry-core.js';
 
 /** A compile result: the validator, or the message of the error ajv threw. */

@@ -12,9 +12,9 @@ import type {
   TransactionContract,
   TransactionMode,
   TransactionResult,
-} from '../protocol/index.js';
+} from '../../packages/connector-sdk/src/protocol/index.js';
 import type { ApprovalRecord } from '../ports/approval-store.js';
-import type { TransactionStatus } from '../protocol/index.js';
+import type { TransactionStatus } from '../../packages/connector-sdk/src/protocol/index.js';
 import type { ConnectorReadiness, HealthReport, SubmitDisposition } from '../http/schemas.js';
 
 /** The edge's answers are the runtime's outcomes: their types come from the edge schemas. */

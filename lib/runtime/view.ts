@@ -3,7 +3,7 @@
  * TransactionResult. `requires_human` and `cancelled` are projected from the
  * surrounding action (and escalation); they are never durable statuses.
  */
-import type { ActionResult, Receipt, TransactionResult } from '../protocol/index.js';
+import type { ActionResult, Receipt, TransactionResult } from '../../packages/connector-sdk/src/protocol/index.js';
 import type { TransactionRecord } from '../ports/transaction-store.js';
 import { projectProtocolStatus } from '../transactions/state-machine.js';
 import type { Kernel } from './kernel.js';

@@ -16,7 +16,7 @@ import type {
   ProviderOperationRef,
   Receipt,
   TransactionPlan,
-} from '../protocol/index.js';
+} from '../../packages/connector-sdk/src/protocol/index.js';
 import type { TransactionMode, TransactionStatus } from './status.js';
 
 export type { ProviderOperationRef, Receipt };

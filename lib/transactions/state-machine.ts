@@ -14,8 +14,8 @@
  *
  * See docs/transactions-state-machine.md.
  */
-import { AipError } from '../errors/aip-error.js';
-import type { TransactionProtocolStatus } from '../protocol/transaction.js';
+import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
+import type { TransactionProtocolStatus } from '../../packages/connector-sdk/src/protocol/transaction.js';
 import { DURABLE_TRANSACTION_STATUSES, type TransactionStatus } from './status.js';
 
 /** Named operations of the state machine. */

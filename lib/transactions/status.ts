@@ -7,5 +7,5 @@
  * TransactionProtocolStatus adds `requires_human` and `cancelled`, which are
  * projected from the surrounding action and never stored.
  */
-export { TRANSACTION_MODES, type TransactionMode } from '../protocol/action.js';
-export { DURABLE_TRANSACTION_STATUSES, TRANSACTION_PROTOCOL_STATUSES, type TransactionStatus } from '../protocol/transaction.js';
+export { TRANSACTION_MODES, type TransactionMode } from '../../packages/connector-sdk/src/protocol/action.js';
+export { DURABLE_TRANSACTION_STATUSES, TRANSACTION_PROTOCOL_STATUSES, type TransactionStatus } from '../../packages/connector-sdk/src/protocol/transaction.js';

@@ -17,7 +17,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import type { LocalStack } from '../../dev/local/start.js';
-import { SteppedClock } from '../../lib/ports/clock.js';
+import { SteppedClock } from '../../packages/connector-sdk/src/ports/clock.js';
 import { mayCancel, mayReconcile, mayResolve } from '../../lib/transactions/operator-actions.js';
 import { charge, clientOf, consoleStack, devSignIn, launchBrowser, newPage, screenshot, uid } from './support.js';
 import { HANG_MS } from '../support/wait.js';

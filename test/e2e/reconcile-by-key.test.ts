@@ -7,7 +7,7 @@
  * charge request is ever sent.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SteppedClock } from '../../lib/ports/clock.js';
+import { SteppedClock } from '../../packages/connector-sdk/src/ports/clock.js';
 import { verifyReceiptChain } from '../../lib/runtime/receipts.js';
 import { executed, RW, securityStack, uid, type SecurityStack } from '../security/support.js';
 

@@ -13,7 +13,7 @@
  *   the action never shows the forged output; `outcome_unknown`, reconciled.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SteppedClock } from '../../lib/ports/clock.js';
+import { SteppedClock } from '../../packages/connector-sdk/src/ports/clock.js';
 import { verifyReceiptChain } from '../../lib/runtime/receipts.js';
 import { executed, RW, securityStack, type SecurityStack } from '../security/support.js';
 import { remoteCheckpointKey } from '../../lib/aws/dynamo/remote-checkpoint-inbox.js';

@@ -4,10 +4,10 @@
  */
 import { expect } from 'vitest';
 import { AipClient, AipClientError, type ProblemBody } from '../../lib/client/index.js';
-import { ProblemSchema, type Problem } from '../../lib/protocol/problem.js';
+import { ProblemSchema, type Problem } from '../../packages/connector-sdk/src/protocol/problem.js';
 
 /** The Runtime's clock in the end-to-end stack (moved to a due time or past a window instead of sleeping). */
-export { SteppedClock } from '../../lib/ports/clock.js';
+export { SteppedClock } from '../../packages/connector-sdk/src/ports/clock.js';
 
 /**
  * A fetch for the AipClient that checks every answer the API gives:

@@ -14,7 +14,7 @@ import { describe, expect, it } from 'vitest';
 import { CONNECTOR_FACTORIES } from '../../functions/shared/connector-factories.js';
 import { loadInfraConfig, type InfraConfig } from '../../infra/config.js';
 import { PROJECT_ROOT } from '../../infra/functions.js';
-import { EnvCredentialProvider } from '../../lib/connectors/credentials/env-provider.js';
+import { EnvCredentialProvider } from '../../packages/connector-sdk/src/credentials/env-provider.js';
 import { HttpConnector } from '../../lib/connectors/http/connector.js';
 
 const INFRA_DIR = join(PROJECT_ROOT, 'infra');

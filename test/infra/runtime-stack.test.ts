@@ -25,8 +25,8 @@ import { AIP_METRICS, FUNCTION_ENV, metricsNamespace, OPTIONAL_FUNCTION_ENV } fr
 import { TABLE_WRITE_ACTIONS } from '../../infra/functions.js';
 import { GATEWAY_RESPONSES, gatewayResponseTemplate } from '../../lib/http/gateway-responses.js';
 import { ResponseType } from 'aws-cdk-lib/aws-apigateway';
-import { ERROR_CATALOGUE, isErrorCode } from '../../lib/errors/catalogue.js';
-import { ProblemSchema } from '../../lib/protocol/problem.js';
+import { ERROR_CATALOGUE, isErrorCode } from '../../packages/connector-sdk/src/errors/catalogue.js';
+import { ProblemSchema } from '../../packages/connector-sdk/src/protocol/problem.js';
 import { join } from 'node:path';
 import { loadInfraConfig } from '../../infra/config.js';
 import { PROJECT_ROOT } from '../../infra/functions.js';

@@ -13,7 +13,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { canonicalJson, sha256Hex, type Receipt } from '../../lib/protocol/index.js';
+import { canonicalJson, sha256Hex, type Receipt } from '../../packages/connector-sdk/src/protocol/index.js';
 import { executed, RW, securityStack, uid, type SecurityStack } from '../security/support.js';
 
 const T = 'demo';

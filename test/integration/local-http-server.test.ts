@@ -17,8 +17,8 @@ import type { AipHttpEvent } from '../../functions/shared/http.js';
 import { SILENT_LOGGER } from '../../functions/shared/logger.js';
 import type { RuntimeApi } from '../../functions/shared/runtime-api.js';
 import { createTokenVerifier, KeySourceUnavailableError, type TokenVerifier } from '../../lib/auth/verifier.js';
-import { AipError } from '../../lib/errors/aip-error.js';
-import { ProblemSchema, type Problem } from '../../lib/protocol/problem.js';
+import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
+import { ProblemSchema, type Problem } from '../../packages/connector-sdk/src/protocol/problem.js';
 import { gatewayResponse, gatewayResponseTemplate, type GatewayResponseType } from '../../lib/http/gateway-responses.js';
 import { stubRuntime } from '../unit/http/support.js';
 

@@ -11,7 +11,7 @@ import { createSqsClient } from '../../lib/aws/clients.js';
 import { SqsMessageQueue, decodeSqsRecord, handleSqsBatch, receiveMessages } from '../../lib/aws/sqs/queue.js';
 import { createSqsPoller, failedItemIds, startSqsPoller } from '../../lib/aws/sqs/poller.js';
 import { decodeQueueMessage, encodeQueueMessage, type InvokeMessage, type QueueMessage } from '../../lib/ports/messages.js';
-import { isAipError } from '../../lib/errors/aip-error.js';
+import { isAipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
 
 let client: SQSClient;
 

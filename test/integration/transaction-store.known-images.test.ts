@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
 import { keys } from '../../lib/aws/dynamo/table-design.js';
 import { DynamoTransactionStore } from '../../lib/aws/dynamo/transaction-store.js';
-import { isAipError } from '../../lib/errors/aip-error.js';
+import { isAipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
 import type { TransactionRecord } from '../../lib/transactions/record.js';
 import { createTestTable, type TestTable } from '../support/dynamo.js';
 import { TENANT, manualClock, nextReceipt, preparedInput, uid } from '../support/transaction-fixtures.js';

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { AipError } from '../../lib/errors/aip-error.js';
+import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
 import { classifyTransactFailure, mapStoreError } from '../../lib/aws/dynamo/store-errors.js';
 import { keys } from '../../lib/aws/dynamo/table-design.js';
 import { createTestTable, type TestTable } from '../support/dynamo.js';

@@ -10,7 +10,7 @@ import { createSchedulerClient, createSqsClient } from '../../lib/aws/clients.js
 import { SqsMessageQueue, receiveMessages } from '../../lib/aws/sqs/queue.js';
 import { createSqsPoller } from '../../lib/aws/sqs/poller.js';
 import { EventBridgeReconcileScheduler } from '../../lib/aws/scheduler/scheduler.js';
-import { AipError } from '../../lib/errors/aip-error.js';
+import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
 import type { InvokeMessage, ReconcileMessage } from '../../lib/ports/messages.js';
 import { startSchedulerEmulator, type SchedulerEmulator } from '../../dev/scheduler-emulator/emulator.js';
 import { createInvokeHandler } from '../../functions/worker/invoke.js';

@@ -13,7 +13,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { LocalStack } from '../../dev/local/start.js';
-import { ProblemSchema } from '../../lib/protocol/problem.js';
+import { ProblemSchema } from '../../packages/connector-sdk/src/protocol/problem.js';
 import { dynamoClient, recordScenario, reliabilityStack, tableFingerprint } from './support.js';
 
 /** Bound of one request: a hang fails the case instead of the file. */

@@ -51,7 +51,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GetItemCommand, QueryCommand, type AttributeValue, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { LocalStack } from '../../dev/local/start.js';
 import type { FaultRuleInput, SimEvent } from '../../dev/payments-simulator/server.js';
-import { SteppedClock } from '../../lib/ports/clock.js';
+import { SteppedClock } from '../../packages/connector-sdk/src/ports/clock.js';
 import type { QueueMessage } from '../../lib/ports/messages.js';
 import { fromAttributeMap } from '../../lib/aws/dynamo/attribute-values.js';
 import { keys } from '../../lib/aws/dynamo/table-design.js';

@@ -16,7 +16,7 @@ import { randomUUID } from 'node:crypto';
 import { GetQueueAttributesCommand, GetQueueUrlCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { LocalStack } from '../../dev/local/start.js';
-import { SteppedClock } from '../../lib/ports/clock.js';
+import { SteppedClock } from '../../packages/connector-sdk/src/ports/clock.js';
 import type { InvokeMessage } from '../../lib/ports/messages.js';
 import { reconcileActionId } from '../../lib/runtime/reconciliation.js';
 import { counter, recordScenario, reliabilityStack } from './support.js';

@@ -24,7 +24,7 @@ import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { LocalStack } from '../../dev/local/start.js';
 import type { QueueMessage } from '../../lib/ports/messages.js';
-import { SteppedClock } from '../../lib/ports/clock.js';
+import { SteppedClock } from '../../packages/connector-sdk/src/ports/clock.js';
 import { reconcileActionId } from '../../lib/runtime/reconciliation.js';
 import { dynamoClient, recordScenario, reliabilityStack, scanAll } from './support.js';
 import { HANG_MS } from '../support/wait.js';

@@ -17,8 +17,8 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { LocalStack } from '../../dev/local/start.js';
 import { generateDevKeys } from '../../dev/auth/keys.js';
 import { mintToken } from '../../dev/auth/mint.js';
-import { ProblemSchema } from '../../lib/protocol/problem.js';
-import { SteppedClock } from '../../lib/ports/clock.js';
+import { ProblemSchema } from '../../packages/connector-sdk/src/protocol/problem.js';
+import { SteppedClock } from '../../packages/connector-sdk/src/ports/clock.js';
 import { dynamoClient, recordScenario, reliabilityStack, tableFingerprint } from './support.js';
 import { HANG_MS } from '../support/wait.js';
 

@@ -16,7 +16,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalStack } from '../../dev/local/start.js';
-import { SteppedClock } from '../../lib/ports/clock.js';
+import { SteppedClock } from '../../packages/connector-sdk/src/ports/clock.js';
 import { reliabilityStack } from '../reliability/support.js';
 import { HANG_MS } from '../support/wait.js';
 

@@ -8,7 +8,7 @@
  * receipt; an escalated record is an operator's.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SteppedClock } from '../../lib/ports/clock.js';
+import { SteppedClock } from '../../packages/connector-sdk/src/ports/clock.js';
 import { scanAll } from '../reliability/support.js';
 import { charge, executed, reconcileUntil, refused, RW, securityStack, uid, writesNothing, type SecurityStack } from './support.js';
 

@@ -19,7 +19,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalStack } from '../../dev/local/start.js';
-import { ProblemSchema } from '../../lib/protocol/problem.js';
+import { ProblemSchema } from '../../packages/connector-sdk/src/protocol/problem.js';
 import { reliabilityStack } from '../reliability/support.js';
 import { HANG_MS } from '../support/wait.js';
 

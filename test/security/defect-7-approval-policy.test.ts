@@ -20,8 +20,8 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalStack } from '../../dev/local/start.js';
 import type { ApprovalPolicy } from '../../lib/config/deployment.js';
-import { ProblemSchema } from '../../lib/protocol/problem.js';
-import type { Clock } from '../../lib/ports/clock.js';
+import { ProblemSchema } from '../../packages/connector-sdk/src/protocol/problem.js';
+import type { Clock } from '../../packages/connector-sdk/src/ports/clock.js';
 import { reliabilityStack } from '../reliability/support.js';
 import { HANG_MS } from '../support/wait.js';
 

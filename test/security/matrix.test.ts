@@ -29,7 +29,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROUTE_LIST, type RouteDefinition } from '../../lib/http/routes.js';
 import { PAYMENTS_PROVIDER } from '../../lib/connectors/reference/payments.js';
 import type { CallerIdentity } from '../../lib/auth/identity.js';
-import { SteppedClock } from '../../lib/ports/clock.js';
+import { SteppedClock } from '../../packages/connector-sdk/src/ports/clock.js';
 import { Authority } from '../../lib/runtime/authority.js';
 import { Runtime } from '../../lib/runtime/runtime.js';
 import { TRANSACTION_MODES } from '../../lib/transactions/status.js';

@@ -27,9 +27,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FaultRuleInput } from '../../dev/payments-simulator/schemas.js';
 import { DEFAULT_LOCAL_APPROVAL_POLICIES } from '../../dev/local/start.js';
 import { PAYMENTS_PROVIDER } from '../../lib/connectors/reference/payments.js';
-import { SteppedClock } from '../../lib/ports/clock.js';
-import { sha256Hex, type Receipt } from '../../lib/protocol/index.js';
-import { resultDigestText } from '../../lib/protocol/receipt-chain.js';
+import { SteppedClock } from '../../packages/connector-sdk/src/ports/clock.js';
+import { sha256Hex, type Receipt } from '../../packages/connector-sdk/src/protocol/index.js';
+import { resultDigestText } from '../../packages/connector-sdk/src/protocol/receipt-chain.js';
 import { verifyReceiptChain } from '../../lib/runtime/receipts.js';
 import { charge, executed, planned, reconcileUntil, refused, RW, securityStack, uid, writesNothing, type Answer, type SecurityStack } from './support.js';
 

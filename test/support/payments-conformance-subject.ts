@@ -6,8 +6,8 @@
  * kit what it observes (ledger, pending operations, key rotation, the
  * idempotency keys it was sent).
  */
-import type { Action, JsonObject } from '../../lib/protocol/index.js';
-import type { ConformanceInstance, ConformanceSubject } from '../../lib/connectors/conformance/index.js';
+import type { Action, JsonObject } from '../../packages/connector-sdk/src/protocol/index.js';
+import type { ConformanceInstance, ConformanceSubject } from '../../packages/connector-sdk/src/conformance/index.js';
 import { createPaymentsConnector, DEFAULT_PAYMENTS_CREDENTIAL_HANDLE } from '../../lib/connectors/reference/payments.js';
 import { startPaymentsSimulator } from '../../dev/payments-simulator/server.js';
 

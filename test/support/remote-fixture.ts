@@ -5,21 +5,20 @@
  * runtime does (lib/connectors/deadline.ts runAttempt with the pinned route
  * bound to the context).
  */
-import type { Action, ActionResult, Capability, ProviderOperationRef } from '../../lib/protocol/index.js';
-import { hashJson } from '../../lib/protocol/index.js';
+import type { Action, ActionResult, Capability, ProviderOperationRef } from '../../packages/connector-sdk/src/protocol/index.js';
+import { hashJson } from '../../packages/connector-sdk/src/protocol/index.js';
 import {
   FrozenConnectorBase,
-  runAttempt,
   type ActionExecutionContext,
-  type AttemptOutcome,
   type CancelOutcome,
   type ConnectorManifest,
   type ImplementationSupport,
   type ReconciliationResult,
   type TransactionCheckpointWriter,
-} from '../../lib/connectors/index.js';
-import type { SequencedStreamChunk } from '../../lib/protocol/stream-chunk.js';
-import { bindAttemptPlacement } from '../../lib/connectors/remote/placement.js';
+} from '../../packages/connector-sdk/src/index.js';
+import { runAttempt, type AttemptOutcome } from '../../lib/runtime/attempts/deadline.js';
+import type { SequencedStreamChunk } from '../../packages/connector-sdk/src/protocol/stream-chunk.js';
+import { bindAttemptPlacement } from '../../lib/runtime/attempts/placement.js';
 import type { RouteAssignment } from '../../lib/ports/route-store.js';
 import type { RemoteConnector } from '../../lib/connectors/remote/proxy.js';
 

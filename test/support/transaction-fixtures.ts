@@ -1,6 +1,13 @@
 /** Builders for transaction store tests: records, plans and hash-chained receipts. */
 import { randomUUID } from 'node:crypto';
-import { GENESIS_RECEIPT_HASH, receiptHash, sha256Hex, type Receipt, type TransactionPlan, type TransactionProtocolStatus } from '../../lib/protocol/index.js';
+import {
+  GENESIS_RECEIPT_HASH,
+  receiptHash,
+  sha256Hex,
+  type Receipt,
+  type TransactionPlan,
+  type TransactionProtocolStatus,
+} from '../../packages/connector-sdk/src/protocol/index.js';
 import type { CreateTransactionInput, ReceiptAppend } from '../../lib/ports/transaction-store.js';
 import type { TransactionRecord } from '../../lib/transactions/record.js';
 

@@ -11,7 +11,7 @@
  * classified from the ALL_OLD image returned with the failure.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { AipError } from '../../errors/aip-error.js';
+import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import {
   ACTION_STATUSES,
   ActionResultSchema,
@@ -23,7 +23,7 @@ import {
   type Action,
   type ActionStatus,
   type JsonObject,
-} from '../../protocol/index.js';
+} from '../../../packages/connector-sdk/src/protocol/index.js';
 import {
   LEASABLE_ACTION_STATUSES,
   TERMINAL_ACTION_STATUS_LIST,

@@ -19,9 +19,16 @@
  * revision like every other write.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { AipError } from '../../errors/aip-error.js';
+import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import { principalKey, samePrincipal } from '../../auth/identity.js';
-import { PRINCIPAL_KINDS, PrincipalSchema, ScopeSchema, Sha256HexSchema, TextSchema, type Principal } from '../../protocol/index.js';
+import {
+  PRINCIPAL_KINDS,
+  PrincipalSchema,
+  ScopeSchema,
+  Sha256HexSchema,
+  TextSchema,
+  type Principal,
+} from '../../../packages/connector-sdk/src/protocol/index.js';
 import type {
   ApprovalRecord,
   ApprovalRef,

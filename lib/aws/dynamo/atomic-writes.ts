@@ -15,7 +15,7 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import { TransactWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { AipError } from '../../errors/aip-error.js';
+import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import type {
   AdmitWriteInput,
   AdmitWriteOutcome,

@@ -10,8 +10,8 @@
  * There is no DeleteItem anywhere in this adapter.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { AipError } from '../../errors/aip-error.js';
-import { ActionResultSchema, IdempotencyKeySchema, Sha256HexSchema } from '../../protocol/index.js';
+import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import { ActionResultSchema, IdempotencyKeySchema, Sha256HexSchema } from '../../../packages/connector-sdk/src/protocol/index.js';
 import {
   DEFAULT_IDEMPOTENCY_RETENTION_SECONDS,
   DEFAULT_IDEMPOTENCY_RETRY_AFTER_MS,

@@ -4,8 +4,8 @@
  * adapter can import it without cycles.
  */
 import { QueryCommand, type DynamoDBDocumentClient, type QueryCommandOutput } from '@aws-sdk/lib-dynamodb';
-import { AipError } from '../../errors/aip-error.js';
-import type { ErrorCode } from '../../errors/catalogue.js';
+import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import type { ErrorCode } from '../../../packages/connector-sdk/src/errors/catalogue.js';
 import { GSIS } from './table-design.js';
 
 /** Opaque cursor: base64url JSON of the LastEvaluatedKey. */

@@ -12,8 +12,8 @@
  * operation once folded; the inbox only bridges a lost answer).
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { AipError } from '../../errors/aip-error.js';
-import { ProviderOperationRefSchema } from '../../protocol/index.js';
+import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import { ProviderOperationRefSchema } from '../../../packages/connector-sdk/src/protocol/index.js';
 import type { InboxCheckpoint, RemoteCheckpointInbox } from '../../connectors/remote/stores.js';
 import { checkId, conditionalPut, consistentGet, epochSeconds, invalid } from './store-support.js';
 

@@ -7,8 +7,8 @@
  * transaction or plan ID.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { AipError } from '../../errors/aip-error.js';
-import { Sha256HexSchema } from '../../protocol/index.js';
+import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import { Sha256HexSchema } from '../../../packages/connector-sdk/src/protocol/index.js';
 import { routeMismatches, type PutRouteResult, type RouteAssignment, type RouteRef, type RouteStore } from '../../ports/route-store.js';
 import { checkId, checkNonNegativeInt, checkTime, compact, conditionalPut, consistentGet, invalid, type Item } from './store-support.js';
 import { ITEM_TYPES, keys } from './table-design.js';

@@ -10,7 +10,7 @@
  *   caller's classifier for that item (with the ALL_OLD image DynamoDB
  *   returned), and a `TransactionConflict` is a lost race.
  */
-import { AipError } from '../../errors/aip-error.js';
+import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import { fromAttributeMap } from './attribute-values.js';
 
 type Item = Record<string, unknown>;

@@ -21,9 +21,9 @@ import {
   type PutCommandInput,
   type UpdateCommandInput,
 } from '@aws-sdk/lib-dynamodb';
-import { AipError } from '../../errors/aip-error.js';
-import type { ErrorCode } from '../../errors/catalogue.js';
-import { ID_MAX_LENGTH, ID_PATTERN, inspectJson } from '../../protocol/index.js';
+import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import type { ErrorCode } from '../../../packages/connector-sdk/src/errors/catalogue.js';
+import { ID_MAX_LENGTH, ID_PATTERN, inspectJson } from '../../../packages/connector-sdk/src/protocol/index.js';
 import { fromAttributeMap } from './attribute-values.js';
 import { errorName, mapStoreError } from './store-errors.js';
 

@@ -7,8 +7,8 @@
  * and carries `ttl` (default 24 h).
  */
 import { QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { AipError } from '../../errors/aip-error.js';
-import { StreamChunkSchema } from '../../protocol/stream-chunk.js';
+import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import { StreamChunkSchema } from '../../../packages/connector-sdk/src/protocol/stream-chunk.js';
 import type { AppendChunkInput, ListChunksQuery, StoredStreamChunk, StreamStore } from '../../ports/stream-store.js';
 import type { Page } from '../../ports/transaction-store.js';
 import {

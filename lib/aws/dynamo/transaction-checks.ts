@@ -7,8 +7,8 @@
  * `transaction.invalid_record` (or the more precise code named below), with
  * details.field naming the offending field; nothing is sent to the table.
  */
-import { AipError } from '../../errors/aip-error.js';
-import type { ErrorCode } from '../../errors/catalogue.js';
+import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import type { ErrorCode } from '../../../packages/connector-sdk/src/errors/catalogue.js';
 import {
   GENESIS_RECEIPT_HASH,
   ID_MAX_LENGTH,
@@ -21,7 +21,7 @@ import {
   inspectJson,
   receiptHash,
   type ProviderOperationRef,
-} from '../../protocol/index.js';
+} from '../../../packages/connector-sdk/src/protocol/index.js';
 import type {
   CreateTransactionInput,
   GenericTransitionOperation,

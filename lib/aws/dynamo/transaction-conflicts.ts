@@ -6,8 +6,8 @@
  * checks (a different provider operation, a live lease, another plan); then
  * a receipt that does not extend the stored chain → `transaction.invalid_receipt`.
  */
-import { AipError } from '../../errors/aip-error.js';
-import { GENESIS_RECEIPT_HASH, type ProviderOperationRef } from '../../protocol/index.js';
+import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import { GENESIS_RECEIPT_HASH, type ProviderOperationRef } from '../../../packages/connector-sdk/src/protocol/index.js';
 import type { ReceiptAppend } from '../../transactions/record.js';
 import type { TransactionOperation } from '../../transactions/state-machine.js';
 import type { TransactionStatus } from '../../transactions/status.js';

@@ -19,8 +19,8 @@
  * item-image cache (known-images.ts).
  */
 import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { AipError } from '../../errors/aip-error.js';
-import { GENESIS_RECEIPT_HASH, canonicalJson, type JsonObject, type ProviderOperationRef } from '../../protocol/index.js';
+import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import { GENESIS_RECEIPT_HASH, canonicalJson, type JsonObject, type ProviderOperationRef } from '../../../packages/connector-sdk/src/protocol/index.js';
 import type {
   AcquireLeaseInput,
   CheckpointProviderOperationInput,

@@ -5,7 +5,7 @@
  * so the update can be replayed on a known item image (`applyTo`), which
  * spares reading an item back after a TransactWriteItems.
  */
-import type { JsonObject } from '../../protocol/index.js';
+import type { JsonObject } from '../../../packages/connector-sdk/src/protocol/index.js';
 
 /** Drops `undefined` properties recursively (DynamoDB cannot store them). */
 export function compact<T>(value: T): T {

@@ -25,8 +25,8 @@ import {
   type CreateScheduleCommandInput,
   type SchedulerClient,
 } from '@aws-sdk/client-scheduler';
-import { AipError } from '../../errors/aip-error.js';
-import { systemClock, type Clock } from '../../ports/clock.js';
+import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import { systemClock, type Clock } from '../../../packages/connector-sdk/src/ports/clock.js';
 import { encodeQueueMessage } from '../../ports/messages.js';
 import type {
   CancelReconcileResult,

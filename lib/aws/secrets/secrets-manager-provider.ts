@@ -13,15 +13,15 @@
  * ConnectorSecret (a copy) that the caller disposes.
  */
 import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import type { CredentialProvider, CredentialResolutionScope } from '../../connectors/ports/credentials.js';
-import type { CredentialHandle } from '../../connectors/credentials/handle.js';
+import type { CredentialProvider, CredentialResolutionScope } from '../../../packages/connector-sdk/src/ports/credentials.js';
+import type { CredentialHandle } from '../../../packages/connector-sdk/src/credentials/handle.js';
 import {
   CredentialReferenceMap,
   credentialsResolutionFailed,
   credentialsUnavailable,
   type CredentialReferenceKey,
-} from '../../connectors/credentials/references.js';
-import { ConnectorSecret } from '../../connectors/credentials/secret.js';
+} from '../../../packages/connector-sdk/src/credentials/references.js';
+import { ConnectorSecret } from '../../../packages/connector-sdk/src/credentials/secret.js';
 import { DEFAULT_CREDENTIAL_CACHE_SECONDS, SecretValueCache, type SecretValue } from './secret-cache.js';
 
 export interface SecretsManagerReference extends CredentialReferenceKey {

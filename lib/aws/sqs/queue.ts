@@ -24,7 +24,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { AipError, isAipError } from '../../errors/aip-error.js';
+import { AipError, isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import { decodeQueueMessage, encodeQueueMessage, validateQueueMessage } from '../../ports/messages.js';
 import { fairnessGroupOf } from '../../ports/queue.js';
 import type {

@@ -13,15 +13,18 @@
 // classic import left (it builds classic schemas, which zod/mini's functions
 // and z.safeParse accept as any other zod schema).
 import { fromJSONSchema } from 'zod';
-import type * as z from '../../common/zod.js';
-import { deepFreeze } from '../../common/deep-freeze.js';
-import { AipError } from '../../errors/aip-error.js';
-import { joinIssuePath } from '../../common/issues.js';
-import { CapabilitySchema, type Capability, type JsonObject } from '../../protocol/index.js';
-import { admitManifest, formatAdmissionIssue } from '../admission.js';
-import { deriveSupport, type CapabilityDefinition } from '../define.js';
-import type { ConnectorManifest } from '../manifest.js';
-import type { ImplementationSupport } from '../support.js';
+import type * as z from 'zod/mini';
+import { deepFreeze, joinIssuePath } from '@aip-runtime/connector-sdk/common';
+import { AipError } from '@aip-runtime/connector-sdk/errors';
+import { CapabilitySchema, type Capability, type JsonObject } from '@aip-runtime/connector-sdk/protocol';
+import {
+  admitManifest,
+  formatAdmissionIssue,
+  deriveSupport,
+  type CapabilityDefinition,
+  type ConnectorManifest,
+  type ImplementationSupport,
+} from '@aip-runtime/connector-sdk';
 import { HttpConnectorConfigSchema, type ParsedHttpConnectorConfig } from './config.js';
 
 /** One capability of the connector, ready to serve calls. */

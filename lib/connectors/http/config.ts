@@ -12,7 +12,7 @@
  * - No configuration value is secret: credentials are named by a handle and
  *   resolved at the edge by the deployment CredentialProvider.
  */
-import * as z from '../../common/zod.js';
+import * as z from 'zod/mini';
 import {
   CAPABILITY_CONTRACT_SHAPE,
   CapabilityKindSchema,
@@ -23,8 +23,8 @@ import {
   JsonPointerSchema,
   JsonValueSchema,
   TextSchema,
-} from '../../protocol/index.js';
-import { ConnectorVersionSchema, ManifestResourceSchema } from '../manifest.js';
+} from '@aip-runtime/connector-sdk/protocol';
+import { ConnectorVersionSchema, ManifestResourceSchema } from '@aip-runtime/connector-sdk';
 import { isSafePointer, parseTemplate } from './pointer.js';
 
 /** Trusted context values a mapping may read (`{$name}` or `{"context": name}`). */

@@ -34,9 +34,9 @@
  * operations that are configured, and the manifest is admitted, so a
  * configuration cannot advertise what it does not implement.
  */
-import * as z from '../../common/zod.js';
-import { isAipError } from '../../errors/aip-error.js';
-import { joinIssuePath } from '../../common/issues.js';
+import * as z from 'zod/mini';
+import { isAipError } from '@aip-runtime/connector-sdk/errors';
+import { joinIssuePath } from '@aip-runtime/connector-sdk/common';
 import {
   ProviderOperationRefSchema,
   ReconciliationCursorSchema,
@@ -46,25 +46,32 @@ import {
   type JsonObject,
   type JsonValue,
   type ProviderOperationRef,
-} from '../../protocol/index.js';
-import type { CredentialProvider } from '../ports/credentials.js';
-import { FrozenConnectorBase, defaultHealth } from '../base.js';
-import { TRANSACTION_CHECKPOINT_MODES, type ActionExecutionContext } from '../context.js';
-import { withCredentialRefresh } from '../credentials/resolve.js';
-import type { ConnectorSecret } from '../credentials/secret.js';
-import { timeoutRetryable } from '../deadline.js';
-import { ConnectorFailure, isConnectorFailure } from '../failure.js';
+} from '@aip-runtime/connector-sdk/protocol';
 import {
+  type CredentialProvider,
+  FrozenConnectorBase,
+  defaultHealth,
+  TRANSACTION_CHECKPOINT_MODES,
+  type ActionExecutionContext,
+  withCredentialRefresh,
+  type ConnectorSecret,
+  timeoutRetryable,
+  ConnectorFailure,
+  isConnectorFailure,
   DEFAULT_RECONCILE_LOOKUP,
   type CancelOutcome,
   type ConnectorContext,
   type ConnectorHealth,
   type ReconcileLookup,
   type ReconciliationResult,
-} from '../interfaces.js';
-import type { ConnectorManifest } from '../manifest.js';
-import { SIDE_EFFECTING_OPERATIONS, type ConnectorOperation } from '../operations.js';
-import type { ImplementationSupport } from '../support.js';
+  type ConnectorManifest,
+  SIDE_EFFECTING_OPERATIONS,
+  type ConnectorOperation,
+  type ImplementationSupport,
+  downstreamIdempotencyKey,
+  originalIdempotencyKey,
+  type IdempotencyPurpose,
+} from '@aip-runtime/connector-sdk';
 import { compileHttpConnector, type CompiledCapability } from './compile.js';
 import {
   DEFAULT_PROBE_MARGIN_MS,
@@ -79,7 +86,6 @@ import {
   type StatusLookup,
 } from './config.js';
 import { DraftFailure, finalizeDraft, httpErrorDraft, invalidResponseDraft, transportDraft, type FailureDraft, type FailureSite } from './errors.js';
-import { downstreamIdempotencyKey, originalIdempotencyKey, type IdempotencyPurpose } from './idempotency.js';
 import { MappingError, applyMapping, buildRequest, evidenceScalar, requestPreview, type BuiltRequest, type MappingScope } from './mapping.js';
 import { classifyStatus, isSuccess, operationIdText, type LookupStatus } from './lookup.js';
 import { getPointer } from './pointer.js';

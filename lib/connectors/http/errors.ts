@@ -9,10 +9,9 @@
  * downstream idempotency and the action is not a commit or execute
  * transaction (for those the runtime reconciles the checkpointed operation).
  */
-import type { ErrorCategory } from '../../errors/catalogue.js';
-import type { JsonObject, ProviderOperationRef } from '../../protocol/index.js';
-import { ConnectorFailure } from '../failure.js';
-import type { ConnectorOperation } from '../operations.js';
+import type { ErrorCategory } from '@aip-runtime/connector-sdk/errors';
+import type { JsonObject, ProviderOperationRef } from '@aip-runtime/connector-sdk/protocol';
+import { ConnectorFailure, type ConnectorOperation } from '@aip-runtime/connector-sdk';
 import type { ErrorRule } from './config.js';
 import { evidenceScalar } from './mapping.js';
 import { getPointer } from './pointer.js';

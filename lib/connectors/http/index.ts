@@ -4,7 +4,14 @@
  */
 export * from './config.js';
 export * from './connector.js';
-export * from './idempotency.js';
+// The downstream idempotency key derivation is the SDK's (every connector uses it), re-exported for the HTTP connector's users.
+export {
+  IDEMPOTENCY_DERIVATION_VERSION,
+  deriveIdempotencyKey,
+  downstreamIdempotencyKey,
+  originalIdempotencyKey,
+  type IdempotencyIdentity,
+} from '@aip-runtime/connector-sdk';
 /** @public */
 export { MappingError, applyMapping, buildRequest, renderTemplate, resolveSource, requestPreview, type BuiltRequest, type MappingScope } from './mapping.js';
 /** @public */

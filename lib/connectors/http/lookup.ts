@@ -2,7 +2,7 @@
  * Reading a provider's answer: whether a status counts as success, the
  * operation ID a response names, and the operation status a lookup reports.
  */
-import type { JsonValue } from '../../protocol/index.js';
+import type { JsonValue } from '@aip-runtime/connector-sdk/protocol';
 import type { StatusLookup } from './config.js';
 import { evidenceScalar } from './mapping.js';
 import { getPointer } from './pointer.js';

@@ -2,7 +2,7 @@
  * Applies the declarative mappings: action input → request (path, query,
  * headers, body) and provider response → output. Pure functions.
  */
-import type { JsonObject, JsonValue } from '../../protocol/index.js';
+import type { JsonObject, JsonValue } from '@aip-runtime/connector-sdk/protocol';
 import type { ContextValueName, Mapping, RequestSpec, ValueSource } from './config.js';
 import { getPointer, parseTemplate, setPointer } from './pointer.js';
 

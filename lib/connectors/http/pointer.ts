@@ -7,7 +7,7 @@
  * `{$name}` reads a trusted context value (see CONTEXT_VALUES in config.ts).
  * `{{` and `}}` are literal braces.
  */
-import { FORBIDDEN_KEYS, type JsonObject, type JsonValue } from '../../protocol/index.js';
+import { FORBIDDEN_KEYS, type JsonObject, type JsonValue } from '@aip-runtime/connector-sdk/protocol';
 
 /** Splits a pointer into unescaped reference tokens. `''` is the whole document. */
 export function parsePointer(pointer: string): string[] {

@@ -40,7 +40,7 @@ import type {
   RequestSpecConfig,
   StatusLookupConfig,
 } from '../http/config.js';
-import type { TransactionContract } from '../../protocol/index.js';
+import type { TransactionContract } from '@aip-runtime/connector-sdk/protocol';
 import { HttpConnector, type HttpConnectorDeps } from '../http/connector.js';
 
 export interface PaymentsConnectorOptions {

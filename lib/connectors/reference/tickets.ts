@@ -15,16 +15,23 @@
  * CredentialProvider; its bytes are handed to the desk (which authenticates
  * synchronously) and the secret is disposed before the answer is awaited.
  */
-import * as z from '../../common/zod.js';
-import type { ProviderOperationRef } from '../../protocol/index.js';
-import type { CredentialProvider } from '../ports/credentials.js';
-import type { ActionExecutionContext } from '../context.js';
-import { timeoutRetryable } from '../deadline.js';
-import { defineCapability, defineConnector, type DefinedConnector, type HandlerCall } from '../define.js';
-import { ConnectorFailure, isConnectorFailure } from '../failure.js';
-import { implementationSupport } from '../support.js';
-import type { CancelOutcome, ReconciliationResult } from '../interfaces.js';
-import { downstreamIdempotencyKey } from '../http/idempotency.js';
+import * as z from 'zod/mini';
+import type { ProviderOperationRef } from '@aip-runtime/connector-sdk/protocol';
+import {
+  type CredentialProvider,
+  type ActionExecutionContext,
+  timeoutRetryable,
+  defineCapability,
+  defineConnector,
+  type DefinedConnector,
+  type HandlerCall,
+  ConnectorFailure,
+  isConnectorFailure,
+  implementationSupport,
+  type CancelOutcome,
+  type ReconciliationResult,
+  downstreamIdempotencyKey,
+} from '@aip-runtime/connector-sdk';
 import { type TicketDesk, TicketDeskError, type DeskAnswer, type DeskOperation } from './ticket-desk.js';
 
 export const TICKET_DESK_PROVIDER = 'ticket-desk';

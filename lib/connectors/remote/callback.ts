@@ -22,11 +22,11 @@
  * The proxy folds the inbox into the transaction record through the
  * attempt's own fenced checkpoint writer (./proxy.ts).
  */
-import { isAipError } from '../../errors/aip-error.js';
-import type { JsonObject } from '../../protocol/index.js';
-import { systemClock, type Clock } from '../../ports/clock.js';
-import { TRANSACTION_CHECKPOINT_MODES } from '../context.js';
-import { ConnectorFailure } from '../failure.js';
+import { isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import type { JsonObject } from '../../../packages/connector-sdk/src/protocol/index.js';
+import { systemClock, type Clock } from '../../../packages/connector-sdk/src/ports/clock.js';
+import { TRANSACTION_CHECKPOINT_MODES } from '../../../packages/connector-sdk/src/context.js';
+import { ConnectorFailure } from '../../../packages/connector-sdk/src/failure.js';
 import { messageDigest, signCompact, verifyCompact, type RemoteKeyring, type RemoteSigner } from './jws.js';
 import type { HostRequest, HostResponse } from './host.js';
 import {

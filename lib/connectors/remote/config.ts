@@ -13,8 +13,8 @@
  * deployments) or an inline JWK (local stack and tests only: refused outside
  * the `local` and `test` environments by the compositions).
  */
-import * as z from '../../common/zod.js';
-import { IdSchema } from '../../protocol/index.js';
+import * as z from '../../../packages/connector-sdk/src/common/zod.js';
+import { IdSchema } from '../../../packages/connector-sdk/src/protocol/index.js';
 
 /**
  * Largest per-connector concurrency limit: a host with a shared slot store

@@ -35,22 +35,27 @@
  * stream chunks are collected and travel in the signed answer.
  */
 import { randomBytes } from 'node:crypto';
-import { joinIssuePath } from '../../common/issues.js';
-import { AipError, isAipError } from '../../errors/aip-error.js';
-import { toProblem } from '../../protocol/problem.js';
-import { ERROR_CATALOGUE, isErrorCode } from '../../errors/catalogue.js';
-import { hashJson, type JsonObject } from '../../protocol/index.js';
-import { systemClock, type Clock } from '../../ports/clock.js';
-import type { StreamSink } from '../ports/stream-sink.js';
-import { createExecutionContext, type ExecutionAttempt, type TransactionCheckpointWriter, type TrustedAttemptState } from '../context.js';
-import { CredentialHandle } from '../credentials/handle.js';
-import { runAttempt } from '../deadline.js';
-import { selectMethod } from '../dispatch.js';
-import { ConnectorFailure, toConnectorFailure } from '../failure.js';
-import { reconcileLookupOf, type FrozenConnector } from '../interfaces.js';
-import type { ConnectorManifest } from '../manifest.js';
-import { TYPED_METHOD_OPERATION, type ConnectorOperation } from '../operations.js';
-import type { StreamChunk } from '../../protocol/stream-chunk.js';
+import { joinIssuePath } from '../../../packages/connector-sdk/src/common/issues.js';
+import { AipError, isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import { toProblem } from '../../../packages/connector-sdk/src/protocol/problem.js';
+import { ERROR_CATALOGUE, isErrorCode } from '../../../packages/connector-sdk/src/errors/catalogue.js';
+import { hashJson, type JsonObject } from '../../../packages/connector-sdk/src/protocol/index.js';
+import { systemClock, type Clock } from '../../../packages/connector-sdk/src/ports/clock.js';
+import type { StreamSink } from '../../../packages/connector-sdk/src/ports/stream-sink.js';
+import {
+  createExecutionContext,
+  type ExecutionAttempt,
+  type TransactionCheckpointWriter,
+  type TrustedAttemptState,
+} from '../../../packages/connector-sdk/src/context.js';
+import { CredentialHandle } from '../../../packages/connector-sdk/src/credentials/handle.js';
+import { runAttempt } from '../../runtime/attempts/deadline.js';
+import { selectMethod } from '../../../packages/connector-sdk/src/operations.js';
+import { ConnectorFailure, toConnectorFailure } from '../../../packages/connector-sdk/src/failure.js';
+import { reconcileLookupOf, type FrozenConnector } from '../../../packages/connector-sdk/src/interfaces.js';
+import type { ConnectorManifest } from '../../../packages/connector-sdk/src/manifest.js';
+import { TYPED_METHOD_OPERATION, type ConnectorOperation } from '../../../packages/connector-sdk/src/operations.js';
+import type { StreamChunk } from '../../../packages/connector-sdk/src/protocol/stream-chunk.js';
 import { didOf, messageDigest, signCompact, verifyCompact, type RemoteKeyring, type RemoteSigner } from './jws.js';
 import {
   DEADLINE_HEADER,

@@ -17,8 +17,8 @@
  */
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign as nodeSign, verify as nodeVerify, type KeyObject } from 'node:crypto';
 import { calculateJwkThumbprint, type JWK } from 'jose';
-import { AipError } from '../../errors/aip-error.js';
-import { canonicalJson } from '../../protocol/index.js';
+import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import { canonicalJson } from '../../../packages/connector-sdk/src/protocol/index.js';
 
 export const REMOTE_ALG = 'ES256' as const;
 

@@ -4,7 +4,7 @@
  * Every message is a compact JWS (./jws.ts) whose payload is one of the
  * schemas below. See README.md next to this file for the full design.
  */
-import * as z from '../../common/zod.js';
+import * as z from '../../../packages/connector-sdk/src/common/zod.js';
 import {
   ActionResultSchema,
   ActionSchema,
@@ -17,12 +17,12 @@ import {
   Rfc3339Schema,
   Sha256HexSchema,
   TransactionModeSchema,
-} from '../../protocol/index.js';
-import { ConnectorFailureRecordSchema } from '../failure.js';
-import { CancelOutcomeSchema } from '../interfaces.js';
-import { ConnectorManifestSchema } from '../manifest.js';
-import { ProblemSchema } from '../../protocol/problem.js';
-import { StreamChunkSchema } from '../../protocol/stream-chunk.js';
+} from '../../../packages/connector-sdk/src/protocol/index.js';
+import { ConnectorFailureRecordSchema } from '../../../packages/connector-sdk/src/failure.js';
+import { CancelOutcomeSchema } from '../../../packages/connector-sdk/src/interfaces.js';
+import { ConnectorManifestSchema } from '../../../packages/connector-sdk/src/manifest.js';
+import { ProblemSchema } from '../../../packages/connector-sdk/src/protocol/problem.js';
+import { StreamChunkSchema } from '../../../packages/connector-sdk/src/protocol/stream-chunk.js';
 
 /** The JWS `typ` of each message kind (a message of one kind never verifies as another). */
 export const REMOTE_TYP = {

@@ -26,12 +26,19 @@
  * on the transaction record before the attempt settles `outcome_unknown`.
  */
 import { randomBytes } from 'node:crypto';
-import { AipError, isAipError } from '../../errors/aip-error.js';
-import { canonicalJson, hashJson, type Action, type ActionResult, type JsonObject, type ProtocolError } from '../../protocol/index.js';
-import { systemClock, type Clock } from '../../ports/clock.js';
-import { contextAttemptIdentity, TRANSACTION_CHECKPOINT_MODES, type ActionExecutionContext } from '../context.js';
-import { DEFAULT_CANCEL_GRACE_MS } from '../deadline.js';
-import { ConnectorFailure, toConnectorFailure, toProtocolError } from '../failure.js';
+import { AipError, isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import {
+  canonicalJson,
+  hashJson,
+  type Action,
+  type ActionResult,
+  type JsonObject,
+  type ProtocolError,
+} from '../../../packages/connector-sdk/src/protocol/index.js';
+import { systemClock, type Clock } from '../../../packages/connector-sdk/src/ports/clock.js';
+import { contextAttemptIdentity, TRANSACTION_CHECKPOINT_MODES, type ActionExecutionContext } from '../../../packages/connector-sdk/src/context.js';
+import { DEFAULT_CANCEL_GRACE_MS } from '../../runtime/attempts/deadline.js';
+import { ConnectorFailure, toConnectorFailure, toProtocolError } from '../../../packages/connector-sdk/src/failure.js';
 import {
   DEFAULT_RECONCILE_LOOKUP,
   type CancelOutcome,
@@ -44,13 +51,13 @@ import {
   type ProviderEvent,
   type ReconcileLookup,
   type ReconciliationResult,
-} from '../interfaces.js';
-import type { ConnectorManifest } from '../manifest.js';
-import { SIDE_EFFECTING_OPERATIONS, TYPED_METHOD_OPERATION, type ConnectorOperation } from '../operations.js';
-import type { ImplementationSupport } from '../support.js';
+} from '../../../packages/connector-sdk/src/interfaces.js';
+import type { ConnectorManifest } from '../../../packages/connector-sdk/src/manifest.js';
+import { SIDE_EFFECTING_OPERATIONS, TYPED_METHOD_OPERATION, type ConnectorOperation } from '../../../packages/connector-sdk/src/operations.js';
+import type { ImplementationSupport } from '../../../packages/connector-sdk/src/support.js';
 import type { HostedConnector } from '../../runtime/deps.js';
 import { messageDigest, signCompact, verifyCompact, RemoteKeyring, type RemoteKey, type RemoteSigner } from './jws.js';
-import { attemptPlacement, type AttemptPlacement } from './placement.js';
+import { attemptPlacement, type AttemptPlacement } from '../../runtime/attempts/placement.js';
 import {
   DEADLINE_HEADER,
   REMOTE_CONTENT_TYPE,

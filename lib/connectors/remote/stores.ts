@@ -24,7 +24,7 @@
  *   host counts against the same slots, since one environment serves one
  *   request at a time).
  */
-import type { ProviderOperationRef } from '../../protocol/index.js';
+import type { ProviderOperationRef } from '../../../packages/connector-sdk/src/protocol/index.js';
 
 export interface NonceStore {
   /** True when `nonce` was not seen before; remembered until `expires_at`. */

@@ -3,8 +3,8 @@
  * trusted execution context from durable state, and runs the connector SDK's
  * attempt (deadline, cancellation, dispatch table).
  */
-import { AipError, isAipError } from '../../errors/aip-error.js';
-import { CredentialHandle } from '../../connectors/credentials/handle.js';
+import { AipError, isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import { CredentialHandle } from '../../../packages/connector-sdk/src/credentials/handle.js';
 import type {
   ActorContext,
   ApprovalEvidence,
@@ -12,17 +12,17 @@ import type {
   IdempotencyReservation as ContextReservation,
   TraceContext,
   TransactionExecutionContext,
-} from '../../connectors/context.js';
+} from '../../../packages/connector-sdk/src/context.js';
 import type { RecordedActor } from '../../ports/action-store.js';
 import { randomBytes } from 'node:crypto';
-import { runAttempt as runConnectorAttempt, type AttemptOutcome as ConnectorAttemptOutcome } from '../../connectors/deadline.js';
-import type { Action, Principal } from '../../protocol/index.js';
+import { runAttempt as runConnectorAttempt, type AttemptOutcome as ConnectorAttemptOutcome } from './deadline.js';
+import type { Action, Principal } from '../../../packages/connector-sdk/src/protocol/index.js';
 import type { PutRouteResult, RouteAssignment } from '../../ports/route-store.js';
-import { bindAttemptPlacement } from '../../connectors/remote/placement.js';
+import { bindAttemptPlacement } from './placement.js';
 import { boundedAttemptMs } from '../attempt-budget.js';
 import type { HostedConnector } from '../deps.js';
 import type { Kernel } from '../kernel.js';
-import { bindRuntimeMemory, type RuntimeMemory } from '../memory.js';
+import { bindRuntimeMemory, type RuntimeMemory } from '../../../packages/connector-sdk/src/memory.js';
 import type { RegisteredCapability } from '../registry.js';
 
 export interface InvocationSubject {

@@ -2,9 +2,9 @@
  * Recovery paths of an attempt: what a redelivered or cancelled attempt does
  * instead of calling the provider (see worker.ts for the main path).
  */
-import { AipError, isAipError } from '../../errors/aip-error.js';
-import { toProtocolError } from '../../protocol/problem.js';
-import type { ActionResult, TransactionMode } from '../../protocol/index.js';
+import { AipError, isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import { toProtocolError } from '../../../packages/connector-sdk/src/protocol/problem.js';
+import type { ActionResult, TransactionMode } from '../../../packages/connector-sdk/src/protocol/index.js';
 import type { ActionRecord } from '../../ports/action-store.js';
 import type { InvokeMessage } from '../../ports/messages.js';
 import type { TransactionRecord } from '../../ports/transaction-store.js';

@@ -20,9 +20,9 @@
  * attempt superseded before it finished the action) finishes the action and
  * the reservation from the durable record (finishSideRecords).
  */
-import { AipError, isAipError } from '../../errors/aip-error.js';
-import { toProtocolError } from '../../protocol/problem.js';
-import type { AttemptOutcome as ConnectorAttemptOutcome } from '../../connectors/deadline.js';
+import { AipError, isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import { toProtocolError } from '../../../packages/connector-sdk/src/protocol/problem.js';
+import type { AttemptOutcome as ConnectorAttemptOutcome } from './deadline.js';
 import {
   ProviderOperationRefSchema,
   type ActionResult,
@@ -30,7 +30,7 @@ import {
   type ProtocolError,
   type ProviderOperationRef,
   type TransactionMode,
-} from '../../protocol/index.js';
+} from '../../../packages/connector-sdk/src/protocol/index.js';
 import type { ActionRecord, SettleActionInput } from '../../ports/action-store.js';
 import type { IdempotencySettlement, SettleWriteOutcome } from '../../ports/atomic-writes.js';
 import type { SettleInput, TransactionRecord } from '../../ports/transaction-store.js';

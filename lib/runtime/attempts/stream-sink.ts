@@ -4,9 +4,9 @@
  * publisher numbers the attempt's chunks from 0, the sink stores chunk n at
  * the attempt's base seq + n, so a later attempt continues the action's stream.
  */
-import type { StreamSink } from '../../connectors/ports/stream-sink.js';
+import type { StreamSink } from '../../../packages/connector-sdk/src/ports/stream-sink.js';
 import type { StreamStore } from '../../ports/stream-store.js';
-import type { SequencedStreamChunk } from '../../protocol/stream-chunk.js';
+import type { SequencedStreamChunk } from '../../../packages/connector-sdk/src/protocol/stream-chunk.js';
 
 /** StreamSink over a StreamStore for one attempt: seq = base_seq + chunk.sequence. */
 export class StreamStoreSink implements StreamSink {

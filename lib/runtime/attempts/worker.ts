@@ -22,10 +22,15 @@
  *    final answer in hand (`checkpoint_with_answer`) is written by the
  *    settlement itself, in the same write.
  */
-import { AipError, isAipError } from '../../errors/aip-error.js';
-import { capabilityRetryable } from '../../connectors/deadline.js';
-import type { ApprovalEvidence, OriginalRequestIdentity, TransactionCheckpointWriter, TransactionExecutionContext } from '../../connectors/context.js';
-import type { JsonObject, TransactionMode } from '../../protocol/index.js';
+import { AipError, isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import { capabilityRetryable } from '../../../packages/connector-sdk/src/failure.js';
+import type {
+  ApprovalEvidence,
+  OriginalRequestIdentity,
+  TransactionCheckpointWriter,
+  TransactionExecutionContext,
+} from '../../../packages/connector-sdk/src/context.js';
+import type { JsonObject, TransactionMode } from '../../../packages/connector-sdk/src/protocol/index.js';
 import type { ActionRecord } from '../../ports/action-store.js';
 import type { ApprovalRecord } from '../../ports/approval-store.js';
 import type { AtomicWrites } from '../../ports/atomic-writes.js';
@@ -36,7 +41,7 @@ import { openStreamSink } from './stream-sink.js';
 import type { TransactionRecord } from '../../ports/transaction-store.js';
 import { isAttemptStatus } from '../../transactions/state-machine.js';
 import type { Kernel } from '../kernel.js';
-import type { CompensationMemory, RuntimeMemory } from '../memory.js';
+import type { CompensationMemory, RuntimeMemory } from '../../../packages/connector-sdk/src/memory.js';
 import { connectorFacingCompensation } from '../modes/compensate.js';
 import { ranCapabilityId } from '../modes/reconcile.js';
 import { isTerminalAction } from '../pipeline/action-record.js';

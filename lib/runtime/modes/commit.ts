@@ -4,9 +4,9 @@
  * direct-commit branch (claim_direct_commit) is reachable only from
  * Runtime.trustedDirectCommit, never from a validated public envelope.
  */
-import { AipError, isAipError } from '../../errors/aip-error.js';
-import type { ErrorCode } from '../../errors/catalogue.js';
-import { planInputHash, type JsonObject, type TransactionPlan } from '../../protocol/index.js';
+import { AipError, isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import type { ErrorCode } from '../../../packages/connector-sdk/src/errors/catalogue.js';
+import { planInputHash, type JsonObject, type TransactionPlan } from '../../../packages/connector-sdk/src/protocol/index.js';
 import type { TransactionRecord } from '../../ports/transaction-store.js';
 import { RECEIPT_EVENTS } from '../journal.js';
 import type { Kernel } from '../kernel.js';

@@ -10,12 +10,12 @@
  * update, or, when there is no record, from the caller-carried RFC 3339
  * original_completed_at (marked as such).
  */
-import { AipError, isAipError } from '../../errors/aip-error.js';
-import type { ActionResult, JsonObject, ProtocolError } from '../../protocol/index.js';
+import { AipError, isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import type { ActionResult, JsonObject, ProtocolError } from '../../../packages/connector-sdk/src/protocol/index.js';
 import type { TransactionRecord } from '../../ports/transaction-store.js';
 import { RECEIPT_EVENTS } from '../journal.js';
 import type { Kernel } from '../kernel.js';
-import type { CompensationMemory } from '../memory.js';
+import type { CompensationMemory } from '../../../packages/connector-sdk/src/memory.js';
 import type { Admission } from '../pipeline/state.js';
 import type { RegisteredCapability } from '../registry.js';
 

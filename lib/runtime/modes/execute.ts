@@ -10,8 +10,8 @@
  * - outcome_unknown, reconciling: reject, reconciliation is required;
  * - reconciled, compensated, compensating: replay the stored terminal state.
  */
-import { AipError, isAipError } from '../../errors/aip-error.js';
-import { canonicalJson, type JsonObject } from '../../protocol/index.js';
+import { AipError, isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import { canonicalJson, type JsonObject } from '../../../packages/connector-sdk/src/protocol/index.js';
 import type { CreateTransactionInput, TransactionRecord } from '../../ports/transaction-store.js';
 import { RECEIPT_EVENTS } from '../journal.js';
 import type { Kernel } from '../kernel.js';

@@ -11,7 +11,7 @@
  * `plan:<transaction_id>`); a failed downstream validation creates a `failed`
  * record without a plan.
  */
-import { AipError, isAipError } from '../../errors/aip-error.js';
+import { AipError, isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import {
   PLAN_TTL_MS,
   defaultPlanId,
@@ -24,7 +24,7 @@ import {
   type JsonObject,
   type ProtocolError,
   type TransactionPlan,
-} from '../../protocol/index.js';
+} from '../../../packages/connector-sdk/src/protocol/index.js';
 import type { TransactionRecord } from '../../ports/transaction-store.js';
 import { hostedConnector, invokeConnector, leaseMs, resolveRoute } from '../attempts/invoke.js';
 import { RECEIPT_EVENTS } from '../journal.js';

@@ -4,8 +4,8 @@
  * first-class request, else recovered from the record). A compare-and-set
  * moves the record outcome_unknown → reconciling before any handler call.
  */
-import { AipError, isAipError } from '../../errors/aip-error.js';
-import type { ProviderOperationRef } from '../../protocol/index.js';
+import { AipError, isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import type { ProviderOperationRef } from '../../../packages/connector-sdk/src/protocol/index.js';
 import type { TransactionRecord } from '../../ports/transaction-store.js';
 import { RECEIPT_EVENTS } from '../journal.js';
 import type { Kernel } from '../kernel.js';

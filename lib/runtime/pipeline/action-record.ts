@@ -5,8 +5,8 @@
  * the same action; a different one is `runtime.action_conflict` naming the
  * fields that differ.
  */
-import { AipError, isAipError } from '../../errors/aip-error.js';
-import { canonicalJson, planInputHash, type ActionResult, type ActionStatus } from '../../protocol/index.js';
+import { AipError, isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import { canonicalJson, planInputHash, type ActionResult, type ActionStatus } from '../../../packages/connector-sdk/src/protocol/index.js';
 import type { ActionRecord, ActionRecovery } from '../../ports/action-store.js';
 import { TERMINAL_ACTION_STATUS_LIST } from '../../ports/action-store.js';
 import type { Kernel } from '../kernel.js';

@@ -11,8 +11,8 @@
  * record is created after step 4; a definitive rejection after that point is
  * recorded as the action's failed result, then thrown.
  */
-import { AipError, isAipError } from '../../errors/aip-error.js';
-import type { Action, ActionResult, TransactionRequest } from '../../protocol/index.js';
+import { AipError, isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import type { Action, ActionResult, TransactionRequest } from '../../../packages/connector-sdk/src/protocol/index.js';
 import type { ActionRecord } from '../../ports/action-store.js';
 import type { TransactionRecord } from '../../ports/transaction-store.js';
 import type { AtomicWrites } from '../../ports/atomic-writes.js';

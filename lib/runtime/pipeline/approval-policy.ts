@@ -13,7 +13,7 @@
  *   through approval: when no stronger policy was selected, the runtime
  *   supplies the tenant's default policy.
  */
-import { hashJson, type ApprovalPolicyRef, type Capability, type TransactionMode } from '../../protocol/index.js';
+import { hashJson, type ApprovalPolicyRef, type Capability, type TransactionMode } from '../../../packages/connector-sdk/src/protocol/index.js';
 import type { ApprovalPolicySnapshot } from '../../ports/approval-store.js';
 import type { RuntimeSettings, TenantApprovalPolicy } from '../config.js';
 

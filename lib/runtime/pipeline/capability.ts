@@ -2,8 +2,8 @@
  * Pipeline step 3: capability lookup, then input schema validation, then the
  * capability's declared support for the requested transaction mode.
  */
-import { AipError } from '../../errors/aip-error.js';
-import type { Action, Capability, TransactionMode } from '../../protocol/index.js';
+import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import type { Action, Capability, TransactionMode } from '../../../packages/connector-sdk/src/protocol/index.js';
 import type { CapabilityRegistry, RegisteredCapability } from '../registry.js';
 
 /**

@@ -3,8 +3,14 @@
  * TransactionRequest checks (requested_by is the runtime principal; the
  * wrapper transaction ID matches the action's or is copied in).
  */
-import { AipError } from '../../errors/aip-error.js';
-import { transactionRequestAction, validateAction, validateTransactionRequest, type Action, type TransactionRequest } from '../../protocol/index.js';
+import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import {
+  transactionRequestAction,
+  validateAction,
+  validateTransactionRequest,
+  type Action,
+  type TransactionRequest,
+} from '../../../packages/connector-sdk/src/protocol/index.js';
 import type { CallerIdentity } from '../identity.js';
 
 export interface ParsedSubmission {

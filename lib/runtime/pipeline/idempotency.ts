@@ -5,7 +5,7 @@
  * retry_after; a completed one replays its stored result marked as a replay;
  * an uncertain one needs reconciliation.
  */
-import type { ActionResult, TransactionContext } from '../../protocol/index.js';
+import type { ActionResult, TransactionContext } from '../../../packages/connector-sdk/src/protocol/index.js';
 import { idempotencyFingerprint, idempotencyInFlightError, idempotencyOutcomeUnknownError, type ReserveInput } from '../../ports/idempotency-store.js';
 import { deriveTransactionId, type Kernel } from '../kernel.js';
 import type { AdmittedAction, Admission } from './state.js';

@@ -1,4 +1,4 @@
-import type { ActionResult, TransactionResult } from '../../protocol/index.js';
+import type { ActionResult, TransactionResult } from '../../../packages/connector-sdk/src/protocol/index.js';
 import { DISPOSITION_HTTP, type SubmitDisposition, type SubmitOutcome } from '../types.js';
 import type { Admission } from './state.js';
 

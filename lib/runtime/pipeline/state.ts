@@ -1,7 +1,7 @@
 /**
  * What flows through the admission pipeline once steps 1-4 passed.
  */
-import type { Action, Principal, TransactionRequest } from '../../protocol/index.js';
+import type { Action, Principal, TransactionRequest } from '../../../packages/connector-sdk/src/protocol/index.js';
 import type { ActionRecord } from '../../ports/action-store.js';
 import type { ApprovalRecord } from '../../ports/approval-store.js';
 import type { TransactionRecord } from '../../ports/transaction-store.js';

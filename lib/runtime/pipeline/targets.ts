@@ -20,8 +20,8 @@
  * - compensate: the target's owner, or a principal the tenant policy allows
  *   (the operator scope by default).
  */
-import { AipError } from '../../errors/aip-error.js';
-import type { Action, ProviderOperationRef, TransactionRequest } from '../../protocol/index.js';
+import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import type { Action, ProviderOperationRef, TransactionRequest } from '../../../packages/connector-sdk/src/protocol/index.js';
 import type { TransactionRecord } from '../../ports/transaction-store.js';
 import { missingTarget, type AuthorityTarget } from '../authority.js';
 import type { CallerIdentity } from '../identity.js';

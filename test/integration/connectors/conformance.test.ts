@@ -4,9 +4,15 @@
  * connector (it fails, and every message names the violated rule).
  */
 import { describe, expect, it } from 'vitest';
-import { REVIEW_ITEMS, conformanceRule, runConformance, type ConformanceRuleId, type ConformanceSubject } from '../../../lib/connectors/conformance/index.js';
-import { describeConformance } from '../../../lib/connectors/conformance/vitest.js';
-import ticketsConformanceSubject from '../../../lib/connectors/conformance/subjects/tickets.js';
+import {
+  REVIEW_ITEMS,
+  conformanceRule,
+  runConformance,
+  type ConformanceRuleId,
+  type ConformanceSubject,
+} from '../../../packages/connector-sdk/src/conformance/index.js';
+import { describeConformance } from '../../../packages/connector-sdk/src/conformance/vitest.js';
+import ticketsConformanceSubject from '../../support/tickets-conformance-subject.js';
 import { TicketDesk } from '../../../lib/connectors/reference/ticket-desk.js';
 import { createTicketsConnector, DEFAULT_TICKETS_CREDENTIAL_HANDLE } from '../../../lib/connectors/reference/tickets.js';
 import { brokenConformanceSubject } from '../../fixtures/broken-connector.js';

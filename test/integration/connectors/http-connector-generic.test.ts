@@ -6,10 +6,10 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ConnectorFailure, EnvCredentialProvider, credentialHandle, type TrustedAttemptState } from '../../../lib/connectors/index.js';
-import { createExecutionContext } from '../../../lib/connectors/internal.js';
+import { ConnectorFailure, EnvCredentialProvider, credentialHandle, type TrustedAttemptState } from '../../../packages/connector-sdk/src/index.js';
+import { createExecutionContext } from '../../../packages/connector-sdk/src/host.js';
 import { createHttpConnector, type HttpConnectorConfig } from '../../../lib/connectors/http/index.js';
-import type { Action } from '../../../lib/protocol/index.js';
+import type { Action } from '../../../packages/connector-sdk/src/protocol/index.js';
 
 const KEY = 'orders_key_9Hh2kLq0';
 

@@ -13,15 +13,15 @@ import {
   ConnectorFailure,
   EnvCredentialProvider,
   credentialHandle,
-  dispatch,
   isConnectorFailure,
-  runAttempt,
   toProtocolError,
   type ExecutionAttempt,
   type OriginalRequestIdentity,
   type TrustedAttemptState,
-} from '../../../lib/connectors/index.js';
-import { createExecutionContext } from '../../../lib/connectors/internal.js';
+} from '../../../packages/connector-sdk/src/index.js';
+import { dispatch } from '../../../lib/runtime/attempts/dispatch.js';
+import { runAttempt } from '../../../lib/runtime/attempts/deadline.js';
+import { createExecutionContext } from '../../../packages/connector-sdk/src/host.js';
 import {
   createHttpConnector,
   deriveIdempotencyKey,
@@ -30,9 +30,9 @@ import {
   type HttpConnectorLogLine,
 } from '../../../lib/connectors/http/index.js';
 import { createPaymentsConnector, paymentsConnectorConfig, PAYMENTS_PROVIDER } from '../../../lib/connectors/reference/payments.js';
-import type { Action, Principal, ProviderOperationRef } from '../../../lib/protocol/index.js';
+import type { Action, Principal, ProviderOperationRef } from '../../../packages/connector-sdk/src/protocol/index.js';
 import { reservationIdentity } from '../../../lib/ports/idempotency-store.js';
-import { isAipError } from '../../../lib/errors/aip-error.js';
+import { isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import { startPaymentsSimulator, type PaymentsSimulator, type SimEvent, type SimLogLine } from '../../../dev/payments-simulator/server.js';
 
 const API_KEY = 'sk_test_http_connector_Vb83kQ1x';

@@ -34,8 +34,8 @@ import { InMemoryNonceStore } from '../../../lib/connectors/remote/stores.js';
 import { REMOTE_TYP, RemoteCheckpointAckSchema } from '../../../lib/connectors/remote/protocol.js';
 import { DynamoRemoteCheckpointInbox } from '../../../lib/aws/dynamo/remote-checkpoint-inbox.js';
 import { startRemoteServer, type AnswerDisposition, type RemoteServer } from '../../../functions/connector-host/server.js';
-import type { ProviderOperationRef } from '../../../lib/protocol/index.js';
-import type { TransactionCheckpointWriter } from '../../../lib/connectors/index.js';
+import type { ProviderOperationRef } from '../../../packages/connector-sdk/src/protocol/index.js';
+import type { TransactionCheckpointWriter } from '../../../packages/connector-sdk/src/index.js';
 import { DemoConnector, demoAction, demoRoute, runThroughProxy, type DemoEvents } from '../../support/remote-fixture.js';
 
 let table: TestTable;

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../../lib/aws/dynamo/table-design.js';
-import { planInputHash, type ActionResult } from '../../../lib/protocol/index.js';
+import { planInputHash, type ActionResult } from '../../../packages/connector-sdk/src/protocol/index.js';
 import { RACERS, TENANT, OTHER_TENANT, PRINCIPAL, action, aipError, createStores, split, type Stores } from './support.js';
 
 let s: Stores;

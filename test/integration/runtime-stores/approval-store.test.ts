@@ -6,10 +6,10 @@
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../../lib/aws/dynamo/table-design.js';
-import { isAipError } from '../../../lib/errors/aip-error.js';
+import { isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import type { ApprovalRecord, CreateApprovalInput, DecideApprovalInput } from '../../../lib/ports/approval-store.js';
-import type { Principal } from '../../../lib/protocol/index.js';
-import { sha256Hex } from '../../../lib/protocol/index.js';
+import type { Principal } from '../../../packages/connector-sdk/src/protocol/index.js';
+import { sha256Hex } from '../../../packages/connector-sdk/src/protocol/index.js';
 import { RACERS, TENANT, OTHER_TENANT, PRINCIPAL, aipError, createStores, split, uid, type Stores } from './support.js';
 
 let s: Stores;

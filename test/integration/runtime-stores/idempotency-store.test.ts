@@ -14,7 +14,7 @@ import {
   idempotencyOutcomeUnknownError,
   type ReserveInput,
 } from '../../../lib/ports/idempotency-store.js';
-import type { ActionResult } from '../../../lib/protocol/index.js';
+import type { ActionResult } from '../../../packages/connector-sdk/src/protocol/index.js';
 import { RACERS, TENANT, OTHER_TENANT, PRINCIPAL, aipError, createStores, split, uid, type Stores } from './support.js';
 
 let s: Stores;

@@ -6,7 +6,7 @@
  * cursor can only come from inside).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isAipError } from '../../../lib/errors/aip-error.js';
+import { isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import { TENANT, createStores, type Stores } from './support.js';
 
 let s: Stores;

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { keys } from '../../../lib/aws/dynamo/table-design.js';
 import { routeMismatches, type RouteAssignment } from '../../../lib/ports/route-store.js';
-import { sha256Hex } from '../../../lib/protocol/index.js';
+import { sha256Hex } from '../../../packages/connector-sdk/src/protocol/index.js';
 import { RACERS, TENANT, OTHER_TENANT, aipError, createStores, uid, type Stores } from './support.js';
 
 let s: Stores;

@@ -3,11 +3,11 @@
  * connector SDK's RuntimeStreamPublisher.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RuntimeStreamPublisher } from '../../../lib/connectors/stream.js';
-import type { SequencedStreamChunk } from '../../../lib/protocol/stream-chunk.js';
+import { RuntimeStreamPublisher } from '../../../packages/connector-sdk/src/stream.js';
+import type { SequencedStreamChunk } from '../../../packages/connector-sdk/src/protocol/stream-chunk.js';
 import { DEFAULT_STREAM_RETENTION_SECONDS } from '../../../lib/aws/dynamo/stream-store.js';
 import { keys } from '../../../lib/aws/dynamo/table-design.js';
-import { ManualClock } from '../../../lib/ports/clock.js';
+import { ManualClock } from '../../../packages/connector-sdk/src/ports/clock.js';
 import { openStreamSink } from '../../../lib/runtime/attempts/stream-sink.js';
 import { RACERS, TENANT, OTHER_TENANT, aipError, createStores, uid, type Stores } from './support.js';
 

@@ -10,8 +10,8 @@ import { DynamoApprovalStore } from '../../../lib/aws/dynamo/approval-store.js';
 import { DynamoIdempotencyStore, type DynamoIdempotencyStoreOptions } from '../../../lib/aws/dynamo/idempotency-store.js';
 import { DynamoRouteStore } from '../../../lib/aws/dynamo/route-store.js';
 import { DynamoStreamStore } from '../../../lib/aws/dynamo/stream-store.js';
-import { AipError } from '../../../lib/errors/aip-error.js';
-import type { Action } from '../../../lib/protocol/index.js';
+import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import type { Action } from '../../../packages/connector-sdk/src/protocol/index.js';
 import { createTestTable, type TestTable } from '../../support/dynamo.js';
 import { manualClock, uid } from '../../support/transaction-fixtures.js';
 

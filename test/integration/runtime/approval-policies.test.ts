@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CallerIdentity } from '../../../lib/auth/identity.js';
-import { isAipError } from '../../../lib/errors/aip-error.js';
+import { isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import type { ApprovalRecord } from '../../../lib/ports/approval-store.js';
 import { uid } from '../../support/transaction-fixtures.js';
 import { TestProvider, testConnector, transfer } from './connectors.js';

@@ -5,7 +5,7 @@
  * queue: each refusal maps to the typed outcome of the separate writes.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isAipError } from '../../../lib/errors/aip-error.js';
+import { isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import { uid } from '../../support/transaction-fixtures.js';
 import { TestProvider, testConnector, transfer } from './connectors.js';
 import { TENANT, caller, createHarness, type Harness } from './support.js';

@@ -9,8 +9,8 @@
  */
 import * as z from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defineCapability, defineConnector } from '../../../lib/connectors/define.js';
-import type { ActionExecutionContext } from '../../../lib/connectors/context.js';
+import { defineCapability, defineConnector } from '../../../packages/connector-sdk/src/define.js';
+import type { ActionExecutionContext } from '../../../packages/connector-sdk/src/context.js';
 import { ATTEMPT_SETTLEMENT_MARGIN_MS } from '../../../lib/runtime/attempt-budget.js';
 import { uid } from '../../support/transaction-fixtures.js';
 import { TENANT, caller, createHarness, type Harness } from './support.js';

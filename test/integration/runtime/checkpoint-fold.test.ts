@@ -17,8 +17,8 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startPaymentsSimulator, type PaymentsSimulator, type SimEvent } from '../../../dev/payments-simulator/server.js';
-import { EnvCredentialProvider } from '../../../lib/connectors/credentials/env-provider.js';
-import type { DefinedConnector } from '../../../lib/connectors/define.js';
+import { EnvCredentialProvider } from '../../../packages/connector-sdk/src/credentials/env-provider.js';
+import type { DefinedConnector } from '../../../packages/connector-sdk/src/define.js';
 import { createPaymentsConnector, DEFAULT_PAYMENTS_CREDENTIAL_HANDLE } from '../../../lib/connectors/reference/payments.js';
 import type { InvokeMessage } from '../../../lib/ports/messages.js';
 import type { AttemptOutcome } from '../../../lib/runtime/types.js';

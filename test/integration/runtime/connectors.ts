@@ -14,10 +14,10 @@
  *   gated              accept, checkpoint, then wait until the test opens the gate (provider.openGate())
  */
 import * as z from 'zod';
-import { defineCapability, defineConnector } from '../../../lib/connectors/define.js';
-import type { ActionExecutionContext } from '../../../lib/connectors/context.js';
-import { ConnectorFailure } from '../../../lib/connectors/failure.js';
-import { runtimeMemory, type RuntimeMemory } from '../../../lib/runtime/memory.js';
+import { defineCapability, defineConnector } from '../../../packages/connector-sdk/src/define.js';
+import type { ActionExecutionContext } from '../../../packages/connector-sdk/src/context.js';
+import { ConnectorFailure } from '../../../packages/connector-sdk/src/failure.js';
+import { runtimeMemory, type RuntimeMemory } from '../../../packages/connector-sdk/src/memory.js';
 
 export const Scenario = z.enum(['ok', 'fail', 'uncertain', 'uncertain_silent', 'partial', 'hang', 'gated']);
 export const TransferInput = z.strictObject({ amount: z.int().min(1).max(1_000_000), to: z.string().min(1).max(64), scenario: Scenario.default('ok') });

@@ -7,7 +7,7 @@
  */
 import * as z from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defineCapability, defineConnector } from '../../../lib/connectors/define.js';
+import { defineCapability, defineConnector } from '../../../packages/connector-sdk/src/define.js';
 import { CapabilityListSchema, HealthSchema } from '../../../lib/http/schemas.js';
 import { TestProvider, testConnector } from './connectors.js';
 import { OTHER_TENANT, TENANT, caller, codeOf, createHarness, type Harness } from './support.js';

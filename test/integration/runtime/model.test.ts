@@ -13,7 +13,7 @@
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isAipError } from '../../../lib/errors/aip-error.js';
+import { isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import { CRASH_POINTS, type CrashPointName } from '../../../lib/runtime/crash-points.js';
 import { TestProvider, testConnector, transfer } from './connectors.js';
 import { TENANT, caller, createHarness, type Harness } from './support.js';

@@ -5,8 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod';
-import { defineCapability, defineConnector } from '../../../lib/connectors/define.js';
-import { PLAN_TTL_MS, planInputHash } from '../../../lib/protocol/index.js';
+import { defineCapability, defineConnector } from '../../../packages/connector-sdk/src/define.js';
+import { PLAN_TTL_MS, planInputHash } from '../../../packages/connector-sdk/src/protocol/index.js';
 import { CapabilityRegistry } from '../../../lib/runtime/registry.js';
 import { uid } from '../../support/transaction-fixtures.js';
 import { TestProvider, testConnector, transfer } from './connectors.js';

@@ -17,10 +17,10 @@
 import fc from 'fast-check';
 import * as z from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defineCapability, defineConnector } from '../../../lib/connectors/define.js';
-import type { ActionExecutionContext } from '../../../lib/connectors/context.js';
-import { AipError } from '../../../lib/errors/aip-error.js';
-import type { ErrorCode } from '../../../lib/errors/catalogue.js';
+import { defineCapability, defineConnector } from '../../../packages/connector-sdk/src/define.js';
+import type { ActionExecutionContext } from '../../../packages/connector-sdk/src/context.js';
+import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import type { ErrorCode } from '../../../packages/connector-sdk/src/errors/catalogue.js';
 import { Authority } from '../../../lib/runtime/authority.js';
 import { uid } from '../../support/transaction-fixtures.js';
 import { TENANT, caller, createHarness, operator, type Harness } from './support.js';

@@ -8,7 +8,7 @@
 import * as z from 'zod';
 import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defineCapability, defineConnector } from '../../../lib/connectors/define.js';
+import { defineCapability, defineConnector } from '../../../packages/connector-sdk/src/define.js';
 import { TransactionJournal } from '../../../lib/runtime/journal.js';
 import { uid } from '../../support/transaction-fixtures.js';
 import { TENANT, caller, createHarness, type Harness } from './support.js';

@@ -12,7 +12,7 @@ import { decodeAuthorizerContext } from '../../../lib/auth/decode-authorizer-con
 import { claimPreset, ClaimMappingError, ClaimsConfigSchema, mapClaims, resolveClaimMapping, type ClaimPresetName } from '../../../lib/auth/claims.js';
 import { IDENTITY_LIMITS, type CallerIdentity } from '../../../lib/auth/identity.js';
 import { createTokenVerifier } from '../../../lib/auth/verifier.js';
-import { AipError } from '../../../lib/errors/aip-error.js';
+import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import { lambdaContext } from '../http/support.js';
 import { AUDIENCE, ISSUER, jwks, sign, testKey } from './support.js';
 

@@ -9,7 +9,7 @@ import { decodeAuthorizerContext } from '../../../lib/auth/decode-authorizer-con
 import { AuthConfigError, parseClaimsOverride, verifierConfigFromRuntimeConfig } from '../../../lib/auth/config.js';
 import { parseMethodArn, policyAllows, stageWildcardArn } from '../../../lib/auth/policy.js';
 import { createTokenVerifier, KeySourceUnavailableError, type TokenVerifier } from '../../../lib/auth/verifier.js';
-import { AipError } from '../../../lib/errors/aip-error.js';
+import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import { SILENT_LOGGER } from '../../../functions/shared/logger.js';
 import { lambdaContext } from '../http/support.js';
 import { AUDIENCE, ISSUER, jwks, sign, testKey, unsecuredToken, standardClaims, type TestKey } from './support.js';

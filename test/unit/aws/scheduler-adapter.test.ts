@@ -22,7 +22,7 @@ import {
   atExpression,
   reconcileScheduleName,
 } from '../../../lib/aws/scheduler/scheduler.js';
-import { isAipError } from '../../../lib/errors/aip-error.js';
+import { isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 
 const QUEUE_ARN = 'arn:aws:sqs:eu-west-1:123456789012:aip-reconcile';
 const ROLE_ARN = 'arn:aws:iam::123456789012:role/aip-scheduler-to-reconcile-queue';

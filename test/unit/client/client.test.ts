@@ -3,7 +3,7 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AipClient, AipClientError, CLIENT_ERROR_CODES, TENANT_HEADER, isSettled, type ActionState } from '../../../lib/client/index.js';
-import type { Action, TransactionRequest } from '../../../lib/protocol/index.js';
+import type { Action, TransactionRequest } from '../../../packages/connector-sdk/src/protocol/index.js';
 import { freePort } from '../../../dev/emulators/net.js';
 import { problem, startApiStub, type ApiStub } from '../../support/api-stub.js';
 

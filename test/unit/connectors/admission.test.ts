@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Capability } from '../../../lib/protocol/index.js';
+import type { Capability } from '../../../packages/connector-sdk/src/protocol/index.js';
 import {
   ADMISSION_RULES,
   FrozenConnectorBase,
@@ -10,7 +10,7 @@ import {
   requiredFlags,
   type ConnectorManifest,
   type ImplementationSupport,
-} from '../../../lib/connectors/index.js';
+} from '../../../packages/connector-sdk/src/index.js';
 import { capability, execution } from './fixtures.js';
 
 const ALL = implementationSupport({

@@ -3,10 +3,12 @@
  */
 import * as z from 'zod';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import * as sdk from '../../../lib/connectors/index.js';
-import type { Action, ActionExecutionContext, ActionResult, ProtocolError, ProviderOperationRef } from '../../../lib/connectors/index.js';
-import { ConnectorFailure, defineCapability, defineConnector, dispatch, runAttempt, withinDeadline } from '../../../lib/connectors/index.js';
-import { ManualClock } from '../../../lib/ports/clock.js';
+import * as sdk from '../../../packages/connector-sdk/src/index.js';
+import type { Action, ActionExecutionContext, ActionResult, ProtocolError, ProviderOperationRef } from '../../../packages/connector-sdk/src/index.js';
+import { ConnectorFailure, defineCapability, defineConnector, withinDeadline } from '../../../packages/connector-sdk/src/index.js';
+import { dispatch } from '../../../lib/runtime/attempts/dispatch.js';
+import { runAttempt } from '../../../lib/runtime/attempts/deadline.js';
+import { ManualClock } from '../../../packages/connector-sdk/src/ports/clock.js';
 import { MemorySink, T0, action, attempt, trusted } from './fixtures.js';
 
 const In = z.strictObject({ amount: z.int().positive() });
@@ -27,7 +29,7 @@ describe('the public barrel', () => {
 
   it('does not export createExecutionContext: the runtime and tests reach it through lib/connectors/internal.ts', async () => {
     expect('createExecutionContext' in sdk).toBe(false);
-    const internal = await import('../../../lib/connectors/internal.js');
+    const internal = await import('../../../packages/connector-sdk/src/host.js');
     expect(typeof internal.createExecutionContext).toBe('function');
   });
 });

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { EnvCredentialProvider, admitConnector, runAttempt, type AttemptRequest, type TransactionCheckpointWriter } from '../../../lib/connectors/index.js';
-import type { ProviderOperationRef } from '../../../lib/protocol/index.js';
+import { EnvCredentialProvider, admitConnector, type TransactionCheckpointWriter } from '../../../packages/connector-sdk/src/index.js';
+import { runAttempt, type AttemptRequest } from '../../../lib/runtime/attempts/deadline.js';
+import type { ProviderOperationRef } from '../../../packages/connector-sdk/src/protocol/index.js';
 import { bankConnector, type BankClient } from './example-bank-connector.js';
 import { T0, action, trusted } from './fixtures.js';
 

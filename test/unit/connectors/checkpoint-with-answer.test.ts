@@ -9,16 +9,16 @@
  * simulator, crashes, races) is test/integration/runtime/checkpoint-fold.test.ts.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { Action, ActionResult } from '../../../lib/protocol/index.js';
+import type { Action, ActionResult } from '../../../packages/connector-sdk/src/protocol/index.js';
 import {
   FrozenConnectorBase,
   implementationSupport,
-  runAttempt,
   type ActionExecutionContext,
   type CancelOutcome,
   type ConnectorManifest,
   type TransactionCheckpointWriter,
-} from '../../../lib/connectors/index.js';
+} from '../../../packages/connector-sdk/src/index.js';
+import { runAttempt } from '../../../lib/runtime/attempts/deadline.js';
 import { T0, action, attempt, capability, execution, trusted } from './fixtures.js';
 
 type Call = { kind: 'checkpoint' | 'hold'; input: unknown };

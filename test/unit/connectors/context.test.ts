@@ -2,15 +2,15 @@ import { Console } from 'node:console';
 import { Writable } from 'node:stream';
 import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { isAipError } from '../../../lib/errors/aip-error.js';
-import { ManualClock } from '../../../lib/ports/clock.js';
+import { isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import { ManualClock } from '../../../packages/connector-sdk/src/ports/clock.js';
 import {
   ActionExecutionContext,
   CONTEXT_REDACTED,
   type ProviderEffectCommittedEvent,
   type TransactionCheckpointWriter,
-} from '../../../lib/connectors/index.js';
-import { createExecutionContext } from '../../../lib/connectors/internal.js';
+} from '../../../packages/connector-sdk/src/index.js';
+import { createExecutionContext } from '../../../packages/connector-sdk/src/host.js';
 import { T0, attempt, trusted } from './fixtures.js';
 
 function recordingWriter(): TransactionCheckpointWriter & { calls: unknown[] } {

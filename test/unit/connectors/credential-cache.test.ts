@@ -15,7 +15,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { SecretValueCache } from '../../../lib/aws/secrets/secret-cache.js';
 import { SecretsManagerCredentialProvider } from '../../../lib/aws/secrets/secrets-manager-provider.js';
 import * as z from 'zod';
-import { ConnectorFailure, defineCapability, defineConnector, type HandlerCall, toProtocolError } from '../../../lib/connectors/index.js';
+import { ConnectorFailure, defineCapability, defineConnector, type HandlerCall, toProtocolError } from '../../../packages/connector-sdk/src/index.js';
 import type { HttpConnectorLogLine } from '../../../lib/connectors/http/index.js';
 import { createPaymentsConnector } from '../../../lib/connectors/reference/payments.js';
 import { action, attempt, T0 } from './fixtures.js';

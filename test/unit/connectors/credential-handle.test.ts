@@ -1,7 +1,7 @@
 import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { isAipError } from '../../../lib/errors/aip-error.js';
-import { CredentialHandle, credentialHandle } from '../../../lib/connectors/index.js';
+import { isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import { CredentialHandle, credentialHandle } from '../../../packages/connector-sdk/src/index.js';
 
 describe('CredentialHandle', () => {
   it('is opaque: it holds only its ID, which is what logs and JSON show', () => {

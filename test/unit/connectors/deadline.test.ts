@@ -1,19 +1,17 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { Action, ActionResult, Capability } from '../../../lib/protocol/index.js';
+import type { Action, ActionResult, Capability } from '../../../packages/connector-sdk/src/protocol/index.js';
 import {
   ConnectorFailure,
   FrozenConnectorBase,
-  effectiveDeadline,
   implementationSupport,
-  runAttempt,
   timeoutRetryable,
   type ActionExecutionContext,
-  type AttemptRequest,
   type CancelOutcome,
   type ConnectorManifest,
   type ImplementationSupport,
   type TransactionCheckpointWriter,
-} from '../../../lib/connectors/index.js';
+} from '../../../packages/connector-sdk/src/index.js';
+import { effectiveDeadline, runAttempt, type AttemptRequest } from '../../../lib/runtime/attempts/deadline.js';
 import { MemorySink, T0, action, capability, execution, trusted } from './fixtures.js';
 
 /** A connector whose invoke never resolves and ignores the cancellation signal. */

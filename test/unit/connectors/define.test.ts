@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { describe, expect, it } from 'vitest';
-import { isAipError } from '../../../lib/errors/aip-error.js';
+import { isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import {
   ConnectorFailure,
   EnvCredentialProvider,
@@ -10,7 +10,7 @@ import {
   defineConnector,
   type CapabilityHandlers,
   type JsonSchemaType,
-} from '../../../lib/connectors/index.js';
+} from '../../../packages/connector-sdk/src/index.js';
 import { MemorySink, action, attempt } from './fixtures.js';
 
 const ChargeInput = z.strictObject({ amount: z.int().positive(), currency: z.enum(['EUR', 'USD']) });

@@ -5,7 +5,7 @@
  */
 import * as z from 'zod';
 import { describe, expectTypeOf, it } from 'vitest';
-import type { ActionResult } from '../../../lib/protocol/index.js';
+import type { ActionResult } from '../../../packages/connector-sdk/src/protocol/index.js';
 import {
   defineCapability,
   defineConnector,
@@ -18,7 +18,7 @@ import {
   type HandlerCall,
   type ImplementationSupport,
   type ReconciliationResult,
-} from '../../../lib/connectors/index.js';
+} from '../../../packages/connector-sdk/src/index.js';
 
 const Input = z.strictObject({ amount: z.int(), currency: z.enum(['EUR', 'USD']), note: z.string().optional(), retries: z.int().default(0) });
 const Output = z.strictObject({ charge_id: z.string(), status: z.enum(['succeeded', 'pending']) });

@@ -1,11 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import type { Action, ActionResult, ProtocolError, TransactionMode } from '../../../lib/protocol/index.js';
+import type { Action, ActionResult, ProtocolError, TransactionMode } from '../../../packages/connector-sdk/src/protocol/index.js';
 import { TRANSACTION_MODES } from '../../../lib/transactions/status.js';
 import {
   ConnectorFailure,
   DISPATCH_TABLE,
   FrozenConnectorBase,
-  dispatch,
   implementationSupport,
   selectMethod,
   type ActionExecutionContext,
@@ -13,7 +12,8 @@ import {
   type ConnectorManifest,
   type ReconciliationResult,
   type TransactionCheckpointWriter,
-} from '../../../lib/connectors/index.js';
+} from '../../../packages/connector-sdk/src/index.js';
+import { dispatch } from '../../../lib/runtime/attempts/dispatch.js';
 import { action, attempt } from './fixtures.js';
 
 const writer: TransactionCheckpointWriter = { checkpoint: async () => undefined };

@@ -9,7 +9,7 @@ import {
   resolveCredential,
   withCredential,
   type CredentialProvider,
-} from '../../../lib/connectors/index.js';
+} from '../../../packages/connector-sdk/src/index.js';
 import { attempt } from './fixtures.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'aip-cred-'));

@@ -3,7 +3,7 @@
  * tested (authoring-example.test.ts). Keep the two in sync.
  */
 import * as z from 'zod';
-import { defineCapability, defineConnector, type CredentialProvider } from '../../../lib/connectors/index.js';
+import { defineCapability, defineConnector, type CredentialProvider } from '../../../packages/connector-sdk/src/index.js';
 import { downstreamIdempotencyKey } from '../../../lib/connectors/http/index.js';
 
 /** The provider's client: `submit` answers with an operation ID at once and with the outcome later. */

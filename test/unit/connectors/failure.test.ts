@@ -1,9 +1,9 @@
 import { inspect } from 'node:util';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { isAipError } from '../../../lib/errors/aip-error.js';
-import { ERROR_CATEGORIES } from '../../../lib/errors/catalogue.js';
-import { ProtocolErrorSchema } from '../../../lib/protocol/index.js';
+import { isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import { ERROR_CATEGORIES } from '../../../packages/connector-sdk/src/errors/catalogue.js';
+import { ProtocolErrorSchema } from '../../../packages/connector-sdk/src/protocol/index.js';
 import {
   CONNECTOR_FAILURE_FIELDS,
   CONNECTOR_OPERATIONS,
@@ -15,7 +15,7 @@ import {
   toConnectorFailure,
   toProtocolError,
   type ConnectorFailureInit,
-} from '../../../lib/connectors/index.js';
+} from '../../../packages/connector-sdk/src/index.js';
 
 const fullInit: ConnectorFailureInit = {
   code: 'payments.gateway_timeout',

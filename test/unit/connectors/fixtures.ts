@@ -1,10 +1,10 @@
 /**
  * Shared builders for the connector SDK tests (not a test file).
  */
-import type { Action, Capability } from '../../../lib/protocol/index.js';
-import { credentialHandle, type ExecutionAttempt, type ExecutionFacilities, type TrustedAttemptState } from '../../../lib/connectors/index.js';
-import { createExecutionContext } from '../../../lib/connectors/internal.js';
-import type { SequencedStreamChunk } from '../../../lib/connectors/index.js';
+import type { Action, Capability } from '../../../packages/connector-sdk/src/protocol/index.js';
+import { credentialHandle, type ExecutionAttempt, type ExecutionFacilities, type TrustedAttemptState } from '../../../packages/connector-sdk/src/index.js';
+import { createExecutionContext } from '../../../packages/connector-sdk/src/host.js';
+import type { SequencedStreamChunk } from '../../../packages/connector-sdk/src/index.js';
 
 export const T0 = new Date('2030-01-01T00:00:00.000Z');
 

@@ -8,7 +8,7 @@ import {
   TYPED_METHOD_OPERATION,
   implementationSupport,
   isConnectorOperation,
-} from '../../../lib/connectors/index.js';
+} from '../../../packages/connector-sdk/src/index.js';
 
 describe('ConnectorOperation values', () => {
   it('are exactly the twelve serialized values of the page', () => {

@@ -18,7 +18,6 @@ import {
   ReconciliationResultSchema,
   defineCapability,
   defineConnector,
-  dispatch,
   implementationSupport,
   originalIdempotencyKey as originalKeyFromSdk,
   reconcileLookupOf,
@@ -30,12 +29,19 @@ import {
   type ReconciliationResult,
   type TransactionCheckpointWriter,
   type TrustedAttemptState,
-} from '../../../lib/connectors/index.js';
-import { EnvCredentialProvider } from '../../../lib/connectors/index.js';
+} from '../../../packages/connector-sdk/src/index.js';
+import { dispatch } from '../../../lib/runtime/attempts/dispatch.js';
+import { EnvCredentialProvider } from '../../../packages/connector-sdk/src/index.js';
 import { createHttpConnector, downstreamIdempotencyKey, originalIdempotencyKey, type HttpConnectorDeps } from '../../../lib/connectors/http/index.js';
 import { paymentsConnectorConfig } from '../../../lib/connectors/reference/payments.js';
 import { reservationIdentity } from '../../../lib/ports/idempotency-store.js';
-import { PRINCIPAL_KINDS, type Action, type ActionResult, type PrincipalKind, type ProviderOperationRef } from '../../../lib/protocol/index.js';
+import {
+  PRINCIPAL_KINDS,
+  type Action,
+  type ActionResult,
+  type PrincipalKind,
+  type ProviderOperationRef,
+} from '../../../packages/connector-sdk/src/protocol/index.js';
 import { action as makeAction, attempt } from './fixtures.js';
 
 const writer: TransactionCheckpointWriter = { checkpoint: async () => undefined };

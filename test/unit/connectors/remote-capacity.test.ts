@@ -13,11 +13,11 @@
  * refused for capacity.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { ActionExecutionContext, ConnectorManifest } from '../../../lib/connectors/index.js';
-import type { Action, ActionResult } from '../../../lib/protocol/index.js';
-import { createExecutionContext } from '../../../lib/connectors/internal.js';
+import type { ActionExecutionContext, ConnectorManifest } from '../../../packages/connector-sdk/src/index.js';
+import type { Action, ActionResult } from '../../../packages/connector-sdk/src/protocol/index.js';
+import { createExecutionContext } from '../../../packages/connector-sdk/src/host.js';
 import { RemoteConnectorHost } from '../../../lib/connectors/remote/host.js';
-import { bindAttemptPlacement } from '../../../lib/connectors/remote/placement.js';
+import { bindAttemptPlacement } from '../../../lib/runtime/attempts/placement.js';
 import {
   generateRemoteKeyPair,
   localSigner,
@@ -30,7 +30,7 @@ import {
 import { REMOTE_TYP, RemoteAnswerSchema, type RemoteAnswer } from '../../../lib/connectors/remote/protocol.js';
 import { RemoteConnector } from '../../../lib/connectors/remote/proxy.js';
 import { InMemoryCapacityGate, InMemoryNonceStore } from '../../../lib/connectors/remote/stores.js';
-import { hashJson } from '../../../lib/protocol/index.js';
+import { hashJson } from '../../../packages/connector-sdk/src/protocol/index.js';
 import { DemoConnector, demoAction, demoRoute, runThroughProxy } from '../../support/remote-fixture.js';
 
 const ENDPOINT = 'https://host.test';

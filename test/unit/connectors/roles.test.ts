@@ -1,5 +1,5 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import type { Action, ActionResult, Capability, ProtocolError } from '../../../lib/protocol/index.js';
+import type { Action, ActionResult, Capability, ProtocolError } from '../../../packages/connector-sdk/src/protocol/index.js';
 import {
   ConnectorFailure,
   defaultHealth,
@@ -17,7 +17,7 @@ import {
   type FrozenConnector,
   type InboundConnector,
   type OutboundConnector,
-} from '../../../lib/connectors/index.js';
+} from '../../../packages/connector-sdk/src/index.js';
 import { capability } from './fixtures.js';
 
 const manifest: ConnectorManifest = {

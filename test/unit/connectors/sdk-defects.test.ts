@@ -3,7 +3,7 @@
  */
 import * as z from 'zod';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { Action, ProviderOperationRef } from '../../../lib/protocol/index.js';
+import type { Action, ProviderOperationRef } from '../../../packages/connector-sdk/src/protocol/index.js';
 import {
   ADMISSION_RULES,
   ConnectorFailure,
@@ -12,14 +12,13 @@ import {
   admitManifest,
   defineCapability,
   defineConnector,
-  dispatch,
   resolveCredential,
-  runAttempt,
   type ActionExecutionContext,
-  type AttemptRequest,
   type DefinedConnector,
   type TransactionCheckpointWriter,
-} from '../../../lib/connectors/index.js';
+} from '../../../packages/connector-sdk/src/index.js';
+import { dispatch } from '../../../lib/runtime/attempts/dispatch.js';
+import { runAttempt, type AttemptRequest } from '../../../lib/runtime/attempts/deadline.js';
 import { MemorySink, T0, action, attempt, trusted } from './fixtures.js';
 
 const In = z.strictObject({ amount: z.int().positive() });

@@ -15,8 +15,8 @@ vi.mock('node:crypto', async (importOriginal) => {
   };
 });
 
-const { isAipError } = await import('../../../lib/errors/aip-error.js');
-const { ConnectorFailure, ConnectorSecret, REDACTED } = await import('../../../lib/connectors/index.js');
+const { isAipError } = await import('../../../packages/connector-sdk/src/errors/aip-error.js');
+const { ConnectorFailure, ConnectorSecret, REDACTED } = await import('../../../packages/connector-sdk/src/index.js');
 
 const MATERIAL = 'sk_live_51SuperSecretMaterial';
 

@@ -2,7 +2,7 @@ import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-sec
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { SecretsManagerCredentialProvider } from '../../../lib/aws/secrets/secrets-manager-provider.js';
-import { ConnectorFailure, credentialHandle } from '../../../lib/connectors/index.js';
+import { ConnectorFailure, credentialHandle } from '../../../packages/connector-sdk/src/index.js';
 
 const sm = mockClient(SecretsManagerClient);
 const client = new SecretsManagerClient({ region: 'eu-west-1', credentials: { accessKeyId: 'x', secretAccessKey: 'y' } });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../../../lib/ports/clock.js';
-import { ConnectorFailure } from '../../../lib/connectors/index.js';
+import { ManualClock } from '../../../packages/connector-sdk/src/ports/clock.js';
+import { ConnectorFailure } from '../../../packages/connector-sdk/src/index.js';
 import { ControlledSink, MemorySink, T0, attempt, flushMicrotasks } from './fixtures.js';
 
 describe('context.stream publisher', () => {

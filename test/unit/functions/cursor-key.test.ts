@@ -11,7 +11,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { FUNCTION_ENV } from '../../../lib/config/function-env.js';
 import { BootstrapConfigError, OPTIONAL_ENV, readBootstrapSettings, settingsToEnv, type BootstrapSettings } from '../../../functions/shared/settings.js';
 import { cursorSealerFor } from '../../../functions/shared/compose-runtime.js';
-import { isAipError } from '../../../lib/errors/aip-error.js';
+import { isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import type { CursorBinding } from '../../../lib/runtime/cursor.js';
 
 const ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:CursorKey1A2B3C4D-AbCdEf';

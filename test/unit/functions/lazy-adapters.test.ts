@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { lazyAdapters } from '../../../functions/shared/compose-runtime.js';
-import { isAipError } from '../../../lib/errors/aip-error.js';
+import { isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import type { QueueMessage } from '../../../lib/ports/queue.js';
 
 const LOOPBACK = { endpoint: 'http://127.0.0.1:9', maxAttempts: 1 };

@@ -8,7 +8,7 @@ import { deriveAction } from '../../../functions/mcp/idempotency.js';
 import { taskViewOf, toolErrorOf, toolResultOf } from '../../../functions/mcp/results.js';
 import { parseToolArguments } from '../../../functions/mcp/server.js';
 import { toolsFor, type CapabilityTool } from '../../../functions/mcp/tools.js';
-import { AipError } from '../../../lib/errors/aip-error.js';
+import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import type { CapabilityList } from '../../../lib/runtime/types.js';
 import type { ActionState, CallerIdentity } from '../../../functions/shared/runtime-api.js';
 

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { Context, ScheduledEvent, SQSEvent, SQSRecord } from 'aws-lambda';
 import { encodeQueueMessage, type InvokeMessage, type QueueMessage, type ReconcileMessage } from '../../../lib/ports/messages.js';
-import { AipError } from '../../../lib/errors/aip-error.js';
+import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import { localLambdaContext } from '../../../lib/aws/sqs/poller.js';
 import { createInvokeHandler, handler as deployedInvokeHandler } from '../../../functions/worker/invoke.js';
 import { createReconcileHandler } from '../../../functions/worker/reconcile.js';

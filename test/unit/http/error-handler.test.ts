@@ -1,7 +1,7 @@
 import middy from '@middy/core';
 import type { APIGatewayProxyResult } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
-import { AipError } from '../../../lib/errors/aip-error.js';
+import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import { httpErrorHandler } from '../../../functions/shared/error-handler.js';
 import type { AipHttpEvent } from '../../../functions/shared/http.js';
 import { body, expectProblem, header, lambdaContext, proxyEvent, recordingLogger } from './support.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ERROR_CATALOGUE } from '../../../lib/errors/catalogue.js';
-import { ProblemSchema } from '../../../lib/protocol/problem.js';
+import { ERROR_CATALOGUE } from '../../../packages/connector-sdk/src/errors/catalogue.js';
+import { ProblemSchema } from '../../../packages/connector-sdk/src/protocol/problem.js';
 import {
   GATEWAY_RESPONSE_TYPES,
   GATEWAY_RESPONSES,

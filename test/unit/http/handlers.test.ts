@@ -18,8 +18,8 @@ import { createGetHealthHandler, createGetOpenApiHandler, createListCapabilities
 import { ROUTES, type RouteDefinition } from '../../../lib/http/routes.js';
 import { createGetTransactionHandler, createListOperatorHandler } from '../../../functions/http/transactions.js';
 import type { SubmitOutcome } from '../../../functions/shared/runtime-api.js';
-import { AipError } from '../../../lib/errors/aip-error.js';
-import type { ActionResult } from '../../../lib/protocol/action.js';
+import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import type { ActionResult } from '../../../packages/connector-sdk/src/protocol/action.js';
 import { ALICE, body, deps, expectProblem, fakeClock, header, jsonEvent, lambdaContext, proxyEvent, recordingLogger, stubRuntime } from './support.js';
 
 const ACTION = { id: 'act-1', capability_id: 'payments.refund', input: { amount: 10 } };

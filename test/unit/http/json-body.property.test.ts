@@ -10,8 +10,8 @@ import { describe, expect, it } from 'vitest';
 import { createSubmitActionHandler } from '../../../functions/http/actions.js';
 import { createDecideApprovalHandler } from '../../../functions/http/approvals.js';
 import { parseJsonBody } from '../../../functions/shared/json-body.js';
-import { AipError } from '../../../lib/errors/aip-error.js';
-import { ProblemSchema } from '../../../lib/protocol/problem.js';
+import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import { ProblemSchema } from '../../../packages/connector-sdk/src/protocol/problem.js';
 import { deps, lambdaContext, proxyEvent, stubRuntime } from './support.js';
 
 const runtime = stubRuntime({

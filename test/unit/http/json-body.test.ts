@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { httpErrorHandler } from '../../../functions/shared/error-handler.js';
 import type { AipHttpEvent } from '../../../functions/shared/http.js';
 import { bodyText, jsonBody, parseJsonBody } from '../../../functions/shared/json-body.js';
-import { AipError } from '../../../lib/errors/aip-error.js';
+import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import { expectProblem, lambdaContext, proxyEvent } from './support.js';
 
 function run(body: string | null, isBase64Encoded = false) {

@@ -10,7 +10,7 @@ import type { APIGatewayProxyResult, Context } from 'aws-lambda';
 import { expect } from 'vitest';
 import { encodeAuthorizerContext } from '../../../lib/auth/authorizer-context.js';
 import type { CallerIdentity } from '../../../lib/auth/identity.js';
-import { ProblemSchema, type Problem } from '../../../lib/protocol/problem.js';
+import { ProblemSchema, type Problem } from '../../../packages/connector-sdk/src/protocol/problem.js';
 import type { AipHttpEvent } from '../../../functions/shared/http.js';
 import { SILENT_LOGGER, type LoggerLike } from '../../../functions/shared/logger.js';
 import type { Observability } from '../../../functions/shared/observability.js';

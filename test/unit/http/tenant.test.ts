@@ -7,7 +7,7 @@ import type { AipHttpEvent } from '../../../functions/shared/http.js';
 import type { TenantRequirement } from '../../../lib/http/routes.js';
 import { selectTenant, tenantSelection } from '../../../functions/shared/tenant.js';
 import type { CallerIdentity } from '../../../lib/auth/identity.js';
-import { AipError } from '../../../lib/errors/aip-error.js';
+import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import { ALICE, expectProblem, lambdaContext, proxyEvent } from './support.js';
 
 const MULTI: CallerIdentity = { ...ALICE, tenants: ['acme', 'globex'] };

@@ -1,8 +1,8 @@
 /** fast-check arbitraries for valid protocol envelopes (shared by the protocol tests). */
 import fc from 'fast-check';
 import { TRANSACTION_MODES } from '../../../lib/transactions/status.js';
-import { FORBIDDEN_KEYS, inspectJson, type JsonObject } from '../../../lib/protocol/index.js';
-import type { Action, TransactionRequest } from '../../../lib/protocol/index.js';
+import { FORBIDDEN_KEYS, inspectJson, type JsonObject } from '../../../packages/connector-sdk/src/protocol/index.js';
+import type { Action, TransactionRequest } from '../../../packages/connector-sdk/src/protocol/index.js';
 
 const idArb = fc.stringMatching(/^[A-Za-z0-9._:@/-]{1,40}$/);
 const txIdArb = idArb;

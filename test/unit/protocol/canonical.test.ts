@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { AipError } from '../../../lib/errors/aip-error.js';
-import { canonicalJson, hashJson, planInputHash, sha256Hex, validateAction } from '../../../lib/protocol/index.js';
+import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import { canonicalJson, hashJson, planInputHash, sha256Hex, validateAction } from '../../../packages/connector-sdk/src/protocol/index.js';
 import { actionArb } from './arbitraries.js';
 
 describe('canonicalJson (RFC 8785)', () => {

@@ -1,9 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { AipError } from '../../../lib/errors/aip-error.js';
-import { ERROR_CATALOGUE, ERROR_CATEGORIES, isErrorCode, type CatalogueEntry, type ErrorCategory, type ErrorCode } from '../../../lib/errors/catalogue.js';
-import { toAipError } from '../../../lib/errors/aip-error.js';
-import { PROBLEM_TYPE_PREFIX, ProblemSchema, toProblem, toProtocolError } from '../../../lib/protocol/problem.js';
-import { ERROR_CODE_PATTERN, ProtocolErrorSchema } from '../../../lib/protocol/index.js';
+import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import {
+  ERROR_CATALOGUE,
+  ERROR_CATEGORIES,
+  isErrorCode,
+  type CatalogueEntry,
+  type ErrorCategory,
+  type ErrorCode,
+} from '../../../packages/connector-sdk/src/errors/catalogue.js';
+import { toAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import { PROBLEM_TYPE_PREFIX, ProblemSchema, toProblem, toProtocolError } from '../../../packages/connector-sdk/src/protocol/problem.js';
+import { ERROR_CODE_PATTERN, ProtocolErrorSchema } from '../../../packages/connector-sdk/src/protocol/index.js';
 
 const entries = Object.entries(ERROR_CATALOGUE) as [ErrorCode, CatalogueEntry][];
 

@@ -25,7 +25,7 @@ import {
   defaultPlanId,
   planInputHash,
   receiptHash,
-} from '../../../lib/protocol/index.js';
+} from '../../../packages/connector-sdk/src/protocol/index.js';
 import { DURABLE_TRANSACTION_STATUSES, TRANSACTION_MODES } from '../../../lib/transactions/status.js';
 
 describe('IdSchema', () => {

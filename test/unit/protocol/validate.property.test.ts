@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { AipError } from '../../../lib/errors/aip-error.js';
-import { ERROR_CATALOGUE } from '../../../lib/errors/catalogue.js';
-import { FORBIDDEN_KEYS, validateAction, validateTransactionRequest } from '../../../lib/protocol/index.js';
+import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import { ERROR_CATALOGUE } from '../../../packages/connector-sdk/src/errors/catalogue.js';
+import { FORBIDDEN_KEYS, validateAction, validateTransactionRequest } from '../../../packages/connector-sdk/src/protocol/index.js';
 import { actionArb, transactionRequestArb } from './arbitraries.js';
 
 /** Runs fn; returns 'ok' or the AipError. Anything else thrown fails the property. */

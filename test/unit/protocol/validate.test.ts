@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { AipError, isAipError } from '../../../lib/errors/aip-error.js';
-import type { ErrorCode } from '../../../lib/errors/catalogue.js';
-import { ENVELOPE_LIMITS, transactionRequestAction, validateAction, validateTransactionRequest } from '../../../lib/protocol/index.js';
+import { AipError, isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import type { ErrorCode } from '../../../packages/connector-sdk/src/errors/catalogue.js';
+import { ENVELOPE_LIMITS, transactionRequestAction, validateAction, validateTransactionRequest } from '../../../packages/connector-sdk/src/protocol/index.js';
 
 function codeOf(fn: () => unknown): ErrorCode | 'no error' {
   try {

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { CallerIdentity } from '../../../lib/auth/identity.js';
-import { AipError } from '../../../lib/errors/aip-error.js';
+import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import { checkIdentityFields, resolveAccount, serviceCaller } from '../../../lib/runtime/identity.js';
 
 const caller = (accounts?: string[]): CallerIdentity => ({

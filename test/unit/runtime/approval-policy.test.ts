@@ -9,8 +9,8 @@ import { describe, expect, it } from 'vitest';
 import { FUNCTION_ENV } from '../../../lib/config/function-env.js';
 import { OPTIONAL_ENV, readBootstrapSettings } from '../../../functions/shared/settings.js';
 import { runtimeConfigFor } from '../../../functions/shared/compose-runtime.js';
-import { implementationSupport, type ConnectorManifest } from '../../../lib/connectors/index.js';
-import type { Capability } from '../../../lib/protocol/index.js';
+import { implementationSupport, type ConnectorManifest } from '../../../packages/connector-sdk/src/index.js';
+import type { Capability } from '../../../packages/connector-sdk/src/protocol/index.js';
 import { parseRuntimeSettingsInput, type RuntimeSettingsInput } from '../../../lib/runtime/config.js';
 import {
   policySnapshot,

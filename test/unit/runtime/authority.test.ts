@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { AUTHORITY_DOC_PATH, withTable } from '../../../dev/scripts/gen-authority-docs.js';
 import type { CallerIdentity } from '../../../lib/auth/identity.js';
-import { isAipError } from '../../../lib/errors/aip-error.js';
+import { isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import {
   AUTHORITY_OPERATIONS,
   AUTHORITY_TABLE,

@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type AipError, isAipError } from '../../../lib/errors/aip-error.js';
+import { type AipError, isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import { CursorSchema } from '../../../lib/http/schemas.js';
 import {
   AesGcmCursorSealer,

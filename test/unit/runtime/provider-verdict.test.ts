@@ -4,10 +4,10 @@
  * (refused unless overridden with a reason), or no answer at all.
  */
 import { describe, expect, it } from 'vitest';
-import { AipError } from '../../../lib/errors/aip-error.js';
+import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import { ResolutionSchema, type Resolution } from '../../../lib/ports/approval-store.js';
 import { contradictions, NO_PROVIDER_ANSWER_REASONS, providerVerdict, type ProviderAnswer } from '../../../lib/runtime/provider-lookup.js';
-import { toProblem } from '../../../lib/protocol/problem.js';
+import { toProblem } from '../../../packages/connector-sdk/src/protocol/problem.js';
 
 const TX = 'txn-1';
 const OP = { provider: 'payments-simulator', operation_id: 'op_1' };

@@ -12,7 +12,7 @@ import {
   sha256Hex,
   type Receipt,
   type TransactionProtocolStatus,
-} from '../../../lib/protocol/index.js';
+} from '../../../packages/connector-sdk/src/protocol/index.js';
 import { TRANSACTION_PROTOCOL_STATUSES } from '../../../lib/transactions/status.js';
 import { buildReceipt, verifyReceiptChain } from '../../../lib/runtime/receipts.js';
 

@@ -4,9 +4,9 @@
  */
 import * as z from 'zod';
 import { describe, expect, it } from 'vitest';
-import { implementationSupport, type ConnectorManifest, type ImplementationSupport } from '../../../lib/connectors/index.js';
-import { AipError } from '../../../lib/errors/aip-error.js';
-import { hashJson, type Capability, type JsonObject } from '../../../lib/protocol/index.js';
+import { implementationSupport, type ConnectorManifest, type ImplementationSupport } from '../../../packages/connector-sdk/src/index.js';
+import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import { hashJson, type Capability, type JsonObject } from '../../../packages/connector-sdk/src/protocol/index.js';
 import { CapabilityRegistry } from '../../../lib/runtime/registry.js';
 
 const TRANSFER_INPUT: JsonObject = {

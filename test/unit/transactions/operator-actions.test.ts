@@ -7,9 +7,9 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ERROR_CATALOGUE } from '../../../lib/errors/catalogue.js';
-import { ACTION_STATUSES, TERMINAL_ACTION_STATUSES } from '../../../lib/protocol/action.js';
-import { TRANSACTION_PROTOCOL_STATUSES } from '../../../lib/protocol/transaction.js';
+import { ERROR_CATALOGUE } from '../../../packages/connector-sdk/src/errors/catalogue.js';
+import { ACTION_STATUSES, TERMINAL_ACTION_STATUSES } from '../../../packages/connector-sdk/src/protocol/action.js';
+import { TRANSACTION_PROTOCOL_STATUSES } from '../../../packages/connector-sdk/src/protocol/transaction.js';
 import { OPERATOR_ACTION_RULES, mayCancel, mayReconcile, mayResolve } from '../../../lib/transactions/operator-actions.js';
 
 const anyTransaction = fc.record({

@@ -5,8 +5,13 @@
  * The bin itself is spawned once in package.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { main } from '../../../../lib/connectors/conformance/cli.js';
-import { CONFORMANCE_RULE_IDS, subjectsFromModule, type ConformanceReport, type ConformanceSubject } from '../../../../lib/connectors/conformance/index.js';
+import { main } from '../../../../packages/connector-sdk/src/conformance/cli.js';
+import {
+  CONFORMANCE_RULE_IDS,
+  subjectsFromModule,
+  type ConformanceReport,
+  type ConformanceSubject,
+} from '../../../../packages/connector-sdk/src/conformance/index.js';
 
 const ROOT = new URL('../../../../', import.meta.url).pathname;
 

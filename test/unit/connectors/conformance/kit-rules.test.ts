@@ -12,9 +12,14 @@
  */
 import * as z from 'zod';
 import { describe, expect, it } from 'vitest';
-import { defineCapability, defineConnector } from '../../../../lib/connectors/index.js';
-import { describePath, inputSlots, withValueAt } from '../../../../lib/connectors/conformance/decoys.js';
-import { runConformance, type ConformanceProvider, type ConformanceResult, type ConformanceSubject } from '../../../../lib/connectors/conformance/index.js';
+import { defineCapability, defineConnector } from '../../../../packages/connector-sdk/src/index.js';
+import { describePath, inputSlots, withValueAt } from '../../../../packages/connector-sdk/src/conformance/decoys.js';
+import {
+  runConformance,
+  type ConformanceProvider,
+  type ConformanceResult,
+  type ConformanceSubject,
+} from '../../../../packages/connector-sdk/src/conformance/index.js';
 import { ledgerSubject } from '../../../fixtures/broken-connectors/baseline.js';
 import cachesSecret from '../../../fixtures/broken-connectors/caches-secret.js';
 import ignoresDeadline from '../../../fixtures/broken-connectors/ignores-deadline.js';

@@ -14,10 +14,16 @@ import {
   type ConnectorContext,
   type ConnectorManifest,
   type ImplementationSupport,
-} from '../../../../lib/connectors/index.js';
-import { AttemptRecorder, conformanceAttempt, runConformance, secretNeedles, type ConformanceSubject } from '../../../../lib/connectors/conformance/index.js';
-import { credentialHandle } from '../../../../lib/connectors/index.js';
-import type { Action, ActionResult } from '../../../../lib/protocol/index.js';
+} from '../../../../packages/connector-sdk/src/index.js';
+import {
+  AttemptRecorder,
+  conformanceAttempt,
+  runConformance,
+  secretNeedles,
+  type ConformanceSubject,
+} from '../../../../packages/connector-sdk/src/conformance/index.js';
+import { credentialHandle } from '../../../../packages/connector-sdk/src/index.js';
+import type { Action, ActionResult } from '../../../../packages/connector-sdk/src/protocol/index.js';
 
 const echo = defineCapability({
   id: 'echo.say',

@@ -15,7 +15,7 @@ import {
   runConformance,
   subjectsFromModule,
   type ConformanceRuleId,
-} from '../../../../lib/connectors/conformance/index.js';
+} from '../../../../packages/connector-sdk/src/conformance/index.js';
 
 const DIR = new URL('../../../fixtures/broken-connectors/', import.meta.url);
 const SUPPORT = new Set(['baseline.ts', 'fake-ledger.ts']);

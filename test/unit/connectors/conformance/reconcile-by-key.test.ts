@@ -13,8 +13,8 @@ import {
   originalIdempotencyKey,
   type ActionExecutionContext,
   type HandlerCall,
-} from '../../../../lib/connectors/index.js';
-import { runConformance, type ConformanceSubject } from '../../../../lib/connectors/conformance/index.js';
+} from '../../../../packages/connector-sdk/src/index.js';
+import { runConformance, type ConformanceSubject } from '../../../../packages/connector-sdk/src/conformance/index.js';
 
 /** An in-process provider: operations by ID and by idempotency key. */
 class Ledger {

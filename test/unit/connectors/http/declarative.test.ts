@@ -21,7 +21,7 @@ import {
   type MappingScope,
 } from '../../../../lib/connectors/http/index.js';
 import { paymentsConnectorConfig } from '../../../../lib/connectors/reference/payments.js';
-import type { JsonValue } from '../../../../lib/protocol/index.js';
+import type { JsonValue } from '../../../../packages/connector-sdk/src/protocol/index.js';
 
 const scope = (document: unknown, ctx: Record<string, string> = {}): MappingScope => ({ document, context: (name) => ctx[name] });
 

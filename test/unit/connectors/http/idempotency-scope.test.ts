@@ -6,12 +6,17 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { EnvCredentialProvider, credentialHandle, type ActionExecutionContext, type TrustedAttemptState } from '../../../../lib/connectors/index.js';
+import {
+  EnvCredentialProvider,
+  credentialHandle,
+  type ActionExecutionContext,
+  type TrustedAttemptState,
+} from '../../../../packages/connector-sdk/src/index.js';
 import { IDEMPOTENCY_DERIVATION_VERSION, downstreamIdempotencyKey } from '../../../../lib/connectors/http/index.js';
 import { TicketDesk } from '../../../../lib/connectors/reference/ticket-desk.js';
 import { DEFAULT_TICKETS_CREDENTIAL_HANDLE, createTicketsConnector } from '../../../../lib/connectors/reference/tickets.js';
 import { reservationIdentity } from '../../../../lib/ports/idempotency-store.js';
-import { PRINCIPAL_KINDS, type Action, type Principal, type PrincipalKind } from '../../../../lib/protocol/index.js';
+import { PRINCIPAL_KINDS, type Action, type Principal, type PrincipalKind } from '../../../../packages/connector-sdk/src/protocol/index.js';
 import { action as makeAction, attempt } from '../fixtures.js';
 
 interface Who {

@@ -1,0 +1,250 @@
+/**
+ * What a connector author does, on the packed package (issue 23): `npm pack`
+ * packages/connector-sdk (its prepack builds dist/), install the tarball in
+ * an empty folder outside the repository, write the authoring guide's first
+ * connector there (the code blocks of docs/connector-authoring.md, "Install
+ * and first run"), run `aip-conformance` on plain Node to a green result,
+ * break one rule and see it fail by name, and typecheck the example under
+ * strict, exactOptionalPropertyTypes and verbatimModuleSyntax with the
+ * package's declarations (node16 and bundler resolution).
+ *
+ * No network: the install is `npm ci --offline` (npm's only-if-cached mode:
+ * no request is made) of a lockfile written from this repository's
+ * package-lock.json (the tarball plus its dependencies' versions and
+ * integrities), so every dependency comes from the npm cache that the
+ * repository's `npm ci` filled.
+ *
+ * Printed (not asserted): tarball files and bytes, installed packages and
+ * bytes. Asserted as packaging rules: at most 150 files, nothing but
+ * dist/*.js, dist/*.d.ts, README.md and package.json.
+ */
+import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const PKG_DIR = join(ROOT, 'packages/connector-sdk');
+const PKG_NAME = '@aip-runtime/connector-sdk';
+const TSC = join(ROOT, 'node_modules/typescript/bin/tsc');
+
+interface PackResult {
+  readonly filename: string;
+  readonly integrity: string;
+  readonly size: number;
+  readonly unpackedSize: number;
+  readonly entryCount: number;
+  readonly files: readonly { readonly path: string }[];
+}
+interface LockEntry {
+  readonly version: string;
+  readonly dependencies?: Record<string, string>;
+  readonly [key: string]: unknown;
+}
+
+/** The environment of a child npm/node: no npm_* variables of the npm running this test (they name the repository as prefix). */
+function childEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!/^npm_/i.test(k)) env[k] = v;
+  return env;
+}
+
+/** npm, run by this Node: the npm running the tests (npm_execpath) or the one on PATH. */
+function npm(args: readonly string[], cwd: string, extra: NodeJS.ProcessEnv = {}): SpawnSyncReturns<string> {
+  const execpath = process.env.npm_execpath;
+  const [cmd, argv] = execpath !== undefined && /npm-cli\.js$/.test(execpath) ? [process.execPath, [execpath, ...args]] : ['npm', [...args]];
+  return spawnSync(cmd, argv, { cwd, encoding: 'utf8', env: { ...childEnv(), ...extra } });
+}
+
+function node(args: readonly string[], cwd: string): SpawnSyncReturns<string> {
+  return spawnSync(process.execPath, [...args], { cwd, encoding: 'utf8', env: childEnv() });
+}
+
+/** The fenced code blocks of the guide's "Install and first run" section whose first line is `// <file name>`. */
+function guideFiles(): Map<string, string> {
+  const guide = readFileSync(join(ROOT, 'docs/connector-authoring.md'), 'utf8');
+  const section = guide.slice(guide.indexOf('## Install and first run'), guide.indexOf('\n## ', guide.indexOf('## Install and first run') + 1));
+  const files = new Map<string, string>();
+  for (const m of section.matchAll(/```ts\n\/\/ ([\w.-]+\.ts)\n([\s\S]*?)```/g)) files.set(m[1] as string, m[2] as string);
+  const tsconfig = /```json\n\s*(\{ "compilerOptions"[\s\S]*?)```/.exec(section)?.[1];
+  if (tsconfig !== undefined) files.set('tsconfig.json', tsconfig);
+  return files;
+}
+
+/** A lockfile installing the tarball and, at the repository's locked versions, its dependencies and peers. */
+function lockfileFor(tarball: string, integrity: string, wanted: Record<string, string>): { lock: unknown; packages: string[] } {
+  const repoLock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, LockEntry> };
+  const pkg = JSON.parse(readFileSync(join(PKG_DIR, 'package.json'), 'utf8')) as Record<string, unknown> & { dependencies: Record<string, string> };
+  const packages: Record<string, unknown> = {
+    '': { name: 'notes-connector', dependencies: wanted },
+    [`node_modules/${PKG_NAME}`]: {
+      version: pkg.version,
+      resolved: `file:${tarball}`,
+      integrity,
+      ...Object.fromEntries(['license', 'dependencies', 'peerDependencies', 'peerDependenciesMeta', 'bin', 'engines'].map((k) => [k, pkg[k]])),
+    },
+  };
+  const todo = Object.keys(wanted).filter((n) => n !== PKG_NAME);
+  todo.push(...Object.keys(pkg.dependencies));
+  const names: string[] = [];
+  while (todo.length > 0) {
+    const name = todo.pop() as string;
+    if (names.includes(name)) continue;
+    const entry = repoLock.packages[`node_modules/${name}`];
+    if (entry === undefined) throw new Error(`${name} is not hoisted in package-lock.json`);
+    const { dev: _dev, peer: _peer, devOptional: _devOptional, ...kept } = entry;
+    packages[`node_modules/${name}`] = kept;
+    names.push(name);
+    todo.push(...Object.keys(entry.dependencies ?? {}));
+  }
+  return { lock: { name: 'notes-connector', lockfileVersion: 3, requires: true, packages }, packages: names };
+}
+
+function bytesUnder(dir: string): number {
+  let total = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) total += bytesUnder(p);
+    else if (e.isFile()) total += statSync(p).size;
+  }
+  return total;
+}
+
+const CLI = ['node_modules/@aip-runtime/connector-sdk/dist/conformance/bin.js'];
+
+describe('the packed connector SDK, installed outside the repository', () => {
+  let work: string;
+  let packed: PackResult;
+  let installed: string[];
+
+  beforeAll(() => {
+    work = mkdtempSync(join(tmpdir(), 'aip-connector-sdk-'));
+    const pack = npm(['pack', '--json', '--pack-destination', work], PKG_DIR);
+    expect(pack.status, pack.stderr).toBe(0);
+    packed = (JSON.parse(pack.stdout) as PackResult[])[0] as PackResult;
+
+    const files = guideFiles();
+    expect([...files.keys()].sort()).toEqual(['notes.conformance.ts', 'notes.ts', 'tsconfig.json']);
+    for (const [name, text] of files) if (name !== 'tsconfig.json') writeFileSync(join(work, name), text);
+
+    const zod = JSON.parse(readFileSync(join(ROOT, 'node_modules/zod/package.json'), 'utf8')) as { version: string };
+    const wanted = { [PKG_NAME]: `file:${packed.filename}`, zod: zod.version };
+    writeFileSync(join(work, 'package.json'), JSON.stringify({ name: 'notes-connector', private: true, type: 'module', dependencies: wanted }, null, 2));
+    const { lock, packages } = lockfileFor(packed.filename, packed.integrity, wanted);
+    writeFileSync(join(work, 'package-lock.json'), JSON.stringify(lock, null, 2));
+    installed = [PKG_NAME, ...packages];
+    // --offline: npm's cache mode is only-if-cached, it makes no request at all (ENOTCACHED otherwise).
+    const install = npm(['ci', '--offline', '--no-audit', '--no-fund', '--ignore-scripts'], work, { npm_config_update_notifier: 'false' });
+    expect(install.status, install.stderr).toBe(0);
+
+    const sizes = installed.map((name) => ({ name, bytes: bytesUnder(join(work, 'node_modules', name)) }));
+    const total = sizes.reduce((sum, s) => sum + s.bytes, 0);
+    const withoutPeer = sizes.filter((s) => s.name !== 'zod').reduce((sum, s) => sum + s.bytes, 0);
+    console.log(
+      [
+        `${PKG_NAME} tarball: ${packed.entryCount} files, ${packed.size} bytes (${packed.unpackedSize} unpacked)`,
+        `installed: ${installed.length} packages, ${total} bytes; without the zod peer (the author's own dependency): ${installed.length - 1} packages, ${withoutPeer} bytes`,
+        ...sizes.map((s) => `  ${s.name}: ${s.bytes} bytes`),
+      ].join('\n'),
+    );
+  });
+
+  afterAll(() => {
+    if (work !== undefined) rmSync(work, { recursive: true, force: true });
+  });
+
+  it('ships compiled JavaScript and declarations only (no sources, no tests), at most 150 files', () => {
+    const paths = packed.files.map((f) => f.path);
+    expect(paths.filter((p) => !/^(dist\/.+\.(js|d\.ts)|README\.md|package\.json)$/.test(p))).toEqual([]);
+    expect(paths).toContain('dist/index.js');
+    expect(paths).toContain('dist/index.d.ts');
+    expect(paths).toContain('README.md');
+    expect(packed.entryCount).toBeLessThanOrEqual(150);
+  });
+
+  it('installs its declared dependencies only: no AWS SDK, no tsx or esbuild', () => {
+    const top = readdirSync(join(work, 'node_modules')).filter((n) => !n.startsWith('.'));
+    expect(top.filter((n) => /^@aws-|^tsx$|^esbuild$|^@esbuild$|^vitest$/.test(n))).toEqual([]);
+    expect(installed).toContain('zod');
+  });
+
+  it("runs the guide's connector to a green result with plain Node (type stripping, no loader)", () => {
+    const run = node([...CLI, './notes.conformance.ts'], work);
+    expect(run.stderr).not.toMatch(/Error/);
+    expect(run.stdout).toMatch(/passed\s+effect_checkpoint/);
+    expect(run.stdout).toMatch(/0 failed, \d+ skipped — CONFORMS/);
+    expect(run.status).toBe(0);
+  });
+
+  it('fails the broken rule by name when the connector stops publishing its effect', () => {
+    const source = readFileSync(join(work, 'notes.ts'), 'utf8');
+    const broken = source.replace('ctx.execution_checkpoints.provider_effect_committed();', '');
+    expect(broken).not.toBe(source);
+    writeFileSync(join(work, 'broken-notes.ts'), broken);
+    writeFileSync(join(work, 'broken.conformance.ts'), readFileSync(join(work, 'notes.conformance.ts'), 'utf8').replace("'./notes.ts'", "'./broken-notes.ts'"));
+    const run = node([...CLI, './broken.conformance.ts'], work);
+    expect(run.status).toBe(1);
+    expect(run.stdout).toMatch(/FAILED\s+effect_checkpoint/);
+    expect(run.stdout).toContain('DOES NOT CONFORM');
+  });
+
+  it('names the fix when a CommonJS module sits in an ES module package, and loads one that requires the SDK from a .cjs file', () => {
+    const subject =
+      "const { defineConformanceSubject } = require('@aip-runtime/connector-sdk/conformance');\nmodule.exports = defineConformanceSubject({ name: 'cjs', async setup() { throw new Error('no provider'); } });\n";
+    writeFileSync(join(work, 'commonjs.js'), subject);
+    const wrong = node([...CLI, './commonjs.js'], work);
+    expect(wrong.status).toBe(2);
+    expect(wrong.stderr).toContain('(conformance.module_commonjs)');
+    expect(wrong.stderr).toMatch(/\.cjs/);
+    writeFileSync(join(work, 'commonjs.cjs'), subject);
+    const loaded = node([...CLI, './commonjs.cjs'], work);
+    expect(loaded.stderr).not.toContain('cannot load');
+    expect(loaded.stdout).toContain('conformance: cjs');
+  });
+
+  it('names the fix when a TypeScript module needs more than type stripping', () => {
+    writeFileSync(
+      join(work, 'enum.conformance.ts'),
+      "enum Mode { A }\nexport default { name: String(Mode.A), async setup() { throw new Error('unused'); } };\n",
+    );
+    const syntax = node([...CLI, './enum.conformance.ts'], work);
+    expect(syntax.status).toBe(2);
+    expect(syntax.stderr).toContain('(conformance.typescript_syntax)');
+    expect(syntax.stderr).toContain('erasableSyntaxOnly');
+    writeFileSync(join(work, 'js-specifier.conformance.ts'), readFileSync(join(work, 'notes.conformance.ts'), 'utf8').replace("'./notes.ts'", "'./notes.js'"));
+    const specifier = node([...CLI, './js-specifier.conformance.ts'], work);
+    expect(specifier.status).toBe(2);
+    expect(specifier.stderr).toContain('(conformance.typescript_import_extension)');
+    expect(specifier.stderr).toContain('Import the .ts file itself');
+  });
+
+  it('runs the same modules in a package without "type": "module"', () => {
+    const typeless = join(work, 'typeless');
+    mkdirSync(typeless);
+    writeFileSync(join(typeless, 'package.json'), JSON.stringify({ name: 'typeless', private: true }));
+    for (const f of ['notes.ts', 'notes.conformance.ts']) writeFileSync(join(typeless, f), readFileSync(join(work, f), 'utf8'));
+    const run = node([join('..', ...CLI), './notes.conformance.ts'], typeless);
+    expect(run.stdout).toMatch(/0 failed, \d+ skipped — CONFORMS/);
+    expect(run.status).toBe(0);
+  });
+
+  it('typechecks the example under strict, exactOptionalPropertyTypes and verbatimModuleSyntax (node16 and bundler resolution)', () => {
+    const documented = JSON.parse(guideFiles().get('tsconfig.json') as string) as { compilerOptions: Record<string, unknown> };
+    expect(documented.compilerOptions).toMatchObject({ strict: true, exactOptionalPropertyTypes: true, verbatimModuleSyntax: true });
+    const types = { types: ['node'], typeRoots: [join(ROOT, 'node_modules/@types')] };
+    const include = ['notes.ts', 'notes.conformance.ts'];
+    // node16 family: the documented tsconfig, declarations of every package checked too.
+    writeFileSync(join(work, 'tsconfig.json'), JSON.stringify({ compilerOptions: { ...documented.compilerOptions, ...types, skipLibCheck: false }, include }));
+    const nodenext = node([TSC, '-p', 'tsconfig.json'], work);
+    expect(nodenext.stdout + nodenext.stderr).toBe('');
+    expect(nodenext.status).toBe(0);
+    // bundler resolution reads the same `types` conditions.
+    const bundler = { ...documented.compilerOptions, module: 'preserve', moduleResolution: 'bundler', ...types, skipLibCheck: true };
+    writeFileSync(join(work, 'tsconfig.bundler.json'), JSON.stringify({ compilerOptions: bundler, include }));
+    const run = node([TSC, '-p', 'tsconfig.bundler.json'], work);
+    expect(run.stdout + run.stderr).toBe('');
+    expect(run.status).toBe(0);
+  });
+});
