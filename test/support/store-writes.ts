@@ -7,6 +7,7 @@
  * record.
  */
 import type { DynamoStores } from '../../lib/aws/dynamo/stores.js';
+import { AipError } from '../../lib/errors/aip-error.js';
 import type { Clock } from '../../lib/ports/clock.js';
 import type { Principal } from '../../lib/protocol/index.js';
 import { TransactionJournal } from '../../lib/runtime/journal.js';
@@ -83,10 +84,17 @@ export function routeWrites(uow: UnitOfWork) {
   };
 }
 
-export function approvalWrites(uow: UnitOfWork) {
+export function approvalWrites(uow: UnitOfWork, reads: DynamoStores['approvals']) {
+  const decide = writer(uow, 'approval.decide');
   return {
     create: writer(uow, 'approval.create'),
-    decide: writer(uow, 'approval.decide'),
+    /** A decision is computed from the record it decides on: the one given, or a consistent read (as the runtime reads it first). */
+    async decide(input: IntentTable['approval.decide']['input']) {
+      const current = input.current ?? (await reads.get({ tenant_id: input.tenant_id, approval_id: input.approval_id }));
+      if (current === undefined)
+        throw new AipError('approval.not_found', `No approval ${input.approval_id}`, { details: { approval_id: input.approval_id, operation: 'decide' } });
+      return decide({ ...input, current });
+    },
     expire: writer(uow, 'approval.expire'),
     withdraw: writer(uow, 'approval.withdraw'),
   };
@@ -103,7 +111,7 @@ export function writableStores(stores: DynamoStores) {
     transactions: withWrites(stores.transactions, transactionWrites(uow)),
     actions: withWrites(stores.actions, actionWrites(uow)),
     idempotency: withWrites(stores.idempotency, idempotencyWrites(uow)),
-    approvals: withWrites(stores.approvals, approvalWrites(uow)),
+    approvals: withWrites(stores.approvals, approvalWrites(uow, stores.approvals)),
     routes: withWrites(stores.routes, routeWrites(uow)),
     streams: withWrites(stores.streams, streamWrites(uow)),
   };
