@@ -3,12 +3,13 @@
  * stateful stack and the stateless stack. infra/app.ts runs it for the CDK CLI;
  * the stack tests call it with their own App.
  */
-import { join } from 'node:path';
+import { isAbsolute, join, resolve } from 'node:path';
 import { type App, Duration, Tags } from 'aws-cdk-lib';
 import type { AwsSolutionsChecks } from 'cdk-nag';
 import { aipFunctionDefinitions } from './aip-functions.js';
 import { checkAttemptTimeouts } from './attempt-timeouts.js';
 import { type InfraConfig, loadInfraConfig, parseInfraConfig } from './config.js';
+import { checkDeploymentConnectors, withConnectorModules } from './deployment-connectors.js';
 import { type FunctionDefinition, PROJECT_ROOT } from './functions.js';
 import { applyNagChecks } from './nag.js';
 import { StatefulStack } from './stateful-stack.js';
@@ -28,6 +29,14 @@ export interface AipAppOptions {
    * @default aipFunctionDefinitions (infra/aip-functions.ts)
    */
   readonly functions?: readonly FunctionDefinition[] | ((config: InfraConfig) => readonly FunctionDefinition[]);
+  /**
+   * Code connectors handed over in code: connector ID → module path
+   * (absolute, or relative to the working directory). Each is enabled (with
+   * the credential rows the configuration gives it, if it lists it) and
+   * bundled into the functions like a configured `connectors[].module`.
+   * docs/deploying-your-connectors.md.
+   */
+  readonly connectorModules?: Readonly<Record<string, string>>;
 }
 
 export interface AipApp {
@@ -45,15 +54,22 @@ export function configFromContext(app: App): InfraConfig {
   return parseInfraConfig(value, `context "${CONFIG_CONTEXT_KEY}"`);
 }
 
+/** Code connector module paths made absolute (against the working directory), so synth and bundling agree whatever their folder. */
+function withAbsoluteModules(config: InfraConfig): InfraConfig {
+  return { ...config, connectors: config.connectors.map((c) => (c.module !== undefined && !isAbsolute(c.module) ? { ...c, module: resolve(c.module) } : c)) };
+}
+
 export function stackNames(envName: string): { stateful: string; stateless: string } {
   return { stateful: `Aip-${envName}-Stateful`, stateless: `Aip-${envName}-Stateless` };
 }
 
 export function defineAipApp(app: App, options: AipAppOptions = {}): AipApp {
-  const config = options.config ?? configFromContext(app);
+  const config = withAbsoluteModules(withConnectorModules(options.config ?? configFromContext(app), options.connectorModules));
+  // The deployment's own connectors are built and their manifests checked before anything is defined.
+  const manifests = checkDeploymentConnectors(config);
   const functions = typeof options.functions === 'function' ? options.functions(config) : (options.functions ?? aipFunctionDefinitions(config));
   // No connector attempt (plus its cancellation and settlement) may outlive the worker Lambda that runs it.
-  checkAttemptTimeouts(config, functions);
+  checkAttemptTimeouts(config, functions, manifests);
   const nag = applyNagChecks(app);
   const names = stackNames(config.envName);
 

@@ -32,6 +32,9 @@ import type { FunctionAccess, FunctionDefinition } from './functions.js';
  *   `downstream_validation`/`full_simulation` previews inline, which resolve
  *   connector credentials.
  * - `decideApproval` resumes an approved action: table writes and the enqueue.
+ *   Approving an operator's resolution applies it, and `operatorResolve`
+ *   resolves: both first look the operation up at the provider through the
+ *   connector (lib/runtime/provider-lookup.ts), which resolves its credentials.
  * - `cancelAction` only writes the table.
  * - `getHealth` may probe the store; `listCapabilities` reads the admitted
  *   manifests (built from code, not the table); `getOpenApi` needs nothing.
@@ -47,12 +50,12 @@ export const ROUTE_ACCESS = {
   listOperator: { table: 'read', cursorKey: true },
   operatorOverview: { table: 'read' },
   operatorReconcile: { table: 'readWrite', sendTo: ['reconcile'] },
-  operatorResolve: { table: 'readWrite', cancelSchedules: true },
+  operatorResolve: { table: 'readWrite', cancelSchedules: true, connectorSecrets: true },
   listApprovals: { table: 'readWrite', cursorKey: true },
   // Like the listing: an overdue approval is expired, a doomed one withdrawn, on the way.
   getApproval: { table: 'readWrite' },
   // An approved resolution (four eyes) settles the record and cancels its schedule.
-  decideApproval: { table: 'readWrite', sendTo: ['invoke'], cancelSchedules: true },
+  decideApproval: { table: 'readWrite', sendTo: ['invoke'], cancelSchedules: true, connectorSecrets: true },
   listCapabilities: {},
   getHealth: { table: 'read' },
   getOpenApi: {},

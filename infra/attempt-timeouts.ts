@@ -29,6 +29,7 @@
  * (functions/shared/connector-factories.ts: no credentials, no network).
  */
 import { connectorManifest } from '../functions/shared/connector-factories.js';
+import type { ConnectorManifest } from '../lib/connectors/manifest.js';
 import type { Capability } from '../lib/protocol/index.js';
 import { ATTEMPT_SETTLEMENT_MARGIN_MS, requiredFunctionTimeoutMs } from '../lib/runtime/attempt-budget.js';
 import { RuntimeSettingsSchema } from '../lib/runtime/config.js';
@@ -55,11 +56,18 @@ export interface CapabilityAttemptTimeout {
   readonly reconciles: boolean;
 }
 
-/** The attempt timeout of every capability of the enabled connectors. */
-export function capabilityAttemptTimeouts(config: Pick<InfraConfig, 'connectors' | 'connectorEndpoints'>): CapabilityAttemptTimeout[] {
+/**
+ * The attempt timeout of every capability of the enabled connectors. The
+ * deployment's own connectors' manifests come from their synth-time check
+ * (infra/deployment-connectors.ts, `manifests`).
+ */
+export function capabilityAttemptTimeouts(
+  config: Pick<InfraConfig, 'connectors' | 'connectorEndpoints'>,
+  manifests: ReadonlyMap<string, ConnectorManifest> = new Map(),
+): CapabilityAttemptTimeout[] {
   return config.connectors.flatMap(({ id }) => {
     const baseUrl = config.connectorEndpoints[id];
-    const manifest = connectorManifest(id, baseUrl !== undefined ? { baseUrl } : {});
+    const manifest = manifests.get(id) ?? connectorManifest(id, baseUrl !== undefined ? { baseUrl } : {});
     return manifest.capabilities.map((capability: Capability) => {
       const declared = capability.execution?.timeout_ms;
       return {
@@ -78,10 +86,14 @@ export function capabilityAttemptTimeouts(config: Pick<InfraConfig, 'connectors'
  * (timeout plus the settlement margin) could outlive the function that
  * consumes its queue.
  */
-export function checkAttemptTimeouts(config: InfraConfig, definitions: readonly FunctionDefinition[]): void {
+export function checkAttemptTimeouts(
+  config: InfraConfig,
+  definitions: readonly FunctionDefinition[],
+  manifests: ReadonlyMap<string, ConnectorManifest> = new Map(),
+): void {
   const consumers = definitions.filter((d) => d.consumes !== undefined);
   if (consumers.length === 0 || config.connectors.length === 0) return;
-  const capabilities = capabilityAttemptTimeouts(config);
+  const capabilities = capabilityAttemptTimeouts(config, manifests);
   const issues: InfraConfigIssue[] = [];
   for (const fn of consumers) {
     const queue = fn.consumes!.queue;

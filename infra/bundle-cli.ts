@@ -1,17 +1,18 @@
 /**
- * `node --import tsx infra/bundle-cli.ts --entry <module> --outdir <dir> [--connectors <json>]`:
+ * `node --import tsx infra/bundle-cli.ts --entry <module> --outdir <dir> [--connectors <json>] [--deployment-connectors <json>]`:
  * bundles one Lambda function with infra/bundling.ts. The CDK local bundling
  * (infra/functions.ts) runs it in a child process, since CDK's bundling hook
  * is synchronous and esbuild's plugins are not.
  */
 import { parseArgs } from 'node:util';
-import { bundleFunction, type BundledConnector } from './bundling.js';
+import { bundleFunction, type BundledConnector, type BundledDeploymentConnector } from './bundling.js';
 
 const { values } = parseArgs({
   options: {
     entry: { type: 'string' },
     outdir: { type: 'string' },
     connectors: { type: 'string' },
+    'deployment-connectors': { type: 'string' },
   },
 });
 if (values.entry === undefined || values.outdir === undefined) {
@@ -19,4 +20,11 @@ if (values.entry === undefined || values.outdir === undefined) {
   process.exit(2);
 }
 const connectors = values.connectors !== undefined ? (JSON.parse(values.connectors) as BundledConnector[]) : undefined;
-await bundleFunction({ entry: values.entry, outdir: values.outdir, ...(connectors !== undefined ? { connectors } : {}) });
+const own = values['deployment-connectors'];
+const deploymentConnectors = own !== undefined ? (JSON.parse(own) as BundledDeploymentConnector[]) : undefined;
+await bundleFunction({
+  entry: values.entry,
+  outdir: values.outdir,
+  ...(connectors !== undefined ? { connectors } : {}),
+  ...(deploymentConnectors !== undefined ? { deploymentConnectors } : {}),
+});

@@ -30,6 +30,15 @@
  *   the stand-in functions/shared/precompiled-registry.ts to that generated
  *   module, so the deployed functions never load nor run ajv's compiler;
  *   `npm start` and the tests keep the stand-in (run-time ajv).
+ * - **The deployment's own connectors compiled in.** The stand-in
+ *   functions/shared/deployment-connectors.ts is resolved to a generated
+ *   module ({@link deploymentConnectorsPlugin}) that imports each code
+ *   connector module the configuration names and carries each declarative
+ *   HTTP document as JSON: a function builds them at cold start with no file
+ *   read (infra/deployment-connectors.ts, docs/deploying-your-connectors.md).
+ *   A module's own imports resolve from its folder (the team's
+ *   node_modules); the same files as the runtime's (this project installed
+ *   as a dependency) are bundled once.
  * - Minified, node22 target, `module` before `main` (ESM builds of the
  *   dependencies tree-shake), the `createRequire` banner that ESM bundles of
  *   CommonJS dependencies need, external source maps without the sources'
@@ -42,7 +51,7 @@
  */
 import { execFileSync, execSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
-import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { BuildOptions, Metafile, Plugin } from 'esbuild';
 
@@ -73,6 +82,12 @@ export const BUNDLE_CHUNK_NAMES = 'chunks/[name]-[hash]';
 /** The stand-in module the plugin replaces (relative to the repository root, without extension). */
 export const PRECOMPILED_REGISTRY_STAND_IN = 'functions/shared/precompiled-registry';
 
+/** The stand-in the deployment connectors plugin replaces (relative to the repository root, without extension). */
+export const DEPLOYMENT_CONNECTORS_STAND_IN = 'functions/shared/deployment-connectors';
+
+/** A deployment connector as the bundles carry it (plain JSON: it crosses to the bundling child process). infra/deployment-connectors.ts. */
+export type BundledDeploymentConnector = { readonly id: string; readonly http: unknown } | { readonly id: string; readonly module: string };
+
 /** A connector the deployment enables: its registry is precompiled into the bundles that compose the Runtime. */
 export interface BundledConnector {
   readonly id: string;
@@ -89,6 +104,8 @@ export interface BundleFunctionOptions {
    * (run-time ajv), as under `npm start`.
    */
   readonly connectors?: readonly BundledConnector[];
+  /** The deployment's own connectors (HTTP documents, code modules), compiled into the bundle. @default none */
+  readonly deploymentConnectors?: readonly BundledDeploymentConnector[];
   /** Write the metafile (esbuild's inputs and outputs) as `meta.json` beside the bundle. @default false */
   readonly writeMetafile?: boolean;
   /**
@@ -237,14 +254,53 @@ export function precompiledRegistryPlugin(generate: () => Promise<string>): Plug
   };
 }
 
-/** The source of the precompiled registry for these connectors (build-time imports only). */
-export async function generatePrecompiledRegistry(connectors: readonly BundledConnector[]): Promise<string> {
-  const [{ connectorRegistrySource }, { precompiledRegistrySource }] = await Promise.all([
+/**
+ * Resolves the stand-in functions/shared/deployment-connectors.ts to a
+ * generated module: `import * as` of each code connector module (absolute
+ * paths) and each HTTP document inline.
+ */
+export function deploymentConnectorsPlugin(connectors: readonly BundledDeploymentConnector[]): Plugin {
+  const standIn = join(BUNDLE_ROOT, DEPLOYMENT_CONNECTORS_STAND_IN);
+  const modules = connectors.flatMap((c) => ('module' in c ? [c] : []));
+  const contents = [
+    ...modules.map((c, i) => `import * as m${i} from ${JSON.stringify(c.module)};`),
+    'export const DEPLOYMENT_CONNECTORS = [',
+    ...connectors.map((c) =>
+      'module' in c
+        ? `  { id: ${JSON.stringify(c.id)}, module: m${modules.indexOf(c)}, path: ${JSON.stringify(basename(c.module))} },`
+        : `  { id: ${JSON.stringify(c.id)}, http: ${JSON.stringify(c.http)} },`,
+    ),
+    '];',
+  ].join('\n');
+  return {
+    name: 'aip-deployment-connectors',
+    setup(build) {
+      build.onResolve({ filter: /deployment-connectors(\.[jt]s)?$/ }, (args) => {
+        const target = resolve(args.resolveDir, args.path).replace(/\.[jt]s$/, '');
+        return target === standIn ? { path: 'deployment-connectors.generated.js', namespace: 'aip-deployment-connectors' } : undefined;
+      });
+      build.onLoad({ filter: /.*/, namespace: 'aip-deployment-connectors' }, () => ({ contents, loader: 'js', resolveDir: BUNDLE_ROOT }));
+    },
+  };
+}
+
+/** The source of the precompiled registry for these connectors (build-time imports only; code connector modules are imported here). */
+export async function generatePrecompiledRegistry(
+  connectors: readonly BundledConnector[],
+  deploymentConnectors: readonly BundledDeploymentConnector[] = [],
+): Promise<string> {
+  const [{ connectorRegistrySource, CONNECTOR_FACTORIES, deploymentConnectorFactories }, { precompiledRegistrySource }] = await Promise.all([
     import('../functions/shared/connector-factories.js'),
     import('../lib/runtime/schema-precompile.js'),
   ]);
+  const { pathToFileURL } = await import('node:url');
+  const own = [];
+  for (const c of deploymentConnectors) {
+    own.push('module' in c ? { id: c.id, module: (await import(pathToFileURL(c.module).href)) as Record<string, unknown>, path: c.module } : c);
+  }
+  const factories = { ...CONNECTOR_FACTORIES, ...deploymentConnectorFactories(own) };
   const sources = [];
-  for (const c of connectors) sources.push(await connectorRegistrySource(c.id, c.baseUrl !== undefined ? { baseUrl: c.baseUrl } : {}));
+  for (const c of connectors) sources.push(await connectorRegistrySource(c.id, { factories, ...(c.baseUrl !== undefined ? { baseUrl: c.baseUrl } : {}) }));
   return precompiledRegistrySource(sources);
 }
 
@@ -253,6 +309,7 @@ export async function bundleFunction(options: BundleFunctionOptions): Promise<{ 
   const { build } = await import('esbuild');
   mkdirSync(options.outdir, { recursive: true });
   const connectors = options.connectors;
+  const own = options.deploymentConnectors ?? [];
   const base = esbuildOptions(options.entry, options.outdir);
   const defer = options.deferHandlers;
   const result = await build({
@@ -261,7 +318,8 @@ export async function bundleFunction(options: BundleFunctionOptions): Promise<{ 
     ...(options.splitting === false ? { splitting: false } : {}),
     plugins: [
       ...(options.httpThroughRequire !== false ? [httpWithoutUndiciPlugin()] : []),
-      ...(connectors !== undefined ? [precompiledRegistryPlugin(() => generatePrecompiledRegistry(connectors))] : []),
+      ...(connectors !== undefined ? [precompiledRegistryPlugin(() => generatePrecompiledRegistry(connectors, own))] : []),
+      ...(own.length > 0 ? [deploymentConnectorsPlugin(own)] : []),
       ...(defer !== undefined ? [deferredEntryPlugin(options.entry, defer)] : []),
     ],
   });
@@ -310,12 +368,24 @@ export function inputPackage(input: string): string {
  * definition's after-bundling commands. Synchronous, as CDK requires.
  */
 export function localBundlingCommand(
-  options: { readonly entry: string; readonly connectors: readonly BundledConnector[] },
+  options: { readonly entry: string; readonly connectors: readonly BundledConnector[]; readonly deploymentConnectors?: readonly BundledDeploymentConnector[] },
   outputDir: string,
 ): { file: string; args: string[] } {
+  const own = options.deploymentConnectors ?? [];
   return {
     file: process.execPath,
-    args: ['--import', 'tsx', 'infra/bundle-cli.ts', '--entry', options.entry, '--outdir', outputDir, '--connectors', JSON.stringify(options.connectors)],
+    args: [
+      '--import',
+      'tsx',
+      'infra/bundle-cli.ts',
+      '--entry',
+      options.entry,
+      '--outdir',
+      outputDir,
+      '--connectors',
+      JSON.stringify(options.connectors),
+      ...(own.length > 0 ? ['--deployment-connectors', JSON.stringify(own)] : []),
+    ],
   };
 }
 
@@ -323,6 +393,7 @@ export function runLocalBundling(
   options: {
     readonly entry: string;
     readonly connectors: readonly BundledConnector[];
+    readonly deploymentConnectors?: readonly BundledDeploymentConnector[];
     readonly afterBundling?: (inputDir: string, outputDir: string) => string[];
   },
   outputDir: string,

@@ -33,6 +33,7 @@ import type { RouteId } from '../lib/http/routes.js';
 import { GSIS } from '../lib/aws/dynamo/table-design.js';
 import { BUNDLE_ENTRY_NAME, BUNDLE_ROOT, localBundlingCommand, runLocalBundling } from './bundling.js';
 import { type InfraConfig, toDeploymentRuntimeConfig } from './config.js';
+import { deploymentConnectorSources } from './deployment-connectors.js';
 import { AIP_METRICS, FUNCTION_ENV, metricsNamespace, OPTIONAL_FUNCTION_ENV, POWERTOOLS_ENV } from './function-env.js';
 import { NAG_REASONS } from './nag.js';
 import { assertVisibilityExceedsTimeout, type QueueName, type StatefulResources } from './stateful-stack.js';
@@ -300,6 +301,7 @@ export function createFunction(scope: Construct, definition: FunctionDefinition,
   const bundled = {
     entry: definition.entry,
     connectors: config.connectors.map(({ id }) => ({ id, ...(config.connectorEndpoints[id] !== undefined ? { baseUrl: config.connectorEndpoints[id] } : {}) })),
+    deploymentConnectors: deploymentConnectorSources(config),
   };
   const fn = new lambda.Function(scope, definition.id, {
     // index.mjs + chunks/ (infra/bundling.ts), built locally: no Docker image is ever pulled.

@@ -83,9 +83,11 @@ export class AipRemoteConnectorHost extends Construct {
       connectors: remote.connectors.map((cid) => {
         const c = config.connectors.find((x) => x.id === cid);
         const baseUrl = config.connectorEndpoints[cid];
+        const maxConcurrentAttempts = remote.maxConcurrentAttempts[cid];
         return {
           id: cid,
           ...(baseUrl !== undefined ? { baseUrl } : {}),
+          ...(maxConcurrentAttempts !== undefined ? { maxConcurrentAttempts } : {}),
           credentialRevision: '0',
           credentials: (c?.credentials ?? []).map((row) => ({
             handle: row.handle,
@@ -113,7 +115,8 @@ export class AipRemoteConnectorHost extends Construct {
     this.hostFunction = createFunction(this, hostDefinition, build);
     this.hostKey.grant(this.hostFunction, 'kms:Sign', 'kms:GetPublicKey');
     this.runtimeKey.grant(this.hostFunction, 'kms:GetPublicKey');
-    this.hostFunction.addToRolePolicy(new iam.PolicyStatement({ actions: ['dynamodb:PutItem'], resources: [this.nonceTable.tableArn] }));
+    // Nonces (put) and the connectors' concurrency slots (put, and a conditional delete on release).
+    this.hostFunction.addToRolePolicy(new iam.PolicyStatement({ actions: ['dynamodb:PutItem', 'dynamodb:DeleteItem'], resources: [this.nonceTable.tableArn] }));
     this.hostUrl = this.hostFunction.addFunctionUrl({ authType: lambda.FunctionUrlAuthType.NONE, invokeMode: lambda.InvokeMode.BUFFERED });
 
     // The placement every runtime function gets; the receiver URL is its own Function URL.

@@ -94,6 +94,8 @@ export interface ResolveInput {
   readonly provider_operation?: { readonly provider: string; readonly operation_id: string };
   readonly reason: string;
   readonly attachments?: readonly { readonly uri: string; readonly description?: string; readonly sha256?: string }[];
+  /** Record the resolution although the provider's answer contradicts it, and why. */
+  readonly provider_override?: { readonly reason: string };
 }
 
 export type ResolveOutcome = { readonly transaction: TransactionView } | { readonly approval: ApprovalRecord; readonly status: 'requires_human' };

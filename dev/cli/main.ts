@@ -74,6 +74,7 @@ const OPTIONS = {
   effect: { type: 'string' },
   provider: { type: 'string' },
   'operation-id': { type: 'string' },
+  'override-provider': { type: 'string' },
   // token
   sub: { type: 'string' },
   kind: { type: 'string' },
@@ -98,7 +99,7 @@ const COMMAND_OPTIONS: Readonly<Record<string, readonly (keyof typeof OPTIONS)[]
   deny: ['reason'],
   approvals: ['cursor', 'limit'],
   transactions: ['transaction-id', 'plan-id', 'action-id', 'include'],
-  operator: ['cursor', 'limit', 'reason', 'effect', 'provider', 'operation-id'],
+  operator: ['cursor', 'limit', 'reason', 'effect', 'provider', 'operation-id', 'override-provider'],
   capabilities: [],
   health: [],
   token: ['sub', 'kind', 'scope', 'account', 'ttl'],
@@ -132,8 +133,10 @@ Transactions and operators
   operator reconcile <transaction-id> [--reason <text>]
            reconcile now (resets the attempt bound once)
   operator resolve <transaction-id> --effect committed|not_committed --reason <text>
-           [--provider <p> --operation-id <id>]
-           records what was found at the provider for an escalated transaction
+           [--provider <p> --operation-id <id>] [--override-provider <why>]
+           records what was found at the provider for an escalated transaction; the
+           runtime asks the provider first and refuses a resolution its answer
+           contradicts, unless --override-provider says why it is recorded anyway
   verify <file.json | - | transaction-id> [--quiet]
            verifies a receipt chain offline (hashes, links, the receipt_count/receipt_head
            anchor, action_result against its result_digest); a transaction ID is fetched
@@ -371,10 +374,14 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
           if (values.effect !== 'committed' && values.effect !== 'not_committed') throw new UsageError('--effect must be committed or not_committed');
           if (values.reason === undefined || values.reason.trim() === '') throw new UsageError('--reason is required: say what you found at the provider');
           if ((values.provider === undefined) !== (values['operation-id'] === undefined)) throw new UsageError('give --provider and --operation-id together');
+          const override = values['override-provider'];
+          if (override !== undefined && override.trim() === '')
+            throw new UsageError('--override-provider needs a reason: say why the provider answer is wrong');
           const resolution = {
             effect: values.effect,
             reason: values.reason,
             ...(values.provider !== undefined ? { provider_operation: { provider: values.provider, operation_id: values['operation-id'] } } : {}),
+            ...(override !== undefined ? { provider_override: { reason: override } } : {}),
           };
           const res = await client.operatorResolve(id, resolution);
           const waiting = (res as { status?: unknown }).status === 'requires_human';
@@ -415,10 +422,24 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       err(`aip ${command}: ${e.code}${e.status ? ` (HTTP ${e.status})` : ''}: ${e.problem?.detail ?? e.message}`);
       if (e.code === CLIENT_ERROR_CODES.network) err(`is the API running at ${baseUrl}? (npm start, or set --url / AIP_URL)`);
       if (e.status === 401) err('the token is missing, expired or not accepted here (aip token mints one for the local stack)');
+      if (e.code === 'operator.resolution_contradicts_provider') err(contradictionHint(e.details));
       return 1;
     }
     throw e;
   }
+}
+
+/** What the provider answered against the operator's resolution, and how to record it anyway. */
+function contradictionHint(details: unknown): string {
+  const d = (details ?? {}) as {
+    provider_answer?: { effect?: string; provider_operation?: { provider?: string; operation_id?: string } };
+    resolution?: { effect?: string };
+  };
+  const op = d.provider_answer?.provider_operation;
+  return (
+    `the provider answered: ${d.provider_answer?.effect ?? '?'}${op?.operation_id !== undefined ? ` (operation ${op.provider}/${op.operation_id})` : ''}; ` +
+    `the resolution says: ${d.resolution?.effect ?? '?'}. Check again, or record it anyway with --override-provider <why>`
+  );
 }
 
 /** `aip token`: a development token for the local stack, signed with the dev key (dev/auth). */

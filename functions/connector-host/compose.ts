@@ -12,6 +12,7 @@
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { KMSClient } from '@aws-sdk/client-kms';
 import { createDynamoDbClient, createSecretsManagerClient } from '../../lib/aws/clients.js';
+import { DynamoCapacityGate } from '../../lib/aws/dynamo/remote-capacity-gate.js';
 import { DynamoNonceStore } from '../../lib/aws/dynamo/remote-nonce-store.js';
 import { DynamoRemoteCheckpointInbox } from '../../lib/aws/dynamo/remote-checkpoint-inbox.js';
 import { SecretValueCache } from '../../lib/aws/secrets/secret-cache.js';
@@ -23,7 +24,13 @@ import { ConnectorHostConfigSchema, RemotePlacementSchema, type ConnectorHostCon
 import { RemoteConnectorHost, type LocallyHostedConnector } from '../../lib/connectors/remote/host.js';
 import { RemoteKeyring } from '../../lib/connectors/remote/jws.js';
 import { remoteHostedConnector, type RemoteConnector } from '../../lib/connectors/remote/proxy.js';
-import { InMemoryNonceStore, type NonceStore, type RemoteCheckpointInbox } from '../../lib/connectors/remote/stores.js';
+import {
+  InMemoryCapacityGate,
+  InMemoryNonceStore,
+  type CapacityGate,
+  type NonceStore,
+  type RemoteCheckpointInbox,
+} from '../../lib/connectors/remote/stores.js';
 import type { Clock } from '../../lib/ports/clock.js';
 import type { CredentialProvider } from '../../lib/connectors/ports/credentials.js';
 import type { HostedConnector } from '../../lib/runtime/deps.js';
@@ -59,6 +66,7 @@ export interface HostOverrides {
   /** The endpoint when the config says `function-url`. */
   readonly endpoint?: string;
   readonly nonces?: NonceStore;
+  readonly capacity?: CapacityGate;
   readonly fetch?: typeof fetch;
   readonly clock?: Clock;
   readonly kms?: () => KMSClient;
@@ -95,17 +103,20 @@ export async function composeConnectorHost(config: ConnectorHostConfig, override
     return {
       connector: built.connector,
       credential_revision: c.credentialRevision,
+      ...(c.maxConcurrentAttempts !== undefined ? { max_concurrent_attempts: c.maxConcurrentAttempts } : {}),
       ...(built.credential_handle !== undefined ? { credential_handle: (cap: string) => built.credential_handle?.(cap) } : {}),
     };
   });
-  const nonces =
-    overrides.nonces ??
-    (config.nonceTable !== undefined
-      ? new DynamoNonceStore({
+  // The host's table (nonces and concurrency slots), shared by every environment; absent: process memory (one long-lived process).
+  const hostTable =
+    config.nonceTable !== undefined
+      ? {
           client: DynamoDBDocumentClient.from(createDynamoDbClient(overrides.dynamoEndpoint !== undefined ? { endpoint: overrides.dynamoEndpoint } : {})),
           tableName: config.nonceTable,
-        })
-      : new InMemoryNonceStore());
+        }
+      : undefined;
+  const nonces = overrides.nonces ?? (hostTable !== undefined ? new DynamoNonceStore(hostTable) : new InMemoryNonceStore());
+  const capacity = overrides.capacity ?? (hostTable !== undefined ? new DynamoCapacityGate(hostTable) : new InMemoryCapacityGate());
   return RemoteConnectorHost.create({
     endpoint,
     instance_id: config.instanceId,
@@ -114,6 +125,7 @@ export async function composeConnectorHost(config: ConnectorHostConfig, override
     signer: await keys.signer(config.signing, 'signing'),
     runtime_keys: new RemoteKeyring(await Promise.all(config.runtimeKeys.map((k, i) => keys.publicKey(k, `runtimeKeys[${i}]`)))),
     nonces,
+    capacity,
     ...(config.callbackUrls !== undefined ? { callback_urls: config.callbackUrls } : {}),
     ...(overrides.fetch !== undefined ? { fetch: overrides.fetch } : {}),
     ...(overrides.clock !== undefined ? { clock: overrides.clock } : {}),

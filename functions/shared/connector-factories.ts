@@ -1,6 +1,10 @@
 /**
  * The connector implementations this build can run, by connector ID, and
  * nothing else: no AWS SDK, no store, no network at import or construction.
+ * They are the project's built-in connectors plus the deployment's own
+ * (./deployment-connectors.ts, generated at bundling from the deployment
+ * configuration: declarative HTTP documents and code connector modules;
+ * docs/deploying-your-connectors.md).
  *
  * The composition root (./compose-connectors.ts) builds the enabled ones with
  * their deployment credential providers. The CDK app reads their manifests
@@ -9,10 +13,13 @@
  * this list lives in a module of its own: the infra imports it without the
  * Lambda-only wiring, and the Lambda bundles never import aws-cdk-lib.
  */
+import { HttpConnector } from '../../lib/connectors/http/connector.js';
+import type { FrozenConnector } from '../../lib/connectors/interfaces.js';
 import { createPaymentsConnector, DEFAULT_PAYMENTS_CREDENTIAL_HANDLE } from '../../lib/connectors/reference/payments.js';
 import type { ConnectorManifest } from '../../lib/connectors/manifest.js';
 import type { CredentialProvider } from '../../lib/connectors/ports/credentials.js';
 import type { HostedConnector } from '../../lib/runtime/deps.js';
+import { DEPLOYMENT_CONNECTORS, type DeploymentConnectorSource } from './deployment-connectors.js';
 
 /** What a connector factory gets. */
 export interface ConnectorFactoryOptions {
@@ -25,18 +32,90 @@ export interface ConnectorFactoryOptions {
 /** Builds one enabled connector for the Runtime. */
 export type ConnectorFactory = (options: ConnectorFactoryOptions) => HostedConnector;
 
-/**
- * The connector implementations this build can run, by connector ID. The
- * deployment configuration enables a subset (`connectors[].id`); enabling an
- * ID that is not here fails the composition with a message naming it. Each
- * factory also names the credential handle its attempts get (the handle the
- * deployment's credential references map to a secret).
- */
-export const CONNECTOR_FACTORIES: Readonly<Record<string, ConnectorFactory>> = {
+/** The connectors built into this project. */
+export const BUILT_IN_CONNECTOR_FACTORIES: Readonly<Record<string, ConnectorFactory>> = {
   payments: (options) => ({
     connector: createPaymentsConnector({ credentials: options.credentials, ...(options.baseUrl !== undefined ? { baseUrl: options.baseUrl } : {}) }),
     credential_handle: () => DEFAULT_PAYMENTS_CREDENTIAL_HANDLE,
   }),
+};
+
+/**
+ * What a code connector module exports, as its default export or as
+ * `createConnector`: a function building the connector from the deployment's
+ * credential provider (and the configured base URL override, if any). It
+ * returns the connector, or the connector with the credential handle its
+ * attempts get (the handle the deployment's credential rows map to a secret).
+ */
+export type ConnectorModuleFactory = (
+  options: ConnectorFactoryOptions,
+) => FrozenConnector | { readonly connector: FrozenConnector; credential_handle?(capability_id: string): string | undefined };
+
+/** The function a code connector module exports; throws naming the module when it exports none. */
+export function connectorModuleFactory(id: string, namespace: Readonly<Record<string, unknown>>, path: string): ConnectorModuleFactory {
+  const factory = namespace.default ?? namespace.createConnector;
+  if (typeof factory !== 'function') {
+    throw new Error(`connector "${id}": module ${path} exports no connector factory (a default export or "createConnector" function)`);
+  }
+  return factory as ConnectorModuleFactory;
+}
+
+function isHosted(value: unknown): value is { connector: FrozenConnector; credential_handle?(capability_id: string): string | undefined } {
+  return typeof value === 'object' && value !== null && 'connector' in value && typeof (value as { connector: unknown }).connector === 'object';
+}
+
+/** The factories of the deployment's own connectors. */
+export function deploymentConnectorFactories(sources: readonly DeploymentConnectorSource[]): Record<string, ConnectorFactory> {
+  const out: Record<string, ConnectorFactory> = {};
+  for (const source of sources) {
+    if ('http' in source) {
+      const document = source.http as { auth?: { credential_handle?: string } };
+      const handle = document.auth?.credential_handle;
+      out[source.id] = (options) => ({
+        connector: new HttpConnector(options.baseUrl !== undefined ? { ...(source.http as object), base_url: options.baseUrl } : source.http, {
+          credentials: options.credentials,
+        }),
+        ...(handle !== undefined ? { credential_handle: () => handle } : {}),
+      });
+    } else {
+      const factory = connectorModuleFactory(source.id, source.module, source.path);
+      out[source.id] = (options) => {
+        const built = factory(options);
+        if (isHosted(built)) {
+          const handle = built.credential_handle;
+          return {
+            connector: built.connector,
+            ...(handle !== undefined ? { credential_handle: (capability_id: string) => handle.call(built, capability_id) } : {}),
+          };
+        }
+        return { connector: built as FrozenConnector };
+      };
+    }
+    const connector_id = source.id;
+    const factory = out[connector_id] as ConnectorFactory;
+    // The connector must call itself what the configuration calls it: routes, credentials and policies name that ID.
+    out[connector_id] = (options) => {
+      const hosted = factory(options);
+      if (hosted.connector.id !== connector_id) {
+        throw new Error(`connector "${connector_id}" of the deployment configuration builds a connector whose id is "${hosted.connector.id}"`);
+      }
+      return hosted;
+    };
+  }
+  return out;
+}
+
+/**
+ * The connector implementations this build can run, by connector ID: the
+ * built-in ones and the deployment's own. The deployment configuration
+ * enables a subset (`connectors[].id`); enabling an ID that is not here
+ * fails the composition with a message naming it. Each factory also names
+ * the credential handle its attempts get (the handle the deployment's
+ * credential references map to a secret).
+ */
+export const CONNECTOR_FACTORIES: Readonly<Record<string, ConnectorFactory>> = {
+  ...BUILT_IN_CONNECTOR_FACTORIES,
+  ...deploymentConnectorFactories(DEPLOYMENT_CONNECTORS),
 };
 
 /** Credentials for a connector built only to read its manifest: resolving one is a programming error. */
@@ -52,9 +131,13 @@ const NO_CREDENTIALS: CredentialProvider = {
  * asynchronously cannot be checked at synth, which this refuses rather than
  * skipping the check.
  */
-export function connectorManifest(id: string, options: { readonly baseUrl?: string } = {}): ConnectorManifest {
-  const factory = CONNECTOR_FACTORIES[id];
-  if (factory === undefined) throw new Error(`this build has no connector "${id}" (available: ${Object.keys(CONNECTOR_FACTORIES).join(', ')})`);
+export function connectorManifest(
+  id: string,
+  options: { readonly baseUrl?: string; readonly factories?: Readonly<Record<string, ConnectorFactory>> } = {},
+): ConnectorManifest {
+  const factories = options.factories ?? CONNECTOR_FACTORIES;
+  const factory = factories[id];
+  if (factory === undefined) throw new Error(`this build has no connector "${id}" (available: ${Object.keys(factories).join(', ')})`);
   const { connector } = factory({ credentials: NO_CREDENTIALS, ...(options.baseUrl !== undefined ? { baseUrl: options.baseUrl } : {}) });
   const manifest = (connector as { manifest?: unknown }).manifest;
   if (typeof manifest !== 'function') throw new Error(`connector "${id}" publishes no synchronous manifest(): its capabilities cannot be read at synth`);
@@ -70,10 +153,11 @@ export function connectorManifest(id: string, options: { readonly baseUrl?: stri
  */
 export async function connectorRegistrySource(
   id: string,
-  options: { readonly baseUrl?: string } = {},
+  options: { readonly baseUrl?: string; readonly factories?: Readonly<Record<string, ConnectorFactory>> } = {},
 ): Promise<{ connector_id: string; manifest: ConnectorManifest; support: Record<string, unknown> }> {
-  const factory = CONNECTOR_FACTORIES[id];
-  if (factory === undefined) throw new Error(`this build has no connector "${id}" (available: ${Object.keys(CONNECTOR_FACTORIES).join(', ')})`);
+  const factories = options.factories ?? CONNECTOR_FACTORIES;
+  const factory = factories[id];
+  if (factory === undefined) throw new Error(`this build has no connector "${id}" (available: ${Object.keys(factories).join(', ')})`);
   const { connector } = factory({ credentials: NO_CREDENTIALS, ...(options.baseUrl !== undefined ? { baseUrl: options.baseUrl } : {}) });
   const manifest = await connector.discover({});
   const support: Record<string, unknown> = {};

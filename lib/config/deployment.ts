@@ -7,7 +7,7 @@
  * Field reference and rationale: docs/infra.md ("Configuration").
  */
 import { readFileSync } from 'node:fs';
-import { isAbsolute, resolve } from 'node:path';
+import { dirname, isAbsolute, resolve } from 'node:path';
 import * as z from '../common/zod.js';
 import { describeIssue, formatIssuePath } from '../common/issues.js';
 import { ClaimsConfigSchema } from '../auth/claims.js';
@@ -15,6 +15,7 @@ import { HTTP_AUTH_ENVIRONMENTS } from '../auth/environments.js';
 import type { SecretsManagerReference } from '../aws/secrets/secrets-manager-provider.js';
 import { toSecretsManagerReferences } from './secret-references.js';
 import { ID_MAX_LENGTH, ID_PATTERN } from '../protocol/primitives.js';
+import { MAX_CONCURRENT_ATTEMPTS_LIMIT } from '../connectors/remote/config.js';
 import { TRANSACTION_MODES, type TransactionMode } from '../transactions/status.js';
 
 /** CloudWatch Logs accepts only these retention periods (days). */
@@ -177,6 +178,27 @@ export const ConnectorConfigSchema = z.strictObject({
    * @default 300 (DEFAULT_CREDENTIAL_CACHE_SECONDS in lib/aws/secrets/secret-cache.ts)
    */
   credentialCacheSeconds: z.optional(intIn(0, 3600, 'seconds')),
+});
+
+/** A JSON object (the declarative HTTP connector's document; its own schema checks it at synth, infra/deployment-connectors.ts). */
+const jsonDocument = z.record(z.string(), z.unknown(), { error: 'must be a JSON object (a declarative HTTP connector document)' });
+
+/**
+ * A connector of the deployment configuration: the enabled connector's ID and
+ * credentials (what the functions read at run time, {@link ConnectorConfigSchema})
+ * and, for a connector that is not built into this project, where it comes
+ * from (docs/deploying-your-connectors.md):
+ * - `http`: a declarative HTTP connector document (lib/connectors/http,
+ *   `HttpConnectorConfig`), no code; validated and manifest-checked at synth;
+ * - `module`: a code connector, the path of a module whose default export
+ *   (or `createConnector` export) builds it; relative paths resolve against
+ *   the configuration file's folder. Bundled into the functions by esbuild.
+ * Absent both: a connector built into this project (`payments`).
+ */
+export const DeploymentConnectorConfigSchema = z.strictObject({
+  ...ConnectorConfigSchema.shape,
+  http: z.optional(jsonDocument),
+  module: z.optional(nonEmpty('connector module path', 1024)),
 });
 
 /** An approval policy's tenant selector: a protocol tenant ID, or `'*'` (every tenant). */
@@ -345,7 +367,7 @@ export const InfraConfigSchema = z
       }),
     ),
     auth: AuthConfigSchema,
-    connectors: z._default(z.array(ConnectorConfigSchema), []),
+    connectors: z._default(z.array(DeploymentConnectorConfigSchema), []),
     approvalPolicies: z._default(z.array(ApprovalPolicySchema), []),
     /** Alarm notifications go here when set. */
     alarmEmail: z.optional(z.email({ error: 'must be an email address' })),
@@ -421,6 +443,19 @@ export const InfraConfigSchema = z
         replica: z._default(protocolId('replica ID'), 'host-1-a'),
         timeoutSeconds: z._default(intIn(10, 900, 'seconds; Lambda allows at most 900'), 60),
         memorySize: z._default(intIn(128, 10_240, 'MB'), 512),
+        /**
+         * Placed connector ID → most attempts of it the host runs at once
+         * (across all its Lambda environments: slots in the host's table). A
+         * request beyond it is refused, signed, with
+         * `connector.remote_capacity_exhausted` (retryable; the connector was
+         * not called). Absent for a connector: no limit.
+         */
+        maxConcurrentAttempts: z._default(
+          z.record(z.string(), intIn(1, MAX_CONCURRENT_ATTEMPTS_LIMIT, 'concurrent attempts'), {
+            error: 'must be an object: placed connector ID → concurrent attempts',
+          }),
+          {},
+        ),
       }),
     ),
   })
@@ -431,6 +466,13 @@ export const InfraConfigSchema = z
       config.connectors.forEach((connector, index) => {
         if (seen.has(connector.id)) {
           ctx.addIssue({ code: 'custom', path: ['connectors', index, 'id'], message: `duplicate connector ID "${connector.id}"` });
+        }
+        if (connector.http !== undefined && connector.module !== undefined) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['connectors', index, 'module'],
+            message: 'a connector is either a declarative HTTP document (http) or a code module (module), not both',
+          });
         }
         seen.add(connector.id);
         const rows = new Set<string>();
@@ -448,6 +490,15 @@ export const InfraConfigSchema = z
           rows.add(key);
         });
       });
+      for (const id of Object.keys(config.remoteConnectorHost?.maxConcurrentAttempts ?? {})) {
+        if (!config.remoteConnectorHost?.connectors.includes(id)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['remoteConnectorHost', 'maxConcurrentAttempts', id],
+            message: `"${id}" is not placed on the remote connector host (placed: ${config.remoteConnectorHost?.connectors.join(', ')})`,
+          });
+        }
+      }
       config.remoteConnectorHost?.connectors.forEach((id, index) => {
         if (!seen.has(id)) {
           ctx.addIssue({
@@ -577,7 +628,12 @@ export function loadInfraConfig(file: string, cwd: string = process.cwd()): Infr
   } catch (error) {
     throw new InfraConfigError(path, [{ path: '', message: `not valid JSON: ${(error as Error).message}` }]);
   }
-  return parseInfraConfig(json, path);
+  const config = parseInfraConfig(json, path);
+  // A code connector's module path is relative to the configuration file (a package's own layout), not to where synth runs.
+  return {
+    ...config,
+    connectors: config.connectors.map((c) => (c.module !== undefined && !isAbsolute(c.module) ? { ...c, module: resolve(dirname(path), c.module) } : c)),
+  };
 }
 
 /**
@@ -601,7 +657,8 @@ export function toDeploymentRuntimeConfig(config: InfraConfig): DeploymentRuntim
   return {
     envName: config.envName,
     auth: config.auth,
-    connectors: config.connectors,
+    // Where a connector comes from is build-time knowledge (it is bundled): the functions get IDs and credentials only.
+    connectors: config.connectors.map(({ http: _http, module: _module, ...connector }) => connector),
     approvalPolicies: config.approvalPolicies,
   };
 }

@@ -119,6 +119,13 @@ export const ERROR_CATALOGUE = {
   'connector.remote_unavailable': entry('temporary', 503, true, 'The remote connector host could not be reached; the request was not sent', 1_000),
   'connector.remote_answer_lost': entry('temporary', 502, false, 'The remote connector host did not answer after the request was sent'),
   'connector.remote_answer_invalid': entry('internal', 502, false, 'The remote connector host answered with a message the runtime cannot accept'),
+  'connector.remote_capacity_exhausted': entry(
+    'rate_limited',
+    429,
+    true,
+    'The remote connector host is already running as many attempts of this connector as its limit allows; the connector was not called',
+    1_000,
+  ),
   'credentials.secret_not_serializable': entry('internal', 500, false, 'ConnectorSecret cannot be serialized'),
   'credentials.secret_disposed': entry('internal', 500, false, 'The ConnectorSecret was disposed and its bytes zeroed'),
   'credentials.handle_invalid': entry('validation', 400, false, 'The credential handle ID is not a valid opaque ID'),
@@ -265,6 +272,12 @@ export const ERROR_CATALOGUE = {
   // reads and operators
   'runtime.operator_forbidden': entry('authorization', 403, false, 'Operator views need the operator scope'),
   'runtime.resolve_not_escalated': entry('conflict', 409, false, 'Only a transaction escalated to a human (requires_human) can be resolved by an operator'),
+  'operator.resolution_contradicts_provider': entry(
+    'conflict',
+    409,
+    false,
+    'The provider answered otherwise than the resolution says; resend it with provider_override and a reason to record it anyway',
+  ),
   'runtime.invalid_query': entry('validation', 400, false, 'The query or selector is malformed'),
   'runtime.cursor_invalid': entry('validation', 400, false, 'The pagination cursor is not valid for this caller and query'),
   // configuration and test hooks

@@ -283,8 +283,10 @@ export const ROUTES = {
     summary: 'Resolve an escalated transaction with evidence',
     description:
       'For a transaction escalated to a human (requires_human): the operator records what the provider says happened (`effect`), the ' +
-      'provider operation if one was found, a reason and references to the evidence. The transaction settles reconciled with all of it in ' +
-      'its receipt (200), or, where the tenant policy asks for four eyes, waits for a second operator as an approval (202).',
+      'provider operation if one was found, a reason and references to the evidence. The runtime first looks the operation up at the ' +
+      'provider (the connector’s reconcile) and records its answer beside the operator’s; a resolution the provider contradicts is refused ' +
+      '(409 operator.resolution_contradicts_provider) unless it carries provider_override with a reason. The transaction settles reconciled ' +
+      'with all of it in its receipt (200), or, where the tenant policy asks for four eyes, waits for a second operator as an approval (202).',
     tag: 'operator',
     auth: 'jwt',
     scopes: [SCOPES.operator],
@@ -299,7 +301,8 @@ export const ROUTES = {
     },
     problems: [400, 404, 409, 415],
     handler: { module: OPERATOR_MODULE, export: 'operatorResolveHandler' },
-    timeoutSeconds: 10,
+    // The provider lookup (resolution.provider_lookup_timeout_ms, 5 s by default, at most 15 s) and the writes.
+    timeoutSeconds: 20,
   }),
   listApprovals: route({
     id: 'listApprovals',
@@ -358,7 +361,8 @@ export const ROUTES = {
     responses: { 200: { description: 'The decided approval', schema: RuntimeObjectSchema } },
     problems: [400, 404, 409, 415],
     handler: { module: APPROVALS_MODULE, export: 'decideApprovalHandler' },
-    timeoutSeconds: 10,
+    // Approving a resolution asks the provider first (as operatorResolve).
+    timeoutSeconds: 20,
   }),
   listCapabilities: route({
     id: 'listCapabilities',

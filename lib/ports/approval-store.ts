@@ -97,6 +97,12 @@ export const ResolutionSchema = z.strictObject({
   provider_operation: z.optional(ProviderOperationRefSchema),
   reason: z.pipe(TextSchema(2048), z.string().check(z.minLength(1))),
   attachments: z.optional(z.array(ResolutionAttachmentSchema).check(z.maxLength(20))),
+  /**
+   * The operator records this resolution although the provider's answer
+   * contradicts it (lib/runtime/provider-lookup.ts), and says why. Without
+   * it, a contradicted resolution is refused (`operator.resolution_contradicts_provider`).
+   */
+  provider_override: z.optional(z.strictObject({ reason: z.pipe(TextSchema(2048), z.string().check(z.minLength(1))) })),
 });
 export type Resolution = z.infer<typeof ResolutionSchema>;
 

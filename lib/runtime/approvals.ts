@@ -20,7 +20,7 @@ import { cursorSealerOf, type CursorBinding } from './cursor.js';
 import { failedResult, type Kernel } from './kernel.js';
 import { withFacts, type ApprovalWithFacts } from './approval-facts.js';
 import { withdrawIfDoomed } from './approval-withdrawal.js';
-import { applyResolution } from './operator.js';
+import { applyResolution, checkWithProvider, type ProviderCheck } from './operator.js';
 import { actionResultOf, finishUnstartedAction } from './pipeline/action-record.js';
 import { continueAdmission, guarded } from './pipeline/admit.js';
 import type { AdmittedAction } from './pipeline/state.js';
@@ -90,6 +90,8 @@ export async function decideApproval(
   }
   const decision_id = `dec-${k.ids()}`;
   let decided: ApprovalRecord | undefined;
+  /** An approving decision on an operator's resolution: the provider's answer, asked for before the decision is written. */
+  let check: ProviderCheck | undefined;
   for (let attempt = 1; decided === undefined; attempt += 1) {
     const approval = await k.deps.approvals.get({ tenant_id, approval_id });
     if (approval === undefined) throw new AipError('approval.not_found', undefined, { details: { approval_id } });
@@ -103,6 +105,12 @@ export async function decideApproval(
     // Nobody decides an approval whose action can no longer succeed: it is withdrawn instead.
     const viable = await withdrawIfDoomed(k, approval);
     if (viable.status === 'withdrawn') throw withdrawnError(viable);
+    // Approving an operator's resolution applies it: the provider is asked again first, and an answer that now
+    // contradicts it refuses the decision before anything is written (lib/runtime/provider-lookup.ts).
+    const proposal = viable.subject?.resolution;
+    if (proposal !== undefined && input.decision === 'approve' && viable.status === 'pending' && check === undefined) {
+      check = await checkProposal(k, tenant_id, proposal);
+    }
     try {
       decided = await k.write({
         kind: 'approval.decide',
@@ -130,7 +138,7 @@ export async function decideApproval(
 
   // An operator's resolution waiting for a second operator (four eyes): approving it applies it.
   const proposal = decided.subject?.resolution;
-  if (proposal !== undefined) return decideResolution(k, decided, proposal);
+  if (proposal !== undefined) return decideResolution(k, decided, proposal, check);
 
   const action = await k.deps.actions.get({ tenant_id, action_id: decided.action_id });
   if (action === undefined) throw new AipError('action.not_found', undefined, { details: { action_id: decided.action_id } });
@@ -185,19 +193,24 @@ export async function decideApproval(
 }
 
 /** The decision on a resolution proposal: approved → the resolution applies (with both operators in its receipt). */
-async function decideResolution(
-  k: Kernel,
-  decided: ApprovalRecord,
-  proposal: NonNullable<NonNullable<ApprovalRecord['subject']>['resolution']>,
-): Promise<DecisionOutcome> {
+async function decideResolution(k: Kernel, decided: ApprovalRecord, proposal: ResolutionProposal, check: ProviderCheck | undefined): Promise<DecisionOutcome> {
   const { transaction_id, ...resolution } = proposal;
   const original = await k.deps.actions.get({ tenant_id: decided.tenant_id, action_id: decided.action_id });
   const unchanged: ActionResult = original !== undefined ? actionResultOf(original) : { action_id: decided.action_id, status: 'failed' };
   if (decided.status !== 'approved') return { approval: decided, action_result: unchanged };
   const record = await k.deps.transactions.get({ tenant_id: decided.tenant_id, transaction_id });
   if (record === undefined) throw new AipError('transaction.not_found', undefined, { details: { transaction_id } });
-  const resolved = await applyResolution(k, record, resolution, decided.requested_by, decided);
+  const resolved = await applyResolution(k, record, resolution, decided.requested_by, check ?? (await checkWithProvider(k, record, resolution)), decided);
   return { approval: decided, action_result: resolved.result ?? unchanged };
+}
+
+type ResolutionProposal = NonNullable<NonNullable<ApprovalRecord['subject']>['resolution']>;
+
+/** The provider's answer to a proposed resolution, judged (a contradicted proposal without an override is refused). Writes nothing. */
+async function checkProposal(k: Kernel, tenant_id: string, proposal: ResolutionProposal): Promise<ProviderCheck | undefined> {
+  const { transaction_id, ...resolution } = proposal;
+  const record = await k.deps.transactions.get({ tenant_id, transaction_id });
+  return record === undefined ? undefined : checkWithProvider(k, record, resolution);
 }
 
 /**

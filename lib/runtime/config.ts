@@ -100,12 +100,16 @@ const RuntimeSettingsShape = {
    * /v1/operator/transactions/{id}/resolve): with `four_eyes`, a second
    * operator must approve a resolution before it applies (a tenant's
    * `resolution.four_eyes` overrides it). `approval_ttl_ms`: how long that
-   * approval waits.
+   * approval waits. `provider_lookup_timeout_ms`: how long the runtime asks
+   * the provider about the operation before a resolution is recorded
+   * (lib/runtime/provider-lookup.ts; also capped by the capability's own
+   * timeout), so the operator route answers within its function timeout.
    */
   resolution: z.prefault(
     z.strictObject({
       four_eyes: z._default(z.boolean(), false),
       approval_ttl_ms: z._default(z.int().check(z.gte(60_000), z.lte(30 * 86_400_000)), 24 * 3_600_000),
+      provider_lookup_timeout_ms: z._default(z.int().check(z.gte(100), z.lte(15_000)), 5_000),
     }),
     {},
   ),

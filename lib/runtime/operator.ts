@@ -9,9 +9,13 @@
  * - `resolve`: for an escalated record (wire `requires_human`), the operator
  *   records the truth found at the provider: the effect happened or not, the
  *   provider operation if one was found, a reason and references to the
- *   evidence. The record settles `reconciled` (state machine `resolve`) with
- *   all of that in its receipt. Where the tenant policy asks for four eyes,
- *   the resolution waits as an approval that a second operator decides.
+ *   evidence. Before anything is written the runtime asks the provider
+ *   itself (./provider-lookup.ts): a resolution the provider's answer
+ *   contradicts is refused unless the operator overrides it with a reason.
+ *   The record settles `reconciled` (state machine `resolve`) with all of
+ *   that, the provider's answer included, in its receipt. Where the tenant
+ *   policy asks for four eyes, the resolution waits as an approval that a
+ *   second operator decides (the provider is asked again then).
  *
  * Every write is a compare-and-set through the journal; nothing bypasses the
  * transition table. Who may: the authority rule (`operator_reconcile`,
@@ -32,6 +36,7 @@ import { transactionTarget } from './pipeline/targets.js';
 import { mayReconcile, mayResolve } from '../transactions/operator-actions.js';
 import { toTransactionResult } from './view.js';
 import { retentionFor } from './retention.js';
+import { answerEvidence, lookupProvider, providerVerdict, type ProviderAnswer, type ProviderVerdict } from './provider-lookup.js';
 
 async function operatorTarget(
   k: Kernel,
@@ -112,6 +117,23 @@ function namesCheckpointed(record: TransactionRecord, ref: { provider: string; o
   );
 }
 
+/** The provider's answer to a resolution and the verdict on it: what its receipt records beside the operator's word. */
+export interface ProviderCheck {
+  readonly answer: ProviderAnswer;
+  readonly verdict: ProviderVerdict;
+}
+
+/**
+ * Asks the provider about the escalated record's operation and judges the
+ * resolution against the answer: `operator.resolution_contradicts_provider`
+ * when the provider contradicts it and it carries no `provider_override`.
+ * Writes nothing.
+ */
+export async function checkWithProvider(k: Kernel, record: TransactionRecord, resolution: Resolution): Promise<ProviderCheck> {
+  const answer = await lookupProvider(k, record);
+  return { answer, verdict: providerVerdict(record.transaction_id, resolution, answer) };
+}
+
 function checkEscalated(record: TransactionRecord): void {
   if (!mayResolve({ status: record.status, escalated: record.escalated_at !== undefined })) {
     throw new AipError('runtime.resolve_not_escalated', undefined, {
@@ -150,7 +172,9 @@ export async function resolve(
       details: { transaction_id, current_provider_operation: { provider: known.provider, operation_id: known.operation_id } },
     });
   }
-  if (!fourEyes(k, tenant_id)) return { transaction: toTransactionResult(await applyResolution(k, record, resolution, caller.principal)) };
+  // The provider is asked before anything is written: a contradicted resolution never reaches a record or an approver.
+  const check = await checkWithProvider(k, record, resolution);
+  if (!fourEyes(k, tenant_id)) return { transaction: toTransactionResult(await applyResolution(k, record, resolution, caller.principal, check)) };
 
   const approval_id = resolutionApprovalId(tenant_id, transaction_id, resolution, caller.principal);
   const existing = await k.deps.approvals.get({ tenant_id, approval_id });
@@ -187,21 +211,26 @@ export async function resolve(
 
 /**
  * Settles an escalated record `reconciled` with the resolution as its
- * evidence (the `resolve` row), then what follows any reconciliation: the
- * schedule is cancelled and the original request's uncertain idempotency
- * reservation is completed. `approved_by`: the second operator (four eyes).
+ * evidence (the `resolve` row), the provider's answer beside it
+ * (`provider_answer`, `provider_verdict`), then what follows any
+ * reconciliation: the schedule is cancelled and the original request's
+ * uncertain idempotency reservation is completed. `approved_by`: the second
+ * operator (four eyes).
  */
 export async function applyResolution(
   k: Kernel,
   record: TransactionRecord,
   resolution: Resolution,
   resolved_by: Principal,
+  check: ProviderCheck,
   approval?: ApprovalRecord,
 ): Promise<TransactionRecord> {
   checkEscalated(record);
   const evidence: JsonObject = {
     resolution: JSON.parse(JSON.stringify(resolution)) as JsonObject,
     resolved_by: { ...resolved_by },
+    provider_answer: answerEvidence(check.answer),
+    provider_verdict: check.verdict,
     ...(approval !== undefined
       ? {
           approval_id: approval.approval_id,
@@ -219,6 +248,7 @@ export async function applyResolution(
         original_commit_completed: resolution.effect === 'committed',
         source: 'operator_resolution',
         resolved_by: { ...resolved_by },
+        provider_verdict: check.verdict,
         ...(resolution.provider_operation !== undefined ? { provider_operation: { ...resolution.provider_operation } } : {}),
       },
     },

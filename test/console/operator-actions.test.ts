@@ -59,6 +59,34 @@ async function uncertain(probeFails: boolean) {
   return state.transaction as NonNullable<typeof state.transaction>;
 }
 
+/** An uncertain charge whose operation cannot be found, escalated to a human; `found`: the operation the provider committed. */
+async function escalatedCharge() {
+  const txn = await uncertain(true);
+  expect(txn.provider_operation).toBeUndefined();
+  // The provider cannot be asked: once its attempts are used up, the reconciliation escalates it to a human.
+  stack.simulator.setFaults([LOOKUP_FAILS]);
+  try {
+    // Round by round until the record is escalated (`requires_human`: the stack's own consumer got there first).
+    await eventually(
+      async () => {
+        clock.advance(20 * 60_000);
+        const { disposition } = await stack.runtime.reconcile({
+          kind: 'reconcile',
+          tenant_id: stack.tenant,
+          transaction_id: txn.transaction_id,
+          reason: 'sweeper',
+        });
+        return disposition === 'escalated' || disposition === 'requires_human' ? disposition : undefined;
+      },
+      { what: `transaction ${txn.transaction_id} escalated`, intervalMs: 0 },
+    );
+  } finally {
+    stack.simulator.setFaults([]);
+  }
+  const found = stack.simulator.ledger().at(-1) as { operation_id: string };
+  return { txn, found };
+}
+
 /** Which of the transaction page's operator buttons are enabled, once the action's status has been read. */
 async function buttons(): Promise<{ reconcile: boolean; resolve: boolean; cancel: boolean }> {
   const group = page.getByRole('group', { name: 'Operator actions' });
@@ -66,6 +94,11 @@ async function buttons(): Promise<{ reconcile: boolean; resolve: boolean; cancel
   await page.locator('[role="group"][aria-label="Operator actions"]:not([data-action-status=""])').waitFor();
   const enabled = (name: string) => group.getByRole('button', { name }).isEnabled();
   return { reconcile: await enabled('Reconcile now'), resolve: await enabled('Resolve with evidence'), cancel: await enabled('Cancel action') };
+}
+
+/** The transaction with its receipts, as an operator reads it. */
+async function view(txId: string) {
+  return clientOf(stack, await stack.mintToken()).getTransaction({ transaction_id: txId }, { include: ['receipts'] });
 }
 
 async function openTransaction(txId: string): Promise<void> {
@@ -102,29 +135,7 @@ describe('operator actions', () => {
   });
 
   it('resolves an escalated record with evidence, and shows the resolution receipt', async () => {
-    const txn = await uncertain(true);
-    expect(txn.provider_operation).toBeUndefined();
-    // The provider cannot be asked: once its attempts are used up, the reconciliation escalates it to a human.
-    stack.simulator.setFaults([LOOKUP_FAILS]);
-    try {
-      // Round by round until the record is escalated (`requires_human`: the stack's own consumer got there first).
-      await eventually(
-        async () => {
-          clock.advance(20 * 60_000);
-          const { disposition } = await stack.runtime.reconcile({
-            kind: 'reconcile',
-            tenant_id: stack.tenant,
-            transaction_id: txn.transaction_id,
-            reason: 'sweeper',
-          });
-          return disposition === 'escalated' || disposition === 'requires_human' ? disposition : undefined;
-        },
-        { what: `transaction ${txn.transaction_id} escalated`, intervalMs: 0 },
-      );
-    } finally {
-      stack.simulator.setFaults([]);
-    }
-    const found = stack.simulator.ledger().at(-1) as { operation_id: string };
+    const { txn, found } = await escalatedCharge();
 
     await page.goto(`${stack.consoleUrl}#/work/requires_human`);
     await page.getByRole('button', { name: 'Refresh' }).click();
@@ -154,6 +165,43 @@ describe('operator actions', () => {
     await page.locator('ol.timeline li').filter({ hasText: 'charge found in the provider dashboard' }).first().waitFor({ state: 'attached' });
     await page.locator('[data-testid="verdict"][data-verdict="valid"]').waitFor();
     await screenshot(page, 'transaction-resolved');
+  });
+
+  it('a resolution the provider contradicts: the dialog shows the provider’s answer, and records it only overridden with a reason', async () => {
+    const { txn, found } = await escalatedCharge();
+    await openTransaction(txn.transaction_id);
+    expect(await buttons()).toEqual({ reconcile: true, resolve: true, cancel: false });
+    await page.getByRole('button', { name: 'Resolve with evidence' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Resolve with evidence?' });
+    await dialog.getByLabel('not committed (it did not happen)').check();
+    await dialog.getByLabel('Reason (required)').fill('the customer sees no debit');
+    await dialog.getByRole('button', { name: 'Confirm resolution' }).click();
+    // Refused: the provider (asked by the runtime) says the charge happened.
+    const contradiction = dialog.getByTestId('provider-contradiction');
+    await contradiction.waitFor();
+    expect(await dialog.getByTestId('problem').getAttribute('data-code')).toBe('operator.resolution_contradicts_provider');
+    const said = await contradiction.textContent();
+    expect(said).toContain('The provider says committed');
+    expect(said).toContain(found.operation_id);
+    expect(said).toContain('this resolution says not_committed');
+    expect((await view(txn.transaction_id)).status).toBe('requires_human');
+    // Overriding needs a reason of its own before it can be confirmed.
+    await contradiction.getByLabel('Override the provider’s answer').check();
+    const confirm = dialog.getByRole('button', { name: 'Confirm resolution against the provider' });
+    expect(await confirm.isEnabled()).toBe(false);
+    await contradiction.getByLabel('Why the provider’s answer is wrong (required)').fill('charge reversed by hand in INC-7; the provider ledger lags');
+    expect(await confirm.isEnabled()).toBe(true);
+    await screenshot(page, 'resolve-contradicted');
+    await confirm.click();
+    await page
+      .getByRole('status')
+      .filter({ hasText: /^Resolved: the transaction is reconciled/ })
+      .waitFor();
+    await page.locator('ol.timeline li').filter({ hasText: 'charge reversed by hand in INC-7' }).first().waitFor({ state: 'attached' });
+    await page.locator('[data-testid="verdict"][data-verdict="valid"]').waitFor();
+    const after = await view(txn.transaction_id);
+    expect(after.status).toBe('reconciled');
+    expect(after.receipts?.at(-1)).toMatchObject({ evidence: { provider_verdict: 'overridden', provider_answer: { obtained: true, effect: 'committed' } } });
   });
 
   it('enables cancel on an action waiting for approval and not once it is cancelled; #/work/approvals opens the pending approvals', async () => {

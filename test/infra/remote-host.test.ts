@@ -115,3 +115,30 @@ describe('without remoteConnectorHost', () => {
     expect(() => parseInfraConfig({ ...BASE_CONFIG, remoteConnectorHost: { connectors: ['tickets'] } })).toThrow(InfraConfigError);
   });
 });
+
+describe('per-connector concurrency limits of the host (remoteConnectorHost.maxConcurrentAttempts)', () => {
+  it('reach the host configuration, and the host may free its slots (conditional delete on its table)', () => {
+    const { aip } = buildAip({ ...BASE_CONFIG, remoteConnectorHost: { connectors: ['payments'], maxConcurrentAttempts: { payments: 4 } } });
+    const template = Template.fromStack(aip.stateless);
+    const host = aip.stateless.remoteHost?.hostFunction;
+    const id = aip.stateless.getLogicalId(host?.node.defaultChild as CfnElement);
+    const variables = (template.findResources('AWS::Lambda::Function')[id] as Json).Properties.Environment.Variables as Json;
+    // The variable is a CloudFormation join (the key ARN is a token); the limit is in its literal part.
+    expect(JSON.stringify(variables.AIP_CONNECTOR_HOST_CONFIG)).toContain('\\"maxConcurrentAttempts\\":4');
+    const s = statementsOf(template, aip.stateless, host);
+    expect(s.some((x) => actionsOf(x).includes('dynamodb:DeleteItem'))).toBe(true);
+  });
+
+  it('refuse a limit for a connector that is not placed, and a limit out of range, naming the field', () => {
+    const bad = (remoteConnectorHost: Json) => {
+      try {
+        parseInfraConfig({ ...BASE_CONFIG, remoteConnectorHost } as InfraConfigInput);
+      } catch (err) {
+        return (err as InfraConfigError).issues.map((i) => i.path);
+      }
+      throw new Error('accepted');
+    };
+    expect(bad({ connectors: ['payments'], maxConcurrentAttempts: { tickets: 2 } })).toEqual(['remoteConnectorHost.maxConcurrentAttempts.tickets']);
+    expect(bad({ connectors: ['payments'], maxConcurrentAttempts: { payments: 0 } })).toEqual(['remoteConnectorHost.maxConcurrentAttempts.payments']);
+  });
+});

@@ -440,10 +440,12 @@ describe('the deployed runtime (default functions)', () => {
       });
     });
 
-    it('reads connector secrets only where connectors run: submit and MCP tool calls (inline previews), the worker and the reconcile consumer', () => {
+    it('reads connector secrets only where connectors run: submit and MCP tool calls (inline previews), resolutions and their approval (the provider lookup), the worker and the reconcile consumer', () => {
       const connectorSecret = (s: Json) => s.Action === 'secretsmanager:GetSecretValue' && JSON.stringify(s.Resource).includes(':secret:aip/test/payments/');
       const readers = allIds().filter((id) => t.statements(id).some(connectorSecret));
-      expect(readers.sort()).toEqual(['HttpSubmitAction', 'HttpMcp', INVOKE_WORKER_FUNCTION_ID, RECONCILE_CONSUMER_FUNCTION_ID].sort());
+      expect(readers.sort()).toEqual(
+        ['HttpSubmitAction', 'HttpMcp', 'HttpOperatorResolve', 'HttpDecideApproval', INVOKE_WORKER_FUNCTION_ID, RECONCILE_CONSUMER_FUNCTION_ID].sort(),
+      );
       for (const id of readers) {
         const statement = t.statements(id).find(connectorSecret)!;
         expect(JSON.stringify(statement.Resource)).toContain(':secret:aip/test/payments/api-key-??????');

@@ -27,6 +27,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROUTE_LIST, type RouteDefinition } from '../../lib/http/routes.js';
+import { PAYMENTS_PROVIDER } from '../../lib/connectors/reference/payments.js';
 import type { CallerIdentity } from '../../lib/auth/identity.js';
 import { SteppedClock } from '../../lib/ports/clock.js';
 import { Authority } from '../../lib/runtime/authority.js';
@@ -243,7 +244,9 @@ const ROUTE_ROWS: Readonly<Record<string, Row>> = {
       path: `/v1/operator/transactions/${f.escalated.transaction_id}/resolve`,
       body: {
         effect: 'committed',
-        provider_operation: { provider: 'payments', operation_id: f.escalated.operation_id },
+        // The operation the provider committed, as the provider names it: the runtime asks the provider before a
+        // resolution is recorded, and another provider name would contradict its answer.
+        provider_operation: { provider: PAYMENTS_PROVIDER, operation_id: f.escalated.operation_id },
         reason: 'found at the provider (matrix)',
       },
     }),

@@ -11,7 +11,10 @@
  * - `POST /v1/operator/transactions/{id}/resolve`: an escalated record settles
  *   `reconciled` with the operator's evidence in its receipt (and the result's
  *   digest), the original request's uncertain reservation is completed; with
- *   four eyes it waits for a second operator's approval.
+ *   four eyes it waits for a second operator's approval. The runtime asks the
+ *   provider first and records its answer beside the operator's; a resolution
+ *   the provider contradicts is refused (nothing written) unless overridden
+ *   with a reason, on proposal and again on approval.
  * - Escalation receipts record the durable status (`outcome_unknown`), never
  *   the wire's `requires_human`.
  *
@@ -291,7 +294,18 @@ describe('POST /v1/operator/transactions/{id}/resolve', () => {
       event: 'transaction.resolved',
       status: 'reconciled',
       actor: { id: 'ops', kind: 'user' },
-      evidence: { resolution: body, resolved_by: { id: 'ops', kind: 'user' } },
+      evidence: {
+        resolution: body,
+        resolved_by: { id: 'ops', kind: 'user' },
+        // The runtime asked the provider first (by the original request's idempotency key: nothing was checkpointed).
+        provider_answer: {
+          obtained: true,
+          capability_id: 'payments.charge',
+          effect: 'committed',
+          provider_operation: { provider: PAYMENTS_PROVIDER, operation_id: esc.operation_id },
+        },
+        provider_verdict: 'agrees',
+      },
     });
     expect(after.action_result).toMatchObject({
       status: 'completed',
@@ -300,6 +314,7 @@ describe('POST /v1/operator/transactions/{id}/resolve', () => {
           original_commit_completed: true,
           source: 'operator_resolution',
           resolved_by: { id: 'ops', kind: 'user' },
+          provider_verdict: 'agrees',
           provider_operation: body.provider_operation,
         },
       },
@@ -385,6 +400,75 @@ describe('POST /v1/operator/transactions/{id}/resolve', () => {
     expect(after).toMatchObject({ status: 'reconciled', provider_operation: checkpointed });
     expectChainValid(after);
   });
+
+  it('a resolution the provider contradicts: 409 operator.resolution_contradicts_provider naming both, nothing written; overridden with a reason, it applies with both answers in the receipt', async () => {
+    const { s } = main;
+    const esc = await escalatedCharge(main, T, alice);
+    const id = esc.transaction.transaction_id;
+    const path = `/v1/operator/transactions/${encodeURIComponent(id)}/resolve`;
+    const claim = { effect: 'not_committed', reason: 'customer says the charge never went through' };
+    await writesNothing(s, async () => {
+      const a = await refused(s.call(ops, 'POST', path, claim), 409, 'operator.resolution_contradicts_provider');
+      expect(a.body.details).toMatchObject({
+        transaction_id: id,
+        contradicted: ['effect'],
+        resolution: { effect: 'not_committed' },
+        provider_answer: { effect: 'committed', provider_operation: { provider: PAYMENTS_PROVIDER, operation_id: esc.operation_id } },
+      });
+      // Naming another operation than the one the provider found is contradicted too.
+      const b = await refused(
+        s.call(ops, 'POST', path, { ...resolution('op_somewhere_else'), reason: 'wrong operation' }),
+        409,
+        'operator.resolution_contradicts_provider',
+      );
+      expect(b.body.details).toMatchObject({ contradicted: ['provider_operation'] });
+      // An override without a reason is not an override.
+      await refused(s.call(ops, 'POST', path, { ...claim, provider_override: { reason: '' } }), 400, 'request.invalid');
+    });
+    expect((await view(main, ops, id)).status).toBe('requires_human');
+
+    const override = { reason: 'the provider reversed it by hand (INC-77); its ledger lags' };
+    const ok = await s.call(ops, 'POST', path, { ...claim, provider_override: override });
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+    const after = await view(main, ops, id);
+    expect(after.status).toBe('reconciled');
+    expect((after.receipts as Receipt[]).at(-1)).toMatchObject({
+      event: 'transaction.resolved',
+      evidence: {
+        resolution: { ...claim, provider_override: override },
+        provider_answer: { obtained: true, effect: 'committed', provider_operation: { operation_id: esc.operation_id } },
+        provider_verdict: 'overridden',
+      },
+    });
+    expect(after.action_result).toMatchObject({ metadata: { reconciliation: { original_commit_completed: false, provider_verdict: 'overridden' } } });
+    expectChainValid(after);
+  });
+
+  it('the provider cannot answer: the resolution applies on the operator’s word and reason, and the receipt says no answer was obtained', async () => {
+    const { s } = main;
+    const esc = await escalatedCharge(main, T, alice, true);
+    const id = esc.transaction.transaction_id;
+    s.stack.simulator.setFaults([OPERATION_READS_FAIL]);
+    let ok: Answer;
+    try {
+      ok = await s.call(ops, 'POST', `/v1/operator/transactions/${encodeURIComponent(id)}/resolve`, {
+        effect: 'not_committed',
+        reason: 'provider down; the customer’s bank statement shows no debit',
+      });
+    } finally {
+      s.stack.simulator.setFaults([]);
+    }
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+    const after = await view(main, ops, id);
+    expect(after.status).toBe('reconciled');
+    const last = (after.receipts as Receipt[]).at(-1) as Receipt;
+    expect(last.evidence).toMatchObject({
+      provider_answer: { obtained: false, capability_id: 'payments.charge', reason: 'provider_unavailable', code: expect.any(String) },
+      provider_verdict: 'no_answer',
+    });
+    expect((last.evidence as { provider_answer: Record<string, unknown> }).provider_answer).not.toHaveProperty('effect');
+    expectChainValid(after);
+  });
 });
 
 describe('escalation receipts', () => {
@@ -463,10 +547,54 @@ describe('four eyes (resolution.four_eyes)', () => {
         resolved_by: { id: 'ops-1', kind: 'user' },
         approval_id: approval.approval_id,
         approved_by: [{ id: 'ops-2', kind: 'user' }],
+        // Asked again when the second operator approved.
+        provider_answer: { obtained: true, effect: 'committed' },
+        provider_verdict: 'agrees',
       },
     });
     expect(last.result_digest).toBe(sha256Hex(resultDigestText(after.action_result)));
     expectChainValid(after);
+  });
+
+  it('a proposal the provider contradicts never reaches an approver; one it contradicts by the time of the decision is refused then, nothing written', async () => {
+    const { s } = fe;
+    const esc = await escalatedCharge(fe, T, owner, true);
+    const id = esc.transaction.transaction_id;
+    const path = `/v1/operator/transactions/${encodeURIComponent(id)}/resolve`;
+    const claim = { effect: 'not_committed', reason: 'no debit on the statement' };
+    await writesNothing(s, async () => {
+      await refused(s.call(first, 'POST', path, claim), 409, 'operator.resolution_contradicts_provider');
+    });
+    // Proposed while the provider cannot answer: it waits for a second operator.
+    s.stack.simulator.setFaults([OPERATION_READS_FAIL]);
+    let proposed: Answer;
+    try {
+      proposed = await s.call(first, 'POST', path, claim);
+    } finally {
+      s.stack.simulator.setFaults([]);
+    }
+    expect(proposed.status, JSON.stringify(proposed.body)).toBe(202);
+    const approval_id = (proposed.body as { approval: { approval_id: string } }).approval.approval_id;
+    // The provider answers again, and contradicts it: approving is refused before the decision is written.
+    await writesNothing(s, async () => {
+      const a = await refused(
+        s.call(second, 'POST', `/v1/approvals/${encodeURIComponent(approval_id)}/decision`, { decision: 'approve' }),
+        409,
+        'operator.resolution_contradicts_provider',
+      );
+      expect(a.body.details).toMatchObject({ transaction_id: id, provider_answer: { effect: 'committed' } });
+    });
+    const still = await s.call(second, 'GET', `/v1/approvals/${encodeURIComponent(approval_id)}`);
+    expect(still.body).toMatchObject({ status: 'pending' });
+    expect((await view(fe, second, id)).status).toBe('requires_human');
+    // Denying it needs no provider: the proposal ends.
+    const denied = await s.call(second, 'POST', `/v1/approvals/${encodeURIComponent(approval_id)}/decision`, {
+      decision: 'deny',
+      reason: 'the provider says committed',
+    });
+    expect(denied.status, JSON.stringify(denied.body)).toBe(200);
+    expect(denied.body.approval).toMatchObject({ status: 'denied' });
+    expect((await view(fe, second, id)).status).toBe('requires_human');
   });
 
   it('a competing proposal is withdrawn (resolution_refused) once another resolution applied: not listed, not decidable, shown withdrawn', async () => {

@@ -64,7 +64,7 @@ export interface DemoEvents {
 }
 
 export class DemoConnector extends FrozenConnectorBase {
-  readonly id = 'demo';
+  readonly id: string = 'demo';
   constructor(readonly events: DemoEvents = { seen: [], cancelled: [] }) {
     super();
   }

@@ -119,6 +119,19 @@ export function TransactionPage({ ctx, id }: { ctx: Ctx; id: string }) {
         </button>
       </div>
 
+      {txn.status === 'reconciling' && (
+        <p class="muted" data-testid="reconciling-note">
+          A reconciliation is asking the provider now
+          {txn.links?.reconcile_action_id ? (
+            <>
+              {' '}
+              (action <a href={`#/actions/${encodeURIComponent(txn.links.reconcile_action_id)}`}>{short(txn.links.reconcile_action_id, 24)}</a>)
+            </>
+          ) : null}
+          : nothing to reconcile, resolve or cancel until it answers. Refresh to follow it.
+        </p>
+      )}
+
       <div class="panels">
         <section class="panel" aria-label="Summary">
           <h2>Summary</h2>
@@ -372,13 +385,17 @@ function ResolveDialog({ ctx, txn, onClose, onDone }: { ctx: Ctx; txn: Transacti
   const [uri, setUri] = useState('');
   const [description, setDescription] = useState('');
   const [sha256, setSha256] = useState('');
+  const [override, setOverride] = useState(false);
+  const [overrideReason, setOverrideReason] = useState('');
   const [problem, setProblem] = useState<ApiProblem>();
+  /** The provider's answer, once it contradicted this resolution (the runtime asked the provider before recording it). */
+  const contradiction = problem?.code === CONTRADICTS_PROVIDER ? contradictionOf(problem) : undefined;
   return (
     <ConfirmDialog
       title="Resolve with evidence?"
-      confirmLabel="Confirm resolution"
+      confirmLabel={override ? 'Confirm resolution against the provider' : 'Confirm resolution'}
       danger
-      canConfirm={reason.trim().length > 0}
+      canConfirm={reason.trim().length > 0 && (!override || overrideReason.trim().length > 0)}
       problem={problem}
       onClose={onClose}
       onConfirm={async () => {
@@ -393,6 +410,7 @@ function ResolveDialog({ ctx, txn, onClose, onDone }: { ctx: Ctx; txn: Transacti
                 ],
               }
             : {}),
+          ...(override ? { provider_override: { reason: overrideReason.trim() } } : {}),
         };
         try {
           const out = await ctx.api.resolve(txn.transaction_id, input);
@@ -403,7 +421,10 @@ function ResolveDialog({ ctx, txn, onClose, onDone }: { ctx: Ctx; txn: Transacti
         }
       }}
     >
-      <p>Records what you established at the provider. The resolution and its evidence become a receipt.</p>
+      <p>
+        Records what you established at the provider. The runtime asks the provider too before recording it: its answer goes into the receipt beside yours, and
+        a resolution it contradicts is refused unless you override it with a reason.
+      </p>
       <fieldset>
         <legend>Effect at the provider</legend>
         <label class="check">
@@ -444,8 +465,56 @@ function ResolveDialog({ ctx, txn, onClose, onDone }: { ctx: Ctx; txn: Transacti
           <input name="attachment_sha256" pattern="[0-9a-f]{64}" value={sha256} onInput={(e) => setSha256((e.target as HTMLInputElement).value)} />
         </label>
       </fieldset>
+      {contradiction && (
+        <fieldset class="contradiction" data-testid="provider-contradiction">
+          <legend>The provider answered otherwise</legend>
+          <p>
+            The provider says <strong>{contradiction.provider}</strong>
+            {contradiction.operation ? (
+              <>
+                {' '}
+                (operation <code>{contradiction.operation}</code>)
+              </>
+            ) : null}
+            ; this resolution says <strong>{contradiction.resolution}</strong>. Check again, or record it against the provider’s answer.
+          </p>
+          <label class="check">
+            <input type="checkbox" name="provider_override" checked={override} onChange={(e) => setOverride((e.target as HTMLInputElement).checked)} /> Override
+            the provider’s answer
+          </label>
+          {override && (
+            <label>
+              Why the provider’s answer is wrong (required)
+              <textarea
+                name="provider_override_reason"
+                rows={2}
+                required
+                value={overrideReason}
+                onInput={(e) => setOverrideReason((e.target as HTMLTextAreaElement).value)}
+              />
+            </label>
+          )}
+        </fieldset>
+      )}
     </ConfirmDialog>
   );
+}
+
+/** The refusal of a resolution the provider's answer contradicts (lib/runtime/provider-lookup.ts). */
+const CONTRADICTS_PROVIDER = 'operator.resolution_contradicts_provider';
+
+/** What the provider answered and what the resolution said, from the refusal's details. */
+function contradictionOf(problem: ApiProblem): { provider: string; operation?: string; resolution: string } {
+  const d = (problem.problem?.details ?? {}) as {
+    provider_answer?: { effect?: string; provider_operation?: { provider?: string; operation_id?: string } };
+    resolution?: { effect?: string };
+  };
+  const op = d.provider_answer?.provider_operation;
+  return {
+    provider: d.provider_answer?.effect ?? 'something else',
+    ...(op?.operation_id !== undefined ? { operation: `${op.provider ?? '?'}/${op.operation_id}` } : {}),
+    resolution: d.resolution?.effect ?? '?',
+  };
 }
 
 export function CancelDialog({ ctx, actionId, onClose, onDone }: { ctx: Ctx; actionId: string; onClose: () => void; onDone: (s: string) => void }) {

@@ -40,7 +40,7 @@ export const CONFORMANCE_RULES = [
     id: 'trusted_context',
     review_item: TRUSTED,
     checks:
-      'with decoy tenant, account, credential, approval, transaction, operation and idempotency values in every action body, only the trusted context reaches credential resolution, checkpoints, recovery results and the provider',
+      'with decoy tenant, account, credential, approval, transaction, operation and idempotency values in every action body (identity, labels, and every string input field the schema admits, one field at a time), only the trusted context reaches credential resolution, checkpoints, recovery results and the provider',
   },
   {
     id: 'context_attempt_scoped',
@@ -63,6 +63,12 @@ export const CONFORMANCE_RULES = [
     id: 'retry_identity',
     review_item: RETRIES,
     checks: 'a second attempt of the same action completes and the provider holds one effect',
+  },
+  {
+    id: 'no_raw_idempotency_key',
+    review_item: RETRIES,
+    checks:
+      "the provider is never presented with the caller's raw idempotency key (action.idempotency_key, ctx.idempotency.key); a key derived from the reservation is fine",
   },
   {
     id: 'timeout_not_retryable',
@@ -92,10 +98,15 @@ export const CONFORMANCE_RULES = [
       'a call whose attempt is already cancelled, or whose deadline is already lost, leaves no provider effect, neither at once nor after the provider settles',
   },
   {
+    id: 'deadline_bounds_wait',
+    review_item: LIFECYCLE,
+    checks: 'a commit or execute whose deadline has passed returns on its own, without the attempt being aborted: every wait is bounded by ctx.deadline',
+  },
+  {
     id: 'cancel_verified',
     review_item: LIFECYCLE,
     checks:
-      'when cancel_typed answers accepted for the operation of a lost commit, the provider never commits it and a later reconcile reports the commit as not completed',
+      'when cancel_typed answers accepted for the operation of a lost commit, what the kit can observe confirms it: the provider holds no new effect once it settled, and a later reconcile does not report the commit completed',
   },
   {
     id: 'checkpoint_before_wait',

@@ -11,17 +11,24 @@
  * 3. plan_typed in plan and dry_run mode (no effect);
  * 4. the scenarios: uncertain commit (checkpoint before the wait, recovery
  *    evidence, timeout retryability, reconcile while pending, cancel then
- *    verify), the same in the other of commit/execute, lost response,
- *    committed effect (+ reconcile by idempotency key), rejected before
- *    effect, retry;
- * 5. the secret is rotated and the committed-effect scenario runs again;
- * 6. other placements are compared with the local one;
- * 7. secrets, decoys presented to the provider and disposal are checked.
+ *    verify), the same in the other of commit/execute (only when the
+ *    capability has that mode: a scenario the kit prepares is one it runs),
+ *    lost response, committed effect (+ reconcile by idempotency key),
+ *    rejected before effect, retry, streamed;
+ * 5. input decoys: every string field the input schema allows, one at a
+ *    time, in a call of its own;
+ * 6. the secret is rotated and the committed-effect scenario runs again;
+ * 7. the uncertain commit once more, its deadline already passed and the
+ *    attempt never aborted: the connector must return on its own;
+ * 8. other placements are compared with the local one;
+ * 9. secrets, decoys and raw idempotency keys presented to the provider, and
+ *    disposal are checked.
  *
- * Every action body carries decoys (decoys.ts); every attempt gets its own
- * credential handle object, so a resolution names its attempt; every attempt
- * is ended and retired when the kit is done with it, so a kept context is
- * dead and any use of it is seen.
+ * Every action body carries decoys (decoys.ts) and, when it has one, an
+ * idempotency key the kit planted; every attempt gets its own credential
+ * handle object, so a resolution names its attempt; every attempt is ended
+ * and retired when the kit is done with it, so a kept context is dead and any
+ * use of it is seen.
  */
 import { randomBytes } from 'node:crypto';
 import Ajv2020Module from 'ajv/dist/2020.js';
@@ -43,7 +50,7 @@ import { CancelOutcomeSchema, ReconciliationResultSchema, reconcileLookupOf, typ
 import type { ConnectorManifest } from '../manifest.js';
 import { TYPED_METHOD_OPERATION } from '../operations.js';
 import { IMPLEMENTATION_FLAGS, ImplementationSupportSchema } from '../support.js';
-import { Decoys, describeKinds } from './decoys.js';
+import { DECOY_KINDS, Decoys, describeKinds, describePath, inputSlots, withValueAt } from './decoys.js';
 import {
   AttemptRecorder,
   CALL_TIMED_OUT,
@@ -76,6 +83,13 @@ export interface RunConformanceOptions {
   readonly secret?: string;
   /** Safety bound for each connector call the kit makes (default 15 000 ms). Not a synchronisation device. */
   readonly call_timeout_ms?: number;
+  /**
+   * How long the kit waits for a call whose deadline has already passed, and
+   * whose attempt it does not abort, to return on its own (default 1 000 ms;
+   * `deadline_bounds_wait`). Only a connector that ignores its deadline waits
+   * this long: one that honours it returns at once.
+   */
+  readonly deadline_grace_ms?: number;
 }
 
 /** The verified tenant and account of every attempt the kit builds. */
@@ -154,6 +168,14 @@ function canonical(v: unknown): string {
   return JSON.stringify(v) ?? 'undefined';
 }
 
+function safeJsonText(v: unknown): string | undefined {
+  try {
+    return JSON.stringify(v);
+  } catch {
+    return undefined;
+  }
+}
+
 const turn = (): Promise<void> => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** One attempt the kit opened: its context, what it recorded, and its own credential handle object. */
@@ -175,6 +197,25 @@ interface KitEnv {
   readonly ledger: RuleLedger;
   readonly evidence: Evidence;
   readonly call_timeout_ms: number;
+  readonly deadline_grace_ms: number;
+}
+
+/** What the uncertain-commit scenario ran: later steps repeat it on the same capability. */
+interface UncertainRun {
+  readonly capability_id: string;
+  readonly mode: TransactionMode | undefined;
+  /** The provider held the response the connector waited on (the scenario works as arranged). */
+  readonly held: boolean;
+}
+
+/** The methods the input decoys are tried with (they take the capability's own input and reach the provider). */
+const DECOY_METHODS = ['invoke_typed', 'plan_typed', 'commit_typed'] as const;
+
+const AUTH_CATEGORIES: ReadonlySet<string> = new Set(['authentication', 'authorization']);
+
+/** The provider refused the connector's credential (as far as the failure says). */
+function isAuthRefusal(f: ConnectorFailure): boolean {
+  return f.code === 'connector.provider_auth_failed' || AUTH_CATEGORIES.has(f.category) || f.remote_status === 401 || f.remote_status === 403;
 }
 
 type Extra = {
@@ -223,14 +264,18 @@ class Kit {
     await this.#probes();
     this.#sampleSchemas();
     await this.#plans();
-    const primaryMode = await this.#uncertainCommit();
-    await this.#uncertainInOtherMode(primaryMode);
+    const primary = await this.#uncertainCommit();
+    await this.#uncertainInOtherMode(primary);
     await this.#lostResponse();
     await this.#committedEffect();
     await this.#rejectedBeforeEffect();
     await this.#retry();
     await this.#streamed();
+    await this.#inputDecoys();
     await this.#rotation();
+    // Last of the scenarios: a connector that rightly refuses to start work past its deadline leaves the
+    // arrangement unused (e.g. a hold still armed), and nothing after this depends on the provider's state.
+    await this.#deadlineWithoutAbort(primary);
     await this.#placements();
     await this.#providerAuthority();
     this.#closingNotes();
@@ -275,9 +320,10 @@ class Kit {
     return validate !== null && validate(input) === true;
   }
 
-  /** The action with decoys in its body. */
+  /** The action with decoys in its identity and labels, and the kit's own idempotency key in place of the caller's. */
   #decorate(action: Action): Action {
-    return this.#decoys.apply(action, (input) => this.#admitsInput(action, input));
+    const key = action.idempotency_key;
+    return this.#decoys.apply(key !== undefined ? { ...action, idempotency_key: this.#decoys.plantKey(key) } : action);
   }
 
   /** Reports authority taken from an action body (decoys) found in `value`. */
@@ -347,7 +393,7 @@ class Kit {
       const kind = this.#decoys.kindOf(r.scope.tenant_id);
       this.#ledger.fail(
         'trusted_context',
-        `a credential was resolved for ${kind !== undefined ? `the ${describeKinds([kind])} taken from the action body` : 'a tenant other than the verified one'}${where}`,
+        `a credential was resolved for a tenant that is ${kind !== undefined ? `the decoy ${describeKinds([kind])} taken from the action body` : 'not the verified one'}${where}`,
       );
     }
     const account = r.scope.external_account_id;
@@ -355,20 +401,24 @@ class Kit {
       const kind = this.#decoys.kindOf(account);
       this.#ledger.fail(
         'trusted_context',
-        `a credential was resolved for ${kind !== undefined ? `the ${describeKinds([kind])} taken from the action body` : 'an external account other than the verified one'}${where}`,
+        `a credential was resolved for an external account that is ${kind !== undefined ? `the decoy ${describeKinds([kind])} taken from the action body` : 'not the verified one'}${where}`,
       );
     }
+  }
+
+  /** How many credential resolutions the planted provider answered during the attempt. */
+  #resolvedDuring(open: OpenAttempt): number {
+    const end = open.endSeq ?? nextSequence();
+    return this.#env.planted.resolutions.filter((r) => r.seq > open.startSeq && r.seq < end).length;
   }
 
   /** The attempt reached the provider: it must have resolved its own credential during the attempt. */
   #checkResolvedDuring(open: OpenAttempt, capability_id: string): void {
     if (this.#support(capability_id).credentials !== true) return;
-    const end = open.endSeq ?? nextSequence();
-    const n = this.#env.planted.resolutions.filter((r) => r.seq > open.startSeq && r.seq < end).length;
-    if (n === 0) {
+    if (this.#resolvedDuring(open) === 0) {
       this.#ledger.fail(
         'credentials_per_attempt',
-        `${open.label} reached the provider but resolved no credential during the attempt (a secret kept from an earlier attempt)`,
+        `${open.label} reached the provider but resolved no credential during the attempt: it authenticated with a secret resolved before the attempt`,
       );
     } else {
       this.#ledger.note('credentials_per_attempt', `${capability_id}: every attempt that reached the provider resolved its credential during the attempt`);
@@ -493,7 +543,7 @@ class Kit {
     if (later > now)
       this.#ledger.fail(
         rule,
-        `${label} left ${plural(later - now, 'provider effect')} that landed after the call returned (work started after the cancellation or outside the attempt)`,
+        `${label} left ${plural(later - now, 'provider effect')} that landed after the call returned, once the provider settled (work the call had started)`,
       );
     return { after: later, clean: now === before && later === now };
   }
@@ -808,8 +858,8 @@ class Kit {
 
   // -- scenarios ---------------------------------------------------------------------
 
-  /** Returns the mode of the scenario's action. */
-  async #uncertainCommit(): Promise<TransactionMode | undefined> {
+  /** Returns what ran (undefined: no scenario). */
+  async #uncertainCommit(): Promise<UncertainRun | undefined> {
     const make = this.#i.scenarios?.uncertainCommit;
     if (make === undefined) {
       if (this.#claims('transaction')) {
@@ -829,6 +879,8 @@ class Kit {
     const cap_id = action.capability_id;
     const label = `${method}(${cap_id}) in the uncertain-commit scenario`;
     const support = this.#support(cap_id);
+    let held = false;
+    const ran = (): UncertainRun => ({ capability_id: cap_id, mode: action.transaction?.mode, held });
     let open: OpenAttempt | undefined;
     try {
       const effectsAtStart = await this.#effects();
@@ -845,20 +897,21 @@ class Kit {
       if (first === CALL_TIMED_OUT) {
         this.#ledger.fail('checkpoint_before_wait', `${label}: the provider never held a response and the call did not return`);
         lost.attempt.cancel(new Error('conformance: giving up'));
-        return action.transaction?.mode;
+        return ran();
       }
       let atWait: ProviderOperationRef | undefined;
       if (first === 'settled') {
         const early = await outcome;
         if (this.#deadContext(label, early)) {
           if (!early.ok) this.#env.evidence.add(`the failure of ${label}`, early.error);
-          return action.transaction?.mode;
+          return ran();
         }
         this.#ledger.fail(
           'checkpoint_before_wait',
           `${label}: the call returned before the provider held its response, so the connector never waited on a loseable response`,
         );
       } else {
+        held = true;
         atWait = lost.recorder.checkpoints.at(-1)?.provider_operation;
         if (atWait === undefined) {
           this.#ledger.fail(
@@ -877,18 +930,18 @@ class Kit {
       const out = await bounded(outcome, this.#env.call_timeout_ms);
       if (out === CALL_TIMED_OUT) {
         this.#ledger.fail('recovery_evidence', `${label}: the call did not return after its wait was lost`);
-        return action.transaction?.mode;
+        return ran();
       }
       this.#env.evidence.add(out.ok ? `the result of ${label}` : `the failure of ${label}`, out.ok ? out.value : out.error);
       this.#recordCheckpoints(lost);
-      if (this.#deadContext(label, out)) return action.transaction?.mode;
+      if (this.#deadContext(label, out)) return ran();
       if (first === 'waiting') this.#checkResolvedDuring(lost, cap_id);
       if (out.ok) {
         if (first === 'waiting')
           this.#ledger.fail('recovery_evidence', `${label}: the call returned a result although its response was lost (a terminal result was invented)`);
-        return action.transaction?.mode;
+        return ran();
       }
-      if (!this.#typedFailure(label, out.error)) return action.transaction?.mode;
+      if (!this.#typedFailure(label, out.error)) return ran();
       const f = out.error;
       this.#scanAuthority(`the failure of ${label}`, f.provider_operation);
       const last = lost.recorder.checkpoints.at(-1)?.provider_operation;
@@ -929,7 +982,7 @@ class Kit {
       } else {
         this.#ledger.skip('cancel_verified', last === undefined ? 'no provider operation was checkpointed to cancel' : `${cap_id} does not claim cancellation`);
       }
-      return action.transaction?.mode;
+      return ran();
     } finally {
       if (open !== undefined) await this.#close(open);
       await this.#cleanup(s, 'uncertainCommit');
@@ -970,50 +1023,61 @@ class Kit {
       this.#ledger.skip('cancel_verified', `${what} answered accepted=false, so there was no accepted cancel to verify`);
       return;
     }
-    // The cancel was accepted: nothing of the operation may land, and a later reconcile must say the commit did not complete.
+    // The cancel was accepted: nothing of the operation may land, and a later reconcile must not say the commit completed.
+    // The rule claims only what it observed; with nothing observed it is skipped with the reason, never passed.
     await this.#close(lost);
     await this.#settleProvider();
-    let verified = false;
+    const observed: string[] = [];
+    const unobserved: string[] = [];
     const after = await this.#effects();
     if (effectsAtStart !== undefined && after !== undefined) {
-      verified = true;
       if (after > effectsAtStart)
         this.#ledger.fail(
           'cancel_verified',
           `${what} answered accepted, but the provider committed the operation afterwards (${plural(after - effectsAtStart, 'new effect')} once it settled)`,
         );
-    }
+      else
+        observed.push(
+          this.#i.provider?.settle !== undefined
+            ? 'the provider holds no new effect once it settled'
+            : 'the provider holds no new effect one event-loop turn later (it cannot settle held work: provider.settle)',
+        );
+    } else unobserved.push('the provider does not report its effects (provider.effects)');
     if (this.#support(cap_id).reconciliation === true) {
       const r = await this.#reconcileAfter(action, ref, `the accepted ${what}`, 'cancel_verified');
       if (r !== undefined) {
-        verified = true;
         if (r.terminal && r.original_commit_completed)
           this.#ledger.fail('cancel_verified', `${what} answered accepted, but a later reconcile reports the commit completed`);
-        else if (r.terminal)
-          this.#ledger.note(
-            'cancel_verified',
-            `${cap_id}: an accepted cancel is confirmed by a later reconcile (commit not completed) and the provider holds no effect`,
-          );
-        else this.#ledger.note('cancel_verified', `${cap_id}: after an accepted cancel a later reconcile is not terminal yet`);
+        else if (r.terminal) observed.push('a later reconcile reports the commit not completed');
+        else unobserved.push('a later reconcile was not terminal yet');
       }
-    }
-    if (!verified)
-      this.#ledger.skip(
+    } else unobserved.push(`${cap_id} does not claim reconciliation`);
+    if (this.#ledger.failed('cancel_verified')) return;
+    if (observed.length === 0) this.#ledger.skip('cancel_verified', `${what} answered accepted, but nothing confirmed it: ${unobserved.join('; ')}`);
+    else
+      this.#ledger.note(
         'cancel_verified',
-        'an accepted cancel cannot be verified: the provider does not report its effects (provider.effects) and the capability does not claim reconciliation',
+        `${cap_id}: after the accepted cancel ${observed.join(', and ')}${unobserved.length > 0 ? ` (not observed: ${unobserved.join('; ')})` : ''}`,
       );
-    else this.#ledger.note('cancel_verified', `${cap_id}: the operation the cancel was accepted for never landed`);
   }
 
-  /** The uncertain commit again, in the other of commit/execute, for the timeout rule. */
-  async #uncertainInOtherMode(primary: TransactionMode | undefined): Promise<void> {
+  /**
+   * The uncertain commit again, in the other of commit/execute, for the
+   * timeout rule. Decided BEFORE the scenario is prepared: an arrangement the
+   * kit never runs (a held outcome, a fault) could outlive a cleanup that only
+   * releases what was held, and surface under an unrelated rule.
+   */
+  async #uncertainInOtherMode(primary: UncertainRun | undefined): Promise<void> {
     const make = this.#i.scenarios?.uncertainCommit;
-    const other = primary === 'commit' ? 'execute' : primary === 'execute' ? 'commit' : undefined;
-    if (make === undefined || other === undefined) return;
+    const other = primary?.mode === 'commit' ? 'execute' : primary?.mode === 'execute' ? 'commit' : undefined;
+    if (make === undefined || primary === undefined || other === undefined) return;
+    const method = other === 'commit' ? 'commit_typed' : 'invoke_typed';
+    const runs = (id: string): boolean => this.#capability(id)?.transaction?.modes.includes(other) === true && this.#implemented.has(`${id}:${method}`);
+    if (!runs(primary.capability_id)) return;
     const s = await make();
     const cap = this.#capability(s.action.capability_id);
-    const method = other === 'commit' ? 'commit_typed' : 'invoke_typed';
-    if (cap?.transaction?.modes.includes(other) !== true || !this.#implemented.has(`${cap.id}:${method}`)) {
+    if (cap === undefined || !runs(cap.id)) {
+      // The driver answered with another capability than the first time: prepared, so cleaned up.
       await this.#cleanup(s, 'uncertainCommit');
       return;
     }
@@ -1372,6 +1436,150 @@ class Kit {
     }
   }
 
+  /**
+   * Decoy tenant and account values in the input: every place the input
+   * schema allows a string (and the usual authority names where it admits
+   * extra fields), ONE place per call, with the sample input otherwise, in
+   * every implemented method that takes the capability's input. A connector
+   * that reads its tenant or account from any input field resolves a
+   * credential for it or presents it to the provider (trusted_context).
+   * Outcomes are not judged here beyond the typed failure: the effects these
+   * calls make are expected.
+   */
+  async #inputDecoys(): Promise<void> {
+    const m = this.#manifest as ConnectorManifest;
+    let calls = 0;
+    const places = new Set<string>();
+    const refused = new Set<string>();
+    for (const cap of m.capabilities) {
+      const support = this.#support(cap.id);
+      const slots = inputSlots(cap.input_schema);
+      if (slots.length === 0) continue;
+      for (const method of DECOY_METHODS) {
+        if (!this.#implemented.has(`${cap.id}:${method}`) || claimOf(method, cap, support).claim === 'absent') continue;
+        const base = this.#sample(cap.id, method) ?? {};
+        for (const slot of slots) {
+          const where = describePath(slot.path);
+          for (const kind of slot.kinds) {
+            const d = this.#decoys.next();
+            const input = withValueAt(base, slot.path, d[kind]);
+            const id = `conformance-decoy-${++this.#probeCount}`;
+            const mode: TransactionMode | undefined =
+              method === 'plan_typed'
+                ? cap.transaction?.modes.includes('dry_run') === true && cap.transaction.modes.includes('plan') !== true
+                  ? 'dry_run'
+                  : 'plan'
+                : method === 'commit_typed'
+                  ? 'commit'
+                  : cap.transaction?.modes.includes('execute') === true
+                    ? 'execute'
+                    : undefined;
+            const bare: Action = {
+              id,
+              capability_id: cap.id,
+              input: input ?? base,
+              ...(mode !== undefined
+                ? { transaction: { mode, transaction_id: `conformance-tx-${id}`, ...(mode === 'commit' ? { plan_id: `plan:conformance-tx-${id}` } : {}) } }
+                : {}),
+            };
+            if (input === undefined || !this.#admitsInput(bare, input)) {
+              refused.add(`${cap.id}.${where}`);
+              continue;
+            }
+            places.add(`${cap.id}.${where}`);
+            const action = this.#decoys.apply(bare, d);
+            const label = `${method}(${cap.id}) with a decoy ${DECOY_KINDS[kind]} in the input field ${where}`;
+            const open = this.#open(action, label);
+            const out = await this.#call(label, () => this.#c[method](action, open.attempt.context) as Promise<unknown>);
+            await this.#close(open, true);
+            this.#recordCheckpoints(open);
+            calls += 1;
+            if (out === CALL_TIMED_OUT || this.#deadContext(label, out)) continue;
+            if (!out.ok) this.#typedFailure(label, out.error);
+          }
+        }
+      }
+    }
+    for (const p of places) refused.delete(p);
+    if (calls > 0)
+      this.#ledger.note(
+        'trusted_context',
+        `${plural(calls, 'call')} with a decoy tenant or account in one input field at a time (${plural(places.size, 'field')}${refused.size > 0 ? `; the input schema admits no decoy in ${[...refused].join(', ')}` : ''})`,
+      );
+  }
+
+  /**
+   * The uncertain commit once more, with the attempt's deadline already past
+   * and the attempt NEVER aborted (the kit's other lost waits abort the
+   * cancellation signal, which a connector that ignores its deadline would
+   * still honour). The connector must return on its own: refuse to start, or
+   * stop waiting at once. The kit waits `deadline_grace_ms` of wall clock at
+   * most, a bound only a connector that ignores its deadline reaches; the
+   * deadline itself is never waited for.
+   */
+  async #deadlineWithoutAbort(primary: UncertainRun | undefined): Promise<void> {
+    const make = this.#i.scenarios?.uncertainCommit;
+    if (make === undefined || primary === undefined) {
+      this.#ledger.skip('deadline_bounds_wait', 'no uncertainCommit scenario was supplied');
+      return;
+    }
+    if (!primary.held) {
+      this.#ledger.skip('deadline_bounds_wait', 'the uncertain-commit scenario never held a response for the connector to wait on');
+      return;
+    }
+    const s = await make();
+    const action = this.#decorate(s.action);
+    const method = selectMethod(action);
+    const label = `${method}(${action.capability_id}) in the uncertain-commit scenario with its deadline passed and no abort`;
+    const open = this.#open(action, label, { deadline_at: new Date(Date.now() - 1) });
+    try {
+      let waited = false;
+      s.waiting.then(
+        () => {
+          waited = true;
+        },
+        () => undefined,
+      );
+      let p: Promise<unknown>;
+      try {
+        p = this.#c[method](action, open.attempt.context) as Promise<unknown>;
+      } catch (err) {
+        p = Promise.reject(err);
+      }
+      const outcome = settle(p);
+      const grace = this.#env.deadline_grace_ms;
+      let out = await bounded(outcome, grace);
+      if (out === CALL_TIMED_OUT) {
+        this.#ledger.fail(
+          'deadline_bounds_wait',
+          `${label}: it had not returned ${grace} ms after the call started, its deadline already past${waited ? ', still waiting on the response the provider held' : ''}: bound every wait by ctx.deadline (call.withinDeadline), not only by ctx.cancellation`,
+        );
+        // Now abort, as the runtime would, so the call ends.
+        open.attempt.cancel(deadlineCancellation());
+        out = await bounded(outcome, this.#env.call_timeout_ms);
+        if (out === CALL_TIMED_OUT) return;
+      }
+      this.#env.evidence.add(out.ok ? `the result of ${label}` : `the failure of ${label}`, out.ok ? out.value : out.error);
+      this.#recordCheckpoints(open);
+      if (this.#deadContext(label, out)) return;
+      if (out.ok) {
+        if (waited)
+          this.#ledger.fail(
+            'recovery_evidence',
+            `${label}: the call returned a result although the provider held its response (a terminal result was invented)`,
+          );
+      } else if (this.#typedFailure(label, out.error)) this.#checkTimeout(label, action, out.error, waited);
+      if (!this.#ledger.failed('deadline_bounds_wait'))
+        this.#ledger.note(
+          'deadline_bounds_wait',
+          `${action.capability_id}: with its deadline passed and the attempt not aborted, ${method} returned on its own (${out.ok ? 'a result' : describeThrown(out.error)})`,
+        );
+    } finally {
+      await this.#close(open);
+      await this.#cleanup(s, 'uncertainCommit');
+    }
+  }
+
   /** Rotates the planted secret, then runs the committed-effect scenario again: only the new secret works now. */
   async #rotation(): Promise<void> {
     if (!this.claimsCredentials) {
@@ -1407,10 +1615,7 @@ class Kit {
       }
       if (this.#deadContext(label, out)) return;
       if (!out.ok) {
-        this.#ledger.fail(
-          'credentials_per_attempt',
-          `${label} failed (${describeThrown(out.error)}): the connector presented a secret it kept from before the rotation`,
-        );
+        this.#ledger.fail('credentials_per_attempt', this.#afterRotationFailure(label, open, out.error));
         return;
       }
       if (!(await s.effectRecorded())) {
@@ -1422,6 +1627,20 @@ class Kit {
     } finally {
       await this.#cleanup(s, 'committedEffect');
     }
+  }
+
+  /** What the run observed when the committed effect failed after the rotation (never a guess at the cause). */
+  #afterRotationFailure(label: string, open: OpenAttempt, err: unknown): string {
+    const typed = this.#typedFailure(label, err);
+    const resolved = this.#resolvedDuring(open);
+    const during =
+      resolved === 0 ? 'no credential was resolved during the attempt' : `${plural(resolved, 'credential')} (the rotated secret) resolved during the attempt`;
+    if (typed && isAuthRefusal(err)) {
+      return resolved === 0
+        ? `${label}: the provider refused the credential (${err.code}) and ${during}, so the connector presented a secret kept from before the rotation`
+        : `${label}: the provider refused the credential (${err.code}) although ${during}: the connector presented something other than the secret it resolved`;
+    }
+    return `${label} failed with ${describeThrown(err)}${typed ? ` (category ${err.category})` : ''}; ${during}`;
   }
 
   async #placements(): Promise<void> {
@@ -1480,6 +1699,7 @@ class Kit {
     const received = this.#i.provider?.received;
     if (received === undefined) {
       this.#ledger.skip('trusted_context', 'what the provider was presented with is not observable (provider.received)');
+      this.#ledger.skip('no_raw_idempotency_key', 'what the provider was presented with is not observable (provider.received)');
     } else {
       let entries: readonly unknown[] = [];
       try {
@@ -1494,12 +1714,37 @@ class Kit {
         else clean += 1;
       }
       this.#ledger.note('trusted_context', `${plural(clean, 'provider request')} carried only trusted authority`);
+      this.#rawKeys(entries);
     }
     const resolutions = this.#env.planted.resolutions.length;
     this.#ledger.note(
       'trusted_context',
       `${plural(this.#decoys.actions, 'action body', 'action bodies')} carried decoy tenant, account, credential, approval, transaction, operation and idempotency values; ${plural(resolutions, 'credential resolution')} used the verified tenant and account`,
     );
+  }
+
+  /** The caller's raw idempotency keys (the ones the kit planted) must not reach the provider; a derived key may. */
+  #rawKeys(entries: readonly unknown[]): void {
+    const keys = this.#decoys.plantedKeys;
+    if (keys.length === 0) {
+      this.#ledger.skip('no_raw_idempotency_key', 'no action the kit ran carried an idempotency key');
+      return;
+    }
+    let raw = 0;
+    for (const entry of entries) {
+      const text = typeof entry === 'string' ? entry : (safeJsonText(entry) ?? '');
+      if (keys.some((k) => text.includes(k))) raw += 1;
+    }
+    if (raw > 0)
+      this.#ledger.fail(
+        'no_raw_idempotency_key',
+        `the provider was presented with the caller's raw idempotency key (action.idempotency_key, ctx.idempotency.key) in ${plural(raw, 'request')}: it is not unique across principals, so send a key derived from ctx.idempotency.reservation_id (downstreamIdempotencyKey)`,
+      );
+    else
+      this.#ledger.note(
+        'no_raw_idempotency_key',
+        `${plural(keys.length, 'raw idempotency key')} planted in action bodies, none in the ${plural(entries.length, 'request')} the provider received`,
+      );
   }
 
   #closingNotes(): void {
@@ -1564,6 +1809,7 @@ export async function runConformance(subject: ConformanceSubject, options: RunCo
       ledger,
       evidence,
       call_timeout_ms: options.call_timeout_ms ?? 15_000,
+      deadline_grace_ms: options.deadline_grace_ms ?? 1_000,
     });
     await kit.run();
     claimsCredentials = kit.claimsCredentials;

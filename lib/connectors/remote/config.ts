@@ -66,6 +66,13 @@ export const CredentialRowSchema = z.strictObject({
   jsonField: z.optional(z.string().check(z.minLength(1), z.maxLength(256))),
 });
 
+/**
+ * Largest per-connector concurrency limit: a host with a shared slot store
+ * (lib/aws/dynamo/remote-capacity-gate.ts) tries up to this many slots
+ * before it refuses.
+ */
+export const MAX_CONCURRENT_ATTEMPTS_LIMIT = 100;
+
 export const ConnectorHostConfigSchema = z.strictObject({
   envName: z.string().check(z.minLength(1), z.maxLength(32)),
   /** The public base URL routes pin; `function-url`: the Lambda Function URL the request arrived on. */
@@ -82,6 +89,8 @@ export const ConnectorHostConfigSchema = z.strictObject({
         credentialRevision: z._default(z.string().check(z.minLength(1), z.maxLength(256)), '0'),
         /** Secrets Manager credential rows (deployments); local hosts take AIP_LOCAL_CREDENTIALS-style references instead. */
         credentials: z._default(z.array(CredentialRowSchema).check(z.maxLength(1000)), []),
+        /** Most attempts of this connector the host runs at once (the host's admission check; absent: no limit). */
+        maxConcurrentAttempts: z.optional(z.int().check(z.gte(1), z.lte(MAX_CONCURRENT_ATTEMPTS_LIMIT))),
       }),
     )
     .check(z.minLength(1)),

@@ -17,8 +17,14 @@
  *    replica, the credential revision, the tenant of the trusted context,
  *    the action's capability and ID, and the operation the action's mode
  *    selects; the lease belongs to the attempt and has not expired;
- * 5. its nonce was never seen (replay protection, NonceStore).
- * Any refusal is a signed `refused` answer (the connector was not called).
+ * 5. its nonce was never seen (replay protection, NonceStore);
+ * 6. the connector has a free slot under its concurrency limit
+ *    (`max_concurrent_attempts`, held in a CapacityGate until the attempt
+ *    ends; `cancel_typed` is never refused: it is how the runtime stops
+ *    work). Otherwise `connector.remote_capacity_exhausted`: HTTP 429 with
+ *    `Retry-After`, certain (the connector was not called) and retryable.
+ * Any refusal is a signed `refused` answer (the connector was not called),
+ * carrying its RFC 9457 problem document too.
  * Only then does the host construct the attempt's execution context itself,
  * from the signed facts (the context never travels), and run the connector
  * through the SDK (lib/connectors/deadline.ts runAttempt): its own deadline
@@ -31,6 +37,7 @@
 import { randomBytes } from 'node:crypto';
 import { joinIssuePath } from '../../common/issues.js';
 import { AipError, isAipError } from '../../errors/aip-error.js';
+import { toProblem } from '../../protocol/problem.js';
 import { ERROR_CATALOGUE, isErrorCode } from '../../errors/catalogue.js';
 import { hashJson, type JsonObject } from '../../protocol/index.js';
 import { systemClock, type Clock } from '../../ports/clock.js';
@@ -61,7 +68,7 @@ import {
   type RemoteOutcome,
   type RemoteRequest,
 } from './protocol.js';
-import type { NonceStore } from './stores.js';
+import { InMemoryCapacityGate, type CapacityGate, type NonceStore } from './stores.js';
 
 /** A connector this host runs, with the credential facts it publishes. */
 export interface LocallyHostedConnector {
@@ -70,6 +77,8 @@ export interface LocallyHostedConnector {
   credential_handle?(capability_id: string): string | undefined;
   /** The revision of this host's credentials (pinned by routes). Default `0`. */
   readonly credential_revision?: string;
+  /** Most attempts of this connector the host runs at once (admission check 6). Absent: no limit. */
+  readonly max_concurrent_attempts?: number;
 }
 
 export interface RemoteHostOptions {
@@ -83,6 +92,8 @@ export interface RemoteHostOptions {
   /** The runtime keys whose requests (and checkpoint acknowledgements) this host accepts. */
   readonly runtime_keys: RemoteKeyring;
   readonly nonces: NonceStore;
+  /** Where the connectors' concurrency slots are held. @default an InMemoryCapacityGate (this process) */
+  readonly capacity?: CapacityGate;
   readonly clock?: Clock;
   /** For checkpoint callbacks. */
   readonly fetch?: typeof fetch;
@@ -116,6 +127,8 @@ interface Served {
 }
 
 const UNKNOWN_NONCE = 'A'.repeat(22);
+/** A capacity slot outlives its attempt's deadline by this much at most (a host that died holding it). */
+export const CAPACITY_SLOT_MARGIN_MS = 60_000;
 const nonce = () => randomBytes(18).toString('base64url');
 
 export class RemoteConnectorHost {
@@ -123,6 +136,7 @@ export class RemoteConnectorHost {
   readonly #served: ReadonlyMap<string, Served>;
   readonly #clock: Clock;
   readonly #did: string;
+  readonly #capacity: CapacityGate;
   /** Attempts running in this process, by attempt ID (cancel_typed reuses their context). */
   readonly #inflight = new Map<string, ExecutionAttempt>();
 
@@ -131,6 +145,7 @@ export class RemoteConnectorHost {
     this.#served = served;
     this.#clock = options.clock ?? systemClock;
     this.#did = didOf(options.signer.public_jwk);
+    this.#capacity = options.capacity ?? new InMemoryCapacityGate(() => this.#clock.now().getTime());
   }
 
   /** Discovers every hosted connector (its manifest is published and pinned by hash). */
@@ -236,7 +251,9 @@ export class RemoteConnectorHost {
       body,
     };
     const status = body.status === 'refused' ? (isErrorCode(body.failure.code) ? ERROR_CATALOGUE[body.failure.code].http : 400) : 200;
-    return this.#signed(status, REMOTE_TYP.answer, answer);
+    const signed = await this.#signed(status, REMOTE_TYP.answer, answer);
+    const retryAfterMs = body.status === 'refused' && body.failure.retryable ? body.failure.retry_after_ms : undefined;
+    return retryAfterMs === undefined ? signed : { ...signed, headers: { ...signed.headers, 'retry-after': String(Math.ceil(retryAfterMs / 1000)) } };
   }
 
   async #refuse(request: RemoteRequest | undefined, digest: string, code: string, details: JsonObject): Promise<HostResponse> {
@@ -248,7 +265,8 @@ export class RemoteConnectorHost {
       uncertain_outcome: false,
       redacted_details: { refused_by: 'connector_host', ...details },
     });
-    return this.#answer(request, digest, { status: 'refused', failure: failure.toJSON() });
+    const problem = isErrorCode(code) ? { problem: toProblem(new AipError(code, undefined, { details: failure.redacted_details })) } : {};
+    return this.#answer(request, digest, { status: 'refused', failure: failure.toJSON(), ...problem });
   }
 
   async #attempt(req: HostRequest): Promise<HostResponse> {
@@ -338,6 +356,15 @@ export class RemoteConnectorHost {
         }
       }
     } else {
+      // 6. capacity (after every check, so only an authentic, pinned, fresh request can hold a slot)
+      const limit = served.hosted.max_concurrent_attempts;
+      const slot =
+        limit !== undefined
+          ? await this.#capacity.acquire(served.hosted.connector.id, limit, new Date(Date.parse(r.deadline) + CAPACITY_SLOT_MARGIN_MS))
+          : undefined;
+      if (limit !== undefined && slot === undefined) {
+        return this.#refuse(r, digest, 'connector.remote_capacity_exhausted', { connector_id: served.hosted.connector.id, max_concurrent_attempts: limit });
+      }
       const attemptId = r.context.attempt_id;
       const result = await runAttempt({
         connector: served.hosted.connector,
@@ -348,7 +375,10 @@ export class RemoteConnectorHost {
         facilities,
         ...(this.#o.default_timeout_ms !== undefined ? { default_timeout_ms: this.#o.default_timeout_ms } : {}),
         on_attempt: (a) => void this.#inflight.set(attemptId, a),
-      }).finally(() => this.#inflight.delete(attemptId));
+      }).finally(async () => {
+        this.#inflight.delete(attemptId);
+        await slot?.release();
+      });
       provider_effect_committed = result.provider_effect_committed;
       timed_out = result.timed_out;
       const reconciliation =

@@ -21,6 +21,7 @@ import {
 import { ConnectorFailureRecordSchema } from '../failure.js';
 import { CancelOutcomeSchema } from '../interfaces.js';
 import { ConnectorManifestSchema } from '../manifest.js';
+import { ProblemSchema } from '../../protocol/problem.js';
 import { StreamChunkSchema } from '../../protocol/stream-chunk.js';
 
 /** The JWS `typ` of each message kind (a message of one kind never verifies as another). */
@@ -170,8 +171,11 @@ export type RemoteOutcome = z.infer<typeof RemoteOutcomeSchema>;
 export const RemoteCheckpointSchema = z.strictObject({ provider_operation: ProviderOperationRefSchema, cursor: z.optional(ReconciliationCursorSchema) });
 
 export const RemoteAnswerBodySchema = z.discriminatedUnion('status', [
-  /** The host did no work: nothing reached the connector. */
-  z.strictObject({ status: z.literal('refused'), failure: ConnectorFailureRecordSchema }),
+  /**
+   * The host did no work: nothing reached the connector. `problem` is the
+   * same refusal as an RFC 9457 problem document (signed with the rest).
+   */
+  z.strictObject({ status: z.literal('refused'), failure: ConnectorFailureRecordSchema, problem: z.optional(ProblemSchema) }),
   z.strictObject({
     status: z.literal('answered'),
     outcome: RemoteOutcomeSchema,

@@ -47,6 +47,8 @@ export interface InvocationSubject {
   readonly actor?: RecordedActor;
   /** A reconcile the runtime runs for another principal's transaction: that principal. */
   readonly on_behalf_of?: Principal;
+  /** A bound below the capability's timeout (an operator's provider lookup answers within its route's time). */
+  readonly timeout_ms?: number;
 }
 
 /** Attempt timeout: the capability's, else the configured default. */
@@ -195,7 +197,8 @@ export async function invokeConnector(
   const cap = s.reg.capability;
   const handleId = hosted.credential_handle?.(cap.id);
   // The capability's timeout, capped by the invocation's remaining time minus the settlement margin (../attempt-budget.ts).
-  const deadline = new Date(k.now().getTime() + boundedAttemptMs(attemptTimeoutMs(k, s.reg)));
+  const timeout = s.timeout_ms !== undefined ? Math.min(s.timeout_ms, attemptTimeoutMs(k, s.reg)) : attemptTimeoutMs(k, s.reg);
+  const deadline = new Date(k.now().getTime() + boundedAttemptMs(timeout));
   const trace = s.action.metadata?.observability;
   const pointers = cap.data?.redact_pointers ?? [];
   return runConnectorAttempt({

@@ -88,7 +88,7 @@ export function approvalEvidence(approval: ApprovalRecord | undefined): Approval
  * ID was checkpointed (lib/connectors/http/idempotency.ts
  * `originalIdempotencyKey`).
  */
-async function originalRequestOf(k: Kernel, txn: TransactionRecord, held?: ActionRecord): Promise<{ original_request?: OriginalRequestIdentity }> {
+export async function originalRequestOf(k: Kernel, txn: TransactionRecord, held?: ActionRecord): Promise<{ original_request?: OriginalRequestIdentity }> {
   const original =
     held !== undefined && held.tenant_id === txn.tenant_id && held.action_id === txn.action_id
       ? held

@@ -50,6 +50,7 @@ describe('conformance: the broken connector', () => {
       'secrets',
       'timeout_not_retryable',
       'explicit_unsupported',
+      'deadline_bounds_wait',
       'checkpoint_before_wait',
       'effect_checkpoint',
       'recovery_evidence',
@@ -75,6 +76,8 @@ describe('conformance: the broken connector', () => {
       'compensate_typed(broken.create): flag compensation is false, so it must reject with the typed ConnectorFailure connector.operation_unsupported',
     );
     expect(message('explicit_unsupported')).toContain('untyped Error');
+    // A wait bounded by the cancellation only: with the deadline past and no abort, it waits on.
+    expect(message('deadline_bounds_wait')).toContain('its deadline already past, still waiting on the response the provider held');
     // No checkpoint before the uncertain wait.
     expect(message('checkpoint_before_wait')).toContain('no provider operation was checkpointed before the connector waited on a response the provider held');
     // Effect published before the provider had it.
@@ -119,8 +122,9 @@ describe('conformance: what the kit demands of a subject', () => {
     expect(byId.get('checkpoint_before_wait')?.status).toBe('failed');
     expect(byId.get('checkpoint_before_wait')?.message).toContain('supplies no uncertainCommit scenario');
     expect(byId.get('effect_checkpoint')?.status).toBe('failed');
-    // The probes alone never resolve a credential (they run cancelled), so the credentials claim is unproven.
-    expect(byId.get('secrets')?.message).toContain('no credential was resolved through the deployment credential provider');
+    // The input-decoy calls are real calls: they resolve credentials, so the credentials claim is exercised even here.
+    expect(byId.get('secrets')?.status).toBe('passed');
+    expect(byId.get('trusted_context')?.message).toContain('with a decoy tenant or account in one input field at a time');
     expect(byId.get('manifest')?.status).toBe('passed');
     expect(byId.get('explicit_unsupported')?.status).toBe('passed');
   });

@@ -219,6 +219,36 @@ describe('aip approvals, operators and transactions', () => {
     expect(stub.requests).toHaveLength(2);
   });
 
+  it('resolve: a resolution the provider contradicts is shown with its answer; --override-provider sends the override with its reason', async () => {
+    const contradicted: StubRoute = () =>
+      problem(409, 'operator.resolution_contradicts_provider', {
+        details: {
+          transaction_id: 'tx-3',
+          contradicted: ['effect'],
+          resolution: { effect: 'not_committed' },
+          provider_answer: { effect: 'committed', provider_operation: { provider: 'payments-simulator', operation_id: 'op_9' } },
+        },
+      });
+    const r = await run(['operator', 'resolve', 'tx-3', '--effect', 'not_committed', '--reason', 'no debit'], contradicted);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('operator.resolution_contradicts_provider (HTTP 409)');
+    expect(r.stderr).toContain('the provider answered: committed (operation payments-simulator/op_9); the resolution says: not_committed');
+    expect(r.stderr).toContain('--override-provider');
+    const ok = await run(
+      ['operator', 'resolve', 'tx-3', '--effect', 'not_committed', '--reason', 'no debit', '--override-provider', 'ledger lags (INC-7)'],
+      () => ({
+        status: 200,
+        body: { transaction: { transaction_id: 'tx-3', status: 'reconciled' } },
+      }),
+    );
+    expect(ok.code).toBe(0);
+    expect(stub.requests.at(-1)?.body).toEqual({ effect: 'not_committed', reason: 'no debit', provider_override: { reason: 'ledger lags (INC-7)' } });
+    // An empty override is refused before sending.
+    const sent = stub.requests.length;
+    expect((await run(['operator', 'resolve', 'tx-3', '--effect', 'not_committed', '--reason', 'x', '--override-provider', ' '])).code).toBe(2);
+    expect(stub.requests).toHaveLength(sent);
+  });
+
   it('lists an operator view as a table', async () => {
     const r = await run(['operator', 'outcome-unknown', '--limit', '10'], () => ({
       status: 200,

@@ -161,7 +161,7 @@ describe('test mode (the crash-point hook)', () => {
     const chosen = parseRuntimeSettings(
       settingsFor('staging', { resolution: { four_eyes: false, approval_ttl_ms: 3_600_000 }, transaction_retention_days: 30, action_retention_seconds: 0 }),
     );
-    expect(chosen.resolution).toEqual({ four_eyes: false, approval_ttl_ms: 3_600_000 });
+    expect(chosen.resolution).toEqual({ four_eyes: false, approval_ttl_ms: 3_600_000, provider_lookup_timeout_ms: 5_000 });
     expect(chosen.transaction_retention_days).toBe(30);
     expect(chosen.action_retention_seconds).toBe(0);
     // The local stack and the tests keep the schema defaults.

@@ -68,10 +68,12 @@ describe('the kit on small connectors', () => {
     expect(report.results.filter((r) => r.skipped).map((r) => r.id)).toEqual([
       'credentials_per_attempt',
       'retry_identity',
+      'no_raw_idempotency_key',
       'timeout_not_retryable',
       'streaming',
       'plan_no_effect',
       'cancelled_call_no_effect',
+      'deadline_bounds_wait',
       'cancel_verified',
       'checkpoint_before_wait',
       'effect_checkpoint',
@@ -85,7 +87,7 @@ describe('the kit on small connectors', () => {
     expect(report.results.find((r) => r.id === 'cancelled_call_no_effect')?.reason).toBe(
       'the subject’s provider does not report its effects (provider.effects)',
     );
-    expect(report.counts).toEqual({ passed: 7, failed: 0, skipped: 11 });
+    expect(report.counts).toEqual({ passed: 7, failed: 0, skipped: 13 });
   });
 
   it('flags an unsupported failure with the wrong shape, and a hand-rolled claim of an absent method', async () => {
