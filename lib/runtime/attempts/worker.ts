@@ -376,7 +376,7 @@ async function loadAttempt(
  */
 function startIsFoldable(k: Kernel, action: ActionRecord, txn: TransactionRecord | undefined, attempt_id: string, retrySafe: boolean): boolean {
   if (txn === undefined) {
-    // A plain invocation without a key leases the action only: one UpdateItem is cheaper than a transaction.
+    // A plain invocation without a key leases the action only: one conditional write of one item is cheaper than an atomic write of several.
     if (action.action.idempotency_key === undefined) return false;
     const attempt = action.attempt + 1;
     return !(attempt > 1 && !retrySafe) && !(action.cancel_requested_at !== undefined && attempt === 1);
