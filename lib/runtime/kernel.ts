@@ -50,13 +50,17 @@ export class Kernel {
   }
 
   /** Commits the intents of one step: all written, or refused with every refusing intent named (lib/ports/unit-of-work.ts). */
-  commit<const I extends readonly WriteIntent[]>(intents: I): Promise<CommitOutcome<I>> {
-    return this.deps.uow.commit(intents);
+  async commit<const I extends readonly WriteIntent[]>(intents: I): Promise<CommitOutcome<I>> {
+    const out = await this.deps.uow.commit(intents);
+    if (out.committed) this.#crash.afterCommit?.(intents.map((i) => i.kind));
+    return out;
   }
 
   /** Commits one intent: what it wrote, or its refusal's typed error thrown. */
-  write<I extends WriteIntent>(intent: I): Promise<NonNullable<WrittenOf<I>>> {
-    return commitOne(this.deps.uow, intent);
+  async write<I extends WriteIntent>(intent: I): Promise<NonNullable<WrittenOf<I>>> {
+    const written = await commitOne(this.deps.uow, intent);
+    this.#crash.afterCommit?.([intent.kind]);
+    return written;
   }
 
   async enqueueInvoke(message: InvokeMessage): Promise<void> {

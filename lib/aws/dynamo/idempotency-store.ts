@@ -209,7 +209,14 @@ export class DynamoIdempotencyStore implements IdempotencyStore, IntentMapper {
     if (old === undefined) reason = 'not_found';
     else if (old.action_id !== input.action_id) reason = 'other_action';
     else if (typeof old.expires_at === 'string' && old.expires_at <= iso) reason = 'expired';
-    else if (operation === 'adopt' ? (old.fence as number) >= input.fence : old.fence !== input.fence) reason = 'stale_fence';
+    else if (
+      operation === 'adopt'
+        ? (old.fence as number) >= input.fence
+        : operation === 'mark_uncertain'
+          ? (old.fence as number) > input.fence
+          : old.fence !== input.fence
+    )
+      reason = 'stale_fence';
     else reason = `status_${String(old.status)}`;
     return new AipError('idempotency.not_owner', `${operation}: the reservation is not owned by this attempt (${reason})`, {
       details: {
@@ -262,8 +269,12 @@ export class DynamoIdempotencyStore implements IdempotencyStore, IntentMapper {
     const b = new UpdateBuilder();
     // Deliberately no expiry condition: an ambiguous outcome is evidence and is
     // kept even if the in-flight retention ran out (as long as nobody took the key).
+    // A newer attempt of the same action may mark it too (fence at or below its own): an attempt that recovers
+    // from a predecessor that adopted the key and died settles outcome_unknown, and the key must then answer
+    // idempotency.outcome_unknown for good, never expire into a blind re-execution. Only the conservative
+    // direction is widened; an older fence (a zombie) is still refused.
     b.condition(`${b.n('action_id')} = ${b.v(input.action_id)}`);
-    b.condition(`${b.n('fence')} = ${b.v(input.fence)}`);
+    b.condition(`${b.n('fence')} <= ${b.v(input.fence)}`);
     b.condition(`${b.n('status')} IN (${b.v('in_flight')}, ${b.v('uncertain')})`);
     b.set('status', 'uncertain');
     b.setExpr('revision', `${b.n('revision')} + ${b.v(1)}`);

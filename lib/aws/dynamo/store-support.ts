@@ -12,13 +12,7 @@
  *   `internal.unexpected`): the stores share one table and one failure vocabulary.
  */
 import { setTimeout as delay } from 'node:timers/promises';
-import {
-  BatchGetCommand,
-  GetCommand,
-  PutCommand,
-  type DynamoDBDocumentClient,
-  type PutCommandInput,
-} from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, GetCommand, PutCommand, type DynamoDBDocumentClient, type PutCommandInput } from '@aws-sdk/lib-dynamodb';
 import { AipError } from '../../errors/aip-error.js';
 import type { ErrorCode } from '../../errors/catalogue.js';
 import { ID_MAX_LENGTH, ID_PATTERN, inspectJson } from '../../protocol/index.js';
