@@ -17,14 +17,8 @@ import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { clientConfig, createSchedulerClient, createSqsClient } from '../../lib/aws/clients.js';
-import { DynamoActionStore } from '../../lib/aws/dynamo/action-store.js';
-import { DynamoApprovalStore } from '../../lib/aws/dynamo/approval-store.js';
-import { DynamoAtomicWrites } from '../../lib/aws/dynamo/atomic-writes.js';
 import { createTable } from '../../lib/aws/dynamo/create-table.js';
-import { DynamoIdempotencyStore } from '../../lib/aws/dynamo/idempotency-store.js';
-import { DynamoRouteStore } from '../../lib/aws/dynamo/route-store.js';
-import { DynamoStreamStore } from '../../lib/aws/dynamo/stream-store.js';
-import { DynamoTransactionStore } from '../../lib/aws/dynamo/transaction-store.js';
+import { createDynamoStores, type DynamoStores } from '../../lib/aws/dynamo/stores.js';
 import { EventBridgeReconcileScheduler } from '../../lib/aws/scheduler/scheduler.js';
 import { SqsMessageQueue, deleteMessages, receiveMessages } from '../../lib/aws/sqs/queue.js';
 import type { CallerIdentity } from '../../lib/auth/identity.js';
@@ -113,8 +107,9 @@ export interface Harness {
   readonly tableName: string;
   readonly doc: DynamoDBDocumentClient;
   readonly raw: DynamoDBClient;
-  readonly transactions: DynamoTransactionStore;
-  readonly actions: DynamoActionStore;
+  readonly transactions: DynamoStores['transactions'];
+  readonly actions: DynamoStores['actions'];
+  readonly uow: DynamoStores['uow'];
   readonly clock: SteppedClock;
   readonly emulators: Emulators;
   readonly caller: CallerIdentity;
@@ -172,24 +167,17 @@ export async function createHarness(emulators: Emulators, options: HarnessOption
   });
   const registry = CapabilityRegistry.fromManifests([{ manifest: await connector.discover({}), support: connector }]);
   const config = parseRuntimeSettingsInput({ operator_scope: 'aip:operator', ...(options.config ?? {}) }, 'local');
-  const table = { client: doc, tableName, now };
   // BENCH_STORE_KNOWN_IMAGES=0 measures the store as it was before it kept known images (docs/bench/analysis.md 4.1).
   const knownImages = process.env.BENCH_STORE_KNOWN_IMAGES;
-  const transactions = new DynamoTransactionStore({
-    ...table,
-    ...(knownImages !== undefined && knownImages !== '' ? { knownImages: Number(knownImages) } : {}),
+  const stores = createDynamoStores({
+    client: doc,
+    tableName,
+    now,
+    transactions: knownImages !== undefined && knownImages !== '' ? { knownImages: Number(knownImages) } : {},
+    idempotency: { retentionSeconds: config.idempotency.retention_seconds },
   });
-  const actions = new DynamoActionStore(table);
-  const idempotency = new DynamoIdempotencyStore({ ...table, retentionSeconds: config.idempotency.retention_seconds });
-  const atomic = new DynamoAtomicWrites({ client: doc, transactions, actions, idempotency });
   const runtime = new Runtime({
-    transactions,
-    actions,
-    idempotency,
-    atomic,
-    approvals: new DynamoApprovalStore(table),
-    routes: new DynamoRouteStore(table),
-    streams: new DynamoStreamStore(table),
+    ...stores,
     invokeQueue: new SqsMessageQueue({ client: sqs, queueUrl: invokeUrl, accepts: ['invoke'] }),
     reconcileQueue: new SqsMessageQueue({ client: sqs, queueUrl: reconcileUrl, accepts: ['reconcile'] }),
     scheduler: new EventBridgeReconcileScheduler({
@@ -225,8 +213,9 @@ export async function createHarness(emulators: Emulators, options: HarnessOption
     tableName,
     doc,
     raw,
-    transactions,
-    actions,
+    transactions: stores.transactions,
+    actions: stores.actions,
+    uow: stores.uow,
     clock,
     emulators,
     caller: { principal: { id: 'bench-agent', kind: 'agent' }, tenants: [TENANT], scopes: ['aip:actions:read', 'aip:actions:write'] },

@@ -8,7 +8,7 @@
  * removed afterwards; nothing in the runtime changes:
  * - the Runtime instance's submit / runAttempt / getActionResult / getAction
  *   are wrapped (the handlers reach that instance through getRuntime);
- * - DynamoAtomicWrites.prototype.settle marks the settlement write;
+ * - DynamoUnitOfWork.prototype.commit marks the settlement write (the commit that settles the action);
  * - the SDK clients' `send` (DynamoDB, document client, SQS) records each
  *   request's op and time, so DynamoDB Local's share of every segment is
  *   measured and the poller's ReceiveMessage that got the message is seen;
@@ -38,7 +38,7 @@ import { startLocalStack } from '../../dev/local/start.js';
 import { generateDevKeys, devVerifierConfig } from '../../dev/auth/keys.js';
 import { mintToken } from '../../dev/auth/mint.js';
 import { createAuthorizerHandler } from '../../functions/authorizer.js';
-import { DynamoAtomicWrites } from '../../lib/aws/dynamo/atomic-writes.js';
+import { DynamoUnitOfWork } from '../../lib/aws/dynamo/unit-of-work.js';
 import { createTokenVerifier } from '../../lib/auth/verifier.js';
 import { AipClient } from '../../lib/client/index.js';
 import { DEFAULT_WAIT_POLL, type WaitPollOptions } from '../../functions/shared/wait.js';
@@ -278,12 +278,12 @@ export async function runLatencySection(options: LatencyOptions, log: (line: str
     ),
   );
   undo.push(
-    patch(DynamoAtomicWrites.prototype, 'settle', (original) => {
-      return async function (this: DynamoAtomicWrites, ...args: Parameters<DynamoAtomicWrites['settle']>) {
+    patch(DynamoUnitOfWork.prototype, 'commit', (original) => {
+      return async function (this: DynamoUnitOfWork, ...args: Parameters<DynamoUnitOfWork['commit']>) {
         const out = await original.apply(this, args);
-        if (current) current.settle1 = performance.now();
+        if (current && args[0].some((intent) => intent.kind === 'action.settle')) current.settle1 = performance.now();
         return out;
-      } as DynamoAtomicWrites['settle'];
+      } as DynamoUnitOfWork['commit'];
     }),
   );
 

@@ -19,6 +19,7 @@
  */
 import { GetCommand, BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { keys } from '../../lib/aws/dynamo/table-design.js';
+import { commitOne } from '../../lib/ports/unit-of-work.js';
 import { RECEIPT_EVENTS, TransactionJournal } from '../../lib/runtime/journal.js';
 import type { TransactionRecord } from '../../lib/ports/transaction-store.js';
 import { TENANT, uid, type Harness } from '../lib/harness.js';
@@ -195,26 +196,29 @@ export async function runScalingSection(
   }
 
   // (b) receipt chains
-  const journal = new TransactionJournal(h.transactions, h.clock);
+  const journal = new TransactionJournal(h.clock);
   const chains: ChainFigures[] = [];
   const op = { provider: 'payments-simulator', operation_id: 'op_bench_chain' };
   for (const n of [...options.chains].sort((a, b) => a - b)) {
     const transaction_id = uid('txn-chain');
     let record: TransactionRecord = await h.meter.quiet(async () => {
-      let r = await journal.create(
-        {
-          tenant_id: TENANT,
-          transaction_id,
-          status: 'prepared',
-          mode: 'execute',
-          capability_id: 'payments.charge',
-          action_id: uid('act-chain'),
-          principal: h.caller.principal,
-          data: {},
-        },
-        RECEIPT_EVENTS.prepared,
+      let r = await commitOne(
+        h.uow,
+        journal.create(
+          {
+            tenant_id: TENANT,
+            transaction_id,
+            status: 'prepared',
+            mode: 'execute',
+            capability_id: 'payments.charge',
+            action_id: uid('act-chain'),
+            principal: h.caller.principal,
+            data: {},
+          },
+          RECEIPT_EVENTS.prepared,
+        ),
       );
-      for (let i = 1; i < n; i++) r = await journal.checkpoint(r, op);
+      for (let i = 1; i < n; i++) r = await commitOne(h.uow, journal.checkpoint(r, op));
       return r;
     });
     if (record.receipt_count !== n) throw new Error(`section 5: chain has ${record.receipt_count} receipts, wanted ${n}`);
@@ -223,7 +227,7 @@ export async function runScalingSection(
       if ((view.receipts?.length ?? 0) < n) throw new Error('section 5: short receipt chain');
     });
     const append = await measure(h, options.runs, async () => {
-      record = await journal.checkpoint(record, op);
+      record = await commitOne(h.uow, journal.checkpoint(record, op));
     });
     chains.push({ receipts: n, append, read_view });
   }

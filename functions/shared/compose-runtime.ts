@@ -17,13 +17,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { createDynamoDbClient } from '../../lib/aws/clients/dynamodb.js';
 import type { AwsClientOptions } from '../../lib/aws/client-config.js';
-import { DynamoActionStore } from '../../lib/aws/dynamo/action-store.js';
-import { DynamoApprovalStore } from '../../lib/aws/dynamo/approval-store.js';
-import { DynamoAtomicWrites } from '../../lib/aws/dynamo/atomic-writes.js';
-import { DynamoIdempotencyStore } from '../../lib/aws/dynamo/idempotency-store.js';
-import { DynamoRouteStore } from '../../lib/aws/dynamo/route-store.js';
-import { DynamoStreamStore } from '../../lib/aws/dynamo/stream-store.js';
-import { DynamoTransactionStore } from '../../lib/aws/dynamo/transaction-store.js';
+import { createDynamoStores } from '../../lib/aws/dynamo/stores.js';
 import { FUNCTION_ENV } from '../../lib/config/function-env.js';
 import { systemClock, type Clock } from '../../packages/connector-sdk/src/ports/clock.js';
 import type { MessageQueue } from '../../lib/ports/queue.js';
@@ -276,10 +270,12 @@ export async function composeRuntime(settings: BootstrapSettings, overrides: Run
   try {
     const cursors = cursorSealerFor(settings, secrets);
     const config = readsConfigFor(settings);
-    const table = { client: documents, tableName: settings.tableName, now };
-    const transactions = new DynamoTransactionStore(table);
-    const actions = new DynamoActionStore(table);
-    const idempotency = new DynamoIdempotencyStore({ ...table, retentionSeconds: config.idempotency.retention_seconds });
+    const stores = createDynamoStores({
+      client: documents,
+      tableName: settings.tableName,
+      now,
+      idempotency: { retentionSeconds: config.idempotency.retention_seconds },
+    });
     // The connector half, on the first method that needs it (never for a read): ./compose-connectors.ts.
     const connectorParts = async () => {
       const { composeConnectors } = await import('./compose-connectors.js');
@@ -294,13 +290,7 @@ export async function composeRuntime(settings: BootstrapSettings, overrides: Run
     };
     const runtime = new Runtime(
       {
-        transactions,
-        actions,
-        idempotency,
-        atomic: new DynamoAtomicWrites({ client: documents, transactions, actions, idempotency }),
-        approvals: new DynamoApprovalStore(table),
-        routes: new DynamoRouteStore(table),
-        streams: new DynamoStreamStore(table),
+        ...stores,
         invokeQueue: lazy.queue({ queueUrl: settings.invokeQueueUrl, accepts: ['invoke'] }),
         reconcileQueue: lazy.queue({ queueUrl: settings.reconcileQueueUrl, accepts: ['reconcile'] }),
         scheduler: lazy.scheduler({

@@ -214,20 +214,6 @@ export interface RequestCancelInput extends ActionRef {
 }
 
 export interface ActionStore {
-  /** Create; conditional on the action ID not existing in the tenant. Revision 1, fence 0, attempt 0. */
-  create(input: CreateActionInput): Promise<ActionRecord>;
-  /** Compare-and-set status change (optionally fenced). Leaving `running` releases the lease. */
-  transition(input: TransitionActionInput): Promise<ActionRecord>;
-  /** Grant a new lease: fence+1, attempt+1, status `running`. Refused while another owner's lease is live. */
-  acquireLease(input: AcquireActionLeaseInput): Promise<ActionRecord>;
-  /** Extend the caller's lease; conditional on owner and fence (does not change the fence). */
-  renewLease(input: RenewActionLeaseInput): Promise<ActionRecord>;
-  /** Fenced terminal settlement: sets result, releases the lease, optionally redacts the input. */
-  settle(input: SettleActionInput): Promise<ActionRecord>;
-  /** See RedactTerminalInput. */
-  redactTerminal(input: RedactTerminalInput): Promise<ActionRecord>;
-  /** Record a cancellation request on a non-terminal action (idempotent: a second request returns the record unchanged). */
-  requestCancel(input: RequestCancelInput): Promise<ActionRecord>;
   /** Strongly consistent read; undefined when absent. */
   get(ref: ActionRef): Promise<ActionRecord | undefined>;
 }

@@ -210,14 +210,6 @@ export interface ListExpiringApprovalsQuery {
 }
 
 export interface ApprovalStore {
-  /** Create `pending`, revision 1; conditional on the approval ID not existing in the tenant. */
-  create(input: CreateApprovalInput): Promise<ApprovalRecord>;
-  /** Records one decision: pending stays pending (a partial approval) or becomes approved|denied; refused after expiry. */
-  decide(input: DecideApprovalInput): Promise<ApprovalRecord>;
-  /** pending → expired once expires_at has passed. */
-  expire(input: ExpireApprovalInput): Promise<ApprovalRecord>;
-  /** pending → withdrawn (the action can no longer succeed), with a typed reason; conditional on status and revision. */
-  withdraw(input: WithdrawApprovalInput): Promise<ApprovalRecord>;
   /** Strongly consistent read. */
   get(ref: ApprovalRef): Promise<ApprovalRecord | undefined>;
   /** Pending approvals of a tenant, oldest expiry first (sparse index, then consistent reads). */

@@ -118,22 +118,6 @@ export interface AdoptInput extends IdempotencyScope {
 }
 
 export interface IdempotencyStore {
-  /** Reserve the key for one attempt, or report who holds it (see the file comment). */
-  reserve(input: ReserveInput): Promise<ReserveOutcome>;
-  /** in_flight|uncertain → completed, storing the result; fenced on the owner. Restarts the retention. */
-  complete(input: CompleteInput): Promise<IdempotencyReservation>;
-  /** in_flight → uncertain (outcome_unknown): kept with no expiry; fenced on the owner. */
-  markUncertain(input: OwnerInput): Promise<IdempotencyReservation>;
-  /**
-   * in_flight → expired now, fenced on the owner: an admission definitively
-   * rejected after it reserved the key gives the key back (the next request
-   * with it is evaluated afresh, as when the composite admission write is
-   * refused and writes nothing). The item is kept (no delete); its retention
-   * ends now.
-   */
-  expireRejected(input: OwnerInput): Promise<IdempotencyReservation>;
-  /** A newer attempt of the same action takes over an in-flight reservation (stored fence < new fence). */
-  adopt(input: AdoptInput): Promise<IdempotencyReservation>;
   /** Strongly consistent read; an expired reservation reads as undefined. */
   get(scope: IdempotencyScope): Promise<IdempotencyReservation | undefined>;
 }

@@ -60,8 +60,6 @@ export interface RouteRef {
 }
 
 export interface RouteStore {
-  /** Write the assignment unless one exists for the action; never overwrites. */
-  putIfAbsent(assignment: RouteAssignment): Promise<PutRouteResult>;
   /** Strongly consistent read by action ID. */
   get(ref: RouteRef): Promise<RouteAssignment | undefined>;
 }

@@ -47,8 +47,6 @@ export interface ListChunksQuery {
 }
 
 export interface StreamStore {
-  /** Conditional on the seq not existing for the action. */
-  append(input: AppendChunkInput): Promise<StoredStreamChunk>;
   /** In seq order (strongly consistent). */
   list(query: ListChunksQuery): Promise<Page<StoredStreamChunk>>;
   /** The seq the next chunk gets (0 for an empty stream). */

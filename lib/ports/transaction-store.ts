@@ -207,20 +207,6 @@ export interface ListReceiptsQuery extends RecordRef {
 }
 
 export interface TransactionStore {
-  /** Create in an initial status; conditional on the transaction not existing. Revision 1. */
-  create(input: CreateTransactionInput): Promise<TransactionRecord>;
-  /** Create straight in `committing`; an existing transaction ID is `transaction.already_exists`. */
-  claimDirectCommit(input: ClaimDirectCommitInput): Promise<TransactionRecord>;
-  /** `planned → committing`, binding the commit action ID. Exactly one claimant wins. */
-  claimPlan(input: ClaimPlanInput): Promise<TransactionRecord>;
-  /** Generic compare-and-set transition (expire_plan, begin_reconcile, settle, reschedule_reconcile, escalate). */
-  transition(input: TransitionInput): Promise<TransactionRecord>;
-  /** Record the provider operation (and optional cursor) while an attempt can be in flight. */
-  checkpointProviderOperation(input: CheckpointProviderOperationInput): Promise<TransactionRecord>;
-  /** Settle an attempt (shorthand for transition with operation `settle`). Releases the lease. */
-  settle(input: SettleInput): Promise<TransactionRecord>;
-  /** Acquire, renew or take over the attempt lease (fails with lease_held while another owner's lease is live). */
-  acquireLease(input: AcquireLeaseInput): Promise<TransactionRecord>;
   /** Look up by exactly one of transaction ID, plan ID or action ID; undefined when none matches. */
   get(selector: TransactionSelector): Promise<TransactionRecord | undefined>;
   /** Operator / sweeper listing through the sparse status index. */

@@ -80,12 +80,15 @@ export async function withdraw(
 ): Promise<ApprovalRecord> {
   let withdrawn: ApprovalRecord;
   try {
-    withdrawn = await k.deps.approvals.withdraw({
-      tenant_id: approval.tenant_id,
-      approval_id: approval.approval_id,
-      expected_revision: approval.revision,
-      reason,
-      details,
+    withdrawn = await k.write({
+      kind: 'approval.withdraw',
+      input: {
+        tenant_id: approval.tenant_id,
+        approval_id: approval.approval_id,
+        expected_revision: approval.revision,
+        reason,
+        details,
+      },
     });
   } catch (err) {
     // Decided, expired or withdrawn meanwhile (or another decision moved it): that write stands.

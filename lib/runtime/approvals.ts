@@ -35,7 +35,10 @@ export interface ApprovalDecisionInput {
 export async function expireApproval(k: Kernel, approval: ApprovalRecord): Promise<void> {
   if (approval.status === 'pending') {
     try {
-      await k.deps.approvals.expire({ tenant_id: approval.tenant_id, approval_id: approval.approval_id, expected_revision: approval.revision });
+      await k.write({
+        kind: 'approval.expire',
+        input: { tenant_id: approval.tenant_id, approval_id: approval.approval_id, expected_revision: approval.revision },
+      });
     } catch (err) {
       if (!(isAipError(err, 'approval.not_expired') || isAipError(err, 'approval.already_decided') || isAipError(err, 'approval.state_conflict'))) throw err;
       if (isAipError(err, 'approval.not_expired')) return;
@@ -109,15 +112,18 @@ export async function decideApproval(
       check = await checkProposal(k, tenant_id, proposal);
     }
     try {
-      decided = await k.deps.approvals.decide({
-        tenant_id,
-        approval_id,
-        expected_revision: approval.revision,
-        current: approval,
-        decision_id,
-        decided_by: { ...caller.principal },
-        decision: input.decision === 'approve' ? 'approved' : 'denied',
-        ...(input.reason !== undefined ? { reason: input.reason } : {}),
+      decided = await k.write({
+        kind: 'approval.decide',
+        input: {
+          tenant_id,
+          approval_id,
+          expected_revision: approval.revision,
+          current: approval,
+          decision_id,
+          decided_by: { ...caller.principal },
+          decision: input.decision === 'approve' ? 'approved' : 'denied',
+          ...(input.reason !== undefined ? { reason: input.reason } : {}),
+        },
       });
     } catch (err) {
       if (isAipError(err, 'approval.expired')) {
@@ -146,12 +152,15 @@ export async function decideApproval(
   }
 
   // Approved: resume the action (steps 7-9) with the decisions as evidence.
-  const accepted = await k.deps.actions.transition({
-    tenant_id,
-    action_id: action.action_id,
-    from: ['requires_human'],
-    to: 'accepted',
-    expected_revision: action.revision,
+  const accepted = await k.write({
+    kind: 'action.transition',
+    input: {
+      tenant_id,
+      action_id: action.action_id,
+      from: ['requires_human'],
+      to: 'accepted',
+      expected_revision: action.revision,
+    },
   });
   const reg = k.deps.registry.find(accepted.capability_id);
   if (reg === undefined) {

@@ -44,6 +44,6 @@ export async function cancel(
     }
     if (isTerminalAction(ended.status)) return { action_result: actionResultOf(ended), cancel_requested: false };
   }
-  const requested = await k.deps.actions.requestCancel({ tenant_id, action_id });
+  const requested = await k.write({ kind: 'action.request_cancel', input: { tenant_id, action_id } });
   return { action_result: actionResultOf(requested), cancel_requested: true };
 }

@@ -22,6 +22,11 @@ export type CrashPointName = (typeof CRASH_POINTS)[number];
 export interface CrashPoints {
   /** Called at each named point; throwing simulates a crash there. */
   hit(name: CrashPointName): void;
+  /**
+   * Called after every unit of work the runtime commits (lib/ports/unit-of-work.ts), with the kinds of its
+   * intents; throwing simulates the process dying between two units of work.
+   */
+  afterCommit?(kinds: readonly string[]): void;
 }
 
 /** The hook used when none is installed. */
@@ -45,12 +50,41 @@ export function crashError(name: CrashPointName): AipError {
 export class ArmedCrashPoints implements CrashPoints {
   readonly #armed = new Set<CrashPointName>();
   readonly fired: CrashPointName[] = [];
+  /** The intent kinds of every unit of work committed since the last `countCommits()`. */
+  readonly commits: (readonly string[])[] = [];
+  #crashAtCommit = 0;
+
+  /** Starts counting commits afresh. */
+  countCommits(): this {
+    this.commits.length = 0;
+    this.#crashAtCommit = 0;
+    return this;
+  }
+
+  /** Crashes right after the `n`th unit of work committed from now (1 = the next one). */
+  armAfterCommit(n: number): this {
+    this.countCommits();
+    this.#crashAtCommit = n;
+    return this;
+  }
+
+  afterCommit(kinds: readonly string[]): void {
+    this.commits.push(kinds);
+    if (this.#crashAtCommit === this.commits.length) {
+      this.#crashAtCommit = 0;
+      throw new AipError('runtime.crash_injected', `crash after commit ${this.commits.length} (${kinds.join(', ')})`, {
+        details: { crash_point: 'after_commit', commit: this.commits.length },
+      });
+    }
+  }
+
   arm(...names: CrashPointName[]): this {
     for (const n of names) this.#armed.add(n);
     return this;
   }
   disarm(): void {
     this.#armed.clear();
+    this.#crashAtCommit = 0;
   }
   hit(name: CrashPointName): void {
     if (this.#armed.delete(name)) {

@@ -6,13 +6,14 @@ import type { FrozenConnector } from '../../packages/connector-sdk/src/interface
 import type { Clock } from '../../packages/connector-sdk/src/ports/clock.js';
 import type { ActionStore } from '../ports/action-store.js';
 import type { ApprovalStore } from '../ports/approval-store.js';
-import type { AtomicWrites } from '../ports/atomic-writes.js';
+import type { AttemptReads } from '../ports/attempt-reads.js';
 import type { IdempotencyStore } from '../ports/idempotency-store.js';
 import type { MessageQueue } from '../ports/queue.js';
 import type { RouteStore } from '../ports/route-store.js';
 import type { ReconcileScheduler } from '../ports/scheduler.js';
 import type { StreamStore } from '../ports/stream-store.js';
 import type { TransactionStore } from '../ports/transaction-store.js';
+import type { UnitOfWork } from '../ports/unit-of-work.js';
 import type { RuntimeSettings } from './config.js';
 import type { CrashPoints } from './crash-points.js';
 import type { CursorSealer } from './cursor.js';
@@ -74,11 +75,12 @@ export interface RuntimeDeps {
   readonly routes: RouteStore;
   readonly streams: StreamStore;
   /**
-   * Composite writes: one atomic write to admit an action, one to start an
-   * attempt, one to settle it (docs/runtime-stores.md). Required: every
-   * composition wires the same write path, tests included.
+   * Every durable write, as typed intents committed together (lib/ports/unit-of-work.ts). The stores above are
+   * read-only ports.
    */
-  readonly atomic: AtomicWrites;
+  readonly uow: UnitOfWork;
+  /** The read an attempt starts from (action and transaction in one request). */
+  readonly attempts: AttemptReads;
   readonly invokeQueue: MessageQueue;
   readonly reconcileQueue: MessageQueue;
   readonly scheduler: ReconcileScheduler;

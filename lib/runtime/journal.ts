@@ -1,21 +1,20 @@
 /**
- * The transaction journal: every durable transaction write the runtime makes
- * goes through here, and every one of them appends the next receipt of the
- * record's hash chain in the same atomic write (the store checks that the
- * receipt extends the stored head).
+ * The transaction journal: builds the write intent of every durable
+ * transaction change the runtime makes (lib/ports/unit-of-work.ts), each
+ * carrying the next receipt of the record's hash chain, so the receipt is
+ * written in the same atomic write as the change.
  */
 import type { ActionResult, JsonObject, JsonValue, Principal, TransactionStatus } from '../../packages/connector-sdk/src/protocol/index.js';
 import type { Clock } from '../../packages/connector-sdk/src/ports/clock.js';
 import type {
-  AcquireLeaseInput,
   ClaimDirectCommitInput,
   ClaimPlanInput,
   CreateTransactionInput,
   SettleInput,
   TransactionRecord,
-  TransactionStore,
   TransitionInput,
 } from '../ports/transaction-store.js';
+import type { IntentOf } from '../ports/unit-of-work.js';
 import type { ProviderOperationRef } from '../../packages/connector-sdk/src/protocol/index.js';
 import { buildReceipt } from './receipts.js';
 
@@ -42,6 +41,8 @@ export const RECEIPT_EVENTS = {
 } as const;
 
 type Ref = Pick<TransactionRecord, 'tenant_id' | 'transaction_id' | 'revision' | 'receipt_count' | 'receipt_head'>;
+/** The record a write is conditioned on: its reference, or the whole record read (then also the write's pre-image). */
+type HeldRef = Ref | TransactionRecord;
 
 /** Who acted, and the action result a write records (its digest goes into the receipt). */
 export interface ReceiptMeta {
@@ -52,11 +53,14 @@ export interface ReceiptMeta {
 
 export class TransactionJournal {
   /**
+   * The intents of the transaction record's writes, each with the next receipt
+   * of its hash chain (the store checks that the receipt extends the stored
+   * head). A step commits them with the other intents of its transition.
+   *
    * `actor`: who acts when a write names nobody else (the runtime's own
    * writes: attempts, settlements, escalations, expiries).
    */
   constructor(
-    private readonly store: TransactionStore,
     private readonly clock: Clock,
     private readonly actor: Principal = { id: 'aip-runtime', kind: 'service' },
   ) {}
@@ -90,44 +94,39 @@ export class TransactionJournal {
     });
   }
 
-  create(input: Omit<CreateTransactionInput, 'receipt'>, event: string, evidence?: JsonValue, meta?: ReceiptMeta): Promise<TransactionRecord> {
-    return this.store.create(this.createInput(input, event, evidence, meta));
-  }
-
-  /** The creation with its first receipt (for a composite admission write). */
-  createInput(input: Omit<CreateTransactionInput, 'receipt'>, event: string, evidence?: JsonValue, meta?: ReceiptMeta): CreateTransactionInput {
-    return { ...input, receipt: this.first(input.transaction_id, input.status, event, evidence, { actor: input.principal, ...meta }) };
-  }
-
-  claimDirectCommit(input: Omit<ClaimDirectCommitInput, 'receipt'>, evidence?: JsonValue): Promise<TransactionRecord> {
-    return this.store.claimDirectCommit({
-      ...input,
-      receipt: this.first(input.transaction_id, 'committing', RECEIPT_EVENTS.direct_commit_claimed, evidence, { actor: input.principal }),
-    });
-  }
-
-  claimPlan(
-    record: Ref,
-    input: Omit<ClaimPlanInput, 'receipt' | 'expected_revision' | 'tenant_id' | 'transaction_id'>,
-    evidence?: JsonValue,
-    meta?: ReceiptMeta,
-  ): Promise<TransactionRecord> {
-    return this.store.claimPlan(this.claimPlanInput(record, input, evidence, meta));
-  }
-
-  /** The plan claim of `record` with its receipt (for a composite admission write). */
-  claimPlanInput(
-    record: Ref,
-    input: Omit<ClaimPlanInput, 'receipt' | 'expected_revision' | 'tenant_id' | 'transaction_id'>,
-    evidence?: JsonValue,
-    meta?: ReceiptMeta,
-  ): ClaimPlanInput {
+  /** Creation in an initial status, with the first receipt (conditional on the transaction not existing). */
+  create(input: Omit<CreateTransactionInput, 'receipt'>, event: string, evidence?: JsonValue, meta?: ReceiptMeta): IntentOf<'transaction.create'> {
     return {
-      ...input,
-      tenant_id: record.tenant_id,
-      transaction_id: record.transaction_id,
-      expected_revision: record.revision,
-      receipt: this.next(record, 'committing', RECEIPT_EVENTS.plan_claimed, evidence, meta),
+      kind: 'transaction.create',
+      input: { ...input, receipt: this.first(input.transaction_id, input.status, event, evidence, { actor: input.principal, ...meta }) },
+    };
+  }
+
+  /** Creation straight in `committing` (a trusted direct commit). */
+  claimDirectCommit(input: Omit<ClaimDirectCommitInput, 'receipt'>, evidence?: JsonValue): IntentOf<'transaction.claim_direct_commit'> {
+    return {
+      kind: 'transaction.claim_direct_commit',
+      input: { ...input, receipt: this.first(input.transaction_id, 'committing', RECEIPT_EVENTS.direct_commit_claimed, evidence, { actor: input.principal }) },
+    };
+  }
+
+  /** `planned → committing` of `record`, binding the commit action (exactly one claimant wins). */
+  claimPlan(
+    record: HeldRef,
+    input: Omit<ClaimPlanInput, 'receipt' | 'expected_revision' | 'tenant_id' | 'transaction_id'>,
+    evidence?: JsonValue,
+    meta?: ReceiptMeta,
+  ): IntentOf<'transaction.claim_plan'> {
+    return {
+      kind: 'transaction.claim_plan',
+      input: {
+        ...input,
+        tenant_id: record.tenant_id,
+        transaction_id: record.transaction_id,
+        expected_revision: record.revision,
+        receipt: this.next(record, 'committing', RECEIPT_EVENTS.plan_claimed, evidence, meta),
+      },
+      ...held(record),
     };
   }
 
@@ -137,87 +136,105 @@ export class TransactionJournal {
    * fact in its evidence; `requires_human` is a wire projection only).
    */
   transition(
-    record: Ref,
+    record: HeldRef,
     input: Omit<TransitionInput, 'receipt' | 'expected_revision' | 'tenant_id' | 'transaction_id'>,
     event: string,
     evidence?: JsonValue,
     meta?: ReceiptMeta,
-  ): Promise<TransactionRecord> {
-    return this.store.transition({
-      ...input,
-      tenant_id: record.tenant_id,
-      transaction_id: record.transaction_id,
-      expected_revision: record.revision,
-      receipt: this.next(record, input.to, event, evidence, meta),
-    });
+  ): IntentOf<'transaction.transition'> {
+    return {
+      kind: 'transaction.transition',
+      input: {
+        ...input,
+        tenant_id: record.tenant_id,
+        transaction_id: record.transaction_id,
+        expected_revision: record.revision,
+        receipt: this.next(record, input.to, event, evidence, meta),
+      },
+      ...held(record),
+    };
   }
 
+  /** The settlement of `record` with its receipt; the result it records is covered by the receipt's hash (its digest). Releases the lease. */
   settle(
-    record: Ref,
+    record: HeldRef,
     input: Omit<SettleInput, 'receipt' | 'expected_revision' | 'tenant_id' | 'transaction_id'>,
     evidence?: JsonValue,
     meta?: ReceiptMeta,
-  ): Promise<TransactionRecord> {
-    return this.store.settle(this.settleInput(record, input, evidence, meta));
+  ): IntentOf<'transaction.settle'> {
+    return {
+      kind: 'transaction.settle',
+      input: {
+        ...input,
+        tenant_id: record.tenant_id,
+        transaction_id: record.transaction_id,
+        expected_revision: record.revision,
+        receipt: this.next(record, input.to, `${RECEIPT_EVENTS.settled}.${input.to}`, evidence, {
+          ...(input.result !== undefined ? { result: input.result } : {}),
+          ...meta,
+        }),
+      },
+      ...held(record),
+    };
   }
 
-  /** The settlement of `record` with its receipt (for a composite settlement write). */
-  settleInput(
-    record: Ref,
-    input: Omit<SettleInput, 'receipt' | 'expected_revision' | 'tenant_id' | 'transaction_id'>,
+  /** The attempt lease of `record` (acquire, renew or take over) with its `attempt_started` receipt. */
+  lease(
+    record: HeldRef & Pick<TransactionRecord, 'status'>,
+    owner: string,
+    ttl_ms: number,
+    data: JsonObject,
     evidence?: JsonValue,
-    meta?: ReceiptMeta,
-  ): SettleInput {
+  ): IntentOf<'transaction.lease'> {
     return {
-      ...input,
-      tenant_id: record.tenant_id,
-      transaction_id: record.transaction_id,
-      expected_revision: record.revision,
-      // The result the settlement records is covered by the receipt's hash (its digest).
-      receipt: this.next(record, input.to, `${RECEIPT_EVENTS.settled}.${input.to}`, evidence, {
-        ...(input.result !== undefined ? { result: input.result } : {}),
-        ...meta,
-      }),
+      kind: 'transaction.lease',
+      input: {
+        tenant_id: record.tenant_id,
+        transaction_id: record.transaction_id,
+        expected_revision: record.revision,
+        owner,
+        ttl_ms,
+        data,
+        receipt: this.next(record, record.status, RECEIPT_EVENTS.attempt_started, evidence),
+      },
+      ...held(record),
     };
   }
 
-  lease(record: Ref & Pick<TransactionRecord, 'status'>, owner: string, ttl_ms: number, data: JsonObject, evidence?: JsonValue): Promise<TransactionRecord> {
-    return this.store.acquireLease(this.leaseInput(record, owner, ttl_ms, data, evidence));
-  }
-
-  /** The attempt lease of `record` with its `attempt_started` receipt (for a composite attempt-start write). */
-  leaseInput(record: Ref & Pick<TransactionRecord, 'status'>, owner: string, ttl_ms: number, data: JsonObject, evidence?: JsonValue): AcquireLeaseInput {
-    return {
-      tenant_id: record.tenant_id,
-      transaction_id: record.transaction_id,
-      expected_revision: record.revision,
-      owner,
-      ttl_ms,
-      data,
-      receipt: this.next(record, record.status, RECEIPT_EVENTS.attempt_started, evidence),
-    };
-  }
-
+  /** Records the provider operation (and optional cursor) while an attempt can be in flight. */
   checkpoint(
-    record: Ref & Pick<TransactionRecord, 'status'>,
+    record: HeldRef & Pick<TransactionRecord, 'status'>,
     provider_operation: ProviderOperationRef,
     reconciliation_cursor?: string,
     evidence?: JsonObject,
     meta?: ReceiptMeta,
-  ): Promise<TransactionRecord> {
-    return this.store.checkpointProviderOperation({
-      tenant_id: record.tenant_id,
-      transaction_id: record.transaction_id,
-      expected_revision: record.revision,
-      provider_operation,
-      ...(reconciliation_cursor !== undefined ? { reconciliation_cursor } : {}),
-      receipt: this.next(
-        record,
-        record.status,
-        RECEIPT_EVENTS.checkpoint,
-        { provider: provider_operation.provider, operation_id: provider_operation.operation_id, ...(evidence ?? {}) },
-        meta,
-      ),
-    });
+  ): IntentOf<'transaction.checkpoint'> {
+    return {
+      kind: 'transaction.checkpoint',
+      input: {
+        tenant_id: record.tenant_id,
+        transaction_id: record.transaction_id,
+        expected_revision: record.revision,
+        provider_operation,
+        ...(reconciliation_cursor !== undefined ? { reconciliation_cursor } : {}),
+        receipt: this.next(
+          record,
+          record.status,
+          RECEIPT_EVENTS.checkpoint,
+          { provider: provider_operation.provider, operation_id: provider_operation.operation_id, ...(evidence ?? {}) },
+          meta,
+        ),
+      },
+      ...held(record),
+    };
   }
+}
+
+/** A full record the step read names itself as the intent's `held` pre-image (the record after the write is then computed, not read). */
+function held(record: HeldRef): { held?: TransactionRecord } {
+  return isFullRecord(record) ? { held: record } : {};
+}
+
+function isFullRecord(record: HeldRef): record is TransactionRecord {
+  return 'status' in record && 'created_at' in record && 'data' in record;
 }

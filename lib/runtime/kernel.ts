@@ -7,6 +7,7 @@ import { toProtocolError } from '../../packages/connector-sdk/src/protocol/probl
 import { sha256Hex, type Action, type ActionResult, type JsonObject, type ProtocolError } from '../../packages/connector-sdk/src/protocol/index.js';
 import type { Clock } from '../../packages/connector-sdk/src/ports/clock.js';
 import type { InvokeMessage } from '../ports/messages.js';
+import { commitOne, type CommitOutcome, type WriteIntent, type WrittenOf } from '../ports/unit-of-work.js';
 import { Authority, authorityPolicy } from './authority.js';
 import type { RuntimeSettings } from './config.js';
 import { installCrashPoints, type CrashPointName, type CrashPoints } from './crash-points.js';
@@ -30,7 +31,7 @@ export class Kernel {
     this.clock = deps.clock;
     this.ids = deps.ids ?? defaultIds;
     this.log = deps.logger ?? SILENT_LOGGER;
-    this.journal = new TransactionJournal(deps.transactions, deps.clock, deps.config.service_principal);
+    this.journal = new TransactionJournal(deps.clock, deps.config.service_principal);
     this.authority = new Authority(authorityPolicy(deps.config));
     this.#crash = installCrashPoints(deps.crashPoints, deps.config.test_mode === true);
   }
@@ -46,6 +47,20 @@ export class Kernel {
   /** Test crash point (a no-op unless a hook was installed in test mode). */
   crash(name: CrashPointName): void {
     this.#crash.hit(name);
+  }
+
+  /** Commits the intents of one step: all written, or refused with every refusing intent named (lib/ports/unit-of-work.ts). */
+  async commit<const I extends readonly WriteIntent[]>(intents: I): Promise<CommitOutcome<I>> {
+    const out = await this.deps.uow.commit(intents);
+    if (out.committed) this.#crash.afterCommit?.(intents.map((i) => i.kind));
+    return out;
+  }
+
+  /** Commits one intent: what it wrote, or its refusal's typed error thrown. */
+  async write<I extends WriteIntent>(intent: I): Promise<NonNullable<WrittenOf<I>>> {
+    const written = await commitOne(this.deps.uow, intent);
+    this.#crash.afterCommit?.([intent.kind]);
+    return written;
   }
 
   async enqueueInvoke(message: InvokeMessage): Promise<void> {

@@ -70,22 +70,24 @@ export async function requestReconcile(k: Kernel, caller: CallerIdentity, tenant
   const resets = typeof record.data.reconcile_resets === 'number' ? record.data.reconcile_resets : 0;
   let requested: TransactionRecord;
   try {
-    requested = await k.journal.transition(
-      record,
-      {
-        operation: 'request_reconcile',
-        from: ['outcome_unknown'],
-        to: 'outcome_unknown',
-        data: { reconcile_resets: resets + 1, reconcile_requested_by: { ...caller.principal } },
-      },
-      RECEIPT_EVENTS.reconcile_requested,
-      {
-        requested_by: { ...caller.principal },
-        previous_attempts: record.reconcile_attempts,
-        ...(record.escalated_at !== undefined ? { was_escalated: true } : {}),
-        ...(input.reason !== undefined ? { reason: input.reason } : {}),
-      },
-      { actor: caller.principal },
+    requested = await k.write(
+      k.journal.transition(
+        record,
+        {
+          operation: 'request_reconcile',
+          from: ['outcome_unknown'],
+          to: 'outcome_unknown',
+          data: { reconcile_resets: resets + 1, reconcile_requested_by: { ...caller.principal } },
+        },
+        RECEIPT_EVENTS.reconcile_requested,
+        {
+          requested_by: { ...caller.principal },
+          previous_attempts: record.reconcile_attempts,
+          ...(record.escalated_at !== undefined ? { was_escalated: true } : {}),
+          ...(input.reason !== undefined ? { reason: input.reason } : {}),
+        },
+        { actor: caller.principal },
+      ),
     );
   } catch (err) {
     if (isAipError(err, 'transaction.state_conflict'))
@@ -179,23 +181,26 @@ export async function resolve(
   if (existing !== undefined) return { approval: existing, status: 'requires_human' };
   const approver_scopes = [k.config.operator_scope];
   try {
-    const approval = await k.deps.approvals.create({
-      tenant_id,
-      approval_id,
-      // The approval store is action-centric: a resolution names the record's bound action and capability.
-      action_id: record.action_id,
-      transaction_id,
-      capability_id: record.capability_id,
-      requested_by: { ...caller.principal },
-      policy: {
-        policy_id: 'resolution-four-eyes',
-        policy_hash: sha256Hex(JSON.stringify({ policy_id: 'resolution-four-eyes', approver_scopes, allow_self_approval: false, min_approvals: 1 })),
-        approver_scopes,
-        allow_self_approval: false,
-        min_approvals: 1,
+    const approval = await k.write({
+      kind: 'approval.create',
+      input: {
+        tenant_id,
+        approval_id,
+        // The approval store is action-centric: a resolution names the record's bound action and capability.
+        action_id: record.action_id,
+        transaction_id,
+        capability_id: record.capability_id,
+        requested_by: { ...caller.principal },
+        policy: {
+          policy_id: 'resolution-four-eyes',
+          policy_hash: sha256Hex(JSON.stringify({ policy_id: 'resolution-four-eyes', approver_scopes, allow_self_approval: false, min_approvals: 1 })),
+          approver_scopes,
+          allow_self_approval: false,
+          min_approvals: 1,
+        },
+        subject: { resolution: { ...resolution, transaction_id } },
+        expires_at: new Date(k.now().getTime() + k.config.resolution.approval_ttl_ms).toISOString(),
       },
-      subject: { resolution: { ...resolution, transaction_id } },
-      expires_at: new Date(k.now().getTime() + k.config.resolution.approval_ttl_ms).toISOString(),
     });
     return { approval, status: 'requires_human' };
   } catch (err) {
@@ -250,25 +255,27 @@ export async function applyResolution(
   };
   let resolved: TransactionRecord;
   try {
-    resolved = await k.journal.transition(
-      record,
-      {
-        operation: 'resolve',
-        from: ['outcome_unknown'],
-        to: 'reconciled',
-        // The checkpointed operation, when the resolution names it (same provider and ID), stays as it was
-        // checkpointed (with its request_id): re-binding it without one would be refused by the store's guard.
-        patch: {
-          result,
-          ...(resolution.provider_operation !== undefined && !namesCheckpointed(record, resolution.provider_operation)
-            ? { provider_operation: resolution.provider_operation }
-            : {}),
+    resolved = await k.write(
+      k.journal.transition(
+        record,
+        {
+          operation: 'resolve',
+          from: ['outcome_unknown'],
+          to: 'reconciled',
+          // The checkpointed operation, when the resolution names it (same provider and ID), stays as it was
+          // checkpointed (with its request_id): re-binding it without one would be refused by the store's guard.
+          patch: {
+            result,
+            ...(resolution.provider_operation !== undefined && !namesCheckpointed(record, resolution.provider_operation)
+              ? { provider_operation: resolution.provider_operation }
+              : {}),
+          },
+          ...(retentionFor(k, record.capability_id, record) !== undefined ? { retention: retentionFor(k, record.capability_id, record) } : {}),
         },
-        ...(retentionFor(k, record.capability_id, record) !== undefined ? { retention: retentionFor(k, record.capability_id, record) } : {}),
-      },
-      RECEIPT_EVENTS.resolved,
-      evidence,
-      { actor: resolved_by, result },
+        RECEIPT_EVENTS.resolved,
+        evidence,
+        { actor: resolved_by, result },
+      ),
     );
   } catch (err) {
     if (isAipError(err, 'transaction.state_conflict')) {

@@ -95,17 +95,19 @@ async function refused(k: Kernel, msg: ReconcileMessage, txn: TransactionRecord,
   k.log.warn('reconciliation refused', { transaction_id: txn.transaction_id, code, reconcile_attempts: attempts });
   let after: TransactionRecord;
   try {
-    after = await k.journal.transition(
-      txn,
-      {
-        operation: 'refuse_reconcile',
-        from: ['outcome_unknown'],
-        to: 'outcome_unknown',
-        patch: { next_reconcile_at: new Date(k.now().getTime() + delay).toISOString() },
-        data: { last_reconcile_refusal: code },
-      },
-      RECEIPT_EVENTS.reconcile_refused,
-      { code, attempt: attempts, ...(action_id !== undefined ? { action_id } : {}) },
+    after = await k.write(
+      k.journal.transition(
+        txn,
+        {
+          operation: 'refuse_reconcile',
+          from: ['outcome_unknown'],
+          to: 'outcome_unknown',
+          patch: { next_reconcile_at: new Date(k.now().getTime() + delay).toISOString() },
+          data: { last_reconcile_refusal: code },
+        },
+        RECEIPT_EVENTS.reconcile_refused,
+        { code, attempt: attempts, ...(action_id !== undefined ? { action_id } : {}) },
+      ),
     );
   } catch (e) {
     // The record moved (another reconciliation began, or it settled): that one decides.
@@ -136,14 +138,16 @@ async function awaitApproval(k: Kernel, msg: ReconcileMessage, txn: TransactionR
   const until = approval?.expires_at;
   if (until !== undefined && Date.parse(until) > k.now().getTime() && (txn.next_reconcile_at === undefined || txn.next_reconcile_at < until)) {
     try {
-      const moved = await k.journal.transition(
-        txn,
-        { operation: 'reschedule_reconcile', from: ['outcome_unknown'], to: 'outcome_unknown', patch: { next_reconcile_at: until } },
-        RECEIPT_EVENTS.rescheduled,
-        {
-          reason: 'awaiting_approval',
-          action_id,
-        },
+      const moved = await k.write(
+        k.journal.transition(
+          txn,
+          { operation: 'reschedule_reconcile', from: ['outcome_unknown'], to: 'outcome_unknown', patch: { next_reconcile_at: until } },
+          RECEIPT_EVENTS.rescheduled,
+          {
+            reason: 'awaiting_approval',
+            action_id,
+          },
+        ),
       );
       await scheduleReconcile(k, moved, true);
     } catch (err) {
@@ -330,10 +334,12 @@ export async function sweep(k: Kernel, now: Date = k.now()): Promise<SweepOutcom
     if (r.plan === undefined || Date.parse(r.plan.expires_at) > now.getTime()) continue;
     try {
       const retention = retentionFor(k, r.capability_id, r);
-      await k.journal.transition(
-        r,
-        { operation: 'expire_plan', from: ['planned'], to: 'failed', ...(retention !== undefined ? { retention } : {}) },
-        RECEIPT_EVENTS.plan_expired,
+      await k.write(
+        k.journal.transition(
+          r,
+          { operation: 'expire_plan', from: ['planned'], to: 'failed', ...(retention !== undefined ? { retention } : {}) },
+          RECEIPT_EVENTS.plan_expired,
+        ),
       );
     } catch (err) {
       if (!isAipError(err, 'transaction.state_conflict')) throw err;

@@ -8,7 +8,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
 import { keys } from '../../lib/aws/dynamo/table-design.js';
-import { DynamoTransactionStore } from '../../lib/aws/dynamo/transaction-store.js';
+import { createDynamoStores } from '../../lib/aws/dynamo/stores.js';
+import { writableStores, type WritableStores } from '../support/store-writes.js';
 import { isAipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
 import type { TransactionRecord } from '../../lib/transactions/record.js';
 import { createTestTable, type TestTable } from '../support/dynamo.js';
@@ -31,17 +32,20 @@ beforeAll(async () => {
 });
 afterAll(async () => t.destroy());
 
-function store(options: { now?: () => Date; verify?: boolean; knownImages?: number } = {}): DynamoTransactionStore {
-  return new DynamoTransactionStore({
-    client: t.client,
-    tableName: t.tableName,
-    now: options.now ?? clock.now,
-    verifyKnownImages: options.verify ?? false,
-    ...(options.knownImages !== undefined ? { knownImages: options.knownImages } : {}),
-  });
+type Store = WritableStores['transactions'];
+
+function store(options: { now?: () => Date; verify?: boolean; knownImages?: number } = {}): Store {
+  return writableStores(
+    createDynamoStores({
+      client: t.client,
+      tableName: t.tableName,
+      now: options.now ?? clock.now,
+      transactions: { verifyKnownImages: options.verify ?? false, ...(options.knownImages !== undefined ? { knownImages: options.knownImages } : {}) },
+    }),
+  ).transactions;
 }
 
-async function lease(s: DynamoTransactionStore, r: TransactionRecord, owner = 'att-1'): Promise<TransactionRecord> {
+async function lease(s: Store, r: TransactionRecord, owner = 'att-1'): Promise<TransactionRecord> {
   return s.acquireLease({
     tenant_id: r.tenant_id,
     transaction_id: r.transaction_id,
@@ -53,7 +57,7 @@ async function lease(s: DynamoTransactionStore, r: TransactionRecord, owner = 'a
   });
 }
 
-async function checkpoint(s: DynamoTransactionStore, r: TransactionRecord): Promise<TransactionRecord> {
+async function checkpoint(s: Store, r: TransactionRecord): Promise<TransactionRecord> {
   return s.checkpointProviderOperation({
     tenant_id: r.tenant_id,
     transaction_id: r.transaction_id,
@@ -64,7 +68,7 @@ async function checkpoint(s: DynamoTransactionStore, r: TransactionRecord): Prom
   });
 }
 
-async function settle(s: DynamoTransactionStore, r: TransactionRecord): Promise<TransactionRecord> {
+async function settle(s: Store, r: TransactionRecord): Promise<TransactionRecord> {
   return s.settle({
     tenant_id: r.tenant_id,
     transaction_id: r.transaction_id,

@@ -11,7 +11,8 @@ import { DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { inject } from 'vitest';
 import { createTable } from '../../lib/aws/dynamo/create-table.js';
-import { DynamoTransactionStore, type DynamoTransactionStoreOptions } from '../../lib/aws/dynamo/transaction-store.js';
+import { createDynamoStores, type DynamoStores } from '../../lib/aws/dynamo/stores.js';
+import { writableStores, type WritableStores } from './store-writes.js';
 
 export interface TestTable {
   /** Document client on the DynamoDB Local endpoint (maxAttempts 1: no retry can hide a race). */
@@ -19,7 +20,10 @@ export interface TestTable {
   /** The underlying low-level client. */
   readonly raw: DynamoDBClient;
   readonly tableName: string;
-  readonly store: DynamoTransactionStore;
+  /** The transaction store with its writes (test/support/store-writes.ts). */
+  readonly store: WritableStores['transactions'];
+  /** Every store on the table, and the unit of work that writes them. */
+  readonly stores: DynamoStores;
   /** Deletes the table and closes the client. */
   destroy(): Promise<void>;
 }
@@ -48,17 +52,18 @@ export async function createTestTable(options: TestTableOptions = {}): Promise<T
   const client = DynamoDBDocumentClient.from(raw, { marshallOptions: { removeUndefinedValues: true } });
   const tableName = `${options.prefix ?? 'test'}-${process.pid}-${randomUUID()}`;
   await createTable(raw, tableName);
-  const storeOptions: DynamoTransactionStoreOptions = {
+  const stores = createDynamoStores({
     client,
     tableName,
     ...(options.now ? { now: options.now } : {}),
-    ...(options.dryRunRetentionSeconds !== undefined ? { dryRunRetentionSeconds: options.dryRunRetentionSeconds } : {}),
-  };
+    ...(options.dryRunRetentionSeconds !== undefined ? { transactions: { dryRunRetentionSeconds: options.dryRunRetentionSeconds } } : {}),
+  });
   return {
     client,
     raw,
     tableName,
-    store: new DynamoTransactionStore(storeOptions),
+    store: writableStores(stores).transactions,
+    stores,
     destroy: async () => {
       try {
         await raw.send(new DeleteTableCommand({ TableName: tableName }));

@@ -39,6 +39,7 @@ import {
   type SettleActionInput,
   type TransitionActionInput,
 } from '../../ports/action-store.js';
+import type { WriteIntent } from '../../ports/unit-of-work.js';
 import {
   UpdateBuilder,
   checkId,
@@ -47,40 +48,19 @@ import {
   checkRetention,
   checkRevision,
   compact,
-  conditionalPut,
-  conditionalUpdate,
   consistentGet,
   epochSeconds,
   invalid,
   type Item,
 } from './store-support.js';
 import { ITEM_TYPES, TTL_ATTRIBUTE, keys } from './table-design.js';
+import type { IntentMapper, MappedWrite } from './unit-of-work.js';
 
 export interface DynamoActionStoreOptions {
   readonly client: DynamoDBDocumentClient;
   readonly tableName: string;
   /** Clock (tests pin it). Default: system time. */
   readonly now?: () => Date;
-}
-
-/** A conditional Put built but not sent (document client shape). */
-export interface PreparedActionPut {
-  readonly put: { TableName: string; Item: Item; ConditionExpression: string; ExpressionAttributeNames: Record<string, string> };
-  /** The record the Put creates. */
-  readonly record: ActionRecord;
-  /** `action.already_exists` from the ALL_OLD image of a failed Put. */
-  readonly exists: (old: Item | undefined) => AipError;
-  /** The existing record from that image. */
-  readonly existing: (old: Item | undefined) => ActionRecord | undefined;
-}
-
-/** A conditional Update built but not sent. */
-export interface PreparedActionUpdate {
-  readonly builder: UpdateBuilder;
-  readonly update: { TableName: string; Key: { PK: string; SK: string } } & ReturnType<UpdateBuilder['render']>;
-  readonly classify: (old: Item) => AipError;
-  /** The typed error for a failed condition (ALL_OLD image, undefined when the item is absent). */
-  readonly failure: (old: Item | undefined) => AipError;
 }
 
 const CODE = 'action.invalid_record' as const;
@@ -143,7 +123,7 @@ function current(old: Item) {
   return { current_status: old.status, current_revision: old.revision, current_fence: old.fence ?? 0 };
 }
 
-export class DynamoActionStore implements ActionStore {
+export class DynamoActionStore implements ActionStore, IntentMapper {
   private readonly client: DynamoDBDocumentClient;
   private readonly table: string;
   private readonly clock: () => Date;
@@ -222,19 +202,30 @@ export class DynamoActionStore implements ActionStore {
     if (retention !== undefined && TERMINAL.has(to)) b.set(TTL_ATTRIBUTE, epochSeconds(nowMs) + retention);
   }
 
-  async create(input: CreateActionInput): Promise<ActionRecord> {
-    const prepared = this.prepareCreate(input);
-    const out = await conditionalPut(this.client, prepared.put);
-    if (!out.ok) throw prepared.exists(out.old);
-    return prepared.record;
+  /** Maps a write intent on the action record to its conditional item (lib/aws/dynamo/unit-of-work.ts). */
+  map(intent: WriteIntent): MappedWrite {
+    switch (intent.kind) {
+      case 'action.create':
+        return this.createWrite(intent.input);
+      case 'action.transition':
+        return this.transitionWrite(intent.input);
+      case 'action.lease':
+        return this.leaseWrite(intent.input, intent.held);
+      case 'action.renew_lease':
+        return this.renewLeaseWrite(intent.input);
+      case 'action.settle':
+        return this.settleWrite(intent.input);
+      case 'action.redact':
+        return this.redactWrite(intent.input);
+      case 'action.request_cancel':
+        return this.requestCancelWrite(intent.input);
+      default:
+        throw new AipError('internal.unexpected', `the action store does not write ${intent.kind}`);
+    }
   }
 
-  /**
-   * Validates a creation and builds its conditional Put (not sent), with the
-   * classifier of its failure. Shared by create() and the composite admission
-   * write (lib/aws/dynamo/atomic-writes.ts).
-   */
-  prepareCreate(input: CreateActionInput): PreparedActionPut {
+  /** A creation: conditional on the action ID not existing in the tenant (revision 1, fence 0, attempt 0). */
+  private createWrite(input: CreateActionInput): MappedWrite<ActionRecord, ActionRecord> {
     if (input === null || typeof input !== 'object') throw invalid(CODE, 'input must be an object');
     const tenant = checkId(CODE, 'tenant_id', input.tenant_id);
     if (!PrincipalSchema.safeParse(input.principal).success) throw invalid(CODE, 'principal must be {id, kind}', { field: 'principal' });
@@ -315,23 +306,22 @@ export class DynamoActionStore implements ActionStore {
       updated_at: iso,
       [TTL_ATTRIBUTE]: retention !== undefined && TERMINAL.has(status) ? epochSeconds(now.getTime()) + retention : undefined,
     });
+    const record = toRecord(item);
     return {
-      put: {
-        TableName: this.table,
-        Item: item,
-        ConditionExpression: 'attribute_not_exists(#pk)',
-        ExpressionAttributeNames: { '#pk': 'PK' },
-      },
-      record: toRecord(item),
-      exists: (old) =>
-        new AipError('action.already_exists', `Action ${action.id} already exists`, {
+      items: [{ Put: { TableName: this.table, Item: item, ConditionExpression: 'attribute_not_exists(#pk)', ExpressionAttributeNames: { '#pk': 'PK' } } }],
+      refuse: (_at, old) => ({
+        error: new AipError('action.already_exists', `Action ${action.id} already exists`, {
           details: { action_id: action.id, ...(old ? { current_status: old.status, current_revision: old.revision } : {}) },
         }),
-      existing: (old) => (old === undefined ? undefined : toRecord(old)),
+        ...(old !== undefined ? { current: toRecord(old) } : {}),
+      }),
+      race: () => this.raced(ref, 'create'),
+      written: () => record,
     };
   }
 
-  async transition(input: TransitionActionInput): Promise<ActionRecord> {
+  /** Compare-and-set status change (optionally fenced). Leaving `running` releases the lease. */
+  private transitionWrite(input: TransitionActionInput): MappedWrite<ActionRecord | undefined, never> {
     this.checkRef(input);
     const from = checkStatuses('from', input.from, false);
     if (!isStatus(input.to)) throw invalid(CODE, 'unknown target status', { field: 'to' });
@@ -352,23 +342,17 @@ export class DynamoActionStore implements ActionStore {
     b.set('updated_at', new Date(nowMs).toISOString());
     if (input.to !== 'running') b.remove('lease_owner', 'lease_expires_at');
     this.applyPatch(b, input.to, patch, nowMs);
-    return this.write(input, 'transition', b, (old) => {
+    return this.updateWrite(input, 'transition', b, (old) => {
       if (input.fence !== undefined && (old.fence ?? 0) !== input.fence) return this.staleFence(input, 'transition', old, input.fence);
       return this.conflict(input, 'transition', old, from, expected);
     });
   }
 
-  async acquireLease(input: AcquireActionLeaseInput): Promise<ActionRecord> {
-    const prepared = this.prepareLease(input);
-    return this.write(input, 'acquire_lease', prepared.builder, prepared.classify);
-  }
-
   /**
-   * acquireLease() built but not sent, for the composite attempt-start write.
-   * `leased(held)` is the record after the write, computed from the record
-   * read at the expected revision (the write is conditioned on that revision).
+   * A new lease: fence+1, attempt+1, status `running`; refused while another owner's lease is live. The record
+   * after the write is computed from `held`, the record read at the expected revision, when it is given.
    */
-  prepareLease(input: AcquireActionLeaseInput): PreparedActionUpdate & { leased: (held: ActionRecord) => ActionRecord } {
+  private leaseWrite(input: AcquireActionLeaseInput, held: ActionRecord | undefined): MappedWrite<ActionRecord | undefined, never> {
     this.checkRef(input);
     checkLeaseOwner(CODE, input.owner, input.ttl_ms);
     const expected = checkRevision(CODE, input.expected_revision);
@@ -397,29 +381,23 @@ export class DynamoActionStore implements ActionStore {
       }
       return this.conflict(input, 'acquire_lease', old, from, expected);
     };
-    return {
-      builder: b,
-      update: { TableName: this.table, Key: keys.action(input.tenant_id, input.action_id), ...b.render() },
-      classify,
-      failure: (old) => (old === undefined ? this.notFound(input, 'acquire_lease') : classify(old)),
-      leased: (held) => {
-        if (held.revision !== expected || held.action_id !== input.action_id)
-          throw invalid(CODE, 'the held record is not the one the lease was conditioned on', { field: 'expected_revision' });
-        return {
-          ...held,
-          status: 'running',
-          revision: expected + 1,
-          updated_at: iso,
-          lease_owner: input.owner,
-          lease_expires_at: expiresAt,
-          fence: held.fence + 1,
-          attempt: held.attempt + 1,
-        };
-      },
-    };
+    const leased = (from: ActionRecord): ActionRecord => ({
+      ...from,
+      status: 'running',
+      revision: expected + 1,
+      updated_at: iso,
+      lease_owner: input.owner,
+      lease_expires_at: expiresAt,
+      fence: from.fence + 1,
+      attempt: from.attempt + 1,
+    });
+    if (held !== undefined && (held.revision !== expected || held.action_id !== input.action_id))
+      throw invalid(CODE, 'the held record is not the one the lease was conditioned on', { field: 'expected_revision' });
+    return this.updateWrite(input, 'acquire_lease', b, classify, held !== undefined ? () => leased(held) : undefined);
   }
 
-  async renewLease(input: RenewActionLeaseInput): Promise<ActionRecord> {
+  /** Extends the caller's lease; conditional on owner and fence (does not change the fence). */
+  private renewLeaseWrite(input: RenewActionLeaseInput): MappedWrite<ActionRecord | undefined, never> {
     this.checkRef(input);
     checkLeaseOwner(CODE, input.owner, input.ttl_ms);
     const fence = checkRevision(CODE, input.fence, 'fence');
@@ -432,19 +410,14 @@ export class DynamoActionStore implements ActionStore {
     b.setExpr('revision', `${b.n('revision')} + ${b.v(1)}`);
     b.set('updated_at', iso);
     b.set('lease_expires_at', new Date(now.getTime() + input.ttl_ms).toISOString());
-    return this.write(input, 'renew_lease', b, (old) => {
+    return this.updateWrite(input, 'renew_lease', b, (old) => {
       if ((old.fence ?? 0) !== fence || old.lease_owner !== input.owner) return this.staleFence(input, 'renew_lease', old, fence);
       return this.conflict(input, 'renew_lease', old, ['running']);
     });
   }
 
-  async settle(input: SettleActionInput): Promise<ActionRecord> {
-    const prepared = this.prepareSettle(input);
-    return this.write(input, 'settle', prepared.builder, prepared.classify);
-  }
-
-  /** A fenced settlement built but not sent (shared by settle() and the composite settlement write). */
-  prepareSettle(input: SettleActionInput): PreparedActionUpdate {
+  /** Fenced terminal settlement: sets the result, releases the lease, optionally redacts the input. */
+  private settleWrite(input: SettleActionInput): MappedWrite<ActionRecord | undefined, never> {
     this.checkRef(input);
     const fence = checkRevision(CODE, input.fence, 'fence');
     if (!TERMINAL.has(input.to)) throw invalid(CODE, 'settle lands in completed, failed or cancelled', { field: 'to' });
@@ -468,20 +441,15 @@ export class DynamoActionStore implements ActionStore {
       retention_seconds: input.retention_seconds,
     });
     this.applyPatch(b, input.to, patch, nowMs);
-    const key = keys.action(input.tenant_id, input.action_id);
     const classify = (old: Item): AipError => {
       if ((old.fence ?? 0) !== fence) return this.staleFence(input, 'settle', old, fence);
       return this.conflict(input, 'settle', old, from, expected);
     };
-    return {
-      builder: b,
-      update: { TableName: this.table, Key: key, ...b.render() },
-      classify,
-      failure: (old) => (old === undefined ? this.notFound(input, 'settle') : classify(old)),
-    };
+    return this.updateWrite(input, 'settle', b, classify);
   }
 
-  async redactTerminal(input: RedactTerminalInput): Promise<ActionRecord> {
+  /** See RedactTerminalInput. */
+  private redactWrite(input: RedactTerminalInput): MappedWrite<ActionRecord | undefined, never> {
     this.checkRef(input);
     const expected = checkRevision(CODE, input.expected_revision);
     if (input.redact_input !== true && input.redacted_input === undefined)
@@ -499,10 +467,11 @@ export class DynamoActionStore implements ActionStore {
       compact({ redact_input: input.redact_input, redacted_input: input.redacted_input, retention_seconds: input.retention_seconds }),
       nowMs,
     );
-    return this.write(input, 'redactTerminal', b, (old) => this.conflict(input, 'redactTerminal', old, terminal, expected));
+    return this.updateWrite(input, 'redactTerminal', b, (old) => this.conflict(input, 'redactTerminal', old, terminal, expected));
   }
 
-  async requestCancel(input: RequestCancelInput): Promise<ActionRecord> {
+  /** Records a cancellation request on a non-terminal action (idempotent: a second request answers the record unchanged). */
+  private requestCancelWrite(input: RequestCancelInput): MappedWrite<ActionRecord | undefined, never> {
     this.checkRef(input);
     const expected = input.expected_revision === undefined ? undefined : checkRevision(CODE, input.expected_revision);
     const iso = this.clock().toISOString();
@@ -513,13 +482,17 @@ export class DynamoActionStore implements ActionStore {
     b.set('cancel_requested_at', iso);
     b.setExpr('revision', `${b.n('revision')} + ${b.v(1)}`);
     b.set('updated_at', iso);
-    const out = await conditionalUpdate(this.client, { TableName: this.table, Key: keys.action(input.tenant_id, input.action_id), ...b.render() });
-    if (out.ok) return toRecord(out.item);
-    const old = out.old;
-    if (old === undefined) throw this.notFound(input, 'request_cancel');
-    // Already requested and still open: idempotent, the record as it is.
-    if (old.cancel_requested_at !== undefined && !TERMINAL.has(String(old.status))) return toRecord(old);
-    throw this.conflict(input, 'request_cancel', old, NON_TERMINAL, expected, TERMINAL.has(String(old.status)) ? 'terminal' : undefined);
+    const write = this.updateWrite(input, 'request_cancel', b, (old) =>
+      this.conflict(input, 'request_cancel', old, NON_TERMINAL, expected, TERMINAL.has(String(old.status)) ? 'terminal' : undefined),
+    );
+    return {
+      ...write,
+      // Already requested and still open: idempotent, the record as it is.
+      refuse: (at, old) =>
+        old !== undefined && old.cancel_requested_at !== undefined && !TERMINAL.has(String(old.status))
+          ? { ...write.refuse(at, old), already: toRecord(old) }
+          : write.refuse(at, old),
+    };
   }
 
   /** The table and key of the action item, the ref checked as `get` checks it (for a composite read, lib/aws/dynamo/atomic-writes.ts). */
@@ -539,11 +512,29 @@ export class DynamoActionStore implements ActionStore {
     return item === undefined ? undefined : toRecord(item);
   }
 
-  /** Issues the update; a failed condition is classified from its ALL_OLD image. */
-  private async write(ref: ActionRef, operation: string, b: UpdateBuilder, classify: (old: Item) => AipError): Promise<ActionRecord> {
-    const out = await conditionalUpdate(this.client, { TableName: this.table, Key: keys.action(ref.tenant_id, ref.action_id), ...b.render() });
-    if (out.ok) return toRecord(out.item);
-    if (out.old === undefined) throw this.notFound(ref, operation);
-    throw classify(out.old);
+  /**
+   * One conditional UpdateItem of the action item; a failed condition is classified from its ALL_OLD image.
+   * The record after the write: its new image when it was sent alone, else `computed` (when the step held the
+   * record the write is conditioned on), else undefined (a TransactWriteItems returns no image).
+   */
+  private updateWrite(
+    ref: ActionRef,
+    operation: string,
+    b: UpdateBuilder,
+    classify: (old: Item) => AipError,
+    computed?: () => ActionRecord,
+  ): MappedWrite<ActionRecord | undefined, never> {
+    return {
+      items: [{ Update: { TableName: this.table, Key: keys.action(ref.tenant_id, ref.action_id), ...b.render() } }],
+      refuse: (_at, old) => ({ error: old === undefined ? this.notFound(ref, operation) : classify(old) }),
+      race: () => this.raced(ref, operation),
+      written: (image) => (image !== undefined ? toRecord(image) : computed?.()),
+    };
+  }
+
+  private raced(ref: ActionRef, operation: string): AipError {
+    return new AipError('action.state_conflict', `${operation}: a concurrent write to the same items won the race`, {
+      details: { action_id: ref.action_id, operation, reason: 'transaction_conflict' },
+    });
   }
 }

@@ -42,6 +42,7 @@ import type {
   WithdrawApprovalInput,
 } from '../../ports/approval-store.js';
 import { APPROVAL_WITHDRAWAL_REASONS, ResolutionSchema } from '../../ports/approval-store.js';
+import type { WriteIntent } from '../../ports/unit-of-work.js';
 import type { Page } from '../../ports/transaction-store.js';
 import {
   UpdateBuilder,
@@ -50,8 +51,6 @@ import {
   checkRevision,
   checkTime,
   compact,
-  conditionalPut,
-  conditionalUpdate,
   consistentBatchGet,
   consistentGet,
   encodeCursor,
@@ -61,6 +60,7 @@ import {
 } from './store-support.js';
 import { queryMergedPartitions, queryStatusIndex } from './pagination.js';
 import { GSIS, ITEM_TYPES, keys } from './table-design.js';
+import type { IntentMapper, MappedWrite } from './unit-of-work.js';
 
 export interface DynamoApprovalStoreOptions {
   readonly client: DynamoDBDocumentClient;
@@ -168,7 +168,7 @@ function checkSubject(subject: CreateApprovalInput['subject']): ApprovalSubject 
   };
 }
 
-export class DynamoApprovalStore implements ApprovalStore {
+export class DynamoApprovalStore implements ApprovalStore, IntentMapper {
   private readonly client: DynamoDBDocumentClient;
   private readonly table: string;
   private readonly clock: () => Date;
@@ -186,7 +186,24 @@ export class DynamoApprovalStore implements ApprovalStore {
     return keys.approval(ref.tenant_id, ref.approval_id);
   }
 
-  async create(input: CreateApprovalInput): Promise<ApprovalRecord> {
+  /** Maps a write intent on an approval to its conditional item (lib/aws/dynamo/unit-of-work.ts). */
+  map(intent: WriteIntent): MappedWrite {
+    switch (intent.kind) {
+      case 'approval.create':
+        return this.createWrite(intent.input);
+      case 'approval.decide':
+        return this.decideWrite(intent.input);
+      case 'approval.expire':
+        return this.expireWrite(intent.input);
+      case 'approval.withdraw':
+        return this.withdrawWrite(intent.input);
+      default:
+        throw new AipError('internal.unexpected', `the approval store does not write ${intent.kind}`);
+    }
+  }
+
+  /** Creates `pending`, revision 1; conditional on the approval ID not existing in the tenant. */
+  private createWrite(input: CreateApprovalInput): MappedWrite<ApprovalRecord, never> {
     const key = this.checkRef(input);
     checkId(CODE, 'action_id', input.action_id);
     checkId(CODE, 'capability_id', input.capability_id);
@@ -237,29 +254,41 @@ export class DynamoApprovalStore implements ApprovalStore {
       updated_at: iso,
       revision: 1,
     });
-    const out = await conditionalPut(this.client, {
-      TableName: this.table,
-      Item: {
-        ...key,
-        item_type: ITEM_TYPES.approval,
-        ...record,
-        GSI3PK: keys.approvalPendingIndex(input.tenant_id),
-        GSI3SK: keys.approvalPendingIndexSort(expiresAt, input.approval_id),
-        GSI4PK: keys.approvalExpiryIndex(keys.approvalExpiryIndexShard(input.tenant_id, input.approval_id)),
-        GSI4SK: keys.approvalExpiryIndexSort(expiresAt, input.tenant_id, input.approval_id),
-      },
-      ConditionExpression: 'attribute_not_exists(#pk)',
-      ExpressionAttributeNames: { '#pk': 'PK' },
-    });
-    if (!out.ok) {
-      throw new AipError('approval.already_exists', `Approval ${input.approval_id} already exists`, {
-        details: { approval_id: input.approval_id, ...(out.old ? current(out.old) : {}) },
+    const exists = (old: Item | undefined) =>
+      new AipError('approval.already_exists', `Approval ${input.approval_id} already exists`, {
+        details: { approval_id: input.approval_id, ...(old ? current(old) : {}) },
       });
-    }
-    return record;
+    return {
+      items: [
+        {
+          Put: {
+            TableName: this.table,
+            Item: {
+              ...key,
+              item_type: ITEM_TYPES.approval,
+              ...record,
+              GSI3PK: keys.approvalPendingIndex(input.tenant_id),
+              GSI3SK: keys.approvalPendingIndexSort(expiresAt, input.approval_id),
+              GSI4PK: keys.approvalExpiryIndex(keys.approvalExpiryIndexShard(input.tenant_id, input.approval_id)),
+              GSI4SK: keys.approvalExpiryIndexSort(expiresAt, input.tenant_id, input.approval_id),
+            },
+            ConditionExpression: 'attribute_not_exists(#pk)',
+            ExpressionAttributeNames: { '#pk': 'PK' },
+          },
+        },
+      ],
+      refuse: (_at, old) => ({ error: exists(old) }),
+      race: () => exists(undefined),
+      written: () => record,
+    };
   }
 
-  async decide(input: DecideApprovalInput): Promise<ApprovalRecord> {
+  /**
+   * Records one decision: pending stays pending (a partial approval) or becomes approved|denied; refused after
+   * expiry. Computed from `current`, the record the caller read; the write is conditional on its revision and on
+   * the approvals it counts, so a stale record only loses the write.
+   */
+  private decideWrite(input: DecideApprovalInput): MappedWrite<ApprovalRecord | undefined, never> {
     const key = this.checkRef(input);
     const expected = checkRevision(CODE, input.expected_revision);
     checkId(CODE, 'decision_id', input.decision_id);
@@ -277,14 +306,10 @@ export class DynamoApprovalStore implements ApprovalStore {
       decided_at: iso,
     });
 
-    // The approvals so far and the approvals needed, from the record the caller holds or a consistent read.
-    // The write is conditional on both, so a stale or wrong record only loses the write.
-    let held: ApprovalRecord | undefined = input.current;
-    if (held === undefined) {
-      const item = await consistentGet(this.client, this.table, key);
-      if (item === undefined) throw this.notFound(input, 'decide');
-      held = toRecord(item);
-    }
+    // The approvals so far and the approvals needed, from the record the caller holds.
+    const held = input.current;
+    if (held === undefined || held.approval_id !== input.approval_id || held.tenant_id !== input.tenant_id)
+      throw invalid(CODE, 'a decision names the record it was computed from (current)', { field: 'current' });
     const approvalsSoFar = held.decisions.filter((d) => d.decision === 'approved').length;
     const needed = held.policy.min_approvals ?? 1;
     const me = approverKey(decidedBy);
@@ -319,33 +344,34 @@ export class DynamoApprovalStore implements ApprovalStore {
     }
     b.set('revision', expected + 1);
     b.set('updated_at', iso);
-    const out = await conditionalUpdate(this.client, { TableName: this.table, Key: key, ...b.render() });
-    if (out.ok) return toRecord(out.item);
-    const old = out.old;
-    if (old === undefined) throw this.notFound(input, 'decide');
-    if (old.status !== 'pending') throw this.alreadyDecided(input, 'decide', old);
-    if (typeof old.expires_at === 'string' && old.expires_at <= iso) {
-      throw new AipError('approval.expired', `Approval ${input.approval_id} expired at ${old.expires_at}`, {
-        details: { approval_id: input.approval_id, ...current(old) },
-      });
-    }
-    if (old.revision !== expected) throw this.stateConflict(input, 'decide', old, expected);
-    if (input.decision === 'approved' && holdsApprover(old, decidedBy)) {
-      throw new AipError('approval.already_approved_by_caller', `Approval ${input.approval_id} already holds this principal's approval`, {
-        details: { approval_id: input.approval_id, ...current(old) },
-      });
-    }
-    const requester = old.requested_by as Principal | undefined;
-    if (input.decision === 'approved' && samePrincipal(requester, decidedBy)) {
-      throw new AipError('approval.self_approval_forbidden', 'The requester may not decide this approval', {
-        details: { approval_id: input.approval_id, policy_id: (old.policy as { policy_id?: unknown } | undefined)?.policy_id },
-      });
-    }
-    // The record the outcome was computed from was not the one at this revision.
-    throw this.stateConflict(input, 'decide', old, expected);
+    const refusal = (old: Item | undefined): AipError => {
+      if (old === undefined) return this.notFound(input, 'decide');
+      if (old.status !== 'pending') return this.alreadyDecided(input, 'decide', old);
+      if (typeof old.expires_at === 'string' && old.expires_at <= iso) {
+        return new AipError('approval.expired', `Approval ${input.approval_id} expired at ${old.expires_at}`, {
+          details: { approval_id: input.approval_id, ...current(old) },
+        });
+      }
+      if (old.revision !== expected) return this.stateConflict(input, 'decide', old, expected);
+      if (input.decision === 'approved' && holdsApprover(old, decidedBy)) {
+        return new AipError('approval.already_approved_by_caller', `Approval ${input.approval_id} already holds this principal's approval`, {
+          details: { approval_id: input.approval_id, ...current(old) },
+        });
+      }
+      const requester = old.requested_by as Principal | undefined;
+      if (input.decision === 'approved' && samePrincipal(requester, decidedBy)) {
+        return new AipError('approval.self_approval_forbidden', 'The requester may not decide this approval', {
+          details: { approval_id: input.approval_id, policy_id: (old.policy as { policy_id?: unknown } | undefined)?.policy_id },
+        });
+      }
+      // The record the outcome was computed from was not the one at this revision.
+      return this.stateConflict(input, 'decide', old, expected);
+    };
+    return this.updateWrite(input, key, b, refusal);
   }
 
-  async expire(input: ExpireApprovalInput): Promise<ApprovalRecord> {
+  /** pending → expired once expires_at has passed. */
+  private expireWrite(input: ExpireApprovalInput): MappedWrite<ApprovalRecord | undefined, never> {
     const key = this.checkRef(input);
     const expected = checkRevision(CODE, input.expected_revision);
     const iso = this.clock().toISOString();
@@ -372,7 +398,7 @@ export class DynamoApprovalStore implements ApprovalStore {
    * Closes a pending approval (expire, withdraw): conditional on `pending` at the expected revision, it leaves both
    * indexes. A refusal is classified from the old image: not found, already decided, else `otherwise(old)`.
    */
-  private async closePending(
+  private closePending(
     key: Item,
     input: { tenant_id: string; approval_id: string },
     operation: string,
@@ -380,7 +406,7 @@ export class DynamoApprovalStore implements ApprovalStore {
     iso: string,
     apply: (b: UpdateBuilder) => void,
     otherwise: (old: Item) => AipError,
-  ): Promise<ApprovalRecord> {
+  ): MappedWrite<ApprovalRecord | undefined, never> {
     const b = new UpdateBuilder();
     b.condition(`${b.n('status')} = ${b.v('pending')}`);
     b.condition(`${b.n('revision')} = ${b.v(expected)}`);
@@ -388,15 +414,33 @@ export class DynamoApprovalStore implements ApprovalStore {
     b.set('revision', expected + 1);
     b.set('updated_at', iso);
     b.remove('GSI3PK', 'GSI3SK', 'GSI4PK', 'GSI4SK');
-    const out = await conditionalUpdate(this.client, { TableName: this.table, Key: key, ...b.render() });
-    if (out.ok) return toRecord(out.item);
-    const old = out.old;
-    if (old === undefined) throw this.notFound(input, operation);
-    if (old.status !== 'pending') throw this.alreadyDecided(input, operation, old);
-    throw otherwise(old);
+    return this.updateWrite(input, key, b, (old) => {
+      if (old === undefined) return this.notFound(input, operation);
+      if (old.status !== 'pending') return this.alreadyDecided(input, operation, old);
+      return otherwise(old);
+    });
   }
 
-  async withdraw(input: WithdrawApprovalInput): Promise<ApprovalRecord> {
+  /** One conditional UpdateItem of the approval item, its refusal classified from the ALL_OLD image. */
+  private updateWrite(
+    input: { tenant_id: string; approval_id: string },
+    key: Item,
+    b: UpdateBuilder,
+    refusal: (old: Item | undefined) => AipError,
+  ): MappedWrite<ApprovalRecord | undefined, never> {
+    return {
+      items: [{ Update: { TableName: this.table, Key: key, ...b.render() } }],
+      refuse: (_at, old) => ({ error: refusal(old) }),
+      race: () =>
+        new AipError('approval.state_conflict', `Approval ${input.approval_id}: a concurrent write won the race`, {
+          details: { approval_id: input.approval_id, reason: 'transaction_conflict' },
+        }),
+      written: (image) => (image !== undefined ? toRecord(image) : undefined),
+    };
+  }
+
+  /** pending → withdrawn (the action can no longer succeed), with a typed reason; conditional on status and revision. */
+  private withdrawWrite(input: WithdrawApprovalInput): MappedWrite<ApprovalRecord | undefined, never> {
     const key = this.checkRef(input);
     const expected = checkRevision(CODE, input.expected_revision);
     if (!(APPROVAL_WITHDRAWAL_REASONS as readonly string[]).includes(input.reason)) {

@@ -15,7 +15,9 @@ import { ActionResultSchema, IdempotencyKeySchema, Sha256HexSchema } from '../..
 import {
   DEFAULT_IDEMPOTENCY_RETENTION_SECONDS,
   DEFAULT_IDEMPOTENCY_RETRY_AFTER_MS,
+  idempotencyInFlightError,
   idempotencyKeyHash,
+  idempotencyOutcomeUnknownError,
   type AdoptInput,
   type CompleteInput,
   type IdempotencyReservation,
@@ -25,20 +27,10 @@ import {
   type ReserveInput,
   type ReserveOutcome,
 } from '../../ports/idempotency-store.js';
-import {
-  UpdateBuilder,
-  checkId,
-  checkJson,
-  checkNonNegativeInt,
-  checkRetention,
-  compact,
-  conditionalPut,
-  conditionalUpdate,
-  consistentGet,
-  invalid,
-  type Item,
-} from './store-support.js';
+import type { WriteIntent } from '../../ports/unit-of-work.js';
+import { UpdateBuilder, checkId, checkJson, checkNonNegativeInt, checkRetention, compact, consistentGet, invalid, type Item } from './store-support.js';
 import { ITEM_TYPES, TTL_ATTRIBUTE, keys } from './table-design.js';
+import type { IntentMapper, MappedWrite, Verdict } from './unit-of-work.js';
 
 export interface DynamoIdempotencyStoreOptions {
   readonly client: DynamoDBDocumentClient;
@@ -48,28 +40,6 @@ export interface DynamoIdempotencyStoreOptions {
   readonly retentionSeconds?: number;
   /** retry_after_ms reported for an in-flight reservation. Default 1000. */
   readonly inFlightRetryAfterMs?: number;
-}
-
-/** A reservation Put built but not sent. */
-export interface PreparedReserve {
-  readonly put: {
-    TableName: string;
-    Item: Item;
-    ConditionExpression: string;
-    ExpressionAttributeNames: Record<string, string>;
-    ExpressionAttributeValues: Record<string, unknown>;
-  };
-  /** The reservation the Put creates. */
-  readonly reservation: IdempotencyReservation;
-  /** The outcome named by the ALL_OLD image of a failed Put (throws idempotency.fingerprint_mismatch). */
-  readonly held: (old: Item | undefined) => Exclude<ReserveOutcome, { outcome: 'reserved' }>;
-}
-
-/** An owner-conditioned Update built but not sent. */
-export interface PreparedOwnerUpdate {
-  readonly update: { TableName: string; Key: { PK: string; SK: string } } & ReturnType<UpdateBuilder['render']>;
-  /** idempotency.not_owner from the ALL_OLD image of a failed Update. */
-  readonly failure: (old: Item | undefined) => AipError;
 }
 
 const CODE = 'idempotency.invalid_request' as const;
@@ -98,11 +68,17 @@ function toReservation(item: Item): IdempotencyReservation {
 }
 
 /** TTL is epoch seconds, rounded up so DynamoDB never deletes before expires_at. */
+function keyHeld(existing: IdempotencyReservation): AipError {
+  return new AipError('idempotency.key_held', 'The idempotency key is held by an earlier request whose stored result answers this one', {
+    details: { action_id: existing.action_id, status: existing.status },
+  });
+}
+
 function ttlFor(expiresMs: number): number {
   return Math.ceil(expiresMs / 1000);
 }
 
-export class DynamoIdempotencyStore implements IdempotencyStore {
+export class DynamoIdempotencyStore implements IdempotencyStore, IntentMapper {
   private readonly client: DynamoDBDocumentClient;
   private readonly table: string;
   private readonly clock: () => Date;
@@ -131,20 +107,30 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
     checkNonNegativeInt(CODE, 'fence', input.fence);
   }
 
-  async reserve(input: ReserveInput): Promise<ReserveOutcome> {
-    const prepared = this.prepareReserve(input);
-    const out = await conditionalPut(this.client, prepared.put);
-    if (out.ok) return { outcome: 'reserved', reservation: prepared.reservation };
-    return prepared.held(out.old);
+  /** Maps a write intent on an idempotency reservation to its conditional item (lib/aws/dynamo/unit-of-work.ts). */
+  map(intent: WriteIntent): MappedWrite {
+    switch (intent.kind) {
+      case 'idempotency.reserve':
+        return this.reserveWrite(intent.input);
+      case 'idempotency.complete':
+        return this.completeWrite(intent.input);
+      case 'idempotency.mark_uncertain':
+        return this.markUncertainWrite(intent.input);
+      case 'idempotency.expire_rejected':
+        return this.expireRejectedWrite(intent.input);
+      case 'idempotency.adopt':
+        return this.adoptWrite(intent.input);
+      default:
+        throw new AipError('internal.unexpected', `the idempotency store does not write ${intent.kind}`);
+    }
   }
 
   /**
-   * Validates a reservation and builds its conditional Put (not sent): absent,
-   * or present but expired. `held` turns the ALL_OLD image of a failed Put
-   * into the outcome (throws idempotency.fingerprint_mismatch). Shared by
-   * reserve() and the composite admission write.
+   * Reserves the key for one attempt: absent, or present but expired (TTL
+   * deletion lags). A refusal carries who holds it (replay, in flight,
+   * uncertain), or is idempotency.fingerprint_mismatch.
    */
-  prepareReserve(input: ReserveInput): PreparedReserve {
+  private reserveWrite(input: ReserveInput): MappedWrite<IdempotencyReservation, Exclude<ReserveOutcome, { outcome: 'reserved' }>> {
     const key = this.scopeKey(input);
     if (!Sha256HexSchema.safeParse(input.fingerprint).success)
       throw invalid(CODE, 'fingerprint must be a lower-case sha256 hex digest', { field: 'fingerprint' });
@@ -172,35 +158,47 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
       [TTL_ATTRIBUTE]: ttlFor(expiresMs),
     });
     // Absent, or present but expired (TTL deletion lags): the reservation is ours.
+    const reservation = toReservation(item);
     return {
-      put: {
-        TableName: this.table,
-        Item: item,
-        ConditionExpression: 'attribute_not_exists(#pk) OR (attribute_exists(#exp) AND #exp <= :now)',
-        ExpressionAttributeNames: { '#pk': 'PK', '#exp': 'expires_at' },
-        ExpressionAttributeValues: { ':now': iso },
-      },
-      reservation: toReservation(item),
-      held: (old) => this.heldOutcome(input, old),
+      items: [
+        {
+          Put: {
+            TableName: this.table,
+            Item: item,
+            ConditionExpression: 'attribute_not_exists(#pk) OR (attribute_exists(#exp) AND #exp <= :now)',
+            ExpressionAttributeNames: { '#pk': 'PK', '#exp': 'expires_at' },
+            ExpressionAttributeValues: { ':now': iso },
+          },
+        },
+      ],
+      refuse: (_at, old) => this.heldOutcome(input, old),
+      race: () => this.raced('reserve', input),
+      written: () => reservation,
     };
   }
 
-  private heldOutcome(input: ReserveInput, old: Item | undefined): Exclude<ReserveOutcome, { outcome: 'reserved' }> {
-    if (old === undefined) throw new AipError('internal.unexpected', 'idempotency reservation condition failed without an item');
+  /** Who holds the key, from the ALL_OLD image of a refused reservation: the refusal's typed error and the outcome it answers. */
+  private heldOutcome(input: ReserveInput, old: Item | undefined): Verdict<never, Exclude<ReserveOutcome, { outcome: 'reserved' }>> {
+    if (old === undefined) return { error: this.raced('reserve', input) };
     const existing = toReservation(old);
     if (existing.fingerprint !== input.fingerprint) {
-      throw new AipError('idempotency.fingerprint_mismatch', 'The idempotency key was already used with a different request fingerprint', {
-        details: { reason: 'fingerprint_mismatch', action_id: existing.action_id, status: existing.status },
-      });
+      return {
+        error: new AipError('idempotency.fingerprint_mismatch', 'The idempotency key was already used with a different request fingerprint', {
+          details: { reason: 'fingerprint_mismatch', action_id: existing.action_id, status: existing.status },
+        }),
+      };
     }
     switch (existing.status) {
       case 'completed':
-        if (existing.result !== undefined) return { outcome: 'completed', result: existing.result, reservation: existing };
+        if (existing.result !== undefined)
+          return { error: keyHeld(existing), current: { outcome: 'completed', result: existing.result, reservation: existing } };
         break;
       case 'uncertain':
-        return { outcome: 'uncertain', reservation: existing };
-      case 'in_flight':
-        return { outcome: 'in_flight', retry_after_ms: this.retryAfterMs, reservation: existing };
+        return { error: idempotencyOutcomeUnknownError({ reservation: existing }), current: { outcome: 'uncertain', reservation: existing } };
+      case 'in_flight': {
+        const held = { outcome: 'in_flight', retry_after_ms: this.retryAfterMs, reservation: existing } as const;
+        return { error: idempotencyInFlightError(held), current: held };
+      }
     }
     throw new AipError('internal.unexpected', 'idempotency reservation is in an unknown state', { details: { status: String(existing.status) } });
   }
@@ -211,7 +209,14 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
     if (old === undefined) reason = 'not_found';
     else if (old.action_id !== input.action_id) reason = 'other_action';
     else if (typeof old.expires_at === 'string' && old.expires_at <= iso) reason = 'expired';
-    else if (operation === 'adopt' ? (old.fence as number) >= input.fence : old.fence !== input.fence) reason = 'stale_fence';
+    else if (
+      operation === 'adopt'
+        ? (old.fence as number) >= input.fence
+        : operation === 'mark_uncertain'
+          ? (old.fence as number) > input.fence
+          : old.fence !== input.fence
+    )
+      reason = 'stale_fence';
     else reason = `status_${String(old.status)}`;
     return new AipError('idempotency.not_owner', `${operation}: the reservation is not owned by this attempt (${reason})`, {
       details: {
@@ -224,18 +229,8 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
     });
   }
 
-  async complete(input: CompleteInput): Promise<IdempotencyReservation> {
-    const prepared = this.prepareComplete(input);
-    const out = await conditionalUpdate(this.client, prepared.update);
-    if (out.ok) return toReservation(out.item);
-    const old = out.old;
-    // A repeated complete by the same owner: the stored result stands.
-    if (old !== undefined && old.status === 'completed' && old.action_id === input.action_id && old.fence === input.fence) return toReservation(old);
-    throw prepared.failure(old);
-  }
-
-  /** complete() built but not sent (owner-conditioned update), for the composite settlement write. */
-  prepareComplete(input: CompleteInput): PreparedOwnerUpdate {
+  /** in_flight|uncertain → completed, storing the result; fenced on the owner. Restarts the retention. A repeated complete by the same owner answers the stored result. */
+  private completeWrite(input: CompleteInput): MappedWrite<IdempotencyReservation | undefined, never> {
     const key = this.scopeKey(input);
     this.checkOwner(input);
     checkJson(CODE, 'result', input.result, true);
@@ -256,35 +251,45 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
     b.set('updated_at', iso);
     b.set('expires_at', new Date(expiresMs).toISOString());
     b.set(TTL_ATTRIBUTE, ttlFor(expiresMs));
-    return { update: { TableName: this.table, Key: key, ...b.render() }, failure: (old) => this.notOwner('complete', input, old, iso) };
+    const write = this.ownerWrite('complete', input, key, b, iso);
+    return {
+      ...write,
+      refuse: (at, old) =>
+        old !== undefined && old.status === 'completed' && old.action_id === input.action_id && old.fence === input.fence
+          ? { ...write.refuse(at, old), already: toReservation(old) }
+          : write.refuse(at, old),
+    };
   }
 
-  async markUncertain(input: OwnerInput): Promise<IdempotencyReservation> {
-    const prepared = this.prepareMarkUncertain(input);
-    const out = await conditionalUpdate(this.client, prepared.update);
-    if (out.ok) return toReservation(out.item);
-    throw prepared.failure(out.old);
-  }
-
-  /** markUncertain() built but not sent, for the composite settlement write. */
-  prepareMarkUncertain(input: OwnerInput): PreparedOwnerUpdate {
+  /** in_flight → uncertain (outcome_unknown): kept with no expiry; fenced on the owner. */
+  private markUncertainWrite(input: OwnerInput): MappedWrite<IdempotencyReservation | undefined, never> {
     const key = this.scopeKey(input);
     this.checkOwner(input);
     const iso = this.clock().toISOString();
     const b = new UpdateBuilder();
     // Deliberately no expiry condition: an ambiguous outcome is evidence and is
     // kept even if the in-flight retention ran out (as long as nobody took the key).
+    // A newer attempt of the same action may mark it too (fence at or below its own): an attempt that recovers
+    // from a predecessor that adopted the key and died settles outcome_unknown, and the key must then answer
+    // idempotency.outcome_unknown for good, never expire into a blind re-execution. Only the conservative
+    // direction is widened; an older fence (a zombie) is still refused.
     b.condition(`${b.n('action_id')} = ${b.v(input.action_id)}`);
-    b.condition(`${b.n('fence')} = ${b.v(input.fence)}`);
+    b.condition(`${b.n('fence')} <= ${b.v(input.fence)}`);
     b.condition(`${b.n('status')} IN (${b.v('in_flight')}, ${b.v('uncertain')})`);
     b.set('status', 'uncertain');
     b.setExpr('revision', `${b.n('revision')} + ${b.v(1)}`);
     b.set('updated_at', iso);
     b.remove('expires_at', TTL_ATTRIBUTE);
-    return { update: { TableName: this.table, Key: key, ...b.render() }, failure: (old) => this.notOwner('mark_uncertain', input, old, iso) };
+    return this.ownerWrite('mark_uncertain', input, key, b, iso);
   }
 
-  async expireRejected(input: OwnerInput): Promise<IdempotencyReservation> {
+  /**
+   * in_flight → expired now, fenced on the owner: an admission definitively
+   * rejected after it reserved the key gives the key back (the next request
+   * with it is evaluated afresh). The item is kept (no delete); its retention
+   * ends now.
+   */
+  private expireRejectedWrite(input: OwnerInput): MappedWrite<IdempotencyReservation | undefined, never> {
     const key = this.scopeKey(input);
     this.checkOwner(input);
     const now = this.clock();
@@ -299,20 +304,11 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
     b.set('updated_at', iso);
     b.set('expires_at', iso);
     b.set(TTL_ATTRIBUTE, ttlFor(now.getTime()));
-    const out = await conditionalUpdate(this.client, { TableName: this.table, Key: key, ...b.render() });
-    if (out.ok) return toReservation(out.item);
-    throw this.notOwner('expire_rejected', input, out.old, iso);
+    return this.ownerWrite('expire_rejected', input, key, b, iso);
   }
 
-  async adopt(input: AdoptInput): Promise<IdempotencyReservation> {
-    const prepared = this.prepareAdopt(input);
-    const out = await conditionalUpdate(this.client, prepared.update);
-    if (out.ok) return toReservation(out.item);
-    throw prepared.failure(out.old);
-  }
-
-  /** adopt() built but not sent, for the composite attempt-start write. */
-  prepareAdopt(input: AdoptInput): PreparedOwnerUpdate {
+  /** A newer attempt of the same action takes over an in-flight reservation (stored fence < new fence). */
+  private adoptWrite(input: AdoptInput): MappedWrite<IdempotencyReservation | undefined, never> {
     const key = this.scopeKey(input);
     this.checkOwner(input);
     const iso = this.clock().toISOString();
@@ -325,7 +321,29 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
     b.set('fence', input.fence);
     b.setExpr('revision', `${b.n('revision')} + ${b.v(1)}`);
     b.set('updated_at', iso);
-    return { update: { TableName: this.table, Key: key, ...b.render() }, failure: (old) => this.notOwner('adopt', input, old, iso) };
+    return this.ownerWrite('adopt', input, key, b, iso);
+  }
+
+  /** One owner-conditioned UpdateItem of the reservation; a refusal is idempotency.not_owner with its reason. */
+  private ownerWrite(
+    operation: string,
+    input: OwnerInput | AdoptInput,
+    key: { PK: string; SK: string },
+    b: UpdateBuilder,
+    iso: string,
+  ): MappedWrite<IdempotencyReservation | undefined, never> {
+    return {
+      items: [{ Update: { TableName: this.table, Key: key, ...b.render() } }],
+      refuse: (_at, old) => ({ error: this.notOwner(operation, input, old, iso) }),
+      race: () => this.raced(operation, input),
+      written: (image) => (image !== undefined ? toReservation(image) : undefined),
+    };
+  }
+
+  private raced(operation: string, input: { readonly action_id: string }): AipError {
+    return new AipError('idempotency.in_flight', `${operation}: a concurrent write to the same reservation won the race`, {
+      details: { operation, action_id: input.action_id, reason: 'transaction_conflict' },
+    });
   }
 
   async get(scope: IdempotencyScope): Promise<IdempotencyReservation | undefined> {

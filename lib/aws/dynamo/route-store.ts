@@ -10,8 +10,10 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import { Sha256HexSchema } from '../../../packages/connector-sdk/src/protocol/index.js';
 import { routeMismatches, type PutRouteResult, type RouteAssignment, type RouteRef, type RouteStore } from '../../ports/route-store.js';
-import { checkId, checkNonNegativeInt, checkTime, compact, conditionalPut, consistentGet, invalid, type Item } from './store-support.js';
+import type { WriteIntent } from '../../ports/unit-of-work.js';
+import { checkId, checkNonNegativeInt, checkTime, compact, consistentGet, invalid, type Item } from './store-support.js';
 import { ITEM_TYPES, keys } from './table-design.js';
+import type { IntentMapper, MappedWrite } from './unit-of-work.js';
 
 export interface DynamoRouteStoreOptions {
   readonly client: DynamoDBDocumentClient;
@@ -68,43 +70,7 @@ function checkAssignment(a: RouteAssignment): void {
   checkTime(CODE, 'created_at', a.created_at);
 }
 
-/** A put-if-absent of a route assignment, built but not sent. */
-export interface PreparedRoutePut {
-  readonly put: { TableName: string; Item: Item; ConditionExpression: string; ExpressionAttributeNames: Record<string, string> };
-  /** The result when the put lands. */
-  readonly created: PutRouteResult;
-  /** The result when the put is refused: the stored assignment from the ALL_OLD image, reusable or not. */
-  existing(old: Item | undefined): PutRouteResult;
-}
-
-/**
- * `DynamoRouteStore.putIfAbsent` built but not sent: the same checks, item and
- * condition (`attribute_not_exists(PK)`), for the composite attempt-start
- * write (lib/aws/dynamo/atomic-writes.ts), which classifies a refusal with
- * `existing(old)` exactly as putIfAbsent does. A module function, not a store
- * method: the store's surface stays `putIfAbsent` and `get` (no other lookup).
- */
-export function prepareRoutePut(tableName: string, assignment: RouteAssignment): PreparedRoutePut {
-  checkAssignment(assignment);
-  const stored: RouteAssignment = compact(Object.fromEntries(FIELDS.map((f) => [f, assignment[f]])) as unknown as RouteAssignment);
-  return {
-    put: {
-      TableName: tableName,
-      Item: { ...keys.routeAssignment(assignment.tenant_id, assignment.action_id), item_type: ITEM_TYPES.routeAssignment, ...stored },
-      ConditionExpression: 'attribute_not_exists(#pk)',
-      ExpressionAttributeNames: { '#pk': 'PK' },
-    },
-    created: { created: true, assignment: stored, reusable: true, mismatched: [] },
-    existing: (old) => {
-      if (old === undefined) throw new AipError('internal.unexpected', 'route assignment condition failed without an item');
-      const existing = toAssignment(old);
-      const mismatched = routeMismatches(existing, assignment);
-      return { created: false, assignment: existing, reusable: mismatched.length === 0, mismatched };
-    },
-  };
-}
-
-export class DynamoRouteStore implements RouteStore {
+export class DynamoRouteStore implements RouteStore, IntentMapper {
   private readonly client: DynamoDBDocumentClient;
   private readonly table: string;
 
@@ -113,11 +79,44 @@ export class DynamoRouteStore implements RouteStore {
     this.table = options.tableName;
   }
 
-  async putIfAbsent(assignment: RouteAssignment): Promise<PutRouteResult> {
-    const prepared = prepareRoutePut(this.table, assignment);
-    const out = await conditionalPut(this.client, prepared.put);
-    if (out.ok) return prepared.created;
-    return prepared.existing(out.old);
+  /**
+   * Maps `route.pin`: the assignment is written unless one exists for the action (never overwritten). A refusal
+   * carries the stored assignment, reusable or not (`route.already_assigned`); a lone pin of a reusable one
+   * answers it as written.
+   */
+  map(intent: WriteIntent): MappedWrite<PutRouteResult, PutRouteResult> {
+    if (intent.kind !== 'route.pin') throw new AipError('internal.unexpected', `the route store does not write ${intent.kind}`);
+    const assignment = intent.input;
+    checkAssignment(assignment);
+    const stored: RouteAssignment = compact(Object.fromEntries(FIELDS.map((f) => [f, assignment[f]])) as unknown as RouteAssignment);
+    const raced = () =>
+      new AipError('route.already_assigned', 'a concurrent write to the route assignment won the race', {
+        details: { action_id: assignment.action_id, reason: 'transaction_conflict' },
+      });
+    return {
+      items: [
+        {
+          Put: {
+            TableName: this.table,
+            Item: { ...keys.routeAssignment(assignment.tenant_id, assignment.action_id), item_type: ITEM_TYPES.routeAssignment, ...stored },
+            ConditionExpression: 'attribute_not_exists(#pk)',
+            ExpressionAttributeNames: { '#pk': 'PK' },
+          },
+        },
+      ],
+      refuse: (_at, old) => {
+        if (old === undefined) return { error: raced() };
+        const existing = toAssignment(old);
+        const mismatched = routeMismatches(existing, assignment);
+        const current: PutRouteResult = { created: false, assignment: existing, reusable: mismatched.length === 0, mismatched };
+        const error = new AipError('route.already_assigned', 'The action already has a route assignment', {
+          details: { action_id: assignment.action_id, reusable: current.reusable, mismatched },
+        });
+        return { error, current, ...(current.reusable ? { already: current } : {}) };
+      },
+      race: raced,
+      written: () => ({ created: true, assignment: stored, reusable: true, mismatched: [] }),
+    };
   }
 
   async get(ref: RouteRef): Promise<RouteAssignment | undefined> {

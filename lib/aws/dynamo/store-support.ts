@@ -12,15 +12,7 @@
  *   `internal.unexpected`): the stores share one table and one failure vocabulary.
  */
 import { setTimeout as delay } from 'node:timers/promises';
-import {
-  BatchGetCommand,
-  GetCommand,
-  PutCommand,
-  UpdateCommand,
-  type DynamoDBDocumentClient,
-  type PutCommandInput,
-  type UpdateCommandInput,
-} from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, GetCommand, PutCommand, type DynamoDBDocumentClient, type PutCommandInput } from '@aws-sdk/lib-dynamodb';
 import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import type { ErrorCode } from '../../../packages/connector-sdk/src/errors/catalogue.js';
 import { ID_MAX_LENGTH, ID_PATTERN, inspectJson } from '../../../packages/connector-sdk/src/protocol/index.js';
@@ -38,20 +30,6 @@ export const ITEM_JSON_LIMITS = { maxDepth: 64, maxNodes: 50_000, maxSize: 350 *
 export const MAX_LEASE_MS = 86_400_000;
 
 export type WriteOutcome = { readonly ok: true; readonly item: Item } | { readonly ok: false; readonly old: Item | undefined };
-
-/** One conditional UpdateItem (ALL_NEW on success, ALL_OLD on a failed condition). */
-export async function conditionalUpdate(
-  client: DynamoDBDocumentClient,
-  params: Omit<UpdateCommandInput, 'ReturnValues' | 'ReturnValuesOnConditionCheckFailure'>,
-): Promise<WriteOutcome> {
-  try {
-    const out = await client.send(new UpdateCommand({ ...params, ReturnValues: 'ALL_NEW', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }));
-    return { ok: true, item: out.Attributes ?? {} };
-  } catch (err) {
-    if (errorName(err) === 'ConditionalCheckFailedException') return { ok: false, old: fromAttributeMap((err as { Item?: unknown }).Item) };
-    throw mapStoreError(err);
-  }
-}
 
 /** One conditional PutItem (ALL_OLD on a failed condition). */
 export async function conditionalPut(

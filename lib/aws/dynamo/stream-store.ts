@@ -9,7 +9,8 @@
 import { QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import { StreamChunkSchema } from '../../../packages/connector-sdk/src/protocol/stream-chunk.js';
-import type { AppendChunkInput, ListChunksQuery, StoredStreamChunk, StreamStore } from '../../ports/stream-store.js';
+import type { ListChunksQuery, StoredStreamChunk, StreamStore } from '../../ports/stream-store.js';
+import type { WriteIntent } from '../../ports/unit-of-work.js';
 import type { Page } from '../../ports/transaction-store.js';
 import {
   checkId,
@@ -18,7 +19,6 @@ import {
   checkNonNegativeInt,
   checkRetention,
   checkTime,
-  conditionalPut,
   decodeCursor,
   encodeCursor,
   epochSeconds,
@@ -28,6 +28,7 @@ import {
 } from './store-support.js';
 import { rejectedStartKey } from './pagination.js';
 import { ITEM_TYPES, TTL_ATTRIBUTE, keys } from './table-design.js';
+import type { IntentMapper, MappedWrite } from './unit-of-work.js';
 
 export interface DynamoStreamStoreOptions {
   readonly client: DynamoDBDocumentClient;
@@ -56,7 +57,7 @@ function checkSeq(field: string, value: unknown): number {
   return n;
 }
 
-export class DynamoStreamStore implements StreamStore {
+export class DynamoStreamStore implements StreamStore, IntentMapper {
   private readonly client: DynamoDBDocumentClient;
   private readonly table: string;
   private readonly clock: () => Date;
@@ -69,7 +70,10 @@ export class DynamoStreamStore implements StreamStore {
     this.retentionSeconds = checkRetention(CODE, 'retentionSeconds', options.retentionSeconds) ?? DEFAULT_STREAM_RETENTION_SECONDS;
   }
 
-  async append(input: AppendChunkInput): Promise<StoredStreamChunk> {
+  /** Maps `stream.append`: a chunk, conditional on its seq not existing for the action. */
+  map(intent: WriteIntent): MappedWrite<StoredStreamChunk, never> {
+    if (intent.kind !== 'stream.append') throw new AipError('internal.unexpected', `the stream store does not write ${intent.kind}`);
+    const input = intent.input;
     if (input === null || typeof input !== 'object') throw invalid(CODE, 'input must be an object');
     checkId(CODE, 'tenant_id', input.tenant_id);
     checkId(CODE, 'action_id', input.action_id);
@@ -89,24 +93,30 @@ export class DynamoStreamStore implements StreamStore {
 
     const now = this.clock();
     const stored: StoredStreamChunk = { tenant_id: input.tenant_id, action_id: input.action_id, seq, chunk: input.chunk, stored_at: now.toISOString() };
-    const out = await conditionalPut(this.client, {
-      TableName: this.table,
-      Item: {
-        ...keys.streamChunk(input.tenant_id, input.action_id, seq),
-        item_type: ITEM_TYPES.streamChunk,
-        ...stored,
-        [TTL_ATTRIBUTE]: epochSeconds(now.getTime()) + this.retentionSeconds,
-      },
-      ConditionExpression: 'attribute_not_exists(#pk)',
-      ExpressionAttributeNames: { '#pk': 'PK' },
-    });
-    if (!out.ok) {
-      const old = out.old;
-      throw new AipError('stream.sequence_conflict', `Stream seq ${seq} of action ${input.action_id} already exists`, {
+    const conflict = (old: Item | undefined) =>
+      new AipError('stream.sequence_conflict', `Stream seq ${seq} of action ${input.action_id} already exists`, {
         details: { action_id: input.action_id, seq, ...(old ? { existing_attempt_id: (old.chunk as { attempt_id?: unknown } | undefined)?.attempt_id } : {}) },
       });
-    }
-    return stored;
+    return {
+      items: [
+        {
+          Put: {
+            TableName: this.table,
+            Item: {
+              ...keys.streamChunk(input.tenant_id, input.action_id, seq),
+              item_type: ITEM_TYPES.streamChunk,
+              ...stored,
+              [TTL_ATTRIBUTE]: epochSeconds(now.getTime()) + this.retentionSeconds,
+            },
+            ConditionExpression: 'attribute_not_exists(#pk)',
+            ExpressionAttributeNames: { '#pk': 'PK' },
+          },
+        },
+      ],
+      refuse: (_at, old) => ({ error: conflict(old) }),
+      race: () => conflict(undefined),
+      written: () => stored,
+    };
   }
 
   async list(query: ListChunksQuery): Promise<Page<StoredStreamChunk>> {

@@ -18,13 +18,12 @@
  * (store-errors.ts), the update-expression builder (update-builder.ts) and the
  * item-image cache (known-images.ts).
  */
-import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import { GENESIS_RECEIPT_HASH, canonicalJson, type JsonObject, type ProviderOperationRef } from '../../../packages/connector-sdk/src/protocol/index.js';
 import type {
   AcquireLeaseInput,
   CheckpointProviderOperationInput,
-  ClaimDirectCommitInput,
   ClaimPlanInput,
   CreateTransactionInput,
   LeaseRequest,
@@ -37,6 +36,7 @@ import type {
   TransitionInput,
   TransitionPatch,
 } from '../../ports/transaction-store.js';
+import type { WriteIntent } from '../../ports/unit-of-work.js';
 import type { ReceiptAppend, StoredReceipt, TransactionRecord } from '../../transactions/record.js';
 import {
   ATTEMPT_STATUSES,
@@ -47,10 +47,9 @@ import {
   isTransactionStatus,
 } from '../../transactions/state-machine.js';
 import type { TransactionStatus } from '../../transactions/status.js';
-import { fromAttributeMap } from './attribute-values.js';
 import { DEFAULT_KNOWN_IMAGES, KnownImages } from './known-images.js';
 import { decodeCursor, encodeCursor, queryMergedPartitions, rejectedStartKey } from './pagination.js';
-import { classifyTransactFailure, errorName, mapStoreError } from './store-errors.js';
+import { errorName, mapStoreError } from './store-errors.js';
 import { consistentBatchGet, isId } from './store-support.js';
 import { GSIS, ITEM_TYPES, TTL_ATTRIBUTE, keys } from './table-design.js';
 import {
@@ -71,6 +70,7 @@ import {
   retentionOf,
 } from './transaction-checks.js';
 import { classifyCasFailure, currentOf, providerConflict, raceConflictFor, stateConflict, type CasSpec } from './transaction-conflicts.js';
+import type { IntentMapper, MappedWrite, TransactItem } from './unit-of-work.js';
 import { compact, UpdateBuilder } from './update-builder.js';
 
 export interface DynamoTransactionStoreOptions {
@@ -101,34 +101,11 @@ export interface DynamoTransactionStoreOptions {
 
 type Item = Record<string, unknown>;
 
-/** One item of a TransactWriteItems request (document client shape). */
-export type TransactItem = NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']>[number];
-
-/** A creation built but not sent: its items, a classifier per item index, and what it produces. */
-export interface PreparedCreate {
-  readonly record: TransactionRecord;
-  readonly transactItems: TransactItem[];
-  /** Classifies the ALL_OLD image of a failed item, by its index in transactItems. */
-  readonly handlers: Record<number, (old: Item | undefined) => AipError>;
-  /** The error for a TransactionConflict (a concurrent transaction on the same item). */
-  readonly onRace: () => AipError;
-  /** Call once the items were written. */
-  readonly committed: () => void;
-  /** The existing record named by the ALL_OLD image of the transaction item. */
-  readonly existing: (old: Item | undefined) => TransactionRecord | undefined;
-}
-
-/** A compare-and-set write carrying a receipt, built but not sent (see prepareSettle). */
-export interface PreparedCas {
-  /** [Update transaction, Put receipt, retention stamps of a terminal write of a retained record]. */
-  readonly transactItems: TransactItem[];
-  /** Classifiers of those two items (indexes 0 and 1). */
-  readonly handlers: Record<number, (old: Item | undefined) => AipError>;
-  readonly onRace: () => AipError;
-  /** The record after the write (computed from the held image); undefined when it cannot be computed. */
-  readonly after: () => TransactionRecord | undefined;
-  /** After a successful write: retention stamps a very long chain's atomic write could not hold. */
-  readonly afterStamps: () => Promise<void>;
+/** A compare-and-set update built from one intent, before the common conditions. */
+interface CasUpdate {
+  readonly spec: CasSpec;
+  readonly b: UpdateBuilder;
+  readonly now: Date;
 }
 
 const DEFAULT_DRY_RUN_RETENTION_S = 7 * 24 * 3600;
@@ -186,12 +163,13 @@ function statusIndex(status: TransactionStatus, tenant: string, transactionId: s
   };
 }
 
-/** Items a plain terminal write stamps besides the record and its new receipt (TransactWriteItems holds 100). */
-const STAMP_LIMIT = 96;
-/** In the composite settlement, which also writes the action and the reservation. */
-const COMPOSITE_STAMP_LIMIT = 94;
+/**
+ * Items a terminal write stamps besides the record and its new receipt in its own atomic write: TransactWriteItems
+ * holds 100, and the largest commit writes at most 8 items besides (lib/aws/dynamo/unit-of-work.ts).
+ */
+const STAMP_LIMIT = 90;
 
-export class DynamoTransactionStore implements TransactionStore {
+export class DynamoTransactionStore implements TransactionStore, IntentMapper {
   private readonly client: DynamoDBDocumentClient;
   private readonly table: string;
   private readonly clock: () => Date;
@@ -211,21 +189,33 @@ export class DynamoTransactionStore implements TransactionStore {
 
   // --- creation ------------------------------------------------------------------------
 
-  async create(input: CreateTransactionInput): Promise<TransactionRecord> {
-    return this.createRecord('create', input);
-  }
-
-  async claimDirectCommit(input: ClaimDirectCommitInput): Promise<TransactionRecord> {
-    return this.createRecord('claim_direct_commit', { ...input, status: 'committing' } as unknown as CreateTransactionInput);
+  /** Maps a write intent on the transaction record (with its receipt) to its conditional items (lib/aws/dynamo/unit-of-work.ts). */
+  map(intent: WriteIntent): MappedWrite {
+    switch (intent.kind) {
+      case 'transaction.create':
+        return this.createWrite('create', intent.input);
+      case 'transaction.claim_direct_commit':
+        return this.createWrite('claim_direct_commit', { ...intent.input, status: 'committing' } as unknown as CreateTransactionInput);
+      case 'transaction.claim_plan':
+        return this.casWrite(this.claimPlanUpdate(intent.input), intent.held);
+      case 'transaction.transition':
+        return this.casWrite(this.transitionUpdate(intent.input), intent.held);
+      case 'transaction.settle':
+        return this.casWrite(this.transitionUpdate(this.settleAsTransition(intent.input)), intent.held);
+      case 'transaction.lease':
+        return this.casWrite(this.leaseUpdate(intent.input), intent.held);
+      case 'transaction.checkpoint':
+        return this.casWrite(this.checkpointUpdate(intent.input), intent.held);
+      default:
+        throw new AipError('internal.unexpected', `the transaction store does not write ${intent.kind}`);
+    }
   }
 
   /**
-   * Validates a creation and builds its items (the transaction item, the plan-ID
-   * guard, the first receipt) with a failure classifier per item. Used by
-   * create/claimDirectCommit and by the composite writes
-   * (lib/aws/dynamo/atomic-writes.ts), which add items of other stores.
+   * A creation: the transaction item (not exists), the plan-ID guard and the
+   * first receipt, with the classifier of each item's refusal.
    */
-  prepareCreate(operation: 'create' | 'claim_direct_commit', input: CreateTransactionInput): PreparedCreate {
+  private createWrite(operation: 'create' | 'claim_direct_commit', input: CreateTransactionInput): MappedWrite<TransactionRecord, TransactionRecord> {
     checkCreate(operation, input);
     const now = this.clock();
     const iso = now.toISOString();
@@ -323,39 +313,20 @@ export class DynamoTransactionStore implements TransactionStore {
       transactItems.push({ Put: this.receiptPut(tenant, txn, input.receipt, iso, ttl) });
     }
     return {
-      record,
-      transactItems,
-      handlers,
-      onRace: () => stateConflict({ operation, tenant_id: tenant, transaction_id: txn, from: [], expected_revision: 0 }, undefined, 'transaction_conflict'),
-      committed: () => this.images.remember(compact(item)),
-      existing: (old) => (old === undefined ? undefined : toRecord(old)),
+      items: transactItems,
+      refuse: (at, old) => {
+        const error = (
+          handlers[at] ??
+          (() => stateConflict({ operation, tenant_id: tenant, transaction_id: txn, from: [], expected_revision: 0 }, undefined, 'receipt_exists'))
+        )(old);
+        return at === 0 && old !== undefined ? { error, current: toRecord(old) } : { error };
+      },
+      race: () => stateConflict({ operation, tenant_id: tenant, transaction_id: txn, from: [], expected_revision: 0 }, undefined, 'transaction_conflict'),
+      written: () => {
+        this.images.remember(compact(item));
+        return record;
+      },
     };
-  }
-
-  private async createRecord(operation: 'create' | 'claim_direct_commit', input: CreateTransactionInput): Promise<TransactionRecord> {
-    const prepared = this.prepareCreate(operation, input);
-    const { record, transactItems, handlers } = prepared;
-    const first = transactItems[0]?.Put;
-    if (first === undefined) throw new AipError('internal.unexpected', 'no transaction item');
-    if (input.receipt === undefined && input.plan_id === undefined) {
-      try {
-        await this.client.send(new PutCommand(first as ConstructorParameters<typeof PutCommand>[0]));
-      } catch (err) {
-        if (errorName(err) === 'ConditionalCheckFailedException')
-          throw (handlers[0] as (old: Item | undefined) => AipError)(fromAttributeMap((err as { Item?: unknown }).Item));
-        throw mapStoreError(err);
-      }
-      prepared.committed();
-      return record;
-    }
-
-    try {
-      await this.client.send(new TransactWriteCommand({ TransactItems: transactItems }));
-    } catch (err) {
-      throw classifyTransactFailure(err, handlers, prepared.onRace);
-    }
-    prepared.committed();
-    return record;
   }
 
   /**
@@ -446,87 +417,85 @@ export class DynamoTransactionStore implements TransactionStore {
   }
 
   /**
-   * The TransactWriteItems parts of a compare-and-set with its receipt: the
-   * conditional update (its old image on a failed condition), the receipt put
-   * (with the record's ttl when the write is terminal), and the retention
-   * stamps of the chain's older items, at most `stampLimit`.
+   * A compare-and-set: status IN from AND revision = expected (+ the
+   * update's own conditions, + the receipt chain). Without a receipt it is one
+   * conditional UpdateItem; with one, the update, the receipt put (with the
+   * record's ttl when the write is terminal) and the retention stamps of the
+   * chain's older items, at most STAMP_LIMIT, written together.
+   *
+   * The record after the write is computed from the known pre-image: the one
+   * this adapter last read or wrote at the expected revision, or the `held`
+   * record the step read (the write is then also conditioned on its
+   * created_at, so the pre-image is certainly the item written). Otherwise it
+   * is read back strongly consistently.
    */
-  private casItems(spec: CasSpec, receipt: ReceiptAppend, key: Item, b: UpdateBuilder, now: Date, stampLimit: number): TransactItem[] {
-    const ttl = spec.retention !== undefined ? { [TTL_ATTRIBUTE]: spec.retention.ttl } : {};
-    return [
-      { Update: { TableName: this.table, Key: key, ...b.render(), ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } },
-      { Put: this.receiptPut(spec.tenant_id, spec.transaction_id, receipt, now.toISOString(), ttl) },
-      ...this.retentionStamps(spec, stampLimit),
-    ];
-  }
-
-  /**
-   * Issues one conditional write: status IN from AND revision = expected
-   * (+ the builder's own conditions, + the receipt chain condition).
-   */
-  private async cas(spec: CasSpec, b: UpdateBuilder, now: Date): Promise<TransactionRecord> {
+  private casWrite(update: CasUpdate, held: TransactionRecord | undefined): MappedWrite<TransactionRecord, never> {
+    const { spec, b, now } = update;
     this.casConditions(spec, b, now);
     const key = keys.transaction(spec.tenant_id, spec.transaction_id);
-
-    if (spec.receipt === undefined) {
-      try {
-        const out = await this.client.send(
-          new UpdateCommand({
-            TableName: this.table,
-            Key: key,
-            ...b.render(),
-            ReturnValues: 'ALL_NEW',
-            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          }),
-        );
-        this.images.remember(out.Attributes);
-        return toRecord(out.Attributes ?? {});
-      } catch (err) {
-        this.images.forget(spec.tenant_id, spec.transaction_id);
-        if (errorName(err) === 'ConditionalCheckFailedException') {
-          throw classifyCasFailure(spec, fromAttributeMap((err as { Item?: unknown }).Item));
-        }
-        throw mapStoreError(err);
-      }
-    }
-
-    // The known pre-image, if this adapter holds the item at the expected
-    // revision. The write is then also conditioned on its created_at, so the
-    // pre-image is certainly the item the write applies to.
-    const before = this.images.recall(spec.tenant_id, spec.transaction_id, spec.expected_revision);
-    if (before !== undefined) b.condition(`${b.n('created_at')} = ${b.v(before.created_at)}`);
-    try {
-      await this.client.send(
-        new TransactWriteCommand({
-          TransactItems: this.casItems(spec, spec.receipt, key, b, now, STAMP_LIMIT),
-        }),
-      );
-    } catch (err) {
+    const refuse = (old: Item | undefined) => {
       this.images.forget(spec.tenant_id, spec.transaction_id);
-      throw classifyTransactFailure(
-        err,
-        { 0: (old) => classifyCasFailure(spec, old), 1: () => stateConflict(spec, undefined, 'receipt_exists') },
-        raceConflictFor(spec),
-      );
+      return { error: classifyCasFailure(spec, old) };
+    };
+    const race = () => {
+      this.images.forget(spec.tenant_id, spec.transaction_id);
+      return raceConflictFor(spec)();
+    };
+    if (spec.receipt === undefined) {
+      return {
+        items: [{ Update: { TableName: this.table, Key: key, ...b.render() } }],
+        refuse: (_at, old) => refuse(old),
+        race,
+        written: async (image) => {
+          if (image !== undefined) {
+            this.images.remember(image);
+            return toRecord(image);
+          }
+          return this.readBack(spec);
+        },
+      };
     }
-    await this.stampOverflow(spec);
-    const computed = before !== undefined ? b.applyTo(before) : undefined;
-    if (computed !== undefined && !this.verifyImages) {
-      this.images.remember(computed);
-      return toRecord(structuredClone(computed));
-    }
-    // TransactWriteItems returns no item image: read the record back strongly
-    // consistently. Its revision is >= the one this write produced.
+    const before: Item | undefined =
+      this.images.recall(spec.tenant_id, spec.transaction_id, spec.expected_revision) ??
+      (held !== undefined && held.revision === spec.expected_revision && held.transaction_id === spec.transaction_id && held.tenant_id === spec.tenant_id
+        ? { ...key, ...held }
+        : undefined);
+    if (before !== undefined) b.condition(`${b.n('created_at')} = ${b.v(before.created_at)}`);
+    const ttl = spec.retention !== undefined ? { [TTL_ATTRIBUTE]: spec.retention.ttl } : {};
+    return {
+      items: [
+        { Update: { TableName: this.table, Key: key, ...b.render() } },
+        { Put: this.receiptPut(spec.tenant_id, spec.transaction_id, spec.receipt, now.toISOString(), ttl) },
+        ...this.retentionStamps(spec),
+      ],
+      refuse: (at, old) => (at === 0 ? refuse(old) : { error: stateConflict(spec, undefined, 'receipt_exists') }),
+      race,
+      written: async () => {
+        const computed = before !== undefined ? b.applyTo(before) : undefined;
+        if (computed !== undefined && !this.verifyImages) {
+          this.images.remember(computed);
+          return toRecord(structuredClone(computed));
+        }
+        // TransactWriteItems returns no item image: read the record back strongly
+        // consistently. Its revision is >= the one this write produced.
+        const after = await this.readBack(spec);
+        if (computed !== undefined && after.revision === spec.expected_revision + 1) {
+          const expected = canonicalJson(toRecord(computed) as unknown as JsonObject);
+          if (canonicalJson(after as unknown as JsonObject) !== expected) {
+            throw new AipError('internal.unexpected', 'The locally computed transaction image differs from the stored item', {
+              details: { transaction_id: spec.transaction_id, operation: spec.operation },
+            });
+          }
+        }
+        return after;
+      },
+      after: () => this.stampOverflow(spec),
+    };
+  }
+
+  private async readBack(spec: CasSpec): Promise<TransactionRecord> {
     const after = await this.readTransaction(spec.tenant_id, spec.transaction_id);
     if (after === undefined) throw new AipError('internal.unexpected', 'transaction vanished after a successful write');
-    if (computed !== undefined && after.revision === spec.expected_revision + 1) {
-      const expected = canonicalJson(toRecord(computed) as unknown as JsonObject);
-      if (canonicalJson(after as unknown as JsonObject) !== expected) {
-        throw new AipError('internal.unexpected', 'The locally computed transaction image differs from the stored item', {
-          details: { transaction_id: spec.transaction_id, operation: spec.operation },
-        });
-      }
-    }
     return after;
   }
 
@@ -560,18 +529,7 @@ export class DynamoTransactionStore implements TransactionStore {
     b.set('provider_operation', ref);
   }
 
-  async claimPlan(input: ClaimPlanInput): Promise<TransactionRecord> {
-    const { spec, b, now } = this.buildClaimPlan(input);
-    return this.cas(spec, b, now);
-  }
-
-  /** claimPlan() built but not sent (with its receipt), for the composite admission write of a planned commit. */
-  prepareClaimPlan(input: ClaimPlanInput, held: TransactionRecord): PreparedCas {
-    const { spec, b, now } = this.buildClaimPlan(input);
-    return this.prepared(spec, b, now, held);
-  }
-
-  private buildClaimPlan(input: ClaimPlanInput): { spec: CasSpec; b: UpdateBuilder; now: Date } {
+  private claimPlanUpdate(input: ClaimPlanInput): CasUpdate {
     checkRef(input);
     checkId('plan_id', input.plan_id);
     checkId('commit_action_id', input.commit_action_id);
@@ -600,13 +558,8 @@ export class DynamoTransactionStore implements TransactionStore {
     return { spec, b, now };
   }
 
-  async transition(input: TransitionInput): Promise<TransactionRecord> {
-    const { spec, b, now } = this.buildTransition(input);
-    return this.cas(spec, b, now);
-  }
-
   /** Validates a generic transition and builds its update (without the common CAS conditions). */
-  private buildTransition(input: TransitionInput): { spec: CasSpec; b: UpdateBuilder; now: Date } {
+  private transitionUpdate(input: TransitionInput): CasUpdate {
     const checked = checkTransition(input);
     const { patch, cursor, ref } = checked;
     let nextReconcileAt = checked.nextReconcileAt;
@@ -661,58 +614,6 @@ export class DynamoTransactionStore implements TransactionStore {
     return { spec, b, now };
   }
 
-  async settle(input: SettleInput): Promise<TransactionRecord> {
-    return this.transition(this.settleAsTransition(input));
-  }
-
-  /**
-   * A settlement built but not sent, for the composite settlement write
-   * (lib/aws/dynamo/atomic-writes.ts): the same conditional update and receipt
-   * as settle(), additionally conditioned on the held record's created_at so
-   * that the record after the write can be computed from `held` without a read.
-   */
-  prepareSettle(input: SettleInput, held: TransactionRecord): PreparedCas {
-    const { spec, b, now } = this.buildTransition(this.settleAsTransition(input));
-    return this.prepared(spec, b, now, held);
-  }
-
-  /** A compare-and-set write with its receipt, as TransactWriteItems parts (see prepareSettle). */
-  private prepared(spec: CasSpec, b: UpdateBuilder, now: Date, held: TransactionRecord): PreparedCas {
-    if (spec.receipt === undefined) throw invalid('transaction.invalid_receipt', 'a composite settlement carries its receipt', { field: 'receipt' });
-    this.casConditions(spec, b, now);
-    const before: Item | undefined =
-      this.images.recall(spec.tenant_id, spec.transaction_id, spec.expected_revision) ??
-      (held.revision === spec.expected_revision && held.transaction_id === spec.transaction_id && held.tenant_id === spec.tenant_id
-        ? { ...keys.transaction(spec.tenant_id, spec.transaction_id), ...held }
-        : undefined);
-    if (before !== undefined) b.condition(`${b.n('created_at')} = ${b.v(before.created_at)}`);
-    const key = keys.transaction(spec.tenant_id, spec.transaction_id);
-    return {
-      transactItems: this.casItems(spec, spec.receipt, key, b, now, COMPOSITE_STAMP_LIMIT),
-      handlers: {
-        0: (old) => {
-          this.images.forget(spec.tenant_id, spec.transaction_id);
-          return classifyCasFailure(spec, old);
-        },
-        1: () => stateConflict(spec, undefined, 'receipt_exists'),
-      },
-      onRace: () => {
-        this.images.forget(spec.tenant_id, spec.transaction_id);
-        return raceConflictFor(spec)();
-      },
-      afterStamps: () => this.stampOverflow(spec, COMPOSITE_STAMP_LIMIT),
-      after: () => {
-        const computed = before !== undefined ? b.applyTo(before) : undefined;
-        if (computed === undefined) {
-          this.images.forget(spec.tenant_id, spec.transaction_id);
-          return undefined;
-        }
-        this.images.remember(computed);
-        return toRecord(structuredClone(computed));
-      },
-    };
-  }
-
   private settleAsTransition(input: SettleInput): TransitionInput {
     if (input === null || typeof input !== 'object') throw invalid('transaction.invalid_record', 'input must be an object');
     if (!isTransactionStatus(input.to)) throw invalid('transaction.invalid_record', 'unknown target status', { field: 'to' });
@@ -738,7 +639,7 @@ export class DynamoTransactionStore implements TransactionStore {
     }) as TransitionInput;
   }
 
-  async checkpointProviderOperation(input: CheckpointProviderOperationInput): Promise<TransactionRecord> {
+  private checkpointUpdate(input: CheckpointProviderOperationInput): CasUpdate {
     checkRef(input);
     const ref = checkProviderOperation(input.provider_operation);
     const cursor = checkCursor(input.reconciliation_cursor);
@@ -760,21 +661,10 @@ export class DynamoTransactionStore implements TransactionStore {
     this.providerOperationGuard(b, ref);
     b.set('reconciliation_cursor', cursor);
     b.mergeData(input.data);
-    return this.cas(spec, b, now);
+    return { spec, b, now };
   }
 
-  async acquireLease(input: AcquireLeaseInput): Promise<TransactionRecord> {
-    const { spec, b, now } = this.buildLease(input);
-    return this.cas(spec, b, now);
-  }
-
-  /** acquireLease() built but not sent (with its receipt), for the composite attempt-start write. */
-  prepareLease(input: AcquireLeaseInput, held: TransactionRecord): PreparedCas {
-    const { spec, b, now } = this.buildLease(input);
-    return this.prepared(spec, b, now, held);
-  }
-
-  private buildLease(input: AcquireLeaseInput): { spec: CasSpec; b: UpdateBuilder; now: Date } {
+  private leaseUpdate(input: AcquireLeaseInput): CasUpdate {
     checkRef(input);
     checkLease({ owner: input.owner, ttl_ms: input.ttl_ms }, undefined);
     checkJson('data', input.data, true);

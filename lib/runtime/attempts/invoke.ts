@@ -74,7 +74,16 @@ export function hostedConnector(k: Kernel, reg: RegisteredCapability): HostedCon
  */
 export async function resolveRoute(k: Kernel, s: InvocationSubject, hosted: HostedConnector): Promise<RouteAssignment> {
   const wanted = routeAssignment(k, s, hosted);
-  return pinnedRoute(wanted, await k.deps.routes.putIfAbsent(wanted));
+  return pinnedRoute(wanted, await pinRoute(k, wanted));
+}
+
+/** Pins the route unless one is pinned: the stored assignment answers a refusal, reusable or not (pinnedRoute decides). */
+export async function pinRoute(k: Kernel, wanted: RouteAssignment): Promise<PutRouteResult> {
+  const out = await k.commit([{ kind: 'route.pin', input: wanted }] as const);
+  if (out.committed) return out.written[0];
+  const refusal = out.refused[0];
+  if (refusal?.kind === 'route.pin' && refusal.current !== undefined) return refusal.current;
+  throw refusal?.error ?? new AipError('internal.unexpected', 'route pin refused without a reason');
 }
 
 /**

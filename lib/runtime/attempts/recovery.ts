@@ -110,10 +110,8 @@ export async function settleCancelled(
   const to = txn === undefined ? undefined : txn.status === 'reconciling' ? ('outcome_unknown' as const) : ('failed' as const);
   if (txn !== undefined && to !== undefined) {
     try {
-      txn = await k.journal.settle(
-        txn,
-        { to, from: [txn.status], error, result },
-        { action_id: action.action_id, attempt_id, reason: 'cancelled_before_provider_call' },
+      txn = await k.write(
+        k.journal.settle(txn, { to, from: [txn.status], error, result }, { action_id: action.action_id, attempt_id, reason: 'cancelled_before_provider_call' }),
       );
     } catch (err) {
       if (isAipError(err, 'transaction.state_conflict'))
@@ -130,7 +128,7 @@ export async function settleCancelled(
   }
   let settled: ActionRecord;
   try {
-    settled = await k.deps.actions.settle({ tenant_id: action.tenant_id, action_id: action.action_id, fence, to: 'cancelled', result });
+    settled = await k.write({ kind: 'action.settle', input: { tenant_id: action.tenant_id, action_id: action.action_id, fence, to: 'cancelled', result } });
   } catch (err) {
     if (isAipError(err, 'action.fence_stale') || isAipError(err, 'action.state_conflict'))
       return { disposition: 'superseded', tenant_id: action.tenant_id, action_id: action.action_id, retry: false, fence, reason: 'action_fence_moved' };
@@ -140,8 +138,8 @@ export async function settleCancelled(
   if (key !== undefined) {
     const scope = { tenant_id: action.tenant_id, principal_id: action.principal.id, key, action_id: action.action_id, fence };
     try {
-      await k.deps.idempotency.adopt(scope);
-      await k.deps.idempotency.complete({ ...scope, result, retention_seconds: k.config.idempotency.retention_seconds });
+      await k.write({ kind: 'idempotency.adopt', input: scope });
+      await k.write({ kind: 'idempotency.complete', input: { ...scope, result, retention_seconds: k.config.idempotency.retention_seconds } });
     } catch (err) {
       if (!isAipError(err, 'idempotency.not_owner')) throw err;
     }
@@ -171,12 +169,15 @@ export async function failBeforeInvocation(
   if (reg === undefined) return attemptOutcome(message, 'dropped', { reason: err.code });
   let leased: ActionRecord;
   try {
-    leased = await k.deps.actions.acquireLease({
-      tenant_id: action.tenant_id,
-      action_id: action.action_id,
-      owner: attempt_id,
-      ttl_ms: leaseMs(k, reg),
-      expected_revision: action.revision,
+    leased = await k.write({
+      kind: 'action.lease',
+      input: {
+        tenant_id: action.tenant_id,
+        action_id: action.action_id,
+        owner: attempt_id,
+        ttl_ms: leaseMs(k, reg),
+        expected_revision: action.revision,
+      },
     });
   } catch (e) {
     if (isAipError(e, 'action.lease_held') || isAipError(e, 'action.state_conflict'))
@@ -208,10 +209,12 @@ export async function abandonUnstartedTransaction(k: Kernel, action: ActionRecor
   const error = toProtocolError(new AipError('runtime.cancelled'));
   const result: ActionResult = action.result ?? { action_id: action.action_id, status: 'cancelled' };
   try {
-    await k.journal.settle(
-      txn,
-      { to: txn.status === 'reconciling' ? 'outcome_unknown' : 'failed', from: [txn.status], error, result },
-      { action_id: action.action_id, reason: 'cancelled_before_attempt' },
+    await k.write(
+      k.journal.settle(
+        txn,
+        { to: txn.status === 'reconciling' ? 'outcome_unknown' : 'failed', from: [txn.status], error, result },
+        { action_id: action.action_id, reason: 'cancelled_before_attempt' },
+      ),
     );
   } catch (err) {
     if (!isAipError(err, 'transaction.state_conflict')) throw err;

@@ -32,7 +32,7 @@ import {
   type TransactionMode,
 } from '../../../packages/connector-sdk/src/protocol/index.js';
 import type { ActionRecord, SettleActionInput } from '../../ports/action-store.js';
-import type { IdempotencySettlement, SettleWriteOutcome } from '../../ports/atomic-writes.js';
+import type { IntentOf, WriteIntent } from '../../ports/unit-of-work.js';
 import type { SettleInput, TransactionRecord } from '../../ports/transaction-store.js';
 import { DEFAULT_RECONCILE_DELAY_MS, type SettleOutcome } from '../../transactions/state-machine.js';
 import { reconcileBackoffMs } from '../config.js';
@@ -271,7 +271,7 @@ function transactionMoved(err: unknown, txn: TransactionRecord): boolean {
 /** Settles the transaction, the action, the idempotency reservation, and schedules reconciliation when needed. */
 
 /**
- * The settlement as ONE composite write (lib/ports/atomic-writes.ts): the
+ * The settlement as ONE commit of the unit of work (lib/ports/unit-of-work.ts): the
  * transaction (status and revision conditioned, with its receipt), the action
  * (fenced) and the idempotency reservation (owner-conditioned) change together
  * or not at all, so no delivery has to repair a half-settled attempt.
@@ -281,42 +281,40 @@ function transactionMoved(err: unknown, txn: TransactionRecord): boolean {
  * transaction still settles and the attempt reports itself superseded.
  */
 export async function settleAttempt(k: Kernel, req: SettleRequest): Promise<AttemptOutcome> {
-  const atomic = k.deps.atomic;
   const { action, classified, result } = { ...req, result: req.classified.result };
   const held = req.txn !== undefined && classified.to !== undefined ? req.txn : undefined;
   const transaction = held !== undefined && classified.to !== undefined ? transactionSettlement(k, req, held, classified.to) : undefined;
   const statusAfter = transaction !== undefined ? transaction.input.to : req.txn?.status;
-  const actionSettle = actionSettlement(k, { ...req, result }, statusAfter);
+  const actionSettle: IntentOf<'action.settle'> = { kind: 'action.settle', input: actionSettlement(k, { ...req, result }, statusAfter) };
   const idempotency = reservationSettlement(k, action, req.fence, result, req.txn !== undefined, statusAfter);
+  const settleTxn = held !== undefined && transaction !== undefined ? k.journal.settle(held, transaction.input, transaction.evidence) : undefined;
 
   let withAction = true;
   let withIdempotency = idempotency !== undefined;
   let txn = req.txn;
   for (let round = 0; round < 3; round++) {
-    let out: SettleWriteOutcome;
+    const intents: WriteIntent[] = [
+      ...(settleTxn !== undefined ? [settleTxn] : []),
+      ...(withAction ? [actionSettle] : []),
+      ...(withIdempotency && idempotency !== undefined ? [idempotency] : []),
+    ];
+    if (intents.length === 0) break;
+    let out: Awaited<ReturnType<Kernel['commit']>>;
     try {
-      out = await atomic.settle({
-        ...(held !== undefined && transaction !== undefined
-          ? { transaction: { input: k.journal.settleInput(held, transaction.input, transaction.evidence), held } }
-          : {}),
-        ...(withAction ? { action: actionSettle } : {}),
-        ...(withIdempotency && idempotency !== undefined ? { idempotency } : {}),
-      });
+      out = await k.commit(intents);
     } catch (err) {
-      if (held !== undefined && transactionMoved(err, held)) {
-        k.log.warn('superseded attempt: its settlement lost the compare-and-set', {
-          action_id: action.action_id,
-          transaction_id: held.transaction_id,
-          fence: req.fence,
-        });
-        return superseded(action, req, 'transaction_revision_moved');
-      }
+      if (held !== undefined && isAipError(err, 'transaction.state_conflict')) return moved(k, action, req, held);
       if (held === undefined && isAipError(err, 'action.state_conflict') && err.details.reason === 'transaction_conflict')
         return superseded(action, req, 'action_fence_moved');
       throw err;
     }
-    if (!out.settled) {
-      const refusedAction = out.refused.action;
+    if (!out.committed) {
+      const refusedTxn = out.refused.find((r) => r.kind === 'transaction.settle')?.error;
+      if (refusedTxn !== undefined) {
+        if (held !== undefined && transactionMoved(refusedTxn, held)) return moved(k, action, req, held);
+        throw refusedTxn;
+      }
+      const refusedAction = out.refused.find((r) => r.kind === 'action.settle')?.error;
       if (refusedAction !== undefined) {
         if (!isAipError(refusedAction, 'action.fence_stale') && !isAipError(refusedAction, 'action.state_conflict')) throw refusedAction;
         // A newer attempt holds the action: it finishes the action and the reservation from the settled record.
@@ -325,7 +323,7 @@ export async function settleAttempt(k: Kernel, req: SettleRequest): Promise<Atte
         withIdempotency = false;
         continue;
       }
-      const refusedReservation = out.refused.idempotency;
+      const refusedReservation = out.refused.find((r) => r.kind === 'idempotency.complete' || r.kind === 'idempotency.mark_uncertain')?.error;
       if (refusedReservation !== undefined) {
         if (!isAipError(refusedReservation, 'idempotency.not_owner')) throw refusedReservation;
         k.log.warn('idempotency reservation not owned by this attempt', { action_id: action.action_id, fence: req.fence });
@@ -334,13 +332,23 @@ export async function settleAttempt(k: Kernel, req: SettleRequest): Promise<Atte
       }
       throw new AipError('internal.unexpected', 'settlement refused without a reason');
     }
-    if (out.transaction !== undefined) txn = out.transaction;
+    if (settleTxn !== undefined) txn = out.written[0] as TransactionRecord;
     k.crash('during_settlement');
     if (!withAction) return superseded(action, { fence: req.fence, ...(txn ? { txn } : {}) }, 'action_fence_moved');
     if (txn !== undefined) await afterTransactionSettled(k, txn, req.mode, action, req.original);
     return settledOutcome(action, req.fence, txn, result);
   }
   throw new AipError('internal.unexpected', 'settlement did not converge');
+}
+
+/** The transaction moved on under a newer attempt: this one is superseded. */
+function moved(k: Kernel, action: ActionRecord, req: SettleRequest, held: TransactionRecord): AttemptOutcome {
+  k.log.warn('superseded attempt: its settlement lost the compare-and-set', {
+    action_id: action.action_id,
+    transaction_id: held.transaction_id,
+    fence: req.fence,
+  });
+  return superseded(action, req, 'transaction_revision_moved');
 }
 
 function superseded(action: ActionRecord, req: Pick<SettleRequest, 'fence' | 'txn'>, reason: string): AttemptOutcome {
@@ -372,7 +380,7 @@ export async function finishSideRecords(k: Kernel, req: FinishRequest): Promise<
   const { action, txn, result } = req;
   let settled: ActionRecord;
   try {
-    settled = await k.deps.actions.settle(actionSettlement(k, req, txn?.status));
+    settled = await k.write({ kind: 'action.settle', input: actionSettlement(k, req, txn?.status) });
   } catch (err) {
     if (isAipError(err, 'action.fence_stale') || isAipError(err, 'action.state_conflict'))
       return superseded(action, { fence: req.fence, ...(txn ? { txn } : {}) }, 'action_fence_moved');
@@ -434,7 +442,10 @@ export async function redactOriginalInput(k: Kernel, txn: TransactionRecord): Pr
   const redaction = definitiveInputRedaction(policy, original.action.input);
   if (redaction === undefined) return;
   try {
-    await k.deps.actions.redactTerminal({ tenant_id: original.tenant_id, action_id: original.action_id, expected_revision: original.revision, ...redaction });
+    await k.write({
+      kind: 'action.redact',
+      input: { tenant_id: original.tenant_id, action_id: original.action_id, expected_revision: original.revision, ...redaction },
+    });
   } catch (err) {
     if (!isAipError(err, 'action.state_conflict')) throw err;
   }
@@ -448,22 +459,21 @@ function reservationSettlement(
   result: ActionResult,
   hasTransaction: boolean,
   transactionStatus: TransactionRecord['status'] | undefined,
-): IdempotencySettlement | undefined {
+): IntentOf<'idempotency.complete'> | IntentOf<'idempotency.mark_uncertain'> | undefined {
   const key = action.action.idempotency_key;
   if (key === undefined) return undefined;
   const scope = { tenant_id: action.tenant_id, principal_id: action.principal.id, key, action_id: action.action_id, fence };
   const uncertain = transactionStatus === 'outcome_unknown' || (!hasTransaction && result.error !== undefined && isUncertainFailure(result.error));
   return uncertain
-    ? { kind: 'mark_uncertain', input: scope }
-    : { kind: 'complete', input: { ...scope, result, retention_seconds: k.config.idempotency.retention_seconds } };
+    ? { kind: 'idempotency.mark_uncertain', input: scope }
+    : { kind: 'idempotency.complete', input: { ...scope, result, retention_seconds: k.config.idempotency.retention_seconds } };
 }
 
 async function settleIdempotency(k: Kernel, action: ActionRecord, fence: number, result: ActionResult, txn: TransactionRecord | undefined): Promise<void> {
   const settlement = reservationSettlement(k, action, fence, result, txn !== undefined, txn?.status);
   if (settlement === undefined) return;
   try {
-    if (settlement.kind === 'mark_uncertain') await k.deps.idempotency.markUncertain(settlement.input);
-    else await k.deps.idempotency.complete(settlement.input);
+    await k.write(settlement);
   } catch (err) {
     if (!isAipError(err, 'idempotency.not_owner')) throw err;
     k.log.warn('idempotency reservation not owned by this attempt', { action_id: action.action_id, fence });
@@ -521,15 +531,17 @@ export async function escalate(k: Kernel, txn: TransactionRecord, reason: string
   k.log.warn('reconciliation escalated to a human', { transaction_id: txn.transaction_id, reason, reconcile_attempts: txn.reconcile_attempts });
   try {
     // The receipt records the durable status (outcome_unknown) with the escalated fact; requires_human is the wire's projection.
-    const escalated = await k.journal.transition(
-      txn,
-      { operation: 'escalate', from: ['outcome_unknown'], to: 'outcome_unknown', data: { escalation_reason: reason } },
-      RECEIPT_EVENTS.escalated,
-      {
-        escalated: true,
-        reason,
-        reconcile_attempts: txn.reconcile_attempts,
-      },
+    const escalated = await k.write(
+      k.journal.transition(
+        txn,
+        { operation: 'escalate', from: ['outcome_unknown'], to: 'outcome_unknown', data: { escalation_reason: reason } },
+        RECEIPT_EVENTS.escalated,
+        {
+          escalated: true,
+          reason,
+          reconcile_attempts: txn.reconcile_attempts,
+        },
+      ),
     );
     await cancelSchedule(k, escalated);
     return escalated;
@@ -560,20 +572,23 @@ export async function completeOriginalReservation(k: Kernel, txn: TransactionRec
   const base = original.result ?? { action_id: original.action_id, status: 'failed' as const };
   const reconciliation = (txn.result?.metadata as JsonObject | undefined)?.reconciliation;
   try {
-    await k.deps.idempotency.complete({
-      ...scope,
-      action_id: original.action_id,
-      fence: reservation.fence,
-      result: {
-        ...base,
-        metadata: {
-          ...(base.metadata ?? {}),
-          transaction_status: 'reconciled',
-          reconciled_by: reconciledBy,
-          ...(reconciliation !== undefined ? { reconciliation } : {}),
+    await k.write({
+      kind: 'idempotency.complete',
+      input: {
+        ...scope,
+        action_id: original.action_id,
+        fence: reservation.fence,
+        result: {
+          ...base,
+          metadata: {
+            ...(base.metadata ?? {}),
+            transaction_status: 'reconciled',
+            reconciled_by: reconciledBy,
+            ...(reconciliation !== undefined ? { reconciliation } : {}),
+          },
         },
+        retention_seconds: k.config.idempotency.retention_seconds,
       },
-      retention_seconds: k.config.idempotency.retention_seconds,
     });
   } catch (err) {
     if (!isAipError(err, 'idempotency.not_owner')) throw err;

@@ -33,10 +33,10 @@ import type {
 import type { JsonObject, TransactionMode } from '../../../packages/connector-sdk/src/protocol/index.js';
 import type { ActionRecord } from '../../ports/action-store.js';
 import type { ApprovalRecord } from '../../ports/approval-store.js';
-import type { AtomicWrites } from '../../ports/atomic-writes.js';
+import type { IntentOf, WriteIntent } from '../../ports/unit-of-work.js';
 import { reservationIdentity } from '../../ports/idempotency-store.js';
 import type { InvokeMessage } from '../../ports/messages.js';
-import type { RouteAssignment } from '../../ports/route-store.js';
+import type { PutRouteResult, RouteAssignment } from '../../ports/route-store.js';
 import { openStreamSink } from './stream-sink.js';
 import type { TransactionRecord } from '../../ports/transaction-store.js';
 import { isAttemptStatus } from '../../transactions/state-machine.js';
@@ -206,7 +206,7 @@ export async function runAttempt(k: Kernel, message: InvokeMessage, known?: Know
   if (foldable) {
     // 3-5 as ONE composite write: action lease, transaction lease (+ receipt), reservation adoption, and on a first
     // attempt the route assignment (put if absent), so the route is durable before the provider is called.
-    const started = await startAtomically(k, k.deps.atomic, message, action, txn, attempt_id, lease_ms, unwritten, routeRefused);
+    const started = await startAtomically(k, message, action, txn, attempt_id, lease_ms, unwritten, routeRefused);
     if ('disposition' in started) return started;
     leased = started.action;
     txn = started.transaction ?? txn;
@@ -279,7 +279,9 @@ export async function runAttempt(k: Kernel, message: InvokeMessage, known?: Know
         try {
           k.crash('after_provider_accept_before_checkpoint');
           if (held === undefined) throw new AipError('connector.transaction_checkpoint_unavailable');
-          held = await k.journal.checkpoint(held as TransactionRecord & { status: TransactionRecord['status'] }, provider_operation, reconciliation_cursor);
+          held = await k.write(
+            k.journal.checkpoint(held as TransactionRecord & { status: TransactionRecord['status'] }, provider_operation, reconciliation_cursor),
+          );
           k.crash('after_checkpoint_before_response');
         } catch (err) {
           if (isAipError(err, 'runtime.crash_injected')) crashed = err;
@@ -310,7 +312,7 @@ export async function runAttempt(k: Kernel, message: InvokeMessage, known?: Know
     },
   };
   const streaming = connectorReg.capability.execution?.supports_streaming === true && connectorReg.implementation_support.streaming;
-  const stream_sink = streaming ? await openStreamSink(k.deps.streams, action.tenant_id, action.action_id) : undefined;
+  const stream_sink = streaming ? await openStreamSink(k.deps.uow, k.deps.streams, action.tenant_id, action.action_id) : undefined;
 
   k.crash('after_lease_before_provider_call');
   // A client's cancellation reaches the attempt while it is inside the connector (not for the runtime's own reconciliations).
@@ -368,7 +370,7 @@ async function loadAttempt(
 ): Promise<{ action: ActionRecord | undefined; transaction?: { transaction_id: string; record: TransactionRecord | undefined } }> {
   const ref = { tenant_id: message.tenant_id, action_id: message.action_id };
   if (message.transaction_id === undefined) return { action: await k.deps.actions.get(ref) };
-  return k.deps.atomic.loadAttempt({ ...ref, transaction_id: message.transaction_id });
+  return k.deps.attempts.loadAttempt({ ...ref, transaction_id: message.transaction_id });
 }
 
 /**
@@ -379,7 +381,7 @@ async function loadAttempt(
  */
 function startIsFoldable(k: Kernel, action: ActionRecord, txn: TransactionRecord | undefined, attempt_id: string, retrySafe: boolean): boolean {
   if (txn === undefined) {
-    // A plain invocation without a key leases the action only: one UpdateItem is cheaper than a transaction.
+    // A plain invocation without a key leases the action only: one conditional write of one item is cheaper than an atomic write of several.
     if (action.action.idempotency_key === undefined) return false;
     const attempt = action.attempt + 1;
     return !(attempt > 1 && !retrySafe) && !(action.cancel_requested_at !== undefined && attempt === 1);
@@ -392,7 +394,7 @@ function startIsFoldable(k: Kernel, action: ActionRecord, txn: TransactionRecord
 }
 
 /**
- * Steps 3-5 as ONE composite write (lib/ports/atomic-writes.ts): the action
+ * Steps 3-5 as ONE commit of the unit of work (lib/ports/unit-of-work.ts): the action
  * lease (fence + 1), the transaction lease with its `attempt_started` receipt
  * and the reservation adoption, plus, on a first attempt, the route
  * assignment (put if absent). A refusal writes nothing: a held lease or a
@@ -405,7 +407,6 @@ function startIsFoldable(k: Kernel, action: ActionRecord, txn: TransactionRecord
  */
 async function startAtomically(
   k: Kernel,
-  atomic: AtomicWrites,
   message: InvokeMessage,
   action: ActionRecord,
   txn: TransactionRecord | undefined,
@@ -417,60 +418,70 @@ async function startAtomically(
   const fence = action.fence + 1;
   const recovering = txn !== undefined && attemptStarted(action, txn);
   const key = action.action.idempotency_key;
-  let adopt = key !== undefined;
+  const leaseAction: IntentOf<'action.lease'> = {
+    kind: 'action.lease',
+    input: { tenant_id: action.tenant_id, action_id: action.action_id, owner: attempt_id, ttl_ms: lease_ms, expected_revision: action.revision },
+    held: action,
+  };
+  const leaseTxn =
+    txn !== undefined
+      ? k.journal.lease(
+          txn,
+          attempt_id,
+          lease_ms,
+          { attempt_action_id: action.action_id, attempt_fence: fence },
+          { action_id: action.action_id, attempt_id, fence, ...(recovering ? { recovered: true } : {}) },
+        )
+      : undefined;
+  const adoption: IntentOf<'idempotency.adopt'> | undefined =
+    key !== undefined
+      ? { kind: 'idempotency.adopt', input: { tenant_id: action.tenant_id, principal_id: action.principal.id, key, action_id: action.action_id, fence } }
+      : undefined;
+  let adopt = adoption !== undefined;
   let withRoute = unwritten;
   let route: RouteAssignment | undefined;
   for (let round = 0; round < 3; round++) {
-    const out = await atomic.startAttempt({
-      action: {
-        input: { tenant_id: action.tenant_id, action_id: action.action_id, owner: attempt_id, ttl_ms: lease_ms, expected_revision: action.revision },
-        held: action,
-      },
-      ...(txn !== undefined
-        ? {
-            transaction: {
-              input: k.journal.leaseInput(
-                txn,
-                attempt_id,
-                lease_ms,
-                { attempt_action_id: action.action_id, attempt_fence: fence },
-                { action_id: action.action_id, attempt_id, fence, ...(recovering ? { recovered: true } : {}) },
-              ),
-              held: txn,
-            },
-          }
-        : {}),
-      ...(adopt && key !== undefined
-        ? { idempotency: { tenant_id: action.tenant_id, principal_id: action.principal.id, key, action_id: action.action_id, fence } }
-        : {}),
-      ...(withRoute !== undefined ? { route: withRoute } : {}),
-    });
-    if (out.started) {
-      if (withRoute !== undefined && out.route !== undefined) route = pinnedRoute(withRoute, out.route);
-      return { action: out.action, ...(out.transaction !== undefined ? { transaction: out.transaction } : {}), ...(route !== undefined ? { route } : {}) };
+    const intents: WriteIntent[] = [
+      leaseAction,
+      ...(leaseTxn !== undefined ? [leaseTxn] : []),
+      ...(adopt && adoption !== undefined ? [adoption] : []),
+      ...(withRoute !== undefined ? [{ kind: 'route.pin', input: withRoute } as const] : []),
+    ];
+    const out = await k.commit(intents);
+    if (out.committed) {
+      const leased = out.written[0] as ActionRecord;
+      const started = leaseTxn !== undefined ? (out.written[1] as TransactionRecord) : undefined;
+      const pinned = withRoute !== undefined ? (out.written[intents.length - 1] as PutRouteResult) : undefined;
+      if (withRoute !== undefined && pinned !== undefined) route = pinnedRoute(withRoute, pinned);
+      return { action: leased, ...(started !== undefined ? { transaction: started } : {}), ...(route !== undefined ? { route } : {}) };
     }
-    const { action: refusedAction, transaction: refusedTxn, idempotency: refusedIdem, route: refusedRoute } = out.refused;
-    if (refusedRoute !== undefined && withRoute !== undefined) {
+    const refusal = (kind: WriteIntent['kind']) => out.refused.find((r) => r.kind === kind);
+    const refusedRoute = refusal('route.pin');
+    if (refusedRoute?.kind === 'route.pin' && withRoute !== undefined) {
       // An assignment exists already: the reuse rules decide first, as when resolveRoute's put-if-absent is refused.
+      if (refusedRoute.current === undefined) throw refusedRoute.error;
       try {
-        route = pinnedRoute(withRoute, refusedRoute);
+        route = pinnedRoute(withRoute, refusedRoute.current);
       } catch (err) {
         return onRouteRefused(err);
       }
       withRoute = undefined;
     }
+    const refusedAction = refusal('action.lease')?.error;
     if (refusedAction !== undefined) {
       const code = refusedAction.code;
       if (code === 'action.lease_held') return attemptOutcome(message, 'deferred', { reason: code, retry_after_ms: retryAfter(k, refusedAction) });
       if (code === 'action.state_conflict') return attemptOutcome(message, 'deferred', { reason: code, retry_after_ms: 1_000 });
       throw refusedAction;
     }
+    const refusedTxn = refusal('transaction.lease')?.error;
     if (refusedTxn !== undefined) {
       const code = refusedTxn.code;
       if (code === 'transaction.lease_held' || code === 'transaction.state_conflict')
         return attemptOutcome(message, 'deferred', { reason: code, retry_after_ms: 1_000 });
       throw refusedTxn;
     }
+    const refusedIdem = refusal('idempotency.adopt')?.error;
     if (refusedIdem !== undefined) {
       if (!isAipError(refusedIdem, 'idempotency.not_owner')) throw refusedIdem;
       adopt = false;
@@ -497,7 +508,7 @@ async function startSeparately(
   let leased: ActionRecord;
   const ref = { tenant_id: message.tenant_id, action_id: message.action_id };
   try {
-    leased = await k.deps.actions.acquireLease({ ...ref, owner: attempt_id, ttl_ms: lease_ms, expected_revision: action.revision });
+    leased = await k.write({ kind: 'action.lease', input: { ...ref, owner: attempt_id, ttl_ms: lease_ms, expected_revision: action.revision } });
   } catch (err) {
     if (isAipError(err, 'action.lease_held')) return attemptOutcome(message, 'deferred', { reason: err.code, retry_after_ms: retryAfter(k, err) });
     if (isAipError(err, 'action.state_conflict')) return attemptOutcome(message, 'deferred', { reason: err.code, retry_after_ms: 1_000 });
@@ -525,12 +536,14 @@ async function startSeparately(
     // A cancellation requested before this (first) attempt reached the provider: end without a call.
     if (leased.cancel_requested_at !== undefined && !recovering) return settleCancelled(k, leased, fence, txn, attempt_id);
     try {
-      txn = await k.journal.lease(
-        txn,
-        attempt_id,
-        lease_ms,
-        { attempt_action_id: action.action_id, attempt_fence: fence },
-        { action_id: action.action_id, attempt_id, fence, ...(recovering ? { recovered: true } : {}) },
+      txn = await k.write(
+        k.journal.lease(
+          txn,
+          attempt_id,
+          lease_ms,
+          { attempt_action_id: action.action_id, attempt_fence: fence },
+          { action_id: action.action_id, attempt_id, fence, ...(recovering ? { recovered: true } : {}) },
+        ),
       );
     } catch (err) {
       if (isAipError(err, 'transaction.lease_held')) return attemptOutcome(message, 'deferred', { reason: err.code, retry_after_ms: 1_000, fence });
@@ -548,7 +561,10 @@ async function startSeparately(
   const key = action.action.idempotency_key;
   if (key !== undefined) {
     try {
-      await k.deps.idempotency.adopt({ tenant_id: action.tenant_id, principal_id: action.principal.id, key, action_id: action.action_id, fence });
+      await k.write({
+        kind: 'idempotency.adopt',
+        input: { tenant_id: action.tenant_id, principal_id: action.principal.id, key, action_id: action.action_id, fence },
+      });
     } catch (err) {
       if (!isAipError(err, 'idempotency.not_owner')) throw err;
     }

@@ -73,10 +73,12 @@ export async function recheckPlan(k: Kernel, adm: Admission, known?: Transaction
 async function expirePlan(k: Kernel, record: TransactionRecord): Promise<void> {
   try {
     const retention = retentionFor(k, record.capability_id, record);
-    await k.journal.transition(
-      record,
-      { operation: 'expire_plan', from: ['planned'], to: 'failed', ...(retention !== undefined ? { retention } : {}) },
-      RECEIPT_EVENTS.plan_expired,
+    await k.write(
+      k.journal.transition(
+        record,
+        { operation: 'expire_plan', from: ['planned'], to: 'failed', ...(retention !== undefined ? { retention } : {}) },
+        RECEIPT_EVENTS.plan_expired,
+      ),
     );
   } catch (err) {
     if (!isAipError(err, 'transaction.state_conflict')) throw err;
@@ -84,7 +86,7 @@ async function expirePlan(k: Kernel, record: TransactionRecord): Promise<void> {
 }
 
 function claimPlan(k: Kernel, adm: Admission, record: TransactionRecord): Promise<TransactionRecord> {
-  return k.journal.claimPlan(record, planClaim(adm, record), { action_id: adm.action.id }, { actor: adm.principal });
+  return k.write(k.journal.claimPlan(record, planClaim(adm, record), { action_id: adm.action.id }, { actor: adm.principal }));
 }
 
 /** What a commit's claim_plan writes (shared with the composite admission write). */
@@ -154,18 +156,20 @@ export async function admitDirectCommit(k: Kernel, adm: Admission): Promise<Tran
   }
   const txId = adm.action.transaction?.transaction_id as string;
   try {
-    return await k.journal.claimDirectCommit(
-      {
-        tenant_id: adm.tenant_id,
-        transaction_id: txId,
-        mode: 'commit',
-        capability_id: adm.action.capability_id,
-        action_id: adm.action.id,
-        principal: adm.principal,
-        ...(adm.action.identity !== undefined ? { identity: adm.action.identity } : {}),
-        data: { transaction_context: { ...adm.action.transaction } as JsonObject },
-      },
-      { action_id: adm.action.id },
+    return await k.write(
+      k.journal.claimDirectCommit(
+        {
+          tenant_id: adm.tenant_id,
+          transaction_id: txId,
+          mode: 'commit',
+          capability_id: adm.action.capability_id,
+          action_id: adm.action.id,
+          principal: adm.principal,
+          ...(adm.action.identity !== undefined ? { identity: adm.action.identity } : {}),
+          data: { transaction_context: { ...adm.action.transaction } as JsonObject },
+        },
+        { action_id: adm.action.id },
+      ),
     );
   } catch (err) {
     if (isAipError(err, 'transaction.already_exists')) {

@@ -153,21 +153,23 @@ export async function admitCompensate(k: Kernel, adm: Admission): Promise<Compen
       : {}),
   };
   try {
-    const record = await k.journal.create(
-      {
-        tenant_id: adm.tenant_id,
-        transaction_id: txId,
-        status: 'compensating',
-        mode: 'compensate',
-        capability_id: adm.action.capability_id,
-        action_id: adm.action.id,
-        principal: adm.principal,
-        ...(adm.action.identity !== undefined ? { identity: adm.action.identity } : {}),
-        compensation_for: target_id,
-        data: { transaction_context: { ...adm.action.transaction } as JsonObject, compensation },
-      },
-      RECEIPT_EVENTS.compensating,
-      { action_id: adm.action.id, compensation_for: target_id },
+    const record = await k.write(
+      k.journal.create(
+        {
+          tenant_id: adm.tenant_id,
+          transaction_id: txId,
+          status: 'compensating',
+          mode: 'compensate',
+          capability_id: adm.action.capability_id,
+          action_id: adm.action.id,
+          principal: adm.principal,
+          ...(adm.action.identity !== undefined ? { identity: adm.action.identity } : {}),
+          compensation_for: target_id,
+          data: { transaction_context: { ...adm.action.transaction } as JsonObject, compensation },
+        },
+        RECEIPT_EVENTS.compensating,
+        { action_id: adm.action.id, compensation_for: target_id },
+      ),
     );
     return { record, memory, connectorReg };
   } catch (err) {

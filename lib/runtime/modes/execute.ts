@@ -98,7 +98,7 @@ export async function admitExecute(k: Kernel, adm: Admission): Promise<{ record:
       if (verdict.kind === 'replay') return { record: verdict.record, replay: true };
     }
     try {
-      const record = await k.journal.create(preparedRecordInput(adm), RECEIPT_EVENTS.prepared, { action_id: adm.action.id });
+      const record = await k.write(k.journal.create(preparedRecordInput(adm), RECEIPT_EVENTS.prepared, { action_id: adm.action.id }));
       return { record, replay: false };
     } catch (err) {
       // A concurrent execute created it first: apply the gate to what it wrote.
@@ -112,21 +112,23 @@ export async function admitExecute(k: Kernel, adm: Admission): Promise<{ record:
 export async function admitRollbackNotSupported(k: Kernel, adm: Admission): Promise<TransactionRecord> {
   const txId = adm.action.transaction?.transaction_id as string;
   try {
-    return await k.journal.create(
-      {
-        tenant_id: adm.tenant_id,
-        transaction_id: txId,
-        status: 'rollback_not_supported',
-        mode: 'rollback_not_supported',
-        capability_id: adm.action.capability_id,
-        action_id: adm.action.id,
-        principal: adm.principal,
-        ...(retentionFor(k, adm.action.capability_id) !== undefined ? { retention: retentionFor(k, adm.action.capability_id) } : {}),
-        ...(adm.action.identity !== undefined ? { identity: adm.action.identity } : {}),
-        data: { transaction_context: { ...adm.action.transaction } as JsonObject },
-      },
-      RECEIPT_EVENTS.rollback_not_supported,
-      { action_id: adm.action.id },
+    return await k.write(
+      k.journal.create(
+        {
+          tenant_id: adm.tenant_id,
+          transaction_id: txId,
+          status: 'rollback_not_supported',
+          mode: 'rollback_not_supported',
+          capability_id: adm.action.capability_id,
+          action_id: adm.action.id,
+          principal: adm.principal,
+          ...(retentionFor(k, adm.action.capability_id) !== undefined ? { retention: retentionFor(k, adm.action.capability_id) } : {}),
+          ...(adm.action.identity !== undefined ? { identity: adm.action.identity } : {}),
+          data: { transaction_context: { ...adm.action.transaction } as JsonObject },
+        },
+        RECEIPT_EVENTS.rollback_not_supported,
+        { action_id: adm.action.id },
+      ),
     );
   } catch (err) {
     if (!isAipError(err, 'transaction.already_exists')) throw err;

@@ -134,14 +134,17 @@ async function reservePreviewKey(k: Kernel, adm: AdmittedAction): Promise<Submit
 async function completeReservation(k: Kernel, adm: AdmittedAction, result: ActionResult): Promise<void> {
   const key = adm.action.idempotency_key;
   if (key === undefined) return;
-  await k.deps.idempotency.complete({
-    tenant_id: adm.tenant_id,
-    principal_id: adm.principal.id,
-    key,
-    action_id: adm.action.id,
-    fence: adm.record.fence,
-    result,
-    retention_seconds: k.config.idempotency.retention_seconds,
+  await k.write({
+    kind: 'idempotency.complete',
+    input: {
+      tenant_id: adm.tenant_id,
+      principal_id: adm.principal.id,
+      key,
+      action_id: adm.action.id,
+      fence: adm.record.fence,
+      result,
+      retention_seconds: k.config.idempotency.retention_seconds,
+    },
   });
 }
 
@@ -182,25 +185,27 @@ async function completeDryRun(
     metadata: { transaction_id: txId },
   };
   const record = await createOrReuse(k, adm, () =>
-    k.journal.create(
-      {
-        tenant_id,
-        transaction_id: txId,
-        status: 'dry_run_completed',
-        mode: 'dry_run',
-        capability_id: action.capability_id,
-        action_id: action.id,
-        principal: adm.principal,
-        ...(action.identity !== undefined ? { identity: action.identity } : {}),
-        result,
-        data: {
-          transaction_context: { ...action.transaction } as JsonObject,
-          ...(validation !== undefined ? { downstream_validation: validation as unknown as JsonObject } : {}),
+    k.write(
+      k.journal.create(
+        {
+          tenant_id,
+          transaction_id: txId,
+          status: 'dry_run_completed',
+          mode: 'dry_run',
+          capability_id: action.capability_id,
+          action_id: action.id,
+          principal: adm.principal,
+          ...(action.identity !== undefined ? { identity: action.identity } : {}),
+          result,
+          data: {
+            transaction_context: { ...action.transaction } as JsonObject,
+            ...(validation !== undefined ? { downstream_validation: validation as unknown as JsonObject } : {}),
+          },
+          ...(retentionFor(k, action.capability_id) !== undefined ? { retention: retentionFor(k, action.capability_id) } : {}),
         },
-        ...(retentionFor(k, action.capability_id) !== undefined ? { retention: retentionFor(k, action.capability_id) } : {}),
-      },
-      RECEIPT_EVENTS.dry_run_completed,
-      { action_id: action.id },
+        RECEIPT_EVENTS.dry_run_completed,
+        { action_id: action.id },
+      ),
     ),
   );
   const final = await finishUnstartedAction(k, adm.record, result);
@@ -233,17 +238,19 @@ async function completePlan(
     // "A failed validation creates a failed transaction record without a plan."
     const result: ActionResult = { action_id: action.id, status: 'failed', error: validationError, completed_at: k.iso(), metadata: { transaction_id: txId } };
     const record = await createOrReuse(k, adm, () =>
-      k.journal.create(
-        {
-          ...base,
-          status: 'failed',
-          error: validationError,
-          result,
-          data: { transaction_context: { ...tx } as JsonObject, ...(validation ? { downstream_validation: validation as unknown as JsonObject } : {}) },
-          ...(retentionFor(k, action.capability_id) !== undefined ? { retention: retentionFor(k, action.capability_id) } : {}),
-        },
-        RECEIPT_EVENTS.validation_failed,
-        { action_id: action.id, error_code: validationError.code },
+      k.write(
+        k.journal.create(
+          {
+            ...base,
+            status: 'failed',
+            error: validationError,
+            result,
+            data: { transaction_context: { ...tx } as JsonObject, ...(validation ? { downstream_validation: validation as unknown as JsonObject } : {}) },
+            ...(retentionFor(k, action.capability_id) !== undefined ? { retention: retentionFor(k, action.capability_id) } : {}),
+          },
+          RECEIPT_EVENTS.validation_failed,
+          { action_id: action.id, error_code: validationError.code },
+        ),
       ),
     );
     const final = await finishUnstartedAction(k, adm.record, result);
@@ -295,17 +302,19 @@ async function completePlan(
     metadata: { transaction_id: txId, plan_id },
   };
   const record = await createOrReuse(k, adm, () =>
-    k.journal.create(
-      {
-        ...base,
-        status: 'planned',
-        plan_id,
-        plan,
-        result,
-        data: { transaction_context: { ...tx } as JsonObject, ...(validation ? { downstream_validation: validation as unknown as JsonObject } : {}) },
-      },
-      RECEIPT_EVENTS.planned,
-      { action_id: action.id, plan_id },
+    k.write(
+      k.journal.create(
+        {
+          ...base,
+          status: 'planned',
+          plan_id,
+          plan,
+          result,
+          data: { transaction_context: { ...tx } as JsonObject, ...(validation ? { downstream_validation: validation as unknown as JsonObject } : {}) },
+        },
+        RECEIPT_EVENTS.planned,
+        { action_id: action.id, plan_id },
+      ),
     ),
   );
   const final = await finishUnstartedAction(k, adm.record, result);

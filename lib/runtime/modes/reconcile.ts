@@ -90,12 +90,14 @@ async function beginReconcile(k: Kernel, adm: Admission, txId: string, record: T
   }
   let begun: TransactionRecord;
   try {
-    begun = await k.journal.transition(
-      record,
-      { operation: 'begin_reconcile', from: ['outcome_unknown'], to: 'reconciling', data: { reconcile_action_id: adm.action.id } },
-      RECEIPT_EVENTS.reconcile_started,
-      { action_id: adm.action.id, attempt: record.reconcile_attempts + 1 },
-      { actor: adm.principal },
+    begun = await k.write(
+      k.journal.transition(
+        record,
+        { operation: 'begin_reconcile', from: ['outcome_unknown'], to: 'reconciling', data: { reconcile_action_id: adm.action.id } },
+        RECEIPT_EVENTS.reconcile_started,
+        { action_id: adm.action.id, attempt: record.reconcile_attempts + 1 },
+        { actor: adm.principal },
+      ),
     );
   } catch (err) {
     if (isAipError(err, 'transaction.state_conflict')) {
@@ -109,7 +111,7 @@ async function beginReconcile(k: Kernel, adm: Admission, txId: string, record: T
     // The request supplies recovery data the record lacks: make it durable before the handler runs.
     // A provider operation the runtime never checkpointed is bound by an operator (the authority rule): name them as its evidence.
     const supplied_by = requested !== undefined && known === undefined ? { supplied_by: { ...adm.principal }, source: 'reconcile_request' } : undefined;
-    begun = await k.journal.checkpoint(begun, ref, cursor, supplied_by, { actor: adm.principal });
+    begun = await k.write(k.journal.checkpoint(begun, ref, cursor, supplied_by, { actor: adm.principal }));
   }
   if (adm.written !== undefined) adm.written.transaction = begun;
   return begun;

@@ -37,14 +37,17 @@ export async function ensureActionRecord(
   init: { status?: ActionStatus; approval_id?: string } = {},
 ): Promise<{ record: ActionRecord; created: boolean }> {
   try {
-    const record = await k.deps.actions.create({
-      tenant_id: adm.tenant_id,
-      principal: adm.principal,
-      action: adm.action,
-      ...(init.status !== undefined ? { status: init.status } : {}),
-      ...(init.approval_id !== undefined ? { approval_id: init.approval_id } : {}),
-      ...(requestRecovery(adm) !== undefined ? { recovery: requestRecovery(adm) } : {}),
-      actor: recordedActor(adm.caller, k.config.issuer),
+    const record = await k.write({
+      kind: 'action.create',
+      input: {
+        tenant_id: adm.tenant_id,
+        principal: adm.principal,
+        action: adm.action,
+        ...(init.status !== undefined ? { status: init.status } : {}),
+        ...(init.approval_id !== undefined ? { approval_id: init.approval_id } : {}),
+        ...(requestRecovery(adm) !== undefined ? { recovery: requestRecovery(adm) } : {}),
+        actor: recordedActor(adm.caller, k.config.issuer),
+      },
     });
     return { record, created: true };
   } catch (err) {
@@ -108,13 +111,16 @@ export async function finishUnstartedAction(k: Kernel, record: ActionRecord, res
   const policy = dataPolicyOf(k.deps.registry.find(record.capability_id)?.capability);
   const redaction = record.input_redacted === true ? undefined : definitiveInputRedaction(policy, record.action.input);
   try {
-    return await k.deps.actions.transition({
-      tenant_id: record.tenant_id,
-      action_id: record.action_id,
-      from: [record.status],
-      to,
-      expected_revision: record.revision,
-      patch: { result: redactResult(result, policy), ...(redaction ?? {}), ...actionRetention(k, policy) },
+    return await k.write({
+      kind: 'action.transition',
+      input: {
+        tenant_id: record.tenant_id,
+        action_id: record.action_id,
+        from: [record.status],
+        to,
+        expected_revision: record.revision,
+        patch: { result: redactResult(result, policy), ...(redaction ?? {}), ...actionRetention(k, policy) },
+      },
     });
   } catch (err) {
     if (isAipError(err, 'action.state_conflict')) {

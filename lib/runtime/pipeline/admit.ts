@@ -15,7 +15,7 @@ import { AipError, isAipError } from '../../../packages/connector-sdk/src/errors
 import type { Action, ActionResult, TransactionRequest } from '../../../packages/connector-sdk/src/protocol/index.js';
 import type { ActionRecord } from '../../ports/action-store.js';
 import type { TransactionRecord } from '../../ports/transaction-store.js';
-import type { AtomicWrites } from '../../ports/atomic-writes.js';
+import type { IntentOf, Refusal, WriteIntent } from '../../ports/unit-of-work.js';
 import { idempotencyInFlightError, idempotencyOutcomeUnknownError } from '../../ports/idempotency-store.js';
 import { RECEIPT_EVENTS } from '../journal.js';
 import { assertCallerCurrent, authorizeCapability, checkIdentityFields, resolveAccount, resolveTenant, type CallerIdentity } from '../identity.js';
@@ -115,7 +115,7 @@ export async function admit(k: Kernel, adm: Admission): Promise<SubmitOutcome> {
     mode === 'execute' ||
     (mode === undefined && adm.action.idempotency_key !== undefined) ||
     (mode === 'commit' && adm.action.transaction?.plan_id !== undefined && adm.trusted_direct_commit !== true);
-  if (foldable) return admitAtomically(k, adm, k.deps.atomic);
+  if (foldable) return admitAtomically(k, adm);
   const { record, created } = await ensureActionRecord(k, adm);
   const admitted: AdmittedAction = { ...adm, record, created };
   if (!created) return resubmission(k, admitted);
@@ -178,7 +178,10 @@ async function releaseReservation(k: Kernel, adm: AdmittedAction, fence: number)
   const key = adm.action.idempotency_key;
   if (key === undefined) return;
   try {
-    await k.deps.idempotency.expireRejected({ tenant_id: adm.tenant_id, principal_id: adm.principal.id, key, action_id: adm.action.id, fence });
+    await k.write({
+      kind: 'idempotency.expire_rejected',
+      input: { tenant_id: adm.tenant_id, principal_id: adm.principal.id, key, action_id: adm.action.id, fence },
+    });
   } catch (err) {
     if (!isAipError(err, 'idempotency.not_owner')) throw err;
   }
@@ -217,26 +220,29 @@ export async function ensureApproval(k: Kernel, adm: AdmittedAction): Promise<vo
   // A compensate's approval shows whose work it undoes (the target's recorded owner).
   const target = adm.compensation_target;
   try {
-    await k.deps.approvals.create({
-      tenant_id: adm.tenant_id,
-      approval_id,
-      action_id: adm.action.id,
-      ...(adm.action.transaction?.transaction_id !== undefined ? { transaction_id: adm.action.transaction.transaction_id } : {}),
-      capability_id: adm.action.capability_id,
-      requested_by: adm.record.principal,
-      policy,
-      expires_at: new Date(k.now().getTime() + (policy.ttl_ms ?? k.config.approvals.ttl_ms)).toISOString(),
-      ...(target !== undefined
-        ? {
-            subject: {
-              compensation_for: {
-                action_id: target.action_id,
-                ...(target.transaction_id !== undefined ? { transaction_id: target.transaction_id } : {}),
-                owner: { id: target.owner.id, kind: target.owner.kind },
+    await k.write({
+      kind: 'approval.create',
+      input: {
+        tenant_id: adm.tenant_id,
+        approval_id,
+        action_id: adm.action.id,
+        ...(adm.action.transaction?.transaction_id !== undefined ? { transaction_id: adm.action.transaction.transaction_id } : {}),
+        capability_id: adm.action.capability_id,
+        requested_by: adm.record.principal,
+        policy,
+        expires_at: new Date(k.now().getTime() + (policy.ttl_ms ?? k.config.approvals.ttl_ms)).toISOString(),
+        ...(target !== undefined
+          ? {
+              subject: {
+                compensation_for: {
+                  action_id: target.action_id,
+                  ...(target.transaction_id !== undefined ? { transaction_id: target.transaction_id } : {}),
+                  owner: { id: target.owner.id, kind: target.owner.kind },
+                },
               },
-            },
-          }
-        : {}),
+            }
+          : {}),
+      },
     });
   } catch (err) {
     if (!isAipError(err, 'approval.already_exists')) throw err;
@@ -351,7 +357,7 @@ async function dispatch(k: Kernel, adm: AdmittedAction, txRecord: TransactionRec
  * Steps 7 and 8 for execute, a planned commit and a plain invocation with an
  * idempotency key as ONE composite write: the action record, the idempotency
  * reservation and the `prepared` record with its first receipt, or the claim
- * of the planned record (lib/ports/atomic-writes.ts). Nothing is read first
+ * of the planned record, in one commit (lib/ports/unit-of-work.ts). Nothing is read first
  * except, for a commit, the plan its seven-point recheck needs. When the write
  * is refused, the images of the refused items decide, in the order the
  * separate writes are made (action, then reservation, then transaction), with
@@ -367,7 +373,7 @@ async function dispatch(k: Kernel, adm: AdmittedAction, txRecord: TransactionRec
  * with the rejection, or finished with the replayed result): one write where
  * the separate path makes two.
  */
-async function admitAtomically(k: Kernel, adm: Admission, atomic: AtomicWrites): Promise<SubmitOutcome> {
+async function admitAtomically(k: Kernel, adm: Admission): Promise<SubmitOutcome> {
   const mode = adm.action.transaction?.mode;
   // A planned commit: the seven-point recheck reads the planned record the claim is conditioned on.
   let planned: TransactionRecord | undefined;
@@ -389,18 +395,40 @@ async function admitAtomically(k: Kernel, adm: Admission, atomic: AtomicWrites):
     planned = checked.record;
   }
   const reservation = reserveInput(k, adm, 0);
-  const out = await atomic.admit({
-    action: { tenant_id: adm.tenant_id, principal: adm.principal, action: adm.action, actor: recordedActor(adm.caller, k.config.issuer) },
-    ...(reservation !== undefined ? { reservation } : {}),
-    ...(mode === 'execute' ? { transaction: k.journal.createInput(preparedRecordInput(adm), RECEIPT_EVENTS.prepared, { action_id: adm.action.id }) } : {}),
-    ...(planned !== undefined
-      ? { claim: { input: k.journal.claimPlanInput(planned, planClaim(adm, planned), { action_id: adm.action.id }, { actor: adm.principal }), held: planned } }
-      : {}),
-  });
-  if (out.admitted) {
-    const admitted: AdmittedAction = { ...adm, record: out.action, created: true };
-    return guarded(k, admitted, () => dispatch(k, admitted, out.transaction));
+  const createAction: IntentOf<'action.create'> = {
+    kind: 'action.create',
+    input: { tenant_id: adm.tenant_id, principal: adm.principal, action: adm.action, actor: recordedActor(adm.caller, k.config.issuer) },
+  };
+  const transaction =
+    mode === 'execute'
+      ? k.journal.create(preparedRecordInput(adm), RECEIPT_EVENTS.prepared, { action_id: adm.action.id })
+      : planned !== undefined
+        ? k.journal.claimPlan(planned, planClaim(adm, planned), { action_id: adm.action.id }, { actor: adm.principal })
+        : undefined;
+  const intents: WriteIntent[] = [
+    createAction,
+    ...(reservation !== undefined ? [{ kind: 'idempotency.reserve', input: reservation } as const] : []),
+    ...(transaction !== undefined ? [transaction] : []),
+  ];
+  const written = await k.commit(intents);
+  if (written.committed) {
+    const admitted: AdmittedAction = { ...adm, record: written.written[0] as ActionRecord, created: true };
+    return guarded(k, admitted, () =>
+      dispatch(k, admitted, transaction !== undefined ? (written.written[intents.length - 1] as TransactionRecord) : undefined),
+    );
   }
+  // The refusals, in the order separate writes would meet them (action, then reservation, then transaction).
+  const refused = written.refused;
+  const out = {
+    existing_action: refusalOf(refused, 'action.create')?.current,
+    reservation: refusalOf(refused, 'idempotency.reserve')?.current,
+    reservation_error: ((r) => (r !== undefined && r.current === undefined ? r.error : undefined))(refusalOf(refused, 'idempotency.reserve')),
+    existing_transaction: refusalOf(refused, 'transaction.create')?.current,
+    claim_error: refusalOf(refused, 'transaction.claim_plan')?.error,
+  };
+  const createRefused = refusalOf(refused, 'transaction.create');
+  // The transaction ID is free but its plan guard or receipt refused (a lost race on an item beside it).
+  if (createRefused !== undefined && createRefused.current === undefined) throw createRefused.error;
   if (out.existing_action !== undefined) {
     assertResubmission(k, out.existing_action, adm);
     return resubmission(k, { ...adm, record: out.existing_action, created: false });
@@ -427,7 +455,7 @@ async function admitAtomically(k: Kernel, adm: Admission, atomic: AtomicWrites):
       // Lost against a record read before this request's recheck: decide again from a fresh read (nothing was written).
       const { known_transaction: _stale, ...fresh } = adm;
       void _stale;
-      return admitAtomically(k, fresh, atomic);
+      return admitAtomically(k, fresh);
     }
     return rejectUnadmitted(k, adm, claimConflict(out.claim_error, planned ?? { transaction_id: adm.action.transaction?.transaction_id as string }));
   }
@@ -450,6 +478,11 @@ async function admitAtomically(k: Kernel, adm: Admission, atomic: AtomicWrites):
   return replayFromRecord(adm, verdict.record, undefined);
 }
 
+/** The refusal of the intent of `kind`, typed by it. */
+function refusalOf<K extends WriteIntent['kind']>(refused: readonly Refusal[], kind: K): Extract<Refusal, { kind: K }> | undefined {
+  return refused.find((r): r is Extract<Refusal, { kind: K }> => r.kind === kind);
+}
+
 /** The separate-writes path (a race on the action ID found while recording the outcome, or a case the fold leaves to it). */
 async function admitSeparately(k: Kernel, adm: Admission): Promise<SubmitOutcome> {
   const { record, created } = await ensureActionRecord(k, adm);
@@ -464,15 +497,18 @@ async function createFinished(k: Kernel, adm: Admission, result: ActionResult): 
   // Created already terminal (a rejection or a replay): the data contract's redaction applies at once.
   const policy = dataPolicyOf(adm.reg.capability);
   try {
-    await k.deps.actions.create({
-      tenant_id: adm.tenant_id,
-      principal: adm.principal,
-      action: adm.action,
-      actor: recordedActor(adm.caller, k.config.issuer),
-      status,
-      result: redactResult(result, policy),
-      ...(definitiveInputRedaction(policy, adm.action.input) ?? {}),
-      ...actionRetention(k, policy),
+    await k.write({
+      kind: 'action.create',
+      input: {
+        tenant_id: adm.tenant_id,
+        principal: adm.principal,
+        action: adm.action,
+        actor: recordedActor(adm.caller, k.config.issuer),
+        status,
+        result: redactResult(result, policy),
+        ...(definitiveInputRedaction(policy, adm.action.input) ?? {}),
+        ...actionRetention(k, policy),
+      },
     });
     return true;
   } catch (err) {

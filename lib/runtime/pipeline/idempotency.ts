@@ -5,6 +5,7 @@
  * retry_after; a completed one replays its stored result marked as a replay;
  * an uncertain one needs reconciliation.
  */
+import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import type { ActionResult, TransactionContext } from '../../../packages/connector-sdk/src/protocol/index.js';
 import { idempotencyFingerprint, idempotencyInFlightError, idempotencyOutcomeUnknownError, type ReserveInput } from '../../ports/idempotency-store.js';
 import { deriveTransactionId, type Kernel } from '../kernel.js';
@@ -51,10 +52,13 @@ export function reserveInput(k: Kernel, adm: Admission, fence: number): ReserveI
 export async function reserveIdempotency(k: Kernel, adm: AdmittedAction): Promise<{ replay?: ActionResult; from_action_id?: string }> {
   const input = reserveInput(k, adm, adm.record.fence);
   if (input === undefined) return {};
-  const out = await k.deps.idempotency.reserve(input);
+  const written = await k.commit([{ kind: 'idempotency.reserve', input }] as const);
+  if (written.committed) return {};
+  const refusal = written.refused[0];
+  // Held by an earlier request: what it answers; a fingerprint mismatch is thrown.
+  const out = refusal?.kind === 'idempotency.reserve' ? refusal.current : undefined;
+  if (out === undefined) throw refusal?.error ?? new AipError('internal.unexpected', 'reservation refused without a reason');
   switch (out.outcome) {
-    case 'reserved':
-      return {};
     case 'in_flight':
       if (out.reservation.action_id === adm.action.id) return {}; // our own reservation (a resumed admission)
       throw idempotencyInFlightError(out);

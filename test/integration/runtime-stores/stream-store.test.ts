@@ -93,7 +93,7 @@ describe('StreamStoreSink with the runtime stream publisher', () => {
     const id = uid('act');
     const clock = new ManualClock(Date.parse(s.clock.iso()));
     for (const attempt of ['att-1', 'att-2']) {
-      const sink = await openStreamSink(s.streams, TENANT, id);
+      const sink = await openStreamSink(s.uow, s.streams, TENANT, id);
       const pub = new RuntimeStreamPublisher({ action_id: id, attempt_id: attempt, capability_id: 'llm.complete', enabled: true, sink, clock });
       await Promise.all([
         pub.emit({ type: 'text', text: `${attempt} a` }),
@@ -117,8 +117,8 @@ describe('StreamStoreSink with the runtime stream publisher', () => {
   it('a zombie attempt racing a newer one on the same seqs breaks its own stream, never overwrites', async () => {
     const id = uid('act');
     const clock = new ManualClock(Date.parse(s.clock.iso()));
-    const zombieSink = await openStreamSink(s.streams, TENANT, id);
-    const newSink = await openStreamSink(s.streams, TENANT, id);
+    const zombieSink = await openStreamSink(s.uow, s.streams, TENANT, id);
+    const newSink = await openStreamSink(s.uow, s.streams, TENANT, id);
     const fresh = new RuntimeStreamPublisher({ action_id: id, attempt_id: 'new', capability_id: 'llm.complete', enabled: true, sink: newSink, clock });
     await fresh.emit({ type: 'text', text: 'fresh' });
     const zombie = new RuntimeStreamPublisher({ action_id: id, attempt_id: 'zombie', capability_id: 'llm.complete', enabled: true, sink: zombieSink, clock });

@@ -5,11 +5,10 @@
  */
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { expect } from 'vitest';
-import { DynamoActionStore } from '../../../lib/aws/dynamo/action-store.js';
-import { DynamoApprovalStore } from '../../../lib/aws/dynamo/approval-store.js';
-import { DynamoIdempotencyStore, type DynamoIdempotencyStoreOptions } from '../../../lib/aws/dynamo/idempotency-store.js';
-import { DynamoRouteStore } from '../../../lib/aws/dynamo/route-store.js';
-import { DynamoStreamStore } from '../../../lib/aws/dynamo/stream-store.js';
+import type { DynamoIdempotencyStoreOptions } from '../../../lib/aws/dynamo/idempotency-store.js';
+import { createDynamoStores } from '../../../lib/aws/dynamo/stores.js';
+import type { UnitOfWork } from '../../../lib/ports/unit-of-work.js';
+import { writableStores, type WritableStores } from '../../support/store-writes.js';
 import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import type { Action } from '../../../packages/connector-sdk/src/protocol/index.js';
 import { createTestTable, type TestTable } from '../../support/dynamo.js';
@@ -25,13 +24,14 @@ export const RACERS = 30;
 export interface Stores {
   readonly table: TestTable;
   readonly clock: ReturnType<typeof manualClock>;
-  readonly actions: DynamoActionStore;
-  readonly idempotency: DynamoIdempotencyStore;
-  readonly approvals: DynamoApprovalStore;
-  readonly routes: DynamoRouteStore;
-  readonly streams: DynamoStreamStore;
-  /** Another idempotency store on the same table with other options. */
-  idempotencyWith(options: Partial<DynamoIdempotencyStoreOptions>): DynamoIdempotencyStore;
+  readonly uow: UnitOfWork;
+  readonly actions: WritableStores['actions'];
+  readonly idempotency: WritableStores['idempotency'];
+  readonly approvals: WritableStores['approvals'];
+  readonly routes: WritableStores['routes'];
+  readonly streams: WritableStores['streams'];
+  /** Another idempotency store (with its writes) on the same table with other options. */
+  idempotencyWith(options: Partial<DynamoIdempotencyStoreOptions>): WritableStores['idempotency'];
   /** The raw item, strongly consistent. */
   rawItem(key: { PK: string; SK: string }): Promise<Record<string, unknown> | undefined>;
 }
@@ -40,15 +40,18 @@ export async function createStores(prefix: string): Promise<Stores> {
   const table = await createTestTable({ prefix });
   const clock = manualClock();
   const base = { client: table.client, tableName: table.tableName, now: clock.now };
+  const dynamo = createDynamoStores(base);
+  const stores = writableStores(dynamo);
   return {
     table,
     clock,
-    actions: new DynamoActionStore(base),
-    idempotency: new DynamoIdempotencyStore(base),
-    approvals: new DynamoApprovalStore(base),
-    routes: new DynamoRouteStore(base),
-    streams: new DynamoStreamStore(base),
-    idempotencyWith: (options) => new DynamoIdempotencyStore({ ...base, ...options }),
+    uow: dynamo.uow,
+    actions: stores.actions,
+    idempotency: stores.idempotency,
+    approvals: stores.approvals,
+    routes: stores.routes,
+    streams: stores.streams,
+    idempotencyWith: (options) => writableStores(createDynamoStores({ ...base, idempotency: options })).idempotency,
     rawItem: async (key) => (await table.client.send(new GetCommand({ TableName: table.tableName, Key: key, ConsistentRead: true }))).Item,
   };
 }

@@ -14,16 +14,17 @@
  * DynamoDB requests are recorded by middleware on the SDK client (the pattern
  * of transaction-store.known-images.test.ts).
  */
+import { committingJournal } from '../../support/store-writes.js';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { uid } from '../../support/transaction-fixtures.js';
 import type { TransactionRecord } from '../../../lib/ports/transaction-store.js';
-import { RECEIPT_EVENTS, TransactionJournal } from '../../../lib/runtime/journal.js';
+import { RECEIPT_EVENTS } from '../../../lib/runtime/journal.js';
 import { reconcileActionId } from '../../../lib/runtime/reconciliation.js';
 import { TestProvider, testConnector, transfer } from './connectors.js';
 import { TENANT, caller, codeOf, createHarness, operator, type Harness } from './support.js';
 
 let h: Harness;
-let journal: TransactionJournal;
+let journal: ReturnType<typeof committingJournal>;
 const provider = new TestProvider();
 
 interface Request {
@@ -59,7 +60,7 @@ function pkOf(input: { Key?: { PK?: unknown }; ExpressionAttributeValues?: Recor
 
 beforeAll(async () => {
   h = await createHarness({ connectors: [testConnector(provider)], prefix: 'rt-reads' });
-  journal = new TransactionJournal(h.table.store, { now: h.clock.now });
+  journal = committingJournal(h.table.stores.uow, { now: h.clock.now });
   h.table.raw.middlewareStack.add(
     (next, context) => async (args) => {
       if (context.commandName === 'TransactWriteItemsCommand' && beforeNextTransactWrite !== undefined) {

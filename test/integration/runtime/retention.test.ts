@@ -5,11 +5,11 @@
  * number of days; a record that is not terminal (outcome_unknown, escalated)
  * never carries a ttl, so a stuck transaction keeps its whole chain.
  */
+import { committingJournal } from '../../support/store-writes.js';
 import * as z from 'zod';
 import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defineCapability, defineConnector } from '../../../packages/connector-sdk/src/define.js';
-import { TransactionJournal } from '../../../lib/runtime/journal.js';
 import { uid } from '../../support/transaction-fixtures.js';
 import { TENANT, caller, createHarness, type Harness } from './support.js';
 
@@ -114,7 +114,7 @@ describe('retention_days', () => {
 
   it('a chain longer than one atomic write holds is stamped entirely (the rest right after the write)', async () => {
     const tx = uid('tx');
-    const journal = new TransactionJournal(h.table.store, { now: h.clock.now });
+    const journal = committingJournal(h.table.stores.uow, { now: h.clock.now });
     let record = await journal.create(
       {
         tenant_id: TENANT,

@@ -14,7 +14,6 @@
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { createSqsClient } from '../../../lib/aws/clients.js';
-import { DynamoAtomicWrites } from '../../../lib/aws/dynamo/atomic-writes.js';
 import { SqsMessageQueue } from '../../../lib/aws/sqs/queue.js';
 import { keys } from '../../../lib/aws/dynamo/table-design.js';
 import type { InvokeMessage } from '../../../lib/ports/messages.js';
@@ -204,9 +203,7 @@ describe('Concurrent first attempts', () => {
     // Runtime B: the same table, stores and registry, the same connector code hosted as another replica.
     const sqs = createSqsClient({ endpoint: inject('sqsEndpoint') });
     const b = new Runtime({
-      transactions: h.table.store,
-      ...h.stores,
-      atomic: new DynamoAtomicWrites({ client: h.table.client, transactions: h.table.store, actions: h.stores.actions, idempotency: h.stores.idempotency }),
+      ...h.table.stores,
       invokeQueue: new SqsMessageQueue({ client: sqs, queueUrl: h.invokeQueueUrl, accepts: ['invoke'] }),
       reconcileQueue: new SqsMessageQueue({ client: sqs, queueUrl: h.reconcileQueueUrl, accepts: ['reconcile'] }),
       scheduler: new RecordingScheduler(),

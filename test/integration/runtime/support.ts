@@ -8,12 +8,6 @@ import { randomUUID } from 'node:crypto';
 import { CreateQueueCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { inject } from 'vitest';
 import { createSqsClient } from '../../../lib/aws/clients.js';
-import { DynamoActionStore } from '../../../lib/aws/dynamo/action-store.js';
-import { DynamoApprovalStore } from '../../../lib/aws/dynamo/approval-store.js';
-import { DynamoIdempotencyStore } from '../../../lib/aws/dynamo/idempotency-store.js';
-import { DynamoAtomicWrites } from '../../../lib/aws/dynamo/atomic-writes.js';
-import { DynamoRouteStore } from '../../../lib/aws/dynamo/route-store.js';
-import { DynamoStreamStore } from '../../../lib/aws/dynamo/stream-store.js';
 import { SqsMessageQueue, changeVisibility, deleteMessages, receiveMessages } from '../../../lib/aws/sqs/queue.js';
 import type { FrozenConnector } from '../../../packages/connector-sdk/src/interfaces.js';
 import { isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
@@ -34,6 +28,7 @@ import { CapabilityRegistry } from '../../../lib/runtime/registry.js';
 import { verifyReceiptChain } from '../../../lib/runtime/receipts.js';
 import { Runtime } from '../../../lib/runtime/runtime.js';
 import type { AttemptOutcome } from '../../../lib/runtime/types.js';
+import { writableStores, type WritableStores } from '../../support/store-writes.js';
 import { createTestTable, type TestTable } from '../../support/dynamo.js';
 import { manualClock } from '../../support/transaction-fixtures.js';
 import type { DefinedConnector } from '../../../packages/connector-sdk/src/define.js';
@@ -98,13 +93,8 @@ export interface Harness {
   readonly clock: ReturnType<typeof manualClock>;
   readonly crash: ArmedCrashPoints;
   readonly scheduler: RecordingScheduler;
-  readonly stores: {
-    actions: DynamoActionStore;
-    idempotency: DynamoIdempotencyStore;
-    approvals: DynamoApprovalStore;
-    routes: DynamoRouteStore;
-    streams: DynamoStreamStore;
-  };
+  /** The stores with their writes (test/support/store-writes.ts), for tests that arrange or tamper with records. */
+  readonly stores: Omit<WritableStores, 'transactions'>;
   readonly invokeQueueUrl: string;
   readonly reconcileQueueUrl: string;
   readonly registry: CapabilityRegistry;
@@ -124,14 +114,7 @@ export interface Harness {
 export async function createHarness(options: HarnessOptions): Promise<Harness> {
   const clock = manualClock();
   const table = await createTestTable({ prefix: options.prefix ?? 'rt', now: clock.now });
-  const base = { client: table.client, tableName: table.tableName, now: clock.now };
-  const stores = {
-    actions: new DynamoActionStore(base),
-    idempotency: new DynamoIdempotencyStore(base),
-    approvals: new DynamoApprovalStore(base),
-    routes: new DynamoRouteStore(base),
-    streams: new DynamoStreamStore(base),
-  };
+  const { transactions: _writableTransactions, ...stores } = writableStores(table.stores);
   const [invokeQueueUrl, reconcileQueueUrl] = await Promise.all([createQueue('rt-invoke'), createQueue('rt-reconcile')]);
   const invokeQueue = new SqsMessageQueue({ client: sqs(), queueUrl: invokeQueueUrl, accepts: ['invoke'] });
   const reconcileQueue = new SqsMessageQueue({ client: sqs(), queueUrl: reconcileQueueUrl, accepts: ['reconcile'] });
@@ -141,9 +124,7 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
   const manifests = (options.manifests ?? hosted.map((h) => h.connector as DefinedConnector)).map((c) => c.manifest());
   const registry = CapabilityRegistry.fromManifests(manifests);
   const readDeps: ReadDeps = {
-    transactions: table.store,
-    ...stores,
-    atomic: new DynamoAtomicWrites({ client: table.client, transactions: table.store, actions: stores.actions, idempotency: stores.idempotency }),
+    ...table.stores,
     invokeQueue,
     reconcileQueue,
     scheduler,

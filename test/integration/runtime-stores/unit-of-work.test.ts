@@ -1,46 +1,174 @@
 /**
- * The composite writes (lib/ports/atomic-writes.ts, lib/aws/dynamo/atomic-writes.ts)
- * on DynamoDB Local: one TransactWriteItems to admit (action + reservation +
- * prepared record + first receipt), one to start an attempt (leases, receipt,
- * adoption, and a first attempt's route assignment) and one to settle
- * (transaction + receipt + action + reservation); refusals classified from the cancelled write's own
- * images; nothing partial ever written; real concurrent writers.
+ * The unit of work (lib/ports/unit-of-work.ts, lib/aws/dynamo/unit-of-work.ts)
+ * on DynamoDB Local, committing the runtime's three composite transitions:
+ * admission (action + reservation + prepared record + first receipt, or the
+ * plan claim), attempt start (leases, receipt, adoption, and a first
+ * attempt's route pin) and settlement (transaction + receipt + action +
+ * reservation). Each is one TransactWriteItems; refusals are classified from
+ * the cancelled write's own images and name the refusing intents; nothing
+ * partial is ever written; real concurrent writers.
+ *
+ * `admit`, `startAttempt` and `settle` below only assemble the intents of each
+ * transition as the runtime steps do (lib/runtime/pipeline/admit.ts,
+ * attempts/worker.ts, attempts/settlement.ts) and sort the refusals by intent
+ * for the assertions; every write goes through `uow.commit`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DynamoActionStore } from '../../../lib/aws/dynamo/action-store.js';
-import { DynamoAtomicWrites } from '../../../lib/aws/dynamo/atomic-writes.js';
-import { DynamoIdempotencyStore } from '../../../lib/aws/dynamo/idempotency-store.js';
 import { keys } from '../../../lib/aws/dynamo/table-design.js';
 import { AipError, isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
-import type { ActionRecord } from '../../../lib/ports/action-store.js';
-import type { AdmitWriteInput, AdmitWriteOutcome, StartWriteInput } from '../../../lib/ports/atomic-writes.js';
-import type { RouteAssignment } from '../../../lib/ports/route-store.js';
-import { DynamoRouteStore } from '../../../lib/aws/dynamo/route-store.js';
-import { idempotencyFingerprint, idempotencyKeyHash, type ReserveInput } from '../../../lib/ports/idempotency-store.js';
-import type { TransactionRecord } from '../../../lib/ports/transaction-store.js';
+import type { AcquireActionLeaseInput, ActionRecord, CreateActionInput, SettleActionInput } from '../../../lib/ports/action-store.js';
+import type { PutRouteResult, RouteAssignment } from '../../../lib/ports/route-store.js';
+import {
+  idempotencyFingerprint,
+  idempotencyKeyHash,
+  type AdoptInput,
+  type CompleteInput,
+  type IdempotencyReservation,
+  type OwnerInput,
+  type ReserveInput,
+  type ReserveOutcome,
+} from '../../../lib/ports/idempotency-store.js';
+import type { AcquireLeaseInput, ClaimPlanInput, CreateTransactionInput, SettleInput, TransactionRecord } from '../../../lib/ports/transaction-store.js';
+import type { Refusal, WriteIntent } from '../../../lib/ports/unit-of-work.js';
 import { sha256Hex, type Action, type ActionResult } from '../../../packages/connector-sdk/src/protocol/index.js';
 import { createTestTable, type TestTable } from '../../support/dynamo.js';
+import { writableStores, type WritableStores } from '../../support/store-writes.js';
 import { manualClock, nextReceipt, plannedInput, preparedInput } from '../../support/transaction-fixtures.js';
 import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { PRINCIPAL, TENANT, action as actionFixture, split, uid } from './support.js';
 
+interface AdmitWriteInput {
+  readonly action: CreateActionInput;
+  readonly reservation?: ReserveInput;
+  readonly transaction?: CreateTransactionInput;
+  readonly claim?: { readonly input: ClaimPlanInput; readonly held: TransactionRecord };
+}
+type AdmitWriteOutcome =
+  | { readonly admitted: true; readonly action: ActionRecord; readonly reservation?: IdempotencyReservation; readonly transaction?: TransactionRecord }
+  | {
+      readonly admitted: false;
+      readonly existing_action?: ActionRecord;
+      readonly reservation?: Exclude<ReserveOutcome, { outcome: 'reserved' }>;
+      readonly reservation_error?: AipError;
+      readonly existing_transaction?: TransactionRecord;
+      readonly claim_error?: AipError;
+    };
+interface StartWriteInput {
+  readonly action: { readonly input: AcquireActionLeaseInput; readonly held: ActionRecord };
+  readonly transaction?: { readonly input: AcquireLeaseInput; readonly held: TransactionRecord };
+  readonly idempotency?: AdoptInput;
+  readonly route?: RouteAssignment;
+}
+interface SettleWriteInput {
+  readonly transaction?: { readonly input: SettleInput; readonly held: TransactionRecord };
+  readonly action?: SettleActionInput;
+  readonly idempotency?: { readonly kind: 'complete'; readonly input: CompleteInput } | { readonly kind: 'mark_uncertain'; readonly input: OwnerInput };
+}
+
+function refusalOf<K extends WriteIntent['kind']>(refused: readonly Refusal[], kind: K): Extract<Refusal, { kind: K }> | undefined {
+  return refused.find((r): r is Extract<Refusal, { kind: K }> => r.kind === kind);
+}
+
+async function admit(input: AdmitWriteInput): Promise<AdmitWriteOutcome> {
+  const intents: WriteIntent[] = [
+    { kind: 'action.create', input: input.action },
+    ...(input.reservation !== undefined ? [{ kind: 'idempotency.reserve', input: input.reservation } as const] : []),
+    ...(input.transaction !== undefined ? [{ kind: 'transaction.create', input: input.transaction } as const] : []),
+    ...(input.claim !== undefined ? [{ kind: 'transaction.claim_plan', input: input.claim.input, held: input.claim.held } as const] : []),
+  ];
+  const out = await table.stores.uow.commit(intents);
+  if (out.committed) {
+    const at = (kind: WriteIntent['kind']) => out.written[intents.findIndex((i) => i.kind === kind)];
+    return {
+      admitted: true,
+      action: at('action.create') as ActionRecord,
+      ...(input.reservation !== undefined ? { reservation: at('idempotency.reserve') as IdempotencyReservation } : {}),
+      ...(input.transaction !== undefined ? { transaction: at('transaction.create') as TransactionRecord } : {}),
+      ...(input.claim !== undefined ? { transaction: at('transaction.claim_plan') as TransactionRecord } : {}),
+    };
+  }
+  const reserve = refusalOf(out.refused, 'idempotency.reserve');
+  const create = refusalOf(out.refused, 'transaction.create');
+  if (create !== undefined && create.current === undefined) throw create.error;
+  return {
+    admitted: false,
+    ...(refusalOf(out.refused, 'action.create')?.current !== undefined ? { existing_action: refusalOf(out.refused, 'action.create')?.current } : {}),
+    ...(reserve?.current !== undefined ? { reservation: reserve.current } : {}),
+    ...(reserve !== undefined && reserve.current === undefined ? { reservation_error: reserve.error } : {}),
+    ...(create?.current !== undefined ? { existing_transaction: create.current } : {}),
+    ...(refusalOf(out.refused, 'transaction.claim_plan') !== undefined ? { claim_error: refusalOf(out.refused, 'transaction.claim_plan')?.error } : {}),
+  } as AdmitWriteOutcome;
+}
+
+async function startAttempt(input: StartWriteInput) {
+  const intents: WriteIntent[] = [
+    { kind: 'action.lease', input: input.action.input, held: input.action.held },
+    ...(input.transaction !== undefined ? [{ kind: 'transaction.lease', input: input.transaction.input, held: input.transaction.held } as const] : []),
+    ...(input.idempotency !== undefined ? [{ kind: 'idempotency.adopt', input: input.idempotency } as const] : []),
+    ...(input.route !== undefined ? [{ kind: 'route.pin', input: input.route } as const] : []),
+  ];
+  const out = await table.stores.uow.commit(intents);
+  if (out.committed) {
+    const at = (kind: WriteIntent['kind']) => out.written[intents.findIndex((i) => i.kind === kind)];
+    return {
+      started: true as const,
+      action: at('action.lease') as ActionRecord,
+      ...(input.transaction !== undefined ? { transaction: at('transaction.lease') as TransactionRecord } : {}),
+      ...(input.route !== undefined ? { route: at('route.pin') as PutRouteResult } : {}),
+    };
+  }
+  const route = refusalOf(out.refused, 'route.pin');
+  const refused: { action?: AipError; transaction?: AipError; idempotency?: AipError; route?: PutRouteResult } = {};
+  const a = refusalOf(out.refused, 'action.lease')?.error;
+  const t = refusalOf(out.refused, 'transaction.lease')?.error;
+  const i = refusalOf(out.refused, 'idempotency.adopt')?.error;
+  if (a !== undefined) refused.action = a;
+  if (t !== undefined) refused.transaction = t;
+  if (i !== undefined) refused.idempotency = i;
+  if (route !== undefined) {
+    if (route.current === undefined) throw route.error;
+    refused.route = route.current;
+  }
+  return { started: false as const, refused };
+}
+
+/** The transaction's refusal is thrown (the attempt lost); the action's and the reservation's are returned. */
+async function settle(input: SettleWriteInput) {
+  const intents: WriteIntent[] = [
+    ...(input.transaction !== undefined ? [{ kind: 'transaction.settle', input: input.transaction.input, held: input.transaction.held } as const] : []),
+    ...(input.action !== undefined ? [{ kind: 'action.settle', input: input.action } as const] : []),
+    ...(input.idempotency !== undefined
+      ? [
+          input.idempotency.kind === 'complete'
+            ? ({ kind: 'idempotency.complete', input: input.idempotency.input } as const)
+            : ({ kind: 'idempotency.mark_uncertain', input: input.idempotency.input } as const),
+        ]
+      : []),
+  ];
+  const out = await table.stores.uow.commit(intents);
+  if (out.committed) return { settled: true as const, ...(input.transaction !== undefined ? { transaction: out.written[0] as TransactionRecord } : {}) };
+  const t = refusalOf(out.refused, 'transaction.settle');
+  if (t !== undefined) throw t.error;
+  const refused: { action?: AipError; idempotency?: AipError } = {};
+  const a = refusalOf(out.refused, 'action.settle')?.error;
+  const i = (refusalOf(out.refused, 'idempotency.complete') ?? refusalOf(out.refused, 'idempotency.mark_uncertain'))?.error;
+  if (a !== undefined) refused.action = a;
+  if (i !== undefined) refused.idempotency = i;
+  return { settled: false as const, refused };
+}
+
 const RACERS = 50;
 let table: TestTable;
-let actions: DynamoActionStore;
-let idempotency: DynamoIdempotencyStore;
-let atomic: DynamoAtomicWrites;
-let routes: DynamoRouteStore;
+let actions: WritableStores['actions'];
+let idempotency: WritableStores['idempotency'];
+let routes: WritableStores['routes'];
 const clock = manualClock();
 /** DynamoDB commands sent, by name (SDK middleware on the test client). */
 const sent: string[] = [];
 
 beforeAll(async () => {
   table = await createTestTable({ prefix: 'atomic', now: clock.now });
-  const base = { client: table.client, tableName: table.tableName, now: clock.now };
-  actions = new DynamoActionStore(base);
-  idempotency = new DynamoIdempotencyStore(base);
-  atomic = new DynamoAtomicWrites({ client: table.client, transactions: table.store, actions, idempotency });
-  routes = new DynamoRouteStore(base);
+  ({ actions, idempotency, routes } = writableStores(table.stores));
   table.raw.middlewareStack.add(
     (next, context) => async (args) => {
       sent.push(String(context.commandName).replace(/Command$/, ''));
@@ -104,7 +232,7 @@ async function expectNothingOf(input: AdmitWriteInput, except: readonly ('action
 }
 
 async function admitted(input: AdmitWriteInput) {
-  const out = await atomic.admit(input);
+  const out = await admit(input);
   if (!out.admitted) throw new Error('expected the admission to be written');
   return out;
 }
@@ -177,7 +305,7 @@ describe('Composite admission', () => {
     // Same action ID, but another key and transaction: only the action item can refuse.
     const again = admission({ ...first.action.action, idempotency_key: uid('idem'), transaction: { mode: 'execute', transaction_id: uid('txn') } });
     sent.length = 0;
-    const out = refused(await atomic.admit(again));
+    const out = refused(await admit(again));
     expect(sent).toEqual(['TransactWriteItems']);
     expect(out.existing_action).toMatchObject({ action_id: first.action.action.id, status: 'accepted', revision: 2 });
     expect(out.reservation).toBeUndefined();
@@ -199,12 +327,12 @@ describe('Composite admission', () => {
     };
     const idemKey = itemKeys(first).idem;
     const stored = await raw(idemKey);
-    const inFlight = refused(await atomic.admit(sameRequest));
+    const inFlight = refused(await admit(sameRequest));
     expect(inFlight.reservation).toMatchObject({ outcome: 'in_flight', reservation: { action_id: first.action.action.id } });
     await expectNothingOf(sameRequest, ['idem']);
     expect(await raw(idemKey)).toEqual(stored);
 
-    const mismatch = refused(await atomic.admit(retry));
+    const mismatch = refused(await admit(retry));
     expect(mismatch.reservation_error).toBeInstanceOf(AipError);
     expect(mismatch.reservation_error?.code).toBe('idempotency.fingerprint_mismatch');
     await expectNothingOf(retry, ['idem']);
@@ -212,7 +340,7 @@ describe('Composite admission', () => {
 
     const result: ActionResult = { action_id: first.action.action.id, status: 'completed', output: { ok: true } };
     await idempotency.complete({ tenant_id: TENANT, principal_id: PRINCIPAL.id, key, action_id: first.action.action.id, fence: 0, result });
-    const completed = refused(await atomic.admit(sameRequest));
+    const completed = refused(await admit(sameRequest));
     expect(completed.reservation).toMatchObject({ outcome: 'completed', result });
     await expectNothingOf(sameRequest, ['idem']);
     expect(await raw(idemKey)).toMatchObject({ status: 'completed', action_id: first.action.action.id, result });
@@ -222,7 +350,7 @@ describe('Composite admission', () => {
     const first = admission();
     const out1 = await admitted(first);
     const other = admission(actionFixture({ transaction: { mode: 'execute', transaction_id: out1.transaction?.transaction_id as string } }));
-    const out = refused(await atomic.admit(other));
+    const out = refused(await admit(other));
     expect(out.existing_transaction).toMatchObject({
       transaction_id: out1.transaction?.transaction_id,
       status: 'prepared',
@@ -262,7 +390,7 @@ describe('Composite admission', () => {
 
     const loser = commitOf();
     const { transaction: _none2, ...loserBase } = admission(loser);
-    const lost = refused(await atomic.admit({ ...loserBase, claim: claimOf(loser, plannedRecord) }));
+    const lost = refused(await admit({ ...loserBase, claim: claimOf(loser, plannedRecord) }));
     expect(lost.claim_error?.code).toBe('transaction.state_conflict');
     expect(lost.claim_error?.details).toMatchObject({ current_status: 'committing', current_revision: 2, expected_revision: 1 });
     await expectNothingOf({ ...loserBase }, ['txn', 'receipt']);
@@ -278,7 +406,7 @@ describe('Composite admission', () => {
       const adm = admission(a);
       return { ...adm, reservation: { ...(adm.reservation as ReserveInput), fingerprint: fp } };
     });
-    const results = await Promise.allSettled(racers.map((r) => atomic.admit(r)));
+    const results = await Promise.allSettled(racers.map((r) => admit(r)));
     const { won, lost } = split(results);
     expect(lost).toEqual([]);
     const winners = won.filter((o) => o.admitted);
@@ -294,7 +422,7 @@ describe('Composite admission', () => {
 
   it(`${RACERS} concurrent admissions of the same action: exactly one is written; every other is a resubmission naming the stored action`, async () => {
     const input = admission();
-    const results = await Promise.allSettled(Array.from({ length: RACERS }, () => atomic.admit(input)));
+    const results = await Promise.allSettled(Array.from({ length: RACERS }, () => admit(input)));
     const { won, lost } = split(results);
     expect(lost).toEqual([]);
     expect(won.filter((o) => o.admitted)).toHaveLength(1);
@@ -311,7 +439,7 @@ describe('Composite settlement', () => {
     const lease = await leaseBoth(a, transaction as TransactionRecord, 'att-1');
     const result: ActionResult = { action_id: a.id, status: 'completed', output: { paid: true } };
     sent.length = 0;
-    const out = await atomic.settle(settlement(a, lease.txn, lease.action.fence, result));
+    const out = await settle(settlement(a, lease.txn, lease.action.fence, result));
     expect(sent).toEqual(['TransactWriteItems']);
     expect(out).toMatchObject({ settled: true, transaction: { status: 'committed', revision: lease.txn.revision + 1, receipt_count: 3 } });
     expect(out.settled && out.transaction).toEqual(await table.store.get({ tenant_id: TENANT, transaction_id: lease.txn.transaction_id }));
@@ -340,7 +468,7 @@ describe('Composite settlement', () => {
     };
 
     const stale = settlement(a, transaction as TransactionRecord, lease.action.fence, result);
-    const err = await atomic.settle(stale).then(
+    const err = await settle(stale).then(
       () => undefined,
       (e: unknown) => e,
     );
@@ -348,14 +476,14 @@ describe('Composite settlement', () => {
     expect((err as AipError).details).toMatchObject({ current_status: 'prepared', current_revision: lease.txn.revision, expected_revision: 1 });
     await unchanged();
 
-    const zombieFence = await atomic.settle(settlement(a, lease.txn, 7, result));
+    const zombieFence = await settle(settlement(a, lease.txn, 7, result));
     expect(zombieFence.settled).toBe(false);
     expect(!zombieFence.settled && zombieFence.refused.action?.code).toBe('action.fence_stale');
     expect(!zombieFence.settled && zombieFence.refused.action?.details).toMatchObject({ current_fence: 1, held_fence: 7 });
     await unchanged();
 
     const foreign = settlement(a, lease.txn, lease.action.fence, result);
-    const notOwner = await atomic.settle({
+    const notOwner = await settle({
       ...foreign,
       idempotency: { kind: 'complete', input: { ...foreign.idempotency.input, action_id: uid('other'), result: { ...result } } },
     });
@@ -365,7 +493,7 @@ describe('Composite settlement', () => {
 
     // Without the refused part the same settlement goes through.
     const { idempotency: _skip, ...withoutReservation } = foreign;
-    expect(await atomic.settle(withoutReservation)).toMatchObject({ settled: true, transaction: { status: 'committed' } });
+    expect(await settle(withoutReservation)).toMatchObject({ settled: true, transaction: { status: 'committed' } });
   });
 
   it('a zombie and the attempt that took over settle concurrently: the takeover wins, the zombie gets the typed lost race naming the current revision', async () => {
@@ -378,8 +506,8 @@ describe('Composite settlement', () => {
       const zombieResult: ActionResult = { action_id: a.id, status: 'completed', output: { by: 'zombie' } };
       const takeoverResult: ActionResult = { action_id: a.id, status: 'completed', output: { by: 'takeover' } };
       const [z, t] = await Promise.allSettled([
-        atomic.settle(settlement(a, zombie.txn, zombie.action.fence, zombieResult)),
-        atomic.settle(settlement(a, takeover.txn, takeover.action.fence, takeoverResult)),
+        settle(settlement(a, zombie.txn, zombie.action.fence, zombieResult)),
+        settle(settlement(a, takeover.txn, takeover.action.fence, takeoverResult)),
       ]);
       expect(t).toMatchObject({ status: 'fulfilled', value: { settled: true } });
       expect(z?.status).toBe('rejected');
@@ -401,7 +529,7 @@ describe('Composite settlement', () => {
     const lease = await leaseBoth(a, transaction as TransactionRecord, 'att-1');
     const results = await Promise.allSettled(
       Array.from({ length: RACERS }, (_, i) =>
-        atomic.settle(settlement(a, lease.txn, lease.action.fence, { action_id: a.id, status: 'completed', output: { racer: i } })),
+        settle(settlement(a, lease.txn, lease.action.fence, { action_id: a.id, status: 'completed', output: { racer: i } })),
       ),
     );
     const { won, lost } = split(results);
@@ -439,7 +567,7 @@ describe('Composite attempt start', () => {
     const a = actionFixture();
     const out1 = await admitted(admission(a));
     sent.length = 0;
-    const out = await atomic.startAttempt(start(a, { action: out1.action, txn: out1.transaction as TransactionRecord }, 'att-1'));
+    const out = await startAttempt(start(a, { action: out1.action, txn: out1.transaction as TransactionRecord }, 'att-1'));
     expect(sent).toEqual(['TransactWriteItems']);
     if (!out.started) throw new Error('expected the attempt to start');
     expect(out.action).toEqual(await actions.get({ tenant_id: TENANT, action_id: a.id }));
@@ -466,13 +594,13 @@ describe('Composite attempt start', () => {
     });
     const idemKey = itemKeys(admission(a)).idem;
     const before = { action: await raw(keys.action(TENANT, a.id)), txn: await raw(keys.transaction(TENANT, txn.transaction_id)), idem: await raw(idemKey) };
-    const held = await atomic.startAttempt(start(a, { action: out1.action, txn: other }, 'att-1'));
+    const held = await startAttempt(start(a, { action: out1.action, txn: other }, 'att-1'));
     expect(held.started).toBe(false);
     expect(!held.started && held.refused.transaction?.code).toBe('transaction.lease_held');
     expect(!held.started && held.refused.action).toBeUndefined();
     const foreign = start(a, { action: out1.action, txn: other }, 'att-other');
     const adopt = foreign.idempotency as NonNullable<typeof foreign.idempotency>;
-    const notOwner = await atomic.startAttempt({ ...foreign, idempotency: { ...adopt, action_id: uid('someone-else') } });
+    const notOwner = await startAttempt({ ...foreign, idempotency: { ...adopt, action_id: uid('someone-else') } });
     expect(!notOwner.started && notOwner.refused.idempotency?.code).toBe('idempotency.not_owner');
     expect(await raw(keys.action(TENANT, a.id))).toEqual(before.action);
     expect(await raw(keys.transaction(TENANT, txn.transaction_id))).toEqual(before.txn);
@@ -484,7 +612,7 @@ describe('Composite attempt start', () => {
     const a = actionFixture();
     const out1 = await admitted(admission(a));
     const results = await Promise.allSettled(
-      Array.from({ length: RACERS }, (_, i) => atomic.startAttempt(start(a, { action: out1.action, txn: out1.transaction as TransactionRecord }, `att-${i}`))),
+      Array.from({ length: RACERS }, (_, i) => startAttempt(start(a, { action: out1.action, txn: out1.transaction as TransactionRecord }, `att-${i}`))),
     );
     const { won, lost } = split(results);
     const started = won.filter((o) => o.started);
@@ -553,7 +681,7 @@ describe('Composite attempt start with the route assignment (a first attempt)', 
     const out1 = await admitted(admission(a));
     const pinned = route(a);
     sent.length = 0;
-    const out = await atomic.startAttempt(firstStart(a, { action: out1.action, txn: out1.transaction as TransactionRecord }, 'att-1', pinned));
+    const out = await startAttempt(firstStart(a, { action: out1.action, txn: out1.transaction as TransactionRecord }, 'att-1', pinned));
     expect(sent).toEqual(['TransactWriteItems']);
     if (!out.started) throw new Error('expected the attempt to start');
     expect(out.route).toEqual({ created: true, assignment: pinned, reusable: true, mismatched: [] });
@@ -579,7 +707,7 @@ describe('Composite attempt start with the route assignment (a first attempt)', 
         route: await raw(routeKey(a)),
       };
       sent.length = 0;
-      const out = await atomic.startAttempt(firstStart(a, { action: out1.action, txn }, 'att-1', route(a)));
+      const out = await startAttempt(firstStart(a, { action: out1.action, txn }, 'att-1', route(a)));
       expect(sent).toEqual(['TransactWriteItems']);
       if (out.started) throw new Error('expected the start to be refused by the existing route');
       const mismatch = 'capability_id' in existing;
@@ -595,7 +723,7 @@ describe('Composite attempt start with the route assignment (a first attempt)', 
       // Repeated without the route part (what the worker does with a reusable route), the leases land.
       const again = firstStart(a, { action: out1.action, txn }, 'att-1', route(a));
       const { route: _omitted, ...withoutRoute } = again;
-      expect((await atomic.startAttempt(withoutRoute)).started).toBe(true);
+      expect((await startAttempt(withoutRoute)).started).toBe(true);
       expect(await routes.get({ tenant_id: TENANT, action_id: a.id })).toEqual(stored);
     }
   });
@@ -604,9 +732,9 @@ describe('Composite attempt start with the route assignment (a first attempt)', 
     const a = actionFixture();
     const out1 = await admitted(admission(a));
     sent.length = 0;
-    const err = await atomic
-      .startAttempt(firstStart(a, { action: out1.action, txn: out1.transaction as TransactionRecord }, 'att-1', route(a, { manifest_hash: 'nope' })))
-      .catch((e: unknown) => e);
+    const err = await startAttempt(
+      firstStart(a, { action: out1.action, txn: out1.transaction as TransactionRecord }, 'att-1', route(a, { manifest_hash: 'nope' })),
+    ).catch((e: unknown) => e);
     expect(isAipError(err, 'route.invalid_assignment')).toBe(true);
     expect(sent).toEqual([]);
   });
@@ -617,7 +745,7 @@ describe('Composite attempt start with the route assignment (a first attempt)', 
     const held = { action: out1.action, txn: out1.transaction as TransactionRecord };
     const results = await Promise.allSettled(
       Array.from({ length: RACERS }, (_, i) =>
-        atomic.startAttempt(firstStart(a, held, `att-${i}`, route(a, { replica: `replica-${i}`, admission_reservation: `att-${i}` }))),
+        startAttempt(firstStart(a, held, `att-${i}`, route(a, { replica: `replica-${i}`, admission_reservation: `att-${i}` }))),
       ),
     );
     const { won, lost } = split(results);
@@ -662,25 +790,25 @@ describe('loadAttempt: the action and its transaction in one strongly consistent
     await admitted(admission(a));
     const txnId = a.transaction?.transaction_id as string;
     const from = sent.length;
-    const read = await atomic.loadAttempt({ tenant_id: TENANT, action_id: a.id, transaction_id: txnId });
+    const read = await table.stores.attempts.loadAttempt({ tenant_id: TENANT, action_id: a.id, transaction_id: txnId });
     expect(sent.slice(from)).toEqual(['BatchGetItem']);
     expect(read.action).toEqual(await actions.get({ tenant_id: TENANT, action_id: a.id }));
     expect(read.transaction).toEqual({ transaction_id: txnId, record: await table.store.get({ tenant_id: TENANT, transaction_id: txnId }) });
   });
 
   it('absent items read as absent; without a transaction ID only the action is read', async () => {
-    const missing = await atomic.loadAttempt({ tenant_id: TENANT, action_id: uid('none'), transaction_id: uid('txn-none') });
+    const missing = await table.stores.attempts.loadAttempt({ tenant_id: TENANT, action_id: uid('none'), transaction_id: uid('txn-none') });
     expect(missing.action).toBeUndefined();
     expect(missing.transaction).toEqual({ transaction_id: expect.any(String), record: undefined });
     const a = actionFixture();
     await admitted(admission(a));
-    const alone = await atomic.loadAttempt({ tenant_id: TENANT, action_id: a.id });
+    const alone = await table.stores.attempts.loadAttempt({ tenant_id: TENANT, action_id: a.id });
     expect(alone.action?.action_id).toBe(a.id);
     expect(alone.transaction).toBeUndefined();
   });
 
   it('IDs the stores refuse: the action store’s error; a transaction ID get would refuse is left to get', async () => {
-    const badAction = await atomic.loadAttempt({ tenant_id: TENANT, action_id: 'not an id' }).then(
+    const badAction = await table.stores.attempts.loadAttempt({ tenant_id: TENANT, action_id: 'not an id' }).then(
       () => undefined,
       (err: unknown) => (err instanceof AipError ? err.code : 'other'),
     );
@@ -692,7 +820,7 @@ describe('loadAttempt: the action and its transaction in one strongly consistent
     expect(badAction).toBeDefined();
     const a = actionFixture();
     await admitted(admission(a));
-    const read = await atomic.loadAttempt({ tenant_id: TENANT, action_id: a.id, transaction_id: 'not an id' });
+    const read = await table.stores.attempts.loadAttempt({ tenant_id: TENANT, action_id: a.id, transaction_id: 'not an id' });
     expect(read.action?.action_id).toBe(a.id);
     expect(read.transaction).toBeUndefined();
   });
