@@ -495,7 +495,7 @@ export class DynamoActionStore implements ActionStore, IntentMapper {
     };
   }
 
-  /** The table and key of the action item, the ref checked as `get` checks it (for a composite read, lib/aws/dynamo/atomic-writes.ts). */
+  /** The table and key of the action item, the ref checked as `get` checks it (for the attempt read, lib/aws/dynamo/attempt-reads.ts). */
   readKey(ref: ActionRef): { readonly table: string; readonly key: { PK: string; SK: string } } {
     this.checkRef(ref);
     return { table: this.table, key: keys.action(ref.tenant_id, ref.action_id) };

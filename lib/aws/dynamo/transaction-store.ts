@@ -712,7 +712,7 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
   }
 
   /**
-   * The table and key of a transaction item for a composite read (lib/aws/dynamo/atomic-writes.ts);
+   * The table and key of a transaction item for the attempt read (lib/aws/dynamo/attempt-reads.ts);
    * undefined when `get` would refuse the IDs (the caller then reads through `get`).
    */
   readKey(tenant_id: string, transaction_id: string): { readonly table: string; readonly key: { PK: string; SK: string } } | undefined {
