@@ -210,7 +210,14 @@ describe("the team's own CDK app, run from its folder", () => {
     execFileSync(process.execPath, ['--import', 'tsx', 'infra/app.ts'], {
       cwd: team,
       // What `cdk synth -c config=aip.config.json` hands the app (bundling skipped: the bundles are the next tests' subject).
-      env: { ...process.env, CDK_OUTDIR: outdir, CDK_CONTEXT_JSON: JSON.stringify({ config: 'aip.config.json', 'aws:cdk:bundling-stacks': [] }) },
+      // TSX_TSCONFIG_PATH: aip-runtime's own tsconfig, whose paths resolve @aip-runtime/connector-sdk to its source (the SDK is not
+      // published built; docs/deploying-your-connectors.md, "Running synth"), so the app and the runtime load one copy of the SDK.
+      env: {
+        ...process.env,
+        TSX_TSCONFIG_PATH: join(team, 'node_modules', 'aip-runtime', 'tsconfig.json'),
+        CDK_OUTDIR: outdir,
+        CDK_CONTEXT_JSON: JSON.stringify({ config: 'aip.config.json', 'aws:cdk:bundling-stacks': [] }),
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const stateless = JSON.parse(readFileSync(join(outdir, 'Aip-team-Stateless.template.json'), 'utf8')) as Json;
