@@ -20,6 +20,7 @@ const INPUTS = [
   'infra',
   'functions',
   'lib',
+  'packages/connector-sdk/src',
   'console',
   'package-lock.json',
   'tsconfig.json',

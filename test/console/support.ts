@@ -47,9 +47,9 @@ function sourceHash(): string {
   const h = createHash('sha256');
   const roots = [
     join(PROJECT_ROOT, 'console'),
-    join(PROJECT_ROOT, 'lib', 'protocol'),
+    join(PROJECT_ROOT, 'packages', 'connector-sdk', 'src', 'protocol'),
     join(PROJECT_ROOT, 'lib', 'client'),
-    join(PROJECT_ROOT, 'lib', 'errors'),
+    join(PROJECT_ROOT, 'packages', 'connector-sdk', 'src', 'errors'),
   ];
   for (const file of roots.flatMap(filesUnder).sort()) {
     h.update(relative(PROJECT_ROOT, file)).update('\0').update(readFileSync(file)).update('\0');
