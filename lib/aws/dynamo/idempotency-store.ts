@@ -212,7 +212,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore, IntentMapper {
     else if (
       operation === 'adopt'
         ? (old.fence as number) >= input.fence
-        : operation === 'mark_uncertain'
+        : operation === 'mark_uncertain' || operation === 'complete'
           ? (old.fence as number) > input.fence
           : old.fence !== input.fence
     )
@@ -229,7 +229,10 @@ export class DynamoIdempotencyStore implements IdempotencyStore, IntentMapper {
     });
   }
 
-  /** in_flight|uncertain → completed, storing the result; fenced on the owner. Restarts the retention. A repeated complete by the same owner answers the stored result. */
+  /**
+   * in_flight|uncertain → completed, storing the result; conditioned on the owning action and a fence at or above the
+   * stored one. Restarts the retention. A repeated complete by the same action answers the stored result.
+   */
   private completeWrite(input: CompleteInput): MappedWrite<IdempotencyReservation | undefined, never> {
     const key = this.scopeKey(input);
     this.checkOwner(input);
@@ -242,7 +245,9 @@ export class DynamoIdempotencyStore implements IdempotencyStore, IntentMapper {
     const b = new UpdateBuilder();
     const exp = b.n('expires_at');
     b.condition(`${b.n('action_id')} = ${b.v(input.action_id)}`);
-    b.condition(`${b.n('fence')} = ${b.v(input.fence)}`);
+    // The owning action at its admission's fence or any later attempt's: the attempt start does not adopt the key,
+    // and the settlement that completes it is committed with the fenced action settlement, which refuses a zombie.
+    b.condition(`${b.n('fence')} <= ${b.v(input.fence)}`);
     b.condition(`${b.n('status')} IN (${b.v('in_flight')}, ${b.v('uncertain')})`);
     b.condition(`attribute_not_exists(${exp}) OR ${exp} > ${b.v(iso)}`);
     b.set('status', 'completed');
@@ -255,7 +260,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore, IntentMapper {
     return {
       ...write,
       refuse: (at, old) =>
-        old !== undefined && old.status === 'completed' && old.action_id === input.action_id && old.fence === input.fence
+        old !== undefined && old.status === 'completed' && old.action_id === input.action_id && (old.fence as number) <= input.fence
           ? { ...write.refuse(at, old), already: toReservation(old) }
           : write.refuse(at, old),
     };

@@ -4,8 +4,8 @@
  * 1. Reload the action (messages carry IDs and a fence only).
  * 2. Resolve the connector and the action-scoped route (no effect yet). With
  *    composite writes, a first attempt (fence 0) does not write the route
- *    here: its put-if-absent is one more item of step 3's write, so the route,
- *    the leases and the adoption land together, before the provider call.
+ *    here: its put-if-absent is one more item of step 3's write, so the route
+ *    and the leases land together, before the provider call.
  * 3. Lease the action (fence + 1): every later action write is fenced.
  * 4. For a transactional mode, lease the transaction record. Its revision is
  *    the fence of every transaction write, so a zombie attempt whose lease
@@ -204,7 +204,7 @@ export async function runAttempt(k: Kernel, message: InvokeMessage, known?: Know
   const key = action.action.idempotency_key;
   let leased: ActionRecord;
   if (foldable) {
-    // 3-5 as ONE composite write: action lease, transaction lease (+ receipt), reservation adoption, and on a first
+    // 3-5 as ONE composite write: action lease, transaction lease (+ receipt), and on a first
     // attempt the route assignment (put if absent), so the route is durable before the provider is called.
     const started = await startAtomically(k, message, action, txn, attempt_id, lease_ms, unwritten, routeRefused);
     if ('disposition' in started) return started;
@@ -395,12 +395,14 @@ function startIsFoldable(k: Kernel, action: ActionRecord, txn: TransactionRecord
 
 /**
  * Steps 3-5 as ONE commit of the unit of work (lib/ports/unit-of-work.ts): the action
- * lease (fence + 1), the transaction lease with its `attempt_started` receipt
- * and the reservation adoption, plus, on a first attempt, the route
- * assignment (put if absent). A refusal writes nothing: a held lease or a
- * moved record defers the message as with separate writes; a reservation this
- * action does not own is left alone (the write is repeated without it); an
- * assignment that already exists is judged by resolveRoute's reuse rules
+ * lease (fence + 1) and the transaction lease with its `attempt_started`
+ * receipt, plus, on a first attempt, the route assignment (put if absent).
+ * The idempotency reservation is not adopted here: its settlement is written
+ * in one commit with the fenced action settlement, which already refuses a
+ * zombie, and accepts any fence of the owning action at or above the one
+ * stored (docs/runtime-stores.md); an adoption would bill 2 WRU for nothing.
+ * A refusal writes nothing: a held lease or a moved record defers the message
+ * as with separate writes; an assignment that already exists is judged by resolveRoute's reuse rules
  * (pinnedRoute) exactly as a refused put-if-absent is: reusable, the write is
  * repeated without the route part; otherwise `onRouteRefused` answers (the
  * route mismatch fails before any provider call, another replica defers).
@@ -417,7 +419,6 @@ async function startAtomically(
 ): Promise<AttemptOutcome | { action: ActionRecord; transaction?: TransactionRecord; route?: RouteAssignment }> {
   const fence = action.fence + 1;
   const recovering = txn !== undefined && attemptStarted(action, txn);
-  const key = action.action.idempotency_key;
   const leaseAction: IntentOf<'action.lease'> = {
     kind: 'action.lease',
     input: { tenant_id: action.tenant_id, action_id: action.action_id, owner: attempt_id, ttl_ms: lease_ms, expected_revision: action.revision },
@@ -433,18 +434,12 @@ async function startAtomically(
           { action_id: action.action_id, attempt_id, fence, ...(recovering ? { recovered: true } : {}) },
         )
       : undefined;
-  const adoption: IntentOf<'idempotency.adopt'> | undefined =
-    key !== undefined
-      ? { kind: 'idempotency.adopt', input: { tenant_id: action.tenant_id, principal_id: action.principal.id, key, action_id: action.action_id, fence } }
-      : undefined;
-  let adopt = adoption !== undefined;
   let withRoute = unwritten;
   let route: RouteAssignment | undefined;
   for (let round = 0; round < 3; round++) {
     const intents: WriteIntent[] = [
       leaseAction,
       ...(leaseTxn !== undefined ? [leaseTxn] : []),
-      ...(adopt && adoption !== undefined ? [adoption] : []),
       ...(withRoute !== undefined ? [{ kind: 'route.pin', input: withRoute } as const] : []),
     ];
     const out = await k.commit(intents);
@@ -480,12 +475,6 @@ async function startAtomically(
       if (code === 'transaction.lease_held' || code === 'transaction.state_conflict')
         return attemptOutcome(message, 'deferred', { reason: code, retry_after_ms: 1_000 });
       throw refusedTxn;
-    }
-    const refusedIdem = refusal('idempotency.adopt')?.error;
-    if (refusedIdem !== undefined) {
-      if (!isAipError(refusedIdem, 'idempotency.not_owner')) throw refusedIdem;
-      adopt = false;
-      continue;
     }
     if (refusedRoute !== undefined) continue;
     throw new AipError('internal.unexpected', 'attempt start refused without a reason');

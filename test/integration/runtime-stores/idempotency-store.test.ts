@@ -164,6 +164,12 @@ describe('complete and replay', () => {
     expect((await s.idempotency.get(first))?.status).toBe('in_flight');
   });
 
+  it('a later attempt of the owning action completes without adopting first (its settlement is fenced on the action)', async () => {
+    const first = reserveInput({ fence: 0 });
+    await s.idempotency.reserve(first);
+    expect((await s.idempotency.complete({ ...first, fence: 3, result: result(first.action_id) })).status).toBe('completed');
+  });
+
   it('a repeated complete by the owner keeps the first stored result', async () => {
     const first = reserveInput();
     await s.idempotency.reserve(first);
@@ -337,7 +343,7 @@ function sortDeep(v: unknown): unknown {
 }
 
 describe('concurrency of the whole lifecycle', () => {
-  it(`${RACERS} concurrent completes with mixed fences: only the owner fence completes`, async () => {
+  it(`${RACERS} concurrent completes with mixed fences: only fences at or above the stored one complete (the first writes, the rest answer its result)`, async () => {
     const first = reserveInput({ fence: 4 });
     await s.idempotency.reserve(first);
     const { won, lost } = split(
@@ -347,7 +353,7 @@ describe('concurrency of the whole lifecycle', () => {
         ),
       ),
     );
-    // Fence 4 callers: the first completes, later ones return the stored result unchanged.
+    // Fence 4 and 5 callers: the first completes, later ones return the stored result unchanged; fences 1-3 are zombies.
     expect(won.every((r) => r.fence === 4)).toBe(true);
     const stored = (await s.idempotency.get(first))?.result;
     for (const r of won) expect(r.result).toEqual(stored);

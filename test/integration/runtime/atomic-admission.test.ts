@@ -117,7 +117,7 @@ describe('Folded admission through the runtime', () => {
     expect(txn).toMatchObject({ status: 'committed', result: action?.result });
     expect(await h.stores.idempotency.get({ tenant_id: TENANT, principal_id: 'agent-1', key })).toMatchObject({
       status: 'completed',
-      fence: 1,
+      fence: 0, // the admission's: the attempt does not adopt it (its settlement is fenced on the action)
       result: action?.result,
     });
   });

@@ -119,8 +119,8 @@ describe('A charge the provider answers at once', () => {
       ['TransactWriteItems', true],
       ['TransactWriteItems', true],
     ]);
-    // admission; attempt start (leases, adoption, route); settlement (record + receipt, action, reservation).
-    expect(writes[1]?.items).toEqual(['Update:ACTION', 'Update:TXN', 'Put:RCPT', 'Update:IDEM', 'Put:ROUTE']);
+    // admission; attempt start (leases, route); settlement (record + receipt, action, reservation).
+    expect(writes[1]?.items).toEqual(['Update:ACTION', 'Update:TXN', 'Put:RCPT', 'Put:ROUTE']);
     expect(writes[2]?.items).toEqual(['Update:TXN', 'Put:RCPT', 'Update:ACTION', 'Update:IDEM']);
 
     const effect = sim.ledger().slice(ledger);

@@ -72,14 +72,15 @@ describe('Idempotency reservations', () => {
     expect((await h.runtime.getAction(caller(), TENANT, second)).action_result).toMatchObject({ status: 'completed', replayed: true });
   });
 
-  it('a reservation is owned by one attempt and fenced: the worker adopts it with its lease fence', async () => {
+  it('a reservation is owned by its action: the attempt completes it in the commit that settles the fenced action, without adopting it first', async () => {
     const key = uid('k');
     const a = uid('a');
     await h.runtime.submit(caller(), plain(a, key));
     expect((await h.stores.idempotency.get({ tenant_id: TENANT, principal_id: 'agent-1', key }))?.fence).toBe(0);
     await h.drain();
     const r = await h.stores.idempotency.get({ tenant_id: TENANT, principal_id: 'agent-1', key });
-    expect(r).toMatchObject({ status: 'completed', fence: 1, action_id: a });
+    expect(r).toMatchObject({ status: 'completed', fence: 0, action_id: a });
+    expect((await h.stores.actions.get({ tenant_id: TENANT, action_id: a }))?.fence).toBe(1);
   });
 
   it('it is never deleted on an ambiguous error: an unknown outcome marks it uncertain and a retry needs reconciliation', async () => {

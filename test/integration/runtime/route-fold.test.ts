@@ -2,7 +2,7 @@
  * The route assignment folded into the attempt start (docs/runtime-stores.md,
  * "Composite writes"; docs/bench/analysis.md 6): a first attempt (fence 0)
  * pins its action-scoped route with one more item of the attempt-start
- * TransactWriteItems, so the route, the leases and the adoption land together,
+ * TransactWriteItems, so the route and the leases land together,
  * before the provider call. A route that already exists refuses that write
  * and is judged by resolveRoute's reuse rules exactly as a refused
  * put-if-absent is (reusable: the write is repeated without it; another
@@ -67,7 +67,8 @@ beforeEach(() => {
   requests.length = 0;
 });
 
-const START = ['Update:ACTION', 'Update:TXN', 'Put:RCPT', 'Update:IDEM'];
+/** The attempt start's items (the reservation is not adopted: its settlement is fenced on the action). */
+const START = ['Update:ACTION', 'Update:TXN', 'Put:RCPT'];
 
 async function submitExecute(harness: Harness, capability = 'pay.transfer'): Promise<{ a: string; tx: string }> {
   const a = uid('a');
@@ -114,7 +115,7 @@ const lastAttemptOf = async (harness: Harness, tx: string) =>
 const drainFor = async (harness: Harness, a: string): Promise<AttemptOutcome | undefined> => (await harness.drain()).find((o) => o.action_id === a);
 
 describe('A first attempt pins its route in the attempt-start write', () => {
-  it('one TransactWriteItems carries the route with the leases and the adoption: no PutItem; the worker writes start, checkpoint, settlement', async () => {
+  it('one TransactWriteItems carries the route with the leases: no PutItem; the worker writes start, checkpoint, settlement', async () => {
     const { a, tx } = await submitExecute(h);
     expect(await drainFor(h, a)).toMatchObject({ disposition: 'settled', transaction_status: 'committed' });
     // (A cancellation watch may read the action while the connector runs: reads of single items are left out.)
