@@ -360,9 +360,10 @@ export async function runAttempt(k: Kernel, message: InvokeMessage, known?: Know
 
 /**
  * Step 1: the action, and the transaction the message names, in one
- * strongly consistent read when the composite port offers it (otherwise the
- * action alone here; the transaction is read once the action names it). The
- * transaction read here is used only when the action is bound to that very ID.
+ * strongly consistent read (AttemptReads; a message that names no transaction
+ * reads the action alone, and its transaction is read once the action names
+ * it). The transaction read here is used only when the action is bound to that
+ * very ID.
  */
 async function loadAttempt(
   k: Kernel,
