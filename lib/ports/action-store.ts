@@ -179,6 +179,16 @@ export interface RenewActionLeaseInput extends ActionRef {
   readonly ttl_ms: number;
 }
 
+/**
+ * A fence check that writes nothing: the attempt holding `fence` is still the
+ * action's current attempt (no newer lease was granted). It goes into the same
+ * atomic write as a transaction write of that attempt (a provider-operation
+ * checkpoint), so a superseded attempt cannot write the transaction record.
+ */
+export interface CheckFenceInput extends ActionRef {
+  readonly fence: number;
+}
+
 export interface SettleActionInput extends ActionRef {
   /** The fence the caller holds; only the current fence may settle. */
   readonly fence: number;

@@ -37,6 +37,7 @@ import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
 import type {
   AcquireActionLeaseInput,
   ActionRecord,
+  CheckFenceInput,
   CreateActionInput,
   RedactTerminalInput,
   RenewActionLeaseInput,
@@ -87,6 +88,8 @@ export interface IntentTable {
   'action.settle': { input: SettleActionInput; written: ActionRecord | undefined; current: never };
   'action.redact': { input: RedactTerminalInput; written: ActionRecord | undefined; current: never };
   'action.request_cancel': { input: RequestCancelInput; written: ActionRecord | undefined; current: never };
+  // Writes nothing: only in one atomic write with a transaction write of the attempt that holds the fence.
+  'action.check_fence': { input: CheckFenceInput; written: undefined; current: never };
   // The idempotency reservation of a key.
   'idempotency.reserve': { input: ReserveInput; written: IdempotencyReservation; current: Exclude<ReserveOutcome, { outcome: 'reserved' }> };
   'idempotency.complete': { input: CompleteInput; written: IdempotencyReservation | undefined; current: never };

@@ -28,6 +28,7 @@ export const RECEIPT_EVENTS = {
   direct_commit_claimed: 'transaction.direct_commit_claimed',
   compensating: 'transaction.compensation_started',
   rollback_not_supported: 'transaction.rollback_not_supported',
+  /** Written by runtimes before the attempt start became the action lease alone; found in older chains. */
   attempt_started: 'transaction.attempt_started',
   checkpoint: 'transaction.provider_operation_checkpointed',
   settled: 'transaction.settled',
@@ -173,29 +174,6 @@ export class TransactionJournal {
           ...(input.result !== undefined ? { result: input.result } : {}),
           ...meta,
         }),
-      },
-      ...held(record),
-    };
-  }
-
-  /** The attempt lease of `record` (acquire, renew or take over) with its `attempt_started` receipt. */
-  lease(
-    record: HeldRef & Pick<TransactionRecord, 'status'>,
-    owner: string,
-    ttl_ms: number,
-    data: JsonObject,
-    evidence?: JsonValue,
-  ): IntentOf<'transaction.lease'> {
-    return {
-      kind: 'transaction.lease',
-      input: {
-        tenant_id: record.tenant_id,
-        transaction_id: record.transaction_id,
-        expected_revision: record.revision,
-        owner,
-        ttl_ms,
-        data,
-        receipt: this.next(record, record.status, RECEIPT_EVENTS.attempt_started, evidence),
       },
       ...held(record),
     };

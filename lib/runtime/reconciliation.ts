@@ -49,6 +49,16 @@ export function reconcileActionId(tenant_id: string, transaction_id: string, att
   return resets > 0 ? `${base}-r${resets}-${attempt}` : `${base}-${attempt}`;
 }
 
+/**
+ * An attempt of the action holds a live lease. The attempt start leases the action alone (the transaction record
+ * carries a lease only when an older runtime wrote it), so a stalled-looking record is skipped on its action's
+ * lease: one consistent read per stalled record, which only stalled or long-running work costs.
+ */
+async function attemptRunning(k: Kernel, tenant_id: string, action_id: string, iso: string): Promise<boolean> {
+  const action = await k.deps.actions.get({ tenant_id, action_id });
+  return action?.status === 'running' && action.lease_expires_at !== undefined && action.lease_expires_at > iso;
+}
+
 function leaseLive(k: Kernel, r: TransactionRecord): boolean {
   return r.lease_expires_at !== undefined && Date.parse(r.lease_expires_at) > k.now().getTime();
 }
@@ -165,7 +175,8 @@ export async function reconcileMessage(k: Kernel, msg: ReconcileMessage): Promis
   if (txn.status === 'reconciling') {
     const actionId = txn.data.reconcile_action_id;
     if (leaseLive(k, txn) || typeof actionId !== 'string') return out(msg, 'in_progress', { transaction_status: txn.status });
-    // A reconcile attempt stopped: reconciliation only reads provider state, so re-drive it.
+    // A reconcile attempt stopped: reconciliation only reads provider state, so re-drive it. One still running holds
+    // its action's lease (the attempt start leases the action alone): the re-drive is refused and nothing is written.
     const attempt = await runAttempt(k, {
       kind: 'invoke',
       tenant_id: txn.tenant_id,
@@ -174,6 +185,7 @@ export async function reconcileMessage(k: Kernel, msg: ReconcileMessage): Promis
       fence: txn.fence,
       attempt: 1,
     });
+    if (attempt.disposition === 'deferred' && attempt.reason === 'action.lease_held') return out(msg, 'in_progress', { transaction_status: txn.status });
     return afterAttempt(k, msg, actionId, attempt);
   }
   if (txn.status !== 'outcome_unknown') return out(msg, 'not_applicable', { transaction_status: txn.status });
@@ -319,6 +331,7 @@ export async function sweep(k: Kernel, now: Date = k.now()): Promise<SweepOutcom
   for (const status of ['prepared', 'committing', 'compensating'] as const) {
     for await (const r of listAll(k, status, stalledBefore)) {
       if (r.lease_expires_at !== undefined && r.lease_expires_at > iso) continue;
+      if (await attemptRunning(k, r.tenant_id, r.action_id, iso)) continue;
       invoke.push({
         id: id(),
         message: { kind: 'invoke', tenant_id: r.tenant_id, action_id: r.action_id, transaction_id: r.transaction_id, fence: r.fence, attempt: 1 },
@@ -327,6 +340,8 @@ export async function sweep(k: Kernel, now: Date = k.now()): Promise<SweepOutcom
   }
   for await (const r of listAll(k, 'reconciling', stalledBefore)) {
     if (r.lease_expires_at !== undefined && r.lease_expires_at > iso) continue;
+    const reconciler = r.data.reconcile_action_id;
+    if (typeof reconciler === 'string' && (await attemptRunning(k, r.tenant_id, reconciler, iso))) continue;
     reconcile.push({ id: id(), message: { kind: 'reconcile', tenant_id: r.tenant_id, transaction_id: r.transaction_id, reason: 'sweeper' } });
   }
   // Plans past their 15 minutes: planned → failed.

@@ -128,7 +128,6 @@ export function committingJournal(uow: UnitOfWork, clock: Clock, actor?: Princip
     claimPlan: (...a: Parameters<TransactionJournal['claimPlan']>) => commitOne(uow, j.claimPlan(...a)),
     transition: (...a: Parameters<TransactionJournal['transition']>) => commitOne(uow, j.transition(...a)),
     settle: (...a: Parameters<TransactionJournal['settle']>) => commitOne(uow, j.settle(...a)),
-    lease: (...a: Parameters<TransactionJournal['lease']>) => commitOne(uow, j.lease(...a)),
     checkpoint: (...a: Parameters<TransactionJournal['checkpoint']>) => commitOne(uow, j.checkpoint(...a)),
   };
 }

@@ -32,6 +32,7 @@ import {
   type ActionRecord,
   type ActionRef,
   type ActionStore,
+  type CheckFenceInput,
   type CreateActionInput,
   type RenewActionLeaseInput,
   type RedactTerminalInput,
@@ -219,6 +220,8 @@ export class DynamoActionStore implements ActionStore, IntentMapper {
         return this.redactWrite(intent.input);
       case 'action.request_cancel':
         return this.requestCancelWrite(intent.input);
+      case 'action.check_fence':
+        return this.checkFenceWrite(intent.input);
       default:
         throw new AipError('internal.unexpected', `the action store does not write ${intent.kind}`);
     }
@@ -468,6 +471,31 @@ export class DynamoActionStore implements ActionStore, IntentMapper {
       nowMs,
     );
     return this.updateWrite(input, 'redactTerminal', b, (old) => this.conflict(input, 'redactTerminal', old, terminal, expected));
+  }
+
+  /** A ConditionCheck of the action item: `fence` is still the current one (see CheckFenceInput). */
+  private checkFenceWrite(input: CheckFenceInput): MappedWrite<undefined, never> {
+    this.checkRef(input);
+    const fence = checkRevision(CODE, input.fence, 'fence');
+    const b = new UpdateBuilder();
+    b.condition(`${b.n('fence')} = ${b.v(fence)}`);
+    const { ConditionExpression, ExpressionAttributeNames, ExpressionAttributeValues } = b.render();
+    return {
+      items: [
+        {
+          ConditionCheck: {
+            TableName: this.table,
+            Key: keys.action(input.tenant_id, input.action_id),
+            ConditionExpression,
+            ExpressionAttributeNames,
+            ExpressionAttributeValues,
+          },
+        },
+      ],
+      refuse: (_at, old) => ({ error: old === undefined ? this.notFound(input, 'check_fence') : this.staleFence(input, 'check_fence', old, fence) }),
+      race: () => this.raced(input, 'check_fence'),
+      written: () => undefined,
+    };
   }
 
   /** Records a cancellation request on a non-terminal action (idempotent: a second request answers the record unchanged). */

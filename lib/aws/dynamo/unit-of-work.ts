@@ -197,5 +197,6 @@ function withOldImage(item: TransactItem): TransactItem {
   if (item.Put !== undefined && item.Put.ConditionExpression !== undefined) return { Put: { ...item.Put, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } };
   if (item.Update !== undefined && item.Update.ConditionExpression !== undefined)
     return { Update: { ...item.Update, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } };
+  if (item.ConditionCheck !== undefined) return { ConditionCheck: { ...item.ConditionCheck, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } };
   return item;
 }

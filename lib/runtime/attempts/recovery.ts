@@ -32,9 +32,13 @@ export function boundTo(action: ActionRecord, txn: TransactionRecord, mode: Tran
   return txn.action_id === action.action_id;
 }
 
-/** True once an attempt of this action leased the transaction record (the last step before a provider call). */
-export function attemptStarted(action: Pick<ActionRecord, 'action_id'>, txn: TransactionRecord): boolean {
-  return txn.data.attempt_action_id === action.action_id;
+/**
+ * True once an attempt of this action was started: it leased the action (its fence is above 0), the last write
+ * before a provider call, so it may have reached the provider. (Records written before the attempt start became
+ * the action lease alone also name the attempt's action on the transaction; such an action has a fence too.)
+ */
+export function attemptStarted(action: Pick<ActionRecord, 'fence'>): boolean {
+  return action.fence > 0;
 }
 
 /** The action result an earlier attempt settled on the transaction record. */
@@ -184,8 +188,7 @@ export async function failBeforeInvocation(
       return attemptOutcome(message, 'deferred', { reason: e.code, retry_after_ms: 1_000 });
     throw e;
   }
-  if (txn !== undefined && isAttemptStatus(txn.status) && attemptStarted(action, txn))
-    return settleAbandoned(k, leased, leased.fence, txn, mode, reg, attempt_id);
+  if (txn !== undefined && isAttemptStatus(txn.status) && attemptStarted(action)) return settleAbandoned(k, leased, leased.fence, txn, mode, reg, attempt_id);
   const error = toProtocolError(err);
   const result: ActionResult = { action_id: action.action_id, status: 'failed', error, completed_at: k.iso() };
   const to = txn === undefined || !isAttemptStatus(txn.status) ? undefined : txn.status === 'reconciling' ? ('outcome_unknown' as const) : ('failed' as const);
@@ -203,7 +206,7 @@ export async function failBeforeInvocation(
 /** A cancelled action whose transaction never started an attempt: the record fails (no provider effect possible). */
 export async function abandonUnstartedTransaction(k: Kernel, action: ActionRecord, txId: string): Promise<void> {
   const txn = await k.deps.transactions.get({ tenant_id: action.tenant_id, transaction_id: txId });
-  if (txn === undefined || !isAttemptStatus(txn.status) || attemptStarted(action, txn)) return;
+  if (txn === undefined || !isAttemptStatus(txn.status) || attemptStarted(action)) return;
   const mode = action.action.transaction?.mode;
   if (!boundTo(action, txn, mode)) return;
   const error = toProtocolError(new AipError('runtime.cancelled'));

@@ -275,10 +275,10 @@ function transactionMoved(err: unknown, txn: TransactionRecord): boolean {
  * transaction (status and revision conditioned, with its receipt), the action
  * (fenced) and the idempotency reservation (owner-conditioned) change together
  * or not at all, so no delivery has to repair a half-settled attempt.
- * Tolerated refusals, as with separate writes: a reservation this attempt does
- * not own is left alone (the write is repeated without it); an action whose
- * fence moved (a newer attempt holds it) is left to that attempt: the
- * transaction still settles and the attempt reports itself superseded.
+ * A reservation this attempt does not own is left alone (the write is
+ * repeated without it). An action whose fence moved (a newer attempt leased
+ * it) refuses the whole write: the newer attempt owns the transaction record
+ * as well, and this attempt reports itself superseded having written nothing.
  */
 export async function settleAttempt(k: Kernel, req: SettleRequest): Promise<AttemptOutcome> {
   const { action, classified, result } = { ...req, result: req.classified.result };
@@ -289,16 +289,14 @@ export async function settleAttempt(k: Kernel, req: SettleRequest): Promise<Atte
   const idempotency = reservationSettlement(k, action, req.fence, result, req.txn !== undefined, statusAfter);
   const settleTxn = held !== undefined && transaction !== undefined ? k.journal.settle(held, transaction.input, transaction.evidence) : undefined;
 
-  let withAction = true;
   let withIdempotency = idempotency !== undefined;
   let txn = req.txn;
   for (let round = 0; round < 3; round++) {
     const intents: WriteIntent[] = [
       ...(settleTxn !== undefined ? [settleTxn] : []),
-      ...(withAction ? [actionSettle] : []),
+      actionSettle,
       ...(withIdempotency && idempotency !== undefined ? [idempotency] : []),
     ];
-    if (intents.length === 0) break;
     let out: Awaited<ReturnType<Kernel['commit']>>;
     try {
       out = await k.commit(intents);
@@ -317,11 +315,9 @@ export async function settleAttempt(k: Kernel, req: SettleRequest): Promise<Atte
       const refusedAction = out.refused.find((r) => r.kind === 'action.settle')?.error;
       if (refusedAction !== undefined) {
         if (!isAipError(refusedAction, 'action.fence_stale') && !isAipError(refusedAction, 'action.state_conflict')) throw refusedAction;
-        // A newer attempt holds the action: it finishes the action and the reservation from the settled record.
-        if (held === undefined) return superseded(action, req, 'action_fence_moved');
-        withAction = false;
-        withIdempotency = false;
-        continue;
+        // A newer attempt holds the action: it owns the transaction record too (the fence is this write's guard on
+        // the record, since the attempt start writes the action alone), so nothing of this attempt is written.
+        return superseded(action, req, 'action_fence_moved');
       }
       const refusedReservation = out.refused.find((r) => r.kind === 'idempotency.complete' || r.kind === 'idempotency.mark_uncertain')?.error;
       if (refusedReservation !== undefined) {
@@ -334,7 +330,6 @@ export async function settleAttempt(k: Kernel, req: SettleRequest): Promise<Atte
     }
     if (settleTxn !== undefined) txn = out.written[0] as TransactionRecord;
     k.crash('during_settlement');
-    if (!withAction) return superseded(action, { fence: req.fence, ...(txn ? { txn } : {}) }, 'action_fence_moved');
     if (txn !== undefined) await afterTransactionSettled(k, txn, req.mode, action, req.original);
     return settledOutcome(action, req.fence, txn, result);
   }

@@ -33,10 +33,9 @@ import type {
 import type { JsonObject, TransactionMode } from '../../../packages/connector-sdk/src/protocol/index.js';
 import type { ActionRecord } from '../../ports/action-store.js';
 import type { ApprovalRecord } from '../../ports/approval-store.js';
-import type { IntentOf, WriteIntent } from '../../ports/unit-of-work.js';
 import { reservationIdentity } from '../../ports/idempotency-store.js';
 import type { InvokeMessage } from '../../ports/messages.js';
-import type { PutRouteResult, RouteAssignment } from '../../ports/route-store.js';
+import type { RouteAssignment } from '../../ports/route-store.js';
 import { openStreamSink } from './stream-sink.js';
 import type { TransactionRecord } from '../../ports/transaction-store.js';
 import { isAttemptStatus } from '../../transactions/state-machine.js';
@@ -47,17 +46,7 @@ import { ranCapabilityId } from '../modes/reconcile.js';
 import { isTerminalAction } from '../pipeline/action-record.js';
 import type { RegisteredCapability } from '../registry.js';
 import type { AttemptOutcome } from '../types.js';
-import {
-  hostedConnector,
-  invokeConnector,
-  isPreInvocationError,
-  leaseMs,
-  pinnedRoute,
-  resolveRoute,
-  routeAssignment,
-  watchCancellation,
-  type InvocationSubject,
-} from './invoke.js';
+import { hostedConnector, invokeConnector, isPreInvocationError, leaseMs, resolveRoute, watchCancellation, type InvocationSubject } from './invoke.js';
 import { classify, finishSideRecords, settleAttempt } from './settlement.js';
 import {
   abandonUnstartedTransaction,
@@ -176,47 +165,28 @@ export async function runAttempt(k: Kernel, message: InvokeMessage, known?: Know
     memory = { compensation: await compensationMemory(k, action, txn, connectorReg?.capability_id ?? action.capability_id) };
   }
 
-  // 2. connector and route (before any lease: nothing has reached a provider yet)
+  // 2. connector and route (before any lease: nothing has reached a provider yet). The route is pinned by its own
+  // put-if-absent (one item, no transaction): a crash before the lease leaves an assignment the next delivery reuses.
   const attempt_id = `att-${k.ids()}`;
-  const routeRefused = (err: unknown) => routeFailure(k, message, action, txn, mode, err, attempt_id);
   let hosted;
   let route: RouteAssignment | undefined;
-  // A first attempt whose start is one composite write pins its route in that same write (step 3), not before it.
-  let unwritten: RouteAssignment | undefined;
-  let foldable = false;
   try {
     if (reg === undefined || connectorReg === undefined)
       throw new AipError('capability.not_found', undefined, { details: { capability_id: action.capability_id } });
     hosted = hostedConnector(k, connectorReg);
-    foldable = startIsFoldable(k, action, txn, attempt_id, capabilityRetryable(connectorReg.capability, connectorReg.implementation_support));
-    const subject = routeSubject(k, action, connectorReg, attempt_id);
-    // No attempt ever leased the action (fence 0), so no attempt pinned a route: the common path. A route that exists
-    // anyway (a delivery that put it and was then deferred) refuses the composite write and is judged by the same rules.
-    if (foldable && action.fence === 0) unwritten = routeAssignment(k, subject, hosted);
-    else route = await resolveRoute(k, subject, hosted);
+    route = await resolveRoute(k, routeSubject(k, action, connectorReg, attempt_id), hosted);
   } catch (err) {
-    return routeRefused(err);
+    return routeFailure(k, message, action, txn, mode, err, attempt_id);
   }
 
-  // 3. lease the action
+  // 3-5. lease the action; recovery
   const lease_ms = leaseMs(k, connectorReg);
   const retrySafe = capabilityRetryable(connectorReg.capability, connectorReg.implementation_support);
   const key = action.action.idempotency_key;
-  let leased: ActionRecord;
-  if (foldable) {
-    // 3-5 as ONE composite write: action lease, transaction lease (+ receipt), and on a first
-    // attempt the route assignment (put if absent), so the route is durable before the provider is called.
-    const started = await startAtomically(k, message, action, txn, attempt_id, lease_ms, unwritten, routeRefused);
-    if ('disposition' in started) return started;
-    leased = started.action;
-    txn = started.transaction ?? txn;
-    route = started.route ?? route;
-  } else {
-    const out = await startSeparately(k, message, action, txn, mode, connectorReg, attempt_id, lease_ms, retrySafe);
-    if ('disposition' in out) return out;
-    leased = out.action;
-    txn = out.transaction ?? txn;
-  }
+  const started = await startAttempt(k, message, action, txn, mode, connectorReg, attempt_id, lease_ms, retrySafe);
+  if ('disposition' in started) return started;
+  const leased = started.action;
+  txn = started.transaction ?? txn;
   const fence = leased.fence;
   const approval =
     action.approval_id !== undefined
@@ -279,9 +249,14 @@ export async function runAttempt(k: Kernel, message: InvokeMessage, known?: Know
         try {
           k.crash('after_provider_accept_before_checkpoint');
           if (held === undefined) throw new AipError('connector.transaction_checkpoint_unavailable');
-          held = await k.write(
+          // The record's revision fences it against other writers; the action's fence, checked in the same atomic
+          // write, against an earlier attempt of this action (the attempt start does not write the record).
+          const out = await k.commit([
             k.journal.checkpoint(held as TransactionRecord & { status: TransactionRecord['status'] }, provider_operation, reconciliation_cursor),
-          );
+            { kind: 'action.check_fence', input: { tenant_id: action.tenant_id, action_id: action.action_id, fence } },
+          ] as const);
+          if (!out.committed) throw (out.refused.find((r) => r.kind === 'action.check_fence') ?? out.refused[0])?.error;
+          held = out.written[0];
           k.crash('after_checkpoint_before_response');
         } catch (err) {
           if (isAipError(err, 'runtime.crash_injected')) crashed = err;
@@ -375,191 +350,71 @@ async function loadAttempt(
 }
 
 /**
- * True when no recovery branch of steps 3-5 applies (judged from the records
- * as read; the composite write is conditioned on their revisions, so a record
- * that changed in between refuses it). Only then do the leases and the
- * adoption fold into one write; every other case takes the separate path.
- */
-function startIsFoldable(k: Kernel, action: ActionRecord, txn: TransactionRecord | undefined, attempt_id: string, retrySafe: boolean): boolean {
-  if (txn === undefined) {
-    // A plain invocation without a key leases the action only: one conditional write of one item is cheaper than an atomic write of several.
-    if (action.action.idempotency_key === undefined) return false;
-    const attempt = action.attempt + 1;
-    return !(attempt > 1 && !retrySafe) && !(action.cancel_requested_at !== undefined && attempt === 1);
-  }
-  if (!isAttemptStatus(txn.status)) return false;
-  if (txn.lease_expires_at !== undefined && txn.lease_owner !== attempt_id && Date.parse(txn.lease_expires_at) > k.now().getTime()) return false;
-  const recovering = attemptStarted(action, txn);
-  if (recovering && txn.status !== 'reconciling' && !retrySafe) return false;
-  return !(action.cancel_requested_at !== undefined && !recovering);
-}
-
-/**
- * Steps 3-5 as ONE commit of the unit of work (lib/ports/unit-of-work.ts): the action
- * lease (fence + 1) and the transaction lease with its `attempt_started`
- * receipt, plus, on a first attempt, the route assignment (put if absent).
+ * Steps 3-5. The attempt's start is ONE conditional write of ONE item: the
+ * action lease (fence + 1). The transaction record is not written: every
+ * later transaction write of this attempt carries the fence (the settlement
+ * settles the fenced action in the same atomic write; a checkpoint checks the
+ * fence in its own), so once this lease lands no earlier attempt of the action
+ * can write the record again (docs/table-design.md, "The attempt start").
+ *
+ * Recovery: an earlier attempt leased the action (the fence was above 0) and
+ * may have reached the provider. Until this lease landed, that attempt could
+ * still write the transaction record, so the record is read again after it
+ * (one consistent read, on this rare path only). The attempt re-invokes only
+ * with the same action and idempotency identity and only when the capability
+ * declares retry with downstream idempotency; otherwise it settles
+ * `outcome_unknown`. A `reconciling` record is re-driven (it only reads).
+ *
  * The idempotency reservation is not adopted here: its settlement is written
  * in one commit with the fenced action settlement, which already refuses a
  * zombie, and accepts any fence of the owning action at or above the one
- * stored (docs/runtime-stores.md); an adoption would bill 2 WRU for nothing.
- * A refusal writes nothing: a held lease or a moved record defers the message
- * as with separate writes; an assignment that already exists is judged by resolveRoute's reuse rules
- * (pinnedRoute) exactly as a refused put-if-absent is: reusable, the write is
- * repeated without the route part; otherwise `onRouteRefused` answers (the
- * route mismatch fails before any provider call, another replica defers).
+ * stored (docs/runtime-stores.md).
  */
-async function startAtomically(
+async function startAttempt(
   k: Kernel,
   message: InvokeMessage,
   action: ActionRecord,
-  txn: TransactionRecord | undefined,
-  attempt_id: string,
-  lease_ms: number,
-  unwritten: RouteAssignment | undefined,
-  onRouteRefused: (err: unknown) => Promise<AttemptOutcome>,
-): Promise<AttemptOutcome | { action: ActionRecord; transaction?: TransactionRecord; route?: RouteAssignment }> {
-  const fence = action.fence + 1;
-  const recovering = txn !== undefined && attemptStarted(action, txn);
-  const leaseAction: IntentOf<'action.lease'> = {
-    kind: 'action.lease',
-    input: { tenant_id: action.tenant_id, action_id: action.action_id, owner: attempt_id, ttl_ms: lease_ms, expected_revision: action.revision },
-    held: action,
-  };
-  const leaseTxn =
-    txn !== undefined
-      ? k.journal.lease(
-          txn,
-          attempt_id,
-          lease_ms,
-          { attempt_action_id: action.action_id, attempt_fence: fence },
-          { action_id: action.action_id, attempt_id, fence, ...(recovering ? { recovered: true } : {}) },
-        )
-      : undefined;
-  let withRoute = unwritten;
-  let route: RouteAssignment | undefined;
-  for (let round = 0; round < 3; round++) {
-    const intents: WriteIntent[] = [
-      leaseAction,
-      ...(leaseTxn !== undefined ? [leaseTxn] : []),
-      ...(withRoute !== undefined ? [{ kind: 'route.pin', input: withRoute } as const] : []),
-    ];
-    const out = await k.commit(intents);
-    if (out.committed) {
-      const leased = out.written[0] as ActionRecord;
-      const started = leaseTxn !== undefined ? (out.written[1] as TransactionRecord) : undefined;
-      const pinned = withRoute !== undefined ? (out.written[intents.length - 1] as PutRouteResult) : undefined;
-      if (withRoute !== undefined && pinned !== undefined) route = pinnedRoute(withRoute, pinned);
-      return { action: leased, ...(started !== undefined ? { transaction: started } : {}), ...(route !== undefined ? { route } : {}) };
-    }
-    const refusal = (kind: WriteIntent['kind']) => out.refused.find((r) => r.kind === kind);
-    const refusedRoute = refusal('route.pin');
-    if (refusedRoute?.kind === 'route.pin' && withRoute !== undefined) {
-      // An assignment exists already: the reuse rules decide first, as when resolveRoute's put-if-absent is refused.
-      if (refusedRoute.current === undefined) throw refusedRoute.error;
-      try {
-        route = pinnedRoute(withRoute, refusedRoute.current);
-      } catch (err) {
-        return onRouteRefused(err);
-      }
-      withRoute = undefined;
-    }
-    const refusedAction = refusal('action.lease')?.error;
-    if (refusedAction !== undefined) {
-      const code = refusedAction.code;
-      if (code === 'action.lease_held') return attemptOutcome(message, 'deferred', { reason: code, retry_after_ms: retryAfter(k, refusedAction) });
-      if (code === 'action.state_conflict') return attemptOutcome(message, 'deferred', { reason: code, retry_after_ms: 1_000 });
-      throw refusedAction;
-    }
-    const refusedTxn = refusal('transaction.lease')?.error;
-    if (refusedTxn !== undefined) {
-      const code = refusedTxn.code;
-      if (code === 'transaction.lease_held' || code === 'transaction.state_conflict')
-        return attemptOutcome(message, 'deferred', { reason: code, retry_after_ms: 1_000 });
-      throw refusedTxn;
-    }
-    if (refusedRoute !== undefined) continue;
-    throw new AipError('internal.unexpected', 'attempt start refused without a reason');
-  }
-  throw new AipError('internal.unexpected', 'attempt start did not converge');
-}
-
-/** Steps 3-5 as separate writes: the action lease, the recovery paths, the transaction lease, the reservation adoption. */
-async function startSeparately(
-  k: Kernel,
-  message: InvokeMessage,
-  action: ActionRecord,
-  txn: TransactionRecord | undefined,
+  heldTxn: TransactionRecord | undefined,
   mode: TransactionMode | undefined,
   connectorReg: RegisteredCapability,
   attempt_id: string,
   lease_ms: number,
   retrySafe: boolean,
 ): Promise<AttemptOutcome | { action: ActionRecord; transaction?: TransactionRecord }> {
-  let leased: ActionRecord;
   const ref = { tenant_id: message.tenant_id, action_id: message.action_id };
-  try {
-    leased = await k.write({ kind: 'action.lease', input: { ...ref, owner: attempt_id, ttl_ms: lease_ms, expected_revision: action.revision } });
-  } catch (err) {
-    if (isAipError(err, 'action.lease_held')) return attemptOutcome(message, 'deferred', { reason: err.code, retry_after_ms: retryAfter(k, err) });
-    if (isAipError(err, 'action.state_conflict')) return attemptOutcome(message, 'deferred', { reason: err.code, retry_after_ms: 1_000 });
-    throw err;
+  const out = await k.commit([
+    { kind: 'action.lease', input: { ...ref, owner: attempt_id, ttl_ms: lease_ms, expected_revision: action.revision }, held: action },
+  ] as const);
+  if (!out.committed) {
+    const refused = out.refused[0]?.error ?? new AipError('internal.unexpected', 'attempt start refused without a reason');
+    if (refused.code === 'action.lease_held') return attemptOutcome(message, 'deferred', { reason: refused.code, retry_after_ms: retryAfter(k, refused) });
+    if (refused.code === 'action.state_conflict') return attemptOutcome(message, 'deferred', { reason: refused.code, retry_after_ms: 1_000 });
+    throw refused;
   }
+  const leased = out.written[0] ?? (await k.deps.actions.get(ref));
+  if (leased === undefined) throw new AipError('internal.unexpected', 'the leased action could not be read back');
   const fence = leased.fence;
+  const recovering = attemptStarted(action);
 
-  // 4/5. transaction lease and recovery
-  if (txn !== undefined) {
+  if (heldTxn !== undefined) {
+    const txn = recovering ? await k.deps.transactions.get({ tenant_id: heldTxn.tenant_id, transaction_id: heldTxn.transaction_id }) : heldTxn;
+    if (txn === undefined) return attemptOutcome(message, 'dropped', { reason: 'transaction_not_found' });
     if (!isAttemptStatus(txn.status)) {
       // Settled by an earlier attempt that stopped before finishing the action: finish it.
       const result = finishingResult(action, txn);
       return finishSideRecords(k, { action: leased, fence, mode, txn, result, reg: connectorReg, attempt_id });
     }
-    if (txn.lease_expires_at !== undefined && txn.lease_owner !== attempt_id && Date.parse(txn.lease_expires_at) > k.now().getTime()) {
-      return attemptOutcome(message, 'deferred', {
-        reason: 'transaction.lease_held',
-        retry_after_ms: Math.max(1, Date.parse(txn.lease_expires_at) - k.now().getTime()),
-        fence,
-      });
-    }
-    // An earlier attempt of this action leased the record: it may have reached the provider.
-    const recovering = attemptStarted(action, txn);
     if (recovering && txn.status !== 'reconciling' && !retrySafe) return settleAbandoned(k, leased, fence, txn, mode, connectorReg, attempt_id);
     // A cancellation requested before this (first) attempt reached the provider: end without a call.
     if (leased.cancel_requested_at !== undefined && !recovering) return settleCancelled(k, leased, fence, txn, attempt_id);
-    try {
-      txn = await k.write(
-        k.journal.lease(
-          txn,
-          attempt_id,
-          lease_ms,
-          { attempt_action_id: action.action_id, attempt_fence: fence },
-          { action_id: action.action_id, attempt_id, fence, ...(recovering ? { recovered: true } : {}) },
-        ),
-      );
-    } catch (err) {
-      if (isAipError(err, 'transaction.lease_held')) return attemptOutcome(message, 'deferred', { reason: err.code, retry_after_ms: 1_000, fence });
-      if (isAipError(err, 'transaction.state_conflict')) return attemptOutcome(message, 'deferred', { reason: err.code, retry_after_ms: 1_000, fence });
-      throw err;
-    }
-  } else if (leased.attempt > 1 && !retrySafe) {
+    return { action: leased, transaction: txn };
+  }
+  if (recovering && !retrySafe) {
     // A plain invocation whose earlier attempt may have reached the provider.
     return settleAbandoned(k, leased, fence, undefined, mode, connectorReg, attempt_id);
-  } else if (leased.cancel_requested_at !== undefined && leased.attempt === 1) {
-    return settleCancelled(k, leased, fence, undefined, attempt_id);
   }
-
-  // Idempotency: this attempt takes over the reservation (fenced).
-  const key = action.action.idempotency_key;
-  if (key !== undefined) {
-    try {
-      await k.write({
-        kind: 'idempotency.adopt',
-        input: { tenant_id: action.tenant_id, principal_id: action.principal.id, key, action_id: action.action_id, fence },
-      });
-    } catch (err) {
-      if (!isAipError(err, 'idempotency.not_owner')) throw err;
-    }
-  }
-  return { action: leased, ...(txn !== undefined ? { transaction: txn } : {}) };
+  if (leased.cancel_requested_at !== undefined && !recovering) return settleCancelled(k, leased, fence, undefined, attempt_id);
+  return { action: leased };
 }
 
 /** A route that cannot be used before any provider call: another replica defers; a mismatch (or a missing connector) fails the attempt without a call. */

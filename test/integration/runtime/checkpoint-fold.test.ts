@@ -105,7 +105,7 @@ const chargeRequests = (from: number) =>
   events.filter((e) => e.seq > from && e.event.type === 'response' && e.event.method === 'POST' && e.event.path === '/v1/charges');
 
 describe('A charge the provider answers at once', () => {
-  it('the operation ID goes into the settlement write: admission, attempt start and settlement are the only writes of the execute', async () => {
+  it('the operation ID goes into the settlement write: admission, route, attempt start and settlement are the only writes of the execute', async () => {
     const a = uid('a');
     const action = chargeAction(a, uid('key'));
     const ledger = sim.ledger().length;
@@ -116,12 +116,13 @@ describe('A charge the provider answers at once', () => {
     const writes = requests.filter((r) => WRITES.has(r.command));
     expect(writes.map((r) => [r.command, r.ok])).toEqual([
       ['TransactWriteItems', true],
-      ['TransactWriteItems', true],
+      ['PutItem', true],
+      ['UpdateItem', true],
       ['TransactWriteItems', true],
     ]);
-    // admission; attempt start (leases, route); settlement (record + receipt, action, reservation).
-    expect(writes[1]?.items).toEqual(['Update:ACTION', 'Update:TXN', 'Put:RCPT', 'Put:ROUTE']);
-    expect(writes[2]?.items).toEqual(['Update:TXN', 'Put:RCPT', 'Update:ACTION', 'Update:IDEM']);
+    // admission; the route (put if absent); the attempt start (the action lease alone); settlement (record + receipt,
+    // action, reservation).
+    expect(writes[3]?.items).toEqual(['Update:TXN', 'Put:RCPT', 'Update:ACTION', 'Update:IDEM']);
 
     const effect = sim.ledger().slice(ledger);
     expect(effect).toHaveLength(1);
@@ -140,7 +141,7 @@ describe('A charge the provider answers at once', () => {
     sim.setFaults([{ match: { method: 'POST', path: '/v1/charges' }, fault: { type: 'decline', code: 'insufficient_funds' }, times: 1 }]);
     await h.runtime.submit(caller(), action);
     expect(await drainFor(a)).toMatchObject({ disposition: 'settled', transaction_status: 'failed' });
-    expect(requests.filter((r) => WRITES.has(r.command))).toHaveLength(3);
+    expect(requests.filter((r) => WRITES.has(r.command))).toHaveLength(4);
     const record = await recordOf(action.transaction.transaction_id);
     expect(record?.provider_operation?.operation_id).toMatch(/^op_/);
     expect((await receiptsOf(action.transaction.transaction_id)).map((r) => r.event)).not.toContain(CHECKPOINT_EVENT);
@@ -165,7 +166,8 @@ describe('A wait that can be lost keeps the durable checkpoint before it', () =>
     } finally {
       off();
     }
-    const checkpoint = requests.find((r) => r.command === 'TransactWriteItems' && r.items.join() === 'Update:TXN,Put:RCPT');
+    // The checkpoint checks the attempt's fence on the action in the same atomic write.
+    const checkpoint = requests.find((r) => r.command === 'TransactWriteItems' && r.items.join() === 'Update:TXN,Put:RCPT,ConditionCheck:ACTION');
     expect(checkpoint).toMatchObject({ ok: true });
     const polls = events.filter(
       (e) => e.seq > from && e.event.type === 'response' && e.event.method === 'GET' && e.event.path.startsWith('/v1/operations/op_'),
@@ -173,7 +175,7 @@ describe('A wait that can be lost keeps the durable checkpoint before it', () =>
     expect(polls.length).toBeGreaterThanOrEqual(1);
     // Durable before the connector sent its first poll.
     expect(checkpoint?.seq).toBeLessThan(polls[0]?.seq as number);
-    expect(requests.filter((r) => WRITES.has(r.command))).toHaveLength(4);
+    expect(requests.filter((r) => WRITES.has(r.command))).toHaveLength(5);
     const receipts = await receiptsOf(action.transaction.transaction_id);
     expect(receipts.map((r) => r.event)).toContain(CHECKPOINT_EVENT);
     expect(await recordOf(action.transaction.transaction_id)).toMatchObject({
@@ -195,9 +197,11 @@ describe('Crashes around the folded checkpoint', () => {
       h.crash.arm(point);
       await h.drain();
       expect(h.crash.fired).toContain(point);
-      // The crash took the held reference with it: the record is as the attempt start left it.
+      // The crash took the held reference with it: the record is as the admission left it (the attempt start wrote
+      // only the action's lease).
       const crashed = await recordOf(action.transaction.transaction_id);
-      expect(crashed).toMatchObject({ status: 'prepared', fence: 1 });
+      expect(crashed).toMatchObject({ status: 'prepared', revision: 1 });
+      expect(await h.stores.actions.get({ tenant_id: TENANT, action_id: a })).toMatchObject({ status: 'running', fence: 1 });
       expect(crashed?.provider_operation).toBeUndefined();
       h.clock.advance(PAST_LEASE);
       expect(await drainFor(a)).toMatchObject({ disposition: 'settled', transaction_status: 'committed' });
@@ -237,9 +241,9 @@ describe('Concurrent deliveries', () => {
       expect(effects).toHaveLength(1);
       expect(await recordOf(action.transaction.transaction_id)).toMatchObject({
         status: 'committed',
-        fence: 1,
         provider_operation: { operation_id: effects[0]?.operation_id },
       });
+      expect(await h.stores.actions.get({ tenant_id: TENANT, action_id: a })).toMatchObject({ status: 'completed', fence: 1 });
       expect((await h.verifyChain(action.transaction.transaction_id)).valid).toBe(true);
     }
   });

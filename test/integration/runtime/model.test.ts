@@ -33,6 +33,8 @@ beforeAll(async () => {
     }
     if (call.method === 'plan') return { action: action.status };
     if (action.status !== 'running') violations.push(`${call.method} ${call.action_id}: action is ${action.status}, not running`);
+    // The attempt start is the action's lease: it holds one, fenced, before any provider call.
+    if (action.lease_owner === undefined || action.fence < 1) violations.push(`${call.method} ${call.action_id}: no lease held`);
     if (call.transaction_id !== undefined && call.mode !== 'rollback_not_supported') {
       const txn = await h.table.store.get({ tenant_id: TENANT, transaction_id: call.transaction_id });
       const expected =
@@ -40,7 +42,6 @@ beforeAll(async () => {
       if (txn === undefined) violations.push(`${call.method} ${call.transaction_id}: no transaction record`);
       else {
         if (txn.status !== expected) violations.push(`${call.method} ${call.transaction_id}: record is ${txn.status}, expected ${expected}`);
-        if (txn.lease_owner === undefined) violations.push(`${call.method} ${call.transaction_id}: no lease held`);
         // Invariant 2 (invocation side): an execute never reaches the connector while the record is uncertain.
         if (call.mode === 'execute' && (txn.status === 'outcome_unknown' || txn.status === 'reconciling'))
           violations.push(`execute invoked while ${txn.status}`);

@@ -128,7 +128,7 @@ describe('retention_days', () => {
       },
       'transaction.prepared',
     );
-    for (let i = 0; i < 120; i++) record = await journal.lease(record, 'owner-1', 60_000, {});
+    for (let i = 0; i < 120; i++) record = await journal.checkpoint(record, { provider: 'archive', operation_id: 'op-1' });
     await journal.settle(record, { to: 'committed', from: ['prepared'], retention: { days: DAYS } });
     const all = await ofTransaction(tx);
     expect(all).toHaveLength(1 + 122);

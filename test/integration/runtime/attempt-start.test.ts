@@ -1,15 +1,14 @@
 /**
- * The route assignment folded into the attempt start (docs/runtime-stores.md,
- * "Composite writes"; docs/bench/analysis.md 6): a first attempt (fence 0)
- * pins its action-scoped route with one more item of the attempt-start
- * TransactWriteItems, so the route and the leases land together,
- * before the provider call. A route that already exists refuses that write
- * and is judged by resolveRoute's reuse rules exactly as a refused
- * put-if-absent is (reusable: the write is repeated without it; another
- * capability: runtime.route_mismatch; another instance, replica, endpoint or
- * peer: deferred). A redelivery of a started attempt keeps today's
- * put-if-absent read-back. Requests are recorded by SDK middleware on the
- * test client; races are real concurrent writers (two Runtimes on one table).
+ * The attempt start (docs/table-design.md, "The attempt start"): a first
+ * attempt pins its action-scoped route with its own put-if-absent (one item,
+ * one write unit, no transaction) and then leases the action alone, one
+ * conditional UpdateItem; the transaction record is not written until the
+ * attempt checkpoints (fenced on the action in the same atomic write) or
+ * settles. A route that already exists is judged by resolveRoute's reuse rules
+ * (reusable: reused; another capability: runtime.route_mismatch; another
+ * instance, replica, endpoint or peer: deferred, nothing leased). Requests are
+ * recorded by SDK middleware on the test client; races are real concurrent
+ * writers (two Runtimes on one table).
  */
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
@@ -67,9 +66,6 @@ beforeEach(() => {
   requests.length = 0;
 });
 
-/** The attempt start's items (the reservation is not adopted: its settlement is fenced on the action). */
-const START = ['Update:ACTION', 'Update:TXN', 'Put:RCPT'];
-
 async function submitExecute(harness: Harness, capability = 'pay.transfer'): Promise<{ a: string; tx: string }> {
   const a = uid('a');
   const tx = uid('tx');
@@ -114,59 +110,57 @@ const lastAttemptOf = async (harness: Harness, tx: string) =>
 /** Drains the queue and returns the outcome for `a` (a deferred message of an earlier test may come round too). */
 const drainFor = async (harness: Harness, a: string): Promise<AttemptOutcome | undefined> => (await harness.drain()).find((o) => o.action_id === a);
 
-describe('A first attempt pins its route in the attempt-start write', () => {
-  it('one TransactWriteItems carries the route with the leases: no PutItem; the worker writes start, checkpoint, settlement', async () => {
+describe('A first attempt: the route by its own put-if-absent, then the action lease alone', () => {
+  it('the worker writes the route, the lease, the fenced checkpoint and the settlement; only the last two are transactions', async () => {
     const { a, tx } = await submitExecute(h);
+    const before = await recordOf(h, tx);
     expect(await drainFor(h, a)).toMatchObject({ disposition: 'settled', transaction_status: 'committed' });
     // (A cancellation watch may read the action while the connector runs: reads of single items are left out.)
     const worker = requests.filter((r) => r.command !== 'GetItem');
-    expect(worker.map((r) => r.command)).toEqual(['BatchGetItem', 'TransactWriteItems', 'TransactWriteItems', 'TransactWriteItems']);
-    expect(worker[1]?.items).toEqual([...START, 'Put:ROUTE']);
-    expect(worker[2]?.items).toEqual(['Update:TXN', 'Put:RCPT']);
-    expect(worker[3]?.items).toEqual(['Update:TXN', 'Put:RCPT', 'Update:ACTION', 'Update:IDEM']);
+    expect(worker.map((r) => r.command)).toEqual(['BatchGetItem', 'PutItem', 'UpdateItem', 'TransactWriteItems', 'TransactWriteItems']);
+    expect(worker[3]?.items).toEqual(['Update:TXN', 'Put:RCPT', 'ConditionCheck:ACTION']);
+    expect(worker[4]?.items).toEqual(['Update:TXN', 'Put:RCPT', 'Update:ACTION', 'Update:IDEM']);
     expect(requests.every((r) => r.ok)).toBe(true);
     expect(await routeOf(h, a)).toMatchObject({ action_id: a, capability_id: 'pay.transfer', replica: 'local-0', endpoint: 'in-process', fence_token: 1 });
-    // The route is the one the attempt that called the provider pinned, in the write that leased it.
     expect((await routeOf(h, a))?.admission_reservation).toBe(await lastAttemptOf(h, tx));
+    // The record moved twice (checkpoint, settlement): the start did not write it.
+    expect((await recordOf(h, tx))?.revision).toBe((before?.revision ?? 0) + 2);
     expect(provider.count('invoke', tx)).toBe(1);
     expect((await h.verifyChain(tx)).valid).toBe(true);
   });
 });
 
-describe('A route that already exists: the same reuse rules as a refused put-if-absent', () => {
-  it('reusable (an earlier delivery pinned this replica and was deferred before any lease): the start is repeated without the route, which stays as pinned', async () => {
+describe('A route that already exists: the reuse rules of a refused put-if-absent', () => {
+  it('reusable (an earlier delivery pinned this replica and stopped before any lease): the lease follows, the route stays as pinned', async () => {
     const { a, tx } = await submitExecute(h);
     const earlier = pinned(a);
     await h.stores.routes.putIfAbsent(earlier);
     requests.length = 0;
     expect(await drainFor(h, a)).toMatchObject({ disposition: 'settled', transaction_status: 'committed' });
-    const starts = requests.filter((r) => r.items[0] === 'Update:ACTION' && r.items.includes('Update:TXN'));
-    expect(starts.map((r) => [r.ok, r.items])).toEqual([
-      [false, [...START, 'Put:ROUTE']],
-      [true, START],
+    expect(requests.filter((r) => r.command === 'PutItem' || r.command === 'UpdateItem').map((r) => [r.command, r.ok])).toEqual([
+      ['PutItem', false],
+      ['UpdateItem', true],
     ]);
     expect(await routeOf(h, a)).toEqual(earlier);
     expect(provider.count('invoke', tx)).toBe(1);
   });
 
-  it('pinned to another capability: runtime.route_mismatch before any provider call; the refused start wrote nothing', async () => {
+  it('pinned to another capability: runtime.route_mismatch before any provider call', async () => {
     const { a, tx } = await submitExecute(h);
     await h.stores.routes.putIfAbsent(pinned(a, { capability_id: 'pay.slow' }));
     const before = await recordOf(h, tx);
     requests.length = 0;
     await h.drain();
-    const first = requests.find((r) => r.command === 'TransactWriteItems');
-    expect(first).toMatchObject({ ok: false, items: [...START, 'Put:ROUTE'] });
+    expect(requests.find((r) => r.command === 'PutItem')).toMatchObject({ ok: false });
     expect((await h.runtime.getAction(caller(), TENANT, a)).action_result).toMatchObject({ status: 'failed', error: { code: 'runtime.route_mismatch' } });
     const rec = await recordOf(h, tx);
+    // No attempt had started (the action's fence was 0): the record failed straight from prepared, in one write.
     expect(rec?.status).toBe('failed');
-    // The record was never leased for an attempt (no attempt_started receipt): it failed straight from prepared.
-    expect(rec?.data.attempt_action_id).toBeUndefined();
     expect(rec?.revision).toBe((before?.revision ?? 0) + 1);
     expect(provider.calls.filter((c) => c.action_id === a)).toEqual([]);
   });
 
-  it('a redelivery after a started attempt (fence 1) reads the route back with the put-if-absent and starts without it', async () => {
+  it('a redelivery after a started attempt (fence 1) gets the route back from the refused put-if-absent and leases again', async () => {
     const { a, tx } = await submitExecute(h, 'pay.idempotent');
     h.crash.arm('after_lease_before_provider_call');
     await h.drain();
@@ -176,8 +170,9 @@ describe('A route that already exists: the same reuse rules as a refused put-if-
     requests.length = 0;
     expect(await drainFor(h, a)).toMatchObject({ disposition: 'settled', transaction_status: 'committed' });
     expect(requests.find((r) => r.command === 'PutItem')).toMatchObject({ ok: false });
-    expect(requests.find((r) => r.command === 'TransactWriteItems')).toMatchObject({ ok: true, items: START });
+    expect(requests.find((r) => r.command === 'UpdateItem')).toMatchObject({ ok: true });
     expect(await routeOf(h, a)).toEqual(route);
+    expect(await actionOf(h, a)).toMatchObject({ status: 'completed', fence: 2 });
     expect(provider.count('invoke', tx)).toBe(1);
   });
 
@@ -200,7 +195,7 @@ describe('A route that already exists: the same reuse rules as a refused put-if-
 });
 
 describe('Concurrent first attempts', () => {
-  it('deliveries of one message to two runtimes hosting different replicas race: exactly one route and one lease, one provider call', async () => {
+  it('deliveries of one message to two runtimes hosting different replicas race: exactly one route and one lease, one provider call, on the pinned route', async () => {
     // Runtime B: the same table, stores and registry, the same connector code hosted as another replica.
     const sqs = createSqsClient({ endpoint: inject('sqsEndpoint') });
     const b = new Runtime({
@@ -218,12 +213,17 @@ describe('Concurrent first attempts', () => {
       const { a, tx } = await submitExecute(h);
       const message = (await h.receiveInvokes()).find((m) => m.message.action_id === a)?.message as InvokeMessage;
       expect(message).toBeDefined();
-      const results = await Promise.allSettled(Array.from({ length: RACERS }, (_, i) => (i % 2 === 0 ? h.runtime : b).runAttempt(message)));
-      const settled = results.flatMap((r) => (r.status === 'fulfilled' && r.value.disposition === 'settled' ? [r.value] : []));
+      const runtimes = Array.from({ length: RACERS }, (_, i) =>
+        i % 2 === 0 ? { runtime: h.runtime, replica: 'local-0' } : { runtime: b, replica: 'replica-b' },
+      );
+      const results = await Promise.allSettled(runtimes.map((r) => r.runtime.runAttempt(message)));
+      const settled = results.flatMap((r, i) =>
+        r.status === 'fulfilled' && r.value.disposition === 'settled' ? [{ outcome: r.value, replica: runtimes[i]?.replica }] : [],
+      );
       expect(settled).toHaveLength(1);
       for (const r of results) {
         if (r.status === 'rejected') expect(String((r.reason as { code?: string }).code)).toBe('transaction.state_conflict');
-        else if (r.value.disposition !== 'settled') expect(r.value).toSatisfy(lostTheRace(settled[0]));
+        else if (r.value.disposition !== 'settled') expect(r.value).toSatisfy(lostTheRace(settled[0]?.outcome));
       }
       const route = await routeOf(h, a);
       const partition = await h.table.client.send(
@@ -238,10 +238,9 @@ describe('Concurrent first attempts', () => {
       const action = await actionOf(h, a);
       const rec = await recordOf(h, tx);
       expect(action).toMatchObject({ status: 'completed', fence: 1, attempt: 1 });
-      expect(rec).toMatchObject({ status: 'committed', fence: 1 });
-      // The one lease and the one route are the same attempt's.
-      expect(route?.admission_reservation).toBe(await lastAttemptOf(h, tx));
-      expect(['local-0', 'replica-b']).toContain(route?.replica);
+      expect(rec).toMatchObject({ status: 'committed' });
+      // The one attempt that leased and called the provider ran on the pinned route.
+      expect(route?.replica).toBe(settled[0]?.replica);
       expect(provider.count('invoke', tx)).toBe(1);
       expect((await h.verifyChain(tx)).valid).toBe(true);
     }
