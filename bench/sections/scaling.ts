@@ -113,8 +113,6 @@ function cloneItem(template: Item, n: number): Item {
     ...keys.transaction(TENANT, transaction_id),
     transaction_id,
     action_id,
-    GSI2PK: keys.actionIndex(TENANT, action_id),
-    GSI2SK: keys.actionIndexSort(String(template.created_at), transaction_id),
     ...(result ? { result: { ...result, action_id } } : {}),
   };
 }

@@ -1,6 +1,6 @@
 /**
  * `aip verify` (dev/cli/verify.ts), run as the real bin/aip.mjs in a child
- * process, on a receipt chain the local stack really wrote: an executed
+ * process, on a receipt chain the local stack really wrote: a committed
  * charge read back with `GET /v1/transactions?…&include=result,receipts`.
  * The document as the API returned it verifies (exit 0); a receipt removed
  * from the middle, the last receipt removed with the anchor kept, a
@@ -14,13 +14,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canonicalJson, sha256Hex, type Receipt } from '../../packages/connector-sdk/src/protocol/index.js';
-import { executed, RW, securityStack, uid, type SecurityStack } from '../security/support.js';
+import { charge, planned, RW, securityStack, uid, type SecurityStack } from '../security/support.js';
 
 const T = 'demo';
 let s: SecurityStack;
 let token: string;
 let dir: string;
-/** The API's answer for an executed charge, with its result and whole chain. */
+/** The API's answer for a committed charge, with its result and whole chain. */
 let doc: { transaction_id: string; receipts: Receipt[]; receipt_count: number; receipt_head: string; action_result: Record<string, unknown> } & Record<
   string,
   unknown
@@ -58,7 +58,15 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'aip-verify-'));
   s = await securityStack('cli-verify', T);
   token = await s.token('alice', RW);
-  const run = await executed(s, token, { idempotency_key: uid('k') });
+  // A plan and its commit: a chain of three receipts (planned, plan claimed, settled), evidence on some.
+  const plan = await planned(s, token);
+  const id = uid('commit');
+  const worked = s.stack.handled('invoke', (m) => m.kind === 'invoke' && m.action_id === id);
+  const sub = await s.call(token, 'POST', '/v1/actions', charge(id, { mode: 'commit', plan_id: plan.plan_id }, { idempotency_key: uid('k') }));
+  expect(sub.status, JSON.stringify(sub.body)).toBeLessThan(300);
+  const done = await s.finished(token, id);
+  await worked;
+  const run = { id, transaction: done.body.transaction as { transaction_id: string; status: string } };
   expect(run.transaction.status).toBe('committed');
   const view = await s.call(token, 'GET', `/v1/transactions?transaction_id=${encodeURIComponent(run.transaction.transaction_id)}&include=result,receipts`);
   expect(view.status).toBe(200);

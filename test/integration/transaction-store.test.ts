@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DescribeTableCommand, DescribeTimeToLiveCommand } from '@aws-sdk/client-dynamodb';
-import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { createTable } from '../../lib/aws/dynamo/create-table.js';
 import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
 import type { ErrorCode } from '../../packages/connector-sdk/src/errors/catalogue.js';
@@ -40,6 +40,11 @@ async function rejected(p: Promise<unknown>, code: ErrorCode): Promise<AipError>
 async function rawItem(pk: string, sk: string) {
   const out = await t.client.send(new GetCommand({ TableName: t.tableName, Key: { PK: pk, SK: sk }, ConsistentRead: true }));
   return out.Item;
+}
+
+/** The action item of `action_id` naming its transaction (the action store writes it at admission; here, the one attribute a lookup by action ID reads). */
+async function actionNaming(action_id: string, transaction_id: string) {
+  await t.client.send(new PutCommand({ TableName: t.tableName, Item: { ...keys.action(TENANT, action_id), transaction_id } }));
 }
 
 async function createPrepared(overrides = {}) {
@@ -93,6 +98,7 @@ describe('create', () => {
     expect(r.plan).toEqual(input.plan);
     expect(await t.store.get({ tenant_id: TENANT, transaction_id: input.transaction_id })).toEqual(r);
     expect(await t.store.get({ tenant_id: TENANT, plan_id: input.plan_id })).toEqual(r);
+    await actionNaming(input.action_id, input.transaction_id);
     expect(await t.store.get({ tenant_id: TENANT, action_id: input.action_id })).toEqual(r);
     // Tenant scoping: another tenant sees nothing.
     expect(await t.store.get({ tenant_id: 'tenant-b', transaction_id: input.transaction_id })).toBeUndefined();
@@ -194,6 +200,30 @@ describe('claim_direct_commit', () => {
   });
 });
 
+describe('lookup by action ID', () => {
+  it('reads the action item for its transaction; a record written before the byAction index was retired is found through the index', async () => {
+    const fresh = await createPrepared();
+    // No index entry is written any more: without an action item naming it, the record is not found by action ID.
+    expect(await rawItem(keys.transaction(TENANT, fresh.transaction_id).PK, 'TXN')).not.toHaveProperty('GSI2PK');
+    expect(await t.store.get({ tenant_id: TENANT, action_id: fresh.action_id })).toBeUndefined();
+    await actionNaming(fresh.action_id, fresh.transaction_id);
+    expect(await t.store.get({ tenant_id: TENANT, action_id: fresh.action_id })).toEqual(fresh);
+    // A legacy record: its item carries the byAction keys an older runtime wrote, and no action item names it.
+    const legacy = await createPrepared();
+    await t.client.send(
+      new PutCommand({
+        TableName: t.tableName,
+        Item: {
+          ...(await rawItem(keys.transaction(TENANT, legacy.transaction_id).PK, 'TXN')),
+          GSI2PK: keys.actionIndex(TENANT, legacy.action_id),
+          GSI2SK: keys.actionIndexSort(legacy.created_at, legacy.transaction_id),
+        },
+      }),
+    );
+    expect(await t.store.get({ tenant_id: TENANT, action_id: legacy.action_id })).toEqual(legacy);
+  });
+});
+
 describe('claim_plan', () => {
   it('moves planned → committing, binds the commit action and raises the revision', async () => {
     const p = await t.store.create(plannedInput());
@@ -208,6 +238,8 @@ describe('claim_plan', () => {
     });
     expect(r).toMatchObject({ status: 'committing', revision: 2, action_id: 'commit-1', lease_owner: 'worker-1', fence: 1, updated_at: clock.iso() });
     expect(r.created_at).toBe(p.created_at);
+    await actionNaming('commit-1', p.transaction_id);
+    await actionNaming(p.action_id, p.transaction_id);
     expect(await t.store.get({ tenant_id: TENANT, action_id: 'commit-1' })).toEqual(r);
     expect(await t.store.get({ tenant_id: TENANT, action_id: p.action_id })).toBeUndefined();
     expect(await t.store.get({ tenant_id: TENANT, plan_id: p.plan_id! })).toEqual(r);

@@ -258,8 +258,6 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
       ...keys.transaction(tenant, txn),
       item_type: ITEM_TYPES.transaction,
       ...record,
-      GSI2PK: keys.actionIndex(tenant, input.action_id),
-      GSI2SK: keys.actionIndexSort(iso, txn),
       ...(isTerminalStatus(input.status) ? {} : statusIndex(input.status, tenant, txn, iso, false)),
       ...ttl,
     };
@@ -552,7 +550,8 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
     b.condition(`${b.n('plan_id')} = ${b.v(input.plan_id)}`);
     this.landIn(b, input.tenant_id, input.transaction_id, 'committing', iso);
     b.set('action_id', input.commit_action_id);
-    b.set('GSI2PK', keys.actionIndex(input.tenant_id, input.commit_action_id));
+    // A record written before the byAction index was retired leaves it here (no index write when it has no entry).
+    b.remove('GSI2PK', 'GSI2SK');
     this.grantLease(b, input.lease, now);
     b.mergeData(input.data);
     return { spec, b, now };
@@ -729,6 +728,25 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
     return toRecord(item);
   }
 
+  /** The transaction ID the action item of `action_id` names (strongly consistent), if the item exists and names one. */
+  private async transactionOfAction(tenant: string, action_id: string): Promise<string | undefined> {
+    try {
+      const out = await this.client.send(
+        new GetCommand({
+          TableName: this.table,
+          Key: keys.action(tenant, action_id),
+          ProjectionExpression: '#t',
+          ExpressionAttributeNames: { '#t': 'transaction_id' },
+          ConsistentRead: true,
+        }),
+      );
+      const txn = out.Item?.transaction_id;
+      return typeof txn === 'string' ? txn : undefined;
+    } catch (err) {
+      throw mapStoreError(err);
+    }
+  }
+
   async get(selector: TransactionSelector): Promise<TransactionRecord | undefined> {
     const { tenant, field, value } = checkSelector(selector);
 
@@ -747,8 +765,14 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
       }
     }
 
-    // action_id: KEYS_ONLY index, newest first, then a consistent read that
-    // re-checks the binding (the index can lag behind claim_plan's rebinding).
+    // action_id: the action item names its transaction (one consistent read of one attribute), then the record is
+    // read and its binding re-checked (a planning action's record is bound to the commit action after claim_plan).
+    const bound = await this.transactionOfAction(tenant, value);
+    if (bound !== undefined) {
+      const record = await this.readTransaction(tenant, bound);
+      return record?.action_id === value ? record : undefined;
+    }
+    // Records written before the byAction index was retired, whose action item names no transaction: the index.
     let out;
     try {
       out = await this.client.send(
