@@ -117,9 +117,9 @@ describe('a listing scoped to a tenant', () => {
       GSI3SK: keys.statusIndexSort(new Date(T0 + 300_000).toISOString(), A, 'a-3'),
     });
     // A cursor of another listing is refused as before.
-    await expect(
-      t.store.listByStatus({ status: 'reconciling', tenants: [A], limit: 3, cursor: first.cursor as string }),
-    ).rejects.toMatchObject({ code: 'transaction.invalid_listing' });
+    await expect(t.store.listByStatus({ status: 'reconciling', tenants: [A], limit: 3, cursor: first.cursor as string })).rejects.toMatchObject({
+      code: 'transaction.invalid_listing',
+    });
   });
 
   it('entries whose record moved on (index lag) are passed over and the page is still filled', async () => {

@@ -164,7 +164,12 @@ export async function queryMergedPartitions(
   let filter: string | undefined;
   if (opts.only !== undefined) {
     names['#only'] = opts.only.attribute;
-    filter = opts.only.prefixes.map((prefix, i) => ((values[`:only${i}`] = prefix), `begins_with(#only, :only${i})`)).join(' OR ');
+    const clauses: string[] = [];
+    for (const [i, prefix] of opts.only.prefixes.entries()) {
+      values[`:only${i}`] = prefix;
+      clauses.push(`begins_with(#only, :only${i})`);
+    }
+    filter = clauses.join(' OR ');
   }
   const answers = await Promise.all(
     opts.partitions.map((pk) =>
