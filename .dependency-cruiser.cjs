@@ -52,7 +52,7 @@ module.exports = {
       name: 'sdk-package-self-contained',
       severity: 'error',
       comment:
-        'packages/connector-sdk/src imports only itself, node: modules and its package.json dependencies (ajv, canonicalize) and peers (zod, vitest): never lib/, the runtime, or another package.',
+        'packages/connector-sdk/src imports only itself, node: modules, its package.json dependencies (ajv, canonicalize), the optional peer vitest and zod (bundled into dist by build.mjs): never lib/, the runtime, or another package.',
       from: { path: '^packages/connector-sdk/src/' },
       to: { dependencyTypesNot: ['core'], pathNot: '^(packages/connector-sdk/src/|node_modules/(zod|ajv|canonicalize|vitest)/)' },
     },
