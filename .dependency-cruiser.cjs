@@ -26,6 +26,14 @@ module.exports = {
       from: { path: '^(lib|functions)/' },
       to: { path: ['^infra/', '^node_modules/(aws-cdk-lib|constructs)/'] },
     },
+    {
+      name: 'connectors-import-no-runtime',
+      severity: 'error',
+      comment:
+        'lib/connectors holds connectors (reference, declarative HTTP), which run inside the runtime and never reach back into it: the attempt machinery and the remote placement are lib/runtime (lib/connectors/README.md).',
+      from: { path: '^lib/connectors/' },
+      to: { path: '^lib/runtime/' },
+    },
     // packages/connector-sdk/src/common/zod.ts is the one zod: `zod/mini` with the English locale installed. Classic
     // zod (or zod/mini without those messages) must not reach a deployed module; dev/ may keep classic zod.
     {
