@@ -36,7 +36,6 @@ const ENTRIES = {
   'protocol/index': 'src/protocol/index.ts',
   'errors/index': 'src/errors/index.ts',
   'common/index': 'src/common/index.ts',
-  host: 'src/host.ts',
 };
 
 rmSync(new URL('dist', import.meta.url), { recursive: true, force: true });

@@ -188,6 +188,19 @@ describe('the packed connector SDK, installed outside the repository', () => {
     expect({ ...shipped.dependencies, ...shipped.peerDependencies }).not.toHaveProperty('zod');
   });
 
+  it('builds no execution context for a third party: no entry exports createExecutionContext', () => {
+    const probe = [
+      "const sdk = await import('@aip-runtime/connector-sdk');",
+      "const kit = await import('@aip-runtime/connector-sdk/conformance');",
+      "let host = 'exported';",
+      "try { await import('@aip-runtime/connector-sdk/host'); } catch (err) { host = err.code; }",
+      "console.log(JSON.stringify({ sdk: 'createExecutionContext' in sdk, kit: 'createExecutionContext' in kit, host }));",
+    ].join('\n');
+    const run = node(['--input-type=module', '-e', probe], work);
+    expect(run.stderr).toBe('');
+    expect(JSON.parse(run.stdout)).toEqual({ sdk: false, kit: false, host: 'ERR_PACKAGE_PATH_NOT_EXPORTED' });
+  });
+
   it("runs the guide's connector to a green result with plain Node (type stripping, no loader)", () => {
     const run = node([...CLI, './notes.conformance.ts'], work);
     expect(run.stderr).not.toMatch(/Error/);
