@@ -15,8 +15,12 @@
  * repository's `npm ci` filled.
  *
  * Printed (not asserted): tarball files and bytes, installed packages and
- * bytes. Asserted as packaging rules: at most 150 files, nothing but
- * dist/*.js, dist/*.d.ts, README.md and package.json.
+ * bytes (the package README's "Size" records them). Asserted as packaging
+ * rules: at most 150 files, nothing but dist/*.js, dist/*.d.ts, zod's licence,
+ * README.md and package.json; no import of a package it does not install
+ * (zod is bundled into dist, its types inlined in the declarations), while
+ * the author's own zod schemas are read, metadata included; no entry
+ * exports the execution-context factory.
  */
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -186,6 +190,36 @@ describe('the packed connector SDK, installed outside the repository', () => {
       Record<string, string> | undefined
     >;
     expect({ ...shipped.dependencies, ...shipped.peerDependencies }).not.toHaveProperty('zod');
+  });
+
+  it('imports nothing it does not install: node: modules, its dependencies and the optional peer vitest (zod is bundled)', () => {
+    const dist = join(work, 'node_modules', PKG_NAME, 'dist');
+    const shipped = JSON.parse(readFileSync(join(work, 'node_modules', PKG_NAME, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    const allowed = [...Object.keys(shipped.dependencies), 'vitest'];
+    const bare = new Set<string>();
+    const walk = (dir: string): void => {
+      for (const e of readdirSync(dir, { withFileTypes: true })) {
+        const p = join(dir, e.name);
+        if (e.isDirectory()) walk(p);
+        else if (/\.(js|d\.ts)$/.test(e.name))
+          for (const m of readFileSync(p, 'utf8').matchAll(/(?:from|import)\s*\(?\s*["']([^"'.][^"']*)["']/g)) bare.add(m[1] as string);
+      }
+    };
+    walk(dist);
+    const outside = [...bare].filter((s) => !s.startsWith('node:') && !allowed.some((name) => s === name || s.startsWith(`${name}/`)));
+    expect(outside).toEqual([]);
+  });
+
+  it("reads the author's own zod schemas, the metadata attached to them included", () => {
+    const probe = [
+      "import * as z from 'zod';",
+      "import { defineCapability } from '@aip-runtime/connector-sdk';",
+      "const spec = { id: 'probe.create', input: z.strictObject({ title: z.string().describe('The title') }), output: z.strictObject({ id: z.string() }) };",
+      'console.log(JSON.stringify(defineCapability(spec).capability.input_schema));',
+    ].join('\n');
+    const run = node(['--input-type=module', '-e', probe], work);
+    expect(run.stderr).toBe('');
+    expect(JSON.parse(run.stdout)).toMatchObject({ type: 'object', properties: { title: { type: 'string', description: 'The title' } }, required: ['title'] });
   });
 
   it('builds no execution context for a third party: no entry exports createExecutionContext', () => {
