@@ -60,9 +60,9 @@ module.exports = {
       name: 'sdk-package-self-contained',
       severity: 'error',
       comment:
-        'packages/connector-sdk/src imports only itself, node: modules, its package.json dependencies (ajv, canonicalize), the optional peer vitest and zod (bundled into dist by build.mjs): never lib/, the runtime, or another package.',
+        'packages/connector-sdk/src imports only itself, node: modules, its package.json dependencies (ajv, canonicalize), the optional peer vitest, zod (bundled into dist by build.mjs) and the types of @standard-schema/spec (inlined in the declarations): never lib/, the runtime, or another package.',
       from: { path: '^packages/connector-sdk/src/' },
-      to: { dependencyTypesNot: ['core'], pathNot: '^(packages/connector-sdk/src/|node_modules/(zod|ajv|canonicalize|vitest)/)' },
+      to: { dependencyTypesNot: ['core'], pathNot: '^(packages/connector-sdk/src/|node_modules/(zod|ajv|canonicalize|vitest|@standard-schema/spec)/)' },
     },
     // The reference connectors and the declarative HTTP connector are written as a third party would: through the
     // package's public exports (resolved by tsconfig "paths"), never a relative path into the package.

@@ -7,14 +7,15 @@
  *    shared code split into dist/_chunks. zod is bundled (tree-shaken:
  *    zod/mini, the English messages, JSON Schema generation), so it is not a
  *    runtime dependency; the package's dependencies stay external.
- * 3. rollup-plugin-dts rolls the declarations up per entry, zod's types
- *    inlined, so the declarations import nothing that is not installed.
+ * 3. rollup-plugin-dts rolls the declarations up per entry, zod's and
+ *    Standard Schema's types inlined, so the declarations import nothing that
+ *    is not installed.
  *
  * Why (README.md, "Size"): zod is 6.2 MB installed, of which the SDK runs
  * about 0.1 MB; as a peer npm installs it whole for every author.
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -74,11 +75,19 @@ const types = await rollup({
 await types.write({ dir: `${here}dist`, format: 'es', entryFileNames: '[name].d.ts', chunkFileNames: '_chunks/[name]-[hash].d.ts' });
 await types.close();
 
-// zod's code and declarations ship inside dist/: its licence ships with them.
-const zodDir = dirname(require.resolve('zod/package.json'));
-const zodVersion = JSON.parse(readFileSync(join(zodDir, 'package.json'), 'utf8')).version;
-writeFileSync(
-  join(here, 'dist/THIRD-PARTY-LICENSES.txt'),
-  `dist/ bundles zod ${zodVersion} (https://zod.dev):\n\n${readFileSync(join(zodDir, 'LICENSE'), 'utf8')}`,
-);
-rmSync(new URL('.build', import.meta.url), { recursive: true, force: true });
+// zod's code and declarations, and the Standard Schema types, ship inside dist/: their licences ship with them.
+/** A package's folder: up from its resolved entry to the package.json that names it (not every package exports ./package.json). */
+function packageDir(name) {
+  let dir = dirname(require.resolve(name));
+  while (!existsSync(join(dir, 'package.json')) || JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).name !== name) {
+    if (dirname(dir) === dir) throw new Error(`no package.json of ${name}`);
+    dir = dirname(dir);
+  }
+  return dir;
+}
+const notices = ['zod', '@standard-schema/spec'].map((name) => {
+  const dir = packageDir(name);
+  const { version, homepage } = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
+  return `dist/ bundles ${name} ${version} (${homepage}):\n\n${readFileSync(join(dir, 'LICENSE'), 'utf8')}`;
+});
+writeFileSync(join(here, 'dist/THIRD-PARTY-LICENSES.txt'), notices.join('\n\n'));

@@ -222,6 +222,27 @@ describe('the packed connector SDK, installed outside the repository', () => {
     expect(JSON.parse(run.stdout)).toMatchObject({ type: 'object', properties: { title: { type: 'string', description: 'The title' } }, required: ['title'] });
   });
 
+  it('takes a schema of any Standard Schema library, described by its Standard JSON Schema, and refuses one without', () => {
+    // A hand-written Standard Schema (what valibot or arktype schemas are): a non-empty string title.
+    const probe = [
+      "import { defineCapability, defineConnector } from '@aip-runtime/connector-sdk';",
+      'const json = { type: "object", properties: { title: { type: "string", minLength: 1 } }, required: ["title"], additionalProperties: false };',
+      'const validate = (v) => typeof v?.title === "string" && v.title.length > 0 ? { value: { title: v.title } } : { issues: [{ message: "title", path: [{ key: "title" }] }] };',
+      "const Title = { '~standard': { version: 1, vendor: 'hand', validate, jsonSchema: { input: () => json, output: () => json } } };",
+      "const NoJson = { '~standard': { version: 1, vendor: 'hand', validate } };",
+      "const cap = defineCapability({ id: 'probe.title', input: Title, output: Title }).implement({ invoke: (input) => ({ title: input.title.toUpperCase() }) });",
+      "let refused = 'accepted';",
+      "try { defineCapability({ id: 'probe.nojson', input: NoJson, output: Title }); } catch (err) { refused = err.code + ': ' + err.message; }",
+      "console.log(JSON.stringify({ input_schema: cap.capability.input_schema, refused, connector: defineConnector({ id: 'probe', version: '1.0.0', capabilities: [cap] }).id }));",
+    ].join('\n');
+    const run = node(['--input-type=module', '-e', probe], work);
+    expect(run.stderr).toBe('');
+    const out = JSON.parse(run.stdout) as { input_schema: unknown; refused: string; connector: string };
+    expect(out.input_schema).toMatchObject({ type: 'object', required: ['title'] });
+    expect(out.refused).toMatch(/^connector\.definition_invalid: .*Standard JSON Schema/);
+    expect(out.connector).toBe('probe');
+  });
+
   it('builds no execution context for a third party: no entry exports createExecutionContext', () => {
     const probe = [
       "const sdk = await import('@aip-runtime/connector-sdk');",
