@@ -6,9 +6,10 @@
  * writes only the handlers it supports. Handler `input` is typed from the
  * input schema; return values are typed to (and validated against) the
  * output schema. The manifest carries JSON Schemas (zod's toJSONSchema for a
- * zod schema, Standard JSON Schema otherwise), and the nine implementation flags are DERIVED from the
- * handlers that exist (plus two explicit declarations, retry and approval),
- * so a manifest cannot claim an operation that is not implemented.
+ * zod schema, Standard JSON Schema otherwise), and the nine implementation
+ * flags are DERIVED from the handlers that exist (plus two explicit
+ * declarations, retry and approval), so a manifest cannot claim an operation
+ * that is not implemented.
  * defineConnector also runs manifest admission at definition time and
  * refuses a contract that advertises more than the handlers implement.
  */
@@ -85,6 +86,11 @@ export type MaybePromise<T> = T | Promise<T>;
  * (`~standard.jsonSchema`), or defineCapability refuses it.
  */
 export type ConnectorSchema<Input = unknown, Output = Input> = StandardSchemaV1<Input, Output>;
+/*
+ * SchemaInput / SchemaOutput read `~standard.types` with a conditional type (not StandardSchemaV1.InferInput): a
+ * conditional leaves the schema parameters' variance unmeasured, so a capability of any schemas stays assignable to
+ * the type-erased DefinedCapability a connector holds (as with zod's own z.input / z.output).
+ */
 /** What a schema accepts (a handler returns this for an output schema). */
 export type SchemaInput<S> = S extends { readonly '~standard': { readonly types?: { readonly input: infer T } | undefined } } ? T : unknown;
 /** What a schema produces (a handler receives this for the input schema). */
