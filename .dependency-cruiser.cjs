@@ -26,6 +26,14 @@ module.exports = {
       from: { path: '^(lib|functions)/' },
       to: { path: ['^infra/', '^node_modules/(aws-cdk-lib|constructs)/'] },
     },
+    {
+      name: 'connectors-import-no-runtime',
+      severity: 'error',
+      comment:
+        'lib/connectors holds connectors (reference, declarative HTTP), which run inside the runtime and never reach back into it: the attempt machinery and the remote placement are lib/runtime (lib/connectors/README.md).',
+      from: { path: '^lib/connectors/' },
+      to: { path: '^lib/runtime/' },
+    },
     // packages/connector-sdk/src/common/zod.ts is the one zod: `zod/mini` with the English locale installed. Classic
     // zod (or zod/mini without those messages) must not reach a deployed module; dev/ may keep classic zod.
     {
@@ -52,9 +60,9 @@ module.exports = {
       name: 'sdk-package-self-contained',
       severity: 'error',
       comment:
-        'packages/connector-sdk/src imports only itself, node: modules and its package.json dependencies (ajv, canonicalize) and peers (zod, vitest): never lib/, the runtime, or another package.',
+        'packages/connector-sdk/src imports only itself, node: modules, its package.json dependencies (ajv, canonicalize), the optional peer vitest, zod (bundled into dist by build.mjs) and the types of @standard-schema/spec (inlined in the declarations): never lib/, the runtime, or another package.',
       from: { path: '^packages/connector-sdk/src/' },
-      to: { dependencyTypesNot: ['core'], pathNot: '^(packages/connector-sdk/src/|node_modules/(zod|ajv|canonicalize|vitest)/)' },
+      to: { dependencyTypesNot: ['core'], pathNot: '^(packages/connector-sdk/src/|node_modules/(zod|ajv|canonicalize|vitest|@standard-schema/spec)/)' },
     },
     // The reference connectors and the declarative HTTP connector are written as a third party would: through the
     // package's public exports (resolved by tsconfig "paths"), never a relative path into the package.

@@ -26,8 +26,8 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
-import type { ConnectorHostConfig, RemotePlacement } from '../lib/connectors/remote/config.js';
-import { REMOTE_ENV } from '../lib/connectors/remote/config.js';
+import type { ConnectorHostConfig, RemotePlacement } from '../lib/runtime/remote/config.js';
+import { REMOTE_ENV } from '../lib/runtime/remote/config.js';
 import { createFunction, type FunctionBuildContext, type FunctionDefinition } from './functions.js';
 
 export const CONNECTOR_HOST_FUNCTION_ID = 'ConnectorHost';

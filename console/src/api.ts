@@ -41,7 +41,27 @@ export interface ApprovalFacts {
   readonly requested_at: string;
   readonly plan?: { readonly plan_id: string; readonly status: string; readonly expires_at?: string; readonly fidelity?: string; readonly preview?: unknown };
   readonly approvals: { readonly so_far: number; readonly needed: number; readonly approved_by: readonly PrincipalRef[] };
-  readonly resolution?: { readonly proposal: unknown; readonly transaction_status: string };
+  readonly resolution?: {
+    readonly proposal: unknown;
+    readonly transaction_status: string;
+    /** What the provider answered when the resolution was proposed (lib/runtime/provider-lookup.ts), and the verdict. */
+    readonly provider_check_at_proposal?: ProposalProviderCheck;
+  };
+}
+
+/** The provider's answer recorded with a four-eyes resolution proposal. */
+export interface ProposalProviderCheck {
+  readonly verdict: 'agrees' | 'overridden' | 'no_answer';
+  readonly answer: {
+    readonly obtained: boolean;
+    readonly looked_up_at: string;
+    readonly capability_id?: string;
+    readonly effect?: 'committed' | 'not_committed';
+    readonly provider_operation?: { readonly provider: string; readonly operation_id: string };
+    readonly reason?: string;
+    readonly code?: string;
+    readonly evidence?: unknown;
+  };
 }
 
 export const OPERATOR_VIEWS = ['outcome_unknown', 'reconciling', 'requires_human', 'pending_approvals', 'stalled_committing'] as const;

@@ -62,7 +62,19 @@ export function formatState(state: ActionState): string {
 
 export { formatTransaction };
 
-const COLUMNS = ['tenant_id', 'transaction_id', 'approval_id', 'action_id', 'capability_id', 'status', 'expires_at', 'next_reconcile_at', 'updated_at'];
+const COLUMNS = [
+  'tenant_id',
+  'transaction_id',
+  'approval_id',
+  'action_id',
+  'capability_id',
+  'status',
+  'proposed_effect',
+  'provider_at_proposal',
+  'expires_at',
+  'next_reconcile_at',
+  'updated_at',
+];
 
 /** A page of records as an aligned table of the well-known columns they have. */
 export function formatPage(page: Page, empty: string): string {
@@ -104,7 +116,7 @@ export function formatApproval(approval: Record<string, unknown>): string {
       policy?: { policy_id?: string; approver_scopes?: readonly string[]; allow_self_approval?: boolean };
       approvals?: { so_far?: number; needed?: number; approved_by?: readonly { id?: string; kind?: string }[] };
       compensation_for?: { action_id?: string; owner?: { id?: string; kind?: string } };
-      resolution?: { proposal?: unknown; transaction_status?: string };
+      resolution?: { proposal?: unknown; transaction_status?: string; provider_check_at_proposal?: ProviderCheck };
     };
   };
   const f = a.facts ?? {};
@@ -127,6 +139,60 @@ export function formatApproval(approval: Record<string, unknown>): string {
   if (f.resolution) {
     lines.push(`  resolution of a transaction now ${f.resolution.transaction_status ?? '?'}:`);
     lines.push(indent(json(f.resolution.proposal), '    '));
+    lines.push(`  provider at proposal: ${providerCheckLine(f.resolution.provider_check_at_proposal)}`);
+    if (a.status === 'pending') lines.push('  approving asks the provider again; an answer that now contradicts the resolution is refused');
   }
   return lines.join('\n');
+}
+
+/** The provider's answer a four-eyes resolution proposal carries (lib/runtime/approval-facts.ts). */
+interface ProviderCheck {
+  verdict?: string;
+  answer?: {
+    obtained?: boolean;
+    looked_up_at?: string;
+    effect?: string;
+    reason?: string;
+    code?: string;
+    provider_operation?: { provider?: string; operation_id?: string };
+  };
+}
+
+/** One line: what the provider answered when the resolution was proposed, and the verdict on the proposal. */
+export function providerCheckLine(check: ProviderCheck | undefined): string {
+  if (check?.answer === undefined) return 'not recorded';
+  const a = check.answer;
+  const op = a.provider_operation?.operation_id !== undefined ? ` (operation ${a.provider_operation.provider}/${a.provider_operation.operation_id})` : '';
+  const said = a.obtained === true ? `${a.effect ?? '?'}${op}` : `no answer (${a.reason ?? '?'}${a.code !== undefined ? `, ${a.code}` : ''})`;
+  return `${said}, verdict ${check.verdict ?? '?'}, at ${a.looked_up_at ?? '?'}`;
+}
+
+/**
+ * `aip operator approvals`: one row per pending approval; a four-eyes resolution shows the effect it proposes and
+ * what the provider answered when it was proposed, so the second operator sees it before `aip approvals show` and `aip approve`.
+ */
+export function operatorApprovalRows(page: Page): Page {
+  const items = (page.items ?? []).map((item) => {
+    const approval = (item.approval ?? item) as {
+      approval_id?: string;
+      capability_id?: string;
+      status?: string;
+      expires_at?: string;
+      transaction_id?: string;
+      subject?: { resolution?: { effect?: string; transaction_id?: string }; provider_check?: ProviderCheck };
+    };
+    const resolution = approval.subject?.resolution;
+    const check = approval.subject?.provider_check;
+    return {
+      approval_id: approval.approval_id,
+      capability_id: approval.capability_id,
+      status: approval.status,
+      ...(resolution !== undefined ? { transaction_id: resolution.transaction_id, proposed_effect: resolution.effect } : {}),
+      ...(check !== undefined
+        ? { provider_at_proposal: `${check.answer?.obtained === true ? check.answer.effect : 'no answer'} (${check.verdict ?? '?'})` }
+        : {}),
+      expires_at: approval.expires_at,
+    };
+  });
+  return { ...page, items };
 }

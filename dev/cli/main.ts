@@ -21,7 +21,7 @@ import { parseArgs } from 'node:util';
 import { AipClient, AipClientError, CLIENT_ERROR_CODES, OPERATOR_VIEWS, type ActionState, type OperatorView, type SubmitBody } from '../../lib/client/index.js';
 import type { Action, PrincipalKind, TransactionMode } from '../../packages/connector-sdk/src/protocol/index.js';
 import { TRANSACTION_MODES } from '../../packages/connector-sdk/src/protocol/index.js';
-import { formatApproval, formatJson, formatPage, formatState, formatSubmit, formatTransaction } from './format.js';
+import { formatApproval, formatJson, formatPage, formatState, formatSubmit, formatTransaction, operatorApprovalRows, providerCheckLine } from './format.js';
 import { verifyCommand } from './verify.js';
 
 export const DEFAULT_URL = 'http://127.0.0.1:3000';
@@ -393,7 +393,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
         if (!view) throw new UsageError(`unknown list "${list}": use ${Object.keys(OPERATOR_LISTS).join(', ')}`);
         const limit = intOption('limit', values.limit, 1, 100);
         const page = await client.listOperator(view, { ...(values.cursor ? { cursor: values.cursor } : {}), ...(limit !== undefined ? { limit } : {}) });
-        out(asJson ? formatJson(page) : formatPage(page, `nothing in ${list}`));
+        out(asJson ? formatJson(page) : formatPage(view === 'pending_approvals' ? operatorApprovalRows(page) : page, `nothing in ${list}`));
         return 0;
       }
       case 'capabilities': {
@@ -434,12 +434,17 @@ function contradictionHint(details: unknown): string {
   const d = (details ?? {}) as {
     provider_answer?: { effect?: string; provider_operation?: { provider?: string; operation_id?: string } };
     resolution?: { effect?: string };
+    approval_id?: string;
+    provider_check_at_proposal?: Parameters<typeof providerCheckLine>[0];
   };
   const op = d.provider_answer?.provider_operation;
-  return (
+  const said =
     `the provider answered: ${d.provider_answer?.effect ?? '?'}${op?.operation_id !== undefined ? ` (operation ${op.provider}/${op.operation_id})` : ''}; ` +
-    `the resolution says: ${d.resolution?.effect ?? '?'}. Check again, or record it anyway with --override-provider <why>`
-  );
+    `the resolution says: ${d.resolution?.effect ?? '?'}.`;
+  // Refused at a four-eyes approval: what the proposal carried, and what the second operator can do.
+  if (d.approval_id !== undefined)
+    return `${said} When it was proposed the provider said: ${providerCheckLine(d.provider_check_at_proposal)}. Deny it (aip deny ${d.approval_id}); the proposer can resolve again with --override-provider <why>`;
+  return `${said} Check again, or record it anyway with --override-provider <why>`;
 }
 
 /** `aip token`: a development token for the local stack, signed with the dev key (dev/auth). */

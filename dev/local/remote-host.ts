@@ -2,7 +2,7 @@
  * The local stack's remote placement (`AIP_CONNECTOR_PLACEMENT=remote npm
  * start`, `startLocalStack({ connectorPlacement: 'remote' })`): the payments
  * connector runs in a connector host on its own loopback server
- * (functions/connector-host/server.ts around lib/connectors/remote/host.ts),
+ * (functions/connector-host/server.ts around lib/runtime/remote/host.ts),
  * with ITS credential provider holding the simulator's API key; the runtime
  * holds only the signed proxy. The runtime's checkpoint receiver runs on a
  * second loopback server. Keys are P-256 JWKs: under `<dataDir>/remote-keys`
@@ -18,12 +18,12 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { JWK } from 'jose';
-import { generateRemoteKeyPair, localSigner, publicJwkOf, signCompact, type PublicJwk } from '../../lib/connectors/remote/jws.js';
-import { REMOTE_TYP, type RemoteAnswer } from '../../lib/connectors/remote/protocol.js';
-import type { RemotePlacement } from '../../lib/connectors/remote/config.js';
+import { generateRemoteKeyPair, localSigner, publicJwkOf, signCompact, type PublicJwk } from '../../lib/runtime/remote/jws.js';
+import { REMOTE_TYP, type RemoteAnswer } from '../../lib/runtime/remote/protocol.js';
+import type { RemotePlacement } from '../../lib/runtime/remote/config.js';
 import type { LocalCredentialReference } from '../../packages/connector-sdk/src/credentials/env-provider.js';
-import type { RemoteConnectorHost } from '../../lib/connectors/remote/host.js';
-import type { CheckpointReceiver } from '../../lib/connectors/remote/callback.js';
+import type { RemoteConnectorHost } from '../../lib/runtime/remote/host.js';
+import type { CheckpointReceiver } from '../../lib/runtime/remote/callback.js';
 import type { ConnectorFactory } from '../../functions/shared/connector-factories.js';
 import { composeCheckpointReceiver, composeConnectorHost } from '../../functions/connector-host/compose.js';
 import { startRemoteServer, type AnswerDisposition, type RemoteServer } from '../../functions/connector-host/server.js';

@@ -45,7 +45,7 @@ import { decodeQueueMessage, type QueueMessage } from '../../lib/ports/messages.
 import { createPaymentsConnector, DEFAULT_PAYMENTS_CREDENTIAL_HANDLE, type PaymentsConnectorOptions } from '../../lib/connectors/reference/payments.js';
 import type { ApprovalPolicy, DeploymentRuntimeConfig } from '../../lib/config/deployment.js';
 import type { LocalCredentialReference } from '../../packages/connector-sdk/src/credentials/env-provider.js';
-import type { RemotePlacement } from '../../lib/connectors/remote/config.js';
+import type { RemotePlacement } from '../../lib/runtime/remote/config.js';
 import { findJava, JavaMissingError, startDynamoDbLocal, type DynamoDbLocal } from '../emulators/dynamodb-local.js';
 import { startSqsEmulator, type FauxqsHandle } from '../emulators/fauxqs.js';
 import { startPaymentsSimulator, type PaymentsSimulator } from '../payments-simulator/server.js';

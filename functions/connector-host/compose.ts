@@ -19,18 +19,12 @@ import { SecretValueCache } from '../../lib/aws/secrets/secret-cache.js';
 import { SecretsManagerCredentialProvider } from '../../lib/aws/secrets/secrets-manager-provider.js';
 import { toSecretsManagerReferences } from '../../lib/config/secret-references.js';
 import { EnvCredentialProvider, type LocalCredentialReference } from '../../packages/connector-sdk/src/credentials/env-provider.js';
-import { CheckpointReceiver } from '../../lib/connectors/remote/callback.js';
-import { remoteConfigSchemas, type ConnectorHostConfig, type RemotePlacement } from '../../lib/connectors/remote/config.js';
-import { RemoteConnectorHost, type LocallyHostedConnector } from '../../lib/connectors/remote/host.js';
-import { RemoteKeyring } from '../../lib/connectors/remote/jws.js';
-import { remoteHostedConnector, type RemoteConnector } from '../../lib/connectors/remote/proxy.js';
-import {
-  InMemoryCapacityGate,
-  InMemoryNonceStore,
-  type CapacityGate,
-  type NonceStore,
-  type RemoteCheckpointInbox,
-} from '../../lib/connectors/remote/stores.js';
+import { CheckpointReceiver } from '../../lib/runtime/remote/callback.js';
+import { remoteConfigSchemas, type ConnectorHostConfig, type RemotePlacement } from '../../lib/runtime/remote/config.js';
+import { RemoteConnectorHost, type LocallyHostedConnector } from '../../lib/runtime/remote/host.js';
+import { RemoteKeyring } from '../../lib/runtime/remote/jws.js';
+import { remoteHostedConnector, type RemoteConnector } from '../../lib/runtime/remote/proxy.js';
+import { InMemoryCapacityGate, InMemoryNonceStore, type CapacityGate, type NonceStore, type RemoteCheckpointInbox } from '../../lib/runtime/remote/stores.js';
 import type { Clock } from '../../packages/connector-sdk/src/ports/clock.js';
 import type { CredentialProvider } from '../../packages/connector-sdk/src/ports/credentials.js';
 import type { HostedConnector } from '../../lib/runtime/deps.js';

@@ -4,13 +4,13 @@
  * work; docs/infra.md "Remote connector host"). Buffered invoke mode: the
  * answer (with any stream chunks) is one signed body.
  *
- * Environment: AIP_CONNECTOR_HOST_CONFIG (lib/connectors/remote/config.ts).
+ * Environment: AIP_CONNECTOR_HOST_CONFIG (lib/runtime/remote/config.ts).
  * The host is composed on the first request (its endpoint may be the
  * Function URL it is served on) and reused by the container.
  */
 import type { LambdaFunctionURLEvent, LambdaFunctionURLResult } from 'aws-lambda';
-import { REMOTE_ENV } from '../../lib/connectors/remote/config.js';
-import type { HostRequest, HostResponse, RemoteConnectorHost } from '../../lib/connectors/remote/host.js';
+import { REMOTE_ENV } from '../../lib/runtime/remote/config.js';
+import type { HostRequest, HostResponse, RemoteConnectorHost } from '../../lib/runtime/remote/host.js';
 import { once } from '../shared/lazy.js';
 import { composeConnectorHost, parseHostConfig } from './compose.js';
 

@@ -1,12 +1,12 @@
 /**
- * Key sources of the remote placement (lib/connectors/remote/config.ts) to
+ * Key sources of the remote placement (lib/runtime/remote/config.ts) to
  * signers and verification keys: a KMS key (deployments: kms:Sign for the
  * own key, kms:GetPublicKey for the peer's) or an inline JWK (local, test).
  */
 import type { KMSClient } from '@aws-sdk/client-kms';
 import type { JWK } from 'jose';
-import { localSigner, remoteKeyOf, type RemoteKey, type RemoteSigner } from '../../lib/connectors/remote/jws.js';
-import { inlineKeysAllowed, type KeySource } from '../../lib/connectors/remote/config.js';
+import { localSigner, remoteKeyOf, type RemoteKey, type RemoteSigner } from '../../lib/runtime/remote/jws.js';
+import { inlineKeysAllowed, type KeySource } from '../../lib/runtime/remote/config.js';
 import { createKmsClient, kmsPublicJwk, kmsSigner } from '../../lib/aws/kms/remote-signer.js';
 
 export class KeyResolver {

@@ -1,7 +1,7 @@
 /**
  * A plain Node HTTP server around a transport-neutral handler (the
- * connector host, lib/connectors/remote/host.ts, or the runtime's checkpoint
- * receiver, lib/connectors/remote/callback.ts): the local stack's remote
+ * connector host, lib/runtime/remote/host.ts, or the runtime's checkpoint
+ * receiver, lib/runtime/remote/callback.ts): the local stack's remote
  * host, and any HTTPS service that runs a host behind its own TLS
  * terminator. The request's AbortSignal fires when the client goes away
  * before the answer is sent (the host then cancels the attempt).
@@ -12,7 +12,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { HostRequest, HostResponse } from '../../lib/connectors/remote/host.js';
+import type { HostRequest, HostResponse } from '../../lib/runtime/remote/host.js';
 
 export type AnswerDisposition = 'send' | 'drop' | { readonly replace: HostResponse };
 

@@ -37,7 +37,7 @@ import { describeIssue, formatIssuePath } from '../../packages/connector-sdk/src
 import { DeploymentRuntimeConfigSchema, type DeploymentRuntimeConfig } from '../../lib/config/deployment.js';
 import { FUNCTION_ENV, OPTIONAL_FUNCTION_ENV } from '../../lib/config/function-env.js';
 import { localCredentialConfigSchema, type LocalCredentialReference } from '../../packages/connector-sdk/src/credentials/env-provider.js';
-import { inlineKeysAllowed, keySources, remoteConfigSchemas, type RemotePlacement } from '../../lib/connectors/remote/config.js';
+import { inlineKeysAllowed, keySources, remoteConfigSchemas, type RemotePlacement } from '../../lib/runtime/remote/config.js';
 import type { Principal } from '../../packages/connector-sdk/src/protocol/identity.js';
 import { IdSchema } from '../../packages/connector-sdk/src/protocol/primitives.js';
 
@@ -49,7 +49,7 @@ export const OPTIONAL_ENV = {
   connectorEndpoints: OPTIONAL_FUNCTION_ENV.connectorEndpoints,
   /** Cursor key material inline (local and test environments only; deployed functions use AIP_CURSOR_KEY_SECRET_ARN). */
   cursorKey: 'AIP_CURSOR_KEY',
-  /** Remote connector placement (lib/connectors/remote/config.ts; docs/infra.md "Remote connector host"). */
+  /** Remote connector placement (lib/runtime/remote/config.ts; docs/infra.md "Remote connector host"). */
   remoteConnectors: 'AIP_REMOTE_CONNECTORS',
 } as const;
 

@@ -15,7 +15,7 @@ import { HTTP_AUTH_ENVIRONMENTS } from '../auth/environments.js';
 import type { SecretsManagerReference } from '../aws/secrets/secrets-manager-provider.js';
 import { toSecretsManagerReferences } from './secret-references.js';
 import { ID_MAX_LENGTH, ID_PATTERN } from '../../packages/connector-sdk/src/protocol/primitives.js';
-import { MAX_CONCURRENT_ATTEMPTS_LIMIT } from '../connectors/remote/config.js';
+import { MAX_CONCURRENT_ATTEMPTS_LIMIT } from '../runtime/remote/config.js';
 import { TRANSACTION_MODES, type TransactionMode } from '../transactions/status.js';
 
 /** CloudWatch Logs accepts only these retention periods (days). */

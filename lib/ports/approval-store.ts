@@ -40,7 +40,7 @@
  * The DynamoDB adapter is lib/aws/dynamo/approval-store.ts.
  */
 import * as z from '../../packages/connector-sdk/src/common/zod.js';
-import { ProviderOperationRefSchema, Sha256HexSchema, TextSchema, type Principal } from '../../packages/connector-sdk/src/protocol/index.js';
+import { ProviderOperationRefSchema, Sha256HexSchema, TextSchema, type JsonObject, type Principal } from '../../packages/connector-sdk/src/protocol/index.js';
 import type { Page } from './transaction-store.js';
 
 export type ApprovalStatus = 'pending' | 'approved' | 'denied' | 'expired' | 'withdrawn';
@@ -116,7 +116,24 @@ export interface ApprovalSubject {
   };
   /** An operator's resolution of an escalated transaction, waiting for a second operator (four eyes). */
   readonly resolution?: Resolution & { readonly transaction_id: string };
+  /**
+   * With `resolution`: what the provider answered when the resolution was
+   * proposed, and the verdict on it (lib/runtime/provider-lookup.ts), shown to
+   * the second operator before they decide. Approving asks the provider again.
+   */
+  readonly provider_check?: ProposalProviderCheck;
 }
+
+/** The provider's answer to a proposed resolution as recorded at proposal time (the runtime's `ProviderAnswer`, as JSON). */
+export interface ProposalProviderCheck {
+  /** `{obtained: true, looked_up_at, capability_id, effect, provider_operation?, evidence?}` or `{obtained: false, looked_up_at, capability_id, reason, code?}`. */
+  readonly answer: JsonObject;
+  /** `agrees`, `overridden` (the proposal carries `provider_override`) or `no_answer`. */
+  readonly verdict: ProposalProviderVerdict;
+}
+
+export const PROPOSAL_PROVIDER_VERDICTS = ['agrees', 'overridden', 'no_answer'] as const;
+export type ProposalProviderVerdict = (typeof PROPOSAL_PROVIDER_VERDICTS)[number];
 
 export interface ApprovalDecision {
   readonly decision_id: string;

@@ -188,8 +188,15 @@ export interface ListByStatusQuery {
    * The sweeper passes now to find overdue outcome_unknown records.
    */
   readonly until?: string;
-  /** Optional tenant filter (applied after the index read, so pages can be short). */
-  readonly tenant_id?: string;
+  /**
+   * Only these tenants' records (an operator's tenant scope). The listing then
+   * reads on past other tenants' index entries until the page holds `limit`
+   * records of these tenants, so a page is short only at the end and the
+   * number of pages follows these tenants' records alone
+   * (docs/table-design.md, "Listing one tenant's records"). Empty: nothing.
+   * Absent: every tenant's records (the sweeper).
+   */
+  readonly tenants?: readonly string[];
   /** 1 .. 100, default 25. */
   readonly limit?: number;
   readonly cursor?: string;

@@ -15,8 +15,9 @@
  *   checked itself);
  * - who asked, and when; the policy, and the approvals so far against the
  *   approvals needed;
- * - for an operator's resolution (four eyes), the proposal and the
- *   escalated transaction's status.
+ * - for an operator's resolution (four eyes), the proposal, the
+ *   escalated transaction's status and the provider's answer when it was
+ *   proposed (with the verdict: agrees, overridden, no_answer).
  *
  * Reads only. Values come from the durable records, never from a request.
  */
@@ -47,7 +48,15 @@ export interface ApprovalFacts {
   readonly policy: ApprovalRecord['policy'];
   readonly approvals: { readonly so_far: number; readonly needed: number; readonly approved_by: readonly Principal[] };
   readonly compensation_for?: NonNullable<ApprovalRecord['subject']>['compensation_for'];
-  readonly resolution?: { readonly proposal: NonNullable<NonNullable<ApprovalRecord['subject']>['resolution']>; readonly transaction_status: string };
+  readonly resolution?: {
+    readonly proposal: NonNullable<NonNullable<ApprovalRecord['subject']>['resolution']>;
+    readonly transaction_status: string;
+    /**
+     * What the provider answered when the resolution was proposed, and the verdict on it (absent on proposals
+     * recorded before it was kept). Approving asks the provider again.
+     */
+    readonly provider_check_at_proposal?: NonNullable<NonNullable<ApprovalRecord['subject']>['provider_check']>;
+  };
   /** Present on a withdrawn approval. */
   readonly withdrawal?: ApprovalRecord['withdrawal'];
 }
@@ -74,7 +83,15 @@ export async function withFacts(k: Kernel, approval: ApprovalRecord): Promise<Ap
   const proposal = approval.subject?.resolution;
   if (proposal !== undefined) {
     const record = await k.deps.transactions.get({ tenant_id: approval.tenant_id, transaction_id: proposal.transaction_id });
-    return { ...approval, facts: { ...common, mode: 'resolve', resolution: { proposal, transaction_status: record?.status ?? 'not_found' } } };
+    const check = approval.subject?.provider_check;
+    return {
+      ...approval,
+      facts: {
+        ...common,
+        mode: 'resolve',
+        resolution: { proposal, transaction_status: record?.status ?? 'not_found', ...(check !== undefined ? { provider_check_at_proposal: check } : {}) },
+      },
+    };
   }
   const action = await k.deps.actions.get({ tenant_id: approval.tenant_id, action_id: approval.action_id });
   const mode = action?.action.transaction?.mode ?? 'none';

@@ -109,7 +109,7 @@ export async function decideApproval(
     // contradicts it refuses the decision before anything is written (lib/runtime/provider-lookup.ts).
     const proposal = viable.subject?.resolution;
     if (proposal !== undefined && input.decision === 'approve' && viable.status === 'pending' && check === undefined) {
-      check = await checkProposal(k, tenant_id, proposal);
+      check = await checkProposal(k, viable, proposal);
     }
     try {
       decided = await k.write({
@@ -204,13 +204,32 @@ async function decideResolution(k: Kernel, decided: ApprovalRecord, proposal: Re
   return { approval: decided, action_result: resolved.result ?? unchanged };
 }
 
+/** What a refusal names of the check a proposal carried: the verdict and the answer without the connector's evidence. */
+function checkSummary(check: NonNullable<NonNullable<ApprovalRecord['subject']>['provider_check']>): Record<string, unknown> {
+  const { evidence: _evidence, ...answer } = check.answer;
+  return { verdict: check.verdict, answer };
+}
+
 type ResolutionProposal = NonNullable<NonNullable<ApprovalRecord['subject']>['resolution']>;
 
-/** The provider's answer to a proposed resolution, judged (a contradicted proposal without an override is refused). Writes nothing. */
-async function checkProposal(k: Kernel, tenant_id: string, proposal: ResolutionProposal): Promise<ProviderCheck | undefined> {
+/**
+ * The provider's answer to a proposed resolution, asked again at the approval and judged: a contradicted proposal
+ * without an override is refused, naming the answer the proposal carried beside today's. Writes nothing.
+ */
+async function checkProposal(k: Kernel, approval: ApprovalRecord, proposal: ResolutionProposal): Promise<ProviderCheck | undefined> {
   const { transaction_id, ...resolution } = proposal;
-  const record = await k.deps.transactions.get({ tenant_id, transaction_id });
-  return record === undefined ? undefined : checkWithProvider(k, record, resolution);
+  const record = await k.deps.transactions.get({ tenant_id: approval.tenant_id, transaction_id });
+  if (record === undefined) return undefined;
+  try {
+    return await checkWithProvider(k, record, resolution);
+  } catch (err) {
+    const atProposal = approval.subject?.provider_check;
+    if (!isAipError(err, 'operator.resolution_contradicts_provider') || atProposal === undefined) throw err;
+    throw new AipError('operator.resolution_contradicts_provider', err.message, {
+      details: { ...err.details, approval_id: approval.approval_id, provider_check_at_proposal: checkSummary(atProposal) },
+      cause: err,
+    });
+  }
 }
 
 /**

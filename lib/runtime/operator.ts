@@ -198,7 +198,8 @@ export async function resolve(
           allow_self_approval: false,
           min_approvals: 1,
         },
-        subject: { resolution: { ...resolution, transaction_id } },
+        // The provider's answer now, shown to the second operator before they decide (approving asks again).
+        subject: { resolution: { ...resolution, transaction_id }, provider_check: { answer: answerEvidence(check.answer), verdict: check.verdict } },
         expires_at: new Date(k.now().getTime() + k.config.resolution.approval_ttl_ms).toISOString(),
       },
     });
@@ -215,7 +216,8 @@ export async function resolve(
  * (`provider_answer`, `provider_verdict`), then what follows any
  * reconciliation: the schedule is cancelled and the original request's
  * uncertain idempotency reservation is completed. `approved_by`: the second
- * operator (four eyes).
+ * operator (four eyes); `provider_check_at_proposal`: the answer the proposal
+ * carried, beside the one asked for at the approval.
  */
 export async function applyResolution(
   k: Kernel,
@@ -235,6 +237,9 @@ export async function applyResolution(
       ? {
           approval_id: approval.approval_id,
           approved_by: (approval.decisions ?? []).filter((d) => d.decision === 'approved').map((d) => ({ ...d.decided_by })),
+          ...(approval.subject?.provider_check !== undefined
+            ? { provider_check_at_proposal: JSON.parse(JSON.stringify(approval.subject.provider_check)) as JsonObject }
+            : {}),
         }
       : {}),
   };

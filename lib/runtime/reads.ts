@@ -151,9 +151,6 @@ export type OperatorItem =
     }
   | { readonly kind: 'approval'; readonly approval: ApprovalRecord };
 
-/** Store pages an operator listing reads at most while they hold nothing of the caller's tenants. */
-const FILL_PAGES = 20;
-
 /**
  * What is stuck: outcome_unknown, reconciling, stalled committing, pending approvals, escalated (requires_human).
  *
@@ -196,32 +193,23 @@ export async function listOperator(k: Kernel, caller: CallerIdentity, query: Ope
     const items = out.items.filter((_, i) => doomed[i] === undefined).map((approval) => ({ kind: 'approval' as const, approval }));
     return { items, ...(await sealed(out.cursor)) };
   }
-  // The status index is shared by every tenant per status (sharded by record, docs/table-design.md), so a store page may hold only other tenants'
-  // records: read on while a page has nothing for the caller, so that an operator is not handed empty pages whose
-  // number follows another tenant's records (bounded: past FILL_PAGES such pages the cursor goes back as it is).
-  const items: OperatorItem[] = [];
-  let next = page.cursor;
-  for (let read = 0; read < FILL_PAGES; read++) {
-    const out = await k.deps.transactions.listByStatus({
-      ...byView,
-      ...(query.tenant_id !== undefined ? { tenant_id: query.tenant_id } : {}),
-      ...(page.limit !== undefined ? { limit: page.limit } : {}),
-      ...(next !== undefined ? { cursor: next } : {}),
-    });
-    for (const r of out.items) {
-      if (!caller.tenants.includes(r.tenant_id)) continue;
-      items.push({
-        kind: 'transaction',
-        transaction: toTransactionResult(r, { action_status: query.view === 'requires_human' ? 'requires_human' : undefined }),
-        capability_id: r.capability_id,
-        updated_at: r.updated_at,
-        reconcile_attempts: r.reconcile_attempts,
-      });
-    }
-    next = out.cursor;
-    if (items.length > 0 || next === undefined) break;
-  }
-  return { items, ...(await sealed(next)) };
+  // The status index is shared by every tenant per status (sharded by record, docs/table-design.md): the store fills the page
+  // with the records of the caller's tenant scope only, reading on past other tenants' entries, so a page is short only at
+  // the end and the number of pages follows the scope's own records (docs/runtime.md, "Listings and cursors").
+  const out = await k.deps.transactions.listByStatus({
+    ...byView,
+    tenants: binding.tenants,
+    ...(page.limit !== undefined ? { limit: page.limit } : {}),
+    ...(page.cursor !== undefined ? { cursor: page.cursor } : {}),
+  });
+  const items: OperatorItem[] = out.items.map((r) => ({
+    kind: 'transaction',
+    transaction: toTransactionResult(r, { action_status: query.view === 'requires_human' ? 'requires_human' : undefined }),
+    capability_id: r.capability_id,
+    updated_at: r.updated_at,
+    reconcile_attempts: r.reconcile_attempts,
+  }));
+  return { items, ...(await sealed(out.cursor)) };
 }
 
 export async function readStream(k: Kernel, caller: CallerIdentity, tenant_id: string, action_id: string, after?: number): Promise<PageOf<StoredStreamChunk>> {
@@ -281,8 +269,9 @@ export async function overview(k: Kernel, caller: CallerIdentity, tenant_id?: st
           : view === 'reconciling'
             ? { status: 'reconciling' as const }
             : { status: 'committing' as const, until: new Date(k.now().getTime() - k.config.stall_after_ms).toISOString() };
-    const page = await k.deps.transactions.listByStatus({ ...query, limit: OVERVIEW_SAMPLE, ...(tenant_id !== undefined ? { tenant_id } : {}) });
-    const mine = page.items.filter((r) => tenants.includes(r.tenant_id));
+    // The caller's tenants only: the count and `more` follow their records alone.
+    const page = await k.deps.transactions.listByStatus({ ...query, limit: OVERVIEW_SAMPLE, tenants });
+    const mine = page.items;
     let oldest: string | undefined;
     for (const r of mine) if (oldest === undefined || r.updated_at < oldest) oldest = r.updated_at;
     entries.push({ view, count: mine.length, more: page.cursor !== undefined, ...ageOf(k, oldest) });

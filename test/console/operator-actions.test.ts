@@ -17,8 +17,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import type { LocalStack } from '../../dev/local/start.js';
 import { SteppedClock } from '../../packages/connector-sdk/src/ports/clock.js';
-import { charge, clientOf, consoleStack, devSignIn, launchBrowser, newPage, screenshot, uid } from './support.js';
-import { eventually, HANG_MS } from '../support/wait.js';
+import { charge, clientOf, consoleStack, devSignIn, escalateCharge, launchBrowser, newPage, screenshot, uid, uncertainCharge } from './support.js';
+import { HANG_MS } from '../support/wait.js';
 
 const clock = new SteppedClock();
 let stack: LocalStack;
@@ -37,55 +37,10 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-const LOOKUP_FAILS = { match: { method: 'GET' as const, path: '/v1/operations' }, fault: { type: 'error_before_commit' as const, status: 503 as const } };
-
-/** A charge whose answer the provider's gateway loses after committing; `probeFails`: nor can the operation be found. */
-async function uncertain(probeFails: boolean) {
-  const user = clientOf(stack, await stack.mintToken());
-  stack.simulator.setFaults([
-    { match: { method: 'POST', path: '/v1/charges' }, fault: { type: 'error_after_commit', status: 504 }, times: 1 },
-    ...(probeFails ? [LOOKUP_FAILS] : []),
-  ]);
-  const id = uid('charge');
-  const worked = stack.handled('invoke', (m) => m.kind === 'invoke' && m.action_id === id);
-  try {
-    await user.submitAction(charge(id, 3_300, { mode: 'execute' }), { wait: 5 });
-    await worked;
-  } finally {
-    stack.simulator.setFaults([]);
-  }
-  const state = await user.getAction(id);
-  expect(state.transaction?.status).toBe('outcome_unknown');
-  return state.transaction as NonNullable<typeof state.transaction>;
-}
-
-/** An uncertain charge whose operation cannot be found, escalated to a human; `found`: the operation the provider committed. */
-async function escalatedCharge() {
-  const txn = await uncertain(true);
-  expect(txn.provider_operation).toBeUndefined();
-  // The provider cannot be asked: once its attempts are used up, the reconciliation escalates it to a human.
-  stack.simulator.setFaults([LOOKUP_FAILS]);
-  try {
-    // Round by round until the record is escalated (`requires_human`: the stack's own consumer got there first).
-    await eventually(
-      async () => {
-        clock.advance(20 * 60_000);
-        const { disposition } = await stack.runtime.reconcile({
-          kind: 'reconcile',
-          tenant_id: stack.tenant,
-          transaction_id: txn.transaction_id,
-          reason: 'sweeper',
-        });
-        return disposition === 'escalated' || disposition === 'requires_human' ? disposition : undefined;
-      },
-      { what: `transaction ${txn.transaction_id} escalated`, intervalMs: 0 },
-    );
-  } finally {
-    stack.simulator.setFaults([]);
-  }
-  const found = stack.simulator.ledger().at(-1) as { operation_id: string };
-  return { txn, found };
-}
+/** A charge whose answer the provider's gateway loses after committing (test/console/support.ts). */
+const uncertain = (probeFails: boolean) => uncertainCharge(stack, probeFails);
+/** An uncertain charge whose operation cannot be found, escalated to a human (test/console/support.ts). */
+const escalatedCharge = () => escalateCharge(stack, clock);
 
 /** Which of the transaction page's operator buttons are enabled, once the action's status has been read. */
 async function buttons(): Promise<{ reconcile: boolean; resolve: boolean; cancel: boolean }> {

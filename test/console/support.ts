@@ -8,11 +8,13 @@ import { createHash, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { inject } from 'vitest';
+import { expect, inject } from 'vitest';
 import { buildConsole } from '../../console/build.js';
 import { PROJECT_ROOT, startLocalStack, type LocalStack, type LocalStackOptions } from '../../dev/local/start.js';
 import { AipClient } from '../../lib/client/index.js';
 import type { ConsoleConfig } from '../../functions/console/serve.js';
+import type { SteppedClock } from '../../packages/connector-sdk/src/ports/clock.js';
+import { eventually } from '../support/wait.js';
 
 /** Debian's Chromium (`apt-get install chromium`; .ci/run installs it). Override with AIP_CHROMIUM. */
 export const CHROMIUM = process.env.AIP_CHROMIUM ?? '/usr/bin/chromium';
@@ -135,4 +137,58 @@ export function clientOf(stack: LocalStack, token: string): AipClient {
 
 export function charge(id: string, amount: number, transaction: Record<string, unknown>, extra: Record<string, unknown> = {}) {
   return { id, capability_id: 'payments.charge', input: { amount, currency: 'eur', customer: 'cus_console' }, transaction, ...extra } as never;
+}
+
+/** The provider's operation lookup answers 503 (nothing can be found). */
+const LOOKUP_FAILS = { match: { method: 'GET' as const, path: '/v1/operations' }, fault: { type: 'error_before_commit' as const, status: 503 as const } };
+
+/** A charge whose answer the provider's gateway loses after committing; `probeFails`: nor can the operation be found. */
+export async function uncertainCharge(stack: LocalStack, probeFails: boolean) {
+  const user = clientOf(stack, await stack.mintToken());
+  stack.simulator.setFaults([
+    { match: { method: 'POST', path: '/v1/charges' }, fault: { type: 'error_after_commit', status: 504 }, times: 1 },
+    ...(probeFails ? [LOOKUP_FAILS] : []),
+  ]);
+  const id = uid('charge');
+  const worked = stack.handled('invoke', (m) => m.kind === 'invoke' && m.action_id === id);
+  try {
+    await user.submitAction(charge(id, 3_300, { mode: 'execute' }), { wait: 5 });
+    await worked;
+  } finally {
+    stack.simulator.setFaults([]);
+  }
+  const state = await user.getAction(id);
+  expect(state.transaction?.status).toBe('outcome_unknown');
+  return state.transaction as NonNullable<typeof state.transaction>;
+}
+
+/**
+ * An uncertain charge whose operation cannot be found, escalated to a human (the stack runs one reconciliation
+ * attempt: `reconcile.max_attempts: 1`); `found`: the operation the provider committed.
+ */
+export async function escalateCharge(stack: LocalStack, clock: SteppedClock) {
+  const txn = await uncertainCharge(stack, true);
+  expect(txn.provider_operation).toBeUndefined();
+  // The provider cannot be asked: once its attempts are used up, the reconciliation escalates it to a human.
+  stack.simulator.setFaults([LOOKUP_FAILS]);
+  try {
+    // Round by round until the record is escalated (`requires_human`: the stack's own consumer got there first).
+    await eventually(
+      async () => {
+        clock.advance(20 * 60_000);
+        const { disposition } = await stack.runtime.reconcile({
+          kind: 'reconcile',
+          tenant_id: stack.tenant,
+          transaction_id: txn.transaction_id,
+          reason: 'sweeper',
+        });
+        return disposition === 'escalated' || disposition === 'requires_human' ? disposition : undefined;
+      },
+      { what: `transaction ${txn.transaction_id} escalated`, intervalMs: 0 },
+    );
+  } finally {
+    stack.simulator.setFaults([]);
+  }
+  const found = stack.simulator.ledger().at(-1) as { operation_id: string };
+  return { txn, found };
 }

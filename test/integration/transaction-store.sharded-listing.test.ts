@@ -95,9 +95,9 @@ describe('listByStatus over the shards', () => {
   });
 
   it('the tenant filter keeps the order and drops the other tenant', async () => {
-    const out = await pages({ status: 'outcome_unknown', tenant_id: 'tenant-z', limit: 2 });
+    const out = await pages({ status: 'outcome_unknown', tenants: ['tenant-z'], limit: 2 });
     expect(out.ids).toEqual(records.filter((r) => r[0] === 'tenant-z').map((r) => r[1]));
-    const mine = await pages({ status: 'outcome_unknown', tenant_id: TENANT, limit: 3 });
+    const mine = await pages({ status: 'outcome_unknown', tenants: [TENANT], limit: 3 });
     expect(mine.ids).toEqual(records.filter((r) => r[0] === TENANT).map((r) => r[1]));
   });
 

@@ -732,7 +732,7 @@ describe('list by status', () => {
 
     const all = await l.store.listByStatus({ status: 'outcome_unknown' });
     expect(all.items.map((r) => r.transaction_id)).toEqual(due);
-    const tenantB = await l.store.listByStatus({ status: 'outcome_unknown', tenant_id: 'tenant-b' });
+    const tenantB = await l.store.listByStatus({ status: 'outcome_unknown', tenants: ['tenant-b'] });
     expect(tenantB.items.map((r) => r.transaction_id)).toEqual(['u-4']);
 
     const stalled = await l.store.listByStatus({ status: 'committing', until: lclock.iso() });

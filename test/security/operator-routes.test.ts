@@ -517,6 +517,20 @@ describe('four eyes (resolution.four_eyes)', () => {
       subject: { resolution: { ...body, transaction_id: id } },
     });
     expect((await view(fe, first, id)).status).toBe('requires_human');
+    // What the second operator sees before deciding: the proposal with the provider's answer when it was proposed.
+    const shown = await s.call(second, 'GET', `/v1/approvals/${encodeURIComponent(approval.approval_id)}`);
+    expect(shown.status, JSON.stringify(shown.body)).toBe(200);
+    const atProposal = {
+      verdict: 'agrees',
+      answer: { obtained: true, effect: 'committed', provider_operation: { operation_id: esc.operation_id } },
+    };
+    expect(shown.body).toMatchObject({
+      subject: { provider_check: atProposal },
+      facts: {
+        mode: 'resolve',
+        resolution: { proposal: { ...body, transaction_id: id }, transaction_status: 'outcome_unknown', provider_check_at_proposal: atProposal },
+      },
+    });
     // Proposed again: the same approval, nothing new.
     await writesNothing(s, async () => {
       const again = await s.call(first, 'POST', `/v1/operator/transactions/${encodeURIComponent(id)}/resolve`, body);
@@ -547,9 +561,10 @@ describe('four eyes (resolution.four_eyes)', () => {
         resolved_by: { id: 'ops-1', kind: 'user' },
         approval_id: approval.approval_id,
         approved_by: [{ id: 'ops-2', kind: 'user' }],
-        // Asked again when the second operator approved.
+        // Asked again when the second operator approved, beside what the proposal carried.
         provider_answer: { obtained: true, effect: 'committed' },
         provider_verdict: 'agrees',
+        provider_check_at_proposal: { verdict: 'agrees', answer: { obtained: true, effect: 'committed' } },
       },
     });
     expect(last.result_digest).toBe(sha256Hex(resultDigestText(after.action_result)));
@@ -575,6 +590,10 @@ describe('four eyes (resolution.four_eyes)', () => {
     }
     expect(proposed.status, JSON.stringify(proposed.body)).toBe(202);
     const approval_id = (proposed.body as { approval: { approval_id: string } }).approval.approval_id;
+    // The second operator sees that the provider could not answer when it was proposed.
+    const noAnswer = { verdict: 'no_answer', answer: { obtained: false, reason: 'provider_unavailable' } };
+    const shown = await s.call(second, 'GET', `/v1/approvals/${encodeURIComponent(approval_id)}`);
+    expect(shown.body).toMatchObject({ facts: { resolution: { proposal: claim, provider_check_at_proposal: noAnswer } } });
     // The provider answers again, and contradicts it: approving is refused before the decision is written.
     await writesNothing(s, async () => {
       const a = await refused(
@@ -582,7 +601,7 @@ describe('four eyes (resolution.four_eyes)', () => {
         409,
         'operator.resolution_contradicts_provider',
       );
-      expect(a.body.details).toMatchObject({ transaction_id: id, provider_answer: { effect: 'committed' } });
+      expect(a.body.details).toMatchObject({ transaction_id: id, provider_answer: { effect: 'committed' }, approval_id, provider_check_at_proposal: noAnswer });
     });
     const still = await s.call(second, 'GET', `/v1/approvals/${encodeURIComponent(approval_id)}`);
     expect(still.body).toMatchObject({ status: 'pending' });

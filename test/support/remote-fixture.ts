@@ -20,7 +20,7 @@ import { runAttempt, type AttemptOutcome } from '../../lib/runtime/attempts/dead
 import type { SequencedStreamChunk } from '../../packages/connector-sdk/src/protocol/stream-chunk.js';
 import { bindAttemptPlacement } from '../../lib/runtime/attempts/placement.js';
 import type { RouteAssignment } from '../../lib/ports/route-store.js';
-import type { RemoteConnector } from '../../lib/connectors/remote/proxy.js';
+import type { RemoteConnector } from '../../lib/runtime/remote/proxy.js';
 
 const ECHO: Capability = {
   id: 'demo.echo',

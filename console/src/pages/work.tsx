@@ -14,6 +14,7 @@ import {
   type ApprovalRecord,
   type OperatorItem,
   type OperatorView,
+  type ProposalProviderCheck,
   type OverviewView,
 } from '../api.js';
 import { Age, ageOf, ConfirmDialog, formatAge, ProblemView, short, StatusBadge } from '../ui.js';
@@ -263,6 +264,21 @@ export function WorkPage({ ctx, view }: { ctx: Ctx; view: OperatorView }) {
   );
 }
 
+const VERDICTS: Readonly<Record<ProposalProviderCheck['verdict'], string>> = {
+  agrees: 'agrees with the resolution',
+  overridden: 'contradicts it: the proposer overrode it with a reason',
+  no_answer: 'did not answer: the resolution stands on the operator’s word',
+};
+
+/** What the provider said when the resolution was proposed, as one sentence. */
+function providerCheckText(check: ProposalProviderCheck | undefined): string {
+  if (check === undefined) return 'Not recorded with this proposal.';
+  const a = check.answer;
+  const op = a.provider_operation !== undefined ? ` (operation ${a.provider_operation.provider}/${a.provider_operation.operation_id})` : '';
+  const said = a.obtained ? `The provider answered ${a.effect ?? '?'}${op}` : `No answer (${a.reason ?? '?'}${a.code !== undefined ? `, ${a.code}` : ''})`;
+  return `${said} at ${a.looked_up_at}; ${VERDICTS[check.verdict] ?? check.verdict}.`;
+}
+
 export function DecisionDialog(props: {
   ctx: Ctx;
   approval: ApprovalRecord;
@@ -362,6 +378,11 @@ export function DecisionDialog(props: {
                 <dt>Resolution</dt>
                 <dd>
                   <pre data-fact="resolution">{JSON.stringify(facts.resolution.proposal, null, 2)}</pre>
+                </dd>
+                <dt>Provider at proposal</dt>
+                <dd data-fact="provider-at-proposal" data-verdict={facts.resolution.provider_check_at_proposal?.verdict ?? 'unknown'}>
+                  {providerCheckText(facts.resolution.provider_check_at_proposal)}
+                  {decision === 'approve' && <p class="muted">Approving asks the provider again; an answer that now contradicts the resolution is refused.</p>}
                 </dd>
               </>
             )}

@@ -27,6 +27,7 @@ import {
   ScopeSchema,
   Sha256HexSchema,
   TextSchema,
+  type JsonObject,
   type Principal,
 } from '../../../packages/connector-sdk/src/protocol/index.js';
 import type {
@@ -41,12 +42,13 @@ import type {
   ListPendingApprovalsQuery,
   WithdrawApprovalInput,
 } from '../../ports/approval-store.js';
-import { APPROVAL_WITHDRAWAL_REASONS, ResolutionSchema } from '../../ports/approval-store.js';
+import { APPROVAL_WITHDRAWAL_REASONS, PROPOSAL_PROVIDER_VERDICTS, ResolutionSchema, type ProposalProviderCheck } from '../../ports/approval-store.js';
 import type { WriteIntent } from '../../ports/unit-of-work.js';
 import type { Page } from '../../ports/transaction-store.js';
 import {
   UpdateBuilder,
   checkId,
+  checkJson,
   checkLimit,
   checkRevision,
   checkTime,
@@ -137,12 +139,27 @@ function current(old: Item) {
   };
 }
 
+/** A resolution proposal's provider check (only beside a resolution): a JSON answer that says whether it was obtained, and a known verdict. */
+function checkProviderCheck(check: unknown, withResolution: boolean): ProposalProviderCheck | undefined {
+  if (check === undefined) return undefined;
+  const bad = () =>
+    invalid(CODE, 'subject.provider_check must be {answer: {obtained, looked_up_at, ...}, verdict} beside a resolution', { field: 'subject.provider_check' });
+  if (!withResolution || check === null || typeof check !== 'object' || Array.isArray(check)) throw bad();
+  const { answer, verdict, ...rest } = check as Record<string, unknown>;
+  if (Object.keys(rest).length > 0 || !(PROPOSAL_PROVIDER_VERDICTS as readonly unknown[]).includes(verdict)) throw bad();
+  if (answer === null || typeof answer !== 'object' || Array.isArray(answer)) throw bad();
+  const a = answer as Record<string, unknown>;
+  if (typeof a.obtained !== 'boolean' || typeof a.looked_up_at !== 'string') throw bad();
+  checkJson(CODE, 'subject.provider_check.answer', answer, true);
+  return { answer: answer as JsonObject, verdict: verdict as ProposalProviderCheck['verdict'] };
+}
+
 /** An optional subject, validated and copied (only the known fields). */
 function checkSubject(subject: CreateApprovalInput['subject']): ApprovalSubject | undefined {
   if (subject === undefined) return undefined;
   const bad = () => invalid(CODE, 'subject must be {compensation_for?: {action_id, transaction_id?, owner: {id, kind}}}', { field: 'subject' });
   if (subject === null || typeof subject !== 'object' || Array.isArray(subject)) throw bad();
-  if (Object.keys(subject).some((k) => k !== 'compensation_for' && k !== 'resolution')) throw bad();
+  if (Object.keys(subject).some((k) => k !== 'compensation_for' && k !== 'resolution' && k !== 'provider_check')) throw bad();
   let resolution: ApprovalSubject['resolution'];
   if (subject.resolution !== undefined) {
     const { transaction_id, ...rest } = subject.resolution as unknown as Record<string, unknown>;
@@ -151,8 +168,9 @@ function checkSubject(subject: CreateApprovalInput['subject']): ApprovalSubject 
     if (!parsed.success) throw invalid(CODE, 'subject.resolution is not a valid resolution', { field: 'subject.resolution' });
     resolution = { ...parsed.data, transaction_id: transaction_id as string };
   }
+  const provider_check = checkProviderCheck(subject.provider_check, resolution !== undefined);
   const c = subject.compensation_for as Record<string, unknown> | undefined;
-  if (c === undefined) return resolution !== undefined ? { resolution } : {};
+  if (c === undefined) return resolution !== undefined ? { resolution, ...(provider_check !== undefined ? { provider_check } : {}) } : {};
   if (c === null || typeof c !== 'object' || Object.keys(c).some((k) => !['action_id', 'transaction_id', 'owner'].includes(k))) throw bad();
   checkId(CODE, 'subject.compensation_for.action_id', c.action_id);
   if (c.transaction_id !== undefined) checkId(CODE, 'subject.compensation_for.transaction_id', c.transaction_id);
@@ -165,6 +183,7 @@ function checkSubject(subject: CreateApprovalInput['subject']): ApprovalSubject 
       owner: { id: owner.id, kind: owner.kind },
     }),
     ...(resolution !== undefined ? { resolution } : {}),
+    ...(provider_check !== undefined ? { provider_check } : {}),
   };
 }
 

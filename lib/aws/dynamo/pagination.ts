@@ -85,8 +85,18 @@ export async function queryStatusIndex(
 /** One page of a listing merged over several partitions of an index: index keys in sort-key order. */
 export interface MergedPage {
   readonly keys: Record<string, unknown>[];
-  /** Store cursor (base64url JSON, the shape of a LastEvaluatedKey); absent on the last page. */
+  /**
+   * Store cursor (base64url JSON, the shape of a LastEvaluatedKey); absent on the last page. With `only`, a
+   * page can be short (even empty) and still carry one: the position up to which every partition was read.
+   */
   readonly cursor?: string;
+  /** Index entries DynamoDB evaluated for this page (the sum of the queries' ScannedCount, filtered ones included). */
+  readonly scanned: number;
+}
+
+/** A store cursor at the index entry `key` of the merged listing `listing` (the shape `queryMergedPartitions` pages with). */
+export function mergedCursorAt(index: (typeof GSIS)['byStatus' | 'byExpiry'], listing: string, key: Record<string, unknown>): string {
+  return encodeCursor({ PK: key.PK, SK: key.SK, [index.partitionKey]: listing, [index.sortKey]: String(key[index.sortKey]) }) as string;
 }
 
 /**
@@ -100,9 +110,16 @@ export interface MergedPage {
  * last one returned. A cursor the unsharded listing produced is the same
  * position, so cursors issued before the index was sharded keep working.
  *
- * Each partition is read up to `limit` + 1 keys: the page is the first `limit`
- * keys that are certainly in order, i.e. no later than the last key read of a
- * partition that has more.
+ * Each partition is evaluated up to `perPartition` entries (default `limit` + 1):
+ * the page is the first `limit` keys that are certainly in order, i.e. no later
+ * than the last entry evaluated in a partition that has more (its
+ * LastEvaluatedKey: the horizon).
+ *
+ * `only` keeps the entries whose base-table attribute `attribute` begins with
+ * one of `prefixes` (a FilterExpression: DynamoDB still evaluates, and bills,
+ * the entries it drops, but does not return them). A filtered page can then
+ * hold fewer than `limit` keys while more remain; its cursor is the horizon,
+ * so the next call continues after every entry already evaluated.
  */
 export async function queryMergedPartitions(
   client: DynamoDBDocumentClient,
@@ -113,8 +130,10 @@ export async function queryMergedPartitions(
     partitions: readonly string[];
     upTo?: string;
     limit: number;
+    perPartition?: number;
     cursor?: unknown;
     index: (typeof GSIS)['byStatus' | 'byExpiry'];
+    only?: { readonly attribute: string; readonly prefixes: readonly string[] };
   },
 ): Promise<MergedPage> {
   const { index } = opts;
@@ -126,7 +145,7 @@ export async function queryMergedPartitions(
   }
   const after = start?.[index.sortKey];
   const bound = opts.upTo !== undefined ? `${opts.upTo}$` : undefined;
-  if (after !== undefined && bound !== undefined && after >= bound) return { keys: [] };
+  if (after !== undefined && bound !== undefined && after >= bound) return { keys: [], scanned: 0 };
   const names: Record<string, string> = { '#pk': index.partitionKey };
   if (after !== undefined || bound !== undefined) names['#sk'] = index.sortKey;
   let range = '';
@@ -142,6 +161,16 @@ export async function queryMergedPartitions(
     range = ' AND #sk < :bound';
     values[':bound'] = bound;
   }
+  let filter: string | undefined;
+  if (opts.only !== undefined) {
+    names['#only'] = opts.only.attribute;
+    const clauses: string[] = [];
+    for (const [i, prefix] of opts.only.prefixes.entries()) {
+      values[`:only${i}`] = prefix;
+      clauses.push(`begins_with(#only, :only${i})`);
+    }
+    filter = clauses.join(' OR ');
+  }
   const answers = await Promise.all(
     opts.partitions.map((pk) =>
       client.send(
@@ -149,30 +178,32 @@ export async function queryMergedPartitions(
           TableName: table,
           IndexName: index.name,
           KeyConditionExpression: `#pk = :pk${range}`,
+          ...(filter !== undefined ? { FilterExpression: filter } : {}),
           ExpressionAttributeNames: names,
           ExpressionAttributeValues: { ...values, ':pk': pk },
-          Limit: opts.limit + 1,
+          Limit: opts.perPartition ?? opts.limit + 1,
         }),
       ),
     ),
   );
   const sortOf = (k: Record<string, unknown>) => String(k[index.sortKey]);
-  let horizon: string | undefined;
+  /** The earliest last-evaluated entry of a partition with more: every entry up to it has been evaluated everywhere. */
+  let horizon: Record<string, unknown> | undefined;
+  let scanned = 0;
   const merged: Record<string, unknown>[] = [];
   for (const out of answers) {
-    const items = (out.Items ?? []).filter((k) => sortOf(k) !== after);
-    merged.push(...items);
-    if (out.LastEvaluatedKey !== undefined && items.length > 0) {
-      const last = sortOf(items[items.length - 1] as Record<string, unknown>);
-      if (horizon === undefined || last < horizon) horizon = last;
-    }
+    scanned += out.ScannedCount ?? 0;
+    merged.push(...(out.Items ?? []).filter((k) => sortOf(k) !== after));
+    const evaluated = out.LastEvaluatedKey;
+    if (evaluated !== undefined && (horizon === undefined || sortOf(evaluated) < sortOf(horizon))) horizon = evaluated;
   }
   merged.sort((a, b) => (sortOf(a) < sortOf(b) ? -1 : sortOf(a) > sortOf(b) ? 1 : 0));
-  const certain = horizon === undefined ? merged : merged.filter((k) => sortOf(k) <= (horizon as string));
+  const certain = horizon === undefined ? merged : merged.filter((k) => sortOf(k) <= sortOf(horizon));
   const page = certain.slice(0, opts.limit);
-  const more = merged.length > page.length || answers.some((out) => out.LastEvaluatedKey !== undefined);
   const last = page[page.length - 1];
-  if (!more || last === undefined) return { keys: page };
-  const cursor = encodeCursor({ PK: last.PK, SK: last.SK, [index.partitionKey]: opts.listing, [index.sortKey]: sortOf(last) });
-  return { keys: page, ...(cursor !== undefined ? { cursor } : {}) };
+  if (page.length === opts.limit && last !== undefined && (merged.length > page.length || horizon !== undefined)) {
+    return { keys: page, cursor: mergedCursorAt(index, opts.listing, last), scanned };
+  }
+  // A short page: everything up to the horizon is in it (none when no partition has more).
+  return horizon === undefined ? { keys: page, scanned } : { keys: page, cursor: mergedCursorAt(index, opts.listing, horizon), scanned };
 }

@@ -1,6 +1,6 @@
 /**
  * DynamoDB adapter of the connector host's CapacityGate
- * (lib/connectors/remote/stores.ts): every Lambda environment of a host
+ * (lib/runtime/remote/stores.ts): every Lambda environment of a host
  * counts against the same slots. A Lambda environment serves one request at
  * a time, so a limit held in process memory would bound nothing there.
  *
@@ -19,7 +19,7 @@
  */
 import { randomBytes, randomInt } from 'node:crypto';
 import { DeleteCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { CapacityGate, CapacitySlot } from '../../connectors/remote/stores.js';
+import type { CapacityGate, CapacitySlot } from '../../runtime/remote/stores.js';
 import { errorName, mapStoreError } from './store-errors.js';
 
 export interface DynamoCapacityGateOptions {

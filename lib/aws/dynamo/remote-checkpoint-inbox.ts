@@ -1,6 +1,6 @@
 /**
  * DynamoDB adapter of the RemoteCheckpointInbox port
- * (lib/connectors/remote/stores.ts), on the runtime's single table.
+ * (lib/runtime/remote/stores.ts), on the runtime's single table.
  *
  * Item: PK `RCKPT#<tenant>#<transaction_id>`, SK `RCKPT`, item_type
  * `remote_checkpoint`: its own partition (nothing that queries a transaction's
@@ -14,7 +14,7 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import { ProviderOperationRefSchema } from '../../../packages/connector-sdk/src/protocol/index.js';
-import type { InboxCheckpoint, RemoteCheckpointInbox } from '../../connectors/remote/stores.js';
+import type { InboxCheckpoint, RemoteCheckpointInbox } from '../../runtime/remote/stores.js';
 import { checkId, conditionalPut, consistentGet, epochSeconds, invalid } from './store-support.js';
 
 export interface DynamoRemoteCheckpointInboxOptions {

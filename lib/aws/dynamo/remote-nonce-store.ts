@@ -1,6 +1,6 @@
 /**
  * DynamoDB adapter of the connector host's NonceStore
- * (lib/connectors/remote/stores.ts): every Lambda environment of a host
+ * (lib/runtime/remote/stores.ts): every Lambda environment of a host
  * shares it, so a request replayed to another environment is refused too.
  *
  * Table: the host's own (never the runtime's), partition key `PK` only,
@@ -9,7 +9,7 @@
  * whose `expires_at` passed is treated as absent by the condition too.
  */
 import { PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { NonceStore } from '../../connectors/remote/stores.js';
+import type { NonceStore } from '../../runtime/remote/stores.js';
 import { errorName, mapStoreError } from './store-errors.js';
 
 export interface DynamoNonceStoreOptions {

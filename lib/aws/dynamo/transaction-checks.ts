@@ -48,6 +48,8 @@ export { invalid } from './store-support.js';
 
 const DEFAULT_LIST_LIMIT = 25;
 const MAX_LIST_LIMIT = 100;
+/** Tenants a listing may be scoped to (a caller's token names at most 256: lib/auth/identity.ts). */
+const MAX_LIST_TENANTS = 256;
 /** Upper bound of any JSON payload kept on the record (DynamoDB items are at most 400 KB). */
 const JSON_LIMITS = { maxDepth: 64, maxNodes: 50_000, maxSize: 400 * 1024, maxStringLength: 400 * 1024 } as const;
 
@@ -264,8 +266,13 @@ export function checkStatusListing(query: ListByStatusQuery): { readonly escalat
   if (escalated && query.status !== 'outcome_unknown') {
     throw invalid('transaction.invalid_listing', 'Only outcome_unknown records are escalated', { field: 'escalated' });
   }
-  if (query.tenant_id !== undefined && (typeof query.tenant_id !== 'string' || !ID_PATTERN.test(query.tenant_id))) {
-    throw invalid('transaction.invalid_listing', 'tenant_id must be a protocol ID', { field: 'tenant_id' });
+  if (
+    query.tenants !== undefined &&
+    (!Array.isArray(query.tenants) ||
+      query.tenants.length > MAX_LIST_TENANTS ||
+      query.tenants.some((t) => typeof t !== 'string' || t.length > ID_MAX_LENGTH || !ID_PATTERN.test(t)))
+  ) {
+    throw invalid('transaction.invalid_listing', `tenants must be at most ${MAX_LIST_TENANTS} protocol IDs`, { field: 'tenants' });
   }
   const until = query.until === undefined ? undefined : checkTime('transaction.invalid_listing', 'until', query.until);
   return { escalated, until, limit: checkLimit('transaction.invalid_listing', query.limit, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT) };

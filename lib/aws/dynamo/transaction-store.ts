@@ -48,7 +48,8 @@ import {
 } from '../../transactions/state-machine.js';
 import type { TransactionStatus } from '../../transactions/status.js';
 import { DEFAULT_KNOWN_IMAGES, KnownImages } from './known-images.js';
-import { decodeCursor, encodeCursor, queryMergedPartitions, rejectedStartKey } from './pagination.js';
+import { decodeCursor, encodeCursor, rejectedStartKey } from './pagination.js';
+import { SCOPED_LISTING_SCAN_BUDGET, listStatusIndex } from './status-listing.js';
 import { errorName, mapStoreError } from './store-errors.js';
 import { consistentBatchGet, isId } from './store-support.js';
 import { GSIS, ITEM_TYPES, TTL_ATTRIBUTE, keys } from './table-design.js';
@@ -64,7 +65,6 @@ import {
   checkReceiptListing,
   checkRef,
   checkSelector,
-  checkStatusListing,
   checkTransition,
   invalid,
   retentionOf,
@@ -97,6 +97,8 @@ export interface DynamoTransactionStoreOptions {
    * variable AIP_DYNAMO_VERIFY_IMAGES=1.
    */
   readonly verifyKnownImages?: boolean;
+  /** Index entries a page scoped to some tenants evaluates at most (default SCOPED_LISTING_SCAN_BUDGET, ./status-listing.ts). */
+  readonly scopedListingScanBudget?: number;
 }
 
 type Item = Record<string, unknown>;
@@ -177,6 +179,7 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
   /** Transaction items as this adapter last read or wrote them (lib/aws/dynamo/known-images.ts). */
   private readonly images: KnownImages;
   private readonly verifyImages: boolean;
+  private readonly scanBudget: number;
 
   constructor(options: DynamoTransactionStoreOptions) {
     this.client = options.client;
@@ -185,6 +188,7 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
     this.dryRunRetentionSeconds = options.dryRunRetentionSeconds ?? DEFAULT_DRY_RUN_RETENTION_S;
     this.images = new KnownImages(Math.max(0, Math.floor(options.knownImages ?? DEFAULT_KNOWN_IMAGES)));
     this.verifyImages = options.verifyKnownImages ?? process.env.AIP_DYNAMO_VERIFY_IMAGES === '1';
+    this.scanBudget = options.scopedListingScanBudget ?? SCOPED_LISTING_SCAN_BUDGET;
   }
 
   // --- creation ------------------------------------------------------------------------
@@ -807,33 +811,12 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
   }
 
   async listByStatus(query: ListByStatusQuery): Promise<Page<TransactionRecord>> {
-    const { escalated, until, limit } = checkStatusListing(query);
-    let out;
     try {
-      // Every write shard of the status and the legacy unsharded partition, merged in index order.
-      out = await queryMergedPartitions(this.client, this.table, {
-        code: 'transaction.invalid_listing',
-        index: GSIS.byStatus,
-        listing: keys.statusIndexLegacy(query.status, escalated),
-        partitions: keys.statusIndexPartitions(query.status, escalated),
-        upTo: until,
-        limit,
-        cursor: query.cursor,
-      });
+      // Every write shard of the status and the legacy unsharded partition, merged in index order (./status-listing.ts).
+      return await listStatusIndex(this.client, this.table, query, (entries) => this.batchRead(entries), this.scanBudget);
     } catch (err) {
       throw mapStoreError(err);
     }
-    const indexKeys = out.keys;
-    const records = await this.batchRead(indexKeys.map((k) => ({ PK: k.PK, SK: k.SK })));
-    const items: TransactionRecord[] = [];
-    for (const k of indexKeys) {
-      const r = records.get(`${String(k.PK)}|${String(k.SK)}`);
-      if (r === undefined || r.status !== query.status || (r.escalated_at !== undefined) !== escalated) continue; // index lag
-      if (query.tenant_id !== undefined && r.tenant_id !== query.tenant_id) continue;
-      if (until !== undefined && !escalated && r.status === 'outcome_unknown' && r.next_reconcile_at !== undefined && r.next_reconcile_at > until) continue;
-      items.push(r);
-    }
-    return out.cursor === undefined ? { items } : { items, cursor: out.cursor };
   }
 
   /** Strongly consistent reads of the records at `keyList` (keyed `PK|SK`), learned as `get` learns them. */

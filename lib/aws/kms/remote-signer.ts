@@ -1,5 +1,5 @@
 /**
- * A RemoteSigner (lib/connectors/remote/jws.ts) over a KMS asymmetric key
+ * A RemoteSigner (lib/runtime/remote/jws.ts) over a KMS asymmetric key
  * (ECC_NIST_P256, SIGN_VERIFY): the private key never leaves KMS; the
  * function holding it may only `kms:Sign` with it. The public key comes from
  * `kms:GetPublicKey` (the peer side needs only that permission, never Sign),
@@ -11,7 +11,7 @@
 import { createHash, createPublicKey } from 'node:crypto';
 import { GetPublicKeyCommand, KMSClient, SignCommand } from '@aws-sdk/client-kms';
 import type { JWK } from 'jose';
-import { keyIdOf, publicJwkOf, type PublicJwk, type RemoteSigner } from '../../connectors/remote/jws.js';
+import { keyIdOf, publicJwkOf, type PublicJwk, type RemoteSigner } from '../../runtime/remote/jws.js';
 
 export function createKmsClient(options: { readonly endpoint?: string; readonly region?: string } = {}): KMSClient {
   return new KMSClient({

@@ -1,16 +1,19 @@
 /**
  * defineCapability / defineConnector: the authoring helper.
  *
- * An author declares each capability with zod input and output schemas and
+ * An author declares each capability with input and output schemas (any
+ * Standard Schema: zod 4, valibot, arktype, ...; see ConnectorSchema) and
  * writes only the handlers it supports. Handler `input` is typed from the
  * input schema; return values are typed to (and validated against) the
- * output schema. The manifest carries JSON Schemas generated with
- * z.toJSONSchema, and the nine implementation flags are DERIVED from the
- * handlers that exist (plus two explicit declarations, retry and approval),
- * so a manifest cannot claim an operation that is not implemented.
+ * output schema. The manifest carries JSON Schemas (zod's toJSONSchema for a
+ * zod schema, Standard JSON Schema otherwise), and the nine implementation
+ * flags are DERIVED from the handlers that exist (plus two explicit
+ * declarations, retry and approval), so a manifest cannot claim an operation
+ * that is not implemented.
  * defineConnector also runs manifest admission at definition time and
  * refuses a contract that advertises more than the handlers implement.
  */
+import type { StandardJSONSchemaV1, StandardSchemaV1 } from '@standard-schema/spec';
 import * as z from './common/zod.js';
 import { deepFreeze } from './common/deep-freeze.js';
 import { joinIssuePath } from './common/issues.js';
@@ -73,6 +76,26 @@ import { withinDeadline, type BoundedWork, type WithinDeadlineOptions } from './
 
 export type MaybePromise<T> = T | Promise<T>;
 
+/**
+ * A capability's schema: any Standard Schema (standardschema.dev), so the
+ * SDK's types and validation depend on no particular zod: zod 4 (classic or
+ * `zod/mini`), valibot, arktype, ... Handlers are typed from its inferred
+ * types, and values are validated with its own `~standard.validate`. The
+ * manifest needs its JSON Schema: the SDK converts a zod 4 schema itself;
+ * another library's schema must implement Standard JSON Schema
+ * (`~standard.jsonSchema`), or defineCapability refuses it.
+ */
+export type ConnectorSchema<Input = unknown, Output = Input> = StandardSchemaV1<Input, Output>;
+/*
+ * SchemaInput / SchemaOutput read `~standard.types` with a conditional type (not StandardSchemaV1.InferInput): a
+ * conditional leaves the schema parameters' variance unmeasured, so a capability of any schemas stays assignable to
+ * the type-erased DefinedCapability a connector holds (as with zod's own z.input / z.output).
+ */
+/** What a schema accepts (a handler returns this for an output schema). */
+export type SchemaInput<S> = S extends { readonly '~standard': { readonly types?: { readonly input: infer T } | undefined } } ? T : unknown;
+/** What a schema produces (a handler receives this for the input schema). */
+export type SchemaOutput<S> = S extends { readonly '~standard': { readonly types?: { readonly output: infer T } | undefined } } ? T : unknown;
+
 /** Per-call helpers handed to every handler as its third argument. */
 export interface HandlerCall {
   /** The action being executed (already validated by the runtime). */
@@ -103,7 +126,7 @@ export interface HandlerCall {
 }
 
 /** A handler: validated input, the trusted context, per-call helpers. */
-export type Handler<I extends z.core.$ZodType, R> = (input: z.output<I>, ctx: ActionExecutionContext, call: HandlerCall) => MaybePromise<R>;
+export type Handler<I extends ConnectorSchema, R> = (input: SchemaOutput<I>, ctx: ActionExecutionContext, call: HandlerCall) => MaybePromise<R>;
 
 /**
  * A streaming handler: yield chunks (published through ctx.stream.emit in
@@ -111,26 +134,26 @@ export type Handler<I extends z.core.$ZodType, R> = (input: z.output<I>, ctx: Ac
  * admitted with streaming, the chunks are not published and only the
  * terminal output counts.
  */
-export type StreamHandler<I extends z.core.$ZodType, O extends z.core.$ZodType> = (
-  input: z.output<I>,
+export type StreamHandler<I extends ConnectorSchema, O extends ConnectorSchema> = (
+  input: SchemaOutput<I>,
   ctx: ActionExecutionContext,
   call: HandlerCall,
-) => AsyncGenerator<StreamChunk, z.input<O>, void>;
+) => AsyncGenerator<StreamChunk, SchemaInput<O>, void>;
 
 /** The default preview schema: any JSON value. */
-export type JsonSchemaType = z.core.$ZodType<JsonValue, JsonValue>;
+export type JsonSchemaType = ConnectorSchema<JsonValue, JsonValue>;
 
-export interface CapabilityHandlers<I extends z.core.$ZodType, O extends z.core.$ZodType, P extends z.core.$ZodType> {
+export interface CapabilityHandlers<I extends ConnectorSchema, O extends ConnectorSchema, P extends ConnectorSchema> {
   /** invoke_typed (modes: none, execute, rollback_not_supported). Sets `invocation`. */
-  readonly invoke?: Handler<I, z.input<O>>;
+  readonly invoke?: Handler<I, SchemaInput<O>>;
   /** Streaming invoke_typed. Sets `invocation` and `streaming`. */
   readonly stream?: StreamHandler<I, O>;
   /** plan_typed (modes dry_run, plan). With `commit`, sets `transaction`. */
-  readonly plan?: Handler<I, z.input<P>>;
+  readonly plan?: Handler<I, SchemaInput<P>>;
   /** commit_typed. With `plan`, sets `transaction`. Checkpoint the provider operation before awaiting the response. */
-  readonly commit?: Handler<I, z.input<O>>;
+  readonly commit?: Handler<I, SchemaInput<O>>;
   /** compensate_typed. Sets `compensation`. */
-  readonly compensate?: Handler<I, z.input<O>>;
+  readonly compensate?: Handler<I, SchemaInput<O>>;
   /** cancel_typed: request cancellation of the submitted downstream operation. Sets `cancellation`. */
   readonly cancel?: Handler<I, CancelOutcome>;
   /**
@@ -146,7 +169,7 @@ export interface CapabilityHandlers<I extends z.core.$ZodType, O extends z.core.
 }
 
 /** A reconcile handler (see CapabilityHandlers.reconcile). */
-export type ReconcileHandler<I extends z.core.$ZodType, O extends z.core.$ZodType> = Handler<I, ReconciliationResult<z.input<O>>>;
+export type ReconcileHandler<I extends ConnectorSchema, O extends ConnectorSchema> = Handler<I, ReconciliationResult<SchemaInput<O>>>;
 
 /**
  * A reconcile handler with its lookup declaration. `lookup` lists how the
@@ -155,7 +178,7 @@ export type ReconcileHandler<I extends z.core.$ZodType, O extends z.core.$ZodTyp
  * `provider_operation_id` but has `transaction.original_request`, and return
  * the operation it found as `provider_operation`.
  */
-export interface ReconcileDeclaration<I extends z.core.$ZodType, O extends z.core.$ZodType> {
+export interface ReconcileDeclaration<I extends ConnectorSchema, O extends ConnectorSchema> {
   readonly lookup: readonly ReconcileLookup[];
   readonly handler: ReconcileHandler<I, O>;
 }
@@ -164,7 +187,7 @@ export interface ReconcileDeclaration<I extends z.core.$ZodType, O extends z.cor
 export type CapabilityContract = Omit<Capability, 'id' | 'kind' | 'description' | 'input_schema' | 'output_schema'>;
 
 /** What a capability declares: identity, schemas, contract and two explicit flags. */
-export interface CapabilitySpec<I extends z.core.$ZodType, O extends z.core.$ZodType, P extends z.core.$ZodType> {
+export interface CapabilitySpec<I extends ConnectorSchema, O extends ConnectorSchema, P extends ConnectorSchema> {
   readonly id: string;
   /** Default `tool`. A `resource` needs no invocation handler. */
   readonly kind?: 'tool' | 'resource';
@@ -182,7 +205,7 @@ export interface CapabilitySpec<I extends z.core.$ZodType, O extends z.core.$Zod
 }
 
 /** A spec plus the handlers that implement it. */
-export interface CapabilityDefinition<I extends z.core.$ZodType, O extends z.core.$ZodType, P extends z.core.$ZodType> extends CapabilitySpec<I, O, P> {
+export interface CapabilityDefinition<I extends ConnectorSchema, O extends ConnectorSchema, P extends ConnectorSchema> extends CapabilitySpec<I, O, P> {
   readonly handlers: CapabilityHandlers<I, O, P>;
 }
 
@@ -191,7 +214,7 @@ export interface CapabilityDefinition<I extends z.core.$ZodType, O extends z.cor
  * handlers written here are fully typed: `input` from the input schema, the
  * return value against the output schema (literal unions included).
  */
-export interface CapabilityBuilder<I extends z.core.$ZodType, O extends z.core.$ZodType, P extends z.core.$ZodType> {
+export interface CapabilityBuilder<I extends ConnectorSchema, O extends ConnectorSchema, P extends ConnectorSchema> {
   readonly spec: CapabilitySpec<I, O, P>;
   /** The protocol Capability this spec advertises. */
   readonly capability: Capability;
@@ -200,9 +223,9 @@ export interface CapabilityBuilder<I extends z.core.$ZodType, O extends z.core.$
 
 /** A capability ready to be placed in a connector. */
 export interface DefinedCapability<
-  I extends z.core.$ZodType = z.core.$ZodType,
-  O extends z.core.$ZodType = z.core.$ZodType,
-  P extends z.core.$ZodType = JsonSchemaType,
+  I extends ConnectorSchema = ConnectorSchema,
+  O extends ConnectorSchema = ConnectorSchema,
+  P extends ConnectorSchema = JsonSchemaType,
 > {
   readonly id: string;
   readonly definition: CapabilityDefinition<I, O, P>;
@@ -213,9 +236,9 @@ export interface DefinedCapability<
 }
 
 /** The handler input type of a defined capability. */
-export type CapabilityInput<C> = C extends DefinedCapability<infer I, z.core.$ZodType, z.core.$ZodType> ? z.output<I> : never;
+export type CapabilityInput<C> = C extends DefinedCapability<infer I, ConnectorSchema, ConnectorSchema> ? SchemaOutput<I> : never;
 /** The output type a defined capability's handlers return. */
-export type CapabilityOutput<C> = C extends DefinedCapability<z.core.$ZodType, infer O, z.core.$ZodType> ? z.input<O> : never;
+export type CapabilityOutput<C> = C extends DefinedCapability<ConnectorSchema, infer O, ConnectorSchema> ? SchemaInput<O> : never;
 
 // ---------------------------------------------------------------------------
 // defineCapability
@@ -225,10 +248,28 @@ function definitionError(message: string, details: Record<string, unknown> = {})
   return new AipError('connector.definition_invalid', message, { details });
 }
 
-function toJsonSchema(schema: z.core.$ZodType, io: 'input' | 'output', where: string): JsonObject {
+/** A zod 4 schema (classic or mini): the SDK converts it with its own zod, as the repository always has. */
+function asZodSchema(schema: ConnectorSchema): z.core.$ZodType | undefined {
+  return schema['~standard'].vendor === 'zod' && typeof (schema as { _zod?: unknown })._zod === 'object' ? (schema as unknown as z.core.$ZodType) : undefined;
+}
+
+function toJsonSchema(schema: ConnectorSchema, io: 'input' | 'output', where: string): JsonObject {
+  const std = schema?.['~standard'] as (StandardSchemaV1.Props & Partial<StandardJSONSchemaV1.Props>) | undefined;
+  if (std === undefined || typeof std.validate !== 'function') {
+    throw definitionError(`the ${where} schema is not a Standard Schema (zod 4, valibot, arktype, ...)`, { schema: where });
+  }
+  const zod = asZodSchema(schema);
+  if (zod === undefined && std.jsonSchema === undefined) {
+    throw definitionError(
+      `the ${where} schema (${String(std.vendor)}) has no JSON Schema converter: use zod 4, or a library that implements Standard JSON Schema`,
+      {
+        schema: where,
+      },
+    );
+  }
   let out: unknown;
   try {
-    out = z.toJSONSchema(schema, { io, target: 'draft-2020-12' });
+    out = zod !== undefined ? z.toJSONSchema(zod, { io, target: 'draft-2020-12' }) : std.jsonSchema?.[io]({ target: 'draft-2020-12' });
   } catch {
     throw definitionError(`the ${where} schema cannot be represented as JSON Schema`, { schema: where });
   }
@@ -238,12 +279,30 @@ function toJsonSchema(schema: z.core.$ZodType, io: 'input' | 'output', where: st
   return out as JsonObject;
 }
 
+/** Validates with the schema's own `~standard.validate`: synchronously when the schema answers synchronously (zod does, without async refinements). */
+function validateWith<T>(schema: ConnectorSchema, value: unknown, then: (result: StandardSchemaV1.Result<unknown>) => T): T | Promise<T> {
+  const result = schema['~standard'].validate(value);
+  return result instanceof Promise ? result.then(then) : then(result);
+}
+
+/** Where the issues are (JSON Pointer-like paths), never what the value was. */
+function issuePaths(issues: readonly StandardSchemaV1.Issue[]): string[] {
+  return issues
+    .map((i) =>
+      joinIssuePath(
+        (i.path ?? []).map((seg) => (typeof seg === 'object' ? seg.key : seg)),
+        '/',
+      ),
+    )
+    .slice(0, 20);
+}
+
 /**
  * Which handler a transaction mode needs. dry_run and plan need `plan` only
  * at downstream_validation / full_simulation fidelity (for schema_only and
  * policy_and_schema the runtime builds the preview itself).
  */
-function modeImplemented(mode: TransactionMode, h: CapabilityHandlers<z.core.$ZodType, z.core.$ZodType, z.core.$ZodType>, fidelity: DryRunFidelity): boolean {
+function modeImplemented(mode: TransactionMode, h: CapabilityHandlers<ConnectorSchema, ConnectorSchema, ConnectorSchema>, fidelity: DryRunFidelity): boolean {
   switch (mode) {
     case 'dry_run':
     case 'plan':
@@ -268,7 +327,7 @@ function modeImplemented(mode: TransactionMode, h: CapabilityHandlers<z.core.$Zo
  * every declared mode; without one, true when both `plan` and `commit` exist.
  */
 export function deriveSupport(
-  def: Pick<CapabilityDefinition<z.core.$ZodType, z.core.$ZodType, z.core.$ZodType>, 'handlers' | 'retry' | 'approval' | 'contract'>,
+  def: Pick<CapabilityDefinition<ConnectorSchema, ConnectorSchema, ConnectorSchema>, 'handlers' | 'retry' | 'approval' | 'contract'>,
   credentials = false,
 ): ImplementationSupport {
   const h = def.handlers;
@@ -295,11 +354,11 @@ export function deriveSupport(
  *       .implement({ invoke: async (input, ctx, call) => ..., reconcile: ... });
  *
  * Step one infers the schema types and builds the advertised Capability
- * (JSON Schemas via z.toJSONSchema); step two types the handlers from them.
+ * (JSON Schemas, see toJsonSchema); step two types the handlers from them.
  * (A single call cannot do both: TypeScript would type the handlers before
  * the output schema is known and widen literal results.)
  */
-export function defineCapability<I extends z.core.$ZodType, O extends z.core.$ZodType, P extends z.core.$ZodType = JsonSchemaType>(
+export function defineCapability<I extends ConnectorSchema, O extends ConnectorSchema, P extends ConnectorSchema = JsonSchemaType>(
   spec: CapabilitySpec<I, O, P>,
 ): CapabilityBuilder<I, O, P> {
   const kind = spec.kind ?? 'tool';
@@ -345,10 +404,10 @@ export function defineCapability<I extends z.core.$ZodType, O extends z.core.$Zo
 // ---------------------------------------------------------------------------
 
 // The connector stores capabilities type-erased; handlers were checked at defineCapability.
-type AnyCapability = DefinedCapability<z.core.$ZodType, z.core.$ZodType, z.core.$ZodType>;
+type AnyCapability = DefinedCapability<ConnectorSchema, ConnectorSchema, ConnectorSchema>;
 type ErasedHandler = (input: unknown, ctx: ActionExecutionContext, call: HandlerCall) => unknown;
 type ErasedHandlers = {
-  readonly [K in Exclude<keyof CapabilityHandlers<z.core.$ZodType, z.core.$ZodType, z.core.$ZodType>, 'reconcile'>]?: ErasedHandler;
+  readonly [K in Exclude<keyof CapabilityHandlers<ConnectorSchema, ConnectorSchema, ConnectorSchema>, 'reconcile'>]?: ErasedHandler;
 } & { readonly reconcile?: ErasedHandler | { readonly lookup: readonly ReconcileLookup[]; readonly handler: ErasedHandler } };
 
 export interface ConnectorDefinition {
@@ -548,7 +607,7 @@ export class DefinedConnector extends FrozenConnectorBase {
         const h = cap.definition.handlers as ErasedHandlers;
         if (h.cancel === undefined) throw this.unsupported('cancellation', action);
         const out = CancelOutcomeSchema.safeParse(await h.cancel(input, ctx, call));
-        if (!out.success) throw this.#invalidOutput('cancellation', out.error);
+        if (!out.success) throw this.#invalidOutput('cancellation', out.error.issues);
         return out.data;
       },
       (h) => h.cancel !== undefined,
@@ -566,9 +625,12 @@ export class DefinedConnector extends FrozenConnectorBase {
         const handler = typeof h.reconcile === 'function' ? h.reconcile : h.reconcile.handler;
         const r = (await handler(input, ctx, call)) as ReconciliationResult<unknown>;
         if (r?.terminal === true && r.output !== undefined) {
-          const out = z.safeParse(cap.definition.output, r.output);
-          if (!out.success || !isJsonValue(out.data)) throw this.#invalidOutput('reconciliation', out.success ? undefined : out.error);
-          return { ...r, output: out.data as JsonValue };
+          const output = await validateWith(cap.definition.output, r.output, (out) => {
+            if (out.issues !== undefined) throw this.#invalidOutput('reconciliation', out.issues);
+            if (!isJsonValue(out.value)) throw this.#invalidOutput('reconciliation');
+            return out.value;
+          });
+          return { ...r, output };
         }
         return r as ReconciliationResult;
       },
@@ -607,18 +669,14 @@ export class DefinedConnector extends FrozenConnectorBase {
     if (cap === undefined) throw this.unsupported(operation, action);
     // An operation without a handler is unsupported whatever its input (the page's default).
     if (!implemented(cap.definition.handlers as ErasedHandlers)) throw this.unsupported(operation, action);
-    const parsed = z.safeParse(cap.definition.input, action.input);
-    if (!parsed.success) {
-      throw new ConnectorFailure({
-        code: 'connector.input_invalid',
-        operation,
-        source: this.source,
-        redacted_details: { paths: parsed.error.issues.map((i) => joinIssuePath(i.path, '/')).slice(0, 20) },
-      });
+    const validated = cap.definition.input['~standard'].validate(action.input);
+    const parsed = validated instanceof Promise ? await validated : validated;
+    if (parsed.issues !== undefined) {
+      throw new ConnectorFailure({ code: 'connector.input_invalid', operation, source: this.source, redacted_details: { paths: issuePaths(parsed.issues) } });
     }
     const provider = this.#def.credentials;
     try {
-      if (provider === undefined) return await body(cap, parsed.data, this.#call(action, ctx, operation));
+      if (provider === undefined) return await body(cap, parsed.value, this.#call(action, ctx, operation));
       // The handler runs once more, with a fresh credential, when the provider refused a rotated one (the rule the
       // declarative HTTP connector follows per request): a refusal means the provider did not act, and the attempt's
       // idempotency key is the same.
@@ -628,7 +686,7 @@ export class DefinedConnector extends FrozenConnectorBase {
         ctx,
         (credential) => {
           current = this.#call(action, ctx, operation, credential);
-          return body(cap, parsed.data, current);
+          return body(cap, parsed.value, current);
         },
         {
           operation,
@@ -707,15 +765,16 @@ export class DefinedConnector extends FrozenConnectorBase {
     }
   }
 
-  #completed(action: Action, schema: z.core.$ZodType | undefined, value: unknown, operation: ConnectorOperation): ActionResult {
-    let output: unknown = value;
-    if (schema !== undefined) {
-      const parsed = z.safeParse(schema, value);
-      if (!parsed.success) throw this.#invalidOutput(operation, parsed.error);
-      output = parsed.data;
-    }
-    if (output !== undefined && !isJsonValue(output)) throw this.#invalidOutput(operation);
-    return { action_id: action.id, status: 'completed', ...(output !== undefined ? { output: output as JsonValue } : {}) };
+  #completed(action: Action, schema: ConnectorSchema | undefined, value: unknown, operation: ConnectorOperation): ActionResult | Promise<ActionResult> {
+    const finish = (output: unknown): ActionResult => {
+      if (output !== undefined && !isJsonValue(output)) throw this.#invalidOutput(operation);
+      return { action_id: action.id, status: 'completed', ...(output !== undefined ? { output: output as JsonValue } : {}) };
+    };
+    if (schema === undefined) return finish(value);
+    return validateWith(schema, value, (parsed) => {
+      if (parsed.issues !== undefined) throw this.#invalidOutput(operation, parsed.issues);
+      return finish(parsed.value);
+    });
   }
 
   #cancelledWhileStreaming(ctx: ActionExecutionContext): ConnectorFailure {
@@ -737,7 +796,7 @@ export class DefinedConnector extends FrozenConnectorBase {
     );
   }
 
-  #invalidOutput(operation: ConnectorOperation, error?: z.core.$ZodError): ConnectorFailure {
+  #invalidOutput(operation: ConnectorOperation, issues?: readonly StandardSchemaV1.Issue[]): ConnectorFailure {
     return markSdkFailure(
       new ConnectorFailure({
         code: 'connector.output_invalid',
@@ -745,7 +804,7 @@ export class DefinedConnector extends FrozenConnectorBase {
         source: this.source,
         // The handler ran: for side-effecting operations an effect may have happened.
         uncertain_outcome: SIDE_EFFECTING_OPERATIONS.has(operation),
-        redacted_details: error ? { paths: error.issues.map((i) => joinIssuePath(i.path, '/')).slice(0, 20) } : { reason: 'not_json' },
+        redacted_details: issues ? { paths: issuePaths(issues) } : { reason: 'not_json' },
       }),
     );
   }

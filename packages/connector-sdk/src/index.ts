@@ -13,7 +13,7 @@ export * from './base.js';
 export * from './admission.js';
 export * from './protocol/stream-chunk.js';
 export * from './stream.js';
-// createExecutionContext is the host's side: `@aip-runtime/connector-sdk/host` (connectors never build a context).
+// createExecutionContext is the host's side (src/host.ts), exported by no entry: connectors never build a context.
 export {
   ActionExecutionContext,
   CANCELLATION_KINDS,

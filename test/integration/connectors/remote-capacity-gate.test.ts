@@ -11,7 +11,7 @@ import { CreateTableCommand, DeleteTableCommand, type DynamoDBClient } from '@aw
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoCapacityGate } from '../../../lib/aws/dynamo/remote-capacity-gate.js';
-import type { CapacitySlot } from '../../../lib/connectors/remote/stores.js';
+import type { CapacitySlot } from '../../../lib/runtime/remote/stores.js';
 import { localDynamoClient } from '../../support/dynamo.js';
 
 let raw: DynamoDBClient;

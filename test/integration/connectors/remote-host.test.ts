@@ -26,12 +26,12 @@ import {
   verifyCompact,
   type RemoteKey,
   type RemoteSigner,
-} from '../../../lib/connectors/remote/jws.js';
-import { RemoteConnectorHost } from '../../../lib/connectors/remote/host.js';
-import { CheckpointReceiver } from '../../../lib/connectors/remote/callback.js';
-import { RemoteConnector } from '../../../lib/connectors/remote/proxy.js';
-import { InMemoryNonceStore } from '../../../lib/connectors/remote/stores.js';
-import { REMOTE_TYP, RemoteCheckpointAckSchema } from '../../../lib/connectors/remote/protocol.js';
+} from '../../../lib/runtime/remote/jws.js';
+import { RemoteConnectorHost } from '../../../lib/runtime/remote/host.js';
+import { CheckpointReceiver } from '../../../lib/runtime/remote/callback.js';
+import { RemoteConnector } from '../../../lib/runtime/remote/proxy.js';
+import { InMemoryNonceStore } from '../../../lib/runtime/remote/stores.js';
+import { REMOTE_TYP, RemoteCheckpointAckSchema } from '../../../lib/runtime/remote/protocol.js';
 import { DynamoRemoteCheckpointInbox } from '../../../lib/aws/dynamo/remote-checkpoint-inbox.js';
 import { startRemoteServer, type AnswerDisposition, type RemoteServer } from '../../../functions/connector-host/server.js';
 import type { ProviderOperationRef } from '../../../packages/connector-sdk/src/protocol/index.js';

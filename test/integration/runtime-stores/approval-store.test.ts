@@ -593,8 +593,29 @@ describe('subject', () => {
     expect((await s.approvals.listPending({ tenant_id: TENANT, limit: 100 })).items.find((a) => a.approval_id === input.approval_id)?.subject).toEqual(subject);
   });
 
+  it("stores a resolution proposal with the provider's answer at proposal time", async () => {
+    const subject = {
+      resolution: { effect: 'committed' as const, reason: 'charge found', transaction_id: uid('txn') },
+      provider_check: {
+        verdict: 'agrees' as const,
+        answer: { obtained: true, looked_up_at: s.clock.iso(), capability_id: 'payments.charge', effect: 'committed', evidence: { status: 'succeeded' } },
+      },
+    };
+    const input = approvalInput({ subject });
+    expect((await s.approvals.create(input)).subject).toEqual(subject);
+    expect((await s.approvals.get(input))?.subject).toEqual(subject);
+  });
+
   it('rejects a malformed subject and writes nothing', async () => {
+    const resolution = { effect: 'committed', reason: 'charge found', transaction_id: 'txn-1' };
+    const answer = { obtained: false, looked_up_at: '2030-01-01T00:00:00.000Z', capability_id: 'c', reason: 'provider_unavailable' };
     const bad = [
+      // A provider check without a resolution, with an unknown verdict, an answer that is not one, or extra fields.
+      { provider_check: { verdict: 'agrees', answer } },
+      { resolution, provider_check: { verdict: 'probably', answer } },
+      { resolution, provider_check: { verdict: 'no_answer', answer: { looked_up_at: 'x' } } },
+      { resolution, provider_check: { verdict: 'no_answer', answer: [] } },
+      { resolution, provider_check: { verdict: 'no_answer', answer, note: 'x' } },
       { compensation_for: { action_id: 'has space', owner: { id: 'alice', kind: 'user' } } },
       { compensation_for: { action_id: 'a1', owner: { id: 'alice' } } },
       { compensation_for: { action_id: 'a1', owner: { id: 'alice', kind: 'user' }, secret: 'x' } },

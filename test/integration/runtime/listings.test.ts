@@ -92,30 +92,56 @@ describe('listOperator pages with sealed cursors', () => {
     }
   });
 
-  it("no empty page counts another tenant's records: every page but possibly the last holds an item of the operator's tenant", async () => {
-    for (const [who, tenant] of [
-      [operator, TENANT],
-      [operatorB, OTHER_TENANT],
-    ] as const) {
+  it("every page but the last is full of the operator's own records, and their number does not follow another tenant's records", async () => {
+    const sizes = async (who: CallerIdentity, limit: number, tenant_id?: string): Promise<number[]> => {
       const seen: number[] = [];
       let cursor: string | undefined;
       do {
-        const page = await h.runtime.listOperator(who, { view: 'outcome_unknown', limit: 1, ...(cursor ? { cursor } : {}) });
+        const page = await h.runtime.listOperator(who, {
+          view: 'outcome_unknown',
+          limit,
+          ...(tenant_id !== undefined ? { tenant_id } : {}),
+          ...(cursor ? { cursor } : {}),
+        });
         seen.push(page.items.length);
         cursor = page.cursor;
       } while (cursor !== undefined);
-      expect(seen.slice(0, -1).every((n) => n === 1)).toBe(true);
-      expect(seen.filter((n) => n === 1)).toHaveLength(unknown[tenant]?.length ?? 0);
-      // With the tenant selected (the store filters by it), the same.
-      const selected: number[] = [];
-      cursor = undefined;
-      do {
-        const page = await h.runtime.listOperator(who, { view: 'outcome_unknown', tenant_id: tenant, limit: 1, ...(cursor ? { cursor } : {}) });
-        selected.push(page.items.length);
-        cursor = page.cursor;
-      } while (cursor !== undefined);
-      expect(selected.slice(0, -1).every((n) => n === 1)).toBe(true);
+      return seen;
+    };
+    const full = (n: number, limit: number) => Array.from({ length: Math.ceil(n / limit) }, (_, i) => Math.min(limit, n - i * limit));
+    const expectFull = async () => {
+      for (const [who, tenant] of [
+        [operator, TENANT],
+        [operatorB, OTHER_TENANT],
+      ] as const) {
+        const n = unknown[tenant]?.length ?? 0;
+        for (const limit of [1, 2, 3]) {
+          expect(await sizes(who, limit), `${tenant}, limit ${limit}`).toEqual(full(n, limit));
+          // With the tenant selected, the same.
+          expect(await sizes(who, limit, tenant), `${tenant} selected, limit ${limit}`).toEqual(full(n, limit));
+        }
+        const overview = (await h.runtime.operatorOverview(who, tenant)).views.find((v) => v.view === 'outcome_unknown');
+        expect(overview).toMatchObject({ count: n, more: false });
+      }
+    };
+    await expectFull();
+    const before = await sizes(operator, 1);
+    // Another tenant's stuck work grows: the operator of TENANT pages exactly as before.
+    for (let i = 0; i < 6; i++) {
+      const tx = uid('tx');
+      await h.runtime.submit(
+        caller('agent-1', { tenants: [OTHER_TENANT] }),
+        transfer(
+          uid('a'),
+          { identity: { tenant_id: OTHER_TENANT, external_account_id: ACCOUNTS[0] }, transaction: { mode: 'execute', transaction_id: tx } },
+          { scenario: 'uncertain' },
+        ),
+      );
+      unknown[OTHER_TENANT]?.push(tx);
     }
+    await h.drain();
+    expect(await sizes(operator, 1)).toEqual(before);
+    await expectFull();
   });
 
   it('an operator of two tenants pages both, or the one it selects; the cursors of one scope do not open in the other', async () => {

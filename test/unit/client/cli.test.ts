@@ -183,6 +183,89 @@ describe('aip approvals, operators and transactions', () => {
     expect((await run(['approvals', 'bogus'])).code).toBe(2);
   });
 
+  it("shows the second operator of a four-eyes resolution the provider's answer at proposal time: approvals show, the operator list, a refusal", async () => {
+    const check = {
+      verdict: 'agrees',
+      answer: {
+        obtained: true,
+        looked_up_at: '2030-01-01T00:00:01.000Z',
+        capability_id: 'payments.charge',
+        effect: 'committed',
+        provider_operation: { provider: 'payments-simulator', operation_id: 'op_7' },
+      },
+    };
+    const proposal = { effect: 'committed', reason: 'charge found', transaction_id: 'tx-7' };
+    const shown = await run(['approvals', 'show', 'apr-res-1'], () => ({
+      status: 200,
+      body: {
+        approval_id: 'apr-res-1',
+        status: 'pending',
+        subject: { resolution: proposal, provider_check: check },
+        facts: {
+          capability_id: 'payments.charge',
+          mode: 'resolve',
+          action_id: 'act-7',
+          requested_by: { id: 'ops-1', kind: 'user' },
+          requested_at: '2030-01-01T00:00:01.000Z',
+          policy: { policy_id: 'resolution-four-eyes', approver_scopes: ['aip:operator'] },
+          approvals: { so_far: 0, needed: 1, approved_by: [] },
+          resolution: { proposal, transaction_status: 'outcome_unknown', provider_check_at_proposal: check },
+        },
+      },
+    }));
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toContain('provider at proposal: committed (operation payments-simulator/op_7), verdict agrees, at 2030-01-01T00:00:01.000Z');
+    expect(shown.stdout).toContain('approving asks the provider again');
+
+    const listed = await run(['operator', 'approvals'], () => ({
+      status: 200,
+      body: {
+        items: [
+          {
+            kind: 'approval',
+            approval: {
+              approval_id: 'apr-res-1',
+              capability_id: 'payments.charge',
+              status: 'pending',
+              expires_at: '2030-01-01T01:00:00.000Z',
+              subject: {
+                resolution: proposal,
+                provider_check: { verdict: 'no_answer', answer: { obtained: false, looked_up_at: 'x', reason: 'provider_unavailable' } },
+              },
+            },
+          },
+        ],
+      },
+    }));
+    expect(listed.code).toBe(0);
+    expect(stub.requests.at(-1)?.path).toBe('/v1/operator/transactions');
+    const [header, row] = listed.stdout.split('\n');
+    expect(header?.split(/\s+/)).toEqual(['transaction_id', 'approval_id', 'capability_id', 'status', 'proposed_effect', 'provider_at_proposal', 'expires_at']);
+    expect(row).toContain('tx-7');
+    expect(row).toContain('committed');
+    expect(row).toContain('no answer (no_answer)');
+
+    // Refused at the approval: the provider now contradicts the proposal; the hint names what it said at proposal time.
+    const refused = await run(['approve', 'apr-res-1'], () =>
+      problem(409, 'operator.resolution_contradicts_provider', {
+        details: {
+          transaction_id: 'tx-7',
+          contradicted: ['effect'],
+          resolution: { effect: 'not_committed' },
+          provider_answer: { effect: 'committed' },
+          approval_id: 'apr-res-1',
+          provider_check_at_proposal: {
+            verdict: 'no_answer',
+            answer: { obtained: false, looked_up_at: '2030-01-01T00:00:01.000Z', reason: 'provider_unavailable' },
+          },
+        },
+      }),
+    );
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('When it was proposed the provider said: no answer (provider_unavailable), verdict no_answer');
+    expect(refused.stderr).toContain('aip deny apr-res-1');
+  });
+
   it('reconciles and resolves as an operator through the operator routes', async () => {
     const route: StubRoute = (req) => ({
       status: req.path.endsWith('/resolve') ? 202 : 200,

@@ -27,7 +27,7 @@ describe('the public barrel', () => {
     expect([ref, result, error].length).toBe(3);
   });
 
-  it('does not export createExecutionContext: the runtime and tests reach it through lib/connectors/internal.ts', async () => {
+  it('does not export createExecutionContext: the runtime and tests reach it through packages/connector-sdk/src/host.ts', async () => {
     expect('createExecutionContext' in sdk).toBe(false);
     const internal = await import('../../../packages/connector-sdk/src/host.js');
     expect(typeof internal.createExecutionContext).toBe('function');

@@ -307,6 +307,72 @@ describe('a defined connector at run time', () => {
   });
 });
 
+describe('a schema of another Standard Schema library', () => {
+  // Hand-written Standard Schemas (what valibot or arktype schemas are): validation may be asynchronous, issue paths
+  // may be path segments, and the JSON Schema comes from `~standard.jsonSchema`.
+  type Charge = { amount: number; currency: string };
+  const chargeJson = { type: 'object', properties: { amount: { type: 'integer' }, currency: { type: 'string' } }, required: ['amount', 'currency'] };
+  const ChargeIn = {
+    '~standard': {
+      version: 1 as const,
+      vendor: 'hand',
+      types: undefined as unknown as { input: Charge; output: Charge },
+      validate: async (v: unknown) => {
+        const c = v as Partial<Charge> | null;
+        if (typeof c?.amount === 'number' && c.amount > 0 && typeof c.currency === 'string') return { value: { amount: c.amount, currency: c.currency } };
+        return {
+          issues: [
+            { message: 'amount', path: [{ key: 'amount' }] },
+            { message: 'currency', path: ['currency'] },
+          ],
+        };
+      },
+      jsonSchema: { input: () => chargeJson, output: () => chargeJson },
+    },
+  };
+  const receiptJson = { type: 'object', properties: { receipt: { type: 'string' } }, required: ['receipt'] };
+  const ReceiptOut = {
+    '~standard': {
+      version: 1 as const,
+      vendor: 'hand',
+      types: undefined as unknown as { input: { receipt: string }; output: { receipt: string } },
+      validate: (v: unknown) =>
+        typeof (v as { receipt?: unknown } | null)?.receipt === 'string'
+          ? { value: v as { receipt: string } }
+          : { issues: [{ message: 'receipt', path: ['receipt'] }] },
+      jsonSchema: { input: () => receiptJson, output: () => receiptJson },
+    },
+  };
+  const charge = defineCapability({ id: 'payments.charge', input: ChargeIn, output: ReceiptOut }).implement({
+    // `input` is typed from the schema's `~standard.types`: no cast.
+    invoke: (input) => (input.amount === 13 ? ({ receipt: 13 } as unknown as { receipt: string }) : { receipt: `${input.amount} ${input.currency}` }),
+  });
+  const connector = defineConnector({ id: 'payments', version: '1.0.0', capabilities: [charge] });
+
+  it('advertises its Standard JSON Schema and runs a handler on the value its own validate produced', async () => {
+    expect(charge.capability.input_schema).toEqual(chargeJson);
+    await expect(connector.invoke_typed(action(), attempt().context)).resolves.toEqual({
+      action_id: 'act-1',
+      status: 'completed',
+      output: { receipt: '100 EUR' },
+    });
+  });
+
+  it('names the paths of its issues, path segments included, for input and output alike', async () => {
+    const input = await rejection(connector.invoke_typed(action({ input: { amount: -1 } }), attempt().context));
+    expect(input.toJSON()).toMatchObject({ code: 'connector.input_invalid', redacted_details: { paths: ['amount', 'currency'] } });
+    const output = await rejection(connector.invoke_typed(action({ input: { amount: 13, currency: 'EUR' } }), attempt().context));
+    expect(output.toJSON()).toMatchObject({ code: 'connector.output_invalid', redacted_details: { paths: ['receipt'] } });
+  });
+
+  it('is refused at definition when it cannot give its JSON Schema', () => {
+    const { jsonSchema: _json, ...props } = ReceiptOut['~standard'];
+    const err = thrown(() => defineCapability({ id: 'payments.refund', input: ChargeIn, output: { '~standard': props } }));
+    expect(isAipError(err, 'connector.definition_invalid')).toBe(true);
+    expect((err as Error).message).toContain('Standard JSON Schema');
+  });
+});
+
 describe('streaming handlers', () => {
   const Progress = z.strictObject({ steps: z.int().min(1).max(10) });
   const Done = z.strictObject({ total: z.int() });

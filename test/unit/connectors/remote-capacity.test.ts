@@ -1,6 +1,6 @@
 /**
  * The connector host's capacity check (admission check 6,
- * lib/connectors/remote/host.ts): a connector's `max_concurrent_attempts`
+ * lib/runtime/remote/host.ts): a connector's `max_concurrent_attempts`
  * bounds the attempts of THAT connector the host runs at once. Real
  * concurrent attempts, each the runtime's own (runAttempt through the signed
  * proxy, answered by the host in-process), held inside the connector on a
@@ -16,7 +16,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { ActionExecutionContext, ConnectorManifest } from '../../../packages/connector-sdk/src/index.js';
 import type { Action, ActionResult } from '../../../packages/connector-sdk/src/protocol/index.js';
 import { createExecutionContext } from '../../../packages/connector-sdk/src/host.js';
-import { RemoteConnectorHost } from '../../../lib/connectors/remote/host.js';
+import { RemoteConnectorHost } from '../../../lib/runtime/remote/host.js';
 import { bindAttemptPlacement } from '../../../lib/runtime/attempts/placement.js';
 import {
   generateRemoteKeyPair,
@@ -26,10 +26,10 @@ import {
   verifyCompact,
   type RemoteKey,
   type RemoteSigner,
-} from '../../../lib/connectors/remote/jws.js';
-import { REMOTE_TYP, RemoteAnswerSchema, type RemoteAnswer } from '../../../lib/connectors/remote/protocol.js';
-import { RemoteConnector } from '../../../lib/connectors/remote/proxy.js';
-import { InMemoryCapacityGate, InMemoryNonceStore } from '../../../lib/connectors/remote/stores.js';
+} from '../../../lib/runtime/remote/jws.js';
+import { REMOTE_TYP, RemoteAnswerSchema, type RemoteAnswer } from '../../../lib/runtime/remote/protocol.js';
+import { RemoteConnector } from '../../../lib/runtime/remote/proxy.js';
+import { InMemoryCapacityGate, InMemoryNonceStore } from '../../../lib/runtime/remote/stores.js';
 import { hashJson } from '../../../packages/connector-sdk/src/protocol/index.js';
 import { DemoConnector, demoAction, demoRoute, runThroughProxy } from '../../support/remote-fixture.js';
 

@@ -22,9 +22,9 @@ import {
   verifyCompact,
   type RemoteKey,
   type RemoteSigner,
-} from '../../../lib/connectors/remote/jws.js';
-import { RemoteConnectorHost, type HostResponse } from '../../../lib/connectors/remote/host.js';
-import { RemoteConnector } from '../../../lib/connectors/remote/proxy.js';
+} from '../../../lib/runtime/remote/jws.js';
+import { RemoteConnectorHost, type HostResponse } from '../../../lib/runtime/remote/host.js';
+import { RemoteConnector } from '../../../lib/runtime/remote/proxy.js';
 import {
   DEADLINE_HEADER,
   FRESHNESS_WINDOW_MS,
@@ -32,8 +32,8 @@ import {
   RemoteAnswerSchema,
   type RemoteAnswer,
   type RemoteRequest,
-} from '../../../lib/connectors/remote/protocol.js';
-import { InMemoryNonceStore } from '../../../lib/connectors/remote/stores.js';
+} from '../../../lib/runtime/remote/protocol.js';
+import { InMemoryNonceStore } from '../../../lib/runtime/remote/stores.js';
 import { derToRawEcdsa } from '../../../lib/aws/kms/remote-signer.js';
 import { DemoConnector, demoAction, demoManifestHash, demoRoute, runThroughProxy, type DemoEvents } from '../../support/remote-fixture.js';
 import { sign as nodeSign, createPrivateKey } from 'node:crypto';

@@ -15,8 +15,12 @@
  * repository's `npm ci` filled.
  *
  * Printed (not asserted): tarball files and bytes, installed packages and
- * bytes. Asserted as packaging rules: at most 150 files, nothing but
- * dist/*.js, dist/*.d.ts, README.md and package.json.
+ * bytes (the package README's "Size" records them). Asserted as packaging
+ * rules: at most 150 files, nothing but dist/*.js, dist/*.d.ts, zod's licence,
+ * README.md and package.json; no import of a package it does not install
+ * (zod is bundled into dist, its types inlined in the declarations), while
+ * the author's own zod schemas are read, metadata included; no entry
+ * exports the execution-context factory.
  */
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -73,10 +77,34 @@ function guideFiles(): Map<string, string> {
   return files;
 }
 
-/** A lockfile installing the tarball and, at the repository's locked versions, its dependencies and peers. */
-function lockfileFor(tarball: string, integrity: string, wanted: Record<string, string>): { lock: unknown; packages: string[] } {
+/** The locked entries of `names` and everything they depend on, at the repository's locked versions. */
+function closure(repoLock: { packages: Record<string, LockEntry> }, names: readonly string[]): Map<string, unknown> {
+  const entries = new Map<string, unknown>();
+  const todo = [...names];
+  while (todo.length > 0) {
+    const name = todo.pop() as string;
+    if (entries.has(name)) continue;
+    const entry = repoLock.packages[`node_modules/${name}`];
+    if (entry === undefined) throw new Error(`${name} is not hoisted in package-lock.json`);
+    const { dev: _dev, peer: _peer, devOptional: _devOptional, ...kept } = entry;
+    entries.set(name, kept);
+    todo.push(...Object.keys(entry.dependencies ?? {}));
+  }
+  return entries;
+}
+
+/**
+ * A lockfile installing the tarball and, at the repository's locked versions, its dependencies and the author's
+ * own (zod, in which the guide's schemas are written). `sdk` lists what the tarball installs by itself.
+ */
+function lockfileFor(tarball: string, integrity: string, wanted: Record<string, string>): { lock: unknown; sdk: string[] } {
   const repoLock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, LockEntry> };
   const pkg = JSON.parse(readFileSync(join(PKG_DIR, 'package.json'), 'utf8')) as Record<string, unknown> & { dependencies: Record<string, string> };
+  const sdk = closure(repoLock, Object.keys(pkg.dependencies));
+  const author = closure(
+    repoLock,
+    Object.keys(wanted).filter((n) => n !== PKG_NAME),
+  );
   const packages: Record<string, unknown> = {
     '': { name: 'notes-connector', dependencies: wanted },
     [`node_modules/${PKG_NAME}`]: {
@@ -86,20 +114,8 @@ function lockfileFor(tarball: string, integrity: string, wanted: Record<string, 
       ...Object.fromEntries(['license', 'dependencies', 'peerDependencies', 'peerDependenciesMeta', 'bin', 'engines'].map((k) => [k, pkg[k]])),
     },
   };
-  const todo = Object.keys(wanted).filter((n) => n !== PKG_NAME);
-  todo.push(...Object.keys(pkg.dependencies));
-  const names: string[] = [];
-  while (todo.length > 0) {
-    const name = todo.pop() as string;
-    if (names.includes(name)) continue;
-    const entry = repoLock.packages[`node_modules/${name}`];
-    if (entry === undefined) throw new Error(`${name} is not hoisted in package-lock.json`);
-    const { dev: _dev, peer: _peer, devOptional: _devOptional, ...kept } = entry;
-    packages[`node_modules/${name}`] = kept;
-    names.push(name);
-    todo.push(...Object.keys(entry.dependencies ?? {}));
-  }
-  return { lock: { name: 'notes-connector', lockfileVersion: 3, requires: true, packages }, packages: names };
+  for (const [name, entry] of [...sdk, ...author]) packages[`node_modules/${name}`] = entry;
+  return { lock: { name: 'notes-connector', lockfileVersion: 3, requires: true, packages }, sdk: [...sdk.keys()] };
 }
 
 function bytesUnder(dir: string): number {
@@ -132,20 +148,20 @@ describe('the packed connector SDK, installed outside the repository', () => {
     const zod = JSON.parse(readFileSync(join(ROOT, 'node_modules/zod/package.json'), 'utf8')) as { version: string };
     const wanted = { [PKG_NAME]: `file:${packed.filename}`, zod: zod.version };
     writeFileSync(join(work, 'package.json'), JSON.stringify({ name: 'notes-connector', private: true, type: 'module', dependencies: wanted }, null, 2));
-    const { lock, packages } = lockfileFor(packed.filename, packed.integrity, wanted);
+    const { lock, sdk } = lockfileFor(packed.filename, packed.integrity, wanted);
     writeFileSync(join(work, 'package-lock.json'), JSON.stringify(lock, null, 2));
-    installed = [PKG_NAME, ...packages];
+    installed = [PKG_NAME, ...sdk];
     // --offline: npm's cache mode is only-if-cached, it makes no request at all (ENOTCACHED otherwise).
     const install = npm(['ci', '--offline', '--no-audit', '--no-fund', '--ignore-scripts'], work, { npm_config_update_notifier: 'false' });
     expect(install.status, install.stderr).toBe(0);
 
+    // What `npm install <tarball>` installs: the package and its dependencies (the author's zod is theirs, not the SDK's).
     const sizes = installed.map((name) => ({ name, bytes: bytesUnder(join(work, 'node_modules', name)) }));
     const total = sizes.reduce((sum, s) => sum + s.bytes, 0);
-    const withoutPeer = sizes.filter((s) => s.name !== 'zod').reduce((sum, s) => sum + s.bytes, 0);
     console.log(
       [
         `${PKG_NAME} tarball: ${packed.entryCount} files, ${packed.size} bytes (${packed.unpackedSize} unpacked)`,
-        `installed: ${installed.length} packages, ${total} bytes; without the zod peer (the author's own dependency): ${installed.length - 1} packages, ${withoutPeer} bytes`,
+        `installed by the tarball: ${installed.length} packages, ${total} bytes`,
         ...sizes.map((s) => `  ${s.name}: ${s.bytes} bytes`),
       ].join('\n'),
     );
@@ -157,17 +173,87 @@ describe('the packed connector SDK, installed outside the repository', () => {
 
   it('ships compiled JavaScript and declarations only (no sources, no tests), at most 150 files', () => {
     const paths = packed.files.map((f) => f.path);
-    expect(paths.filter((p) => !/^(dist\/.+\.(js|d\.ts)|README\.md|package\.json)$/.test(p))).toEqual([]);
+    expect(paths.filter((p) => !/^(dist\/.+\.(js|d\.ts)|dist\/THIRD-PARTY-LICENSES\.txt|README\.md|package\.json)$/.test(p))).toEqual([]);
     expect(paths).toContain('dist/index.js');
     expect(paths).toContain('dist/index.d.ts');
     expect(paths).toContain('README.md');
     expect(packed.entryCount).toBeLessThanOrEqual(150);
   });
 
-  it('installs its declared dependencies only: no AWS SDK, no tsx or esbuild', () => {
+  it("installs its declared dependencies only: no AWS SDK, no tsx or esbuild, and zod only as the author's own", () => {
     const top = readdirSync(join(work, 'node_modules')).filter((n) => !n.startsWith('.'));
-    expect(top.filter((n) => /^@aws-|^tsx$|^esbuild$|^@esbuild$|^vitest$/.test(n))).toEqual([]);
-    expect(installed).toContain('zod');
+    expect(top.filter((n) => /^@aws-|^tsx$|^esbuild$|^@esbuild$|^vitest$|^rollup/.test(n))).toEqual([]);
+    // zod is bundled into dist (tree-shaken) and its types are inlined in the declarations: not a dependency or peer.
+    expect(installed).not.toContain('zod');
+    const shipped = JSON.parse(readFileSync(join(work, 'node_modules', PKG_NAME, 'package.json'), 'utf8')) as Record<
+      string,
+      Record<string, string> | undefined
+    >;
+    expect({ ...shipped.dependencies, ...shipped.peerDependencies }).not.toHaveProperty('zod');
+  });
+
+  it('imports nothing it does not install: node: modules, its dependencies and the optional peer vitest (zod is bundled)', () => {
+    const dist = join(work, 'node_modules', PKG_NAME, 'dist');
+    const shipped = JSON.parse(readFileSync(join(work, 'node_modules', PKG_NAME, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    const allowed = [...Object.keys(shipped.dependencies), 'vitest'];
+    const bare = new Set<string>();
+    const walk = (dir: string): void => {
+      for (const e of readdirSync(dir, { withFileTypes: true })) {
+        const p = join(dir, e.name);
+        if (e.isDirectory()) walk(p);
+        else if (/\.(js|d\.ts)$/.test(e.name))
+          for (const m of readFileSync(p, 'utf8').matchAll(/(?:from|import)\s*\(?\s*["']([^"'.][^"']*)["']/g)) bare.add(m[1] as string);
+      }
+    };
+    walk(dist);
+    const outside = [...bare].filter((s) => !s.startsWith('node:') && !allowed.some((name) => s === name || s.startsWith(`${name}/`)));
+    expect(outside).toEqual([]);
+  });
+
+  it("reads the author's own zod schemas, the metadata attached to them included", () => {
+    const probe = [
+      "import * as z from 'zod';",
+      "import { defineCapability } from '@aip-runtime/connector-sdk';",
+      "const spec = { id: 'probe.create', input: z.strictObject({ title: z.string().describe('The title') }), output: z.strictObject({ id: z.string() }) };",
+      'console.log(JSON.stringify(defineCapability(spec).capability.input_schema));',
+    ].join('\n');
+    const run = node(['--input-type=module', '-e', probe], work);
+    expect(run.stderr).toBe('');
+    expect(JSON.parse(run.stdout)).toMatchObject({ type: 'object', properties: { title: { type: 'string', description: 'The title' } }, required: ['title'] });
+  });
+
+  it('takes a schema of any Standard Schema library, described by its Standard JSON Schema, and refuses one without', () => {
+    // A hand-written Standard Schema (what valibot or arktype schemas are): a non-empty string title.
+    const probe = [
+      "import { defineCapability, defineConnector } from '@aip-runtime/connector-sdk';",
+      'const json = { type: "object", properties: { title: { type: "string", minLength: 1 } }, required: ["title"], additionalProperties: false };',
+      'const validate = (v) => typeof v?.title === "string" && v.title.length > 0 ? { value: { title: v.title } } : { issues: [{ message: "title", path: [{ key: "title" }] }] };',
+      "const Title = { '~standard': { version: 1, vendor: 'hand', validate, jsonSchema: { input: () => json, output: () => json } } };",
+      "const NoJson = { '~standard': { version: 1, vendor: 'hand', validate } };",
+      "const cap = defineCapability({ id: 'probe.title', input: Title, output: Title }).implement({ invoke: (input) => ({ title: input.title.toUpperCase() }) });",
+      "let refused = 'accepted';",
+      "try { defineCapability({ id: 'probe.nojson', input: NoJson, output: Title }); } catch (err) { refused = err.code + ': ' + err.message; }",
+      "console.log(JSON.stringify({ input_schema: cap.capability.input_schema, refused, connector: defineConnector({ id: 'probe', version: '1.0.0', capabilities: [cap] }).id }));",
+    ].join('\n');
+    const run = node(['--input-type=module', '-e', probe], work);
+    expect(run.stderr).toBe('');
+    const out = JSON.parse(run.stdout) as { input_schema: unknown; refused: string; connector: string };
+    expect(out.input_schema).toMatchObject({ type: 'object', required: ['title'] });
+    expect(out.refused).toMatch(/^connector\.definition_invalid: .*Standard JSON Schema/);
+    expect(out.connector).toBe('probe');
+  });
+
+  it('builds no execution context for a third party: no entry exports createExecutionContext', () => {
+    const probe = [
+      "const sdk = await import('@aip-runtime/connector-sdk');",
+      "const kit = await import('@aip-runtime/connector-sdk/conformance');",
+      "let host = 'exported';",
+      "try { await import('@aip-runtime/connector-sdk/host'); } catch (err) { host = err.code; }",
+      "console.log(JSON.stringify({ sdk: 'createExecutionContext' in sdk, kit: 'createExecutionContext' in kit, host }));",
+    ].join('\n');
+    const run = node(['--input-type=module', '-e', probe], work);
+    expect(run.stderr).toBe('');
+    expect(JSON.parse(run.stdout)).toEqual({ sdk: false, kit: false, host: 'ERR_PACKAGE_PATH_NOT_EXPORTED' });
   });
 
   it("runs the guide's connector to a green result with plain Node (type stripping, no loader)", () => {

@@ -37,7 +37,7 @@ import {
 } from '../../../packages/connector-sdk/src/protocol/index.js';
 import { systemClock, type Clock } from '../../../packages/connector-sdk/src/ports/clock.js';
 import { contextAttemptIdentity, TRANSACTION_CHECKPOINT_MODES, type ActionExecutionContext } from '../../../packages/connector-sdk/src/context.js';
-import { DEFAULT_CANCEL_GRACE_MS } from '../../runtime/attempts/deadline.js';
+import { DEFAULT_CANCEL_GRACE_MS } from '../attempts/deadline.js';
 import { ConnectorFailure, toConnectorFailure, toProtocolError } from '../../../packages/connector-sdk/src/failure.js';
 import {
   DEFAULT_RECONCILE_LOOKUP,
@@ -55,9 +55,9 @@ import {
 import type { ConnectorManifest } from '../../../packages/connector-sdk/src/manifest.js';
 import { SIDE_EFFECTING_OPERATIONS, TYPED_METHOD_OPERATION, type ConnectorOperation } from '../../../packages/connector-sdk/src/operations.js';
 import type { ImplementationSupport } from '../../../packages/connector-sdk/src/support.js';
-import type { HostedConnector } from '../../runtime/deps.js';
+import type { HostedConnector } from '../deps.js';
 import { messageDigest, signCompact, verifyCompact, RemoteKeyring, type RemoteKey, type RemoteSigner } from './jws.js';
-import { attemptPlacement, type AttemptPlacement } from '../../runtime/attempts/placement.js';
+import { attemptPlacement, type AttemptPlacement } from '../attempts/placement.js';
 import {
   DEADLINE_HEADER,
   REMOTE_CONTENT_TYPE,

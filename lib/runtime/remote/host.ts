@@ -49,7 +49,7 @@ import {
   type TrustedAttemptState,
 } from '../../../packages/connector-sdk/src/context.js';
 import { CredentialHandle } from '../../../packages/connector-sdk/src/credentials/handle.js';
-import { runAttempt } from '../../runtime/attempts/deadline.js';
+import { runAttempt } from '../attempts/deadline.js';
 import { selectMethod } from '../../../packages/connector-sdk/src/operations.js';
 import { ConnectorFailure, toConnectorFailure } from '../../../packages/connector-sdk/src/failure.js';
 import { reconcileLookupOf, type FrozenConnector } from '../../../packages/connector-sdk/src/interfaces.js';

@@ -1,0 +1,108 @@
+/**
+ * `listByStatus`'s read path (lib/aws/dynamo/transaction-store.ts): the
+ * byStatus index merged over its write shards (./pagination.ts), each entry
+ * read again strongly consistently and checked against the listing.
+ *
+ * Scoped to some tenants (an operator's listing), a page is filled: the
+ * merged read goes on past other tenants' entries, and past entries the
+ * consistent read finds moved on (index lag), until it holds one record
+ * more than the page, or the index is exhausted. So a page is short only at
+ * the end, there is a cursor only when another record of these tenants
+ * follows, and the number of pages follows these tenants' records alone. The
+ * cursor stays one position in the merged order (after the page's last
+ * record). Cost and bound: docs/table-design.md, "Listing one tenant's records".
+ */
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { ListByStatusQuery, Page } from '../../ports/transaction-store.js';
+import type { TransactionRecord } from '../../transactions/record.js';
+import { mergedCursorAt, queryMergedPartitions, type MergedPage } from './pagination.js';
+import { checkStatusListing } from './transaction-checks.js';
+import { GSIS, keys } from './table-design.js';
+import type { Item } from './store-support.js';
+
+/**
+ * Index entries one scoped page may evaluate at most (about 10 MB of keys, some 1,250 read units): past it the page
+ * is returned short with a cursor rather than keep an API request waiting. Only other tenants' stuck work in
+ * the same status lies between, so this takes more of it than a deployment is expected to hold.
+ */
+export const SCOPED_LISTING_SCAN_BUDGET = 50_000;
+
+/** Entries a partition evaluates per query at most; the first round reads `limit` + 1, each next round twice as many. */
+const MAX_PER_PARTITION = 1_000;
+
+/** Tenants named in the query's FilterExpression at most (an expression is at most 4 KB); a larger scope is filtered here only. */
+const MAX_FILTERED_TENANTS = 32;
+
+/** The tenant of a byStatus entry: its base-table key is `TXN#<tenant>#<transaction_id>` (IDs never contain '#'). */
+function tenantOf(entry: Item): string | undefined {
+  return String(entry.PK).split('#')[1];
+}
+
+export async function listStatusIndex(
+  client: DynamoDBDocumentClient,
+  table: string,
+  query: ListByStatusQuery,
+  read: (entries: readonly Item[]) => Promise<Map<string, TransactionRecord>>,
+  scanBudget: number = SCOPED_LISTING_SCAN_BUDGET,
+): Promise<Page<TransactionRecord>> {
+  const { escalated, until, limit } = checkStatusListing(query);
+  const tenants = query.tenants !== undefined ? new Set(query.tenants) : undefined;
+  if (tenants?.size === 0) return { items: [] };
+  const listing = keys.statusIndexLegacy(query.status, escalated);
+  const merged = (want: number, perPartition: number, cursor: unknown): Promise<MergedPage> =>
+    queryMergedPartitions(client, table, {
+      code: 'transaction.invalid_listing',
+      index: GSIS.byStatus,
+      listing,
+      partitions: keys.statusIndexPartitions(query.status, escalated),
+      upTo: until,
+      limit: want,
+      perPartition,
+      cursor,
+      ...(tenants !== undefined && tenants.size <= MAX_FILTERED_TENANTS
+        ? { only: { attribute: 'PK', prefixes: [...tenants].map((t) => `${keys.transaction(t, '').PK}`) } }
+        : {}),
+    });
+  /** The entries of `out` whose record is still what the listing asks for, with the record. */
+  const listed = async (out: MergedPage): Promise<{ entry: Item; record: TransactionRecord }[]> => {
+    const entries = tenants === undefined ? out.keys : out.keys.filter((e) => tenants.has(tenantOf(e) ?? ''));
+    const records = await read(entries);
+    const found: { entry: Item; record: TransactionRecord }[] = [];
+    for (const entry of entries) {
+      const r = records.get(`${String(entry.PK)}|${String(entry.SK)}`);
+      if (r === undefined || r.status !== query.status || (r.escalated_at !== undefined) !== escalated) continue; // index lag
+      if (tenants !== undefined && !tenants.has(r.tenant_id)) continue;
+      if (until !== undefined && !escalated && r.status === 'outcome_unknown' && r.next_reconcile_at !== undefined && r.next_reconcile_at > until) continue;
+      found.push({ entry, record: r });
+    }
+    return found;
+  };
+
+  if (tenants === undefined) {
+    // Every tenant (the sweeper): one merged page, as the index holds it.
+    const out = await merged(limit, limit + 1, query.cursor);
+    const items = (await listed(out)).map((f) => f.record);
+    return out.cursor === undefined ? { items } : { items, cursor: out.cursor };
+  }
+
+  // One record more than the page: the cursor is given only when another record of these tenants follows.
+  const wanted = limit + 1;
+  const found: { entry: Item; record: TransactionRecord }[] = [];
+  let position: string | undefined = query.cursor;
+  let scanned = 0;
+  for (let round = 0; found.length < wanted; round++) {
+    const perPartition = Math.max(2, Math.min(MAX_PER_PARTITION, (limit + 1) * 2 ** round));
+    const out = await merged(wanted - found.length, perPartition, position);
+    found.push(...(await listed(out)));
+    position = out.cursor;
+    scanned += out.scanned;
+    if (position === undefined) break;
+    if (scanned >= scanBudget && found.length < wanted) {
+      // Bounded: a short page, its cursor where the reading stopped.
+      return { items: found.map((f) => f.record), cursor: position };
+    }
+  }
+  if (found.length <= limit) return { items: found.map((f) => f.record) };
+  const page = found.slice(0, limit);
+  return { items: page.map((f) => f.record), cursor: mergedCursorAt(GSIS.byStatus, listing, (page[page.length - 1] as { entry: Item }).entry) };
+}
