@@ -66,7 +66,11 @@ async function waitForAction(
     async (): Promise<SettleProbe & { state?: ActionState }> => {
       if (poll === undefined) return rt.getActionResult(caller, tenant_id, action_id);
       const { action_result, state } = await poll(caller, tenant_id, action_id, SETTLED_STATUSES);
-      return { status: action_result.status, ...(action_result.completed_at !== undefined ? { completed_at: action_result.completed_at } : {}), ...(state !== undefined ? { state } : {}) };
+      return {
+        status: action_result.status,
+        ...(action_result.completed_at !== undefined ? { completed_at: action_result.completed_at } : {}),
+        ...(state !== undefined ? { state } : {}),
+      };
     },
     {
       options: deps.waitPoll ?? {},
