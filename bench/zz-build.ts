@@ -1,0 +1,15 @@
+import { join } from 'node:path';
+import { DEFAULT_CONFIG_FILE } from '../infra/aip-app.js';
+import { BUNDLE_ROOT, bundleFunction, entryOutput } from '../infra/bundling.js';
+import { loadInfraConfig, toDeploymentRuntimeConfig } from '../lib/config/deployment.js';
+import { FUNCTION_ENV, POWERTOOLS_ENV } from '../lib/config/function-env.js';
+import { routeEvent } from './lib/lambda-events.js';
+import { functionEnv } from './sections/bundles.js';
+import { writeFileSync } from 'node:fs';
+const [entry, out, route] = process.argv.slice(2);
+const config = loadInfraConfig(DEFAULT_CONFIG_FILE);
+const connectors = config.connectors.map(({ id }) => ({ id, ...(config.connectorEndpoints[id] !== undefined ? { baseUrl: config.connectorEndpoints[id] } : {}) }));
+const { metafile } = await bundleFunction({ entry, outdir: out, connectors });
+const env = functionEnv(FUNCTION_ENV, POWERTOOLS_ENV, JSON.stringify(toDeploymentRuntimeConfig(config)));
+writeFileSync(join(out, 'env.json'), JSON.stringify({ ...env, EVENT: JSON.stringify(route ? routeEvent(route as never) : { id: 'bench-1' }) }));
+console.log(join(BUNDLE_ROOT, entryOutput(metafile)));
