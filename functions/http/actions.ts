@@ -11,7 +11,7 @@ import { createRouteHandler, type HttpDeps, type ProxyHandler } from '../shared/
 import { headerValues, type AipHttpEvent, type HttpResult } from '../shared/http.js';
 import { productionRuntime } from '../shared/production-runtime.js';
 import type { ActionState, CallerIdentity, RuntimeApi, SubmitOutcome } from '../shared/runtime-api.js';
-import { parsePreferWait, SETTLE_TIMES, SETTLED_STATUSES, waitBudgetMs, waitForSettlement, type SettleProbe, type WaitClock } from '../shared/wait.js';
+import { actionPoll, parsePreferWait, SETTLE_TIMES, waitBudgetMs, waitForSettlement, type WaitClock } from '../shared/wait.js';
 import { ROUTES } from '../../lib/http/routes.js';
 
 /**
@@ -61,25 +61,13 @@ async function waitForAction(
   deps: Pick<HttpDeps, 'waitPoll' | 'settleTimes'>,
   learn?: string,
 ): Promise<ActionState> {
-  const poll = rt.pollAction?.bind(rt);
-  const outcome = await waitForSettlement(
-    async (): Promise<SettleProbe & { state?: ActionState }> => {
-      if (poll === undefined) return rt.getActionResult(caller, tenant_id, action_id);
-      const { action_result, state } = await poll(caller, tenant_id, action_id, SETTLED_STATUSES);
-      return {
-        status: action_result.status,
-        ...(action_result.completed_at !== undefined ? { completed_at: action_result.completed_at } : {}),
-        ...(state !== undefined ? { state } : {}),
-      };
-    },
-    {
-      options: deps.waitPoll ?? {},
-      times: deps.settleTimes ?? SETTLE_TIMES,
-      deadline,
-      clock,
-      ...(learn !== undefined ? { learn } : {}),
-    },
-  );
+  const outcome = await waitForSettlement(actionPoll(rt, caller, tenant_id, action_id), {
+    options: deps.waitPoll ?? {},
+    times: deps.settleTimes ?? SETTLE_TIMES,
+    deadline,
+    clock,
+    ...(learn !== undefined ? { learn } : {}),
+  });
   return outcome.value.state ?? rt.getAction(caller, tenant_id, action_id);
 }
 
