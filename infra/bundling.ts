@@ -234,6 +234,26 @@ export function mcpWithoutAjvPlugin(): Plugin {
   };
 }
 
+/**
+ * The X-Ray SDK without the `semver` package. The tracer's bundle (loaded
+ * only where tracing is on, on the first invocation) carries aws-xray-sdk-core,
+ * which evaluates all of `semver` at import for one `gte` in its AWS SDK v2
+ * patcher, and cls-hooked, which does the same for one check of Node's
+ * version: about 10 ms of the tracer's 40 ms import here. For those two
+ * importers `semver` resolves to ./semver-gte.ts, which exports `gte` alone;
+ * any other importer gets the package.
+ */
+export function xrayWithoutSemverPlugin(): Plugin {
+  return {
+    name: 'aip-xray-without-semver',
+    setup(build) {
+      build.onResolve({ filter: /^semver$/ }, (args) =>
+        /[\\/]node_modules[\\/](aws-xray-sdk-core|cls-hooked)[\\/]/.test(args.importer) ? { path: join(BUNDLE_ROOT, 'infra/semver-gte.ts') } : undefined,
+      );
+    },
+  };
+}
+
 /** The esbuild options of every function (without the precompiled-registry plugin). */
 export function esbuildOptions(entry: string, outdir: string): BuildOptions {
   return {
@@ -349,6 +369,7 @@ export async function bundleFunction(options: BundleFunctionOptions): Promise<{ 
     plugins: [
       ...(options.httpThroughRequire !== false ? [httpWithoutUndiciPlugin()] : []),
       mcpWithoutAjvPlugin(),
+      xrayWithoutSemverPlugin(),
       ...(connectors !== undefined ? [precompiledRegistryPlugin(() => generatePrecompiledRegistry(connectors, own))] : []),
       ...(own.length > 0 ? [deploymentConnectorsPlugin(own)] : []),
       ...(defer !== undefined ? [deferredEntryPlugin(options.entry, defer)] : []),

@@ -20,6 +20,7 @@ import { TENANT, uid, type Harness } from '../lib/harness.js';
 import { sumBilled, type BilledSummary } from '../lib/billing.js';
 import { meanSummary, summarize, traceLine, type CallRecord, type CostSummary } from '../lib/meter.js';
 import { distribution, type Distribution } from '../lib/stats.js';
+import { SETTLED_STATUSES } from '../../functions/shared/wait.js';
 
 export interface PhaseFigures {
   readonly phase: string;
@@ -357,6 +358,20 @@ export function costScenarios(h: Harness): Scenario<Record<string, unknown>>[] {
           run: async (c) => {
             const result = await h.runtime.getActionResult(h.caller, TENANT, c.action_id as string);
             expect('action status', result.status, 'completed');
+          },
+        },
+      ],
+    },
+    {
+      id: 'poll_settled',
+      label: 'read: the Prefer: wait poll that sees an execute settled (pollAction: the action item, then the final view from it: its transaction)',
+      prepare: async () => ({ action_id: (await committedCharge(h)).action.id }),
+      phases: [
+        {
+          name: 'pollAction',
+          run: async (c) => {
+            const poll = await h.runtime.pollAction(h.caller, TENANT, c.action_id as string, SETTLED_STATUSES);
+            expect('action status', poll.state?.action_result.status, 'completed');
           },
         },
       ],

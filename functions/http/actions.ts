@@ -11,7 +11,7 @@ import { createRouteHandler, type HttpDeps, type ProxyHandler } from '../shared/
 import { headerValues, type AipHttpEvent, type HttpResult } from '../shared/http.js';
 import { productionRuntime } from '../shared/production-runtime.js';
 import type { ActionState, CallerIdentity, RuntimeApi, SubmitOutcome } from '../shared/runtime-api.js';
-import { parsePreferWait, SETTLE_TIMES, waitBudgetMs, waitForSettlement, type WaitClock } from '../shared/wait.js';
+import { actionPoll, parsePreferWait, SETTLE_TIMES, waitBudgetMs, waitForSettlement, type WaitClock } from '../shared/wait.js';
 import { ROUTES } from '../../lib/http/routes.js';
 
 /**
@@ -42,11 +42,14 @@ export function actionStatusUrl(event: Pick<AipHttpEvent, 'path' | 'requestConte
 const TERMINAL: ReadonlySet<string> = new Set(TERMINAL_ACTION_STATUSES);
 
 /**
- * A wait: polls the action's result alone (one read of the action record per
- * poll) on the schedule of ./wait.ts until it settles or the deadline passes,
- * then reads the full state (with the transaction view) once. `learn`: the
- * key under which this environment's settle times time the first poll, and
- * learn from this wait (POST); without it the first poll is at once (GET).
+ * A wait: polls the action on the schedule of ./wait.ts (one read of the
+ * action record per poll) until it settles or the deadline passes. The poll
+ * that sees it settled also builds the full state (with the transaction view)
+ * from the record it read (RuntimeApi.pollAction); a wait that ends unsettled,
+ * or a runtime without pollAction, reads the full state once with getAction.
+ * `learn`: the key under which this environment's settle times time the first
+ * poll, and learn from this wait (POST); without it the first poll is at once
+ * (GET).
  */
 async function waitForAction(
   rt: RuntimeApi,
@@ -58,14 +61,14 @@ async function waitForAction(
   deps: Pick<HttpDeps, 'waitPoll' | 'settleTimes'>,
   learn?: string,
 ): Promise<ActionState> {
-  await waitForSettlement(() => rt.getActionResult(caller, tenant_id, action_id), {
+  const outcome = await waitForSettlement(actionPoll(rt, caller, tenant_id, action_id), {
     options: deps.waitPoll ?? {},
     times: deps.settleTimes ?? SETTLE_TIMES,
     deadline,
     clock,
     ...(learn !== undefined ? { learn } : {}),
   });
-  return rt.getAction(caller, tenant_id, action_id);
+  return outcome.value.state ?? rt.getAction(caller, tenant_id, action_id);
 }
 
 /** The key settle times are learnt under: the capability and transaction mode of a submitted body. */

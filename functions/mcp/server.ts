@@ -37,7 +37,7 @@ import { isJsonObject, type JsonObject } from '../../packages/connector-sdk/src/
 import type { TransactionProtocolStatus } from '../../packages/connector-sdk/src/protocol/index.js';
 import type { CapabilityList } from '../../lib/runtime/types.js';
 import type { ActionState, CallerIdentity, RuntimeApi } from '../shared/runtime-api.js';
-import { pollDelays, pollSchedule, pollUntil, SETTLED_STATUSES, type WaitClock, type WaitPollOptions } from '../shared/wait.js';
+import { actionPoll, pollDelays, pollSchedule, pollUntil, SETTLED_STATUSES, type WaitClock, type WaitPollOptions } from '../shared/wait.js';
 import { deriveAction, type ToolCallArguments } from './idempotency.js';
 import { isTerminalTask, readResultOf, taskOf, taskViewOf, toolErrorOf, toolResultOf, type ActionView } from './results.js';
 import { READ_TOOLS, toolsFor, type AipTool, type CapabilityTool, type ReadTool } from './tools.js';
@@ -152,17 +152,18 @@ export function createMcpServer(ctx: McpRequestContext): Server {
   };
 
   /**
-   * A tools/call's wait, as `Prefer: wait` does it: polls the action's result alone (one read per poll) until it
-   * settles by itself (terminal, or waiting for a person) or the budget is spent, then reads the full state once.
+   * A tools/call's wait, as `Prefer: wait` does it: polls the action (one read per poll, ../shared/wait.ts
+   * `actionPoll`) until it settles by itself (terminal, or waiting for a person), the poll that sees it settled
+   * carrying the full state; when the budget is spent first, reads the full state once.
    */
   const waitSettled = async (action_id: string): Promise<ActionState> => {
     const deadline = ctx.clock.now() + ctx.waitBudgetMs;
-    await pollUntil(
-      () => rt.getActionResult(caller, tenant_id, action_id),
-      (r) => SETTLED_STATUSES.has(r.status),
-      { deadline, clock: ctx.clock, delays: pollDelays(pollSchedule(ctx.poll ?? {}, 0)) },
-    );
-    return rt.getAction(caller, tenant_id, action_id);
+    const out = await pollUntil(actionPoll(rt, caller, tenant_id, action_id), (r) => SETTLED_STATUSES.has(r.status), {
+      deadline,
+      clock: ctx.clock,
+      delays: pollDelays(pollSchedule(ctx.poll ?? {}, 0)),
+    });
+    return out.value.state ?? rt.getAction(caller, tenant_id, action_id);
   };
 
   /** tasks/result's wait: until the task is terminal (a reconciliation included) or the budget is spent. */

@@ -11,7 +11,8 @@
 import { getRuntime } from './bootstrap.js';
 import type { RuntimeApi } from './runtime-api.js';
 
-export type CoreRuntime = RuntimeApi;
+/** The Runtime implements the optional methods too (the wait's pollAction). */
+export type CoreRuntime = RuntimeApi & Required<Pick<RuntimeApi, 'pollAction'>>;
 
 export function toRuntimeApi(core: CoreRuntime): RuntimeApi {
   return {
@@ -19,6 +20,7 @@ export function toRuntimeApi(core: CoreRuntime): RuntimeApi {
     getAction: (caller, tenant, id) => core.getAction(caller, tenant, id),
     getActionResult: (caller, tenant, id) => core.getActionResult(caller, tenant, id),
     getActionTimed: (caller, tenant, id) => core.getActionTimed(caller, tenant, id),
+    pollAction: (caller, tenant, id, full) => core.pollAction(caller, tenant, id, full),
     cancel: (caller, tenant, id) => core.cancel(caller, tenant, id),
     readStream: (caller, tenant, id, after) => core.readStream(caller, tenant, id, after),
     getTransaction: (caller, selector, include) => core.getTransaction(caller, selector, include),

@@ -32,6 +32,13 @@ export interface ActionState {
   transaction?: TransactionResult;
 }
 
+/** What a wait's poll answers (RuntimeApi.pollAction). */
+export interface ActionPoll {
+  action_result: ActionResult;
+  /** The full state, from the same read: only when the status is one the poll named. */
+  state?: ActionState;
+}
+
 export interface TransactionSelector {
   tenant_id: string;
   transaction_id?: string;
@@ -71,6 +78,12 @@ export interface RuntimeApi {
   getActionTimed(caller: CallerIdentity, tenant_id: string, action_id: string): Promise<ActionState & { created_at: string; updated_at: string }>;
   /** The action's result alone (one read, same authorization as getAction): what a wait polls before reading the full state once. */
   getActionResult(caller: CallerIdentity, tenant_id: string, action_id: string): Promise<ActionResult>;
+  /**
+   * One poll of a wait: getActionResult's read and, when the status it read is in `full`, getAction's state built from that
+   * same read, so the poll that sees the action settle spares the full read a second read of the action record. Optional: a
+   * runtime without it (a test double, an adapter) is polled with getActionResult, then read once with getAction.
+   */
+  pollAction?(caller: CallerIdentity, tenant_id: string, action_id: string, full: ReadonlySet<ActionResult['status']>): Promise<ActionPoll>;
   cancel(caller: CallerIdentity, tenant_id: string, action_id: string): Promise<unknown>;
   /** Persisted stream chunks with a sequence number greater than `after`. */
   readStream(caller: CallerIdentity, tenant_id: string, action_id: string, after?: number): Promise<unknown>;

@@ -20,6 +20,7 @@
  */
 import { MAX_WAIT_SECONDS } from '../../lib/http/schemas.js';
 import type { ActionStatus } from '../../packages/connector-sdk/src/protocol/action.js';
+import type { ActionState, CallerIdentity, RuntimeApi } from './runtime-api.js';
 
 export interface WaitClock {
   now(): number;
@@ -196,6 +197,30 @@ export async function pollUntil<T>(fetch: () => Promise<T>, done: (value: T) => 
 export interface SettleProbe {
   readonly status: ActionStatus;
   readonly completed_at?: string;
+}
+
+/** One poll of an action's wait: its status and, from the poll that saw it settled, the full state. */
+export interface ActionProbe extends SettleProbe {
+  readonly state?: ActionState;
+}
+
+/**
+ * The poll of a wait for an action (Prefer: wait, the MCP tools' waits): RuntimeApi.pollAction, whose
+ * poll that sees a {@link SETTLED_STATUSES} status carries the full state built from the record it read,
+ * so the wait needs no getAction after it; a runtime without pollAction is polled with getActionResult.
+ * Either way one read of the action record per poll.
+ */
+export function actionPoll(rt: RuntimeApi, caller: CallerIdentity, tenant_id: string, action_id: string): () => Promise<ActionProbe> {
+  const poll = rt.pollAction?.bind(rt);
+  if (poll === undefined) return () => rt.getActionResult(caller, tenant_id, action_id);
+  return async () => {
+    const { action_result, state } = await poll(caller, tenant_id, action_id, SETTLED_STATUSES);
+    return {
+      status: action_result.status,
+      ...(action_result.completed_at !== undefined ? { completed_at: action_result.completed_at } : {}),
+      ...(state !== undefined ? { state } : {}),
+    };
+  };
 }
 
 export interface SettleWaitOptions {

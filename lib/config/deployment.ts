@@ -181,7 +181,6 @@ export const ConnectorConfigSchema = z.strictObject({
 });
 
 /** A JSON object (the declarative HTTP connector's document; its own schema checks it at synth, infra/deployment-connectors.ts). */
-const jsonDocument = z.record(z.string(), z.unknown(), { error: 'must be a JSON object (a declarative HTTP connector document)' });
 
 /**
  * A connector of the deployment configuration: the enabled connector's ID and
@@ -195,11 +194,13 @@ const jsonDocument = z.record(z.string(), z.unknown(), { error: 'must be a JSON 
  *   the configuration file's folder. Bundled into the functions by esbuild.
  * Absent both: a connector built into this project (`payments`).
  */
-export const DeploymentConnectorConfigSchema = z.strictObject({
-  ...ConnectorConfigSchema.shape,
-  http: z.optional(jsonDocument),
-  module: z.optional(nonEmpty('connector module path', 1024)),
-});
+const deploymentConnectorConfigSchema = z.lazySchema(() =>
+  z.strictObject({
+    ...ConnectorConfigSchema.shape,
+    http: z.optional(z.record(z.string(), z.unknown(), { error: 'must be a JSON object (a declarative HTTP connector document)' })),
+    module: z.optional(nonEmpty('connector module path', 1024)),
+  }),
+);
 
 /** An approval policy's tenant selector: a protocol tenant ID, or `'*'` (every tenant). */
 const tenantSelector = z.string({ error: 'must be a string (a tenant ID, or "*" for every tenant)' }).check(
@@ -321,41 +322,45 @@ export const API_TYPES = ['rest', 'http'] as const;
 export const HTTP_API_JWT_ALGORITHMS = ['RS256', 'RS384', 'RS512'] as const satisfies readonly (typeof JWT_ALGORITHMS)[number][];
 
 /** The API's shape, stage, throttling and authorizer settings. */
-export const ApiConfigSchema = z.strictObject({
-  /**
-   * `rest`: an API Gateway REST API with the Lambda TOKEN authorizer
-   * (functions/authorizer.ts), problem+json gateway responses and request
-   * validation. `http`: an HTTP API with API Gateway's built-in JWT
-   * authorizer (no authorizer Lambda; RSA-signed tokens only; no WAF, no
-   * gateway responses). What each gives and costs: docs/infra.md.
-   */
-  type: z._default(z.enum(API_TYPES, { error: `must be one of ${API_TYPES.join(', ')}` }), 'rest'),
-  /** The stage name: the first path segment of the invoke URL (`https://<api>.execute-api.<region>.amazonaws.com/<stage>/v1/...`). */
-  stageName: z._default(
-    z
-      .string({ error: 'must be a string (API stage name)' })
-      .check(z.regex(/^[A-Za-z0-9_]{1,64}$/, { message: 'must be 1-64 of A-Z a-z 0-9 _ (API stage name)' })),
-    'api',
-  ),
-  /** Steady-state requests per second across the stage (API Gateway token bucket rate). */
-  throttlingRateLimit: z._default(intIn(1, 10_000, 'requests per second'), 50),
-  /** Burst size of the stage's token bucket. */
-  throttlingBurstLimit: z._default(intIn(1, 5_000, 'requests'), 100),
-  /** REST only: how long API Gateway caches an authorizer answer per token; 0 turns the cache off. (The HTTP API's JWT authorizer caches only keys.) */
-  authorizerCacheTtlSeconds: z._default(intIn(0, MAX_AUTHORIZER_CACHE_SECONDS, 'seconds'), 60),
-  /**
-   * REST only: create the account-level role API Gateway uses to write
-   * execution logs (AWS::ApiGateway::Account, one per account and region).
-   * Set false when the account already has one configured.
-   */
-  cloudWatchRole: z._default(z.boolean({ error: 'must be true or false' }), true),
-});
+const apiConfigSchema = z.lazySchema(() =>
+  z.strictObject({
+    /**
+     * `rest`: an API Gateway REST API with the Lambda TOKEN authorizer
+     * (functions/authorizer.ts), problem+json gateway responses and request
+     * validation. `http`: an HTTP API with API Gateway's built-in JWT
+     * authorizer (no authorizer Lambda; RSA-signed tokens only; no WAF, no
+     * gateway responses). What each gives and costs: docs/infra.md.
+     */
+    type: z._default(z.enum(API_TYPES, { error: `must be one of ${API_TYPES.join(', ')}` }), 'rest'),
+    /** The stage name: the first path segment of the invoke URL (`https://<api>.execute-api.<region>.amazonaws.com/<stage>/v1/...`). */
+    stageName: z._default(
+      z
+        .string({ error: 'must be a string (API stage name)' })
+        .check(z.regex(/^[A-Za-z0-9_]{1,64}$/, { message: 'must be 1-64 of A-Z a-z 0-9 _ (API stage name)' })),
+      'api',
+    ),
+    /** Steady-state requests per second across the stage (API Gateway token bucket rate). */
+    throttlingRateLimit: z._default(intIn(1, 10_000, 'requests per second'), 50),
+    /** Burst size of the stage's token bucket. */
+    throttlingBurstLimit: z._default(intIn(1, 5_000, 'requests'), 100),
+    /** REST only: how long API Gateway caches an authorizer answer per token; 0 turns the cache off. (The HTTP API's JWT authorizer caches only keys.) */
+    authorizerCacheTtlSeconds: z._default(intIn(0, MAX_AUTHORIZER_CACHE_SECONDS, 'seconds'), 60),
+    /**
+     * REST only: create the account-level role API Gateway uses to write
+     * execution logs (AWS::ApiGateway::Account, one per account and region).
+     * Set false when the account already has one configured.
+     */
+    cloudWatchRole: z._default(z.boolean({ error: 'must be true or false' }), true),
+  }),
+);
 
 /** A connector's base URL override: an absolute http(s) URL. */
-const baseUrl = z.string({ error: 'must be a string holding the connector base URL' }).check(
-  z.refine((value) => URL.canParse(value) && /^https?:$/.test(new URL(value).protocol), {
-    message: 'must be an absolute http:// or https:// URL (the connector base URL)',
-  }),
+const baseUrl = z.lazySchema(() =>
+  z.string({ error: 'must be a string holding the connector base URL' }).check(
+    z.refine((value) => URL.canParse(value) && /^https?:$/.test(new URL(value).protocol), {
+      message: 'must be an absolute http:// or https:// URL (the connector base URL)',
+    }),
+  ),
 );
 
 /**
@@ -372,7 +377,7 @@ const infraConfigSchema = z.lazySchema(() =>
         }),
       ),
       auth: AuthConfigSchema,
-      connectors: z._default(z.array(DeploymentConnectorConfigSchema), []),
+      connectors: z._default(z.array(deploymentConnectorConfigSchema()), []),
       approvalPolicies: z._default(z.array(ApprovalPolicySchema), []),
       /** Alarm notifications go here when set. */
       alarmEmail: z.optional(z.email({ error: 'must be an email address' })),
@@ -426,7 +431,7 @@ const infraConfigSchema = z.lazySchema(() =>
       sourceMaps: z._default(z.boolean(), false),
       /** Log level of every function (Powertools Logger and Lambda's application log level). */
       logLevel: z._default(z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }), 'INFO'),
-      api: z.prefault(ApiConfigSchema, {}),
+      api: z.prefault(apiConfigSchema(), {}),
       /** The alarm on the oldest outcome_unknown record fires when it is older than this. */
       outcomeUnknownAlarmAgeSeconds: z._default(intIn(60, 7 * 24 * 3600, 'seconds'), 1800),
       /**
@@ -434,7 +439,7 @@ const infraConfigSchema = z.lazySchema(() =>
        * base URL is not the one to use (the reference payments connector defaults
        * to the local simulator). Set as AIP_CONNECTOR_ENDPOINTS on the functions.
        */
-      connectorEndpoints: z._default(z.record(z.string(), baseUrl, { error: 'must be an object: connector ID → base URL' }), {}),
+      connectorEndpoints: z._default(z.record(z.string(), baseUrl(), { error: 'must be an object: connector ID → base URL' }), {}),
       /**
        * Remote connector placement (infra/remote-host.ts, docs/infra.md "Remote
        * connector host"): these enabled connectors run in a connector host

@@ -105,7 +105,7 @@ export interface RuntimeDeps {
 
 /**
  * Everything a Runtime is built from but its connectors: what the reads
- * (getAction, getActionResult, getTransaction, listOperator, readStream,
+ * (getAction, getActionResult, pollAction, getTransaction, listOperator, readStream,
  * operatorOverview) use. See {@link ConnectorParts}.
  */
 export type ReadDeps = Omit<RuntimeDeps, 'registry' | 'connectors'>;

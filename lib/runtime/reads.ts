@@ -110,6 +110,33 @@ export async function getActionResult(k: Kernel, caller: CallerIdentity, tenant_
   return actionResultOf(await visibleAction(k, caller, tenant_id, action_id));
 }
 
+/** What a wait's poll answers: the action's result, and the full state when the poll asked for it. */
+export interface ActionPoll {
+  readonly action_result: ActionResult;
+  /** getAction's answer, built from the same read of the action record: only when its status is one the poll named. */
+  readonly state?: { action_result: ActionResult; transaction?: TransactionResult };
+}
+
+/**
+ * One poll of a wait (functions/http/actions.ts): getActionResult's one read
+ * of the action record, with the same authorization; and, when the status it
+ * read is in `full` (the statuses that end the wait), getAction's full state
+ * built from that same record, so the poll that sees the action settle needs
+ * no second read of it (a bound transaction is the only further read).
+ */
+export async function pollAction(
+  k: Kernel,
+  caller: CallerIdentity,
+  tenant_id: string,
+  action_id: string,
+  full: ReadonlySet<ActionResult['status']>,
+): Promise<ActionPoll> {
+  const record = await visibleAction(k, caller, tenant_id, action_id);
+  if (!full.has(record.status)) return { action_result: actionResultOf(record) };
+  const state = await stateOf(k, caller, tenant_id, record);
+  return { action_result: state.action_result, state };
+}
+
 /** The transaction selected by exactly one of transaction_id, plan_id or action_id. */
 export async function getTransaction(
   k: Kernel,

@@ -8,7 +8,7 @@
  * service principal; `sweep` is the safety net.
  *
  * Per-route composition: a Runtime built with {@link ConnectorParts} to load
- * on first need serves the reads (getAction, getActionResult, getTransaction,
+ * on first need serves the reads (getAction, getActionResult, pollAction, getTransaction,
  * listOperator, readStream, operatorOverview) from a kernel without
  * connectors, whose registry and connector host refuse any use, so a read
  * path that starts to need them fails its tests instead of silently loading
@@ -36,7 +36,9 @@ import {
   getTransaction,
   listOperator,
   overview,
+  pollAction,
   readStream,
+  type ActionPoll,
   type OperatorItem,
   type OperatorQuery,
 } from './reads.js';
@@ -195,6 +197,11 @@ export class Runtime {
   /** The action's result only (one read; same authorization as getAction): what a wait loop polls. */
   async getActionResult(caller: CallerIdentity, tenant_id: string, action_id: string): Promise<ActionResult> {
     return getActionResult(this.#reads, caller, tenant_id, action_id);
+  }
+
+  /** One poll of a wait: the result (one read) and, when its status is in `full`, getAction's state from the same read (lib/runtime/reads.ts). */
+  async pollAction(caller: CallerIdentity, tenant_id: string, action_id: string, full: ReadonlySet<ActionResult['status']>): Promise<ActionPoll> {
+    return pollAction(this.#reads, caller, tenant_id, action_id, full);
   }
 
   async cancel(caller: CallerIdentity, tenant_id: string, action_id: string) {

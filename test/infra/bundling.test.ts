@@ -3,7 +3,7 @@
  * from the one set of esbuild options, the capability registry precompiled
  * into the bundles that compose the Runtime (ajv's compiler only in a lazily
  * imported chunk), nothing of the Runtime in the authorizer, no ajv under
- * the MCP SDK's server, and the
+ * the MCP SDK's server, no semver package under the X-Ray SDK, and the
  * tracing switch of the configuration. Structure only: sizes and timings are
  * `npm run bench` figures.
  */
@@ -17,6 +17,7 @@ import { parseInfraConfig } from '../../infra/config.js';
 import type { FunctionDefinition } from '../../infra/functions.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BUNDLE_ROOT, bundleFunction, entryOutput, esbuildOptions, staticallyLoaded, ZOD_JITLESS_BANNER } from '../../infra/bundling.js';
+import { gte } from '../../infra/semver-gte.js';
 import { BASE_CONFIG, buildAip, newApp } from './support.js';
 
 const dirs: string[] = [];
@@ -121,6 +122,33 @@ describe('bundling', () => {
     expect(loaded.some((i) => i.includes('node_modules/@modelcontextprotocol/sdk/dist/esm/server/index.js'))).toBe(true);
     expect(loaded.filter((i) => /node_modules\/(ajv|ajv-formats|fast-uri)\//.test(i))).toEqual([]);
     expect(all.filter((i) => i.includes('sdk/dist/esm/validation/ajv-provider'))).toEqual([]);
+  });
+
+  it("the tracer's X-Ray SDK and cls-hooked get semver's gte alone, not the semver package", async () => {
+    const { metafile } = await bundleFunction({ entry: 'bench/fixtures/bare-powertools-handler.ts', outdir: outdir() });
+    const all = inputsOf(metafile, Object.keys(metafile.outputs));
+    expect(all.some((i) => i.includes('node_modules/aws-xray-sdk-core/'))).toBe(true);
+    expect(all).toContain('infra/semver-gte.ts');
+    expect(all.filter((i) => i.includes('node_modules/semver/'))).toEqual([]);
+  });
+
+  it("semver-gte orders versions as semver's gte does", () => {
+    for (const [a, b, want] of [
+      ['22.23.3', '8.0.0', true],
+      ['v8.0.0', '8.0.0', true],
+      ['7.10.1', '8.0.0', false],
+      ['2.1040.0', '2.3.0', true],
+      ['2.2.99', '2.3.0', false],
+      ['1.0.0-alpha', '1.0.0', false],
+      ['1.0.0', '1.0.0-rc.1', true],
+      ['1.0.0-alpha.1', '1.0.0-alpha', true],
+      ['1.0.0-alpha.beta', '1.0.0-alpha.1', true],
+      ['1.0.0-beta.2', '1.0.0-beta.11', false],
+      ['1.0.0+build.5', '1.0.0', true],
+    ] as const)
+      expect([a, b, gte(a, b)]).toEqual([a, b, want]);
+    expect(() => gte('8', '8.0.0')).toThrow(TypeError);
+    expect(() => gte(undefined, '8.0.0')).toThrow(TypeError);
   });
 
   it('the authorizer loads nothing of the Runtime and no AWS SDK', async () => {

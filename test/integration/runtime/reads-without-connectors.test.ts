@@ -58,6 +58,7 @@ describe('a Runtime whose connectors load on first need', () => {
     };
     expect(await both((rt) => rt.getAction(caller(), TENANT, settled.a))).toMatchObject({ action_result: { status: 'completed' } });
     await both((rt) => rt.getActionResult(caller(), TENANT, settled.a));
+    expect(await both((rt) => rt.pollAction(caller(), TENANT, settled.a, new Set(['completed'])))).toHaveProperty('state.action_result.status', 'completed');
     await both((rt) => rt.getAction(caller(), TENANT, pending));
     const view = await both((rt) => rt.getTransaction(caller(), { tenant_id: TENANT, transaction_id: settled.tx }, { result: true, receipts: true }));
     expect(view).toMatchObject({ status: 'committed' });

@@ -2,7 +2,8 @@
  * Records a request already holds are not read again: a commit's recheck
  * starts from the planned record `prepare` read, the reconcile consumer's
  * admission from the record it examined, a transaction view from the action
- * record getAction read; a wait polls the action item alone; a view of a
+ * record getAction read; a wait polls the action item alone, and the poll
+ * that sees it settled builds the view from it; a view of a
  * chain of exactly one page of receipts makes one Query.
  *
  * Reusing a record is safe because the write that follows is a compare-and-set
@@ -312,6 +313,23 @@ describe('Action reads', () => {
     expect(gets('TXN#')).toBe(0);
     expect(await codeOf(h.runtime.getActionResult(caller('agent-2'), TENANT, id))).toBe('action.not_found');
     expect(await codeOf(h.runtime.getActionResult(caller(), 'tenant-b', id))).toBe(await codeOf(h.runtime.getAction(caller(), 'tenant-b', id)));
+  });
+
+  it('pollAction (what a wait polls) builds the full state from its one read of the action once the status is one it names', async () => {
+    const { id } = await committed();
+    const full = await h.runtime.getAction(caller(), TENANT, id);
+    const settled = await readsDuring(() => h.runtime.pollAction(caller(), TENANT, id, new Set(['completed', 'failed'])));
+    expect(settled.value).toEqual({ action_result: full.action_result, state: full });
+    expect(settled.gets('ACTION#')).toBe(1);
+    expect(settled.gets('TXN#')).toBe(1);
+    // A status the poll does not name: the result alone, from the one read.
+    const pending = await readsDuring(() => h.runtime.pollAction(caller(), TENANT, id, new Set(['failed'])));
+    expect(pending.value).toEqual({ action_result: full.action_result });
+    expect(pending.gets('ACTION#')).toBe(1);
+    expect(pending.gets('TXN#')).toBe(0);
+    const all = new Set(['completed'] as const);
+    expect(await codeOf(h.runtime.pollAction(caller('agent-2'), TENANT, id, all))).toBe('action.not_found');
+    expect(await codeOf(h.runtime.pollAction(caller(), 'tenant-b', id, all))).toBe(await codeOf(h.runtime.getAction(caller(), 'tenant-b', id)));
   });
 
   it('a view of a reconcile action binds the transaction to the original action, not to the action read', async () => {

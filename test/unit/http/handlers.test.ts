@@ -12,7 +12,7 @@ import {
   createStreamActionHandler,
   createSubmitActionHandler,
 } from '../../../functions/http/actions.js';
-import { SettleTimes } from '../../../functions/shared/wait.js';
+import { SETTLED_STATUSES, SettleTimes } from '../../../functions/shared/wait.js';
 import { createDecideApprovalHandler, createGetApprovalHandler, createListApprovalsHandler } from '../../../functions/http/approvals.js';
 import { createGetHealthHandler, createGetOpenApiHandler, createListCapabilitiesHandler } from '../../../functions/http/meta.js';
 import { ROUTES, type RouteDefinition } from '../../../lib/http/routes.js';
@@ -132,6 +132,48 @@ describe('POST /v1/actions', () => {
     // Polls of the result on the schedule (functions/shared/wait.ts, each after a sleep) until one sees it settled, then one full read.
     expect(reads.map((c) => c.method)).toEqual([...clock.sleeps.map(() => 'getActionResult'), 'getAction']);
     expect(clock.now() - start).toBeGreaterThanOrEqual(1_500);
+  });
+
+  it('with a runtime that has pollAction, the poll that sees the action settled carries the full state: no getAction after it', async () => {
+    const clock = fakeClock();
+    const start = clock.now();
+    const done = () => clock.now() - start >= 1_500;
+    const asked: ReadonlySet<string>[] = [];
+    const rt = Object.assign(stubRuntime({ submit: async () => outcome('accepted', 202, 'accepted') }), {
+      pollAction: async (_caller: unknown, tenant: string, id: string, full: ReadonlySet<ActionResult['status']>) => {
+        expect([tenant, id]).toEqual(['acme', 'act-1']);
+        asked.push(full);
+        const action_result = { action_id: 'act-1', status: done() ? ('completed' as const) : ('running' as const) };
+        return full.has(action_result.status)
+          ? { action_result, state: { action_result, transaction: { transaction_id: 'tx-1', status: 'committed' } } }
+          : { action_result };
+      },
+    });
+    const res = await createSubmitActionHandler(deps(rt, { clock, settleTimes: new SettleTimes() }))(
+      jsonEvent({ json: ACTION, headers: { Prefer: 'wait=10' } }),
+      lambdaContext(),
+    );
+    expect(res.statusCode).toBe(200);
+    expect(body(res)).toMatchObject({ action_result: { status: 'completed' }, transaction_result: { transaction_id: 'tx-1', status: 'committed' } });
+    expect(asked.length).toBe(clock.sleeps.length);
+    expect(asked.every((full) => full === SETTLED_STATUSES)).toBe(true);
+    expect(rt.calls.map((c) => c.method)).toEqual(['submit']);
+
+    // Still running at the deadline: the last poll carries no state, so the full state is read once.
+    const running = Object.assign(
+      stubRuntime({
+        submit: async () => outcome('accepted', 202, 'accepted'),
+        getAction: async () => ({ action_result: { action_id: 'act-1', status: 'running' }, transaction: { transaction_id: 'tx-1', status: 'committing' } }),
+      }),
+      { pollAction: async () => ({ action_result: { action_id: 'act-1', status: 'running' as const } }) },
+    );
+    const late = await createSubmitActionHandler(deps(running, { clock: fakeClock() }))(
+      jsonEvent({ json: ACTION, headers: { Prefer: 'wait=3' } }),
+      lambdaContext(),
+    );
+    expect(late.statusCode).toBe(202);
+    expect(body(late)).toMatchObject({ transaction_result: { status: 'committing' } });
+    expect(running.calls.map((c) => c.method)).toEqual(['submit', 'getAction']);
   });
 
   it('with Prefer: wait=N answers 202 with the latest full state when the action is still running after N seconds', async () => {
