@@ -113,21 +113,31 @@ export async function settleCancelled(
   const result: ActionResult = { action_id: action.action_id, status: 'cancelled', completed_at: k.iso() };
   const to = txn === undefined ? undefined : txn.status === 'reconciling' ? ('outcome_unknown' as const) : ('failed' as const);
   if (txn !== undefined && to !== undefined) {
+    // Fenced on the action in the same atomic write, as every transaction write of an attempt: a newer lease (an
+    // attempt that may call the provider) refuses it, and this attempt is superseded having written nothing.
+    let refused: AipError | undefined;
     try {
-      txn = await k.write(
+      const out = await k.commit([
         k.journal.settle(txn, { to, from: [txn.status], error, result }, { action_id: action.action_id, attempt_id, reason: 'cancelled_before_provider_call' }),
-      );
+        { kind: 'action.check_fence', input: { tenant_id: action.tenant_id, action_id: action.action_id, fence } },
+      ] as const);
+      if (out.committed) txn = out.written[0];
+      else refused = (out.refused.find((r) => r.kind === 'action.check_fence') ?? out.refused[0])?.error;
     } catch (err) {
-      if (isAipError(err, 'transaction.state_conflict'))
+      if (!isAipError(err, 'transaction.state_conflict')) throw err;
+      refused = err;
+    }
+    if (refused !== undefined) {
+      if (isAipError(refused, 'transaction.state_conflict') || isAipError(refused, 'action.fence_stale'))
         return {
           disposition: 'superseded',
           tenant_id: action.tenant_id,
           action_id: action.action_id,
           retry: false,
           fence,
-          reason: 'transaction_revision_moved',
+          reason: isAipError(refused, 'action.fence_stale') ? 'action_fence_moved' : 'transaction_revision_moved',
         };
-      throw err;
+      throw refused;
     }
   }
   let settled: ActionRecord;

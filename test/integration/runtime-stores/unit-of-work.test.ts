@@ -542,6 +542,46 @@ describe('Composite settlement', () => {
   });
 });
 
+describe('A transaction write fenced on the action (action.check_fence)', () => {
+  it('a checkpoint with the current fence lands; one with an older fence (a newer lease was granted) is action.fence_stale and writes nothing', async () => {
+    const a = actionFixture({ transaction: { mode: 'execute', transaction_id: uid('txn') } });
+    const { action: created, transaction } = await admitted({
+      action: { tenant_id: TENANT, principal: PRINCIPAL, action: a },
+      transaction: preparedInput(a.transaction?.transaction_id as string, { action_id: a.id }),
+    });
+    const txn = transaction as TransactionRecord;
+    const first = await actions.acquireLease({ tenant_id: TENANT, action_id: a.id, owner: 'att-1', ttl_ms: 1, expected_revision: created.revision });
+    clock.advance(10);
+    const second = await actions.acquireLease({ tenant_id: TENANT, action_id: a.id, owner: 'att-2', ttl_ms: 1_000, expected_revision: first.revision });
+    const checkpoint = (fence: number, op: string) =>
+      table.stores.uow.commit([
+        {
+          kind: 'transaction.checkpoint',
+          input: {
+            tenant_id: TENANT,
+            transaction_id: txn.transaction_id,
+            expected_revision: txn.revision,
+            provider_operation: { provider: 'p', operation_id: op },
+            receipt: nextReceipt(txn, txn.revision + 1, txn.status, 'transaction.provider_operation_checkpointed'),
+          },
+          held: txn,
+        },
+        { kind: 'action.check_fence', input: { tenant_id: TENANT, action_id: a.id, fence } },
+      ] as const);
+    const stale = await checkpoint(first.fence, 'op-zombie');
+    expect(stale.committed).toBe(false);
+    if (stale.committed) return;
+    expect(stale.refused.map((r) => [r.kind, r.error.code])).toEqual([['action.check_fence', 'action.fence_stale']]);
+    expect(await table.store.get({ tenant_id: TENANT, transaction_id: txn.transaction_id })).toEqual(txn);
+    const current = await checkpoint(second.fence, 'op-1');
+    expect(current.committed).toBe(true);
+    expect(await table.store.get({ tenant_id: TENANT, transaction_id: txn.transaction_id })).toMatchObject({
+      revision: txn.revision + 1,
+      provider_operation: { operation_id: 'op-1' },
+    });
+  });
+});
+
 describe('Composite attempt start', () => {
   function start(a: Action, held: { action: ActionRecord; txn: TransactionRecord }, owner: string, withAdopt = true) {
     const fence = held.action.fence + 1;
