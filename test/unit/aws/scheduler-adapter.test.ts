@@ -3,7 +3,7 @@
  * there is no AWS emulator to check them against; the behaviour against the
  * local emulator is in test/integration/scheduler-emulator.test.ts).
  */
-import { beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { mockClient } from 'aws-sdk-client-mock';
 import {
@@ -30,6 +30,8 @@ const GROUP = 'aip-reconcile';
 const NOW = new Date('2030-06-15T10:20:30.000Z');
 
 const schedulerMock = mockClient(SchedulerClient);
+// The unit files share a module graph (vitest.config.ts): the client's own send comes back after this file.
+afterAll(() => schedulerMock.restore());
 const client = new SchedulerClient({ region: 'eu-west-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
 
 function adapter(extra: Partial<ConstructorParameters<typeof EventBridgeReconcileScheduler>[0]> = {}) {

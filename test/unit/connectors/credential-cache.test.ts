@@ -11,7 +11,7 @@
 import { inspect } from 'node:util';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { mockClient } from 'aws-sdk-client-mock';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { SecretValueCache } from '../../../lib/aws/secrets/secret-cache.js';
 import { SecretsManagerCredentialProvider } from '../../../lib/aws/secrets/secrets-manager-provider.js';
 import * as z from 'zod';
@@ -21,6 +21,8 @@ import { createPaymentsConnector } from '../../../lib/connectors/reference/payme
 import { action, attempt, T0 } from './fixtures.js';
 
 const sm = mockClient(SecretsManagerClient);
+// The unit files share a module graph (vitest.config.ts): the client's own send comes back after this file.
+afterAll(() => sm.restore());
 const client = new SecretsManagerClient({ region: 'eu-west-1', credentials: { accessKeyId: 'x', secretAccessKey: 'y' } });
 const SECRET_ID = 'aip/payments/tenant-a';
 const KEY_1 = 'sk_cache_one_9fQ2vX';

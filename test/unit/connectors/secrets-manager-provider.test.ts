@@ -1,10 +1,12 @@
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { mockClient } from 'aws-sdk-client-mock';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { SecretsManagerCredentialProvider } from '../../../lib/aws/secrets/secrets-manager-provider.js';
 import { ConnectorFailure, credentialHandle } from '../../../packages/connector-sdk/src/index.js';
 
 const sm = mockClient(SecretsManagerClient);
+// The unit files share a module graph (vitest.config.ts): the client's own send comes back after this file.
+afterAll(() => sm.restore());
 const client = new SecretsManagerClient({ region: 'eu-west-1', credentials: { accessKeyId: 'x', secretAccessKey: 'y' } });
 const handle = credentialHandle('payments/api_key');
 

@@ -7,7 +7,7 @@
  */
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { mockClient } from 'aws-sdk-client-mock';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { FUNCTION_ENV } from '../../../lib/config/function-env.js';
 import { BootstrapConfigError, OPTIONAL_ENV, readBootstrapSettings, settingsToEnv, type BootstrapSettings } from '../../../functions/shared/settings.js';
 import { cursorSealerFor } from '../../../functions/shared/compose-runtime.js';
@@ -47,6 +47,8 @@ function issuesOf(fn: () => unknown): string[] {
 }
 
 const sm = mockClient(SecretsManagerClient);
+// The unit files share a module graph (vitest.config.ts): the client's own send comes back after this file.
+afterAll(() => sm.restore());
 const client = new SecretsManagerClient({ region: 'eu-west-1', credentials: { accessKeyId: 'x', secretAccessKey: 'y' } });
 beforeEach(() => sm.reset());
 
