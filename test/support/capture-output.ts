@@ -8,7 +8,7 @@
  *
  * What is written between two tests (hooks, pollers in the background) goes
  * with the next test to end. A test that reads the output itself
- * (test/reliability/secret-leakage.test.ts) wraps the streams on top of this.
+ * (test/reliability/secret-leakage.isolated.test.ts) wraps the streams on top of this.
  */
 import { beforeEach } from 'vitest';
 
