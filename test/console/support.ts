@@ -32,7 +32,13 @@ export const CHROMIUM_ARGS = [
   '--disable-dev-shm-usage',
 ];
 
-export const SCREENSHOTS_DIR = join(PROJECT_ROOT, 'docs', 'console');
+/**
+ * Where the screenshots go: docs/console/ (committed, linked from the README) when
+ * `AIP_SCREENSHOTS=docs` (`npm run docs:screenshots`), otherwise a scratch folder, so
+ * that `npm test` leaves the work tree as it found it (a PNG is never byte-identical twice).
+ */
+export const SCREENSHOTS_DIR =
+  process.env.AIP_SCREENSHOTS === 'docs' ? join(PROJECT_ROOT, 'docs', 'console') : join(PROJECT_ROOT, '.vitest-tmp', 'console-screenshots');
 
 function filesUnder(dir: string): string[] {
   const out: string[] = [];
@@ -111,7 +117,7 @@ export async function newPage(browser: Browser): Promise<Page> {
   return page;
 }
 
-/** Writes docs/console/<name>.png (committed; linked from the README). */
+/** Writes <name>.png into {@link SCREENSHOTS_DIR}. */
 export async function screenshot(page: Page, name: string): Promise<void> {
   mkdirSync(SCREENSHOTS_DIR, { recursive: true });
   await page.screenshot({ path: join(SCREENSHOTS_DIR, `${name}.png`), fullPage: true, animations: 'disabled', caret: 'hide' });
