@@ -15,22 +15,30 @@ declare module 'vitest' {
   }
 }
 
-let emulators: Promise<readonly [DynamoDbLocal, FauxqsHandle]> | undefined;
-let users = 0;
+/**
+ * One set of emulators for the whole run. vitest loads this module once per project, in the same
+ * process, so the state lives on `globalThis` rather than in module variables.
+ */
+interface Shared {
+  emulators?: Promise<readonly [DynamoDbLocal, FauxqsHandle]>;
+  users: number;
+}
+const KEY = Symbol.for('aip.test.emulators');
+const state = ((globalThis as { [KEY]?: Shared })[KEY] ??= { users: 0 });
 
 export async function setup(project: TestProject): Promise<void> {
-  users += 1;
-  emulators ??= Promise.all([startDynamoDbLocal(), startSqsEmulator()]);
-  const [ddb, sqs] = await emulators;
+  state.users += 1;
+  state.emulators ??= Promise.all([startDynamoDbLocal(), startSqsEmulator()]);
+  const [ddb, sqs] = await state.emulators;
   project.provide('dynamoEndpoint', ddb.endpoint);
   project.provide('sqsEndpoint', sqs.endpoint);
 }
 
 export async function teardown(): Promise<void> {
-  users -= 1;
-  if (users > 0 || emulators === undefined) return;
-  const started = emulators;
-  emulators = undefined;
+  state.users -= 1;
+  if (state.users > 0 || state.emulators === undefined) return;
+  const started = state.emulators;
+  delete state.emulators;
   const running = await started.catch(() => undefined); // a failed start has failed the run already
   if (running !== undefined) await Promise.all([running[0].stop(), running[1].stop()]);
 }
