@@ -22,7 +22,7 @@ import { RemoteConnectorHost } from '../../../lib/runtime/remote/host.js';
 import { generateRemoteKeyPair, localSigner, RemoteKeyring, remoteKeyOf, type RemoteKey, type RemoteSigner } from '../../../lib/runtime/remote/jws.js';
 import { remoteHostedConnector } from '../../../lib/runtime/remote/proxy.js';
 import { InMemoryCapacityGate, InMemoryNonceStore } from '../../../lib/runtime/remote/stores.js';
-import type { ActionExecutionContext } from '../../../packages/connector-sdk/src/index.js';
+import { ConnectorFailure, type ActionExecutionContext } from '../../../packages/connector-sdk/src/index.js';
 import type { Action, ActionResult } from '../../../packages/connector-sdk/src/protocol/index.js';
 import type { RuntimeSettingsInput } from '../../../lib/runtime/config.js';
 import { createInvokeHandler } from '../../../functions/worker/invoke.js';
@@ -45,6 +45,8 @@ function deferred(): { promise: Promise<void>; resolve: () => void } {
 /** The demo connector: each invocation waits inside the connector until the test releases its action. */
 class HeldConnector extends DemoConnector {
   readonly entered: string[] = [];
+  /** Actions whose invocation the connector itself fails with the capacity code (an answer, not the host's signed refusal). */
+  readonly failing = new Set<string>();
   readonly #holds = new Map<string, { promise: Promise<void>; resolve: () => void }>();
   release(action_id: string): void {
     this.#hold(action_id).resolve();
@@ -59,6 +61,8 @@ class HeldConnector extends DemoConnector {
   }
   override async invoke_typed(action: Action, ctx: ActionExecutionContext): Promise<ActionResult> {
     this.entered.push(action.id);
+    if (this.failing.has(action.id))
+      throw new ConnectorFailure({ code: 'connector.remote_capacity_exhausted', operation: 'invocation', source: 'connector:demo' });
     await this.#hold(action.id).promise;
     return super.invoke_typed(action, ctx);
   }
@@ -164,7 +168,7 @@ describe('a remote host at capacity: the attempt is deferred and redelivered, no
       (o) => o.action_result.status,
       (err: { code?: string }) => err.code,
     );
-    expect(['runtime.action_in_flight', 'accepted', 'running']).toContain(inFlight);
+    expect(inFlight).toBe('runtime.action_in_flight');
 
     // The slot frees; the first batch ends: the held record succeeded, the refused one failed (redelivered later).
     demo.release(held);
@@ -230,5 +234,21 @@ describe('a remote host at capacity: the attempt is deferred and redelivered, no
     expect(replay.disposition).toBe('replayed');
     expect(replay.action_result).toMatchObject({ status: 'failed', error: { code: 'connector.remote_capacity_exhausted' } });
     expect((await submit(h, a, ka)).action_result.status).toBe('completed');
+  });
+
+  it("keeps today's handling for the same code when the host did not refuse it: the connector ran, the action settles failed at once", async () => {
+    const { demo, h, poller } = await setup({ capacity_deferral: { base_delay_ms: 0 } });
+    const a = uid('a');
+    const key = uid('key');
+    demo.failing.add(a);
+    await submit(h, a, key);
+    const batch = await poller.pollOnce();
+    expect(batch.succeeded).toHaveLength(1);
+    const settled = await record(h, a);
+    expect(settled).toMatchObject({ status: 'failed', fence: 1 });
+    expect(settled?.deferrals).toBeUndefined();
+    expect(settled?.released_fence).toBeUndefined();
+    expect(settled?.result?.error).toMatchObject({ code: 'connector.remote_capacity_exhausted' });
+    expect(demo.entered).toEqual([a]);
   });
 });
