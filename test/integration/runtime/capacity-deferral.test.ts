@@ -64,6 +64,8 @@ class HeldConnector extends DemoConnector {
     if (this.failing.has(action.id))
       throw new ConnectorFailure({ code: 'connector.remote_capacity_exhausted', operation: 'invocation', source: 'connector:demo' });
     await this.#hold(action.id).promise;
+    // demo.pay answers without a checkpoint here (no checkpoint receiver in this test): its result is the commit.
+    if (action.capability_id === 'demo.pay') return { action_id: action.id, status: 'completed', output: { paid: true } };
     return super.invoke_typed(action, ctx);
   }
 }
@@ -234,6 +236,58 @@ describe('a remote host at capacity: the attempt is deferred and redelivered, no
     expect(replay.disposition).toBe('replayed');
     expect(replay.action_result).toMatchObject({ status: 'failed', error: { code: 'connector.remote_capacity_exhausted' } });
     expect((await submit(h, a, ka)).action_result.status).toBe('completed');
+  });
+
+  it('an execute deferred for capacity leaves its transaction prepared with no receipt, then commits once, with a verified chain', async () => {
+    const { demo, h, poller } = await setup({ capacity_deferral: { base_delay_ms: 0 } });
+    const [a, b] = [uid('a'), uid('a')];
+    const [ta, tb] = [uid('tx'), uid('tx')];
+    const [ka, kb] = [uid('key'), uid('key')];
+    const pay = (id: string, tx: string, key: string) =>
+      h.runtime.submit(caller(), {
+        id,
+        capability_id: 'demo.pay',
+        input: { amount: 5 },
+        idempotency_key: key,
+        transaction: { mode: 'execute', transaction_id: tx },
+      });
+    await pay(a, ta, ka);
+    const first = poller.pollOnce();
+    await eventually(() => (demo.entered.includes(a) ? true : undefined), { what: 'the first payment inside the connector' });
+    expect((await pay(b, tb, kb)).disposition).toBe('accepted');
+    const before = await h.table.store.get({ tenant_id: TENANT, transaction_id: tb });
+    expect(before?.status).toBe('prepared');
+
+    const second = poller.pollOnce();
+    const deferredRecord = await eventually(
+      async () => {
+        const r = await record(h, b);
+        return (r?.deferrals ?? 0) > 0 ? r : undefined;
+      },
+      { what: 'the second payment deferred for capacity' },
+    );
+    expect(deferredRecord).toMatchObject({ status: 'running', released_fence: 1 });
+    // Nothing happened to the transaction: still prepared, same revision, not one receipt more.
+    const during = await h.table.store.get({ tenant_id: TENANT, transaction_id: tb });
+    expect(during).toMatchObject({ status: 'prepared', revision: before?.revision, receipt_count: before?.receipt_count });
+    expect((await second).failed).toHaveLength(1);
+
+    demo.release(a);
+    demo.release(b);
+    await first;
+    await eventually(
+      async () => {
+        await poller.pollOnce();
+        return (await record(h, b))?.status === 'completed' ? true : undefined;
+      },
+      { what: 'the deferred payment committed after its redelivery', intervalMs: 100 },
+    );
+    expect((await h.table.store.get({ tenant_id: TENANT, transaction_id: tb }))?.status).toBe('committed');
+    expect((await h.verifyChain(tb)).valid).toBe(true);
+    expect(demo.entered.filter((id) => id === b)).toHaveLength(1);
+    const replay = await pay(b, tb, kb);
+    expect(replay.disposition).toBe('replayed');
+    expect(replay.action_result.status).toBe('completed');
   });
 
   it("keeps today's handling for the same code when the host did not refuse it: the connector ran, the action settles failed at once", async () => {
