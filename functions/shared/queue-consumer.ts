@@ -96,7 +96,7 @@ export function createQueueConsumer<K extends QueueMessageKind, R>(
     readonly kind: K;
     /** Metric name prefix, e.g. `Invoke`. */
     readonly metricPrefix: string;
-    /** `budget` carries the invocation's remaining time (Lambda's `getRemainingTimeInMillis`) to the Runtime. */
+    /** `budget` carries the invocation's remaining time (Lambda's `getRemainingTimeInMillis`) and the record's receive count to the Runtime. */
     readonly run: (runtime: R, message: Extract<QueueMessage, { kind: K }>, budget: AttemptBudget) => Promise<unknown>;
     /** Makes a received record visible again after `delayMs` (a redelivery with a delay); absent: the queue's visibility timeout. */
     readonly redeliverAfter?: (runtime: R, receiptHandle: string, delayMs: number) => Promise<void>;
@@ -127,7 +127,7 @@ export function createQueueConsumer<K extends QueueMessageKind, R>(
           if (message.kind !== options.kind) {
             throw new AipError('queue.message_invalid', undefined, { details: { reason: `kind_not_accepted:${message.kind}` } });
           }
-          const outcome = await options.run(runtime, message as Extract<QueueMessage, { kind: K }>, budget);
+          const outcome = await options.run(runtime, message as Extract<QueueMessage, { kind: K }>, { ...budget, receive_count: received.receiveCount });
           if (requestsRedelivery(outcome)) {
             const delayMs = redeliveryDelayMs(outcome);
             if (delayMs !== undefined && options.redeliverAfter !== undefined && received.receiptHandle !== undefined) {

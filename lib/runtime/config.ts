@@ -101,7 +101,8 @@ const RuntimeSettingsShape = {
    * the action: the lease is given back and the message redelivered after
    * Retry-After plus a jittered exponential backoff (capacityDeferralDelayMs).
    * The bound: at most `max_deferrals` deferrals of one action (counted durably
-   * on the action record) and none that would redeliver it later than
+   * on the action record; none either once the message's own receive count
+   * exceeds it) and none that would redeliver it later than
    * `max_age_ms` after its creation; past either, the attempt settles `failed`
    * with the refusal, as without deferral. Keep `max_deferrals` below the invoke
    * queue's maxReceiveCount (5 by default), so the message never reaches the

@@ -41,6 +41,7 @@ import type { TransactionRecord } from '../../ports/transaction-store.js';
 import { isAttemptStatus } from '../../transactions/state-machine.js';
 import type { Kernel } from '../kernel.js';
 import { capacityDeferralDelayMs } from '../config.js';
+import { deliveryReceiveCount } from '../attempt-budget.js';
 import type { CompensationMemory, RuntimeMemory } from '../../../packages/connector-sdk/src/memory.js';
 import { connectorFacingCompensation } from '../modes/compensate.js';
 import { ranCapabilityId } from '../modes/reconcile.js';
@@ -501,8 +502,10 @@ function deferrable(
  * and the idempotency reservation stays in flight.
  *
  * The bound (config `capacity_deferral`): `max_deferrals` per action, counted
- * on the record, and no redelivery later than `max_age_ms` after the action's
- * creation. Past it: undefined, and the caller settles the refusal `failed`
+ * on the record, and as many deliveries of the message (its SQS receive
+ * count, when the consumer gives it: ../attempt-budget.ts), so that the last
+ * one settles before the queue's maxReceiveCount moves it to the DLQ; and no
+ * redelivery later than `max_age_ms` after the action's creation. Past it: undefined, and the caller settles the refusal `failed`
  * (retryable), as without deferral. A lost fence: superseded, nothing written.
  */
 async function deferForCapacity(
@@ -515,6 +518,9 @@ async function deferForCapacity(
   const bound = k.config.capacity_deferral;
   const deferrals = leased.deferrals ?? 0;
   if (deferrals >= bound.max_deferrals) return undefined;
+  // The message itself may be closer to the DLQ than the action's count says (earlier crashed or raced deliveries).
+  const received = deliveryReceiveCount();
+  if (received !== undefined && received > bound.max_deferrals) return undefined;
   const delay = capacityDeferralDelayMs(k.config, retryAfterMs, deferrals, Math.random());
   if (k.now().getTime() + delay > Date.parse(leased.created_at) + bound.max_age_ms) return undefined;
   const ref = { tenant_id: leased.tenant_id, action_id: leased.action_id };

@@ -290,6 +290,28 @@ describe('a remote host at capacity: the attempt is deferred and redelivered, no
     expect(replay.action_result.status).toBe('completed');
   });
 
+  it('does not defer a message already delivered more times than the bound allows: it settles failed, before the DLQ could take it', async () => {
+    const { demo, h, poller } = await setup({ capacity_deferral: { base_delay_ms: 0, max_deferrals: 3 } });
+    const [a, b] = [uid('a'), uid('a')];
+    const kb = uid('key');
+    await submit(h, a, uid('key'));
+    const first = poller.pollOnce();
+    await eventually(() => (demo.entered.includes(a) ? true : undefined), { what: 'the first attempt inside the connector' });
+    await submit(h, b, kb);
+    const [delivery] = await h.receiveInvokes();
+    if (delivery === undefined) throw new Error('no invoke message for the second action');
+    // Its fourth delivery (three earlier ones failed, e.g. crashed), although the action was never deferred.
+    const outcome = await h.runtime.runAttempt(delivery.message, { receive_count: 4 });
+    expect(outcome).toMatchObject({ disposition: 'settled', retry: false });
+    const settled = await record(h, b);
+    expect(settled).toMatchObject({ status: 'failed' });
+    expect(settled?.deferrals).toBeUndefined();
+    expect(settled?.result?.error).toMatchObject({ code: 'connector.remote_capacity_exhausted' });
+    expect(demo.entered).toEqual([a]);
+    demo.release(a);
+    await first;
+  });
+
   it("keeps today's handling for the same code when the host did not refuse it: the connector ran, the action settles failed at once", async () => {
     const { demo, h, poller } = await setup({ capacity_deferral: { base_delay_ms: 0 } });
     const a = uid('a');
