@@ -21,6 +21,9 @@
  *    (fenced by the transaction revision); one published with the provider's
  *    final answer in hand (`checkpoint_with_answer`) is written by the
  *    settlement itself, in the same write.
+ * 7. Except: a remote host's signed capacity refusal (the connector was not
+ *    called) is not settled while the deferral bound allows: the lease is
+ *    given back and the message redelivered later (`deferForCapacity`).
  */
 import { AipError, isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import { capabilityRetryable } from '../../../packages/connector-sdk/src/failure.js';
