@@ -219,6 +219,7 @@ export function lazyAdapters(sqsOptions: AwsClientOptions, schedulerOptions: Aws
       return {
         send: async (message, sendOptions) => (await adapter()).send(message, sendOptions),
         sendBatch: async (entries) => (await adapter()).sendBatch(entries),
+        redeliverAfter: async (receiptHandle, delaySeconds) => (await adapter()).redeliverAfter(receiptHandle, delaySeconds),
       };
     },
     scheduler(options: { readonly groupName: string; readonly targetQueueArn: string; readonly roleArn: string; readonly clock: Clock }): ReconcileScheduler {

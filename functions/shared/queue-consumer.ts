@@ -15,8 +15,11 @@
  *   the DLQ-depth alarm surfaces it).
  * Whether an outcome is success (including "superseded, nothing to do") or
  * worth a redelivery is the Runtime's decision (`retry`), not this module's.
- * A `retry_after_ms` hint is logged; the delay itself is the queue's
- * visibility timeout.
+ * A redelivery's `retry_after_ms` (a deferred attempt's backoff, with jitter,
+ * never before the remote host's Retry-After) becomes the record's visibility
+ * timeout through the consumer's `redeliverAfter` (ChangeMessageVisibility by
+ * its receipt handle) before the record is reported failed; without it, or if
+ * the change fails, the record comes back after the queue's visibility timeout.
  *
  * If the Runtime cannot be built at all (bad configuration), the handler
  * logs it (a configuration error with its message, which names the variable)
@@ -39,7 +42,7 @@ import { MetricUnit, withConsumerObservability } from './consumer-middleware.js'
 import { lazyHandler } from './lazy.js';
 import { defaultObservability, withTracer, type Observability } from './observability.js';
 import { errorFacts } from './logger.js';
-import { requestsRedelivery, summarizeOutcome, type AttemptBudget, type RuntimeProvider } from './runtime-contract.js';
+import { redeliveryDelayMs, requestsRedelivery, summarizeOutcome, type AttemptBudget, type RuntimeProvider } from './runtime-contract.js';
 
 /** Records handled at once within a batch. Each is an independent action; fences keep duplicates apart. */
 export const DEFAULT_RECORD_CONCURRENCY = 10;
@@ -93,8 +96,10 @@ export function createQueueConsumer<K extends QueueMessageKind, R>(
     readonly kind: K;
     /** Metric name prefix, e.g. `Invoke`. */
     readonly metricPrefix: string;
-    /** `budget` carries the invocation's remaining time (Lambda's `getRemainingTimeInMillis`) to the Runtime. */
+    /** `budget` carries the invocation's remaining time (Lambda's `getRemainingTimeInMillis`) and the record's receive count to the Runtime. */
     readonly run: (runtime: R, message: Extract<QueueMessage, { kind: K }>, budget: AttemptBudget) => Promise<unknown>;
+    /** Makes a received record visible again after `delayMs` (a redelivery with a delay); absent: the queue's visibility timeout. */
+    readonly redeliverAfter?: (runtime: R, receiptHandle: string, delayMs: number) => Promise<void>;
   },
   deps: QueueConsumerDeps<R>,
 ): SqsHandler {
@@ -122,8 +127,22 @@ export function createQueueConsumer<K extends QueueMessageKind, R>(
           if (message.kind !== options.kind) {
             throw new AipError('queue.message_invalid', undefined, { details: { reason: `kind_not_accepted:${message.kind}` } });
           }
-          const outcome = await options.run(runtime, message as Extract<QueueMessage, { kind: K }>, budget);
-          if (requestsRedelivery(outcome)) throw new RedeliveryRequested(summarizeOutcome(outcome));
+          const outcome = await options.run(runtime, message as Extract<QueueMessage, { kind: K }>, { ...budget, receive_count: received.receiveCount });
+          if (requestsRedelivery(outcome)) {
+            const delayMs = redeliveryDelayMs(outcome);
+            if (delayMs !== undefined && options.redeliverAfter !== undefined && received.receiptHandle !== undefined) {
+              try {
+                await options.redeliverAfter(runtime, received.receiptHandle, delayMs);
+              } catch (err) {
+                // The record still fails: it comes back after the queue's visibility timeout instead.
+                logger.warn(`${options.name}: redelivery delay not applied; the queue's visibility timeout applies`, {
+                  message_id: received.messageId,
+                  ...errorFields(err),
+                });
+              }
+            }
+            throw new RedeliveryRequested(summarizeOutcome(outcome));
+          }
           metrics?.addMetric(`${options.metricPrefix}Processed`, MetricUnit.Count, 1);
           logger.info(`${options.name}: message processed`, {
             message_id: received.messageId,

@@ -31,6 +31,8 @@ export interface WorkerRuntime {
    * connector attempt's deadline is capped by it minus the settlement margin.
    */
   runAttempt(message: InvokeMessage, budget?: AttemptBudget): Promise<unknown>;
+  /** A deferred attempt's message comes back after `delayMs` (a visibility change by its receipt handle), not the queue's timeout. */
+  redeliverInvokeAfter?(receiptHandle: string, delayMs: number): Promise<void>;
   /** One reconciliation message (reconcile queue consumer), its inline attempt bounded by `budget`. Throws to have the message redelivered. */
   reconcile(message: ReconcileMessage, budget?: AttemptBudget): Promise<unknown>;
   /** Enqueues reconciliation for overdue `outcome_unknown` records (the safety net) and reports the oldest one's age. */
@@ -58,6 +60,13 @@ const SUMMARY_KEYS = ['disposition', 'transaction_status', 'outcome', 'status', 
  * `retry_after_ms`, never output, input or error details, whatever shape the
  * outcome has.
  */
+/** The redelivery delay an outcome asks for (`retry_after_ms`), when it is a finite number of milliseconds. */
+export function redeliveryDelayMs(outcome: unknown): number | undefined {
+  if (typeof outcome !== 'object' || outcome === null) return undefined;
+  const after = (outcome as { retry_after_ms?: unknown }).retry_after_ms;
+  return typeof after === 'number' && Number.isFinite(after) && after >= 0 ? after : undefined;
+}
+
 export function summarizeOutcome(outcome: unknown): Record<string, string | number> {
   if (typeof outcome !== 'object' || outcome === null) return {};
   const out: Record<string, string | number> = {};

@@ -4,17 +4,25 @@
  * Messages carry identifiers and the fence only ({kind:'invoke', tenant_id,
  * action_id, transaction_id?, fence, attempt}); the Runtime reloads the
  * action from the store and applies the crash-safe attempt rules on a
- * redelivery. Partial batch failures: see ../shared/queue-consumer.ts.
+ * redelivery. Partial batch failures, and the delay of a deferred attempt's
+ * redelivery: see ../shared/queue-consumer.ts.
  */
 import { getRuntime } from '../shared/bootstrap.js';
 import { createQueueConsumer, type QueueConsumerDeps, type SqsHandler } from '../shared/queue-consumer.js';
 import type { WorkerRuntime } from '../shared/runtime-contract.js';
 
-export type InvokeHandlerDeps = QueueConsumerDeps<Pick<WorkerRuntime, 'runAttempt'>>;
+export type InvokeHandlerDeps = QueueConsumerDeps<Pick<WorkerRuntime, 'runAttempt' | 'redeliverInvokeAfter'>>;
 
 export function createInvokeHandler(deps: InvokeHandlerDeps): SqsHandler {
   return createQueueConsumer(
-    { name: 'invoke-worker', kind: 'invoke', metricPrefix: 'InvokeMessages', run: (runtime, message, budget) => runtime.runAttempt(message, budget) },
+    {
+      name: 'invoke-worker',
+      kind: 'invoke',
+      metricPrefix: 'InvokeMessages',
+      run: (runtime, message, budget) => runtime.runAttempt(message, budget),
+      // A deferred attempt (e.g. a remote host at capacity) comes back after its backoff, not the visibility timeout.
+      redeliverAfter: async (runtime, receiptHandle, delayMs) => runtime.redeliverInvokeAfter?.(receiptHandle, delayMs),
+    },
     deps,
   );
 }

@@ -86,6 +86,16 @@ export interface ActionRecord {
   readonly lease_owner?: string;
   /** RFC 3339 (UTC, ms). */
   readonly lease_expires_at?: string;
+  /**
+   * The fence of the last attempt that gave its lease back certified "the
+   * connector was not called" (`action.release_lease`: a remote host's signed
+   * capacity refusal). While it equals `fence`, no attempt of this action can
+   * have reached the provider since that lease, so the next attempt is a first
+   * attempt again, not a recovery (lib/runtime/attempts/recovery.ts `attemptStarted`).
+   */
+  readonly released_fence?: number;
+  /** Attempts given back unstarted so far (each `action.release_lease` adds one): the durable count of capacity deferrals. */
+  readonly deferrals?: number;
   readonly cancel_requested_at?: string;
   readonly created_at: string;
   readonly updated_at: string;
@@ -177,6 +187,19 @@ export interface RenewActionLeaseInput extends ActionRef {
   /** The fence the caller holds. */
   readonly fence: number;
   readonly ttl_ms: number;
+}
+
+/**
+ * The attempt holding `fence` (and the lease as `owner`) ends WITHOUT reaching
+ * the provider and gives its lease back: the lease is removed, `released_fence`
+ * is set to `fence` and `deferrals` grows by one; the status stays `running`
+ * (the action is still in progress, its message is redelivered later).
+ * Conditional on status `running`, the fence and the owner: an attempt whose
+ * lease was taken over is `action.fence_stale` and writes nothing.
+ */
+export interface ReleaseActionLeaseInput extends ActionRef {
+  readonly owner: string;
+  readonly fence: number;
 }
 
 /**

@@ -80,12 +80,22 @@ export interface MessageQueue {
    * `queue.message_invalid` before anything is sent.
    */
   sendBatch(entries: ReadonlyArray<QueueBatchEntry>): Promise<QueueBatchResult>;
+  /**
+   * Consumer side: a received message that its consumer reports failed comes
+   * back after `delaySeconds` (0..43 200) instead of the queue's visibility
+   * timeout (SQS ChangeMessageVisibility by its receipt handle). A deferred
+   * attempt's backoff (docs/workers.md, "Capacity deferral"). Optional: a
+   * queue without it redelivers after its visibility timeout.
+   */
+  redeliverAfter?(receiptHandle: string, delaySeconds: number): Promise<void>;
 }
 
 /** A message as a consumer sees it, after decoding and validation. */
 export interface ReceivedQueueMessage<M extends QueueMessage = QueueMessage> {
   /** Queue-assigned ID; the item identifier for partial batch failures. */
   readonly messageId: string;
+  /** The receipt handle of this delivery (a visibility change names it). */
+  readonly receiptHandle?: string;
   readonly message: M;
   /** 1 on first delivery; grows on every redelivery. */
   readonly receiveCount: number;

@@ -40,6 +40,7 @@ import type {
   CheckFenceInput,
   CreateActionInput,
   RedactTerminalInput,
+  ReleaseActionLeaseInput,
   RenewActionLeaseInput,
   RequestCancelInput,
   SettleActionInput,
@@ -85,6 +86,8 @@ export interface IntentTable {
   'action.transition': { input: TransitionActionInput; written: ActionRecord | undefined; current: never };
   'action.lease': { input: AcquireActionLeaseInput; written: ActionRecord | undefined; current: never };
   'action.renew_lease': { input: RenewActionLeaseInput; written: ActionRecord | undefined; current: never };
+  // An attempt certified not to have reached the provider gives its lease back (a remote capacity refusal).
+  'action.release_lease': { input: ReleaseActionLeaseInput; written: ActionRecord | undefined; current: never };
   'action.settle': { input: SettleActionInput; written: ActionRecord | undefined; current: never };
   'action.redact': { input: RedactTerminalInput; written: ActionRecord | undefined; current: never };
   'action.request_cancel': { input: RequestCancelInput; written: ActionRecord | undefined; current: never };

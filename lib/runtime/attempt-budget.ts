@@ -34,14 +34,27 @@ export interface AttemptBudget {
    * the attempt's own timeout.
    */
   readonly remaining_ms?: () => number;
+  /**
+   * How many times the queue has delivered the message this call runs (SQS
+   * `ApproximateReceiveCount`, 1 on the first delivery). A capacity deferral
+   * is refused once it exceeds `capacity_deferral.max_deferrals`, whatever
+   * the action's own count says: earlier failed deliveries (a crash, a lease
+   * race) brought the message that much closer to the DLQ. Absent: unknown.
+   */
+  readonly receive_count?: number;
 }
 
 const scope = new AsyncLocalStorage<AttemptBudget>();
 
 /** Runs `fn` with `budget` bounding every connector attempt it starts. */
 export function withAttemptBudget<T>(budget: AttemptBudget | undefined, fn: () => Promise<T>): Promise<T> {
-  if (budget?.remaining_ms === undefined) return fn();
+  if (budget?.remaining_ms === undefined && budget?.receive_count === undefined) return fn();
   return scope.run(budget, fn);
+}
+
+/** The receive count of the message the current Runtime call runs, when its consumer said it. */
+export function deliveryReceiveCount(): number | undefined {
+  return scope.getStore()?.receive_count;
 }
 
 /**

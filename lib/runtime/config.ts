@@ -96,6 +96,28 @@ const RuntimeSettingsShape = {
     {},
   ),
   /**
+   * A remote host's certified capacity refusal (`connector.remote_capacity_exhausted`:
+   * signed, the connector was not called) defers the attempt instead of failing
+   * the action: the lease is given back and the message redelivered after
+   * Retry-After plus a jittered exponential backoff (capacityDeferralDelayMs).
+   * The bound: at most `max_deferrals` deferrals of one action (counted durably
+   * on the action record; none either once the message's own receive count
+   * exceeds it) and none that would redeliver it later than
+   * `max_age_ms` after its creation; past either, the attempt settles `failed`
+   * with the refusal, as without deferral. Keep `max_deferrals` below the invoke
+   * queue's maxReceiveCount (5 by default), so the message never reaches the
+   * DLQ before the last delivery settles it (docs/workers.md).
+   */
+  capacity_deferral: z.prefault(
+    z.strictObject({
+      max_deferrals: z._default(z.int().check(z.gte(0), z.lte(100)), 3),
+      base_delay_ms: z._default(z.int().check(z.gte(0), z.lte(900_000)), 1_000),
+      max_delay_ms: z._default(z.int().check(z.gte(0), z.lte(900_000)), 60_000),
+      max_age_ms: z._default(z.int().check(z.gte(0), z.lte(86_400_000)), 15 * 60_000),
+    }),
+    {},
+  ),
+  /**
    * Operator resolutions of escalated transactions (POST
    * /v1/operator/transactions/{id}/resolve): with `four_eyes`, a second
    * operator must approve a resolution before it applies (a tenant's
@@ -209,6 +231,19 @@ export function parseRuntimeSettingsInput(raw: unknown, environment = 'productio
     });
   }
   return parsed.data;
+}
+
+/**
+ * The redelivery delay of an attempt deferred for capacity, after `deferrals`
+ * earlier deferrals of its action: never before the host's Retry-After, plus
+ * an exponential backoff with full jitter (`random` in [0, 1)), so refused
+ * attempts of a burst do not come back together; at most `max_delay_ms`
+ * beyond Retry-After.
+ */
+export function capacityDeferralDelayMs(config: RuntimeSettings, retryAfterMs: number, deferrals: number, random: number): number {
+  const { base_delay_ms, max_delay_ms } = config.capacity_deferral;
+  const window = Math.min(max_delay_ms, base_delay_ms * 2 ** Math.min(30, Math.max(0, deferrals)));
+  return Math.max(0, retryAfterMs) + Math.floor(Math.max(0, Math.min(1, random)) * window);
 }
 
 /** Exponential reconciliation backoff after `attempts` completed attempts (1-based). */

@@ -138,6 +138,16 @@ export class Runtime {
     return withAttemptBudget(budget, () => ops.runAttempt(k, m));
   }
 
+  /**
+   * The worker's side of a deferred attempt (`retry: true` with
+   * `retry_after_ms`): the received invoke message comes back after that
+   * delay instead of the queue's visibility timeout (the invoke queue's
+   * `redeliverAfter`; a queue without it leaves the timeout as it is).
+   */
+  async redeliverInvokeAfter(receiptHandle: string, delayMs: number): Promise<void> {
+    await this.#reads.deps.invokeQueue.redeliverAfter?.(receiptHandle, Math.ceil(Math.max(0, delayMs) / 1_000));
+  }
+
   /** The reconcile consumer. `budget` bounds its inline reconcile attempt as in {@link runAttempt}. */
   async reconcile(message: ReconcileMessage, budget?: AttemptBudget): Promise<ReconcileOutcome> {
     const m = validateQueueMessage(message);

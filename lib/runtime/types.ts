@@ -46,7 +46,7 @@ export type AttemptDisposition =
   | 'already_settled'
   /** A recovered attempt settled outcome_unknown without invoking the connector. */
   | 'recovered_outcome_unknown'
-  /** Another attempt holds a live lease: redeliver later (do not ack). */
+  /** Redeliver later (do not ack): another attempt holds a live lease, or a remote host refused it for capacity (certified not called; its lease given back). */
   | 'deferred'
   /** A newer attempt owns the action (zombie): its writes were refused. */
   | 'superseded'

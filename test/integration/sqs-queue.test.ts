@@ -296,6 +296,28 @@ describe('SQS poller against fauxqs', () => {
     expect(await counts(queueUrl)).toEqual({ visible: 0, inFlight: 1, delayed: 0 });
   });
 
+  it('brings a failed message back after the delay its consumer sets (redeliverAfter), not the visibility timeout', async () => {
+    const queueUrl = await createQueue({ VisibilityTimeout: '600' });
+    const queue = new SqsMessageQueue({ client, queueUrl });
+    await queue.send(invoke(1));
+    const poller = createSqsPoller({
+      client,
+      queueUrl,
+      waitTimeSeconds: 5,
+      // A deferred attempt: the handler sets the record's delay by its receipt handle, then reports it failed.
+      handler: async (event) => {
+        for (const r of event.Records) await queue.redeliverAfter(decodeSqsRecord(r).receiptHandle as string, 0);
+        return { batchItemFailures: event.Records.map((r) => ({ itemIdentifier: r.messageId })) };
+      },
+    });
+    const result = await poller.pollOnce();
+    expect(result.failed).toHaveLength(1);
+    // Visible again at once, although the queue's visibility timeout is ten minutes: received a second time.
+    const [again] = await receiveMessages(client, queueUrl, { waitTimeSeconds: 5 });
+    expect(again?.MessageId).toBe(result.failed[0]);
+    expect(decodeQueueMessage(again?.Body ?? '')).toEqual(invoke(1));
+  });
+
   it('runs until its AbortSignal fires, finishing the batch in hand', async () => {
     const queueUrl = await createQueue();
     const queue = new SqsMessageQueue({ client, queueUrl });

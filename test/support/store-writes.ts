@@ -50,6 +50,7 @@ export function actionWrites(uow: UnitOfWork) {
     transition: writer(uow, 'action.transition'),
     acquireLease: writer(uow, 'action.lease'),
     renewLease: writer(uow, 'action.renew_lease'),
+    releaseLease: writer(uow, 'action.release_lease'),
     settle: writer(uow, 'action.settle'),
     redactTerminal: writer(uow, 'action.redact'),
     requestCancel: writer(uow, 'action.request_cancel'),

@@ -34,6 +34,7 @@ import {
   type ActionStore,
   type CheckFenceInput,
   type CreateActionInput,
+  type ReleaseActionLeaseInput,
   type RenewActionLeaseInput,
   type RedactTerminalInput,
   type RequestCancelInput,
@@ -88,6 +89,8 @@ const RECORD_FIELDS = [
   'attempt',
   'lease_owner',
   'lease_expires_at',
+  'released_fence',
+  'deferrals',
   'cancel_requested_at',
   'created_at',
   'updated_at',
@@ -214,6 +217,8 @@ export class DynamoActionStore implements ActionStore, IntentMapper {
         return this.leaseWrite(intent.input, intent.held);
       case 'action.renew_lease':
         return this.renewLeaseWrite(intent.input);
+      case 'action.release_lease':
+        return this.releaseLeaseWrite(intent.input);
       case 'action.settle':
         return this.settleWrite(intent.input);
       case 'action.redact':
@@ -416,6 +421,26 @@ export class DynamoActionStore implements ActionStore, IntentMapper {
     return this.updateWrite(input, 'renew_lease', b, (old) => {
       if ((old.fence ?? 0) !== fence || old.lease_owner !== input.owner) return this.staleFence(input, 'renew_lease', old, fence);
       return this.conflict(input, 'renew_lease', old, ['running']);
+    });
+  }
+
+  /** See ReleaseActionLeaseInput: the lease given back by an attempt certified not to have reached the provider. */
+  private releaseLeaseWrite(input: ReleaseActionLeaseInput): MappedWrite<ActionRecord | undefined, never> {
+    this.checkRef(input);
+    checkLeaseOwner(CODE, input.owner, 1);
+    const fence = checkRevision(CODE, input.fence, 'fence');
+    const b = new UpdateBuilder();
+    b.condition(`${b.n('status')} = ${b.v('running')}`);
+    b.condition(`${b.n('fence')} = ${b.v(fence)}`);
+    b.condition(`${b.n('lease_owner')} = ${b.v(input.owner)}`);
+    b.setExpr('revision', `${b.n('revision')} + ${b.v(1)}`);
+    b.set('updated_at', this.clock().toISOString());
+    b.set('released_fence', fence);
+    b.setExpr('deferrals', `if_not_exists(${b.n('deferrals')}, ${b.v(0)}) + ${b.v(1)}`);
+    b.remove('lease_owner', 'lease_expires_at');
+    return this.updateWrite(input, 'release_lease', b, (old) => {
+      if ((old.fence ?? 0) !== fence || old.lease_owner !== input.owner) return this.staleFence(input, 'release_lease', old, fence);
+      return this.conflict(input, 'release_lease', old, ['running']);
     });
   }
 

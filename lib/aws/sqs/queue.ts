@@ -42,6 +42,8 @@ import type {
 
 /** SendMessageBatch / DeleteMessageBatch limit. */
 export const SQS_BATCH_MAX = 10;
+/** SQS limit on a message's visibility timeout, seconds (12 h). */
+export const SQS_MAX_VISIBILITY_SECONDS = 43_200;
 /** SQS per-message delay limit, seconds. */
 export const SQS_MAX_DELAY_SECONDS = 900;
 const BATCH_ENTRY_ID = /^[A-Za-z0-9_-]{1,80}$/;
@@ -180,6 +182,12 @@ export class SqsMessageQueue implements MessageQueue {
     return { sent, failed };
   }
 
+  /** ChangeMessageVisibility of a received message: it comes back after `delaySeconds` (clamped to SQS's 0..43 200). */
+  async redeliverAfter(receiptHandle: string, delaySeconds: number): Promise<void> {
+    const seconds = Math.min(SQS_MAX_VISIBILITY_SECONDS, Math.max(0, Math.ceil(delaySeconds)));
+    await changeVisibility(this.client, this.queueUrl, receiptHandle, seconds);
+  }
+
   private async sendChunk(chunk: SendMessageBatchRequestEntry[]): Promise<QueueBatchResult> {
     const sent: Array<{ id: string; messageId: string }> = [];
     const failed: QueueBatchFailure[] = [];
@@ -233,6 +241,7 @@ export function decodeSqsRecord(record: SQSRecord): ReceivedQueueMessage {
   const sent = Number.parseInt(record.attributes?.SentTimestamp ?? '', 10);
   return {
     messageId: record.messageId,
+    ...(record.receiptHandle ? { receiptHandle: record.receiptHandle } : {}),
     message: decodeQueueMessage(record.body),
     receiveCount: Number.isFinite(receiveCount) && receiveCount > 0 ? receiveCount : 1,
     sentAt: Number.isFinite(sent) ? new Date(sent) : undefined,

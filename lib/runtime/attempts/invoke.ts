@@ -18,7 +18,7 @@ import { randomBytes } from 'node:crypto';
 import { runAttempt as runConnectorAttempt, type AttemptOutcome as ConnectorAttemptOutcome } from './deadline.js';
 import type { Action, Principal } from '../../../packages/connector-sdk/src/protocol/index.js';
 import type { PutRouteResult, RouteAssignment } from '../../ports/route-store.js';
-import { bindAttemptPlacement } from './placement.js';
+import { bindAttemptPlacement, certifiedCapacityRefusal } from './placement.js';
 import { boundedAttemptMs } from '../attempt-budget.js';
 import type { HostedConnector } from '../deps.js';
 import type { Kernel } from '../kernel.js';
@@ -186,6 +186,13 @@ export function attemptSpan(callerTraceId: string | undefined, callerSpanId: str
   return { trace_id, span_id: randomBytes(8).toString('hex'), ...(validTrace && validSpan ? { parent_span_id: callerSpanId } : {}) };
 }
 
+/**
+ * What a connector attempt produced, and, for a remote connector, the host's
+ * certified capacity refusal when its one request was refused for capacity
+ * (signed "not called": ./placement.ts certifiedCapacityRefusal).
+ */
+export type InvocationOutcome = ConnectorAttemptOutcome & { readonly capacity_refusal?: { readonly retry_after_ms: number } };
+
 /** Runs the connector attempt. Never throws for connector behaviour. */
 export async function invokeConnector(
   k: Kernel,
@@ -193,7 +200,7 @@ export async function invokeConnector(
   hosted: HostedConnector,
   facilities: Omit<ExecutionFacilities, 'clock'> = {},
   cancel_signal?: AbortSignal,
-): Promise<ConnectorAttemptOutcome> {
+): Promise<InvocationOutcome> {
   const cap = s.reg.capability;
   const handleId = hosted.credential_handle?.(cap.id);
   // The capability's timeout, capped by the invocation's remaining time minus the settlement margin (../attempt-budget.ts).
@@ -201,7 +208,8 @@ export async function invokeConnector(
   const deadline = new Date(k.now().getTime() + boundedAttemptMs(timeout));
   const trace = s.action.metadata?.observability;
   const pointers = cap.data?.redact_pointers ?? [];
-  return runConnectorAttempt({
+  let context: Parameters<typeof certifiedCapacityRefusal>[0] | undefined;
+  const outcome = await runConnectorAttempt({
     connector: hosted.connector,
     capability: cap,
     support: s.reg.implementation_support,
@@ -231,6 +239,7 @@ export async function invokeConnector(
     ...(s.memory !== undefined || s.route !== undefined
       ? {
           on_attempt: (attempt) => {
+            context = attempt.context;
             if (s.memory !== undefined) bindRuntimeMemory(attempt.context, s.memory);
             // The pinned route and the lease this attempt holds (a remote connector signs them into its request).
             if (s.route !== undefined)
@@ -242,6 +251,8 @@ export async function invokeConnector(
         }
       : {}),
   });
+  const capacity_refusal = context !== undefined ? certifiedCapacityRefusal(context) : undefined;
+  return capacity_refusal !== undefined ? { ...outcome, capacity_refusal } : outcome;
 }
 
 /**

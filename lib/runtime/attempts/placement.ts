@@ -39,3 +39,39 @@ export function bindAttemptPlacement(ctx: ActionExecutionContext, placement: Att
 export function attemptPlacement(ctx: ActionExecutionContext): AttemptPlacement | undefined {
   return placements.get(ctx);
 }
+
+/**
+ * What the remote requests of one attempt were answered (runtime only, written
+ * by the proxy): how many requests were sent, and the signed refusal of the
+ * first when the host certified it did no work because the connector was at
+ * its concurrency limit (`connector.remote_capacity_exhausted`).
+ */
+export interface RemoteAnswers {
+  sent: number;
+  capacity_refusal?: { readonly retry_after_ms: number };
+}
+
+const answers = new WeakMap<ActionExecutionContext, RemoteAnswers>();
+
+/** Proxy only: counts a request of this attempt about to be sent. */
+export function noteRemoteRequest(ctx: ActionExecutionContext): void {
+  const a = answers.get(ctx);
+  if (a === undefined) answers.set(ctx, { sent: 1 });
+  else a.sent += 1;
+}
+
+/** Proxy only: the host's verified, signed capacity refusal of this attempt's request. */
+export function noteCapacityRefusal(ctx: ActionExecutionContext, retry_after_ms: number): void {
+  const a = answers.get(ctx);
+  if (a !== undefined) a.capacity_refusal = { retry_after_ms };
+}
+
+/**
+ * The certified capacity refusal of an attempt: its ONE remote request was
+ * refused, signed by the pinned host, for capacity, so the connector was not
+ * called. Anything else (no request, several, an answered one) is undefined.
+ */
+export function certifiedCapacityRefusal(ctx: ActionExecutionContext): { readonly retry_after_ms: number } | undefined {
+  const a = answers.get(ctx);
+  return a !== undefined && a.sent === 1 ? a.capacity_refusal : undefined;
+}

@@ -34,11 +34,14 @@ export function boundTo(action: ActionRecord, txn: TransactionRecord, mode: Tran
 
 /**
  * True once an attempt of this action was started: it leased the action (its fence is above 0), the last write
- * before a provider call, so it may have reached the provider. (Records written before the attempt start became
+ * before a provider call, so it may have reached the provider, unless that very lease was given back with the
+ * certificate that the connector was not called (`released_fence` equals the fence). (Records written before the attempt start became
  * the action lease alone also name the attempt's action on the transaction; such an action has a fence too.)
  */
-export function attemptStarted(action: Pick<ActionRecord, 'fence'>): boolean {
-  return action.fence > 0;
+export function attemptStarted(action: Pick<ActionRecord, 'fence' | 'released_fence'>): boolean {
+  // An attempt that gave its lease back certified "not called" (a remote capacity refusal, worker.ts deferCapacity)
+  // leaves released_fence = its fence: until a newer lease, nothing of this action can have reached the provider.
+  return action.fence > 0 && action.released_fence !== action.fence;
 }
 
 /** The action result an earlier attempt settled on the transaction record. */

@@ -21,6 +21,9 @@
  *    (fenced by the transaction revision); one published with the provider's
  *    final answer in hand (`checkpoint_with_answer`) is written by the
  *    settlement itself, in the same write.
+ * 7. Except: a remote host's signed capacity refusal (the connector was not
+ *    called) is not settled while the deferral bound allows: the lease is
+ *    given back and the message redelivered later (`deferForCapacity`).
  */
 import { AipError, isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import { capabilityRetryable } from '../../../packages/connector-sdk/src/failure.js';
@@ -40,13 +43,24 @@ import { openStreamSink } from './stream-sink.js';
 import type { TransactionRecord } from '../../ports/transaction-store.js';
 import { isAttemptStatus } from '../../transactions/state-machine.js';
 import type { Kernel } from '../kernel.js';
+import { capacityDeferralDelayMs } from '../config.js';
+import { deliveryReceiveCount } from '../attempt-budget.js';
 import type { CompensationMemory, RuntimeMemory } from '../../../packages/connector-sdk/src/memory.js';
 import { connectorFacingCompensation } from '../modes/compensate.js';
 import { ranCapabilityId } from '../modes/reconcile.js';
 import { isTerminalAction } from '../pipeline/action-record.js';
 import type { RegisteredCapability } from '../registry.js';
 import type { AttemptOutcome } from '../types.js';
-import { hostedConnector, invokeConnector, isPreInvocationError, leaseMs, resolveRoute, watchCancellation, type InvocationSubject } from './invoke.js';
+import {
+  hostedConnector,
+  invokeConnector,
+  isPreInvocationError,
+  leaseMs,
+  resolveRoute,
+  watchCancellation,
+  type InvocationOutcome,
+  type InvocationSubject,
+} from './invoke.js';
 import { classify, finishSideRecords, settleAttempt } from './settlement.js';
 import {
   abandonUnstartedTransaction,
@@ -309,6 +323,12 @@ export async function runAttempt(k: Kernel, message: InvokeMessage, known?: Know
   }
   await Promise.all([...writing]);
   if (crashed !== undefined) throw crashed;
+  // A remote host's signed capacity refusal: the connector was not called, so the attempt gives its lease back and
+  // the message comes back later, within the deferral bound; past it, the refusal settles as any failure below.
+  if (deferrable(attempt, mode) && held === txn) {
+    const deferred = await deferForCapacity(k, message, leased, attempt_id, attempt.capacity_refusal.retry_after_ms);
+    if (deferred !== undefined) return deferred;
+  }
   k.crash('after_response_before_settlement');
 
   const classified = classify(k, mode, attempt, connectorReg, action.action_id);
@@ -448,6 +468,79 @@ function routeSubject(k: Kernel, action: ActionRecord, reg: RegisteredCapability
     lease_ms: 0,
     route_action_id: action.action_id,
   };
+}
+
+/**
+ * A refusal the attempt may defer instead of settling: the remote proxy
+ * certified it (the one request of the attempt, answered `refused`, signed by
+ * the pinned host, bound to the request, for capacity: ./placement.ts), the
+ * attempt failed with exactly that certain code, and no client cancellation
+ * came in. A reconcile attempt is not deferred: it only reads, and its own
+ * backoff (back to `outcome_unknown`) already redrives it.
+ */
+function deferrable(
+  attempt: InvocationOutcome,
+  mode: TransactionMode | undefined,
+): attempt is InvocationOutcome & { readonly capacity_refusal: { readonly retry_after_ms: number } } {
+  return (
+    attempt.capacity_refusal !== undefined &&
+    !attempt.ok &&
+    attempt.error.code === 'connector.remote_capacity_exhausted' &&
+    attempt.error.uncertain_outcome !== true &&
+    attempt.error.details?.uncertain_outcome !== true &&
+    !attempt.provider_effect_committed &&
+    attempt.client_cancelled !== true &&
+    mode !== 'reconcile'
+  );
+}
+
+/**
+ * Defers an attempt the remote host refused for capacity (certified "not
+ * called"): ONE conditional write gives the lease back at this attempt's
+ * fence (`action.release_lease`: status `running`, fence and owner; it sets
+ * `released_fence`, so the next delivery is a first attempt, not a recovery,
+ * and counts the deferral), then the message is redelivered after
+ * Retry-After plus a jittered backoff (the consumer's visibility change).
+ * The transaction record is untouched (the attempt start does not write it)
+ * and the idempotency reservation stays in flight.
+ *
+ * The bound (config `capacity_deferral`): `max_deferrals` per action, counted
+ * on the record, and as many deliveries of the message (its SQS receive
+ * count, when the consumer gives it: ../attempt-budget.ts), so that the last
+ * one settles before the queue's maxReceiveCount moves it to the DLQ; and no
+ * redelivery later than `max_age_ms` after the action's creation. Past it: undefined, and the caller settles the refusal `failed`
+ * (retryable), as without deferral. A lost fence: superseded, nothing written.
+ */
+async function deferForCapacity(
+  k: Kernel,
+  message: InvokeMessage,
+  leased: ActionRecord,
+  attempt_id: string,
+  retryAfterMs: number,
+): Promise<AttemptOutcome | undefined> {
+  const bound = k.config.capacity_deferral;
+  const deferrals = leased.deferrals ?? 0;
+  if (deferrals >= bound.max_deferrals) return undefined;
+  // The message itself may be closer to the DLQ than the action's count says (earlier crashed or raced deliveries).
+  const received = deliveryReceiveCount();
+  if (received !== undefined && received > bound.max_deferrals) return undefined;
+  const delay = capacityDeferralDelayMs(k.config, retryAfterMs, deferrals, Math.random());
+  if (k.now().getTime() + delay > Date.parse(leased.created_at) + bound.max_age_ms) return undefined;
+  const ref = { tenant_id: leased.tenant_id, action_id: leased.action_id };
+  const out = await k.commit([{ kind: 'action.release_lease', input: { ...ref, owner: attempt_id, fence: leased.fence } }] as const);
+  if (!out.committed) {
+    const refused = out.refused[0]?.error ?? new AipError('internal.unexpected', 'lease release refused without a reason');
+    if (refused.code === 'action.fence_stale' || refused.code === 'action.state_conflict')
+      return attemptOutcome(message, 'superseded', { fence: leased.fence, reason: 'action_fence_moved' });
+    throw refused;
+  }
+  k.log.info('attempt deferred: the remote connector host is at capacity', {
+    action_id: leased.action_id,
+    fence: leased.fence,
+    deferrals: deferrals + 1,
+    retry_after_ms: delay,
+  });
+  return attemptOutcome(message, 'deferred', { reason: 'connector.remote_capacity_exhausted', retry_after_ms: delay, fence: leased.fence });
 }
 
 function retryAfter(k: Kernel, err: AipError): number {

@@ -57,7 +57,7 @@ import { SIDE_EFFECTING_OPERATIONS, TYPED_METHOD_OPERATION, type ConnectorOperat
 import type { ImplementationSupport } from '../../../packages/connector-sdk/src/support.js';
 import type { HostedConnector } from '../deps.js';
 import { messageDigest, signCompact, verifyCompact, RemoteKeyring, type RemoteKey, type RemoteSigner } from './jws.js';
-import { attemptPlacement, type AttemptPlacement } from '../attempts/placement.js';
+import { attemptPlacement, noteCapacityRefusal, noteRemoteRequest, type AttemptPlacement } from '../attempts/placement.js';
 import {
   DEADLINE_HEADER,
   REMOTE_CONTENT_TYPE,
@@ -311,6 +311,7 @@ export class RemoteConnector implements FrozenConnector {
     // cancel_typed runs after the attempt's own signal fired: bound it by its grace instead.
     const signal = op === 'cancel_typed' ? AbortSignal.timeout(this.#o.cancel_timeout_ms ?? DEFAULT_CANCEL_GRACE_MS) : ctx.cancellation;
     let text: string;
+    noteRemoteRequest(ctx);
     try {
       const res = await this.#fetch(`${this.#o.endpoint}${REMOTE_PATHS.attempt}`, {
         method: 'POST',
@@ -344,7 +345,11 @@ export class RemoteConnector implements FrozenConnector {
     const body = answer.body;
     if (body.status === 'refused') {
       // The host certified it did no work for this request.
-      throw ConnectorFailure.fromRecord(body.failure);
+      const failure = ConnectorFailure.fromRecord(body.failure);
+      // Signed, bound to this request, certain: the runtime may redeliver the attempt later instead of failing it.
+      if (failure.code === 'connector.remote_capacity_exhausted' && op !== 'cancel_typed' && failure.uncertain_outcome !== true)
+        noteCapacityRefusal(ctx, failure.retry_after_ms ?? 1_000);
+      throw failure;
     }
     // Replay the host attempt's publications through the runtime's own publishers, in order.
     const tx = ctx.transaction;

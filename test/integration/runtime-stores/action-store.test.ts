@@ -321,6 +321,31 @@ describe('fenced attempt lease', () => {
     expect(renewed.lease_expires_at).toBe(new Date(Date.parse(s.clock.iso()) + 60_000).toISOString());
   });
 
+  it('releaseLease gives the lease back unstarted: running, lease removed, released_fence = the fence, deferrals + 1; a new lease is fence + 1', async () => {
+    const { a, leased } = await running('w-r');
+    const released = await s.actions.releaseLease({ tenant_id: TENANT, action_id: a.id, owner: 'w-r', fence: leased.fence });
+    expect(released).toMatchObject({ status: 'running', fence: leased.fence, released_fence: leased.fence, deferrals: 1, revision: leased.revision + 1 });
+    expect(released.lease_owner).toBeUndefined();
+    expect(released.lease_expires_at).toBeUndefined();
+    // No live lease: the next attempt takes one at once (no expiry to wait for), and the count survives it.
+    const next = await s.actions.acquireLease({ tenant_id: TENANT, action_id: a.id, owner: 'w-s', ttl_ms: 30_000, expected_revision: released.revision });
+    expect(next).toMatchObject({ fence: leased.fence + 1, released_fence: leased.fence, deferrals: 1 });
+    const again = await s.actions.releaseLease({ tenant_id: TENANT, action_id: a.id, owner: 'w-s', fence: next.fence });
+    expect(again).toMatchObject({ released_fence: next.fence, deferrals: 2 });
+  });
+
+  it('releaseLease is fenced: an older fence or another owner is action.fence_stale and writes nothing', async () => {
+    const { a, leased: first } = await running('zombie-r');
+    s.clock.advance(30_001);
+    const second = await s.actions.acquireLease({ tenant_id: TENANT, action_id: a.id, owner: 'rescuer-r', ttl_ms: 30_000, expected_revision: first.revision });
+    const stale = await aipError(s.actions.releaseLease({ tenant_id: TENANT, action_id: a.id, owner: 'zombie-r', fence: first.fence }));
+    expect(stale.code).toBe('action.fence_stale');
+    expect(stale.details).toMatchObject({ held_fence: first.fence, current_fence: second.fence });
+    const notOwner = await aipError(s.actions.releaseLease({ tenant_id: TENANT, action_id: a.id, owner: 'zombie-r', fence: second.fence }));
+    expect(notOwner.code).toBe('action.fence_stale');
+    expect(await s.actions.get({ tenant_id: TENANT, action_id: a.id })).toEqual(second);
+  });
+
   it('rejects malformed lease requests', async () => {
     const a = action();
     await s.actions.create({ tenant_id: TENANT, principal: PRINCIPAL, action: a });

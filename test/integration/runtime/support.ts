@@ -24,7 +24,7 @@ import type {
 import { ArmedCrashPoints } from '../../../lib/runtime/crash-points.js';
 import { parseRuntimeSettingsInput, type RuntimeSettingsInput } from '../../../lib/runtime/config.js';
 import { staticConnectorHost, type ConnectorHost, type HostedConnector, type ReadDeps, type RuntimeLogger } from '../../../lib/runtime/deps.js';
-import { CapabilityRegistry } from '../../../lib/runtime/registry.js';
+import { CapabilityRegistry, type ManifestSource } from '../../../lib/runtime/registry.js';
 import { verifyReceiptChain } from '../../../lib/runtime/receipts.js';
 import { Runtime } from '../../../lib/runtime/runtime.js';
 import type { AttemptOutcome } from '../../../lib/runtime/types.js';
@@ -83,6 +83,8 @@ export interface HarnessOptions {
   readonly prefix?: string;
   /** Register these manifests instead of the connectors' own (e.g. to test registry rejection). */
   readonly manifests?: readonly DefinedConnector[];
+  /** Register these discovered manifests (e.g. what a remote connector host publishes) instead of the connectors' own. */
+  readonly discovered?: readonly ManifestSource[];
   /** The runtime's logger (tests that inspect what it logs). */
   readonly logger?: RuntimeLogger;
 }
@@ -121,7 +123,10 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
   const scheduler = new RecordingScheduler();
   const crash = new ArmedCrashPoints();
   const hosted = options.connectors.map((c) => ('connector' in c ? c : { connector: c }));
-  const manifests = (options.manifests ?? hosted.map((h) => h.connector as DefinedConnector)).map((c) => c.manifest());
+  const manifests: ManifestSource[] =
+    options.discovered !== undefined
+      ? [...options.discovered]
+      : (options.manifests ?? hosted.map((h) => h.connector as DefinedConnector)).map((c) => c.manifest());
   const registry = CapabilityRegistry.fromManifests(manifests);
   const readDeps: ReadDeps = {
     ...table.stores,

@@ -135,6 +135,48 @@ describe('invoke worker', () => {
     expect(lines.find((l) => l.fields.message_id === 'm1')?.fields).toMatchObject({ disposition: 'deferred', retry_after_ms: 1500 });
   });
 
+  it('makes a deferred record visible again after its retry_after_ms (by its receipt handle) before reporting it failed', async () => {
+    const { obs, lines } = recordingObservability();
+    const redelivered: { handle: string; delayMs: number }[] = [];
+    const receives: Record<string, number | undefined> = {};
+    const handler = createInvokeHandler({
+      runtime: async () => ({
+        runAttempt: async (m: InvokeMessage, budget?: { receive_count?: number }) => {
+          receives[m.action_id] = budget?.receive_count;
+          if (m.action_id === 'busy') return { disposition: 'deferred', retry: true, retry_after_ms: 2_345, reason: 'connector.remote_capacity_exhausted' };
+          return m.action_id === 'held' ? { disposition: 'deferred', retry: true } : { disposition: 'settled', retry: false };
+        },
+        redeliverInvokeAfter: async (handle: string, delayMs: number) => {
+          redelivered.push({ handle, delayMs });
+        },
+      }),
+      observability: obs,
+    });
+    const res = await handler(event(msg('m1', invoke('busy'), 3), msg('m2', invoke('held')), msg('m3', invoke('ok'))), context());
+    expect(res.batchItemFailures).toEqual([{ itemIdentifier: 'm1' }, { itemIdentifier: 'm2' }]);
+    // Each record's receive count reaches the Runtime (it bounds the deferrals).
+    expect(receives).toEqual({ busy: 3, held: 1, ok: 1 });
+    // Only the outcome that names a delay changes the visibility; the other keeps the queue's visibility timeout.
+    expect(redelivered).toEqual([{ handle: 'rh-m1', delayMs: 2_345 }]);
+    expect(lines.find((l) => l.fields.message_id === 'm1')?.fields).toMatchObject({ reason: 'connector.remote_capacity_exhausted', retry_after_ms: 2_345 });
+  });
+
+  it('still reports a deferred record failed when its visibility change fails (the visibility timeout applies)', async () => {
+    const { obs, lines } = recordingObservability();
+    const handler = createInvokeHandler({
+      runtime: async () => ({
+        runAttempt: async () => ({ disposition: 'deferred', retry: true, retry_after_ms: 1_000 }),
+        redeliverInvokeAfter: async () => {
+          throw new AipError('queue.send_failed');
+        },
+      }),
+      observability: obs,
+    });
+    const res = await handler(event(msg('m1', invoke('busy'))), context());
+    expect(res.batchItemFailures).toEqual([{ itemIdentifier: 'm1' }]);
+    expect(lines.find((l) => l.level === 'warn' && l.fields.message_id === 'm1')?.fields).toMatchObject({ error_code: 'queue.send_failed' });
+  });
+
   it('fails invalid bodies and messages of the other kind without calling the runtime', async () => {
     let calls = 0;
     const { obs, lines } = recordingObservability();
