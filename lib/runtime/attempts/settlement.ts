@@ -286,7 +286,7 @@ export async function settleAttempt(k: Kernel, req: SettleRequest): Promise<Atte
   const transaction = held !== undefined && classified.to !== undefined ? transactionSettlement(k, req, held, classified.to) : undefined;
   const statusAfter = transaction !== undefined ? transaction.input.to : req.txn?.status;
   const actionSettle: IntentOf<'action.settle'> = { kind: 'action.settle', input: actionSettlement(k, { ...req, result }, statusAfter) };
-  const idempotency = reservationSettlement(k, action, req.fence, result, req.txn !== undefined, statusAfter);
+  const idempotency = reservationSettlement(action, req.fence, result, req.txn !== undefined, statusAfter);
   const settleTxn = held !== undefined && transaction !== undefined ? k.journal.settle(held, transaction.input, transaction.evidence) : undefined;
 
   let withIdempotency = idempotency !== undefined;
@@ -448,7 +448,6 @@ export async function redactOriginalInput(k: Kernel, txn: TransactionRecord): Pr
 
 /** What the attempt writes to its reservation, if the action has a key: "never deleted on an ambiguous error", an unknown outcome marks it uncertain. */
 function reservationSettlement(
-  k: Kernel,
   action: ActionRecord,
   fence: number,
   result: ActionResult,
@@ -459,13 +458,13 @@ function reservationSettlement(
   if (key === undefined) return undefined;
   const scope = { tenant_id: action.tenant_id, principal_id: action.principal.id, key, action_id: action.action_id, fence };
   const uncertain = transactionStatus === 'outcome_unknown' || (!hasTransaction && result.error !== undefined && isUncertainFailure(result.error));
-  return uncertain
-    ? { kind: 'idempotency.mark_uncertain', input: scope }
-    : { kind: 'idempotency.complete', input: { ...scope, result, retention_seconds: k.config.idempotency.retention_seconds } };
+  // A definitive outcome leaves the reservation as admitted: a held key whose action has settled answers the
+  // action's result (pipeline/idempotency.ts heldKey), so the settlement writes one item less (2 WRU).
+  return uncertain ? { kind: 'idempotency.mark_uncertain', input: scope } : undefined;
 }
 
 async function settleIdempotency(k: Kernel, action: ActionRecord, fence: number, result: ActionResult, txn: TransactionRecord | undefined): Promise<void> {
-  const settlement = reservationSettlement(k, action, fence, result, txn !== undefined, txn?.status);
+  const settlement = reservationSettlement(action, fence, result, txn !== undefined, txn?.status);
   if (settlement === undefined) return;
   try {
     await k.write(settlement);

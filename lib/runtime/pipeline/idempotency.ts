@@ -7,8 +7,16 @@
  */
 import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import type { ActionResult, TransactionContext } from '../../../packages/connector-sdk/src/protocol/index.js';
-import { idempotencyFingerprint, idempotencyInFlightError, idempotencyOutcomeUnknownError, type ReserveInput } from '../../ports/idempotency-store.js';
+import {
+  idempotencyFingerprint,
+  idempotencyInFlightError,
+  idempotencyOutcomeUnknownError,
+  type ReserveInput,
+  type ReserveOutcome,
+} from '../../ports/idempotency-store.js';
+import { isUncertainFailure } from '../attempts/settlement.js';
 import { deriveTransactionId, type Kernel } from '../kernel.js';
+import { isTerminalAction } from './action-record.js';
 import type { AdmittedAction, Admission } from './state.js';
 
 /** Action.transaction as the caller sent it: a runtime-generated transaction ID is not part of the request. */
@@ -48,6 +56,25 @@ export function reserveInput(k: Kernel, adm: Admission, fence: number): ReserveI
   };
 }
 
+/** Who holds a key, as a refused reservation answers it. */
+export type HeldKey = Exclude<ReserveOutcome, { outcome: 'reserved' }>;
+
+/**
+ * What a held key means. The settlement of a definitive outcome does not
+ * rewrite the reservation (docs/table-design.md, "idempotency"): one still
+ * `in_flight` whose action has settled is completed with the action's result,
+ * read from the action it names (one consistent read, on a replay only). An
+ * uncertain outcome marks the reservation in the settlement's own write, so a
+ * settled action with an uncertain result is answered as uncertain all the same.
+ */
+export async function heldKey(k: Kernel, tenant_id: string, held: HeldKey): Promise<HeldKey> {
+  if (held.outcome !== 'in_flight') return held;
+  const action = await k.deps.actions.get({ tenant_id, action_id: held.reservation.action_id });
+  if (action === undefined || !isTerminalAction(action.status) || action.result === undefined) return held;
+  if (action.result.status === 'failed' && isUncertainFailure(action.result.error)) return { outcome: 'uncertain', reservation: held.reservation };
+  return { outcome: 'completed', result: action.result, reservation: held.reservation };
+}
+
 /** Reserves the key for this action; returns a stored result to replay, or undefined to continue. */
 export async function reserveIdempotency(k: Kernel, adm: AdmittedAction): Promise<{ replay?: ActionResult; from_action_id?: string }> {
   const input = reserveInput(k, adm, adm.record.fence);
@@ -56,8 +83,9 @@ export async function reserveIdempotency(k: Kernel, adm: AdmittedAction): Promis
   if (written.committed) return {};
   const refusal = written.refused[0];
   // Held by an earlier request: what it answers; a fingerprint mismatch is thrown.
-  const out = refusal?.kind === 'idempotency.reserve' ? refusal.current : undefined;
-  if (out === undefined) throw refusal?.error ?? new AipError('internal.unexpected', 'reservation refused without a reason');
+  const current = refusal?.kind === 'idempotency.reserve' ? refusal.current : undefined;
+  if (current === undefined) throw refusal?.error ?? new AipError('internal.unexpected', 'reservation refused without a reason');
+  const out = await heldKey(k, adm.tenant_id, current);
   switch (out.outcome) {
     case 'in_flight':
       if (out.reservation.action_id === adm.action.id) return {}; // our own reservation (a resumed admission)
