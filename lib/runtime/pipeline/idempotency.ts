@@ -8,6 +8,7 @@
 import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import type { ActionResult, TransactionContext } from '../../../packages/connector-sdk/src/protocol/index.js';
 import {
+  IDEMPOTENCY_SETTLEMENT_ALLOWANCE_SECONDS,
   idempotencyFingerprint,
   idempotencyInFlightError,
   idempotencyOutcomeUnknownError,
@@ -16,7 +17,7 @@ import {
 } from '../../ports/idempotency-store.js';
 import { isUncertainFailure } from '../attempts/settlement.js';
 import { deriveTransactionId, type Kernel } from '../kernel.js';
-import { isTerminalAction } from './action-record.js';
+import { actionResultOf, isTerminalAction } from './action-record.js';
 import type { AdmittedAction, Admission } from './state.js';
 
 /** Action.transaction as the caller sent it: a runtime-generated transaction ID is not part of the request. */
@@ -52,7 +53,9 @@ export function reserveInput(k: Kernel, adm: Admission, fence: number): ReserveI
     action_id: adm.action.id,
     fence,
     ...(adm.action.transaction?.transaction_id !== undefined ? { transaction_id: adm.action.transaction.transaction_id } : {}),
-    retention_seconds: k.config.idempotency.retention_seconds,
+    // The retention is promised from the settlement, which this write cannot know: it adds the allowance within which
+    // an action is expected to settle, so that settlement need not rewrite the reservation (attempts/settlement.ts).
+    retention_seconds: k.config.idempotency.retention_seconds + IDEMPOTENCY_SETTLEMENT_ALLOWANCE_SECONDS,
   };
 }
 
@@ -60,19 +63,22 @@ export function reserveInput(k: Kernel, adm: Admission, fence: number): ReserveI
 export type HeldKey = Exclude<ReserveOutcome, { outcome: 'reserved' }>;
 
 /**
- * What a held key means. The settlement of a definitive outcome does not
- * rewrite the reservation (docs/table-design.md, "idempotency"): one still
- * `in_flight` whose action has settled is completed with the action's result,
- * read from the action it names (one consistent read, on a replay only). An
- * uncertain outcome marks the reservation in the settlement's own write, so a
- * settled action with an uncertain result is answered as uncertain all the same.
+ * What a held key means. The settlement of a definitive outcome within the
+ * settlement allowance does not rewrite the reservation (docs/table-design.md,
+ * "idempotency"): one still `in_flight` whose action has settled answers as
+ * completed with the action's result, read from the action it names (one
+ * consistent read, on a refused reservation only). An uncertain outcome marks
+ * the reservation in the settlement's own write; a settled action whose result
+ * is an uncertain failure is answered as uncertain all the same. A key whose
+ * action is not terminal (or whose record is gone) stays in flight.
  */
 export async function heldKey(k: Kernel, tenant_id: string, held: HeldKey): Promise<HeldKey> {
   if (held.outcome !== 'in_flight') return held;
   const action = await k.deps.actions.get({ tenant_id, action_id: held.reservation.action_id });
-  if (action === undefined || !isTerminalAction(action.status) || action.result === undefined) return held;
-  if (action.result.status === 'failed' && isUncertainFailure(action.result.error)) return { outcome: 'uncertain', reservation: held.reservation };
-  return { outcome: 'completed', result: action.result, reservation: held.reservation };
+  if (action === undefined || !isTerminalAction(action.status)) return held;
+  const result = actionResultOf(action);
+  if (result.status === 'failed' && isUncertainFailure(result.error)) return { outcome: 'uncertain', reservation: held.reservation };
+  return { outcome: 'completed', result, reservation: held.reservation };
 }
 
 /** Reserves the key for this action; returns a stored result to replay, or undefined to continue. */
