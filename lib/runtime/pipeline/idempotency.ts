@@ -91,10 +91,11 @@ export async function reserveIdempotency(k: Kernel, adm: AdmittedAction): Promis
   // Held by an earlier request: what it answers; a fingerprint mismatch is thrown.
   const current = refusal?.kind === 'idempotency.reserve' ? refusal.current : undefined;
   if (current === undefined) throw refusal?.error ?? new AipError('internal.unexpected', 'reservation refused without a reason');
+  // Our own reservation (a resumed admission: this action is not terminal), without reading the action.
+  if (current.outcome === 'in_flight' && current.reservation.action_id === adm.action.id) return {};
   const out = await heldKey(k, adm.tenant_id, current);
   switch (out.outcome) {
     case 'in_flight':
-      if (out.reservation.action_id === adm.action.id) return {}; // our own reservation (a resumed admission)
       throw idempotencyInFlightError(out);
     case 'completed':
       return { replay: out.result, from_action_id: out.reservation.action_id };
