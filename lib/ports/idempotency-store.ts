@@ -22,8 +22,11 @@
  * - There is NO delete operation. A reservation is never removed on an
  *   error path; an ambiguous error marks it `uncertain`, which also removes
  *   its expiry (kept until reconciliation completes it).
- * - Retention: TTL attribute `ttl`, 24 h by default (configurable), counted
- *   from the reservation and restarted at completion.
+ * - Retention: TTL attribute `ttl`, 24 h by default (configurable). The
+ *   runtime reserves for the retention plus
+ *   {@link IDEMPOTENCY_SETTLEMENT_ALLOWANCE_SECONDS}; a settlement within the
+ *   allowance leaves the reservation `in_flight` (its settled action answers
+ *   for it), a later one completes it, which restarts the retention.
  *
  * Errors (all AipError): `idempotency.fingerprint_mismatch`,
  * `idempotency.not_owner` (complete/markUncertain/adopt by a non-owner, a
@@ -45,6 +48,17 @@ import {
 
 /** Default retention of a reservation: 24 hours. */
 export const DEFAULT_IDEMPOTENCY_RETENTION_SECONDS = 24 * 3600;
+/**
+ * How long after its action's creation a settlement is expected. The admission
+ * writes the reservation with the retention plus this allowance, so an action
+ * that settles within it keeps its key answering its result for the whole
+ * retention counted from the settlement without the reservation being
+ * rewritten: a held `in_flight` key whose action has settled answers the
+ * action's result. A later settlement (an approval-gated action, a recovered
+ * attempt) completes the reservation in its own write, restarting the
+ * retention (docs/table-design.md, "idempotency").
+ */
+export const IDEMPOTENCY_SETTLEMENT_ALLOWANCE_SECONDS = 3_600;
 /** Default retry hint for an in-flight reservation. */
 export const DEFAULT_IDEMPOTENCY_RETRY_AFTER_MS = 1_000;
 /** Version tag hashed into every fingerprint (bump when the covered fields change). */

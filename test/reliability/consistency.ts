@@ -31,8 +31,11 @@
  *   with `next_reconcile_at`, which the schedule or the sweeper picks up;
  *   `reconciling`/attempt statuses, which the sweeper re-drives; `planned`,
  *   which expires), otherwise `stuck` (escalated to a human). Idempotency
- *   records are `completed`, or `uncertain` only while their transaction is
- *   `outcome_unknown`; an `in_flight` one left behind is stuck.
+ *   records are `completed`, `in_flight` only while the action they name has
+ *   settled (a prompt settlement leaves the reservation as admitted and the key
+ *   answers the action's result), or `uncertain` only while their transaction
+ *   is `outcome_unknown`; an `in_flight` one whose action is not terminal is
+ *   stuck.
  * - chains: each transaction's receipts (read from the table, in `seq` order)
  *   verify with `verifyReceiptChain` against the record's anchor
  *   (`receipt_count`, `receipt_head`), and the last receipt's status is the
@@ -358,8 +361,12 @@ export function checkConsistency(input: ConsistencyInput): ConsistencyReport {
     const status = str(r.status) ?? '?';
     bump(counts, `idempotency_${status}`);
     const t = txnOf(str(r.tenant_id) ?? '', str(r.transaction_id));
-    if (status === 'in_flight') stuck.push(`idempotency ${str(r.PK)}: in_flight (action ${str(r.action_id)})`);
-    else if (status === 'uncertain' && t?.status !== 'outcome_unknown')
+    if (status === 'in_flight') {
+      const owner = actions.get(`${str(r.tenant_id) ?? ''}/${str(r.action_id) ?? ''}`);
+      if (owner === undefined || !TERMINAL_ACTION.has(owner.status))
+        stuck.push(`idempotency ${str(r.PK)}: in_flight (action ${str(r.action_id)} is ${owner?.status ?? 'missing'})`);
+      else bump(counts, 'idempotency_answered_by_action');
+    } else if (status === 'uncertain' && t?.status !== 'outcome_unknown')
       stuck.push(`idempotency ${str(r.PK)}: uncertain while transaction ${str(r.transaction_id)} is ${t?.status ?? 'missing'}`);
   }
 

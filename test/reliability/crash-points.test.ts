@@ -31,7 +31,8 @@
  *   accepted in every case);
  * - nothing lost: every action terminal with its result, the transaction
  *   record present with its result, its receipts contiguous (the count and
- *   head the record anchors), and an idempotent resubmission replays the
+ *   head the record anchors), and an idempotent resubmission (the same action, or
+ *   the same request under the key from a new action ID) replays the
  *   stored result without reaching the provider;
  * - no blind retry: every charge request the provider saw for the intent
  *   carried the intent's one idempotency key (a second one is the declared
@@ -502,6 +503,17 @@ async function runCase(c: CrashCase): Promise<void> {
   expect(replay.disposition).toBe('replayed');
   expect(replay.action_result).toMatchObject({
     status: stored.action_result.status,
+    ...(stored.action_result.output !== undefined ? { output: stored.action_result.output } : {}),
+  });
+  expect(charges(before)).toEqual([]);
+  // So does the same request from a new action ID: the key answers the action's final result (read from the action
+  // when the settlement left the reservation as admitted), and the provider still sees nothing.
+  const again = await client.submitAction({ ...body, id: uid(`${c.flow}-again`) });
+  expect(again.disposition).toBe('replayed');
+  expect(again.action_result).toMatchObject({
+    status: stored.action_result.status,
+    replayed: true,
+    metadata: { replayed_from: id },
     ...(stored.action_result.output !== undefined ? { output: stored.action_result.output } : {}),
   });
   expect(charges(before)).toEqual([]);

@@ -32,6 +32,7 @@ import {
   type TransactionMode,
 } from '../../../packages/connector-sdk/src/protocol/index.js';
 import type { ActionRecord, SettleActionInput } from '../../ports/action-store.js';
+import { IDEMPOTENCY_SETTLEMENT_ALLOWANCE_SECONDS } from '../../ports/idempotency-store.js';
 import type { IntentOf, WriteIntent } from '../../ports/unit-of-work.js';
 import type { SettleInput, TransactionRecord } from '../../ports/transaction-store.js';
 import { DEFAULT_RECONCILE_DELAY_MS, type SettleOutcome } from '../../transactions/state-machine.js';
@@ -286,7 +287,7 @@ export async function settleAttempt(k: Kernel, req: SettleRequest): Promise<Atte
   const transaction = held !== undefined && classified.to !== undefined ? transactionSettlement(k, req, held, classified.to) : undefined;
   const statusAfter = transaction !== undefined ? transaction.input.to : req.txn?.status;
   const actionSettle: IntentOf<'action.settle'> = { kind: 'action.settle', input: actionSettlement(k, { ...req, result }, statusAfter) };
-  const idempotency = reservationSettlement(k, action, req.fence, result, req.txn !== undefined, statusAfter);
+  const idempotency = reservationSettlement(k, action, req.fence, result, req.txn !== undefined, statusAfter, actionSettle.input.retention_seconds);
   const settleTxn = held !== undefined && transaction !== undefined ? k.journal.settle(held, transaction.input, transaction.evidence) : undefined;
 
   let withIdempotency = idempotency !== undefined;
@@ -373,16 +374,17 @@ export interface FinishRequest {
 /** Action settle (fenced), idempotency, then reconciliation scheduling / escalation. Idempotent on redelivery. */
 export async function finishSideRecords(k: Kernel, req: FinishRequest): Promise<AttemptOutcome> {
   const { action, txn, result } = req;
+  const input = actionSettlement(k, req, txn?.status);
   let settled: ActionRecord;
   try {
-    settled = await k.write({ kind: 'action.settle', input: actionSettlement(k, req, txn?.status) });
+    settled = await k.write({ kind: 'action.settle', input });
   } catch (err) {
     if (isAipError(err, 'action.fence_stale') || isAipError(err, 'action.state_conflict'))
       return superseded(action, { fence: req.fence, ...(txn ? { txn } : {}) }, 'action_fence_moved');
     throw err;
   }
 
-  await settleIdempotency(k, action, req.fence, result, txn);
+  await settleIdempotency(k, action, req.fence, result, txn, input.retention_seconds);
   if (txn !== undefined) await afterTransactionSettled(k, txn, req.mode, action, req.original);
   return settledOutcome(action, req.fence, txn, settled.result ?? result);
 }
@@ -446,7 +448,13 @@ export async function redactOriginalInput(k: Kernel, txn: TransactionRecord): Pr
   }
 }
 
-/** What the attempt writes to its reservation, if the action has a key: "never deleted on an ambiguous error", an unknown outcome marks it uncertain. */
+/**
+ * What the attempt writes to its reservation, if the action has a key: "never deleted on an ambiguous error", an
+ * unknown outcome marks it uncertain. A definitive outcome writes nothing when the reservation as admitted already
+ * outlives the retention counted from now and the action record outlives the reservation: the held key then answers
+ * the action's result (pipeline/idempotency.ts heldKey), one item (2 WRU) less per settlement. Otherwise (a late
+ * settlement, an action kept for less time than its key) the reservation is completed with the result, as before.
+ */
 function reservationSettlement(
   k: Kernel,
   action: ActionRecord,
@@ -454,18 +462,42 @@ function reservationSettlement(
   result: ActionResult,
   hasTransaction: boolean,
   transactionStatus: TransactionRecord['status'] | undefined,
+  actionRetentionSeconds: number | undefined,
 ): IntentOf<'idempotency.complete'> | IntentOf<'idempotency.mark_uncertain'> | undefined {
   const key = action.action.idempotency_key;
   if (key === undefined) return undefined;
   const scope = { tenant_id: action.tenant_id, principal_id: action.principal.id, key, action_id: action.action_id, fence };
   const uncertain = transactionStatus === 'outcome_unknown' || (!hasTransaction && result.error !== undefined && isUncertainFailure(result.error));
-  return uncertain
-    ? { kind: 'idempotency.mark_uncertain', input: scope }
-    : { kind: 'idempotency.complete', input: { ...scope, result, retention_seconds: k.config.idempotency.retention_seconds } };
+  if (uncertain) return { kind: 'idempotency.mark_uncertain', input: scope };
+  if (reservationOutlivesSettlement(k, action, actionRetentionSeconds)) return undefined;
+  return { kind: 'idempotency.complete', input: { ...scope, result, retention_seconds: k.config.idempotency.retention_seconds } };
 }
 
-async function settleIdempotency(k: Kernel, action: ActionRecord, fence: number, result: ActionResult, txn: TransactionRecord | undefined): Promise<void> {
-  const settlement = reservationSettlement(k, action, fence, result, txn !== undefined, txn?.status);
+/** Margin for the clocks of the admitting and the settling process. */
+const SETTLEMENT_CLOCK_MARGIN_MS = 5 * 60_000;
+
+/**
+ * Whether the reservation as the admission wrote it answers for the whole retention counted from now: it was reserved
+ * no earlier than the action was created, for the retention plus IDEMPOTENCY_SETTLEMENT_ALLOWANCE_SECONDS
+ * (pipeline/idempotency.ts reserveInput), so it does when the action is younger than the allowance; and its answer is
+ * read from the action, so the action's own retention (if any) must not end before the reservation's.
+ */
+function reservationOutlivesSettlement(k: Kernel, action: ActionRecord, actionRetentionSeconds: number | undefined): boolean {
+  const allowanceMs = IDEMPOTENCY_SETTLEMENT_ALLOWANCE_SECONDS * 1000;
+  const age = k.now().getTime() - Date.parse(action.created_at);
+  if (!(age <= allowanceMs - SETTLEMENT_CLOCK_MARGIN_MS)) return false;
+  return actionRetentionSeconds === undefined || actionRetentionSeconds >= k.config.idempotency.retention_seconds + IDEMPOTENCY_SETTLEMENT_ALLOWANCE_SECONDS;
+}
+
+async function settleIdempotency(
+  k: Kernel,
+  action: ActionRecord,
+  fence: number,
+  result: ActionResult,
+  txn: TransactionRecord | undefined,
+  actionRetentionSeconds: number | undefined,
+): Promise<void> {
+  const settlement = reservationSettlement(k, action, fence, result, txn !== undefined, txn?.status, actionRetentionSeconds);
   if (settlement === undefined) return;
   try {
     await k.write(settlement);

@@ -30,7 +30,7 @@ import { toTransactionResult } from '../view.js';
 import { actionResultOf, assertResubmission, ensureActionRecord, finishUnstartedAction, isTerminalAction } from './action-record.js';
 import { policySnapshot, selectApprovalPolicy } from './approval-policy.js';
 import { assertIdempotencyKey, assertModeDeclared, lookupAndValidate } from './capability.js';
-import { reserveIdempotency, reserveInput } from './idempotency.js';
+import { heldKey, reserveIdempotency, reserveInput } from './idempotency.js';
 import { submitOutcome } from './outcome.js';
 import { resolveTargets, transactionTarget } from './targets.js';
 import { recordedActor } from '../authority.js';
@@ -434,7 +434,7 @@ async function admitAtomically(k: Kernel, adm: Admission): Promise<SubmitOutcome
     return resubmission(k, { ...adm, record: out.existing_action, created: false });
   }
   if (out.reservation_error !== undefined) return rejectUnadmitted(k, adm, out.reservation_error);
-  const held = out.reservation;
+  const held = out.reservation !== undefined ? await heldKey(k, adm.tenant_id, out.reservation) : undefined;
   if (held !== undefined) {
     switch (held.outcome) {
       case 'completed': {

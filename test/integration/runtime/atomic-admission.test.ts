@@ -70,7 +70,11 @@ describe('Folded admission through the runtime', () => {
     const action = await h.stores.actions.get({ tenant_id: TENANT, action_id: a });
     expect(action?.status).toBe('completed');
     expect(provider.count('invoke', action?.transaction_id as string)).toBe(1);
-    expect(await h.stores.idempotency.get({ tenant_id: TENANT, principal_id: 'agent-1', key })).toMatchObject({ status: 'completed', action_id: a });
+    // The key is held by that action and answers its result: the same request from a new action ID is a replay.
+    const replay = await h.runtime.submit(caller(), exec(uid('a'), key));
+    expect(replay.action_result).toMatchObject({ status: 'completed', replayed: true, output: action?.result?.output, metadata: { replayed_from: a } });
+    expect(await h.drain()).toEqual([]);
+    expect(provider.count('invoke', action?.transaction_id as string)).toBe(1);
     expect((await h.verifyChain(action?.transaction_id as string)).valid).toBe(true);
   });
 
@@ -105,7 +109,7 @@ describe('Folded admission through the runtime', () => {
     expect(provider.count('commit', tx)).toBe(1);
   });
 
-  it('settlement is one write: the transaction, the action and the reservation are settled together', async () => {
+  it('settlement is one write: the transaction and the action are settled together, and from then on the key answers their result', async () => {
     const a = uid('a');
     const key = uid('k');
     await h.runtime.submit(caller(), exec(a, key));
@@ -115,10 +119,15 @@ describe('Folded admission through the runtime', () => {
     const txn = await h.table.store.get({ tenant_id: TENANT, transaction_id: action?.transaction_id as string });
     expect(action).toMatchObject({ status: 'completed', fence: 1 });
     expect(txn).toMatchObject({ status: 'committed', result: action?.result });
-    expect(await h.stores.idempotency.get({ tenant_id: TENANT, principal_id: 'agent-1', key })).toMatchObject({
-      status: 'completed',
-      fence: 0, // the admission's: the attempt does not adopt it (its settlement is fenced on the action)
-      result: action?.result,
-    });
+    // The reservation stays as admitted (fence 0: the attempt does not adopt it) and is not rewritten ...
+    expect(await h.stores.idempotency.get({ tenant_id: TENANT, principal_id: 'agent-1', key })).toMatchObject({ status: 'in_flight', fence: 0, action_id: a });
+    // ... yet the key answers the settled result, never idempotency.in_flight: the settlement is what made it answer.
+    const calls = provider.count('invoke', txn?.transaction_id);
+    const late = uid('a');
+    const replay = await h.runtime.submit(caller(), exec(late, key));
+    expect(replay.disposition).toBe('replayed');
+    expect(replay.action_result).toMatchObject({ ...action?.result, action_id: a, replayed: true, metadata: { replayed_from: a } });
+    expect(await h.drain()).toEqual([]);
+    expect(provider.count('invoke', txn?.transaction_id)).toBe(calls);
   });
 });

@@ -119,7 +119,8 @@ describe('A first attempt: the route by its own put-if-absent, then the action l
     const worker = requests.filter((r) => r.command !== 'GetItem');
     expect(worker.map((r) => r.command)).toEqual(['BatchGetItem', 'PutItem', 'UpdateItem', 'TransactWriteItems', 'TransactWriteItems']);
     expect(worker[3]?.items).toEqual(['Update:TXN', 'Put:RCPT', 'ConditionCheck:ACTION']);
-    expect(worker[4]?.items).toEqual(['Update:TXN', 'Put:RCPT', 'Update:ACTION', 'Update:IDEM']);
+    // The reservation is not rewritten by a prompt settlement (the key answers the action's result).
+    expect(worker[4]?.items).toEqual(['Update:TXN', 'Put:RCPT', 'Update:ACTION']);
     expect(requests.every((r) => r.ok)).toBe(true);
     expect(await routeOf(h, a)).toMatchObject({ action_id: a, capability_id: 'pay.transfer', replica: 'local-0', endpoint: 'in-process', fence_token: 1 });
     expect((await routeOf(h, a))?.admission_reservation).toBe(await lastAttemptOf(h, tx));

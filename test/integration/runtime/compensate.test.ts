@@ -59,9 +59,16 @@ describe('Compensation is a new governed action', () => {
     expect(await codeOf(h.runtime.submit(caller(), compensate(uid('nobody'), { idempotency_key: key })))).toBe('runtime.compensation_target_not_found');
     expect(await h.stores.idempotency.get({ tenant_id: TENANT, principal_id: caller().principal.id, key })).toBeUndefined();
     const ok = await executed();
-    expect((await h.runtime.submit(caller(), compensate(ok.a, { idempotency_key: key }))).disposition).toBe('accepted');
+    const corrected = compensate(ok.a, { idempotency_key: key });
+    expect((await h.runtime.submit(caller(), corrected)).disposition).toBe('accepted');
     await h.drain();
-    expect((await h.stores.idempotency.get({ tenant_id: TENANT, principal_id: caller().principal.id, key }))?.status).toBe('completed');
+    // The key now answers the compensation's result: the same request again is a replay that calls nothing.
+    const calls = provider.calls.length;
+    const again = await h.runtime.submit(caller(), { ...corrected, id: uid('k') });
+    expect(again.disposition).toBe('replayed');
+    expect(again.action_result).toMatchObject({ status: 'completed', replayed: true, metadata: { replayed_from: corrected.id } });
+    expect(await h.drain()).toEqual([]);
+    expect(provider.calls.length).toBe(calls);
   });
 
   it('a narrow partial-failure path qualifies when a non-retryable error records both side_effects_committed: true and compensation_required: true', async () => {

@@ -116,14 +116,17 @@ describe('Crash points', () => {
     expect(provider.count('invoke', tx)).toBe(1);
   });
 
-  it('during_settlement: transaction, action and reservation settled in one write; the redelivery finds them settled and calls nothing', async () => {
+  it('during_settlement: transaction and action settled in one write, the key answers their result; the redelivery finds them settled and calls nothing', async () => {
     const key = uid('key');
     const { a, tx } = await submit('pay.transfer', {}, { idempotency_key: key });
     h.crash.arm('during_settlement');
     expect(await h.drain()).toEqual([]);
     expect((await record(tx))?.status).toBe('committed');
     expect((await action(a))?.result).toMatchObject({ status: 'completed', output: { amount: 100 } });
-    expect((await h.stores.idempotency.get({ tenant_id: TENANT, principal_id: caller().principal.id, key }))?.status).toBe('completed');
+    // The same request under the key, before the redelivery: the settled result, as a replay, with no second call.
+    const replay = await h.runtime.submit(caller(), transfer(uid('a'), { transaction: { mode: 'execute', transaction_id: tx }, idempotency_key: key }));
+    expect(replay.disposition).toBe('replayed');
+    expect(replay.action_result).toMatchObject({ status: 'completed', replayed: true, output: { amount: 100 }, metadata: { replayed_from: a } });
     h.clock.advance(LEASE);
     expect((await h.drain()).map((o) => o.disposition)).toEqual(['already_settled']);
     expect(provider.count('invoke', tx)).toBe(1);

@@ -2,7 +2,7 @@
  * Pipeline step 7: idempotency reservations.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { idempotencyFingerprint } from '../../../lib/ports/idempotency-store.js';
+import { IDEMPOTENCY_SETTLEMENT_ALLOWANCE_SECONDS, idempotencyFingerprint } from '../../../lib/ports/idempotency-store.js';
 import { uid } from '../../support/transaction-fixtures.js';
 import { TestProvider, testConnector, transfer } from './connectors.js';
 import { TENANT, caller, codeOf, createHarness, errorOf, type Harness } from './support.js';
@@ -72,15 +72,22 @@ describe('Idempotency reservations', () => {
     expect((await h.runtime.getAction(caller(), TENANT, second)).action_result).toMatchObject({ status: 'completed', replayed: true });
   });
 
-  it('a reservation is owned by its action: the attempt completes it in the commit that settles the fenced action, without adopting it first', async () => {
+  it('a reservation is owned by its action: the attempt neither adopts nor rewrites it, and once the fenced action settles the key answers its result', async () => {
     const key = uid('k');
     const a = uid('a');
     await h.runtime.submit(caller(), plain(a, key));
     expect((await h.stores.idempotency.get({ tenant_id: TENANT, principal_id: 'agent-1', key }))?.fence).toBe(0);
     await h.drain();
     const r = await h.stores.idempotency.get({ tenant_id: TENANT, principal_id: 'agent-1', key });
-    expect(r).toMatchObject({ status: 'completed', fence: 0, action_id: a });
-    expect((await h.stores.actions.get({ tenant_id: TENANT, action_id: a }))?.fence).toBe(1);
+    expect(r).toMatchObject({ status: 'in_flight', fence: 0, action_id: a, revision: 1 });
+    const settled = await h.stores.actions.get({ tenant_id: TENANT, action_id: a });
+    expect(settled).toMatchObject({ status: 'completed', fence: 1 });
+    const calls = provider.calls.length;
+    const out = await h.runtime.submit(caller(), plain(uid('a'), key));
+    expect(out.disposition).toBe('replayed');
+    expect(out.action_result).toMatchObject({ status: 'completed', replayed: true, output: settled?.result?.output, metadata: { replayed_from: a } });
+    expect(await h.drain()).toEqual([]);
+    expect(provider.calls.length).toBe(calls);
   });
 
   it('it is never deleted on an ambiguous error: an unknown outcome marks it uncertain and a retry needs reconciliation', async () => {
@@ -104,14 +111,60 @@ describe('Idempotency reservations', () => {
     expect(after?.result?.metadata).toMatchObject({ transaction_status: 'reconciled' });
   });
 
-  it('retention uses a TTL, configurable (here one hour)', async () => {
+  it('retention uses a TTL, configurable (here one hour): the key answers the result for the whole retention counted from the settlement, then it is free', async () => {
     const key = uid('k');
-    await h.runtime.submit(caller(), plain(uid('a'), key));
+    const first = uid('a');
+    await h.runtime.submit(caller(), plain(first, key));
     await h.drain();
+    const settledAt = h.clock.now().getTime();
     const r = await h.stores.idempotency.get({ tenant_id: TENANT, principal_id: 'agent-1', key });
-    expect(Date.parse(r?.expires_at as string) - Date.parse(h.clock.iso())).toBe(3_600_000);
-    h.clock.advance(3_600_001);
+    // Reserved for the retention plus the settlement allowance, so a prompt settlement need not rewrite it.
+    expect(Date.parse(r?.expires_at as string) - settledAt).toBe((3_600 + IDEMPOTENCY_SETTLEMENT_ALLOWANCE_SECONDS) * 1000);
+    expect(r?.ttl).toBe(Math.ceil(Date.parse(r?.expires_at as string) / 1000));
+    // The last moment of the retention counted from the settlement: still a replay, no second call.
+    h.clock.advance(3_600_000 - 1);
+    const calls = provider.calls.length;
+    const replay = await h.runtime.submit(caller(), plain(uid('a'), key));
+    expect(replay.action_result).toMatchObject({ status: 'completed', replayed: true, metadata: { replayed_from: first } });
+    expect(provider.calls.length).toBe(calls);
+    // Past the reservation's expiry the key is free: the same request is a new action.
+    h.clock.advanceTo(Date.parse(r?.expires_at as string));
     expect(await h.stores.idempotency.get({ tenant_id: TENANT, principal_id: 'agent-1', key })).toBeUndefined();
+    expect((await h.runtime.submit(caller(), plain(uid('a'), key))).disposition).toBe('accepted');
+    await h.drain();
+    expect(provider.calls.length).toBe(calls + 1);
+  });
+
+  it('a settlement later than the allowance completes the reservation in its own write, restarting the retention: the key answers for the whole of it', async () => {
+    const key = uid('k');
+    const first = uid('a');
+    await h.runtime.submit(caller(), plain(first, key));
+    // The attempt runs only after the allowance (a long queue wait): the reservation as admitted would end too early.
+    h.clock.advance(IDEMPOTENCY_SETTLEMENT_ALLOWANCE_SECONDS * 1000 + 1);
+    await h.drain();
+    const settledAt = h.clock.now().getTime();
+    const action = await h.stores.actions.get({ tenant_id: TENANT, action_id: first });
+    const r = await h.stores.idempotency.get({ tenant_id: TENANT, principal_id: 'agent-1', key });
+    expect(r).toMatchObject({ status: 'completed', fence: 0, action_id: first, result: action?.result });
+    expect(Date.parse(r?.expires_at as string) - settledAt).toBe(3_600_000);
+    h.clock.advance(3_600_000 - 1);
+    const calls = provider.calls.length;
+    const replay = await h.runtime.submit(caller(), plain(uid('a'), key));
+    expect(replay.action_result).toMatchObject({ status: 'completed', replayed: true, metadata: { replayed_from: first } });
+    expect(provider.calls.length).toBe(calls);
+  });
+
+  it('an action cancelled before its attempt: the key answers the cancellation, and nothing runs', async () => {
+    const key = uid('k');
+    const first = uid('a');
+    await h.runtime.submit(caller(), plain(first, key));
+    expect((await h.runtime.cancel(caller(), TENANT, first)).action_result.status).toBe('cancelled');
+    const calls = provider.calls.length;
+    const replay = await h.runtime.submit(caller(), plain(uid('a'), key));
+    expect(replay.disposition).toBe('replayed');
+    expect(replay.action_result).toMatchObject({ status: 'cancelled', replayed: true, metadata: { replayed_from: first } });
+    await h.drain();
+    expect(provider.calls.length).toBe(calls);
   });
 
   it('a capability that requires an idempotency key rejects an action without one before any write', async () => {
@@ -147,4 +200,33 @@ describe('Previews reserve their idempotency key too', () => {
       );
     });
   }
+});
+
+describe('An action kept for less time than its key', () => {
+  let short: Harness;
+  const shortProvider = new TestProvider();
+  beforeAll(async () => {
+    short = await createHarness({
+      connectors: [testConnector(shortProvider)],
+      prefix: 'rt-idem-short',
+      config: { idempotency: { retention_seconds: 3_600 }, action_retention_seconds: 3_600 },
+    });
+  });
+  afterAll(async () => short.destroy());
+
+  it('the settlement completes the reservation with the result, so the key does not depend on the action record once that expires', async () => {
+    const key = uid('k');
+    const first = uid('a');
+    await short.runtime.submit(caller(), plain(first, key));
+    await short.drain();
+    const settledAt = short.clock.now().getTime();
+    const action = await short.stores.actions.get({ tenant_id: TENANT, action_id: first });
+    expect(action?.ttl).toBe(Math.ceil((settledAt + 3_600_000) / 1000));
+    const r = await short.stores.idempotency.get({ tenant_id: TENANT, principal_id: 'agent-1', key });
+    expect(r).toMatchObject({ status: 'completed', action_id: first, result: action?.result });
+    expect(Date.parse(r?.expires_at as string) - settledAt).toBe(3_600_000);
+    const replay = await short.runtime.submit(caller(), plain(uid('a'), key));
+    expect(replay.action_result).toMatchObject({ status: 'completed', replayed: true, metadata: { replayed_from: first } });
+    expect(shortProvider.calls).toHaveLength(1);
+  });
 });
