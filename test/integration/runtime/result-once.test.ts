@@ -84,7 +84,7 @@ describe('The result stored once, on the settling action', () => {
     expect(provider.count('invoke', tx)).toBe(calls);
   });
 
-  it("the compensation of that transaction finds the original result through the action, and its own record references the compensating action", async () => {
+  it('the compensation of that transaction finds the original result through the action, and its own record references the compensating action', async () => {
     const { a, tx } = await executed();
     const original = (await h.stores.actions.get({ tenant_id: TENANT, action_id: a }))?.result;
     const k = { ...transfer(uid('k'), { transaction: { mode: 'compensate', compensation_for: a } }), capability_id: 'pay.transfer' };
