@@ -114,6 +114,8 @@ function cloneItem(template: Item, n: number): Item {
     transaction_id,
     action_id,
     ...(result ? { result: { ...result, action_id } } : {}),
+    // A result stored once names the settling action: the clone's own.
+    ...(typeof template.result_ref === 'string' ? { result_ref: action_id } : {}),
   };
 }
 

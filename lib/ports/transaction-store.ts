@@ -118,7 +118,10 @@ export type GenericTransitionOperation = Extract<
 
 export interface TransitionPatch {
   readonly error?: ProtocolError;
+  /** Replaces the record's result (and removes a `result_ref`). */
   readonly result?: ActionResult;
+  /** Only for settle, never with `result`: the action that holds the result (removes the record's own `result`). */
+  readonly result_ref?: string;
   readonly reconciliation_cursor?: string;
   /** RFC 3339. Required by reschedule_reconcile and refuse_reconcile; defaulted for a settle to outcome_unknown and to now for request_reconcile. */
   readonly next_reconcile_at?: string;
@@ -143,6 +146,11 @@ export interface SettleInput extends CasWrite {
   /** Defaults to every status the table lets settle into `to`. */
   readonly from?: readonly TransactionStatus[];
   readonly result?: ActionResult;
+  /**
+   * Instead of `result`: the ID of the action whose settlement, committed with this one, stores the result
+   * (the record keeps a reference, not a copy). The receipt's `result_digest` is still of the result.
+   */
+  readonly result_ref?: string;
   readonly error?: ProtocolError;
   readonly provider_operation?: ProviderOperationRef;
   readonly reconciliation_cursor?: string;

@@ -24,6 +24,7 @@
 import type { JsonObject, JsonValue, Principal } from '../../packages/connector-sdk/src/protocol/index.js';
 import type { ApprovalRecord } from '../ports/approval-store.js';
 import type { Kernel } from './kernel.js';
+import { withStoredResultOf } from './view.js';
 import { dataPolicyOf, redactPointers } from './redaction.js';
 
 export interface ApprovalFacts {
@@ -103,7 +104,7 @@ export async function withFacts(k: Kernel, approval: ApprovalRecord): Promise<Ap
   let plan: ApprovalFacts['plan'];
   const tx = action?.action.transaction;
   if (mode === 'commit' && tx?.plan_id !== undefined && tx.transaction_id !== undefined) {
-    const record = await k.deps.transactions.get({ tenant_id: approval.tenant_id, transaction_id: tx.transaction_id });
+    const record = await withStoredResultOf(k, await k.deps.transactions.get({ tenant_id: approval.tenant_id, transaction_id: tx.transaction_id }), action);
     const preview = asObject(asObject(record?.result?.output)?.preview);
     plan = {
       plan_id: tx.plan_id,

@@ -18,6 +18,7 @@ import { assertCallerCurrent, assertTenantMember, type CallerIdentity } from './
 import { missingTarget, type AuthorityTarget } from './authority.js';
 import { cursorSealerOf, type CursorBinding } from './cursor.js';
 import { failedResult, type Kernel } from './kernel.js';
+import { withStoredResult } from './view.js';
 import { withFacts, type ApprovalWithFacts } from './approval-facts.js';
 import { withdrawIfDoomed } from './approval-withdrawal.js';
 import { applyResolution, checkWithProvider, type ProviderCheck } from './operator.js';
@@ -201,7 +202,7 @@ async function decideResolution(k: Kernel, decided: ApprovalRecord, proposal: Re
   const record = await k.deps.transactions.get({ tenant_id: decided.tenant_id, transaction_id });
   if (record === undefined) throw new AipError('transaction.not_found', undefined, { details: { transaction_id } });
   const resolved = await applyResolution(k, record, resolution, decided.requested_by, check ?? (await checkWithProvider(k, record, resolution)), decided);
-  return { approval: decided, action_result: resolved.result ?? unchanged };
+  return { approval: decided, action_result: (await withStoredResult(k, resolved, original)).result ?? unchanged };
 }
 
 /** What a refusal names of the check a proposal carried: the verdict and the answer without the connector's evidence. */

@@ -18,7 +18,7 @@ import { actionResultOf } from './pipeline/action-record.js';
 import type { PageOf } from './types.js';
 import { missingTarget, type AuthorityTarget } from './authority.js';
 import { transactionTarget } from './pipeline/targets.js';
-import { readReceipts, toTransactionResult } from './view.js';
+import { readReceipts, toTransactionResult, withStoredResult } from './view.js';
 
 function isOperator(k: Kernel, caller: CallerIdentity): boolean {
   return caller.scopes.includes(k.config.operator_scope);
@@ -54,7 +54,7 @@ async function viewOf(k: Kernel, txn: TransactionRecord, include: { result?: boo
     known !== undefined && known.tenant_id === txn.tenant_id && known.action_id === txn.action_id
       ? known
       : await k.deps.actions.get({ tenant_id: txn.tenant_id, action_id: txn.action_id });
-  const action_result: ActionResult | undefined = include.result === true ? (txn.result ?? bound?.result) : undefined;
+  const action_result: ActionResult | undefined = include.result === true ? ((await withStoredResult(k, txn, bound)).result ?? bound?.result) : undefined;
   const receipts = include.receipts === true ? await readReceipts(k, txn) : undefined;
   return toTransactionResult(txn, {
     ...(bound !== undefined ? { action_status: bound.status } : {}),

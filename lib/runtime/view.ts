@@ -4,6 +4,7 @@
  * surrounding action (and escalation); they are never durable statuses.
  */
 import type { ActionResult, Receipt, TransactionResult } from '../../packages/connector-sdk/src/protocol/index.js';
+import type { ActionRecord } from '../ports/action-store.js';
 import type { TransactionRecord } from '../ports/transaction-store.js';
 import { projectProtocolStatus } from '../transactions/state-machine.js';
 import type { Kernel } from './kernel.js';
@@ -73,4 +74,27 @@ export async function readReceipts(
     if (record.receipt_count !== undefined && out.length >= record.receipt_count) break;
   } while (cursor !== undefined);
   return out;
+}
+
+/**
+ * The record with its result in place: a record whose result is stored once, on the action that settled it
+ * (`result_ref`, docs/table-design.md "The result stored once"), gets that action's result; any other record is
+ * returned as it is (a record written before the reference, or one that keeps its own result). `known`: action
+ * records this request already read (the one the reference names is used instead of a read).
+ *
+ * A reference whose action is gone (both items past their retention, deleted by TTL at different times) reads
+ * as a record without a result.
+ */
+export async function withStoredResult(k: Kernel, record: TransactionRecord, ...known: (ActionRecord | undefined)[]): Promise<TransactionRecord> {
+  const ref = record.result_ref;
+  if (ref === undefined || record.result !== undefined) return record;
+  const holder =
+    known.find((a) => a !== undefined && a.tenant_id === record.tenant_id && a.action_id === ref) ??
+    (await k.deps.actions.get({ tenant_id: record.tenant_id, action_id: ref }));
+  return holder?.result !== undefined ? { ...record, result: holder.result } : record;
+}
+
+/** {@link withStoredResult} for a record that may be absent. */
+export async function withStoredResultOf(k: Kernel, record: TransactionRecord | undefined, ...known: (ActionRecord | undefined)[]) {
+  return record === undefined ? undefined : withStoredResult(k, record, ...known);
 }

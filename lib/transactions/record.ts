@@ -49,8 +49,14 @@ export interface TransactionRecord {
   readonly reconciliation_cursor?: string;
   /** Redacted error of the last settled attempt. */
   readonly error?: ProtocolError;
-  /** Terminal action result (replayed by the replay gate). */
+  /** Terminal action result (replayed by the replay gate). Absent when `result_ref` names the action that holds it. */
   readonly result?: ActionResult;
+  /**
+   * The result stored once: the ID of the action whose item holds this record's result (the action whose atomic
+   * settlement settled the record, retained at least as long as it). Readers resolve it through that action
+   * (lib/runtime/view.ts `withStoredResult`); a record without it carries its own `result` (docs/table-design.md).
+   */
+  readonly result_ref?: string;
   /** Earliest reconciliation time (RFC 3339), set while `outcome_unknown`. */
   readonly next_reconcile_at?: string;
   /** Number of `begin_reconcile` transitions so far. */

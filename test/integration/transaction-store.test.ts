@@ -408,6 +408,31 @@ describe('settle', () => {
     expect(r.lease_expires_at).toBeUndefined();
   });
 
+  it('the result stored once: a settlement with result_ref stores the reference and no result; a later result replaces the reference', async () => {
+    const p = await createPrepared();
+    const ref = { tenant_id: TENANT, transaction_id: p.transaction_id };
+    const pk = keys.transaction(TENANT, p.transaction_id).PK;
+    // Both, or a reference written by anything but a settlement: refused before anything is sent.
+    await rejected(
+      t.store.settle({ ...ref, expected_revision: 1, to: 'outcome_unknown', result_ref: p.action_id, result: { action_id: p.action_id, status: 'failed' } }),
+      'transaction.invalid_record',
+    );
+    await rejected(t.store.settle({ ...ref, expected_revision: 1, to: 'outcome_unknown', result_ref: 'not#an#id' }), 'transaction.invalid_record');
+    expect((await rawItem(pk, 'TXN'))?.revision).toBe(1);
+    const u = await t.store.settle({ ...ref, expected_revision: 1, to: 'outcome_unknown', result_ref: p.action_id });
+    expect(u).toMatchObject({ status: 'outcome_unknown', result_ref: p.action_id });
+    expect(u.result).toBeUndefined();
+    const item = await rawItem(pk, 'TXN');
+    expect(item).toMatchObject({ result_ref: p.action_id });
+    expect(item).not.toHaveProperty('result');
+    expect(await t.store.get(ref)).toMatchObject({ result_ref: p.action_id });
+    const rec = await t.store.transition({ ...ref, expected_revision: u.revision, operation: 'begin_reconcile', from: ['outcome_unknown'], to: 'reconciling' });
+    const done = await t.store.settle({ ...ref, expected_revision: rec.revision, to: 'reconciled', result: { action_id: 'rec-action', status: 'completed' } });
+    expect(done).toMatchObject({ status: 'reconciled', result: { action_id: 'rec-action', status: 'completed' } });
+    expect(done.result_ref).toBeUndefined();
+    expect(await rawItem(pk, 'TXN')).not.toHaveProperty('result_ref');
+  });
+
   it('settles outcome_unknown with the error, a parsed provider operation, and retry_after_ms as the delay', async () => {
     const p = await createPrepared();
     const error = {

@@ -122,7 +122,10 @@ interface TxnRow {
   readonly status: string;
   readonly action_id?: string;
   readonly mode?: string;
-  readonly item: Item;
+  /** The item; a result stored once on its action is filled in from it. */
+  item: Item;
+  /** The record named the action holding its result (`result_ref`). */
+  resultByReference?: boolean;
 }
 
 function bump(counts: Record<string, number>, key: string, n = 1): void {
@@ -191,6 +194,17 @@ export function checkConsistency(input: ConsistencyInput): ConsistencyReport {
     } else if (sk === 'IDEM') {
       idem.push(i);
     }
+  }
+  // The result stored once: a record that names the action holding its result (`result_ref`) is read with that
+  // result, as the runtime's readers resolve it (lib/runtime/view.ts withStoredResult); a missing holder is lost.
+  for (const t of txns.values()) {
+    const ref = str(t.item.result_ref);
+    if (ref === undefined || t.item.result !== undefined) continue;
+    bump(counts, 'results_by_reference');
+    const holder = actions.get(`${t.tenant_id}/${ref}`)?.result;
+    if (holder === undefined) lost.push(`${t.key}: result_ref ${ref} names no action with a result`);
+    else t.item = { ...t.item, result: holder };
+    t.resultByReference = true;
   }
   counts.action_records = actions.size;
   counts.transactions = txns.size;
@@ -332,6 +346,8 @@ export function checkConsistency(input: ConsistencyInput): ConsistencyReport {
       transaction_id: t.transaction_id,
       expected_count: count,
       ...(head !== undefined ? { expected_head: head } : {}),
+      // A result read through its action must still match the digest the settlement's receipt recorded.
+      ...(t.resultByReference === true && t.item.result !== undefined ? { result: t.item.result } : {}),
     });
     if (!verdict.valid) chains.push(`${t.key}: chain ${verdict.problem} at seq ${verdict.at_seq} (${list.length} receipts, record says ${count})`);
     else {

@@ -562,6 +562,9 @@ describe('load', () => {
     expect(report.counts.transactions_outcome_unknown ?? 0).toBe(0);
     // At full size the seeded faults always include ones that end outcome_unknown (not asserted on small runs).
     if (ACTIONS >= 1_000) expect(report.counts.transactions_reconciled ?? 0).toBeGreaterThan(0);
+    // Settled records store their result once, on the action (result_ref); the checker read each through its action
+    // and checked it against the settlement receipt's digest.
+    expect(report.counts.results_by_reference ?? 0).toBeGreaterThan(0);
 
     // The checker is not vacuous: the same data with one defect planted is caught.
     const ledger = stack.simulator.ledger();
@@ -571,12 +574,25 @@ describe('load', () => {
     const accepted = new Set(submitted.map((a) => `${a.tenant_id}/${a.action_id}`));
     const firstAction = items.findIndex((i) => i.SK?.S === 'ACTION' && accepted.has(`${i.tenant_id?.S}/${i.action_id?.S}`));
     const without = (n: number) => items.filter((_, i) => i !== n);
+    // A record whose reference names another action of its tenant: that action's result does not match the digest.
+    const refTxn = items.findIndex((i) => i.SK?.S === 'TXN' && i.status?.S === 'committed' && i.result_ref?.S !== undefined);
+    const otherAction = items.find(
+      (i) =>
+        i.SK?.S === 'ACTION' && i.result !== undefined && i.tenant_id?.S === items[refTxn]?.tenant_id?.S && i.action_id?.S !== items[refTxn]?.result_ref?.S,
+    );
     const planted = {
       duplicated_effect: checkConsistency({ items, ledger: [...ledger, { ...(ledger[0] as (typeof ledger)[number]), operation_id: 'op_planted' }], submitted })
         .duplicated.length,
       removed_receipt: checkConsistency({ items: without(firstReceipt), ledger, submitted }).chains.length,
       removed_action: checkConsistency({ items: without(firstAction), ledger, submitted }).lost.length,
       removed_transaction: checkConsistency({ items: without(firstTxn), ledger, submitted }).lost.length,
+      misreferenced_result: (({ chains, lost }) => chains.length + lost.length)(
+        checkConsistency({
+          items: items.map((i, n) => (n === refTxn ? { ...i, result_ref: { S: otherAction?.action_id?.S ?? 'no-such-action' } } : i)),
+          ledger,
+          submitted,
+        }),
+      ),
       reopened_transaction: (({ stuck, recoverable }) => stuck.length + recoverable.length)(
         checkConsistency({ items: items.map((i, n) => (n === firstTxn ? { ...i, status: { S: 'committing' } } : i)), ledger, submitted }),
       ),

@@ -219,6 +219,12 @@ export function checkTransition(input: TransitionInput): CheckedTransition {
   const patch: TransitionPatch = input.patch ?? {};
   checkJson('patch.error', patch.error, true);
   checkJson('patch.result', patch.result, true);
+  if (patch.result_ref !== undefined) {
+    checkId('patch.result_ref', patch.result_ref);
+    if (input.operation !== 'settle' || patch.result !== undefined) {
+      throw invalid('transaction.invalid_record', 'a result reference is written by settle only, instead of the result', { field: 'patch.result_ref' });
+    }
+  }
   checkJson('data', input.data, true);
   const cursor = checkCursor(patch.reconciliation_cursor);
   const nextReconcileAt =

@@ -130,6 +130,7 @@ const RECORD_FIELDS = [
   'reconciliation_cursor',
   'error',
   'result',
+  'result_ref',
   'next_reconcile_at',
   'reconcile_attempts',
   'escalated_at',
@@ -610,7 +611,9 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
     if (input.operation === 'request_reconcile') b.set('reconcile_attempts', 0);
     if (ref) this.providerOperationGuard(b, ref);
     b.set('error', patch.error);
-    b.set('result', patch.result);
+    // The result is stored once: either on the record, or on the action the reference names (never both).
+    if (patch.result_ref !== undefined) b.set('result_ref', patch.result_ref).remove('result');
+    else if (patch.result !== undefined) b.set('result', patch.result).remove('result_ref');
     b.set('reconciliation_cursor', cursor);
     this.grantLease(b, input.lease, now);
     b.mergeData(input.data);
@@ -624,6 +627,7 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
     const patch: TransitionPatch = compact({
       error: input.error,
       result: input.result,
+      result_ref: input.result_ref,
       provider_operation: input.provider_operation,
       reconciliation_cursor: input.reconciliation_cursor,
       next_reconcile_at: input.next_reconcile_at,

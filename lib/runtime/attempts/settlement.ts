@@ -41,6 +41,7 @@ import { dataPolicyOf, definitiveInputRedaction, redactResult } from '../redacti
 import { actionRetention, retentionFor } from '../retention.js';
 import { RECEIPT_EVENTS } from '../journal.js';
 import type { Kernel } from '../kernel.js';
+import { withStoredResult } from '../view.js';
 import { isTerminalAction } from '../pipeline/action-record.js';
 import type { RegisteredCapability } from '../registry.js';
 import type { AttemptOutcome } from '../types.js';
@@ -288,7 +289,13 @@ export async function settleAttempt(k: Kernel, req: SettleRequest): Promise<Atte
   const statusAfter = transaction !== undefined ? transaction.input.to : req.txn?.status;
   const actionSettle: IntentOf<'action.settle'> = { kind: 'action.settle', input: actionSettlement(k, { ...req, result }, statusAfter) };
   const idempotency = reservationSettlement(k, action, req.fence, result, req.txn !== undefined, statusAfter, actionSettle.input.retention_seconds);
-  const settleTxn = held !== undefined && transaction !== undefined ? k.journal.settle(held, transaction.input, transaction.evidence) : undefined;
+  const settleTxn =
+    held !== undefined && transaction !== undefined
+      ? k.journal.settle(held, storedOnce(held, action, transaction.input, actionSettle.input.retention_seconds), transaction.evidence, {
+          // The receipt's result_digest is of the result, wherever the result is stored.
+          ...(transaction.input.result !== undefined ? { result: transaction.input.result } : {}),
+        })
+      : undefined;
 
   let withIdempotency = idempotency !== undefined;
   let txn = req.txn;
@@ -335,6 +342,26 @@ export async function settleAttempt(k: Kernel, req: SettleRequest): Promise<Atte
     return settledOutcome(action, req.fence, txn, result);
   }
   throw new AipError('internal.unexpected', 'settlement did not converge');
+}
+
+/**
+ * The result stored once (docs/table-design.md, "The result stored once"): a record settled in the same atomic write
+ * as the action it is bound to names that action (`result_ref`) instead of carrying a copy of the result the action
+ * stores, when the action is kept at least as long as the record (no action retention, or one no shorter than the
+ * record's, both counted from this settlement). Otherwise the record keeps its own result, as before.
+ */
+function storedOnce<I extends Omit<SettleInput, 'receipt' | 'expected_revision' | 'tenant_id' | 'transaction_id'>>(
+  txn: TransactionRecord,
+  action: ActionRecord,
+  input: I,
+  actionRetentionSeconds: number | undefined,
+): I {
+  if (input.result === undefined || txn.action_id !== action.action_id) return input;
+  const recordDays = input.retention?.days;
+  const actionOutlivesRecord = actionRetentionSeconds === undefined || (recordDays !== undefined && actionRetentionSeconds >= recordDays * 86_400);
+  if (!actionOutlivesRecord) return input;
+  const { result: _stored, ...rest } = input;
+  return { ...rest, result_ref: action.action_id } as I;
 }
 
 /** The transaction moved on under a newer attempt: this one is superseded. */
@@ -597,7 +624,7 @@ export async function completeOriginalReservation(k: Kernel, txn: TransactionRec
   const reservation = await k.deps.idempotency.get(scope);
   if (reservation === undefined || reservation.status !== 'uncertain' || reservation.action_id !== original.action_id) return;
   const base = original.result ?? { action_id: original.action_id, status: 'failed' as const };
-  const reconciliation = (txn.result?.metadata as JsonObject | undefined)?.reconciliation;
+  const reconciliation = ((await withStoredResult(k, txn, original)).result?.metadata as JsonObject | undefined)?.reconciliation;
   try {
     await k.write({
       kind: 'idempotency.complete',

@@ -43,6 +43,7 @@ import { openStreamSink } from './stream-sink.js';
 import type { TransactionRecord } from '../../ports/transaction-store.js';
 import { isAttemptStatus } from '../../transactions/state-machine.js';
 import type { Kernel } from '../kernel.js';
+import { withStoredResult, withStoredResultOf } from '../view.js';
 import { capacityDeferralDelayMs } from '../config.js';
 import { deliveryReceiveCount } from '../attempt-budget.js';
 import type { CompensationMemory, RuntimeMemory } from '../../../packages/connector-sdk/src/memory.js';
@@ -421,7 +422,7 @@ async function startAttempt(
     if (txn === undefined) return attemptOutcome(message, 'dropped', { reason: 'transaction_not_found' });
     if (!isAttemptStatus(txn.status)) {
       // Settled by an earlier attempt that stopped before finishing the action: finish it.
-      const result = finishingResult(action, txn);
+      const result = finishingResult(action, await withStoredResult(k, txn, leased, action));
       return finishSideRecords(k, { action: leased, fence, mode, txn, result, reg: connectorReg, attempt_id });
     }
     if (recovering && txn.status !== 'reconciling' && !retrySafe) return settleAbandoned(k, leased, fence, txn, mode, connectorReg, attempt_id);
@@ -555,7 +556,7 @@ async function compensationMemory(k: Kernel, action: ActionRecord, txn: Transact
   const targetTxnId = typeof data.target_transaction_id === 'string' ? data.target_transaction_id : undefined;
   const targetTxn = targetTxnId !== undefined ? await k.deps.transactions.get({ tenant_id: action.tenant_id, transaction_id: targetTxnId }) : undefined;
   const targetAction = targetTxn?.result === undefined ? await k.deps.actions.get({ tenant_id: action.tenant_id, action_id: target }) : undefined;
-  const original = targetTxn?.result ?? targetAction?.result;
+  const original = (await withStoredResultOf(k, targetTxn, targetAction))?.result ?? targetAction?.result;
   return {
     original_action_id: target,
     ...(targetTxnId !== undefined ? { original_transaction_id: targetTxnId } : {}),

@@ -15,6 +15,7 @@ import type { ActionResult, JsonObject, ProtocolError } from '../../../packages/
 import type { TransactionRecord } from '../../ports/transaction-store.js';
 import { RECEIPT_EVENTS } from '../journal.js';
 import type { Kernel } from '../kernel.js';
+import { withStoredResultOf } from '../view.js';
 import type { CompensationMemory } from '../../../packages/connector-sdk/src/memory.js';
 import type { Admission } from '../pipeline/state.js';
 import type { RegisteredCapability } from '../registry.js';
@@ -39,10 +40,11 @@ interface Target {
 }
 
 async function findTarget(k: Kernel, tenant_id: string, target_id: string): Promise<Target> {
-  const [record, action] = await Promise.all([
+  const [stored, action] = await Promise.all([
     k.deps.transactions.get({ tenant_id, action_id: target_id }),
     k.deps.actions.get({ tenant_id, action_id: target_id }),
   ]);
+  const record = await withStoredResultOf(k, stored, action);
   if (record === undefined && action === undefined)
     throw new AipError('runtime.compensation_target_not_found', undefined, { details: { compensation_for: target_id } });
   const result = record?.result ?? action?.result;

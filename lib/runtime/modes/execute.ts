@@ -15,6 +15,7 @@ import { canonicalJson, type JsonObject } from '../../../packages/connector-sdk/
 import type { CreateTransactionInput, TransactionRecord } from '../../ports/transaction-store.js';
 import { RECEIPT_EVENTS } from '../journal.js';
 import type { Kernel } from '../kernel.js';
+import { withStoredResult } from '../view.js';
 import type { Admission } from '../pipeline/state.js';
 import { transactionTarget } from '../pipeline/targets.js';
 import { retentionFor } from '../retention.js';
@@ -95,7 +96,8 @@ export async function admitExecute(k: Kernel, adm: Admission): Promise<{ record:
         transactionTarget(existing, adm.tenant_id, txId, { fields: executionContractDifferences(existing, adm) }),
       );
       const verdict = replayGate(existing, adm);
-      if (verdict.kind === 'replay') return { record: verdict.record, replay: true };
+      // The replay answers the stored result: resolved through the action that holds it (result stored once).
+      if (verdict.kind === 'replay') return { record: await withStoredResult(k, verdict.record), replay: true };
     }
     try {
       const record = await k.write(k.journal.create(preparedRecordInput(adm), RECEIPT_EVENTS.prepared, { action_id: adm.action.id }));

@@ -26,7 +26,7 @@ import { admitExecute, admitRollbackNotSupported, executionContractDifferences, 
 import { runPreview } from '../modes/preview.js';
 import { admitReconcile } from '../modes/reconcile.js';
 import type { SubmitOutcome } from '../types.js';
-import { toTransactionResult } from '../view.js';
+import { toTransactionResult, withStoredResult } from '../view.js';
 import { actionResultOf, assertResubmission, ensureActionRecord, finishUnstartedAction, isTerminalAction } from './action-record.js';
 import { policySnapshot, selectApprovalPolicy } from './approval-policy.js';
 import { assertIdempotencyKey, assertModeDeclared, lookupAndValidate } from './capability.js';
@@ -268,7 +268,7 @@ async function resubmission(k: Kernel, adm: AdmittedAction): Promise<SubmitOutco
     const existing = await k.deps.transactions.get({ tenant_id: adm.tenant_id, transaction_id: txId });
     if (existing !== undefined) {
       const verdict = replayGate(existing, adm);
-      if (verdict.kind === 'replay') return replayFromRecord(adm, verdict.record, record);
+      if (verdict.kind === 'replay') return replayFromRecord(adm, await withStoredResult(k, verdict.record, record), record);
     }
   }
   if (!isTerminalAction(record.status)) {
@@ -474,8 +474,9 @@ async function admitAtomically(k: Kernel, adm: Admission): Promise<SubmitOutcome
     return rejectUnadmitted(k, adm, err);
   }
   if (verdict.kind !== 'replay') throw new AipError('internal.unexpected', 'the replay gate admitted an existing transaction');
-  if (verdict.record.result !== undefined && !(await createFinished(k, adm, verdict.record.result))) return admitSeparately(k, adm);
-  return replayFromRecord(adm, verdict.record, undefined);
+  const replay = await withStoredResult(k, verdict.record);
+  if (replay.result !== undefined && !(await createFinished(k, adm, replay.result))) return admitSeparately(k, adm);
+  return replayFromRecord(adm, replay, undefined);
 }
 
 /** The refusal of the intent of `kind`, typed by it. */

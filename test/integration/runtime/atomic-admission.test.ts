@@ -118,7 +118,9 @@ describe('Folded admission through the runtime', () => {
     const action = await h.stores.actions.get({ tenant_id: TENANT, action_id: a });
     const txn = await h.table.store.get({ tenant_id: TENANT, transaction_id: action?.transaction_id as string });
     expect(action).toMatchObject({ status: 'completed', fence: 1 });
-    expect(txn).toMatchObject({ status: 'committed', result: action?.result });
+    // The result is stored once, on the action; the record names it (docs/table-design.md, "The result stored once").
+    expect(txn).toMatchObject({ status: 'committed', result_ref: a });
+    expect(txn?.result).toBeUndefined();
     // The reservation stays as admitted (fence 0: the attempt does not adopt it) and is not rewritten ...
     expect(await h.stores.idempotency.get({ tenant_id: TENANT, principal_id: 'agent-1', key })).toMatchObject({ status: 'in_flight', fence: 0, action_id: a });
     // ... yet the key answers the settled result, never idempotency.in_flight: the settlement is what made it answer.

@@ -128,7 +128,8 @@ describe('Compensation is a new governed action', () => {
 
   it('an alternate compensation capability rewrites the connector-facing action and adds the original result and coordinates to runtime memory context', async () => {
     const { a, tx } = await executed();
-    const original = (await record(tx))?.result;
+    // The record names the action that holds its result (the result stored once).
+    const original = (await h.stores.actions.get({ tenant_id: TENANT, action_id: (await record(tx))?.result_ref as string }))?.result;
     const k = compensate(a);
     await h.runtime.submit(caller(), k);
     await h.drain();
