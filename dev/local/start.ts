@@ -10,6 +10,10 @@
  * - the EventBridge Scheduler emulator (dev/scheduler-emulator), firing on time;
  * - the payments provider simulator (dev/payments-simulator) and the
  *   `payments` connector configured against it;
+ * - with a deployment configuration (`npm start -- --config <file>` or
+ *   AIP_DEPLOYMENT_CONFIG), its own connectors, declarative HTTP documents
+ *   and code connector modules, checked as the synth checks them and hosted
+ *   in-process beside payments (./deployment-connectors.ts);
  * - the Runtime, built by the composition root (functions/shared/bootstrap.ts)
  *   from the same environment variables the Lambdas get, and installed for
  *   every handler in this process;
@@ -30,6 +34,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
 import type { ScheduledEvent, SQSEvent } from 'aws-lambda';
 import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { createDynamoDbClient, createSqsClient } from '../../lib/aws/clients.js';
@@ -61,11 +66,13 @@ import { handler as reconcileHandler } from '../../functions/worker/reconcile.js
 import { handler as sweeperHandler } from '../../functions/scheduled/sweeper.js';
 import { startLocalHttpServer, type LocalHttpServer } from './http-server.js';
 import type { HttpDeps } from '../../functions/shared/route-handler.js';
+import type { ConnectorFactoryOptions } from '../../functions/shared/connector-factories.js';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { localRemoteKeys, startLocalRemote, type LocalRemoteHost } from './remote-host.js';
 import { localConsoleRoutes } from './console.js';
 import { CONSOLE_PATH, type ConsoleConfig } from '../../functions/console/serve.js';
 import { LOCAL_APPROVER, LOCAL_PORTS, LOCAL_TENANT, LOCAL_TOKEN_DEFAULTS, type LocalService } from './defaults.js';
+import { describeHostedConnectors, loadLocalDeploymentConnectors, type LocalDeploymentConnectors } from './deployment-connectors.js';
 
 export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const DEFAULT_DATA_DIR = join(PROJECT_ROOT, '.local');
@@ -222,6 +229,21 @@ export interface LocalStackOptions {
    * (dev/local/console.ts). Default: no console.
    */
   readonly console?: { readonly assetsDir: string; readonly config?: ConsoleConfig };
+  /**
+   * A deployment configuration file (what `cdk deploy -c config=<file>`
+   * reads): its own connectors (`connectors[].http`, `connectors[].module`)
+   * are checked as the synth checks them, refused with the same
+   * InfraConfigError naming the field, and hosted in-process beside
+   * payments with their credential rows, `connectorEndpoints` and approval
+   * policies. Relative paths resolve against the current directory.
+   * docs/deploying-your-connectors.md, "Try it locally".
+   */
+  readonly deploymentConfig?: string;
+  /**
+   * Where the configuration's credential variables (`AIP_LOCAL_SECRET_…`,
+   * dev/local/deployment-connectors.ts) are read. Default: process.env.
+   */
+  readonly deploymentEnv?: Readonly<Record<string, string | undefined>>;
 }
 
 export interface LocalStack {
@@ -241,6 +263,8 @@ export interface LocalStack {
   readonly runtime: Runtime;
   /** The remote connector host and its fault hooks (remote placement only). */
   readonly remote?: LocalRemoteHost;
+  /** The deployment configuration's connectors the stack hosts (with `deploymentConfig`). */
+  readonly deploymentConnectors?: Pick<LocalDeploymentConnectors, 'file' | 'hosted'>;
   /** Runs the sweeper handler once, now. */
   sweep(): Promise<{ enqueued: number }>;
   /**
@@ -328,6 +352,11 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   };
 
   try {
+    // The deployment's own connectors first: a refused configuration starts nothing.
+    const deployment =
+      options.deploymentConfig !== undefined
+        ? await loadLocalDeploymentConnectors(options.deploymentConfig, options.deploymentEnv !== undefined ? { env: options.deploymentEnv } : {})
+        : undefined;
     for (const service of Object.keys(LOCAL_PORTS) as LocalService[]) {
       if (service === 'dynamodb' || service === 'sqs' ? external[service] === undefined : true) await assertPortFree(service, port(service));
     }
@@ -382,8 +411,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const runtimeConfig: DeploymentRuntimeConfig = {
       envName: 'local',
       auth: { issuer: DEV_ISSUER, audience: DEV_AUDIENCE, jwksUrl: `${DEV_ISSUER}/.well-known/jwks.json`, algorithms: ['ES256'] },
-      connectors: [{ id: 'payments', credentials: [] }],
-      approvalPolicies: [...(options.approvalPolicies ?? DEFAULT_LOCAL_APPROVAL_POLICIES)],
+      connectors: [{ id: 'payments', credentials: [] }, ...(deployment?.hosted ?? []).map(({ id }) => ({ id, credentials: [] }))],
+      approvalPolicies: [...(options.approvalPolicies ?? DEFAULT_LOCAL_APPROVAL_POLICIES), ...(deployment?.approvalPolicies ?? [])],
     };
     const credentialReferences: LocalCredentialReference[] = [
       ...tenants.map((tenant_id) => ({ connector_id: 'payments', handle: PAYMENTS_CREDENTIAL_HANDLE, tenant_id, env: PAYMENTS_KEY_VARIABLE })),
@@ -394,6 +423,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         external_account_id: a.external_account_id,
         env: a.env,
       })),
+      ...(deployment?.credentialReferences ?? []),
     ];
     const tunables = options.payments;
     const credentialEnv = { [PAYMENTS_KEY_VARIABLE]: paymentsKey, ...Object.fromEntries(accountKeys.map((a) => [a.env, a.apiKey])) };
@@ -437,7 +467,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         credentials: { source: 'local', references: credentialReferences },
         // Cursor key: AIP_CURSOR_KEY from the environment, else a random key per start (cursors do not survive a restart).
         cursorKey: { source: 'inline', material: process.env[OPTIONAL_ENV.cursorKey] || randomBytes(32).toString('base64url') },
-        connectorEndpoints: { payments: simulator.url },
+        connectorEndpoints: { ...deployment?.connectorEndpoints, payments: simulator.url },
         ...(remotePlacement !== undefined ? { remotePlacement } : {}),
         // settingsToEnv leaves endpoints to the SDK's own variables, set below.
         endpoints: {},
@@ -448,16 +478,25 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     };
     const handle: RuntimeHandle = await createRuntime(readBootstrapSettings(env), {
       // Remote placement: the runtime holds no provider credential (it resolves inside the connector host).
-      credentialEnv: remote === undefined ? credentialEnv : {},
+      credentialEnv: { ...(remote === undefined ? credentialEnv : {}), ...deployment?.credentialEnv },
       ...(options.clock !== undefined ? { clock: options.clock } : {}),
       ...(options.crashPoints !== undefined ? { crashPoints: options.crashPoints } : {}),
-      ...(tunables !== undefined
+      ...(tunables !== undefined || deployment !== undefined
         ? {
             connectorFactories: {
-              payments: (f) => ({
-                connector: createPaymentsConnector({ ...tunables, credentials: f.credentials, ...(f.baseUrl !== undefined ? { baseUrl: f.baseUrl } : {}) }),
-                credential_handle: () => DEFAULT_PAYMENTS_CREDENTIAL_HANDLE,
-              }),
+              ...deployment?.factories,
+              ...(tunables !== undefined
+                ? {
+                    payments: (f: ConnectorFactoryOptions) => ({
+                      connector: createPaymentsConnector({
+                        ...tunables,
+                        credentials: f.credentials,
+                        ...(f.baseUrl !== undefined ? { baseUrl: f.baseUrl } : {}),
+                      }),
+                      credential_handle: () => DEFAULT_PAYMENTS_CREDENTIAL_HANDLE,
+                    }),
+                  }
+                : {}),
             },
           }
         : {}),
@@ -582,6 +621,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       scheduler,
       runtime: handle.runtime,
       ...(remote !== undefined ? { remote } : {}),
+      ...(deployment !== undefined ? { deploymentConnectors: { file: deployment.file, hosted: deployment.hosted } } : {}),
       sweep,
       handled,
       stop: () => {
@@ -614,6 +654,19 @@ function portsFromEnv(env: NodeJS.ProcessEnv): Record<LocalService, number> {
 }
 
 /**
+ * The deployment configuration `npm start` hosts the connectors of:
+ * `--config <file>` (as `cdk deploy -c config=<file>`), else
+ * AIP_DEPLOYMENT_CONFIG. A relative path is relative to where npm was run
+ * (INIT_CWD), not to this package.
+ */
+export function deploymentConfigFrom(argv: readonly string[], env: NodeJS.ProcessEnv): string | undefined {
+  const { values } = parseArgs({ args: [...argv], options: { config: { type: 'string', short: 'c' } }, strict: true, allowPositionals: false });
+  const file = values.config ?? (env.AIP_DEPLOYMENT_CONFIG?.trim() || undefined);
+  if (file === undefined) return undefined;
+  return resolve(env.INIT_CWD ?? process.cwd(), file);
+}
+
+/**
  * AIP_CONNECTOR_PLACEMENT (`in-process`, the default, or `remote`), and for
  * `remote` the ports AIP_CONNECTOR_HOST_PORT (4020) and
  * AIP_CHECKPOINT_RECEIVER_PORT (4021).
@@ -633,7 +686,7 @@ export function placementFromEnv(env: NodeJS.ProcessEnv): Pick<LocalStackOptions
 
 /** The banner: URL, token, a curl example that works when pasted, and the CLI. */
 export function banner(
-  stack: Pick<LocalStack, 'url' | 'tenant' | 'endpoints' | 'consoleUrl' | 'remote'>,
+  stack: Pick<LocalStack, 'url' | 'tenant' | 'endpoints' | 'consoleUrl' | 'remote' | 'deploymentConnectors'>,
   token: string,
   persistedAt: string | undefined,
 ): string {
@@ -662,6 +715,7 @@ export function banner(
         ]
       : ['  Payments       in-process connector (AIP_CONNECTOR_PLACEMENT=remote runs it on a remote connector host)']),
     '',
+    ...(stack.deploymentConnectors !== undefined ? describeHostedConnectors(stack.deploymentConnectors) : []),
     'Token (12 h; principal dev-user, scopes aip:actions:read aip:actions:write aip:operator):',
     '',
     `  export AIP_URL=${stack.url}`,
@@ -700,7 +754,15 @@ async function main(): Promise<void> {
     const consoleDir = await buildConsole(join(DEFAULT_DATA_DIR, 'console'));
     say('starting DynamoDB Local, fauxqs, the Scheduler emulator and the payments simulator…');
     const placement = placementFromEnv(process.env);
-    stack = await startLocalStack({ ports: portsFromEnv(process.env), log: say, console: { assetsDir: consoleDir }, ...placement });
+    const deploymentConfig = deploymentConfigFrom(process.argv.slice(2), process.env);
+    if (deploymentConfig !== undefined) say(`hosting the connectors of ${deploymentConfig} (checked as the synth checks them)…`);
+    stack = await startLocalStack({
+      ports: portsFromEnv(process.env),
+      log: say,
+      console: { assetsDir: consoleDir },
+      ...placement,
+      ...(deploymentConfig !== undefined ? { deploymentConfig } : {}),
+    });
   } catch (err) {
     say(`could not start: ${err instanceof Error ? err.message : String(err)}`);
     process.exitCode = 1;
