@@ -21,6 +21,7 @@
  * handle, tenant and external account.
  */
 import { dirname, isAbsolute, relative, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
 import type { ApprovalPolicy, InfraConfig } from '../../lib/config/deployment.js';
 import type { ConnectorFactory } from '../../functions/shared/connector-factories.js';
 import type { DeploymentConnectorSource } from '../../functions/shared/deployment-connectors.js';
@@ -32,6 +33,19 @@ import { checkDeploymentConnectors, deploymentConnectorSources, importConnectorM
 type CredentialRow = InfraConfig['connectors'][number]['credentials'][number];
 /** A local credential reference to an environment variable. */
 type EnvReference = Extract<LocalCredentialReference, { readonly env: string }>;
+
+/**
+ * The deployment configuration `npm start` hosts the connectors of:
+ * `--config <file>` (as `cdk deploy -c config=<file>`), else
+ * AIP_DEPLOYMENT_CONFIG. A relative path is relative to where npm was run
+ * (INIT_CWD), not to this package.
+ */
+export function deploymentConfigFrom(argv: readonly string[], env: NodeJS.ProcessEnv): string | undefined {
+  const { values } = parseArgs({ args: [...argv], options: { config: { type: 'string', short: 'c' } }, strict: true, allowPositionals: false });
+  const file = values.config ?? (env.AIP_DEPLOYMENT_CONFIG?.trim() || undefined);
+  if (file === undefined) return undefined;
+  return resolve(env.INIT_CWD ?? process.cwd(), file);
+}
 
 /** Prefix of the environment variables that stand for the configuration's secrets in a local run. */
 export const LOCAL_SECRET_PREFIX = 'AIP_LOCAL_SECRET_';

@@ -34,7 +34,6 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
 import type { ScheduledEvent, SQSEvent } from 'aws-lambda';
 import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { createDynamoDbClient, createSqsClient } from '../../lib/aws/clients.js';
@@ -72,7 +71,7 @@ import { localRemoteKeys, startLocalRemote, type LocalRemoteHost } from './remot
 import { localConsoleRoutes } from './console.js';
 import { CONSOLE_PATH, type ConsoleConfig } from '../../functions/console/serve.js';
 import { LOCAL_APPROVER, LOCAL_PORTS, LOCAL_TENANT, LOCAL_TOKEN_DEFAULTS, type LocalService } from './defaults.js';
-import { describeHostedConnectors, loadLocalDeploymentConnectors, type LocalDeploymentConnectors } from './deployment-connectors.js';
+import { deploymentConfigFrom, describeHostedConnectors, loadLocalDeploymentConnectors, type LocalDeploymentConnectors } from './deployment-connectors.js';
 
 export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const DEFAULT_DATA_DIR = join(PROJECT_ROOT, '.local');
@@ -651,19 +650,6 @@ function portsFromEnv(env: NodeJS.ProcessEnv): Record<LocalService, number> {
     out[service] = Number(raw);
   }
   return out;
-}
-
-/**
- * The deployment configuration `npm start` hosts the connectors of:
- * `--config <file>` (as `cdk deploy -c config=<file>`), else
- * AIP_DEPLOYMENT_CONFIG. A relative path is relative to where npm was run
- * (INIT_CWD), not to this package.
- */
-export function deploymentConfigFrom(argv: readonly string[], env: NodeJS.ProcessEnv): string | undefined {
-  const { values } = parseArgs({ args: [...argv], options: { config: { type: 'string', short: 'c' } }, strict: true, allowPositionals: false });
-  const file = values.config ?? (env.AIP_DEPLOYMENT_CONFIG?.trim() || undefined);
-  if (file === undefined) return undefined;
-  return resolve(env.INIT_CWD ?? process.cwd(), file);
 }
 
 /**

@@ -1,0 +1,40 @@
+/**
+ * dev/local/deployment-connectors.ts: how `npm start` finds the deployment
+ * configuration (`deploymentConfigFrom`) and which variable stands for each
+ * secret of its credential rows (`localSecretVariable`). The hosting itself
+ * runs in test/e2e/deployment-connectors.test.ts.
+ */
+import { describe, expect, it } from 'vitest';
+import { deploymentConfigFrom, localSecretVariable } from '../../../dev/local/deployment-connectors.js';
+
+describe('npm start: the deployment configuration', () => {
+  it('--config wins over AIP_DEPLOYMENT_CONFIG; relative paths are relative to where npm ran (INIT_CWD)', () => {
+    expect(deploymentConfigFrom(['--config', 'aip.config.json'], { INIT_CWD: '/team', AIP_DEPLOYMENT_CONFIG: '/other.json' })).toBe('/team/aip.config.json');
+    expect(deploymentConfigFrom(['-c', '/abs/aip.json'], { INIT_CWD: '/team' })).toBe('/abs/aip.json');
+    expect(deploymentConfigFrom([], { INIT_CWD: '/team', AIP_DEPLOYMENT_CONFIG: 'conf/local.json' })).toBe('/team/conf/local.json');
+    expect(deploymentConfigFrom([], { INIT_CWD: '/team', AIP_DEPLOYMENT_CONFIG: '  ' })).toBeUndefined();
+    expect(deploymentConfigFrom([], {})).toBeUndefined();
+  });
+
+  it('refuses an unknown option', () => {
+    expect(() => deploymentConfigFrom(['--confg', 'x.json'], {})).toThrow(/--confg/);
+  });
+});
+
+describe('the local variable of a credential row', () => {
+  it('is AIP_LOCAL_SECRET_ and the secret name, upper-cased, other characters as underscores', () => {
+    expect(localSecretVariable({ secret: 'team/crm/token' })).toBe('AIP_LOCAL_SECRET_TEAM_CRM_TOKEN');
+    expect(localSecretVariable({ secret: 'prod/orders-api.key+v2' })).toBe('AIP_LOCAL_SECRET_PROD_ORDERS_API_KEY_V2');
+  });
+
+  it("of an ARN: the secret's name without the 6-character suffix", () => {
+    expect(localSecretVariable({ secret: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/crm/token-AbC123' })).toBe(
+      'AIP_LOCAL_SECRET_PROD_CRM_TOKEN',
+    );
+  });
+
+  it('names the JSON field too: rows reading two fields of one secret get two variables', () => {
+    expect(localSecretVariable({ secret: 'prod/crm', jsonField: 'api_key' })).toBe('AIP_LOCAL_SECRET_PROD_CRM_API_KEY');
+    expect(localSecretVariable({ secret: 'prod/crm', jsonField: 'token' })).toBe('AIP_LOCAL_SECRET_PROD_CRM_TOKEN');
+  });
+});
