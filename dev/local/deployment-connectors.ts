@@ -181,8 +181,8 @@ function displayPath(folder: string, module: string): string {
   return rel.startsWith('..') ? module : `./${rel}`;
 }
 
-/** The banner's lines for the configuration's connectors. */
-export function describeHostedConnectors(deployment: Pick<LocalDeploymentConnectors, 'file' | 'hosted'>): string[] {
+/** The banner's lines for the configuration's connectors; `tenant` is the printed token's. */
+export function describeHostedConnectors(deployment: Pick<LocalDeploymentConnectors, 'file' | 'hosted'>, tenant: string): string[] {
   const lines = [`Connectors of ${deployment.file} (in-process):`, ''];
   for (const c of deployment.hosted) {
     lines.push(`  ${c.id.padEnd(14)} ${c.kind === 'http' ? 'declarative HTTP' : `module ${c.module}`}: ${c.capabilities.join(', ') || '(no capabilities)'}`);
@@ -192,5 +192,10 @@ export function describeHostedConnectors(deployment: Pick<LocalDeploymentConnect
     }
   }
   lines.push('');
+  const others = [...new Set(deployment.hosted.flatMap((c) => c.credentials.map((row) => row.tenant_id)))].filter((t) => t !== tenant);
+  if (others.length > 0) {
+    lines.push(`Their credential rows name tenant(s) ${others.join(', ')}; the token below is tenant ${tenant}'s. Another tenant's:`, '');
+    lines.push(`  npx aip token --tenant ${others[0]}`, '');
+  }
   return lines;
 }

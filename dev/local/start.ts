@@ -701,7 +701,7 @@ export function banner(
         ]
       : ['  Payments       in-process connector (AIP_CONNECTOR_PLACEMENT=remote runs it on a remote connector host)']),
     '',
-    ...(stack.deploymentConnectors !== undefined ? describeHostedConnectors(stack.deploymentConnectors) : []),
+    ...(stack.deploymentConnectors !== undefined ? describeHostedConnectors(stack.deploymentConnectors, stack.tenant) : []),
     'Token (12 h; principal dev-user, scopes aip:actions:read aip:actions:write aip:operator):',
     '',
     `  export AIP_URL=${stack.url}`,

@@ -175,6 +175,8 @@ describe("the deployment's own connectors under the local stack", () => {
     expect(text).toContain('credential crm/token (tenant acme) from $AIP_LOCAL_SECRET_TEAM_CRM_TOKEN');
     expect(text).toContain('credential orders/api_key (tenant acme) from $AIP_LOCAL_SECRET_TEAM_ORDERS_API_KEY');
     expect(text).not.toContain('NOT SET');
+    // The stack's tenant is the rows' tenant: no hint to mint another tenant's token.
+    expect(text).not.toContain('npx aip token --tenant');
     expect(text).not.toContain(CRM_SECRET);
     expect(text).not.toContain(ORDERS_SECRET);
   });

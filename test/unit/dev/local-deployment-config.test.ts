@@ -1,11 +1,12 @@
 /**
  * dev/local/deployment-connectors.ts: how `npm start` finds the deployment
  * configuration (`deploymentConfigFrom`) and which variable stands for each
- * secret of its credential rows (`localSecretVariable`). The hosting itself
+ * secret of its credential rows (`localSecretVariable`), and the banner's
+ * lines (`describeHostedConnectors`). The hosting itself
  * runs in test/e2e/deployment-connectors.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { deploymentConfigFrom, localSecretVariable } from '../../../dev/local/deployment-connectors.js';
+import { deploymentConfigFrom, describeHostedConnectors, localSecretVariable } from '../../../dev/local/deployment-connectors.js';
 
 describe('npm start: the deployment configuration', () => {
   it('--config wins over AIP_DEPLOYMENT_CONFIG; relative paths are relative to where npm ran (INIT_CWD)', () => {
@@ -36,5 +37,27 @@ describe('the local variable of a credential row', () => {
   it('names the JSON field too: rows reading two fields of one secret get two variables', () => {
     expect(localSecretVariable({ secret: 'prod/crm', jsonField: 'api_key' })).toBe('AIP_LOCAL_SECRET_PROD_CRM_API_KEY');
     expect(localSecretVariable({ secret: 'prod/crm', jsonField: 'token' })).toBe('AIP_LOCAL_SECRET_PROD_CRM_TOKEN');
+  });
+});
+
+describe("the banner's lines for the configuration's connectors", () => {
+  it('names an unset variable, and how to mint a token for a tenant the rows name when it is not the stack tenant', () => {
+    const lines = describeHostedConnectors(
+      {
+        file: '/team/aip.config.json',
+        hosted: [
+          {
+            id: 'crm',
+            kind: 'http',
+            capabilities: ['crm.contact_lookup'],
+            credentials: [{ handle: 'crm/token', tenant_id: 'acme', external_account_id: 'acct_1', env: 'AIP_LOCAL_SECRET_CRM', set: false }],
+          },
+        ],
+      },
+      'demo',
+    );
+    expect(lines).toContain('  crm            declarative HTTP: crm.contact_lookup');
+    expect(lines).toContain('                 credential crm/token (tenant acme, account acct_1) from $AIP_LOCAL_SECRET_CRM   (NOT SET)');
+    expect(lines).toContain('  npx aip token --tenant acme');
   });
 });
