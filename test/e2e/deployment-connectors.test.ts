@@ -10,6 +10,9 @@
  * - the stack hosts both beside payments: an action on each, over HTTP,
  *   completes with the provider's answer, and the provider saw the secret of
  *   the configuration's credential row, read from its local variable;
+ * - the module's typed failure reaches the caller as thrown (the module and
+ *   the runtime share one copy of the SDK);
+ * - the configuration's approval policies on them apply;
  * - the banner lists them, their capabilities and the variables, never a secret;
  * - a configuration whose document is broken is refused at start with the
  *   synth's InfraConfigError naming the field, and nothing was created.
@@ -72,6 +75,7 @@ export default function createConnector({ credentials, baseUrl = 'https://orders
       const res = await call.withSecret((secret) =>
         secret.withUtf8((key) => fetch(baseUrl + '/orders/' + encodeURIComponent(input.order_id), { headers: { authorization: 'Bearer ' + key } })),
       );
+      if (res.status === 404) throw call.failure({ code: 'connector.provider_rejected', message: 'no such order', remote_status: 404 });
       return { order_id: input.order_id, state: String((await res.json()).state) };
     },
   });
@@ -86,9 +90,10 @@ let providerUrl: string;
 let team: string;
 let s: SecurityStack;
 
-function teamConfig(connectors: InfraConfigInput['connectors']): InfraConfigInput {
+function teamConfig(connectors: InfraConfigInput['connectors'], approvalPolicies: InfraConfigInput['approvalPolicies'] = []): InfraConfigInput {
   return {
     envName: 'team',
+    approvalPolicies,
     auth: { issuer: 'https://issuer.example.com/', audience: 'aip-runtime', jwksUrl: 'https://issuer.example.com/.well-known/jwks.json' },
     connectors,
     connectorEndpoints: Object.fromEntries(
@@ -109,6 +114,7 @@ beforeAll(async () => {
     seen.push({ path: url.pathname, authorization: req.headers.authorization });
     res.setHeader('content-type', 'application/json');
     if (url.pathname === '/crm/contacts') res.end(JSON.stringify({ email: url.searchParams.get('email'), name: 'Ada Lovelace' }));
+    else if (url.pathname === '/shop/orders/missing') res.writeHead(404).end('{}');
     else if (url.pathname.startsWith('/shop/orders/')) res.end(JSON.stringify({ state: 'shipped' }));
     else res.writeHead(404).end('{}');
   });
@@ -126,10 +132,14 @@ beforeAll(async () => {
   writeFileSync(join(team, 'connectors', 'orders.ts'), ORDERS_MODULE);
   const config = writeConfig(
     'aip.config.json',
-    teamConfig([
-      { id: 'crm', http: CRM_DOCUMENT, credentials: [{ handle: 'crm/token', tenantId: TENANT, secret: 'team/crm/token' }] },
-      { id: 'orders', module: './connectors/orders.ts', credentials: [{ handle: 'orders/api_key', tenantId: TENANT, secret: 'team/orders/api-key' }] },
-    ]),
+    teamConfig(
+      [
+        { id: 'crm', http: CRM_DOCUMENT, credentials: [{ handle: 'crm/token', tenantId: TENANT, secret: 'team/crm/token' }] },
+        { id: 'orders', module: './connectors/orders.ts', credentials: [{ handle: 'orders/api_key', tenantId: TENANT, secret: 'team/orders/api-key' }] },
+      ],
+      // Gates a mode these capabilities never run: applied (listed below) without holding the actions up.
+      [{ id: 'orders-commits', connector: 'orders', modes: ['commit'], approverScopes: ['aip:approve'] }],
+    ),
   );
   s = await securityStack('e2e-deploy', TENANT, {
     deploymentConfig: config,
@@ -165,6 +175,23 @@ describe("the deployment's own connectors under the local stack", () => {
     const result = await invoked(token, 'orders.status', { order_id: 'ord_1' });
     expect(result, JSON.stringify(result)).toMatchObject({ status: 'completed', output: { order_id: 'ord_1', state: 'shipped' } });
     expect(seen.slice(mark)).toEqual([{ path: '/shop/orders/ord_1', authorization: `Bearer ${ORDERS_SECRET}` }]);
+  });
+
+  it("the runtime recognises the module's ConnectorFailure (one copy of the SDK)", async () => {
+    const token = await s.token('alice', RW);
+    const result = await invoked(token, 'orders.status', { order_id: 'missing' });
+    expect(result, JSON.stringify(result)).toMatchObject({ status: 'failed', error: { code: 'connector.provider_rejected', source: 'connector:orders' } });
+  });
+
+  it("applies the configuration's approval policies on them", async () => {
+    const token = await s.token('alice', RW);
+    const list = await s.call(token, 'GET', '/v1/capabilities', undefined, TENANT);
+    expect(list.status).toBe(200);
+    const items = list.body.items as { id: string; tenant_approval_policies?: { policy_id: string; modes: string[] }[] }[];
+    expect(items.find((c) => c.id === 'orders.status')?.tenant_approval_policies).toEqual([
+      expect.objectContaining({ policy_id: 'orders-commits', modes: ['commit'] }),
+    ]);
+    expect(items.find((c) => c.id === 'crm.contact_lookup')?.tenant_approval_policies).toEqual([]);
   });
 
   it('the banner lists them, their capabilities and credential variables, never a secret', () => {
