@@ -732,16 +732,17 @@ async function main(): Promise<void> {
   const say = (line: string) => process.stderr.write(`[aip-local] ${line}\n`);
   let stack: LocalStack;
   try {
-    // Java first: a machine without it is told so (and how to install it) before the console build.
+    // Settings first: a bad option or variable stops at once.
+    const placement = placementFromEnv(process.env);
+    const deploymentConfig = deploymentConfigFrom(process.argv.slice(2), process.env);
+    // Java next: a machine without it is told so (and how to install it) before the console build.
     if (findJava() === undefined) throw new JavaMissingError();
     say('building the operator console…');
     // Vite is loaded only here, so in-process users of the stack (tests) do not pay for it.
     const { buildConsole } = await import('../../console/build.js');
     const consoleDir = await buildConsole(join(DEFAULT_DATA_DIR, 'console'));
+    if (deploymentConfig !== undefined) say(`checking the connectors of ${deploymentConfig} as the synth does…`);
     say('starting DynamoDB Local, fauxqs, the Scheduler emulator and the payments simulator…');
-    const placement = placementFromEnv(process.env);
-    const deploymentConfig = deploymentConfigFrom(process.argv.slice(2), process.env);
-    if (deploymentConfig !== undefined) say(`hosting the connectors of ${deploymentConfig} (checked as the synth checks them)…`);
     stack = await startLocalStack({
       ports: portsFromEnv(process.env),
       log: say,
