@@ -2,11 +2,21 @@
  * dev/local/deployment-connectors.ts: how `npm start` finds the deployment
  * configuration (`deploymentConfigFrom`) and which variable stands for each
  * secret of its credential rows (`localSecretVariable`), and the banner's
- * lines (`describeHostedConnectors`). The hosting itself
+ * lines (`describeHostedConnectors`), and the refusal of a source for the
+ * built-in payments connector. The hosting itself
  * runs in test/e2e/deployment-connectors.test.ts.
  */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { deploymentConfigFrom, describeHostedConnectors, localSecretVariable } from '../../../dev/local/deployment-connectors.js';
+import {
+  deploymentConfigFrom,
+  describeHostedConnectors,
+  loadLocalDeploymentConnectors,
+  localSecretVariable,
+} from '../../../dev/local/deployment-connectors.js';
+import { InfraConfigError } from '../../../infra/config.js';
 
 describe('npm start: the deployment configuration', () => {
   it('--config wins over AIP_DEPLOYMENT_CONFIG; relative paths are relative to where npm ran (INIT_CWD)', () => {
@@ -59,5 +69,27 @@ describe("the banner's lines for the configuration's connectors", () => {
     expect(lines).toContain('  crm            declarative HTTP: crm.contact_lookup');
     expect(lines).toContain('                 credential crm/token (tenant acme, account acct_1) from $AIP_LOCAL_SECRET_CRM   (NOT SET)');
     expect(lines).toContain('  npx aip token --tenant acme');
+  });
+});
+
+describe('a configuration that gives payments a source', () => {
+  it('is refused naming the field: the local stack runs its own payments connector against the simulator', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'aip-local-config-'));
+    try {
+      const file = join(dir, 'aip.config.json');
+      writeFileSync(
+        file,
+        JSON.stringify({
+          envName: 'team',
+          auth: { issuer: 'https://issuer.example.com/', audience: 'aip', jwksUrl: 'https://issuer.example.com/jwks.json' },
+          connectors: [{ id: 'payments', module: './payments.ts' }],
+        }),
+      );
+      const refused = await loadLocalDeploymentConnectors(file).catch((err: unknown) => err);
+      expect(refused).toBeInstanceOf(InfraConfigError);
+      expect((refused as InfraConfigError).issues).toEqual([{ path: 'connectors[0].id', message: expect.stringContaining('built-in connector') }]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
