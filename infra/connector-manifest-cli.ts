@@ -6,20 +6,16 @@
  * problems of its manifest check (infra/deployment-connectors.ts). The CDK
  * app runs it synchronously at synth, since it cannot import a module itself.
  */
-import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { deploymentConnectorFactories } from '../functions/shared/connector-factories.js';
-import type { DeploymentConnectorSource } from '../functions/shared/deployment-connectors.js';
-import { checkConnectorManifest, type ManifestCheck } from './deployment-connectors.js';
+import { checkConnectorManifest, importConnectorModule, type ManifestCheck } from './deployment-connectors.js';
 
 const { values } = parseArgs({ options: { connectors: { type: 'string' } } });
 const modules = JSON.parse(values.connectors ?? '[]') as { id: string; module: string }[];
 const out: Record<string, ManifestCheck> = {};
 for (const { id, module } of modules) {
   try {
-    const namespace = (await import(pathToFileURL(module).href)) as Record<string, unknown>;
-    const source: DeploymentConnectorSource = { id, module: namespace, path: module };
-    out[id] = checkConnectorManifest(id, deploymentConnectorFactories([source]));
+    out[id] = checkConnectorManifest(id, deploymentConnectorFactories([await importConnectorModule(id, module)]));
   } catch (err) {
     out[id] = { problems: [`cannot load ${module}: ${(err as Error).message}`] };
   }

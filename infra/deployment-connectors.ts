@@ -24,12 +24,14 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import {
   BUILT_IN_CONNECTOR_FACTORIES,
   type ConnectorFactory,
   connectorManifest,
   deploymentConnectorFactories,
 } from '../functions/shared/connector-factories.js';
+import type { DeploymentConnectorSource } from '../functions/shared/deployment-connectors.js';
 import type { CredentialProvider } from '../packages/connector-sdk/src/ports/credentials.js';
 import { describeIssue, formatIssuePath } from '../packages/connector-sdk/src/common/issues.js';
 import { isAipError } from '../packages/connector-sdk/src/errors/aip-error.js';
@@ -46,6 +48,16 @@ export function deploymentConnectorSources(config: Pick<InfraConfig, 'connectors
     if (c.module !== undefined) return [{ id: c.id, module: isAbsolute(c.module) ? c.module : resolve(cwd, c.module) }];
     return [];
   });
+}
+
+/**
+ * Imports code connector module `module` (an absolute path; TypeScript needs
+ * a loader: tsx under `npm start` and in the manifest check's child process)
+ * as the generated module of the bundles lists it.
+ */
+export async function importConnectorModule(id: string, module: string): Promise<DeploymentConnectorSource> {
+  const namespace = (await import(pathToFileURL(module).href)) as Record<string, unknown>;
+  return { id, module: namespace, path: module };
 }
 
 /**

@@ -10,6 +10,10 @@
  * - the EventBridge Scheduler emulator (dev/scheduler-emulator), firing on time;
  * - the payments provider simulator (dev/payments-simulator) and the
  *   `payments` connector configured against it;
+ * - with a deployment configuration (`npm start -- --config <file>` or
+ *   AIP_DEPLOYMENT_CONFIG), its own connectors, declarative HTTP documents
+ *   and code connector modules, checked as the synth checks them and hosted
+ *   in-process beside payments (./deployment-connectors.ts);
  * - the Runtime, built by the composition root (functions/shared/bootstrap.ts)
  *   from the same environment variables the Lambdas get, and installed for
  *   every handler in this process;
@@ -61,11 +65,13 @@ import { handler as reconcileHandler } from '../../functions/worker/reconcile.js
 import { handler as sweeperHandler } from '../../functions/scheduled/sweeper.js';
 import { startLocalHttpServer, type LocalHttpServer } from './http-server.js';
 import type { HttpDeps } from '../../functions/shared/route-handler.js';
+import type { ConnectorFactoryOptions } from '../../functions/shared/connector-factories.js';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { localRemoteKeys, startLocalRemote, type LocalRemoteHost } from './remote-host.js';
 import { localConsoleRoutes } from './console.js';
 import { CONSOLE_PATH, type ConsoleConfig } from '../../functions/console/serve.js';
 import { LOCAL_APPROVER, LOCAL_PORTS, LOCAL_TENANT, LOCAL_TOKEN_DEFAULTS, type LocalService } from './defaults.js';
+import { deploymentConfigFrom, describeHostedConnectors, loadLocalDeploymentConnectors, type LocalDeploymentConnectors } from './deployment-connectors.js';
 
 export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const DEFAULT_DATA_DIR = join(PROJECT_ROOT, '.local');
@@ -222,6 +228,21 @@ export interface LocalStackOptions {
    * (dev/local/console.ts). Default: no console.
    */
   readonly console?: { readonly assetsDir: string; readonly config?: ConsoleConfig };
+  /**
+   * A deployment configuration file (what `cdk deploy -c config=<file>`
+   * reads): its own connectors (`connectors[].http`, `connectors[].module`)
+   * are checked as the synth checks them, refused with the same
+   * InfraConfigError naming the field, and hosted in-process beside
+   * payments with their credential rows, `connectorEndpoints` and approval
+   * policies. Relative paths resolve against the current directory.
+   * docs/deploying-your-connectors.md, "Try it locally".
+   */
+  readonly deploymentConfig?: string;
+  /**
+   * Where the configuration's credential variables (`AIP_LOCAL_SECRET_…`,
+   * dev/local/deployment-connectors.ts) are read. Default: process.env.
+   */
+  readonly deploymentEnv?: Readonly<Record<string, string | undefined>>;
 }
 
 export interface LocalStack {
@@ -241,6 +262,8 @@ export interface LocalStack {
   readonly runtime: Runtime;
   /** The remote connector host and its fault hooks (remote placement only). */
   readonly remote?: LocalRemoteHost;
+  /** The deployment configuration's connectors the stack hosts (with `deploymentConfig`). */
+  readonly deploymentConnectors?: Pick<LocalDeploymentConnectors, 'file' | 'hosted'>;
   /** Runs the sweeper handler once, now. */
   sweep(): Promise<{ enqueued: number }>;
   /**
@@ -328,6 +351,11 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   };
 
   try {
+    // The deployment's own connectors first: a refused configuration starts nothing.
+    const deployment =
+      options.deploymentConfig !== undefined
+        ? await loadLocalDeploymentConnectors(options.deploymentConfig, options.deploymentEnv !== undefined ? { env: options.deploymentEnv } : {})
+        : undefined;
     for (const service of Object.keys(LOCAL_PORTS) as LocalService[]) {
       if (service === 'dynamodb' || service === 'sqs' ? external[service] === undefined : true) await assertPortFree(service, port(service));
     }
@@ -382,8 +410,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const runtimeConfig: DeploymentRuntimeConfig = {
       envName: 'local',
       auth: { issuer: DEV_ISSUER, audience: DEV_AUDIENCE, jwksUrl: `${DEV_ISSUER}/.well-known/jwks.json`, algorithms: ['ES256'] },
-      connectors: [{ id: 'payments', credentials: [] }],
-      approvalPolicies: [...(options.approvalPolicies ?? DEFAULT_LOCAL_APPROVAL_POLICIES)],
+      connectors: [{ id: 'payments', credentials: [] }, ...(deployment?.hosted ?? []).map(({ id }) => ({ id, credentials: [] }))],
+      approvalPolicies: [...(options.approvalPolicies ?? DEFAULT_LOCAL_APPROVAL_POLICIES), ...(deployment?.approvalPolicies ?? [])],
     };
     const credentialReferences: LocalCredentialReference[] = [
       ...tenants.map((tenant_id) => ({ connector_id: 'payments', handle: PAYMENTS_CREDENTIAL_HANDLE, tenant_id, env: PAYMENTS_KEY_VARIABLE })),
@@ -394,6 +422,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         external_account_id: a.external_account_id,
         env: a.env,
       })),
+      ...(deployment?.credentialReferences ?? []),
     ];
     const tunables = options.payments;
     const credentialEnv = { [PAYMENTS_KEY_VARIABLE]: paymentsKey, ...Object.fromEntries(accountKeys.map((a) => [a.env, a.apiKey])) };
@@ -437,7 +466,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         credentials: { source: 'local', references: credentialReferences },
         // Cursor key: AIP_CURSOR_KEY from the environment, else a random key per start (cursors do not survive a restart).
         cursorKey: { source: 'inline', material: process.env[OPTIONAL_ENV.cursorKey] || randomBytes(32).toString('base64url') },
-        connectorEndpoints: { payments: simulator.url },
+        connectorEndpoints: { ...deployment?.connectorEndpoints, payments: simulator.url },
         ...(remotePlacement !== undefined ? { remotePlacement } : {}),
         // settingsToEnv leaves endpoints to the SDK's own variables, set below.
         endpoints: {},
@@ -448,16 +477,25 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     };
     const handle: RuntimeHandle = await createRuntime(readBootstrapSettings(env), {
       // Remote placement: the runtime holds no provider credential (it resolves inside the connector host).
-      credentialEnv: remote === undefined ? credentialEnv : {},
+      credentialEnv: { ...(remote === undefined ? credentialEnv : {}), ...deployment?.credentialEnv },
       ...(options.clock !== undefined ? { clock: options.clock } : {}),
       ...(options.crashPoints !== undefined ? { crashPoints: options.crashPoints } : {}),
-      ...(tunables !== undefined
+      ...(tunables !== undefined || deployment !== undefined
         ? {
             connectorFactories: {
-              payments: (f) => ({
-                connector: createPaymentsConnector({ ...tunables, credentials: f.credentials, ...(f.baseUrl !== undefined ? { baseUrl: f.baseUrl } : {}) }),
-                credential_handle: () => DEFAULT_PAYMENTS_CREDENTIAL_HANDLE,
-              }),
+              ...deployment?.factories,
+              ...(tunables !== undefined
+                ? {
+                    payments: (f: ConnectorFactoryOptions) => ({
+                      connector: createPaymentsConnector({
+                        ...tunables,
+                        credentials: f.credentials,
+                        ...(f.baseUrl !== undefined ? { baseUrl: f.baseUrl } : {}),
+                      }),
+                      credential_handle: () => DEFAULT_PAYMENTS_CREDENTIAL_HANDLE,
+                    }),
+                  }
+                : {}),
             },
           }
         : {}),
@@ -582,6 +620,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       scheduler,
       runtime: handle.runtime,
       ...(remote !== undefined ? { remote } : {}),
+      ...(deployment !== undefined ? { deploymentConnectors: { file: deployment.file, hosted: deployment.hosted } } : {}),
       sweep,
       handled,
       stop: () => {
@@ -633,7 +672,7 @@ export function placementFromEnv(env: NodeJS.ProcessEnv): Pick<LocalStackOptions
 
 /** The banner: URL, token, a curl example that works when pasted, and the CLI. */
 export function banner(
-  stack: Pick<LocalStack, 'url' | 'tenant' | 'endpoints' | 'consoleUrl' | 'remote'>,
+  stack: Pick<LocalStack, 'url' | 'tenant' | 'endpoints' | 'consoleUrl' | 'remote' | 'deploymentConnectors'>,
   token: string,
   persistedAt: string | undefined,
 ): string {
@@ -662,6 +701,7 @@ export function banner(
         ]
       : ['  Payments       in-process connector (AIP_CONNECTOR_PLACEMENT=remote runs it on a remote connector host)']),
     '',
+    ...(stack.deploymentConnectors !== undefined ? describeHostedConnectors(stack.deploymentConnectors, stack.tenant) : []),
     'Token (12 h; principal dev-user, scopes aip:actions:read aip:actions:write aip:operator):',
     '',
     `  export AIP_URL=${stack.url}`,
@@ -692,15 +732,24 @@ async function main(): Promise<void> {
   const say = (line: string) => process.stderr.write(`[aip-local] ${line}\n`);
   let stack: LocalStack;
   try {
-    // Java first: a machine without it is told so (and how to install it) before the console build.
+    // Settings first: a bad option or variable stops at once.
+    const placement = placementFromEnv(process.env);
+    const deploymentConfig = deploymentConfigFrom(process.argv.slice(2), process.env);
+    // Java next: a machine without it is told so (and how to install it) before the console build.
     if (findJava() === undefined) throw new JavaMissingError();
     say('building the operator console…');
     // Vite is loaded only here, so in-process users of the stack (tests) do not pay for it.
     const { buildConsole } = await import('../../console/build.js');
     const consoleDir = await buildConsole(join(DEFAULT_DATA_DIR, 'console'));
+    if (deploymentConfig !== undefined) say(`checking the connectors of ${deploymentConfig} as the synth does…`);
     say('starting DynamoDB Local, fauxqs, the Scheduler emulator and the payments simulator…');
-    const placement = placementFromEnv(process.env);
-    stack = await startLocalStack({ ports: portsFromEnv(process.env), log: say, console: { assetsDir: consoleDir }, ...placement });
+    stack = await startLocalStack({
+      ports: portsFromEnv(process.env),
+      log: say,
+      console: { assetsDir: consoleDir },
+      ...placement,
+      ...(deploymentConfig !== undefined ? { deploymentConfig } : {}),
+    });
   } catch (err) {
     say(`could not start: ${err instanceof Error ? err.message : String(err)}`);
     process.exitCode = 1;

@@ -1,0 +1,240 @@
+/**
+ * The deployment's own connectors under the local stack (`npm start --
+ * --config <file>`, dev/local/deployment-connectors.ts): a team's folder in
+ * the OS temp directory (outside the repository, depending on it through
+ * node_modules/aip-runtime) holds a deployment configuration with one
+ * declarative HTTP connector (a JSON document) and one code connector module
+ * written in TypeScript with the SDK, both pointed by `connectorEndpoints` at
+ * a loopback stub provider.
+ *
+ * - the stack hosts both beside payments: an action on each, over HTTP,
+ *   completes with the provider's answer, and the provider saw the secret of
+ *   the configuration's credential row, read from its local variable;
+ * - the module's typed failure reaches the caller as thrown (the module and
+ *   the runtime share one copy of the SDK);
+ * - the configuration's approval policies on them apply;
+ * - the banner lists them, their capabilities and the variables, never a secret;
+ * - a configuration whose document is broken is refused at start with the
+ *   synth's InfraConfigError naming the field, and nothing was created.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { DescribeTableCommand, ResourceNotFoundException } from '@aws-sdk/client-dynamodb';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { banner, PROJECT_ROOT, startLocalStack } from '../../dev/local/start.js';
+import { InfraConfigError, type InfraConfigInput } from '../../infra/config.js';
+import { dynamoClient } from '../reliability/support.js';
+import { RW, securityStack, type SecurityStack } from '../security/support.js';
+
+const TENANT = 'acme';
+const CRM_SECRET = `crm-${randomUUID()}`;
+const ORDERS_SECRET = `orders-${randomUUID()}`;
+
+/** The declarative HTTP connector: JSON only (its base URL is replaced by connectorEndpoints). */
+const CRM_DOCUMENT = {
+  connector_id: 'crm',
+  version: '1.0.0',
+  provider: 'crm-api',
+  base_url: 'https://crm.example.com/api',
+  auth: { type: 'bearer', credential_handle: 'crm/token' },
+  capabilities: [
+    {
+      id: 'crm.contact_lookup',
+      description: 'Look a contact up by email',
+      input_schema: { type: 'object', required: ['email'], additionalProperties: false, properties: { email: { type: 'string' } } },
+      contract: {
+        execution: { supports_cancel: false, supports_streaming: false, supports_retry: false, timeout_ms: 8_000 },
+        credentials: { required: true, kind: 'api_key' },
+      },
+      operations: { invoke: { request: { method: 'GET', path: '/contacts', query: { email: { from: '/email' } } } } },
+    },
+  ],
+};
+
+/** The code connector, as a team writes it (docs/deploying-your-connectors.md). */
+const ORDERS_MODULE = `
+import * as z from 'zod';
+import { defineCapability, defineConnector, type CredentialProvider } from 'aip-runtime/connectors';
+
+export default function createConnector({ credentials, baseUrl = 'https://orders.example.com' }: { credentials: CredentialProvider; baseUrl?: string }) {
+  const status = defineCapability({
+    id: 'orders.status',
+    description: 'The status of an order',
+    input: z.strictObject({ order_id: z.string().min(1) }),
+    output: z.strictObject({ order_id: z.string(), state: z.string() }),
+    contract: {
+      execution: { supports_cancel: false, supports_streaming: false, supports_retry: false, timeout_ms: 12_000 },
+      credentials: { required: true, kind: 'api_key' },
+    },
+  }).implement({
+    async invoke(input, _ctx, call) {
+      const res = await call.withSecret((secret) =>
+        secret.withUtf8((key) => fetch(baseUrl + '/orders/' + encodeURIComponent(input.order_id), { headers: { authorization: 'Bearer ' + key } })),
+      );
+      if (res.status === 404) throw call.failure({ code: 'connector.provider_rejected', message: 'no such order', remote_status: 404 });
+      return { order_id: input.order_id, state: String((await res.json()).state) };
+    },
+  });
+  return { connector: defineConnector({ id: 'orders', version: '2.1.0', credentials, capabilities: [status] }), credential_handle: () => 'orders/api_key' };
+}
+`;
+
+/** The provider stub: what it answered and the Authorization header of each request. */
+const seen: { path: string; authorization: string | undefined }[] = [];
+let provider: Server;
+let providerUrl: string;
+let team: string;
+let s: SecurityStack;
+
+function teamConfig(connectors: InfraConfigInput['connectors'], approvalPolicies: InfraConfigInput['approvalPolicies'] = []): InfraConfigInput {
+  return {
+    envName: 'team',
+    approvalPolicies,
+    auth: { issuer: 'https://issuer.example.com/', audience: 'aip-runtime', jwksUrl: 'https://issuer.example.com/.well-known/jwks.json' },
+    connectors,
+    connectorEndpoints: Object.fromEntries(
+      Object.entries({ crm: `${providerUrl}/crm`, orders: `${providerUrl}/shop` }).filter(([id]) => connectors?.some((c) => c.id === id)),
+    ),
+  };
+}
+
+function writeConfig(name: string, config: InfraConfigInput): string {
+  const file = join(team, name);
+  writeFileSync(file, JSON.stringify(config, null, 2));
+  return file;
+}
+
+beforeAll(async () => {
+  provider = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://stub');
+    seen.push({ path: url.pathname, authorization: req.headers.authorization });
+    res.setHeader('content-type', 'application/json');
+    if (url.pathname === '/crm/contacts') res.end(JSON.stringify({ email: url.searchParams.get('email'), name: 'Ada Lovelace' }));
+    else if (url.pathname === '/shop/orders/missing') res.writeHead(404).end('{}');
+    else if (url.pathname.startsWith('/shop/orders/')) res.end(JSON.stringify({ state: 'shipped' }));
+    else res.writeHead(404).end('{}');
+  });
+  await new Promise<void>((done) => provider.listen(0, '127.0.0.1', done));
+  providerUrl = `http://127.0.0.1:${(provider.address() as AddressInfo).port}`;
+
+  // The team's repository: outside this one, depending on it.
+  team = mkdtempSync(join(tmpdir(), 'aip-team-local-'));
+  expect(relative(PROJECT_ROOT, team).startsWith('..')).toBe(true);
+  mkdirSync(join(team, 'node_modules'));
+  symlinkSync(PROJECT_ROOT, join(team, 'node_modules', 'aip-runtime'), 'dir');
+  symlinkSync(join(PROJECT_ROOT, 'node_modules', 'zod'), join(team, 'node_modules', 'zod'), 'dir');
+  writeFileSync(join(team, 'package.json'), JSON.stringify({ name: 'team-connectors', private: true, type: 'module' }));
+  mkdirSync(join(team, 'connectors'));
+  writeFileSync(join(team, 'connectors', 'orders.ts'), ORDERS_MODULE);
+  const config = writeConfig(
+    'aip.config.json',
+    teamConfig(
+      [
+        { id: 'crm', http: CRM_DOCUMENT, credentials: [{ handle: 'crm/token', tenantId: TENANT, secret: 'team/crm/token' }] },
+        { id: 'orders', module: './connectors/orders.ts', credentials: [{ handle: 'orders/api_key', tenantId: TENANT, secret: 'team/orders/api-key' }] },
+      ],
+      // Gates a mode these capabilities never run: applied (listed below) without holding the actions up.
+      [{ id: 'orders-commits', connector: 'orders', modes: ['commit'], approverScopes: ['aip:approve'] }],
+    ),
+  );
+  s = await securityStack('e2e-deploy', TENANT, {
+    deploymentConfig: config,
+    deploymentEnv: { AIP_LOCAL_SECRET_TEAM_CRM_TOKEN: CRM_SECRET, AIP_LOCAL_SECRET_TEAM_ORDERS_API_KEY: ORDERS_SECRET },
+  });
+});
+
+afterAll(async () => {
+  await s?.stop();
+  await new Promise((done) => provider?.close(done));
+  if (team !== undefined) rmSync(team, { recursive: true, force: true });
+});
+
+async function invoked(token: string, capability_id: string, input: Record<string, unknown>) {
+  const id = `act-${randomUUID()}`;
+  const sub = await s.call(token, 'POST', '/v1/actions', { id, capability_id, input, idempotency_key: `key-${id}` });
+  expect(sub.status, JSON.stringify(sub.body)).toBeLessThan(300);
+  return (await s.finished(token, id)).body.action_result as { status: string; output?: unknown; error?: unknown };
+}
+
+describe("the deployment's own connectors under the local stack", () => {
+  it('hosts the declarative HTTP connector: an action completes with the provider answer, sent with the row secret', async () => {
+    const token = await s.token('alice', RW);
+    const mark = seen.length;
+    const result = await invoked(token, 'crm.contact_lookup', { email: 'ada@example.com' });
+    expect(result, JSON.stringify(result)).toMatchObject({ status: 'completed', output: { email: 'ada@example.com', name: 'Ada Lovelace' } });
+    expect(seen.slice(mark)).toEqual([{ path: '/crm/contacts', authorization: `Bearer ${CRM_SECRET}` }]);
+  });
+
+  it('hosts the code connector module: an action completes, sent with the row secret', async () => {
+    const token = await s.token('alice', RW);
+    const mark = seen.length;
+    const result = await invoked(token, 'orders.status', { order_id: 'ord_1' });
+    expect(result, JSON.stringify(result)).toMatchObject({ status: 'completed', output: { order_id: 'ord_1', state: 'shipped' } });
+    expect(seen.slice(mark)).toEqual([{ path: '/shop/orders/ord_1', authorization: `Bearer ${ORDERS_SECRET}` }]);
+  });
+
+  it("the runtime recognises the module's ConnectorFailure (one copy of the SDK)", async () => {
+    const token = await s.token('alice', RW);
+    const result = await invoked(token, 'orders.status', { order_id: 'missing' });
+    expect(result, JSON.stringify(result)).toMatchObject({ status: 'failed', error: { code: 'connector.provider_rejected', source: 'connector:orders' } });
+  });
+
+  it("applies the configuration's approval policies on them", async () => {
+    const token = await s.token('alice', RW);
+    const list = await s.call(token, 'GET', '/v1/capabilities', undefined, TENANT);
+    expect(list.status).toBe(200);
+    const items = list.body.items as { id: string; tenant_approval_policies?: { policy_id: string; modes: string[] }[] }[];
+    expect(items.find((c) => c.id === 'orders.status')?.tenant_approval_policies).toEqual([
+      expect.objectContaining({ policy_id: 'orders-commits', modes: ['commit'] }),
+    ]);
+    expect(items.find((c) => c.id === 'crm.contact_lookup')?.tenant_approval_policies).toEqual([]);
+  });
+
+  it('the banner lists them, their capabilities and credential variables, never a secret', () => {
+    const text = banner(s.stack, 'token', undefined);
+    expect(text).toContain(`Connectors of ${join(team, 'aip.config.json')} (in-process):`);
+    expect(text).toMatch(/crm +declarative HTTP: crm\.contact_lookup/);
+    expect(text).toMatch(/orders +module \.\/connectors\/orders\.ts: orders\.status/);
+    expect(text).toContain('credential crm/token (tenant acme) from $AIP_LOCAL_SECRET_TEAM_CRM_TOKEN');
+    expect(text).toContain('credential orders/api_key (tenant acme) from $AIP_LOCAL_SECRET_TEAM_ORDERS_API_KEY');
+    expect(text).not.toContain('NOT SET');
+    // The stack's tenant is the rows' tenant: no hint to mint another tenant's token.
+    expect(text).not.toContain('npx aip token --tenant');
+    expect(text).not.toContain(CRM_SECRET);
+    expect(text).not.toContain(ORDERS_SECRET);
+  });
+
+  it('a broken document is refused at start, naming the field, and nothing is created', async () => {
+    const broken = structuredClone(CRM_DOCUMENT);
+    (broken.capabilities[0] as { operations: { invoke: { request: { method: string } } } }).operations.invoke.request.method = 'FETCH';
+    const file = writeConfig('broken.json', teamConfig([{ id: 'crm', http: broken }]));
+    const namePrefix = `e2e-broken-${randomUUID().slice(0, 8)}`;
+    let caught: unknown;
+    try {
+      await startLocalStack({
+        dynamoEndpoint: inject('dynamoEndpoint'),
+        sqsEndpoint: inject('sqsEndpoint'),
+        namePrefix,
+        inMemory: true,
+        sweepIntervalMs: 0,
+        deploymentConfig: file,
+      });
+    } catch (err) {
+      caught = err;
+    }
+    expect(caught).toBeInstanceOf(InfraConfigError);
+    expect((caught as InfraConfigError).issues).toEqual([
+      { path: 'connectors[0].http.capabilities[0].operations.invoke.request.method', message: expect.stringContaining('"GET"') },
+    ]);
+    const ddb = dynamoClient();
+    try {
+      await expect(ddb.send(new DescribeTableCommand({ TableName: namePrefix }))).rejects.toBeInstanceOf(ResourceNotFoundException);
+    } finally {
+      ddb.destroy();
+    }
+  });
+});
