@@ -2,7 +2,10 @@
  * Error mapping (middy `onError`): any thrown value becomes an RFC 9457
  * `application/problem+json` response.
  *
- * - AipError → its catalogue status and code (details are already redacted).
+ * - AipError → its catalogue status and code (details are already redacted);
+ *   a retryable connector failure with a catalogued code → that code's problem
+ *   (./http.ts `problemResponse`: a remote connector host unreachable when the
+ *   runtime is composed is a 503, not a 500).
  * - middy's early timeout → 504 `request.timeout`.
  * - anything else → 500 `internal.unexpected`, with no internal detail in the
  *   body; the error's class and stack (not its message) are logged, except
@@ -15,7 +18,7 @@
 import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyResult } from 'aws-lambda';
 import { AipError, isAipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
-import { BASE_HEADERS, problemResponse, type AipHttpEvent } from './http.js';
+import { BASE_HEADERS, edgeError, problemResponse, type AipHttpEvent } from './http.js';
 import { errorFacts, isConfigurationError, SILENT_LOGGER, type LoggerLike } from './logger.js';
 
 const FALLBACK: APIGatewayProxyResult = {
@@ -45,10 +48,12 @@ export function httpErrorHandler(options: { logger?: LoggerLike } = {}): Middlew
         const err: unknown = request.error;
         const mapped = isMiddyTimeout(err) ? new AipError('request.timeout', undefined, { cause: err }) : err;
         const requestId = request.event?.requestContext?.requestId;
-        const response = problemResponse(mapped, typeof requestId === 'string' ? requestId : undefined);
+        const error = edgeError(mapped);
+        const response = problemResponse(error, typeof requestId === 'string' ? requestId : undefined);
         // A bad function environment (the runtime cannot be built) is logged with the message naming the variable.
-        if (!isAipError(mapped)) logger.error(isConfigurationError(err) ? 'invalid function configuration' : 'unhandled error', errorFacts(err));
-        else if (response.statusCode >= 500) logger.warn('request failed', { code: mapped.code, status: response.statusCode });
+        if (error.code === 'internal.unexpected' && !isAipError(mapped))
+          logger.error(isConfigurationError(err) ? 'invalid function configuration' : 'unhandled error', errorFacts(err));
+        else if (response.statusCode >= 500) logger.warn('request failed', { code: error.code, status: response.statusCode });
         request.response = response;
       } catch {
         request.response = { ...FALLBACK, headers: { ...FALLBACK.headers } };

@@ -6,7 +6,9 @@
  */
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import type { CallerIdentity } from '../../lib/auth/identity.js';
-import { toAipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
+import { AipError, toAipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
+import { isErrorCode } from '../../packages/connector-sdk/src/errors/catalogue.js';
+import { isConnectorFailure } from '../../packages/connector-sdk/src/failure.js';
 import { PROBLEM_CONTENT_TYPE, toProblem } from '../../packages/connector-sdk/src/protocol/problem.js';
 
 /** What the middlewares learn about a request, attached to the event. */
@@ -85,12 +87,26 @@ export function jsonResponse(status: number, body: unknown, headers: Record<stri
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /**
+ * A connector's failure that reached the edge. Only the runtime's composition
+ * lets one through: a remote connector host it asks for its manifest at a
+ * cold start and cannot reach (`connector.remote_unavailable`). A retryable
+ * failure with a catalogued code is that code's problem (503, Retry-After),
+ * with the catalogue's wording and none of the failure's own; anything else
+ * stays a 500.
+ */
+export function edgeError(err: unknown): AipError {
+  if (isConnectorFailure(err) && err.retryable && isErrorCode(err.code)) return new AipError(err.code, undefined, { cause: err });
+  return toAipError(err);
+}
+
+/**
  * Any thrown value → an `application/problem+json` response. AipErrors keep
- * their catalogue status; anything else is a 500 `internal.unexpected` whose
+ * their catalogue status, and so does a retryable connector failure
+ * ({@link edgeError}); anything else is a 500 `internal.unexpected` whose
  * body says nothing about the cause.
  */
 export function problemResponse(err: unknown, requestId?: string): APIGatewayProxyResult {
-  const e = toAipError(err);
+  const e = edgeError(err);
   const instance = requestId !== undefined && REQUEST_ID.test(requestId) ? `urn:aip:request:${requestId}` : undefined;
   const problem = toProblem(e, instance);
   const headers: Record<string, string> = { ...BASE_HEADERS, 'Content-Type': PROBLEM_CONTENT_TYPE };

@@ -30,7 +30,14 @@
  *   `recoverable` when recovery can reach it (`outcome_unknown` not escalated,
  *   with `next_reconcile_at`, which the schedule or the sweeper picks up;
  *   `reconciling`/attempt statuses, which the sweeper re-drives; `planned`,
- *   which expires), otherwise `stuck` (escalated to a human). Idempotency
+ *   which expires), otherwise `stuck` (escalated to a human), except one
+ *   escalated after every lookup found no operation at the provider
+ *   ({@link escalatedWithoutOperation}): when the connector's own probe after a
+ *   5xx or a lost answer fails too (a busy machine can time it out), the
+ *   provider is asked by the original key until the bound, and a key it never
+ *   saw ends with a human, which is the designed end of that recovery path.
+ *   It is counted, and the ledger checks below still catch an effect behind
+ *   it (an effect that belongs to no transaction). Idempotency
  *   records are `completed`, `in_flight` only while the action they name has
  *   settled (a prompt settlement leaves the reservation as admitted and the key
  *   answers the action's result), or `uncertain` only while their transaction
@@ -101,6 +108,17 @@ const TERMINAL_TXN = new Set(['dry_run_completed', 'committed', 'compensated', '
 type Item = Record<string, unknown>;
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 const obj = (v: unknown): Item | undefined => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Item) : undefined);
+
+/**
+ * An `outcome_unknown` record escalated to a human with no provider operation,
+ * whose last lookup by the original request's key found none
+ * (`operation_found: false`): the provider never showed the operation.
+ */
+export function escalatedWithoutOperation(item: Item): boolean {
+  if (item.status !== 'outcome_unknown' || item.escalated_at === undefined || item.provider_operation !== undefined) return false;
+  const evidence = obj(obj(obj(item.error)?.details)?.evidence);
+  return evidence?.operation_found === false;
+}
 
 interface ActionRow {
   readonly key: string;
@@ -318,7 +336,8 @@ export function checkConsistency(input: ConsistencyInput): ConsistencyReport {
   for (const t of txns.values()) {
     bump(counts, `transactions_${t.status}`);
     const escalated = str(t.item.escalated_at) !== undefined;
-    if (!TERMINAL_TXN.has(t.status)) {
+    if (escalatedWithoutOperation(t.item)) bump(counts, 'escalated_operation_not_found');
+    else if (!TERMINAL_TXN.has(t.status)) {
       const nextAt = str(t.item.next_reconcile_at);
       const reachable =
         (t.status === 'outcome_unknown' && !escalated && (nextAt !== undefined || input.scheduled?.has(t.transaction_id) === true)) ||

@@ -2,6 +2,7 @@ import middy from '@middy/core';
 import type { APIGatewayProxyResult } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import { ConnectorFailure } from '../../../packages/connector-sdk/src/failure.js';
 import { httpErrorHandler } from '../../../functions/shared/error-handler.js';
 import type { AipHttpEvent } from '../../../functions/shared/http.js';
 import { body, expectProblem, header, lambdaContext, proxyEvent, recordingLogger } from './support.js';
@@ -53,6 +54,33 @@ describe('httpErrorHandler', () => {
     const logged = JSON.stringify(logger.lines);
     expect(logged).toContain('TypeError');
     expect(logged).not.toContain('hunter2');
+  });
+
+  it('answers a retryable connector failure by its catalogued code, not a 500 (a remote host unreachable when the runtime is composed)', async () => {
+    const secret = 'host said: token=abc123';
+    const { h, logger } = chain(() => {
+      throw new ConnectorFailure({ code: 'connector.remote_unavailable', operation: 'discovery', source: 'remote:payments', message: secret });
+    });
+    const res = await h(proxyEvent(), lambdaContext());
+    const p = expectProblem(res, 503, 'connector.remote_unavailable');
+    expect(p.retryable).toBe(true);
+    expect(header(res, 'retry-after')).toBe('1');
+    expect(res.body).not.toContain('abc123');
+    expect(logger.lines.map((l) => [l.level, l.message])).toEqual([['warn', 'request failed']]);
+    expect(JSON.stringify(logger.lines)).not.toContain('abc123');
+  });
+
+  it('keeps a connector failure that is not retryable, or not catalogued, a 500', async () => {
+    for (const failure of [
+      new ConnectorFailure({ code: 'connector.remote_unavailable', operation: 'discovery', source: 'remote:payments', retryable: false }),
+      new ConnectorFailure({ code: 'acme.private_code', operation: 'discovery', source: 'acme', retryable: true }),
+    ]) {
+      const { h, logger } = chain(() => {
+        throw failure;
+      });
+      expectProblem(await h(proxyEvent(), lambdaContext()), 500, 'internal.unexpected');
+      expect(logger.lines.map((l) => [l.level, l.message])).toEqual([['error', 'unhandled error']]);
+    }
   });
 
   it('handles non-Error throws (strings, undefined, objects with hostile getters)', async () => {
