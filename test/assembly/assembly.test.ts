@@ -26,11 +26,12 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { generateDevKeys, type DevKeys } from '../../dev/auth/keys.js';
 import { mintToken } from '../../dev/auth/mint.js';
 import { startPaymentsSimulator, type PaymentsSimulator } from '../../dev/payments-simulator/server.js';
-import { AipClient, type Action, type ActionState, TERMINAL_STATUSES } from '../../lib/client/index.js';
+import { AipClient, AipClientError, type Action, type ActionState, TERMINAL_STATUSES } from '../../lib/client/index.js';
 import { eventually, HANG_MS } from '../support/wait.js';
 import type { AwsCall } from './aws-gateway.js';
 import { callsByRole, deployAssembly, type AssemblyEnvironment } from './deployment.js';
@@ -151,8 +152,23 @@ function charge(id: string, amount: number, transaction: NonNullable<Action['tra
   return { id, capability_id: 'payments.charge', input: { amount, currency: 'eur', customer: 'cus_assembly' }, transaction, ...extra };
 }
 
+/**
+ * Submits as a client should: a retryable answer is resubmitted (the same action ID, so at most one
+ * action) after its Retry-After. On a busy machine the first request of a function can find the remote
+ * connector host still starting, which is a 503 `connector.remote_unavailable`; a hang is bounded.
+ */
 async function submitted(c: AipClient, body: Action): Promise<ActionState> {
-  const sub = await c.submitAction(body, { wait: WAIT });
+  const started = Date.now();
+  let sub: Awaited<ReturnType<AipClient['submitAction']>>;
+  for (;;) {
+    try {
+      sub = await c.submitAction(body, { wait: WAIT });
+      break;
+    } catch (err) {
+      if (!(err instanceof AipClientError) || !err.retryable || Date.now() - started > HANG_MS) throw err;
+      await sleep(err.retryAfterMs ?? 1_000);
+    }
+  }
   if (TERMINAL_STATUSES.includes(sub.action_result.status) || sub.action_result.status === 'requires_human') {
     return { action_result: sub.action_result, ...(sub.transaction_result !== undefined ? { transaction: sub.transaction_result } : {}) };
   }
