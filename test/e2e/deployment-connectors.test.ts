@@ -29,31 +29,11 @@ import { banner, PROJECT_ROOT, startLocalStack } from '../../dev/local/start.js'
 import { InfraConfigError, type InfraConfigInput } from '../../infra/config.js';
 import { dynamoClient } from '../reliability/support.js';
 import { RW, securityStack, type SecurityStack } from '../security/support.js';
+import { CRM_DOCUMENT } from '../fixtures/team-crm-connector.js';
 
 const TENANT = 'acme';
 const CRM_SECRET = `crm-${randomUUID()}`;
 const ORDERS_SECRET = `orders-${randomUUID()}`;
-
-/** The declarative HTTP connector: JSON only (its base URL is replaced by connectorEndpoints). */
-const CRM_DOCUMENT = {
-  connector_id: 'crm',
-  version: '1.0.0',
-  provider: 'crm-api',
-  base_url: 'https://crm.example.com/api',
-  auth: { type: 'bearer', credential_handle: 'crm/token' },
-  capabilities: [
-    {
-      id: 'crm.contact_lookup',
-      description: 'Look a contact up by email',
-      input_schema: { type: 'object', required: ['email'], additionalProperties: false, properties: { email: { type: 'string' } } },
-      contract: {
-        execution: { supports_cancel: false, supports_streaming: false, supports_retry: false, timeout_ms: 8_000 },
-        credentials: { required: true, kind: 'api_key' },
-      },
-      operations: { invoke: { request: { method: 'GET', path: '/contacts', query: { email: { from: '/email' } } } } },
-    },
-  ],
-};
 
 /** The code connector, as a team writes it (docs/deploying-your-connectors.md). */
 const ORDERS_MODULE = `

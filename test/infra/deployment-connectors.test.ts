@@ -32,29 +32,9 @@ import { InfraConfigError, loadInfraConfig, type InfraConfigInput } from '../../
 import { checkDeploymentConnectors, deploymentConnectorSources } from '../../infra/deployment-connectors.js';
 import type { FunctionDefinition } from '../../infra/functions.js';
 import { newApp } from './support.js';
+import { CRM_DOCUMENT } from '../fixtures/team-crm-connector.js';
 
 type Json = Record<string, any>;
-
-/** The declarative HTTP connector: JSON only. */
-const CRM_DOCUMENT = {
-  connector_id: 'crm',
-  version: '1.0.0',
-  provider: 'crm-api',
-  base_url: 'https://crm.example.com/api',
-  auth: { type: 'bearer', credential_handle: 'crm/token' },
-  capabilities: [
-    {
-      id: 'crm.contact_lookup',
-      description: 'Look a contact up by email',
-      input_schema: { type: 'object', required: ['email'], additionalProperties: false, properties: { email: { type: 'string' } } },
-      contract: {
-        execution: { supports_cancel: false, supports_streaming: false, supports_retry: false, timeout_ms: 8_000 },
-        credentials: { required: true, kind: 'api_key' },
-      },
-      operations: { invoke: { request: { method: 'GET', path: '/contacts', query: { email: { from: '/email' } } } } },
-    },
-  ],
-};
 
 /** The code connector, as a team writes it (SDK from the dependency, zod from its own node_modules). */
 const ORDERS_MODULE = `
