@@ -55,6 +55,34 @@ const SUPPORT: Record<string, ImplementationSupport> = {
 };
 
 /** What the demo connector saw (tests read it). */
+/** A promise with its resolve, to hold a call until the test lets it go. */
+export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
+
+/** One gate per key: `passed(key)` resolves once the test has called `open(key)`, in either order. */
+export class Gates {
+  readonly #gates = new Map<string, { promise: Promise<void>; resolve: () => void }>();
+  #gate(key: string) {
+    let g = this.#gates.get(key);
+    if (g === undefined) {
+      g = deferred();
+      this.#gates.set(key, g);
+    }
+    return g;
+  }
+  open(key: string): void {
+    this.#gate(key).resolve();
+  }
+  passed(key: string): Promise<void> {
+    return this.#gate(key).promise;
+  }
+}
+
 export interface DemoEvents {
   /** Called right after a checkpoint resolved (a test checks durability there). */
   afterCheckpoint?: (ref: ProviderOperationRef) => Promise<void>;

@@ -27,43 +27,27 @@ import type { Action, ActionResult } from '../../../packages/connector-sdk/src/p
 import type { RuntimeSettingsInput } from '../../../lib/runtime/config.js';
 import { createInvokeHandler } from '../../../functions/worker/invoke.js';
 import { SILENT_LOGGER } from '../../../functions/shared/logger.js';
-import { DemoConnector } from '../../support/remote-fixture.js';
+import { DemoConnector, Gates } from '../../support/remote-fixture.js';
 import { uid } from '../../support/transaction-fixtures.js';
 import { eventually } from '../../support/wait.js';
 import { TENANT, caller, createHarness, type Harness } from './support.js';
 
 const ENDPOINT = 'https://host.capacity.test';
 
-function deferred(): { promise: Promise<void>; resolve: () => void } {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => {
-    resolve = r;
-  });
-  return { promise, resolve };
-}
-
 /** The demo connector: each invocation waits inside the connector until the test releases its action. */
 class HeldConnector extends DemoConnector {
   readonly entered: string[] = [];
   /** Actions whose invocation the connector itself fails with the capacity code (an answer, not the host's signed refusal). */
   readonly failing = new Set<string>();
-  readonly #holds = new Map<string, { promise: Promise<void>; resolve: () => void }>();
+  readonly #gates = new Gates();
   release(action_id: string): void {
-    this.#hold(action_id).resolve();
-  }
-  #hold(action_id: string) {
-    let h = this.#holds.get(action_id);
-    if (h === undefined) {
-      h = deferred();
-      this.#holds.set(action_id, h);
-    }
-    return h;
+    this.#gates.open(action_id);
   }
   override async invoke_typed(action: Action, ctx: ActionExecutionContext): Promise<ActionResult> {
     this.entered.push(action.id);
     if (this.failing.has(action.id))
       throw new ConnectorFailure({ code: 'connector.remote_capacity_exhausted', operation: 'invocation', source: 'connector:demo' });
-    await this.#hold(action.id).promise;
+    await this.#gates.passed(action.id);
     // demo.pay answers without a checkpoint here (no checkpoint receiver in this test): its result is the commit.
     if (action.capability_id === 'demo.pay') return { action_id: action.id, status: 'completed', output: { paid: true } };
     return super.invoke_typed(action, ctx);

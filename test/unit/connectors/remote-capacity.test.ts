@@ -31,23 +31,14 @@ import { REMOTE_TYP, RemoteAnswerSchema, type RemoteAnswer } from '../../../lib/
 import { RemoteConnector } from '../../../lib/runtime/remote/proxy.js';
 import { InMemoryCapacityGate, InMemoryNonceStore } from '../../../lib/runtime/remote/stores.js';
 import { hashJson } from '../../../packages/connector-sdk/src/protocol/index.js';
-import { DemoConnector, demoAction, demoRoute, runThroughProxy } from '../../support/remote-fixture.js';
+import { DemoConnector, Gates, deferred, demoAction, demoRoute, runThroughProxy } from '../../support/remote-fixture.js';
 
 const ENDPOINT = 'https://host.test';
-
-/** A promise with its resolve, to hold a call until the test lets it go. */
-function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
-  let resolve!: (value: T) => void;
-  const promise = new Promise<T>((r) => {
-    resolve = r;
-  });
-  return { promise, resolve };
-}
 
 /** The demo connector whose `demo.echo` invocations wait inside the connector until released, one by one. */
 class HeldConnector extends DemoConnector {
   readonly entered: string[] = [];
-  readonly #holds = new Map<string, { promise: Promise<void>; resolve: () => void }>();
+  readonly #gates = new Gates();
   readonly #arrivals: (() => void)[] = [];
   /** Resolves once `n` invocations are inside the connector. */
   inside(n: number): Promise<void> {
@@ -61,20 +52,12 @@ class HeldConnector extends DemoConnector {
     return d.promise;
   }
   release(action_id: string): void {
-    this.#hold(action_id).resolve();
-  }
-  #hold(action_id: string) {
-    let h = this.#holds.get(action_id);
-    if (h === undefined) {
-      h = deferred();
-      this.#holds.set(action_id, h);
-    }
-    return h;
+    this.#gates.open(action_id);
   }
   override async invoke_typed(action: Action, ctx: ActionExecutionContext): Promise<ActionResult> {
     this.entered.push(action.id);
     for (const waiting of this.#arrivals.splice(0)) waiting();
-    await this.#hold(action.id).promise;
+    await this.#gates.passed(action.id);
     return super.invoke_typed(action, ctx);
   }
 }
