@@ -37,9 +37,11 @@ export interface AttemptBudget {
   /**
    * How many times the queue has delivered the message this call runs (SQS
    * `ApproximateReceiveCount`, 1 on the first delivery). A capacity deferral
-   * is refused once it exceeds `capacity_deferral.max_deferrals`, whatever
-   * the action's own count says: earlier failed deliveries (a crash, a lease
-   * race) brought the message that much closer to the DLQ. Absent: unknown.
+   * is refused once it exceeds the deferral bound (`max_deferrals`, capped
+   * by the invoke queue's maxReceiveCount − 1: capacityDeferralBound in
+   * ./config.ts), whatever the action's own count says: earlier failed
+   * deliveries (a crash, a lease race) brought the message that much closer
+   * to the DLQ. Absent: unknown.
    */
   readonly receive_count?: number;
 }
