@@ -26,7 +26,7 @@
  * | AIP_CURSOR_KEY | no | the key material itself (at least 32 characters, or `{"current","previous"}` JSON), `local`/`test` only; with neither variable there, a random key per composition |
  * | AIP_RUNTIME_SETTINGS | no | JSON or path: the Runtime's own tuning (`RuntimeSettingsInput` of lib/runtime/config.ts: tenant approval policies, reconciliation backoff, stall threshold, scopes, retention); defaults otherwise. `test_mode` only when `envName` is `local` or `test` |
  * | AIP_SERVICE_PRINCIPAL | no | ID of the runtime's own service principal (reconciliation runs as it); wins over AIP_RUNTIME_SETTINGS; default `aip-runtime` |
- * | AIP_LOCAL_CREDENTIALS | no | JSON or path, `{"references":[...]}` of lib/connectors/credentials/env-provider.ts: resolve credentials from environment variables or files instead of Secrets Manager (local runs) |
+ * | AIP_LOCAL_CREDENTIALS | no | JSON or path, `{"references":[...]}` of packages/connector-sdk/src/credentials/env-provider.ts: resolve credentials from environment variables or files instead of Secrets Manager (local runs) |
  * | AIP_CONNECTOR_ENDPOINTS | no | JSON object, connector ID → base URL override (the local stack points `payments` at the simulator) |
  * | AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_<SERVICE> | no | honoured by lib/aws/clients.ts (LocalStack, emulators) |
  */

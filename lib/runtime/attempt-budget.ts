@@ -21,7 +21,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 
 /**
  * Time kept between an attempt's deadline and the end of its invocation: at
- * most DEFAULT_CANCEL_GRACE_MS (2 s, lib/connectors/deadline.ts) for
+ * most DEFAULT_CANCEL_GRACE_MS (2 s, ./attempts/deadline.ts) for
  * `cancel_typed`, then the settlement writes (the record, its receipt, the
  * action and the reconciliation schedule, each with the SDK's retries).
  */
