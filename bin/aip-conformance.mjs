@@ -5,7 +5,7 @@
  * `npx aip-conformance ./my-connector.ts`. Like bin/aip.mjs it registers
  * tsx's ESM loader in-process (node:module register, Node >= 20.6), so both
  * the kit (TypeScript) and the author's .ts module load without a build
- * step. See lib/connectors/conformance/README.md.
+ * step. See packages/connector-sdk/src/conformance/README.md.
  */
 import { register } from 'tsx/esm/api';
 

@@ -348,6 +348,8 @@ export function createFunction(scope: Construct, definition: FunctionDefinition,
       [FUNCTION_ENV.envName]: config.envName,
       [FUNCTION_ENV.tableName]: stateful.table.tableName,
       [FUNCTION_ENV.invokeQueueUrl]: stateful.queues.invoke.queue.queueUrl,
+      // The Runtime caps its capacity deferrals by it, so the queue's last delivery always settles the action.
+      [FUNCTION_ENV.invokeQueueMaxReceiveCount]: String(stateful.queues.invoke.maxReceiveCount),
       [FUNCTION_ENV.reconcileQueueUrl]: stateful.queues.reconcile.queue.queueUrl,
       [FUNCTION_ENV.reconcileQueueArn]: stateful.queues.reconcile.queue.queueArn,
       [FUNCTION_ENV.scheduleGroupName]: context.scheduleGroupName,

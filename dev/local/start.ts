@@ -456,6 +456,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       ...settingsToEnv({
         tableName: names.table,
         invokeQueueUrl: invokeQueue.url,
+        invokeQueueMaxReceiveCount: QUEUE_MAX_RECEIVE_COUNT,
         reconcileQueueUrl: reconcileQueue.url,
         reconcileQueueArn: reconcileQueue.arn,
         scheduleGroup: names.scheduleGroup,

@@ -97,7 +97,9 @@ export function configuredTenants(settings: BootstrapSettings, runtimeSettings: 
  * AIP_RUNTIME_SETTINGS validated with the Runtime's schema. `test_mode` (the
  * crash-point hook) is accepted only when the deployment's envName is
  * `local` or `test`; any other envName gets DEPLOYED_DEFAULTS
- * (lib/runtime/config.ts) where the settings say nothing.
+ * (lib/runtime/config.ts) where the settings say nothing. The invoke queue's
+ * maxReceiveCount (AIP_INVOKE_QUEUE_MAX_RECEIVE_COUNT, set by the stack from
+ * the queue itself) becomes `capacity_deferral.queue_max_receive_count`.
  */
 export function parseRuntimeSettings(settings: BootstrapSettings): RuntimeSettings {
   const envName = settings.runtimeConfig.envName;
@@ -106,7 +108,8 @@ export function parseRuntimeSettings(settings: BootstrapSettings): RuntimeSettin
   // A deployed environment gets four eyes on resolutions and a retention unless its settings say otherwise.
   const parsed = parseNested<RuntimeSettings>(OPTIONAL_ENV.runtimeSettings, schema, withDeployedDefaults(settings.runtimeSettings, envName), issues);
   if (!parsed) throw new BootstrapConfigError(issues);
-  return parsed;
+  if (settings.invokeQueueMaxReceiveCount === undefined) return parsed;
+  return { ...parsed, capacity_deferral: { ...parsed.capacity_deferral, queue_max_receive_count: settings.invokeQueueMaxReceiveCount } };
 }
 
 /**

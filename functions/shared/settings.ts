@@ -16,6 +16,7 @@
  * |---|---|---|
  * | AIP_TABLE_NAME | yes | the single DynamoDB table |
  * | AIP_INVOKE_QUEUE_URL | yes | connector invocations (SQS standard queue) |
+ * | AIP_INVOKE_QUEUE_MAX_RECEIVE_COUNT | no (the stack sets it) | the invoke queue's redrive maxReceiveCount, 1-1000: caps the Runtime's capacity deferrals (`capacity_deferral.queue_max_receive_count`, which it overrides); absent: `max_deferrals` alone |
  * | AIP_RECONCILE_QUEUE_URL | yes | reconciliation jobs (SQS standard queue) |
  * | AIP_RECONCILE_QUEUE_ARN | yes | target of the one-time reconciliation schedules |
  * | AIP_SCHEDULE_GROUP | yes | EventBridge Scheduler group of those schedules |
@@ -25,7 +26,7 @@
  * | AIP_CURSOR_KEY | no | the key material itself (at least 32 characters, or `{"current","previous"}` JSON), `local`/`test` only; with neither variable there, a random key per composition |
  * | AIP_RUNTIME_SETTINGS | no | JSON or path: the Runtime's own tuning (`RuntimeSettingsInput` of lib/runtime/config.ts: tenant approval policies, reconciliation backoff, stall threshold, scopes, retention); defaults otherwise. `test_mode` only when `envName` is `local` or `test` |
  * | AIP_SERVICE_PRINCIPAL | no | ID of the runtime's own service principal (reconciliation runs as it); wins over AIP_RUNTIME_SETTINGS; default `aip-runtime` |
- * | AIP_LOCAL_CREDENTIALS | no | JSON or path, `{"references":[...]}` of lib/connectors/credentials/env-provider.ts: resolve credentials from environment variables or files instead of Secrets Manager (local runs) |
+ * | AIP_LOCAL_CREDENTIALS | no | JSON or path, `{"references":[...]}` of packages/connector-sdk/src/credentials/env-provider.ts: resolve credentials from environment variables or files instead of Secrets Manager (local runs) |
  * | AIP_CONNECTOR_ENDPOINTS | no | JSON object, connector ID → base URL override (the local stack points `payments` at the simulator) |
  * | AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_<SERVICE> | no | honoured by lib/aws/clients.ts (LocalStack, emulators) |
  */
@@ -72,6 +73,8 @@ export type CredentialSource = { readonly source: 'secrets-manager' } | { readon
 export interface BootstrapSettings {
   readonly tableName: string;
   readonly invokeQueueUrl: string;
+  /** The invoke queue's redrive maxReceiveCount, when the environment gives it (the stack always does). */
+  readonly invokeQueueMaxReceiveCount?: number;
   readonly reconcileQueueUrl: string;
   readonly reconcileQueueArn: string;
   readonly scheduleGroup: string;
@@ -133,6 +136,9 @@ const EnvSchema = z.object({
     }),
   ),
   [FUNCTION_ENV.invokeQueueUrl]: url('the invoke queue URL'),
+  [FUNCTION_ENV.invokeQueueMaxReceiveCount]: z.optional(
+    z.string().check(z.trim(), z.regex(/^(?:[1-9]\d{0,2}|1000)$/, { message: "must be the invoke queue's maxReceiveCount: an integer from 1 to 1000" })),
+  ),
   [FUNCTION_ENV.reconcileQueueUrl]: url('the reconcile queue URL'),
   [FUNCTION_ENV.reconcileQueueArn]: required('the reconcile queue ARN').check(
     z.regex(/^arn:aws[a-z-]*:sqs:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,80}(\.fifo)?$/, {
@@ -322,9 +328,11 @@ export function readBootstrapSettings(env: NodeJS.ProcessEnv = process.env, opti
   }
 
   const v = vars as z.output<typeof EnvSchema>;
+  const maxReceiveCount = v[FUNCTION_ENV.invokeQueueMaxReceiveCount];
   return {
     tableName: v[FUNCTION_ENV.tableName],
     invokeQueueUrl: v[FUNCTION_ENV.invokeQueueUrl],
+    ...(maxReceiveCount !== undefined ? { invokeQueueMaxReceiveCount: Number.parseInt(maxReceiveCount, 10) } : {}),
     reconcileQueueUrl: v[FUNCTION_ENV.reconcileQueueUrl],
     reconcileQueueArn: v[FUNCTION_ENV.reconcileQueueArn],
     scheduleGroup: v[FUNCTION_ENV.scheduleGroupName],
@@ -353,6 +361,7 @@ export function settingsToEnv(settings: BootstrapSettings): Record<string, strin
     [OPTIONAL_ENV.runtimeSettings]: JSON.stringify(settings.runtimeSettings),
     [OPTIONAL_ENV.servicePrincipal]: settings.servicePrincipal.id,
   };
+  if (settings.invokeQueueMaxReceiveCount !== undefined) env[FUNCTION_ENV.invokeQueueMaxReceiveCount] = String(settings.invokeQueueMaxReceiveCount);
   if (settings.cursorKey.source === 'secrets-manager') env[FUNCTION_ENV.cursorKeySecretArn] = settings.cursorKey.secretArn;
   if (settings.cursorKey.source === 'inline') env[OPTIONAL_ENV.cursorKey] = settings.cursorKey.material;
   if (settings.credentials.source === 'local') env[OPTIONAL_ENV.localCredentials] = JSON.stringify({ references: settings.credentials.references });

@@ -138,7 +138,7 @@ export const SecretReferenceSchema = z.string({ error: 'must be a string: a Secr
 
 /**
  * One row of the deployment's credential reference map (the rows
- * lib/connectors/credentials/references.ts selects from): which secret backs
+ * packages/connector-sdk/src/credentials/references.ts selects from): which secret backs
  * credential `handle` of the connector for a tenant, optionally for one
  * external account of that tenant. The secret value never enters
  * configuration; see `secretsManagerReferences` for the adapter's shape.

@@ -9,6 +9,12 @@ export const FUNCTION_ENV = {
   envName: 'AIP_ENV',
   tableName: 'AIP_TABLE_NAME',
   invokeQueueUrl: 'AIP_INVOKE_QUEUE_URL',
+  /**
+   * The invoke queue's redrive maxReceiveCount (an integer, 1-1000): the
+   * Runtime never spends the queue's last delivery on a capacity deferral
+   * (`capacity_deferral` in lib/runtime/config.ts, capacityDeferralBound).
+   */
+  invokeQueueMaxReceiveCount: 'AIP_INVOKE_QUEUE_MAX_RECEIVE_COUNT',
   reconcileQueueUrl: 'AIP_RECONCILE_QUEUE_URL',
   /** Target ARN for reconciliation schedules. */
   reconcileQueueArn: 'AIP_RECONCILE_QUEUE_ARN',

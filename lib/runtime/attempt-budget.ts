@@ -21,7 +21,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 
 /**
  * Time kept between an attempt's deadline and the end of its invocation: at
- * most DEFAULT_CANCEL_GRACE_MS (2 s, lib/connectors/deadline.ts) for
+ * most DEFAULT_CANCEL_GRACE_MS (2 s, ./attempts/deadline.ts) for
  * `cancel_typed`, then the settlement writes (the record, its receipt, the
  * action and the reconciliation schedule, each with the SDK's retries).
  */
@@ -37,9 +37,11 @@ export interface AttemptBudget {
   /**
    * How many times the queue has delivered the message this call runs (SQS
    * `ApproximateReceiveCount`, 1 on the first delivery). A capacity deferral
-   * is refused once it exceeds `capacity_deferral.max_deferrals`, whatever
-   * the action's own count says: earlier failed deliveries (a crash, a lease
-   * race) brought the message that much closer to the DLQ. Absent: unknown.
+   * is refused once it exceeds the deferral bound (`max_deferrals`, capped
+   * by the invoke queue's maxReceiveCount − 1: capacityDeferralBound in
+   * ./config.ts), whatever the action's own count says: earlier failed
+   * deliveries (a crash, a lease race) brought the message that much closer
+   * to the DLQ. Absent: unknown.
    */
   readonly receive_count?: number;
 }

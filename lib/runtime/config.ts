@@ -104,9 +104,12 @@ const RuntimeSettingsShape = {
    * on the action record; none either once the message's own receive count
    * exceeds it) and none that would redeliver it later than
    * `max_age_ms` after its creation; past either, the attempt settles `failed`
-   * with the refusal, as without deferral. Keep `max_deferrals` below the invoke
-   * queue's maxReceiveCount (5 by default), so the message never reaches the
-   * DLQ before the last delivery settles it (docs/workers.md).
+   * with the refusal, as without deferral. The invoke queue caps the bound
+   * too: `queue_max_receive_count` is its redrive policy's maxReceiveCount
+   * (the stack sets it on the functions, AIP_INVOKE_QUEUE_MAX_RECEIVE_COUNT;
+   * the composition puts it here), and no deferral may spend the queue's last
+   * delivery ({@link capacityDeferralBound}), so the message never reaches
+   * the DLQ before a delivery settles it (docs/workers.md).
    */
   capacity_deferral: z.prefault(
     z.strictObject({
@@ -114,6 +117,8 @@ const RuntimeSettingsShape = {
       base_delay_ms: z._default(z.int().check(z.gte(0), z.lte(900_000)), 1_000),
       max_delay_ms: z._default(z.int().check(z.gte(0), z.lte(900_000)), 60_000),
       max_age_ms: z._default(z.int().check(z.gte(0), z.lte(86_400_000)), 15 * 60_000),
+      /** The invoke queue's maxReceiveCount (SQS allows 1-1000). Absent: unknown, `max_deferrals` alone bounds. */
+      queue_max_receive_count: z.optional(z.int().check(z.gte(1), z.lte(1000))),
     }),
     {},
   ),
@@ -244,6 +249,36 @@ export function capacityDeferralDelayMs(config: RuntimeSettings, retryAfterMs: n
   const { base_delay_ms, max_delay_ms } = config.capacity_deferral;
   const window = Math.min(max_delay_ms, base_delay_ms * 2 ** Math.min(30, Math.max(0, deferrals)));
   return Math.max(0, retryAfterMs) + Math.floor(Math.max(0, Math.min(1, random)) * window);
+}
+
+/**
+ * How many capacity deferrals one action may have, and on which delivery of
+ * its message the last may happen: min(`max_deferrals`, maxReceiveCount − 1)
+ * when the invoke queue's maxReceiveCount is known. SQS delivers a message at
+ * most maxReceiveCount times, so receive r may defer only while r + 1 (the
+ * redelivery the deferral asks for) is still a delivery, not a move to the
+ * DLQ: r ≤ maxReceiveCount − 1. The queue's last receive therefore always
+ * settles (with the refusal, `failed`). Earlier deliveries that crashed or
+ * lost a lease race are counted by the receive count, so no spare receive is
+ * needed for them.
+ */
+export function capacityDeferralBound(config: RuntimeSettings): number {
+  const { max_deferrals, queue_max_receive_count } = config.capacity_deferral;
+  return queue_max_receive_count === undefined ? max_deferrals : Math.min(max_deferrals, queue_max_receive_count - 1);
+}
+
+/**
+ * Whether an attempt refused for capacity may be deferred once more: the
+ * action has had fewer than {@link capacityDeferralBound} deferrals (its
+ * durable count) and the message's receive count (1 on its first delivery;
+ * undefined when the consumer did not say) does not exceed that bound. The
+ * redelivery's age (`max_age_ms`) is checked by the caller, which knows the
+ * delay.
+ */
+export function mayDeferForCapacity(config: RuntimeSettings, deferrals: number, receiveCount: number | undefined): boolean {
+  const bound = capacityDeferralBound(config);
+  if (deferrals >= bound) return false;
+  return receiveCount === undefined || receiveCount <= bound;
 }
 
 /** Exponential reconciliation backoff after `attempts` completed attempts (1-based). */

@@ -1,7 +1,7 @@
 /**
  * The capability registry: built from admitted connector manifests.
  *
- * - Every manifest goes through `admitManifest` (lib/connectors/admission.ts).
+ * - Every manifest goes through `admitManifest` (packages/connector-sdk/src/admission.ts).
  *   A capability with any admission issue is not registered; the admission
  *   report is kept per connector (`registry.report`).
  * - A capability ID offered by more than one connector is registered by none

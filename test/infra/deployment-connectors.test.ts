@@ -108,6 +108,9 @@ beforeAll(() => {
   symlinkSync(BUNDLE_ROOT, join(team, 'node_modules', 'aip-runtime'), 'dir');
   // What the team installs beside this project (docs/deploying-your-connectors.md), the same copies.
   for (const dep of ['zod', 'aws-cdk-lib', 'constructs', 'tsx']) symlinkSync(join(BUNDLE_ROOT, 'node_modules', dep), join(team, 'node_modules', dep), 'dir');
+  // The bin npm links for the dependency (package.json "bin"): cdk.json's `npx aip-synth` runs it.
+  mkdirSync(join(team, 'node_modules', '.bin'));
+  symlinkSync(join('..', 'aip-runtime', 'bin', 'aip-synth.mjs'), join(team, 'node_modules', '.bin', 'aip-synth'));
   writeFileSync(join(team, 'package.json'), JSON.stringify({ name: 'team-connectors', private: true, type: 'module' }));
   mkdirSync(join(team, 'connectors'));
   writeFileSync(join(team, 'connectors', 'orders.ts'), ORDERS_MODULE);
@@ -184,27 +187,42 @@ describe("synth of a team's own connectors, from a folder outside the repository
   });
 });
 
-describe("the team's own CDK app, run from its folder", () => {
-  it('synthesizes both stacks with the configured connectors and the one handed over in code', () => {
-    const outdir = join(team, 'cdk.out');
-    execFileSync(process.execPath, ['--import', 'tsx', 'infra/app.ts'], {
+describe("the team's CDK app, run from its folder by aip-synth (cdk.json), with no environment variable of its own", () => {
+  /**
+   * Runs the team's cdk.json `app` command as the CDK CLI does (the `config` context and the output folder in the
+   * variables the CLI sets; bundling skipped: the bundles are the next tests' subject), through the `aip-synth` bin
+   * that npm links into the team's node_modules/.bin. No TSX_TSCONFIG_PATH, no --import: the launcher registers tsx
+   * with this project's tsconfig itself.
+   */
+  const synth = (cdkJsonApp: string, outdir: string) => {
+    // `npx <bin> ...` runs the bin npm linked locally.
+    const [npx, bin, ...args] = cdkJsonApp.split(' ');
+    expect([npx, bin]).toEqual(['npx', 'aip-synth']);
+    const { TSX_TSCONFIG_PATH: _unset, ...env } = process.env;
+    execFileSync(process.execPath, [join('node_modules', '.bin', 'aip-synth'), ...args], {
       cwd: team,
-      // What `cdk synth -c config=aip.config.json` hands the app (bundling skipped: the bundles are the next tests' subject).
-      // TSX_TSCONFIG_PATH: aip-runtime's own tsconfig, whose paths resolve @aip-runtime/connector-sdk to its source (the SDK is not
-      // published built; docs/deploying-your-connectors.md, "Running synth"), so the app and the runtime load one copy of the SDK.
-      env: {
-        ...process.env,
-        TSX_TSCONFIG_PATH: join(team, 'node_modules', 'aip-runtime', 'tsconfig.json'),
-        CDK_OUTDIR: outdir,
-        CDK_CONTEXT_JSON: JSON.stringify({ config: 'aip.config.json', 'aws:cdk:bundling-stacks': [] }),
-      },
+      env: { ...env, CDK_OUTDIR: outdir, CDK_CONTEXT_JSON: JSON.stringify({ config: 'aip.config.json', 'aws:cdk:bundling-stacks': [] }) },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const stateless = JSON.parse(readFileSync(join(outdir, 'Aip-team-Stateless.template.json'), 'utf8')) as Json;
     const functions = Object.values(stateless.Resources as Json).filter((r) => (r as Json).Type === 'AWS::Lambda::Function') as Json[];
     const runtime = functions.map((f) => f.Properties.Environment?.Variables?.AIP_RUNTIME_CONFIG).find((v) => typeof v === 'string') as string;
-    expect((JSON.parse(runtime) as { connectors: { id: string }[] }).connectors.map((c) => c.id)).toEqual(['crm', 'orders', 'tracking']);
     expect(existsSync(join(outdir, 'Aip-team-Stateful.template.json'))).toBe(true);
+    return (JSON.parse(runtime) as { connectors: { id: string }[] }).connectors.map((c) => c.id);
+  };
+
+  it('cdk.json `npx aip-synth infra/app.ts`: its own app synthesizes both stacks with the configured connectors and the one handed over in code', () => {
+    expect(synth('npx aip-synth infra/app.ts', join(team, 'cdk.out'))).toEqual(['crm', 'orders', 'tracking']);
+  });
+
+  it("cdk.json `npx aip-synth`: this project's app as it is, with the team's configuration, after the manifest check of its module", () => {
+    expect(synth('npx aip-synth', join(team, 'cdk.out.default'))).toEqual(['crm', 'orders']);
+  });
+
+  it('names a missing app module instead of failing inside the CDK', () => {
+    const run = () =>
+      execFileSync(process.execPath, [join('node_modules', '.bin', 'aip-synth'), 'infra/nope.ts'], { cwd: team, stdio: ['ignore', 'pipe', 'pipe'] });
+    expect(run).toThrow(/no such CDK app module: .*infra\/nope\.ts/);
   });
 });
 

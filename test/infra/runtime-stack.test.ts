@@ -12,6 +12,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { AUTHORIZATION_HEADER_PATTERN, verifierFromEnv } from '../../functions/authorizer.js';
 import { ROUTE_LIST, ROUTES, type RouteId } from '../../lib/http/routes.js';
 import { OPTIONAL_ENV, readBootstrapSettings } from '../../functions/shared/settings.js';
+import { parseRuntimeSettings } from '../../functions/shared/compose-runtime.js';
 import {
   INVOKE_WORKER_FUNCTION_ID,
   RECONCILE_CONSUMER_FUNCTION_ID,
@@ -585,6 +586,20 @@ describe('the deployed runtime (default functions)', () => {
         });
         expect(settings.connectorEndpoints).toEqual({});
       }
+    });
+
+    it("tells every function the invoke queue's maxReceiveCount, from the queue itself, and the Runtime bounds its capacity deferrals by it", () => {
+      const fromQueue = built.aip.stateful.queues.invoke.maxReceiveCount;
+      const [redrive] = Object.values(t.statefulTemplate.findResources('AWS::SQS::Queue'))
+        .map((q) => (q as Json).Properties.RedrivePolicy as Json | undefined)
+        .filter((r) => r !== undefined && JSON.stringify(r.deadLetterTargetArn).includes('InvokeDeadLetterQueue'));
+      expect(redrive?.maxReceiveCount).toBe(fromQueue);
+      for (const id of Object.keys(built.aip.stateless.functions)) {
+        expect(deployedEnv(id)[FUNCTION_ENV.invokeQueueMaxReceiveCount]).toBe(String(fromQueue));
+        const settings = readBootstrapSettings(deployedEnv(id));
+        expect(settings.invokeQueueMaxReceiveCount).toBe(fromQueue);
+      }
+      expect(parseRuntimeSettings(readBootstrapSettings(deployedEnv(INVOKE_WORKER_FUNCTION_ID))).capacity_deferral.queue_max_receive_count).toBe(fromQueue);
     });
 
     it('gives the authorizer a configuration it can build its verifier from', () => {

@@ -13,11 +13,12 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { GSI_PROJECTION, GSIS, KEY_ATTRIBUTES, TABLE_KEYS, TTL_ATTRIBUTE } from '../../lib/aws/dynamo/table-design.js';
 import { CONFIG_CONTEXT_KEY, defineAipApp, stackNames, type AipApp } from '../../infra/aip-app.js';
 import { aipFunctionDefinitions } from '../../infra/aip-functions.js';
-import { InfraConfigError } from '../../infra/config.js';
+import { InfraConfigError, parseInfraConfig } from '../../infra/config.js';
 import { applyNagChecks } from '../../infra/nag.js';
 import { FUNCTION_ENV } from '../../infra/function-env.js';
 import { type FunctionDefinition, TABLE_READ_ACTIONS, TABLE_WRITE_ACTIONS } from '../../infra/functions.js';
 import { StatefulStack } from '../../infra/stateful-stack.js';
+import { StatelessStack } from '../../infra/stateless-stack.js';
 import { BASE_CONFIG, buildAip, newApp } from './support.js';
 
 type Json = Record<string, any>;
@@ -339,6 +340,17 @@ describe('function definitions', () => {
       },
     });
     template.hasResourceProperties('AWS::Logs::LogGroup', { RetentionInDays: 30 });
+  });
+
+  it("sets the invoke queue's maxReceiveCount from the queue the stateful stack built, whatever it is", () => {
+    const app = newApp();
+    const config = parseInfraConfig(BASE_CONFIG);
+    const stateful = new StatefulStack(app, 'Queues', { envName: 'test', maxReceiveCount: 3 });
+    const stateless = new StatelessStack(app, 'Functions', { config, stateful, functions: [worker] });
+    Template.fromStack(stateful).hasResourceProperties('AWS::SQS::Queue', { RedrivePolicy: Match.objectLike({ maxReceiveCount: 3 }) });
+    Template.fromStack(stateless).hasResourceProperties('AWS::Lambda::Function', {
+      Environment: { Variables: Match.objectLike({ [FUNCTION_ENV.invokeQueueMaxReceiveCount]: '3' }) },
+    });
   });
 
   it('consumes its queue with partial batch responses', () => {

@@ -2,7 +2,7 @@
  * Fixtures of the remote placement tests: a small hand-written connector
  * (a streaming echo and a transactional payment that checkpoints its
  * provider operation), keys, and a helper that runs an attempt the way the
- * runtime does (lib/connectors/deadline.ts runAttempt with the pinned route
+ * runtime does (lib/runtime/attempts/deadline.ts runAttempt with the pinned route
  * bound to the context).
  */
 import type { Action, ActionResult, Capability, ProviderOperationRef } from '../../packages/connector-sdk/src/protocol/index.js';

@@ -1,5 +1,5 @@
 /**
- * The connector SDK's StreamSink (lib/connectors/ports/stream-sink.ts) over the
+ * The connector SDK's StreamSink (packages/connector-sdk/src/ports/stream-sink.ts) over the
  * runtime's StreamStore (lib/ports/stream-store.ts), for one attempt: the
  * publisher numbers the attempt's chunks from 0, the sink stores chunk n at
  * the attempt's base seq + n, so a later attempt continues the action's stream.

@@ -44,7 +44,7 @@ import type { TransactionRecord } from '../../ports/transaction-store.js';
 import { isAttemptStatus } from '../../transactions/state-machine.js';
 import type { Kernel } from '../kernel.js';
 import { withStoredResult, withStoredResultOf } from '../view.js';
-import { capacityDeferralDelayMs } from '../config.js';
+import { capacityDeferralDelayMs, mayDeferForCapacity } from '../config.js';
 import { deliveryReceiveCount } from '../attempt-budget.js';
 import type { CompensationMemory, RuntimeMemory } from '../../../packages/connector-sdk/src/memory.js';
 import { connectorFacingCompensation } from '../modes/compensate.js';
@@ -505,12 +505,15 @@ function deferrable(
  * The transaction record is untouched (the attempt start does not write it)
  * and the idempotency reservation stays in flight.
  *
- * The bound (config `capacity_deferral`): `max_deferrals` per action, counted
- * on the record, and as many deliveries of the message (its SQS receive
- * count, when the consumer gives it: ../attempt-budget.ts), so that the last
- * one settles before the queue's maxReceiveCount moves it to the DLQ; and no
- * redelivery later than `max_age_ms` after the action's creation. Past it: undefined, and the caller settles the refusal `failed`
- * (retryable), as without deferral. A lost fence: superseded, nothing written.
+ * The bound (config `capacity_deferral`, `mayDeferForCapacity` of
+ * ../config.ts): `max_deferrals` per action, capped by the invoke queue's
+ * maxReceiveCount − 1, counted on the record, and as many deliveries of the
+ * message (its SQS receive count, when the consumer gives it:
+ * ../attempt-budget.ts), so that the queue's last delivery settles before its
+ * maxReceiveCount moves the message to the DLQ; and no redelivery later than
+ * `max_age_ms` after the action's creation. Past it: undefined, and the caller
+ * settles the refusal `failed` (retryable), as without deferral. A lost fence:
+ * superseded, nothing written.
  */
 async function deferForCapacity(
   k: Kernel,
@@ -519,14 +522,11 @@ async function deferForCapacity(
   attempt_id: string,
   retryAfterMs: number,
 ): Promise<AttemptOutcome | undefined> {
-  const bound = k.config.capacity_deferral;
   const deferrals = leased.deferrals ?? 0;
-  if (deferrals >= bound.max_deferrals) return undefined;
   // The message itself may be closer to the DLQ than the action's count says (earlier crashed or raced deliveries).
-  const received = deliveryReceiveCount();
-  if (received !== undefined && received > bound.max_deferrals) return undefined;
+  if (!mayDeferForCapacity(k.config, deferrals, deliveryReceiveCount())) return undefined;
   const delay = capacityDeferralDelayMs(k.config, retryAfterMs, deferrals, Math.random());
-  if (k.now().getTime() + delay > Date.parse(leased.created_at) + bound.max_age_ms) return undefined;
+  if (k.now().getTime() + delay > Date.parse(leased.created_at) + k.config.capacity_deferral.max_age_ms) return undefined;
   const ref = { tenant_id: leased.tenant_id, action_id: leased.action_id };
   const out = await k.commit([{ kind: 'action.release_lease', input: { ...ref, owner: attempt_id, fence: leased.fence } }] as const);
   if (!out.committed) {

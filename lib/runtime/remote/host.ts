@@ -27,7 +27,7 @@
  * carrying its RFC 9457 problem document too.
  * Only then does the host construct the attempt's execution context itself,
  * from the signed facts (the context never travels), and run the connector
- * through the SDK (lib/connectors/deadline.ts runAttempt): its own deadline
+ * as the runtime does (lib/runtime/attempts/deadline.ts runAttempt): its own deadline
  * enforcement, dispatch table and failure normalization. Credentials resolve
  * inside this process through the connector's own CredentialProvider.
  * Transaction checkpoints go to the runtime's signed checkpoint receiver and

@@ -2,7 +2,7 @@
  * The runtime side of the remote placement: a FrozenConnector whose every
  * typed operation is one signed HTTPS POST to the pinned connector host.
  *
- * The runtime runs it like any connector (lib/connectors/deadline.ts
+ * The runtime runs it like any connector (lib/runtime/attempts/deadline.ts
  * runAttempt → dispatch → `invoke_typed` …). Per call the proxy:
  * 1. reads the attempt's pinned route and lease (bound to the context by the
  *    runtime, ./placement.ts) and checks they name this host (endpoint,

@@ -5,7 +5,8 @@
  * its lease back at its fence (`action.release_lease`) and the invoke message
  * comes back after Retry-After plus a jittered backoff (the worker's partial
  * batch failure and a visibility change), until the bound
- * (`capacity_deferral.max_deferrals`) settles it `failed` with the refusal.
+ * (`capacity_deferral.max_deferrals`, capped by the invoke queue's
+ * maxReceiveCount − 1) settles it `failed` with the refusal.
  *
  * Real parts: the actions, routes and idempotency reservations on DynamoDB
  * Local, the invoke queue on fauxqs driven by the deployed worker handler
@@ -17,6 +18,7 @@
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createSqsPoller, type SqsPoller } from '../../../lib/aws/sqs/poller.js';
 import { createSqsClient } from '../../../lib/aws/clients.js';
+import { receiveMessages } from '../../../lib/aws/sqs/queue.js';
 import { inject } from 'vitest';
 import { RemoteConnectorHost } from '../../../lib/runtime/remote/host.js';
 import { generateRemoteKeyPair, localSigner, RemoteKeyring, remoteKeyOf, type RemoteKey, type RemoteSigner } from '../../../lib/runtime/remote/jws.js';
@@ -69,7 +71,7 @@ afterEach(async () => {
 });
 
 /** A runtime whose `demo` connector is remote: a host running at most one attempt of it at once. */
-async function setup(config: RuntimeSettingsInput) {
+async function setup(config: RuntimeSettingsInput, invokeMaxReceiveCount?: number) {
   const demo = new HeldConnector();
   const host = await RemoteConnectorHost.create({
     endpoint: ENDPOINT,
@@ -102,7 +104,13 @@ async function setup(config: RuntimeSettingsInput) {
     fetch: fetchImpl,
   });
   const manifest = await remote.connector.discover({});
-  const h = await createHarness({ connectors: [remote], discovered: [{ manifest, support: remote.connector }], config, prefix: 'rt-capacity' });
+  const h = await createHarness({
+    connectors: [remote],
+    discovered: [{ manifest, support: remote.connector }],
+    config,
+    prefix: 'rt-capacity',
+    ...(invokeMaxReceiveCount !== undefined ? { invokeMaxReceiveCount } : {}),
+  });
   open.push(h);
   const sqs = createSqsClient({ endpoint: inject('sqsEndpoint') });
   const handler = createInvokeHandler({ runtime: async () => h.runtime, observability: { logger: SILENT_LOGGER } });
@@ -113,7 +121,7 @@ async function setup(config: RuntimeSettingsInput) {
     handler,
     waitTimeSeconds: 0,
   });
-  return { demo, h, poller };
+  return { demo, h, poller, sqs };
 }
 
 /** Submits one demo.echo invocation with an idempotency key (its message goes to the invoke queue). */
@@ -294,6 +302,38 @@ describe('a remote host at capacity: the attempt is deferred and redelivered, no
     expect(demo.entered).toEqual([a]);
     demo.release(a);
     await first;
+  });
+
+  it("never spends the invoke queue's last delivery on a deferral: with maxReceiveCount 3 and max_deferrals 10, receives 1-2 defer and receive 3 settles, before the DLQ", async () => {
+    const { demo, h, poller, sqs } = await setup({ capacity_deferral: { base_delay_ms: 0, max_deferrals: 10 } }, 3);
+    const [a, b] = [uid('a'), uid('a')];
+    const kb = uid('key');
+    await submit(h, a, uid('key'));
+    const first = poller.pollOnce();
+    await eventually(() => (demo.entered.includes(a) ? true : undefined), { what: 'the first attempt inside the connector' });
+
+    // The slot stays held: b is refused on every delivery the queue makes.
+    await submit(h, b, kb);
+    const settled = await eventually(
+      async () => {
+        await poller.pollOnce();
+        const r = await record(h, b);
+        return r?.status === 'failed' ? r : undefined;
+      },
+      { what: "the refused action settled on the queue's last delivery", intervalMs: 100 },
+    );
+    // Two deferrals (receives 1 and 2), the third delivery settled: fence 3, the connector never called for it.
+    expect(settled).toMatchObject({ status: 'failed', deferrals: 2, fence: 3 });
+    expect(settled?.result?.error).toMatchObject({ code: 'connector.remote_capacity_exhausted', retryable: true });
+    expect(demo.entered).toEqual([a]);
+    // The settled message was acknowledged, so nothing reached the DLQ.
+    const dlq = await receiveMessages(sqs, h.invokeDeadLetterQueueUrl as string, { waitTimeSeconds: 0 });
+    expect(dlq).toEqual([]);
+
+    demo.release(a);
+    await first;
+    const replay = await submit(h, b, kb);
+    expect(replay.action_result).toMatchObject({ status: 'failed', error: { code: 'connector.remote_capacity_exhausted' } });
   });
 
   it("keeps today's handling for the same code when the host did not refuse it: the connector ran, the action settles failed at once", async () => {

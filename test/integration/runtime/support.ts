@@ -5,7 +5,7 @@
  * recording ReconcileScheduler used ONLY to assert scheduling calls.
  */
 import { randomUUID } from 'node:crypto';
-import { CreateQueueCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { inject } from 'vitest';
 import { createSqsClient } from '../../../lib/aws/clients.js';
 import { SqsMessageQueue, changeVisibility, deleteMessages, receiveMessages } from '../../../lib/aws/sqs/queue.js';
@@ -72,9 +72,22 @@ function sqs(): SQSClient {
   return sqsClient;
 }
 
-async function createQueue(name: string): Promise<string> {
-  const out = await sqs().send(new CreateQueueCommand({ QueueName: `${name}-${randomUUID().slice(0, 8)}`, Attributes: { VisibilityTimeout: '60' } }));
+async function createQueue(name: string, redrive?: { readonly deadLetterTargetArn: string; readonly maxReceiveCount: number }): Promise<string> {
+  const out = await sqs().send(
+    new CreateQueueCommand({
+      QueueName: `${name}-${randomUUID().slice(0, 8)}`,
+      Attributes: { VisibilityTimeout: '60', ...(redrive !== undefined ? { RedrivePolicy: JSON.stringify(redrive) } : {}) },
+    }),
+  );
   return out.QueueUrl as string;
+}
+
+/** An invoke queue whose redrive policy moves a message to its own DLQ after `maxReceiveCount` receives, as the stack's does. */
+async function createInvokeQueueWithDlq(maxReceiveCount: number): Promise<{ url: string; deadLetterUrl: string }> {
+  const deadLetterUrl = await createQueue('rt-invoke-dlq');
+  const attributes = await sqs().send(new GetQueueAttributesCommand({ QueueUrl: deadLetterUrl, AttributeNames: ['QueueArn'] }));
+  const url = await createQueue('rt-invoke', { deadLetterTargetArn: attributes.Attributes?.QueueArn as string, maxReceiveCount });
+  return { url, deadLetterUrl };
 }
 
 export interface HarnessOptions {
@@ -87,6 +100,11 @@ export interface HarnessOptions {
   readonly discovered?: readonly ManifestSource[];
   /** The runtime's logger (tests that inspect what it logs). */
   readonly logger?: RuntimeLogger;
+  /**
+   * Give the invoke queue a DLQ after this many receives, and the runtime the same count
+   * (`capacity_deferral.queue_max_receive_count`), as the stack and the composition do. Absent: no redrive policy.
+   */
+  readonly invokeMaxReceiveCount?: number;
 }
 
 export interface Harness {
@@ -98,6 +116,8 @@ export interface Harness {
   /** The stores with their writes (test/support/store-writes.ts), for tests that arrange or tamper with records. */
   readonly stores: Omit<WritableStores, 'transactions'>;
   readonly invokeQueueUrl: string;
+  /** The invoke queue's DLQ, with `invokeMaxReceiveCount`. */
+  readonly invokeDeadLetterQueueUrl?: string;
   readonly reconcileQueueUrl: string;
   readonly registry: CapabilityRegistry;
   readonly connectors: ConnectorHost;
@@ -117,7 +137,12 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
   const clock = manualClock();
   const table = await createTestTable({ prefix: options.prefix ?? 'rt', now: clock.now });
   const { transactions: _writableTransactions, ...stores } = writableStores(table.stores);
-  const [invokeQueueUrl, reconcileQueueUrl] = await Promise.all([createQueue('rt-invoke'), createQueue('rt-reconcile')]);
+  const maxReceiveCount = options.invokeMaxReceiveCount;
+  const [invoke, reconcileQueueUrl] = await Promise.all([
+    maxReceiveCount !== undefined ? createInvokeQueueWithDlq(maxReceiveCount) : createQueue('rt-invoke').then((url) => ({ url, deadLetterUrl: undefined })),
+    createQueue('rt-reconcile'),
+  ]);
+  const invokeQueueUrl = invoke.url;
   const invokeQueue = new SqsMessageQueue({ client: sqs(), queueUrl: invokeQueueUrl, accepts: ['invoke'] });
   const reconcileQueue = new SqsMessageQueue({ client: sqs(), queueUrl: reconcileQueueUrl, accepts: ['reconcile'] });
   const scheduler = new RecordingScheduler();
@@ -134,7 +159,14 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
     reconcileQueue,
     scheduler,
     clock: { now: clock.now },
-    config: parseRuntimeSettingsInput({ ...(options.config ?? {}), test_mode: true }, 'test'),
+    config: parseRuntimeSettingsInput(
+      {
+        ...(options.config ?? {}),
+        ...(maxReceiveCount !== undefined ? { capacity_deferral: { ...options.config?.capacity_deferral, queue_max_receive_count: maxReceiveCount } } : {}),
+        test_mode: true,
+      },
+      'test',
+    ),
     crashPoints: crash,
     ...(options.logger !== undefined ? { logger: options.logger } : {}),
   };
@@ -163,6 +195,7 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
     scheduler,
     stores,
     invokeQueueUrl,
+    ...(invoke.deadLetterUrl !== undefined ? { invokeDeadLetterQueueUrl: invoke.deadLetterUrl } : {}),
     reconcileQueueUrl,
     registry,
     connectors,

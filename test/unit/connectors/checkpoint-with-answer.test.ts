@@ -1,5 +1,5 @@
 /**
- * `transaction_checkpoint.checkpoint_with_answer` (lib/connectors/context.ts):
+ * `transaction_checkpoint.checkpoint_with_answer` (packages/connector-sdk/src/context.ts):
  * the provider operation of an answer the connector already holds. With a
  * writer that can hold it (the runtime's worker), nothing is written before
  * the settlement, which carries it; without one, it is the durable checkpoint.

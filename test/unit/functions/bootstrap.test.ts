@@ -118,9 +118,26 @@ describe('readBootstrapSettings', () => {
     ]);
   });
 
+  it("reads the invoke queue's maxReceiveCount (1-1000) and hands it to the Runtime's capacity deferral bound, over the settings' own", () => {
+    const settings = readBootstrapSettings({
+      ...validEnv(),
+      [FUNCTION_ENV.invokeQueueMaxReceiveCount]: '2',
+      [OPTIONAL_ENV.runtimeSettings]: JSON.stringify({ capacity_deferral: { max_deferrals: 5, queue_max_receive_count: 9 } }),
+    });
+    expect(settings.invokeQueueMaxReceiveCount).toBe(2);
+    expect(parseRuntimeSettings(settings).capacity_deferral).toMatchObject({ max_deferrals: 5, queue_max_receive_count: 2 });
+    expect(readBootstrapSettings(validEnv()).invokeQueueMaxReceiveCount).toBeUndefined();
+    expect(parseRuntimeSettings(readBootstrapSettings(validEnv())).capacity_deferral.queue_max_receive_count).toBeUndefined();
+    for (const bad of ['0', '1001', '2.5', 'five'])
+      expect(issuesOf({ ...validEnv(), [FUNCTION_ENV.invokeQueueMaxReceiveCount]: bad }).map((i) => i.variable)).toEqual([
+        FUNCTION_ENV.invokeQueueMaxReceiveCount,
+      ]);
+  });
+
   it('round-trips through settingsToEnv', () => {
     const settings = readBootstrapSettings({
       ...validEnv(),
+      [FUNCTION_ENV.invokeQueueMaxReceiveCount]: '5',
       [OPTIONAL_ENV.servicePrincipal]: 'svc-local',
       [OPTIONAL_ENV.connectorEndpoints]: JSON.stringify({ payments: 'http://127.0.0.1:4010' }),
       [OPTIONAL_ENV.runtimeSettings]: JSON.stringify({ stall_after_ms: 60_000 }),

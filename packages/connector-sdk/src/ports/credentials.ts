@@ -20,7 +20,7 @@
  *   after the refusal (a rotated secret takes effect at once).
  *
  * Adapters: lib/aws/secrets/secrets-manager-provider.ts (deployments) and
- * lib/connectors/credentials/env-provider.ts (local runs).
+ * ../credentials/env-provider.ts (local runs).
  */
 import type { CredentialHandle } from '../credentials/handle.js';
 import type { ConnectorSecret } from '../credentials/secret.js';

@@ -1,7 +1,7 @@
 /**
  * Port of the connector SDK: where the runtime-owned stream publisher persists chunks.
  *
- * The publisher (lib/connectors/stream.ts) assigns sequence numbers and calls
+ * The publisher (../stream.ts) assigns sequence numbers and calls
  * `write` strictly one at a time, in sequence order; a sink never sees two
  * concurrent writes for the same attempt. A rejected write breaks the stream:
  * no later chunk is written, so the persisted sequence has no gaps.

@@ -1,7 +1,7 @@
 /**
  * A stream chunk, as a streaming capability emits it, as the runtime persists
  * it and as `GET /v1/actions/{id}/stream` serves it. The connector SDK
- * re-exports it (lib/connectors/index.ts).
+ * re-exports it (src/index.ts).
  */
 import * as z from '../common/zod.js';
 import { JsonValueSchema, type JsonValue } from './json.js';

@@ -1,5 +1,5 @@
 /**
- * `aip-conformance` in process (lib/connectors/conformance/cli.ts): the
+ * `aip-conformance` in process (packages/connector-sdk/src/conformance/cli.ts): the
  * module contract (the export forms a module may use), the report, the
  * exit codes (0 no failed rule, 1 a failed rule, 2 usage or load error).
  * The bin itself is spawned once in package.test.ts.
