@@ -111,7 +111,8 @@ function cloneItem(template: Item, n: number): Item {
   return {
     ...template,
     ...keys.transaction(TENANT, transaction_id),
-    transaction_id,
+    // The key holds the transaction ID; the item repeats it only when written before the lean item model.
+    ...(template.transaction_id !== undefined ? { transaction_id } : {}),
     action_id,
     ...(result ? { result: { ...result, action_id } } : {}),
     // A result stored once names the settling action: the clone's own.

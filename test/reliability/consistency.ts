@@ -56,6 +56,7 @@
  */
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { fromAttributeMap } from '../../lib/aws/dynamo/attribute-values.js';
+import { withKeyAttributes } from '../../lib/aws/dynamo/table-design.js';
 import { verifyReceiptChain } from '../../lib/runtime/receipts.js';
 
 /** What a client submitted and had accepted (a 2xx answer carrying an action result). */
@@ -166,7 +167,8 @@ export function checkConsistency(input: ConsistencyInput): ConsistencyReport {
   const receipts = new Map<string, { seq: number; receipt: unknown }[]>();
   const idem: Item[] = [];
   for (const raw of input.items) {
-    const i = fromAttributeMap(raw) ?? {};
+    // The attributes the key holds are not stored again (lib/aws/dynamo/table-design.ts keyAttributes): read from the key.
+    const i = withKeyAttributes(fromAttributeMap(raw) ?? {});
     const pk = str(i.PK) ?? '';
     const sk = str(i.SK) ?? '';
     bump(counts, `items`);

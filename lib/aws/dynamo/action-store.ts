@@ -55,7 +55,7 @@ import {
   invalid,
   type Item,
 } from './store-support.js';
-import { ITEM_TYPES, TTL_ATTRIBUTE, keys } from './table-design.js';
+import { TTL_ATTRIBUTE, keys, withKeyAttributes } from './table-design.js';
 import type { IntentMapper, MappedWrite } from './unit-of-work.js';
 
 export interface DynamoActionStoreOptions {
@@ -97,7 +97,9 @@ const RECORD_FIELDS = [
   TTL_ATTRIBUTE,
 ] as const;
 
-function toRecord(item: Item): ActionRecord {
+/** The record of an action item; `tenant_id` and `action_id` come from the key (stored only by items written before the lean item model). */
+function toRecord(stored: Item): ActionRecord {
+  const item = withKeyAttributes(stored);
   const out: Record<string, unknown> = {};
   for (const f of RECORD_FIELDS) if (item[f] !== undefined) out[f] = item[f];
   const envelope = (item.action ?? {}) as Record<string, unknown>;
@@ -289,10 +291,8 @@ export class DynamoActionStore implements ActionStore, IntentMapper {
       throw invalid(CODE, 'a redacted input is stored at creation only for a terminal action', { field: 'redacted_input' });
     const storedInput: JsonObject | undefined = input.redact_input === true ? undefined : (input.redacted_input ?? rawInput);
     const item: Item = compact({
+      // Not stored again: tenant_id, action_id and the item kind are in the key (toRecord reads them from it).
       ...keys.action(tenant, action.id),
-      item_type: ITEM_TYPES.action,
-      tenant_id: tenant,
-      action_id: action.id,
       principal: input.principal,
       capability_id: action.capability_id,
       mode: action.transaction?.mode,
