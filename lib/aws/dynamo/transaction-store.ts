@@ -156,13 +156,24 @@ function toRecord(stored: Item): TransactionRecord {
   return out as unknown as TransactionRecord;
 }
 
-/** A stored receipt from its item; the tenant comes from the key (stored only by items written before the lean item model). */
-function receiptOf(stored: Item): StoredReceipt {
+/**
+ * A stored receipt from its item (exported for readers of raw items, the load checker). The key holds the
+ * tenant, the transaction ID and the seq, so the item stores them nowhere, the receipt's own `transaction_id`
+ * and `seq` included (docs/table-design.md, "Key attributes not stored again"); an item written before the
+ * lean item model stores them, and reads exactly as before.
+ */
+export function receiptOf(stored: Item): StoredReceipt {
   const i = withKeyAttributes(stored);
-  const receipt = i.receipt as StoredReceipt['receipt'];
+  const receipt = { transaction_id: i.transaction_id, seq: i.seq, ...(i.receipt as object) } as StoredReceipt['receipt'];
   return i.evidence === undefined
     ? { tenant_id: String(i.tenant_id), receipt }
     : { tenant_id: String(i.tenant_id), receipt, evidence: i.evidence as StoredReceipt['evidence'] };
+}
+
+/** A receipt as its item stores it: without the transaction ID and seq its key holds (checked equal before). */
+function receiptWithoutKey(r: ReceiptAppend['receipt']): Item {
+  const { transaction_id: _txn, seq: _seq, ...rest } = r;
+  return rest;
 }
 
 /**
@@ -396,9 +407,9 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
     return {
       TableName: this.table,
       Item: compact({
-        // The key holds the tenant, the transaction ID and the seq (read back by receiptOf).
+        // The key holds the tenant, the transaction ID and the seq, the receipt's own included (read back by receiptOf).
         ...keys.receipt(tenant, txn, r.seq),
-        receipt: r,
+        receipt: receiptWithoutKey(r),
         evidence: append.evidence,
         created_at: iso,
         ...ttl,

@@ -29,27 +29,40 @@ afterAll(async () => h.destroy());
 const raw = async (key: Key): Promise<Item | undefined> =>
   (await h.table.client.send(new GetCommand({ TableName: h.table.tableName, Key: key, ConsistentRead: true }))).Item;
 
-/** Rewrites an item as the code before the lean item model wrote it: with the attributes its key holds. */
-async function writeOldWay(key: Key, repeated: Item): Promise<void> {
+/** Rewrites an item as the code before the lean item model wrote it: with the attributes its key holds, nested ones included. */
+async function writeOldWay(key: Key, repeated: Item, nested: (item: Item) => Item): Promise<void> {
   const item = await raw(key);
   if (item === undefined) throw new Error(`no item ${key.PK} ${key.SK}`);
-  await h.table.client.send(new PutCommand({ TableName: h.table.tableName, Item: { ...item, ...repeated } }));
+  await h.table.client.send(new PutCommand({ TableName: h.table.tableName, Item: { ...item, ...repeated, ...nested(item) } }));
 }
+
+const none = () => ({});
 
 /** The keys of an execute's items and the attributes the previous code repeated on each (its item_type included). */
 function itemsOf(a: string, tx: string, idemKey: string, receipts: number) {
   const keyHash = idempotencyKeyHash(idemKey);
   return [
-    { key: keys.action(TENANT, a), repeated: { item_type: 'action', tenant_id: TENANT, action_id: a } },
-    { key: keys.routeAssignment(TENANT, a), repeated: { item_type: 'route_assignment', tenant_id: TENANT, action_id: a } },
-    { key: keys.transaction(TENANT, tx), repeated: { item_type: 'transaction', tenant_id: TENANT, transaction_id: tx } },
+    {
+      key: keys.action(TENANT, a),
+      repeated: { item_type: 'action', tenant_id: TENANT, action_id: a },
+      // The envelope's ID and the result's action ID.
+      nested: (i: Item) => ({ action: { ...(i.action as Item), id: a }, ...(i.result !== undefined ? { result: { ...(i.result as Item), action_id: a } } : {}) }),
+      absent: (i: Item) => [(i.action as Item).id, (i.result as Item | undefined)?.action_id],
+    },
+    { key: keys.routeAssignment(TENANT, a), repeated: { item_type: 'route_assignment', tenant_id: TENANT, action_id: a }, nested: none, absent: none },
+    { key: keys.transaction(TENANT, tx), repeated: { item_type: 'transaction', tenant_id: TENANT, transaction_id: tx }, nested: none, absent: none },
     ...Array.from({ length: receipts }, (_, seq) => ({
       key: keys.receipt(TENANT, tx, seq),
       repeated: { item_type: 'receipt', tenant_id: TENANT, transaction_id: tx, seq },
+      // The receipt's own transaction ID and seq.
+      nested: (i: Item) => ({ receipt: { ...(i.receipt as Item), transaction_id: tx, seq } }),
+      absent: (i: Item) => [(i.receipt as Item).transaction_id, (i.receipt as Item).seq],
     })),
     {
       key: keys.idempotency(TENANT, PRINCIPAL, keyHash),
       repeated: { item_type: 'idempotency', tenant_id: TENANT, principal_id: PRINCIPAL, key_hash: keyHash },
+      nested: none,
+      absent: none,
     },
   ];
 }
@@ -82,13 +95,14 @@ describe('Key attributes not stored again', () => {
 
     const read = await readAll(a, tx, idemKey);
     expect(read.receipts.length).toBeGreaterThanOrEqual(2);
-    for (const { key, repeated } of itemsOf(a, tx, idemKey, read.receipts.length)) {
-      const item = await raw(key);
+    for (const { key, repeated, absent } of itemsOf(a, tx, idemKey, read.receipts.length)) {
+      const item = (await raw(key)) as Item;
       expect(item, `${key.PK} ${key.SK}`).toBeDefined();
       for (const attribute of Object.keys(repeated)) expect(item, `${key.SK} ${attribute}`).not.toHaveProperty(attribute);
+      expect(Object.values(absent(item)).filter((v) => v !== undefined), `${key.SK} nested`).toEqual([]);
     }
 
-    expect(read.action).toMatchObject({ tenant_id: TENANT, action_id: a, status: 'completed', transaction_id: tx });
+    expect(read.action).toMatchObject({ tenant_id: TENANT, action_id: a, status: 'completed', transaction_id: tx, action: { id: a }, result: { action_id: a } });
     expect(read.route).toMatchObject({ tenant_id: TENANT, action_id: a, verified_tenant: TENANT });
     expect(read.record).toMatchObject({ tenant_id: TENANT, transaction_id: tx, status: 'committed', action_id: a });
     expect(read.byAction).toEqual(read.record);
@@ -103,7 +117,7 @@ describe('Key attributes not stored again', () => {
     await h.drain();
     const before = await readAll(a, tx, idemKey);
     const view = await h.runtime.getTransaction(caller(), { tenant_id: TENANT, transaction_id: tx }, { result: true, receipts: true });
-    for (const { key, repeated } of itemsOf(a, tx, idemKey, before.receipts.length)) await writeOldWay(key, repeated);
+    for (const { key, repeated, nested } of itemsOf(a, tx, idemKey, before.receipts.length)) await writeOldWay(key, repeated, nested);
 
     expect(await readAll(a, tx, idemKey)).toEqual(before);
     expect(await h.runtime.getTransaction(caller(), { tenant_id: TENANT, transaction_id: tx }, { result: true, receipts: true })).toEqual(view);
@@ -122,7 +136,7 @@ describe('Key attributes not stored again', () => {
     const before = await readAll(a, tx, idemKey);
     expect(before.action).toMatchObject({ status: 'running', fence: 1 });
     expect(before.route).toMatchObject({ action_id: a, fence_token: 1 });
-    for (const { key, repeated } of itemsOf(a, tx, idemKey, before.receipts.length)) await writeOldWay(key, repeated);
+    for (const { key, repeated, nested } of itemsOf(a, tx, idemKey, before.receipts.length)) await writeOldWay(key, repeated, nested);
     expect(await readAll(a, tx, idemKey)).toEqual(before);
 
     h.clock.advance(LEASE);
