@@ -294,7 +294,7 @@ describe('Composite admission', () => {
     expect(await raw(k.action)).toMatchObject({ status: 'accepted' });
     expect(await raw(k.idem)).toMatchObject({ status: 'in_flight' });
     expect(await raw(k.txn)).toMatchObject({ status: 'prepared', revision: 1 });
-    expect(await raw(k.receipt)).toMatchObject({ SK: 'RCPT#00000000', receipt: { seq: 0 } });
+    expect(await raw(k.receipt)).toMatchObject({ SK: 'RCPT#00000000', receipt: { status: 'prepared' } });
     expect(await table.store.get({ tenant_id: TENANT, transaction_id: out.transaction?.transaction_id as string })).toEqual(out.transaction);
   });
 
@@ -427,7 +427,7 @@ describe('Composite admission', () => {
     expect(lost).toEqual([]);
     expect(won.filter((o) => o.admitted)).toHaveLength(1);
     for (const o of won) if (!o.admitted) expect(o.existing_action).toMatchObject({ action_id: input.action.action.id, revision: 1 });
-    expect(await raw(itemKeys(input).receipt)).toMatchObject({ SK: 'RCPT#00000000', receipt: { seq: 0 } });
+    expect(await raw(itemKeys(input).receipt)).toMatchObject({ SK: 'RCPT#00000000', receipt: { status: 'prepared' } });
     expect(await raw(keys.receipt(TENANT, input.action.action.transaction?.transaction_id as string, 1))).toBeUndefined();
   });
 });
