@@ -583,7 +583,10 @@ describe('load', () => {
     const refTxn = items.findIndex((i) => i.SK?.S === 'TXN' && i.status?.S === 'committed' && i.result_ref?.S !== undefined);
     const otherAction = items.find(
       (i) =>
-        i.SK?.S === 'ACTION' && i.result !== undefined && ids(i).tenant_id === ids(items[refTxn]).tenant_id && ids(i).action_id !== items[refTxn]?.result_ref?.S,
+        i.SK?.S === 'ACTION' &&
+        i.result !== undefined &&
+        ids(i).tenant_id === ids(items[refTxn]).tenant_id &&
+        ids(i).action_id !== items[refTxn]?.result_ref?.S,
     );
     const planted = {
       duplicated_effect: checkConsistency({ items, ledger: [...ledger, { ...(ledger[0] as (typeof ledger)[number]), operation_id: 'op_planted' }], submitted })

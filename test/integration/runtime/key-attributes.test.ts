@@ -46,7 +46,10 @@ function itemsOf(a: string, tx: string, idemKey: string, receipts: number) {
       key: keys.action(TENANT, a),
       repeated: { item_type: 'action', tenant_id: TENANT, action_id: a },
       // The envelope's ID and the result's action ID.
-      nested: (i: Item) => ({ action: { ...(i.action as Item), id: a }, ...(i.result !== undefined ? { result: { ...(i.result as Item), action_id: a } } : {}) }),
+      nested: (i: Item) => ({
+        action: { ...(i.action as Item), id: a },
+        ...(i.result !== undefined ? { result: { ...(i.result as Item), action_id: a } } : {}),
+      }),
       absent: (i: Item) => [(i.action as Item).id, (i.result as Item | undefined)?.action_id],
     },
     { key: keys.routeAssignment(TENANT, a), repeated: { item_type: 'route_assignment', tenant_id: TENANT, action_id: a }, nested: none, absent: none },
@@ -99,10 +102,20 @@ describe('Key attributes not stored again', () => {
       const item = (await raw(key)) as Item;
       expect(item, `${key.PK} ${key.SK}`).toBeDefined();
       for (const attribute of Object.keys(repeated)) expect(item, `${key.SK} ${attribute}`).not.toHaveProperty(attribute);
-      expect(Object.values(absent(item)).filter((v) => v !== undefined), `${key.SK} nested`).toEqual([]);
+      expect(
+        Object.values(absent(item)).filter((v) => v !== undefined),
+        `${key.SK} nested`,
+      ).toEqual([]);
     }
 
-    expect(read.action).toMatchObject({ tenant_id: TENANT, action_id: a, status: 'completed', transaction_id: tx, action: { id: a }, result: { action_id: a } });
+    expect(read.action).toMatchObject({
+      tenant_id: TENANT,
+      action_id: a,
+      status: 'completed',
+      transaction_id: tx,
+      action: { id: a },
+      result: { action_id: a },
+    });
     expect(read.route).toMatchObject({ tenant_id: TENANT, action_id: a, verified_tenant: TENANT });
     expect(read.record).toMatchObject({ tenant_id: TENANT, transaction_id: tx, status: 'committed', action_id: a });
     expect(read.byAction).toEqual(read.record);
