@@ -275,9 +275,9 @@ export function renderMarkdown(r: BenchReport): string {
     const s = r.scaling;
     lines.push('## 5. Scaling', '');
     lines.push(
-      `Table size: transaction items cloned from a committed execute (${f(s.load.item_bytes / 1024, 1)} KiB as JSON) bulk-loaded with BatchWriteItem: ${s.load.items.toLocaleString('en')} items in ${f(s.load.seconds)} s (${s.load.items_per_second.toLocaleString('en')} items/s on this machine). ` +
+      `Table size: transaction items, each with its action item, cloned from a committed execute (the transaction ${f(s.load.item_bytes / 1024, 1)} KiB as JSON) bulk-loaded with BatchWriteItem: ${s.load.items.toLocaleString('en')} transactions in ${f(s.load.seconds)} s (${s.load.items_per_second.toLocaleString('en')} transactions/s on this machine). ` +
         `Requested sizes: ${s.requested_sizes.map((n) => n.toLocaleString('en')).join(', ')}.${s.load.note ? ` **${s.load.note}.**` : ''} ` +
-        'At each size: an execute (submit + attempt), the transaction view of a stored transaction looked up by action ID (byAction index) with receipts, and one sweeper run (sparse byStatus index).',
+        'At each size: an execute (submit + attempt), the transaction view of a stored transaction looked up by action ID (the action item names its transaction) with receipts, and one sweeper run (sparse byStatus index).',
       '',
       '| stored transactions | execute: requests | execute: RCU + WCU | execute p50 ms | view: requests | view: RCU | view p50 ms | sweep: requests | sweep p50 ms |',
       '|---:|---:|---:|---:|---:|---:|---:|---:|---:|',

@@ -2,14 +2,15 @@
  * Section 5: scaling.
  *
  * (a) Table size. One table is filled, cumulatively, up to each size in
- *     BENCH_SCALE_SIZES with transaction items cloned from a real committed
- *     execute written by the runtime itself (the store's own item shape:
- *     keys, byAction index keys, status, result, data, receipt anchor; only
- *     the IDs differ), bulk-loaded with BatchWriteItem (25 items per request,
- *     several requests in flight, unprocessed items resubmitted). At each
- *     size the benchmark measures an execute (submit + attempt), a
- *     transaction view with receipts looked up by action ID (the byAction
- *     index), and one sweeper run (the sparse byStatus index).
+ *     BENCH_SCALE_SIZES with transaction and action items cloned from a real
+ *     committed execute written by the runtime itself (the stores' own item
+ *     shapes: keys, status, result or its reference, data, receipt anchor;
+ *     the action naming its transaction; only the IDs differ), bulk-loaded
+ *     with BatchWriteItem (24 items per request, several requests in flight,
+ *     unprocessed items resubmitted). At each size the benchmark measures an
+ *     execute (submit + attempt), a transaction view with receipts looked up
+ *     by action ID (the action item names its transaction), and one sweeper
+ *     run (the sparse byStatus index).
  *     Loading stops at BENCH_LOAD_BUDGET_S seconds; the report then says
  *     which size was reached.
  * (b) Receipt chains. A transaction record with a chain of 1, 10 and 100
@@ -90,46 +91,64 @@ async function measure(h: Harness, runs: number, op: (untimed: Untimed) => Promi
 
 type Item = Record<string, unknown>;
 
-/** A committed execute written by the runtime, read back as a raw item (the template). */
-async function templateItem(h: Harness): Promise<Item> {
+/** A committed execute written by the runtime: its transaction and action items, read back raw (the template). */
+interface Template {
+  readonly txn: Item;
+  readonly action: Item;
+}
+
+async function templateItems(h: Harness): Promise<Template> {
   return h.meter.quiet(async () => {
     const action = chargeAction('execute');
     await h.runtime.submit(h.caller, action);
     await h.drain();
     const txn = await h.transactions.get({ tenant_id: TENANT, action_id: action.id as string });
     if (txn?.status !== 'committed') throw new Error('section 5: template execute did not commit');
-    const out = await h.doc.send(new GetCommand({ TableName: h.tableName, Key: keys.transaction(TENANT, txn.transaction_id), ConsistentRead: true }));
-    if (out.Item === undefined) throw new Error('section 5: template item missing');
-    return out.Item;
+    const read = async (Key: { PK: string; SK: string }) => {
+      const out = await h.doc.send(new GetCommand({ TableName: h.tableName, Key, ConsistentRead: true }));
+      if (out.Item === undefined) throw new Error('section 5: template item missing');
+      return out.Item;
+    };
+    return { txn: await read(keys.transaction(TENANT, txn.transaction_id)), action: await read(keys.action(TENANT, action.id as string)) };
   });
 }
 
-function cloneItem(template: Item, n: number): Item {
+/** The n-th clone: a transaction and the action bound to it (a lookup by action ID reads the action item's transaction_id). */
+function cloneItems(template: Template, n: number): Item[] {
   const transaction_id = `txn-bulk-${n.toString(36).padStart(8, '0')}`;
   const action_id = `act-bulk-${n.toString(36).padStart(8, '0')}`;
-  const result = template.result as Item | undefined;
-  return {
-    ...template,
+  const result = template.txn.result as Item | undefined;
+  const txn = {
+    ...template.txn,
     ...keys.transaction(TENANT, transaction_id),
-    transaction_id,
+    // The key holds the IDs; an item repeats them only when written before the lean item model.
+    ...(template.txn.transaction_id !== undefined ? { transaction_id } : {}),
     action_id,
     ...(result ? { result: { ...result, action_id } } : {}),
     // A result stored once names the settling action: the clone's own.
-    ...(typeof template.result_ref === 'string' ? { result_ref: action_id } : {}),
+    ...(typeof template.txn.result_ref === 'string' ? { result_ref: action_id } : {}),
   };
+  const action = {
+    ...template.action,
+    ...keys.action(TENANT, action_id),
+    ...(template.action.action_id !== undefined ? { action_id } : {}),
+    transaction_id,
+  };
+  return [txn, action];
 }
 
-async function bulkLoad(h: Harness, template: Item, from: number, to: number, deadline: number): Promise<number> {
+async function bulkLoad(h: Harness, template: Template, from: number, to: number, deadline: number): Promise<number> {
   let next = from;
   const width = 8;
+  const perRequest = 12; // transactions: 24 items, BatchWriteItem takes 25
   const workers = Array.from({ length: width }, async () => {
     for (;;) {
       if (Date.now() > deadline) return;
       const start = next;
-      next += 25;
+      next += perRequest;
       if (start >= to) return;
       let items = [] as { PutRequest: { Item: Item } }[];
-      for (let i = start; i < Math.min(to, start + 25); i++) items.push({ PutRequest: { Item: cloneItem(template, i) } });
+      for (let i = start; i < Math.min(to, start + perRequest); i++) for (const Item of cloneItems(template, i)) items.push({ PutRequest: { Item } });
       for (let round = 0; items.length > 0; round++) {
         const out = await h.doc.send(new BatchWriteCommand({ RequestItems: { [h.tableName]: items } }));
         items = (out.UnprocessedItems?.[h.tableName] ?? []) as typeof items;
@@ -146,8 +165,8 @@ export async function runScalingSection(
   options: { sizes: readonly number[]; chains: readonly number[]; runs: number; loadBudgetSeconds: number },
   log: (line: string) => void,
 ): Promise<ScalingFigures> {
-  const template = await templateItem(h);
-  const itemBytes = Buffer.byteLength(JSON.stringify(template));
+  const template = await templateItems(h);
+  const itemBytes = Buffer.byteLength(JSON.stringify(template.txn));
   const sizes: TableSizeFigures[] = [];
   const sorted = [...options.sizes].sort((a, b) => a - b);
   let loaded = 0;

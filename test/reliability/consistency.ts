@@ -56,6 +56,9 @@
  */
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { fromAttributeMap } from '../../lib/aws/dynamo/attribute-values.js';
+import { actionRecordOf } from '../../lib/aws/dynamo/action-store.js';
+import { withKeyAttributes } from '../../lib/aws/dynamo/table-design.js';
+import { receiptOf } from '../../lib/aws/dynamo/transaction-store.js';
 import { verifyReceiptChain } from '../../lib/runtime/receipts.js';
 
 /** What a client submitted and had accepted (a 2xx answer carrying an action result). */
@@ -166,24 +169,27 @@ export function checkConsistency(input: ConsistencyInput): ConsistencyReport {
   const receipts = new Map<string, { seq: number; receipt: unknown }[]>();
   const idem: Item[] = [];
   for (const raw of input.items) {
-    const i = fromAttributeMap(raw) ?? {};
+    // The attributes the key holds are not stored again (lib/aws/dynamo/table-design.ts keyAttributes): read from the key.
+    const i = withKeyAttributes(fromAttributeMap(raw) ?? {});
     const pk = str(i.PK) ?? '';
     const sk = str(i.SK) ?? '';
     bump(counts, `items`);
     if (sk === 'ACTION') {
-      const tenant_id = str(i.tenant_id) ?? '';
-      const action_id = str(i.action_id) ?? '';
-      const idemKey = str(i.idempotency_key);
-      const mode = str(i.mode);
-      const transaction_id = str(i.transaction_id);
-      const principal_id = str(obj(i.principal)?.id);
-      const result = obj(i.result);
+      // Read as the action store reads it (the action ID, in the key, is stored nowhere on the item).
+      const a = actionRecordOf(i) as unknown as Item;
+      const tenant_id = str(a.tenant_id) ?? '';
+      const action_id = str(a.action_id) ?? '';
+      const idemKey = str(a.idempotency_key);
+      const mode = str(a.mode);
+      const transaction_id = str(a.transaction_id);
+      const principal_id = str(obj(a.principal)?.id);
+      const result = obj(a.result);
       actions.set(`${tenant_id}/${action_id}`, {
         key: `${tenant_id}/${action_id}`,
         tenant_id,
         action_id,
-        status: str(i.status) ?? '?',
-        fence: typeof i.fence === 'number' ? i.fence : 0,
+        status: str(a.status) ?? '?',
+        fence: typeof a.fence === 'number' ? a.fence : 0,
         ...(mode !== undefined ? { mode } : {}),
         ...(transaction_id !== undefined ? { transaction_id } : {}),
         ...(principal_id !== undefined ? { principal_id } : {}),
@@ -206,7 +212,8 @@ export function checkConsistency(input: ConsistencyInput): ConsistencyReport {
       });
     } else if (sk.startsWith('RCPT#')) {
       const list = receipts.get(pk) ?? [];
-      list.push({ seq: Number(sk.slice('RCPT#'.length)), receipt: i.receipt });
+      // Read as the transaction store reads it (its transaction ID and seq, in the key, are stored nowhere on the item).
+      list.push({ seq: Number(sk.slice('RCPT#'.length)), receipt: receiptOf(i).receipt });
       receipts.set(pk, list);
       bump(counts, 'receipts');
     } else if (sk === 'IDEM') {

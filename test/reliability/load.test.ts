@@ -54,7 +54,7 @@ import type { FaultRuleInput, SimEvent } from '../../dev/payments-simulator/serv
 import { SteppedClock } from '../../packages/connector-sdk/src/ports/clock.js';
 import type { QueueMessage } from '../../lib/ports/messages.js';
 import { fromAttributeMap } from '../../lib/aws/dynamo/attribute-values.js';
-import { keys } from '../../lib/aws/dynamo/table-design.js';
+import { keyAttributes, keys, withKeyAttributes } from '../../lib/aws/dynamo/table-design.js';
 import { checkConsistency, escalatedWithoutOperation, type SubmittedAction } from './consistency.js';
 import { counter, dynamoClient, recordScenario, reliabilityStack, scanAll } from './support.js';
 import { HANG_MS } from '../support/wait.js';
@@ -396,7 +396,7 @@ async function openTransactions(): Promise<Record<string, unknown>[]> {
         const item = (
           await ddb.send(new GetItemCommand({ TableName: table, Key: { PK: key.PK as AttributeValue, SK: key.SK as AttributeValue }, ConsistentRead: true }))
         ).Item;
-        const t = fromAttributeMap(item) ?? {};
+        const t = withKeyAttributes(fromAttributeMap(item) ?? {});
         if (t.SK === 'TXN' && !TERMINAL_TXN.includes(String(t.status))) open.push(t);
       }
       start = page.LastEvaluatedKey;
@@ -524,7 +524,7 @@ describe('load', () => {
     const items = await scanAll(ddb, table);
     // A record escalated after every lookup found no operation ended as designed (consistency.ts says why); the ledger check covers it.
     const stillOpen = items
-      .map((i) => fromAttributeMap(i) ?? {})
+      .map((i) => withKeyAttributes(fromAttributeMap(i) ?? {}))
       .filter((t) => t.SK === 'TXN' && !TERMINAL_TXN.includes(String(t.status)) && !escalatedWithoutOperation(t));
     expect(
       stillOpen.map(
@@ -575,13 +575,18 @@ describe('load', () => {
     const firstReceipt = items.findIndex((i) => i.SK?.S === 'RCPT#00000001');
     // An action a client submitted and had accepted (not a warm-up, retry copy or runtime-internal action).
     const accepted = new Set(submitted.map((a) => `${a.tenant_id}/${a.action_id}`));
-    const firstAction = items.findIndex((i) => i.SK?.S === 'ACTION' && accepted.has(`${i.tenant_id?.S}/${i.action_id?.S}`));
+    // An item's tenant and action ID are in its key (not stored again on the item).
+    const ids = (i: (typeof items)[number] | undefined) => keyAttributes({ PK: i?.PK?.S, SK: i?.SK?.S });
+    const firstAction = items.findIndex((i) => i.SK?.S === 'ACTION' && accepted.has(`${ids(i).tenant_id}/${ids(i).action_id}`));
     const without = (n: number) => items.filter((_, i) => i !== n);
     // A record whose reference names another action of its tenant: that action's result does not match the digest.
     const refTxn = items.findIndex((i) => i.SK?.S === 'TXN' && i.status?.S === 'committed' && i.result_ref?.S !== undefined);
     const otherAction = items.find(
       (i) =>
-        i.SK?.S === 'ACTION' && i.result !== undefined && i.tenant_id?.S === items[refTxn]?.tenant_id?.S && i.action_id?.S !== items[refTxn]?.result_ref?.S,
+        i.SK?.S === 'ACTION' &&
+        i.result !== undefined &&
+        ids(i).tenant_id === ids(items[refTxn]).tenant_id &&
+        ids(i).action_id !== items[refTxn]?.result_ref?.S,
     );
     const planted = {
       duplicated_effect: checkConsistency({ items, ledger: [...ledger, { ...(ledger[0] as (typeof ledger)[number]), operation_id: 'op_planted' }], submitted })
@@ -591,7 +596,7 @@ describe('load', () => {
       removed_transaction: checkConsistency({ items: without(firstTxn), ledger, submitted }).lost.length,
       misreferenced_result: (({ chains, lost }) => chains.length + lost.length)(
         checkConsistency({
-          items: items.map((i, n) => (n === refTxn ? { ...i, result_ref: { S: otherAction?.action_id?.S ?? 'no-such-action' } } : i)),
+          items: items.map((i, n) => (n === refTxn ? { ...i, result_ref: { S: String(ids(otherAction).action_id ?? 'no-such-action') } } : i)),
           ledger,
           submitted,
         }),

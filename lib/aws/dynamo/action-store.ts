@@ -21,6 +21,7 @@ import {
   ReconciliationCursorSchema,
   planInputHash,
   type Action,
+  type ActionResult,
   type ActionStatus,
   type JsonObject,
 } from '../../../packages/connector-sdk/src/protocol/index.js';
@@ -55,7 +56,7 @@ import {
   invalid,
   type Item,
 } from './store-support.js';
-import { ITEM_TYPES, TTL_ATTRIBUTE, keys } from './table-design.js';
+import { TTL_ATTRIBUTE, keys, withKeyAttributes } from './table-design.js';
 import type { IntentMapper, MappedWrite } from './unit-of-work.js';
 
 export interface DynamoActionStoreOptions {
@@ -97,16 +98,34 @@ const RECORD_FIELDS = [
   TTL_ATTRIBUTE,
 ] as const;
 
-function toRecord(item: Item): ActionRecord {
+/**
+ * The record of an action item (exported for readers of raw items, the load checker). The action ID is
+ * in the key, so the item stores it nowhere (docs/table-design.md, "Key attributes not stored again"):
+ * `tenant_id`, `action_id`, the envelope's `id` and the result's `action_id` are read from the key.
+ * An item written before the lean item model stores them, and reads exactly as before.
+ */
+export function actionRecordOf(stored: Item): ActionRecord {
+  const item = withKeyAttributes(stored);
   const out: Record<string, unknown> = {};
   for (const f of RECORD_FIELDS) if (item[f] !== undefined) out[f] = item[f];
   const envelope = (item.action ?? {}) as Record<string, unknown>;
   // A redacted record keeps no raw input: it reads as {redacted: true, hash}.
   const input = item.input_redacted === true ? { redacted: true, hash: item.input_hash } : (item.input ?? {});
-  out.action = { ...envelope, input };
+  out.action = { id: item.action_id, ...envelope, input };
+  const result = out.result as Record<string, unknown> | undefined;
+  if (result !== undefined && result !== null && typeof result === 'object') out.result = { action_id: item.action_id, ...result };
   out.fence ??= 0;
   out.attempt ??= 0;
   return out as unknown as ActionRecord;
+}
+
+const toRecord = actionRecordOf;
+
+/** A result as the action item stores it: without its `action_id`, which is the item's key (checked equal before). */
+function storedResult(result: ActionResult | undefined): Omit<ActionResult, 'action_id'> | undefined {
+  if (result === undefined) return undefined;
+  const { action_id: _key, ...rest } = result;
+  return rest;
 }
 
 function isStatus(s: unknown): s is ActionStatus {
@@ -190,7 +209,7 @@ export class DynamoActionStore implements ActionStore, IntentMapper {
   private applyPatch(b: UpdateBuilder, to: ActionStatus, patch: ActionPatch, nowMs: number): void {
     if (patch.approval_id !== undefined) b.set('approval_id', checkId(CODE, 'approval_id', patch.approval_id));
     if (patch.transaction_id !== undefined) b.set('transaction_id', checkId(CODE, 'transaction_id', patch.transaction_id));
-    if (patch.result !== undefined) b.set('result', patch.result);
+    if (patch.result !== undefined) b.set('result', storedResult(patch.result));
     if (patch.redact_input === true) {
       // The raw input is removed; reads present {redacted: true, hash: input_hash} (computed at create).
       b.remove('input');
@@ -284,15 +303,14 @@ export class DynamoActionStore implements ActionStore, IntentMapper {
     const now = this.clock();
     const iso = now.toISOString();
     const inputHash = planInputHash(action.capability_id, action.input);
-    const { input: rawInput, ...envelope } = action;
+    // The envelope without its input (an attribute of its own) and its ID (the key's).
+    const { input: rawInput, id: _key, ...envelope } = action;
     if (input.redacted_input !== undefined && !TERMINAL.has(status))
       throw invalid(CODE, 'a redacted input is stored at creation only for a terminal action', { field: 'redacted_input' });
     const storedInput: JsonObject | undefined = input.redact_input === true ? undefined : (input.redacted_input ?? rawInput);
     const item: Item = compact({
+      // Not stored again: tenant_id, action_id and the item kind are in the key (toRecord reads them from it).
       ...keys.action(tenant, action.id),
-      item_type: ITEM_TYPES.action,
-      tenant_id: tenant,
-      action_id: action.id,
       principal: input.principal,
       capability_id: action.capability_id,
       mode: action.transaction?.mode,
@@ -303,7 +321,7 @@ export class DynamoActionStore implements ActionStore, IntentMapper {
       input: storedInput,
       input_redacted: input.redact_input === true ? true : undefined,
       input_hash: inputHash,
-      result: input.result,
+      result: storedResult(input.result),
       approval_id: input.approval_id,
       idempotency_key: action.idempotency_key,
       recovery: input.recovery === undefined ? undefined : compact({ ...input.recovery }),

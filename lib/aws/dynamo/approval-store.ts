@@ -61,7 +61,7 @@ import {
   type Item,
 } from './store-support.js';
 import { queryMergedPartitions, queryStatusIndex } from './pagination.js';
-import { GSIS, ITEM_TYPES, keys } from './table-design.js';
+import { GSIS, keys, withKeyAttributes } from './table-design.js';
 import type { IntentMapper, MappedWrite } from './unit-of-work.js';
 
 export interface DynamoApprovalStoreOptions {
@@ -93,7 +93,9 @@ const FIELDS = [
   'revision',
 ] as const;
 
-function toRecord(item: Item): ApprovalRecord {
+/** The record of an approval item; `tenant_id` and `approval_id` come from the key (stored only by items written before the lean item model). */
+function toRecord(stored: Item): ApprovalRecord {
+  const item = withKeyAttributes(stored);
   const out: Record<string, unknown> = {};
   for (const f of FIELDS) if (item[f] !== undefined) out[f] = item[f];
   // Records written before min approvals: one approval, and the one decision they hold.
@@ -101,6 +103,12 @@ function toRecord(item: Item): ApprovalRecord {
   if (policy !== undefined && policy !== null && typeof policy === 'object' && policy.min_approvals === undefined) out.policy = { ...policy, min_approvals: 1 };
   out.decisions ??= out.decision !== undefined ? [out.decision] : [];
   return out as unknown as ApprovalRecord;
+}
+
+/** The stored attributes of a record: every field but the two its key holds. */
+function withoutKey(record: ApprovalRecord): Item {
+  const { tenant_id: _tenant, approval_id: _approval, ...rest } = record;
+  return rest;
 }
 
 /** The key of an approving principal in `approver_keys`: its identity key (one subject, whatever kind its token claims). */
@@ -283,9 +291,9 @@ export class DynamoApprovalStore implements ApprovalStore, IntentMapper {
           Put: {
             TableName: this.table,
             Item: {
+              // Not stored again: tenant_id, approval_id and the item kind are in the key (toRecord reads them from it).
               ...key,
-              item_type: ITEM_TYPES.approval,
-              ...record,
+              ...withoutKey(record),
               GSI3PK: keys.approvalPendingIndex(input.tenant_id),
               GSI3SK: keys.approvalPendingIndexSort(expiresAt, input.approval_id),
               GSI4PK: keys.approvalExpiryIndex(keys.approvalExpiryIndexShard(input.tenant_id, input.approval_id)),
@@ -554,8 +562,10 @@ export class DynamoApprovalStore implements ApprovalStore, IntentMapper {
     for (const k of indexKeys) {
       const item = items.get(`${String(k.PK)}|${String(k.SK)}`);
       // The index can lag a moment behind a decision: re-check on the consistent read.
-      if (item === undefined || item.status !== 'pending' || item.tenant_id !== query.tenant_id) continue;
-      records.push(toRecord(item));
+      if (item === undefined || item.status !== 'pending') continue;
+      const record = toRecord(item);
+      if (record.tenant_id !== query.tenant_id) continue;
+      records.push(record);
     }
     const cursor = encodeCursor(out.LastEvaluatedKey);
     return cursor === undefined ? { items: records } : { items: records, cursor };

@@ -29,7 +29,7 @@ import {
 } from '../../ports/idempotency-store.js';
 import type { WriteIntent } from '../../ports/unit-of-work.js';
 import { UpdateBuilder, checkId, checkJson, checkNonNegativeInt, checkRetention, compact, consistentGet, invalid, type Item } from './store-support.js';
-import { ITEM_TYPES, TTL_ATTRIBUTE, keys } from './table-design.js';
+import { TTL_ATTRIBUTE, keys, withKeyAttributes } from './table-design.js';
 import type { IntentMapper, MappedWrite, Verdict } from './unit-of-work.js';
 
 export interface DynamoIdempotencyStoreOptions {
@@ -61,7 +61,9 @@ const FIELDS = [
   TTL_ATTRIBUTE,
 ] as const;
 
-function toReservation(item: Item): IdempotencyReservation {
+/** The reservation of an item; `tenant_id`, `principal_id` and `key_hash` come from the key (stored only by items written before the lean item model). */
+function toReservation(stored: Item): IdempotencyReservation {
+  const item = withKeyAttributes(stored);
   const out: Record<string, unknown> = {};
   for (const f of FIELDS) if (item[f] !== undefined) out[f] = item[f];
   return out as unknown as IdempotencyReservation;
@@ -141,11 +143,8 @@ export class DynamoIdempotencyStore implements IdempotencyStore, IntentMapper {
     const iso = now.toISOString();
     const expiresMs = now.getTime() + retention * 1000;
     const item: Item = compact({
+      // Not stored again: tenant_id, principal_id, key_hash and the item kind are in the key (toReservation reads them from it).
       ...key,
-      item_type: ITEM_TYPES.idempotency,
-      tenant_id: input.tenant_id,
-      principal_id: input.principal_id,
-      key_hash: idempotencyKeyHash(input.key),
       fingerprint: input.fingerprint,
       status: 'in_flight',
       action_id: input.action_id,

@@ -2,8 +2,9 @@
  * DynamoDB adapter of the RemoteCheckpointInbox port
  * (lib/runtime/remote/stores.ts), on the runtime's single table.
  *
- * Item: PK `RCKPT#<tenant>#<transaction_id>`, SK `RCKPT`, item_type
- * `remote_checkpoint`: its own partition (nothing that queries a transaction's
+ * Item: PK `RCKPT#<tenant>#<transaction_id>`, SK `RCKPT` (the key holds the
+ * tenant and transaction ID, which the item does not store again; items
+ * written before carry them and `item_type`): its own partition (nothing that queries a transaction's
  * partition sees it). `put` is ONE conditional put: the item does not exist,
  * or it holds the same provider and operation ID (then only the cursor and
  * the publishing attempt change). A different operation is refused from the
@@ -25,7 +26,6 @@ export interface DynamoRemoteCheckpointInboxOptions {
   readonly now?: () => Date;
 }
 
-export const REMOTE_CHECKPOINT_ITEM_TYPE = 'remote_checkpoint';
 const CODE = 'transaction.invalid_provider_operation' as const;
 
 export function remoteCheckpointKey(tenant_id: string, transaction_id: string): { PK: string; SK: string } {
@@ -45,9 +45,6 @@ export class DynamoRemoteCheckpointInbox implements RemoteCheckpointInbox {
     const now = (this.#o.now ?? (() => new Date()))();
     const item = {
       ...remoteCheckpointKey(c.tenant_id, c.transaction_id),
-      item_type: REMOTE_CHECKPOINT_ITEM_TYPE,
-      tenant_id: c.tenant_id,
-      transaction_id: c.transaction_id,
       provider_operation: { ...c.provider_operation },
       ...(c.cursor !== undefined ? { cursor: c.cursor } : {}),
       attempt_id: c.attempt_id,
@@ -75,8 +72,9 @@ export class DynamoRemoteCheckpointInbox implements RemoteCheckpointInbox {
     const parsed = ProviderOperationRefSchema.safeParse(item.provider_operation);
     if (!parsed.success) return undefined;
     return {
-      tenant_id: String(item.tenant_id),
-      transaction_id: String(item.transaction_id),
+      // The IDs the item was read by (its key).
+      tenant_id: ref.tenant_id,
+      transaction_id: ref.transaction_id,
       provider_operation: parsed.data,
       ...(typeof item.cursor === 'string' ? { cursor: item.cursor } : {}),
       attempt_id: String(item.attempt_id),

@@ -12,7 +12,7 @@ import { Sha256HexSchema } from '../../../packages/connector-sdk/src/protocol/in
 import { routeMismatches, type PutRouteResult, type RouteAssignment, type RouteRef, type RouteStore } from '../../ports/route-store.js';
 import type { WriteIntent } from '../../ports/unit-of-work.js';
 import { checkId, checkNonNegativeInt, checkTime, compact, consistentGet, invalid, type Item } from './store-support.js';
-import { ITEM_TYPES, keys } from './table-design.js';
+import { keys, withKeyAttributes } from './table-design.js';
 import type { IntentMapper, MappedWrite } from './unit-of-work.js';
 
 export interface DynamoRouteStoreOptions {
@@ -43,10 +43,18 @@ const FIELDS = [
   'created_at',
 ] as const satisfies readonly (keyof RouteAssignment)[];
 
-function toAssignment(item: Item): RouteAssignment {
+/** The assignment of a route item; `tenant_id` and `action_id` come from the key (stored only by items written before the lean item model). */
+function toAssignment(stored: Item): RouteAssignment {
+  const item = withKeyAttributes(stored);
   const out: Record<string, unknown> = {};
   for (const f of FIELDS) if (item[f] !== undefined) out[f] = item[f];
   return out as unknown as RouteAssignment;
+}
+
+/** The stored attributes of an assignment: every field but the two its key holds. */
+function withoutKeyFields(a: RouteAssignment): Item {
+  const { tenant_id: _tenant, action_id: _action, ...rest } = a;
+  return rest;
 }
 
 /** Printable, non-empty, bounded (revisions, endpoint, tokens: opaque but never control characters). */
@@ -98,7 +106,8 @@ export class DynamoRouteStore implements RouteStore, IntentMapper {
         {
           Put: {
             TableName: this.table,
-            Item: { ...keys.routeAssignment(assignment.tenant_id, assignment.action_id), item_type: ITEM_TYPES.routeAssignment, ...stored },
+            // Not stored again: tenant_id, action_id and the item kind are in the key.
+            Item: { ...keys.routeAssignment(assignment.tenant_id, assignment.action_id), ...withoutKeyFields(stored) },
             ConditionExpression: 'attribute_not_exists(#pk)',
             ExpressionAttributeNames: { '#pk': 'PK' },
           },

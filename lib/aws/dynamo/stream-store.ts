@@ -27,7 +27,7 @@ import {
   type Item,
 } from './store-support.js';
 import { rejectedStartKey } from './pagination.js';
-import { ITEM_TYPES, TTL_ATTRIBUTE, keys } from './table-design.js';
+import { TTL_ATTRIBUTE, keys, withKeyAttributes } from './table-design.js';
 import type { IntentMapper, MappedWrite } from './unit-of-work.js';
 
 export interface DynamoStreamStoreOptions {
@@ -41,7 +41,9 @@ export interface DynamoStreamStoreOptions {
 const CODE = 'stream.invalid_chunk' as const;
 export const DEFAULT_STREAM_RETENTION_SECONDS = 24 * 3600;
 
-function toChunk(item: Item): StoredStreamChunk {
+/** A stored chunk from its item; `tenant_id`, `action_id` and `seq` come from the key (stored only by items written before the lean item model). */
+function toChunk(stored: Item): StoredStreamChunk {
+  const item = withKeyAttributes(stored);
   return {
     tenant_id: String(item.tenant_id),
     action_id: String(item.action_id),
@@ -103,9 +105,10 @@ export class DynamoStreamStore implements StreamStore, IntentMapper {
           Put: {
             TableName: this.table,
             Item: {
+              // Not stored again: tenant_id, action_id, seq and the item kind are in the key (toChunk reads them from it).
               ...keys.streamChunk(input.tenant_id, input.action_id, seq),
-              item_type: ITEM_TYPES.streamChunk,
-              ...stored,
+              chunk: stored.chunk,
+              stored_at: stored.stored_at,
               [TTL_ATTRIBUTE]: epochSeconds(now.getTime()) + this.retentionSeconds,
             },
             ConditionExpression: 'attribute_not_exists(#pk)',
@@ -173,6 +176,6 @@ export class DynamoStreamStore implements StreamStore, IntentMapper {
       throw mapStoreError(err);
     }
     const last = out.Items?.[0];
-    return last === undefined ? 0 : Number(last.seq) + 1;
+    return last === undefined ? 0 : toChunk(last).seq + 1;
   }
 }

@@ -70,6 +70,65 @@ export const ITEM_TYPES = {
 
 const pad = (n: number, width: number) => String(n).padStart(width, '0');
 
+/** The item kind a sort key names (the `item_type` items written before the lean item model carry). */
+function itemTypeOf(sk: string): string | undefined {
+  if (sk === 'ACTION') return ITEM_TYPES.action;
+  if (sk === 'TXN') return ITEM_TYPES.transaction;
+  if (sk.startsWith('RCPT#')) return ITEM_TYPES.receipt;
+  if (sk === 'IDEM') return ITEM_TYPES.idempotency;
+  if (sk === 'ROUTE') return ITEM_TYPES.routeAssignment;
+  if (sk.startsWith('CHUNK#')) return ITEM_TYPES.streamChunk;
+  if (sk === 'APPROVAL') return ITEM_TYPES.approval;
+  if (sk === 'PLAN') return ITEM_TYPES.planRef;
+  return undefined;
+}
+
+/** The 8-digit sequence after `prefix` in a sort key, if it is one. */
+function seqOf(sk: string, prefix: string): number | undefined {
+  if (!sk.startsWith(prefix)) return undefined;
+  const digits = sk.slice(prefix.length);
+  return /^\d{8}$/.test(digits) ? Number(digits) : undefined;
+}
+
+/**
+ * The attributes an item's key already holds: the inverse of `keys` below. Items are written without
+ * them (the lean item model, docs/table-design.md "Key attributes not stored again"): `tenant_id` and
+ * the item's own ID (`action_id`, `transaction_id`, `approval_id`, `plan_id`; `principal_id` and
+ * `key_hash` of a reservation), a receipt's or stream chunk's `seq`, and `item_type`. Unknown keys
+ * give nothing. IDs never contain `#` (the protocol ID pattern), so the split is exact.
+ */
+export function keyAttributes(item: { readonly PK?: unknown; readonly SK?: unknown }): Record<string, string | number> {
+  if (typeof item.PK !== 'string' || typeof item.SK !== 'string') return {};
+  const [type, tenant, id, rest, ...extra] = item.PK.split('#');
+  if (tenant === undefined || id === undefined || extra.length > 0) return {};
+  const out: Record<string, string | number> = { tenant_id: tenant };
+  const itemType = itemTypeOf(item.SK);
+  if (itemType !== undefined) out.item_type = itemType;
+  if (type === 'IDEM') {
+    if (rest === undefined) return {};
+    out.principal_id = id;
+    out.key_hash = rest;
+    return out;
+  }
+  if (rest !== undefined) return {};
+  if (type === 'ACTION') out.action_id = id;
+  else if (type === 'TXN') out.transaction_id = id;
+  else if (type === 'APPROVAL') out.approval_id = id;
+  else if (type === 'PLAN') out.plan_id = id;
+  else return {};
+  const seq = seqOf(item.SK, 'RCPT#') ?? seqOf(item.SK, 'CHUNK#');
+  if (seq !== undefined) out.seq = seq;
+  return out;
+}
+
+/**
+ * An item read with the attributes its key holds filled in. Migrate on read: an item written before
+ * the lean item model still carries them, and its stored values are kept (they equal the key's).
+ */
+export function withKeyAttributes<T extends { readonly PK?: unknown; readonly SK?: unknown }>(item: T): T & Record<string, unknown> {
+  return { ...keyAttributes(item), ...item };
+}
+
 /**
  * Write shards of the byStatus index per status. Every admission puts its
  * record into the index and settlement deletes it, so a single `STATUS#<status>`

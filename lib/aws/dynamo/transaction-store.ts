@@ -52,7 +52,7 @@ import { decodeCursor, encodeCursor, rejectedStartKey } from './pagination.js';
 import { SCOPED_LISTING_SCAN_BUDGET, listStatusIndex } from './status-listing.js';
 import { errorName, mapStoreError } from './store-errors.js';
 import { consistentBatchGet, isId } from './store-support.js';
-import { GSIS, ITEM_TYPES, TTL_ATTRIBUTE, keys } from './table-design.js';
+import { GSIS, TTL_ATTRIBUTE, keys, withKeyAttributes } from './table-design.js';
 import {
   checkCreate,
   checkCursor,
@@ -144,7 +144,9 @@ const RECORD_FIELDS = [
   'data',
 ] as const satisfies readonly (keyof TransactionRecord)[];
 
-function toRecord(item: Item): TransactionRecord {
+/** The record of a transaction item; `tenant_id` and `transaction_id` come from the key (stored only by items written before the lean item model). */
+function toRecord(stored: Item): TransactionRecord {
+  const item = withKeyAttributes(stored);
   const out: Record<string, unknown> = {};
   for (const f of RECORD_FIELDS) if (item[f] !== undefined) out[f] = item[f];
   out.data ??= {};
@@ -152,6 +154,26 @@ function toRecord(item: Item): TransactionRecord {
   out.fence ??= 0;
   out.receipt_count ??= 0;
   return out as unknown as TransactionRecord;
+}
+
+/**
+ * A stored receipt from its item (exported for readers of raw items, the load checker). The key holds the
+ * tenant, the transaction ID and the seq, so the item stores them nowhere, the receipt's own `transaction_id`
+ * and `seq` included (docs/table-design.md, "Key attributes not stored again"); an item written before the
+ * lean item model stores them, and reads exactly as before.
+ */
+export function receiptOf(stored: Item): StoredReceipt {
+  const i = withKeyAttributes(stored);
+  const receipt = { transaction_id: i.transaction_id, seq: i.seq, ...(i.receipt as object) } as StoredReceipt['receipt'];
+  return i.evidence === undefined
+    ? { tenant_id: String(i.tenant_id), receipt }
+    : { tenant_id: String(i.tenant_id), receipt, evidence: i.evidence as StoredReceipt['evidence'] };
+}
+
+/** A receipt as its item stores it: without the transaction ID and seq its key holds (checked equal before). */
+function receiptWithoutKey(r: ReceiptAppend['receipt']): Item {
+  const { transaction_id: _txn, seq: _seq, ...rest } = r;
+  return rest;
 }
 
 /**
@@ -259,10 +281,11 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
         : input.status === 'dry_run_completed' && this.dryRunRetentionSeconds > 0
           ? { [TTL_ATTRIBUTE]: Math.floor(now.getTime() / 1000) + this.dryRunRetentionSeconds }
           : {};
+    // Not stored again: tenant_id, transaction_id and the item kind are in the key (toRecord reads them from it).
+    const { tenant_id: _tenant, transaction_id: _txn, ...stored } = record;
     const item: Item = {
       ...keys.transaction(tenant, txn),
-      item_type: ITEM_TYPES.transaction,
-      ...record,
+      ...stored,
       ...(isTerminalStatus(input.status) ? {} : statusIndex(input.status, tenant, txn, iso, false)),
       ...ttl,
     };
@@ -298,10 +321,8 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
         Put: {
           TableName: this.table,
           Item: {
+            // The key holds the tenant and the plan ID.
             ...keys.planRef(tenant, planId),
-            item_type: ITEM_TYPES.planRef,
-            tenant_id: tenant,
-            plan_id: planId,
             transaction_id: txn,
             created_at: iso,
             ...ttl,
@@ -386,12 +407,9 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
     return {
       TableName: this.table,
       Item: compact({
+        // The key holds the tenant, the transaction ID and the seq, the receipt's own included (read back by receiptOf).
         ...keys.receipt(tenant, txn, r.seq),
-        item_type: ITEM_TYPES.receipt,
-        tenant_id: tenant,
-        transaction_id: txn,
-        seq: r.seq,
-        receipt: r,
+        receipt: receiptWithoutKey(r),
         evidence: append.evidence,
         created_at: iso,
         ...ttl,
@@ -859,11 +877,7 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
     } catch (err) {
       throw rejectedStartKey(err, 'transaction.invalid_listing', start) ?? mapStoreError(err);
     }
-    const items: StoredReceipt[] = (out.Items ?? []).map((i) =>
-      i.evidence === undefined
-        ? { tenant_id: String(i.tenant_id), receipt: i.receipt as StoredReceipt['receipt'] }
-        : { tenant_id: String(i.tenant_id), receipt: i.receipt as StoredReceipt['receipt'], evidence: i.evidence as StoredReceipt['evidence'] },
-    );
+    const items: StoredReceipt[] = (out.Items ?? []).map(receiptOf);
     const cursor = encodeCursor(out.LastEvaluatedKey);
     return cursor === undefined ? { items } : { items, cursor };
   }

@@ -515,6 +515,16 @@ describe('min approvals: distinct approvers, one conditional write per decision'
     expect((await aipError(s.approvals.create({ ...input, policy: { ...input.policy, ttl_ms: 10 } }))).code).toBe('approval.invalid_record');
   });
 
+  it('an approval stores no attribute its key holds, and reads them from the key (the legacy record below stores them)', async () => {
+    const input = approvalInput({ tenant_id: uid('tenant-lean') });
+    const created = await s.approvals.create(input);
+    const raw = (await s.rawItem(keys.approval(input.tenant_id, input.approval_id))) as Record<string, unknown>;
+    for (const attribute of ['tenant_id', 'approval_id', 'item_type']) expect(raw).not.toHaveProperty(attribute);
+    expect(await s.approvals.get(input)).toEqual(created);
+    expect(created).toMatchObject({ tenant_id: input.tenant_id, approval_id: input.approval_id });
+    expect((await s.approvals.listPending({ tenant_id: input.tenant_id })).items).toEqual([created]);
+  });
+
   it('a record written before min approvals reads as one approval needed, with its one decision', async () => {
     const approval_id = uid('legacy');
     const now = s.clock.iso();

@@ -2,6 +2,7 @@
  * StreamStore against DynamoDB Local, and the StreamSink adapter driven by the
  * connector SDK's RuntimeStreamPublisher.
  */
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RuntimeStreamPublisher } from '../../../packages/connector-sdk/src/stream.js';
 import type { SequencedStreamChunk } from '../../../packages/connector-sdk/src/protocol/stream-chunk.js';
@@ -54,6 +55,30 @@ describe('append', () => {
     const bad = { ...chunk(id, 0), chunk: { type: 'progress', progress: 7 } } as unknown as SequencedStreamChunk;
     expect((await aipError(s.streams.append({ tenant_id: TENANT, action_id: id, seq: 0, chunk: bad }))).code).toBe('stream.invalid_chunk');
     expect((await aipError(s.streams.append({ tenant_id: TENANT, action_id: id, seq: -1, chunk: chunk(id, 0) }))).code).toBe('stream.invalid_chunk');
+  });
+});
+
+describe('key attributes not stored again', () => {
+  it('a chunk stores no attribute its key holds; one written the old way (with them) lists and numbers the same', async () => {
+    const id = uid('act');
+    const lean = await s.streams.append({ tenant_id: TENANT, action_id: id, seq: 0, chunk: chunk(id, 0) });
+    const raw = (await s.rawItem(keys.streamChunk(TENANT, id, 0))) as Record<string, unknown>;
+    for (const attribute of ['tenant_id', 'action_id', 'seq', 'item_type']) expect(raw).not.toHaveProperty(attribute);
+    // The previous code's shape of the next chunk: the key attributes repeated on the item.
+    const old = chunk(id, 1);
+    await s.table.client.send(
+      new PutCommand({
+        TableName: s.table.tableName,
+        Item: { ...keys.streamChunk(TENANT, id, 1), item_type: 'stream_chunk', tenant_id: TENANT, action_id: id, seq: 1, chunk: old, stored_at: s.clock.iso() },
+      }),
+    );
+    expect((await s.streams.list({ tenant_id: TENANT, action_id: id })).items).toEqual([
+      lean,
+      { tenant_id: TENANT, action_id: id, seq: 1, chunk: old, stored_at: s.clock.iso() },
+    ]);
+    expect(await s.streams.nextSeq({ tenant_id: TENANT, action_id: id })).toBe(2);
+    await s.streams.append({ tenant_id: TENANT, action_id: id, seq: 2, chunk: chunk(id, 2) });
+    expect(await s.streams.nextSeq({ tenant_id: TENANT, action_id: id })).toBe(3);
   });
 });
 

@@ -294,7 +294,7 @@ describe('Composite admission', () => {
     expect(await raw(k.action)).toMatchObject({ status: 'accepted' });
     expect(await raw(k.idem)).toMatchObject({ status: 'in_flight' });
     expect(await raw(k.txn)).toMatchObject({ status: 'prepared', revision: 1 });
-    expect(await raw(k.receipt)).toMatchObject({ seq: 0 });
+    expect(await raw(k.receipt)).toMatchObject({ SK: 'RCPT#00000000', receipt: { status: 'prepared' } });
     expect(await table.store.get({ tenant_id: TENANT, transaction_id: out.transaction?.transaction_id as string })).toEqual(out.transaction);
   });
 
@@ -427,7 +427,7 @@ describe('Composite admission', () => {
     expect(lost).toEqual([]);
     expect(won.filter((o) => o.admitted)).toHaveLength(1);
     for (const o of won) if (!o.admitted) expect(o.existing_action).toMatchObject({ action_id: input.action.action.id, revision: 1 });
-    expect(await raw(itemKeys(input).receipt)).toMatchObject({ seq: 0 });
+    expect(await raw(itemKeys(input).receipt)).toMatchObject({ SK: 'RCPT#00000000', receipt: { status: 'prepared' } });
     expect(await raw(keys.receipt(TENANT, input.action.action.transaction?.transaction_id as string, 1))).toBeUndefined();
   });
 });
@@ -726,7 +726,7 @@ describe('Composite attempt start with the route assignment (a first attempt)', 
     if (!out.started) throw new Error('expected the attempt to start');
     expect(out.route).toEqual({ created: true, assignment: pinned, reusable: true, mismatched: [] });
     expect(await routes.get({ tenant_id: TENANT, action_id: a.id })).toEqual(pinned);
-    expect(await raw(routeKey(a))).toMatchObject({ item_type: 'route_assignment', replica: 'replica-a' });
+    expect(await raw(routeKey(a))).toMatchObject({ SK: 'ROUTE', replica: 'replica-a' });
     expect(out.action).toEqual(await actions.get({ tenant_id: TENANT, action_id: a.id }));
     expect(out.transaction).toEqual(await table.store.get({ tenant_id: TENANT, transaction_id: out1.transaction?.transaction_id as string }));
     expect(await idempotency.get({ tenant_id: TENANT, principal_id: PRINCIPAL.id, key: a.idempotency_key as string })).toMatchObject({ fence: 1 });
