@@ -15,52 +15,58 @@ import { IdSchema, PrincipalSchema, ScopeSchema, TRANSACTION_MODES } from '../..
 import { DEFAULT_IDEMPOTENCY_RETENTION_SECONDS } from '../ports/idempotency-store.js';
 
 /** A tenant approval policy: which capabilities and modes need an approval. */
-export const TenantApprovalPolicySchema = z.strictObject({
-  policy_id: IdSchema,
-  /** Capability IDs it selects; `*` selects all. */
-  capabilities: z.array(z.union([IdSchema, z.literal('*')])).check(z.minLength(1), z.maxLength(1000)),
-  /** Modes it applies to; `none` is a plain invocation. Default: every mutating mode. */
-  modes: z.optional(z.array(z.enum([...TRANSACTION_MODES, 'none']))),
-  /** Holding ONE of these scopes makes a principal an approver (default: `approvals.default_approver_scopes`). */
-  approver_scopes: z.optional(z.array(ScopeSchema).check(z.maxLength(64))),
-  allow_self_approval: z.optional(z.boolean()),
-  /** Distinct approvers needed before the action runs (default 1); any one denial ends the approval. */
-  min_approvals: z.optional(z.int().check(z.gte(1), z.lte(10))),
-  /** A pending approval under this policy expires after this long (default: `approvals.ttl_ms`). */
-  ttl_ms: z.optional(z.int().check(z.gte(1_000), z.lte(30 * 86_400_000))),
-});
+export const TenantApprovalPolicySchema = z.deferred(() =>
+  z.strictObject({
+    policy_id: IdSchema,
+    /** Capability IDs it selects; `*` selects all. */
+    capabilities: z.array(z.union([IdSchema, z.literal('*')])).check(z.minLength(1), z.maxLength(1000)),
+    /** Modes it applies to; `none` is a plain invocation. Default: every mutating mode. */
+    modes: z.optional(z.array(z.enum([...TRANSACTION_MODES, 'none']))),
+    /** Holding ONE of these scopes makes a principal an approver (default: `approvals.default_approver_scopes`). */
+    approver_scopes: z.optional(z.array(ScopeSchema).check(z.maxLength(64))),
+    allow_self_approval: z.optional(z.boolean()),
+    /** Distinct approvers needed before the action runs (default 1); any one denial ends the approval. */
+    min_approvals: z.optional(z.int().check(z.gte(1), z.lte(10))),
+    /** A pending approval under this policy expires after this long (default: `approvals.ttl_ms`). */
+    ttl_ms: z.optional(z.int().check(z.gte(1_000), z.lte(30 * 86_400_000))),
+  }),
+);
 export type TenantApprovalPolicy = z.infer<typeof TenantApprovalPolicySchema>;
 
 /** A tenant selector: a tenant ID, or `*` (every tenant, configured or not). */
-export const TenantSelectorSchema = z.union([IdSchema, z.literal('*')]);
+export const TenantSelectorSchema = z.deferred(() => z.union([IdSchema, z.literal('*')]));
 
 /**
  * A runtime-wide approval policy (`approval_policies`): a tenant policy plus
  * the tenants it applies to. The deployment's approval policies
  * (lib/config/deployment.ts `approvalPolicies`) become these.
  */
-export const GlobalApprovalPolicySchema = z.strictObject({
-  ...TenantApprovalPolicySchema.shape,
-  /** Tenants it applies to; `*` (the default) is every tenant, including tenants named nowhere in the configuration. */
-  tenants: z._default(z.array(TenantSelectorSchema).check(z.minLength(1), z.maxLength(1000)), ['*']),
-});
+export const GlobalApprovalPolicySchema = z.deferred(() =>
+  z.strictObject({
+    ...TenantApprovalPolicySchema.shape,
+    /** Tenants it applies to; `*` (the default) is every tenant, including tenants named nowhere in the configuration. */
+    tenants: z._default(z.array(TenantSelectorSchema).check(z.minLength(1), z.maxLength(1000)), ['*']),
+  }),
+);
 export type GlobalApprovalPolicy = z.output<typeof GlobalApprovalPolicySchema>;
 
 /** One tenant's settings (`tenants[t]`): its approval policies, compensators and resolution rule. */
-export const TenantSettingsSchema = z.strictObject({
-  /** Policies that put matching actions behind an approval. */
-  approvals: z.optional(z.array(TenantApprovalPolicySchema).check(z.maxLength(100))),
-  /** The default tenant-policy approval (used when a compensation contract forces approval). */
-  default_approval_policy_id: z.optional(IdSchema),
-  /**
-   * Scopes that let a principal compensate another principal's action in
-   * this tenant (lib/runtime/authority.ts, role `compensator`). Default: the
-   * operator scope.
-   */
-  compensator_scopes: z.optional(z.array(ScopeSchema).check(z.maxLength(64))),
-  /** Overrides the deployment-wide `resolution` rule for this tenant. */
-  resolution: z.optional(z.strictObject({ four_eyes: z.optional(z.boolean()) })),
-});
+export const TenantSettingsSchema = z.deferred(() =>
+  z.strictObject({
+    /** Policies that put matching actions behind an approval. */
+    approvals: z.optional(z.array(TenantApprovalPolicySchema).check(z.maxLength(100))),
+    /** The default tenant-policy approval (used when a compensation contract forces approval). */
+    default_approval_policy_id: z.optional(IdSchema),
+    /**
+     * Scopes that let a principal compensate another principal's action in
+     * this tenant (lib/runtime/authority.ts, role `compensator`). Default: the
+     * operator scope.
+     */
+    compensator_scopes: z.optional(z.array(ScopeSchema).check(z.maxLength(64))),
+    /** Overrides the deployment-wide `resolution` rule for this tenant. */
+    resolution: z.optional(z.strictObject({ four_eyes: z.optional(z.boolean()) })),
+  }),
+);
 export type TenantSettings = z.infer<typeof TenantSettingsSchema>;
 
 const RuntimeSettingsShape = {
@@ -170,15 +176,17 @@ const RuntimeSettingsShape = {
   test_mode: z._default(z.boolean(), false),
 };
 
-export const RuntimeSettingsSchema = z.strictObject(RuntimeSettingsShape);
+export const RuntimeSettingsSchema = z.deferred(() => z.strictObject(RuntimeSettingsShape));
 export type RuntimeSettings = z.output<typeof RuntimeSettingsSchema>;
 export type RuntimeSettingsInput = z.input<typeof RuntimeSettingsSchema>;
 
 /** Production: identical, except that test_mode may only be absent or false. */
-export const ProductionRuntimeSettingsSchema = z.strictObject({
-  ...RuntimeSettingsShape,
-  test_mode: z._default(z.literal(false), false),
-});
+export const ProductionRuntimeSettingsSchema = z.deferred(() =>
+  z.strictObject({
+    ...RuntimeSettingsShape,
+    test_mode: z._default(z.literal(false), false),
+  }),
+);
 
 /**
  * What a deployed configuration (an environment other than `local` and
