@@ -67,7 +67,12 @@ const action = {
   metadata: { observability: { trace_id: 't-1' }, labels: { team: 'billing' } },
   transaction: { mode: 'execute', transaction_id: 'tx-1' },
 };
-const result = { action_id: 'act-1', status: 'failed', error: { code: 'payments.declined', message: 'declined', retryable: false }, completed_at: '2026-01-01T00:00:00Z' };
+const result = {
+  action_id: 'act-1',
+  status: 'failed',
+  error: { code: 'payments.declined', message: 'declined', retryable: false },
+  completed_at: '2026-01-01T00:00:00Z',
+};
 const invalid = { ...action, identity: { tenant_id: 'a b' }, transaction: { mode: 'later' } };
 
 const variants = [
@@ -104,6 +109,8 @@ for (const c of cases) {
   const now = samples.get(`${c.name}\tbuilt at once`) ?? [];
   const deferred = samples.get(`${c.name}\tdeferred`) ?? [];
   const f = (x: number) => x.toFixed(2);
-  lines.push(`| ${c.name} | ${f(median(now))} (${f(Math.min(...now))}) | ${f(median(deferred))} (${f(Math.min(...deferred))}) | ${f(median(deferred) - median(now))} |`);
+  lines.push(
+    `| ${c.name} | ${f(median(now))} (${f(Math.min(...now))}) | ${f(median(deferred))} (${f(Math.min(...deferred))}) | ${f(median(deferred) - median(now))} |`,
+  );
 }
 process.stdout.write(`${lines.join('\n')}\n`);
