@@ -12,7 +12,9 @@
  * invocation). `--before-node-options` is the NODE_OPTIONS the other tree
  * deployed (it is also measured without them); this tree runs with the
  * NODE_OPTIONS the stack sets by default. RUNS (default 20) processes per
- * function and side. Prints a markdown table of medians.
+ * function and side; TRACING=1 runs every process with tracing on (as the
+ * bundles section's "traced" columns: the tracer is imported on the first
+ * invocation). Prints a markdown table of medians.
  */
 import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,7 +22,7 @@ import { join, resolve } from 'node:path';
 import { DEFAULT_CONFIG_FILE } from '../infra/aip-app.js';
 import { loadInfraConfig, toDeploymentRuntimeConfig } from '../lib/config/deployment.js';
 import { FUNCTION_ENV, POWERTOOLS_ENV } from '../lib/config/function-env.js';
-import { authorizerEvent, mcpToolCallEvent, routeEvent, sqsEvent } from './lib/lambda-events.js';
+import { authorizerEvent, mcpToolCallEvent, routeEvent, sqsEvent, submitEvent } from './lib/lambda-events.js';
 import { distribution } from './lib/stats.js';
 import { DEPLOYED_NODE_OPTIONS, functionEnv, probe } from './sections/bundles.js';
 
@@ -38,11 +40,22 @@ const connectors = config.connectors.map(({ id }) => ({
   id,
   ...(config.connectorEndpoints[id] !== undefined ? { baseUrl: config.connectorEndpoints[id] } : {}),
 }));
-const env = functionEnv(FUNCTION_ENV, POWERTOOLS_ENV, JSON.stringify(toDeploymentRuntimeConfig(config)));
+const tracing = process.env.TRACING === '1';
+const env = {
+  ...functionEnv(FUNCTION_ENV, POWERTOOLS_ENV, JSON.stringify(toDeploymentRuntimeConfig(config))),
+  ...(tracing
+    ? {
+        POWERTOOLS_TRACE_ENABLED: 'true',
+        _X_AMZN_TRACE_ID: 'Root=1-00000000-000000000000000000000000;Parent=0000000000000000;Sampled=0',
+        AWS_XRAY_CONTEXT_MISSING: 'IGNORE_ERROR',
+      }
+    : {}),
+};
 
 const targets = [
   { name: 'GET /v1/transactions', entry: 'functions/http/transactions.ts', handler: 'getTransactionHandler', event: routeEvent('getTransaction') },
   { name: 'GET /v1/actions/{id}', entry: 'functions/http/actions.ts', handler: 'getActionHandler', event: routeEvent('getAction') },
+  { name: 'POST /v1/actions', entry: 'functions/http/actions.ts', handler: 'submitActionHandler', event: submitEvent() },
   { name: 'GET /v1/capabilities', entry: 'functions/http/meta.ts', handler: 'listCapabilitiesHandler', event: routeEvent('listCapabilities') },
   {
     name: 'authorizer',
@@ -101,17 +114,17 @@ for (let i = 0; i < runs; i++) for (const b of built) b.samples.push(await probe
 
 const median = (xs: number[]) => Math.round(distribution(xs).p50 * 10) / 10;
 const lines = [
-  `Interleaved, ${runs} fresh processes per function and side (${process.version}); medians.`,
+  `Interleaved, ${runs} fresh processes per function and side (${process.version}), tracing ${tracing ? 'on' : 'off'}; medians.`,
   '',
-  '| function (first invocation) | side | KiB at import | import ms | compose ms | cold ms | cold CPU ms |',
-  '|---|---|---:|---:|---:|---:|---:|',
+  '| function (first invocation) | side | KiB at import | import ms | compose ms | cold ms | cold CPU ms | first answer |',
+  '|---|---|---:|---:|---:|---:|---:|---|',
 ];
 for (const t of targets) {
   for (const b of built.filter((x) => x.name === t.name)) {
     const compose = b.samples.map((s) => Math.max(0, s.first_ms - s.warm_ms));
     const cpu = b.samples.map((s) => s.import_cpu_ms + Math.max(0, s.first_cpu_ms - s.warm_cpu_ms));
     lines.push(
-      `| ${t.name} | ${b.side} | ${b.kib} | ${median(b.samples.map((s) => s.import_ms))} | ${median(compose)} | ${median(b.samples.map((s, i) => s.import_ms + (compose[i] as number)))} | ${median(cpu)} |`,
+      `| ${t.name} | ${b.side} | ${b.kib} | ${median(b.samples.map((s) => s.import_ms))} | ${median(compose)} | ${median(b.samples.map((s, i) => s.import_ms + (compose[i] as number)))} | ${median(cpu)} | ${[...new Set(b.samples.map((s) => s.outcome))].join(' / ')} |`,
     );
   }
 }

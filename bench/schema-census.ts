@@ -4,7 +4,10 @@
  * docs/bench/analysis.md.
  *
  *   npm run bench:schema-census -- [entry] [handler] [route]
- *   (default: functions/http/actions.ts getActionHandler getAction)
+ *   (default: functions/http/actions.ts getActionHandler getAction; the
+ *   events are the bundles section's: a route ID of lib/http/routes.ts, with
+ *   a charge as the body of `submitAction` and a tools/call as that of `mcp`,
+ *   or `sqs:invoke` / `sqs:reconcile` for the queue consumers)
  *
  * The entry is bundled as deployed (infra/bundling.ts `esbuildOptions`, the
  * precompiled registry) but not minified, so that every stack frame names a
@@ -29,10 +32,18 @@ import { DEFAULT_CONFIG_FILE } from '../infra/aip-app.js';
 import { esbuildOptions, generatePrecompiledRegistry, httpWithoutUndiciPlugin, precompiledRegistryPlugin } from '../infra/bundling.js';
 import { loadInfraConfig, toDeploymentRuntimeConfig } from '../lib/config/deployment.js';
 import { FUNCTION_ENV, POWERTOOLS_ENV } from '../lib/config/function-env.js';
-import { routeEvent } from './lib/lambda-events.js';
+import { mcpToolCallEvent, routeEvent, sqsEvent, submitEvent } from './lib/lambda-events.js';
 import { functionEnv } from './sections/bundles.js';
 
 const [entry = 'functions/http/actions.ts', handler = 'getActionHandler', route = 'getAction'] = process.argv.slice(2);
+const event =
+  route === 'submitAction'
+    ? submitEvent()
+    : route === 'mcp'
+      ? mcpToolCallEvent()
+      : route === 'sqs:invoke' || route === 'sqs:reconcile'
+        ? sqsEvent(route === 'sqs:invoke' ? 'invoke' : 'reconcile')
+        : routeEvent(route);
 
 /** The child's probe: counts constructions through zod's post-processor hook, writes them to AIP_CENSUS_OUT. */
 const PROBE = `
@@ -96,7 +107,7 @@ try {
       ...env,
       AIP_CENSUS_BUNDLE: pathToFileURL(join(outdir, 'index.mjs')).href,
       AIP_CENSUS_HANDLER: handler,
-      AIP_CENSUS_EVENT: JSON.stringify(routeEvent(route)),
+      AIP_CENSUS_EVENT: JSON.stringify(event),
       AIP_CENSUS_OUT: out,
     },
     stdio: ['ignore', 'ignore', 'inherit'],

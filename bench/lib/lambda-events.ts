@@ -49,6 +49,22 @@ export const routeEvent = (routeId: string) => {
     },
   };
 };
+/** POST /v1/actions with an execute of the payments connector's charge (the submit route: body validation, admission, then a store call that fails). */
+export const submitEvent = () => {
+  const base = routeEvent('submitAction');
+  return {
+    ...base,
+    headers: { accept: 'application/json', 'content-type': 'application/json' },
+    multiValueHeaders: { accept: ['application/json'], 'content-type': ['application/json'] },
+    body: JSON.stringify({
+      id: 'bench-1',
+      capability_id: 'payments.charge',
+      input: { amount: 1250, currency: 'eur', customer: 'cus_bench', description: 'benchmark' },
+      idempotency_key: 'bench-1',
+      transaction: { mode: 'execute' },
+    }),
+  };
+};
 /** An SQS event of one invoke or reconcile message. */
 export const sqsEvent = (kind: 'invoke' | 'reconcile') => ({
   Records: [

@@ -207,9 +207,8 @@ export function parseNested<T>(variable: string, schema: z.ZodMiniType<T>, value
   return undefined;
 }
 
-const ConnectorEndpointsSchema = z.record(
-  IdSchema,
-  z.string().check(z.refine((v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol), { message: 'must be an http(s) URL' })),
+const ConnectorEndpointsSchema = z.deferred(() =>
+  z.record(IdSchema, z.string().check(z.refine((v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol), { message: 'must be an http(s) URL' }))),
 );
 
 export interface ReadSettingsOptions {

@@ -112,24 +112,25 @@ export function claimPreset(name: ClaimPresetName, options: { namespace?: string
   }
 }
 
-const claimName = z.string().check(z.minLength(1), z.maxLength(256));
-
 /** Configuration form: a preset plus optional overrides of single fields. */
-export const ClaimsConfigSchema = z.strictObject({
-  preset: z._default(z.enum(CLAIM_PRESET_NAMES), 'generic'),
-  /** Auth0 custom-claim namespace, e.g. `https://api.example.com/`. */
-  namespace: z.optional(z.string().check(z.minLength(1), z.maxLength(256))),
-  principalIdClaim: z.optional(claimName),
-  subjectEncoding: z.optional(z.enum(['strict', 'escape'])),
-  kindClaims: z.optional(z.array(claimName).check(z.minLength(1), z.maxLength(8))),
-  defaultKind: z.optional(z.enum(PRINCIPAL_KINDS)),
-  machineKind: z.optional(z.enum(PRINCIPAL_KINDS)),
-  tenantsClaims: z.optional(z.array(claimName).check(z.minLength(1), z.maxLength(8))),
-  accountsClaims: z.optional(z.array(claimName).check(z.minLength(1), z.maxLength(8))),
-  scopeClaims: z.optional(z.array(claimName).check(z.minLength(1), z.maxLength(8))),
-  audienceClaims: z.optional(z.array(z.enum(['aud', 'client_id', 'azp', 'cid'])).check(z.minLength(1), z.maxLength(4))),
-  /** `any` turns off the preset's token_use check. */
-  tokenUse: z.optional(z.string().check(z.minLength(1), z.maxLength(64))),
+export const ClaimsConfigSchema = z.deferred(() => {
+  const claimName = z.string().check(z.minLength(1), z.maxLength(256));
+  return z.strictObject({
+    preset: z._default(z.enum(CLAIM_PRESET_NAMES), 'generic'),
+    /** Auth0 custom-claim namespace, e.g. `https://api.example.com/`. */
+    namespace: z.optional(z.string().check(z.minLength(1), z.maxLength(256))),
+    principalIdClaim: z.optional(claimName),
+    subjectEncoding: z.optional(z.enum(['strict', 'escape'])),
+    kindClaims: z.optional(z.array(claimName).check(z.minLength(1), z.maxLength(8))),
+    defaultKind: z.optional(z.enum(PRINCIPAL_KINDS)),
+    machineKind: z.optional(z.enum(PRINCIPAL_KINDS)),
+    tenantsClaims: z.optional(z.array(claimName).check(z.minLength(1), z.maxLength(8))),
+    accountsClaims: z.optional(z.array(claimName).check(z.minLength(1), z.maxLength(8))),
+    scopeClaims: z.optional(z.array(claimName).check(z.minLength(1), z.maxLength(8))),
+    audienceClaims: z.optional(z.array(z.enum(['aud', 'client_id', 'azp', 'cid'])).check(z.minLength(1), z.maxLength(4))),
+    /** `any` turns off the preset's token_use check. */
+    tokenUse: z.optional(z.string().check(z.minLength(1), z.maxLength(64))),
+  });
 });
 export type ClaimsConfig = z.input<typeof ClaimsConfigSchema>;
 

@@ -128,12 +128,14 @@ const SECRET_ARN = /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Z
 const SECRET_NAME = /^[A-Za-z0-9/_+=.@-]{1,512}$/;
 const KMS_KEY_ARN = /^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key\/[A-Za-z0-9-]{1,128}$/;
 
-export const SecretReferenceSchema = z.string({ error: 'must be a string: a Secrets Manager secret ARN or secret name' }).check(
-  z.refine((value) => (value.startsWith('arn:') ? SECRET_ARN.test(value) : SECRET_NAME.test(value)), {
-    message:
-      'must be a complete Secrets Manager secret ARN (arn:aws:secretsmanager:<region>:<account>:secret:<name>-<6 characters>) ' +
-      'or a secret name of 1-512 characters from A-Z a-z 0-9 / _ + = . @ -',
-  }),
+export const SecretReferenceSchema = z.deferred(() =>
+  z.string({ error: 'must be a string: a Secrets Manager secret ARN or secret name' }).check(
+    z.refine((value) => (value.startsWith('arn:') ? SECRET_ARN.test(value) : SECRET_NAME.test(value)), {
+      message:
+        'must be a complete Secrets Manager secret ARN (arn:aws:secretsmanager:<region>:<account>:secret:<name>-<6 characters>) ' +
+        'or a secret name of 1-512 characters from A-Z a-z 0-9 / _ + = . @ -',
+    }),
+  ),
 );
 
 /**
@@ -143,42 +145,46 @@ export const SecretReferenceSchema = z.string({ error: 'must be a string: a Secr
  * external account of that tenant. The secret value never enters
  * configuration; see `secretsManagerReferences` for the adapter's shape.
  */
-export const CredentialReferenceSchema = z.strictObject({
-  handle: protocolId('credential handle'),
-  tenantId: protocolId('tenant ID'),
-  /** Absent: the tenant-wide default for every external account of the tenant. */
-  externalAccountId: z.optional(protocolId('external account ID')),
-  secret: SecretReferenceSchema,
-  /** @default AWSCURRENT (the service default) */
-  versionStage: z.optional(nonEmpty('secret version stage')),
-  /** When the SecretString is a JSON object: the string field holding the material. */
-  jsonField: z.optional(nonEmpty('JSON field name')),
-  /** The customer managed KMS key of the secret, when it is not the default `aws/secretsmanager` key. */
-  kmsKeyArn: z.optional(
-    z
-      .string({ error: 'must be a string (KMS key ARN)' })
-      .check(z.regex(KMS_KEY_ARN, { message: 'must be a KMS key ARN (arn:aws:kms:<region>:<account>:key/<key-id>)' })),
-  ),
-});
+export const CredentialReferenceSchema = z.deferred(() =>
+  z.strictObject({
+    handle: protocolId('credential handle'),
+    tenantId: protocolId('tenant ID'),
+    /** Absent: the tenant-wide default for every external account of the tenant. */
+    externalAccountId: z.optional(protocolId('external account ID')),
+    secret: SecretReferenceSchema,
+    /** @default AWSCURRENT (the service default) */
+    versionStage: z.optional(nonEmpty('secret version stage')),
+    /** When the SecretString is a JSON object: the string field holding the material. */
+    jsonField: z.optional(nonEmpty('JSON field name')),
+    /** The customer managed KMS key of the secret, when it is not the default `aws/secretsmanager` key. */
+    kmsKeyArn: z.optional(
+      z
+        .string({ error: 'must be a string (KMS key ARN)' })
+        .check(z.regex(KMS_KEY_ARN, { message: 'must be a KMS key ARN (arn:aws:kms:<region>:<account>:key/<key-id>)' })),
+    ),
+  }),
+);
 
-export const ConnectorConfigSchema = z.strictObject({
-  /** Connector ID as its manifest names it. Only listed connectors are enabled. */
-  id: protocolId('connector ID'),
-  /**
-   * Where the deployment credential provider resolves each credential handle.
-   * Handles stay opaque to connectors (connector contract: "Resolve credentials
-   * at the provider edge").
-   */
-  credentials: z._default(z.array(CredentialReferenceSchema), []),
-  /**
-   * How long one execution environment reuses a credential fetched from
-   * Secrets Manager, in seconds (0: fetched for every provider call). A
-   * rotated secret takes effect within this age, and at once when the
-   * provider refuses the old one with 401/403. docs/runtime.md, "Credentials".
-   * @default 300 (DEFAULT_CREDENTIAL_CACHE_SECONDS in lib/aws/secrets/secret-cache.ts)
-   */
-  credentialCacheSeconds: z.optional(intIn(0, 3600, 'seconds')),
-});
+export const ConnectorConfigSchema = z.deferred(() =>
+  z.strictObject({
+    /** Connector ID as its manifest names it. Only listed connectors are enabled. */
+    id: protocolId('connector ID'),
+    /**
+     * Where the deployment credential provider resolves each credential handle.
+     * Handles stay opaque to connectors (connector contract: "Resolve credentials
+     * at the provider edge").
+     */
+    credentials: z._default(z.array(CredentialReferenceSchema), []),
+    /**
+     * How long one execution environment reuses a credential fetched from
+     * Secrets Manager, in seconds (0: fetched for every provider call). A
+     * rotated secret takes effect within this age, and at once when the
+     * provider refuses the old one with 401/403. docs/runtime.md, "Credentials".
+     * @default 300 (DEFAULT_CREDENTIAL_CACHE_SECONDS in lib/aws/secrets/secret-cache.ts)
+     */
+    credentialCacheSeconds: z.optional(intIn(0, 3600, 'seconds')),
+  }),
+);
 
 /** A JSON object (the declarative HTTP connector's document; its own schema checks it at synth, infra/deployment-connectors.ts). */
 
@@ -203,53 +209,59 @@ const deploymentConnectorConfigSchema = z.lazySchema(() =>
 );
 
 /** An approval policy's tenant selector: a protocol tenant ID, or `'*'` (every tenant). */
-const tenantSelector = z.string({ error: 'must be a string (a tenant ID, or "*" for every tenant)' }).check(
-  z.refine((value) => value === '*' || (value.length >= 1 && value.length <= ID_MAX_LENGTH && ID_PATTERN.test(value)), {
-    message: `must be "*" or a tenant ID of at most ${ID_MAX_LENGTH} letters, digits and . _ : @ / -`,
+const tenantSelector = z.deferred(() =>
+  z.string({ error: 'must be a string (a tenant ID, or "*" for every tenant)' }).check(
+    z.refine((value) => value === '*' || (value.length >= 1 && value.length <= ID_MAX_LENGTH && ID_PATTERN.test(value)), {
+      message: `must be "*" or a tenant ID of at most ${ID_MAX_LENGTH} letters, digits and . _ : @ / -`,
+    }),
+  ),
+);
+
+export const ApprovalPolicySchema = z.deferred(() =>
+  z.strictObject({
+    id: protocolId('approval policy ID'),
+    description: z.optional(z.string({ error: 'must be a string' }).check(z.maxLength(512, { message: 'must be at most 512 characters' }))),
+    /** The enabled connector whose capabilities this policy gates. */
+    connector: protocolId('connector ID'),
+    /** Capability IDs gated; absent means every capability of the connector. */
+    capabilities: z.optional(z.array(protocolId('capability ID')).check(z.minLength(1, { message: 'must list at least one capability, or be omitted' }))),
+    /**
+     * Transaction modes gated; absent means every mutating path (plain
+     * invocation, execute, commit, compensate, reconcile).
+     */
+    modes: z.optional(
+      z
+        .array(z.enum(TRANSACTION_MODES, { error: `must be one of ${TRANSACTION_MODES.join(', ')}` }))
+        .check(z.minLength(1, { message: 'must list at least one mode, or be omitted' })),
+    ),
+    /**
+     * Tenants the policy applies to: tenant IDs, or `'*'` for every tenant.
+     * Absent means every tenant, including tenants the configuration names
+     * nowhere else (a token's tenant is enough).
+     */
+    tenants: z.optional(
+      z
+        .array(tenantSelector)
+        .check(
+          z.minLength(1, { message: 'must list at least one tenant (or "*"), or be omitted' }),
+          z.maxLength(1000, { message: 'must list at most 1000 tenants' }),
+        ),
+    ),
+    /** A decision is accepted only from a principal holding ONE of these JWT scopes (any of them suffices). */
+    approverScopes: z.array(nonEmpty('JWT scope', 128)).check(z.minLength(1, { message: 'must list at least one approver scope' })),
+    /** Distinct approvers needed before the action runs; any one denial ends the approval. */
+    minApprovals: z._default(intIn(1, 10, 'approvals needed'), 1),
+    /** A pending approval expires after this many seconds. */
+    expiresAfterSeconds: z._default(intIn(60, 7 * 24 * 3600, 'seconds'), 24 * 3600),
   }),
 );
 
-export const ApprovalPolicySchema = z.strictObject({
-  id: protocolId('approval policy ID'),
-  description: z.optional(z.string({ error: 'must be a string' }).check(z.maxLength(512, { message: 'must be at most 512 characters' }))),
-  /** The enabled connector whose capabilities this policy gates. */
-  connector: protocolId('connector ID'),
-  /** Capability IDs gated; absent means every capability of the connector. */
-  capabilities: z.optional(z.array(protocolId('capability ID')).check(z.minLength(1, { message: 'must list at least one capability, or be omitted' }))),
-  /**
-   * Transaction modes gated; absent means every mutating path (plain
-   * invocation, execute, commit, compensate, reconcile).
-   */
-  modes: z.optional(
-    z
-      .array(z.enum(TRANSACTION_MODES, { error: `must be one of ${TRANSACTION_MODES.join(', ')}` }))
-      .check(z.minLength(1, { message: 'must list at least one mode, or be omitted' })),
-  ),
-  /**
-   * Tenants the policy applies to: tenant IDs, or `'*'` for every tenant.
-   * Absent means every tenant, including tenants the configuration names
-   * nowhere else (a token's tenant is enough).
-   */
-  tenants: z.optional(
-    z
-      .array(tenantSelector)
-      .check(
-        z.minLength(1, { message: 'must list at least one tenant (or "*"), or be omitted' }),
-        z.maxLength(1000, { message: 'must list at most 1000 tenants' }),
-      ),
-  ),
-  /** A decision is accepted only from a principal holding ONE of these JWT scopes (any of them suffices). */
-  approverScopes: z.array(nonEmpty('JWT scope', 128)).check(z.minLength(1, { message: 'must list at least one approver scope' })),
-  /** Distinct approvers needed before the action runs; any one denial ends the approval. */
-  minApprovals: z._default(intIn(1, 10, 'approvals needed'), 1),
-  /** A pending approval expires after this many seconds. */
-  expiresAfterSeconds: z._default(intIn(60, 7 * 24 * 3600, 'seconds'), 24 * 3600),
-});
-
 /** OAuth scope tokens (RFC 6749 §3.3: printable ASCII but space, `"` and `\\`). */
-const oauthScope = z
-  .string({ error: 'must be a string (OAuth scope)' })
-  .check(z.regex(/^[\x21\x23-\x5B\x5D-\x7E]{1,128}$/, { message: 'must be an OAuth scope: 1-128 printable characters, no space, " or \\' }));
+const oauthScope = z.deferred(() =>
+  z
+    .string({ error: 'must be a string (OAuth scope)' })
+    .check(z.regex(/^[\x21\x23-\x5B\x5D-\x7E]{1,128}$/, { message: 'must be an OAuth scope: 1-128 printable characters, no space, " or \\' })),
+);
 
 /** Scopes the operator console asks for when `auth.console.scopes` is not set. */
 export const DEFAULT_CONSOLE_SCOPES = ['openid', 'aip:actions:read', 'aip:actions:write', 'aip:operator'] as const;
@@ -260,56 +272,60 @@ export const DEFAULT_CONSOLE_SCOPES = ['openid', 'aip:actions:read', 'aip:action
  * `<ApiUrl>console/` (infra/console.ts); the IdP settings it needs are in
  * docs/infra.md ("Operator console").
  */
-export const ConsoleAuthSchema = z.strictObject({
-  /** The public client's ID at the identity provider. */
-  clientId: nonEmpty('OIDC client ID'),
-  /** Requested scopes; must include `openid`. The route scopes a token needs are in docs/http-api.md. */
-  scopes: z._default(
-    z
-      .array(oauthScope)
-      .check(z.minLength(1, { message: 'must list at least one scope' }))
-      .check(z.refine((scopes) => scopes.includes('openid'), { message: 'must include "openid" (the console signs in with OpenID Connect)' })),
-    [...DEFAULT_CONSOLE_SCOPES],
-  ),
-  /** Sent as `audience` on the authorization request, for IdPs that pick the access token's audience that way (Auth0). */
-  audience: z.optional(nonEmpty('OAuth audience')),
-  /** Where OIDC discovery starts, when it is not `auth.issuer` (an https URL). */
-  discoveryIssuer: z.optional(
-    z
-      .string({ error: 'must be a string holding the OIDC issuer URL' })
-      .check(
-        z.refine((value) => URL.canParse(value) && new URL(value).protocol === 'https:', { message: 'must be an absolute https:// URL (the OIDC issuer)' }),
-      ),
-  ),
-  /** The tenant the console selects at first (X-AIP-Tenant); otherwise the token's first. */
-  defaultTenant: z.optional(protocolId('tenant ID')),
-});
-
-export const AuthConfigSchema = z.strictObject({
-  /** Exact `iss` claim expected (keep a trailing slash if the IdP issues one, as Auth0 does). */
-  issuer: authUrl('JWT issuer'),
-  /** Accepted `aud` value(s). */
-  audience: z.union([nonEmpty('JWT audience'), z.array(nonEmpty('JWT audience')).check(z.minLength(1, { message: 'must list at least one JWT audience' }))], {
-    error: 'must be a non-empty string or a non-empty array of strings (JWT audience)',
+export const ConsoleAuthSchema = z.deferred(() =>
+  z.strictObject({
+    /** The public client's ID at the identity provider. */
+    clientId: nonEmpty('OIDC client ID'),
+    /** Requested scopes; must include `openid`. The route scopes a token needs are in docs/http-api.md. */
+    scopes: z._default(
+      z
+        .array(oauthScope)
+        .check(z.minLength(1, { message: 'must list at least one scope' }))
+        .check(z.refine((scopes) => scopes.includes('openid'), { message: 'must include "openid" (the console signs in with OpenID Connect)' })),
+      [...DEFAULT_CONSOLE_SCOPES],
+    ),
+    /** Sent as `audience` on the authorization request, for IdPs that pick the access token's audience that way (Auth0). */
+    audience: z.optional(nonEmpty('OAuth audience')),
+    /** Where OIDC discovery starts, when it is not `auth.issuer` (an https URL). */
+    discoveryIssuer: z.optional(
+      z
+        .string({ error: 'must be a string holding the OIDC issuer URL' })
+        .check(
+          z.refine((value) => URL.canParse(value) && new URL(value).protocol === 'https:', { message: 'must be an absolute https:// URL (the OIDC issuer)' }),
+        ),
+    ),
+    /** The tenant the console selects at first (X-AIP-Tenant); otherwise the token's first. */
+    defaultTenant: z.optional(protocolId('tenant ID')),
   }),
-  jwksUrl: authUrl('JWKS URL'),
-  algorithms: z._default(
-    z
-      .array(z.enum(JWT_ALGORITHMS, { error: `must be one of ${JWT_ALGORITHMS.join(', ')}` }))
-      .check(z.minLength(1, { message: 'must list at least one JWS algorithm' })),
-    ['RS256'],
-  ),
-  /**
-   * Where the authorizer finds tenants, principal kind and scopes in the
-   * verified claims: a preset (`generic`, `cognito`, `auth0`, `okta`) plus
-   * overrides (lib/auth/claims.ts). Absent: `generic`.
-   */
-  claims: z.optional(ClaimsConfigSchema),
-  /** Accepted clock skew for `exp`/`nbf`/`iat`, in seconds. @default the verifier's */
-  clockToleranceSeconds: z.optional(intIn(0, 60, 'seconds')),
-  /** The operator console's OIDC client. Absent: the console is not deployed. */
-  console: z.optional(ConsoleAuthSchema),
-});
+);
+
+export const AuthConfigSchema = z.deferred(() =>
+  z.strictObject({
+    /** Exact `iss` claim expected (keep a trailing slash if the IdP issues one, as Auth0 does). */
+    issuer: authUrl('JWT issuer'),
+    /** Accepted `aud` value(s). */
+    audience: z.union([nonEmpty('JWT audience'), z.array(nonEmpty('JWT audience')).check(z.minLength(1, { message: 'must list at least one JWT audience' }))], {
+      error: 'must be a non-empty string or a non-empty array of strings (JWT audience)',
+    }),
+    jwksUrl: authUrl('JWKS URL'),
+    algorithms: z._default(
+      z
+        .array(z.enum(JWT_ALGORITHMS, { error: `must be one of ${JWT_ALGORITHMS.join(', ')}` }))
+        .check(z.minLength(1, { message: 'must list at least one JWS algorithm' })),
+      ['RS256'],
+    ),
+    /**
+     * Where the authorizer finds tenants, principal kind and scopes in the
+     * verified claims: a preset (`generic`, `cognito`, `auth0`, `okta`) plus
+     * overrides (lib/auth/claims.ts). Absent: `generic`.
+     */
+    claims: z.optional(ClaimsConfigSchema),
+    /** Accepted clock skew for `exp`/`nbf`/`iat`, in seconds. @default the verifier's */
+    clockToleranceSeconds: z.optional(intIn(0, 60, 'seconds')),
+    /** The operator console's OIDC client. Absent: the console is not deployed. */
+    console: z.optional(ConsoleAuthSchema),
+  }),
+);
 
 /** The API shapes the stack can deploy (docs/infra.md, "HTTP API option"). */
 export const API_TYPES = ['rest', 'http'] as const;
@@ -653,14 +669,16 @@ export function loadInfraConfig(file: string, cwd: string = process.cwd()): Infr
  * Not the Runtime's own settings (`RuntimeSettings` in
  * lib/runtime/config.ts, the `AIP_RUNTIME_SETTINGS` variable).
  */
-export const DeploymentRuntimeConfigSchema = z
-  .strictObject({
-    envName: z.string(),
-    auth: AuthConfigSchema,
-    connectors: z.array(ConnectorConfigSchema),
-    approvalPolicies: z.array(ApprovalPolicySchema),
-  })
-  .check(z.superRefine(refineAuthUrls));
+export const DeploymentRuntimeConfigSchema = z.deferred(() =>
+  z
+    .strictObject({
+      envName: z.string(),
+      auth: AuthConfigSchema,
+      connectors: z.array(ConnectorConfigSchema),
+      approvalPolicies: z.array(ApprovalPolicySchema),
+    })
+    .check(z.superRefine(refineAuthUrls)),
+);
 export type DeploymentRuntimeConfig = z.output<typeof DeploymentRuntimeConfigSchema>;
 
 /** The run-time part of a validated configuration (what the stack puts in `AIP_RUNTIME_CONFIG`). */

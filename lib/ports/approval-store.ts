@@ -78,13 +78,15 @@ export interface ApprovalPolicySnapshot {
 }
 
 /** Attachments of an operator's resolution: references to evidence kept elsewhere (tickets, provider consoles, files). */
-export const ResolutionAttachmentSchema = z.strictObject({
-  /** Where the evidence is (https:, s3:, a ticket URN ...). */
-  uri: z.string().check(z.minLength(1), z.maxLength(2048), z.regex(/^[a-z][a-z0-9+.-]*:\S+$/, { message: 'must be an absolute URI' })),
-  description: z.optional(TextSchema(512)),
-  /** sha256 hex of the referenced content, when known. */
-  sha256: z.optional(Sha256HexSchema),
-});
+export const ResolutionAttachmentSchema = z.deferred(() =>
+  z.strictObject({
+    /** Where the evidence is (https:, s3:, a ticket URN ...). */
+    uri: z.string().check(z.minLength(1), z.maxLength(2048), z.regex(/^[a-z][a-z0-9+.-]*:\S+$/, { message: 'must be an absolute URI' })),
+    description: z.optional(TextSchema(512)),
+    /** sha256 hex of the referenced content, when known. */
+    sha256: z.optional(Sha256HexSchema),
+  }),
+);
 
 /**
  * What an operator found at the provider for an escalated transaction
@@ -92,18 +94,20 @@ export const ResolutionAttachmentSchema = z.strictObject({
  * happened, the provider operation if one was found, a reason and
  * references to the evidence.
  */
-export const ResolutionSchema = z.strictObject({
-  effect: z.enum(['committed', 'not_committed']),
-  provider_operation: z.optional(ProviderOperationRefSchema),
-  reason: z.pipe(TextSchema(2048), z.string().check(z.minLength(1))),
-  attachments: z.optional(z.array(ResolutionAttachmentSchema).check(z.maxLength(20))),
-  /**
-   * The operator records this resolution although the provider's answer
-   * contradicts it (lib/runtime/provider-lookup.ts), and says why. Without
-   * it, a contradicted resolution is refused (`operator.resolution_contradicts_provider`).
-   */
-  provider_override: z.optional(z.strictObject({ reason: z.pipe(TextSchema(2048), z.string().check(z.minLength(1))) })),
-});
+export const ResolutionSchema = z.deferred(() =>
+  z.strictObject({
+    effect: z.enum(['committed', 'not_committed']),
+    provider_operation: z.optional(ProviderOperationRefSchema),
+    reason: z.pipe(TextSchema(2048), z.string().check(z.minLength(1))),
+    attachments: z.optional(z.array(ResolutionAttachmentSchema).check(z.maxLength(20))),
+    /**
+     * The operator records this resolution although the provider's answer
+     * contradicts it (lib/runtime/provider-lookup.ts), and says why. Without
+     * it, a contradicted resolution is refused (`operator.resolution_contradicts_provider`).
+     */
+    provider_override: z.optional(z.strictObject({ reason: z.pipe(TextSchema(2048), z.string().check(z.minLength(1))) })),
+  }),
+);
 export type Resolution = z.infer<typeof ResolutionSchema>;
 
 /** What an approval is about, beyond the action: shown to approvers. */

@@ -22,29 +22,33 @@ import { IdSchema, TransactionIdSchema } from '../../packages/connector-sdk/src/
 export const FenceTokenSchema = z.int().check(z.gte(0));
 
 /** Connector invocation: run (or re-drive) attempt `attempt` of action `action_id`. */
-export const InvokeMessageSchema = z.strictObject({
-  kind: z.literal('invoke'),
-  tenant_id: IdSchema,
-  action_id: IdSchema,
-  transaction_id: z.optional(TransactionIdSchema),
-  fence: FenceTokenSchema,
-  attempt: z.int().check(z.gte(1), z.lte(1_000_000)),
-});
+export const InvokeMessageSchema = z.deferred(() =>
+  z.strictObject({
+    kind: z.literal('invoke'),
+    tenant_id: IdSchema,
+    action_id: IdSchema,
+    transaction_id: z.optional(TransactionIdSchema),
+    fence: FenceTokenSchema,
+    attempt: z.int().check(z.gte(1), z.lte(1_000_000)),
+  }),
+);
 export type InvokeMessage = z.infer<typeof InvokeMessageSchema>;
 
 /** Why a reconciliation was enqueued: its Scheduler schedule fired, the sweeper found it overdue, or an operator asked. */
 export const RECONCILE_REASONS = ['schedule', 'sweeper', 'operator'] as const;
 
 /** Reconciliation job for one `outcome_unknown` transaction. */
-export const ReconcileMessageSchema = z.strictObject({
-  kind: z.literal('reconcile'),
-  tenant_id: IdSchema,
-  transaction_id: TransactionIdSchema,
-  reason: z.enum(RECONCILE_REASONS),
-});
+export const ReconcileMessageSchema = z.deferred(() =>
+  z.strictObject({
+    kind: z.literal('reconcile'),
+    tenant_id: IdSchema,
+    transaction_id: TransactionIdSchema,
+    reason: z.enum(RECONCILE_REASONS),
+  }),
+);
 export type ReconcileMessage = z.infer<typeof ReconcileMessageSchema>;
 
-export const QueueMessageSchema = z.discriminatedUnion('kind', [InvokeMessageSchema, ReconcileMessageSchema]);
+export const QueueMessageSchema = z.deferred(() => z.discriminatedUnion('kind', [InvokeMessageSchema, ReconcileMessageSchema]));
 export type QueueMessage = z.infer<typeof QueueMessageSchema>;
 export type QueueMessageKind = QueueMessage['kind'];
 

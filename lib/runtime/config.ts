@@ -14,84 +14,100 @@ import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
 import { IdSchema, PrincipalSchema, ScopeSchema, TRANSACTION_MODES } from '../../packages/connector-sdk/src/protocol/index.js';
 import { DEFAULT_IDEMPOTENCY_RETENTION_SECONDS } from '../ports/idempotency-store.js';
 
+/**
+ * A setting with its default. zod answers an absent setting with the default without running its schema, so the
+ * schema is built only when a configuration sets the value: a cold start builds the settings it parses
+ * (docs/bench/analysis.md, "Cold start and bundles").
+ */
+function setting<T extends z.ZodMiniType>(build: () => T, value: z.output<T> & {}): z.ZodMiniDefault<T> {
+  return z._default(z.deferred(build), value as never);
+}
+
 /** A tenant approval policy: which capabilities and modes need an approval. */
-export const TenantApprovalPolicySchema = z.strictObject({
-  policy_id: IdSchema,
-  /** Capability IDs it selects; `*` selects all. */
-  capabilities: z.array(z.union([IdSchema, z.literal('*')])).check(z.minLength(1), z.maxLength(1000)),
-  /** Modes it applies to; `none` is a plain invocation. Default: every mutating mode. */
-  modes: z.optional(z.array(z.enum([...TRANSACTION_MODES, 'none']))),
-  /** Holding ONE of these scopes makes a principal an approver (default: `approvals.default_approver_scopes`). */
-  approver_scopes: z.optional(z.array(ScopeSchema).check(z.maxLength(64))),
-  allow_self_approval: z.optional(z.boolean()),
-  /** Distinct approvers needed before the action runs (default 1); any one denial ends the approval. */
-  min_approvals: z.optional(z.int().check(z.gte(1), z.lte(10))),
-  /** A pending approval under this policy expires after this long (default: `approvals.ttl_ms`). */
-  ttl_ms: z.optional(z.int().check(z.gte(1_000), z.lte(30 * 86_400_000))),
-});
+export const TenantApprovalPolicySchema = z.deferred(() =>
+  z.strictObject({
+    policy_id: IdSchema,
+    /** Capability IDs it selects; `*` selects all. */
+    capabilities: z.array(z.union([IdSchema, z.literal('*')])).check(z.minLength(1), z.maxLength(1000)),
+    /** Modes it applies to; `none` is a plain invocation. Default: every mutating mode. */
+    modes: z.optional(z.array(z.enum([...TRANSACTION_MODES, 'none']))),
+    /** Holding ONE of these scopes makes a principal an approver (default: `approvals.default_approver_scopes`). */
+    approver_scopes: z.optional(z.array(ScopeSchema).check(z.maxLength(64))),
+    allow_self_approval: z.optional(z.boolean()),
+    /** Distinct approvers needed before the action runs (default 1); any one denial ends the approval. */
+    min_approvals: z.optional(z.int().check(z.gte(1), z.lte(10))),
+    /** A pending approval under this policy expires after this long (default: `approvals.ttl_ms`). */
+    ttl_ms: z.optional(z.int().check(z.gte(1_000), z.lte(30 * 86_400_000))),
+  }),
+);
 export type TenantApprovalPolicy = z.infer<typeof TenantApprovalPolicySchema>;
 
 /** A tenant selector: a tenant ID, or `*` (every tenant, configured or not). */
-export const TenantSelectorSchema = z.union([IdSchema, z.literal('*')]);
+export const TenantSelectorSchema = z.deferred(() => z.union([IdSchema, z.literal('*')]));
 
 /**
  * A runtime-wide approval policy (`approval_policies`): a tenant policy plus
  * the tenants it applies to. The deployment's approval policies
  * (lib/config/deployment.ts `approvalPolicies`) become these.
  */
-export const GlobalApprovalPolicySchema = z.strictObject({
-  ...TenantApprovalPolicySchema.shape,
-  /** Tenants it applies to; `*` (the default) is every tenant, including tenants named nowhere in the configuration. */
-  tenants: z._default(z.array(TenantSelectorSchema).check(z.minLength(1), z.maxLength(1000)), ['*']),
-});
+export const GlobalApprovalPolicySchema = z.deferred(() =>
+  z.strictObject({
+    ...TenantApprovalPolicySchema.shape,
+    /** Tenants it applies to; `*` (the default) is every tenant, including tenants named nowhere in the configuration. */
+    tenants: setting(() => z.array(TenantSelectorSchema).check(z.minLength(1), z.maxLength(1000)), ['*']),
+  }),
+);
 export type GlobalApprovalPolicy = z.output<typeof GlobalApprovalPolicySchema>;
 
 /** One tenant's settings (`tenants[t]`): its approval policies, compensators and resolution rule. */
-export const TenantSettingsSchema = z.strictObject({
-  /** Policies that put matching actions behind an approval. */
-  approvals: z.optional(z.array(TenantApprovalPolicySchema).check(z.maxLength(100))),
-  /** The default tenant-policy approval (used when a compensation contract forces approval). */
-  default_approval_policy_id: z.optional(IdSchema),
-  /**
-   * Scopes that let a principal compensate another principal's action in
-   * this tenant (lib/runtime/authority.ts, role `compensator`). Default: the
-   * operator scope.
-   */
-  compensator_scopes: z.optional(z.array(ScopeSchema).check(z.maxLength(64))),
-  /** Overrides the deployment-wide `resolution` rule for this tenant. */
-  resolution: z.optional(z.strictObject({ four_eyes: z.optional(z.boolean()) })),
-});
+export const TenantSettingsSchema = z.deferred(() =>
+  z.strictObject({
+    /** Policies that put matching actions behind an approval. */
+    approvals: z.optional(z.array(TenantApprovalPolicySchema).check(z.maxLength(100))),
+    /** The default tenant-policy approval (used when a compensation contract forces approval). */
+    default_approval_policy_id: z.optional(IdSchema),
+    /**
+     * Scopes that let a principal compensate another principal's action in
+     * this tenant (lib/runtime/authority.ts, role `compensator`). Default: the
+     * operator scope.
+     */
+    compensator_scopes: z.optional(z.array(ScopeSchema).check(z.maxLength(64))),
+    /** Overrides the deployment-wide `resolution` rule for this tenant. */
+    resolution: z.optional(z.strictObject({ four_eyes: z.optional(z.boolean()) })),
+  }),
+);
 export type TenantSettings = z.infer<typeof TenantSettingsSchema>;
 
-const RuntimeSettingsShape = {
+/** The settings' fields, shared by the two schemas below; built with the first of them. */
+const runtimeSettingsShape = z.lazySchema(() => ({
   /** The runtime's own service principal: reconcile actions run as it. */
   service_principal: z._default(PrincipalSchema, { id: 'aip-runtime', kind: 'service' }),
   /** Issuer recorded in the actor context of attempts. */
-  issuer: z._default(z.string().check(z.minLength(1), z.maxLength(2048)), 'aip-runtime'),
+  issuer: setting(() => z.string().check(z.minLength(1), z.maxLength(2048)), 'aip-runtime'),
   /** Attempt lease = effective timeout + this margin. */
-  lease_margin_ms: z._default(z.int().check(z.gte(1_000), z.lte(600_000)), 30_000),
+  lease_margin_ms: setting(() => z.int().check(z.gte(1_000), z.lte(600_000)), 30_000),
   /** Attempt timeout when the capability declares none. */
-  default_attempt_timeout_ms: z._default(z.int().check(z.gte(1_000), z.lte(900_000)), 60_000),
+  default_attempt_timeout_ms: setting(() => z.int().check(z.gte(1_000), z.lte(900_000)), 60_000),
   approvals: z.prefault(
     z.strictObject({
-      ttl_ms: z._default(z.int().check(z.gte(1_000), z.lte(30 * 86_400_000)), 24 * 3_600_000),
+      ttl_ms: setting(() => z.int().check(z.gte(1_000), z.lte(30 * 86_400_000)), 24 * 3_600_000),
       /** Scopes an approver needs when the policy names none. */
-      default_approver_scopes: z._default(z.array(ScopeSchema).check(z.maxLength(64)), ['aip:approve']),
+      default_approver_scopes: setting(() => z.array(ScopeSchema).check(z.maxLength(64)), ['aip:approve']),
     }),
     {},
   ),
   idempotency: z.prefault(
     z.strictObject({
-      retention_seconds: z._default(z.int().check(z.gte(60), z.lte(30 * 86_400)), DEFAULT_IDEMPOTENCY_RETENTION_SECONDS),
+      retention_seconds: setting(() => z.int().check(z.gte(60), z.lte(30 * 86_400)), DEFAULT_IDEMPOTENCY_RETENTION_SECONDS),
     }),
     {},
   ),
   reconcile: z.prefault(
     z.strictObject({
       /** Reconciliation attempts before escalating to a human (`requires_human`). */
-      max_attempts: z._default(z.int().check(z.gte(1), z.lte(100)), 5),
-      base_delay_ms: z._default(z.int().check(z.gte(1_000), z.lte(3_600_000)), 5_000),
-      max_delay_ms: z._default(z.int().check(z.gte(1_000), z.lte(86_400_000)), 15 * 60_000),
+      max_attempts: setting(() => z.int().check(z.gte(1), z.lte(100)), 5),
+      base_delay_ms: setting(() => z.int().check(z.gte(1_000), z.lte(3_600_000)), 5_000),
+      max_delay_ms: setting(() => z.int().check(z.gte(1_000), z.lte(86_400_000)), 15 * 60_000),
     }),
     {},
   ),
@@ -113,10 +129,10 @@ const RuntimeSettingsShape = {
    */
   capacity_deferral: z.prefault(
     z.strictObject({
-      max_deferrals: z._default(z.int().check(z.gte(0), z.lte(100)), 3),
-      base_delay_ms: z._default(z.int().check(z.gte(0), z.lte(900_000)), 1_000),
-      max_delay_ms: z._default(z.int().check(z.gte(0), z.lte(900_000)), 60_000),
-      max_age_ms: z._default(z.int().check(z.gte(0), z.lte(86_400_000)), 15 * 60_000),
+      max_deferrals: setting(() => z.int().check(z.gte(0), z.lte(100)), 3),
+      base_delay_ms: setting(() => z.int().check(z.gte(0), z.lte(900_000)), 1_000),
+      max_delay_ms: setting(() => z.int().check(z.gte(0), z.lte(900_000)), 60_000),
+      max_age_ms: setting(() => z.int().check(z.gte(0), z.lte(86_400_000)), 15 * 60_000),
       /** The invoke queue's maxReceiveCount (SQS allows 1-1000). Absent: unknown, `max_deferrals` alone bounds. */
       queue_max_receive_count: z.optional(z.int().check(z.gte(1), z.lte(1000))),
     }),
@@ -134,56 +150,58 @@ const RuntimeSettingsShape = {
    */
   resolution: z.prefault(
     z.strictObject({
-      four_eyes: z._default(z.boolean(), false),
-      approval_ttl_ms: z._default(z.int().check(z.gte(60_000), z.lte(30 * 86_400_000)), 24 * 3_600_000),
-      provider_lookup_timeout_ms: z._default(z.int().check(z.gte(100), z.lte(15_000)), 5_000),
+      four_eyes: setting(() => z.boolean(), false),
+      approval_ttl_ms: setting(() => z.int().check(z.gte(60_000), z.lte(30 * 86_400_000)), 24 * 3_600_000),
+      provider_lookup_timeout_ms: setting(() => z.int().check(z.gte(100), z.lte(15_000)), 5_000),
     }),
     {},
   ),
   /** How often a running attempt checks its action for a client's cancellation request (one GetItem each time). */
-  cancel_poll_ms: z._default(z.int().check(z.gte(10), z.lte(60_000)), 1_000),
+  cancel_poll_ms: setting(() => z.int().check(z.gte(10), z.lte(60_000)), 1_000),
   /** Bound on one connector health check (health()); a slower check reports the connector not ready. */
-  health_timeout_ms: z._default(z.int().check(z.gte(10), z.lte(25_000)), 2_000),
+  health_timeout_ms: setting(() => z.int().check(z.gte(10), z.lte(25_000)), 2_000),
   /** A committing/prepared/compensating record older than this is "stalled" (operator view, sweeper). */
-  stall_after_ms: z._default(z.int().check(z.gte(1_000), z.lte(86_400_000)), 5 * 60_000),
+  stall_after_ms: setting(() => z.int().check(z.gte(1_000), z.lte(86_400_000)), 5 * 60_000),
   /** Scope that grants the operator views. Default: the scope the edge requires on the operator routes. */
   operator_scope: z._default(ScopeSchema, OPERATOR_SCOPE),
   /** Scopes the service principal holds for its own reconcile actions (besides the capability's). */
-  service_scopes: z._default(z.array(ScopeSchema).check(z.maxLength(64)), []),
+  service_scopes: setting(() => z.array(ScopeSchema).check(z.maxLength(64)), []),
   /** Revision of the policy set, pinned by route assignments. */
-  policy_revision: z._default(z.string().check(z.minLength(1), z.maxLength(128)), '1'),
-  tenants: z._default(z.record(IdSchema, TenantSettingsSchema), {}),
+  policy_revision: setting(() => z.string().check(z.minLength(1), z.maxLength(128)), '1'),
+  tenants: setting(() => z.record(IdSchema, TenantSettingsSchema), {}),
   /**
    * Runtime-wide approval policies, each with its tenant selector. Evaluated
    * after the capability's own policy and the tenant's own
    * `tenants[t].approvals`, in order (lib/runtime/pipeline/approval-policy.ts).
    */
-  approval_policies: z._default(z.array(GlobalApprovalPolicySchema).check(z.maxLength(100)), []),
+  approval_policies: setting(() => z.array(GlobalApprovalPolicySchema).check(z.maxLength(100)), []),
   /** Retention of terminal action records, seconds (0 keeps them). */
-  action_retention_seconds: z._default(z.int().check(z.gte(0), z.lte(10 * 365 * 86_400)), 0),
+  action_retention_seconds: setting(() => z.int().check(z.gte(0), z.lte(10 * 365 * 86_400)), 0),
   /**
    * Retention of terminal transactions with their receipt chains and plan
    * items, days, where the capability's data contract sets no
    * `retention_days` (lib/runtime/retention.ts; 0 keeps them). A deployed
    * configuration defaults it ({@link DEPLOYED_DEFAULTS}).
    */
-  transaction_retention_days: z._default(z.int().check(z.gte(0), z.lte(3650)), 0),
+  transaction_retention_days: setting(() => z.int().check(z.gte(0), z.lte(3650)), 0),
   /**
    * Test mode: the only way to install the crash-point hook. The production
    * schema rejects it.
    */
-  test_mode: z._default(z.boolean(), false),
-};
+  test_mode: setting(() => z.boolean(), false),
+}));
 
-export const RuntimeSettingsSchema = z.strictObject(RuntimeSettingsShape);
+export const RuntimeSettingsSchema = z.deferred(() => z.strictObject(runtimeSettingsShape()));
 export type RuntimeSettings = z.output<typeof RuntimeSettingsSchema>;
 export type RuntimeSettingsInput = z.input<typeof RuntimeSettingsSchema>;
 
 /** Production: identical, except that test_mode may only be absent or false. */
-export const ProductionRuntimeSettingsSchema = z.strictObject({
-  ...RuntimeSettingsShape,
-  test_mode: z._default(z.literal(false), false),
-});
+export const ProductionRuntimeSettingsSchema = z.deferred(() =>
+  z.strictObject({
+    ...runtimeSettingsShape(),
+    test_mode: setting(() => z.literal(false), false),
+  }),
+);
 
 /**
  * What a deployed configuration (an environment other than `local` and

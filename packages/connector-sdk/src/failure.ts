@@ -35,21 +35,23 @@ export const CONNECTOR_FAILURE_FIELDS = [
 export type ConnectorFailureField = (typeof CONNECTOR_FAILURE_FIELDS)[number];
 
 /** Serialized form of a ConnectorFailure: exactly the twelve fields (strict). */
-export const ConnectorFailureRecordSchema = z.strictObject({
-  code: ErrorCodeSchema,
-  message: TextSchema(2048).check(z.minLength(1)),
-  category: ErrorCategorySchema,
-  retryable: z.boolean(),
-  retry_after_ms: z.optional(z.number().check(z.int(), z.gte(0), z.lte(86_400_000))),
-  provider_request_id: z.optional(z.string().check(z.minLength(1), z.maxLength(512))),
-  provider_operation: z.optional(ProviderOperationRefSchema),
-  remote_status: z.optional(z.number().check(z.int(), z.gte(0), z.lte(999))),
-  uncertain_outcome: z.boolean(),
-  /** Structured details safe for durable audit storage (plain JSON; never secrets). */
-  redacted_details: JsonObjectSchema,
-  source: z.string().check(z.minLength(1), z.maxLength(200)),
-  operation: ConnectorOperationSchema,
-});
+export const ConnectorFailureRecordSchema = z.deferred(() =>
+  z.strictObject({
+    code: ErrorCodeSchema,
+    message: TextSchema(2048).check(z.minLength(1)),
+    category: ErrorCategorySchema,
+    retryable: z.boolean(),
+    retry_after_ms: z.optional(z.number().check(z.int(), z.gte(0), z.lte(86_400_000))),
+    provider_request_id: z.optional(z.string().check(z.minLength(1), z.maxLength(512))),
+    provider_operation: z.optional(ProviderOperationRefSchema),
+    remote_status: z.optional(z.number().check(z.int(), z.gte(0), z.lte(999))),
+    uncertain_outcome: z.boolean(),
+    /** Structured details safe for durable audit storage (plain JSON; never secrets). */
+    redacted_details: JsonObjectSchema,
+    source: z.string().check(z.minLength(1), z.maxLength(200)),
+    operation: ConnectorOperationSchema,
+  }),
+);
 export type ConnectorFailureRecord = z.infer<typeof ConnectorFailureRecordSchema>;
 
 /**

@@ -99,11 +99,13 @@ export interface CancelOutcome {
   /** Operator-safe, redacted detail. */
   readonly redacted_details?: JsonObject | undefined;
 }
-export const CancelOutcomeSchema = z.strictObject({
-  accepted: z.boolean(),
-  provider_operation: z.optional(ProviderOperationRefSchema),
-  redacted_details: z.optional(JsonObjectSchema),
-});
+export const CancelOutcomeSchema = z.deferred(() =>
+  z.strictObject({
+    accepted: z.boolean(),
+    provider_operation: z.optional(ProviderOperationRefSchema),
+    redacted_details: z.optional(JsonObjectSchema),
+  }),
+);
 
 /**
  * Invokes an external system, observes cancellation, requests remote
@@ -171,22 +173,24 @@ export type ReconciliationResult<O = JsonValue> =
       readonly provider_operation?: ProviderOperationRef;
     };
 
-export const ReconciliationResultSchema = z.discriminatedUnion('terminal', [
-  z.strictObject({
-    terminal: z.literal(true),
-    original_commit_completed: z.boolean(),
-    output: z.optional(z.unknown()),
-    cursor: z.optional(ReconciliationCursorSchema),
-    evidence: z.optional(JsonObjectSchema),
-    provider_operation: z.optional(ProviderOperationRefSchema),
-  }),
-  z.strictObject({
-    terminal: z.literal(false),
-    cursor: z.optional(ReconciliationCursorSchema),
-    evidence: z.optional(JsonObjectSchema),
-    provider_operation: z.optional(ProviderOperationRefSchema),
-  }),
-]);
+export const ReconciliationResultSchema = z.deferred(() =>
+  z.discriminatedUnion('terminal', [
+    z.strictObject({
+      terminal: z.literal(true),
+      original_commit_completed: z.boolean(),
+      output: z.optional(z.unknown()),
+      cursor: z.optional(ReconciliationCursorSchema),
+      evidence: z.optional(JsonObjectSchema),
+      provider_operation: z.optional(ProviderOperationRefSchema),
+    }),
+    z.strictObject({
+      terminal: z.literal(false),
+      cursor: z.optional(ReconciliationCursorSchema),
+      evidence: z.optional(JsonObjectSchema),
+      provider_operation: z.optional(ProviderOperationRefSchema),
+    }),
+  ]),
+);
 
 /**
  * How a connector can find the provider operation a reconciliation is about:

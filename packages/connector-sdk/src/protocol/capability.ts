@@ -18,11 +18,13 @@ function unique<T>(xs: readonly T[]): boolean {
 }
 
 /** TransactionContract: exactly three declarations (spec README, list 2). */
-export const TransactionContractSchema = z.strictObject({
-  modes: z.array(TransactionModeSchema).check(z.minLength(1), z.maxLength(7), z.refine(unique, { message: 'modes must be unique' })),
-  dry_run_fidelity: DryRunFidelitySchema,
-  requires_plan_before_commit: z.boolean(),
-});
+export const TransactionContractSchema = z.deferred(() =>
+  z.strictObject({
+    modes: z.array(TransactionModeSchema).check(z.minLength(1), z.maxLength(7), z.refine(unique, { message: 'modes must be unique' })),
+    dry_run_fidelity: DryRunFidelitySchema,
+    requires_plan_before_commit: z.boolean(),
+  }),
+);
 export type TransactionContract = z.infer<typeof TransactionContractSchema>;
 
 export const COMPENSATION_MODES = ['not_required', 'supported', 'best_effort', 'rollback_not_supported'] as const;
@@ -35,61 +37,75 @@ export type CompensationMode = z.infer<typeof CompensationModeSchema>;
  * measured from the target transaction record's last update (or from the
  * caller-carried `original_completed_at` when no record exists).
  */
-export const CompensationContractSchema = z.strictObject({
-  mode: CompensationModeSchema,
-  compensation_capability_id: z.optional(IdSchema),
-  window_ms: z.optional(z.int().check(z.positive(), z.lte(366 * 86_400_000))),
-  approval_required: z.boolean(),
-});
+export const CompensationContractSchema = z.deferred(() =>
+  z.strictObject({
+    mode: CompensationModeSchema,
+    compensation_capability_id: z.optional(IdSchema),
+    window_ms: z.optional(z.int().check(z.positive(), z.lte(366 * 86_400_000))),
+    approval_required: z.boolean(),
+  }),
+);
 export type CompensationContract = z.infer<typeof CompensationContractSchema>;
 
-export const DataContractSchema = z.strictObject({
-  /** When true, plans keep only `{redacted: true, hash}` as the input snapshot. */
-  redaction_required: z.boolean(),
-  /** RFC 6901 pointers into input/output to redact in records and logs. */
-  redact_pointers: z.optional(z.array(JsonPointerSchema).check(z.maxLength(256))),
-  retention_days: z.optional(z.int().check(z.positive(), z.lte(36_500))),
-});
+export const DataContractSchema = z.deferred(() =>
+  z.strictObject({
+    /** When true, plans keep only `{redacted: true, hash}` as the input snapshot. */
+    redaction_required: z.boolean(),
+    /** RFC 6901 pointers into input/output to redact in records and logs. */
+    redact_pointers: z.optional(z.array(JsonPointerSchema).check(z.maxLength(256))),
+    retention_days: z.optional(z.int().check(z.positive(), z.lte(36_500))),
+  }),
+);
 /** @public */
 export type DataContract = z.infer<typeof DataContractSchema>;
 
 /** Execution declarations: cancel, streaming, retry, timeout. */
-export const ExecutionContractSchema = z.strictObject({
-  supports_cancel: z.boolean(),
-  supports_streaming: z.boolean(),
-  supports_retry: z.boolean(),
-  timeout_ms: z.int().check(z.positive(), z.lte(86_400_000)),
-});
+export const ExecutionContractSchema = z.deferred(() =>
+  z.strictObject({
+    supports_cancel: z.boolean(),
+    supports_streaming: z.boolean(),
+    supports_retry: z.boolean(),
+    timeout_ms: z.int().check(z.positive(), z.lte(86_400_000)),
+  }),
+);
 export type ExecutionContract = z.infer<typeof ExecutionContractSchema>;
 
-export const ApprovalRequirementSchema = z.strictObject({
-  required: z.boolean(),
-  policy_id: z.optional(IdSchema),
-  approver_scopes: z.optional(z.array(ScopeSchema).check(z.maxLength(64))),
-  allow_self_approval: z.optional(z.boolean()),
-});
+export const ApprovalRequirementSchema = z.deferred(() =>
+  z.strictObject({
+    required: z.boolean(),
+    policy_id: z.optional(IdSchema),
+    approver_scopes: z.optional(z.array(ScopeSchema).check(z.maxLength(64))),
+    allow_self_approval: z.optional(z.boolean()),
+  }),
+);
 export type ApprovalRequirement = z.infer<typeof ApprovalRequirementSchema>;
 
-export const CredentialRequirementSchema = z.strictObject({
-  required: z.boolean(),
-  /** Credential kind, e.g. `api_key`, `oauth2`, `basic` (a name, never material). */
-  kind: z.optional(z.string().check(z.minLength(1), z.maxLength(64), z.regex(/^[a-z][a-z0-9_]*$/, { message: 'invalid credential kind' }))),
-  scopes: z.optional(z.array(ScopeSchema).check(z.maxLength(64))),
-});
+export const CredentialRequirementSchema = z.deferred(() =>
+  z.strictObject({
+    required: z.boolean(),
+    /** Credential kind, e.g. `api_key`, `oauth2`, `basic` (a name, never material). */
+    kind: z.optional(z.string().check(z.minLength(1), z.maxLength(64), z.regex(/^[a-z][a-z0-9_]*$/, { message: 'invalid credential kind' }))),
+    scopes: z.optional(z.array(ScopeSchema).check(z.maxLength(64))),
+  }),
+);
 /** @public */
 export type CredentialRequirement = z.infer<typeof CredentialRequirementSchema>;
 
-export const IdempotencyContractSchema = z.strictObject({
-  /** The action must carry an idempotency_key. */
-  required: z.boolean(),
-  /** The downstream provider deduplicates on the forwarded idempotency identity. */
-  downstream_idempotent: z.optional(z.boolean()),
-});
+export const IdempotencyContractSchema = z.deferred(() =>
+  z.strictObject({
+    /** The action must carry an idempotency_key. */
+    required: z.boolean(),
+    /** The downstream provider deduplicates on the forwarded idempotency identity. */
+    downstream_idempotent: z.optional(z.boolean()),
+  }),
+);
 export type IdempotencyContract = z.infer<typeof IdempotencyContractSchema>;
 
-export const AuthorizationRequirementSchema = z.strictObject({
-  scopes: z.array(ScopeSchema).check(z.maxLength(64)),
-});
+export const AuthorizationRequirementSchema = z.deferred(() =>
+  z.strictObject({
+    scopes: z.array(ScopeSchema).check(z.maxLength(64)),
+  }),
+);
 /** @public */
 export type AuthorizationRequirement = z.infer<typeof AuthorizationRequirementSchema>;
 
@@ -108,13 +124,15 @@ export const CAPABILITY_CONTRACT_SHAPE = {
   authorization: z.optional(AuthorizationRequirementSchema),
 };
 
-export const CapabilitySchema = z.strictObject({
-  id: IdSchema,
-  kind: CapabilityKindSchema,
-  description: z.optional(TextSchema(4096)),
-  /** JSON Schema for the action input (compiled with ajv by the runtime). */
-  input_schema: JsonObjectSchema,
-  output_schema: z.optional(JsonObjectSchema),
-  ...CAPABILITY_CONTRACT_SHAPE,
-});
+export const CapabilitySchema = z.deferred(() =>
+  z.strictObject({
+    id: IdSchema,
+    kind: CapabilityKindSchema,
+    description: z.optional(TextSchema(4096)),
+    /** JSON Schema for the action input (compiled with ajv by the runtime). */
+    input_schema: JsonObjectSchema,
+    output_schema: z.optional(JsonObjectSchema),
+    ...CAPABILITY_CONTRACT_SHAPE,
+  }),
+);
 export type Capability = z.infer<typeof CapabilitySchema>;

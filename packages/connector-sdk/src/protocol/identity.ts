@@ -6,10 +6,12 @@ export const PrincipalKindSchema = z.enum(PRINCIPAL_KINDS);
 export type PrincipalKind = z.infer<typeof PrincipalKindSchema>;
 
 /** Who acts: a principal ID and kind. */
-export const PrincipalSchema = z.strictObject({
-  id: IdSchema,
-  kind: PrincipalKindSchema,
-});
+export const PrincipalSchema = z.deferred(() =>
+  z.strictObject({
+    id: IdSchema,
+    kind: PrincipalKindSchema,
+  }),
+);
 export type Principal = z.infer<typeof PrincipalSchema>;
 
 /**
@@ -18,12 +20,14 @@ export type Principal = z.infer<typeof PrincipalSchema>;
  * fields are retained in the plan's identity snapshot but not compared.
  * The field set is closed (strict): there is no passthrough bag.
  */
-export const IdentityContextSchema = z.strictObject({
-  tenant_id: z.optional(IdSchema),
-  external_account_id: z.optional(IdSchema),
-  organization_id: z.optional(IdSchema),
-  workspace_id: z.optional(IdSchema),
-  user_id: z.optional(IdSchema),
-  session_id: z.optional(IdSchema),
-});
+export const IdentityContextSchema = z.deferred(() =>
+  z.strictObject({
+    tenant_id: z.optional(IdSchema),
+    external_account_id: z.optional(IdSchema),
+    organization_id: z.optional(IdSchema),
+    workspace_id: z.optional(IdSchema),
+    user_id: z.optional(IdSchema),
+    session_id: z.optional(IdSchema),
+  }),
+);
 export type IdentityContext = z.infer<typeof IdentityContextSchema>;

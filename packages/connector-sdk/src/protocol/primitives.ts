@@ -52,6 +52,8 @@ export const ScopeSchema = z.string().check(z.minLength(1), z.maxLength(200), z.
 export const JsonPointerSchema = z.string().check(z.maxLength(1024), z.regex(/^(\/([^~/]|~[01])*)*$/, { message: 'invalid JSON pointer (RFC 6901)' }));
 
 /** Label keys and values on action metadata. */
-export const LabelsSchema = z
-  .record(z.string().check(z.minLength(1), z.maxLength(63), z.regex(/^[a-z0-9]([a-z0-9._/-]*[a-z0-9])?$/, { message: 'invalid label key' })), TextSchema(256))
-  .check(z.refine((r) => Object.keys(r).length <= 64, { message: 'at most 64 labels' }));
+export const LabelsSchema = z.deferred(() =>
+  z
+    .record(z.string().check(z.minLength(1), z.maxLength(63), z.regex(/^[a-z0-9]([a-z0-9._/-]*[a-z0-9])?$/, { message: 'invalid label key' })), TextSchema(256))
+    .check(z.refine((r) => Object.keys(r).length <= 64, { message: 'at most 64 labels' })),
+);

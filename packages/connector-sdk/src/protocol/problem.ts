@@ -58,18 +58,20 @@ export function toProtocolError(err: AipError, extras: ProtocolErrorExtras = {})
   return out;
 }
 
-export const ProblemSchema = z.strictObject({
-  type: z.string().check(z.minLength(1)),
-  title: z.string().check(z.minLength(1)),
-  status: z.int().check(z.gte(400), z.lte(599)),
-  detail: z.string(),
-  instance: z.optional(z.string()),
-  code: z.string().check(z.minLength(1)),
-  category: ErrorCategorySchema,
-  retryable: z.boolean(),
-  retry_after_ms: z.optional(z.int().check(z.gte(0))),
-  details: z.optional(z.record(z.string(), z.unknown())),
-});
+export const ProblemSchema = z.deferred(() =>
+  z.strictObject({
+    type: z.string().check(z.minLength(1)),
+    title: z.string().check(z.minLength(1)),
+    status: z.int().check(z.gte(400), z.lte(599)),
+    detail: z.string(),
+    instance: z.optional(z.string()),
+    code: z.string().check(z.minLength(1)),
+    category: ErrorCategorySchema,
+    retryable: z.boolean(),
+    retry_after_ms: z.optional(z.int().check(z.gte(0))),
+    details: z.optional(z.record(z.string(), z.unknown())),
+  }),
+);
 export type Problem = z.infer<typeof ProblemSchema>;
 
 /**

@@ -6,17 +6,18 @@ import * as z from '../common/zod.js';
  * provider-chosen, so they are not constrained to the protocol ID pattern,
  * only bounded and free of control characters.
  */
-const ProviderTokenSchema = z.string().check(
-  z.minLength(1),
-  z.maxLength(512),
-  z.regex(/^[^\x00-\x1f\x7f]+$/, { message: 'contains control characters' }),
-  z.refine((s) => s.trim().length > 0, { message: 'must not be blank' }),
-);
-
-export const ProviderOperationRefSchema = z.strictObject({
-  provider: ProviderTokenSchema,
-  operation_id: ProviderTokenSchema,
-  request_id: z.optional(ProviderTokenSchema),
+export const ProviderOperationRefSchema = z.deferred(() => {
+  const token = z.string().check(
+    z.minLength(1),
+    z.maxLength(512),
+    z.regex(/^[^\x00-\x1f\x7f]+$/, { message: 'contains control characters' }),
+    z.refine((s) => s.trim().length > 0, { message: 'must not be blank' }),
+  );
+  return z.strictObject({
+    provider: token,
+    operation_id: token,
+    request_id: z.optional(token),
+  });
 });
 export type ProviderOperationRef = z.infer<typeof ProviderOperationRefSchema>;
 

@@ -11,14 +11,16 @@ import { TextSchema } from './primitives.js';
  * One incremental piece of output a streaming capability publishes through
  * `context.stream.emit`. Streaming output never replaces the terminal result.
  */
-export const StreamChunkSchema = z.discriminatedUnion('type', [
-  /** A piece of text (e.g. a token delta or a log line). */
-  z.strictObject({ type: z.literal('text'), text: z.string().check(z.maxLength(262_144)) }),
-  /** A piece of structured output. */
-  z.strictObject({ type: z.literal('data'), data: JsonValueSchema }),
-  /** Progress in [0, 1] with an optional operator-safe message. */
-  z.strictObject({ type: z.literal('progress'), progress: z.number().check(z.gte(0), z.lte(1)), message: z.optional(TextSchema(1024)) }),
-]);
+export const StreamChunkSchema = z.deferred(() =>
+  z.discriminatedUnion('type', [
+    /** A piece of text (e.g. a token delta or a log line). */
+    z.strictObject({ type: z.literal('text'), text: z.string().check(z.maxLength(262_144)) }),
+    /** A piece of structured output. */
+    z.strictObject({ type: z.literal('data'), data: JsonValueSchema }),
+    /** Progress in [0, 1] with an optional operator-safe message. */
+    z.strictObject({ type: z.literal('progress'), progress: z.number().check(z.gte(0), z.lte(1)), message: z.optional(TextSchema(1024)) }),
+  ]),
+);
 export type StreamChunk =
   | { readonly type: 'text'; readonly text: string }
   | { readonly type: 'data'; readonly data: JsonValue }

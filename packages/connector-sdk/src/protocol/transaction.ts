@@ -45,75 +45,87 @@ export type TransactionStatus = z.infer<typeof TransactionStatusSchema>;
  * transaction ID and requester. Structural only; `validateTransactionRequest`
  * adds the public rules (commit needs plan_id, matching transaction IDs, ...).
  */
-export const TransactionRequestSchema = z.strictObject({
-  action: ActionSchema,
-  transaction_id: TransactionIdSchema,
-  requested_by: PrincipalSchema,
-  reason: z.optional(TextSchema(2048)),
-  metadata: z.optional(JsonObjectSchema),
-  provider_operation: z.optional(ProviderOperationRefSchema),
-  reconciliation_cursor: z.optional(ReconciliationCursorSchema),
-});
+export const TransactionRequestSchema = z.deferred(() =>
+  z.strictObject({
+    action: ActionSchema,
+    transaction_id: TransactionIdSchema,
+    requested_by: PrincipalSchema,
+    reason: z.optional(TextSchema(2048)),
+    metadata: z.optional(JsonObjectSchema),
+    provider_operation: z.optional(ProviderOperationRefSchema),
+    reconciliation_cursor: z.optional(ReconciliationCursorSchema),
+  }),
+);
 export type TransactionRequest = z.infer<typeof TransactionRequestSchema>;
 
 /** Input snapshot retained by a plan: only the hash when the data contract requires redaction. */
-export const InputSnapshotSchema = z.discriminatedUnion('redacted', [
-  z.strictObject({ redacted: z.literal(true), hash: Sha256HexSchema }),
-  z.strictObject({ redacted: z.literal(false), hash: Sha256HexSchema, value: JsonObjectSchema }),
-]);
+export const InputSnapshotSchema = z.deferred(() =>
+  z.discriminatedUnion('redacted', [
+    z.strictObject({ redacted: z.literal(true), hash: Sha256HexSchema }),
+    z.strictObject({ redacted: z.literal(false), hash: Sha256HexSchema, value: JsonObjectSchema }),
+  ]),
+);
 export type InputSnapshot = z.infer<typeof InputSnapshotSchema>;
 
 /** The approval policy applicable to a planned mutation (recorded, not an approval). */
-export const ApprovalPolicyRefSchema = z.strictObject({
-  policy_id: IdSchema,
-  /** Where the policy came from: the capability, a tenant default, or a compensation contract. */
-  source: z.enum(['capability', 'tenant_default', 'compensation']),
-  approver_scopes: z.optional(z.array(ScopeSchema).check(z.maxLength(64))),
-  allow_self_approval: z.optional(z.boolean()),
-});
+export const ApprovalPolicyRefSchema = z.deferred(() =>
+  z.strictObject({
+    policy_id: IdSchema,
+    /** Where the policy came from: the capability, a tenant default, or a compensation contract. */
+    source: z.enum(['capability', 'tenant_default', 'compensation']),
+    approver_scopes: z.optional(z.array(ScopeSchema).check(z.maxLength(64))),
+    allow_self_approval: z.optional(z.boolean()),
+  }),
+);
 export type ApprovalPolicyRef = z.infer<typeof ApprovalPolicyRefSchema>;
 
-export const PlanIdempotencyMetadataSchema = z.strictObject({
-  idempotency_key: z.optional(IdempotencyKeySchema),
-  contract: z.optional(IdempotencyContractSchema),
-});
+export const PlanIdempotencyMetadataSchema = z.deferred(() =>
+  z.strictObject({
+    idempotency_key: z.optional(IdempotencyKeySchema),
+    contract: z.optional(IdempotencyContractSchema),
+  }),
+);
 
 /** Result of downstream plan validation (downstream_validation / full_simulation only). */
-export const DownstreamValidationSchema = z.strictObject({
-  fidelity: DryRunFidelitySchema,
-  status: ActionStatusSchema,
-  output: z.optional(JsonValueSchema),
-  validated_at: Rfc3339Schema,
-});
+export const DownstreamValidationSchema = z.deferred(() =>
+  z.strictObject({
+    fidelity: DryRunFidelitySchema,
+    status: ActionStatusSchema,
+    output: z.optional(JsonValueSchema),
+    validated_at: Rfc3339Schema,
+  }),
+);
 export type DownstreamValidation = z.infer<typeof DownstreamValidationSchema>;
 
 /** Default plan lifetime: 15 minutes. */
 export const PLAN_TTL_MS = 15 * 60 * 1000;
 
 /** What a durable plan retains (spec README, list 4). */
-export const TransactionPlanSchema = z.strictObject({
-  plan_id: IdSchema,
-  transaction_id: TransactionIdSchema,
-  capability_id: IdSchema,
-  /** The planning principal (ID and kind). */
-  planned_by: PrincipalSchema,
-  planning_action_id: IdSchema,
-  /** sha256 over canonical JSON of {capability_id, input}; see planInputHash. */
-  input_hash: Sha256HexSchema,
-  input_snapshot: InputSnapshotSchema,
-  /** Absent when the planning action carried no identity context (presence is compared at commit). */
-  identity_snapshot: z.optional(IdentityContextSchema),
-  approval_required: z.boolean(),
-  approval_policy: z.optional(ApprovalPolicyRefSchema),
-  compensation: z.optional(CompensationContractSchema),
-  data: z.optional(DataContractSchema),
-  idempotency: z.optional(PlanIdempotencyMetadataSchema),
-  /** Service-level metadata: the execution declarations in force when planned. */
-  service_level: z.optional(ExecutionContractSchema),
-  downstream_validation: z.optional(DownstreamValidationSchema),
-  created_at: Rfc3339Schema,
-  expires_at: Rfc3339Schema,
-});
+export const TransactionPlanSchema = z.deferred(() =>
+  z.strictObject({
+    plan_id: IdSchema,
+    transaction_id: TransactionIdSchema,
+    capability_id: IdSchema,
+    /** The planning principal (ID and kind). */
+    planned_by: PrincipalSchema,
+    planning_action_id: IdSchema,
+    /** sha256 over canonical JSON of {capability_id, input}; see planInputHash. */
+    input_hash: Sha256HexSchema,
+    input_snapshot: InputSnapshotSchema,
+    /** Absent when the planning action carried no identity context (presence is compared at commit). */
+    identity_snapshot: z.optional(IdentityContextSchema),
+    approval_required: z.boolean(),
+    approval_policy: z.optional(ApprovalPolicyRefSchema),
+    compensation: z.optional(CompensationContractSchema),
+    data: z.optional(DataContractSchema),
+    idempotency: z.optional(PlanIdempotencyMetadataSchema),
+    /** Service-level metadata: the execution declarations in force when planned. */
+    service_level: z.optional(ExecutionContractSchema),
+    downstream_validation: z.optional(DownstreamValidationSchema),
+    created_at: Rfc3339Schema,
+    expires_at: Rfc3339Schema,
+  }),
+);
 export type TransactionPlan = z.infer<typeof TransactionPlanSchema>;
 
 /** All-zero digest used as `prev_hash` of the first receipt in a chain. */
@@ -135,56 +147,60 @@ export const RECEIPT_VERSION = 2;
  * without `v` are the earlier format, hashed over the first seven fields
  * only; they still verify.
  */
-export const ReceiptSchema = z.strictObject({
-  v: z.optional(z.literal(RECEIPT_VERSION)),
-  seq: z.int().check(z.gte(0)),
-  transaction_id: TransactionIdSchema,
-  status: TransactionProtocolStatusSchema,
-  revision: z.int().check(z.gte(0)),
-  at: Rfc3339Schema,
-  prev_hash: Sha256HexSchema,
-  hash: Sha256HexSchema,
-  /** Event name, e.g. `transaction.planned`. */
-  event: z.string().check(z.minLength(1), z.maxLength(128), z.regex(/^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$/, { message: 'invalid event name' })),
-  /** Who acted: the principal on whose authority the write happened (the runtime's service principal for its own). */
-  actor: z.optional(PrincipalSchema),
-  /** Redacted evidence of the write (provider operation, reasons, an operator's findings). */
-  evidence: z.optional(JsonValueSchema),
-  /** sha256 of the canonical JSON of the action result this write recorded. */
-  result_digest: z.optional(Sha256HexSchema),
-});
+export const ReceiptSchema = z.deferred(() =>
+  z.strictObject({
+    v: z.optional(z.literal(RECEIPT_VERSION)),
+    seq: z.int().check(z.gte(0)),
+    transaction_id: TransactionIdSchema,
+    status: TransactionProtocolStatusSchema,
+    revision: z.int().check(z.gte(0)),
+    at: Rfc3339Schema,
+    prev_hash: Sha256HexSchema,
+    hash: Sha256HexSchema,
+    /** Event name, e.g. `transaction.planned`. */
+    event: z.string().check(z.minLength(1), z.maxLength(128), z.regex(/^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$/, { message: 'invalid event name' })),
+    /** Who acted: the principal on whose authority the write happened (the runtime's service principal for its own). */
+    actor: z.optional(PrincipalSchema),
+    /** Redacted evidence of the write (provider operation, reasons, an operator's findings). */
+    evidence: z.optional(JsonValueSchema),
+    /** sha256 of the canonical JSON of the action result this write recorded. */
+    result_digest: z.optional(Sha256HexSchema),
+  }),
+);
 export type Receipt = z.infer<typeof ReceiptSchema>;
 
-export const TransactionResultSchema = z.strictObject({
-  transaction_id: TransactionIdSchema,
-  plan_id: z.optional(IdSchema),
-  status: TransactionProtocolStatusSchema,
-  action_result: z.optional(ActionResultSchema),
-  plan: z.optional(TransactionPlanSchema),
-  provider_operation: z.optional(ProviderOperationRefSchema),
-  reconciliation_cursor: z.optional(ReconciliationCursorSchema),
-  earliest_reconcile_at: z.optional(Rfc3339Schema),
-  receipts: z.optional(z.array(ReceiptSchema)),
-  /** How many receipts the chain holds: a listing with fewer was truncated. */
-  receipt_count: z.optional(z.int().check(z.gte(0))),
-  /** The hash of the last receipt (the chain's anchor). */
-  receipt_head: z.optional(Sha256HexSchema),
-  /** The actions connected to this transaction (for a timeline). */
-  links: z.optional(
-    z.strictObject({
-      /** The action the record is bound to (the commit action once a plan is claimed). */
-      action_id: IdSchema,
-      /** The action that planned it. */
-      planning_action_id: z.optional(IdSchema),
-      /** A compensation: the action it compensates. */
-      compensation_for: z.optional(IdSchema),
-      /** The governed reconcile action of the current or last reconciliation. */
-      reconcile_action_id: z.optional(IdSchema),
-    }),
-  ),
-  /** Parked for a human (wire status requires_human): when and why. */
-  escalated: z.optional(z.strictObject({ at: Rfc3339Schema, reason: z.optional(z.string().check(z.maxLength(256))) })),
-  /** Reconciliation attempts so far (toward the bound). */
-  reconcile_attempts: z.optional(z.int().check(z.gte(0))),
-});
+export const TransactionResultSchema = z.deferred(() =>
+  z.strictObject({
+    transaction_id: TransactionIdSchema,
+    plan_id: z.optional(IdSchema),
+    status: TransactionProtocolStatusSchema,
+    action_result: z.optional(ActionResultSchema),
+    plan: z.optional(TransactionPlanSchema),
+    provider_operation: z.optional(ProviderOperationRefSchema),
+    reconciliation_cursor: z.optional(ReconciliationCursorSchema),
+    earliest_reconcile_at: z.optional(Rfc3339Schema),
+    receipts: z.optional(z.array(ReceiptSchema)),
+    /** How many receipts the chain holds: a listing with fewer was truncated. */
+    receipt_count: z.optional(z.int().check(z.gte(0))),
+    /** The hash of the last receipt (the chain's anchor). */
+    receipt_head: z.optional(Sha256HexSchema),
+    /** The actions connected to this transaction (for a timeline). */
+    links: z.optional(
+      z.strictObject({
+        /** The action the record is bound to (the commit action once a plan is claimed). */
+        action_id: IdSchema,
+        /** The action that planned it. */
+        planning_action_id: z.optional(IdSchema),
+        /** A compensation: the action it compensates. */
+        compensation_for: z.optional(IdSchema),
+        /** The governed reconcile action of the current or last reconciliation. */
+        reconcile_action_id: z.optional(IdSchema),
+      }),
+    ),
+    /** Parked for a human (wire status requires_human): when and why. */
+    escalated: z.optional(z.strictObject({ at: Rfc3339Schema, reason: z.optional(z.string().check(z.maxLength(256))) })),
+    /** Reconciliation attempts so far (toward the bound). */
+    reconcile_attempts: z.optional(z.int().check(z.gte(0))),
+  }),
+);
 export type TransactionResult = z.infer<typeof TransactionResultSchema>;
