@@ -86,8 +86,15 @@ export interface IdempotencyReservation {
   /** The owning attempt's fence (the action's lease fence). */
   readonly fence: number;
   readonly transaction_id?: string;
-  /** The stored result, once completed. */
+  /** The stored result, once completed (absent on a completion by reference, below). */
   readonly result?: ActionResult;
+  /**
+   * Set when a reconciliation (the reconcile action's ID) or an operator's resolution (`operator:<id>`) completed the
+   * uncertain reservation. Without `result`, the answer is not copied onto the item: it is the owning action's result
+   * annotated with its transaction's reconciliation, resolved by the reader (lib/runtime/pipeline/idempotency.ts
+   * heldKey; docs/table-design.md, "idempotency").
+   */
+  readonly reconciled_by?: string;
   readonly revision: number;
   readonly created_at: string;
   readonly updated_at: string;
@@ -112,7 +119,9 @@ export type ReserveOutcome =
   | { readonly outcome: 'reserved'; readonly reservation: IdempotencyReservation }
   | { readonly outcome: 'in_flight'; readonly retry_after_ms: number; readonly reservation: IdempotencyReservation }
   | { readonly outcome: 'completed'; readonly result: ActionResult; readonly reservation: IdempotencyReservation }
-  | { readonly outcome: 'uncertain'; readonly reservation: IdempotencyReservation };
+  | { readonly outcome: 'uncertain'; readonly reservation: IdempotencyReservation }
+  /** Completed by reference (`reconciled_by` without `result`): the caller resolves the answer from the action and its transaction. */
+  | { readonly outcome: 'reconciled'; readonly reservation: IdempotencyReservation };
 
 export interface OwnerInput extends IdempotencyScope {
   readonly action_id: string;
@@ -120,10 +129,14 @@ export interface OwnerInput extends IdempotencyScope {
   readonly fence: number;
 }
 
-export interface CompleteInput extends OwnerInput {
-  readonly result: ActionResult;
-  readonly retention_seconds?: number;
-}
+/**
+ * A completion stores `result`, or, with `reconciled_by` alone, a reference to the action's reconciled answer. With
+ * `reconciled_by` the write completes only an `uncertain` reservation (the outcome a reconciliation resolves).
+ */
+export type CompleteInput = OwnerInput & { readonly retention_seconds?: number } & (
+    | { readonly result: ActionResult; readonly reconciled_by?: string }
+    | { readonly result?: undefined; readonly reconciled_by: string }
+  );
 
 export interface AdoptInput extends IdempotencyScope {
   readonly action_id: string;

@@ -292,7 +292,9 @@ export async function applyResolution(
     throw err;
   }
   await cancelSchedule(k, resolved);
-  await completeOriginalReservation(k, resolved, `operator:${resolved_by.id}`);
-  await redactOriginalInput(k, resolved);
+  // The original action read once for both (terminal: only its redaction, conditioned on the revision, rewrites it).
+  const original = await k.deps.actions.get({ tenant_id: resolved.tenant_id, action_id: resolved.action_id });
+  await completeOriginalReservation(k, resolved, `operator:${resolved_by.id}`, original);
+  await redactOriginalInput(k, resolved, original);
   return resolved;
 }

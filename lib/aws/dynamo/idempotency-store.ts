@@ -54,6 +54,7 @@ const FIELDS = [
   'fence',
   'transaction_id',
   'result',
+  'reconciled_by',
   'revision',
   'created_at',
   'updated_at',
@@ -191,6 +192,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore, IntentMapper {
       case 'completed':
         if (existing.result !== undefined)
           return { error: keyHeld(existing), current: { outcome: 'completed', result: existing.result, reservation: existing } };
+        if (existing.reconciled_by !== undefined) return { error: keyHeld(existing), current: { outcome: 'reconciled', reservation: existing } };
         break;
       case 'uncertain':
         return { error: idempotencyOutcomeUnknownError({ reservation: existing }), current: { outcome: 'uncertain', reservation: existing } };
@@ -235,8 +237,12 @@ export class DynamoIdempotencyStore implements IdempotencyStore, IntentMapper {
   private completeWrite(input: CompleteInput): MappedWrite<IdempotencyReservation | undefined, never> {
     const key = this.scopeKey(input);
     this.checkOwner(input);
-    checkJson(CODE, 'result', input.result, true);
-    if (!ActionResultSchema.safeParse(input.result).success) throw invalid(CODE, 'result is not a valid ActionResult', { field: 'result' });
+    if (input.result !== undefined || input.reconciled_by === undefined) {
+      checkJson(CODE, 'result', input.result, true);
+      if (!ActionResultSchema.safeParse(input.result).success) throw invalid(CODE, 'result is not a valid ActionResult', { field: 'result' });
+    }
+    if (input.reconciled_by !== undefined && (typeof input.reconciled_by !== 'string' || input.reconciled_by.length === 0 || input.reconciled_by.length > 300))
+      throw invalid(CODE, 'reconciled_by must be a non-empty string', { field: 'reconciled_by' });
     const retention = checkRetention(CODE, 'retention_seconds', input.retention_seconds) ?? this.retentionSeconds;
     const now = this.clock();
     const iso = now.toISOString();
@@ -247,10 +253,14 @@ export class DynamoIdempotencyStore implements IdempotencyStore, IntentMapper {
     // The owning action at its admission's fence or any later attempt's: the attempt start does not adopt the key,
     // and the settlement that completes it is committed with the fenced action settlement, which refuses a zombie.
     b.condition(`${b.n('fence')} <= ${b.v(input.fence)}`);
-    b.condition(`${b.n('status')} IN (${b.v('in_flight')}, ${b.v('uncertain')})`);
+    // A reconciliation completes only the uncertain reservation it resolves (the condition, not a read before it).
+    if (input.reconciled_by !== undefined) b.condition(`${b.n('status')} = ${b.v('uncertain')}`);
+    else b.condition(`${b.n('status')} IN (${b.v('in_flight')}, ${b.v('uncertain')})`);
     b.condition(`attribute_not_exists(${exp}) OR ${exp} > ${b.v(iso)}`);
     b.set('status', 'completed');
-    b.set('result', input.result);
+    // Without a result, the reference: the reader resolves the answer from the action and its transaction.
+    if (input.result !== undefined) b.set('result', input.result);
+    if (input.reconciled_by !== undefined) b.set('reconciled_by', input.reconciled_by);
     b.setExpr('revision', `${b.n('revision')} + ${b.v(1)}`);
     b.set('updated_at', iso);
     b.set('expires_at', new Date(expiresMs).toISOString());

@@ -32,7 +32,7 @@ import {
   type TransactionMode,
 } from '../../../packages/connector-sdk/src/protocol/index.js';
 import type { ActionRecord, SettleActionInput } from '../../ports/action-store.js';
-import { IDEMPOTENCY_SETTLEMENT_ALLOWANCE_SECONDS } from '../../ports/idempotency-store.js';
+import { IDEMPOTENCY_SETTLEMENT_ALLOWANCE_SECONDS, type IdempotencyReservation } from '../../ports/idempotency-store.js';
 import type { IntentOf, WriteIntent } from '../../ports/unit-of-work.js';
 import type { SettleInput, TransactionRecord } from '../../ports/transaction-store.js';
 import { DEFAULT_RECONCILE_DELAY_MS, type SettleOutcome } from '../../transactions/state-machine.js';
@@ -457,11 +457,13 @@ function actionSettlement(
  * says (best effort: a lost race leaves a newer revision that the next
  * resolution path redacts).
  */
-export async function redactOriginalInput(k: Kernel, txn: TransactionRecord): Promise<void> {
+export async function redactOriginalInput(k: Kernel, txn: TransactionRecord, held?: ActionRecord): Promise<void> {
   // The original action's capability is the record's (a compensation's alternate capability only ran it).
   const policy = dataPolicyOf(k.deps.registry.find(txn.capability_id)?.capability);
   if (!policy.redaction_required && policy.pointers.length === 0) return;
-  const original = await k.deps.actions.get({ tenant_id: txn.tenant_id, action_id: txn.action_id });
+  // The reconcile consumer's read of the terminal original is reused, not read again: the redaction is conditioned on
+  // its revision, and the only write a terminal action takes is this redaction, so a refusal means it is done.
+  const original = heldTerminal(txn, held) ?? (await k.deps.actions.get({ tenant_id: txn.tenant_id, action_id: txn.action_id }));
   if (original === undefined || original.input_redacted === true || !isTerminalAction(original.status)) return;
   const redaction = definitiveInputRedaction(policy, original.action.input);
   if (redaction === undefined) return;
@@ -554,7 +556,7 @@ async function afterTransactionSettled(
   if (txn.status === 'reconciled' && mode === 'reconcile') {
     await cancelSchedule(k, txn);
     await completeOriginalReservation(k, txn, action.action_id, original);
-    await redactOriginalInput(k, txn);
+    await redactOriginalInput(k, txn, original);
   }
 }
 
@@ -609,42 +611,83 @@ export async function escalate(k: Kernel, txn: TransactionRecord, reason: string
 /**
  * After `reconciled`, the original request's uncertain reservation is completed
  * with the original result annotated with the reconciliation (it is never
- * rewritten as committed).
+ * rewritten as committed). The annotated result is not copied onto the
+ * reservation when the items it is read from outlive the key: the reservation
+ * then names who reconciled it (`reconciled_by`) and a replay resolves the
+ * answer from the action and its transaction (`reconciledAnswer`), as a
+ * transaction record references the result stored once on its action.
  */
 export async function completeOriginalReservation(k: Kernel, txn: TransactionRecord, reconciledBy: string, held?: ActionRecord): Promise<void> {
-  // The consumer's (strongly consistent) read of the original action is reused only when it was terminal:
-  // a terminal action is never rewritten (settle and every transition are conditioned on a non-terminal status).
-  const original =
-    held !== undefined && held.tenant_id === txn.tenant_id && held.action_id === txn.action_id && isTerminalAction(held.status)
-      ? held
-      : await k.deps.actions.get({ tenant_id: txn.tenant_id, action_id: txn.action_id });
+  const original = heldTerminal(txn, held) ?? (await k.deps.actions.get({ tenant_id: txn.tenant_id, action_id: txn.action_id }));
   const key = original?.action.idempotency_key;
   if (original === undefined || key === undefined) return;
-  const scope = { tenant_id: original.tenant_id, principal_id: original.principal.id, key };
-  const reservation = await k.deps.idempotency.get(scope);
-  if (reservation === undefined || reservation.status !== 'uncertain' || reservation.action_id !== original.action_id) return;
-  const base = original.result ?? { action_id: original.action_id, status: 'failed' as const };
-  const reconciliation = ((await withStoredResult(k, txn, original)).result?.metadata as JsonObject | undefined)?.reconciliation;
+  // No read of the reservation first: the write's condition (this action, a fence at or below the action's, status
+  // `uncertain`) is what that read checked, and a refusal (idempotency.not_owner) is the answer that nothing is to do.
+  const retention_seconds = k.config.idempotency.retention_seconds;
+  const byReference = answerOutlivesKey(k, txn, original, retention_seconds);
   try {
     await k.write({
       kind: 'idempotency.complete',
       input: {
-        ...scope,
+        tenant_id: original.tenant_id,
+        principal_id: original.principal.id,
+        key,
         action_id: original.action_id,
-        fence: reservation.fence,
-        result: {
-          ...base,
-          metadata: {
-            ...(base.metadata ?? {}),
-            transaction_status: 'reconciled',
-            reconciled_by: reconciledBy,
-            ...(reconciliation !== undefined ? { reconciliation } : {}),
-          },
-        },
-        retention_seconds: k.config.idempotency.retention_seconds,
+        fence: original.fence,
+        reconciled_by: reconciledBy,
+        ...(byReference ? {} : { result: reconciledResult(original.action_id, original.result, await withStoredResult(k, txn, original), reconciledBy) }),
+        retention_seconds,
       },
     });
   } catch (err) {
     if (!isAipError(err, 'idempotency.not_owner')) throw err;
   }
+}
+
+/**
+ * Whether the action and the transaction a reconciled answer is read from are kept at least as long as the completed
+ * reservation (now + its retention): the action without a TTL or with a later one, the record without a retention or
+ * with one longer than the key's by the settlement allowance (the record was stamped by the settlement just before).
+ */
+function answerOutlivesKey(k: Kernel, txn: TransactionRecord, original: ActionRecord, retentionSeconds: number): boolean {
+  const keyExpires = Math.ceil(k.now().getTime() / 1000) + retentionSeconds;
+  if (original.ttl !== undefined && original.ttl < keyExpires) return false;
+  const days = retentionFor(k, txn.capability_id, txn)?.days;
+  return days === undefined || days * 86_400 >= retentionSeconds + IDEMPOTENCY_SETTLEMENT_ALLOWANCE_SECONDS;
+}
+
+/** The original action's result annotated with its transaction's reconciliation: what a reconciled key answers. */
+function reconciledResult(action_id: string, original: ActionResult | undefined, txn: TransactionRecord | undefined, reconciledBy: string): ActionResult {
+  const base = original ?? { action_id, status: 'failed' as const };
+  const reconciliation = (txn?.result?.metadata as JsonObject | undefined)?.reconciliation;
+  return {
+    ...base,
+    metadata: {
+      ...(base.metadata ?? {}),
+      transaction_status: 'reconciled',
+      reconciled_by: reconciledBy,
+      ...(reconciliation !== undefined ? { reconciliation } : {}),
+    },
+  };
+}
+
+/**
+ * The answer of a reservation completed by reference (`reconciled_by` without a result): read from the action it
+ * names and that action's transaction, exactly as the completion would have copied it.
+ */
+export async function reconciledAnswer(k: Kernel, tenant_id: string, reservation: IdempotencyReservation): Promise<ActionResult> {
+  const original = await k.deps.actions.get({ tenant_id, action_id: reservation.action_id });
+  const txId = reservation.transaction_id ?? original?.transaction_id;
+  const txn = txId !== undefined ? await k.deps.transactions.get({ tenant_id, transaction_id: txId }) : undefined;
+  const resolved = txn !== undefined ? await withStoredResult(k, txn, original) : undefined;
+  return reconciledResult(reservation.action_id, original?.result, resolved, reservation.reconciled_by as string);
+}
+
+/**
+ * The consumer's (strongly consistent) read of the original action, reused only when it was terminal: a terminal
+ * action is never rewritten except by its input's redaction (settle and every transition are conditioned on a
+ * non-terminal status; the redaction on the revision read).
+ */
+function heldTerminal(txn: TransactionRecord, held: ActionRecord | undefined): ActionRecord | undefined {
+  return held !== undefined && held.tenant_id === txn.tenant_id && held.action_id === txn.action_id && isTerminalAction(held.status) ? held : undefined;
 }

@@ -554,7 +554,11 @@ async function compensationMemory(k: Kernel, action: ActionRecord, txn: Transact
   const data = (txn.data.compensation as JsonObject | undefined) ?? {};
   const target = typeof data.target_action_id === 'string' ? data.target_action_id : (txn.compensation_for as string);
   const targetTxnId = typeof data.target_transaction_id === 'string' ? data.target_transaction_id : undefined;
-  const targetTxn = targetTxnId !== undefined ? await k.deps.transactions.get({ tenant_id: action.tenant_id, transaction_id: targetTxnId }) : undefined;
+  // The admission found the original result on the target action (data.compensation.target_result_on_action; the
+  // target record is terminal, so that stays true): the action alone is read, not the record as well.
+  const onAction = data.target_result_on_action === true;
+  const targetTxn =
+    targetTxnId !== undefined && !onAction ? await k.deps.transactions.get({ tenant_id: action.tenant_id, transaction_id: targetTxnId }) : undefined;
   const targetAction = targetTxn?.result === undefined ? await k.deps.actions.get({ tenant_id: action.tenant_id, action_id: target }) : undefined;
   const original = (await withStoredResultOf(k, targetTxn, targetAction))?.result ?? targetAction?.result;
   return {

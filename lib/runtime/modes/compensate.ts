@@ -13,11 +13,14 @@
 import { AipError, isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import type { ActionResult, JsonObject, ProtocolError } from '../../../packages/connector-sdk/src/protocol/index.js';
 import type { TransactionRecord } from '../../ports/transaction-store.js';
+import { isTerminalStatus } from '../../transactions/state-machine.js';
 import { RECEIPT_EVENTS } from '../journal.js';
 import type { Kernel } from '../kernel.js';
 import { withStoredResultOf } from '../view.js';
 import type { CompensationMemory } from '../../../packages/connector-sdk/src/memory.js';
+import { isTerminalAction } from '../pipeline/action-record.js';
 import type { Admission } from '../pipeline/state.js';
+import { readCompensationTarget } from '../pipeline/targets.js';
 import type { RegisteredCapability } from '../registry.js';
 
 /** The narrow partial-failure path: a non-retryable error recording committed side effects that require compensation. */
@@ -37,18 +40,31 @@ export interface CompensationPlan {
 interface Target {
   readonly record?: TransactionRecord;
   readonly result?: ActionResult;
+  /** The record holds no result of its own (it references the target action, or has none): the original result is the action's. */
+  readonly result_on_action?: boolean;
 }
 
-async function findTarget(k: Kernel, tenant_id: string, target_id: string): Promise<Target> {
-  const [stored, action] = await Promise.all([
-    k.deps.transactions.get({ tenant_id, action_id: target_id }),
-    k.deps.actions.get({ tenant_id, action_id: target_id }),
-  ]);
+/**
+ * The target as `prepare` read it when it can no longer change (its record terminal, or no record and a terminal
+ * action: the state machine never moves a terminal record, and a terminal action keeps its status and result), else
+ * read again. Saves the admission a second read of the same two items.
+ */
+async function findTarget(k: Kernel, adm: Admission, target_id: string): Promise<Target> {
+  const held = adm.compensation_target;
+  const settled =
+    held !== undefined &&
+    held.action_id === target_id &&
+    (held.record !== undefined ? isTerminalStatus(held.record.status) : held.target_action !== undefined && isTerminalAction(held.target_action.status));
+  const { record: stored, action } = settled ? { record: held.record, action: held.target_action } : await readCompensationTarget(k, adm.tenant_id, target_id);
   const record = await withStoredResultOf(k, stored, action);
   if (record === undefined && action === undefined)
     throw new AipError('runtime.compensation_target_not_found', undefined, { details: { compensation_for: target_id } });
   const result = record?.result ?? action?.result;
-  return { ...(record !== undefined ? { record } : {}), ...(result !== undefined ? { result } : {}) };
+  return {
+    ...(record !== undefined ? { record } : {}),
+    ...(result !== undefined ? { result } : {}),
+    ...(stored !== undefined && stored.result === undefined ? { result_on_action: true } : {}),
+  };
 }
 
 function assertEligible(target: Target, target_id: string): void {
@@ -119,7 +135,7 @@ function compensationContract(k: Kernel, adm: Admission) {
  */
 export async function assertCompensable(k: Kernel, adm: Admission): Promise<void> {
   const { contract, target_id } = compensationContract(k, adm);
-  const target = await findTarget(k, adm.tenant_id, target_id);
+  const target = await findTarget(k, adm, target_id);
   assertEligible(target, target_id);
   checkWindow(k, adm, target, contract.window_ms);
 }
@@ -129,10 +145,7 @@ export async function admitCompensate(k: Kernel, adm: Admission): Promise<Compen
   const { contract, target_id, connectorReg } = compensationContract(k, adm);
   const txId = adm.action.transaction?.transaction_id as string;
 
-  // A resubmission of this compensate after a crash: reuse its record.
-  const own = await k.deps.transactions.get({ tenant_id: adm.tenant_id, transaction_id: txId });
-
-  const target = await findTarget(k, adm.tenant_id, target_id);
+  const target = await findTarget(k, adm, target_id);
   const memory: CompensationMemory = {
     original_action_id: target_id,
     ...(target.record !== undefined ? { original_transaction_id: target.record.transaction_id } : {}),
@@ -141,45 +154,55 @@ export async function admitCompensate(k: Kernel, adm: Admission): Promise<Compen
     compensation_capability_id: connectorReg.capability_id,
     compensation_action_id: adm.action.id,
   };
-  if (own !== undefined && own.action_id === adm.action.id && own.mode === 'compensate') return { record: own, memory, connectorReg };
-
-  assertEligible(target, target_id);
-  const window = checkWindow(k, adm, target, contract.window_ms);
+  // A resubmission of this compensate after a crash reuses its record. No read of it first: the creation is
+  // conditioned on the ID being free, and a refused one carries the existing record; only a target that no longer
+  // passes the checks (the window closed since) reads it, so that an admitted compensation is never abandoned.
+  const own = (existing: TransactionRecord | undefined) => existing !== undefined && existing.action_id === adm.action.id && existing.mode === 'compensate';
+  let window: ReturnType<typeof checkWindow>;
+  try {
+    assertEligible(target, target_id);
+    window = checkWindow(k, adm, target, contract.window_ms);
+  } catch (err) {
+    if (!isAipError(err)) throw err;
+    const existing = await k.deps.transactions.get({ tenant_id: adm.tenant_id, transaction_id: txId });
+    if (own(existing)) return { record: existing as TransactionRecord, memory, connectorReg };
+    throw err;
+  }
   const compensation: JsonObject = {
     target_action_id: target_id,
     ...(target.record !== undefined ? { target_transaction_id: target.record.transaction_id } : {}),
+    ...(target.result_on_action === true ? { target_result_on_action: true } : {}),
     compensation_capability_id: connectorReg.capability_id,
     ...(window.basis !== undefined ? { window_basis: window.basis } : {}),
     ...(window.kind !== undefined
       ? { window_basis_kind: window.kind, window_basis_caller_carried: window.kind === 'caller_carried_original_completed_at' }
       : {}),
   };
-  try {
-    const record = await k.write(
-      k.journal.create(
-        {
-          tenant_id: adm.tenant_id,
-          transaction_id: txId,
-          status: 'compensating',
-          mode: 'compensate',
-          capability_id: adm.action.capability_id,
-          action_id: adm.action.id,
-          principal: adm.principal,
-          ...(adm.action.identity !== undefined ? { identity: adm.action.identity } : {}),
-          compensation_for: target_id,
-          data: { transaction_context: { ...adm.action.transaction } as JsonObject, compensation },
-        },
-        RECEIPT_EVENTS.compensating,
-        { action_id: adm.action.id, compensation_for: target_id },
-      ),
-    );
-    return { record, memory, connectorReg };
-  } catch (err) {
-    if (isAipError(err, 'transaction.already_exists')) {
-      throw new AipError('runtime.execution_contract_mismatch', undefined, { details: { transaction_id: txId, fields: ['transaction'] }, cause: err });
-    }
-    throw err;
+  const create = k.journal.create(
+    {
+      tenant_id: adm.tenant_id,
+      transaction_id: txId,
+      status: 'compensating',
+      mode: 'compensate',
+      capability_id: adm.action.capability_id,
+      action_id: adm.action.id,
+      principal: adm.principal,
+      ...(adm.action.identity !== undefined ? { identity: adm.action.identity } : {}),
+      compensation_for: target_id,
+      data: { transaction_context: { ...adm.action.transaction } as JsonObject, compensation },
+    },
+    RECEIPT_EVENTS.compensating,
+    { action_id: adm.action.id, compensation_for: target_id },
+  );
+  const written = await k.commit([create] as const);
+  if (written.committed) return { record: written.written[0], memory, connectorReg };
+  const refusal = written.refused[0];
+  const existing = refusal?.kind === 'transaction.create' ? refusal.current : undefined;
+  if (own(existing)) return { record: existing as TransactionRecord, memory, connectorReg };
+  if (existing !== undefined) {
+    throw new AipError('runtime.execution_contract_mismatch', undefined, { details: { transaction_id: txId, fields: ['transaction'] }, cause: refusal?.error });
   }
+  throw refusal?.error ?? new AipError('internal.unexpected', 'the compensating record was refused without a reason');
 }
 
 /** The connector-facing compensate action: rewritten to the alternate capability when there is one. */

@@ -15,7 +15,7 @@ import {
   type ReserveInput,
   type ReserveOutcome,
 } from '../../ports/idempotency-store.js';
-import { isUncertainFailure } from '../attempts/settlement.js';
+import { isUncertainFailure, reconciledAnswer } from '../attempts/settlement.js';
 import { deriveTransactionId, type Kernel } from '../kernel.js';
 import { actionResultOf, isTerminalAction } from './action-record.js';
 import type { AdmittedAction, Admission } from './state.js';
@@ -72,7 +72,10 @@ export type HeldKey = Exclude<ReserveOutcome, { outcome: 'reserved' }>;
  * is an uncertain failure is answered as uncertain all the same. A key whose
  * action is not terminal (or whose record is gone) stays in flight.
  */
-export async function heldKey(k: Kernel, tenant_id: string, held: HeldKey): Promise<HeldKey> {
+export async function heldKey(k: Kernel, tenant_id: string, held: HeldKey): Promise<Exclude<HeldKey, { outcome: 'reconciled' }>> {
+  // A reservation a reconciliation completed by reference: its answer is read from the action and its transaction.
+  if (held.outcome === 'reconciled')
+    return { outcome: 'completed', result: await reconciledAnswer(k, tenant_id, held.reservation), reservation: held.reservation };
   if (held.outcome !== 'in_flight') return held;
   const action = await k.deps.actions.get({ tenant_id, action_id: held.reservation.action_id });
   if (action === undefined || !isTerminalAction(action.status)) return held;

@@ -55,6 +55,13 @@ export interface CompensationTargetRef {
   readonly action_id: string;
   readonly transaction_id?: string;
   readonly owner: Principal;
+  /**
+   * The target's transaction record and action as `prepare` read them (strongly consistent, before the authority
+   * rule). The compensate admission reuses them only when terminal: a terminal record or action is never rewritten
+   * (lib/transactions/state-machine.ts), so a second read in the same request would answer the same.
+   */
+  readonly record?: TransactionRecord;
+  readonly target_action?: ActionRecord;
 }
 
 export interface AdmittedAction extends Admission {

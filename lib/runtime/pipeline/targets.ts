@@ -22,6 +22,7 @@
  */
 import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import type { Action, ProviderOperationRef, TransactionRequest } from '../../../packages/connector-sdk/src/protocol/index.js';
+import type { ActionRecord } from '../../ports/action-store.js';
 import type { TransactionRecord } from '../../ports/transaction-store.js';
 import { missingTarget, type AuthorityTarget } from '../authority.js';
 import type { CallerIdentity } from '../identity.js';
@@ -111,14 +112,31 @@ async function reconcileTarget(k: Kernel, caller: CallerIdentity, tenant_id: str
   return { action, known_transaction: r };
 }
 
+/**
+ * A compensation target's action and the transaction record bound to it, each read once (consistent). The action
+ * item names its transaction (the binding a lookup by action ID reads), so the record is read by its ID: one read of
+ * the action item, not a projected read and a full read of the same item. An action that names no transaction (an
+ * item written before the binding, or no action) falls back to the store's lookup by action ID.
+ */
+export async function readCompensationTarget(
+  k: Kernel,
+  tenant_id: string,
+  target_id: string,
+): Promise<{ readonly record?: TransactionRecord; readonly action?: ActionRecord }> {
+  const action = await k.deps.actions.get({ tenant_id, action_id: target_id });
+  const bound = action?.transaction_id;
+  const record =
+    bound !== undefined
+      ? await k.deps.transactions.get({ tenant_id, transaction_id: bound }).then((r) => (r?.action_id === target_id ? r : undefined))
+      : await k.deps.transactions.get({ tenant_id, action_id: target_id });
+  return { ...(record !== undefined ? { record } : {}), ...(action !== undefined ? { action } : {}) };
+}
+
 async function compensationTarget(k: Kernel, caller: CallerIdentity, tenant_id: string, action: Action): Promise<ResolvedTargets> {
   const target_id = action.transaction?.compensation_for;
   if (target_id === undefined)
     throw new AipError('envelope.compensate_requires_compensation_for', undefined, { details: { path: '/transaction/compensation_for' } });
-  const [record, targetAction] = await Promise.all([
-    k.deps.transactions.get({ tenant_id, action_id: target_id }),
-    k.deps.actions.get({ tenant_id, action_id: target_id }),
-  ]);
+  const { record, action: targetAction } = await readCompensationTarget(k, tenant_id, target_id);
   const owner = targetAction?.principal ?? record?.principal;
   const target: AuthorityTarget =
     owner === undefined ? missingTarget('compensation_target', tenant_id, target_id) : { kind: 'compensation_target', tenant_id, id: target_id, owner };
@@ -129,6 +147,9 @@ async function compensationTarget(k: Kernel, caller: CallerIdentity, tenant_id: 
       action_id: target_id,
       ...(record !== undefined ? { transaction_id: record.transaction_id } : {}),
       owner: { ...(owner as NonNullable<typeof owner>) },
+      // The records as read, handed to the compensate admission (modes/compensate.ts findTarget) instead of a second read.
+      ...(record !== undefined ? { record } : {}),
+      ...(targetAction !== undefined ? { target_action: targetAction } : {}),
     },
   };
 }

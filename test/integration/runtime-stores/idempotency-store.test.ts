@@ -229,6 +229,27 @@ describe('uncertain outcomes: kept, never deleted', () => {
     expect(replay.outcome).toBe('completed');
   });
 
+  it('a reconciliation may complete it by reference: only an uncertain reservation, no result stored, and a held key answers `reconciled`', async () => {
+    const first = reserveInput();
+    await s.idempotency.reserve(first);
+    // Still in flight: the condition refuses (what a read before the write used to check).
+    const early = await aipError(s.idempotency.complete({ ...first, reconciled_by: 'rec-1' }));
+    expect(early.code).toBe('idempotency.not_owner');
+    expect(early.details).toMatchObject({ current_status: 'in_flight' });
+    await s.idempotency.markUncertain(first);
+    // Another action, or an older fence, is refused as for any completion.
+    expect((await aipError(s.idempotency.complete({ ...first, action_id: 'someone-else', reconciled_by: 'rec-1' }))).code).toBe('idempotency.not_owner');
+    expect((await aipError(s.idempotency.complete({ ...first, fence: 0, reconciled_by: 'rec-1' }))).code).toBe('idempotency.not_owner');
+    const done = await s.idempotency.complete({ ...first, fence: 3, reconciled_by: 'rec-1' });
+    expect(done).toMatchObject({ status: 'completed', reconciled_by: 'rec-1' });
+    expect(done?.result).toBeUndefined();
+    expect(done?.expires_at).toBeDefined();
+    const held = await s.idempotency.reserve(first);
+    expect(held).toMatchObject({ outcome: 'reconciled', reservation: { action_id: first.action_id, reconciled_by: 'rec-1' } });
+    // An empty reference is malformed input.
+    expect((await aipError(s.idempotency.complete({ ...first, reconciled_by: '' }))).code).toBe('idempotency.invalid_request');
+  });
+
   it('markUncertain is fenced too', async () => {
     const first = reserveInput({ fence: 2 });
     await s.idempotency.reserve(first);

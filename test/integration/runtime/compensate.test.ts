@@ -97,6 +97,24 @@ describe('Compensation is a new governed action', () => {
     expect(err.details).toMatchObject({ window_basis: rec?.updated_at, window_basis_kind: 'target_record_updated_at' });
   });
 
+  it('a compensate whose record was created before a crash resumes on resubmission, reusing its record even once the window has closed', async () => {
+    const { a } = await executed();
+    const ctx = uid('ctx');
+    const body = compensate(a, { transaction: { mode: 'compensate', compensation_for: a, transaction_id: ctx } });
+    h.crash.arm('after_admission_before_enqueue');
+    expect(await codeOf(h.runtime.submit(caller(), body))).toBe('runtime.crash_injected');
+    const admitted = await record(ctx);
+    expect(admitted).toMatchObject({ status: 'compensating', mode: 'compensate', action_id: body.id, compensation_for: a });
+    // The admission read nothing of its own record before creating it; the resumed one is refused the creation and
+    // goes on with the existing record, and one past the window reads it rather than abandoning it.
+    h.clock.advance(WINDOW + 1);
+    expect((await h.runtime.submit(caller(), body)).disposition).toBe('accepted');
+    await h.drain();
+    const settled = await record(ctx);
+    expect(settled?.created_at).toBe(admitted?.created_at);
+    expect(settled?.status).toBe('compensated');
+  });
+
   it('without a transaction record the window uses the RFC 3339 original_completed_at from action metadata, marked as caller-carried', async () => {
     const plain = await executed('ok', 'pay.transfer', 'none');
     // plain invocations have no transaction record

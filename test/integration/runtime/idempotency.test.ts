@@ -108,7 +108,21 @@ describe('Idempotency reservations', () => {
     await h.runtime.reconcile({ kind: 'reconcile', tenant_id: TENANT, transaction_id: tx, reason: 'schedule' });
     const after = await h.stores.idempotency.get({ tenant_id: TENANT, principal_id: 'agent-1', key });
     expect(after?.status).toBe('completed');
-    expect(after?.result?.metadata).toMatchObject({ transaction_status: 'reconciled' });
+    // Completed by reference (the answer is read from the action and its transaction, not copied onto the item)...
+    expect(after?.result).toBeUndefined();
+    expect(after?.reconciled_by).toEqual(expect.any(String));
+    // ...and the key answers the original result annotated with the reconciliation, without calling the provider.
+    const calls = provider.calls.length;
+    const replay = await h.runtime.submit(
+      caller(),
+      transfer(uid('a'), { transaction: { mode: 'execute', transaction_id: tx }, idempotency_key: key }, { scenario: 'uncertain' }),
+    );
+    expect(replay.disposition).toBe('replayed');
+    expect(replay.action_result).toMatchObject({
+      replayed: true,
+      metadata: { transaction_status: 'reconciled', reconciled_by: after?.reconciled_by, reconciliation: { terminal: true } },
+    });
+    expect(provider.calls.length).toBe(calls);
   });
 
   it('retention uses a TTL, configurable (here one hour): the key answers the result for the whole retention counted from the settlement, then it is free', async () => {
@@ -228,5 +242,26 @@ describe('An action kept for less time than its key', () => {
     const replay = await short.runtime.submit(caller(), plain(uid('a'), key));
     expect(replay.action_result).toMatchObject({ status: 'completed', replayed: true, metadata: { replayed_from: first } });
     expect(shortProvider.calls).toHaveLength(1);
+  });
+
+  it('a reconciliation completes the uncertain reservation with a copy of the annotated result, not a reference the action would not outlive', async () => {
+    const key = uid('k');
+    const tx = uid('tx');
+    const submit = () =>
+      short.runtime.submit(
+        caller(),
+        transfer(uid('a'), { transaction: { mode: 'execute', transaction_id: tx }, idempotency_key: key }, { scenario: 'uncertain' }),
+      );
+    await submit();
+    await short.drain();
+    short.clock.advance(5_000);
+    await short.runtime.reconcile({ kind: 'reconcile', tenant_id: TENANT, transaction_id: tx, reason: 'schedule' });
+    const r = await short.stores.idempotency.get({ tenant_id: TENANT, principal_id: 'agent-1', key });
+    expect(r).toMatchObject({ status: 'completed', reconciled_by: expect.any(String) });
+    expect(r?.result?.metadata).toMatchObject({ transaction_status: 'reconciled', reconciled_by: r?.reconciled_by, reconciliation: { terminal: true } });
+    const calls = shortProvider.calls.length;
+    const replay = await submit();
+    expect(replay.action_result).toMatchObject({ replayed: true, metadata: r?.result?.metadata ?? {} });
+    expect(shortProvider.calls).toHaveLength(calls);
   });
 });
