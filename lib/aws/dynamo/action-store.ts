@@ -56,6 +56,7 @@ import {
   invalid,
   type Item,
 } from './store-support.js';
+import { fullActionEnvelope, leanActionEnvelope } from './derived-attributes.js';
 import { TTL_ATTRIBUTE, keys, withKeyAttributes } from './table-design.js';
 import type { IntentMapper, MappedWrite } from './unit-of-work.js';
 
@@ -108,7 +109,8 @@ export function actionRecordOf(stored: Item): ActionRecord {
   const item = withKeyAttributes(stored);
   const out: Record<string, unknown> = {};
   for (const f of RECORD_FIELDS) if (item[f] !== undefined) out[f] = item[f];
-  const envelope = (item.action ?? {}) as Record<string, unknown>;
+  // The envelope's capability, mode and idempotency key are the item's own, stored once (./derived-attributes.ts).
+  const envelope = fullActionEnvelope(item.action ?? {}, item) as Record<string, unknown>;
   // A redacted record keeps no raw input: it reads as {redacted: true, hash}.
   const input = item.input_redacted === true ? { redacted: true, hash: item.input_hash } : (item.input ?? {});
   out.action = { id: item.action_id, ...envelope, input };
@@ -317,7 +319,8 @@ export class DynamoActionStore implements ActionStore, IntentMapper {
       transaction_id: transactionId,
       status,
       revision: 1,
-      action: envelope,
+      // Nor are the envelope's fields that repeat the item's own (./derived-attributes.ts): toRecord rebuilds them.
+      action: leanActionEnvelope(envelope, { capability_id: action.capability_id, mode: action.transaction?.mode, idempotency_key: action.idempotency_key }),
       input: storedInput,
       input_redacted: input.redact_input === true ? true : undefined,
       input_hash: inputHash,

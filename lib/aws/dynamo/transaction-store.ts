@@ -52,6 +52,7 @@ import { decodeCursor, encodeCursor, rejectedStartKey } from './pagination.js';
 import { SCOPED_LISTING_SCAN_BUDGET, listStatusIndex } from './status-listing.js';
 import { errorName, mapStoreError } from './store-errors.js';
 import { consistentBatchGet, isId } from './store-support.js';
+import { fullTransaction, leanTransaction, leanTransactionData } from './derived-attributes.js';
 import { GSIS, TTL_ATTRIBUTE, keys, withKeyAttributes } from './table-design.js';
 import {
   checkCreate,
@@ -146,7 +147,8 @@ const RECORD_FIELDS = [
 
 /** The record of a transaction item; `tenant_id` and `transaction_id` come from the key (stored only by items written before the lean item model). */
 function toRecord(stored: Item): TransactionRecord {
-  const item = withKeyAttributes(stored);
+  // Values the item says elsewhere are stored once (./derived-attributes.ts) and rebuilt here.
+  const item = fullTransaction(withKeyAttributes(stored));
   const out: Record<string, unknown> = {};
   for (const f of RECORD_FIELDS) if (item[f] !== undefined) out[f] = item[f];
   out.data ??= {};
@@ -282,7 +284,8 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
           ? { [TTL_ATTRIBUTE]: Math.floor(now.getTime() / 1000) + this.dryRunRetentionSeconds }
           : {};
     // Not stored again: tenant_id, transaction_id and the item kind are in the key (toRecord reads them from it).
-    const { tenant_id: _tenant, transaction_id: _txn, ...stored } = record;
+    // Nor are the values the record says elsewhere (./derived-attributes.ts): toRecord rebuilds them.
+    const { tenant_id: _tenant, transaction_id: _txn, ...stored } = leanTransaction(record as unknown as Item);
     const item: Item = {
       ...keys.transaction(tenant, txn),
       ...stored,
@@ -576,7 +579,8 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
     // A record written before the byAction index was retired leaves it here (no index write when it has no entry).
     b.remove('GSI2PK', 'GSI2SK');
     this.grantLease(b, input.lease, now);
-    b.mergeData(input.data);
+    // The commit's context repeats the key and the plan ID (conditioned above): stored as a marker.
+    b.mergeData(leanTransactionData(input.data, { transaction_id: input.transaction_id, plan_id: input.plan_id }));
     return { spec, b, now };
   }
 
