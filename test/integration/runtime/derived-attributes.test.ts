@@ -1,0 +1,161 @@
+/**
+ * Values an item says elsewhere, stored once (docs/table-design.md, "Attributes that repeat the item"):
+ * an execute, a compensation and a planned commit leave markers where their items repeated their own
+ * attributes (transaction contexts, the plan's IDs and capability, the compensation target, the envelope's
+ * capability, mode and idempotency key), every reader sees the values, and items written the old way
+ * (values in full) read, replay, commit and compensate exactly as before. Against DynamoDB Local and the
+ * real queue, through the Runtime.
+ */
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { keys } from '../../../lib/aws/dynamo/table-design.js';
+import { uid } from '../../support/transaction-fixtures.js';
+import { TestProvider, testConnector, transfer } from './connectors.js';
+import { TENANT, caller, createHarness, type Harness } from './support.js';
+
+type Item = Record<string, unknown>;
+type Key = { PK: string; SK: string };
+
+const provider = new TestProvider();
+let h: Harness;
+beforeAll(async () => {
+  h = await createHarness({ connectors: [testConnector(provider)], prefix: 'rt-derived' });
+});
+afterAll(async () => h.destroy());
+
+const raw = async (key: Key): Promise<Item> =>
+  (await h.table.client.send(new GetCommand({ TableName: h.table.tableName, Key: key, ConsistentRead: true }))).Item as Item;
+
+/** Rewrites a transaction and an action item as the code before wrote them: every value in full, as the stores read them. */
+async function writeOldWay(tx: string, actionIds: readonly string[]): Promise<void> {
+  const record = await h.table.store.get({ tenant_id: TENANT, transaction_id: tx });
+  const item = await raw(keys.transaction(TENANT, tx));
+  await h.table.client.send(
+    new PutCommand({
+      TableName: h.table.tableName,
+      Item: { ...item, data: record?.data, ...(record?.plan !== undefined ? { plan: record.plan } : {}) },
+    }),
+  );
+  for (const a of actionIds) {
+    const action = await h.stores.actions.get({ tenant_id: TENANT, action_id: a });
+    const { id: _id, input: _input, ...envelope } = action?.action ?? { id: a, input: {} };
+    await h.table.client.send(new PutCommand({ TableName: h.table.tableName, Item: { ...(await raw(keys.action(TENANT, a))), action: envelope } }));
+  }
+}
+
+async function executed(idempotency_key?: string) {
+  const a = uid('a');
+  const tx = uid('tx');
+  const envelope = transfer(a, { transaction: { mode: 'execute', transaction_id: tx }, ...(idempotency_key !== undefined ? { idempotency_key } : {}) });
+  await h.runtime.submit(caller(), envelope);
+  expect(await h.drain()).toMatchObject([{ disposition: 'settled', transaction_status: 'committed' }]);
+  return { a, tx, envelope };
+}
+
+/** What the readers answer of a transaction and its actions. */
+async function reads(tx: string, actionIds: readonly string[]) {
+  return {
+    record: await h.table.store.get({ tenant_id: TENANT, transaction_id: tx }),
+    view: await h.runtime.getTransaction(caller(), { tenant_id: TENANT, transaction_id: tx }, { result: true, receipts: true }),
+    actions: await Promise.all(actionIds.map((a) => h.stores.actions.get({ tenant_id: TENANT, action_id: a }))),
+    public: await Promise.all(actionIds.map((a) => h.runtime.getAction(caller(), TENANT, a))),
+  };
+}
+
+async function compensated(a: string) {
+  const k = { ...transfer(uid('k'), { transaction: { mode: 'compensate', compensation_for: a } }), capability_id: 'pay.transfer' };
+  expect((await h.runtime.submit(caller(), k)).disposition).toBe('accepted');
+  const [settled] = await h.drain();
+  expect(settled).toMatchObject({ disposition: 'settled', transaction_status: 'compensated' });
+  return { k: k.id, own: settled?.transaction_id as string };
+}
+
+describe('Values an item says elsewhere, stored once', () => {
+  it('an execute stores its transaction context and its envelope fields as markers; the stores read the values', async () => {
+    const idemKey = uid('key');
+    const { a, tx, envelope } = await executed(idemKey);
+    const actionItem = await raw(keys.action(TENANT, a));
+    expect(actionItem.action).toMatchObject({ capability_id: true, idempotency_key: true, transaction: { mode: true, transaction_id: tx } });
+    expect((await raw(keys.transaction(TENANT, tx))).data).toMatchObject({ transaction_context: true });
+
+    const read = await reads(tx, [a]);
+    expect(read.actions[0]?.action).toEqual({ ...envelope, input: envelope.input });
+    expect(read.record?.data.transaction_context).toEqual({ mode: 'execute', transaction_id: tx });
+    // The replay gate compares the stored context with the resubmitted envelope's: the same action is a replay.
+    const calls = provider.count('invoke', tx);
+    expect(await h.runtime.submit(caller(), envelope)).toMatchObject({ disposition: 'replayed' });
+    expect(provider.count('invoke', tx)).toBe(calls);
+  });
+
+  it("a compensation's record stores its context and its target's action ID as markers; the worker and the view see the values", async () => {
+    const { a, tx } = await executed();
+    const { k, own } = await compensated(a);
+    const item = await raw(keys.transaction(TENANT, own));
+    expect(item.data).toMatchObject({ transaction_context: true, compensation: { target_action_id: true, target_transaction_id: tx } });
+    const read = await reads(own, [k]);
+    expect(read.record?.data).toMatchObject({
+      transaction_context: { mode: 'compensate', transaction_id: own, compensation_for: a },
+      compensation: { target_action_id: a, target_transaction_id: tx },
+    });
+    expect(read.view.links).toMatchObject({ compensation_for: a });
+    const call = provider.calls.find((c) => c.method === 'compensate' && c.action_id === k);
+    expect(call?.memory?.compensation).toMatchObject({ original_action_id: a, original_transaction_id: tx });
+  });
+
+  it('a planned commit stores the plan fields its record holds and the commit context as markers; the view shows the plan in full', async () => {
+    const tx = uid('tx');
+    const p = uid('p');
+    await h.runtime.submit(caller(), transfer(p, { transaction: { mode: 'plan', transaction_id: tx } }));
+    const planned = await reads(tx, [p]);
+    expect((await raw(keys.transaction(TENANT, tx))).plan).toMatchObject({ transaction_id: true, plan_id: true, capability_id: true });
+    expect(planned.view.plan).toMatchObject({ transaction_id: tx, plan_id: `plan:${tx}`, capability_id: 'pay.transfer', planning_action_id: p });
+
+    const c = uid('c');
+    await h.runtime.submit(caller(), transfer(c, { transaction: { mode: 'commit', plan_id: `plan:${tx}` } }));
+    expect(await h.drain()).toMatchObject([{ disposition: 'settled', transaction_status: 'committed' }]);
+    expect((await raw(keys.transaction(TENANT, tx))).data).toMatchObject({ transaction_context: true, commit_transaction_context: true });
+    const committed = await reads(tx, [p, c]);
+    expect(committed.view.plan).toEqual(planned.view.plan);
+    expect(committed.record?.data).toMatchObject({
+      transaction_context: { mode: 'plan', transaction_id: tx },
+      commit_transaction_context: { mode: 'commit', transaction_id: tx, plan_id: `plan:${tx}` },
+    });
+    expect((await h.verifyChain(tx)).valid).toBe(true);
+  });
+
+  it('items written the old way (every value in full) read exactly as before, replay, and are compensated', async () => {
+    const idemKey = uid('key');
+    const { a, tx, envelope } = await executed(idemKey);
+    const before = await reads(tx, [a]);
+    await writeOldWay(tx, [a]);
+    expect((await raw(keys.transaction(TENANT, tx))).data).toMatchObject({ transaction_context: { mode: 'execute', transaction_id: tx } });
+    expect((await raw(keys.action(TENANT, a))).action).toMatchObject({ capability_id: 'pay.transfer', idempotency_key: idemKey });
+    expect(await reads(tx, [a])).toEqual(before);
+    expect(await h.runtime.submit(caller(), envelope)).toMatchObject({ disposition: 'replayed' });
+
+    const { k, own } = await compensated(a);
+    const compensation = await reads(own, [k]);
+    await writeOldWay(own, [k]);
+    expect((await raw(keys.transaction(TENANT, own))).data).toMatchObject({ compensation: { target_action_id: a } });
+    expect(await reads(own, [k])).toEqual(compensation);
+    expect((await h.verifyChain(own)).valid).toBe(true);
+  });
+
+  it('a plan written the old way is committed as before, and its view is unchanged', async () => {
+    const tx = uid('tx');
+    const p = uid('p');
+    await h.runtime.submit(caller(), transfer(p, { transaction: { mode: 'plan', transaction_id: tx } }));
+    const before = await reads(tx, [p]);
+    await writeOldWay(tx, [p]);
+    expect((await raw(keys.transaction(TENANT, tx))).plan).toMatchObject({ transaction_id: tx, plan_id: `plan:${tx}` });
+    expect(await reads(tx, [p])).toEqual(before);
+
+    const c = uid('c');
+    await h.runtime.submit(caller(), transfer(c, { transaction: { mode: 'commit', plan_id: `plan:${tx}` } }));
+    expect(await h.drain()).toMatchObject([{ disposition: 'settled', transaction_status: 'committed' }]);
+    const after = await reads(tx, [p, c]);
+    expect(after.view.plan).toEqual(before.view.plan);
+    expect(after.record?.data.commit_transaction_context).toEqual({ mode: 'commit', transaction_id: tx, plan_id: `plan:${tx}` });
+    expect((await h.verifyChain(tx)).valid).toBe(true);
+  });
+});
