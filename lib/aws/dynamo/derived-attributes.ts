@@ -3,8 +3,9 @@
  * that repeat the item"). A value equal to what the rest of the item, or its key, holds is stored as the
  * marker `true` and rebuilt on read. Only values whose source never changes after they are written are
  * derived (the key, a record's `mode`, `compensation_for`, `plan_id` and `capability_id`, an action's
- * `capability_id`, `mode` and `idempotency_key`: no write sets them again), so the value read is the value
- * written for the whole life of the item.
+ * `capability_id`, `mode` and `idempotency_key`: no write sets them again; the result a terminal settlement
+ * stores on its record: a terminal record takes no transition), so the value read is the value written for
+ * the whole life of the item.
  *
  * A marker replaces a value of another type only (every derived value is a string or a map, never the
  * boolean `true`), so an item written before reads exactly as before: its values are kept as they are.
@@ -16,7 +17,15 @@ type Item = Record<string, unknown>;
 /** The marker stored in place of a value the item says already. */
 const DERIVED = true;
 
-const same = (a: unknown, b: unknown) => b !== undefined && canonicalJson(a as never) === canonicalJson(b as never);
+/** Equal as JSON; a value that is no JSON (never stored) is equal to nothing. */
+function same(a: unknown, b: unknown): boolean {
+  if (b === undefined) return false;
+  try {
+    return canonicalJson(a) === canonicalJson(b);
+  } catch {
+    return false;
+  }
+}
 const isMap = (v: unknown): v is Item => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** `value`, or the marker when it equals `derived`. */
@@ -38,12 +47,14 @@ function mapFields(m: unknown, fields: Record<string, unknown>, fn: (value: unkn
 }
 
 /** The transaction context an admission of this record's own mode copies from its envelope. */
-function ownContext(r: Item): Item {
+function ownContext(r: Item): Item | undefined {
+  if (r.mode === undefined || r.transaction_id === undefined) return undefined;
   return { mode: r.mode, transaction_id: r.transaction_id, ...(r.compensation_for !== undefined ? { compensation_for: r.compensation_for } : {}) };
 }
 
 /** The commit's transaction context a plan claim copies from its envelope. */
-function commitContext(r: Item): Item {
+function commitContext(r: Item): Item | undefined {
+  if (r.transaction_id === undefined) return undefined;
   return { mode: 'commit', transaction_id: r.transaction_id, ...(r.plan_id !== undefined ? { plan_id: r.plan_id } : {}) };
 }
 
@@ -54,7 +65,15 @@ function transactionData(data: unknown, r: Item, fn: (value: unknown, derived: u
   if (out.transaction_context !== undefined) out.transaction_context = fn(out.transaction_context, ownContext(r));
   if (out.commit_transaction_context !== undefined) out.commit_transaction_context = fn(out.commit_transaction_context, commitContext(r));
   if (out.compensation !== undefined) out.compensation = mapFields(out.compensation, { target_action_id: r.compensation_for }, fn);
+  // A reconcile's terminal settlement: its answer and its evidence are the record's result (final: a terminal record takes no write).
+  if (out.last_reconcile_result !== undefined) out.last_reconcile_result = fn(out.last_reconcile_result, r.result);
+  if (out.last_reconciliation !== undefined) out.last_reconciliation = fn(out.last_reconciliation, reconciliationOf(r.result));
   return out;
+}
+
+function reconciliationOf(result: unknown): unknown {
+  const metadata = isMap(result) ? result.metadata : undefined;
+  return isMap(metadata) ? metadata.reconciliation : undefined;
 }
 
 function transactionPlan(plan: unknown, r: Item, fn: (value: unknown, derived: unknown) => unknown): unknown {
@@ -66,14 +85,19 @@ function transactionPlan(plan: unknown, r: Item, fn: (value: unknown, derived: u
  * only `data` and `plan` change.
  */
 export function leanTransaction<T extends Item>(record: T): T {
+  // A created record's result is not final (only a terminal settlement's is): nothing is derived from it.
+  const own = { ...record, result: undefined };
   return {
     ...record,
-    ...(record.data !== undefined ? { data: transactionData(record.data, record, lean) } : {}),
+    ...(record.data !== undefined ? { data: transactionData(record.data, own, lean) } : {}),
     ...(record.plan !== undefined ? { plan: transactionPlan(record.plan, record, lean) } : {}),
   };
 }
 
-/** The `data` keys an update merges into a record, as its item stores them (`record`: its key and the attributes named above). */
+/**
+ * The `data` keys an update merges into a record, as its item stores them (`record`: its key and the attributes
+ * named above; `result` only for a terminal settlement that stores it on the record, whose result is final).
+ */
 export function leanTransactionData<T>(data: T, record: Item): T {
   return transactionData(data, record, lean) as T;
 }

@@ -638,7 +638,9 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
     else if (patch.result !== undefined) b.set('result', patch.result).remove('result_ref');
     b.set('reconciliation_cursor', cursor);
     this.grantLease(b, input.lease, now);
-    b.mergeData(input.data);
+    // A terminal settlement's result is final: the reconcile's answer and evidence that repeat it are stored as markers.
+    const finalResult = isTerminalStatus(input.to) && patch.result_ref === undefined ? patch.result : undefined;
+    b.mergeData(finalResult !== undefined ? leanTransactionData(input.data, { transaction_id: txn, result: finalResult }) : input.data);
     return { spec, b, now };
   }
 

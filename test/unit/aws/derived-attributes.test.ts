@@ -92,3 +92,25 @@ describe('values an item says elsewhere', () => {
     expect(fullActionEnvelope(leanActionEnvelope(plain, { capability_id: 'pay.transfer' }), { capability_id: 'pay.transfer' })).toEqual(plain);
   });
 });
+
+describe("a reconcile's terminal settlement", () => {
+  const evidence = { cursor: 'c-1', terminal: true, evidence: { provider_status: 'succeeded' } };
+  const result = { action_id: 'rcn-1', status: 'completed', output: { ok: true }, metadata: { reconciliation: evidence } };
+
+  it('stores the answer and the evidence that repeat the final result as markers, and reads them from the result', () => {
+    const data = { last_reconcile_result: result, last_reconciliation: evidence, last_attempt: { action_id: 'rcn-1' } };
+    const lean = leanTransactionData(data, { transaction_id: 'txn-1', result });
+    expect(lean).toEqual({ last_reconcile_result: true, last_reconciliation: true, last_attempt: { action_id: 'rcn-1' } });
+    expect(fullTransaction({ transaction_id: 'txn-1', result, data: lean })).toEqual({ transaction_id: 'txn-1', result, data });
+  });
+
+  it('keeps them in full without a final result (a reconcile back to outcome_unknown, a record created with a result)', () => {
+    const data = { last_reconcile_result: result, last_reconciliation: evidence };
+    expect(leanTransactionData(data, { transaction_id: 'txn-1' })).toEqual(data);
+    expect(leanTransaction({ transaction_id: 'txn-1', mode: 'execute', result, data }).data).toEqual(data);
+    expect(leanTransactionData(data, { transaction_id: 'txn-1', result: { ...result, output: { ok: false } } })).toEqual({
+      last_reconcile_result: result,
+      last_reconciliation: true,
+    });
+  });
+});
