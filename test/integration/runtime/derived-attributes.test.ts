@@ -53,12 +53,13 @@ async function executed(idempotency_key?: string) {
 }
 
 /** What the readers answer of a transaction and its actions. */
-async function reads(tx: string, actionIds: readonly string[]) {
+async function reads(tx: string, actionIds: readonly string[], visible = true) {
   return {
     record: await h.table.store.get({ tenant_id: TENANT, transaction_id: tx }),
     view: await h.runtime.getTransaction(caller(), { tenant_id: TENANT, transaction_id: tx }, { result: true, receipts: true }),
     actions: await Promise.all(actionIds.map((a) => h.stores.actions.get({ tenant_id: TENANT, action_id: a }))),
-    public: await Promise.all(actionIds.map((a) => h.runtime.getAction(caller(), TENANT, a))),
+    // The caller's view of its actions (a reconcile action is the runtime service's, not the caller's).
+    public: visible ? await Promise.all(actionIds.map((a) => h.runtime.getAction(caller(), TENANT, a))) : [],
   };
 }
 
@@ -157,5 +158,39 @@ describe('Values an item says elsewhere, stored once', () => {
     expect(after.view.plan).toEqual(before.view.plan);
     expect(after.record?.data.commit_transaction_context).toEqual({ mode: 'commit', transaction_id: tx, plan_id: `plan:${tx}` });
     expect((await h.verifyChain(tx)).valid).toBe(true);
+  });
+
+  it("a reconcile's terminal settlement stores its answer and evidence as markers of the final result; back to outcome_unknown keeps them in full", async () => {
+    const uncertain = async () => {
+      const tx = uid('tx');
+      await h.runtime.submit(caller(), transfer(uid('a'), { transaction: { mode: 'execute', transaction_id: tx } }, { scenario: 'uncertain' }));
+      await h.drain();
+      const rec = await h.table.store.get({ tenant_id: TENANT, transaction_id: tx });
+      expect(rec?.status).toBe('outcome_unknown');
+      h.clock.advance(5_000);
+      return { tx, operation: rec?.provider_operation?.operation_id as string };
+    };
+    const reconcile = (tx: string) => h.runtime.reconcile({ kind: 'reconcile', tenant_id: TENANT, transaction_id: tx, reason: 'schedule' });
+
+    const { tx } = await uncertain();
+    expect(await reconcile(tx)).toMatchObject({ disposition: 'reconciled', transaction_status: 'reconciled' });
+    expect((await raw(keys.transaction(TENANT, tx))).data).toMatchObject({ last_reconcile_result: true, last_reconciliation: true });
+    const rec = await h.table.store.get({ tenant_id: TENANT, transaction_id: tx });
+    expect(rec?.result?.metadata).toMatchObject({ reconciliation: { terminal: true } });
+    expect(rec?.data.last_reconcile_result).toEqual(rec?.result);
+    expect(rec?.data.last_reconciliation).toEqual(rec?.result?.metadata?.reconciliation);
+    const reconciler = rec?.data.reconcile_action_id as string;
+    const before = await reads(tx, [reconciler], false);
+    await writeOldWay(tx, [reconciler]);
+    expect((await raw(keys.transaction(TENANT, tx))).data).toMatchObject({ last_reconcile_result: rec?.result });
+    expect(await reads(tx, [reconciler], false)).toEqual(before);
+    expect((await h.verifyChain(tx)).valid).toBe(true);
+
+    const pending = await uncertain();
+    provider.operations.set(pending.operation, 'pending');
+    expect(await reconcile(pending.tx)).toMatchObject({ disposition: 'still_unknown' });
+    const item = await raw(keys.transaction(TENANT, pending.tx));
+    expect(item.data).toMatchObject({ last_reconcile_result: { status: 'failed' } });
+    expect((item.data as Item).last_reconciliation).not.toBe(true);
   });
 });
