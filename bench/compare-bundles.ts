@@ -120,15 +120,15 @@ const median = (xs: number[]) => Math.round(distribution(xs).p50 * 10) / 10;
 const lines = [
   `Interleaved, ${runs} fresh processes per function and side (${process.version}), tracing ${tracing ? `on, ${sampled ? 'sampled' : 'unsampled'}` : 'off'}; medians.`,
   '',
-  '| function (first invocation) | side | KiB at import | import ms | compose ms | cold ms | cold CPU ms | first answer |',
-  '|---|---|---:|---:|---:|---:|---:|---|',
+  '| function (first invocation) | side | KiB at import | import ms | compose ms | cold ms | cold CPU ms | warm CPU ms | first answer |',
+  '|---|---|---:|---:|---:|---:|---:|---:|---|',
 ];
 for (const t of targets) {
   for (const b of built.filter((x) => x.name === t.name)) {
     const compose = b.samples.map((s) => Math.max(0, s.first_ms - s.warm_ms));
     const cpu = b.samples.map((s) => s.import_cpu_ms + Math.max(0, s.first_cpu_ms - s.warm_cpu_ms));
     lines.push(
-      `| ${t.name} | ${b.side} | ${b.kib} | ${median(b.samples.map((s) => s.import_ms))} | ${median(compose)} | ${median(b.samples.map((s, i) => s.import_ms + (compose[i] as number)))} | ${median(cpu)} | ${[...new Set(b.samples.map((s) => s.outcome))].join(' / ')} |`,
+      `| ${t.name} | ${b.side} | ${b.kib} | ${median(b.samples.map((s) => s.import_ms))} | ${median(compose)} | ${median(b.samples.map((s, i) => s.import_ms + (compose[i] as number)))} | ${median(cpu)} | ${median(b.samples.map((s) => s.warm_cpu_ms))} | ${[...new Set(b.samples.map((s) => s.outcome))].join(' / ')} |`,
     );
   }
 }
