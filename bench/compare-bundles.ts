@@ -13,8 +13,11 @@
  * deployed (it is also measured without them); this tree runs with the
  * NODE_OPTIONS the stack sets by default. RUNS (default 20) processes per
  * function and side; TRACING=1 runs every process with tracing on (as the
- * bundles section's "traced" columns: the tracer is imported on the first
- * invocation). Prints a markdown table of medians.
+ * bundles section's "traced" columns), its invocations unsampled
+ * (`Sampled=0` in the trace header, as the bundles section runs them: the
+ * runtime's functions then never load the tracer, the bare handler loads it
+ * at import); with SAMPLED=1 as well, sampled (`Sampled=1`: the tracer is
+ * imported on the first invocation). Prints a markdown table of medians.
  */
 import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -41,12 +44,13 @@ const connectors = config.connectors.map(({ id }) => ({
   ...(config.connectorEndpoints[id] !== undefined ? { baseUrl: config.connectorEndpoints[id] } : {}),
 }));
 const tracing = process.env.TRACING === '1';
+const sampled = tracing && process.env.SAMPLED === '1';
 const env = {
   ...functionEnv(FUNCTION_ENV, POWERTOOLS_ENV, JSON.stringify(toDeploymentRuntimeConfig(config))),
   ...(tracing
     ? {
         POWERTOOLS_TRACE_ENABLED: 'true',
-        _X_AMZN_TRACE_ID: 'Root=1-00000000-000000000000000000000000;Parent=0000000000000000;Sampled=0',
+        _X_AMZN_TRACE_ID: `Root=1-00000000-000000000000000000000000;Parent=0000000000000000;Sampled=${sampled ? 1 : 0}`,
         AWS_XRAY_CONTEXT_MISSING: 'IGNORE_ERROR',
       }
     : {}),
@@ -114,17 +118,17 @@ for (let i = 0; i < runs; i++) for (const b of built) b.samples.push(await probe
 
 const median = (xs: number[]) => Math.round(distribution(xs).p50 * 10) / 10;
 const lines = [
-  `Interleaved, ${runs} fresh processes per function and side (${process.version}), tracing ${tracing ? 'on' : 'off'}; medians.`,
+  `Interleaved, ${runs} fresh processes per function and side (${process.version}), tracing ${tracing ? `on, ${sampled ? 'sampled' : 'unsampled'}` : 'off'}; medians.`,
   '',
-  '| function (first invocation) | side | KiB at import | import ms | compose ms | cold ms | cold CPU ms | first answer |',
-  '|---|---|---:|---:|---:|---:|---:|---|',
+  '| function (first invocation) | side | KiB at import | import ms | compose ms | cold ms | cold CPU ms | warm CPU ms | first answer |',
+  '|---|---|---:|---:|---:|---:|---:|---:|---|',
 ];
 for (const t of targets) {
   for (const b of built.filter((x) => x.name === t.name)) {
     const compose = b.samples.map((s) => Math.max(0, s.first_ms - s.warm_ms));
     const cpu = b.samples.map((s) => s.import_cpu_ms + Math.max(0, s.first_cpu_ms - s.warm_cpu_ms));
     lines.push(
-      `| ${t.name} | ${b.side} | ${b.kib} | ${median(b.samples.map((s) => s.import_ms))} | ${median(compose)} | ${median(b.samples.map((s, i) => s.import_ms + (compose[i] as number)))} | ${median(cpu)} | ${[...new Set(b.samples.map((s) => s.outcome))].join(' / ')} |`,
+      `| ${t.name} | ${b.side} | ${b.kib} | ${median(b.samples.map((s) => s.import_ms))} | ${median(compose)} | ${median(b.samples.map((s, i) => s.import_ms + (compose[i] as number)))} | ${median(cpu)} | ${median(b.samples.map((s) => s.warm_cpu_ms))} | ${[...new Set(b.samples.map((s) => s.outcome))].join(' / ')} |`,
     );
   }
 }

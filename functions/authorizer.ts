@@ -32,7 +32,7 @@ import { createTokenVerifier, KeySourceUnavailableError, TokenRejectedError, typ
 import { FUNCTION_ENV } from '../lib/config/function-env.js';
 import { lazyHandler } from './shared/lazy.js';
 import { errorFacts, isConfigurationError } from './shared/logger.js';
-import { loggingMiddlewares, loggingObservability, withTracer, type Observability } from './shared/observability-base.js';
+import { loggingMiddlewares, loggingObservability, type Observability } from './shared/observability-base.js';
 
 /** API Gateway identity validation expression for the Authorization header. */
 export const AUTHORIZATION_HEADER_PATTERN = '^[Bb]earer [-0-9A-Za-z._~+/]+=*$';
@@ -105,7 +105,7 @@ export function createAuthorizerHandler(deps: AuthorizerDeps): AuthorizerHandler
   let verifier: TokenVerifier | undefined;
 
   const build = async (): Promise<AuthorizerHandler> => {
-    const obs = await withTracer(deps.observability ?? loggingObservability());
+    const obs = deps.observability ?? loggingObservability();
     const { logger } = obs;
     const body = async (event: AuthorizerEvent): Promise<APIGatewayAuthorizerResult> => {
       const token = bearerToken(authorizationHeader(event));

@@ -133,7 +133,10 @@ export interface BundleFigures {
   /** Median first-invocation composition ms (= cold.compose_ms), billed in the first invocation. */
   readonly compose_ms_p50?: number;
   readonly cold?: ColdStartFigures;
-  /** The same with tracing on (POWERTOOLS_TRACE_ENABLED=true): the tracer is imported on the first invocation. */
+  /**
+   * The same with tracing on (POWERTOOLS_TRACE_ENABLED=true), the invocations unsampled (`Sampled=0`): the runtime's
+   * functions then never import the tracer (they do on the first sampled invocation); the bare handler imports it at import.
+   */
   readonly cold_traced?: ColdStartFigures;
   readonly error?: string;
 }
@@ -564,7 +567,8 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
     ratios,
     per_function,
     note:
-      'cold = import + (first − warm invocation), per fresh process, median. Tracing off (POWERTOOLS_TRACE_ENABLED=false) unless in the "traced" columns. ' +
+      'cold = import + (first − warm invocation), per fresh process, median. Tracing off (POWERTOOLS_TRACE_ENABLED=false) unless in the "traced" columns, ' +
+      "whose invocations are unsampled (Sampled=0 in the trace header): the runtime's functions load the tracer on the first sampled invocation only, so not there; the bare Powertools handler loads it at import. " +
       'Every store call fails at once against loopback (AWS_MAX_ATTEMPTS=1), so the first invocation is composition plus one refused connection, and warm is the refused connection alone.',
   };
 }

@@ -17,7 +17,7 @@ import { AIP_METRICS } from '../../lib/config/function-env.js';
 import { getRuntime } from '../shared/bootstrap.js';
 import { MetricUnit, withConsumerObservability } from '../shared/consumer-middleware.js';
 import { lazyHandler } from '../shared/lazy.js';
-import { defaultObservability, withTracer, type Observability } from '../shared/observability.js';
+import { defaultObservability, type Observability } from '../shared/observability.js';
 import type { RuntimeProvider, SweepResult, WorkerRuntime } from '../shared/runtime-contract.js';
 
 export interface SweeperHandlerDeps {
@@ -29,7 +29,7 @@ export type SweeperHandler = (event: ScheduledEvent, context: Context) => Promis
 
 export function createSweeperHandler(deps: SweeperHandlerDeps): SweeperHandler {
   const build = async (): Promise<SweeperHandler> => {
-    const obs = await withTracer(deps.observability ?? defaultObservability());
+    const obs = deps.observability ?? defaultObservability();
     const body = async (): Promise<SweepResult> => {
       const runtime = await deps.runtime();
       // The Runtime's clock decides what is overdue (the event's time is only the rule's schedule).

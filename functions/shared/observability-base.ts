@@ -1,7 +1,7 @@
 /**
  * The part of ./observability.ts that every function needs, the authorizer
  * included: the Powertools Logger, the process-wide instance and the Tracer
- * on demand, without Powertools Metrics (the authorizer publishes no metric,
+ * on demand (loaded on the first sampled invocation), without Powertools Metrics (the authorizer publishes no metric,
  * so its bundle does not carry the metrics client: docs/bench/analysis.md,
  * "Cold start and bundles"). The rest of the functions use
  * ./observability.ts, which adds the metrics.
@@ -11,6 +11,7 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import type { Metrics } from '@aws-lambda-powertools/metrics';
 import type { Tracer } from '@aws-lambda-powertools/tracer';
 import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
+import { isRequestXRaySampled } from '@aws-lambda-powertools/commons/utils/env';
 import type { MiddlewareObj } from '@middy/core';
 import { once } from './lazy.js';
 import type { LoggerLike } from './logger.js';
@@ -44,7 +45,7 @@ export function sharedObservability(create: (logger: Logger, lambda: boolean) =>
   return shared;
 }
 
-/** The process-wide Observability of a function that publishes no metric: the Logger (and the Tracer, {@link withTracer}). */
+/** The process-wide Observability of a function that publishes no metric: the Logger (and the Tracer, {@link tracingMiddleware}). */
 export function loggingObservability(): Observability {
   return sharedObservability((logger) => ({ logger }));
 }
@@ -54,23 +55,74 @@ export function tracingEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
   return inLambda(env) && (env.POWERTOOLS_TRACE_ENABLED ?? '').trim().toLowerCase() !== 'false';
 }
 
-/** Imports the tracer module and gives the shared Observability its Tracer, once (a failed import is tried again). */
-const loadTracer = once(async () => {
+/** Whether an invocation of this execution environment has started (the Tracer's `ColdStart` annotation). */
+let invoked = false;
+
+/**
+ * Imports the tracer module and gives the shared Observability its Tracer,
+ * once (a failed import is tried again). `coldStart`: whether the invocation
+ * that loads it is the environment's first; when it is not, the Tracer's own
+ * cold-start flag is spent at once, so its `ColdStart` annotation says false.
+ */
+const loadTracer = once(async (coldStart: boolean) => {
   const { Tracer: TracerClass } = await import('@aws-lambda-powertools/tracer');
+  /** The Tracer, told whether the environment's first invocation is past (Powertools keeps the flag protected). */
+  class EnvironmentTracer extends TracerClass {
+    constructor(options: ConstructorParameters<typeof TracerClass>[0], firstInvocation: boolean) {
+      super(options);
+      if (!firstInvocation) this.getColdStart();
+    }
+  }
   const target = shared as Observability;
-  target.tracer ??= new TracerClass({ serviceName: process.env.POWERTOOLS_SERVICE_NAME ?? SERVICE_NAME, captureHTTPsRequests: true });
+  // captureHTTPsRequests patches node:http's and node:https's request and get, which the AWS SDK's handler reads from
+  // node:https per request (clients made before are traced too), and subscribes to fetch's diagnostics channel.
+  target.tracer ??= new EnvironmentTracer({ serviceName: process.env.POWERTOOLS_SERVICE_NAME ?? SERVICE_NAME, captureHTTPsRequests: true }, coldStart);
 });
 
 /**
- * `obs`, with the Powertools Tracer added when it is the process-wide
- * instance and tracing is enabled: the tracer module is imported here, once,
- * so a function that does not trace never loads it. Other Observability
- * objects (tests, in-process hosts) are returned as they are.
+ * The handler tracing of the process-wide Observability when tracing is on,
+ * with the Tracer loaded on demand: on the first invocation that X-Ray samples
+ * (`Sampled=1` in the invocation's trace header, read as the Tracer reads it:
+ * Lambda's invoke store, else `_X_AMZN_TRACE_ID`). An unsampled invocation
+ * records nothing in X-Ray, so until then nothing imports the tracer and the
+ * X-Ray SDK under it (about 100 KB, ~30 ms of CPU). From the invocation that
+ * loads it on, every invocation runs Powertools' `captureLambdaHandler`, as
+ * when the Tracer is loaded up front. An invocation whose `before` ran without
+ * the Tracer (another one loaded it meanwhile) is left alone to its end.
  */
-export async function withTracer(obs: Observability): Promise<Observability> {
-  if (obs !== shared || obs.tracer !== undefined || !tracingEnabled()) return obs;
-  await loadTracer();
-  return obs;
+function tracerOnDemand<TEvent, TResult>(obs: Observability): MiddlewareObj<TEvent, TResult> {
+  type Mw = MiddlewareObj<TEvent, TResult>;
+  let capture: Mw | undefined;
+  const captured = new WeakSet<object>();
+  return {
+    before: async (request) => {
+      const coldStart = !invoked;
+      invoked = true;
+      if (obs.tracer === undefined && isRequestXRaySampled()) await loadTracer(coldStart);
+      if (obs.tracer === undefined) return;
+      capture ??= captureLambdaHandler(obs.tracer, { captureResponse: false }) as Mw;
+      captured.add(request);
+      await capture.before?.(request);
+    },
+    after: async (request) => {
+      if (captured.has(request)) await capture?.after?.(request);
+    },
+    onError: async (request) => {
+      if (captured.has(request)) await capture?.onError?.(request);
+    },
+  };
+}
+
+/**
+ * Handler tracing (responses never captured), or undefined when `obs` does
+ * not trace: Powertools' `captureLambdaHandler` on `obs.tracer` when it has
+ * one (tests, in-process hosts); for the process-wide instance with tracing
+ * enabled, the same with the Tracer loaded on the first sampled invocation
+ * ({@link tracerOnDemand}). So a function that does not trace never loads it.
+ */
+export function tracingMiddleware<TEvent, TResult>(obs: Observability): MiddlewareObj<TEvent, TResult> | undefined {
+  if (obs.tracer !== undefined) return captureLambdaHandler(obs.tracer, { captureResponse: false }) as MiddlewareObj<TEvent, TResult>;
+  return obs === shared && tracingEnabled() ? tracerOnDemand<TEvent, TResult>(obs) : undefined;
 }
 
 /** Lambda context on the logger and handler tracing (responses never captured), outermost first, each when present. */
@@ -79,6 +131,7 @@ export function loggingMiddlewares<TEvent, TResult>(obs: Observability): Middlew
   type Mw = MiddlewareObj<TEvent, TResult>;
   const out: Mw[] = [];
   if (obs.logger instanceof Logger) out.push(injectLambdaContext(obs.logger, { logEvent: false, resetKeys: true }) as Mw);
-  if (obs.tracer) out.push(captureLambdaHandler(obs.tracer, { captureResponse: false }) as Mw);
+  const tracing = tracingMiddleware<TEvent, TResult>(obs);
+  if (tracing) out.push(tracing);
   return out;
 }

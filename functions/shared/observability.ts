@@ -14,9 +14,10 @@
  * Instances are created on first use, not at import, so a process can set
  * POWERTOOLS_* variables after importing a handler module. The Tracer (and
  * the X-Ray SDK under it: about 100 KiB of code, tens of ms of import) is not
- * even imported unless tracing is on: {@link withTracer} imports it when the
- * handler builds its middleware chain, on the first invocation (a chunk of
- * its own in the bundle, infra/bundling.ts).
+ * even imported unless tracing is on, and then only on the first invocation
+ * that X-Ray samples (./observability-base.ts `tracingMiddleware`; a chunk of
+ * its own in the bundle, infra/bundling.ts): an unsampled invocation records
+ * nothing.
  *
  * Logging rule: identifiers, statuses, codes and durations. Never a token, a
  * request body, query values or the message of a foreign error.
@@ -27,7 +28,7 @@ import type { MiddlewareObj } from '@middy/core';
 import { loggingMiddlewares, SERVICE_NAME, sharedObservability, type Observability } from './observability-base.js';
 
 export { MetricUnit };
-export { inLambda, SERVICE_NAME, tracingEnabled, withTracer, type LoggerLike, type Observability } from './observability-base.js';
+export { inLambda, SERVICE_NAME, tracingEnabled, type LoggerLike, type Observability } from './observability-base.js';
 
 export const METRICS_NAMESPACE = 'AIP';
 

@@ -40,7 +40,7 @@ import { AipError, isAipError } from '../../packages/connector-sdk/src/errors/ai
 import type { QueueMessage, QueueMessageKind } from '../../lib/ports/messages.js';
 import { MetricUnit, withConsumerObservability } from './consumer-middleware.js';
 import { lazyHandler } from './lazy.js';
-import { defaultObservability, withTracer, type Observability } from './observability.js';
+import { defaultObservability, type Observability } from './observability.js';
 import { errorFacts } from './logger.js';
 import { redeliveryDelayMs, requestsRedelivery, summarizeOutcome, type AttemptBudget, type RuntimeProvider } from './runtime-contract.js';
 
@@ -106,7 +106,7 @@ export function createQueueConsumer<K extends QueueMessageKind, R>(
   const concurrency = Math.max(1, Math.floor(deps.concurrency ?? DEFAULT_RECORD_CONCURRENCY));
 
   const build = async (): Promise<SqsHandler> => {
-    const obs = await withTracer(deps.observability ?? defaultObservability());
+    const obs = deps.observability ?? defaultObservability();
     const { logger, metrics } = obs;
     const body = async (event: SQSEvent, context: Context): Promise<SQSBatchResponse> => {
       let runtime: R;

@@ -30,7 +30,7 @@ import { jsonResponse, requestState, type AipHttpEvent, type HttpResult } from '
 import { httpObservability } from './http-observability.js';
 import { jsonBody } from './json-body.js';
 import { lazyHandler } from './lazy.js';
-import { defaultObservability, withTracer, type Observability } from './observability.js';
+import { defaultObservability, type Observability } from './observability.js';
 import { resolveRuntime, type RuntimeApi, type RuntimeProvider } from './runtime-api.js';
 import { tenantSelection } from './tenant.js';
 import { parseAt, validateRequest } from './validate-request.js';
@@ -103,7 +103,7 @@ export function createRouteHandler<P extends z.ZodMiniType, Q extends z.ZodMiniT
   };
 
   const build = async () => {
-    const obs = await withTracer(deps.observability ?? defaultObservability());
+    const obs = deps.observability ?? defaultObservability();
     const base = async (event: AipHttpEvent, context: Context): Promise<APIGatewayProxyResult> => {
       const state = requestState(event);
       const result = await handle({
@@ -134,7 +134,7 @@ export function createRouteHandler<P extends z.ZodMiniType, Q extends z.ZodMiniT
     return h;
   };
 
-  // Built on the first invocation (the tracer, when on, is imported then: ./observability.ts).
+  // Built on the first invocation (the tracer, when on, is imported on the first sampled one: ./observability-base.ts).
   const handler = lazyHandler(build);
   // An HTTP API event is put in the REST shape first (./http-api-event.ts); the chain is the same.
   return (event, context) => handler(isHttpApiEvent(event) ? fromHttpApiEvent(event) : event, context);

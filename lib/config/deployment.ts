@@ -432,8 +432,8 @@ const infraConfigSchema = z.lazySchema(() =>
       /**
        * X-Ray active tracing of every function, with the Powertools Tracer in the
        * code (handler subsegments, outgoing HTTPS calls). Off: no X-Ray, and the
-       * functions never import the tracer (about 100 KiB of code loaded on the
-       * first invocation; docs/bench/analysis.md, "Cold start and bundles").
+       * functions never import the tracer (about 100 KiB of code, loaded on the
+       * first sampled invocation; docs/bench/analysis.md, "Cold start and bundles").
        */
       tracing: z._default(z.boolean(), true),
       /**
