@@ -289,7 +289,7 @@ export async function runAttempt(k: Kernel, message: InvokeMessage, known?: Know
     // The connector holds the provider's final answer and returns next (checkpoint_with_answer): nothing that can
     // be lost is awaited before the settlement, so the reference goes into the settlement write (the attempt's
     // provider_operation) instead of a write of its own. Any wait of the runtime's own before the settlement (a
-    // cancellation request, a stream drain) makes it durable first (lib/connectors/deadline.ts persistHeld).
+    // cancellation request, a stream drain) makes it durable first (./deadline.ts persistHeld).
     hold: async () => {
       try {
         k.crash('after_provider_accept_before_checkpoint');
