@@ -30,38 +30,11 @@ import { InfraConfigError, type InfraConfigInput } from '../../infra/config.js';
 import { dynamoClient } from '../reliability/support.js';
 import { RW, securityStack, type SecurityStack } from '../security/support.js';
 import { CRM_DOCUMENT } from '../fixtures/team-crm-connector.js';
+import { ORDERS_MODULE } from '../fixtures/team-orders-connector.js';
 
 const TENANT = 'acme';
 const CRM_SECRET = `crm-${randomUUID()}`;
 const ORDERS_SECRET = `orders-${randomUUID()}`;
-
-/** The code connector, as a team writes it (docs/deploying-your-connectors.md). */
-const ORDERS_MODULE = `
-import * as z from 'zod';
-import { defineCapability, defineConnector, type CredentialProvider } from 'aip-runtime/connectors';
-
-export default function createConnector({ credentials, baseUrl = 'https://orders.example.com' }: { credentials: CredentialProvider; baseUrl?: string }) {
-  const status = defineCapability({
-    id: 'orders.status',
-    description: 'The status of an order',
-    input: z.strictObject({ order_id: z.string().min(1) }),
-    output: z.strictObject({ order_id: z.string(), state: z.string() }),
-    contract: {
-      execution: { supports_cancel: false, supports_streaming: false, supports_retry: false, timeout_ms: 12_000 },
-      credentials: { required: true, kind: 'api_key' },
-    },
-  }).implement({
-    async invoke(input, _ctx, call) {
-      const res = await call.withSecret((secret) =>
-        secret.withUtf8((key) => fetch(baseUrl + '/orders/' + encodeURIComponent(input.order_id), { headers: { authorization: 'Bearer ' + key } })),
-      );
-      if (res.status === 404) throw call.failure({ code: 'connector.provider_rejected', message: 'no such order', remote_status: 404 });
-      return { order_id: input.order_id, state: String((await res.json()).state) };
-    },
-  });
-  return { connector: defineConnector({ id: 'orders', version: '2.1.0', credentials, capabilities: [status] }), credential_handle: () => 'orders/api_key' };
-}
-`;
 
 /** The provider stub: what it answered and the Authorization header of each request. */
 const seen: { path: string; authorization: string | undefined }[] = [];

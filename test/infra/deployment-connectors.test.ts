@@ -33,37 +33,9 @@ import { checkDeploymentConnectors, deploymentConnectorSources } from '../../inf
 import type { FunctionDefinition } from '../../infra/functions.js';
 import { newApp } from './support.js';
 import { CRM_DOCUMENT } from '../fixtures/team-crm-connector.js';
+import { ORDERS_MODULE } from '../fixtures/team-orders-connector.js';
 
 type Json = Record<string, any>;
-
-/** The code connector, as a team writes it (SDK from the dependency, zod from its own node_modules). */
-const ORDERS_MODULE = `
-import * as z from 'zod';
-import { defineCapability, defineConnector } from 'aip-runtime/connectors';
-
-export const ORDERS_CREDENTIAL_HANDLE = 'orders/api_key';
-
-export default function createConnector({ credentials, baseUrl = 'https://orders.example.com' }) {
-  const status = defineCapability({
-    id: 'orders.status',
-    description: 'The status of an order',
-    input: z.strictObject({ order_id: z.string().min(1) }),
-    output: z.strictObject({ order_id: z.string(), state: z.string() }),
-    contract: {
-      execution: { supports_cancel: false, supports_streaming: false, supports_retry: false, timeout_ms: 12_000 },
-      credentials: { required: true, kind: 'api_key' },
-    },
-  }).implement({
-    async invoke(input, _ctx, call) {
-      const res = await call.withSecret((secret) =>
-        secret.withUtf8((key) => fetch(baseUrl + '/orders/' + encodeURIComponent(input.order_id), { headers: { authorization: 'Bearer ' + key } })),
-      );
-      return { order_id: input.order_id, state: String((await res.json()).state) };
-    },
-  });
-  return { connector: defineConnector({ id: 'orders', version: '2.1.0', credentials, capabilities: [status] }), credential_handle: () => ORDERS_CREDENTIAL_HANDLE };
-}
-`;
 
 /** The team's own CDK app: this project's app, plus a code connector handed over in code. */
 const TEAM_APP = `

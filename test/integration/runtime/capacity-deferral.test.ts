@@ -131,6 +131,28 @@ async function submit(h: Harness, action_id: string, key: string) {
 
 const record = (h: Harness, action_id: string) => h.stores.actions.get({ tenant_id: TENANT, action_id });
 
+type Setup = Awaited<ReturnType<typeof setup>>;
+
+/** Submits `action_id` and holds its attempt inside the connector (the host's one slot taken); `first`: that poll, settled once released. */
+async function holdSlot({ demo, h, poller }: Setup, action_id: string, key: string): Promise<{ first: Promise<unknown> }> {
+  await submit(h, action_id, key);
+  const first = poller.pollOnce();
+  await eventually(() => (demo.entered.includes(action_id) ? true : undefined), { what: 'the first attempt inside the connector' });
+  return { first };
+}
+
+/** Delivers the invoke queue's messages until `action_id` settles `failed` (each refused delivery defers until the bound). */
+function settledFailed({ h, poller }: Setup, action_id: string, what: string) {
+  return eventually(
+    async () => {
+      await poller.pollOnce();
+      const r = await record(h, action_id);
+      return r?.status === 'failed' ? r : undefined;
+    },
+    { what, intervalMs: 100 },
+  );
+}
+
 describe('a remote host at capacity: the attempt is deferred and redelivered, not settled failed', () => {
   it('redelivers the refused attempt after Retry-After, and it completes once a slot frees, with one provider call', async () => {
     const { demo, h, poller } = await setup({ capacity_deferral: { base_delay_ms: 0 } });
@@ -197,23 +219,15 @@ describe('a remote host at capacity: the attempt is deferred and redelivered, no
   });
 
   it('settles failed with connector.remote_capacity_exhausted once the deferral bound is spent, without ever calling the connector', async () => {
-    const { demo, h, poller } = await setup({ capacity_deferral: { base_delay_ms: 0, max_deferrals: 1 } });
+    const s = await setup({ capacity_deferral: { base_delay_ms: 0, max_deferrals: 1 } });
+    const { demo, h } = s;
     const [a, b] = [uid('a'), uid('a')];
     const [ka, kb] = [uid('key'), uid('key')];
-    await submit(h, a, ka);
-    const first = poller.pollOnce();
-    await eventually(() => (demo.entered.includes(a) ? true : undefined), { what: 'the first attempt inside the connector' });
+    const { first } = await holdSlot(s, a, ka);
 
     // The slot stays held while b is refused, deferred once, redelivered and refused again: the bound settles it.
     await submit(h, b, kb);
-    const settled = await eventually(
-      async () => {
-        await poller.pollOnce();
-        const r = await record(h, b);
-        return r?.status === 'failed' ? r : undefined;
-      },
-      { what: 'the refused action settled at its bound', intervalMs: 100 },
-    );
+    const settled = await settledFailed(s, b, 'the refused action settled at its bound');
     expect(settled).toMatchObject({ status: 'failed', deferrals: 1, fence: 2 });
     expect(settled?.result?.error).toMatchObject({ code: 'connector.remote_capacity_exhausted', retryable: true });
     expect(settled?.result?.error?.uncertain_outcome).not.toBe(true);
@@ -283,12 +297,11 @@ describe('a remote host at capacity: the attempt is deferred and redelivered, no
   });
 
   it('does not defer a message already delivered more times than the bound allows: it settles failed, before the DLQ could take it', async () => {
-    const { demo, h, poller } = await setup({ capacity_deferral: { base_delay_ms: 0, max_deferrals: 3 } });
+    const s = await setup({ capacity_deferral: { base_delay_ms: 0, max_deferrals: 3 } });
+    const { demo, h } = s;
     const [a, b] = [uid('a'), uid('a')];
     const kb = uid('key');
-    await submit(h, a, uid('key'));
-    const first = poller.pollOnce();
-    await eventually(() => (demo.entered.includes(a) ? true : undefined), { what: 'the first attempt inside the connector' });
+    const { first } = await holdSlot(s, a, uid('key'));
     await submit(h, b, kb);
     const [delivery] = await h.receiveInvokes();
     if (delivery === undefined) throw new Error('no invoke message for the second action');
@@ -305,23 +318,15 @@ describe('a remote host at capacity: the attempt is deferred and redelivered, no
   });
 
   it("never spends the invoke queue's last delivery on a deferral: with maxReceiveCount 3 and max_deferrals 10, receives 1-2 defer and receive 3 settles, before the DLQ", async () => {
-    const { demo, h, poller, sqs } = await setup({ capacity_deferral: { base_delay_ms: 0, max_deferrals: 10 } }, 3);
+    const s = await setup({ capacity_deferral: { base_delay_ms: 0, max_deferrals: 10 } }, 3);
+    const { demo, h, sqs } = s;
     const [a, b] = [uid('a'), uid('a')];
     const kb = uid('key');
-    await submit(h, a, uid('key'));
-    const first = poller.pollOnce();
-    await eventually(() => (demo.entered.includes(a) ? true : undefined), { what: 'the first attempt inside the connector' });
+    const { first } = await holdSlot(s, a, uid('key'));
 
     // The slot stays held: b is refused on every delivery the queue makes.
     await submit(h, b, kb);
-    const settled = await eventually(
-      async () => {
-        await poller.pollOnce();
-        const r = await record(h, b);
-        return r?.status === 'failed' ? r : undefined;
-      },
-      { what: "the refused action settled on the queue's last delivery", intervalMs: 100 },
-    );
+    const settled = await settledFailed(s, b, "the refused action settled on the queue's last delivery");
     // Two deferrals (receives 1 and 2), the third delivery settled: fence 3, the connector never called for it.
     expect(settled).toMatchObject({ status: 'failed', deferrals: 2, fence: 3 });
     expect(settled?.result?.error).toMatchObject({ code: 'connector.remote_capacity_exhausted', retryable: true });
