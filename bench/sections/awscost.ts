@@ -18,7 +18,13 @@
  *   rounds each item up to 1 KB and bills it twice; DynamoDB Local reports less
  *   for multi-item transactions), which is a lower bound;
  * - memory sizes, the authorizer cache TTL and the worker's batch size from
- *   infra/ (the deployed definitions, infra/config.local.json's settings).
+ *   infra/ (the deployed definitions, infra/config.local.json's settings);
+ * - CloudWatch Logs bytes: the code's lines and EMF documents measured by
+ *   bench/log-bytes.ts; Lambda's platform records (at the configuration's
+ *   `lambdaSystemLogLevel`) and the stages' access lines counted by
+ *   bench/lib/log-records.ts; X-Ray: the REST stage's sampling rule
+ *   (`api.xraySampling`) for the API request's trace, Lambda's fixed default
+ *   for the traces that start in Lambda.
  *
  * Assumptions (environment overrides BENCH_AWSCOST_*, listed in the report's inputs table): the share of
  * executes that go outcome_unknown, authorizer cache hits, event-source batch
