@@ -6,8 +6,9 @@
  * tracing off, there is no X-Ray daemon), and counts every byte the process
  * writes to stdout and stderr while they run: the Powertools Logger's JSON
  * lines and the EMF metric documents, which is what Lambda ships to
- * CloudWatch Logs. Lambda's own platform records (start, report) are not
- * written by the code; bench/sections/awscost.ts adds them per invocation.
+ * CloudWatch Logs (every line with the invocation's X-Ray trace ID, as in
+ * Lambda). Lambda's own platform records (start, report) are not written by
+ * the code; bench/lib/log-records.ts counts them, and the access log line.
  *
  * Run by the awscost section in a child process (so the environment above
  * stays out of the bench's own process): prints one JSON line
@@ -21,6 +22,8 @@ process.env.POWERTOOLS_LOG_LEVEL = 'INFO';
 process.env.POWERTOOLS_TRACE_ENABLED = 'false';
 process.env.POWERTOOLS_SERVICE_NAME = 'aip-runtime';
 process.env.POWERTOOLS_METRICS_NAMESPACE = 'AIP/bench';
+// Lambda sets the invocation's trace header whatever the tracing mode; Powertools puts its root on every line (`xray_trace_id`).
+process.env._X_AMZN_TRACE_ID ??= 'Root=1-6750e1a0-8f3c2d1e9b7a6c5d4e3f2a1b;Parent=53995c3f42cd8ad8;Sampled=0';
 
 const RUNS = Number(process.env.BENCH_LOG_BYTES_RUNS ?? 20);
 

@@ -5,7 +5,7 @@
  * that serves the route, behind the JWT TOKEN authorizer unless the route is
  * public.
  *
- * The stage traces with X-Ray, writes JSON access logs and ERROR-level
+ * The stage traces with X-Ray (its own sampling rule), writes JSON access logs and ERROR-level
  * execution logs (never request or response data), and throttles. Answers the
  * gateway gives itself (rejected token, unknown route, throttling, timeout,
  * ...) are RFC 9457 problems from lib/http/gateway-responses.ts, the same ones
@@ -15,10 +15,12 @@ import { CfnOutput, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-
 import * as apigw from 'aws-cdk-lib/aws-apigateway';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
+import * as xray from 'aws-cdk-lib/aws-xray';
 import { Construct } from 'constructs';
 import type * as z from '../packages/connector-sdk/src/common/zod.js';
 import { ROUTE_LIST, type RouteDefinition } from '../lib/http/routes.js';
 import { GATEWAY_RESPONSES, gatewayResponseHeaders, gatewayResponseTemplate } from '../lib/http/gateway-responses.js';
+import { accessLogFormatString, REST_ACCESS_LOG_FIELDS } from './access-log-formats.js';
 import type { InfraConfig } from './config.js';
 import { NAG_REASONS } from './nag.js';
 
@@ -58,32 +60,9 @@ export function methodRequestParameters(route: RouteDefinition): Record<string, 
   return parameters;
 }
 
-/** JSON access log line: who called what, the outcome and the latencies. No headers, query strings or bodies. */
+/** JSON access log line of the stage: the fields of ./access-log-formats.ts (no headers, query strings or bodies). */
 export function accessLogFormat(): apigw.AccessLogFormat {
-  const f = apigw.AccessLogField;
-  return apigw.AccessLogFormat.custom(
-    JSON.stringify({
-      requestId: f.contextRequestId(),
-      extendedRequestId: f.contextExtendedRequestId(),
-      requestTime: f.contextRequestTime(),
-      sourceIp: f.contextIdentitySourceIp(),
-      userAgent: f.contextIdentityUserAgent(),
-      httpMethod: f.contextHttpMethod(),
-      resourcePath: f.contextResourcePath(),
-      path: f.contextPath(),
-      protocol: f.contextProtocol(),
-      status: f.contextStatus(),
-      responseLength: f.contextResponseLength(),
-      responseLatency: f.contextResponseLatency(),
-      integrationStatus: f.contextIntegrationStatus(),
-      integrationLatency: f.contextIntegrationLatency(),
-      principalId: f.contextAuthorizerPrincipalId(),
-      authorizerStatus: f.contextAuthorizerStatus(),
-      authorizerLatency: f.contextAuthorizerLatency(),
-      errorResponseType: f.contextErrorResponseType(),
-      xrayTraceId: f.contextXrayTraceId(),
-    }),
-  );
+  return apigw.AccessLogFormat.custom(accessLogFormatString(REST_ACCESS_LOG_FIELDS));
 }
 
 export interface AipApiProps {
@@ -100,6 +79,8 @@ export class AipApi extends Construct {
   public readonly authorizer: apigw.TokenAuthorizer;
   public readonly requestValidator: apigw.RequestValidator;
   public readonly accessLogs: logs.LogGroup;
+  /** The stage's X-Ray sampling rule (absent when the configuration does not trace). */
+  public readonly samplingRule?: xray.CfnSamplingRule;
   /** The method of each route ID. */
   public readonly methods: Readonly<Record<string, apigw.Method>>;
 
@@ -125,7 +106,8 @@ export class AipApi extends Construct {
       deployOptions: {
         stageName: config.api.stageName,
         description: `AIP runtime (${config.envName})`,
-        tracingEnabled: true,
+        // X-Ray on the stage only when the configuration traces (`tracing: false` means no X-Ray anywhere).
+        tracingEnabled: config.tracing,
         accessLogDestination: new apigw.LogGroupLogDestination(this.accessLogs),
         accessLogFormat: accessLogFormat(),
         // Execution logs for errors only, and never the request or response data (tokens, bodies).
@@ -136,6 +118,25 @@ export class AipApi extends Construct {
         throttlingBurstLimit: config.api.throttlingBurstLimit,
       },
     });
+
+    if (config.tracing) {
+      // The stage's sampling (X-Ray's default would be the first request each second, then 5 %); docs/infra.md ("Stage").
+      this.samplingRule = new xray.CfnSamplingRule(this, 'XRaySamplingRule', {
+        samplingRule: {
+          ruleName: `aip-${config.envName}-api`,
+          priority: 100,
+          reservoirSize: config.api.xraySampling.reservoir,
+          fixedRate: config.api.xraySampling.rate,
+          serviceName: `${this.api.restApiName}/${config.api.stageName}`,
+          serviceType: 'AWS::ApiGateway::Stage',
+          host: '*',
+          httpMethod: '*',
+          urlPath: '*',
+          resourceArn: '*',
+          version: 1,
+        },
+      });
+    }
 
     // API Gateway creates its execution log group on first use, without retention; create it first, with ours.
     const executionLogs = new logs.LogGroup(this, 'ExecutionLogs', {

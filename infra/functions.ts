@@ -8,8 +8,8 @@
  *   infra/bundling.ts (shared with the bench; the header there says why a
  *   `lambda.Function` with a local bundling step, not NodejsFunction), the
  *   capability registry's validators precompiled for the enabled connectors;
- * - its own log group with the configured retention, JSON log format, X-Ray
- *   tracing, and Powertools settings that never log events or capture responses;
+ * - its own log group with the configured retention, JSON log format,
+ *   Lambda's system log level, X-Ray tracing, and Powertools settings that never log events or capture responses;
  * - its own role with exactly the grants the definition asks for (no AWS
  *   managed policies);
  * - for a queue consumer: an SQS event source with partial batch responses,
@@ -333,6 +333,8 @@ export function createFunction(scope: Construct, definition: FunctionDefinition,
     tracing: config.tracing ? lambda.Tracing.ACTIVE : lambda.Tracing.DISABLED,
     // Lambda's own filter (JSON format) agrees with Powertools' level, so neither hides the other's records.
     applicationLogLevelV2: lambda.ApplicationLogLevel[config.logLevel],
+    // Lambda's platform records: at WARN only a failed invocation's (docs/infra.md, "Logs").
+    systemLogLevelV2: lambda.SystemLogLevel[config.lambdaSystemLogLevel],
     ...(definition.asyncRetryAttempts !== undefined ? { retryAttempts: definition.asyncRetryAttempts } : {}),
     environment: {
       // Node's source-map support only when asked for (`sourceMaps`: it costs cold start; the .map files ship either way).

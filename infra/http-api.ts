@@ -31,33 +31,13 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { ROUTE_LIST, type RouteDefinition } from '../lib/http/routes.js';
+import { accessLogFormatString, HTTP_ACCESS_LOG_FIELDS } from './access-log-formats.js';
 import type { InfraConfig } from './config.js';
 import { NAG_REASONS } from './nag.js';
 
-/** JSON access log line of the HTTP API stage (its own context variables): no headers, query strings, bodies or tokens. */
+/** JSON access log line of the HTTP API stage: the fields of ./access-log-formats.ts (no headers, query strings, bodies, tokens or claims). */
 export function httpAccessLogFormat(): AccessLogFormat {
-  return AccessLogFormat.custom(
-    JSON.stringify({
-      requestId: '$context.requestId',
-      extendedRequestId: '$context.extendedRequestId',
-      requestTime: '$context.requestTime',
-      sourceIp: '$context.identity.sourceIp',
-      userAgent: '$context.identity.userAgent',
-      httpMethod: '$context.httpMethod',
-      routeKey: '$context.routeKey',
-      path: '$context.path',
-      protocol: '$context.protocol',
-      status: '$context.status',
-      responseLength: '$context.responseLength',
-      responseLatency: '$context.responseLatency',
-      integrationStatus: '$context.integrationStatus',
-      integrationLatency: '$context.integrationLatency',
-      integrationError: '$context.integrationErrorMessage',
-      principalId: '$context.authorizer.principalId',
-      authorizerError: '$context.authorizer.error',
-      errorResponseType: '$context.error.responseType',
-    }),
-  );
+  return AccessLogFormat.custom(accessLogFormatString(HTTP_ACCESS_LOG_FIELDS));
 }
 
 export interface AipHttpApiProps {

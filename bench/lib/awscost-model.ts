@@ -96,15 +96,26 @@ export interface ModelInputs {
 export interface AllInInputs {
   /** Bytes the functions' own code writes to CloudWatch Logs per execute: Powertools log lines and EMF metric documents (measured). */
   readonly code_log_bytes: number;
-  /** Lambda's own records per invocation (platform start and report, JSON log format), bytes. */
+  /** Lambda's own records per successful invocation at the stack's system log level (JSON log format; none at WARN), bytes (bench/lib/log-records.ts). */
   readonly platform_log_bytes_per_invocation: number;
-  /** One API Gateway access log line, bytes, per front. */
+  /** One API Gateway access log line, bytes, per front (bench/lib/log-records.ts, the stage's format with typical values). */
   readonly access_log_bytes: { readonly rest: number; readonly http: number };
   /** A peer Lambda's own log output per invocation (one Powertools line), bytes. */
   readonly peer_code_log_bytes: number;
-  /** Share of requests X-Ray records (the default sampling rule: the first request each second, then 5 %). */
+  /**
+   * Share of invocations Lambda's own X-Ray sampling records, where a trace
+   * starts in Lambda (an SQS-triggered invocation; every function behind the
+   * HTTP API, which does not trace): X-Ray's default, the first request each
+   * second then 5 %, which Lambda does not let a function configure.
+   */
   readonly xray_sampled_share: number;
-  /** X-Ray traces an execute starts: the API request's, and the worker invocation's (an SQS-triggered invocation starts its own). */
+  /** Share of REST API requests the stage's sampling rule records (`api.xraySampling.rate` at a sustained rate); the authorizer and the route function join that trace. */
+  readonly xray_rest_sampled_share: number;
+  /**
+   * X-Ray traces an execute starts: the API request's, and the worker
+   * invocation's (an SQS-triggered invocation records its own trace, linked
+   * to the sender's, not a continuation of it: X-Ray's SQS trace linking).
+   */
   readonly xray_traces_per_execute: number;
   /** Recorded traces later retrieved or scanned (console, Insights), per recorded trace. */
   readonly xray_retrieved_share: number;
@@ -285,17 +296,24 @@ function authorizer(l: Lines, m: ModelInputs, apiRequests: number, front: ApiFro
 
 const BYTES_PER_GB = 1024 ** 3;
 
-/** CloudWatch Logs ingestion and X-Ray traces of one execute: `invocations` Lambda invocations, `apiRequests` access log lines. */
+/**
+ * CloudWatch Logs ingestion and X-Ray traces of one execute: `invocations`
+ * Lambda invocations, `apiRequests` access log lines and traces; each API
+ * request's trace is sampled by the front (the REST stage's rule, or Lambda's
+ * own sampling behind the HTTP API), each of the `lambdaTraces` that start in
+ * Lambda (SQS-triggered) by Lambda's.
+ */
 function observabilityLines(
   l: Lines,
   x: AllInInputs,
   front: ApiFront,
-  o: { invocations: number; apiRequests: number; codeBytes: number; traces: number },
+  o: { invocations: number; apiRequests: number; codeBytes: number; lambdaTraces: number },
 ): void {
   const bytes = o.codeBytes + o.invocations * x.platform_log_bytes_per_invocation + o.apiRequests * x.access_log_bytes[front];
   l.add('CloudWatch Logs ingestion (code, platform records, access log)', 'logsIngestGb', bytes / BYTES_PER_GB);
-  l.add('X-Ray traces recorded (sampled)', 'xrayTraceRecorded', o.traces * x.xray_sampled_share);
-  l.add('X-Ray traces retrieved or scanned', 'xrayTraceRetrieved', o.traces * x.xray_sampled_share * x.xray_retrieved_share);
+  const recorded = o.apiRequests * (front === 'rest' ? x.xray_rest_sampled_share : x.xray_sampled_share) + o.lambdaTraces * x.xray_sampled_share;
+  l.add('X-Ray traces recorded (sampled)', 'xrayTraceRecorded', recorded);
+  l.add('X-Ray traces retrieved or scanned', 'xrayTraceRetrieved', recorded * x.xray_retrieved_share);
 }
 
 /**
@@ -303,7 +321,9 @@ function observabilityLines(
  * Scheduler:
  * - CloudWatch Logs: the code's measured bytes, Lambda's platform records
  *   per invocation and the API's access log line, at the ingestion price;
- * - X-Ray: traces recorded at the sampling share, and those later read;
+ * - X-Ray: the API request's trace at the front's sampling share (the REST
+ *   stage's rule; Lambda's own behind the HTTP API), the worker's and the
+ *   reconcile consumer's at Lambda's, and those later read;
  * - Secrets Manager: the worker's credential cache fetches once per
  *   execution environment per bounded age, so one GetSecretValue serves
  *   `age × executes per second per environment` executes; each new
@@ -323,7 +343,13 @@ function allInLines(
 ): void {
   const a = m.assumptions;
   const total = invocations.api + invocations.authorizer + invocations.worker + invocations.reconcile;
-  observabilityLines(l, x, front, { invocations: total, apiRequests: invocations.api, codeBytes: x.code_log_bytes, traces: x.xray_traces_per_execute });
+  // The API request's trace, then the traces that start in Lambda: the worker's (per invoke message) and the reconcile consumer's.
+  observabilityLines(l, x, front, {
+    invocations: total,
+    apiRequests: invocations.api,
+    codeBytes: x.code_log_bytes,
+    lambdaTraces: Math.max(0, x.xray_traces_per_execute - 1) + invocations.reconcile,
+  });
   const fetches = 1 / (x.secret_max_age_s * x.executes_per_s_per_environment) + a.cold_start_share * (invocations.worker + invocations.reconcile);
   l.add('Secrets Manager GetSecretValue (cached per environment, bounded age)', 'secretsManagerApiCall', fetches);
   l.add(
@@ -337,11 +363,11 @@ function allInLines(
     l.add(`DynamoDB point-in-time recovery (${x.retention_months} month${x.retention_months === 1 ? '' : 's'} retained)`, 'dynamoPitrGbMonth', gbMonths);
 }
 
-/** A peer option's logs and traces: its Lambda invocations, one access log line per API request, one trace per execute. */
+/** A peer option's logs and traces: its Lambda invocations, one access log line and one trace per API request. */
 function peerAllIn(l: Lines, m: ModelInputs, front: ApiFront, invocations: number, apiRequests: number): void {
   const x = m.all_in;
   if (x === undefined) return;
-  observabilityLines(l, x, front, { invocations, apiRequests, codeBytes: invocations * x.peer_code_log_bytes, traces: 1 });
+  observabilityLines(l, x, front, { invocations, apiRequests, codeBytes: invocations * x.peer_code_log_bytes, lambdaTraces: 0 });
 }
 
 /** This runtime: submit (with its wait), worker attempt, and the outcome_unknown share's reconciliation. */

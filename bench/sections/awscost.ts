@@ -18,7 +18,13 @@
  *   rounds each item up to 1 KB and bills it twice; DynamoDB Local reports less
  *   for multi-item transactions), which is a lower bound;
  * - memory sizes, the authorizer cache TTL and the worker's batch size from
- *   infra/ (the deployed definitions, infra/config.local.json's settings).
+ *   infra/ (the deployed definitions, infra/config.local.json's settings);
+ * - CloudWatch Logs bytes: the code's lines and EMF documents measured by
+ *   bench/log-bytes.ts; Lambda's platform records (at the configuration's
+ *   `lambdaSystemLogLevel`) and the stages' access lines counted by
+ *   bench/lib/log-records.ts; X-Ray: the REST stage's sampling rule
+ *   (`api.xraySampling`) for the API request's trace, Lambda's fixed default
+ *   for the traces that start in Lambda.
  *
  * Assumptions (environment overrides BENCH_AWSCOST_*, listed in the report's inputs table): the share of
  * executes that go outcome_unknown, authorizer cache hits, event-source batch
@@ -44,6 +50,8 @@ import {
   type OptionId,
 } from '../lib/awscost-model.js';
 import { PRICES, PRICES_READ_ON, type Price, type PriceId } from '../lib/prices.js';
+import { accessLogLineBytes, platformLogBytesPerInvocation, type SystemLogLevel } from '../lib/log-records.js';
+import { accessLogFormatString, HTTP_ACCESS_LOG_FIELDS, REST_ACCESS_LOG_FIELDS } from '../../infra/access-log-formats.js';
 import type { BundleFigures, BundlesFigures } from './bundles.js';
 import type { E2eFigures } from './e2e.js';
 import type { PeerFigures } from './peer.js';
@@ -77,6 +85,9 @@ export interface AwsCostFigures {
   readonly sensitivity: Sensitivity[];
   readonly notes: string[];
 }
+
+/** X-Ray's default sampling beyond its reservoir (the first request each second): what Lambda applies where a trace starts in it. */
+const XRAY_DEFAULT_RATE = 0.05;
 
 /** What this section reads of the run's report (the other sections' figures); structural, so the report module can import this one. */
 type Partial2 = {
@@ -400,12 +411,18 @@ export async function runAwsCostSection(report: Partial2, log: (line: string) =>
     `${exec.source}: the billed trace's item sizes (execute: ${storedExec.items} items, ${storedExec.index_entries} index entries, ${storedExec.bytes} B; outcome_unknown share: the larger of its execute and reconcile)`,
   );
   const tracingOn = infra.tracing;
+  const systemLogLevel = infra.lambdaSystemLogLevel;
+  const platformBytes = (level: SystemLogLevel) => platformLogBytesPerInvocation(level, tracingOn, assumptions.cold_start_share);
   const allIn: AllInInputs = {
     code_log_bytes: codeLogBytes,
-    platform_log_bytes_per_invocation: num('BENCH_AWSCOST_PLATFORM_LOG_BYTES', 600, 0, 10_000),
-    access_log_bytes: { rest: num('BENCH_AWSCOST_ACCESS_LOG_BYTES', 700, 0, 10_000), http: num('BENCH_AWSCOST_ACCESS_LOG_BYTES', 650, 0, 10_000) },
+    platform_log_bytes_per_invocation: platformBytes(systemLogLevel),
+    access_log_bytes: {
+      rest: accessLogLineBytes(accessLogFormatString(REST_ACCESS_LOG_FIELDS)),
+      http: accessLogLineBytes(accessLogFormatString(HTTP_ACCESS_LOG_FIELDS)),
+    },
     peer_code_log_bytes: Math.round(lineBytes),
-    xray_sampled_share: tracingOn ? num('BENCH_AWSCOST_XRAY_SAMPLED', 0.05, 0, 1) : 0,
+    xray_sampled_share: tracingOn ? num('BENCH_AWSCOST_XRAY_SAMPLED', XRAY_DEFAULT_RATE, 0, 1) : 0,
+    xray_rest_sampled_share: tracingOn ? num('BENCH_AWSCOST_XRAY_REST_SAMPLED', infra.api.xraySampling.rate, 0, 1) : 0,
     xray_traces_per_execute: 2,
     xray_retrieved_share: num('BENCH_AWSCOST_XRAY_RETRIEVED', 0.1, 0, 10),
     secret_max_age_s: num('BENCH_AWSCOST_SECRET_MAX_AGE_S', 300, 1, 86_400),
@@ -419,14 +436,14 @@ export async function runAwsCostSection(report: Partial2, log: (line: string) =>
     temporal_client_ms: num('BENCH_AWSCOST_TEMPORAL_CLIENT_MS', 30, 0, 10_000),
   };
   note(
-    'Lambda platform records per invocation / access log line (REST, HTTP API), bytes',
-    `${allIn.platform_log_bytes_per_invocation} / ${allIn.access_log_bytes.rest}, ${allIn.access_log_bytes.http}`,
-    'assumption: JSON platform.start + platform.report records; the stage access log formats of infra/api.ts and infra/http-api.ts with typical values; BENCH_AWSCOST_PLATFORM_LOG_BYTES, BENCH_AWSCOST_ACCESS_LOG_BYTES',
+    `Lambda platform records per invocation at system log level ${systemLogLevel} (INFO: ${round1(platformBytes('INFO'))}) / access log line (REST, HTTP API), bytes`,
+    `${round1(allIn.platform_log_bytes_per_invocation)} / ${allIn.access_log_bytes.rest}, ${allIn.access_log_bytes.http}`,
+    `bench/lib/log-records.ts: the JSON records Lambda writes for a successful invocation (WARN: none; INFO: platform.start + platform.report${tracingOn ? ' with the trace context' : ''}, plus initStart/initReport on the cold-start share), and one line of the stages' formats (infra/access-log-formats.ts) with typical values, counted; infra config lambdaSystemLogLevel "${systemLogLevel}"`,
   );
   note(
-    'X-Ray: share of requests recorded / traces per execute / retrieved per recorded',
-    `${allIn.xray_sampled_share} / ${allIn.xray_traces_per_execute} / ${allIn.xray_retrieved_share}`,
-    `infra config tracing: ${tracingOn ? 'on' : 'off'}; the stack sets no sampling rule, so X-Ray's default applies (the first request each second, then 5 %: 0.05 at a sustained rate); the API request's trace and the SQS-triggered worker's; BENCH_AWSCOST_XRAY_SAMPLED, BENCH_AWSCOST_XRAY_RETRIEVED`,
+    'X-Ray: share recorded of REST requests (stage rule) / of traces that start in Lambda / traces per execute / retrieved per recorded',
+    `${allIn.xray_rest_sampled_share} / ${allIn.xray_sampled_share} / ${allIn.xray_traces_per_execute} / ${allIn.xray_retrieved_share}`,
+    `infra config tracing: ${tracingOn ? 'on' : 'off'}, api.xraySampling ${JSON.stringify(infra.api.xraySampling)}: the REST stage's sampling rule decides the API request's trace (the authorizer and the route function join it); the SQS-triggered worker's trace is its own (X-Ray links it to the sender's) and, like every trace behind the HTTP API (which does not trace), is sampled by Lambda at X-Ray's default, which a function cannot configure (the first request each second, then 5 %: ${XRAY_DEFAULT_RATE} at a sustained rate); BENCH_AWSCOST_XRAY_REST_SAMPLED, BENCH_AWSCOST_XRAY_SAMPLED, BENCH_AWSCOST_XRAY_RETRIEVED`,
   );
   note(
     'credential cache: bounded age s / executes per second per worker environment',
@@ -496,7 +513,12 @@ export async function runAwsCostSection(report: Partial2, log: (line: string) =>
       totals: totals(withX({ secret_max_age_s: 1, executes_per_s_per_environment: 1 })),
     },
     { label: 'items retained 12 months (storage and PITR)', totals: totals(withX({ retention_months: 12 })) },
-    { label: 'tracing off (X-Ray)', totals: totals(withX({ xray_sampled_share: 0 })) },
+    { label: 'tracing off (X-Ray)', totals: totals(withX({ xray_sampled_share: 0, xray_rest_sampled_share: 0 })) },
+    { label: "X-Ray's default sampling on the REST stage (5 %, no sampling rule)", totals: totals(withX({ xray_rest_sampled_share: XRAY_DEFAULT_RATE })) },
+    {
+      label: "Lambda's platform records kept (lambdaSystemLogLevel INFO)",
+      totals: totals(withX({ platform_log_bytes_per_invocation: platformBytes('INFO') })),
+    },
     { label: 'SSE-KMS queues (queueEncryption "kms")', totals: totals(withX({ queue_kms: true })) },
   ];
   if (!committed.source.startsWith('cost section')) {

@@ -1,6 +1,6 @@
 /**
  * The HTTP routes' access log and request metrics: one line per request with
- * route, method, status, error code, duration, request ID and principal;
+ * route, status, error code, duration, request ID and principal;
  * never the token, body or query values. Metrics `HttpRequests`, `Http4xx`,
  * `Http5xx` with a `route` dimension.
  */
@@ -28,9 +28,9 @@ export function accessLog(obs: Observability, routeId: string): Mw {
     const status = request.response?.statusCode ?? 500;
     const t0 = started.get(request.event);
     const caller = request.event.aip?.caller;
+    // No method: the route ID names one method and path (lib/http/routes.ts).
     const line: Record<string, unknown> = {
       route: routeId,
-      method: request.event.httpMethod,
       status,
       request_id: request.event.requestContext?.requestId,
     };

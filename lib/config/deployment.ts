@@ -34,6 +34,16 @@ export const JWT_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS5
 /** Log levels of the functions (Powertools Logger and Lambda's application log level). */
 export const LOG_LEVELS = ['DEBUG', 'INFO', 'WARN', 'ERROR'] as const;
 
+/**
+ * Levels of Lambda's own records (its system log level, JSON log format only).
+ * INFO keeps `platform.start` and `platform.report` of every invocation (and
+ * `platform.initStart`/`platform.initReport` of a cold start); WARN keeps only
+ * the records of a failure (a report, init or extension whose status is not
+ * `success`: a timeout, a crash, an out-of-memory) and `platform.logsDropped`;
+ * DEBUG adds `platform.runtimeDone`. docs/infra.md ("Logs").
+ */
+export const LAMBDA_SYSTEM_LOG_LEVELS = ['DEBUG', 'INFO', 'WARN'] as const;
+
 /** Largest authorizer results cache TTL this stack accepts (API Gateway allows 3600 s). See docs/infra.md ("Authorizer"). */
 export const MAX_AUTHORIZER_CACHE_SECONDS = 300;
 
@@ -367,6 +377,28 @@ const apiConfigSchema = z.lazySchema(() =>
      * Set false when the account already has one configured.
      */
     cloudWatchRole: z._default(z.boolean({ error: 'must be true or false' }), true),
+    /**
+     * REST only, with `tracing` on: the X-Ray sampling rule of the stage (an
+     * AWS::XRay::SamplingRule matching this API's stage). Each second the
+     * first `reservoir` requests are traced, then a `rate` share (0-1) of the
+     * rest. The stage's decision carries to the authorizer and the route
+     * function (one trace); the HTTP API does not trace, and Lambda's own
+     * sampling (functions triggered by SQS or a schedule, every function
+     * behind the HTTP API) follows X-Ray's default and cannot be configured.
+     * docs/infra.md ("Stage").
+     */
+    xraySampling: z.prefault(
+      z.strictObject({
+        reservoir: z._default(intIn(0, 1000, 'traced requests per second before the rate applies'), 1),
+        rate: z._default(
+          z
+            .number({ error: 'must be a number from 0 to 1 (the share of requests traced after the reservoir)' })
+            .check(z.gte(0, { message: 'must be at least 0 (a share)' }), z.lte(1, { message: 'must be at most 1 (a share)' })),
+          0.01,
+        ),
+      }),
+      {},
+    ),
   }),
 );
 
@@ -447,6 +479,20 @@ const infraConfigSchema = z.lazySchema(() =>
       sourceMaps: z._default(z.boolean(), false),
       /** Log level of every function (Powertools Logger and Lambda's application log level). */
       logLevel: z._default(z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }), 'INFO'),
+      /**
+       * Lambda's system log level on every function ({@link LAMBDA_SYSTEM_LOG_LEVELS}).
+       * WARN (the default) drops the `platform.start` and `platform.report`
+       * records of every successful invocation, about 40 % of the bytes an execute
+       * writes to CloudWatch Logs, and keeps those of a failed one. Lambda's
+       * free CloudWatch metrics (Duration, Errors, Throttles, ConcurrentExecutions)
+       * carry the same figures per function; INFO brings the per-invocation
+       * REPORT back (billed duration, max memory used, init duration).
+       * docs/infra.md ("Logs").
+       */
+      lambdaSystemLogLevel: z._default(
+        z.enum(LAMBDA_SYSTEM_LOG_LEVELS, { error: `must be one of ${LAMBDA_SYSTEM_LOG_LEVELS.join(', ')} (Lambda's system log level)` }),
+        'WARN',
+      ),
       api: z.prefault(apiConfigSchema(), {}),
       /** The alarm on the oldest outcome_unknown record fires when it is older than this. */
       outcomeUnknownAlarmAgeSeconds: z._default(intIn(60, 7 * 24 * 3600, 'seconds'), 1800),

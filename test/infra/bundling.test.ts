@@ -171,6 +171,12 @@ describe('tracing switch', () => {
     }
   });
 
+  it('off: no X-Ray on the REST stage either, and no sampling rule', () => {
+    const template = Template.fromStack(buildAip({ ...BASE_CONFIG, tracing: false }).aip.stateless);
+    template.hasResourceProperties('AWS::ApiGateway::Stage', { TracingEnabled: false });
+    template.resourceCountIs('AWS::XRay::SamplingRule', 0);
+  });
+
   it('off: no X-Ray, and the functions never import the tracer', () => {
     const props = fnProps(false);
     expect(props.length).toBeGreaterThan(0);

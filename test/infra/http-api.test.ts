@@ -107,11 +107,27 @@ describe('the deployed runtime with api.type "http"', () => {
   it('deploys a named stage that throttles and writes JSON access logs without request data', () => {
     const stages = ofType('AWS::ApiGatewayV2::Stage');
     expect(stages).toHaveLength(1);
+    // An HTTP API does not trace, so no sampling rule (Lambda samples the functions' traces itself).
+    expect(ofType('AWS::XRay::SamplingRule')).toHaveLength(0);
     const stage = stages[0]![1].Properties;
     expect(stage).toMatchObject({ StageName: 'prod', AutoDeploy: true, DefaultRouteSettings: { ThrottlingRateLimit: 40, ThrottlingBurstLimit: 80 } });
     const format = JSON.parse(stage.AccessLogSettings.Format as string) as Record<string, string>;
     expect(format.requestId).toBe('$context.requestId');
     expect(format.status).toBe('$context.status');
+    // The route key names the method; the JWT authorizer sets no principal ID (infra/access-log-formats.ts).
+    expect(Object.keys(format)).toEqual([
+      'requestId',
+      'requestTimeEpoch',
+      'sourceIp',
+      'routeKey',
+      'status',
+      'responseLatency',
+      'integrationStatus',
+      'integrationLatency',
+      'integrationError',
+      'authorizerError',
+      'errorResponseType',
+    ]);
     expect(Object.values(format).some((v) => /header|querystring|body|claims/i.test(v))).toBe(false);
     const [[logGroupId, logGroup]] = ofType('AWS::Logs::LogGroup').filter(([id]) => JSON.stringify(stage.AccessLogSettings.DestinationArn).includes(id)) as [
       [string, Json],

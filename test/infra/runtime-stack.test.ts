@@ -231,10 +231,43 @@ describe('the deployed runtime (default functions)', () => {
       const stage = t.ofType('AWS::ApiGateway::Stage')[0]![1];
       const format = JSON.parse(stage.Properties.AccessLogSetting.Format as string) as Record<string, string>;
       expect(Object.values(format).join(' ')).not.toMatch(/header|querystring|requestOverride|body/i);
+      // What an operator needs to find a request and diagnose it, nothing that repeats another field (infra/access-log-formats.ts).
+      expect(Object.keys(format)).toEqual([
+        'requestId',
+        'requestTimeEpoch',
+        'sourceIp',
+        'httpMethod',
+        'resourcePath',
+        'status',
+        'responseLatency',
+        'integrationStatus',
+        'integrationLatency',
+        'principalId',
+        'errorResponseType',
+        'xrayTraceId',
+      ]);
       // The access and execution log groups keep the configured retention.
       t.template.hasResourceProperties('AWS::Logs::LogGroup', {
         LogGroupName: Match.objectLike({ 'Fn::Join': Match.arrayWith([Match.arrayWith(['API-Gateway-Execution-Logs_'])]) }),
         RetentionInDays: 30,
+      });
+    });
+
+    it("samples the stage's requests for X-Ray with its own rule: the first each second, then 1 %", () => {
+      const rules = t.ofType('AWS::XRay::SamplingRule');
+      expect(rules).toHaveLength(1);
+      expect(rules[0]![1].Properties.SamplingRule).toEqual({
+        RuleName: `aip-${BASE_CONFIG.envName}-api`,
+        Priority: 100,
+        ReservoirSize: 1,
+        FixedRate: 0.01,
+        ServiceName: `aip-${BASE_CONFIG.envName}/api`,
+        ServiceType: 'AWS::ApiGateway::Stage',
+        Host: '*',
+        HTTPMethod: '*',
+        URLPath: '*',
+        ResourceARN: '*',
+        Version: 1,
       });
     });
 
@@ -264,7 +297,13 @@ describe('the deployed runtime (default functions)', () => {
         expect(fn.Properties.Runtime, id).toBe('nodejs22.x');
         expect(fn.Properties.Architectures, id).toEqual(['arm64']);
         expect(fn.Properties.TracingConfig, id).toEqual({ Mode: 'Active' });
-        expect(fn.Properties.LoggingConfig, id).toMatchObject({ LogFormat: 'JSON', ApplicationLogLevel: 'INFO', LogGroup: { Ref: expect.any(String) } });
+        // System log level WARN: Lambda writes a failed invocation's platform records only (docs/infra.md, "Logs").
+        expect(fn.Properties.LoggingConfig, id).toMatchObject({
+          LogFormat: 'JSON',
+          ApplicationLogLevel: 'INFO',
+          SystemLogLevel: 'WARN',
+          LogGroup: { Ref: expect.any(String) },
+        });
         const logGroup = fn.Properties.LoggingConfig.LogGroup.Ref as string;
         expect(t.resources[logGroup]!.Properties.RetentionInDays, id).toBe(30);
         logGroups.add(logGroup);
@@ -626,8 +665,9 @@ describe('the deployed runtime with alarm email, KMS queues, connector endpoints
       reconcilerReservedConcurrency: 5,
       quietTenantQueueAgeAlarmSeconds: 120,
       connectorEndpoints: { payments: 'https://api.payments.example.com' },
-      api: { authorizerCacheTtlSeconds: 0, throttlingRateLimit: 20, throttlingBurstLimit: 40, stageName: 'prod' },
+      api: { authorizerCacheTtlSeconds: 0, throttlingRateLimit: 20, throttlingBurstLimit: 40, stageName: 'prod', xraySampling: { reservoir: 0, rate: 0.1 } },
       logLevel: 'DEBUG',
+      lambdaSystemLogLevel: 'INFO',
     });
     t = inspect(built);
   });
@@ -676,7 +716,19 @@ describe('the deployed runtime with alarm email, KMS queues, connector endpoints
       expect(JSON.parse(variables[FUNCTION_ENV.runtimeConfig]!).auth, id).toMatchObject({ claims: { preset: 'cognito' }, clockToleranceSeconds: 5 });
       expect(variables.POWERTOOLS_LOG_LEVEL).toBe('DEBUG');
       expect(fn.Properties.LoggingConfig.ApplicationLogLevel).toBe('DEBUG');
+      expect(fn.Properties.LoggingConfig.SystemLogLevel, id).toBe('INFO');
     }
+  });
+
+  it("samples the stage with the configured reservoir and rate, under the stage's own service name", () => {
+    t.template.hasResourceProperties('AWS::XRay::SamplingRule', {
+      SamplingRule: Match.objectLike({
+        ReservoirSize: 0,
+        FixedRate: 0.1,
+        ServiceName: `aip-${BASE_CONFIG.envName}/prod`,
+        ServiceType: 'AWS::ApiGateway::Stage',
+      }),
+    });
   });
 
   it('lets functions that send use the queue key', () => {

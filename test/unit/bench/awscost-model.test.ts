@@ -173,6 +173,7 @@ describe('AWS cost model arithmetic', () => {
       access_log_bytes: { rest: 700, http: 650 },
       peer_code_log_bytes: 570,
       xray_sampled_share: 0.05,
+      xray_rest_sampled_share: 0.01,
       xray_traces_per_execute: 2,
       xray_retrieved_share: 0.1,
       secret_max_age_s: 300,
@@ -195,9 +196,11 @@ describe('AWS cost model arithmetic', () => {
         ((1588 + 2.13 * 600 + 700) / GB) * 0.5 * 1e6,
         9,
       );
-      // Two traces, 5 % recorded: 0.1 × $5; a tenth of them read: 0.01 × $0.50.
-      expect(line(rest, 'X-Ray traces recorded (sampled)')?.usd_per_million).toBeCloseTo(0.5, 9);
-      expect(line(rest, 'X-Ray traces retrieved or scanned')?.usd_per_million).toBeCloseTo(0.005, 9);
+      // The API request's trace at the stage's 1 %, the worker's (1) and the reconcile consumer's (0.03) at Lambda's 5 %:
+      // 0.01 + 1.03 × 0.05 = 0.0615 traces × $5; a tenth of them read at $0.50.
+      expect(line(rest, 'X-Ray traces recorded (sampled)')?.quantity).toBeCloseTo(0.0615, 12);
+      expect(line(rest, 'X-Ray traces recorded (sampled)')?.usd_per_million).toBeCloseTo(0.3075, 9);
+      expect(line(rest, 'X-Ray traces retrieved or scanned')?.usd_per_million).toBeCloseTo(0.003075, 9);
       // One fetch per environment per 300 s at 1 execute/s, plus one per cold worker or reconcile invocation: 1/300 + 0.01 × 1.03.
       const fetches = 1 / 300 + 0.01 * 1.03;
       expect(line(rest, 'Secrets Manager GetSecretValue (cached per environment, bounded age)')?.usd_per_million).toBeCloseTo(fetches * 5, 9);
@@ -209,6 +212,8 @@ describe('AWS cost model arithmetic', () => {
       expect(http.front).toBe('http');
       expect(http.lines.some((l) => l.component.startsWith('Authorizer'))).toBe(false);
       expect(line(http, 'API Gateway HTTP API requests (JWT authorizer: no charge)')?.usd_per_million).toBeCloseTo(1, 9);
+      // The HTTP API does not trace: the submit Lambda samples the request's trace at Lambda's 5 % too (0.05 + 1.03 × 0.05).
+      expect(line(http, 'X-Ray traces recorded (sampled)')?.quantity).toBeCloseTo(0.1015, 12);
       // No authorizer: 2.03 invocations; the HTTP API's access line.
       expect(line(http, 'CloudWatch Logs ingestion (code, platform records, access log)')?.usd_per_million).toBeCloseTo(
         ((1588 + 2.03 * 600 + 650) / GB) * 0.5 * 1e6,
@@ -230,6 +235,8 @@ describe('AWS cost model arithmetic', () => {
         'sfn_express_http',
         'temporal_http',
       ]);
+      // A peer records one trace per API request at the front's share: the Standard option's two requests at the REST stage's 1 %.
+      expect(line(options.find((o) => o.id === 'sfn_standard')!, 'X-Ray traces recorded (sampled)')?.quantity).toBeCloseTo(0.02, 12);
       const temporal = options.find((o) => o.id === 'temporal_http')!;
       expect(line(temporal, 'Temporal Cloud actions (workflow started, activity started)')?.usd_per_million).toBeCloseTo(50, 9);
       // The client Lambda: ceil(2.5 + 30) = 33 ms at 0.5 GB.
