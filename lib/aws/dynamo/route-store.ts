@@ -13,6 +13,7 @@ import { routeMismatches, type PutRouteResult, type RouteAssignment, type RouteR
 import type { WriteIntent } from '../../ports/unit-of-work.js';
 import { checkId, checkNonNegativeInt, checkTime, compact, consistentGet, invalid, type Item } from './store-support.js';
 import { keys, withKeyAttributes } from './table-design.js';
+import { packAttributes, unpackAttributes } from './packed-attributes.js';
 import type { IntentMapper, MappedWrite } from './unit-of-work.js';
 
 export interface DynamoRouteStoreOptions {
@@ -43,9 +44,12 @@ const FIELDS = [
   'created_at',
 ] as const satisfies readonly (keyof RouteAssignment)[];
 
+/** The attributes a route item stores packed (./packed-attributes.ts): the manifest digest as its 32 bytes (never conditioned). */
+const PACKED: ReadonlySet<string> = new Set(['manifest_hash']);
+
 /** The assignment of a route item; `tenant_id` and `action_id` come from the key (stored only by items written before the lean item model). */
 function toAssignment(stored: Item): RouteAssignment {
-  const item = withKeyAttributes(stored);
+  const item = withKeyAttributes(unpackAttributes(stored, PACKED));
   const out: Record<string, unknown> = {};
   for (const f of FIELDS) if (item[f] !== undefined) out[f] = item[f];
   return out as unknown as RouteAssignment;
@@ -107,7 +111,7 @@ export class DynamoRouteStore implements RouteStore, IntentMapper {
           Put: {
             TableName: this.table,
             // Not stored again: tenant_id, action_id and the item kind are in the key.
-            Item: { ...keys.routeAssignment(assignment.tenant_id, assignment.action_id), ...withoutKeyFields(stored) },
+            Item: packAttributes({ ...keys.routeAssignment(assignment.tenant_id, assignment.action_id), ...withoutKeyFields(stored) }, PACKED),
             ConditionExpression: 'attribute_not_exists(#pk)',
             ExpressionAttributeNames: { '#pk': 'PK' },
           },

@@ -32,6 +32,7 @@ import type { AcquireLeaseInput, ClaimPlanInput, CreateTransactionInput, SettleI
 import type { Refusal, WriteIntent } from '../../../lib/ports/unit-of-work.js';
 import { sha256Hex, type Action, type ActionResult } from '../../../packages/connector-sdk/src/protocol/index.js';
 import { createTestTable, type TestTable } from '../../support/dynamo.js';
+import { readableItem } from '../../support/packed-items.js';
 import { writableStores, type WritableStores } from '../../support/store-writes.js';
 import { manualClock, nextReceipt, plannedInput, preparedInput } from '../../support/transaction-fixtures.js';
 import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
@@ -179,8 +180,11 @@ beforeAll(async () => {
 });
 afterAll(async () => table.destroy());
 
-const raw = async (key: { PK: string; SK: string }) =>
-  (await table.client.send(new GetCommand({ TableName: table.tableName, Key: key, ConsistentRead: true }))).Item;
+/** An item as stored, its packed attributes decoded (test/support/packed-items.ts). */
+const raw = async (key: { PK: string; SK: string }) => {
+  const item = (await table.client.send(new GetCommand({ TableName: table.tableName, Key: key, ConsistentRead: true }))).Item;
+  return item === undefined ? undefined : readableItem(item);
+};
 
 function fingerprint(a: Action): string {
   return idempotencyFingerprint({
