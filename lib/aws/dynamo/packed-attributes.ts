@@ -33,6 +33,9 @@ export const PACKED_FORMAT = { jsonDeflateV1: 0x01, hex: 0x02 } as const;
  */
 const DICTIONARY_V1 = Buffer.from(
   [
+    '"verified_tenant":"","connector_id":"","connector_instance":"","replica":"","endpoint":"https://","endpoint":"in-process",',
+    '"peer_identity":"","peer_did":"did:","version":"1.0.0","manifest_hash":"","policy_revision":"1","credential_revision":"0",',
+    '"health_revision":"0","admission_reservation":"att-","fence_token":1,',
     '"service_level":{"timeout_ms":10000,"supports_streaming":false,"supports_retry":true,"supports_cancel":true},',
     '"idempotency":{"contract":{"required":false,"downstream_idempotent":true}},"data":{"redact_pointers":["/',
     '"redaction_required":false,"approval_required":false,"approval_required":true,',
@@ -62,8 +65,7 @@ const DICTIONARY_V1 = Buffer.from(
     '"idempotency_key":true,"capability_id":true,"transaction":{"mode":true,"transaction_id":"txn-',
     '"compensation_for":"exe-","plan_id":"plan:txn-',
     '"metadata":{"transaction_id":"txn-","replayed_from":"exe-"},"replayed":true,',
-    '"output":{"status":"succeeded","amount":',
-    '"currency":"EUR","currency":"eur","description":"',
+    '"output":{"status":"succeeded","amount":","currency":"',
     '"prev_hash":"0000000000000000000000000000000000000000000000000000000000000000",',
     '"event":"transaction.prepared","status":"prepared","revision":1}',
     '"evidence":{"attempt_id":"att-","operation_id":"op_","action_id":"exe-","fence":1,"provider":"',
