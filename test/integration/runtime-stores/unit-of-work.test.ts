@@ -730,7 +730,7 @@ describe('Composite attempt start with the route assignment (a first attempt)', 
     if (!out.started) throw new Error('expected the attempt to start');
     expect(out.route).toEqual({ created: true, assignment: pinned, reusable: true, mismatched: [] });
     expect(await routes.get({ tenant_id: TENANT, action_id: a.id })).toEqual(pinned);
-    expect(await raw(routeKey(a))).toMatchObject({ SK: 'ROUTE', replica: 'replica-a' });
+    expect(await raw(routeKey(a))).toMatchObject({ SK: 'ROUTE', assignment: { replica: 'replica-a' } });
     expect(out.action).toEqual(await actions.get({ tenant_id: TENANT, action_id: a.id }));
     expect(out.transaction).toEqual(await table.store.get({ tenant_id: TENANT, transaction_id: out1.transaction?.transaction_id as string }));
     expect(await idempotency.get({ tenant_id: TENANT, principal_id: PRINCIPAL.id, key: a.idempotency_key as string })).toMatchObject({ fence: 1 });
