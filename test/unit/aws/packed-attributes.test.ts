@@ -134,6 +134,18 @@ describe('pack and unpack', () => {
       v: 2,
       hash: 'ab'.repeat(32),
     });
+    // Strings from the start, the middle and the end of the dictionary.
+    expect(unpack(fromHex('01ab56c2ec8a95e81a62f6c60a122b7353f34a8af174ad307b4de8bd171c4d73447bbb166783007f0d84cd6b00'))).toEqual({
+      verified_tenant: 't-1',
+      connector_id: 'payments',
+      endpoint: 'in-process',
+      version: '1.0.0',
+      fence_token: 1,
+      compensation: { mode: 'supported' },
+      category: 'temporary',
+      event: 'transaction.planned',
+      status: 'completed',
+    });
   });
 
   it('packs and unpacks the named attributes of an item only', () => {
