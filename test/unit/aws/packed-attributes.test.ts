@@ -52,7 +52,8 @@ describe('pack and unpack', () => {
     fc.assert(
       fc.property(fc.jsonValue(), (v) => {
         expect(unpack(pack(v))).toEqual(asJson(v));
-        expect(unpack(packed(v))).toEqual(asJson(v));
+        // Stored plain when no smaller (-0 then stays -0, as DynamoDB's number 0 would read): equal as JSON.
+        expect(asJson(unpack(packed(v)))).toEqual(asJson(v));
       }),
       { numRuns: 300 },
     );
