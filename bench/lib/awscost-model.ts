@@ -594,13 +594,17 @@ export function storedBytes(trace: readonly string[]): { readonly bytes: number;
     const billed = /\{billed: ([^}]*)\}/.exec(line)?.[1];
     if (billed === undefined) continue;
     indexEntries += Number(/\+ (\d+) index WRU/.exec(billed)?.[1] ?? 0);
+    // A lone write names its item as `PutItem ROUTE` / `UpdateItem ACTION`, a TransactWriteItems as `Put:RCPT`.
+    const lone = /^\s*(PutItem|UpdateItem) ([A-Z]+) /.exec(line);
     const puts = new Set([...line.matchAll(/Put:([A-Z]+)/g)].map((m) => m[1]!));
+    if (lone?.[1] === 'PutItem') puts.add(lone[2]!);
+    const writes = (kind: string) => puts.has(kind) || line.includes(`Update:${kind}`) || lone?.[2] === kind;
     for (const m of billed.matchAll(/([A-Z]+) (?:\d+→)?(\d+) B/g)) {
       const [, kind, size] = m;
       if (kind === 'RCPT' && puts.has('RCPT')) {
         receipts++;
         receiptBytes += Number(size);
-      } else if (line.includes(`Put:${kind}`) || line.includes(`Update:${kind}`)) {
+      } else if (writes(kind!)) {
         last.set(kind!, Number(size));
       }
     }

@@ -58,7 +58,7 @@ import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { fromAttributeMap } from '../../lib/aws/dynamo/attribute-values.js';
 import { actionRecordOf } from '../../lib/aws/dynamo/action-store.js';
 import { withKeyAttributes } from '../../lib/aws/dynamo/table-design.js';
-import { receiptOf } from '../../lib/aws/dynamo/transaction-store.js';
+import { receiptOf, transactionRecordOf } from '../../lib/aws/dynamo/transaction-store.js';
 import { verifyReceiptChain } from '../../lib/runtime/receipts.js';
 
 /** What a client submitted and had accepted (a 2xx answer carrying an action result). */
@@ -197,6 +197,8 @@ export function checkConsistency(input: ConsistencyInput): ConsistencyReport {
         ...(result !== undefined ? { result } : {}),
       });
     } else if (sk === 'TXN') {
+      // Read as the transaction store reads it (packed attributes unpacked, values stored once rebuilt).
+      const record = { ...i, ...(transactionRecordOf(i) as unknown as Item) };
       const tenant_id = str(i.tenant_id) ?? '';
       const transaction_id = str(i.transaction_id) ?? '';
       const action_id = str(i.action_id);
@@ -206,7 +208,7 @@ export function checkConsistency(input: ConsistencyInput): ConsistencyReport {
         tenant_id,
         transaction_id,
         status: str(i.status) ?? '?',
-        item: i,
+        item: record,
         ...(action_id !== undefined ? { action_id } : {}),
         ...(mode !== undefined ? { mode } : {}),
       });

@@ -55,6 +55,7 @@ import { SteppedClock } from '../../packages/connector-sdk/src/ports/clock.js';
 import type { QueueMessage } from '../../lib/ports/messages.js';
 import { fromAttributeMap } from '../../lib/aws/dynamo/attribute-values.js';
 import { keyAttributes, keys, withKeyAttributes } from '../../lib/aws/dynamo/table-design.js';
+import { transactionRecordOf } from '../../lib/aws/dynamo/transaction-store.js';
 import { checkConsistency, escalatedWithoutOperation, type SubmittedAction } from './consistency.js';
 import { counter, dynamoClient, recordScenario, reliabilityStack, scanAll } from './support.js';
 import { HANG_MS } from '../support/wait.js';
@@ -397,7 +398,7 @@ async function openTransactions(): Promise<Record<string, unknown>[]> {
           await ddb.send(new GetItemCommand({ TableName: table, Key: { PK: key.PK as AttributeValue, SK: key.SK as AttributeValue }, ConsistentRead: true }))
         ).Item;
         const t = withKeyAttributes(fromAttributeMap(item) ?? {});
-        if (t.SK === 'TXN' && !TERMINAL_TXN.includes(String(t.status))) open.push(t);
+        if (t.SK === 'TXN' && !TERMINAL_TXN.includes(String(t.status))) open.push({ ...t, ...(transactionRecordOf(t) as unknown as Record<string, unknown>) });
       }
       start = page.LastEvaluatedKey;
     } while (start !== undefined);
@@ -525,7 +526,9 @@ describe('load', () => {
     // A record escalated after every lookup found no operation ended as designed (consistency.ts says why); the ledger check covers it.
     const stillOpen = items
       .map((i) => withKeyAttributes(fromAttributeMap(i) ?? {}))
-      .filter((t) => t.SK === 'TXN' && !TERMINAL_TXN.includes(String(t.status)) && !escalatedWithoutOperation(t));
+      .filter((t) => t.SK === 'TXN')
+      .map((t) => ({ ...t, ...(transactionRecordOf(t) as unknown as Record<string, unknown>) }))
+      .filter((t) => !TERMINAL_TXN.includes(String(t.status)) && !escalatedWithoutOperation(t));
     expect(
       stillOpen.map(
         (t) =>

@@ -28,6 +28,7 @@ import { SteppedClock } from '../../packages/connector-sdk/src/ports/clock.js';
 import { reconcileActionId } from '../../lib/runtime/reconciliation.js';
 import { dynamoClient, recordScenario, reliabilityStack, scanAll } from './support.js';
 import { HANG_MS } from '../support/wait.js';
+import { readableItem } from '../support/packed-items.js';
 
 /** The planted secret: unique per run, never otherwise in the repository. */
 const SECRET = `sk_planted_${randomBytes(24).toString('hex')}`;
@@ -242,7 +243,8 @@ describe('secret leakage', () => {
     }
 
     // --- scan everything written -------------------------------------------------
-    observed.dynamodb = (await scanAll(ddb, table)).map((i) => JSON.stringify(i));
+    // Packed attributes decoded first (test/support/packed-items.ts): a search of compressed bytes would find nothing.
+    observed.dynamodb = (await scanAll(ddb, table)).map((i) => JSON.stringify(readableItem(i)));
     observed.sqs_handled = messages.map((m) => JSON.stringify(m));
     observed.schedules?.push(...stack.scheduler.list().map((s) => safeJson(s)));
     const sqs = new SQSClient({ endpoint: inject('sqsEndpoint'), region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });

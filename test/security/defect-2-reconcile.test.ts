@@ -10,6 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SteppedClock } from '../../packages/connector-sdk/src/ports/clock.js';
 import { scanAll } from '../reliability/support.js';
+import { readableItem } from '../support/packed-items.js';
 import { charge, executed, reconcileUntil, refused, RW, securityStack, uid, writesNothing, type SecurityStack } from './support.js';
 
 const T = 'demo';
@@ -118,7 +119,7 @@ describe('defect 2: who may reconcile, and with which provider operation', () =>
     // The evidence stored beside that receipt names the operator who bound the operation.
     const items = await scanAll(s.ddb, s.table);
     const stored = items.find((i) => i.PK?.S === `TXN#${T}#${txn.transaction_id}` && i.SK?.S === `RCPT#${String(bound?.seq).padStart(8, '0')}`);
-    const evidence = JSON.stringify(stored);
+    const evidence = JSON.stringify(stored === undefined ? undefined : readableItem(stored));
     for (const fact of [found.operation_id, 'supplied_by', '"ops"', 'reconcile_request']) expect(evidence, fact).toContain(fact);
   });
 

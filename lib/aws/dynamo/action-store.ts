@@ -57,6 +57,7 @@ import {
   type Item,
 } from './store-support.js';
 import { fullActionEnvelope, leanActionEnvelope } from './derived-attributes.js';
+import { packAttributes, unpackAttributes } from './packed-attributes.js';
 import { TTL_ATTRIBUTE, keys, withKeyAttributes } from './table-design.js';
 import type { IntentMapper, MappedWrite } from './unit-of-work.js';
 
@@ -100,13 +101,19 @@ const RECORD_FIELDS = [
 ] as const;
 
 /**
+ * The attributes an action item stores packed (./packed-attributes.ts): written whole, never named by a condition,
+ * a projection or a nested update path. `transaction_id` stays plain (a projection reads it).
+ */
+const PACKED: ReadonlySet<string> = new Set(['action', 'input', 'actor', 'result', 'principal', 'recovery', 'input_hash']);
+
+/**
  * The record of an action item (exported for readers of raw items, the load checker). The action ID is
  * in the key, so the item stores it nowhere (docs/table-design.md, "Key attributes not stored again"):
  * `tenant_id`, `action_id`, the envelope's `id` and the result's `action_id` are read from the key.
  * An item written before the lean item model stores them, and reads exactly as before.
  */
 export function actionRecordOf(stored: Item): ActionRecord {
-  const item = withKeyAttributes(stored);
+  const item = withKeyAttributes(unpackAttributes(stored, PACKED));
   const out: Record<string, unknown> = {};
   for (const f of RECORD_FIELDS) if (item[f] !== undefined) out[f] = item[f];
   // The envelope's capability, mode and idempotency key are the item's own, stored once (./derived-attributes.ts).
@@ -310,7 +317,7 @@ export class DynamoActionStore implements ActionStore, IntentMapper {
     if (input.redacted_input !== undefined && !TERMINAL.has(status))
       throw invalid(CODE, 'a redacted input is stored at creation only for a terminal action', { field: 'redacted_input' });
     const storedInput: JsonObject | undefined = input.redact_input === true ? undefined : (input.redacted_input ?? rawInput);
-    const item: Item = compact({
+    const plain: Item = compact({
       // Not stored again: tenant_id, action_id and the item kind are in the key (toRecord reads them from it).
       ...keys.action(tenant, action.id),
       principal: input.principal,
@@ -335,7 +342,8 @@ export class DynamoActionStore implements ActionStore, IntentMapper {
       updated_at: iso,
       [TTL_ATTRIBUTE]: retention !== undefined && TERMINAL.has(status) ? epochSeconds(now.getTime()) + retention : undefined,
     });
-    const record = toRecord(item);
+    const item = packAttributes(plain, PACKED);
+    const record = toRecord(plain);
     return {
       items: [{ Put: { TableName: this.table, Item: item, ConditionExpression: 'attribute_not_exists(#pk)', ExpressionAttributeNames: { '#pk': 'PK' } } }],
       refuse: (_at, old) => ({
@@ -362,7 +370,7 @@ export class DynamoActionStore implements ActionStore, IntentMapper {
       throw invalid(CODE, 'the input is redacted only when the action becomes terminal', { field: 'patch.redact_input' });
     this.checkResult(input, patch.result, TERMINAL.has(input.to) ? input.to : undefined);
     const nowMs = this.clock().getTime();
-    const b = new UpdateBuilder();
+    const b = new UpdateBuilder(PACKED);
     b.condition(`${b.n('status')} IN (${from.map((s) => b.v(s)).join(', ')})`);
     b.condition(`${b.n('revision')} = ${b.v(expected)}`);
     if (input.fence !== undefined) b.condition(`${b.n('fence')} = ${b.v(input.fence)}`);
@@ -388,7 +396,7 @@ export class DynamoActionStore implements ActionStore, IntentMapper {
     const from = checkStatuses('from', input.from ?? LEASABLE_ACTION_STATUSES, false);
     const now = this.clock();
     const iso = now.toISOString();
-    const b = new UpdateBuilder();
+    const b = new UpdateBuilder(PACKED);
     const exp = b.n('lease_expires_at');
     b.condition(`${b.n('status')} IN (${from.map((s) => b.v(s)).join(', ')})`);
     b.condition(`${b.n('revision')} = ${b.v(expected)}`);
@@ -432,7 +440,7 @@ export class DynamoActionStore implements ActionStore, IntentMapper {
     const fence = checkRevision(CODE, input.fence, 'fence');
     const now = this.clock();
     const iso = now.toISOString();
-    const b = new UpdateBuilder();
+    const b = new UpdateBuilder(PACKED);
     b.condition(`${b.n('status')} = ${b.v('running')}`);
     b.condition(`${b.n('fence')} = ${b.v(fence)}`);
     b.condition(`${b.n('lease_owner')} = ${b.v(input.owner)}`);
@@ -450,7 +458,7 @@ export class DynamoActionStore implements ActionStore, IntentMapper {
     this.checkRef(input);
     checkLeaseOwner(CODE, input.owner, 1);
     const fence = checkRevision(CODE, input.fence, 'fence');
-    const b = new UpdateBuilder();
+    const b = new UpdateBuilder(PACKED);
     b.condition(`${b.n('status')} = ${b.v('running')}`);
     b.condition(`${b.n('fence')} = ${b.v(fence)}`);
     b.condition(`${b.n('lease_owner')} = ${b.v(input.owner)}`);
@@ -475,7 +483,7 @@ export class DynamoActionStore implements ActionStore, IntentMapper {
     if (input.result === undefined) throw invalid(CODE, 'settle needs a result', { field: 'result' });
     this.checkResult(input, input.result, input.to);
     const nowMs = this.clock().getTime();
-    const b = new UpdateBuilder();
+    const b = new UpdateBuilder(PACKED);
     b.condition(`${b.n('fence')} = ${b.v(fence)}`);
     b.condition(`${b.n('status')} IN (${from.map((s) => b.v(s)).join(', ')})`);
     if (expected !== undefined) b.condition(`${b.n('revision')} = ${b.v(expected)}`);
@@ -504,7 +512,7 @@ export class DynamoActionStore implements ActionStore, IntentMapper {
     if (input.redact_input !== true && input.redacted_input === undefined)
       throw invalid(CODE, 'redactTerminal needs redact_input or redacted_input', { field: 'redact_input' });
     const nowMs = this.clock().getTime();
-    const b = new UpdateBuilder();
+    const b = new UpdateBuilder(PACKED);
     const terminal = [...TERMINAL] as ActionStatus[];
     b.condition(`${b.n('status')} IN (${terminal.map((s) => b.v(s)).join(', ')})`);
     b.condition(`${b.n('revision')} = ${b.v(expected)}`);
@@ -523,7 +531,7 @@ export class DynamoActionStore implements ActionStore, IntentMapper {
   private checkFenceWrite(input: CheckFenceInput): MappedWrite<undefined, never> {
     this.checkRef(input);
     const fence = checkRevision(CODE, input.fence, 'fence');
-    const b = new UpdateBuilder();
+    const b = new UpdateBuilder(PACKED);
     b.condition(`${b.n('fence')} = ${b.v(fence)}`);
     const { ConditionExpression, ExpressionAttributeNames, ExpressionAttributeValues } = b.render();
     return {
@@ -549,7 +557,7 @@ export class DynamoActionStore implements ActionStore, IntentMapper {
     this.checkRef(input);
     const expected = input.expected_revision === undefined ? undefined : checkRevision(CODE, input.expected_revision);
     const iso = this.clock().toISOString();
-    const b = new UpdateBuilder();
+    const b = new UpdateBuilder(PACKED);
     b.condition(`${b.n('status')} IN (${NON_TERMINAL.map((s) => b.v(s)).join(', ')})`);
     b.condition(`attribute_not_exists(${b.n('cancel_requested_at')})`);
     if (expected !== undefined) b.condition(`${b.n('revision')} = ${b.v(expected)}`);

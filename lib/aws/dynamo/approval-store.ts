@@ -62,6 +62,7 @@ import {
 } from './store-support.js';
 import { queryMergedPartitions, queryStatusIndex } from './pagination.js';
 import { GSIS, keys, withKeyAttributes } from './table-design.js';
+import { packAttributes, unpack, unpackAttributes } from './packed-attributes.js';
 import type { IntentMapper, MappedWrite } from './unit-of-work.js';
 
 export interface DynamoApprovalStoreOptions {
@@ -93,9 +94,15 @@ const FIELDS = [
   'revision',
 ] as const;
 
+/**
+ * The attributes an approval item stores packed (./packed-attributes.ts): written whole, never conditioned.
+ * `requested_by` and `policy` (their fields are conditioned) and `decisions` (appended to) stay plain.
+ */
+const PACKED: ReadonlySet<string> = new Set(['subject', 'decision', 'withdrawal']);
+
 /** The record of an approval item; `tenant_id` and `approval_id` come from the key (stored only by items written before the lean item model). */
 function toRecord(stored: Item): ApprovalRecord {
-  const item = withKeyAttributes(stored);
+  const item = withKeyAttributes(unpackAttributes(stored, PACKED));
   const out: Record<string, unknown> = {};
   for (const f of FIELDS) if (item[f] !== undefined) out[f] = item[f];
   // Records written before min approvals: one approval, and the one decision they hold.
@@ -136,7 +143,7 @@ function minApprovalsOf(old: Item): number {
 }
 
 function current(old: Item) {
-  const d = old.decision as Record<string, unknown> | undefined;
+  const d = unpack(old.decision, 'decision') as Record<string, unknown> | undefined;
   return {
     current_status: old.status,
     current_revision: old.revision,
@@ -290,15 +297,18 @@ export class DynamoApprovalStore implements ApprovalStore, IntentMapper {
         {
           Put: {
             TableName: this.table,
-            Item: {
-              // Not stored again: tenant_id, approval_id and the item kind are in the key (toRecord reads them from it).
-              ...key,
-              ...withoutKey(record),
-              GSI3PK: keys.approvalPendingIndex(input.tenant_id),
-              GSI3SK: keys.approvalPendingIndexSort(expiresAt, input.approval_id),
-              GSI4PK: keys.approvalExpiryIndex(keys.approvalExpiryIndexShard(input.tenant_id, input.approval_id)),
-              GSI4SK: keys.approvalExpiryIndexSort(expiresAt, input.tenant_id, input.approval_id),
-            },
+            Item: packAttributes(
+              {
+                // Not stored again: tenant_id, approval_id and the item kind are in the key (toRecord reads them from it).
+                ...key,
+                ...withoutKey(record),
+                GSI3PK: keys.approvalPendingIndex(input.tenant_id),
+                GSI3SK: keys.approvalPendingIndexSort(expiresAt, input.approval_id),
+                GSI4PK: keys.approvalExpiryIndex(keys.approvalExpiryIndexShard(input.tenant_id, input.approval_id)),
+                GSI4SK: keys.approvalExpiryIndexSort(expiresAt, input.tenant_id, input.approval_id),
+              },
+              PACKED,
+            ),
             ConditionExpression: 'attribute_not_exists(#pk)',
             ExpressionAttributeNames: { '#pk': 'PK' },
           },
@@ -342,7 +352,7 @@ export class DynamoApprovalStore implements ApprovalStore, IntentMapper {
     const me = approverKey(decidedBy);
     const final = input.decision === 'denied' || approvalsSoFar + 1 >= needed;
 
-    const b = new UpdateBuilder();
+    const b = new UpdateBuilder(PACKED);
     b.condition(`${b.n('status')} = ${b.v('pending')}`);
     b.condition(`${b.n('revision')} = ${b.v(expected)}`);
     b.condition(`${b.n('expires_at')} > ${b.v(iso)}`);
@@ -434,7 +444,7 @@ export class DynamoApprovalStore implements ApprovalStore, IntentMapper {
     apply: (b: UpdateBuilder) => void,
     otherwise: (old: Item) => AipError,
   ): MappedWrite<ApprovalRecord | undefined, never> {
-    const b = new UpdateBuilder();
+    const b = new UpdateBuilder(PACKED);
     b.condition(`${b.n('status')} = ${b.v('pending')}`);
     b.condition(`${b.n('revision')} = ${b.v(expected)}`);
     apply(b);

@@ -30,6 +30,7 @@ import {
 import type { WriteIntent } from '../../ports/unit-of-work.js';
 import { UpdateBuilder, checkId, checkJson, checkNonNegativeInt, checkRetention, compact, consistentGet, invalid, type Item } from './store-support.js';
 import { TTL_ATTRIBUTE, keys, withKeyAttributes } from './table-design.js';
+import { packAttributes, unpackAttributes } from './packed-attributes.js';
 import type { IntentMapper, MappedWrite, Verdict } from './unit-of-work.js';
 
 export interface DynamoIdempotencyStoreOptions {
@@ -62,9 +63,12 @@ const FIELDS = [
   TTL_ATTRIBUTE,
 ] as const;
 
+/** The attributes a reservation item stores packed (./packed-attributes.ts): written whole, never conditioned. */
+const PACKED: ReadonlySet<string> = new Set(['fingerprint', 'result']);
+
 /** The reservation of an item; `tenant_id`, `principal_id` and `key_hash` come from the key (stored only by items written before the lean item model). */
 function toReservation(stored: Item): IdempotencyReservation {
-  const item = withKeyAttributes(stored);
+  const item = withKeyAttributes(unpackAttributes(stored, PACKED));
   const out: Record<string, unknown> = {};
   for (const f of FIELDS) if (item[f] !== undefined) out[f] = item[f];
   return out as unknown as IdempotencyReservation;
@@ -143,7 +147,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore, IntentMapper {
     const now = this.clock();
     const iso = now.toISOString();
     const expiresMs = now.getTime() + retention * 1000;
-    const item: Item = compact({
+    const plain: Item = compact({
       // Not stored again: tenant_id, principal_id, key_hash and the item kind are in the key (toReservation reads them from it).
       ...key,
       fingerprint: input.fingerprint,
@@ -157,8 +161,9 @@ export class DynamoIdempotencyStore implements IdempotencyStore, IntentMapper {
       expires_at: new Date(expiresMs).toISOString(),
       [TTL_ATTRIBUTE]: ttlFor(expiresMs),
     });
+    const item = packAttributes(plain, PACKED);
     // Absent, or present but expired (TTL deletion lags): the reservation is ours.
-    const reservation = toReservation(item);
+    const reservation = toReservation(plain);
     return {
       items: [
         {
@@ -247,7 +252,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore, IntentMapper {
     const now = this.clock();
     const iso = now.toISOString();
     const expiresMs = now.getTime() + retention * 1000;
-    const b = new UpdateBuilder();
+    const b = new UpdateBuilder(PACKED);
     const exp = b.n('expires_at');
     b.condition(`${b.n('action_id')} = ${b.v(input.action_id)}`);
     // The owning action at its admission's fence or any later attempt's: the attempt start does not adopt the key,
@@ -280,7 +285,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore, IntentMapper {
     const key = this.scopeKey(input);
     this.checkOwner(input);
     const iso = this.clock().toISOString();
-    const b = new UpdateBuilder();
+    const b = new UpdateBuilder(PACKED);
     // Deliberately no expiry condition: an ambiguous outcome is evidence and is
     // kept even if the in-flight retention ran out (as long as nobody took the key).
     // A newer attempt of the same action may mark it too (fence at or below its own): an attempt that recovers
@@ -308,7 +313,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore, IntentMapper {
     this.checkOwner(input);
     const now = this.clock();
     const iso = now.toISOString();
-    const b = new UpdateBuilder();
+    const b = new UpdateBuilder(PACKED);
     const exp = b.n('expires_at');
     b.condition(`${b.n('action_id')} = ${b.v(input.action_id)}`);
     b.condition(`${b.n('fence')} = ${b.v(input.fence)}`);
@@ -326,7 +331,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore, IntentMapper {
     const key = this.scopeKey(input);
     this.checkOwner(input);
     const iso = this.clock().toISOString();
-    const b = new UpdateBuilder();
+    const b = new UpdateBuilder(PACKED);
     const exp = b.n('expires_at');
     b.condition(`${b.n('action_id')} = ${b.v(input.action_id)}`);
     b.condition(`${b.n('fence')} < ${b.v(input.fence)}`);

@@ -13,6 +13,7 @@ import { routeMismatches, type PutRouteResult, type RouteAssignment, type RouteR
 import type { WriteIntent } from '../../ports/unit-of-work.js';
 import { checkId, checkNonNegativeInt, checkTime, compact, consistentGet, invalid, type Item } from './store-support.js';
 import { keys, withKeyAttributes } from './table-design.js';
+import { packed, unpack } from './packed-attributes.js';
 import type { IntentMapper, MappedWrite } from './unit-of-work.js';
 
 export interface DynamoRouteStoreOptions {
@@ -43,9 +44,18 @@ const FIELDS = [
   'created_at',
 ] as const satisfies readonly (keyof RouteAssignment)[];
 
+/**
+ * The attribute a route item stores its assignment in, packed whole (./packed-attributes.ts): the item is written
+ * once and never updated, and no condition, projection or index names a field of it. An item written before holds
+ * the fields as attributes of their own, and reads exactly as before.
+ */
+const ASSIGNMENT = 'assignment';
+
 /** The assignment of a route item; `tenant_id` and `action_id` come from the key (stored only by items written before the lean item model). */
 function toAssignment(stored: Item): RouteAssignment {
-  const item = withKeyAttributes(stored);
+  const { [ASSIGNMENT]: packedFields, ...rest } = stored;
+  const fields = packedFields === undefined ? {} : (unpack(packedFields, ASSIGNMENT) as Item);
+  const item = withKeyAttributes({ ...rest, ...fields });
   const out: Record<string, unknown> = {};
   for (const f of FIELDS) if (item[f] !== undefined) out[f] = item[f];
   return out as unknown as RouteAssignment;
@@ -107,7 +117,7 @@ export class DynamoRouteStore implements RouteStore, IntentMapper {
           Put: {
             TableName: this.table,
             // Not stored again: tenant_id, action_id and the item kind are in the key.
-            Item: { ...keys.routeAssignment(assignment.tenant_id, assignment.action_id), ...withoutKeyFields(stored) },
+            Item: { ...keys.routeAssignment(assignment.tenant_id, assignment.action_id), [ASSIGNMENT]: packed(withoutKeyFields(stored)) },
             ConditionExpression: 'attribute_not_exists(#pk)',
             ExpressionAttributeNames: { '#pk': 'PK' },
           },

@@ -28,6 +28,7 @@ import {
 } from './store-support.js';
 import { rejectedStartKey } from './pagination.js';
 import { TTL_ATTRIBUTE, keys, withKeyAttributes } from './table-design.js';
+import { packAttributes, unpackAttributes } from './packed-attributes.js';
 import type { IntentMapper, MappedWrite } from './unit-of-work.js';
 
 export interface DynamoStreamStoreOptions {
@@ -41,9 +42,12 @@ export interface DynamoStreamStoreOptions {
 const CODE = 'stream.invalid_chunk' as const;
 export const DEFAULT_STREAM_RETENTION_SECONDS = 24 * 3600;
 
+/** The attributes a chunk item stores packed (./packed-attributes.ts): written once, never conditioned. */
+const PACKED: ReadonlySet<string> = new Set(['chunk']);
+
 /** A stored chunk from its item; `tenant_id`, `action_id` and `seq` come from the key (stored only by items written before the lean item model). */
 function toChunk(stored: Item): StoredStreamChunk {
-  const item = withKeyAttributes(stored);
+  const item = withKeyAttributes(unpackAttributes(stored, PACKED));
   return {
     tenant_id: String(item.tenant_id),
     action_id: String(item.action_id),
@@ -97,20 +101,27 @@ export class DynamoStreamStore implements StreamStore, IntentMapper {
     const stored: StoredStreamChunk = { tenant_id: input.tenant_id, action_id: input.action_id, seq, chunk: input.chunk, stored_at: now.toISOString() };
     const conflict = (old: Item | undefined) =>
       new AipError('stream.sequence_conflict', `Stream seq ${seq} of action ${input.action_id} already exists`, {
-        details: { action_id: input.action_id, seq, ...(old ? { existing_attempt_id: (old.chunk as { attempt_id?: unknown } | undefined)?.attempt_id } : {}) },
+        details: {
+          action_id: input.action_id,
+          seq,
+          ...(old ? { existing_attempt_id: (toChunk(old).chunk as { attempt_id?: unknown } | undefined)?.attempt_id } : {}),
+        },
       });
     return {
       items: [
         {
           Put: {
             TableName: this.table,
-            Item: {
-              // Not stored again: tenant_id, action_id, seq and the item kind are in the key (toChunk reads them from it).
-              ...keys.streamChunk(input.tenant_id, input.action_id, seq),
-              chunk: stored.chunk,
-              stored_at: stored.stored_at,
-              [TTL_ATTRIBUTE]: epochSeconds(now.getTime()) + this.retentionSeconds,
-            },
+            Item: packAttributes(
+              {
+                // Not stored again: tenant_id, action_id, seq and the item kind are in the key (toChunk reads them from it).
+                ...keys.streamChunk(input.tenant_id, input.action_id, seq),
+                chunk: stored.chunk,
+                stored_at: stored.stored_at,
+                [TTL_ATTRIBUTE]: epochSeconds(now.getTime()) + this.retentionSeconds,
+              },
+              PACKED,
+            ),
             ConditionExpression: 'attribute_not_exists(#pk)',
             ExpressionAttributeNames: { '#pk': 'PK' },
           },

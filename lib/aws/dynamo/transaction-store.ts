@@ -53,6 +53,7 @@ import { SCOPED_LISTING_SCAN_BUDGET, listStatusIndex } from './status-listing.js
 import { errorName, mapStoreError } from './store-errors.js';
 import { consistentBatchGet, isId } from './store-support.js';
 import { fullTransaction, leanTransaction, leanTransactionData } from './derived-attributes.js';
+import { packAttributes, unpackAttributes } from './packed-attributes.js';
 import { GSIS, TTL_ATTRIBUTE, keys, withKeyAttributes } from './table-design.js';
 import {
   checkCreate,
@@ -145,10 +146,22 @@ const RECORD_FIELDS = [
   'data',
 ] as const satisfies readonly (keyof TransactionRecord)[];
 
-/** The record of a transaction item; `tenant_id` and `transaction_id` come from the key (stored only by items written before the lean item model). */
-function toRecord(stored: Item): TransactionRecord {
+/**
+ * The attributes a transaction item stores packed (./packed-attributes.ts): written whole, never named by a
+ * condition or a nested update path. `data` (updated key by key), `provider_operation` (its fields are conditioned)
+ * and `receipt_head` (compared with the next receipt's prev_hash) stay plain.
+ */
+const PACKED: ReadonlySet<string> = new Set(['plan', 'error', 'result', 'principal', 'identity']);
+/** The attributes a receipt item stores packed: written once, never conditioned. */
+const RECEIPT_PACKED: ReadonlySet<string> = new Set(['receipt', 'evidence']);
+
+/**
+ * The record of a transaction item (exported for readers of raw items, the load checker); `tenant_id` and
+ * `transaction_id` come from the key (stored only by items written before the lean item model).
+ */
+export function transactionRecordOf(stored: Item): TransactionRecord {
   // Values the item says elsewhere are stored once (./derived-attributes.ts) and rebuilt here.
-  const item = fullTransaction(withKeyAttributes(stored));
+  const item = fullTransaction(withKeyAttributes(unpackAttributes(stored, PACKED)));
   const out: Record<string, unknown> = {};
   for (const f of RECORD_FIELDS) if (item[f] !== undefined) out[f] = item[f];
   out.data ??= {};
@@ -158,6 +171,8 @@ function toRecord(stored: Item): TransactionRecord {
   return out as unknown as TransactionRecord;
 }
 
+const toRecord = transactionRecordOf;
+
 /**
  * A stored receipt from its item (exported for readers of raw items, the load checker). The key holds the
  * tenant, the transaction ID and the seq, so the item stores them nowhere, the receipt's own `transaction_id`
@@ -165,7 +180,7 @@ function toRecord(stored: Item): TransactionRecord {
  * lean item model stores them, and reads exactly as before.
  */
 export function receiptOf(stored: Item): StoredReceipt {
-  const i = withKeyAttributes(stored);
+  const i = withKeyAttributes(unpackAttributes(stored, RECEIPT_PACKED));
   const receipt = { transaction_id: i.transaction_id, seq: i.seq, ...(i.receipt as object) } as StoredReceipt['receipt'];
   return i.evidence === undefined
     ? { tenant_id: String(i.tenant_id), receipt }
@@ -286,12 +301,15 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
     // Not stored again: tenant_id, transaction_id and the item kind are in the key (toRecord reads them from it).
     // Nor are the values the record says elsewhere (./derived-attributes.ts): toRecord rebuilds them.
     const { tenant_id: _tenant, transaction_id: _txn, ...stored } = leanTransaction(record as unknown as Item);
-    const item: Item = {
-      ...keys.transaction(tenant, txn),
-      ...stored,
-      ...(isTerminalStatus(input.status) ? {} : statusIndex(input.status, tenant, txn, iso, false)),
-      ...ttl,
-    };
+    const item: Item = packAttributes(
+      {
+        ...keys.transaction(tenant, txn),
+        ...stored,
+        ...(isTerminalStatus(input.status) ? {} : statusIndex(input.status, tenant, txn, iso, false)),
+        ...ttl,
+      },
+      PACKED,
+    );
     const existsError = (old: Item | undefined): AipError =>
       new AipError('transaction.already_exists', `Transaction ${txn} already exists`, {
         details: { transaction_id: txn, operation, ...(old ? currentOf(old) : {}) },
@@ -409,14 +427,17 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
     const r = append.receipt;
     return {
       TableName: this.table,
-      Item: compact({
-        // The key holds the tenant, the transaction ID and the seq, the receipt's own included (read back by receiptOf).
-        ...keys.receipt(tenant, txn, r.seq),
-        receipt: receiptWithoutKey(r),
-        evidence: append.evidence,
-        created_at: iso,
-        ...ttl,
-      }),
+      Item: packAttributes(
+        compact({
+          // The key holds the tenant, the transaction ID and the seq, the receipt's own included (read back by receiptOf).
+          ...keys.receipt(tenant, txn, r.seq),
+          receipt: receiptWithoutKey(r),
+          evidence: append.evidence,
+          created_at: iso,
+          ...ttl,
+        }),
+        RECEIPT_PACKED,
+      ),
       ConditionExpression: 'attribute_not_exists(#pk)',
       ExpressionAttributeNames: { '#pk': 'PK' },
     };
@@ -562,7 +583,7 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
     checkReceipt(input.receipt, input.transaction_id, input.expected_revision + 1, false);
     const now = this.clock();
     const iso = now.toISOString();
-    const b = new UpdateBuilder();
+    const b = new UpdateBuilder(PACKED);
     const spec: CasSpec = {
       operation: 'claim_plan',
       tenant_id: input.tenant_id,
@@ -595,7 +616,7 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
     const iso = now.toISOString();
     const tenant = input.tenant_id;
     const txn = input.transaction_id;
-    const b = new UpdateBuilder();
+    const b = new UpdateBuilder(PACKED);
     const spec: CasSpec = {
       operation: input.operation,
       tenant_id: tenant,
@@ -679,7 +700,7 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
     checkFrom('checkpoint', from, 'self');
     checkReceipt(input.receipt, input.transaction_id, input.expected_revision + 1, false);
     const now = this.clock();
-    const b = new UpdateBuilder();
+    const b = new UpdateBuilder(PACKED);
     const spec: CasSpec = {
       operation: 'checkpoint',
       tenant_id: input.tenant_id,
@@ -704,7 +725,7 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
     checkReceipt(input.receipt, input.transaction_id, input.expected_revision + 1, false);
     const now = this.clock();
     const iso = now.toISOString();
-    const b = new UpdateBuilder();
+    const b = new UpdateBuilder(PACKED);
     const spec: CasSpec = {
       operation: 'lease',
       tenant_id: input.tenant_id,

@@ -5,7 +5,9 @@
  * so the update can be replayed on a known item image (`applyTo`), which
  * spares reading an item back after a TransactWriteItems.
  */
+import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import type { JsonObject } from '../../../packages/connector-sdk/src/protocol/index.js';
+import { packed } from './packed-attributes.js';
 
 /** Drops `undefined` properties recursively (DynamoDB cannot store them). */
 export function compact<T>(value: T): T {
@@ -38,6 +40,12 @@ export class UpdateBuilder {
   private readonly effects = new Map<string, UpdateEffect>();
   private readonly conditions: string[] = [];
 
+  /**
+   * `packedAttributes`: the attributes the item stores packed (./packed-attributes.ts). A SET of one of them writes
+   * it whole, packed; none may be named by a condition or updated at a nested path (the builder refuses both).
+   */
+  constructor(private readonly packedAttributes: ReadonlySet<string> = new Set()) {}
+
   n(attr: string): string {
     let p = this.names.get(attr);
     if (p === undefined) {
@@ -55,8 +63,9 @@ export class UpdateBuilder {
 
   set(attr: string, value: unknown): this {
     if (value === undefined) return this;
-    this.actions.set(attr, { kind: 'set', expr: `${this.n(attr)} = ${this.v(value)}` });
-    this.effects.set(attr, { kind: 'set', attr, value: compact(value) });
+    const stored = this.packedAttributes.has(attr) ? packed(compact(value)) : compact(value);
+    this.actions.set(attr, { kind: 'set', expr: `${this.n(attr)} = ${this.v(stored)}` });
+    this.effects.set(attr, { kind: 'set', attr, value: stored });
     return this;
   }
 
@@ -77,6 +86,7 @@ export class UpdateBuilder {
   /** data.<key> = value, for every key of `data`. */
   mergeData(data: JsonObject | undefined): this {
     if (data === undefined) return this;
+    if (this.packedAttributes.has('data')) throw new AipError('internal.unexpected', 'a packed attribute is written whole, never at a nested path');
     for (const [k, v] of Object.entries(data)) {
       if (v === undefined) continue;
       this.actions.set(`data.${k}`, { kind: 'set', expr: `${this.n('data')}.${this.n(k)} = ${this.v(v)}` });
@@ -129,6 +139,11 @@ export class UpdateBuilder {
   }
 
   condition(expr: string): this {
+    for (const attr of this.packedAttributes) {
+      const p = this.names.get(attr);
+      if (p !== undefined && new RegExp(`${p}(?![0-9])`).test(expr))
+        throw new AipError('internal.unexpected', `a condition cannot name the packed attribute ${attr}`);
+    }
     this.conditions.push(expr);
     return this;
   }

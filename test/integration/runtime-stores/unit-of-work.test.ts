@@ -32,6 +32,7 @@ import type { AcquireLeaseInput, ClaimPlanInput, CreateTransactionInput, SettleI
 import type { Refusal, WriteIntent } from '../../../lib/ports/unit-of-work.js';
 import { sha256Hex, type Action, type ActionResult } from '../../../packages/connector-sdk/src/protocol/index.js';
 import { createTestTable, type TestTable } from '../../support/dynamo.js';
+import { readableItem } from '../../support/packed-items.js';
 import { writableStores, type WritableStores } from '../../support/store-writes.js';
 import { manualClock, nextReceipt, plannedInput, preparedInput } from '../../support/transaction-fixtures.js';
 import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
@@ -179,8 +180,11 @@ beforeAll(async () => {
 });
 afterAll(async () => table.destroy());
 
-const raw = async (key: { PK: string; SK: string }) =>
-  (await table.client.send(new GetCommand({ TableName: table.tableName, Key: key, ConsistentRead: true }))).Item;
+/** An item as stored, its packed attributes decoded (test/support/packed-items.ts). */
+const raw = async (key: { PK: string; SK: string }) => {
+  const item = (await table.client.send(new GetCommand({ TableName: table.tableName, Key: key, ConsistentRead: true }))).Item;
+  return item === undefined ? undefined : readableItem(item);
+};
 
 function fingerprint(a: Action): string {
   return idempotencyFingerprint({
@@ -726,7 +730,7 @@ describe('Composite attempt start with the route assignment (a first attempt)', 
     if (!out.started) throw new Error('expected the attempt to start');
     expect(out.route).toEqual({ created: true, assignment: pinned, reusable: true, mismatched: [] });
     expect(await routes.get({ tenant_id: TENANT, action_id: a.id })).toEqual(pinned);
-    expect(await raw(routeKey(a))).toMatchObject({ SK: 'ROUTE', replica: 'replica-a' });
+    expect(await raw(routeKey(a))).toMatchObject({ SK: 'ROUTE', assignment: { replica: 'replica-a' } });
     expect(out.action).toEqual(await actions.get({ tenant_id: TENANT, action_id: a.id }));
     expect(out.transaction).toEqual(await table.store.get({ tenant_id: TENANT, transaction_id: out1.transaction?.transaction_id as string }));
     expect(await idempotency.get({ tenant_id: TENANT, principal_id: PRINCIPAL.id, key: a.idempotency_key as string })).toMatchObject({ fence: 1 });

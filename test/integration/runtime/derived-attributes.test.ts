@@ -9,6 +9,7 @@
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../../lib/aws/dynamo/table-design.js';
+import { readableItem } from '../../support/packed-items.js';
 import { uid } from '../../support/transaction-fixtures.js';
 import { TestProvider, testConnector, transfer } from './connectors.js';
 import { TENANT, caller, createHarness, type Harness } from './support.js';
@@ -23,8 +24,9 @@ beforeAll(async () => {
 });
 afterAll(async () => h.destroy());
 
+/** An item as stored, its packed attributes decoded (test/support/packed-items.ts): written back, it is the plain shape. */
 const raw = async (key: Key): Promise<Item> =>
-  (await h.table.client.send(new GetCommand({ TableName: h.table.tableName, Key: key, ConsistentRead: true }))).Item as Item;
+  readableItem((await h.table.client.send(new GetCommand({ TableName: h.table.tableName, Key: key, ConsistentRead: true }))).Item as Item);
 
 /** Rewrites a transaction and an action item as the code before wrote them: every value in full, as the stores read them. */
 async function writeOldWay(tx: string, actionIds: readonly string[]): Promise<void> {

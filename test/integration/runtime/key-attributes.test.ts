@@ -10,6 +10,7 @@ import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../../lib/aws/dynamo/table-design.js';
 import { idempotencyKeyHash } from '../../../lib/ports/idempotency-store.js';
+import { readableItem } from '../../support/packed-items.js';
 import { uid } from '../../support/transaction-fixtures.js';
 import { TestProvider, testConnector, transfer } from './connectors.js';
 import { TENANT, caller, createHarness, type Harness } from './support.js';
@@ -26,8 +27,11 @@ beforeAll(async () => {
 });
 afterAll(async () => h.destroy());
 
-const raw = async (key: Key): Promise<Item | undefined> =>
-  (await h.table.client.send(new GetCommand({ TableName: h.table.tableName, Key: key, ConsistentRead: true }))).Item;
+/** An item as stored, its packed attributes decoded (test/support/packed-items.ts): written back, it is the plain shape. */
+const raw = async (key: Key): Promise<Item | undefined> => {
+  const item = (await h.table.client.send(new GetCommand({ TableName: h.table.tableName, Key: key, ConsistentRead: true }))).Item;
+  return item === undefined ? undefined : readableItem(item);
+};
 
 /** Rewrites an item as the code before the lean item model wrote it: with the attributes its key holds, nested ones included. */
 async function writeOldWay(key: Key, repeated: Item, nested: (item: Item) => Item): Promise<void> {

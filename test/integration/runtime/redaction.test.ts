@@ -11,7 +11,7 @@
  *   action, and the original once its uncertain outcome was reconciled.
  */
 import * as z from 'zod';
-import { ScanCommand } from '@aws-sdk/client-dynamodb';
+import { scanReadable } from '../../support/packed-items.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defineCapability, defineConnector } from '../../../packages/connector-sdk/src/define.js';
 import type { ActionExecutionContext } from '../../../packages/connector-sdk/src/context.js';
@@ -83,18 +83,9 @@ beforeAll(async () => {
 });
 afterAll(async () => h.destroy());
 
-/** Every item of the table, as text. */
+/** Every item of the table, as text (packed attributes decoded: test/support/packed-items.ts). */
 async function tableText(): Promise<string> {
-  const items: unknown[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await h.table.client.send(
-      new ScanCommand({ TableName: h.table.tableName, ConsistentRead: true, ...(start ? { ExclusiveStartKey: start as never } : {}) }),
-    );
-    items.push(...(page.Items ?? []));
-    start = page.LastEvaluatedKey as Record<string, unknown> | undefined;
-  } while (start !== undefined);
-  return JSON.stringify(items);
+  return JSON.stringify(await scanReadable(h.table.client, h.table.tableName));
 }
 
 const payInput = (lose = false) => ({ amount: 10, card: { number: CARD, exp: '12/30' }, note: NOTE, lose });

@@ -10,6 +10,7 @@ import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyDocument } from '../../../dev/cli/verify.js';
 import { keys } from '../../../lib/aws/dynamo/table-design.js';
+import { readableItem } from '../../support/packed-items.js';
 import { uid } from '../../support/transaction-fixtures.js';
 import { TestProvider, testConnector, transfer } from './connectors.js';
 import { TENANT, caller, createHarness, type Harness } from './support.js';
@@ -35,7 +36,9 @@ afterAll(async () => {
 });
 
 const rawTxn = async (hh: Harness, tx: string): Promise<Item> =>
-  (await hh.table.client.send(new GetCommand({ TableName: hh.table.tableName, Key: keys.transaction(TENANT, tx), ConsistentRead: true }))).Item as Item;
+  readableItem(
+    (await hh.table.client.send(new GetCommand({ TableName: hh.table.tableName, Key: keys.transaction(TENANT, tx), ConsistentRead: true }))).Item as Item,
+  );
 
 async function executed(hh: Harness = h): Promise<{ a: string; tx: string; envelope: ReturnType<typeof transfer> }> {
   const a = uid('a');

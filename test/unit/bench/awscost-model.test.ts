@@ -253,5 +253,15 @@ describe('AWS cost model arithmetic', () => {
       // ACTION 900 + IDEM 500 + RCPT 600 + 650 = 2,650; 4 items × 100; 3 index entries × 200.
       expect(storedBytes(trace)).toEqual({ bytes: 2650 + 400 + 600, items: 4, index_entries: 3 });
     });
+
+    it('counts the items a lone PutItem or UpdateItem writes (the route, the action at its attempt start)', () => {
+      const trace = [
+        '  TransactWriteItems [Put:ACTION, Put:RCPT] 4 CU {billed: 4 WRU + 1 index WRU; ACTION 700 B, RCPT 600 B}  — x',
+        '  PutItem ROUTE 1 CU {billed: 1 WRU; ROUTE 217 B}  — y',
+        '  UpdateItem ACTION 1 CU {billed: 1 WRU; ACTION 700→790 B}  — z',
+      ];
+      // ACTION 790 + RCPT 600 + ROUTE 217 = 1,607; 3 items × 100; 1 index entry × 200.
+      expect(storedBytes(trace)).toEqual({ bytes: 1607 + 300 + 200, items: 3, index_entries: 1 });
+    });
   });
 });
