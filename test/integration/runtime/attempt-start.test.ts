@@ -135,7 +135,7 @@ describe('A route that already exists: the reuse rules of a refused put-if-absen
   it('reusable (an earlier delivery pinned this replica and stopped before any lease): the lease follows, the route stays as pinned', async () => {
     const { a, tx } = await submitExecute(h);
     const earlier = pinned(a);
-    await h.stores.routes.putIfAbsent(earlier);
+    await h.stores.routes.putLegacy(earlier);
     requests.length = 0;
     expect(await drainFor(h, a)).toMatchObject({ disposition: 'settled', transaction_status: 'committed' });
     expect(requests.filter((r) => r.command === 'PutItem' || r.command === 'UpdateItem').map((r) => [r.command, r.ok])).toEqual([
@@ -148,7 +148,7 @@ describe('A route that already exists: the reuse rules of a refused put-if-absen
 
   it('pinned to another capability: runtime.route_mismatch before any provider call', async () => {
     const { a, tx } = await submitExecute(h);
-    await h.stores.routes.putIfAbsent(pinned(a, { capability_id: 'pay.slow' }));
+    await h.stores.routes.putLegacy(pinned(a, { capability_id: 'pay.slow' }));
     const before = await recordOf(h, tx);
     requests.length = 0;
     await h.drain();
@@ -184,7 +184,7 @@ describe('A route that already exists: the reuse rules of a refused put-if-absen
   ] as const) {
     it(`pinned to ${what}: deferred to the pinned route; nothing leased, nothing called`, async () => {
       const { a, tx } = await submitExecute(h);
-      await h.stores.routes.putIfAbsent(pinned(a, overrides));
+      await h.stores.routes.putLegacy(pinned(a, overrides));
       const before = { action: await actionOf(h, a), record: await recordOf(h, tx) };
       expect(await drainFor(h, a)).toMatchObject({ disposition: 'deferred', retry: true, reason: 'runtime.connector_unavailable' });
       expect(await actionOf(h, a)).toEqual(before.action);

@@ -177,7 +177,7 @@ describe('Connector routing is action-scoped', () => {
 
     // An assignment pinned to another capability is never reused: the attempt fails before any provider call.
     const b = uid('a');
-    await h.stores.routes.putIfAbsent({ ...(pinned as NonNullable<typeof pinned>), action_id: b, capability_id: 'pay.slow' });
+    await h.stores.routes.putLegacy({ ...(pinned as NonNullable<typeof pinned>), action_id: b, capability_id: 'pay.slow' });
     await h.runtime.submit(caller(), transfer(b, { transaction: { mode: 'execute', transaction_id: uid('tx') } }));
     await h.drain();
     expect((await h.runtime.getAction(caller(), TENANT, b)).action_result).toMatchObject({ status: 'failed', error: { code: 'runtime.route_mismatch' } });
