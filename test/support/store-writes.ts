@@ -11,8 +11,8 @@ import type { Clock } from '../../packages/connector-sdk/src/ports/clock.js';
 import type { Principal } from '../../packages/connector-sdk/src/protocol/index.js';
 import { TransactionJournal } from '../../lib/runtime/journal.js';
 import type { ReserveInput, ReserveOutcome } from '../../lib/ports/idempotency-store.js';
-import type { RouteAssignment } from '../../lib/ports/route-store.js';
-import { PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { RouteAssignment, RouteRef } from '../../lib/ports/route-store.js';
+import { PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { packed } from '../../lib/aws/dynamo/packed-attributes.js';
 import { keys } from '../../lib/aws/dynamo/table-design.js';
 import { commitOne, type IntentTable, type UnitOfWork } from '../../lib/ports/unit-of-work.js';
@@ -79,7 +79,8 @@ export function idempotencyWrites(uow: UnitOfWork) {
 /**
  * The runtime no longer writes a ROUTE item (the route is an attribute of the action, pinned by the attempt
  * start's lease): `putLegacy` plants one exactly as the version before wrote it (the fields but the key's two,
- * packed in `assignment`; put if absent), for the tests of migrate on read.
+ * packed in `assignment`; put if absent), and `moveToLegacy` moves a pinned route there, for the tests of
+ * migrate on read.
  */
 export function legacyRouteWrites(routes: DynamoStores['routes']) {
   const { client, table } = routes as unknown as { client: DynamoDBDocumentClient; table: string };
@@ -93,6 +94,22 @@ export function legacyRouteWrites(routes: DynamoStores['routes']) {
           ConditionExpression: 'attribute_not_exists(PK)',
         }),
       );
+    },
+    /** Moves the route pinned on the action into a ROUTE item, as the version before would have left it. */
+    async moveToLegacy(ref: RouteRef): Promise<RouteAssignment> {
+      const route = await routes.get(ref);
+      if (route === undefined) throw new Error(`no route pinned on ${ref.action_id}`);
+      await client.send(
+        new UpdateCommand({
+          TableName: table,
+          Key: keys.action(ref.tenant_id, ref.action_id),
+          UpdateExpression: 'REMOVE #r',
+          ConditionExpression: 'attribute_exists(#r)',
+          ExpressionAttributeNames: { '#r': 'route' },
+        }),
+      );
+      await this.putLegacy(route);
+      return route;
     },
   };
 }
