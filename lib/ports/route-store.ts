@@ -59,7 +59,7 @@ export interface RouteStore {
    */
   get(ref: RouteRef): Promise<RouteAssignment | undefined>;
   /** The `ROUTE` item an earlier version wrote for the action, alone (one strongly consistent read), if any. */
-  legacy(ref: RouteRef): Promise<RouteAssignment | undefined>;
+  getLegacy(ref: RouteRef): Promise<RouteAssignment | undefined>;
 }
 
 /** Which of capability/tenant differ between a stored assignment and a new request. */

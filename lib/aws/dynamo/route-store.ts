@@ -115,10 +115,10 @@ export class DynamoRouteStore implements RouteStore {
     // One item under 4 KB: the whole action reads for the same 1 RRU as a projection of its route.
     const pinned = (await consistentGet(this.client, this.table, keys.action(ref.tenant_id, ref.action_id)))?.[ROUTE_ATTRIBUTE];
     if (pinned !== undefined) return routeOf(unpack(pinned, ROUTE_ATTRIBUTE) as Item, ref.tenant_id, ref.action_id);
-    return this.legacy(ref);
+    return this.getLegacy(ref);
   }
 
-  async legacy(ref: RouteRef): Promise<RouteAssignment | undefined> {
+  async getLegacy(ref: RouteRef): Promise<RouteAssignment | undefined> {
     checkRef(ref);
     const item = await consistentGet(this.client, this.table, keys.routeAssignment(ref.tenant_id, ref.action_id));
     return item === undefined ? undefined : toAssignment(item);

@@ -79,7 +79,7 @@ export function hostedConnector(k: Kernel, reg: RegisteredCapability): HostedCon
  * action").
  */
 export async function routeToPin(k: Kernel, record: ActionRecord, wanted: RouteAssignment): Promise<{ route: RouteAssignment; pin: boolean }> {
-  const pinned = record.route ?? (record.fence > 0 ? await k.deps.routes.legacy({ tenant_id: record.tenant_id, action_id: record.action_id }) : undefined);
+  const pinned = record.route ?? (record.fence > 0 ? await k.deps.routes.getLegacy({ tenant_id: record.tenant_id, action_id: record.action_id }) : undefined);
   return { route: pinned === undefined ? wanted : pinnedRoute(wanted, pinned), pin: record.route === undefined };
 }
 

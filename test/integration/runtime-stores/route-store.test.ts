@@ -110,7 +110,7 @@ describe('the route on the action', () => {
   it('there is no lookup by transaction or plan ID: the route lives only in the action item', async () => {
     const a = assignment();
     await lease(a, (await admitted(a.action_id)).revision);
-    expect(Object.getOwnPropertyNames(Object.getPrototypeOf(s.routes)).sort()).toEqual(['constructor', 'get', 'legacy']);
+    expect(Object.getOwnPropertyNames(Object.getPrototypeOf(s.routes)).sort()).toEqual(['constructor', 'get', 'getLegacy']);
     const partition = await s.table.client.send(
       new QueryCommand({
         TableName: s.table.tableName,
@@ -159,12 +159,12 @@ describe('a ROUTE item an earlier version wrote (migrate on read)', () => {
     await admitted(a.action_id);
     await s.routes.putLegacy(a);
     expect(await s.routes.get(a)).toEqual(a);
-    expect(await s.routes.legacy(a)).toEqual(a);
+    expect(await s.routes.getLegacy(a)).toEqual(a);
     const b = assignment();
     const created = await admitted(b.action_id);
     await s.routes.putLegacy({ ...b, replica: 'replica-old' });
     await lease(b, created.revision);
     expect(await s.routes.get(b)).toEqual(b);
-    expect((await s.routes.legacy(b))?.replica).toBe('replica-old');
+    expect((await s.routes.getLegacy(b))?.replica).toBe('replica-old');
   });
 });

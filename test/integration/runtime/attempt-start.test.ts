@@ -224,7 +224,7 @@ describe('Migrate on read: a ROUTE item an earlier version pinned', () => {
     expect(requests.flatMap((r) => r.items)).toContain(`Get:ROUTE ${keys.action(TENANT, a).PK}`);
     expect(requests.filter((r) => r.command === 'PutItem')).toEqual([]);
     expect((await actionOf(h, a))?.route).toEqual(route);
-    expect(await h.stores.routes.legacy({ tenant_id: TENANT, action_id: a })).toEqual(route);
+    expect(await h.stores.routes.getLegacy({ tenant_id: TENANT, action_id: a })).toEqual(route);
     expect(provider.count('invoke', tx)).toBe(1);
   });
 
