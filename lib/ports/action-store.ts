@@ -38,6 +38,7 @@ import type {
   ProviderOperationRef,
   TransactionMode,
 } from '../../packages/connector-sdk/src/protocol/index.js';
+import type { RouteAssignment } from './route-store.js';
 
 /** Action statuses an action can never leave. */
 export const TERMINAL_ACTION_STATUS_LIST = ['completed', 'failed', 'cancelled'] as const satisfies readonly ActionStatus[];
@@ -96,6 +97,12 @@ export interface ActionRecord {
   readonly released_fence?: number;
   /** Attempts given back unstarted so far (each `action.release_lease` adds one): the durable count of capacity deferrals. */
   readonly deferrals?: number;
+  /**
+   * The action-scoped route, pinned by the first attempt start's own write (`AcquireActionLeaseInput.route`) or a
+   * preview's `action.pin_route`; immutable once set. Absent on an action never started, and on one an earlier
+   * version pinned in a `ROUTE` item of its own (RouteStore.get reads both).
+   */
+  readonly route?: RouteAssignment;
   readonly cancel_requested_at?: string;
   readonly created_at: string;
   readonly updated_at: string;
@@ -180,6 +187,18 @@ export interface AcquireActionLeaseInput extends ActionRef {
   readonly expected_revision: number;
   /** Default LEASABLE_ACTION_STATUSES. The record moves to `running`. */
   readonly from?: readonly ActionStatus[];
+  /**
+   * The route to pin with the lease, given only when the record read at `expected_revision` holds none: the
+   * revision condition makes it put-if-absent (a concurrent pin moved the revision). Its tenant and action ID are the
+   * action's.
+   */
+  readonly route?: RouteAssignment;
+}
+
+/** A route pinned without a lease (a preview calling its handler inline): one conditional write, revision + 1. */
+export interface PinActionRouteInput extends ActionRef {
+  readonly expected_revision: number;
+  readonly route: RouteAssignment;
 }
 
 export interface RenewActionLeaseInput extends ActionRef {

@@ -1,11 +1,15 @@
 /**
- * Port: action-scoped route assignments.
+ * Port: action-scoped route assignments (reads only).
  *
  * A RouteAssignment is keyed by (tenant, action ID) and is immutable once
- * written: `putIfAbsent` is ONE conditional put; when an assignment already
- * exists it is returned instead (from the failed write's ALL_OLD image) and
- * nothing is overwritten. The caller reuses it only when the capability and
- * the tenant still match (`reusable`, `mismatched`).
+ * written. It is an attribute of the action item (`ActionRecord.route`),
+ * pinned by the attempt start's own conditional write of the action (the
+ * lease, `action.lease` with `route`; a preview that calls its handler pins
+ * it with `action.pin_route`): set only when the action read at the expected
+ * revision held none, never overwritten. A later attempt reuses it only when
+ * the capability and the tenant still match (`routeMismatches`). An action
+ * admitted before holds it in an item of its own (`ROUTE`), read by `get`
+ * (docs/table-design.md, "The route on the action").
  *
  * There is deliberately NO lookup by transaction ID or plan ID: distinct
  * plan, commit, compensation or reconciliation action IDs resolve
@@ -43,25 +47,19 @@ export interface RouteAssignment {
 
 export type RouteMismatch = 'capability_id' | 'tenant_id';
 
-export interface PutRouteResult {
-  /** True when this call wrote the assignment. */
-  readonly created: boolean;
-  /** The stored assignment (the existing one when created is false). */
-  readonly assignment: RouteAssignment;
-  /** True when the stored assignment matches the requested capability and tenant. */
-  readonly reusable: boolean;
-  /** What differs when not reusable. */
-  readonly mismatched: readonly RouteMismatch[];
-}
-
 export interface RouteRef {
   readonly tenant_id: string;
   readonly action_id: string;
 }
 
 export interface RouteStore {
-  /** Strongly consistent read by action ID. */
+  /**
+   * The route pinned for the action, strongly consistent: the action item's `route`, else the `ROUTE` item an
+   * earlier version wrote (migrate on read). Undefined when neither holds one.
+   */
   get(ref: RouteRef): Promise<RouteAssignment | undefined>;
+  /** The `ROUTE` item an earlier version wrote for the action, alone (one strongly consistent read), if any. */
+  getLegacy(ref: RouteRef): Promise<RouteAssignment | undefined>;
 }
 
 /** Which of capability/tenant differ between a stored assignment and a new request. */

@@ -40,6 +40,7 @@ import type {
   CheckFenceInput,
   CreateActionInput,
   RedactTerminalInput,
+  PinActionRouteInput,
   ReleaseActionLeaseInput,
   RenewActionLeaseInput,
   RequestCancelInput,
@@ -48,7 +49,6 @@ import type {
 } from './action-store.js';
 import type { ApprovalRecord, CreateApprovalInput, DecideApprovalInput, ExpireApprovalInput, WithdrawApprovalInput } from './approval-store.js';
 import type { AdoptInput, CompleteInput, IdempotencyReservation, OwnerInput, ReserveInput, ReserveOutcome } from './idempotency-store.js';
-import type { PutRouteResult, RouteAssignment } from './route-store.js';
 import type { AppendChunkInput, StoredStreamChunk } from './stream-store.js';
 import type {
   AcquireLeaseInput,
@@ -88,6 +88,8 @@ export interface IntentTable {
   'action.renew_lease': { input: RenewActionLeaseInput; written: ActionRecord | undefined; current: never };
   // An attempt certified not to have reached the provider gives its lease back (a remote capacity refusal).
   'action.release_lease': { input: ReleaseActionLeaseInput; written: ActionRecord | undefined; current: never };
+  // A preview that calls its handler inline pins the action's route without a lease (an attempt pins it with its lease).
+  'action.pin_route': { input: PinActionRouteInput; written: ActionRecord | undefined; current: never };
   'action.settle': { input: SettleActionInput; written: ActionRecord | undefined; current: never };
   'action.redact': { input: RedactTerminalInput; written: ActionRecord | undefined; current: never };
   'action.request_cancel': { input: RequestCancelInput; written: ActionRecord | undefined; current: never };
@@ -99,8 +101,6 @@ export interface IntentTable {
   'idempotency.mark_uncertain': { input: OwnerInput; written: IdempotencyReservation | undefined; current: never };
   'idempotency.expire_rejected': { input: OwnerInput; written: IdempotencyReservation | undefined; current: never };
   'idempotency.adopt': { input: AdoptInput; written: IdempotencyReservation | undefined; current: never };
-  // The action's route (put if absent; a refusal carries the stored one, reusable or not).
-  'route.pin': { input: RouteAssignment; written: PutRouteResult; current: PutRouteResult };
   // Approvals.
   'approval.create': { input: CreateApprovalInput; written: ApprovalRecord; current: never };
   'approval.decide': { input: DecideApprovalInput; written: ApprovalRecord | undefined; current: never };

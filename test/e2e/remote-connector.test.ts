@@ -52,10 +52,12 @@ describe('payments on a remote connector host', () => {
     expect(op?.operation_id).toBe((s.stack.simulator.ledger()[mark] as { operation_id: string }).operation_id);
     const inbox = await s.ddb.send(new GetCommand({ TableName: s.table, Key: remoteCheckpointKey(T, done.transaction.transaction_id), ConsistentRead: true }));
     expect(inbox.Item?.provider_operation).toEqual(op);
-    // The action-scoped route pins the remote peer.
-    const route = await s.ddb.send(new GetCommand({ TableName: s.table, Key: { PK: `ACTION#${T}#${done.id}`, SK: 'ROUTE' }, ConsistentRead: true }));
-    // Its fields are stored packed in one attribute (docs/table-design.md, "Opaque attributes stored packed").
-    expect(readableItem(route.Item ?? {}).assignment).toMatchObject({
+    // The action-scoped route pins the remote peer: an attribute of the action item, pinned by the attempt's lease and
+    // stored packed (docs/table-design.md, "The route on the action"); no ROUTE item.
+    const action = await s.ddb.send(new GetCommand({ TableName: s.table, Key: { PK: `ACTION#${T}#${done.id}`, SK: 'ACTION' }, ConsistentRead: true }));
+    const legacy = await s.ddb.send(new GetCommand({ TableName: s.table, Key: { PK: `ACTION#${T}#${done.id}`, SK: 'ROUTE' }, ConsistentRead: true }));
+    expect(legacy.Item).toBeUndefined();
+    expect(readableItem(action.Item ?? {}).route).toMatchObject({
       connector_id: 'payments',
       endpoint: remote?.hostUrl,
       connector_instance: 'local-host',

@@ -3,8 +3,7 @@
  * conditions: each write method commits ONE intent through the unit of work
  * (the same `commit` the runtime uses; no second write path), answering as
  * the store methods of old did: the record written, or the refusal's typed
- * error thrown; a held idempotency key and a stored route answer their current
- * record.
+ * error thrown; a held idempotency key answers its current record.
  */
 import type { DynamoStores } from '../../lib/aws/dynamo/stores.js';
 import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
@@ -12,7 +11,10 @@ import type { Clock } from '../../packages/connector-sdk/src/ports/clock.js';
 import type { Principal } from '../../packages/connector-sdk/src/protocol/index.js';
 import { TransactionJournal } from '../../lib/runtime/journal.js';
 import type { ReserveInput, ReserveOutcome } from '../../lib/ports/idempotency-store.js';
-import type { PutRouteResult, RouteAssignment } from '../../lib/ports/route-store.js';
+import type { RouteAssignment, RouteRef } from '../../lib/ports/route-store.js';
+import { PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { packed } from '../../lib/aws/dynamo/packed-attributes.js';
+import { keys } from '../../lib/aws/dynamo/table-design.js';
 import { commitOne, type IntentTable, type UnitOfWork } from '../../lib/ports/unit-of-work.js';
 
 type Writer<K extends keyof IntentTable> = (input: IntentTable[K]['input']) => Promise<NonNullable<IntentTable[K]['written']>>;
@@ -51,6 +53,7 @@ export function actionWrites(uow: UnitOfWork) {
     acquireLease: writer(uow, 'action.lease'),
     renewLease: writer(uow, 'action.renew_lease'),
     releaseLease: writer(uow, 'action.release_lease'),
+    pinRoute: writer(uow, 'action.pin_route'),
     settle: writer(uow, 'action.settle'),
     redactTerminal: writer(uow, 'action.redact'),
     requestCancel: writer(uow, 'action.request_cancel'),
@@ -73,14 +76,40 @@ export function idempotencyWrites(uow: UnitOfWork) {
   };
 }
 
-export function routeWrites(uow: UnitOfWork) {
+/**
+ * The runtime no longer writes a ROUTE item (the route is an attribute of the action, pinned by the attempt
+ * start's lease): `putLegacy` plants one exactly as the version before wrote it (the fields but the key's two,
+ * packed in `assignment`; put if absent), and `moveToLegacy` moves a pinned route there, for the tests of
+ * migrate on read.
+ */
+export function legacyRouteWrites(routes: DynamoStores['routes']) {
+  const { client, table } = routes as unknown as { client: DynamoDBDocumentClient; table: string };
   return {
-    async putIfAbsent(input: RouteAssignment): Promise<PutRouteResult> {
-      const out = await uow.commit([{ kind: 'route.pin', input }] as const);
-      if (out.committed) return out.written[0];
-      const refusal = out.refused[0];
-      if (refusal?.kind === 'route.pin' && refusal.current !== undefined) return refusal.current;
-      throw refusal?.error;
+    async putLegacy(input: RouteAssignment): Promise<void> {
+      const { tenant_id: _t, action_id: _a, ...fields } = input;
+      await client.send(
+        new PutCommand({
+          TableName: table,
+          Item: { ...keys.routeAssignment(input.tenant_id, input.action_id), assignment: packed(fields) },
+          ConditionExpression: 'attribute_not_exists(PK)',
+        }),
+      );
+    },
+    /** Moves the route pinned on the action into a ROUTE item, as the version before would have left it. */
+    async moveToLegacy(ref: RouteRef): Promise<RouteAssignment> {
+      const route = await routes.get(ref);
+      if (route === undefined) throw new Error(`no route pinned on ${ref.action_id}`);
+      await client.send(
+        new UpdateCommand({
+          TableName: table,
+          Key: keys.action(ref.tenant_id, ref.action_id),
+          UpdateExpression: 'REMOVE #r',
+          ConditionExpression: 'attribute_exists(#r)',
+          ExpressionAttributeNames: { '#r': 'route' },
+        }),
+      );
+      await this.putLegacy(route);
+      return route;
     },
   };
 }
@@ -113,7 +142,7 @@ export function writableStores(stores: DynamoStores) {
     actions: withWrites(stores.actions, actionWrites(uow)),
     idempotency: withWrites(stores.idempotency, idempotencyWrites(uow)),
     approvals: withWrites(stores.approvals, approvalWrites(uow, stores.approvals)),
-    routes: withWrites(stores.routes, routeWrites(uow)),
+    routes: withWrites(stores.routes, legacyRouteWrites(stores.routes)),
     streams: withWrites(stores.streams, streamWrites(uow)),
   };
 }

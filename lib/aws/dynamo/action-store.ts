@@ -37,6 +37,7 @@ import {
   type CreateActionInput,
   type ReleaseActionLeaseInput,
   type RenewActionLeaseInput,
+  type PinActionRouteInput,
   type RedactTerminalInput,
   type RequestCancelInput,
   type SettleActionInput,
@@ -58,6 +59,7 @@ import {
 } from './store-support.js';
 import { fullActionEnvelope, leanActionEnvelope } from './derived-attributes.js';
 import { packAttributes, unpackAttributes } from './packed-attributes.js';
+import { ROUTE_ATTRIBUTE, routeOf, storedRoute } from './route-store.js';
 import { TTL_ATTRIBUTE, keys, withKeyAttributes } from './table-design.js';
 import type { IntentMapper, MappedWrite } from './unit-of-work.js';
 
@@ -94,6 +96,7 @@ const RECORD_FIELDS = [
   'lease_expires_at',
   'released_fence',
   'deferrals',
+  'route',
   'cancel_requested_at',
   'created_at',
   'updated_at',
@@ -104,7 +107,7 @@ const RECORD_FIELDS = [
  * The attributes an action item stores packed (./packed-attributes.ts): written whole, never named by a condition,
  * a projection or a nested update path. `transaction_id` stays plain (a projection reads it).
  */
-const PACKED: ReadonlySet<string> = new Set(['action', 'input', 'actor', 'result', 'principal', 'recovery', 'input_hash']);
+const PACKED: ReadonlySet<string> = new Set(['action', 'input', 'actor', 'result', 'principal', 'recovery', 'input_hash', ROUTE_ATTRIBUTE]);
 
 /**
  * The record of an action item (exported for readers of raw items, the load checker). The action ID is
@@ -123,6 +126,8 @@ export function actionRecordOf(stored: Item): ActionRecord {
   out.action = { id: item.action_id, ...envelope, input };
   const result = out.result as Record<string, unknown> | undefined;
   if (result !== undefined && result !== null && typeof result === 'object') out.result = { action_id: item.action_id, ...result };
+  // The pinned route stores no tenant or action ID: the action's own (./route-store.ts routeOf).
+  if (item.route !== undefined) out.route = routeOf(item.route as Item, item.tenant_id as string, item.action_id as string);
   out.fence ??= 0;
   out.attempt ??= 0;
   return out as unknown as ActionRecord;
@@ -247,6 +252,8 @@ export class DynamoActionStore implements ActionStore, IntentMapper {
         return this.renewLeaseWrite(intent.input);
       case 'action.release_lease':
         return this.releaseLeaseWrite(intent.input);
+      case 'action.pin_route':
+        return this.pinRouteWrite(intent.input);
       case 'action.settle':
         return this.settleWrite(intent.input);
       case 'action.redact':
@@ -408,6 +415,10 @@ export class DynamoActionStore implements ActionStore, IntentMapper {
     b.set('lease_expires_at', new Date(now.getTime() + input.ttl_ms).toISOString());
     b.setExpr('fence', `${b.n('fence')} + ${b.v(1)}`);
     b.setExpr('attempt', `${b.n('attempt')} + ${b.v(1)}`);
+    // Pinned only when the record read at `expected` held none (the port's contract): the revision condition makes
+    // it put-if-absent, and a held record that holds one is refused below (a route is never overwritten).
+    const route = input.route !== undefined ? storedRoute(input.route, input) : undefined;
+    if (route !== undefined) b.set(ROUTE_ATTRIBUTE, route);
     const expiresAt = new Date(now.getTime() + input.ttl_ms).toISOString();
     const classify = (old: Item): AipError => {
       const live = typeof old.lease_expires_at === 'string' && old.lease_expires_at > iso && old.lease_owner !== input.owner;
@@ -427,9 +438,12 @@ export class DynamoActionStore implements ActionStore, IntentMapper {
       lease_expires_at: expiresAt,
       fence: from.fence + 1,
       attempt: from.attempt + 1,
+      ...(input.route !== undefined ? { route: input.route } : {}),
     });
     if (held !== undefined && (held.revision !== expected || held.action_id !== input.action_id))
       throw invalid(CODE, 'the held record is not the one the lease was conditioned on', { field: 'expected_revision' });
+    if (held?.route !== undefined && input.route !== undefined)
+      throw invalid(CODE, 'the action has a pinned route: a route is never overwritten', { field: 'route' });
     return this.updateWrite(input, 'acquire_lease', b, classify, held !== undefined ? () => leased(held) : undefined);
   }
 
@@ -471,6 +485,22 @@ export class DynamoActionStore implements ActionStore, IntentMapper {
       if ((old.fence ?? 0) !== fence || old.lease_owner !== input.owner) return this.staleFence(input, 'release_lease', old, fence);
       return this.conflict(input, 'release_lease', old, ['running']);
     });
+  }
+
+  /**
+   * See PinActionRouteInput: the route of an action that runs without a lease (a preview calling its handler),
+   * conditioned on a non-terminal status and the revision the caller read holding no route (put-if-absent).
+   */
+  private pinRouteWrite(input: PinActionRouteInput): MappedWrite<ActionRecord | undefined, never> {
+    this.checkRef(input);
+    const expected = checkRevision(CODE, input.expected_revision);
+    const b = new UpdateBuilder(PACKED);
+    b.condition(`${b.n('status')} IN (${NON_TERMINAL.map((s) => b.v(s)).join(', ')})`);
+    b.condition(`${b.n('revision')} = ${b.v(expected)}`);
+    b.set('revision', expected + 1);
+    b.set('updated_at', this.clock().toISOString());
+    b.set(ROUTE_ATTRIBUTE, storedRoute(input.route, input));
+    return this.updateWrite(input, 'pin_route', b, (old) => this.conflict(input, 'pin_route', old, NON_TERMINAL, expected));
   }
 
   /** Fenced terminal settlement: sets the result, releases the lease, optionally redacts the input. */

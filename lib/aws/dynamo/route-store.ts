@@ -1,20 +1,19 @@
 /**
- * DynamoDB adapter of the RouteStore port (lib/ports/route-store.ts).
+ * DynamoDB adapter of the RouteStore port (lib/ports/route-store.ts): reads only.
  *
- * Item: PK `ACTION#<tenant>#<action_id>`, SK `ROUTE`: in the action's own
- * partition, keyed by action ID only. Immutable: written once by a
- * conditional put, never updated. No index: there is no lookup by
- * transaction or plan ID.
+ * The route is an attribute of the action item (`route`, packed whole): the attempt start's own conditional
+ * write of the action pins it (./action-store.ts, the lease; `action.pin_route` for a preview), so this module
+ * holds its codec (`storedRoute`, `routeOf`), shared with the action store. An action admitted before holds it in
+ * an item of its own, PK `ACTION#<tenant>#<action_id>`, SK `ROUTE` (its fields packed in one attribute
+ * `assignment`, or, written before that, as attributes of their own), never written again and read here
+ * (docs/table-design.md, "The route on the action").
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import { Sha256HexSchema } from '../../../packages/connector-sdk/src/protocol/index.js';
-import { routeMismatches, type PutRouteResult, type RouteAssignment, type RouteRef, type RouteStore } from '../../ports/route-store.js';
-import type { WriteIntent } from '../../ports/unit-of-work.js';
+import type { RouteAssignment, RouteRef, RouteStore } from '../../ports/route-store.js';
 import { checkId, checkNonNegativeInt, checkTime, compact, consistentGet, invalid, type Item } from './store-support.js';
 import { keys, withKeyAttributes } from './table-design.js';
-import { packed, unpack } from './packed-attributes.js';
-import type { IntentMapper, MappedWrite } from './unit-of-work.js';
+import { unpack } from './packed-attributes.js';
 
 export interface DynamoRouteStoreOptions {
   readonly client: DynamoDBDocumentClient;
@@ -44,26 +43,40 @@ const FIELDS = [
   'created_at',
 ] as const satisfies readonly (keyof RouteAssignment)[];
 
+/** The attribute of the action item the route is pinned in, packed whole (the action store's PACKED set holds it). */
+export const ROUTE_ATTRIBUTE = 'route';
+
 /**
- * The attribute a route item stores its assignment in, packed whole (./packed-attributes.ts): the item is written
- * once and never updated, and no condition, projection or index names a field of it. An item written before holds
- * the fields as attributes of their own, and reads exactly as before.
+ * The attribute a legacy route item stores its assignment in, packed whole (./packed-attributes.ts). An item
+ * written before packing holds the fields as attributes of their own, and reads exactly as before.
  */
 const ASSIGNMENT = 'assignment';
 
-/** The assignment of a route item; `tenant_id` and `action_id` come from the key (stored only by items written before the lean item model). */
-function toAssignment(stored: Item): RouteAssignment {
-  const { [ASSIGNMENT]: packedFields, ...rest } = stored;
-  const fields = packedFields === undefined ? {} : (unpack(packedFields, ASSIGNMENT) as Item);
-  const item = withKeyAttributes({ ...rest, ...fields });
+/** The assignment of stored fields (unpacked); `tenant_id` and `action_id` are the action's (its key). */
+export function routeOf(fields: Item, tenant_id: string, action_id: string): RouteAssignment {
+  const item: Item = { ...fields, tenant_id, action_id };
   const out: Record<string, unknown> = {};
   for (const f of FIELDS) if (item[f] !== undefined) out[f] = item[f];
   return out as unknown as RouteAssignment;
 }
 
-/** The stored attributes of an assignment: every field but the two its key holds. */
-function withoutKeyFields(a: RouteAssignment): Item {
-  const { tenant_id: _tenant, action_id: _action, ...rest } = a;
+/** A legacy route item's assignment; `tenant_id` and `action_id` come from the key (stored only by items written before the lean item model). */
+function toAssignment(stored: Item): RouteAssignment {
+  const { [ASSIGNMENT]: packedFields, ...rest } = stored;
+  const fields = packedFields === undefined ? {} : (unpack(packedFields, ASSIGNMENT) as Item);
+  const item = withKeyAttributes({ ...rest, ...fields });
+  return routeOf(item, item.tenant_id as string, item.action_id as string);
+}
+
+/**
+ * What the action item `ref` stores of `route` (checked: `route.invalid_assignment`, and its tenant and action ID
+ * must be the action's): every field but the two its key holds, packed by the action store's update.
+ */
+export function storedRoute(route: RouteAssignment, ref: RouteRef): Item {
+  checkAssignment(route);
+  if (route.tenant_id !== ref.tenant_id || route.action_id !== ref.action_id)
+    throw invalid(CODE, 'the route is pinned on its own action only', { field: 'route.action_id' });
+  const { tenant_id: _tenant, action_id: _action, ...rest } = compact(Object.fromEntries(FIELDS.map((f) => [f, route[f]]))) as Item;
   return rest;
 }
 
@@ -88,7 +101,7 @@ function checkAssignment(a: RouteAssignment): void {
   checkTime(CODE, 'created_at', a.created_at);
 }
 
-export class DynamoRouteStore implements RouteStore, IntentMapper {
+export class DynamoRouteStore implements RouteStore {
   private readonly client: DynamoDBDocumentClient;
   private readonly table: string;
 
@@ -97,52 +110,23 @@ export class DynamoRouteStore implements RouteStore, IntentMapper {
     this.table = options.tableName;
   }
 
-  /**
-   * Maps `route.pin`: the assignment is written unless one exists for the action (never overwritten). A refusal
-   * carries the stored assignment, reusable or not (`route.already_assigned`); a lone pin of a reusable one
-   * answers it as written.
-   */
-  map(intent: WriteIntent): MappedWrite<PutRouteResult, PutRouteResult> {
-    if (intent.kind !== 'route.pin') throw new AipError('internal.unexpected', `the route store does not write ${intent.kind}`);
-    const assignment = intent.input;
-    checkAssignment(assignment);
-    const stored: RouteAssignment = compact(Object.fromEntries(FIELDS.map((f) => [f, assignment[f]])) as unknown as RouteAssignment);
-    const raced = () =>
-      new AipError('route.already_assigned', 'a concurrent write to the route assignment won the race', {
-        details: { action_id: assignment.action_id, reason: 'transaction_conflict' },
-      });
-    return {
-      items: [
-        {
-          Put: {
-            TableName: this.table,
-            // Not stored again: tenant_id, action_id and the item kind are in the key.
-            Item: { ...keys.routeAssignment(assignment.tenant_id, assignment.action_id), [ASSIGNMENT]: packed(withoutKeyFields(stored)) },
-            ConditionExpression: 'attribute_not_exists(#pk)',
-            ExpressionAttributeNames: { '#pk': 'PK' },
-          },
-        },
-      ],
-      refuse: (_at, old) => {
-        if (old === undefined) return { error: raced() };
-        const existing = toAssignment(old);
-        const mismatched = routeMismatches(existing, assignment);
-        const current: PutRouteResult = { created: false, assignment: existing, reusable: mismatched.length === 0, mismatched };
-        const error = new AipError('route.already_assigned', 'The action already has a route assignment', {
-          details: { action_id: assignment.action_id, reusable: current.reusable, mismatched },
-        });
-        return { error, current, ...(current.reusable ? { already: current } : {}) };
-      },
-      race: raced,
-      written: () => ({ created: true, assignment: stored, reusable: true, mismatched: [] }),
-    };
+  async get(ref: RouteRef): Promise<RouteAssignment | undefined> {
+    checkRef(ref);
+    // One item under 4 KB: the whole action reads for the same 1 RRU as a projection of its route.
+    const pinned = (await consistentGet(this.client, this.table, keys.action(ref.tenant_id, ref.action_id)))?.[ROUTE_ATTRIBUTE];
+    if (pinned !== undefined) return routeOf(unpack(pinned, ROUTE_ATTRIBUTE) as Item, ref.tenant_id, ref.action_id);
+    return this.getLegacy(ref);
   }
 
-  async get(ref: RouteRef): Promise<RouteAssignment | undefined> {
-    if (ref === null || typeof ref !== 'object') throw invalid(CODE, 'input must be an object');
-    checkId(CODE, 'tenant_id', ref.tenant_id);
-    checkId(CODE, 'action_id', ref.action_id);
+  async getLegacy(ref: RouteRef): Promise<RouteAssignment | undefined> {
+    checkRef(ref);
     const item = await consistentGet(this.client, this.table, keys.routeAssignment(ref.tenant_id, ref.action_id));
     return item === undefined ? undefined : toAssignment(item);
   }
+}
+
+function checkRef(ref: RouteRef): void {
+  if (ref === null || typeof ref !== 'object') throw invalid(CODE, 'input must be an object');
+  checkId(CODE, 'tenant_id', ref.tenant_id);
+  checkId(CODE, 'action_id', ref.action_id);
 }

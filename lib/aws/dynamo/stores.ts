@@ -47,7 +47,7 @@ export function createDynamoStores(options: DynamoStoresOptions): DynamoStores {
   const streams = new DynamoStreamStore({ ...table, ...options.streams });
   const uow = new DynamoUnitOfWork({
     client: options.client,
-    mappers: { transaction: transactions, action: actions, idempotency, approval: approvals, route: routes, stream: streams },
+    mappers: { transaction: transactions, action: actions, idempotency, approval: approvals, stream: streams },
     ...(options.conflictRetries !== undefined ? { conflictRetries: options.conflictRetries } : {}),
   });
   return {

@@ -69,7 +69,7 @@ type Sent = { readonly ok: true; readonly image?: Item } | { readonly ok: false;
 
 export interface DynamoUnitOfWorkOptions {
   readonly client: DynamoDBDocumentClient;
-  /** The mapper of each intent kind's owner, by the kind's prefix (`transaction`, `action`, `idempotency`, `route`, `approval`, `stream`). */
+  /** The mapper of each intent kind's owner, by the kind's prefix (`transaction`, `action`, `idempotency`, `approval`, `stream`). */
   readonly mappers: { readonly [owner in OwnerOf<IntentKind>]: IntentMapper };
   /** Sends after a TransactionConflict before giving up. Default 6. */
   readonly conflictRetries?: number;

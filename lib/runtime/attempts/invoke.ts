@@ -13,11 +13,11 @@ import type {
   TraceContext,
   TransactionExecutionContext,
 } from '../../../packages/connector-sdk/src/context.js';
-import type { RecordedActor } from '../../ports/action-store.js';
+import type { ActionRecord, RecordedActor } from '../../ports/action-store.js';
 import { randomBytes } from 'node:crypto';
 import { runAttempt as runConnectorAttempt, type AttemptOutcome as ConnectorAttemptOutcome } from './deadline.js';
 import type { Action, Principal } from '../../../packages/connector-sdk/src/protocol/index.js';
-import type { PutRouteResult, RouteAssignment } from '../../ports/route-store.js';
+import { routeMismatches, type RouteAssignment } from '../../ports/route-store.js';
 import { bindAttemptPlacement, certifiedCapacityRefusal } from './placement.js';
 import { boundedAttemptMs } from '../attempt-budget.js';
 import type { HostedConnector } from '../deps.js';
@@ -41,7 +41,7 @@ export interface InvocationSubject {
   readonly memory?: RuntimeMemory;
   /** The route's action ID (the public action ID; equals action.id unless rewritten). */
   readonly route_action_id?: string;
-  /** The route assignment resolveRoute returned: bound to the attempt's context (a remote connector sends it pinned). */
+  /** The route assignment routeToPin returned: bound to the attempt's context (a remote connector sends it pinned). */
   readonly route?: RouteAssignment;
   /** The verified caller facts the admission recorded on the action. */
   readonly actor?: RecordedActor;
@@ -68,29 +68,22 @@ export function hostedConnector(k: Kernel, reg: RegisteredCapability): HostedCon
 }
 
 /**
- * The immutable route assignment of the action ID: written once, reused by
- * later attempts only when capability and tenant still match. There is no
- * lookup by transaction or plan ID.
+ * The route an attempt or a preview runs under, before any write: the one pinned for the action (`record.route`;
+ * an action an earlier version started may hold it in a ROUTE item of its own, read then) under the reuse rules,
+ * else `wanted`, which the caller's own conditional write of the action then pins (`pin`: the action item holds no
+ * route). Nothing reaches a provider before that write lands. There is no lookup by transaction or plan ID.
+ *
+ * Migrate on read: the legacy item is read only for an action leased before (`fence > 0`). An earlier version
+ * pinned the route, then leased, then called the provider: an action never leased made no provider call under
+ * the route it may have pinned, so a new pin replaces nothing that ran (docs/table-design.md, "The route on the
+ * action").
  */
-export async function resolveRoute(k: Kernel, s: InvocationSubject, hosted: HostedConnector): Promise<RouteAssignment> {
-  const wanted = routeAssignment(k, s, hosted);
-  return pinnedRoute(wanted, await pinRoute(k, wanted));
+export async function routeToPin(k: Kernel, record: ActionRecord, wanted: RouteAssignment): Promise<{ route: RouteAssignment; pin: boolean }> {
+  const pinned = record.route ?? (record.fence > 0 ? await k.deps.routes.getLegacy({ tenant_id: record.tenant_id, action_id: record.action_id }) : undefined);
+  return { route: pinned === undefined ? wanted : pinnedRoute(wanted, pinned), pin: record.route === undefined };
 }
 
-/** Pins the route unless one is pinned: the stored assignment answers a refusal, reusable or not (pinnedRoute decides). */
-export async function pinRoute(k: Kernel, wanted: RouteAssignment): Promise<PutRouteResult> {
-  const out = await k.commit([{ kind: 'route.pin', input: wanted }] as const);
-  if (out.committed) return out.written[0];
-  const refusal = out.refused[0];
-  if (refusal?.kind === 'route.pin' && refusal.current !== undefined) return refusal.current;
-  throw refusal?.error ?? new AipError('internal.unexpected', 'route pin refused without a reason');
-}
-
-/**
- * The assignment this attempt would pin (not written): what `resolveRoute`
- * puts if absent, and what a first attempt's composite start write carries
- * (worker.ts), so that both paths write the same item.
- */
+/** The assignment this attempt would pin (not written): what `routeToPin` answers when none is pinned. */
 export function routeAssignment(k: Kernel, s: InvocationSubject, hosted: HostedConnector): RouteAssignment {
   return {
     tenant_id: s.tenant_id,
@@ -115,18 +108,16 @@ export function routeAssignment(k: Kernel, s: InvocationSubject, hosted: HostedC
 }
 
 /**
- * The reuse rules, applied to what the put-if-absent answered (the route
- * store's own write, or the route part of the composite start write): a
- * stored assignment whose capability or tenant differs is
- * `runtime.route_mismatch`; one pinned to another connector instance,
- * replica, endpoint or remote peer is `runtime.connector_unavailable` (retry
- * on the pinned route later). Returns the assignment the attempt runs under.
+ * The reuse rules, applied to the pinned assignment: one whose capability or
+ * tenant differs is `runtime.route_mismatch`; one pinned to another connector
+ * instance, replica, endpoint or remote peer is `runtime.connector_unavailable`
+ * (retry on the pinned route later). Returns the assignment the attempt runs under.
  */
-export function pinnedRoute(wanted: RouteAssignment, put: PutRouteResult): RouteAssignment {
-  if (!put.reusable) {
-    throw new AipError('runtime.route_mismatch', undefined, { details: { action_id: wanted.action_id, mismatched: [...put.mismatched] } });
+function pinnedRoute(wanted: RouteAssignment, a: RouteAssignment): RouteAssignment {
+  const mismatched = routeMismatches(a, wanted);
+  if (mismatched.length > 0) {
+    throw new AipError('runtime.route_mismatch', undefined, { details: { action_id: wanted.action_id, mismatched } });
   }
-  const a = put.assignment;
   if (
     a.connector_id !== wanted.connector_id ||
     a.connector_instance !== wanted.connector_instance ||

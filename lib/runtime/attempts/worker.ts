@@ -2,11 +2,12 @@
  * The SQS worker: one crash-safe attempt per InvokeMessage.
  *
  * 1. Reload the action (messages carry IDs and a fence only).
- * 2. Resolve the connector and the action-scoped route (no effect yet). With
- *    composite writes, a first attempt (fence 0) does not write the route
- *    here: its put-if-absent is one more item of step 3's write, so the route
- *    and the leases land together, before the provider call.
- * 3. Lease the action (fence + 1): every later action write is fenced.
+ * 2. Resolve the connector and the action-scoped route (no write yet): the
+ *    route pinned on the action under the reuse rules, else the one this
+ *    attempt pins with its lease.
+ * 3. Lease the action (fence + 1), pinning the route in the same conditional
+ *    write when the action held none: every later action write is fenced, and
+ *    the route is durable before the provider call.
  * 4. For a transactional mode, lease the transaction record. Its revision is
  *    the fence of every transaction write, so a zombie attempt whose lease
  *    was taken over can never checkpoint or settle over the newer one.
@@ -57,7 +58,8 @@ import {
   invokeConnector,
   isPreInvocationError,
   leaseMs,
-  resolveRoute,
+  routeAssignment,
+  routeToPin,
   watchCancellation,
   type InvocationOutcome,
   type InvocationSubject,
@@ -180,16 +182,19 @@ export async function runAttempt(k: Kernel, message: InvokeMessage, known?: Know
     memory = { compensation: await compensationMemory(k, action, txn, connectorReg?.capability_id ?? action.capability_id) };
   }
 
-  // 2. connector and route (before any lease: nothing has reached a provider yet). The route is pinned by its own
-  // put-if-absent (one item, no transaction): a crash before the lease leaves an assignment the next delivery reuses.
+  // 2. connector and route (before any lease: nothing has reached a provider yet). A route already pinned is reused
+  // or refused here; none pinned, the lease below pins this attempt's in the same write (docs/table-design.md).
   const attempt_id = `att-${k.ids()}`;
   let hosted;
-  let route: RouteAssignment | undefined;
+  let route: RouteAssignment;
+  let pin: RouteAssignment | undefined;
   try {
     if (reg === undefined || connectorReg === undefined)
       throw new AipError('capability.not_found', undefined, { details: { capability_id: action.capability_id } });
     hosted = hostedConnector(k, connectorReg);
-    route = await resolveRoute(k, routeSubject(k, action, connectorReg, attempt_id), hosted);
+    const resolved = await routeToPin(k, action, routeAssignment(k, routeSubject(k, action, connectorReg, attempt_id), hosted));
+    route = resolved.route;
+    if (resolved.pin) pin = route;
   } catch (err) {
     return routeFailure(k, message, action, txn, mode, err, attempt_id);
   }
@@ -198,7 +203,7 @@ export async function runAttempt(k: Kernel, message: InvokeMessage, known?: Know
   const lease_ms = leaseMs(k, connectorReg);
   const retrySafe = capabilityRetryable(connectorReg.capability, connectorReg.implementation_support);
   const key = action.action.idempotency_key;
-  const started = await startAttempt(k, message, action, txn, mode, connectorReg, attempt_id, lease_ms, retrySafe);
+  const started = await startAttempt(k, message, action, txn, mode, connectorReg, attempt_id, lease_ms, retrySafe, pin);
   if ('disposition' in started) return started;
   const leased = started.action;
   txn = started.transaction ?? txn;
@@ -230,7 +235,7 @@ export async function runAttempt(k: Kernel, message: InvokeMessage, known?: Know
     issued_at: new Date(Date.parse(action.created_at)),
     lease_ms,
     route_action_id: action.action_id,
-    ...(route !== undefined ? { route } : {}),
+    route,
     ...(action.actor !== undefined ? { actor: action.actor } : {}),
     // The runtime's service principal reconciling another principal's transaction acts on that principal's behalf.
     ...(mode === 'reconcile' && txn !== undefined && (txn.principal.id !== action.principal.id || txn.principal.kind !== action.principal.kind)
@@ -372,7 +377,9 @@ async function loadAttempt(
 
 /**
  * Steps 3-5. The attempt's start is ONE conditional write of ONE item: the
- * action lease (fence + 1). The transaction record is not written: every
+ * action lease (fence + 1), with `route` when the action held none (pinned by
+ * the same write: the revision condition makes it put-if-absent, so a
+ * concurrent pin refuses this lease). The transaction record is not written: every
  * later transaction write of this attempt carries the fence (the settlement
  * settles the fenced action in the same atomic write; a checkpoint checks the
  * fence in its own), so once this lease lands no earlier attempt of the action
@@ -401,10 +408,15 @@ async function startAttempt(
   attempt_id: string,
   lease_ms: number,
   retrySafe: boolean,
+  route: RouteAssignment | undefined,
 ): Promise<AttemptOutcome | { action: ActionRecord; transaction?: TransactionRecord }> {
   const ref = { tenant_id: message.tenant_id, action_id: message.action_id };
   const out = await k.commit([
-    { kind: 'action.lease', input: { ...ref, owner: attempt_id, ttl_ms: lease_ms, expected_revision: action.revision }, held: action },
+    {
+      kind: 'action.lease',
+      input: { ...ref, owner: attempt_id, ttl_ms: lease_ms, expected_revision: action.revision, ...(route !== undefined ? { route } : {}) },
+      held: action,
+    },
   ] as const);
   if (!out.committed) {
     const refused = out.refused[0]?.error ?? new AipError('internal.unexpected', 'attempt start refused without a reason');

@@ -26,7 +26,9 @@ import {
   type TransactionPlan,
 } from '../../../packages/connector-sdk/src/protocol/index.js';
 import type { TransactionRecord } from '../../ports/transaction-store.js';
-import { hostedConnector, invokeConnector, leaseMs, resolveRoute } from '../attempts/invoke.js';
+import { hostedConnector, invokeConnector, leaseMs, routeAssignment, routeToPin } from '../attempts/invoke.js';
+import type { ActionRecord } from '../../ports/action-store.js';
+import type { RouteAssignment } from '../../ports/route-store.js';
 import { RECEIPT_EVENTS } from '../journal.js';
 import { failedResult, replayed, type Kernel } from '../kernel.js';
 import { finishUnstartedAction } from '../pipeline/action-record.js';
@@ -67,6 +69,7 @@ export async function runPreview(k: Kernel, adm: AdmittedAction): Promise<Submit
   let validation: DownstreamValidation | undefined;
   let validationError: ProtocolError | undefined;
   let previewOutput: JsonObject;
+  let admitted = adm;
   if (fidelityInvokesHandler(fidelity)) {
     // "The handler has to advertise transaction support."
     if (!reg.implementation_support.transaction) {
@@ -85,8 +88,9 @@ export async function runPreview(k: Kernel, adm: AdmittedAction): Promise<Submit
       lease_ms: leaseMs(k, reg),
       transaction: { transaction_id: tx.transaction_id, mode: tx.mode, ...(tx.plan_id !== undefined ? { plan_id: tx.plan_id } : {}) },
     };
-    const route = await resolveRoute(k, subject, hosted);
-    const outcome = await invokeConnector(k, { ...subject, route }, hosted);
+    const pinned = await pinPreviewRoute(k, adm.record, routeAssignment(k, subject, hosted));
+    admitted = { ...adm, record: pinned.record };
+    const outcome = await invokeConnector(k, { ...subject, route: pinned.route }, hosted);
     const status = outcome.ok ? outcome.result.status : 'failed';
     const output = outcome.ok ? outcome.result.output : undefined;
     validation = { fidelity, status, ...(output !== undefined ? { output } : {}), validated_at: k.iso() };
@@ -105,10 +109,26 @@ export async function runPreview(k: Kernel, adm: AdmittedAction): Promise<Submit
 
   const done =
     tx.mode === 'dry_run'
-      ? await completeDryRun(k, adm, facts, previewOutput, validation)
-      : await completePlan(k, adm, facts, previewOutput, validation, validationError);
-  await completeReservation(k, adm, done.action_result);
+      ? await completeDryRun(k, admitted, facts, previewOutput, validation)
+      : await completePlan(k, admitted, facts, previewOutput, validation, validationError);
+  await completeReservation(k, admitted, done.action_result);
   return done;
+}
+
+/**
+ * The preview's route, pinned on its action before the handler is called: one conditional write of the action
+ * (`action.pin_route`, at the revision admitted; a preview takes no lease). A route already pinned is reused under
+ * the attempt's rules, not written again. Returns the record as written, which the preview's settlement is
+ * conditioned on.
+ */
+async function pinPreviewRoute(k: Kernel, record: ActionRecord, wanted: RouteAssignment): Promise<{ route: RouteAssignment; record: ActionRecord }> {
+  const { route, pin } = await routeToPin(k, record, wanted);
+  if (!pin) return { route, record };
+  const written = await k.write({
+    kind: 'action.pin_route',
+    input: { tenant_id: record.tenant_id, action_id: record.action_id, expected_revision: record.revision, route },
+  });
+  return { route, record: written };
 }
 
 /**

@@ -1,12 +1,14 @@
 /**
- * RouteStore against DynamoDB Local: an immutable, action-scoped assignment.
+ * The action-scoped route against DynamoDB Local: an immutable assignment pinned on the action item by the
+ * attempt start's lease (`action.lease` with `route`) or a preview's `action.pin_route`, read by RouteStore.get;
+ * a ROUTE item an earlier version wrote is read where the action holds none (migrate on read).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { keys } from '../../../lib/aws/dynamo/table-design.js';
 import { routeMismatches, type RouteAssignment } from '../../../lib/ports/route-store.js';
 import { sha256Hex } from '../../../packages/connector-sdk/src/protocol/index.js';
-import { RACERS, TENANT, OTHER_TENANT, aipError, createStores, uid, type Stores } from './support.js';
+import { PRINCIPAL, RACERS, TENANT, OTHER_TENANT, action, aipError, createStores, split, uid, type Stores } from './support.js';
 
 let s: Stores;
 beforeAll(async () => {
@@ -15,6 +17,13 @@ beforeAll(async () => {
 afterAll(async () => {
   await s?.table.destroy();
 });
+
+async function admitted(action_id: string, tenant_id = TENANT) {
+  return s.actions.create({ tenant_id, principal: PRINCIPAL, action: action({ id: action_id }) });
+}
+
+const lease = (a: RouteAssignment, revision: number, owner = 'att-1') =>
+  s.actions.acquireLease({ tenant_id: a.tenant_id, action_id: a.action_id, owner, ttl_ms: 60_000, expected_revision: revision, route: a });
 
 function assignment(overrides: Partial<RouteAssignment> = {}): RouteAssignment {
   return {
@@ -38,60 +47,70 @@ function assignment(overrides: Partial<RouteAssignment> = {}): RouteAssignment {
   };
 }
 
-describe('putIfAbsent', () => {
-  it('writes a new assignment and reads it back by action ID', async () => {
+describe('the route on the action', () => {
+  it('is pinned by the lease and read back by action ID, from the action item (no ROUTE item)', async () => {
     const a = assignment({ peer_identity: 'spiffe://payments', peer_did: 'did:web:payments.example' });
-    const out = await s.routes.putIfAbsent(a);
-    expect(out).toEqual({ created: true, assignment: a, reusable: true, mismatched: [] });
+    const created = await admitted(a.action_id);
+    const leased = await lease(a, created.revision);
+    expect(leased.route).toEqual(a);
+    expect(await s.routes.get(a)).toEqual(a);
+    expect((await s.actions.get(a))?.route).toEqual(a);
+    expect(await s.rawItem(keys.routeAssignment(TENANT, a.action_id))).toBeUndefined();
+    // Stored packed, without the two fields the key holds.
+    const raw = await s.rawItem(keys.action(TENANT, a.action_id));
+    expect(raw?.route).toBeInstanceOf(Uint8Array);
+  });
+
+  it('is pinned by a preview without a lease (action.pin_route, revision + 1), once', async () => {
+    const a = assignment();
+    const created = await admitted(a.action_id);
+    const pinned = await s.actions.pinRoute({ tenant_id: TENANT, action_id: a.action_id, expected_revision: created.revision, route: a });
+    expect(pinned).toMatchObject({ revision: created.revision + 1, status: 'accepted', route: a, fence: 0 });
+    const again = await aipError(
+      s.actions.pinRoute({ tenant_id: TENANT, action_id: a.action_id, expected_revision: created.revision, route: { ...a, replica: 'replica-b' } }),
+    );
+    expect(again.code).toBe('action.state_conflict');
     expect(await s.routes.get(a)).toEqual(a);
   });
 
-  it('is immutable: a second put returns the existing assignment and overwrites nothing (retries stay on the pinned route)', async () => {
+  it('routeMismatches names a capability or a tenant mismatch', () => {
     const a = assignment();
-    await s.routes.putIfAbsent(a);
-    const out = await s.routes.putIfAbsent({ ...a, replica: 'replica-b', fence_token: 2 });
-    expect(out).toEqual({ created: false, assignment: a, reusable: true, mismatched: [] });
-    expect((await s.routes.get(a))?.replica).toBe('replica-a');
-  });
-
-  it('is reused only when the capability still matches', async () => {
-    const a = assignment();
-    await s.routes.putIfAbsent(a);
-    const out = await s.routes.putIfAbsent({ ...a, capability_id: 'payments.refund' });
-    expect(out.created).toBe(false);
-    expect(out.reusable).toBe(false);
-    expect(out.mismatched).toEqual(['capability_id']);
-  });
-
-  it('routeMismatches also names a tenant mismatch', () => {
-    const a = assignment();
+    expect(routeMismatches(a, { ...a, capability_id: 'payments.refund' })).toEqual(['capability_id']);
     expect(routeMismatches(a, { ...a, verified_tenant: 'someone-else' })).toEqual(['tenant_id']);
     expect(routeMismatches(a, a)).toEqual([]);
   });
 
-  it(`${RACERS} concurrent resolvers of one action pinning different replicas: exactly one assignment is created and all see it`, async () => {
+  it(`${RACERS} concurrent first leases of one action pinning different replicas: exactly one lands, with its route`, async () => {
     const actionId = uid('act');
-    const outs = await Promise.all(
-      Array.from({ length: RACERS }, (_, i) => s.routes.putIfAbsent(assignment({ action_id: actionId, replica: `replica-${i}` }))),
+    const created = await admitted(actionId);
+    const results = await Promise.allSettled(
+      Array.from({ length: RACERS }, (_, i) =>
+        lease(assignment({ action_id: actionId, replica: `replica-${i}`, admission_reservation: `att-${i}` }), created.revision, `att-${i}`),
+      ),
     );
-    const created = outs.filter((o) => o.created);
-    expect(created).toHaveLength(1);
-    const pinned = created[0]?.assignment.replica;
-    for (const o of outs) expect(o.assignment.replica).toBe(pinned);
+    const { won, lost } = split(results);
+    expect(won).toHaveLength(1);
+    for (const e of lost) expect(['action.state_conflict', 'action.lease_held']).toContain((e as { code?: string }).code);
+    const owner = won[0]?.lease_owner as string;
+    expect(await s.routes.get({ tenant_id: TENANT, action_id: actionId })).toMatchObject({
+      replica: `replica-${owner.slice('att-'.length)}`,
+      admission_reservation: owner,
+    });
   });
 
   it('is keyed by tenant and action only: the same action ID in another tenant is independent', async () => {
     const a = assignment();
-    await s.routes.putIfAbsent(a);
-    expect((await s.routes.putIfAbsent({ ...a, tenant_id: OTHER_TENANT, verified_tenant: OTHER_TENANT })).created).toBe(true);
+    await lease(a, (await admitted(a.action_id)).revision);
+    const other = { ...a, tenant_id: OTHER_TENANT, verified_tenant: OTHER_TENANT };
+    await lease(other, (await admitted(a.action_id, OTHER_TENANT)).revision);
+    expect(await s.routes.get(a)).toEqual(a);
+    expect(await s.routes.get(other)).toEqual(other);
   });
 
-  it('there is no lookup by transaction or plan ID: the item lives only under the action key', async () => {
+  it('there is no lookup by transaction or plan ID: the route lives only in the action item', async () => {
     const a = assignment();
-    await s.routes.putIfAbsent(a);
-    const raw = await s.rawItem(keys.routeAssignment(TENANT, a.action_id));
-    expect(Object.keys(raw ?? {}).filter((k) => k.startsWith('GSI'))).toEqual([]);
-    expect(Object.getOwnPropertyNames(Object.getPrototypeOf(s.routes)).sort()).toEqual(['constructor', 'get', 'map']);
+    await lease(a, (await admitted(a.action_id)).revision);
+    expect(Object.getOwnPropertyNames(Object.getPrototypeOf(s.routes)).sort()).toEqual(['constructor', 'get', 'getLegacy']);
     const partition = await s.table.client.send(
       new QueryCommand({
         TableName: s.table.tableName,
@@ -100,18 +119,52 @@ describe('putIfAbsent', () => {
         ConsistentRead: true,
       }),
     );
-    expect(partition.Items?.map((i) => i.SK)).toEqual(['ROUTE']);
+    expect(partition.Items?.map((i) => i.SK)).toEqual(['ACTION']);
   });
 
-  it('rejects a malformed assignment with route.invalid_assignment and writes nothing', async () => {
-    const a = assignment({ manifest_hash: 'nope' });
-    expect((await aipError(s.routes.putIfAbsent(a))).code).toBe('route.invalid_assignment');
-    expect(await s.routes.get(a)).toBeUndefined();
-    expect((await aipError(s.routes.putIfAbsent(assignment({ endpoint: 'bad\nendpoint' })))).code).toBe('route.invalid_assignment');
-    expect((await aipError(s.routes.putIfAbsent(assignment({ fence_token: -1 })))).code).toBe('route.invalid_assignment');
+  it('rejects a malformed assignment, or one of another action, with route.invalid_assignment and writes nothing', async () => {
+    for (const bad of [{ manifest_hash: 'nope' }, { endpoint: 'bad\nendpoint' }, { fence_token: -1 }] as const) {
+      const a = assignment(bad);
+      const created = await admitted(a.action_id);
+      expect((await aipError(lease(a, created.revision))).code).toBe('route.invalid_assignment');
+      expect(await s.actions.get(a)).toEqual(created);
+    }
+    const a = assignment();
+    const created = await admitted(a.action_id);
+    expect((await aipError(lease({ ...a, action_id: uid('act') }, created.revision).then(() => undefined))).code).toBe('action.not_found');
+    expect(
+      (
+        await aipError(
+          s.actions.acquireLease({
+            tenant_id: TENANT,
+            action_id: a.action_id,
+            owner: 'att-1',
+            ttl_ms: 1_000,
+            expected_revision: 1,
+            route: { ...a, action_id: 'act-other' },
+          }),
+        )
+      ).code,
+    ).toBe('route.invalid_assignment');
   });
 
   it('get of an unknown action is undefined', async () => {
     expect(await s.routes.get({ tenant_id: TENANT, action_id: 'unknown' })).toBeUndefined();
+  });
+});
+
+describe('a ROUTE item an earlier version wrote (migrate on read)', () => {
+  it("is read by get where the action holds no route, and by legacy; the action's route wins where both exist", async () => {
+    const a = assignment();
+    await admitted(a.action_id);
+    await s.routes.putLegacy(a);
+    expect(await s.routes.get(a)).toEqual(a);
+    expect(await s.routes.getLegacy(a)).toEqual(a);
+    const b = assignment();
+    const created = await admitted(b.action_id);
+    await s.routes.putLegacy({ ...b, replica: 'replica-old' });
+    await lease(b, created.revision);
+    expect(await s.routes.get(b)).toEqual(b);
+    expect((await s.routes.getLegacy(b))?.replica).toBe('replica-old');
   });
 });

@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../../lib/aws/dynamo/table-design.js';
 import { AipError, isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import type { AcquireActionLeaseInput, ActionRecord, CreateActionInput, SettleActionInput } from '../../../lib/ports/action-store.js';
-import type { PutRouteResult, RouteAssignment } from '../../../lib/ports/route-store.js';
+import type { RouteAssignment } from '../../../lib/ports/route-store.js';
 import {
   idempotencyFingerprint,
   idempotencyKeyHash,
@@ -58,7 +58,6 @@ interface StartWriteInput {
   readonly action: { readonly input: AcquireActionLeaseInput; readonly held: ActionRecord };
   readonly transaction?: { readonly input: AcquireLeaseInput; readonly held: TransactionRecord };
   readonly idempotency?: AdoptInput;
-  readonly route?: RouteAssignment;
 }
 interface SettleWriteInput {
   readonly transaction?: { readonly input: SettleInput; readonly held: TransactionRecord };
@@ -106,7 +105,6 @@ async function startAttempt(input: StartWriteInput) {
     { kind: 'action.lease', input: input.action.input, held: input.action.held },
     ...(input.transaction !== undefined ? [{ kind: 'transaction.lease', input: input.transaction.input, held: input.transaction.held } as const] : []),
     ...(input.idempotency !== undefined ? [{ kind: 'idempotency.adopt', input: input.idempotency } as const] : []),
-    ...(input.route !== undefined ? [{ kind: 'route.pin', input: input.route } as const] : []),
   ];
   const out = await table.stores.uow.commit(intents);
   if (out.committed) {
@@ -115,21 +113,15 @@ async function startAttempt(input: StartWriteInput) {
       started: true as const,
       action: at('action.lease') as ActionRecord,
       ...(input.transaction !== undefined ? { transaction: at('transaction.lease') as TransactionRecord } : {}),
-      ...(input.route !== undefined ? { route: at('route.pin') as PutRouteResult } : {}),
     };
   }
-  const route = refusalOf(out.refused, 'route.pin');
-  const refused: { action?: AipError; transaction?: AipError; idempotency?: AipError; route?: PutRouteResult } = {};
+  const refused: { action?: AipError; transaction?: AipError; idempotency?: AipError } = {};
   const a = refusalOf(out.refused, 'action.lease')?.error;
   const t = refusalOf(out.refused, 'transaction.lease')?.error;
   const i = refusalOf(out.refused, 'idempotency.adopt')?.error;
   if (a !== undefined) refused.action = a;
   if (t !== undefined) refused.transaction = t;
   if (i !== undefined) refused.idempotency = i;
-  if (route !== undefined) {
-    if (route.current === undefined) throw route.error;
-    refused.route = route.current;
-  }
   return { started: false as const, refused };
 }
 
@@ -162,14 +154,13 @@ const RACERS = 50;
 let table: TestTable;
 let actions: WritableStores['actions'];
 let idempotency: WritableStores['idempotency'];
-let routes: WritableStores['routes'];
 const clock = manualClock();
 /** DynamoDB commands sent, by name (SDK middleware on the test client). */
 const sent: string[] = [];
 
 beforeAll(async () => {
   table = await createTestTable({ prefix: 'atomic', now: clock.now });
-  ({ actions, idempotency, routes } = writableStores(table.stores));
+  ({ actions, idempotency } = writableStores(table.stores));
   table.raw.middlewareStack.add(
     (next, context) => async (args) => {
       sent.push(String(context.commandName).replace(/Command$/, ''));
@@ -674,7 +665,7 @@ describe('Composite attempt start', () => {
   });
 });
 
-describe('Composite attempt start with the route assignment (a first attempt)', () => {
+describe('Attempt start pinning the route on the action (a first attempt)', () => {
   function route(a: Action, overrides: Partial<RouteAssignment> = {}): RouteAssignment {
     return {
       tenant_id: TENANT,
@@ -700,7 +691,10 @@ describe('Composite attempt start with the route assignment (a first attempt)', 
   function firstStart(a: Action, held: { action: ActionRecord; txn: TransactionRecord }, owner: string, pinned: RouteAssignment): StartWriteInput {
     const fence = held.action.fence + 1;
     return {
-      action: { input: { tenant_id: TENANT, action_id: a.id, owner, ttl_ms: 1_000, expected_revision: held.action.revision }, held: held.action },
+      action: {
+        input: { tenant_id: TENANT, action_id: a.id, owner, ttl_ms: 1_000, expected_revision: held.action.revision, route: pinned },
+        held: held.action,
+      },
       transaction: {
         held: held.txn,
         input: {
@@ -714,13 +708,12 @@ describe('Composite attempt start with the route assignment (a first attempt)', 
         },
       },
       idempotency: { tenant_id: TENANT, principal_id: PRINCIPAL.id, key: a.idempotency_key as string, action_id: a.id, fence },
-      route: pinned,
     };
   }
 
   const routeKey = (a: Action) => keys.routeAssignment(TENANT, a.id);
 
-  it('the route put-if-absent is one more item of the same TransactWriteItems: the route, both leases and the adoption land together', async () => {
+  it('the route is an attribute the action lease sets: the route, both leases and the adoption land together, and no ROUTE item is written', async () => {
     const a = actionFixture();
     const out1 = await admitted(admission(a));
     const pinned = route(a);
@@ -728,48 +721,43 @@ describe('Composite attempt start with the route assignment (a first attempt)', 
     const out = await startAttempt(firstStart(a, { action: out1.action, txn: out1.transaction as TransactionRecord }, 'att-1', pinned));
     expect(sent).toEqual(['TransactWriteItems']);
     if (!out.started) throw new Error('expected the attempt to start');
-    expect(out.route).toEqual({ created: true, assignment: pinned, reusable: true, mismatched: [] });
-    expect(await routes.get({ tenant_id: TENANT, action_id: a.id })).toEqual(pinned);
-    expect(await raw(routeKey(a))).toMatchObject({ SK: 'ROUTE', assignment: { replica: 'replica-a' } });
+    expect(out.action.route).toEqual(pinned);
+    expect(await table.stores.routes.get({ tenant_id: TENANT, action_id: a.id })).toEqual(pinned);
+    expect(await raw(routeKey(a))).toBeUndefined();
     expect(out.action).toEqual(await actions.get({ tenant_id: TENANT, action_id: a.id }));
     expect(out.transaction).toEqual(await table.store.get({ tenant_id: TENANT, transaction_id: out1.transaction?.transaction_id as string }));
     expect(await idempotency.get({ tenant_id: TENANT, principal_id: PRINCIPAL.id, key: a.idempotency_key as string })).toMatchObject({ fence: 1 });
   });
 
-  it('an assignment that already exists refuses the whole write: the stored one comes back as putIfAbsent returns it (reusable, or naming the mismatch) and nothing is written', async () => {
-    for (const existing of [{ replica: 'replica-b' }, { capability_id: 'payments.refund' }] as const) {
-      const a = actionFixture();
-      const out1 = await admitted(admission(a));
-      const stored = route(a, existing);
-      await routes.putIfAbsent(stored);
-      const txn = out1.transaction as TransactionRecord;
-      const idemKey = itemKeys(admission(a)).idem;
-      const before = {
-        action: await raw(keys.action(TENANT, a.id)),
-        txn: await raw(keys.transaction(TENANT, txn.transaction_id)),
-        idem: await raw(idemKey),
-        route: await raw(routeKey(a)),
-      };
-      sent.length = 0;
-      const out = await startAttempt(firstStart(a, { action: out1.action, txn }, 'att-1', route(a)));
-      expect(sent).toEqual(['TransactWriteItems']);
-      if (out.started) throw new Error('expected the start to be refused by the existing route');
-      const mismatch = 'capability_id' in existing;
-      expect(out.refused.route).toEqual({ created: false, assignment: stored, reusable: !mismatch, mismatched: mismatch ? ['capability_id'] : [] });
-      expect(out.refused.action ?? out.refused.transaction ?? out.refused.idempotency).toBeUndefined();
-      expect({
-        action: await raw(keys.action(TENANT, a.id)),
-        txn: await raw(keys.transaction(TENANT, txn.transaction_id)),
-        idem: await raw(idemKey),
-        route: await raw(routeKey(a)),
-      }).toEqual(before);
-      expect(await raw(keys.receipt(TENANT, txn.transaction_id, 1))).toBeUndefined();
-      // Repeated without the route part (what the worker does with a reusable route), the leases land.
-      const again = firstStart(a, { action: out1.action, txn }, 'att-1', route(a));
-      const { route: _omitted, ...withoutRoute } = again;
-      expect((await startAttempt(withoutRoute)).started).toBe(true);
-      expect(await routes.get({ tenant_id: TENANT, action_id: a.id })).toEqual(stored);
-    }
+  it("a route is never overwritten: a lease that would pin one over the held record's is refused before anything is sent, and one at a moved revision is refused by the revision", async () => {
+    const a = actionFixture();
+    const out1 = await admitted(admission(a));
+    const txn = out1.transaction as TransactionRecord;
+    const first = await startAttempt(firstStart(a, { action: out1.action, txn }, 'att-1', route(a)));
+    if (!first.started) throw new Error('expected the attempt to start');
+    sent.length = 0;
+    const err = await table.stores.uow
+      .commit([
+        {
+          kind: 'action.lease',
+          input: {
+            tenant_id: TENANT,
+            action_id: a.id,
+            owner: 'att-2',
+            ttl_ms: 1_000,
+            expected_revision: first.action.revision,
+            route: route(a, { replica: 'replica-b' }),
+          },
+          held: first.action,
+        },
+      ])
+      .catch((e: unknown) => e);
+    expect(isAipError(err, 'action.invalid_record')).toBe(true);
+    expect(sent).toEqual([]);
+    // Conditioned on the revision read before the pin: refused, the first route stays.
+    const stale = await startAttempt(firstStart(a, { action: out1.action, txn }, 'att-2', route(a, { replica: 'replica-b' }))).catch((e: unknown) => e);
+    expect((stale as { started?: boolean }).started).not.toBe(true);
+    expect((await actions.get({ tenant_id: TENANT, action_id: a.id }))?.route).toEqual(route(a));
   });
 
   it('a malformed assignment is route.invalid_assignment before anything is sent', async () => {
@@ -798,15 +786,14 @@ describe('Composite attempt start with the route assignment (a first attempt)', 
     const winner = started[0];
     if (winner === undefined || !winner.started) throw new Error('expected one start');
     const owner = winner.action.lease_owner as string;
-    expect(winner.route?.assignment.admission_reservation).toBe(owner);
+    expect(winner.action.route?.admission_reservation).toBe(owner);
     for (const o of won) {
       if (o.started) continue;
-      // Every loser is refused by a part the winner wrote: the lease it holds, the revision it moved, or the route it pinned.
-      expect(o.refused.action ?? o.refused.transaction ?? o.refused.route).toBeDefined();
-      if (o.refused.route !== undefined) expect(o.refused.route.assignment.admission_reservation).toBe(owner);
+      // Every loser is refused by a part the winner wrote: the lease it holds or the revision it moved (with its route).
+      expect(o.refused.action ?? o.refused.transaction).toBeDefined();
     }
     for (const e of lost) expect(isAipError(e, 'transaction.state_conflict')).toBe(true);
-    expect(await routes.get({ tenant_id: TENANT, action_id: a.id })).toMatchObject({
+    expect(await table.stores.routes.get({ tenant_id: TENANT, action_id: a.id })).toMatchObject({
       replica: `replica-${owner.slice('att-'.length)}`,
       admission_reservation: owner,
     });
@@ -818,7 +805,7 @@ describe('Composite attempt start with the route assignment (a first attempt)', 
         ConsistentRead: true,
       }),
     );
-    expect(partition.Items?.map((i) => i.SK).sort()).toEqual(['ACTION', 'ROUTE']);
+    expect(partition.Items?.map((i) => i.SK).sort()).toEqual(['ACTION']);
     expect(await actions.get({ tenant_id: TENANT, action_id: a.id })).toMatchObject({ fence: 1, attempt: 1, lease_owner: owner });
     expect(await table.store.get({ tenant_id: TENANT, transaction_id: held.txn.transaction_id })).toMatchObject({
       fence: 1,

@@ -1,16 +1,17 @@
 /**
- * The attempt start (docs/table-design.md, "The attempt start"): a first
- * attempt pins its action-scoped route with its own put-if-absent (one item,
- * one write unit, no transaction) and then leases the action alone, one
- * conditional UpdateItem; the transaction record is not written until the
- * attempt checkpoints (fenced on the action in the same atomic write) or
- * settles. A route that already exists is judged by resolveRoute's reuse rules
- * (reusable: reused; another capability: runtime.route_mismatch; another
- * instance, replica, endpoint or peer: deferred, nothing leased). Requests are
- * recorded by SDK middleware on the test client; races are real concurrent
- * writers (two Runtimes on one table).
+ * The attempt start (docs/table-design.md, "The attempt start", "The route on
+ * the action"): a first attempt leases the action alone, one conditional
+ * UpdateItem that also pins its action-scoped route as an attribute of the
+ * action; the transaction record is not written until the attempt checkpoints
+ * (fenced on the action in the same atomic write) or settles. A route already
+ * pinned on the action is judged by routeToPin's reuse rules (reusable:
+ * reused, not written again; another capability: runtime.route_mismatch;
+ * another instance, replica, endpoint or peer: deferred, nothing leased). A
+ * ROUTE item an earlier version wrote is read for an action leased before
+ * (migrate on read). Requests are recorded by SDK middleware on the test
+ * client; races are real concurrent writers (two Runtimes on one table).
  */
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { createSqsClient } from '../../../lib/aws/clients.js';
 import { SqsMessageQueue } from '../../../lib/aws/sqs/queue.js';
@@ -29,7 +30,7 @@ let h: Harness;
 const provider = new TestProvider();
 const LEASE = 10_000 + 30_000; // capability timeout + lease margin
 
-/** DynamoDB requests of the test client: command and, for a TransactWriteItems, `<verb>:<SK kind>` per item. */
+/** DynamoDB requests of the test client: command and, for a TransactWriteItems, `<verb>:<SK kind>` per item (`Get:<SK kind> <PK>` for a GetItem). */
 const requests: { command: string; items: string[]; ok: boolean }[] = [];
 
 function kindOf(key: Record<string, unknown> | undefined): string {
@@ -42,11 +43,16 @@ beforeAll(async () => {
   h.table.raw.middlewareStack.add(
     (next, context) => async (args) => {
       const command = String(context.commandName).replace(/Command$/, '');
-      const input = args.input as { TransactItems?: Record<string, { Item?: Record<string, unknown>; Key?: Record<string, unknown> }>[] };
+      const input = args.input as {
+        TransactItems?: Record<string, { Item?: Record<string, unknown>; Key?: Record<string, unknown> }>[];
+        Key?: Record<string, unknown>;
+      };
       const items = (input.TransactItems ?? []).map((it) => {
         const [verb, body] = Object.entries(it)[0] ?? ['?', {}];
         return `${verb}:${kindOf(body.Item ?? body.Key)}`;
       });
+      // A single-item read names its item too.
+      if (command === 'GetItem') items.push(`Get:${kindOf(input.Key)} ${String(input.Key?.PK)}`);
       try {
         const out = await next(args);
         requests.push({ command, items, ok: true });
@@ -102,6 +108,14 @@ function pinned(a: string, overrides: Partial<RouteAssignment> = {}): RouteAssig
 }
 
 const routeOf = (harness: Harness, a: string) => harness.stores.routes.get({ tenant_id: TENANT, action_id: a });
+/** Pins `route` on the action as an earlier attempt or a preview would have (action.pin_route at its revision). */
+const pinOn = async (harness: Harness, route: RouteAssignment) => {
+  const record = await harness.stores.actions.get({ tenant_id: TENANT, action_id: route.action_id });
+  if (record === undefined) throw new Error(`no action ${route.action_id}`);
+  return harness.stores.actions.pinRoute({ tenant_id: TENANT, action_id: route.action_id, expected_revision: record.revision, route });
+};
+const legacyItem = (a: string) =>
+  h.table.client.send(new GetCommand({ TableName: h.table.tableName, Key: keys.routeAssignment(TENANT, a), ConsistentRead: true })).then((o) => o.Item);
 const recordOf = (harness: Harness, tx: string) => harness.table.store.get({ tenant_id: TENANT, transaction_id: tx });
 const actionOf = (harness: Harness, a: string) => harness.stores.actions.get({ tenant_id: TENANT, action_id: a });
 /** The attempt ID that settled the record (its last attempt). */
@@ -110,20 +124,23 @@ const lastAttemptOf = async (harness: Harness, tx: string) =>
 /** Drains the queue and returns the outcome for `a` (a deferred message of an earlier test may come round too). */
 const drainFor = async (harness: Harness, a: string): Promise<AttemptOutcome | undefined> => (await harness.drain()).find((o) => o.action_id === a);
 
-describe('A first attempt: the route by its own put-if-absent, then the action lease alone', () => {
-  it('the worker writes the route, the lease, the fenced checkpoint and the settlement; only the last two are transactions', async () => {
+describe('A first attempt: the action lease alone, pinning the route in the same write', () => {
+  it('the worker writes the lease with the route, the fenced checkpoint and the settlement; only the last two are transactions', async () => {
     const { a, tx } = await submitExecute(h);
     const before = await recordOf(h, tx);
     expect(await drainFor(h, a)).toMatchObject({ disposition: 'settled', transaction_status: 'committed' });
     // (A cancellation watch may read the action while the connector runs: reads of single items are left out.)
     const worker = requests.filter((r) => r.command !== 'GetItem');
-    expect(worker.map((r) => r.command)).toEqual(['BatchGetItem', 'PutItem', 'UpdateItem', 'TransactWriteItems', 'TransactWriteItems']);
-    expect(worker[3]?.items).toEqual(['Update:TXN', 'Put:RCPT', 'ConditionCheck:ACTION']);
+    expect(worker.map((r) => r.command)).toEqual(['BatchGetItem', 'UpdateItem', 'TransactWriteItems', 'TransactWriteItems']);
+    expect(worker[2]?.items).toEqual(['Update:TXN', 'Put:RCPT', 'ConditionCheck:ACTION']);
     // The reservation is not rewritten by a prompt settlement (the key answers the action's result).
-    expect(worker[4]?.items).toEqual(['Update:TXN', 'Put:RCPT', 'Update:ACTION']);
+    expect(worker[3]?.items).toEqual(['Update:TXN', 'Put:RCPT', 'Update:ACTION']);
     expect(requests.every((r) => r.ok)).toBe(true);
-    expect(await routeOf(h, a)).toMatchObject({ action_id: a, capability_id: 'pay.transfer', replica: 'local-0', endpoint: 'in-process', fence_token: 1 });
-    expect((await routeOf(h, a))?.admission_reservation).toBe(await lastAttemptOf(h, tx));
+    const action = await actionOf(h, a);
+    expect(action?.route).toMatchObject({ action_id: a, capability_id: 'pay.transfer', replica: 'local-0', endpoint: 'in-process', fence_token: 1 });
+    expect(action?.route?.admission_reservation).toBe(await lastAttemptOf(h, tx));
+    expect(await routeOf(h, a)).toEqual(action?.route);
+    expect(await legacyItem(a)).toBeUndefined();
     // The record moved twice (checkpoint, settlement): the start did not write it.
     expect((await recordOf(h, tx))?.revision).toBe((before?.revision ?? 0) + 2);
     expect(provider.count('invoke', tx)).toBe(1);
@@ -131,28 +148,25 @@ describe('A first attempt: the route by its own put-if-absent, then the action l
   });
 });
 
-describe('A route that already exists: the reuse rules of a refused put-if-absent', () => {
-  it('reusable (an earlier delivery pinned this replica and stopped before any lease): the lease follows, the route stays as pinned', async () => {
+describe('A route already pinned on the action: the reuse rules, before any lease', () => {
+  it('reusable (pinned for this replica): the lease follows and does not write the route again; it stays as pinned', async () => {
     const { a, tx } = await submitExecute(h);
     const earlier = pinned(a);
-    await h.stores.routes.putIfAbsent(earlier);
+    await pinOn(h, earlier);
     requests.length = 0;
     expect(await drainFor(h, a)).toMatchObject({ disposition: 'settled', transaction_status: 'committed' });
-    expect(requests.filter((r) => r.command === 'PutItem' || r.command === 'UpdateItem').map((r) => [r.command, r.ok])).toEqual([
-      ['PutItem', false],
-      ['UpdateItem', true],
-    ]);
+    expect(requests.filter((r) => r.command === 'PutItem' || r.command === 'UpdateItem').map((r) => [r.command, r.ok])).toEqual([['UpdateItem', true]]);
     expect(await routeOf(h, a)).toEqual(earlier);
     expect(provider.count('invoke', tx)).toBe(1);
   });
 
   it('pinned to another capability: runtime.route_mismatch before any provider call', async () => {
     const { a, tx } = await submitExecute(h);
-    await h.stores.routes.putIfAbsent(pinned(a, { capability_id: 'pay.slow' }));
+    await pinOn(h, pinned(a, { capability_id: 'pay.slow' }));
     const before = await recordOf(h, tx);
     requests.length = 0;
     await h.drain();
-    expect(requests.find((r) => r.command === 'PutItem')).toMatchObject({ ok: false });
+    expect(requests.find((r) => r.command === 'PutItem')).toBeUndefined();
     expect((await h.runtime.getAction(caller(), TENANT, a)).action_result).toMatchObject({ status: 'failed', error: { code: 'runtime.route_mismatch' } });
     const rec = await recordOf(h, tx);
     // No attempt had started (the action's fence was 0): the record failed straight from prepared, in one write.
@@ -161,7 +175,7 @@ describe('A route that already exists: the reuse rules of a refused put-if-absen
     expect(provider.calls.filter((c) => c.action_id === a)).toEqual([]);
   });
 
-  it('a redelivery after a started attempt (fence 1) gets the route back from the refused put-if-absent and leases again', async () => {
+  it('a redelivery after a started attempt (fence 1) reads the route from the action and leases again without writing it', async () => {
     const { a, tx } = await submitExecute(h, 'pay.idempotent');
     h.crash.arm('after_lease_before_provider_call');
     await h.drain();
@@ -170,9 +184,10 @@ describe('A route that already exists: the reuse rules of a refused put-if-absen
     h.clock.advance(LEASE);
     requests.length = 0;
     expect(await drainFor(h, a)).toMatchObject({ disposition: 'settled', transaction_status: 'committed' });
-    expect(requests.find((r) => r.command === 'PutItem')).toMatchObject({ ok: false });
+    expect(requests.find((r) => r.command === 'PutItem')).toBeUndefined();
     expect(requests.find((r) => r.command === 'UpdateItem')).toMatchObject({ ok: true });
     expect(await routeOf(h, a)).toEqual(route);
+    expect(await legacyItem(a)).toBeUndefined();
     expect(await actionOf(h, a)).toMatchObject({ status: 'completed', fence: 2 });
     expect(provider.count('invoke', tx)).toBe(1);
   });
@@ -184,7 +199,7 @@ describe('A route that already exists: the reuse rules of a refused put-if-absen
   ] as const) {
     it(`pinned to ${what}: deferred to the pinned route; nothing leased, nothing called`, async () => {
       const { a, tx } = await submitExecute(h);
-      await h.stores.routes.putIfAbsent(pinned(a, overrides));
+      await pinOn(h, pinned(a, overrides));
       const before = { action: await actionOf(h, a), record: await recordOf(h, tx) };
       expect(await drainFor(h, a)).toMatchObject({ disposition: 'deferred', retry: true, reason: 'runtime.connector_unavailable' });
       expect(await actionOf(h, a)).toEqual(before.action);
@@ -193,6 +208,53 @@ describe('A route that already exists: the reuse rules of a refused put-if-absen
       expect(provider.calls.filter((c) => c.action_id === a)).toEqual([]);
     });
   }
+});
+
+describe('Migrate on read: a ROUTE item an earlier version pinned', () => {
+  it('an action leased before the upgrade (fence 1, route in a ROUTE item): the redelivery reuses that route and moves it onto the action with its lease', async () => {
+    const { a, tx } = await submitExecute(h, 'pay.idempotent');
+    h.crash.arm('after_lease_before_provider_call');
+    await h.drain();
+    const route = await h.stores.routes.moveToLegacy({ tenant_id: TENANT, action_id: a });
+    expect((await actionOf(h, a))?.route).toBeUndefined();
+    h.clock.advance(LEASE);
+    requests.length = 0;
+    expect(await drainFor(h, a)).toMatchObject({ disposition: 'settled', transaction_status: 'committed' });
+    // The legacy item is read (this action was leased before), never written; the lease carries it onto the action.
+    expect(requests.flatMap((r) => r.items)).toContain(`Get:ROUTE ${keys.action(TENANT, a).PK}`);
+    expect(requests.filter((r) => r.command === 'PutItem')).toEqual([]);
+    expect((await actionOf(h, a))?.route).toEqual(route);
+    expect(await h.stores.routes.getLegacy({ tenant_id: TENANT, action_id: a })).toEqual(route);
+    expect(provider.count('invoke', tx)).toBe(1);
+  });
+
+  it('an action leased before the upgrade on another replica: deferred to the pinned route; nothing leased, nothing called', async () => {
+    const { a, tx } = await submitExecute(h);
+    h.crash.arm('after_lease_before_provider_call');
+    await h.drain();
+    const route = await h.stores.routes.moveToLegacy({ tenant_id: TENANT, action_id: a });
+    await h.table.client.send(new DeleteCommand({ TableName: h.table.tableName, Key: keys.routeAssignment(TENANT, a) }));
+    await h.stores.routes.putLegacy({ ...route, replica: 'replica-b' });
+    h.clock.advance(LEASE);
+    const before = { action: await actionOf(h, a), record: await recordOf(h, tx) };
+    expect(await drainFor(h, a)).toMatchObject({ disposition: 'deferred', retry: true, reason: 'runtime.connector_unavailable' });
+    expect(await actionOf(h, a)).toEqual(before.action);
+    expect(await recordOf(h, tx)).toEqual(before.record);
+    expect(provider.calls.filter((c) => c.action_id === a)).toEqual([]);
+  });
+
+  it('an action never leased (an earlier worker pinned, then stopped before its lease): no provider call ran under that route, so it is not read; the attempt pins its own', async () => {
+    const { a, tx } = await submitExecute(h);
+    await h.stores.routes.putLegacy(pinned(a, { replica: 'replica-b', fence_token: 1 }));
+    requests.length = 0;
+    expect(await drainFor(h, a)).toMatchObject({ disposition: 'settled', transaction_status: 'committed' });
+    expect(requests.flatMap((r) => r.items)).not.toContain(`Get:ROUTE ${keys.action(TENANT, a).PK}`);
+    const action = await actionOf(h, a);
+    expect(action?.route).toMatchObject({ replica: 'local-0', fence_token: 1 });
+    // Readers see the route the provider call ran under: the action's.
+    expect(await routeOf(h, a)).toEqual(action?.route);
+    expect(provider.count('invoke', tx)).toBe(1);
+  });
 });
 
 describe('Concurrent first attempts', () => {
@@ -235,7 +297,7 @@ describe('Concurrent first attempts', () => {
           ConsistentRead: true,
         }),
       );
-      expect(partition.Items?.map((i) => i.SK).sort()).toEqual(['ACTION', 'ROUTE']);
+      expect(partition.Items?.map((i) => i.SK).sort()).toEqual(['ACTION']);
       const action = await actionOf(h, a);
       const rec = await recordOf(h, tx);
       expect(action).toMatchObject({ status: 'completed', fence: 1, attempt: 1 });

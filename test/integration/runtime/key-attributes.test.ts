@@ -42,7 +42,12 @@ async function writeOldWay(key: Key, repeated: Item, nested: (item: Item) => Ite
 
 const none = () => ({});
 
-/** The keys of an execute's items and the attributes the previous code repeated on each (its item_type included). */
+const legacyRoute = (a: string) => ({ key: keys.routeAssignment(TENANT, a), repeated: { item_type: 'route_assignment', tenant_id: TENANT, action_id: a } });
+
+/**
+ * The keys of an execute's items and the attributes the previous code repeated on each (its item_type included).
+ * The route is an attribute of the action (it repeats nothing); a ROUTE item of an earlier version: `legacyRoute`.
+ */
 function itemsOf(a: string, tx: string, idemKey: string, receipts: number) {
   const keyHash = idempotencyKeyHash(idemKey);
   return [
@@ -56,7 +61,6 @@ function itemsOf(a: string, tx: string, idemKey: string, receipts: number) {
       }),
       absent: (i: Item) => [(i.action as Item).id, (i.result as Item | undefined)?.action_id],
     },
-    { key: keys.routeAssignment(TENANT, a), repeated: { item_type: 'route_assignment', tenant_id: TENANT, action_id: a }, nested: none, absent: none },
     { key: keys.transaction(TENANT, tx), repeated: { item_type: 'transaction', tenant_id: TENANT, transaction_id: tx }, nested: none, absent: none },
     ...Array.from({ length: receipts }, (_, seq) => ({
       key: keys.receipt(TENANT, tx, seq),
@@ -153,14 +157,20 @@ describe('Key attributes not stored again', () => {
     const before = await readAll(a, tx, idemKey);
     expect(before.action).toMatchObject({ status: 'running', fence: 1 });
     expect(before.route).toMatchObject({ action_id: a, fence_token: 1 });
+    // The route as the version before pinned it: a ROUTE item of its own, with the attributes its key holds.
+    await h.stores.routes.moveToLegacy({ tenant_id: TENANT, action_id: a });
+    await writeOldWay(legacyRoute(a).key, legacyRoute(a).repeated, none);
     for (const { key, repeated, nested } of itemsOf(a, tx, idemKey, before.receipts.length)) await writeOldWay(key, repeated, nested);
-    expect(await readAll(a, tx, idemKey)).toEqual(before);
+    const { action: beforeAction, ...rest } = before;
+    const { route: _pinned, ...unpinned } = beforeAction ?? {};
+    expect(await readAll(a, tx, idemKey)).toEqual({ ...rest, action: unpinned });
 
     h.clock.advance(LEASE);
     expect((await h.drain()).map((o) => o.disposition)).toEqual(['recovered_outcome_unknown']);
     const after = await readAll(a, tx, idemKey);
-    // The pinned route was reused, not rewritten: the old item, as it was.
+    // The pinned route was reused, not rewritten: the old item, as it was; the new lease carried it onto the action.
     expect(after.route).toEqual(before.route);
+    expect(after.action?.route).toEqual(before.route);
     expect(await raw(keys.routeAssignment(TENANT, a))).toMatchObject({ item_type: 'route_assignment', tenant_id: TENANT, action_id: a });
     expect(after.action).toMatchObject({ tenant_id: TENANT, action_id: a, status: 'failed', fence: 2 });
     expect(after.record).toMatchObject({ tenant_id: TENANT, transaction_id: tx, status: 'outcome_unknown' });

@@ -177,8 +177,14 @@ describe('Connector routing is action-scoped', () => {
 
     // An assignment pinned to another capability is never reused: the attempt fails before any provider call.
     const b = uid('a');
-    await h.stores.routes.putIfAbsent({ ...(pinned as NonNullable<typeof pinned>), action_id: b, capability_id: 'pay.slow' });
     await h.runtime.submit(caller(), transfer(b, { transaction: { mode: 'execute', transaction_id: uid('tx') } }));
+    const admitted = await h.stores.actions.get({ tenant_id: TENANT, action_id: b });
+    await h.stores.actions.pinRoute({
+      tenant_id: TENANT,
+      action_id: b,
+      expected_revision: admitted?.revision ?? 0,
+      route: { ...(pinned as NonNullable<typeof pinned>), action_id: b, capability_id: 'pay.slow' },
+    });
     await h.drain();
     expect((await h.runtime.getAction(caller(), TENANT, b)).action_result).toMatchObject({ status: 'failed', error: { code: 'runtime.route_mismatch' } });
     expect(provider.calls.filter((c) => c.action_id === b)).toEqual([]);

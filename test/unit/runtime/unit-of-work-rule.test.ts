@@ -34,7 +34,7 @@ function interfaceMethods(source: string, name: string): string[] {
   return [...body.matchAll(/^\s+(\w+)\(/gm)].map((m) => m[1] as string);
 }
 
-const READS = /^(get|list\w*|nextSeq)$/;
+const READS = /^(get\w*|list\w*|nextSeq)$/;
 
 describe('one write path', () => {
   it.each([
