@@ -280,7 +280,7 @@ describe('POST /v1/actions', () => {
     await h(jsonEvent({ json: { ...ACTION, nope: '4111111111111111' } }), lambdaContext());
     const access = logger.lines.filter((l) => l.message === 'request');
     expect(access).toHaveLength(2);
-    expect(access[0]?.extra[0]).toMatchObject({ route: 'submitAction', method: 'POST', status: 202, principal: 'user:alice' });
+    expect(access[0]?.extra[0]).toMatchObject({ route: 'submitAction', status: 202, principal: 'user:alice' });
     expect(access[1]?.extra[0]).toMatchObject({ status: 400, error_code: 'envelope.invalid' });
     const all = JSON.stringify(logger.lines);
     expect(all).not.toContain('4111111111111111');
