@@ -6,6 +6,17 @@
  * capability registry. A function that only reads never loads this module,
  * the connector implementations, their schemas or the precompiled
  * validators (docs/bench/analysis.md, "Cold start and bundles").
+ *
+ * Connectors on first use: when the bundle's precompiled registry
+ * (./precompiled-registry.ts) was built for an enabled connector as this
+ * composition builds it (same ID and base URL), the registry is built from the
+ * manifest and support records it carries, and the connector itself (its
+ * code, its definition's schemas, the HTTP connector's validators) is built
+ * on the first `get` of the connector host: an attempt, a preview, a
+ * reconciliation or the readiness check. A submit of an `execute` and the
+ * capabilities listing never build it. The connector built then is checked
+ * against the precompiled manifest it replaced (docs/bench/analysis.md,
+ * "Issue 22: the routes that load the connectors").
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
@@ -16,9 +27,10 @@ import { FUNCTION_ENV } from '../../lib/config/function-env.js';
 import { EnvCredentialProvider } from '../../packages/connector-sdk/src/credentials/env-provider.js';
 import type { CredentialProvider } from '../../packages/connector-sdk/src/ports/credentials.js';
 import type { Clock } from '../../packages/connector-sdk/src/ports/clock.js';
+import { hashJson } from '../../packages/connector-sdk/src/protocol/canonical.js';
 import { staticConnectorHost, type ConnectorHost, type HostedConnector } from '../../lib/runtime/deps.js';
 import { CapabilityRegistry, type ManifestSource } from '../../lib/runtime/registry-core.js';
-import { PrecompiledMismatchError, precompiledCompilers, type PrecompiledRegistry } from '../../lib/runtime/schema-precompiled.js';
+import { PrecompiledMismatchError, precompiledCompilers, type PrecompiledConnector, type PrecompiledRegistry } from '../../lib/runtime/schema-precompiled.js';
 import { CONNECTOR_FACTORIES, type ConnectorFactory } from './connector-factories.js';
 import { PRECOMPILED_REGISTRY } from './precompiled-registry.js';
 import { BootstrapConfigError, type BootstrapSettings } from './settings.js';
@@ -33,14 +45,16 @@ export interface ConnectorWiring {
   readonly credentialEnv?: Readonly<Record<string, string | undefined>>;
   /** Factories that replace the build's own for the IDs they name (in-process hosts only). */
   readonly connectorFactories?: Readonly<Record<string, ConnectorFactory>>;
+  /** The precompiled registry (default: the bundle's, ./precompiled-registry.ts; none under `npm start` and in the tests). */
+  readonly precompiled?: PrecompiledRegistry;
 }
 
-async function credentialProvider(
+function credentialProvider(
   settings: BootstrapSettings,
   connector_id: string,
   wiring: ConnectorWiring,
-  secretCache: () => Promise<SecretValueCache>,
-): Promise<CredentialProvider> {
+  secretCache: () => SecretValueCache,
+): CredentialProvider {
   if (settings.credentials.source === 'local') {
     return new EnvCredentialProvider({
       connector_id,
@@ -50,7 +64,7 @@ async function credentialProvider(
   }
   const cacheSeconds = settings.runtimeConfig.connectors.find((c) => c.id === connector_id)?.credentialCacheSeconds;
   return new SecretsManagerCredentialProvider({
-    cache: await secretCache(),
+    cache: secretCache(),
     connector_id,
     references: secretsManagerReferences(settings.runtimeConfig, connector_id),
     ...(cacheSeconds !== undefined ? { max_age_seconds: cacheSeconds } : {}),
@@ -97,13 +111,19 @@ export async function composeConnectors(
         })
       : undefined;
   // One secret cache for the composition, i.e. the execution environment, shared by its connectors.
-  let cache: Promise<SecretValueCache> | undefined;
-  const secretCache = () => (cache ??= wiring.secrets().then((client) => new SecretValueCache({ client })));
+  // Its client (and Powertools Parameters) load on the first credential a connector resolves.
+  let cache: SecretValueCache | undefined;
+  const secretCache = () => (cache ??= new SecretValueCache({ client: wiring.secrets }));
+  const precompiled = 'precompiled' in wiring ? wiring.precompiled : PRECOMPILED_REGISTRY;
   const connectors: HostedConnector[] = [];
+  const onFirstUse = new Map<string, () => HostedConnector>();
+  // Read once every connector is built, as before: a connector that fails to build fails the composition before any discovery starts.
+  const manifests: (() => ManifestSource | Promise<ManifestSource>)[] = [];
   for (const [index, { id }] of settings.runtimeConfig.connectors.entries()) {
     const proxy = remote?.get(id);
     if (proxy !== undefined) {
       connectors.push(proxy);
+      manifests.push(() => discovered(proxy));
       continue;
     }
     const factory = wiring.connectorFactories?.[id] ?? CONNECTOR_FACTORIES[id];
@@ -116,8 +136,70 @@ export async function composeConnectors(
       ]);
     }
     const baseUrl = settings.connectorEndpoints[id];
-    connectors.push(factory({ credentials: await credentialProvider(settings, id, wiring, secretCache), ...(baseUrl !== undefined ? { baseUrl } : {}) }));
+    const credentials = credentialProvider(settings, id, wiring, secretCache);
+    const build = () => factory({ credentials, ...(baseUrl !== undefined ? { baseUrl } : {}) });
+    const entry = precompiledEntry(precompiled, id, baseUrl);
+    if (entry !== undefined) {
+      onFirstUse.set(id, builtOnFirstUse(entry, build));
+      manifests.push(() => ({ manifest: entry.manifest, support: entry.support }));
+      continue;
+    }
+    const hosted = build();
+    connectors.push(hosted);
+    manifests.push(() => discovered(hosted));
   }
-  const manifests = await Promise.all(connectors.map(async ({ connector }) => ({ manifest: await connector.discover({}), support: connector })));
-  return { registry: await buildRegistry(manifests), connectors: staticConnectorHost(connectors) };
+  const registry = await buildRegistry(await Promise.all(manifests.map((read) => read())), precompiled);
+  return { registry, connectors: withConnectorsOnFirstUse(staticConnectorHost(connectors), onFirstUse) };
+}
+
+/** What the registry admits of a connector that is built: the manifest it discovers, and its own support records. */
+async function discovered({ connector }: HostedConnector): Promise<ManifestSource> {
+  return { manifest: await connector.discover({}), support: connector };
+}
+
+/**
+ * The precompiled entry of connector `id` when the bundling built it as this
+ * composition would: the same connector ID, the same base URL
+ * (AIP_CONNECTOR_ENDPOINTS), and a manifest of that ID. Its manifest and
+ * support records are then what the connector's code publishes.
+ */
+export function precompiledEntry(precompiled: PrecompiledRegistry | undefined, id: string, baseUrl: string | undefined): PrecompiledConnector | undefined {
+  return precompiled?.connectors.find((c) => c.connector_id === id && c.base_url === baseUrl && c.manifest.connector_id === id);
+}
+
+/**
+ * The hosted connector, built by `build` on the first call and kept. It must
+ * publish the precompiled manifest and support records the registry was built
+ * from: a connector whose code publishes something else at run time than at
+ * bundle time (say, from the environment) fails loudly on every use instead of
+ * running under a registry that does not describe it.
+ */
+function builtOnFirstUse(entry: PrecompiledConnector, build: () => HostedConnector): () => HostedConnector {
+  let built: HostedConnector | undefined;
+  return () => {
+    if (built !== undefined) return built;
+    const hosted = build();
+    const { connector } = hosted;
+    const publishes = (connector as { manifest?: unknown }).manifest;
+    const manifest = typeof publishes === 'function' ? (publishes as () => unknown).call(connector) : undefined;
+    const sameSupport = Object.entries(entry.support).every(
+      ([capability_id, record]) => JSON.stringify(connector.implementation_support(capability_id)) === JSON.stringify(record),
+    );
+    if (connector.id !== entry.connector_id || (manifest !== undefined && hashJson(manifest) !== entry.manifest_hash) || !sameSupport) {
+      throw new Error(
+        `connector "${entry.connector_id}" publishes another manifest or support records than the bundle's precompiled registry: rebuild the bundle (infra/bundling.ts)`,
+      );
+    }
+    built = hosted;
+    return hosted;
+  };
+}
+
+/** The host of the built connectors, with the connectors built on first use answering for their IDs. */
+function withConnectorsOnFirstUse(host: ConnectorHost, onFirstUse: ReadonlyMap<string, () => HostedConnector>): ConnectorHost {
+  if (onFirstUse.size === 0) return host;
+  return {
+    get: (connector_id) => onFirstUse.get(connector_id)?.() ?? host.get(connector_id),
+    ids: () => [...new Set([...host.ids(), ...onFirstUse.keys()])].sort(),
+  };
 }
