@@ -188,7 +188,7 @@ export async function runAttempt(k: Kernel, message: InvokeMessage, known?: Know
   try {
     if (reg === undefined || connectorReg === undefined)
       throw new AipError('capability.not_found', undefined, { details: { capability_id: action.capability_id } });
-    hosted = hostedConnector(k, connectorReg);
+    hosted = await hostedConnector(k, connectorReg);
     route = await resolveRoute(k, routeSubject(k, action, connectorReg, attempt_id), hosted);
   } catch (err) {
     return routeFailure(k, message, action, txn, mode, err, attempt_id);
