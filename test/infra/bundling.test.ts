@@ -103,6 +103,27 @@ describe('bundling', () => {
     expect(all).toContain('functions/shared/compose-connectors.ts');
   });
 
+  it('the connector half composes the registry without the connector code, classic zod or the Secrets Manager client, each in a chunk of its own', async () => {
+    const { metafile } = await bundleFunction({ entry: 'functions/http/actions.ts', outdir: outdir(), connectors: [{ id: 'payments' }] });
+    const chunkOf = (input: string) => Object.keys(metafile.outputs).find((k) => Object.hasOwn(metafile.outputs[k]?.inputs ?? {}, input)) as string;
+    const connectorHalf = inputsOf(metafile, staticallyLoaded(metafile, chunkOf('functions/shared/compose-connectors.ts')));
+    expect(connectorHalf).toContain('aip-precompiled:precompiled-registry.generated.js');
+    expect(connectorHalf).toContain('lib/runtime/registry-core.ts');
+    for (const later of [
+      'functions/shared/connector-factories.ts',
+      'lib/connectors/http/connector.ts',
+      'lib/connectors/reference/payments.ts',
+      'node_modules/zod/v4/classic/schemas.js',
+      'node_modules/@aws-sdk/client-secrets-manager/dist-es/SecretsManagerClient.js',
+      'node_modules/@aws-lambda-powertools/parameters/lib/esm/secrets/SecretsProvider.js',
+    ]) {
+      expect(connectorHalf, later).not.toContain(later);
+    }
+    const all = inputsOf(metafile, Object.keys(metafile.outputs));
+    expect(all).toContain('lib/connectors/reference/payments.ts');
+    expect(all).toContain('node_modules/zod/v4/classic/schemas.js');
+  });
+
   it('reaches node:http through require, never as an ES module import (whose namespace would load undici)', async () => {
     const dir = outdir();
     const { metafile } = await bundleFunction({ entry: 'functions/http/transactions.ts', outdir: dir, connectors: [{ id: 'payments' }] });
