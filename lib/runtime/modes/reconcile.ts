@@ -26,7 +26,9 @@ function sameRef(a: ProviderOperationRef, b: ProviderOperationRef): boolean {
  */
 export async function lookupByIdempotencyKey(k: Kernel, reg: RegisteredCapability | undefined): Promise<boolean> {
   if (reg === undefined) return false;
-  const connector = (await loadConnector(k.deps.connectors, reg.connector_id))?.connector as { reconcile_lookup?: (capability_id: string) => readonly string[] } | undefined;
+  const connector = (await loadConnector(k.deps.connectors, reg.connector_id))?.connector as
+    | { reconcile_lookup?: (capability_id: string) => readonly string[] }
+    | undefined;
   return connector?.reconcile_lookup?.(reg.capability_id).includes('idempotency_key') === true;
 }
 
