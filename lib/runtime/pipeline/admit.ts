@@ -23,6 +23,7 @@ import { deriveApprovalId, deriveTransactionId, failedResult, isTransientError, 
 import { admitCompensate, assertCompensable } from '../modes/compensate.js';
 import { admitDirectCommit, admitPlannedCommit, claimConflict, knownPlanned, planClaim, recheckPlan } from '../modes/commit.js';
 import { admitExecute, admitRollbackNotSupported, executionContractDifferences, preparedRecordInput, replayGate } from '../modes/execute.js';
+import { runPreview } from '../modes/preview.js';
 import { admitReconcile } from '../modes/reconcile.js';
 import type { SubmitOutcome } from '../types.js';
 import { toTransactionResult, withStoredResult } from '../view.js';
@@ -36,17 +37,6 @@ import { recordedActor } from '../authority.js';
 import { dataPolicyOf, definitiveInputRedaction, redactResult } from '../redaction.js';
 import { actionRetention } from '../retention.js';
 import type { AdmittedAction, Admission } from './state.js';
-
-/**
- * The preview of a `dry_run` or a `plan` (../modes/preview.ts), imported on
- * the first one: it runs the connector in-process with the attempt's code
- * (../attempts/*), which no other mode of a submit needs, so a function that
- * admits executes, commits and compensations never loads it
- * (docs/bench/analysis.md, "Issue 22: the routes that load the connectors").
- */
-async function runPreview(k: Kernel, adm: AdmittedAction): Promise<SubmitOutcome> {
-  return (await import('../modes/preview.js')).runPreview(k, adm);
-}
 
 export interface PrepareOptions {
   readonly tenant_id?: string;
