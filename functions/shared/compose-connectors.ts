@@ -204,14 +204,14 @@ interface OnFirstUse {
 function builtOnFirstUse(entry: PrecompiledConnector, build: () => Promise<HostedConnector>): OnFirstUse {
   let built: HostedConnector | undefined;
   let pending: Promise<void> | undefined;
-  const verified = (hosted: HostedConnector): HostedConnector => {
+  // The manifest as the composition reads a built connector's (`discover`), compared by the registry's own hash.
+  const verified = async (hosted: HostedConnector): Promise<HostedConnector> => {
     const { connector } = hosted;
-    const publishes = (connector as { manifest?: unknown }).manifest;
-    const manifest = typeof publishes === 'function' ? (publishes as () => unknown).call(connector) : undefined;
+    const manifest = await connector.discover({});
     const sameSupport = Object.entries(entry.support).every(
       ([capability_id, record]) => JSON.stringify(connector.implementation_support(capability_id)) === JSON.stringify(record),
     );
-    if (connector.id !== entry.connector_id || (manifest !== undefined && hashJson(manifest) !== entry.manifest_hash) || !sameSupport) {
+    if (connector.id !== entry.connector_id || hashJson(manifest) !== entry.manifest_hash || !sameSupport) {
       throw new Error(
         `connector "${entry.connector_id}" publishes another manifest or support records than the bundle's precompiled registry: rebuild the bundle (infra/bundling.ts)`,
       );
@@ -222,9 +222,11 @@ function builtOnFirstUse(entry: PrecompiledConnector, build: () => Promise<Hoste
     load() {
       if (built !== undefined) return Promise.resolve();
       if (pending === undefined) {
-        const run = build().then((hosted) => {
-          built = verified(hosted);
-        });
+        const run = build()
+          .then(verified)
+          .then((hosted) => {
+            built = hosted;
+          });
         pending = run;
         run.catch(() => {
           if (pending === run) pending = undefined;
