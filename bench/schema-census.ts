@@ -29,7 +29,13 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 import { DEFAULT_CONFIG_FILE } from '../infra/aip-app.js';
-import { esbuildOptions, generatePrecompiledRegistry, httpWithoutUndiciPlugin, precompiledRegistryPlugin } from '../infra/bundling.js';
+import {
+  esbuildOptions,
+  generatePrecompiledRegistry,
+  httpWithoutUndiciPlugin,
+  mcpSchemasOnFirstUsePlugin,
+  precompiledRegistryPlugin,
+} from '../infra/bundling.js';
 import { loadInfraConfig, toDeploymentRuntimeConfig } from '../lib/config/deployment.js';
 import { FUNCTION_ENV, POWERTOOLS_ENV } from '../lib/config/function-env.js';
 import { mcpToolCallEvent, routeEvent, sqsEvent, submitEvent } from './lib/lambda-events.js';
@@ -76,7 +82,7 @@ try {
     ...esbuildOptions(entry, outdir),
     minify: false,
     sourcemap: false,
-    plugins: [httpWithoutUndiciPlugin(), precompiledRegistryPlugin(() => generatePrecompiledRegistry(connectors))],
+    plugins: [httpWithoutUndiciPlugin(), mcpSchemasOnFirstUsePlugin(), precompiledRegistryPlugin(() => generatePrecompiledRegistry(connectors))],
   });
   // Module boundaries: esbuild writes `// <input path>` before each module of an unminified bundle.
   const modules = new Map<string, { line: number; module: string }[]>();

@@ -234,6 +234,68 @@ export function mcpWithoutAjvPlugin(): Plugin {
   };
 }
 
+/** The MCP SDK's module of protocol schemas, whose declarations {@link mcpSchemasOnFirstUsePlugin} defers. */
+const MCP_TYPES_MODULE = /[\\/]@modelcontextprotocol[\\/]sdk[\\/]dist[\\/]esm[\\/]types\.js$/;
+
+/**
+ * The top-level schema declarations of a module (`export const XSchema = …;`
+ * or `const XSchema = …;`, each starting at column 0 as the SDK's compiled
+ * output has them), each built on first use: the initializer is wrapped in
+ * `__aipDeferred(() => (…))`, packages/connector-sdk/src/common/zod.ts
+ * `deferred`, which `importFrom` names. Every other statement is left as it
+ * is. Throws when a declaration does not end as one statement should, so a
+ * change in the SDK's output fails the build instead of bundling a broken
+ * module.
+ */
+export function deferSchemaDeclarations(source: string, importFrom: string): { readonly contents: string; readonly deferred: number } {
+  const lines = source.split('\n');
+  const out: string[] = [];
+  let deferred = 0;
+  let i = 0;
+  while (i < lines.length) {
+    const line = lines[i] as string;
+    const start = /^((?:export )?const [A-Za-z0-9_$]+Schema = )(.*)$/.exec(line);
+    if (start === null) {
+      out.push(line);
+      i += 1;
+      continue;
+    }
+    // The statement runs to the next line at column 0 that is not a closing bracket of it.
+    let end = i + 1;
+    while (end < lines.length && !/^[^\s)\]}]/.test(lines[end] as string)) end += 1;
+    const statement = [start[2] as string, ...lines.slice(i + 1, end)].join('\n').trimEnd();
+    if (!statement.endsWith(';') || /^\(?(?:async )?(?:function\b|\([^)]*\)\s*=>|[A-Za-z0-9_$]+\s*=>)/.test(statement)) {
+      throw new Error(`deferSchemaDeclarations: unexpected declaration at line ${i + 1}: ${line.slice(0, 80)}`);
+    }
+    out.push(`${start[1]}__aipDeferred(() => (${statement.slice(0, -1)}));`);
+    deferred += 1;
+    i = end;
+  }
+  return { contents: `import { deferred as __aipDeferred } from ${JSON.stringify(importFrom)};\n${out.join('\n')}`, deferred };
+}
+
+/**
+ * The MCP SDK's protocol schemas built on first use. Its types module builds
+ * all of its 784 classic zod schemas at import, and a tools/call runs 51 of
+ * them (docs/bench/analysis.md, "Issue 22: the routes that load the
+ * connectors"). In the bundles each of its schema declarations is deferred
+ * ({@link deferSchemaDeclarations}): the same schemas under the same names,
+ * each built by its first use (a parse, a shape read, an `.extend()` of it),
+ * as `z.deferred` does for the project's own.
+ */
+export function mcpSchemasOnFirstUsePlugin(): Plugin {
+  return {
+    name: 'aip-mcp-schemas-on-first-use',
+    setup(build) {
+      build.onLoad({ filter: MCP_TYPES_MODULE }, async (args) => {
+        const { readFile } = await import('node:fs/promises');
+        const { contents } = deferSchemaDeclarations(await readFile(args.path, 'utf8'), join(BUNDLE_ROOT, 'packages/connector-sdk/src/common/zod.ts'));
+        return { contents, loader: 'js' };
+      });
+    },
+  };
+}
+
 /**
  * The X-Ray SDK without the `semver` package. The tracer's bundle (loaded
  * only where tracing is on, on the first invocation) carries aws-xray-sdk-core,
@@ -369,6 +431,7 @@ export async function bundleFunction(options: BundleFunctionOptions): Promise<{ 
     plugins: [
       ...(options.httpThroughRequire !== false ? [httpWithoutUndiciPlugin()] : []),
       mcpWithoutAjvPlugin(),
+      mcpSchemasOnFirstUsePlugin(),
       xrayWithoutSemverPlugin(),
       ...(connectors !== undefined ? [precompiledRegistryPlugin(() => generatePrecompiledRegistry(connectors, own))] : []),
       ...(own.length > 0 ? [deploymentConnectorsPlugin(own)] : []),

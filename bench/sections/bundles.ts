@@ -244,7 +244,7 @@ export async function probe(
   handler: string,
   event: unknown,
   env: Record<string, string>,
-  options: { readonly nodeOptions?: string; readonly trace?: boolean } = {},
+  options: { readonly nodeOptions?: string; readonly trace?: boolean; readonly execArgv?: readonly string[] } = {},
 ): Promise<Sample> {
   const childEnv: NodeJS.ProcessEnv = {
     PATH: process.env.PATH ?? '',
@@ -256,7 +256,7 @@ export async function probe(
     AIP_BENCH_HANDLER: handler,
     AIP_BENCH_EVENT: JSON.stringify(event),
   };
-  const { stdout } = await run(process.execPath, ['--input-type=module', '-e', PROBE], { env: childEnv, timeout: 60_000 });
+  const { stdout } = await run(process.execPath, [...(options.execArgv ?? []), '--input-type=module', '-e', PROBE], { env: childEnv, timeout: 60_000 });
   const line = stdout.trim().split('\n').pop() ?? '';
   const sample = JSON.parse(line) as Sample;
   if (!Number.isFinite(sample.import_ms)) throw new Error(`unexpected output: ${stdout.slice(0, 200)}`);

@@ -154,7 +154,7 @@ export function connectorManifest(
 export async function connectorRegistrySource(
   id: string,
   options: { readonly baseUrl?: string; readonly factories?: Readonly<Record<string, ConnectorFactory>> } = {},
-): Promise<{ connector_id: string; manifest: ConnectorManifest; support: Record<string, unknown> }> {
+): Promise<{ connector_id: string; base_url?: string; manifest: ConnectorManifest; support: Record<string, unknown> }> {
   const factories = options.factories ?? CONNECTOR_FACTORIES;
   const factory = factories[id];
   if (factory === undefined) throw new Error(`this build has no connector "${id}" (available: ${Object.keys(factories).join(', ')})`);
@@ -165,5 +165,5 @@ export async function connectorRegistrySource(
     const record = connector.implementation_support(capability.id);
     if (record !== undefined) support[capability.id] = record;
   }
-  return { connector_id: id, manifest, support };
+  return { connector_id: id, ...(options.baseUrl !== undefined ? { base_url: options.baseUrl } : {}), manifest, support };
 }

@@ -43,9 +43,22 @@ export interface HostedConnector {
 
 /** connector_id -> hosted connector (its own credential provider lives inside the connector). */
 export interface ConnectorHost {
+  /** The hosted connector, once {@link ConnectorHost.load} has readied it (always, for a host without `load`). Callers use {@link loadConnector}. */
   get(connector_id: string): HostedConnector | undefined;
   /** The IDs of every hosted connector (readiness checks them all). */
   ids(): string[];
+  /**
+   * Readies connector `connector_id` for `get`: a host that builds its
+   * connectors on first use loads and builds it here
+   * (functions/shared/compose-connectors.ts). Absent: every connector is ready.
+   */
+  load?(connector_id: string): Promise<void>;
+}
+
+/** The hosted connector `connector_id`, readied first by a host that builds connectors on first use. */
+export async function loadConnector(host: ConnectorHost, connector_id: string): Promise<HostedConnector | undefined> {
+  await host.load?.(connector_id);
+  return host.get(connector_id);
 }
 
 /** A ConnectorHost over a fixed map. */

@@ -20,7 +20,7 @@
 import { connectorSource } from '../../packages/connector-sdk/src/base.js';
 import { toConnectorFailure } from '../../packages/connector-sdk/src/failure.js';
 import type { ConnectorHealth } from '../../packages/connector-sdk/src/interfaces.js';
-import type { HostedConnector } from './deps.js';
+import { loadConnector, type HostedConnector } from './deps.js';
 import { assertCallerCurrent, assertTenantMember, missingScopes, type CallerIdentity } from './identity.js';
 import type { Kernel } from './kernel.js';
 import { DEFAULT_POLICY_MODES, selectsCapability, tenantApprovalPolicies } from './pipeline/approval-policy.js';
@@ -114,9 +114,9 @@ export async function connectorHealth(k: Kernel, caller?: CallerIdentity): Promi
   if (caller !== undefined) assertCallerCurrent(caller, k.now());
   const ids = [...new Set(k.deps.connectors.ids())].sort();
   const connectors = await Promise.all(
-    ids.map((id) => {
-      const hosted = k.deps.connectors.get(id);
-      return hosted === undefined ? Promise.resolve({ id, ready: false, detail: 'not hosted' }) : checkConnector(id, hosted, k.config.health_timeout_ms);
+    ids.map(async (id): Promise<ConnectorReadiness> => {
+      const hosted = await loadConnector(k.deps.connectors, id);
+      return hosted === undefined ? { id, ready: false, detail: 'not hosted' } : checkConnector(id, hosted, k.config.health_timeout_ms);
     }),
   );
   return { status: connectors.every((c) => c.ready) ? 'ok' : 'degraded', connectors };

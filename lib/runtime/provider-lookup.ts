@@ -31,6 +31,7 @@ import type { Resolution } from '../ports/approval-store.js';
 import type { TransactionRecord } from '../ports/transaction-store.js';
 import { invokeConnector, routeAssignment, type InvocationSubject } from './attempts/invoke.js';
 import { originalRequestOf } from './attempts/worker.js';
+import { loadConnector } from './deps.js';
 import type { Kernel } from './kernel.js';
 import { ranCapabilityId } from './modes/reconcile.js';
 
@@ -162,7 +163,7 @@ export async function lookupProvider(k: Kernel, record: TransactionRecord): Prom
 
   const reg = k.deps.registry.find(capability_id);
   if (reg === undefined) return none('reconcile_unsupported', 'capability.not_found');
-  const hosted = k.deps.connectors.get(reg.connector_id);
+  const hosted = await loadConnector(k.deps.connectors, reg.connector_id);
   if (hosted === undefined) return none('connector_unavailable', 'runtime.connector_unavailable');
   const lookups = reconcileLookupOf(hosted.connector, capability_id);
   if (lookups.length === 0 || reg.capability.transaction?.modes.includes('reconcile') !== true) return none('reconcile_unsupported');

@@ -200,7 +200,7 @@ export async function reconcileMessage(k: Kernel, msg: ReconcileMessage): Promis
   // Reconcile what actually ran: for a compensation through an alternate capability, that capability.
   const capability_id = ranCapabilityId(txn);
   const reg = k.deps.registry.find(capability_id);
-  if (txn.provider_operation === undefined && !lookupByIdempotencyKey(k, reg)) {
+  if (txn.provider_operation === undefined && !(await lookupByIdempotencyKey(k, reg))) {
     // "If a connector learns the provider operation ID but does not publish it ... the generic runtime cannot invent
     // that identifier." Unless the connector can look the operation up by the idempotency key the runtime sent.
     const e = await escalate(k, txn, 'no_provider_operation');

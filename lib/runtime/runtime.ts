@@ -13,8 +13,9 @@
  * connectors, whose registry and connector host refuse any use, so a read
  * path that starts to need them fails its tests instead of silently loading
  * them. Every other method loads the parts once, with the code of the
- * operations beyond the reads (./operations.ts), then runs; so does a Runtime
- * built with its connectors, for the code.
+ * operations it runs (the submit's, the attempt's, the listing's, or
+ * ./operations.ts for the rest), then runs; so does a Runtime built with its
+ * connectors, for the code.
  */
 import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
 import type { Action, ActionResult, TransactionResult } from '../../packages/connector-sdk/src/protocol/index.js';
@@ -44,13 +45,24 @@ import {
 } from './reads.js';
 import type { AttemptOutcome, CapabilityList, DecisionOutcome, PageOf, ReconcileOutcome, HealthReport, SubmitOutcome, SweepOutcome } from './types.js';
 
-/** The operations beyond the reads (./operations.ts), imported on first need. */
-type Operations = typeof import('./operations.js');
+/**
+ * The operations beyond the reads, imported on first need, by what a method
+ * runs: a submit the admission pipeline (./pipeline/admit.ts, with the modes),
+ * the invoke worker the attempt (./attempts/worker.ts), the capabilities
+ * listing and readiness ./meta.ts, every other method ./operations.ts (all of
+ * them). A function that serves one of the first three never loads the others'
+ * code (docs/bench/analysis.md, "Issue 22: the routes that load the
+ * connectors").
+ */
+const SUBMIT = () => import('./pipeline/admit.js');
+const ATTEMPT = () => import('./attempts/worker.js');
+const META = () => import('./meta.js');
+const OPERATIONS = () => import('./operations.js');
 
-/** What a method beyond the reads runs with: the full kernel and the operations. */
-interface Full {
+/** What a method beyond the reads runs with: the full kernel and the operations it needs. */
+interface Full<M> {
   readonly k: Kernel;
-  readonly ops: Operations;
+  readonly ops: M;
 }
 
 /** A registry or connector host that a read kernel must never touch. */
@@ -65,7 +77,7 @@ function notOnReads<T extends object>(part: string): T {
 export class Runtime {
   /** The kernel of the reads (the full kernel when the Runtime was built with its connectors). */
   readonly #reads: Kernel;
-  readonly #full: () => Promise<Full>;
+  readonly #kernel: () => Promise<Kernel>;
 
   /** A Runtime with its connectors, or with the parts that {@link ConnectorParts} loads on the first method that is not a read. */
   constructor(deps: RuntimeDeps);
@@ -74,15 +86,15 @@ export class Runtime {
     if (connectorParts === undefined) {
       const kernel = new Kernel(deps as RuntimeDeps);
       this.#reads = kernel;
-      this.#full = async () => ({ k: kernel, ops: await import('./operations.js') });
+      this.#kernel = async () => kernel;
       return;
     }
     this.#reads = new Kernel({ ...deps, registry: notOnReads('capability registry'), connectors: notOnReads('connector host') });
     // Built once; concurrent first calls share the build; a failed build is not kept (the next call tries again).
-    let pending: Promise<Full> | undefined;
-    this.#full = () => {
+    let pending: Promise<Kernel> | undefined;
+    this.#kernel = () => {
       if (pending === undefined) {
-        const build = Promise.all([connectorParts(), import('./operations.js')]).then(([parts, ops]) => ({ k: new Kernel({ ...deps, ...parts }), ops }));
+        const build = connectorParts().then((parts) => new Kernel({ ...deps, ...parts }));
         pending = build;
         build.catch(() => {
           if (pending === build) pending = undefined;
@@ -90,6 +102,12 @@ export class Runtime {
       }
       return pending;
     };
+  }
+
+  /** The full kernel and the operations module `load` imports, in parallel (each once: the module cache keeps them). */
+  async #full<M>(load: () => Promise<M>): Promise<Full<M>> {
+    const [k, ops] = await Promise.all([this.#kernel(), load()]);
+    return { k, ops };
   }
 
   /**
@@ -100,7 +118,7 @@ export class Runtime {
   async submit(caller: CallerIdentity, body: unknown, opts: { tenant_id?: string; trusted?: false } = {}): Promise<SubmitOutcome> {
     // 1. core envelope validation; 2. TransactionRequest checks
     const parsed = parseSubmission(caller, body);
-    const { k, ops } = await this.#full();
+    const { k, ops } = await this.#full(SUBMIT);
     const adm = await ops.prepare(k, caller, parsed.action, {
       ...(opts.tenant_id !== undefined ? { tenant_id: opts.tenant_id } : {}),
       ...(parsed.request !== undefined ? { request: parsed.request } : {}),
@@ -120,7 +138,7 @@ export class Runtime {
     // The core validator's commit rule does not apply on this branch: validate the envelope without it, then restore the context.
     const checked = validateAction({ ...rest, transaction: { ...transaction, mode: 'execute' } });
     const restored: Action = { ...checked, transaction: { ...(checked.transaction as NonNullable<Action['transaction']>), mode: 'commit' } };
-    const { k, ops } = await this.#full();
+    const { k, ops } = await this.#full(SUBMIT);
     const adm = await ops.prepare(k, caller, restored, { trusted_direct_commit: true });
     return ops.admit(k, adm);
   }
@@ -134,7 +152,7 @@ export class Runtime {
   async runAttempt(message: InvokeMessage, budget?: AttemptBudget): Promise<AttemptOutcome> {
     const m = validateQueueMessage(message);
     if (m.kind !== 'invoke') throw new AipError('queue.message_invalid', undefined, { details: { reason: 'kind_not_accepted:reconcile' } });
-    const { k, ops } = await this.#full();
+    const { k, ops } = await this.#full(ATTEMPT);
     return withAttemptBudget(budget, () => ops.runAttempt(k, m));
   }
 
@@ -152,7 +170,7 @@ export class Runtime {
   async reconcile(message: ReconcileMessage, budget?: AttemptBudget): Promise<ReconcileOutcome> {
     const m = validateQueueMessage(message);
     if (m.kind !== 'reconcile') throw new AipError('queue.message_invalid', undefined, { details: { reason: 'kind_not_accepted:invoke' } });
-    const { k, ops } = await this.#full();
+    const { k, ops } = await this.#full(OPERATIONS);
     return withAttemptBudget(budget, () => ops.reconcileMessage(k, m));
   }
 
@@ -162,36 +180,36 @@ export class Runtime {
    * record (the sweeper publishes it as a metric).
    */
   async sweep(now?: Date): Promise<SweepOutcome> {
-    const { k, ops } = await this.#full();
+    const { k, ops } = await this.#full(OPERATIONS);
     return ops.sweep(k, now);
   }
 
   /** The registered capabilities the caller may invoke (with the tenant's approval policies when a tenant is given). */
   async capabilities(caller: CallerIdentity, tenant_id?: string): Promise<CapabilityList> {
-    const { k, ops } = await this.#full();
+    const { k, ops } = await this.#full(META);
     return ops.listCapabilities(k, caller, tenant_id);
   }
 
   /** Readiness of every hosted connector, each check bounded by config.health_timeout_ms. */
   async health(caller?: CallerIdentity): Promise<HealthReport> {
-    const { k, ops } = await this.#full();
+    const { k, ops } = await this.#full(META);
     return ops.connectorHealth(k, caller);
   }
 
   async decideApproval(caller: CallerIdentity, tenant_id: string, approval_id: string, decision: ApprovalDecisionInput): Promise<DecisionOutcome> {
-    const { k, ops } = await this.#full();
+    const { k, ops } = await this.#full(OPERATIONS);
     return ops.decideApproval(k, caller, tenant_id, approval_id, decision);
   }
 
   async listApprovals(caller: CallerIdentity, tenant_id: string, page?: { cursor?: string; limit?: number }): Promise<PageOf<ApprovalWithFacts>> {
     // Not a read: an overdue pending approval is expired on the way, a doomed one withdrawn (terminal writes of their actions).
-    const { k, ops } = await this.#full();
+    const { k, ops } = await this.#full(OPERATIONS);
     return ops.listApprovals(k, caller, tenant_id, page);
   }
 
   /** One approval with what it approves (lib/runtime/approval-facts.ts). Not a read, for the reasons of listApprovals. */
   async getApproval(caller: CallerIdentity, tenant_id: string, approval_id: string): Promise<ApprovalWithFacts> {
-    const { k, ops } = await this.#full();
+    const { k, ops } = await this.#full(OPERATIONS);
     return ops.getApproval(k, caller, tenant_id, approval_id);
   }
 
@@ -215,7 +233,7 @@ export class Runtime {
   }
 
   async cancel(caller: CallerIdentity, tenant_id: string, action_id: string) {
-    const { k, ops } = await this.#full();
+    const { k, ops } = await this.#full(OPERATIONS);
     return ops.cancel(k, caller, tenant_id, action_id);
   }
 
@@ -238,13 +256,13 @@ export class Runtime {
 
   /** Reconcile now (an operator): resets the attempt bound once, with a receipt naming the operator. */
   async requestReconcile(caller: CallerIdentity, tenant_id: string, transaction_id: string, input: { reason?: string } = {}) {
-    const { k, ops } = await this.#full();
+    const { k, ops } = await this.#full(OPERATIONS);
     return ops.requestReconcile(k, caller, tenant_id, transaction_id, input);
   }
 
   /** An operator's resolution of an escalated transaction (applied, or proposed to a second operator). */
   async resolve(caller: CallerIdentity, tenant_id: string, transaction_id: string, resolution: unknown) {
-    const { k, ops } = await this.#full();
+    const { k, ops } = await this.#full(OPERATIONS);
     return ops.resolve(k, caller, tenant_id, transaction_id, resolution);
   }
 }

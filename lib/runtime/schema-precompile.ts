@@ -24,6 +24,8 @@ const standaloneCode = ((m: unknown) => (typeof m === 'function' ? m : (m as { d
 /** One connector of the build: what its code publishes. */
 export interface PrecompileSource {
   readonly connector_id: string;
+  /** The base URL the connector was built with, when the deployment sets one. */
+  readonly base_url?: string;
   readonly manifest: ConnectorManifest;
   /** `implementation_support(id)` for each capability of the manifest. */
   readonly support: Readonly<Record<string, unknown>>;
@@ -80,7 +82,7 @@ export function precompiledRegistrySource(sources: readonly PrecompileSource[], 
       }
     }
     entries.push(
-      `{ connector_id: ${JSON.stringify(source.connector_id)}, manifest: ${JSON.stringify(manifest)}, support: ${JSON.stringify(support)}, ` +
+      `{ connector_id: ${JSON.stringify(source.connector_id)}, ${source.base_url !== undefined ? `base_url: ${JSON.stringify(source.base_url)}, ` : ''}manifest: ${JSON.stringify(manifest)}, support: ${JSON.stringify(support)}, ` +
         `manifest_hash: ${JSON.stringify(recorded.manifest_hash)}, validate_formats: ${validateFormats}, plan: ${JSON.stringify(recorded.plan)}, ` +
         `results: { ${results.join(', ')} } }`,
     );

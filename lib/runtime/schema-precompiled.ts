@@ -28,6 +28,8 @@ export type PrecompiledResult = ValidateFunction | { readonly error: string };
 
 export interface PrecompiledConnector {
   readonly connector_id: string;
+  /** The base URL the connector was built with (its AIP_CONNECTOR_ENDPOINTS entry); absent: its own default. */
+  readonly base_url?: string;
   /** The manifest the connector's code publishes (`discover`), as the registry admits it. */
   readonly manifest: ConnectorManifest;
   /** The connector's `implementation_support(id)` for every capability of the manifest (absent: undefined). */

@@ -7,16 +7,25 @@
  * tracing switch of the configuration. Structure only: sizes and timings are
  * `npm run bench` figures.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { Duration } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { defineAipApp } from '../../infra/aip-app.js';
 import { parseInfraConfig } from '../../infra/config.js';
 import type { FunctionDefinition } from '../../infra/functions.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { BUNDLE_ROOT, bundleFunction, entryOutput, esbuildOptions, staticallyLoaded, ZOD_JITLESS_BANNER } from '../../infra/bundling.js';
+import {
+  BUNDLE_ROOT,
+  bundleFunction,
+  deferSchemaDeclarations,
+  entryOutput,
+  esbuildOptions,
+  staticallyLoaded,
+  ZOD_JITLESS_BANNER,
+} from '../../infra/bundling.js';
 import { gte } from '../../infra/semver-gte.js';
 import { BASE_CONFIG, buildAip, newApp } from './support.js';
 
@@ -103,6 +112,27 @@ describe('bundling', () => {
     expect(all).toContain('functions/shared/compose-connectors.ts');
   });
 
+  it('the connector half composes the registry without the connector code, classic zod or the Secrets Manager client, each in a chunk of its own', async () => {
+    const { metafile } = await bundleFunction({ entry: 'functions/http/actions.ts', outdir: outdir(), connectors: [{ id: 'payments' }] });
+    const chunkOf = (input: string) => Object.keys(metafile.outputs).find((k) => Object.hasOwn(metafile.outputs[k]?.inputs ?? {}, input)) as string;
+    const connectorHalf = inputsOf(metafile, staticallyLoaded(metafile, chunkOf('functions/shared/compose-connectors.ts')));
+    expect(connectorHalf).toContain('aip-precompiled:precompiled-registry.generated.js');
+    expect(connectorHalf).toContain('lib/runtime/registry-core.ts');
+    for (const later of [
+      'functions/shared/connector-factories.ts',
+      'lib/connectors/http/connector.ts',
+      'lib/connectors/reference/payments.ts',
+      'node_modules/zod/v4/classic/schemas.js',
+      'node_modules/@aws-sdk/client-secrets-manager/dist-es/SecretsManagerClient.js',
+      'node_modules/@aws-lambda-powertools/parameters/lib/esm/secrets/SecretsProvider.js',
+    ]) {
+      expect(connectorHalf, later).not.toContain(later);
+    }
+    const all = inputsOf(metafile, Object.keys(metafile.outputs));
+    expect(all).toContain('lib/connectors/reference/payments.ts');
+    expect(all).toContain('node_modules/zod/v4/classic/schemas.js');
+  });
+
   it('reaches node:http through require, never as an ES module import (whose namespace would load undici)', async () => {
     const dir = outdir();
     const { metafile } = await bundleFunction({ entry: 'functions/http/transactions.ts', outdir: dir, connectors: [{ id: 'payments' }] });
@@ -122,6 +152,46 @@ describe('bundling', () => {
     expect(loaded.some((i) => i.includes('node_modules/@modelcontextprotocol/sdk/dist/esm/server/index.js'))).toBe(true);
     expect(loaded.filter((i) => /node_modules\/(ajv|ajv-formats|fast-uri)\//.test(i))).toEqual([]);
     expect(all.filter((i) => i.includes('sdk/dist/esm/validation/ajv-provider'))).toEqual([]);
+  });
+
+  it("the MCP SDK's protocol schemas are each built on first use, under the same names, with the same results", async () => {
+    const source = readFileSync(join(BUNDLE_ROOT, 'node_modules/@modelcontextprotocol/sdk/dist/esm/types.js'), 'utf8');
+    const declared = source.match(/^(?:export )?const [A-Za-z0-9_$]+Schema = /gm) ?? [];
+    const { contents, deferred } = deferSchemaDeclarations(source, join(BUNDLE_ROOT, 'packages/connector-sdk/src/common/zod.ts'));
+    expect(deferred).toBe(declared.length);
+    expect(deferred).toBeGreaterThan(100);
+    // Everything else stays as it was: the guards, the error codes, the constants.
+    expect(contents).toContain('export const isJSONRPCRequest = (value) => JSONRPCRequestSchema.safeParse(value).success;');
+    expect(contents).toContain("export const LATEST_PROTOCOL_VERSION = '");
+    // The rewritten module (its one import, zod/v4, resolves from the project alike) answers every message as the SDK's does.
+    const dir = join(process.cwd(), '.vitest-tmp', `mcp-types-${process.pid}`);
+    mkdirSync(dir, { recursive: true });
+    const file = join(dir, 'types.js');
+    writeFileSync(file, contents);
+    try {
+      const own = (await import('@modelcontextprotocol/sdk/types.js')) as Record<string, unknown>;
+      const rewritten = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+      const messages: unknown[] = [
+        { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'payments.charge.execute', arguments: { input: { amount: 1 } } } },
+        { jsonrpc: '2.0', id: 2, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'c', version: '1' } } },
+        { jsonrpc: '2.0', method: 'notifications/initialized' },
+        { jsonrpc: '2.0', id: 3, result: { content: [{ type: 'text', text: 'ok' }] } },
+        { jsonrpc: '2.0', id: 'x', error: { code: -32600, message: 'bad' } },
+        { jsonrpc: '1.0', id: 1, method: 'tools/list' },
+        null,
+      ];
+      const names = Object.keys(own).filter((name) => name.endsWith('Schema'));
+      expect(names.length).toBeGreaterThan(100);
+      for (const name of names) {
+        const schema = (m: Record<string, unknown>) => m[name] as { safeParse(v: unknown): unknown };
+        for (const message of messages) expect(JSON.stringify(schema(rewritten).safeParse(message)), name).toBe(JSON.stringify(schema(own).safeParse(message)));
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    // A declaration that is not one statement fails the build instead of bundling a broken module.
+    expect(() => deferSchemaDeclarations('export const XSchema = z.object({\n})\n.strict();\n', 'zod.ts')).toThrow(/unexpected declaration at line 1/);
+    expect(() => deferSchemaDeclarations('export const isXSchema = (v) => v;\n', 'zod.ts')).toThrow(/unexpected declaration/);
   });
 
   it("the tracer's X-Ray SDK and cls-hooked get semver's gte alone, not the semver package", async () => {

@@ -20,8 +20,14 @@
  * The values stay in memory for their age: strings cannot be zeroed, and the
  * SDK's response parsing makes one anyway. They never leave this object but
  * as the ConnectorSecret copies the credential provider builds per use.
+ *
+ * Powertools Parameters (and, through it, the Secrets Manager client) is
+ * imported on the first fetch, and the client may be given as a loader: a
+ * function that composes the connectors but never resolves a credential (a
+ * submit, the capabilities listing) loads neither (docs/bench/analysis.md,
+ * "Issue 22: the routes that load the connectors").
  */
-import { SecretsProvider } from '@aws-lambda-powertools/parameters/secrets';
+import type { SecretsProvider } from '@aws-lambda-powertools/parameters/secrets';
 import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 
 /** How long a secret value is reused in one execution environment, by default (seconds). */
@@ -31,7 +37,8 @@ export const DEFAULT_CREDENTIAL_CACHE_SECONDS = 300;
 export const DEFAULT_MIN_REFRESH_INTERVAL_MS = 1_000;
 
 export interface SecretValueCacheOptions {
-  readonly client: SecretsManagerClient;
+  /** The client, or a loader called once, on the first fetch. */
+  readonly client: SecretsManagerClient | (() => Promise<SecretsManagerClient>);
   /** @default DEFAULT_MIN_REFRESH_INTERVAL_MS */
   readonly minRefreshIntervalMs?: number;
 }
@@ -45,9 +52,9 @@ export interface SecretLocation {
 export type SecretValue = string | Uint8Array | undefined;
 
 export class SecretValueCache {
-  readonly #client: SecretsManagerClient;
+  readonly #client: SecretsManagerClient | (() => Promise<SecretsManagerClient>);
   readonly #minRefreshMs: number;
-  readonly #providers = new Map<string, SecretsProvider>();
+  readonly #providers = new Map<string, Promise<SecretsProvider>>();
   readonly #inflight = new Map<string, { readonly value: Promise<SecretValue>; readonly forced: boolean }>();
   readonly #forcedAt = new Map<string, number>();
 
@@ -81,11 +88,13 @@ export class SecretValueCache {
     const entry = {
       forced: forceFetch,
       value: this.#provider(stage)
-        .get(location.secret_id, {
-          maxAge: maxAgeSeconds,
-          forceFetch,
-          ...(location.version_stage !== undefined ? { sdkOptions: { VersionStage: location.version_stage } } : {}),
-        })
+        .then((provider) =>
+          provider.get(location.secret_id, {
+            maxAge: maxAgeSeconds,
+            forceFetch,
+            ...(location.version_stage !== undefined ? { sdkOptions: { VersionStage: location.version_stage } } : {}),
+          }),
+        )
         .finally(() => {
           if (this.#inflight.get(key) === entry) this.#inflight.delete(key);
         }) as Promise<SecretValue>,
@@ -94,11 +103,19 @@ export class SecretValueCache {
     return entry.value;
   }
 
-  #provider(stage: string): SecretsProvider {
+  #provider(stage: string): Promise<SecretsProvider> {
     let provider = this.#providers.get(stage);
     if (provider === undefined) {
-      provider = new SecretsProvider({ awsSdkV3Client: this.#client });
-      this.#providers.set(stage, provider);
+      const client = this.#client;
+      const created = Promise.all([import('@aws-lambda-powertools/parameters/secrets'), typeof client === 'function' ? client() : client]).then(
+        ([{ SecretsProvider }, awsSdkV3Client]) => new SecretsProvider({ awsSdkV3Client }),
+      );
+      provider = created;
+      this.#providers.set(stage, created);
+      // A loader that failed (the client's import) is tried again by the next fetch.
+      created.catch(() => {
+        if (this.#providers.get(stage) === created) this.#providers.delete(stage);
+      });
     }
     return provider;
   }

@@ -20,7 +20,7 @@ import type { Action, Principal } from '../../../packages/connector-sdk/src/prot
 import { routeMismatches, type RouteAssignment } from '../../ports/route-store.js';
 import { bindAttemptPlacement, certifiedCapacityRefusal } from './placement.js';
 import { boundedAttemptMs } from '../attempt-budget.js';
-import type { HostedConnector } from '../deps.js';
+import { loadConnector, type HostedConnector } from '../deps.js';
 import type { Kernel } from '../kernel.js';
 import { bindRuntimeMemory, type RuntimeMemory } from '../../../packages/connector-sdk/src/memory.js';
 import type { RegisteredCapability } from '../registry.js';
@@ -61,8 +61,8 @@ export function leaseMs(k: Kernel, reg: RegisteredCapability): number {
   return Math.min(86_400_000, attemptTimeoutMs(k, reg) + k.config.lease_margin_ms);
 }
 
-export function hostedConnector(k: Kernel, reg: RegisteredCapability): HostedConnector {
-  const hosted = k.deps.connectors.get(reg.connector_id);
+export async function hostedConnector(k: Kernel, reg: RegisteredCapability): Promise<HostedConnector> {
+  const hosted = await loadConnector(k.deps.connectors, reg.connector_id);
   if (hosted === undefined) throw new AipError('runtime.connector_unavailable', undefined, { details: { connector_id: reg.connector_id } });
   return hosted;
 }

@@ -191,7 +191,7 @@ export async function runAttempt(k: Kernel, message: InvokeMessage, known?: Know
   try {
     if (reg === undefined || connectorReg === undefined)
       throw new AipError('capability.not_found', undefined, { details: { capability_id: action.capability_id } });
-    hosted = hostedConnector(k, connectorReg);
+    hosted = await hostedConnector(k, connectorReg);
     const resolved = await routeToPin(k, action, routeAssignment(k, routeSubject(k, action, connectorReg, attempt_id), hosted));
     route = resolved.route;
     if (resolved.pin) pin = route;

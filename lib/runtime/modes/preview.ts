@@ -75,7 +75,7 @@ export async function runPreview(k: Kernel, adm: AdmittedAction): Promise<Submit
     if (!reg.implementation_support.transaction) {
       throw new AipError('runtime.plan_transaction_support_missing', undefined, { details: { capability_id: reg.capability_id, fidelity } });
     }
-    const hosted = hostedConnector(k, reg);
+    const hosted = await hostedConnector(k, reg);
     const attempt_id = `att-${k.ids()}`;
     const subject = {
       tenant_id,

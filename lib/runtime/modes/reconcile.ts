@@ -8,6 +8,7 @@ import { AipError, isAipError } from '../../../packages/connector-sdk/src/errors
 import type { ProviderOperationRef } from '../../../packages/connector-sdk/src/protocol/index.js';
 import type { TransactionRecord } from '../../ports/transaction-store.js';
 import { RECEIPT_EVENTS } from '../journal.js';
+import { loadConnector } from '../deps.js';
 import type { Kernel } from '../kernel.js';
 import type { RegisteredCapability } from '../registry.js';
 import type { Admission, AdmittedAction } from '../pipeline/state.js';
@@ -23,9 +24,11 @@ function sameRef(a: ProviderOperationRef, b: ProviderOperationRef): boolean {
  * `idempotency_key`), so that a record with no checkpointed operation can
  * still be reconciled instead of going to a human at once.
  */
-export function lookupByIdempotencyKey(k: Kernel, reg: RegisteredCapability | undefined): boolean {
+export async function lookupByIdempotencyKey(k: Kernel, reg: RegisteredCapability | undefined): Promise<boolean> {
   if (reg === undefined) return false;
-  const connector = k.deps.connectors.get(reg.connector_id)?.connector as { reconcile_lookup?: (capability_id: string) => readonly string[] } | undefined;
+  const connector = (await loadConnector(k.deps.connectors, reg.connector_id))?.connector as
+    | { reconcile_lookup?: (capability_id: string) => readonly string[] }
+    | undefined;
   return connector?.reconcile_lookup?.(reg.capability_id).includes('idempotency_key') === true;
 }
 
@@ -85,7 +88,7 @@ async function beginReconcile(k: Kernel, adm: Admission, txId: string, record: T
   }
   const ref = requested ?? known;
   // Without an operation ID, only a connector that can look the operation up by the idempotency key the runtime sent.
-  if (ref === undefined && !lookupByIdempotencyKey(k, adm.reg)) {
+  if (ref === undefined && !(await lookupByIdempotencyKey(k, adm.reg))) {
     throw new AipError('connector.reconcile_requires_provider_operation', undefined, { details: { transaction_id: txId } });
   }
   let begun: TransactionRecord;

@@ -1,0 +1,188 @@
+/**
+ * Where a cold start's CPU time goes, by module: V8's CPU profile of fresh
+ * processes running the bundles section's probe (import, first and second
+ * invocation), each sample mapped through the bundle's source map to the
+ * module it ran in. It is the attribution behind "Issue 22: the routes that
+ * load the connectors" in docs/bench/analysis.md.
+ *
+ *   npm run bench:cold-profile                    # the default functions
+ *   RUNS=5 npm run bench:cold-profile -- submit worker
+ *
+ * Two tables per function, in ms of samples (median over RUNS processes,
+ * profiler overhead included, so compare rows, not totals, with the bundles
+ * section):
+ * - "self": where the CPU was, by package or project folder (`zod`,
+ *   `lib/runtime`), with V8's own buckets (`(garbage collector)`, `(program)`);
+ * - "by project module": each sample charged to the nearest project module on
+ *   its stack (lib/, functions/, packages/), so zod's or ajv's time lands on
+ *   the module that asked for it.
+ */
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { TraceMap, originalPositionFor } from '@jridgewell/trace-mapping';
+import { DEFAULT_CONFIG_FILE } from '../infra/aip-app.js';
+import { BUNDLE_ROOT, bundleFunction, entryOutput, inputPackage } from '../infra/bundling.js';
+import { loadInfraConfig, toDeploymentRuntimeConfig } from '../lib/config/deployment.js';
+import { FUNCTION_ENV, POWERTOOLS_ENV } from '../lib/config/function-env.js';
+import { mcpToolCallEvent, routeEvent, sqsEvent, submitEvent } from './lib/lambda-events.js';
+import { distribution } from './lib/stats.js';
+import { functionEnv, probe } from './sections/bundles.js';
+
+const TARGETS = {
+  read: { entry: 'functions/http/actions.ts', handler: 'getActionHandler', event: () => routeEvent('getAction') },
+  submit: { entry: 'functions/http/actions.ts', handler: 'submitActionHandler', event: submitEvent },
+  capabilities: { entry: 'functions/http/meta.ts', handler: 'listCapabilitiesHandler', event: () => routeEvent('listCapabilities') },
+  worker: { entry: 'functions/worker/invoke.ts', handler: 'handler', event: () => sqsEvent('invoke') },
+  mcp: { entry: 'functions/http/mcp.ts', handler: 'mcpHandler', event: mcpToolCallEvent },
+  bare: { entry: 'bench/fixtures/bare-powertools-handler.ts', handler: 'handler', event: () => ({ id: 'bench-1' }) },
+} as const;
+type TargetName = keyof typeof TARGETS;
+
+const names = (process.argv.slice(2).length > 0 ? process.argv.slice(2) : ['bare', 'read', 'submit', 'worker']) as TargetName[];
+for (const n of names) if (!(n in TARGETS)) throw new Error(`unknown function ${n} (one of ${Object.keys(TARGETS).join(', ')})`);
+const runs = Number(process.env.RUNS ?? 5);
+const config = loadInfraConfig(DEFAULT_CONFIG_FILE);
+const connectors = config.connectors.map(({ id }) => ({
+  id,
+  ...(config.connectorEndpoints[id] !== undefined ? { baseUrl: config.connectorEndpoints[id] } : {}),
+}));
+const env = functionEnv(FUNCTION_ENV, POWERTOOLS_ENV, JSON.stringify(toDeploymentRuntimeConfig(config)));
+
+interface ProfileNode {
+  id: number;
+  callFrame: { url: string; lineNumber: number; columnNumber: number; functionName: string };
+  children?: number[];
+}
+interface Profile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+const maps = new Map<string, TraceMap | null>();
+function traceMap(url: string): TraceMap | null {
+  let m = maps.get(url);
+  if (m === undefined) {
+    try {
+      const file = fileURLToPath(url);
+      m = new TraceMap(readFileSync(`${file}.map`, 'utf8'), url);
+    } catch {
+      m = null;
+    }
+    maps.set(url, m);
+  }
+  return m;
+}
+
+/** The source module of a frame ('' when it is not a bundle's), relative to the project root. */
+function sourceOf(frame: ProfileNode['callFrame']): string {
+  if (!frame.url.startsWith('file:')) return '';
+  const map = traceMap(frame.url);
+  if (map === null) return '';
+  const pos = originalPositionFor(map, { line: frame.lineNumber + 1, column: Math.max(0, frame.columnNumber) });
+  if (pos.source === null) return '';
+  // The map's sources resolve against its URL: absolute file URLs of the project's (and node_modules') files.
+  return pos.source.startsWith('file:') ? relative(BUNDLE_ROOT, fileURLToPath(pos.source)) : pos.source;
+}
+
+const isProject = (source: string) => /^(lib|functions|packages|bench)\//.test(source) && !source.includes('node_modules/');
+function bucket(frame: ProfileNode['callFrame'], source: string): string {
+  if (source !== '') return inputPackage(source.replace(/^.*?(node_modules\/)/, '$1'));
+  if (frame.url.startsWith('node:')) return '(node internals)';
+  if (frame.url === '' && frame.functionName.startsWith('(')) return frame.functionName;
+  return frame.url === '' ? '(native)' : '(other)';
+}
+
+interface Analysis {
+  readonly self: Map<string, number>;
+  readonly owner: Map<string, number>;
+  /** Self time by leaf function (`name (module)`). */
+  readonly leaf: Map<string, number>;
+}
+
+function analyse(profile: Profile): Analysis {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const sources = new Map<number, string>();
+  const src = (id: number) => {
+    let s = sources.get(id);
+    if (s === undefined) {
+      s = sourceOf((byId.get(id) as ProfileNode).callFrame);
+      sources.set(id, s);
+    }
+    return s;
+  };
+  const self = new Map<string, number>();
+  const owner = new Map<string, number>();
+  const leafFn = new Map<string, number>();
+  const add = (m: Map<string, number>, k: string, v: number) => m.set(k, (m.get(k) ?? 0) + v);
+  profile.samples.forEach((id, i) => {
+    const ms = (profile.timeDeltas[i + 1] ?? profile.timeDeltas[i] ?? 0) / 1000;
+    const node = byId.get(id) as ProfileNode;
+    if (node.callFrame.functionName === '(idle)') return;
+    const leaf = bucket(node.callFrame, src(id));
+    add(self, leaf, ms);
+    add(leafFn, `${node.callFrame.functionName || '(anonymous)'} (${src(id) || node.callFrame.url || leaf})`, ms);
+    let at: number | undefined = id;
+    while (at !== undefined && !isProject(src(at))) at = parent.get(at);
+    add(owner, at !== undefined ? src(at) : `(no project frame: ${leaf})`, ms);
+  });
+  return { self, owner, leaf: leafFn };
+}
+
+const work = mkdtempSync(join(tmpdir(), 'aip-cold-profile-'));
+try {
+  const bundles = new Map<string, string>();
+  for (const n of names) {
+    const t = TARGETS[n];
+    if (bundles.has(t.entry)) continue;
+    const outdir = join(work, String(bundles.size));
+    const { metafile } = await bundleFunction({ entry: t.entry, outdir, connectors });
+    bundles.set(t.entry, join(BUNDLE_ROOT, entryOutput(metafile)));
+  }
+  const results = new Map<TargetName, (Analysis & { cpu: number })[]>();
+  for (let i = 0; i < runs; i++) {
+    for (const n of names) {
+      const t = TARGETS[n];
+      const dir = join(work, `prof-${n}-${i}`);
+      const sample = await probe(bundles.get(t.entry) as string, t.handler, t.event(), env, {
+        execArgv: ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-interval=200'],
+      });
+      const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile')) as string;
+      const profile = JSON.parse(readFileSync(join(dir, file), 'utf8')) as Profile;
+      const cpu = sample.import_cpu_ms + Math.max(0, sample.first_cpu_ms - sample.warm_cpu_ms);
+      results.set(n, [...(results.get(n) ?? []), { ...analyse(profile), cpu }]);
+    }
+  }
+  const median = (xs: number[]) => distribution(xs).p50;
+  const table = (title: string, pick: (r: Analysis) => Map<string, number>, top = Number.POSITIVE_INFINITY) => {
+    const keys = new Set<string>();
+    for (const n of names) for (const r of results.get(n) ?? []) for (const k of pick(r).keys()) keys.add(k);
+    const rows = [...keys].map((k) => ({ k, v: names.map((n) => median((results.get(n) ?? []).map((r) => pick(r).get(k) ?? 0))) }));
+    rows.sort((a, b) => Math.max(...b.v) - Math.max(...a.v));
+    const lines = [`### ${title}`, '', `| module | ${names.join(' | ')} |`, `|---|${names.map(() => '---:').join('|')}|`];
+    for (const r of rows.filter((x) => Math.max(...x.v) >= 0.5).slice(0, top)) lines.push(`| ${r.k} | ${r.v.map((v) => v.toFixed(1)).join(' | ')} |`);
+    const total = names.map((n) => median((results.get(n) ?? []).map((r) => [...pick(r).values()].reduce((a, b) => a + b, 0))));
+    lines.push(`| **samples, total** | ${total.map((v) => v.toFixed(1)).join(' | ')} |`);
+    return lines.join('\n');
+  };
+  const cpu = names.map((n) => median((results.get(n) ?? []).map((r) => r.cpu)).toFixed(1));
+  process.stdout.write(
+    [
+      `${runs} fresh processes per function (${process.version}), tracing off, profiled (--cpu-prof-interval=200 µs); medians in ms.`,
+      '',
+      `cold CPU ms under the profiler (import + first invocation − second): ${names.map((n, i) => `${n} ${cpu[i]}`).join(', ')}`,
+      '',
+      table('Self time by package or project folder', (r) => r.self),
+      '',
+      table('By project module (each sample charged to the nearest project frame on its stack)', (r) => r.owner),
+      '',
+      ...(process.env.TOP !== undefined ? [table(`Self time, the ${process.env.TOP} largest functions`, (r) => r.leaf, Number(process.env.TOP)), ''] : []),
+    ].join('\n'),
+  );
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}
