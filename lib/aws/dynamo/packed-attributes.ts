@@ -164,3 +164,22 @@ export function unpackAttributes<T extends Item>(item: T, names: ReadonlySet<str
   for (const name of names) if (out[name] instanceof Uint8Array) out[name] = unpack(out[name], name);
   return out as T;
 }
+
+function isMap(value: unknown): value is Item {
+  return value !== null && typeof value === 'object' && !Array.isArray(value) && !(value instanceof Uint8Array);
+}
+
+/**
+ * A map attribute that updates write key by key (a transaction record's `data`: `SET data.<key> = :v`): each of its
+ * values packed on its own, only when smaller. The map itself stays a map, so a nested update still names one key.
+ */
+export function packMapValues(map: unknown): unknown {
+  if (!isMap(map)) return map;
+  return Object.fromEntries(Object.entries(map).map(([k, v]) => [k, v === undefined ? v : packed(v)]));
+}
+
+/** A map attribute with each packed value decoded (plain values, and maps written before, kept as they are). */
+export function unpackMapValues(map: unknown, attribute: string): unknown {
+  if (!isMap(map)) return map;
+  return Object.fromEntries(Object.entries(map).map(([k, v]) => [k, v instanceof Uint8Array ? unpack(v, `${attribute}.${k}`) : v]));
+}

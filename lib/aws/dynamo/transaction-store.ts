@@ -53,7 +53,7 @@ import { SCOPED_LISTING_SCAN_BUDGET, listStatusIndex } from './status-listing.js
 import { errorName, mapStoreError } from './store-errors.js';
 import { consistentBatchGet, isId } from './store-support.js';
 import { fullTransaction, leanTransaction, leanTransactionData } from './derived-attributes.js';
-import { packAttributes, unpackAttributes } from './packed-attributes.js';
+import { packAttributes, packMapValues, unpackAttributes, unpackMapValues } from './packed-attributes.js';
 import { GSIS, TTL_ATTRIBUTE, keys, withKeyAttributes } from './table-design.js';
 import {
   checkCreate,
@@ -148,8 +148,9 @@ const RECORD_FIELDS = [
 
 /**
  * The attributes a transaction item stores packed (./packed-attributes.ts): written whole, never named by a
- * condition or a nested update path. `data` (updated key by key), `provider_operation` (its fields are conditioned)
- * and `receipt_head` (compared with the next receipt's prev_hash) stay plain.
+ * condition or a nested update path. `provider_operation` (its fields are conditioned) and `receipt_head`
+ * (compared with the next receipt's prev_hash) stay plain; `data`, updated key by key, stays a map whose values
+ * are packed one by one (`packMapValues`, `UpdateBuilder.mergeData`).
  */
 const PACKED: ReadonlySet<string> = new Set(['plan', 'error', 'result', 'principal', 'identity']);
 /** The attributes a receipt item stores packed: written once, never conditioned. */
@@ -161,7 +162,9 @@ const RECEIPT_PACKED: ReadonlySet<string> = new Set(['receipt', 'evidence']);
  */
 export function transactionRecordOf(stored: Item): TransactionRecord {
   // Values the item says elsewhere are stored once (./derived-attributes.ts) and rebuilt here.
-  const item = fullTransaction(withKeyAttributes(unpackAttributes(stored, PACKED)));
+  const unpacked = unpackAttributes(stored, PACKED);
+  if (unpacked.data !== undefined) unpacked.data = unpackMapValues(unpacked.data, 'data');
+  const item = fullTransaction(withKeyAttributes(unpacked));
   const out: Record<string, unknown> = {};
   for (const f of RECORD_FIELDS) if (item[f] !== undefined) out[f] = item[f];
   out.data ??= {};
@@ -305,6 +308,7 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
       {
         ...keys.transaction(tenant, txn),
         ...stored,
+        ...(stored.data !== undefined ? { data: packMapValues(stored.data) } : {}),
         ...(isTerminalStatus(input.status) ? {} : statusIndex(input.status, tenant, txn, iso, false)),
         ...ttl,
       },

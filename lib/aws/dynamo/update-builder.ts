@@ -83,14 +83,18 @@ export class UpdateBuilder {
     return this;
   }
 
-  /** data.<key> = value, for every key of `data`. */
+  /**
+   * data.<key> = value, for every key of `data`. Each value is stored as the item stores the map's values: packed
+   * on its own when that is smaller (./packed-attributes.ts `packMapValues`; readers decode with `unpackMapValues`).
+   */
   mergeData(data: JsonObject | undefined): this {
     if (data === undefined) return this;
     if (this.packedAttributes.has('data')) throw new AipError('internal.unexpected', 'a packed attribute is written whole, never at a nested path');
     for (const [k, v] of Object.entries(data)) {
       if (v === undefined) continue;
-      this.actions.set(`data.${k}`, { kind: 'set', expr: `${this.n('data')}.${this.n(k)} = ${this.v(v)}` });
-      this.effects.set(`data.${k}`, { kind: 'set_data', key: k, value: compact(v) });
+      const stored = packed(compact(v));
+      this.actions.set(`data.${k}`, { kind: 'set', expr: `${this.n('data')}.${this.n(k)} = ${this.v(stored)}` });
+      this.effects.set(`data.${k}`, { kind: 'set_data', key: k, value: stored });
     }
     return this;
   }

@@ -100,8 +100,11 @@ describe('Opaque attributes stored packed', () => {
     ).toBeUndefined();
     expect(isPacked((await stored(keys.idempotency(TENANT, PRINCIPAL, idempotencyKeyHash(idemKey)))).fingerprint)).toBe(true);
     const txn = await stored(keys.transaction(TENANT, tx));
-    // Conditioned or updated key by key: plain.
-    for (const attribute of ['receipt_head', 'provider_operation', 'data']) expect(isPacked(txn[attribute]), attribute).toBe(false);
+    // Conditioned: plain.
+    for (const attribute of ['receipt_head', 'provider_operation']) expect(isPacked(txn[attribute]), attribute).toBe(false);
+    // Updated key by key: `data` stays a map, its values packed one by one where that is smaller.
+    expect(isPacked(txn.data)).toBe(false);
+    expect(Object.values(txn.data as Item).some(isPacked)).toBe(true);
     const receipts = (await partition(keys.transaction(TENANT, tx).PK)).filter((i) => String(i.SK).startsWith('RCPT#'));
     expect(receipts.length).toBeGreaterThanOrEqual(2);
     for (const r of receipts) expect(isPacked(r.receipt), String(r.SK)).toBe(true);
@@ -173,6 +176,9 @@ describe('Opaque attributes stored packed', () => {
     });
     const item = await stored(keys.transaction(TENANT, tx));
     expect(isPacked(item.result)).toBe(true);
+    // The reconcile's bookkeeping in `data`, merged key by key, packed value by value.
+    expect(isPacked(item.data)).toBe(false);
+    expect(Object.values(item.data as Item).some(isPacked)).toBe(true);
     const record = await h.table.store.get({ tenant_id: TENANT, transaction_id: tx });
     const reconciler = record?.data.reconcile_action_id as string;
     expect(record?.result?.metadata).toMatchObject({ reconciliation: { terminal: true } });

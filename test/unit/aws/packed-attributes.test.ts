@@ -10,7 +10,17 @@ import { marshall } from '@aws-sdk/util-dynamodb';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
-import { PACKED_FORMAT, pack, packAttributes, packed, storedSize, unpack, unpackAttributes } from '../../../lib/aws/dynamo/packed-attributes.js';
+import {
+  PACKED_FORMAT,
+  pack,
+  packAttributes,
+  packMapValues,
+  packed,
+  storedSize,
+  unpack,
+  unpackAttributes,
+  unpackMapValues,
+} from '../../../lib/aws/dynamo/packed-attributes.js';
 import { UpdateBuilder } from '../../../lib/aws/dynamo/update-builder.js';
 import { valueSize } from '../../../bench/lib/billing.js';
 import { readableItem } from '../../support/packed-items.js';
@@ -159,6 +169,38 @@ describe('pack and unpack', () => {
     expect({ PK: stored.PK, SK: stored.SK, status: stored.status }).toEqual({ PK: 'TXN#t#x', SK: 'TXN', status: 'committed' });
     expect(unpackAttributes(stored, names)).toEqual(item);
     expect(unpackAttributes(item, names)).toEqual(item);
+  });
+});
+
+describe("a map updated key by key (a record's data): its values packed one by one", () => {
+  it('packs each value only when smaller, keeps the map a map, and reads every value back', () => {
+    const data = { transaction_context: true, last_reconcile_result: result, reconcile_action_id: 'rec-1', count: 3 };
+    const stored = packMapValues(data) as Record<string, unknown>;
+    expect(stored.last_reconcile_result).toBeInstanceOf(Uint8Array);
+    expect({ a: stored.transaction_context, b: stored.reconcile_action_id, c: stored.count }).toEqual({ a: true, b: 'rec-1', c: 3 });
+    expect(unpackMapValues(stored, 'data')).toEqual(data);
+    // A map written before (every value plain) reads as it is.
+    expect(unpackMapValues(data, 'data')).toEqual(data);
+    expect(packMapValues('not a map')).toBe('not a map');
+  });
+
+  it('round-trips any map of JSON values', () => {
+    fc.assert(
+      fc.property(fc.dictionary(fc.stringMatching(/^[a-z_]{1,12}$/), fc.jsonValue()), (raw) => {
+        const data = asJson(raw) as Record<string, unknown>;
+        expect(asJson(unpackMapValues(packMapValues(data), 'data'))).toEqual(data);
+      }),
+    );
+  });
+
+  it('UpdateBuilder.mergeData sets each key to its stored (packed when smaller) value, and replays it as stored', () => {
+    const b = new UpdateBuilder();
+    b.mergeData({ last_reconcile_result: result, attempts: 2 });
+    const values = Object.values(b.render().ExpressionAttributeValues);
+    expect(values.some((v) => v instanceof Uint8Array && JSON.stringify(unpack(v)) === JSON.stringify(result))).toBe(true);
+    expect(values).toContain(2);
+    const after = b.applyTo({ data: { transaction_context: true } }) as { data: Record<string, unknown> };
+    expect(unpackMapValues(after.data, 'data')).toEqual({ transaction_context: true, last_reconcile_result: result, attempts: 2 });
   });
 });
 
