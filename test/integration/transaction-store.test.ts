@@ -12,7 +12,7 @@ import { GENESIS_RECEIPT_HASH, receiptHash } from '../../packages/connector-sdk/
 import { GSIS, keys, TTL_ATTRIBUTE } from '../../lib/aws/dynamo/table-design.js';
 import type { TransactionRecord } from '../../lib/transactions/record.js';
 import { createTestTable, type TestTable } from '../support/dynamo.js';
-import { TENANT, manualClock, nextReceipt, plannedInput, preparedInput, uid } from '../support/transaction-fixtures.js';
+import { TENANT, manualClock, nextReceipt, planFor, plannedInput, preparedInput, uid } from '../support/transaction-fixtures.js';
 
 const clock = manualClock();
 let t: TestTable;
@@ -111,6 +111,25 @@ describe('create', () => {
     expect(err.details).toMatchObject({ transaction_id: r.transaction_id, current_status: 'prepared', current_revision: 1 });
     expect(err.httpStatus).toBe(409);
     expect((await t.store.get({ tenant_id: TENANT, transaction_id: r.transaction_id }))?.action_id).toBe(r.action_id);
+  });
+
+  it('finds a plan by its ID in either form, and never takes the record its default form names for another plan', async () => {
+    // Another transaction holds the plan ID `plan:<txA>` (a caller named it), while txA itself is an execute.
+    const txA = uid('txn');
+    const txB = uid('txn');
+    const execute = await t.store.create(preparedInput(txA));
+    const planned = await t.store.create(plannedInput(txB, { plan_id: `plan:${txA}`, plan: planFor(txB, `plan:${txA}`) }));
+    expect(await t.store.get({ tenant_id: TENANT, plan_id: `plan:${txA}` })).toEqual(planned);
+    expect(execute.plan_id).toBeUndefined();
+    // A plan ID of the caller's own form, read through its guard.
+    const txC = uid('txn');
+    const own = await t.store.create(plannedInput(txC, { plan_id: `own-${txC}`, plan: planFor(txC, `own-${txC}`) }));
+    expect(await t.store.get({ tenant_id: TENANT, plan_id: `own-${txC}` })).toEqual(own);
+    // The default form of an ID with no record, and of one whose record holds no plan: nothing.
+    expect(await t.store.get({ tenant_id: TENANT, plan_id: `plan:${uid('none')}` })).toBeUndefined();
+    const txD = uid('txn');
+    await t.store.create(preparedInput(txD));
+    expect(await t.store.get({ tenant_id: TENANT, plan_id: `plan:${txD}` })).toBeUndefined();
   });
 
   it('rejects a duplicate planned create through the transactional path, and a plan ID already used', async () => {

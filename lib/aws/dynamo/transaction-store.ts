@@ -20,7 +20,13 @@
  */
 import { GetCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
-import { GENESIS_RECEIPT_HASH, canonicalJson, type JsonObject, type ProviderOperationRef } from '../../../packages/connector-sdk/src/protocol/index.js';
+import {
+  GENESIS_RECEIPT_HASH,
+  PLAN_ID_PREFIX,
+  canonicalJson,
+  type JsonObject,
+  type ProviderOperationRef,
+} from '../../../packages/connector-sdk/src/protocol/index.js';
 import type {
   AcquireLeaseInput,
   CheckpointProviderOperationInput,
@@ -810,8 +816,18 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
     if (field === 'transaction_id') return this.readTransaction(tenant, value);
 
     if (field === 'plan_id') {
-      // The plan_ref uniqueness item, read strongly consistently.
       try {
+        // A plan ID names at most one record: a record is created with its plan ID and that ID's plan_ref guard in one
+        // write, conditioned on the guard not existing, and never takes another plan ID. So when the ID has the
+        // runtime's default form `plan:<transaction_id>` (lib/runtime/modes/preview.ts) and the record of that ID
+        // holds this plan ID, it is the record the guard names: one read instead of two. Any other ID (a caller's
+        // own), or a record that does not hold it, is looked up through the guard as before.
+        const named = value.startsWith(PLAN_ID_PREFIX) ? value.slice(PLAN_ID_PREFIX.length) : undefined;
+        if (named !== undefined && isId(named)) {
+          const direct = await this.readTransaction(tenant, named);
+          if (direct?.plan_id === value) return direct;
+        }
+        // The plan_ref uniqueness item, read strongly consistently.
         const out = await this.client.send(new GetCommand({ TableName: this.table, Key: keys.planRef(tenant, value), ConsistentRead: true }));
         const txn = out.Item?.transaction_id;
         if (typeof txn !== 'string') return undefined;
