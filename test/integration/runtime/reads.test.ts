@@ -117,12 +117,12 @@ async function planned(): Promise<string> {
 const commit = (tx: string, id = uid('c')) => transfer(id, { transaction: { mode: 'commit', plan_id: `plan:${tx}` } });
 
 describe('A commit recovers its transaction from the plan once and claims from that read', () => {
-  it('the planned record is looked up once (plan reference, then record); the claim and the attempt run as before', async () => {
+  it('the planned record is looked up once (a default plan ID names its record: no plan reference read); the claim and the attempt run as before', async () => {
     const tx = await planned();
     const c = commit(tx);
     const { value: out, gets } = await readsDuring(() => h.runtime.submit(caller(), c));
     expect(out.disposition).toBe('accepted');
-    expect(gets('PLAN#')).toBe(1);
+    expect(gets('PLAN#')).toBe(0);
     expect(gets('TXN#')).toBe(1);
     expect(await record(tx)).toMatchObject({ status: 'committing', action_id: c.id });
     await h.drain();
