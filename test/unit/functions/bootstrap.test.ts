@@ -10,6 +10,7 @@ import { createRuntime } from '../../../functions/shared/bootstrap.js';
 import { BootstrapConfigError, OPTIONAL_ENV, readBootstrapSettings, settingsToEnv } from '../../../functions/shared/settings.js';
 import { parseRuntimeSettings } from '../../../functions/shared/compose-runtime.js';
 import { ArmedCrashPoints } from '../../../lib/runtime/crash-points.js';
+import { functionEnv } from '../../support/function-env.js';
 
 const runtimeConfig = {
   envName: 'local',
@@ -18,15 +19,7 @@ const runtimeConfig = {
   approvalPolicies: [{ id: 'pay', connector: 'payments', modes: ['commit'], approverScopes: ['aip:approve'], minApprovals: 1, expiresAfterSeconds: 3600 }],
 };
 
-const validEnv = (): NodeJS.ProcessEnv => ({
-  [FUNCTION_ENV.tableName]: 'aip-local',
-  [FUNCTION_ENV.invokeQueueUrl]: 'http://127.0.0.1:9324/000000000000/aip-local-invoke',
-  [FUNCTION_ENV.reconcileQueueUrl]: 'http://127.0.0.1:9324/000000000000/aip-local-reconcile',
-  [FUNCTION_ENV.reconcileQueueArn]: 'arn:aws:sqs:us-east-1:000000000000:aip-local-reconcile',
-  [FUNCTION_ENV.scheduleGroupName]: 'aip-local-reconcile',
-  [FUNCTION_ENV.schedulerRoleArn]: 'arn:aws:iam::000000000000:role/aip-local-scheduler',
-  [FUNCTION_ENV.runtimeConfig]: JSON.stringify(runtimeConfig),
-});
+const validEnv = (): NodeJS.ProcessEnv => functionEnv(runtimeConfig);
 
 function issuesOf(env: NodeJS.ProcessEnv): { variable: string; message: string }[] {
   try {

@@ -17,7 +17,7 @@ import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-sec
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FUNCTION_ENV, OPTIONAL_FUNCTION_ENV } from '../../../lib/config/function-env.js';
+import { OPTIONAL_FUNCTION_ENV } from '../../../lib/config/function-env.js';
 import { SecretValueCache } from '../../../lib/aws/secrets/secret-cache.js';
 import { createPaymentsConnector } from '../../../lib/connectors/reference/payments.js';
 import { loadConnector } from '../../../lib/runtime/deps.js';
@@ -26,6 +26,7 @@ import type { PrecompiledRegistry } from '../../../lib/runtime/schema-precompile
 import { composeConnectors, precompiledEntry, type ConnectorWiring } from '../../../functions/shared/compose-connectors.js';
 import { BUILT_IN_CONNECTOR_FACTORIES, connectorRegistrySource, type ConnectorFactory } from '../../../functions/shared/connector-factories.js';
 import { readBootstrapSettings } from '../../../functions/shared/settings.js';
+import { functionEnv } from '../../support/function-env.js';
 import { systemClock } from '../../../packages/connector-sdk/src/ports/clock.js';
 import { isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 
@@ -36,16 +37,7 @@ const runtimeConfig = {
   approvalPolicies: [],
 };
 
-const env = (extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv => ({
-  [FUNCTION_ENV.tableName]: 'aip-local',
-  [FUNCTION_ENV.invokeQueueUrl]: 'http://127.0.0.1:9324/000000000000/aip-local-invoke',
-  [FUNCTION_ENV.reconcileQueueUrl]: 'http://127.0.0.1:9324/000000000000/aip-local-reconcile',
-  [FUNCTION_ENV.reconcileQueueArn]: 'arn:aws:sqs:us-east-1:000000000000:aip-local-reconcile',
-  [FUNCTION_ENV.scheduleGroupName]: 'aip-local-reconcile',
-  [FUNCTION_ENV.schedulerRoleArn]: 'arn:aws:iam::000000000000:role/aip-local-scheduler',
-  [FUNCTION_ENV.runtimeConfig]: JSON.stringify(runtimeConfig),
-  ...extra,
-});
+const env = (extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv => functionEnv(runtimeConfig, extra);
 
 const SAMPLES: unknown[] = [
   { amount: 1250, currency: 'eur', customer: 'cus_1' },

@@ -6,7 +6,6 @@
  */
 import * as fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { FUNCTION_ENV } from '../../../lib/config/function-env.js';
 import { OPTIONAL_ENV, readBootstrapSettings } from '../../../functions/shared/settings.js';
 import { runtimeConfigFor } from '../../../functions/shared/compose-runtime.js';
 import { implementationSupport, type ConnectorManifest } from '../../../packages/connector-sdk/src/index.js';
@@ -20,6 +19,7 @@ import {
   tenantApprovalPolicies,
 } from '../../../lib/runtime/pipeline/approval-policy.js';
 import { CapabilityRegistry } from '../../../lib/runtime/registry.js';
+import { functionEnv } from '../../support/function-env.js';
 
 const cap = (id: string, extra: Partial<Capability> = {}): Capability => ({ id, kind: 'tool', input_schema: { type: 'object' }, ...extra });
 const CHARGE = cap('payments.charge');
@@ -147,21 +147,17 @@ describe('runtimeConfigFor: the deployment policies become runtime-wide policies
   };
   const registry = CapabilityRegistry.fromManifests([manifest]);
   const settingsWith = (approvalPolicies: unknown[], runtimeSettings: Record<string, unknown> = {}) =>
-    readBootstrapSettings({
-      [FUNCTION_ENV.tableName]: 'aip-local',
-      [FUNCTION_ENV.invokeQueueUrl]: 'http://127.0.0.1:9324/000000000000/aip-local-invoke',
-      [FUNCTION_ENV.reconcileQueueUrl]: 'http://127.0.0.1:9324/000000000000/aip-local-reconcile',
-      [FUNCTION_ENV.reconcileQueueArn]: 'arn:aws:sqs:us-east-1:000000000000:aip-local-reconcile',
-      [FUNCTION_ENV.scheduleGroupName]: 'aip-local-reconcile',
-      [FUNCTION_ENV.schedulerRoleArn]: 'arn:aws:iam::000000000000:role/aip-local-scheduler',
-      [FUNCTION_ENV.runtimeConfig]: JSON.stringify({
-        envName: 'local',
-        auth: { issuer: 'https://aip.local/dev', audience: 'aip-local', jwksUrl: 'https://aip.local/dev/.well-known/jwks.json', algorithms: ['ES256'] },
-        connectors: [{ id: 'payments', credentials: [{ handle: 'api_key', tenantId: 'demo', secret: 'aip/local/payments' }] }],
-        approvalPolicies,
-      }),
-      [OPTIONAL_ENV.runtimeSettings]: JSON.stringify(runtimeSettings),
-    });
+    readBootstrapSettings(
+      functionEnv(
+        {
+          envName: 'local',
+          auth: { issuer: 'https://aip.local/dev', audience: 'aip-local', jwksUrl: 'https://aip.local/dev/.well-known/jwks.json', algorithms: ['ES256'] },
+          connectors: [{ id: 'payments', credentials: [{ handle: 'api_key', tenantId: 'demo', secret: 'aip/local/payments' }] }],
+          approvalPolicies,
+        },
+        { [OPTIONAL_ENV.runtimeSettings]: JSON.stringify(runtimeSettings) },
+      ),
+    );
 
   it('with their selector, approvers needed and lifetime; no copy per configured tenant', () => {
     const out = runtimeConfigFor(
