@@ -1,29 +1,34 @@
 /**
  * `listByStatus`'s read path (lib/aws/dynamo/transaction-store.ts): the
- * byStatus index merged over its write shards (./pagination.ts), each entry
- * read again strongly consistently and checked against the listing.
+ * byStatus index merged over its write shards (./pagination.ts), and for
+ * `committing` and `reconciling` over the partitions of the status whose
+ * entry their records may keep (STATUS_INDEX_EPISODES), each entry read
+ * again strongly consistently and checked against the listing: its status,
+ * and for a kept entry the time the record entered its status.
  *
- * Scoped to some tenants (an operator's listing), a page is filled: the
- * merged read goes on past other tenants' entries, and past entries the
- * consistent read finds moved on (index lag), until it holds one record
- * more than the page, or the index is exhausted. So a page is short only at
- * the end, there is a cursor only when another record of these tenants
- * follows, and the number of pages follows these tenants' records alone. The
+ * A page is filled: the merged read goes on past entries whose record is in
+ * another status (a kept entry, or index lag), and, scoped to some tenants
+ * (an operator's listing), past other tenants' entries, until it holds one
+ * record more than the page, or the index is exhausted. So a page is short
+ * only at the end, there is a cursor only when another record of the listing
+ * follows, and the number of pages follows the listing's records alone. The
  * cursor stays one position in the merged order (after the page's last
- * record). Cost and bound: docs/table-design.md, "Listing one tenant's records".
+ * record). Cost and bound: docs/table-design.md, "Listing one tenant's
+ * records" and "One entry per episode".
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { ListByStatusQuery, Page } from '../../ports/transaction-store.js';
 import type { TransactionRecord } from '../../transactions/record.js';
 import { mergedCursorAt, queryMergedPartitions, type MergedPage } from './pagination.js';
 import { checkStatusListing } from './transaction-checks.js';
-import { GSIS, keys } from './table-design.js';
+import { GSIS, STATUS_ENTERED_ATTRIBUTE, keys } from './table-design.js';
 import type { Item } from './store-support.js';
 
 /**
- * Index entries one scoped page may evaluate at most (about 10 MB of keys, some 1,250 read units): past it the page
+ * Index entries one page may evaluate at most (about 10 MB of keys, some 1,250 read units): past it the page
  * is returned short with a cursor rather than keep an API request waiting. Only other tenants' stuck work in
- * the same status lies between, so this takes more of it than a deployment is expected to hold.
+ * the same status, and the entries of the earlier status of an episode, lie between, so this takes more of
+ * them than a deployment is expected to hold.
  */
 export const SCOPED_LISTING_SCAN_BUDGET = 50_000;
 
@@ -38,11 +43,23 @@ function tenantOf(entry: Item): string | undefined {
   return String(entry.PK).split('#')[1];
 }
 
+/** A record read for a listing, with the entry time it keeps beside a kept index entry (STATUS_ENTERED_ATTRIBUTE). */
+export interface ListedRecord {
+  readonly record: TransactionRecord;
+  readonly entered_at?: string;
+}
+
+/** The listed record of a transaction item read by a listing. */
+export function listedRecordOf(item: Item, record: TransactionRecord): ListedRecord {
+  const entered = item[STATUS_ENTERED_ATTRIBUTE];
+  return typeof entered === 'string' ? { record, entered_at: entered } : { record };
+}
+
 export async function listStatusIndex(
   client: DynamoDBDocumentClient,
   table: string,
   query: ListByStatusQuery,
-  read: (entries: readonly Item[]) => Promise<Map<string, TransactionRecord>>,
+  read: (entries: readonly Item[]) => Promise<Map<string, ListedRecord>>,
   scanBudget: number = SCOPED_LISTING_SCAN_BUDGET,
 ): Promise<Page<TransactionRecord>> {
   const { escalated, until, limit } = checkStatusListing(query);
@@ -54,7 +71,7 @@ export async function listStatusIndex(
       code: 'transaction.invalid_listing',
       index: GSIS.byStatus,
       listing,
-      partitions: keys.statusIndexPartitions(query.status, escalated),
+      partitions: keys.statusListingPartitions(query.status, escalated),
       upTo: until,
       limit: want,
       perPartition,
@@ -63,29 +80,33 @@ export async function listStatusIndex(
         ? { only: { attribute: 'PK', prefixes: [...tenants].map((t) => `${keys.transaction(t, '').PK}`) } }
         : {}),
     });
+  /** Records already on the page: an entry that moved between partitions while they were read is listed once. */
+  const seen = new Set<string>();
   /** The entries of `out` whose record is still what the listing asks for, with the record. */
   const listed = async (out: MergedPage): Promise<{ entry: Item; record: TransactionRecord }[]> => {
     const entries = tenants === undefined ? out.keys : out.keys.filter((e) => tenants.has(tenantOf(e) ?? ''));
     const records = await read(entries);
     const found: { entry: Item; record: TransactionRecord }[] = [];
     for (const entry of entries) {
-      const r = records.get(`${String(entry.PK)}|${String(entry.SK)}`);
-      if (r === undefined || r.status !== query.status || (r.escalated_at !== undefined) !== escalated) continue; // index lag
+      const key = `${String(entry.PK)}|${String(entry.SK)}`;
+      const listedRecord = records.get(key);
+      const r = listedRecord?.record;
+      // Another status: a kept entry whose record is in the episode's other status, or index lag.
+      if (r === undefined || r.status !== query.status || (r.escalated_at !== undefined) !== escalated) continue;
       if (tenants !== undefined && !tenants.has(r.tenant_id)) continue;
       if (until !== undefined && !escalated && r.status === 'outcome_unknown' && r.next_reconcile_at !== undefined && r.next_reconcile_at > until) continue;
+      // A kept entry's sort time is at or before the record's entry into its status: the bound is the record's own time.
+      if (until !== undefined && !keys.isOwnStatusEntry(entry[GSIS.byStatus.partitionKey], query.status, escalated)) {
+        if ((listedRecord?.entered_at ?? r.updated_at) > until) continue;
+      }
+      if (seen.has(key)) continue;
+      seen.add(key);
       found.push({ entry, record: r });
     }
     return found;
   };
 
-  if (tenants === undefined) {
-    // Every tenant (the sweeper): one merged page, as the index holds it.
-    const out = await merged(limit, limit + 1, query.cursor);
-    const items = (await listed(out)).map((f) => f.record);
-    return out.cursor === undefined ? { items } : { items, cursor: out.cursor };
-  }
-
-  // One record more than the page: the cursor is given only when another record of these tenants follows.
+  // One record more than the page: the cursor is given only when another record of the listing follows.
   const wanted = limit + 1;
   const found: { entry: Item; record: TransactionRecord }[] = [];
   let position: string | undefined = query.cursor;

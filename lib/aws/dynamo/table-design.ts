@@ -162,6 +162,25 @@ function statusPartition(status: string, escalated: boolean): string {
   return escalated ? `STATUS#${status}#escalated` : `STATUS#${status}`;
 }
 
+/**
+ * One byStatus entry per episode (docs/table-design.md, "`byStatus`", "One entry per episode"): a record
+ * that moves on within the episode its entry began keeps that entry, so the move writes nothing to the
+ * index. A claimed plan (`committing`) stays under its `planned` entry (sort time: the plan's creation), a
+ * reconciliation begun when due (`reconciling`) under its `outcome_unknown` entry (sort time: the
+ * `next_reconcile_at` it was due at). Both sort times are at or before the time the record entered the
+ * later status, which it stores in `STATUS_ENTERED_ATTRIBUTE`: a listing of the later status reads the
+ * earlier status's partitions with the same time bound and keeps the records in its status whose entry
+ * time is within it. Keys: the later status; values: the status whose entry it keeps.
+ */
+export const STATUS_INDEX_EPISODES: Readonly<Record<string, string>> = Object.freeze({ committing: 'planned', reconciling: 'outcome_unknown' });
+
+/**
+ * When a record kept an earlier status's byStatus entry (STATUS_INDEX_EPISODES), the time (RFC 3339) it
+ * entered its current status; every write that sets the record's own entry removes it. Not a record
+ * field: the index's bookkeeping, read by the status listing only.
+ */
+export const STATUS_ENTERED_ATTRIBUTE = 'entered_at' as const;
+
 /** `base#00` .. `base#<count - 1>`. */
 function shardKey(base: string, shard: number): string {
   return `${base}#${pad(shard, 2)}`;
@@ -197,8 +216,22 @@ export const keys = {
    * names the listing in a store cursor.
    */
   statusIndexLegacy: (status: string, escalated = false) => statusPartition(status, escalated),
-  /** Every partition a listing of `status` reads: the legacy one, then each shard. */
+  /** Every partition of `status`'s own entries: the legacy one, then each shard. */
   statusIndexPartitions: (status: string, escalated = false) => partitionsOf(statusPartition(status, escalated), STATUS_INDEX_SHARDS),
+  /**
+   * Every partition a listing of `status` reads: its own (keys.statusIndexPartitions), then, for a status
+   * whose records may keep an earlier status's entry (STATUS_INDEX_EPISODES), that status's.
+   */
+  statusListingPartitions: (status: string, escalated = false) => {
+    const own = partitionsOf(statusPartition(status, escalated), STATUS_INDEX_SHARDS);
+    const kept = escalated ? undefined : STATUS_INDEX_EPISODES[status];
+    return kept === undefined ? own : [...own, ...partitionsOf(statusPartition(kept, false), STATUS_INDEX_SHARDS)];
+  },
+  /** Whether the byStatus partition key `pk` is one of `status`'s own (legacy or sharded), not an entry kept from an earlier status. */
+  isOwnStatusEntry: (pk: unknown, status: string, escalated = false) => {
+    const base = statusPartition(status, escalated);
+    return typeof pk === 'string' && (pk === base || (pk.startsWith(`${base}#`) && /^\d\d$/.test(pk.slice(base.length + 1))));
+  },
   statusIndexSort: (time: string, tenant: string, transactionId: string) => `${time}#${tenant}#${transactionId}`,
 
   // --- runtime stores (documented in docs/table-design.md) ------------------

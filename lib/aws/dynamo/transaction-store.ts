@@ -55,12 +55,12 @@ import {
 import type { TransactionStatus } from '../../transactions/status.js';
 import { DEFAULT_KNOWN_IMAGES, KnownImages } from './known-images.js';
 import { decodeCursor, encodeCursor, rejectedStartKey } from './pagination.js';
-import { SCOPED_LISTING_SCAN_BUDGET, listStatusIndex } from './status-listing.js';
+import { SCOPED_LISTING_SCAN_BUDGET, listStatusIndex, listedRecordOf, type ListedRecord } from './status-listing.js';
 import { errorName, mapStoreError } from './store-errors.js';
 import { consistentBatchGet, isId } from './store-support.js';
 import { fullTransaction, leanTransaction, leanTransactionData } from './derived-attributes.js';
 import { packAttributes, packMapValues, unpackAttributes, unpackMapValues } from './packed-attributes.js';
-import { GSIS, TTL_ATTRIBUTE, keys, withKeyAttributes } from './table-design.js';
+import { GSIS, STATUS_ENTERED_ATTRIBUTE, TTL_ATTRIBUTE, keys, withKeyAttributes } from './table-design.js';
 import {
   checkCreate,
   checkCursor,
@@ -252,7 +252,7 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
       case 'transaction.claim_plan':
         return this.casWrite(this.claimPlanUpdate(intent.input), intent.held);
       case 'transaction.transition':
-        return this.casWrite(this.transitionUpdate(intent.input), intent.held);
+        return this.casWrite(this.transitionUpdate(intent.input, intent.held), intent.held);
       case 'transaction.settle':
         return this.casWrite(this.transitionUpdate(this.settleAsTransition(intent.input)), intent.held);
       case 'transaction.lease':
@@ -554,7 +554,7 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
     return after;
   }
 
-  /** Index and lease maintenance for a write that lands in `to`. */
+  /** Index and lease maintenance for a write that lands in `to` with the record's own status index entry. */
   private landIn(b: UpdateBuilder, tenant: string, txn: string, to: TransactionStatus, time: string, escalated = false): void {
     b.set('status', to);
     if (isTerminalStatus(to)) {
@@ -563,7 +563,37 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
       const idx = statusIndex(to, tenant, txn, time, escalated);
       b.set('GSI3PK', idx.GSI3PK).set('GSI3SK', idx.GSI3SK);
     }
+    // The entry is the record's own again (or gone): no entry time kept from an earlier status's entry.
+    b.remove(STATUS_ENTERED_ATTRIBUTE);
     if (!isAttemptStatus(to)) b.remove('lease_owner', 'lease_expires_at');
+  }
+
+  /**
+   * A write that moves the record on within its episode (STATUS_INDEX_EPISODES: `planned → committing`,
+   * `outcome_unknown → reconciling`, both attempt statuses): the index entry stays as it is, so the write
+   * costs no index write unit, and the record stores when it entered `to` for the listings of `to`.
+   */
+  private keepEntry(b: UpdateBuilder, to: TransactionStatus, time: string): void {
+    b.set('status', to);
+    b.set(STATUS_ENTERED_ATTRIBUTE, time);
+  }
+
+  /**
+   * Whether a begin_reconcile may keep the record's `outcome_unknown` entry: only when the record as it is at
+   * the expected revision (the image this adapter last read or wrote, else the `held` record the step read; the
+   * write is conditioned on that revision) is not escalated and was due by `iso`. Its entry is then a
+   * non-escalated one whose sort time (`next_reconcile_at`) is at or before the begin, which the `reconciling`
+   * listing's time bound needs. Otherwise (no known image, a reconciliation begun early or of an escalated
+   * record) the entry moves to `reconciling` as before.
+   */
+  private keepsOutcomeUnknownEntry(input: TransitionInput, held: TransactionRecord | undefined, iso: string): boolean {
+    const pre: Item | TransactionRecord | undefined =
+      this.images.recall(input.tenant_id, input.transaction_id, input.expected_revision) ??
+      (held !== undefined && held.revision === input.expected_revision && held.tenant_id === input.tenant_id && held.transaction_id === input.transaction_id
+        ? held
+        : undefined);
+    if (pre === undefined || pre.status !== 'outcome_unknown' || pre.escalated_at !== undefined) return false;
+    return typeof pre.next_reconcile_at === 'string' && pre.next_reconcile_at <= iso;
   }
 
   private grantLease(b: UpdateBuilder, lease: LeaseRequest | undefined, now: Date): void {
@@ -605,7 +635,8 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
     };
     checkFrom('claim_plan', spec.from, 'committing');
     b.condition(`${b.n('plan_id')} = ${b.v(input.plan_id)}`);
-    this.landIn(b, input.tenant_id, input.transaction_id, 'committing', iso);
+    // The claimed plan keeps its `planned` entry (its sort time, the plan's creation, is before the claim).
+    this.keepEntry(b, 'committing', iso);
     b.set('action_id', input.commit_action_id);
     // A record written before the byAction index was retired leaves it here (no index write when it has no entry).
     b.remove('GSI2PK', 'GSI2SK');
@@ -616,7 +647,7 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
   }
 
   /** Validates a generic transition and builds its update (without the common CAS conditions). */
-  private transitionUpdate(input: TransitionInput): CasUpdate {
+  private transitionUpdate(input: TransitionInput, held?: TransactionRecord): CasUpdate {
     const checked = checkTransition(input);
     const { patch, cursor, ref } = checked;
     let nextReconcileAt = checked.nextReconcileAt;
@@ -652,6 +683,8 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
     } else if (input.operation === 'escalate') {
       b.set('escalated_at', iso);
       this.landIn(b, tenant, txn, 'outcome_unknown', iso, true);
+    } else if (input.operation === 'begin_reconcile' && this.keepsOutcomeUnknownEntry(input, held, iso)) {
+      this.keepEntry(b, input.to, iso);
     } else {
       this.landIn(b, tenant, txn, input.to, iso);
     }
@@ -889,16 +922,16 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
   }
 
   /** Strongly consistent reads of the records at `keyList` (keyed `PK|SK`), learned as `get` learns them. */
-  private async batchRead(keyList: readonly Item[]): Promise<Map<string, TransactionRecord>> {
+  private async batchRead(keyList: readonly Item[]): Promise<Map<string, ListedRecord>> {
     const items = await consistentBatchGet(
       this.client,
       this.table,
       keyList.map((k) => ({ PK: k.PK, SK: k.SK })),
     );
-    const found = new Map<string, TransactionRecord>();
+    const found = new Map<string, ListedRecord>();
     for (const [key, item] of items) {
       this.images.remember(item);
-      found.set(key, toRecord(item));
+      found.set(key, listedRecordOf(item, toRecord(item)));
     }
     return found;
   }
