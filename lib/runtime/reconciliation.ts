@@ -302,6 +302,11 @@ export const OLDEST_OUTCOME_UNKNOWN_SAMPLE = 100;
  *   first page holds the most overdue ones. With more pending records than
  *   one page, an older record whose reconciliation is due later than the
  *   page's last can be missed: the figure is then a lower bound.
+ *
+ * A record being reconciled is not counted (it is `reconciling`, although its
+ * index entry may still be its `outcome_unknown` one: the listing keeps only
+ * the records in the status it lists); it counts again from its return to
+ * `outcome_unknown`, whose write sets its `updated_at`.
  */
 export async function oldestOutcomeUnknownAgeSeconds(k: Kernel, now: Date): Promise<number> {
   let oldest = Number.POSITIVE_INFINITY;

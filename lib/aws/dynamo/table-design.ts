@@ -34,8 +34,11 @@ export const GSIS = {
    * for records parked for a human), the shard one of STATUS_INDEX_SHARDS
    * write shards (keys.statusIndexShard), SK `<iso time>#<tenant>#<transaction_id>`
    * where the time is next_reconcile_at for `outcome_unknown`, otherwise the
-   * time the record entered its status. A listing reads every shard of a
-   * status (and the legacy unsharded partition `STATUS#<status>`) and merges
+   * time the record entered its status. A claimed plan and a due
+   * reconciliation keep their `planned` / `outcome_unknown` entry
+   * (STATUS_INDEX_EPISODES). A listing reads every shard of a status (and the
+   * legacy unsharded partition `STATUS#<status>`; for `committing` and
+   * `reconciling` those of the status whose entry they keep too) and merges
    * them by SK; the sweeper lists `outcome_unknown` with SK <= now.
    */
   byStatus: { name: 'byStatus', partitionKey: 'GSI3PK', sortKey: 'GSI3SK' },
