@@ -4,7 +4,7 @@
  * one tenant's transactions included, and every shard listed for the reads.
  */
 import { describe, expect, it } from 'vitest';
-import { APPROVAL_EXPIRY_SHARDS, STATUS_INDEX_SHARDS, keys } from '../../../lib/aws/dynamo/table-design.js';
+import { APPROVAL_EXPIRY_SHARDS, STATUS_INDEX_EPISODES, STATUS_INDEX_SHARDS, keys } from '../../../lib/aws/dynamo/table-design.js';
 
 describe('status index shards', () => {
   it('a transaction has one stable shard in range; its key names status, escalation and shard', () => {
@@ -42,5 +42,29 @@ describe('status index shards', () => {
     expect(expiry[0]).toBe(keys.approvalExpiryIndexLegacy);
     expect(expiry).toHaveLength(APPROVAL_EXPIRY_SHARDS + 1);
     expect(expiry).toContain(keys.approvalExpiryIndex(keys.approvalExpiryIndexShard('tenant-a', 'apr-1')));
+  });
+
+  it('a listing of committing or reconciling also reads the partitions of the entry its records may keep (one entry per episode)', () => {
+    expect(STATUS_INDEX_EPISODES).toEqual({ committing: 'planned', reconciling: 'outcome_unknown' });
+    for (const [status, kept] of Object.entries(STATUS_INDEX_EPISODES)) {
+      const parts = keys.statusListingPartitions(status);
+      expect(parts).toEqual([...keys.statusIndexPartitions(status), ...keys.statusIndexPartitions(kept)]);
+      expect(new Set(parts).size).toBe(2 * (STATUS_INDEX_SHARDS + 1));
+    }
+    for (const status of ['planned', 'prepared', 'compensating', 'outcome_unknown'])
+      expect(keys.statusListingPartitions(status)).toEqual(keys.statusIndexPartitions(status));
+    // The escalated listing reads its own partitions only (an escalated entry is never kept by a reconciliation).
+    expect(keys.statusListingPartitions('outcome_unknown', true)).toEqual(keys.statusIndexPartitions('outcome_unknown', true));
+  });
+
+  it("tells a status's own entries (sharded or legacy) from kept and escalated ones", () => {
+    expect(keys.isOwnStatusEntry('STATUS#reconciling#05', 'reconciling')).toBe(true);
+    expect(keys.isOwnStatusEntry('STATUS#reconciling', 'reconciling')).toBe(true);
+    expect(keys.isOwnStatusEntry('STATUS#outcome_unknown#05', 'reconciling')).toBe(false);
+    expect(keys.isOwnStatusEntry('STATUS#outcome_unknown#escalated#05', 'outcome_unknown')).toBe(false);
+    expect(keys.isOwnStatusEntry('STATUS#outcome_unknown#escalated#05', 'outcome_unknown', true)).toBe(true);
+    expect(keys.isOwnStatusEntry('STATUS#outcome_unknown#escalated', 'outcome_unknown', true)).toBe(true);
+    expect(keys.isOwnStatusEntry('STATUS#planned#31', 'committing')).toBe(false);
+    expect(keys.isOwnStatusEntry(undefined, 'committing')).toBe(false);
   });
 });
