@@ -110,6 +110,13 @@ export interface ActionRecord {
   readonly ttl?: number;
 }
 
+/**
+ * What an attempt needs of an action before its lease: the record, or the image a fresh admission sent with its
+ * invoke message, which is the stored item without `action.input` (lib/ports/messages.ts, `admitted`). The input
+ * comes back with the lease's own write (the record after it), so nothing before the lease may read it.
+ */
+export type ActionHead = Omit<ActionRecord, 'action'> & { readonly action: Omit<Action, 'input'> };
+
 export interface ActionRef {
   readonly tenant_id: string;
   readonly action_id: string;
