@@ -84,7 +84,8 @@ const admittedActionImage = () =>
 /**
  * The transaction record a fresh admission wrote (`TransactionRecord` of
  * lib/transactions/record.ts): in an attempt status, never leased, without a
- * provider operation, cursor, error, result or reconciliation state.
+ * provider operation, cursor, error or reconciliation state (a claimed plan
+ * keeps its preview's result).
  */
 const admittedTransactionImage = () =>
   z.strictObject({
@@ -92,7 +93,8 @@ const admittedTransactionImage = () =>
     transaction_id: TransactionIdSchema,
     status: z.enum(['prepared', 'committing', 'compensating']),
     revision: z.int().check(z.gte(1)),
-    mode: z.enum(['execute', 'commit', 'compensate']),
+    // A commit's record keeps the mode of the action that created it (`plan`).
+    mode: z.enum(['execute', 'plan', 'commit', 'compensate']),
     capability_id: IdSchema,
     action_id: IdSchema,
     plan_id: z.optional(IdSchema),
@@ -100,6 +102,8 @@ const admittedTransactionImage = () =>
     principal: PrincipalSchema,
     identity: z.optional(IdentityContextSchema),
     compensation_for: z.optional(IdSchema),
+    // A claimed plan's record keeps the plan preview's result (stored redacted, as every result).
+    result: z.optional(ActionResultSchema),
     reconcile_attempts: z.literal(0),
     fence: z.literal(0),
     receipt_count: z.int().check(z.gte(1)),
