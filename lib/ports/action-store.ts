@@ -2,7 +2,8 @@
  * Port: the durable action record (one per action ID and tenant).
  *
  * The record carries the validated envelope because queue messages carry
- * identifiers only: a worker reads the action back from here. Every write is
+ * identifiers (and, on a fresh admission's, the action's image less its input):
+ * a worker reads the action back from here, or its lease's write answers it. Every write is
  * ONE conditional write naming the expected statuses and revision (creation:
  * that the record does not exist) and raises `revision` by exactly one.
  *

@@ -188,7 +188,8 @@ export type QueueMessageKind = QueueMessage['kind'];
 
 /**
  * Upper bound for an encoded message. A message of IDs is a few hundred bytes; one with a fresh admission's images
- * (`admitted`) about 1.5 to 3 KB (an execute, a commit with its plan, a compensate with the original result). The
+ * (`admitted`) 0.7 to 3.4 KB (a plain invocation; an execute; a compensate with the original result; a commit with its
+ * plan). The
  * bound is a quarter of the 64 KiB chunk SQS bills a request by, so a message with images costs the same one request
  * as a message of IDs, and it bounds what the worker parses per record. An admission whose images would not fit sends
  * IDs only ({@link invokeWithImages}). (Invoke messages are never scheduled; EventBridge Scheduler carries reconcile

@@ -129,9 +129,9 @@ export interface Harness {
   /**
    * Receives every visible invoke message and runs runAttempt on it with its receive count, as the worker's queue
    * consumer does (a first delivery may start from the admission's images; a redelivery reads); crashed or deferred
-   * messages become visible again.
+   * messages become visible again. `as.receive_count` overrides the queue's count (2: run them as redeliveries, which read).
    */
-  drain(): Promise<AttemptOutcome[]>;
+  drain(as?: { receive_count: number }): Promise<AttemptOutcome[]>;
   receiveReconciles(): Promise<ReconcileMessage[]>;
   /** The receipt chain of a transaction, verified against the record's anchor. */
   verifyChain(transaction_id: string): Promise<ReturnType<typeof verifyReceiptChain>>;
@@ -183,7 +183,8 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
     for (;;) {
       const batch = await receiveMessages(sqs(), url, { waitTimeSeconds: 0, maxMessages: 10 });
       if (batch.length === 0) return out;
-      for (const m of batch) out.push({ body: m.Body ?? '', receipt: m.ReceiptHandle ?? '', receive_count: Number(m.Attributes?.ApproximateReceiveCount ?? '1') });
+      for (const m of batch)
+        out.push({ body: m.Body ?? '', receipt: m.ReceiptHandle ?? '', receive_count: Number(m.Attributes?.ApproximateReceiveCount ?? '1') });
     }
   }
 
@@ -206,12 +207,12 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
     connectors,
     readDeps,
     receiveInvokes,
-    async drain() {
+    async drain(as?: { receive_count: number }) {
       const outcomes: AttemptOutcome[] = [];
       const received = await receiveInvokes();
       for (const { message, receipt, receive_count } of received) {
         try {
-          const o = await runtime.runAttempt(message, { receive_count });
+          const o = await runtime.runAttempt(message, { receive_count: as?.receive_count ?? receive_count });
           outcomes.push(o);
           if (o.retry) await changeVisibility(sqs(), invokeQueueUrl, receipt, 0);
           else await deleteMessages(sqs(), invokeQueueUrl, [receipt]);
