@@ -469,10 +469,16 @@ export async function runAwsCostSection(report: Partial2, log: (line: string) =>
     committed: { wru: committed.wru, rru: committed.rru },
     outcome_unknown: { wru: unknownUnits.wru, rru: unknownUnits.rru, attempt_ms: unknownAttemptMs },
     reconcile: { wru: reconUnits.wru, rru: reconUnits.rru, ms: recon.value.latency_ms.p50 },
-    message_bytes: 300,
+    // A fresh admission's invoke message with its images (docs/runtime.md, "The worker's first read"): an execute's is
+    // 1.6 to 1.8 KB (test/integration/runtime/first-read.test.ts), at most QUEUE_MESSAGE_MAX_BYTES (16 KiB) by construction.
+    message_bytes: 1_800,
     invoke_messages: exec.value.total.sqs_sends > 0 ? exec.value.total.sqs_sends : 1,
   };
-  note('queue message size bytes', aip.message_bytes, 'InvokeMessage (IDs and a fence): a few hundred bytes, one 64 KB chunk');
+  note(
+    'queue message size bytes',
+    aip.message_bytes,
+    "InvokeMessage with the fresh admission's images (IDs only: a few hundred bytes); at most 16 KiB, so one 64 KB chunk",
+  );
   note('invoke messages sent per execute', aip.invoke_messages, `${exec.source} (SendMessage calls of the execute scenario)`);
   note(
     'Scheduler API calls: CreateSchedule per outcome_unknown / DeleteSchedule per reconcile',

@@ -1,10 +1,13 @@
 /**
  * SQS worker Lambda: the connector invocation queue → Runtime.runAttempt.
  *
- * Messages carry identifiers and the fence only ({kind:'invoke', tenant_id,
- * action_id, transaction_id?, fence, attempt}); the Runtime reloads the
- * action from the store and applies the crash-safe attempt rules on a
- * redelivery. Partial batch failures, and the delay of a deferred attempt's
+ * Messages carry identifiers and the fence ({kind:'invoke', tenant_id,
+ * action_id, transaction_id?, fence, attempt}), and a fresh admission's also
+ * the images of what it wrote (`admitted`); the Runtime starts the first
+ * delivery from those (the record's SQS receive count goes with it, in the
+ * budget), reloads the action from the store otherwise, and applies the
+ * crash-safe attempt rules on a redelivery (docs/runtime.md, "The worker's
+ * first read"). Partial batch failures, and the delay of a deferred attempt's
  * redelivery: see ../shared/queue-consumer.ts.
  */
 import { getRuntime } from '../shared/bootstrap.js';

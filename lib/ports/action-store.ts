@@ -2,7 +2,8 @@
  * Port: the durable action record (one per action ID and tenant).
  *
  * The record carries the validated envelope because queue messages carry
- * identifiers only: a worker reads the action back from here. Every write is
+ * identifiers (and, on a fresh admission's, the action's image less its input):
+ * a worker reads the action back from here, or its lease's write answers it. Every write is
  * ONE conditional write naming the expected statuses and revision (creation:
  * that the record does not exist) and raises `revision` by exactly one.
  *
@@ -109,6 +110,13 @@ export interface ActionRecord {
   /** Epoch seconds; set only when a retention was requested for a terminal action. */
   readonly ttl?: number;
 }
+
+/**
+ * What an attempt needs of an action before its lease: the record, or the image a fresh admission sent with its
+ * invoke message, which is the stored item without `action.input` (lib/ports/messages.ts, `admitted`). The input
+ * comes back with the lease's own write (the record after it), so nothing before the lease may read it.
+ */
+export type ActionHead = Omit<ActionRecord, 'action'> & { readonly action: Omit<Action, 'input'> };
 
 export interface ActionRef {
   readonly tenant_id: string;

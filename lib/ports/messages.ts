@@ -2,17 +2,34 @@
  * The messages the runtime puts on its queues.
  *
  * A message names work; it never carries it. It holds identifiers and fence
- * tokens only: never the action input, provider payloads, credentials or any
- * other secret. The worker reloads everything else from the durable record,
- * so a message that is read from a queue, a DLQ or a log reveals nothing.
+ * tokens, never the action input, provider payloads, credentials or any other
+ * secret. The worker reloads everything else from the durable records.
+ *
+ * One exception, and only on the invoke message a fresh admission sends:
+ * `admitted`, the images of the items that admission itself just wrote (the
+ * action item without its input, the transaction record, a compensation's
+ * memory), exactly as stored, so that the first delivery starts from them
+ * instead of reading them again (docs/runtime.md, "The worker's first read";
+ * docs/table-design.md, "The attempt start"). What they hold is what the table
+ * holds, minus the action's input: the stored plan and results are redacted
+ * as stored, and the input (the only raw caller data an in-flight action keeps)
+ * never travels. The sweeper, a deferral, a redelivery and an operator send
+ * IDs only.
  *
  * The schemas are strict: an unknown field (for example `input`, `secret` or
- * `credentials`) is rejected on both the sending and the receiving side.
+ * `credentials`) is rejected on both the sending and the receiving side, and
+ * so is an image that is not the fresh admission's shape, names another
+ * action or transaction, or is incomplete: an image is refused with its
+ * message, never trusted in part.
  */
 import * as z from '../../packages/connector-sdk/src/common/zod.js';
 import { joinIssuePath } from '../../packages/connector-sdk/src/common/issues.js';
 import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
-import { IdSchema, TransactionIdSchema } from '../../packages/connector-sdk/src/protocol/primitives.js';
+import { ActionMetadataSchema, ActionResultSchema, TransactionContextSchema, TransactionModeSchema } from '../../packages/connector-sdk/src/protocol/action.js';
+import { IdentityContextSchema, PrincipalSchema } from '../../packages/connector-sdk/src/protocol/identity.js';
+import { JsonObjectSchema } from '../../packages/connector-sdk/src/protocol/json.js';
+import { IdempotencyKeySchema, IdSchema, Rfc3339Schema, TransactionIdSchema } from '../../packages/connector-sdk/src/protocol/primitives.js';
+import { TransactionPlanSchema } from '../../packages/connector-sdk/src/protocol/transaction.js';
 
 /**
  * A fence token: a non-negative safe integer that only ever grows. A worker
@@ -21,16 +38,133 @@ import { IdSchema, TransactionIdSchema } from '../../packages/connector-sdk/src/
  */
 export const FenceTokenSchema = z.int().check(z.gte(0));
 
-/** Connector invocation: run (or re-drive) attempt `attempt` of action `action_id`. */
-export const InvokeMessageSchema = z.deferred(() =>
+/**
+ * The action item a fresh admission wrote, without its input (`ActionRecord`
+ * of lib/ports/action-store.ts less `action.input`): `accepted`, never
+ * leased (fence 0, attempt 0), no lease, route, result or cancellation
+ * request. Any other shape is refused.
+ */
+const admittedActionImage = () =>
   z.strictObject({
-    kind: z.literal('invoke'),
     tenant_id: IdSchema,
     action_id: IdSchema,
+    principal: PrincipalSchema,
+    capability_id: IdSchema,
+    mode: z.optional(TransactionModeSchema),
     transaction_id: z.optional(TransactionIdSchema),
-    fence: FenceTokenSchema,
-    attempt: z.int().check(z.gte(1), z.lte(1_000_000)),
+    status: z.literal('accepted'),
+    revision: z.int().check(z.gte(1)),
+    // The envelope as stored, less `input` (ActionSchema's other fields).
+    action: z.strictObject({
+      id: IdSchema,
+      capability_id: IdSchema,
+      idempotency_key: z.optional(IdempotencyKeySchema),
+      identity: z.optional(IdentityContextSchema),
+      metadata: z.optional(ActionMetadataSchema),
+      transaction: z.optional(TransactionContextSchema),
+    }),
+    input_hash: z.string().check(z.minLength(1), z.maxLength(128)),
+    approval_id: z.optional(IdSchema),
+    idempotency_key: z.optional(IdempotencyKeySchema),
+    actor: z.optional(
+      z.strictObject({
+        scheme: z.string().check(z.minLength(1), z.maxLength(64)),
+        issuer: z.optional(z.string().check(z.maxLength(2048))),
+        scopes: z.array(z.string().check(z.maxLength(256))).check(z.maxLength(256)),
+        issued_at: z.optional(Rfc3339Schema),
+        expires_at: z.optional(Rfc3339Schema),
+      }),
+    ),
+    fence: z.literal(0),
+    attempt: z.literal(0),
+    created_at: Rfc3339Schema,
+    updated_at: Rfc3339Schema,
+  });
+
+/**
+ * The transaction record a fresh admission wrote (`TransactionRecord` of
+ * lib/transactions/record.ts): in an attempt status, never leased, without a
+ * provider operation, cursor, error or reconciliation state (a claimed plan
+ * keeps its preview's result).
+ */
+const admittedTransactionImage = () =>
+  z.strictObject({
+    tenant_id: IdSchema,
+    transaction_id: TransactionIdSchema,
+    status: z.enum(['prepared', 'committing', 'compensating']),
+    revision: z.int().check(z.gte(1)),
+    // A commit's record keeps the mode of the action that created it (`plan`).
+    mode: z.enum(['execute', 'plan', 'commit', 'compensate']),
+    capability_id: IdSchema,
+    action_id: IdSchema,
+    plan_id: z.optional(IdSchema),
+    plan: z.optional(TransactionPlanSchema),
+    principal: PrincipalSchema,
+    identity: z.optional(IdentityContextSchema),
+    compensation_for: z.optional(IdSchema),
+    // A claimed plan's record keeps the plan preview's result (stored redacted, as every result).
+    result: z.optional(ActionResultSchema),
+    reconcile_attempts: z.literal(0),
+    fence: z.literal(0),
+    receipt_count: z.int().check(z.gte(1)),
+    receipt_head: z.string().check(z.minLength(1), z.maxLength(128)),
+    created_at: Rfc3339Schema,
+    updated_at: Rfc3339Schema,
+    data: JsonObjectSchema,
+  });
+
+/** What a compensation's attempt hands its connector (CompensationMemory of the connector SDK), as the admission built it. */
+const admittedCompensation = () =>
+  z.strictObject({
+    original_action_id: IdSchema,
+    original_transaction_id: z.optional(TransactionIdSchema),
+    original_result: z.optional(ActionResultSchema),
+    requested_capability_id: IdSchema,
+    compensation_capability_id: IdSchema,
+    compensation_action_id: IdSchema,
+  });
+
+/** The images a fresh admission's invoke message carries (see the module comment). */
+export const AdmittedImagesSchema = z.deferred(() =>
+  z.strictObject({
+    action: admittedActionImage(),
+    transaction: z.optional(admittedTransactionImage()),
+    compensation: z.optional(admittedCompensation()),
   }),
+);
+export type AdmittedImages = z.infer<typeof AdmittedImagesSchema>;
+
+/** Connector invocation: run (or re-drive) attempt `attempt` of action `action_id`. */
+export const InvokeMessageSchema = z.deferred(() =>
+  z
+    .strictObject({
+      kind: z.literal('invoke'),
+      tenant_id: IdSchema,
+      action_id: IdSchema,
+      transaction_id: z.optional(TransactionIdSchema),
+      fence: FenceTokenSchema,
+      attempt: z.int().check(z.gte(1), z.lte(1_000_000)),
+      /** The fresh admission's images: only on the admission's own message, which is its first attempt (fence 0, attempt 1). */
+      admitted: z.optional(AdmittedImagesSchema),
+    })
+    .check(
+      z.superRefine((m, ctx) => {
+        const images = m.admitted;
+        if (images === undefined) return;
+        const wrong = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: ['admitted', ...path.split('.')], message });
+        if (m.fence !== 0 || m.attempt !== 1) wrong('action', 'images travel only on a first attempt (fence 0, attempt 1)');
+        const a = images.action;
+        if (a.tenant_id !== m.tenant_id || a.action_id !== m.action_id || a.action.id !== m.action_id || a.capability_id !== a.action.capability_id)
+          wrong('action', 'the action image is not the action the message names');
+        if (a.transaction_id !== m.transaction_id) wrong('action.transaction_id', "the action image is not bound to the message's transaction");
+        const t = images.transaction;
+        if (t !== undefined && (t.tenant_id !== m.tenant_id || t.transaction_id !== m.transaction_id || t.action_id !== m.action_id))
+          wrong('transaction', 'the transaction image is not the one the message names, bound to its action');
+        const c = images.compensation;
+        if (c !== undefined && (c.compensation_action_id !== m.action_id || t?.mode !== 'compensate' || t.compensation_for !== c.original_action_id))
+          wrong('compensation', "the compensation memory is not this compensation's");
+      }),
+    ),
 );
 export type InvokeMessage = z.infer<typeof InvokeMessageSchema>;
 
@@ -52,8 +186,16 @@ export const QueueMessageSchema = z.deferred(() => z.discriminatedUnion('kind', 
 export type QueueMessage = z.infer<typeof QueueMessageSchema>;
 export type QueueMessageKind = QueueMessage['kind'];
 
-/** Upper bound for an encoded message; real ones are a few hundred bytes. */
-export const QUEUE_MESSAGE_MAX_BYTES = 4_096;
+/**
+ * Upper bound for an encoded message. A message of IDs is a few hundred bytes; one with a fresh admission's images
+ * (`admitted`) 0.7 to 3.4 KB (a plain invocation; an execute; a compensate with the original result; a commit with its
+ * plan). The
+ * bound is a quarter of the 64 KiB chunk SQS bills a request by, so a message with images costs the same one request
+ * as a message of IDs, and it bounds what the worker parses per record. An admission whose images would not fit sends
+ * IDs only ({@link invokeWithImages}). (Invoke messages are never scheduled; EventBridge Scheduler carries reconcile
+ * messages only, which are IDs.)
+ */
+export const QUEUE_MESSAGE_MAX_BYTES = 16_384;
 
 function invalid(reason: string, issues?: z.core.$ZodIssue[]): AipError {
   // Only paths and issue codes go into details: never the offending values,
@@ -81,6 +223,18 @@ export function encodeQueueMessage(message: QueueMessage): string {
   const body = JSON.stringify(validateQueueMessage(message));
   if (Buffer.byteLength(body, 'utf8') > QUEUE_MESSAGE_MAX_BYTES) throw invalid('too_large');
   return body;
+}
+
+/**
+ * The admission's invoke message with its images when they are valid and the encoded message fits
+ * {@link QUEUE_MESSAGE_MAX_BYTES}; otherwise the message of IDs alone (the worker then reads, as for any message).
+ */
+export function invokeWithImages(message: InvokeMessage, admitted: AdmittedImages): InvokeMessage {
+  // As it would travel: the JSON form (absent optional fields dropped), checked by the receiving side's schema.
+  const candidate: unknown = JSON.parse(JSON.stringify({ ...message, admitted }));
+  const parsed = InvokeMessageSchema.safeParse(candidate);
+  if (!parsed.success) return message;
+  return Buffer.byteLength(JSON.stringify(parsed.data), 'utf8') <= QUEUE_MESSAGE_MAX_BYTES ? parsed.data : message;
 }
 
 /** Parses and validates a queue message body; throws `queue.message_invalid`. */

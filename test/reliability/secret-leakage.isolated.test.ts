@@ -9,7 +9,9 @@
  * - every DynamoDB item (full Scan);
  * - every SQS message: each one the worker and reconcile consumer handled
  *   (observed through `stack.handled`), and whatever is left on the queues
- *   and their DLQs;
+ *   and their DLQs; an admission's invoke message carries the images of the
+ *   items it wrote (the action without its input), so the queue holds
+ *   no input either, nor any input value;
  * - every schedule of the Scheduler emulator (input included);
  * - every byte written to stdout/stderr and every console call during the
  *   run (the Powertools logger writes through them), at log level DEBUG
@@ -268,6 +270,19 @@ describe('secret leakage', () => {
         }
       }
     }
+    // The admissions' invoke messages carry the images of what they wrote (docs/runtime.md, "The worker's first
+    // read"): the execute's, the commit's and the approved compensation's, scanned above with every other message.
+    // Those images are the stored items less the action's input: no message carries an input, nor the input's
+    // values (`customer` is a redact pointer of payments.charge: stored until the outcome is definitive, never queued).
+    const imaged = messages.filter((m) => m.kind === 'invoke' && m.admitted !== undefined);
+    expect(imaged.map((m) => (m.kind === 'invoke' ? m.admitted?.transaction?.mode : undefined)).sort()).toEqual(
+      expect.arrayContaining(['compensate', 'execute', 'plan']),
+    );
+    for (const text of [...observed.sqs_handled, ...(observed.sqs_left ?? [])]) {
+      expect(text).not.toMatch(/\\?"input\\?"/);
+      expect(text).not.toContain('cus_leak');
+    }
+
     // The scan looked at real data (not vacuous), and found no secret in it.
     expect(observed.dynamodb.length).toBeGreaterThan(20);
     expect(observed.sqs_handled.length).toBeGreaterThan(4);
@@ -282,6 +297,7 @@ describe('secret leakage', () => {
       cases: Object.values(observed).reduce((n, v) => n + v.length, 0),
       held: [
         'secret (raw, base64, base64url, hex, sha256, fragment) absent from DynamoDB items, SQS messages (handled, left, DLQs), schedules, logs, API responses and receipts',
+        "the admissions' invoke messages carry their stored images without any action input or input value",
       ],
       counts: { ...counts, transactions: txIds.length, forms: Object.keys(FORMS).length, hits: hits.length },
     });

@@ -78,13 +78,21 @@ export async function hostedConnector(k: Kernel, reg: RegisteredCapability): Pro
  * the route it may have pinned, so a new pin replaces nothing that ran (docs/table-design.md, "The route on the
  * action").
  */
-export async function routeToPin(k: Kernel, record: ActionRecord, wanted: RouteAssignment): Promise<{ route: RouteAssignment; pin: boolean }> {
+export async function routeToPin(
+  k: Kernel,
+  record: Pick<ActionRecord, 'tenant_id' | 'action_id' | 'route' | 'fence'>,
+  wanted: RouteAssignment,
+): Promise<{ route: RouteAssignment; pin: boolean }> {
   const pinned = record.route ?? (record.fence > 0 ? await k.deps.routes.getLegacy({ tenant_id: record.tenant_id, action_id: record.action_id }) : undefined);
   return { route: pinned === undefined ? wanted : pinnedRoute(wanted, pinned), pin: record.route === undefined };
 }
 
 /** The assignment this attempt would pin (not written): what `routeToPin` answers when none is pinned. */
-export function routeAssignment(k: Kernel, s: InvocationSubject, hosted: HostedConnector): RouteAssignment {
+export function routeAssignment(
+  k: Kernel,
+  s: Pick<InvocationSubject, 'tenant_id' | 'reg' | 'attempt_id' | 'fence' | 'route_action_id'> & { readonly action: Pick<InvocationSubject['action'], 'id'> },
+  hosted: HostedConnector,
+): RouteAssignment {
   return {
     tenant_id: s.tenant_id,
     action_id: s.route_action_id ?? s.action.id,

@@ -5,7 +5,7 @@
 import { AipError, isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import { toProtocolError } from '../../../packages/connector-sdk/src/protocol/problem.js';
 import type { ActionResult, TransactionMode } from '../../../packages/connector-sdk/src/protocol/index.js';
-import type { ActionRecord } from '../../ports/action-store.js';
+import type { ActionHead, ActionRecord } from '../../ports/action-store.js';
 import type { InvokeMessage } from '../../ports/messages.js';
 import type { TransactionRecord } from '../../ports/transaction-store.js';
 import { isAttemptStatus } from '../../transactions/state-machine.js';
@@ -27,7 +27,7 @@ export function attemptOutcome(message: InvokeMessage, disposition: AttemptOutco
 }
 
 /** The record an action's attempt drives: its own transaction (or, for reconcile, the one it reconciles). */
-export function boundTo(action: ActionRecord, txn: TransactionRecord, mode: TransactionMode | undefined): boolean {
+export function boundTo(action: Pick<ActionRecord, 'action_id'>, txn: TransactionRecord, mode: TransactionMode | undefined): boolean {
   if (mode === 'reconcile') return txn.data.reconcile_action_id === action.action_id;
   return txn.action_id === action.action_id;
 }
@@ -45,7 +45,7 @@ export function attemptStarted(action: Pick<ActionRecord, 'fence' | 'released_fe
 }
 
 /** The action result an earlier attempt settled on the transaction record. */
-export function finishingResult(action: ActionRecord, txn: TransactionRecord): ActionResult {
+export function finishingResult(action: ActionHead, txn: TransactionRecord): ActionResult {
   const mode = action.action.transaction?.mode;
   if (mode === 'reconcile') {
     const last = txn.data.last_reconcile_result as ActionResult | undefined;
@@ -176,7 +176,7 @@ export async function settleCancelled(
 export async function failBeforeInvocation(
   k: Kernel,
   message: InvokeMessage,
-  action: ActionRecord,
+  action: ActionHead,
   txn: TransactionRecord | undefined,
   mode: TransactionMode | undefined,
   err: AipError,
@@ -217,7 +217,7 @@ export async function failBeforeInvocation(
 }
 
 /** A cancelled action whose transaction never started an attempt: the record fails (no provider effect possible). */
-export async function abandonUnstartedTransaction(k: Kernel, action: ActionRecord, txId: string): Promise<void> {
+export async function abandonUnstartedTransaction(k: Kernel, action: ActionHead, txId: string): Promise<void> {
   const txn = await k.deps.transactions.get({ tenant_id: action.tenant_id, transaction_id: txId });
   if (txn === undefined || !isAttemptStatus(txn.status) || attemptStarted(action)) return;
   const mode = action.action.transaction?.mode;

@@ -1,7 +1,11 @@
 /**
  * The SQS worker: one crash-safe attempt per InvokeMessage.
  *
- * 1. Reload the action (messages carry IDs and a fence only).
+ * 1. Reload the action and its transaction (one consistent read), or, on the
+ *    first delivery of a fresh admission's message, start from the images
+ *    that admission wrote (`firstDelivery`): the lease below is conditioned on
+ *    the image's revision as after a read, and a refused lease falls back to
+ *    the read in the same invocation.
  * 2. Resolve the connector and the action-scoped route (no write yet): the
  *    route pinned on the action under the reuse rules, else the one this
  *    attempt pins with its lease.
@@ -35,10 +39,10 @@ import type {
   TransactionExecutionContext,
 } from '../../../packages/connector-sdk/src/context.js';
 import type { JsonObject, TransactionMode } from '../../../packages/connector-sdk/src/protocol/index.js';
-import type { ActionRecord } from '../../ports/action-store.js';
+import type { ActionHead, ActionRecord } from '../../ports/action-store.js';
 import type { ApprovalRecord } from '../../ports/approval-store.js';
 import { reservationIdentity } from '../../ports/idempotency-store.js';
-import type { InvokeMessage } from '../../ports/messages.js';
+import type { AdmittedImages, InvokeMessage } from '../../ports/messages.js';
 import type { RouteAssignment } from '../../ports/route-store.js';
 import { openStreamSink } from './stream-sink.js';
 import type { TransactionRecord } from '../../ports/transaction-store.js';
@@ -141,14 +145,62 @@ export interface KnownRecords {
   readonly original?: ActionRecord;
 }
 
+/**
+ * Where an attempt starts from: what the caller holds (KnownRecords), or a fresh admission's images
+ * (`InvokeMessage.admitted`): the action without its input (its lease's write answers the whole item), the
+ * transaction record, and a compensation's memory as the admission built it.
+ */
+interface StartFrom {
+  readonly action?: ActionHead;
+  readonly transaction?: TransactionRecord;
+  readonly original?: ActionRecord;
+  readonly compensation?: CompensationMemory;
+}
+
+/**
+ * One attempt for an invoke message. The first delivery of a fresh admission's message starts from the images that
+ * admission wrote instead of reading them (docs/runtime.md, "The worker's first read"): one consistent
+ * `BatchGetItem` fewer. The action lease is conditioned on the image's revision exactly as on a read's, so an image
+ * that is no longer the stored item (the action was cancelled, approved, leased by another attempt since) cannot
+ * lease: that refusal wrote nothing, and the attempt starts again from a consistent read in the same invocation.
+ */
 export async function runAttempt(k: Kernel, message: InvokeMessage, known?: KnownRecords): Promise<AttemptOutcome> {
+  const images = known === undefined ? firstDelivery(message) : undefined;
+  if (images !== undefined) {
+    const out = await attemptFrom(k, message, {
+      action: images.action,
+      ...(images.transaction !== undefined ? { transaction: images.transaction as TransactionRecord } : {}),
+      ...(images.compensation !== undefined ? { compensation: images.compensation } : {}),
+    });
+    // Only a refused lease answers these two reasons (startAttempt, failBeforeInvocation), and it wrote nothing.
+    if (out.disposition !== 'deferred' || (out.reason !== 'action.state_conflict' && out.reason !== 'action.lease_held')) return out;
+    k.log.info('attempt start: the admitted images are stale; reading the action', { action_id: message.action_id, reason: out.reason });
+  }
+  return attemptFrom(k, message, known);
+}
+
+/**
+ * The admission's images, when this delivery may start from them: the message's first delivery (the queue's
+ * receive count is 1, or not given: a direct Runtime call, which no queue redelivers) of the first attempt. On a
+ * redelivery the images are ignored and the attempt reads, as for a message of IDs: an earlier delivery may have
+ * leased the action, and the read is then cheaper than a refused lease. (Safety does not rest on the count: a
+ * stale image cannot lease, see runAttempt.)
+ */
+function firstDelivery(message: InvokeMessage): AdmittedImages | undefined {
+  const images = message.admitted;
+  if (images === undefined || message.fence !== 0 || message.attempt !== 1) return undefined;
+  const received = deliveryReceiveCount();
+  return received === undefined || received <= 1 ? images : undefined;
+}
+
+async function attemptFrom(k: Kernel, message: InvokeMessage, known?: StartFrom): Promise<AttemptOutcome> {
   const heldAction =
     known?.action !== undefined && known.action.tenant_id === message.tenant_id && known.action.action_id === message.action_id ? known.action : undefined;
   const heldTxn =
     known?.transaction !== undefined && known.transaction.tenant_id === message.tenant_id && known.transaction.transaction_id === message.transaction_id
       ? known.transaction
       : undefined;
-  const loaded =
+  const loaded: { action: ActionHead | undefined; transaction?: { transaction_id: string; record: TransactionRecord | undefined } } =
     heldAction !== undefined
       ? { action: heldAction, ...(heldTxn !== undefined ? { transaction: { transaction_id: heldTxn.transaction_id, record: heldTxn } } : {}) }
       : await loadAttempt(k, message);
@@ -179,7 +231,8 @@ export async function runAttempt(k: Kernel, message: InvokeMessage, known?: Know
   if (mode === 'compensate' && txn !== undefined && reg !== undefined) {
     const alt = (txn.data.compensation as JsonObject | undefined)?.compensation_capability_id;
     if (typeof alt === 'string' && alt !== reg.capability_id) connectorReg = k.deps.registry.find(alt);
-    memory = { compensation: await compensationMemory(k, action, txn, connectorReg?.capability_id ?? action.capability_id) };
+    const capability = connectorReg?.capability_id ?? action.capability_id;
+    memory = { compensation: admittedMemory(known?.compensation, action, capability) ?? (await compensationMemory(k, action, txn, capability)) };
   }
 
   // 2. connector and route (before any lease: nothing has reached a provider yet). A route already pinned is reused
@@ -192,7 +245,7 @@ export async function runAttempt(k: Kernel, message: InvokeMessage, known?: Know
     if (reg === undefined || connectorReg === undefined)
       throw new AipError('capability.not_found', undefined, { details: { capability_id: action.capability_id } });
     hosted = await hostedConnector(k, connectorReg);
-    const resolved = await routeToPin(k, action, routeAssignment(k, routeSubject(k, action, connectorReg, attempt_id), hosted));
+    const resolved = await routeToPin(k, action, routeAssignment(k, routeSubject(action, connectorReg, attempt_id), hosted));
     route = resolved.route;
     if (resolved.pin) pin = route;
   } catch (err) {
@@ -202,18 +255,20 @@ export async function runAttempt(k: Kernel, message: InvokeMessage, known?: Know
   // 3-5. lease the action; recovery
   const lease_ms = leaseMs(k, connectorReg);
   const retrySafe = capabilityRetryable(connectorReg.capability, connectorReg.implementation_support);
-  const key = action.action.idempotency_key;
   const started = await startAttempt(k, message, action, txn, mode, connectorReg, attempt_id, lease_ms, retrySafe, pin);
   if ('disposition' in started) return started;
+  // From here on the action is the leased record (the lease's own write answered it, input included); before the
+  // lease, `action` may be an admitted image without its input.
   const leased = started.action;
   txn = started.transaction ?? txn;
   const fence = leased.fence;
+  const key = leased.action.idempotency_key;
   const approval =
-    action.approval_id !== undefined
-      ? approvalEvidence(await k.deps.approvals.get({ tenant_id: action.tenant_id, approval_id: action.approval_id }))
+    leased.approval_id !== undefined
+      ? approvalEvidence(await k.deps.approvals.get({ tenant_id: leased.tenant_id, approval_id: leased.approval_id }))
       : undefined;
 
-  const connectorAction = mode === 'compensate' ? connectorFacingCompensation(action.action, connectorReg) : action.action;
+  const connectorAction = mode === 'compensate' ? connectorFacingCompensation(leased.action, connectorReg) : leased.action;
   const transaction: TransactionExecutionContext | undefined =
     txn !== undefined
       ? {
@@ -226,19 +281,19 @@ export async function runAttempt(k: Kernel, message: InvokeMessage, known?: Know
         }
       : undefined;
   const subject: InvocationSubject = {
-    tenant_id: action.tenant_id,
+    tenant_id: leased.tenant_id,
     action: connectorAction,
     reg: connectorReg,
-    principal: action.principal,
+    principal: leased.principal,
     attempt_id,
     fence,
-    issued_at: new Date(Date.parse(action.created_at)),
+    issued_at: new Date(Date.parse(leased.created_at)),
     lease_ms,
-    route_action_id: action.action_id,
+    route_action_id: leased.action_id,
     route,
-    ...(action.actor !== undefined ? { actor: action.actor } : {}),
+    ...(leased.actor !== undefined ? { actor: leased.actor } : {}),
     // The runtime's service principal reconciling another principal's transaction acts on that principal's behalf.
-    ...(mode === 'reconcile' && txn !== undefined && (txn.principal.id !== action.principal.id || txn.principal.kind !== action.principal.kind)
+    ...(mode === 'reconcile' && txn !== undefined && (txn.principal.id !== leased.principal.id || txn.principal.kind !== leased.principal.kind)
       ? { on_behalf_of: txn.principal }
       : {}),
     ...(transaction !== undefined ? { transaction } : {}),
@@ -249,7 +304,7 @@ export async function runAttempt(k: Kernel, message: InvokeMessage, known?: Know
       ? {
           idempotency: {
             key,
-            reservation_id: reservationIdentity({ tenant_id: action.tenant_id, principal_kind: action.principal.kind, principal_id: action.principal.id, key }),
+            reservation_id: reservationIdentity({ tenant_id: leased.tenant_id, principal_kind: leased.principal.kind, principal_id: leased.principal.id, key }),
             attempt_id,
           },
         }
@@ -401,7 +456,7 @@ async function loadAttempt(
 async function startAttempt(
   k: Kernel,
   message: InvokeMessage,
-  action: ActionRecord,
+  action: ActionHead,
   heldTxn: TransactionRecord | undefined,
   mode: TransactionMode | undefined,
   connectorReg: RegisteredCapability,
@@ -415,7 +470,9 @@ async function startAttempt(
     {
       kind: 'action.lease',
       input: { ...ref, owner: attempt_id, ttl_ms: lease_ms, expected_revision: action.revision, ...(route !== undefined ? { route } : {}) },
-      held: action,
+      // A record read (or held by the reconcile consumer) computes the leased record without a read back; an admitted
+      // image has no input, so the lease's own UpdateItem answers the whole item (ALL_NEW, no extra request).
+      ...(isRecord(action) ? { held: action } : {}),
     },
   ] as const);
   if (!out.committed) {
@@ -434,7 +491,7 @@ async function startAttempt(
     if (txn === undefined) return attemptOutcome(message, 'dropped', { reason: 'transaction_not_found' });
     if (!isAttemptStatus(txn.status)) {
       // Settled by an earlier attempt that stopped before finishing the action: finish it.
-      const result = finishingResult(action, await withStoredResult(k, txn, leased, action));
+      const result = finishingResult(action, await withStoredResult(k, txn, leased));
       return finishSideRecords(k, { action: leased, fence, mode, txn, result, reg: connectorReg, attempt_id });
     }
     if (recovering && txn.status !== 'reconciling' && !retrySafe) return settleAbandoned(k, leased, fence, txn, mode, connectorReg, attempt_id);
@@ -454,7 +511,7 @@ async function startAttempt(
 function routeFailure(
   k: Kernel,
   message: InvokeMessage,
-  action: ActionRecord,
+  action: ActionHead,
   txn: TransactionRecord | undefined,
   mode: TransactionMode | undefined,
   err: unknown,
@@ -469,18 +526,13 @@ function routeFailure(
   return Promise.reject(err);
 }
 
-function routeSubject(k: Kernel, action: ActionRecord, reg: RegisteredCapability, attempt_id: string): InvocationSubject {
-  return {
-    tenant_id: action.tenant_id,
-    action: action.action,
-    reg,
-    principal: action.principal,
-    attempt_id,
-    fence: action.fence + 1,
-    issued_at: k.now(),
-    lease_ms: 0,
-    route_action_id: action.action_id,
-  };
+function routeSubject(action: ActionHead, reg: RegisteredCapability, attempt_id: string): Parameters<typeof routeAssignment>[1] {
+  return { tenant_id: action.tenant_id, action: action.action, reg, attempt_id, fence: action.fence + 1, route_action_id: action.action_id };
+}
+
+/** A stored action record, not an admitted image (which never carries the input). */
+function isRecord(action: ActionHead): action is ActionRecord {
+  return 'input' in action.action;
 }
 
 /**
@@ -562,7 +614,22 @@ function retryAfter(k: Kernel, err: AipError): number {
   return err.retryAfterMs ?? 1_000;
 }
 
-async function compensationMemory(k: Kernel, action: ActionRecord, txn: TransactionRecord, connectorCapability: string): Promise<CompensationMemory> {
+/**
+ * The compensation memory the admission built and sent with its images (it read the target to validate the
+ * compensation, and a terminal target is never rewritten), when it is this attempt's: its compensation action, the
+ * capability it names and the one the connector-facing action runs. Otherwise undefined, and it is read.
+ */
+function admittedMemory(admitted: CompensationMemory | undefined, action: ActionHead, connectorCapability: string): CompensationMemory | undefined {
+  if (admitted === undefined) return undefined;
+  const own =
+    admitted.compensation_action_id === action.action_id &&
+    admitted.requested_capability_id === action.capability_id &&
+    admitted.compensation_capability_id === connectorCapability &&
+    admitted.original_action_id === action.action.transaction?.compensation_for;
+  return own ? admitted : undefined;
+}
+
+async function compensationMemory(k: Kernel, action: ActionHead, txn: TransactionRecord, connectorCapability: string): Promise<CompensationMemory> {
   const data = (txn.data.compensation as JsonObject | undefined) ?? {};
   const target = typeof data.target_action_id === 'string' ? data.target_action_id : (txn.compensation_for as string);
   const targetTxnId = typeof data.target_transaction_id === 'string' ? data.target_transaction_id : undefined;

@@ -35,6 +35,8 @@ export interface CompensationPlan {
   readonly memory: CompensationMemory;
   /** The capability the connector-facing action is rewritten to (equals the requested one when there is no alternate). */
   readonly connectorReg: RegisteredCapability;
+  /** True when this admission created the record (its image and `memory` then travel with the invoke message). */
+  readonly created?: true;
 }
 
 interface Target {
@@ -195,7 +197,7 @@ export async function admitCompensate(k: Kernel, adm: Admission): Promise<Compen
     { action_id: adm.action.id, compensation_for: target_id },
   );
   const written = await k.commit([create] as const);
-  if (written.committed) return { record: written.written[0], memory, connectorReg };
+  if (written.committed) return { record: written.written[0], memory, connectorReg, created: true };
   const refusal = written.refused[0];
   const existing = refusal?.kind === 'transaction.create' ? refusal.current : undefined;
   if (own(existing)) return { record: existing as TransactionRecord, memory, connectorReg };

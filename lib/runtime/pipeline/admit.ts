@@ -15,6 +15,8 @@ import { AipError, isAipError } from '../../../packages/connector-sdk/src/errors
 import type { Action, ActionResult, TransactionRequest } from '../../../packages/connector-sdk/src/protocol/index.js';
 import type { ActionRecord } from '../../ports/action-store.js';
 import type { TransactionRecord } from '../../ports/transaction-store.js';
+import { invokeWithImages, type AdmittedImages, type InvokeMessage } from '../../ports/messages.js';
+import type { CompensationMemory } from '../../../packages/connector-sdk/src/memory.js';
 import type { IntentOf, Refusal, WriteIntent } from '../../ports/unit-of-work.js';
 import { idempotencyInFlightError, idempotencyOutcomeUnknownError } from '../../ports/idempotency-store.js';
 import { RECEIPT_EVENTS } from '../journal.js';
@@ -301,8 +303,11 @@ export async function continueAdmission(k: Kernel, adm: AdmittedAction): Promise
 
   // 8. transaction admission
   let txRecord: TransactionRecord | undefined;
+  // What this admission wrote itself, for the invoke message's images (dispatch); undefined: IDs only.
+  let fresh: Fresh | undefined;
   switch (adm.action.transaction?.mode) {
     case undefined:
+      fresh = {};
       break;
     case 'execute': {
       const out = await admitExecute(k, adm);
@@ -312,15 +317,19 @@ export async function continueAdmission(k: Kernel, adm: AdmittedAction): Promise
         return replayFromRecord(adm, out.record, undefined);
       }
       txRecord = out.record;
+      fresh = { transaction: out.record };
       break;
     }
     case 'commit':
       txRecord =
         adm.trusted_direct_commit === true && adm.action.transaction.plan_id === undefined ? await admitDirectCommit(k, adm) : await admitPlannedCommit(k, adm);
       break;
-    case 'compensate':
-      txRecord = (await admitCompensate(k, adm)).record;
+    case 'compensate': {
+      const out = await admitCompensate(k, adm);
+      txRecord = out.record;
+      if (out.created === true) fresh = { transaction: out.record, compensation: out.memory };
       break;
+    }
     case 'reconcile':
       txRecord = await admitReconcile(k, adm);
       break;
@@ -332,23 +341,36 @@ export async function continueAdmission(k: Kernel, adm: AdmittedAction): Promise
       return runPreview(k, adm);
   }
 
-  return dispatch(k, adm, txRecord);
+  return dispatch(k, adm, txRecord, fresh);
 }
 
-/** Step 9: the worker leases, invokes and settles. */
-async function dispatch(k: Kernel, adm: AdmittedAction, txRecord: TransactionRecord | undefined): Promise<SubmitOutcome> {
+/** The records an admission wrote itself in this request, exactly as its writes returned them. */
+interface Fresh {
+  readonly transaction?: TransactionRecord;
+  readonly compensation?: CompensationMemory;
+}
+
+/**
+ * Step 9: the worker leases, invokes and settles. A fresh admission (it created the action, or accepted it on an
+ * approval, in this request, and wrote the transaction record: `fresh`) sends the images of what it wrote with the
+ * message, so the first delivery need not read them (lib/ports/messages.ts, `admitted`); a resumed admission, and an
+ * image that does not fit the message's bound, send IDs only.
+ */
+async function dispatch(k: Kernel, adm: AdmittedAction, txRecord: TransactionRecord | undefined, fresh?: Fresh): Promise<SubmitOutcome> {
   k.crash('after_admission_before_enqueue');
   // The runtime's own reconcile actions run inline in the reconcile consumer (a crash is re-driven from `reconciling`).
   if (adm.internal === true && adm.created && adm.written !== undefined) adm.written.action = adm.record;
-  if (adm.internal !== true)
-    await k.enqueueInvoke({
+  if (adm.internal !== true) {
+    const message: InvokeMessage = {
       kind: 'invoke',
       tenant_id: adm.tenant_id,
       action_id: adm.action.id,
       ...(adm.action.transaction?.transaction_id !== undefined ? { transaction_id: adm.action.transaction.transaction_id } : {}),
       fence: adm.record.fence,
       attempt: adm.record.attempt + 1,
-    });
+    };
+    await k.enqueueInvoke(adm.created && fresh !== undefined ? invokeWithImages(message, admittedImages(adm.record, fresh)) : message);
+  }
   const result: ActionResult = { action_id: adm.action.id, status: 'accepted' };
   return submitOutcome(adm, 'accepted', result, txRecord ? toTransactionResult(txRecord, { action_status: 'accepted' }) : undefined);
 }
@@ -413,9 +435,8 @@ async function admitAtomically(k: Kernel, adm: Admission): Promise<SubmitOutcome
   const written = await k.commit(intents);
   if (written.committed) {
     const admitted: AdmittedAction = { ...adm, record: written.written[0] as ActionRecord, created: true };
-    return guarded(k, admitted, () =>
-      dispatch(k, admitted, transaction !== undefined ? (written.written[intents.length - 1] as TransactionRecord) : undefined),
-    );
+    const txRecord = transaction !== undefined ? (written.written[intents.length - 1] as TransactionRecord) : undefined;
+    return guarded(k, admitted, () => dispatch(k, admitted, txRecord, txRecord !== undefined ? { transaction: txRecord } : {}));
   }
   // The refusals, in the order separate writes would meet them (action, then reservation, then transaction).
   const refused = written.refused;
@@ -523,4 +544,18 @@ async function rejectUnadmitted(k: Kernel, adm: Admission, err: unknown): Promis
   // The action ID exists by now (a concurrent submission of the same action): that one decides.
   if (isAipError(err) && !isTransientError(err) && !(await createFinished(k, adm, failedResult(adm.action.id, err, k.now())))) return admitSeparately(k, adm);
   throw err;
+}
+
+/**
+ * The images of a fresh admission's writes for its invoke message: the action item without its input (the lease
+ * answers the whole item), the transaction record and a compensation's memory, as the writes returned them.
+ */
+function admittedImages(record: ActionRecord, fresh: Fresh): AdmittedImages {
+  const { input: _input, ...envelope } = record.action;
+  void _input;
+  return {
+    action: { ...record, action: envelope },
+    ...(fresh.transaction !== undefined ? { transaction: fresh.transaction } : {}),
+    ...(fresh.compensation !== undefined ? { compensation: fresh.compensation } : {}),
+  } as AdmittedImages;
 }

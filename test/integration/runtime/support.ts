@@ -124,9 +124,14 @@ export interface Harness {
   /** The runtime's dependencies but the registry and the connectors (a Runtime whose connectors load on first need). */
   readonly readDeps: ReadDeps;
   /** Receives the visible invoke messages (without running them). */
-  receiveInvokes(): Promise<{ message: InvokeMessage; receipt: string }[]>;
-  /** Receives every visible invoke message and runs runAttempt on it; crashed or deferred messages become visible again. */
-  drain(): Promise<AttemptOutcome[]>;
+  /** The visible invoke messages, each with its receipt handle and its SQS receive count (ApproximateReceiveCount). */
+  receiveInvokes(): Promise<{ message: InvokeMessage; receipt: string; receive_count: number }[]>;
+  /**
+   * Receives every visible invoke message and runs runAttempt on it with its receive count, as the worker's queue
+   * consumer does (a first delivery may start from the admission's images; a redelivery reads); crashed or deferred
+   * messages become visible again. `as.receive_count` overrides the queue's count (2: run them as redeliveries, which read).
+   */
+  drain(as?: { receive_count: number }): Promise<AttemptOutcome[]>;
   receiveReconciles(): Promise<ReconcileMessage[]>;
   /** The receipt chain of a transaction, verified against the record's anchor. */
   verifyChain(transaction_id: string): Promise<ReturnType<typeof verifyReceiptChain>>;
@@ -174,17 +179,18 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
   const runtime = new Runtime({ ...readDeps, registry, connectors });
 
   async function receiveRaw(url: string) {
-    const out: { body: string; receipt: string }[] = [];
+    const out: { body: string; receipt: string; receive_count: number }[] = [];
     for (;;) {
       const batch = await receiveMessages(sqs(), url, { waitTimeSeconds: 0, maxMessages: 10 });
       if (batch.length === 0) return out;
-      for (const m of batch) out.push({ body: m.Body ?? '', receipt: m.ReceiptHandle ?? '' });
+      for (const m of batch)
+        out.push({ body: m.Body ?? '', receipt: m.ReceiptHandle ?? '', receive_count: Number(m.Attributes?.ApproximateReceiveCount ?? '1') });
     }
   }
 
   async function receiveInvokes() {
     const raw = await receiveRaw(invokeQueueUrl);
-    return raw.map((r) => ({ message: decodeQueueMessage(r.body) as InvokeMessage, receipt: r.receipt }));
+    return raw.map((r) => ({ message: decodeQueueMessage(r.body) as InvokeMessage, receipt: r.receipt, receive_count: r.receive_count }));
   }
 
   return {
@@ -201,12 +207,12 @@ export async function createHarness(options: HarnessOptions): Promise<Harness> {
     connectors,
     readDeps,
     receiveInvokes,
-    async drain() {
+    async drain(as?: { receive_count: number }) {
       const outcomes: AttemptOutcome[] = [];
       const received = await receiveInvokes();
-      for (const { message, receipt } of received) {
+      for (const { message, receipt, receive_count } of received) {
         try {
-          const o = await runtime.runAttempt(message);
+          const o = await runtime.runAttempt(message, { receive_count: as?.receive_count ?? receive_count });
           outcomes.push(o);
           if (o.retry) await changeVisibility(sqs(), invokeQueueUrl, receipt, 0);
           else await deleteMessages(sqs(), invokeQueueUrl, [receipt]);
