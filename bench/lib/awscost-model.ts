@@ -579,37 +579,39 @@ const INDEX_ENTRY_BYTES = 100 + 100; // key attributes (table and index keys, KE
 
 /**
  * Bytes an execute leaves in the table, from the cost section's billed call
- * trace (`{billed: …; KIND 755 B, TXN 776→917 B, …}`): every item kind's last
- * size (an update replaces the item), every receipt put (each a new item),
- * 100 bytes of overhead per item, and one index entry (keys + overhead) per
- * index write unit. An estimate: index entries that a later write replaces are
- * counted once per write.
+ * trace (`{billed: …; KIND 755 B, TXN 776→917 B in 1 index, …}`): every item
+ * kind's last size (an update replaces the item), every receipt put (each a new
+ * item), 100 bytes of overhead per item, and the index entries the items hold
+ * after their last write (keys + overhead each). An entry that a later write
+ * removed (a record's `byStatus` entry, deleted when it settles) is not stored.
  */
 export function storedBytes(trace: readonly string[]): { readonly bytes: number; readonly items: number; readonly index_entries: number } {
-  const last = new Map<string, number>();
+  const last = new Map<string, { size: number; entries: number }>();
   let receipts = 0;
   let receiptBytes = 0;
-  let indexEntries = 0;
+  let receiptEntries = 0;
   for (const line of trace) {
     const billed = /\{billed: ([^}]*)\}/.exec(line)?.[1];
     if (billed === undefined) continue;
-    indexEntries += Number(/\+ (\d+) index WRU/.exec(billed)?.[1] ?? 0);
     // A lone write names its item as `PutItem ROUTE` / `UpdateItem ACTION`, a TransactWriteItems as `Put:RCPT`.
     const lone = /^\s*(PutItem|UpdateItem) ([A-Z]+) /.exec(line);
     const puts = new Set([...line.matchAll(/Put:([A-Z]+)/g)].map((m) => m[1]!));
     if (lone?.[1] === 'PutItem') puts.add(lone[2]!);
     const writes = (kind: string) => puts.has(kind) || line.includes(`Update:${kind}`) || lone?.[2] === kind;
-    for (const m of billed.matchAll(/([A-Z]+) (?:\d+→)?(\d+) B/g)) {
-      const [, kind, size] = m;
+    for (const m of billed.matchAll(/([A-Z]+) (?:\d+→)?(\d+) B(?: in (\d+) index)?/g)) {
+      const [, kind, size, inIndexes] = m;
+      const entries = Number(inIndexes ?? 0);
       if (kind === 'RCPT' && puts.has('RCPT')) {
         receipts++;
         receiptBytes += Number(size);
+        receiptEntries += entries;
       } else if (writes(kind!)) {
-        last.set(kind!, Number(size));
+        last.set(kind!, { size: Number(size), entries });
       }
     }
   }
   const items = last.size + receipts;
-  const bytes = [...last.values()].reduce((x, y) => x + y, 0) + receiptBytes + items * ITEM_OVERHEAD_BYTES + indexEntries * INDEX_ENTRY_BYTES;
+  const indexEntries = [...last.values()].reduce((x, y) => x + y.entries, 0) + receiptEntries;
+  const bytes = [...last.values()].reduce((x, y) => x + y.size, 0) + receiptBytes + items * ITEM_OVERHEAD_BYTES + indexEntries * INDEX_ENTRY_BYTES;
   return { bytes, items, index_entries: indexEntries };
 }

@@ -96,6 +96,8 @@ export interface BilledItem {
   readonly units: number;
   /** Index write units this item's change caused. */
   readonly index_units: number;
+  /** Index entries the item holds after a write (absent: none, or a read). */
+  readonly index_entries?: number;
   /** The attributes of the larger image, largest first (name + value bytes). */
   readonly attributes: readonly { readonly name: string; readonly bytes: number }[];
 }
@@ -272,16 +274,24 @@ export class Biller {
       const size = Math.max(itemSize(b), itemSize(a));
       const units = writeUnits(size) * (t.transactional ? 2 : 1);
       const larger = itemSize(a) >= itemSize(b) ? a : b;
+      const entries = a !== undefined ? await this.indexEntries(t, a) : 0;
       items.push({
         what: `${t.verb}:${kindOfKey(t.key)}`,
         before: itemSize(b),
         after: itemSize(a),
         units,
         index_units: await this.indexUnits(t, b, a),
+        ...(entries > 0 ? { index_entries: entries } : {}),
         attributes: larger ? attributeSizes(larger) : [],
       });
     }
     return { wru: items.reduce((s, x) => s + x.units, 0), rru: 0, index_wru: items.reduce((s, x) => s + x.index_units, 0), basis: 'items', items };
+  }
+
+  /** How many of the table's indexes hold an entry for this item image (every key attribute of the index present). */
+  private async indexEntries(t: Target, item: AttributeMap): Promise<number> {
+    const schema = await this.schema(t.table);
+    return schema.indexes.filter((index) => index.keys.every((k) => item[k] !== undefined)).length;
   }
 
   private async indexUnits(t: Target, before: AttributeMap | undefined, after: AttributeMap | undefined): Promise<number> {

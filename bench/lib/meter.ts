@@ -410,7 +410,10 @@ export function traceLine(c: CallRecord): string {
   return `${c.service === 'dynamodb' ? '' : `${c.service}:`}${c.op} ${what}${status}${cap}${bill}${c.site ? `  — ${c.site}` : ''}`.replace(/\s+$/, '');
 }
 
-/** `12 WRU + 2 index WRU; ACTION 1,032 B, TXN 1,290 B` (what one request costs as billed, and the item sizes behind it). */
+/**
+ * `12 WRU + 2 index WRU; ACTION 1,032 B, TXN 1,290 B in 1 index` (what one request costs as billed, the item sizes
+ * behind it, and how many index entries an item written holds afterwards).
+ */
 export function billedText(b: Billed): string {
   const units =
     [b.wru > 0 ? `${round1(b.wru)} WRU` : '', b.index_wru > 0 ? `${round1(b.index_wru)} index WRU` : '', b.rru > 0 ? `${round1(b.rru)} RRU` : '']
@@ -419,7 +422,10 @@ export function billedText(b: Billed): string {
   if (b.basis === 'refused_estimate') return `${units} (refused: estimate)`;
   if (b.basis === 'reported') return `${units} (as reported)`;
   const sizes = b.items
-    .map((i) => `${i.what.replace(/^[A-Za-z]+:/, '')} ${i.before !== i.after && i.before > 0 ? `${i.before}→${i.after}` : `${Math.max(i.before, i.after)}`} B`)
+    .map(
+      (i) =>
+        `${i.what.replace(/^[A-Za-z]+:/, '')} ${i.before !== i.after && i.before > 0 ? `${i.before}→${i.after}` : `${Math.max(i.before, i.after)}`} B${i.index_entries !== undefined ? ` in ${i.index_entries} index` : ''}`,
+    )
     .join(', ');
   return `${units}; ${sizes}`;
 }

@@ -437,12 +437,15 @@ describe('settle', () => {
       'transaction.invalid_record',
     );
     await rejected(t.store.settle({ ...ref, expected_revision: 1, to: 'outcome_unknown', result_ref: 'not#an#id' }), 'transaction.invalid_record');
+    // A reference to another action than the one the record is bound to: refused by the write's condition, nothing written.
+    await rejected(t.store.settle({ ...ref, expected_revision: 1, to: 'outcome_unknown', result_ref: 'another-action' }), 'transaction.state_conflict');
     expect((await rawItem(pk, 'TXN'))?.revision).toBe(1);
     const u = await t.store.settle({ ...ref, expected_revision: 1, to: 'outcome_unknown', result_ref: p.action_id });
     expect(u).toMatchObject({ status: 'outcome_unknown', result_ref: p.action_id });
     expect(u.result).toBeUndefined();
     const item = await rawItem(pk, 'TXN');
-    expect(item).toMatchObject({ result_ref: p.action_id });
+    // The reference names the record's own bound action: stored as the marker `true`, read back as that action's ID.
+    expect(item).toMatchObject({ result_ref: true });
     expect(item).not.toHaveProperty('result');
     expect(await t.store.get(ref)).toMatchObject({ result_ref: p.action_id });
     const rec = await t.store.transition({ ...ref, expected_revision: u.revision, operation: 'begin_reconcile', from: ['outcome_unknown'], to: 'reconciling' });
@@ -700,6 +703,50 @@ describe('receipts', () => {
     );
     expect(await t.store.get({ tenant_id: TENANT, transaction_id: id })).toEqual(r1);
     expect((await t.store.listReceipts({ tenant_id: TENANT, transaction_id: id })).items).toHaveLength(1);
+  });
+
+  it('the chain head is stored as its 32 bytes; a head an earlier version stored as hex extends the same way, and a fork of either is refused', async () => {
+    const id = uid('txn');
+    const pk = keys.transaction(TENANT, id).PK;
+    const r1 = await t.store.create({ ...preparedInput(id), receipt: nextReceipt({ transaction_id: id }, 1, 'prepared', 'transaction.prepared') });
+    const head = (await rawItem(pk, 'TXN'))?.receipt_head as Uint8Array;
+    expect(head).toBeInstanceOf(Uint8Array);
+    expect(Buffer.from(head.subarray(1)).toString('hex')).toBe(r1.receipt_head);
+    // The next seq, on another head than the stored one.
+    const fork = {
+      seq: 1,
+      transaction_id: id,
+      status: 'committed',
+      revision: 2,
+      at: '2030-01-01T00:00:00.000Z',
+      prev_hash: 'a'.repeat(64),
+      event: 'transaction.committed',
+    } as const;
+    const forked = { receipt: { ...fork, hash: receiptHash(fork) } };
+    await rejected(
+      t.store.settle({ tenant_id: TENANT, transaction_id: id, expected_revision: 1, to: 'committed', receipt: forked }),
+      'transaction.invalid_receipt',
+    );
+    // The item as an earlier version wrote it: the head as the hex string.
+    await t.client.send(new PutCommand({ TableName: t.tableName, Item: { ...(await rawItem(pk, 'TXN')), receipt_head: r1.receipt_head } }));
+    expect(await t.store.get({ tenant_id: TENANT, transaction_id: id })).toEqual(r1);
+    await rejected(
+      t.store.settle({ tenant_id: TENANT, transaction_id: id, expected_revision: 1, to: 'committed', receipt: forked }),
+      'transaction.invalid_receipt',
+    );
+    const r2 = await t.store.settle({
+      tenant_id: TENANT,
+      transaction_id: id,
+      expected_revision: 1,
+      to: 'committed',
+      receipt: nextReceipt(r1, 2, 'committed', 'transaction.committed'),
+    });
+    expect((await rawItem(pk, 'TXN'))?.receipt_head).toBeInstanceOf(Uint8Array);
+    expect(await t.store.get({ tenant_id: TENANT, transaction_id: id })).toEqual(r2);
+    expect((await t.store.listReceipts({ tenant_id: TENANT, transaction_id: id })).items.map((i) => i.receipt.hash)).toEqual([
+      r1.receipt_head,
+      r2.receipt_head,
+    ]);
   });
 
   it('a lost race carrying a receipt is classified from the cancellation reason item, not a second read', async () => {

@@ -127,7 +127,7 @@ export function actionRecordOf(stored: Item): ActionRecord {
   const result = out.result as Record<string, unknown> | undefined;
   if (result !== undefined && result !== null && typeof result === 'object') out.result = { action_id: item.action_id, ...result };
   // The pinned route stores no tenant or action ID: the action's own (./route-store.ts routeOf).
-  if (item.route !== undefined) out.route = routeOf(item.route as Item, item.tenant_id as string, item.action_id as string);
+  if (item.route !== undefined) out.route = routeOf(item.route as Item, item.tenant_id as string, item.action_id as string, item.capability_id as string);
   out.fence ??= 0;
   out.attempt ??= 0;
   return out as unknown as ActionRecord;
@@ -417,7 +417,8 @@ export class DynamoActionStore implements ActionStore, IntentMapper {
     b.setExpr('attempt', `${b.n('attempt')} + ${b.v(1)}`);
     // Pinned only when the record read at `expected` held none (the port's contract): the revision condition makes
     // it put-if-absent, and a held record that holds one is refused below (a route is never overwritten).
-    const route = input.route !== undefined ? storedRoute(input.route, input) : undefined;
+    // The held image is the one the revision condition names (checked below), so its capability is the action's.
+    const route = input.route !== undefined ? storedRoute(input.route, input, held?.capability_id) : undefined;
     if (route !== undefined) b.set(ROUTE_ATTRIBUTE, route);
     const expiresAt = new Date(now.getTime() + input.ttl_ms).toISOString();
     const classify = (old: Item): AipError => {

@@ -4,13 +4,16 @@
  * marker `true` and rebuilt on read. Only values whose source never changes after they are written are
  * derived (the key, a record's `mode`, `compensation_for`, `plan_id` and `capability_id`, an action's
  * `capability_id`, `mode` and `idempotency_key`: no write sets them again; the result a terminal settlement
- * stores on its record: a terminal record takes no transition), so the value read is the value written for
- * the whole life of the item.
+ * stores on its record, and the `result_ref` naming the record's bound action `action_id`: a terminal record
+ * takes no transition, and only a plan claim, never a terminal record's, rebinds `action_id`), so the value
+ * read is the value written for the whole life of the item.
  *
  * A marker replaces a value of another type only (every derived value is a string or a map, never the
  * boolean `true`), so an item written before reads exactly as before: its values are kept as they are.
  */
 import { canonicalJson } from '../../../packages/connector-sdk/src/protocol/index.js';
+import { isTerminalStatus } from '../../transactions/state-machine.js';
+import type { TransactionStatus } from '../../transactions/status.js';
 
 type Item = Record<string, unknown>;
 
@@ -67,6 +70,9 @@ function transactionData(data: unknown, r: Item, fn: (value: unknown, derived: u
   if (out.compensation !== undefined) out.compensation = mapFields(out.compensation, { target_action_id: r.compensation_for }, fn);
   // A reconcile's terminal settlement: its answer and its evidence are the record's result (final: a terminal record takes no write).
   if (out.last_reconcile_result !== undefined) out.last_reconcile_result = fn(out.last_reconcile_result, r.result);
+  // The last attempt's action, when it is the action a final record is bound to (`final_action_id`: a terminal record's
+  // `action_id`, which no write changes again; only a plan claim rebinds it, and never a terminal record's).
+  if (out.last_attempt !== undefined) out.last_attempt = mapFields(out.last_attempt, { action_id: r.final_action_id }, fn);
   if (out.last_reconciliation !== undefined) out.last_reconciliation = fn(out.last_reconciliation, reconciliationOf(r.result));
   return out;
 }
@@ -85,8 +91,9 @@ function transactionPlan(plan: unknown, r: Item, fn: (value: unknown, derived: u
  * only `data` and `plan` change.
  */
 export function leanTransaction<T extends Item>(record: T): T {
-  // A created record's result is not final (only a terminal settlement's is): nothing is derived from it.
-  const own = { ...record, result: undefined };
+  // A created record's result is not final (only a terminal settlement's is): nothing is derived from it. Its bound
+  // action is final if the record is created terminal (a dry run's).
+  const own = { ...record, result: undefined, final_action_id: isTerminalStatus(record.status as TransactionStatus) ? record.action_id : undefined };
   return {
     ...record,
     ...(record.data !== undefined ? { data: transactionData(record.data, own, lean) } : {}),
@@ -96,7 +103,8 @@ export function leanTransaction<T extends Item>(record: T): T {
 
 /**
  * The `data` keys an update merges into a record, as its item stores them (`record`: its key and the attributes
- * named above; `result` only for a terminal settlement that stores it on the record, whose result is final).
+ * named above; `result` only for a terminal settlement that stores it on the record, whose result is final;
+ * `final_action_id` only for a terminal settlement whose write is conditioned on the record's `action_id` being it).
  */
 export function leanTransactionData<T>(data: T, record: Item): T {
   return transactionData(data, record, lean) as T;
@@ -106,7 +114,9 @@ export function leanTransactionData<T>(data: T, record: Item): T {
 export function fullTransaction<T extends Item>(item: T): T {
   return {
     ...item,
-    ...(item.data !== undefined ? { data: transactionData(item.data, item, full) } : {}),
+    // A settlement's reference to the action it is bound to (written only with the condition that it is that action).
+    ...(item.result_ref === DERIVED ? { result_ref: item.action_id } : {}),
+    ...(item.data !== undefined ? { data: transactionData(item.data, { ...item, final_action_id: item.action_id }, full) } : {}),
     ...(item.plan !== undefined ? { plan: transactionPlan(item.plan, item, full) } : {}),
   };
 }

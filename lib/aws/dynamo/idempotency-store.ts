@@ -71,6 +71,8 @@ function toReservation(stored: Item): IdempotencyReservation {
   const item = withKeyAttributes(unpackAttributes(stored, PACKED));
   const out: Record<string, unknown> = {};
   for (const f of FIELDS) if (item[f] !== undefined) out[f] = item[f];
+  // A reservation never updated stores no updated_at: it is its created_at (docs/table-design.md, "Attributes that repeat the item").
+  out.updated_at ??= out.created_at;
   return out as unknown as IdempotencyReservation;
 }
 
@@ -156,8 +158,9 @@ export class DynamoIdempotencyStore implements IdempotencyStore, IntentMapper {
       fence: input.fence,
       transaction_id: input.transaction_id,
       revision: 1,
+      // No updated_at until an update sets it (toReservation reads created_at for it): on the happy path the
+      // reservation is never rewritten, so it never stores the same time twice.
       created_at: iso,
-      updated_at: iso,
       expires_at: new Date(expiresMs).toISOString(),
       [TTL_ATTRIBUTE]: ttlFor(expiresMs),
     });

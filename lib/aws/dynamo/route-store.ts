@@ -52,9 +52,14 @@ export const ROUTE_ATTRIBUTE = 'route';
  */
 const ASSIGNMENT = 'assignment';
 
-/** The assignment of stored fields (unpacked); `tenant_id` and `action_id` are the action's (its key). */
-export function routeOf(fields: Item, tenant_id: string, action_id: string): RouteAssignment {
-  const item: Item = { ...fields, tenant_id, action_id };
+/**
+ * The assignment of stored fields (unpacked); `tenant_id` and `action_id` are the action's (its key). A route pinned on
+ * its action stores no `verified_tenant` equal to the tenant, nor a `capability_id` equal to the action's
+ * (`action_capability_id`): absent, they are those (docs/table-design.md, "Attributes that repeat the item").
+ */
+export function routeOf(fields: Item, tenant_id: string, action_id: string, action_capability_id?: string): RouteAssignment {
+  const defaults: Item = { verified_tenant: tenant_id, ...(action_capability_id !== undefined ? { capability_id: action_capability_id } : {}) };
+  const item: Item = { ...defaults, ...fields, tenant_id, action_id };
   const out: Record<string, unknown> = {};
   for (const f of FIELDS) if (item[f] !== undefined) out[f] = item[f];
   return out as unknown as RouteAssignment;
@@ -70,13 +75,17 @@ function toAssignment(stored: Item): RouteAssignment {
 
 /**
  * What the action item `ref` stores of `route` (checked: `route.invalid_assignment`, and its tenant and action ID
- * must be the action's): every field but the two its key holds, packed by the action store's update.
+ * must be the action's): every field but the two its key holds, packed by the action store's update; nor a
+ * `verified_tenant` equal to the tenant, nor a `capability_id` equal to the action's when the writer knows it
+ * (`action_capability_id`: an action's capability never changes), which {@link routeOf} reads back.
  */
-export function storedRoute(route: RouteAssignment, ref: RouteRef): Item {
+export function storedRoute(route: RouteAssignment, ref: RouteRef, action_capability_id?: string): Item {
   checkAssignment(route);
   if (route.tenant_id !== ref.tenant_id || route.action_id !== ref.action_id)
     throw invalid(CODE, 'the route is pinned on its own action only', { field: 'route.action_id' });
   const { tenant_id: _tenant, action_id: _action, ...rest } = compact(Object.fromEntries(FIELDS.map((f) => [f, route[f]]))) as Item;
+  if (rest.verified_tenant === ref.tenant_id) delete rest.verified_tenant;
+  if (action_capability_id !== undefined && rest.capability_id === action_capability_id) delete rest.capability_id;
   return rest;
 }
 
@@ -113,8 +122,10 @@ export class DynamoRouteStore implements RouteStore {
   async get(ref: RouteRef): Promise<RouteAssignment | undefined> {
     checkRef(ref);
     // One item under 4 KB: the whole action reads for the same 1 RRU as a projection of its route.
-    const pinned = (await consistentGet(this.client, this.table, keys.action(ref.tenant_id, ref.action_id)))?.[ROUTE_ATTRIBUTE];
-    if (pinned !== undefined) return routeOf(unpack(pinned, ROUTE_ATTRIBUTE) as Item, ref.tenant_id, ref.action_id);
+    const action = await consistentGet(this.client, this.table, keys.action(ref.tenant_id, ref.action_id));
+    const pinned = action?.[ROUTE_ATTRIBUTE];
+    if (pinned !== undefined)
+      return routeOf(unpack(pinned, ROUTE_ATTRIBUTE) as Item, ref.tenant_id, ref.action_id, action?.capability_id as string | undefined);
     return this.getLegacy(ref);
   }
 

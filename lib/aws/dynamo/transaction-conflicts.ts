@@ -11,6 +11,7 @@ import { GENESIS_RECEIPT_HASH, type ProviderOperationRef } from '../../../packag
 import type { ReceiptAppend } from '../../transactions/record.js';
 import type { TransactionOperation } from '../../transactions/state-machine.js';
 import type { TransactionStatus } from '../../transactions/status.js';
+import { unpack } from './packed-attributes.js';
 
 type Item = Record<string, unknown>;
 
@@ -66,7 +67,8 @@ export function classifyCasFailure(spec: CasSpec, old: Item | undefined): AipErr
   if (after) return after;
   if (spec.receipt) {
     const r = spec.receipt.receipt;
-    const head = (old.receipt_head as string | undefined) ?? GENESIS_RECEIPT_HASH;
+    // Stored as its 32 bytes, or as the hex string by an item written before (./transaction-store.ts HEAD).
+    const head = (unpack(old.receipt_head, 'receipt_head') as string | undefined) ?? GENESIS_RECEIPT_HASH;
     if ((old.receipt_count ?? 0) !== r.seq || head !== r.prev_hash) {
       return new AipError('transaction.invalid_receipt', 'The receipt does not extend the stored chain (seq or prev_hash)', {
         details: { transaction_id: spec.transaction_id, ...currentOf(old), receipt_count: old.receipt_count ?? 0, seq: r.seq },

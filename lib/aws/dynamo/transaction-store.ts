@@ -59,7 +59,7 @@ import { SCOPED_LISTING_SCAN_BUDGET, listStatusIndex, listedRecordOf, type Liste
 import { errorName, mapStoreError } from './store-errors.js';
 import { consistentBatchGet, isId } from './store-support.js';
 import { fullTransaction, leanTransaction, leanTransactionData } from './derived-attributes.js';
-import { packAttributes, packMapValues, unpackAttributes, unpackMapValues } from './packed-attributes.js';
+import { pack, packAttributes, packMapValues, unpackAttributes, unpackMapValues } from './packed-attributes.js';
 import { GSIS, STATUS_ENTERED_ATTRIBUTE, TTL_ATTRIBUTE, keys, withKeyAttributes } from './table-design.js';
 import {
   checkCreate,
@@ -159,6 +159,13 @@ const RECORD_FIELDS = [
  * are packed one by one (`packMapValues`, `UpdateBuilder.mergeData`).
  */
 const PACKED: ReadonlySet<string> = new Set(['plan', 'error', 'result', 'principal', 'identity']);
+/**
+ * The chain's head, a sha256 hex digest, is stored as its 32 bytes (the packed `hex` format): compared by the next
+ * receipt's write in either form (an item written before holds the hex string), never packed by the builder.
+ */
+const HEAD = 'receipt_head';
+/** What a read decodes: the packed attributes and the head. */
+const DECODED: ReadonlySet<string> = new Set([...PACKED, HEAD]);
 /** The attributes a receipt item stores packed: written once, never conditioned. */
 const RECEIPT_PACKED: ReadonlySet<string> = new Set(['receipt', 'evidence']);
 
@@ -168,7 +175,7 @@ const RECEIPT_PACKED: ReadonlySet<string> = new Set(['receipt', 'evidence']);
  */
 export function transactionRecordOf(stored: Item): TransactionRecord {
   // Values the item says elsewhere are stored once (./derived-attributes.ts) and rebuilt here.
-  const unpacked = unpackAttributes(stored, PACKED);
+  const unpacked = unpackAttributes(stored, DECODED);
   if (unpacked.data !== undefined) unpacked.data = unpackMapValues(unpacked.data, 'data');
   const item = fullTransaction(withKeyAttributes(unpacked));
   const out: Record<string, unknown> = {};
@@ -308,13 +315,15 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
           ? { [TTL_ATTRIBUTE]: Math.floor(now.getTime() / 1000) + this.dryRunRetentionSeconds }
           : {};
     // Not stored again: tenant_id, transaction_id and the item kind are in the key (toRecord reads them from it).
-    // Nor are the values the record says elsewhere (./derived-attributes.ts): toRecord rebuilds them.
-    const { tenant_id: _tenant, transaction_id: _txn, ...stored } = leanTransaction(record as unknown as Item);
+    // Nor are the values the record says elsewhere (./derived-attributes.ts): toRecord rebuilds them, and a
+    // reconcile counter at 0 (toRecord reads an absent one as 0; the first increment starts it from 0).
+    const { tenant_id: _tenant, transaction_id: _txn, reconcile_attempts: _attempts, ...stored } = leanTransaction(record as unknown as Item);
     const item: Item = packAttributes(
       {
         ...keys.transaction(tenant, txn),
         ...stored,
         ...(stored.data !== undefined ? { data: packMapValues(stored.data) } : {}),
+        ...(typeof stored.receipt_head === 'string' ? { [HEAD]: pack(stored.receipt_head) } : {}),
         ...(isTerminalStatus(input.status) ? {} : statusIndex(input.status, tenant, txn, iso, false)),
         ...ttl,
       },
@@ -365,7 +374,7 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
       });
     }
     if (input.receipt !== undefined) {
-      transactItems.push({ Put: this.receiptPut(tenant, txn, input.receipt, iso, ttl) });
+      transactItems.push({ Put: this.receiptPut(tenant, txn, input.receipt, ttl) });
     }
     return {
       items: transactItems,
@@ -433,7 +442,11 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
     }
   }
 
-  private receiptPut(tenant: string, txn: string, append: ReceiptAppend, iso: string, ttl: Item = {}) {
+  /**
+   * A receipt's item. Its time is the receipt's own `at` (in the packed body): the item stores no `created_at` of
+   * its own, which nothing read (receiptOf never did); items written before keep theirs, unread.
+   */
+  private receiptPut(tenant: string, txn: string, append: ReceiptAppend, ttl: Item = {}) {
     const r = append.receipt;
     return {
       TableName: this.table,
@@ -443,7 +456,6 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
           ...keys.receipt(tenant, txn, r.seq),
           receipt: receiptWithoutKey(r),
           evidence: append.evidence,
-          created_at: iso,
           ...ttl,
         }),
         RECEIPT_PACKED,
@@ -465,9 +477,12 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
     if (spec.receipt !== undefined) {
       const r = spec.receipt.receipt;
       b.condition(`${b.n('receipt_count')} = ${b.v(r.seq)}`);
-      b.condition(r.prev_hash === GENESIS_RECEIPT_HASH ? `attribute_not_exists(${b.n('receipt_head')})` : `${b.n('receipt_head')} = ${b.v(r.prev_hash)}`);
+      const head = b.n(HEAD);
+      b.condition(
+        r.prev_hash === GENESIS_RECEIPT_HASH ? `attribute_not_exists(${head})` : `${head} = ${b.v(pack(r.prev_hash))} OR ${head} = ${b.v(r.prev_hash)}`,
+      );
       b.set('receipt_count', r.seq + 1);
-      b.set('receipt_head', r.hash);
+      b.set(HEAD, pack(r.hash));
     }
   }
 
@@ -520,7 +535,7 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
     return {
       items: [
         { Update: { TableName: this.table, Key: key, ...b.render() } },
-        { Put: this.receiptPut(spec.tenant_id, spec.transaction_id, spec.receipt, now.toISOString(), ttl) },
+        { Put: this.receiptPut(spec.tenant_id, spec.transaction_id, spec.receipt, ttl) },
         ...this.retentionStamps(spec),
       ],
       refuse: (at, old) => (at === 0 ? refuse(old) : { error: stateConflict(spec, undefined, 'receipt_exists') }),
@@ -698,13 +713,25 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
     if (ref) this.providerOperationGuard(b, ref);
     b.set('error', patch.error);
     // The result is stored once: either on the record, or on the action the reference names (never both).
-    if (patch.result_ref !== undefined) b.set('result_ref', patch.result_ref).remove('result');
-    else if (patch.result !== undefined) b.set('result', patch.result).remove('result_ref');
+    if (patch.result_ref !== undefined) {
+      // The reference names the record's own bound action (the runtime names no other: settlement.ts `storedOnce`),
+      // so it is stored as the marker `true` and rebuilt from `action_id` on read (./derived-attributes.ts); the
+      // condition makes a reference to any other action a refusal, never a marker that reads as the wrong action.
+      b.condition(`${b.n('action_id')} = ${b.v(patch.result_ref)}`);
+      b.set('result_ref', true).remove('result');
+    } else if (patch.result !== undefined) b.set('result', patch.result).remove('result_ref');
     b.set('reconciliation_cursor', cursor);
     this.grantLease(b, input.lease, now);
     // A terminal settlement's result is final: the reconcile's answer and evidence that repeat it are stored as markers.
     const finalResult = isTerminalStatus(input.to) && patch.result_ref === undefined ? patch.result : undefined;
-    b.mergeData(finalResult !== undefined ? leanTransactionData(input.data, { transaction_id: txn, result: finalResult }) : input.data);
+    // A terminal settlement by reference is conditioned on the record's action_id being the reference (above): that
+    // action is final, and the last attempt's action ID that repeats it is stored as a marker too.
+    const finalAction = isTerminalStatus(input.to) ? patch.result_ref : undefined;
+    b.mergeData(
+      finalResult !== undefined || finalAction !== undefined
+        ? leanTransactionData(input.data, { transaction_id: txn, result: finalResult, final_action_id: finalAction })
+        : input.data,
+    );
     return { spec, b, now };
   }
 

@@ -76,9 +76,9 @@ export class UpdateBuilder {
     return this;
   }
 
-  /** attr = attr + by (the attribute must exist and be a number, as DynamoDB requires). */
+  /** attr = attr + by, an absent attribute counting as 0 (a counter at 0 need not be stored). */
   increment(attr: string, by = 1): this {
-    this.actions.set(attr, { kind: 'set', expr: `${this.n(attr)} = ${this.n(attr)} + ${this.v(by)}` });
+    this.actions.set(attr, { kind: 'set', expr: `${this.n(attr)} = if_not_exists(${this.n(attr)}, ${this.v(0)}) + ${this.v(by)}` });
     this.effects.set(attr, { kind: 'increment', attr, by });
     return this;
   }
@@ -126,7 +126,7 @@ export class UpdateBuilder {
           delete after[e.attr];
           break;
         case 'increment': {
-          const current = after[e.attr];
+          const current = after[e.attr] ?? 0;
           if (typeof current !== 'number') return undefined;
           after[e.attr] = current + e.by;
           break;

@@ -9,6 +9,7 @@
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../../lib/aws/dynamo/table-design.js';
+import { idempotencyKeyHash } from '../../../lib/ports/idempotency-store.js';
 import { readableItem } from '../../support/packed-items.js';
 import { uid } from '../../support/transaction-fixtures.js';
 import { TestProvider, testConnector, transfer } from './connectors.js';
@@ -194,5 +195,37 @@ describe('Values an item says elsewhere, stored once', () => {
     const item = await raw(keys.transaction(TENANT, pending.tx));
     expect(item.data).toMatchObject({ last_reconcile_result: { status: 'failed' } });
     expect((item.data as Item).last_reconciliation).not.toBe(true);
+  });
+  it('an execute stores no time or counter that says nothing new: no reservation updated_at until an update, no receipt created_at, no reconcile counter at 0, its result reference as a marker', async () => {
+    const idemKey = uid('key');
+    const { a, tx } = await executed(idemKey);
+    const principal = caller().principal.id;
+    const idemItem = await raw(keys.idempotency(TENANT, principal, idempotencyKeyHash(idemKey)));
+    expect(idemItem).not.toHaveProperty('updated_at');
+    const reservation = await h.stores.idempotency.get({ tenant_id: TENANT, principal_id: principal, key: idemKey });
+    expect(reservation?.updated_at).toBe(reservation?.created_at);
+    const txnItem = await raw(keys.transaction(TENANT, tx));
+    expect(txnItem).not.toHaveProperty('reconcile_attempts');
+    expect(txnItem.result_ref).toBe(true);
+    const record = await h.table.store.get({ tenant_id: TENANT, transaction_id: tx });
+    expect(record).toMatchObject({ reconcile_attempts: 0, result_ref: a });
+    const receipts = await h.table.store.listReceipts({ tenant_id: TENANT, transaction_id: tx });
+    expect(receipts.items.length).toBeGreaterThanOrEqual(2);
+    for (const r of receipts.items) expect((await raw(keys.receipt(TENANT, tx, r.receipt.seq))).created_at).toBeUndefined();
+    expect((await h.verifyChain(tx)).valid).toBe(true);
+
+    // The counter starts at its first increment (a reconciliation's begin), from an absent attribute.
+    const utx = uid('tx');
+    await h.runtime.submit(caller(), transfer(uid('a'), { transaction: { mode: 'execute', transaction_id: utx } }, { scenario: 'uncertain' }));
+    await h.drain();
+    expect(await raw(keys.transaction(TENANT, utx))).not.toHaveProperty('reconcile_attempts');
+    h.clock.advance(5_000);
+    const op = (await h.table.store.get({ tenant_id: TENANT, transaction_id: utx }))?.provider_operation?.operation_id as string;
+    provider.operations.set(op, 'pending');
+    expect(await h.runtime.reconcile({ kind: 'reconcile', tenant_id: TENANT, transaction_id: utx, reason: 'schedule' })).toMatchObject({
+      disposition: 'still_unknown',
+    });
+    expect((await raw(keys.transaction(TENANT, utx))).reconcile_attempts).toBe(1);
+    expect((await h.table.store.get({ tenant_id: TENANT, transaction_id: utx }))?.reconcile_attempts).toBe(1);
   });
 });

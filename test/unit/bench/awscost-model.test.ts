@@ -243,25 +243,35 @@ describe('AWS cost model arithmetic', () => {
       expect(line(temporal, 'Client Lambda (start the workflow, wait for its result): duration')?.quantity).toBeCloseTo(0.0165, 12);
     });
 
-    it('reads the bytes an execute leaves from the billed trace: last size per item, every receipt, overhead, index entries', () => {
+    it('reads the bytes an execute leaves from the billed trace: last size per item, every receipt, overhead, index entries held at the end', () => {
       const trace = [
         'admit (API):',
-        '  TransactWriteItems [Put:ACTION, Put:IDEM, Put:RCPT] 8 CU {billed: 6 WRU + 2 index WRU; ACTION 700 B, IDEM 500 B, RCPT 600 B}  — x',
-        '  BatchGetItem [ACTION] 1 CU {billed: 1 RRU; ACTION 700 B}  — y',
-        '  TransactWriteItems [Update:ACTION, Put:RCPT] 4 CU {billed: 4 WRU + 1 index WRU; ACTION 700→900 B, RCPT 650 B}  — z',
+        '  TransactWriteItems [Put:ACTION, Put:IDEM, Put:TXN, Put:RCPT] 8 CU {billed: 8 WRU + 1 index WRU; ACTION 700 B, IDEM 500 B, TXN 400 B in 1 index, RCPT 600 B}  — x',
+        '  BatchGetItem [ACTION, TXN] 2 CU {billed: 2 RRU; ACTION 700 B, TXN 400 B}  — y',
+        '  TransactWriteItems [Update:ACTION, Update:TXN, Put:RCPT] 6 CU {billed: 6 WRU + 1 index WRU; ACTION 700→900 B, TXN 400→450 B, RCPT 650 B}  — z',
       ];
-      // ACTION 900 + IDEM 500 + RCPT 600 + 650 = 2,650; 4 items × 100; 3 index entries × 200.
-      expect(storedBytes(trace)).toEqual({ bytes: 2650 + 400 + 600, items: 4, index_entries: 3 });
+      // ACTION 900 + IDEM 500 + TXN 450 + RCPT 600 + 650 = 3,100; 5 items × 100; the record's index entry was removed by
+      // the settlement (its last write holds none), so no index entry is left.
+      expect(storedBytes(trace)).toEqual({ bytes: 3100 + 500, items: 5, index_entries: 0 });
+    });
+
+    it('counts an index entry an item still holds after its last write (an outcome_unknown record)', () => {
+      const trace = [
+        '  TransactWriteItems [Put:TXN, Put:RCPT] 4 CU {billed: 4 WRU + 1 index WRU; TXN 400 B in 1 index, RCPT 600 B}  — x',
+        '  TransactWriteItems [Update:TXN, Put:RCPT] 4 CU {billed: 4 WRU + 2 index WRU; TXN 400→800 B in 1 index, RCPT 300 B}  — y',
+      ];
+      // TXN 800 + RCPT 600 + 300 = 1,700; 3 items × 100; one index entry × 200.
+      expect(storedBytes(trace)).toEqual({ bytes: 1700 + 300 + 200, items: 3, index_entries: 1 });
     });
 
     it('counts the items a lone PutItem or UpdateItem writes (the route, the action at its attempt start)', () => {
       const trace = [
-        '  TransactWriteItems [Put:ACTION, Put:RCPT] 4 CU {billed: 4 WRU + 1 index WRU; ACTION 700 B, RCPT 600 B}  — x',
+        '  TransactWriteItems [Put:ACTION, Put:RCPT] 4 CU {billed: 4 WRU; ACTION 700 B, RCPT 600 B}  — x',
         '  PutItem ROUTE 1 CU {billed: 1 WRU; ROUTE 217 B}  — y',
         '  UpdateItem ACTION 1 CU {billed: 1 WRU; ACTION 700→790 B}  — z',
       ];
-      // ACTION 790 + RCPT 600 + ROUTE 217 = 1,607; 3 items × 100; 1 index entry × 200.
-      expect(storedBytes(trace)).toEqual({ bytes: 1607 + 300 + 200, items: 3, index_entries: 1 });
+      // ACTION 790 + RCPT 600 + ROUTE 217 = 1,607; 3 items × 100; no index entry.
+      expect(storedBytes(trace)).toEqual({ bytes: 1607 + 300, items: 3, index_entries: 0 });
     });
   });
 });
