@@ -1,7 +1,8 @@
 /**
  * The result stored once (docs/table-design.md, "The result stored once"): the
  * atomic settlement of an execute, commit or compensate whose record is bound
- * to the settling action writes `result_ref` (that action's ID) on the record
+ * to the settling action writes `result_ref` (that action's ID; stored as the
+ * marker `true`, since it is the record's own `action_id`) on the record
  * instead of a copy of the result, when the action is kept at least as long as
  * the record; every reader resolves it through the action. Against DynamoDB
  * Local and the real queue, through the Runtime.
@@ -63,8 +64,10 @@ describe('The result stored once, on the settling action', () => {
     const item = await rawTxn(h, tx);
     const action = await h.stores.actions.get({ tenant_id: TENANT, action_id: a });
     expect(action?.result).toMatchObject({ status: 'completed', output: { amount: expect.any(Number) } });
-    expect(item).toMatchObject({ status: 'committed', result_ref: a });
+    // The reference is the record's own bound action: the item stores the marker, the store reads the action's ID.
+    expect(item).toMatchObject({ status: 'committed', action_id: a, result_ref: true });
     expect(item).not.toHaveProperty('result');
+    expect(await h.table.store.get({ tenant_id: TENANT, transaction_id: tx })).toMatchObject({ result_ref: a });
 
     const { view, verdict } = await verifiedView(h, tx);
     expect(view.action_result).toEqual(action?.result);
@@ -99,7 +102,7 @@ describe('The result stored once, on the settling action', () => {
 
     const own = settled?.transaction_id as string;
     const ownItem = await rawTxn(h, own);
-    expect(ownItem).toMatchObject({ status: 'compensated', result_ref: k.id });
+    expect(ownItem).toMatchObject({ status: 'compensated', action_id: k.id, result_ref: true });
     expect(ownItem).not.toHaveProperty('result');
     const { view, verdict } = await verifiedView(h, own);
     expect(view.action_result).toEqual((await h.stores.actions.get({ tenant_id: TENANT, action_id: k.id }))?.result);
@@ -113,7 +116,8 @@ describe('The result stored once, on the settling action', () => {
     await h.runtime.submit(caller(), transfer(c, { transaction: { mode: 'commit', plan_id: `plan:${tx}` } }));
     expect(await h.drain()).toMatchObject([{ disposition: 'settled', transaction_status: 'committed' }]);
     const item = await rawTxn(h, tx);
-    expect(item).toMatchObject({ status: 'committed', action_id: c, result_ref: c });
+    expect(item).toMatchObject({ status: 'committed', action_id: c, result_ref: true });
+    expect(await h.table.store.get({ tenant_id: TENANT, transaction_id: tx })).toMatchObject({ result_ref: c });
     expect(item).not.toHaveProperty('result');
     const { view, verdict } = await verifiedView(h, tx);
     expect(view.action_result).toEqual((await h.stores.actions.get({ tenant_id: TENANT, action_id: c }))?.result);
