@@ -201,6 +201,11 @@ export interface AcquireActionLeaseInput extends ActionRef {
    * action's.
    */
   readonly route?: RouteAssignment;
+  /**
+   * The action's capability (it never changes), when the caller holds it without the whole record: a route pinned for
+   * that same capability then stores no copy of it. The write is conditioned on it.
+   */
+  readonly action_capability_id?: string;
 }
 
 /** A route pinned without a lease (a preview calling its handler inline): one conditional write, revision + 1. */

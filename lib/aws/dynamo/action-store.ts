@@ -417,9 +417,13 @@ export class DynamoActionStore implements ActionStore, IntentMapper {
     b.setExpr('attempt', `${b.n('attempt')} + ${b.v(1)}`);
     // Pinned only when the record read at `expected` held none (the port's contract): the revision condition makes
     // it put-if-absent, and a held record that holds one is refused below (a route is never overwritten).
-    // The held image is the one the revision condition names (checked below), so its capability is the action's.
-    const route = input.route !== undefined ? storedRoute(input.route, input, held?.capability_id) : undefined;
+    // The held image is the one the revision condition names (checked below), so its capability is the action's; a
+    // capability the caller names instead is checked by the write itself.
+    const capability = held?.capability_id ?? input.action_capability_id;
+    const route = input.route !== undefined ? storedRoute(input.route, input, capability) : undefined;
     if (route !== undefined) b.set(ROUTE_ATTRIBUTE, route);
+    if (route !== undefined && held === undefined && input.action_capability_id !== undefined)
+      b.condition(`${b.n('capability_id')} = ${b.v(input.action_capability_id)}`);
     const expiresAt = new Date(now.getTime() + input.ttl_ms).toISOString();
     const classify = (old: Item): AipError => {
       const live = typeof old.lease_expires_at === 'string' && old.lease_expires_at > iso && old.lease_owner !== input.owner;

@@ -469,7 +469,13 @@ async function startAttempt(
   const out = await k.commit([
     {
       kind: 'action.lease',
-      input: { ...ref, owner: attempt_id, ttl_ms: lease_ms, expected_revision: action.revision, ...(route !== undefined ? { route } : {}) },
+      input: {
+        ...ref,
+        owner: attempt_id,
+        ttl_ms: lease_ms,
+        expected_revision: action.revision,
+        ...(route !== undefined ? { route, action_capability_id: action.capability_id } : {}),
+      },
       // A record read (or held by the reconcile consumer) computes the leased record without a read back; an admitted
       // image has no input, so the lease's own UpdateItem answers the whole item (ALL_NEW, no extra request).
       ...(isRecord(action) ? { held: action } : {}),

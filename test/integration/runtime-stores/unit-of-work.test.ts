@@ -760,6 +760,25 @@ describe('Attempt start pinning the route on the action (a first attempt)', () =
     expect((await actions.get({ tenant_id: TENANT, action_id: a.id }))?.route).toEqual(route(a));
   });
 
+  it("a lease without the held record names the action's capability: the route stores none of its own, reads it back, and a wrong one is refused", async () => {
+    const a = actionFixture();
+    const out1 = await admitted(admission(a));
+    const lease = (owner: string, action_capability_id: string) => ({
+      kind: 'action.lease' as const,
+      input: { tenant_id: TENANT, action_id: a.id, owner, ttl_ms: 1_000, expected_revision: out1.action.revision, route: route(a), action_capability_id },
+    });
+    const wrong = await table.stores.uow.commit([lease('att-1', 'other.capability')]);
+    expect(wrong.committed).toBe(false);
+    expect((await raw(keys.action(TENANT, a.id)))?.route).toBeUndefined();
+    const out = await table.stores.uow.commit([lease('att-2', a.capability_id)]);
+    if (!out.committed) throw new Error('expected the lease to land');
+    const stored = (await raw(keys.action(TENANT, a.id)))?.route as Record<string, unknown>;
+    expect(stored).not.toHaveProperty('capability_id');
+    expect(stored).not.toHaveProperty('verified_tenant');
+    expect((await actions.get({ tenant_id: TENANT, action_id: a.id }))?.route).toEqual(route(a));
+    expect(await table.stores.routes.get({ tenant_id: TENANT, action_id: a.id })).toEqual(route(a));
+  });
+
   it('a malformed assignment is route.invalid_assignment before anything is sent', async () => {
     const a = actionFixture();
     const out1 = await admitted(admission(a));
