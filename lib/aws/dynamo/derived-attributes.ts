@@ -72,7 +72,8 @@ function transactionData(data: unknown, r: Item, fn: (value: unknown, derived: u
   if (out.last_reconcile_result !== undefined) out.last_reconcile_result = fn(out.last_reconcile_result, r.result);
   // The last attempt's action, when it is the action a final record is bound to (`final_action_id`: a terminal record's
   // `action_id`, which no write changes again; only a plan claim rebinds it, and never a terminal record's).
-  if (out.last_attempt !== undefined) out.last_attempt = mapFields(out.last_attempt, { action_id: r.final_action_id }, fn);
+  // Its outcome, when it is the status a final record settled in (a terminal status is never left).
+  if (out.last_attempt !== undefined) out.last_attempt = mapFields(out.last_attempt, { action_id: r.final_action_id, outcome: r.final_status }, fn);
   if (out.last_reconciliation !== undefined) out.last_reconciliation = fn(out.last_reconciliation, reconciliationOf(r.result));
   return out;
 }
@@ -93,7 +94,8 @@ function transactionPlan(plan: unknown, r: Item, fn: (value: unknown, derived: u
 export function leanTransaction<T extends Item>(record: T): T {
   // A created record's result is not final (only a terminal settlement's is): nothing is derived from it. Its bound
   // action is final if the record is created terminal (a dry run's).
-  const own = { ...record, result: undefined, final_action_id: isTerminalStatus(record.status as TransactionStatus) ? record.action_id : undefined };
+  const final = isTerminalStatus(record.status as TransactionStatus);
+  const own = { ...record, result: undefined, final_action_id: final ? record.action_id : undefined, final_status: final ? record.status : undefined };
   return {
     ...record,
     ...(record.data !== undefined ? { data: transactionData(record.data, own, lean) } : {}),
@@ -104,7 +106,8 @@ export function leanTransaction<T extends Item>(record: T): T {
 /**
  * The `data` keys an update merges into a record, as its item stores them (`record`: its key and the attributes
  * named above; `result` only for a terminal settlement that stores it on the record, whose result is final;
- * `final_action_id` only for a terminal settlement whose write is conditioned on the record's `action_id` being it).
+ * `final_action_id` only for a terminal settlement whose write is conditioned on the record's `action_id` being it;
+ * `final_status` for a terminal settlement, whose status is never left).
  */
 export function leanTransactionData<T>(data: T, record: Item): T {
   return transactionData(data, record, lean) as T;
@@ -116,7 +119,7 @@ export function fullTransaction<T extends Item>(item: T): T {
     ...item,
     // A settlement's reference to the action it is bound to (written only with the condition that it is that action).
     ...(item.result_ref === DERIVED ? { result_ref: item.action_id } : {}),
-    ...(item.data !== undefined ? { data: transactionData(item.data, { ...item, final_action_id: item.action_id }, full) } : {}),
+    ...(item.data !== undefined ? { data: transactionData(item.data, { ...item, final_action_id: item.action_id, final_status: item.status }, full) } : {}),
     ...(item.plan !== undefined ? { plan: transactionPlan(item.plan, item, full) } : {}),
   };
 }

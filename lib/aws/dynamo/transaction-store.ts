@@ -316,8 +316,11 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
           : {};
     // Not stored again: tenant_id, transaction_id and the item kind are in the key (toRecord reads them from it).
     // Nor are the values the record says elsewhere (./derived-attributes.ts): toRecord rebuilds them, and a
-    // reconcile counter at 0 (toRecord reads an absent one as 0; the first increment starts it from 0).
-    const { tenant_id: _tenant, transaction_id: _txn, reconcile_attempts: _attempts, ...stored } = leanTransaction(record as unknown as Item);
+    // reconcile counter at 0 and a fence at 0, never leased (toRecord reads either absent as 0, no condition names
+    // them, and the first increment starts each from 0).
+    const { tenant_id: _tenant, transaction_id: _txn, reconcile_attempts: _attempts, ...lean } = leanTransaction(record as unknown as Item);
+    const { fence: _unleased, ...unfenced } = lean;
+    const stored: Item = record.fence === 0 ? unfenced : lean;
     const item: Item = packAttributes(
       {
         ...keys.transaction(tenant, txn),
@@ -728,8 +731,8 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
     // action is final, and the last attempt's action ID that repeats it is stored as a marker too.
     const finalAction = isTerminalStatus(input.to) ? patch.result_ref : undefined;
     b.mergeData(
-      finalResult !== undefined || finalAction !== undefined
-        ? leanTransactionData(input.data, { transaction_id: txn, result: finalResult, final_action_id: finalAction })
+      isTerminalStatus(input.to)
+        ? leanTransactionData(input.data, { transaction_id: txn, result: finalResult, final_action_id: finalAction, final_status: input.to })
         : input.data,
     );
     return { spec, b, now };
@@ -807,7 +810,7 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
         const expires = old.lease_expires_at;
         if (typeof expires === 'string' && expires > iso && old.lease_owner !== input.owner) {
           return new AipError('transaction.lease_held', `Transaction ${input.transaction_id} is leased until ${expires}`, {
-            details: { transaction_id: input.transaction_id, ...currentOf(old), lease_owner: old.lease_owner, lease_expires_at: expires, fence: old.fence },
+            details: { transaction_id: input.transaction_id, ...currentOf(old), lease_owner: old.lease_owner, lease_expires_at: expires, fence: old.fence ?? 0 },
           });
         }
         return undefined;

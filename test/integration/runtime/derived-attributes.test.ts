@@ -196,7 +196,7 @@ describe('Values an item says elsewhere, stored once', () => {
     expect(item.data).toMatchObject({ last_reconcile_result: { status: 'failed' } });
     expect((item.data as Item).last_reconciliation).not.toBe(true);
   });
-  it('an execute stores no time or counter that says nothing new: no reservation updated_at until an update, no receipt created_at, no reconcile counter at 0, its result reference as a marker', async () => {
+  it('an execute stores no time or counter that says nothing new: no reservation updated_at until an update, no receipt created_at, no counter or fence at 0, its result reference and last attempt as markers', async () => {
     const idemKey = uid('key');
     const { a, tx } = await executed(idemKey);
     const principal = caller().principal.id;
@@ -206,9 +206,12 @@ describe('Values an item says elsewhere, stored once', () => {
     expect(reservation?.updated_at).toBe(reservation?.created_at);
     const txnItem = await raw(keys.transaction(TENANT, tx));
     expect(txnItem).not.toHaveProperty('reconcile_attempts');
+    expect(txnItem).not.toHaveProperty('fence');
     expect(txnItem.result_ref).toBe(true);
+    // The final record's last attempt: its action and outcome are the record's own action_id and status.
+    expect((txnItem.data as Item).last_attempt).toMatchObject({ action_id: true, outcome: true });
     const record = await h.table.store.get({ tenant_id: TENANT, transaction_id: tx });
-    expect(record).toMatchObject({ reconcile_attempts: 0, result_ref: a });
+    expect(record).toMatchObject({ reconcile_attempts: 0, fence: 0, result_ref: a, data: { last_attempt: { action_id: a, outcome: 'committed' } } });
     const receipts = await h.table.store.listReceipts({ tenant_id: TENANT, transaction_id: tx });
     expect(receipts.items.length).toBeGreaterThanOrEqual(2);
     for (const r of receipts.items) expect((await raw(keys.receipt(TENANT, tx, r.receipt.seq))).created_at).toBeUndefined();
