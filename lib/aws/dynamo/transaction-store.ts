@@ -810,7 +810,13 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
         const expires = old.lease_expires_at;
         if (typeof expires === 'string' && expires > iso && old.lease_owner !== input.owner) {
           return new AipError('transaction.lease_held', `Transaction ${input.transaction_id} is leased until ${expires}`, {
-            details: { transaction_id: input.transaction_id, ...currentOf(old), lease_owner: old.lease_owner, lease_expires_at: expires, fence: old.fence ?? 0 },
+            details: {
+              transaction_id: input.transaction_id,
+              ...currentOf(old),
+              lease_owner: old.lease_owner,
+              lease_expires_at: expires,
+              fence: old.fence ?? 0,
+            },
           });
         }
         return undefined;
