@@ -583,13 +583,11 @@ describe('load', () => {
     const firstAction = items.findIndex((i) => i.SK?.S === 'ACTION' && accepted.has(`${ids(i).tenant_id}/${ids(i).action_id}`));
     const without = (n: number) => items.filter((_, i) => i !== n);
     // A record whose reference names another action of its tenant: that action's result does not match the digest.
-    const refTxn = items.findIndex((i) => i.SK?.S === 'TXN' && i.status?.S === 'committed' && i.result_ref?.S !== undefined);
+    const refTxn = items.findIndex((i) => i.SK?.S === 'TXN' && i.status?.S === 'committed' && i.result_ref !== undefined);
+    // The reference names an action ID, or is the marker `true` for the record's own action_id (docs/table-design.md, change 15).
+    const referenced = items[refTxn]?.result_ref?.S ?? items[refTxn]?.action_id?.S;
     const otherAction = items.find(
-      (i) =>
-        i.SK?.S === 'ACTION' &&
-        i.result !== undefined &&
-        ids(i).tenant_id === ids(items[refTxn]).tenant_id &&
-        ids(i).action_id !== items[refTxn]?.result_ref?.S,
+      (i) => i.SK?.S === 'ACTION' && i.result !== undefined && ids(i).tenant_id === ids(items[refTxn]).tenant_id && ids(i).action_id !== referenced,
     );
     const planted = {
       duplicated_effect: checkConsistency({ items, ledger: [...ledger, { ...(ledger[0] as (typeof ledger)[number]), operation_id: 'op_planted' }], submitted })

@@ -477,7 +477,7 @@ async function startAttempt(
         ...(route !== undefined ? { route, action_capability_id: action.capability_id } : {}),
       },
       // A record read (or held by the reconcile consumer) computes the leased record without a read back; an admitted
-      // image has no input, so the lease's own UpdateItem answers the whole item (ALL_NEW, no extra request).
+      // image has no input, so the lease's own write answers the whole item (ALL_NEW, no extra request).
       ...(isRecord(action) ? { held: action } : {}),
     },
   ] as const);
