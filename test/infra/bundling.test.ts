@@ -1,14 +1,13 @@
 /**
  * The bundling of the functions (infra/bundling.ts): ESM with code splitting
- * from the one set of esbuild options, the chunks loaded at import merged
- * into the entry, the capability registry precompiled
+ * from the one set of esbuild options, the capability registry precompiled
  * into the bundles that compose the Runtime (ajv's compiler only in a lazily
  * imported chunk), nothing of the Runtime in the authorizer, no ajv under
  * the MCP SDK's server, no semver package under the X-Ray SDK, and the
  * tracing switch of the configuration. Structure only: sizes and timings are
  * `npm run bench` figures.
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -24,7 +23,6 @@ import {
   deferSchemaDeclarations,
   entryOutput,
   esbuildOptions,
-  rewriteChunkImports,
   staticallyLoaded,
   ZOD_JITLESS_BANNER,
 } from '../../infra/bundling.js';
@@ -133,52 +131,6 @@ describe('bundling', () => {
     const all = inputsOf(metafile, Object.keys(metafile.outputs));
     expect(all).toContain('lib/connectors/reference/payments.ts');
     expect(all).toContain('node_modules/zod/v4/classic/schemas.js');
-  });
-
-  it('merges the chunks loaded at import into index.mjs: one instance of every module, lazy chunks importing from the entry, source maps chained', async () => {
-    const dir = outdir();
-    const { metafile } = await bundleFunction({ entry: 'test/infra/fixtures/merge-entry.ts', outdir: dir });
-    const entry = entryOutput(metafile);
-    expect(staticallyLoaded(metafile, entry)).toEqual([entry]);
-    expect(Object.keys(metafile.outputs[entry]?.inputs ?? {})).toEqual(
-      expect.arrayContaining(['test/infra/fixtures/merge-shared.ts', 'test/infra/fixtures/merge-entry.ts']),
-    );
-    // Every output of the metafile is on disk, and no other code file.
-    const onDisk = (sub: string) => readdirSync(join(dir, sub)).filter((f) => f.endsWith('.mjs')).length;
-    const code = Object.keys(metafile.outputs).filter((k) => k.endsWith('.mjs'));
-    for (const k of Object.keys(metafile.outputs)) expect(existsSync(join(BUNDLE_ROOT, k))).toBe(true);
-    expect(onDisk('.') + onDisk('chunks')).toBe(code.length);
-    // The lazy modules' shared chunk stays a chunk; the lazy chunks import the merged module from the entry.
-    const chunkOf = (input: string) => code.find((k) => Object.hasOwn(metafile.outputs[k]?.inputs ?? {}, input)) as string;
-    expect(chunkOf('test/infra/fixtures/merge-only-lazy.ts')).not.toBe(entry);
-    const lazyA = chunkOf('test/infra/fixtures/merge-lazy-a.ts');
-    expect(metafile.outputs[lazyA]?.imports.map((i) => i.path)).toEqual(expect.arrayContaining([entry, chunkOf('test/infra/fixtures/merge-only-lazy.ts')]));
-    expect(readFileSync(join(BUNDLE_ROOT, lazyA), 'utf8')).toContain('from"../index.mjs"');
-    expect(JSON.parse(readFileSync(join(dir, 'index.mjs.map'), 'utf8')).sources).toEqual(
-      expect.arrayContaining([expect.stringMatching(/test\/infra\/fixtures\/merge-shared\.ts$/)]),
-    );
-    const g = globalThis as { __aipMergeFixtureEvaluations?: number };
-    delete g.__aipMergeFixtureEvaluations;
-    const { handler } = (await import(pathToFileURL(join(dir, 'index.mjs')).href)) as { handler: () => Promise<unknown> };
-    expect(await handler()).toEqual({ same: true, calls: 2, doubled: 4 });
-    expect(g.__aipMergeFixtureEvaluations).toBe(1);
-  });
-
-  it("rewrites a chunk's imports of merged chunks at the end of the banner's line, leaving every column of the code where it was", () => {
-    const banner = "import { createRequire as r } from 'node:module';";
-    const body = 'import{a as b,c}from"./chunk-M.mjs";import"./chunk-S.mjs";import{d as e}from"./chunk-L.mjs";var x=b(c,e);export{x as a};';
-    const merged: Record<string, number> = { './chunk-M.mjs': 3, './chunk-S.mjs': 7 };
-    const out = rewriteChunkImports(`${banner}\n${body}\n//# sourceMappingURL=x.mjs.map`, (specifier) => {
-      const i = merged[specifier];
-      return i === undefined ? undefined : { from: '../index.mjs', name: (name) => `m${i}_${name}` };
-    });
-    const [first, second, third] = out.split('\n');
-    expect(first).toBe(`${banner}import{m3_a as b,m3_c as c}from"../index.mjs";import"../index.mjs";`);
-    expect(second).toHaveLength(body.length);
-    expect(second?.indexOf('var x=')).toBe(body.indexOf('var x='));
-    expect(second?.trimStart()).toBe('import{d as e}from"./chunk-L.mjs";var x=b(c,e);export{x as a};');
-    expect(third).toBe('//# sourceMappingURL=x.mjs.map');
-    expect(() => rewriteChunkImports(`${banner}\nvar x=1;`, () => undefined)).toThrow(/no import/);
   });
 
   it('reaches node:http through require, never as an ES module import (whose namespace would load undici)', async () => {
