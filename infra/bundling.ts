@@ -120,12 +120,6 @@ export interface BundleFunctionOptions {
    */
   readonly httpThroughRequire?: boolean;
   /**
-   * `false`: the chunks the entry imports statically stay files of their own
-   * ({@link mergeStaticChunks}). Only the bench's before/after comparison
-   * sets it. @default true
-   */
-  readonly mergeStaticChunks?: boolean;
-  /**
    * Defer the whole entry module to the first invocation: the bundle's entry
    * becomes a stub exporting these handlers, each importing the real module
    * on its first call. Only the bench sets it, to measure that option
@@ -422,186 +416,6 @@ export async function generatePrecompiledRegistry(
   return precompiledRegistrySource(sources);
 }
 
-/**
- * A chunk's imports of other chunks, redirected: `redirect(specifier)` names
- * the module to import from instead and the name each binding has there, or
- * leaves the import as it is (undefined). esbuild writes a chunk as the
- * banner's line, then a line that starts with every import of the chunk
- * (`import{a as b,c}from"./chunk-X.mjs";`, `import"./chunk-Y.mjs";`). The
- * redirected imports move to the end of the banner's line, which has no
- * source mappings, and are blanked out with as many spaces where they were,
- * so every column of the code, and its source map, stays where it was.
- * Throws on a chunk whose second line does not start with an import.
- */
-export function rewriteChunkImports(
-  code: string,
-  redirect: (specifier: string) => { readonly from: string; readonly name: (exported: string) => string } | undefined,
-): string {
-  const newline = code.indexOf('\n');
-  if (newline === -1) throw new Error('rewriteChunkImports: a chunk without the banner line');
-  let banner = code.slice(0, newline);
-  let body = code.slice(newline + 1);
-  const statement = /^import(?:\{([^}]*)\}from)?"([^"]+)";/;
-  let at = 0;
-  for (let m = statement.exec(body); m !== null; m = statement.exec(body.slice(at))) {
-    const [text, specifiers, specifier] = m as unknown as [string, string | undefined, string];
-    const target = redirect(specifier);
-    if (target !== undefined) {
-      const names = (specifiers ?? '')
-        .split(',')
-        .filter((s) => s !== '')
-        .map((s) => {
-          const [exported, local = exported] = s.split(' as ') as [string, string?];
-          return `${target.name(exported)} as ${local}`;
-        });
-      banner += names.length > 0 ? `import{${names.join(',')}}from${JSON.stringify(target.from)};` : `import${JSON.stringify(target.from)};`;
-      body = body.slice(0, at) + ' '.repeat(text.length) + body.slice(at + text.length);
-    }
-    at += text.length;
-  }
-  if (at === 0) throw new Error('rewriteChunkImports: no import where esbuild writes them (the line after the banner)');
-  return `${banner}\n${body}`;
-}
-
-/** The name under which the merged entry exports export `name` of the `index`-th merged chunk. */
-const mergedExportName = (index: number, name: string) => `__aipChunk${index}_${name}`;
-
-/**
- * The chunks a cold start loads at import, merged into the entry file.
- *
- * esbuild's code splitting puts each set of modules that the same entry and
- * dynamic imports reach into a chunk of its own, so the entry of an API route
- * statically imported 17 chunks, ten of them under 2 KiB. Node's ES module
- * loader pays per file (resolving, reading, compiling, instantiating and
- * linking each module with its imports and exports), and all of them load at
- * every cold start anyway. So after the build:
- * - the entry and every chunk it loads statically are bundled again into one
- *   `index.mjs` (esbuild; the dynamic imports kept as they are), in the order
- *   ES modules evaluate them, exporting each merged chunk's bindings under a
- *   name of its own ({@link mergedExportName});
- * - every lazily imported chunk that imported a merged chunk is bundled again
- *   to import those bindings from `index.mjs` instead (each merged chunk
- *   becomes a re-export of the entry, inlined), so every module still has one
- *   instance: the entry is always evaluated before any lazy chunk loads;
- * - the merged chunks are deleted.
- * The source maps are chained through both passes, and the metafile is
- * rewritten to match (the entry's inputs are the merged chunks' inputs), so
- * what reads it (the bench, test/infra/bundling.test.ts) sees the files Node
- * loads. Measured in docs/bench/analysis.md, "Issue 22: the submit's registry
- * and the files a cold start loads".
- */
-export async function mergeStaticChunks(metafile: Metafile): Promise<Metafile> {
-  const { build } = await import('esbuild');
-  const { readFileSync, rmSync, writeFileSync } = await import('node:fs');
-  const { relative } = await import('node:path');
-  const entryKey = entryOutput(metafile);
-  const merged = staticallyLoaded(metafile, entryKey).filter((k) => k !== entryKey);
-  if (merged.length === 0) return metafile;
-  const abs = (key: string) => join(BUNDLE_ROOT, key);
-  const posix = (path: string) => path.split('\\').join('/');
-  const entryFile = abs(entryKey);
-  const outdir = dirname(entryFile);
-  const mergedIndex = new Map(merged.map((key, i) => [abs(key), i]));
-  const exportsOf = (key: string) => metafile.outputs[key]?.exports ?? [];
-  const common = {
-    bundle: true,
-    allowOverwrite: true,
-    write: false,
-    platform: 'node',
-    target: 'node22',
-    format: 'esm',
-    minify: true,
-    sourcemap: true,
-    sourcesContent: false,
-    logLevel: 'error',
-    absWorkingDir: BUNDLE_ROOT,
-  } as const satisfies BuildOptions;
-  const written = (files: readonly { path: string; contents: Uint8Array }[] | undefined) => {
-    for (const file of files ?? []) writeFileSync(file.path, file.contents);
-  };
-
-  // 1. The entry with the chunks it loads statically.
-  const entryModule = [
-    `export * from ${JSON.stringify(entryFile)};`,
-    ...merged.map((key, i) => {
-      const names = exportsOf(key).map((name) => `${name} as ${mergedExportName(i, name)}`);
-      return names.length > 0 ? `export { ${names.join(', ')} } from ${JSON.stringify(abs(key))};` : `import ${JSON.stringify(abs(key))};`;
-    }),
-  ].join('\n');
-  const lazyStays: Plugin = {
-    name: 'aip-lazy-chunks-stay',
-    setup(b) {
-      // The lazily imported chunks stay files of their own, named from the entry's folder.
-      b.onResolve({ filter: /.*/ }, (args) => {
-        if (args.kind !== 'dynamic-import' || !args.path.startsWith('.')) return undefined;
-        return { path: `./${posix(relative(outdir, resolve(args.resolveDir, args.path)))}`, external: true };
-      });
-    },
-  };
-  written(
-    (
-      await build({
-        ...common,
-        stdin: { contents: entryModule, resolveDir: outdir, sourcefile: 'aip-merged-entry.mjs', loader: 'js' },
-        outfile: entryFile,
-        plugins: [lazyStays],
-      })
-    ).outputFiles,
-  );
-
-  // 2. The lazy chunks that imported a merged chunk, importing from the entry instead (rewriteChunkImports).
-  const lazy = Object.keys(metafile.outputs).filter(
-    (key) => key.endsWith('.mjs') && key !== entryKey && !mergedIndex.has(abs(key)) && metafile.outputs[key]?.imports.some((i) => mergedIndex.has(abs(i.path))),
-  );
-  for (const key of lazy) {
-    const file = abs(key);
-    const fromEntry = posix(relative(dirname(file), entryFile)).replace(/^(?!\.)/, './');
-    writeFileSync(
-      file,
-      rewriteChunkImports(readFileSync(file, 'utf8'), (specifier) => {
-        const i = mergedIndex.get(resolve(dirname(file), specifier));
-        return i === undefined ? undefined : { from: fromEntry, name: (name) => mergedExportName(i, name) };
-      }),
-    );
-  }
-  for (const key of merged) {
-    rmSync(abs(key), { force: true });
-    rmSync(`${abs(key)}.map`, { force: true });
-  }
-
-  // 3. The metafile of the files as they are now.
-  const mergedSet = new Set(merged);
-  const bytes = (key: string) => readFileSync(abs(key)).length;
-  const inputs: Metafile['outputs'][string]['inputs'] = {};
-  const entryImports: Metafile['outputs'][string]['imports'] = [];
-  for (const key of [entryKey, ...merged]) {
-    const out = metafile.outputs[key];
-    if (out === undefined) continue;
-    for (const [input, { bytesInOutput }] of Object.entries(out.inputs)) {
-      inputs[input] = { bytesInOutput: (inputs[input]?.bytesInOutput ?? 0) + bytesInOutput };
-    }
-    for (const imported of out.imports) {
-      if (imported.path !== entryKey && !mergedSet.has(imported.path) && !entryImports.some((i) => i.path === imported.path && i.kind === imported.kind)) {
-        entryImports.push(imported);
-      }
-    }
-  }
-  const lazySet = new Set(lazy);
-  const outputs: Metafile['outputs'] = {};
-  for (const [key, out] of Object.entries(metafile.outputs)) {
-    const code = key.replace(/\.map$/, '');
-    if (mergedSet.has(code)) continue;
-    if (key === entryKey) outputs[key] = { ...out, bytes: bytes(key), inputs, imports: entryImports };
-    else if (lazySet.has(key)) {
-      const imports = out.imports.filter((i) => !mergedSet.has(i.path));
-      if (!imports.some((i) => i.path === entryKey)) imports.push({ path: entryKey, kind: 'import-statement' });
-      outputs[key] = { ...out, bytes: bytes(key), imports };
-    } else if (code !== key && (code === entryKey || lazySet.has(code))) outputs[key] = { ...out, bytes: bytes(key) };
-    else outputs[key] = out;
-  }
-  return { inputs: metafile.inputs, outputs };
-}
-
 /** Bundles one function into `outdir`. */
 export async function bundleFunction(options: BundleFunctionOptions): Promise<{ readonly metafile: Metafile }> {
   const { build } = await import('esbuild');
@@ -624,8 +438,7 @@ export async function bundleFunction(options: BundleFunctionOptions): Promise<{ 
       ...(defer !== undefined ? [deferredEntryPlugin(options.entry, defer)] : []),
     ],
   });
-  const metafile =
-    options.splitting === false || options.mergeStaticChunks === false ? (result.metafile as Metafile) : await mergeStaticChunks(result.metafile as Metafile);
+  const metafile = result.metafile as Metafile;
   if (options.writeMetafile === true) {
     const { writeFileSync } = await import('node:fs');
     writeFileSync(join(options.outdir, 'meta.json'), JSON.stringify(metafile));
