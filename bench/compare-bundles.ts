@@ -12,7 +12,8 @@
  * invocation). `--before-node-options` is the NODE_OPTIONS the other tree
  * deployed (it is also measured without them); this tree runs with the
  * NODE_OPTIONS the stack sets by default. RUNS (default 20) processes per
- * function and side; TRACING=1 runs every process with tracing on (as the
+ * function and side; FUNCTIONS=<name>,<name> only the functions whose name
+ * contains one of these (and the two bare handlers, the ratios' yardsticks); TRACING=1 runs every process with tracing on (as the
  * bundles section's "traced" columns), its invocations unsampled
  * (`Sampled=0` in the trace header, as the bundles section runs them: the
  * runtime's functions then never load the tracer, the bare handler loads it
@@ -56,7 +57,7 @@ const env = {
     : {}),
 };
 
-const targets = [
+const allTargets = [
   { name: 'GET /v1/transactions', entry: 'functions/http/transactions.ts', handler: 'getTransactionHandler', event: routeEvent('getTransaction') },
   { name: 'GET /v1/actions/{id}', entry: 'functions/http/actions.ts', handler: 'getActionHandler', event: routeEvent('getAction') },
   { name: 'POST /v1/actions', entry: 'functions/http/actions.ts', handler: 'submitActionHandler', event: submitEvent() },
@@ -77,6 +78,9 @@ const targets = [
     event: { idempotency_key: 'bench-1', amount: 1 },
   },
 ];
+// FUNCTIONS=<name>,<name>: only the functions whose name contains one of these (the two bare handlers always run, for the ratios).
+const only = process.env.FUNCTIONS?.split(',').filter((f) => f !== '');
+const targets = allTargets.filter((t) => only === undefined || t.name.startsWith('bare ') || only.some((f) => t.name.includes(f)));
 const here = resolve(import.meta.dirname, '..');
 const sides = [
   ...(beforeNodeOptions !== '' ? [{ side: `before (NODE_OPTIONS=${beforeNodeOptions})`, root: resolve(beforeRoot), nodeOptions: beforeNodeOptions }] : []),
@@ -120,15 +124,22 @@ const median = (xs: number[]) => Math.round(distribution(xs).p50 * 10) / 10;
 const lines = [
   `Interleaved, ${runs} fresh processes per function and side (${process.version}), tracing ${tracing ? `on, ${sampled ? 'sampled' : 'unsampled'}` : 'off'}; medians.`,
   '',
-  '| function (first invocation) | side | KiB at import | import ms | compose ms | cold ms | cold CPU ms | warm CPU ms | first answer |',
-  '|---|---|---:|---:|---:|---:|---:|---:|---|',
+  '| function (first invocation) | side | KiB at import | import ms | compose ms | cold ms | cold CPU ms | × bare (CPU) | × bare idempotency (CPU) | warm CPU ms | first answer |',
+  '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|',
 ];
+const coldCpu = (b: Built) => b.samples.map((s) => s.import_cpu_ms + Math.max(0, s.first_cpu_ms - s.warm_cpu_ms));
+/** The median cold CPU of a bare handler on the same side: the ratios' yardsticks. */
+const yardstick = (side: string, name: string) => {
+  const b = built.find((x) => x.side === side && x.name === name);
+  return b === undefined ? Number.NaN : distribution(coldCpu(b)).p50;
+};
 for (const t of targets) {
   for (const b of built.filter((x) => x.name === t.name)) {
     const compose = b.samples.map((s) => Math.max(0, s.first_ms - s.warm_ms));
-    const cpu = b.samples.map((s) => s.import_cpu_ms + Math.max(0, s.first_cpu_ms - s.warm_cpu_ms));
+    const cpu = coldCpu(b);
+    const ratio = (name: string) => (distribution(cpu).p50 / yardstick(b.side, name)).toFixed(2);
     lines.push(
-      `| ${t.name} | ${b.side} | ${b.kib} | ${median(b.samples.map((s) => s.import_ms))} | ${median(compose)} | ${median(b.samples.map((s, i) => s.import_ms + (compose[i] as number)))} | ${median(cpu)} | ${median(b.samples.map((s) => s.warm_cpu_ms))} | ${[...new Set(b.samples.map((s) => s.outcome))].join(' / ')} |`,
+      `| ${t.name} | ${b.side} | ${b.kib} | ${median(b.samples.map((s) => s.import_ms))} | ${median(compose)} | ${median(b.samples.map((s, i) => s.import_ms + (compose[i] as number)))} | ${median(cpu)} | ${ratio('bare Powertools handler')} | ${ratio('bare Powertools idempotency')} | ${median(b.samples.map((s) => s.warm_cpu_ms))} | ${[...new Set(b.samples.map((s) => s.outcome))].join(' / ')} |`,
     );
   }
 }

@@ -139,7 +139,8 @@ export async function composeConnectors(
         id,
         builtOnFirstUse(entry, async () => (await factoryOf(id, index, wiring))(options(credentials))),
       );
-      manifests.push(() => ({ manifest: entry.manifest, support: entry.support }));
+      // With the registration the bundling recorded (and checked) for them: composing neither admits nor hashes the manifest.
+      manifests.push(() => ({ manifest: entry.manifest, support: entry.support, recorded: entry.recorded }));
       continue;
     }
     const factory = await factoryOf(id, index, wiring);

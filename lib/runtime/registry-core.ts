@@ -62,8 +62,30 @@ export interface RegistryReport {
   readonly connectors: readonly ConnectorRegistration[];
 }
 
-/** A manifest, optionally with the connector's own support declarations (see admitManifest). */
-export type ManifestSource = ConnectorManifest | { readonly manifest: ConnectorManifest | unknown; readonly support?: SupportSource };
+/**
+ * What {@link CapabilityRegistry.fromManifests} computes of one connector before
+ * it compiles anything: the admission report and the manifest hash. Both are
+ * deterministic functions of the manifest and support records, so the bundling
+ * step records them with the precompiled validators (./schema-precompile.ts
+ * checks there that a registry built from the record equals one built without
+ * it, and refuses the record otherwise); the deployed functions then skip
+ * admitting and hashing the manifest at composition.
+ */
+export interface RegistrationRecord {
+  /** sha256 of the canonical manifest, as `hashJson` gives it. */
+  readonly manifest_hash: string;
+  /** `admitManifest(manifest, support)`, as JSON. */
+  readonly admission: AdmissionReport;
+}
+
+/**
+ * A manifest, optionally with the connector's own support declarations (see
+ * admitManifest) and the registration recorded for them at bundle time
+ * (trusted as given: see {@link RegistrationRecord}).
+ */
+export type ManifestSource =
+  | ConnectorManifest
+  | { readonly manifest: ConnectorManifest | unknown; readonly support?: SupportSource; readonly recorded?: RegistrationRecord };
 
 export interface CapabilityRegistryOptions {
   /** Validate `format` keywords (ajv-formats). Default true. */
@@ -109,7 +131,7 @@ export function setDefaultSchemaCompilers(compilers: SchemaCompilers): void {
   defaultCompilers = compilers;
 }
 
-function isWrapped(s: ManifestSource): s is { manifest: ConnectorManifest | unknown; support?: SupportSource } {
+function isWrapped(s: ManifestSource): s is { manifest: ConnectorManifest | unknown; support?: SupportSource; recorded?: RegistrationRecord } {
   return typeof s === 'object' && s !== null && 'manifest' in s && !('connector_id' in s);
 }
 
@@ -142,7 +164,11 @@ export class CapabilityRegistry {
     this.report = report;
   }
 
-  /** Admits every manifest and registers the capabilities that pass admission and schema compilation. */
+  /**
+   * Admits every manifest and registers the capabilities that pass admission
+   * and schema compilation. A source with a `recorded` registration takes its
+   * admission report and manifest hash from it instead of computing them.
+   */
   static fromManifests(manifests: readonly ManifestSource[], options: CapabilityRegistryOptions = {}): CapabilityRegistry {
     const validateFormats = options.validateFormats !== false;
     const compilers = options.compilers ?? defaultCompilers;
@@ -152,13 +178,15 @@ export class CapabilityRegistry {
 
     for (const source of manifests) {
       const manifest = isWrapped(source) ? source.manifest : source;
-      const admission = isWrapped(source) && source.support !== undefined ? admitManifest(manifest, source.support) : admitManifest(manifest);
+      const recorded = isWrapped(source) ? source.recorded : undefined;
+      const admission =
+        recorded?.admission ?? (isWrapped(source) && source.support !== undefined ? admitManifest(manifest, source.support) : admitManifest(manifest));
       const m = manifest as Partial<ConnectorManifest>;
       const schemaOk = admission.issues.every((i) => i.rule !== 'manifest matches the ConnectorManifest schema');
       const registration = {
         ...(schemaOk && typeof m.connector_id === 'string' ? { connector_id: m.connector_id } : {}),
         ...(schemaOk && typeof m.version === 'string' ? { version: m.version } : {}),
-        ...(schemaOk ? { manifest_hash: hashJson(manifest) } : {}),
+        ...(schemaOk ? { manifest_hash: recorded?.manifest_hash ?? hashJson(manifest) } : {}),
         admission,
         registered: [] as string[],
         rejected: [] as RejectedCapability[],

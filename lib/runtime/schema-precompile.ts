@@ -6,16 +6,26 @@
  * the manifests, the support records and, for every schema the registration
  * compiles, ajv's standalone validator or the compile error.
  *
+ * With them goes each connector's registration record (its admission report
+ * and manifest hash: ./registry-core.ts `RegistrationRecord`), so that the
+ * deployed registry neither admits nor hashes the manifest again. The record
+ * is checked here, as the function will read it (through JSON), against the
+ * registry built without it ({@link checkRegistrationRecord}); one that does
+ * not give the same registry fails the build. The function does not check it
+ * again: it comes from this computation, in the same generated module as the
+ * manifest and the validators, which the function trusts as given too.
+ *
  * The module's `require()` calls name ajv's and ajv-formats' run-time
  * helpers; the bundler resolves them from the project (infra/bundling.ts
  * bundles the module with the function). Build-time only: nothing deployed
  * imports this file.
  */
+import { isDeepStrictEqual } from 'node:util';
 import standaloneCodeModule from 'ajv/dist/standalone/index.js';
 import type { ValidateFunction } from 'ajv';
 import type { ConnectorManifest } from '../../packages/connector-sdk/src/manifest.js';
-import { CapabilityRegistry, type SchemaCompilers, type SchemaRequest } from './registry.js';
-import { ajvConnectorCompiler, type AjvInstance } from './schema-ajv.js';
+import { CapabilityRegistry, type RegistrationRecord, type SchemaCompilers, type SchemaRequest } from './registry.js';
+import { AJV_SCHEMA_COMPILERS, ajvConnectorCompiler, type AjvInstance } from './schema-ajv.js';
 import { requestKey } from './schema-precompiled.js';
 
 type StandaloneCode = (ajv: AjvInstance, validate: ValidateFunction) => string;
@@ -35,6 +45,53 @@ interface Recorded {
   manifest_hash?: string;
   plan?: readonly SchemaRequest[];
   readonly results: { key: string; code?: string; error?: string }[];
+}
+
+/** A registration record that does not give the registry built without it: the bundle is not built. */
+export class RegistrationRecordMismatchError extends Error {
+  constructor(connector_id: string, what: string) {
+    super(`the registration record of connector "${connector_id}" does not match its manifest (${what}): not bundled`);
+    this.name = 'RegistrationRecordMismatchError';
+  }
+}
+
+/** A registry as its users see it, without the validators (compared by the plan and compile results instead). */
+function registryView(registry: CapabilityRegistry): unknown {
+  return {
+    report: registry.report,
+    capabilities: registry.ids().map((id) => {
+      const { validateInput: _input, validateOutput: _output, ...rest } = registry.lookup(id);
+      return rest;
+    }),
+  };
+}
+
+/**
+ * Throws {@link RegistrationRecordMismatchError} unless the registry built
+ * from `source` with `recorded`, as the deployed function reads it (through
+ * JSON), is the one built from `source` alone: the same report, the same
+ * registered capabilities, and the same schemas compiled (ajv, both ways).
+ */
+export function checkRegistrationRecord(
+  source: { readonly connector_id: string; readonly manifest: ConnectorManifest; readonly support: Readonly<Record<string, unknown>> },
+  recorded: RegistrationRecord,
+  options: { readonly validateFormats?: boolean } = {},
+): void {
+  const asShipped = JSON.parse(JSON.stringify(recorded)) as RegistrationRecord;
+  const plans: (readonly SchemaRequest[])[] = [];
+  const compilers: SchemaCompilers = {
+    forConnector: (connector, opts) => {
+      plans.push(connector.plan);
+      return AJV_SCHEMA_COMPILERS.forConnector(connector, opts);
+    },
+  };
+  const { manifest, support } = source;
+  const validateFormats = options.validateFormats !== false;
+  const without = CapabilityRegistry.fromManifests([{ manifest, support }], { validateFormats, compilers });
+  const withRecord = CapabilityRegistry.fromManifests([{ manifest, support, recorded: asShipped }], { validateFormats, compilers });
+  if (asShipped.manifest_hash !== without.report.connectors[0]?.manifest_hash) throw new RegistrationRecordMismatchError(source.connector_id, 'manifest hash');
+  if (!isDeepStrictEqual(plans[0], plans[1])) throw new RegistrationRecordMismatchError(source.connector_id, 'schemas compiled');
+  if (!isDeepStrictEqual(registryView(withRecord), registryView(without))) throw new RegistrationRecordMismatchError(source.connector_id, 'registry');
 }
 
 /** The JavaScript source of the precompiled registry module for these connectors. */
@@ -68,9 +125,13 @@ export function precompiledRegistrySource(sources: readonly PrecompileSource[], 
         };
       },
     };
-    CapabilityRegistry.fromManifests([{ manifest, support }], { validateFormats, compilers });
+    const registry = CapabilityRegistry.fromManifests([{ manifest, support }], { validateFormats, compilers });
     // A manifest the admission refuses as a whole registers nothing: no entry, the run-time path reports it.
     if (recorded.manifest_hash === undefined || recorded.plan === undefined) continue;
+    const registration = registry.report.connectors[0];
+    if (registration === undefined) continue;
+    const record: RegistrationRecord = { manifest_hash: recorded.manifest_hash, admission: registration.admission };
+    checkRegistrationRecord({ connector_id: source.connector_id, manifest, support }, record, { validateFormats });
     const results: string[] = [];
     for (const r of recorded.results) {
       if (r.code !== undefined) {
@@ -83,7 +144,7 @@ export function precompiledRegistrySource(sources: readonly PrecompileSource[], 
     }
     entries.push(
       `{ connector_id: ${JSON.stringify(source.connector_id)}, ${source.base_url !== undefined ? `base_url: ${JSON.stringify(source.base_url)}, ` : ''}manifest: ${JSON.stringify(manifest)}, support: ${JSON.stringify(support)}, ` +
-        `manifest_hash: ${JSON.stringify(recorded.manifest_hash)}, validate_formats: ${validateFormats}, plan: ${JSON.stringify(recorded.plan)}, ` +
+        `manifest_hash: ${JSON.stringify(recorded.manifest_hash)}, recorded: ${JSON.stringify(record)}, validate_formats: ${validateFormats}, plan: ${JSON.stringify(recorded.plan)}, ` +
         `results: { ${results.join(', ')} } }`,
     );
   }

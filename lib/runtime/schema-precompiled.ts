@@ -8,8 +8,11 @@
  * module functions/shared/precompiled-registry.ts stands for. That module
  * carries, per connector: its manifest and implementation-support records
  * (so the registry is built without the connector's code), the manifest hash,
- * the ordered list of schemas the registration compiles, and for each either
- * the standalone validator or the compile error ajv raised.
+ * the registration record (the admission report and manifest hash, so the
+ * registry does not admit nor hash the manifest again: ./registry-core.ts
+ * `RegistrationRecord`), the ordered list of schemas the registration
+ * compiles, and for each either the standalone validator or the compile
+ * error ajv raised.
  *
  * {@link precompiledCompilers} serves them to `CapabilityRegistry.fromManifests`
  * for exactly the registration they were built for (same manifest hash, same
@@ -21,7 +24,7 @@
  */
 import type { ValidateFunction } from 'ajv';
 import type { ConnectorManifest } from '../../packages/connector-sdk/src/manifest.js';
-import type { ConnectorSchemaCompiler, SchemaCompilers, SchemaRequest } from './registry-core.js';
+import type { ConnectorSchemaCompiler, RegistrationRecord, SchemaCompilers, SchemaRequest } from './registry-core.js';
 
 /** A compile result: the validator, or the message of the error ajv threw. */
 export type PrecompiledResult = ValidateFunction | { readonly error: string };
@@ -35,6 +38,8 @@ export interface PrecompiledConnector {
   /** The connector's `implementation_support(id)` for every capability of the manifest (absent: undefined). */
   readonly support: Readonly<Record<string, unknown>>;
   readonly manifest_hash: string;
+  /** The registration of `manifest` with `support`, recorded and checked at bundle time (./schema-precompile.ts). */
+  readonly recorded: RegistrationRecord;
   readonly validate_formats: boolean;
   /** The schemas the registration compiles, in order. */
   readonly plan: readonly SchemaRequest[];

@@ -32,18 +32,20 @@ export const IMPLEMENTATION_FLAG_MEANING: Readonly<Record<ImplementationFlag, st
   credentials: 'Credential handles resolve through the deployment provider',
 };
 
-/** Exactly nine booleans: strict, so a missing or extra flag is rejected. */
-export const ImplementationSupportSchema = z.strictObject({
-  invocation: z.boolean(),
-  cancellation: z.boolean(),
-  streaming: z.boolean(),
-  retry: z.boolean(),
-  transaction: z.boolean(),
-  reconciliation: z.boolean(),
-  compensation: z.boolean(),
-  approval: z.boolean(),
-  credentials: z.boolean(),
-});
+/** Exactly nine booleans: strict, so a missing or extra flag is rejected. Built on first use (`z.deferred`). */
+export const ImplementationSupportSchema = z.deferred(() =>
+  z.strictObject({
+    invocation: z.boolean(),
+    cancellation: z.boolean(),
+    streaming: z.boolean(),
+    retry: z.boolean(),
+    transaction: z.boolean(),
+    reconciliation: z.boolean(),
+    compensation: z.boolean(),
+    approval: z.boolean(),
+    credentials: z.boolean(),
+  }),
+);
 
 export type ImplementationSupport = Readonly<Record<ImplementationFlag, boolean>>;
 

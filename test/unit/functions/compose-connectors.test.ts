@@ -5,9 +5,10 @@
  * bundle carries, and the connector is imported and built on its first
  * `loadConnector`, once, and checked against them. Without one (another base
  * URL, no precompiled registry) the connector is built at composition, as
- * before. The Secrets Manager client loads on the first credential fetch
- * (lib/aws/secrets/secret-cache.ts), against the request shapes
- * (aws-sdk-client-mock).
+ * before. The registry takes the admission report and manifest hash the
+ * bundling recorded for the connector. The Secrets Manager client loads on
+ * the first credential fetch (lib/aws/secrets/secret-cache.ts), against the
+ * request shapes (aws-sdk-client-mock).
  */
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -110,6 +111,9 @@ describe('connectors on first use', () => {
     expect(composed.registry.ids()).toEqual(['payments.charge', 'payments.refund']);
     expect(composed.registry.report).toEqual(built.registry.report);
     expect(validations(composed.registry)).toEqual(validations(built.registry));
+    // Its admission report and manifest hash are the ones the bundling recorded, not computed again.
+    expect(composed.registry.report.connectors[0]?.admission).toBe(precompiled.connectors[0]?.recorded.admission);
+    expect(composed.registry.report.connectors[0]?.manifest_hash).toBe(precompiled.connectors[0]?.recorded.manifest_hash);
     expect(composed.connectors.ids()).toEqual(['payments']);
     expect(lazy.builds()).toBe(0);
 

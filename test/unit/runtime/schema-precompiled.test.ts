@@ -9,12 +9,23 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { implementationSupport, type ConnectorManifest, type ImplementationSupport } from '../../../packages/connector-sdk/src/index.js';
+import { admitManifest, implementationSupport, type ConnectorManifest, type ImplementationSupport } from '../../../packages/connector-sdk/src/index.js';
+import { hashJson } from '../../../packages/connector-sdk/src/protocol/canonical.js';
 import type { Capability, JsonObject } from '../../../packages/connector-sdk/src/protocol/index.js';
-import { CapabilityRegistry, type ManifestSource } from '../../../lib/runtime/registry-core.js';
+import { CapabilityRegistry, type ManifestSource, type RegistrationRecord } from '../../../lib/runtime/registry-core.js';
 import { AJV_SCHEMA_COMPILERS } from '../../../lib/runtime/schema-ajv.js';
-import { precompiledRegistrySource, type PrecompileSource } from '../../../lib/runtime/schema-precompile.js';
-import { PrecompiledMismatchError, precompiledCompilers, type PrecompiledRegistry } from '../../../lib/runtime/schema-precompiled.js';
+import {
+  checkRegistrationRecord,
+  precompiledRegistrySource,
+  RegistrationRecordMismatchError,
+  type PrecompileSource,
+} from '../../../lib/runtime/schema-precompile.js';
+import {
+  PrecompiledMismatchError,
+  precompiledCompilers,
+  type PrecompiledConnector,
+  type PrecompiledRegistry,
+} from '../../../lib/runtime/schema-precompiled.js';
 import { connectorRegistrySource } from '../../../functions/shared/connector-factories.js';
 import { buildRegistry } from '../../../functions/shared/compose-connectors.js';
 
@@ -68,12 +79,13 @@ const SAMPLES: unknown[] = [
 ];
 
 const DIR = join(process.cwd(), '.vitest-tmp', `precompiled-${process.pid}`);
+let inputs: PrecompileSource[];
 let sources: ManifestSource[];
 let precompiled: PrecompiledRegistry;
 
 beforeAll(async () => {
   const payments = await connectorRegistrySource('payments');
-  const inputs: PrecompileSource[] = [payments, { connector_id: 'mixed', ...MIXED }];
+  inputs = [payments, { connector_id: 'mixed', ...MIXED }];
   sources = inputs.map((s) => ({ manifest: s.manifest, support: s.support }));
   // The generated module, loaded the way a bundle runs it: ESM with a require() for ajv's run-time helpers.
   mkdirSync(DIR, { recursive: true });
@@ -136,5 +148,57 @@ describe('precompiled registry', () => {
     expect((await buildRegistry(sources, undefined)).report).toEqual(expected.report);
     const changed = [...sources, manifest('other', [cap('other.lookup', INPUT_07)])];
     expect((await buildRegistry(changed, precompiled)).report).toEqual(CapabilityRegistry.fromManifests(changed, { compilers: AJV_SCHEMA_COMPILERS }).report);
+  });
+
+  it('records each connector registration (admission report and manifest hash), and the registry built from it is the one built from the manifests', () => {
+    for (const [i, c] of precompiled.connectors.entries()) {
+      const input = inputs[i] as PrecompileSource;
+      expect(c.recorded).toEqual({ manifest_hash: hashJson(input.manifest), admission: admitManifest(input.manifest, input.support) });
+    }
+    const fromRecord = CapabilityRegistry.fromManifests(
+      precompiled.connectors.map((c) => ({ manifest: c.manifest, support: c.support, recorded: c.recorded })),
+      { compilers: precompiledCompilers(precompiled) },
+    );
+    const atRunTime = CapabilityRegistry.fromManifests(sources, { compilers: AJV_SCHEMA_COMPILERS });
+    expect(fromRecord.report).toEqual(atRunTime.report);
+    const registered = (registry: CapabilityRegistry) =>
+      registry.ids().map((id) => {
+        const { validateInput: _i, validateOutput: _o, ...rest } = registry.lookup(id);
+        return rest;
+      });
+    expect(registered(fromRecord)).toEqual(registered(atRunTime));
+    expect(results(fromRecord)).toEqual(results(atRunTime));
+  });
+
+  it('takes a record as given at run time, which is why a record that does not match its manifest is refused at bundle time', () => {
+    const payments = precompiled.connectors[0] as PrecompiledConnector;
+    const source = inputs[0] as PrecompileSource;
+    expect(() => checkRegistrationRecord(source, payments.recorded)).not.toThrow();
+    const admission = payments.recorded.admission;
+    const [first, ...rest] = admission.capabilities;
+    const tampered = [
+      // another manifest's hash
+      { ...payments.recorded, manifest_hash: hashJson({ other: true }) },
+      // a capability dropped from the admitted ones
+      { ...payments.recorded, admission: { ...admission, capabilities: rest } },
+      // an admitted capability with another input schema
+      {
+        ...payments.recorded,
+        admission: { ...admission, capabilities: [{ ...first, capability: { ...first?.capability, input_schema: { type: 'object' } } }, ...rest] },
+      },
+      // a capability admitted with other flags than the connector declares
+      { ...payments.recorded, admission: { ...admission, capabilities: [{ ...first, implementation_support: implementationSupport() }, ...rest] } },
+      // an issue the admission does not raise
+      { ...payments.recorded, admission: { ...admission, admitted: false, issues: [{ rule: 'discovery succeeds' }] } },
+    ] as RegistrationRecord[];
+    for (const recorded of tampered) {
+      // Trusted as given when composing: the registry reports what the record says.
+      const registry = CapabilityRegistry.fromManifests([{ manifest: payments.manifest, support: payments.support, recorded }], {
+        compilers: AJV_SCHEMA_COMPILERS,
+      });
+      expect(registry.report.connectors[0]?.admission).toEqual(recorded.admission);
+      // So the bundling refuses it.
+      expect(() => checkRegistrationRecord(source, recorded)).toThrow(RegistrationRecordMismatchError);
+    }
   });
 });
