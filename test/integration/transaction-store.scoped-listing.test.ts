@@ -12,8 +12,8 @@ import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoTransactionStore } from '../../lib/aws/dynamo/transaction-store.js';
 import { keys } from '../../lib/aws/dynamo/table-design.js';
-import type { ListByStatusQuery, TransactionStore } from '../../lib/ports/transaction-store.js';
 import { createTestTable, type TestTable } from '../support/dynamo.js';
+import { fullPages, pages } from '../support/listing-pages.js';
 import { manualClock, preparedInput } from '../support/transaction-fixtures.js';
 
 const clock = manualClock('2033-01-01T00:00:00.000Z');
@@ -35,27 +35,6 @@ async function unknownAt(tenant: string, id: string, seconds: number): Promise<v
     to: 'outcome_unknown',
     next_reconcile_at: new Date(T0 + seconds * 1000).toISOString(),
   });
-}
-
-/** Every page of a listing: the IDs in order and the size of each page. */
-async function pages(store: TransactionStore, query: Omit<ListByStatusQuery, 'cursor'>): Promise<{ ids: string[]; sizes: number[] }> {
-  const ids: string[] = [];
-  const sizes: number[] = [];
-  let cursor: string | undefined;
-  for (let n = 0; n < 200; n++) {
-    const page = await store.listByStatus({ ...query, ...(cursor ? { cursor } : {}) });
-    ids.push(...page.items.map((r) => r.transaction_id));
-    sizes.push(page.items.length);
-    cursor = page.cursor;
-    if (cursor === undefined) return { ids, sizes };
-  }
-  throw new Error('more than 200 pages');
-}
-
-/** The page sizes of `n` records in pages of `limit`: full pages, then the rest (one empty page when there is nothing). */
-function fullPages(n: number, limit: number): number[] {
-  if (n === 0) return [0];
-  return Array.from({ length: Math.ceil(n / limit) }, (_, i) => Math.min(limit, n - i * limit));
 }
 
 beforeAll(async () => {

@@ -18,10 +18,11 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDynamoStores } from '../../lib/aws/dynamo/stores.js';
 import { STATUS_ENTERED_ATTRIBUTE, keys } from '../../lib/aws/dynamo/table-design.js';
-import type { ListByStatusQuery, TransactionStore } from '../../lib/ports/transaction-store.js';
+import type { TransactionStore } from '../../lib/ports/transaction-store.js';
 import type { TransactionRecord } from '../../lib/transactions/record.js';
 import type { TransactionStatus } from '../../lib/transactions/status.js';
 import { createTestTable, type TestTable } from '../support/dynamo.js';
+import { fullPages, pages } from '../support/listing-pages.js';
 import { writableStores, type WritableStores } from '../support/store-writes.js';
 import { manualClock, plannedInput, preparedInput } from '../support/transaction-fixtures.js';
 
@@ -73,26 +74,6 @@ async function begin(store: Store | TransactionStore, r: TransactionRecord): Pro
     to: 'reconciling',
     data: { reconcile_action_id: `rcn-${r.transaction_id}` },
   });
-}
-
-/** Every page of a listing: the IDs in order and each page's size. */
-async function pages(store: TransactionStore, query: Omit<ListByStatusQuery, 'cursor'>): Promise<{ ids: string[]; sizes: number[] }> {
-  const ids: string[] = [];
-  const sizes: number[] = [];
-  let cursor: string | undefined;
-  for (let n = 0; n < 500; n++) {
-    const page = await store.listByStatus({ ...query, ...(cursor ? { cursor } : {}) });
-    ids.push(...page.items.map((r) => r.transaction_id));
-    sizes.push(page.items.length);
-    cursor = page.cursor;
-    if (cursor === undefined) return { ids, sizes };
-  }
-  throw new Error('more than 500 pages');
-}
-
-function fullPages(n: number, limit: number): number[] {
-  if (n === 0) return [0];
-  return Array.from({ length: Math.ceil(n / limit) }, (_, i) => Math.min(limit, n - i * limit));
 }
 
 /** Every transaction item of `t`'s table (a Scan: the listings' oracle). */

@@ -13,6 +13,7 @@ import { BootstrapConfigError, OPTIONAL_ENV, readBootstrapSettings, settingsToEn
 import { cursorSealerFor } from '../../../functions/shared/compose-runtime.js';
 import { isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import type { CursorBinding } from '../../../lib/runtime/cursor.js';
+import { functionEnv } from '../../support/function-env.js';
 
 const ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:CursorKey1A2B3C4D-AbCdEf';
 const MATERIAL = 'Gk3v9QzR2mXw7LpT4sYb8NcJ6hFd1aEuVo5iKqWr0tZyMnBx'; // what a generated password looks like
@@ -25,16 +26,7 @@ const runtimeConfig = (envName: string) => ({
   approvalPolicies: [],
 });
 
-const env = (envName: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv => ({
-  [FUNCTION_ENV.tableName]: 'aip-test',
-  [FUNCTION_ENV.invokeQueueUrl]: 'https://sqs.eu-west-1.amazonaws.com/123456789012/invoke',
-  [FUNCTION_ENV.reconcileQueueUrl]: 'https://sqs.eu-west-1.amazonaws.com/123456789012/reconcile',
-  [FUNCTION_ENV.reconcileQueueArn]: 'arn:aws:sqs:eu-west-1:123456789012:reconcile',
-  [FUNCTION_ENV.scheduleGroupName]: 'aip-test-reconcile',
-  [FUNCTION_ENV.schedulerRoleArn]: 'arn:aws:iam::123456789012:role/scheduler',
-  [FUNCTION_ENV.runtimeConfig]: JSON.stringify(runtimeConfig(envName)),
-  ...extra,
-});
+const env = (envName: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv => functionEnv(runtimeConfig(envName), extra);
 
 function issuesOf(fn: () => unknown): string[] {
   try {
