@@ -1107,8 +1107,8 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
         new GetCommand({
           TableName: this.table,
           Key: key,
-          ProjectionExpression: '#pk, #g',
-          ExpressionAttributeNames: { '#pk': 'PK', '#g': GENESIS_RECEIPT_ATTRIBUTE },
+          ProjectionExpression: '#pk, #sk, #g',
+          ExpressionAttributeNames: { '#pk': 'PK', '#sk': 'SK', '#g': GENESIS_RECEIPT_ATTRIBUTE },
           ConsistentRead: true,
         }),
       );
