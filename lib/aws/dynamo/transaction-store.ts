@@ -1065,8 +1065,7 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
       out = await this.client.send(
         new QueryCommand({
           TableName: this.table,
-          KeyConditionExpression:
-            start === undefined ? '#pk = :pk AND #sk BETWEEN :prefix AND :record' : '#pk = :pk AND begins_with(#sk, :prefix)',
+          KeyConditionExpression: start === undefined ? '#pk = :pk AND #sk BETWEEN :prefix AND :record' : '#pk = :pk AND begins_with(#sk, :prefix)',
           ExpressionAttributeNames: { '#pk': 'PK', '#sk': 'SK' },
           ExpressionAttributeValues: { ':pk': base.PK, ':prefix': keys.receiptPrefix, ...(start === undefined ? { ':record': base.SK } : {}) },
           ConsistentRead: true,
