@@ -104,6 +104,11 @@ export function storedSize(value: unknown): number {
   return 0;
 }
 
+/** Bytes an item takes by DynamoDB's size rules: each attribute's name and value (as bench/lib/billing.ts counts them). */
+export function itemSize(item: Item): number {
+  return Object.entries(item).reduce((s, [name, value]) => (value === undefined ? s : s + UTF8.encode(name).length + storedSize(value)), 0);
+}
+
 function framed(format: number, body: Uint8Array): Uint8Array {
   const out = new Uint8Array(body.length + 1);
   out[0] = format;

@@ -12,6 +12,15 @@ export const TABLE_KEYS = { partitionKey: 'PK', sortKey: 'SK' } as const;
 export const TTL_ATTRIBUTE = 'ttl' as const;
 
 /**
+ * The attribute of a transaction item that holds the first receipt of its chain (seq 0), when the record was
+ * created with it and the two fit its write unit (docs/table-design.md, "The first receipt inside the record"):
+ * the receipt's body and evidence, packed as one value (./packed-attributes.ts), written once by the record's own
+ * conditional creation and never updated. The chain then has no `RCPT#00000000` item; every reader of the chain
+ * reads this attribute as seq 0.
+ */
+export const GENESIS_RECEIPT_ATTRIBUTE = 'receipt0' as const;
+
+/**
  * Every GSI projects KEYS_ONLY: a lookup through an index yields the base-table
  * key, and the adapter then reads the item with a strongly consistent
  * GetItem/BatchGetItem, so a compare-and-set revision never comes from an

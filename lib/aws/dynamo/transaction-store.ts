@@ -59,8 +59,8 @@ import { SCOPED_LISTING_SCAN_BUDGET, listStatusIndex, listedRecordOf, type Liste
 import { errorName, mapStoreError } from './store-errors.js';
 import { consistentBatchGet, isId } from './store-support.js';
 import { fullTransaction, leanTransaction, leanTransactionData } from './derived-attributes.js';
-import { pack, packAttributes, packMapValues, unpackAttributes, unpackMapValues } from './packed-attributes.js';
-import { GSIS, STATUS_ENTERED_ATTRIBUTE, TTL_ATTRIBUTE, keys, withKeyAttributes } from './table-design.js';
+import { itemSize, pack, packAttributes, packMapValues, packed, unpack, unpackAttributes, unpackMapValues } from './packed-attributes.js';
+import { GENESIS_RECEIPT_ATTRIBUTE, GSIS, STATUS_ENTERED_ATTRIBUTE, TTL_ATTRIBUTE, keys, withKeyAttributes } from './table-design.js';
 import {
   checkCreate,
   checkCursor,
@@ -203,6 +203,20 @@ export function receiptOf(stored: Item): StoredReceipt {
     : { tenant_id: String(i.tenant_id), receipt, evidence: i.evidence as StoredReceipt['evidence'] };
 }
 
+/**
+ * The first receipt of a chain (seq 0) that its transaction item holds (GENESIS_RECEIPT_ATTRIBUTE), read exactly as
+ * its own item would read (exported for readers of raw items, the load checker); undefined when the item holds none
+ * (a record created without a receipt, or one whose first receipt is its own `RCPT#00000000` item). The item needs
+ * its key (PK), which holds the tenant and the transaction ID.
+ */
+export function genesisReceiptOf(stored: Item): StoredReceipt | undefined {
+  const held = stored[GENESIS_RECEIPT_ATTRIBUTE];
+  const { tenant_id: tenant, transaction_id: txn } = withKeyAttributes(stored);
+  if (held === undefined || typeof tenant !== 'string' || typeof txn !== 'string') return undefined;
+  const body = unpack(held, GENESIS_RECEIPT_ATTRIBUTE) as { receipt?: unknown; evidence?: unknown };
+  return receiptOf({ ...keys.receipt(tenant, txn, 0), receipt: body.receipt, evidence: body.evidence });
+}
+
 /** A receipt as its item stores it: without the transaction ID and seq its key holds (checked equal before). */
 function receiptWithoutKey(r: ReceiptAppend['receipt']): Item {
   const { transaction_id: _txn, seq: _seq, ...rest } = r;
@@ -226,6 +240,47 @@ function statusIndex(status: TransactionStatus, tenant: string, transactionId: s
  * holds 100, and the largest commit writes at most 8 items besides (lib/aws/dynamo/unit-of-work.ts).
  */
 const STAMP_LIMIT = 90;
+
+/** The bytes one write request unit holds: DynamoDB bills a write per started 1 KB of the larger of the item's images. */
+const WRITE_UNIT_BYTES = 1024;
+/**
+ * What a record created open (not terminal) keeps free of its write unit when it takes its first receipt in
+ * (docs/table-design.md, "The first receipt inside the record"): the growth of a record from its creation to its
+ * settlement on the common path (an execute 437 → 528 B, a compensation 652 → 737 B in the bench: about 90 B),
+ * with a margin, so that the receipt does not push the settlement over a 1 KB step. A record created terminal (a
+ * dry run) is not written again and may fill its unit.
+ */
+const OPEN_RECORD_HEADROOM_BYTES = 128;
+
+/**
+ * Where a record's first receipt is: in the record item (`embedded`), its own `RCPT#00000000` item (`item`: a
+ * record whose first receipt did not fit, one created before, or one created without a receipt), or not known
+ * (no image of the item as stored). Only the retention stamps of a terminal write need it.
+ */
+type GenesisPlace = 'embedded' | 'item' | 'unknown';
+
+/**
+ * Marks an in-memory image built from a record the step read (`held`), not from the stored item: it cannot say
+ * where the first receipt is. Never written (images are only pre-images, ./known-images.ts).
+ */
+const IMAGE_WITHOUT_ITEM = '#image_of_record';
+
+function genesisPlaceOf(image: Item | undefined): GenesisPlace {
+  if (image === undefined || image[IMAGE_WITHOUT_ITEM] === true) return 'unknown';
+  return image[GENESIS_RECEIPT_ATTRIBUTE] !== undefined ? 'embedded' : 'item';
+}
+
+/**
+ * The record item with its first receipt inside (GENESIS_RECEIPT_ATTRIBUTE), when the two fit one write unit with
+ * the headroom an open record keeps; otherwise undefined (the receipt is written as its own item). The one rule,
+ * checked at the creation's mapping: a receipt never moves afterwards.
+ */
+function withGenesisReceipt(item: Item, append: ReceiptAppend, terminal: boolean): Item | undefined {
+  const genesis = packed(compact({ receipt: receiptWithoutKey(append.receipt), evidence: append.evidence }));
+  const embedded = { ...item, [GENESIS_RECEIPT_ATTRIBUTE]: genesis };
+  const budget = terminal ? WRITE_UNIT_BYTES : WRITE_UNIT_BYTES - OPEN_RECORD_HEADROOM_BYTES;
+  return itemSize(embedded) <= budget ? embedded : undefined;
+}
 
 export class DynamoTransactionStore implements TransactionStore, IntentMapper {
   private readonly client: DynamoDBDocumentClient;
@@ -321,7 +376,7 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
     const { tenant_id: _tenant, transaction_id: _txn, reconcile_attempts: _attempts, ...lean } = leanTransaction(record as unknown as Item);
     const { fence: _unleased, ...unfenced } = lean;
     const stored: Item = record.fence === 0 ? unfenced : lean;
-    const item: Item = packAttributes(
+    const recordItem: Item = packAttributes(
       {
         ...keys.transaction(tenant, txn),
         ...stored,
@@ -332,6 +387,9 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
       },
       PACKED,
     );
+    // The first receipt inside the record when both fit its write unit: one item, written by this conditional put.
+    const embedded = input.receipt !== undefined ? withGenesisReceipt(recordItem, input.receipt, isTerminalStatus(input.status)) : undefined;
+    const item = embedded ?? recordItem;
     const existsError = (old: Item | undefined): AipError =>
       new AipError('transaction.already_exists', `Transaction ${txn} already exists`, {
         details: { transaction_id: txn, operation, ...(old ? currentOf(old) : {}) },
@@ -376,7 +434,7 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
         },
       });
     }
-    if (input.receipt !== undefined) {
+    if (input.receipt !== undefined && embedded === undefined) {
       transactItems.push({ Put: this.receiptPut(tenant, txn, input.receipt, ttl) });
     }
     return {
@@ -400,12 +458,16 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
    * The other items a terminal write of a retained record stamps with its
    * ttl, in the same TransactWriteItems: the receipts written before this one
    * (the most recent `limit`; older ones, on very long chains, right after)
-   * and the plan-ID item.
+   * and the plan-ID item. A first receipt inside the record shares the
+   * record's own ttl; one whose place is not known is stamped right after
+   * (`stampOverflow`), never named here, where a missing item would refuse
+   * the whole write.
    */
-  private retentionStamps(spec: CasSpec, limit = STAMP_LIMIT): TransactItem[] {
+  private retentionStamps(spec: CasSpec, place: GenesisPlace, limit = STAMP_LIMIT): TransactItem[] {
     const r = spec.retention;
     if (r === undefined || spec.receipt === undefined) return [];
     const seq = spec.receipt.receipt.seq;
+    const lowest = place === 'item' ? 0 : 1;
     const stamp = (Key: Item): TransactItem => ({
       Update: {
         TableName: this.table,
@@ -418,16 +480,23 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
     });
     const items: TransactItem[] = [];
     if (r.plan_id !== undefined) items.push(stamp(keys.planRef(spec.tenant_id, r.plan_id)));
-    for (let i = seq - 1; i >= 0 && items.length < limit; i--) items.push(stamp(keys.receipt(spec.tenant_id, spec.transaction_id, i)));
+    for (let i = seq - 1; i >= lowest && items.length < limit; i--) items.push(stamp(keys.receipt(spec.tenant_id, spec.transaction_id, i)));
     return items;
   }
 
-  /** Receipts of a very long chain the atomic write could not hold: stamped right after it (idempotent). */
-  private async stampOverflow(spec: CasSpec, limit = STAMP_LIMIT): Promise<void> {
+  /**
+   * Receipts the atomic write did not stamp: those of a very long chain it could not hold, and a first receipt
+   * whose place was not known (absent when it is inside the record: the condition then refuses, and is ignored).
+   * Stamped right after it (idempotent).
+   */
+  private async stampOverflow(spec: CasSpec, place: GenesisPlace, limit = STAMP_LIMIT): Promise<void> {
     const r = spec.retention;
     if (r === undefined || spec.receipt === undefined) return;
+    const seq = spec.receipt.receipt.seq;
     const inTransaction = limit - (r.plan_id !== undefined ? 1 : 0);
-    for (let i = spec.receipt.receipt.seq - 1 - inTransaction; i >= 0; i--) {
+    // The lowest seq the atomic write stamped (retentionStamps).
+    const stamped = Math.max(place === 'item' ? 0 : 1, seq - inTransaction);
+    for (let i = Math.min(seq, stamped) - 1; i >= (place === 'embedded' ? 1 : 0); i--) {
       try {
         await this.client.send(
           new UpdateCommand({
@@ -531,15 +600,16 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
     const before: Item | undefined =
       this.images.recall(spec.tenant_id, spec.transaction_id, spec.expected_revision) ??
       (held !== undefined && held.revision === spec.expected_revision && held.transaction_id === spec.transaction_id && held.tenant_id === spec.tenant_id
-        ? { ...key, ...held }
+        ? { ...key, ...held, [IMAGE_WITHOUT_ITEM]: true }
         : undefined);
     if (before !== undefined) b.condition(`${b.n('created_at')} = ${b.v(before.created_at)}`);
+    const place = genesisPlaceOf(before);
     const ttl = spec.retention !== undefined ? { [TTL_ATTRIBUTE]: spec.retention.ttl } : {};
     return {
       items: [
         { Update: { TableName: this.table, Key: key, ...b.render() } },
         { Put: this.receiptPut(spec.tenant_id, spec.transaction_id, spec.receipt, ttl) },
-        ...this.retentionStamps(spec),
+        ...this.retentionStamps(spec, place),
       ],
       refuse: (at, old) => (at === 0 ? refuse(old) : { error: stateConflict(spec, undefined, 'receipt_exists') }),
       race,
@@ -562,7 +632,7 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
         }
         return after;
       },
-      after: () => this.stampOverflow(spec),
+      after: () => this.stampOverflow(spec, place),
     };
   }
 
@@ -972,9 +1042,22 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
     return found;
   }
 
+  /**
+   * A page of the chain in seq order. The first receipt is either inside the record item (GENESIS_RECEIPT_ATTRIBUTE)
+   * or its own `RCPT#00000000` item (a record whose receipt did not fit, or one written before): both read alike.
+   *
+   * The first page is one strongly consistent Query of the record's partition from the first receipt item to the
+   * record item (`RCPT#…` sorts before `TXN`), one item more than the page: the record comes last, so a chain that
+   * fits the page comes with its record, and the first receipt the record holds is put first. A longer chain whose
+   * record the page does not reach and that has no seq-0 item reads the record's first receipt with one GetItem.
+   * A cursor names the last receipt returned (`RCPT#<seq>`, whether or not that is an item); the next pages read the
+   * receipt items after it, as before.
+   */
   async listReceipts(query: ListReceiptsQuery): Promise<Page<StoredReceipt>> {
     const limit = checkReceiptListing(query);
-    const base = keys.transaction(query.tenant_id, query.transaction_id);
+    const tenant = query.tenant_id;
+    const txn = query.transaction_id;
+    const base = keys.transaction(tenant, txn);
     const start = decodeCursor('transaction.invalid_listing', query.cursor, ['PK', 'SK']);
     if (start !== undefined && start.PK !== base.PK) throw invalid('transaction.invalid_listing', 'The cursor belongs to another listing', { field: 'cursor' });
     let out;
@@ -982,19 +1065,55 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
       out = await this.client.send(
         new QueryCommand({
           TableName: this.table,
-          KeyConditionExpression: '#pk = :pk AND begins_with(#sk, :prefix)',
+          KeyConditionExpression: start === undefined ? '#pk = :pk AND #sk BETWEEN :prefix AND :record' : '#pk = :pk AND begins_with(#sk, :prefix)',
           ExpressionAttributeNames: { '#pk': 'PK', '#sk': 'SK' },
-          ExpressionAttributeValues: { ':pk': base.PK, ':prefix': keys.receiptPrefix },
+          ExpressionAttributeValues: { ':pk': base.PK, ':prefix': keys.receiptPrefix, ...(start === undefined ? { ':record': base.SK } : {}) },
           ConsistentRead: true,
-          Limit: limit,
+          Limit: start === undefined ? limit + 1 : limit,
           ...(start ? { ExclusiveStartKey: start } : {}),
         }),
       );
     } catch (err) {
       throw rejectedStartKey(err, 'transaction.invalid_listing', start) ?? mapStoreError(err);
     }
-    const items: StoredReceipt[] = (out.Items ?? []).map(receiptOf);
-    const cursor = encodeCursor(out.LastEvaluatedKey);
-    return cursor === undefined ? { items } : { items, cursor };
+    const found = out.Items ?? [];
+    const receiptItems = found.filter((i) => typeof i.SK === 'string' && i.SK.startsWith(keys.receiptPrefix));
+    if (start !== undefined) {
+      const cursor = encodeCursor(out.LastEvaluatedKey);
+      const items = receiptItems.map(receiptOf);
+      return cursor === undefined ? { items } : { items, cursor };
+    }
+    const record = found.find((i) => i.SK === base.SK);
+    // No seq-0 item: the record holds the first receipt, when it was created with it.
+    const firstIsItem = receiptItems[0]?.SK === keys.receipt(tenant, txn, 0).SK;
+    const holder = firstIsItem ? undefined : (record ?? (receiptItems.length > 0 ? await this.genesisHolder(base) : undefined));
+    const genesis = holder !== undefined ? genesisReceiptOf(holder) : undefined;
+    const chain: StoredReceipt[] = [...(genesis !== undefined ? [genesis] : []), ...receiptItems.map(receiptOf)];
+    if (chain.length > limit) {
+      const items = chain.slice(0, limit);
+      const last = (items[items.length - 1] as StoredReceipt).receipt.seq;
+      return { items, cursor: encodeCursor(keys.receipt(tenant, txn, last)) as string };
+    }
+    // A page the 1 MB read limit cut short before the record (receipts are far smaller: not expected).
+    const cursor = record === undefined ? encodeCursor(out.LastEvaluatedKey) : undefined;
+    return cursor === undefined ? { items: chain } : { items: chain, cursor };
+  }
+
+  /** The record item's key and first receipt only (strongly consistent), for a chain longer than its first page. */
+  private async genesisHolder(key: { PK: string; SK: string }): Promise<Item | undefined> {
+    try {
+      const out = await this.client.send(
+        new GetCommand({
+          TableName: this.table,
+          Key: key,
+          ProjectionExpression: '#pk, #sk, #g',
+          ExpressionAttributeNames: { '#pk': 'PK', '#sk': 'SK', '#g': GENESIS_RECEIPT_ATTRIBUTE },
+          ConsistentRead: true,
+        }),
+      );
+      return out.Item;
+    } catch (err) {
+      throw mapStoreError(err);
+    }
   }
 }

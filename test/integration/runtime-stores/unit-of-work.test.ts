@@ -14,7 +14,7 @@
  * for the assertions; every write goes through `uow.commit`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { keys } from '../../../lib/aws/dynamo/table-design.js';
+import { GENESIS_RECEIPT_ATTRIBUTE, keys } from '../../../lib/aws/dynamo/table-design.js';
 import { AipError, isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import type { AcquireActionLeaseInput, ActionRecord, CreateActionInput, SettleActionInput } from '../../../lib/ports/action-store.js';
 import type { RouteAssignment } from '../../../lib/ports/route-store.js';
@@ -288,9 +288,14 @@ describe('Composite admission', () => {
     const k = itemKeys(input);
     expect(await raw(k.action)).toMatchObject({ status: 'accepted' });
     expect(await raw(k.idem)).toMatchObject({ status: 'in_flight' });
-    expect(await raw(k.txn)).toMatchObject({ status: 'prepared', revision: 1 });
-    expect(await raw(k.receipt)).toMatchObject({ SK: 'RCPT#00000000', receipt: { status: 'prepared' } });
-    expect(await table.store.get({ tenant_id: TENANT, transaction_id: out.transaction?.transaction_id as string })).toEqual(out.transaction);
+    // The first receipt is inside the record item (docs/table-design.md, "The first receipt inside the record"): no item of its own.
+    expect(await raw(k.txn)).toMatchObject({ status: 'prepared', revision: 1, [GENESIS_RECEIPT_ATTRIBUTE]: { receipt: { status: 'prepared' } } });
+    expect(await raw(k.receipt)).toBeUndefined();
+    const txn = out.transaction?.transaction_id as string;
+    expect(await table.store.get({ tenant_id: TENANT, transaction_id: txn })).toEqual(out.transaction);
+    const chain = (await table.store.listReceipts({ tenant_id: TENANT, transaction_id: txn })).items;
+    expect(chain.map((r) => [r.tenant_id, r.receipt.transaction_id, r.receipt.seq, r.receipt.status])).toEqual([[TENANT, txn, 0, 'prepared']]);
+    expect(chain[0]?.receipt.hash).toBe(out.transaction?.receipt_head);
   });
 
   it('the same action ID: refused with the existing action from the cancelled write, and nothing of the second admission written', async () => {
@@ -422,7 +427,9 @@ describe('Composite admission', () => {
     expect(lost).toEqual([]);
     expect(won.filter((o) => o.admitted)).toHaveLength(1);
     for (const o of won) if (!o.admitted) expect(o.existing_action).toMatchObject({ action_id: input.action.action.id, revision: 1 });
-    expect(await raw(itemKeys(input).receipt)).toMatchObject({ SK: 'RCPT#00000000', receipt: { status: 'prepared' } });
+    // One first receipt, inside the record: no receipt item at all.
+    expect(await raw(itemKeys(input).txn)).toMatchObject({ [GENESIS_RECEIPT_ATTRIBUTE]: { receipt: { status: 'prepared' } } });
+    expect(await raw(itemKeys(input).receipt)).toBeUndefined();
     expect(await raw(keys.receipt(TENANT, input.action.action.transaction?.transaction_id as string, 1))).toBeUndefined();
   });
 });

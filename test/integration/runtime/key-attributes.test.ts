@@ -8,7 +8,7 @@
  */
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { keys } from '../../../lib/aws/dynamo/table-design.js';
+import { GENESIS_RECEIPT_ATTRIBUTE, keys } from '../../../lib/aws/dynamo/table-design.js';
 import { idempotencyKeyHash } from '../../../lib/ports/idempotency-store.js';
 import { readableItem } from '../../support/packed-items.js';
 import { uid } from '../../support/transaction-fixtures.js';
@@ -42,13 +42,26 @@ async function writeOldWay(key: Key, repeated: Item, nested: (item: Item) => Ite
 
 const none = () => ({});
 
+/**
+ * Moves the record's first receipt, which the record item holds (docs/table-design.md, "The first receipt inside the
+ * record"), to its own `RCPT#00000000` item: the layout of a chain written before (plain shape, as `writeOldWay`).
+ */
+async function moveGenesisToItem(tx: string): Promise<void> {
+  const { [GENESIS_RECEIPT_ATTRIBUTE]: genesis, ...record } = (await raw(keys.transaction(TENANT, tx))) as Item;
+  const body = genesis as { receipt: Item; evidence?: unknown };
+  expect(body.receipt).toBeDefined();
+  await h.table.client.send(new PutCommand({ TableName: h.table.tableName, Item: { ...keys.receipt(TENANT, tx, 0), ...body } }));
+  await h.table.client.send(new PutCommand({ TableName: h.table.tableName, Item: record }));
+}
+
 const legacyRoute = (a: string) => ({ key: keys.routeAssignment(TENANT, a), repeated: { item_type: 'route_assignment', tenant_id: TENANT, action_id: a } });
 
 /**
  * The keys of an execute's items and the attributes the previous code repeated on each (its item_type included).
  * The route is an attribute of the action (it repeats nothing); a ROUTE item of an earlier version: `legacyRoute`.
  */
-function itemsOf(a: string, tx: string, idemKey: string, receipts: number) {
+function itemsOf(a: string, tx: string, idemKey: string, receipts: number, layout: 'genesis_in_record' | 'receipt_items' = 'receipt_items') {
+  const first = layout === 'genesis_in_record' ? 1 : 0;
   const keyHash = idempotencyKeyHash(idemKey);
   return [
     {
@@ -61,8 +74,17 @@ function itemsOf(a: string, tx: string, idemKey: string, receipts: number) {
       }),
       absent: (i: Item) => [(i.action as Item).id, (i.result as Item | undefined)?.action_id],
     },
-    { key: keys.transaction(TENANT, tx), repeated: { item_type: 'transaction', tenant_id: TENANT, transaction_id: tx }, nested: none, absent: none },
-    ...Array.from({ length: receipts }, (_, seq) => ({
+    {
+      key: keys.transaction(TENANT, tx),
+      repeated: { item_type: 'transaction', tenant_id: TENANT, transaction_id: tx },
+      nested: none,
+      // The first receipt it holds: its transaction ID and seq.
+      absent: (i: Item) => {
+        const genesis = (i[GENESIS_RECEIPT_ATTRIBUTE] as { receipt?: Item } | undefined)?.receipt;
+        return [genesis?.transaction_id, genesis?.seq];
+      },
+    },
+    ...Array.from({ length: receipts - first }, (_, n) => n + first).map((seq) => ({
       key: keys.receipt(TENANT, tx, seq),
       repeated: { item_type: 'receipt', tenant_id: TENANT, transaction_id: tx, seq },
       // The receipt's own transaction ID and seq.
@@ -106,7 +128,10 @@ describe('Key attributes not stored again', () => {
 
     const read = await readAll(a, tx, idemKey);
     expect(read.receipts.length).toBeGreaterThanOrEqual(2);
-    for (const { key, repeated, absent } of itemsOf(a, tx, idemKey, read.receipts.length)) {
+    // The first receipt is inside the record item, not an item of its own.
+    expect((await raw(keys.transaction(TENANT, tx)))?.[GENESIS_RECEIPT_ATTRIBUTE]).toMatchObject({ receipt: { status: 'prepared' } });
+    expect(await raw(keys.receipt(TENANT, tx, 0))).toBeUndefined();
+    for (const { key, repeated, absent } of itemsOf(a, tx, idemKey, read.receipts.length, 'genesis_in_record')) {
       const item = (await raw(key)) as Item;
       expect(item, `${key.PK} ${key.SK}`).toBeDefined();
       for (const attribute of Object.keys(repeated)) expect(item, `${key.SK} ${attribute}`).not.toHaveProperty(attribute);
@@ -138,6 +163,7 @@ describe('Key attributes not stored again', () => {
     await h.drain();
     const before = await readAll(a, tx, idemKey);
     const view = await h.runtime.getTransaction(caller(), { tenant_id: TENANT, transaction_id: tx }, { result: true, receipts: true });
+    await moveGenesisToItem(tx);
     for (const { key, repeated, nested } of itemsOf(a, tx, idemKey, before.receipts.length)) await writeOldWay(key, repeated, nested);
 
     expect(await readAll(a, tx, idemKey)).toEqual(before);
@@ -160,6 +186,7 @@ describe('Key attributes not stored again', () => {
     // The route as the version before pinned it: a ROUTE item of its own, with the attributes its key holds.
     await h.stores.routes.moveToLegacy({ tenant_id: TENANT, action_id: a });
     await writeOldWay(legacyRoute(a).key, legacyRoute(a).repeated, none);
+    await moveGenesisToItem(tx);
     for (const { key, repeated, nested } of itemsOf(a, tx, idemKey, before.receipts.length)) await writeOldWay(key, repeated, nested);
     const { action: beforeAction, ...rest } = before;
     const { route: _pinned, ...unpinned } = beforeAction ?? {};

@@ -3,10 +3,12 @@
  * "Preview comes before approval; mutation does not", "A durable plan binds
  * a bounded set of facts" (+ spec README lists 3 and 4).
  */
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { defineCapability, defineConnector } from '../../../packages/connector-sdk/src/define.js';
 import { PLAN_TTL_MS, planInputHash } from '../../../packages/connector-sdk/src/protocol/index.js';
+import { GENESIS_RECEIPT_ATTRIBUTE, TTL_ATTRIBUTE, keys } from '../../../lib/aws/dynamo/table-design.js';
 import { CapabilityRegistry } from '../../../lib/runtime/registry.js';
 import { uid } from '../../support/transaction-fixtures.js';
 import { TestProvider, testConnector, transfer } from './connectors.js';
@@ -45,6 +47,39 @@ describe('Capabilities declare transaction support: dry-run fidelity', () => {
     expect(out.action_result.output).toMatchObject({ dry_run: { fidelity: 'full_simulation', status: 'completed', output: { fee: 1, total: 101 } } });
     expect(provider.count('plan', tx)).toBe(1);
     expect((await record(tx))?.data.downstream_validation).toMatchObject({ fidelity: 'full_simulation', status: 'completed' });
+  });
+
+  it("a dry run's record holds its only receipt (one item, the record's 7-day ttl); a plan's record keeps its receipt as an item; both chains read and verify", async () => {
+    // docs/table-design.md, "The first receipt inside the record".
+    const dry = uid('tx');
+    await h.runtime.submit(caller(), transfer(uid('d'), { transaction: { mode: 'dry_run', transaction_id: dry } }));
+    const planned = uid('tx');
+    await h.runtime.submit(caller(), plan(uid('p'), planned));
+    const items = async (tx: string) =>
+      (
+        await h.table.client.send(
+          new QueryCommand({
+            TableName: h.table.tableName,
+            KeyConditionExpression: 'PK = :pk',
+            ExpressionAttributeValues: { ':pk': keys.transaction(TENANT, tx).PK },
+            ConsistentRead: true,
+          }),
+        )
+      ).Items ?? [];
+    const dryItems = await items(dry);
+    expect(dryItems.map((i) => i.SK)).toEqual(['TXN']);
+    expect(dryItems[0]?.[GENESIS_RECEIPT_ATTRIBUTE]).toBeDefined();
+    expect(dryItems[0]?.[TTL_ATTRIBUTE]).toBe(Math.floor(h.clock.now().getTime() / 1000) + 7 * 24 * 3600);
+    expect((await items(planned)).map((i) => i.SK)).toEqual(['RCPT#00000000', 'TXN']);
+    for (const [tx, status] of [
+      [dry, 'dry_run_completed'],
+      [planned, 'planned'],
+    ] as const) {
+      const view = await h.runtime.getTransaction(caller(), { tenant_id: TENANT, transaction_id: tx }, { receipts: true });
+      expect(view.receipts?.map((r) => [r.seq, r.status, r.transaction_id])).toEqual([[0, status, tx]]);
+      expect(view.receipt_head).toBe(view.receipts?.[0]?.hash);
+      expect((await h.verifyChain(tx)).valid).toBe(true);
+    }
   });
 
   it('a capability that does not declare a transaction mode cannot be used with it', async () => {

@@ -12,6 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import {
   PACKED_FORMAT,
+  itemSize,
   pack,
   packAttributes,
   packMapValues,
@@ -22,7 +23,7 @@ import {
   unpackMapValues,
 } from '../../../lib/aws/dynamo/packed-attributes.js';
 import { UpdateBuilder } from '../../../lib/aws/dynamo/update-builder.js';
-import { valueSize } from '../../../bench/lib/billing.js';
+import { itemSize as billedItemSize, valueSize } from '../../../bench/lib/billing.js';
 import { readableItem } from '../../support/packed-items.js';
 
 const asJson = (v: unknown): unknown => JSON.parse(JSON.stringify(v));
@@ -118,6 +119,20 @@ describe('pack and unpack', () => {
           fc.pre(false); // a number the SDK cannot store as a JS number (beyond the safe integers): never stored
         }
         if (av !== undefined) expect(storedSize(v)).toBe(valueSize(av));
+      }),
+    );
+  });
+
+  it('sizes items exactly as the bench bills them (bench/lib/billing.ts itemSize): every name and value', () => {
+    // Names with a prefix: never an Object.prototype property name, which the SDK's marshall would refuse.
+    const name = fc.string({ maxLength: 12 }).map((n) => `a${n}`);
+    const item = fc.dictionary(
+      name,
+      fc.oneof(fc.string(), fc.integer(), fc.boolean(), fc.uint8Array({ minLength: 1, maxLength: 64 }), fc.dictionary(name, fc.string())),
+    );
+    fc.assert(
+      fc.property(item, (i) => {
+        expect(itemSize(i)).toBe(billedItemSize(marshall(i, { removeUndefinedValues: true, convertEmptyValues: false })));
       }),
     );
   });
