@@ -27,7 +27,7 @@ import type { CredentialProvider } from '../../packages/connector-sdk/src/ports/
 import { createPaymentsConnector, DEFAULT_PAYMENTS_CREDENTIAL_HANDLE } from '../../lib/connectors/reference/payments.js';
 import { decodeQueueMessage, type InvokeMessage } from '../../lib/ports/messages.js';
 import { SteppedClock } from '../../packages/connector-sdk/src/ports/clock.js';
-import { parseRuntimeSettingsInput, type RuntimeSettingsInput } from '../../lib/runtime/config.js';
+import { DEPLOYED_DEFAULTS, parseRuntimeSettingsInput, type RuntimeSettingsInput } from '../../lib/runtime/config.js';
 import { staticConnectorHost } from '../../lib/runtime/deps.js';
 import { CapabilityRegistry } from '../../lib/runtime/registry.js';
 import { Runtime } from '../../lib/runtime/runtime.js';
@@ -102,7 +102,12 @@ export function meteredDynamo(endpoint: string, meter: Meter): { raw: DynamoDBCl
 }
 
 export interface Harness {
+  /** The API function's runtime (admission, reads, operator routes). */
   readonly runtime: Runtime;
+  /** The worker function's runtime: its own stores, as a separate Lambda's (`runAttempt`). */
+  readonly worker: Runtime;
+  /** The reconcile consumer's runtime: its own stores (`reconcile`). */
+  readonly consumer: Runtime;
   readonly meter: Meter;
   readonly tableName: string;
   readonly doc: DynamoDBDocumentClient;
@@ -166,18 +171,32 @@ export async function createHarness(emulators: Emulators, options: HarnessOption
     ...(options.pollIntervalMs !== undefined ? { pollIntervalMs: options.pollIntervalMs } : {}),
   });
   const registry = CapabilityRegistry.fromManifests([{ manifest: await connector.discover({}), support: connector }]);
-  const config = parseRuntimeSettingsInput({ operator_scope: 'aip:operator', ...(options.config ?? {}) }, 'local');
+  // A deployed configuration's retention (DEPLOYED_DEFAULTS: 400 days for terminal transactions, their receipts and
+  // actions), so the bill counts the writes a deployment makes (a terminal settlement stamps the items it retains).
+  const config = parseRuntimeSettingsInput(
+    {
+      operator_scope: 'aip:operator',
+      transaction_retention_days: DEPLOYED_DEFAULTS.transaction_retention_days,
+      action_retention_seconds: DEPLOYED_DEFAULTS.action_retention_seconds,
+      ...(options.config ?? {}),
+    },
+    'local',
+  );
   // BENCH_STORE_KNOWN_IMAGES=0 measures the store as it was before it kept known images (docs/bench/analysis.md 4.1).
   const knownImages = process.env.BENCH_STORE_KNOWN_IMAGES;
-  const stores = createDynamoStores({
-    client: doc,
-    tableName,
-    now,
-    transactions: knownImages !== undefined && knownImages !== '' ? { knownImages: Number(knownImages) } : {},
-    idempotency: { retentionSeconds: config.idempotency.retention_seconds },
-  });
-  const runtime = new Runtime({
-    ...stores,
+  // One set of stores per Lambda function: the API, the worker and the reconcile consumer run in separate execution
+  // environments, so none of them holds an image another one wrote (the stores' known images are per process).
+  const storesOfOneFunction = () =>
+    createDynamoStores({
+      client: doc,
+      tableName,
+      now,
+      transactions: knownImages !== undefined && knownImages !== '' ? { knownImages: Number(knownImages) } : {},
+      idempotency: { retentionSeconds: config.idempotency.retention_seconds },
+    });
+  const stores = storesOfOneFunction();
+  const runtimeOn = (functionStores: DynamoStores) => new Runtime({
+    ...functionStores,
     invokeQueue: new SqsMessageQueue({ client: sqs, queueUrl: invokeUrl, accepts: ['invoke'] }),
     reconcileQueue: new SqsMessageQueue({ client: sqs, queueUrl: reconcileUrl, accepts: ['reconcile'] }),
     scheduler: new EventBridgeReconcileScheduler({
@@ -192,6 +211,9 @@ export async function createHarness(emulators: Emulators, options: HarnessOption
     clock,
     config,
   });
+  const runtime = runtimeOn(stores);
+  const worker = runtimeOn(storesOfOneFunction());
+  const consumer = runtimeOn(storesOfOneFunction());
 
   const receiveInvokes = async (): Promise<InvokeMessage[]> => {
     const out: InvokeMessage[] = [];
@@ -209,6 +231,8 @@ export async function createHarness(emulators: Emulators, options: HarnessOption
 
   return {
     runtime,
+    worker,
+    consumer,
     meter,
     tableName,
     doc,
@@ -223,7 +247,7 @@ export async function createHarness(emulators: Emulators, options: HarnessOption
     receiveInvokes,
     async drain() {
       const outcomes: AttemptOutcome[] = [];
-      for (const m of await meter.quiet(receiveInvokes)) outcomes.push(await runtime.runAttempt(m));
+      for (const m of await meter.quiet(receiveInvokes)) outcomes.push(await worker.runAttempt(m));
       return outcomes;
     },
     async destroy() {

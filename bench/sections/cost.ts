@@ -202,7 +202,7 @@ async function receiveOne(h: Harness): Promise<InvokeMessage> {
 
 /** Runs an attempt on a received message. */
 async function runReceived(h: Harness, message: InvokeMessage, status: string): Promise<ActionResult | undefined> {
-  const out = await h.runtime.runAttempt(message);
+  const out = await h.worker.runAttempt(message);
   expect('attempt transaction status', out.transaction_status, status);
   return out.action_result;
 }
@@ -301,7 +301,7 @@ export function costScenarios(h: Harness): Scenario<Record<string, unknown>>[] {
         {
           name: 'reconcile (consumer)',
           run: async (c) => {
-            const out = await h.runtime.reconcile({ kind: 'reconcile', tenant_id: TENANT, transaction_id: c.transaction_id as string, reason: 'schedule' });
+            const out = await h.consumer.reconcile({ kind: 'reconcile', tenant_id: TENANT, transaction_id: c.transaction_id as string, reason: 'schedule' });
             expect('reconcile disposition', out.disposition, 'reconciled');
           },
         },

@@ -131,7 +131,7 @@ export async function runPeerSection(h: Harness, runs: number, version: string):
     let ms = performance.now() - t0;
     const messages = await h.meter.quiet(() => h.receiveInvokes());
     t0 = performance.now();
-    const settled = await h.runtime.runAttempt(messages[0]!);
+    const settled = await h.worker.runAttempt(messages[0]!);
     ms += performance.now() - t0;
     if (admitted.disposition !== 'accepted' || settled.transaction_status !== 'committed') throw new Error('section 2: our execute did not commit');
     let calls = h.meter.since(mark);

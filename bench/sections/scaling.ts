@@ -194,7 +194,7 @@ export async function runScalingSection(
     const execute = await measure(h, options.runs, async (untimed) => {
       await h.runtime.submit(h.caller, chargeAction('execute'));
       const [m] = await untimed(() => h.receiveInvokes());
-      await h.runtime.runAttempt(m!);
+      await h.worker.runAttempt(m!);
     });
     written += options.runs + 1;
     const someAction = `act-bulk-${Math.floor(loaded / 2)
