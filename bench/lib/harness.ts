@@ -195,22 +195,23 @@ export async function createHarness(emulators: Emulators, options: HarnessOption
       idempotency: { retentionSeconds: config.idempotency.retention_seconds },
     });
   const stores = storesOfOneFunction();
-  const runtimeOn = (functionStores: DynamoStores) => new Runtime({
-    ...functionStores,
-    invokeQueue: new SqsMessageQueue({ client: sqs, queueUrl: invokeUrl, accepts: ['invoke'] }),
-    reconcileQueue: new SqsMessageQueue({ client: sqs, queueUrl: reconcileUrl, accepts: ['reconcile'] }),
-    scheduler: new EventBridgeReconcileScheduler({
-      client: schedulerClient,
-      groupName: `${tableName}-rc`.replace(/[^0-9a-zA-Z_.-]/g, '-').slice(0, 64),
-      targetQueueArn: reconcileArn,
-      roleArn: 'arn:aws:iam::000000000000:role/aip-bench-scheduler',
+  const runtimeOn = (functionStores: DynamoStores) =>
+    new Runtime({
+      ...functionStores,
+      invokeQueue: new SqsMessageQueue({ client: sqs, queueUrl: invokeUrl, accepts: ['invoke'] }),
+      reconcileQueue: new SqsMessageQueue({ client: sqs, queueUrl: reconcileUrl, accepts: ['reconcile'] }),
+      scheduler: new EventBridgeReconcileScheduler({
+        client: schedulerClient,
+        groupName: `${tableName}-rc`.replace(/[^0-9a-zA-Z_.-]/g, '-').slice(0, 64),
+        targetQueueArn: reconcileArn,
+        roleArn: 'arn:aws:iam::000000000000:role/aip-bench-scheduler',
+        clock,
+      }),
+      registry,
+      connectors: staticConnectorHost([{ connector, credential_handle: () => DEFAULT_PAYMENTS_CREDENTIAL_HANDLE }]),
       clock,
-    }),
-    registry,
-    connectors: staticConnectorHost([{ connector, credential_handle: () => DEFAULT_PAYMENTS_CREDENTIAL_HANDLE }]),
-    clock,
-    config,
-  });
+      config,
+    });
   const runtime = runtimeOn(stores);
   const worker = runtimeOn(storesOfOneFunction());
   const consumer = runtimeOn(storesOfOneFunction());
