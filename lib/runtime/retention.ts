@@ -38,7 +38,6 @@ import type { TransactionStatus } from '../../packages/connector-sdk/src/protoco
 import type { ItemsRetention, RetentionStamp, TransactionRecord } from '../ports/transaction-store.js';
 import { isTerminalStatus, type TransactionOperation } from '../transactions/state-machine.js';
 import type { RuntimeDeps } from './deps.js';
-import type { Kernel } from './kernel.js';
 import type { DataPolicy } from './redaction.js';
 
 /**
@@ -105,14 +104,18 @@ export function itemsRetention(
  * (a deployed configuration's default, lib/runtime/config.ts
  * DEPLOYED_DEFAULTS), else undefined (kept).
  */
-export function retentionFor(k: Kernel, capability_id: string, record?: Pick<TransactionRecord, 'plan_id'>): RetentionStamp | undefined {
+export function retentionFor(
+  k: { deps: Pick<RuntimeDeps, 'config' | 'registry'> },
+  capability_id: string,
+  record?: Pick<TransactionRecord, 'plan_id'>,
+): RetentionStamp | undefined {
   const days = retentionDays(k.deps, capability_id);
   if (days === undefined) return undefined;
   return { days, ...(record?.plan_id !== undefined ? { plan_id: record.plan_id } : {}) };
 }
 
 /** An action record's retention: the capability's retention_days, else the runtime's action_retention_seconds. */
-export function actionRetention(k: Kernel, policy: DataPolicy): { retention_seconds?: number } {
+export function actionRetention(k: Pick<RuntimeDeps, 'config'>, policy: DataPolicy): { retention_seconds?: number } {
   if (policy.retention_days !== undefined) return { retention_seconds: policy.retention_days * 86_400 };
   return k.config.action_retention_seconds > 0 ? { retention_seconds: k.config.action_retention_seconds } : {};
 }
