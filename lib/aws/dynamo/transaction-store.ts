@@ -259,7 +259,8 @@ const OPEN_RECORD_HEADROOM_BYTES = 128;
 /**
  * Where a record's first receipt is: in the record item (`embedded`), its own `RCPT#00000000` item (`item`: a
  * record whose first receipt did not fit, one created before, or one created without a receipt), or not known
- * (no image of the item as stored). Only the retention stamps of a terminal write need it.
+ * (no image of the item as stored). Only the stamps of a write's other items need it (a late terminal write, a
+ * removal: `itemsStamp`); a prompt terminal write stamps nothing (lib/runtime/retention.ts).
  */
 type GenesisPlace = 'embedded' | 'item' | 'unknown';
 
@@ -630,7 +631,7 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
     if (before !== undefined) b.condition(`${b.n('created_at')} = ${b.v(before.created_at)}`);
     const place = genesisPlaceOf(before);
     // The receipt: the record's ttl when the write is terminal, else the items' ttl the record keeps (if any).
-    const receiptTtl = spec.retention?.ttl ?? (spec.items?.kind === 'keep' ? spec.items.ttl : undefined);
+    const receiptTtl = spec.retention?.ttl ?? (spec.items !== undefined && spec.items.kind !== 'remove' ? spec.items.ttl : undefined);
     const ttl = receiptTtl !== undefined ? { [TTL_ATTRIBUTE]: receiptTtl } : {};
     return {
       items: [
