@@ -20,7 +20,7 @@ import type { ActionRecord } from '../ports/action-store.js';
 import type { ReconcileMessage } from '../ports/messages.js';
 import type { QueueBatchEntry } from '../ports/queue.js';
 import type { TransactionRecord } from '../ports/transaction-store.js';
-import { runAttempt } from './attempts/worker.js';
+import { creationLease, runAttempt, type LeasedAtCreation } from './attempts/worker.js';
 import { escalate, scheduleReconcile } from './attempts/settlement.js';
 import { expireApproval } from './approvals.js';
 import { serviceCaller } from './identity.js';
@@ -232,11 +232,16 @@ export async function reconcileMessage(k: Kernel, msg: ReconcileMessage): Promis
   let admitted;
   // The records as the admission's own writes left them: the inline attempt starts from them.
   const written: { action?: ActionRecord; transaction?: TransactionRecord } = {};
+  let leased: LeasedAtCreation | undefined;
   try {
     // The same pipeline as any governed action, from the core envelope validator on.
     // Admission starts from the record read above (its begin_reconcile write is conditional on it).
     const adm = await prepare(k, caller, validateAction(action), { tenant_id: txn.tenant_id, internal: true, known: txn });
-    admitted = await admit(k, { ...adm, internal: true, written });
+    // The action is created already leased for the inline attempt (its route resolved now): no lease write follows.
+    // The begin (outcome_unknown → reconciling) still precedes any provider call (docs/table-design.md, "The
+    // reconcile action created leased").
+    leased = await creationLease(k, adm.tenant_id, adm.action);
+    admitted = await admit(k, { ...adm, internal: true, written, ...(leased !== undefined ? { lease: leased.lease } : {}) });
   } catch (err) {
     if (isAipError(err, 'runtime.reconcile_not_outcome_unknown') || isAipError(err, 'runtime.action_in_flight')) {
       return out(msg, 'in_progress', { action_id: action.id });
@@ -265,7 +270,7 @@ export async function reconcileMessage(k: Kernel, msg: ReconcileMessage): Promis
   const attempt = await runAttempt(
     k,
     { kind: 'invoke', tenant_id: txn.tenant_id, action_id: action.id, transaction_id: txn.transaction_id, fence: 0, attempt: 1 },
-    { original, ...written },
+    { original, ...written, ...(leased !== undefined ? { leased } : {}) },
   );
   return afterAttempt(k, msg, action.id, attempt);
 }

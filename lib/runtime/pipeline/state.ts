@@ -2,7 +2,7 @@
  * What flows through the admission pipeline once steps 1-4 passed.
  */
 import type { Action, Principal, TransactionRequest } from '../../../packages/connector-sdk/src/protocol/index.js';
-import type { ActionRecord } from '../../ports/action-store.js';
+import type { ActionRecord, CreationLease } from '../../ports/action-store.js';
 import type { ApprovalRecord } from '../../ports/approval-store.js';
 import type { TransactionRecord } from '../../ports/transaction-store.js';
 import type { CallerIdentity } from '../identity.js';
@@ -42,6 +42,13 @@ export interface Admission {
    * need not read them again. Nothing is put here from a read.
    */
   readonly written?: { action?: ActionRecord; transaction?: TransactionRecord };
+  /**
+   * The lease the action is created with, when the caller runs its attempt inline and resolved its route already
+   * (the reconcile consumer: lib/runtime/attempts/worker.ts `creationLease`). The creation is then the attempt's
+   * lease, and the attempt writes none (docs/table-design.md, "The reconcile action created leased"). An action
+   * created for an approval is never leased.
+   */
+  readonly lease?: CreationLease;
   /**
    * A compensate's target as `prepare` found it, after the authority rule
    * allowed this caller to compensate it: the approval request shows its
