@@ -35,6 +35,12 @@ export interface Admission {
    */
   readonly known_transaction?: TransactionRecord;
   /**
+   * `known_transaction` was not read in this request but carried by the message (a schedule's image): a lost
+   * compare-and-set from it is the caller's to decide again from a read (it throws `transaction.state_conflict`),
+   * since the caller's own decisions were taken from that image too.
+   */
+  readonly known_transaction_unread?: boolean;
+  /**
    * Internal admissions whose attempt the caller runs inline (the reconcile
    * consumer): filled with the records exactly as this admission's own
    * conditional writes left them (the action record it created; the

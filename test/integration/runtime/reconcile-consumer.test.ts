@@ -1,10 +1,18 @@
 /**
+ * What the reconcile consumer reads and writes (issue 21, change 18).
+ *
  * The reconcile consumer's action is created already leased (docs/table-design.md, "The reconcile action created
  * leased"): its creation is its first attempt's lease (running, fence 1, attempt 1, owner, expiry, route pinned), so
  * the attempt writes no lease of its own. The begin (outcome_unknown → reconciling) still comes before any provider
  * call. Every path around it, against DynamoDB Local through the real SDK client: the requests a reconcile makes, the
  * begin refused after the creation (the action ends), a crash after the creation and one after the begin (the
  * sweeper's re-drive recovers the leased action once its lease lapsed), and two concurrent consumers.
+ *
+ * A schedule's message carries the `outcome_unknown` record it was created for (docs/runtime.md, "The reconcile
+ * consumer's first read"), built here by the production Scheduler adapter exactly as its CreateSchedule Input: the
+ * first delivery starts from it without reading the record; a redelivery reads; an image the record moved past
+ * (re-driven, or escalated, between scheduling and firing) is refused by the begin or answered from a read, with the
+ * answer a read gives.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { committingJournal } from '../../support/store-writes.js';
@@ -13,6 +21,9 @@ import type { ActionRecord } from '../../../lib/ports/action-store.js';
 import type { TransactionRecord } from '../../../lib/ports/transaction-store.js';
 import { RECEIPT_EVENTS } from '../../../lib/runtime/journal.js';
 import { reconcileActionId } from '../../../lib/runtime/reconciliation.js';
+import { SchedulerClient } from '@aws-sdk/client-scheduler';
+import { EventBridgeReconcileScheduler } from '../../../lib/aws/scheduler/scheduler.js';
+import { decodeQueueMessage, type ReconcileMessage } from '../../../lib/ports/messages.js';
 import { TestProvider, testConnector, transfer } from './connectors.js';
 import { TENANT, caller, codeOf, createHarness, type Harness } from './support.js';
 
@@ -162,6 +173,82 @@ describe('The reconcile action is created leased', () => {
     expect(provider.count('reconcile', tx)).toBe(1);
     const receipts = await h.table.store.listReceipts({ tenant_id: TENANT, transaction_id: tx, limit: 100 });
     expect(receipts.items.filter((r) => r.receipt.event === RECEIPT_EVENTS.reconcile_started)).toHaveLength(1);
+    expect((await h.verifyChain(tx)).valid).toBe(true);
+  });
+});
+
+/** The production adapter, for the Input of the CreateSchedule it would send (no request is sent). */
+const adapter = new EventBridgeReconcileScheduler({
+  client: new SchedulerClient({ region: 'eu-west-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' } }),
+  groupName: 'aip-reconcile',
+  targetQueueArn: 'arn:aws:sqs:eu-west-1:123456789012:aip-reconcile',
+  roleArn: 'arn:aws:iam::123456789012:role/aip-scheduler',
+});
+
+/** The message the last schedule the runtime asked for would deliver. */
+function scheduledMessage(tx: string): ReconcileMessage {
+  const request = h.scheduler.for(tx).at(-1);
+  if (request === undefined) throw new Error(`no schedule for ${tx}`);
+  return decodeQueueMessage(adapter.createInput(request).input.Target?.Input as string) as ReconcileMessage;
+}
+
+function getsDuring(from: number, prefix: string): number {
+  return requests.slice(from).filter((r) => r.command === 'GetItemCommand' && r.pk.startsWith(prefix)).length;
+}
+
+describe('A schedule’s message carries the record it was created for', () => {
+  it('the first delivery starts from it: the original action is the only read; reconciled', async () => {
+    const { tx, rcn } = await uncertain();
+    const m = scheduledMessage(tx);
+    expect(m.scheduled?.transaction).toMatchObject({ transaction_id: tx, status: 'outcome_unknown' });
+    expect(JSON.stringify(m)).not.toContain('"input"');
+    const from = requests.length;
+    expect(await h.runtime.reconcile(m)).toMatchObject({ disposition: 'reconciled', action_id: rcn, transaction_status: 'reconciled' });
+    expect(getsDuring(from, 'TXN#')).toBe(0);
+    expect(getsDuring(from, 'ACTION#')).toBe(1);
+    expect(requests.slice(from).filter((r) => r.command === 'BatchGetItemCommand')).toEqual([]);
+    expect(provider.count('reconcile', tx)).toBe(1);
+    expect((await h.verifyChain(tx)).valid).toBe(true);
+  });
+
+  it('a redelivery reads the record, as a message of IDs does', async () => {
+    const { tx } = await uncertain();
+    const from = requests.length;
+    expect(await h.runtime.reconcile(scheduledMessage(tx), { receive_count: 2 })).toMatchObject({ disposition: 'reconciled' });
+    expect(getsDuring(from, 'TXN#')).toBe(1);
+  });
+
+  it('re-driven between scheduling and firing (reconciled by the sweeper’s message): the image is not current, the read answers not_applicable; one provider call', async () => {
+    const { tx } = await uncertain();
+    const m = scheduledMessage(tx);
+    expect(await h.runtime.reconcile({ kind: 'reconcile', tenant_id: TENANT, transaction_id: tx, reason: 'sweeper' })).toMatchObject({
+      disposition: 'reconciled',
+    });
+    const from = requests.length;
+    expect(await h.runtime.reconcile(m)).toMatchObject({ disposition: 'not_applicable', transaction_status: 'reconciled' });
+    expect(getsDuring(from, 'TXN#')).toBeGreaterThanOrEqual(1);
+    expect(provider.count('reconcile', tx)).toBe(1);
+    expect((await h.verifyChain(tx)).valid).toBe(true);
+  });
+
+  it('escalated by an operator between scheduling and firing: the begin from the image is refused, its action ends, and the read answers requires_human', async () => {
+    const { tx, rcn } = await uncertain();
+    const m = scheduledMessage(tx);
+    const current = (await record(tx)) as TransactionRecord;
+    await journal.transition(
+      current,
+      { operation: 'escalate', from: ['outcome_unknown'], to: 'outcome_unknown', data: { escalation_reason: 'operator' } },
+      RECEIPT_EVENTS.escalated,
+      { escalated: true, reason: 'operator', reconcile_attempts: current.reconcile_attempts },
+    );
+    expect(await h.runtime.reconcile(m)).toMatchObject({ disposition: 'requires_human', reason: 'escalated' });
+    const after = (await record(tx)) as TransactionRecord;
+    expect(after.status).toBe('outcome_unknown');
+    expect(after.escalated_at).toBeDefined();
+    expect(after.revision).toBe(current.revision + 1);
+    // The action the image admitted was created leased, then ended when its begin lost: it never reached the provider.
+    expect(await action(rcn)).toMatchObject({ status: 'failed', fence: 1, revision: 2 });
+    expect(provider.count('reconcile', tx)).toBe(0);
     expect((await h.verifyChain(tx)).valid).toBe(true);
   });
 });
