@@ -296,7 +296,9 @@ export function costScenarios(h: Harness): Scenario<Record<string, unknown>>[] {
         // Make the reconciliation due (the record asks for it 5 s later) without waiting.
         h.clock.advance(6_000);
         // What the schedule delivers when it fires: its stored Input, as the Scheduler emulator would send it.
-        const schedule = h.emulators.scheduler.list().find((s) => (decodeQueueMessage(s.target.Input ?? '{}') as { transaction_id?: string }).transaction_id === txn.transaction_id);
+        const schedule = h.emulators.scheduler
+          .list()
+          .find((s) => (JSON.parse(s.target.Input ?? '{}') as { transaction_id?: string }).transaction_id === txn.transaction_id);
         if (schedule?.target.Input === undefined) throw new Error('setup: no reconciliation schedule');
         return { message: decodeQueueMessage(schedule.target.Input) };
       },

@@ -219,8 +219,7 @@ const scheduledTransactionImage = () =>
   });
 
 /** The images a schedule's reconcile message carries (see the module comment). */
-export const ScheduledImagesSchema = z.deferred(() => z.strictObject({ transaction: scheduledTransactionImage() }));
-export type ScheduledImages = z.infer<typeof ScheduledImagesSchema>;
+const ScheduledImagesSchema = z.deferred(() => z.strictObject({ transaction: scheduledTransactionImage() }));
 
 /** Reconciliation job for one `outcome_unknown` transaction. */
 export const ReconcileMessageSchema = z.deferred(() =>
