@@ -231,6 +231,23 @@ describe('A schedule’s message carries the record it was created for', () => {
     expect((await h.verifyChain(tx)).valid).toBe(true);
   });
 
+  it('the schedule’s message and the sweeper’s at once: one reconciliation, one provider call; the other is in progress or finds it done', async () => {
+    const { tx, rcn } = await uncertain();
+    const outs = await Promise.all([
+      h.runtime.reconcile(scheduledMessage(tx)),
+      h.runtime.reconcile({ kind: 'reconcile', tenant_id: TENANT, transaction_id: tx, reason: 'sweeper' }),
+    ]);
+    const dispositions = outs.map((o) => o.disposition);
+    expect(dispositions).toContain('reconciled');
+    for (const d of dispositions) expect(['reconciled', 'in_progress', 'not_applicable']).toContain(d);
+    expect(await record(tx)).toMatchObject({ status: 'reconciled', data: { reconcile_action_id: rcn } });
+    expect(await action(rcn)).toMatchObject({ status: 'completed' });
+    expect(provider.count('reconcile', tx)).toBe(1);
+    const receipts = await h.table.store.listReceipts({ tenant_id: TENANT, transaction_id: tx, limit: 100 });
+    expect(receipts.items.filter((r) => r.receipt.event === RECEIPT_EVENTS.reconcile_started)).toHaveLength(1);
+    expect((await h.verifyChain(tx)).valid).toBe(true);
+  });
+
   it('escalated by an operator between scheduling and firing: the begin from the image is refused, its action ends, and the read answers requires_human', async () => {
     const { tx, rcn } = await uncertain();
     const m = scheduledMessage(tx);
