@@ -164,7 +164,18 @@ export interface CreateActionInput {
   readonly redacted_input?: JsonObject;
   /** Retention of a record created terminal (sets `ttl`); ignored otherwise. */
   readonly retention_seconds?: number;
+  /**
+   * The action created already leased (status `accepted`, the default, only): its creation is its first attempt's
+   * lease, exactly as `acquireLease` would grant it on the new record (`running`, fence 1, attempt 1, the owner and
+   * expiry, the route pinned). Revision 1 and `running` then say that nothing has written the action since its
+   * creation. The reconcile consumer's own actions (lib/runtime/reconciliation.ts; docs/table-design.md, "The
+   * reconcile action created leased").
+   */
+  readonly lease?: CreationLease;
 }
+
+/** The lease a creation grants (see CreateActionInput.lease): the lease's owner, its time to live and the route it pins. */
+export type CreationLease = Pick<AcquireActionLeaseInput, 'owner' | 'ttl_ms' | 'route'>;
 
 export interface ActionPatch {
   readonly result?: ActionResult;

@@ -560,13 +560,17 @@ async function afterTransactionSettled(
   }
 }
 
-/** Creates the reconciliation trigger (moving an earlier one). Failures are logged: the sweeper is the safety net. */
+/**
+ * Creates the reconciliation trigger (moving an earlier one). Failures are logged: the sweeper is the safety net.
+ * `txn` is the record exactly as the write that made it `outcome_unknown` returned it: the schedule's message carries
+ * it, and the consumer starts from it (docs/runtime.md, "The reconcile consumer's first read").
+ */
 export async function scheduleReconcile(k: Kernel, txn: TransactionRecord, move: boolean): Promise<void> {
   const at = new Date(txn.next_reconcile_at ?? k.now().getTime() + DEFAULT_RECONCILE_DELAY_MS);
   k.crash('during_schedule_creation');
   try {
     if (move) await k.deps.scheduler.cancelReconcile({ tenant_id: txn.tenant_id, transaction_id: txn.transaction_id });
-    await k.deps.scheduler.scheduleReconcile({ tenant_id: txn.tenant_id, transaction_id: txn.transaction_id, at });
+    await k.deps.scheduler.scheduleReconcile({ tenant_id: txn.tenant_id, transaction_id: txn.transaction_id, at, transaction: txn });
   } catch (err) {
     if (!isAipError(err, 'scheduler.request_failed')) throw err;
     k.log.warn('reconciliation schedule not created; the sweeper will pick the transaction up', { transaction_id: txn.transaction_id });

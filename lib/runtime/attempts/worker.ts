@@ -38,8 +38,8 @@ import type {
   TransactionCheckpointWriter,
   TransactionExecutionContext,
 } from '../../../packages/connector-sdk/src/context.js';
-import type { JsonObject, TransactionMode } from '../../../packages/connector-sdk/src/protocol/index.js';
-import type { ActionHead, ActionRecord } from '../../ports/action-store.js';
+import type { Action, JsonObject, TransactionMode } from '../../../packages/connector-sdk/src/protocol/index.js';
+import type { ActionHead, ActionRecord, CreationLease } from '../../ports/action-store.js';
 import type { ApprovalRecord } from '../../ports/approval-store.js';
 import { reservationIdentity } from '../../ports/idempotency-store.js';
 import type { AdmittedImages, InvokeMessage } from '../../ports/messages.js';
@@ -54,8 +54,9 @@ import { deliveryReceiveCount } from '../attempt-budget.js';
 import type { CompensationMemory, RuntimeMemory } from '../../../packages/connector-sdk/src/memory.js';
 import { connectorFacingCompensation } from '../modes/compensate.js';
 import { ranCapabilityId } from '../modes/reconcile.js';
-import { isTerminalAction } from '../pipeline/action-record.js';
+import { createdLeased, isTerminalAction } from '../pipeline/action-record.js';
 import type { RegisteredCapability } from '../registry.js';
+import type { HostedConnector } from '../deps.js';
 import type { AttemptOutcome } from '../types.js';
 import {
   hostedConnector,
@@ -143,6 +144,47 @@ export interface KnownRecords {
   readonly action?: ActionRecord;
   readonly transaction?: TransactionRecord;
   readonly original?: ActionRecord;
+  /** The lease the action was created with (`creationLease`), when `action` is that creation's record. */
+  readonly leased?: LeasedAtCreation;
+}
+
+/**
+ * The first attempt's lease, granted by the action's creation (`CreateActionInput.lease`) instead of a lease write of
+ * its own: the attempt ID that owns it, the connector it resolved and the route it pins. The reconcile consumer
+ * resolves it before it admits its action, and its inline attempt starts from the created record without a lease
+ * write (docs/table-design.md, "The reconcile action created leased").
+ */
+export interface LeasedAtCreation {
+  readonly attempt_id: string;
+  readonly hosted: HostedConnector;
+  readonly route: RouteAssignment;
+  readonly lease: CreationLease;
+}
+
+/**
+ * Step 2 ahead of the action's creation, for an action the caller creates and then attempts inline: the connector
+ * and the route the first attempt would pin (an action not yet created holds none), as the lease `CreateActionInput`
+ * carries. Undefined when the connector cannot be resolved now: the action is then created unleased, and its attempt
+ * meets the failure where any attempt does (`routeFailure`).
+ */
+export async function creationLease(k: Kernel, tenant_id: string, action: Action): Promise<LeasedAtCreation | undefined> {
+  const reg = k.deps.registry.find(action.capability_id);
+  if (reg === undefined) return undefined;
+  let hosted: HostedConnector;
+  try {
+    hosted = await hostedConnector(k, reg);
+  } catch (err) {
+    if (isAipError(err)) return undefined;
+    throw err;
+  }
+  const attempt_id = `att-${k.ids()}`;
+  const route = routeAssignment(k, { tenant_id, action, reg, attempt_id, fence: 1, route_action_id: action.id }, hosted);
+  return { attempt_id, hosted, route, lease: { owner: attempt_id, ttl_ms: leaseMs(k, reg), route } };
+}
+
+/** The record is the one its creation leased for `leased` and nothing wrote since (so its lease is that attempt's). */
+function heldFromCreation(action: ActionHead, leased: LeasedAtCreation | undefined): leased is LeasedAtCreation {
+  return leased !== undefined && createdLeased(action) && action.lease_owner === leased.attempt_id && isRecord(action);
 }
 
 /**
@@ -155,6 +197,7 @@ interface StartFrom {
   readonly transaction?: TransactionRecord;
   readonly original?: ActionRecord;
   readonly compensation?: CompensationMemory;
+  readonly leased?: LeasedAtCreation;
 }
 
 /**
@@ -237,25 +280,35 @@ async function attemptFrom(k: Kernel, message: InvokeMessage, known?: StartFrom)
 
   // 2. connector and route (before any lease: nothing has reached a provider yet). A route already pinned is reused
   // or refused here; none pinned, the lease below pins this attempt's in the same write (docs/table-design.md).
-  const attempt_id = `att-${k.ids()}`;
+  // An action created leased for this very attempt (`creationLease`) holds both already, and its lease.
+  const fromCreation = heldFromCreation(action, known?.leased) ? known?.leased : undefined;
+  const attempt_id = fromCreation?.attempt_id ?? `att-${k.ids()}`;
   let hosted;
   let route: RouteAssignment;
   let pin: RouteAssignment | undefined;
   try {
     if (reg === undefined || connectorReg === undefined)
       throw new AipError('capability.not_found', undefined, { details: { capability_id: action.capability_id } });
-    hosted = await hostedConnector(k, connectorReg);
-    const resolved = await routeToPin(k, action, routeAssignment(k, routeSubject(action, connectorReg, attempt_id), hosted));
-    route = resolved.route;
-    if (resolved.pin) pin = route;
+    if (fromCreation !== undefined) {
+      hosted = fromCreation.hosted;
+      route = fromCreation.route;
+    } else {
+      hosted = await hostedConnector(k, connectorReg);
+      const resolved = await routeToPin(k, action, routeAssignment(k, routeSubject(action, connectorReg, attempt_id), hosted));
+      route = resolved.route;
+      if (resolved.pin) pin = route;
+    }
   } catch (err) {
     return routeFailure(k, message, action, txn, mode, err, attempt_id);
   }
 
-  // 3-5. lease the action; recovery
+  // 3-5. lease the action (unless its creation did); recovery
   const lease_ms = leaseMs(k, connectorReg);
   const retrySafe = capabilityRetryable(connectorReg.capability, connectorReg.implementation_support);
-  const started = await startAttempt(k, message, action, txn, mode, connectorReg, attempt_id, lease_ms, retrySafe, pin);
+  const started =
+    fromCreation !== undefined
+      ? await afterLease(k, message, action as ActionRecord, false, txn, mode, connectorReg, attempt_id, retrySafe)
+      : await startAttempt(k, message, action, txn, mode, connectorReg, attempt_id, lease_ms, retrySafe, pin);
   if ('disposition' in started) return started;
   // From here on the action is the leased record (the lease's own write answered it, input included); before the
   // lease, `action` may be an admitted image without its input.
@@ -489,15 +542,31 @@ async function startAttempt(
   }
   const leased = out.written[0] ?? (await k.deps.actions.get(ref));
   if (leased === undefined) throw new AipError('internal.unexpected', 'the leased action could not be read back');
-  const fence = leased.fence;
-  const recovering = attemptStarted(action);
+  return afterLease(k, message, leased, attemptStarted(action), heldTxn, mode, connectorReg, attempt_id, retrySafe);
+}
 
+/**
+ * What follows the lease, whether the attempt's own write granted it (startAttempt) or the action's creation did
+ * (`creationLease`: a first attempt, never a recovery): the recovery read and decisions, a requested cancellation.
+ */
+async function afterLease(
+  k: Kernel,
+  message: InvokeMessage,
+  leased: ActionRecord,
+  recovering: boolean,
+  heldTxn: TransactionRecord | undefined,
+  mode: TransactionMode | undefined,
+  connectorReg: RegisteredCapability,
+  attempt_id: string,
+  retrySafe: boolean,
+): Promise<AttemptOutcome | { action: ActionRecord; transaction?: TransactionRecord }> {
+  const fence = leased.fence;
   if (heldTxn !== undefined) {
     const txn = recovering ? await k.deps.transactions.get({ tenant_id: heldTxn.tenant_id, transaction_id: heldTxn.transaction_id }) : heldTxn;
     if (txn === undefined) return attemptOutcome(message, 'dropped', { reason: 'transaction_not_found' });
     if (!isAttemptStatus(txn.status)) {
       // Settled by an earlier attempt that stopped before finishing the action: finish it.
-      const result = finishingResult(action, await withStoredResult(k, txn, leased));
+      const result = finishingResult(leased, await withStoredResult(k, txn, leased));
       return finishSideRecords(k, { action: leased, fence, mode, txn, result, reg: connectorReg, attempt_id });
     }
     if (recovering && txn.status !== 'reconciling' && !retrySafe) return settleAbandoned(k, leased, fence, txn, mode, connectorReg, attempt_id);
