@@ -68,7 +68,7 @@ import {
   type InvocationOutcome,
   type InvocationSubject,
 } from './invoke.js';
-import { classify, finishSideRecords, settleAttempt } from './settlement.js';
+import { classify, finishSideRecords, settleAttempt, settledRecord } from './settlement.js';
 import {
   abandonUnstartedTransaction,
   attemptOutcome,
@@ -211,7 +211,13 @@ async function attemptFrom(k: Kernel, message: InvokeMessage, known?: StartFrom)
   const txId = mode === undefined || mode === 'rollback_not_supported' ? undefined : action.transaction_id;
   if (isTerminalAction(action.status)) {
     if (action.status === 'cancelled' && txId !== undefined) await abandonUnstartedTransaction(k, action, txId);
-    return attemptOutcome(message, 'already_settled', { action_result: action.result ?? { action_id: action.action_id, status: action.status } });
+    // The action settled first and its attempt stopped before the record (docs/table-design.md, "The action settles
+    // first"): this delivery (a redelivery, or the sweeper's re-invoke of the stalled record) finishes the record.
+    const finished = txId !== undefined && action.settlement !== undefined ? await finishSettledRecord(k, action, txId, loaded.transaction) : undefined;
+    return attemptOutcome(message, 'already_settled', {
+      action_result: action.result ?? { action_id: action.action_id, status: action.status },
+      ...(finished !== undefined ? { transaction_status: finished.status } : {}),
+    });
   }
   k.crash('after_receive_before_lease');
 
@@ -412,6 +418,17 @@ async function attemptFrom(k: Kernel, message: InvokeMessage, known?: StartFrom)
     attempt_id,
     ...(mode === 'reconcile' && known?.original !== undefined ? { original: known.original } : {}),
   });
+}
+
+/** The record of a terminal action that settled first, finished from it (settlement.ts `settledRecord`). */
+async function finishSettledRecord(
+  k: Kernel,
+  action: ActionHead,
+  txId: string,
+  loaded: { transaction_id: string; record: TransactionRecord | undefined } | undefined,
+): Promise<TransactionRecord | undefined> {
+  const txn = loaded?.transaction_id === txId ? loaded.record : await k.deps.transactions.get({ tenant_id: action.tenant_id, transaction_id: txId });
+  return settledRecord(k, txn, action);
 }
 
 /**
