@@ -13,23 +13,22 @@
  *   attempts escalate to a human (wire `requires_human`).
  * - plain invocation and rollback_not_supported: the action only.
  *
- * The transaction record (with its receipt), the action record (fenced) and
- * the idempotency reservation settle in ONE composite write (RuntimeDeps.atomic),
- * then the schedule is created; a crash after the write leaves the schedule to
- * the sweeper. A delivery that finds the transaction already settled (an
- * attempt superseded before it finished the action) finishes the action and
- * the reservation from the durable record (finishSideRecords).
+ * A definitive outcome of an execute, commit or compensate settles the action
+ * alone first (fenced; its result is the durable answer), then the record with
+ * its receipt, computed from the settled action by ONE function
+ * (recordSettlement) that every recovery uses too (docs/table-design.md, "The
+ * action settles first"). Any other settlement writes the transaction record
+ * (with its receipt), the action record (fenced) and the idempotency
+ * reservation in ONE commit of the unit of work, then the schedule is created;
+ * a crash after the write leaves the schedule to the sweeper. A delivery that
+ * finds the transaction already settled (an attempt superseded before it
+ * finished the action) finishes the action and the reservation from the
+ * durable record (finishSideRecords).
  */
 import { AipError, isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import { toProtocolError } from '../../../packages/connector-sdk/src/protocol/problem.js';
 import type { AttemptOutcome as ConnectorAttemptOutcome } from './deadline.js';
-import {
-  type ActionResult,
-  type JsonObject,
-  type ProtocolError,
-  type ProviderOperationRef,
-  type TransactionMode,
-} from '../../../packages/connector-sdk/src/protocol/index.js';
+import type { ActionResult, JsonObject, ProtocolError, ProviderOperationRef, TransactionMode } from '../../../packages/connector-sdk/src/protocol/index.js';
 import type { ActionRecord, ActionSettlementFacts, SettleActionInput } from '../../ports/action-store.js';
 import { IDEMPOTENCY_SETTLEMENT_ALLOWANCE_SECONDS, type IdempotencyReservation } from '../../ports/idempotency-store.js';
 import type { IntentOf, WriteIntent } from '../../ports/unit-of-work.js';
@@ -354,7 +353,8 @@ export async function finishRecord(k: Kernel, action: SettledAction, txn: Transa
       if (!isAipError(err, 'transaction.state_conflict')) throw err;
       refused = err;
     }
-    if (refused === undefined || !transactionMoved(refused, current)) throw refused ?? new AipError('internal.unexpected', 'record settlement refused without a reason');
+    if (refused === undefined || !transactionMoved(refused, current))
+      throw refused ?? new AipError('internal.unexpected', 'record settlement refused without a reason');
     const again = await k.deps.transactions.get({ tenant_id: current.tenant_id, transaction_id: current.transaction_id });
     if (again === undefined) throw refused;
     current = again;
@@ -367,11 +367,7 @@ export async function finishRecord(k: Kernel, action: SettledAction, txn: Transa
  * in its attempt status (`finishRecord`): what a path that acts on the record's status (a resubmission, a
  * compensation's target, a redelivery) reads. Any other record is answered as it is, without a write.
  */
-export async function settledRecord(
-  k: Kernel,
-  txn: TransactionRecord | undefined,
-  action: SettledAction | undefined,
-): Promise<TransactionRecord | undefined> {
+export async function settledRecord(k: Kernel, txn: TransactionRecord | undefined, action: SettledAction | undefined): Promise<TransactionRecord | undefined> {
   if (txn === undefined || action === undefined || pendingSettlement(txn, action) === undefined) return txn;
   k.log.info('finishing a transaction record from its settled action', { action_id: action.action_id, transaction_id: txn.transaction_id });
   return finishRecord(k, action, txn);
@@ -427,7 +423,7 @@ function settlementFacts(req: SettleRequest, held: TransactionRecord): ActionSet
  * Settles the transaction, the action and the idempotency reservation, and schedules reconciliation when needed.
  *
  * A definitive outcome of an execute, commit or compensate (`settlesActionFirst`) is TWO writes
- * (docs/table-design.md, "The action settles first"): the action alone, fenced (one conditional `UpdateItem`, with
+ * (docs/table-design.md, "The action settles first"): the action alone, fenced (one conditional single-item write, with
  * the reservation's completion in the same write when it needs one), whose result is the durable answer; then the
  * record with its receipt (`finishRecord`), conditioned on the record's status and revision. Once the action is
  * terminal no other attempt can lease it, so the record is this attempt's to finish; a crash between the two leaves

@@ -279,7 +279,8 @@ async function resubmission(k: Kernel, adm: AdmittedAction): Promise<SubmitOutco
     throw new AipError('runtime.action_in_flight', undefined, { details: { action_id: record.action_id, status: record.status } });
   }
   const txId = record.transaction_id;
-  const txRecord = txId !== undefined ? await settledRecord(k, await k.deps.transactions.get({ tenant_id: adm.tenant_id, transaction_id: txId }), record) : undefined;
+  const txRecord =
+    txId !== undefined ? await settledRecord(k, await k.deps.transactions.get({ tenant_id: adm.tenant_id, transaction_id: txId }), record) : undefined;
   const result = replayed(actionResultOf(record));
   return submitOutcome(adm, 'replayed', result, txRecord ? toTransactionResult(txRecord, { action_status: record.status, action_result: result }) : undefined);
 }

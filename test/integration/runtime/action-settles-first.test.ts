@@ -75,10 +75,14 @@ async function settledShape(a: string, tx: string) {
       status: act.status,
       revision: act.revision,
       fence: act.fence,
-      result: { ...act.result, completed_at: '<t>', ...(act.result?.output !== undefined ? { output: { ...act.result.output, transfer_id: '<op>' } } : {}) },
+      result: { ...act.result, completed_at: '<t>', ...(isObject(act.result?.output) ? { output: { ...act.result.output, transfer_id: '<op>' } } : {}) },
     }),
     receipts: chain.map((r: Receipt) => scrub({ status: r.status, event: r.event, evidence: withoutOperationId(r.evidence) })),
   };
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
 function withoutOperationId(evidence: unknown): unknown {
