@@ -21,14 +21,20 @@
  *    identity and only when the capability declares retry with downstream
  *    idempotency; otherwise it settles `outcome_unknown` and schedules
  *    reconciliation. A `reconciling` record is re-driven (it only reads).
- * 6. Invoke, then settle (settlement.ts). A provider operation the connector
+ * 6. Invoke, then settle (settlement.ts: a definitive outcome settles the
+ *    action first, then the record from it). A provider operation the connector
  *    checkpoints before a wait that can be lost is written durably at once
  *    (fenced by the transaction revision); one published with the provider's
  *    final answer in hand (`checkpoint_with_answer`) is written by the
- *    settlement itself, in the same write.
+ *    settlement itself (carried by the action's write to the record's).
  * 7. Except: a remote host's signed capacity refusal (the connector was not
  *    called) is not settled while the deferral bound allows: the lease is
  *    given back and the message redelivered later (`deferForCapacity`).
+ *
+ * A delivery that finds the action terminal acknowledges it; when that action
+ * settled first and its record is still in its attempt status (the attempt
+ * stopped between its two settlement writes), it finishes the record from the
+ * action first (settlement.ts `settledRecord`).
  */
 import { AipError, isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import { capabilityRetryable } from '../../../packages/connector-sdk/src/failure.js';
