@@ -254,8 +254,12 @@ export interface CheckFenceInput extends ActionRef {
 
 /** See ActionRecord.settlement. */
 export interface ActionSettlementFacts {
-  /** The attempt that settled the action (the record's `data.last_attempt` and its receipt's evidence name it). */
-  readonly attempt_id: string;
+  /**
+   * The attempt that settled the action (the record's `data.last_attempt` and its receipt's evidence name it); the
+   * marker `true` when it is the attempt that pinned the action's route with the same fence
+   * (`route.admission_reservation`, `route.fence_token` = `fence`), which the route already says.
+   */
+  readonly attempt_id: string | true;
   /** A provider operation the attempt learned with the provider's answer in hand and no checkpoint wrote. */
   readonly provider_operation?: ProviderOperationRef;
   /** A reconciliation cursor the attempt learned (not from the result's error). */

@@ -56,7 +56,14 @@ export function settledError(result: ActionResult): ProtocolError | undefined {
 }
 
 /** The parts of a settled action its record's settlement is computed from. */
-export type SettledAction = Pick<ActionHead, 'tenant_id' | 'action_id' | 'capability_id' | 'status' | 'fence' | 'result' | 'settlement' | 'action'>;
+export type SettledAction = Pick<ActionHead, 'tenant_id' | 'action_id' | 'capability_id' | 'status' | 'fence' | 'result' | 'settlement' | 'route' | 'action'>;
+
+/** The attempt that settled the action (ActionRecord.settlement), the route's marker resolved; undefined if it cannot be. */
+export function settlingAttemptId(action: SettledAction): string | undefined {
+  const id = action.settlement?.attempt_id;
+  if (id !== true) return id;
+  return action.route?.fence_token === action.fence ? action.route.admission_reservation : undefined;
+}
 
 /**
  * The outcome `record` settles to from its bound `action`, when the action settled first and the record is still in
@@ -64,7 +71,7 @@ export type SettledAction = Pick<ActionHead, 'tenant_id' | 'action_id' | 'capabi
  * settle that way).
  */
 export function pendingSettlement(record: TransactionRecord, action: SettledAction | undefined): SettleOutcome | undefined {
-  if (action === undefined || action.settlement === undefined || action.result === undefined) return undefined;
+  if (action === undefined || action.settlement === undefined || action.result === undefined || settlingAttemptId(action) === undefined) return undefined;
   if (!(TERMINAL_ACTION_STATUS_LIST as readonly string[]).includes(action.status)) return undefined;
   if (!isAttemptStatus(record.status) || record.tenant_id !== action.tenant_id || record.action_id !== action.action_id) return undefined;
   return definitiveOutcome(action.action.transaction?.mode, action.result);

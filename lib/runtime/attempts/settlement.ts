@@ -41,6 +41,7 @@ import {
   pendingSettlement,
   providerOperationFromError,
   settledError,
+  settlingAttemptId,
   type SettledAction,
 } from '../settled-outcome.js';
 import { reconcileBackoffMs } from '../config.js';
@@ -228,13 +229,14 @@ function requestBasis(req: SettleRequest): SettlementBasis {
 function settledBasis(txn: TransactionRecord, action: SettledAction): { basis: SettlementBasis; to: SettleOutcome } | undefined {
   const to = pendingSettlement(txn, action);
   const facts = action.settlement;
-  if (to === undefined || facts === undefined || action.result === undefined) return undefined;
+  const attempt_id = settlingAttemptId(action);
+  if (to === undefined || facts === undefined || attempt_id === undefined || action.result === undefined) return undefined;
   const error = settledError(action.result);
   return {
     to,
     basis: {
       action_id: action.action_id,
-      attempt_id: facts.attempt_id,
+      attempt_id,
       fence: action.fence,
       mode: action.action.transaction?.mode,
       result: action.result,
@@ -406,14 +408,18 @@ function settlesActionFirst(req: SettleRequest, held: TransactionRecord | undefi
 
 /**
  * What the record's settlement needs from this attempt that the action's result does not say (ActionRecord.settlement):
- * the attempt's ID, and a provider operation or cursor the record does not hold yet and the result's error does not name.
+ * the attempt's ID (the marker `true` when the route this lease pinned names it), and a provider operation or cursor
+ * the record does not hold yet and the result's error does not name.
  */
 function settlementFacts(req: SettleRequest, held: TransactionRecord): ActionSettlementFacts {
   const error = settledError(req.classified.result);
   const op = req.provider_operation !== undefined && held.provider_operation === undefined && providerOperationFromError(error) === undefined;
   const cursor = req.cursor !== undefined && cursorFromError(error) === undefined;
+  // The attempt that pinned the route with this lease is named by the route already (its admission reservation).
+  const route = req.action.route;
+  const pinnedByThis = route !== undefined && route.fence_token === req.fence && route.admission_reservation === req.attempt_id;
   return {
-    attempt_id: req.attempt_id,
+    attempt_id: pinnedByThis ? true : req.attempt_id,
     ...(op ? { provider_operation: req.provider_operation } : {}),
     ...(cursor ? { reconciliation_cursor: req.cursor } : {}),
   };

@@ -399,7 +399,7 @@ describe('settle', () => {
       }),
     );
     expect(bad.code).toBe('action.invalid_record');
-    const facts = { attempt_id: 'att-1', provider_operation: { provider: 'pay', operation_id: 'op_1' } };
+    const facts = { attempt_id: true as const, provider_operation: { provider: 'pay', operation_id: 'op_1' } };
     const done = await s.actions.settle({
       tenant_id: TENANT,
       action_id: a.id,

@@ -51,7 +51,7 @@ async function submit() {
  */
 async function settledShape(a: string, tx: string) {
   const [rec, act, chain] = [await record(tx), await action(a), await receipts(tx)];
-  const attempt = act.settlement?.attempt_id ?? (rec.data.last_attempt as { attempt_id?: string } | undefined)?.attempt_id;
+  const attempt = (rec.data.last_attempt as { attempt_id?: string } | undefined)?.attempt_id ?? act.route?.admission_reservation;
   const scrub = (v: unknown): unknown =>
     JSON.parse(
       JSON.stringify(v ?? null)
@@ -125,13 +125,16 @@ describe('the action settles first, then the record', () => {
     expect((await h.verifyChain(tx)).valid).toBe(true);
   });
 
-  it('the settled action carries what its record settlement needs: the attempt that settled it', async () => {
+  it('the settled action carries what its record settlement needs: the attempt that settled it, named by the route it pinned', async () => {
     const { a, tx } = await submit();
     await h.drain();
     const [act, rec] = [await action(a), await record(tx)];
-    expect(act.settlement?.attempt_id).toMatch(/^att-/);
-    expect(rec.data.last_attempt).toMatchObject({ action_id: a, attempt_id: act.settlement?.attempt_id, fence: act.fence, outcome: 'committed' });
-    expect((await receipts(tx)).at(-1)?.evidence).toMatchObject({ action_id: a, attempt_id: act.settlement?.attempt_id, fence: act.fence });
+    // The attempt that pinned the route with this fence settled it: the route names it (admission_reservation).
+    expect(act.settlement?.attempt_id).toBe(true);
+    expect(act.route).toMatchObject({ fence_token: act.fence, admission_reservation: expect.stringMatching(/^att-/) });
+    const attempt = act.route?.admission_reservation;
+    expect(rec.data.last_attempt).toMatchObject({ action_id: a, attempt_id: attempt, fence: act.fence, outcome: 'committed' });
+    expect((await receipts(tx)).at(-1)?.evidence).toMatchObject({ action_id: a, attempt_id: attempt, fence: act.fence });
   });
 
   it('readers in the window: the view and the wait show the record as its settlement will write it', async () => {

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ActionResult, TransactionMode } from '../../../packages/connector-sdk/src/protocol/index.js';
 import type { TransactionRecord } from '../../../lib/ports/transaction-store.js';
-import { asSettled, definitiveOutcome, pendingSettlement, type SettledAction } from '../../../lib/runtime/settled-outcome.js';
+import { asSettled, definitiveOutcome, pendingSettlement, settlingAttemptId, type SettledAction } from '../../../lib/runtime/settled-outcome.js';
 
 const OP = { provider: 'pay', operation_id: 'op_1' };
 const done: ActionResult = { action_id: 'a1', status: 'completed', output: { ok: true } };
@@ -84,6 +84,17 @@ describe('pendingSettlement and asSettled', () => {
     ).toEqual(held);
     const named = { ...declined, error: { ...(declined.error as object), provider_operation: OP } } as ActionResult;
     expect(asSettled(record('prepared'), action(named)).provider_operation).toEqual(OP);
+  });
+
+  it('the settling attempt named by the route it pinned (the marker) is resolved only for the same fence', () => {
+    const route = { admission_reservation: 'att-9', fence_token: 1 } as SettledAction['route'];
+    const marked = action(done, 'execute', { settlement: { attempt_id: true }, route });
+    expect(settlingAttemptId(marked)).toBe('att-9');
+    expect(pendingSettlement(record('prepared'), marked)).toBe('committed');
+    const moved = action(done, 'execute', { settlement: { attempt_id: true }, route, fence: 2 });
+    expect(settlingAttemptId(moved)).toBeUndefined();
+    expect(pendingSettlement(record('prepared'), moved)).toBeUndefined();
+    expect(settlingAttemptId(action(done))).toBe('att-1');
   });
 
   it('nothing is pending for a settled record, another action, an action without settlement facts, or a running action', () => {
