@@ -32,6 +32,7 @@ import {
   type ActionPatch,
   type ActionRecord,
   type ActionRef,
+  type ActionSettlementFacts,
   type ActionStore,
   type CheckFenceInput,
   type CreateActionInput,
@@ -98,6 +99,7 @@ const RECORD_FIELDS = [
   'released_fence',
   'deferrals',
   'route',
+  'settlement',
   'cancel_requested_at',
   'created_at',
   'updated_at',
@@ -108,7 +110,7 @@ const RECORD_FIELDS = [
  * The attributes an action item stores packed (./packed-attributes.ts): written whole, never named by a condition,
  * a projection or a nested update path. `transaction_id` stays plain (a projection reads it).
  */
-const PACKED: ReadonlySet<string> = new Set(['action', 'input', 'actor', 'result', 'principal', 'recovery', 'input_hash', ROUTE_ATTRIBUTE]);
+const PACKED: ReadonlySet<string> = new Set(['action', 'input', 'actor', 'result', 'principal', 'recovery', 'input_hash', 'settlement', ROUTE_ATTRIBUTE]);
 
 /**
  * The record of an action item (exported for readers of raw items, the load checker). The action ID is
@@ -541,6 +543,7 @@ export class DynamoActionStore implements ActionStore, IntentMapper {
     b.setExpr('revision', `${b.n('revision')} + ${b.v(1)}`);
     b.set('updated_at', new Date(nowMs).toISOString());
     b.remove('lease_owner', 'lease_expires_at');
+    if (input.settlement !== undefined) b.set('settlement', this.checkSettlement(input.settlement));
     const patch: ActionPatch = compact({
       result: input.result,
       redact_input: input.redact_input,
@@ -553,6 +556,18 @@ export class DynamoActionStore implements ActionStore, IntentMapper {
       return this.conflict(input, 'settle', old, from, expected);
     };
     return this.updateWrite(input, 'settle', b, classify);
+  }
+
+  /** ActionRecord.settlement, validated: the attempt's ID (a lease owner's form), an optional operation and cursor. */
+  private checkSettlement(facts: ActionSettlementFacts): Item {
+    const ok =
+      facts !== null &&
+      typeof facts === 'object' &&
+      (facts.provider_operation === undefined || ProviderOperationRefSchema.safeParse(facts.provider_operation).success) &&
+      (facts.reconciliation_cursor === undefined || ReconciliationCursorSchema.safeParse(facts.reconciliation_cursor).success);
+    if (!ok) throw invalid(CODE, 'settlement must hold an attempt ID, and optionally a provider operation and a cursor', { field: 'settlement' });
+    if (facts.attempt_id !== true) checkLeaseOwner(CODE, facts.attempt_id, 1);
+    return compact({ ...facts });
   }
 
   /** See RedactTerminalInput. */

@@ -21,14 +21,20 @@
  *    identity and only when the capability declares retry with downstream
  *    idempotency; otherwise it settles `outcome_unknown` and schedules
  *    reconciliation. A `reconciling` record is re-driven (it only reads).
- * 6. Invoke, then settle (settlement.ts). A provider operation the connector
+ * 6. Invoke, then settle (settlement.ts: a definitive outcome settles the
+ *    action first, then the record from it). A provider operation the connector
  *    checkpoints before a wait that can be lost is written durably at once
  *    (fenced by the transaction revision); one published with the provider's
  *    final answer in hand (`checkpoint_with_answer`) is written by the
- *    settlement itself, in the same write.
+ *    settlement itself (carried by the action's write to the record's).
  * 7. Except: a remote host's signed capacity refusal (the connector was not
  *    called) is not settled while the deferral bound allows: the lease is
  *    given back and the message redelivered later (`deferForCapacity`).
+ *
+ * A delivery that finds the action terminal acknowledges it; when that action
+ * settled first and its record is still in its attempt status (the attempt
+ * stopped between its two settlement writes), it finishes the record from the
+ * action first (settlement.ts `settledRecord`).
  */
 import { AipError, isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import { capabilityRetryable } from '../../../packages/connector-sdk/src/failure.js';
@@ -69,7 +75,7 @@ import {
   type InvocationOutcome,
   type InvocationSubject,
 } from './invoke.js';
-import { classify, finishSideRecords, settleAttempt } from './settlement.js';
+import { classify, finishSideRecords, settleAttempt, settledRecord } from './settlement.js';
 import {
   abandonUnstartedTransaction,
   attemptOutcome,
@@ -254,7 +260,13 @@ async function attemptFrom(k: Kernel, message: InvokeMessage, known?: StartFrom)
   const txId = mode === undefined || mode === 'rollback_not_supported' ? undefined : action.transaction_id;
   if (isTerminalAction(action.status)) {
     if (action.status === 'cancelled' && txId !== undefined) await abandonUnstartedTransaction(k, action, txId);
-    return attemptOutcome(message, 'already_settled', { action_result: action.result ?? { action_id: action.action_id, status: action.status } });
+    // The action settled first and its attempt stopped before the record (docs/table-design.md, "The action settles
+    // first"): this delivery (a redelivery, or the sweeper's re-invoke of the stalled record) finishes the record.
+    const finished = txId !== undefined && action.settlement !== undefined ? await finishSettledRecord(k, action, txId, loaded.transaction) : undefined;
+    return attemptOutcome(message, 'already_settled', {
+      action_result: action.result ?? { action_id: action.action_id, status: action.status },
+      ...(finished !== undefined ? { transaction_status: finished.status } : {}),
+    });
   }
   k.crash('after_receive_before_lease');
 
@@ -465,6 +477,17 @@ async function attemptFrom(k: Kernel, message: InvokeMessage, known?: StartFrom)
     attempt_id,
     ...(mode === 'reconcile' && known?.original !== undefined ? { original: known.original } : {}),
   });
+}
+
+/** The record of a terminal action that settled first, finished from it (settlement.ts `settledRecord`). */
+async function finishSettledRecord(
+  k: Kernel,
+  action: ActionHead,
+  txId: string,
+  loaded: { transaction_id: string; record: TransactionRecord | undefined } | undefined,
+): Promise<TransactionRecord | undefined> {
+  const txn = loaded?.transaction_id === txId ? loaded.record : await k.deps.transactions.get({ tenant_id: action.tenant_id, transaction_id: txId });
+  return settledRecord(k, txn, action);
 }
 
 /**

@@ -21,6 +21,7 @@ import type { IntentOf, Refusal, WriteIntent } from '../../ports/unit-of-work.js
 import { idempotencyInFlightError, idempotencyOutcomeUnknownError } from '../../ports/idempotency-store.js';
 import { RECEIPT_EVENTS } from '../journal.js';
 import { assertCallerCurrent, authorizeCapability, checkIdentityFields, resolveAccount, resolveTenant, type CallerIdentity } from '../identity.js';
+import { settledRecord } from '../attempts/settlement.js';
 import { deriveApprovalId, deriveTransactionId, failedResult, isTransientError, replayed, withTransactionId, type Kernel } from '../kernel.js';
 import { admitCompensate, assertCompensable } from '../modes/compensate.js';
 import { admitDirectCommit, admitPlannedCommit, claimConflict, knownPlanned, planClaim, recheckPlan } from '../modes/commit.js';
@@ -293,7 +294,8 @@ async function resubmission(k: Kernel, adm: AdmittedAction): Promise<SubmitOutco
   }
   if (mode === 'execute') {
     const txId = adm.action.transaction?.transaction_id as string;
-    const existing = await k.deps.transactions.get({ tenant_id: adm.tenant_id, transaction_id: txId });
+    // A record whose action settled first and whose attempt stopped before it is finished here (settledRecord).
+    const existing = await settledRecord(k, await k.deps.transactions.get({ tenant_id: adm.tenant_id, transaction_id: txId }), record);
     if (existing !== undefined) {
       const verdict = replayGate(existing, adm);
       if (verdict.kind === 'replay') return replayFromRecord(adm, await withStoredResult(k, verdict.record, record), record);
@@ -303,7 +305,8 @@ async function resubmission(k: Kernel, adm: AdmittedAction): Promise<SubmitOutco
     throw new AipError('runtime.action_in_flight', undefined, { details: { action_id: record.action_id, status: record.status } });
   }
   const txId = record.transaction_id;
-  const txRecord = txId !== undefined ? await k.deps.transactions.get({ tenant_id: adm.tenant_id, transaction_id: txId }) : undefined;
+  const txRecord =
+    txId !== undefined ? await settledRecord(k, await k.deps.transactions.get({ tenant_id: adm.tenant_id, transaction_id: txId }), record) : undefined;
   const result = replayed(actionResultOf(record));
   return submitOutcome(adm, 'replayed', result, txRecord ? toTransactionResult(txRecord, { action_status: record.status, action_result: result }) : undefined);
 }

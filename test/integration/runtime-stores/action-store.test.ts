@@ -429,6 +429,33 @@ describe('settle', () => {
     expect((await s.actions.get({ tenant_id: TENANT, action_id: a.id }))?.action.input).toEqual({ redacted: true, hash });
   });
 
+  it('stores the settlement facts its record is settled from (packed), and refuses malformed ones writing nothing', async () => {
+    const { a, leased } = await running();
+    const bad = await aipError(
+      s.actions.settle({
+        tenant_id: TENANT,
+        action_id: a.id,
+        fence: leased.fence,
+        to: 'completed',
+        result: completed(a.id),
+        settlement: { attempt_id: 'att-1', provider_operation: { provider: '', operation_id: 'op_1' } },
+      }),
+    );
+    expect(bad.code).toBe('action.invalid_record');
+    const facts = { attempt_id: true as const, provider_operation: { provider: 'pay', operation_id: 'op_1' } };
+    const done = await s.actions.settle({
+      tenant_id: TENANT,
+      action_id: a.id,
+      fence: leased.fence,
+      to: 'completed',
+      result: completed(a.id),
+      settlement: facts,
+    });
+    expect(done.settlement).toEqual(facts);
+    expect((await s.actions.get({ tenant_id: TENANT, action_id: a.id }))?.settlement).toEqual(facts);
+    expect((await s.rawItem(keys.action(TENANT, a.id)))?.settlement).toBeInstanceOf(Uint8Array);
+  });
+
   it('sets the TTL attribute when a retention is requested', async () => {
     const { a, leased } = await running();
     await s.actions.settle({ tenant_id: TENANT, action_id: a.id, fence: leased.fence, to: 'completed', result: completed(a.id), retention_seconds: 3600 });
