@@ -311,7 +311,9 @@ function settlementIntent(
   actionRetentionSeconds: number | undefined,
 ): IntentOf<'transaction.settle'> {
   const { input, evidence } = transactionSettlement(k, basis, txn, to);
-  return k.journal.settle(txn, storedOnce(txn, basis.action_id, input, actionRetentionSeconds), evidence, {
+  // A record that stays open (outcome_unknown) has no retention yet: the days it will get when it ends.
+  const recordDays = input.retention?.days ?? (to === 'outcome_unknown' ? retentionFor(k, txn.capability_id, txn)?.days : undefined);
+  return k.journal.settle(txn, storedOnce(txn, basis.action_id, input, actionRetentionSeconds, recordDays), evidence, {
     ...(input.result !== undefined ? { result: input.result } : {}),
   });
 }
@@ -518,16 +520,18 @@ export async function settleAttempt(k: Kernel, req: SettleRequest): Promise<Atte
  * as the action it is bound to (or right after it, from it) names that action (`result_ref`) instead of carrying a
  * copy of the result the action stores, when the action is kept at least as long as the record (no action retention,
  * or one no shorter than the record's, both counted from this settlement). Otherwise the record keeps its own result,
- * as before.
+ * as before. A record left open (`outcome_unknown`) is compared with the retention it will get when it ends: it needs
+ * the reference only until then, since every write that ends it (the reconciled answer, an operator's resolution)
+ * stores a result of its own (docs/table-design.md, "The result stored once").
  */
 function storedOnce<I extends Omit<SettleInput, 'receipt' | 'expected_revision' | 'tenant_id' | 'transaction_id'>>(
   txn: TransactionRecord,
   action_id: string,
   input: I,
   actionRetentionSeconds: number | undefined,
+  recordDays: number | undefined,
 ): I {
   if (input.result === undefined || txn.action_id !== action_id) return input;
-  const recordDays = input.retention?.days;
   const actionOutlivesRecord = actionRetentionSeconds === undefined || (recordDays !== undefined && actionRetentionSeconds >= recordDays * 86_400);
   if (!actionOutlivesRecord) return input;
   const { result: _stored, ...rest } = input;
