@@ -14,7 +14,7 @@
  */
 import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
 import type { ActionResult } from '../../packages/connector-sdk/src/protocol/index.js';
-import type { InvokeMessage } from '../../lib/ports/messages.js';
+import { decodeQueueMessage, type InvokeMessage, type ReconcileMessage } from '../../lib/ports/messages.js';
 import type { SubmitOutcome } from '../../lib/runtime/types.js';
 import { TENANT, uid, type Harness } from '../lib/harness.js';
 import { sumBilled, type BilledSummary } from '../lib/billing.js';
@@ -295,13 +295,18 @@ export function costScenarios(h: Harness): Scenario<Record<string, unknown>>[] {
         if (txn === undefined) throw new Error('setup: no transaction');
         // Make the reconciliation due (the record asks for it 5 s later) without waiting.
         h.clock.advance(6_000);
-        return { transaction_id: txn.transaction_id };
+        // What the schedule delivers when it fires: its stored Input, as the Scheduler emulator would send it.
+        const schedule = h.emulators.scheduler
+          .list()
+          .find((s) => (JSON.parse(s.target.Input ?? '{}') as { transaction_id?: string }).transaction_id === txn.transaction_id);
+        if (schedule?.target.Input === undefined) throw new Error('setup: no reconciliation schedule');
+        return { message: decodeQueueMessage(schedule.target.Input) };
       },
       phases: [
         {
           name: 'reconcile (consumer)',
           run: async (c) => {
-            const out = await h.consumer.reconcile({ kind: 'reconcile', tenant_id: TENANT, transaction_id: c.transaction_id as string, reason: 'schedule' });
+            const out = await h.consumer.reconcile(c.message as ReconcileMessage);
             expect('reconcile disposition', out.disposition, 'reconciled');
           },
         },

@@ -104,6 +104,14 @@ export interface ActionRecord {
    * version pinned in a `ROUTE` item of its own (RouteStore.get reads both).
    */
   readonly route?: RouteAssignment;
+  /**
+   * What the attempt that settled this action learned that its transaction record's settlement writes and the
+   * action's result does not say (docs/table-design.md, "The action settles first"): set only by a definitive
+   * settlement that writes the action alone first and the record after it, so that whoever finds the record still
+   * in its attempt status finishes it exactly as that attempt would have (lib/runtime/attempts/settlement.ts
+   * `recordSettlement`). Absent on every other action.
+   */
+  readonly settlement?: ActionSettlementFacts;
   readonly cancel_requested_at?: string;
   readonly created_at: string;
   readonly updated_at: string;
@@ -164,7 +172,18 @@ export interface CreateActionInput {
   readonly redacted_input?: JsonObject;
   /** Retention of a record created terminal (sets `ttl`); ignored otherwise. */
   readonly retention_seconds?: number;
+  /**
+   * The action created already leased (status `accepted`, the default, only): its creation is its first attempt's
+   * lease, exactly as `acquireLease` would grant it on the new record (`running`, fence 1, attempt 1, the owner and
+   * expiry, the route pinned). Revision 1 and `running` then say that nothing has written the action since its
+   * creation. The reconcile consumer's own actions (lib/runtime/reconciliation.ts; docs/table-design.md, "The
+   * reconcile action created leased").
+   */
+  readonly lease?: CreationLease;
 }
+
+/** The lease a creation grants (see CreateActionInput.lease): the lease's owner, its time to live and the route it pins. */
+export type CreationLease = Pick<AcquireActionLeaseInput, 'owner' | 'ttl_ms' | 'route'>;
 
 export interface ActionPatch {
   readonly result?: ActionResult;
@@ -244,6 +263,20 @@ export interface CheckFenceInput extends ActionRef {
   readonly fence: number;
 }
 
+/** See ActionRecord.settlement. */
+export interface ActionSettlementFacts {
+  /**
+   * The attempt that settled the action (the record's `data.last_attempt` and its receipt's evidence name it); the
+   * marker `true` when it is the attempt that pinned the action's route with the same fence
+   * (`route.admission_reservation`, `route.fence_token` = `fence`), which the route already says.
+   */
+  readonly attempt_id: string | true;
+  /** A provider operation the attempt learned with the provider's answer in hand and no checkpoint wrote. */
+  readonly provider_operation?: ProviderOperationRef;
+  /** A reconciliation cursor the attempt learned (not from the result's error). */
+  readonly reconciliation_cursor?: string;
+}
+
 export interface SettleActionInput extends ActionRef {
   /** The fence the caller holds; only the current fence may settle. */
   readonly fence: number;
@@ -259,6 +292,8 @@ export interface SettleActionInput extends ActionRef {
   readonly redacted_input?: JsonObject;
   /** Sets `ttl` = now + retention_seconds. */
   readonly retention_seconds?: number;
+  /** Stored as ActionRecord.settlement (a settlement whose transaction record is written after the action). */
+  readonly settlement?: ActionSettlementFacts;
 }
 
 /**

@@ -16,6 +16,14 @@
  * never travels. The sweeper, a deferral, a redelivery and an operator send
  * IDs only.
  *
+ * The same holds for the reconcile message a schedule fires (`scheduled`): the
+ * transaction record exactly as the write that moved it to `outcome_unknown`
+ * (a settlement, a refused or rescheduled reconciliation) returned it, so that
+ * the consumer starts from it instead of reading it (docs/runtime.md, "The
+ * reconcile consumer's first read"). A transaction record holds no action
+ * input; the original action (whose input the reconcile action needs) is not
+ * carried, and is read.
+ *
  * The schemas are strict: an unknown field (for example `input`, `secret` or
  * `credentials`) is rejected on both the sending and the receiving side, and
  * so is an image that is not the fresh admission's shape, names another
@@ -28,8 +36,11 @@ import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
 import { ActionMetadataSchema, ActionResultSchema, TransactionContextSchema, TransactionModeSchema } from '../../packages/connector-sdk/src/protocol/action.js';
 import { IdentityContextSchema, PrincipalSchema } from '../../packages/connector-sdk/src/protocol/identity.js';
 import { JsonObjectSchema } from '../../packages/connector-sdk/src/protocol/json.js';
+import { ProtocolErrorSchema } from '../../packages/connector-sdk/src/protocol/error.js';
+import { ProviderOperationRefSchema, ReconciliationCursorSchema } from '../../packages/connector-sdk/src/protocol/provider.js';
 import { IdempotencyKeySchema, IdSchema, Rfc3339Schema, TransactionIdSchema } from '../../packages/connector-sdk/src/protocol/primitives.js';
 import { TransactionPlanSchema } from '../../packages/connector-sdk/src/protocol/transaction.js';
+import type { TransactionRecord } from './transaction-store.js';
 
 /**
  * A fence token: a non-negative safe integer that only ever grows. A worker
@@ -173,14 +184,67 @@ export type InvokeMessage = z.infer<typeof InvokeMessageSchema>;
 /** Why a reconciliation was enqueued: its Scheduler schedule fired, the sweeper found it overdue, or an operator asked. */
 export const RECONCILE_REASONS = ['schedule', 'sweeper', 'operator'] as const;
 
-/** Reconciliation job for one `outcome_unknown` transaction. */
-export const ReconcileMessageSchema = z.deferred(() =>
+/**
+ * The `outcome_unknown` record a schedule was created for (`TransactionRecord` of lib/transactions/record.ts), as
+ * the write that made it so returned it: not escalated (an escalated record has no schedule). Any other shape is
+ * refused.
+ */
+const scheduledTransactionImage = () =>
   z.strictObject({
-    kind: z.literal('reconcile'),
     tenant_id: IdSchema,
     transaction_id: TransactionIdSchema,
-    reason: z.enum(RECONCILE_REASONS),
-  }),
+    status: z.literal('outcome_unknown'),
+    revision: z.int().check(z.gte(1)),
+    mode: TransactionModeSchema,
+    capability_id: IdSchema,
+    action_id: IdSchema,
+    plan_id: z.optional(IdSchema),
+    plan: z.optional(TransactionPlanSchema),
+    principal: PrincipalSchema,
+    identity: z.optional(IdentityContextSchema),
+    compensation_for: z.optional(IdSchema),
+    provider_operation: z.optional(ProviderOperationRefSchema),
+    reconciliation_cursor: z.optional(ReconciliationCursorSchema),
+    error: z.optional(ProtocolErrorSchema),
+    result: z.optional(ActionResultSchema),
+    result_ref: z.optional(IdSchema),
+    next_reconcile_at: z.optional(Rfc3339Schema),
+    reconcile_attempts: z.int().check(z.gte(0)),
+    lease_owner: z.optional(z.string().check(z.minLength(1), z.maxLength(256))),
+    lease_expires_at: z.optional(Rfc3339Schema),
+    fence: FenceTokenSchema,
+    // The ttl its other items hold, under a retention (lib/runtime/retention.ts).
+    items_ttl: z.optional(z.int().check(z.gte(1))),
+    receipt_count: z.int().check(z.gte(1)),
+    receipt_head: z.string().check(z.minLength(1), z.maxLength(128)),
+    created_at: Rfc3339Schema,
+    updated_at: Rfc3339Schema,
+    data: JsonObjectSchema,
+  });
+
+/** The images a schedule's reconcile message carries (see the module comment). */
+const ScheduledImagesSchema = z.deferred(() => z.strictObject({ transaction: scheduledTransactionImage() }));
+
+/** Reconciliation job for one `outcome_unknown` transaction. */
+export const ReconcileMessageSchema = z.deferred(() =>
+  z
+    .strictObject({
+      kind: z.literal('reconcile'),
+      tenant_id: IdSchema,
+      transaction_id: TransactionIdSchema,
+      reason: z.enum(RECONCILE_REASONS),
+      /** The record the schedule was created for: only on a schedule's message, naming the message's transaction. */
+      scheduled: z.optional(ScheduledImagesSchema),
+    })
+    .check(
+      z.superRefine((m, ctx) => {
+        const t = m.scheduled?.transaction;
+        if (t === undefined) return;
+        if (m.reason !== 'schedule') ctx.addIssue({ code: 'custom', path: ['scheduled'], message: 'images travel only on a schedule’s message' });
+        if (t.tenant_id !== m.tenant_id || t.transaction_id !== m.transaction_id)
+          ctx.addIssue({ code: 'custom', path: ['scheduled', 'transaction'], message: 'the transaction image is not the one the message names' });
+      }),
+    ),
 );
 export type ReconcileMessage = z.infer<typeof ReconcileMessageSchema>;
 
@@ -194,8 +258,9 @@ export type QueueMessageKind = QueueMessage['kind'];
  * plan). The
  * bound is a quarter of the 64 KiB chunk SQS bills a request by, so a message with images costs the same one request
  * as a message of IDs, and it bounds what the worker parses per record. An admission whose images would not fit sends
- * IDs only ({@link invokeWithImages}). (Invoke messages are never scheduled; EventBridge Scheduler carries reconcile
- * messages only, which are IDs.)
+ * IDs only ({@link invokeWithImages}). EventBridge Scheduler carries reconcile messages only, as its target's
+ * `Input`, whose own limit is 256 KB (the `Input` field of `Target`, @aws-sdk/client-scheduler); a schedule's message
+ * with its record image is bounded the same way ({@link reconcileWithImages}).
  */
 export const QUEUE_MESSAGE_MAX_BYTES = 16_384;
 
@@ -235,6 +300,17 @@ export function invokeWithImages(message: InvokeMessage, admitted: AdmittedImage
   // As it would travel: the JSON form (absent optional fields dropped), checked by the receiving side's schema.
   const candidate: unknown = JSON.parse(JSON.stringify({ ...message, admitted }));
   const parsed = InvokeMessageSchema.safeParse(candidate);
+  if (!parsed.success) return message;
+  return Buffer.byteLength(JSON.stringify(parsed.data), 'utf8') <= QUEUE_MESSAGE_MAX_BYTES ? parsed.data : message;
+}
+
+/**
+ * A schedule's reconcile message with the record image when it is valid and the encoded message fits
+ * {@link QUEUE_MESSAGE_MAX_BYTES}; otherwise the message of IDs alone (the consumer then reads, as for any message).
+ */
+export function reconcileWithImages(message: ReconcileMessage, transaction: TransactionRecord): ReconcileMessage {
+  const candidate: unknown = JSON.parse(JSON.stringify({ ...message, scheduled: { transaction } }));
+  const parsed = ReconcileMessageSchema.safeParse(candidate);
   if (!parsed.success) return message;
   return Buffer.byteLength(JSON.stringify(parsed.data), 'utf8') <= QUEUE_MESSAGE_MAX_BYTES ? parsed.data : message;
 }

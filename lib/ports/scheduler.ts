@@ -9,6 +9,7 @@
  *
  * The AWS adapter is lib/aws/scheduler/scheduler.ts (EventBridge Scheduler).
  */
+import type { TransactionRecord } from './transaction-store.js';
 
 export interface ReconcileScheduleRef {
   readonly tenant_id: string;
@@ -18,6 +19,12 @@ export interface ReconcileScheduleRef {
 export interface ScheduleReconcileRequest extends ReconcileScheduleRef {
   /** Earliest reconciliation time. A time in the past is moved to now plus the adapter's minimum lead. */
   readonly at: Date;
+  /**
+   * The `outcome_unknown` record exactly as the write that made it so returned it: the schedule's message carries it
+   * when it fits (lib/ports/messages.ts `reconcileWithImages`), so that the consumer need not read it. It holds no
+   * action input. Absent, or too large: the message names the transaction only.
+   */
+  readonly transaction?: TransactionRecord;
 }
 
 export interface ScheduleReconcileResult {

@@ -14,6 +14,7 @@ export const CRASH_POINTS = [
   'after_provider_accept_before_checkpoint',
   'after_checkpoint_before_response',
   'after_response_before_settlement',
+  'after_action_settled_before_record',
   'during_settlement',
   'during_schedule_creation',
 ] as const;

@@ -15,6 +15,7 @@ import { assertCallerCurrent, assertTenantMember, type CallerIdentity } from './
 import { cursorSealerOf, type CursorBinding } from './cursor.js';
 import type { Kernel } from './kernel.js';
 import { actionResultOf } from './pipeline/action-record.js';
+import { asSettled } from './settled-outcome.js';
 import type { PageOf } from './types.js';
 import { missingTarget, type AuthorityTarget } from './authority.js';
 import { transactionTarget } from './pipeline/targets.js';
@@ -48,6 +49,9 @@ export async function visibleAction(
  * The wire view of a transaction record, with the status of the action it is
  * bound to. `known` is an action record the caller read in this request; it
  * is used when it is that bound action (else the bound action is read).
+ * A record still in its attempt status whose bound action settled first is
+ * shown as its pending settlement writes it (./settled-outcome.ts asSettled);
+ * its receipts are the chain as stored.
  */
 async function viewOf(k: Kernel, txn: TransactionRecord, include: { result?: boolean; receipts?: boolean }, known?: ActionRecord): Promise<TransactionResult> {
   const bound =
@@ -56,7 +60,9 @@ async function viewOf(k: Kernel, txn: TransactionRecord, include: { result?: boo
       : await k.deps.actions.get({ tenant_id: txn.tenant_id, action_id: txn.action_id });
   const action_result: ActionResult | undefined = include.result === true ? ((await withStoredResult(k, txn, bound)).result ?? bound?.result) : undefined;
   const receipts = include.receipts === true ? await readReceipts(k, txn) : undefined;
-  return toTransactionResult(txn, {
+  // A record whose bound action settled first, read before its own settlement is written (a few milliseconds, or
+  // until a crashed attempt's record is finished): shown as that settlement writes it, which the action decides.
+  return toTransactionResult(asSettled(txn, bound), {
     ...(bound !== undefined ? { action_status: bound.status } : {}),
     ...(action_result !== undefined ? { action_result } : {}),
     ...(receipts !== undefined ? { receipts } : {}),

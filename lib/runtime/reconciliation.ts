@@ -20,7 +20,7 @@ import type { ActionRecord } from '../ports/action-store.js';
 import type { ReconcileMessage } from '../ports/messages.js';
 import type { QueueBatchEntry } from '../ports/queue.js';
 import type { TransactionRecord } from '../ports/transaction-store.js';
-import { runAttempt } from './attempts/worker.js';
+import { creationLease, runAttempt, type LeasedAtCreation } from './attempts/worker.js';
 import { escalate, scheduleReconcile } from './attempts/settlement.js';
 import { expireApproval } from './approvals.js';
 import { serviceCaller } from './identity.js';
@@ -28,6 +28,8 @@ import { RECEIPT_EVENTS } from './journal.js';
 import { deriveApprovalId, isTransientError, type Kernel } from './kernel.js';
 import { lookupByIdempotencyKey, ranCapabilityId } from './modes/reconcile.js';
 import { retentionFor } from './retention.js';
+import { deliveryReceiveCount } from './attempt-budget.js';
+import { selectApprovalPolicy } from './pipeline/approval-policy.js';
 import { admit, prepare } from './pipeline/admit.js';
 import type { AttemptOutcome, ReconcileOutcome, SweepOutcome } from './types.js';
 
@@ -167,10 +169,53 @@ async function awaitApproval(k: Kernel, msg: ReconcileMessage, txn: TransactionR
   return out(msg, 'requires_human', { action_id, reason: 'approval_pending' });
 }
 
+/** What the consumer answers when it started from a schedule's image and that image proved stale: read and decide again. */
+const STALE_IMAGE = Symbol('stale image');
+
+/**
+ * The record a schedule's message carries (`ReconcileMessage.scheduled`), when this delivery may start from it: the
+ * message's first delivery (the queue's receive count is 1, or not given: a direct Runtime call). A redelivery, the
+ * sweeper's and an operator's messages carry none, or are read as before (an earlier delivery may have moved the
+ * record). Safety does not rest on the count: every write the consumer makes from it is conditioned on its revision.
+ */
+function scheduledImage(msg: ReconcileMessage): TransactionRecord | undefined {
+  const image = msg.scheduled?.transaction;
+  if (image === undefined || msg.reason !== 'schedule') return undefined;
+  const received = deliveryReceiveCount();
+  return received === undefined || received <= 1 ? (image as TransactionRecord) : undefined;
+}
+
+/**
+ * The reconcile consumer. A schedule's first delivery starts from the record the schedule was created with instead of
+ * reading it (docs/runtime.md, "The reconcile consumer's first read"); only the path that reconciles is taken from
+ * that image, and its first write of the record (the begin, a compare-and-set on the image's status and revision)
+ * proves it current. Any other decision (not due, escalation, a refusal, a lost begin, an action already there) is
+ * taken again from a consistent read in the same invocation, exactly as for a message of IDs.
+ */
 export async function reconcileMessage(k: Kernel, msg: ReconcileMessage): Promise<ReconcileOutcome> {
-  const ref = { tenant_id: msg.tenant_id, transaction_id: msg.transaction_id };
-  const txn = await k.deps.transactions.get(ref);
+  const image = scheduledImage(msg);
+  if (image !== undefined) {
+    const outcome = await reconcileFrom(k, msg, image, true);
+    if (outcome !== STALE_IMAGE) return outcome;
+    k.log.info('reconcile: the scheduled record is not current; reading it', { transaction_id: msg.transaction_id });
+  }
+  const txn = await k.deps.transactions.get({ tenant_id: msg.tenant_id, transaction_id: msg.transaction_id });
   if (txn === undefined) return out(msg, 'not_applicable', { reason: 'transaction_not_found' });
+  return (await reconcileFrom(k, msg, txn, false)) as ReconcileOutcome;
+}
+
+/**
+ * The consumer from a record: read (`fromImage` false), or a schedule's image, which may only reconcile (any other
+ * outcome answers STALE_IMAGE before anything is written from it but the reconcile action's creation, which a lost
+ * begin ends: pipeline/admit.ts `guarded`).
+ */
+async function reconcileFrom(k: Kernel, msg: ReconcileMessage, txn: TransactionRecord, fromImage: boolean): Promise<ReconcileOutcome | typeof STALE_IMAGE> {
+  const ref = { tenant_id: msg.tenant_id, transaction_id: msg.transaction_id };
+  if (fromImage) {
+    const due = txn.next_reconcile_at === undefined || Date.parse(txn.next_reconcile_at) <= k.now().getTime();
+    if (txn.status !== 'outcome_unknown' || txn.escalated_at !== undefined || !due || txn.reconcile_attempts >= k.config.reconcile.max_attempts)
+      return STALE_IMAGE;
+  }
 
   if (txn.status === 'reconciling') {
     const actionId = txn.data.reconcile_action_id;
@@ -201,13 +246,17 @@ export async function reconcileMessage(k: Kernel, msg: ReconcileMessage): Promis
   const capability_id = ranCapabilityId(txn);
   const reg = k.deps.registry.find(capability_id);
   if (txn.provider_operation === undefined && !(await lookupByIdempotencyKey(k, reg))) {
+    if (fromImage) return STALE_IMAGE;
     // "If a connector learns the provider operation ID but does not publish it ... the generic runtime cannot invent
     // that identifier." Unless the connector can look the operation up by the idempotency key the runtime sent.
     const e = await escalate(k, txn, 'no_provider_operation');
     return out(msg, 'escalated', { transaction_status: e.status, reason: 'no_provider_operation' });
   }
+  // An approval-gated reconciliation is not started from an image: its action would wait for an approver.
+  if (fromImage && (reg === undefined || selectApprovalPolicy(k.config, txn.tenant_id, reg.capability, 'reconcile') !== undefined)) return STALE_IMAGE;
   const original = await k.deps.actions.get({ tenant_id: txn.tenant_id, action_id: txn.action_id });
   if (original === undefined || original.input_redacted === true) {
+    if (fromImage) return STALE_IMAGE;
     const e = await escalate(k, txn, 'original_input_unavailable');
     return out(msg, 'escalated', { transaction_status: e.status, reason: 'original_input_unavailable' });
   }
@@ -232,18 +281,32 @@ export async function reconcileMessage(k: Kernel, msg: ReconcileMessage): Promis
   let admitted;
   // The records as the admission's own writes left them: the inline attempt starts from them.
   const written: { action?: ActionRecord; transaction?: TransactionRecord } = {};
+  let leased: LeasedAtCreation | undefined;
   try {
     // The same pipeline as any governed action, from the core envelope validator on.
     // Admission starts from the record read above (its begin_reconcile write is conditional on it).
     const adm = await prepare(k, caller, validateAction(action), { tenant_id: txn.tenant_id, internal: true, known: txn });
-    admitted = await admit(k, { ...adm, internal: true, written });
+    // The action is created already leased for the inline attempt (its route resolved now): no lease write follows.
+    // The begin (outcome_unknown → reconciling) still precedes any provider call (docs/table-design.md, "The
+    // reconcile action created leased").
+    leased = await creationLease(k, adm.tenant_id, adm.action);
+    admitted = await admit(k, {
+      ...adm,
+      internal: true,
+      written,
+      ...(leased !== undefined ? { lease: leased.lease } : {}),
+      ...(fromImage ? { known_transaction_unread: true } : {}),
+    });
   } catch (err) {
+    if (unrecordable(err)) throw err;
+    // From an image, any refusal is decided again from a read (a lost begin: the record moved since the schedule).
+    if (fromImage) return STALE_IMAGE;
     if (isAipError(err, 'runtime.reconcile_not_outcome_unknown') || isAipError(err, 'runtime.action_in_flight')) {
       return out(msg, 'in_progress', { action_id: action.id });
     }
-    if (unrecordable(err)) throw err;
     return refused(k, msg, txn, err, action.id);
   }
+  if (fromImage && admitted.disposition !== 'accepted') return STALE_IMAGE;
   if (admitted.disposition === 'requires_human') return awaitApproval(k, msg, txn, action.id);
   if (admitted.disposition !== 'accepted') {
     // Admitted without an attempt: a rejection, or the replay of this round's action that already ended (its approval
@@ -265,7 +328,7 @@ export async function reconcileMessage(k: Kernel, msg: ReconcileMessage): Promis
   const attempt = await runAttempt(
     k,
     { kind: 'invoke', tenant_id: txn.tenant_id, action_id: action.id, transaction_id: txn.transaction_id, fence: 0, attempt: 1 },
-    { original, ...written },
+    { original, ...written, ...(leased !== undefined ? { leased } : {}) },
   );
   return afterAttempt(k, msg, action.id, attempt);
 }

@@ -329,7 +329,10 @@ async function reconciledOnSchedule(txId: string, earliestReconcileAt: string, o
   expect(schedule).toMatchObject({ state: 'ENABLED', actionAfterCompletion: 'DELETE' });
   const at = schedule?.at as Date;
   expect(at.getTime()).toBeGreaterThanOrEqual(Date.parse(earliestReconcileAt));
-  expect(JSON.parse(schedule?.target.Input as string)).toEqual({ kind: 'reconcile', tenant_id: TENANT_B, transaction_id: txId, reason: 'schedule' });
+  // The schedule's message names the transaction and carries the outcome_unknown record it was created for (change 18).
+  const input = JSON.parse(schedule?.target.Input as string);
+  expect(input).toMatchObject({ kind: 'reconcile', tenant_id: TENANT_B, transaction_id: txId, reason: 'schedule' });
+  expect(input.scheduled.transaction).toMatchObject({ tenant_id: TENANT_B, transaction_id: txId, status: 'outcome_unknown' });
 
   // Not before its time.
   expect(await stack.scheduler.fireDue(new Date(at.getTime() - 1_000))).toEqual([]);

@@ -1,5 +1,5 @@
 /**
- * Crash points on the local stack: the same eight points as
+ * Crash points on the local stack: the same nine points as
  * test/integration/runtime/crash.test.ts, but over HTTP against the stack of
  * `npm start` (dev/local/start.ts): the real authorizer and HTTP handlers,
  * the Runtime built by the composition root, the DynamoDB stores, the invoke
@@ -295,18 +295,32 @@ const CASES: readonly CrashCase[] = [
     recovery: 'the lost commit response is replayed by the provider under the same key',
   },
   {
+    point: 'after_action_settled_before_record',
+    flow: 'execute',
+    final: 'committed',
+    charge_requests: 1,
+    recovery: 'the action settled alone first; the redelivery finds it terminal and finishes the record from it',
+  },
+  {
+    point: 'after_action_settled_before_record',
+    flow: 'commit',
+    final: 'committed',
+    charge_requests: 1,
+    recovery: 'the commit action settled alone first; the redelivery finishes the claimed record from it',
+  },
+  {
     point: 'during_settlement',
     flow: 'execute',
     final: 'committed',
     charge_requests: 1,
-    recovery: 'transaction, action and reservation settled in one write; the redelivery finds them settled',
+    recovery: 'the action, then the record settled; the redelivery finds them settled',
   },
   {
     point: 'during_settlement',
     flow: 'commit',
     final: 'committed',
     charge_requests: 1,
-    recovery: 'the commit settled in one write with its action; the redelivery finds them settled',
+    recovery: 'the commit action, then its record settled; the redelivery finds them settled',
   },
   {
     point: 'during_settlement',
@@ -525,7 +539,7 @@ async function runCase(c: CrashCase): Promise<void> {
 }
 
 describe('crash points on the local stack', () => {
-  it('the matrix covers all eight crash points', () => {
+  it('the matrix covers all nine crash points', () => {
     expect(new Set(CASES.map((c) => c.point))).toEqual(new Set(CRASH_POINTS));
   });
 

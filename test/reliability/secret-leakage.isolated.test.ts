@@ -282,6 +282,14 @@ describe('secret leakage', () => {
       expect(text).not.toMatch(/\\?"input\\?"/);
       expect(text).not.toContain('cus_leak');
     }
+    // A schedule's reconcile message carries the outcome_unknown record it was created for (docs/runtime.md, "The
+    // reconcile consumer's first read"), scanned above as a handled message and here as the schedule's stored Input:
+    // a transaction record, with no action input nor input value.
+    expect(messages.some((m) => m.kind === 'reconcile' && m.scheduled?.transaction.transaction_id === unknownTx)).toBe(true);
+    for (const text of observed.schedules ?? []) {
+      expect(text).not.toMatch(/\\?"input\\?"/);
+      expect(text).not.toContain('cus_leak');
+    }
 
     // The scan looked at real data (not vacuous), and found no secret in it.
     expect(observed.dynamodb.length).toBeGreaterThan(20);
@@ -298,6 +306,7 @@ describe('secret leakage', () => {
       held: [
         'secret (raw, base64, base64url, hex, sha256, fragment) absent from DynamoDB items, SQS messages (handled, left, DLQs), schedules, logs, API responses and receipts',
         "the admissions' invoke messages carry their stored images without any action input or input value",
+        "a schedule's reconcile message carries its outcome_unknown record without any action input or input value",
       ],
       counts: { ...counts, transactions: txIds.length, forms: Object.keys(FORMS).length, hits: hits.length },
     });

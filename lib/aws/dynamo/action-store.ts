@@ -32,9 +32,11 @@ import {
   type ActionPatch,
   type ActionRecord,
   type ActionRef,
+  type ActionSettlementFacts,
   type ActionStore,
   type CheckFenceInput,
   type CreateActionInput,
+  type CreationLease,
   type ReleaseActionLeaseInput,
   type RenewActionLeaseInput,
   type PinActionRouteInput,
@@ -97,6 +99,7 @@ const RECORD_FIELDS = [
   'released_fence',
   'deferrals',
   'route',
+  'settlement',
   'cancel_requested_at',
   'created_at',
   'updated_at',
@@ -107,7 +110,7 @@ const RECORD_FIELDS = [
  * The attributes an action item stores packed (./packed-attributes.ts): written whole, never named by a condition,
  * a projection or a nested update path. `transaction_id` stays plain (a projection reads it).
  */
-const PACKED: ReadonlySet<string> = new Set(['action', 'input', 'actor', 'result', 'principal', 'recovery', 'input_hash', ROUTE_ATTRIBUTE]);
+const PACKED: ReadonlySet<string> = new Set(['action', 'input', 'actor', 'result', 'principal', 'recovery', 'input_hash', 'settlement', ROUTE_ATTRIBUTE]);
 
 /**
  * The record of an action item (exported for readers of raw items, the load checker). The action ID is
@@ -158,6 +161,22 @@ function checkStatuses(field: string, list: unknown, allowTerminal: boolean): Ac
 
 function current(old: Item) {
   return { current_status: old.status, current_revision: old.revision, current_fence: old.fence ?? 0 };
+}
+
+/**
+ * What a lease grant sets on the action item, whether an `UpdateItem` of an existing action grants it (`action.lease`)
+ * or the action's creation does (`CreateActionInput.lease`): status `running`, the owner, the expiry, and the route
+ * pinned with it (stored as the action's route: ./route-store.ts `storedRoute`). The fence and attempt are the
+ * caller's (+1, or 1 at creation).
+ */
+function leaseGrant(lease: CreationLease, ref: ActionRef, now: Date, capability_id: string | undefined): Item {
+  checkLeaseOwner(CODE, lease.owner, lease.ttl_ms);
+  return compact({
+    status: 'running',
+    lease_owner: lease.owner,
+    lease_expires_at: new Date(now.getTime() + lease.ttl_ms).toISOString(),
+    [ROUTE_ATTRIBUTE]: lease.route !== undefined ? storedRoute(lease.route, ref, capability_id) : undefined,
+  });
 }
 
 export class DynamoActionStore implements ActionStore, IntentMapper {
@@ -284,6 +303,7 @@ export class DynamoActionStore implements ActionStore, IntentMapper {
     const status = input.status ?? 'accepted';
     if (!isStatus(status)) throw invalid(CODE, 'unknown action status', { field: 'status' });
     if (status === 'running') throw invalid(CODE, 'an action enters running only through acquireLease', { field: 'status' });
+    if (input.lease !== undefined && status !== 'accepted') throw invalid(CODE, 'only an accepted action is created leased', { field: 'lease' });
     if (input.redact_input === true && !TERMINAL.has(status))
       throw invalid(CODE, 'the input can be redacted at creation only for a terminal action', { field: 'redact_input' });
     this.checkResult(ref, input.result, TERMINAL.has(status) ? status : undefined);
@@ -348,6 +368,8 @@ export class DynamoActionStore implements ActionStore, IntentMapper {
       created_at: iso,
       updated_at: iso,
       [TTL_ATTRIBUTE]: retention !== undefined && TERMINAL.has(status) ? epochSeconds(now.getTime()) + retention : undefined,
+      // Created leased: the first attempt's lease as `action.lease` grants it, in the creation's own write.
+      ...(input.lease !== undefined ? { ...leaseGrant(input.lease, ref, now, action.capability_id), fence: 1, attempt: 1 } : {}),
     });
     const item = packAttributes(plain, PACKED);
     const record = toRecord(plain);
@@ -398,7 +420,6 @@ export class DynamoActionStore implements ActionStore, IntentMapper {
    */
   private leaseWrite(input: AcquireActionLeaseInput, held: ActionRecord | undefined): MappedWrite<ActionRecord | undefined, never> {
     this.checkRef(input);
-    checkLeaseOwner(CODE, input.owner, input.ttl_ms);
     const expected = checkRevision(CODE, input.expected_revision);
     const from = checkStatuses('from', input.from ?? LEASABLE_ACTION_STATUSES, false);
     const now = this.clock();
@@ -408,23 +429,19 @@ export class DynamoActionStore implements ActionStore, IntentMapper {
     b.condition(`${b.n('status')} IN (${from.map((s) => b.v(s)).join(', ')})`);
     b.condition(`${b.n('revision')} = ${b.v(expected)}`);
     b.condition(`attribute_not_exists(${exp}) OR ${exp} <= ${b.v(iso)} OR ${b.n('lease_owner')} = ${b.v(input.owner)}`);
-    b.set('status', 'running');
+    // The route is pinned only when the record read at `expected` held none (the port's contract): the revision
+    // condition makes it put-if-absent, and a held record that holds one is refused below (a route is never
+    // overwritten). The held image is the one the revision condition names (checked below), so its capability is the
+    // action's; a capability the caller names instead is checked by the write itself.
+    const grant = leaseGrant(input, input, now, held?.capability_id ?? input.action_capability_id);
+    for (const [name, value] of Object.entries(grant)) b.set(name, value);
     b.set('revision', expected + 1);
     b.set('updated_at', iso);
-    b.set('lease_owner', input.owner);
-    b.set('lease_expires_at', new Date(now.getTime() + input.ttl_ms).toISOString());
     b.setExpr('fence', `${b.n('fence')} + ${b.v(1)}`);
     b.setExpr('attempt', `${b.n('attempt')} + ${b.v(1)}`);
-    // Pinned only when the record read at `expected` held none (the port's contract): the revision condition makes
-    // it put-if-absent, and a held record that holds one is refused below (a route is never overwritten).
-    // The held image is the one the revision condition names (checked below), so its capability is the action's; a
-    // capability the caller names instead is checked by the write itself.
-    const capability = held?.capability_id ?? input.action_capability_id;
-    const route = input.route !== undefined ? storedRoute(input.route, input, capability) : undefined;
-    if (route !== undefined) b.set(ROUTE_ATTRIBUTE, route);
-    if (route !== undefined && held === undefined && input.action_capability_id !== undefined)
+    if (input.route !== undefined && held === undefined && input.action_capability_id !== undefined)
       b.condition(`${b.n('capability_id')} = ${b.v(input.action_capability_id)}`);
-    const expiresAt = new Date(now.getTime() + input.ttl_ms).toISOString();
+    const expiresAt = grant.lease_expires_at as string;
     const classify = (old: Item): AipError => {
       const live = typeof old.lease_expires_at === 'string' && old.lease_expires_at > iso && old.lease_owner !== input.owner;
       if (live && from.includes(old.status as ActionStatus)) {
@@ -526,6 +543,7 @@ export class DynamoActionStore implements ActionStore, IntentMapper {
     b.setExpr('revision', `${b.n('revision')} + ${b.v(1)}`);
     b.set('updated_at', new Date(nowMs).toISOString());
     b.remove('lease_owner', 'lease_expires_at');
+    if (input.settlement !== undefined) b.set('settlement', this.checkSettlement(input.settlement));
     const patch: ActionPatch = compact({
       result: input.result,
       redact_input: input.redact_input,
@@ -538,6 +556,18 @@ export class DynamoActionStore implements ActionStore, IntentMapper {
       return this.conflict(input, 'settle', old, from, expected);
     };
     return this.updateWrite(input, 'settle', b, classify);
+  }
+
+  /** ActionRecord.settlement, validated: the attempt's ID (a lease owner's form), an optional operation and cursor. */
+  private checkSettlement(facts: ActionSettlementFacts): Item {
+    const ok =
+      facts !== null &&
+      typeof facts === 'object' &&
+      (facts.provider_operation === undefined || ProviderOperationRefSchema.safeParse(facts.provider_operation).success) &&
+      (facts.reconciliation_cursor === undefined || ReconciliationCursorSchema.safeParse(facts.reconciliation_cursor).success);
+    if (!ok) throw invalid(CODE, 'settlement must hold an attempt ID, and optionally a provider operation and a cursor', { field: 'settlement' });
+    if (facts.attempt_id !== true) checkLeaseOwner(CODE, facts.attempt_id, 1);
+    return compact({ ...facts });
   }
 
   /** See RedactTerminalInput. */

@@ -11,7 +11,9 @@
  * - FlexibleTimeWindow OFF; ActionAfterCompletion DELETE, so fired schedules
  *   do not accumulate.
  * - Target: the reconcile queue ARN, the role Scheduler assumes, and as Input
- *   the reconcile message `{kind:'reconcile', tenant_id, transaction_id, reason:'schedule'}`.
+ *   the reconcile message `{kind:'reconcile', tenant_id, transaction_id, reason:'schedule'}`, with the
+ *   `outcome_unknown` record the schedule is for (`scheduled`) when the caller gave it and it fits the
+ *   message bound (lib/ports/messages.ts `reconcileWithImages`).
  * Delete: ResourceNotFoundException is success.
  *
  * Locally the same code runs against dev/scheduler-emulator (just the endpoint).
@@ -27,7 +29,7 @@ import {
 } from '@aws-sdk/client-scheduler';
 import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import { systemClock, type Clock } from '../../../packages/connector-sdk/src/ports/clock.js';
-import { encodeQueueMessage } from '../../ports/messages.js';
+import { encodeQueueMessage, reconcileWithImages, type ReconcileMessage } from '../../ports/messages.js';
 import type {
   CancelReconcileResult,
   ReconcileScheduler,
@@ -125,13 +127,10 @@ export class EventBridgeReconcileScheduler implements ReconcileScheduler {
 
   /** The CreateSchedule input for a request (exported for inspection and tests). */
   createInput(request: ScheduleReconcileRequest): { input: CreateScheduleCommandInput; at: Date } {
-    // Validates the IDs through the strict message schema before any I/O.
-    const body = encodeQueueMessage({
-      kind: 'reconcile',
-      tenant_id: request.tenant_id,
-      transaction_id: request.transaction_id,
-      reason: 'schedule',
-    });
+    // Validates the IDs (and the record image) through the strict message schema before any I/O. The record the
+    // schedule is for travels with it when it fits the message bound (far under the 256 KB of Scheduler's Input).
+    const message: ReconcileMessage = { kind: 'reconcile', tenant_id: request.tenant_id, transaction_id: request.transaction_id, reason: 'schedule' };
+    const body = encodeQueueMessage(request.transaction !== undefined ? reconcileWithImages(message, request.transaction) : message);
     const at = effectiveFireTime(request.at, this.clock.now(), this.minLeadSeconds);
     const { deadLetterQueueArn, retryPolicy } = this.options;
     const input: CreateScheduleCommandInput = {

@@ -13,29 +13,37 @@
  *   attempts escalate to a human (wire `requires_human`).
  * - plain invocation and rollback_not_supported: the action only.
  *
- * The transaction record (with its receipt), the action record (fenced) and
- * the idempotency reservation settle in ONE composite write (RuntimeDeps.atomic),
- * then the schedule is created; a crash after the write leaves the schedule to
- * the sweeper. A delivery that finds the transaction already settled (an
- * attempt superseded before it finished the action) finishes the action and
- * the reservation from the durable record (finishSideRecords).
+ * A definitive outcome of an execute, commit or compensate settles the action
+ * alone first (fenced; its result is the durable answer), then the record with
+ * its receipt, computed from the settled action by ONE function
+ * (recordSettlement) that every recovery uses too (docs/table-design.md, "The
+ * action settles first"). Any other settlement writes the transaction record
+ * (with its receipt), the action record (fenced) and the idempotency
+ * reservation in ONE commit of the unit of work, then the schedule is created;
+ * a crash after the write leaves the schedule to the sweeper. A delivery that
+ * finds the transaction already settled (an attempt superseded before it
+ * finished the action) finishes the action and the reservation from the
+ * durable record (finishSideRecords).
  */
 import { AipError, isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import { toProtocolError } from '../../../packages/connector-sdk/src/protocol/problem.js';
 import type { AttemptOutcome as ConnectorAttemptOutcome } from './deadline.js';
-import {
-  ProviderOperationRefSchema,
-  type ActionResult,
-  type JsonObject,
-  type ProtocolError,
-  type ProviderOperationRef,
-  type TransactionMode,
-} from '../../../packages/connector-sdk/src/protocol/index.js';
-import type { ActionRecord, SettleActionInput } from '../../ports/action-store.js';
+import type { ActionResult, JsonObject, ProtocolError, ProviderOperationRef, TransactionMode } from '../../../packages/connector-sdk/src/protocol/index.js';
+import type { ActionRecord, ActionSettlementFacts, SettleActionInput } from '../../ports/action-store.js';
 import { IDEMPOTENCY_SETTLEMENT_ALLOWANCE_SECONDS, type IdempotencyReservation } from '../../ports/idempotency-store.js';
 import type { IntentOf, WriteIntent } from '../../ports/unit-of-work.js';
 import type { SettleInput, TransactionRecord } from '../../ports/transaction-store.js';
 import { DEFAULT_RECONCILE_DELAY_MS, type SettleOutcome } from '../../transactions/state-machine.js';
+import {
+  cursorFromError,
+  definitiveOutcome,
+  isUncertainFailure,
+  pendingSettlement,
+  providerOperationFromError,
+  settledError,
+  settlingAttemptId,
+  type SettledAction,
+} from '../settled-outcome.js';
 import { reconcileBackoffMs } from '../config.js';
 import { dataPolicyOf, definitiveInputRedaction, redactResult } from '../redaction.js';
 import { actionRetention, retentionFor } from '../retention.js';
@@ -45,25 +53,6 @@ import { withStoredResult } from '../view.js';
 import { isTerminalAction } from '../pipeline/action-record.js';
 import type { RegisteredCapability } from '../registry.js';
 import type { AttemptOutcome } from '../types.js';
-
-/** True when a failed result leaves the provider outcome unknown (the page's rule). */
-export function isUncertainFailure(error: ProtocolError | undefined): boolean {
-  if (error === undefined) return false;
-  return error.code === 'sla.timeout_exceeded' || error.details?.uncertain_outcome === true || error.uncertain_outcome === true;
-}
-
-/** A provider operation parsed from error details (or the error's own field). */
-export function providerOperationFromError(error: ProtocolError | undefined): ProviderOperationRef | undefined {
-  if (error === undefined) return undefined;
-  if (error.provider_operation !== undefined) return error.provider_operation;
-  const parsed = ProviderOperationRefSchema.safeParse(error.details?.provider_operation);
-  return parsed.success ? parsed.data : undefined;
-}
-
-function cursorFromError(error: ProtocolError | undefined): string | undefined {
-  const c = error?.details?.reconciliation_cursor;
-  return typeof c === 'string' && c.length > 0 && c.length <= 4096 ? c : undefined;
-}
 
 export interface Classified {
   /** The action's terminal result. */
@@ -203,35 +192,89 @@ export interface SettleRequest {
   readonly original?: ActionRecord;
 }
 
+/**
+ * What a record's settlement is computed from, whichever path writes it: the attempt's request (a settlement in one
+ * write with the action) or the settled action (the action settled first: `settledBasis`).
+ */
+interface SettlementBasis {
+  readonly action_id: string;
+  readonly attempt_id: string;
+  readonly fence: number;
+  readonly mode: TransactionMode | undefined;
+  readonly result: ActionResult;
+  readonly error?: ProtocolError;
+  /** Recovery data the attempt learned (checkpointed or not). */
+  readonly provider_operation?: ProviderOperationRef;
+  readonly cursor?: string;
+  /** Reconcile: the reconciliation record (terminal or not) as evidence. */
+  readonly reconciliation?: JsonObject;
+}
+
+/** The basis of a settlement in one write with the action: the attempt's request. */
+function requestBasis(req: SettleRequest): SettlementBasis {
+  return {
+    action_id: req.action.action_id,
+    attempt_id: req.attempt_id,
+    fence: req.fence,
+    mode: req.mode,
+    result: req.classified.result,
+    ...(req.classified.error !== undefined ? { error: req.classified.error } : {}),
+    ...(req.provider_operation !== undefined ? { provider_operation: req.provider_operation } : {}),
+    ...(req.cursor !== undefined ? { cursor: req.cursor } : {}),
+    ...(req.reconciliation !== undefined ? { reconciliation: req.reconciliation } : {}),
+  };
+}
+
+/** The basis of a record's settlement from its action, settled first (ActionRecord.settlement): the outcome with it. */
+function settledBasis(txn: TransactionRecord, action: SettledAction): { basis: SettlementBasis; to: SettleOutcome } | undefined {
+  const to = pendingSettlement(txn, action);
+  const facts = action.settlement;
+  const attempt_id = settlingAttemptId(action);
+  if (to === undefined || facts === undefined || attempt_id === undefined || action.result === undefined) return undefined;
+  const error = settledError(action.result);
+  return {
+    to,
+    basis: {
+      action_id: action.action_id,
+      attempt_id,
+      fence: action.fence,
+      mode: action.action.transaction?.mode,
+      result: action.result,
+      ...(error !== undefined ? { error } : {}),
+      ...(facts.provider_operation !== undefined ? { provider_operation: facts.provider_operation } : {}),
+      ...(facts.reconciliation_cursor !== undefined ? { cursor: facts.reconciliation_cursor } : {}),
+    },
+  };
+}
+
 /** The transaction settlement an attempt asks for (same fields whichever path writes it). */
 function transactionSettlement(
   k: Kernel,
-  req: SettleRequest,
+  basis: SettlementBasis,
   txn: TransactionRecord,
   to: SettleOutcome,
 ): { input: Omit<SettleInput, 'receipt' | 'expected_revision' | 'tenant_id' | 'transaction_id'>; evidence: JsonObject } {
-  const { action, classified } = req;
-  const error = classified.error;
-  const ref = providerOperationFromError(error) ?? req.provider_operation;
+  const error = basis.error;
+  const ref = providerOperationFromError(error) ?? basis.provider_operation;
   const keepRef =
     ref !== undefined &&
     (txn.provider_operation === undefined || (txn.provider_operation.provider === ref.provider && txn.provider_operation.operation_id === ref.operation_id));
-  const cursor = cursorFromError(error) ?? req.cursor;
+  const cursor = cursorFromError(error) ?? basis.cursor;
   let next_reconcile_at: string | undefined;
   if (to === 'outcome_unknown') {
     const delay =
-      req.mode === 'reconcile'
+      basis.mode === 'reconcile'
         ? Math.max(error?.retry_after_ms ?? 0, reconcileBackoffMs(k.config, txn.reconcile_attempts))
         : (error?.retry_after_ms ?? DEFAULT_RECONCILE_DELAY_MS);
     next_reconcile_at = new Date(k.now().getTime() + delay).toISOString();
   }
   // reconcile → outcome_unknown keeps the original result; the reconcile answer is kept as evidence.
-  const keepOriginalResult = req.mode === 'reconcile' && to === 'outcome_unknown';
+  const keepOriginalResult = basis.mode === 'reconcile' && to === 'outcome_unknown';
   return {
     input: {
       to,
       from: [txn.status],
-      ...(keepOriginalResult ? {} : { result: classified.result }),
+      ...(keepOriginalResult ? {} : { result: basis.result }),
       ...(error !== undefined ? { error } : {}),
       // The same operation as the record's (a replay may carry another request ID): the durable reference stays.
       ...(keepRef ? { provider_operation: txn.provider_operation ?? ref } : {}),
@@ -240,20 +283,98 @@ function transactionSettlement(
       // A terminal settlement of a retained record stamps the record, its receipts and its plan item (../retention.ts).
       ...(to !== 'outcome_unknown' && retentionFor(k, txn.capability_id, txn) !== undefined ? { retention: retentionFor(k, txn.capability_id, txn) } : {}),
       data: {
-        last_attempt: { action_id: action.action_id, attempt_id: req.attempt_id, fence: req.fence, outcome: to },
-        ...(req.mode === 'reconcile' ? { last_reconcile_result: classified.result as unknown as JsonObject } : {}),
-        ...(req.reconciliation !== undefined ? { last_reconciliation: req.reconciliation } : {}),
+        last_attempt: { action_id: basis.action_id, attempt_id: basis.attempt_id, fence: basis.fence, outcome: to },
+        ...(basis.mode === 'reconcile' ? { last_reconcile_result: basis.result as unknown as JsonObject } : {}),
+        ...(basis.reconciliation !== undefined ? { last_reconciliation: basis.reconciliation } : {}),
       },
     },
     evidence: {
-      action_id: action.action_id,
-      attempt_id: req.attempt_id,
-      fence: req.fence,
+      action_id: basis.action_id,
+      attempt_id: basis.attempt_id,
+      fence: basis.fence,
       ...(error ? { error_code: error.code } : {}),
       // A reference first recorded by this settlement (no checkpoint receipt names it): the receipt does.
       ...(keepRef && txn.provider_operation === undefined && ref !== undefined ? { provider: ref.provider, operation_id: ref.operation_id } : {}),
     },
   };
+}
+
+/**
+ * The record's settlement intent (with its receipt): the result stored once when the record is bound to the action
+ * that settles it; the receipt's result_digest is of the result wherever it is stored.
+ */
+function settlementIntent(
+  k: Kernel,
+  txn: TransactionRecord,
+  basis: SettlementBasis,
+  to: SettleOutcome,
+  actionRetentionSeconds: number | undefined,
+): IntentOf<'transaction.settle'> {
+  const { input, evidence } = transactionSettlement(k, basis, txn, to);
+  // A record that stays open (outcome_unknown) has no retention yet: the days it will get when it ends.
+  const recordDays = input.retention?.days ?? (to === 'outcome_unknown' ? retentionFor(k, txn.capability_id, txn)?.days : undefined);
+  return k.journal.settle(txn, storedOnce(txn, basis.action_id, input, actionRetentionSeconds, recordDays), evidence, {
+    ...(input.result !== undefined ? { result: input.result } : {}),
+  });
+}
+
+/**
+ * THE record settlement from a settled action (docs/table-design.md, "The action settles first"): the intent that
+ * settles `txn` as the attempt that settled `action` settles it, when the action settled first (it carries
+ * ActionRecord.settlement) and the record, bound to it, is still in its attempt status; undefined otherwise. The
+ * attempt's own second write and every recovery (a redelivery, the sweeper's re-invoke, a resubmission, a
+ * compensation of the action) write this same intent, so the record, its receipt and its evidence are the same
+ * whoever writes them.
+ */
+export function recordSettlement(k: Kernel, txn: TransactionRecord, action: SettledAction): IntentOf<'transaction.settle'> | undefined {
+  const settled = settledBasis(txn, action);
+  if (settled === undefined) return undefined;
+  return settlementIntent(k, txn, settled.basis, settled.to, actionRetentionSeconds(k, action.capability_id));
+}
+
+/** The settled action's retention (as its settlement stamps it: actionSettlement). */
+function actionRetentionSeconds(k: Kernel, capability_id: string, reg?: RegisteredCapability): number | undefined {
+  return actionRetention(k, dataPolicyOf(k.deps.registry.find(capability_id)?.capability ?? reg?.capability)).retention_seconds;
+}
+
+/**
+ * Writes the record's settlement from its action, settled first (`recordSettlement`), and answers the record as it
+ * stands after it. A lost race is the answer too: the record moved (another finisher wrote the same settlement, or
+ * the attempt's own second write landed first), so it is read again and finished from there if it is still in its
+ * attempt status. A record that is not pending (settled, or not bound to the action) is answered as it is.
+ */
+export async function finishRecord(k: Kernel, action: SettledAction, txn: TransactionRecord): Promise<TransactionRecord> {
+  let current = txn;
+  for (let round = 0; round < 3; round++) {
+    const intent = recordSettlement(k, current, action);
+    if (intent === undefined) return current;
+    let refused: AipError | undefined;
+    try {
+      const out = await k.commit([intent] as const);
+      if (out.committed) return out.written[0] as TransactionRecord;
+      refused = out.refused[0]?.error;
+    } catch (err) {
+      if (!isAipError(err, 'transaction.state_conflict')) throw err;
+      refused = err;
+    }
+    if (refused === undefined || !transactionMoved(refused, current))
+      throw refused ?? new AipError('internal.unexpected', 'record settlement refused without a reason');
+    const again = await k.deps.transactions.get({ tenant_id: current.tenant_id, transaction_id: current.transaction_id });
+    if (again === undefined) throw refused;
+    current = again;
+  }
+  throw new AipError('internal.unexpected', 'the record settlement did not converge');
+}
+
+/**
+ * A record read together with its bound action, finished first when the action settled first and the record is still
+ * in its attempt status (`finishRecord`): what a path that acts on the record's status (a resubmission, a
+ * compensation's target, a redelivery) reads. Any other record is answered as it is, without a write.
+ */
+export async function settledRecord(k: Kernel, txn: TransactionRecord | undefined, action: SettledAction | undefined): Promise<TransactionRecord | undefined> {
+  if (txn === undefined || action === undefined || pendingSettlement(txn, action) === undefined) return txn;
+  k.log.info('finishing a transaction record from its settled action', { action_id: action.action_id, transaction_id: txn.transaction_id });
+  return finishRecord(k, action, txn);
 }
 
 /**
@@ -270,31 +391,75 @@ function transactionMoved(err: unknown, txn: TransactionRecord): boolean {
   );
 }
 
-/** Settles the transaction, the action, the idempotency reservation, and schedules reconciliation when needed. */
+/**
+ * Whether this settlement writes the action alone first and the record after it (docs/table-design.md, "The action
+ * settles first"): a definitive outcome (committed, failed, compensated) of an execute, commit or compensate whose
+ * record is bound to the settling action, the outcome exactly what the action's result says (`definitiveOutcome`, so
+ * that the record can be finished from the action alone), and no reconciliation evidence. An `outcome_unknown`
+ * settlement (with the reservation's `uncertain` mark) and a reconcile's settle in one write, as before.
+ */
+function settlesActionFirst(req: SettleRequest, held: TransactionRecord | undefined): held is TransactionRecord {
+  return (
+    held !== undefined &&
+    req.classified.to !== undefined &&
+    req.reconciliation === undefined &&
+    held.action_id === req.action.action_id &&
+    definitiveOutcome(req.mode, req.classified.result) === req.classified.to
+  );
+}
 
 /**
- * The settlement as ONE commit of the unit of work (lib/ports/unit-of-work.ts): the
- * transaction (status and revision conditioned, with its receipt), the action
- * (fenced) and the idempotency reservation (owner-conditioned) change together
- * or not at all, so no delivery has to repair a half-settled attempt.
- * A reservation this attempt does not own is left alone (the write is
- * repeated without it). An action whose fence moved (a newer attempt leased
- * it) refuses the whole write: the newer attempt owns the transaction record
- * as well, and this attempt reports itself superseded having written nothing.
+ * What the record's settlement needs from this attempt that the action's result does not say (ActionRecord.settlement):
+ * the attempt's ID (the marker `true` when the route this lease pinned names it), and a provider operation or cursor
+ * the record does not hold yet and the result's error does not name.
+ */
+function settlementFacts(req: SettleRequest, held: TransactionRecord): ActionSettlementFacts {
+  const error = settledError(req.classified.result);
+  const op = req.provider_operation !== undefined && held.provider_operation === undefined && providerOperationFromError(error) === undefined;
+  const cursor = req.cursor !== undefined && cursorFromError(error) === undefined;
+  // The attempt that pinned the route with this lease is named by the route already (its admission reservation).
+  const route = req.action.route;
+  const pinnedByThis = route !== undefined && route.fence_token === req.fence && route.admission_reservation === req.attempt_id;
+  return {
+    attempt_id: pinnedByThis ? true : req.attempt_id,
+    ...(op ? { provider_operation: req.provider_operation } : {}),
+    ...(cursor ? { reconciliation_cursor: req.cursor } : {}),
+  };
+}
+
+/**
+ * Settles the transaction, the action and the idempotency reservation, and schedules reconciliation when needed.
+ *
+ * A definitive outcome of an execute, commit or compensate (`settlesActionFirst`) is TWO writes
+ * (docs/table-design.md, "The action settles first"): the action alone, fenced (one conditional single-item write, with
+ * the reservation's completion in the same write when it needs one), whose result is the durable answer; then the
+ * record with its receipt (`finishRecord`), conditioned on the record's status and revision. Once the action is
+ * terminal no other attempt can lease it, so the record is this attempt's to finish; a crash between the two leaves
+ * the record in its attempt status, bound to a terminal action that carries everything its settlement needs, and
+ * whoever meets it finishes it with the same function.
+ *
+ * Any other settlement is ONE commit of the unit of work (lib/ports/unit-of-work.ts): the transaction (status and
+ * revision conditioned, with its receipt), the action (fenced) and the idempotency reservation (owner-conditioned)
+ * change together or not at all.
+ *
+ * Either way, a reservation this attempt does not own is left alone (the write is repeated without it), and an
+ * action whose fence moved (a newer attempt leased it) refuses the first write: the newer attempt owns the
+ * transaction record as well, and this attempt reports itself superseded having written nothing.
  */
 export async function settleAttempt(k: Kernel, req: SettleRequest): Promise<AttemptOutcome> {
   const { action, classified, result } = { ...req, result: req.classified.result };
   const held = req.txn !== undefined && classified.to !== undefined ? req.txn : undefined;
-  const transaction = held !== undefined && classified.to !== undefined ? transactionSettlement(k, req, held, classified.to) : undefined;
-  const statusAfter = transaction !== undefined ? transaction.input.to : req.txn?.status;
-  const actionSettle: IntentOf<'action.settle'> = { kind: 'action.settle', input: actionSettlement(k, { ...req, result }, statusAfter) };
+  const first = settlesActionFirst(req, held) ? held : undefined;
+  const statusAfter = held !== undefined && classified.to !== undefined ? classified.to : req.txn?.status;
+  const facts = first !== undefined ? settlementFacts(req, first) : undefined;
+  const actionSettle: IntentOf<'action.settle'> = {
+    kind: 'action.settle',
+    input: { ...actionSettlement(k, { ...req, result }, statusAfter), ...(facts !== undefined ? { settlement: facts } : {}) },
+  };
   const idempotency = reservationSettlement(k, action, req.fence, result, req.txn !== undefined, statusAfter, actionSettle.input.retention_seconds);
   const settleTxn =
-    held !== undefined && transaction !== undefined
-      ? k.journal.settle(held, storedOnce(held, action, transaction.input, actionSettle.input.retention_seconds), transaction.evidence, {
-          // The receipt's result_digest is of the result, wherever the result is stored.
-          ...(transaction.input.result !== undefined ? { result: transaction.input.result } : {}),
-        })
+    held !== undefined && first === undefined && classified.to !== undefined
+      ? settlementIntent(k, held, requestBasis(req), classified.to, actionSettle.input.retention_seconds)
       : undefined;
 
   let withIdempotency = idempotency !== undefined;
@@ -309,8 +474,8 @@ export async function settleAttempt(k: Kernel, req: SettleRequest): Promise<Atte
     try {
       out = await k.commit(intents);
     } catch (err) {
-      if (held !== undefined && isAipError(err, 'transaction.state_conflict')) return moved(k, action, req, held);
-      if (held === undefined && isAipError(err, 'action.state_conflict') && err.details.reason === 'transaction_conflict')
+      if (settleTxn !== undefined && held !== undefined && isAipError(err, 'transaction.state_conflict')) return moved(k, action, req, held);
+      if (settleTxn === undefined && isAipError(err, 'action.state_conflict') && err.details.reason === 'transaction_conflict')
         return superseded(action, req, 'action_fence_moved');
       throw err;
     }
@@ -337,6 +502,12 @@ export async function settleAttempt(k: Kernel, req: SettleRequest): Promise<Atte
       throw new AipError('internal.unexpected', 'settlement refused without a reason');
     }
     if (settleTxn !== undefined) txn = out.written[0] as TransactionRecord;
+    if (first !== undefined) {
+      // The action is terminal with this attempt's fence: the record is this attempt's to finish, from the action as
+      // it was just written (the same function a recovery uses).
+      k.crash('after_action_settled_before_record');
+      txn = await finishRecord(k, { ...action, fence: req.fence, status: actionSettle.input.to, result, settlement: facts }, first);
+    }
     k.crash('during_settlement');
     if (txn !== undefined) await afterTransactionSettled(k, txn, req.mode, action, req.original);
     return settledOutcome(action, req.fence, txn, result);
@@ -346,22 +517,25 @@ export async function settleAttempt(k: Kernel, req: SettleRequest): Promise<Atte
 
 /**
  * The result stored once (docs/table-design.md, "The result stored once"): a record settled in the same atomic write
- * as the action it is bound to names that action (`result_ref`) instead of carrying a copy of the result the action
- * stores, when the action is kept at least as long as the record (no action retention, or one no shorter than the
- * record's, both counted from this settlement). Otherwise the record keeps its own result, as before.
+ * as the action it is bound to (or right after it, from it) names that action (`result_ref`) instead of carrying a
+ * copy of the result the action stores, when the action is kept at least as long as the record (no action retention,
+ * or one no shorter than the record's, both counted from this settlement). Otherwise the record keeps its own result,
+ * as before. A record left open (`outcome_unknown`) is compared with the retention it will get when it ends: it needs
+ * the reference only until then, since every write that ends it (the reconciled answer, an operator's resolution)
+ * stores a result of its own (docs/table-design.md, "The result stored once").
  */
 function storedOnce<I extends Omit<SettleInput, 'receipt' | 'expected_revision' | 'tenant_id' | 'transaction_id'>>(
   txn: TransactionRecord,
-  action: ActionRecord,
+  action_id: string,
   input: I,
   actionRetentionSeconds: number | undefined,
+  recordDays: number | undefined,
 ): I {
-  if (input.result === undefined || txn.action_id !== action.action_id) return input;
-  const recordDays = input.retention?.days;
+  if (input.result === undefined || txn.action_id !== action_id) return input;
   const actionOutlivesRecord = actionRetentionSeconds === undefined || (recordDays !== undefined && actionRetentionSeconds >= recordDays * 86_400);
   if (!actionOutlivesRecord) return input;
   const { result: _stored, ...rest } = input;
-  return { ...rest, result_ref: action.action_id } as I;
+  return { ...rest, result_ref: action_id } as I;
 }
 
 /** The transaction moved on under a newer attempt: this one is superseded. */
@@ -560,13 +734,17 @@ async function afterTransactionSettled(
   }
 }
 
-/** Creates the reconciliation trigger (moving an earlier one). Failures are logged: the sweeper is the safety net. */
+/**
+ * Creates the reconciliation trigger (moving an earlier one). Failures are logged: the sweeper is the safety net.
+ * `txn` is the record exactly as the write that made it `outcome_unknown` returned it: the schedule's message carries
+ * it, and the consumer starts from it (docs/runtime.md, "The reconcile consumer's first read").
+ */
 export async function scheduleReconcile(k: Kernel, txn: TransactionRecord, move: boolean): Promise<void> {
   const at = new Date(txn.next_reconcile_at ?? k.now().getTime() + DEFAULT_RECONCILE_DELAY_MS);
   k.crash('during_schedule_creation');
   try {
     if (move) await k.deps.scheduler.cancelReconcile({ tenant_id: txn.tenant_id, transaction_id: txn.transaction_id });
-    await k.deps.scheduler.scheduleReconcile({ tenant_id: txn.tenant_id, transaction_id: txn.transaction_id, at });
+    await k.deps.scheduler.scheduleReconcile({ tenant_id: txn.tenant_id, transaction_id: txn.transaction_id, at, transaction: txn });
   } catch (err) {
     if (!isAipError(err, 'scheduler.request_failed')) throw err;
     k.log.warn('reconciliation schedule not created; the sweeper will pick the transaction up', { transaction_id: txn.transaction_id });

@@ -21,14 +21,20 @@
  *    identity and only when the capability declares retry with downstream
  *    idempotency; otherwise it settles `outcome_unknown` and schedules
  *    reconciliation. A `reconciling` record is re-driven (it only reads).
- * 6. Invoke, then settle (settlement.ts). A provider operation the connector
+ * 6. Invoke, then settle (settlement.ts: a definitive outcome settles the
+ *    action first, then the record from it). A provider operation the connector
  *    checkpoints before a wait that can be lost is written durably at once
  *    (fenced by the transaction revision); one published with the provider's
  *    final answer in hand (`checkpoint_with_answer`) is written by the
- *    settlement itself, in the same write.
+ *    settlement itself (carried by the action's write to the record's).
  * 7. Except: a remote host's signed capacity refusal (the connector was not
  *    called) is not settled while the deferral bound allows: the lease is
  *    given back and the message redelivered later (`deferForCapacity`).
+ *
+ * A delivery that finds the action terminal acknowledges it; when that action
+ * settled first and its record is still in its attempt status (the attempt
+ * stopped between its two settlement writes), it finishes the record from the
+ * action first (settlement.ts `settledRecord`).
  */
 import { AipError, isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import { capabilityRetryable } from '../../../packages/connector-sdk/src/failure.js';
@@ -38,8 +44,8 @@ import type {
   TransactionCheckpointWriter,
   TransactionExecutionContext,
 } from '../../../packages/connector-sdk/src/context.js';
-import type { JsonObject, TransactionMode } from '../../../packages/connector-sdk/src/protocol/index.js';
-import type { ActionHead, ActionRecord } from '../../ports/action-store.js';
+import type { Action, JsonObject, TransactionMode } from '../../../packages/connector-sdk/src/protocol/index.js';
+import type { ActionHead, ActionRecord, CreationLease } from '../../ports/action-store.js';
 import type { ApprovalRecord } from '../../ports/approval-store.js';
 import { reservationIdentity } from '../../ports/idempotency-store.js';
 import type { AdmittedImages, InvokeMessage } from '../../ports/messages.js';
@@ -54,8 +60,9 @@ import { deliveryReceiveCount } from '../attempt-budget.js';
 import type { CompensationMemory, RuntimeMemory } from '../../../packages/connector-sdk/src/memory.js';
 import { connectorFacingCompensation } from '../modes/compensate.js';
 import { ranCapabilityId } from '../modes/reconcile.js';
-import { isTerminalAction } from '../pipeline/action-record.js';
+import { createdLeased, isTerminalAction } from '../pipeline/action-record.js';
 import type { RegisteredCapability } from '../registry.js';
+import type { HostedConnector } from '../deps.js';
 import type { AttemptOutcome } from '../types.js';
 import {
   hostedConnector,
@@ -68,7 +75,7 @@ import {
   type InvocationOutcome,
   type InvocationSubject,
 } from './invoke.js';
-import { classify, finishSideRecords, settleAttempt } from './settlement.js';
+import { classify, finishSideRecords, settleAttempt, settledRecord } from './settlement.js';
 import {
   abandonUnstartedTransaction,
   attemptOutcome,
@@ -143,6 +150,47 @@ export interface KnownRecords {
   readonly action?: ActionRecord;
   readonly transaction?: TransactionRecord;
   readonly original?: ActionRecord;
+  /** The lease the action was created with (`creationLease`), when `action` is that creation's record. */
+  readonly leased?: LeasedAtCreation;
+}
+
+/**
+ * The first attempt's lease, granted by the action's creation (`CreateActionInput.lease`) instead of a lease write of
+ * its own: the attempt ID that owns it, the connector it resolved and the route it pins. The reconcile consumer
+ * resolves it before it admits its action, and its inline attempt starts from the created record without a lease
+ * write (docs/table-design.md, "The reconcile action created leased").
+ */
+export interface LeasedAtCreation {
+  readonly attempt_id: string;
+  readonly hosted: HostedConnector;
+  readonly route: RouteAssignment;
+  readonly lease: CreationLease;
+}
+
+/**
+ * Step 2 ahead of the action's creation, for an action the caller creates and then attempts inline: the connector
+ * and the route the first attempt would pin (an action not yet created holds none), as the lease `CreateActionInput`
+ * carries. Undefined when the connector cannot be resolved now: the action is then created unleased, and its attempt
+ * meets the failure where any attempt does (`routeFailure`).
+ */
+export async function creationLease(k: Kernel, tenant_id: string, action: Action): Promise<LeasedAtCreation | undefined> {
+  const reg = k.deps.registry.find(action.capability_id);
+  if (reg === undefined) return undefined;
+  let hosted: HostedConnector;
+  try {
+    hosted = await hostedConnector(k, reg);
+  } catch (err) {
+    if (isAipError(err)) return undefined;
+    throw err;
+  }
+  const attempt_id = `att-${k.ids()}`;
+  const route = routeAssignment(k, { tenant_id, action, reg, attempt_id, fence: 1, route_action_id: action.id }, hosted);
+  return { attempt_id, hosted, route, lease: { owner: attempt_id, ttl_ms: leaseMs(k, reg), route } };
+}
+
+/** The record is the one its creation leased for `leased` and nothing wrote since (so its lease is that attempt's). */
+function heldFromCreation(action: ActionHead, leased: LeasedAtCreation | undefined): leased is LeasedAtCreation {
+  return leased !== undefined && createdLeased(action) && action.lease_owner === leased.attempt_id && isRecord(action);
 }
 
 /**
@@ -155,6 +203,7 @@ interface StartFrom {
   readonly transaction?: TransactionRecord;
   readonly original?: ActionRecord;
   readonly compensation?: CompensationMemory;
+  readonly leased?: LeasedAtCreation;
 }
 
 /**
@@ -211,7 +260,13 @@ async function attemptFrom(k: Kernel, message: InvokeMessage, known?: StartFrom)
   const txId = mode === undefined || mode === 'rollback_not_supported' ? undefined : action.transaction_id;
   if (isTerminalAction(action.status)) {
     if (action.status === 'cancelled' && txId !== undefined) await abandonUnstartedTransaction(k, action, txId);
-    return attemptOutcome(message, 'already_settled', { action_result: action.result ?? { action_id: action.action_id, status: action.status } });
+    // The action settled first and its attempt stopped before the record (docs/table-design.md, "The action settles
+    // first"): this delivery (a redelivery, or the sweeper's re-invoke of the stalled record) finishes the record.
+    const finished = txId !== undefined && action.settlement !== undefined ? await finishSettledRecord(k, action, txId, loaded.transaction) : undefined;
+    return attemptOutcome(message, 'already_settled', {
+      action_result: action.result ?? { action_id: action.action_id, status: action.status },
+      ...(finished !== undefined ? { transaction_status: finished.status } : {}),
+    });
   }
   k.crash('after_receive_before_lease');
 
@@ -237,25 +292,35 @@ async function attemptFrom(k: Kernel, message: InvokeMessage, known?: StartFrom)
 
   // 2. connector and route (before any lease: nothing has reached a provider yet). A route already pinned is reused
   // or refused here; none pinned, the lease below pins this attempt's in the same write (docs/table-design.md).
-  const attempt_id = `att-${k.ids()}`;
+  // An action created leased for this very attempt (`creationLease`) holds both already, and its lease.
+  const fromCreation = heldFromCreation(action, known?.leased) ? known?.leased : undefined;
+  const attempt_id = fromCreation?.attempt_id ?? `att-${k.ids()}`;
   let hosted;
   let route: RouteAssignment;
   let pin: RouteAssignment | undefined;
   try {
     if (reg === undefined || connectorReg === undefined)
       throw new AipError('capability.not_found', undefined, { details: { capability_id: action.capability_id } });
-    hosted = await hostedConnector(k, connectorReg);
-    const resolved = await routeToPin(k, action, routeAssignment(k, routeSubject(action, connectorReg, attempt_id), hosted));
-    route = resolved.route;
-    if (resolved.pin) pin = route;
+    if (fromCreation !== undefined) {
+      hosted = fromCreation.hosted;
+      route = fromCreation.route;
+    } else {
+      hosted = await hostedConnector(k, connectorReg);
+      const resolved = await routeToPin(k, action, routeAssignment(k, routeSubject(action, connectorReg, attempt_id), hosted));
+      route = resolved.route;
+      if (resolved.pin) pin = route;
+    }
   } catch (err) {
     return routeFailure(k, message, action, txn, mode, err, attempt_id);
   }
 
-  // 3-5. lease the action; recovery
+  // 3-5. lease the action (unless its creation did); recovery
   const lease_ms = leaseMs(k, connectorReg);
   const retrySafe = capabilityRetryable(connectorReg.capability, connectorReg.implementation_support);
-  const started = await startAttempt(k, message, action, txn, mode, connectorReg, attempt_id, lease_ms, retrySafe, pin);
+  const started =
+    fromCreation !== undefined
+      ? await afterLease(k, message, action as ActionRecord, false, txn, mode, connectorReg, attempt_id, retrySafe)
+      : await startAttempt(k, message, action, txn, mode, connectorReg, attempt_id, lease_ms, retrySafe, pin);
   if ('disposition' in started) return started;
   // From here on the action is the leased record (the lease's own write answered it, input included); before the
   // lease, `action` may be an admitted image without its input.
@@ -414,6 +479,17 @@ async function attemptFrom(k: Kernel, message: InvokeMessage, known?: StartFrom)
   });
 }
 
+/** The record of a terminal action that settled first, finished from it (settlement.ts `settledRecord`). */
+async function finishSettledRecord(
+  k: Kernel,
+  action: ActionHead,
+  txId: string,
+  loaded: { transaction_id: string; record: TransactionRecord | undefined } | undefined,
+): Promise<TransactionRecord | undefined> {
+  const txn = loaded?.transaction_id === txId ? loaded.record : await k.deps.transactions.get({ tenant_id: action.tenant_id, transaction_id: txId });
+  return settledRecord(k, txn, action);
+}
+
 /**
  * Step 1: the action, and the transaction the message names, in one
  * strongly consistent read (AttemptReads; a message that names no transaction
@@ -489,15 +565,31 @@ async function startAttempt(
   }
   const leased = out.written[0] ?? (await k.deps.actions.get(ref));
   if (leased === undefined) throw new AipError('internal.unexpected', 'the leased action could not be read back');
-  const fence = leased.fence;
-  const recovering = attemptStarted(action);
+  return afterLease(k, message, leased, attemptStarted(action), heldTxn, mode, connectorReg, attempt_id, retrySafe);
+}
 
+/**
+ * What follows the lease, whether the attempt's own write granted it (startAttempt) or the action's creation did
+ * (`creationLease`: a first attempt, never a recovery): the recovery read and decisions, a requested cancellation.
+ */
+async function afterLease(
+  k: Kernel,
+  message: InvokeMessage,
+  leased: ActionRecord,
+  recovering: boolean,
+  heldTxn: TransactionRecord | undefined,
+  mode: TransactionMode | undefined,
+  connectorReg: RegisteredCapability,
+  attempt_id: string,
+  retrySafe: boolean,
+): Promise<AttemptOutcome | { action: ActionRecord; transaction?: TransactionRecord }> {
+  const fence = leased.fence;
   if (heldTxn !== undefined) {
     const txn = recovering ? await k.deps.transactions.get({ tenant_id: heldTxn.tenant_id, transaction_id: heldTxn.transaction_id }) : heldTxn;
     if (txn === undefined) return attemptOutcome(message, 'dropped', { reason: 'transaction_not_found' });
     if (!isAttemptStatus(txn.status)) {
       // Settled by an earlier attempt that stopped before finishing the action: finish it.
-      const result = finishingResult(action, await withStoredResult(k, txn, leased));
+      const result = finishingResult(leased, await withStoredResult(k, txn, leased));
       return finishSideRecords(k, { action: leased, fence, mode, txn, result, reg: connectorReg, attempt_id });
     }
     if (recovering && txn.status !== 'reconciling' && !retrySafe) return settleAbandoned(k, leased, fence, txn, mode, connectorReg, attempt_id);

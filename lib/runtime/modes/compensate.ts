@@ -15,6 +15,7 @@ import type { ActionResult, JsonObject, ProtocolError } from '../../../packages/
 import type { TransactionRecord } from '../../ports/transaction-store.js';
 import { isTerminalStatus } from '../../transactions/state-machine.js';
 import { RECEIPT_EVENTS } from '../journal.js';
+import { settledRecord } from '../attempts/settlement.js';
 import type { Kernel } from '../kernel.js';
 import { withStoredResultOf } from '../view.js';
 import type { CompensationMemory } from '../../../packages/connector-sdk/src/memory.js';
@@ -57,7 +58,10 @@ async function findTarget(k: Kernel, adm: Admission, target_id: string): Promise
     held !== undefined &&
     held.action_id === target_id &&
     (held.record !== undefined ? isTerminalStatus(held.record.status) : held.target_action !== undefined && isTerminalAction(held.target_action.status));
-  const { record: stored, action } = settled ? { record: held.record, action: held.target_action } : await readCompensationTarget(k, adm.tenant_id, target_id);
+  const read = settled ? { record: held.record, action: held.target_action } : await readCompensationTarget(k, adm.tenant_id, target_id);
+  // A target whose action settled first and whose record its attempt did not reach is finished before it is judged.
+  const stored = await settledRecord(k, read.record, read.action);
+  const action = read.action;
   const record = await withStoredResultOf(k, stored, action);
   if (record === undefined && action === undefined)
     throw new AipError('runtime.compensation_target_not_found', undefined, { details: { compensation_for: target_id } });

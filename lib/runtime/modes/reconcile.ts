@@ -55,6 +55,10 @@ export async function admitReconcile(k: Kernel, adm: Admission): Promise<Transac
   if (known !== undefined && known.tenant_id === adm.tenant_id && known.transaction_id === txId) {
     const begun = await beginReconcile(k, adm, txId, known, true);
     if (begun !== undefined) return begun;
+    // A schedule's image the begin proved stale: the consumer decides again from a read (its action ID, due time and
+    // bound came from the image too).
+    if (adm.known_transaction_unread === true)
+      throw new AipError('transaction.state_conflict', 'The scheduled record is not current', { details: { transaction_id: txId } });
   }
   const record = await k.deps.transactions.get({ tenant_id: adm.tenant_id, transaction_id: txId });
   if (record === undefined) throw new AipError('transaction.not_found', undefined, { details: { transaction_id: txId } });

@@ -46,6 +46,8 @@ export async function ensureActionRecord(
         ...(init.status !== undefined ? { status: init.status } : {}),
         ...(init.approval_id !== undefined ? { approval_id: init.approval_id } : {}),
         ...(requestRecovery(adm) !== undefined ? { recovery: requestRecovery(adm) } : {}),
+        // Created leased for the caller's inline attempt; an action created for an approval (a status given) never is.
+        ...(adm.lease !== undefined && init.status === undefined ? { lease: adm.lease } : {}),
         actor: recordedActor(adm.caller, k.config.issuer),
       },
     });
@@ -88,6 +90,21 @@ export function requestRecovery(adm: Pick<Admission, 'request' | 'action'>): Act
   const { provider_operation, reconciliation_cursor } = adm.request;
   if (provider_operation === undefined && reconciliation_cursor === undefined) return undefined;
   return { ...(provider_operation !== undefined ? { provider_operation } : {}), ...(reconciliation_cursor !== undefined ? { reconciliation_cursor } : {}) };
+}
+
+/**
+ * An action created already leased (`CreateActionInput.lease`: the reconcile consumer's) that nothing has written
+ * since: `running` at revision 1 (any later lease, settlement or transition raises the revision). Its attempt has not
+ * settled; whether it reached the provider is told by its transaction record (a reconcile attempt calls its provider
+ * only after its begin moved the record to `reconciling` with this action's ID).
+ */
+export function createdLeased(record: Pick<ActionRecord, 'status' | 'revision'>): boolean {
+  return record.status === 'running' && record.revision === 1;
+}
+
+/** The lease of a `running` action has expired (or it holds none): no attempt holds it. */
+export function leaseLapsed(record: Pick<ActionRecord, 'lease_expires_at'>, now: Date): boolean {
+  return record.lease_expires_at === undefined || Date.parse(record.lease_expires_at) <= now.getTime();
 }
 
 export function isTerminalAction(status: ActionStatus): boolean {

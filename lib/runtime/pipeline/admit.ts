@@ -21,6 +21,7 @@ import type { IntentOf, Refusal, WriteIntent } from '../../ports/unit-of-work.js
 import { idempotencyInFlightError, idempotencyOutcomeUnknownError } from '../../ports/idempotency-store.js';
 import { RECEIPT_EVENTS } from '../journal.js';
 import { assertCallerCurrent, authorizeCapability, checkIdentityFields, resolveAccount, resolveTenant, type CallerIdentity } from '../identity.js';
+import { settledRecord } from '../attempts/settlement.js';
 import { deriveApprovalId, deriveTransactionId, failedResult, isTransientError, replayed, withTransactionId, type Kernel } from '../kernel.js';
 import { admitCompensate, assertCompensable } from '../modes/compensate.js';
 import { admitDirectCommit, admitPlannedCommit, claimConflict, knownPlanned, planClaim, recheckPlan } from '../modes/commit.js';
@@ -29,7 +30,15 @@ import { runPreview } from '../modes/preview.js';
 import { admitReconcile } from '../modes/reconcile.js';
 import type { SubmitOutcome } from '../types.js';
 import { toTransactionResult, withStoredResult } from '../view.js';
-import { actionResultOf, assertResubmission, ensureActionRecord, finishUnstartedAction, isTerminalAction } from './action-record.js';
+import {
+  actionResultOf,
+  assertResubmission,
+  createdLeased,
+  ensureActionRecord,
+  finishUnstartedAction,
+  isTerminalAction,
+  leaseLapsed,
+} from './action-record.js';
 import { policySnapshot, selectApprovalPolicy } from './approval-policy.js';
 import { assertIdempotencyKey, assertModeDeclared, lookupAndValidate } from './capability.js';
 import { heldKey, reserveIdempotency, reserveInput } from './idempotency.js';
@@ -161,13 +170,28 @@ export async function guarded<T>(k: Kernel, adm: AdmittedAction, body: () => Pro
   } catch (err) {
     if (isAipError(err) && !isTransientError(err) && !isAipError(err, 'runtime.attempt_in_flight')) {
       const current = await k.deps.actions.get({ tenant_id: adm.tenant_id, action_id: adm.action.id });
-      if (current !== undefined && (current.status === 'accepted' || current.status === 'requires_human') && current.fence === 0) {
+      if (current !== undefined && (unstarted(current) || createdLeasedUnstarted(k, adm, current))) {
         await finishUnstartedAction(k, current, failedResult(adm.action.id, err, k.now()));
         await releaseReservation(k, adm, current.fence);
       }
     }
     throw err;
   }
+}
+
+/** An action whose admission has not started an attempt (no lease was ever granted). */
+function unstarted(current: ActionRecord): boolean {
+  return (current.status === 'accepted' || current.status === 'requires_human') && current.fence === 0;
+}
+
+/**
+ * An action created leased whose attempt has not reached the provider: nothing wrote it since its creation, and
+ * either this admission created it (its attempt runs only after the admission returns), or its lease lapsed (the
+ * consumer that created it stopped; a reconcile attempt reaches its provider only after its begin, and a begin with
+ * this action's ID would have let this admission through instead of refusing it). Ended as an unstarted action is.
+ */
+function createdLeasedUnstarted(k: Kernel, adm: AdmittedAction, current: ActionRecord): boolean {
+  return createdLeased(current) && ((adm.lease !== undefined && current.lease_owner === adm.lease.owner) || leaseLapsed(current, k.now()));
 }
 
 /**
@@ -259,15 +283,19 @@ async function resubmission(k: Kernel, adm: AdmittedAction): Promise<SubmitOutco
     await ensureApproval(k, adm);
     return requiresHuman(adm, record);
   }
-  if (record.status === 'accepted' && record.fence === 0) {
-    // Admission was interrupted before an attempt started: resume it (every step is idempotent).
+  if ((record.status === 'accepted' && record.fence === 0) || (createdLeased(record) && leaseLapsed(record, k.now()))) {
+    // Admission was interrupted before an attempt started: resume it (every step is idempotent). An action created
+    // leased (a reconcile action) whose consumer stopped before its begin is resumed too once its lease lapsed: its
+    // attempt cannot have reached the provider (the begin comes first), and the resumed attempt leases it again
+    // (fence 2) and, as any attempt after a lease, reads the record again (lib/runtime/attempts/worker.ts).
     const approval = record.approval_id !== undefined ? await k.deps.approvals.get({ tenant_id: adm.tenant_id, approval_id: record.approval_id }) : undefined;
     const resumed: AdmittedAction = { ...adm, ...(approval?.status === 'approved' ? { approval } : {}) };
     return guarded(k, resumed, () => (isPreview(adm.action) ? runPreview(k, resumed) : continueAdmission(k, resumed)));
   }
   if (mode === 'execute') {
     const txId = adm.action.transaction?.transaction_id as string;
-    const existing = await k.deps.transactions.get({ tenant_id: adm.tenant_id, transaction_id: txId });
+    // A record whose action settled first and whose attempt stopped before it is finished here (settledRecord).
+    const existing = await settledRecord(k, await k.deps.transactions.get({ tenant_id: adm.tenant_id, transaction_id: txId }), record);
     if (existing !== undefined) {
       const verdict = replayGate(existing, adm);
       if (verdict.kind === 'replay') return replayFromRecord(adm, await withStoredResult(k, verdict.record, record), record);
@@ -277,7 +305,8 @@ async function resubmission(k: Kernel, adm: AdmittedAction): Promise<SubmitOutco
     throw new AipError('runtime.action_in_flight', undefined, { details: { action_id: record.action_id, status: record.status } });
   }
   const txId = record.transaction_id;
-  const txRecord = txId !== undefined ? await k.deps.transactions.get({ tenant_id: adm.tenant_id, transaction_id: txId }) : undefined;
+  const txRecord =
+    txId !== undefined ? await settledRecord(k, await k.deps.transactions.get({ tenant_id: adm.tenant_id, transaction_id: txId }), record) : undefined;
   const result = replayed(actionResultOf(record));
   return submitOutcome(adm, 'replayed', result, txRecord ? toTransactionResult(txRecord, { action_status: record.status, action_result: result }) : undefined);
 }

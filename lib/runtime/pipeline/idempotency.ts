@@ -15,7 +15,8 @@ import {
   type ReserveInput,
   type ReserveOutcome,
 } from '../../ports/idempotency-store.js';
-import { isUncertainFailure, reconciledAnswer } from '../attempts/settlement.js';
+import { reconciledAnswer } from '../attempts/settlement.js';
+import { isUncertainFailure } from '../settled-outcome.js';
 import { deriveTransactionId, type Kernel } from '../kernel.js';
 import { actionResultOf, isTerminalAction } from './action-record.js';
 import type { AdmittedAction, Admission } from './state.js';

@@ -2,7 +2,7 @@
  * What flows through the admission pipeline once steps 1-4 passed.
  */
 import type { Action, Principal, TransactionRequest } from '../../../packages/connector-sdk/src/protocol/index.js';
-import type { ActionRecord } from '../../ports/action-store.js';
+import type { ActionRecord, CreationLease } from '../../ports/action-store.js';
 import type { ApprovalRecord } from '../../ports/approval-store.js';
 import type { TransactionRecord } from '../../ports/transaction-store.js';
 import type { CallerIdentity } from '../identity.js';
@@ -35,6 +35,12 @@ export interface Admission {
    */
   readonly known_transaction?: TransactionRecord;
   /**
+   * `known_transaction` was not read in this request but carried by the message (a schedule's image): a lost
+   * compare-and-set from it is the caller's to decide again from a read (it throws `transaction.state_conflict`),
+   * since the caller's own decisions were taken from that image too.
+   */
+  readonly known_transaction_unread?: boolean;
+  /**
    * Internal admissions whose attempt the caller runs inline (the reconcile
    * consumer): filled with the records exactly as this admission's own
    * conditional writes left them (the action record it created; the
@@ -42,6 +48,13 @@ export interface Admission {
    * need not read them again. Nothing is put here from a read.
    */
   readonly written?: { action?: ActionRecord; transaction?: TransactionRecord };
+  /**
+   * The lease the action is created with, when the caller runs its attempt inline and resolved its route already
+   * (the reconcile consumer: lib/runtime/attempts/worker.ts `creationLease`). The creation is then the attempt's
+   * lease, and the attempt writes none (docs/table-design.md, "The reconcile action created leased"). An action
+   * created for an approval is never leased.
+   */
+  readonly lease?: CreationLease;
   /**
    * A compensate's target as `prepare` found it, after the authority rule
    * allowed this caller to compensate it: the approval request shows its

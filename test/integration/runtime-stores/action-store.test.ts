@@ -346,6 +346,49 @@ describe('fenced attempt lease', () => {
     expect(await s.actions.get({ tenant_id: TENANT, action_id: a.id })).toEqual(second);
   });
 
+  it('a creation with a lease is the first lease: running, fence 1, attempt 1, revision 1, owner and expiry, the route pinned; another owner is refused until it expires', async () => {
+    const a = action();
+    const route = {
+      tenant_id: TENANT,
+      action_id: a.id,
+      capability_id: a.capability_id,
+      verified_tenant: TENANT,
+      connector_id: 'payments',
+      connector_instance: 'local',
+      replica: 'local-0',
+      endpoint: 'in-process',
+      version: '1.0.0',
+      manifest_hash: 'a'.repeat(64),
+      policy_revision: '1',
+      credential_revision: '0',
+      health_revision: '0',
+      admission_reservation: 'att-1',
+      fence_token: 1,
+      created_at: s.clock.iso(),
+    };
+    const created = await s.actions.create({ tenant_id: TENANT, principal: PRINCIPAL, action: a, lease: { owner: 'att-1', ttl_ms: 30_000, route } });
+    expect(created).toMatchObject({ status: 'running', revision: 1, fence: 1, attempt: 1, lease_owner: 'att-1', route });
+    expect(created.lease_expires_at).toBe(new Date(Date.parse(s.clock.iso()) + 30_000).toISOString());
+    expect(await s.actions.get({ tenant_id: TENANT, action_id: a.id })).toEqual(created);
+    const held = await aipError(s.actions.acquireLease({ tenant_id: TENANT, action_id: a.id, owner: 'w-b', ttl_ms: 30_000, expected_revision: 1 }));
+    expect(held.code).toBe('action.lease_held');
+    s.clock.advance(30_001);
+    const second = await s.actions.acquireLease({ tenant_id: TENANT, action_id: a.id, owner: 'w-b', ttl_ms: 30_000, expected_revision: 1 });
+    expect(second).toMatchObject({ status: 'running', revision: 2, fence: 2, attempt: 2, lease_owner: 'w-b', route });
+  });
+
+  it('only an accepted action is created leased, with a well-formed lease; nothing is written otherwise', async () => {
+    const a = action();
+    const lease = { owner: 'att-1', ttl_ms: 30_000 };
+    expect((await aipError(s.actions.create({ tenant_id: TENANT, principal: PRINCIPAL, action: a, status: 'requires_human', lease }))).code).toBe(
+      'action.invalid_record',
+    );
+    expect((await aipError(s.actions.create({ tenant_id: TENANT, principal: PRINCIPAL, action: a, lease: { owner: '', ttl_ms: 30_000 } }))).code).toBe(
+      'action.invalid_record',
+    );
+    expect(await s.actions.get({ tenant_id: TENANT, action_id: a.id })).toBeUndefined();
+  });
+
   it('rejects malformed lease requests', async () => {
     const a = action();
     await s.actions.create({ tenant_id: TENANT, principal: PRINCIPAL, action: a });
@@ -384,6 +427,33 @@ describe('settle', () => {
     expect(raw?.input).toBeUndefined();
     expect(JSON.stringify(raw)).not.toContain('DE89370400440532013000');
     expect((await s.actions.get({ tenant_id: TENANT, action_id: a.id }))?.action.input).toEqual({ redacted: true, hash });
+  });
+
+  it('stores the settlement facts its record is settled from (packed), and refuses malformed ones writing nothing', async () => {
+    const { a, leased } = await running();
+    const bad = await aipError(
+      s.actions.settle({
+        tenant_id: TENANT,
+        action_id: a.id,
+        fence: leased.fence,
+        to: 'completed',
+        result: completed(a.id),
+        settlement: { attempt_id: 'att-1', provider_operation: { provider: '', operation_id: 'op_1' } },
+      }),
+    );
+    expect(bad.code).toBe('action.invalid_record');
+    const facts = { attempt_id: true as const, provider_operation: { provider: 'pay', operation_id: 'op_1' } };
+    const done = await s.actions.settle({
+      tenant_id: TENANT,
+      action_id: a.id,
+      fence: leased.fence,
+      to: 'completed',
+      result: completed(a.id),
+      settlement: facts,
+    });
+    expect(done.settlement).toEqual(facts);
+    expect((await s.actions.get({ tenant_id: TENANT, action_id: a.id }))?.settlement).toEqual(facts);
+    expect((await s.rawItem(keys.action(TENANT, a.id)))?.settlement).toBeInstanceOf(Uint8Array);
   });
 
   it('sets the TTL attribute when a retention is requested', async () => {

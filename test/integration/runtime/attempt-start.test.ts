@@ -125,17 +125,18 @@ const lastAttemptOf = async (harness: Harness, tx: string) =>
 const drainFor = async (harness: Harness, a: string): Promise<AttemptOutcome | undefined> => (await harness.drain()).find((o) => o.action_id === a);
 
 describe('A first attempt: the action lease alone, pinning the route in the same write', () => {
-  it('the worker writes the lease with the route, the fenced checkpoint and the settlement; only the last two are transactions', async () => {
+  it("the worker writes the lease with the route, the fenced checkpoint, the action's settlement and the record's; the checkpoint and the record's are transactions", async () => {
     const { a, tx } = await submitExecute(h);
     const before = await recordOf(h, tx);
     expect(await drainFor(h, a)).toMatchObject({ disposition: 'settled', transaction_status: 'committed' });
     // (A cancellation watch may read the action while the connector runs: reads of single items are left out.) The
     // first delivery starts from the images its admission sent: no read of the action or the record (first-read.test.ts).
     const worker = requests.filter((r) => r.command !== 'GetItem');
-    expect(worker.map((r) => r.command)).toEqual(['UpdateItem', 'TransactWriteItems', 'TransactWriteItems']);
+    expect(worker.map((r) => r.command)).toEqual(['UpdateItem', 'TransactWriteItems', 'UpdateItem', 'TransactWriteItems']);
     expect(worker[1]?.items).toEqual(['Update:TXN', 'Put:RCPT', 'ConditionCheck:ACTION']);
-    // The reservation is not rewritten by a prompt settlement (the key answers the action's result).
-    expect(worker[2]?.items).toEqual(['Update:TXN', 'Put:RCPT', 'Update:ACTION']);
+    // The settlement: the action alone (fenced), then the record with its receipt (docs/table-design.md, "The action
+    // settles first"). The reservation is not rewritten by a prompt settlement (the key answers the action's result).
+    expect(worker[3]?.items).toEqual(['Update:TXN', 'Put:RCPT']);
     expect(requests.every((r) => r.ok)).toBe(true);
     const action = await actionOf(h, a);
     expect(action?.route).toMatchObject({ action_id: a, capability_id: 'pay.transfer', replica: 'local-0', endpoint: 'in-process', fence_token: 1 });
@@ -157,9 +158,11 @@ describe('A route already pinned on the action: the reuse rules, before any leas
     requests.length = 0;
     expect(await drainFor(h, a)).toMatchObject({ disposition: 'settled', transaction_status: 'committed' });
     // The pin moved the action past the image its admission sent: that lease is refused (nothing written), and the
-    // attempt reads the action with its route and leases it without writing the route again.
+    // attempt reads the action with its route and leases it without writing the route again; the last is the action's
+    // settlement, written alone before the record's.
     expect(requests.filter((r) => r.command === 'PutItem' || r.command === 'UpdateItem').map((r) => [r.command, r.ok])).toEqual([
       ['UpdateItem', false],
+      ['UpdateItem', true],
       ['UpdateItem', true],
     ]);
     expect(await routeOf(h, a)).toEqual(earlier);

@@ -105,7 +105,7 @@ const chargeRequests = (from: number) =>
   events.filter((e) => e.seq > from && e.event.type === 'response' && e.event.method === 'POST' && e.event.path === '/v1/charges');
 
 describe('A charge the provider answers at once', () => {
-  it('the operation ID goes into the settlement write: admission, attempt start (with the route) and settlement are the only writes of the execute', async () => {
+  it('the operation ID goes into the settlement writes: admission, attempt start (with the route) and the settlement (action, then record) are the only writes of the execute', async () => {
     const a = uid('a');
     const action = chargeAction(a, uid('key'));
     const ledger = sim.ledger().length;
@@ -117,11 +117,13 @@ describe('A charge the provider answers at once', () => {
     expect(writes.map((r) => [r.command, r.ok])).toEqual([
       ['TransactWriteItems', true],
       ['UpdateItem', true],
+      ['UpdateItem', true],
       ['TransactWriteItems', true],
     ]);
-    // admission; the attempt start (the action lease alone, pinning the route); settlement (record + receipt, action:
-    // the reservation as admitted outlives the retention counted from a prompt settlement, so it is not rewritten).
-    expect(writes[2]?.items).toEqual(['Update:TXN', 'Put:RCPT', 'Update:ACTION']);
+    // admission; the attempt start (the action lease alone, pinning the route); settlement: the action alone (it
+    // carries the operation for its record's settlement), then the record + receipt (the reservation as admitted
+    // outlives the retention counted from a prompt settlement, so it is not rewritten).
+    expect(writes[3]?.items).toEqual(['Update:TXN', 'Put:RCPT']);
 
     const effect = sim.ledger().slice(ledger);
     expect(effect).toHaveLength(1);
@@ -140,7 +142,8 @@ describe('A charge the provider answers at once', () => {
     sim.setFaults([{ match: { method: 'POST', path: '/v1/charges' }, fault: { type: 'decline', code: 'insufficient_funds' }, times: 1 }]);
     await h.runtime.submit(caller(), action);
     expect(await drainFor(a)).toMatchObject({ disposition: 'settled', transaction_status: 'failed' });
-    expect(requests.filter((r) => WRITES.has(r.command))).toHaveLength(3);
+    // Admission, attempt start, the action's settlement, the record's.
+    expect(requests.filter((r) => WRITES.has(r.command))).toHaveLength(4);
     const record = await recordOf(action.transaction.transaction_id);
     expect(record?.provider_operation?.operation_id).toMatch(/^op_/);
     expect((await receiptsOf(action.transaction.transaction_id)).map((r) => r.event)).not.toContain(CHECKPOINT_EVENT);
@@ -174,7 +177,8 @@ describe('A wait that can be lost keeps the durable checkpoint before it', () =>
     expect(polls.length).toBeGreaterThanOrEqual(1);
     // Durable before the connector sent its first poll.
     expect(checkpoint?.seq).toBeLessThan(polls[0]?.seq as number);
-    expect(requests.filter((r) => WRITES.has(r.command))).toHaveLength(4);
+    // Admission, attempt start, the checkpoint, the action's settlement, the record's.
+    expect(requests.filter((r) => WRITES.has(r.command))).toHaveLength(5);
     const receipts = await receiptsOf(action.transaction.transaction_id);
     expect(receipts.map((r) => r.event)).toContain(CHECKPOINT_EVENT);
     expect(await recordOf(action.transaction.transaction_id)).toMatchObject({

@@ -22,18 +22,25 @@ const provider = new TestProvider();
 let h: Harness;
 /** Actions kept for one day, records for one day: the action outlives nothing, so the record keeps its result. */
 let shortActions: Harness;
+/** A deployed configuration's retention (lib/runtime/config.ts DEPLOYED_DEFAULTS): records and actions 400 days. */
+let deployed: Harness;
 beforeAll(async () => {
-  [h, shortActions] = await Promise.all([
+  [h, shortActions, deployed] = await Promise.all([
     createHarness({ connectors: [testConnector(provider)], prefix: 'rt-once' }),
     createHarness({
       connectors: [testConnector(provider)],
       prefix: 'rt-once-short',
       config: { transaction_retention_days: 2, action_retention_seconds: 86_400 },
     }),
+    createHarness({
+      connectors: [testConnector(provider)],
+      prefix: 'rt-once-deployed',
+      config: { transaction_retention_days: 400, action_retention_seconds: 400 * 86_400 },
+    }),
   ]);
 });
 afterAll(async () => {
-  await Promise.all([h.destroy(), shortActions.destroy()]);
+  await Promise.all([h.destroy(), shortActions.destroy(), deployed.destroy()]);
 });
 
 const rawTxn = async (hh: Harness, tx: string): Promise<Item> =>
@@ -149,6 +156,43 @@ describe('The result stored once, on the settling action', () => {
     expect(await h.drain()).toMatchObject([{ disposition: 'settled', transaction_status: 'compensated' }]);
     const call = provider.calls.find((c) => c.method === 'compensate' && c.action_id === k.id);
     expect(call?.memory?.compensation).toMatchObject({ original_result: legacy });
+  });
+
+  it('an outcome_unknown record under a retention references the failed action; the reconciled record then holds its own result', async () => {
+    const a = uid('a');
+    const tx = uid('tx');
+    await deployed.runtime.submit(caller(), transfer(a, { transaction: { mode: 'execute', transaction_id: tx } }, { scenario: 'uncertain' }));
+    expect(await deployed.drain()).toMatchObject([{ transaction_status: 'outcome_unknown' }]);
+    const open = await rawTxn(deployed, tx);
+    const action = await deployed.stores.actions.get({ tenant_id: TENANT, action_id: a });
+    // The action is kept 400 days from its settlement, the record 400 days from the write that ends it: it needs the
+    // reference only while it is open, and that write stores its own result.
+    expect(open).toMatchObject({ status: 'outcome_unknown', result_ref: true });
+    expect(open).not.toHaveProperty('result');
+    expect(action?.result).toMatchObject({ status: 'failed', error: { uncertain_outcome: true } });
+    const { view: openView } = await verifiedView(deployed, tx);
+    expect(openView.action_result).toEqual(action?.result);
+
+    deployed.clock.advance(5_000);
+    expect(await deployed.runtime.reconcile({ kind: 'reconcile', tenant_id: TENANT, transaction_id: tx, reason: 'schedule' })).toMatchObject({
+      transaction_status: 'reconciled',
+    });
+    const ended = await rawTxn(deployed, tx);
+    expect(ended).toMatchObject({ status: 'reconciled', result: { metadata: { reconciliation: { terminal: true } } } });
+    expect(ended).not.toHaveProperty('result_ref');
+    const { verdict } = await verifiedView(deployed, tx);
+    expect(verdict).toMatchObject({ valid: true, verdict: 'valid' });
+  });
+
+  it('an outcome_unknown record whose action is kept for less time than the record will be keeps its own result', async () => {
+    const a = uid('a');
+    const tx = uid('tx');
+    await shortActions.runtime.submit(caller(), transfer(a, { transaction: { mode: 'execute', transaction_id: tx } }, { scenario: 'uncertain' }));
+    expect(await shortActions.drain()).toMatchObject([{ transaction_status: 'outcome_unknown' }]);
+    const open = await rawTxn(shortActions, tx);
+    const action = await shortActions.stores.actions.get({ tenant_id: TENANT, action_id: a });
+    expect(open).toMatchObject({ status: 'outcome_unknown', result: action?.result });
+    expect(open).not.toHaveProperty('result_ref');
   });
 
   it('an action retained for less time than its record: the record keeps its own result, as before', async () => {

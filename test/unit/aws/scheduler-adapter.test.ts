@@ -23,6 +23,7 @@ import {
   reconcileScheduleName,
 } from '../../../lib/aws/scheduler/scheduler.js';
 import { isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
+import type { TransactionRecord } from '../../../lib/ports/transaction-store.js';
 
 const QUEUE_ARN = 'arn:aws:sqs:eu-west-1:123456789012:aip-reconcile';
 const ROLE_ARN = 'arn:aws:iam::123456789012:role/aip-scheduler-to-reconcile-queue';
@@ -73,6 +74,48 @@ describe('scheduleReconcile', () => {
     expect(input.FlexibleTimeWindow).toEqual({ Mode: 'OFF' });
     expect(JSON.parse(input.Target?.Input ?? '')).toEqual({ kind: 'reconcile', tenant_id: 'tenant-1', transaction_id: 'txn-42', reason: 'schedule' });
     expect(result).toEqual({ name: input.Name, created: true, at: new Date('2030-06-15T12:00:00.000Z') });
+  });
+
+  it('carries the outcome_unknown record it was created for (no action input exists in it); anything else, or too large, IDs only', async () => {
+    schedulerMock.on(CreateScheduleCommand).resolves({});
+    const ref = { tenant_id: 'tenant-1', transaction_id: 'txn-42' };
+    const record: TransactionRecord = {
+      ...ref,
+      status: 'outcome_unknown',
+      revision: 3,
+      mode: 'execute',
+      capability_id: 'payments.transfer',
+      action_id: 'act-1',
+      principal: { id: 'agent-1', kind: 'agent' },
+      provider_operation: { provider: 'bank', operation_id: 'op-9' },
+      error: { code: 'runtime.attempt_abandoned', message: 'lost', category: 'temporary', retryable: false, uncertain_outcome: true },
+      next_reconcile_at: '2030-06-15T12:00:00.000Z',
+      reconcile_attempts: 0,
+      fence: 0,
+      receipt_count: 2,
+      receipt_head: 'h'.repeat(43),
+      created_at: '2030-06-15T10:00:00.000Z',
+      updated_at: '2030-06-15T10:00:01.000Z',
+      data: { note: 'x' },
+    };
+    const at = new Date('2030-06-15T12:00:00.000Z');
+    await adapter().scheduleReconcile({ ...ref, at, transaction: record });
+    const sent = JSON.parse(schedulerMock.commandCalls(CreateScheduleCommand)[0]!.args[0].input.Target?.Input ?? '');
+    expect(sent).toEqual({ kind: 'reconcile', ...ref, reason: 'schedule', scheduled: { transaction: record } });
+    expect(JSON.stringify(sent)).not.toContain('"input"');
+
+    const idsOnly = { kind: 'reconcile', ...ref, reason: 'schedule' };
+    for (const other of [
+      { ...record, status: 'prepared' as const },
+      { ...record, transaction_id: 'txn-other' },
+      { ...record, escalated_at: '2030-06-15T11:00:00.000Z' },
+      { ...record, data: { big: 'x'.repeat(20_000) } },
+    ]) {
+      schedulerMock.reset();
+      schedulerMock.on(CreateScheduleCommand).resolves({});
+      await adapter().scheduleReconcile({ ...ref, at, transaction: other });
+      expect(JSON.parse(schedulerMock.commandCalls(CreateScheduleCommand)[0]!.args[0].input.Target?.Input ?? '')).toEqual(idsOnly);
+    }
   });
 
   it('writes the at() time in UTC whatever the input offset, rounding up to the next whole second', async () => {
