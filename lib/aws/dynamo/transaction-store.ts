@@ -660,7 +660,12 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
         }
         return after;
       },
-      after: () => this.stampOverflow(spec, place),
+      // The items the atomic write cannot hold: a stamp the journal decided only raises their ttl (the record's new
+      // one is later than what they hold) and a removal only keeps them longer, so both are done before the write,
+      // where a crash in between leaves an item kept longer, never one expiring before its record. A record written
+      // before `items_ttl` is stamped after the write, as before (its items hold no ttl: stamped early, they could
+      // expire while the record stays open if the write were refused).
+      ...(spec.items !== undefined ? { before: () => this.stampOverflow(spec, place) } : { after: () => this.stampOverflow(spec, place) }),
     };
   }
 

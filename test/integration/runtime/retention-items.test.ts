@@ -5,8 +5,10 @@
  * every item as before; an escalated record's items lose their ttl until its resolution stamps them; a record
  * written before (no `items_ttl`) is stamped as before. On DynamoDB Local, with the runtime's stepped clock.
  */
+import { randomBytes } from 'node:crypto';
 import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDynamoStores } from '../../../lib/aws/dynamo/stores.js';
 import { ITEMS_TTL_ALLOWANCE_SECONDS } from '../../../lib/runtime/retention.js';
 import { committingJournal } from '../../support/store-writes.js';
 import { uid } from '../../support/transaction-fixtures.js';
@@ -228,6 +230,31 @@ describe('the journal decides from the record it holds', () => {
     await j.settle(record, { to: 'committed', from: ['prepared'], retention: { days: DAYS } });
     const items = await itemsOf(tx);
     for (const r of items.receipts) expect(r.ttl).toBe(nowS() + DAYS * DAY_S);
+  });
+
+  it("an escalation by a process holding no image of the record removes its first receipt item's ttl before the write: an interrupted one leaves it kept, never expiring", async () => {
+    const tx = uid('tx');
+    const j = committingJournal(h.table.stores.uow, h.clock, undefined, () => DAYS);
+    // Evidence too large for the record's write unit: the first receipt is its own item.
+    let record = await j.create(base(tx), 'transaction.prepared', { note: randomBytes(600).toString('base64') });
+    record = await j.checkpoint(record, { provider: 'pay', operation_id: 'op-1' });
+    record = await j.settle(record, { to: 'outcome_unknown', from: ['prepared'] });
+    expect((await itemsOf(tx)).receipts.map((r) => r.SK)).toEqual(['RCPT#00000000', 'RCPT#00000001', 'RCPT#00000002']);
+    // Another process (the reconcile consumer): its store holds no image, so it cannot tell where seq 0 is.
+    const other = createDynamoStores({ client: h.table.client, tableName: h.table.tableName, now: h.clock.now, transactions: { knownImages: 0 } });
+    const consumer = committingJournal(other.uow, h.clock, undefined, () => DAYS);
+    const escalate = (held: typeof record) =>
+      consumer.transition(held, { operation: 'escalate', from: ['outcome_unknown'], to: 'outcome_unknown' }, 'transaction.escalated', { escalated: true });
+    // A write that does not land (here: refused, as a crash would leave it) after the removal it could not hold.
+    await expect(escalate({ ...record, revision: record.revision + 1 })).rejects.toThrow();
+    let items = await itemsOf(tx);
+    expect(items.receipts[0]?.ttl).toBeUndefined();
+    expect(items.record?.items_ttl).toBe(record.items_ttl);
+    await escalate(record);
+    items = await itemsOf(tx);
+    expect(items.record?.items_ttl).toBeUndefined();
+    expect(items.receipts).toHaveLength(4);
+    for (const r of items.receipts) expect(r.ttl).toBeUndefined();
   });
 
   it('a record still open when less than the allowance is left of its items ttl: the next write removes it', async () => {
