@@ -117,6 +117,8 @@ const admittedTransactionImage = () =>
     result: z.optional(ActionResultSchema),
     reconcile_attempts: z.literal(0),
     fence: z.literal(0),
+    // The ttl its other items were written with, under a retention (lib/runtime/retention.ts).
+    items_ttl: z.optional(z.int().check(z.gte(1))),
     receipt_count: z.int().check(z.gte(1)),
     receipt_head: z.string().check(z.minLength(1), z.maxLength(128)),
     created_at: Rfc3339Schema,
@@ -211,6 +213,8 @@ const scheduledTransactionImage = () =>
     lease_owner: z.optional(z.string().check(z.minLength(1), z.maxLength(256))),
     lease_expires_at: z.optional(Rfc3339Schema),
     fence: FenceTokenSchema,
+    // The ttl its other items hold, under a retention (lib/runtime/retention.ts).
+    items_ttl: z.optional(z.int().check(z.gte(1))),
     receipt_count: z.int().check(z.gte(1)),
     receipt_head: z.string().check(z.minLength(1), z.maxLength(128)),
     created_at: Rfc3339Schema,

@@ -63,19 +63,40 @@ interface CasWrite extends RecordRef {
   readonly receipt?: ReceiptAppend;
   /** Keys merged into the record's opaque `data` map. */
   readonly data?: JsonObject;
+  /** What the write does to the ttl of the record's other items (see ItemsRetention). */
+  readonly items?: ItemsRetention;
 }
 
 /**
  * The capability's data retention (DataContract.retention_days), applied when
- * a record becomes terminal: the record, every receipt of its chain and its
- * plan-ID item get the same `ttl` (now + days), in the same atomic write as
- * the terminal transition. A record that is not terminal never expires.
+ * a record becomes terminal: the record gets its `ttl` (now + days) in the
+ * terminal transition, and its other items (every receipt of its chain and
+ * its plan-ID item) are stamped with it in the same atomic write unless they
+ * already hold a ttl at least as late (ItemsRetention). A record that is not
+ * terminal never expires.
  */
 export interface RetentionStamp {
   readonly days: number;
   /** The record's plan ID (its plan-ID uniqueness item expires with it). */
   readonly plan_id?: string;
+  /** The record's ttl (epoch seconds) as the journal computed it; absent: the store's now + days. */
+  readonly ttl?: number;
 }
+
+/**
+ * What a write does to the ttl of the record's other items (its receipts and its plan-ID item), decided by the
+ * journal from the record it holds (lib/runtime/retention.ts `itemsRetention`; docs/table-design.md, "TTL"):
+ * - `keep`: they hold a ttl at or after `ttl` (the record's `items_ttl`): nothing is written to them, and the
+ *   write's receipt gets `ttl` (the record's own ttl when the write is terminal);
+ * - `stamp`: each gets `ttl` (the terminal record's), and so does the record's `items_ttl`;
+ * - `remove`: each loses its ttl, and the record its `items_ttl` (the record may now wait without bound).
+ * Absent: a terminal write of a retained record stamps them (a record written before `items_ttl`); any other
+ * write leaves them, and its receipt carries no ttl.
+ */
+export type ItemsRetention =
+  | { readonly kind: 'keep'; readonly ttl: number }
+  | { readonly kind: 'stamp'; readonly ttl: number; readonly plan_id?: string }
+  | { readonly kind: 'remove'; readonly plan_id?: string };
 
 export interface CreateTransactionInput extends RecordRef {
   readonly status: InitialStatus;
@@ -97,6 +118,11 @@ export interface CreateTransactionInput extends RecordRef {
   readonly receipt?: ReceiptAppend;
   /** Applied when the record is created terminal (see RetentionStamp). */
   readonly retention?: RetentionStamp;
+  /**
+   * Only for a record created open (not terminal) under a retention: the ttl its other items are written with
+   * (its first receipt when that is an item, its plan-ID item), stored on the record as `items_ttl`.
+   */
+  readonly items_ttl?: number;
 }
 
 /** claim_direct_commit: like create, straight in `committing`. */

@@ -10,13 +10,17 @@ import type {
   ClaimDirectCommitInput,
   ClaimPlanInput,
   CreateTransactionInput,
+  ItemsRetention,
+  RetentionStamp,
   SettleInput,
   TransactionRecord,
   TransitionInput,
 } from '../ports/transaction-store.js';
 import type { IntentOf } from '../ports/unit-of-work.js';
 import type { ProviderOperationRef } from '../../packages/connector-sdk/src/protocol/index.js';
+import { isTerminalStatus, type TransactionOperation } from '../transactions/state-machine.js';
 import { buildReceipt } from './receipts.js';
+import { itemsRetention, itemsTtlAtCreation, recordTtl } from './retention.js';
 
 /** Receipt event names (lower-case dotted), one per kind of durable write. */
 export const RECEIPT_EVENTS = {
@@ -41,7 +45,7 @@ export const RECEIPT_EVENTS = {
   resolved: 'transaction.resolved',
 } as const;
 
-type Ref = Pick<TransactionRecord, 'tenant_id' | 'transaction_id' | 'revision' | 'receipt_count' | 'receipt_head'>;
+type Ref = Pick<TransactionRecord, 'tenant_id' | 'transaction_id' | 'revision' | 'receipt_count' | 'receipt_head' | 'items_ttl' | 'plan_id'>;
 /** The record a write is conditioned on: its reference, or the whole record read (then also the write's pre-image). */
 type HeldRef = Ref | TransactionRecord;
 
@@ -59,12 +63,38 @@ export class TransactionJournal {
    * head). A step commits them with the other intents of its transition.
    *
    * `actor`: who acts when a write names nobody else (the runtime's own
-   * writes: attempts, settlements, escalations, expiries).
+   * writes: attempts, settlements, escalations, expiries). `retentionDays`:
+   * a capability's transaction retention (./retention.ts `retentionDays`),
+   * which gives the items of a record created open their ttl; absent: none.
    */
   constructor(
     private readonly clock: Clock,
     private readonly actor: Principal = { id: 'aip-runtime', kind: 'service' },
+    private readonly retentionDays?: (capability_id: string) => number | undefined,
   ) {}
+
+  /** The items' ttl of a record created open under a retention (./retention.ts). */
+  private created(status: TransactionStatus, capability_id: string): { items_ttl?: number } {
+    const days = isTerminalStatus(status) ? undefined : this.retentionDays?.(capability_id);
+    return days === undefined ? {} : { items_ttl: itemsTtlAtCreation(days, this.clock.now()) };
+  }
+
+  /**
+   * A write's retention, from the record it holds (./retention.ts): the terminal record's ttl computed once here,
+   * and what the write does to the record's other items.
+   */
+  private retained(
+    record: HeldRef,
+    write: { operation: TransactionOperation; to: TransactionStatus; retention?: RetentionStamp | undefined; due?: string | undefined },
+  ): { retention?: RetentionStamp; items?: ItemsRetention } {
+    const now = this.clock.now();
+    const retention =
+      write.retention !== undefined && isTerminalStatus(write.to)
+        ? { ...write.retention, ttl: write.retention.ttl ?? recordTtl(write.retention.days, now) }
+        : undefined;
+    const items = itemsRetention(record, { operation: write.operation, to: write.to, ttl: retention?.ttl, due: write.due }, now);
+    return { ...(retention !== undefined ? { retention } : {}), ...(items !== undefined ? { items } : {}) };
+  }
 
   private first(transaction_id: string, status: TransactionStatus, event: string, evidence?: JsonValue, meta: ReceiptMeta = {}) {
     return buildReceipt({
@@ -99,7 +129,11 @@ export class TransactionJournal {
   create(input: Omit<CreateTransactionInput, 'receipt'>, event: string, evidence?: JsonValue, meta?: ReceiptMeta): IntentOf<'transaction.create'> {
     return {
       kind: 'transaction.create',
-      input: { ...input, receipt: this.first(input.transaction_id, input.status, event, evidence, { actor: input.principal, ...meta }) },
+      input: {
+        ...input,
+        ...this.created(input.status, input.capability_id),
+        receipt: this.first(input.transaction_id, input.status, event, evidence, { actor: input.principal, ...meta }),
+      },
     };
   }
 
@@ -107,7 +141,11 @@ export class TransactionJournal {
   claimDirectCommit(input: Omit<ClaimDirectCommitInput, 'receipt'>, evidence?: JsonValue): IntentOf<'transaction.claim_direct_commit'> {
     return {
       kind: 'transaction.claim_direct_commit',
-      input: { ...input, receipt: this.first(input.transaction_id, 'committing', RECEIPT_EVENTS.direct_commit_claimed, evidence, { actor: input.principal }) },
+      input: {
+        ...input,
+        ...this.created('committing', input.capability_id),
+        receipt: this.first(input.transaction_id, 'committing', RECEIPT_EVENTS.direct_commit_claimed, evidence, { actor: input.principal }),
+      },
     };
   }
 
@@ -122,6 +160,7 @@ export class TransactionJournal {
       kind: 'transaction.claim_plan',
       input: {
         ...input,
+        ...this.retained(record, { operation: 'claim_plan', to: 'committing' }),
         tenant_id: record.tenant_id,
         transaction_id: record.transaction_id,
         expected_revision: record.revision,
@@ -147,6 +186,7 @@ export class TransactionJournal {
       kind: 'transaction.transition',
       input: {
         ...input,
+        ...this.retained(record, { operation: input.operation, to: input.to, retention: input.retention, due: input.patch?.next_reconcile_at }),
         tenant_id: record.tenant_id,
         transaction_id: record.transaction_id,
         expected_revision: record.revision,
@@ -167,6 +207,7 @@ export class TransactionJournal {
       kind: 'transaction.settle',
       input: {
         ...input,
+        ...this.retained(record, { operation: 'settle', to: input.to, retention: input.retention, due: input.next_reconcile_at }),
         tenant_id: record.tenant_id,
         transaction_id: record.transaction_id,
         expected_revision: record.revision,
@@ -195,6 +236,7 @@ export class TransactionJournal {
         expected_revision: record.revision,
         provider_operation,
         ...(reconciliation_cursor !== undefined ? { reconciliation_cursor } : {}),
+        ...this.retained(record, { operation: 'checkpoint', to: record.status }),
         receipt: this.next(
           record,
           record.status,

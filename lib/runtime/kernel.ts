@@ -13,6 +13,7 @@ import type { RuntimeSettings } from './config.js';
 import { installCrashPoints, type CrashPointName, type CrashPoints } from './crash-points.js';
 import { SILENT_LOGGER, defaultIds, type RuntimeDeps, type RuntimeLogger } from './deps.js';
 import { TransactionJournal } from './journal.js';
+import { retentionDays } from './retention.js';
 
 export class Kernel {
   readonly deps: RuntimeDeps;
@@ -31,7 +32,7 @@ export class Kernel {
     this.clock = deps.clock;
     this.ids = deps.ids ?? defaultIds;
     this.log = deps.logger ?? SILENT_LOGGER;
-    this.journal = new TransactionJournal(deps.clock, deps.config.service_principal);
+    this.journal = new TransactionJournal(deps.clock, deps.config.service_principal, (capability_id) => retentionDays(deps, capability_id));
     this.authority = new Authority(authorityPolicy(deps.config));
     this.#crash = installCrashPoints(deps.crashPoints, deps.config.test_mode === true);
   }

@@ -68,6 +68,11 @@ export interface TransactionRecord {
   readonly lease_expires_at?: string;
   /** Lease grants so far (0 = never leased). A zombie attempt holds an older fence and an older revision. */
   readonly fence: number;
+  /**
+   * Epoch seconds: every other item of the record (its receipt items, its plan-ID item) holds a ttl at or after
+   * this (lib/runtime/retention.ts). Absent: they hold none until a terminal write stamps them.
+   */
+  readonly items_ttl?: number;
   /** Number of receipts in the chain (next receipt's `seq`). */
   readonly receipt_count: number;
   /** Hash of the last receipt; absent while the chain is empty. */

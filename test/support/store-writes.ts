@@ -149,9 +149,12 @@ export function writableStores(stores: DynamoStores) {
 
 export type WritableStores = ReturnType<typeof writableStores>;
 
-/** A TransactionJournal whose intents are committed at once, one each (for tests that build records step by step). */
-export function committingJournal(uow: UnitOfWork, clock: Clock, actor?: Principal) {
-  const j = new TransactionJournal(clock, actor);
+/**
+ * A TransactionJournal whose intents are committed at once, one each (for tests that build records step by step).
+ * `retentionDays`: the capabilities' retention, which gives a record created open its items' ttl (none by default).
+ */
+export function committingJournal(uow: UnitOfWork, clock: Clock, actor?: Principal, retentionDays?: (capability_id: string) => number | undefined) {
+  const j = new TransactionJournal(clock, actor, retentionDays);
   return {
     create: (...a: Parameters<TransactionJournal['create']>) => commitOne(uow, j.create(...a)),
     claimDirectCommit: (...a: Parameters<TransactionJournal['claimDirectCommit']>) => commitOne(uow, j.claimDirectCommit(...a)),

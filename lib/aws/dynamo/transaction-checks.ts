@@ -25,6 +25,7 @@ import {
 import type {
   CreateTransactionInput,
   GenericTransitionOperation,
+  ItemsRetention,
   LeaseRequest,
   ListByStatusQuery,
   ListReceiptsQuery,
@@ -138,13 +139,39 @@ export function checkReceipt(append: ReceiptAppend | undefined, transactionId: s
   checkJson('receipt.evidence', append.evidence, false);
 }
 
-/** The ttl a terminal write of a retained record carries (epoch seconds), or undefined. */
-export function retentionOf(retention: { days: number; plan_id?: string } | undefined, now: Date): { ttl: number; plan_id?: string } | undefined {
+/** A ttl (epoch seconds): a positive integer. */
+function checkEpochSeconds(field: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1)
+    throw invalid('transaction.invalid_record', `${field} must be epoch seconds`, { field });
+  return value;
+}
+
+/**
+ * The ttl a terminal write of a retained record carries (epoch seconds): the one the journal computed, else now +
+ * days; undefined without a retention.
+ */
+export function retentionOf(retention: { days: number; plan_id?: string; ttl?: number } | undefined, now: Date): { ttl: number; plan_id?: string } | undefined {
   if (retention === undefined) return undefined;
   if (!Number.isInteger(retention.days) || retention.days < 1 || retention.days > 36_500)
     throw invalid('transaction.invalid_record', 'retention.days must be 1 .. 36500', { field: 'retention.days' });
   if (retention.plan_id !== undefined) checkId('retention.plan_id', retention.plan_id);
-  return { ttl: Math.floor(now.getTime() / 1000) + retention.days * 86_400, ...(retention.plan_id !== undefined ? { plan_id: retention.plan_id } : {}) };
+  const ttl = retention.ttl !== undefined ? checkEpochSeconds('retention.ttl', retention.ttl) : Math.floor(now.getTime() / 1000) + retention.days * 86_400;
+  return { ttl, ...(retention.plan_id !== undefined ? { plan_id: retention.plan_id } : {}) };
+}
+
+/** What a write does to the record's other items' ttl (lib/ports/transaction-store.ts ItemsRetention). */
+export function checkItemsRetention(items: ItemsRetention | undefined): ItemsRetention | undefined {
+  if (items === undefined) return undefined;
+  if (items === null || typeof items !== 'object' || !['keep', 'stamp', 'remove'].includes(items.kind))
+    throw invalid('transaction.invalid_record', 'items must be keep, stamp or remove', { field: 'items' });
+  if (items.kind !== 'keep' && items.plan_id !== undefined) checkId('items.plan_id', items.plan_id);
+  if (items.kind !== 'remove') checkEpochSeconds('items.ttl', items.ttl);
+  return items;
+}
+
+/** The ttl a record created open gives its other items. */
+export function checkItemsTtl(value: number | undefined): number | undefined {
+  return value === undefined ? undefined : checkEpochSeconds('items_ttl', value);
 }
 
 /** The record a compare-and-set write names, and its expected revision. */

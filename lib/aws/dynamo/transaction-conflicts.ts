@@ -8,6 +8,7 @@
  */
 import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import { GENESIS_RECEIPT_HASH, type ProviderOperationRef } from '../../../packages/connector-sdk/src/protocol/index.js';
+import type { ItemsRetention } from '../../ports/transaction-store.js';
 import type { ReceiptAppend } from '../../transactions/record.js';
 import type { TransactionOperation } from '../../transactions/state-machine.js';
 import type { TransactionStatus } from '../../transactions/status.js';
@@ -27,8 +28,10 @@ export interface CasSpec {
   readonly classifyFirst?: (old: Item) => AipError | undefined;
   /** Checked when status and revision matched (e.g. live lease, plan mismatch). */
   readonly classifyAfter?: (old: Item) => AipError | undefined;
-  /** A terminal write of a capability with a retention: the ttl and the items it stamps besides the record. */
+  /** A terminal write of a capability with a retention: the record's ttl (and its plan ID, for the stamps). */
   readonly retention?: { readonly ttl: number; readonly plan_id?: string };
+  /** What the write does to the ttl of the record's other items (lib/ports/transaction-store.ts ItemsRetention). */
+  readonly items?: ItemsRetention;
 }
 
 /** The details naming the item's current status and revision. */

@@ -32,6 +32,7 @@ import type {
   CheckpointProviderOperationInput,
   ClaimPlanInput,
   CreateTransactionInput,
+  ItemsRetention,
   LeaseRequest,
   ListByStatusQuery,
   ListReceiptsQuery,
@@ -73,6 +74,8 @@ import {
   checkReceiptListing,
   checkRef,
   checkSelector,
+  checkItemsRetention,
+  checkItemsTtl,
   checkTransition,
   invalid,
   retentionOf,
@@ -145,6 +148,7 @@ const RECORD_FIELDS = [
   'lease_owner',
   'lease_expires_at',
   'fence',
+  'items_ttl',
   'receipt_count',
   'receipt_head',
   'created_at',
@@ -255,7 +259,8 @@ const OPEN_RECORD_HEADROOM_BYTES = 128;
 /**
  * Where a record's first receipt is: in the record item (`embedded`), its own `RCPT#00000000` item (`item`: a
  * record whose first receipt did not fit, one created before, or one created without a receipt), or not known
- * (no image of the item as stored). Only the retention stamps of a terminal write need it.
+ * (no image of the item as stored). Only the stamps of a write's other items need it (a late terminal write, a
+ * removal: `itemsStamp`); a prompt terminal write stamps nothing (lib/runtime/retention.ts).
  */
 type GenesisPlace = 'embedded' | 'item' | 'unknown';
 
@@ -280,6 +285,28 @@ function withGenesisReceipt(item: Item, append: ReceiptAppend, terminal: boolean
   const embedded = { ...item, [GENESIS_RECEIPT_ATTRIBUTE]: genesis };
   const budget = terminal ? WRITE_UNIT_BYTES : WRITE_UNIT_BYTES - OPEN_RECORD_HEADROOM_BYTES;
   return itemSize(embedded) <= budget ? embedded : undefined;
+}
+
+/** What a write stamps on the record's other items: a ttl, or (`ttl` absent) its removal. */
+interface ItemsStamp {
+  readonly ttl?: number;
+  readonly plan_id?: string;
+}
+
+/**
+ * The stamp of a compare-and-set write's other items: the journal's decision (lib/runtime/retention.ts), or, for a
+ * write that carries none, a terminal retention's ttl on every item (a record written before `items_ttl`).
+ */
+function itemsStamp(spec: CasSpec): ItemsStamp | undefined {
+  const items = spec.items;
+  if (items === undefined) return spec.retention;
+  return items.kind === 'keep' ? undefined : items;
+}
+
+/** A write's checked items instruction, as the spec carries it. */
+function itemsOf(input: { readonly items?: ItemsRetention }): { items?: ItemsRetention } {
+  const items = checkItemsRetention(input.items);
+  return items !== undefined ? { items } : {};
 }
 
 export class DynamoTransactionStore implements TransactionStore, IntentMapper {
@@ -332,6 +359,8 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
    */
   private createWrite(operation: 'create' | 'claim_direct_commit', input: CreateTransactionInput): MappedWrite<TransactionRecord, TransactionRecord> {
     checkCreate(operation, input);
+    // The ttl of the other items of a record created open under a retention (lib/runtime/retention.ts).
+    const itemsTtl = isTerminalStatus(input.status) ? undefined : checkItemsTtl(input.items_ttl);
     const now = this.clock();
     const iso = now.toISOString();
     const tenant = input.tenant_id;
@@ -356,6 +385,7 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
       result: input.result,
       reconcile_attempts: 0,
       ...lease,
+      items_ttl: itemsTtl,
       receipt_count: input.receipt ? 1 : 0,
       receipt_head: input.receipt?.receipt.hash,
       created_at: iso,
@@ -369,6 +399,8 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
         : input.status === 'dry_run_completed' && this.dryRunRetentionSeconds > 0
           ? { [TTL_ATTRIBUTE]: Math.floor(now.getTime() / 1000) + this.dryRunRetentionSeconds }
           : {};
+    // The record's other items: the record's own ttl when it is created terminal, else the items' ttl it stores.
+    const itemTtl = itemsTtl !== undefined ? { [TTL_ATTRIBUTE]: itemsTtl } : ttl;
     // Not stored again: tenant_id, transaction_id and the item kind are in the key (toRecord reads them from it).
     // Nor are the values the record says elsewhere (./derived-attributes.ts): toRecord rebuilds them, and a
     // reconcile counter at 0 and a fence at 0, never leased (toRecord reads either absent as 0, no condition names
@@ -426,7 +458,7 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
             ...keys.planRef(tenant, planId),
             transaction_id: txn,
             created_at: iso,
-            ...ttl,
+            ...itemTtl,
           },
           ConditionExpression: 'attribute_not_exists(#pk)',
           ExpressionAttributeNames: { '#pk': 'PK' },
@@ -435,7 +467,7 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
       });
     }
     if (input.receipt !== undefined && embedded === undefined) {
-      transactItems.push({ Put: this.receiptPut(tenant, txn, input.receipt, ttl) });
+      transactItems.push({ Put: this.receiptPut(tenant, txn, input.receipt, itemTtl) });
     }
     return {
       items: transactItems,
@@ -455,33 +487,33 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
   }
 
   /**
-   * The other items a terminal write of a retained record stamps with its
-   * ttl, in the same TransactWriteItems: the receipts written before this one
-   * (the most recent `limit`; older ones, on very long chains, right after)
-   * and the plan-ID item. A first receipt inside the record shares the
-   * record's own ttl; one whose place is not known is stamped right after
-   * (`stampOverflow`), never named here, where a missing item would refuse
-   * the whole write.
+   * The other items a write stamps (sets or removes the ttl of, `itemsStamp`), in the same TransactWriteItems:
+   * the receipts written before this one (the most recent `limit`; older ones, on very long chains, right after)
+   * and the plan-ID item. A first receipt inside the record shares the record's own ttl; one whose place is not
+   * known is stamped right after (`stampOverflow`), never named here, where a missing item would refuse the whole
+   * write.
    */
   private retentionStamps(spec: CasSpec, place: GenesisPlace, limit = STAMP_LIMIT): TransactItem[] {
-    const r = spec.retention;
-    if (r === undefined || spec.receipt === undefined) return [];
+    const s = itemsStamp(spec);
+    if (s === undefined || spec.receipt === undefined) return [];
     const seq = spec.receipt.receipt.seq;
     const lowest = place === 'item' ? 0 : 1;
-    const stamp = (Key: Item): TransactItem => ({
-      Update: {
-        TableName: this.table,
-        Key,
-        UpdateExpression: 'SET #ttl = :ttl',
-        ConditionExpression: 'attribute_exists(#pk)',
-        ExpressionAttributeNames: { '#ttl': TTL_ATTRIBUTE, '#pk': 'PK' },
-        ExpressionAttributeValues: { ':ttl': r.ttl },
-      },
-    });
+    const stamp = (Key: Item): TransactItem => ({ Update: this.stampUpdate(Key, s) });
     const items: TransactItem[] = [];
-    if (r.plan_id !== undefined) items.push(stamp(keys.planRef(spec.tenant_id, r.plan_id)));
+    if (s.plan_id !== undefined) items.push(stamp(keys.planRef(spec.tenant_id, s.plan_id)));
     for (let i = seq - 1; i >= lowest && items.length < limit; i--) items.push(stamp(keys.receipt(spec.tenant_id, spec.transaction_id, i)));
     return items;
+  }
+
+  /** One item's stamp: its ttl set (or removed), conditioned on the item existing (an update never creates one). */
+  private stampUpdate(Key: Item, s: ItemsStamp) {
+    return {
+      TableName: this.table,
+      Key,
+      ...(s.ttl !== undefined ? { UpdateExpression: 'SET #ttl = :ttl', ExpressionAttributeValues: { ':ttl': s.ttl } } : { UpdateExpression: 'REMOVE #ttl' }),
+      ConditionExpression: 'attribute_exists(#pk)',
+      ExpressionAttributeNames: { '#ttl': TTL_ATTRIBUTE, '#pk': 'PK' },
+    };
   }
 
   /**
@@ -490,24 +522,15 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
    * Stamped right after it (idempotent).
    */
   private async stampOverflow(spec: CasSpec, place: GenesisPlace, limit = STAMP_LIMIT): Promise<void> {
-    const r = spec.retention;
-    if (r === undefined || spec.receipt === undefined) return;
+    const s = itemsStamp(spec);
+    if (s === undefined || spec.receipt === undefined) return;
     const seq = spec.receipt.receipt.seq;
-    const inTransaction = limit - (r.plan_id !== undefined ? 1 : 0);
+    const inTransaction = limit - (s.plan_id !== undefined ? 1 : 0);
     // The lowest seq the atomic write stamped (retentionStamps).
     const stamped = Math.max(place === 'item' ? 0 : 1, seq - inTransaction);
     for (let i = Math.min(seq, stamped) - 1; i >= (place === 'embedded' ? 1 : 0); i--) {
       try {
-        await this.client.send(
-          new UpdateCommand({
-            TableName: this.table,
-            Key: keys.receipt(spec.tenant_id, spec.transaction_id, i),
-            UpdateExpression: 'SET #ttl = :ttl',
-            ConditionExpression: 'attribute_exists(#pk)',
-            ExpressionAttributeNames: { '#ttl': TTL_ATTRIBUTE, '#pk': 'PK' },
-            ExpressionAttributeValues: { ':ttl': r.ttl },
-          }),
-        );
+        await this.client.send(new UpdateCommand(this.stampUpdate(keys.receipt(spec.tenant_id, spec.transaction_id, i), s)));
       } catch (err) {
         if (errorName(err) !== 'ConditionalCheckFailedException') throw mapStoreError(err);
       }
@@ -555,6 +578,9 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
       );
       b.set('receipt_count', r.seq + 1);
       b.set(HEAD, pack(r.hash));
+      // The record says what its other items hold: the stamp's ttl, or nothing once they lost theirs.
+      if (spec.items?.kind === 'stamp') b.set('items_ttl', spec.items.ttl);
+      if (spec.items?.kind === 'remove') b.remove('items_ttl');
     }
   }
 
@@ -604,7 +630,9 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
         : undefined);
     if (before !== undefined) b.condition(`${b.n('created_at')} = ${b.v(before.created_at)}`);
     const place = genesisPlaceOf(before);
-    const ttl = spec.retention !== undefined ? { [TTL_ATTRIBUTE]: spec.retention.ttl } : {};
+    // The receipt: the record's ttl when the write is terminal, else the items' ttl the record keeps (if any).
+    const receiptTtl = spec.retention?.ttl ?? (spec.items !== undefined && spec.items.kind !== 'remove' ? spec.items.ttl : undefined);
+    const ttl = receiptTtl !== undefined ? { [TTL_ATTRIBUTE]: receiptTtl } : {};
     return {
       items: [
         { Update: { TableName: this.table, Key: key, ...b.render() } },
@@ -632,7 +660,12 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
         }
         return after;
       },
-      after: () => this.stampOverflow(spec, place),
+      // The items the atomic write cannot hold: a stamp the journal decided only raises their ttl (the record's new
+      // one is later than what they hold) and a removal only keeps them longer, so both are done before the write,
+      // where a crash in between leaves an item kept longer, never one expiring before its record. A record written
+      // before `items_ttl` is stamped after the write, as before (its items hold no ttl: stamped early, they could
+      // expire while the record stays open if the write were refused).
+      ...(spec.items !== undefined ? { before: () => this.stampOverflow(spec, place) } : { after: () => this.stampOverflow(spec, place) }),
     };
   }
 
@@ -719,6 +752,7 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
       from: ['planned'],
       expected_revision: input.expected_revision,
       ...(input.receipt ? { receipt: input.receipt } : {}),
+      ...itemsOf(input),
       classifyAfter: (old) => (old.plan_id !== input.plan_id ? stateConflict(spec, old, 'plan_mismatch') : undefined),
     };
     checkFrom('claim_plan', spec.from, 'committing');
@@ -755,6 +789,7 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
       ...(input.receipt ? { receipt: input.receipt } : {}),
       ...(ref ? { classifyFirst: providerConflict(txn, ref) } : {}),
       ...(retention !== undefined ? { retention } : {}),
+      ...itemsOf(input),
     };
     if (retention !== undefined) b.set(TTL_ATTRIBUTE, retention.ttl);
 
@@ -831,6 +866,7 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
       data: input.data,
       receipt: input.receipt,
       retention: input.retention,
+      items: input.items,
     }) as TransitionInput;
   }
 
@@ -851,6 +887,7 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
       from: [...from],
       expected_revision: input.expected_revision,
       ...(input.receipt ? { receipt: input.receipt } : {}),
+      ...itemsOf(input),
       classifyFirst: providerConflict(input.transaction_id, ref),
     };
     this.providerOperationGuard(b, ref);

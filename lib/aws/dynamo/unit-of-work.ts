@@ -57,6 +57,11 @@ export interface MappedWrite<W = unknown, C = unknown> {
   readonly written: (image: Item | undefined) => W | Promise<W>;
   /** Work after a landed write that the atomic write could not hold (idempotent). */
   readonly after?: () => Promise<void>;
+  /**
+   * Work the atomic write could not hold that is safe whether or not the write then lands (idempotent): done before
+   * it, so that a crash in between cannot leave it undone after a landed write.
+   */
+  readonly before?: () => Promise<void>;
 }
 
 /** A store adapter's mapping of the intents it owns. */
@@ -99,6 +104,7 @@ export class DynamoUnitOfWork implements UnitOfWork {
       items.push(...m.items);
     }
     const first = mapped[0] as MappedWrite;
+    for (const m of mapped) await m.before?.();
     const sent = await this.send(items, () => first.race());
     if (sent.ok) {
       const written: unknown[] = [];

@@ -1,15 +1,18 @@
 /**
  * Retention: DataContract.retention_days on every item of
- * a transaction. The terminal write stamps the record, every receipt and the
- * plan-ID item with one ttl, atomically; the actions expire after the same
- * number of days; a record that is not terminal (outcome_unknown, escalated)
- * never carries a ttl, so a stuck transaction keeps its whole chain.
+ * a transaction. The terminal write gives the record its ttl; every receipt and
+ * the plan-ID item expire no earlier (written with the creation's ttl plus the
+ * allowance, or stamped by that write: retention-items.test.ts); the actions
+ * expire after the same number of days; a record that is not terminal
+ * (outcome_unknown, escalated) never carries a ttl, and its items keep theirs
+ * only while they outlast any prompt settlement.
  */
 import { committingJournal } from '../../support/store-writes.js';
 import * as z from 'zod';
 import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defineCapability, defineConnector } from '../../../packages/connector-sdk/src/define.js';
+import { ITEMS_TTL_ALLOWANCE_SECONDS } from '../../../lib/runtime/retention.js';
 import { uid } from '../../support/transaction-fixtures.js';
 import { TENANT, caller, createHarness, type Harness } from './support.js';
 
@@ -65,32 +68,44 @@ async function items(): Promise<Record<string, unknown>[]> {
 const ofTransaction = async (tx: string) => (await items()).filter((i) => i.PK === `TXN#${TENANT}#${tx}`);
 const expected = () => Math.floor(h.clock.now().getTime() / 1000) + DAYS * 86_400;
 
+/**
+ * The record and its last receipt (the terminal write's) expire at `recordTtl`; every other item holds the ttl it
+ * was written with, `itemsTtl` (the record's creation + retention + the allowance): nothing stamped them.
+ */
+function expectCovered(txItems: Record<string, unknown>[], recordTtl: number, itemsTtl: number) {
+  const last = txItems
+    .map((i) => String(i.SK))
+    .filter((sk) => sk.startsWith('RCPT#'))
+    .sort()
+    .at(-1);
+  for (const i of txItems) expect(i.ttl).toBe(i.SK === 'TXN' || i.SK === last ? recordTtl : itemsTtl);
+}
+
 describe('retention_days', () => {
-  it('a terminal execute stamps the record and every receipt with one ttl; the action expires after the same days', async () => {
+  it('a terminal execute gives the record its ttl and every receipt one no earlier; the action expires after the same days', async () => {
     const id = uid('a');
     const tx = uid('tx');
     await h.runtime.submit(caller(), { id, capability_id: 'archive.kept', input: { n: 1 }, transaction: { mode: 'execute', transaction_id: tx } });
     await h.drain();
     const txItems = await ofTransaction(tx);
-    expect(txItems.length).toBeGreaterThanOrEqual(4); // record + prepared, attempt, checkpoint, settle receipts
-    const ttls = new Set(txItems.map((i) => i.ttl));
-    expect([...ttls]).toEqual([expected()]);
+    expect(txItems.length).toBeGreaterThanOrEqual(3); // the record (holding the prepared receipt) + checkpoint, settle receipts
+    expectCovered(txItems, expected(), expected() + ITEMS_TTL_ALLOWANCE_SECONDS);
     const action = (await items()).find((i) => i.PK === `ACTION#${TENANT}#${id}` && i.SK === 'ACTION');
     expect(action?.ttl).toBe(expected());
   });
 
-  it('a committed plan stamps its plan-ID item too', async () => {
+  it("a committed plan's plan-ID item expires no earlier than the record", async () => {
     const planned = await h.runtime.submit(caller(), { id: uid('p'), capability_id: 'archive.kept', input: { n: 2 }, transaction: { mode: 'plan' } });
     const plan_id = (planned.action_result.output as { plan_id: string }).plan_id;
     const tx = (planned.action_result.output as { transaction_id: string }).transaction_id;
     await h.runtime.submit(caller(), { id: uid('c'), capability_id: 'archive.kept', input: { n: 2 }, transaction: { mode: 'commit', plan_id } });
     await h.drain();
-    expect([...new Set((await ofTransaction(tx)).map((i) => i.ttl))]).toEqual([expected()]);
     const planRef = (await items()).find((i) => i.PK === `PLAN#${TENANT}#${plan_id}`);
-    expect(planRef?.ttl).toBe(expected());
+    expect(planRef).toBeDefined();
+    expectCovered([...(await ofTransaction(tx)), ...(planRef ? [planRef] : [])], expected(), expected() + ITEMS_TTL_ALLOWANCE_SECONDS);
   });
 
-  it('an outcome_unknown record keeps every item until it is reconciled, then all are stamped', async () => {
+  it('an outcome_unknown record carries no ttl and keeps every item until it is reconciled, then all expire no earlier than it', async () => {
     const tx = uid('tx');
     await h.runtime.submit(caller(), {
       id: uid('a'),
@@ -99,10 +114,13 @@ describe('retention_days', () => {
       transaction: { mode: 'execute', transaction_id: tx },
     });
     await h.drain();
-    expect((await ofTransaction(tx)).every((i) => i.ttl === undefined)).toBe(true);
+    const open = await ofTransaction(tx);
+    expect(open.find((i) => i.SK === 'TXN')?.ttl).toBeUndefined();
+    // Its receipts keep the creation's ttl plus the allowance, later than any prompt reconciliation gives the record.
+    for (const i of open.filter((x) => x.SK !== 'TXN')) expect(i.ttl).toBe(expected() + ITEMS_TTL_ALLOWANCE_SECONDS);
     h.clock.advance(10_000);
     expect((await h.runtime.reconcile({ kind: 'reconcile', tenant_id: TENANT, transaction_id: tx, reason: 'schedule' })).disposition).toBe('reconciled');
-    expect([...new Set((await ofTransaction(tx)).map((i) => i.ttl))]).toEqual([expected()]);
+    expectCovered(await ofTransaction(tx), expected(), expected() - 10 + ITEMS_TTL_ALLOWANCE_SECONDS);
   });
 
   it('a capability without retention_days keeps its records', async () => {
@@ -131,7 +149,7 @@ describe('retention_days', () => {
     for (let i = 0; i < 120; i++) record = await journal.checkpoint(record, { provider: 'archive', operation_id: 'op-1' });
     await journal.settle(record, { to: 'committed', from: ['prepared'], retention: { days: DAYS } });
     const all = await ofTransaction(tx);
-    expect(all).toHaveLength(1 + 122);
+    expect(all).toHaveLength(1 + 121); // the record (holding the first receipt) + 120 checkpoints + the settlement
     expect([...new Set(all.map((i) => i.ttl))]).toEqual([expected()]);
   });
 });
@@ -157,10 +175,13 @@ describe('transaction_retention_days (the default of a deployed configuration)',
       transaction: { mode: 'execute', transaction_id: forever },
     });
     await d.drain();
-    expect([...new Set(await scan(forever))]).toEqual([now() + 7 * 86_400]);
+    // The record and its settlement receipt expire at the record's ttl; its checkpoint receipt holds the creation's.
+    const covered = (ttls: (number | undefined)[], recordTtl: number) =>
+      expect([...new Set(ttls)].sort()).toEqual([recordTtl, recordTtl + ITEMS_TTL_ALLOWANCE_SECONDS]);
+    covered(await scan(forever), now() + 7 * 86_400);
     const kept = uid('tx');
     await d.runtime.submit(caller(), { id: uid('a'), capability_id: 'archive.kept', input: { n: 6 }, transaction: { mode: 'execute', transaction_id: kept } });
     await d.drain();
-    expect([...new Set(await scan(kept))]).toEqual([now() + DAYS * 86_400]);
+    covered(await scan(kept), now() + DAYS * 86_400);
   });
 });
