@@ -8,12 +8,13 @@ import type { ActionResult, TransactionMode } from '../../../packages/connector-
 import type { ActionHead, ActionRecord } from '../../ports/action-store.js';
 import type { InvokeMessage } from '../../ports/messages.js';
 import type { TransactionRecord } from '../../ports/transaction-store.js';
-import { isAttemptStatus } from '../../transactions/state-machine.js';
+import { isAttemptStatus, isTerminalStatus } from '../../transactions/state-machine.js';
 import type { Kernel } from '../kernel.js';
 import type { RegisteredCapability } from '../registry.js';
 import type { AttemptOutcome } from '../types.js';
 import { leaseMs } from './invoke.js';
 import { settleAttempt } from './settlement.js';
+import { retentionFor } from '../retention.js';
 
 export function attemptOutcome(message: InvokeMessage, disposition: AttemptOutcome['disposition'], extra: Partial<AttemptOutcome> = {}): AttemptOutcome {
   return {
@@ -121,7 +122,11 @@ export async function settleCancelled(
     let refused: AipError | undefined;
     try {
       const out = await k.commit([
-        k.journal.settle(txn, { to, from: [txn.status], error, result }, { action_id: action.action_id, attempt_id, reason: 'cancelled_before_provider_call' }),
+        k.journal.settle(
+          txn,
+          { to, from: [txn.status], error, result, ...terminalRetention(k, txn, to) },
+          { action_id: action.action_id, attempt_id, reason: 'cancelled_before_provider_call' },
+        ),
         { kind: 'action.check_fence', input: { tenant_id: action.tenant_id, action_id: action.action_id, fence } },
       ] as const);
       if (out.committed) txn = out.written[0];
@@ -224,15 +229,25 @@ export async function abandonUnstartedTransaction(k: Kernel, action: ActionHead,
   if (!boundTo(action, txn, mode)) return;
   const error = toProtocolError(new AipError('runtime.cancelled'));
   const result: ActionResult = action.result ?? { action_id: action.action_id, status: 'cancelled' };
+  const to = txn.status === 'reconciling' ? ('outcome_unknown' as const) : ('failed' as const);
   try {
     await k.write(
       k.journal.settle(
         txn,
-        { to: txn.status === 'reconciling' ? 'outcome_unknown' : 'failed', from: [txn.status], error, result },
+        { to, from: [txn.status], error, result, ...terminalRetention(k, txn, to) },
         { action_id: action.action_id, reason: 'cancelled_before_attempt' },
       ),
     );
   } catch (err) {
     if (!isAipError(err, 'transaction.state_conflict')) throw err;
   }
+}
+
+/**
+ * The retention a cancellation's terminal write of a record stamps, as every other terminal write does (the
+ * capability's retention_days, else the runtime's: ../retention.ts); none when the record stays open.
+ */
+function terminalRetention(k: Kernel, txn: TransactionRecord, to: TransactionRecord['status']) {
+  const retention = isTerminalStatus(to) ? retentionFor(k, txn.capability_id, txn) : undefined;
+  return retention !== undefined ? { retention } : {};
 }

@@ -94,6 +94,19 @@ describe('retention_days', () => {
     expect(action?.ttl).toBe(expected());
   });
 
+  it('an execute cancelled before its attempt gives its failed record the retention as every terminal write does', async () => {
+    const id = uid('a');
+    const tx = uid('tx');
+    await h.runtime.submit(caller(), { id, capability_id: 'archive.kept', input: { n: 7 }, transaction: { mode: 'execute', transaction_id: tx } });
+    expect(await h.runtime.cancel(caller(), TENANT, id)).toMatchObject({ action_result: { status: 'cancelled' } });
+    await h.drain();
+    expect(await h.table.store.get({ tenant_id: TENANT, transaction_id: tx })).toMatchObject({ status: 'failed' });
+    const txItems = await ofTransaction(tx);
+    // The record holds its first receipt; the cancellation's receipt is the terminal write's: both expire with it.
+    expect(txItems.map((i) => i.ttl)).toEqual(txItems.map(() => expected()));
+    expect(txItems.length).toBeGreaterThanOrEqual(2);
+  });
+
   it("a committed plan's plan-ID item expires no earlier than the record", async () => {
     const planned = await h.runtime.submit(caller(), { id: uid('p'), capability_id: 'archive.kept', input: { n: 2 }, transaction: { mode: 'plan' } });
     const plan_id = (planned.action_result.output as { plan_id: string }).plan_id;
