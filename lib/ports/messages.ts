@@ -93,6 +93,33 @@ const admittedActionImage = () =>
   });
 
 /**
+ * What every record image on a queue or schedule holds alike (`TransactionRecord` of lib/transactions/record.ts): its
+ * identity, the action and plan it is bound to, and the chain's tip with its times. Each image adds the status and
+ * the recovery state it may have.
+ */
+const recordImageIdentity = () => ({
+  tenant_id: IdSchema,
+  transaction_id: TransactionIdSchema,
+  revision: z.int().check(z.gte(1)),
+  capability_id: IdSchema,
+  action_id: IdSchema,
+  plan_id: z.optional(IdSchema),
+  plan: z.optional(TransactionPlanSchema),
+  principal: PrincipalSchema,
+  identity: z.optional(IdentityContextSchema),
+  compensation_for: z.optional(IdSchema),
+});
+const recordImageTip = () => ({
+  // The ttl its other items were written with, under a retention (lib/runtime/retention.ts).
+  items_ttl: z.optional(z.int().check(z.gte(1))),
+  receipt_count: z.int().check(z.gte(1)),
+  receipt_head: z.string().check(z.minLength(1), z.maxLength(128)),
+  created_at: Rfc3339Schema,
+  updated_at: Rfc3339Schema,
+  data: JsonObjectSchema,
+});
+
+/**
  * The transaction record a fresh admission wrote (`TransactionRecord` of
  * lib/transactions/record.ts): in an attempt status, never leased, without a
  * provider operation, cursor, error or reconciliation state (a claimed plan
@@ -100,30 +127,15 @@ const admittedActionImage = () =>
  */
 const admittedTransactionImage = () =>
   z.strictObject({
-    tenant_id: IdSchema,
-    transaction_id: TransactionIdSchema,
+    ...recordImageIdentity(),
     status: z.enum(['prepared', 'committing', 'compensating']),
-    revision: z.int().check(z.gte(1)),
     // A commit's record keeps the mode of the action that created it (`plan`).
     mode: z.enum(['execute', 'plan', 'commit', 'compensate']),
-    capability_id: IdSchema,
-    action_id: IdSchema,
-    plan_id: z.optional(IdSchema),
-    plan: z.optional(TransactionPlanSchema),
-    principal: PrincipalSchema,
-    identity: z.optional(IdentityContextSchema),
-    compensation_for: z.optional(IdSchema),
     // A claimed plan's record keeps the plan preview's result (stored redacted, as every result).
     result: z.optional(ActionResultSchema),
     reconcile_attempts: z.literal(0),
     fence: z.literal(0),
-    // The ttl its other items were written with, under a retention (lib/runtime/retention.ts).
-    items_ttl: z.optional(z.int().check(z.gte(1))),
-    receipt_count: z.int().check(z.gte(1)),
-    receipt_head: z.string().check(z.minLength(1), z.maxLength(128)),
-    created_at: Rfc3339Schema,
-    updated_at: Rfc3339Schema,
-    data: JsonObjectSchema,
+    ...recordImageTip(),
   });
 
 /** What a compensation's attempt hands its connector (CompensationMemory of the connector SDK), as the admission built it. */
@@ -191,18 +203,9 @@ export const RECONCILE_REASONS = ['schedule', 'sweeper', 'operator'] as const;
  */
 const scheduledTransactionImage = () =>
   z.strictObject({
-    tenant_id: IdSchema,
-    transaction_id: TransactionIdSchema,
+    ...recordImageIdentity(),
     status: z.literal('outcome_unknown'),
-    revision: z.int().check(z.gte(1)),
     mode: TransactionModeSchema,
-    capability_id: IdSchema,
-    action_id: IdSchema,
-    plan_id: z.optional(IdSchema),
-    plan: z.optional(TransactionPlanSchema),
-    principal: PrincipalSchema,
-    identity: z.optional(IdentityContextSchema),
-    compensation_for: z.optional(IdSchema),
     provider_operation: z.optional(ProviderOperationRefSchema),
     reconciliation_cursor: z.optional(ReconciliationCursorSchema),
     error: z.optional(ProtocolErrorSchema),
@@ -213,13 +216,7 @@ const scheduledTransactionImage = () =>
     lease_owner: z.optional(z.string().check(z.minLength(1), z.maxLength(256))),
     lease_expires_at: z.optional(Rfc3339Schema),
     fence: FenceTokenSchema,
-    // The ttl its other items hold, under a retention (lib/runtime/retention.ts).
-    items_ttl: z.optional(z.int().check(z.gte(1))),
-    receipt_count: z.int().check(z.gte(1)),
-    receipt_head: z.string().check(z.minLength(1), z.maxLength(128)),
-    created_at: Rfc3339Schema,
-    updated_at: Rfc3339Schema,
-    data: JsonObjectSchema,
+    ...recordImageTip(),
   });
 
 /** The images a schedule's reconcile message carries (see the module comment). */
