@@ -24,12 +24,18 @@ const clock = manualClock();
 let t: TestTable;
 /** DynamoDB commands sent, by name (SDK middleware on the test client). */
 const sent: string[] = [];
+/** How many of the next UpdateItem requests fail as DynamoDB fails a write on an item in a transaction in flight. */
+let conflicts = 0;
 
 beforeAll(async () => {
   t = await createTestTable({ now: clock.now, prefix: 'inside' });
   t.raw.middlewareStack.add(
     (next, context) => async (args) => {
       sent.push(String(context.commandName).replace(/Command$/, ''));
+      if (conflicts > 0 && context.commandName === 'UpdateItemCommand') {
+        conflicts--;
+        throw Object.assign(new Error('Transaction is ongoing for the item'), { name: 'TransactionConflictException' });
+      }
       return next(args);
     },
     { step: 'initialize', name: 'insideTestCounter' },
@@ -160,6 +166,28 @@ describe('Receipts inside the record', () => {
     ]);
     expect(chain[1]?.evidence).toEqual({ operation_id: 'op-1' });
     expect(verified(r1, chain)).toMatchObject({ valid: true });
+  });
+
+  it("a settlement sent alone that meets another writer's transaction in flight is retried, then reported as a lost race", async () => {
+    for (const [times, lands] of [
+      [2, true],
+      [100, false],
+    ] as const) {
+      const id = uid('txn');
+      const r0 = await t.store.create({ ...preparedInput(id), receipt: nextReceipt({ transaction_id: id }, 1, 'prepared', 'transaction.prepared') });
+      conflicts = times;
+      const settle = t.store.settle({
+        tenant_id: TENANT,
+        transaction_id: id,
+        expected_revision: 1,
+        to: 'committed',
+        receipt: nextReceipt(r0, 2, 'committed', 'transaction.committed'),
+      });
+      if (lands) expect(await settle).toMatchObject({ status: 'committed', revision: 2, receipt_count: 2 });
+      else await expect(settle).rejects.toMatchObject({ code: 'transaction.state_conflict', details: { reason: 'transaction_conflict' } });
+      conflicts = 0;
+      expect((await layout(id)).inside).toEqual(lands ? [0, 1] : [0]);
+    }
   });
 
   it('a write whose record would exceed 2 write units with its receipt writes the receipt as its own item, and reads alike', async () => {

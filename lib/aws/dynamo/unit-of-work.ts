@@ -7,7 +7,8 @@
  * and what the committed intent answers. This module only sends them:
  *
  * - one intent of one item: a conditional PutItem or UpdateItem (ALL_NEW
- *   image back, ALL_OLD image on a failed condition);
+ *   image back, ALL_OLD image on a failed condition; a TransactionConflict,
+ *   the item being in another writer's TransactWriteItems, retried as below);
  * - anything else: one TransactWriteItems, every item asking for its ALL_OLD
  *   image on a failed condition. A cancellation is classified from
  *   CancellationReasons[i].Item, never by a second read. A TransactionConflict
