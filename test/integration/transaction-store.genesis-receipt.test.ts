@@ -5,11 +5,11 @@
  * and a chain written before keep that item. Against DynamoDB Local, through the store's unit of work.
  */
 import { randomBytes } from 'node:crypto';
-import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DynamoTransactionStore } from '../../lib/aws/dynamo/transaction-store.js';
 import { createDynamoStores } from '../../lib/aws/dynamo/stores.js';
-import { GENESIS_RECEIPT_ATTRIBUTE, TTL_ATTRIBUTE, keys } from '../../lib/aws/dynamo/table-design.js';
+import { GENESIS_RECEIPT_ATTRIBUTE, TTL_ATTRIBUTE, keys, receiptAttributeSeq } from '../../lib/aws/dynamo/table-design.js';
 import type { CreateTransactionInput } from '../../lib/ports/transaction-store.js';
 import { verifyReceiptChain } from '../../lib/runtime/receipts.js';
 import type { StoredReceipt, TransactionRecord } from '../../lib/transactions/record.js';
@@ -104,12 +104,23 @@ async function chainOf(more: number): Promise<TransactionRecord> {
   return r;
 }
 
-/** Moves the first receipt the record holds to its own `RCPT#00000000` item, as a chain written before this change. */
+/** Moves every receipt the record holds inside to its own `RCPT#` item, as a chain written before changes 16 and 21. */
 async function asWrittenBefore(txn: string): Promise<void> {
-  const { [GENESIS_RECEIPT_ATTRIBUTE]: genesis, ...record } = (await rawItem(keys.transaction(TENANT, txn))) as Item;
-  const body = readableItem({ g: genesis }).g as Item;
-  await t.client.send(new PutCommand({ TableName: t.tableName, Item: { ...keys.receipt(TENANT, txn, 0), ...body } }));
+  const record = (await rawItem(keys.transaction(TENANT, txn))) as Item;
+  for (const [name, held] of Object.entries(record)) {
+    const seq = receiptAttributeSeq(name);
+    if (seq === undefined) continue;
+    const body = readableItem({ g: held }).g as Item;
+    await t.client.send(new PutCommand({ TableName: t.tableName, Item: { ...keys.receipt(TENANT, txn, seq), ...body } }));
+    delete record[name];
+  }
   await t.client.send(new PutCommand({ TableName: t.tableName, Item: record }));
+}
+
+/** The receipts inside the record item, by attribute name, as stored (packed). */
+async function insideAttributes(txn: string): Promise<Item> {
+  const record = (await rawItem(keys.transaction(TENANT, txn))) as Item;
+  return Object.fromEntries(Object.entries(record).filter(([name]) => receiptAttributeSeq(name) !== undefined));
 }
 
 describe('The first receipt inside the record', () => {
@@ -175,7 +186,7 @@ describe('The first receipt inside the record', () => {
     expect(verified(r, chain)).toMatchObject({ valid: true });
   });
 
-  it('a receipt inside the record is never rewritten: later writes of the record leave its bytes as they are, and append items', async () => {
+  it('a receipt inside the record is never rewritten: later writes of the record leave its bytes as they are, and append theirs inside', async () => {
     const r0 = await prepared();
     const id = r0.transaction_id;
     const bytes = async () => (await rawItem(keys.transaction(TENANT, id)))?.[GENESIS_RECEIPT_ATTRIBUTE];
@@ -198,13 +209,16 @@ describe('The first receipt inside the record', () => {
       receipt: nextReceipt(r1, 3, 'committed', 'transaction.committed'),
     });
     expect(await bytes()).toEqual(genesis);
-    expect((await partition(id)).map((i) => i.SK)).toEqual(['RCPT#00000001', 'RCPT#00000002', 'TXN']);
+    const inside = await insideAttributes(id);
+    expect(Object.keys(inside).sort()).toEqual(['receipt0', 'receipt1', 'receipt2']);
+    expect(inside.receipt1).toBeInstanceOf(Uint8Array);
+    expect((await partition(id)).map((i) => i.SK)).toEqual(['TXN']);
     const chain = await chainInPages(t.store, id, 100);
     expect(chain.map((c) => c.receipt.seq)).toEqual([0, 1, 2]);
     expect(verified(r2, chain)).toMatchObject({ valid: true });
   });
 
-  it('a scan of the table after an execute holds its first receipt exactly once', async () => {
+  it('a scan of the table after an execute holds each receipt exactly once', async () => {
     const r0 = await prepared();
     const r1 = await t.store.settle({
       tenant_id: TENANT,
@@ -216,8 +230,7 @@ describe('The first receipt inside the record', () => {
     const hashes = (await partition(r1.transaction_id)).flatMap((i) => {
       const found: unknown[] = [];
       if (String(i.SK).startsWith('RCPT#')) found.push((i.receipt as Item).hash);
-      const genesis = i[GENESIS_RECEIPT_ATTRIBUTE] as { receipt: Item } | undefined;
-      if (genesis !== undefined) found.push(genesis.receipt.hash);
+      for (const [name, held] of Object.entries(i)) if (receiptAttributeSeq(name) !== undefined) found.push((held as { receipt: Item }).receipt.hash);
       return found;
     });
     const chain = await chainInPages(t.store, r1.transaction_id, 100);
@@ -226,9 +239,10 @@ describe('The first receipt inside the record', () => {
   });
 
   it('paginated listings return every receipt once, in order, for every page size; a chain written before pages identically', async () => {
-    const r = await chainOf(5); // 6 receipts: seq 0 inside the record, 1..5 items
+    const r = await chainOf(5); // 6 receipts, all inside the record (within its 2 KB cap)
     const id = r.transaction_id;
-    expect((await partition(id)).map((i) => i.SK)).toEqual(['RCPT#00000001', 'RCPT#00000002', 'RCPT#00000003', 'RCPT#00000004', 'RCPT#00000005', 'TXN']);
+    expect((await partition(id)).map((i) => i.SK)).toEqual(['TXN']);
+    expect(Object.keys(await insideAttributes(id))).toHaveLength(6);
     const whole = await chainInPages(t.store, id, 100);
     expect(whole.map((c) => c.receipt.seq)).toEqual([0, 1, 2, 3, 4, 5]);
     expect(verified(r, whole)).toMatchObject({ valid: true });
@@ -237,9 +251,17 @@ describe('The first receipt inside the record', () => {
       pages[limit] = await chainInPages(t.store, id, limit);
       expect(pages[limit], `limit ${limit}`).toEqual(whole);
     }
-    // The same chain as written before: its first receipt an item of its own.
+    // The same chain as written before: every receipt an item of its own.
     await asWrittenBefore(id);
-    expect((await partition(id)).map((i) => i.SK)[0]).toBe('RCPT#00000000');
+    expect((await partition(id)).map((i) => i.SK)).toEqual([
+      'RCPT#00000000',
+      'RCPT#00000001',
+      'RCPT#00000002',
+      'RCPT#00000003',
+      'RCPT#00000004',
+      'RCPT#00000005',
+      'TXN',
+    ]);
     for (let limit = 1; limit <= 7; limit++) expect(await chainInPages(t.store, id, limit), `limit ${limit}`).toEqual(whole);
   });
 
@@ -258,9 +280,17 @@ describe('The first receipt inside the record', () => {
     });
   });
 
-  it('a retained terminal settlement stamps the record (and with it its first receipt) and every receipt item; no seq-0 item is made', async () => {
+  it('a retained terminal settlement stamps the record (and with it the receipts inside) and every receipt item; no item is made', async () => {
     const r0 = await chainOf(2);
     const id = r0.transaction_id;
+    // Receipts 1 and 2 as items (a chain written before), receipt 0 left inside: the store reads the record anew.
+    const record = (await rawItem(keys.transaction(TENANT, id))) as Item;
+    await asWrittenBefore(id);
+    await t.client.send(
+      new PutCommand({ TableName: t.tableName, Item: { ...((await rawItem(keys.transaction(TENANT, id))) as Item), receipt0: record.receipt0 } }),
+    );
+    await t.client.send(new DeleteCommand({ TableName: t.tableName, Key: keys.receipt(TENANT, id, 0) }));
+    await t.store.get({ tenant_id: TENANT, transaction_id: id });
     const r1 = await t.store.settle({
       tenant_id: TENANT,
       transaction_id: id,
@@ -274,13 +304,13 @@ describe('The first receipt inside the record', () => {
     expect(items.map((i) => [i.SK, i[TTL_ATTRIBUTE]])).toEqual([
       ['RCPT#00000001', ttl],
       ['RCPT#00000002', ttl],
-      ['RCPT#00000003', ttl],
       ['TXN', ttl],
     ]);
+    expect(Object.keys(await insideAttributes(id)).sort()).toEqual(['receipt0', 'receipt3']);
     expect(verified(r1, await chainInPages(t.store, id, 100))).toMatchObject({ valid: true });
   });
 
-  it('a retained terminal settlement by a store that knows no image of the item: a first receipt inside or an item of its own, both stamped', async () => {
+  it('a retained terminal settlement by a store that knows no image of the item: receipts inside or items of their own, the items stamped', async () => {
     // Another container: no image of the items this one wrote; the step names the record it read (`held`).
     const other = createDynamoStores({ client: t.client, tableName: t.tableName, now: clock.now, transactions: { knownImages: 0 } });
     const ttl = Math.floor(clock.now().getTime() / 1000) + 30 * 86_400;
@@ -301,11 +331,16 @@ describe('The first receipt inside the record', () => {
       expect(out.committed).toBe(true);
       const items = await partition(id);
       expect(items.map((i) => [i.SK, i[TTL_ATTRIBUTE]])).toEqual([
-        ...(before ? [['RCPT#00000000', ttl]] : []),
-        ['RCPT#00000001', ttl],
-        ['RCPT#00000002', ttl],
+        ...(before
+          ? [
+              ['RCPT#00000000', ttl],
+              ['RCPT#00000001', ttl],
+            ]
+          : []),
         ['TXN', ttl],
       ]);
+      // The settlement's receipt inside, decided on the held record's estimate.
+      expect(Object.keys(await insideAttributes(id)).sort()).toEqual(before ? ['receipt2'] : ['receipt0', 'receipt1', 'receipt2']);
       const record = (await other.transactions.get({ tenant_id: TENANT, transaction_id: id })) as TransactionRecord;
       expect(verified(record, await chainInPages(other.transactions, id, 2))).toMatchObject({ valid: true });
     }

@@ -6,8 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
 import { classifyTransactFailure, mapStoreError } from '../../lib/aws/dynamo/store-errors.js';
-import { keys } from '../../lib/aws/dynamo/table-design.js';
+import { createDynamoStores } from '../../lib/aws/dynamo/stores.js';
+import { keys, receiptAttribute, receiptAttributeSeq } from '../../lib/aws/dynamo/table-design.js';
 import { createTestTable, type TestTable } from '../support/dynamo.js';
+import { writableStores } from '../support/store-writes.js';
 import { TENANT, nextReceipt, plannedInput, preparedInput, uid } from '../support/transaction-fixtures.js';
 
 const ROUNDS = 20;
@@ -84,13 +86,18 @@ describe(`${RACERS} concurrent claimants on one plan, ${ROUNDS} rounds`, () => {
     }
   });
 
-  it(`with a receipt appended (TransactWriteItems, ${TRANSACT_ROUNDS} rounds): exactly one wins and exactly one receipt is written`, async () => {
-    for (let round = 0; round < TRANSACT_ROUNDS; round++) {
+  it(`with a receipt appended (inside the record: one UpdateItem; its own item: TransactWriteItems; ${TRANSACT_ROUNDS} rounds each): exactly one wins and exactly one receipt is written`, async () => {
+    // A store that knows the record's image takes the receipt inside (docs/table-design.md, "Receipts inside the
+    // record"); one that knows none writes it as its own item, with the record's update, in a TransactWriteItems.
+    const blind = writableStores(createDynamoStores({ client: t.client, tableName: t.tableName, transactions: { knownImages: 0 } })).transactions;
+    for (let round = 0; round < 2 * TRANSACT_ROUNDS; round++) {
+      const inside = round < TRANSACT_ROUNDS;
+      const claimant = inside ? t.store : blind;
       const id = uid(`claim-rcpt-${round}`);
       const p = await t.store.create({ ...plannedInput(id), receipt: nextReceipt({ transaction_id: id }, 1, 'planned', 'transaction.planned') });
       const results = await Promise.allSettled(
         Array.from({ length: RACERS }, (_, i) =>
-          t.store.claimPlan({
+          claimant.claimPlan({
             tenant_id: TENANT,
             transaction_id: id,
             plan_id: p.plan_id!,
@@ -104,8 +111,13 @@ describe(`${RACERS} concurrent claimants on one plan, ${ROUNDS} rounds`, () => {
       expect(won).toHaveLength(1);
       expectLostRace(lost, 'transaction.state_conflict', { status: 'committing', revision: 2 });
       const items = await partitionItems(TENANT, id);
-      expect(items.filter((i) => String(i.SK).startsWith(keys.receiptPrefix))).toHaveLength(2);
+      // The plan's own receipt item, and the claim's: inside the record or an item, exactly one.
+      const receiptItems = items.filter((i) => String(i.SK).startsWith(keys.receiptPrefix));
+      const record = items.find((i) => i.SK === 'TXN') ?? {};
+      expect(receiptItems).toHaveLength(inside ? 1 : 2);
+      expect(Object.keys(record).filter((name) => receiptAttributeSeq(name) !== undefined)).toEqual(inside ? [receiptAttribute(1)] : []);
       const chain = await t.store.listReceipts({ tenant_id: TENANT, transaction_id: id });
+      expect(chain.items).toHaveLength(2);
       expect(chain.items[1]?.receipt.hash).toBe(won[0]!.receipt_head);
     }
   });

@@ -58,7 +58,7 @@ import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { fromAttributeMap } from '../../lib/aws/dynamo/attribute-values.js';
 import { actionRecordOf } from '../../lib/aws/dynamo/action-store.js';
 import { withKeyAttributes } from '../../lib/aws/dynamo/table-design.js';
-import { genesisReceiptOf, receiptOf, transactionRecordOf } from '../../lib/aws/dynamo/transaction-store.js';
+import { insideReceiptsOf, receiptOf, transactionRecordOf } from '../../lib/aws/dynamo/transaction-store.js';
 import { verifyReceiptChain } from '../../lib/runtime/receipts.js';
 
 /** What a client submitted and had accepted (a 2xx answer carrying an action result). */
@@ -212,10 +212,9 @@ export function checkConsistency(input: ConsistencyInput): ConsistencyReport {
         ...(action_id !== undefined ? { action_id } : {}),
         ...(mode !== undefined ? { mode } : {}),
       });
-      // The chain's first receipt, when the record item holds it (docs/table-design.md, "The first receipt inside the record").
-      const genesis = genesisReceiptOf(i);
-      if (genesis !== undefined) {
-        receipts.set(pk, [...(receipts.get(pk) ?? []), { seq: 0, receipt: genesis.receipt }]);
+      // The receipts the record item holds inside (docs/table-design.md, "Receipts inside the record").
+      for (const inside of insideReceiptsOf(i)) {
+        receipts.set(pk, [...(receipts.get(pk) ?? []), { seq: inside.receipt.seq, receipt: inside.receipt }]);
         bump(counts, 'receipts');
       }
     } else if (sk.startsWith('RCPT#')) {

@@ -9,6 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SteppedClock } from '../../packages/connector-sdk/src/ports/clock.js';
+import { receiptAttribute } from '../../lib/aws/dynamo/table-design.js';
 import { scanAll } from '../reliability/support.js';
 import { readableItem } from '../support/packed-items.js';
 import { charge, executed, reconcileUntil, refused, RW, securityStack, uid, writesNothing, type SecurityStack } from './support.js';
@@ -116,10 +117,13 @@ describe('defect 2: who may reconcile, and with which provider operation', () =>
     const receipts = view.body.receipts as { seq: number; event: string }[];
     const bound = receipts.find((r) => r.event === 'transaction.provider_operation_checkpointed');
     expect(bound).toBeDefined();
-    // The evidence stored beside that receipt names the operator who bound the operation.
+    // The evidence stored with that receipt (its own item, or inside the record: docs/table-design.md, "Receipts
+    // inside the record") names the operator who bound the operation.
     const items = await scanAll(s.ddb, s.table);
-    const stored = items.find((i) => i.PK?.S === `TXN#${T}#${txn.transaction_id}` && i.SK?.S === `RCPT#${String(bound?.seq).padStart(8, '0')}`);
-    const evidence = JSON.stringify(stored === undefined ? undefined : readableItem(stored));
+    const own = items.find((i) => i.PK?.S === `TXN#${T}#${txn.transaction_id}` && i.SK?.S === `RCPT#${String(bound?.seq).padStart(8, '0')}`);
+    const record = items.find((i) => i.PK?.S === `TXN#${T}#${txn.transaction_id}` && i.SK?.S === 'TXN');
+    const inside = record === undefined ? undefined : readableItem(record)[receiptAttribute(bound?.seq ?? -1)];
+    const evidence = JSON.stringify(own === undefined ? inside : readableItem(own));
     for (const fact of [found.operation_id, 'supplied_by', '"ops"', 'reconcile_request']) expect(evidence, fact).toContain(fact);
   });
 

@@ -21,6 +21,21 @@ export const TTL_ATTRIBUTE = 'ttl' as const;
 export const GENESIS_RECEIPT_ATTRIBUTE = 'receipt0' as const;
 
 /**
+ * The attribute of a transaction item that holds the receipt of seq `seq` inside the record (docs/table-design.md,
+ * "Receipts inside the record"): `receipt<seq>`, the same packed body as `receipt0` (GENESIS_RECEIPT_ATTRIBUTE),
+ * written once by the record's own conditional write that appends it, never updated.
+ */
+export function receiptAttribute(seq: number): string {
+  return `receipt${seq}`;
+}
+
+/** The seq of a `receipt<seq>` attribute name (receiptAttribute), undefined for any other name (`receipt_count`, …). */
+export function receiptAttributeSeq(name: string): number | undefined {
+  const m = /^receipt(0|[1-9][0-9]{0,8})$/.exec(name);
+  return m === null ? undefined : Number(m[1]);
+}
+
+/**
  * Every GSI projects KEYS_ONLY: a lookup through an index yields the base-table
  * key, and the adapter then reads the item with a strongly consistent
  * GetItem/BatchGetItem, so a compare-and-set revision never comes from an

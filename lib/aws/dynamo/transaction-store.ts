@@ -61,7 +61,7 @@ import { errorName, mapStoreError } from './store-errors.js';
 import { consistentBatchGet, isId } from './store-support.js';
 import { fullTransaction, leanTransaction, leanTransactionData } from './derived-attributes.js';
 import { itemSize, pack, packAttributes, packMapValues, packed, unpack, unpackAttributes, unpackMapValues } from './packed-attributes.js';
-import { GENESIS_RECEIPT_ATTRIBUTE, GSIS, STATUS_ENTERED_ATTRIBUTE, TTL_ATTRIBUTE, keys, withKeyAttributes } from './table-design.js';
+import { GSIS, STATUS_ENTERED_ATTRIBUTE, TTL_ATTRIBUTE, keys, receiptAttribute, receiptAttributeSeq, withKeyAttributes } from './table-design.js';
 import {
   checkCreate,
   checkCursor,
@@ -208,17 +208,35 @@ export function receiptOf(stored: Item): StoredReceipt {
 }
 
 /**
- * The first receipt of a chain (seq 0) that its transaction item holds (GENESIS_RECEIPT_ATTRIBUTE), read exactly as
- * its own item would read (exported for readers of raw items, the load checker); undefined when the item holds none
- * (a record created without a receipt, or one whose first receipt is its own `RCPT#00000000` item). The item needs
- * its key (PK), which holds the tenant and the transaction ID.
+ * The receipts a transaction item holds inside (`receipt<seq>`, receiptAttribute: the first receipt of a record
+ * created with it, and any receipt a later write appended while the record stayed within its cap), in seq order,
+ * each read exactly as its own item would read (exported for readers of raw items, the load checker). Empty when the
+ * item holds none (every receipt its own `RCPT#` item: a chain written before, or records that did not fit). The
+ * item needs its key (PK), which holds the tenant and the transaction ID.
  */
-export function genesisReceiptOf(stored: Item): StoredReceipt | undefined {
-  const held = stored[GENESIS_RECEIPT_ATTRIBUTE];
+export function insideReceiptsOf(stored: Item): StoredReceipt[] {
   const { tenant_id: tenant, transaction_id: txn } = withKeyAttributes(stored);
-  if (held === undefined || typeof tenant !== 'string' || typeof txn !== 'string') return undefined;
-  const body = unpack(held, GENESIS_RECEIPT_ATTRIBUTE) as { receipt?: unknown; evidence?: unknown };
-  return receiptOf({ ...keys.receipt(tenant, txn, 0), receipt: body.receipt, evidence: body.evidence });
+  if (typeof tenant !== 'string' || typeof txn !== 'string') return [];
+  const out: StoredReceipt[] = [];
+  for (const [name, held] of Object.entries(stored)) {
+    const seq = receiptAttributeSeq(name);
+    if (seq === undefined || held === undefined) continue;
+    const body = unpack(held, name) as { receipt?: unknown; evidence?: unknown };
+    out.push(receiptOf({ ...keys.receipt(tenant, txn, seq), receipt: body.receipt, evidence: body.evidence }));
+  }
+  return out.sort((a, b) => a.receipt.seq - b.receipt.seq);
+}
+
+/** A receipt as the record item holds it inside (`receipt<seq>`): its body without the key's values, and its evidence, packed as one value. */
+function insideBody(append: ReceiptAppend): unknown {
+  return packed(compact({ receipt: receiptWithoutKey(append.receipt), evidence: append.evidence }));
+}
+
+/** The seq a receipt item's sort key (`RCPT#<seq:8 digits>`) names; undefined for any other key. */
+function receiptSeqOf(sk: unknown): number | undefined {
+  if (typeof sk !== 'string' || !sk.startsWith(keys.receiptPrefix)) return undefined;
+  const digits = sk.slice(keys.receiptPrefix.length);
+  return /^\d{8}$/.test(digits) ? Number(digits) : undefined;
 }
 
 /** A receipt as its item stores it: without the transaction ID and seq its key holds (checked equal before). */
@@ -257,32 +275,134 @@ const WRITE_UNIT_BYTES = 1024;
 const OPEN_RECORD_HEADROOM_BYTES = 128;
 
 /**
- * Where a record's first receipt is: in the record item (`embedded`), its own `RCPT#00000000` item (`item`: a
- * record whose first receipt did not fit, one created before, or one created without a receipt), or not known
- * (no image of the item as stored). Only the stamps of a write's other items need it (a late terminal write, a
- * removal: `itemsStamp`); a prompt terminal write stamps nothing (lib/runtime/retention.ts).
+ * The cap of a record item that takes a later receipt inside (docs/table-design.md, "Receipts inside the record"):
+ * 2 write units. A receipt item costs 2 WRU in a TransactWriteItems and makes the record's own write transactional
+ * (billed twice); inside, the write is one conditional UpdateItem (or one item fewer in a larger
+ * TransactWriteItems) billed ceil(size / 1 KB). Capped at 2 KB, the record stays far under the 4 KB of one strongly
+ * consistent read unit.
  */
-type GenesisPlace = 'embedded' | 'item' | 'unknown';
+const INSIDE_RECORD_CAP_BYTES = 2 * WRITE_UNIT_BYTES;
+/**
+ * What a receipt inside the record is taken to weigh when the pre-image cannot show it (a `held` image, below): a
+ * receipt's body is about 150 B without evidence and 200–290 B with the runtime's evidence in the bench; a margin
+ * above that. The first receipt has its own bound (`IMAGE_WITHOUT_ITEM`). An estimate that is off costs at most a
+ * write unit: the receipt's place is decided once, by the record's own conditional write, and every reader reads
+ * either place; and since each unknown receipt counts this much, a record decided on estimates holds at most
+ * CAP / allowance of them.
+ */
+const UNSEEN_RECEIPT_ALLOWANCE_BYTES = 384;
 
 /**
- * Marks an in-memory image built from a record the step read (`held`), not from the stored item: it cannot say
- * where the first receipt is. Never written (images are only pre-images, ./known-images.ts).
+ * Where a receipt is: inside the record item (`inside`, `receipt<seq>`), its own `RCPT#` item (`item`), or not known
+ * (no image of the item as stored, or an image built from a record: `IMAGE_WITHOUT_ITEM`). The stamps of a write's
+ * other items need it (a late terminal write, a removal: `itemsStamp`; a prompt terminal write stamps nothing,
+ * lib/runtime/retention.ts), and the size of a write that would take a receipt in.
+ */
+type ReceiptPlace = 'inside' | 'item' | 'unknown';
+
+/**
+ * Marks an in-memory image built from a record the step read (`held`), not from the stored item; its value is the
+ * held record's `receipt_count`: the image cannot say where the receipts below it are (those this adapter appended
+ * since, it can). Never written (images are only pre-images, ./known-images.ts).
  */
 const IMAGE_WITHOUT_ITEM = '#image_of_record';
 
-function genesisPlaceOf(image: Item | undefined): GenesisPlace {
-  if (image === undefined || image[IMAGE_WITHOUT_ITEM] === true) return 'unknown';
-  return image[GENESIS_RECEIPT_ATTRIBUTE] !== undefined ? 'embedded' : 'item';
+function unseenBelow(image: Item): number {
+  const v = image[IMAGE_WITHOUT_ITEM];
+  return typeof v === 'number' ? v : 0;
+}
+
+function placeOf(image: Item | undefined, seq: number): ReceiptPlace {
+  if (image === undefined || seq < unseenBelow(image)) return 'unknown';
+  return image[receiptAttribute(seq)] !== undefined ? 'inside' : 'item';
 }
 
 /**
- * The record item with its first receipt inside (GENESIS_RECEIPT_ATTRIBUTE), when the two fit one write unit with
- * the headroom an open record keeps; otherwise undefined (the receipt is written as its own item). The one rule,
- * checked at the creation's mapping: a receipt never moves afterwards.
+ * The transaction item of a record as this adapter stores it (the creation's form: key attributes not stored again,
+ * values stored once, packed attributes and the head packed, a fence and a reconcile counter at 0 not stored), with
+ * `extra` (index keys, ttl) last.
+ */
+function storedRecordItem(record: TransactionRecord, extra: Item = {}): Item {
+  const { tenant_id: _tenant, transaction_id: _txn, reconcile_attempts: attempts, ...lean } = leanTransaction(record as unknown as Item);
+  const { fence: _unleased, ...unfenced } = lean;
+  const stored: Item = { ...(record.fence === 0 ? unfenced : lean), ...(typeof attempts === 'number' && attempts > 0 ? { reconcile_attempts: attempts } : {}) };
+  return packAttributes(
+    {
+      ...keys.transaction(record.tenant_id, record.transaction_id),
+      ...stored,
+      ...(stored.data !== undefined ? { data: packMapValues(stored.data) } : {}),
+      ...(typeof stored.receipt_head === 'string' ? { [HEAD]: pack(stored.receipt_head) } : {}),
+      ...extra,
+    },
+    PACKED,
+  );
+}
+
+/**
+ * The stored size an image built from a record (`held`) stands for, with the receipts inside it cannot show: its
+ * first receipt (if unseen) at most what the creation's budget let in beside the fields a record holds from its
+ * creation on, and every other unseen receipt UNSEEN_RECEIPT_ALLOWANCE_BYTES.
+ */
+function unseenAllowance(image: Item): number {
+  const unseen = unseenBelow(image);
+  if (unseen === 0) return 0;
+  const r = image as unknown as TransactionRecord;
+  const created: TransactionRecord = compact({
+    tenant_id: r.tenant_id,
+    transaction_id: r.transaction_id,
+    status: r.status,
+    revision: 1,
+    mode: r.mode,
+    capability_id: r.capability_id,
+    plan_id: r.plan_id,
+    plan: r.plan,
+    principal: r.principal,
+    identity: r.identity,
+    compensation_for: r.compensation_for,
+    reconcile_attempts: 0,
+    fence: 0,
+    receipt_count: 1,
+    receipt_head: r.receipt_head,
+    created_at: r.created_at,
+    updated_at: r.created_at,
+    data: {},
+  }) as TransactionRecord;
+  const floor = storedRecordItem(created, statusIndex(r.status, r.tenant_id, r.transaction_id, r.created_at, false));
+  const first = Math.max(0, WRITE_UNIT_BYTES - OPEN_RECORD_HEADROOM_BYTES - itemSize(floor));
+  return first + (unseen - 1) * UNSEEN_RECEIPT_ALLOWANCE_BYTES;
+}
+
+const RECORD_FIELD_NAMES: ReadonlySet<string> = new Set<string>(RECORD_FIELDS);
+
+/**
+ * The attributes an image built from a record holds beside the record's fields (index keys, ttl, receipts this
+ * adapter took inside since), and the status index entry an open record holds, as the creation writes it.
+ */
+function itemAttributesBeside(image: Item): Item {
+  const out: Item = {};
+  for (const [name, value] of Object.entries(image)) {
+    if (!RECORD_FIELD_NAMES.has(name) && name !== IMAGE_WITHOUT_ITEM && name !== 'PK' && name !== 'SK') out[name] = value;
+  }
+  const r = image as unknown as TransactionRecord;
+  if (out.GSI3PK === undefined && isTransactionStatus(r.status) && !isTerminalStatus(r.status)) {
+    Object.assign(out, statusIndex(r.status, r.tenant_id, r.transaction_id, r.updated_at, false));
+  }
+  return out;
+}
+
+/** An image without the marks that are not attributes (IMAGE_WITHOUT_ITEM). */
+function withoutMarks(image: Item): Item {
+  const { [IMAGE_WITHOUT_ITEM]: _mark, ...item } = image;
+  return item;
+}
+
+/**
+ * The record item with its first receipt inside (receipt0), when the two fit one write unit with
+ * the headroom an open record keeps; otherwise undefined (the receipt is written as its own item). The one rule
+ * at the creation's mapping: a receipt never moves afterwards.
  */
 function withGenesisReceipt(item: Item, append: ReceiptAppend, terminal: boolean): Item | undefined {
-  const genesis = packed(compact({ receipt: receiptWithoutKey(append.receipt), evidence: append.evidence }));
-  const embedded = { ...item, [GENESIS_RECEIPT_ATTRIBUTE]: genesis };
+  const embedded = { ...item, [receiptAttribute(0)]: insideBody(append) };
   const budget = terminal ? WRITE_UNIT_BYTES : WRITE_UNIT_BYTES - OPEN_RECORD_HEADROOM_BYTES;
   return itemSize(embedded) <= budget ? embedded : undefined;
 }
@@ -405,20 +525,10 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
     // Nor are the values the record says elsewhere (./derived-attributes.ts): toRecord rebuilds them, and a
     // reconcile counter at 0 and a fence at 0, never leased (toRecord reads either absent as 0, no condition names
     // them, and the first increment starts each from 0).
-    const { tenant_id: _tenant, transaction_id: _txn, reconcile_attempts: _attempts, ...lean } = leanTransaction(record as unknown as Item);
-    const { fence: _unleased, ...unfenced } = lean;
-    const stored: Item = record.fence === 0 ? unfenced : lean;
-    const recordItem: Item = packAttributes(
-      {
-        ...keys.transaction(tenant, txn),
-        ...stored,
-        ...(stored.data !== undefined ? { data: packMapValues(stored.data) } : {}),
-        ...(typeof stored.receipt_head === 'string' ? { [HEAD]: pack(stored.receipt_head) } : {}),
-        ...(isTerminalStatus(input.status) ? {} : statusIndex(input.status, tenant, txn, iso, false)),
-        ...ttl,
-      },
-      PACKED,
-    );
+    const recordItem: Item = storedRecordItem(record, {
+      ...(isTerminalStatus(input.status) ? {} : statusIndex(input.status, tenant, txn, iso, false)),
+      ...ttl,
+    });
     // The first receipt inside the record when both fit its write unit: one item, written by this conditional put.
     const embedded = input.receipt !== undefined ? withGenesisReceipt(recordItem, input.receipt, isTerminalStatus(input.status)) : undefined;
     const item = embedded ?? recordItem;
@@ -487,22 +597,28 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
   }
 
   /**
-   * The other items a write stamps (sets or removes the ttl of, `itemsStamp`), in the same TransactWriteItems:
-   * the receipts written before this one (the most recent `limit`; older ones, on very long chains, right after)
-   * and the plan-ID item. A first receipt inside the record shares the record's own ttl; one whose place is not
-   * known is stamped right after (`stampOverflow`), never named here, where a missing item would refuse the whole
-   * write.
+   * The other items a write stamps (sets or removes the ttl of, `itemsStamp`): the receipt items written before this
+   * one and the plan-ID item. `atomic`, in the same TransactWriteItems: the plan-ID item and the receipts the
+   * pre-image shows to be items, the most recent first, at most `limit` in all. `after`, right after it or (a
+   * journal's stamp) right before it, each alone with a refusal ignored: the older receipt items of a very long chain,
+   * and the receipts whose place the pre-image cannot show (never named in the atomic write, where a missing item
+   * would refuse the whole write). A receipt inside the record shares the record's own ttl and is never stamped.
    */
-  private retentionStamps(spec: CasSpec, place: GenesisPlace, limit = STAMP_LIMIT): TransactItem[] {
+  private stampPlan(spec: CasSpec, before: Item | undefined, limit = STAMP_LIMIT): { atomic: TransactItem[]; after: Item[] } {
     const s = itemsStamp(spec);
-    if (s === undefined || spec.receipt === undefined) return [];
+    if (s === undefined || spec.receipt === undefined) return { atomic: [], after: [] };
     const seq = spec.receipt.receipt.seq;
-    const lowest = place === 'item' ? 0 : 1;
     const stamp = (Key: Item): TransactItem => ({ Update: this.stampUpdate(Key, s) });
-    const items: TransactItem[] = [];
-    if (s.plan_id !== undefined) items.push(stamp(keys.planRef(spec.tenant_id, s.plan_id)));
-    for (let i = seq - 1; i >= lowest && items.length < limit; i--) items.push(stamp(keys.receipt(spec.tenant_id, spec.transaction_id, i)));
-    return items;
+    const atomic: TransactItem[] = [];
+    const after: Item[] = [];
+    if (s.plan_id !== undefined) atomic.push(stamp(keys.planRef(spec.tenant_id, s.plan_id)));
+    for (let i = seq - 1; i >= 0; i--) {
+      const place = placeOf(before, i);
+      const key = keys.receipt(spec.tenant_id, spec.transaction_id, i);
+      if (place === 'item' && atomic.length < limit) atomic.push(stamp(key));
+      else if (place !== 'inside') after.push(key);
+    }
+    return { atomic, after };
   }
 
   /** One item's stamp: its ttl set (or removed), conditioned on the item existing (an update never creates one). */
@@ -517,20 +633,15 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
   }
 
   /**
-   * Receipts the atomic write did not stamp: those of a very long chain it could not hold, and a first receipt
-   * whose place was not known (absent when it is inside the record: the condition then refuses, and is ignored).
-   * Stamped right after it (idempotent).
+   * The stamps the atomic write did not hold (`stampPlan`'s `after`): each alone, idempotent, a refusal (no such
+   * item: the receipt is inside the record) ignored.
    */
-  private async stampOverflow(spec: CasSpec, place: GenesisPlace, limit = STAMP_LIMIT): Promise<void> {
+  private async stampOverflow(spec: CasSpec, keyList: readonly Item[]): Promise<void> {
     const s = itemsStamp(spec);
-    if (s === undefined || spec.receipt === undefined) return;
-    const seq = spec.receipt.receipt.seq;
-    const inTransaction = limit - (s.plan_id !== undefined ? 1 : 0);
-    // The lowest seq the atomic write stamped (retentionStamps).
-    const stamped = Math.max(place === 'item' ? 0 : 1, seq - inTransaction);
-    for (let i = Math.min(seq, stamped) - 1; i >= (place === 'embedded' ? 1 : 0); i--) {
+    if (s === undefined) return;
+    for (const key of keyList) {
       try {
-        await this.client.send(new UpdateCommand(this.stampUpdate(keys.receipt(spec.tenant_id, spec.transaction_id, i), s)));
+        await this.client.send(new UpdateCommand(this.stampUpdate(key, s)));
       } catch (err) {
         if (errorName(err) !== 'ConditionalCheckFailedException') throw mapStoreError(err);
       }
@@ -626,22 +737,29 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
     const before: Item | undefined =
       this.images.recall(spec.tenant_id, spec.transaction_id, spec.expected_revision) ??
       (held !== undefined && held.revision === spec.expected_revision && held.transaction_id === spec.transaction_id && held.tenant_id === spec.tenant_id
-        ? { ...key, ...held, [IMAGE_WITHOUT_ITEM]: true }
+        ? { ...key, ...held, [IMAGE_WITHOUT_ITEM]: held.receipt_count }
         : undefined);
     if (before !== undefined) b.condition(`${b.n('created_at')} = ${b.v(before.created_at)}`);
-    const place = genesisPlaceOf(before);
-    // The receipt: the record's ttl when the write is terminal, else the items' ttl the record keeps (if any).
+    // Decided on the pre-image, before the stamps: the receipt inside the record when the record stays within its cap.
+    const inside = this.takesReceiptInside(before, b, spec.receipt);
+    const stamps = this.stampPlan(spec, before);
+    // The receipt's item: the record's ttl when the write is terminal, else the items' ttl the record keeps (if any).
     const receiptTtl = spec.retention?.ttl ?? (spec.items !== undefined && spec.items.kind !== 'remove' ? spec.items.ttl : undefined);
     const ttl = receiptTtl !== undefined ? { [TTL_ATTRIBUTE]: receiptTtl } : {};
     return {
       items: [
         { Update: { TableName: this.table, Key: key, ...b.render() } },
-        { Put: this.receiptPut(spec.tenant_id, spec.transaction_id, spec.receipt, ttl) },
-        ...this.retentionStamps(spec, place),
+        ...(inside ? [] : [{ Put: this.receiptPut(spec.tenant_id, spec.transaction_id, spec.receipt, ttl) }]),
+        ...stamps.atomic,
       ],
       refuse: (at, old) => (at === 0 ? refuse(old) : { error: stateConflict(spec, undefined, 'receipt_exists') }),
       race,
-      written: async () => {
+      written: async (image) => {
+        // Sent alone (the receipt inside, nothing stamped): one UpdateItem, whose new image is the stored item.
+        if (image !== undefined) {
+          this.images.remember(image);
+          return toRecord(image);
+        }
         const computed = before !== undefined ? b.applyTo(before) : undefined;
         if (computed !== undefined && !this.verifyImages) {
           this.images.remember(computed);
@@ -649,10 +767,13 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
         }
         // TransactWriteItems returns no item image: read the record back strongly
         // consistently. Its revision is >= the one this write produced.
-        const after = await this.readBack(spec);
+        const stored = await this.readBackItem(spec);
+        const after = toRecord(stored);
         if (computed !== undefined && after.revision === spec.expected_revision + 1) {
+          // The computed image is the stored item: its record, and every receipt inside it the image can show.
+          const shown = (i: Item) => canonicalJson(insideReceiptsOf(i).filter((r) => r.receipt.seq >= unseenBelow(computed)) as unknown as JsonObject);
           const expected = canonicalJson(toRecord(computed) as unknown as JsonObject);
-          if (canonicalJson(after as unknown as JsonObject) !== expected) {
+          if (canonicalJson(after as unknown as JsonObject) !== expected || shown(stored) !== shown(computed)) {
             throw new AipError('internal.unexpected', 'The locally computed transaction image differs from the stored item', {
               details: { transaction_id: spec.transaction_id, operation: spec.operation },
             });
@@ -665,8 +786,52 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
       // where a crash in between leaves an item kept longer, never one expiring before its record. A record written
       // before `items_ttl` is stamped after the write, as before (its items hold no ttl: stamped early, they could
       // expire while the record stays open if the write were refused).
-      ...(spec.items !== undefined ? { before: () => this.stampOverflow(spec, place) } : { after: () => this.stampOverflow(spec, place) }),
+      ...(stamps.after.length === 0
+        ? {}
+        : spec.items !== undefined
+          ? { before: () => this.stampOverflow(spec, stamps.after) }
+          : { after: () => this.stampOverflow(spec, stamps.after) }),
     };
+  }
+
+  /**
+   * Whether a write appending `append` takes it inside the record item (`receipt<seq>`, set on `b`): only with a
+   * pre-image, when the record item after the write stays within INSIDE_RECORD_CAP_BYTES. With the stored image the
+   * adapter knows, the size is exact; with one built from a record (`held`), it is estimated as the creation would
+   * store that record, plus what the receipts inside it cannot show (`unseenAllowance`). Without a pre-image (or
+   * one the update cannot be replayed on), the receipt is its own item, as before.
+   */
+  private takesReceiptInside(before: Item | undefined, b: UpdateBuilder, append: ReceiptAppend): boolean {
+    if (before === undefined) return false;
+    const fromRecord = before[IMAGE_WITHOUT_ITEM] !== undefined;
+    const stored = fromRecord ? storedRecordItem(before as unknown as TransactionRecord, itemAttributesBeside(before)) : before;
+    const after = b.applyTo(withoutMarks(stored));
+    if (after === undefined) return false;
+    const attribute = receiptAttribute(append.receipt.seq);
+    const body = insideBody(append);
+    const size = itemSize({ ...after, [attribute]: body }) + (fromRecord ? unseenAllowance(before) : 0);
+    if (size > INSIDE_RECORD_CAP_BYTES) return false;
+    b.set(attribute, body);
+    return true;
+  }
+
+  /** The record's item as stored after a write (strongly consistent), learned as `get` learns it. */
+  private async readBackItem(spec: CasSpec): Promise<Item> {
+    let item: Item | undefined;
+    try {
+      const out = await this.client.send(
+        new GetCommand({ TableName: this.table, Key: keys.transaction(spec.tenant_id, spec.transaction_id), ConsistentRead: true }),
+      );
+      item = out.Item;
+    } catch (err) {
+      throw mapStoreError(err);
+    }
+    if (item === undefined) {
+      this.images.forget(spec.tenant_id, spec.transaction_id);
+      throw new AipError('internal.unexpected', 'transaction vanished after a successful write');
+    }
+    this.images.remember(item);
+    return item;
   }
 
   private async readBack(spec: CasSpec): Promise<TransactionRecord> {
@@ -1080,15 +1245,16 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
   }
 
   /**
-   * A page of the chain in seq order. The first receipt is either inside the record item (GENESIS_RECEIPT_ATTRIBUTE)
-   * or its own `RCPT#00000000` item (a record whose receipt did not fit, or one written before): both read alike.
+   * A page of the chain in seq order. A receipt is either inside the record item (`receipt<seq>`: the first receipt of
+   * a record created with it, and later ones while the record stayed within its cap) or its own `RCPT#` item (one
+   * that did not fit, or a chain written before): both read alike, merged in seq order.
    *
-   * The first page is one strongly consistent Query of the record's partition from the first receipt item to the
-   * record item (`RCPT#…` sorts before `TXN`), one item more than the page: the record comes last, so a chain that
-   * fits the page comes with its record, and the first receipt the record holds is put first. A longer chain whose
-   * record the page does not reach and that has no seq-0 item reads the record's first receipt with one GetItem.
-   * A cursor names the last receipt returned (`RCPT#<seq>`, whether or not that is an item); the next pages read the
-   * receipt items after it, as before.
+   * A page is one strongly consistent Query of the record's partition from the receipt after the cursor (the first
+   * receipt item without one) to the record item (`RCPT#…` sorts before `TXN`), one item more than the page: a chain
+   * that fits the page comes with its record and the receipts inside it. A page whose Query does not reach the record
+   * reads the record's receipts with one GetItem, unless the items it read are the page's receipts without a gap
+   * (then no receipt inside can be among them: a chain written before, all items, pages without it). A cursor names
+   * the last receipt returned (`RCPT#<seq>`, whether or not that is an item).
    */
   async listReceipts(query: ListReceiptsQuery): Promise<Page<StoredReceipt>> {
     const limit = checkReceiptListing(query);
@@ -1097,16 +1263,18 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
     const base = keys.transaction(tenant, txn);
     const start = decodeCursor('transaction.invalid_listing', query.cursor, ['PK', 'SK']);
     if (start !== undefined && start.PK !== base.PK) throw invalid('transaction.invalid_listing', 'The cursor belongs to another listing', { field: 'cursor' });
+    const after = start === undefined ? -1 : receiptSeqOf(start.SK);
+    if (after === undefined) throw invalid('transaction.invalid_listing', 'The cursor does not name a receipt', { field: 'cursor' });
     let out;
     try {
       out = await this.client.send(
         new QueryCommand({
           TableName: this.table,
-          KeyConditionExpression: start === undefined ? '#pk = :pk AND #sk BETWEEN :prefix AND :record' : '#pk = :pk AND begins_with(#sk, :prefix)',
+          KeyConditionExpression: '#pk = :pk AND #sk BETWEEN :prefix AND :record',
           ExpressionAttributeNames: { '#pk': 'PK', '#sk': 'SK' },
-          ExpressionAttributeValues: { ':pk': base.PK, ':prefix': keys.receiptPrefix, ...(start === undefined ? { ':record': base.SK } : {}) },
+          ExpressionAttributeValues: { ':pk': base.PK, ':prefix': keys.receiptPrefix, ':record': base.SK },
           ConsistentRead: true,
-          Limit: start === undefined ? limit + 1 : limit,
+          Limit: limit + 1,
           ...(start ? { ExclusiveStartKey: start } : {}),
         }),
       );
@@ -1114,40 +1282,28 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
       throw rejectedStartKey(err, 'transaction.invalid_listing', start) ?? mapStoreError(err);
     }
     const found = out.Items ?? [];
-    const receiptItems = found.filter((i) => typeof i.SK === 'string' && i.SK.startsWith(keys.receiptPrefix));
-    if (start !== undefined) {
-      const cursor = encodeCursor(out.LastEvaluatedKey);
-      const items = receiptItems.map(receiptOf);
-      return cursor === undefined ? { items } : { items, cursor };
-    }
+    const items = found.filter((i) => typeof i.SK === 'string' && i.SK.startsWith(keys.receiptPrefix)).map(receiptOf);
     const record = found.find((i) => i.SK === base.SK);
-    // No seq-0 item: the record holds the first receipt, when it was created with it.
-    const firstIsItem = receiptItems[0]?.SK === keys.receipt(tenant, txn, 0).SK;
-    const holder = firstIsItem ? undefined : (record ?? (receiptItems.length > 0 ? await this.genesisHolder(base) : undefined));
-    const genesis = holder !== undefined ? genesisReceiptOf(holder) : undefined;
-    const chain: StoredReceipt[] = [...(genesis !== undefined ? [genesis] : []), ...receiptItems.map(receiptOf)];
-    if (chain.length > limit) {
-      const items = chain.slice(0, limit);
-      const last = (items[items.length - 1] as StoredReceipt).receipt.seq;
-      return { items, cursor: encodeCursor(keys.receipt(tenant, txn, last)) as string };
+    // The Query read every receipt item after the cursor when it reached the record or the partition's end.
+    const complete = record !== undefined || out.LastEvaluatedKey === undefined;
+    const gapless = items.length >= limit && items.slice(0, limit).every((r, n) => r.receipt.seq === after + 1 + n);
+    const holder = record ?? (gapless ? undefined : await this.recordItem(base));
+    // Receipts inside the record after the cursor; up to the last item read when the Query stopped short of the record.
+    const lastRead = items.length > 0 ? (items[items.length - 1] as StoredReceipt).receipt.seq : after;
+    const inside = (holder !== undefined ? insideReceiptsOf(holder) : []).filter((r) => r.receipt.seq > after && (complete || r.receipt.seq < lastRead));
+    const chain = [...inside, ...items].sort((a, b) => a.receipt.seq - b.receipt.seq);
+    if (chain.length > limit || (!complete && chain.length > 0)) {
+      const page = chain.slice(0, limit);
+      const last = (page[page.length - 1] as StoredReceipt).receipt.seq;
+      return { items: page, cursor: encodeCursor(keys.receipt(tenant, txn, last)) as string };
     }
-    // A page the 1 MB read limit cut short before the record (receipts are far smaller: not expected).
-    const cursor = record === undefined ? encodeCursor(out.LastEvaluatedKey) : undefined;
-    return cursor === undefined ? { items: chain } : { items: chain, cursor };
+    return { items: chain };
   }
 
-  /** The record item's key and first receipt only (strongly consistent), for a chain longer than its first page. */
-  private async genesisHolder(key: { PK: string; SK: string }): Promise<Item | undefined> {
+  /** The record item (strongly consistent), for the receipts inside it, when a page of its chain does not reach it. */
+  private async recordItem(key: { PK: string; SK: string }): Promise<Item | undefined> {
     try {
-      const out = await this.client.send(
-        new GetCommand({
-          TableName: this.table,
-          Key: key,
-          ProjectionExpression: '#pk, #sk, #g',
-          ExpressionAttributeNames: { '#pk': 'PK', '#sk': 'SK', '#g': GENESIS_RECEIPT_ATTRIBUTE },
-          ConsistentRead: true,
-        }),
-      );
+      const out = await this.client.send(new GetCommand({ TableName: this.table, Key: key, ConsistentRead: true }));
       return out.Item;
     } catch (err) {
       throw mapStoreError(err);

@@ -7,7 +7,8 @@
  * and what the committed intent answers. This module only sends them:
  *
  * - one intent of one item: a conditional PutItem or UpdateItem (ALL_NEW
- *   image back, ALL_OLD image on a failed condition);
+ *   image back, ALL_OLD image on a failed condition; a TransactionConflict,
+ *   the item being in another writer's TransactWriteItems, retried as below);
  * - anything else: one TransactWriteItems, every item asking for its ALL_OLD
  *   image on a failed condition. A cancellation is classified from
  *   CancellationReasons[i].Item, never by a second read. A TransactionConflict
@@ -151,7 +152,7 @@ export class DynamoUnitOfWork implements UnitOfWork {
   private async send(items: readonly TransactItem[], onRace: () => AipError): Promise<Sent> {
     const only = items.length === 1 ? items[0] : undefined;
     if (only?.Put !== undefined)
-      return this.sendOne(() => this.client.send(new PutCommand({ ...(only.Put as PutCommandInput), ReturnValuesOnConditionCheckFailure: 'ALL_OLD' })));
+      return this.sendOne(() => this.client.send(new PutCommand({ ...(only.Put as PutCommandInput), ReturnValuesOnConditionCheckFailure: 'ALL_OLD' })), onRace);
     if (only?.Update !== undefined) {
       const update = only.Update;
       return this.sendOne(async () => {
@@ -159,7 +160,7 @@ export class DynamoUnitOfWork implements UnitOfWork {
           new UpdateCommand({ ...(update as UpdateCommandInput), ReturnValues: 'ALL_NEW', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }),
         );
         return out.Attributes;
-      });
+      }, onRace);
     }
     const transactItems = items.map(withOldImage);
     for (let attempt = 0; ; attempt++) {
@@ -187,14 +188,27 @@ export class DynamoUnitOfWork implements UnitOfWork {
     }
   }
 
-  private async sendOne(write: () => Promise<unknown>): Promise<Sent> {
-    try {
-      const image = await write();
-      return image !== undefined && image !== null && typeof image === 'object' ? { ok: true, image: image as Item } : { ok: true };
-    } catch (err) {
-      if (errorName(err) === 'ConditionalCheckFailedException')
-        return { ok: false, reasons: [{ code: 'ConditionalCheckFailed', old: fromAttributeMap((err as { Item?: unknown }).Item) }] };
-      throw mapStoreError(err);
+  /**
+   * One conditional write of one item. A TransactionConflict (the item is in a TransactWriteItems in flight, as a
+   * record whose receipt is inside it may be while a concurrent writer's transaction holds it) is retried as the
+   * TransactWriteItems path retries it, then reported as a lost race.
+   */
+  private async sendOne(write: () => Promise<unknown>, onRace: () => AipError): Promise<Sent> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const image = await write();
+        return image !== undefined && image !== null && typeof image === 'object' ? { ok: true, image: image as Item } : { ok: true };
+      } catch (err) {
+        const name = errorName(err);
+        if (name === 'ConditionalCheckFailedException')
+          return { ok: false, reasons: [{ code: 'ConditionalCheckFailed', old: fromAttributeMap((err as { Item?: unknown }).Item) }] };
+        if (name === 'TransactionConflictException') {
+          if (attempt >= this.conflictRetries) throw onRace();
+          await delay(5 * 2 ** attempt + Math.floor(Math.random() * 10));
+          continue;
+        }
+        throw mapStoreError(err);
+      }
     }
   }
 }

@@ -30,7 +30,10 @@ let h: Harness;
 const provider = new TestProvider();
 const LEASE = 10_000 + 30_000; // capability timeout + lease margin
 
-/** DynamoDB requests of the test client: command and, for a TransactWriteItems, `<verb>:<SK kind>` per item (`Get:<SK kind> <PK>` for a GetItem). */
+/**
+ * DynamoDB requests of the test client: command and, for a TransactWriteItems, `<verb>:<SK kind>` per item (`Get:<SK kind> <PK>`
+ * for a GetItem, `Update:<SK kind>` for an UpdateItem).
+ */
 const requests: { command: string; items: string[]; ok: boolean }[] = [];
 
 function kindOf(key: Record<string, unknown> | undefined): string {
@@ -51,8 +54,9 @@ beforeAll(async () => {
         const [verb, body] = Object.entries(it)[0] ?? ['?', {}];
         return `${verb}:${kindOf(body.Item ?? body.Key)}`;
       });
-      // A single-item read names its item too.
+      // A single-item read names its item too, and so does a single-item update.
       if (command === 'GetItem') items.push(`Get:${kindOf(input.Key)} ${String(input.Key?.PK)}`);
+      if (command === 'UpdateItem') items.push(`Update:${kindOf(input.Key)}`);
       try {
         const out = await next(args);
         requests.push({ command, items, ok: true });
@@ -132,11 +136,13 @@ describe('A first attempt: the action lease alone, pinning the route in the same
     // (A cancellation watch may read the action while the connector runs: reads of single items are left out.) The
     // first delivery starts from the images its admission sent: no read of the action or the record (first-read.test.ts).
     const worker = requests.filter((r) => r.command !== 'GetItem');
-    expect(worker.map((r) => r.command)).toEqual(['UpdateItem', 'TransactWriteItems', 'UpdateItem', 'TransactWriteItems']);
-    expect(worker[1]?.items).toEqual(['Update:TXN', 'Put:RCPT', 'ConditionCheck:ACTION']);
-    // The settlement: the action alone (fenced), then the record with its receipt (docs/table-design.md, "The action
-    // settles first"). The reservation is not rewritten by a prompt settlement (the key answers the action's result).
-    expect(worker[3]?.items).toEqual(['Update:TXN', 'Put:RCPT']);
+    expect(worker.map((r) => r.command)).toEqual(['UpdateItem', 'TransactWriteItems', 'UpdateItem', 'UpdateItem']);
+    // The checkpoint's receipt is inside the record (docs/table-design.md, "Receipts inside the record").
+    expect(worker[1]?.items).toEqual(['Update:TXN', 'ConditionCheck:ACTION']);
+    // The settlement: the action alone (fenced), then the record with its receipt inside, one UpdateItem
+    // (docs/table-design.md, "The action settles first"). The reservation is not rewritten by a prompt settlement
+    // (the key answers the action's result).
+    expect(worker[3]?.items).toEqual(['Update:TXN']);
     expect(requests.every((r) => r.ok)).toBe(true);
     const action = await actionOf(h, a);
     expect(action?.route).toMatchObject({ action_id: a, capability_id: 'pay.transfer', replica: 'local-0', endpoint: 'in-process', fence_token: 1 });
@@ -159,9 +165,10 @@ describe('A route already pinned on the action: the reuse rules, before any leas
     expect(await drainFor(h, a)).toMatchObject({ disposition: 'settled', transaction_status: 'committed' });
     // The pin moved the action past the image its admission sent: that lease is refused (nothing written), and the
     // attempt reads the action with its route and leases it without writing the route again; the last is the action's
-    // settlement, written alone before the record's.
+    // settlement, written alone before the record's (one UpdateItem too: its receipt inside the record).
     expect(requests.filter((r) => r.command === 'PutItem' || r.command === 'UpdateItem').map((r) => [r.command, r.ok])).toEqual([
       ['UpdateItem', false],
+      ['UpdateItem', true],
       ['UpdateItem', true],
       ['UpdateItem', true],
     ]);

@@ -33,7 +33,7 @@ const PAST_LEASE = 10 * 60_000;
 let h: Harness;
 let sim: PaymentsSimulator;
 let seq = 0;
-/** DynamoDB requests of the test client: command, `<verb>:<SK kind>` per TransactWriteItems item, completion order. */
+/** DynamoDB requests of the test client: command, `<verb>:<SK kind>` per TransactWriteItems item (and of an UpdateItem), completion order. */
 const requests: { seq: number; command: string; items: string[]; ok: boolean }[] = [];
 const events: { seq: number; event: SimEvent }[] = [];
 
@@ -59,11 +59,16 @@ beforeAll(async () => {
   h.table.raw.middlewareStack.add(
     (next, context) => async (args) => {
       const command = String(context.commandName).replace(/Command$/, '');
-      const input = args.input as { TransactItems?: Record<string, { Item?: Record<string, unknown>; Key?: Record<string, unknown> }>[] };
+      const input = args.input as {
+        TransactItems?: Record<string, { Item?: Record<string, unknown>; Key?: Record<string, unknown> }>[];
+        Key?: Record<string, unknown>;
+      };
       const items = (input.TransactItems ?? []).map((it) => {
         const [verb, body] = Object.entries(it)[0] ?? ['?', {}];
         return `${verb}:${kindOf(body.Item ?? body.Key)}`;
       });
+      // A single-item update names its item too.
+      if (command === 'UpdateItem') items.push(`Update:${kindOf(input.Key)}`);
       try {
         const out = await next(args);
         requests.push({ seq: ++seq, command, items, ok: true });
@@ -118,12 +123,13 @@ describe('A charge the provider answers at once', () => {
       ['TransactWriteItems', true],
       ['UpdateItem', true],
       ['UpdateItem', true],
-      ['TransactWriteItems', true],
+      ['UpdateItem', true],
     ]);
     // admission; the attempt start (the action lease alone, pinning the route); settlement: the action alone (it
-    // carries the operation for its record's settlement), then the record + receipt (the reservation as admitted
-    // outlives the retention counted from a prompt settlement, so it is not rewritten).
-    expect(writes[3]?.items).toEqual(['Update:TXN', 'Put:RCPT']);
+    // carries the operation for its record's settlement), then the record with its receipt inside, one UpdateItem
+    // (docs/table-design.md, "Receipts inside the record"; the reservation as admitted outlives the retention counted
+    // from a prompt settlement, so it is not rewritten).
+    expect(writes[3]?.items).toEqual(['Update:TXN']);
 
     const effect = sim.ledger().slice(ledger);
     expect(effect).toHaveLength(1);
@@ -168,8 +174,8 @@ describe('A wait that can be lost keeps the durable checkpoint before it', () =>
     } finally {
       off();
     }
-    // The checkpoint checks the attempt's fence on the action in the same atomic write.
-    const checkpoint = requests.find((r) => r.command === 'TransactWriteItems' && r.items.join() === 'Update:TXN,Put:RCPT,ConditionCheck:ACTION');
+    // The checkpoint checks the attempt's fence on the action in the same atomic write (its receipt inside the record).
+    const checkpoint = requests.find((r) => r.command === 'TransactWriteItems' && r.items.join() === 'Update:TXN,ConditionCheck:ACTION');
     expect(checkpoint).toMatchObject({ ok: true });
     const polls = events.filter(
       (e) => e.seq > from && e.event.type === 'response' && e.event.method === 'GET' && e.event.path.startsWith('/v1/operations/op_'),

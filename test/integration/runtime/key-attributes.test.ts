@@ -8,7 +8,7 @@
  */
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GENESIS_RECEIPT_ATTRIBUTE, keys } from '../../../lib/aws/dynamo/table-design.js';
+import { GENESIS_RECEIPT_ATTRIBUTE, keys, receiptAttributeSeq } from '../../../lib/aws/dynamo/table-design.js';
 import { idempotencyKeyHash } from '../../../lib/ports/idempotency-store.js';
 import { readableItem } from '../../support/packed-items.js';
 import { uid } from '../../support/transaction-fixtures.js';
@@ -43,14 +43,19 @@ async function writeOldWay(key: Key, repeated: Item, nested: (item: Item) => Ite
 const none = () => ({});
 
 /**
- * Moves the record's first receipt, which the record item holds (docs/table-design.md, "The first receipt inside the
- * record"), to its own `RCPT#00000000` item: the layout of a chain written before (plain shape, as `writeOldWay`).
+ * Moves the receipts the record item holds (docs/table-design.md, "Receipts inside the record") to their own `RCPT#`
+ * items: the layout of a chain written before (plain shape, as `writeOldWay`).
  */
-async function moveGenesisToItem(tx: string): Promise<void> {
-  const { [GENESIS_RECEIPT_ATTRIBUTE]: genesis, ...record } = (await raw(keys.transaction(TENANT, tx))) as Item;
-  const body = genesis as { receipt: Item; evidence?: unknown };
-  expect(body.receipt).toBeDefined();
-  await h.table.client.send(new PutCommand({ TableName: h.table.tableName, Item: { ...keys.receipt(TENANT, tx, 0), ...body } }));
+async function moveInsideToItems(tx: string): Promise<void> {
+  const record = (await raw(keys.transaction(TENANT, tx))) as Item;
+  for (const [name, held] of Object.entries(record)) {
+    const seq = receiptAttributeSeq(name);
+    if (seq === undefined) continue;
+    const body = held as { receipt: Item; evidence?: unknown };
+    expect(body.receipt).toBeDefined();
+    await h.table.client.send(new PutCommand({ TableName: h.table.tableName, Item: { ...keys.receipt(TENANT, tx, seq), ...body } }));
+    delete record[name];
+  }
   await h.table.client.send(new PutCommand({ TableName: h.table.tableName, Item: record }));
 }
 
@@ -60,8 +65,8 @@ const legacyRoute = (a: string) => ({ key: keys.routeAssignment(TENANT, a), repe
  * The keys of an execute's items and the attributes the previous code repeated on each (its item_type included).
  * The route is an attribute of the action (it repeats nothing); a ROUTE item of an earlier version: `legacyRoute`.
  */
-function itemsOf(a: string, tx: string, idemKey: string, receipts: number, layout: 'genesis_in_record' | 'receipt_items' = 'receipt_items') {
-  const first = layout === 'genesis_in_record' ? 1 : 0;
+function itemsOf(a: string, tx: string, idemKey: string, receipts: number, layout: 'inside_record' | 'receipt_items' = 'receipt_items') {
+  const items = layout === 'inside_record' ? 0 : receipts;
   const keyHash = idempotencyKeyHash(idemKey);
   return [
     {
@@ -78,13 +83,13 @@ function itemsOf(a: string, tx: string, idemKey: string, receipts: number, layou
       key: keys.transaction(TENANT, tx),
       repeated: { item_type: 'transaction', tenant_id: TENANT, transaction_id: tx },
       nested: none,
-      // The first receipt it holds: its transaction ID and seq.
-      absent: (i: Item) => {
-        const genesis = (i[GENESIS_RECEIPT_ATTRIBUTE] as { receipt?: Item } | undefined)?.receipt;
-        return [genesis?.transaction_id, genesis?.seq];
-      },
+      // The receipts it holds: their transaction ID and seq.
+      absent: (i: Item) =>
+        Object.entries(i)
+          .filter(([name]) => receiptAttributeSeq(name) !== undefined)
+          .flatMap(([, held]) => [(held as { receipt?: Item }).receipt?.transaction_id, (held as { receipt?: Item }).receipt?.seq]),
     },
-    ...Array.from({ length: receipts - first }, (_, n) => n + first).map((seq) => ({
+    ...Array.from({ length: items }, (_, seq) => seq).map((seq) => ({
       key: keys.receipt(TENANT, tx, seq),
       repeated: { item_type: 'receipt', tenant_id: TENANT, transaction_id: tx, seq },
       // The receipt's own transaction ID and seq.
@@ -128,10 +133,10 @@ describe('Key attributes not stored again', () => {
 
     const read = await readAll(a, tx, idemKey);
     expect(read.receipts.length).toBeGreaterThanOrEqual(2);
-    // The first receipt is inside the record item, not an item of its own.
+    // The receipts are inside the record item, not items of their own.
     expect((await raw(keys.transaction(TENANT, tx)))?.[GENESIS_RECEIPT_ATTRIBUTE]).toMatchObject({ receipt: { status: 'prepared' } });
-    expect(await raw(keys.receipt(TENANT, tx, 0))).toBeUndefined();
-    for (const { key, repeated, absent } of itemsOf(a, tx, idemKey, read.receipts.length, 'genesis_in_record')) {
+    for (let seq = 0; seq < read.receipts.length; seq++) expect(await raw(keys.receipt(TENANT, tx, seq))).toBeUndefined();
+    for (const { key, repeated, absent } of itemsOf(a, tx, idemKey, read.receipts.length, 'inside_record')) {
       const item = (await raw(key)) as Item;
       expect(item, `${key.PK} ${key.SK}`).toBeDefined();
       for (const attribute of Object.keys(repeated)) expect(item, `${key.SK} ${attribute}`).not.toHaveProperty(attribute);
@@ -163,7 +168,7 @@ describe('Key attributes not stored again', () => {
     await h.drain();
     const before = await readAll(a, tx, idemKey);
     const view = await h.runtime.getTransaction(caller(), { tenant_id: TENANT, transaction_id: tx }, { result: true, receipts: true });
-    await moveGenesisToItem(tx);
+    await moveInsideToItems(tx);
     for (const { key, repeated, nested } of itemsOf(a, tx, idemKey, before.receipts.length)) await writeOldWay(key, repeated, nested);
 
     expect(await readAll(a, tx, idemKey)).toEqual(before);
@@ -186,7 +191,7 @@ describe('Key attributes not stored again', () => {
     // The route as the version before pinned it: a ROUTE item of its own, with the attributes its key holds.
     await h.stores.routes.moveToLegacy({ tenant_id: TENANT, action_id: a });
     await writeOldWay(legacyRoute(a).key, legacyRoute(a).repeated, none);
-    await moveGenesisToItem(tx);
+    await moveInsideToItems(tx);
     for (const { key, repeated, nested } of itemsOf(a, tx, idemKey, before.receipts.length)) await writeOldWay(key, repeated, nested);
     const { action: beforeAction, ...rest } = before;
     const { route: _pinned, ...unpinned } = beforeAction ?? {};

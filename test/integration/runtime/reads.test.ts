@@ -37,8 +37,11 @@ interface Request {
   readonly batch?: string[];
 }
 const requests: Request[] = [];
-/** Runs once, just before the next TransactWriteItems: the moment a concurrent writer moves the record. */
-let beforeNextTransactWrite: (() => Promise<void>) | undefined;
+/**
+ * Runs once, just before the next write of a transaction record (a TransactWriteItems, or an UpdateItem of a `TXN#`
+ * item: a write whose receipt is inside the record): the moment a concurrent writer moves the record.
+ */
+let beforeNextRecordWrite: (() => Promise<void>) | undefined;
 /** The next BatchGetItem answers its last key as unprocessed (as DynamoDB does under throttling). */
 let throttleNextBatchGet = false;
 
@@ -65,9 +68,12 @@ beforeAll(async () => {
   journal = committingJournal(h.table.stores.uow, { now: h.clock.now });
   h.table.raw.middlewareStack.add(
     (next, context) => async (args) => {
-      if (context.commandName === 'TransactWriteItemsCommand' && beforeNextTransactWrite !== undefined) {
-        const run = beforeNextTransactWrite;
-        beforeNextTransactWrite = undefined;
+      const recordWrite =
+        context.commandName === 'TransactWriteItemsCommand' ||
+        (context.commandName === 'UpdateItemCommand' && pkOf(args.input as Parameters<typeof pkOf>[0]).startsWith('TXN#'));
+      if (recordWrite && beforeNextRecordWrite !== undefined) {
+        const run = beforeNextRecordWrite;
+        beforeNextRecordWrite = undefined;
         await run();
       }
       const batch = batchKeys(args.input as Parameters<typeof batchKeys>[0]);
@@ -89,7 +95,7 @@ beforeAll(async () => {
 });
 afterAll(async () => h.destroy());
 beforeEach(() => {
-  beforeNextTransactWrite = undefined;
+  beforeNextRecordWrite = undefined;
   throttleNextBatchGet = false;
 });
 
@@ -135,7 +141,7 @@ describe('A commit recovers its transaction from the plan once and claims from t
     const tx = await planned();
     const mine = commit(tx);
     const theirs = commit(tx);
-    beforeNextTransactWrite = async () => {
+    beforeNextRecordWrite = async () => {
       expect((await h.runtime.submit(caller(), theirs)).disposition).toBe('accepted');
     };
     expect(await codeOf(h.runtime.submit(caller(), mine))).toBe('runtime.plan_not_planned');
@@ -151,7 +157,7 @@ describe('A commit recovers its transaction from the plan once and claims from t
   it('the same commit action’s claim landing first (a concurrent resubmission): admitted once, one claim receipt', async () => {
     const tx = await planned();
     const mine = commit(tx);
-    beforeNextTransactWrite = async () => {
+    beforeNextRecordWrite = async () => {
       const current = (await record(tx)) as TransactionRecord;
       await journal.claimPlan(current, { plan_id: `plan:${tx}`, commit_action_id: mine.id, data: {} }, { action_id: mine.id });
     };
@@ -209,7 +215,7 @@ describe('The reconcile consumer admits from the record it examined', () => {
     const tx = await uncertain();
     const before = (await record(tx)) as TransactionRecord;
     const actionId = reconcileActionId(TENANT, tx, before.reconcile_attempts + 1);
-    beforeNextTransactWrite = async () => {
+    beforeNextRecordWrite = async () => {
       const current = (await record(tx)) as TransactionRecord;
       await journal.transition(
         current,
@@ -229,7 +235,7 @@ describe('The reconcile consumer admits from the record it examined', () => {
 
   it('another reconciliation begun after the consumer’s read: in progress, nothing written over it', async () => {
     const tx = await uncertain();
-    beforeNextTransactWrite = async () => {
+    beforeNextRecordWrite = async () => {
       const current = (await record(tx)) as TransactionRecord;
       await journal.transition(
         current,

@@ -37,8 +37,11 @@ interface Request {
   readonly pk: string;
 }
 const requests: Request[] = [];
-/** Runs once, just before the next TransactWriteItems (the begin): the moment a concurrent writer moves the record. */
-let beforeNextTransactWrite: (() => Promise<void>) | undefined;
+/**
+ * Runs once, just before the next write of a transaction record (the begin: an UpdateItem of the `TXN#` item when its
+ * receipt is inside the record, else a TransactWriteItems): the moment a concurrent writer moves the record.
+ */
+let beforeNextRecordWrite: (() => Promise<void>) | undefined;
 
 function pkOf(input: { Key?: { PK?: unknown }; Item?: { PK?: unknown } }): string {
   const raw = input.Key?.PK ?? input.Item?.PK;
@@ -50,9 +53,12 @@ beforeAll(async () => {
   journal = committingJournal(h.table.stores.uow, { now: h.clock.now });
   h.table.raw.middlewareStack.add(
     (next, context) => async (args) => {
-      if (context.commandName === 'TransactWriteItemsCommand' && beforeNextTransactWrite !== undefined) {
-        const run = beforeNextTransactWrite;
-        beforeNextTransactWrite = undefined;
+      const recordWrite =
+        context.commandName === 'TransactWriteItemsCommand' ||
+        (context.commandName === 'UpdateItemCommand' && pkOf(args.input as Parameters<typeof pkOf>[0]).startsWith('TXN#'));
+      if (recordWrite && beforeNextRecordWrite !== undefined) {
+        const run = beforeNextRecordWrite;
+        beforeNextRecordWrite = undefined;
         await run();
       }
       requests.push({ command: String(context.commandName), pk: pkOf(args.input as Parameters<typeof pkOf>[0]) });
@@ -112,7 +118,7 @@ describe('The reconcile action is created leased', () => {
 
   it('the begin refused after the creation (the record moved): in progress, and the leased action ends without a provider call', async () => {
     const { tx, rcn } = await uncertain();
-    beforeNextTransactWrite = async () => {
+    beforeNextRecordWrite = async () => {
       const current = (await record(tx)) as TransactionRecord;
       await journal.transition(
         current,

@@ -7,9 +7,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import { ScanCommand } from '@aws-sdk/client-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDynamoStores } from '../../../lib/aws/dynamo/stores.js';
+import { receiptAttributeSeq } from '../../../lib/aws/dynamo/table-design.js';
 import { ITEMS_TTL_ALLOWANCE_SECONDS } from '../../../lib/runtime/retention.js';
+import { readableItem } from '../../support/packed-items.js';
 import { committingJournal } from '../../support/store-writes.js';
 import { uid } from '../../support/transaction-fixtures.js';
 import { TestProvider, testConnector, transfer } from './connectors.js';
@@ -33,6 +36,8 @@ interface Stored {
   readonly SK: string | undefined;
   readonly ttl: number | undefined;
   readonly items_ttl: number | undefined;
+  readonly receipt_count?: number;
+  readonly inside?: number[];
 }
 
 async function scan(): Promise<Stored[]> {
@@ -48,20 +53,45 @@ async function scan(): Promise<Stored[]> {
         SK: i.SK?.S,
         ttl: i.ttl?.N !== undefined ? Number(i.ttl.N) : undefined,
         items_ttl: i.items_ttl?.N !== undefined ? Number(i.items_ttl.N) : undefined,
+        // A record: its chain's length, and the seqs of the receipts it holds inside (docs/table-design.md, "Receipts inside the record").
+        ...(i.SK?.S === 'TXN'
+          ? {
+              receipt_count: Number(i.receipt_count?.N ?? 0),
+              inside: Object.keys(i)
+                .map((name) => receiptAttributeSeq(name))
+                .filter((seq): seq is number => seq !== undefined)
+                .sort((a, b) => a - b),
+            }
+          : {}),
       });
     start = page.LastEvaluatedKey as Record<string, unknown> | undefined;
   } while (start !== undefined);
   return out;
 }
 
-/** The record item, its receipt items (in seq order) and its plan-ID item. */
+/** The record item, its receipt items (in seq order), the seqs of the receipts inside the record, and its plan-ID item. */
 async function itemsOf(tx: string, plan_id?: string) {
   const all = await scan();
   const own = all.filter((i) => i.PK === `TXN#${TENANT}#${tx}`);
   const record = own.find((i) => i.SK === 'TXN');
   const receipts = own.filter((i) => i.SK?.startsWith('RCPT#')).sort((a, b) => String(a.SK).localeCompare(String(b.SK)));
   const plan = plan_id !== undefined ? all.find((i) => i.PK === `PLAN#${TENANT}#${plan_id}`) : undefined;
-  return { record, receipts, plan };
+  return { record, receipts, inside: record?.inside ?? [], plan };
+}
+
+/** Moves every receipt inside the record to its own item, as a chain written before; the store reads the record anew. */
+async function asWrittenBefore(tx: string): Promise<void> {
+  const key = { PK: `TXN#${TENANT}#${tx}`, SK: 'TXN' };
+  const record = (await h.table.client.send(new GetCommand({ TableName: h.table.tableName, Key: key, ConsistentRead: true }))).Item as Record<string, unknown>;
+  for (const [name, held] of Object.entries(record)) {
+    const seq = receiptAttributeSeq(name);
+    if (seq === undefined) continue;
+    const body = readableItem({ g: held }).g as Record<string, unknown>;
+    await h.table.client.send(new PutCommand({ TableName: h.table.tableName, Item: { PK: key.PK, SK: `RCPT#${String(seq).padStart(8, '0')}`, ...body } }));
+    delete record[name];
+  }
+  await h.table.client.send(new PutCommand({ TableName: h.table.tableName, Item: record }));
+  await get(tx);
 }
 
 const nowS = () => Math.floor(h.clock.now().getTime() / 1000);
@@ -80,8 +110,9 @@ function expectPromptlySettled(items: Awaited<ReturnType<typeof itemsOf>>, creat
   expect(recordTtl).toBe(nowS() + DAYS * DAY_S);
   const itemsTtl = createdS + DAYS * DAY_S + ITEMS_TTL_ALLOWANCE_SECONDS;
   expect(items.record?.items_ttl).toBe(itemsTtl);
-  const last = items.receipts.at(-1);
-  for (const r of items.receipts) expect(r.ttl).toBe(r === last ? recordTtl : itemsTtl);
+  // The terminal write's receipt, when it is an item of its own (inside the record, it shares the record's ttl).
+  const last = `RCPT#${String(Number(items.record?.receipt_count) - 1).padStart(8, '0')}`;
+  for (const r of items.receipts) expect(r.ttl).toBe(r.SK === last ? recordTtl : itemsTtl);
   if (items.plan !== undefined) expect(items.plan.ttl).toBe(itemsTtl);
   for (const i of [...items.receipts, ...(items.plan ? [items.plan] : [])]) expect(i.ttl).toBeGreaterThanOrEqual(recordTtl ?? Number.POSITIVE_INFINITY);
 }
@@ -93,7 +124,7 @@ describe('a prompt terminal write stamps nothing: every item already outlasts th
     await h.drain();
     expect((await get(tx))?.status).toBe('committed');
     const items = await itemsOf(tx);
-    expect(items.receipts.length).toBeGreaterThanOrEqual(1);
+    expect(items.receipts.length + items.inside.length).toBeGreaterThanOrEqual(2);
     expectPromptlySettled(items, created);
   });
 
@@ -146,7 +177,7 @@ describe('stamped as before when the items do not cover the record', () => {
     const recordTtl = nowS() + DAYS * DAY_S;
     expect(items.record?.ttl).toBe(recordTtl);
     expect(items.record?.items_ttl).toBe(recordTtl);
-    expect(items.receipts.length).toBeGreaterThanOrEqual(1);
+    expect(items.receipts.length + items.inside.length).toBeGreaterThanOrEqual(2);
     for (const r of items.receipts) expect(r.ttl).toBe(recordTtl);
   });
 
@@ -203,11 +234,16 @@ describe('the journal decides from the record it holds', () => {
     const before = committingJournal(h.table.stores.uow, h.clock);
     const record = await checkpoints(before, tx, 3);
     expect(record.items_ttl).toBeUndefined();
+    // Its receipts as a version before wrote them: items of their own.
+    await asWrittenBefore(tx);
     const now = committingJournal(h.table.stores.uow, h.clock, undefined, () => DAYS);
     await now.settle(record, { to: 'committed', from: ['prepared'], retention: { days: DAYS } });
     const items = await itemsOf(tx);
+    // Seq 0 to 3 items of their own, every one stamped; the settlement's receipt inside the record, under its ttl.
     expect(items.receipts).toHaveLength(4);
     for (const r of items.receipts) expect(r.ttl).toBe(nowS() + DAYS * DAY_S);
+    expect(items.inside).toEqual([4]);
+    expect(items.record?.ttl).toBe(nowS() + DAYS * DAY_S);
     expect(items.record?.items_ttl).toBeUndefined();
   });
 
@@ -239,8 +275,10 @@ describe('the journal decides from the record it holds', () => {
     let record = await j.create(base(tx), 'transaction.prepared', { note: randomBytes(600).toString('base64') });
     record = await j.checkpoint(record, { provider: 'pay', operation_id: 'op-1' });
     record = await j.settle(record, { to: 'outcome_unknown', from: ['prepared'] });
-    expect((await itemsOf(tx)).receipts.map((r) => r.SK)).toEqual(['RCPT#00000000', 'RCPT#00000001', 'RCPT#00000002']);
-    // Another process (the reconcile consumer): its store holds no image, so it cannot tell where seq 0 is.
+    // Seq 0 its own item; the checkpoint's and the settlement's inside the record.
+    expect((await itemsOf(tx)).receipts.map((r) => r.SK)).toEqual(['RCPT#00000000']);
+    expect((await itemsOf(tx)).inside).toEqual([1, 2]);
+    // Another process (the reconcile consumer): its store holds no image, so it cannot tell where seqs 0 to 2 are.
     const other = createDynamoStores({ client: h.table.client, tableName: h.table.tableName, now: h.clock.now, transactions: { knownImages: 0 } });
     const consumer = committingJournal(other.uow, h.clock, undefined, () => DAYS);
     const escalate = (held: typeof record) =>
@@ -253,7 +291,11 @@ describe('the journal decides from the record it holds', () => {
     await escalate(record);
     items = await itemsOf(tx);
     expect(items.record?.items_ttl).toBeUndefined();
-    expect(items.receipts).toHaveLength(4);
+    // Every receipt stored once (the escalation's inside the record or its own item, as its estimate decided); the
+    // stamps of seqs 1 and 2, inside the record, were refused and ignored: no item was made for them.
+    const seqs = [...items.receipts.map((r) => Number(String(r.SK).slice('RCPT#'.length))), ...items.inside].sort((a, b) => a - b);
+    expect(seqs).toEqual([0, 1, 2, 3]);
+    expect(items.receipts.map((r) => r.SK)).not.toContain('RCPT#00000001');
     for (const r of items.receipts) expect(r.ttl).toBeUndefined();
   });
 

@@ -12,11 +12,14 @@ import * as z from 'zod';
 import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defineCapability, defineConnector } from '../../../packages/connector-sdk/src/define.js';
+import { receiptAttributeSeq } from '../../../lib/aws/dynamo/table-design.js';
 import { ITEMS_TTL_ALLOWANCE_SECONDS } from '../../../lib/runtime/retention.js';
 import { uid } from '../../support/transaction-fixtures.js';
 import { TENANT, caller, createHarness, type Harness } from './support.js';
 
 const DAYS = 30;
+/** The receipt items one terminal write stamps in its own TransactWriteItems (lib/aws/dynamo/transaction-store.ts STAMP_LIMIT). */
+const STAMP_LIMIT_OF_ONE_WRITE = 90;
 const In = z.strictObject({ n: z.int(), lose: z.boolean().default(false) });
 const fast = { supports_cancel: false, supports_streaming: false, supports_retry: false, timeout_ms: 10_000 };
 
@@ -59,7 +62,17 @@ async function items(): Promise<Record<string, unknown>[]> {
     const page = await h.table.client.send(
       new ScanCommand({ TableName: h.table.tableName, ConsistentRead: true, ...(start ? { ExclusiveStartKey: start as never } : {}) }),
     );
-    out.push(...(page.Items ?? []).map((i) => ({ PK: i.PK?.S, SK: i.SK?.S, ttl: i.ttl?.N !== undefined ? Number(i.ttl.N) : undefined })));
+    out.push(
+      ...(page.Items ?? []).map((i) => ({
+        PK: i.PK?.S,
+        SK: i.SK?.S,
+        ttl: i.ttl?.N !== undefined ? Number(i.ttl.N) : undefined,
+        // A record: its chain's length, and the receipts it holds inside (docs/table-design.md, "Receipts inside the record").
+        ...(i.SK?.S === 'TXN'
+          ? { receipt_count: Number(i.receipt_count?.N ?? 0), inside: Object.keys(i).filter((name) => receiptAttributeSeq(name) !== undefined).length }
+          : {}),
+      })),
+    );
     start = page.LastEvaluatedKey as Record<string, unknown> | undefined;
   } while (start !== undefined);
   return out;
@@ -69,17 +82,19 @@ const ofTransaction = async (tx: string) => (await items()).filter((i) => i.PK =
 const expected = () => Math.floor(h.clock.now().getTime() / 1000) + DAYS * 86_400;
 
 /**
- * The record and its last receipt (the terminal write's) expire at `recordTtl`; every other item holds the ttl it
- * was written with, `itemsTtl` (the record's creation + retention + the allowance): nothing stamped them.
+ * The record, the receipts inside it, and its last receipt (the terminal write's) if that is an item of its own
+ * expire at `recordTtl`; every other item holds the ttl it was written with, `itemsTtl` (the record's creation +
+ * retention + the allowance): nothing stamped them.
  */
 function expectCovered(txItems: Record<string, unknown>[], recordTtl: number, itemsTtl: number) {
-  const last = txItems
-    .map((i) => String(i.SK))
-    .filter((sk) => sk.startsWith('RCPT#'))
-    .sort()
-    .at(-1);
+  const record = txItems.find((i) => i.SK === 'TXN');
+  const last = `RCPT#${String(Number(record?.receipt_count) - 1).padStart(8, '0')}`;
   for (const i of txItems) expect(i.ttl).toBe(i.SK === 'TXN' || i.SK === last ? recordTtl : itemsTtl);
 }
+
+/** The receipts of a transaction's chain stored: items of their own and inside its record. */
+const receiptsStored = (txItems: Record<string, unknown>[]) =>
+  txItems.filter((i) => String(i.SK).startsWith('RCPT#')).length + Number(txItems.find((i) => i.SK === 'TXN')?.inside ?? 0);
 
 describe('retention_days', () => {
   it('a terminal execute gives the record its ttl and every receipt one no earlier; the action expires after the same days', async () => {
@@ -88,7 +103,7 @@ describe('retention_days', () => {
     await h.runtime.submit(caller(), { id, capability_id: 'archive.kept', input: { n: 1 }, transaction: { mode: 'execute', transaction_id: tx } });
     await h.drain();
     const txItems = await ofTransaction(tx);
-    expect(txItems.length).toBeGreaterThanOrEqual(3); // the record (holding the prepared receipt) + checkpoint, settle receipts
+    expect(receiptsStored(txItems)).toBeGreaterThanOrEqual(3); // the prepared, checkpoint and settle receipts, inside the record or items
     expectCovered(txItems, expected(), expected() + ITEMS_TTL_ALLOWANCE_SECONDS);
     const action = (await items()).find((i) => i.PK === `ACTION#${TENANT}#${id}` && i.SK === 'ACTION');
     expect(action?.ttl).toBe(expected());
@@ -104,7 +119,7 @@ describe('retention_days', () => {
     const txItems = await ofTransaction(tx);
     // The record holds its first receipt; the cancellation's receipt is the terminal write's: both expire with it.
     expect(txItems.map((i) => i.ttl)).toEqual(txItems.map(() => expected()));
-    expect(txItems.length).toBeGreaterThanOrEqual(2);
+    expect(receiptsStored(txItems)).toBeGreaterThanOrEqual(2);
   });
 
   it("a committed plan's plan-ID item expires no earlier than the record", async () => {
@@ -162,7 +177,9 @@ describe('retention_days', () => {
     for (let i = 0; i < 120; i++) record = await journal.checkpoint(record, { provider: 'archive', operation_id: 'op-1' });
     await journal.settle(record, { to: 'committed', from: ['prepared'], retention: { days: DAYS } });
     const all = await ofTransaction(tx);
-    expect(all).toHaveLength(1 + 121); // the record (holding the first receipt) + 120 checkpoints + the settlement
+    // The record (holding the first receipts, up to its cap) and the rest as items: 1 + 120 checkpoints + the settlement.
+    expect(receiptsStored(all)).toBe(122);
+    expect(all.filter((i) => String(i.SK).startsWith('RCPT#')).length).toBeGreaterThan(STAMP_LIMIT_OF_ONE_WRITE);
     expect([...new Set(all.map((i) => i.ttl))]).toEqual([expected()]);
   });
 });
@@ -188,9 +205,12 @@ describe('transaction_retention_days (the default of a deployed configuration)',
       transaction: { mode: 'execute', transaction_id: forever },
     });
     await d.drain();
-    // The record and its settlement receipt expire at the record's ttl; its checkpoint receipt holds the creation's.
-    const covered = (ttls: (number | undefined)[], recordTtl: number) =>
-      expect([...new Set(ttls)].sort()).toEqual([recordTtl, recordTtl + ITEMS_TTL_ALLOWANCE_SECONDS]);
+    // The record (with the receipts inside it) and its settlement receipt expire at the record's ttl; a checkpoint
+    // receipt of its own item holds the creation's.
+    const covered = (ttls: (number | undefined)[], recordTtl: number) => {
+      expect(ttls).toContain(recordTtl);
+      for (const ttl of ttls) expect([recordTtl, recordTtl + ITEMS_TTL_ALLOWANCE_SECONDS]).toContain(ttl);
+    };
     covered(await scan(forever), now() + 7 * 86_400);
     const kept = uid('tx');
     await d.runtime.submit(caller(), { id: uid('a'), capability_id: 'archive.kept', input: { n: 6 }, transaction: { mode: 'execute', transaction_id: kept } });
