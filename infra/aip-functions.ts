@@ -130,6 +130,19 @@ export const INVOKE_BATCH_SIZE = 5;
 export const RECONCILE_BATCH_SIZE = 5;
 export const SWEEPER_TIMEOUT = Duration.seconds(60);
 
+/**
+ * `attemptWhenWaited: 'inline'`: the submit function runs the first attempt of an action whose client waits
+ * (lib/runtime/pipeline/inline-attempt.ts), so it may settle it as `outcome_unknown`, which creates the one-time
+ * reconciliation schedule (and deletes it when a later write settles it): the worker's `reconcileSchedules` grant.
+ * It already reads the connector secrets (previews) and, with remote placement, invokes the connector host (every
+ * function with table access). `queue` leaves the submit function without it (docs/infra.md, "Least privilege").
+ */
+function withInlineAttempt(config: InfraConfig, definition: FunctionDefinition): FunctionDefinition {
+  const submits = definition.trigger?.kind === 'api' && definition.trigger.routes.includes('submitAction');
+  if (!submits || config.attemptWhenWaited !== 'inline') return definition;
+  return { ...definition, access: { ...definition.access, reconcileSchedules: true } };
+}
+
 /** The REST API's JWT authorizer (functions/authorizer.ts). */
 export function authorizerFunctionDefinition(): FunctionDefinition {
   return {
@@ -148,7 +161,7 @@ export function authorizerFunctionDefinition(): FunctionDefinition {
 /** Every function of the runtime for a configuration (the default of `defineAipApp`). */
 export function aipFunctionDefinitions(config: InfraConfig): FunctionDefinition[] {
   return [
-    ...routeFunctionDefinitions(),
+    ...routeFunctionDefinitions().map((definition) => withInlineAttempt(config, definition)),
     // The REST API's Lambda TOKEN authorizer; the HTTP API verifies tokens with API Gateway's built-in JWT authorizer instead.
     ...(config.api.type === 'rest' ? [authorizerFunctionDefinition()] : []),
     {
