@@ -30,7 +30,9 @@ import type { FunctionAccess, FunctionDefinition } from './functions.js';
  *   the cursors they return and open the ones they get (lib/runtime/cursor.ts).
  * - `submitAction` admits (table writes), enqueues the invocation, and runs
  *   `downstream_validation`/`full_simulation` previews inline, which resolve
- *   connector credentials.
+ *   connector credentials; with `attemptWhenWaited: 'inline'` it also runs a
+ *   waited execute's first attempt, hence the schedule grant
+ *   (`withInlineAttempt` below).
  * - `decideApproval` resumes an approved action: table writes and the enqueue.
  *   Approving an operator's resolution applies it, and `operatorResolve`
  *   resolves: both first look the operation up at the provider through the

@@ -529,7 +529,9 @@ export function temporalCost(m: ModelInputs, x: AllInInputs, front: ApiFront = '
  */
 export function costModel(m: ModelInputs, tunedWait?: Pick<AipInputs, 'api_ms' | 'wait_rru'>, queuePaths?: QueuePaths): OptionCost[] {
   const tuned =
-    tunedWait !== undefined ? [aipCost(m, { ...m.aip, attempt_inline: false, ...tunedWait }, 'aip_tuned_wait', 'AIP runtime, Prefer: wait fixed 25 ms poll')] : [];
+    tunedWait !== undefined
+      ? [aipCost(m, { ...m.aip, attempt_inline: false, ...tunedWait }, 'aip_tuned_wait', 'AIP runtime, Prefer: wait fixed 25 ms poll')]
+      : [];
   const queued = m.aip.attempt_inline === true && queuePaths !== undefined ? queuePaths : undefined;
   const queue = (front: ApiFront): OptionCost[] =>
     queued === undefined
@@ -543,7 +545,8 @@ export function costModel(m: ModelInputs, tunedWait?: Pick<AipInputs, 'api_ms' |
             front,
           ),
         ];
-  const noWait = queued === undefined ? [] : [aipCost(m, { ...m.aip, attempt_inline: false, ...queued.no_wait }, 'aip_no_wait', 'AIP runtime, client does not wait (SQS)')];
+  const noWait =
+    queued === undefined ? [] : [aipCost(m, { ...m.aip, attempt_inline: false, ...queued.no_wait }, 'aip_no_wait', 'AIP runtime, client does not wait (SQS)')];
   const x = m.all_in;
   if (x === undefined) return [aipCost(m), ...queue('rest'), ...noWait, ...tuned, powertoolsCost(m), standardCost(m), expressCost(m)];
   // All in: every option behind each front, REST first.

@@ -398,7 +398,7 @@ export async function runAwsCostSection(report: Partial2, log: (line: string) =>
   const codeLogBytes = logBytes ? logBytes.log_bytes_per_execute + logBytes.emf_bytes_per_execute : 2 * 570 + 2 * 220;
   const lineBytes = logBytes && logBytes.log_lines_per_execute > 0 ? logBytes.log_bytes_per_execute / logBytes.log_lines_per_execute : 570;
   note(
-    'CloudWatch Logs bytes the code writes per execute: Powertools lines + EMF metric documents (submit route + worker)',
+    'CloudWatch Logs bytes the code writes per execute: Powertools lines + EMF metric documents (the submit route, which runs the attempt inline: bench/log-bytes.ts; BENCH_LOG_BYTES_ATTEMPT=queue measures the queue path, submit + worker)',
     logBytes ? `${round1(logBytes.log_bytes_per_execute)} (${logBytes.log_lines_per_execute} lines) + ${round1(logBytes.emf_bytes_per_execute)}` : codeLogBytes,
     logSource,
   );
