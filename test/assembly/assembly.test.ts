@@ -359,7 +359,8 @@ describe('the assembly, main environment (payments in the runtime, the console)'
       what: `transaction ${txId} reconciled on its schedule`,
       intervalMs: 250,
     });
-    expect(env.gateway.calls.some((c) => c.principal.startsWith('InvokeWorker') && c.action === 'scheduler:CreateSchedule')).toBe(true);
+    // The waited execute's attempt ran in the submit function (attemptWhenWaited "inline", the default): it created the schedule.
+    expect(env.gateway.calls.some((c) => c.principal.startsWith('HttpSubmitAction') && c.action === 'scheduler:CreateSchedule')).toBe(true);
     expect(env.gateway.calls.some((c) => !env.roleOf.has(c.principal) && c.action === 'sqs:SendMessage')).toBe(true);
     expect(simulator.ledger().slice(mark)).toHaveLength(1);
   });
@@ -428,8 +429,9 @@ describe('the assembly, main environment (payments in the runtime, the console)'
     expect(missing).toEqual([]);
     expect(refused).toEqual([]);
 
-    // The proof has teeth: without its CreateSchedule grant, the worker's recorded call is refused.
-    const worker = [...env.roleOf.keys()].find((id) => id.startsWith('InvokeWorker')) as string;
+    // The proof has teeth: without its CreateSchedule grant, the recorded call of the submit function (which ran the
+    // waited execute's attempt inline, and settled it outcome_unknown) is refused.
+    const worker = [...env.roleOf.keys()].find((id) => id.startsWith('HttpSubmitAction')) as string;
     const call = env.gateway.calls.find((c) => c.principal === worker && c.action === 'scheduler:CreateSchedule');
     expect(call).toBeDefined();
     const grants = roleGrants(env.stacks, env.resolver).grants.get(env.roleOf.get(worker) as string) ?? [];
