@@ -461,6 +461,17 @@ describe('the assembly, remote placement (payments on the remote connector host)
     }
   });
 
+  it('an execute nobody waits on goes through the invoke queue: the worker calls the host', async () => {
+    const mark = simulator.ledger().length;
+    const id = uid('remote-queued');
+    const sub = await alice.submitAction(charge(id, 2_600, { mode: 'execute' }));
+    expect(sub.disposition).toBe('accepted');
+    const state = await alice.waitForAction(id, { timeoutMs: HANG_MS, pollSeconds: WAIT });
+    expect(state.action_result.status).toBe('completed');
+    expect(simulator.ledger().slice(mark)).toMatchObject([{ kind: 'charge', amount: 2_600 }]);
+    expect([...env.functions].find(([fid]) => fid.startsWith('InvokeWorker'))?.[1].invocations ?? 0).toBeGreaterThan(0);
+  });
+
   it('every AWS call and invocation in this environment was allowed by the template', () => {
     const { missing, refused, uses } = iamVerdict(env);
     reports.push(report(env, uses, true));
