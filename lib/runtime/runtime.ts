@@ -2,7 +2,8 @@
  * The governed action runtime: the API the Lambda handlers call.
  *
  * Execution model (docs/runtime.md): `submit` admits an action through the
- * pipeline and enqueues an InvokeMessage (IDs and a fence; a fresh admission's also its images); the SQS
+ * pipeline and enqueues an InvokeMessage (IDs and a fence; a fresh admission's also its images), or, when the
+ * client waits, may run that first attempt itself (./pipeline/inline-attempt.ts); the SQS
  * worker's `runAttempt` leases, dispatches and settles; `reconcile` (the
  * reconcile consumer) runs a governed reconcile action as the runtime's own
  * service principal; `sweep` is the safety net.

@@ -387,7 +387,8 @@ interface Fresh {
  * Step 9: the worker leases, invokes and settles. A fresh admission (it created the action, or accepted it on an
  * approval, in this request, and wrote the transaction record: `fresh`) sends the images of what it wrote with the
  * message, so the first delivery need not read them (lib/ports/messages.ts, `admitted`); a resumed admission, and an
- * image that does not fit the message's bound, send IDs only.
+ * image that does not fit the message's bound, send IDs only. A fresh admission whose client waits may instead run
+ * its first attempt here, from those same records (./inline-attempt.ts, `attempt_when_waited`).
  */
 async function dispatch(k: Kernel, adm: AdmittedAction, txRecord: TransactionRecord | undefined, fresh?: Fresh): Promise<SubmitOutcome> {
   k.crash('after_admission_before_enqueue');
