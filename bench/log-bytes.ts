@@ -13,7 +13,7 @@
  * Run by the awscost section in a child process (so the environment above
  * stays out of the bench's own process): prints one JSON line
  * `{"log_bytes_per_execute": …, "log_lines_per_execute": …, "emf_bytes_per_execute": …, "executes": …}`
- * last (EMF: the submit route's and the worker's metric documents, one each per execute).
+ * last (EMF: the submit route's metric document, and with BENCH_LOG_BYTES_ATTEMPT=queue the worker's, one each per execute).
  */
 import { randomUUID } from 'node:crypto';
 
@@ -26,6 +26,11 @@ process.env.POWERTOOLS_METRICS_NAMESPACE = 'AIP/bench';
 process.env._X_AMZN_TRACE_ID ??= 'Root=1-6750e1a0-8f3c2d1e9b7a6c5d4e3f2a1b;Parent=53995c3f42cd8ad8;Sampled=0';
 
 const RUNS = Number(process.env.BENCH_LOG_BYTES_RUNS ?? 20);
+/**
+ * Where the waited execute's attempt runs (`attempt_when_waited`): `inline` (the deployed default) in the submit, so
+ * the execute's logs are the submit's; `queue`, through the invoke queue and the worker, whose logs count too.
+ */
+const ATTEMPT = process.env.BENCH_LOG_BYTES_ATTEMPT === 'queue' ? 'queue' : 'inline';
 
 const { startLocalStack } = await import('../dev/local/start.js');
 const { AipClient } = await import('../lib/client/client.js');
@@ -35,6 +40,7 @@ const stack = await startLocalStack({
   ports: { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, payments: 0 },
   approvalPolicies: [],
   sweepIntervalMs: 0,
+  runtimeSettings: { attempt_when_waited: ATTEMPT },
 });
 let bytes = 0;
 let lines = 0;
@@ -62,7 +68,8 @@ try {
   const client = new AipClient({ baseUrl: stack.url, token, tenant: stack.tenant });
   const execute = async () => {
     const id = `logs-${randomUUID().slice(0, 12)}`;
-    const workerDone = stack.handled('invoke', (m) => m.kind === 'invoke' && m.action_id === id);
+    // Inline, the submit ran the attempt and no invoke message is sent: nothing else runs for this execute.
+    const workerDone = ATTEMPT === 'queue' ? stack.handled('invoke', (m) => m.kind === 'invoke' && m.action_id === id) : Promise.resolve();
     const sub = await client.submitAction(
       {
         id,
@@ -99,7 +106,7 @@ try {
     emf((m) => {
       m.addDimension('route', 'submitAction');
       m.addMetric('HttpRequests', MetricUnit.Count, 1);
-    }) + emf((m) => m.addMetric('InvokeMessagesProcessed', MetricUnit.Count, 1));
+    }) + (ATTEMPT === 'queue' ? emf((m) => m.addMetric('InvokeMessagesProcessed', MetricUnit.Count, 1)) : 0);
 } finally {
   counting = false;
   process.stdout.write = out;

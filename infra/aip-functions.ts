@@ -30,7 +30,9 @@ import type { FunctionAccess, FunctionDefinition } from './functions.js';
  *   the cursors they return and open the ones they get (lib/runtime/cursor.ts).
  * - `submitAction` admits (table writes), enqueues the invocation, and runs
  *   `downstream_validation`/`full_simulation` previews inline, which resolve
- *   connector credentials.
+ *   connector credentials; with `attemptWhenWaited: 'inline'` it also runs a
+ *   waited execute's first attempt, hence the schedule grant
+ *   (`withInlineAttempt` below).
  * - `decideApproval` resumes an approved action: table writes and the enqueue.
  *   Approving an operator's resolution applies it, and `operatorResolve`
  *   resolves: both first look the operation up at the provider through the
@@ -130,6 +132,19 @@ export const INVOKE_BATCH_SIZE = 5;
 export const RECONCILE_BATCH_SIZE = 5;
 export const SWEEPER_TIMEOUT = Duration.seconds(60);
 
+/**
+ * `attemptWhenWaited: 'inline'`: the submit function runs the first attempt of an action whose client waits
+ * (lib/runtime/pipeline/inline-attempt.ts), so it may settle it as `outcome_unknown`, which creates the one-time
+ * reconciliation schedule (and deletes it when a later write settles it): the worker's `reconcileSchedules` grant.
+ * It already reads the connector secrets (previews) and, with remote placement, invokes the connector host (every
+ * function with table access). `queue` leaves the submit function without it (docs/infra.md, "Least privilege").
+ */
+function withInlineAttempt(config: InfraConfig, definition: FunctionDefinition): FunctionDefinition {
+  const submits = definition.trigger?.kind === 'api' && definition.trigger.routes.includes('submitAction');
+  if (!submits || config.attemptWhenWaited !== 'inline') return definition;
+  return { ...definition, access: { ...definition.access, reconcileSchedules: true } };
+}
+
 /** The REST API's JWT authorizer (functions/authorizer.ts). */
 export function authorizerFunctionDefinition(): FunctionDefinition {
   return {
@@ -148,7 +163,7 @@ export function authorizerFunctionDefinition(): FunctionDefinition {
 /** Every function of the runtime for a configuration (the default of `defineAipApp`). */
 export function aipFunctionDefinitions(config: InfraConfig): FunctionDefinition[] {
   return [
-    ...routeFunctionDefinitions(),
+    ...routeFunctionDefinitions().map((definition) => withInlineAttempt(config, definition)),
     // The REST API's Lambda TOKEN authorizer; the HTTP API verifies tokens with API Gateway's built-in JWT authorizer instead.
     ...(config.api.type === 'rest' ? [authorizerFunctionDefinition()] : []),
     {

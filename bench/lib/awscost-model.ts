@@ -69,6 +69,19 @@ export interface AipInputs {
   readonly message_bytes: number;
   /** Invoke-queue messages sent per execute (measured: SendMessage calls of the execute scenario); each is received and deleted once. */
   readonly invoke_messages: number;
+  /**
+   * The first attempt runs inside the submit function (`attemptWhenWaited: "inline"`, a client that waits;
+   * lib/runtime/pipeline/inline-attempt.ts): `api_ms` is then admission + attempt (the outcome_unknown share's attempt
+   * in its place), and there is no worker invocation, no invoke message and no wait poll. Absent or false: the queue
+   * path (SQS, the worker, and the wait's polls in `api_ms` and `wait_rru`).
+   */
+  readonly attempt_inline?: boolean;
+}
+
+/** The queue path's figures beside an inline model: the waited execute through SQS (today's), and a client that does not wait. */
+export interface QueuePaths {
+  readonly queue: Pick<AipInputs, 'api_ms' | 'wait_rru' | 'invoke_messages'>;
+  readonly no_wait: Pick<AipInputs, 'api_ms' | 'wait_rru' | 'invoke_messages'>;
 }
 
 export interface ModelInputs {
@@ -166,7 +179,7 @@ export interface Assumptions {
 }
 
 type BaseOptionId = 'aip' | 'powertools' | 'sfn_standard' | 'sfn_express' | 'temporal';
-export type OptionId = BaseOptionId | `${BaseOptionId}_http` | 'aip_tuned_wait';
+export type OptionId = BaseOptionId | `${BaseOptionId}_http` | 'aip_tuned_wait' | 'aip_queue' | 'aip_queue_http' | 'aip_no_wait';
 
 export interface CostLine {
   readonly component: string;
@@ -343,14 +356,17 @@ function allInLines(
 ): void {
   const a = m.assumptions;
   const total = invocations.api + invocations.authorizer + invocations.worker + invocations.reconcile;
-  // The API request's trace, then the traces that start in Lambda: the worker's (per invoke message) and the reconcile consumer's.
+  // The API request's trace, then the traces that start in Lambda: the worker's (per invoke message; none when the
+  // attempt runs in the submit, inside the API request's trace) and the reconcile consumer's.
   observabilityLines(l, x, front, {
     invocations: total,
     apiRequests: invocations.api,
     codeBytes: x.code_log_bytes,
-    lambdaTraces: Math.max(0, x.xray_traces_per_execute - 1) + invocations.reconcile,
+    lambdaTraces: (invocations.worker > 0 ? Math.max(0, x.xray_traces_per_execute - 1) : 0) + invocations.reconcile,
   });
-  const fetches = 1 / (x.secret_max_age_s * x.executes_per_s_per_environment) + a.cold_start_share * (invocations.worker + invocations.reconcile);
+  // The function that runs the attempt caches the credential per environment: the worker, or the submit (inline).
+  const attempts = invocations.worker > 0 ? invocations.worker : invocations.api;
+  const fetches = 1 / (x.secret_max_age_s * x.executes_per_s_per_environment) + a.cold_start_share * (attempts + invocations.reconcile);
   l.add('Secrets Manager GetSecretValue (cached per environment, bounded age)', 'secretsManagerApiCall', fetches);
   l.add(
     'KMS requests (Secrets Manager decrypt; SSE-KMS queue data keys)',
@@ -378,16 +394,29 @@ export function aipCost(m: ModelInputs, aip: AipInputs = m.aip, id: OptionId = '
   const extra = a.extra_provider_ms;
   const l = new Lines(m.prices);
   const authInvocations = authorizer(l, m, aip.api_requests, front);
-  // The submit Lambda waits for the provider too when the client asked to wait.
-  l.lambda('Submit Lambda (admission + Prefer: wait)', aip.api_requests, aip.api_ms + (aip.api_ms > 0 ? extra : 0), a.memory_mb.api);
-  const workerInvocations = 1 / b;
-  l.add('Worker Lambda: invocations', 'lambdaRequest', workerInvocations);
-  l.add(
-    'Worker Lambda: duration',
-    'lambdaArmGbSecond',
-    (1 - p) * gbSeconds(workerInvocations, aip.attempt_ms + extra, a.memory_mb.worker) +
-      p * gbSeconds(workerInvocations, aip.outcome_unknown.attempt_ms + extra, a.memory_mb.worker),
-  );
+  const inline = aip.attempt_inline === true;
+  let workerInvocations = 0;
+  if (inline) {
+    // The attempt runs in the submit: its duration is the admission and the attempt (the outcome_unknown share's own).
+    l.add('Submit Lambda: invocations', 'lambdaRequest', aip.api_requests);
+    l.add(
+      'Submit Lambda: duration (admission + attempt inline)',
+      'lambdaArmGbSecond',
+      (1 - p) * gbSeconds(aip.api_requests, aip.api_ms + extra, a.memory_mb.api) +
+        p * gbSeconds(aip.api_requests, Math.max(0, aip.api_ms - aip.attempt_ms) + aip.outcome_unknown.attempt_ms + extra, a.memory_mb.api),
+    );
+  } else {
+    // The submit Lambda waits for the provider too when the client asked to wait.
+    l.lambda('Submit Lambda (admission + Prefer: wait)', aip.api_requests, aip.api_ms + (aip.wait_rru > 0 ? extra : 0), a.memory_mb.api);
+    workerInvocations = 1 / b;
+    l.add('Worker Lambda: invocations', 'lambdaRequest', workerInvocations);
+    l.add(
+      'Worker Lambda: duration',
+      'lambdaArmGbSecond',
+      (1 - p) * gbSeconds(workerInvocations, aip.attempt_ms + extra, a.memory_mb.worker) +
+        p * gbSeconds(workerInvocations, aip.outcome_unknown.attempt_ms + extra, a.memory_mb.worker),
+    );
+  }
   const reconcileInvocations = p / b;
   l.lambda('Reconcile Lambda (outcome_unknown share)', reconcileInvocations, aip.reconcile.ms + extra, a.memory_mb.reconcile);
   l.add(
@@ -402,10 +431,10 @@ export function aipCost(m: ModelInputs, aip: AipInputs = m.aip, id: OptionId = '
   );
   l.add('DynamoDB writes', 'dynamoWriteRequestUnit', (1 - p) * aip.committed.wru + p * (aip.outcome_unknown.wru + aip.reconcile.wru));
   l.add('DynamoDB reads (execute)', 'dynamoReadRequestUnit', (1 - p) * aip.committed.rru + p * (aip.outcome_unknown.rru + aip.reconcile.rru));
-  l.add('DynamoDB reads (Prefer: wait polls + final view)', 'dynamoReadRequestUnit', aip.wait_rru);
+  if (aip.wait_rru > 0) l.add('DynamoDB reads (Prefer: wait polls + final view)', 'dynamoReadRequestUnit', aip.wait_rru);
   const chunks = Math.max(1, Math.ceil(aip.message_bytes / SQS_CHUNK_BYTES));
   // Send (per 64 KB chunk), then one ReceiveMessage and one DeleteMessageBatch per batch.
-  l.add('SQS invoke queue (send, receive, delete)', 'sqsStandardRequest', aip.invoke_messages * (chunks + 2 / b));
+  if (!inline) l.add('SQS invoke queue (send, receive, delete)', 'sqsStandardRequest', aip.invoke_messages * (chunks + 2 / b));
   // The schedule sends one ReconcileMessage (IDs only: one chunk); the reconcile consumer receives and deletes it.
   l.add('SQS reconcile queue (outcome_unknown share)', 'sqsStandardRequest', p * (1 + 2 / b));
   l.add('Scheduler invocations (outcome_unknown share)', 'schedulerInvocation', p);
@@ -492,20 +521,46 @@ export function temporalCost(m: ModelInputs, x: AllInInputs, front: ApiFront = '
   return front === 'http' ? l.option('temporal_http', 'Temporal Cloud (1 activity), HTTP API', 'http') : l.option('temporal', 'Temporal Cloud (1 activity)');
 }
 
-/** Every option; `tunedWait` adds the runtime with a fixed `Prefer: wait` poll, at once then every 25 ms (the latency section's "tuned" variant), beside the deployed adaptive one. */
-export function costModel(m: ModelInputs, tunedWait?: Pick<AipInputs, 'api_ms' | 'wait_rru'>): OptionCost[] {
-  const tuned = tunedWait !== undefined ? [aipCost(m, { ...m.aip, ...tunedWait }, 'aip_tuned_wait', 'AIP runtime, Prefer: wait fixed 25 ms poll')] : [];
+/**
+ * Every option; `tunedWait` adds the runtime with a fixed `Prefer: wait` poll, at once then every 25 ms (the latency
+ * section's "tuned" variant, a queue path), beside the deployed adaptive one. `queuePaths`, with an inline model
+ * (`aip.attempt_inline`): the same waited execute through the queue (`attemptWhenWaited: "queue"`, REST and HTTP API),
+ * and an execute whose client does not wait (the queue path, no polls).
+ */
+export function costModel(m: ModelInputs, tunedWait?: Pick<AipInputs, 'api_ms' | 'wait_rru'>, queuePaths?: QueuePaths): OptionCost[] {
+  const tuned =
+    tunedWait !== undefined
+      ? [aipCost(m, { ...m.aip, attempt_inline: false, ...tunedWait }, 'aip_tuned_wait', 'AIP runtime, Prefer: wait fixed 25 ms poll')]
+      : [];
+  const queued = m.aip.attempt_inline === true && queuePaths !== undefined ? queuePaths : undefined;
+  const queue = (front: ApiFront): OptionCost[] =>
+    queued === undefined
+      ? []
+      : [
+          aipCost(
+            m,
+            { ...m.aip, attempt_inline: false, ...queued.queue },
+            front === 'rest' ? 'aip_queue' : 'aip_queue_http',
+            `AIP runtime, attempt through SQS (attemptWhenWaited queue)${front === 'http' ? ', HTTP API' : ''}`,
+            front,
+          ),
+        ];
+  const noWait =
+    queued === undefined ? [] : [aipCost(m, { ...m.aip, attempt_inline: false, ...queued.no_wait }, 'aip_no_wait', 'AIP runtime, client does not wait (SQS)')];
   const x = m.all_in;
-  if (x === undefined) return [aipCost(m), ...tuned, powertoolsCost(m), standardCost(m), expressCost(m)];
+  if (x === undefined) return [aipCost(m), ...queue('rest'), ...noWait, ...tuned, powertoolsCost(m), standardCost(m), expressCost(m)];
   // All in: every option behind each front, REST first.
   return [
     aipCost(m),
+    ...queue('rest'),
+    ...noWait,
     ...tuned,
     powertoolsCost(m),
     standardCost(m),
     expressCost(m),
     temporalCost(m, x),
     aipCost(m, m.aip, 'aip_http', 'AIP runtime, HTTP API', 'http'),
+    ...queue('http'),
     powertoolsCost(m, 'http'),
     standardCost(m, 'http'),
     expressCost(m, 'http'),

@@ -48,6 +48,7 @@ import {
   type ModelInputs,
   type OptionCost,
   type OptionId,
+  type QueuePaths,
 } from '../lib/awscost-model.js';
 import { PRICES, PRICES_READ_ON, type Price, type PriceId } from '../lib/prices.js';
 import { accessLogLineBytes, platformLogBytesPerInvocation, type SystemLogLevel } from '../lib/log-records.js';
@@ -397,7 +398,7 @@ export async function runAwsCostSection(report: Partial2, log: (line: string) =>
   const codeLogBytes = logBytes ? logBytes.log_bytes_per_execute + logBytes.emf_bytes_per_execute : 2 * 570 + 2 * 220;
   const lineBytes = logBytes && logBytes.log_lines_per_execute > 0 ? logBytes.log_bytes_per_execute / logBytes.log_lines_per_execute : 570;
   note(
-    'CloudWatch Logs bytes the code writes per execute: Powertools lines + EMF metric documents (submit route + worker)',
+    'CloudWatch Logs bytes the code writes per execute: Powertools lines + EMF metric documents (the submit route, which runs the attempt inline: bench/log-bytes.ts; BENCH_LOG_BYTES_ATTEMPT=queue measures the queue path, submit + worker)',
     logBytes ? `${round1(logBytes.log_bytes_per_execute)} (${logBytes.log_lines_per_execute} lines) + ${round1(logBytes.emf_bytes_per_execute)}` : codeLogBytes,
     logSource,
   );
@@ -461,10 +462,19 @@ export async function runAwsCostSection(report: Partial2, log: (line: string) =>
     'assumption: workflow started + activity started (docs.temporal.io/cloud/actions); the client starts the workflow and waits for its result; BENCH_AWSCOST_TEMPORAL_CLIENT_MS',
   );
 
+  // The deployed default (`attemptWhenWaited: "inline"`): a waited execute's first attempt runs in the submit, which is
+  // busy for the admission and the attempt; no invoke message, no worker, no poll (lib/runtime/pipeline/inline-attempt.ts).
+  const inlineApiMs = round1(admitMs + attemptMs);
+  note(
+    'submit Lambda busy ms per execute, attempt inline (admission + attempt)',
+    inlineApiMs,
+    `${exec.source}: the admission and the worker attempt phases, measured; attemptWhenWaited "inline" (the deployed default) runs the first attempt of a waited execute in the submit, through the worker's code, with no invoke message, no worker invocation and no wait poll`,
+  );
   const aip: AipInputs = {
     api_requests: 1,
-    api_ms: apiMs,
-    wait_rru: polls * pollRru + viewRru,
+    api_ms: inlineApiMs,
+    wait_rru: 0,
+    attempt_inline: true,
     attempt_ms: attemptMs,
     committed: { wru: committed.wru, rru: committed.rru },
     outcome_unknown: { wru: unknownUnits.wru, rru: unknownUnits.rru, attempt_ms: unknownAttemptMs },
@@ -501,9 +511,16 @@ export async function runAwsCostSection(report: Partial2, log: (line: string) =>
     tuned.api_ms,
     `model: noticed at ${round1(tunedWaitModel.notice_ms)} ms after ${tunedWaitModel.polls} polls (BENCH_WAIT_POLL_MS, BENCH_WAIT_POLL_MAX_MS)`,
   );
-  const options = costModel(model, tuned);
+  // The queue path beside it: the same waited execute through SQS and the worker (attemptWhenWaited "queue": the
+  // model before), and a client that does not wait (admission only; the action is read later, not modelled).
+  const queuePaths: QueuePaths = {
+    queue: { api_ms: apiMs, wait_rru: polls * pollRru + viewRru, invoke_messages: aip.invoke_messages },
+    no_wait: { api_ms: admitMs, wait_rru: 0, invoke_messages: aip.invoke_messages },
+  };
+  const options = costModel(model, tuned, queuePaths);
 
-  const totals = (m: ModelInputs): Partial<Record<OptionId, number>> => Object.fromEntries(costModel(m, tuned).map((o) => [o.id, o.usd_per_million]));
+  const totals = (m: ModelInputs): Partial<Record<OptionId, number>> =>
+    Object.fromEntries(costModel(m, tuned, queuePaths).map((o) => [o.id, o.usd_per_million]));
   const withA = (a: Partial<Assumptions>): ModelInputs => ({ ...model, assumptions: { ...assumptions, ...a } });
   const withX = (x: Partial<AllInInputs>): ModelInputs => ({ ...model, all_in: { ...allIn, ...x } });
   const sensitivity: Sensitivity[] = [
@@ -592,7 +609,7 @@ export function renderAwsCostMarkdown(a: AwsCostFigures, heading = '## AWS cost 
   lines.push('');
 
   // The runtime's bill by kind of charge, REST and HTTP API side by side, so that the effect of each change reads apart.
-  const runtimeOptions = a.options.filter((o) => o.id === 'aip' || o.id === 'aip_http');
+  const runtimeOptions = a.options.filter((o) => o.id === 'aip' || o.id === 'aip_http' || o.id === 'aip_queue' || o.id === 'aip_queue_http');
   if (runtimeOptions.length > 1) {
     lines.push(
       'This runtime by kind of charge (USD per million executes):',
@@ -663,7 +680,7 @@ export function awsCostHeadline(a: AwsCostFigures): string | undefined {
   const aip = by('aip');
   if (!aip) return undefined;
   const http = by('aip_http');
-  const others = (['aip_tuned_wait', 'powertools', 'sfn_standard', 'sfn_express', 'temporal'] as const)
+  const others = (['aip_queue', 'aip_tuned_wait', 'powertools', 'sfn_standard', 'sfn_express', 'temporal'] as const)
     .map((id) => by(id))
     .filter((o): o is OptionCost => o !== undefined)
     .map((o) => `${o.label} $${usd(o.usd_per_million)}`);

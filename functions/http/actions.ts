@@ -93,7 +93,14 @@ export function createSubmitActionHandler(deps: HttpDeps): ProxyHandler {
     deps,
     async ({ event, caller, tenant_id, body, runtime, clock, remainingMs }): Promise<HttpResult> => {
       const rt = await runtime();
-      const outcome = await rt.submit(caller, body, { tenant_id: tenant_id as string });
+      // A client that waits is told to the runtime, with the time this function has left: the runtime may run the
+      // first attempt here and answer with the settled state (lib/runtime/pipeline/inline-attempt.ts).
+      const wait = parsePreferWait(headerValues(event, 'prefer'));
+      const waitMs = wait === undefined ? 0 : waitBudgetMs(wait, remainingMs());
+      const outcome = await rt.submit(caller, body, {
+        tenant_id: tenant_id as string,
+        ...(waitMs > 0 ? { waiting: { wait_ms: waitMs, remaining_ms: remainingMs } } : {}),
+      });
       const statusUrl = actionStatusUrl(event, outcome.action_id);
       const response = {
         action_id: outcome.action_id,
@@ -108,16 +115,19 @@ export function createSubmitActionHandler(deps: HttpDeps): ProxyHandler {
 
       // Queued (`accepted`) actions may be waited for; `requires_human` waits for a person, not for us.
       const pending = { Location: statusUrl, 'Retry-After': '1' };
-      const wait = outcome.disposition === 'accepted' ? parsePreferWait(headerValues(event, 'prefer')) : undefined;
-      const budget = wait === undefined ? 0 : waitBudgetMs(wait, remainingMs());
-      if (budget === 0) return { status: 202, headers: pending, body: response };
+      if (outcome.disposition !== 'accepted' || wait === undefined) return { status: 202, headers: pending, body: response };
+      // The attempt ran in this submit and settled: the answer a wait would have polled for, without a poll.
+      let state: ActionState | undefined = outcome.settled;
+      const budget = state === undefined ? waitBudgetMs(wait, remainingMs()) : 0;
+      if (state === undefined && budget === 0) return { status: 202, headers: pending, body: response };
 
-      let state: ActionState;
-      try {
-        state = await waitForAction(rt, caller, outcome.tenant_id, outcome.action_id, clock.now() + budget, clock, deps, settleKey(body) ?? '');
-      } catch {
-        // The action WAS admitted: a failed status read must not turn that into an error answer.
-        return { status: 202, headers: pending, body: response };
+      if (state === undefined) {
+        try {
+          state = await waitForAction(rt, caller, outcome.tenant_id, outcome.action_id, clock.now() + budget, clock, deps, settleKey(body) ?? '');
+        } catch {
+          // The action WAS admitted: a failed status read must not turn that into an error answer.
+          return { status: 202, headers: pending, body: response };
+        }
       }
       const latest = {
         ...response,

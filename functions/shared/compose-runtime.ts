@@ -122,7 +122,9 @@ export function readsConfigFor(settings: BootstrapSettings): RuntimeSettings {
   const runtimeSettings = parseRuntimeSettings(settings);
   const tenants: Record<string, TenantSettings> = { ...runtimeSettings.tenants };
   for (const tenant of configuredTenants(settings, runtimeSettings)) tenants[tenant] ??= {};
-  return { ...runtimeSettings, service_principal: settings.servicePrincipal, tenants };
+  // The deployment's `attemptWhenWaited` (AIP_RUNTIME_CONFIG) decides where it says anything, as the stack granted for it.
+  const waited = settings.runtimeConfig.attemptWhenWaited;
+  return { ...runtimeSettings, service_principal: settings.servicePrincipal, tenants, ...(waited !== undefined ? { attempt_when_waited: waited } : {}) };
 }
 
 /**

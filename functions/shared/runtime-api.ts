@@ -25,6 +25,16 @@ export interface SubmitOutcome {
   tenant_id: string;
   action_result: ActionResult;
   transaction_result?: TransactionResult;
+  /** The settled state, when the runtime ran the first attempt in this submit because the client waits (no poll needed). */
+  settled?: ActionState;
+}
+
+/** What the edge tells the runtime of a client that waits (`Prefer: wait`): lib/runtime/types.ts `WaitingClient`. */
+export interface WaitingClient {
+  /** How long the client waits from now, ms (already capped by the function's remaining time). */
+  wait_ms: number;
+  /** The function's remaining time, ms (Lambda's context); undefined: unknown. */
+  remaining_ms(): number | undefined;
 }
 
 export interface ActionState {
@@ -72,7 +82,8 @@ export interface ApprovalDecisionRequest {
 /** One hosted connector's readiness; `detail` is operator-safe. */
 export interface RuntimeApi {
   /** Admits an Action or TransactionRequest (the parsed, edge-validated JSON body). */
-  submit(caller: CallerIdentity, body: unknown, opts?: { tenant_id?: string }): Promise<SubmitOutcome>;
+  /** `opts.waiting`: the client waits for the settlement; the runtime may then run the first attempt here (`settled`). */
+  submit(caller: CallerIdentity, body: unknown, opts?: { tenant_id?: string; waiting?: WaitingClient }): Promise<SubmitOutcome>;
   getAction(caller: CallerIdentity, tenant_id: string, action_id: string): Promise<ActionState>;
   /** getAction with the action record's creation and last-update times (the same reads): an MCP task's view. */
   getActionTimed(caller: CallerIdentity, tenant_id: string, action_id: string): Promise<ActionState & { created_at: string; updated_at: string }>;

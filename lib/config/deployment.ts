@@ -340,6 +340,9 @@ export const AuthConfigSchema = z.deferred(() =>
 /** The API shapes the stack can deploy (docs/infra.md, "HTTP API option"). */
 export const API_TYPES = ['rest', 'http'] as const;
 
+/** Where the first attempt of an action whose client waits runs (`attemptWhenWaited`). */
+export const ATTEMPT_WHEN_WAITED = ['inline', 'queue'] as const;
+
 /**
  * JWS algorithms API Gateway's JWT authorizer (HTTP API) accepts: RSA
  * signatures only (AWS documents "only RSA-based algorithms"; RSASSA-PSS is
@@ -493,6 +496,17 @@ const infraConfigSchema = z.lazySchema(() =>
         z.enum(LAMBDA_SYSTEM_LOG_LEVELS, { error: `must be one of ${LAMBDA_SYSTEM_LOG_LEVELS.join(', ')} (Lambda's system log level)` }),
         'WARN',
       ),
+      /**
+       * Where the first attempt of an action whose client waits (`Prefer: wait` on POST /v1/actions) runs: `inline`,
+       * in the submit function, when the capability's attempt timeout plus the 10 s settlement margin fits the
+       * function's remaining time (the answer is the settled result, without SQS, the worker or the wait's polls);
+       * `queue`, through the invoke queue and the worker as every other invocation. `inline` grants the submit
+       * function what a settlement as `outcome_unknown` needs (create and delete the one-time reconciliation
+       * schedules, pass the scheduler role); it already reads the connector secrets for previews. Every invocation
+       * nobody waits on, and every retry, goes through the queue either way (docs/runtime.md, "The attempt inside the
+       * submit when the client waits").
+       */
+      attemptWhenWaited: z._default(z.enum(ATTEMPT_WHEN_WAITED, { error: `must be one of ${ATTEMPT_WHEN_WAITED.join(', ')}` }), 'inline'),
       api: z.prefault(apiConfigSchema(), {}),
       /** The alarm on the oldest outcome_unknown record fires when it is older than this. */
       outcomeUnknownAlarmAgeSeconds: z._default(intIn(60, 7 * 24 * 3600, 'seconds'), 1800),
@@ -722,6 +736,8 @@ export const DeploymentRuntimeConfigSchema = z.deferred(() =>
       auth: AuthConfigSchema,
       connectors: z.array(ConnectorConfigSchema),
       approvalPolicies: z.array(ApprovalPolicySchema),
+      /** `attemptWhenWaited` of the configuration; absent: the Runtime's own setting (`attempt_when_waited`). */
+      attemptWhenWaited: z.optional(z.enum(ATTEMPT_WHEN_WAITED)),
     })
     .check(z.superRefine(refineAuthUrls)),
 );
@@ -735,6 +751,7 @@ export function toDeploymentRuntimeConfig(config: InfraConfig): DeploymentRuntim
     // Where a connector comes from is build-time knowledge (it is bundled): the functions get IDs and credentials only.
     connectors: config.connectors.map(({ http: _http, module: _module, ...connector }) => connector),
     approvalPolicies: config.approvalPolicies,
+    attemptWhenWaited: config.attemptWhenWaited,
   };
 }
 

@@ -156,6 +156,16 @@ const runtimeSettingsShape = z.lazySchema(() => ({
     }),
     {},
   ),
+  /**
+   * Where the FIRST attempt of a fresh admission runs when its client waits for the settlement (`Prefer: wait` on
+   * POST /v1/actions; the edge says so with the submit's `wait` option): `inline`, in the submit function itself,
+   * through the worker's own attempt code (lib/runtime/attempts/worker.ts `runAttempt`), when the capability's attempt
+   * timeout plus the settlement margin fits the function's remaining time and the client's wait; `queue`, through the
+   * invoke queue as every other invocation. Every invocation nobody waits on, every retry, redelivery, resumed
+   * admission, approval and sweeper re-drive goes through the queue either way (docs/runtime.md, "The attempt inside
+   * the submit when the client waits").
+   */
+  attempt_when_waited: setting(() => z.enum(['inline', 'queue']), 'inline'),
   /** How often a running attempt checks its action for a client's cancellation request (one GetItem each time). */
   cancel_poll_ms: setting(() => z.int().check(z.gte(10), z.lte(60_000)), 1_000),
   /** Bound on one connector health check (health()); a slower check reports the connector not ready. */

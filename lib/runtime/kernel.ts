@@ -7,6 +7,7 @@ import { toProtocolError } from '../../packages/connector-sdk/src/protocol/probl
 import { sha256Hex, type Action, type ActionResult, type JsonObject, type ProtocolError } from '../../packages/connector-sdk/src/protocol/index.js';
 import type { Clock } from '../../packages/connector-sdk/src/ports/clock.js';
 import type { InvokeMessage } from '../ports/messages.js';
+import type { QueueSendOptions } from '../ports/queue.js';
 import { commitOne, type CommitOutcome, type WriteIntent, type WrittenOf } from '../ports/unit-of-work.js';
 import { Authority, authorityPolicy } from './authority.js';
 import type { RuntimeSettings } from './config.js';
@@ -64,8 +65,8 @@ export class Kernel {
     return written;
   }
 
-  async enqueueInvoke(message: InvokeMessage): Promise<void> {
-    await this.deps.invokeQueue.send(message);
+  async enqueueInvoke(message: InvokeMessage, options?: QueueSendOptions): Promise<void> {
+    await (options !== undefined ? this.deps.invokeQueue.send(message, options) : this.deps.invokeQueue.send(message));
   }
 }
 

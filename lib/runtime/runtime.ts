@@ -2,7 +2,8 @@
  * The governed action runtime: the API the Lambda handlers call.
  *
  * Execution model (docs/runtime.md): `submit` admits an action through the
- * pipeline and enqueues an InvokeMessage (IDs and a fence; a fresh admission's also its images); the SQS
+ * pipeline and enqueues an InvokeMessage (IDs and a fence; a fresh admission's also its images), or, when the
+ * client waits, may run that first attempt itself (./pipeline/inline-attempt.ts); the SQS
  * worker's `runAttempt` leases, dispatches and settles; `reconcile` (the
  * reconcile consumer) runs a governed reconcile action as the runtime's own
  * service principal; `sweep` is the safety net.
@@ -43,7 +44,17 @@ import {
   type OperatorItem,
   type OperatorQuery,
 } from './reads.js';
-import type { AttemptOutcome, CapabilityList, DecisionOutcome, PageOf, ReconcileOutcome, HealthReport, SubmitOutcome, SweepOutcome } from './types.js';
+import type {
+  AttemptOutcome,
+  CapabilityList,
+  WaitingClient,
+  DecisionOutcome,
+  PageOf,
+  ReconcileOutcome,
+  HealthReport,
+  SubmitOutcome,
+  SweepOutcome,
+} from './types.js';
 
 /**
  * The operations beyond the reads, imported on first need, by what a method
@@ -114,14 +125,18 @@ export class Runtime {
    * Admits a native Action or a TransactionRequest. `opts.tenant_id` selects
    * one of the caller's tenants when the action names none. The body never
    * supplies identity: the tenant must be one of the caller's memberships.
+   * `opts.waiting`: the client waits for the settlement (the edge's `Prefer: wait`); with `attempt_when_waited:
+   * inline` a fresh admission's first attempt may run in this call, and the outcome then carries the settled state
+   * (`SubmitOutcome.settled`; ./pipeline/inline-attempt.ts).
    */
-  async submit(caller: CallerIdentity, body: unknown, opts: { tenant_id?: string; trusted?: false } = {}): Promise<SubmitOutcome> {
+  async submit(caller: CallerIdentity, body: unknown, opts: { tenant_id?: string; trusted?: false; waiting?: WaitingClient } = {}): Promise<SubmitOutcome> {
     // 1. core envelope validation; 2. TransactionRequest checks
     const parsed = parseSubmission(caller, body);
     const { k, ops } = await this.#full(SUBMIT);
     const adm = await ops.prepare(k, caller, parsed.action, {
       ...(opts.tenant_id !== undefined ? { tenant_id: opts.tenant_id } : {}),
       ...(parsed.request !== undefined ? { request: parsed.request } : {}),
+      ...(opts.waiting !== undefined ? { waiting: opts.waiting } : {}),
     });
     return ops.admit(k, adm);
   }

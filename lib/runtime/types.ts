@@ -14,6 +14,7 @@ import type {
   TransactionResult,
 } from '../../packages/connector-sdk/src/protocol/index.js';
 import type { ApprovalRecord } from '../ports/approval-store.js';
+import type { TransactionRecord } from '../ports/transaction-store.js';
 import type { TransactionStatus } from '../../packages/connector-sdk/src/protocol/index.js';
 import type { ConnectorReadiness, HealthReport, SubmitDisposition } from '../http/schemas.js';
 
@@ -29,6 +30,26 @@ export interface SubmitOutcome {
   readonly action_result: ActionResult;
   /** Only on the TransactionRequest path. */
   readonly transaction_result?: TransactionResult;
+  /**
+   * The action's state once settled, when its first attempt ran inside this submit because the client waits
+   * ({@link WaitingClient}; docs/runtime.md, "The attempt inside the submit when the client waits"): what a wait's
+   * poll that saw the settlement answers (getAction's view), built from the settlement's own writes, without a read.
+   * Absent when the attempt went to the queue, or ran inline and ended without a settlement (the invoke message was
+   * sent then): the client's wait polls as for any queued action.
+   */
+  readonly settled?: { readonly action_result: ActionResult; readonly transaction?: TransactionResult };
+}
+
+/**
+ * A client that waits for its action's settlement (`Prefer: wait`), as the edge tells the submit: how long it waits,
+ * and the submit function's remaining time. With `attempt_when_waited: inline` (./config.ts) the first attempt of a
+ * fresh admission whose capability's attempt fits that time runs inside the submit (./pipeline/admit.ts `dispatch`).
+ */
+export interface WaitingClient {
+  /** How long the client waits from now, ms (its `Prefer: wait`, already capped by the function's remaining time). */
+  readonly wait_ms: number;
+  /** The function's remaining time, ms (Lambda's `getRemainingTimeInMillis`); undefined: no bound beyond the attempt's own timeout. */
+  readonly remaining_ms: () => number | undefined;
 }
 
 export const DISPOSITION_HTTP: Readonly<Record<SubmitDisposition, number>> = {
@@ -65,6 +86,12 @@ export interface AttemptOutcome {
   readonly transaction_status?: TransactionStatus;
   readonly action_result?: ActionResult;
   readonly reason?: string;
+  /**
+   * The transaction record as this attempt's settlement wrote it (a `settled` outcome of a transactional mode): the
+   * submit that ran the attempt inline answers its waiting client from it without reading it back. Never logged
+   * (functions/shared/runtime-contract.ts `summarizeOutcome` keeps scalar fields only).
+   */
+  readonly settled_record?: TransactionRecord;
 }
 
 export type ReconcileDisposition = 'reconciled' | 'still_unknown' | 'escalated' | 'requires_human' | 'not_due' | 'not_applicable' | 'in_progress' | 'deferred';

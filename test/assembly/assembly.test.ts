@@ -359,7 +359,8 @@ describe('the assembly, main environment (payments in the runtime, the console)'
       what: `transaction ${txId} reconciled on its schedule`,
       intervalMs: 250,
     });
-    expect(env.gateway.calls.some((c) => c.principal.startsWith('InvokeWorker') && c.action === 'scheduler:CreateSchedule')).toBe(true);
+    // The waited execute's attempt ran in the submit function (attemptWhenWaited "inline", the default): it created the schedule.
+    expect(env.gateway.calls.some((c) => c.principal.startsWith('HttpSubmitAction') && c.action === 'scheduler:CreateSchedule')).toBe(true);
     expect(env.gateway.calls.some((c) => !env.roleOf.has(c.principal) && c.action === 'sqs:SendMessage')).toBe(true);
     expect(simulator.ledger().slice(mark)).toHaveLength(1);
   });
@@ -428,8 +429,9 @@ describe('the assembly, main environment (payments in the runtime, the console)'
     expect(missing).toEqual([]);
     expect(refused).toEqual([]);
 
-    // The proof has teeth: without its CreateSchedule grant, the worker's recorded call is refused.
-    const worker = [...env.roleOf.keys()].find((id) => id.startsWith('InvokeWorker')) as string;
+    // The proof has teeth: without its CreateSchedule grant, the recorded call of the submit function (which ran the
+    // waited execute's attempt inline, and settled it outcome_unknown) is refused.
+    const worker = [...env.roleOf.keys()].find((id) => id.startsWith('HttpSubmitAction')) as string;
     const call = env.gateway.calls.find((c) => c.principal === worker && c.action === 'scheduler:CreateSchedule');
     expect(call).toBeDefined();
     const grants = roleGrants(env.stacks, env.resolver).grants.get(env.roleOf.get(worker) as string) ?? [];
@@ -457,6 +459,17 @@ describe('the assembly, remote placement (payments on the remote connector host)
     for (const part of ['RemoteConnectorHost9', 'RemoteConnectorHostCheckpointReceiver']) {
       expect([...env.functions].find(([id]) => id.startsWith(part))?.[1].invocations ?? 0, part).toBeGreaterThan(0);
     }
+  });
+
+  it('an execute nobody waits on goes through the invoke queue: the worker calls the host', async () => {
+    const mark = simulator.ledger().length;
+    const id = uid('remote-queued');
+    const sub = await alice.submitAction(charge(id, 2_600, { mode: 'execute' }));
+    expect(sub.disposition).toBe('accepted');
+    const state = await alice.waitForAction(id, { timeoutMs: HANG_MS, pollSeconds: WAIT });
+    expect(state.action_result.status).toBe('completed');
+    expect(simulator.ledger().slice(mark)).toMatchObject([{ kind: 'charge', amount: 2_600 }]);
+    expect([...env.functions].find(([fid]) => fid.startsWith('InvokeWorker'))?.[1].invocations ?? 0).toBeGreaterThan(0);
   });
 
   it('every AWS call and invocation in this environment was allowed by the template', () => {

@@ -156,10 +156,9 @@ export async function uncertainCharge(stack: LocalStack, probeFails: boolean) {
     ...(probeFails ? [LOOKUP_FAILS] : []),
   ]);
   const id = uid('charge');
-  const worked = stack.handled('invoke', (m) => m.kind === 'invoke' && m.action_id === id);
   try {
+    // The attempt runs in the submit (attempt_when_waited: inline, the local stack's default): it answers once settled.
     await user.submitAction(charge(id, 3_300, { mode: 'execute' }), { wait: 5 });
-    await worked;
   } finally {
     stack.simulator.setFaults([]);
   }

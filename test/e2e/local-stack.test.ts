@@ -109,7 +109,12 @@ function finished(client: AipClient, action_id: string): Promise<ActionState> {
   return client.waitForAction(action_id, { timeoutMs: FINISH_MS, pollSeconds: WAIT });
 }
 
-/** Submits with `Prefer: wait`, then keeps long-polling if the action is still running: its settled state. */
+/**
+ * Submits with `Prefer: wait`, then keeps long-polling if the action is still running: its settled state. A fresh
+ * execute's first attempt runs in the submit (`attempt_when_waited: inline`, the local stack's default, as deployed):
+ * the answer comes after its settlement and the settlement's side records (idempotency record, reconciliation
+ * schedule), so there is no worker batch to wait for (lib/runtime/pipeline/inline-attempt.ts).
+ */
 async function submitted(client: AipClient, body: Action): Promise<ActionState> {
   const sub = await client.submitAction(body, { wait: WAIT });
   if (TERMINAL_STATUSES.includes(sub.action_result.status) || sub.action_result.status === 'requires_human') {
@@ -123,21 +128,10 @@ function ledgerSince(mark: number): LedgerEntry[] {
   return stack.simulator.ledger().slice(mark);
 }
 
-/**
- * Resolves once the worker has finished the batch that ran this action: its
- * settlement's side records (idempotency record, reconciliation schedule)
- * are written after the action itself settles.
- */
-function workerDone(action_id: string): Promise<unknown> {
-  return stack.handled('invoke', (m) => m.kind === 'invoke' && m.action_id === action_id);
-}
-
 /** Executes a charge and waits for it: the completed result and its charge ID. */
 async function executedCharge(client: AipClient, amount: number) {
   const id = uid('exec');
-  const worked = workerDone(id);
   const state = await submitted(client, charge(id, amount, { mode: 'execute' }));
-  await worked;
   expect(state.action_result.status).toBe('completed');
   const output = state.action_result.output as { charge_id: string; operation_id: string };
   return { id, charge_id: output.charge_id, operation_id: output.operation_id, transaction_id: state.transaction?.transaction_id as string };
@@ -248,9 +242,7 @@ describe('provider timeout → outcome_unknown → reconciliation on its schedul
     stack.simulator.setFaults([{ match: { method: 'POST', path: '/v1/charges' }, fault: { type: 'error_after_commit', status: 504 }, times: 1 }]);
     const id = uid('timeout');
     const key = uid('key');
-    const worked = workerDone(id);
     const state = await submitted(bob, charge(id, 5_040, { mode: 'execute' }, { idempotency_key: key }));
-    await worked;
     expect(state.action_result).toMatchObject({ status: 'failed', error: { uncertain_outcome: true, remote_status: 504, retryable: false } });
     const unknown = state.transaction;
     expect(unknown?.status).toBe('outcome_unknown');
@@ -279,10 +271,8 @@ describe('provider timeout → outcome_unknown → reconciliation on its schedul
     const key = uid('key');
     const held = stack.simulator.waitForEvent((e) => e.type === 'fault_applied' && e.method === 'POST' && e.path === '/v1/charges');
     const probed = stack.simulator.waitForEvent((e) => e.type === 'response' && e.method === 'GET' && e.path === '/v1/operations');
-    const worked = workerDone(id);
     try {
       const state = await submitted(bob, charge(id, 5_050, { mode: 'execute' }, { idempotency_key: key }));
-      await worked;
       await held;
       // The connector's request timed out inside its probe margin; the probe by idempotency key found the committed operation.
       expect(await probed).toMatchObject({ status: 200 });
@@ -421,9 +411,7 @@ describe('idempotency keys', () => {
     const mark = stack.simulator.ledger().length;
     const key = uid('idem');
     const first = uid('idem-first');
-    const worked = workerDone(first);
     const state = await submitted(bob, charge(first, 1_111, { mode: 'execute' }, { idempotency_key: key }));
-    await worked;
     expect(state.action_result.status).toBe('completed');
     const chargeId = (state.action_result.output as { charge_id: string }).charge_id;
 

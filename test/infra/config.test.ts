@@ -307,9 +307,12 @@ describe('runtime configuration', () => {
     expect(parseDeploymentRuntimeConfig(json)).toEqual(toDeploymentRuntimeConfig(config));
   });
 
-  it('carries references only: no field beyond envName, auth, connectors and approval policies', () => {
+  it('carries references only: no field beyond envName, auth, connectors, approval policies and where a waited attempt runs', () => {
     const config = parseInfraConfig({ ...BASE_CONFIG, alarmEmail: 'ops@example.com' });
-    expect(Object.keys(toDeploymentRuntimeConfig(config)).sort()).toEqual(['approvalPolicies', 'auth', 'connectors', 'envName']);
+    expect(Object.keys(toDeploymentRuntimeConfig(config)).sort()).toEqual(['approvalPolicies', 'attemptWhenWaited', 'auth', 'connectors', 'envName']);
+    expect(toDeploymentRuntimeConfig(config).attemptWhenWaited).toBe('inline');
+    expect(toDeploymentRuntimeConfig(parseInfraConfig({ ...BASE_CONFIG, attemptWhenWaited: 'queue' })).attemptWhenWaited).toBe('queue');
+    expect(() => parseInfraConfig({ ...BASE_CONFIG, attemptWhenWaited: 'worker' })).toThrow(/attemptWhenWaited: must be one of inline, queue/);
   });
 
   it('rejects a malformed variable with a typed error', () => {

@@ -424,9 +424,10 @@ describe('the deployed runtime (default functions)', () => {
       }
     });
 
-    it('lets only the invoke worker and the reconcile consumer create and delete schedules, in the reconcile group only; a resolution may only delete', () => {
+    it('lets only the invoke worker, the reconcile consumer and (attempt inline) the submit function create and delete schedules, in the reconcile group only; a resolution may only delete', () => {
       const schedulers = allIds().filter((id) => t.actions(id).includes('scheduler:CreateSchedule'));
-      expect(schedulers.sort()).toEqual([INVOKE_WORKER_FUNCTION_ID, RECONCILE_CONSUMER_FUNCTION_ID].sort());
+      // attemptWhenWaited "inline" (the default): the submit runs a waited execute's first attempt, which may settle outcome_unknown.
+      expect(schedulers.sort()).toEqual([INVOKE_WORKER_FUNCTION_ID, RECONCILE_CONSUMER_FUNCTION_ID, 'HttpSubmitAction'].sort());
       // An operator's resolution (applied at once, or by the second operator's approval) cancels the record's schedule.
       const cancellers = allIds().filter((id) => t.actions(id).includes('scheduler:DeleteSchedule') && !t.actions(id).includes('scheduler:CreateSchedule'));
       expect(cancellers.sort()).toEqual(['HttpDecideApproval', 'HttpOperatorResolve']);
@@ -445,7 +446,7 @@ describe('the deployed runtime (default functions)', () => {
     it('allows iam:PassRole only on the scheduler role, only to EventBridge Scheduler, only for the schedule managers', () => {
       const schedulerRoleArn = { 'Fn::GetAtt': [logicalId(t.stack, t.stack.schedulerRole), 'Arn'] };
       const passers = allIds().filter((id) => t.actions(id).includes('iam:PassRole'));
-      expect(passers.sort()).toEqual([INVOKE_WORKER_FUNCTION_ID, RECONCILE_CONSUMER_FUNCTION_ID].sort());
+      expect(passers.sort()).toEqual([INVOKE_WORKER_FUNCTION_ID, RECONCILE_CONSUMER_FUNCTION_ID, 'HttpSubmitAction'].sort());
       for (const [, policy] of t.ofType('AWS::IAM::Policy')) {
         for (const s of policy.Properties.PolicyDocument.Statement as Json[]) {
           if (!asList<string>(s.Action).some((a) => a.startsWith('iam:'))) continue;
@@ -738,6 +739,27 @@ describe('the deployed runtime with alarm email, KMS queues, connector endpoints
   });
 
   it('reports no cdk-nag findings', () => {
+    expect(built.aip.nag.validateScope(built.app).violations.map((v) => v.ruleName)).toEqual([]);
+  });
+});
+
+describe("attemptWhenWaited: where a waited execute's first attempt runs, and what the submit function may do for it", () => {
+  it.each([
+    ['rest', 'inline'],
+    ['http', 'inline'],
+    ['rest', 'queue'],
+    ['http', 'queue'],
+  ] as const)('%s API, %s: the submit function manages reconciliation schedules only when the attempt runs in it; cdk-nag clean', (api, where) => {
+    const built = buildAip({ ...BASE_CONFIG, api: { type: api }, attemptWhenWaited: where });
+    const t = inspect(built);
+    const submit = t.actions('HttpSubmitAction');
+    expect(submit.includes('scheduler:CreateSchedule')).toBe(where === 'inline');
+    expect(submit.includes('iam:PassRole')).toBe(where === 'inline');
+    // Either way it reads the connector secrets (previews) and sends to the invoke queue (everything not attempted inline).
+    expect(submit).toContain('secretsmanager:GetSecretValue');
+    expect(submit).toContain('sqs:SendMessage');
+    // The MCP function's tool calls never attempt inline.
+    expect(t.actions('HttpMcp')).not.toContain('scheduler:CreateSchedule');
     expect(built.aip.nag.validateScope(built.app).violations.map((v) => v.ruleName)).toEqual([]);
   });
 });

@@ -595,7 +595,7 @@ function settledOutcome(action: ActionRecord, fence: number, txn: TransactionRec
     disposition: 'settled',
     tenant_id: action.tenant_id,
     action_id: action.action_id,
-    ...(txn ? { transaction_id: txn.transaction_id, transaction_status: txn.status } : {}),
+    ...(txn ? { transaction_id: txn.transaction_id, transaction_status: txn.status, settled_record: txn } : {}),
     retry: false,
     fence,
     action_result,

@@ -152,6 +152,8 @@ export interface KnownRecords {
   readonly original?: ActionRecord;
   /** The lease the action was created with (`creationLease`), when `action` is that creation's record. */
   readonly leased?: LeasedAtCreation;
+  /** A compensation's memory as its admission built it (the submit running the first attempt inline). */
+  readonly compensation?: CompensationMemory;
 }
 
 /**

@@ -28,7 +28,8 @@ import { admitDirectCommit, admitPlannedCommit, claimConflict, knownPlanned, pla
 import { admitExecute, admitRollbackNotSupported, executionContractDifferences, preparedRecordInput, replayGate } from '../modes/execute.js';
 import { runPreview } from '../modes/preview.js';
 import { admitReconcile } from '../modes/reconcile.js';
-import type { SubmitOutcome } from '../types.js';
+import type { SubmitOutcome, WaitingClient } from '../types.js';
+import { attemptInline, mayAttemptInline } from './inline-attempt.js';
 import { toTransactionResult, withStoredResult } from '../view.js';
 import {
   actionResultOf,
@@ -56,6 +57,8 @@ export interface PrepareOptions {
   readonly trusted_direct_commit?: boolean;
   /** A transaction record the caller already read (strongly consistent): the reconcile consumer's. */
   readonly known?: TransactionRecord;
+  /** The client waits for the settlement (Prefer: wait): see `dispatch`. */
+  readonly waiting?: WaitingClient;
 }
 
 /** Steps 3 and 4, then the transaction ID the mode needs. Writes nothing. */
@@ -96,6 +99,7 @@ export async function prepare(k: Kernel, caller: CallerIdentity, submitted: Acti
     ...(options.internal === true ? { internal: true } : {}),
     ...(options.trusted_direct_commit === true ? { trusted_direct_commit: true } : {}),
     ...(known !== undefined ? { known_transaction: known } : {}),
+    ...(options.waiting !== undefined ? { waiting: options.waiting } : {}),
     ...(targets.compensation_target !== undefined ? { compensation_target: targets.compensation_target } : {}),
   };
 }
@@ -383,12 +387,15 @@ interface Fresh {
  * Step 9: the worker leases, invokes and settles. A fresh admission (it created the action, or accepted it on an
  * approval, in this request, and wrote the transaction record: `fresh`) sends the images of what it wrote with the
  * message, so the first delivery need not read them (lib/ports/messages.ts, `admitted`); a resumed admission, and an
- * image that does not fit the message's bound, send IDs only.
+ * image that does not fit the message's bound, send IDs only. A fresh admission whose client waits may instead run
+ * its first attempt here, from those same records (./inline-attempt.ts, `attempt_when_waited`).
  */
 async function dispatch(k: Kernel, adm: AdmittedAction, txRecord: TransactionRecord | undefined, fresh?: Fresh): Promise<SubmitOutcome> {
   k.crash('after_admission_before_enqueue');
   // The runtime's own reconcile actions run inline in the reconcile consumer (a crash is re-driven from `reconciling`).
   if (adm.internal === true && adm.created && adm.written !== undefined) adm.written.action = adm.record;
+  const result: ActionResult = { action_id: adm.action.id, status: 'accepted' };
+  const accepted = submitOutcome(adm, 'accepted', result, txRecord ? toTransactionResult(txRecord, { action_status: 'accepted' }) : undefined);
   if (adm.internal !== true) {
     const message: InvokeMessage = {
       kind: 'invoke',
@@ -398,10 +405,16 @@ async function dispatch(k: Kernel, adm: AdmittedAction, txRecord: TransactionRec
       fence: adm.record.fence,
       attempt: adm.record.attempt + 1,
     };
+    // The client waits and the first attempt fits this function's time: it runs here, through the worker's own code;
+    // the queue gets the message only if that attempt ends without a settlement (./inline-attempt.ts).
+    if (fresh?.transaction !== undefined && mayAttemptInline(k, adm)) {
+      const known = { action: adm.record, transaction: fresh.transaction, ...(fresh.compensation !== undefined ? { compensation: fresh.compensation } : {}) };
+      const inline = await attemptInline(k, adm, message, known);
+      if (inline.ran) return inline.settled !== undefined ? { ...accepted, settled: inline.settled } : accepted;
+    }
     await k.enqueueInvoke(adm.created && fresh !== undefined ? invokeWithImages(message, admittedImages(adm.record, fresh)) : message);
   }
-  const result: ActionResult = { action_id: adm.action.id, status: 'accepted' };
-  return submitOutcome(adm, 'accepted', result, txRecord ? toTransactionResult(txRecord, { action_status: 'accepted' }) : undefined);
+  return accepted;
 }
 
 /**

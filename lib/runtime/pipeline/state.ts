@@ -7,6 +7,7 @@ import type { ApprovalRecord } from '../../ports/approval-store.js';
 import type { TransactionRecord } from '../../ports/transaction-store.js';
 import type { CallerIdentity } from '../identity.js';
 import type { RegisteredCapability } from '../registry.js';
+import type { WaitingClient } from '../types.js';
 
 export interface Admission {
   readonly caller: CallerIdentity;
@@ -61,6 +62,11 @@ export interface Admission {
    * owner, and compensate admission starts from it.
    */
   readonly compensation_target?: CompensationTargetRef;
+  /**
+   * The client waits for the settlement (the edge's `Prefer: wait`): with `attempt_when_waited: inline`, a fresh
+   * admission's first attempt may run in this request (../admit.ts `dispatch`, ./inline-attempt.ts).
+   */
+  readonly waiting?: WaitingClient;
 }
 
 /** The action a compensate names (compensation_for), with its recorded owner. */

@@ -145,6 +145,24 @@ describe('AWS cost model arithmetic', () => {
     expect(line(batched, 'Worker Lambda: invocations')?.quantity).toBeCloseTo(0.2, 12);
   });
 
+  it('prices the attempt inside the submit (attempt_inline): no worker, no invoke message, no wait reads; the submit busy for admission + attempt', () => {
+    const inline = { ...input.aip, attempt_inline: true, api_ms: 60, wait_rru: 0 };
+    const o = aipCost({ ...input, aip: inline });
+    expect(o.lines.map((l) => l.component)).not.toEqual(expect.arrayContaining(['Worker Lambda: invocations']));
+    expect(line(o, 'SQS invoke queue (send, receive, delete)')).toBeUndefined();
+    expect(line(o, 'DynamoDB reads (Prefer: wait polls + final view)')).toBeUndefined();
+    expect(line(o, 'Submit Lambda: invocations')?.quantity).toBe(1);
+    // 0.97 × 60 ms + 0.03 × (60 − 39.1 + 49.5 = 70.4 → 71 ms), at 0.5 GB
+    expect(line(o, 'Submit Lambda: duration (admission + attempt inline)')?.quantity).toBeCloseTo(0.97 * 0.03 + 0.03 * 0.0355, 12);
+    // The queue path and a client that does not wait beside it, only for an inline model.
+    const paths = { queue: { api_ms: 199.2, wait_rru: 4, invoke_messages: 1 }, no_wait: { api_ms: 20, wait_rru: 0, invoke_messages: 1 } };
+    const options = costModel({ ...input, aip: inline }, undefined, paths);
+    expect(options.map((o) => o.id)).toEqual(['aip', 'aip_queue', 'aip_no_wait', 'powertools', 'sfn_standard', 'sfn_express']);
+    expect(options[1]!.usd_per_million).toBeCloseTo(aipCost(input).usd_per_million, 9);
+    expect(line(options[2]!, 'DynamoDB reads (Prefer: wait polls + final view)')).toBeUndefined();
+    expect(costModel(input, undefined, paths).map((o) => o.id)).toEqual(['aip', 'powertools', 'sfn_standard', 'sfn_express']);
+  });
+
   it('bills every 64 KB chunk of a message as a send, and each invoke message sent once received and deleted', () => {
     // 2 messages of 70 KB: 2 × (2 chunks + 2 / 1) = 8 requests × 0.40 = 3.20
     const big = aipCost({ ...input, aip: { ...input.aip, message_bytes: 70 * 1024, invoke_messages: 2 } });

@@ -104,6 +104,31 @@ describe('POST /v1/actions', () => {
     expect(rt.calls).toEqual([]);
   });
 
+  it('tells the runtime that the client waits and how long the function has left; a settled answer (attempt inline) needs no poll', async () => {
+    const settled = {
+      action_result: { action_id: 'act-1', status: 'completed' as const, output: { ok: true } },
+      transaction: { transaction_id: 'tx-1', status: 'committed' },
+    } as unknown as NonNullable<SubmitOutcome['settled']>;
+    const rt = stubRuntime({ submit: async () => ({ ...outcome('accepted', 202, 'accepted'), settled }) });
+    const res = await createSubmitActionHandler(deps(rt))(jsonEvent({ json: ACTION, headers: { Prefer: 'wait=10' } }), lambdaContext(28_000));
+    expect(res.statusCode).toBe(200);
+    expect(header(res, 'preference-applied')).toBe('wait=10');
+    expect(body(res)).toMatchObject({
+      disposition: 'accepted',
+      action_result: { status: 'completed', output: { ok: true } },
+      transaction_result: settled.transaction,
+    });
+    expect(rt.calls.map((c) => c.method)).toEqual(['submit']);
+    const opts = rt.calls[0]!.args[2] as { tenant_id: string; waiting: { wait_ms: number; remaining_ms: () => number } };
+    expect(opts.tenant_id).toBe('acme');
+    expect(opts.waiting.wait_ms).toBe(10_000);
+    expect(opts.waiting.remaining_ms()).toBeGreaterThan(20_000);
+    // Without the preference the runtime is not told anything (the attempt goes to the queue).
+    const plain = stubRuntime({ submit: async () => outcome('accepted', 202, 'accepted') });
+    await createSubmitActionHandler(deps(plain))(jsonEvent({ json: ACTION }), lambdaContext());
+    expect(plain.calls[0]!.args[2]).toEqual({ tenant_id: 'acme' });
+  });
+
   it('with Prefer: wait=N polls the action result until it settles, then reads the full state once and answers 200', async () => {
     const clock = fakeClock();
     const start = clock.now();
