@@ -7,13 +7,12 @@
 import { randomBytes } from 'node:crypto';
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DynamoTransactionStore } from '../../lib/aws/dynamo/transaction-store.js';
 import { createDynamoStores } from '../../lib/aws/dynamo/stores.js';
 import { GENESIS_RECEIPT_ATTRIBUTE, TTL_ATTRIBUTE, keys, receiptAttributeSeq } from '../../lib/aws/dynamo/table-design.js';
 import type { CreateTransactionInput } from '../../lib/ports/transaction-store.js';
-import { verifyReceiptChain } from '../../lib/runtime/receipts.js';
 import type { StoredReceipt, TransactionRecord } from '../../lib/transactions/record.js';
 import { createTestTable, type TestTable } from '../support/dynamo.js';
+import { chainInPages, verifiedChain as verified } from '../support/receipt-chain.js';
 import { readableItem } from '../support/packed-items.js';
 import { TENANT, manualClock, nextReceipt, planFor, plannedInput, preparedInput, uid } from '../support/transaction-fixtures.js';
 
@@ -51,27 +50,6 @@ async function partition(txn: string): Promise<Item[]> {
 
 async function rawItem(key: { PK: string; SK: string }): Promise<Item | undefined> {
   return (await t.client.send(new GetCommand({ TableName: t.tableName, Key: key, ConsistentRead: true }))).Item;
-}
-
-/** The whole chain, page by page (`limit` each): every page within its limit, the cursor absent only at the end. */
-async function chainInPages(store: Pick<DynamoTransactionStore, 'listReceipts'>, txn: string, limit: number): Promise<StoredReceipt[]> {
-  const out: StoredReceipt[] = [];
-  let cursor: string | undefined;
-  for (let pages = 0; pages < 100; pages++) {
-    const page = await store.listReceipts({ tenant_id: TENANT, transaction_id: txn, limit, ...(cursor !== undefined ? { cursor } : {}) });
-    expect(page.items.length).toBeLessThanOrEqual(limit);
-    out.push(...page.items);
-    cursor = page.cursor;
-    if (cursor === undefined) return out;
-  }
-  throw new Error('the listing did not end');
-}
-
-function verified(record: TransactionRecord, chain: readonly StoredReceipt[]) {
-  return verifyReceiptChain(
-    chain.map((r) => r.receipt),
-    { transaction_id: record.transaction_id, expected_count: record.receipt_count, ...(record.receipt_head ? { expected_head: record.receipt_head } : {}) },
-  );
 }
 
 /** A prepared execute record created with its first receipt. */
@@ -168,7 +146,7 @@ describe('The first receipt inside the record', () => {
     const items = await partition(id);
     expect(items.map((i) => i.SK)).toEqual(['TXN']);
     expect(items[0]?.[TTL_ATTRIBUTE]).toBe(Math.floor(clock.now().getTime() / 1000) + 7 * 24 * 3600);
-    const chain = await chainInPages(t.store, id, 100);
+    const chain = await chainInPages(t.store, TENANT, id, 100);
     expect(chain.map((c) => [c.receipt.seq, c.receipt.status])).toEqual([[0, 'dry_run_completed']]);
     expect(verified(r, chain)).toMatchObject({ valid: true });
   });
@@ -181,7 +159,7 @@ describe('The first receipt inside the record', () => {
     const items = await partition(id);
     expect(items.map((i) => i.SK)).toEqual(['RCPT#00000000', 'TXN']);
     expect(items[1]).not.toHaveProperty(GENESIS_RECEIPT_ATTRIBUTE);
-    const chain = await chainInPages(t.store, id, 100);
+    const chain = await chainInPages(t.store, TENANT, id, 100);
     expect(chain.map((c) => [c.receipt.seq, c.receipt.status])).toEqual([[0, 'planned']]);
     expect(verified(r, chain)).toMatchObject({ valid: true });
   });
@@ -213,7 +191,7 @@ describe('The first receipt inside the record', () => {
     expect(Object.keys(inside).sort()).toEqual(['receipt0', 'receipt1', 'receipt2']);
     expect(inside.receipt1).toBeInstanceOf(Uint8Array);
     expect((await partition(id)).map((i) => i.SK)).toEqual(['TXN']);
-    const chain = await chainInPages(t.store, id, 100);
+    const chain = await chainInPages(t.store, TENANT, id, 100);
     expect(chain.map((c) => c.receipt.seq)).toEqual([0, 1, 2]);
     expect(verified(r2, chain)).toMatchObject({ valid: true });
   });
@@ -233,7 +211,7 @@ describe('The first receipt inside the record', () => {
       for (const [name, held] of Object.entries(i)) if (receiptAttributeSeq(name) !== undefined) found.push((held as { receipt: Item }).receipt.hash);
       return found;
     });
-    const chain = await chainInPages(t.store, r1.transaction_id, 100);
+    const chain = await chainInPages(t.store, TENANT, r1.transaction_id, 100);
     expect(hashes.sort()).toEqual(chain.map((c) => c.receipt.hash).sort());
     expect(new Set(hashes).size).toBe(2);
   });
@@ -243,12 +221,12 @@ describe('The first receipt inside the record', () => {
     const id = r.transaction_id;
     expect((await partition(id)).map((i) => i.SK)).toEqual(['TXN']);
     expect(Object.keys(await insideAttributes(id))).toHaveLength(6);
-    const whole = await chainInPages(t.store, id, 100);
+    const whole = await chainInPages(t.store, TENANT, id, 100);
     expect(whole.map((c) => c.receipt.seq)).toEqual([0, 1, 2, 3, 4, 5]);
     expect(verified(r, whole)).toMatchObject({ valid: true });
     const pages: Record<number, StoredReceipt[]> = {};
     for (let limit = 1; limit <= 7; limit++) {
-      pages[limit] = await chainInPages(t.store, id, limit);
+      pages[limit] = await chainInPages(t.store, TENANT, id, limit);
       expect(pages[limit], `limit ${limit}`).toEqual(whole);
     }
     // The same chain as written before: every receipt an item of its own.
@@ -262,7 +240,7 @@ describe('The first receipt inside the record', () => {
       'RCPT#00000005',
       'TXN',
     ]);
-    for (let limit = 1; limit <= 7; limit++) expect(await chainInPages(t.store, id, limit), `limit ${limit}`).toEqual(whole);
+    for (let limit = 1; limit <= 7; limit++) expect(await chainInPages(t.store, TENANT, id, limit), `limit ${limit}`).toEqual(whole);
   });
 
   it('a cursor names the last receipt returned: from the record, the next page starts at seq 1; from another listing, refused', async () => {
@@ -307,7 +285,7 @@ describe('The first receipt inside the record', () => {
       ['TXN', ttl],
     ]);
     expect(Object.keys(await insideAttributes(id)).sort()).toEqual(['receipt0', 'receipt3']);
-    expect(verified(r1, await chainInPages(t.store, id, 100))).toMatchObject({ valid: true });
+    expect(verified(r1, await chainInPages(t.store, TENANT, id, 100))).toMatchObject({ valid: true });
   });
 
   it('a retained terminal settlement by a store that knows no image of the item: receipts inside or items of their own, the items stamped', async () => {
@@ -342,7 +320,7 @@ describe('The first receipt inside the record', () => {
       // The settlement's receipt inside, decided on the held record's estimate.
       expect(Object.keys(await insideAttributes(id)).sort()).toEqual(before ? ['receipt2'] : ['receipt0', 'receipt1', 'receipt2']);
       const record = (await other.transactions.get({ tenant_id: TENANT, transaction_id: id })) as TransactionRecord;
-      expect(verified(record, await chainInPages(other.transactions, id, 2))).toMatchObject({ valid: true });
+      expect(verified(record, await chainInPages(other.transactions, TENANT, id, 2))).toMatchObject({ valid: true });
     }
   });
 });

@@ -10,10 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { itemSize } from '../../lib/aws/dynamo/packed-attributes.js';
 import { createDynamoStores, type DynamoStores } from '../../lib/aws/dynamo/stores.js';
 import { TTL_ATTRIBUTE, keys, receiptAttribute, receiptAttributeSeq } from '../../lib/aws/dynamo/table-design.js';
-import type { DynamoTransactionStore } from '../../lib/aws/dynamo/transaction-store.js';
-import { verifyReceiptChain } from '../../lib/runtime/receipts.js';
-import type { StoredReceipt, TransactionRecord } from '../../lib/transactions/record.js';
+import type { TransactionRecord } from '../../lib/transactions/record.js';
 import { createTestTable, type TestTable } from '../support/dynamo.js';
+import { chainInPages, verifiedChain as verified } from '../support/receipt-chain.js';
 import { readableItem } from '../support/packed-items.js';
 import { TENANT, manualClock, nextReceipt, preparedInput, uid } from '../support/transaction-fixtures.js';
 import type { JsonObject } from '../../packages/connector-sdk/src/protocol/index.js';
@@ -71,27 +70,6 @@ async function layout(txn: string): Promise<{ items: number[]; inside: number[];
       .sort((a, b) => a - b),
     record,
   };
-}
-
-/** The whole chain, page by page (`limit` each): every page within its limit, the cursor absent only at the end. */
-async function chainInPages(store: Pick<DynamoTransactionStore, 'listReceipts'>, txn: string, limit: number): Promise<StoredReceipt[]> {
-  const out: StoredReceipt[] = [];
-  let cursor: string | undefined;
-  for (let pages = 0; pages < 100; pages++) {
-    const page = await store.listReceipts({ tenant_id: TENANT, transaction_id: txn, limit, ...(cursor !== undefined ? { cursor } : {}) });
-    expect(page.items.length).toBeLessThanOrEqual(limit);
-    out.push(...page.items);
-    cursor = page.cursor;
-    if (cursor === undefined) return out;
-  }
-  throw new Error('the listing did not end');
-}
-
-function verified(record: TransactionRecord, chain: readonly StoredReceipt[]) {
-  return verifyReceiptChain(
-    chain.map((r) => r.receipt),
-    { transaction_id: record.transaction_id, expected_count: record.receipt_count, ...(record.receipt_head ? { expected_head: record.receipt_head } : {}) },
-  );
 }
 
 /** Random text that does not compress: `bytes` bytes of it. */
@@ -159,7 +137,7 @@ describe('Receipts inside the record', () => {
       evidence: { operation_id: 'op-1' },
     });
     expect(itemSize(record)).toBeLessThanOrEqual(2048);
-    const chain = await chainInPages(t.store, id, 100);
+    const chain = await chainInPages(t.store, TENANT, id, 100);
     expect(chain.map((c) => [c.receipt.seq, c.receipt.status])).toEqual([
       [0, 'prepared'],
       [1, 'committed'],
@@ -198,7 +176,7 @@ describe('Receipts inside the record', () => {
     const { items, inside, record } = await layout(r0.transaction_id);
     expect({ items, inside }).toEqual({ items: [1], inside: [0] });
     expect(itemSize(record)).toBeLessThanOrEqual(2048);
-    const chain = await chainInPages(t.store, r0.transaction_id, 100);
+    const chain = await chainInPages(t.store, TENANT, r0.transaction_id, 100);
     expect(chain.map((c) => c.receipt.seq)).toEqual([0, 1]);
     expect(verified(r1, chain)).toMatchObject({ valid: true });
   });
@@ -206,11 +184,11 @@ describe('Receipts inside the record', () => {
   it('a mixed chain (item, inside, item, item, inside) pages correctly for every page size, with and without the record in the first page', async () => {
     const r = await mixedChain();
     const id = r.transaction_id;
-    const whole = await chainInPages(t.store, id, 100);
+    const whole = await chainInPages(t.store, TENANT, id, 100);
     expect(whole.map((c) => c.receipt.seq)).toEqual([0, 1, 2, 3, 4]);
     expect(whole[2]?.evidence).toMatchObject({ n: 2 });
     expect(verified(r, whole)).toMatchObject({ valid: true });
-    for (let limit = 1; limit <= 6; limit++) expect(await chainInPages(t.store, id, limit), `limit ${limit}`).toEqual(whole);
+    for (let limit = 1; limit <= 6; limit++) expect(await chainInPages(t.store, TENANT, id, limit), `limit ${limit}`).toEqual(whole);
     // A page whose items follow the cursor without a gap needs nothing of the record.
     sent.length = 0;
     const one = await t.store.listReceipts({ tenant_id: TENANT, transaction_id: id, limit: 1 });
@@ -233,7 +211,7 @@ describe('Receipts inside the record', () => {
   it('a chain of items only (written before) pages without reading the record when the page has no gap', async () => {
     const r = await mixedChain();
     const id = r.transaction_id;
-    const whole = await chainInPages(t.store, id, 100);
+    const whole = await chainInPages(t.store, TENANT, id, 100);
     // Every receipt inside moved to its own item, as a version before wrote them.
     const record = (await rawItem(keys.transaction(TENANT, id))) as Item;
     for (const [name, held] of Object.entries(record)) {
@@ -247,7 +225,7 @@ describe('Receipts inside the record', () => {
     const first = await t.store.listReceipts({ tenant_id: TENANT, transaction_id: id, limit: 2 });
     expect(first.items.map((i) => i.receipt.seq)).toEqual([0, 1]);
     expect(sent).toEqual(['Query']);
-    for (let limit = 1; limit <= 6; limit++) expect(await chainInPages(t.store, id, limit), `limit ${limit}`).toEqual(whole);
+    for (let limit = 1; limit <= 6; limit++) expect(await chainInPages(t.store, TENANT, id, limit), `limit ${limit}`).toEqual(whole);
   });
 
   it('a held image (the worker path) decides inside on its estimate: one UpdateItem, and the chain verifies', async () => {
@@ -272,7 +250,7 @@ describe('Receipts inside the record', () => {
     expect(sent).toEqual(['UpdateItem']);
     expect((await layout(id)).inside).toEqual([0, 1]);
     const record = (await t.store.get({ tenant_id: TENANT, transaction_id: id })) as TransactionRecord;
-    expect(verified(record, await chainInPages(other.transactions, id, 1))).toMatchObject({ valid: true });
+    expect(verified(record, await chainInPages(other.transactions, TENANT, id, 1))).toMatchObject({ valid: true });
   });
 
   it('a held image whose unseen receipts could fill the record decides an item: the estimate counts them', async () => {
@@ -327,7 +305,7 @@ describe('Receipts inside the record', () => {
       for (const seq of items) expect((await rawItem(keys.receipt(TENANT, id, seq)))?.[TTL_ATTRIBUTE], `seq ${seq}`).toBe(ttl);
       if (known) expect(inside).toEqual([1, 4, 5]);
       const settled = (await t.store.get({ tenant_id: TENANT, transaction_id: id })) as TransactionRecord;
-      expect(verified(settled, await chainInPages(t.store, id, 2))).toMatchObject({ valid: true });
+      expect(verified(settled, await chainInPages(t.store, TENANT, id, 2))).toMatchObject({ valid: true });
     }
   });
 
