@@ -338,6 +338,8 @@ const PREFER_WAIT = { prefer: `wait=${WAIT_S}` };
 /** A waited execute or commit: how the submit answered, and (after the drain) whether an invoke message carried it on. */
 interface WaitedSubmission {
   readonly key: string;
+  /** Sent three times at once. */
+  readonly concurrent: boolean;
   /** The submit's answer was terminal (its attempt settled inside the submit, or its wait saw the queued retry settle). */
   readonly answered_terminal: boolean;
   /** The transaction's status in a terminal answer (`outcome_unknown`: it went on through reconciliation). */
@@ -394,6 +396,7 @@ async function submitAndSettle(
   const transaction = own?.body.transaction_result as { status?: string } | undefined;
   waitedSubmissions.push({
     key: `${who.tenant}/${body.id}`,
+    concurrent: copies > 1,
     answered_terminal: own !== undefined,
     ...(transaction?.status !== undefined ? { transaction_status: transaction.status } : {}),
   });
@@ -711,6 +714,7 @@ describe('load', () => {
       waited_answered_terminal: waitedLoad.filter((w) => w.answered_terminal).length,
       waited_settled_in_submit: waitedLoad.filter((w) => w.answered_terminal && !invokedThroughQueue.has(w.key)).length,
       waited_through_invoke_queue: waitedLoad.filter((w) => invokedThroughQueue.has(w.key)).length,
+      waited_through_invoke_queue_concurrent: waitedLoad.filter((w) => w.concurrent && invokedThroughQueue.has(w.key)).length,
       waited_answered_in_progress: waitedLoad.filter((w) => !w.answered_terminal).length,
       waited_answered_committed: waitedLoad.filter((w) => w.transaction_status === 'committed').length,
       waited_answered_failed: waitedLoad.filter((w) => w.transaction_status === 'failed').length,
@@ -760,7 +764,7 @@ describe('load', () => {
       summary:
         `Waited submissions in the load run (\`Prefer: wait\`, about a third of the executes and commits, concurrent copies included): ` +
         `${waited.waited_submissions} waited; ${waited.waited_settled_in_submit} settled inside the submit (a terminal answer, no invoke message); ` +
-        `${waited.waited_through_invoke_queue} went on through the invoke queue (an attempt that ended unsettled, or a concurrent copy's resumed admission); ` +
+        `${waited.waited_through_invoke_queue} went on through the invoke queue (${waited.waited_through_invoke_queue_concurrent} of them sent three times at once, where a copy may resume the admission and enqueue; the others an attempt that ended unsettled); ` +
         `${waited.waited_answered_in_progress} answered still in progress (then long-polled). ` +
         `Terminal answers by transaction: ${waited.waited_answered_committed} committed, ${waited.waited_answered_failed} failed (declines, 5xx before the commit), ` +
         `${waited.waited_answered_outcome_unknown} outcome_unknown (settled uncertain inside the submit, then reconciled through the schedules, the sweeper and the reconcile queue).`,
