@@ -166,7 +166,11 @@ describe('bundling', () => {
             type: 'object',
             required: ['email', 'limit'],
             additionalProperties: false,
-            properties: { email: { type: 'string', minLength: 3 }, limit: { type: 'integer', minimum: 1, maximum: 50 }, tags: { type: 'array', items: { enum: ['a', 'b'] } } },
+            properties: {
+              email: { type: 'string', minLength: 3 },
+              limit: { type: 'integer', minimum: 1, maximum: 50 },
+              tags: { type: 'array', items: { enum: ['a', 'b'] } },
+            },
           },
           output_schema: { type: 'object', required: ['id'], properties: { id: { type: 'string' } } },
         },
