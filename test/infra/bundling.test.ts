@@ -28,6 +28,7 @@ import {
 } from '../../infra/bundling.js';
 import { gte } from '../../infra/semver-gte.js';
 import { BASE_CONFIG, buildAip, newApp } from './support.js';
+import { CRM_DOCUMENT } from '../fixtures/team-crm-connector.js';
 
 const dirs: string[] = [];
 const outdir = () => {
@@ -130,7 +131,72 @@ describe('bundling', () => {
     }
     const all = inputsOf(metafile, Object.keys(metafile.outputs));
     expect(all).toContain('lib/connectors/reference/payments.ts');
-    expect(all).toContain('node_modules/zod/v4/classic/schemas.js');
+    expect(all).toContain('aip-classic-zod:zod');
+  });
+
+  it("classic zod comes with a core of its own, in the HTTP connector's chunk: what a function loads before it composes connectors carries zod/mini's core alone", async () => {
+    const { metafile } = await bundleFunction({ entry: 'functions/http/actions.ts', outdir: outdir(), connectors: [{ id: 'payments' }] });
+    const chunkOf = (input: string) => Object.keys(metafile.outputs).find((k) => Object.hasOwn(metafile.outputs[k]?.inputs ?? {}, input)) as string;
+    const entry = entryOutput(metafile);
+    const beforeConnectors = [
+      ...inputsOf(metafile, staticallyLoaded(metafile, entry)),
+      ...inputsOf(metafile, staticallyLoaded(metafile, chunkOf('functions/shared/compose-runtime.ts'))),
+      ...inputsOf(metafile, staticallyLoaded(metafile, chunkOf('functions/shared/compose-connectors.ts'))),
+    ];
+    expect(beforeConnectors).toContain('node_modules/zod/v4/core/schemas.js');
+    expect(beforeConnectors).not.toContain('aip-classic-zod:zod');
+    // The parts of zod's core only classic zod reaches (its JSON Schema converter) are not in the outer build at all.
+    const all = inputsOf(metafile, Object.keys(metafile.outputs));
+    expect(all.filter((i) => i.startsWith('node_modules/zod/v4/classic/'))).toEqual([]);
+    expect(all).not.toContain('node_modules/zod/v4/classic/from-json-schema.js');
+    expect(staticallyLoaded(metafile, chunkOf('lib/connectors/http/compile.ts'))).toContain(chunkOf('aip-classic-zod:zod'));
+  });
+
+  it('a bundled HTTP connector validates with the two copies of the core as the sources do: results, issue paths and English messages', async () => {
+    const dir = outdir();
+    await bundleFunction({ entry: 'test/infra/fixtures/http-connector-compile-entry.ts', outdir: dir });
+    const bundled = (await import(pathToFileURL(join(dir, 'index.mjs')).href)) as typeof import('./fixtures/http-connector-compile-entry.js');
+    const sources = await import('./fixtures/http-connector-compile-entry.js');
+    const document = {
+      ...CRM_DOCUMENT,
+      capabilities: [
+        {
+          ...CRM_DOCUMENT.capabilities[0],
+          input_schema: {
+            type: 'object',
+            required: ['email', 'limit'],
+            additionalProperties: false,
+            properties: {
+              email: { type: 'string', minLength: 3 },
+              limit: { type: 'integer', minimum: 1, maximum: 50 },
+              tags: { type: 'array', items: { enum: ['a', 'b'] } },
+            },
+          },
+          output_schema: { type: 'object', required: ['id'], properties: { id: { type: 'string' } } },
+        },
+      ],
+    };
+    const inputs = [
+      { email: 'ada@example.com', limit: 3 },
+      { email: 'ada@example.com', limit: 3, tags: ['a', 'b'] },
+      { email: 'a', limit: 0 },
+      { email: 'ada@example.com', limit: 2.5, tags: ['c'] },
+      { email: 7, extra: true },
+      'not an object',
+    ];
+    const run = (m: typeof sources) => {
+      const cap = m.compileHttpConnector(document, { credentials_available: true }).capabilities.get('crm.contact_lookup');
+      if (cap === undefined || cap.output === undefined) throw new Error('capability not compiled');
+      const output = cap.output;
+      return [...inputs.map((i) => m.safeParse(cap.input, i)), m.safeParse(output, { id: 'c-1' }), m.safeParse(output, { id: 1 })].map((r) =>
+        r.success ? { ok: true, data: r.data } : { ok: false, issues: r.error.issues.map((i) => ({ code: i.code, path: i.path, message: i.message })) },
+      );
+    };
+    const expected = run(sources);
+    expect(run(bundled)).toEqual(expected);
+    expect(expected.filter((r) => !r.ok).length).toBe(5);
+    // zod's English messages (installed by the SDK through zod's global configuration) reach the other copy's checks.
+    expect(JSON.stringify(run(bundled))).not.toContain('"Invalid input"');
   });
 
   it('reaches node:http through require, never as an ES module import (whose namespace would load undici)', async () => {

@@ -19,6 +19,11 @@
  *   the stall threshold or a reconciliation's due time;
  * - reconciliation: the one-time schedule fired by the Scheduler emulator
  *   (`fireDue(at)`, with the clock moved to `at`), or the sweeper's enqueue.
+ * The same points also fire inside a waited submit (`Prefer: wait`: the first
+ * attempt runs in the submit, lib/runtime/pipeline/inline-attempt.ts), which
+ * dies with its attempt: no invoke message exists, so a record left in its
+ * attempt status is re-driven by the sweeper's stalled-attempt pass once the
+ * lease expired and the stall threshold passed.
  * Where a point leads to `outcome_unknown`, the simulator drops its answer
  * after committing the charge (`drop_after_commit`: the first request's, or,
  * installed when the crash fires, the answer to the recovery's replay), so
@@ -94,6 +99,7 @@ let documents: DynamoDBDocumentClient;
 const { counts, bump } = counter();
 const TOTALS = [
   'cases',
+  'inline_cases',
   'execute_cases',
   'commit_cases',
   'actions',
@@ -144,8 +150,9 @@ afterAll(async () => {
     scenario: 'Crash points on the local stack',
     cases: counts.cases ?? 0,
     held: [
-      'each of the 8 crash points fired once over HTTP on the local stack (execute, and plan+commit where a point applies to commits)',
-      'recovery only by SQS redelivery, the sweeper and reconciliation (Scheduler emulator or sweeper)',
+      'each of the 9 crash points fired once over HTTP on the local stack (execute, and plan+commit where a point applies to commits)',
+      'the 8 points of an attempt also inside a waited submit (Prefer: wait, the attempt inside the submit): the submit dies with its attempt',
+      'recovery only by SQS redelivery, the sweeper (its stalled-attempt pass for a submit that died) and reconciliation (Scheduler emulator or sweeper)',
       'final state right per point: committed, or outcome_unknown → reconciled',
       'exactly one provider effect per intent',
       'no action, result, transaction record or receipt lost; idempotent resubmission replays the stored result',
@@ -202,6 +209,13 @@ interface CrashCase {
   readonly charge_requests: number;
   /** How the case recovers (for the test name). */
   readonly recovery: string;
+  /**
+   * Submitted with `Prefer: wait`, so the first attempt runs inside the submit (lib/runtime/pipeline/inline-attempt.ts)
+   * and the crash kills the submit: no invoke message exists to be redelivered. `redrive`: the record is left in its
+   * attempt status, and the sweeper's stalled-attempt pass sends the invoke message once the lease expired and the
+   * record is older than the stall threshold; otherwise the crash came after the settlement write.
+   */
+  readonly inline?: { readonly redrive: boolean };
 }
 
 /**
@@ -346,6 +360,80 @@ const CASES: readonly CrashCase[] = [
     charge_requests: 1,
     recovery: 'the commit schedule is lost; the sweeper enqueues the overdue reconciliation',
   },
+  // The attempt inside the submit (Prefer: wait): the same points, the submit dies with the attempt.
+  ...(
+    [
+      ['after_receive_before_lease', 'execute', undefined, 1, 'the submit died before the lease; the sweeper re-drives the stalled prepared record'],
+      ['after_lease_before_provider_call', 'execute', undefined, 1, 'once the lease expired the sweeper re-drives; the worker re-invokes under the same key'],
+      ['after_lease_before_provider_call', 'commit', undefined, 1, 'once the lease expired the sweeper re-drives the commit; the worker re-invokes it'],
+      [
+        'after_provider_accept_before_checkpoint',
+        'execute',
+        undefined,
+        2,
+        'the sweeper re-drives; the worker re-invokes under the same key and the provider replays the one charge',
+      ],
+      [
+        'after_checkpoint_before_response',
+        'execute',
+        undefined,
+        2,
+        'the sweeper re-drives; the worker re-invokes under the same key and the provider replays the one charge',
+      ],
+      [
+        'after_checkpoint_before_response',
+        'execute',
+        'retry_answer',
+        2,
+        "the sweeper re-drives; the replay's answer is lost too, outcome_unknown; the Scheduler fires the reconciliation",
+      ],
+      ['after_response_before_settlement', 'execute', undefined, 2, 'the sweeper re-drives; the lost response is replayed by the provider under the same key'],
+      ['after_response_before_settlement', 'commit', undefined, 2, 'the sweeper re-drives the commit; the provider replays the lost response'],
+      [
+        'after_action_settled_before_record',
+        'execute',
+        undefined,
+        1,
+        'the action settled alone first; the sweeper re-drives and the worker finishes the record',
+      ],
+    ] as const
+  ).map(
+    ([point, flow, lost, charge_requests, recovery]): CrashCase => ({
+      point,
+      flow,
+      ...(lost !== undefined ? { lost } : {}),
+      final: lost !== undefined ? 'reconciled' : 'committed',
+      charge_requests,
+      recovery,
+      inline: { redrive: true },
+    }),
+  ),
+  {
+    point: 'during_settlement',
+    flow: 'execute',
+    final: 'committed',
+    charge_requests: 1,
+    recovery: 'the action and the record settled before the submit died: nothing to recover, a resubmission replays',
+    inline: { redrive: false },
+  },
+  {
+    point: 'during_settlement',
+    flow: 'execute',
+    lost: 'answer',
+    final: 'reconciled',
+    charge_requests: 1,
+    recovery: 'outcome_unknown settled in one write, the submit died before the schedule; the sweeper enqueues the overdue reconciliation',
+    inline: { redrive: false },
+  },
+  {
+    point: 'during_schedule_creation',
+    flow: 'commit',
+    lost: 'answer',
+    final: 'reconciled',
+    charge_requests: 1,
+    recovery: 'the submit died creating the schedule; the sweeper enqueues the overdue reconciliation',
+    inline: { redrive: false },
+  },
 ];
 
 async function planned(amount: number): Promise<{ id: string; plan_id: string; transaction_id: string }> {
@@ -411,6 +499,19 @@ async function runCase(c: CrashCase): Promise<void> {
     expect((await stack.sweep()).enqueued).toBeGreaterThanOrEqual(1);
     await worked;
     bump('sweeps');
+  } else if (c.inline !== undefined) {
+    // The attempt ran inside the waited submit, which died with it: the client saw a 500, and no invoke message exists.
+    await problemOf(client.submitAction(body, { wait: 20 }), 500, 'runtime.crash_injected');
+    if (c.inline.redrive) {
+      // The record stays in its attempt status: once the lease expired (the crash moved the clock past it) and the
+      // record is older than the stall threshold, the sweeper's stalled-attempt pass sends the invoke message.
+      clock.advance(STALL_MS);
+      const worked = deliveries(id, 1);
+      expect((await stack.sweep()).enqueued).toBeGreaterThanOrEqual(1);
+      await worked;
+      bump('sweeps');
+    }
+    bump('inline_cases');
   } else {
     // The crashing delivery, then the redelivery.
     const worked = deliveries(id, 2);
@@ -435,7 +536,7 @@ async function runCase(c: CrashCase): Promise<void> {
     unknownAt = events.length;
     // No blind retry through the API either: resubmitting the same action is refused until reconciled, or
     // answered with the stored (uncertain) result; the provider sees nothing.
-    const resubmitted = await client.submitAction(body).catch((err: unknown) => err);
+    const resubmitted = await client.submitAction(body, c.inline !== undefined ? { wait: 20 } : {}).catch((err: unknown) => err);
     if (resubmitted instanceof AipClientError)
       expect({ status: resubmitted.status, code: resubmitted.code }).toEqual({ status: 409, code: 'runtime.reconciliation_required' });
     else expect(resubmitted).toMatchObject({ action_result: { status: 'failed', error: { uncertain_outcome: true } } });
@@ -539,12 +640,15 @@ async function runCase(c: CrashCase): Promise<void> {
 }
 
 describe('crash points on the local stack', () => {
-  it('the matrix covers all nine crash points', () => {
+  it('the matrix covers all nine crash points, and every point of an attempt inside a waited submit too', () => {
     expect(new Set(CASES.map((c) => c.point))).toEqual(new Set(CRASH_POINTS));
+    expect(new Set(CASES.filter((c) => c.inline !== undefined).map((c) => c.point))).toEqual(
+      new Set(CRASH_POINTS.filter((p) => p !== 'after_admission_before_enqueue')),
+    );
   });
 
   for (const c of CASES) {
-    it(`${c.point} (${c.flow}${c.lost === 'answer' ? ', provider answer lost' : c.lost === 'retry_answer' ? ', answer to the retry lost' : ''}): ${c.recovery} → ${c.final}`, async () => {
+    it(`${c.inline !== undefined ? 'inside the waited submit: ' : ''}${c.point} (${c.flow}${c.lost === 'answer' ? ', provider answer lost' : c.lost === 'retry_answer' ? ', answer to the retry lost' : ''}): ${c.recovery} → ${c.final}`, async () => {
       await runCase(c);
     });
   }

@@ -18,7 +18,15 @@
  *   `replayed: true` with the original's status, the same action in progress,
  *   or a typed 409 (`runtime.attempt_in_flight`,
  *   `runtime.reconciliation_required`, `idempotency.outcome_unknown`, ...);
- *   never a 5xx.
+ *   never a 5xx;
+ * - about a third of the intents (a hash of the intent's index, `waitedIntent`)
+ *   submit the execute or the commit, its copies and its retries with
+ *   `Prefer: wait`: the first attempt runs inside the submit
+ *   (lib/runtime/pipeline/inline-attempt.ts) under the same faults, and the
+ *   answer is the settlement; an attempt that ends unsettled sends its retry to
+ *   the invoke queue, an uncertain one settles `outcome_unknown` and goes on
+ *   through reconciliation. A waited concurrent copy may also wait for the same
+ *   action to settle and answer its final status (not a replay).
  * Faults (payments simulator rules on `POST /v1/charges`, seeded RNG): declines,
  * 5xx before the commit (no effect), 5xx after the commit and dropped
  * connections after the commit (both end `outcome_unknown`), pending
@@ -31,10 +39,15 @@
  * first, so that a cold start does not pass for a provider timeout; the
  * payments timeout is 5 s.
  *
- * Synchronisation, no sleeps: each client subscribes to its action's invoke
- * message being handled by a worker (the stack's `handled` hook), submits without waiting, then reads the action
- * over HTTP, long-polling (`GET /v1/actions/{id}?wait=`) if that attempt did
- * not settle it. Afterwards the open records (found through the sparse
+ * Synchronisation, no sleeps: each client that does not wait subscribes to its
+ * action's invoke message being handled by a worker (the stack's `handled`
+ * hook), submits, then reads the action over HTTP, long-polling
+ * (`GET /v1/actions/{id}?wait=`) if that attempt did not settle it. A client
+ * that waits synchronises on the submit's own answer (an attempt that settles
+ * inside the submit sends no message, so no worker batch would come), and
+ * long-polls only if that answer is not terminal. The report counts the waited
+ * submissions, those settled inside the submit and those an invoke message
+ * carried on (`waited_*`). Afterwards the open records (found through the sparse
  * byStatus index) are driven by moving the Runtime's clock and firing the
  * Scheduler emulator (`fireDue`) and the sweeper, waiting on the handled
  * messages, until no record is outside a terminal state (bounded rounds; the
@@ -127,7 +140,18 @@ interface Intent {
   readonly concurrent: boolean;
   /** Commit with an idempotency key (executes always have one). */
   readonly keyed: boolean;
+  /**
+   * Submit the execute or commit with `Prefer: wait`: its first attempt runs inside the submit
+   * (lib/runtime/pipeline/inline-attempt.ts), and the client synchronises on the submit's own answer.
+   */
+  readonly waited: boolean;
 }
+
+/**
+ * About a third of the intents wait (`Prefer: wait`), picked by a multiplicative hash of the intent's index so that
+ * the share spreads over every other variant (a plain `n % 3` would never meet `retryNewId`, which is `n % 9 === 2`).
+ */
+const waitedIntent = (n: number): boolean => (Math.imul(n + 1, 0x9e3779b1) >>> 0) % 3 === 0;
 
 /** The workload: executes and plan+commit pairs until ACTIONS distinct actions. */
 function intents(): Intent[] {
@@ -143,6 +167,7 @@ function intents(): Intent[] {
       retryNewId: kind === 'execute' && n % 9 === 2,
       concurrent: n % 10 === 3,
       keyed: kind === 'execute' || n % 2 === 0,
+      waited: waitedIntent(n),
     });
     actions += kind === 'execute' ? 1 : 2;
   }
@@ -163,11 +188,14 @@ const handledCount = { invoke: 0, reconcile: 0 };
 const handledWaiters: (() => void)[] = [];
 /** Waiters for one action's invoke message, by `tenant/action`. */
 const actionWaiters = new Map<string, (() => void)[]>();
+/** Every action (`tenant/action`) an invoke message was handled for: a waited one there went on through the queue. */
+const invokedThroughQueue = new Set<string>();
 
 function noteHandled(queue: 'invoke' | 'reconcile', m: QueueMessage): void {
   handledCount[queue]++;
   if (m.kind === 'invoke') {
     const key = `${m.tenant_id}/${m.action_id}`;
+    invokedThroughQueue.add(key);
     for (const w of actionWaiters.get(key) ?? []) w();
     actionWaiters.delete(key);
   }
@@ -230,10 +258,10 @@ interface Answer {
   body: Record<string, unknown>;
 }
 
-async function call(token: string, method: string, path: string, body?: unknown): Promise<Answer> {
+async function call(token: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
   const res = await fetch(`${stack.url}${path}`, {
     method,
-    headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
     signal: AbortSignal.timeout(HANG_MS),
   });
@@ -281,8 +309,12 @@ const RETRY_REFUSALS = new Set([
 const submitted: SubmittedAction[] = [];
 const problems: string[] = [];
 
-/** Records a retry's answer: a replay (marked), the same accepted action, or a typed refusal. */
-function retryAnswer(kind: string, a: Answer, originalStatus: string | undefined): void {
+/**
+ * Records a retry's answer: a replay (marked), the same accepted action, or a typed refusal. `waitedCopy`: a
+ * concurrent copy sent with `Prefer: wait` while the action was in progress, whose wait may have seen that same action
+ * settle (a terminal answer that is not a replay, which must carry the action's final status).
+ */
+function retryAnswer(kind: string, a: Answer, originalStatus: string | undefined, waitedCopy = false): void {
   bump(`retries_${kind}`);
   const r = resultOf(a.body);
   if (a.status >= 500) problems.push(`${kind} retry: ${a.status} ${JSON.stringify(a.body).slice(0, 300)}`);
@@ -292,12 +324,35 @@ function retryAnswer(kind: string, a: Answer, originalStatus: string | undefined
       problems.push(`${kind} retry replayed ${r.status}, the original ended ${originalStatus}`);
   } else if (a.status === 202 || (a.status === 200 && !terminal(r?.status))) bump('retry_same_action_in_progress');
   else if (a.status === 409 && RETRY_REFUSALS.has(String(a.body.code))) bump(`retry_refused_${String(a.body.code)}`);
-  else if (a.status === 200 && terminal(r?.status) && r?.replayed !== true)
+  else if (waitedCopy && a.status === 200 && terminal(r?.status) && r?.replayed !== true) {
+    bump('retry_waited_to_settlement');
+    if (r?.status !== originalStatus) problems.push(`${kind} retry waited to ${r?.status}, the action ended ${originalStatus}`);
+  } else if (a.status === 200 && terminal(r?.status) && r?.replayed !== true)
     problems.push(`${kind} retry answered a terminal result not marked as replayed: ${JSON.stringify(a.body).slice(0, 300)}`);
   else problems.push(`${kind} retry: unexpected ${a.status} ${JSON.stringify(a.body).slice(0, 300)}`);
 }
 
-/** Submits (once, or three times at once) and waits for the action to be terminal. */
+/** The header of a waited submission: the long-poll window (the submit's attempt is bounded by its own timeout). */
+const PREFER_WAIT = { prefer: `wait=${WAIT_S}` };
+
+/** A waited execute or commit: how the submit answered, and (after the drain) whether an invoke message carried it on. */
+interface WaitedSubmission {
+  readonly key: string;
+  /** Sent three times at once. */
+  readonly concurrent: boolean;
+  /** The submit's answer was terminal (its attempt settled inside the submit, or its wait saw the queued retry settle). */
+  readonly answered_terminal: boolean;
+  /** The transaction's status in a terminal answer (`outcome_unknown`: it went on through reconciliation). */
+  readonly transaction_status?: string;
+}
+const waitedSubmissions: WaitedSubmission[] = [];
+
+/**
+ * Submits (once, or three times at once) and waits for the action to be terminal. Without `Prefer: wait` the
+ * client synchronises on the worker's batch holding the action's invoke message; with it, on the submit's own
+ * answer (an attempt that settles inside the submit sends no message), and long-polls only if that answer was not
+ * terminal (the attempt ended unsettled and its retry went to the queue, or the wait ran out).
+ */
 async function submitAndSettle(
   who: (typeof tokens)[number],
   body: ReturnType<typeof chargeBody>,
@@ -305,24 +360,52 @@ async function submitAndSettle(
 ): Promise<{ first: Answer; final: Record<string, unknown> } | undefined> {
   const copies = intent.concurrent ? 3 : 1;
   // Subscribe before submitting: the worker's batch holding this action's message (a plain event, no polling).
-  const worked = invokeHandled(who.tenant, body.id);
-  const answers = await Promise.all(Array.from({ length: copies }, () => call(who.token, 'POST', '/v1/actions', body)));
+  const worked = intent.waited ? undefined : invokeHandled(who.tenant, body.id);
+  const headers = intent.waited ? PREFER_WAIT : {};
+  const answers = await Promise.all(Array.from({ length: copies }, () => call(who.token, 'POST', '/v1/actions', body, headers)));
   const accepted = answers.filter((a) => a.status === 202 || a.status === 200 || a.status === 201);
   if (accepted.length === 0) {
     problems.push(`${body.id}: not accepted: ${answers.map((a) => `${a.status} ${String(a.body.code)}`).join(', ')}`);
     return undefined;
   }
-  if (copies > 1) {
-    bump('concurrent_duplicate_submissions', copies - 1);
-    for (const a of answers.slice(1)) retryAnswer('concurrent', a, undefined);
-  }
   const first = answers[0] as Answer;
   bump(`submit_http_${first.status}`);
-  let final = first.body;
-  if (!terminal(resultOf(final)?.status)) {
-    // Queued: once the worker handled the message, read the result; long-poll if that attempt did not settle it.
-    await worked;
-    final = await settle(who.token, body.id);
+  if (!intent.waited) {
+    if (copies > 1) {
+      bump('concurrent_duplicate_submissions', copies - 1);
+      for (const a of answers.slice(1)) retryAnswer('concurrent', a, undefined);
+    }
+    let final = first.body;
+    if (!terminal(resultOf(final)?.status)) {
+      // Queued: once the worker handled the message, read the result; long-poll if that attempt did not settle it.
+      await worked;
+      final = await settle(who.token, body.id);
+    }
+    return { first, final };
+  }
+
+  // Waited: any copy may be the one that created the action and ran its attempt inside the submit; the others
+  // replay, are refused while it is in flight, or wait for the same action to settle. The first terminal answer that
+  // is not a replay is the action's own; else a replay's; else the client long-polls.
+  bump('waited_submissions');
+  bump('waited_http_requests', copies);
+  const terminalAnswers = accepted.filter((a) => terminal(resultOf(a.body)?.status));
+  const own = terminalAnswers.find((a) => resultOf(a.body)?.replayed !== true) ?? terminalAnswers[0];
+  const final = own?.body ?? (await settle(who.token, body.id));
+  const status = resultOf(final)?.status;
+  const transaction = own?.body.transaction_result as { status?: string } | undefined;
+  waitedSubmissions.push({
+    key: `${who.tenant}/${body.id}`,
+    concurrent: copies > 1,
+    answered_terminal: own !== undefined,
+    ...(transaction?.status !== undefined ? { transaction_status: transaction.status } : {}),
+  });
+  if (copies > 1) {
+    bump('concurrent_duplicate_submissions', copies - 1);
+    bump('waited_concurrent_duplicate_submissions', copies - 1);
+    // Every answer but the one taken as the action's own (the first, when none was terminal) is a copy's.
+    const mine = own ?? first;
+    for (const a of answers.filter((x) => x !== mine)) retryAnswer('concurrent', a, status, true);
   }
   return { first, final };
 }
@@ -341,6 +424,8 @@ async function runIntent(who: (typeof tokens)[number], intent: Intent): Promise<
       ...(status !== undefined ? { observed_status: status } : {}),
     });
   };
+  // A client that waits sends its retries with the same preference (they replay or are refused all the same).
+  const headers = intent.waited ? PREFER_WAIT : {};
 
   if (intent.kind === 'execute') {
     const body = chargeBody(id, intent, who.principal, { mode: 'execute' }, true);
@@ -348,8 +433,8 @@ async function runIntent(who: (typeof tokens)[number], intent: Intent): Promise<
     if (done === undefined) return;
     record(id, 'execute', done.final, true);
     const status = resultOf(done.final)?.status;
-    if (intent.retrySame) retryAnswer('same_request', await call(who.token, 'POST', '/v1/actions', body), status);
-    if (intent.retryNewId) retryAnswer('same_key_new_id', await call(who.token, 'POST', '/v1/actions', { ...body, id: `${id}-again` }), status);
+    if (intent.retrySame) retryAnswer('same_request', await call(who.token, 'POST', '/v1/actions', body, headers), status);
+    if (intent.retryNewId) retryAnswer('same_key_new_id', await call(who.token, 'POST', '/v1/actions', { ...body, id: `${id}-again` }, headers), status);
     return;
   }
 
@@ -366,7 +451,7 @@ async function runIntent(who: (typeof tokens)[number], intent: Intent): Promise<
   const done = await submitAndSettle(who, commitBody, intent);
   if (done === undefined) return;
   record(commitBody.id, 'commit', done.final, intent.keyed);
-  if (intent.retrySame) retryAnswer('same_request', await call(who.token, 'POST', '/v1/actions', commitBody), resultOf(done.final)?.status);
+  if (intent.retrySame) retryAnswer('same_request', await call(who.token, 'POST', '/v1/actions', commitBody, headers), resultOf(done.final)?.status);
 }
 
 /** Statuses a transaction record can leave (every write into a terminal status removes it from the byStatus index). */
@@ -437,7 +522,8 @@ describe('load', () => {
     for (let i = 0; i < 6; i++) {
       for (const kind of ['execute', 'plan_commit'] as const) {
         const n = 2_000_000 + i * 2 + (kind === 'execute' ? 0 : 1);
-        await runIntent(who, { n, kind, amount: n, retrySame: false, retryNewId: false, concurrent: true, keyed: true });
+        // Every other round waits (Prefer: wait): one copy creates the action and runs its attempt inside the submit.
+        await runIntent(who, { n, kind, amount: n, retrySame: false, retryNewId: false, concurrent: true, keyed: true, waited: i % 2 === 1 });
       }
     }
     expect(problems).toEqual([]);
@@ -470,11 +556,14 @@ describe('load', () => {
           retryNewId: false,
           concurrent: false,
           keyed: true,
+          // The waited path's first use (the submit loads the attempt's code) is warmed up too.
+          waited: j > 0,
         });
       }
     }
     const warmup = submitted.length - beforeWarmup;
     const beforeLoad = submitted.length;
+    const waitedBeforeLoad = waitedSubmissions.length;
     const work = intents();
     stack.simulator.setFaults(FAULTS);
     const started = performance.now();
@@ -617,6 +706,24 @@ describe('load', () => {
     };
     expect(Object.entries(planted).filter(([, found]) => found === 0)).toEqual([]);
 
+    // The waited share: how the submit answered, and whether an invoke message carried the action on (a retry of the
+    // attempt inside the submit, or a concurrent copy's resumed admission). Not vacuous: some settled in the submit.
+    const waitedLoad = waitedSubmissions.slice(waitedBeforeLoad);
+    const waited = {
+      waited_submissions: waitedLoad.length,
+      waited_answered_terminal: waitedLoad.filter((w) => w.answered_terminal).length,
+      waited_settled_in_submit: waitedLoad.filter((w) => w.answered_terminal && !invokedThroughQueue.has(w.key)).length,
+      waited_through_invoke_queue: waitedLoad.filter((w) => invokedThroughQueue.has(w.key)).length,
+      waited_through_invoke_queue_concurrent: waitedLoad.filter((w) => w.concurrent && invokedThroughQueue.has(w.key)).length,
+      waited_answered_in_progress: waitedLoad.filter((w) => !w.answered_terminal).length,
+      waited_answered_committed: waitedLoad.filter((w) => w.transaction_status === 'committed').length,
+      waited_answered_failed: waitedLoad.filter((w) => w.transaction_status === 'failed').length,
+      waited_answered_outcome_unknown: waitedLoad.filter((w) => w.transaction_status === 'outcome_unknown').length,
+      waited_besides_load: waitedBeforeLoad,
+    };
+    expect(waited.waited_submissions).toBeGreaterThan(0);
+    expect(waited.waited_settled_in_submit).toBeGreaterThan(0);
+
     const figures = {
       load_wall_ms: Math.round(loadSeconds * 1000),
       drain_wall_ms: Math.round(drainSeconds * 1000),
@@ -637,6 +744,7 @@ describe('load', () => {
       pending_resolved_at_provider: resolvedPending,
       invoke_messages_handled: handledCount.invoke,
       reconcile_messages_handled: handledCount.reconcile,
+      ...waited,
       ...report.counts,
       ...Object.fromEntries(Object.entries(planted).map(([k, v]) => [`planted_${k}_findings`, v])),
       ...figures,
@@ -650,8 +758,16 @@ describe('load', () => {
         'no record stuck: every outcome_unknown reconciled through the schedules and the sweeper, or escalated to a human after every lookup found no operation at the provider (counted; the ledger shows no effect for it)',
         'every receipt chain verifies against its record',
         'ledger effects = committed + reconciled-with-effect transactions',
+        'the same over the waited share (Prefer: wait): attempts run inside the submit under the same faults, and those that ended unsettled went on through the invoke queue or reconciliation',
       ],
       counts,
+      summary:
+        `Waited submissions in the load run (\`Prefer: wait\`, about a third of the executes and commits, concurrent copies included): ` +
+        `${waited.waited_submissions} waited; ${waited.waited_settled_in_submit} settled inside the submit (a terminal answer, no invoke message); ` +
+        `${waited.waited_through_invoke_queue} went on through the invoke queue (${waited.waited_through_invoke_queue_concurrent} of them sent three times at once, where a copy may resume the admission and enqueue; the others an attempt that ended unsettled); ` +
+        `${waited.waited_answered_in_progress} answered still in progress (then long-polled). ` +
+        `Terminal answers by transaction: ${waited.waited_answered_committed} committed, ${waited.waited_answered_failed} failed (declines, 5xx before the commit), ` +
+        `${waited.waited_answered_outcome_unknown} outcome_unknown (settled uncertain inside the submit, then reconciled through the schedules, the sweeper and the reconcile queue).`,
     });
   }, 600_000);
 });

@@ -30,6 +30,7 @@ export function renderReport(reports: readonly (ScenarioReport & { file: string 
     '|---|---:|---|---|',
     ...rows,
     '',
+    ...reports.filter((r) => r.summary !== undefined).flatMap((r) => [`**${r.scenario}.** ${r.summary ?? ''}`, '']),
   ].join('\n');
 }
 

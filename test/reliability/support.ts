@@ -18,6 +18,8 @@ export interface ScenarioReport {
   cases: number;
   held: string[];
   counts: Record<string, number>;
+  /** A sentence the report prints under the table (what a reader should see of this scenario besides its counts). */
+  summary?: string;
 }
 
 /** A scenario's counters: `bump(key, n)` adds n (default 1) to `counts[key]`. */
