@@ -49,18 +49,28 @@ export const routeEvent = (routeId: string) => {
     },
   };
 };
-/** POST /v1/actions with an execute of the payments connector's charge (the submit route: body validation, admission, then a store call that fails). */
-export const submitEvent = () => {
+/**
+ * POST /v1/actions with an execute of the payments connector's charge (the submit route: body validation, admission,
+ * then a store call that fails). `id`: the action ID and idempotency key (default `bench-1`); `waitSeconds`: sent as
+ * `Prefer: wait=<n>` (the client waits for the settlement).
+ */
+export const submitEvent = (options: { readonly id?: string; readonly waitSeconds?: number } = {}) => {
   const base = routeEvent('submitAction');
+  const id = options.id ?? 'bench-1';
+  const prefer = options.waitSeconds !== undefined ? { prefer: `wait=${options.waitSeconds}` } : {};
   return {
     ...base,
-    headers: { accept: 'application/json', 'content-type': 'application/json' },
-    multiValueHeaders: { accept: ['application/json'], 'content-type': ['application/json'] },
+    headers: { accept: 'application/json', 'content-type': 'application/json', ...prefer },
+    multiValueHeaders: {
+      accept: ['application/json'],
+      'content-type': ['application/json'],
+      ...(options.waitSeconds !== undefined ? { prefer: [`wait=${options.waitSeconds}`] } : {}),
+    },
     body: JSON.stringify({
-      id: 'bench-1',
+      id,
       capability_id: 'payments.charge',
       input: { amount: 1250, currency: 'eur', customer: 'cus_bench', description: 'benchmark' },
-      idempotency_key: 'bench-1',
+      idempotency_key: id,
       transaction: { mode: 'execute' },
     }),
   };

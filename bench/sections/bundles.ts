@@ -55,16 +55,24 @@
  *   the first-invocation composition, reported as `compose`.
  * - cold start = import + compose. Median over the runs; the runs go
  *   round-robin over the functions, so background load falls on all alike.
+ * - The submit function's first invocation being an execute (issue 22,
+ *   kind `first-submit`), waited (`Prefer: wait=20`: its attempt runs in the
+ *   submit, attemptWhenWaited "inline") and not: the stores answer there
+ *   (DynamoDB Local, fauxqs, a loopback Secrets Manager endpoint; see
+ *   `Target.store`), and the warm invocation submits a second fresh execute.
  */
 import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import type { Metafile } from 'esbuild';
-import { authorizerEvent, mcpToolCallEvent, routeEvent, sqsEvent } from '../lib/lambda-events.js';
+import { authorizerEvent, mcpToolCallEvent, routeEvent, sqsEvent, submitEvent } from '../lib/lambda-events.js';
 import { distribution, percentile, ratio } from '../lib/stats.js';
 
 const run = promisify(execFile);
@@ -102,8 +110,12 @@ export interface BundleFigures {
   readonly entry: string;
   /** The stack's functions that deploy this bundle (or the yardstick's name). */
   readonly functions: string[];
-  /** `runtime` (a function of the stack), `authorizer`, `yardstick` (the Powertools idempotency handler) or `bare` (the bare Powertools handler). */
-  readonly kind: 'runtime' | 'authorizer' | 'yardstick' | 'bare' | 'before' | 'deferred' | 'source-maps' | 'compile-cache';
+  /**
+   * `runtime` (a function of the stack), `authorizer`, `yardstick` (the Powertools idempotency handler) or `bare` (the
+   * bare Powertools handler); a variant of the API route bundle; `first-submit`: the submit function's first
+   * invocation being an execute, waited or not, on a store that answers ({@link Target.store}).
+   */
+  readonly kind: 'runtime' | 'authorizer' | 'yardstick' | 'bare' | 'before' | 'deferred' | 'source-maps' | 'compile-cache' | 'first-submit';
   readonly handler: string;
   /** What the first invocation is (method + path, or event kind). */
   readonly invocation: string;
@@ -206,9 +218,12 @@ export function functionEnv(FUNCTION_ENV: Record<string, string>, POWERTOOLS_ENV
  * Prints one JSON line; exits at once (open sockets of a failed call must not hold it).
  */
 const PROBE = [
+  // An answer that carries an action result (a submit) names its status and error code: what the first invocation did.
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: the probe's source text, whose template literals run in the child process
+  'const actionOf = (body) => { try { const a = JSON.parse(body).action_result; return a && a.status ? ` ${a.status}${a.error && a.error.code ? ` (${a.error.code})` : ""}` : ""; } catch { return ""; } };',
   'const context = { functionName: "aip-bench", functionVersion: "$LATEST", invokedFunctionArn: "arn:aws:lambda:us-east-1:000000000000:function:aip-bench", memoryLimitInMB: "512", awsRequestId: "bench", logGroupName: "bench", logStreamName: "bench", callbackWaitsForEmptyEventLoop: true, getRemainingTimeInMillis: () => 29000, done() {}, fail() {}, succeed() {} };',
   // biome-ignore lint/suspicious/noTemplateCurlyInString: the probe's source text, whose template literals run in the child process
-  'const outcome = (r) => (r && typeof r === "object" && "statusCode" in r ? String(r.statusCode) : r && typeof r === "object" && "batchItemFailures" in r ? `${r.batchItemFailures.length} failed` : "ok");',
+  'const outcome = (r) => (r && typeof r === "object" && "statusCode" in r ? String(r.statusCode) + actionOf(r.body) : r && typeof r === "object" && "batchItemFailures" in r ? `${r.batchItemFailures.length} failed` : "ok");',
   // biome-ignore lint/suspicious/noTemplateCurlyInString: the probe's source text, whose template literals run in the child process
   'const invoke = async (h, e) => { try { return outcome(await h(e, context)); } catch (err) { return `threw ${err && err.name}`; } };',
   // AIP_BENCH_TRACE_LOADS: a separate, untimed run that records the modules Node loads at import and in the first invocation.
@@ -218,7 +233,8 @@ const PROBE = [
   'const c0 = cpu(); const t0 = performance.now(); const m = await import(process.env.AIP_BENCH_BUNDLE); const t1 = performance.now(); const c1 = cpu(); const atImport = loaded.length;',
   'const h = m[process.env.AIP_BENCH_HANDLER]; if (typeof h !== "function") throw new Error("no handler " + process.env.AIP_BENCH_HANDLER);',
   'const o1 = await invoke(h, JSON.parse(process.env.AIP_BENCH_EVENT)); const t2 = performance.now(); const c2 = cpu();',
-  'await invoke(h, JSON.parse(process.env.AIP_BENCH_EVENT)); const t3 = performance.now(); const c3 = cpu();',
+  // AIP_BENCH_EVENT_WARM: the second invocation's event when it must differ from the first (a fresh action: the same work, warm).
+  'await invoke(h, JSON.parse(process.env.AIP_BENCH_EVENT_WARM ?? process.env.AIP_BENCH_EVENT)); const t3 = performance.now(); const c3 = cpu();',
   'process.stdout.write(JSON.stringify({ import_ms: t1 - t0, first_ms: t2 - t1, warm_ms: t3 - t2, import_cpu_ms: c1 - c0, first_cpu_ms: c2 - c1, warm_cpu_ms: c3 - c2, outcome: o1, loaded_at_import: loaded.slice(0, atImport), loaded_first: loaded.slice(atImport) })); process.exit(0);',
 ].join('\n');
 
@@ -244,7 +260,7 @@ export async function probe(
   handler: string,
   event: unknown,
   env: Record<string, string>,
-  options: { readonly nodeOptions?: string; readonly trace?: boolean; readonly execArgv?: readonly string[] } = {},
+  options: { readonly nodeOptions?: string; readonly trace?: boolean; readonly execArgv?: readonly string[]; readonly warmEvent?: unknown } = {},
 ): Promise<Sample> {
   const childEnv: NodeJS.ProcessEnv = {
     PATH: process.env.PATH ?? '',
@@ -255,6 +271,7 @@ export async function probe(
     AIP_BENCH_BUNDLE: pathToFileURL(file).href,
     AIP_BENCH_HANDLER: handler,
     AIP_BENCH_EVENT: JSON.stringify(event),
+    ...(options.warmEvent !== undefined ? { AIP_BENCH_EVENT_WARM: JSON.stringify(options.warmEvent) } : {}),
   };
   const { stdout } = await run(process.execPath, [...(options.execArgv ?? []), '--input-type=module', '-e', PROBE], { env: childEnv, timeout: 60_000 });
   const line = stdout.trim().split('\n').pop() ?? '';
@@ -321,6 +338,44 @@ interface Target {
   readonly handler: string;
   readonly invocation: string;
   readonly event: unknown;
+  /**
+   * The submit rows (`first-submit`): the stores answer (DynamoDB Local and fauxqs on loopback, the provider
+   * credential from a loopback Secrets Manager endpoint), so an execute gets past its admission; each process submits two fresh
+   * actions, the first invocation's and the warm one's ({@link fresh}), so `first − warm` is what the first one
+   * loads and builds, not the requests both send.
+   */
+  readonly store?: true;
+  /** Fresh events per process: the first invocation's and the warm one's. */
+  readonly fresh?: () => { readonly first: unknown; readonly warm: unknown };
+}
+
+/** A loopback Secrets Manager endpoint answering GetSecretValue with a fixed bench key, and counting its requests. */
+async function startSecretEndpoint(): Promise<{ readonly endpoint: string; readonly requests: () => number; stop(): Promise<void> }> {
+  let requests = 0;
+  const server = createServer((req, res) => {
+    requests++;
+    req.resume();
+    req.on('end', () => {
+      const name = 'aip/bench/payments/api-key';
+      res.setHeader('content-type', 'application/x-amz-json-1.1');
+      res.end(
+        JSON.stringify({
+          ARN: `arn:aws:secretsmanager:us-east-1:000000000000:secret:${name}-AbCdEf`,
+          Name: name,
+          SecretString: 'sk_bench_not_a_key',
+          VersionId: '00000000-0000-0000-0000-000000000001',
+          VersionStages: ['AWSCURRENT'],
+          CreatedDate: 1_767_225_600,
+        }),
+      );
+    });
+  });
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  return {
+    endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    requests: () => requests,
+    stop: () => new Promise<void>((done) => server.close(() => done())),
+  };
 }
 
 export async function runBundlesSection(options: { runs: number }, log: (line: string) => void): Promise<BundlesFigures> {
@@ -389,6 +444,32 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
       });
     }
   }
+  // The submit function's first invocation being an execute (issue 22): with `Prefer: wait` its attempt runs in the
+  // submit (attemptWhenWaited "inline", the deployed default), which loads the attempt code and the connector there;
+  // without it, the admission and the invoke message. Both on a store that answers (Target.store), each process
+  // submitting fresh actions.
+  const submitDef = definitions.find((d) => d.trigger?.kind === 'api' && (d.trigger as { routes: readonly string[] }).routes.includes('submitAction'));
+  if (submitDef !== undefined) {
+    for (const waitSeconds of [20, undefined]) {
+      const events = () => {
+        const id = `bench-${randomUUID()}`;
+        return { first: submitEvent({ id: `${id}-1`, waitSeconds }), warm: submitEvent({ id: `${id}-2`, waitSeconds }) };
+      };
+      targets.push({
+        entry: submitDef.entry,
+        functions: [`${submitDef.id}, first invocation ${waitSeconds !== undefined ? 'a waited execute' : 'an execute nobody waits on'}`],
+        kind: 'first-submit',
+        handler: submitDef.handler ?? 'handler',
+        invocation:
+          waitSeconds !== undefined
+            ? `POST /v1/actions, Prefer: wait=${waitSeconds}, payments.charge execute: admission, the attempt inline, the provider call refused at once`
+            : 'POST /v1/actions, payments.charge execute: admission and the invoke message',
+        event: events().first,
+        store: true,
+        fresh: events,
+      });
+    }
+  }
   // Variants of the API route bundle, measured the same way in the same run (Target.variant says what each is).
   const apiTarget = targets.find((t) => t.entry === 'functions/http/actions.ts') ?? targets.find((t) => t.entry.startsWith('functions/http/'));
   const variants: readonly { readonly variant: Variant; readonly label: string }[] = [
@@ -437,6 +518,73 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
           only.some((o) => t.entry.includes(o) && (t.variant === undefined || only.includes(t.kind))),
       ),
     );
+  // The submit rows' stores: DynamoDB Local (in memory) with the stack's table, fauxqs with the invoke queue, the
+  // credential from a loopback Secrets Manager endpoint; every other endpoint stays the discard port (the Scheduler, the
+  // reconcile queue, the provider: refused at once).
+  let store: { readonly env: Record<string, string>; readonly secretRequests: () => number; stop(): Promise<void> } | undefined;
+  if (targets.some((t) => t.store === true)) {
+    // What started, stopped again if a later step fails.
+    const started: (() => Promise<void>)[] = [];
+    try {
+      const [{ startDynamoDbLocal }, { startSqsEmulator }, { createTable }, { createDynamoDbClient, createSqsClient }, { CreateQueueCommand }] =
+        await Promise.all([
+          import('../../dev/emulators/dynamodb-local.js'),
+          import('../../dev/emulators/fauxqs.js'),
+          import('../../lib/aws/dynamo/create-table.js'),
+          import('../../lib/aws/clients.js'),
+          import('@aws-sdk/client-sqs'),
+        ]);
+      const handles = await Promise.allSettled([startDynamoDbLocal({}), startSqsEmulator(0), startSecretEndpoint()] as const);
+      for (const h of handles) if (h.status === 'fulfilled') started.push(() => h.value.stop());
+      const failed = handles.find((h) => h.status === 'rejected');
+      if (failed !== undefined) throw failed.reason;
+      const [dynamo, sqs, secrets] = handles.map((h) => (h as PromiseFulfilledResult<unknown>).value) as [
+        Awaited<ReturnType<typeof startDynamoDbLocal>>,
+        Awaited<ReturnType<typeof startSqsEmulator>>,
+        Awaited<ReturnType<typeof startSecretEndpoint>>,
+      ];
+      const ddb = createDynamoDbClient({ endpoint: dynamo.endpoint });
+      const sqsClient = createSqsClient({ endpoint: sqs.endpoint });
+      let invokeQueueUrl: string;
+      try {
+        await createTable(ddb, env[fenv.FUNCTION_ENV.tableName] as string);
+        invokeQueueUrl = (await sqsClient.send(new CreateQueueCommand({ QueueName: 'aip-bench-invoke' }))).QueueUrl as string;
+      } finally {
+        ddb.destroy();
+        sqsClient.destroy();
+      }
+      // The bench configuration gates executes of payments behind an approval and holds no credential row for the
+      // events' tenant: here an execute runs at once, with the tenant's credential row (one secret on the endpoint above).
+      const deployment = toDeploymentRuntimeConfig(config);
+      const runtimeConfig = {
+        ...deployment,
+        approvalPolicies: [],
+        connectors: deployment.connectors.map((c) =>
+          c.id === 'payments' ? { ...c, credentials: [{ handle: 'payments/api_key', tenantId: 'acme', secret: 'aip/bench/payments/api-key' }] } : c,
+        ),
+      };
+      store = {
+        env: {
+          [fenv.FUNCTION_ENV.runtimeConfig]: JSON.stringify(runtimeConfig),
+          [fenv.FUNCTION_ENV.invokeQueueUrl]: invokeQueueUrl,
+          AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint,
+          AWS_ENDPOINT_URL_SQS: sqs.endpoint,
+          AWS_ENDPOINT_URL_SECRETS_MANAGER: secrets.endpoint,
+          [fenv.OPTIONAL_FUNCTION_ENV.connectorEndpoints]: JSON.stringify({ payments: 'http://127.0.0.1:9' }),
+        },
+        secretRequests: secrets.requests,
+        async stop() {
+          await Promise.allSettled([secrets.stop(), sqs.stop()]);
+          await dynamo.stop();
+        },
+      };
+    } catch (err) {
+      await Promise.allSettled(started.map((stop) => stop()));
+      // Without Java (DynamoDB Local) the other rows still run; the submit rows are left out, and the log says why.
+      log(`  submit rows left out: their stores did not start (${err instanceof Error ? err.message.split('\n')[0] : String(err)})`);
+      targets.splice(0, targets.length, ...targets.filter((t) => t.store !== true));
+    }
+  }
   const dir = mkdtempSync(join(tmpdir(), 'aip-bench-bundles-'));
   const built: {
     target: Target;
@@ -467,9 +615,19 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
       const file = join(bundling.BUNDLE_ROOT, entryOut);
       // What the first invocation loads beyond the static set, as Node reports it (an untimed run with a load hook).
       const nodeOptions = target.variant === 'source-maps' ? '--enable-source-maps' : DEPLOYED_NODE_OPTIONS;
-      const probeEnv = target.variant === 'compile-cache' ? { ...env, NODE_COMPILE_CACHE: join(outdir, 'node-compile-cache') } : env;
+      const probeEnv =
+        target.variant === 'compile-cache'
+          ? { ...env, NODE_COMPILE_CACHE: join(outdir, 'node-compile-cache') }
+          : target.store === true && store !== undefined
+            ? { ...env, ...store.env }
+            : env;
       // Also fills the compile cache of the compile-cache variant (Node writes it as the process exits).
-      const loads = await probe(file, target.handler, target.event, probeEnv, { nodeOptions, trace: true });
+      const traceEvents = target.fresh?.();
+      const loads = await probe(file, target.handler, traceEvents?.first ?? target.event, probeEnv, {
+        nodeOptions,
+        trace: true,
+        ...(traceEvents !== undefined ? { warmEvent: traceEvents.warm } : {}),
+      });
       const firstLoaded = new Set(loads.loaded_first.filter((url) => url.startsWith('file:')).map((url) => relative(bundling.BUNDLE_ROOT, fileURLToPath(url))));
       built.push({
         target,
@@ -498,19 +656,27 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
       });
       log(`  built ${target.entry}: ${(staticBytes / 1024).toFixed(0)} KiB loaded at import, ${code.length} chunks, in ${build_ms} ms`);
     }
-    const tracedEnv = {
-      ...env,
+    const tracedVariables = {
       POWERTOOLS_TRACE_ENABLED: 'true',
       _X_AMZN_TRACE_ID: 'Root=1-00000000-000000000000000000000000;Parent=0000000000000000;Sampled=0',
       AWS_XRAY_CONTEXT_MISSING: 'IGNORE_ERROR',
     };
+    const tracedEnv = { ...env, ...tracedVariables };
     for (let i = 0; i < options.runs; i++) {
       for (const b of built) {
         if (b.error !== undefined) continue;
         try {
-          b.plain.push(await probe(b.file, b.target.handler, b.target.event, b.env, { nodeOptions: b.nodeOptions }));
-          if (b.target.kind === 'runtime' || b.target.kind === 'authorizer' || b.target.kind === 'bare')
-            b.traced.push(await probe(b.file, b.target.handler, b.target.event, tracedEnv, { nodeOptions: b.nodeOptions }));
+          const run = (probeEnv: Record<string, string>) => {
+            const events = b.target.fresh?.();
+            return probe(b.file, b.target.handler, events?.first ?? b.target.event, probeEnv, {
+              nodeOptions: b.nodeOptions,
+              ...(events !== undefined ? { warmEvent: events.warm } : {}),
+            });
+          };
+          b.plain.push(await run(b.env));
+          if (b.target.kind === 'runtime' || b.target.kind === 'authorizer' || b.target.kind === 'bare') b.traced.push(await run(tracedEnv));
+          // The submit rows keep their store's environment when traced.
+          else if (b.target.kind === 'first-submit') b.traced.push(await run({ ...b.env, ...tracedVariables }));
         } catch (err) {
           b.error = err instanceof Error ? err.message.split('\n').slice(0, 3).join(' ') : String(err);
           log(`  ${b.target.entry}: probe failed: ${b.error}`);
@@ -519,6 +685,9 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
+    // One credential fetch per waited-submit process (the cache holds it for the warm invocation).
+    if (store !== undefined) log(`  submit rows: the Secrets Manager endpoint served ${store.secretRequests()} GetSecretValue request(s)`);
+    await store?.stop();
   }
   const bundles: BundleFigures[] = built.map((b) => ({
     ...b.figures,
@@ -539,7 +708,11 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
   const ratios = bundles
     .filter((b) => b.kind !== 'authorizer' && b.kind !== 'yardstick' && b.kind !== 'bare' && b.entry.startsWith('functions/http/') && b.cold !== undefined)
     .map((b) => ({
-      entry: isVariant(b.kind) ? `${b.entry} (${VARIANT_RATIO_LABELS[b.kind]})` : b.entry,
+      entry: isVariant(b.kind)
+        ? `${b.entry} (${VARIANT_RATIO_LABELS[b.kind]})`
+        : b.kind === 'first-submit'
+          ? `${b.entry} (${b.functions.join(', ')})`
+          : b.entry,
       to_authorizer: over(b.cold?.cold_ms, authorizer),
       to_powertools: over(b.cold?.cold_ms, powertools),
       to_bare: over(b.cold?.cold_ms, bare?.cold?.cold_ms),
@@ -569,7 +742,11 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
     note:
       'cold = import + (first − warm invocation), per fresh process, median. Tracing off (POWERTOOLS_TRACE_ENABLED=false) unless in the "traced" columns, ' +
       "whose invocations are unsampled (Sampled=0 in the trace header): the runtime's functions load the tracer on the first sampled invocation only, so not there; the bare Powertools handler loads it at import. " +
-      'Every store call fails at once against loopback (AWS_MAX_ATTEMPTS=1), so the first invocation is composition plus one refused connection, and warm is the refused connection alone.',
+      'Every store call fails at once against loopback (AWS_MAX_ATTEMPTS=1), so the first invocation is composition plus one refused connection, and warm is the refused connection alone. ' +
+      'Except the submit rows ("first invocation a waited execute" / "an execute nobody waits on"): their stores answer (DynamoDB Local and fauxqs on loopback, the credential from a loopback Secrets Manager endpoint; ' +
+      "the bench configuration without its approval policy on payments executes, with a credential row for the events' tenant), each process submits two fresh executes, and warm is the second: " +
+      'first − warm is what the first one loads and builds (the Runtime, the admission, and for the waited one the attempt code, the connector, the credential client and the first fetch), ' +
+      "not the requests both send; the waited one's provider call is refused at once (the payments endpoint is the discard port), so its attempt settles failed.",
   };
 }
 

@@ -76,9 +76,22 @@ export interface SegmentFigures {
   readonly id: SegmentId;
   readonly label: string;
   readonly ms: Distribution;
-  /** DynamoDB Local time on the segment's critical path (the requests its actor — admission, attempt or wait — started in it), mean ms, and their count. */
+  /**
+   * DynamoDB Local time on the segment's critical path, mean ms: its requests' time inside the segment
+   * ({@link requestsOf}).
+   */
   readonly dynamo_ms_mean: number;
+  /**
+   * The DynamoDB requests the segment's step sends (mean), counted from the calls observed: the actor that issued
+   * each (admission, attempt or wait) and when ({@link requestsOf}), whether on the answer's path or beside it.
+   */
   readonly dynamo_requests_mean: number;
+  /**
+   * Of those, the requests beside the answer's path (mean): the record's settlement, which the attempt writes after
+   * the action's and the wait does not wait for; the polls that saw the action still running. Absent in runs before
+   * issue 22.
+   */
+  readonly dynamo_requests_beside_mean?: number;
   /** `local-only`: machinery of the local stack; `remains`: the same work on AWS (at AWS's latency); `wait-poll`: the runtime's own Prefer: wait polling, deployed as is. */
   readonly kind: 'local-only' | 'remains' | 'wait-poll';
   readonly on_aws: string;
@@ -136,15 +149,24 @@ const SEGMENTS: Record<SegmentId, { label: string; kind: SegmentFigures['kind'];
     kind: 'local-only',
     on_aws: "in-process call here, plus the local event source's ChangeMessageVisibilityBatch; a warm Lambda invoke on AWS (part of the event source delivery)",
   },
-  pre_provider: { label: 'attempt until the provider call (attempt read, lease write)', kind: 'remains', on_aws: 'remains (same requests)' },
+  pre_provider: {
+    label: 'attempt until the provider call (the lease write; the invoke message carries the admitted records, so no read)',
+    kind: 'remains',
+    on_aws: 'remains (same requests)',
+  },
   provider: {
     label: 'provider call (payments simulator)',
     kind: 'remains',
     on_aws: "remains, at the real provider's latency (the simulator answers in ~1 ms; a card API takes hundreds)",
   },
-  settle: { label: 'settlement (and checkpoint) writes', kind: 'remains', on_aws: 'remains (same requests)' },
+  settle: {
+    label:
+      'settlement (and checkpoint) writes: the action\'s, which the wait notices, then the record\'s with its receipt, beside the wait (docs/table-design.md, "The action settles first")',
+    kind: 'remains',
+    on_aws: 'remains (same requests)',
+  },
   notice: {
-    label: 'settled → the wait notices (sleep to the next poll + that GetItem)',
+    label: 'settled → the wait notices (sleep to the next poll + that GetItem; beside: the polls that saw the action running)',
     kind: 'wait-poll',
     on_aws: 'NOT an emulator artefact: the deployed submit handler polls the same way; remains on AWS unless the poll schedule is tuned',
   },
@@ -156,9 +178,9 @@ const SEGMENTS: Record<SegmentId, { label: string; kind: SegmentFigures['kind'];
 };
 
 /** Who issued a request: the admission, the worker's attempt, or the wait loop (AsyncLocalStorage around the Runtime methods). */
-type Actor = 'admit' | 'worker' | 'wait';
+export type Actor = 'admit' | 'worker' | 'wait';
 
-interface Call {
+export interface Call {
   readonly op: string;
   readonly actor: Actor | undefined;
   readonly t0: number;
@@ -166,17 +188,7 @@ interface Call {
   messages?: number;
 }
 
-/** The actor whose requests are on the critical path of each segment. */
-const SEGMENT_ACTOR: Partial<Record<SegmentId, Actor>> = {
-  admit: 'admit',
-  pre_provider: 'worker',
-  provider: 'worker',
-  settle: 'worker',
-  notice: 'wait',
-  respond: 'wait',
-};
-
-interface Timeline {
+export interface Timeline {
   t_req: number;
   t_resp: number;
   submit?: [number, number];
@@ -210,7 +222,13 @@ function urlOf(input: unknown): string {
   return (input as { url?: string } | undefined)?.url ?? '';
 }
 
-function segmentsOf(t: Timeline): Partial<Record<SegmentId, [number, number]>> | string {
+/** A run's segments (start, end on the one clock) and the poll that noticed the settlement. */
+export interface Segmented {
+  readonly seg: Record<SegmentId, [number, number]>;
+  readonly noticed: Timeline['polls'][number];
+}
+
+export function segmentsOf(t: Timeline): Segmented | string {
   if (!t.submit) return 'no submit';
   if (!t.attempt) return 'no attempt';
   if (!t.provider) return 'no provider call';
@@ -221,7 +239,7 @@ function segmentsOf(t: Timeline): Partial<Record<SegmentId, [number, number]>> |
   if (!noticed) return 'the wait did not notice the settlement';
   const settled = Math.min(t.settle1, noticed.t1);
   const recv = t.sqs.find((c) => c.op === 'ReceiveMessage' && (c.messages ?? 0) > 0 && c.t1 >= t.submit![1] - 1)?.t1 ?? t.attempt[0];
-  return {
+  const seg: Record<SegmentId, [number, number]> = {
     edge: [t.t_req, t.submit[0]],
     admit: [t.submit[0], t.submit[1]],
     queue: [t.submit[1], Math.min(recv, t.attempt[0])],
@@ -232,6 +250,52 @@ function segmentsOf(t: Timeline): Partial<Record<SegmentId, [number, number]>> |
     notice: [settled, noticed.t1],
     respond: [noticed.t1, t.t_resp],
   };
+  return { seg, noticed };
+}
+
+/** One step's DynamoDB requests: all it sends, and those on the answer's critical path. */
+export interface StepRequests {
+  readonly calls: Call[];
+  readonly onPath: Call[];
+}
+
+/**
+ * The DynamoDB requests of each step, from the calls observed: who issued each (the admission, the worker's
+ * attempt or the wait: AsyncLocalStorage around the Runtime methods) and when, not a window alone. A step's work
+ * can run beside the answer's path: the attempt settles the action, then writes the record with its receipt
+ * (docs/table-design.md, "The action settles first") while the wait, which notices the action, moves on; and the
+ * polls before the one that noticed ran beside the attempt. Those are counted with their step, as beside the path.
+ */
+export function requestsOf(t: Timeline, { seg, noticed }: Segmented): { steps: Record<SegmentId, StepRequests>; unattributed: number } {
+  const steps = Object.fromEntries((Object.keys(SEGMENTS) as SegmentId[]).map((id): [SegmentId, StepRequests] => [id, { calls: [], onPath: [] }])) as Record<
+    SegmentId,
+    StepRequests
+  >;
+  let unattributed = 0;
+  const put = (id: SegmentId, c: Call, onPath: boolean) => {
+    steps[id].calls.push(c);
+    if (onPath) steps[id].onPath.push(c);
+  };
+  for (const c of t.dynamo) {
+    if (c.t1 <= 0) continue;
+    if (c.actor === 'admit') put('admit', c, true);
+    else if (c.actor === 'worker') {
+      // Before the provider call: the attempt's start (its lease). After it: the settlement (and checkpoint) writes, on
+      // the path until the wait noticed the action settled; what starts after that (the record's write) is beside it.
+      if (c.t0 < t.provider![0]) put('pre_provider', c, true);
+      else put('settle', c, c.t0 < seg.settle[1]);
+    } else if (c.actor === 'wait') {
+      // The noticing poll's own read ends the notice; a poll before it saw the action running, beside the attempt.
+      if (c.t0 >= noticed.t1) put('respond', c, true);
+      else put('notice', c, c.t0 >= noticed.t0);
+    } else unattributed++;
+  }
+  return { steps, unattributed };
+}
+
+/** The time of `calls` inside [a, b]. */
+function timeInside(calls: readonly Call[], [a, b]: [number, number]): number {
+  return calls.reduce((sum, c) => sum + Math.max(0, Math.min(c.t1, b) - Math.max(c.t0, a)), 0);
 }
 
 const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
@@ -409,30 +473,33 @@ export async function runLatencySection(options: LatencyOptions, log: (line: str
       const figures: VariantFigures[] = variants.map((v) => {
         const list = timelines.get(v.id)!;
         const errs = errors.get(v.id)!;
-        const bySegment = new Map<SegmentId, { ms: number[]; dyn: number[]; dynN: number[] }>();
+        const bySegment = new Map<SegmentId, { ms: number[]; dyn: number[]; dynN: number[]; beside: number[] }>();
         const totals: number[] = [];
         const handler: number[] = [];
         const polls: number[] = [];
         const dynamoTotal: number[] = [];
         for (const t of list) {
-          const seg = segmentsOf(t);
-          if (typeof seg === 'string') {
-            if (errs.length < 5) errs.push(seg);
+          const segmented = segmentsOf(t);
+          if (typeof segmented === 'string') {
+            if (errs.length < 5) errs.push(segmented);
             continue;
           }
+          const { steps, unattributed } = requestsOf(t, segmented);
+          // Every DynamoDB request of the run belongs to a step: one that does not would be missing from the counts.
+          if (unattributed > 0 && errs.length < 5) errs.push(`${unattributed} DynamoDB request(s) issued outside the admission, the attempt and the wait`);
           totals.push(t.t_resp - t.t_req);
           if (t.submit && t.view1 !== undefined) handler.push(t.view1 - t.submit[0]);
           polls.push(t.polls.length);
           let dyn = 0;
-          for (const [id, [a, b]] of Object.entries(seg) as [SegmentId, [number, number]][]) {
-            const who = SEGMENT_ACTOR[id];
-            const inside = who === undefined ? [] : t.dynamo.filter((c) => c.actor === who && c.t0 >= a && c.t0 < b && c.t1 > 0);
-            const d = inside.reduce((s, c) => s + (c.t1 - c.t0), 0);
+          for (const [id, window] of Object.entries(segmented.seg) as [SegmentId, [number, number]][]) {
+            const step = steps[id];
+            const d = timeInside(step.onPath, window);
             dyn += d;
-            const slot = bySegment.get(id) ?? { ms: [], dyn: [], dynN: [] };
-            slot.ms.push(b - a);
+            const slot = bySegment.get(id) ?? { ms: [], dyn: [], dynN: [], beside: [] };
+            slot.ms.push(window[1] - window[0]);
             slot.dyn.push(d);
-            slot.dynN.push(inside.length);
+            slot.dynN.push(step.calls.length);
+            slot.beside.push(step.calls.length - step.onPath.length);
             bySegment.set(id, slot);
           }
           dynamoTotal.push(dyn);
@@ -445,8 +512,15 @@ export async function runLatencySection(options: LatencyOptions, log: (line: str
           runs: totals.length,
           total_ms: total,
           segments: (Object.keys(SEGMENTS) as SegmentId[]).map((id) => {
-            const slot = bySegment.get(id) ?? { ms: [], dyn: [], dynN: [] };
-            return { id, ...SEGMENTS[id], ms: distribution(slot.ms), dynamo_ms_mean: round(mean(slot.dyn)), dynamo_requests_mean: round(mean(slot.dynN), 2) };
+            const slot = bySegment.get(id) ?? { ms: [], dyn: [], dynN: [], beside: [] };
+            return {
+              id,
+              ...SEGMENTS[id],
+              ms: distribution(slot.ms),
+              dynamo_ms_mean: round(mean(slot.dyn)),
+              dynamo_requests_mean: round(mean(slot.dynN), 2),
+              dynamo_requests_beside_mean: round(mean(slot.beside), 2),
+            };
           }),
           polls_mean: round(mean(polls), 2),
           api_handler_ms: distribution(handler),
@@ -519,13 +593,17 @@ export function renderLatencyMarkdown(l: LatencyFigures, heading = '## Latency b
     `HTTP submit with \`Prefer: wait=20\` → terminal result, one client, the queue path (attempt_when_waited "queue"; by default a waited execute runs its attempt inside the submit); ${l.note}. Timestamps from wrappers on the Runtime instance, the settlement write, the SDK clients and fetch (bench/sections/latency.ts). ` +
       "**local-only** = machinery of the local stack; **remains** = the same work on AWS, at AWS's latency; **wait-poll** = the runtime's own `Prefer: wait` polling (functions/http/actions.ts), deployed as is.",
     '',
+    "DynamoDB Local ms: its requests' time inside the segment (on the critical path). Requests: what the step sends, counted from the calls observed (the actor that issued each and when); \"beside\": of those, the ones off the answer's path (the record's settlement after the action's, which the wait does not wait for; the polls that saw the action running).",
+    '',
     `| segment | kind | ${l.variants.map((v) => `${v.id}: mean ms (p50) [DynamoDB Local ms / requests]`).join(' | ')} | on AWS |`,
     `|---|---|${l.variants.map(() => '---:').join('|')}|---|`,
   );
   for (const s of def?.segments ?? []) {
     const cells = l.variants.map((v) => {
       const x = v.segments.find((y) => y.id === s.id);
-      return x ? `${f(x.ms.mean)} (${f(x.ms.p50)}) [${f(x.dynamo_ms_mean)} / ${f(x.dynamo_requests_mean, 2)}]` : '–';
+      if (!x) return '–';
+      const beside = x.dynamo_requests_beside_mean ?? 0;
+      return `${f(x.ms.mean)} (${f(x.ms.p50)}) [${f(x.dynamo_ms_mean)} / ${f(x.dynamo_requests_mean, 2)}${beside > 0 ? `, ${f(beside, 2)} beside` : ''}]`;
     });
     lines.push(`| ${s.label} | ${s.kind} | ${cells.join(' | ')} | ${s.on_aws} |`);
   }
@@ -540,7 +618,7 @@ export function renderLatencyMarkdown(l: LatencyFigures, heading = '## Latency b
     .map(([op, d]) => `${op} ${f(d.p50)} ms (n ${d.n})`)
     .join(', ');
   lines.push(
-    `DynamoDB Local round trips on the path, p50: ${ops}. Authorizer handler warm (ES256 dev key, in-process): p50 ${f(l.authorizer_ms.p50, 2)} ms. Bare provider call (POST /v1/charges to the simulator): p50 ${f(l.provider_call_ms.p50, 2)} ms.`,
+    `DynamoDB Local round trips in the runs (on the path and beside it), p50: ${ops}. Authorizer handler warm (ES256 dev key, in-process): p50 ${f(l.authorizer_ms.p50, 2)} ms. Bare provider call (POST /v1/charges to the simulator): p50 ${f(l.provider_call_ms.p50, 2)} ms.`,
     '',
   );
   if (def) {

@@ -22,7 +22,7 @@
  */
 import { dirname, isAbsolute, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import type { ApprovalPolicy, InfraConfig } from '../../lib/config/deployment.js';
+import { type ApprovalPolicy, type DeploymentRuntimeConfig, type InfraConfig, toDeploymentRuntimeConfig } from '../../lib/config/deployment.js';
 import type { ConnectorFactory } from '../../functions/shared/connector-factories.js';
 import type { DeploymentConnectorSource } from '../../functions/shared/deployment-connectors.js';
 import { deploymentConnectorFactories, BUILT_IN_CONNECTOR_FACTORIES } from '../../functions/shared/connector-factories.js';
@@ -100,6 +100,11 @@ export interface LocalDeploymentConnectors {
   readonly connectorEndpoints: Readonly<Record<string, string>>;
   /** The configuration's approval policies on these connectors. */
   readonly approvalPolicies: readonly ApprovalPolicy[];
+  /**
+   * Where a waited execute's first attempt runs: the configuration's `attemptWhenWaited` as a deployment's
+   * functions get it (`toDeploymentRuntimeConfig`, the `AIP_RUNTIME_CONFIG` variable): explicit or the default.
+   */
+  readonly attemptWhenWaited: DeploymentRuntimeConfig['attemptWhenWaited'];
 }
 
 /**
@@ -173,6 +178,7 @@ export async function loadLocalDeploymentConnectors(
     credentialEnv,
     connectorEndpoints: Object.fromEntries(Object.entries(config.connectorEndpoints).filter(([id]) => ids.has(id))),
     approvalPolicies: config.approvalPolicies.filter((policy) => ids.has(policy.connector)),
+    attemptWhenWaited: toDeploymentRuntimeConfig(config).attemptWhenWaited,
   };
 }
 

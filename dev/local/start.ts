@@ -412,6 +412,9 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       auth: { issuer: DEV_ISSUER, audience: DEV_AUDIENCE, jwksUrl: `${DEV_ISSUER}/.well-known/jwks.json`, algorithms: ['ES256'] },
       connectors: [{ id: 'payments', credentials: [] }, ...(deployment?.hosted ?? []).map(({ id }) => ({ id, credentials: [] }))],
       approvalPolicies: [...(options.approvalPolicies ?? DEFAULT_LOCAL_APPROVAL_POLICIES), ...(deployment?.approvalPolicies ?? [])],
+      // A configuration's `attemptWhenWaited` (explicit or its default) decides over the runtime setting, as in a deployment
+      // (functions/shared/compose-runtime.ts readsConfigFor); without one, the runtime setting `attempt_when_waited` does.
+      ...(deployment?.attemptWhenWaited !== undefined ? { attemptWhenWaited: deployment.attemptWhenWaited } : {}),
     };
     const credentialReferences: LocalCredentialReference[] = [
       ...tenants.map((tenant_id) => ({ connector_id: 'payments', handle: PAYMENTS_CREDENTIAL_HANDLE, tenant_id, env: PAYMENTS_KEY_VARIABLE })),

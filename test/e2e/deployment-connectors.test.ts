@@ -15,7 +15,11 @@
  * - the configuration's approval policies on them apply;
  * - the banner lists them, their capabilities and the variables, never a secret;
  * - a configuration whose document is broken is refused at start with the
- *   synth's InfraConfigError naming the field, and nothing was created.
+ *   synth's InfraConfigError naming the field, and nothing was created;
+ * - the configuration's `attemptWhenWaited` decides where a waited execute's
+ *   first attempt runs, over the runtime setting, as in a deployment: `queue`
+ *   sends it through the invoke queue and the worker; absent (the default,
+ *   `inline`) it runs in the submit even when the runtime setting says `queue`.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -29,6 +33,7 @@ import { banner, PROJECT_ROOT, startLocalStack } from '../../dev/local/start.js'
 import { InfraConfigError, type InfraConfigInput } from '../../infra/config.js';
 import { dynamoClient } from '../reliability/support.js';
 import { RW, securityStack, type SecurityStack } from '../security/support.js';
+import { HANG_MS } from '../support/wait.js';
 import { CRM_DOCUMENT } from '../fixtures/team-crm-connector.js';
 import { ORDERS_MODULE } from '../fixtures/team-orders-connector.js';
 
@@ -188,6 +193,72 @@ describe("the deployment's own connectors under the local stack", () => {
       await expect(ddb.send(new DescribeTableCommand({ TableName: namePrefix }))).rejects.toBeInstanceOf(ResourceNotFoundException);
     } finally {
       ddb.destroy();
+    }
+  });
+});
+
+describe("the configuration's attemptWhenWaited (where a waited execute's first attempt runs)", () => {
+  /** A stack on a configuration with the crm connector and `attemptWhenWaited` (absent: the configuration's default). */
+  async function stackOn(name: string, attemptWhenWaited: 'inline' | 'queue' | undefined, runtimeSettings: Record<string, unknown>) {
+    const config = { ...teamConfig([{ id: 'crm', http: CRM_DOCUMENT }]), ...(attemptWhenWaited !== undefined ? { attemptWhenWaited } : {}) };
+    return securityStack(`e2e-waited-${name}`, TENANT, { deploymentConfig: writeConfig(`${name}.json`, config), runtimeSettings });
+  }
+
+  /** A payments charge submitted with `Prefer: wait=20`: the answer's action status. */
+  async function waitedCharge(w: SecurityStack, id: string): Promise<unknown> {
+    const res = await fetch(`${w.stack.url}/v1/actions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${await w.token('alice', RW)}`, 'content-type': 'application/json', prefer: 'wait=20' },
+      body: JSON.stringify({
+        id,
+        capability_id: 'payments.charge',
+        input: { amount: 1_250, currency: 'eur', customer: 'cus_waited' },
+        transaction: { mode: 'execute' },
+        idempotency_key: `key-${id}`,
+      }),
+      signal: AbortSignal.timeout(HANG_MS),
+    });
+    return ((await res.json()) as { action_result?: { status?: string } }).action_result?.status;
+  }
+
+  it('"queue": the waited execute goes through the invoke queue and the worker, as the deployment would send it', async () => {
+    // The runtime setting says inline: the configuration decides, as AIP_RUNTIME_CONFIG does in a deployment.
+    const w = await stackOn('queue', 'queue', { attempt_when_waited: 'inline' });
+    try {
+      const id = `act-${randomUUID()}`;
+      const worked = w.stack.handled('invoke', (m) => m.kind === 'invoke' && m.action_id === id);
+      const status = await waitedCharge(w, id);
+      // The worker's batch held the waited execute's invoke message.
+      expect(await worked).toMatchObject({ kind: 'invoke', action_id: id });
+      expect(['completed', 'running', 'accepted']).toContain(status);
+      const done = await w.finished(await w.token('alice', RW), id);
+      expect((done.body.action_result as { status: string }).status).toBe('completed');
+    } finally {
+      await w.stop();
+    }
+  });
+
+  it('absent (the default, "inline"): the attempt runs in the submit, even when the runtime setting says "queue"', async () => {
+    const w = await stackOn('default', undefined, { attempt_when_waited: 'queue' });
+    try {
+      const waited = `act-${randomUUID()}`;
+      const later = `act-${randomUUID()}`;
+      // The first invoke batch the worker finishes holding either action: the later, unwaited one's (nobody waits: queued).
+      const worked = w.stack.handled('invoke', (m) => m.kind === 'invoke' && (m.action_id === waited || m.action_id === later));
+      // Answered settled: the attempt ran in the submit, with no invoke message.
+      expect(await waitedCharge(w, waited)).toBe('completed');
+      const token = await w.token('alice', RW);
+      const sub = await w.call(token, 'POST', '/v1/actions', {
+        id: later,
+        capability_id: 'payments.charge',
+        input: { amount: 1_300, currency: 'eur', customer: 'cus_waited' },
+        transaction: { mode: 'execute' },
+        idempotency_key: `key-${later}`,
+      });
+      expect(sub.status, JSON.stringify(sub.body)).toBe(202);
+      expect(await worked).toMatchObject({ kind: 'invoke', action_id: later });
+    } finally {
+      await w.stop();
     }
   });
 });
