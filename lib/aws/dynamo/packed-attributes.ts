@@ -124,11 +124,25 @@ export function pack(value: unknown): Uint8Array {
   return framed(PACKED_FORMAT.jsonDeflateV1, deflateRawSync(Buffer.from(json, 'utf8'), DEFLATE_OPTIONS));
 }
 
-/** The value as an item stores it: packed when that is smaller than the plain value, else as it is. */
+/**
+ * True when a map anywhere in the value has an own `__proto__` key (JSON.parse makes one from `{"__proto__": …}`).
+ * The SDK's marshall builds each map by assigning its keys to a plain object, where that key sets the prototype
+ * instead: stored plain, the key would be lost without an error.
+ */
+function holdsProtoKey(value: unknown): boolean {
+  if (value === null || typeof value !== 'object' || value instanceof Uint8Array) return false;
+  if (Array.isArray(value)) return value.some(holdsProtoKey);
+  return Object.hasOwn(value, '__proto__') || Object.values(value).some(holdsProtoKey);
+}
+
+/**
+ * The value as an item stores it: packed when that is smaller than the plain value, else as it is, unless the
+ * plain value would not survive the SDK's marshalling ({@link holdsProtoKey}): that one is always packed, whole.
+ */
 export function packed(value: unknown): unknown {
   if (value === undefined || value instanceof Uint8Array) return value;
   const bytes = pack(value);
-  return bytes.length < storedSize(value) ? bytes : value;
+  return bytes.length < storedSize(value) || holdsProtoKey(value) ? bytes : value;
 }
 
 function unreadable(reason: string, format?: number, attribute?: string): AipError {
