@@ -245,15 +245,19 @@ const CLASSIC_ZOD_IMPORTER = /[\\/]lib[\\/]connectors[\\/]http[\\/]compile\.[jt]
  * chunk carries all of it: the whole core (every schema constructor, the JSON
  * Schema generator and processors, the util namespace), about 108 KiB, in the
  * chunk every runtime function loads at import, although only the declarative
- * HTTP connector's compilation runs classic zod (never a read, nor a
- * deployment without HTTP connectors).
+ * HTTP connector's compilation runs classic zod (the built-in payments
+ * connector is one), never a read.
  *
  * Here the import of `zod` by lib/connectors/http/compile.ts resolves to a
  * module built apart (`export { fromJSONSchema } from 'zod'`, bundled on its
  * own with the outer build's target and minification, its source map inline
  * so the outer map chains it). It lands in the chunk of the HTTP connector and
  * carries its own copy of the core; the shared chunk keeps the core zod/mini
- * uses, about 39 KiB. The two copies agree on what is global: zod keeps its
+ * uses, about 39 KiB. The trade: a function that composes its connectors
+ * (the workers, a write's first invocation) loads the core's classic half
+ * twice over, about 36 KiB more in all than before, while every function
+ * loads about 70 KiB less at import (docs/bench/analysis.md, "Issue 22:
+ * classic zod apart"). The two copies agree on what is global: zod keeps its
  * configuration (the English messages, `jitless`) and its registry on
  * `globalThis` (`__zod_globalConfig`, `__zod_globalRegistry`), and `instanceof`
  * checks the traits a schema carries, not a class of one copy; zod/mini's
