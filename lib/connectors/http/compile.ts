@@ -9,10 +9,6 @@
  *
  * Nothing here sends a request: the per-call behaviour is in connector.ts.
  */
-// zod/mini has no fromJSONSchema: the classic API's converter is the one
-// classic import left (it builds classic schemas, which zod/mini's functions
-// and z.safeParse accept as any other zod schema).
-import { fromJSONSchema } from 'zod';
 import type * as z from 'zod/mini';
 import { deepFreeze, joinIssuePath } from '@aip-runtime/connector-sdk/common';
 import { AipError } from '@aip-runtime/connector-sdk/errors';
@@ -26,6 +22,7 @@ import {
   type ImplementationSupport,
 } from '@aip-runtime/connector-sdk';
 import { HttpConnectorConfigSchema, type ParsedHttpConnectorConfig } from './config.js';
+import { jsonSchemaToZod, UnsupportedJsonSchemaError } from './json-schema-to-zod.js';
 
 /** One capability of the connector, ready to serve calls. */
 export interface CompiledCapability {
@@ -52,9 +49,11 @@ function definitionError(message: string, details: Record<string, unknown> = {})
 
 function schemaFromJson(schema: JsonObject, where: string): z.core.$ZodType {
   try {
-    return fromJSONSchema(schema as Parameters<typeof fromJSONSchema>[0]);
-  } catch {
-    throw definitionError(`the ${where} JSON Schema is not supported`, { schema: where });
+    return jsonSchemaToZod(schema);
+  } catch (err) {
+    // The pointer and reason name keywords of the configuration, never values of a call.
+    const at = err instanceof UnsupportedJsonSchemaError ? { pointer: err.pointer, reason: err.reason } : {};
+    throw definitionError(`the ${where} JSON Schema is not supported`, { schema: where, ...at });
   }
 }
 
