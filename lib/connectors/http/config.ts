@@ -310,7 +310,7 @@ export const HttpCapabilityConfigSchema = z.strictObject({
   id: IdSchema,
   kind: z.optional(CapabilityKindSchema),
   description: z.optional(TextSchema(4096)),
-  /** JSON Schema of the action input (converted with z.fromJSONSchema). */
+  /** JSON Schema of the action input (converted by json-schema-to-zod.ts; the supported subset is in README.md). */
   input_schema: JsonObjectSchema,
   /** JSON Schema of the output. */
   output_schema: z.optional(JsonObjectSchema),

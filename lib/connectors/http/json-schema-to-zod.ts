@@ -37,7 +37,9 @@
  * Where it differs from `fromJSONSchema`, it follows JSON Schema: `default` is an
  * annotation (it does not fill values, nor make a required property optional);
  * `required` names not in `properties` are still required; `type` and
- * `enum`/`const` together both apply. Otherwise the zod constructs, and so the
+ * `enum`/`const` together both apply; `minItems`/`maxItems` apply without
+ * `items` too; a required property whose schema accepts anything (`{}`) must
+ * still be present. Otherwise the zod constructs, and so the
  * accept/reject and the issue paths, are fromJSONSchema's (property-tested in
  * test/unit/connectors/http/json-schema-to-zod.test.ts).
  */
@@ -332,7 +334,8 @@ function objectSchema(s: Record<string, unknown>, at: string, ctx: Context): Sch
   };
   for (const [key, sub] of Object.entries(properties)) {
     const converted = convert(sub, `${at}/properties/${escapeToken(key)}`, ctx);
-    define(key, requiredSet.has(key) ? converted : z.optional(converted));
+    // Required: present. A schema that accepts anything (`{}`, `true`, an anyOf holding one) is one zod would let be absent.
+    define(key, !requiredSet.has(key) ? z.optional(converted) : converted._zod.optin === 'optional' ? z.nonoptional(converted) : converted);
   }
   // A required name without a property schema: present, any value.
   for (const key of requiredSet) if (!Object.hasOwn(properties, key)) define(key, z.nonoptional(z.unknown()));
@@ -347,7 +350,7 @@ function objectSchema(s: Record<string, unknown>, at: string, ctx: Context): Sch
   const maxProperties = nonNegativeInteger(s, 'maxProperties', at);
   if (minProperties === undefined && maxProperties === undefined) return object;
   // Counted on the instance before the object parse, which ends the parse when it fails (as fromJSONSchema's guard).
-  const guard = z.unknown().check(
+  const guard = instanceGuard().check(
     z.superRefine((value, payload) => {
       if (!isObject(value)) return;
       const count = Object.keys(value).length;
@@ -389,7 +392,7 @@ function arraySchema(s: Record<string, unknown>, at: string, ctx: Context): Sche
   if (s.uniqueItems === undefined || s.uniqueItems === false) return array;
   if (s.uniqueItems !== true) refuse(`${at}/uniqueItems`, 'uniqueItems must be a boolean');
   // Checked on the instance before the array parse, which ends the parse when it fails (as fromJSONSchema's guard).
-  const guard = z.unknown().check(
+  const guard = instanceGuard().check(
     z.superRefine((value, payload) => {
       if (!Array.isArray(value)) return;
       const seen = new Map<string, number>();
@@ -405,6 +408,15 @@ function arraySchema(s: Record<string, unknown>, at: string, ctx: Context): Sche
     }),
   );
   return z.pipe(guard, array);
+}
+
+/**
+ * The input side of a guard piped before an object or array schema: an identity
+ * transform, not z.unknown(), which zod would take for an optional value (a
+ * required property or tuple position holding the pipe could then be absent).
+ */
+function instanceGuard(): z.ZodMiniTransform<unknown, unknown> {
+  return z.transform((value: unknown) => value);
 }
 
 /** Equal keys exactly for JSON values uniqueItems calls equal (object key order ignored). */
