@@ -234,65 +234,6 @@ export function mcpWithoutAjvPlugin(): Plugin {
   };
 }
 
-/** The one module of the runtime that imports classic zod (for `fromJSONSchema`, which zod/mini lacks). */
-const CLASSIC_ZOD_IMPORTER = /[\\/]lib[\\/]connectors[\\/]http[\\/]compile\.[jt]s$/;
-
-/**
- * Classic zod, for the HTTP connector's `fromJSONSchema`, with a copy of zod's
- * core of its own. zod/mini and classic zod are two APIs over the same core
- * modules (zod/v4/core/*). Bundled together, each core module is one module
- * of the build, so tree-shaking keeps what either API needs and the shared
- * chunk carries all of it: the whole core (every schema constructor, the JSON
- * Schema generator and processors, the util namespace), about 108 KiB, in the
- * chunk every runtime function loads at import, although only the declarative
- * HTTP connector's compilation runs classic zod (the built-in payments
- * connector is one), never a read.
- *
- * Here the import of `zod` by lib/connectors/http/compile.ts resolves to a
- * module built apart (`export { fromJSONSchema } from 'zod'`, bundled on its
- * own with the outer build's target and minification, its source map inline
- * so the outer map chains it). It lands in the chunk of the HTTP connector and
- * carries its own copy of the core; the shared chunk keeps the core zod/mini
- * uses, about 39 KiB. The trade: a function that composes its connectors
- * (the workers, a write's first invocation) loads the core's classic half
- * twice over, about 36 KiB more in all than before, while every function
- * loads about 70 KiB less at import (docs/bench/analysis.md, "Issue 22:
- * classic zod apart"). The two copies agree on what is global: zod keeps its
- * configuration (the English messages, `jitless`) and its registry on
- * `globalThis` (`__zod_globalConfig`, `__zod_globalRegistry`), and `instanceof`
- * checks the traits a schema carries, not a class of one copy; zod/mini's
- * `safeParse` runs a schema built by the other copy through the schema's own
- * `_zod.run`. test/infra/bundling.test.ts checks both: the read route's chunks
- * without the converter, and a bundled HTTP connector validating as the
- * sources do.
- */
-export function classicZodApartPlugin(): Plugin {
-  return {
-    name: 'aip-classic-zod-apart',
-    setup(build) {
-      build.onResolve({ filter: /^zod$/ }, (args) => (CLASSIC_ZOD_IMPORTER.test(args.importer) ? { path: 'zod', namespace: 'aip-classic-zod' } : undefined));
-      build.onLoad({ filter: /.*/, namespace: 'aip-classic-zod' }, async () => {
-        const { initialOptions } = build;
-        const result = await build.esbuild.build({
-          stdin: { contents: "export { fromJSONSchema } from 'zod';", resolveDir: BUNDLE_ROOT, sourcefile: 'aip-classic-zod.js', loader: 'js' },
-          bundle: true,
-          write: false,
-          format: 'esm',
-          platform: 'node',
-          ...(initialOptions.target !== undefined ? { target: initialOptions.target } : {}),
-          ...(initialOptions.minify !== undefined ? { minify: initialOptions.minify } : {}),
-          mainFields: ['module', 'main'],
-          sourcemap: initialOptions.sourcemap !== undefined && initialOptions.sourcemap !== false ? 'inline' : false,
-          sourcesContent: false,
-          absWorkingDir: BUNDLE_ROOT,
-          logLevel: 'error',
-        });
-        return { contents: result.outputFiles[0]?.text ?? '', loader: 'js', resolveDir: BUNDLE_ROOT };
-      });
-    },
-  };
-}
-
 /** The MCP SDK's module of protocol schemas, whose declarations {@link mcpSchemasOnFirstUsePlugin} defers. */
 const MCP_TYPES_MODULE = /[\\/]@modelcontextprotocol[\\/]sdk[\\/]dist[\\/]esm[\\/]types\.js$/;
 
@@ -489,7 +430,6 @@ export async function bundleFunction(options: BundleFunctionOptions): Promise<{ 
     ...(options.splitting === false ? { splitting: false } : {}),
     plugins: [
       ...(options.httpThroughRequire !== false ? [httpWithoutUndiciPlugin()] : []),
-      classicZodApartPlugin(),
       mcpWithoutAjvPlugin(),
       mcpSchemasOnFirstUsePlugin(),
       xrayWithoutSemverPlugin(),

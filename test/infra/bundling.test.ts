@@ -28,7 +28,6 @@ import {
 } from '../../infra/bundling.js';
 import { gte } from '../../infra/semver-gte.js';
 import { BASE_CONFIG, buildAip, newApp } from './support.js';
-import { CRM_DOCUMENT } from '../fixtures/team-crm-connector.js';
 
 const dirs: string[] = [];
 const outdir = () => {
@@ -113,7 +112,7 @@ describe('bundling', () => {
     expect(all).toContain('functions/shared/compose-connectors.ts');
   });
 
-  it('the connector half composes the registry without the connector code, classic zod or the Secrets Manager client, each in a chunk of its own', async () => {
+  it('the connector half composes the registry without the connector code or the Secrets Manager client, each in a chunk of its own', async () => {
     const { metafile } = await bundleFunction({ entry: 'functions/http/actions.ts', outdir: outdir(), connectors: [{ id: 'payments' }] });
     const chunkOf = (input: string) => Object.keys(metafile.outputs).find((k) => Object.hasOwn(metafile.outputs[k]?.inputs ?? {}, input)) as string;
     const connectorHalf = inputsOf(metafile, staticallyLoaded(metafile, chunkOf('functions/shared/compose-connectors.ts')));
@@ -123,7 +122,6 @@ describe('bundling', () => {
       'functions/shared/connector-factories.ts',
       'lib/connectors/http/connector.ts',
       'lib/connectors/reference/payments.ts',
-      'node_modules/zod/v4/classic/schemas.js',
       'node_modules/@aws-sdk/client-secrets-manager/dist-es/SecretsManagerClient.js',
       'node_modules/@aws-lambda-powertools/parameters/lib/esm/secrets/SecretsProvider.js',
     ]) {
@@ -131,72 +129,23 @@ describe('bundling', () => {
     }
     const all = inputsOf(metafile, Object.keys(metafile.outputs));
     expect(all).toContain('lib/connectors/reference/payments.ts');
-    expect(all).toContain('aip-classic-zod:zod');
   });
 
-  it("classic zod comes with a core of its own, in the HTTP connector's chunk: what a function loads before it composes connectors carries zod/mini's core alone", async () => {
-    const { metafile } = await bundleFunction({ entry: 'functions/http/actions.ts', outdir: outdir(), connectors: [{ id: 'payments' }] });
-    const chunkOf = (input: string) => Object.keys(metafile.outputs).find((k) => Object.hasOwn(metafile.outputs[k]?.inputs ?? {}, input)) as string;
-    const entry = entryOutput(metafile);
-    const beforeConnectors = [
-      ...inputsOf(metafile, staticallyLoaded(metafile, entry)),
-      ...inputsOf(metafile, staticallyLoaded(metafile, chunkOf('functions/shared/compose-runtime.ts'))),
-      ...inputsOf(metafile, staticallyLoaded(metafile, chunkOf('functions/shared/compose-connectors.ts'))),
-    ];
-    expect(beforeConnectors).toContain('node_modules/zod/v4/core/schemas.js');
-    expect(beforeConnectors).not.toContain('aip-classic-zod:zod');
-    // The parts of zod's core only classic zod reaches (its JSON Schema converter) are not in the outer build at all.
-    const all = inputsOf(metafile, Object.keys(metafile.outputs));
-    expect(all.filter((i) => i.startsWith('node_modules/zod/v4/classic/'))).toEqual([]);
-    expect(all).not.toContain('node_modules/zod/v4/classic/from-json-schema.js');
-    expect(staticallyLoaded(metafile, chunkOf('lib/connectors/http/compile.ts'))).toContain(chunkOf('aip-classic-zod:zod'));
-  });
-
-  it('a bundled HTTP connector validates with the two copies of the core as the sources do: results, issue paths and English messages', async () => {
-    const dir = outdir();
-    await bundleFunction({ entry: 'test/infra/fixtures/http-connector-compile-entry.ts', outdir: dir });
-    const bundled = (await import(pathToFileURL(join(dir, 'index.mjs')).href)) as typeof import('./fixtures/http-connector-compile-entry.js');
-    const sources = await import('./fixtures/http-connector-compile-entry.js');
-    const document = {
-      ...CRM_DOCUMENT,
-      capabilities: [
-        {
-          ...CRM_DOCUMENT.capabilities[0],
-          input_schema: {
-            type: 'object',
-            required: ['email', 'limit'],
-            additionalProperties: false,
-            properties: {
-              email: { type: 'string', minLength: 3 },
-              limit: { type: 'integer', minimum: 1, maximum: 50 },
-              tags: { type: 'array', items: { enum: ['a', 'b'] } },
-            },
-          },
-          output_schema: { type: 'object', required: ['id'], properties: { id: { type: 'string' } } },
-        },
-      ],
-    };
-    const inputs = [
-      { email: 'ada@example.com', limit: 3 },
-      { email: 'ada@example.com', limit: 3, tags: ['a', 'b'] },
-      { email: 'a', limit: 0 },
-      { email: 'ada@example.com', limit: 2.5, tags: ['c'] },
-      { email: 7, extra: true },
-      'not an object',
-    ];
-    const run = (m: typeof sources) => {
-      const cap = m.compileHttpConnector(document, { credentials_available: true }).capabilities.get('crm.contact_lookup');
-      if (cap === undefined || cap.output === undefined) throw new Error('capability not compiled');
-      const output = cap.output;
-      return [...inputs.map((i) => m.safeParse(cap.input, i)), m.safeParse(output, { id: 'c-1' }), m.safeParse(output, { id: 1 })].map((r) =>
-        r.success ? { ok: true, data: r.data } : { ok: false, issues: r.error.issues.map((i) => ({ code: i.code, path: i.path, message: i.message })) },
-      );
-    };
-    const expected = run(sources);
-    expect(run(bundled)).toEqual(expected);
-    expect(expected.filter((r) => !r.ok).length).toBe(5);
-    // zod's English messages (installed by the SDK through zod's global configuration) reach the other copy's checks.
-    expect(JSON.stringify(run(bundled))).not.toContain('"Invalid input"');
+  it("no runtime function bundles classic zod (the HTTP connector converts JSON Schemas with zod/mini), except MCP's, whose SDK imports it", async () => {
+    const classic = (i: string) => /^node_modules\/zod\/(index\.js|v3\/|v4\/index\.js|v4\/classic\/)/.test(i);
+    // Also in the code: a module built apart (a plugin's own build) is one input, whatever it bundles. "ZodString" names classic's string schema (zod/mini's is "ZodMiniString").
+    const classicCode = (metafile: Awaited<ReturnType<typeof bundleFunction>>['metafile']) =>
+      Object.keys(metafile.outputs).some((k) => k.endsWith('.mjs') && readFileSync(join(BUNDLE_ROOT, k), 'utf8').includes('"ZodString"'));
+    for (const entry of ['functions/http/actions.ts', 'functions/worker/invoke.ts', 'functions/worker/reconcile.ts', 'functions/scheduled/sweeper.ts']) {
+      const { metafile } = await bundleFunction({ entry, outdir: outdir(), connectors: [{ id: 'payments' }] });
+      const all = inputsOf(metafile, Object.keys(metafile.outputs));
+      expect(all, entry).toContain('lib/connectors/http/json-schema-to-zod.ts');
+      expect(all.filter(classic), entry).toEqual([]);
+      expect(classicCode(metafile), entry).toBe(false);
+    }
+    const { metafile } = await bundleFunction({ entry: 'functions/http/mcp.ts', outdir: outdir(), connectors: [{ id: 'payments' }] });
+    expect(inputsOf(metafile, Object.keys(metafile.outputs)).some(classic)).toBe(true);
+    expect(classicCode(metafile)).toBe(true);
   });
 
   it('reaches node:http through require, never as an ES module import (whose namespace would load undici)', async () => {
