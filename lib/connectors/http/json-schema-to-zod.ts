@@ -132,8 +132,15 @@ interface Context {
  * UnsupportedJsonSchemaError for anything outside the subset above.
  */
 export function jsonSchemaToZod(schema: unknown): Schema {
-  if (typeof schema === 'object' && schema !== null && !Array.isArray(schema)) {
-    return convert(schema, '', { root: schema as Record<string, unknown>, refs: new Map(), converting: new Set() });
+  if (isObject(schema)) {
+    const ctx: Context = { root: schema, refs: new Map(), converting: new Set() };
+    const converted = convert(schema, '', ctx);
+    // Every definition is checked, referenced or not: nothing in the document escapes the subset.
+    for (const key of ['$defs', 'definitions']) {
+      const defs = schema[key];
+      if (isObject(defs)) for (const name of Object.keys(defs)) reference(`#/${key}/${escapeToken(name)}`, `/${key}`, ctx);
+    }
+    return converted;
   }
   return convert(schema, '', { root: {}, refs: new Map(), converting: new Set() });
 }
@@ -191,7 +198,9 @@ function convert(schema: unknown, at: string, ctx: Context): Schema {
   }
 
   if (schema.$ref !== undefined) {
-    const siblings = Object.keys(schema).filter((k) => !ANNOTATIONS.has(k) && !k.startsWith('x-') && k !== '$ref' && !(at === '' && (k === '$defs' || k === 'definitions')));
+    const siblings = Object.keys(schema).filter(
+      (k) => !ANNOTATIONS.has(k) && !k.startsWith('x-') && k !== '$ref' && !(at === '' && (k === '$defs' || k === 'definitions')),
+    );
     if (siblings.length > 0) refuse(`${at}/$ref`, `$ref with sibling keywords (${siblings.join(', ')}) is not supported: put them in an allOf`);
     return reference(schema.$ref, at, ctx);
   }
@@ -355,10 +364,26 @@ function objectSchema(s: Record<string, unknown>, at: string, ctx: Context): Sch
       if (!isObject(value)) return;
       const count = Object.keys(value).length;
       if (minProperties !== undefined && count < minProperties) {
-        payload.addIssue({ code: 'too_small', origin: 'object', minimum: minProperties, inclusive: true, input: value, message: `Too small: expected object to have >=${minProperties} properties`, continue: true });
+        payload.addIssue({
+          code: 'too_small',
+          origin: 'object',
+          minimum: minProperties,
+          inclusive: true,
+          input: value,
+          message: `Too small: expected object to have >=${minProperties} properties`,
+          continue: true,
+        });
       }
       if (maxProperties !== undefined && count > maxProperties) {
-        payload.addIssue({ code: 'too_big', origin: 'object', maximum: maxProperties, inclusive: true, input: value, message: `Too big: expected object to have <=${maxProperties} properties`, continue: true });
+        payload.addIssue({
+          code: 'too_big',
+          origin: 'object',
+          maximum: maxProperties,
+          inclusive: true,
+          input: value,
+          message: `Too big: expected object to have <=${maxProperties} properties`,
+          continue: true,
+        });
       }
     }),
   );
@@ -381,7 +406,10 @@ function arraySchema(s: Record<string, unknown>, at: string, ctx: Context): Sche
       const converted = convert(sub, `${at}/prefixItems/${i}`, ctx);
       return i < (minItems ?? 0) ? converted : z.optional(converted);
     }) as [Schema, ...Schema[]];
-    const tuple = s.items === false ? z.tuple(positional) : z.tuple(positional, s.items === undefined || s.items === true ? z.unknown() : convert(s.items, `${at}/items`, ctx));
+    const tuple =
+      s.items === false
+        ? z.tuple(positional)
+        : z.tuple(positional, s.items === undefined || s.items === true ? z.unknown() : convert(s.items, `${at}/items`, ctx));
     array = checks.length > 0 ? tuple.check(...checks) : tuple;
   } else {
     const element = s.items === undefined ? z.unknown() : convert(s.items, `${at}/items`, ctx);
@@ -403,7 +431,13 @@ function arraySchema(s: Record<string, unknown>, at: string, ctx: Context): Sche
           seen.set(key, i);
           return;
         }
-        payload.addIssue({ code: 'custom', message: `Array items must be unique: element at index ${i} duplicates the one at index ${first}`, input: value, path: [i], continue: true });
+        payload.addIssue({
+          code: 'custom',
+          message: `Array items must be unique: element at index ${i} duplicates the one at index ${first}`,
+          input: value,
+          path: [i],
+          continue: true,
+        });
       });
     }),
   );
@@ -428,7 +462,7 @@ function canonicalKey(value: unknown): string {
       .map((k) => `${JSON.stringify(k)}:${canonicalKey(value[k])}`)
       .join(',')}}`;
   }
-  return typeof value === 'number' ? String(value) : JSON.stringify(value) ?? 'undefined';
+  return typeof value === 'number' ? String(value) : (JSON.stringify(value) ?? 'undefined');
 }
 
 function reference(ref: unknown, at: string, ctx: Context): Schema {

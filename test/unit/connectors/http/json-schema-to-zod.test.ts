@@ -20,7 +20,11 @@ function check(schema: unknown, cases: readonly Case[]): void {
   for (const [value, expected] of cases) {
     const r = z.safeParse(zod, value);
     if (expected === 'ok') expect(r.error?.issues, JSON.stringify(value)).toBeUndefined();
-    else expect(r.error?.issues.map((i) => i.path), JSON.stringify(value)).toEqual(expected);
+    else
+      expect(
+        r.error?.issues.map((i) => i.path),
+        JSON.stringify(value),
+      ).toEqual(expected);
   }
 }
 
@@ -38,45 +42,137 @@ function refusal(schema: unknown): { pointer: string; reason: string } {
 
 describe('jsonSchemaToZod: the supported keywords', () => {
   it('boolean schemas and the empty schema', () => {
-    check(true, [[1, 'ok'], [{ a: [null] }, 'ok']]);
-    check({}, [['x', 'ok'], [null, 'ok']]);
-    check(false, [[1, ROOT], [null, ROOT]]);
+    check(true, [
+      [1, 'ok'],
+      [{ a: [null] }, 'ok'],
+    ]);
+    check({}, [
+      ['x', 'ok'],
+      [null, 'ok'],
+    ]);
+    check(false, [
+      [1, ROOT],
+      [null, ROOT],
+    ]);
   });
 
   it('type: each name, and arrays of names (nullable)', () => {
-    check({ type: 'string' }, [['a', 'ok'], [1, ROOT]]);
-    check({ type: 'number' }, [[1.5, 'ok'], ['1', ROOT], [Number.NaN, ROOT]]);
-    check({ type: 'integer' }, [[2, 'ok'], [2.5, ROOT], ['2', ROOT]]);
-    check({ type: 'boolean' }, [[false, 'ok'], [0, ROOT]]);
-    check({ type: 'null' }, [[null, 'ok'], [undefined, ROOT]]);
-    check({ type: 'object' }, [[{ any: 1 }, 'ok'], [[], ROOT], [null, ROOT]]);
-    check({ type: 'array' }, [[[1, 'a'], 'ok'], [{}, ROOT]]);
-    check({ type: ['string', 'null'], maxLength: 2 }, [['ab', 'ok'], [null, 'ok'], ['abc', ROOT], [1, ROOT]]);
+    check({ type: 'string' }, [
+      ['a', 'ok'],
+      [1, ROOT],
+    ]);
+    check({ type: 'number' }, [
+      [1.5, 'ok'],
+      ['1', ROOT],
+      [Number.NaN, ROOT],
+    ]);
+    check({ type: 'integer' }, [
+      [2, 'ok'],
+      [2.5, ROOT],
+      ['2', ROOT],
+    ]);
+    check({ type: 'boolean' }, [
+      [false, 'ok'],
+      [0, ROOT],
+    ]);
+    check({ type: 'null' }, [
+      [null, 'ok'],
+      [undefined, ROOT],
+    ]);
+    check({ type: 'object' }, [
+      [{ any: 1 }, 'ok'],
+      [[], ROOT],
+      [null, ROOT],
+    ]);
+    check({ type: 'array' }, [
+      [[1, 'a'], 'ok'],
+      [{}, ROOT],
+    ]);
+    check({ type: ['string', 'null'], maxLength: 2 }, [
+      ['ab', 'ok'],
+      [null, 'ok'],
+      ['abc', ROOT],
+      [1, ROOT],
+    ]);
   });
 
   it('strings: minLength, maxLength, pattern (unanchored)', () => {
-    check({ type: 'string', minLength: 2, maxLength: 3 }, [['ab', 'ok'], ['abc', 'ok'], ['a', ROOT], ['abcd', ROOT]]);
-    check({ type: 'string', pattern: '^[A-Za-z]{3}$' }, [['EUR', 'ok'], ['EURO', ROOT]]);
-    check({ type: 'string', pattern: 'b' }, [['abc', 'ok'], ['ac', ROOT]]);
+    check({ type: 'string', minLength: 2, maxLength: 3 }, [
+      ['ab', 'ok'],
+      ['abc', 'ok'],
+      ['a', ROOT],
+      ['abcd', ROOT],
+    ]);
+    check({ type: 'string', pattern: '^[A-Za-z]{3}$' }, [
+      ['EUR', 'ok'],
+      ['EURO', ROOT],
+    ]);
+    check({ type: 'string', pattern: 'b' }, [
+      ['abc', 'ok'],
+      ['ac', ROOT],
+    ]);
   });
 
   it('strings: formats', () => {
-    check({ type: 'string', format: 'email' }, [['a@example.com', 'ok'], ['a@', ROOT]]);
-    check({ type: 'string', format: 'uri' }, [['https://example.com/x', 'ok'], ['not a uri', ROOT]]);
-    check({ type: 'string', format: 'uuid' }, [['3f0b1c9e-8a4d-4e1b-9c2a-7d5e6f708192', 'ok'], ['3f0b1c9e', ROOT]]);
-    check({ type: 'string', format: 'date-time' }, [['2026-12-04T03:16:41Z', 'ok'], ['2026-12-04T03:16:41+01:00', 'ok'], ['2026-12-04', ROOT]]);
-    check({ type: 'string', format: 'date' }, [['2026-12-04', 'ok'], ['2026-13-04', ROOT]]);
-    check({ type: 'string', format: 'time' }, [['03:16:41Z', 'ok'], ['03:16', ROOT]]);
-    check({ type: 'string', format: 'duration' }, [['P1DT2H', 'ok'], ['1 day', ROOT]]);
-    check({ type: 'string', format: 'hostname' }, [['api.example.com', 'ok'], ['a b', ROOT]]);
-    check({ type: 'string', format: 'ipv4' }, [['10.0.0.1', 'ok'], ['10.0.0.256', ROOT]]);
-    check({ type: 'string', format: 'ipv6' }, [['::1', 'ok'], ['10.0.0.1', ROOT]]);
+    check({ type: 'string', format: 'email' }, [
+      ['a@example.com', 'ok'],
+      ['a@', ROOT],
+    ]);
+    check({ type: 'string', format: 'uri' }, [
+      ['https://example.com/x', 'ok'],
+      ['not a uri', ROOT],
+    ]);
+    check({ type: 'string', format: 'uuid' }, [
+      ['3f0b1c9e-8a4d-4e1b-9c2a-7d5e6f708192', 'ok'],
+      ['3f0b1c9e', ROOT],
+    ]);
+    check({ type: 'string', format: 'date-time' }, [
+      ['2026-12-04T03:16:41Z', 'ok'],
+      ['2026-12-04T03:16:41+01:00', 'ok'],
+      ['2026-12-04', ROOT],
+    ]);
+    check({ type: 'string', format: 'date' }, [
+      ['2026-12-04', 'ok'],
+      ['2026-13-04', ROOT],
+    ]);
+    check({ type: 'string', format: 'time' }, [
+      ['03:16:41Z', 'ok'],
+      ['03:16', ROOT],
+    ]);
+    check({ type: 'string', format: 'duration' }, [
+      ['P1DT2H', 'ok'],
+      ['1 day', ROOT],
+    ]);
+    check({ type: 'string', format: 'hostname' }, [
+      ['api.example.com', 'ok'],
+      ['a b', ROOT],
+    ]);
+    check({ type: 'string', format: 'ipv4' }, [
+      ['10.0.0.1', 'ok'],
+      ['10.0.0.256', ROOT],
+    ]);
+    check({ type: 'string', format: 'ipv6' }, [
+      ['::1', 'ok'],
+      ['10.0.0.1', ROOT],
+    ]);
   });
 
   it('numbers: minimum, maximum, exclusiveMinimum, exclusiveMaximum, multipleOf', () => {
-    check({ type: 'integer', minimum: 1, maximum: 99_999_999 }, [[1, 'ok'], [99_999_999, 'ok'], [0, ROOT], [100_000_000, ROOT]]);
-    check({ type: 'number', exclusiveMinimum: 0, exclusiveMaximum: 1 }, [[0.5, 'ok'], [0, ROOT], [1, ROOT]]);
-    check({ type: 'number', multipleOf: 0.5 }, [[1.5, 'ok'], [1.25, ROOT]]);
+    check({ type: 'integer', minimum: 1, maximum: 99_999_999 }, [
+      [1, 'ok'],
+      [99_999_999, 'ok'],
+      [0, ROOT],
+      [100_000_000, ROOT],
+    ]);
+    check({ type: 'number', exclusiveMinimum: 0, exclusiveMaximum: 1 }, [
+      [0.5, 'ok'],
+      [0, ROOT],
+      [1, ROOT],
+    ]);
+    check({ type: 'number', multipleOf: 0.5 }, [
+      [1.5, 'ok'],
+      [1.25, ROOT],
+    ]);
   });
 
   it('objects: properties, required, additionalProperties absent/true (kept), false, a schema', () => {
@@ -87,15 +183,27 @@ describe('jsonSchemaToZod: the supported keywords', () => {
       [{}, [['a']]],
       [{ a: 1, b: 'y' }, [['a'], ['b']]],
     ]);
-    check({ type: 'object', properties: props, additionalProperties: false }, [[{ a: 'x' }, 'ok'], [{ a: 'x', c: 1, d: 2 }, ROOT]]);
-    check({ type: 'object', properties: props, additionalProperties: { type: 'string' } }, [[{ c: 'x' }, 'ok'], [{ c: 1 }, [['c']]]]);
+    check({ type: 'object', properties: props, additionalProperties: false }, [
+      [{ a: 'x' }, 'ok'],
+      [{ a: 'x', c: 1, d: 2 }, ROOT],
+    ]);
+    check({ type: 'object', properties: props, additionalProperties: { type: 'string' } }, [
+      [{ c: 'x' }, 'ok'],
+      [{ c: 1 }, [['c']]],
+    ]);
     const kept = z.safeParse(jsonSchemaToZod({ type: 'object', properties: props }), { a: 'x', extra: { deep: [1] } });
     expect(kept.data).toEqual({ a: 'x', extra: { deep: [1] } });
   });
 
   it('objects: a required name without a property schema must be present (JSON Schema, unlike fromJSONSchema)', () => {
-    check({ type: 'object', required: ['charge_id'] }, [[{ charge_id: null }, 'ok'], [{}, [['charge_id']]]]);
-    check({ type: 'object', required: ['a', 'b'], properties: { a: {}, b: { anyOf: [true, { type: 'string' }] } } }, [[{ a: 1, b: 2 }, 'ok'], [{}, [['a'], ['b']]]]);
+    check({ type: 'object', required: ['charge_id'] }, [
+      [{ charge_id: null }, 'ok'],
+      [{}, [['charge_id']]],
+    ]);
+    check({ type: 'object', required: ['a', 'b'], properties: { a: {}, b: { anyOf: [true, { type: 'string' }] } } }, [
+      [{ a: 1, b: 2 }, 'ok'],
+      [{}, [['a'], ['b']]],
+    ]);
   });
 
   it('objects: minProperties, maxProperties (checked before the properties, as fromJSONSchema)', () => {
@@ -106,10 +214,19 @@ describe('jsonSchemaToZod: the supported keywords', () => {
       [{ metadata: { a: 'x', b: 'y', c: 1 } }, [['metadata']]],
       [{ metadata: { a: 'toolong' } }, [['metadata', 'a']]],
     ]);
-    check({ type: 'object', minProperties: 1 }, [[{ a: 1 }, 'ok'], [{}, ROOT]]);
+    check({ type: 'object', minProperties: 1 }, [
+      [{ a: 1 }, 'ok'],
+      [{}, ROOT],
+    ]);
     // A required property (or tuple position) holding such a guarded schema is still required.
-    check({ type: 'object', required: ['m'], properties: { m: metadata } }, [[{ m: {} }, 'ok'], [{}, [['m']]]]);
-    check({ type: 'array', prefixItems: [{ type: 'array', uniqueItems: true }], minItems: 1 }, [[[[]], 'ok'], [[], [[0]]]]);
+    check({ type: 'object', required: ['m'], properties: { m: metadata } }, [
+      [{ m: {} }, 'ok'],
+      [{}, [['m']]],
+    ]);
+    check({ type: 'array', prefixItems: [{ type: 'array', uniqueItems: true }], minItems: 1 }, [
+      [[[]], 'ok'],
+      [[], [[0]]],
+    ]);
   });
 
   it('a __proto__ property is an own property of the shape', () => {
@@ -117,53 +234,126 @@ describe('jsonSchemaToZod: the supported keywords', () => {
   });
 
   it('arrays: items, minItems, maxItems, uniqueItems', () => {
-    check({ type: 'array', minItems: 1 }, [[['x'], 'ok'], [[], ROOT]]);
-    check({ type: 'array', items: { type: 'integer' }, minItems: 1, maxItems: 2 }, [[[1], 'ok'], [[], ROOT], [[1, 2, 3], ROOT], [[1, 'x'], [[1]]]]);
+    check({ type: 'array', minItems: 1 }, [
+      [['x'], 'ok'],
+      [[], ROOT],
+    ]);
+    check({ type: 'array', items: { type: 'integer' }, minItems: 1, maxItems: 2 }, [
+      [[1], 'ok'],
+      [[], ROOT],
+      [[1, 2, 3], ROOT],
+      [[1, 'x'], [[1]]],
+    ]);
     check({ type: 'array', uniqueItems: true }, [
       [[1, '1', { a: 1, b: 2 }, [1]], 'ok'],
-      [[{ a: 1, b: 2 }, { b: 2, a: 1 }], [[1]]],
-      [[1, 2, 1, 1], [[2], [3]]],
+      [
+        [
+          { a: 1, b: 2 },
+          { b: 2, a: 1 },
+        ],
+        [[1]],
+      ],
+      [
+        [1, 2, 1, 1],
+        [[2], [3]],
+      ],
     ]);
-    check({ type: 'array', items: false }, [[[], 'ok'], [[1], [[0]]]]);
+    check({ type: 'array', items: false }, [
+      [[], 'ok'],
+      [[1], [[0]]],
+    ]);
   });
 
   it('arrays: prefixItems (positions past minItems optional), items as the rest', () => {
     const tuple = { type: 'array', prefixItems: [{ type: 'string' }, { type: 'integer' }], minItems: 1 };
-    check(tuple, [[['a'], 'ok'], [['a', 1, { any: true }], 'ok'], [[], [[0]]], [[1], [[0]]]]);
-    check({ ...tuple, items: false }, [[['a', 1], 'ok'], [['a', 1, 2], ROOT]]);
-    check({ ...tuple, items: { type: 'boolean' } }, [[['a', 1, true], 'ok'], [['a', 1, 2], [[2]]]]);
+    check(tuple, [
+      [['a'], 'ok'],
+      [['a', 1, { any: true }], 'ok'],
+      [[], [[0]]],
+      [[1], [[0]]],
+    ]);
+    check({ ...tuple, items: false }, [
+      [['a', 1], 'ok'],
+      [['a', 1, 2], ROOT],
+    ]);
+    check({ ...tuple, items: { type: 'boolean' } }, [
+      [['a', 1, true], 'ok'],
+      [['a', 1, 2], [[2]]],
+    ]);
   });
 
   it('enum and const (with type, both apply)', () => {
-    check({ type: 'string', enum: ['pending', 'succeeded'] }, [['pending', 'ok'], ['failed', ROOT]]);
-    check({ enum: ['a', 1, null, true] }, [[1, 'ok'], [null, 'ok'], ['1', ROOT]]);
-    check({ type: 'string', enum: ['a', 1] }, [['a', 'ok'], [1, ROOT]]);
-    check({ const: 'x' }, [['x', 'ok'], ['y', ROOT]]);
+    check({ type: 'string', enum: ['pending', 'succeeded'] }, [
+      ['pending', 'ok'],
+      ['failed', ROOT],
+    ]);
+    check({ enum: ['a', 1, null, true] }, [
+      [1, 'ok'],
+      [null, 'ok'],
+      ['1', ROOT],
+    ]);
+    check({ type: 'string', enum: ['a', 1] }, [
+      ['a', 'ok'],
+      [1, ROOT],
+    ]);
+    check({ const: 'x' }, [
+      ['x', 'ok'],
+      ['y', ROOT],
+    ]);
     check({ enum: [] }, [['x', ROOT]]);
   });
 
   it('anyOf, oneOf (exactly one), allOf', () => {
-    check({ anyOf: [{ type: 'string' }, { type: 'integer' }] }, [['a', 'ok'], [1, 'ok'], [true, ROOT]]);
-    check({ oneOf: [{ type: 'integer' }, { type: 'number', minimum: 2 }] }, [[1, 'ok'], [2.5, 'ok'], [3, ROOT]]);
-    check({ allOf: [{ type: 'integer' }, { type: 'number', maximum: 3 }] }, [[2, 'ok'], [4, ROOT]]);
-    check({ type: 'object', properties: { a: { type: 'string' } }, anyOf: [{ type: 'object', required: ['a'] }, { type: 'object', required: ['b'] }] }, [
-      [{ a: 'x' }, 'ok'],
-      [{ b: 1 }, 'ok'],
-      [{ c: 1 }, ROOT],
+    check({ anyOf: [{ type: 'string' }, { type: 'integer' }] }, [
+      ['a', 'ok'],
+      [1, 'ok'],
+      [true, ROOT],
     ]);
+    check({ oneOf: [{ type: 'integer' }, { type: 'number', minimum: 2 }] }, [
+      [1, 'ok'],
+      [2.5, 'ok'],
+      [3, ROOT],
+    ]);
+    check({ allOf: [{ type: 'integer' }, { type: 'number', maximum: 3 }] }, [
+      [2, 'ok'],
+      [4, ROOT],
+    ]);
+    check(
+      {
+        type: 'object',
+        properties: { a: { type: 'string' } },
+        anyOf: [
+          { type: 'object', required: ['a'] },
+          { type: 'object', required: ['b'] },
+        ],
+      },
+      [
+        [{ a: 'x' }, 'ok'],
+        [{ b: 1 }, 'ok'],
+        [{ c: 1 }, ROOT],
+      ],
+    );
   });
 
   it('local $ref to $defs / definitions / the root, recursion included', () => {
     const tree = {
-      $defs: { node: { type: 'object', required: ['v'], properties: { v: { type: 'integer' }, children: { type: 'array', items: { $ref: '#/$defs/node' } } } } },
+      $defs: {
+        node: { type: 'object', required: ['v'], properties: { v: { type: 'integer' }, children: { type: 'array', items: { $ref: '#/$defs/node' } } } },
+      },
       $ref: '#/$defs/node',
     };
     check(tree, [
       [{ v: 1, children: [{ v: 2, children: [] }] }, 'ok'],
       [{ v: 1, children: [{ v: 'x' }] }, [['children', 0, 'v']]],
     ]);
-    check({ definitions: { s: { type: 'string' } }, type: 'array', items: { $ref: '#/definitions/s' } }, [[['a'], 'ok'], [[1], [[0]]]]);
-    check({ type: 'object', properties: { next: { $ref: '#' } }, additionalProperties: false }, [[{ next: { next: {} } }, 'ok'], [{ next: { x: 1 } }, [['next']]]]);
+    check({ definitions: { s: { type: 'string' } }, type: 'array', items: { $ref: '#/definitions/s' } }, [
+      [['a'], 'ok'],
+      [[1], [[0]]],
+    ]);
+    check({ type: 'object', properties: { next: { $ref: '#' } }, additionalProperties: false }, [
+      [{ next: { next: {} } }, 'ok'],
+      [{ next: { x: 1 } }, [['next']]],
+    ]);
   });
 
   it('annotations are ignored; default fills nothing and does not make a required property optional', () => {
@@ -177,7 +367,10 @@ describe('jsonSchemaToZod: the supported keywords', () => {
       required: ['a'],
       properties: { a: { type: 'string', default: 'x', deprecated: true, readOnly: true } },
     };
-    check(schema, [[{ a: 'y' }, 'ok'], [{}, [['a']]]]);
+    check(schema, [
+      [{ a: 'y' }, 'ok'],
+      [{}, [['a']]],
+    ]);
     expect(z.safeParse(jsonSchemaToZod({ type: 'object', properties: { a: { type: 'string', default: 'x' } } }), {}).data).toEqual({});
   });
 });
@@ -186,7 +379,7 @@ describe('jsonSchemaToZod: refusals (never "any" for what it does not understand
   it.each([
     [{ type: 'object', requried: ['a'] }, '/requried', 'the keyword requried is not supported'],
     [{ not: { type: 'string' } }, '/not', 'the keyword not is not supported'],
-    [{ if: {}, then: {} }, '/if', 'the keyword if is not supported'],
+    [{ if: {}, else: {} }, '/if', 'the keyword if is not supported'],
     [{ type: 'object', patternProperties: { '^a': {} } }, '/patternProperties', 'the keyword patternProperties is not supported'],
     [{ type: 'string', nullable: true }, '/nullable', 'the keyword nullable is not supported'],
     [{ type: 'string', format: 'credit-card' }, '/format', expect.stringContaining('format "credit-card" is not supported')],
@@ -198,6 +391,7 @@ describe('jsonSchemaToZod: refusals (never "any" for what it does not understand
     [{ $ref: '#/$defs/missing' }, '/$ref', 'reference #/$defs/missing not found'],
     [{ $defs: { a: {} }, $ref: '#/$defs/a', type: 'string' }, '/$ref', expect.stringContaining('sibling keywords (type)')],
     [{ type: 'object', properties: { a: { $defs: {} } } }, '/properties/a/$defs', '$defs is supported at the root only'],
+    [{ $defs: { unused: { type: 'string', format: 'nope' } }, type: 'string' }, '/$defs/unused/format', expect.stringContaining('format "nope"')],
     [{ enum: [{ a: 1 }] }, '/enum/0', 'enum values must be strings, numbers, booleans or null'],
     [{ type: 'date' }, '/type', 'unknown type "date"'],
     [{ type: [] }, '/type', 'type must name at least one type'],
@@ -215,7 +409,10 @@ describe('jsonSchemaToZod: refusals (never "any" for what it does not understand
   it('the HTTP connector refuses it as connector.definition_invalid naming the keyword', () => {
     const config = paymentsConnectorConfig();
     const [charge, ...others] = config.capabilities;
-    const bad = { ...config, capabilities: [{ ...charge!, input_schema: { type: 'object', properties: { amount: { type: 'string', format: 'int32' } } } }, ...others] };
+    const bad = {
+      ...config,
+      capabilities: [{ ...charge!, input_schema: { type: 'object', properties: { amount: { type: 'string', format: 'int32' } } } }, ...others],
+    };
     expect(() => compileHttpConnector(bad, { credentials_available: true })).toThrow(
       expect.objectContaining({
         code: 'connector.definition_invalid',
@@ -275,7 +472,9 @@ describe('jsonSchemaToZod against classic zod fromJSONSchema', () => {
         .map(({ required, ...o }) => ({
           type: 'object',
           ...o,
-          ...(required !== undefined ? { required: required.filter((k) => k in o.properties && jsonSchemaToZod(o.properties[k])._zod.optin !== 'optional') } : {}),
+          ...(required !== undefined
+            ? { required: required.filter((k) => k in o.properties && jsonSchemaToZod(o.properties[k])._zod.optin !== 'optional') }
+            : {}),
         })),
       fc
         .record(
@@ -285,7 +484,14 @@ describe('jsonSchemaToZod against classic zod fromJSONSchema', () => {
         )
         .map((o) => ({ type: 'array', ...o })),
       fc
-        .record({ prefixItems: fc.array(tie('schema'), { minLength: 1, maxLength: 2 }), items: fc.oneof(fc.boolean(), tie('schema')), minItems: fc.integer({ min: 0, max: 2 }) }, { requiredKeys: ['prefixItems'] })
+        .record(
+          {
+            prefixItems: fc.array(tie('schema'), { minLength: 1, maxLength: 2 }),
+            items: fc.oneof(fc.boolean(), tie('schema')),
+            minItems: fc.integer({ min: 0, max: 2 }),
+          },
+          { requiredKeys: ['prefixItems'] },
+        )
         .map((o) => ({ type: 'array', ...o })),
       fc.record({ anyOf: fc.array(tie('schema'), { minLength: 1, maxLength: 3 }) }),
       fc.record({ oneOf: fc.array(tie('schema'), { minLength: 1, maxLength: 3 }) }),
@@ -295,7 +501,19 @@ describe('jsonSchemaToZod against classic zod fromJSONSchema', () => {
   const { value } = fc.letrec<{ value: unknown }>((tie) => ({
     value: fc.oneof(
       { depthSize: 'small', withCrossShrink: true },
-      fc.constantFrom('a', 'ab1', 'EUR', 'b', '', 'user@example.com', '3f0b1c9e-8a4d-4e1b-9c2a-7d5e6f708192', '2026-12-04', '2026-12-04T03:16:41Z', '10.0.0.1', 'https://x.test/'),
+      fc.constantFrom(
+        'a',
+        'ab1',
+        'EUR',
+        'b',
+        '',
+        'user@example.com',
+        '3f0b1c9e-8a4d-4e1b-9c2a-7d5e6f708192',
+        '2026-12-04',
+        '2026-12-04T03:16:41Z',
+        '10.0.0.1',
+        'https://x.test/',
+      ),
       fc.constantFrom(0, 1, 2, 3, -1, 0.5, 1.5, 10, 11),
       fc.boolean(),
       fc.constant(null),
