@@ -51,7 +51,7 @@
  */
 import { execFileSync, execSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
-import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
+import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { BuildOptions, Metafile, Plugin } from 'esbuild';
 
@@ -230,6 +230,65 @@ export function mcpWithoutAjvPlugin(): Plugin {
         ].join('\n'),
         loader: 'js',
       }));
+    },
+  };
+}
+
+/** The HTTP connector's JSON Schema converter, as compile.ts imports it. */
+const JSON_SCHEMA_CONVERTER = /^\.\/json-schema-to-zod\.js$/;
+const JSON_SCHEMA_CONVERTER_IMPORTER = /[\\/]lib[\\/]connectors[\\/]http[\\/]compile\.[jt]s$/;
+
+/**
+ * The HTTP connector's JSON Schema → zod/mini converter
+ * (lib/connectors/http/json-schema-to-zod.ts), bundled apart with a copy of
+ * zod's core of its own. esbuild places a whole file in one chunk: zod's core
+ * modules (zod/v4/core/schemas.js, regexes.js, …) are in the chunk every
+ * function loads at import, and tree-shaking keeps in them what any importer
+ * needs. The converter builds schema kinds nothing else at run time builds
+ * (intersections, tuples, exclusive unions, lazy references, the string
+ * formats), so bundled with the rest it would add about 10 KiB to every
+ * function's import, reads included, for a converter that only runs where a
+ * connector is built. Apart, its 46 KiB (the converter and the core it uses)
+ * land in the HTTP connector's chunk, loaded with the connectors alone
+ * (docs/bench/analysis.md, "Issue 22: no classic zod at run time").
+ *
+ * The import of `./json-schema-to-zod.js` by lib/connectors/http/compile.ts
+ * resolves to the converter bundled on its own with the outer build's target
+ * and minification, its source map inline so the outer map chains it. The two
+ * copies of the core agree on what is global: zod keeps its configuration (the
+ * English messages, `jitless`) and its registry on `globalThis`
+ * (`__zod_globalConfig`, `__zod_globalRegistry`), and zod/mini's `safeParse`
+ * (lib/connectors/http/connector.ts) runs a schema built by the other copy
+ * through the schema's own `_zod.run`. test/infra/bundling.test.ts checks both:
+ * the chunks, and a bundled HTTP connector validating as the sources do.
+ */
+export function jsonSchemaConverterApartPlugin(): Plugin {
+  return {
+    name: 'aip-json-schema-converter-apart',
+    setup(build) {
+      build.onResolve({ filter: JSON_SCHEMA_CONVERTER }, (args) =>
+        JSON_SCHEMA_CONVERTER_IMPORTER.test(args.importer)
+          ? { path: relative(BUNDLE_ROOT, join(dirname(args.importer), 'json-schema-to-zod.ts')), namespace: 'aip-json-schema-converter' }
+          : undefined,
+      );
+      build.onLoad({ filter: /.*/, namespace: 'aip-json-schema-converter' }, async (args) => {
+        const { initialOptions } = build;
+        const result = await build.esbuild.build({
+          entryPoints: [join(BUNDLE_ROOT, args.path)],
+          bundle: true,
+          write: false,
+          format: 'esm',
+          platform: 'node',
+          ...(initialOptions.target !== undefined ? { target: initialOptions.target } : {}),
+          ...(initialOptions.minify !== undefined ? { minify: initialOptions.minify } : {}),
+          mainFields: ['module', 'main'],
+          sourcemap: initialOptions.sourcemap !== undefined && initialOptions.sourcemap !== false ? 'inline' : false,
+          sourcesContent: false,
+          absWorkingDir: BUNDLE_ROOT,
+          logLevel: 'error',
+        });
+        return { contents: result.outputFiles[0]?.text ?? '', loader: 'js', resolveDir: dirname(join(BUNDLE_ROOT, args.path)) };
+      });
     },
   };
 }
@@ -430,6 +489,7 @@ export async function bundleFunction(options: BundleFunctionOptions): Promise<{ 
     ...(options.splitting === false ? { splitting: false } : {}),
     plugins: [
       ...(options.httpThroughRequire !== false ? [httpWithoutUndiciPlugin()] : []),
+      jsonSchemaConverterApartPlugin(),
       mcpWithoutAjvPlugin(),
       mcpSchemasOnFirstUsePlugin(),
       xrayWithoutSemverPlugin(),

@@ -28,6 +28,7 @@ import {
 } from '../../infra/bundling.js';
 import { gte } from '../../infra/semver-gte.js';
 import { BASE_CONFIG, buildAip, newApp } from './support.js';
+import { CRM_DOCUMENT } from '../fixtures/team-crm-connector.js';
 
 const dirs: string[] = [];
 const outdir = () => {
@@ -131,6 +132,23 @@ describe('bundling', () => {
     expect(all).toContain('lib/connectors/reference/payments.ts');
   });
 
+  it("the JSON Schema converter comes with a core of its own, in the HTTP connector's chunk: what a function loads before it composes connectors carries zod/mini's core alone", async () => {
+    const { metafile } = await bundleFunction({ entry: 'functions/http/actions.ts', outdir: outdir(), connectors: [{ id: 'payments' }] });
+    const chunkOf = (input: string) => Object.keys(metafile.outputs).find((k) => Object.hasOwn(metafile.outputs[k]?.inputs ?? {}, input)) as string;
+    const converter = 'aip-json-schema-converter:lib/connectors/http/json-schema-to-zod.ts';
+    const before = [
+      ...staticallyLoaded(metafile, entryOutput(metafile)),
+      ...staticallyLoaded(metafile, chunkOf('functions/shared/compose-runtime.ts')),
+      ...staticallyLoaded(metafile, chunkOf('functions/shared/compose-connectors.ts')),
+    ];
+    expect(inputsOf(metafile, before)).toContain('node_modules/zod/v4/core/schemas.js');
+    expect(before).not.toContain(chunkOf(converter));
+    // The schema kinds only the converter builds are not in the shared core (esbuild keeps a file in one chunk).
+    const code = [...new Set(before)].map((k) => readFileSync(join(BUNDLE_ROOT, k), 'utf8')).join('\n');
+    for (const kind of ['$ZodIntersection', '$ZodTuple', '$ZodXor', '$ZodLazy']) expect(code, kind).not.toContain(`"${kind}"`);
+    expect(staticallyLoaded(metafile, chunkOf('lib/connectors/http/compile.ts'))).toContain(chunkOf(converter));
+  });
+
   it("no runtime function bundles classic zod (the HTTP connector converts JSON Schemas with zod/mini), except MCP's, whose SDK imports it", async () => {
     const classic = (i: string) => /^node_modules\/zod\/(index\.js|v3\/|v4\/index\.js|v4\/classic\/)/.test(i);
     // Also in the code: a module built apart (a plugin's own build) is one input, whatever it bundles. "ZodString" names classic's string schema (zod/mini's is "ZodMiniString").
@@ -139,13 +157,60 @@ describe('bundling', () => {
     for (const entry of ['functions/http/actions.ts', 'functions/worker/invoke.ts', 'functions/worker/reconcile.ts', 'functions/scheduled/sweeper.ts']) {
       const { metafile } = await bundleFunction({ entry, outdir: outdir(), connectors: [{ id: 'payments' }] });
       const all = inputsOf(metafile, Object.keys(metafile.outputs));
-      expect(all, entry).toContain('lib/connectors/http/json-schema-to-zod.ts');
+      expect(all, entry).toContain('aip-json-schema-converter:lib/connectors/http/json-schema-to-zod.ts');
       expect(all.filter(classic), entry).toEqual([]);
       expect(classicCode(metafile), entry).toBe(false);
     }
     const { metafile } = await bundleFunction({ entry: 'functions/http/mcp.ts', outdir: outdir(), connectors: [{ id: 'payments' }] });
     expect(inputsOf(metafile, Object.keys(metafile.outputs)).some(classic)).toBe(true);
     expect(classicCode(metafile)).toBe(true);
+  });
+
+  it('a bundled HTTP connector validates with the two copies of the core as the sources do: results, issue paths and English messages', async () => {
+    const dir = outdir();
+    await bundleFunction({ entry: 'test/infra/fixtures/http-connector-compile-entry.ts', outdir: dir });
+    const bundled = (await import(pathToFileURL(join(dir, 'index.mjs')).href)) as typeof import('./fixtures/http-connector-compile-entry.js');
+    const sources = await import('./fixtures/http-connector-compile-entry.js');
+    const document = {
+      ...CRM_DOCUMENT,
+      capabilities: [
+        {
+          ...CRM_DOCUMENT.capabilities[0],
+          input_schema: {
+            type: 'object',
+            required: ['email', 'limit'],
+            additionalProperties: false,
+            properties: {
+              email: { type: 'string', minLength: 3 },
+              limit: { type: 'integer', minimum: 1, maximum: 50 },
+              tags: { type: 'array', items: { enum: ['a', 'b'] } },
+            },
+          },
+          output_schema: { type: 'object', required: ['id'], properties: { id: { type: 'string' } } },
+        },
+      ],
+    };
+    const inputs = [
+      { email: 'ada@example.com', limit: 3 },
+      { email: 'ada@example.com', limit: 3, tags: ['a', 'b'] },
+      { email: 'a', limit: 0 },
+      { email: 'ada@example.com', limit: 2.5, tags: ['c'] },
+      { email: 7, extra: true },
+      'not an object',
+    ];
+    const run = (m: typeof sources) => {
+      const cap = m.compileHttpConnector(document, { credentials_available: true }).capabilities.get('crm.contact_lookup');
+      if (cap === undefined || cap.output === undefined) throw new Error('capability not compiled');
+      const output = cap.output;
+      return [...inputs.map((i) => m.safeParse(cap.input, i)), m.safeParse(output, { id: 'c-1' }), m.safeParse(output, { id: 1 })].map((r) =>
+        r.success ? { ok: true, data: r.data } : { ok: false, issues: r.error.issues.map((i) => ({ code: i.code, path: i.path, message: i.message })) },
+      );
+    };
+    const expected = run(sources);
+    expect(run(bundled)).toEqual(expected);
+    expect(expected.filter((r) => !r.ok).length).toBe(5);
+    // zod's English messages (installed by the SDK through zod's global configuration) reach the other copy's checks.
+    expect(JSON.stringify(run(bundled))).not.toContain('"Invalid input"');
   });
 
   it('reaches node:http through require, never as an ES module import (whose namespace would load undici)', async () => {
