@@ -7,6 +7,9 @@
  * connectors (the submit's first execute, the invoke worker, MCP tools/call)
  * load a 141 KiB classic-zod copy (docs/bench/analysis.md "Issue 22: no classic
  * zod at run time"). This file builds the same zod core schemas through zod/mini.
+ * The bundling builds it apart with its own copy of the core it uses
+ * (infra/bundling.ts jsonSchemaConverterApartPlugin): keep its imports to
+ * zod/mini alone.
  *
  * The subset (docs: lib/connectors/http/README.md "JSON Schemas"):
  * - `type` (a name or an array of names: string, number, integer, boolean,
