@@ -62,6 +62,8 @@ const allTargets = [
   { name: 'GET /v1/actions/{id}', entry: 'functions/http/actions.ts', handler: 'getActionHandler', event: routeEvent('getAction') },
   { name: 'POST /v1/actions', entry: 'functions/http/actions.ts', handler: 'submitActionHandler', event: submitEvent() },
   { name: 'GET /v1/capabilities', entry: 'functions/http/meta.ts', handler: 'listCapabilitiesHandler', event: routeEvent('listCapabilities') },
+  { name: 'GET /v1/approvals', entry: 'functions/http/approvals.ts', handler: 'listApprovalsHandler', event: routeEvent('listApprovals') },
+  { name: 'GET /v1/operator/overview', entry: 'functions/http/operator.ts', handler: 'operatorOverviewHandler', event: routeEvent('operatorOverview') },
   {
     name: 'authorizer',
     entry: 'functions/authorizer.ts',
