@@ -253,7 +253,7 @@ export interface TransactionStore {
   /** Operator / sweeper listing through the sparse status index. */
   listByStatus(query: ListByStatusQuery): Promise<Page<TransactionRecord>>;
   /**
-   * Several listings at once, each page as `listByStatus` gives it (the operator overview): a store may read what
+   * Several listings together, each page as `listByStatus` gives it (the operator overview): a store may read what
    * two of them read alike once.
    */
   listByStatuses(queries: readonly ListByStatusQuery[]): Promise<Page<TransactionRecord>[]>;

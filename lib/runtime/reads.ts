@@ -287,9 +287,10 @@ function overviewQuery(k: Kernel, view: Exclude<OperatorView, 'pending_approvals
 }
 
 /**
- * The operator lists at a glance: size of the first page and the oldest item's age, per list. Every list is read
- * at once (one wait for the requests, not one per list), the transaction views' listings together: a store reads
- * what two of them read alike once (`TransactionStore.listByStatuses`; docs/table-design.md, "The overview's listings read together").
+ * The operator lists at a glance: size of the first page and the oldest item's age, per list. The transaction
+ * views' listings are read together, so a store reads what two of them read alike once
+ * (`TransactionStore.listByStatuses`; docs/table-design.md, "The overview's listings read together"); the pending
+ * approvals (one Query per tenant) meanwhile.
  */
 export async function overview(k: Kernel, caller: CallerIdentity, tenant_id?: string): Promise<{ tenant_id?: string; views: OverviewEntry[] }> {
   assertCallerCurrent(caller, k.now());

@@ -135,8 +135,8 @@ export async function queryMergedPartitions(
     index: (typeof GSIS)['byStatus' | 'byExpiry'];
     only?: { readonly attribute: string; readonly prefixes: readonly string[] };
     /**
-     * Queries in flight or answered for listings read together (`listByStatuses`), by their input: a Query that
-     * another of them sends alike is sent once and its answer read by both.
+     * The Queries of listings read together (`listByStatuses`), by their input: a Query that another of them sent
+     * alike is not sent again, its answer (or the one in flight) is read again.
      */
     shared?: Map<string, Promise<QueryCommandOutput>>;
   },
