@@ -123,6 +123,29 @@ describe('a Runtime whose connectors load on first need', () => {
     expect(parts.calls()).toBe(2);
   });
 
+  it('loads them to withdraw a doomed approval on the way (its doom read without them)', async () => {
+    const a = uid('a');
+    await h.runtime.submit(caller(), { ...transfer(a), capability_id: 'pay.echo' });
+    const waiting = await h.stores.actions.get({ tenant_id: TENANT, action_id: a });
+    const approval_id = waiting?.approval_id as string;
+    // The action moved on while its approval is still pending (arranged): it can no longer succeed.
+    await h.stores.actions.transition({
+      tenant_id: TENANT,
+      action_id: a,
+      from: ['requires_human'],
+      to: 'accepted',
+      expected_revision: waiting?.revision as number,
+    });
+    const parts = loader();
+    const reads = new Runtime(h.readDeps, parts.load);
+    expect((await reads.listApprovals(operator, TENANT)).items.map((r) => r.approval_id)).not.toContain(approval_id);
+    expect(parts.calls()).toBe(1);
+    expect(await h.stores.approvals.get({ tenant_id: TENANT, approval_id })).toMatchObject({
+      status: 'withdrawn',
+      withdrawal: { reason: 'action_ended', details: { action_status: 'accepted' } },
+    });
+  });
+
   // Last: it moves the shared clock past every pending approval's expiry.
   it('loads them to expire an overdue approval on the way, as the Runtime with connectors does', async () => {
     const a = uid('a');
