@@ -18,7 +18,14 @@
  * (`Sampled=0` in the trace header, as the bundles section runs them: the
  * runtime's functions then never load the tracer, the bare handler loads it
  * at import); with SAMPLED=1 as well, sampled (`Sampled=1`: the tracer is
- * imported on the first invocation). Prints a markdown table of medians.
+ * imported on the first invocation); STORE=1 runs every process against
+ * DynamoDB Local with the stack's (empty) table (the bare handlers, the
+ * yardsticks, excepted: they run as without it), so a read's invocations run
+ * to their answer instead of failing at their first request: first and warm
+ * then both make all of the read's requests (the operator overview's many
+ * Queries), where against the refused endpoint a read stops at its first
+ * failed request (or, for requests sent at once, after all of them). Prints a
+ * markdown table of medians.
  */
 import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -62,6 +69,8 @@ const allTargets = [
   { name: 'GET /v1/actions/{id}', entry: 'functions/http/actions.ts', handler: 'getActionHandler', event: routeEvent('getAction') },
   { name: 'POST /v1/actions', entry: 'functions/http/actions.ts', handler: 'submitActionHandler', event: submitEvent() },
   { name: 'GET /v1/capabilities', entry: 'functions/http/meta.ts', handler: 'listCapabilitiesHandler', event: routeEvent('listCapabilities') },
+  { name: 'GET /v1/approvals', entry: 'functions/http/approvals.ts', handler: 'listApprovalsHandler', event: routeEvent('listApprovals') },
+  { name: 'GET /v1/operator/overview', entry: 'functions/http/operator.ts', handler: 'operatorOverviewHandler', event: routeEvent('operatorOverview') },
   {
     name: 'authorizer',
     entry: 'functions/authorizer.ts',
@@ -81,6 +90,25 @@ const allTargets = [
 // FUNCTIONS=<name>,<name>: only the functions whose name contains one of these (the two bare handlers always run, for the ratios).
 const only = process.env.FUNCTIONS?.split(',').filter((f) => f !== '');
 const targets = allTargets.filter((t) => only === undefined || t.name.startsWith('bare ') || only.some((f) => t.name.includes(f)));
+// STORE=1: DynamoDB Local answers (in memory, the stack's table created empty); every other endpoint stays refused.
+const store =
+  process.env.STORE === '1'
+    ? await (async () => {
+        const [{ startDynamoDbLocal }, { createTable }, { createDynamoDbClient }] = await Promise.all([
+          import('../dev/emulators/dynamodb-local.js'),
+          import('../lib/aws/dynamo/create-table.js'),
+          import('../lib/aws/clients.js'),
+        ]);
+        const dynamo = await startDynamoDbLocal({});
+        const ddb = createDynamoDbClient({ endpoint: dynamo.endpoint });
+        try {
+          await createTable(ddb, (env as Record<string, string>)[FUNCTION_ENV.tableName] as string);
+        } finally {
+          ddb.destroy();
+        }
+        return { env: { ...env, AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint }, stop: () => dynamo.stop() };
+      })()
+    : undefined;
 const here = resolve(import.meta.dirname, '..');
 const sides = [
   ...(beforeNodeOptions !== '' ? [{ side: `before (NODE_OPTIONS=${beforeNodeOptions})`, root: resolve(beforeRoot), nodeOptions: beforeNodeOptions }] : []),
@@ -118,14 +146,15 @@ for (const s of sides) {
     built.push({ side: s.side, name: t.name, ...bundle, handler: t.handler, event: t.event, nodeOptions: s.nodeOptions, samples: [] });
   }
 }
-for (let i = 0; i < runs; i++) for (const b of built) b.samples.push(await probe(b.file, b.handler, b.event, env, { nodeOptions: b.nodeOptions }));
+const envOf = (b: Built) => (store !== undefined && !b.name.startsWith('bare ') ? store.env : env);
+for (let i = 0; i < runs; i++) for (const b of built) b.samples.push(await probe(b.file, b.handler, b.event, envOf(b), { nodeOptions: b.nodeOptions }));
 
 const median = (xs: number[]) => Math.round(distribution(xs).p50 * 10) / 10;
 const lines = [
-  `Interleaved, ${runs} fresh processes per function and side (${process.version}), tracing ${tracing ? `on, ${sampled ? 'sampled' : 'unsampled'}` : 'off'}; medians.`,
+  `Interleaved, ${runs} fresh processes per function and side (${process.version}), tracing ${tracing ? `on, ${sampled ? 'sampled' : 'unsampled'}` : 'off'}${store !== undefined ? ', DynamoDB Local answering' : ''}; medians.`,
   '',
-  '| function (first invocation) | side | KiB at import | import ms | compose ms | cold ms | cold CPU ms | × bare (CPU) | × bare idempotency (CPU) | warm CPU ms | first answer |',
-  '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|',
+  '| function (first invocation) | side | KiB at import | import ms | compose ms | cold ms | cold CPU ms | × bare (CPU) | × bare idempotency (CPU) | warm CPU ms | import + first CPU ms | first answer |',
+  '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
 ];
 const coldCpu = (b: Built) => b.samples.map((s) => s.import_cpu_ms + Math.max(0, s.first_cpu_ms - s.warm_cpu_ms));
 /** The median cold CPU of a bare handler on the same side: the ratios' yardsticks. */
@@ -139,9 +168,10 @@ for (const t of targets) {
     const cpu = coldCpu(b);
     const ratio = (name: string) => (distribution(cpu).p50 / yardstick(b.side, name)).toFixed(2);
     lines.push(
-      `| ${t.name} | ${b.side} | ${b.kib} | ${median(b.samples.map((s) => s.import_ms))} | ${median(compose)} | ${median(b.samples.map((s, i) => s.import_ms + (compose[i] as number)))} | ${median(cpu)} | ${ratio('bare Powertools handler')} | ${ratio('bare Powertools idempotency')} | ${median(b.samples.map((s) => s.warm_cpu_ms))} | ${[...new Set(b.samples.map((s) => s.outcome))].join(' / ')} |`,
+      `| ${t.name} | ${b.side} | ${b.kib} | ${median(b.samples.map((s) => s.import_ms))} | ${median(compose)} | ${median(b.samples.map((s, i) => s.import_ms + (compose[i] as number)))} | ${median(cpu)} | ${ratio('bare Powertools handler')} | ${ratio('bare Powertools idempotency')} | ${median(b.samples.map((s) => s.warm_cpu_ms))} | ${median(b.samples.map((s) => s.import_cpu_ms + s.first_cpu_ms))} | ${[...new Set(b.samples.map((s) => s.outcome))].join(' / ')} |`,
     );
   }
 }
 process.stdout.write(`${lines.join('\n')}\n`);
 rmSync(work, { recursive: true, force: true });
+await store?.stop();

@@ -252,6 +252,11 @@ export interface TransactionStore {
   get(selector: TransactionSelector): Promise<TransactionRecord | undefined>;
   /** Operator / sweeper listing through the sparse status index. */
   listByStatus(query: ListByStatusQuery): Promise<Page<TransactionRecord>>;
+  /**
+   * Several listings together, each page as `listByStatus` gives it (the operator overview): a store may read what
+   * two of them read alike once.
+   */
+  listByStatuses(queries: readonly ListByStatusQuery[]): Promise<Page<TransactionRecord>[]>;
   /** The receipt chain in order (strongly consistent). */
   listReceipts(query: ListReceiptsQuery): Promise<Page<StoredReceipt>>;
 }

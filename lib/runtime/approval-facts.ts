@@ -21,7 +21,7 @@
  *
  * Reads only. Values come from the durable records, never from a request.
  */
-import type { JsonObject, JsonValue, Principal } from '../../packages/connector-sdk/src/protocol/index.js';
+import type { Capability, JsonObject, JsonValue, Principal } from '../../packages/connector-sdk/src/protocol/index.js';
 import type { ApprovalRecord } from '../ports/approval-store.js';
 import type { Kernel } from './kernel.js';
 import { withStoredResultOf } from './view.js';
@@ -68,8 +68,16 @@ function asObject(v: unknown): Record<string, unknown> | undefined {
   return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
 }
 
-/** The approval with what it approves (see the file comment). */
-export async function withFacts(k: Kernel, approval: ApprovalRecord): Promise<ApprovalWithFacts> {
+/**
+ * The approval with what it approves (see the file comment). `capability` finds the registered capability whose
+ * data contract shows the input (lib/runtime/approval-listing.ts: from the registry, composed on this first need); asked
+ * only when the action's input is still stored.
+ */
+export async function withFacts(
+  k: Kernel,
+  approval: ApprovalRecord,
+  capability: (capability_id: string) => Promise<Pick<Capability, 'data'> | undefined>,
+): Promise<ApprovalWithFacts> {
   const approved = approval.decisions.filter((d) => d.decision === 'approved').map((d) => ({ ...d.decided_by }));
   const common = {
     capability_id: approval.capability_id,
@@ -98,7 +106,7 @@ export async function withFacts(k: Kernel, approval: ApprovalRecord): Promise<Ap
   const mode = action?.action.transaction?.mode ?? 'none';
   let input: ApprovalFacts['input'];
   if (action !== undefined && action.input_redacted !== true) {
-    const policy = dataPolicyOf(k.deps.registry?.find(approval.capability_id)?.capability);
+    const policy = dataPolicyOf(await capability(approval.capability_id));
     input = policy.redaction_required ? { redacted: true, hash: action.input_hash } : redactPointers(action.action.input, policy.pointers);
   }
   let plan: ApprovalFacts['plan'];

@@ -28,7 +28,8 @@ import type { ApprovalRecord, ApprovalWithdrawalReason } from '../ports/approval
 import { failedResult, type Kernel } from './kernel.js';
 import { finishUnstartedAction } from './pipeline/action-record.js';
 
-interface Doom {
+/** Why an approval's action can no longer succeed (see the file comment). */
+export interface Doom {
   readonly reason: ApprovalWithdrawalReason;
   readonly details: Readonly<Record<string, string>>;
   /** The waiting action to end (when it still waits). */

@@ -15,17 +15,15 @@ import { AipError, isAipError } from '../../packages/connector-sdk/src/errors/ai
 import type { ActionResult } from '../../packages/connector-sdk/src/protocol/index.js';
 import type { ApprovalRecord } from '../ports/approval-store.js';
 import { assertCallerCurrent, assertTenantMember, type CallerIdentity } from './identity.js';
-import { missingTarget, type AuthorityTarget } from './authority.js';
-import { cursorSealerOf, type CursorBinding } from './cursor.js';
 import { failedResult, type Kernel } from './kernel.js';
 import { withStoredResult } from './view.js';
-import { withFacts, type ApprovalWithFacts } from './approval-facts.js';
+import { approvalTarget } from './approval-listing.js';
 import { withdrawIfDoomed } from './approval-withdrawal.js';
 import { applyResolution, checkWithProvider, type ProviderCheck } from './operator.js';
 import { actionResultOf, finishUnstartedAction } from './pipeline/action-record.js';
 import { continueAdmission, guarded } from './pipeline/admit.js';
 import type { AdmittedAction } from './pipeline/state.js';
-import type { DecisionOutcome, PageOf } from './types.js';
+import type { DecisionOutcome } from './types.js';
 
 export interface ApprovalDecisionInput {
   readonly decision: 'approve' | 'deny';
@@ -60,18 +58,6 @@ function withdrawnError(approval: ApprovalRecord): AipError {
   return new AipError('runtime.approval_withdrawn', undefined, {
     details: { approval_id: approval.approval_id, reason: approval.withdrawal?.reason ?? null, ...(approval.withdrawal?.details ?? {}) },
   });
-}
-
-/** The approval as the authority rule sees it (lib/runtime/authority.ts, operation `approve`). */
-function approvalTarget(approval: ApprovalRecord): AuthorityTarget {
-  return {
-    kind: 'approval',
-    tenant_id: approval.tenant_id,
-    id: approval.approval_id,
-    approver_scopes: approval.policy.approver_scopes,
-    allow_self_approval: approval.policy.allow_self_approval,
-    requested_by: approval.requested_by,
-  };
 }
 
 /** Concurrent decisions on one approval lose their write to each other: read again and retry this often. */
@@ -231,68 +217,4 @@ async function checkProposal(k: Kernel, approval: ApprovalRecord, proposal: Reso
       cause: err,
     });
   }
-}
-
-/**
- * Pending approvals of a tenant that the caller may see (expired ones are
- * expired on the way): the authority rule's `read_approval` (lib/runtime/authority.ts),
- * so an approver (one of the policy's approver scopes) or an operator sees
- * every one, and anyone else only those requested for them. A page may hold
- * fewer items than its limit and still have a cursor.
- *
- * Cursors are sealed (lib/runtime/cursor.ts), bound to this listing, the
- * tenant and the principal; anything else is `runtime.cursor_invalid`.
- */
-export async function listApprovals(
-  k: Kernel,
-  caller: CallerIdentity,
-  tenant_id: string,
-  page: { cursor?: string; limit?: number } = {},
-): Promise<PageOf<ApprovalWithFacts>> {
-  assertCallerCurrent(caller, k.now());
-  assertTenantMember(caller, tenant_id);
-  const sealer = cursorSealerOf(k.deps);
-  const binding: CursorBinding = { listing: 'approvals', tenants: [tenant_id], principal: caller.principal };
-  const cursor = page.cursor !== undefined ? await sealer.open(page.cursor, binding) : undefined;
-  const out = await k.deps.approvals.listPending({
-    tenant_id,
-    ...(page.limit !== undefined ? { limit: page.limit } : {}),
-    ...(cursor !== undefined ? { cursor } : {}),
-  });
-  const now = k.now().getTime();
-  const items: ApprovalWithFacts[] = [];
-  for (const a of out.items) {
-    if (Date.parse(a.expires_at) <= now) {
-      await expireApproval(k, a);
-      continue;
-    }
-    if (k.authority.allows(caller, 'read_approval', approvalTarget(a)) === undefined) continue;
-    // An approval whose action can no longer succeed is withdrawn on the way and not listed.
-    if ((await withdrawIfDoomed(k, a)).status === 'pending') items.push(await withFacts(k, a));
-  }
-  return out.cursor !== undefined ? { items, cursor: await sealer.seal(out.cursor, binding) } : { items };
-}
-
-/**
- * One approval with what it approves (./approval-facts.ts), whatever its
- * status: the authority rule's `read_approval` for a pending one (an
- * approver, an operator, the requester); a decided, expired or withdrawn one
- * to an operator, the requester, or an approver of its policy. A caller who
- * may not read it is told it does not exist. An overdue pending approval is
- * expired on the way, a doomed one withdrawn.
- */
-export async function getApproval(k: Kernel, caller: CallerIdentity, tenant_id: string, approval_id: string): Promise<ApprovalWithFacts> {
-  assertCallerCurrent(caller, k.now());
-  assertTenantMember(caller, tenant_id);
-  let approval = await k.deps.approvals.get({ tenant_id, approval_id });
-  const target = approval !== undefined ? approvalTarget(approval) : missingTarget('approval', tenant_id, approval_id);
-  if (!k.authority.mayRead(caller, target)) throw k.authority.refusal(caller, 'read_approval', target);
-  approval = approval as ApprovalRecord;
-  if (approval.status === 'pending' && Date.parse(approval.expires_at) <= k.now().getTime()) {
-    await expireApproval(k, approval);
-    approval = (await k.deps.approvals.get({ tenant_id, approval_id })) ?? approval;
-  } else {
-    approval = await withdrawIfDoomed(k, approval);
-  }
-  return withFacts(k, approval);
 }

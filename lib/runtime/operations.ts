@@ -11,7 +11,7 @@
  * more than the bytes it saves (docs/bench/analysis.md, "Cold start and
  * bundles" and "Issue 22: the routes that load the connectors").
  */
-export { decideApproval, getApproval, listApprovals } from './approvals.js';
+export { decideApproval, expireApproval } from './approvals.js';
 export { cancel } from './cancel.js';
 export { requestReconcile, resolve } from './operator.js';
 export { reconcileMessage, sweep } from './reconciliation.js';

@@ -272,42 +272,54 @@ function ageOf(k: Kernel, at: string | undefined): { oldest_at?: string; oldest_
   return { oldest_at: at, oldest_age_seconds: Math.max(0, Math.floor((k.now().getTime() - Date.parse(at)) / 1000)) };
 }
 
-/** The operator lists at a glance: size of the first page and the oldest item's age, per list. */
+/** The transaction views of the overview and their listings (the pending approvals are listed per tenant). */
+function overviewQuery(k: Kernel, view: Exclude<OperatorView, 'pending_approvals'>) {
+  switch (view) {
+    case 'outcome_unknown':
+      return { status: 'outcome_unknown' as const };
+    case 'requires_human':
+      return { status: 'outcome_unknown' as const, escalated: true };
+    case 'reconciling':
+      return { status: 'reconciling' as const };
+    case 'stalled_committing':
+      return { status: 'committing' as const, until: new Date(k.now().getTime() - k.config.stall_after_ms).toISOString() };
+  }
+}
+
+/**
+ * The operator lists at a glance: size of the first page and the oldest item's age, per list. The transaction
+ * views' listings are read together, so a store reads what two of them read alike once
+ * (`TransactionStore.listByStatuses`; docs/table-design.md, "The overview's listings read together"); the pending
+ * approvals (one Query per tenant) meanwhile.
+ */
 export async function overview(k: Kernel, caller: CallerIdentity, tenant_id?: string): Promise<{ tenant_id?: string; views: OverviewEntry[] }> {
   assertCallerCurrent(caller, k.now());
   k.authority.require(caller, 'list_operator', { kind: 'tenant', tenant_id: tenant_id ?? caller.tenants[0] ?? '' });
   if (tenant_id !== undefined) assertTenantMember(caller, tenant_id);
   const tenants = tenant_id !== undefined ? [tenant_id] : caller.tenants;
-  const entries: OverviewEntry[] = [];
-  for (const view of VIEWS) {
+  const listed = VIEWS.filter((v): v is Exclude<OperatorView, 'pending_approvals'> => v !== 'pending_approvals');
+  // The caller's tenants only: the count and `more` follow their records alone.
+  const [pages, approvals] = await Promise.all([
+    k.deps.transactions.listByStatuses(listed.map((view) => ({ ...overviewQuery(k, view), limit: OVERVIEW_SAMPLE, tenants }))),
+    Promise.all(tenants.map((t) => k.deps.approvals.listPending({ tenant_id: t, limit: OVERVIEW_SAMPLE }))),
+  ]);
+  const entries = VIEWS.map((view): OverviewEntry => {
     if (view === 'pending_approvals') {
       let count = 0;
       let more = false;
       let oldest: string | undefined;
-      for (const t of tenants) {
-        const page = await k.deps.approvals.listPending({ tenant_id: t, limit: OVERVIEW_SAMPLE });
+      for (const page of approvals) {
         const live = page.items.filter((a) => Date.parse(a.expires_at) > k.now().getTime());
         count += live.length;
         more ||= page.cursor !== undefined;
         for (const a of live) if (oldest === undefined || a.created_at < oldest) oldest = a.created_at;
       }
-      entries.push({ view, count, more, ...ageOf(k, oldest) });
-      continue;
+      return { view, count, more, ...ageOf(k, oldest) };
     }
-    const query =
-      view === 'outcome_unknown'
-        ? { status: 'outcome_unknown' as const }
-        : view === 'requires_human'
-          ? { status: 'outcome_unknown' as const, escalated: true }
-          : view === 'reconciling'
-            ? { status: 'reconciling' as const }
-            : { status: 'committing' as const, until: new Date(k.now().getTime() - k.config.stall_after_ms).toISOString() };
-    // The caller's tenants only: the count and `more` follow their records alone.
-    const page = await k.deps.transactions.listByStatus({ ...query, limit: OVERVIEW_SAMPLE, tenants });
-    const mine = page.items;
+    const page = pages[listed.indexOf(view)] as { items: readonly { updated_at: string }[]; cursor?: string };
     let oldest: string | undefined;
-    for (const r of mine) if (oldest === undefined || r.updated_at < oldest) oldest = r.updated_at;
-    entries.push({ view, count: mine.length, more: page.cursor !== undefined, ...ageOf(k, oldest) });
-  }
+    for (const r of page.items) if (oldest === undefined || r.updated_at < oldest) oldest = r.updated_at;
+    return { view, count: page.items.length, more: page.cursor !== undefined, ...ageOf(k, oldest) };
+  });
   return { ...(tenant_id !== undefined ? { tenant_id } : {}), views: entries };
 }

@@ -10,7 +10,8 @@
  *
  * Per-route composition: a Runtime built with {@link ConnectorParts} to load
  * on first need serves the reads (getAction, getActionResult, pollAction, getTransaction,
- * listOperator, readStream, operatorOverview) from a kernel without
+ * listOperator, readStream, operatorOverview; listApprovals and getApproval,
+ * which load the parts only for what they write or show: ./approval-listing.ts) from a kernel without
  * connectors, whose registry and connector host refuse any use, so a read
  * path that starts to need them fails its tests instead of silently loading
  * them. Every other method loads the parts once, with the code of the
@@ -21,6 +22,8 @@
 import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
 import type { Action, ActionResult, TransactionResult } from '../../packages/connector-sdk/src/protocol/index.js';
 import type { ApprovalWithFacts } from './approval-facts.js';
+import { getApproval, listApprovals, type ApprovalWriteSide } from './approval-listing.js';
+import { withdraw } from './approval-withdrawal.js';
 import { validateQueueMessage, type InvokeMessage, type ReconcileMessage } from '../ports/messages.js';
 import type { StoredStreamChunk } from '../ports/stream-store.js';
 import type { TransactionSelector } from '../ports/transaction-store.js';
@@ -114,6 +117,16 @@ export class Runtime {
       return pending;
     };
   }
+
+  /** What the approvers' reads need beyond the read kernel, loaded on its first need (./approval-listing.ts). */
+  readonly #approvalWrites: ApprovalWriteSide = {
+    expire: async (approval) => {
+      const { k, ops } = await this.#full(OPERATIONS);
+      await ops.expireApproval(k, approval);
+    },
+    withdraw: async (approval, doom) => withdraw(await this.#kernel(), approval, doom.reason, doom.details, doom.action),
+    capability: async (capability_id) => (await this.#kernel()).deps.registry.find(capability_id)?.capability,
+  };
 
   /** The full kernel and the operations module `load` imports, in parallel (each once: the module cache keeps them). */
   async #full<M>(load: () => Promise<M>): Promise<Full<M>> {
@@ -216,16 +229,19 @@ export class Runtime {
     return ops.decideApproval(k, caller, tenant_id, approval_id, decision);
   }
 
+  /**
+   * Served from the read kernel: an overdue pending approval is expired on the way and a doomed one withdrawn
+   * (terminal writes of their actions), and the facts show stored input as the capability's data contract lets
+   * them; those load the connector parts (and, to expire, ./operations.ts) on their first need only
+   * (./approval-listing.ts).
+   */
   async listApprovals(caller: CallerIdentity, tenant_id: string, page?: { cursor?: string; limit?: number }): Promise<PageOf<ApprovalWithFacts>> {
-    // Not a read: an overdue pending approval is expired on the way, a doomed one withdrawn (terminal writes of their actions).
-    const { k, ops } = await this.#full(OPERATIONS);
-    return ops.listApprovals(k, caller, tenant_id, page);
+    return listApprovals(this.#reads, this.#approvalWrites, caller, tenant_id, page);
   }
 
-  /** One approval with what it approves (lib/runtime/approval-facts.ts). Not a read, for the reasons of listApprovals. */
+  /** One approval with what it approves (lib/runtime/approval-facts.ts), as listApprovals serves it. */
   async getApproval(caller: CallerIdentity, tenant_id: string, approval_id: string): Promise<ApprovalWithFacts> {
-    const { k, ops } = await this.#full(OPERATIONS);
-    return ops.getApproval(k, caller, tenant_id, approval_id);
+    return getApproval(this.#reads, this.#approvalWrites, caller, tenant_id, approval_id);
   }
 
   async getAction(caller: CallerIdentity, tenant_id: string, action_id: string) {

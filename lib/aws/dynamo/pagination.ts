@@ -3,7 +3,7 @@
  * Depends on nothing else in this folder (besides the table design), so every
  * adapter can import it without cycles.
  */
-import { QueryCommand, type DynamoDBDocumentClient, type QueryCommandOutput } from '@aws-sdk/lib-dynamodb';
+import { QueryCommand, type DynamoDBDocumentClient, type QueryCommandInput, type QueryCommandOutput } from '@aws-sdk/lib-dynamodb';
 import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import type { ErrorCode } from '../../../packages/connector-sdk/src/errors/catalogue.js';
 import { GSIS } from './table-design.js';
@@ -134,6 +134,11 @@ export async function queryMergedPartitions(
     cursor?: unknown;
     index: (typeof GSIS)['byStatus' | 'byExpiry'];
     only?: { readonly attribute: string; readonly prefixes: readonly string[] };
+    /**
+     * The Queries of listings read together (`listByStatuses`), by their input: a Query that another of them sent
+     * alike is not sent again, its answer (or the one in flight) is read again.
+     */
+    shared?: Map<string, Promise<QueryCommandOutput>>;
   },
 ): Promise<MergedPage> {
   const { index } = opts;
@@ -171,19 +176,27 @@ export async function queryMergedPartitions(
     }
     filter = clauses.join(' OR ');
   }
+  const send = (input: QueryCommandInput): Promise<QueryCommandOutput> => {
+    if (opts.shared === undefined) return client.send(new QueryCommand(input));
+    const key = JSON.stringify(input);
+    let answer = opts.shared.get(key);
+    if (answer === undefined) {
+      answer = client.send(new QueryCommand(input));
+      opts.shared.set(key, answer);
+    }
+    return answer;
+  };
   const answers = await Promise.all(
     opts.partitions.map((pk) =>
-      client.send(
-        new QueryCommand({
-          TableName: table,
-          IndexName: index.name,
-          KeyConditionExpression: `#pk = :pk${range}`,
-          ...(filter !== undefined ? { FilterExpression: filter } : {}),
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: { ...values, ':pk': pk },
-          Limit: opts.perPartition ?? opts.limit + 1,
-        }),
-      ),
+      send({
+        TableName: table,
+        IndexName: index.name,
+        KeyConditionExpression: `#pk = :pk${range}`,
+        ...(filter !== undefined ? { FilterExpression: filter } : {}),
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: { ...values, ':pk': pk },
+        Limit: opts.perPartition ?? opts.limit + 1,
+      }),
     ),
   );
   const sortOf = (k: Record<string, unknown>) => String(k[index.sortKey]);

@@ -16,7 +16,7 @@
  * record). Cost and bound: docs/table-design.md, "Listing one tenant's
  * records" and "One entry per episode".
  */
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient, QueryCommandOutput } from '@aws-sdk/lib-dynamodb';
 import type { ListByStatusQuery, Page } from '../../ports/transaction-store.js';
 import type { TransactionRecord } from '../../transactions/record.js';
 import { mergedCursorAt, queryMergedPartitions, type MergedPage } from './pagination.js';
@@ -61,6 +61,7 @@ export async function listStatusIndex(
   query: ListByStatusQuery,
   read: (entries: readonly Item[]) => Promise<Map<string, ListedRecord>>,
   scanBudget: number = SCOPED_LISTING_SCAN_BUDGET,
+  shared?: Map<string, Promise<QueryCommandOutput>>,
 ): Promise<Page<TransactionRecord>> {
   const { escalated, until, limit } = checkStatusListing(query);
   const tenants = query.tenants !== undefined ? new Set(query.tenants) : undefined;
@@ -79,6 +80,7 @@ export async function listStatusIndex(
       ...(tenants !== undefined && tenants.size <= MAX_FILTERED_TENANTS
         ? { only: { attribute: 'PK', prefixes: [...tenants].map((t) => `${keys.transaction(t, '').PK}`) } }
         : {}),
+      ...(shared !== undefined ? { shared } : {}),
     });
   /** Records already on the page: an entry that moved between partitions while they were read is listed once. */
   const seen = new Set<string>();

@@ -18,7 +18,7 @@
  * (store-errors.ts), the update-expression builder (update-builder.ts) and the
  * item-image cache (known-images.ts).
  */
-import { GetCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient, type QueryCommandOutput } from '@aws-sdk/lib-dynamodb';
 import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
 import {
   GENESIS_RECEIPT_HASH,
@@ -1224,6 +1224,25 @@ export class DynamoTransactionStore implements TransactionStore, IntentMapper {
     try {
       // Every write shard of the status and the legacy unsharded partition, merged in index order (./status-listing.ts).
       return await listStatusIndex(this.client, this.table, query, (entries) => this.batchRead(entries), this.scanBudget);
+    } catch (err) {
+      throw mapStoreError(err);
+    }
+  }
+
+  /**
+   * Several listings read together (the operator overview): each as `listByStatus` lists it, one after another, and
+   * a Query that an earlier one sent alike (the `outcome_unknown` partitions, which the `reconciling` listing reads
+   * for the entries its records keep) is not sent again: its answer is read again (docs/table-design.md, "The
+   * overview's listings read together").
+   */
+  async listByStatuses(queries: readonly ListByStatusQuery[]): Promise<Page<TransactionRecord>[]> {
+    const shared = new Map<string, Promise<QueryCommandOutput>>();
+    try {
+      const pages: Page<TransactionRecord>[] = [];
+      // One after another, not at once: as many requests, and less CPU in a cold process (docs/table-design.md).
+      for (const query of queries)
+        pages.push(await listStatusIndex(this.client, this.table, query, (entries) => this.batchRead(entries), this.scanBudget, shared));
+      return pages;
     } catch (err) {
       throw mapStoreError(err);
     }

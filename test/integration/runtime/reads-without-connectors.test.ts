@@ -71,10 +71,26 @@ describe('a Runtime whose connectors load on first need', () => {
     expect(parts.calls()).toBe(0);
   });
 
-  it('lists approvals with them (an overdue approval is expired on the way, a terminal write)', async () => {
+  it('lists approvals without them when nothing listed is overdue, doomed or shows its input', async () => {
     const parts = loader();
-    const runtime = new Runtime(h.readDeps, parts.load);
-    expect((await runtime.listApprovals(operator, TENANT)).items.map((r) => r.action_id)).toContain(pending);
+    const reads = new Runtime(h.readDeps, parts.load);
+    // Neither an approver nor the requester: the pending approval is read, checked, and not shown.
+    const bystander = caller('agent-2', { scopes: ['pay:write'] });
+    expect(await reads.listApprovals(bystander, TENANT)).toEqual(await h.runtime.listApprovals(bystander, TENANT));
+    expect((await reads.listApprovals(bystander, TENANT)).items).toEqual([]);
+    expect(parts.calls()).toBe(0);
+  });
+
+  it('loads them for the facts of a listed approval (the data contract shows its input), and answers alike', async () => {
+    const parts = loader();
+    const reads = new Runtime(h.readDeps, parts.load);
+    const listed = await reads.listApprovals(operator, TENANT);
+    expect(listed).toEqual(await h.runtime.listApprovals(operator, TENANT));
+    expect(listed.items.map((r) => r.action_id)).toContain(pending);
+    const one = listed.items.find((r) => r.action_id === pending);
+    expect(await reads.getApproval(operator, TENANT, one?.approval_id as string)).toEqual(
+      await h.runtime.getApproval(operator, TENANT, one?.approval_id as string),
+    );
     expect(parts.calls()).toBe(1);
   });
 
@@ -105,5 +121,45 @@ describe('a Runtime whose connectors load on first need', () => {
     await expect(runtime.capabilities(caller(), TENANT)).rejects.toThrow('connector composition failed (call 1)');
     expect(await runtime.capabilities(caller(), TENANT)).toEqual(await h.runtime.capabilities(caller(), TENANT));
     expect(parts.calls()).toBe(2);
+  });
+
+  it('loads them to withdraw a doomed approval on the way (its doom read without them)', async () => {
+    const a = uid('a');
+    await h.runtime.submit(caller(), { ...transfer(a), capability_id: 'pay.echo' });
+    const waiting = await h.stores.actions.get({ tenant_id: TENANT, action_id: a });
+    const approval_id = waiting?.approval_id as string;
+    // The action moved on while its approval is still pending (arranged): it can no longer succeed.
+    await h.stores.actions.transition({
+      tenant_id: TENANT,
+      action_id: a,
+      from: ['requires_human'],
+      to: 'accepted',
+      expected_revision: waiting?.revision as number,
+    });
+    const parts = loader();
+    const reads = new Runtime(h.readDeps, parts.load);
+    expect((await reads.listApprovals(operator, TENANT)).items.map((r) => r.approval_id)).not.toContain(approval_id);
+    expect(parts.calls()).toBe(1);
+    expect(await h.stores.approvals.get({ tenant_id: TENANT, approval_id })).toMatchObject({
+      status: 'withdrawn',
+      withdrawal: { reason: 'action_ended', details: { action_status: 'accepted' } },
+    });
+  });
+
+  // Last: it moves the shared clock past every pending approval's expiry.
+  it('loads them to expire an overdue approval on the way, as the Runtime with connectors does', async () => {
+    const a = uid('a');
+    await h.runtime.submit(caller(), { ...transfer(a), capability_id: 'pay.echo' });
+    const approval_id = (await h.stores.actions.get({ tenant_id: TENANT, action_id: a }))?.approval_id as string;
+    expect((await h.stores.approvals.get({ tenant_id: TENANT, approval_id }))?.status).toBe('pending');
+    h.clock.advance(24 * 3_600_000 + 1); // the default approvals.ttl_ms
+    const parts = loader();
+    const reads = new Runtime(h.readDeps, parts.load);
+    // Expired before anything is shown: even a caller who may see none of them expires them.
+    expect((await reads.listApprovals(caller('agent-2', { scopes: ['pay:write'] }), TENANT)).items).toEqual([]);
+    expect(parts.calls()).toBe(1);
+    expect((await h.stores.approvals.get({ tenant_id: TENANT, approval_id }))?.status).toBe('expired');
+    expect((await reads.getAction(caller(), TENANT, a)).action_result).toMatchObject({ status: 'failed', error: { code: 'runtime.approval_expired' } });
+    expect((await reads.listApprovals(operator, TENANT)).items).toEqual([]);
   });
 });
