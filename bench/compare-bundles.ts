@@ -24,7 +24,7 @@
  * at import); with SAMPLED=1 as well, sampled (`Sampled=1`: the tracer is
  * imported on the first invocation). Prints a markdown table of medians.
  */
-import { rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { DEFAULT_CONFIG_FILE } from '../infra/aip-app.js';
@@ -133,8 +133,8 @@ interface Built {
   readonly nodeOptions: string;
   readonly samples: Awaited<ReturnType<typeof probe>>[];
 }
-const work = join(tmpdir(), 'aip-compare-bundles');
-rmSync(work, { recursive: true, force: true });
+// A directory of its own: two runs at once (other worktrees) must not build into, or delete, each other's bundles.
+const work = mkdtempSync(join(tmpdir(), 'aip-compare-bundles-'));
 const built: Built[] = [];
 const bundles = new Map<string, { file: string; kib: number }>();
 // The submit rows' stores, started only when one of them runs.
