@@ -7,6 +7,7 @@
  *
  *   npm run bench:cold-profile                    # the default functions
  *   RUNS=5 npm run bench:cold-profile -- submit worker
+ *   npm run bench:cold-profile -- read execute waited   # the submit's first execute on stores that answer
  *
  * Two tables per function, in ms of samples (median over RUNS processes,
  * profiler overhead included, so compare rows, not totals, with the bundles
@@ -28,17 +29,31 @@ import { loadInfraConfig, toDeploymentRuntimeConfig } from '../lib/config/deploy
 import { FUNCTION_ENV, POWERTOOLS_ENV } from '../lib/config/function-env.js';
 import { mcpToolCallEvent, routeEvent, sqsEvent, submitEvent } from './lib/lambda-events.js';
 import { distribution } from './lib/stats.js';
-import { functionEnv, probe } from './sections/bundles.js';
+import { randomUUID } from 'node:crypto';
+import { functionEnv, probe, startSubmitStores } from './sections/bundles.js';
 
-const TARGETS = {
+/** A fresh execute for each of a process's two invocations (`waitSeconds`: `Prefer: wait`). */
+const freshSubmits = (waitSeconds?: number) => () => {
+  const id = `bench-${randomUUID()}`;
+  return { first: submitEvent({ id: `${id}-1`, waitSeconds }), warm: submitEvent({ id: `${id}-2`, waitSeconds }) };
+};
+
+/**
+ * `submit` is the submit bundle with its stores refused (its first store call fails); `execute` and `waited` are the
+ * bundles section's submit rows (`first-submit`): the stores answer (`startSubmitStores`), each process submits two
+ * fresh executes, nobody waiting or `Prefer: wait=20` (the attempt inside the submit).
+ */
+const TARGETS: Record<string, { entry: string; handler: string; event: () => unknown; fresh?: () => { readonly first: unknown; readonly warm: unknown } }> = {
   read: { entry: 'functions/http/actions.ts', handler: 'getActionHandler', event: () => routeEvent('getAction') },
   submit: { entry: 'functions/http/actions.ts', handler: 'submitActionHandler', event: submitEvent },
+  execute: { entry: 'functions/http/actions.ts', handler: 'submitActionHandler', event: submitEvent, fresh: freshSubmits() },
+  waited: { entry: 'functions/http/actions.ts', handler: 'submitActionHandler', event: submitEvent, fresh: freshSubmits(20) },
   capabilities: { entry: 'functions/http/meta.ts', handler: 'listCapabilitiesHandler', event: () => routeEvent('listCapabilities') },
   worker: { entry: 'functions/worker/invoke.ts', handler: 'handler', event: () => sqsEvent('invoke') },
   mcp: { entry: 'functions/http/mcp.ts', handler: 'mcpHandler', event: mcpToolCallEvent },
   bare: { entry: 'bench/fixtures/bare-powertools-handler.ts', handler: 'handler', event: () => ({ id: 'bench-1' }) },
-} as const;
-type TargetName = keyof typeof TARGETS;
+};
+type TargetName = string;
 
 const names = (process.argv.slice(2).length > 0 ? process.argv.slice(2) : ['bare', 'read', 'submit', 'worker']) as TargetName[];
 for (const n of names) if (!(n in TARGETS)) throw new Error(`unknown function ${n} (one of ${Object.keys(TARGETS).join(', ')})`);
@@ -134,23 +149,38 @@ function analyse(profile: Profile): Analysis {
 }
 
 const work = mkdtempSync(join(tmpdir(), 'aip-cold-profile-'));
+// The stores of the submit rows, started only when one of them runs; their bundles are built for their base URLs.
+const stores = names.some((n) => TARGETS[n]?.fresh !== undefined) ? await startSubmitStores(config, env) : undefined;
+const bundleKey = (n: TargetName) => `${TARGETS[n]?.entry}${TARGETS[n]?.fresh !== undefined ? ':stores' : ''}`;
 try {
   const bundles = new Map<string, string>();
   for (const n of names) {
-    const t = TARGETS[n];
-    if (bundles.has(t.entry)) continue;
+    const t = TARGETS[n] as (typeof TARGETS)[string];
+    if (bundles.has(bundleKey(n))) continue;
     const outdir = join(work, String(bundles.size));
-    const { metafile } = await bundleFunction({ entry: t.entry, outdir, connectors });
-    bundles.set(t.entry, join(BUNDLE_ROOT, entryOutput(metafile)));
+    const { metafile } = await bundleFunction({
+      entry: t.entry,
+      outdir,
+      connectors: t.fresh !== undefined && stores !== undefined ? [...stores.connectors] : connectors,
+    });
+    bundles.set(bundleKey(n), join(BUNDLE_ROOT, entryOutput(metafile)));
   }
   const results = new Map<TargetName, (Analysis & { cpu: number })[]>();
   for (let i = 0; i < runs; i++) {
     for (const n of names) {
-      const t = TARGETS[n];
+      const t = TARGETS[n] as (typeof TARGETS)[string];
       const dir = join(work, `prof-${n}-${i}`);
-      const sample = await probe(bundles.get(t.entry) as string, t.handler, t.event(), env, {
-        execArgv: ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-interval=200'],
-      });
+      const events = t.fresh?.();
+      const sample = await probe(
+        bundles.get(bundleKey(n)) as string,
+        t.handler,
+        events?.first ?? t.event(),
+        stores !== undefined && events !== undefined ? { ...env, ...stores.env } : env,
+        {
+          execArgv: ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-interval=200'],
+          ...(events !== undefined ? { warmEvent: events.warm } : {}),
+        },
+      );
       const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile')) as string;
       const profile = JSON.parse(readFileSync(join(dir, file), 'utf8')) as Profile;
       const cpu = sample.import_cpu_ms + Math.max(0, sample.first_cpu_ms - sample.warm_cpu_ms);
@@ -185,4 +215,5 @@ try {
   );
 } finally {
   rmSync(work, { recursive: true, force: true });
+  await stores?.stop();
 }

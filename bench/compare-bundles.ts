@@ -11,7 +11,11 @@
  * (bench/sections/bundles.ts: a fresh process; import, first and second
  * invocation). `--before-node-options` is the NODE_OPTIONS the other tree
  * deployed (it is also measured without them); this tree runs with the
- * NODE_OPTIONS the stack sets by default. RUNS (default 20) processes per
+ * NODE_OPTIONS the stack sets by default. The two "first invocation an
+ * execute" rows are the bundles section's submit rows (`first-submit`): the
+ * stores answer (DynamoDB Local, fauxqs, a loopback Secrets Manager endpoint:
+ * `startSubmitStores`), each process submits two fresh executes, and both
+ * sides' bundles are built for the base URLs those rows run with. RUNS (default 20) processes per
  * function and side; FUNCTIONS=<name>,<name> only the functions whose name
  * contains one of these (and the two bare handlers, the ratios' yardsticks); TRACING=1 runs every process with tracing on (as the
  * bundles section's "traced" columns), its invocations unsampled
@@ -27,7 +31,7 @@
  * failed request (or, for requests sent at once, after all of them). Prints a
  * markdown table of medians.
  */
-import { rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { DEFAULT_CONFIG_FILE } from '../infra/aip-app.js';
@@ -35,7 +39,8 @@ import { loadInfraConfig, toDeploymentRuntimeConfig } from '../lib/config/deploy
 import { FUNCTION_ENV, POWERTOOLS_ENV } from '../lib/config/function-env.js';
 import { authorizerEvent, mcpToolCallEvent, routeEvent, sqsEvent, submitEvent } from './lib/lambda-events.js';
 import { distribution } from './lib/stats.js';
-import { DEPLOYED_NODE_OPTIONS, functionEnv, probe } from './sections/bundles.js';
+import { randomUUID } from 'node:crypto';
+import { DEPLOYED_NODE_OPTIONS, functionEnv, probe, startSubmitStores, type SubmitStores } from './sections/bundles.js';
 
 const args = process.argv.slice(2);
 const beforeRoot = args.find((a) => !a.startsWith('--'));
@@ -64,10 +69,39 @@ const env = {
     : {}),
 };
 
-const allTargets = [
+/** A submit row's events: a fresh execute for the first invocation and another for the warm one (`waitSeconds`: `Prefer: wait`). */
+const freshSubmits = (waitSeconds?: number) => () => {
+  const id = `bench-${randomUUID()}`;
+  return { first: submitEvent({ id: `${id}-1`, waitSeconds }), warm: submitEvent({ id: `${id}-2`, waitSeconds }) };
+};
+
+interface CompareTarget {
+  readonly name: string;
+  readonly entry: string;
+  readonly handler: string;
+  readonly event: unknown;
+  /** A submit row: on the stores that answer, with fresh events per process. */
+  readonly fresh?: () => { readonly first: unknown; readonly warm: unknown };
+}
+
+const allTargets: CompareTarget[] = [
   { name: 'GET /v1/transactions', entry: 'functions/http/transactions.ts', handler: 'getTransactionHandler', event: routeEvent('getTransaction') },
   { name: 'GET /v1/actions/{id}', entry: 'functions/http/actions.ts', handler: 'getActionHandler', event: routeEvent('getAction') },
   { name: 'POST /v1/actions', entry: 'functions/http/actions.ts', handler: 'submitActionHandler', event: submitEvent() },
+  {
+    name: 'POST /v1/actions, first invocation an execute nobody waits on',
+    entry: 'functions/http/actions.ts',
+    handler: 'submitActionHandler',
+    event: submitEvent(),
+    fresh: freshSubmits(),
+  },
+  {
+    name: 'POST /v1/actions, first invocation a waited execute',
+    entry: 'functions/http/actions.ts',
+    handler: 'submitActionHandler',
+    event: submitEvent({ waitSeconds: 20 }),
+    fresh: freshSubmits(20),
+  },
   { name: 'GET /v1/capabilities', entry: 'functions/http/meta.ts', handler: 'listCapabilitiesHandler', event: routeEvent('listCapabilities') },
   { name: 'GET /v1/approvals', entry: 'functions/http/approvals.ts', handler: 'listApprovalsHandler', event: routeEvent('listApprovals') },
   { name: 'GET /v1/operator/overview', entry: 'functions/http/operator.ts', handler: 'operatorOverviewHandler', event: routeEvent('operatorOverview') },
@@ -123,31 +157,59 @@ interface Built {
   readonly kib: number;
   readonly handler: string;
   readonly event: unknown;
+  readonly fresh?: CompareTarget['fresh'];
   readonly nodeOptions: string;
   readonly samples: Awaited<ReturnType<typeof probe>>[];
 }
-const work = join(tmpdir(), 'aip-compare-bundles');
-rmSync(work, { recursive: true, force: true });
+// A directory of its own: two runs at once (other worktrees) must not build into, or delete, each other's bundles.
+const work = mkdtempSync(join(tmpdir(), 'aip-compare-bundles-'));
 const built: Built[] = [];
 const bundles = new Map<string, { file: string; kib: number }>();
-for (const s of sides) {
-  const bundling = (await import(join(s.root, 'infra/bundling.ts'))) as typeof import('../infra/bundling.js');
-  for (const t of targets) {
-    const key = `${s.root}:${t.entry}`;
-    let bundle = bundles.get(key);
-    if (bundle === undefined) {
-      const outdir = join(work, String(bundles.size));
-      const { metafile } = await bundling.bundleFunction({ entry: t.entry, outdir, connectors });
-      const entry = bundling.entryOutput(metafile);
-      const bytes = bundling.staticallyLoaded(metafile, entry).reduce((n, k) => n + (metafile.outputs[k]?.bytes ?? 0), 0);
-      bundle = { file: join(bundling.BUNDLE_ROOT, entry), kib: Math.round(bytes / 1024) };
-      bundles.set(key, bundle);
-    }
-    built.push({ side: s.side, name: t.name, ...bundle, handler: t.handler, event: t.event, nodeOptions: s.nodeOptions, samples: [] });
-  }
-}
 const envOf = (b: Built) => (store !== undefined && !b.name.startsWith('bare ') ? store.env : env);
-for (let i = 0; i < runs; i++) for (const b of built) b.samples.push(await probe(b.file, b.handler, b.event, envOf(b), { nodeOptions: b.nodeOptions }));
+// The submit rows' stores, started only when one of them runs.
+const stores: SubmitStores | undefined = targets.some((t) => t.fresh !== undefined) ? await startSubmitStores(config, env) : undefined;
+try {
+  for (const s of sides) {
+    const bundling = (await import(join(s.root, 'infra/bundling.ts'))) as typeof import('../infra/bundling.js');
+    for (const t of targets) {
+      const onStores = t.fresh !== undefined && stores !== undefined;
+      const key = `${s.root}:${t.entry}${onStores ? ':stores' : ''}`;
+      let bundle = bundles.get(key);
+      if (bundle === undefined) {
+        const outdir = join(work, String(bundles.size));
+        const { metafile } = await bundling.bundleFunction({ entry: t.entry, outdir, connectors: onStores ? [...stores.connectors] : connectors });
+        const entry = bundling.entryOutput(metafile);
+        const bytes = bundling.staticallyLoaded(metafile, entry).reduce((n, k) => n + (metafile.outputs[k]?.bytes ?? 0), 0);
+        bundle = { file: join(bundling.BUNDLE_ROOT, entry), kib: Math.round(bytes / 1024) };
+        bundles.set(key, bundle);
+      }
+      built.push({
+        side: s.side,
+        name: t.name,
+        ...bundle,
+        handler: t.handler,
+        event: t.event,
+        ...(t.fresh !== undefined ? { fresh: t.fresh } : {}),
+        nodeOptions: s.nodeOptions,
+        samples: [],
+      });
+    }
+  }
+  for (let i = 0; i < runs; i++) {
+    for (const b of built) {
+      const events = b.fresh?.();
+      const probeEnv = events !== undefined && stores !== undefined ? { ...env, ...stores.env } : envOf(b);
+      b.samples.push(
+        await probe(b.file, b.handler, events?.first ?? b.event, probeEnv, {
+          nodeOptions: b.nodeOptions,
+          ...(events !== undefined ? { warmEvent: events.warm } : {}),
+        }),
+      );
+    }
+  }
+} finally {
+  await stores?.stop();
+}
 
 const median = (xs: number[]) => Math.round(distribution(xs).p50 * 10) / 10;
 const lines = [

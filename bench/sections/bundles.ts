@@ -378,6 +378,91 @@ async function startSecretEndpoint(): Promise<{ readonly endpoint: string; reado
   };
 }
 
+/** The submit rows' stores, running: the environment their probes add, and the connectors their bundles are built for. */
+export interface SubmitStores {
+  readonly env: Record<string, string>;
+  /**
+   * The connectors as the submit rows' bundles are built (`bundleFunction`'s `connectors`): with the base URLs their
+   * environment sets (AIP_CONNECTOR_ENDPOINTS), as a deployment builds its bundles and sets its functions' environment
+   * from the same configuration (infra/functions.ts). A bundle built for other base URLs than its function runs with
+   * carries no precompiled entry for those connectors, so its composition builds them at once (compose-connectors.ts).
+   */
+  readonly connectors: readonly { readonly id: string; readonly baseUrl?: string }[];
+  readonly secretRequests: () => number;
+  stop(): Promise<void>;
+}
+
+/**
+ * The submit rows' stores: DynamoDB Local (in memory) with the stack's table, fauxqs with the invoke queue, the
+ * credential from a loopback Secrets Manager endpoint; every other endpoint stays the discard port (the Scheduler, the
+ * reconcile queue, the provider: refused at once). `env` is the functions' environment (its table name).
+ */
+export async function startSubmitStores(config: import('../../lib/config/deployment.js').InfraConfig, env: Record<string, string>): Promise<SubmitStores> {
+  const [{ toDeploymentRuntimeConfig }, fenv] = await Promise.all([import('../../lib/config/deployment.js'), import('../../lib/config/function-env.js')]);
+  // What started, stopped again if a later step fails.
+  const started: (() => Promise<void>)[] = [];
+  try {
+    const [{ startDynamoDbLocal }, { startSqsEmulator }, { createTable }, { createDynamoDbClient, createSqsClient }, { CreateQueueCommand }] =
+      await Promise.all([
+        import('../../dev/emulators/dynamodb-local.js'),
+        import('../../dev/emulators/fauxqs.js'),
+        import('../../lib/aws/dynamo/create-table.js'),
+        import('../../lib/aws/clients.js'),
+        import('@aws-sdk/client-sqs'),
+      ]);
+    const handles = await Promise.allSettled([startDynamoDbLocal({}), startSqsEmulator(0), startSecretEndpoint()] as const);
+    for (const h of handles) if (h.status === 'fulfilled') started.push(() => h.value.stop());
+    const failed = handles.find((h) => h.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
+    const [dynamo, sqs, secrets] = handles.map((h) => (h as PromiseFulfilledResult<unknown>).value) as [
+      Awaited<ReturnType<typeof startDynamoDbLocal>>,
+      Awaited<ReturnType<typeof startSqsEmulator>>,
+      Awaited<ReturnType<typeof startSecretEndpoint>>,
+    ];
+    const ddb = createDynamoDbClient({ endpoint: dynamo.endpoint });
+    const sqsClient = createSqsClient({ endpoint: sqs.endpoint });
+    let invokeQueueUrl: string;
+    try {
+      await createTable(ddb, env[fenv.FUNCTION_ENV.tableName] as string);
+      invokeQueueUrl = (await sqsClient.send(new CreateQueueCommand({ QueueName: 'aip-bench-invoke' }))).QueueUrl as string;
+    } finally {
+      ddb.destroy();
+      sqsClient.destroy();
+    }
+    // The bench configuration gates executes of payments behind an approval and holds no credential row for the
+    // events' tenant: here an execute runs at once, with the tenant's credential row (one secret on the endpoint above).
+    const deployment = toDeploymentRuntimeConfig(config);
+    const runtimeConfig = {
+      ...deployment,
+      approvalPolicies: [],
+      connectors: deployment.connectors.map((c) =>
+        c.id === 'payments' ? { ...c, credentials: [{ handle: 'payments/api_key', tenantId: 'acme', secret: 'aip/bench/payments/api-key' }] } : c,
+      ),
+    };
+    // The provider is the discard port: the waited execute's provider call is refused at once.
+    const endpoints: Record<string, string> = { ...config.connectorEndpoints, payments: 'http://127.0.0.1:9' };
+    return {
+      env: {
+        [fenv.FUNCTION_ENV.runtimeConfig]: JSON.stringify(runtimeConfig),
+        [fenv.FUNCTION_ENV.invokeQueueUrl]: invokeQueueUrl,
+        AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint,
+        AWS_ENDPOINT_URL_SQS: sqs.endpoint,
+        AWS_ENDPOINT_URL_SECRETS_MANAGER: secrets.endpoint,
+        [fenv.OPTIONAL_FUNCTION_ENV.connectorEndpoints]: JSON.stringify(endpoints),
+      },
+      connectors: config.connectors.map(({ id }) => ({ id, ...(endpoints[id] !== undefined ? { baseUrl: endpoints[id] } : {}) })),
+      secretRequests: secrets.requests,
+      async stop() {
+        await Promise.allSettled([secrets.stop(), sqs.stop()]);
+        await dynamo.stop();
+      },
+    };
+  } catch (err) {
+    await Promise.allSettled(started.map((stop) => stop()));
+    throw err;
+  }
+}
+
 export async function runBundlesSection(options: { runs: number }, log: (line: string) => void): Promise<BundlesFigures> {
   const [{ aipFunctionDefinitions }, { loadInfraConfig, toDeploymentRuntimeConfig }, { DEFAULT_CONFIG_FILE }, bundling, fenv, { ROUTES }, esbuildPkg] =
     await Promise.all([
@@ -518,69 +603,12 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
           only.some((o) => t.entry.includes(o) && (t.variant === undefined || only.includes(t.kind))),
       ),
     );
-  // The submit rows' stores: DynamoDB Local (in memory) with the stack's table, fauxqs with the invoke queue, the
-  // credential from a loopback Secrets Manager endpoint; every other endpoint stays the discard port (the Scheduler, the
-  // reconcile queue, the provider: refused at once).
-  let store: { readonly env: Record<string, string>; readonly secretRequests: () => number; stop(): Promise<void> } | undefined;
+  // The submit rows' stores (startSubmitStores); without Java (DynamoDB Local) the other rows still run.
+  let store: SubmitStores | undefined;
   if (targets.some((t) => t.store === true)) {
-    // What started, stopped again if a later step fails.
-    const started: (() => Promise<void>)[] = [];
     try {
-      const [{ startDynamoDbLocal }, { startSqsEmulator }, { createTable }, { createDynamoDbClient, createSqsClient }, { CreateQueueCommand }] =
-        await Promise.all([
-          import('../../dev/emulators/dynamodb-local.js'),
-          import('../../dev/emulators/fauxqs.js'),
-          import('../../lib/aws/dynamo/create-table.js'),
-          import('../../lib/aws/clients.js'),
-          import('@aws-sdk/client-sqs'),
-        ]);
-      const handles = await Promise.allSettled([startDynamoDbLocal({}), startSqsEmulator(0), startSecretEndpoint()] as const);
-      for (const h of handles) if (h.status === 'fulfilled') started.push(() => h.value.stop());
-      const failed = handles.find((h) => h.status === 'rejected');
-      if (failed !== undefined) throw failed.reason;
-      const [dynamo, sqs, secrets] = handles.map((h) => (h as PromiseFulfilledResult<unknown>).value) as [
-        Awaited<ReturnType<typeof startDynamoDbLocal>>,
-        Awaited<ReturnType<typeof startSqsEmulator>>,
-        Awaited<ReturnType<typeof startSecretEndpoint>>,
-      ];
-      const ddb = createDynamoDbClient({ endpoint: dynamo.endpoint });
-      const sqsClient = createSqsClient({ endpoint: sqs.endpoint });
-      let invokeQueueUrl: string;
-      try {
-        await createTable(ddb, env[fenv.FUNCTION_ENV.tableName] as string);
-        invokeQueueUrl = (await sqsClient.send(new CreateQueueCommand({ QueueName: 'aip-bench-invoke' }))).QueueUrl as string;
-      } finally {
-        ddb.destroy();
-        sqsClient.destroy();
-      }
-      // The bench configuration gates executes of payments behind an approval and holds no credential row for the
-      // events' tenant: here an execute runs at once, with the tenant's credential row (one secret on the endpoint above).
-      const deployment = toDeploymentRuntimeConfig(config);
-      const runtimeConfig = {
-        ...deployment,
-        approvalPolicies: [],
-        connectors: deployment.connectors.map((c) =>
-          c.id === 'payments' ? { ...c, credentials: [{ handle: 'payments/api_key', tenantId: 'acme', secret: 'aip/bench/payments/api-key' }] } : c,
-        ),
-      };
-      store = {
-        env: {
-          [fenv.FUNCTION_ENV.runtimeConfig]: JSON.stringify(runtimeConfig),
-          [fenv.FUNCTION_ENV.invokeQueueUrl]: invokeQueueUrl,
-          AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint,
-          AWS_ENDPOINT_URL_SQS: sqs.endpoint,
-          AWS_ENDPOINT_URL_SECRETS_MANAGER: secrets.endpoint,
-          [fenv.OPTIONAL_FUNCTION_ENV.connectorEndpoints]: JSON.stringify({ payments: 'http://127.0.0.1:9' }),
-        },
-        secretRequests: secrets.requests,
-        async stop() {
-          await Promise.allSettled([secrets.stop(), sqs.stop()]);
-          await dynamo.stop();
-        },
-      };
+      store = await startSubmitStores(config, env);
     } catch (err) {
-      await Promise.allSettled(started.map((stop) => stop()));
-      // Without Java (DynamoDB Local) the other rows still run; the submit rows are left out, and the log says why.
       log(`  submit rows left out: their stores did not start (${err instanceof Error ? err.message.split('\n')[0] : String(err)})`);
       targets.splice(0, targets.length, ...targets.filter((t) => t.store !== true));
     }
@@ -604,7 +632,13 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
       const { metafile } = await bundling.bundleFunction(
         target.variant === 'before'
           ? { entry: target.entry, outdir, splitting: false, httpThroughRequire: false }
-          : { entry: target.entry, outdir, connectors, ...(target.variant === 'deferred' ? { deferHandlers: [target.handler] } : {}) },
+          : {
+              entry: target.entry,
+              outdir,
+              // The submit rows' bundles are built for the base URLs their functions run with, as a deployment's are.
+              connectors: target.store === true && store !== undefined ? store.connectors : connectors,
+              ...(target.variant === 'deferred' ? { deferHandlers: [target.handler] } : {}),
+            },
       );
       const build_ms = Math.round(performance.now() - t0);
       const entryOut = bundling.entryOutput(metafile);

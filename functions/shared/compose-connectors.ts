@@ -14,7 +14,7 @@
  * imported and built on its first use (`loadConnector`, lib/runtime/deps.ts):
  * an attempt, a preview, a reconcile, a provider lookup or the readiness
  * check. Its code (./connector-factories.ts and the implementations, the
- * HTTP connector with classic zod for `fromJSONSchema`) is a chunk of its
+ * HTTP connector with its JSON Schema converter, lib/connectors/http/json-schema-to-zod.ts) is a chunk of its
  * own, which a submit of an `execute` and the capabilities listing never
  * load. The connector built then is checked against the precompiled
  * manifest and support records it stood for (docs/bench/analysis.md,

@@ -201,16 +201,18 @@ export function cursorSealerFor(settings: BootstrapSettings, secrets: () => Secr
  * adapters of lib/aws unchanged, reached through the ports' asynchronous
  * methods only, so the Runtime sees no difference; a route that only reads
  * never loads them. One SQS client serves both queues, as before. The
- * adapters and clients come in one module (./messaging-adapters.ts): one
- * import per adapter split the bundles into many more chunks, which cost
- * what the bytes saved (docs/bench/analysis.md, "Cold start and bundles").
+ * queues' adapter and client come in one module (./queue-adapters.ts), the
+ * Scheduler's in another (./scheduler-adapters.ts), so a submit, which sends
+ * and never schedules, does not load the Scheduler's client
+ * (docs/bench/analysis.md, "Issue 22: the submit's first execute"; one
+ * module per adapter AND client split the bundles into many more chunks,
+ * which cost what the bytes saved: "Cold start and bundles").
  */
 export function lazyAdapters(sqsOptions: AwsClientOptions, schedulerOptions: AwsClientOptions) {
   let sqsClient: { destroy(): void } | undefined;
   let schedulerClient: { destroy(): void } | undefined;
-  const adapters = once(() => import('./messaging-adapters.js'));
   const sqs = once(async () => {
-    const { createSqsClient, SqsMessageQueue } = await adapters();
+    const { createSqsClient, SqsMessageQueue } = await import('./queue-adapters.js');
     const client = createSqsClient(sqsOptions);
     sqsClient = client;
     return { client, SqsMessageQueue };
@@ -229,7 +231,7 @@ export function lazyAdapters(sqsOptions: AwsClientOptions, schedulerOptions: Aws
     },
     scheduler(options: { readonly groupName: string; readonly targetQueueArn: string; readonly roleArn: string; readonly clock: Clock }): ReconcileScheduler {
       const adapter = once(async () => {
-        const { createSchedulerClient, EventBridgeReconcileScheduler } = await adapters();
+        const { createSchedulerClient, EventBridgeReconcileScheduler } = await import('./scheduler-adapters.js');
         const client = createSchedulerClient(schedulerOptions);
         schedulerClient = client;
         return new EventBridgeReconcileScheduler({ client, ...options });

@@ -275,18 +275,34 @@ function invalid(reason: string, issues?: z.core.$ZodIssue[]): AipError {
   return new AipError('queue.message_invalid', undefined, { details });
 }
 
+/**
+ * The schema of a message of kind `kind`: its own for `invoke` and `reconcile`, the union's otherwise (which then
+ * reports the unknown discriminator). The union runs the option of the message's kind, so a message of a known kind
+ * gets the same result and issues from that option alone, and a process that only sends invoke messages (the submit)
+ * never builds the reconcile message's schemas (they are `z.deferred`).
+ */
+function schemaOf(value: unknown): typeof InvokeMessageSchema | typeof ReconcileMessageSchema | typeof QueueMessageSchema {
+  const kind = typeof value === 'object' && value !== null ? (value as { kind?: unknown }).kind : undefined;
+  return kind === 'invoke' ? InvokeMessageSchema : kind === 'reconcile' ? ReconcileMessageSchema : QueueMessageSchema;
+}
+
 /** Validates a message; throws `queue.message_invalid` on anything else. */
 export function validateQueueMessage(value: unknown): QueueMessage {
-  const parsed = QueueMessageSchema.safeParse(value);
+  const parsed = schemaOf(value).safeParse(value);
   if (!parsed.success) throw invalid('schema', parsed.error.issues);
   return parsed.data;
 }
 
-/** Validates and serialises a message into a queue message body. */
-export function encodeQueueMessage(message: QueueMessage): string {
-  const body = JSON.stringify(validateQueueMessage(message));
+/** Serialises a message {@link validateQueueMessage} returned; throws `queue.message_invalid` when it is too large. */
+export function encodeValidQueueMessage(valid: QueueMessage): string {
+  const body = JSON.stringify(valid);
   if (Buffer.byteLength(body, 'utf8') > QUEUE_MESSAGE_MAX_BYTES) throw invalid('too_large');
   return body;
+}
+
+/** Validates and serialises a message into a queue message body. */
+export function encodeQueueMessage(message: QueueMessage): string {
+  return encodeValidQueueMessage(validateQueueMessage(message));
 }
 
 /**

@@ -25,7 +25,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { AipError, isAipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
-import { decodeQueueMessage, encodeQueueMessage, validateQueueMessage } from '../../ports/messages.js';
+import { decodeQueueMessage, encodeValidQueueMessage, validateQueueMessage } from '../../ports/messages.js';
 import { fairnessGroupOf } from '../../ports/queue.js';
 import type {
   MessageQueue,
@@ -126,9 +126,10 @@ export class SqsMessageQueue implements MessageQueue {
 
   /** Validates the message and options; returns the wire fields of one entry. */
   private prepare(message: QueueMessage, options: QueueSendOptions = {}) {
+    // Validated once: the body is the validated message, encoded (its size checked).
     const valid = validateQueueMessage(message);
     if (this.accepts && !this.accepts.has(valid.kind)) throw invalidOptions(`kind_not_accepted:${valid.kind}`);
-    const body = encodeQueueMessage(valid);
+    const body = encodeValidQueueMessage(valid);
     const fields: { MessageBody: string; DelaySeconds?: number; MessageDeduplicationId?: string; MessageGroupId?: string } = {
       MessageBody: body,
     };

@@ -26,7 +26,6 @@ import { deriveApprovalId, deriveTransactionId, failedResult, isTransientError, 
 import { admitCompensate, assertCompensable } from '../modes/compensate.js';
 import { admitDirectCommit, admitPlannedCommit, claimConflict, knownPlanned, planClaim, recheckPlan } from '../modes/commit.js';
 import { admitExecute, admitRollbackNotSupported, executionContractDifferences, preparedRecordInput, replayGate } from '../modes/execute.js';
-import { runPreview } from '../modes/preview.js';
 import { admitReconcile } from '../modes/reconcile.js';
 import type { SubmitOutcome, WaitingClient } from '../types.js';
 import { attemptInline, mayAttemptInline } from './inline-attempt.js';
@@ -49,6 +48,15 @@ import { recordedActor } from '../authority.js';
 import { dataPolicyOf, definitiveInputRedaction, redactResult } from '../redaction.js';
 import { actionRetention } from '../retention.js';
 import type { AdmittedAction, Admission } from './state.js';
+
+/**
+ * The preview (dry_run, plan), imported on the first one: it runs the attempt's code (the connector call, its
+ * deadline, the execution context), which an execute, a commit or a compensation never runs in the admission, so a
+ * submit that previews nothing never loads it (docs/bench/analysis.md, "Issue 22: the submit's first execute").
+ */
+async function runPreview(k: Kernel, adm: AdmittedAction): Promise<SubmitOutcome> {
+  return (await import('../modes/preview.js')).runPreview(k, adm);
+}
 
 export interface PrepareOptions {
   readonly tenant_id?: string;
