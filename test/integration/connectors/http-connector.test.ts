@@ -547,7 +547,13 @@ describe('fault mapping', () => {
     expect(await probed).toMatchObject({ status: 409 });
     expect(failure).toMatchObject({ code: 'sla.timeout_exceeded', uncertain_outcome: true, retryable: false });
     expect(failure.provider_operation).toBeUndefined();
-    expect(failure.redacted_details).toMatchObject({ request_sent: 'maybe', probe: 'inconclusive', probe_status: 409 });
+    // The probe has what is left of the deadline (a quarter of it here, 500 ms). The simulator answers 409 (the key is in use), but
+    // on a busy machine that answer can come after the margin: the probe then failed. Both are correct outcomes of that race,
+    // and in both the failure stays uncertain, with no reference and no retry offered.
+    const details = failure.redacted_details as { request_sent?: unknown; probe?: unknown; probe_status?: unknown };
+    expect(details.request_sent).toBe('maybe');
+    if (details.probe === 'inconclusive') expect(details.probe_status).toBe(409);
+    else expect(details.probe).toBe('failed');
     expect(rec.checkpoints).toEqual([]);
     // The held request commits after the attempt gave up: exactly why the failure had to stay uncertain.
     sim.releaseDelays();
