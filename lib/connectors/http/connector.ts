@@ -89,7 +89,8 @@ import { DraftFailure, finalizeDraft, httpErrorDraft, invalidResponseDraft, tran
 import { MappingError, applyMapping, buildRequest, evidenceScalar, requestPreview, type BuiltRequest, type MappingScope } from './mapping.js';
 import { classifyStatus, isSuccess, operationIdText, type LookupStatus } from './lookup.js';
 import { getPointer } from './pointer.js';
-import { TransportFailure, exchange, pause, type ProviderResponse, type ResponseHead } from './transport.js';
+import { TransportFailure, exchange, pause, type ProviderResponse, type RequestHeaders, type ResponseHead } from './transport.js';
+import { nodeProviderFetch, type ProviderFetch } from './provider-fetch.js';
 
 /** One structured log line. It never carries headers, bodies, query values or credentials. */
 export interface HttpConnectorLogLine {
@@ -117,8 +118,8 @@ export interface HttpConnectorLogLine {
 export interface HttpConnectorDeps {
   /** The deployment credential provider; required unless auth.type is `none`. */
   readonly credentials?: CredentialProvider;
-  /** Defaults to the global fetch. */
-  readonly fetch?: typeof fetch;
+  /** The provider call's HTTP client; defaults to node:http and node:https (provider-fetch.ts). The global fetch fits. */
+  readonly fetch?: ProviderFetch;
   readonly logger?: (line: HttpConnectorLogLine) => void;
 }
 
@@ -145,7 +146,7 @@ export class HttpConnector extends FrozenConnectorBase {
   readonly #caps: ReadonlyMap<string, CompiledCapability>;
   readonly #manifest: ConnectorManifest;
   readonly #deps: HttpConnectorDeps;
-  readonly #fetch: typeof fetch;
+  readonly #fetch: ProviderFetch;
   readonly #namespace: string;
   /** Provider operations learned per attempt context, so cancel_typed can use them (never credentials). */
   readonly #retained = new WeakMap<ActionExecutionContext, ProviderOperationRef>();
@@ -160,7 +161,7 @@ export class HttpConnector extends FrozenConnectorBase {
     this.#caps = compiled.capabilities;
     this.#manifest = compiled.manifest;
     this.#deps = deps;
-    this.#fetch = deps.fetch ?? globalThis.fetch;
+    this.#fetch = deps.fetch ?? nodeProviderFetch;
     this.#namespace = cfg.idempotency.namespace ?? cfg.connector_id;
   }
 
@@ -197,9 +198,9 @@ export class HttpConnector extends FrozenConnectorBase {
     const onAbort = (): void => controller.abort();
     ctx.signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      const res = await this.#fetch(this.config.base_url.replace(/\/+$/, '') + h.path, { method: 'GET', signal: controller.signal, redirect: 'manual' });
+      const res = await this.#fetch(this.config.base_url.replace(/\/+$/, '') + h.path, { method: 'GET', headers: {}, signal: controller.signal, redirect: 'manual' });
       await res.body?.cancel().catch(() => undefined);
-      return res.ok ? { ready: true } : { ready: false, detail: `provider health endpoint answered ${res.status}` };
+      return res.status >= 200 && res.status < 300 ? { ready: true } : { ready: false, detail: `provider health endpoint answered ${res.status}` };
     } catch {
       return { ready: false, detail: 'provider health endpoint unreachable' };
     } finally {
@@ -459,9 +460,9 @@ export class HttpConnector extends FrozenConnectorBase {
    * which keeps a keyed digest of it so that a refusal can be told from a rotation), used for one header, and
    * disposed at once.
    */
-  #authorizer(call: Call, credential: () => Promise<ConnectorSecret>): (headers: Headers) => Promise<void> {
+  #authorizer(call: Call, credential: () => Promise<ConnectorSecret>): (headers: RequestHeaders) => Promise<void> {
     const auth = this.config.auth as Exclude<HttpConnectorConfig['auth'], { type: 'none' }>;
-    return async (headers: Headers): Promise<void> => {
+    return async (headers: RequestHeaders): Promise<void> => {
       const handle = call.ctx.credential;
       if (handle !== undefined && handle.id !== auth.credential_handle) {
         throw new ConnectorFailure({
@@ -575,7 +576,7 @@ export class HttpConnector extends FrozenConnectorBase {
   ): Promise<ProviderResponse> {
     const track = opts.track_request_id !== false;
     const started = performance.now();
-    const once = async (authorize?: (headers: Headers) => Promise<void>): Promise<ProviderResponse> => {
+    const once = async (authorize?: (headers: RequestHeaders) => Promise<void>): Promise<ProviderResponse> => {
       const res = await exchange(req, {
         fetch: this.#fetch,
         budget_ms: opts.budget_ms - (performance.now() - started),

@@ -16,6 +16,7 @@ import type { ErrorRule } from './config.js';
 import { evidenceScalar } from './mapping.js';
 import { getPointer } from './pointer.js';
 import type { ResponseHead, TransportFailure } from './transport.js';
+import type { HeaderReader } from './provider-fetch.js';
 
 /** A failure before its retryability is final. */
 export interface FailureDraft {
@@ -84,7 +85,7 @@ function siteDetails(site: FailureSite): JsonObject {
 }
 
 /** `Retry-After` in seconds or as an HTTP date, in ms (capped at one day). */
-export function retryAfterMs(headers: Headers, now: number = Date.now()): number | undefined {
+export function retryAfterMs(headers: HeaderReader, now: number = Date.now()): number | undefined {
   const raw = headers.get('retry-after');
   if (raw === null) return undefined;
   const trimmed = raw.trim();

@@ -17,6 +17,8 @@ export { MappingError, applyMapping, buildRequest, renderTemplate, resolveSource
 /** @public */
 export { getPointer, setPointer, parsePointer, parseTemplate, isSafePointer, type TemplatePart } from './pointer.js';
 /** @public */
-export { TransportFailure, MAX_RESPONSE_BYTES, type ProviderResponse, type ResponseHead } from './transport.js';
+export { TransportFailure, MAX_RESPONSE_BYTES, RequestHeaders, type ProviderResponse, type ResponseHead } from './transport.js';
+/** @public */
+export { nodeProviderFetch, type HeaderReader, type ProviderFetch, type ProviderFetchInit, type ProviderFetchResponse, type ResponseBody } from './provider-fetch.js';
 /** @public */
 export { defaultErrorRule, matchErrorRule, retryAfterMs } from './errors.js';

@@ -1,19 +1,21 @@
 /**
- * One HTTP exchange with fetch, bounded by a time budget and a cancellation
+ * One HTTP exchange, bounded by a time budget and a cancellation
  * signal, with an honest answer to "could the provider have received it?".
  *
- * fetch resolves when the response head (status and headers) arrives; the
+ * The client (provider-fetch.ts: node:http and node:https in fetch's shape)
+ * resolves when the response head (status and headers) arrives; the
  * body is read afterwards and can still be lost. `onHeaders` runs between
  * the two, so a connector can checkpoint an operation ID carried by a header
  * before it waits for the body.
  *
- * What was sent: fetch does not report when the request left the process,
+ * What was sent: the client does not report when the request left the process,
  * so a failure is "not sent" only when its cause proves it (the connection
  * could not be established: refused, unresolvable host, unreachable network,
- * TLS rejection). Every other failure after fetch was called (a broken
+ * TLS rejection, or Node refusing the request before writing it). Every other failure after the client was called (a broken
  * connection, an abort, a timeout) may have reached the provider.
  */
 import type { BuiltRequest } from './mapping.js';
+import type { HeaderReader, ProviderFetch, ProviderFetchResponse } from './provider-fetch.js';
 
 /** Causes that prove the request never reached the provider. */
 const NOT_SENT_CODES: ReadonlySet<string> = new Set([
@@ -31,6 +33,11 @@ const NOT_SENT_CODES: ReadonlySet<string> = new Set([
   'SELF_SIGNED_CERT_IN_CHAIN',
   'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
   'ERR_TLS_CERT_ALTNAME_INVALID',
+  // Node refuses these before it writes anything.
+  'ERR_INVALID_CHAR',
+  'ERR_INVALID_HTTP_TOKEN',
+  'ERR_HTTP_INVALID_HEADER_VALUE',
+  'ERR_INVALID_PROTOCOL',
 ]);
 
 /** Response bodies above this size are refused (the provider response is then invalid). */
@@ -58,7 +65,7 @@ export class TransportFailure extends Error {
 
 export interface ResponseHead {
   readonly status: number;
-  readonly headers: Headers;
+  readonly headers: HeaderReader;
   readonly request_id?: string;
 }
 
@@ -71,7 +78,7 @@ export interface ProviderResponse extends ResponseHead {
 }
 
 export interface ExchangeOptions {
-  readonly fetch: typeof fetch;
+  readonly fetch: ProviderFetch;
   /** Cooperative cancellation (ctx.cancellation); absent for requests that must run after it fired. */
   readonly signal?: AbortSignal;
   /** Time budget for the whole exchange, head and body. */
@@ -81,7 +88,7 @@ export interface ExchangeOptions {
    * Adds credentials to the outgoing headers, at the edge, right before the
    * request is sent. Its failure (a typed ConnectorFailure) is rethrown.
    */
-  readonly authorize?: (headers: Headers) => Promise<void>;
+  readonly authorize?: (headers: RequestHeaders) => Promise<void>;
   /** Awaited after the response head arrived and before the body is read. */
   readonly onHeaders?: (head: ResponseHead) => Promise<void>;
 }
@@ -108,22 +115,44 @@ function provesNotSent(err: unknown): boolean {
   return codes.length > 0 && codes.some((c) => NOT_SENT_CODES.has(c)) && !codes.some((c) => c === 'UND_ERR_SOCKET' || c === 'ECONNRESET' || c === 'EPIPE');
 }
 
-async function readCapped(res: Response, limit: number): Promise<string | undefined> {
+/** Outgoing request headers, by lower-case name. */
+export class RequestHeaders {
+  readonly #values = new Map<string, string>();
+
+  constructor(init: Readonly<Record<string, string>> = {}) {
+    for (const [name, value] of Object.entries(init)) this.set(name, value);
+  }
+
+  set(name: string, value: string): void {
+    this.#values.set(name.toLowerCase(), value);
+  }
+
+  get(name: string): string | null {
+    return this.#values.get(name.toLowerCase()) ?? null;
+  }
+
+  toRecord(): Record<string, string> {
+    return Object.fromEntries(this.#values);
+  }
+}
+
+async function readCapped(res: ProviderFetchResponse, limit: number): Promise<string | undefined> {
   if (res.body === null) return '';
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
+  const chunks = res.body[Symbol.asyncIterator]();
+  const read: Uint8Array[] = [];
   let size = 0;
   for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
+    const { done, value } = await chunks.next();
+    if (done === true) break;
     size += value.byteLength;
     if (size > limit) {
-      await reader.cancel().catch(() => undefined);
+      // Ends the iteration, which discards the rest (a web stream is cancelled, a Node stream destroyed).
+      await chunks.return?.().catch(() => undefined);
       return undefined;
     }
-    chunks.push(value);
+    read.push(value);
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(read).toString('utf8');
 }
 
 /** Sends one request and reads its response, or throws a TransportFailure (or the authorize/onHeaders error). */
@@ -132,7 +161,7 @@ export async function exchange(req: BuiltRequest, opts: ExchangeOptions): Promis
   if (signal?.aborted) throw new TransportFailure('cancelled', 'no', undefined, signal.reason);
   if (opts.budget_ms <= 0) throw new TransportFailure('timeout', 'no');
 
-  const headers = new Headers(req.headers);
+  const headers = new RequestHeaders(req.headers);
   headers.set('accept', 'application/json');
   if (req.body !== undefined) headers.set('content-type', 'application/json');
   if (opts.authorize) await opts.authorize(headers);
@@ -146,11 +175,11 @@ export async function exchange(req: BuiltRequest, opts: ExchangeOptions): Promis
     controller.signal.reason === TIMEOUT ? new TransportFailure('timeout', sent, head) : new TransportFailure('cancelled', sent, head, signal?.reason);
 
   try {
-    let res: Response;
+    let res: ProviderFetchResponse;
     try {
       res = await opts.fetch(req.url, {
         method: req.method,
-        headers,
+        headers: headers.toRecord(),
         ...(req.body !== undefined ? { body: JSON.stringify(req.body) } : {}),
         signal: controller.signal,
         // Never follow a redirect: credentials must not travel to another origin.
