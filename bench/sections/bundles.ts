@@ -349,6 +349,9 @@ interface Target {
   readonly fresh?: () => { readonly first: unknown; readonly warm: unknown };
 }
 
+/** The bench's provider key: the loopback Secrets Manager endpoint's answer, which the loopback payments simulator accepts. */
+const BENCH_SECRET_STRING = 'sk_bench_not_a_key';
+
 /** A loopback Secrets Manager endpoint answering GetSecretValue with a fixed bench key, and counting its requests. */
 async function startSecretEndpoint(): Promise<{ readonly endpoint: string; readonly requests: () => number; stop(): Promise<void> }> {
   let requests = 0;
@@ -362,7 +365,7 @@ async function startSecretEndpoint(): Promise<{ readonly endpoint: string; reado
         JSON.stringify({
           ARN: `arn:aws:secretsmanager:us-east-1:000000000000:secret:${name}-AbCdEf`,
           Name: name,
-          SecretString: 'sk_bench_not_a_key',
+          SecretString: BENCH_SECRET_STRING,
           VersionId: '00000000-0000-0000-0000-000000000001',
           VersionStages: ['AWSCURRENT'],
           CreatedDate: 1_767_225_600,
@@ -394,30 +397,39 @@ export interface SubmitStores {
 
 /**
  * The submit rows' stores: DynamoDB Local (in memory) with the stack's table, fauxqs with the invoke queue, the
- * credential from a loopback Secrets Manager endpoint; every other endpoint stays the discard port (the Scheduler, the
- * reconcile queue, the provider: refused at once). `env` is the functions' environment (its table name).
+ * credential from a loopback Secrets Manager endpoint, and the provider: the payments simulator on loopback, which
+ * accepts that credential, so a waited execute's attempt charges and settles succeeded (the whole path a first
+ * execute runs). Every other endpoint stays the discard port (the Scheduler, the reconcile queue: refused at once).
+ * `env` is the functions' environment (its table name).
  */
 export async function startSubmitStores(config: import('../../lib/config/deployment.js').InfraConfig, env: Record<string, string>): Promise<SubmitStores> {
   const [{ toDeploymentRuntimeConfig }, fenv] = await Promise.all([import('../../lib/config/deployment.js'), import('../../lib/config/function-env.js')]);
   // What started, stopped again if a later step fails.
   const started: (() => Promise<void>)[] = [];
   try {
-    const [{ startDynamoDbLocal }, { startSqsEmulator }, { createTable }, { createDynamoDbClient, createSqsClient }, { CreateQueueCommand }] =
+    const [{ startDynamoDbLocal }, { startSqsEmulator }, { createTable }, { createDynamoDbClient, createSqsClient }, { CreateQueueCommand }, { startPaymentsSimulator }] =
       await Promise.all([
         import('../../dev/emulators/dynamodb-local.js'),
         import('../../dev/emulators/fauxqs.js'),
         import('../../lib/aws/dynamo/create-table.js'),
         import('../../lib/aws/clients.js'),
         import('@aws-sdk/client-sqs'),
+        import('../../dev/payments-simulator/server.js'),
       ]);
-    const handles = await Promise.allSettled([startDynamoDbLocal({}), startSqsEmulator(0), startSecretEndpoint()] as const);
+    const handles = await Promise.allSettled([
+      startDynamoDbLocal({}),
+      startSqsEmulator(0),
+      startSecretEndpoint(),
+      startPaymentsSimulator({ apiKeys: [BENCH_SECRET_STRING], controlRoutes: false }),
+    ] as const);
     for (const h of handles) if (h.status === 'fulfilled') started.push(() => h.value.stop());
     const failed = handles.find((h) => h.status === 'rejected');
     if (failed !== undefined) throw failed.reason;
-    const [dynamo, sqs, secrets] = handles.map((h) => (h as PromiseFulfilledResult<unknown>).value) as [
+    const [dynamo, sqs, secrets, provider] = handles.map((h) => (h as PromiseFulfilledResult<unknown>).value) as [
       Awaited<ReturnType<typeof startDynamoDbLocal>>,
       Awaited<ReturnType<typeof startSqsEmulator>>,
       Awaited<ReturnType<typeof startSecretEndpoint>>,
+      Awaited<ReturnType<typeof startPaymentsSimulator>>,
     ];
     const ddb = createDynamoDbClient({ endpoint: dynamo.endpoint });
     const sqsClient = createSqsClient({ endpoint: sqs.endpoint });
@@ -439,8 +451,7 @@ export async function startSubmitStores(config: import('../../lib/config/deploym
         c.id === 'payments' ? { ...c, credentials: [{ handle: 'payments/api_key', tenantId: 'acme', secret: 'aip/bench/payments/api-key' }] } : c,
       ),
     };
-    // The provider is the discard port: the waited execute's provider call is refused at once.
-    const endpoints: Record<string, string> = { ...config.connectorEndpoints, payments: 'http://127.0.0.1:9' };
+    const endpoints: Record<string, string> = { ...config.connectorEndpoints, payments: provider.url };
     return {
       env: {
         [fenv.FUNCTION_ENV.runtimeConfig]: JSON.stringify(runtimeConfig),
@@ -453,7 +464,7 @@ export async function startSubmitStores(config: import('../../lib/config/deploym
       connectors: config.connectors.map(({ id }) => ({ id, ...(endpoints[id] !== undefined ? { baseUrl: endpoints[id] } : {}) })),
       secretRequests: secrets.requests,
       async stop() {
-        await Promise.allSettled([secrets.stop(), sqs.stop()]);
+        await Promise.allSettled([secrets.stop(), sqs.stop(), provider.stop()]);
         await dynamo.stop();
       },
     };
@@ -547,7 +558,7 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
         handler: submitDef.handler ?? 'handler',
         invocation:
           waitSeconds !== undefined
-            ? `POST /v1/actions, Prefer: wait=${waitSeconds}, payments.charge execute: admission, the attempt inline, the provider call refused at once`
+            ? `POST /v1/actions, Prefer: wait=${waitSeconds}, payments.charge execute: admission, the attempt inline, the charge on the loopback payments simulator`
             : 'POST /v1/actions, payments.charge execute: admission and the invoke message',
         event: events().first,
         store: true,
@@ -780,7 +791,7 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
       'Except the submit rows ("first invocation a waited execute" / "an execute nobody waits on"): their stores answer (DynamoDB Local and fauxqs on loopback, the credential from a loopback Secrets Manager endpoint; ' +
       "the bench configuration without its approval policy on payments executes, with a credential row for the events' tenant), each process submits two fresh executes, and warm is the second: " +
       'first − warm is what the first one loads and builds (the Runtime, the admission, and for the waited one the attempt code, the connector, the credential client and the first fetch), ' +
-      "not the requests both send; the waited one's provider call is refused at once (the payments endpoint is the discard port), so its attempt settles failed.",
+      "not the requests both send; the waited one's attempt charges the payments simulator on loopback (with the credential from the Secrets Manager endpoint) and settles succeeded.",
   };
 }
 
