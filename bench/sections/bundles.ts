@@ -407,15 +407,21 @@ export async function startSubmitStores(config: import('../../lib/config/deploym
   // What started, stopped again if a later step fails.
   const started: (() => Promise<void>)[] = [];
   try {
-    const [{ startDynamoDbLocal }, { startSqsEmulator }, { createTable }, { createDynamoDbClient, createSqsClient }, { CreateQueueCommand }, { startPaymentsSimulator }] =
-      await Promise.all([
-        import('../../dev/emulators/dynamodb-local.js'),
-        import('../../dev/emulators/fauxqs.js'),
-        import('../../lib/aws/dynamo/create-table.js'),
-        import('../../lib/aws/clients.js'),
-        import('@aws-sdk/client-sqs'),
-        import('../../dev/payments-simulator/server.js'),
-      ]);
+    const [
+      { startDynamoDbLocal },
+      { startSqsEmulator },
+      { createTable },
+      { createDynamoDbClient, createSqsClient },
+      { CreateQueueCommand },
+      { startPaymentsSimulator },
+    ] = await Promise.all([
+      import('../../dev/emulators/dynamodb-local.js'),
+      import('../../dev/emulators/fauxqs.js'),
+      import('../../lib/aws/dynamo/create-table.js'),
+      import('../../lib/aws/clients.js'),
+      import('@aws-sdk/client-sqs'),
+      import('../../dev/payments-simulator/server.js'),
+    ]);
     const handles = await Promise.allSettled([
       startDynamoDbLocal({}),
       startSqsEmulator(0),

@@ -1,9 +1,10 @@
 /**
  * The MCP endpoint (docs/mcp.md):
  * - POST /v1/mcp → one JSON-RPC message, answered by a per-request MCP server
- *   (functions/mcp/server.ts) over the SDK's web-standard Streamable HTTP
- *   transport, stateless (no session ID) with JSON responses, so one Lambda
- *   invocation answers one POST;
+ *   (functions/mcp/server.ts) over a transport for the Streamable HTTP POST
+ *   (functions/mcp/json-post-transport.ts: the SDK's web-standard one's checks,
+ *   without building web Request and Response objects), stateless (no session
+ *   ID) with JSON responses, so one Lambda invocation answers one POST;
  * - GET /v1/mcp → 405: no standalone server-to-client stream.
  *
  * Both run the route table's middy chain (lib/http/routes.ts, `mcp` and
@@ -13,30 +14,17 @@
  * missing Accept type, an unsupported protocol version, a batch) is a problem
  * too, with the transport's JSON-RPC error in its details.
  */
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
 import { ROUTES } from '../../lib/http/routes.js';
+import { JsonPostTransport } from '../mcp/json-post-transport.js';
 import { createMcpServer } from '../mcp/server.js';
-import { headerValues, type AipHttpEvent, type HttpResult } from '../shared/http.js';
+import { headerValues, type HttpResult } from '../shared/http.js';
 import { productionRuntime } from '../shared/production-runtime.js';
 import { createRouteHandler, type HttpDeps, type ProxyHandler } from '../shared/route-handler.js';
 import { parsePreferWait, waitBudgetMs } from '../shared/wait.js';
 
 /** How long a tools/call without task support (and tasks/result) waits for its action by default, in seconds. `Prefer: wait=N` changes it. */
 export const MCP_DEFAULT_WAIT_SECONDS = 20;
-
-/** Headers the MCP transport reads. */
-const FORWARDED_HEADERS = ['accept', 'content-type', 'mcp-protocol-version', 'mcp-session-id', 'last-event-id'];
-
-function webRequest(event: AipHttpEvent): Request {
-  const headers = new Headers();
-  for (const name of FORWARDED_HEADERS) {
-    const values = headerValues(event, name);
-    if (values.length > 0) headers.set(name, values.join(', '));
-  }
-  // The transport reads the URL only for its own checks (host validation is off): a fixed origin, never the caller's Host.
-  return new Request(`https://aip.invalid${event.path ?? '/v1/mcp'}`, { method: 'POST', headers, body: event.body ?? '' });
-}
 
 /** The transport's own refusals, as catalogued problems carrying the JSON-RPC error. */
 function transportRefusal(status: number, body: unknown): AipError {
@@ -66,15 +54,25 @@ export function createMcpPostHandler(deps: HttpDeps): ProxyHandler {
         waitBudgetMs: waitBudgetMs(wait, remainingMs()),
         ...(deps.waitPoll !== undefined ? { poll: deps.waitPoll } : {}),
       });
-      // Stateless (no session ID generator) with JSON responses: the answer is complete when handleRequest returns.
-      const transport = new WebStandardStreamableHTTPServerTransport({ enableJsonResponse: true });
+      // Stateless (no session ID) with JSON responses: the answer is complete when handle returns.
+      const transport = new JsonPostTransport();
       await server.connect(transport);
       try {
-        const response = await transport.handleRequest(webRequest(event), { parsedBody: body });
-        const text = await response.text();
-        const json: unknown = text.length > 0 ? JSON.parse(text) : undefined;
-        if (response.status >= 400) throw transportRefusal(response.status, json);
-        return { status: response.status, ...(json !== undefined ? { body: json } : {}) };
+        const header = (name: string): string | undefined => {
+          const values = headerValues(event, name);
+          return values.length > 0 ? values.join(', ') : undefined;
+        };
+        const accept = header('accept');
+        const contentType = header('content-type');
+        const protocolVersion = header('mcp-protocol-version');
+        const answer = await transport.handle({
+          body,
+          ...(accept !== undefined ? { accept } : {}),
+          ...(contentType !== undefined ? { contentType } : {}),
+          ...(protocolVersion !== undefined ? { protocolVersion } : {}),
+        });
+        if (answer.status >= 400) throw transportRefusal(answer.status, answer.body);
+        return { status: answer.status, ...(answer.body !== undefined ? { body: answer.body } : {}) };
       } finally {
         await server.close();
       }

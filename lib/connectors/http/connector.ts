@@ -198,7 +198,12 @@ export class HttpConnector extends FrozenConnectorBase {
     const onAbort = (): void => controller.abort();
     ctx.signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      const res = await this.#fetch(this.config.base_url.replace(/\/+$/, '') + h.path, { method: 'GET', headers: {}, signal: controller.signal, redirect: 'manual' });
+      const res = await this.#fetch(this.config.base_url.replace(/\/+$/, '') + h.path, {
+        method: 'GET',
+        headers: {},
+        signal: controller.signal,
+        redirect: 'manual',
+      });
       await res.body?.cancel().catch(() => undefined);
       return res.status >= 200 && res.status < 300 ? { ready: true } : { ready: false, detail: `provider health endpoint answered ${res.status}` };
     } catch {

@@ -19,6 +19,13 @@ export { getPointer, setPointer, parsePointer, parseTemplate, isSafePointer, typ
 /** @public */
 export { TransportFailure, MAX_RESPONSE_BYTES, RequestHeaders, type ProviderResponse, type ResponseHead } from './transport.js';
 /** @public */
-export { nodeProviderFetch, type HeaderReader, type ProviderFetch, type ProviderFetchInit, type ProviderFetchResponse, type ResponseBody } from './provider-fetch.js';
+export {
+  nodeProviderFetch,
+  type HeaderReader,
+  type ProviderFetch,
+  type ProviderFetchInit,
+  type ProviderFetchResponse,
+  type ResponseBody,
+} from './provider-fetch.js';
 /** @public */
 export { defaultErrorRule, matchErrorRule, retryAfterMs } from './errors.js';

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nodeProviderFetch, type ProviderFetch } from '../../../lib/connectors/http/provider-fetch.js';
 import { exchange, MAX_RESPONSE_BYTES, TransportFailure } from '../../../lib/connectors/http/transport.js';
 import type { BuiltRequest } from '../../../lib/connectors/http/mapping.js';
+import type { JsonObject } from '../../../packages/connector-sdk/src/protocol/json.js';
 
 interface Seen {
   readonly method: string | undefined;
@@ -79,7 +80,7 @@ afterAll(async () => {
   await new Promise((resolve) => server.close(resolve));
 });
 
-const request = (path: string, body?: Record<string, unknown>): BuiltRequest => ({
+const request = (path: string, body?: JsonObject): BuiltRequest => ({
   method: body === undefined ? 'GET' : 'POST',
   route: path,
   url: new URL(path, base),
@@ -143,7 +144,9 @@ describe.each(clients)('exchange over %s', (_name, client) => {
     await new Promise<void>((resolve) => refused.listen(0, '127.0.0.1', resolve));
     const port = (refused.address() as AddressInfo).port;
     await new Promise((resolve) => refused.close(resolve));
-    const err = await exchange({ ...request('/ok'), url: new URL(`http://127.0.0.1:${port}/ok`) }, { fetch: client, budget_ms: 5_000 }).catch((e: unknown) => e);
+    const err = await exchange({ ...request('/ok'), url: new URL(`http://127.0.0.1:${port}/ok`) }, { fetch: client, budget_ms: 5_000 }).catch(
+      (e: unknown) => e,
+    );
     expect(err).toMatchObject({ kind: 'not_sent', sent: 'no' });
   });
 
@@ -194,7 +197,9 @@ describe('nodeProviderFetch', () => {
       new Headers();
       process.stdout.write(JSON.stringify({ ok: res.json.ok, before: loaded, after: process.moduleLoadList.filter((m) => m.includes('undici')).length }));
     `;
-    const out = JSON.parse(execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: process.cwd(), encoding: 'utf8' })) as {
+    const out = JSON.parse(
+      execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: process.cwd(), encoding: 'utf8' }),
+    ) as {
       ok: boolean;
       before: string[];
       after: number;
