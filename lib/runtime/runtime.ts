@@ -22,7 +22,8 @@
 import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
 import type { Action, ActionResult, TransactionResult } from '../../packages/connector-sdk/src/protocol/index.js';
 import type { ApprovalWithFacts } from './approval-facts.js';
-import type { ApprovalWriteSide } from './approval-listing.js';
+import { getApproval, listApprovals, type ApprovalWriteSide } from './approval-listing.js';
+import { withdraw } from './approval-withdrawal.js';
 import { validateQueueMessage, type InvokeMessage, type ReconcileMessage } from '../ports/messages.js';
 import type { StoredStreamChunk } from '../ports/stream-store.js';
 import type { TransactionSelector } from '../ports/transaction-store.js';
@@ -71,9 +72,6 @@ const SUBMIT = () => import('./pipeline/admit.js');
 const ATTEMPT = () => import('./attempts/worker.js');
 const META = () => import('./meta.js');
 const OPERATIONS = () => import('./operations.js');
-/** The approvers' reads (and the withdrawal they may run), loaded by the routes that serve them only. */
-const APPROVAL_LISTING = () => import('./approval-listing.js');
-const APPROVAL_WITHDRAWAL = () => import('./approval-withdrawal.js');
 
 /** What a method beyond the reads runs with: the full kernel and the operations it needs. */
 interface Full<M> {
@@ -126,10 +124,7 @@ export class Runtime {
       const { k, ops } = await this.#full(OPERATIONS);
       await ops.expireApproval(k, approval);
     },
-    withdraw: async (approval, doom) => {
-      const { k, ops } = await this.#full(APPROVAL_WITHDRAWAL);
-      return ops.withdraw(k, approval, doom.reason, doom.details, doom.action);
-    },
+    withdraw: async (approval, doom) => withdraw(await this.#kernel(), approval, doom.reason, doom.details, doom.action),
     capability: async (capability_id) => (await this.#kernel()).deps.registry.find(capability_id)?.capability,
   };
 
@@ -241,12 +236,12 @@ export class Runtime {
    * (./approval-listing.ts).
    */
   async listApprovals(caller: CallerIdentity, tenant_id: string, page?: { cursor?: string; limit?: number }): Promise<PageOf<ApprovalWithFacts>> {
-    return (await APPROVAL_LISTING()).listApprovals(this.#reads, this.#approvalWrites, caller, tenant_id, page);
+    return listApprovals(this.#reads, this.#approvalWrites, caller, tenant_id, page);
   }
 
   /** One approval with what it approves (lib/runtime/approval-facts.ts), as listApprovals serves it. */
   async getApproval(caller: CallerIdentity, tenant_id: string, approval_id: string): Promise<ApprovalWithFacts> {
-    return (await APPROVAL_LISTING()).getApproval(this.#reads, this.#approvalWrites, caller, tenant_id, approval_id);
+    return getApproval(this.#reads, this.#approvalWrites, caller, tenant_id, approval_id);
   }
 
   async getAction(caller: CallerIdentity, tenant_id: string, action_id: string) {
