@@ -12,8 +12,10 @@
  * - the SDK clients' `send` (DynamoDB, document client, SQS) records each
  *   request's op and time, so DynamoDB Local's share of every segment is
  *   measured and the poller's ReceiveMessage that got the message is seen;
- * - global fetch is wrapped before the stack starts (the payments connector
- *   takes it at construction): the provider call's start and end.
+ * - node:http's `request` is wrapped (the HTTP connector's client,
+ *   lib/connectors/http/provider-fetch.ts, calls it through the module object
+ *   at call time): the provider call's start and the arrival of its response
+ *   head.
  *
  * Runs are sequential (one action in flight, sweeper off), after a warm-up
  * (which also teaches the deployed schedule the settle time). Three poll
@@ -30,6 +32,8 @@
  * (POST /v1/charges on the simulator, as the peer handlers make it).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { ClientRequest } from 'node:http';
+import { createRequire } from 'node:module';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
@@ -214,6 +218,9 @@ function patch<T extends object, K extends keyof T>(obj: T, key: K, wrap: (origi
   };
 }
 
+/** node:http's module object, as the connector's client reaches it (through require: its ES namespace would load undici). */
+const nodeHttp = createRequire(import.meta.url)('node:http') as typeof import('node:http');
+
 const TERMINAL = new Set(['completed', 'failed', 'cancelled', 'requires_human']);
 
 function urlOf(input: unknown): string {
@@ -308,16 +315,21 @@ export async function runLatencySection(options: LatencyOptions, log: (line: str
   let simUrl: string | undefined;
   const allDynamo: Call[] = [];
 
-  // --- instrumentation (before the stack starts: the connector takes fetch at construction)
+  // --- instrumentation: the provider call, from the request to its response head
   undo.push(
-    patch(globalThis, 'fetch', (original) => {
-      return (async (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => {
-        const isCharge = simUrl !== undefined && urlOf(input).startsWith(`${simUrl}/v1/charges`);
+    patch(nodeHttp, 'request', (original) => {
+      return function (this: unknown, ...args: unknown[]) {
+        const isCharge = simUrl !== undefined && urlOf(args[0]).startsWith(`${simUrl}/v1/charges`);
         const t0 = performance.now();
-        const res = await original(input, init);
-        if (isCharge && current && current.provider === undefined) current.provider = [t0, performance.now()];
-        return res;
-      }) as typeof fetch;
+        const req = (original as (...a: unknown[]) => ClientRequest).apply(this, args);
+        if (isCharge) {
+          const timeline = current;
+          req.once('response', () => {
+            if (timeline && timeline.provider === undefined) timeline.provider = [t0, performance.now()];
+          });
+        }
+        return req;
+      } as typeof nodeHttp.request;
     }),
   );
   const sendWrap = (record: (c: Call, out: unknown) => void) => (original: unknown) =>
@@ -590,7 +602,7 @@ export function renderLatencyMarkdown(l: LatencyFigures, heading = '## Latency b
   const lines: string[] = [heading, ''];
   const def = l.variants.find((v) => v.id === 'default');
   lines.push(
-    `HTTP submit with \`Prefer: wait=20\` → terminal result, one client, the queue path (attempt_when_waited "queue"; by default a waited execute runs its attempt inside the submit); ${l.note}. Timestamps from wrappers on the Runtime instance, the settlement write, the SDK clients and fetch (bench/sections/latency.ts). ` +
+    `HTTP submit with \`Prefer: wait=20\` → terminal result, one client, the queue path (attempt_when_waited "queue"; by default a waited execute runs its attempt inside the submit); ${l.note}. Timestamps from wrappers on the Runtime instance, the settlement write, the SDK clients and node:http's request (bench/sections/latency.ts). ` +
       "**local-only** = machinery of the local stack; **remains** = the same work on AWS, at AWS's latency; **wait-poll** = the runtime's own `Prefer: wait` polling (functions/http/actions.ts), deployed as is.",
     '',
     "DynamoDB Local ms: its requests' time inside the segment (on the critical path). Requests: what the step sends, counted from the calls observed (the actor that issued each and when); \"beside\": of those, the ones off the answer's path (the record's settlement after the action's, which the wait does not wait for; the polls that saw the action running).",
