@@ -8,6 +8,7 @@
  *   npm run bench:cold-profile                    # the default functions
  *   RUNS=5 npm run bench:cold-profile -- submit worker
  *   npm run bench:cold-profile -- read execute waited   # the submit's first execute on stores that answer
+ *   npm run bench:cold-profile -- read overview sweeper # the two that send many Queries at once
  *
  * Two tables per function, in ms of samples (median over RUNS processes,
  * profiler overhead included, so compare rows, not totals, with the bundles
@@ -49,6 +50,12 @@ const TARGETS: Record<string, { entry: string; handler: string; event: () => unk
   execute: { entry: 'functions/http/actions.ts', handler: 'submitActionHandler', event: submitEvent, fresh: freshSubmits() },
   waited: { entry: 'functions/http/actions.ts', handler: 'submitActionHandler', event: submitEvent, fresh: freshSubmits(20) },
   capabilities: { entry: 'functions/http/meta.ts', handler: 'listCapabilitiesHandler', event: () => routeEvent('listCapabilities') },
+  overview: { entry: 'functions/http/operator.ts', handler: 'operatorOverviewHandler', event: () => routeEvent('operatorOverview') },
+  sweeper: {
+    entry: 'functions/scheduled/sweeper.ts',
+    handler: 'handler',
+    event: () => ({ source: 'aws.events', 'detail-type': 'Scheduled Event', time: '2026-01-01T00:00:00Z', detail: {} }),
+  },
   worker: { entry: 'functions/worker/invoke.ts', handler: 'handler', event: () => sqsEvent('invoke') },
   mcp: { entry: 'functions/http/mcp.ts', handler: 'mcpHandler', event: mcpToolCallEvent },
   bare: { entry: 'bench/fixtures/bare-powertools-handler.ts', handler: 'handler', event: () => ({ id: 'bench-1' }) },
