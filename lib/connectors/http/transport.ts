@@ -8,10 +8,11 @@
  * the two, so a connector can checkpoint an operation ID carried by a header
  * before it waits for the body.
  *
- * What was sent: the client does not report when the request left the process,
- * so a failure is "not sent" only when its cause proves it (the connection
- * could not be established: refused, unresolvable host, unreachable network,
- * TLS rejection, or Node refusing the request before writing it). Every other failure after the client was called (a broken
+ * What was sent: the client does not report when the request left the
+ * process, so a failure is "not sent" only when its cause proves it (the
+ * connection could not be established: refused, unresolvable host,
+ * unreachable network, TLS rejection; or Node refused the request before
+ * writing it). Every other failure after the client was called (a broken
  * connection, an abort, a timeout) may have reached the provider.
  */
 import type { BuiltRequest } from './mapping.js';
