@@ -169,6 +169,8 @@ try {
       entry: t.entry,
       outdir,
       connectors: t.fresh !== undefined && stores !== undefined ? [...stores.connectors] : connectors,
+      // Built for the AIP_RUNTIME_CONFIG it runs with, as a deployment's bundle is.
+      runtimeConfig: (t.fresh !== undefined && stores !== undefined ? stores.env : env)[FUNCTION_ENV.runtimeConfig],
     });
     bundles.set(bundleKey(n), join(BUNDLE_ROOT, entryOutput(metafile)));
   }

@@ -177,7 +177,14 @@ try {
       let bundle = bundles.get(key);
       if (bundle === undefined) {
         const outdir = join(work, String(bundles.size));
-        const { metafile } = await bundling.bundleFunction({ entry: t.entry, outdir, connectors: onStores ? [...stores.connectors] : connectors });
+        // Built for the AIP_RUNTIME_CONFIG it runs with, as a deployment's bundle is (a tree without the option ignores it).
+        const runtimeConfig = ((onStores ? stores.env : env) as Record<string, string>)[FUNCTION_ENV.runtimeConfig];
+        const { metafile } = await bundling.bundleFunction({
+          entry: t.entry,
+          outdir,
+          connectors: onStores ? [...stores.connectors] : connectors,
+          runtimeConfig,
+        });
         const entry = bundling.entryOutput(metafile);
         const bytes = bundling.staticallyLoaded(metafile, entry).reduce((n, k) => n + (metafile.outputs[k]?.bytes ?? 0), 0);
         bundle = { file: join(bundling.BUNDLE_ROOT, entry), kib: Math.round(bytes / 1024) };

@@ -35,6 +35,8 @@ import {
   httpWithoutUndiciPlugin,
   mcpSchemasOnFirstUsePlugin,
   precompiledRegistryPlugin,
+  generateValidatedConfig,
+  validatedConfigPlugin,
 } from '../infra/bundling.js';
 import { loadInfraConfig, toDeploymentRuntimeConfig } from '../lib/config/deployment.js';
 import { FUNCTION_ENV, POWERTOOLS_ENV } from '../lib/config/function-env.js';
@@ -78,11 +80,18 @@ try {
   const config = loadInfraConfig(DEFAULT_CONFIG_FILE);
   const connectors = config.connectors.map(({ id }) => ({ id }));
   const outdir = join(dir, 'bundle');
+  const runtimeConfig = JSON.stringify(toDeploymentRuntimeConfig(config));
   await build({
     ...esbuildOptions(entry, outdir),
     minify: false,
     sourcemap: false,
-    plugins: [httpWithoutUndiciPlugin(), mcpSchemasOnFirstUsePlugin(), precompiledRegistryPlugin(() => generatePrecompiledRegistry(connectors))],
+    plugins: [
+      httpWithoutUndiciPlugin(),
+      mcpSchemasOnFirstUsePlugin(),
+      precompiledRegistryPlugin(() => generatePrecompiledRegistry(connectors)),
+      // Built for the AIP_RUNTIME_CONFIG it runs with, as a deployment's bundle is.
+      validatedConfigPlugin(() => generateValidatedConfig(runtimeConfig)),
+    ],
   });
   // Module boundaries: esbuild writes `// <input path>` before each module of an unminified bundle.
   const modules = new Map<string, { line: number; module: string }[]>();
@@ -106,7 +115,7 @@ try {
     return found;
   };
   const out = join(dir, 'census.json');
-  const env = functionEnv(FUNCTION_ENV, POWERTOOLS_ENV, JSON.stringify(toDeploymentRuntimeConfig(config)));
+  const env = functionEnv(FUNCTION_ENV, POWERTOOLS_ENV, runtimeConfig);
   execFileSync(process.execPath, ['--input-type=module', '-e', PROBE], {
     env: {
       PATH: process.env.PATH ?? '',

@@ -1,5 +1,5 @@
 /**
- * `node --import tsx infra/bundle-cli.ts --entry <module> --outdir <dir> [--connectors <json>] [--deployment-connectors <json>]`:
+ * `node --import tsx infra/bundle-cli.ts --entry <module> --outdir <dir> [--connectors <json>] [--deployment-connectors <json>] [--runtime-config <json>]`:
  * bundles one Lambda function with infra/bundling.ts. The CDK local bundling
  * (infra/functions.ts) runs it in a child process, since CDK's bundling hook
  * is synchronous and esbuild's plugins are not.
@@ -13,6 +13,7 @@ const { values } = parseArgs({
     outdir: { type: 'string' },
     connectors: { type: 'string' },
     'deployment-connectors': { type: 'string' },
+    'runtime-config': { type: 'string' },
   },
 });
 if (values.entry === undefined || values.outdir === undefined) {
@@ -27,4 +28,5 @@ await bundleFunction({
   outdir: values.outdir,
   ...(connectors !== undefined ? { connectors } : {}),
   ...(deploymentConnectors !== undefined ? { deploymentConnectors } : {}),
+  ...(values['runtime-config'] !== undefined ? { runtimeConfig: values['runtime-config'] } : {}),
 });

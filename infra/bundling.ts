@@ -39,6 +39,14 @@
  *   A module's own imports resolve from its folder (the team's
  *   node_modules); the same files as the runtime's (this project installed
  *   as a dependency) are bundled once.
+ * - **The configuration validated at build** ({@link validatedConfigPlugin}):
+ *   with `runtimeConfig` (the AIP_RUNTIME_CONFIG the stack gives the
+ *   functions), the stand-in functions/shared/validated-config.ts becomes a
+ *   module carrying that string and its validated values, computed here with
+ *   the functions' own schemas (functions/shared/validated-config-source.ts).
+ *   A function whose environment holds exactly that string builds no
+ *   configuration schema at cold start (docs/infra.md, "Runtime
+ *   configuration").
  * - Minified, node22 target, `module` before `main` (ESM builds of the
  *   dependencies tree-shake), the `createRequire` banner that ESM bundles of
  *   CommonJS dependencies need, external source maps without the sources'
@@ -85,6 +93,9 @@ export const PRECOMPILED_REGISTRY_STAND_IN = 'functions/shared/precompiled-regis
 /** The stand-in the deployment connectors plugin replaces (relative to the repository root, without extension). */
 export const DEPLOYMENT_CONNECTORS_STAND_IN = 'functions/shared/deployment-connectors';
 
+/** The stand-in the validated configuration plugin replaces (relative to the repository root, without extension). */
+export const VALIDATED_CONFIG_STAND_IN = 'functions/shared/validated-config';
+
 /** A deployment connector as the bundles carry it (plain JSON: it crosses to the bundling child process). infra/deployment-connectors.ts. */
 export type BundledDeploymentConnector = { readonly id: string; readonly http: unknown } | { readonly id: string; readonly module: string };
 
@@ -106,6 +117,12 @@ export interface BundleFunctionOptions {
   readonly connectors?: readonly BundledConnector[];
   /** The deployment's own connectors (HTTP documents, code modules), compiled into the bundle. @default none */
   readonly deploymentConnectors?: readonly BundledDeploymentConnector[];
+  /**
+   * The AIP_RUNTIME_CONFIG the functions will run with, validated here and
+   * carried by the bundle ({@link validatedConfigPlugin}); an invalid one
+   * fails the build. Absent: the stand-in stays (validated at cold start).
+   */
+  readonly runtimeConfig?: string;
   /** Write the metafile (esbuild's inputs and outputs) as `meta.json` beside the bundle. @default false */
   readonly writeMetafile?: boolean;
   /**
@@ -455,6 +472,35 @@ export function deploymentConnectorsPlugin(connectors: readonly BundledDeploymen
   };
 }
 
+/**
+ * Resolves the stand-in functions/shared/validated-config.ts to the module
+ * `generate` returns (called once, and only when a bundle imports the
+ * stand-in).
+ */
+export function validatedConfigPlugin(generate: () => Promise<string>): Plugin {
+  let source: Promise<string> | undefined;
+  const standIn = join(BUNDLE_ROOT, VALIDATED_CONFIG_STAND_IN);
+  return {
+    name: 'aip-validated-config',
+    setup(build) {
+      build.onResolve({ filter: /validated-config(\.[jt]s)?$/ }, (args) => {
+        const target = resolve(args.resolveDir, args.path).replace(/\.[jt]s$/, '');
+        return target === standIn ? { path: 'validated-config.generated.js', namespace: 'aip-validated-config' } : undefined;
+      });
+      build.onLoad({ filter: /.*/, namespace: 'aip-validated-config' }, async () => {
+        source ??= generate();
+        return { contents: await source, loader: 'js', resolveDir: BUNDLE_ROOT };
+      });
+    },
+  };
+}
+
+/** The source of the validated configuration module for this AIP_RUNTIME_CONFIG (build-time import of the functions' schemas). */
+export async function generateValidatedConfig(runtimeConfig: string): Promise<string> {
+  const { validatedConfigSource } = await import('../functions/shared/validated-config-source.js');
+  return validatedConfigSource(runtimeConfig);
+}
+
 /** The source of the precompiled registry for these connectors (build-time imports only; code connector modules are imported here). */
 export async function generatePrecompiledRegistry(
   connectors: readonly BundledConnector[],
@@ -495,6 +541,7 @@ export async function bundleFunction(options: BundleFunctionOptions): Promise<{ 
       xrayWithoutSemverPlugin(),
       ...(connectors !== undefined ? [precompiledRegistryPlugin(() => generatePrecompiledRegistry(connectors, own))] : []),
       ...(own.length > 0 ? [deploymentConnectorsPlugin(own)] : []),
+      ...(options.runtimeConfig !== undefined ? [validatedConfigPlugin(() => generateValidatedConfig(options.runtimeConfig as string))] : []),
       ...(defer !== undefined ? [deferredEntryPlugin(options.entry, defer)] : []),
     ],
   });
@@ -543,7 +590,12 @@ export function inputPackage(input: string): string {
  * definition's after-bundling commands. Synchronous, as CDK requires.
  */
 export function localBundlingCommand(
-  options: { readonly entry: string; readonly connectors: readonly BundledConnector[]; readonly deploymentConnectors?: readonly BundledDeploymentConnector[] },
+  options: {
+    readonly entry: string;
+    readonly connectors: readonly BundledConnector[];
+    readonly deploymentConnectors?: readonly BundledDeploymentConnector[];
+    readonly runtimeConfig?: string;
+  },
   outputDir: string,
 ): { file: string; args: string[] } {
   const own = options.deploymentConnectors ?? [];
@@ -560,6 +612,7 @@ export function localBundlingCommand(
       '--connectors',
       JSON.stringify(options.connectors),
       ...(own.length > 0 ? ['--deployment-connectors', JSON.stringify(own)] : []),
+      ...(options.runtimeConfig !== undefined ? ['--runtime-config', options.runtimeConfig] : []),
     ],
   };
 }
@@ -569,6 +622,7 @@ export function runLocalBundling(
     readonly entry: string;
     readonly connectors: readonly BundledConnector[];
     readonly deploymentConnectors?: readonly BundledDeploymentConnector[];
+    readonly runtimeConfig?: string;
     readonly afterBundling?: (inputDir: string, outputDir: string) => string[];
   },
   outputDir: string,

@@ -302,6 +302,8 @@ export function createFunction(scope: Construct, definition: FunctionDefinition,
     entry: definition.entry,
     connectors: config.connectors.map(({ id }) => ({ id, ...(config.connectorEndpoints[id] !== undefined ? { baseUrl: config.connectorEndpoints[id] } : {}) })),
     deploymentConnectors: deploymentConnectorSources(config),
+    // Validated at build with the functions' own schemas and carried by the bundle, so a cold start builds none.
+    runtimeConfig,
   };
   const fn = new lambda.Function(scope, definition.id, {
     // index.mjs + chunks/ (infra/bundling.ts), built locally: no Docker image is ever pulled.

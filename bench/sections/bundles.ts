@@ -654,6 +654,8 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
               outdir,
               // The submit rows' bundles are built for the base URLs their functions run with, as a deployment's are.
               connectors: target.store === true && store !== undefined ? store.connectors : connectors,
+              // Built for the AIP_RUNTIME_CONFIG it runs with, as a deployment's bundle is (functions/shared/validated-config.ts).
+              runtimeConfig: (target.store === true && store !== undefined ? store.env : env)[fenv.FUNCTION_ENV.runtimeConfig],
               ...(target.variant === 'deferred' ? { deferHandlers: [target.handler] } : {}),
             },
       );

@@ -20,6 +20,7 @@ import type { Runtime } from '../../lib/runtime/runtime.js';
 import type { RuntimeHandle, RuntimeOverrides } from './compose-runtime.js';
 import { once } from './lazy.js';
 import { readBootstrapSettings, type BootstrapSettings } from './settings.js';
+import { VALIDATED_CONFIG } from './validated-config.js';
 
 /** Builds a Runtime from validated settings (./compose-runtime.ts, imported on the first call). */
 export async function createRuntime(settings: BootstrapSettings, overrides: RuntimeOverrides = {}): Promise<RuntimeHandle> {
@@ -27,8 +28,12 @@ export async function createRuntime(settings: BootstrapSettings, overrides: Runt
   return composeRuntime(settings, overrides);
 }
 
-/** The Runtime built from process.env (settings read at each attempt); see ./lazy.ts for what a failed build does. */
-const fromEnvironment = () => once(async () => (await createRuntime(readBootstrapSettings(process.env))).runtime);
+/**
+ * The Runtime built from process.env (settings read at each attempt), with the configuration the bundle's build
+ * validated (./validated-config.ts); see ./lazy.ts for what a failed build does.
+ */
+const fromEnvironment = () =>
+  once(async () => (await createRuntime(readBootstrapSettings(process.env, VALIDATED_CONFIG !== undefined ? { validated: VALIDATED_CONFIG } : {}))).runtime);
 
 let installed: Promise<Runtime> | undefined;
 let building = fromEnvironment();

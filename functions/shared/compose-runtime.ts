@@ -94,20 +94,31 @@ export function configuredTenants(settings: BootstrapSettings, runtimeSettings: 
 }
 
 /**
- * AIP_RUNTIME_SETTINGS validated with the Runtime's schema. `test_mode` (the
- * crash-point hook) is accepted only when the deployment's envName is
- * `local` or `test`; any other envName gets DEPLOYED_DEFAULTS
- * (lib/runtime/config.ts) where the settings say nothing. The invoke queue's
- * maxReceiveCount (AIP_INVOKE_QUEUE_MAX_RECEIVE_COUNT, set by the stack from
- * the queue itself) becomes `capacity_deferral.queue_max_receive_count`.
+ * AIP_RUNTIME_SETTINGS (`raw`, `{}` when unset) validated with the Runtime's
+ * schema. `test_mode` (the crash-point hook) is accepted only when the
+ * deployment's envName is `local` or `test`; any other envName gets
+ * DEPLOYED_DEFAULTS (lib/runtime/config.ts) where the settings say nothing.
+ * The build runs it too, for the settings of a bundle's own configuration
+ * (./validated-config-source.ts).
  */
-export function parseRuntimeSettings(settings: BootstrapSettings): RuntimeSettings {
-  const envName = settings.runtimeConfig.envName;
+export function resolveRuntimeSettings(raw: Readonly<Record<string, unknown>>, envName: string): RuntimeSettings {
   const schema = isDeployedEnvironment(envName) ? ProductionRuntimeSettingsSchema : RuntimeSettingsSchema;
   const issues: BootstrapIssue[] = [];
   // A deployed environment gets four eyes on resolutions and a retention unless its settings say otherwise.
-  const parsed = parseNested<RuntimeSettings>(OPTIONAL_ENV.runtimeSettings, schema, withDeployedDefaults(settings.runtimeSettings, envName), issues);
+  const parsed = parseNested<RuntimeSettings>(OPTIONAL_ENV.runtimeSettings, schema, withDeployedDefaults(raw, envName), issues);
   if (!parsed) throw new BootstrapConfigError(issues);
+  return parsed;
+}
+
+/**
+ * The Runtime's settings of these bootstrap settings: the ones the build
+ * validated when the settings reader took them (`resolvedRuntimeSettings`),
+ * else {@link resolveRuntimeSettings}. The invoke queue's maxReceiveCount
+ * (AIP_INVOKE_QUEUE_MAX_RECEIVE_COUNT, set by the stack from the queue
+ * itself) becomes `capacity_deferral.queue_max_receive_count`.
+ */
+export function parseRuntimeSettings(settings: BootstrapSettings): RuntimeSettings {
+  const parsed = settings.resolvedRuntimeSettings ?? resolveRuntimeSettings(settings.runtimeSettings, settings.runtimeConfig.envName);
   if (settings.invokeQueueMaxReceiveCount === undefined) return parsed;
   return { ...parsed, capacity_deferral: { ...parsed.capacity_deferral, queue_max_receive_count: settings.invokeQueueMaxReceiveCount } };
 }

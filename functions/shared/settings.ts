@@ -41,6 +41,8 @@ import { localCredentialConfigSchema, type LocalCredentialReference } from '../.
 import { inlineKeysAllowed, keySources, remoteConfigSchemas, type RemotePlacement } from '../../lib/runtime/remote/config.js';
 import type { Principal } from '../../packages/connector-sdk/src/protocol/identity.js';
 import { IdSchema } from '../../packages/connector-sdk/src/protocol/primitives.js';
+import type { RuntimeSettings } from '../../lib/runtime/config.js';
+import type { ValidatedConfig } from './validated-config.js';
 
 /** Optional variables, besides FUNCTION_ENV (AIP_CONNECTOR_ENDPOINTS is OPTIONAL_FUNCTION_ENV's, the name the stack sets it under). */
 export const OPTIONAL_ENV = {
@@ -87,6 +89,14 @@ export interface BootstrapSettings {
    * deployment's approval policies (compose-runtime.ts, `runtimeConfigFor`).
    */
   readonly runtimeSettings: Readonly<Record<string, unknown>>;
+  /**
+   * The Runtime's settings the build already validated for this very
+   * configuration (./validated-config.ts): present only when
+   * AIP_RUNTIME_CONFIG is exactly the string the build validated and
+   * AIP_RUNTIME_SETTINGS is unset. The composition uses them instead of
+   * validating `runtimeSettings` (compose-runtime.ts, `parseRuntimeSettings`).
+   */
+  readonly resolvedRuntimeSettings?: RuntimeSettings;
   /** The runtime's own service principal (kind `service`); default `aip-runtime`. */
   readonly servicePrincipal: Principal;
   readonly credentials: CredentialSource;
@@ -214,6 +224,12 @@ const ConnectorEndpointsSchema = z.deferred(() =>
 export interface ReadSettingsOptions {
   /** Relative config paths resolve against this. Default process.cwd(). */
   readonly cwd?: string;
+  /**
+   * The configuration the build validated (./validated-config.ts; the
+   * deployed functions pass the bundle's). Taken only when
+   * AIP_RUNTIME_CONFIG is that exact string; any other value is validated.
+   */
+  readonly validated?: ValidatedConfig;
 }
 
 /**
@@ -231,7 +247,11 @@ export function readBootstrapSettings(env: NodeJS.ProcessEnv = process.env, opti
 
   let runtimeConfig: DeploymentRuntimeConfig | undefined;
   const rawConfig = vars[FUNCTION_ENV.runtimeConfig];
-  if (rawConfig !== undefined) {
+  // Exactly the string the build validated: its result, with no schema built (./validated-config.ts).
+  const validated = options.validated !== undefined && rawConfig === options.validated.runtimeConfigJson ? options.validated : undefined;
+  if (validated !== undefined) {
+    runtimeConfig = validated.runtimeConfig;
+  } else if (rawConfig !== undefined) {
     const value = readJsonValue(FUNCTION_ENV.runtimeConfig, rawConfig, cwd, issues);
     if (value !== undefined) runtimeConfig = parseNested(FUNCTION_ENV.runtimeConfig, DeploymentRuntimeConfigSchema, value, issues);
   } else if (parsed.success) {
@@ -338,6 +358,8 @@ export function readBootstrapSettings(env: NodeJS.ProcessEnv = process.env, opti
     schedulerRoleArn: v[FUNCTION_ENV.schedulerRoleArn],
     runtimeConfig,
     runtimeSettings,
+    // The build's settings are those of AIP_RUNTIME_SETTINGS unset.
+    ...(validated !== undefined && !rawSettings ? { resolvedRuntimeSettings: validated.runtimeSettings } : {}),
     servicePrincipal,
     credentials,
     cursorKey,

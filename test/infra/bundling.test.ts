@@ -7,7 +7,7 @@
  * tracing switch of the configuration. Structure only: sizes and timings are
  * `npm run bench` figures.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -27,6 +27,8 @@ import {
   ZOD_JITLESS_BANNER,
 } from '../../infra/bundling.js';
 import { gte } from '../../infra/semver-gte.js';
+import { toDeploymentRuntimeConfig } from '../../lib/config/deployment.js';
+import { validateRuntimeConfig } from '../../functions/shared/validated-config-source.js';
 import { BASE_CONFIG, buildAip, newApp } from './support.js';
 import { CRM_DOCUMENT } from '../fixtures/team-crm-connector.js';
 
@@ -213,6 +215,23 @@ describe('bundling', () => {
     expect(JSON.stringify(run(bundled))).not.toContain('"Invalid input"');
   });
 
+  it('carries the configuration the build validated for the AIP_RUNTIME_CONFIG it is given; without one, the stand-in (validated at cold start)', async () => {
+    const runtimeConfig = JSON.stringify(toDeploymentRuntimeConfig(parseInfraConfig(BASE_CONFIG)));
+    const load = async (dir: string) =>
+      ((await import(pathToFileURL(join(dir, 'index.mjs')).href)) as typeof import('./fixtures/validated-config-entry.js')).VALIDATED_CONFIG;
+    const built = outdir();
+    await bundleFunction({ entry: 'test/infra/fixtures/validated-config-entry.ts', outdir: built, runtimeConfig });
+    expect(await load(built)).toStrictEqual(validateRuntimeConfig(runtimeConfig));
+    const plain = outdir();
+    await bundleFunction({ entry: 'test/infra/fixtures/validated-config-entry.ts', outdir: plain });
+    expect(await load(plain)).toBeUndefined();
+    // An invalid configuration fails the build, naming the field, as it would fail every cold start.
+    const invalid = JSON.stringify({ ...JSON.parse(runtimeConfig), approvalPolicies: [{ id: 'p' }] });
+    await expect(bundleFunction({ entry: 'test/infra/fixtures/validated-config-entry.ts', outdir: outdir(), runtimeConfig: invalid })).rejects.toThrow(
+      /approvalPolicies\[0\]\.connector/,
+    );
+  });
+
   it('reaches node:http through require, never as an ES module import (whose namespace would load undici)', async () => {
     const dir = outdir();
     const { metafile } = await bundleFunction({ entry: 'functions/http/transactions.ts', outdir: dir, connectors: [{ id: 'payments' }] });
@@ -381,5 +400,14 @@ describe('synth with bundling on', () => {
     const staged = functions.map((f) => join(app.outdir, `asset.${f.Code.S3Key.replace(/\.zip$/, '')}`));
     for (const dir of staged) expect(existsSync(join(dir, 'index.mjs')), dir).toBe(true);
     expect(readFileSync(join(staged[0] as string, 'index.mjs'), 'utf8')).not.toEqual(readFileSync(join(staged[1] as string, 'index.mjs'), 'utf8'));
+    // The reconcile consumer's bundle carries the configuration the build validated (its approval policy's ID is in
+    // no source file); the fixture, which reads no configuration, does not.
+    const carries = (dir: string) =>
+      [
+        join(dir, 'index.mjs'),
+        ...(existsSync(join(dir, 'chunks')) ? readdirSync(join(dir, 'chunks')) : []).filter((f) => f.endsWith('.mjs')).map((f) => join(dir, 'chunks', f)),
+      ].some((f) => readFileSync(f, 'utf8').includes('payments-commit'));
+    expect(carries(staged[1] as string)).toBe(true);
+    expect(carries(staged[0] as string)).toBe(false);
   });
 });
