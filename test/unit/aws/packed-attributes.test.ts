@@ -103,6 +103,8 @@ describe('pack and unpack', () => {
     }
     fc.assert(
       fc.property(fc.jsonValue(), (v) => {
+        // A map with an own `__proto__` key is stored packed whatever its size (the test after next).
+        fc.pre(!JSON.stringify(v ?? null).includes('"__proto__"'));
         expect(storedSize(packed(v))).toBeLessThanOrEqual(storedSize(v));
       }),
     );
