@@ -70,7 +70,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): BenchConfig {
     e2eConcurrency: list('BENCH_E2E_CONCURRENCY', [1, 8, 32]),
     e2eRequestsPerClient: int('BENCH_E2E_REQUESTS_PER_CLIENT', quick ? 1 : 2),
     e2eMinRequests: int('BENCH_E2E_MIN_REQUESTS', quick ? 4 : 20),
-    importRuns: int('BENCH_IMPORT_RUNS', quick ? 3 : 10),
+    importRuns: int('BENCH_IMPORT_RUNS', quick ? 3 : 20),
     scaleSizes: list('BENCH_SCALE_SIZES', quick ? [1_000, 3_000] : [1_000, 10_000, 100_000]),
     chainSizes: list('BENCH_CHAIN_SIZES', [1, 10, 100]),
     scaleRuns: int('BENCH_SCALE_RUNS', quick ? 3 : 10),
