@@ -418,28 +418,39 @@ export function esbuildOptions(entry: string, outdir: string): BuildOptions {
 }
 
 /**
- * Resolves the stand-in functions/shared/precompiled-registry.ts to the
- * module `generate` returns (called once, and only when a bundle imports
- * the stand-in). The generated code's `require()`s of ajv's run-time helpers
- * resolve from the repository root.
+ * Resolves a stand-in module (`standInModule`: relative to the repository
+ * root, without extension) to the module `generate` returns, in the esbuild
+ * namespace `namespace`. `generate` is called once per build, and only when
+ * a bundle imports the stand-in. The generated code's imports resolve from
+ * the repository root.
  */
-export function precompiledRegistryPlugin(generate: () => Promise<string>): Plugin {
+function standInPlugin(name: string, namespace: string, standInModule: string, generate: () => string | Promise<string>): Plugin {
   let source: Promise<string> | undefined;
-  const standIn = join(BUNDLE_ROOT, PRECOMPILED_REGISTRY_STAND_IN);
+  const standIn = join(BUNDLE_ROOT, standInModule);
+  const file = basename(standInModule);
   return {
-    name: 'aip-precompiled-registry',
+    name,
     setup(build) {
-      build.onResolve({ filter: /precompiled-registry(\.[jt]s)?$/ }, (args) => {
+      build.onResolve({ filter: new RegExp(`${file}(\\.[jt]s)?$`) }, (args) => {
         const target = resolve(args.resolveDir, args.path).replace(/\.[jt]s$/, '');
-        return target === standIn ? { path: 'precompiled-registry.generated.js', namespace: 'aip-precompiled' } : undefined;
+        return target === standIn ? { path: `${file}.generated.js`, namespace } : undefined;
       });
-      build.onLoad({ filter: /.*/, namespace: 'aip-precompiled' }, async () => {
+      build.onLoad({ filter: /.*/, namespace }, async () => {
         // Generated once per build, however many entries resolve the stand-in.
-        source ??= generate();
+        source ??= Promise.resolve().then(generate);
         return { contents: await source, loader: 'js', resolveDir: BUNDLE_ROOT };
       });
     },
   };
+}
+
+/**
+ * Resolves the stand-in functions/shared/precompiled-registry.ts to the
+ * module `generate` returns. The generated code's `require()`s of ajv's
+ * run-time helpers resolve from the repository root.
+ */
+export function precompiledRegistryPlugin(generate: () => Promise<string>): Plugin {
+  return standInPlugin('aip-precompiled-registry', 'aip-precompiled', PRECOMPILED_REGISTRY_STAND_IN, generate);
 }
 
 /**
@@ -448,7 +459,6 @@ export function precompiledRegistryPlugin(generate: () => Promise<string>): Plug
  * paths) and each HTTP document inline.
  */
 export function deploymentConnectorsPlugin(connectors: readonly BundledDeploymentConnector[]): Plugin {
-  const standIn = join(BUNDLE_ROOT, DEPLOYMENT_CONNECTORS_STAND_IN);
   const modules = connectors.flatMap((c) => ('module' in c ? [c] : []));
   const contents = [
     ...modules.map((c, i) => `import * as m${i} from ${JSON.stringify(c.module)};`),
@@ -460,39 +470,12 @@ export function deploymentConnectorsPlugin(connectors: readonly BundledDeploymen
     ),
     '];',
   ].join('\n');
-  return {
-    name: 'aip-deployment-connectors',
-    setup(build) {
-      build.onResolve({ filter: /deployment-connectors(\.[jt]s)?$/ }, (args) => {
-        const target = resolve(args.resolveDir, args.path).replace(/\.[jt]s$/, '');
-        return target === standIn ? { path: 'deployment-connectors.generated.js', namespace: 'aip-deployment-connectors' } : undefined;
-      });
-      build.onLoad({ filter: /.*/, namespace: 'aip-deployment-connectors' }, () => ({ contents, loader: 'js', resolveDir: BUNDLE_ROOT }));
-    },
-  };
+  return standInPlugin('aip-deployment-connectors', 'aip-deployment-connectors', DEPLOYMENT_CONNECTORS_STAND_IN, () => contents);
 }
 
-/**
- * Resolves the stand-in functions/shared/validated-config.ts to the module
- * `generate` returns (called once, and only when a bundle imports the
- * stand-in).
- */
+/** Resolves the stand-in functions/shared/validated-config.ts to the module `generate` returns. */
 export function validatedConfigPlugin(generate: () => Promise<string>): Plugin {
-  let source: Promise<string> | undefined;
-  const standIn = join(BUNDLE_ROOT, VALIDATED_CONFIG_STAND_IN);
-  return {
-    name: 'aip-validated-config',
-    setup(build) {
-      build.onResolve({ filter: /validated-config(\.[jt]s)?$/ }, (args) => {
-        const target = resolve(args.resolveDir, args.path).replace(/\.[jt]s$/, '');
-        return target === standIn ? { path: 'validated-config.generated.js', namespace: 'aip-validated-config' } : undefined;
-      });
-      build.onLoad({ filter: /.*/, namespace: 'aip-validated-config' }, async () => {
-        source ??= generate();
-        return { contents: await source, loader: 'js', resolveDir: BUNDLE_ROOT };
-      });
-    },
-  };
+  return standInPlugin('aip-validated-config', 'aip-validated-config', VALIDATED_CONFIG_STAND_IN, generate);
 }
 
 /** The source of the validated configuration module for this AIP_RUNTIME_CONFIG (build-time import of the functions' schemas). */

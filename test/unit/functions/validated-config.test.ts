@@ -61,6 +61,10 @@ const runtimeConfigs = fc.record(
 /** What the stack puts in AIP_RUNTIME_CONFIG: the configuration as validated, as JSON. */
 const asDeployed = (config: unknown): string => JSON.stringify(validateRuntimeConfig(JSON.stringify(config)).runtimeConfig);
 
+/** The smallest configuration of an environment, as deployed. */
+const minimal = (envName: string): string =>
+  asDeployed({ envName, auth: { issuer: 'https://i.example/', audience: 'a', jwksUrl: 'https://i.example/jwks' }, connectors: [], approvalPolicies: [] });
+
 function read(json: string, validated?: ValidatedConfig, extra: NodeJS.ProcessEnv = {}): BootstrapSettings {
   return readBootstrapSettings(functionEnv(json, extra), validated !== undefined ? { validated } : {});
 }
@@ -100,12 +104,7 @@ describe('the configuration validated at build', () => {
   });
 
   it('never lets an invalid configuration through, even one that differs from the validated one by a character', () => {
-    const json = asDeployed({
-      envName: 'production',
-      auth: { issuer: 'https://i.example/', audience: 'a', jwksUrl: 'https://i.example/jwks' },
-      connectors: [],
-      approvalPolicies: [],
-    });
+    const json = minimal('production');
     const validated = validateRuntimeConfig(json);
     for (const bad of [
       json.replace('"production"', '"production "').replace('"envName"', '"envNam"'),
@@ -117,12 +116,7 @@ describe('the configuration validated at build', () => {
   });
 
   it("takes the build's Runtime settings only with AIP_RUNTIME_SETTINGS unset: given settings are validated, and a deployed environment still refuses test mode", () => {
-    const json = asDeployed({
-      envName: 'production',
-      auth: { issuer: 'https://i.example/', audience: 'a', jwksUrl: 'https://i.example/jwks' },
-      connectors: [],
-      approvalPolicies: [],
-    });
+    const json = minimal('production');
     const validated = validateRuntimeConfig(json);
     const tuned = read(json, validated, { [OPTIONAL_ENV.runtimeSettings]: JSON.stringify({ stall_after_ms: 1234 }) });
     expect(tuned.runtimeConfig).toBe(validated.runtimeConfig);
@@ -136,12 +130,7 @@ describe('the configuration validated at build', () => {
   });
 
   it('the queue-derived setting still applies on top of the build’s settings', () => {
-    const json = asDeployed({
-      envName: 'staging',
-      auth: { issuer: 'https://i.example/', audience: 'a', jwksUrl: 'https://i.example/jwks' },
-      connectors: [],
-      approvalPolicies: [],
-    });
+    const json = minimal('staging');
     const settings = read(json, validateRuntimeConfig(json), { [FUNCTION_ENV.invokeQueueMaxReceiveCount]: '7' });
     expect(parseRuntimeSettings(settings).capacity_deferral.queue_max_receive_count).toBe(7);
   });
@@ -160,12 +149,7 @@ describe('the configuration validated at build', () => {
   });
 
   it('the generated module evaluates to the validated values', async () => {
-    const json = asDeployed({
-      envName: 'local',
-      auth: { issuer: 'https://i.example/', audience: 'a', jwksUrl: 'https://i.example/jwks' },
-      connectors: [],
-      approvalPolicies: [],
-    });
+    const json = minimal('local');
     const source = validatedConfigSource(json);
     const generated = (await import(`data:text/javascript,${encodeURIComponent(source)}`)) as { VALIDATED_CONFIG: ValidatedConfig };
     expect(generated.VALIDATED_CONFIG).toStrictEqual(validateRuntimeConfig(json));
