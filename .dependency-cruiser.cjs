@@ -54,6 +54,20 @@ module.exports = {
       from: { path: '^lib/connectors/(http|reference)/', pathNot: '^lib/connectors/http/compile\\.ts$' },
       to: { path: '^node_modules/zod/', pathNot: '^node_modules/zod/(v4/)?mini/' },
     },
+    // The MCP endpoint answers with its own protocol layer (functions/mcp/protocol.ts, docs/mcp.md): the SDK's server and
+    // protocol schemas (classic zod) stay out of every deployed module; the SDK's types and two small helpers may be used.
+    {
+      name: 'mcp-sdk-types-only',
+      severity: 'error',
+      comment:
+        'import only types from @modelcontextprotocol/sdk in deployed code (its server and types modules load classic zod and ~900 schemas at import: docs/mcp.md, "The protocol layer"); server/requestBody.js and shared/mediaType.js are the exceptions. Tests use the SDK as the reference.',
+      from: { path: '^(lib|functions|infra|packages/connector-sdk/src)/' },
+      to: {
+        path: '^node_modules/@modelcontextprotocol/sdk/',
+        pathNot: '/(server/requestBody|shared/mediaType)\\.(d\\.ts|js)$',
+        dependencyTypesNot: ['type-only'],
+      },
+    },
     // The connector SDK and conformance kit are a package of their own (packages/connector-sdk, docs in its README):
     // it imports nothing of the repository, only its own modules, Node's and its declared dependencies.
     {

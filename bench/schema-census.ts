@@ -33,7 +33,6 @@ import {
   esbuildOptions,
   generatePrecompiledRegistry,
   httpWithoutUndiciPlugin,
-  mcpSchemasOnFirstUsePlugin,
   precompiledRegistryPlugin,
   generateValidatedConfig,
   validatedConfigPlugin,
@@ -87,7 +86,6 @@ try {
     sourcemap: false,
     plugins: [
       httpWithoutUndiciPlugin(),
-      mcpSchemasOnFirstUsePlugin(),
       precompiledRegistryPlugin(() => generatePrecompiledRegistry(connectors)),
       // Built for the AIP_RUNTIME_CONFIG it runs with, as a deployment's bundle is.
       validatedConfigPlugin(() => generateValidatedConfig(runtimeConfig)),

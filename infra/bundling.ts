@@ -221,36 +221,6 @@ export function httpWithoutUndiciPlugin(): Plugin {
   };
 }
 
-/**
- * The MCP SDK's `Server` without ajv. The SDK's server module imports its
- * ajv-backed JSON Schema validator (ajv, ajv-formats and fast-uri: about
- * 125 KiB of the MCP function's bundle, evaluated at import) for the one
- * feature this runtime never uses, elicitation; functions/mcp/server.ts
- * always passes its own `jsonSchemaValidator`, so the default is never
- * built. In the bundles that module is a stub whose class throws if it ever
- * is constructed (a server created without a validator fails at once, loudly).
- */
-export function mcpWithoutAjvPlugin(): Plugin {
-  return {
-    name: 'aip-mcp-without-ajv',
-    setup(build) {
-      build.onResolve({ filter: /validation\/ajv-provider\.js$/ }, (args) =>
-        /[\\/]@modelcontextprotocol[\\/]sdk[\\/]/.test(args.importer) ? { path: 'ajv-provider', namespace: 'aip-mcp-no-ajv' } : undefined,
-      );
-      build.onLoad({ filter: /.*/, namespace: 'aip-mcp-no-ajv' }, () => ({
-        contents: [
-          'export class AjvJsonSchemaValidator {',
-          '  constructor() {',
-          "    throw new Error('this bundle has no ajv: pass the MCP server a jsonSchemaValidator (infra/bundling.ts mcpWithoutAjvPlugin)');",
-          '  }',
-          '}',
-        ].join('\n'),
-        loader: 'js',
-      }));
-    },
-  };
-}
-
 /** The HTTP connector's JSON Schema converter, as compile.ts imports it. */
 const JSON_SCHEMA_CONVERTER = /^\.\/json-schema-to-zod\.js$/;
 const JSON_SCHEMA_CONVERTER_IMPORTER = /[\\/]lib[\\/]connectors[\\/]http[\\/]compile\.[jt]s$/;
@@ -305,68 +275,6 @@ export function jsonSchemaConverterApartPlugin(): Plugin {
           logLevel: 'error',
         });
         return { contents: result.outputFiles[0]?.text ?? '', loader: 'js', resolveDir: dirname(join(BUNDLE_ROOT, args.path)) };
-      });
-    },
-  };
-}
-
-/** The MCP SDK's module of protocol schemas, whose declarations {@link mcpSchemasOnFirstUsePlugin} defers. */
-const MCP_TYPES_MODULE = /[\\/]@modelcontextprotocol[\\/]sdk[\\/]dist[\\/]esm[\\/]types\.js$/;
-
-/**
- * The top-level schema declarations of a module (`export const XSchema = …;`
- * or `const XSchema = …;`, each starting at column 0 as the SDK's compiled
- * output has them), each built on first use: the initializer is wrapped in
- * `__aipDeferred(() => (…))`, packages/connector-sdk/src/common/zod.ts
- * `deferred`, which `importFrom` names. Every other statement is left as it
- * is. Throws when a declaration does not end as one statement should, so a
- * change in the SDK's output fails the build instead of bundling a broken
- * module.
- */
-export function deferSchemaDeclarations(source: string, importFrom: string): { readonly contents: string; readonly deferred: number } {
-  const lines = source.split('\n');
-  const out: string[] = [];
-  let deferred = 0;
-  let i = 0;
-  while (i < lines.length) {
-    const line = lines[i] as string;
-    const start = /^((?:export )?const [A-Za-z0-9_$]+Schema = )(.*)$/.exec(line);
-    if (start === null) {
-      out.push(line);
-      i += 1;
-      continue;
-    }
-    // The statement runs to the next line at column 0 that is not a closing bracket of it.
-    let end = i + 1;
-    while (end < lines.length && !/^[^\s)\]}]/.test(lines[end] as string)) end += 1;
-    const statement = [start[2] as string, ...lines.slice(i + 1, end)].join('\n').trimEnd();
-    if (!statement.endsWith(';') || /^\(?(?:async )?(?:function\b|\([^)]*\)\s*=>|[A-Za-z0-9_$]+\s*=>)/.test(statement)) {
-      throw new Error(`deferSchemaDeclarations: unexpected declaration at line ${i + 1}: ${line.slice(0, 80)}`);
-    }
-    out.push(`${start[1]}__aipDeferred(() => (${statement.slice(0, -1)}));`);
-    deferred += 1;
-    i = end;
-  }
-  return { contents: `import { deferred as __aipDeferred } from ${JSON.stringify(importFrom)};\n${out.join('\n')}`, deferred };
-}
-
-/**
- * The MCP SDK's protocol schemas built on first use. Its types module builds
- * all of its 784 classic zod schemas at import, and a tools/call runs 51 of
- * them (docs/bench/analysis.md, "Issue 22: the routes that load the
- * connectors"). In the bundles each of its schema declarations is deferred
- * ({@link deferSchemaDeclarations}): the same schemas under the same names,
- * each built by its first use (a parse, a shape read, an `.extend()` of it),
- * as `z.deferred` does for the project's own.
- */
-export function mcpSchemasOnFirstUsePlugin(): Plugin {
-  return {
-    name: 'aip-mcp-schemas-on-first-use',
-    setup(build) {
-      build.onLoad({ filter: MCP_TYPES_MODULE }, async (args) => {
-        const { readFile } = await import('node:fs/promises');
-        const { contents } = deferSchemaDeclarations(await readFile(args.path, 'utf8'), join(BUNDLE_ROOT, 'packages/connector-sdk/src/common/zod.ts'));
-        return { contents, loader: 'js' };
       });
     },
   };
@@ -519,8 +427,6 @@ export async function bundleFunction(options: BundleFunctionOptions): Promise<{ 
     plugins: [
       ...(options.httpThroughRequire !== false ? [httpWithoutUndiciPlugin()] : []),
       jsonSchemaConverterApartPlugin(),
-      mcpWithoutAjvPlugin(),
-      mcpSchemasOnFirstUsePlugin(),
       xrayWithoutSemverPlugin(),
       ...(connectors !== undefined ? [precompiledRegistryPlugin(() => generatePrecompiledRegistry(connectors, own))] : []),
       ...(own.length > 0 ? [deploymentConnectorsPlugin(own)] : []),

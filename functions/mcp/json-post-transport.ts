@@ -10,7 +10,8 @@
  * invocation here (Node 22), for objects made only to be taken apart again.
  *
  * What it keeps of that transport, in the same order and with the same
- * JSON-RPC errors (its `handlePostRequest` for `enableJsonResponse: true`
+ * JSON-RPC errors (the messages checked by ./protocol.ts, as the SDK's
+ * schemas check them) (its `handlePostRequest` for `enableJsonResponse: true`
  * and no session ID generator):
  * - 406 unless Accept names both `application/json` and `text/event-stream`;
  * - 415 unless the Content-Type's media type is `application/json`;
@@ -30,16 +31,8 @@
 import { MAX_BATCH_SIZE } from '@modelcontextprotocol/sdk/server/requestBody.js';
 import { isJsonContentType } from '@modelcontextprotocol/sdk/shared/mediaType.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import {
-  isInitializeRequest,
-  isJSONRPCErrorResponse,
-  isJSONRPCRequest,
-  isJSONRPCResultResponse,
-  JSONRPCMessageSchema,
-  SUPPORTED_PROTOCOL_VERSIONS,
-  type JSONRPCMessage,
-  type RequestId,
-} from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { isInitializeRequest, isJsonRpcRequest, isJsonRpcResponse, parseJsonRpcMessage, SUPPORTED_PROTOCOL_VERSIONS } from './protocol.js';
 
 /** The parts of an MCP POST the transport reads (header values joined with ", " when repeated). */
 export interface McpPost {
@@ -81,7 +74,7 @@ export class JsonPostTransport implements Transport {
   }
 
   async send(message: JSONRPCMessage): Promise<void> {
-    if (!isJSONRPCResultResponse(message) && !isJSONRPCErrorResponse(message)) return;
+    if (!isJsonRpcResponse(message)) return;
     const id = message.id;
     if (id === undefined || !this.#awaiting.includes(id)) throw new Error(`No connection established for request ID: ${String(id)}`);
     this.#answers.set(id, message);
@@ -109,7 +102,7 @@ export class JsonPostTransport implements Transport {
     if (Array.isArray(raw) && raw.length > MAX_BATCH_SIZE) return refuse(400, -32600, `Invalid Request: Batch must not exceed ${MAX_BATCH_SIZE} messages`);
     let messages: JSONRPCMessage[];
     try {
-      messages = (Array.isArray(raw) ? raw : [raw]).map((m) => JSONRPCMessageSchema.parse(m));
+      messages = (Array.isArray(raw) ? raw : [raw]).map(parseJsonRpcMessage);
     } catch {
       return refuse(400, -32700, 'Parse error: Invalid JSON-RPC message');
     }
@@ -121,7 +114,7 @@ export class JsonPostTransport implements Transport {
         return refuse(400, -32000, `Bad Request: Unsupported protocol version: ${version} (supported versions: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`);
       }
     }
-    const requests = messages.filter(isJSONRPCRequest);
+    const requests = messages.filter(isJsonRpcRequest);
     if (requests.length === 0) {
       for (const m of messages) this.onmessage?.(m);
       return { status: 202 };

@@ -1,5 +1,5 @@
 /**
- * The MCP server of one request (docs/mcp.md): the SDK's low-level `Server`
+ * The MCP server of one request (docs/mcp.md): ./protocol.ts's `McpServer`
  * with the handlers of this endpoint, bound to the caller the authorizer
  * verified and the tenant the edge selected. Stateless: a new server per
  * HTTP request, nothing kept between requests; the runtime's durable
@@ -17,19 +17,7 @@
  * budget) and then answers its result, or a result that says plainly that
  * the action is pending, with its ID and how to follow it.
  */
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
-import {
-  CallToolRequestSchema,
-  CancelTaskRequestSchema,
-  ErrorCode,
-  GetTaskPayloadRequestSchema,
-  GetTaskRequestSchema,
-  ListToolsRequestSchema,
-  McpError,
-  type CallToolResult,
-  type Task,
-} from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, Task } from '@modelcontextprotocol/sdk/types.js';
 import { AipError, isAipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
 import { toProblem } from '../../packages/connector-sdk/src/protocol/problem.js';
 import { ID_MAX_LENGTH, ID_PATTERN } from '../../packages/connector-sdk/src/protocol/primitives.js';
@@ -39,6 +27,7 @@ import type { CapabilityList } from '../../lib/runtime/types.js';
 import type { ActionState, CallerIdentity, RuntimeApi } from '../shared/runtime-api.js';
 import { actionPoll, pollDelays, pollSchedule, pollUntil, SETTLED_STATUSES, type WaitClock, type WaitPollOptions } from '../shared/wait.js';
 import { deriveAction, type ToolCallArguments } from './idempotency.js';
+import { ERROR_CODE, McpError, McpServer, method, PARAMS } from './protocol.js';
 import { isTerminalTask, readResultOf, taskOf, taskViewOf, toolErrorOf, toolResultOf, type ActionView } from './results.js';
 import { READ_TOOLS, toolsFor, type AipTool, type CapabilityTool, type ReadTool } from './tools.js';
 
@@ -61,10 +50,6 @@ export interface McpRequestContext {
   readonly poll?: WaitPollOptions;
 }
 
-const NO_ELICITATION: jsonSchemaValidator = {
-  getValidator: () => () => ({ valid: false, data: undefined, errorMessage: 'this server does not elicit' }),
-};
-
 /** Keep-alive of a task's result: the runtime keeps action records far longer; MCP clients need no expiry. */
 const TASK_TTL: number | null = null;
 
@@ -72,7 +57,7 @@ const TASK_TTL: number | null = null;
 const RESUBMISSION_REFUSALS = ['runtime.action_in_flight', 'runtime.attempt_in_flight', 'runtime.reconciliation_required'] as const;
 
 function invalidParams(message: string, data?: Record<string, unknown>): McpError {
-  return new McpError(ErrorCode.InvalidParams, message, data);
+  return new McpError(ERROR_CODE.InvalidParams, message, data);
 }
 
 /** A typed error as a JSON-RPC error (where the protocol leaves no room for a tool result): its problem in `data`. */
@@ -126,14 +111,16 @@ function stringArg(args: JsonObject, name: string): string | undefined {
   return v;
 }
 
-export function createMcpServer(ctx: McpRequestContext): Server {
+/** What initialize answers besides the negotiated version. */
+export const MCP_SERVER_OPTIONS = {
+  serverInfo: MCP_SERVER_INFO,
+  capabilities: { tools: { listChanged: false }, tasks: { cancel: {}, requests: { tools: { call: {} } } } },
+  instructions: INSTRUCTIONS,
+} as const;
+
+/** The endpoint's methods besides initialize and ping (./protocol.ts has those), bound to one request's caller and tenant. */
+export function mcpMethods(ctx: McpRequestContext) {
   const { runtime: rt, caller, tenant_id } = ctx;
-  const server = new Server(MCP_SERVER_INFO, {
-    capabilities: { tools: { listChanged: false }, tasks: { cancel: {}, requests: { tools: { call: {} } } } },
-    instructions: INSTRUCTIONS,
-    // The SDK validates elicitation answers with it, and this server never elicits: no Ajv instance per request.
-    jsonSchemaValidator: NO_ELICITATION,
-  });
 
   let listed: Promise<AipTool[]> | undefined;
   const tools = () => {
@@ -216,7 +203,7 @@ export function createMcpServer(ctx: McpRequestContext): Server {
     }
   };
 
-  server.setRequestHandler(ListToolsRequestSchema, async () => {
+  const listTools = method(PARAMS.paginated, async () => {
     try {
       return { tools: (await tools()).map((t) => t.tool) };
     } catch (err) {
@@ -224,8 +211,8 @@ export function createMcpServer(ctx: McpRequestContext): Server {
     }
   });
 
-  server.setRequestHandler(CallToolRequestSchema, async (request) => {
-    const { name, arguments: raw, task: taskRequested } = request.params;
+  const callTool = method(PARAMS.toolCall, async (params): Promise<CallToolResult | { task: Task }> => {
+    const { name, arguments: raw, task: taskRequested } = params;
     const tool = (await tools().catch((err: unknown) => Promise.reject(protocolError(err)))).find((t) => t.name === name);
     if (tool === undefined) throw invalidParams(`Unknown tool: ${name}`, { code: 'mcp.unknown_tool' });
     if (tool.kind === 'read') {
@@ -278,19 +265,19 @@ export function createMcpServer(ctx: McpRequestContext): Server {
     return toolResultOf(state, { tenant_id, ...(disposition !== undefined ? { disposition } : {}) });
   });
 
-  server.setRequestHandler(GetTaskRequestSchema, async (request) => {
-    const s = await readTask(request.params.taskId);
+  const getTask = method(PARAMS.task, async (params): Promise<Task> => {
+    const s = await readTask(params.taskId);
     return taskOf(s, s, TASK_TTL);
   });
 
-  server.setRequestHandler(GetTaskPayloadRequestSchema, async (request) => {
-    const id = request.params.taskId;
+  const getTaskResult = method(PARAMS.task, async (params): Promise<CallToolResult> => {
+    const id = params.taskId;
     let s = await readTask(id);
     if (!isTerminalTask(taskViewOf(s).status) && ctx.waitBudgetMs > 0) s = await waitTerminal(id).catch((err: unknown) => Promise.reject(protocolError(err)));
     const view = taskViewOf(s);
     if (!isTerminalTask(view.status)) {
       // A serverless request cannot block until a person decides: say so, and let the client ask again.
-      throw new McpError(ErrorCode.RequestTimeout, `Task ${id} is still ${view.status} (${view.message}); poll tasks/get and ask for the result again`, {
+      throw new McpError(ERROR_CODE.RequestTimeout, `Task ${id} is still ${view.status} (${view.message}); poll tasks/get and ask for the result again`, {
         taskId: id,
         status: view.status,
       });
@@ -298,8 +285,8 @@ export function createMcpServer(ctx: McpRequestContext): Server {
     return { ...toolResultOf(s, { tenant_id }), _meta: { 'io.modelcontextprotocol/related-task': { taskId: id } } };
   });
 
-  server.setRequestHandler(CancelTaskRequestSchema, async (request): Promise<Task> => {
-    const id = request.params.taskId;
+  const cancelTask = method(PARAMS.task, async (params): Promise<Task> => {
+    const id = params.taskId;
     const before = await readTask(id);
     if (isTerminalTask(taskViewOf(before).status)) throw invalidParams(`Cannot cancel task in terminal status: ${taskViewOf(before).status}`, { taskId: id });
     try {
@@ -311,5 +298,9 @@ export function createMcpServer(ctx: McpRequestContext): Server {
     return taskOf(after, after, TASK_TTL);
   });
 
-  return server;
+  return { 'tools/list': listTools, 'tools/call': callTool, 'tasks/get': getTask, 'tasks/result': getTaskResult, 'tasks/cancel': cancelTask };
+}
+
+export function createMcpServer(ctx: McpRequestContext): McpServer {
+  return new McpServer(MCP_SERVER_OPTIONS, mcpMethods(ctx));
 }

@@ -2,12 +2,12 @@
  * The bundling of the functions (infra/bundling.ts): ESM with code splitting
  * from the one set of esbuild options, the capability registry precompiled
  * into the bundles that compose the Runtime (ajv's compiler only in a lazily
- * imported chunk), nothing of the Runtime in the authorizer, no ajv under
- * the MCP SDK's server, no semver package under the X-Ray SDK, and the
+ * imported chunk), nothing of the Runtime in the authorizer, none of the
+ * MCP SDK's server, no semver package under the X-Ray SDK, and the
  * tracing switch of the configuration. Structure only: sizes and timings are
  * `npm run bench` figures.
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -17,15 +17,7 @@ import { defineAipApp } from '../../infra/aip-app.js';
 import { parseInfraConfig } from '../../infra/config.js';
 import type { FunctionDefinition } from '../../infra/functions.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  BUNDLE_ROOT,
-  bundleFunction,
-  deferSchemaDeclarations,
-  entryOutput,
-  esbuildOptions,
-  staticallyLoaded,
-  ZOD_JITLESS_BANNER,
-} from '../../infra/bundling.js';
+import { BUNDLE_ROOT, bundleFunction, entryOutput, esbuildOptions, staticallyLoaded, ZOD_JITLESS_BANNER } from '../../infra/bundling.js';
 import { gte } from '../../infra/semver-gte.js';
 import { toDeploymentRuntimeConfig } from '../../lib/config/deployment.js';
 import { validateRuntimeConfig } from '../../functions/shared/validated-config-source.js';
@@ -151,21 +143,24 @@ describe('bundling', () => {
     expect(staticallyLoaded(metafile, chunkOf('lib/connectors/http/compile.ts'))).toContain(chunkOf(converter));
   });
 
-  it("no runtime function bundles classic zod (the HTTP connector converts JSON Schemas with zod/mini), except MCP's, whose SDK imports it", async () => {
+  it('no runtime function bundles classic zod (the HTTP connector converts JSON Schemas with zod/mini, the MCP endpoint checks messages with its own protocol layer)', async () => {
     const classic = (i: string) => /^node_modules\/zod\/(index\.js|v3\/|v4\/index\.js|v4\/classic\/)/.test(i);
     // Also in the code: a module built apart (a plugin's own build) is one input, whatever it bundles. "ZodString" names classic's string schema (zod/mini's is "ZodMiniString").
     const classicCode = (metafile: Awaited<ReturnType<typeof bundleFunction>>['metafile']) =>
       Object.keys(metafile.outputs).some((k) => k.endsWith('.mjs') && readFileSync(join(BUNDLE_ROOT, k), 'utf8').includes('"ZodString"'));
-    for (const entry of ['functions/http/actions.ts', 'functions/worker/invoke.ts', 'functions/worker/reconcile.ts', 'functions/scheduled/sweeper.ts']) {
+    for (const entry of [
+      'functions/http/actions.ts',
+      'functions/http/mcp.ts',
+      'functions/worker/invoke.ts',
+      'functions/worker/reconcile.ts',
+      'functions/scheduled/sweeper.ts',
+    ]) {
       const { metafile } = await bundleFunction({ entry, outdir: outdir(), connectors: [{ id: 'payments' }] });
       const all = inputsOf(metafile, Object.keys(metafile.outputs));
       expect(all, entry).toContain('aip-json-schema-converter:lib/connectors/http/json-schema-to-zod.ts');
       expect(all.filter(classic), entry).toEqual([]);
       expect(classicCode(metafile), entry).toBe(false);
     }
-    const { metafile } = await bundleFunction({ entry: 'functions/http/mcp.ts', outdir: outdir(), connectors: [{ id: 'payments' }] });
-    expect(inputsOf(metafile, Object.keys(metafile.outputs)).some(classic)).toBe(true);
-    expect(classicCode(metafile)).toBe(true);
   });
 
   it('a bundled HTTP connector validates with the two copies of the core as the sources do: results, issue paths and English messages', async () => {
@@ -243,54 +238,16 @@ describe('bundling', () => {
     await expect(bundleFunction({ entry: 'test/infra/fixtures/http-websocket.ts', outdir: outdir() })).rejects.toThrow(/WebSocket/);
   });
 
-  it("the MCP function carries the SDK's server without its ajv validator (the server is always given its own)", async () => {
+  it("the MCP function carries none of the MCP SDK's run-time code but two small helpers (its server and protocol schemas stay out)", async () => {
     const { metafile } = await bundleFunction({ entry: 'functions/http/mcp.ts', outdir: outdir(), connectors: [{ id: 'payments' }] });
-    const loaded = inputsOf(metafile, staticallyLoaded(metafile, entryOutput(metafile)));
     const all = inputsOf(metafile, Object.keys(metafile.outputs));
-    expect(loaded).toContain('aip-mcp-no-ajv:ajv-provider');
-    expect(loaded.some((i) => i.includes('node_modules/@modelcontextprotocol/sdk/dist/esm/server/index.js'))).toBe(true);
-    expect(loaded.filter((i) => /node_modules\/(ajv|ajv-formats|fast-uri)\//.test(i))).toEqual([]);
-    expect(all.filter((i) => i.includes('sdk/dist/esm/validation/ajv-provider'))).toEqual([]);
-  });
-
-  it("the MCP SDK's protocol schemas are each built on first use, under the same names, with the same results", async () => {
-    const source = readFileSync(join(BUNDLE_ROOT, 'node_modules/@modelcontextprotocol/sdk/dist/esm/types.js'), 'utf8');
-    const declared = source.match(/^(?:export )?const [A-Za-z0-9_$]+Schema = /gm) ?? [];
-    const { contents, deferred } = deferSchemaDeclarations(source, join(BUNDLE_ROOT, 'packages/connector-sdk/src/common/zod.ts'));
-    expect(deferred).toBe(declared.length);
-    expect(deferred).toBeGreaterThan(100);
-    // Everything else stays as it was: the guards, the error codes, the constants.
-    expect(contents).toContain('export const isJSONRPCRequest = (value) => JSONRPCRequestSchema.safeParse(value).success;');
-    expect(contents).toContain("export const LATEST_PROTOCOL_VERSION = '");
-    // The rewritten module (its one import, zod/v4, resolves from the project alike) answers every message as the SDK's does.
-    const dir = join(process.cwd(), '.vitest-tmp', `mcp-types-${process.pid}`);
-    mkdirSync(dir, { recursive: true });
-    const file = join(dir, 'types.js');
-    writeFileSync(file, contents);
-    try {
-      const own = (await import('@modelcontextprotocol/sdk/types.js')) as Record<string, unknown>;
-      const rewritten = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
-      const messages: unknown[] = [
-        { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'payments.charge.execute', arguments: { input: { amount: 1 } } } },
-        { jsonrpc: '2.0', id: 2, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'c', version: '1' } } },
-        { jsonrpc: '2.0', method: 'notifications/initialized' },
-        { jsonrpc: '2.0', id: 3, result: { content: [{ type: 'text', text: 'ok' }] } },
-        { jsonrpc: '2.0', id: 'x', error: { code: -32600, message: 'bad' } },
-        { jsonrpc: '1.0', id: 1, method: 'tools/list' },
-        null,
-      ];
-      const names = Object.keys(own).filter((name) => name.endsWith('Schema'));
-      expect(names.length).toBeGreaterThan(100);
-      for (const name of names) {
-        const schema = (m: Record<string, unknown>) => m[name] as { safeParse(v: unknown): unknown };
-        for (const message of messages) expect(JSON.stringify(schema(rewritten).safeParse(message)), name).toBe(JSON.stringify(schema(own).safeParse(message)));
-      }
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-    // A declaration that is not one statement fails the build instead of bundling a broken module.
-    expect(() => deferSchemaDeclarations('export const XSchema = z.object({\n})\n.strict();\n', 'zod.ts')).toThrow(/unexpected declaration at line 1/);
-    expect(() => deferSchemaDeclarations('export const isXSchema = (v) => v;\n', 'zod.ts')).toThrow(/unexpected declaration/);
+    expect(all).toContain('functions/mcp/protocol.ts');
+    const helpers = [
+      'node_modules/@modelcontextprotocol/sdk/dist/esm/server/requestBody.js',
+      'node_modules/@modelcontextprotocol/sdk/dist/esm/shared/mediaType.js',
+    ];
+    expect(all.filter((i) => i.includes('node_modules/@modelcontextprotocol/sdk/') && !helpers.includes(i))).toEqual([]);
+    expect(all).toContain(helpers[1]);
   });
 
   it("the tracer's X-Ray SDK and cls-hooked get semver's gte alone, not the semver package", async () => {
