@@ -42,31 +42,11 @@ import {
 import { taskOf, toolErrorOf, toolResultOf, readResultOf } from '../../../functions/mcp/results.js';
 import { createMcpServer, MCP_SERVER_OPTIONS, mcpMethods, type McpRequestContext } from '../../../functions/mcp/server.js';
 import { AipError } from '../../../packages/connector-sdk/src/errors/aip-error.js';
-import type { CapabilityList } from '../../../lib/runtime/types.js';
 import type { ActionState, CallerIdentity, RuntimeApi } from '../../../functions/shared/runtime-api.js';
+import { alice as caller, CAPS } from './mcp-support.js';
 
 const BOTH = 'application/json, text/event-stream';
 const AT = Date.parse('2026-12-04T10:00:00.000Z');
-
-const CAPS: CapabilityList = {
-  tenant_id: 'demo',
-  items: [
-    {
-      id: 'payments.charge',
-      kind: 'tool',
-      connector_id: 'payments',
-      connector_version: '1.0.0',
-      input_schema: { type: 'object', properties: { amount: { type: 'integer' } }, required: ['amount'] },
-      transaction: { modes: ['dry_run', 'plan', 'execute', 'commit'], dry_run_fidelity: 'policy_and_schema', requires_plan_before_commit: false },
-    },
-  ],
-};
-const caller: CallerIdentity = {
-  principal: { id: 'alice', kind: 'user' } as CallerIdentity['principal'],
-  tenants: ['demo'],
-  scopes: ['aip:actions:read', 'aip:actions:write'],
-  issuer: 'https://issuer',
-};
 
 const transaction = (status: string) => ({ transaction_id: 'txn-1', status, receipt_count: 2, receipt_head: 'a'.repeat(64), links: { action_id: 'a1' } });
 /** The actions the runtime double knows, by ID: one of each task status. */
@@ -170,6 +150,9 @@ const CORPUS: ReadonlyArray<readonly [string, unknown, true | 'invalid params']>
   ['tools/list with a cursor', request(3, 'tools/list', { cursor: 'abc' }), true],
   ['tools/call execute (pending: nobody waits)', call(4, 'payments.charge.execute', { input: { amount: 5 } }), true],
   ['tools/call execute as a task', call(5, 'payments.charge.execute', { input: { amount: 5 } }, { task: { ttl: 60000 } }), true],
+  ['tools/call compensate', call(5, 'payments.charge.compensate', { input: { charge_id: 'ch_1' }, compensation_for: 'exe-done' }), true],
+  ['tools/call commit without its plan (a tool error)', call(5, 'payments.charge.commit', { input: { amount: 5 } }), true],
+  ['tools/call of a capability without a transaction contract', call(5, 'notes.add', { input: {} }, { _meta: { progressToken: 'p1' } }), true],
   ['tools/call with bad wrapper arguments (a tool error)', call(6, 'payments.charge.execute', { amount: 5 }), true],
   ['tools/call with bad wrapper arguments as a task (a JSON-RPC error)', call(6, 'payments.charge.execute', { amount: 5 }, { task: {} }), true],
   ['tools/call of an unknown tool', call(7, 'nope.nothing', {}), true],
