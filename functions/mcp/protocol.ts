@@ -19,7 +19,9 @@
  *   `Internal error` (-32603) with zod's issue list;
  * - a tools/call result is not re-validated (the SDK parses it against its
  *   result schema): results.ts builds every one, and the parity test checks
- *   each kind against the SDK's schema.
+ *   each kind against the SDK's schema;
+ * - an error a method throws that is not an {@link McpError} is `Internal
+ *   error` with nothing of its cause (the SDK puts its message on the wire).
  */
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
@@ -192,12 +194,16 @@ export class McpServer {
   #transport: Transport | undefined;
 
   constructor(options: McpServerOptions, methods: Readonly<Record<string, McpMethod>>) {
-    const initialize = method(InitializeParams(), async ({ protocolVersion }) => ({
-      protocolVersion: SUPPORTED_PROTOCOL_VERSIONS.includes(protocolVersion) ? protocolVersion : LATEST_PROTOCOL_VERSION,
-      capabilities: options.capabilities,
-      serverInfo: options.serverInfo,
-      ...(options.instructions !== undefined && options.instructions !== '' ? { instructions: options.instructions } : {}),
-    }));
+    // Its schema is built by the first initialize, not by every server (a tools/call never needs it).
+    const initialize: McpMethod = {
+      run: (name, raw) =>
+        method(InitializeParams(), async ({ protocolVersion }) => ({
+          protocolVersion: SUPPORTED_PROTOCOL_VERSIONS.includes(protocolVersion) ? protocolVersion : LATEST_PROTOCOL_VERSION,
+          capabilities: options.capabilities,
+          serverInfo: options.serverInfo,
+          ...(options.instructions !== undefined && options.instructions !== '' ? { instructions: options.instructions } : {}),
+        })).run(name, raw),
+    };
     this.#methods = new Map([['initialize', initialize], ['ping', method(PARAMS.none, async () => ({}))], ...Object.entries(methods)]);
   }
 
@@ -225,10 +231,15 @@ export class McpServer {
       try {
         response = { result: await handler.run(name, request.params), jsonrpc: '2.0', id } as JSONRPCMessage;
       } catch (err) {
-        const e = err as { code?: unknown; message?: unknown; data?: unknown } | null;
-        const code = typeof e?.code === 'number' && Number.isSafeInteger(e.code) ? e.code : ERROR_CODE.InternalError;
-        const message = typeof e?.message === 'string' ? e.message : 'Internal error';
-        response = { jsonrpc: '2.0', id, error: { code, message, ...(e?.data !== undefined ? { data: e.data } : {}) } };
+        // An MCP error goes on the wire as it is; anything else is `Internal error` and says nothing of its cause.
+        response = {
+          jsonrpc: '2.0',
+          id,
+          error:
+            err instanceof McpError
+              ? { code: err.code, message: err.message, ...(err.data !== undefined ? { data: err.data } : {}) }
+              : { code: ERROR_CODE.InternalError, message: 'Internal error' },
+        };
       }
     }
     // The transport refuses an answer to a request it did not hand over; nothing else can fail here.

@@ -35,6 +35,10 @@ import {
   ERROR_CODE,
   isInitializeRequest,
   LATEST_PROTOCOL_VERSION,
+  McpError,
+  McpServer,
+  method,
+  PARAMS,
   parseJsonRpcMessage,
   SUPPORTED_PROTOCOL_VERSIONS,
   type McpMethod,
@@ -215,6 +219,29 @@ describe('the MCP protocol layer answers as the SDK it replaced', () => {
     const [ours, sdks] = [await answer(createMcpServer(ctx), request(1, 'ping'), '1999-01-01'), await answer(sdkServer(), request(1, 'ping'), '1999-01-01')];
     expect(ours).toEqual(sdks);
     expect(ours.status).toBe(400);
+  });
+});
+
+describe('errors a method throws', () => {
+  const server = () =>
+    new McpServer(MCP_SERVER_OPTIONS, {
+      'x/mcp': method(PARAMS.none, async () => {
+        throw new McpError(ERROR_CODE.InvalidParams, 'Task not found: t1', { taskId: 't1' });
+      }),
+      'x/plain': method(PARAMS.none, async () => {
+        throw new Error('DynamoDB said: arn:aws:dynamodb:us-east-1:123456789012:table/aip with key sk_live_secret');
+      }),
+      'x/thrown': method(PARAMS.none, () => {
+        throw 'a string';
+      }),
+    });
+
+  it('an MCP error goes on the wire as it is; anything else is Internal error and says nothing of its cause', async () => {
+    const [mcp, plain, thrown] = await Promise.all(['x/mcp', 'x/plain', 'x/thrown'].map((m, i) => answer(server(), request(i, m))));
+    expect(mcp?.body).toEqual({ jsonrpc: '2.0', id: 0, error: { code: -32602, message: 'MCP error -32602: Task not found: t1', data: { taskId: 't1' } } });
+    expect(plain?.body).toEqual({ jsonrpc: '2.0', id: 1, error: { code: -32603, message: 'Internal error' } });
+    expect(thrown?.body).toEqual({ jsonrpc: '2.0', id: 2, error: { code: -32603, message: 'Internal error' } });
+    expect(JSON.stringify([mcp, plain, thrown])).not.toMatch(/sk_live|arn:aws|a string/);
   });
 });
 
