@@ -10,9 +10,9 @@
  * invocation here (Node 22), for objects made only to be taken apart again.
  *
  * What it keeps of that transport, in the same order and with the same
- * JSON-RPC errors (the messages checked by ./protocol.ts, as the SDK's
- * schemas check them) (its `handlePostRequest` for `enableJsonResponse: true`
- * and no session ID generator):
+ * JSON-RPC errors (its `handlePostRequest` for `enableJsonResponse: true`
+ * and no session ID generator; the messages checked by ./protocol.ts, as
+ * the SDK's schemas check them):
  * - 406 unless Accept names both `application/json` and `text/event-stream`;
  * - 415 unless the Content-Type's media type is `application/json`;
  * - 400 for a batch of more than the SDK's `MAX_BATCH_SIZE` messages, and for
