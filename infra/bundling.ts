@@ -58,10 +58,12 @@
  *   for it; the first invocation's composition was about 55 ms (20 %) shorter.
  */
 import { execFileSync, execSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { BuildOptions, Metafile, Plugin } from 'esbuild';
+import { mergeChunks } from './merge-chunks.js';
 
 /** Repository root: entries resolve against it, whatever the working directory. */
 export const BUNDLE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -418,28 +420,37 @@ export async function bundleFunction(options: BundleFunctionOptions): Promise<{ 
   mkdirSync(options.outdir, { recursive: true });
   const connectors = options.connectors;
   const own = options.deploymentConnectors ?? [];
-  const base = esbuildOptions(options.entry, options.outdir);
-  const defer = options.deferHandlers;
-  const result = await build({
-    ...base,
-    ...(defer !== undefined ? { entryPoints: { [BUNDLE_ENTRY_NAME]: 'aip-deferred-entry' } } : {}),
-    ...(options.splitting === false ? { splitting: false } : {}),
-    plugins: [
-      ...(options.httpThroughRequire !== false ? [httpWithoutUndiciPlugin()] : []),
-      jsonSchemaConverterApartPlugin(),
-      xrayWithoutSemverPlugin(),
-      ...(connectors !== undefined ? [precompiledRegistryPlugin(() => generatePrecompiledRegistry(connectors, own))] : []),
-      ...(own.length > 0 ? [deploymentConnectorsPlugin(own)] : []),
-      ...(options.runtimeConfig !== undefined ? [validatedConfigPlugin(() => generateValidatedConfig(options.runtimeConfig as string))] : []),
-      ...(defer !== undefined ? [deferredEntryPlugin(options.entry, defer)] : []),
-    ],
-  });
-  const metafile = result.metafile as Metafile;
-  if (options.writeMetafile === true) {
-    const { writeFileSync } = await import('node:fs');
-    writeFileSync(join(options.outdir, 'meta.json'), JSON.stringify(metafile));
+  const split = options.splitting !== false;
+  // Split output is written apart and regrouped into outdir (./merge-chunks.ts); one file goes there directly.
+  const staging = split ? mkdtempSync(join(tmpdir(), 'aip-esbuild-')) : options.outdir;
+  try {
+    const base = esbuildOptions(options.entry, staging);
+    const defer = options.deferHandlers;
+    const result = await build({
+      ...base,
+      ...(defer !== undefined ? { entryPoints: { [BUNDLE_ENTRY_NAME]: 'aip-deferred-entry' } } : {}),
+      ...(options.splitting === false ? { splitting: false } : {}),
+      plugins: [
+        ...(options.httpThroughRequire !== false ? [httpWithoutUndiciPlugin()] : []),
+        jsonSchemaConverterApartPlugin(),
+        xrayWithoutSemverPlugin(),
+        ...(connectors !== undefined ? [precompiledRegistryPlugin(() => generatePrecompiledRegistry(connectors, own))] : []),
+        ...(own.length > 0 ? [deploymentConnectorsPlugin(own)] : []),
+        ...(options.runtimeConfig !== undefined ? [validatedConfigPlugin(() => generateValidatedConfig(options.runtimeConfig as string))] : []),
+        ...(defer !== undefined ? [deferredEntryPlugin(options.entry, defer)] : []),
+      ],
+    });
+    const metafile = split
+      ? await mergeChunks({ from: staging, to: options.outdir, metafile: result.metafile as Metafile, root: BUNDLE_ROOT, entryName: BUNDLE_ENTRY_NAME })
+      : (result.metafile as Metafile);
+    if (options.writeMetafile === true) {
+      const { writeFileSync } = await import('node:fs');
+      writeFileSync(join(options.outdir, 'meta.json'), JSON.stringify(metafile));
+    }
+    return { metafile };
+  } finally {
+    if (split) rmSync(staging, { recursive: true, force: true });
   }
-  return { metafile };
 }
 
 /** The output file of the entry (`index.mjs`) and every chunk it imports statically, transitively: what a cold start loads before the handler runs. */

@@ -232,10 +232,11 @@ const PROBE = [
   'const cpu = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; };',
   'const c0 = cpu(); const t0 = performance.now(); const m = await import(process.env.AIP_BENCH_BUNDLE); const t1 = performance.now(); const c1 = cpu(); const atImport = loaded.length;',
   'const h = m[process.env.AIP_BENCH_HANDLER]; if (typeof h !== "function") throw new Error("no handler " + process.env.AIP_BENCH_HANDLER);',
-  'const o1 = await invoke(h, JSON.parse(process.env.AIP_BENCH_EVENT)); const t2 = performance.now(); const c2 = cpu();',
+  // first_end_us: when the first invocation ended, on the clock of a V8 CPU profile's timestamps (bench/cold-profile.ts splits samples by it).
+  'const o1 = await invoke(h, JSON.parse(process.env.AIP_BENCH_EVENT)); const t2 = performance.now(); const c2 = cpu(); const firstEndUs = Number(process.hrtime.bigint() / 1000n);',
   // AIP_BENCH_EVENT_WARM: the second invocation's event when it must differ from the first (a fresh action: the same work, warm).
   'await invoke(h, JSON.parse(process.env.AIP_BENCH_EVENT_WARM ?? process.env.AIP_BENCH_EVENT)); const t3 = performance.now(); const c3 = cpu();',
-  'process.stdout.write(JSON.stringify({ import_ms: t1 - t0, first_ms: t2 - t1, warm_ms: t3 - t2, import_cpu_ms: c1 - c0, first_cpu_ms: c2 - c1, warm_cpu_ms: c3 - c2, outcome: o1, loaded_at_import: loaded.slice(0, atImport), loaded_first: loaded.slice(atImport) })); process.exit(0);',
+  'process.stdout.write(JSON.stringify({ import_ms: t1 - t0, first_ms: t2 - t1, warm_ms: t3 - t2, import_cpu_ms: c1 - c0, first_cpu_ms: c2 - c1, warm_cpu_ms: c3 - c2, first_end_us: firstEndUs, outcome: o1, loaded_at_import: loaded.slice(0, atImport), loaded_first: loaded.slice(atImport) })); process.exit(0);',
 ].join('\n');
 
 interface Sample {
@@ -246,6 +247,8 @@ interface Sample {
   import_cpu_ms: number;
   first_cpu_ms: number;
   warm_cpu_ms: number;
+  /** When the first invocation ended, in µs of the monotonic clock that V8's CPU profiles stamp their samples with. */
+  first_end_us: number;
   outcome: string;
   /** With `trace`: the module URLs Node loaded at import, and in the first invocation. */
   loaded_at_import: string[];
