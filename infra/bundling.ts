@@ -24,7 +24,7 @@
  *   first; a read's cold start read 40 files, an execute's 52. Rollup
  *   regroups esbuild's output (the code as esbuild wrote it, tree-shaking
  *   off, the source maps chained) so that such a module joins the chunk
- *   that loads it first: 3 files for a read, 12 for an execute, the same
+ *   that loads it first: 4 files for a read, 11 for an execute, the same
  *   bytes, the same lazy boundaries. `splitting: false` (the bench's
  *   one-file variant) skips it.
  * - **Everything bundled, the AWS SDK included** (nothing external): the

@@ -11,7 +11,7 @@
  * Rollup's chunking leaves out the entry points that can only run after a
  * module is in memory, so that module joins the chunk of the code that loads
  * it first: the same code, the same lazy boundaries, the same bytes loaded
- * by each route, in 5 files for a read and 12 for an execute.
+ * by each route, in 4 files for a read and 11 for an execute.
  *
  * What Rollup gets is esbuild's output, each file a module: tree-shaking is
  * off (esbuild already shook; every statement stays, in order), nothing is

@@ -156,6 +156,8 @@ export interface BundleFigures {
 export interface BundlesFigures {
   readonly runs: number;
   readonly esbuild_version: string;
+  /** Rollup, which regroups esbuild's chunks (infra/merge-chunks.ts). */
+  readonly rollup_version: string;
   readonly node_version: string;
   readonly bundles: BundleFigures[];
   /**
@@ -484,16 +486,25 @@ export async function startSubmitStores(config: import('../../lib/config/deploym
 }
 
 export async function runBundlesSection(options: { runs: number }, log: (line: string) => void): Promise<BundlesFigures> {
-  const [{ aipFunctionDefinitions }, { loadInfraConfig, toDeploymentRuntimeConfig }, { DEFAULT_CONFIG_FILE }, bundling, fenv, { ROUTES }, esbuildPkg] =
-    await Promise.all([
-      import('../../infra/aip-functions.js'),
-      import('../../lib/config/deployment.js'),
-      import('../../infra/aip-app.js'),
-      import('../../infra/bundling.js'),
-      import('../../lib/config/function-env.js'),
-      import('../../lib/http/routes.js'),
-      import('esbuild'),
-    ]);
+  const [
+    { aipFunctionDefinitions },
+    { loadInfraConfig, toDeploymentRuntimeConfig },
+    { DEFAULT_CONFIG_FILE },
+    bundling,
+    fenv,
+    { ROUTES },
+    esbuildPkg,
+    rollupPkg,
+  ] = await Promise.all([
+    import('../../infra/aip-functions.js'),
+    import('../../lib/config/deployment.js'),
+    import('../../infra/aip-app.js'),
+    import('../../infra/bundling.js'),
+    import('../../lib/config/function-env.js'),
+    import('../../lib/http/routes.js'),
+    import('esbuild'),
+    import('rollup'),
+  ]);
   const config = loadInfraConfig(DEFAULT_CONFIG_FILE);
   const definitions = aipFunctionDefinitions(config);
   const connectors = config.connectors.map(({ id }) => ({
@@ -791,6 +802,7 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
   return {
     runs: options.runs,
     esbuild_version: esbuildPkg.version,
+    rollup_version: rollupPkg.VERSION,
     node_version: process.version,
     bundles,
     ratios,
@@ -842,7 +854,7 @@ export function bundlesHeadline(b: BundlesFigures): string | undefined {
 export function renderBundlesMarkdown(b: BundlesFigures): string[] {
   const lines: string[] = ['## 4. Cold start and bundles', ''];
   lines.push(
-    `Every distinct entry module bundled by infra/bundling.ts (what \`cdk synth\` deploys: esbuild ${b.esbuild_version}, ESM with code splitting, minified, the registry's validators precompiled). ` +
+    `Every distinct entry module bundled by infra/bundling.ts (what \`cdk synth\` deploys: esbuild ${b.esbuild_version}, ESM with code splitting, minified, the chunks regrouped by Rollup ${b.rollup_version}, the registry's validators precompiled). ` +
       `"At import" = the entry chunk and every chunk it imports statically (what Node loads before the handler runs); "total" includes the lazily imported chunks. ` +
       `Cold start in a fresh \`node\` process (${b.node_version}; Node's own start-up excluded), median of ${b.runs}: ${b.note}`,
     '',
