@@ -47,7 +47,7 @@ function esbuildOutput(from: string): Plugin {
   return {
     name: 'aip-esbuild-output',
     load(id) {
-      if (!id.startsWith(from)) return null;
+      if (!id.startsWith(`${from}${sep}`)) return null;
       const code = readFileSync(id, 'utf8').replace(/\n\/\/# sourceMappingURL=[^\n]*\s*$/, '\n');
       const map = existsSync(`${id}.map`) ? readFileSync(`${id}.map`, 'utf8') : null;
       return { code, map };
