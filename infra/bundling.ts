@@ -438,7 +438,7 @@ export async function bundleFunction(options: BundleFunctionOptions): Promise<{ 
     const result = await build({
       ...base,
       ...(defer !== undefined ? { entryPoints: { [BUNDLE_ENTRY_NAME]: 'aip-deferred-entry' } } : {}),
-      ...(options.splitting === false ? { splitting: false } : {}),
+      ...(split ? {} : { splitting: false }),
       plugins: [
         ...(options.httpThroughRequire !== false ? [httpWithoutUndiciPlugin()] : []),
         jsonSchemaConverterApartPlugin(),

@@ -101,6 +101,9 @@ export async function mergeChunks(options: MergeChunksOptions): Promise<Metafile
   if (warnings.length > 0) throw new Error(`merging the chunks warned: ${warnings.map((w) => `${w.code ?? ''} ${w.message}`).join('; ')}`);
 
   const key = (file: string) => relative(options.root, join(options.to, file));
+  const written = new Set(output.map((o) => o.fileName));
+  const importOf = (kind: 'import-statement' | 'dynamic-import') => (p: string) =>
+    written.has(p) ? { path: key(p), kind } : { path: p, kind, external: true };
   const outputs: Metafile['outputs'] = {};
   for (const item of output) {
     const bytes = statSync(join(options.to, item.fileName)).size;
@@ -119,18 +122,10 @@ export async function mergeChunks(options: MergeChunksOptions): Promise<Metafile
     }
     // The entry point esbuild named for the file the chunk stands for (the entry, or an import() target).
     const entryPoint = chunk.facadeModuleId !== null ? options.metafile.outputs[relative(options.root, chunk.facadeModuleId)]?.entryPoint : undefined;
-    const local = new Set(output.map((o) => o.fileName));
     outputs[key(chunk.fileName)] = {
       bytes,
       inputs,
-      imports: [
-        ...chunk.imports.map((p) =>
-          local.has(p) ? { path: key(p), kind: 'import-statement' as const } : { path: p, kind: 'import-statement' as const, external: true },
-        ),
-        ...chunk.dynamicImports.map((p) =>
-          local.has(p) ? { path: key(p), kind: 'dynamic-import' as const } : { path: p, kind: 'dynamic-import' as const, external: true },
-        ),
-      ],
+      imports: [...chunk.imports.map(importOf('import-statement')), ...chunk.dynamicImports.map(importOf('dynamic-import'))],
       exports: chunk.exports,
       ...(entryPoint !== undefined ? { entryPoint } : {}),
     };
