@@ -30,54 +30,14 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { TraceMap, originalPositionFor } from '@jridgewell/trace-mapping';
-import { DEFAULT_CONFIG_FILE } from '../infra/aip-app.js';
-import { BUNDLE_ROOT, bundleFunction, entryOutput, inputPackage } from '../infra/bundling.js';
-import { loadInfraConfig, toDeploymentRuntimeConfig } from '../lib/config/deployment.js';
-import { FUNCTION_ENV, POWERTOOLS_ENV } from '../lib/config/function-env.js';
-import { mcpToolCallEvent, routeEvent, sqsEvent, submitEvent } from './lib/lambda-events.js';
+import { BUNDLE_ROOT, inputPackage } from '../infra/bundling.js';
+import { buildColdBundles, COLD_TARGETS, coldTargetNames, type ColdTarget } from './lib/cold-targets.js';
 import { distribution } from './lib/stats.js';
-import { randomUUID } from 'node:crypto';
-import { functionEnv, probe, startSubmitStores } from './sections/bundles.js';
+import { probe } from './sections/bundles.js';
 
-/** A fresh execute for each of a process's two invocations (`waitSeconds`: `Prefer: wait`). */
-const freshSubmits = (waitSeconds?: number) => () => {
-  const id = `bench-${randomUUID()}`;
-  return { first: submitEvent({ id: `${id}-1`, waitSeconds }), warm: submitEvent({ id: `${id}-2`, waitSeconds }) };
-};
-
-/**
- * `submit` is the submit bundle with its stores refused (its first store call fails); `execute` and `waited` are the
- * bundles section's submit rows (`first-submit`): the stores answer (`startSubmitStores`), each process submits two
- * fresh executes, nobody waiting or `Prefer: wait=20` (the attempt inside the submit).
- */
-const TARGETS: Record<string, { entry: string; handler: string; event: () => unknown; fresh?: () => { readonly first: unknown; readonly warm: unknown } }> = {
-  read: { entry: 'functions/http/actions.ts', handler: 'getActionHandler', event: () => routeEvent('getAction') },
-  submit: { entry: 'functions/http/actions.ts', handler: 'submitActionHandler', event: submitEvent },
-  execute: { entry: 'functions/http/actions.ts', handler: 'submitActionHandler', event: submitEvent, fresh: freshSubmits() },
-  waited: { entry: 'functions/http/actions.ts', handler: 'submitActionHandler', event: submitEvent, fresh: freshSubmits(20) },
-  capabilities: { entry: 'functions/http/meta.ts', handler: 'listCapabilitiesHandler', event: () => routeEvent('listCapabilities') },
-  overview: { entry: 'functions/http/operator.ts', handler: 'operatorOverviewHandler', event: () => routeEvent('operatorOverview') },
-  sweeper: {
-    entry: 'functions/scheduled/sweeper.ts',
-    handler: 'handler',
-    event: () => ({ source: 'aws.events', 'detail-type': 'Scheduled Event', time: '2026-01-01T00:00:00Z', detail: {} }),
-  },
-  worker: { entry: 'functions/worker/invoke.ts', handler: 'handler', event: () => sqsEvent('invoke') },
-  mcp: { entry: 'functions/http/mcp.ts', handler: 'mcpHandler', event: mcpToolCallEvent },
-  bare: { entry: 'bench/fixtures/bare-powertools-handler.ts', handler: 'handler', event: () => ({ id: 'bench-1' }) },
-};
-type TargetName = string;
-
-const names = (process.argv.slice(2).length > 0 ? process.argv.slice(2) : ['bare', 'read', 'submit', 'worker']) as TargetName[];
-for (const n of names) if (!(n in TARGETS)) throw new Error(`unknown function ${n} (one of ${Object.keys(TARGETS).join(', ')})`);
+const names = coldTargetNames(process.argv.slice(2), ['bare', 'read', 'submit', 'worker']);
 const runs = Number(process.env.RUNS ?? 5);
 const WHOLE_PROCESS = process.env.WINDOW === 'process';
-const config = loadInfraConfig(DEFAULT_CONFIG_FILE);
-const connectors = config.connectors.map(({ id }) => ({
-  id,
-  ...(config.connectorEndpoints[id] !== undefined ? { baseUrl: config.connectorEndpoints[id] } : {}),
-}));
-const env = functionEnv(FUNCTION_ENV, POWERTOOLS_ENV, JSON.stringify(toDeploymentRuntimeConfig(config)));
 
 interface ProfileNode {
   id: number;
@@ -168,40 +128,19 @@ function analyse(profile: Profile, firstEndUs: number): Analysis {
 }
 
 const work = mkdtempSync(join(tmpdir(), 'aip-cold-profile-'));
-// The stores of the submit rows, started only when one of them runs; their bundles are built for their base URLs.
-const stores = names.some((n) => TARGETS[n]?.fresh !== undefined) ? await startSubmitStores(config, env) : undefined;
-const bundleKey = (n: TargetName) => `${TARGETS[n]?.entry}${TARGETS[n]?.fresh !== undefined ? ':stores' : ''}`;
+// The stores of the submit rows start only when one of them runs; their bundles are built for their base URLs.
+const bundles = await buildColdBundles(names, work);
 try {
-  const bundles = new Map<string, string>();
-  for (const n of names) {
-    const t = TARGETS[n] as (typeof TARGETS)[string];
-    if (bundles.has(bundleKey(n))) continue;
-    const outdir = join(work, String(bundles.size));
-    const { metafile } = await bundleFunction({
-      entry: t.entry,
-      outdir,
-      connectors: t.fresh !== undefined && stores !== undefined ? [...stores.connectors] : connectors,
-      // Built for the AIP_RUNTIME_CONFIG it runs with, as a deployment's bundle is.
-      runtimeConfig: (t.fresh !== undefined && stores !== undefined ? stores.env : env)[FUNCTION_ENV.runtimeConfig],
-    });
-    bundles.set(bundleKey(n), join(BUNDLE_ROOT, entryOutput(metafile)));
-  }
-  const results = new Map<TargetName, (Analysis & { cpu: number })[]>();
+  const results = new Map<string, (Analysis & { cpu: number })[]>();
   for (let i = 0; i < runs; i++) {
     for (const n of names) {
-      const t = TARGETS[n] as (typeof TARGETS)[string];
+      const t = COLD_TARGETS[n] as ColdTarget;
       const dir = join(work, `prof-${n}-${i}`);
       const events = t.fresh?.();
-      const sample = await probe(
-        bundles.get(bundleKey(n)) as string,
-        t.handler,
-        events?.first ?? t.event(),
-        stores !== undefined && events !== undefined ? { ...env, ...stores.env } : env,
-        {
-          execArgv: ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-interval=200'],
-          ...(events !== undefined ? { warmEvent: events.warm } : {}),
-        },
-      );
+      const sample = await probe(bundles.file(n), t.handler, events?.first ?? t.event(), bundles.envFor(n), {
+        execArgv: ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-interval=200'],
+        ...(events !== undefined ? { warmEvent: events.warm } : {}),
+      });
       const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile')) as string;
       const profile = JSON.parse(readFileSync(join(dir, file), 'utf8')) as Profile;
       const cpu = sample.import_cpu_ms + Math.max(0, sample.first_cpu_ms - sample.warm_cpu_ms);
@@ -240,5 +179,5 @@ try {
   );
 } finally {
   rmSync(work, { recursive: true, force: true });
-  await stores?.stop();
+  await bundles.stop();
 }

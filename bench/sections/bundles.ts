@@ -234,10 +234,14 @@ const PROBE = [
   'const cpu = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; };',
   'const c0 = cpu(); const t0 = performance.now(); const m = await import(process.env.AIP_BENCH_BUNDLE); const t1 = performance.now(); const c1 = cpu(); const atImport = loaded.length;',
   'const h = m[process.env.AIP_BENCH_HANDLER]; if (typeof h !== "function") throw new Error("no handler " + process.env.AIP_BENCH_HANDLER);',
+  // AIP_BENCH_INVOCATIONS (bench/instructions.ts): 0 stops after the import; 3 adds a second warm invocation (default 2).
+  'const invocations = Number(process.env.AIP_BENCH_INVOCATIONS ?? 2);',
+  'if (invocations === 0) { process.stdout.write(JSON.stringify({ import_ms: t1 - t0, import_cpu_ms: c1 - c0 })); process.exit(0); }',
   // first_end_us: when the first invocation ended, on the clock of a V8 CPU profile's timestamps (bench/cold-profile.ts splits samples by it).
   'const o1 = await invoke(h, JSON.parse(process.env.AIP_BENCH_EVENT)); const t2 = performance.now(); const c2 = cpu(); const firstEndUs = Number(process.hrtime.bigint() / 1000n);',
   // AIP_BENCH_EVENT_WARM: the second invocation's event when it must differ from the first (a fresh action: the same work, warm).
   'await invoke(h, JSON.parse(process.env.AIP_BENCH_EVENT_WARM ?? process.env.AIP_BENCH_EVENT)); const t3 = performance.now(); const c3 = cpu();',
+  'if (invocations > 2) await invoke(h, JSON.parse(process.env.AIP_BENCH_EVENT_WARM2 ?? process.env.AIP_BENCH_EVENT_WARM ?? process.env.AIP_BENCH_EVENT));',
   'process.stdout.write(JSON.stringify({ import_ms: t1 - t0, first_ms: t2 - t1, warm_ms: t3 - t2, import_cpu_ms: c1 - c0, first_cpu_ms: c2 - c1, warm_cpu_ms: c3 - c2, first_end_us: firstEndUs, outcome: o1, loaded_at_import: loaded.slice(0, atImport), loaded_first: loaded.slice(atImport) })); process.exit(0);',
 ].join('\n');
 
@@ -265,7 +269,18 @@ export async function probe(
   handler: string,
   event: unknown,
   env: Record<string, string>,
-  options: { readonly nodeOptions?: string; readonly trace?: boolean; readonly execArgv?: readonly string[]; readonly warmEvent?: unknown } = {},
+  options: {
+    readonly nodeOptions?: string;
+    readonly trace?: boolean;
+    readonly execArgv?: readonly string[];
+    readonly warmEvent?: unknown;
+    /** A second warm invocation's event (`invocations: 3`); default the warm one. */
+    readonly warmEvent2?: unknown;
+    /** 0: import only; 3: a second warm invocation after the first two (default 2). */
+    readonly invocations?: 0 | 2 | 3;
+    /** A command that runs node (`['valgrind', ...]`), with a longer timeout. */
+    readonly wrapper?: readonly string[];
+  } = {},
 ): Promise<Sample> {
   const childEnv: NodeJS.ProcessEnv = {
     PATH: process.env.PATH ?? '',
@@ -277,8 +292,15 @@ export async function probe(
     AIP_BENCH_HANDLER: handler,
     AIP_BENCH_EVENT: JSON.stringify(event),
     ...(options.warmEvent !== undefined ? { AIP_BENCH_EVENT_WARM: JSON.stringify(options.warmEvent) } : {}),
+    ...(options.warmEvent2 !== undefined ? { AIP_BENCH_EVENT_WARM2: JSON.stringify(options.warmEvent2) } : {}),
+    ...(options.invocations !== undefined ? { AIP_BENCH_INVOCATIONS: String(options.invocations) } : {}),
   };
-  const { stdout } = await run(process.execPath, [...(options.execArgv ?? []), '--input-type=module', '-e', PROBE], { env: childEnv, timeout: 60_000 });
+  const [command, ...wrapperArgs] = options.wrapper ?? [];
+  const nodeArgs = [...(options.execArgv ?? []), '--input-type=module', '-e', PROBE];
+  const { stdout } = await run(command ?? process.execPath, command === undefined ? nodeArgs : [...wrapperArgs, process.execPath, ...nodeArgs], {
+    env: childEnv,
+    timeout: command === undefined ? 60_000 : 600_000,
+  });
   const line = stdout.trim().split('\n').pop() ?? '';
   const sample = JSON.parse(line) as Sample;
   if (!Number.isFinite(sample.import_ms)) throw new Error(`unexpected output: ${stdout.slice(0, 200)}`);
