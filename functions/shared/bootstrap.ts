@@ -19,8 +19,8 @@
 import type { Runtime } from '../../lib/runtime/runtime.js';
 import type { RuntimeHandle, RuntimeOverrides } from './compose-runtime.js';
 import { once } from './lazy.js';
-import { readBootstrapSettings, type BootstrapSettings } from './settings.js';
-import { VALIDATED_CONFIG } from './validated-config.js';
+import { needsOptionalParsers, readSettings, type BootstrapSettings } from './settings-core.js';
+import { VALIDATED_CONFIG, type ValidatedConfig } from './validated-config.js';
 
 /** Builds a Runtime from validated settings (./compose-runtime.ts, imported on the first call). */
 export async function createRuntime(settings: BootstrapSettings, overrides: RuntimeOverrides = {}): Promise<RuntimeHandle> {
@@ -32,8 +32,20 @@ export async function createRuntime(settings: BootstrapSettings, overrides: Runt
  * The Runtime built from process.env (settings read at each attempt), with the configuration the bundle's build
  * validated (./validated-config.ts); see ./lazy.ts for what a failed build does.
  */
-const fromEnvironment = () =>
-  once(async () => (await createRuntime(readBootstrapSettings(process.env, VALIDATED_CONFIG !== undefined ? { validated: VALIDATED_CONFIG } : {}))).runtime);
+const fromEnvironment = () => once(async () => (await createRuntime(await settingsOf(process.env))).runtime);
+
+/**
+ * The function environment's settings, as ./settings.ts `readBootstrapSettings`
+ * reads them, with the bundle's validated configuration (`validated`, default
+ * ./validated-config.ts): the parsers of the
+ * variables a deployed function does without are imported only when the
+ * environment may need them (./settings-core.ts `needsOptionalParsers`).
+ */
+export async function settingsOf(env: NodeJS.ProcessEnv, validated: ValidatedConfig | undefined = VALIDATED_CONFIG): Promise<BootstrapSettings> {
+  const options = validated !== undefined ? { validated } : {};
+  const parsers = needsOptionalParsers(env, options) ? (await import('./settings.js')).OPTIONAL_SETTINGS_PARSERS : undefined;
+  return readSettings(env, { ...options, parsers });
+}
 
 let installed: Promise<Runtime> | undefined;
 let building = fromEnvironment();

@@ -24,7 +24,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SecretValueCache } from '../../lib/aws/secrets/secret-cache.js';
 import { SecretsManagerCredentialProvider } from '../../lib/aws/secrets/secrets-manager-provider.js';
-import { secretsManagerReferences } from '../../lib/config/deployment.js';
+import { secretsManagerReferences } from '../../lib/config/secret-references.js';
 import { FUNCTION_ENV } from '../../lib/config/function-env.js';
 import { EnvCredentialProvider } from '../../packages/connector-sdk/src/credentials/env-provider.js';
 import type { CredentialProvider } from '../../packages/connector-sdk/src/ports/credentials.js';
@@ -36,7 +36,7 @@ import { CapabilityRegistry, type ManifestSource } from '../../lib/runtime/regis
 import { PrecompiledMismatchError, precompiledCompilers, type PrecompiledConnector, type PrecompiledRegistry } from '../../lib/runtime/schema-precompiled.js';
 import type { ConnectorFactory } from './connector-factories.js';
 import { PRECOMPILED_REGISTRY } from './precompiled-registry.js';
-import { BootstrapConfigError, type BootstrapSettings } from './settings.js';
+import { BootstrapConfigError, type BootstrapSettings } from './settings-core.js';
 
 /** What the connector half takes from the rest of the composition. */
 export interface ConnectorWiring {

@@ -37,7 +37,7 @@ import type { RuntimeLogger } from '../../lib/runtime/deps.js';
 import type { CapabilityRegistry } from '../../lib/runtime/registry-core.js';
 import type { ConnectorFactory } from './connector-factories.js';
 import { Runtime } from '../../lib/runtime/runtime.js';
-import { BootstrapConfigError, OPTIONAL_ENV, parseNested, type BootstrapIssue, type BootstrapSettings } from './settings.js';
+import { BootstrapConfigError, OPTIONAL_ENV, parseNested, type BootstrapIssue, type BootstrapSettings } from './settings-core.js';
 import type { RuntimeApi } from './runtime-api.js';
 import type { WorkerRuntime } from './runtime-contract.js';
 import { once } from './lazy.js';

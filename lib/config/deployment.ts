@@ -12,11 +12,9 @@ import * as z from '../../packages/connector-sdk/src/common/zod.js';
 import { describeIssue, formatIssuePath } from '../../packages/connector-sdk/src/common/issues.js';
 import { ClaimsConfigSchema } from '../auth/claims.js';
 import { HTTP_AUTH_ENVIRONMENTS } from '../auth/environments.js';
-import type { SecretsManagerReference } from '../aws/secrets/secrets-manager-provider.js';
-import { toSecretsManagerReferences } from './secret-references.js';
 import { ID_MAX_LENGTH, ID_PATTERN } from '../../packages/connector-sdk/src/protocol/primitives.js';
 import { MAX_CONCURRENT_ATTEMPTS_LIMIT } from '../runtime/remote/config.js';
-import { TRANSACTION_MODES, type TransactionMode } from '../transactions/status.js';
+import { TRANSACTION_MODES, type TransactionMode } from '../../packages/connector-sdk/src/protocol/action.js';
 
 /** CloudWatch Logs accepts only these retention periods (days). */
 export const LOG_RETENTION_DAYS = [1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653] as const;
@@ -153,7 +151,7 @@ export const SecretReferenceSchema = z.deferred(() =>
  * packages/connector-sdk/src/credentials/references.ts selects from): which secret backs
  * credential `handle` of the connector for a tenant, optionally for one
  * external account of that tenant. The secret value never enters
- * configuration; see `secretsManagerReferences` for the adapter's shape.
+ * configuration; see `secretsManagerReferences` (./secret-references.ts) for the adapter's shape.
  */
 export const CredentialReferenceSchema = z.deferred(() =>
   z.strictObject({
@@ -769,10 +767,4 @@ export function parseDeploymentRuntimeConfig(json: string): DeploymentRuntimeCon
     'AIP_RUNTIME_CONFIG',
     result.error.issues.map((issue) => ({ path: formatIssuePath(issue.path), message: describeIssue(issue) })),
   );
-}
-
-/** The deployment's credential rows of connector `connectorId`, for the Secrets Manager credential provider. */
-export function secretsManagerReferences(config: Pick<DeploymentRuntimeConfig, 'connectors'>, connectorId: string): SecretsManagerReference[] {
-  const connector = config.connectors.find((candidate) => candidate.id === connectorId);
-  return toSecretsManagerReferences(connectorId, connector?.credentials ?? []);
 }

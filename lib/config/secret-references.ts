@@ -27,3 +27,18 @@ export function toSecretsManagerReferences(connectorId: string, rows: ReadonlyAr
     ...(row.jsonField !== undefined ? { json_field: row.jsonField } : {}),
   }));
 }
+
+/**
+ * The deployment's credential rows of connector `connectorId` (the
+ * `connectors` of ./deployment.ts's DeploymentRuntimeConfig), for the Secrets
+ * Manager credential provider. Here rather than in ./deployment.ts so the
+ * functions that build connectors do not load the configuration's schemas
+ * (functions/shared/compose-connectors.ts).
+ */
+export function secretsManagerReferences(
+  config: { readonly connectors: ReadonlyArray<{ readonly id: string; readonly credentials?: ReadonlyArray<CredentialRowFields> | undefined }> },
+  connectorId: string,
+): SecretsManagerReference[] {
+  const connector = config.connectors.find((candidate) => candidate.id === connectorId);
+  return toSecretsManagerReferences(connectorId, connector?.credentials ?? []);
+}

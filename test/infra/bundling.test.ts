@@ -99,10 +99,17 @@ describe('bundling', () => {
       'lib/connectors/reference/payments.ts',
       'aip-precompiled:precompiled-registry.generated.js',
       'node_modules/@aws-sdk/client-secrets-manager/dist-es/SecretsManagerClient.js',
+      // The settings' optional parsers (functions/shared/settings.ts): only for a configuration the build did not
+      // validate, AIP_LOCAL_CREDENTIALS or AIP_REMOTE_CONNECTORS.
+      'functions/shared/settings.ts',
+      'lib/config/deployment.ts',
+      'lib/runtime/remote/config.ts',
+      'packages/connector-sdk/src/credentials/env-provider.ts',
     ]) {
       expect(firstInvocation, later).not.toContain(later);
     }
     const all = inputsOf(metafile, Object.keys(metafile.outputs));
+    expect(all).toContain('functions/shared/settings.ts');
     expect(all).toContain('lib/runtime/operations.ts');
     expect(all).toContain('functions/shared/compose-connectors.ts');
     // esbuild's chunks regrouped (infra/merge-chunks.ts): the entry loads no other file at import, and the

@@ -15,9 +15,9 @@ import {
   loadInfraConfig,
   parseInfraConfig,
   parseDeploymentRuntimeConfig,
-  secretsManagerReferences,
   toDeploymentRuntimeConfig,
 } from '../../lib/config/deployment.js';
+import { secretsManagerReferences } from '../../lib/config/secret-references.js';
 import { BASE_CONFIG } from './support.js';
 import { verifierFromEnv } from '../../functions/authorizer.js';
 import { PROJECT_ROOT } from '../../infra/functions.js';
