@@ -37,9 +37,9 @@ const fromEnvironment = () => once(async () => (await createRuntime(await settin
 /**
  * The function environment's settings, as ./settings.ts `readBootstrapSettings`
  * reads them, with the bundle's validated configuration (`validated`, default
- * ./validated-config.ts): the parsers of the
- * variables a deployed function does without are imported only when the
- * environment may need them (./settings-core.ts `needsOptionalParsers`).
+ * ./validated-config.ts). The parsers of the variables a deployed function
+ * does without are imported only when the environment may need them
+ * (./settings-core.ts `needsOptionalParsers`).
  */
 export async function settingsOf(env: NodeJS.ProcessEnv, validated: ValidatedConfig | undefined = VALIDATED_CONFIG): Promise<BootstrapSettings> {
   const options = validated !== undefined ? { validated } : {};
