@@ -62,8 +62,7 @@ export function coldTargetNames(argv: readonly string[], defaults: readonly stri
 }
 
 export interface ColdBundles {
-  /** The function environment the probes run with (with the stores' endpoints for the submit rows, `envFor`). */
-  readonly env: Record<string, string>;
+  /** The function environment a function's probes run with (with the stores' endpoints for the submit rows). */
   envFor(name: string): Record<string, string>;
   /** The bundle's entry file of a function. */
   file(name: string): string;
@@ -104,7 +103,6 @@ export async function buildColdBundles(names: readonly string[], work: string): 
     throw err;
   }
   return {
-    env,
     envFor: (n) => (COLD_TARGETS[n]?.fresh !== undefined && stores !== undefined ? { ...env, ...stores.env } : env),
     file: (n) => files.get(key(n)) as string,
     stop: async () => {
