@@ -21,12 +21,9 @@ import type { IntentOf, Refusal, WriteIntent } from '../../ports/unit-of-work.js
 import { idempotencyInFlightError, idempotencyOutcomeUnknownError } from '../../ports/idempotency-store.js';
 import { RECEIPT_EVENTS } from '../journal.js';
 import { assertCallerCurrent, authorizeCapability, checkIdentityFields, resolveAccount, resolveTenant, type CallerIdentity } from '../identity.js';
-import { settledRecord } from '../attempts/settlement.js';
 import { deriveApprovalId, deriveTransactionId, failedResult, isTransientError, replayed, withTransactionId, type Kernel } from '../kernel.js';
-import { admitCompensate, assertCompensable } from '../modes/compensate.js';
 import { admitDirectCommit, admitPlannedCommit, claimConflict, knownPlanned, planClaim, recheckPlan } from '../modes/commit.js';
 import { admitExecute, admitRollbackNotSupported, executionContractDifferences, preparedRecordInput, replayGate } from '../modes/execute.js';
-import { admitReconcile } from '../modes/reconcile.js';
 import type { SubmitOutcome, WaitingClient } from '../types.js';
 import { attemptInline, mayAttemptInline } from './inline-attempt.js';
 import { toTransactionResult, withStoredResult } from '../view.js';
@@ -57,6 +54,16 @@ import type { AdmittedAction, Admission } from './state.js';
 async function runPreview(k: Kernel, adm: AdmittedAction): Promise<SubmitOutcome> {
   return (await import('../modes/preview.js')).runPreview(k, adm);
 }
+
+/**
+ * The compensate and reconcile modes and the settlement's reads, imported on their first use: a fresh execute or
+ * commit never runs them, so its first submit does not load them (docs/bench/analysis.md, "Issue 22: the
+ * admission's modes on first use"). The settlement's code is the attempts' (lib/runtime/attempts/settlement.ts);
+ * the admission reads a record through it only on a resubmission.
+ */
+const compensateMode = () => import('../modes/compensate.js');
+const reconcileMode = () => import('../modes/reconcile.js');
+const settlement = () => import('../attempts/settlement.js');
 
 export interface PrepareOptions {
   readonly tenant_id?: string;
@@ -156,7 +163,7 @@ export async function admit(k: Kernel, adm: Admission): Promise<SubmitOutcome> {
  */
 async function recheckBeforeApproval(k: Kernel, adm: Admission): Promise<unknown> {
   try {
-    if (adm.action.transaction?.mode === 'compensate') await assertCompensable(k, adm);
+    if (adm.action.transaction?.mode === 'compensate') await (await compensateMode()).assertCompensable(k, adm);
     else await recheckPlan(k, adm, knownPlanned(adm, adm.action.transaction?.plan_id as string));
     return undefined;
   } catch (err) {
@@ -307,7 +314,7 @@ async function resubmission(k: Kernel, adm: AdmittedAction): Promise<SubmitOutco
   if (mode === 'execute') {
     const txId = adm.action.transaction?.transaction_id as string;
     // A record whose action settled first and whose attempt stopped before it is finished here (settledRecord).
-    const existing = await settledRecord(k, await k.deps.transactions.get({ tenant_id: adm.tenant_id, transaction_id: txId }), record);
+    const existing = await (await settlement()).settledRecord(k, await k.deps.transactions.get({ tenant_id: adm.tenant_id, transaction_id: txId }), record);
     if (existing !== undefined) {
       const verdict = replayGate(existing, adm);
       if (verdict.kind === 'replay') return replayFromRecord(adm, await withStoredResult(k, verdict.record, record), record);
@@ -318,7 +325,9 @@ async function resubmission(k: Kernel, adm: AdmittedAction): Promise<SubmitOutco
   }
   const txId = record.transaction_id;
   const txRecord =
-    txId !== undefined ? await settledRecord(k, await k.deps.transactions.get({ tenant_id: adm.tenant_id, transaction_id: txId }), record) : undefined;
+    txId !== undefined
+      ? await (await settlement()).settledRecord(k, await k.deps.transactions.get({ tenant_id: adm.tenant_id, transaction_id: txId }), record)
+      : undefined;
   const result = replayed(actionResultOf(record));
   return submitOutcome(adm, 'replayed', result, txRecord ? toTransactionResult(txRecord, { action_status: record.status, action_result: result }) : undefined);
 }
@@ -366,13 +375,13 @@ export async function continueAdmission(k: Kernel, adm: AdmittedAction): Promise
         adm.trusted_direct_commit === true && adm.action.transaction.plan_id === undefined ? await admitDirectCommit(k, adm) : await admitPlannedCommit(k, adm);
       break;
     case 'compensate': {
-      const out = await admitCompensate(k, adm);
+      const out = await (await compensateMode()).admitCompensate(k, adm);
       txRecord = out.record;
       if (out.created === true) fresh = { transaction: out.record, compensation: out.memory };
       break;
     }
     case 'reconcile':
-      txRecord = await admitReconcile(k, adm);
+      txRecord = await (await reconcileMode()).admitReconcile(k, adm);
       break;
     case 'rollback_not_supported':
       txRecord = await admitRollbackNotSupported(k, adm);

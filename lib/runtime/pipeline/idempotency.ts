@@ -15,7 +15,6 @@ import {
   type ReserveInput,
   type ReserveOutcome,
 } from '../../ports/idempotency-store.js';
-import { reconciledAnswer } from '../attempts/settlement.js';
 import { isUncertainFailure } from '../settled-outcome.js';
 import { deriveTransactionId, type Kernel } from '../kernel.js';
 import { actionResultOf, isTerminalAction } from './action-record.js';
@@ -76,7 +75,11 @@ export type HeldKey = Exclude<ReserveOutcome, { outcome: 'reserved' }>;
 export async function heldKey(k: Kernel, tenant_id: string, held: HeldKey): Promise<Exclude<HeldKey, { outcome: 'reconciled' }>> {
   // A reservation a reconciliation completed by reference: its answer is read from the action and its transaction.
   if (held.outcome === 'reconciled')
-    return { outcome: 'completed', result: await reconciledAnswer(k, tenant_id, held.reservation), reservation: held.reservation };
+    return {
+      outcome: 'completed',
+      result: await (await import('../attempts/settlement.js')).reconciledAnswer(k, tenant_id, held.reservation),
+      reservation: held.reservation,
+    };
   if (held.outcome !== 'in_flight') return held;
   const action = await k.deps.actions.get({ tenant_id, action_id: held.reservation.action_id });
   if (action === undefined || !isTerminalAction(action.status)) return held;
