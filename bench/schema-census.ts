@@ -32,7 +32,7 @@ import { DEFAULT_CONFIG_FILE } from '../infra/aip-app.js';
 import {
   esbuildOptions,
   generatePrecompiledRegistry,
-  httpWithoutUndiciPlugin,
+  builtinsThroughRequirePlugin,
   precompiledRegistryPlugin,
   generateValidatedConfig,
   validatedConfigPlugin,
@@ -85,7 +85,7 @@ try {
     minify: false,
     sourcemap: false,
     plugins: [
-      httpWithoutUndiciPlugin(),
+      builtinsThroughRequirePlugin(),
       precompiledRegistryPlugin(() => generatePrecompiledRegistry(connectors)),
       // Built for the AIP_RUNTIME_CONFIG it runs with, as a deployment's bundle is.
       validatedConfigPlugin(() => generateValidatedConfig(runtimeConfig)),

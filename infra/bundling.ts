@@ -68,6 +68,7 @@
  */
 import { execFileSync, execSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { builtinModules, createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -142,11 +143,11 @@ export interface BundleFunctionOptions {
    */
   readonly splitting?: boolean;
   /**
-   * `false`: node:http imported as an ES module, as NodejsFunction's
-   * bundling did ({@link httpWithoutUndiciPlugin}). Only the bench's
+   * `false`: the builtins imported as ES modules, as NodejsFunction's
+   * bundling did ({@link builtinsThroughRequirePlugin}). Only the bench's
    * before/after comparison sets it. @default true
    */
-  readonly httpThroughRequire?: boolean;
+  readonly builtinsThroughRequire?: boolean;
   /**
    * Defer the whole entry module to the first invocation: the bundle's entry
    * becomes a stub exporting these handlers, each importing the real module
@@ -181,51 +182,54 @@ export function deferredEntryPlugin(entry: string, handlers: readonly string[]):
   };
 }
 
-/**
- * The names `node:http` exports, but the three that Node implements with
- * undici (its fetch): `WebSocket`, `MessageEvent` and `CloseEvent`.
- */
-export const HTTP_EXPORTS_WITHOUT_UNDICI = [
-  'Agent',
-  'ClientRequest',
-  'IncomingMessage',
-  'METHODS',
-  'OutgoingMessage',
-  'STATUS_CODES',
-  'Server',
-  'ServerResponse',
-  '_connectionListener',
-  'createServer',
-  'get',
-  'globalAgent',
-  'maxHeaderSize',
-  'request',
-  'setMaxIdleHTTPParsers',
-  'validateHeaderName',
-  'validateHeaderValue',
-] as const;
+/** Builtin modules by name, with or without `node:` (and the ones reachable only with it). */
+const BUILTIN_IMPORT = new RegExp(`^(node:[a-z_/]+|${builtinModules.map((m) => m.replace(/[/]/g, '\\/')).join('|')})$`);
 
 /**
- * `node:http` through CommonJS `require` in the bundles. Node builds the ES
- * module namespace of a builtin from all its exports, and three of http's
- * are lazy getters that load undici, Node's fetch implementation: an ESM
- * import of `node:http` took about 50 ms here (Node 22), `require('http')`
- * about 7 ms. The bundles reach http through the AWS SDK's request handler,
- * which uses none of the three; a bundled module that imported one of them
- * would fail the build ("No matching export"), not the function.
+ * The source of the stand-in for one builtin: the module object through
+ * CommonJS `require`, its default export, and each of its names as an export
+ * read from it by a pure call, so that esbuild drops the names nobody imports
+ * and the getters behind them never run.
  */
-export function httpWithoutUndiciPlugin(): Plugin {
+function builtinStandIn(name: string): string {
+  const keys = Object.keys(createRequire(import.meta.url)(`node:${name}`) as object).filter((k) => k !== 'default');
+  return [
+    // The chunk's own `require`, which the banner defines (ESM_REQUIRE_BANNER).
+    `const m = require(${JSON.stringify(`node:${name}`)});`,
+    'const get = (k) => m[k];',
+    'export default m;',
+    ...keys.map((k, i) => `const e${i} = /* @__PURE__ */ get(${JSON.stringify(k)}); export { e${i} as ${JSON.stringify(k)} };`),
+  ].join('\n');
+}
+
+/**
+ * Every builtin an ES module imports, through CommonJS `require`. An ES
+ * import of a builtin makes Node build the module's ES namespace, which reads
+ * every export, and the lazy getters among them load the modules behind
+ * them: `node:http`'s load undici, Node's fetch (its `WebSocket`,
+ * `MessageEvent` and `CloseEvent`: an ES import of `node:http` took about
+ * 50 ms here, `require('http')` about 7 ms); `node:util`'s load
+ * `worker_threads` and `parseArgs`; `node:process`'s and `node:fs`'s a few
+ * more. Through `require` the module object comes as it is, and each name a
+ * bundled module imports is read from it once, when that module runs: a
+ * stand-in per importer and kind of import, so a dynamic import (which reads
+ * the whole namespace, as Node's would) never makes a static one read more,
+ * and no stand-in is shared between chunks. `node:module` stays an ES import
+ * (the banner takes `createRequire` from it, ESM_REQUIRE_BANNER, and the
+ * stand-ins use the `require` it defines). Measured in
+ * docs/bench/analysis.md, "Issue 22: builtins through require".
+ */
+export function builtinsThroughRequirePlugin(): Plugin {
   return {
-    name: 'aip-http-without-undici',
+    name: 'aip-builtins-through-require',
     setup(build) {
-      build.onResolve({ filter: /^(node:)?http$/ }, () => ({ path: 'http', namespace: 'aip-http' }));
-      build.onLoad({ filter: /.*/, namespace: 'aip-http' }, () => ({
-        contents: [
-          "import { createRequire } from 'node:module';",
-          "const http = createRequire(import.meta.url)('node:http');",
-          'export default http;',
-          `export const { ${HTTP_EXPORTS_WITHOUT_UNDICI.join(', ')} } = http;`,
-        ].join('\n'),
+      build.onResolve({ filter: BUILTIN_IMPORT }, (args) =>
+        (args.kind === 'import-statement' || args.kind === 'dynamic-import') && !/^(node:)?module$/.test(args.path)
+          ? { path: `${args.path.replace(/^node:/, '')}|${args.kind}|${args.importer}`, namespace: 'aip-builtin' }
+          : undefined,
+      );
+      build.onLoad({ filter: /.*/, namespace: 'aip-builtin' }, (args) => ({
+        contents: builtinStandIn(args.path.slice(0, args.path.indexOf('|'))),
         loader: 'js',
       }));
     },
@@ -440,7 +444,7 @@ export async function bundleFunction(options: BundleFunctionOptions): Promise<{ 
       ...(defer !== undefined ? { entryPoints: { [BUNDLE_ENTRY_NAME]: 'aip-deferred-entry' } } : {}),
       ...(split ? {} : { splitting: false }),
       plugins: [
-        ...(options.httpThroughRequire !== false ? [httpWithoutUndiciPlugin()] : []),
+        ...(options.builtinsThroughRequire !== false ? [builtinsThroughRequirePlugin()] : []),
         jsonSchemaConverterApartPlugin(),
         xrayWithoutSemverPlugin(),
         ...(connectors !== undefined ? [precompiledRegistryPlugin(() => generatePrecompiledRegistry(connectors, own))] : []),

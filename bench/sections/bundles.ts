@@ -684,7 +684,7 @@ export async function runBundlesSection(options: { runs: number }, log: (line: s
       const t0 = performance.now();
       const { metafile } = await bundling.bundleFunction(
         target.variant === 'before'
-          ? { entry: target.entry, outdir, splitting: false, httpThroughRequire: false }
+          ? { entry: target.entry, outdir, splitting: false, builtinsThroughRequire: false }
           : {
               entry: target.entry,
               outdir,

@@ -7,10 +7,14 @@
  * tracing switch of the configuration. Structure only: sizes and timings are
  * `npm run bench` figures.
  */
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { builtinModules } from 'node:module';
+import { EOL, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { inspect } from 'node:util';
 import { Duration } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { defineAipApp } from '../../infra/aip-app.js';
@@ -117,6 +121,18 @@ describe('bundling', () => {
     // function's first read).
     expect(staticallyLoaded(metafile, entryOutput(metafile))).toHaveLength(1);
     expect(staticallyLoaded(metafile, composition).filter((f) => f !== entryOutput(metafile))).toEqual([composition]);
+  });
+
+  it("an execute's or a commit's admission loads neither the compensate and reconcile modes nor the settlement's code", async () => {
+    const { metafile } = await bundleFunction({ entry: 'functions/http/actions.ts', outdir: outdir(), connectors: [{ id: 'payments' }] });
+    const chunkOf = (input: string) => Object.keys(metafile.outputs).find((k) => Object.hasOwn(metafile.outputs[k]?.inputs ?? {}, input)) as string;
+    const admission = inputsOf(metafile, staticallyLoaded(metafile, chunkOf('lib/runtime/pipeline/admit.ts')));
+    for (const mode of ['lib/runtime/modes/execute.ts', 'lib/runtime/modes/commit.ts']) expect(admission, mode).toContain(mode);
+    const all = inputsOf(metafile, Object.keys(metafile.outputs));
+    for (const later of ['lib/runtime/modes/compensate.ts', 'lib/runtime/modes/reconcile.ts', 'lib/runtime/attempts/settlement.ts']) {
+      expect(admission, later).not.toContain(later);
+      expect(all, later).toContain(later);
+    }
   });
 
   it('the connector half composes the registry without the connector code or the Secrets Manager client, each in a chunk of its own', async () => {
@@ -239,15 +255,46 @@ describe('bundling', () => {
     );
   });
 
-  it('reaches node:http through require, never as an ES module import (whose namespace would load undici)', async () => {
+  it('reaches the builtins through require: no ES import of one but node:module (whose namespaces would run their lazy getters), the names read as the modules have them', async () => {
+    const { metafile } = await bundleFunction({ entry: 'functions/http/actions.ts', outdir: outdir(), connectors: [{ id: 'payments' }] });
+    const builtin = new RegExp(`(?:from|import)\\s*\\(?\\s*["']((?:node:)?(?:${builtinModules.join('|')}|test|sqlite|sea))["']`, 'g');
+    const imported = new Set<string>();
+    for (const k of Object.keys(metafile.outputs).filter((o) => o.endsWith('.mjs'))) {
+      for (const m of readFileSync(join(BUNDLE_ROOT, k), 'utf8').matchAll(builtin)) imported.add(m[1] as string);
+    }
+    expect([...imported]).toEqual(['node:module']);
+
     const dir = outdir();
-    const { metafile } = await bundleFunction({ entry: 'functions/http/transactions.ts', outdir: dir, connectors: [{ id: 'payments' }] });
-    const code = Object.keys(metafile.outputs)
-      .filter((k) => k.endsWith('.mjs'))
-      .map((k) => readFileSync(join(BUNDLE_ROOT, k), 'utf8'));
-    expect(code.some((c) => c.includes('("node:http")'))).toBe(true);
-    for (const c of code) expect(c).not.toMatch(/from\s*"(node:)?http"/);
-    await expect(bundleFunction({ entry: 'test/infra/fixtures/http-websocket.ts', outdir: outdir() })).rejects.toThrow(/WebSocket/);
+    const fixture = await bundleFunction({ entry: 'test/infra/fixtures/builtin-imports.ts', outdir: dir });
+    const url = pathToFileURL(join(BUNDLE_ROOT, entryOutput(fixture.metafile))).href;
+    // A fresh process: what the imports make Node load is the point.
+    const run = (call: string) =>
+      JSON.parse(
+        execFileSync(
+          process.execPath,
+          ['--input-type=module', '-e', `const m = await import(${JSON.stringify(url)}); console.log(JSON.stringify(await m.${call}()));`],
+          { encoding: 'utf8' },
+        ),
+      );
+    expect(run('staticImports')).toEqual({
+      hash: createHash('sha256').update('aip').digest('hex'),
+      readFileSync: 'function',
+      notFound: 'Not Found',
+      eol: EOL,
+      join: join('a', 'b'),
+      inspect: inspect({ a: [1] }),
+      isPromise: true,
+      loaded: [],
+    });
+    expect(run('dynamicImport')).toEqual({ format: 'a-1', same: true });
+    // A module that imports a name behind a lazy getter gets it.
+    const ws = await bundleFunction({ entry: 'test/infra/fixtures/http-websocket.ts', outdir: outdir() });
+    const wsUrl = pathToFileURL(join(BUNDLE_ROOT, entryOutput(ws.metafile))).href;
+    expect(
+      execFileSync(process.execPath, ['--input-type=module', '-e', `console.log(await (await import(${JSON.stringify(wsUrl)})).handler())`], {
+        encoding: 'utf8',
+      }).trim(),
+    ).toBe('function');
   });
 
   it("the MCP function carries none of the MCP SDK's run-time code but two small helpers (its server and protocol schemas stay out)", async () => {

@@ -10,7 +10,7 @@
  * node:https are loaded already by then, by the AWS SDK's request handler
  * (the first exchange costs about 6 ms). node:http is reached through
  * `require`: its ES module namespace loads undici too (it exports the
- * WebSocket class; infra/bundling.ts `httpWithoutUndiciPlugin` does the same
+ * WebSocket class; infra/bundling.ts `builtinsThroughRequirePlugin` does the same
  * for the SDK's import of it), here in the bundles and from the sources
  * alike. Both modules are called through their module objects at call time,
  * so the X-Ray tracer's patch of `request` covers provider calls as it
