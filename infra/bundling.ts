@@ -186,13 +186,24 @@ export function deferredEntryPlugin(entry: string, handlers: readonly string[]):
 const BUILTIN_IMPORT = new RegExp(`^(node:[a-z_/]+|${builtinModules.map((m) => m.replace(/[/]/g, '\\/')).join('|')})$`);
 
 /**
+ * The names a dynamic import's namespace leaves out: Node implements them
+ * with undici (its fetch), which reading them loads. A module that needs one
+ * reads it from the namespace's `default` (the module object).
+ */
+const LEFT_OUT_OF_DYNAMIC_IMPORTS: Readonly<Record<string, readonly string[]>> = { http: ['WebSocket', 'MessageEvent', 'CloseEvent'] };
+
+/**
  * The source of the stand-in for one builtin: the module object through
  * CommonJS `require`, its default export, and each of its names as an export
- * read from it by a pure call, so that esbuild drops the names nobody imports
- * and the getters behind them never run.
+ * read from it by a pure call, so that esbuild drops the names a static
+ * import does not name and the getters behind them never run. A dynamic
+ * import's namespace keeps every export it has, as Node's would, but
+ * {@link LEFT_OUT_OF_DYNAMIC_IMPORTS} (the AWS SDK's request handler imports
+ * `node:http` so, for `Agent` and `request`).
  */
-function builtinStandIn(name: string): string {
-  const keys = Object.keys(createRequire(import.meta.url)(`node:${name}`) as object).filter((k) => k !== 'default');
+function builtinStandIn(name: string, dynamic: boolean): string {
+  const leftOut = dynamic ? (LEFT_OUT_OF_DYNAMIC_IMPORTS[name] ?? []) : [];
+  const keys = Object.keys(createRequire(import.meta.url)(`node:${name}`) as object).filter((k) => k !== 'default' && !leftOut.includes(k));
   return [
     // The chunk's own `require`, which the banner defines (ESM_REQUIRE_BANNER).
     `const m = require(${JSON.stringify(`node:${name}`)});`,
@@ -212,9 +223,8 @@ function builtinStandIn(name: string): string {
  * `worker_threads` and `parseArgs`; `node:process`'s and `node:fs`'s a few
  * more. Through `require` the module object comes as it is, and each name a
  * bundled module imports is read from it once, when that module runs: a
- * stand-in per importer and kind of import, so a dynamic import (which reads
- * the whole namespace, as Node's would) never makes a static one read more,
- * and no stand-in is shared between chunks. `node:module` stays an ES import
+ * stand-in per importer and kind of import, so a dynamic import never makes
+ * a static one read more, and no stand-in is shared between chunks. `node:module` stays an ES import
  * (the banner takes `createRequire` from it, ESM_REQUIRE_BANNER, and the
  * stand-ins use the `require` it defines). Measured in
  * docs/bench/analysis.md, "Issue 22: builtins through require".
@@ -229,7 +239,7 @@ export function builtinsThroughRequirePlugin(): Plugin {
           : undefined,
       );
       build.onLoad({ filter: /.*/, namespace: 'aip-builtin' }, (args) => ({
-        contents: builtinStandIn(args.path.slice(0, args.path.indexOf('|'))),
+        contents: builtinStandIn(args.path.slice(0, args.path.indexOf('|')), args.path.includes('|dynamic-import|')),
         loader: 'js',
       }));
     },

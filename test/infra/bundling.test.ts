@@ -286,7 +286,15 @@ describe('bundling', () => {
       isPromise: true,
       loaded: [],
     });
-    expect(run('dynamicImport')).toEqual({ format: 'a-1', same: true });
+    expect(run('dynamicImport')).toEqual({
+      format: 'a-1',
+      same: true,
+      agent: 'function',
+      webSocket: false,
+      undiciBefore: false,
+      fromDefault: 'function',
+      undiciAfter: true,
+    });
     // A module that imports a name behind a lazy getter gets it.
     const ws = await bundleFunction({ entry: 'test/infra/fixtures/http-websocket.ts', outdir: outdir() });
     const wsUrl = pathToFileURL(join(BUNDLE_ROOT, entryOutput(ws.metafile))).href;
