@@ -227,10 +227,10 @@ function builtinStandIn(name: string, dynamic: boolean): string {
  * more. Through `require` the module object comes as it is, and each name a
  * bundled module imports is read from it once, when that module runs: a
  * stand-in per importer and kind of import, so a dynamic import never makes
- * a static one read more, and no stand-in is shared between chunks. `node:module` stays an ES import
- * (the banner takes `createRequire` from it, ESM_REQUIRE_BANNER, and the
- * stand-ins use the `require` it defines). Measured in
- * docs/bench/analysis.md, "Issue 22: builtins through require".
+ * a static one read more, and no stand-in is shared between chunks.
+ * `node:module` stays an ES import (the banner takes `createRequire` from
+ * it, ESM_REQUIRE_BANNER, and the stand-ins use the `require` it defines).
+ * Measured in docs/bench/analysis.md, "Issue 22: builtins through require".
  */
 export function builtinsThroughRequirePlugin(): Plugin {
   return {
