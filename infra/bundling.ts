@@ -81,7 +81,19 @@ import { mergeChunks } from './merge-chunks.js';
 /** Repository root: entries resolve against it, whatever the working directory. */
 export const BUNDLE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
-export const ESM_REQUIRE_BANNER = "import { createRequire as __aipCreateRequire } from 'node:module'; const require = __aipCreateRequire(import.meta.url);";
+/**
+ * The `require` that esbuild's ESM output of CommonJS dependencies, and the
+ * builtins' stand-ins, call. The banner starts every esbuild chunk, and the
+ * regrouping keeps each one, so a file Rollup merged from 24 chunks ran
+ * `createRequire` 24 times; one `require` serves every chunk of the process.
+ * Everything is bundled: it loads builtins, and the optional package the AWS
+ * SDK tries (`@aws-sdk/signature-v4-crt`, absent), which resolves alike from
+ * every file of a bundle, whichever file made the `require`. Sharing it cut 5
+ * million instructions from the submit's cold start and 15 million from
+ * MCP's (docs/bench/analysis.md, "Issue 22: one require per process").
+ */
+export const ESM_REQUIRE_BANNER =
+  "import { createRequire as __aipCreateRequire } from 'node:module'; const require = (globalThis.__aipRequire ??= __aipCreateRequire(import.meta.url));";
 
 /**
  * zod without its JIT (`z.config({ jitless: true })`), set before any schema

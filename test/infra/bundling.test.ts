@@ -255,6 +255,24 @@ describe('bundling', () => {
     );
   });
 
+  it("makes one require per process, whichever of a bundle's chunks Node evaluates first (a require of its own per merged chunk cost every cold start)", async () => {
+    const { metafile } = await bundleFunction({ entry: 'functions/http/actions.ts', outdir: outdir(), connectors: [{ id: 'payments' }] });
+    const files = Object.keys(metafile.outputs).filter((o) => o.endsWith('.mjs'));
+    const banners = files.reduce((n, f) => n + (readFileSync(join(BUNDLE_ROOT, f), 'utf8').match(/createRequire\(import\.meta\.url\)/g)?.length ?? 0), 0);
+    // Rollup keeps each merged esbuild chunk's banner: many per file.
+    expect(banners).toBeGreaterThan(files.length);
+    const urls = files.map((f) => pathToFileURL(join(BUNDLE_ROOT, f)).href);
+    // A fresh process that counts createRequire's calls while it imports every file of the bundle.
+    const script = [
+      "import { createRequire, syncBuiltinESMExports } from 'node:module';",
+      'const m = createRequire(import.meta.url)("node:module"); const real = m.createRequire; let calls = 0;',
+      'm.createRequire = (...a) => { calls++; return real(...a); }; syncBuiltinESMExports();',
+      `for (const u of ${JSON.stringify(urls)}) await import(u);`,
+      "console.log(JSON.stringify({ calls, path: globalThis.__aipRequire('node:path') === real(import.meta.url)('node:path') }));",
+    ].join('\n');
+    expect(JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' }))).toEqual({ calls: 1, path: true });
+  });
+
   it('reaches the builtins through require: no ES import of one but node:module (whose namespaces would run their lazy getters), the names read as the modules have them', async () => {
     const { metafile } = await bundleFunction({ entry: 'functions/http/actions.ts', outdir: outdir(), connectors: [{ id: 'payments' }] });
     const builtin = new RegExp(`(?:from|import)\\s*\\(?\\s*["']((?:node:)?(?:${builtinModules.join('|')}|test|sqlite|sea))["']`, 'g');

@@ -9,7 +9,7 @@
  * attempt inside the submit, a worker's first invocation. node:http and
  * node:https are loaded already by then, by the AWS SDK's request handler
  * (the first exchange costs about 6 ms). node:http is reached through
- * `require`: its ES module namespace loads undici too (it exports the
+ * `process.getBuiltinModule`: its ES module namespace loads undici too (it exports the
  * WebSocket class; infra/bundling.ts `builtinsThroughRequirePlugin` does the same
  * for the SDK's import of it), here in the bundles and from the sources
  * alike. Both modules are called through their module objects at call time,
@@ -29,9 +29,9 @@
  */
 import type http from 'node:http';
 import https from 'node:https';
-import { createRequire } from 'node:module';
 
-const nodeHttp = createRequire(import.meta.url)('node:http') as typeof http;
+// Node's CommonJS module object (Node 22.3 and later), without an ES import's namespace.
+const nodeHttp = process.getBuiltinModule('node:http');
 
 /** Reads response headers by name, case-insensitively, as fetch's Headers.get does. */
 export interface HeaderReader {
