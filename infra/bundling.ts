@@ -220,7 +220,7 @@ function builtinStandIn(name: string, dynamic: boolean): string {
   const leftOut = dynamic ? (LEFT_OUT_OF_DYNAMIC_IMPORTS[name] ?? []) : [];
   const keys = Object.keys(createRequire(import.meta.url)(`node:${name}`) as object).filter((k) => k !== 'default' && !leftOut.includes(k));
   return [
-    // The chunk's own `require`, which the banner defines (ESM_REQUIRE_BANNER).
+    // The `require` the banner defines (ESM_REQUIRE_BANNER), one per process.
     `const m = require(${JSON.stringify(`node:${name}`)});`,
     'const get = (k) => m[k];',
     'export default m;',
