@@ -41,8 +41,9 @@
  * annotation (it does not fill values, nor make a required property optional);
  * `required` names not in `properties` are still required; `type` and
  * `enum`/`const` together both apply; `minItems`/`maxItems` apply without
- * `items` too; a required property whose schema accepts anything (`{}`) must
- * still be present. Otherwise the zod constructs, and so the
+ * `items` too; a required property, or a `prefixItems` position below
+ * `minItems`, whose schema accepts anything (`{}`) must still be present.
+ * Otherwise the zod constructs, and so the
  * accept/reject and the issue paths, are fromJSONSchema's (property-tested in
  * test/unit/connectors/http/json-schema-to-zod.test.ts).
  */
@@ -407,7 +408,12 @@ function arraySchema(s: Record<string, unknown>, at: string, ctx: Context): Sche
     // Positions past minItems may be absent.
     const positional = s.prefixItems.map((sub, i) => {
       const converted = convert(sub, `${at}/prefixItems/${i}`, ctx);
-      return i < (minItems ?? 0) ? converted : z.optional(converted);
+      if (i >= (minItems ?? 0)) return z.optional(converted);
+      // Required: present. A tuple with a rest (`items` not false) hands an absent position to its schema as
+      // `undefined`, which one that accepts anything (`{}`, `true`) passes, and the parsed array then holds it:
+      // fromJSONSchema accepts `[]` for `prefixItems: [{}], minItems: 1` so. `nonoptional` adds an issue only where
+      // its schema passed `undefined`. Without a rest, zod counts the required positions itself.
+      return s.items === false ? converted : z.nonoptional(converted);
     }) as [Schema, ...Schema[]];
     const tuple =
       s.items === false
