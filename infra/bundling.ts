@@ -88,9 +88,10 @@ export const BUNDLE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..'
  * `createRequire` 24 times; one `require` serves every chunk of the process.
  * Everything is bundled: it loads builtins, and the optional package the AWS
  * SDK tries (`@aws-sdk/signature-v4-crt`, absent), which resolves alike from
- * every file of a bundle, whichever file made the `require`. Sharing it cut 5
- * million instructions from the submit's cold start and 15 million from
- * MCP's (docs/bench/analysis.md, "Issue 22: one require per process").
+ * every file of a bundle, whichever file made the `require`. Sharing it cut
+ * about 15 million instructions (3 %) from the cold starts of the submit and
+ * of the capabilities listing (docs/bench/analysis.md, "Issue 22: one require
+ * per process").
  */
 export const ESM_REQUIRE_BANNER =
   "import { createRequire as __aipCreateRequire } from 'node:module'; const require = (globalThis.__aipRequire ??= __aipCreateRequire(import.meta.url));";
