@@ -7,7 +7,9 @@
  *   (default: functions/http/actions.ts getActionHandler getAction; the
  *   events are the bundles section's: a route ID of lib/http/routes.ts, with
  *   a charge as the body of `submitAction` and a tools/call as that of `mcp`,
- *   or `sqs:invoke` / `sqs:reconcile` for the queue consumers)
+ *   or `sqs:invoke` / `sqs:reconcile` for the queue consumers; `execute`: the
+ *   submit's first execute on stores that answer, as the bundles section's
+ *   submit rows run it, a fresh action for each invocation)
  *
  * The entry is bundled as deployed (infra/bundling.ts `esbuildOptions`, the
  * precompiled registry) but not minified, so that every stack frame names a
@@ -23,6 +25,7 @@
  * so "ran" is a lower bound of what the path needs.
  */
 import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -40,17 +43,21 @@ import {
 import { loadInfraConfig, toDeploymentRuntimeConfig } from '../lib/config/deployment.js';
 import { FUNCTION_ENV, POWERTOOLS_ENV } from '../lib/config/function-env.js';
 import { mcpToolCallEvent, routeEvent, sqsEvent, submitEvent } from './lib/lambda-events.js';
-import { functionEnv } from './sections/bundles.js';
+import { functionEnv, startSubmitStores, type SubmitStores } from './sections/bundles.js';
 
 const [entry = 'functions/http/actions.ts', handler = 'getActionHandler', route = 'getAction'] = process.argv.slice(2);
+// `execute`: the submit's first execute on stores that answer (the bundles section's stores), a fresh action per invocation.
+const executeId = `census-${randomUUID()}`;
 const event =
-  route === 'submitAction'
-    ? submitEvent()
-    : route === 'mcp'
-      ? mcpToolCallEvent()
-      : route === 'sqs:invoke' || route === 'sqs:reconcile'
-        ? sqsEvent(route === 'sqs:invoke' ? 'invoke' : 'reconcile')
-        : routeEvent(route);
+  route === 'execute'
+    ? submitEvent({ id: `${executeId}-1` })
+    : route === 'submitAction'
+      ? submitEvent()
+      : route === 'mcp'
+        ? mcpToolCallEvent()
+        : route === 'sqs:invoke' || route === 'sqs:reconcile'
+          ? sqsEvent(route === 'sqs:invoke' ? 'invoke' : 'reconcile')
+          : routeEvent(route);
 
 /** The child's probe: counts constructions through zod's post-processor hook, writes them to AIP_CENSUS_OUT. */
 const PROBE = `
@@ -64,7 +71,8 @@ Object.assign((globalThis.__zod_globalConfig ??= {}), { postProcessor(inst) {
 const context = { functionName: 'aip-census', awsRequestId: 'census', getRemainingTimeInMillis: () => 29000 };
 const m = await import(process.env.AIP_CENSUS_BUNDLE);
 const event = JSON.parse(process.env.AIP_CENSUS_EVENT);
-for (const p of ['first', 'second']) { phase = p; await m[process.env.AIP_CENSUS_HANDLER](event, context).catch(() => {}); }
+const events = [event, JSON.parse(process.env.AIP_CENSUS_EVENT_WARM ?? process.env.AIP_CENSUS_EVENT)];
+for (const p of ['first', 'second']) { phase = p; await m[process.env.AIP_CENSUS_HANDLER](events.shift(), context).catch(() => {}); }
 (await import('node:fs')).writeFileSync(process.env.AIP_CENSUS_OUT, JSON.stringify(built));
 process.exit(0);`;
 
@@ -75,11 +83,15 @@ interface Built {
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'aip-schema-census-'));
+let stores: SubmitStores | undefined;
 try {
   const config = loadInfraConfig(DEFAULT_CONFIG_FILE);
-  const connectors = config.connectors.map(({ id }) => ({ id }));
+  const baseEnv = functionEnv(FUNCTION_ENV, POWERTOOLS_ENV, JSON.stringify(toDeploymentRuntimeConfig(config)));
+  stores = route === 'execute' ? await startSubmitStores(config, baseEnv) : undefined;
+  const env = stores !== undefined ? { ...baseEnv, ...stores.env } : baseEnv;
+  const connectors = stores?.connectors ?? config.connectors.map(({ id }) => ({ id }));
   const outdir = join(dir, 'bundle');
-  const runtimeConfig = JSON.stringify(toDeploymentRuntimeConfig(config));
+  const runtimeConfig = env[FUNCTION_ENV.runtimeConfig] as string;
   await build({
     ...esbuildOptions(entry, outdir),
     minify: false,
@@ -113,7 +125,6 @@ try {
     return found;
   };
   const out = join(dir, 'census.json');
-  const env = functionEnv(FUNCTION_ENV, POWERTOOLS_ENV, runtimeConfig);
   execFileSync(process.execPath, ['--input-type=module', '-e', PROBE], {
     env: {
       PATH: process.env.PATH ?? '',
@@ -121,6 +132,7 @@ try {
       AIP_CENSUS_BUNDLE: pathToFileURL(join(outdir, 'index.mjs')).href,
       AIP_CENSUS_HANDLER: handler,
       AIP_CENSUS_EVENT: JSON.stringify(event),
+      ...(route === 'execute' ? { AIP_CENSUS_EVENT_WARM: JSON.stringify(submitEvent({ id: `${executeId}-2` })) } : {}),
       AIP_CENSUS_OUT: out,
     },
     stdio: ['ignore', 'ignore', 'inherit'],
@@ -157,5 +169,6 @@ try {
   }
   process.stdout.write(`\ntotal: ${built.length} built, ${built.filter((b) => b.ran).length} ran\n`);
 } finally {
+  await stores?.stop();
   rmSync(dir, { recursive: true, force: true });
 }

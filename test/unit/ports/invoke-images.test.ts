@@ -10,6 +10,8 @@ import {
   decodeQueueMessage,
   encodeQueueMessage,
   invokeWithImages,
+  reconcileWithImages,
+  validateQueueMessage,
   type AdmittedImages,
   type InvokeMessage,
 } from '../../../lib/ports/messages.js';
@@ -105,5 +107,51 @@ describe('invoke message images', () => {
     ];
     for (const body of cases) expect(refused(body)).toBe('queue.message_invalid');
     expect(refused({ ...ids, admitted: images })).toBeUndefined();
+  });
+});
+
+describe('a message validated once', () => {
+  const isDeepFrozen = (value: unknown): boolean =>
+    typeof value !== 'object' || value === null || (Object.isFrozen(value) && Object.values(value).every(isDeepFrozen));
+
+  it('what the sender and the decoder validated is frozen whole, and validating it again answers the same object', () => {
+    const record = { ...(images.transaction as NonNullable<AdmittedImages['transaction']>), status: 'outcome_unknown', data: { n: 1 } };
+    const sent = [
+      invokeWithImages(ids, images),
+      decodeQueueMessage(JSON.stringify({ ...ids, admitted: images })),
+      reconcileWithImages({ kind: 'reconcile', tenant_id: 't1', transaction_id: 'tx1', reason: 'schedule' }, record as never),
+    ];
+    for (const message of sent) {
+      expect(isDeepFrozen(message)).toBe(true);
+      // zod's parse always builds a new object: the same object back means it was not parsed again.
+      expect(validateQueueMessage(message)).toBe(message);
+      expect(() => {
+        (message as { fence?: number }).fence = 7;
+      }).toThrow(TypeError);
+    }
+    expect((sent[2] as { scheduled?: unknown }).scheduled).toBeDefined();
+  });
+
+  it('a copy of a validated message is validated afresh: a change to it is refused', () => {
+    const message = invokeWithImages(ids, images);
+    const changed = { ...message, admitted: { ...message.admitted, secret: 'sk' } };
+    expect(() => validateQueueMessage(changed)).toThrow(expect.objectContaining({ code: 'queue.message_invalid' }));
+    const copy = { ...message };
+    expect(validateQueueMessage(copy)).not.toBe(copy);
+    expect(validateQueueMessage(copy)).toEqual(message);
+  });
+
+  it('never freezes what a caller built: a message of IDs, and the images handed to the sender', () => {
+    const own: InvokeMessage = { ...ids };
+    const ownImages: AdmittedImages = JSON.parse(JSON.stringify(images));
+    expect(validateQueueMessage(own)).toEqual(own);
+    expect(Object.isFrozen(own)).toBe(false);
+    const message = invokeWithImages(own, ownImages);
+    expect(message.admitted).toEqual(ownImages);
+    expect(Object.isFrozen(own) || Object.isFrozen(ownImages) || Object.isFrozen(ownImages.action)).toBe(false);
+    // A message of IDs (images that do not fit or are refused) is the caller's own object, not entered.
+    const fallback = invokeWithImages(own, { ...ownImages, action: { ...ownImages.action, status: 'running' } } as unknown as AdmittedImages);
+    expect(fallback).toBe(own);
+    expect(validateQueueMessage(fallback)).not.toBe(fallback);
   });
 });
