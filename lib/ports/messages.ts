@@ -33,10 +33,10 @@
  * Each side parses a message once. What this module built and validated from
  * a fresh JSON tree (the sender's message with images, the receiver's decoded
  * message) is deep-frozen, and a second validation of that same object (the
- * queue's send, the Runtime's entry points) returns it as it is: a warm
- * execute no longer parses its invoke message twice (about 0.9 million
- * instructions of 21; docs/bench/analysis.md, "Issue 22: the first execute
- * counted").
+ * queue's send, the Runtime's entry points) returns it as it is. An
+ * execute's invoke message was parsed twice by the submit and twice by the
+ * worker; sending and receiving one now takes a third fewer instructions
+ * (docs/bench/analysis.md, "Issue 22: the first execute counted").
  */
 import * as z from '../../packages/connector-sdk/src/common/zod.js';
 import { joinIssuePath } from '../../packages/connector-sdk/src/common/issues.js';
