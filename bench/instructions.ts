@@ -6,7 +6,7 @@
  * machine; instruction counts repeat to a tenth of a percent, so a change of
  * a few percent shows.
  *
- *   npm run bench:instructions                          # bare, read, transactions, capabilities, mcp, execute, and the parts
+ *   npm run bench:instructions                          # bare, read, transactions, capabilities, mcp, execute, mcp-execute, and the parts
  *   npm run bench:instructions -- bare read execute     # any of bench/lib/cold-targets.ts
  *   TRACING=1 npm run bench:instructions -- bare read   # tracing on, invocations unsampled (as the bundles section)
  *
@@ -39,7 +39,7 @@ import { instructionsOf } from './lib/cachegrind.js';
 import { buildColdBundles, COLD_TARGETS, coldTargetNames, type ColdTarget } from './lib/cold-targets.js';
 import { probe } from './sections/bundles.js';
 
-const DEFAULT = ['bare', 'read', 'transactions', 'capabilities', 'mcp', 'execute', 'sdk', 'powertools'];
+const DEFAULT = ['bare', 'read', 'transactions', 'capabilities', 'mcp', 'execute', 'mcp-execute', 'sdk', 'powertools'];
 const TRACED = {
   POWERTOOLS_TRACE_ENABLED: 'true',
   _X_AMZN_TRACE_ID: 'Root=1-00000000-000000000000000000000000;Parent=0000000000000000;Sampled=0',

@@ -29,12 +29,20 @@ const freshSubmits = (waitSeconds?: number) => () => {
   return { first: submitEvent({ id: `${id}-1`, waitSeconds }), warm: submitEvent({ id: `${id}-2`, waitSeconds }) };
 };
 
+/** A fresh MCP tools/call of an execute for each of a process's two invocations (nobody waiting: `Prefer: wait=0`). */
+const freshToolCalls = () => {
+  const key = `bench-${randomUUID()}`;
+  return { first: mcpToolCallEvent({ idempotencyKey: `${key}-1` }), warm: mcpToolCallEvent({ idempotencyKey: `${key}-2` }) };
+};
+
 const scheduled = () => ({ source: 'aws.events', 'detail-type': 'Scheduled Event', time: '2026-01-01T00:00:00Z', detail: {} });
 
 /**
  * `submit` is the submit bundle with its stores refused (its first store call fails); `execute` and `waited` are the
  * bundles section's submit rows (`first-submit`): the stores answer, each process submits two fresh executes, nobody
- * waiting or `Prefer: wait=20` (the attempt inside the submit). `bare` is issue 22's yardstick.
+ * waiting or `Prefer: wait=20` (the attempt inside the submit). `mcp` is a tools/call whose first store call fails;
+ * `mcp-execute` the same tool on those stores, two fresh executes per process (a new idempotency key each), nobody
+ * waiting. `bare` is issue 22's yardstick.
  */
 export const COLD_TARGETS: Readonly<Record<string, ColdTarget>> = {
   read: { entry: 'functions/http/actions.ts', handler: 'getActionHandler', event: () => routeEvent('getAction') },
@@ -47,6 +55,7 @@ export const COLD_TARGETS: Readonly<Record<string, ColdTarget>> = {
   sweeper: { entry: 'functions/scheduled/sweeper.ts', handler: 'handler', event: scheduled },
   worker: { entry: 'functions/worker/invoke.ts', handler: 'handler', event: () => sqsEvent('invoke') },
   mcp: { entry: 'functions/http/mcp.ts', handler: 'mcpHandler', event: mcpToolCallEvent },
+  'mcp-execute': { entry: 'functions/http/mcp.ts', handler: 'mcpHandler', event: mcpToolCallEvent, fresh: freshToolCalls },
   bare: { entry: 'bench/fixtures/bare-powertools-handler.ts', handler: 'handler', event: () => ({ id: 'bench-1' }) },
   // The parts, for bench/instructions.ts: nothing, the SDK of a read alone, the Powertools every function carries alone.
   empty: { entry: 'bench/fixtures/empty-handler.ts', handler: 'handler', event: () => ({}) },

@@ -106,9 +106,15 @@ export const authorizerEvent = () => ({
 /**
  * POST /v1/mcp with a tools/call of `payments.charge.execute` (the MCP function's representative
  * first invocation: it composes the Runtime with its connectors, then its first store call fails at once).
+ * `idempotencyKey`: a tools/call that submits a fresh action with the submit's input (the `mcp-execute`
+ * row, on stores that answer: each key is another action).
  */
-export const mcpToolCallEvent = () => {
+export const mcpToolCallEvent = (options: { readonly idempotencyKey?: string } = {}) => {
   const base = routeEvent('mcp');
+  const args =
+    options.idempotencyKey === undefined
+      ? { input: { amount: 1250, currency: 'eur' } }
+      : { input: { amount: 1250, currency: 'eur', customer: 'cus_bench', description: 'benchmark' }, idempotency_key: options.idempotencyKey };
   const accept = 'application/json, text/event-stream';
   return {
     ...base,
@@ -118,7 +124,7 @@ export const mcpToolCallEvent = () => {
       jsonrpc: '2.0',
       id: 1,
       method: 'tools/call',
-      params: { name: 'payments.charge.execute', arguments: { input: { amount: 1250, currency: 'eur' } } },
+      params: { name: 'payments.charge.execute', arguments: args },
     }),
   };
 };
