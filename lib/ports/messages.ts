@@ -39,6 +39,7 @@
  * (docs/bench/analysis.md, "Issue 22: the first execute counted").
  */
 import * as z from '../../packages/connector-sdk/src/common/zod.js';
+import { deepFreeze } from '../../packages/connector-sdk/src/common/deep-freeze.js';
 import { joinIssuePath } from '../../packages/connector-sdk/src/common/issues.js';
 import { AipError } from '../../packages/connector-sdk/src/errors/aip-error.js';
 import { ActionMetadataSchema, ActionResultSchema, TransactionContextSchema, TransactionModeSchema } from '../../packages/connector-sdk/src/protocol/action.js';
@@ -302,12 +303,6 @@ function schemaOf(value: unknown): typeof InvokeMessageSchema | typeof Reconcile
  * them would freeze what the caller still holds.
  */
 const VALIDATED = new WeakSet<object>();
-
-function deepFreeze(value: unknown): void {
-  if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return;
-  Object.freeze(value);
-  for (const v of Object.values(value)) deepFreeze(v);
-}
 
 /** `message`, validated from a tree no one else holds: frozen and entered in {@link VALIDATED}. */
 function sealed<M extends QueueMessage>(message: M): M {
