@@ -6,8 +6,9 @@
  * machine; instruction counts repeat to a tenth of a percent, so a change of
  * a few percent shows.
  *
- *   npm run bench:instructions                          # bare, read, transactions, capabilities, mcp, execute, mcp-execute, and the parts
+ *   npm run bench:instructions                          # bare, bare-stores, read, transactions, capabilities, mcp, execute, mcp-execute, write-floor, and the parts
  *   npm run bench:instructions -- bare read execute     # any of bench/lib/cold-targets.ts
+ *   npm run bench:instructions -- bare-stores execute   # × bare-stores: the yardstick's read answered, as the execute's stores answer
  *   TRACING=1 npm run bench:instructions -- bare read   # tracing on, invocations unsampled (as the bundles section)
  *
  * Each function runs the bundles section's probe (bench/sections/bundles.ts)
@@ -24,6 +25,14 @@
  * (`HashSeed::InitializeRoots`, `detail::sprp`): that varies by several
  * million per process and is left out of every count.
  *
+ * Two yardsticks: `bare`, the bare Powertools handler whose GetItem is
+ * refused (as the store-refused rows' first store call is), and `bare-stores`,
+ * the same handler reading an item DynamoDB Local returns (as the execute
+ * rows' stores answer). Each row's ratio is printed to both; read a row
+ * against the one whose store does what its own does. `write-floor` is that
+ * handler doing the least an execute must (one conditional PutItem, one
+ * SendMessage): the floor under the write routes.
+ *
  * The parts (`empty`, `sdk`, `powertools`) split a function's count: `sdk` is
  * the DynamoDB client and document client with one GetItem, `powertools` the
  * Logger, Metrics and middy every function carries. What a runtime function
@@ -39,7 +48,7 @@ import { instructionsOf } from './lib/cachegrind.js';
 import { buildColdBundles, COLD_TARGETS, coldTargetNames, type ColdTarget } from './lib/cold-targets.js';
 import { probe } from './sections/bundles.js';
 
-const DEFAULT = ['bare', 'read', 'transactions', 'capabilities', 'mcp', 'execute', 'mcp-execute', 'sdk', 'powertools'];
+const DEFAULT = ['bare', 'bare-stores', 'read', 'transactions', 'capabilities', 'mcp', 'execute', 'mcp-execute', 'write-floor', 'sdk', 'powertools'];
 const TRACED = {
   POWERTOOLS_TRACE_ENABLED: 'true',
   _X_AMZN_TRACE_ID: 'Root=1-00000000-000000000000000000000000;Parent=0000000000000000;Sampled=0',
@@ -60,7 +69,7 @@ const traced = process.env.TRACING === '1';
 const work = mkdtempSync(join(tmpdir(), 'aip-instructions-'));
 const bundles = await buildColdBundles(all, work);
 try {
-  const counts = new Map<string, { import: number; two: number; three: number }>();
+  const counts = new Map<string, { import: number; two: number; three: number; outcome: string }>();
   let k = 0;
   for (const n of all) {
     const t = COLD_TARGETS[n] as ColdTarget;
@@ -69,35 +78,41 @@ try {
       const out = join(work, `cg-${k++}`);
       const first = t.fresh?.();
       const second = t.fresh?.();
-      await probe(bundles.file(n), t.handler, first?.first ?? t.event(), env, {
+      const sample = await probe(bundles.file(n), t.handler, first?.first ?? t.event(), env, {
         invocations,
         ...(first !== undefined ? { warmEvent: first.warm, warmEvent2: second?.first } : {}),
         wrapper: ['valgrind', '--tool=cachegrind', '--cache-sim=no', `--cachegrind-out-file=${out}`],
       });
-      return instructionsOf(readFileSync(out, 'utf8')) / 1e6;
+      return { count: instructionsOf(readFileSync(out, 'utf8')) / 1e6, outcome: sample.outcome };
     };
-    counts.set(n, { import: await run(0), two: await run(2), three: await run(3) });
+    const two = await run(2);
+    counts.set(n, { import: (await run(0)).count, two: two.count, three: (await run(3)).count, outcome: two.outcome });
     process.stderr.write(`  ${n}: done\n`);
   }
   const base = counts.get('empty') as { import: number; two: number; three: number };
   const rows = names.map((n) => {
-    const c = counts.get(n) as { import: number; two: number; three: number };
+    const c = counts.get(n) as { import: number; two: number; three: number; outcome: string };
     const warm = c.three - c.two - (base.three - base.two);
     const imp = c.import - base.import;
     const cold = c.two - base.two - warm;
-    return { n, imp, warm, cold, first: cold - imp };
+    return { n, imp, warm, cold, first: cold - imp, outcome: c.outcome };
   });
-  const bare = rows.find((r) => r.n === 'bare')?.cold;
+  // The yardsticks measured in this run: the bare handler with its read refused, and with it answered.
+  const yardsticks = ['bare', 'bare-stores'].flatMap((y) => {
+    const cold = rows.find((r) => r.n === y)?.cold;
+    return cold === undefined ? [] : [{ y, cold }];
+  });
   const f = (x: number) => x.toFixed(1);
   process.stdout.write(
     [
       `Cold start in millions of instructions (valgrind cachegrind, ${process.version}, tracing ${traced ? 'on, invocations unsampled' : 'off'}), less an empty bundle's;`,
       'cold = import + first invocation − warm invocation, as the bundles section counts its clock.',
       '',
-      '| function | import | first − warm | warm | cold | × bare |',
-      '|---|---:|---:|---:|---:|---:|',
+      `| function | import | first − warm | warm | cold |${yardsticks.map(({ y }) => ` × ${y} |`).join('')} first invocation |`,
+      `|---|---:|---:|---:|---:|${yardsticks.map(() => '---:|').join('')}---|`,
       ...rows.map(
-        (r) => `| ${r.n} | ${f(r.imp)} | ${f(r.first)} | ${f(r.warm)} | **${f(r.cold)}** | ${bare !== undefined ? (r.cold / bare).toFixed(3) : '–'} |`,
+        (r) =>
+          `| ${r.n} | ${f(r.imp)} | ${f(r.first)} | ${f(r.warm)} | **${f(r.cold)}** |${yardsticks.map(({ cold }) => ` ${(r.cold / cold).toFixed(3)} |`).join('')} ${r.outcome} |`,
       ),
       '',
       `empty bundle (subtracted): import ${f(base.import)}, import + two invocations ${f(base.two)}`,

@@ -19,9 +19,14 @@ export interface ColdTarget {
   readonly entry: string;
   readonly handler: string;
   readonly event: () => unknown;
-  /** A fresh first and warm event per process (the submit rows: each execute a new action). */
+  /** A fresh first and warm event per process (the submit rows: each execute a new action). Runs on the stores. */
   readonly fresh?: () => { readonly first: unknown; readonly warm: unknown };
+  /** Runs on the stores that answer ({@link startSubmitStores}), as every target with `fresh` does. */
+  readonly stores?: true;
 }
+
+/** Whether a target runs on the stores that answer rather than on a refused endpoint. */
+const onStores = (t: ColdTarget | undefined): boolean => t !== undefined && (t.fresh !== undefined || t.stores === true);
 
 /** A fresh execute for each of a process's two invocations (`waitSeconds`: `Prefer: wait`). */
 const freshSubmits = (waitSeconds?: number) => () => {
@@ -35,6 +40,19 @@ const freshToolCalls = () => {
   return { first: mcpToolCallEvent({ idempotencyKey: `${key}-1` }), warm: mcpToolCallEvent({ idempotencyKey: `${key}-2` }) };
 };
 
+/** A fresh record for each of a process's two invocations of the write floor. */
+const freshWrites = () => {
+  const id = `bench-${randomUUID()}`;
+  const input = { payment_id: 'pay_bench', amount: 100, currency: 'EUR' };
+  return { first: { id: `${id}-1`, input }, warm: { id: `${id}-2`, input } };
+};
+
+/** A fresh Powertools idempotency key for each of a process's two invocations. */
+const freshCharges = () => {
+  const key = `bench-${randomUUID()}`;
+  return { first: { idempotency_key: `${key}-1`, amount: 100 }, warm: { idempotency_key: `${key}-2`, amount: 100 } };
+};
+
 const scheduled = () => ({ source: 'aws.events', 'detail-type': 'Scheduled Event', time: '2026-01-01T00:00:00Z', detail: {} });
 
 /**
@@ -42,7 +60,12 @@ const scheduled = () => ({ source: 'aws.events', 'detail-type': 'Scheduled Event
  * bundles section's submit rows (`first-submit`): the stores answer, each process submits two fresh executes, nobody
  * waiting or `Prefer: wait=20` (the attempt inside the submit). `mcp` is a tools/call whose first store call fails;
  * `mcp-execute` the same tool on those stores, two fresh executes per process (a new idempotency key each), nobody
- * waiting. `bare` is issue 22's yardstick.
+ * waiting. `bare` is issue 22's yardstick, its GetItem refused as the store-refused rows' first store call is;
+ * `bare-stores` the same handler reading an item that DynamoDB Local returns, the yardstick for the rows whose stores
+ * answer. `idempotency-stores` is the handler the issue first measured against (bench/fixtures/powertools-idempotency-handler.ts:
+ * Powertools Idempotency alone), making a fresh key idempotent on DynamoDB Local (a conditional put, then the result).
+ * `write-floor` is the bare handler doing the least an execute must (bench/fixtures/write-floor-handler.ts: one
+ * conditional PutItem and one SendMessage, on stores that answer): the floor under the write routes' rows.
  */
 export const COLD_TARGETS: Readonly<Record<string, ColdTarget>> = {
   read: { entry: 'functions/http/actions.ts', handler: 'getActionHandler', event: () => routeEvent('getAction') },
@@ -57,6 +80,14 @@ export const COLD_TARGETS: Readonly<Record<string, ColdTarget>> = {
   mcp: { entry: 'functions/http/mcp.ts', handler: 'mcpHandler', event: mcpToolCallEvent },
   'mcp-execute': { entry: 'functions/http/mcp.ts', handler: 'mcpHandler', event: mcpToolCallEvent, fresh: freshToolCalls },
   bare: { entry: 'bench/fixtures/bare-powertools-handler.ts', handler: 'handler', event: () => ({ id: 'bench-1' }) },
+  'bare-stores': { entry: 'bench/fixtures/bare-powertools-handler.ts', handler: 'handler', event: () => ({ id: 'bench-1' }), stores: true },
+  'write-floor': { entry: 'bench/fixtures/write-floor-handler.ts', handler: 'handler', event: () => freshWrites().first, fresh: freshWrites },
+  'idempotency-stores': {
+    entry: 'bench/fixtures/powertools-idempotency-handler.ts',
+    handler: 'handler',
+    event: () => freshCharges().first,
+    fresh: freshCharges,
+  },
   // The parts, for bench/instructions.ts: nothing, the SDK of a read alone, the Powertools every function carries alone.
   empty: { entry: 'bench/fixtures/empty-handler.ts', handler: 'handler', event: () => ({}) },
   sdk: { entry: 'bench/fixtures/sdk-read-handler.ts', handler: 'handler', event: () => ({ id: 'bench-1' }) },
@@ -90,14 +121,14 @@ export async function buildColdBundles(names: readonly string[], work: string): 
     ...(config.connectorEndpoints[id] !== undefined ? { baseUrl: config.connectorEndpoints[id] } : {}),
   }));
   const env = functionEnv(FUNCTION_ENV, POWERTOOLS_ENV, JSON.stringify(toDeploymentRuntimeConfig(config)));
-  const stores: SubmitStores | undefined = names.some((n) => COLD_TARGETS[n]?.fresh !== undefined) ? await startSubmitStores(config, env) : undefined;
-  const key = (n: string) => `${COLD_TARGETS[n]?.entry}${COLD_TARGETS[n]?.fresh !== undefined ? ':stores' : ''}`;
+  const stores: SubmitStores | undefined = names.some((n) => onStores(COLD_TARGETS[n])) ? await startSubmitStores(config, env) : undefined;
+  const key = (n: string) => `${COLD_TARGETS[n]?.entry}${onStores(COLD_TARGETS[n]) ? ':stores' : ''}`;
   const files = new Map<string, string>();
   try {
     for (const n of names) {
       const t = COLD_TARGETS[n] as ColdTarget;
       if (files.has(key(n))) continue;
-      const withStores = t.fresh !== undefined && stores !== undefined;
+      const withStores = onStores(t) && stores !== undefined;
       const { metafile } = await bundleFunction({
         entry: t.entry,
         outdir: join(work, String(files.size)),
@@ -112,7 +143,7 @@ export async function buildColdBundles(names: readonly string[], work: string): 
     throw err;
   }
   return {
-    envFor: (n) => (COLD_TARGETS[n]?.fresh !== undefined && stores !== undefined ? { ...env, ...stores.env } : env),
+    envFor: (n) => (onStores(COLD_TARGETS[n]) && stores !== undefined ? { ...env, ...stores.env } : env),
     file: (n) => files.get(key(n)) as string,
     stop: async () => {
       await stores?.stop();

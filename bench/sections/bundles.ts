@@ -441,6 +441,7 @@ export async function startSubmitStores(config: import('../../lib/config/deploym
       { createDynamoDbClient, createSqsClient },
       { CreateQueueCommand },
       { startPaymentsSimulator },
+      { CreateTableCommand, PutItemCommand },
     ] = await Promise.all([
       import('../../dev/emulators/dynamodb-local.js'),
       import('../../dev/emulators/fauxqs.js'),
@@ -448,6 +449,7 @@ export async function startSubmitStores(config: import('../../lib/config/deploym
       import('../../lib/aws/clients.js'),
       import('@aws-sdk/client-sqs'),
       import('../../dev/payments-simulator/server.js'),
+      import('@aws-sdk/client-dynamodb'),
     ]);
     const handles = await Promise.allSettled([
       startDynamoDbLocal({}),
@@ -469,6 +471,17 @@ export async function startSubmitStores(config: import('../../lib/config/deploym
     let invokeQueueUrl: string;
     try {
       await createTable(ddb, env[fenv.FUNCTION_ENV.tableName] as string);
+      // The yardsticks' table (bench/fixtures: the bare handler reads item `bench-1`; Powertools Idempotency keys on `id`).
+      const yardstick = env.IDEMPOTENCY_TABLE_NAME as string;
+      await ddb.send(
+        new CreateTableCommand({
+          TableName: yardstick,
+          AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }],
+          KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
+          BillingMode: 'PAY_PER_REQUEST',
+        }),
+      );
+      await ddb.send(new PutItemCommand({ TableName: yardstick, Item: { id: { S: 'bench-1' }, note: { S: 'the bare handler reads this item' } } }));
       invokeQueueUrl = (await sqsClient.send(new CreateQueueCommand({ QueueName: 'aip-bench-invoke' }))).QueueUrl as string;
     } finally {
       ddb.destroy();
