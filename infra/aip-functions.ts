@@ -145,6 +145,24 @@ function withInlineAttempt(config: InfraConfig, definition: FunctionDefinition):
   return { ...definition, access: { ...definition.access, reconcileSchedules: true } };
 }
 
+/**
+ * `api.provisionedConcurrency` (route ID → environments) applied to the functions that serve those routes; a function
+ * serving two of them takes the larger count. A route ID the route table does not have is refused at synth.
+ */
+function withProvisionedConcurrency(config: InfraConfig, definitions: FunctionDefinition[]): FunctionDefinition[] {
+  const wanted = config.api.provisionedConcurrency;
+  const known = new Set(ROUTE_LIST.map((route) => route.id));
+  const unknown = Object.keys(wanted).filter((id) => !known.has(id as RouteId));
+  if (unknown.length > 0) {
+    throw new Error(`api.provisionedConcurrency names no route of the route table: ${unknown.join(', ')} (one of ${[...known].join(', ')})`);
+  }
+  return definitions.map((definition) => {
+    if (definition.trigger?.kind !== 'api') return definition;
+    const counts = definition.trigger.routes.flatMap((id) => (wanted[id] !== undefined ? [wanted[id]] : []));
+    return counts.length === 0 ? definition : { ...definition, provisionedConcurrency: Math.max(...counts) };
+  });
+}
+
 /** The REST API's JWT authorizer (functions/authorizer.ts). */
 export function authorizerFunctionDefinition(): FunctionDefinition {
   return {
@@ -163,7 +181,10 @@ export function authorizerFunctionDefinition(): FunctionDefinition {
 /** Every function of the runtime for a configuration (the default of `defineAipApp`). */
 export function aipFunctionDefinitions(config: InfraConfig): FunctionDefinition[] {
   return [
-    ...routeFunctionDefinitions().map((definition) => withInlineAttempt(config, definition)),
+    ...withProvisionedConcurrency(
+      config,
+      routeFunctionDefinitions().map((definition) => withInlineAttempt(config, definition)),
+    ),
     // The REST API's Lambda TOKEN authorizer; the HTTP API verifies tokens with API Gateway's built-in JWT authorizer instead.
     ...(config.api.type === 'rest' ? [authorizerFunctionDefinition()] : []),
     {

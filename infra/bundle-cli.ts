@@ -1,5 +1,5 @@
 /**
- * `node --import tsx infra/bundle-cli.ts --entry <module> --outdir <dir> [--connectors <json>] [--deployment-connectors <json>] [--runtime-config <json>]`:
+ * `node --import tsx infra/bundle-cli.ts --entry <module> --outdir <dir> [--connectors <json>] [--deployment-connectors <json>] [--runtime-config <json>] [--provisioned-init]`:
  * bundles one Lambda function with infra/bundling.ts. The CDK local bundling
  * (infra/functions.ts) runs it in a child process, since CDK's bundling hook
  * is synchronous and esbuild's plugins are not.
@@ -14,6 +14,7 @@ const { values } = parseArgs({
     connectors: { type: 'string' },
     'deployment-connectors': { type: 'string' },
     'runtime-config': { type: 'string' },
+    'provisioned-init': { type: 'boolean' },
   },
 });
 if (values.entry === undefined || values.outdir === undefined) {
@@ -29,4 +30,5 @@ await bundleFunction({
   ...(connectors !== undefined ? { connectors } : {}),
   ...(deploymentConnectors !== undefined ? { deploymentConnectors } : {}),
   ...(values['runtime-config'] !== undefined ? { runtimeConfig: values['runtime-config'] } : {}),
+  ...(values['provisioned-init'] === true ? { provisionedInit: true } : {}),
 });

@@ -172,6 +172,13 @@ export interface BundleFunctionOptions {
    * everything): the deployed functions do not defer. @default undefined
    */
   readonly deferHandlers?: readonly string[];
+  /**
+   * A function with provisioned concurrency: the bundle's entry re-exports
+   * the entry module and then awaits, at its top level, the Runtime's build
+   * ({@link provisionedEntryPlugin}), so an environment Lambda initializes
+   * for provisioned concurrency builds it during INIT. @default false
+   */
+  readonly provisionedInit?: boolean;
 }
 
 /**
@@ -452,6 +459,40 @@ export async function generatePrecompiledRegistry(
   for (const c of connectors) sources.push(await connectorRegistrySource(c.id, { factories, ...(c.baseUrl !== undefined ? { baseUrl: c.baseUrl } : {}) }));
   return precompiledRegistrySource(sources);
 }
+/**
+ * The entry of {@link BundleFunctionOptions.provisionedInit}: the entry
+ * module's exports, then a top-level await of
+ * functions/shared/production-runtime.ts `composeAtProvisionedInit`, which
+ * builds the Runtime only when AWS_LAMBDA_INITIALIZATION_TYPE says Lambda is
+ * initializing the environment for provisioned concurrency (an on-demand
+ * environment of the same version builds it on its first request).
+ *
+ * Only these bundles carry the await. A module with a top-level await that
+ * also holds an `import()` keeps Rollup from joining the chunks that import
+ * loads into the chunk already in memory (./merge-chunks.ts), so the bundle
+ * reads more files at import (8 instead of 1 for the submit's function):
+ * paid in INIT, before a provisioned environment takes a request. The
+ * on-demand functions' bundles are left as they were.
+ */
+export function provisionedEntryPlugin(entry: string): Plugin {
+  const target = isAbsolute(entry) ? entry : join(BUNDLE_ROOT, entry);
+  const init = join(BUNDLE_ROOT, 'functions/shared/production-runtime.ts');
+  return {
+    name: 'aip-provisioned-entry',
+    setup(build) {
+      build.onResolve({ filter: /^aip-provisioned-entry$/ }, () => ({ path: 'entry', namespace: 'aip-provisioned' }));
+      build.onLoad({ filter: /.*/, namespace: 'aip-provisioned' }, () => ({
+        contents: [
+          `export * from ${JSON.stringify(target)};`,
+          `import { composeAtProvisionedInit } from ${JSON.stringify(init)};`,
+          'await composeAtProvisionedInit(process.env);',
+        ].join('\n'),
+        loader: 'js',
+        resolveDir: BUNDLE_ROOT,
+      }));
+    },
+  };
+}
 
 /** Bundles one function into `outdir`. */
 export async function bundleFunction(options: BundleFunctionOptions): Promise<{ readonly metafile: Metafile }> {
@@ -465,9 +506,12 @@ export async function bundleFunction(options: BundleFunctionOptions): Promise<{ 
   try {
     const base = esbuildOptions(options.entry, staging);
     const defer = options.deferHandlers;
+    const provisioned = options.provisionedInit === true;
+    if (defer !== undefined && provisioned) throw new Error('deferHandlers and provisionedInit exclude each other');
     const result = await build({
       ...base,
       ...(defer !== undefined ? { entryPoints: { [BUNDLE_ENTRY_NAME]: 'aip-deferred-entry' } } : {}),
+      ...(provisioned ? { entryPoints: { [BUNDLE_ENTRY_NAME]: 'aip-provisioned-entry' } } : {}),
       ...(split ? {} : { splitting: false }),
       plugins: [
         ...(options.builtinsThroughRequire !== false ? [builtinsThroughRequirePlugin()] : []),
@@ -477,6 +521,7 @@ export async function bundleFunction(options: BundleFunctionOptions): Promise<{ 
         ...(own.length > 0 ? [deploymentConnectorsPlugin(own)] : []),
         ...(options.runtimeConfig !== undefined ? [validatedConfigPlugin(() => generateValidatedConfig(options.runtimeConfig as string))] : []),
         ...(defer !== undefined ? [deferredEntryPlugin(options.entry, defer)] : []),
+        ...(provisioned ? [provisionedEntryPlugin(options.entry)] : []),
       ],
     });
     const metafile = split
@@ -534,6 +579,7 @@ export function localBundlingCommand(
     readonly connectors: readonly BundledConnector[];
     readonly deploymentConnectors?: readonly BundledDeploymentConnector[];
     readonly runtimeConfig?: string;
+    readonly provisionedInit?: boolean;
   },
   outputDir: string,
 ): { file: string; args: string[] } {
@@ -552,6 +598,7 @@ export function localBundlingCommand(
       JSON.stringify(options.connectors),
       ...(own.length > 0 ? ['--deployment-connectors', JSON.stringify(own)] : []),
       ...(options.runtimeConfig !== undefined ? ['--runtime-config', options.runtimeConfig] : []),
+      ...(options.provisionedInit === true ? ['--provisioned-init'] : []),
     ],
   };
 }
@@ -562,6 +609,7 @@ export function runLocalBundling(
     readonly connectors: readonly BundledConnector[];
     readonly deploymentConnectors?: readonly BundledDeploymentConnector[];
     readonly runtimeConfig?: string;
+    readonly provisionedInit?: boolean;
     readonly afterBundling?: (inputDir: string, outputDir: string) => string[];
   },
   outputDir: string,

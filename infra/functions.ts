@@ -101,6 +101,13 @@ export interface FunctionDefinition {
    * @default none (the account's unreserved pool)
    */
   readonly reservedConcurrency?: number;
+  /**
+   * Provisioned concurrent executions, on a `live` alias of the function's
+   * current version ({@link apiTarget}): that many environments are kept
+   * initialized, their INIT run before any request reaches them.
+   * @default none (every environment on demand)
+   */
+  readonly provisionedConcurrency?: number;
   readonly consumes?: QueueConsumer;
   readonly trigger?: FunctionTrigger;
   /**
@@ -304,6 +311,8 @@ export function createFunction(scope: Construct, definition: FunctionDefinition,
     deploymentConnectors: deploymentConnectorSources(config),
     // Validated at build with the functions' own schemas and carried by the bundle, so a cold start builds none.
     runtimeConfig,
+    // With provisioned concurrency the Runtime is built in INIT (./bundling.ts `provisionedEntryPlugin`).
+    ...(definition.provisionedConcurrency !== undefined ? { provisionedInit: true } : {}),
   };
   const fn = new lambda.Function(scope, definition.id, {
     // index.mjs + chunks/ (infra/bundling.ts), built locally: no Docker image is ever pulled.
@@ -399,4 +408,27 @@ export function createFunction(scope: Construct, definition: FunctionDefinition,
   Validations.of(fn).acknowledge({ id: 'AwsSolutions-L1', reason: NAG_REASONS.nodeRuntime });
 
   return fn;
+}
+
+/**
+ * What the API invokes for a route function: the function itself, or, with
+ * `provisionedConcurrency`, its `live` alias on the current version, which
+ * keeps that many environments initialized. Lambda's provisioned concurrency
+ * applies to a version or an alias, never to $LATEST, so the integration and
+ * its invoke permission name the alias. Each deployment that changes the code
+ * or the configuration publishes a new version, and Lambda initializes its
+ * environments before the alias moves to it. docs/infra.md ("Provisioned
+ * concurrency").
+ */
+/** The construct ID of a route function's `live` alias, under the function. */
+export const LIVE_ALIAS_ID = 'Live';
+
+export function apiTarget(fn: lambda.Function, definition: Pick<FunctionDefinition, 'provisionedConcurrency'>): lambda.IFunction {
+  if (definition.provisionedConcurrency === undefined) return fn;
+  return new lambda.Alias(fn, LIVE_ALIAS_ID, {
+    aliasName: 'live',
+    version: fn.currentVersion,
+    provisionedConcurrentExecutions: definition.provisionedConcurrency,
+    description: `The API's target: ${definition.provisionedConcurrency} environments kept initialized`,
+  });
 }

@@ -33,6 +33,7 @@ import { Construct } from 'constructs';
 import { ROUTE_LIST, type RouteDefinition } from '../lib/http/routes.js';
 import { accessLogFormatString, HTTP_ACCESS_LOG_FIELDS } from './access-log-formats.js';
 import type { InfraConfig } from './config.js';
+import { LIVE_ALIAS_ID } from './functions.js';
 import { NAG_REASONS } from './nag.js';
 
 /** JSON access log line of the HTTP API stage: the fields of ./access-log-formats.ts (no headers, query strings, bodies, tokens or claims). */
@@ -120,7 +121,9 @@ export class AipHttpApi extends Construct {
   integrationFor(fn: lambda.IFunction): HttpLambdaIntegration {
     let integration = this.integrations.get(fn);
     if (!integration) {
-      integration = new HttpLambdaIntegration(`${fn.node.id}Integration`, fn, {
+      // A route function's `live` alias (./functions.ts `apiTarget`) is named after its function.
+      const name = fn.node.id === LIVE_ALIAS_ID && fn.node.scope !== undefined ? `${fn.node.scope.node.id}${LIVE_ALIAS_ID}` : fn.node.id;
+      integration = new HttpLambdaIntegration(`${name}Integration`, fn, {
         payloadFormatVersion: apigwv2.PayloadFormatVersion.VERSION_2_0,
         timeout: Duration.seconds(29),
       });

@@ -8,7 +8,9 @@
  *   per route of the route table, the authorizer, the invoke worker, the
  *   reconcile consumer and the sweeper with its every-minute rule;
  * - the REST API with its authorizer (infra/api.ts), or, with `api.type:
- *   "http"`, the HTTP API with API Gateway's JWT authorizer (infra/http-api.ts);
+ *   "http"`, the HTTP API with API Gateway's JWT authorizer (infra/http-api.ts),
+ *   invoking a route function's `live` alias when `api.provisionedConcurrency`
+ *   names one of its routes;
  * - the alarms and their optional SNS topic (infra/alarms.ts).
  */
 import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
@@ -21,7 +23,7 @@ import { AipApi } from './api.js';
 import { AipConsole } from './console.js';
 import { AipHttpApi } from './http-api.js';
 import type { InfraConfig } from './config.js';
-import { createFunction, type FunctionDefinition } from './functions.js';
+import { apiTarget, createFunction, type FunctionDefinition } from './functions.js';
 import { AipRemoteConnectorHost } from './remote-host.js';
 import type { StatefulResources } from './stateful-stack.js';
 
@@ -105,12 +107,16 @@ export class StatelessStack extends Stack {
       this.remoteHost = undefined;
     }
 
-    const routeFunctions: Record<string, lambda.Function> = {};
+    const routeFunctions: Record<string, lambda.IFunction> = {};
+    const servedBy: Record<string, string> = {};
     for (const definition of definitions) {
       if (definition.trigger?.kind !== 'api') continue;
+      // With provisioned concurrency the API invokes the function's `live` alias (infra/functions.ts `apiTarget`).
+      const target = apiTarget(built[definition.id]!, definition);
       for (const routeId of definition.trigger.routes) {
-        if (routeFunctions[routeId]) throw new Error(`Route ${routeId} is served by two functions: ${routeFunctions[routeId]!.node.id} and ${definition.id}`);
-        routeFunctions[routeId] = built[definition.id]!;
+        if (servedBy[routeId]) throw new Error(`Route ${routeId} is served by two functions: ${servedBy[routeId]} and ${definition.id}`);
+        servedBy[routeId] = definition.id;
+        routeFunctions[routeId] = target;
       }
     }
     const authorizers = definitions.filter((definition) => definition.trigger?.kind === 'authorizer');

@@ -23,6 +23,10 @@ export interface ColdTarget {
   readonly fresh?: () => { readonly first: unknown; readonly warm: unknown };
   /** Runs on the stores that answer ({@link startSubmitStores}), as every target with `fresh` does. */
   readonly stores?: true;
+  /** Variables Lambda would set besides the function environment (`execute-provisioned`: its initialization type). */
+  readonly env?: Readonly<Record<string, string>>;
+  /** Bundled as a function with provisioned concurrency is (infra/bundling.ts `provisionedInit`). */
+  readonly provisionedInit?: true;
 }
 
 /** Whether a target runs on the stores that answer rather than on a refused endpoint. */
@@ -64,6 +68,9 @@ const scheduled = () => ({ source: 'aws.events', 'detail-type': 'Scheduled Event
  * `bare-stores` the same handler reading an item that DynamoDB Local returns, the yardstick for the rows whose stores
  * answer. `idempotency-stores` is the handler the issue first measured against (bench/fixtures/powertools-idempotency-handler.ts:
  * Powertools Idempotency alone), making a fresh key idempotent on DynamoDB Local (a conditional put, then the result).
+ * `execute-provisioned` is `execute` in an environment Lambda initializes for provisioned concurrency: its import
+ * builds the Runtime (functions/shared/production-runtime.ts), and its first − warm is what the first request pays.
+ * `execute-spillover` is the same bundle in an environment Lambda starts on demand beyond the provisioned count.
  * `write-floor` is the bare handler doing the least an execute must (bench/fixtures/write-floor-handler.ts: one
  * conditional PutItem and one SendMessage, on stores that answer): the floor under the write routes' rows.
  */
@@ -72,6 +79,22 @@ export const COLD_TARGETS: Readonly<Record<string, ColdTarget>> = {
   transactions: { entry: 'functions/http/transactions.ts', handler: 'getTransactionHandler', event: () => routeEvent('getTransaction') },
   submit: { entry: 'functions/http/actions.ts', handler: 'submitActionHandler', event: submitEvent },
   execute: { entry: 'functions/http/actions.ts', handler: 'submitActionHandler', event: submitEvent, fresh: freshSubmits() },
+  'execute-provisioned': {
+    entry: 'functions/http/actions.ts',
+    handler: 'submitActionHandler',
+    event: submitEvent,
+    fresh: freshSubmits(),
+    env: { AWS_LAMBDA_INITIALIZATION_TYPE: 'provisioned-concurrency' },
+    provisionedInit: true,
+  },
+  'execute-spillover': {
+    entry: 'functions/http/actions.ts',
+    handler: 'submitActionHandler',
+    event: submitEvent,
+    fresh: freshSubmits(),
+    env: { AWS_LAMBDA_INITIALIZATION_TYPE: 'on-demand' },
+    provisionedInit: true,
+  },
   waited: { entry: 'functions/http/actions.ts', handler: 'submitActionHandler', event: submitEvent, fresh: freshSubmits(20) },
   capabilities: { entry: 'functions/http/meta.ts', handler: 'listCapabilitiesHandler', event: () => routeEvent('listCapabilities') },
   overview: { entry: 'functions/http/operator.ts', handler: 'operatorOverviewHandler', event: () => routeEvent('operatorOverview') },
@@ -122,7 +145,7 @@ export async function buildColdBundles(names: readonly string[], work: string): 
   }));
   const env = functionEnv(FUNCTION_ENV, POWERTOOLS_ENV, JSON.stringify(toDeploymentRuntimeConfig(config)));
   const stores: SubmitStores | undefined = names.some((n) => onStores(COLD_TARGETS[n])) ? await startSubmitStores(config, env) : undefined;
-  const key = (n: string) => `${COLD_TARGETS[n]?.entry}${onStores(COLD_TARGETS[n]) ? ':stores' : ''}`;
+  const key = (n: string) => `${COLD_TARGETS[n]?.entry}${onStores(COLD_TARGETS[n]) ? ':stores' : ''}${COLD_TARGETS[n]?.provisionedInit ? ':provisioned' : ''}`;
   const files = new Map<string, string>();
   try {
     for (const n of names) {
@@ -135,6 +158,7 @@ export async function buildColdBundles(names: readonly string[], work: string): 
         connectors: withStores ? [...stores.connectors] : connectors,
         // Built for the AIP_RUNTIME_CONFIG it runs with, as a deployment's bundle is.
         runtimeConfig: (withStores ? stores.env : env)[FUNCTION_ENV.runtimeConfig],
+        ...(t.provisionedInit ? { provisionedInit: true } : {}),
       });
       files.set(key(n), join(BUNDLE_ROOT, entryOutput(metafile)));
     }
@@ -143,7 +167,7 @@ export async function buildColdBundles(names: readonly string[], work: string): 
     throw err;
   }
   return {
-    envFor: (n) => (onStores(COLD_TARGETS[n]) && stores !== undefined ? { ...env, ...stores.env } : env),
+    envFor: (n) => ({ ...env, ...(onStores(COLD_TARGETS[n]) && stores !== undefined ? stores.env : {}), ...COLD_TARGETS[n]?.env }),
     file: (n) => files.get(key(n)) as string,
     stop: async () => {
       await stores?.stop();

@@ -366,6 +366,20 @@ const apiConfigSchema = z.lazySchema(() =>
         .check(z.regex(/^[A-Za-z0-9_]{1,64}$/, { message: 'must be 1-64 of A-Z a-z 0-9 _ (API stage name)' })),
       'api',
     ),
+    /**
+     * Route ID (lib/http/routes.ts, e.g. `submitAction`) → provisioned concurrent executions of the function that
+     * serves it. Such a function gets a `live` alias with that many environments kept initialized, and the API
+     * invokes the alias. Their INIT runs before any request reaches them, and there the function builds its Runtime
+     * (functions/shared/production-runtime.ts), which an on-demand environment builds on its first request. Billed
+     * per environment for every second it is provisioned, whether used or not: docs/infra.md ("Provisioned
+     * concurrency"). Two routes of one function take the larger count. Absent: none (every environment on demand).
+     */
+    provisionedConcurrency: z._default(
+      z.record(z.string(), intIn(1, 1000, 'provisioned concurrent executions'), {
+        error: 'must be an object: route ID → provisioned concurrent executions',
+      }),
+      {},
+    ),
     /** Steady-state requests per second across the stage (API Gateway token bucket rate). */
     throttlingRateLimit: z._default(intIn(1, 10_000, 'requests per second'), 50),
     /** Burst size of the stage's token bucket. */

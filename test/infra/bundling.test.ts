@@ -273,6 +273,64 @@ describe('bundling', () => {
     expect(JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' }))).toEqual({ calls: 1, path: true });
   });
 
+  it('a function with provisioned concurrency builds its Runtime during INIT when Lambda initializes it for provisioned concurrency, and only then', async () => {
+    const runtimeConfig = JSON.stringify(toDeploymentRuntimeConfig(parseInfraConfig(BASE_CONFIG)));
+    const bundle = async (provisionedInit: boolean) => {
+      const dir = outdir();
+      const { metafile } = await bundleFunction({
+        entry: 'functions/http/actions.ts',
+        outdir: dir,
+        connectors: [{ id: 'payments' }],
+        runtimeConfig,
+        provisionedInit,
+      });
+      return { file: join(BUNDLE_ROOT, entryOutput(metafile)), metafile };
+    };
+    const [provisioned, plain] = await Promise.all([bundle(true), bundle(false)]);
+    // The modules Node loads while it imports the bundle (what Lambda's INIT runs), in a fresh process.
+    const loadedAtImport = (file: string, env: Record<string, string>) => {
+      const script = [
+        "import { registerHooks } from 'node:module';",
+        'const loaded = []; registerHooks({ load(url, ctx, next) { loaded.push(url); return next(url, ctx); } });',
+        `const m = await import(${JSON.stringify(pathToFileURL(file).href)});`,
+        "console.log(JSON.stringify({ handlers: typeof m.submitActionHandler === 'function' && typeof m.getActionHandler === 'function', loaded }));",
+      ].join('\n');
+      const functionEnv = {
+        PATH: process.env.PATH ?? '',
+        AWS_REGION: 'us-east-1',
+        AWS_ACCESS_KEY_ID: 'test',
+        AWS_SECRET_ACCESS_KEY: 'test',
+        AWS_ENDPOINT_URL: 'http://127.0.0.1:9',
+        AIP_ENV: 'test',
+        AIP_TABLE_NAME: 'aip-test',
+        AIP_INVOKE_QUEUE_URL: 'http://127.0.0.1:9/000000000000/aip-test-invoke',
+        AIP_RECONCILE_QUEUE_URL: 'http://127.0.0.1:9/000000000000/aip-test-reconcile',
+        AIP_RECONCILE_QUEUE_ARN: 'arn:aws:sqs:us-east-1:000000000000:aip-test-reconcile',
+        AIP_SCHEDULE_GROUP: 'aip-test',
+        AIP_SCHEDULER_ROLE_ARN: 'arn:aws:iam::000000000000:role/aip-test',
+        AIP_RUNTIME_CONFIG: runtimeConfig,
+        POWERTOOLS_TRACE_ENABLED: 'false',
+      };
+      const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', env: { ...functionEnv, ...env } });
+      return JSON.parse(out) as { handlers: boolean; loaded: string[] };
+    };
+    const composes = (loaded: readonly string[]) => loaded.some((url) => /\/compose-runtime-[^/]*\.mjs$/.test(url));
+    const atProvisionedInit = loadedAtImport(provisioned.file, { AWS_LAMBDA_INITIALIZATION_TYPE: 'provisioned-concurrency' });
+    expect(atProvisionedInit.handlers).toBe(true);
+    expect(composes(atProvisionedInit.loaded)).toBe(true);
+    // The same bundle started on demand (beyond the provisioned count), and a function without provisioned
+    // concurrency even where Lambda says so: the Runtime waits for the first request.
+    const onDemand = loadedAtImport(provisioned.file, { AWS_LAMBDA_INITIALIZATION_TYPE: 'on-demand' });
+    expect(onDemand.handlers).toBe(true);
+    expect(composes(onDemand.loaded)).toBe(false);
+    expect(composes(loadedAtImport(plain.file, { AWS_LAMBDA_INITIALIZATION_TYPE: 'provisioned-concurrency' }).loaded)).toBe(false);
+    // A build that fails (no table configured) does not fail INIT: the handlers are there, the first request builds again.
+    const failing = loadedAtImport(provisioned.file, { AWS_LAMBDA_INITIALIZATION_TYPE: 'provisioned-concurrency', AIP_TABLE_NAME: '' });
+    expect(failing.handlers).toBe(true);
+    // Only the provisioned bundle carries the top-level await; the on-demand one stays one file at import.
+    expect(staticallyLoaded(plain.metafile, entryOutput(plain.metafile))).toHaveLength(1);
+  });
+
   it('reaches the builtins through require: no ES import of one but node:module (whose namespaces would run their lazy getters), the names read as the modules have them', async () => {
     const { metafile } = await bundleFunction({ entry: 'functions/http/actions.ts', outdir: outdir(), connectors: [{ id: 'payments' }] });
     const builtin = new RegExp(`(?:from|import)\\s*\\(?\\s*["']((?:node:)?(?:${builtinModules.join('|')}|test|sqlite|sea))["']`, 'g');
