@@ -21,7 +21,7 @@ import { defineAipApp } from '../../infra/aip-app.js';
 import { parseInfraConfig } from '../../infra/config.js';
 import type { FunctionDefinition } from '../../infra/functions.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { BUNDLE_ROOT, bundleFunction, entryOutput, esbuildOptions, staticallyLoaded, ZOD_JITLESS_BANNER } from '../../infra/bundling.js';
+import { BUNDLE_ROOT, bundleFunction, entryOutput, esbuildOptions, localBundlingCommand, staticallyLoaded, ZOD_JITLESS_BANNER } from '../../infra/bundling.js';
 import { gte } from '../../infra/semver-gte.js';
 import { toDeploymentRuntimeConfig } from '../../lib/config/deployment.js';
 import { validateRuntimeConfig } from '../../functions/shared/validated-config-source.js';
@@ -329,6 +329,19 @@ describe('bundling', () => {
     expect(failing.handlers).toBe(true);
     // Only the provisioned bundle carries the top-level await; the on-demand one stays one file at import.
     expect(staticallyLoaded(plain.metafile, entryOutput(plain.metafile))).toHaveLength(1);
+  });
+
+  it("the stack's bundling command carries provisionedInit to the bundler: only a provisioned function's bundle holds the INIT build", () => {
+    const bundleWith = (provisionedInit: boolean) => {
+      const dir = outdir();
+      const { file, args } = localBundlingCommand({ entry: 'functions/http/meta.ts', connectors: [], provisionedInit }, dir);
+      expect(args.includes('--provisioned-init')).toBe(provisionedInit);
+      execFileSync(file, args, { cwd: BUNDLE_ROOT, stdio: 'ignore' });
+      // The entry's source map names its sources: the provisioned entry is a module of its own (bundling.ts `provisionedEntryPlugin`).
+      return (JSON.parse(readFileSync(join(dir, 'index.mjs.map'), 'utf8')) as { sources: string[] }).sources.some((f) => f.includes('aip-provisioned'));
+    };
+    expect(bundleWith(true)).toBe(true);
+    expect(bundleWith(false)).toBe(false);
   });
 
   it('reaches the builtins through require: no ES import of one but node:module (whose namespaces would run their lazy getters), the names read as the modules have them', async () => {
