@@ -7,10 +7,9 @@ import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import type { CfnElement } from 'aws-cdk-lib';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CONSOLE_ASSETS_FOLDER, CONSOLE_CONFIG_ENV } from '../../functions/console/serve.js';
-import type { AipApp } from '../../infra/aip-app.js';
 import { consoleFunctionDefinition, deployedConsoleConfig } from '../../infra/console.js';
 import { DEFAULT_CONSOLE_SCOPES, InfraConfigError, parseInfraConfig, type InfraConfigInput } from '../../infra/config.js';
-import { BASE_CONFIG, buildAip } from './support.js';
+import { BASE_CONFIG, buildAip, nagViolations } from './support.js';
 
 type Json = Record<string, any>;
 
@@ -18,10 +17,6 @@ const WITH_CONSOLE: InfraConfigInput = {
   ...BASE_CONFIG,
   auth: { ...BASE_CONFIG.auth, console: { clientId: 'aip-console', audience: 'aip-runtime', defaultTenant: 'acme' } },
 };
-
-function nagViolations(aip: AipApp, app: Parameters<AipApp['nag']['validateScope']>[0]) {
-  return aip.nag.validateScope(app).violations.map((v) => `${v.ruleName} @ ${v.violatingResources.map((r) => r.constructPath).join(', ')}`);
-}
 
 describe('operator console (auth.console set)', () => {
   let built: ReturnType<typeof buildAip>;

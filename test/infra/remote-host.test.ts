@@ -11,15 +11,11 @@ import type { CfnElement } from 'aws-cdk-lib';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { AipApp } from '../../infra/aip-app.js';
 import { InfraConfigError, parseInfraConfig, type InfraConfigInput } from '../../infra/config.js';
-import { BASE_CONFIG, buildAip } from './support.js';
+import { BASE_CONFIG, buildAip, nagViolations } from './support.js';
 
 type Json = Record<string, any>;
 
 const REMOTE: InfraConfigInput = { ...BASE_CONFIG, remoteConnectorHost: { connectors: ['payments'] } };
-
-function nagViolations(aip: AipApp, app: Parameters<AipApp['nag']['validateScope']>[0]) {
-  return aip.nag.validateScope(app).violations.map((v) => `${v.ruleName} @ ${v.violatingResources.map((r) => r.constructPath).join(', ')}`);
-}
 
 /** The IAM statements of the policies attached to a function's role. */
 function statementsOf(template: Template, stack: AipApp['stateless'], fn: { role?: unknown; node: { defaultChild?: unknown } } | undefined): Json[] {

@@ -11,7 +11,7 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { GSI_PROJECTION, GSIS, KEY_ATTRIBUTES, TABLE_KEYS, TTL_ATTRIBUTE } from '../../lib/aws/dynamo/table-design.js';
-import { CONFIG_CONTEXT_KEY, defineAipApp, stackNames, type AipApp } from '../../infra/aip-app.js';
+import { CONFIG_CONTEXT_KEY, defineAipApp, stackNames } from '../../infra/aip-app.js';
 import { aipFunctionDefinitions } from '../../infra/aip-functions.js';
 import { InfraConfigError, parseInfraConfig } from '../../infra/config.js';
 import { applyNagChecks } from '../../infra/nag.js';
@@ -19,7 +19,7 @@ import { FUNCTION_ENV } from '../../infra/function-env.js';
 import { type FunctionDefinition, TABLE_READ_ACTIONS, TABLE_WRITE_ACTIONS } from '../../infra/functions.js';
 import { StatefulStack } from '../../infra/stateful-stack.js';
 import { StatelessStack } from '../../infra/stateless-stack.js';
-import { BASE_CONFIG, buildAip, newApp } from './support.js';
+import { BASE_CONFIG, buildAip, nagViolations, newApp } from './support.js';
 
 type Json = Record<string, any>;
 
@@ -44,10 +44,6 @@ function resolveImport(statefulTemplate: Template, value: unknown): unknown {
     return exportedValue(statefulTemplate, (value as Json)['Fn::ImportValue'] as string);
   }
   return value;
-}
-
-function nagViolations(aip: AipApp, app: Parameters<AipApp['nag']['validateScope']>[0]) {
-  return aip.nag.validateScope(app).violations.map((v) => `${v.ruleName} @ ${v.violatingResources.map((r) => r.constructPath).join(', ')}`);
 }
 
 describe('stateful stack (default configuration: SSE-SQS queues)', () => {

@@ -36,3 +36,8 @@ export function buildAip(config: InfraConfigInput = BASE_CONFIG, options: Omit<A
   const aip = defineAipApp(app, { ...options, config: parseInfraConfig(config) });
   return { app, aip };
 }
+
+/** cdk-nag's findings over an app, each as `rule @ construct paths` (what a failing assertion should show). */
+export function nagViolations(aip: AipApp, app: Parameters<AipApp['nag']['validateScope']>[0]): string[] {
+  return aip.nag.validateScope(app).violations.map((v) => `${v.ruleName} @ ${v.violatingResources.map((r) => r.constructPath).join(', ')}`);
+}
