@@ -459,6 +459,7 @@ export async function generatePrecompiledRegistry(
   for (const c of connectors) sources.push(await connectorRegistrySource(c.id, { factories, ...(c.baseUrl !== undefined ? { baseUrl: c.baseUrl } : {}) }));
   return precompiledRegistrySource(sources);
 }
+
 /**
  * The entry of {@link BundleFunctionOptions.provisionedInit}: the entry
  * module's exports, then a top-level await of

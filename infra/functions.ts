@@ -410,19 +410,19 @@ export function createFunction(scope: Construct, definition: FunctionDefinition,
   return fn;
 }
 
+/** The construct ID of a route function's `live` alias, under the function. */
+export const LIVE_ALIAS_ID = 'Live';
+
 /**
  * What the API invokes for a route function: the function itself, or, with
  * `provisionedConcurrency`, its `live` alias on the current version, which
  * keeps that many environments initialized. Lambda's provisioned concurrency
  * applies to a version or an alias, never to $LATEST, so the integration and
  * its invoke permission name the alias. Each deployment that changes the code
- * or the configuration publishes a new version, and Lambda initializes its
- * environments before the alias moves to it. docs/infra.md ("Provisioned
- * concurrency").
+ * or the configuration publishes a new version and moves the alias to it;
+ * Lambda then provisions that version's environments. docs/infra.md
+ * ("Provisioned concurrency").
  */
-/** The construct ID of a route function's `live` alias, under the function. */
-export const LIVE_ALIAS_ID = 'Live';
-
 export function apiTarget(fn: lambda.Function, definition: Pick<FunctionDefinition, 'provisionedConcurrency'>): lambda.IFunction {
   if (definition.provisionedConcurrency === undefined) return fn;
   return new lambda.Alias(fn, LIVE_ALIAS_ID, {
