@@ -189,18 +189,20 @@ export interface BundleFunctionOptions {
 export function deferredEntryPlugin(entry: string, handlers: readonly string[]): Plugin {
   const target = isAbsolute(entry) ? entry : join(BUNDLE_ROOT, entry);
   for (const h of handlers) if (!/^[A-Za-z_$][\w$]*$/.test(h)) throw new Error(`not an export name: ${h}`);
+  return virtualEntryPlugin('deferred', [
+    `let loaded; const load = () => (loaded ??= import(${JSON.stringify(target)}).catch((err) => { loaded = undefined; throw err; }));`,
+    ...handlers.map((h) => `export const ${h} = async (event, context) => (await load()).${h}(event, context);`),
+  ]);
+}
+
+/** An entry module written in `lines` (imports resolved from the project root), that esbuild loads as `aip-<kind>-entry`. */
+function virtualEntryPlugin(kind: 'deferred' | 'provisioned', lines: readonly string[]): Plugin {
+  const specifier = `aip-${kind}-entry`;
   return {
-    name: 'aip-deferred-entry',
+    name: specifier,
     setup(build) {
-      build.onResolve({ filter: /^aip-deferred-entry$/ }, () => ({ path: 'entry', namespace: 'aip-deferred' }));
-      build.onLoad({ filter: /.*/, namespace: 'aip-deferred' }, () => ({
-        contents: [
-          `let loaded; const load = () => (loaded ??= import(${JSON.stringify(target)}).catch((err) => { loaded = undefined; throw err; }));`,
-          ...handlers.map((h) => `export const ${h} = async (event, context) => (await load()).${h}(event, context);`),
-        ].join('\n'),
-        loader: 'js',
-        resolveDir: BUNDLE_ROOT,
-      }));
+      build.onResolve({ filter: new RegExp(`^${specifier}$`) }, () => ({ path: 'entry', namespace: `aip-${kind}` }));
+      build.onLoad({ filter: /.*/, namespace: `aip-${kind}` }, () => ({ contents: lines.join('\n'), loader: 'js', resolveDir: BUNDLE_ROOT }));
     },
   };
 }
@@ -478,21 +480,11 @@ export async function generatePrecompiledRegistry(
 export function provisionedEntryPlugin(entry: string): Plugin {
   const target = isAbsolute(entry) ? entry : join(BUNDLE_ROOT, entry);
   const init = join(BUNDLE_ROOT, 'functions/shared/production-runtime.ts');
-  return {
-    name: 'aip-provisioned-entry',
-    setup(build) {
-      build.onResolve({ filter: /^aip-provisioned-entry$/ }, () => ({ path: 'entry', namespace: 'aip-provisioned' }));
-      build.onLoad({ filter: /.*/, namespace: 'aip-provisioned' }, () => ({
-        contents: [
-          `export * from ${JSON.stringify(target)};`,
-          `import { composeAtProvisionedInit } from ${JSON.stringify(init)};`,
-          'await composeAtProvisionedInit(process.env);',
-        ].join('\n'),
-        loader: 'js',
-        resolveDir: BUNDLE_ROOT,
-      }));
-    },
-  };
+  return virtualEntryPlugin('provisioned', [
+    `export * from ${JSON.stringify(target)};`,
+    `import { composeAtProvisionedInit } from ${JSON.stringify(init)};`,
+    'await composeAtProvisionedInit(process.env);',
+  ]);
 }
 
 /** Bundles one function into `outdir`. */
